@@ -1,0 +1,1 @@
+"""faultline: streaming detection of slow GPU nodes and silent data corruption."""

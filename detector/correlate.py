@@ -1,0 +1,416 @@
+"""From findings to problems to alerts: attribution, isolation granularity, escalation, lifecycle.
+
+The correlator is the only place that decides what to say.  It receives sparse
+findings from the monitors, in (near) event-time order, and keeps:
+
+- the **device map** — every active finding by unit, so a slow rank can be
+  explained by what its own GPU (or node) is showing;
+- **problems** — one per (topic, kind, unit), each with its ``dedup_key``,
+  active findings, evidence and status; a problem fires once, re-fires only
+  when its cause is refined, and resolves after ``resolve_after_s`` of quiet
+  (hardware problems are latched until the GPU is reset);
+- **timers** in event time, for decisions that need a little more evidence:
+  NIC trouble waits ``switch_window_s`` to see whether the whole switch is
+  failing (one switch alert, not one per node), and an unexplained slow rank
+  waits ``escalate_after_s`` for an explanation before a human is paged.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from typing import Any
+
+from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
+from detector.findings import Finding
+from detector.playbook import action_for, next_diagnostic
+from detector.thresholds import Thresholds
+from detector.topology import Topology
+
+# Causes that say more than "something on the GPU": a problem's cause is refined
+# towards these, never away from them.
+_GENERIC = ("unknown", "gpu_hardware", "software")
+
+
+class Problem:
+    """One problem: what fired, on which unit, backed by which active findings."""
+
+    __slots__ = ("key", "topic", "kind", "cause", "scope", "onset_ts", "status", "active",
+                 "evidence", "confidence", "job", "tenant", "cluster", "latched",
+                 "quiet_since", "xid", "recovery_action", "extra")
+
+    def __init__(self, key: str, topic: str, kind: str, cause: str, scope: Scope,
+                 f: Finding, latched: bool) -> None:
+        self.key, self.topic, self.kind, self.cause, self.scope = key, topic, kind, cause, scope
+        self.onset_ts = f.onset_ts
+        self.status = "firing"
+        self.active: set[str] = set()
+        self.evidence: list[dict[str, Any]] = []
+        self.confidence = f.severity
+        self.job, self.tenant, self.cluster = f.job, f.tenant, f.cluster
+        self.latched = latched
+        self.quiet_since = math.inf
+        self.xid: int | None = None
+        self.recovery_action: str | None = None
+        self.extra: dict[str, Any] = {}
+
+    def add(self, f: Finding, limit: int) -> None:
+        """Record ``f`` as evidence (bounded: the first ``limit - 1`` items and the latest)."""
+        item = {"signal": f.signal, "unit": f.scope.key, "ts": round(f.ts, 3), **f.evidence}
+        if len(self.evidence) >= limit:
+            self.evidence[-1] = item
+        else:
+            self.evidence.append(item)
+        self.confidence = max(self.confidence, f.severity)
+        if f.onset_ts < self.onset_ts:
+            self.onset_ts = f.onset_ts
+        if f.signal == "xid" and self.xid is None:
+            self.xid = f.evidence.get("xid")
+        if f.signal == "recovery_action":
+            self.recovery_action = f.evidence.get("recovery_action")
+        if self.job is None and f.job is not None:
+            self.job, self.tenant = f.job, f.tenant
+
+
+class Correlator:
+    """Turns findings into alerts; pure, event-time driven, snapshot-able with pickle."""
+
+    def __init__(self, cfg: Thresholds, topology: Topology | None = None,
+                 seen: Callable[[str, str], bool] | None = None) -> None:
+        self.cfg = cfg
+        self.topology = topology
+        self.seen = seen  # (node, source) -> whether that telemetry was ever received
+        self.problems: dict[str, Problem] = {}
+        self._owner: dict[str, str] = {}                     # finding key -> problem key
+        self._device: dict[str, dict[str, Finding]] = {}     # unit key -> signal -> finding
+        self._units_of_node: dict[str, set[str]] = {}
+        self._timers: list[tuple[float, int, str, str]] = []
+        self._seq = 0
+        self._slow_wait: dict[str, Finding] = {}             # gpu unit key -> slow finding
+        self._nic_wait: dict[str, tuple[str, Finding]] = {}  # finding key -> (switch, finding)
+        self._switch_open: set[str] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: getattr(self, k) for k in self.__dict__}
+        state["topology"] = None  # injected again on restore, never snapshotted
+        state["seen"] = None
+        return state
+
+    # -- entry points --------------------------------------------------------------------
+
+    def due(self) -> float:
+        """Event time of the next timer (inf when none)."""
+        return self._timers[0][0] if self._timers else math.inf
+
+    def advance(self, now: float, out: list[Alert]) -> None:
+        """Fire every timer due at or before ``now``."""
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            due, _, what, key = heapq.heappop(timers)
+            if what == "slow":
+                self._slow_due(key, due, out)
+            elif what == "switch":
+                self._switch_due(key, due, out)
+            else:
+                self._resolve_due(key, due, out)
+
+    def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        unit = f.scope.key
+        if f.active:
+            self._device.setdefault(unit, {})[f.signal] = f
+            if f.scope.node is not None:
+                self._units_of_node.setdefault(f.scope.node, set()).add(unit)
+        else:
+            signals = self._device.get(unit)
+            if signals is not None:
+                signals.pop(f.signal, None)
+                if not signals:
+                    del self._device[unit]
+        if f.signal == "gpu_reset":
+            self._gpu_reset(f, out)
+        elif f.signal == "slow_rank":
+            self._on_slow(f, out)
+        elif f.kind == "network":
+            self._on_network(f, out)
+        elif not f.active:
+            self._cleared(f, out)
+        elif f.verdict:
+            topic = ESCALATION if f.cause == "unknown" else ISOLATION
+            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
+            self._explain_waiting(f.scope, p, out)
+        else:
+            self._attach_if_firing(f)
+
+    # -- problems ------------------------------------------------------------------------
+
+    def dedup_key(self, topic: str, kind: str, scope: Scope, cluster: str | None) -> str:
+        where = f"{cluster}:" if cluster else ""
+        return f"fl:{where}{'iso' if topic == ISOLATION else 'esc'}:{kind}:{scope.key}"
+
+    def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
+               out: list[Alert], *, latched: bool = False, detected_ts: float | None = None,
+               extra: dict[str, Any] | None = None) -> Problem:
+        key = self.dedup_key(topic, kind, scope, f.cluster)
+        p = self.problems.get(key)
+        detected = f.ts if detected_ts is None else detected_ts
+        if p is None or p.status == "resolved":
+            p = Problem(key, topic, kind, cause, scope, f, latched)
+            p.add(f, self.cfg.evidence_items)
+            p.extra = extra or {}
+            self.problems[key] = p
+            self._own(f, p)
+            out.append(self._alert(p, detected))
+            return p
+        refined = p.cause in _GENERIC and cause not in _GENERIC
+        if refined:
+            p.cause = cause
+        p.latched = p.latched or latched
+        p.add(f, self.cfg.evidence_items)
+        if extra:
+            p.extra.update(extra)
+        self._own(f, p)
+        if refined:
+            out.append(self._alert(p, detected))
+        return p
+
+    def _own(self, f: Finding, p: Problem) -> None:
+        old = self._owner.get(f.key)
+        if old is not None and old != p.key and old in self.problems:
+            q = self.problems[old]
+            q.active.discard(f.key)
+            if not q.active and not q.latched and q.status == "firing":
+                self._schedule_resolve(q, f.ts)
+        self._owner[f.key] = p.key
+        p.active.add(f.key)
+        p.quiet_since = math.inf
+
+    def _attach_if_firing(self, f: Finding) -> None:
+        """Evidence-only findings join a problem already firing on the same unit."""
+        for topic in (ISOLATION, ESCALATION):
+            for kind in ("hardware", "slow_node", "sdc"):
+                p = self.problems.get(self.dedup_key(topic, kind, f.scope, f.cluster))
+                if p is not None and p.status == "firing":
+                    p.add(f, self.cfg.evidence_items)
+                    return
+
+    def _cleared(self, f: Finding, out: list[Alert]) -> None:
+        key = self._owner.pop(f.key, None)
+        p = self.problems.get(key) if key else None
+        if p is None:
+            return
+        p.active.discard(f.key)
+        if not p.active and not p.latched and p.status == "firing":
+            self._schedule_resolve(p, f.ts)
+
+    def _schedule_resolve(self, p: Problem, ts: float) -> None:
+        p.quiet_since = ts
+        self._timer(ts + self.cfg.resolve_after_s, "resolve", p.key)
+
+    def _resolve_due(self, key: str, due: float, out: list[Alert]) -> None:
+        p = self.problems.get(key)
+        if (p is None or p.status != "firing" or p.active or p.latched
+                or p.quiet_since + self.cfg.resolve_after_s > due):
+            return
+        p.status = "resolved"
+        out.append(self._alert(p, due))
+
+    def _gpu_reset(self, f: Finding, out: list[Alert]) -> None:
+        """A reset GPU starts clean: latched hardware problems on it may resolve."""
+        unit = f.scope.key
+        self._device.pop(unit, None)
+        for p in self.problems.values():
+            if p.status == "firing" and p.latched and p.scope.key == unit:
+                p.latched = False
+                p.active = {k for k in p.active if not k.endswith("@" + unit)}
+                if not p.active:
+                    self._schedule_resolve(p, f.ts)
+
+    def _timer(self, due: float, what: str, key: str) -> None:
+        self._seq += 1
+        heapq.heappush(self._timers, (due, self._seq, what, key))
+
+    # -- slow ranks: attribution and escalation ------------------------------------------
+
+    def _explanation(self, f: Finding) -> Problem | None:
+        """A firing isolation problem whose signals on the same GPU explain a slow rank."""
+        for signal, g in self._device.get(f.scope.key, {}).items():
+            if signal == "slow_rank" or not g.verdict:
+                continue
+            key = self._owner.get(g.key)
+            p = self.problems.get(key) if key else None
+            if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                return p
+        return None
+
+    def _on_slow(self, f: Finding, out: list[Alert]) -> None:
+        unit = f.scope.key
+        if not f.active:
+            self._slow_wait.pop(unit, None)
+            self._cleared(f, out)
+            return
+        p = self._explanation(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+            return
+        self._slow_wait[unit] = f
+        self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+
+    def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
+        """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated."""
+        if p.topic != ISOLATION or scope.level != "gpu":
+            return
+        slow = self._device.get(scope.key, {}).get("slow_rank")
+        if slow is None:
+            return
+        self._slow_wait.pop(scope.key, None)
+        p.add(slow, self.cfg.evidence_items)
+        self._own(slow, p)
+
+    def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
+        f = self._slow_wait.get(unit)
+        if f is None or due < f.ts + self.cfg.escalate_after_s:
+            return
+        del self._slow_wait[unit]
+        p = self._explanation(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+            return
+        members = self._unexplained_slow()
+        node = [g for g in members if g.scope.node == f.scope.node]
+        replica = {g.scope.node: g for g in members
+                   if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
+        if len(node) >= 2:
+            scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
+        elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
+            scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
+        else:
+            scope, group = f.scope, [f]
+        extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": next_diagnostic(
+            "slow_node", scope)}
+        p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
+                        extra=extra)
+        for g in group:
+            self._slow_wait.pop(g.scope.key, None)
+            if g is not f:
+                p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
+
+    def _unexplained_slow(self) -> list[Finding]:
+        out = []
+        for signals in self._device.values():
+            g = signals.get("slow_rank")
+            if g is None:
+                continue
+            key = self._owner.get(g.key)
+            p = self.problems.get(key) if key else None
+            if p is None or p.topic == ESCALATION:
+                out.append(g)
+        return out
+
+    def _ruled_out(self, f: Finding) -> list[str]:
+        """What was checked and found clean, to tell a human where not to look."""
+        node, unit = f.scope.node or "", f.scope.key
+        signals = self._device.get(unit, {})
+        checks = []
+        for source, what in (("ecc", "XID/ECC/NVLink/PCIe errors on the GPU"),
+                             ("thermal", "thermal or power throttling on the GPU")):
+            seen = self.seen(node, source) if self.seen else True
+            if not seen:
+                checks.append(f"not checked: no {source} telemetry from {node}")
+            elif not any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+                checks.append(f"no {what}")
+        nic_trouble = [u for u in self._units_of_node.get(node, ()) if u.startswith("nic:")
+                       and u in self._device]
+        checks.append(f"NIC trouble on {node}: {', '.join(sorted(nic_trouble))}" if nic_trouble
+                      else f"no NIC errors, flaps or throughput loss on {node}")
+        checks.append("not a whole-job slowdown: compared with peers at the same step")
+        return checks
+
+    # -- network: NIC or switch ----------------------------------------------------------
+
+    def _on_network(self, f: Finding, out: list[Alert]) -> None:
+        if not f.active:
+            self._nic_wait.pop(f.key, None)
+            self._cleared(f, out)
+            return
+        if not f.verdict:
+            return  # "errors seen" evidence: only counted when a switch window closes
+        topo = self.topology
+        switch = topo.switch_of(f.scope.node, f.scope.nic) if topo is not None else None
+        if switch is None:
+            self._raise(ISOLATION, "network", "nic", f.scope, f, out)
+            return
+        sw = self.problems.get(self.dedup_key(ISOLATION, "network", Scope.of_switch(switch),
+                                              f.cluster))
+        if sw is not None and sw.status == "firing":
+            sw.add(f, self.cfg.evidence_items)
+            self._own(f, sw)
+            return
+        nic = self.problems.get(self.dedup_key(ISOLATION, "network", f.scope, f.cluster))
+        if nic is not None and nic.status == "firing":
+            self._raise(ISOLATION, "network", "nic", f.scope, f, out)
+            return
+        self._nic_wait[f.key] = (switch, f)
+        if switch not in self._switch_open:
+            self._switch_open.add(switch)
+            self._timer(f.ts + self.cfg.switch_window_s, "switch", switch)
+
+    def _switch_due(self, switch: str, due: float, out: list[Alert]) -> None:
+        self._switch_open.discard(switch)
+        waiting = [(k, f) for k, (s, f) in self._nic_wait.items() if s == switch]
+        if not waiting:
+            return
+        for k, _ in waiting:
+            del self._nic_wait[k]
+        topo = self.topology
+        assert topo is not None
+        behind = topo.nics_under(switch)
+        troubled = set()
+        for node, nic in behind:
+            for unit in self._units_of_node.get(node, ()):
+                if unit.startswith(f"nic:{node}/{nic}") and unit in self._device:
+                    troubled.add(node)
+        n_nodes = len({node for node, _ in behind})
+        need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * n_nodes))
+        first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
+        if len(troubled) >= need:
+            extra = {"nodes_affected": len(troubled), "nodes_behind_switch": n_nodes,
+                     "affected_nodes": sorted(troubled)[:16]}
+            scope = Scope.of_switch(switch)
+            sw_finding = first._replace(scope=scope, tenant=None, job=None,
+                                        severity=min(0.95, 0.5 + len(troubled) / (2 * n_nodes)))
+            p = self._raise(ISOLATION, "network", "switch", scope, sw_finding, out,
+                            detected_ts=due, extra=extra)
+            p.tenant = None  # a switch carries several tenants' traffic
+            for _, f in waiting:
+                p.add(f, self.cfg.evidence_items)
+                self._own(f, p)
+            return
+        for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
+            if f.scope.key in self._device:
+                self._raise(ISOLATION, "network", "nic", f.scope, f, out, detected_ts=due)
+
+    # -- alerts --------------------------------------------------------------------------
+
+    def _alert(self, p: Problem, detected_ts: float) -> Alert:
+        evidence: dict[str, Any] = {"signals": list(p.evidence), **p.extra}
+        if p.topic == ESCALATION:
+            diag = p.extra.get("next_diagnostic") or next_diagnostic(p.kind, p.scope)
+            evidence["next_diagnostic"] = diag
+            action = Action("investigate", f"needs a human: {diag}", "nothing was changed")
+        else:
+            action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
+                                recovery_action=p.recovery_action)
+        return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
+                     detected_ts, round(p.confidence, 3), evidence, p.job, p.tenant, p.cluster,
+                     _summary(p))
+
+
+def _summary(p: Problem) -> str:
+    first = p.evidence[0] if p.evidence else {}
+    detail = ", ".join(f"{k}={v}" for k, v in first.items()
+                       if k not in ("unit", "ts") and not isinstance(v, (dict, list)))
+    return f"{p.kind}/{p.cause} on {p.scope.key}: {detail}"[:300]

@@ -1,0 +1,134 @@
+"""Per-GPU hardware health from ``telemetry.ecc``: XID events, ECC, row remapping, NVLink, PCIe.
+
+Hardware verdicts are decided on the sample that carries them (the target is
+one second of event time; here it is zero): an XID from the catalogue's
+hardware set, a double-bit error, a row-remap failure, a recovery action
+NVML asks for.  Rates (single-bit bursts, NVLink and PCIe errors) use decaying
+counts so a lone correctable error is never a fault.  A GPU reset — counters
+falling back, or NVML's recovery action returning to ``none`` — is reported so
+latched hardware problems on that GPU can resolve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from detector.alerts import Scope
+from detector.events import EccSample
+from detector.findings import Finding
+from detector.thresholds import Thresholds
+from detector.xid import lookup
+from models.counters import CounterDeltas
+from models.decay import DecayingCount
+
+# Order of the counters CounterDeltas tracks for one GPU.
+_SBE, _DBE, _RET_SBE, _RET_DBE, _PCIE, _NVL_CRC, _NVL_REPLAY, _NVL_RECOVERY = range(8)
+
+
+class GpuHealth:
+    """Hardware state of one GPU."""
+
+    __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
+                 "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe")
+
+    def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
+        self.scope = Scope.of_gpu(node, gpu)
+        self._counters = CounterDeltas(8)
+        self._sbe = DecayingCount(cfg.sbe_half_life_s)
+        self._nvlink = DecayingCount(cfg.nvlink_half_life_s)
+        self._pcie = DecayingCount(cfg.pcie_half_life_s)
+        self._active: set[str] = set()            # rate signals currently raised
+        self._xids: list[tuple[float, int]] = []  # recent (ts, xid), to drop duplicates
+        self._remap_pending = False
+        self._remap_failure = False
+        self._recovery = "none"
+        self._retired_sbe = 0
+
+    def _emit(self, out: list[Finding], s: EccSample, signal: str, cause: str, *,
+              verdict: bool = True, active: bool = True, severity: float = 0.9,
+              evidence: dict[str, Any] | None = None, onset: float | None = None) -> None:
+        out.append(Finding(s.ts, s.ts if onset is None else onset, signal, "hardware", cause,
+                           self.scope, active, verdict, severity, evidence or {},
+                           None, s.tenant, s.cluster))
+
+    def update(self, s: EccSample, cfg: Thresholds, out: list[Finding]) -> None:
+        if s.xid is not None:
+            self._on_xid(s, out)
+        resets = self._counters.resets
+        deltas = self._counters.update(s.ts, (
+            s.sbe_volatile, s.dbe_volatile, s.retired_pages_sbe, s.retired_pages_dbe,
+            s.pcie_replay, s.nvlink_crc_errors, s.nvlink_replay_errors, s.nvlink_recovery_errors))
+        if deltas is None:
+            return  # late or duplicate sample: its XID (above) still counts, its counters do not
+        self._on_counters(s, deltas, cfg, out)
+        self._on_flags(s, out)
+        if self._counters.resets != resets or (
+                s.recovery_action == "none" and self._recovery != "none"):
+            self._gpu_reset(s, out)
+        if s.recovery_action is not None:
+            self._recovery = s.recovery_action
+
+    def _on_xid(self, s: EccSample, out: list[Finding]) -> None:
+        event = (s.ts, s.xid)
+        if event in self._xids:
+            return  # the same XID event delivered twice
+        self._xids.append(event)  # type: ignore[arg-type]
+        del self._xids[:-8]
+        info = lookup(s.xid)  # type: ignore[arg-type]
+        self._emit(out, s, "xid" if info.hardware else "app_xid", info.cause,
+                   verdict=info.hardware, severity=0.95 if info.hardware else 0.3,
+                   evidence={"xid": s.xid, "meaning": info.meaning})
+
+    def _on_counters(self, s: EccSample, d: tuple[int, ...], cfg: Thresholds,
+                     out: list[Finding]) -> None:
+        ts = s.ts
+        if d[_DBE] or d[_RET_DBE]:
+            self._emit(out, s, "dbe", "gpu_memory", evidence={
+                "dbe_volatile_increase": d[_DBE], "retired_pages_dbe_increase": d[_RET_DBE]})
+        if s.retired_pages_sbe is not None:
+            was = self._retired_sbe
+            self._retired_sbe = s.retired_pages_sbe
+            if was < cfg.retired_sbe_pages <= s.retired_pages_sbe:
+                self._emit(out, s, "retired_pages", "gpu_memory", severity=0.7, evidence={
+                    "retired_pages_sbe": s.retired_pages_sbe, "limit": cfg.retired_sbe_pages})
+        self._rate(out, s, "sbe_burst", "gpu_memory", self._sbe.add(ts, d[_SBE]),
+                   cfg.sbe_burst, {"sbe_increase": d[_SBE]})
+        nvl = d[_NVL_CRC] + d[_NVL_REPLAY] + d[_NVL_RECOVERY]
+        self._rate(out, s, "nvlink_errors", "nvlink", self._nvlink.add(ts, nvl),
+                   cfg.nvlink_errors, {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY],
+                                       "recovery": d[_NVL_RECOVERY]})
+        self._rate(out, s, "pcie_replay", "gpu_hardware", self._pcie.add(ts, d[_PCIE]),
+                   cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]})
+
+    def _rate(self, out: list[Finding], s: EccSample, signal: str, cause: str, level: float,
+              limit: float, evidence: dict[str, Any]) -> None:
+        """Raise at ``limit`` recent errors; clear when the decayed count falls below a quarter."""
+        if signal not in self._active:
+            if level >= limit:
+                self._active.add(signal)
+                self._emit(out, s, signal, cause, severity=0.8,
+                           evidence={**evidence, "recent_errors": round(level, 1), "limit": limit})
+        elif level < limit / 4:
+            self._active.discard(signal)
+            self._emit(out, s, signal, cause, active=False, severity=0.0)
+
+    def _on_flags(self, s: EccSample, out: list[Finding]) -> None:
+        if s.row_remap_failure and not self._remap_failure:
+            self._emit(out, s, "row_remap_failure", "gpu_memory", severity=0.95)
+        if s.row_remap_failure is not None:
+            self._remap_failure = s.row_remap_failure
+        if s.row_remap_pending and not self._remap_pending:
+            # A remap waits for the next reset: worth knowing, not worth a page on its own.
+            self._emit(out, s, "row_remap_pending", "gpu_memory", verdict=False, severity=0.4)
+        if s.row_remap_pending is not None:
+            self._remap_pending = s.row_remap_pending
+        ra = s.recovery_action
+        if ra is not None and ra != "none" and ra != self._recovery:
+            self._emit(out, s, "recovery_action", "gpu_hardware", severity=0.9,
+                       evidence={"recovery_action": ra})
+
+    def _gpu_reset(self, s: EccSample, out: list[Finding]) -> None:
+        self._active.clear()
+        self._remap_pending = False
+        self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,
+                   severity=0.0, evidence={"counter_resets": self._counters.resets})

@@ -1,0 +1,152 @@
+"""Per-NIC-port health from ``telemetry.nic``: link state, flaps, error rates, throughput.
+
+Error counters (symbol, receive, packet-sequence, out-of-sequence) become
+decaying rates so one stray symbol error is not a fault; ``link_downed``
+increments are flaps.  Throughput is judged against the node's *other* ports:
+in a rail-optimised fabric every port of a node carries about the same
+traffic, so one port far below its siblings is a bad port, while all ports
+dropping together is just the job pausing.
+
+Besides verdicts, the first error on a port is reported as evidence: the
+correlator counts such evidence across the nodes behind one switch to tell a
+switch failure from a cable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from detector.alerts import Scope
+from detector.events import NIC_COUNTERS, NicSample
+from detector.findings import Finding
+from detector.thresholds import Thresholds
+from models.counters import CounterDeltas
+from models.decay import DecayingCount
+
+_IDX = {name: i for i, name in enumerate(NIC_COUNTERS)}
+_TX, _RX, _LINK_DOWNED = _IDX["tx_bytes"], _IDX["rx_bytes"], _IDX["link_downed"]
+_ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err",
+                                  "out_of_sequence"))
+_QUIET_S = 60.0  # no new error for this long clears the "errors seen" evidence
+
+
+class _Port:
+    __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
+                 "low_onset", "ok", "active", "last_error_ts", "err_onset")
+
+    def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
+        self.scope = Scope.of_nic(node, nic, port)
+        self.counters = CounterDeltas(len(NIC_COUNTERS))
+        self.errors = DecayingCount(cfg.nic_error_half_life_s)
+        self.flaps = DecayingCount(cfg.nic_flap_half_life_s)
+        self.gbps: float | None = None
+        self.last_ts = float("-inf")
+        self.down = False
+        self.low = 0
+        self.low_onset = 0.0
+        self.ok = 0
+        self.active: set[str] = set()
+        self.last_error_ts = float("-inf")
+        self.err_onset = 0.0
+
+
+class NodeNics:
+    """All NIC ports of one node, so each port can be compared with its siblings."""
+
+    __slots__ = ("node", "_ports")
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self._ports: dict[tuple[str, int], _Port] = {}
+
+    def update(self, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
+        p = self._ports.get((s.nic, s.port))
+        if p is None:
+            p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
+        prev_ts = p.last_ts
+        resets = p.counters.resets
+        d = p.counters.update(s.ts, s[6:6 + len(NIC_COUNTERS)])
+        if d is None:
+            return  # late or duplicate
+        p.last_ts = s.ts
+        emit = _Emitter(out, s, p)
+        self._link(p, s, d, cfg, emit)
+        self._errors(p, s, d, cfg, emit)
+        if p.counters.resets == resets and prev_ts > float("-inf"):
+            dt = s.ts - prev_ts
+            p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt if dt > 0 else p.gbps
+            self._throughput(p, s, cfg, emit)
+
+    def _link(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
+              emit: _Emitter) -> None:
+        if s.link_state == "down" and not p.down:
+            p.down = True
+            emit("link_down", True, 0.9, {"link_state": "down"})
+        elif s.link_state == "up" and p.down:
+            p.down = False
+            emit("link_down", False, 0.0, {})
+        flaps = p.flaps.add(s.ts, d[_LINK_DOWNED])
+        if "link_flap" not in p.active and flaps >= cfg.nic_flaps:
+            emit("link_flap", True, 0.85, {"recent_link_downed": round(flaps, 1)})
+        elif "link_flap" in p.active and flaps < cfg.nic_flaps / 4:
+            emit("link_flap", False, 0.0, {})
+
+    def _errors(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
+                emit: _Emitter) -> None:
+        n = sum(d[i] for i in _ERRORS)
+        level = p.errors.add(s.ts, n)
+        if n:
+            if "errors_seen" not in p.active:
+                p.err_onset = s.ts
+                emit("errors_seen", True, 0.3, {"errors": n}, verdict=False)
+            p.last_error_ts = s.ts
+        elif "errors_seen" in p.active and s.ts - p.last_error_ts > _QUIET_S:
+            emit("errors_seen", False, 0.0, {}, verdict=False)
+        if "nic_errors" not in p.active and level >= cfg.nic_errors:
+            emit("nic_errors", True, 0.85, {
+                "recent_errors": round(level, 1), "limit": cfg.nic_errors,
+                **{NIC_COUNTERS[i]: d[i] for i in _ERRORS if d[i]}}, onset=p.err_onset)
+        elif "nic_errors" in p.active and level < cfg.nic_errors / 4:
+            emit("nic_errors", False, 0.0, {})
+
+    def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, emit: _Emitter) -> None:
+        others = sorted(o.gbps for o in self._ports.values()
+                        if o is not p and o.gbps is not None)
+        if p.gbps is None or not others:
+            return
+        ref = others[len(others) // 2]
+        low = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref
+        if low:
+            if p.low == 0:
+                p.low_onset = s.ts
+            p.low += 1
+            p.ok = 0
+        else:
+            p.low = 0
+            p.ok += 1
+        if "nic_throughput" not in p.active and p.low >= cfg.nic_throughput_samples:
+            emit("nic_throughput", True, 0.75, {
+                "gbps": round(p.gbps, 2), "node_median_gbps": round(ref, 2)}, onset=p.low_onset)
+        elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
+            emit("nic_throughput", False, 0.0, {})
+
+
+class _Emitter:
+    """Appends findings for one port and keeps its set of active signals in step."""
+
+    __slots__ = ("out", "s", "p")
+
+    def __init__(self, out: list[Finding], s: NicSample, p: _Port) -> None:
+        self.out, self.s, self.p = out, s, p
+
+    def __call__(self, signal: str, active: bool, severity: float, evidence: dict[str, Any],
+                 *, verdict: bool = True, onset: float | None = None) -> None:
+        if active:
+            self.p.active.add(signal)
+        else:
+            self.p.active.discard(signal)
+        s = self.s
+        cause = "nic"
+        self.out.append(Finding(s.ts, s.ts if onset is None else onset, signal, "network", cause,
+                                self.p.scope, active, verdict, severity, evidence, None,
+                                s.tenant, s.cluster))

@@ -1,0 +1,105 @@
+"""What to recommend for a problem, how to undo it, and which diagnostic to run next.
+
+faultline never acts: every action carries ``requires_approval: true`` and a
+rollback line, so an operator (or an orchestrator with a human in the loop)
+can approve it knowing how to take it back.
+
+>>> from detector.alerts import Scope
+>>> a = action_for("hardware", "gpu_memory", Scope.of_gpu("node-007", 3))
+>>> a.name, a.requires_approval
+('drain_gpu', True)
+>>> next_diagnostic("slow_node", Scope.of_node("node-007"))
+'dcgmi diag -r 3 on node-007, then an NCCL all-reduce test between node-007 and a healthy peer'
+"""
+
+from __future__ import annotations
+
+from detector.alerts import Action, Scope
+from detector.xid import lookup
+
+
+def _where(scope: Scope) -> str:
+    lv = scope.level
+    if lv == "gpu":
+        return f"GPU {scope.gpu} on {scope.node}"
+    if lv == "nic":
+        return f"{scope.nic} port {scope.port or 1} on {scope.node}"
+    if lv == "node":
+        return str(scope.node)
+    if lv == "switch":
+        return f"switch {scope.switch}"
+    if lv == "domain":
+        return f"NVLink domain {scope.domain}"
+    if lv == "replica":
+        return f"data-parallel replica {scope.dp_rank} of {scope.job}"
+    return f"job {scope.job}"
+
+
+def _uncordon(scope: Scope) -> str:
+    node = scope.node or "the node"
+    return (f"return {node} to service: `scontrol update nodename={node} state=resume` "
+            f"(Slurm) or `kubectl uncordon {node}`")
+
+
+def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
+               recovery_action: str | None = None) -> Action:
+    """The recommendation for a problem of this kind and cause on this unit."""
+    where = _where(scope)
+    if recovery_action in ("node_reboot", "drain_and_reset"):
+        return Action("drain_node", f"NVML asks for {recovery_action} on {where}: drain "
+                      f"{scope.node}, then reboot or reset", _uncordon(scope))
+    if xid is not None and lookup(xid).action == "drain_node":
+        return Action("drain_node", f"XID {xid} ({lookup(xid).meaning}) on {where}: drain "
+                      f"{scope.node} and reboot it", _uncordon(scope))
+    if kind == "sdc":
+        return Action(
+            "drain_gpu", f"{where} computed different results from its replicas: restart the "
+            "job from the last checkpoint taken before the onset, without this GPU",
+            f"return the GPU to service after `dcgmi diag -r 4` passes on {scope.node}")
+    if kind == "hardware":
+        if cause == "nvlink":
+            return Action("reset_gpu", f"NVLink errors on {where}: reset the GPU when the job "
+                          "allows, drain the node if errors continue after the reset",
+                          f"no rollback needed for a reset; {_uncordon(scope)} if drained")
+        return Action("drain_gpu", f"{where}: take the GPU out of scheduling and move the job off "
+                      f"{scope.node}; run `dcgmi diag -r 3` before returning it",
+                      _uncordon(scope))
+    if kind == "network":
+        if scope.level == "switch":
+            return Action("drain_switch", f"{where}: move jobs off the nodes behind it and check "
+                          "the switch (ports, optics, firmware)",
+                          f"return the nodes behind {scope.switch} to service once an NCCL "
+                          "all-reduce across the leaf runs at line rate")
+        return Action("check_link", f"{where}: reseat or replace the cable/transceiver; until "
+                      "then exclude the port from NCCL (NCCL_IB_HCA) or drain the node",
+                      f"re-enable the port; {_uncordon(scope)} if drained")
+    if kind == "slow_node":
+        if scope.level == "replica":
+            return Action("isolate_replica", f"{where} is slow: restart the job without this "
+                          "replica (or redistribute its micro-batches)",
+                          f"re-admit replica {scope.dp_rank} at the next restart")
+        detail = {"thermal": "thermal throttling", "power": "power throttling"}.get(
+            cause, "a persistent slowdown")
+        return Action("drain_node", f"{where} shows {detail}: move the job off {scope.node} and "
+                      "check cooling/power", _uncordon(scope))
+    return Action("investigate", f"{where}: no automatic recommendation",
+                  "nothing was changed")
+
+
+def next_diagnostic(kind: str, scope: Scope) -> str:
+    """For an escalation: the diagnostic that best separates the remaining explanations."""
+    if scope.level in ("gpu", "node"):
+        node = scope.node
+        if kind == "sdc":
+            return (f"rerun the failing step on another GPU (Megatron rerun state machine); "
+                    f"`dcgmi diag -r 4` on {node}")
+        return (f"dcgmi diag -r 3 on {node}, then an NCCL all-reduce test between {node} and a "
+                "healthy peer")
+    if scope.level == "nic":
+        return f"ib_write_bw between {scope.node}:{scope.nic} and a peer on the same leaf"
+    if scope.level == "switch":
+        return f"NCCL all-reduce test across the nodes behind {scope.switch}"
+    if scope.level == "replica":
+        return (f"dcgmi diag -r 3 on the nodes of replica {scope.dp_rank}, then an NCCL test "
+                "inside the replica")
+    return f"compare step timings of {scope.job} against its last healthy run; check the data loader"

@@ -1,0 +1,364 @@
+"""Per-job analysis of ``telemetry.step``: slow ranks and silent data corruption.
+
+Steps are gathered until every rank has reported (or the allowed lateness has
+passed), then analysed a whole step at a time with numpy:
+
+- **slow ranks** — each rank's ``log(compute_ms)`` minus its peer group's
+  median (peers: same tp_rank and pp_rank, so pipeline stages are never mixed),
+  minus the rank's own learned bias, in units of the job's noise, feeds a robust
+  CUSUM per rank.  A whole-job slowdown (checkpoint save) moves the median, not
+  the ratio; a one-step spike is clipped; a persistent slowdown alarms within a
+  few steps;
+- **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
+  group, decided on the step it happens;
+- **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas;
+  repeated spikes on one rank (not one-off ones) raise an escalation.
+
+Per-rank state lives in numpy arrays indexed by rank, so a job of 16,384 ranks
+costs a few hundred kilobytes, not an object per rank.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from detector.alerts import Scope
+from detector.events import NonFinite, StepSample
+from detector.findings import Finding
+from detector.thresholds import Thresholds
+from models.cusum_bank import CusumBank
+from models.peer_stats import group_median_scale
+from models.vote import majority_vote
+
+_MAX_RANK = 1 << 20
+_DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
+_NAN = float("nan")
+
+
+class _StepBuffer:
+    """The messages of one step received so far (columns, not records)."""
+
+    __slots__ = ("ranks", "seen", "ts", "compute", "tp", "pp", "dp", "hw", "grad",
+                 "checksum", "first_ts", "last_ts")
+
+    def __init__(self, ts: float) -> None:
+        self.ranks: list[int] = []
+        self.seen: set[int] = set()
+        self.ts: list[float] = []
+        self.compute: list[float] = []
+        self.tp: list[int] = []
+        self.pp: list[int] = []
+        self.dp: list[int] = []
+        self.hw: list[tuple[str, int]] = []
+        self.grad: list[float] = []
+        self.checksum: list[str | None] = []
+        self.first_ts = ts
+        self.last_ts = ts
+
+    def add(self, e: StepSample) -> None:
+        self.seen.add(e.rank)
+        self.ranks.append(e.rank)
+        self.ts.append(e.ts)
+        c = e.compute_ms
+        self.compute.append(c if c is not None else _NAN)
+        self.tp.append(e.tp_rank)
+        self.pp.append(e.pp_rank)
+        self.dp.append(e.dp_rank)
+        self.hw.append((e.node, e.gpu))
+        g = e.grad_norm
+        self.grad.append(g if g is not None else _NAN)
+        self.checksum.append(e.param_checksum)
+        if e.ts > self.last_ts:
+            self.last_ts = e.ts
+        if e.ts < self.first_ts:
+            self.first_ts = e.ts
+
+
+class JobMonitor:
+    """All step-derived state of one training job."""
+
+    def __init__(self, job: str, cfg: Thresholds) -> None:
+        self.job = job
+        self.cfg = cfg
+        self.tenant: str | None = None
+        self.cluster: str | None = None
+        self.clock = float("-inf")
+        self._pending: dict[int, _StepBuffer] = {}
+        self._done: dict[int, int] = {}       # step -> ranks it was evaluated with
+        self._expected = math.inf              # ranks per step, learned
+        self._last_step = -1
+        self._last_step_ts = float("-inf")
+        self._evaluated = 0                    # steps evaluated since the last (re)start
+        self._sigma = 0.0
+        self._hw: list[tuple[str, int] | None] = []   # hardware each rank ran on
+        self._base = np.zeros(0)                      # each rank's learned bias (log ratio)
+        self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps)
+        self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
+        self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
+        self._spike_onset = np.zeros(0)
+        self._spiking = np.zeros(0, dtype=bool)
+        self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
+        self._split_active = False
+        self.late = 0
+        self.duplicates = 0
+        self.restarts = 0
+
+    # -- input ---------------------------------------------------------------------------
+
+    def add(self, e: StepSample, out: list[Finding]) -> None:
+        """Take one step message; findings of any step it completes go to ``out``."""
+        if e.ts > self.clock:
+            self.clock = e.ts
+        step = e.step
+        buf = self._pending.get(step)
+        if buf is None:
+            if step <= self._last_step:
+                if e.ts > self._last_step_ts + self.cfg.lateness_s:
+                    self._restart()
+                else:
+                    self._late(step)
+                    return
+            if e.rank >= _MAX_RANK:
+                return
+            buf = self._pending[step] = _StepBuffer(e.ts)
+            self.tenant = e.tenant
+            self.cluster = e.cluster
+        if e.rank in buf.seen:
+            self.duplicates += 1
+            return
+        buf.add(e)
+        if len(buf.ranks) >= self._expected:
+            self._evaluate(step, buf.last_ts, out)
+        self.expire(self.clock, out)
+
+    def add_nonfinite(self, n: NonFinite, out: list[Finding]) -> None:
+        """A NaN/inf loss or grad_norm on one rank: escalate at once (replicas disagree)."""
+        out.append(Finding(
+            n.ts, n.ts, "nonfinite", "sdc", "unknown", Scope.of_gpu(n.node, n.gpu), True, True,
+            0.7, {"field": n.field, "step": n.step, "rank": n.rank},
+            self.job, self.tenant, self.cluster, n.rank, n.dp_rank))
+
+    def expire(self, now: float, out: list[Finding]) -> None:
+        """Evaluate steps that waited longer than the allowed lateness for missing ranks."""
+        limit = now - self.cfg.lateness_s
+        while self._pending:
+            step, buf = next(iter(self._pending.items()))
+            if buf.first_ts >= limit:
+                break
+            self._expected = len(buf.ranks)
+            self._evaluate(step, now, out)
+
+    def _late(self, step: int) -> None:
+        self.late += 1
+        n = self._done.get(step)
+        if n is not None and n + 1 > self._expected:
+            self._expected = n + 1  # a rank we stopped waiting for is back
+
+    def _restart(self) -> None:
+        """Step numbers went back while time went on: the job restarted from a checkpoint."""
+        self.restarts += 1
+        self._pending.clear()
+        self._done.clear()
+        self._expected = math.inf
+        self._evaluated = 0
+        self._slow.reset(np.arange(len(self._slow.score)))
+        self._spikes[:] = 0.0
+        self._last_step = -1
+
+    # -- analysis ------------------------------------------------------------------------
+
+    def _evaluate(self, step: int, decided_ts: float, out: list[Finding]) -> None:
+        buf = self._pending.pop(step)
+        self._done[step] = len(buf.ranks)
+        if len(self._done) > _DONE_KEPT:
+            del self._done[next(iter(self._done))]
+        if step > self._last_step:
+            self._last_step = step
+            self._last_step_ts = buf.last_ts
+        ranks = np.fromiter(buf.ranks, dtype=np.int64, count=len(buf.ranks))
+        self._grow(int(ranks.max()) + 1)
+        self._track_hardware(buf, ranks)
+        groups = (np.fromiter(buf.pp, dtype=np.int64) << 20) | np.fromiter(buf.tp, dtype=np.int64)
+        ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
+        self._evaluated += 1
+        self._check_slow(step, ranks, groups, ts, np.array(buf.compute), buf, decided_ts, out)
+        self._check_grad(step, ranks, groups, ts, np.array(buf.grad), buf, decided_ts, out)
+        if any(c is not None for c in buf.checksum):
+            self._check_checksums(step, buf, decided_ts, out)
+
+    def _grow(self, n: int) -> None:
+        old = len(self._base)
+        if n <= old:
+            return
+        n = max(n, 2 * old)
+        self._hw.extend([None] * (n - old))
+        self._base = np.concatenate([self._base, np.zeros(n - old)])
+        self._slow_dev = np.concatenate([self._slow_dev, np.zeros(n - old)])
+        self._spikes = np.concatenate([self._spikes, np.zeros(n - old)])
+        self._spike_onset = np.concatenate([self._spike_onset, np.zeros(n - old)])
+        self._spiking = np.concatenate([self._spiking, np.zeros(n - old, dtype=bool)])
+        self._slow.ensure(n)
+
+    def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> None:
+        """A rank that now runs on other hardware starts its history afresh."""
+        hw = self._hw
+        moved = [r for r, h in zip(buf.ranks, buf.hw, strict=True) if hw[r] != h]
+        if not moved:
+            return
+        for r in moved:
+            hw[r] = buf.hw[buf.ranks.index(r)]
+        m = np.array(moved)
+        self._slow.reset(m)
+        self._base[m] = 0.0
+        self._spikes[m] = 0.0
+
+    def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
+                 onset: float, active: bool, severity: float, evidence: dict[str, Any]
+                 ) -> Finding:
+        node, gpu = self._hw[rank] or ("?", 0)
+        return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, True,
+                       severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
+
+    def _check_slow(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+                    compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                    out: list[Finding]) -> None:
+        cfg = self.cfg
+        ok = compute > 0.0  # also drops NaN (compute_ms absent)
+        if not ok.all():
+            ranks, groups, ts, compute = ranks[ok], groups[ok], ts[ok], compute[ok]
+        if len(ranks) == 0:
+            return
+        x = np.log(compute)
+        med, scale, size = group_median_scale(x, groups)
+        comparable = size >= cfg.min_peers
+        if not comparable.any():
+            return
+        dev = x - med
+        step_sigma = float(np.median(scale[comparable]))
+        self._sigma = step_sigma if self._sigma == 0.0 else (
+            self._sigma + cfg.slow_sigma_alpha * (step_sigma - self._sigma))
+        sigma = max(self._sigma, cfg.slow_sigma_floor)
+        r = ranks[comparable]
+        d = dev[comparable]
+        self._slow_dev[r] = d
+        z = (d - self._base[r]) / sigma
+        learn = np.abs(z) < 3.0
+        if self._evaluated <= cfg.warmup_steps:
+            self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
+        else:
+            learn &= ~self._slow.alarmed[r]
+            lr = r[learn]
+            self._base[lr] += cfg.slow_baseline_alpha * (d[learn] - self._base[lr])
+        np.clip(self._base, -cfg.slow_baseline_clip, cfg.slow_baseline_clip, out=self._base)
+        if self._evaluated <= cfg.warmup_steps:
+            return
+        new, cleared = self._slow.update(r, z, ts[comparable])
+        if len(new) == 0 and len(cleared) == 0:
+            return
+        peer_med = dict(zip(r.tolist(), np.exp(med[comparable]).tolist(), strict=True))
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for rank in new.tolist():
+            ratio = math.exp(float(self._slow_dev[rank]))
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                float(self._slow.onset_ts[rank]), True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
+                 "peer_median_compute_ms": round(peer_med[rank], 2),
+                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[rank]), 2)}))
+        for rank in cleared.tolist():
+            out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
+                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _check_grad(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+                    grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                    out: list[Finding]) -> None:
+        cfg = self.cfg
+        decay = 0.5 ** (1.0 / cfg.grad_half_life_steps)
+        self._spikes *= decay
+        ok = grad > 0.0
+        if ok.sum() < cfg.min_peers:
+            return
+        r, g, t = ranks[ok], groups[ok], ts[ok]
+        lg = np.log(grad[ok])
+        med, scale, size = group_median_scale(lg, g)
+        z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
+        hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
+        if hit.any():
+            hr = r[hit]
+            fresh = self._spikes[hr] < 0.5
+            self._spike_onset[hr[fresh]] = t[hit][fresh]
+            self._spikes[hr] += 1.0
+        dp_of = None
+        rising = np.flatnonzero((self._spikes >= cfg.grad_spikes) & ~self._spiking)
+        falling = np.flatnonzero((self._spikes < 0.5) & self._spiking)
+        if len(rising) or len(falling):
+            dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for rank in rising.tolist():
+            self._spiking[rank] = True
+            zr = z[r == rank]
+            out.append(self._finding(
+                rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
+                "unknown", decided_ts, float(self._spike_onset[rank]), True, 0.6,
+                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[rank]), 2),
+                 "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
+        for rank in falling.tolist():
+            self._spiking[rank] = False
+            out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
+                                     "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
+                                     False, 0.0, {"step": step}))
+
+    def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
+                         out: list[Finding]) -> None:
+        by_group: dict[tuple[int, int], list[int]] = {}
+        for i, c in enumerate(buf.checksum):
+            if c is not None:
+                by_group.setdefault((buf.tp[i], buf.pp[i]), []).append(i)
+        disagreeing: set[int] = set()
+        split = False
+        for idx in by_group.values():
+            if len(idx) < 2:
+                continue
+            sums = [buf.checksum[i] for i in idx]
+            majority, minority = majority_vote(sums)  # type: ignore[arg-type]
+            if majority is None:
+                split = True
+                continue
+            for j in minority:
+                i = idx[j]
+                rank = buf.ranks[i]
+                disagreeing.add(rank)
+                if rank not in self._mismatch:
+                    self._mismatch[rank] = [buf.ts[i], 0]
+                    out.append(self._finding(
+                        rank, buf.dp[i], "checksum_mismatch", "sdc", "gpu_hardware", decided_ts,
+                        buf.ts[i], True, 0.95,
+                        {"step": step, "rank": rank, "checksum": buf.checksum[i],
+                         "majority_checksum": majority, "replicas_compared": len(idx)}))
+        for rank in [r for r in self._mismatch if r not in disagreeing and r in buf.seen]:
+            state = self._mismatch[rank]
+            state[1] += 1
+            if state[1] >= self.cfg.checksum_clear_steps:
+                del self._mismatch[rank]
+                i = buf.ranks.index(rank)
+                out.append(self._finding(rank, buf.dp[i], "checksum_mismatch", "sdc",
+                                         "gpu_hardware", decided_ts, decided_ts, False, 0.0,
+                                         {"step": step}))
+        if split != self._split_active:
+            self._split_active = split
+            out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
+                               Scope.of_job(self.job), split, True, 0.6,
+                               {"step": step, "note": "replicas disagree with no strict majority"},
+                               self.job, self.tenant, self.cluster))
+
+    # -- introspection -------------------------------------------------------------------
+
+    def state_bytes(self) -> int:
+        """Approximate memory held for this job (arrays and buffers)."""
+        arrays = (self._base, self._slow_dev, self._spikes, self._spike_onset, self._spiking,
+                  self._slow.score, self._slow.onset_ts, self._slow.alarmed)
+        n = sum(a.nbytes for a in arrays) + len(self._hw) * 8
+        n += sum(len(b.ranks) * 120 for b in self._pending.values())
+        return n

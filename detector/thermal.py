@@ -1,0 +1,91 @@
+"""Per-GPU thermal and power throttling from ``telemetry.thermal``.
+
+A throttle bit alone is common and harmless (the SW power cap dips clocks a
+little under load), so a GPU counts as throttled only when a slowdown reason
+is set *and* its SM clock is below its own healthy baseline by
+``clock_drop``, for ``throttle_samples`` samples in a row.  The baseline is a
+river ``EWMean`` of the clock while no slowdown reason is set.
+
+Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
+thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
+is thermal when the GPU is hot and power otherwise.
+"""
+
+from __future__ import annotations
+
+from river import stats
+
+from detector.alerts import Scope
+from detector.events import ThermalSample
+from detector.findings import Finding
+from detector.thresholds import Thresholds
+
+SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
+SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
+
+
+def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
+    """The contract cause named by a clock-event bitmask.
+
+    >>> throttle_cause(0x40, 70.0, 85.0), throttle_cause(0x80, 70.0, 85.0)
+    ('thermal', 'power')
+    >>> throttle_cause(0x8, 90.0, 85.0), throttle_cause(0x8, 60.0, 85.0)
+    ('thermal', 'power')
+    """
+    if bits & (SW_THERMAL | HW_THERMAL):
+        return "thermal"
+    if bits & (SW_POWER_CAP | HW_POWER_BRAKE):
+        return "power"
+    return "thermal" if gpu_temp_c is not None and gpu_temp_c >= hot_c else "power"
+
+
+class GpuThermal:
+    """Throttle state of one GPU."""
+
+    __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active")
+
+    def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
+        self.scope = Scope.of_gpu(node, gpu)
+        self._clock = stats.EWMean(fading_factor=cfg.clock_baseline_fading)
+        self._last_ts = float("-inf")
+        self._bad = 0
+        self._good = 0
+        self._run_onset = 0.0
+        self._active = False
+
+    def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+        if s.ts <= self._last_ts:
+            return  # late or duplicate: state machines run on fresh samples only
+        self._last_ts = s.ts
+        bits = (s.throttle or 0) & SLOWDOWN_BITS
+        clock = s.sm_clock_mhz
+        base = self._clock.get()
+        if not bits:
+            if clock is not None and not self._active:
+                self._clock.update(clock)
+            bad = False
+        else:
+            bad = clock is not None and base > 0.0 and clock < base * (1.0 - cfg.clock_drop)
+        if bad:
+            if self._bad == 0:
+                self._run_onset = s.ts
+            self._bad += 1
+            self._good = 0
+        else:
+            self._bad = 0
+            self._good += 1
+        if not self._active and self._bad >= cfg.throttle_samples:
+            self._active = True
+            drop = 1.0 - clock / base  # type: ignore[operator]
+            out.append(Finding(
+                s.ts, self._run_onset, "throttle", "slow_node",
+                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c), self.scope, True, True,
+                min(0.95, 0.6 + drop * 2),
+                {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
+                 "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
+                 "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w},
+                None, s.tenant, s.cluster))
+        elif self._active and self._good >= cfg.throttle_clear_samples:
+            self._active = False
+            out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
+                               True, 0.0, {}, None, s.tenant, s.cluster))

@@ -1,0 +1,79 @@
+"""Every tunable number of the detection engine, in one frozen object.
+
+Defaults are the tuned values (see BENCHMARKS.md for how they were measured);
+units are in the names.  The service reads overrides from its settings; the
+engine never reads the environment itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Detection thresholds and windows."""
+
+    # Input disorder the contract allows; a step waits this long for missing ranks.
+    lateness_s: float = 5.0
+
+    # Slow ranks (peer comparison of compute_ms, robust CUSUM per rank).
+    slow_k: float = 1.0                 # CUSUM allowance, in noise units
+    slow_h: float = 10.0                # CUSUM alarm level
+    slow_z_clip: float = 4.0            # one step adds at most z_clip - k
+    slow_clear_steps: int = 10          # healthy steps (score 0) before a slow rank clears
+    slow_sigma_floor: float = 0.005     # noise floor of log(compute ratio): 0.5 %
+    slow_sigma_alpha: float = 0.05      # smoothing of the job's noise scale across steps
+    slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
+    slow_baseline_clip: float = 0.02    # a bias beyond ±2 % is never learned as normal
+    warmup_steps: int = 10              # steps after a (re)start used only for learning
+    min_peers: int = 3                  # smaller peer groups are not compared
+
+    # SDC: checksum vote and grad_norm outliers across replicas.
+    grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike
+    grad_scale_floor: float = 0.05      # floor of the robust spread of log(grad_norm)
+    grad_spikes: float = 2.5            # decayed spike count that raises an escalation
+    grad_half_life_steps: float = 50.0
+    checksum_clear_steps: int = 5       # agreeing steps before a checksum mismatch clears
+
+    # GPU health (ECC / XID / interconnect counters).
+    sbe_burst: float = 100.0            # single-bit errors within ~a half-life
+    sbe_half_life_s: float = 300.0
+    retired_sbe_pages: int = 10         # as Meta GCM's gpu_retired_pages check
+    nvlink_errors: float = 50.0         # CRC + replay + recovery errors within ~a half-life
+    nvlink_half_life_s: float = 60.0
+    pcie_replays: float = 100.0
+    pcie_half_life_s: float = 60.0
+
+    # Thermal and power throttling.
+    clock_drop: float = 0.05            # SM clock below its own baseline by this share
+    throttle_samples: int = 3           # consecutive throttled samples to raise
+    throttle_clear_samples: int = 5
+    clock_baseline_fading: float = 0.05
+    hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
+
+    # NIC ports.
+    nic_errors: float = 50.0            # symbol + receive + sequence errors within ~a half-life
+    nic_error_half_life_s: float = 60.0
+    nic_flaps: float = 2.0              # link_downed increments within ~a half-life
+    nic_flap_half_life_s: float = 300.0
+    nic_throughput_ratio: float = 0.5   # below this share of the node's other ports
+    nic_throughput_samples: int = 5
+    nic_busy_gbps: float = 5.0          # the other ports must carry at least this much
+
+    # Correlation and alert lifecycle.
+    switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
+    switch_min_fraction: float = 0.5    # of the nodes behind a switch
+    switch_min_nodes: int = 2
+    escalate_after_s: float = 5.0       # wait for an explanation before paging a human
+    resolve_after_s: float = 30.0       # quiet time before a problem is resolved
+    evidence_items: int = 8
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Thresholds:
+        """A copy with some values replaced; unknown names raise ValueError."""
+        known = {f.name: f.type for f in fields(self)}
+        bad = sorted(set(overrides) - set(known))
+        if bad:
+            raise ValueError(f"unknown threshold(s): {', '.join(bad)}")
+        return replace(self, **overrides)

@@ -1,0 +1,52 @@
+"""The XID catalogue: which XID codes mean hardware, what they point at, and what to do.
+
+From DESIGN.md and NVIDIA's XID catalogue (REFERENCE.md): hardware codes are
+acted on; the application's codes (13, 31, 43, 45) are evidence, not a verdict;
+63 (a row remap happened) is informational.
+
+>>> XID_CATALOG[48].cause, XID_CATALOG[48].hardware
+('gpu_memory', True)
+>>> XID_CATALOG[13].hardware
+False
+>>> lookup(9999).meaning
+'unknown XID'
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class XidInfo(NamedTuple):
+    code: int
+    meaning: str
+    hardware: bool        # act on it (True) or keep it as evidence (False)
+    cause: str            # contract cause it points at
+    action: str           # recommended action name (see detector.playbook)
+
+
+XID_CATALOG: dict[int, XidInfo] = {x.code: x for x in (
+    XidInfo(13, "graphics engine exception", False, "software", "restart_job"),
+    XidInfo(31, "GPU memory page fault", False, "software", "restart_job"),
+    XidInfo(43, "GPU stopped processing", False, "software", "restart_job"),
+    XidInfo(45, "preemptive cleanup", False, "software", "restart_job"),
+    XidInfo(48, "double-bit ECC error", True, "gpu_memory", "drain_gpu"),
+    XidInfo(61, "PMU breakpoint", True, "gpu_hardware", "reset_gpu"),
+    XidInfo(62, "PMU halt", True, "gpu_hardware", "reset_gpu"),
+    XidInfo(63, "row remap / page retirement event", False, "gpu_memory", "reset_gpu"),
+    XidInfo(64, "row remap failure", True, "gpu_memory", "drain_gpu"),
+    XidInfo(74, "NVLink error", True, "nvlink", "reset_gpu"),
+    XidInfo(79, "GPU fell off the bus", True, "gpu_hardware", "drain_node"),
+    XidInfo(92, "high single-bit ECC rate", True, "gpu_memory", "drain_gpu"),
+    XidInfo(94, "contained ECC error", True, "gpu_memory", "reset_gpu"),
+    XidInfo(95, "uncontained ECC error", True, "gpu_memory", "drain_gpu"),
+    XidInfo(119, "GSP RPC timeout", True, "gpu_hardware", "reset_gpu"),
+    XidInfo(120, "GSP error", True, "gpu_hardware", "reset_gpu"),
+    XidInfo(140, "unrecovered ECC error", True, "gpu_memory", "reset_gpu"),
+    XidInfo(154, "recovery action required", True, "gpu_hardware", "reset_gpu"),
+)}
+
+
+def lookup(code: int) -> XidInfo:
+    """Catalogue entry; an unknown code is kept as evidence, never acted on alone."""
+    return XID_CATALOG.get(code) or XidInfo(code, "unknown XID", False, "unknown", "none")

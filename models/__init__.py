@@ -1,0 +1,1 @@
+"""Online detectors: pure, small, one concept a module, each with a doctest."""

@@ -1,0 +1,56 @@
+"""Deltas of cumulative hardware counters that survive resets, duplicates and reordering.
+
+DCGM and the InfiniBand port counters are cumulative.  A GPU or driver reset
+puts them back to zero, messages may arrive twice or a few seconds late, and a
+field may be missing from one sample.  None of that may look like a burst of
+errors, so: a value lower than the last one is a reset (delta 0, new
+baseline), a sample older than the last one is ignored for deltas, and a
+missing value leaves the baseline alone.
+
+>>> c = CounterDeltas(2)
+>>> c.update(10.0, (5, 100))
+(0, 0)
+>>> c.update(11.0, (7, 100))
+(2, 0)
+>>> c.update(10.5, (9, 100)) is None      # late: already past this time
+True
+>>> c.update(12.0, (0, 101)), c.resets    # counter 0 was reset
+((0, 1), 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class CounterDeltas:
+    """Per-sample increments of a fixed set of cumulative counters of one device."""
+
+    __slots__ = ("_last", "_last_ts", "resets")
+
+    def __init__(self, n: int) -> None:
+        self._last: list[int | None] = [None] * n
+        self._last_ts = float("-inf")
+        self.resets = 0
+
+    def update(self, ts: float, values: Sequence[int | None]) -> tuple[int, ...] | None:
+        """Increments since the previous sample, or None when this sample is late or a duplicate."""
+        if ts <= self._last_ts:
+            return None
+        self._last_ts = ts
+        last = self._last
+        out = []
+        for i, v in enumerate(values):
+            if v is None:
+                out.append(0)
+                continue
+            prev = last[i]
+            last[i] = v
+            if prev is None:
+                out.append(0)
+            elif v >= prev:
+                out.append(v - prev)
+            else:
+                self.resets += 1
+                out.append(0)
+        return tuple(out)

@@ -1,0 +1,32 @@
+"""Majority vote over parameter checksums of replicas that must agree.
+
+After the optimizer step every data-parallel replica holds the same
+parameters, so their checksums must be equal; a replica that disagrees with a
+strict majority computed something else — silent data corruption.  Without a
+strict majority (two against two) the vote names nobody.
+
+>>> majority_vote(["a1", "a1", "ff", "a1"])
+('a1', [2])
+>>> majority_vote(["a1", "a1", "a1"])
+('a1', [])
+>>> majority_vote(["a1", "ff"])
+(None, [])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+
+def majority_vote(checksums: Sequence[str]) -> tuple[str | None, list[int]]:
+    """The strict-majority value and the indices that disagree with it."""
+    if not checksums:
+        return None, []
+    first = checksums[0]
+    if all(c == first for c in checksums):
+        return first, []
+    value, count = Counter(checksums).most_common(1)[0]
+    if 2 * count <= len(checksums):
+        return None, []
+    return value, [i for i, c in enumerate(checksums) if c != value]

@@ -1,0 +1,1 @@
+"""Incident logs: reading and writing, the labelled-incident simulator, scoring, bundled incidents."""
