@@ -37,3 +37,17 @@ class Finding(NamedTuple):
     def key(self) -> str:
         """Identity of the signal on its unit: a later finding with the same key replaces it."""
         return f"{self.signal}@{self.scope.key}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form, for the findings topic between the monitors and the correlator."""
+        d = self._asdict()
+        d["scope"] = self.scope.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        """Inverse of :meth:`to_dict`; raises ValueError on a malformed finding."""
+        try:
+            return cls(**{**d, "scope": Scope.from_dict(d["scope"])})
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a finding: {exc}") from None

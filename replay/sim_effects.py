@@ -147,7 +147,7 @@ class Throttle(Effect):
         self.tag, self.g, self.rank, self.a, self.b, self.m = tag, g, rank, a, b, spec.magnitude
         self.thermal_kind = spec.kind == "thermal"
         self.ramp_s = min(float(rng.uniform(10, 20)), (b - a) / 3) if self.thermal_kind else 0.0
-        self.rise = float(rng.uniform(18, 24))
+        self.rise = float(rng.uniform(20, 26))  # to ~85-93 C: where H100s throttle
         self.bits = int(rng.choice([0x40, 0x20] if self.thermal_kind else [0x80, 0x4]))
         self.prof = Profile(spec.shape, a + self.ramp_s, b, rng)
 

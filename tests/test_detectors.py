@@ -96,7 +96,7 @@ def test_a_job_restart_is_not_a_fault() -> None:
                                                                                 seed=3)]
     eng = Engine()
     assert firing(feed(eng, first + again)) == []
-    assert eng._jobs["job-1"].restarts == 1
+    assert eng.stats()["job_restarts"] == 1
 
 
 # -- hardware -----------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""Monitors: every per-job, per-GPU and per-node detector of one input stream, events to findings.
+
+In process, one :class:`Monitors` feeds the correlator directly (see
+:mod:`detector.engine`).  In the Kafka service each telemetry partition has
+its own, and its findings travel to the correlator through a topic.  Either
+way the same records give the same findings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from detector.events import (
+    EccSample,
+    Event,
+    NicSample,
+    NonFinite,
+    StepSample,
+    ThermalSample,
+)
+from detector.findings import Finding
+from detector.gpu_health import GpuHealth
+from detector.network import NodeNics
+from detector.steps import JobMonitor
+from detector.thermal import GpuThermal
+from detector.thresholds import Thresholds
+from detector.topology import Topology
+
+_SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue steps
+
+
+class Monitors:
+    """Per-device and per-job monitors for one stream of telemetry; its clock is the newest ts."""
+
+    def __init__(self, thresholds: Thresholds | None = None,
+                 topology: Topology | None = None) -> None:
+        self.cfg = thresholds or Thresholds()
+        self.topology = topology
+        self.clock = -math.inf
+        self._jobs: dict[str, JobMonitor] = {}
+        self._ecc: dict[tuple[str, int], GpuHealth] = {}
+        self._thermal: dict[tuple[str, int], GpuThermal] = {}
+        self._nics: dict[str, NodeNics] = {}
+        self._seen: dict[str, set[str]] = {}   # node -> sources heard from
+        self._next_sweep = -math.inf
+        self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
+                                       "nonfinite": 0, "unknown_node": 0, "findings": 0}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["topology"] = None  # injected again on restore, never snapshotted
+        return state
+
+    def process(self, ev: Event, findings: list[Finding]) -> None:
+        """Feed one telemetry record; findings it causes are appended to ``findings``."""
+        ts = ev.ts
+        if ts > self.clock:
+            self.clock = ts
+        n = len(findings)
+        t = type(ev)
+        cfg = self.cfg
+        if t is StepSample:
+            self.counts["step"] += 1
+            job = self._jobs.get(ev.job)  # type: ignore[union-attr]
+            if job is None:
+                job = self._jobs[ev.job] = JobMonitor(ev.job, cfg)  # type: ignore[union-attr]
+            job.add(ev, findings)  # type: ignore[arg-type]
+        elif t is ThermalSample:
+            self.counts["thermal"] += 1
+            key = (ev.node, ev.gpu)  # type: ignore[union-attr]
+            mon = self._thermal.get(key)
+            if mon is None:
+                mon = self._thermal[key] = GpuThermal(key[0], key[1], cfg)
+                self._heard(key[0], "thermal")
+            mon.update(ev, cfg, findings)  # type: ignore[arg-type]
+        elif t is NicSample:
+            self.counts["nic"] += 1
+            nics = self._nics.get(ev.node)
+            if nics is None:
+                nics = self._nics[ev.node] = NodeNics(ev.node)
+                self._heard(ev.node, "nic")
+            nics.update(ev, cfg, findings)  # type: ignore[arg-type]
+        elif t is EccSample:
+            self.counts["ecc"] += 1
+            key = (ev.node, ev.gpu)  # type: ignore[union-attr]
+            mon2 = self._ecc.get(key)
+            if mon2 is None:
+                mon2 = self._ecc[key] = GpuHealth(key[0], key[1], cfg)
+                self._heard(key[0], "ecc")
+            mon2.update(ev, cfg, findings)  # type: ignore[arg-type]
+        else:
+            raise TypeError(f"not a telemetry record: {type(ev).__name__}")
+        if ts >= self._next_sweep:
+            self.sweep(findings)
+        self.counts["findings"] += len(findings) - n
+
+    def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
+        """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
+        self.counts["nonfinite"] += 1
+        job = self._jobs.get(nf.job)
+        if job is None:
+            job = self._jobs[nf.job] = JobMonitor(nf.job, self.cfg)
+        job.add_nonfinite(nf, findings)
+
+    def advance(self, now: float, findings: list[Finding]) -> None:
+        """Move the clock without a record (a quiet stream) and decide overdue steps."""
+        if now > self.clock:
+            self.clock = now
+        self.sweep(findings)
+
+    def sweep(self, findings: list[Finding]) -> None:
+        """Evaluate steps that have waited past the allowed lateness, in every job."""
+        self._next_sweep = self.clock + _SWEEP_S
+        for job in self._jobs.values():
+            job.expire(self.clock, findings)
+
+    def finish(self, findings: list[Finding]) -> None:
+        """End of input: decide every waiting step."""
+        for job in self._jobs.values():
+            job.expire(math.inf, findings)
+
+    def _heard(self, node: str, source: str) -> None:
+        self._seen.setdefault(node, set()).add(source)
+        if self.topology is not None and not self.topology.has_node(node):
+            self.counts["unknown_node"] += 1
+
+    def was_seen(self, node: str, source: str) -> bool:
+        return source in self._seen.get(node, ())
+
+    def tracked_gpus(self) -> int:
+        gpus = set(self._ecc) | set(self._thermal)
+        return len(gpus) or sum(len(j._hw) for j in self._jobs.values())
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "jobs": len(self._jobs), "gpus": self.tracked_gpus(),
+                "nodes_with_nics": len(self._nics),
+                "late_steps": sum(j.late for j in self._jobs.values()),
+                "duplicate_steps": sum(j.duplicates for j in self._jobs.values()),
+                "job_restarts": sum(j.restarts for j in self._jobs.values())}
