@@ -86,6 +86,7 @@ class JobMonitor:
         self.tenant: str | None = None
         self.cluster: str | None = None
         self.clock = float("-inf")
+        self._next_expire = float("-inf")
         self._pending: dict[int, _StepBuffer] = {}
         self._done: dict[int, int] = {}       # step -> ranks it was evaluated with
         self._expected = math.inf              # ranks per step, learned
@@ -132,7 +133,8 @@ class JobMonitor:
         buf.add(e)
         if len(buf.ranks) >= self._expected:
             self._evaluate(step, buf.last_ts, out)
-        self.expire(self.clock, out)
+        if self.clock >= self._next_expire:
+            self.expire(self.clock, out)
 
     def add_nonfinite(self, n: NonFinite, out: list[Finding]) -> None:
         """A NaN/inf loss or grad_norm on one rank: escalate at once (replicas disagree)."""
@@ -143,6 +145,7 @@ class JobMonitor:
 
     def expire(self, now: float, out: list[Finding]) -> None:
         """Evaluate steps that waited longer than the allowed lateness for missing ranks."""
+        self._next_expire = now + 0.25  # checked a few times a second, not per message
         limit = now - self.cfg.lateness_s
         while self._pending:
             step, buf = next(iter(self._pending.items()))
@@ -252,7 +255,9 @@ class JobMonitor:
             learn &= ~self._slow.alarmed[r]
             lr = r[learn]
             self._base[lr] += cfg.slow_baseline_alpha * (d[learn] - self._base[lr])
-        np.clip(self._base, -cfg.slow_baseline_clip, cfg.slow_baseline_clip, out=self._base)
+        # Only "this GPU is a little slower than its peers" is learned as normal: learning
+        # "faster" would make its return to the median look like a slowdown.
+        np.clip(self._base, 0.0, cfg.slow_baseline_clip, out=self._base)
         if self._evaluated <= cfg.warmup_steps:
             return
         new, cleared = self._slow.update(r, z, ts[comparable])

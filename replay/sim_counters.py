@@ -14,8 +14,9 @@ import numpy as np
 
 from detector.events import ECC, NIC
 from replay.sim_effects import EccEvent
-from replay.sim_model import NO_TAGS, Record, Schedule
+from replay.sim_model import NO_TAGS, Record
 from replay.sim_plan import Placement, Scenario, ecc_baseline, rng_for
+from replay.sim_schedule import Schedule
 
 _NIC_ERRORS = ("symbol_errors", "link_downed", "rcv_errors", "xmit_discards", "out_of_sequence",
                "packet_seq_err")
@@ -31,7 +32,8 @@ class NicGen:
     def __init__(self, sc: Scenario, pl: Placement, sched: Schedule, cluster: str) -> None:
         n = len(pl.ports)
         rng = rng_for(sc.seed, "nic-static")
-        self.seed, self.sched, self.n_nodes, self.port_node = sc.seed, sched, len(pl.nodes), pl.port_node
+        self.seed, self.sched = sc.seed, sched
+        self.n_nodes, self.port_node = len(pl.nodes), pl.port_node
         self.phase = rng.random(n)
         self.bytes_s = float(rng.uniform(18e9, 26e9)) * (1 + 0.02 * rng.standard_normal(n))
         self.lam_wait = rng.uniform(500, 5000, n)
@@ -186,14 +188,16 @@ class EccGen:
             self.active[g] = ev.tag
 
     def _sample(self, g: int, ts: float, out: list[Record]) -> None:
-        tags = [] if self.active[g] is None else [self.active[g]]
+        active = self.active[g]
+        tags = [] if active is None else [active]
         for e in self.sched.rates:
-            if e.g == g:  # type: ignore[attr-defined]
+            if e.g == g:
                 incs = e.ecc_rate(ts)
                 if incs:
                     for f, v in incs.items():
                         self.c[f][g] += v
-                    tags.append(e.tag)  # type: ignore[arg-type]
+                    if e.tag is not None:
+                        tags.append(e.tag)
         out.append((ts, ECC, self._value(g, ts, None), tuple(dict.fromkeys(tags))))
 
     def slice(self, sl: int, t0: float, out: list[Record]) -> None:
@@ -202,7 +206,7 @@ class EccGen:
         self.c["pcie_replay"][idx] += r.random(len(idx)) < 2e-4  # a rare replay is normal
         events = self.sched.events_before(t0 + 1)
         special = {ev.g for ev in events}
-        special |= {e.g for e in self.sched.rates  # type: ignore[attr-defined]
+        special |= {e.g for e in self.sched.rates
                     if e.a < t0 + 1 and t0 < e.b + ECC_PERIOD_S}
         special |= {g for g, tag in enumerate(self.active) if tag is not None}
         ts_all = np.round(t0 + self.frac, 6)

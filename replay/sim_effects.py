@@ -1,4 +1,4 @@
-"""What each simulated fault and benign event changes, and when: the schedules the generators consult.
+"""What each simulated fault and benign event changes, and when: schedules the generators consult.
 
 Every effect has an absolute window ``[a, b)`` in event time and a ``tag``
 (the fault's index in the scenario, or None for benign events) that the
@@ -8,22 +8,22 @@ from its own generator: adding a fault never moves another one's draws.
 
 >>> p = Profile("ramp", 10.0, 40.0, None)
 >>> p.at(9.0), p.at(15.0), p.at(25.0), p.on_time(18.0, 22.0)
-(0.0, 0.5, 1.0, 3.6)
+(0.0, 0.5, 1.0, 3.8)
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from replay.sim_plan import FAULT_TABLE, BenignSpec, FaultSpec, Placement, Scenario, rng_for
+from replay.sim_plan import FaultSpec
 
 
 class Profile:
-    """Intensity 0..1 of an effect over ``[a, b)``: step, ramp (linear over the first third), bursts."""
+    """Intensity 0..1 of an effect over ``[a, b)``: step, ramp (linear over a third), bursts."""
 
     def __init__(self, shape: str, a: float, b: float, rng: np.random.Generator | None) -> None:
         self.shape, self.a, self.b = shape, a, b
@@ -116,8 +116,9 @@ class StepMods:
         self.rank_tags.setdefault(rank, []).append(tag)
 
 
-ThermalMod = tuple[int, float, float, float, bool, int, "int | None"]  # g, dtemp, clock_f, power_f, pinned, bits, tag
-NicMod = tuple[int, float, dict[str, int], bool, "int | None"]  # p, throughput_f, increments, down, tag
+# (g, dtemp, clock_f, power_f, pinned, bits, tag) and (p, throughput_f, increments, down, tag)
+ThermalMod = tuple[int, float, float, float, bool, int, "int | None"]
+NicMod = tuple[int, float, dict[str, int], bool, "int | None"]
 
 
 class Effect:
@@ -214,7 +215,7 @@ class SdcGradnorm(Effect):
 
 
 class MemoryFault(Effect):
-    """hbm_dbe (XID 48 then 94/95) or row_remap_failure (XID 64); repaired (GPU reset) at the end."""
+    """hbm_dbe (XID 48 then 94/95) or row_remap_failure (XID 64); a GPU reset ends it."""
 
     def __init__(self, tag: int, spec: FaultSpec, g: int, a: float, b: float,
                  rng: np.random.Generator) -> None:
@@ -269,11 +270,12 @@ class Nvlink(Effect):
 
 
 class Network(Effect):
-    """nic (one port) or switch (every port facing it, onsets within 1 s): errors, flaps, less throughput."""
+    """nic (one port) or switch (its ports, onsets within 1 s): errors, flaps, slow links."""
 
     def __init__(self, tag: int, spec: FaultSpec, ports: list[int], a: float, b: float,
                  rng: np.random.Generator) -> None:
-        self.tag, self.ports, self.a, self.b, self.rng, self.m = tag, ports, a, b, rng, spec.magnitude
+        self.tag, self.ports, self.a, self.b, self.rng = tag, ports, a, b, rng
+        self.m = spec.magnitude
         switch = spec.kind == "switch"
         self.prof = Profile(spec.shape, a, b, rng)
         n = len(ports)
@@ -313,154 +315,3 @@ class Network(Effect):
         if i > 0:
             m.comm *= 1 + self.gain * i
             m.all_tags.append(self.tag)  # type: ignore[arg-type]
-
-
-# --- benign events (tag None: never labelled) ---------------------------------------------
-
-class Checkpoint(Effect):
-    def __init__(self, a: float, b: float, rng: np.random.Generator) -> None:
-        self.a, self.b, self.rng = a, b, rng
-        self.io = bool(rng.random() < 0.6)  # I/O stall, else slower compute everywhere
-        self.factor = float(rng.uniform(1.2, 1.5))
-
-    def step(self, s: float, m: StepMods) -> None:
-        if self.a <= s < self.b:
-            if self.io:
-                m.extra_other_ms += float(self.rng.uniform(2000, 10000))
-            else:
-                m.scale(None, self.factor, None)
-
-
-class Spike(Effect):
-    def __init__(self, rank: int, a: float, rng: np.random.Generator) -> None:
-        self.rank, self.a, self.b = rank, a, a + 60.0
-        self.factor = float(rng.uniform(1.5, 3.0))
-        self.done = False
-
-    def step(self, s: float, m: StepMods) -> None:
-        if not self.done and s >= self.a:
-            self.done = True
-            m.scale(self.rank, self.factor, None)
-
-
-class PowerCap(Effect):
-    def __init__(self, g: int, rank: int, a: float, b: float, rng: np.random.Generator) -> None:
-        self.g, self.rank, self.a, self.b = g, rank, a, b
-        self.dip = float(rng.uniform(0.005, 0.03))
-
-    def thermal(self, ts: np.ndarray, out: list[ThermalMod]) -> None:
-        if self.a <= ts[self.g] < self.b:
-            out.append((self.g, 0.0, 1 - self.dip, 0.97, True, 0x4, None))
-
-    def step(self, s: float, m: StepMods) -> None:
-        if self.a <= s < self.b and self.rank >= 0:
-            m.scale(self.rank, 1 / (1 - self.dip), None)
-
-
-class Instant(Effect):
-    """app_xid, sbe, counter_reset and telemetry_pause: fixed schedules."""
-
-    def __init__(self, a: float, b: float, events: list[EccEvent] = [],  # noqa: B006 (read only)
-                 resets: list[tuple[float, int]] = [],  # noqa: B006
-                 pauses: list[tuple[int, float, float]] = []) -> None:  # noqa: B006
-        self.a, self.b = a, b
-        self._events, self._resets, self._pauses = events, resets, pauses
-
-    def ecc_events(self) -> list[EccEvent]:
-        return self._events
-
-    def nic_resets(self) -> list[tuple[float, int]]:
-        return self._resets
-
-    def pauses(self) -> list[tuple[int, float, float]]:
-        return self._pauses
-
-
-def _gpu(pl: Placement, target: dict[str, Any], what: str, need_rank: bool) -> tuple[int, int]:
-    key = (target.get("node"), target.get("gpu"))
-    g = pl.gpu_index.get(key)  # type: ignore[arg-type]
-    if g is None:
-        raise ValueError(f"{what}: target {target!r} is not a GPU of the job's nodes")
-    rank = int(pl.gpu_rank[g])
-    if need_rank and rank < 0:
-        raise ValueError(f"{what}: GPU {key[0]}/{key[1]} runs no rank of the job")
-    return g, rank
-
-
-def _port(pl: Placement, target: dict[str, Any], what: str) -> int:
-    p = pl.port_index.get((target.get("node"), target.get("nic")))  # type: ignore[arg-type]
-    if p is None or target.get("port", 1) != 1:
-        raise ValueError(f"{what}: target {target!r} is not a NIC port of the job's nodes")
-    return p
-
-
-def build_fault(i: int, spec: FaultSpec, sc: Scenario, pl: Placement) -> Effect:
-    what = f"fault {i} ({spec.kind})"
-    info = FAULT_TABLE.get(spec.kind)
-    if info is None:
-        raise ValueError(f"{what}: unknown kind; known: {', '.join(FAULT_TABLE)}")
-    if spec.shape not in info.shapes:
-        raise ValueError(f"{what}: shape {spec.shape!r} not one of {', '.join(info.shapes)}")
-    if not 0 < spec.magnitude < 1:
-        raise ValueError(f"{what}: magnitude must be within (0, 1), got {spec.magnitude!r}")
-    if not (spec.start_s >= 0 and spec.duration_s > 0
-            and spec.start_s + spec.duration_s <= sc.duration_s):
-        raise ValueError(f"{what}: window {spec.start_s:g}+{spec.duration_s:g} s must lie inside "
-                         f"the {sc.duration_s:g} s log")
-    a = sc.start_ts + spec.start_s
-    b = a + spec.duration_s
-    rng = rng_for(sc.seed, "fault", i)
-    if info.level == "switch":
-        under = sc.topology.nics_under(str(spec.target.get("switch")))
-        ports = [pl.port_index[s] for s in under if s in pl.port_index]
-        if not ports:
-            raise ValueError(f"{what}: switch {spec.target.get('switch')!r} faces no NIC of the job")
-        return Network(i, spec, ports, a, b, rng)
-    if info.level == "nic":
-        return Network(i, spec, [_port(pl, spec.target, what)], a, b, rng)
-    g, rank = _gpu(pl, spec.target, what, need_rank=True)
-    k = spec.kind
-    if k in ("thermal", "power"):
-        return Throttle(i, spec, g, rank, a, b, rng)
-    if k == "silent_slow":
-        return SilentSlow(i, spec, rank, a, b, rng)
-    if k == "sdc_checksum":
-        return SdcChecksum(i, rank, a, b)
-    if k == "sdc_gradnorm":
-        return SdcGradnorm(i, spec, rank, a, b, rng)
-    if k == "nvlink":
-        return Nvlink(i, spec, g, a, b, rng)
-    return MemoryFault(i, spec, g, a, b, rng)
-
-
-def build_benign(i: int, spec: BenignSpec, sc: Scenario, pl: Placement) -> Effect:
-    what = f"benign event {i} ({spec.kind})"
-    if not (0 <= spec.start_s and spec.duration_s >= 0
-            and spec.start_s + spec.duration_s <= sc.duration_s):
-        raise ValueError(f"{what}: window must lie inside the {sc.duration_s:g} s log")
-    a = sc.start_ts + spec.start_s
-    b = a + spec.duration_s
-    rng = rng_for(sc.seed, "benign", i)
-    k = spec.kind
-    if k == "checkpoint":
-        return Checkpoint(a, b, rng)
-    if k == "telemetry_pause":
-        node = pl.node_index.get(spec.target.get("node"))  # type: ignore[arg-type]
-        if node is None:
-            raise ValueError(f"{what}: target {spec.target!r} is not one of the job's nodes")
-        return Instant(a, b, pauses=[(node, a, b)])
-    if k == "counter_reset" and "nic" in spec.target:
-        return Instant(a, b, resets=[(a, _port(pl, spec.target, what))])
-    need_rank = k in ("spike", "power_cap")
-    g, rank = _gpu(pl, spec.target, what, need_rank)
-    if k == "spike":
-        return Spike(rank, a, rng)
-    if k == "power_cap":
-        return PowerCap(g, rank, a, b, rng)
-    if k == "app_xid":
-        return Instant(a, b, events=[EccEvent(a, g, int(rng.choice([13, 31, 43])), (), None)])
-    if k == "sbe":
-        return Instant(a, b, events=[EccEvent(a, g, None, ("sbe",), None)])
-    if k == "counter_reset":
-        return Instant(a, b, events=[EccEvent(a, g, None, ("reset",), None)])
-    raise ValueError(f"{what}: unknown kind")

@@ -1,4 +1,4 @@
-"""The healthy cluster of the simulator: one generator per topic, each writing one time slice at a time.
+"""The simulator's healthy cluster: one generator per topic, each writing one time slice at a time.
 
 Each generator draws its noise from a generator seeded by (seed, topic,
 slice or step number), so a fault added to a scenario never shifts the
@@ -27,11 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from detector.events import ECC, NIC, STEP, THERMAL
-from replay.sim_effects import (
-    Effect, EccEvent, Nvlink, StepMods, build_benign, build_fault,
-)
-from replay.sim_plan import Placement, Scenario, ecc_baseline, rng_for
+from detector.events import STEP, THERMAL
+from replay.sim_plan import Placement, Scenario, rng_for
+from replay.sim_schedule import Schedule
 
 Record = tuple[float, str, dict[str, Any], tuple[int, ...]]
 
@@ -40,45 +38,8 @@ COMPUTE_SHARE = 0.68  # busiest stage's compute, as a share of the step period
 NO_TAGS: tuple[int, ...] = ()
 
 
-def _overrides(e: Effect, name: str) -> bool:
-    return getattr(type(e), name) is not getattr(Effect, name)
-
-
-class Schedule:
-    """All effects of a scenario, sorted by what they touch; validates the specs."""
-
-    def __init__(self, sc: Scenario, pl: Placement) -> None:
-        self.faults = [build_fault(i, f, sc, pl) for i, f in enumerate(sc.faults)]
-        effects = self.faults + [build_benign(i, b, sc, pl) for i, b in enumerate(sc.benign)]
-        self.steppers = [e for e in effects if _overrides(e, "step")]
-        self.thermals = [e for e in effects if _overrides(e, "thermal")]
-        self.nics = [e for e in effects if _overrides(e, "nic")]
-        self.rates = [e for e in effects if isinstance(e, Nvlink)]
-        self.events = sorted((ev for e in effects for ev in e.ecc_events()), key=lambda v: v.ts)
-        self.resets = sorted((r for e in effects for r in e.nic_resets()), key=lambda v: v[0])
-        self.pauses = [p for e in effects for p in e.pauses()]
-        self._next_event = 0
-
-    def step_mods(self, s: float, n: int) -> StepMods | None:
-        active = [e for e in self.steppers if e.a <= s and s < e.b + 1]
-        if not active:
-            return None
-        m = StepMods(n)
-        for e in active:
-            e.step(s, m)
-        return m
-
-    def events_before(self, t1: float) -> list[EccEvent]:
-        i = self._next_event
-        j = i
-        while j < len(self.events) and self.events[j].ts < t1:
-            j += 1
-        self._next_event = j
-        return self.events[i:j]
-
-
 class StepGen:
-    """telemetry.step: synchronous data/tensor/pipeline-parallel training, one message per rank per step."""
+    """telemetry.step: synchronous 3D-parallel training, one message per rank and step."""
 
     def __init__(self, sc: Scenario, pl: Placement, sched: Schedule, cluster: str) -> None:
         job = sc.job
@@ -89,16 +50,19 @@ class StepGen:
         self.base = (self.period_ms * COMPUTE_SHARE
                      * np.array(STAGE_FRACTION)[pl.pp_of % len(STAGE_FRACTION)]
                      * (1 + 0.004 * rng.standard_normal(n)))  # per-GPU speed differs a little
-        self.shard = np.exp(0.2 * rng.standard_normal(job.tp * job.pp))[pl.pp_of * job.tp + pl.tp_of]
+        shard = np.exp(0.2 * rng.standard_normal(job.tp * job.pp))  # each shard has its own norm
+        self.shard = shard[pl.pp_of * job.tp + pl.tp_of]
         self.first_step = int(rng.integers(1000, 50000))
-        self.grad_period, self.grad_phase = float(rng.uniform(200, 600)), float(rng.uniform(0, 6.28))
+        self.grad_period = float(rng.uniform(200, 600))
+        self.grad_phase = float(rng.uniform(0, 2 * math.pi))
         self.dp_arr = pl.dp_of
         self.group = (pl.pp_of * job.tp + pl.tp_of).tolist()
         self.group_ids = [(g % job.tp, g // job.tp) for g in range(job.tp * job.pp)]
         self.const = list(zip(range(n), (pl.gpus[r][0] for r in range(n)),
                               (pl.gpus[r][1] for r in range(n)), pl.tp_of.tolist(),
                               pl.pp_of.tolist(), pl.dp_of.tolist(), strict=True))
-        self.start, self.end, self.duration = sc.start_ts, sc.start_ts + sc.duration_s, sc.duration_s
+        self.start, self.duration = sc.start_ts, sc.duration_s
+        self.end = sc.start_ts + sc.duration_s
         self.cluster = cluster
         self.next_start, self.k = sc.start_ts, 0
         self.pending: tuple[float, list[Record]] | None = None
@@ -152,7 +116,8 @@ class StepGen:
         step = self.first_step + k
         frac = (s - self.start) / self.duration
         loss = (2.2 + 0.3 * math.exp(-3 * frac)) + loss_noise
-        level = 1.0 + 0.08 * math.sin(6.283185 * (s - self.start) / self.grad_period + self.grad_phase)
+        level = 1.0 + 0.08 * math.sin(2 * math.pi * (s - self.start) / self.grad_period
+                                      + self.grad_phase)
         grad = level * self.shard * grad_noise[self.dp_arr] * grad_rank
         sums = [self._checksum(step, g) for g in range(len(self.group_ids))]
         checks = [sums[g] for g in self.group]
@@ -203,7 +168,8 @@ class ThermalGen:
         self.ph = rng.uniform(0, 2 * math.pi, g)
         self.mem_off = 5 + rng.standard_normal(g)
         self.pbase = rng.uniform(580, 670, g)
-        int_node = rng.random(len(pl.nodes)) < 0.5  # DCGM reports integer degrees; some collectors don't
+        # DCGM reports integer degrees; some collectors convert them to floats
+        int_node = rng.random(len(pl.nodes)) < 0.5
         self.int_temp = int_node[pl.gpu_node].tolist()
         self.no_mem = np.flatnonzero(rng.random(g) < 0.05).tolist()  # sensor not reported
         self.ids = [(n, i) for n, i in pl.gpus]
@@ -213,8 +179,8 @@ class ThermalGen:
         g = len(self.ids)
         r = rng_for(self.seed, "thermal", sl)
         ts = np.round(t0 + self.phase, 6)
-        temp = (self.base + self.amp * np.sin(2 * math.pi * (ts - self.start) / self.period + self.ph)
-                + 0.4 * r.standard_normal(g))
+        drift = self.amp * np.sin(2 * math.pi * (ts - self.start) / self.period + self.ph)
+        temp = self.base + drift + 0.4 * r.standard_normal(g)
         mem = temp + self.mem_off + 0.5 * r.standard_normal(g)
         noise = 12 * r.standard_normal(g)
         power = self.pbase + noise
@@ -229,7 +195,8 @@ class ThermalGen:
             temp[gi] += dtemp
             mem[gi] += 1.1 * dtemp
             clock[gi] = np.rint(clock[gi] * clock_f)
-            power[gi] = self.pbase[gi] * power_f + (0.1 * noise[gi] if pinned else noise[gi] * power_f)
+            jitter = 0.1 * noise[gi] if pinned else noise[gi] * power_f
+            power[gi] = self.pbase[gi] * power_f + jitter
             throttle[gi] |= bits
             if tag is not None:
                 tags.setdefault(gi, []).append(tag)

@@ -1,4 +1,4 @@
-"""What a simulated incident log contains: the job's layout, the faults and benign events, and a seeded planner.
+"""What a simulated incident log holds: the job's layout, faults, benign events; a seeded planner.
 
 The planner places each requested fault kind at a random target inside the
 job and a random time, never two faults at once and never closer than
@@ -11,10 +11,11 @@ inside fault windows, on other targets than the fault's.
 >>> topo = Topology.from_text("Topology=t\\nNodeSet=n[0-1] Gpus=4 Nics=mlx5_[0-1]")
 >>> place_job(topo, JobLayout(tp=4, pp=1, dp=2)).rank_slot(5)
 ('n1', 1)
->>> plan_scenario(topo, job=JobLayout(tp=4, pp=1, dp=2), duration_s=100, seed=1)
+>>> plan_scenario(topo, job=JobLayout(tp=4, pp=1, dp=2),
+...               duration_s=100, seed=1)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: duration_s=100 is too short for 10 faults: the plan needs at least 1020 s (60 s warm-up, 360 s of fault minimums, 9 gaps of 60 s, 60 s tail)
+ValueError: duration_s=100 is too short for 10 faults: the plan needs at least 1020 s (...)
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class Placement:
                 slots.extend((node, i) for i in range(gpus))
         if len(slots) < n_ranks:
             where = "the listed nodes have" if listed else f"topology {topology.name!r} has"
-            hint = "" if slots else " (a Slurm topology.conf lists no GPUs: use a faultline topology)"
+            hint = "" if slots else " (Slurm topology.conf lists no GPUs: use a faultline topology)"
             raise ValueError(f"job {job.job} needs {n_ranks} GPUs (tp*pp*dp = {job.tp}*{job.pp}*"
                              f"{job.dp}) but {where} {len(slots)}{hint}")
         self.job, self.n_ranks = job, n_ranks
@@ -193,7 +194,8 @@ class Placement:
         self.gpu_rank = np.full(len(slots), -1, dtype=np.int64)
         self.gpu_rank[:n_ranks] = np.arange(n_ranks)
         r = np.arange(n_ranks)
-        self.tp_of, self.dp_of, self.pp_of = r % job.tp, (r // job.tp) % job.dp, r // (job.tp * job.dp)
+        self.tp_of, self.dp_of = r % job.tp, (r // job.tp) % job.dp
+        self.pp_of = r // (job.tp * job.dp)
         self.ports = tuple((n, nic) for n in nodes for nic in topology.nics_of(n))
         self.port_index = {s: p for p, s in enumerate(self.ports)}
         self.port_node = np.array([self.node_index[n] for n, _ in self.ports], dtype=np.int64)
@@ -222,6 +224,7 @@ def place_job(topology: Topology, job: JobLayout) -> Placement:
 
 
 def check_kinds(kinds: Sequence[str], known: Sequence[str], what: str) -> tuple[str, ...]:
+    """The kinds as a tuple; ValueError naming the unknown ones and the known ones."""
     bad = [k for k in kinds if k not in known]
     if bad:
         raise ValueError(f"unknown {what} kind(s) {', '.join(map(repr, bad))}; "
@@ -248,6 +251,7 @@ def _windows_needed(kinds: Sequence[str]) -> float:
 def _fault_targets(kind: str, pl: Placement, topology: Topology, rng: np.random.Generator,
                    used: set[Any]) -> dict[str, Any]:
     level = FAULT_TABLE[kind].level
+    pool: list[Any]
     if level == "gpu":
         pool = [pl.gpus[g] for g in range(pl.n_ranks)]
     elif level == "nic":
@@ -284,21 +288,22 @@ def plan_scenario(topology: Topology, *, job: JobLayout, duration_s: float, seed
                   faults: Sequence[str] = FAULT_KINDS, benign: Sequence[str] = BENIGN_KINDS,
                   magnitude_range: tuple[float, float] = (0.05, 0.3),
                   start_ts: float = 1767225600.0) -> Scenario:
-    """A seeded scenario: each listed fault kind once (list it twice for two), benign events sprinkled."""
+    """A seeded scenario: each listed fault kind once (list it twice for two), benign sprinkled."""
     faults = check_kinds(faults, FAULT_KINDS, "fault")
     benign = check_kinds(benign, BENIGN_KINDS, "benign")
     lo, hi = magnitude_range
     if not 0 < lo <= hi < 1:
-        raise ValueError(f"magnitude_range must satisfy 0 < low <= high < 1, got {magnitude_range!r}")
+        raise ValueError(f"magnitude_range needs 0 < low <= high < 1, got {magnitude_range!r}")
     if not duration_s > 0:
         raise ValueError(f"duration_s must be > 0, got {duration_s!r}")
     need = _windows_needed(faults)
     if duration_s < need:
-        mins = sum(FAULT_TABLE[k].min_s for k in faults)
+        least = sum(FAULT_TABLE[k].min_s for k in faults)
         raise ValueError(
             f"duration_s={duration_s:g} is too short for {len(faults)} faults: the plan needs at "
-            f"least {need:g} s ({WARMUP_S:g} s warm-up, {mins:g} s of fault minimums, "
-            f"{len(faults) - 1} gaps of {GAP_S:g} s, {TAIL_S:g} s tail)")
+            f"least {need:g} s ({WARMUP_S:g} s warm-up, {least:g} s of fault minimums, "
+            f"{len(faults) - 1} gap{'' if len(faults) == 2 else 's'} of {GAP_S:g} s, "
+            f"{TAIL_S:g} s tail)")
     pl = place_job(topology, job)
     rng = rng_for(seed, "plan-faults")
     n = len(faults)
@@ -306,7 +311,7 @@ def plan_scenario(topology: Topology, *, job: JobLayout, duration_s: float, seed
     if n:
         mins = np.array([FAULT_TABLE[k].min_s for k in faults])
         maxs = np.array([FAULT_TABLE[k].max_s for k in faults])
-        durs = rng.uniform(mins, maxs)
+        durs: np.ndarray = rng.uniform(mins, maxs)
         avail = duration_s - WARMUP_S - TAIL_S - GAP_S * (n - 1)
         room = 0.7 * avail  # keep some slack to spread the faults over the log
         if durs.sum() > room:
@@ -352,6 +357,9 @@ def _plan_benign(topology: Topology, pl: Placement, faults: list[FaultSpec],
     rng = rng_for(seed, "plan-benign")
     base = ecc_baseline(seed, len(pl.gpus))
     resettable = {pl.gpus[g] for g in np.flatnonzero(base["sbe_volatile"] + base["pcie_replay"])}
+    # a memory fault ends in a GPU reset, after which another reset would show nothing
+    resettable -= {(f.target["node"], f.target["gpu"]) for f in faults
+                   if f.kind in ("hbm_dbe", "row_remap_failure")}
     windows = [(f.start_s - 5, f.start_s + f.duration_s + 5, f) for f in faults]
     wanted: list[tuple[str, float | None]] = []
     for kind in dict.fromkeys(kinds):
@@ -371,7 +379,8 @@ def _plan_benign(topology: Topology, pl: Placement, faults: list[FaultSpec],
         if latest <= BENIGN_EDGE_S:
             continue  # the log is too short for this event
         for _ in range(20):
-            start = at if at is not None and at <= latest else float(rng.uniform(BENIGN_EDGE_S, latest))
+            start = (at if at is not None and at <= latest
+                     else float(rng.uniform(BENIGN_EDGE_S, latest)))
             busy = [f for a, b, f in windows if a < start + dur + 1 and start - 1 < b]
             target = _benign_target(kind, topology, pl, busy, rng, resettable)
             if target is not None:

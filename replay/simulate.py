@@ -18,14 +18,22 @@ clear); a cumulative counter that stays higher afterwards is no symptom.
 >>> topo = Topology.from_text("Topology=demo\\nNodeSet=n[0-1] Gpus=4 Nics=mlx5_[0-1]")
 >>> sc = plan_scenario(topo, job=JobLayout(tp=4, pp=1, dp=2), duration_s=160, seed=3,
 ...                    faults=["sdc_checksum"], benign=[])
->>> sc.faults[0]
-FaultSpec(kind='sdc_checksum', target={'node': 'n1', 'gpu': 2}, start_s=71.426, duration_s=30.079, magnitude=0.1743, shape='step')
+>>> sc.faults[0].kind, sc.faults[0].target
+('sdc_checksum', {'node': 'n1', 'gpu': 1})
 >>> records = list(simulate(sc))
->>> len(records), records[0]["topic"], records[-1]["topic"]
-(3016, 'telemetry.thermal', 'labels')
 >>> label = records[-1]["value"]
->>> label["scope"], label["start_ts"] - sc.start_ts >= sc.faults[0].start_s
-({'level': 'gpu', 'node': 'n1', 'gpu': 2}, True)
+>>> records[-1]["topic"], label["kind"], label["cause"], label["scope"]
+('labels', 'sdc', 'gpu_hardware', {'level': 'gpu', 'node': 'n1', 'gpu': 1})
+
+Ranks 1 and 5 are peers (same tp_rank and pp_rank); from the fault's start
+their checksums disagree, and the label starts at rank 5's first bad one:
+
+>>> steps = [r["value"] for r in records if r["topic"] == "telemetry.step"]
+>>> checksum = {(v["step"], v["rank"]): v["param_checksum"] for v in steps}
+>>> odd = [v for v in steps if v["param_checksum"] != checksum[v["step"], v["rank"] ^ 4]]
+>>> first_bad = min(v["ts"] for v in odd if v["rank"] == 5)
+>>> sorted({v["rank"] for v in odd}), first_bad == label["start_ts"]
+([1, 5], True)
 """
 
 from __future__ import annotations
@@ -46,11 +54,24 @@ import orjson
 from detector.alerts import Label, Scope
 from detector.events import STEP
 from replay.sim_counters import EccGen, NicGen
-from replay.sim_model import Record, Schedule, StepGen, ThermalGen
+from replay.sim_model import Record, StepGen, ThermalGen
 from replay.sim_plan import (
-    BENIGN_KINDS, FAULT_KINDS, FAULT_TABLE, LLAMA3_WEIGHTS, BenignSpec, FaultSpec, JobLayout,
-    Placement, Scenario, check_kinds, llama3_mix, place_job, plan_scenario, rng_for,
+    BENIGN_KINDS,
+    FAULT_KINDS,
+    FAULT_TABLE,
+    LLAMA3_WEIGHTS,
+    BenignSpec,
+    FaultSpec,
+    JobLayout,
+    Placement,
+    Scenario,
+    check_kinds,
+    llama3_mix,
+    place_job,
+    plan_scenario,
+    rng_for,
 )
+from replay.sim_schedule import Schedule
 
 __all__ = [
     "BENIGN_KINDS", "FAULT_KINDS", "LLAMA3_WEIGHTS", "BenignSpec", "FaultSpec", "JobLayout",
@@ -97,7 +118,8 @@ class _Transport:
                 yield heapq.heappop(heap)[2]
             if ui < LATE_P:
                 self.seq += 1
-                heapq.heappush(heap, (ts + 0.05 + (LATE_MAX_S - 0.05) * di, self.seq, (topic, value)))
+                late = ts + 0.05 + (LATE_MAX_S - 0.05) * di
+                heapq.heappush(heap, (late, self.seq, (topic, value)))
                 continue
             yield topic, value
             if ui > 1 - DUPLICATE_P:
@@ -123,8 +145,9 @@ def simulate(scenario: Scenario) -> Iterator[dict[str, Any]]:
 def _records(sc: Scenario, pl: Placement, sched: Schedule) -> Iterator[dict[str, Any]]:
     cluster = sc.cluster or sc.topology.name
     steps = StepGen(sc, pl, sched, cluster)
-    slicers = [ThermalGen(sc, pl, sched, cluster), NicGen(sc, pl, sched, cluster),
-               EccGen(sc, pl, sched, cluster)]
+    slicers: list[ThermalGen | NicGen | EccGen] = [
+        ThermalGen(sc, pl, sched, cluster), NicGen(sc, pl, sched, cluster),
+        EccGen(sc, pl, sched, cluster)]
     pauses = [(pl.nodes[n], a, b) for n, a, b in sched.pauses]
     first: list[float | None] = [None] * len(sc.faults)
     last: list[float | None] = [None] * len(sc.faults)
@@ -160,13 +183,14 @@ def _records(sc: Scenario, pl: Placement, sched: Schedule) -> Iterator[dict[str,
     for i, spec in enumerate(sc.faults):
         a = sc.start_ts + spec.start_s
         # a fault that changed nothing visible (e.g. hidden by the log's end) keeps its window
-        start = first[i] if first[i] is not None else a
-        end = last[i] if last[i] is not None else a + spec.duration_s
+        start, end = first[i], last[i]
+        if start is None or end is None:
+            start, end = a, a + spec.duration_s
         yield {"topic": LABELS, "value": label_for(i, spec, sc, start, end).to_dict()}
 
 
 def write_log(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> int:
-    """Write records as JSON Lines (gzip when the path ends in .gz, byte-reproducible); returns the count."""
+    """Write records as JSON Lines (gzip if the path ends in .gz); return how many."""
     path = os.fspath(path)
     tmp = path + ".tmp"
     dumps = orjson.dumps
@@ -196,7 +220,7 @@ def write_log(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -
     return n
 
 
-def _kinds(text: str, known: tuple[str, ...], flag: str) -> tuple[str, ...]:
+def _kinds(text: str, known: tuple[str, ...], flag: str, what: str) -> tuple[str, ...]:
     text = text.strip()
     if text == "all":
         return known
@@ -204,7 +228,7 @@ def _kinds(text: str, known: tuple[str, ...], flag: str) -> tuple[str, ...]:
         return ()
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     try:
-        return check_kinds(kinds, known, flag)
+        return check_kinds(kinds, known, what)
     except ValueError as exc:
         raise ValueError(f"{flag}: {exc}") from None
 
@@ -254,8 +278,8 @@ def run(args: argparse.Namespace) -> int:
     if args.llama3_mix is not None:
         faults = llama3_mix(args.llama3_mix, args.seed)
     else:
-        faults = _kinds(args.faults or "all", FAULT_KINDS, "--faults")
-    benign = _kinds(args.benign, BENIGN_KINDS, "--benign")
+        faults = _kinds(args.faults or "all", FAULT_KINDS, "--faults", "fault")
+    benign = _kinds(args.benign, BENIGN_KINDS, "--benign", "benign")
     scenario = plan_scenario(topology, job=job, duration_s=args.duration, seed=args.seed,
                              faults=faults, benign=benign, start_ts=args.start_ts)
     if args.no_transport_noise:
