@@ -90,6 +90,7 @@ class Correlator:
         self._slow_wait: dict[str, Finding] = {}             # gpu unit key -> slow finding
         self._nic_wait: dict[str, tuple[str, Finding]] = {}  # finding key -> (switch, finding)
         self._switch_open: set[str] = set()
+        self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -127,7 +128,10 @@ class Correlator:
                 signals.pop(f.signal, None)
                 if not signals:
                     del self._device[unit]
-        if f.signal == "gpu_reset":
+        if f.signal == "throttle_minor":
+            self._benign[unit] = (f, math.inf) if f.active else (
+                self._benign.get(unit, (f, 0.0))[0], f.ts)
+        elif f.signal == "gpu_reset":
             self._gpu_reset(f, out)
         elif f.signal == "slow_rank":
             self._on_slow(f, out)
@@ -150,7 +154,11 @@ class Correlator:
 
     def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
                out: list[Alert], *, latched: bool = False, detected_ts: float | None = None,
-               extra: dict[str, Any] | None = None) -> Problem:
+               extra: dict[str, Any] | None = None, own: bool = True) -> Problem:
+        """Fire (or add to) the problem of this topic, kind and unit; ``f`` is its evidence.
+
+        ``own=False`` when ``f`` is a summary made up here (it never clears by itself).
+        """
         key = self.dedup_key(topic, kind, scope, f.cluster)
         p = self.problems.get(key)
         detected = f.ts if detected_ts is None else detected_ts
@@ -159,7 +167,8 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             p.extra = extra or {}
             self.problems[key] = p
-            self._own(f, p)
+            if own:
+                self._own(f, p)
             out.append(self._alert(p, detected))
             return p
         refined = p.cause in _GENERIC and cause not in _GENERIC
@@ -169,7 +178,8 @@ class Correlator:
         p.add(f, self.cfg.evidence_items)
         if extra:
             p.extra.update(extra)
-        self._own(f, p)
+        if own:
+            self._own(f, p)
         if refined:
             out.append(self._alert(p, detected))
         return p
@@ -257,6 +267,19 @@ class Correlator:
         self._slow_wait[unit] = f
         self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
 
+    def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
+        """Power management on the same GPU, recent and large enough to explain a slow rank.
+
+        A SW power cap that dips the clock 3 % makes a rank a few percent slower than its
+        peers; that is the GPU doing its job, not a fault to page anyone about.
+        """
+        minor, ended = self._benign.get(f.scope.key, (None, 0.0))
+        if minor is None or ended < now - self.cfg.benign_grace_s:
+            return None
+        ratio = f.evidence.get("compute_ratio_to_peers", math.inf)
+        drop = minor.evidence.get("clock_drop", 0.0)
+        return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
+
     def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
         """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated."""
         if p.topic != ISOLATION or scope.level != "gpu":
@@ -272,12 +295,17 @@ class Correlator:
         f = self._slow_wait.get(unit)
         if f is None or due < f.ts + self.cfg.escalate_after_s:
             return
-        del self._slow_wait[unit]
         p = self._explanation(f)
         if p is not None:
+            del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
+        if self._benign_explanation(f, due) is not None:
+            # Look again later: still slow once power management has let go is a fault.
+            self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+            return
+        del self._slow_wait[unit]
         members = self._unexplained_slow()
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
@@ -383,7 +411,7 @@ class Correlator:
             sw_finding = first._replace(scope=scope, tenant=None, job=None,
                                         severity=min(0.95, 0.5 + len(troubled) / (2 * n_nodes)))
             p = self._raise(ISOLATION, "network", "switch", scope, sw_finding, out,
-                            detected_ts=due, extra=extra)
+                            detected_ts=due, extra=extra, own=False)
             p.tenant = None  # a switch carries several tenants' traffic
             for _, f in waiting:
                 p.add(f, self.cfg.evidence_items)

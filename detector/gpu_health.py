@@ -29,7 +29,7 @@ class GpuHealth:
     """Hardware state of one GPU."""
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
-                 "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe")
+                 "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -38,6 +38,7 @@ class GpuHealth:
         self._nvlink = DecayingCount(cfg.nvlink_half_life_s)
         self._pcie = DecayingCount(cfg.pcie_half_life_s)
         self._active: set[str] = set()            # rate signals currently raised
+        self._last_error: dict[str, float] = {}   # rate signal -> ts of its last increment
         self._xids: list[tuple[float, int]] = []  # recent (ts, xid), to drop duplicates
         self._remap_pending = False
         self._remap_failure = False
@@ -91,24 +92,29 @@ class GpuHealth:
             if was < cfg.retired_sbe_pages <= s.retired_pages_sbe:
                 self._emit(out, s, "retired_pages", "gpu_memory", severity=0.7, evidence={
                     "retired_pages_sbe": s.retired_pages_sbe, "limit": cfg.retired_sbe_pages})
-        self._rate(out, s, "sbe_burst", "gpu_memory", self._sbe.add(ts, d[_SBE]),
-                   cfg.sbe_burst, {"sbe_increase": d[_SBE]})
+        self._rate(out, s, cfg, "sbe_burst", "gpu_memory", self._sbe, d[_SBE], cfg.sbe_burst,
+                   {"sbe_increase": d[_SBE]})
         nvl = d[_NVL_CRC] + d[_NVL_REPLAY] + d[_NVL_RECOVERY]
-        self._rate(out, s, "nvlink_errors", "nvlink", self._nvlink.add(ts, nvl),
-                   cfg.nvlink_errors, {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY],
-                                       "recovery": d[_NVL_RECOVERY]})
-        self._rate(out, s, "pcie_replay", "gpu_hardware", self._pcie.add(ts, d[_PCIE]),
+        self._rate(out, s, cfg, "nvlink_errors", "nvlink", self._nvlink, nvl, cfg.nvlink_errors,
+                   {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY], "recovery": d[_NVL_RECOVERY]})
+        self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
                    cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]})
 
-    def _rate(self, out: list[Finding], s: EccSample, signal: str, cause: str, level: float,
-              limit: float, evidence: dict[str, Any]) -> None:
-        """Raise at ``limit`` recent errors; clear when the decayed count falls below a quarter."""
+    def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
+              count: DecayingCount, n: int, limit: float, evidence: dict[str, Any]) -> None:
+        """Raise at ``limit`` recent errors; clear after ``hw_quiet_s`` without a new one."""
+        if n:
+            self._last_error[signal] = s.ts
+        elif signal not in self._active:
+            return  # nothing new and nothing raised: the common case
+        level = count.add(s.ts, n)
         if signal not in self._active:
             if level >= limit:
                 self._active.add(signal)
                 self._emit(out, s, signal, cause, severity=0.8,
                            evidence={**evidence, "recent_errors": round(level, 1), "limit": limit})
-        elif level < limit / 4:
+        elif s.ts - self._last_error.get(signal, s.ts) >= cfg.hw_quiet_s:
+            count.reset()
             self._active.discard(signal)
             self._emit(out, s, signal, cause, active=False, severity=0.0)
 

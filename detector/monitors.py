@@ -23,7 +23,7 @@ from detector.findings import Finding
 from detector.gpu_health import GpuHealth
 from detector.network import NodeNics
 from detector.steps import JobMonitor
-from detector.thermal import GpuThermal
+from detector.thermal import GpuThermal, NodeTemps
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -42,6 +42,7 @@ class Monitors:
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
         self._nics: dict[str, NodeNics] = {}
+        self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
         self._next_sweep = -math.inf
         self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
@@ -71,7 +72,10 @@ class Monitors:
             key = (ev.node, ev.gpu)  # type: ignore[union-attr]
             mon = self._thermal.get(key)
             if mon is None:
-                mon = self._thermal[key] = GpuThermal(key[0], key[1], cfg)
+                temps = self._node_temps.get(key[0])
+                if temps is None:
+                    temps = self._node_temps[key[0]] = NodeTemps()
+                mon = self._thermal[key] = GpuThermal(key[0], key[1], cfg, temps)
                 self._heard(key[0], "thermal")
             mon.update(ev, cfg, findings)  # type: ignore[arg-type]
         elif t is NicSample:

@@ -27,12 +27,11 @@ _IDX = {name: i for i, name in enumerate(NIC_COUNTERS)}
 _TX, _RX, _LINK_DOWNED = _IDX["tx_bytes"], _IDX["rx_bytes"], _IDX["link_downed"]
 _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err",
                                   "out_of_sequence"))
-_QUIET_S = 60.0  # no new error for this long clears the "errors seen" evidence
 
 
 class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
-                 "low_onset", "ok", "active", "last_error_ts", "err_onset")
+                 "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -48,6 +47,7 @@ class _Port:
         self.active: set[str] = set()
         self.last_error_ts = float("-inf")
         self.err_onset = 0.0
+        self.last_flap_ts = float("-inf")
 
 
 class NodeNics:
@@ -98,12 +98,15 @@ class NodeNics:
         elif s.link_state == "up" and p.down:
             p.down = False
             self._emit(out, s, p, "link_down", False, 0.0, {})
-        if not d[_LINK_DOWNED] and "link_flap" not in p.active:
+        if d[_LINK_DOWNED]:
+            p.last_flap_ts = s.ts
+        elif "link_flap" not in p.active:
             return
         flaps = p.flaps.add(s.ts, d[_LINK_DOWNED])
         if "link_flap" not in p.active and flaps >= cfg.nic_flaps:
             self._emit(out, s, p, "link_flap", True, 0.85, {"recent_link_downed": round(flaps, 1)})
-        elif "link_flap" in p.active and flaps < cfg.nic_flaps / 4:
+        elif "link_flap" in p.active and s.ts - p.last_flap_ts >= cfg.nic_quiet_s:
+            p.flaps.reset()
             self._emit(out, s, p, "link_flap", False, 0.0, {})
 
     def _errors(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
@@ -117,13 +120,14 @@ class NodeNics:
                 p.err_onset = s.ts
                 self._emit(out, s, p, "errors_seen", True, 0.3, {"errors": n}, verdict=False)
             p.last_error_ts = s.ts
-        elif "errors_seen" in p.active and s.ts - p.last_error_ts > _QUIET_S:
+        elif "errors_seen" in p.active and s.ts - p.last_error_ts >= cfg.nic_quiet_s:
             self._emit(out, s, p, "errors_seen", False, 0.0, {}, verdict=False)
         if "nic_errors" not in p.active and level >= cfg.nic_errors:
             self._emit(out, s, p, "nic_errors", True, 0.85, {
                 "recent_errors": round(level, 1), "limit": cfg.nic_errors,
                 **{NIC_COUNTERS[i]: d[i] for i in _ERRORS if d[i]}}, onset=p.err_onset)
-        elif "nic_errors" in p.active and level < cfg.nic_errors / 4:
+        elif "nic_errors" in p.active and s.ts - p.last_error_ts >= cfg.nic_quiet_s:
+            p.errors.reset()
             self._emit(out, s, p, "nic_errors", False, 0.0, {})
 
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:

@@ -35,6 +35,7 @@ from models.vote import majority_vote
 
 _MAX_RANK = 1 << 20
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
+_MAJORITIES_KEPT = 4096
 _NAN = float("nan")
 
 
@@ -88,7 +89,7 @@ class JobMonitor:
         self.clock = float("-inf")
         self._next_expire = float("-inf")
         self._pending: dict[int, _StepBuffer] = {}
-        self._done: dict[int, int] = {}       # step -> ranks it was evaluated with
+        self._done: dict[int, int] = {}       # step -> ranks it was decided with (< 0: timed out)
         self._expected = math.inf              # ranks per step, learned
         self._last_step = -1
         self._last_step_ts = float("-inf")
@@ -96,12 +97,15 @@ class JobMonitor:
         self._sigma = 0.0
         self._hw: list[tuple[str, int] | None] = []   # hardware each rank ran on
         self._base = np.zeros(0)                      # each rank's learned bias (log ratio)
-        self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps)
+        self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
+                               h_cap=1.2 * cfg.slow_h)
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
+        self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
+        #                                                     for stragglers of partial steps
         self._split_active = False
         self.late = 0
         self.duplicates = 0
@@ -120,7 +124,7 @@ class JobMonitor:
                 if e.ts > self._last_step_ts + self.cfg.lateness_s:
                     self._restart()
                 else:
-                    self._late(step)
+                    self._late(e, out)
                     return
             if e.rank >= _MAX_RANK:
                 return
@@ -144,21 +148,44 @@ class JobMonitor:
             self.job, self.tenant, self.cluster, n.rank, n.dp_rank))
 
     def expire(self, now: float, out: list[Finding]) -> None:
-        """Evaluate steps that waited longer than the allowed lateness for missing ranks."""
-        self._next_expire = now + 0.25  # checked a few times a second, not per message
-        limit = now - self.cfg.lateness_s
-        while self._pending:
-            step, buf = next(iter(self._pending.items()))
-            if buf.first_ts >= limit:
-                break
-            self._expected = len(buf.ranks)
-            self._evaluate(step, now, out)
+        """Decide steps still waiting for ranks.
 
-    def _late(self, step: int) -> None:
+        A step missing only a straggler or two (``straggler_share``) is decided once its
+        last message is ``straggler_wait_s`` old: 1 % of messages arriving a few seconds
+        late would otherwise hold most steps of a large job for seconds.  A straggler that
+        comes later is still checked against its step's checksum majority.  A step missing
+        more waits the full allowed lateness; then the job is taken to have shrunk.
+        """
+        self._next_expire = now + 0.25  # checked a few times a second, not per message
+        cfg = self.cfg
+        limit = now - cfg.lateness_s
+        exp = self._expected
+        nearly = exp - max(1, int(exp * cfg.straggler_share)) if exp < math.inf else math.inf
+        for step, buf in list(self._pending.items()):
+            n = len(buf.ranks)
+            if buf.first_ts < limit:
+                complete = n >= self._expected
+                self._expected = n
+                self._evaluate(step, now, out, complete)
+            elif n >= nearly and now - buf.last_ts >= cfg.straggler_wait_s:
+                self._evaluate(step, now, out, False)
+
+    def _late(self, e: StepSample, out: list[Finding]) -> None:
         self.late += 1
-        n = self._done.get(step)
-        if n is not None and n + 1 > self._expected:
-            self._expected = n + 1  # a rank we stopped waiting for is back
+        n = self._done.get(e.step)
+        if n is None or n >= 0:
+            return  # a step decided complete: this is a duplicate
+        # A step decided before all ranks came may have been missing this rank.
+        if -n + 1 > self._expected:
+            self._expected = -n + 1
+        majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))
+        if majority is not None and e.param_checksum is not None and (
+                e.param_checksum != majority and e.rank not in self._mismatch):
+            self._mismatch[e.rank] = [e.ts, 0]
+            out.append(self._finding(
+                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware", self.clock, e.ts,
+                True, 0.95, {"step": e.step, "rank": e.rank, "checksum": e.param_checksum,
+                             "majority_checksum": majority, "arrived_late": True}))
 
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""
@@ -173,11 +200,14 @@ class JobMonitor:
 
     # -- analysis ------------------------------------------------------------------------
 
-    def _evaluate(self, step: int, decided_ts: float, out: list[Finding]) -> None:
+    def _evaluate(self, step: int, decided_ts: float, out: list[Finding],
+                  complete: bool = True) -> None:
         buf = self._pending.pop(step)
-        self._done[step] = len(buf.ranks)
+        self._done[step] = len(buf.ranks) if complete else -len(buf.ranks)
         if len(self._done) > _DONE_KEPT:
             del self._done[next(iter(self._done))]
+        while len(self._majority) > _MAJORITIES_KEPT:
+            del self._majority[next(iter(self._majority))]
         if step > self._last_step:
             self._last_step = step
             self._last_step_ts = buf.last_ts
@@ -190,7 +220,7 @@ class JobMonitor:
         self._check_slow(step, ranks, groups, ts, np.array(buf.compute), buf, decided_ts, out)
         self._check_grad(step, ranks, groups, ts, np.array(buf.grad), buf, decided_ts, out)
         if any(c is not None for c in buf.checksum):
-            self._check_checksums(step, buf, decided_ts, out)
+            self._check_checksums(step, buf, decided_ts, out, complete)
 
     def _grow(self, n: int) -> None:
         old = len(self._base)
@@ -316,7 +346,7 @@ class JobMonitor:
                                      False, 0.0, {"step": step}))
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
-                         out: list[Finding]) -> None:
+                         out: list[Finding], complete: bool) -> None:
         by_group: dict[tuple[int, int], list[int]] = {}
         for i, c in enumerate(buf.checksum):
             if c is not None:
@@ -331,6 +361,8 @@ class JobMonitor:
             if majority is None:
                 split = True
                 continue
+            if not complete:
+                self._majority[(step, buf.tp[idx[0]], buf.pp[idx[0]])] = majority
             for j in minority:
                 i = idx[j]
                 rank = buf.ranks[i]

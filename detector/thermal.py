@@ -39,24 +39,56 @@ def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
     return "thermal" if gpu_temp_c is not None and gpu_temp_c >= hot_c else "power"
 
 
+class NodeTemps:
+    """Latest temperature of each GPU of one node, and their median refreshed once a second.
+
+    GPUs of one node run the same job under the same airflow, so one GPU far hotter than
+    its siblings has a cooling problem (a failed thermal interface, a blocked fan) well
+    before it throttles; a load change moves all of them together.
+    """
+
+    __slots__ = ("temps", "median_c", "median_ts")
+
+    def __init__(self) -> None:
+        self.temps: dict[int, float] = {}
+        self.median_c = float("inf")
+        self.median_ts = float("-inf")
+
+    def reference(self, ts: float) -> float:
+        if ts - self.median_ts >= 1.0:
+            t = sorted(self.temps.values())
+            self.median_c = t[len(t) // 2] if len(t) >= 4 else float("inf")
+            self.median_ts = ts
+        return self.median_c
+
+
 class GpuThermal:
-    """Throttle state of one GPU."""
+    """Throttle and cooling state of one GPU."""
 
-    __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active")
+    __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
+                 "_minor", "_node", "_hot", "_hot_onset", "_hot_active")
 
-    def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
+    def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
+                 ) -> None:
         self.scope = Scope.of_gpu(node, gpu)
+        self._node = node_temps if node_temps is not None else NodeTemps()
+        self._hot = 0
+        self._hot_onset = 0.0
+        self._hot_active = False
         self._clock = stats.EWMean(fading_factor=cfg.clock_baseline_fading)
         self._last_ts = float("-inf")
         self._bad = 0
         self._good = 0
         self._run_onset = 0.0
         self._active = False
+        self._minor = False  # a slowdown reason with a small clock dip: power management
 
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:
             return  # late or duplicate: state machines run on fresh samples only
         self._last_ts = s.ts
+        if s.gpu_temp_c is not None:
+            self._check_hot(s, s.gpu_temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
@@ -74,6 +106,17 @@ class GpuThermal:
         else:
             self._bad = 0
             self._good += 1
+        minor = bool(bits) and not bad and clock is not None and base > 0.0 and (
+            clock < base * (1.0 - cfg.clock_drop / 5))
+        if minor != self._minor:
+            # Not a fault, but it explains a rank a few percent slower than its peers.
+            self._minor = minor
+            out.append(Finding(
+                s.ts, s.ts, "throttle_minor", "slow_node",
+                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if minor else "power",
+                self.scope, minor, False, 0.2,
+                {"throttle_reasons": hex(bits), "clock_drop": round(1.0 - clock / base, 3)}
+                if minor else {}, None, s.tenant, s.cluster))
         if not self._active and self._bad >= cfg.throttle_samples:
             self._active = True
             drop = 1.0 - clock / base  # type: ignore[operator]
@@ -89,3 +132,25 @@ class GpuThermal:
             self._active = False
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                                True, 0.0, {}, None, s.tenant, s.cluster))
+
+    def _check_hot(self, s: ThermalSample, temp_c: float, cfg: Thresholds,
+                   out: list[Finding]) -> None:
+        node = self._node
+        node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
+        hot = temp_c >= node.reference(s.ts) + cfg.hot_delta_c
+        if hot:
+            if self._hot == 0:
+                self._hot_onset = s.ts
+            self._hot += 1
+        elif self._hot:
+            self._hot = 0
+        if hot and not self._hot_active and self._hot >= cfg.hot_samples:
+            self._hot_active = True
+            out.append(Finding(
+                s.ts, self._hot_onset, "hot", "slow_node", "thermal", self.scope, True, True, 0.8,
+                {"gpu_temp_c": temp_c, "node_median_c": node.median_c,
+                 "limit_above_median_c": cfg.hot_delta_c}, None, s.tenant, s.cluster))
+        elif not hot and self._hot_active:
+            self._hot_active = False
+            out.append(Finding(s.ts, s.ts, "hot", "slow_node", "thermal", self.scope, False, True,
+                               0.0, {}, None, s.tenant, s.cluster))

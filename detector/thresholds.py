@@ -17,12 +17,14 @@ class Thresholds:
 
     # Input disorder the contract allows; a step waits this long for missing ranks.
     lateness_s: float = 5.0
+    straggler_wait_s: float = 0.5       # a step missing only a straggler waits this long
+    straggler_share: float = 0.01       # "only a straggler": up to this share of ranks (>= 1)
 
     # Slow ranks (peer comparison of compute_ms, robust CUSUM per rank).
     slow_k: float = 1.0                 # CUSUM allowance, in noise units
-    slow_h: float = 10.0                # CUSUM alarm level
+    slow_h: float = 8.0                 # CUSUM alarm level
     slow_z_clip: float = 4.0            # one step adds at most z_clip - k
-    slow_clear_steps: int = 10          # healthy steps (score 0) before a slow rank clears
+    slow_clear_steps: int = 5           # healthy steps (score 0) before a slow rank clears
     slow_sigma_floor: float = 0.005     # noise floor of log(compute ratio): 0.5 %
     slow_sigma_alpha: float = 0.05      # smoothing of the job's noise scale across steps
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
@@ -33,7 +35,7 @@ class Thresholds:
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike
     grad_scale_floor: float = 0.05      # floor of the robust spread of log(grad_norm)
-    grad_spikes: float = 2.5            # decayed spike count that raises an escalation
+    grad_spikes: float = 1.9            # decayed spike count that raises an escalation
     grad_half_life_steps: float = 50.0
     checksum_clear_steps: int = 5       # agreeing steps before a checksum mismatch clears
 
@@ -45,6 +47,7 @@ class Thresholds:
     nvlink_half_life_s: float = 60.0
     pcie_replays: float = 100.0
     pcie_half_life_s: float = 60.0
+    hw_quiet_s: float = 60.0            # a rate signal clears after this long without errors
 
     # Thermal and power throttling.
     clock_drop: float = 0.05            # SM clock below its own baseline by this share
@@ -52,6 +55,8 @@ class Thresholds:
     throttle_clear_samples: int = 5
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
+    hot_delta_c: float = 15.0           # a GPU this much hotter than its node's median ...
+    hot_samples: int = 3                # ... for this many samples has a cooling problem
 
     # NIC ports.
     nic_errors: float = 50.0            # symbol + receive + sequence errors within ~a half-life
@@ -61,12 +66,14 @@ class Thresholds:
     nic_throughput_ratio: float = 0.5   # below this share of the node's other ports
     nic_throughput_samples: int = 5
     nic_busy_gbps: float = 5.0          # the other ports must carry at least this much
+    nic_quiet_s: float = 30.0           # errors/flaps clear after this long without new ones
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
     switch_min_fraction: float = 0.5    # of the nodes behind a switch
     switch_min_nodes: int = 2
-    escalate_after_s: float = 5.0       # wait for an explanation before paging a human
+    escalate_after_s: float = 3.0       # wait for an explanation before paging a human
+    benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved
     evidence_items: int = 8
 

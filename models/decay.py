@@ -33,6 +33,10 @@ class DecayingCount:
             return self._value
         return self._value * math.exp2(-(ts - self._ts) / self.half_life_s)
 
+    def reset(self) -> None:
+        """Forget everything counted so far (a signal cleared: the next burst starts from zero)."""
+        self._value = 0.0
+
     def add(self, ts: float, n: float) -> float:
         """Count ``n`` events at ``ts``; a late ``ts`` is counted as if it were the latest time."""
         v = self.value(ts) + n
