@@ -140,7 +140,7 @@ class Correlator:
         elif not f.active:
             self._cleared(f, out)
         elif f.verdict:
-            topic = ESCALATION if f.cause == "unknown" else ISOLATION
+            topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
             self._explain_waiting(f.scope, p, out)
         else:
@@ -306,7 +306,8 @@ class Correlator:
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
             return
         del self._slow_wait[unit]
-        members = self._unexplained_slow()
+        # Group only with the same job's slow ranks: evidence never mixes tenants.
+        members = [g for g in self._unexplained_slow() if g.job == f.job]
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}

@@ -32,6 +32,7 @@ class Finding(NamedTuple):
     cluster: str | None = None
     rank: int | None = None
     dp_rank: int | None = None
+    escalate: bool = False  # needs a human even though the cause is known
 
     @property
     def key(self) -> str:

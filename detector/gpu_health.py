@@ -21,6 +21,8 @@ from detector.xid import lookup
 from models.counters import CounterDeltas
 from models.decay import DecayingCount
 
+_RESETS_BEFORE_INSPECTION = 2  # gpud's DefaultRebootThreshold
+
 # Order of the counters CounterDeltas tracks for one GPU.
 _SBE, _DBE, _RET_SBE, _RET_DBE, _PCIE, _NVL_CRC, _NVL_REPLAY, _NVL_RECOVERY = range(8)
 
@@ -29,7 +31,8 @@ class GpuHealth:
     """Hardware state of one GPU."""
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
-                 "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error")
+                 "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
+                 "_resets_since")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -39,6 +42,7 @@ class GpuHealth:
         self._pcie = DecayingCount(cfg.pcie_half_life_s)
         self._active: set[str] = set()            # rate signals currently raised
         self._last_error: dict[str, float] = {}   # rate signal -> ts of its last increment
+        self._resets_since: dict[int, int] = {}   # hardware XID -> GPU resets since it came
         self._xids: list[tuple[float, int]] = []  # recent (ts, xid), to drop duplicates
         self._remap_pending = False
         self._remap_failure = False
@@ -79,6 +83,16 @@ class GpuHealth:
         self._emit(out, s, "xid" if info.hardware else "app_xid", info.cause,
                    verdict=info.hardware, severity=0.95 if info.hardware else 0.3,
                    evidence={"xid": s.xid, "meaning": info.meaning})
+        if not info.hardware:
+            return
+        resets = self._resets_since.setdefault(info.code, 0)
+        if resets >= _RESETS_BEFORE_INSPECTION:
+            # As gpud does: the same hardware XID after two resets is not going to be fixed
+            # by a third.  A human sends the GPU to hardware inspection.
+            out.append(Finding(
+                s.ts, s.ts, "repeat_xid", "hardware", info.cause, self.scope, True, True, 0.95,
+                {"xid": info.code, "meaning": info.meaning, "resets_since_first": resets},
+                None, s.tenant, s.cluster, escalate=True))
 
     def _on_counters(self, s: EccSample, d: tuple[int, ...], cfg: Thresholds,
                      out: list[Finding]) -> None:
@@ -134,6 +148,8 @@ class GpuHealth:
                        evidence={"recovery_action": ra})
 
     def _gpu_reset(self, s: EccSample, out: list[Finding]) -> None:
+        for code in self._resets_since:
+            self._resets_since[code] += 1
         self._active.clear()
         self._remap_pending = False
         self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,

@@ -90,6 +90,9 @@ def next_diagnostic(kind: str, scope: Scope) -> str:
     """For an escalation: the diagnostic that best separates the remaining explanations."""
     if scope.level in ("gpu", "node"):
         node = scope.node
+        if kind == "hardware":
+            return (f"hardware inspection of {_where(scope)}: it keeps failing after resets; "
+                    f"`nvidia-bug-report.sh` and `dcgmi diag -r 4` on {node}, then RMA")
         if kind == "sdc":
             return (f"rerun the failing step on another GPU (Megatron rerun state machine); "
                     f"`dcgmi diag -r 4` on {node}")

@@ -282,3 +282,19 @@ def test_snapshot_and_restore_mid_incident_changes_nothing() -> None:
     rest = feed(eng2, events[len(events) // 2:])
     assert [a.to_dict() for a in half + rest] == [a.to_dict() for a in whole]
     assert len(firing(whole)) == 2
+
+
+def test_a_gpu_that_keeps_failing_after_two_resets_goes_to_hardware_inspection() -> None:
+    events = []
+    t = T0
+    for cycle in range(3):
+        events += [ecc(t, "node-004", 2, sbe=5), ecc(t + 1, "node-004", 2, sbe=5, xid=79),
+                   ecc(t + 60, "node-004", 2, sbe=0)]  # reset: counters back to zero
+        t += 100
+    alerts = feed(Engine(), events)
+    esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"]
+    assert [(a.kind, a.cause, a.scope.key) for a in esc] == [
+        ("hardware", "gpu_hardware", "gpu:node-004/2")]
+    assert esc[0].detected_ts == T0 + 201
+    assert "hardware inspection" in esc[0].evidence["next_diagnostic"]
+    assert esc[0].action.name == "investigate"
