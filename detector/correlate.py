@@ -102,6 +102,10 @@ class Correlator:
 
     def due(self) -> float:
         """Event time of the next timer (inf when none)."""
+        return self.next_due
+
+    @property
+    def next_due(self) -> float:
         return self._timers[0][0] if self._timers else math.inf
 
     def advance(self, now: float, out: list[Alert]) -> None:

@@ -51,13 +51,16 @@ class Engine:
     def process(self, ev: Event) -> list[Alert]:
         """Feed one telemetry record; returns the alerts it (or the time it carries) caused."""
         alerts: list[Alert] = []
-        if ev.ts > self.monitors.clock and self.correlator.due() <= ev.ts:
+        timers = self.correlator._timers
+        if timers and timers[0][0] <= ev.ts:
             # Timers due before this record are decided on what came before it.
             self.correlator.advance(ev.ts, alerts)
         findings: list[Finding] = []
         self.monitors.process(ev, findings)
-        for f in findings:
-            self.correlator.on_finding(f, alerts)
+        if findings:
+            on_finding = self.correlator.on_finding
+            for f in findings:
+                on_finding(f, alerts)
         return alerts
 
     def process_nonfinite(self, nf: NonFinite) -> list[Alert]:

@@ -59,45 +59,50 @@ class Monitors:
         if ts > self.clock:
             self.clock = ts
         n = len(findings)
-        t = type(ev)
-        cfg = self.cfg
-        if t is StepSample:
-            self.counts["step"] += 1
-            job = self._jobs.get(ev.job)  # type: ignore[union-attr]
-            if job is None:
-                job = self._jobs[ev.job] = JobMonitor(ev.job, cfg)  # type: ignore[union-attr]
-            job.add(ev, findings)  # type: ignore[arg-type]
-        elif t is ThermalSample:
-            self.counts["thermal"] += 1
-            key = (ev.node, ev.gpu)  # type: ignore[union-attr]
-            mon = self._thermal.get(key)
-            if mon is None:
-                temps = self._node_temps.get(key[0])
-                if temps is None:
-                    temps = self._node_temps[key[0]] = NodeTemps()
-                mon = self._thermal[key] = GpuThermal(key[0], key[1], cfg, temps)
-                self._heard(key[0], "thermal")
-            mon.update(ev, cfg, findings)  # type: ignore[arg-type]
-        elif t is NicSample:
-            self.counts["nic"] += 1
-            nics = self._nics.get(ev.node)
-            if nics is None:
-                nics = self._nics[ev.node] = NodeNics(ev.node)
-                self._heard(ev.node, "nic")
-            nics.update(ev, cfg, findings)  # type: ignore[arg-type]
-        elif t is EccSample:
-            self.counts["ecc"] += 1
-            key = (ev.node, ev.gpu)  # type: ignore[union-attr]
-            mon2 = self._ecc.get(key)
-            if mon2 is None:
-                mon2 = self._ecc[key] = GpuHealth(key[0], key[1], cfg)
-                self._heard(key[0], "ecc")
-            mon2.update(ev, cfg, findings)  # type: ignore[arg-type]
-        else:
+        handler = _HANDLERS.get(type(ev))
+        if handler is None:
             raise TypeError(f"not a telemetry record: {type(ev).__name__}")
+        handler(self, ev, findings)
         if ts >= self._next_sweep:
             self.sweep(findings)
-        self.counts["findings"] += len(findings) - n
+        if len(findings) != n:
+            self.counts["findings"] += len(findings) - n
+
+    def _on_step(self, ev: StepSample, findings: list[Finding]) -> None:
+        self.counts["step"] += 1
+        job = self._jobs.get(ev.job)
+        if job is None:
+            job = self._jobs[ev.job] = JobMonitor(ev.job, self.cfg)
+        job.add(ev, findings)
+
+    def _on_thermal(self, ev: ThermalSample, findings: list[Finding]) -> None:
+        self.counts["thermal"] += 1
+        key = (ev.node, ev.gpu)
+        mon = self._thermal.get(key)
+        if mon is None:
+            temps = self._node_temps.get(ev.node)
+            if temps is None:
+                temps = self._node_temps[ev.node] = NodeTemps()
+            mon = self._thermal[key] = GpuThermal(ev.node, ev.gpu, self.cfg, temps)
+            self._heard(ev.node, "thermal")
+        mon.update(ev, self.cfg, findings)
+
+    def _on_nic(self, ev: NicSample, findings: list[Finding]) -> None:
+        self.counts["nic"] += 1
+        nics = self._nics.get(ev.node)
+        if nics is None:
+            nics = self._nics[ev.node] = NodeNics(ev.node)
+            self._heard(ev.node, "nic")
+        nics.update(ev, self.cfg, findings)
+
+    def _on_ecc(self, ev: EccSample, findings: list[Finding]) -> None:
+        self.counts["ecc"] += 1
+        key = (ev.node, ev.gpu)
+        mon = self._ecc.get(key)
+        if mon is None:
+            mon = self._ecc[key] = GpuHealth(ev.node, ev.gpu, self.cfg)
+            self._heard(ev.node, "ecc")
+        mon.update(ev, self.cfg, findings)
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
@@ -142,3 +147,7 @@ class Monitors:
                 "late_steps": sum(j.late for j in self._jobs.values()),
                 "duplicate_steps": sum(j.duplicates for j in self._jobs.values()),
                 "job_restarts": sum(j.restarts for j in self._jobs.values())}
+
+
+_HANDLERS: dict[type, Any] = {StepSample: Monitors._on_step, ThermalSample: Monitors._on_thermal,
+                              NicSample: Monitors._on_nic, EccSample: Monitors._on_ecc}

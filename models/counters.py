@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import sub
 
 
 class CounterDeltas:
@@ -41,7 +42,7 @@ class CounterDeltas:
         last = self._last
         if None not in last and None not in values:
             # Common case, at C speed: every counter present now and before.
-            deltas = tuple(v - p for v, p in zip(values, last))  # type: ignore[operator]
+            deltas = tuple(map(sub, values, last))  # type: ignore[arg-type]
             self._last = list(values)
             if min(deltas) >= 0:
                 return deltas
