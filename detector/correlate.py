@@ -88,8 +88,9 @@ class Correlator:
         self._timers: list[tuple[float, int, str, str]] = []
         self._seq = 0
         self._slow_wait: dict[str, Finding] = {}             # gpu unit key -> slow finding
-        self._nic_wait: dict[str, tuple[str, Finding]] = {}  # finding key -> (switch, finding)
-        self._switch_open: set[str] = set()
+        # finding key -> ("switch" | "domain", name, finding) held for a shared-part window
+        self._group_wait: dict[str, tuple[str, str, Finding]] = {}
+        self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -115,8 +116,8 @@ class Correlator:
             due, _, what, key = heapq.heappop(timers)
             if what == "slow":
                 self._slow_due(key, due, out)
-            elif what == "switch":
-                self._switch_due(key, due, out)
+            elif what in ("switch", "domain"):
+                self._group_due(what, key, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -142,7 +143,10 @@ class Correlator:
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
+            self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif self._group_of(f) is not None:
+            self._hold_for_group(f, out)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
@@ -362,69 +366,115 @@ class Correlator:
         checks.append("not a whole-job slowdown: compared with peers at the same step")
         return checks
 
-    # -- network: NIC or switch ----------------------------------------------------------
+    # -- shared units: NIC or switch, GPU or NVLink domain ------------------------------
+    #
+    # Trouble on one unit behind a shared part (the leaf or rail switch a NIC faces, the
+    # NVSwitch fabric of an NVL72 rack) waits a short window; if by then most of the nodes
+    # behind that part show the same trouble, the part is the fault: one alert, not one
+    # per node.  Otherwise each unit gets its own.
+
+    def _group_of(self, f: Finding) -> tuple[str, str] | None:
+        """The shared part whose failure would also explain this finding, if any."""
+        topo = self.topology
+        if topo is None or not f.verdict or f.scope.node is None:
+            return None
+        if f.kind == "network":
+            switch = topo.switch_of(f.scope.node, f.scope.nic)
+            return ("switch", switch) if switch else None
+        if f.kind == "hardware" and f.cause == "nvlink" and f.signal != "repeat_xid":
+            domain = topo.domain_of(f.scope.node)
+            return ("domain", domain) if domain else None
+        return None
 
     def _on_network(self, f: Finding, out: list[Alert]) -> None:
         if not f.active:
-            self._nic_wait.pop(f.key, None)
             self._cleared(f, out)
             return
         if not f.verdict:
             return  # "errors seen" evidence: only counted when a switch window closes
-        topo = self.topology
-        switch = topo.switch_of(f.scope.node, f.scope.nic) if topo is not None else None
-        if switch is None:
+        if self._group_of(f) is None:
             self._raise(ISOLATION, "network", "nic", f.scope, f, out)
-            return
-        sw = self.problems.get(self.dedup_key(ISOLATION, "network", Scope.of_switch(switch),
-                                              f.cluster))
-        if sw is not None and sw.status == "firing":
-            sw.add(f, self.cfg.evidence_items)
-            self._own(f, sw)
-            return
-        nic = self.problems.get(self.dedup_key(ISOLATION, "network", f.scope, f.cluster))
-        if nic is not None and nic.status == "firing":
-            self._raise(ISOLATION, "network", "nic", f.scope, f, out)
-            return
-        self._nic_wait[f.key] = (switch, f)
-        if switch not in self._switch_open:
-            self._switch_open.add(switch)
-            self._timer(f.ts + self.cfg.switch_window_s, "switch", switch)
+        else:
+            self._hold_for_group(f, out)
 
-    def _switch_due(self, switch: str, due: float, out: list[Alert]) -> None:
-        self._switch_open.discard(switch)
-        waiting = [(k, f) for k, (s, f) in self._nic_wait.items() if s == switch]
+    def _hold_for_group(self, f: Finding, out: list[Alert]) -> None:
+        group = self._group_of(f)
+        assert group is not None
+        what, name = group
+        shared = self.problems.get(self.dedup_key(ISOLATION, f.kind, self._group_scope(group),
+                                                  f.cluster))
+        if shared is not None and shared.status == "firing":
+            shared.add(f, self.cfg.evidence_items)
+            self._own(f, shared)
+            return
+        own = self.problems.get(self.dedup_key(ISOLATION, f.kind, f.scope, f.cluster))
+        if own is not None and own.status == "firing":
+            self._raise(ISOLATION, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
+            return
+        self._group_wait[f.key] = (what, name, f)
+        if (what, name) not in self._group_open:
+            self._group_open.add((what, name))
+            window = self.cfg.switch_window_s if what == "switch" else self.cfg.domain_window_s
+            self._timer(f.ts + window, what, name)
+
+    @staticmethod
+    def _group_scope(group: tuple[str, str]) -> Scope:
+        what, name = group
+        return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
+
+    def _members(self, what: str, name: str) -> tuple[set[str], set[str]]:
+        """(nodes behind the shared part that we hear from, those of them in trouble)."""
+        topo = self.topology
+        assert topo is not None
+        source = "nic" if what == "switch" else "ecc"
+        pairs = (topo.nics_under(name) if what == "switch"
+                 else [(n, None) for n in topo.nodes_in_domain(name)])
+        heard, troubled = set(), set()
+        for node, nic in pairs:
+            if self.seen is None or self.seen(node, source):
+                heard.add(node)
+            for unit in self._units_of_node.get(node, ()):
+                signals = self._device.get(unit)
+                if not signals:
+                    continue
+                if what == "switch":
+                    if unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
+                        troubled.add(node)
+                elif unit.startswith("gpu:") and any(
+                        g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
+                    troubled.add(node)
+        return heard | troubled, troubled
+
+    def _group_due(self, what: str, name: str, due: float, out: list[Alert]) -> None:
+        self._group_open.discard((what, name))
+        waiting = [(k, f) for k, (w, n, f) in self._group_wait.items() if (w, n) == (what, name)]
         if not waiting:
             return
         for k, _ in waiting:
-            del self._nic_wait[k]
-        topo = self.topology
-        assert topo is not None
-        behind = topo.nics_under(switch)
-        troubled = set()
-        for node, nic in behind:
-            for unit in self._units_of_node.get(node, ()):
-                if unit.startswith(f"nic:{node}/{nic}") and unit in self._device:
-                    troubled.add(node)
-        n_nodes = len({node for node, _ in behind})
-        need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * n_nodes))
+            del self._group_wait[k]
+        heard, troubled = self._members(what, name)
+        need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
         if len(troubled) >= need:
-            extra = {"nodes_affected": len(troubled), "nodes_behind_switch": n_nodes,
+            scope = self._group_scope((what, name))
+            extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
                      "affected_nodes": sorted(troubled)[:16]}
-            scope = Scope.of_switch(switch)
-            sw_finding = first._replace(scope=scope, tenant=None, job=None,
-                                        severity=min(0.95, 0.5 + len(troubled) / (2 * n_nodes)))
-            p = self._raise(ISOLATION, "network", "switch", scope, sw_finding, out,
-                            detected_ts=due, extra=extra, own=False)
-            p.tenant = None  # a switch carries several tenants' traffic
+            summary = first._replace(scope=scope, tenant=None, job=None,
+                                     severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
+            cause = "switch" if what == "switch" else first.cause
+            p = self._raise(ISOLATION, first.kind, cause, scope, summary, out, detected_ts=due,
+                            extra=extra, own=False, latched=first.kind == "hardware")
+            p.tenant = None  # a shared part carries several tenants' work
             for _, f in waiting:
                 p.add(f, self.cfg.evidence_items)
                 self._own(f, p)
             return
         for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
             if f.scope.key in self._device:
-                self._raise(ISOLATION, "network", "nic", f.scope, f, out, detected_ts=due)
+                cause = "nic" if f.kind == "network" else f.cause
+                p = self._raise(ISOLATION, f.kind, cause, f.scope, f, out, detected_ts=due,
+                                latched=f.kind == "hardware")
+                self._explain_waiting(f.scope, p, out)
 
     # -- alerts --------------------------------------------------------------------------
 

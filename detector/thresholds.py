@@ -70,8 +70,10 @@ class Thresholds:
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
-    switch_min_fraction: float = 0.5    # of the nodes behind a switch
+    switch_min_fraction: float = 0.5    # of the nodes behind a switch (or in a domain)
     switch_min_nodes: int = 2
+    domain_window_s: float = 6.0        # NVLink trouble across an NVL72 rack within this (one
+    #                                     ECC sample period + margin) is the rack's NVSwitch
     escalate_after_s: float = 3.0       # wait for an explanation before paging a human
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved

@@ -249,8 +249,11 @@ class Nvlink(Effect):
         self.prof = Profile(spec.shape, a, b, rng)
         self.rate = _log_uniform(rng, 5, 500)  # CRC errors per second while active
         self.gain = min(0.05, max(0.02, spec.magnitude / 5))
+        self.with_xid = True
 
     def ecc_events(self) -> list[EccEvent]:
+        if not self.with_xid:
+            return []
         return [EccEvent(round(t, 6), self.g, 74, (), self.tag) for t in self.prof.onsets()]
 
     def ecc_rate(self, t: float) -> dict[str, int] | None:
@@ -267,6 +270,24 @@ class Nvlink(Effect):
         if i > 0:
             m.comm *= 1 + self.gain * i
             m.all_tags.append(self.tag)  # type: ignore[arg-type]
+
+
+class NvlinkDomain(Effect):
+    """nvswitch: NVLink errors on every GPU of one NVLink domain, onsets within 1 s.
+
+    One Nvlink effect per GPU, all with the fault's tag; the schedule unpacks ``parts``.
+    """
+
+    def __init__(self, tag: int, spec: FaultSpec, gpus: list[int], a: float, b: float,
+                 rng: np.random.Generator) -> None:
+        self.tag, self.a, self.b = tag, a, b
+        self.parts = []
+        for g in gpus:
+            start = a + float(rng.uniform(0.0, 1.0))
+            self.parts.append(Nvlink(tag, spec, g, start, b, rng))
+        # Only some GPUs log an XID 74; all of them count errors.
+        for i, part in enumerate(self.parts):
+            part.with_xid = i % 3 == 0
 
 
 class Network(Effect):

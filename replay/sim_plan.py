@@ -48,7 +48,7 @@ class FaultKind:
     label_kind: str
     cause: str
     attributable: bool
-    level: str  # target level: "gpu", "nic" or "switch"
+    level: str  # target level: "gpu", "nic", "switch" or "domain"
     min_s: float
     max_s: float
     shapes: tuple[str, ...]
@@ -65,7 +65,17 @@ FAULT_TABLE: dict[str, FaultKind] = {
     "silent_slow": FaultKind("slow_node", "unknown", False, "gpu", 60, 240, SHAPES),
     "sdc_checksum": FaultKind("sdc", "gpu_hardware", True, "gpu", 20, 90, ("step",)),
     "sdc_gradnorm": FaultKind("sdc", "unknown", False, "gpu", 60, 180, ("step", "intermittent")),
+    # An NVSwitch tray failing in an NVL72 rack: NVLink errors on every GPU of the domain.
+    "nvswitch": FaultKind("hardware", "nvlink", True, "domain", 30, 90, ("step",)),
 }
+# Kinds that need an NVLink domain (GB200 NVL72 racks) in the topology: not in the default
+# "all" of a topology without domains.
+DOMAIN_FAULT_KINDS = ("nvswitch",)
+
+
+def kinds_for(topology: Topology) -> tuple[str, ...]:
+    """Every fault kind this topology can host ("all" on the command line)."""
+    return FAULT_KINDS + (DOMAIN_FAULT_KINDS if topology.domains() else ())
 _SHAPE_WEIGHT = {"step": 0.6, "ramp": 0.2, "intermittent": 0.2}
 
 # Llama 3 405B, Table 5 (arXiv 2407.21783; REFERENCE.md section 5): interruption counts
@@ -259,6 +269,13 @@ def _fault_targets(kind: str, pl: Placement, topology: Topology, rng: np.random.
         if not pool:
             raise ValueError(f"a {kind} fault needs NICs, and topology {topology.name!r} lists "
                              "none on the job's nodes")
+    elif level == "domain":
+        job_nodes = {node for node, _ in pl.gpus}
+        pool = [d for d in topology.domains()
+                if len(job_nodes & set(topology.nodes_in_domain(d))) >= 2]
+        if not pool:
+            raise ValueError(f"a {kind} fault needs an NVLink domain holding >= 2 of the job's "
+                             f"nodes; topology {topology.name!r} has none")
     else:
         job_ports = set(pl.ports)
         full = [s for s in topology.switches() if topology.nics_under(s)
@@ -274,6 +291,8 @@ def _fault_targets(kind: str, pl: Placement, topology: Topology, rng: np.random.
         return {"node": pick[0], "gpu": pick[1]}
     if level == "nic":
         return {"node": pick[0], "nic": pick[1]}
+    if level == "domain":
+        return {"domain": pick}
     return {"switch": pick}
 
 
@@ -281,6 +300,8 @@ def fault_nodes(spec: FaultSpec, topology: Topology) -> set[str]:
     """Nodes whose telemetry a fault changes (benign events keep off them meanwhile)."""
     if "switch" in spec.target:
         return {n for n, _ in topology.nics_under(spec.target["switch"])}
+    if "domain" in spec.target:
+        return set(topology.nodes_in_domain(spec.target["domain"]))
     return {spec.target["node"]}
 
 
@@ -289,7 +310,7 @@ def plan_scenario(topology: Topology, *, job: JobLayout, duration_s: float, seed
                   magnitude_range: tuple[float, float] = (0.05, 0.3),
                   start_ts: float = 1767225600.0) -> Scenario:
     """A seeded scenario: each listed fault kind once (list it twice for two), benign sprinkled."""
-    faults = check_kinds(faults, FAULT_KINDS, "fault")
+    faults = check_kinds(faults, FAULT_KINDS + DOMAIN_FAULT_KINDS, "fault")
     benign = check_kinds(benign, BENIGN_KINDS, "benign")
     lo, hi = magnitude_range
     if not 0 < lo <= hi < 1:

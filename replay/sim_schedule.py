@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from replay.sim_effects import (
+    NvlinkDomain,
     EccEvent,
     Effect,
     MemoryFault,
@@ -127,6 +128,12 @@ def build_fault(i: int, spec: FaultSpec, sc: Scenario, pl: Placement) -> Effect:
         return Network(i, spec, ports, a, b, rng)
     if info.level == "nic":
         return Network(i, spec, [_port(pl, spec.target, what)], a, b, rng)
+    if info.level == "domain":
+        members = set(sc.topology.nodes_in_domain(str(spec.target.get("domain"))))
+        gpus = [g for g, (node, _) in enumerate(pl.gpus) if node in members]
+        if not gpus:
+            raise ValueError(f"{what}: domain {spec.target.get('domain')!r} holds no job GPU")
+        return NvlinkDomain(i, spec, gpus, a, b, rng)
     g, rank = _gpu(pl, spec.target, what, need_rank=True)
     k = spec.kind
     if k in ("thermal", "power"):
@@ -184,7 +191,8 @@ class Schedule:
 
     def __init__(self, sc: Scenario, pl: Placement) -> None:
         self.faults = [build_fault(i, f, sc, pl) for i, f in enumerate(sc.faults)]
-        effects = self.faults + [build_benign(i, b, sc, pl) for i, b in enumerate(sc.benign)]
+        effects = [part for e in self.faults for part in getattr(e, "parts", [e])]
+        effects += [build_benign(i, b, sc, pl) for i, b in enumerate(sc.benign)]
         self.steppers = [e for e in effects if _overrides(e, "step")]
         self.thermals = [e for e in effects if _overrides(e, "thermal")]
         self.nics = [e for e in effects if _overrides(e, "nic")]

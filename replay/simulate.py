@@ -57,6 +57,7 @@ from replay.sim_counters import EccGen, NicGen
 from replay.sim_model import Record, StepGen, ThermalGen
 from replay.sim_plan import (
     BENIGN_KINDS,
+    DOMAIN_FAULT_KINDS,
     FAULT_KINDS,
     FAULT_TABLE,
     LLAMA3_WEIGHTS,
@@ -67,6 +68,7 @@ from replay.sim_plan import (
     Scenario,
     check_kinds,
     llama3_mix,
+    kinds_for,
     place_job,
     plan_scenario,
     rng_for,
@@ -74,7 +76,7 @@ from replay.sim_plan import (
 from replay.sim_schedule import Schedule
 
 __all__ = [
-    "BENIGN_KINDS", "FAULT_KINDS", "LLAMA3_WEIGHTS", "BenignSpec", "FaultSpec", "JobLayout",
+    "BENIGN_KINDS", "DOMAIN_FAULT_KINDS", "FAULT_KINDS", "LLAMA3_WEIGHTS", "BenignSpec", "FaultSpec", "JobLayout",
     "Scenario", "configure_parser", "label_for", "llama3_mix", "plan_scenario", "run", "simulate",
     "write_log",
 ]
@@ -95,6 +97,8 @@ def label_for(i: int, spec: FaultSpec, sc: Scenario, start_ts: float, end_ts: fl
         scope = Scope.of_gpu(t["node"], t["gpu"])
     elif info.level == "nic":
         scope = Scope.of_nic(t["node"], t["nic"], 1)
+    elif info.level == "domain":
+        scope = Scope.of_domain(t["domain"])
     else:
         scope = Scope.of_switch(t["switch"])
     return Label(f"s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind, info.cause, scope,
@@ -251,7 +255,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", default="tenant-a", help="tenant (default tenant-a)")
     p.add_argument("--faults", default=None, metavar="KINDS",
                    help=f"comma list (repeat a kind for two), 'all' (default) or 'none'; "
-                        f"kinds: {', '.join(FAULT_KINDS)}")
+                        f"kinds: {', '.join(FAULT_KINDS + DOMAIN_FAULT_KINDS)} (nvswitch: "
+                        "topologies with NVLink domains)")
     p.add_argument("--benign", default="all", metavar="KINDS",
                    help=f"comma list, 'all' (default) or 'none'; kinds: {', '.join(BENIGN_KINDS)}")
     p.add_argument("--nodes", default=None, metavar="HOSTLIST",
@@ -278,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     if args.llama3_mix is not None:
         faults = llama3_mix(args.llama3_mix, args.seed)
     else:
-        faults = _kinds(args.faults or "all", FAULT_KINDS, "--faults", "fault")
+        faults = _kinds(args.faults or "all", kinds_for(topology), "--faults", "fault")
     benign = _kinds(args.benign, BENIGN_KINDS, "--benign", "benign")
     scenario = plan_scenario(topology, job=job, duration_s=args.duration, seed=args.seed,
                              faults=faults, benign=benign, start_ts=args.start_ts)

@@ -298,3 +298,36 @@ def test_a_gpu_that_keeps_failing_after_two_resets_goes_to_hardware_inspection()
     assert esc[0].detected_ts == T0 + 201
     assert "hardware inspection" in esc[0].evidence["next_diagnostic"]
     assert esc[0].action.name == "investigate"
+
+
+NVL = Topology.from_text("""
+Topology=nvl
+NodeSet=tray-[00-07] Gpus=4 Nics=mlx5_[0-3]
+Domain=rack-[0-1] Nodes=tray-[00-07]
+SwitchName=leaf0 Nodes=tray-[00-07]
+""")
+
+
+def nvlink_stream(bad: set[tuple[str, int]], seconds: int = 40) -> list:
+    """ECC samples every 5 s for 4 trays x 4 GPUs of rack-0; ``bad`` GPUs count NVLink errors."""
+    out = []
+    for t in range(0, seconds, 5):
+        for node in ("tray-00", "tray-01", "tray-02", "tray-03"):
+            for g in range(4):
+                errs = 200 * max(0, t - 10) if (node, g) in bad else 0
+                out.append(ecc(T0 + t + 0.1 * g, node, g, nvlink=(errs, errs // 3, 0)))
+    return out
+
+
+def test_nvlink_trouble_across_an_nvl72_rack_is_one_domain_alert() -> None:
+    bad = {(f"tray-0{i}", g) for i in range(3) for g in range(4)}
+    alerts = feed(Engine(topology=NVL), nvlink_stream(bad))
+    assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", "domain:rack-0")]
+    assert alerts[0].evidence["nodes_affected"] == 3
+
+
+def test_nvlink_errors_on_one_gpu_of_a_rack_stay_that_gpus() -> None:
+    alerts = feed(Engine(topology=NVL), nvlink_stream({("tray-02", 1)}))
+    assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", "gpu:tray-02/1")]
+    # held for the domain window, then decided
+    assert alerts[0].detected_ts == pytest.approx(alerts[0].onset_ts + 6.0)
