@@ -118,6 +118,8 @@ class Correlator:
                 self._slow_due(key, due, out)
             elif what in ("switch", "domain"):
                 self._group_due(what, key, due, out)
+            elif what == "forget":
+                self._forget_due(key, due)
             else:
                 self._resolve_due(key, due, out)
 
@@ -232,6 +234,14 @@ class Correlator:
             return
         p.status = "resolved"
         out.append(self._alert(p, due))
+        self._timer(due + self.cfg.forget_after_s, "forget", key)
+
+    def _forget_due(self, key: str, due: float) -> None:
+        """Drop a problem long resolved: memory stays bounded, and its key is derived from
+        its unit, so if it comes back it gets the same dedup_key anyway."""
+        p = self.problems.get(key)
+        if p is not None and p.status == "resolved":
+            del self.problems[key]
 
     def _gpu_reset(self, f: Finding, out: list[Alert]) -> None:
         """A reset GPU starts clean: latched hardware problems on it may resolve."""

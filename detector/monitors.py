@@ -45,6 +45,7 @@ class Monitors:
         self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
         self._next_sweep = -math.inf
+        self._next_prune = -math.inf
         self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
                                        "nonfinite": 0, "unknown_node": 0, "findings": 0}
 
@@ -123,6 +124,12 @@ class Monitors:
         self._next_sweep = self.clock + _SWEEP_S
         for job in self._jobs.values():
             job.expire(self.clock, findings)
+        if self.clock >= self._next_prune:
+            self._next_prune = self.clock + self.cfg.job_idle_s / 4
+            idle = [name for name, job in self._jobs.items()
+                    if job.clock < self.clock - self.cfg.job_idle_s]
+            for name in idle:  # a job that ended: its ranks' history is no use any more
+                del self._jobs[name]
 
     def finish(self, findings: list[Finding]) -> None:
         """End of input: decide every waiting step."""

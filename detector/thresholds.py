@@ -78,6 +78,8 @@ class Thresholds:
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved
     evidence_items: int = 8
+    forget_after_s: float = 3600.0      # resolved problems are dropped from memory after this
+    job_idle_s: float = 3600.0          # a job silent this long is forgotten
 
     def with_overrides(self, overrides: dict[str, Any]) -> Thresholds:
         """A copy with some values replaced; unknown names raise ValueError."""

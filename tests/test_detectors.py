@@ -331,3 +331,13 @@ def test_nvlink_errors_on_one_gpu_of_a_rack_stay_that_gpus() -> None:
     assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", "gpu:tray-02/1")]
     # held for the domain window, then decided
     assert alerts[0].detected_ts == pytest.approx(alerts[0].onset_ts + 6.0)
+
+
+def test_memory_stays_bounded_resolved_problems_and_ended_jobs_are_forgotten() -> None:
+    eng = Engine()
+    feed(eng, healthy_job(steps=150, slow={3: 1.2}, slow_from=20, slow_to=50), finish=False)
+    assert len(eng.correlator.problems) == 1
+    # two hours later another job runs: the first job and its resolved problem are gone
+    feed(eng, healthy_job(steps=20, t0=T0 + 7300, job="job-2"), finish=False)
+    assert eng.stats()["jobs"] == 1
+    assert eng.correlator.problems == {}
