@@ -26,7 +26,26 @@ run: venv
 kafka-jars:
 	$(PYTHON) deploy/kafka/broker.py fetch
 
-test: venv kafka-jars
+# Prometheus 2.42 and Alertmanager 0.25 from Debian, for the server tests (they start
+# them on loopback ports of their own; nothing here starts a service). Idempotent: a
+# no-op when the binaries are there. Needs root or sudo, as apt-get does.
+SERVER_BINS = prometheus promtool prometheus-alertmanager amtool
+SERVER_PKGS = prometheus prometheus-alertmanager
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+servers:
+	@missing=""; for b in $(SERVER_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make servers: installing $(SERVER_PKGS) (missing:$$missing)"; \
+	  log=$$(mktemp); \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $(SERVER_PKGS); } >"$$log" 2>&1 \
+	    || { cat "$$log"; rm -f "$$log"; exit 1; }; \
+	  rm -f "$$log"; \
+	fi
+
+test: venv kafka-jars servers
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: venv

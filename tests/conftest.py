@@ -38,3 +38,77 @@ def kafka_bootstrap() -> Iterator[str]:
         return
     with _load_broker_module().KafkaBroker() as broker:
         yield broker.bootstrap
+
+
+# -- a small incident for the service tests --------------------------------------------
+
+
+def write_service_incident(path: Path, *, steps: int = 90, t0: float = 1767225600.0) -> Path:
+    """A small hand-made incident log with one fault of each sort the service must carry.
+
+    16 ranks of one data-parallel job on node-000 and node-001, thermal and NIC
+    samples every second, ECC every 5 s, and four faults:
+    an XID 79 on node-001 GPU 6 (t+21 s), a thermally throttled slow rank on
+    node-000 GPU 3 (from step 30), a silent slow rank on node-001 GPU 4 (from
+    step 50), and a NIC link going down on node-000 mlx5_1 (t+60 s).
+    """
+    import numpy as np
+
+    from detector import testing as t
+    from replay.log import write_records
+
+    rng = np.random.default_rng(7)
+    events: list[tuple[str, object]] = []
+    nodes = ("node-000", "node-001")
+    slow = {3: (30, 1.25), 12: (50, 1.2)}
+    for s in range(steps):
+        end = t0 + s
+        compute = 700.0 * rng.lognormal(0.0, 0.015, 16)
+        for r, (start, factor) in slow.items():
+            if s >= start:
+                compute[r] *= factor
+        step_ms = round(float(compute.max()) + 250.0, 2)
+        for r in range(16):
+            events.append(("telemetry.step", t.step(end + 0.001 * r, r, s, step_ms=step_ms,
+                                                     compute_ms=round(float(compute[r]), 2))))
+        for n, node in enumerate(nodes):
+            for g in range(8):
+                hot = node == "node-000" and g == 3 and s >= 30
+                events.append(("telemetry.thermal", t.thermal(
+                    end + 0.2 + 0.01 * (8 * n + g), node, g, temp_c=91.0 if hot else 66.0,
+                    clock_mhz=1500.0 if hot else 1980.0, throttle=0x40 if hot else 0)))
+                if s % 5 == n:
+                    xid = 79 if (node == "node-001" and g == 6 and s == 21) else None
+                    events.append(("telemetry.ecc", t.ecc(end + 0.3 + 0.01 * g, node, g,
+                                                          xid=xid)))
+            for k in range(4):
+                down = node == "node-000" and k == 1 and s >= 60
+                traffic = 10**9 * s
+                events.append(("telemetry.nic", t.nic(
+                    end + 0.4 + 0.01 * k, node, f"mlx5_{k}", tx=0 if down else traffic,
+                    rx=0 if down else traffic, link_downed=1 if down else 0, up=not down)))
+    events.sort(key=lambda te: te[1].ts)  # type: ignore[attr-defined]
+    write_records(path, ({"topic": topic, "value": {k: v for k, v in ev._asdict().items()
+                                                     if v is not None}}
+                         for topic, ev in events))
+    return path
+
+
+@pytest.fixture(scope="session")
+def service_incident_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The incident log the service tests replay: FAULTLINE_SERVICE_TEST_LOG, or a small one.
+
+    For example FAULTLINE_SERVICE_TEST_LOG=replay/incidents/h100-128-all-faults.jsonl.gz
+    with FAULTLINE_SERVICE_TEST_TOPOLOGY=topologies/h100-128.topo.
+    """
+    chosen = os.environ.get("FAULTLINE_SERVICE_TEST_LOG")
+    if chosen:
+        return Path(chosen).resolve()
+    return write_service_incident(tmp_path_factory.mktemp("incident") / "small.jsonl")
+
+
+@pytest.fixture(scope="session")
+def service_incident_topology() -> Path | None:
+    """The topology of ``service_incident_log``: FAULTLINE_SERVICE_TEST_TOPOLOGY, or none."""
+    chosen = os.environ.get("FAULTLINE_SERVICE_TEST_TOPOLOGY")
+    return Path(chosen).resolve() if chosen else None

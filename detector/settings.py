@@ -1,0 +1,380 @@
+"""The service's configuration: one frozen object, from a TOML file and ``FAULTLINE_*`` variables.
+
+Precedence, lowest first: defaults, the TOML file (``--config FILE`` or
+``FAULTLINE_CONFIG``), environment variables, command-line flags.  Every
+setting has one environment variable, ``FAULTLINE_`` + its name in capitals,
+and one place in the file (``[section] key``).  Secrets are :class:`Secret`,
+which never shows its value in ``repr``, ``str``, logs or ``faultline config``.
+
+>>> s = Settings.load(env={"FAULTLINE_TOPIC_PREFIX": "dev.", "FAULTLINE_SASL_PASSWORD": "hunter2"})
+>>> s.topic("telemetry.step"), s.sasl_password
+('dev.telemetry.step', Secret('**********'))
+>>> "hunter2" in s.to_toml()
+False
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from detector.alerts import ESCALATION, ISOLATION
+from detector.events import ECC, NIC, STEP, THERMAL
+from detector.thresholds import Thresholds
+
+ENV_PREFIX = "FAULTLINE_"
+CONFIG_ENV = "FAULTLINE_CONFIG"
+REDACTED = "**********"
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+OFFSET_RESETS = ("earliest", "latest")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+DELIVERIES = ("batch", "agents")
+
+
+class Secret:
+    """A value that must not be printed: shows as ``**********``; ``reveal()`` gives it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret('{REDACTED}')"
+
+    def __str__(self) -> str:
+        return REDACTED
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Secret is not pickled")
+
+
+def _opt(section: str, help: str, key: str | None = None) -> dict[str, Any]:
+    return {"section": section, "help": help, "key": key}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``faultline serve`` and ``replay --to-kafka`` need to know."""
+
+    # [kafka]
+    bootstrap_servers: str = field(default="localhost:9092", metadata=_opt(
+        "kafka", "Kafka bootstrap servers, comma-separated host:port"))
+    group_id: str = field(default="faultline", metadata=_opt(
+        "kafka", "consumer group (and Faust app id) shared by the workers of one deployment"))
+    security_protocol: str = field(default="PLAINTEXT", metadata=_opt(
+        "kafka", f"one of {', '.join(SECURITY_PROTOCOLS)}"))
+    sasl_mechanism: str = field(default="PLAIN", metadata=_opt(
+        "kafka", f"one of {', '.join(SASL_MECHANISMS)} (SASL_* protocols)"))
+    sasl_username: str | None = field(default=None, metadata=_opt("kafka", "SASL user name"))
+    sasl_password: Secret | None = field(default=None, metadata=_opt(
+        "kafka", "SASL password (secret)"))
+    ssl_cafile: str | None = field(default=None, metadata=_opt(
+        "kafka", "CA bundle (PEM) to verify the brokers"))
+    ssl_certfile: str | None = field(default=None, metadata=_opt(
+        "kafka", "client certificate (PEM), for mutual TLS"))
+    ssl_keyfile: str | None = field(default=None, metadata=_opt(
+        "kafka", "client private key (PEM), for mutual TLS"))
+    ssl_password: Secret | None = field(default=None, metadata=_opt(
+        "kafka", "password of the client key (secret)"))
+    session_timeout_s: float = field(default=30.0, metadata=_opt(
+        "kafka", "consumer session timeout: how long a dead worker keeps its partitions"))
+    auto_offset_reset: str = field(default="earliest", metadata=_opt(
+        "kafka", "where a partition with no snapshot and no committed offset starts"))
+    replication_factor: int = field(default=-1, metadata=_opt(
+        "kafka", "replication of the topics faultline creates; -1: the broker's default"))
+
+    # [topics]
+    topic_prefix: str = field(default="", metadata=_opt(
+        "topics", "prepended to every topic name below", "prefix"))
+    topic_step: str = field(default=STEP, metadata=_opt("topics", "step telemetry", "step"))
+    topic_ecc: str = field(default=ECC, metadata=_opt("topics", "ECC/XID telemetry", "ecc"))
+    topic_nic: str = field(default=NIC, metadata=_opt("topics", "NIC telemetry", "nic"))
+    topic_thermal: str = field(default=THERMAL, metadata=_opt(
+        "topics", "thermal telemetry", "thermal"))
+    topic_isolation: str = field(default=ISOLATION, metadata=_opt(
+        "topics", "recommendations (output)", "isolation"))
+    topic_escalation: str = field(default=ESCALATION, metadata=_opt(
+        "topics", "escalations to a human (output)", "escalation"))
+    topic_deadletter: str = field(default="telemetry.deadletter", metadata=_opt(
+        "topics", "invalid input, with the reason in headers", "deadletter"))
+    topic_findings: str = field(default="faultline.findings", metadata=_opt(
+        "topics", "internal: findings and watermarks from stage 1 to stage 2", "findings"))
+    topic_state: str = field(default="faultline.state", metadata=_opt(
+        "topics", "internal, compacted: snapshots of each partition's state", "state"))
+
+    # [partitions] (used when faultline creates a missing topic)
+    partitions_telemetry: int = field(default=8, metadata=_opt(
+        "partitions", "each telemetry topic: the unit of scale-out", "telemetry"))
+    partitions_findings: int = field(default=1, metadata=_opt(
+        "partitions", "findings topic: one correlator per partition, by cluster", "findings"))
+    partitions_state: int = field(default=8, metadata=_opt("partitions", "state topic", "state"))
+    partitions_alerts: int = field(default=4, metadata=_opt(
+        "partitions", "each alert topic", "alerts"))
+    partitions_deadletter: int = field(default=1, metadata=_opt(
+        "partitions", "dead-letter topic", "deadletter"))
+
+    # [service]
+    state_dir: str = field(default="faultline-state", metadata=_opt(
+        "service", "working directory of the worker (status file, Faust data)"))
+    metrics_port: int = field(default=0, metadata=_opt(
+        "service", "port of the Prometheus /metrics endpoint; 0: none"))
+    topology: str | None = field(default=None, metadata=_opt(
+        "service", "topology file (faultline format or Slurm topology.conf)"))
+    snapshot_interval_s: float = field(default=5.0, metadata=_opt(
+        "service", "wall seconds between state snapshots of each partition"))
+    heartbeat_interval_s: float = field(default=1.0, metadata=_opt(
+        "service", "wall seconds between watermarks (and idle checks) of each partition"))
+    idle_advance_s: float = field(default=5.0, metadata=_opt(
+        "service", "a caught-up partition quiet this long lets event time run on"))
+    source_timeout_s: float = field(default=30.0, metadata=_opt(
+        "service", "a source silent this long no longer holds the correlator's clock"))
+    delivery: str = field(default="batch", metadata=_opt(
+        "service", "batch: fetched batches straight to the engine (fast); agents: Faust "
+        "agents with stream.take_events"))
+    batch_size: int = field(default=2000, metadata=_opt(
+        "service", "most messages handed to the engine at once"))
+    batch_within_s: float = field(default=0.05, metadata=_opt(
+        "service", "longest an agent waits to fill a batch (delivery = agents)"))
+    max_snapshot_bytes: int = field(default=16 << 20, metadata=_opt(
+        "service", "largest snapshot message (sets the state topic's max.message.bytes)"))
+    log_level: str = field(default="info", metadata=_opt(
+        "service", f"one of {', '.join(LOG_LEVELS)}"))
+
+    # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
+    thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
+        "thresholds", "overrides of detection thresholds (TOML only)"))
+
+    # -- derived -------------------------------------------------------------------------
+
+    def topic(self, contract_name: str) -> str:
+        """The real topic name of a contract topic (``telemetry.step`` ...), prefix applied."""
+        return self.topic_prefix + self.topic_names()[contract_name]
+
+    def topic_names(self) -> dict[str, str]:
+        """Contract or internal name -> configured name (without the prefix)."""
+        return {STEP: self.topic_step, ECC: self.topic_ecc, NIC: self.topic_nic,
+                THERMAL: self.topic_thermal, ISOLATION: self.topic_isolation,
+                ESCALATION: self.topic_escalation, "telemetry.deadletter": self.topic_deadletter,
+                "faultline.findings": self.topic_findings, "faultline.state": self.topic_state}
+
+    def engine_thresholds(self) -> Thresholds:
+        return Thresholds().with_overrides(dict(self.thresholds))
+
+    def kafka_config(self) -> dict[str, Any]:
+        """Connection settings for confluent-kafka (librdkafka names); secrets revealed."""
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers,
+                                "security.protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL"):
+            conf["sasl.mechanism"] = self.sasl_mechanism
+            if self.sasl_username is not None:
+                conf["sasl.username"] = self.sasl_username
+            if self.sasl_password is not None:
+                conf["sasl.password"] = self.sasl_password.reveal()
+        if self.security_protocol.endswith("SSL"):
+            for key, value in (("ssl.ca.location", self.ssl_cafile),
+                               ("ssl.certificate.location", self.ssl_certfile),
+                               ("ssl.key.location", self.ssl_keyfile)):
+                if value:
+                    conf[key] = value
+            if self.ssl_password is not None:
+                conf["ssl.key.password"] = self.ssl_password.reveal()
+        return conf
+
+    # -- loading -------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None,
+             env: Mapping[str, str] | None = None,
+             overrides: Mapping[str, Any] | None = None) -> Settings:
+        """Defaults, then the TOML file, then ``FAULTLINE_*`` variables, then ``overrides``."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        path = path or env.get(CONFIG_ENV) or None
+        if path:
+            for name, value in _read_toml(Path(path)).items():
+                values[name] = value
+                sources[name] = f"file {path}"
+        specs = {f.name: f for f in fields(cls)}
+        for name, f in specs.items():
+            var = env_var(name)
+            if name != "thresholds" and var in env:
+                values[name] = _parse(f, env[var], var)
+                sources[name] = f"env {var}"
+        for name, value in (overrides or {}).items():
+            if value is not None:
+                values[name] = _coerce(specs[name], value, f"--{name.replace('_', '-')}")
+                sources[name] = "command line"
+        settings = cls(**values)
+        object.__setattr__(settings, "_sources", sources)
+        settings._validate()
+        return settings
+
+    def source_of(self, name: str) -> str:
+        return getattr(self, "_sources", {}).get(name, "default")
+
+    def _validate(self) -> None:
+        def bad(name: str, why: str) -> ValueError:
+            return ValueError(f"setting {name} ({self.source_of(name)}): {why}")
+
+        for name, allowed in (("security_protocol", SECURITY_PROTOCOLS),
+                              ("sasl_mechanism", SASL_MECHANISMS),
+                              ("auto_offset_reset", OFFSET_RESETS), ("log_level", LOG_LEVELS),
+                              ("delivery", DELIVERIES)):
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"must be one of {', '.join(allowed)}, got "
+                          f"{getattr(self, name)!r}")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name.startswith("partitions_") and v < 1:
+                raise bad(f.name, f"must be >= 1, got {v}")
+            if f.name.endswith("_s") and not v > 0:
+                raise bad(f.name, f"must be > 0, got {v}")
+            if f.name.startswith("topic_") and f.name != "topic_prefix" and not v:
+                raise bad(f.name, "must not be empty")
+        if self.batch_size < 1:
+            raise bad("batch_size", f"must be >= 1, got {self.batch_size}")
+        if not 0 <= self.metrics_port < 65536:
+            raise bad("metrics_port", f"must be a port number or 0, got {self.metrics_port}")
+        if not self.bootstrap_servers.strip():
+            raise bad("bootstrap_servers", "must name at least one host:port")
+        if self.security_protocol.startswith("SASL") and (
+                self.sasl_username is None or self.sasl_password is None):
+            raise bad("security_protocol", "SASL needs sasl_username and sasl_password")
+        try:
+            self.engine_thresholds()
+        except (ValueError, TypeError) as exc:
+            raise bad("thresholds", str(exc)) from None
+
+    # -- showing -------------------------------------------------------------------------
+
+    def to_toml(self) -> str:
+        """The effective configuration as TOML, secrets redacted, each value's source noted."""
+        lines = ["# faultline effective configuration (secrets redacted)"]
+        section = None
+        for f in fields(self):
+            meta = f.metadata
+            if meta["section"] != section:
+                section = meta["section"]
+                lines += ["", f"[{section}]"]
+            value = getattr(self, f.name)
+            key = meta["key"] or f.name
+            if f.name == "thresholds":
+                for k, v in sorted(dict(value).items()):
+                    lines.append(f"{k} = {_toml_value(v)}  # {self.source_of(f.name)}")
+                continue
+            source = self.source_of(f.name)
+            note = (f"# {source}" if source.startswith("env ")
+                    else f"# {source}; env {env_var(f.name)}")
+            if value is None:
+                lines.append(f"# {key} = (unset)  {note}")
+            else:
+                lines.append(f"{key} = {_toml_value(value)}  {note}")
+        return "\n".join(lines) + "\n"
+
+
+def env_var(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def settings_help() -> str:
+    """Every setting with its file place, environment variable and default (for --help)."""
+    out = ["settings (TOML file [section] key, environment variable, default):"]
+    for f in fields(Settings):
+        meta = f.metadata
+        default = "{}" if f.name == "thresholds" else (
+            f.default if f.default is not dataclasses.MISSING else None)
+        env = "TOML only" if f.name == "thresholds" else env_var(f.name)
+        out.append(f"  [{meta['section']}] {meta['key'] or f.name:<20} {env:<34} "
+                   f"default {default!r}: {meta['help']}")
+    return "\n".join(out)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ValueError(f"config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path}: {exc}") from None
+    by_place = {(f.metadata["section"], f.metadata["key"] or f.name): f for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    for section, table in doc.items():
+        if not isinstance(table, dict):
+            raise ValueError(f"config file {path}: {section!r} must be a [section]")
+        if section == "thresholds":
+            values["thresholds"] = dict(table)
+            continue
+        if section == "pager":
+            continue  # read by detector.pager_config
+        for key, raw in table.items():
+            f = by_place.get((section, key))
+            if f is None:
+                raise ValueError(f"config file {path}: unknown setting [{section}] {key}")
+            values[f.name] = _coerce(f, raw, f"[{section}] {key} in {path}")
+    return values
+
+
+def _kind(f: dataclasses.Field[Any]) -> str:
+    t = str(f.type)
+    for kind in ("Secret", "float", "int", "str"):
+        if kind in t:
+            return kind
+    return "other"
+
+
+def _parse(f: dataclasses.Field[Any], text: str, where: str) -> Any:
+    kind = _kind(f)
+    if kind in ("str", "Secret") and "None" in str(f.type) and text == "":
+        return None
+    return _coerce(f, text, where)
+
+
+def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
+    kind = _kind(f)
+    try:
+        if kind == "Secret":
+            return value if isinstance(value, Secret) else Secret(str(value))
+        if kind == "int":
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if kind == "str":
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+    except ValueError:
+        shown = REDACTED if kind == "Secret" else repr(value)
+        raise ValueError(f"{where}: {f.name} must be {kind}, got {shown}") from None
+    return value
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, Secret):
+        return f'"{REDACTED}"'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'

@@ -1,0 +1,211 @@
+"""The service's two stages, run without a broker: same problems as the in-process engine.
+
+A small in-memory "cluster" stands in for Kafka: telemetry records are split
+into partitions by key as producers do, stage-1 partitions are consumed in a
+seeded random interleaving with random batch sizes, their findings go through
+an in-memory findings topic to one correlator, and a fake wall clock drives
+heartbeats and idle advance.  This pins the ordering logic (tags, watermarks,
+idle sources, duplicate findings after a restore) that the broker tests only
+sample.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from pathlib import Path
+
+import orjson
+import pytest
+
+from detector.alerts import Alert
+from detector.events import STEP, TELEMETRY_TOPICS
+from detector.service_correlator import CorrelatorPartition
+from detector.service_stages import DeadLetter, Emit, SourcePartition
+from replay.log import Record, read_records
+from replay.runner import replay_log
+
+PARTITIONS = 4
+IDLE_S = 5.0
+TICK_S = 0.05
+
+
+def problems(alerts: list[Alert]) -> set[tuple[str, str, str, str]]:
+    return {(a.dedup_key, a.kind, a.scope.key, a.cause) for a in alerts if a.status == "firing"}
+
+
+class FakeService:
+    """Stage 1 and stage 2 over in-memory partitions, with a fake wall clock."""
+
+    def __init__(self, log: Path, seed: int, *, late_partitions: dict[str, float] | None = None,
+                 empty_grace_s: float = IDLE_S) -> None:
+        self.rng = random.Random(seed)
+        self.queues: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]] = {}
+        for rec in read_records(log):
+            assert isinstance(rec, Record)
+            if rec.topic not in TELEMETRY_TOPICS:
+                continue
+            key = str(rec.value["job" if rec.topic == STEP else "node"]).encode()
+            q = self.queues.setdefault((rec.topic, zlib.crc32(key) % PARTITIONS), [])
+            q.append((len(q), key, orjson.dumps(rec.value), 0.0))
+        self.pos = {tp: 0 for tp in self.queues}
+        # Partitions of these topics get their first record this many (fake) seconds late.
+        self.visible_from = {tp: 1000.0 + (late_partitions or {}).get(tp[0], 0.0)
+                             for tp in self.queues}
+        self.findings: list[bytes] = []
+        self.findings_pos = 0
+        self.now = 1000.0
+        self.next_beat = self.now
+        self.sources = {tp: SourcePartition(tp[0], tp[1], 1, now=self.now) for tp in self.queues}
+        self.corr = CorrelatorPartition(0, expected=[f"{t}:{p}" for t, p in self.queues],
+                                        now=self.now, empty_grace_s=empty_grace_s)
+        self.alerts: list[Alert] = []
+        self.arrivals: list[float | None] = []
+        self.dead: list[DeadLetter] = []
+
+    def _send(self, emits: list[Emit]) -> None:
+        self.findings.extend(e.value for e in emits)
+
+    def step(self) -> None:
+        tps = list(self.sources)
+        self.rng.shuffle(tps)
+        for tp in tps[: self.rng.randint(1, len(tps))]:
+            src = self.sources[tp]
+            q = self.queues[tp] if self.now >= self.visible_from[tp] else []
+            n = self.rng.randint(1, 120)
+            batch = q[self.pos[tp]: self.pos[tp] + n]
+            self.pos[tp] += len(batch)
+            src.caught_up = self.pos[tp] >= len(q)
+            if batch:
+                emits: list[Emit] = []
+                src.process(batch, self.now, emits, self.dead)
+                emits.append(src.watermark(self.now, IDLE_S))
+                self._send(emits)
+        if self.now >= self.next_beat:
+            self.next_beat += 1.0
+            for src in self.sources.values():
+                emits = []
+                src.idle_advance(self.now, IDLE_S, emits)
+                emits.append(src.watermark(self.now, IDLE_S))
+                self._send(emits)
+        self.consume()
+        self.now += TICK_S
+
+    def consume(self) -> None:
+        while self.findings_pos < len(self.findings):
+            self.corr.on_message(self.findings_pos, self.findings[self.findings_pos], self.now)
+            self.findings_pos += 1
+        self.corr.release(self.now, self.alerts, self.arrivals)
+
+    def run(self, seconds_after_input: float = 20.0, until: int | None = None) -> None:
+        """Run until the input is consumed (or ``until`` records) and then some idle time."""
+        while sum(self.pos.values()) < (until if until is not None else self.total):
+            self.step()
+        if until is None:
+            stop = self.now + seconds_after_input
+            while self.now < stop:
+                self.step()
+
+    @property
+    def total(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def crash_and_restore(self, stale_sources: set[tuple[str, int]]) -> None:
+        """Lose all memory; come back from snapshots (some taken a while before the crash)."""
+        snaps = {tp: self._old[tp] if tp in stale_sources else src.snapshot()
+                 for tp, src in self.sources.items()}
+        corr_offset, corr_blob = self._old_corr
+        self.sources = {tp: SourcePartition.restore(tp[0], tp[1], 1, off, blob, now=self.now)
+                        for tp, (off, blob) in snaps.items()}
+        for tp, (off, _) in snaps.items():
+            self.pos[tp] = off + 1
+        self.corr = CorrelatorPartition.restore(0, corr_offset, corr_blob, now=self.now,
+                                                expected=self.corr.sources)
+        self.findings_pos = corr_offset + 1
+
+    def take_old_snapshots(self) -> None:
+        self._old = {tp: src.snapshot() for tp, src in self.sources.items()}
+        self._old_corr = self.corr.snapshot()
+
+
+@pytest.fixture(scope="module")
+def expected(service_incident_log: Path) -> set[tuple[str, str, str, str]]:
+    found = problems(replay_log(service_incident_log).alerts)
+    assert {p[1] for p in found} == {"hardware", "slow_node", "network"}, found
+    return found
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_split_stages_raise_the_same_problems_as_the_engine(
+        service_incident_log: Path, expected: set, seed: int) -> None:
+    svc = FakeService(service_incident_log, seed)
+    svc.run()
+    assert problems(svc.alerts) == expected
+    assert svc.dead == []
+    assert svc.corr.stats(svc.now)["late"] == 0
+    # An alert a finding caused carries its input's arrival; one a timer decided does not.
+    arrival = {a.dedup_key: t for a, t in zip(svc.alerts, svc.arrivals, strict=True)
+               if a.status == "firing"}
+    assert arrival["fl:iso:hardware:gpu:node-001/6"] == 0.0
+    assert arrival["fl:esc:slow_node:gpu:node-001/4"] is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_restored_stages_raise_each_problem_once_under_one_key(
+        service_incident_log: Path, expected: set, seed: int) -> None:
+    svc = FakeService(service_incident_log, seed)
+    svc.run(until=svc.total // 3)
+    svc.take_old_snapshots()
+    svc.run(until=2 * svc.total // 3)
+    # Half the sources come back from the old snapshot, always the job's (which made
+    # slow-rank findings in between): they repeat findings the correlator has seen.
+    stale = set(random.Random(seed).sample(sorted(svc.sources), len(svc.sources) // 2))
+    stale |= {tp for tp in svc.sources if tp[0] == STEP}
+    svc.crash_and_restore(stale)
+    svc.run()
+    assert problems(svc.alerts) == expected
+    firing = [a for a in svc.alerts if a.status == "firing"]
+    assert len({a.dedup_key for a in firing}) == len({(a.kind, a.scope.key) for a in firing})
+    assert svc.corr.duplicates > 0  # the stale sources did repeat findings, and were ignored
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_partition_whose_first_records_come_late_is_waited_for(
+        service_incident_log: Path, expected: set, seed: int) -> None:
+    """Replaying into running workers: one partition's data shows up a moment after the rest.
+
+    Until then it looks empty and caught up, yet it must hold the correlator's
+    clock, or its findings arrive after timers that should have seen them.
+    """
+    svc = FakeService(service_incident_log, seed, late_partitions={STEP: 2.0})
+    svc.run()
+    assert problems(svc.alerts) == expected
+    assert svc.corr.stats(svc.now)["late"] == 0
+
+
+def test_bad_records_are_dead_lettered_with_reason_and_bytes() -> None:
+    src = SourcePartition("telemetry.ecc", 0, 1)
+    good = b'{"ts": 1.0, "node": "n0", "gpu": 0, "xid": 79}'
+    records = [(0, b"n0", b"{oops", None), (1, b"n0", good, None), (2, b"n0", None, None),
+               (3, b"n0", b'{"ts": 2.0, "node": "n0", "gpu": "0"}', None)]
+    emits: list[Emit] = []
+    dead: list[DeadLetter] = []
+    src.process(records, 0.0, emits, dead)
+    assert [(d.offset, d.value) for d in dead] == [(0, b"{oops"), (2, None), (3, records[3][2])]
+    assert "not valid JSON" in dead[0].reason and "'gpu'" in dead[2].reason
+    kinds = [orjson.loads(e.value)["type"] for e in emits]
+    assert kinds.count("finding") >= 1 and "seen" in kinds
+    assert src.offset == 3 and src.events == 1 and src.invalid == 3
+
+
+def test_nan_loss_is_dead_lettered_and_still_reaches_the_engine() -> None:
+    src = SourcePartition("telemetry.step", 0, 1)
+    raw = (b'{"ts": 1.0, "job": "j", "step": 1, "rank": 2, "node": "n0", "gpu": 2,'
+           b' "step_ms": 1000, "loss": NaN}')
+    emits: list[Emit] = []
+    dead: list[DeadLetter] = []
+    src.process([(0, b"j", raw, 12.5)], 0.0, emits, dead)
+    assert len(dead) == 1 and dead[0].value == raw
+    msg = orjson.loads(emits[0].value)
+    assert (msg["finding"]["signal"], msg["finding"]["kind"]) == ("nonfinite", "sdc")
+    assert msg["arrived"] == 12.5
