@@ -425,6 +425,8 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# Lets tests give a consumer a short session: a killed worker frees its partitions fast.
+group.min.session.timeout.ms=2000
 num.network.threads=2
 num.io.threads=4
 """

@@ -55,3 +55,22 @@ def test_a_restarted_worker_resumes_from_its_snapshots(
         assert len(dep.alerts()) == alerts_before  # and nothing raised twice
     finally:
         dep.stop_all()
+
+
+def test_the_bundled_incident_raises_the_same_problems_through_kafka(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Every fault kind and every benign event of the bundled incident, through one worker."""
+    root = Path(__file__).resolve().parents[2]
+    log = root / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
+    topology = root / "topologies" / "h100-128.topo"
+    dep = Deployment(kafka_bootstrap, tmp_path, topology)
+    try:
+        dep.produce_all(log)
+        worker = dep.start_worker("w1")
+        wait_settled([worker], log)
+        expected = expected_problems(log, topology)
+        assert len(expected) == 10
+        assert dep.firing_problems() == expected
+        assert worker.terminate() == 0, worker.log_tail()
+    finally:
+        dep.stop_all()
