@@ -16,6 +16,7 @@ import argparse
 import gc
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from detector.engine import Engine  # noqa: E402
-from detector.events import TELEMETRY_TOPICS, InvalidMessage, decode, decode_value  # noqa: E402
+from detector.events import TELEMETRY_TOPICS, InvalidMessage, decode  # noqa: E402
 from detector.topology import Topology  # noqa: E402
 from replay.log import open_log  # noqa: E402
 
@@ -54,15 +55,9 @@ def best_of(repeat: int, fn) -> float:  # noqa: ANN001
     return best
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("log", nargs="?", default=str(DEFAULT_LOG))
-    ap.add_argument("--topology", default=str(DEFAULT_TOPOLOGY))
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    topo = Topology.load(args.topology) if args.topology else None
-    msgs = load(Path(args.log))
-    n = len(msgs)
+def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 3
+            ) -> dict[str, float]:
+    """Seconds (best of ``repeat``) of each stage over ``msgs``; plus the state per GPU."""
     events = []
     for topic, raw in msgs:
         try:
@@ -91,30 +86,47 @@ def main() -> int:
         eng = Engine(topology=topo)
         for topic, raw in msgs:
             try:
-                eng.process(decode_value(topic, orjson.loads(raw)))
+                eng.process(decode(topic, raw))
             except InvalidMessage:
                 pass
         eng.finish()
 
-    print(f"log: {args.log} ({n:,} telemetry messages)")
-    rows = [("parse (orjson only)", parse), ("decode (parse + validate)", decode_all),
-            ("engine (decoded records)", engine_only), ("decode + engine", total)]
-    for name, fn in rows:
-        secs = best_of(args.repeat, fn)
-        print(f"  {name:<28} {n / secs:>12,.0f} events/s  ({secs * 1e6 / n:6.2f} us/event)")
+    stages = (("parse", parse), ("decode", decode_all), ("engine", engine_only),
+              ("decode+engine", total))
+    out = {name: best_of(repeat, fn) for name, fn in stages}
     eng = Engine(topology=topo)
     for ev in events:
         eng.process(ev)
     snap = eng.snapshot()
-    gpus = eng.monitors.tracked_gpus()
-    import pickle
-    import zlib
-    raw_state = len(zlib.decompress(snap))
-    print(f"  state: {gpus} GPUs tracked, snapshot {raw_state:,} bytes pickled "
-          f"({raw_state / max(gpus, 1):,.0f} B/GPU), {len(snap):,} bytes compressed")
-    del pickle
-    return 0
+    out["gpus"] = eng.monitors.tracked_gpus()
+    out["state_bytes"] = len(zlib.decompress(snap))
+    out["snapshot_bytes"] = len(snap)
+    return out
 
+
+LABELS = {"parse": "parse (orjson only)", "decode": "decode (parse + validate)",
+          "engine": "engine (decoded records)", "decode+engine": "decode + engine"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("log", nargs="?", default=str(DEFAULT_LOG))
+    ap.add_argument("--topology", default=str(DEFAULT_TOPOLOGY))
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    topo = Topology.load(args.topology) if args.topology else None
+    msgs = load(Path(args.log))
+    n = len(msgs)
+    print(f"log: {args.log} ({n:,} telemetry messages)")
+    res = measure(msgs, topo, args.repeat)
+    for name, label in LABELS.items():
+        secs = res[name]
+        print(f"  {label:<28} {n / secs:>12,.0f} events/s  ({secs * 1e6 / n:6.2f} us/event)")
+    gpus, raw_state = int(res["gpus"]), int(res["state_bytes"])
+    print(f"  state: {gpus} GPUs tracked, snapshot {raw_state:,} bytes pickled "
+          f"({raw_state / max(gpus, 1):,.0f} B/GPU), {int(res['snapshot_bytes']):,} bytes "
+          f"compressed")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -38,10 +38,11 @@ from replay.scoring import score  # noqa: E402
 from replay.sim_plan import BENIGN_KINDS, JobLayout, plan_scenario  # noqa: E402
 from replay.simulate import simulate  # noqa: E402
 
+Result = tuple[float, bool, "int | None", "float | None", str]
 
-def run_seed(args: tuple[int, tuple[float, ...], str, int, int, int, str, bool]
-             ) -> list[tuple[float, bool, int | None, float | None]]:
-    """One log: (size, detected, steps to detect, latency s) per fault."""
+
+def run_seed(args: tuple[int, tuple[float, ...], str, int, int, int, str, bool]) -> list[Result]:
+    """One log: (size, detected, steps to detect, latency s, note) per fault."""
     seed, sizes, topo_path, tp, pp, dp, shape, benign = args
     topo = Topology.load(topo_path)
     n = len(sizes)
@@ -78,12 +79,22 @@ def run_seed(args: tuple[int, tuple[float, ...], str, int, int, int, str, bool]
     for r in card.faults:
         size = size_of[r.label.fault_id]
         if not r.caught or r.by is None:
-            out.append((size, False, None, None))
+            lab = r.label
+            near = sorted({f"{a.topic.rpartition('.')[2]} {a.kind}/{a.cause} {a.scope.key}"
+                           for a in alerts if a.status == "firing"
+                           and lab.start_ts - 5 <= a.detected_ts <= lab.end_ts + 60})
+            during = [f"{b.kind}@{b.start_s:.0f}s" for b in sc.benign
+                      if b.start_s - 10 <= lab.start_ts - sc.start_ts <= b.start_s
+                      + b.duration_s + 60]
+            out.append((size, False, None, None,
+                        f"seed {seed} {lab.fault_id} {lab.scope.key} at "
+                        f"{lab.start_ts - sc.start_ts:.0f}s..{lab.end_ts - sc.start_ts:.0f}s; "
+                        f"alerts meanwhile: {near or 'none'}; benign near: {during or 'none'}"))
             continue
         ts = sorted(set(step_ts.get((r.label.scope.node, r.label.scope.gpu), [])))
         lo = bisect.bisect_left(ts, r.label.start_ts - 1e-6)
         hi = bisect.bisect_right(ts, r.by.detected_ts)
-        out.append((size, True, hi - lo, r.latency_s))
+        out.append((size, True, hi - lo, r.latency_s, ""))
     return out
 
 
@@ -130,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{q(steps, 0.9):>9}  {f'{steps.max():.0f}' if len(steps) else '-':>9}  "
               f"{q(lat, 0.5):>9}")
     print("target: 10 % slowdown, median <= 10 steps")
+    for r in results:
+        if not r[1]:
+            print(f"missed {r[0] * 100:.0f} %: {r[4]}")
     return 0
 
 

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultline.service")
 
 STATUS_FILE = "status.json"
+ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
 
 
 class DetectorService:
@@ -108,6 +109,10 @@ class DetectorService:
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
                        "snapshots": 0, "restored": 0, "stale_skipped": 0}
+        # (wall, process CPU) when the first telemetry batch came and the last one was done:
+        # what bench/kafka_throughput.py divides by, read from the status file.
+        self._input_first: tuple[float, float] | None = None
+        self._input_last: tuple[float, float] | None = None
         self.app = self._build_app()
 
     # -- the Faust app -------------------------------------------------------------------
@@ -172,12 +177,18 @@ class DetectorService:
     def on_records(self, by_tp: dict[TP, list[Any]]) -> None:
         """Records by partition, in offset order: aiokafka records or (offset, key, value, ts)."""
         now = self.clock()
+        telemetry = False
         for tp, records in by_tp.items():
             if tp.topic == self.findings_topic:
                 self._on_findings(tp, records, now)
             else:
+                if self._input_first is None:
+                    self._input_first = (self.wall(), time.process_time())
+                telemetry = True
                 self._on_telemetry(tp, records, now)
         self.out.poll()
+        if telemetry:
+            self._input_last = (self.wall(), time.process_time())
 
     # -- stage 1 -------------------------------------------------------------------------
 
@@ -258,7 +269,10 @@ class DetectorService:
         wall = self.wall() if alerts else 0.0
         for a, arrived in zip(alerts, arrivals, strict=True):
             key, value = alert_message(a)
-            self.out.produce(self.alert_topics[a.topic], value, key)
+            # When the input behind it reached Kafka: with the alert's own timestamp, the
+            # end-to-end latency, measurable by whoever reads the topic.
+            self.out.produce(self.alert_topics[a.topic], value, key, headers=None if arrived
+                             is None else [(ARRIVED_HEADER, repr(arrived).encode())])
             log.info("%s %s %s/%s on %s", a.status, a.topic, a.kind, a.cause, a.scope.key)
             if self.metrics is not None:
                 self.metrics.alert(a, wall - arrived if arrived is not None else None)
@@ -453,6 +467,9 @@ class DetectorService:
             "sources": {p.source: p.stats() for p in self.sources.values()},
             "correlators": {str(tp.partition): p.stats(now)
                             for tp, p in self.correlators.items()},
+            "input": None if self._input_first is None or self._input_last is None else {
+                "first_wall": self._input_first[0], "first_cpu_s": self._input_first[1],
+                "last_wall": self._input_last[0], "last_cpu_s": self._input_last[1]},
         }
 
     def _write_status(self, stats: dict[str, Any], *, stopped: bool = False) -> None:

@@ -117,6 +117,13 @@ def format_evaluation(ev: Evaluation) -> str:
         if name != FAULTLINE:
             out.append(_healthy_line(ev, name))
     out.append("")
+    if all(d.ettr is None for d in ev.detectors.values()):
+        out.append("ETTR estimate: not made (it needs the job slowdowns measured in the "
+                   "baselines' pass; run without --no-baselines)")
+        if fl is not None:
+            out.append("")
+            out += _misses(ev, FAULTLINE)
+        return "\n".join(out)
     out.append(f"ETTR estimate, a job of {ev.model.job_gpus:,} GPUs")
     out += ev.model.describe().splitlines()
     head2 = ("detector", "ETTR", "faults_only", "E[cost]/fault_min", "faults/day",

@@ -245,7 +245,9 @@ def assemble(corpus: str, manifest: dict[str, Any], logs: list[LogEval], model: 
                                  r.caught, r.latency_s,
                                  info.get(r.label.fault_id, {}).get("slowdown") or 0.0)
                     for r in card.faults]
-        d.ettr = estimate(outcomes, model, d.all_false_isolations)
+        # fail-slow costs need the slowdowns the baselines' pass measures
+        measured = any(lg.slowdown for lg in logs) or not outcomes
+        d.ettr = estimate(outcomes, model, d.all_false_isolations) if measured else None
         detectors[name] = d
     return Evaluation(corpus, manifest, logs, detectors, info, model, seconds)
 
