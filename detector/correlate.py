@@ -92,6 +92,7 @@ class Correlator:
         self._group_wait: dict[str, tuple[str, str, Finding]] = {}
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
+        self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -120,6 +121,8 @@ class Correlator:
                 self._group_due(what, key, due, out)
             elif what == "forget":
                 self._forget_due(key, due)
+            elif what == "why":
+                self._why_due(key, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -149,6 +152,9 @@ class Correlator:
             self._cleared(f, out)
         elif self._group_of(f) is not None:
             self._hold_for_group(f, out)
+        elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
+            self._why_wait[f.key] = f
+            self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
@@ -235,6 +241,22 @@ class Correlator:
         p.status = "resolved"
         out.append(self._alert(p, due))
         self._timer(due + self.cfg.forget_after_s, "forget", key)
+
+    def _firing_on(self, scope: Scope, kind: str) -> bool:
+        p = self.problems.get(self.dedup_key(ISOLATION, kind, scope, None))
+        if p is None:
+            p = next((q for q in self.problems.values() if q.scope == scope and q.kind == kind
+                      and q.topic == ISOLATION), None)
+        return p is not None and p.status == "firing"
+
+    def _why_due(self, key: str, due: float, out: list[Alert]) -> None:
+        """The wait for a cause is over: raise the recovery action alone, or join its cause."""
+        f = self._why_wait.pop(key, None)
+        if f is None:
+            return
+        p = self._raise(ISOLATION, f.kind, f.cause, f.scope, f, out, latched=True,
+                        detected_ts=due)
+        self._explain_waiting(f.scope, p, out)
 
     def _forget_due(self, key: str, due: float) -> None:
         """Drop a problem long resolved: memory stays bounded, and its key is derived from
@@ -324,8 +346,10 @@ class Correlator:
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
             return
         del self._slow_wait[unit]
-        # Group only with the same job's slow ranks: evidence never mixes tenants.
-        members = [g for g in self._unexplained_slow() if g.job == f.job]
+        # Group only with the same job's slow ranks (evidence never mixes tenants), and not
+        # with ranks that power management explains.
+        members = [g for g in self._unexplained_slow() if g.job == f.job
+                   and self._benign_explanation(g, due) is None]
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
@@ -500,6 +524,12 @@ class Correlator:
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(p.confidence, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p))
+
+
+def _says_what_not_why(f: Finding) -> bool:
+    """NVML's recovery action (and XID 154 announcing it) names a remedy, not a cause."""
+    return f.kind == "hardware" and (f.signal == "recovery_action" or (
+        f.signal == "xid" and f.evidence.get("xid") == 154))
 
 
 def _summary(p: Problem) -> str:

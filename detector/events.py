@@ -294,87 +294,91 @@ def _slow(topic: str, d: dict[str, Any]) -> Event:
 _NONE = type(None)
 
 
-class _Plan:
-    """Checks left to run for one combination of field types (the fast path).
-
-    Messages from one producer nearly always have the same shape, so the type
-    tuple of their values is looked up once and the per-field work reduces to
-    a few C-level calls.  Any failed check defers to :func:`_slow`, which
-    produces the reason.
-    """
-
-    __slots__ = ("to_float", "floats", "has_floats", "nonneg", "has_nonneg", "strings", "enums")
-
-    def __init__(self, spec: tuple[tuple[str, Any, bool, float | None], ...],
-                 types: tuple[type, ...]) -> None:
-        pairs = list(enumerate(zip(spec, types, strict=True)))
-        self.to_float = tuple(i for i, (f, t) in pairs if f[1] is F and t is int)
-        floats = [i for i, (f, t) in pairs if f[1] is F and t is not _NONE]
-        self.floats = _getter(floats)
-        self.has_floats = bool(floats)
-        nonneg = [i for i, (f, t) in pairs if t is not _NONE and (f[1] is I or f[3] is not None)]
-        self.nonneg = _getter(nonneg)
-        self.has_nonneg = bool(nonneg)
-        self.strings = _getter([i for i, (f, _) in pairs if f[1] is S and f[2]])
-        self.enums = tuple((i, f[1]) for i, (f, t) in pairs
-                           if isinstance(f[1], frozenset) and t is str)
-
-
-def _getter(idx: list[int]) -> Any:
-    if not idx:
-        return lambda v: ()
-    if len(idx) == 1:
-        i = idx[0]
-        return lambda v: (v[i],)
-    return itemgetter(*idx)
-
-
 def _allowed(kind: Any, required: bool) -> tuple[type, ...]:
     base = {F: (float, int), I: (int,), S: (str,), B: (bool,)}.get(kind, (str,))
     return base if required else (*base, _NONE)
 
 
-_PLANS: dict[str, dict[tuple[type, ...], _Plan | None]] = {t: {} for t in _SPECS}
-_NAMES = {t: tuple(f[0] for f in spec) for t, (_, spec) in _SPECS.items()}
-_MAX_PLANS = 256  # shapes are few in practice; bad input must not grow this without bound
+# The fast path.  Messages from one producer nearly always have the same shape: the
+# same keys in the same order, each value of the same JSON type.  For each shape seen,
+# a small function is generated once that takes the values positionally and runs only
+# the checks that shape still needs (a sign here, a non-empty string there); the
+# per-message work is then one C-level pass over the dict's keys and one over its
+# values' types (together, the shape), one dict lookup and one call.  Any failed check returns None and the message takes the
+# field-by-field path (_slow), which says what is wrong.  Shapes that cannot be valid
+# (a string where a number belongs) are remembered as None.
+Shape = tuple[Any, ...]  # the keys in order, then the type of each value
+_SHAPES: dict[str, dict[Shape, Any]] = {t: {} for t in _SPECS}
+_MAX_SHAPES = 256  # per topic; shapes are few in practice, bad input must not grow this
+_UNSEEN = object()
 
 
-def _plan_for(topic: str, types: tuple[type, ...]) -> _Plan | None:
-    spec = _SPECS[topic][1]
-    ok = all(t in _allowed(f[1], f[2]) for f, t in zip(spec, types, strict=True))
-    plan = _Plan(spec, types) if ok else None
-    if len(_PLANS[topic]) < _MAX_PLANS:
-        _PLANS[topic][types] = plan
-    return plan
-
-
-def _fast(topic: str, d: dict[str, Any]) -> Event | None:
-    """Decode the common case quickly; None means "use the slow path"."""
-    vals = list(map(d.get, _NAMES[topic]))
-    types = tuple(map(type, vals))
-    plans = _PLANS[topic]
-    plan = plans[types] if types in plans else _plan_for(topic, types)
-    if plan is None:
-        return None
-    for i in plan.to_float:
-        vals[i] = float(vals[i])
-    if plan.has_floats:
-        total = sum(plan.floats(vals))
-        if total - total != 0.0:  # a NaN or an infinity among them
-            return None
-    if plan.has_nonneg and min(plan.nonneg(vals)) < 0:
-        return None
-    if not all(plan.strings(vals)):
-        return None
-    for i, allowed in plan.enums:
-        if vals[i] not in allowed:
-            return None
+def _compile(topic: str, shape: Shape) -> Any:
+    """The checking function of one message shape, or None if no message of it is valid."""
+    keys, types = shape[:len(shape) // 2], shape[len(shape) // 2:]
+    cls, spec = _SPECS[topic]
+    where = {k: i for i, k in enumerate(keys)}
+    params = [f"_{i}" for i in range(len(keys))]  # values of keys no field reads
+    ns: dict[str, Any] = {"_new": tuple.__new__, "_cls": cls, "_float": float,
+                          "_SLACK_MS": _SUM_SLACK_MS, "_SLACK_REL": _SUM_SLACK_REL}
+    body: list[str] = []
+    floats: list[str] = []
+    bad: list[str] = []       # any of these true: not valid (the slow path says why)
+    out: list[str] = []       # the record's values, in field order
+    for name, kind, required, minimum in spec:
+        i = where.get(name)
+        t = types[i] if i is not None else _NONE
+        if t not in _allowed(kind, required):
+            return None  # e.g. a required field absent or null, a bool for an integer
+        if t is _NONE:
+            out.append("None")
+            continue
+        x = params[i] = f"v{i}"
+        if kind is F:
+            if t is int:
+                body.append(f"    {x} = _float({x})")
+            floats.append(x)
+            if minimum is not None:
+                bad.append(f"{x} < {float(minimum)!r}")
+        elif kind is I:
+            bad.append(f"{x} < 0")
+        elif kind is S:
+            if required:
+                bad.append(f"not {x}")
+        elif kind is not B:  # a set of allowed strings
+            ns[f"_allowed{i}"] = kind
+            bad.append(f"{x} not in _allowed{i}")
+        out.append(x)
     if topic == STEP:
-        try:
-            _finish_step(vals)
-        except _Bad:
-            return None
-    return _SPECS[topic][0]._make(vals)  # type: ignore[attr-defined,no-any-return]
+        # As _finish_step: the parts must fit in the step; tp/pp/dp all three or none.
+        parts = [out[7], out[8]]
+        bad.append(f"({parts[0]} or 0.0) + ({parts[1]} or 0.0) > "
+                   f"{out[6]} + _SLACK_MS + _SLACK_REL * {out[6]}")
+        present = [x != "None" for x in out[9:12]]
+        if not all(present):
+            if any(present):
+                return None
+            out[9:12] = ["0", "0", out[3]]  # absent means pure data parallelism
+    if floats:
+        # NaN or an infinity among them (orjson never yields them; dicts from Python may)
+        body.append(f"    total = {' + '.join(floats)}")
+        bad.insert(0, "total - total != 0.0")
+    if bad:
+        body.append(f"    if {' or '.join(bad)}:\n        return None")
+    body.append(f"    return _new(_cls, ({', '.join(out)},))")
+    src = f"def check({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(compile(src, f"<decode {topic}>", "exec"), ns)  # noqa: S102 - our own source
+    return ns["check"]
+
+
+def _learn(topic: str, shape: Shape) -> Any:
+    """Compile a shape not seen before and remember it."""
+    shapes = _SHAPES[topic]
+    check = _compile(topic, shape)
+    if len(shapes) >= _MAX_SHAPES:
+        shapes.clear()  # a flood of odd shapes: start again rather than stop caching
+    shapes[shape] = check
+    return check
 
 
 _ID_FIELDS = ("job", "step", "rank", "node", "gpu", "nic", "ts")
@@ -389,13 +393,20 @@ def _identify(d: dict[str, Any]) -> str:
 
 def decode_value(topic: str, value: Any) -> Event:
     """Validate an already-parsed JSON object from ``topic`` into its record."""
-    if topic not in _SPECS:
+    shapes = _SHAPES.get(topic)
+    if shapes is None:
         raise InvalidMessage(topic, f"unknown topic {topic!r}")
     if type(value) is not dict:
         raise InvalidMessage(topic, f"message must be a JSON object, got {type(value).__name__}")
-    event = _fast(topic, value)
-    if event is not None:
-        return event
+    values = value.values()
+    shape = (*value, *map(type, values))
+    check = shapes.get(shape, _UNSEEN)
+    if check is _UNSEEN:
+        check = _learn(topic, shape)
+    if check is not None:
+        event = check(*values)
+        if event is not None:
+            return event  # type: ignore[no-any-return]
     try:
         return _slow(topic, value)
     except _Bad as bad:

@@ -90,6 +90,7 @@ class JobMonitor:
         self._last_step_ts = float("-inf")
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
+        self._zscale = 1.0
         self._hw: list[tuple[str, int] | None] = []   # hardware each rank ran on
         self._base = np.zeros(0)                      # each rank's learned bias (log ratio)
         self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
@@ -276,6 +277,11 @@ class JobMonitor:
         d = dev[comparable]
         self._slow_dev[r] = d
         z = (d - self._base[r]) / sigma
+        # The MAD of a small peer group underestimates the spread, and real jitter has fatter
+        # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
+        spread = float(np.median(np.abs(z))) / 0.6745
+        self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
+        z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
         if self._evaluated <= cfg.warmup_steps:
             self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
@@ -319,6 +325,14 @@ class JobMonitor:
         med, scale, size = group_median_scale(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
         hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
+        if hit.any():
+            # A replica that saw an unusual batch spikes on all its ranks at once; corruption
+            # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
+            dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+            spiking_dp, counts = np.unique(dp[hit], return_counts=True)
+            shared = spiking_dp[counts > 1]
+            if len(shared):
+                hit &= ~np.isin(dp, shared)
         if hit.any():
             hr = r[hit]
             fresh = self._spikes[hr] < 0.5

@@ -19,6 +19,7 @@ from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
+from models.decay import DecayingCount
 
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
@@ -66,7 +67,7 @@ class GpuThermal:
     """Throttle and cooling state of one GPU."""
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
-                 "_minor", "_node", "_hot", "_hot_onset", "_hot_active")
+                 "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -82,6 +83,8 @@ class GpuThermal:
         self._run_onset = 0.0
         self._active = False
         self._minor = False  # a slowdown reason with a small clock dip: power management
+        self._cap = DecayingCount(cfg.cap_half_life_s)  # samples held low by a SW power cap
+        self._cap_onset = 0.0
 
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:
@@ -92,12 +95,23 @@ class GpuThermal:
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
+        drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
+        capped = False
         if not bits:
             if clock is not None and not self._active:
                 self._clock.update(clock)
             bad = False
+        elif bits & ~SW_POWER_CAP:
+            bad = drop >= cfg.hw_clock_drop  # HW thermal/slowdown/brake, SW thermal: never routine
         else:
-            bad = clock is not None and base > 0.0 and clock < base * (1.0 - cfg.clock_drop)
+            # A SW power cap is routine under load; it is a fault when it takes a lot of
+            # clock, or a little for a long time (a power supply that cannot keep up).
+            bad = drop >= cfg.clock_drop
+            capped = drop >= cfg.cap_clock_drop
+        if capped:
+            if self._cap.value(s.ts) < 0.5:
+                self._cap_onset = s.ts
+            self._cap.add(s.ts, 1.0)
         if bad:
             if self._bad == 0:
                 self._run_onset = s.ts
@@ -105,9 +119,10 @@ class GpuThermal:
             self._good = 0
         else:
             self._bad = 0
-            self._good += 1
-        minor = bool(bits) and not bad and clock is not None and base > 0.0 and (
-            clock < base * (1.0 - cfg.clock_drop / 5))
+            if not capped:
+                self._good += 1
+        sustained = capped and self._cap.value(s.ts) >= cfg.cap_samples
+        minor = bool(bits) and not bad and not sustained and drop >= cfg.clock_drop / 5
         if minor != self._minor:
             # Not a fault, but it explains a rank a few percent slower than its peers.
             self._minor = minor
@@ -115,13 +130,14 @@ class GpuThermal:
                 s.ts, s.ts, "throttle_minor", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if minor else "power",
                 self.scope, minor, False, 0.2,
-                {"throttle_reasons": hex(bits), "clock_drop": round(1.0 - clock / base, 3)}
+                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
                 if minor else {}, None, s.tenant, s.cluster))
-        if not self._active and self._bad >= cfg.throttle_samples:
+        if not self._active and (self._bad >= cfg.throttle_samples or sustained):
             self._active = True
-            drop = 1.0 - clock / base  # type: ignore[operator]
+            self._good = 0
+            onset = self._run_onset if self._bad >= cfg.throttle_samples else self._cap_onset
             out.append(Finding(
-                s.ts, self._run_onset, "throttle", "slow_node",
+                s.ts, onset, "throttle", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c), self.scope, True, True,
                 min(0.95, 0.6 + drop * 2),
                 {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
@@ -130,6 +146,7 @@ class GpuThermal:
                 None, s.tenant, s.cluster))
         elif self._active and self._good >= cfg.throttle_clear_samples:
             self._active = False
+            self._cap.reset()
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                                True, 0.0, {}, None, s.tenant, s.cluster))
 

@@ -22,7 +22,7 @@ class Thresholds:
 
     # Slow ranks (peer comparison of compute_ms, robust CUSUM per rank).
     slow_k: float = 1.0                 # CUSUM allowance, in noise units
-    slow_h: float = 8.0                 # CUSUM alarm level
+    slow_h: float = 10.0                # CUSUM alarm level
     slow_z_clip: float = 4.0            # one step adds at most z_clip - k
     slow_clear_steps: int = 5           # healthy steps (score 0) before a slow rank clears
     slow_sigma_floor: float = 0.005     # noise floor of log(compute ratio): 0.5 %
@@ -34,8 +34,8 @@ class Thresholds:
 
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike
-    grad_scale_floor: float = 0.05      # floor of the robust spread of log(grad_norm)
-    grad_spikes: float = 1.9            # decayed spike count that raises an escalation
+    grad_scale_floor: float = 0.1       # floor of the robust spread of log(grad_norm)
+    grad_spikes: float = 1.45           # decayed spike count: two spikes within ~50 steps
     grad_half_life_steps: float = 50.0
     checksum_clear_steps: int = 5       # agreeing steps before a checksum mismatch clears
 
@@ -50,12 +50,17 @@ class Thresholds:
     hw_quiet_s: float = 60.0            # a rate signal clears after this long without errors
 
     # Thermal and power throttling.
-    clock_drop: float = 0.05            # SM clock below its own baseline by this share
-    throttle_samples: int = 3           # consecutive throttled samples to raise
+    clock_drop: float = 0.05            # SM clock below its own baseline by this share ...
+    throttle_samples: int = 3           # ... for this many samples in a row, with a reason set
+    hw_clock_drop: float = 0.015        # the same for reasons that are never routine (HW thermal,
+    #                                     HW slowdown, SW thermal, HW power brake)
+    cap_clock_drop: float = 0.033       # a SW power cap holding the clock this low ...
+    cap_samples: float = 10.0           # ... for this many samples lately (decaying count)
+    cap_half_life_s: float = 120.0
     throttle_clear_samples: int = 5
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
-    hot_delta_c: float = 15.0           # a GPU this much hotter than its node's median ...
+    hot_delta_c: float = 12.0           # a GPU this much hotter than its node's median ...
     hot_samples: int = 3                # ... for this many samples has a cooling problem
 
     # NIC ports.
@@ -75,6 +80,8 @@ class Thresholds:
     domain_window_s: float = 6.0        # NVLink trouble across an NVL72 rack within this (one
     #                                     ECC sample period + margin) is the rack's NVSwitch
     escalate_after_s: float = 3.0       # wait for an explanation before paging a human
+    why_wait_s: float = 3.0             # a recovery action says what to do, not why: wait this
+    #                                     long (the allowed disorder) for the XID that says why
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved
     evidence_items: int = 8

@@ -138,7 +138,17 @@ def test_counter_resets_and_single_correctable_errors_are_not_faults() -> None:
 def test_each_hardware_signal_raises_its_cause(kw: dict[str, object], cause: str) -> None:
     alerts = feed(Engine(), [ecc(T0, "node-002", 6), ecc(T0 + 5, "node-002", 6, **kw)])
     assert firing(alerts) == [(ISOLATION, "hardware", cause, "gpu:node-002/6")]
-    assert alerts[0].detected_ts == T0 + 5
+    # A recovery action names no cause: it waits (the allowed disorder) for an XID that does.
+    assert alerts[0].detected_ts == T0 + 5 + (3.0 if "recovery" in kw else 0.0)
+
+
+def test_a_recovery_action_that_arrives_before_its_xid_takes_the_xids_cause() -> None:
+    events = [ecc(T0, "node-002", 6),
+              ecc(T0 + 5.3, "node-002", 6, xid=154, recovery="drain_and_reset"),
+              ecc(T0 + 5.0, "node-002", 6, failure=True, xid=64)]  # delivered late
+    alerts = feed(Engine(), events)
+    assert firing(alerts) == [(ISOLATION, "hardware", "gpu_memory", "gpu:node-002/6")]
+    assert alerts[0].detected_ts == T0 + 5.0
 
 
 def test_a_latched_hardware_problem_resolves_after_a_gpu_reset() -> None:

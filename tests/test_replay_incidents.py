@@ -26,7 +26,7 @@ TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
 
 # fault id -> (topic, kind, cause, scope, detection latency s, step in the evidence)
 EXPECTED = {
-    "s7-f00-thermal": ("isolation", "slow_node", "thermal", "gpu:node-008/0", 15.0, None),
+    "s7-f00-thermal": ("isolation", "slow_node", "thermal", "gpu:node-008/0", 13.0, None),
     "s7-f01-power": ("isolation", "slow_node", "power", "gpu:node-000/4", 2.0, None),
     "s7-f02-hbm_dbe": ("isolation", "hardware", "gpu_memory", "gpu:node-007/6", 0.0, None),
     "s7-f03-row_remap_failure": ("isolation", "hardware", "gpu_memory", "gpu:node-015/6", 0.0,
@@ -34,7 +34,7 @@ EXPECTED = {
     "s7-f04-nvlink": ("isolation", "hardware", "nvlink", "gpu:node-001/4", 0.0, None),
     "s7-f05-nic": ("isolation", "network", "nic", "nic:node-009/mlx5_5:1", 3.0, None),
     "s7-f06-switch": ("isolation", "network", "switch", "switch:rail0-leaf1", 5.0, None),
-    "s7-f07-silent_slow": ("escalation", "slow_node", "unknown", "gpu:node-002/1", 5.0, 22616),
+    "s7-f07-silent_slow": ("escalation", "slow_node", "unknown", "gpu:node-002/1", 6.5, 22617),
     "s7-f08-sdc_checksum": ("isolation", "sdc", "gpu_hardware", "gpu:node-004/6", 0.6, 22106),
     "s7-f09-sdc_gradnorm": ("escalation", "sdc", "unknown", "gpu:node-008/4", 2.9, 21797),
 }
