@@ -80,7 +80,8 @@ class Scope(NamedTuple):
         if lv == "node":
             return f"node:{self.node}"
         if lv == "nic":
-            return f"nic:{self.node}/{self.nic}" + (f":{self.port}" if self.port is not None else "")
+            port = f":{self.port}" if self.port is not None else ""
+            return f"nic:{self.node}/{self.nic}{port}"
         if lv == "switch":
             return f"switch:{self.switch}"
         if lv == "domain":

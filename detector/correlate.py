@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
+from detector.calibration import confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
 from detector.thresholds import Thresholds
@@ -521,8 +522,9 @@ class Correlator:
         else:
             action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
                                 recovery_action=p.recovery_action)
+        conf = confidence(p.topic, p.kind, p.cause, p.confidence)
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
-                     detected_ts, round(p.confidence, 3), evidence, p.job, p.tenant, p.cluster,
+                     detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p))
 
 

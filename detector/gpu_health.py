@@ -96,7 +96,6 @@ class GpuHealth:
 
     def _on_counters(self, s: EccSample, d: tuple[int, ...], cfg: Thresholds,
                      out: list[Finding]) -> None:
-        ts = s.ts
         if d[_DBE] or d[_RET_DBE]:
             self._emit(out, s, "dbe", "gpu_memory", evidence={
                 "dbe_volatile_increase": d[_DBE], "retired_pages_dbe_increase": d[_RET_DBE]})

@@ -105,4 +105,5 @@ def next_diagnostic(kind: str, scope: Scope) -> str:
     if scope.level == "replica":
         return (f"dcgmi diag -r 3 on the nodes of replica {scope.dp_rank}, then an NCCL test "
                 "inside the replica")
-    return f"compare step timings of {scope.job} against its last healthy run; check the data loader"
+    return (f"compare step timings of {scope.job} against its last healthy run; "
+            "check the data loader")

@@ -96,6 +96,9 @@ class JobMonitor:
         self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
+        self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
+        self._run_n = np.zeros(0, dtype=np.int64)
+        self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
@@ -191,6 +194,9 @@ class JobMonitor:
         self._expected = math.inf
         self._evaluated = 0
         self._slow.reset(np.arange(len(self._slow.score)))
+        self._reported[:] = False
+        self._run_sum[:] = 0.0
+        self._run_n[:] = 0
         self._spikes[:] = 0.0
         self._last_step = -1
 
@@ -233,6 +239,9 @@ class JobMonitor:
         self._spike_onset = np.concatenate([self._spike_onset, np.zeros(n - old)])
         self._spiking = np.concatenate([self._spiking, np.zeros(n - old, dtype=bool)])
         self._slow.ensure(n)
+        self._run_sum = np.concatenate([self._run_sum, np.zeros(n - old)])
+        self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
+        self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
 
     def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> None:
         """A rank that now runs on other hardware starts its history afresh."""
@@ -244,6 +253,9 @@ class JobMonitor:
             hw[r] = buf.hw[buf.ranks.index(r)]
         m = np.array(moved)
         self._slow.reset(m)
+        self._reported[m] = False
+        self._run_sum[m] = 0.0
+        self._run_n[m] = 0
         self._base[m] = 0.0
         self._spikes[m] = 0.0
 
@@ -294,20 +306,37 @@ class JobMonitor:
         np.clip(self._base, 0.0, cfg.slow_baseline_clip, out=self._base)
         if self._evaluated <= cfg.warmup_steps:
             return
-        new, cleared = self._slow.update(r, z, ts[comparable])
+        _, cleared = self._slow.update(r, z, ts[comparable])
+        # The mean slowdown of the current run (since the score left zero): an alarm is
+        # reported only when the run is slow by a meaningful amount on average, not just
+        # unusually noisy (the CUSUM measures surprise; this measures size).
+        in_run = self._slow.score[r] > 0.0
+        self._run_sum[r] = np.where(in_run, self._run_sum[r] + d, 0.0)
+        self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
+        waiting = r[self._slow.alarmed[r] & ~self._reported[r]]
+        if len(waiting):
+            effect = np.exp(self._run_sum[waiting] / np.maximum(self._run_n[waiting], 1)) - 1.0
+            new = waiting[effect >= cfg.slow_min_effect]
+        else:
+            new = waiting
+        cleared = cleared[self._reported[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(med[comparable]).tolist(), strict=True))
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         for rank in new.tolist():
+            self._reported[rank] = True
             ratio = math.exp(float(self._slow_dev[rank]))
+            mean = math.exp(float(self._run_sum[rank] / max(self._run_n[rank], 1)))
             out.append(self._finding(
                 rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                float(self._slow.onset_ts[rank]), True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                float(self._slow.onset_ts[rank]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
                 {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
+                 "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[rank]),
                  "peer_median_compute_ms": round(peer_med[rank], 2),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[rank]), 2)}))
         for rank in cleared.tolist():
+            self._reported[rank] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
@@ -401,13 +430,3 @@ class JobMonitor:
                                Scope.of_job(self.job), split, True, 0.6,
                                {"step": step, "note": "replicas disagree with no strict majority"},
                                self.job, self.tenant, self.cluster))
-
-    # -- introspection -------------------------------------------------------------------
-
-    def state_bytes(self) -> int:
-        """Approximate memory held for this job (arrays and buffers)."""
-        arrays = (self._base, self._slow_dev, self._spikes, self._spike_onset, self._spiking,
-                  self._slow.score, self._slow.onset_ts, self._slow.alarmed)
-        n = sum(a.nbytes for a in arrays) + len(self._hw) * 8
-        n += sum(len(b.ranks) * 120 for b in self._pending.values())
-        return n

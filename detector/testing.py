@@ -50,7 +50,7 @@ def thermal(ts: float, node: str, gpu: int, *, temp_c: float = 65.0, clock_mhz: 
 
 def nic(ts: float, node: str, nic_name: str, *, tx: int = 0, rx: int = 0, errors: int = 0,
         link_downed: int = 0, up: bool = True, port: int = 1) -> NicSample:
-    return NicSample(ts, node, nic_name, port, "up" if up else "down", 400.0, tx, rx, errors, 
+    return NicSample(ts, node, nic_name, port, "up" if up else "down", 400.0, tx, rx, errors,
                      link_downed, errors, 0, 0, 0, 0, 0, 0, None, None)
 
 

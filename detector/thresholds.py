@@ -29,6 +29,7 @@ class Thresholds:
     slow_sigma_alpha: float = 0.05      # smoothing of the job's noise scale across steps
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
     slow_baseline_clip: float = 0.02    # a slowness beyond 2 % is never learned as normal
+    slow_min_effect: float = 0.025      # and the run must average >= 2.5 % slower than peers
     warmup_steps: int = 10              # steps after a (re)start used only for learning
     min_peers: int = 3                  # smaller peer groups are not compared
 

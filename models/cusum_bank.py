@@ -54,7 +54,7 @@ class CusumBank:
 
     def update(self, slots: np.ndarray, z: np.ndarray, ts: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """Feed one observation per slot; returns (slots that just alarmed, slots that just cleared)."""
+        """Feed one observation per slot; returns (slots just alarmed, slots just cleared)."""
         if len(slots) == 0:
             return slots, slots
         self.ensure(int(slots.max()) + 1)

@@ -1,1 +1,1 @@
-"""Incident logs: reading and writing, the labelled-incident simulator, scoring, bundled incidents."""
+"""Incident logs: reading and writing, the labelled simulator, scoring, bundled incidents."""

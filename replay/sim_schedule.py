@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from replay.sim_effects import (
-    NvlinkDomain,
     EccEvent,
     Effect,
     MemoryFault,
     Network,
     Nvlink,
+    NvlinkDomain,
     SdcChecksum,
     SdcGradnorm,
     SilentSlow,

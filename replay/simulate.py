@@ -67,8 +67,8 @@ from replay.sim_plan import (
     Placement,
     Scenario,
     check_kinds,
-    llama3_mix,
     kinds_for,
+    llama3_mix,
     place_job,
     plan_scenario,
     rng_for,
@@ -76,7 +76,8 @@ from replay.sim_plan import (
 from replay.sim_schedule import Schedule
 
 __all__ = [
-    "BENIGN_KINDS", "DOMAIN_FAULT_KINDS", "FAULT_KINDS", "LLAMA3_WEIGHTS", "BenignSpec", "FaultSpec", "JobLayout",
+    "BENIGN_KINDS", "DOMAIN_FAULT_KINDS", "FAULT_KINDS", "LLAMA3_WEIGHTS", "BenignSpec",
+    "FaultSpec", "JobLayout",
     "Scenario", "configure_parser", "label_for", "llama3_mix", "plan_scenario", "run", "simulate",
     "write_log",
 ]

@@ -297,7 +297,7 @@ def test_snapshot_and_restore_mid_incident_changes_nothing() -> None:
 def test_a_gpu_that_keeps_failing_after_two_resets_goes_to_hardware_inspection() -> None:
     events = []
     t = T0
-    for cycle in range(3):
+    for _cycle in range(3):
         events += [ecc(t, "node-004", 2, sbe=5), ecc(t + 1, "node-004", 2, sbe=5, xid=79),
                    ecc(t + 60, "node-004", 2, sbe=0)]  # reset: counters back to zero
         t += 100
