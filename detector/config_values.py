@@ -9,10 +9,9 @@ and TOML printing with secrets redacted.  Shared by the pager's configuration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from detector.settings import REDACTED, Secret
+from detector.settings import REDACTED, Secret, toml_value  # noqa: F401 - re-exported
 
 
 def kind_of(f: Any) -> str:
@@ -72,17 +71,3 @@ def redact_url(url: str) -> str:
 def _fail() -> Any:
     raise ValueError
 
-
-def toml_value(v: Any) -> str:
-    if isinstance(v, Secret):
-        return f'"{REDACTED}"'
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (tuple, list, frozenset)):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, Mapping):
-        return "{ " + ", ".join(f'"{k}" = {toml_value(x)}' for k, x in v.items()) + " }"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'

@@ -277,7 +277,7 @@ class Settings:
             key = meta["key"] or f.name
             if f.name == "thresholds":
                 for k, v in sorted(dict(value).items()):
-                    lines.append(f"{k} = {_toml_value(v)}  # {self.source_of(f.name)}")
+                    lines.append(f"{k} = {toml_value(v)}  # {self.source_of(f.name)}")
                 continue
             source = self.source_of(f.name)
             note = (f"# {source}" if source.startswith("env ")
@@ -285,7 +285,7 @@ class Settings:
             if value is None:
                 lines.append(f"# {key} = (unset)  {note}")
             else:
-                lines.append(f"{key} = {_toml_value(value)}  {note}")
+                lines.append(f"{key} = {toml_value(value)}  {note}")
         return "\n".join(lines) + "\n"
 
 
@@ -369,12 +369,17 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
     return value
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
+    """A value as TOML, secrets redacted (used by ``faultline config`` and the pager's)."""
     if isinstance(v, Secret):
         return f'"{REDACTED}"'
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
+    if isinstance(v, (tuple, list, frozenset)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f'"{k}" = {toml_value(x)}' for k, x in v.items()) + " }"
     s = str(v).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{s}"'
