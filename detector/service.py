@@ -49,6 +49,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +61,7 @@ from detector.events import TELEMETRY_TOPICS
 from detector.service_correlator import CorrelatorPartition, alert_message
 from detector.service_faust import ServiceWorker, batch_transport, credentials
 from detector.service_kafka import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
-from detector.service_stages import DeadLetter, Emit, SourcePartition
+from detector.service_stages import DeadLetter, Emit, SourcePartition, watermarks
 from detector.settings import Settings
 from detector.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.topology import Topology
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultline.service")
 
 STATUS_FILE = "status.json"
+# (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
+_RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
 ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
 
 
@@ -177,39 +180,44 @@ class DetectorService:
     def on_records(self, by_tp: dict[TP, list[Any]]) -> None:
         """Records by partition, in offset order: aiokafka records or (offset, key, value, ts)."""
         now = self.clock()
-        telemetry = False
+        touched: list[SourcePartition] = []
         for tp, records in by_tp.items():
             if tp.topic == self.findings_topic:
                 self._on_findings(tp, records, now)
-            else:
-                if self._input_first is None:
-                    self._input_first = (self.wall(), time.process_time())
-                telemetry = True
-                self._on_telemetry(tp, records, now)
-        self.out.poll()
-        if telemetry:
+                continue
+            if self._input_first is None:
+                self._input_first = (self.wall(), time.process_time())
+            part = self._on_telemetry(tp, records, now)
+            if part is not None:
+                touched.append(part)
+        if touched:
+            # After every finding of the batch: the correlator may go as far as these.
+            self._send([watermarks(touched, now, self.settings.idle_advance_s)])
             self._input_last = (self.wall(), time.process_time())
+        self.out.poll()
 
     # -- stage 1 -------------------------------------------------------------------------
 
-    def _on_telemetry(self, tp: TP, records: list[Any], now: float) -> None:
+    def _on_telemetry(self, tp: TP, records: list[Any], now: float) -> SourcePartition | None:
         part = self.sources.get(tp)
         if part is None:
             # Fetched before a rebalance took the partition: its new owner reads it.
             self.counts["stale_skipped"] += len(records)
-            return
-        if records and not isinstance(records[0], tuple):  # aiokafka's, timestamps in ms
-            records = [(r.offset, r.key, r.value, r.timestamp / 1000.0) for r in records]
+            return None
         emits: list[Emit] = []
         dead: list[DeadLetter] = []
-        part.process(records, now, emits, dead)
+        if records and not isinstance(records[0], tuple):  # aiokafka's, timestamps in ms
+            part.process(list(map(_RECORD_FIELDS, records)), now, emits, dead,
+                         arrivals_per_s=1000.0)
+        else:
+            part.process(records, now, emits, dead)
         part.caught_up = self._caught_up(tp, part.offset)
-        emits.append(part.watermark(now, self.settings.idle_advance_s))
         self._send(emits)
         self._dead_letter(dead, tp.topic)
         self.counts["events"] += len(records)
         if self.metrics is not None:
             self.metrics.events(tp.topic, len(records))
+        return part
 
     def _caught_up(self, tp: TP, offset: int) -> bool:
         try:
@@ -286,14 +294,15 @@ class DetectorService:
             return
         now = self.clock()
         idle_s = self.settings.idle_advance_s
+        emits: list[Emit] = []
         for tp, part in self.sources.items():
             part.caught_up = self._caught_up(tp, part.offset)
             if self.metrics is not None:
                 self._report_lag(tp, part.offset)
-            emits: list[Emit] = []
             part.idle_advance(now, idle_s, emits)
-            emits.append(part.watermark(now, idle_s))
-            self._send(emits)
+        if self.sources:
+            emits.append(watermarks(self.sources.values(), now, idle_s))
+        self._send(emits)
         for part in self.correlators.values():
             self._release(part, now)
         # The status file tells what is delivered, not merely enqueued.
@@ -394,7 +403,8 @@ class DetectorService:
         await self._commit({tp: p.offset + 1 for tp, p in {**sources, **correlators}.items()
                             if p.offset >= 0})
         # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
-        self._send([p.watermark(now, self.settings.idle_advance_s) for p in sources.values()])
+        if sources:
+            self._send([watermarks(sources.values(), now, self.settings.idle_advance_s)])
         self.out.poll()
         log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
                  len(sources), len(correlators), len(snaps))

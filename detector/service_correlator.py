@@ -126,11 +126,13 @@ class CorrelatorPartition:
         self.offset = offset
         try:
             msg = orjson.loads(raw)  # type: ignore[arg-type]
-            kind, name = msg["type"], msg["source"]
-            src = self.sources.get(name)
-            if src is None:
-                src = self.sources[name] = _Source(now)
-            src.heard = now
+            kind = msg["type"]
+            if kind == "watermarks":
+                for name, ts, idle in msg["clocks"]:
+                    self._watermark(self._heard(str(name), now), ts, idle, now)
+                return
+            name = msg["source"]
+            src = self._heard(name, now)
             if kind == "finding":
                 fid = (int(msg["id"][0]), int(msg["id"][1]))
                 if fid <= src.last_id:
@@ -146,12 +148,7 @@ class CorrelatorPartition:
                                             float(arrived) if arrived is not None else None))
                 self.findings += 1
             elif kind == "watermark":
-                ts = msg["ts"]
-                if ts is not None and (src.wm is None or ts > src.wm):
-                    src.wm = float(ts)
-                    if self._data_since is None:
-                        self._data_since = now
-                src.idle = bool(msg["idle"])
+                self._watermark(src, msg["ts"], msg["idle"], now)
             elif kind == "seen":
                 self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
             else:
@@ -161,6 +158,20 @@ class CorrelatorPartition:
             self.invalid += 1
             log.warning("findings partition %d offset %d: unreadable message: %s",
                         self.partition, offset, exc)
+
+    def _heard(self, name: str, now: float) -> _Source:
+        src = self.sources.get(name)
+        if src is None:
+            src = self.sources[name] = _Source(now)
+        src.heard = now
+        return src
+
+    def _watermark(self, src: _Source, ts: Any, idle: Any, now: float) -> None:
+        if ts is not None and (src.wm is None or ts > src.wm):
+            src.wm = float(ts)
+            if self._data_since is None:
+                self._data_since = now
+        src.idle = bool(idle)
 
     def clock(self, now: float) -> float | None:
         """Event time up to which every live source has reported; None: nothing to go on."""

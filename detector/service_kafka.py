@@ -106,6 +106,10 @@ class OutputProducer:
             "compression.type": "none",
             "message.max.bytes": settings.max_snapshot_bytes + _SNAPSHOT_SLACK,
             "queue.buffering.max.kbytes": 262144,
+            # A report (a Python callback) only for a message that failed, not for each
+            # watermark delivered.
+            "on_delivery": self._delivered,
+            "delivery.report.only.error": True,
         })
         self.sent = 0
         self.failed = 0
@@ -121,14 +125,13 @@ class OutputProducer:
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
                 partition: int | None = None,
                 headers: list[tuple[str, bytes]] | None = None) -> None:
-        kwargs: dict[str, Any] = {"on_delivery": self._delivered}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers:
-            kwargs["headers"] = headers
+        part = -1 if partition is None else partition  # -1: the partitioner decides
         while True:
             try:
-                self._producer.produce(topic, value, key, **kwargs)
+                if headers:
+                    self._producer.produce(topic, value, key, part, headers=headers)
+                else:
+                    self._producer.produce(topic, value, key, part)
                 break
             except BufferError:
                 self._producer.poll(0.05)  # queue full: let librdkafka drain it

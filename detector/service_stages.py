@@ -19,16 +19,22 @@ Both are plain objects driven by the Faust adapter (:mod:`detector.service`)
 and tested without a broker: wall time comes in as ``now``, output goes out
 as lists.  Both pickle, for the snapshots that let a partition move.
 
-Findings-topic messages (orjson), all with ``type`` and ``source``
-("telemetry.ecc:3"):
+Findings-topic messages (orjson), all with ``type``, and all but ``watermarks``
+with ``source`` ("telemetry.ecc:3"):
 
 - ``finding``: ``id`` [input offset, index] (unique per source, the same when
   the input is reprocessed, so repeats are dropped), ``tag`` (the source's
   clock when it was made), ``arrived`` (wall time, epoch seconds, at which
   the input record reached Kafka, for the end-to-end latency of the alerts it
   causes) and ``finding`` (:meth:`Finding.to_dict`);
-- ``watermark``: ``ts`` (the clock; null before any input) and ``idle``
-  (caught up and quiet: it holds nobody back);
+- ``watermarks``: ``clocks``, a list of [source, ts, idle] — each source's
+  clock (null before any input) and whether it is idle (caught up and quiet:
+  it holds nobody back).  A worker sends one for all the sources a fetched
+  batch touched, and one for all of its sources each heartbeat: one message,
+  not one per partition, so the output producer and the correlator see a few
+  messages a batch, not dozens;
+- ``watermark``: ``ts`` and ``idle`` of one source (what workers before
+  ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
   node reached the monitors, which the correlator cites in escalations.
 """
@@ -161,11 +167,12 @@ class SourcePartition:
     # -- processing ----------------------------------------------------------------------
 
     def process(self, records: Iterable[tuple[int, bytes | None, bytes | None, float | None]],
-                now: float, emits: list[Emit], dead: list[DeadLetter]) -> None:
+                now: float, emits: list[Emit], dead: list[DeadLetter], *,
+                arrivals_per_s: float = 1.0) -> None:
         """Feed (offset, key, value, arrival) records in partition order; output is appended.
 
-        ``arrival`` is when the record reached Kafka (its timestamp, epoch
-        seconds) or None.
+        ``arrival`` is when the record reached Kafka (its timestamp: epoch
+        seconds, or ``arrivals_per_s`` units a second) or None.
         """
         mon = self.monitors
         topic, source = self.topic, self.source
@@ -203,7 +210,8 @@ class SourcePartition:
             self.offset = offset
             self._idle_seq = 0
             if found:
-                self._emit_findings(found, offset, 0, emits, arrived)
+                self._emit_findings(found, offset, 0, emits,
+                                    None if arrived is None else arrived / arrivals_per_s)
                 found.clear()
         if n_in:
             self.last_input = now
@@ -255,12 +263,21 @@ class SourcePartition:
         return now - self.last_input >= idle_after_s
 
     def watermark(self, now: float, idle_after_s: float) -> Emit:
-        """This source's clock, for every findings partition (``partition`` None)."""
+        """This source's clock alone, for every findings partition (see :func:`watermarks`)."""
         return Emit(None, b"watermark", dumps({
             "type": "watermark", "source": self.source, "ts": finite(self.monitors.clock),
             "idle": self.is_idle(now, idle_after_s)}))
+
+    def clock_entry(self, now: float, idle_after_s: float) -> list[Any]:
+        return [self.source, finite(self.monitors.clock), self.is_idle(now, idle_after_s)]
 
     def stats(self) -> dict[str, Any]:
         return {"offset": self.offset, "clock": finite(self.monitors.clock),
                 "events": self.events, "invalid": self.invalid,
                 "findings": self.monitors.counts["findings"]}
+
+
+def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float) -> Emit:
+    """The clocks of several sources in one message, for every findings partition."""
+    return Emit(None, b"watermark", dumps({
+        "type": "watermarks", "clocks": [p.clock_entry(now, idle_after_s) for p in parts]}))
