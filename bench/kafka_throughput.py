@@ -1,24 +1,29 @@
 """Through Kafka, in one run: raw consumption, no-op Faust, the faultline worker, the engine.
 
 Produces an incident log once into fresh uuid-prefixed telemetry topics
-(``--partitions`` per topic) on a broker it starts itself (or
-``FAULTLINE_KAFKA_BOOTSTRAP``), then measures one consumer at a time reading
-the whole backlog, each in its own process, so the ratios hold on a noisy
-machine:
+(``--partitions`` per topic) on a broker it starts itself (or ``--bootstrap``
+/ ``FAULTLINE_KAFKA_BOOTSTRAP``), then measures one consumer at a time
+reading the whole backlog, each in its own process, so the ratios hold on a
+noisy machine:
 
   raw          confluent-kafka + orjson.loads of each value: the physical limit
   faust agent  a Faust agent that does nothing (Faust's default path)
   faust batch  the service's batch delivery into a stage that only counts
   faultline    ``faultline serve``, one worker: decode, Monitors, findings, correlator
-  2 workers    two ``faultline serve`` processes in one group
   engine       the in-process engine on the same log (bench/engine_throughput.py)
 
 Events/s is messages / wall time from the first message to the last; CPU is
-the consumer process's own (all its threads) over the same span.  Then the
-end-to-end latency at ``--rates`` of the worker's measured maximum: a fresh
-worker, the log produced paced by event time at that average rate, and for
-every alert (and every finding) the time from its input's Kafka timestamp to
-its own.
+the consumer process's own (all its threads, from /proc or
+``time.process_time``) over the same span, and events per CPU-second is what
+one core would do with the machine to itself.  Then:
+
+- scale-out: 1 and 2 workers in one group, each run on fresh topics: the
+  workers start, take their partitions, and the log is produced into them
+  as fast as possible;
+- latency at ``--rates`` of the one worker's measured maximum: a fresh
+  worker, the log produced paced by event time to that average rate, and for
+  every alert whose input is known (its ``faultline-arrived`` header), and
+  every finding, the time from its input's Kafka timestamp to its own.
 
     python bench/kafka_throughput.py [--log LOG] [--topology FILE] [--json OUT]
 """
@@ -27,272 +32,42 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from kafka_bench import (  # noqa: E402
+    ARRIVED_HEADER,
+    DEFAULT_LOG,
+    DEFAULT_TOPOLOGY,
+    ROOT,
+    Broker,
+    Msg,
+    Worker,
+    create_topics,
+    load,
+    loadavg,
+    percentile,
+    proc_cpu_s,
+    processed,
+    produce,
+    producer,
+    read_topic,
+    rss_kib,
+    wait_for,
+    worker_env,
+)
 
-from detector.events import STEP, TELEMETRY_TOPICS  # noqa: E402
+from detector.events import TELEMETRY_TOPICS  # noqa: E402
 from detector.thresholds import Thresholds  # noqa: E402
-from replay.log import Record, read_records  # noqa: E402
-
-DEFAULT_LOG = ROOT / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
-DEFAULT_TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
-ARRIVED_HEADER = "faultline-arrived"
-
-
-class Msg(NamedTuple):
-    topic: str          # contract name
-    key: bytes | None
-    value: bytes
-    ts: float
-
-
-def load(path: Path) -> list[Msg]:
-    """The log's telemetry, keyed and serialized as ``faultline replay --to-kafka`` does."""
-    out = []
-    for rec in read_records(path):
-        if not isinstance(rec, Record) or rec.topic not in TELEMETRY_TOPICS:
-            continue
-        v = rec.value
-        key = v.get("job" if rec.topic == STEP else "node")
-        out.append(Msg(rec.topic, key.encode() if isinstance(key, str) else None,
-                       orjson.dumps(v), float(v.get("ts", 0.0))))
-    return out
-
-
-# -- processes ---------------------------------------------------------------------------
-
-
-def proc_cpu_s(pid: int) -> float:
-    """utime + stime of a process, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kib(pid: int) -> tuple[int, int]:
-    out = {"VmRSS": 0, "VmHWM": 0}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key = line.split(":", 1)[0]
-            if key in out:
-                out[key] = int(line.split()[1])
-    return out["VmRSS"], out["VmHWM"]
-
-
-def loadavg() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-class Broker:
-    """FAULTLINE_KAFKA_BOOTSTRAP, or a broker of our own (deploy/kafka/broker.py)."""
-
-    def __init__(self, bootstrap: str | None) -> None:
-        self.bootstrap = bootstrap or os.environ.get("FAULTLINE_KAFKA_BOOTSTRAP")
-        self._broker: Any = None
-        self.pid: int | None = None
-
-    def __enter__(self) -> Broker:
-        if not self.bootstrap:
-            import importlib.util
-
-            spec = importlib.util.spec_from_file_location(
-                "faultline_broker", ROOT / "deploy" / "kafka" / "broker.py")
-            assert spec is not None and spec.loader is not None
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            self._broker = mod.KafkaBroker()
-            self.bootstrap = self._broker.start()
-            self.pid = self._broker.pid
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._broker is not None:
-            self._broker.stop()
-
-    def cpu_s(self) -> float:
-        return proc_cpu_s(self.pid) if self.pid else float("nan")
-
-
-def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
-               partitions: int) -> dict[str, str]:
-    """Settings of one measured deployment: shared telemetry topics, its own internal ones."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("FAULTLINE_") or k == "FAULTLINE_KAFKA_CACHE"}
-    env.update({
-        "FAULTLINE_BOOTSTRAP_SERVERS": bootstrap, "FAULTLINE_TOPIC_PREFIX": prefix,
-        "FAULTLINE_GROUP_ID": f"{prefix}{run}",
-        "FAULTLINE_TOPIC_FINDINGS": f"{run}.faultline.findings",
-        "FAULTLINE_TOPIC_STATE": f"{run}.faultline.state",
-        "FAULTLINE_TOPIC_ISOLATION": f"{run}.alerts.isolation",
-        "FAULTLINE_TOPIC_ESCALATION": f"{run}.alerts.escalation",
-        "FAULTLINE_TOPIC_DEADLETTER": f"{run}.telemetry.deadletter",
-        "FAULTLINE_PARTITIONS_TELEMETRY": str(partitions),
-        "FAULTLINE_IDLE_ADVANCE_S": "2", "FAULTLINE_HEARTBEAT_INTERVAL_S": "0.5",
-        "FAULTLINE_LOG_LEVEL": "warning", "PYTHONUNBUFFERED": "1"})
-    if topology:
-        env["FAULTLINE_TOPOLOGY"] = str(topology)
-    return env
-
-
-class Worker:
-    """One ``faultline serve`` process, its status file and its CPU."""
-
-    def __init__(self, env: dict[str, str], workdir: Path, extra: list[str] | None = None
-                 ) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.workdir = workdir
-        self.log = open(workdir / "worker.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "detector.cli", "serve", "--workdir", str(workdir),
-             *(extra or [])], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def status(self) -> dict[str, Any]:
-        try:
-            return json.loads((self.workdir / "status.json").read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def tail(self) -> str:
-        lines = (self.workdir / "worker.log").read_text(errors="replace").splitlines()
-        return "\n".join(lines[-30:])
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.log.close()
-
-
-def wait_for(what: str, cond: Any, timeout_s: float, workers: list[Worker]) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = cond()
-        if got:
-            return got
-        for w in workers:
-            if w.proc.poll() is not None:
-                raise RuntimeError(f"worker exited ({w.proc.returncode}) while waiting for "
-                                   f"{what}:\n{w.tail()}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}:\n"
-                               + "\n".join(w.tail() for w in workers))
-        time.sleep(0.1)
-
-
-def processed(workers: list[Worker]) -> int:
-    """Telemetry messages in the state of the partitions' current owners (offsets + 1)."""
-    best: dict[str, int] = {}
-    for w in workers:
-        for src, st in (w.status().get("sources") or {}).items():
-            best[src] = max(best.get(src, -1), st["offset"])
-    return sum(o + 1 for o in best.values())
-
-
-# -- producing ---------------------------------------------------------------------------
-
-
-def producer(bootstrap: str, linger_ms: float) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                     "linger.ms": linger_ms, "compression.type": "none",
-                     "queue.buffering.max.kbytes": 262144})
-
-
-def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions)
-                                    for n in names]).values():
-        fut.result(30)
-
-
-def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None) -> float:
-    """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds."""
-    topics = {t: prefix + t for t in TELEMETRY_TOPICS}
-    start = time.time()
-    if speed is None:
-        for i, m in enumerate(msgs):
-            while True:
-                try:
-                    p.produce(topics[m.topic], m.value, m.key)
-                    break
-                except BufferError:
-                    p.poll(0.01)
-            if i % 5000 == 0:
-                p.poll(0)
-    else:
-        ts0 = msgs[0].ts
-        i, n, high = 0, len(msgs), ts0
-        while i < n:
-            due = ts0 + (time.time() - start) * speed
-            while i < n and max(high, msgs[i].ts) <= due:
-                m = msgs[i]
-                high = max(high, m.ts)
-                p.produce(topics[m.topic], m.value, m.key)
-                i += 1
-            p.poll(0)
-            if i < n:
-                wait = (max(high, msgs[i].ts) - ts0) / speed - (time.time() - start)
-                if wait > 0:
-                    time.sleep(min(wait, 0.05))
-    left = p.flush(60)
-    if left:
-        raise RuntimeError(f"{left} messages not delivered")
-    return time.time() - start
-
-
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every message of a topic, from the beginning to its current end."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        meta = c.list_topics(topic, timeout=30).topics[topic]
-        ends = {}
-        for part in meta.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, part), timeout=30)
-            if high > low:
-                ends[part] = high
-        if not ends:
-            return []
-        c.assign([TopicPartition(topic, part, 0) for part in ends])
-        out = []
-        deadline = time.monotonic() + 60
-        while ends and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ends.pop(msg.partition(), None)
-                    continue
-                raise RuntimeError(str(msg.error()))
-            out.append(msg)
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
-        return out
-    finally:
-        c.close()
-
-
-# -- the measurements --------------------------------------------------------------------
 
 
 def reference_consumer(mode: str, bootstrap: str, topics: list[str], n: int) -> dict[str, Any]:
@@ -307,19 +82,32 @@ def reference_consumer(mode: str, bootstrap: str, topics: list[str], n: int) -> 
     return json.loads(lines[-1])
 
 
-def serve_backlog(broker: Broker, prefix: str, n: int, workers: int, topology: str | None,
-                  partitions: int, tmp: Path) -> dict[str, Any]:
-    """``workers`` faultline workers in one group consume the backlog of ``n`` messages."""
+def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | None,
+          partitions: int, tmp: Path, feed: list[Msg] | None = None) -> dict[str, Any]:
+    """``workers`` faultline workers in one group consume ``n`` messages of ``prefix``.
+
+    Without ``feed`` the backlog is already there; with it, the workers first
+    take their partitions and then ``feed`` is produced as fast as possible.
+    """
     run = f"w{workers}-{uuid.uuid4().hex[:6]}"
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
     procs = [Worker(env, tmp / f"{run}-{k}") for k in range(workers)]
-    broker_cpu0 = broker.cpu_s()
     try:
+        if feed is not None:
+            def assigned() -> bool:
+                held = [len(w.status().get("sources") or {}) for w in procs]
+                return all(held) and sum(held) == 4 * partitions
+
+            wait_for("the workers' assignment", assigned, 180, procs)
+        broker_cpu0 = broker.cpu_s()
+        if feed is not None:
+            produce(producer(broker.bootstrap, 20.0), prefix, feed)  # type: ignore[arg-type]
         wait_for(f"{n:,} messages processed", lambda: processed(procs) >= n, 900, procs)
+        broker_cpu = broker.cpu_s() - broker_cpu0
         # Status files are written each heartbeat: wait for the one after the last input.
         wait_for("the final status", lambda: all(
             (w.status().get("input") or {}).get("last_wall") for w in procs), 30, procs)
-        time.sleep(1.0)
+        time.sleep(1.5)
         statuses = [w.status() for w in procs]
         inputs = [s["input"] for s in statuses]
         first = min(i["first_wall"] for i in inputs)
@@ -328,7 +116,7 @@ def serve_backlog(broker: Broker, prefix: str, n: int, workers: int, topology: s
         rss = [rss_kib(w.proc.pid) for w in procs]
         return {"mode": f"faultline x{workers}", "messages": n, "wall_s": last - first,
                 "cpu_s": cpu, "rss_kib": max(r[0] for r in rss),
-                "hwm_kib": max(r[1] for r in rss), "broker_cpu_s": broker.cpu_s() - broker_cpu0,
+                "hwm_kib": max(r[1] for r in rss), "broker_cpu_s": broker_cpu,
                 "per_worker": [{"events": s["counts"]["events"], "partitions": len(s["sources"]),
                                 "wall_s": i["last_wall"] - i["first_wall"],
                                 "cpu_s": i["last_cpu_s"] - i["first_cpu_s"]}
@@ -336,14 +124,6 @@ def serve_backlog(broker: Broker, prefix: str, n: int, workers: int, topology: s
     finally:
         for w in procs:
             w.stop()
-
-
-def percentile(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    k = min(len(xs) - 1, max(0, round(q / 100.0 * (len(xs) - 1))))
-    return xs[k]
 
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
@@ -355,48 +135,49 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     w = Worker(env, tmp / f"lat-{prefix}")
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
-                 == 4 * partitions and w.status().get("correlators"), 120, [w])
-        span = max(m.ts for m in msgs) - msgs[0].ts
-        speed = rate * span / len(msgs)
+                 == 4 * partitions and w.status().get("correlators"), 180, [w])
+        end_ts = max(m.ts for m in msgs)
+        speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
-        secs = produce(producer(broker.bootstrap, 1.0), prefix, msgs, speed)
+        t0 = time.time()
+        secs = produce(producer(broker.bootstrap, 1.0), prefix, msgs, speed)  # type: ignore[arg-type]
+        cpu = proc_cpu_s(w.proc.pid) - cpu0
         cfg = Thresholds()
-        settle = max(m.ts for m in msgs) + cfg.lateness_s + max(
-            cfg.escalate_after_s, cfg.switch_window_s) + 1.0
+        settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
 
         def settled() -> bool:
             cs = (w.status().get("correlators") or {}).values()
             return any((c.get("released") or -1e300) >= settle for c in cs)
 
-        wait_for("the correlator to settle", settled, 120, [w])
-        cpu = proc_cpu_s(w.proc.pid) - cpu0
-        alerts, findings = [], []
+        wait_for("the correlator to settle", settled, 180, [w])
+        alerts: list[float] = []
+        # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
+        which: list[tuple[Any, ...]] = []
+        n_alerts = 0
         for name in ("alerts.isolation", "alerts.escalation"):
-            for m in read_topic(broker.bootstrap, f"{prefix}{run}.{name}"):
+            for m in read_topic(broker.bootstrap, f"{prefix}{run}.{name}"):  # type: ignore[arg-type]
+                n_alerts += 1
                 arrived = dict(m.headers() or []).get(ARRIVED_HEADER)
                 if arrived is not None:
                     alerts.append(m.timestamp()[1] / 1000.0 - float(arrived))
-        n_alerts = sum(len(read_topic(broker.bootstrap, f"{prefix}{run}.{name}"))
-                       for name in ("alerts.isolation", "alerts.escalation"))
-        for m in read_topic(broker.bootstrap, f"{prefix}{run}.faultline.findings"):
+                    v = orjson.loads(m.value())
+                    which.append((alerts[-1], float(arrived) - t0, v.get("status"),
+                                  v.get("kind"), v.get("cause"),
+                                  (v.get("scope") or {}).get("level")))
+        findings = []
+        for m in read_topic(broker.bootstrap, f"{prefix}{run}.faultline.findings"):  # type: ignore[arg-type]
             v = orjson.loads(m.value())
             if v.get("type") == "finding" and v.get("arrived") is not None:
                 findings.append(m.timestamp()[1] / 1000.0 - float(v["arrived"]))
         return {"rate": rate, "achieved_rate": len(msgs) / secs, "speed": speed,
-                "worker_cpu_share": cpu / secs,
-                "alert_messages": n_alerts, "alerts_timed": len(alerts),
-                "alert_p50_ms": 1e3 * percentile(alerts, 50),
-                "alert_p99_ms": 1e3 * percentile(alerts, 99),
-                "alert_max_ms": 1e3 * max(alerts, default=float("nan")),
-                "findings": len(findings), "finding_p50_ms": 1e3 * percentile(findings, 50),
-                "finding_p99_ms": 1e3 * percentile(findings, 99),
-                "finding_max_ms": 1e3 * max(findings, default=float("nan"))}
+                "worker_cpu_share": cpu / secs, "alert_messages": n_alerts,
+                "alerts": alerts, "which": which,
+                "findings": findings}
     finally:
         w.stop()
 
 
 def engine_in_process(log: Path, topology: str | None, repeat: int) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "bench"))
     import engine_throughput as et
 
     from detector.topology import Topology
@@ -408,13 +189,76 @@ def engine_in_process(log: Path, topology: str | None, repeat: int) -> dict[str,
 
 # -- report ------------------------------------------------------------------------------
 
+NAMES = {"raw": "raw confluent-kafka + orjson.loads (the physical limit)",
+         "faust-agent": "Faust, an agent that does nothing (Faust's default path)",
+         "faust-batch": "Faust, the service's batch delivery, a stage that does nothing",
+         "faultline": "`faultline serve`, one worker"}
+STARTUP_S = 5.0
+ENGINE = (("parse", "in process: orjson.loads only"),
+          ("decode", "in process: decode (parse + validate)"),
+          ("engine", "in process: engine on decoded records"),
+          ("decode+engine", "in process: decode + engine (`faultline replay`)"))
 
-def row(name: str, r: dict[str, Any], ref: float) -> str:
-    rate = r["messages"] / r["wall_s"]
-    cpu_us = 1e6 * r["cpu_s"] / r["messages"] if r.get("cpu_s") is not None else float("nan")
-    rss = f"{r['hwm_kib'] / 1024:,.0f}" if r.get("hwm_kib") else "-"
-    return (f"| {name} | {rate:,.0f} | {r['wall_s']:.2f} | {cpu_us:.2f} | "
-            f"{rate / ref:.3f} | {rss} |")
+
+def report(res: dict[str, Any]) -> None:
+    n = res["messages"]
+    print(f"\nlog {res['log']}: {n:,} telemetry messages, {res['partitions']} partitions per "
+          f"topic; load average {res['loadavg_start']} at the start, {res['loadavg_end']} "
+          "at the end (2 cores)\n")
+    ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
+    if any(k in res for k in NAMES) or "engine" in res:
+        print("| consumer (one process) | events/s (wall) | events per CPU-second | "
+              "CPU µs/event | wall ÷ raw | peak RSS MiB |")
+        print("|---|---|---|---|---|---|")
+        for key, name in NAMES.items():
+            if key in res:
+                r = res[key]
+                rate, cpu_us = n / r["wall_s"], 1e6 * r["cpu_s"] / n
+                print(f"| {name} | {rate:,.0f} | {1e6 / cpu_us:,.0f} | {cpu_us:.2f} | "
+                      f"{rate / ref:.3f} | {r['hwm_kib'] / 1024:,.0f} |")
+        if "engine" in res:
+            e = res["engine"]
+            for stage, label in ENGINE:
+                rate = n / e[stage]
+                print(f"| {label} | {rate:,.0f} | {rate:,.0f} | {1e6 * e[stage] / n:.2f} | "
+                      f"{rate / ref:.3f} | - |")
+            print(f"\nengine state on this log: {int(e['gpus'])} GPUs, {int(e['state_bytes']):,} "
+                  f"bytes pickled = {e['state_bytes'] / max(e['gpus'], 1):,.0f} B/GPU")
+    busy = [(k, res[k]["broker_cpu_s"]) for k in (*NAMES, "scale-1", "scale-2")
+            if k in res and res[k].get("broker_cpu_s") is not None]
+    if busy and busy[0][1] == busy[0][1]:  # not NaN: we know the broker's pid
+        print("broker CPU (s): " + ", ".join(f"{k} {v:.1f}" for k, v in busy))
+    if "scale-1" in res:
+        print("\n| workers in one group (log produced into fresh topics while they run) | "
+              "events/s (wall) | CPU µs/event (all workers) | events per worker |")
+        print("|---|---|---|---|")
+        for k in ("scale-1", "scale-2"):
+            if k in res:
+                r = res[k]
+                each = " / ".join(f"{w['events']:,}" for w in r["per_worker"])
+                print(f"| {len(r['per_worker'])} | {n / r['wall_s']:,.0f} | "
+                      f"{1e6 * r['cpu_s'] / n:.2f} | {each} |")
+    if res.get("latency"):
+        print("\n| load | events/s produced | worker CPU | alerts p50 ms | alerts p99 ms | "
+              "alerts max ms | alerts timed | findings p50 ms | findings p99 ms | findings |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for lat in res["latency"]:
+            a = [1e3 * x for x in lat["alerts"]]
+            f = [1e3 * x for x in lat["findings"]]
+            print(f"| {lat['share']:.0%} of max | {lat['achieved_rate']:,.0f} | "
+                  f"{lat['worker_cpu_share']:.0%} | {percentile(a, 50):.0f} | "
+                  f"{percentile(a, 99):.0f} | {max(a, default=float('nan')):.0f} | "
+                  f"{len(a)} of {lat['alert_messages']} | {percentile(f, 50):.0f} | "
+                  f"{percentile(f, 99):.0f} | {len(f)} |")
+        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
+              "and empty partitions hold the correlator's clock for the grace period):")
+        for lat in res["latency"]:
+            steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
+            slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
+                             for x in sorted(lat["which"], reverse=True)[:3])
+            print(f"- {lat['share']:.0%} of max: alerts p50 {percentile(steady, 50):.0f} ms, "
+                  f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
+                  f"{slow}")
 
 
 def main() -> int:
@@ -425,8 +269,11 @@ def main() -> int:
                     "FAULTLINE_KAFKA_BOOTSTRAP, else start one)")
     ap.add_argument("--partitions", type=int, default=8, help="per telemetry topic")
     ap.add_argument("--rates", default="0.5,0.9", help="latency runs, shares of the max rate")
-    ap.add_argument("--skip", default="", help="comma-separated: raw, faust-agent, faust-batch, "
-                    "faultline, two-workers, engine, latency")
+    ap.add_argument("--latency-runs", type=int, default=3, help="runs at each rate")
+    ap.add_argument("--skip", default="", help="comma-separated: raw, faust-agent, "
+                    "faust-batch, faultline, scale, engine, latency")
+    ap.add_argument("--max-rate", type=float, default=None, help="the worker's maximum "
+                    "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
@@ -434,93 +281,61 @@ def main() -> int:
     topology = args.topology or None
     msgs = load(Path(args.log))
     n = len(msgs)
-    results: dict[str, Any] = {"log": args.log, "messages": n, "loadavg_start": loadavg()}
-    print(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}", flush=True)
+    res: dict[str, Any] = {"log": args.log, "messages": n, "partitions": args.partitions,
+                           "loadavg_start": loadavg()}
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
     with Broker(args.bootstrap) as broker, tempfile.TemporaryDirectory(
             prefix="faultline-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        bootstrap: str = broker.bootstrap  # type: ignore[assignment]
         prefix = f"bench-{uuid.uuid4().hex[:8]}."
         topics = [prefix + t for t in TELEMETRY_TOPICS]
-        create_topics(broker.bootstrap, topics, args.partitions)  # type: ignore[arg-type]
-        secs = produce(producer(broker.bootstrap, 20.0), prefix, msgs)  # type: ignore[arg-type]
-        print(f"produced the backlog into {args.partitions} partitions x 4 topics "
-              f"({prefix}*) in {secs:.1f}s", flush=True)
+        create_topics(bootstrap, topics, args.partitions)
+        secs = produce(producer(bootstrap, 20.0), prefix, msgs)
+        say(f"produced the backlog ({prefix}*) in {secs:.1f}s")
         for mode in ("raw", "faust-agent", "faust-batch"):
             if mode not in skip:
                 cpu0 = broker.cpu_s()
-                results[mode] = reference_consumer(mode, broker.bootstrap, topics, n)  # type: ignore[arg-type]
-                results[mode]["broker_cpu_s"] = broker.cpu_s() - cpu0
-                print(f"  {mode}: {n / results[mode]['wall_s']:,.0f} events/s", flush=True)
-        for workers, key in ((1, "faultline"), (2, "two-workers")):
-            if key not in skip:
-                results[key] = serve_backlog(broker, prefix, n, workers, topology,
-                                             args.partitions, tmp)
-                print(f"  {key}: {n / results[key]['wall_s']:,.0f} events/s", flush=True)
+                res[mode] = reference_consumer(mode, bootstrap, topics, n)
+                res[mode]["broker_cpu_s"] = broker.cpu_s() - cpu0
+                say(f"  {mode}: {n / res[mode]['wall_s']:,.0f} events/s")
+        if "faultline" not in skip:
+            res["faultline"] = serve(broker, prefix, n, 1, topology, args.partitions, tmp)
+            say(f"  faultline: {n / res['faultline']['wall_s']:,.0f} events/s")
         if "engine" not in skip:
-            results["engine"] = engine_in_process(Path(args.log), topology, args.repeat)
-            print(f"  engine: {n / results['engine']['decode+engine']:,.0f} events/s", flush=True)
-        if "latency" not in skip and "faultline" in results:
-            top = n / results["faultline"]["wall_s"]
-            results["latency"] = []
+            res["engine"] = engine_in_process(Path(args.log), topology, args.repeat)
+            say(f"  engine: {n / res['engine']['decode+engine']:,.0f} events/s")
+        if "scale" not in skip:
+            for k in (1, 2):
+                fresh = f"bench-scale{k}-{uuid.uuid4().hex[:8]}."
+                create_topics(bootstrap, [fresh + t for t in TELEMETRY_TOPICS], args.partitions)
+                res[f"scale-{k}"] = serve(broker, fresh, n, k, topology, args.partitions, tmp,
+                                          feed=msgs)
+                say(f"  {k} worker(s), fed while running: "
+                    f"{n / res[f'scale-{k}']['wall_s']:,.0f} events/s")
+        if "latency" not in skip and ("faultline" in res or args.max_rate):
+            top = args.max_rate or n / res["faultline"]["wall_s"]
+            res["latency"] = []
             for share in map(float, args.rates.split(",")):
-                lat = latency_run(broker, msgs, share * top, topology, args.partitions, tmp)
-                lat["share"] = share
-                results["latency"].append(lat)
-                print(f"  latency at {share:.0%} ({share * top:,.0f}/s): alerts p50 "
-                      f"{lat['alert_p50_ms']:.0f} ms p99 {lat['alert_p99_ms']:.0f} ms "
-                      f"(n={lat['alerts_timed']}); findings p50 {lat['finding_p50_ms']:.0f} ms "
-                      f"p99 {lat['finding_p99_ms']:.0f} ms (n={lat['findings']})", flush=True)
-    results["loadavg_end"] = loadavg()
-    report(results)
+                runs = [latency_run(broker, msgs, share * top, topology, args.partitions, tmp)
+                        for _ in range(args.latency_runs)]
+                lat = {"share": share, "rate": share * top,
+                       "achieved_rate": sum(r["achieved_rate"] for r in runs) / len(runs),
+                       "worker_cpu_share": sum(r["worker_cpu_share"] for r in runs) / len(runs),
+                       "alert_messages": sum(r["alert_messages"] for r in runs),
+                       "alerts": [x for r in runs for x in r["alerts"]],
+                       "which": [x for r in runs for x in r["which"]],
+                       "findings": [x for r in runs for x in r["findings"]]}
+                res["latency"].append(lat)
+                say(f"  latency at {share:.0%} ({share * top:,.0f}/s): alerts p99 "
+                    f"{1e3 * percentile(lat['alerts'], 99):.0f} ms, findings p99 "
+                    f"{1e3 * percentile(lat['findings'], 99):.0f} ms")
+    res["loadavg_end"] = loadavg()
+    report(res)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        Path(args.json).write_text(json.dumps(res, indent=1))
     return 0
-
-
-def report(res: dict[str, Any]) -> None:
-    n = res["messages"]
-    print(f"\nload average: {res['loadavg_start']} at the start, {res['loadavg_end']} at the end")
-    ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
-    print("| consumer (one process unless said) | events/s | wall s | CPU µs/event "
-          "| ratio to raw | peak RSS MiB |")
-    print("|---|---|---|---|---|---|")
-    names = {"raw": "raw confluent-kafka + orjson.loads (the physical limit)",
-             "faust-agent": "Faust, agent that does nothing (default path)",
-             "faust-batch": "Faust, the service's batch delivery, no-op stage",
-             "faultline": "`faultline serve`, one worker",
-             "two-workers": "`faultline serve`, two workers in one group"}
-    for key, name in names.items():
-        if key in res:
-            print(row(name, res[key], ref))
-    if "engine" in res:
-        e = res["engine"]
-        for stage, label in (("parse", "in process: orjson.loads only"),
-                             ("decode", "in process: decode (parse + validate)"),
-                             ("engine", "in process: engine on decoded records"),
-                             ("decode+engine", "in process: decode + engine (faultline replay)")):
-            rate = n / e[stage]
-            print(f"| {label} | {rate:,.0f} | {e[stage]:.2f} | {1e6 * e[stage] / n:.2f} | "
-                  f"{rate / ref:.3f} | - |")
-        print(f"\nengine state: {int(e['gpus'])} GPUs, {int(e['state_bytes']):,} bytes pickled "
-              f"= {e['state_bytes'] / max(e['gpus'], 1):,.0f} B/GPU")
-    if "two-workers" in res:
-        for k, w in enumerate(res["two-workers"]["per_worker"]):
-            print(f"two workers, #{k}: {w['partitions']} telemetry partitions at the end, "
-                  f"{w['events']:,} events, {w['events'] / max(w['wall_s'], 1e-9):,.0f}/s "
-                  f"over its own {w['wall_s']:.1f}s, CPU {w['cpu_s']:.1f}s")
-    for key in ("raw", "faust-agent", "faust-batch", "faultline", "two-workers"):
-        if key in res and res[key].get("broker_cpu_s") is not None:
-            print(f"broker CPU during {key}: {res[key]['broker_cpu_s']:.1f}s")
-    if res.get("latency"):
-        print("\n| load (share of max) | events/s produced | alerts p50 ms | alerts p99 ms | "
-              "alerts timed | findings p50 ms | findings p99 ms | findings |")
-        print("|---|---|---|---|---|---|---|---|")
-        for lat in res["latency"]:
-            print(f"| {lat['share']:.0%} | {lat['achieved_rate']:,.0f} | "
-                  f"{lat['alert_p50_ms']:.0f} | {lat['alert_p99_ms']:.0f} | "
-                  f"{lat['alerts_timed']} of {lat['alert_messages']} | "
-                  f"{lat['finding_p50_ms']:.0f} | {lat['finding_p99_ms']:.0f} | "
-                  f"{lat['findings']} |")
 
 
 if __name__ == "__main__":

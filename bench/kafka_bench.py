@@ -1,0 +1,277 @@
+"""Shared pieces of the Kafka benchmarks: a broker, the log as messages, workers, producing.
+
+Used by bench/kafka_throughput.py; nothing here measures anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from detector.events import STEP, TELEMETRY_TOPICS  # noqa: E402
+from replay.log import Record, read_records  # noqa: E402
+
+DEFAULT_LOG = ROOT / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
+DEFAULT_TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
+ARRIVED_HEADER = "faultline-arrived"  # detector.service.ARRIVED_HEADER
+
+
+class Msg(NamedTuple):
+    topic: str          # contract name
+    key: bytes | None
+    value: bytes
+    ts: float
+
+
+def load(path: Path) -> list[Msg]:
+    """The log's telemetry, keyed and serialized as ``faultline replay --to-kafka`` does."""
+    out = []
+    for rec in read_records(path):
+        if not isinstance(rec, Record) or rec.topic not in TELEMETRY_TOPICS:
+            continue
+        v = rec.value
+        key = v.get("job" if rec.topic == STEP else "node")
+        out.append(Msg(rec.topic, key.encode() if isinstance(key, str) else None,
+                       orjson.dumps(v), float(v.get("ts", 0.0))))
+    return out
+
+
+# -- processes ---------------------------------------------------------------------------
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid: int) -> tuple[int, int]:
+    out = {"VmRSS": 0, "VmHWM": 0}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key = line.split(":", 1)[0]
+            if key in out:
+                out[key] = int(line.split()[1])
+    return out["VmRSS"], out["VmHWM"]
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+class Broker:
+    """``bootstrap``, FAULTLINE_KAFKA_BOOTSTRAP, or a broker of our own (deploy/kafka/broker.py)."""
+
+    def __init__(self, bootstrap: str | None) -> None:
+        self.bootstrap = bootstrap or os.environ.get("FAULTLINE_KAFKA_BOOTSTRAP")
+        self._broker: Any = None
+        self.pid: int | None = None
+
+    def __enter__(self) -> Broker:
+        if not self.bootstrap:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location(
+                "faultline_broker", ROOT / "deploy" / "kafka" / "broker.py")
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            self._broker = mod.KafkaBroker()
+            self.bootstrap = self._broker.start()
+            self.pid = self._broker.pid
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._broker is not None:
+            self._broker.stop()
+
+    def cpu_s(self) -> float:
+        return proc_cpu_s(self.pid) if self.pid else float("nan")
+
+
+def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
+               partitions: int) -> dict[str, str]:
+    """Settings of one measured deployment: the telemetry topics under ``prefix``, its own
+    group and internal topics under ``run``, so deployments can read the same backlog."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FAULTLINE_") or k == "FAULTLINE_KAFKA_CACHE"}
+    env.update({
+        "FAULTLINE_BOOTSTRAP_SERVERS": bootstrap, "FAULTLINE_TOPIC_PREFIX": prefix,
+        "FAULTLINE_GROUP_ID": f"{prefix}{run}",
+        "FAULTLINE_TOPIC_FINDINGS": f"{run}.faultline.findings",
+        "FAULTLINE_TOPIC_STATE": f"{run}.faultline.state",
+        "FAULTLINE_TOPIC_ISOLATION": f"{run}.alerts.isolation",
+        "FAULTLINE_TOPIC_ESCALATION": f"{run}.alerts.escalation",
+        "FAULTLINE_TOPIC_DEADLETTER": f"{run}.telemetry.deadletter",
+        "FAULTLINE_PARTITIONS_TELEMETRY": str(partitions),
+        # Defaults otherwise; a quiet partition lets time run on sooner, so a run settles.
+        "FAULTLINE_IDLE_ADVANCE_S": "2", "PYTHONUNBUFFERED": "1"})
+    if topology:
+        env["FAULTLINE_TOPOLOGY"] = str(topology)
+    return env
+
+
+class Worker:
+    """One ``faultline serve`` process, its status file and its CPU."""
+
+    def __init__(self, env: dict[str, str], workdir: Path, extra: list[str] | None = None
+                 ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.log = open(workdir / "worker.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "detector.cli", "serve", "--workdir", str(workdir),
+             *(extra or [])], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.workdir / "status.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def tail(self) -> str:
+        lines = (self.workdir / "worker.log").read_text(errors="replace").splitlines()
+        return "\n".join(lines[-30:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+
+def wait_for(what: str, cond: Any, timeout_s: float, workers: list[Worker]) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = cond()
+        if got:
+            return got
+        for w in workers:
+            if w.proc.poll() is not None:
+                raise RuntimeError(f"worker exited ({w.proc.returncode}) while waiting for "
+                                   f"{what}:\n{w.tail()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}:\n"
+                               + "\n".join(w.tail() for w in workers))
+        time.sleep(0.1)
+
+
+def processed(workers: list[Worker]) -> int:
+    """Telemetry messages in the state of the partitions' current owners (offsets + 1)."""
+    best: dict[str, int] = {}
+    for w in workers:
+        for src, st in (w.status().get("sources") or {}).items():
+            best[src] = max(best.get(src, -1), st["offset"])
+    return sum(o + 1 for o in best.values())
+
+
+# -- producing ---------------------------------------------------------------------------
+
+
+def producer(bootstrap: str, linger_ms: float) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                     "linger.ms": linger_ms, "compression.type": "none",
+                     "queue.buffering.max.kbytes": 262144})
+
+
+def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions)
+                                    for n in names]).values():
+        fut.result(30)
+
+
+def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None) -> float:
+    """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds."""
+    topics = {t: prefix + t for t in TELEMETRY_TOPICS}
+    start = time.time()
+    if speed is None:
+        for i, m in enumerate(msgs):
+            while True:
+                try:
+                    p.produce(topics[m.topic], m.value, m.key)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+            if i % 5000 == 0:
+                p.poll(0)
+    else:
+        ts0 = msgs[0].ts
+        i, n, high = 0, len(msgs), ts0
+        while i < n:
+            due = ts0 + (time.time() - start) * speed
+            while i < n and max(high, msgs[i].ts) <= due:
+                m = msgs[i]
+                high = max(high, m.ts)
+                p.produce(topics[m.topic], m.value, m.key)
+                i += 1
+            p.poll(0)
+            if i < n:
+                wait = (max(high, msgs[i].ts) - ts0) / speed - (time.time() - start)
+                if wait > 0:
+                    time.sleep(min(wait, 0.05))
+    left = p.flush(60)
+    if left:
+        raise RuntimeError(f"{left} messages not delivered")
+    return time.time() - start
+
+
+def read_topic(bootstrap: str, topic: str) -> list[Any]:
+    """Every message of a topic, from the beginning to its current end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        meta = c.list_topics(topic, timeout=30).topics[topic]
+        ends = {}
+        for part in meta.partitions:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, part), timeout=30)
+            if high > low:
+                ends[part] = high
+        if not ends:
+            return []
+        c.assign([TopicPartition(topic, part, 0) for part in ends])
+        out = []
+        deadline = time.monotonic() + 60
+        while ends and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ends.pop(msg.partition(), None)
+                    continue
+                raise RuntimeError(str(msg.error()))
+            out.append(msg)
+            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
+                ends.pop(msg.partition(), None)
+        return out
+    finally:
+        c.close()
+
+
+def percentile(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    k = min(len(xs) - 1, max(0, round(q / 100.0 * (len(xs) - 1))))
+    return xs[k]
