@@ -48,7 +48,7 @@ servers:
 test: venv kafka-jars servers
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: venv
+bench: venv kafka-jars
 	$(BIN)/python bench/run_all.py
 
 clean:
