@@ -223,7 +223,11 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
             while i < n and max(high, msgs[i].ts) <= due:
                 m = msgs[i]
                 high = max(high, m.ts)
-                p.produce(topics[m.topic], m.value, m.key)
+                try:
+                    p.produce(topics[m.topic], m.value, m.key)
+                except BufferError:
+                    p.poll(0.01)  # the queue is full: let librdkafka send, try this one again
+                    continue
                 i += 1
             p.poll(0)
             if i < n:
@@ -242,17 +246,19 @@ def read_topic(bootstrap: str, topic: str) -> list[Any]:
                   "enable.auto.commit": False, "enable.partition.eof": True})
     try:
         meta = c.list_topics(topic, timeout=30).topics[topic]
-        ends = {}
+        ends, starts = {}, {}
         for part in meta.partitions:
             low, high = c.get_watermark_offsets(TopicPartition(topic, part), timeout=30)
             if high > low:
-                ends[part] = high
+                ends[part], starts[part] = high, low
         if not ends:
             return []
-        c.assign([TopicPartition(topic, part, 0) for part in ends])
+        c.assign([TopicPartition(topic, part, starts[part]) for part in ends])
         out = []
         deadline = time.monotonic() + 60
-        while ends and time.monotonic() < deadline:
+        while ends:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}: partitions {sorted(ends)} not read to their end")
             msg = c.poll(0.5)
             if msg is None:
                 continue

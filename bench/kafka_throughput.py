@@ -79,7 +79,10 @@ def reference_consumer(mode: str, bootstrap: str, topics: list[str], n: int) -> 
              if '{"mode"' in ln]
     if not lines:
         raise RuntimeError(f"{mode}: no result\n{out.stderr.decode()[-3000:]}")
-    return json.loads(lines[-1])
+    res = json.loads(lines[-1])
+    if res["messages"] != n:  # timed out: its rate would be of a part of the log
+        raise RuntimeError(f"{mode}: read {res['messages']:,} of {n:,} messages")
+    return res
 
 
 def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | None,
@@ -314,7 +317,10 @@ def main() -> int:
                                           feed=msgs)
                 say(f"  {k} worker(s), fed while running: "
                     f"{n / res[f'scale-{k}']['wall_s']:,.0f} events/s")
-        if "latency" not in skip and ("faultline" in res or args.max_rate):
+        if "latency" not in skip and not ("faultline" in res or args.max_rate):
+            say("  latency: skipped (it needs the worker's maximum: run 'faultline' or "
+                "pass --max-rate)")
+        elif "latency" not in skip:
             top = args.max_rate or n / res["faultline"]["wall_s"]
             res["latency"] = []
             for share in map(float, args.rates.split(",")):

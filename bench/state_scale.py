@@ -112,7 +112,9 @@ class Cluster:
 
 
 # GPUs generated at once: the records of one second of 8,192 GPUs are a few MB, so the
-# generator's own memory does not blur the engine's.
+# generator's own memory does not blur the engine's.  Records are in time order within a
+# chunk; from one chunk to the next event time steps back by under a second, which the
+# engine takes as the slightly late, out-of-order input it is built for (5 s allowed).
 CHUNK = 8192
 
 
@@ -167,7 +169,10 @@ def main() -> int:
     for gpus in map(int, args.gpus.split(",")):
         out = subprocess.run([sys.executable, __file__, "--one", str(gpus), "--seconds",
                               str(args.seconds), "--job-gpus", str(args.job_gpus)],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True)
+        if out.returncode:
+            sys.stderr.write(out.stderr)
+            return out.returncode
         r = json.loads(out.stdout.strip().splitlines()[-1])
         results.append(r)
         job = f"{args.job_gpus:,}" if args.job_gpus else "all"
