@@ -10,17 +10,17 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from detector.events import STEP, TELEMETRY_TOPICS  # noqa: E402
+from detector.service_kafka import read_to_end  # noqa: E402
 from replay.log import Record, read_records  # noqa: E402
 
 DEFAULT_LOG = ROOT / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
@@ -58,7 +58,8 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_kib(pid: int) -> tuple[int, int]:
+def rss_kib(pid: int | str = "self") -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KiB, from /proc."""
     out = {"VmRSS": 0, "VmHWM": 0}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -242,37 +243,7 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
 
 def read_topic(bootstrap: str, topic: str) -> list[Any]:
     """Every message of a topic, from the beginning to its current end."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        meta = c.list_topics(topic, timeout=30).topics[topic]
-        ends, starts = {}, {}
-        for part in meta.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, part), timeout=30)
-            if high > low:
-                ends[part], starts[part] = high, low
-        if not ends:
-            return []
-        c.assign([TopicPartition(topic, part, starts[part]) for part in ends])
-        out = []
-        deadline = time.monotonic() + 60
-        while ends:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{topic}: partitions {sorted(ends)} not read to their end")
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ends.pop(msg.partition(), None)
-                    continue
-                raise RuntimeError(str(msg.error()))
-            out.append(msg)
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
-        return out
-    finally:
-        c.close()
+    return read_to_end({"bootstrap.servers": bootstrap}, topic, 60.0)
 
 
 def percentile(xs: list[float], q: float) -> float:

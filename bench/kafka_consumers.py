@@ -32,16 +32,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def rss_kib(pid: int | str = "self") -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process in KiB, from /proc."""
-    out = {"VmRSS": 0, "VmHWM": 0}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key = line.split(":", 1)[0]
-            if key in out:
-                out[key] = int(line.split()[1])
-    return out["VmRSS"], out["VmHWM"]
+from kafka_bench import rss_kib  # noqa: E402
 
 
 class Meter:

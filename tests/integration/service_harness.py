@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from detector.alerts import ESCALATION, ISOLATION, Scope
+from detector.service_kafka import read_to_end
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 from replay.log import Record, read_records
@@ -108,39 +109,7 @@ class Deployment:
 
     def read_topic(self, name: str, timeout_s: float = 30.0) -> list[Any]:
         """Every message of a topic, from the beginning to its current end."""
-        topic = self.topic(name)
-        consumer = Consumer({"bootstrap.servers": self.bootstrap,
-                             "group.id": f"reader-{uuid.uuid4().hex}",
-                             "enable.auto.commit": False, "enable.partition.eof": True})
-        try:
-            meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
-            ends = {}
-            for p in meta.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                           timeout=timeout_s)
-                if high > low:
-                    ends[p] = high
-            if not ends:
-                return []
-            consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-            out = []
-            deadline = time.monotonic() + timeout_s
-            while ends and time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        ends.pop(msg.partition(), None)
-                        continue
-                    raise AssertionError(str(msg.error()))
-                out.append(msg)
-                if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                    ends.pop(msg.partition(), None)
-            assert not ends, f"{topic}: not read to the end in {timeout_s}s"
-            return out
-        finally:
-            consumer.close()
+        return read_to_end({"bootstrap.servers": self.bootstrap}, self.topic(name), timeout_s)
 
     def alerts(self) -> list[tuple[str, dict[str, Any]]]:
         out = []
