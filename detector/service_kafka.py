@@ -162,43 +162,18 @@ def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float = 30.0) 
 
     For tools and tests that check what the service wrote (alerts, findings):
     ``config`` is a confluent-kafka client configuration (bootstrap servers and
-    security); a fresh reader group, nothing committed.  Raises if a partition is
-    not read to its end within ``timeout_s``.
+    security); a fresh reader group, nothing committed.  Raises (see
+    :func:`detector.state_store.messages_to_end`) if it cannot read to the end.
     """
     import uuid
 
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
+
+    from detector.state_store import messages_to_end
 
     consumer = Consumer({**config, "group.id": f"faultline-reader-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     try:
-        meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
-        ends, starts = {}, {}
-        for p in meta.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=timeout_s)
-            if high > low:
-                ends[p], starts[p] = high, low
-        if not ends:
-            return []
-        consumer.assign([TopicPartition(topic, p, starts[p]) for p in ends])
-        out = []
-        deadline = time.monotonic() + timeout_s
-        while ends:
-            if time.monotonic() > deadline:
-                raise ServiceKafkaError(f"{topic}: partitions {sorted(ends)} not read to "
-                                        f"their end in {timeout_s:.0f} s")
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ends.pop(msg.partition(), None)
-                    continue
-                raise ServiceKafkaError(f"{topic}: {msg.error()}")
-            out.append(msg)
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
-        return out
+        return list(messages_to_end(consumer, topic, timeout_s))
     finally:
         consumer.close()

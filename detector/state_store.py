@@ -21,10 +21,10 @@ import logging
 import struct
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -70,38 +70,10 @@ class StateStore:
             return {}
         consumer = Consumer(self._conf)
         try:
-            meta = consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
-            if meta is None or meta.error is not None:
-                raise RuntimeError(f"state topic {self.topic!r} is missing: "
-                                   f"{meta.error if meta else 'not in metadata'}")
-            ends: dict[int, int] = {}
-            for p in meta.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p),
-                                                           timeout=timeout_s)
-                if high > low:
-                    ends[p] = high
-            if not ends:
-                return {}
-            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in ends])
-            deadline = time.monotonic() + timeout_s
-            while ends:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"state topic {self.topic!r}: not read to its end in "
-                                       f"{timeout_s:.0f}s (partitions left: {sorted(ends)})")
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        ends.pop(msg.partition(), None)
-                        continue
-                    raise RuntimeError(f"state topic {self.topic!r}: {err}")
+            for msg in messages_to_end(consumer, self.topic, timeout_s):
                 key = msg.key()
                 if key in wanted:
                     found[key] = msg.value()  # later messages win, as compaction will decide
-                if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                    ends.pop(msg.partition(), None)
         finally:
             consumer.close()
         out: dict[str, tuple[int, bytes]] = {}
@@ -113,6 +85,46 @@ class StateStore:
             except ValueError as exc:
                 log.warning("state topic %s: ignoring snapshot %s: %s", self.topic, key, exc)
         return out
+
+
+def messages_to_end(consumer: Consumer, topic: str, timeout_s: float) -> Iterator[Any]:
+    """Every message of ``topic``, each partition from its low offset to its end as of now.
+
+    ``consumer`` has ``enable.partition.eof`` set and is assigned here.  Raises
+    RuntimeError if the topic is missing or a read fails, TimeoutError if a
+    partition is not read to its end within ``timeout_s``.
+    """
+    meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if meta is None or meta.error is not None:
+        raise RuntimeError(f"topic {topic!r} is missing: "
+                           f"{meta.error if meta else 'not in metadata'}")
+    ends: dict[int, int] = {}
+    starts: list[TopicPartition] = []
+    for p in meta.partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+        if high > low:
+            ends[p] = high
+            starts.append(TopicPartition(topic, p, low))
+    if not ends:
+        return
+    consumer.assign(starts)
+    deadline = time.monotonic() + timeout_s
+    while ends:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic!r}: not read to its end in {timeout_s:.0f}s "
+                               f"(partitions left: {sorted(ends)})")
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                ends.pop(msg.partition(), None)
+                continue
+            raise RuntimeError(f"topic {topic!r}: {err}")
+        yield msg
+        if msg.offset() + 1 >= ends.get(msg.partition(), 0):
+            ends.pop(msg.partition(), None)
 
 
 def start_positions(kafka_config: dict[str, Any], group: str, partitions: Iterable[tuple[str, int]],

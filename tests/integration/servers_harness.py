@@ -12,14 +12,13 @@ import json
 import shutil
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from service_harness import wait_for  # noqa: F401 - one poller for both harnesses
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -38,19 +37,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(what: str, condition: Callable[[], Any], timeout_s: float,
-             interval_s: float = 0.2, detail: Callable[[], str] | None = None) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}\n"
-                                 f"{detail() if detail else ''}")
-        time.sleep(interval_s)
 
 
 def http_json(url: str, data: Any = None, timeout_s: float = 5.0) -> Any:
@@ -82,7 +68,7 @@ class Server:
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      cwd=workdir)
         try:
-            wait_for(f"{name} ready on {self.url}", self._up, 30, detail=self.log_tail)
+            wait_for(f"{name} ready on {self.url}", self._up, 30, on_timeout=self.log_tail)
         except BaseException:
             self.close()
             raise

@@ -157,7 +157,7 @@ def test_pager_delivers_commits_and_resumes_without_repeats_or_losses(
         try:
             rx.wait_for("three notifications: one for the four NIC alerts, two escalations",
                         lambda reqs: len(reqs) >= 3, 60)
-            wait_for("every offset committed", run.all_committed, 30, detail=run.log)
+            wait_for("every offset committed", run.all_committed, 30, on_timeout=run.log)
             assert run.metric('faultline_pager_deliveries_total{sink="tickets"}') == 3
             assert run.metric('faultline_pager_held_back_total{reason="grouped",'
                               'sink="tickets"}') == 3
@@ -183,7 +183,7 @@ def test_pager_delivers_commits_and_resumes_without_repeats_or_losses(
         try:
             rx.wait_for("the group's resolve and the new escalation",
                         lambda reqs: len(reqs) >= 5, 60)
-            wait_for("every offset committed", run.all_committed, 30, detail=run.log)
+            wait_for("every offset committed", run.all_committed, 30, on_timeout=run.log)
         finally:
             run.stop(pager)
         second = rx.bodies()[3:]

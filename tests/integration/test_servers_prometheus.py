@@ -83,7 +83,7 @@ def test_a_failing_sink_fires_the_pager_rule_through_prometheus_and_alertmanager
                 wait_for("two scrapes of the pager at zero failures", lambda: _value(
                     prom, 'count_over_time(faultline_pager_failures_total'
                           '{sink="pagerduty", reason="rejected"}[1m])') >= 2, 30,
-                    detail=prom.log_tail)
+                    on_timeout=prom.log_tail)
                 assert _value(prom, 'sum(up{job=~"faultline-.*"})') == 2
 
                 pager.submit(alert("node-007", topic=ESCALATION, kind="sdc",
