@@ -19,7 +19,7 @@ Two measurements, printed separately because they measure different things:
    of rank-steps per job layout (default: 128 ranks, TP 8 x PP 2 x DP 8, and
    1,024 ranks, TP 8 x PP 4 x DP 32 — a peer group of 8 replicas is noisier
    than one of 32).
-   The model is the simulator's healthy step model (replay/sim_model.py):
+   The model is the simulator's healthy step model (replay/sim/model.py):
    compute_ms = stage base (0.88/0.95/1.0/0.93 x 680 ms by pipeline stage) x a
    per-GPU bias N(1, 0.4 %) x lognormal(0, 1.5 %) jitter; grad_norm = slow
    sinusoidal level x per-shard norm x per-replica lognormal(0, 10 %) x
@@ -57,11 +57,11 @@ from detector.alerts import ESCALATION, ISOLATION  # noqa: E402
 from detector.events import StepSample  # noqa: E402
 from detector.steps import JobMonitor  # noqa: E402
 from detector.thresholds import Thresholds  # noqa: E402
-from replay.ettr import EttrModel  # noqa: E402
-from replay.eval_corpus import read_manifest, resolve_topology  # noqa: E402
-from replay.evaluate import FAULTLINE, assemble, evaluate_task  # noqa: E402
+from replay.evaluation.corpus import read_manifest, resolve_topology  # noqa: E402
+from replay.evaluation.ettr import EttrModel  # noqa: E402
+from replay.evaluation.evaluate import FAULTLINE, assemble, evaluate_task  # noqa: E402
 
-STAGE_FRACTION = (0.88, 0.95, 1.0, 0.93)  # as replay/sim_model.py
+STAGE_FRACTION = (0.88, 0.95, 1.0, 0.93)  # as replay/sim/model.py
 BASE_MS = 680.0
 T0 = 1767225600.0
 

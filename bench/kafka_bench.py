@@ -20,12 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from detector.events import STEP, TELEMETRY_TOPICS  # noqa: E402
-from detector.service_kafka import read_to_end  # noqa: E402
+from detector.service.kafka_io import read_to_end  # noqa: E402
 from replay.log import Record, read_records  # noqa: E402
 
 DEFAULT_LOG = ROOT / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
 DEFAULT_TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
-ARRIVED_HEADER = "faultline-arrived"  # detector.service.ARRIVED_HEADER
+ARRIVED_HEADER = "faultline-arrived"  # detector.service.app.ARRIVED_HEADER
 
 
 class Msg(NamedTuple):

@@ -11,7 +11,7 @@ from the first message to the last, and resident memory.
 - ``faust-agent``: a Faust app whose agent does nothing (``async for _ in
   stream``): Faust's default, per-message path;
 - ``faust-batch``: the same app with the service's batch delivery
-  (:func:`detector.service_faust.batch_transport`) and a stage that only
+  (:func:`detector.service.faust_io.batch_transport`) and a stage that only
   counts: what Faust's consumer costs before faultline does any work.
 
     python bench/kafka_consumers.py MODE --bootstrap HOST:PORT --topics T1,T2 --expect N
@@ -122,7 +122,7 @@ def run_faust_agent(args: argparse.Namespace) -> None:
 
 
 def run_faust_batch(args: argparse.Namespace) -> None:
-    from detector.service_faust import batch_transport
+    from detector.service.faust_io import batch_transport
 
     app = _faust_app(args)
     topic = app.topic(*args.topics, value_serializer="raw", key_serializer="raw", acks=False)

@@ -35,8 +35,8 @@ from detector.engine import Engine  # noqa: E402
 from detector.events import STEP, TELEMETRY_TOPICS, InvalidMessage, decode_value  # noqa: E402
 from detector.topology import Topology  # noqa: E402
 from replay.scoring import score  # noqa: E402
-from replay.sim_plan import BENIGN_KINDS, JobLayout, plan_scenario  # noqa: E402
-from replay.simulate import simulate  # noqa: E402
+from replay.sim.plan import BENIGN_KINDS, JobLayout, plan_scenario  # noqa: E402
+from replay.sim.simulate import simulate  # noqa: E402
 
 Result = tuple[float, bool, "int | None", "float | None", str]
 

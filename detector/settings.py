@@ -322,7 +322,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
             values["thresholds"] = dict(table)
             continue
         if section == "pager":
-            continue  # read by detector.pager_config
+            continue  # read by detector.pager.config
         for key, raw in table.items():
             f = by_place.get((section, key))
             if f is None:

@@ -10,10 +10,10 @@ import pytest
 from detector import testing as t
 from detector.alerts import ESCALATION, ISOLATION, FiredAlert, Label, Scope
 from detector.cli import main
-from replay.baselines import PrometheusRules, StragglerScore
-from replay.ettr import EttrModel, FaultOutcome, estimate
-from replay.eval_corpus import LogRecipe, build_corpus, parse_seeds, read_manifest
-from replay.eval_score import combine, score
+from replay.evaluation.baselines import PrometheusRules, StragglerScore
+from replay.evaluation.corpus import LogRecipe, build_corpus, parse_seeds, read_manifest
+from replay.evaluation.ettr import EttrModel, FaultOutcome, estimate
+from replay.evaluation.score import combine, score
 from replay.log import read_records
 
 T0 = t.T0

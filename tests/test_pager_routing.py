@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from detector import pager_config
 from detector.alerts import ESCALATION, ISOLATION
-from detector.pager_config import PagerConfig
-from detector.pager_routing import Router
+from detector.pager import config as pager_config
+from detector.pager.config import PagerConfig
+from detector.pager.routing import Router
 
 KEY = "0123456789abcdef0123456789abcdef"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from detector.alerts import ESCALATION
-from detector.pager_config import StormConfig
-from detector.pager_testing import FakeClock, alert, resolved
-from detector.storm import Notification, StormControl, TokenBucket
+from detector.pager.config import StormConfig
+from detector.pager.storm import Notification, StormControl, TokenBucket
+from detector.pager.testing import FakeClock, alert, resolved
 from detector.topology import Topology
 
 

@@ -15,8 +15,8 @@ import pytest
 from detector.alerts import Label
 from detector.events import ECC, NIC, STEP, THERMAL, decode_value
 from detector.topology import Topology
-from replay.sim_plan import GAP_S, ecc_baseline
-from replay.simulate import (
+from replay.sim.plan import GAP_S, ecc_baseline
+from replay.sim.simulate import (
     BENIGN_KINDS,
     FAULT_KINDS,
     BenignSpec,

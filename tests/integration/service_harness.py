@@ -22,7 +22,7 @@ import orjson
 from confluent_kafka import Producer
 
 from detector.alerts import ESCALATION, ISOLATION, Scope
-from detector.service_kafka import read_to_end
+from detector.service.kafka_io import read_to_end
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 from replay.log import Record, read_records

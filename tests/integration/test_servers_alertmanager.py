@@ -12,9 +12,9 @@ from servers_harness import alertmanager
 
 from detector.alerts import ESCALATION
 from detector.metrics import PagerMetrics
-from detector.pager import FileDeadLetters, Pager
-from detector.pager_config import PagerConfig
-from detector.pager_testing import Receiver, alert, resolved
+from detector.pager.config import PagerConfig
+from detector.pager.core import FileDeadLetters, Pager
+from detector.pager.testing import Receiver, alert, resolved
 
 pytestmark = pytest.mark.servers
 

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from servers_harness import ROOT, free_port, wait_for
 
 from detector.alerts import ESCALATION, ISOLATION
-from detector.pager_testing import Receiver, envelope
+from detector.pager.testing import Receiver, envelope
 
 pytestmark = pytest.mark.kafka
 

@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry
 
 from detector.alerts import ESCALATION
 from detector.metrics import PagerMetrics
-from detector.pager import FileDeadLetters, Pager
-from detector.pager_config import PagerConfig
-from detector.pager_testing import (
+from detector.pager.config import PagerConfig
+from detector.pager.core import FileDeadLetters, Pager
+from detector.pager.testing import (
     Receiver,
     alert,
     resolved,

@@ -19,9 +19,9 @@ from servers_harness import DEPLOY, alertmanager, prometheus, promql, wait_for
 
 from detector.alerts import ESCALATION
 from detector.metrics import PagerMetrics, WorkerMetrics, serve_metrics
-from detector.pager import FileDeadLetters, Pager
-from detector.pager_config import PagerConfig
-from detector.pager_testing import Receiver, alert
+from detector.pager.config import PagerConfig
+from detector.pager.core import FileDeadLetters, Pager
+from detector.pager.testing import Receiver, alert
 
 pytestmark = pytest.mark.servers
 

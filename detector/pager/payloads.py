@@ -1,0 +1,256 @@
+"""What each sink is sent: an Alertmanager alert, a PagerDuty event, a webhook body.
+
+Pure functions of a :class:`~detector.pager.storm.Notification` (and the wall time
+where a timestamp is needed); the sinks in :mod:`detector.pager.sinks` post them.
+
+Limits kept here, so a payload is never refused for its size:
+PagerDuty's ``payload.summary`` is at most 1,024 characters and the whole
+event under 512 KB (``custom_details`` is cut to ``details_max_bytes``);
+an Alertmanager label value is at most 256 characters, the evidence
+annotation at most ``evidence_max_bytes``.
+
+>>> from detector.alerts import FiredAlert
+>>> from detector.pager.storm import Notification
+>>> a = FiredAlert.from_record("alerts.escalation", {
+...     "dedup_key": "fl:c1:esc:unattributed:node:node-007", "status": "firing",
+...     "kind": "unattributed", "cause": "unknown", "onset_ts": 100.0, "detected_ts": 103.0,
+...     "scope": {"level": "node", "node": "node-007"}, "cluster": "c1", "tenant": "t-a",
+...     "summary": "slow rank, no cause", "evidence": {"next_diagnostic": "dcgmi diag -r 3"}})
+>>> n = Notification("am", "trigger", a.dedup_key, "critical", a)
+>>> am = alertmanager_alert(a, "critical", wall_now=200.0, ttl_s=240.0)
+>>> " ".join(sorted(am["labels"]))
+'alertname cause cluster dedup_key kind level node severity source tenant topic'
+>>> am["labels"]["alertname"], am["labels"]["topic"], am["labels"]["node"]
+('FaultlineEscalation', 'escalation', 'node-007')
+>>> am["annotations"]["next_diagnostic"]
+'dcgmi diag -r 3'
+>>> ev = pagerduty_event(n, "R" * 32, source=None, wall_now=200.0, details_max_bytes=65536)
+>>> ev["event_action"], ev["payload"]["severity"], ev["payload"]["source"]
+('trigger', 'critical', 'node-007')
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from detector.alerts import ESCALATION, FiredAlert
+from detector.pager.config import SHORT_TOPIC
+from detector.pager.storm import Notification
+
+SUMMARY_MAX_CHARS = 1024      # PagerDuty payload.summary
+DEDUP_KEY_MAX_CHARS = 255     # PagerDuty dedup_key
+LABEL_MAX_CHARS = 256         # ours, for Alertmanager label values
+WEBHOOK_VERSION = 1
+_SCOPE_LABELS = ("node", "gpu", "nic", "port", "switch", "domain", "job", "dp_rank")
+
+
+def iso(ts: float) -> str:
+    """RFC 3339 UTC with milliseconds, as Alertmanager and PagerDuty take it."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def alert_name(topic: str) -> str:
+    return "FaultlineEscalation" if topic == ESCALATION else "FaultlineIsolation"
+
+
+def title(a: FiredAlert) -> str:
+    """One line: what, where, and the detector's own summary."""
+    head = f"[faultline {SHORT_TOPIC.get(a.topic, a.topic)}] {a.kind}/{a.cause} on {a.scope.key}"
+    text = str(a.raw.get("summary") or "")
+    return f"{head}: {text}" if text else head
+
+
+def _action_text(a: FiredAlert) -> str:
+    act = a.raw.get("action")
+    if not isinstance(act, dict):
+        return ""
+    parts = [str(act.get("name") or ""), str(act.get("detail") or "")]
+    line = ": ".join(p for p in parts if p)
+    if act.get("requires_approval", True):
+        line += " (requires approval)"
+    if act.get("rollback"):
+        line += f"; rollback: {act['rollback']}"
+    return line
+
+
+def _next_diagnostic(a: FiredAlert) -> str | None:
+    ev = a.raw.get("evidence")
+    if isinstance(ev, dict) and ev.get("next_diagnostic"):
+        return str(ev["next_diagnostic"])
+    return None
+
+
+def bounded_json(value: Any, max_bytes: int) -> str:
+    """``value`` as compact JSON, cut to ``max_bytes`` with a note saying how much was cut."""
+    text = orjson.dumps(value, default=str).decode()
+    if len(text.encode()) <= max_bytes:
+        return text
+    note = f"... (cut: {len(text.encode())} bytes in all)"
+    keep = max(0, max_bytes - len(note.encode()))
+    return text.encode()[:keep].decode(errors="ignore") + note
+
+
+def _label(v: Any) -> str:
+    return str(v)[:LABEL_MAX_CHARS]
+
+
+# -- Alertmanager ------------------------------------------------------------------------
+
+
+def alertmanager_labels(a: FiredAlert, severity: str) -> dict[str, str]:
+    """The identity of an alert in Alertmanager: stable for one problem (no evidence here)."""
+    labels = {"alertname": alert_name(a.topic), "topic": SHORT_TOPIC.get(a.topic, a.topic),
+              "kind": a.kind, "cause": a.cause, "severity": severity, "level": a.scope.level,
+              "dedup_key": a.dedup_key, "source": "faultline"}
+    scope = a.scope.to_dict()
+    for k in _SCOPE_LABELS:
+        if scope.get(k) is not None:
+            labels[k] = scope[k]
+    for k in ("cluster", "tenant"):
+        if a.raw.get(k):
+            labels[k] = a.raw[k]
+    return {k: _label(v) for k, v in labels.items()}
+
+
+def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: float,
+                       evidence_max_bytes: int = 4096, generator_url: str | None = None,
+                       extra_summary: str = "") -> dict[str, Any]:
+    """One element of ``POST /api/v2/alerts``; a resolved alert gets ``endsAt``."""
+    raw = a.raw
+    ann = {"summary": title(a)[:SUMMARY_MAX_CHARS], "action": _action_text(a),
+           "evidence": bounded_json(raw.get("evidence", {}), evidence_max_bytes),
+           "confidence": f"{a.confidence:.2f}",
+           "detection_latency_s": f"{a.detected_ts - a.onset_ts:.3f}",
+           "onset": iso(a.onset_ts), "detected": iso(a.detected_ts)}
+    diag = _next_diagnostic(a)
+    if diag:
+        ann["next_diagnostic"] = diag
+    if raw.get("job"):
+        ann["job"] = str(raw["job"])
+    if extra_summary:
+        ann["grouped"] = extra_summary[:SUMMARY_MAX_CHARS]
+    # Event time may run ahead of (a replay) or behind (a backlog) the wall clock:
+    # Alertmanager judges by its own clock, so clamp to now.
+    starts = min(a.detected_ts, wall_now)
+    ends = wall_now if a.status == "resolved" else wall_now + ttl_s
+    out: dict[str, Any] = {"labels": alertmanager_labels(a, severity), "annotations": ann,
+                           "startsAt": iso(starts), "endsAt": iso(max(ends, starts))}
+    if generator_url:
+        out["generatorURL"] = generator_url
+    return out
+
+
+# -- PagerDuty ---------------------------------------------------------------------------
+
+
+def pd_dedup_key(key: str) -> str:
+    """PagerDuty takes at most 255 characters: a longer key keeps its start and a hash."""
+    if len(key) <= DEDUP_KEY_MAX_CHARS:
+        return key
+    import hashlib
+    digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return key[:DEDUP_KEY_MAX_CHARS - 33] + "~" + digest
+
+
+def _source(a: FiredAlert | None) -> str:
+    if a is None:
+        return "faultline"
+    s = a.scope
+    return s.node or s.switch or s.domain or (f"job {s.job}" if s.job else s.key)
+
+
+def _brief(a: FiredAlert) -> dict[str, Any]:
+    return {"dedup_key": a.dedup_key, "status": a.status, "kind": a.kind, "cause": a.cause,
+            "scope": a.scope.key, "tenant": a.raw.get("tenant"), "summary": a.raw.get("summary")}
+
+
+def details(n: Notification, max_bytes: int) -> dict[str, Any]:
+    """What a person paged needs, bounded: the envelope (evidence cut if large) and the group."""
+    d: dict[str, Any] = {}
+    a = n.alert
+    if a is not None:
+        raw = a.raw
+        d = {"topic": a.topic, "dedup_key": a.dedup_key, "kind": a.kind, "cause": a.cause,
+             "scope": raw.get("scope"), "action": raw.get("action"),
+             "confidence": a.confidence, "onset": iso(a.onset_ts), "detected": iso(a.detected_ts),
+             "detection_latency_s": round(a.detected_ts - a.onset_ts, 3),
+             "job": raw.get("job"), "tenant": raw.get("tenant"), "cluster": raw.get("cluster"),
+             "next_diagnostic": _next_diagnostic(a), "evidence": raw.get("evidence", {}),
+             "alert_id": raw.get("id")}
+    if n.summary:
+        d["storm"] = n.summary
+    if n.members:
+        d["grouped"] = [_brief(m) for m in n.members]
+    if n.held_back:
+        d["held_back"] = [_brief(h) for h in n.held_back]
+    size = len(orjson.dumps(d, default=str))
+    if size > max_bytes and "evidence" in d:
+        d["evidence"] = bounded_json(d["evidence"], max(256, max_bytes // 4))
+    for key in ("grouped", "held_back"):
+        while key in d and len(orjson.dumps(d, default=str)) > max_bytes and len(d[key]) > 1:
+            cut = len(d[key]) // 2
+            d[f"{key}_not_listed"] = d.get(f"{key}_not_listed", 0) + len(d[key]) - cut
+            d[key] = d[key][:cut]
+    if len(orjson.dumps(d, default=str)) > max_bytes:  # still too big: say so, keep the key
+        d = {"dedup_key": d.get("dedup_key"), "storm": d.get("storm"),
+             "note": f"details cut: over {max_bytes} bytes"}
+    return d
+
+
+def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
+                    wall_now: float, details_max_bytes: int) -> dict[str, Any]:
+    """An Events API v2 event: ``trigger`` with a payload, or ``resolve``."""
+    ev: dict[str, Any] = {"routing_key": routing_key, "event_action": n.event,
+                          "dedup_key": pd_dedup_key(n.dedup_key)}
+    if n.event != "trigger":
+        return ev
+    a = n.alert
+    text = title(a) if a is not None else n.summary
+    if a is not None and n.summary:
+        text = f"{text} [{n.summary}]"
+    primary = a if a is not None else (n.held_back[0] if n.held_back else None)
+    ev["payload"] = {
+        "summary": text[:SUMMARY_MAX_CHARS],
+        "source": (source or _source(primary))[:SUMMARY_MAX_CHARS],
+        "severity": n.severity,
+        "timestamp": iso(min(a.detected_ts, wall_now) if a is not None else wall_now),
+        "component": primary.scope.key if primary is not None else "faultline",
+        "group": str((primary.raw.get("cluster") if primary is not None else None)
+                     or "faultline"),
+        "class": f"{primary.kind}/{primary.cause}" if primary is not None else "held_back",
+        "custom_details": details(n, details_max_bytes),
+    }
+    ev["client"] = "faultline"
+    return ev
+
+
+# -- webhook -----------------------------------------------------------------------------
+
+
+def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int
+                 ) -> dict[str, Any]:
+    """A JSON body for a ticket queue or a chat bridge: the envelope itself, plus storm info."""
+    a = n.alert
+    envelope: dict[str, Any] | None = None
+    if a is not None:
+        envelope = dict(a.raw)
+        if len(orjson.dumps(envelope, default=str)) > details_max_bytes:
+            envelope["evidence"] = bounded_json(envelope.get("evidence", {}),
+                                                max(256, details_max_bytes // 4))
+    body: dict[str, Any] = {
+        "version": WEBHOOK_VERSION, "source": "faultline", "event": n.event,
+        "dedup_key": n.dedup_key, "severity": n.severity,
+        "topic": a.topic if a is not None else None,
+        "title": (title(a) if a is not None else n.summary)[:SUMMARY_MAX_CHARS],
+        "sent_at": iso(wall_now), "alert": envelope,
+    }
+    if n.summary:
+        body["storm"] = n.summary
+    if n.members:
+        body["grouped"] = [_brief(m) for m in n.members]
+    if n.held_back:
+        body["held_back"] = [_brief(h) for h in n.held_back]
+    return body

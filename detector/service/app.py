@@ -1,0 +1,527 @@
+"""``faultline serve``: the Faust worker that runs the engine beside a cluster.
+
+Two stages (see :mod:`detector.service.stages` for why two):
+
+- stage 1 consumes the four telemetry topics; each topic-partition has its
+  own Monitors; findings and watermarks go to the findings topic, invalid
+  messages to the dead-letter topic (original bytes and key, the reason in
+  headers);
+- stage 2 consumes the findings topic; each partition has its own
+  Correlator; alerts go to ``alerts.isolation`` / ``alerts.escalation`` keyed
+  by ``dedup_key``.
+
+How records reach the stages is the ``delivery`` setting:
+
+- ``batch`` (default): Faust runs the consumer group, the assignment, the
+  rebalance signals and the worker's life, but records are handed to the
+  stages one fetched batch at a time, straight from Faust's consumer
+  (:mod:`detector.service.faust_io`).  Faust's stream path costs about 180 µs a
+  message on a 2-core machine (its fetcher awaits two new tasks per message,
+  then a queue, a stream and a buffer): 5,600 messages/s with an agent that
+  does nothing, against 375,000/s for the same fetches delivered in batches;
+  the target is 50,000 events/s per worker;
+- ``agents``: the textbook Faust way, one agent per stage
+  (``stream.take_events``, concurrency 1 for faust-streaming #606).  Same
+  results, a tenth of the throughput.
+
+**Where a partition resumes is its snapshot, not Faust's commit.**  Our topics
+are consumed with Faust acks off, so Faust never commits them; the service
+commits ``offset + 1`` itself right after each snapshot is delivered, and on
+every assignment before Faust seeks to the committed offsets (the
+``on_rebalance_complete`` signal runs just before that seek).  So the
+committed offset always equals the newest snapshot's position: a partition
+that moves, or a worker that was killed, resumes exactly after the state it
+restores, and lag tools still see an honest position.  Output made after the
+last snapshot is made again — at-least-once; the ``dedup_key`` (and the
+correlator's dropping of repeated finding ids) make repeats harmless.
+
+Snapshots go to a compacted topic (:mod:`detector.service.state_store`) every
+``snapshot_interval_s``, on partitions revoked, and on shutdown; each is
+written only after everything the captured state produced is delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from operator import attrgetter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import faust
+from faust.types import TP
+
+from detector.alerts import ESCALATION, ISOLATION
+from detector.events import TELEMETRY_TOPICS
+from detector.service.correlator_stage import CorrelatorPartition, alert_message
+from detector.service.faust_io import ServiceWorker, batch_transport, credentials
+from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
+from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
+from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
+from detector.settings import Settings
+from detector.topology import Topology
+
+if TYPE_CHECKING:
+    from detector.metrics import WorkerMetrics
+
+log = logging.getLogger("faultline.service")
+
+STATUS_FILE = "status.json"
+# (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
+_RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
+ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
+
+
+class DetectorService:
+    """The worker's partitions, output and snapshots, wired to a Faust app."""
+
+    def __init__(self, settings: Settings, *, topology: Topology | None = None,
+                 partitions: dict[str, int], metrics: WorkerMetrics | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.wall = wall
+        self.topology = topology
+        self.thresholds = settings.engine_thresholds()
+        self.clock = clock
+        self.workdir = Path(settings.state_dir)
+        self.telemetry_topics = {settings.topic(t): t for t in TELEMETRY_TOPICS}
+        self.findings_topic = settings.topic(FINDINGS)
+        self.alert_topics = {ISOLATION: settings.topic(ISOLATION),
+                             ESCALATION: settings.topic(ESCALATION)}
+        self.deadletter_topic = settings.topic(DEADLETTER)
+        self.findings_partitions = partitions[self.findings_topic]
+        # Every stage-1 source there is: a correlator waits for each (or its timeout).
+        self.expected_sources = [f"{contract}:{p}" for real, contract in
+                                 self.telemetry_topics.items() for p in range(partitions[real])]
+        self.out = OutputProducer(settings)
+        self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
+                                settings.max_snapshot_bytes)
+        self.sources: dict[TP, SourcePartition] = {}
+        self.correlators: dict[TP, CorrelatorPartition] = {}
+        self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
+        self._snapped: dict[TP, tuple[int, float]] = {}
+        self._state_bytes: dict[TP, int] = {}
+        self._lock = asyncio.Lock()
+        self.stopping = False
+        self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
+                       "snapshots": 0, "restored": 0, "stale_skipped": 0}
+        # (wall, process CPU) when the first telemetry batch came and the last one was done:
+        # what bench/kafka_throughput.py divides by, read from the status file.
+        self._input_first: tuple[float, float] | None = None
+        self._input_last: tuple[float, float] | None = None
+        self.app = self._build_app()
+
+    # -- the Faust app -------------------------------------------------------------------
+
+    def _build_app(self) -> faust.App:
+        s = self.settings
+        app = faust.App(
+            s.group_id,
+            broker=[f"kafka://{h.strip()}" for h in s.bootstrap_servers.split(",") if h.strip()],
+            broker_credentials=credentials(s),
+            value_serializer="raw", key_serializer="raw",
+            web_enabled=False, autodiscover=False, store="memory://",
+            datadir=str(self.workdir / "faust"),
+            consumer_auto_offset_reset=s.auto_offset_reset,
+            broker_session_timeout=s.session_timeout_s,
+            broker_heartbeat_interval=min(3.0, s.session_timeout_s / 5),
+            broker_request_timeout=max(90.0, s.session_timeout_s * 1.5),
+            stream_recovery_delay=0.0,
+            # Bounds one fetched batch, so one handler call never holds the loop for long.
+            broker_max_poll_records=s.batch_size,
+            topic_replication_factor=max(1, s.replication_factor),
+        )
+        telemetry = app.topic(*self.telemetry_topics, value_serializer="raw",
+                              key_serializer="raw", acks=False)
+        findings = app.topic(self.findings_topic, value_serializer="raw", key_serializer="raw",
+                             acks=False)
+        if s.delivery == "batch":
+            app.transport = batch_transport(app, self.on_records, frozenset(
+                [*self.telemetry_topics, self.findings_topic]))
+            app.topics.add(telemetry)  # subscribed without a stream reading them
+            app.topics.add(findings)
+        else:
+            batch, within = s.batch_size, s.batch_within_s
+
+            async def telemetry_agent(stream: faust.StreamT) -> None:
+                async for events in stream.take_events(batch, within=within):
+                    self.on_events(events)
+
+            async def correlate_agent(stream: faust.StreamT) -> None:
+                async for events in stream.take_events(batch, within=within):
+                    self.on_events(events)
+
+            app.agent(telemetry, name="telemetry", concurrency=1)(telemetry_agent)
+            app.agent(findings, name="correlate", concurrency=1)(correlate_agent)
+        app.timer(s.heartbeat_interval_s)(self.heartbeat)
+        app.timer(s.snapshot_interval_s)(self.periodic_snapshot)
+        app.on_partitions_revoked.connect(self.on_revoked)
+        app.on_rebalance_complete.connect(self.on_assigned)
+        app.on_before_shutdown.connect(self.on_shutdown)
+        return app
+
+    # -- input ---------------------------------------------------------------------------
+
+    def on_events(self, events: list[faust.EventT]) -> None:
+        """A batch from an agent (``delivery = "agents"``)."""
+        by_tp: dict[TP, list[Any]] = {}
+        for ev in events:
+            m = ev.message
+            by_tp.setdefault(m.tp, []).append((m.offset, m.key, m.value, m.timestamp))
+        self.on_records(by_tp)
+
+    def on_records(self, by_tp: dict[TP, list[Any]]) -> None:
+        """Records by partition, in offset order: aiokafka records or (offset, key, value, ts)."""
+        now = self.clock()
+        touched: list[SourcePartition] = []
+        for tp, records in by_tp.items():
+            if tp.topic == self.findings_topic:
+                self._on_findings(tp, records, now)
+                continue
+            if self._input_first is None:
+                self._input_first = (self.wall(), time.process_time())
+            part = self._on_telemetry(tp, records, now)
+            if part is not None:
+                touched.append(part)
+        if touched:
+            # After every finding of the batch: the correlator may go as far as these.
+            self._send([watermarks(touched, now, self.settings.idle_advance_s)])
+            self._input_last = (self.wall(), time.process_time())
+        self.out.poll()
+
+    # -- stage 1 -------------------------------------------------------------------------
+
+    def _on_telemetry(self, tp: TP, records: list[Any], now: float) -> SourcePartition | None:
+        part = self.sources.get(tp)
+        if part is None:
+            # Fetched before a rebalance took the partition: its new owner reads it.
+            self.counts["stale_skipped"] += len(records)
+            return None
+        emits: list[Emit] = []
+        dead: list[DeadLetter] = []
+        if records and not isinstance(records[0], tuple):  # aiokafka's, timestamps in ms
+            part.process(list(map(_RECORD_FIELDS, records)), now, emits, dead,
+                         arrivals_per_s=1000.0)
+        else:
+            part.process(records, now, emits, dead)
+        part.caught_up = self._caught_up(tp, part.offset)
+        self._send(emits)
+        self._dead_letter(dead, tp.topic)
+        self.counts["events"] += len(records)
+        if self.metrics is not None:
+            self.metrics.events(tp.topic, len(records))
+        return part
+
+    def _caught_up(self, tp: TP, offset: int) -> bool:
+        try:
+            high = self.app.consumer.highwater(tp)
+        except Exception:  # noqa: BLE001 - not assigned any more
+            return False
+        return high is not None and offset + 1 >= high  # None: not fetched yet
+
+    def _report_lag(self, tp: TP, offset: int) -> None:
+        try:
+            high = self.app.consumer.highwater(tp)
+        except Exception:  # noqa: BLE001 - not assigned any more
+            return
+        if high is not None and self.metrics is not None:
+            self.metrics.lag(tp, max(0, high - offset - 1))
+
+    def _send(self, emits: list[Emit]) -> None:
+        topic = self.findings_topic
+        produce = self.out.produce
+        for e in emits:
+            if e.partition is None:
+                for p in range(self.findings_partitions):
+                    produce(topic, e.value, e.key, p)
+            else:
+                produce(topic, e.value, e.key, e.partition)
+        self.counts["findings_messages"] += len(emits)
+
+    def _dead_letter(self, dead: list[DeadLetter], real_topic: str) -> None:
+        for d in dead:
+            self.out.produce(self.deadletter_topic, d.value, d.key, headers=[
+                ("faultline-reason", d.reason.encode()),
+                ("faultline-topic", real_topic.encode()),
+                ("faultline-partition", str(d.partition).encode()),
+                ("faultline-offset", str(d.offset).encode())])
+            if self.metrics is not None:
+                self.metrics.invalid(d.reason)
+        self.counts["deadletters"] += len(dead)
+
+    # -- stage 2 -------------------------------------------------------------------------
+
+    def _on_findings(self, tp: TP, records: list[Any], now: float) -> None:
+        part = self.correlators.get(tp)
+        if part is None:
+            self.counts["stale_skipped"] += len(records)
+            return
+        for r in records:
+            if isinstance(r, tuple):
+                part.on_message(r[0], r[2], now)
+            else:
+                part.on_message(r.offset, r.value, now)
+        self._release(part, now)
+
+    def _release(self, part: CorrelatorPartition, now: float) -> None:
+        alerts: list[Any] = []
+        arrivals: list[float | None] = []
+        part.release(now, alerts, arrivals)
+        wall = self.wall() if alerts else 0.0
+        for a, arrived in zip(alerts, arrivals, strict=True):
+            key, value = alert_message(a)
+            # When the input behind it reached Kafka: with the alert's own timestamp, the
+            # end-to-end latency, measurable by whoever reads the topic.
+            self.out.produce(self.alert_topics[a.topic], value, key, headers=None if arrived
+                             is None else [(ARRIVED_HEADER, repr(arrived).encode())])
+            log.info("%s %s %s/%s on %s", a.status, a.topic, a.kind, a.cause, a.scope.key)
+            if self.metrics is not None:
+                self.metrics.alert(a, wall - arrived if arrived is not None else None)
+        self.counts["alerts"] += len(alerts)
+
+    # -- timers --------------------------------------------------------------------------
+
+    async def heartbeat(self) -> None:
+        """Watermarks of every source, idle advance, correlator clocks, the status file."""
+        if self.stopping:
+            return
+        now = self.clock()
+        idle_s = self.settings.idle_advance_s
+        emits: list[Emit] = []
+        for tp, part in self.sources.items():
+            part.caught_up = self._caught_up(tp, part.offset)
+            if self.metrics is not None:
+                self._report_lag(tp, part.offset)
+            part.idle_advance(now, idle_s, emits)
+        if self.sources:
+            emits.append(watermarks(self.sources.values(), now, idle_s))
+        self._send(emits)
+        for part in self.correlators.values():
+            self._release(part, now)
+        # The status file tells what is delivered, not merely enqueued.
+        status = self.stats(now)
+        await self.out.flush()
+        self._write_status(status)
+
+    async def periodic_snapshot(self) -> None:
+        if not self.stopping:
+            await self.snapshot(list(self.sources) + list(self.correlators))
+
+    async def snapshot(self, tps: list[TP], *, force: bool = False) -> None:
+        """Snapshot these partitions (unchanged ones skipped), then commit their positions."""
+        async with self._lock:
+            captured: list[tuple[TP, int, bytes]] = []
+            for tp in tps:
+                part = self.sources.get(tp) or self.correlators.get(tp)
+                if part is None:
+                    continue
+                # Idle advance moves clocks every heartbeat; only new input or new
+                # findings make a source's snapshot worth writing again.
+                mark = (part.offset, part.monitors.counts["findings"]
+                        if isinstance(part, SourcePartition) else part.released)
+                if not force and self._snapped.get(tp) == mark:
+                    continue
+                offset, blob = part.snapshot()
+                captured.append((tp, offset, blob))
+                self._snapped[tp] = mark
+            if not captured:
+                return
+            # Everything the captured states have produced must be delivered first:
+            # a snapshot must never stand for output that was lost.
+            await self.out.flush()
+            state_topic = self.store.topic
+            for tp, offset, blob in captured:
+                key = snapshot_key(self.settings.group_id, tp.topic, tp.partition)
+                self.out.produce(state_topic, encode_value(offset, blob), key.encode())
+            await self.out.flush()
+            self.counts["snapshots"] += len(captured)
+            if self.metrics is not None:
+                self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})
+                self.metrics.state(sum(self._state_bytes.values()), sum(
+                    p.monitors.tracked_gpus() for p in self.sources.values()))
+            await self._commit({tp: offset + 1 for tp, offset, _ in captured if offset >= 0})
+
+    async def _commit(self, offsets: dict[TP, int]) -> None:
+        if not offsets:
+            return
+        try:
+            await self.app.consumer._commit(offsets)
+        except Exception as exc:  # noqa: BLE001 - the snapshot is what counts
+            log.warning("commit of %d partitions failed (the snapshots stand): %s",
+                        len(offsets), exc)
+
+    # -- rebalancing ---------------------------------------------------------------------
+
+    async def on_revoked(self, sender: Any, revoked: set[TP], **kwargs: Any) -> None:
+        """Before partitions go: snapshot and commit all of them, keep them until assignment."""
+        if not self.sources and not self.correlators:
+            return
+        await self.snapshot(list(self.sources) + list(self.correlators), force=True)
+        self._held = {**self.sources, **self.correlators}
+        self.sources, self.correlators = {}, {}
+        log.info("partitions revoked: %d held until the new assignment", len(self._held))
+
+    async def on_assigned(self, sender: Any, **kwargs: Any) -> None:
+        """After a rebalance, before Faust seeks to the committed offsets: restore, commit."""
+        assigned = set(self.app.consumer.assignment())
+        now = self.clock()
+        held, self._held = self._held, {}
+        mine = [tp for tp in assigned if tp.topic in self.telemetry_topics
+                or tp.topic == self.findings_topic]
+        need = [tp for tp in mine if tp not in held]
+        keys = {snapshot_key(self.settings.group_id, tp.topic, tp.partition): tp for tp in need}
+        snaps, starts = await asyncio.get_running_loop().run_in_executor(
+            None, self._read_positions, keys, [tp for tp in need])
+        sources: dict[TP, SourcePartition] = {}
+        correlators: dict[TP, CorrelatorPartition] = {}
+        for tp in mine:
+            part = held.get(tp)
+            if part is None:
+                part = self._restore(tp, snaps.get(
+                    snapshot_key(self.settings.group_id, tp.topic, tp.partition)), now)
+                if part.offset < 0 and (tp.topic, tp.partition) in starts:
+                    part.offset = starts[(tp.topic, tp.partition)] - 1
+            if isinstance(part, SourcePartition):
+                part.last_input = now
+                sources[tp] = part
+            else:
+                correlators[tp] = part
+        self.sources, self.correlators = sources, correlators
+        self._snapped = {tp: m for tp, m in self._snapped.items() if tp in assigned}
+        self._state_bytes = {tp: n for tp, n in self._state_bytes.items() if tp in assigned}
+        if self.metrics is not None:
+            for tp in held.keys() - set(mine):
+                self.metrics.forget_partition(tp)
+        # Faust seeks to the committed offsets right after this: make them the snapshots'.
+        await self._commit({tp: p.offset + 1 for tp, p in {**sources, **correlators}.items()
+                            if p.offset >= 0})
+        # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
+        if sources:
+            self._send([watermarks(sources.values(), now, self.settings.idle_advance_s)])
+        self.out.poll()
+        log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
+                 len(sources), len(correlators), len(snaps))
+
+    def _read_positions(self, keys: dict[str, TP], need: list[TP]
+                        ) -> tuple[dict[str, tuple[int, bytes]], dict[tuple[str, int], int]]:
+        snaps = self.store.read(keys)
+        fresh = [(tp.topic, tp.partition) for tp in need if snapshot_key(
+            self.settings.group_id, tp.topic, tp.partition) not in snaps]
+        starts = start_positions(self.settings.kafka_config(), self.settings.group_id, fresh,
+                                 self.settings.auto_offset_reset)
+        return snaps, starts
+
+    def _restore(self, tp: TP, snap: tuple[int, bytes] | None, now: float
+                 ) -> SourcePartition | CorrelatorPartition:
+        s = self.settings
+        if tp.topic == self.findings_topic:
+            if snap is not None:
+                try:
+                    part = CorrelatorPartition.restore(
+                        tp.partition, snap[0], snap[1], self.topology,
+                        expected=self.expected_sources, now=now,
+                        source_timeout_s=s.source_timeout_s,
+                        empty_grace_s=s.idle_advance_s)
+                    self.counts["restored"] += 1
+                    return part
+                except Exception as exc:  # noqa: BLE001 - start afresh after the snapshot
+                    log.error("cannot restore %s (starting afresh after offset %d): %s",
+                              tp, snap[0], exc)
+            part = CorrelatorPartition(tp.partition, self.thresholds, self.topology,
+                                       expected=self.expected_sources, now=now,
+                                       source_timeout_s=s.source_timeout_s,
+                                       empty_grace_s=s.idle_advance_s)
+        else:
+            contract = self.telemetry_topics[tp.topic]
+            if snap is not None:
+                try:
+                    src = SourcePartition.restore(contract, tp.partition,
+                                                  self.findings_partitions, snap[0], snap[1],
+                                                  self.topology, now=now)
+                    self.counts["restored"] += 1
+                    return src
+                except Exception as exc:  # noqa: BLE001
+                    log.error("cannot restore %s (starting afresh after offset %d): %s",
+                              tp, snap[0], exc)
+            part = SourcePartition(contract, tp.partition, self.findings_partitions,
+                                   self.thresholds, self.topology, now=now)  # type: ignore[assignment]
+        if snap is not None:
+            part.offset = snap[0]  # a snapshot we cannot read still says where we were
+        return part
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    async def on_shutdown(self, sender: Any, **kwargs: Any) -> None:
+        """Consumption has stopped: snapshot everything, commit, flush."""
+        self.stopping = True
+        parts = list(self.sources) + list(self.correlators)
+        if parts:
+            await self.snapshot(parts, force=True)
+        await self.out.flush()
+        self._write_status(self.stats(self.clock()), stopped=True)
+        log.info("stopped: %d partitions snapshotted", len(parts))
+
+    # -- status --------------------------------------------------------------------------
+
+    def stats(self, now: float) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(), "group": self.settings.group_id,
+            "counts": dict(self.counts), "produced": self.out.sent, "failed": self.out.failed,
+            "sources": {p.source: p.stats() for p in self.sources.values()},
+            "correlators": {str(tp.partition): p.stats(now)
+                            for tp, p in self.correlators.items()},
+            "input": None if self._input_first is None or self._input_last is None else {
+                "first_wall": self._input_first[0], "first_cpu_s": self._input_first[1],
+                "last_wall": self._input_last[0], "last_cpu_s": self._input_last[1]},
+        }
+
+    def _write_status(self, stats: dict[str, Any], *, stopped: bool = False) -> None:
+        """A small JSON file for operators and tests: what this worker holds and how far it is."""
+        status = {**stats, "wall_time": time.time(), "stopped": stopped}
+        path = self.workdir / STATUS_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(status, default=_json_default))
+        tmp.replace(path)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return str(obj)
+
+
+def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
+    """Create missing topics, start the worker, block until it stops; returns an exit code."""
+    topology = Topology.load(settings.topology) if settings.topology else None
+    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    partitions = ensure_topics(settings)
+    metrics = None
+    if settings.metrics_port:
+        from prometheus_client import CollectorRegistry
+
+        from detector.metrics import WorkerMetrics, serve_metrics
+
+        registry = CollectorRegistry()
+        metrics = WorkerMetrics(registry, topics=[settings.topic(t) for t in TELEMETRY_TOPICS])
+        serve_metrics(registry, settings.metrics_port)
+        log.info("metrics on :%d/metrics", settings.metrics_port)
+    service = DetectorService(settings, topology=topology, partitions=partitions,
+                              metrics=metrics)
+    worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,
+                     redirect_stdouts=False, on_force=on_force)
+    log.info("faultline serve: group %s, %d telemetry partitions per topic, bootstrap %s",
+             settings.group_id, partitions[settings.topic(TELEMETRY_TOPICS[0])],
+             settings.bootstrap_servers)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0

@@ -1,0 +1,239 @@
+"""Stage 2 of the service, without Kafka: findings of every source to alerts, in event-time order.
+
+See :mod:`detector.service.stages` for the two stages and the findings-topic
+messages this reads.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import pickle
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from detector.alerts import Alert
+from detector.correlate import Correlator
+from detector.findings import Finding
+from detector.service.stages import SNAPSHOT_VERSION, dumps, finite
+from detector.thresholds import Thresholds
+from detector.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+class _Source:
+    """What a correlator knows of one source: its clock, whether it is idle, its last finding."""
+
+    __slots__ = ("wm", "idle", "heard", "last_id")
+
+    def __init__(self, heard: float) -> None:
+        self.wm: float | None = None
+        self.idle = False
+        self.heard = heard
+        self.last_id: tuple[int, int] = (-1, -1)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.wm, self.idle, self.last_id
+
+    def __setstate__(self, s: tuple[Any, ...]) -> None:
+        self.wm, self.idle, self.last_id = s
+        self.heard = -math.inf  # set again when restored
+
+
+class CorrelatorPartition:
+    """One findings partition's Correlator, fed in event-time order on the slowest source's clock.
+
+    Findings wait in a heap until every live source's watermark has passed
+    their tag.  A source is live when heard from within ``source_timeout_s``
+    (wall); an idle one (caught up and quiet) holds nobody back; a source
+    expected but never heard from holds the clock until it times out, so at
+    start-up no partition races ahead of one still being fetched.  An empty
+    source (no record yet) is only let go ``empty_grace_s`` after the first
+    clock of any source: when a log is replayed into running workers, one
+    partition's first records often land a moment after another's, and
+    looked empty until then.
+    """
+
+    def __init__(self, partition: int, thresholds: Thresholds | None = None,
+                 topology: Topology | None = None, *, expected: Iterable[str] = (),
+                 now: float = 0.0, source_timeout_s: float = 30.0,
+                 empty_grace_s: float = 5.0) -> None:
+        self.partition = partition
+        self.cfg = thresholds or Thresholds()
+        self.topology = topology
+        self.source_timeout_s = source_timeout_s
+        self.empty_grace_s = empty_grace_s
+        self._data_since: float | None = None  # wall time a source first had a clock
+        self.correlator = Correlator(self.cfg, topology, self.was_seen)
+        self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
+        self.offset = -1
+        self.released = -math.inf   # the correlator's clock: everything up to it is decided
+        # (tag, source, offset, index, finding, arrival): unique up to the finding
+        self._heap: list[tuple[float, str, int, int, Finding, float | None]] = []
+        self._seen: dict[str, set[str]] = {}
+        self.findings = 0
+        self.duplicates = 0
+        self.late = 0
+        self.invalid = 0
+
+    def was_seen(self, node: str, what: str) -> bool:
+        return what in self._seen.get(node, ())
+
+    # -- state ---------------------------------------------------------------------------
+
+    def snapshot(self) -> tuple[int, bytes]:
+        state = {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
+                 "heap": self._heap, "released": self.released, "seen": self._seen,
+                 "counts": (self.findings, self.duplicates, self.late, self.invalid)}
+        return self.offset, zlib.compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL), 1)
+
+    @classmethod
+    def restore(cls, partition: int, offset: int, blob: bytes,
+                topology: Topology | None = None, *, expected: Iterable[str] = (),
+                now: float = 0.0, source_timeout_s: float = 30.0,
+                empty_grace_s: float = 5.0) -> CorrelatorPartition:
+        state = pickle.loads(zlib.decompress(blob))
+        if state.get("v") != SNAPSHOT_VERSION:
+            raise ValueError(f"snapshot version {state.get('v')!r}, expected {SNAPSHOT_VERSION}")
+        part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
+                   source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
+        part.correlator = state["correlator"]
+        part.correlator.topology = topology
+        part.correlator.seen = part.was_seen
+        for name, src in state["sources"].items():
+            src.heard = now  # a fresh grace period: its partition may be moving too
+            part.sources[name] = src
+        part._heap = state["heap"]
+        part.released = state["released"]
+        part._seen = state["seen"]
+        part.findings, part.duplicates, part.late, part.invalid = state["counts"]
+        part.offset = offset
+        if any(src.wm is not None for src in part.sources.values()):
+            part._data_since = now
+        return part
+
+    # -- input ---------------------------------------------------------------------------
+
+    def on_message(self, offset: int, raw: bytes | None, now: float) -> None:
+        """Take in one findings-topic message (decided later, by :meth:`release`)."""
+        if offset <= self.offset:
+            return
+        self.offset = offset
+        try:
+            msg = orjson.loads(raw)  # type: ignore[arg-type]
+            kind = msg["type"]
+            if kind == "watermarks":
+                for name, ts, idle in msg["clocks"]:
+                    self._watermark(self._heard(str(name), now), ts, idle, now)
+                return
+            name = msg["source"]
+            src = self._heard(name, now)
+            if kind == "finding":
+                fid = (int(msg["id"][0]), int(msg["id"][1]))
+                if fid <= src.last_id:
+                    self.duplicates += 1  # a source reprocessing after a restore
+                    return
+                src.last_id = fid
+                f = Finding.from_dict(msg["finding"])
+                tag = float(msg["tag"])
+                if tag < self.released:
+                    self.late += 1
+                arrived = msg.get("arrived")
+                heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f,
+                                            float(arrived) if arrived is not None else None))
+                self.findings += 1
+            elif kind == "watermark":
+                self._watermark(src, msg["ts"], msg["idle"], now)
+            elif kind == "seen":
+                self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
+            else:
+                raise ValueError(f"unknown type {kind!r}")
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            # Written by our own stage 1, so this is a bug or a foreign producer: count, go on.
+            self.invalid += 1
+            log.warning("findings partition %d offset %d: unreadable message: %s",
+                        self.partition, offset, exc)
+
+    def _heard(self, name: str, now: float) -> _Source:
+        src = self.sources.get(name)
+        if src is None:
+            src = self.sources[name] = _Source(now)
+        src.heard = now
+        return src
+
+    def _watermark(self, src: _Source, ts: Any, idle: Any, now: float) -> None:
+        if ts is not None and (src.wm is None or ts > src.wm):
+            src.wm = float(ts)
+            if self._data_since is None:
+                self._data_since = now
+        src.idle = bool(idle)
+
+    def clock(self, now: float) -> float | None:
+        """Event time up to which every live source has reported; None: nothing to go on."""
+        low = math.inf
+        high = -math.inf
+        active = False
+        hold_empty = self._data_since is None or now - self._data_since < self.empty_grace_s
+        for src in self.sources.values():
+            if now - src.heard > self.source_timeout_s:
+                continue  # its worker is gone, or the partition is not assigned to anyone
+            wm = src.wm if src.wm is not None else -math.inf
+            if src.idle and not (hold_empty and src.wm is None):
+                high = max(high, wm)
+            else:
+                active = True
+                low = min(low, wm)
+        if active:
+            return low if low > -math.inf else None
+        return high if high > -math.inf else None
+
+    def release(self, now: float, alerts: list[Alert],
+                arrivals: list[float | None] | None = None) -> None:
+        """Decide every finding and timer up to the clock, in event-time order.
+
+        With ``arrivals``, one entry per alert appended: when the input it
+        answers reached Kafka, or None for an alert a timer decided.
+        """
+        clock = self.clock(now)
+        if clock is None:
+            return
+        corr = self.correlator
+        heap = self._heap
+        while heap and heap[0][0] <= clock:
+            tag, _, _, _, f, arrived = heapq.heappop(heap)
+            if tag > self.released:
+                # As in Engine.process: timers due by this record fire before its findings.
+                if corr.due() <= tag:
+                    corr.advance(tag, alerts)
+                self.released = tag
+            if arrivals is not None:
+                arrivals.extend([None] * (len(alerts) - len(arrivals)))
+            corr.on_finding(f, alerts)
+            if arrivals is not None:
+                arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
+        if clock > self.released:
+            corr.advance(clock, alerts)
+            self.released = clock
+        if arrivals is not None:
+            arrivals.extend([None] * (len(alerts) - len(arrivals)))
+
+    def stats(self, now: float) -> dict[str, Any]:
+        clock = self.clock(now)
+        return {"offset": self.offset, "released": finite(self.released),
+                "clock": finite(clock) if clock is not None else None,
+                "waiting": len(self._heap), "findings": self.findings,
+                "duplicates": self.duplicates, "late": self.late, "invalid": self.invalid,
+                "problems": len(self.correlator.problems),
+                "sources": len(self.sources),
+                "live_sources": sum(now - s.heard <= self.source_timeout_s
+                                    for s in self.sources.values())}
+
+
+def alert_message(a: Alert) -> tuple[bytes, bytes]:
+    """(key, value) of an alert on its topic: keyed by ``dedup_key``."""
+    return a.dedup_key.encode(), dumps(a.to_dict())

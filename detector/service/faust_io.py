@@ -1,0 +1,154 @@
+"""Where the service bends Faust: batch delivery, fetch sizes, a forcing second signal,
+no terminal spinner, Kafka credentials.
+
+Kept apart from :mod:`detector.service.app` because it leans on faust-streaming
+internals (``Consumer._drain_messages``, ``_wait_next_records``,
+``perform_seek``, ``_new_consumer_thread``,
+``AIOKafkaConsumerThread._create_worker_consumer``, ``Worker.spinner``; mode's
+``Worker._schedule_shutdown``) and on aiokafka's (``AIOKafkaConsumer._fetch_min_bytes``
+and ``_fetch_max_wait_ms``), read from faust-streaming 0.15.3 and aiokafka 0.14:
+check them when upgrading either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import faust
+from faust.types import TP
+
+from detector.settings import Settings
+
+log = logging.getLogger("faultline.service")
+
+
+def credentials(s: Settings) -> Any:
+    if s.security_protocol == "PLAINTEXT":
+        return None
+    ctx = None
+    if s.security_protocol.endswith("SSL"):
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=s.ssl_cafile)
+        if s.ssl_certfile:
+            ctx.load_cert_chain(s.ssl_certfile, s.ssl_keyfile,
+                                s.ssl_password.reveal() if s.ssl_password else None)
+    if s.security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=s.sasl_username, mechanism=s.sasl_mechanism, ssl_context=ctx,
+            password=s.sasl_password.reveal() if s.sasl_password else None)
+    return faust.SSLCredentials(ctx)
+
+
+# A live stream arrives a few records at a time, and aiokafka's default fetch (answer
+# as soon as one byte is there) then spends a fetch round, all Python in its consumer
+# thread, on every few records.  Asking the broker to gather this many bytes, or to
+# wait at most this long, makes each fetch (and each batch) tens of milliseconds of
+# traffic: at 20,000 events/s the consumer thread's CPU went from 6.9-12.4 to
+# 6.6-8.0 µs an event (bench/kafka_throughput.py's live runs, noisy machine).  The
+# price: at most FETCH_MAX_WAIT_MS more latency on a quiet stream.
+FETCH_MIN_BYTES = 256 * 1024
+FETCH_MAX_WAIT_MS = 40
+
+
+def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], None],
+                     topics: frozenset[str]) -> Any:
+    """Faust's aiokafka transport, its consumer handing ``topics`` over in fetched batches."""
+    from faust.transport.drivers import aiokafka as driver
+
+    class FetchingThread(driver.AIOKafkaConsumerThread):  # type: ignore[misc]
+        def _create_worker_consumer(self, transport: Any) -> Any:
+            consumer = super()._create_worker_consumer(transport)
+            # Read by the fetcher the consumer creates when it starts (aiokafka 0.14).
+            consumer._fetch_min_bytes = FETCH_MIN_BYTES
+            consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+            return consumer
+
+    class BatchConsumer(_BatchConsumer, driver.Consumer):  # type: ignore[misc]
+        def _new_consumer_thread(self) -> Any:
+            return FetchingThread(self, loop=self.loop, beacon=self.beacon)
+
+    BatchConsumer.batch_handler = staticmethod(handler)  # type: ignore[assignment]
+    BatchConsumer.batch_topics = topics
+
+    class BatchTransport(driver.Transport):  # type: ignore[misc]
+        Consumer = BatchConsumer
+
+    return BatchTransport(app.conf.broker_consumer, app)
+
+
+class _BatchConsumer:
+    """Replaces the fetch loop of Faust's consumer: batches to a handler, not messages to streams.
+
+    Mirrors ``Consumer._drain_messages`` + ``getmany`` (faust-streaming 0.15):
+    fetch only active (assigned, unpaused) partitions; when the flow was
+    stopped for a rebalance, seek back to the committed offsets and drop the
+    fetch; drop a fetch that straddles a generation change.  The handler is
+    synchronous, so a rebalance or shutdown never sees a batch half done and
+    there is nothing in flight to wait for.  Other topics (Faust's own) take
+    the usual path.
+    """
+
+    batch_handler: Callable[[dict[TP, list[Any]]], None]
+    batch_topics: frozenset[str]
+
+    async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - needs Kafka
+        consumer_stopped = self._stopped.is_set  # type: ignore[attr-defined]
+        fetcher_stopped = fetcher._stopped.is_set
+        app = self.app  # type: ignore[attr-defined]
+        read_offset = self._read_offset  # type: ignore[attr-defined]
+        ours = self.batch_topics
+        try:
+            while not (consumer_stopped() or fetcher_stopped()):
+                generation = app.consumer_generation_id
+                records, active = await self._wait_next_records(1.0)  # type: ignore[attr-defined]
+                await asyncio.sleep(0)
+                if not records or self.should_stop:  # type: ignore[attr-defined]
+                    continue
+                if not self.flow_active:  # type: ignore[attr-defined]
+                    await self.perform_seek()  # type: ignore[attr-defined]
+                    continue
+                if app.consumer_generation_id != generation:
+                    continue  # fetched for an assignment that is gone
+                batch: dict[TP, list[Any]] = {}
+                for tp, recs in records.items():
+                    if not recs or (active is not None and tp not in active):
+                        continue
+                    if tp.topic in ours:
+                        batch[tp] = recs
+                    else:
+                        for r in recs:
+                            await self.callback(self._to_message(tp, r))  # type: ignore[attr-defined]
+                    read_offset[tp] = recs[-1].offset
+                if batch:
+                    self.batch_handler(batch)
+        except self.consumer_stopped_errors:  # type: ignore[attr-defined]
+            if not app.should_stop:
+                raise
+        except asyncio.CancelledError:
+            if not app.should_stop:
+                raise
+
+
+class ServiceWorker(faust.Worker):
+    """Faust's worker, with a second SIGINT/SIGTERM forcing the exit (the first one is graceful)."""
+
+    def __init__(self, *args: Any, on_force: Callable[[int], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_force = on_force
+        # No terminal spinner.  At log levels >= WARNING Faust installs one that spins on
+        # every log record, setting the root logger to DEBUG to see them all: every
+        # debug call in aiokafka's fetch loop then builds a LogRecord (~10 % of the CPU).
+        self.spinner = None
+
+    def _schedule_shutdown(self, signum: signal.Signals) -> None:
+        if self._signal_stop_time:
+            self._on_force(int(signum))
+            return
+        log.info("%s: stopping (snapshot, commit, flush); send it again to force",
+                 signal.Signals(signum).name)
+        super()._schedule_shutdown(signum)

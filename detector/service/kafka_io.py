@@ -1,0 +1,179 @@
+"""Kafka plumbing of the service: topics created when missing, and the producer of its output.
+
+Output (findings, watermarks, alerts, dead letters, snapshots) goes through
+one confluent-kafka producer rather than Faust's: ``produce`` only enqueues,
+so a batch's findings and the watermark after them are enqueued with no
+``await`` in between — nothing else of the worker can slip a message between
+them — and idempotence keeps them in that order on the partition.  That order
+is what the correlator's clock relies on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from detector.alerts import ESCALATION, ISOLATION
+from detector.events import TELEMETRY_TOPICS
+from detector.settings import Settings
+
+log = logging.getLogger(__name__)
+
+FINDINGS = "faultline.findings"
+STATE = "faultline.state"
+DEADLETTER = "telemetry.deadletter"
+_SNAPSHOT_SLACK = 1 << 16  # headers and key around the largest snapshot
+
+
+class ServiceKafkaError(RuntimeError):
+    """Kafka could not be reached, or refused what the service needs (topics, metadata)."""
+
+
+def topic_plan(settings: Settings) -> dict[str, tuple[int, dict[str, str]]]:
+    """Every topic the service uses: real name -> (partitions, topic configs) if created."""
+    plan: dict[str, tuple[int, dict[str, str]]] = {}
+    for t in TELEMETRY_TOPICS:
+        plan[settings.topic(t)] = (settings.partitions_telemetry, {})
+    for t in (ISOLATION, ESCALATION):
+        plan[settings.topic(t)] = (settings.partitions_alerts, {})
+    plan[settings.topic(DEADLETTER)] = (settings.partitions_deadletter, {})
+    plan[settings.topic(FINDINGS)] = (settings.partitions_findings, {})
+    plan[settings.topic(STATE)] = (settings.partitions_state, {
+        "cleanup.policy": "compact",
+        "max.message.bytes": str(settings.max_snapshot_bytes + _SNAPSHOT_SLACK),
+        # Snapshots are rewritten every few seconds: let compaction catch up soon.
+        "segment.ms": str(3600_000), "min.cleanable.dirty.ratio": "0.1"})
+    return plan
+
+
+def ensure_topics(settings: Settings, topics: Mapping[str, tuple[int, dict[str, str]]] | None
+                  = None, timeout_s: float = 30.0) -> dict[str, int]:
+    """Create the missing topics; return the partition count of each (existing ones as found)."""
+    plan = dict(topics if topics is not None else topic_plan(settings))
+    admin = AdminClient(settings.kafka_config())
+    try:
+        existing = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise ServiceKafkaError(f"cannot reach Kafka at {settings.bootstrap_servers}: "
+                                f"{exc.args[0]}") from None
+    missing = [NewTopic(name, num_partitions=n, replication_factor=settings.replication_factor,
+                        config=conf)
+               for name, (n, conf) in plan.items() if name not in existing]
+    if missing:
+        futures = admin.create_topics(missing, operation_timeout=timeout_s)
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout=timeout_s)
+                log.info("created topic %s (%d partitions)", name, plan[name][0])
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a racing worker
+                    raise ServiceKafkaError(f"cannot create topic {name!r}: {exc.args[0]}"
+                                            ) from None
+    return partition_counts(admin, list(plan), timeout_s)
+
+
+def partition_counts(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, int]:
+    """Partitions of each topic, waiting until metadata shows all of them with a leader."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = admin.list_topics(timeout=timeout_s).topics
+        counts = {n: len(topics[n].partitions) for n in names
+                  if n in topics and topics[n].error is None and topics[n].partitions
+                  and all(p.leader >= 0 for p in topics[n].partitions.values())}
+        if len(counts) == len(names):
+            return counts
+        if time.monotonic() > deadline:
+            raise ServiceKafkaError(
+                f"topics without metadata: {sorted(set(names) - set(counts))}")
+        time.sleep(0.1)
+
+
+class OutputProducer:
+    """The worker's one producer; ``produce`` never blocks, ``flush`` runs off the event loop."""
+
+    def __init__(self, settings: Settings, *, linger_ms: float = 5.0) -> None:
+        self._producer = Producer({
+            **settings.kafka_config(),
+            "enable.idempotence": True,
+            "linger.ms": linger_ms,
+            # aiokafka (Faust's consumer) reads lz4/snappy/zstd only with extra packages.
+            "compression.type": "none",
+            "message.max.bytes": settings.max_snapshot_bytes + _SNAPSHOT_SLACK,
+            "queue.buffering.max.kbytes": 262144,
+            # A report (a Python callback) only for a message that failed, not for each
+            # watermark delivered.
+            "on_delivery": self._delivered,
+            "delivery.report.only.error": True,
+        })
+        self.sent = 0
+        self.failed = 0
+        self.first_error: str | None = None
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = f"{msg.topic()}[{msg.partition()}]: {err}"
+            log.error("delivery to %s failed: %s", msg.topic(), err)
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
+                partition: int | None = None,
+                headers: list[tuple[str, bytes]] | None = None) -> None:
+        part = -1 if partition is None else partition  # -1: the partitioner decides
+        while True:
+            try:
+                if headers:
+                    self._producer.produce(topic, value, key, part, headers=headers)
+                else:
+                    self._producer.produce(topic, value, key, part)
+                break
+            except BufferError:
+                self._producer.poll(0.05)  # queue full: let librdkafka drain it
+        self.sent += 1
+
+    def poll(self) -> None:
+        self._producer.poll(0)
+
+    async def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait until everything produced so far is delivered; raise if anything failed."""
+        left = await asyncio.get_running_loop().run_in_executor(
+            None, self._producer.flush, timeout_s)
+        if left:
+            raise RuntimeError(f"{left} messages still undelivered after {timeout_s:.0f}s")
+        self.check()
+
+    def check(self) -> None:
+        if self.failed:
+            raise RuntimeError(f"{self.failed} output messages were not delivered; first: "
+                               f"{self.first_error}")
+
+    def flush_blocking(self, timeout_s: float = 10.0) -> int:
+        return int(self._producer.flush(timeout_s))
+
+
+def read_to_end(config: Mapping[str, Any], topic: str, timeout_s: float = 30.0) -> list[Any]:
+    """Every message of ``topic`` from each partition's low offset to its end as of now.
+
+    For tools and tests that check what the service wrote (alerts, findings):
+    ``config`` is a confluent-kafka client configuration (bootstrap servers and
+    security); a fresh reader group, nothing committed.  Raises (see
+    :func:`detector.service.state_store.messages_to_end`) if it cannot read to the end.
+    """
+    import uuid
+
+    from confluent_kafka import Consumer
+
+    from detector.service.state_store import messages_to_end
+
+    consumer = Consumer({**config, "group.id": f"faultline-reader-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        return list(messages_to_end(consumer, topic, timeout_s))
+    finally:
+        consumer.close()

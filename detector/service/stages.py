@@ -1,0 +1,283 @@
+"""The service's two stages without Kafka: telemetry partitions to findings, findings to alerts.
+
+The in-process :class:`~detector.engine.Engine` is Monitors (events to
+findings) plus a Correlator (findings to alerts) sharing one clock.  The
+service splits them across a topic (see notes/service-spec.md):
+
+- a :class:`SourcePartition` per telemetry topic-partition runs a
+  :class:`~detector.monitors.Monitors` over that partition's messages and turns
+  them into *findings messages*, each tagged with the partition's event-time
+  clock when it was made, plus *watermarks* (the clock itself);
+- a ``CorrelatorPartition`` (:mod:`detector.service.correlator_stage`) per findings
+  partition merges the findings of every source in tag order and runs the
+  :class:`~detector.correlate.Correlator` on the slowest live source's clock,
+  so its timers (switch windows, escalation waits) see every finding made
+  before they fire, whatever order the partitions are consumed in.  That is
+  what makes the service raise the same problems as the in-process replay.
+
+Both are plain objects driven by the Faust adapter (:mod:`detector.service.app`)
+and tested without a broker: wall time comes in as ``now``, output goes out
+as lists.  Both pickle, for the snapshots that let a partition move.
+
+Findings-topic messages (orjson), all with ``type``, and all but ``watermarks``
+with ``source`` ("telemetry.ecc:3"):
+
+- ``finding``: ``id`` [input offset, index] (unique per source, the same when
+  the input is reprocessed, so repeats are dropped), ``tag`` (the source's
+  clock when it was made), ``arrived`` (wall time, epoch seconds, at which
+  the input record reached Kafka, for the end-to-end latency of the alerts it
+  causes) and ``finding`` (:meth:`Finding.to_dict`);
+- ``watermarks``: ``clocks``, a list of [source, ts, idle] — each source's
+  clock (null before any input) and whether it is idle (caught up and quiet:
+  it holds nobody back).  A worker sends one for all the sources a fetched
+  batch touched, and one for all of its sources each heartbeat: one message,
+  not one per partition, so the output producer and the correlator see a few
+  messages a batch, not dozens;
+- ``watermark``: ``ts`` and ``idle`` of one source (what workers before
+  ``watermarks`` sent; still read);
+- ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
+  node reached the monitors, which the correlator cites in escalations.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import zlib
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import orjson
+
+from detector.events import (
+    ECC,
+    NIC,
+    STEP,
+    THERMAL,
+    InvalidMessage,
+    decode,
+    salvage_nonfinite,
+)
+from detector.findings import Finding
+from detector.monitors import Monitors
+from detector.thresholds import Thresholds
+from detector.topology import Topology
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CLUSTER = "default"
+# Findings made by an idle advance (no input record) are numbered after the
+# record they follow: offset, then this plus a counter.
+_IDLE_BASE = 1 << 30
+_HW_SOURCE = {ECC: "ecc", THERMAL: "thermal", NIC: "nic"}
+SNAPSHOT_VERSION = 1
+
+
+class Emit(NamedTuple):
+    """A message for the findings topic; ``partition`` None means every partition."""
+
+    partition: int | None
+    key: bytes
+    value: bytes
+
+
+class DeadLetter(NamedTuple):
+    """An input message that broke the contract, with why and where it came from."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    reason: str
+
+
+def findings_partition(cluster: str | None, partitions: int) -> int:
+    """The findings partition of a cluster: all of a cluster's findings meet in one correlator."""
+    return zlib.crc32((cluster or DEFAULT_CLUSTER).encode()) % partitions
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY, default=_fallback)
+
+
+def _fallback(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    try:
+        return float(obj)
+    except (TypeError, ValueError):
+        return str(obj)
+
+
+def finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+# -- stage 1 ---------------------------------------------------------------------------
+
+
+class SourcePartition:
+    """One telemetry topic-partition: its Monitors, and how far into the partition they are."""
+
+    def __init__(self, topic: str, partition: int, findings_partitions: int,
+                 thresholds: Thresholds | None = None, topology: Topology | None = None,
+                 *, now: float = 0.0) -> None:
+        self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
+        self.partition = partition
+        self.source = f"{topic}:{partition}"
+        self.findings_partitions = findings_partitions
+        self.monitors = Monitors(thresholds, topology)
+        self.offset = -1                    # last input offset processed
+        self._idle_seq = 0                  # findings made by idle advances since that offset
+        self.last_input = now               # wall time of the last input (or of assignment)
+        self._advanced_at = now             # wall time the clock was last moved by idleness
+        self.caught_up = False              # the caller's view: nothing left to read for now
+        self.events = 0
+        self.invalid = 0
+
+    # -- state ---------------------------------------------------------------------------
+
+    def snapshot(self) -> tuple[int, bytes]:
+        """(last processed offset, state bytes); the topology is not included."""
+        state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
+                 "events": self.events, "invalid": self.invalid}
+        return self.offset, zlib.compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL), 1)
+
+    @classmethod
+    def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
+                blob: bytes, topology: Topology | None = None, *, now: float = 0.0
+                ) -> SourcePartition:
+        state = pickle.loads(zlib.decompress(blob))
+        if state.get("v") != SNAPSHOT_VERSION:
+            raise ValueError(f"snapshot version {state.get('v')!r}, expected {SNAPSHOT_VERSION}")
+        part = cls(topic, partition, findings_partitions, now=now)
+        part.monitors = state["monitors"]
+        part.monitors.topology = topology
+        part.offset = offset
+        part._idle_seq = state["idle_seq"]
+        part.events, part.invalid = state["events"], state["invalid"]
+        return part
+
+    @property
+    def clock(self) -> float:
+        return self.monitors.clock
+
+    # -- processing ----------------------------------------------------------------------
+
+    def process(self, records: Iterable[tuple[int, bytes | None, bytes | None, float | None]],
+                now: float, emits: list[Emit], dead: list[DeadLetter], *,
+                arrivals_per_s: float = 1.0) -> None:
+        """Feed (offset, key, value, arrival) records in partition order; output is appended.
+
+        ``arrival`` is when the record reached Kafka (its timestamp: epoch
+        seconds, or ``arrivals_per_s`` units a second) or None.
+        """
+        mon = self.monitors
+        topic, source = self.topic, self.source
+        hw = _HW_SOURCE.get(topic)
+        found: list[Finding] = []
+        n_in = 0
+        for offset, key, raw, arrived in records:
+            if offset <= self.offset:
+                continue  # already in the state (a fetch repeated after a seek)
+            n_in += 1
+            try:
+                if raw is None:
+                    raise InvalidMessage(topic, "message has no value (a tombstone?)")
+                ev = decode(topic, raw)
+            except InvalidMessage as exc:
+                self.invalid += 1
+                dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
+                nf = salvage_nonfinite(topic, raw) if topic == STEP and raw is not None else None
+                if nf is not None:
+                    try:
+                        mon.process_nonfinite(nf, found)
+                    except Exception as err:  # noqa: BLE001 - see _engine_error
+                        self._engine_error(err, offset, key, raw, dead)
+            else:
+                self.events += 1
+                new_node = hw is not None and not mon.was_seen(ev.node, hw)
+                try:
+                    mon.process(ev, found)
+                except Exception as err:  # noqa: BLE001 - see _engine_error
+                    self._engine_error(err, offset, key, raw, dead)
+                if new_node:
+                    emits.append(Emit(findings_partition(ev.cluster, self.findings_partitions),
+                                      b"seen", dumps({"type": "seen", "source": source,
+                                                       "node": ev.node, "what": hw})))
+            self.offset = offset
+            self._idle_seq = 0
+            if found:
+                self._emit_findings(found, offset, 0, emits,
+                                    None if arrived is None else arrived / arrivals_per_s)
+                found.clear()
+        if n_in:
+            self.last_input = now
+            self._advanced_at = now
+
+    def _engine_error(self, exc: Exception, offset: int, key: bytes | None, raw: bytes | None,
+                      dead: list[DeadLetter]) -> None:
+        # A record the engine chokes on is dead-lettered like bad input: one poison
+        # message must not stop a partition (and with it every job keyed there).
+        log.error("engine failed on %s offset %d", self.source, offset, exc_info=exc)
+        dead.append(DeadLetter(self.topic, self.partition, offset, key, raw,
+                               f"{self.topic}: internal error in the engine: "
+                               f"{type(exc).__name__}: {exc}"[:500]))
+
+    def _emit_findings(self, found: list[Finding], offset: int, first: int,
+                       emits: list[Emit], arrived: float | None = None) -> None:
+        clock = self.monitors.clock
+        parts = self.findings_partitions
+        for k, f in enumerate(found, first):
+            cluster = f.cluster or DEFAULT_CLUSTER
+            # A NaN loss from a stream with no valid record yet has no clock: its own time.
+            tag = clock if clock > -math.inf else f.ts
+            emits.append(Emit(findings_partition(cluster, parts), cluster.encode(), dumps(
+                {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
+                 "arrived": arrived, "finding": f.to_dict()})))
+
+    def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
+        """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
+
+        Steps still waiting for ranks get decided, and the correlator's timers
+        fire, when a stream goes quiet (at the end of a replay, or when a job
+        stops) — in process, ``Engine.finish`` does this.
+        """
+        if not self.is_idle(now, idle_after_s) or not math.isfinite(self.monitors.clock):
+            return
+        found: list[Finding] = []
+        self.monitors.advance(self.monitors.clock + (now - self._advanced_at), found)
+        self._advanced_at = now
+        if found:
+            self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
+            self._idle_seq += len(found)
+
+    def is_idle(self, now: float, idle_after_s: float) -> bool:
+        """Caught up and quiet: its clock should hold no other source back."""
+        if not self.caught_up:
+            return False
+        if not math.isfinite(self.monitors.clock):
+            return True  # nothing ever read and nothing to read: nothing to wait for
+        return now - self.last_input >= idle_after_s
+
+    def watermark(self, now: float, idle_after_s: float) -> Emit:
+        """This source's clock alone, for every findings partition (see :func:`watermarks`)."""
+        return Emit(None, b"watermark", dumps({
+            "type": "watermark", "source": self.source, "ts": finite(self.monitors.clock),
+            "idle": self.is_idle(now, idle_after_s)}))
+
+    def clock_entry(self, now: float, idle_after_s: float) -> list[Any]:
+        return [self.source, finite(self.monitors.clock), self.is_idle(now, idle_after_s)]
+
+    def stats(self) -> dict[str, Any]:
+        return {"offset": self.offset, "clock": finite(self.monitors.clock),
+                "events": self.events, "invalid": self.invalid,
+                "findings": self.monitors.counts["findings"]}
+
+
+def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float) -> Emit:
+    """The clocks of several sources in one message, for every findings partition."""
+    return Emit(None, b"watermark", dumps({
+        "type": "watermarks", "clocks": [p.clock_entry(now, idle_after_s) for p in parts]}))

@@ -1,0 +1,133 @@
+"""Flags and entry point of ``faultline evaluate`` (the CLI module only registers them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from replay.evaluation.ettr import EttrModel
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def configure_parser(p: argparse.ArgumentParser) -> None:
+    """Flags of ``faultline evaluate``."""
+    from replay.evaluation.corpus import SCALES
+
+    p.add_argument("corpus", nargs="?", default=None,
+                   help="corpus folder (with corpus.json) to evaluate")
+    b = p.add_argument_group("building a corpus")
+    b.add_argument("--build", metavar="DIR", default=None,
+                   help="write a new corpus here with the simulator instead of evaluating one")
+    b.add_argument("--seeds", default=_env("FAULTLINE_EVAL_SEEDS"), metavar="A..B",
+                   help="seeds, one per log (A..B inclusive, or A,B,C); keep the tuning and "
+                   "the reporting corpus on disjoint ranges [env FAULTLINE_EVAL_SEEDS]")
+    b.add_argument("--scale", choices=sorted(SCALES), default=_env("FAULTLINE_EVAL_SCALE",
+                                                                   "small"),
+                   help="small: 5 logs, ~40 faults, minutes; full: 17 logs, >= 200 faults "
+                   "[env FAULTLINE_EVAL_SCALE]")
+    p.add_argument("--workers", type=int, default=int(_env("FAULTLINE_EVAL_WORKERS", "2") or 2),
+                   help="parallel processes for building and replaying (default 2) "
+                   "[env FAULTLINE_EVAL_WORKERS]")
+    e = p.add_argument_group("evaluating a corpus")
+    e.add_argument("--topology-map", action="append", default=[], metavar="NAME=FILE",
+                   help="where the topology a log names lives (by topology name or the path "
+                   "in corpus.json); repeat or comma-separate")
+    e.add_argument("--json", metavar="OUT", default=None,
+                   help="also write everything machine-readable to this file")
+    e.add_argument("--no-baselines", action="store_true",
+                   help="faultline only (about half the time; for a tuning loop)")
+    m = p.add_argument_group("ETTR model (printed with the result)")
+    d = EttrModel()
+    m.add_argument("--job-gpus", type=int, default=d.job_gpus,
+                   help=f"job size the Llama 3 fault rate is scaled to (default {d.job_gpus})")
+    m.add_argument("--checkpoint-min", type=float, default=d.checkpoint_interval_s / 60,
+                   help="checkpoint interval, minutes (default %(default)g)")
+    m.add_argument("--restart-min", type=float, default=d.restart_s / 60,
+                   help="restart cost, minutes (default %(default)g)")
+    m.add_argument("--isolation-min", type=float, default=d.isolation_s / 60,
+                   help="isolation time after a detection, minutes (default %(default)g)")
+    m.add_argument("--notice-min", type=float, default=d.notice_s / 60,
+                   help="until someone notices a missed fail-slow or SDC fault, minutes "
+                   "(default %(default)g)")
+    m.add_argument("--repeat-p", type=float, default=d.repeat_p,
+                   help="chance a missed fail-stop unit crashes the restarted job again "
+                   "(default %(default)g)")
+    m.add_argument("--no-fp-cost", action="store_true",
+                   help="leave the cost of false isolations out of ETTR")
+
+
+def parse_topology_map(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            name, sep, path = part.partition("=")
+            if not sep or not name.strip() or not path.strip():
+                raise ValueError(f"--topology-map: expected NAME=FILE, got {part!r}")
+            out[name.strip()] = path.strip()
+    return out
+
+
+def model_from(args: argparse.Namespace) -> EttrModel:
+    for flag in ("checkpoint_min", "restart_min", "isolation_min", "notice_min"):
+        if not getattr(args, flag) >= 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be >= 0")
+    if not 0 <= args.repeat_p <= 1:
+        raise ValueError("--repeat-p must be within 0..1")
+    if args.job_gpus < 1:
+        raise ValueError("--job-gpus must be >= 1")
+    return EttrModel(checkpoint_interval_s=60 * args.checkpoint_min,
+                     restart_s=60 * args.restart_min, isolation_s=60 * args.isolation_min,
+                     notice_s=60 * args.notice_min, repeat_p=args.repeat_p,
+                     job_gpus=args.job_gpus, count_false_isolations=not args.no_fp_cost)
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``faultline evaluate``: build a corpus, or evaluate one and print the table."""
+    from replay.evaluation.corpus import SCALES, build_corpus, parse_seeds
+    from replay.evaluation.evaluate import evaluate_corpus
+
+    if args.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    if args.build:
+        if args.corpus:
+            raise ValueError("give --build DIR or a corpus to evaluate, not both")
+        if not args.seeds:
+            raise ValueError("--build needs --seeds A..B (one seed per log)")
+        recipes = SCALES[args.scale]
+        seeds = parse_seeds(args.seeds)
+        t0 = time.perf_counter()
+        print(f"building the {args.scale} corpus ({len(recipes)} logs) in {args.build} with "
+              f"{args.workers} worker(s)", flush=True)
+        man = build_corpus(args.build, recipes, seeds, scale=args.scale, workers=args.workers,
+                           progress=_progress)
+        faults = sum(len(e["faults"]) for e in man["logs"])
+        kinds = sorted({f["kind"] for e in man["logs"] for f in e["faults"]})
+        records = sum(e["records"] for e in man["logs"])
+        print(f"wrote {len(man['logs'])} logs ({records:,} records, {faults} faults of "
+              f"{len(kinds)} kinds) and {Path(args.build) / 'corpus.json'} in "
+              f"{time.perf_counter() - t0:.0f} s; evaluate with `faultline evaluate "
+              f"{args.build}`")
+        return 0
+    if not args.corpus:
+        raise ValueError("name a corpus folder to evaluate, or --build DIR --seeds A..B")
+    ev = evaluate_corpus(args.corpus, topology_map=parse_topology_map(args.topology_map),
+                         workers=args.workers, baselines=not args.no_baselines,
+                         model=model_from(args), progress=_progress)
+    print(ev.format(), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(ev.to_dict(), indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
