@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from detector.hostlist import compress_hostlist, expand_hostlist
 
@@ -110,6 +110,8 @@ class Topology:
     _rack: dict[str, str]
     _nodes: tuple[str, ...]
     _switches: tuple[str, ...]
+    format: str = "faultline"   # the format it was read from: "faultline" or "slurm"
+    text: str = ""              # the text it was read from, so a log can carry it
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Topology:
@@ -136,7 +138,8 @@ class Topology:
         if fmt == SLURM:
             base = os.path.basename(source)
             name = base.removesuffix(".conf").removesuffix(".topology")
-            return _Builder(source, SLURM if base.startswith("<") else name).build(records)
+            topo = _Builder(source, SLURM if base.startswith("<") else name).build(records)
+            return replace(topo, format=SLURM, text=text)
         head, *body = records
         if head.kind != "Topology":
             raise TopologyError(source, head.line, head.kind,
@@ -147,7 +150,11 @@ class Topology:
         again = next((r for r in body if r.kind == "Topology"), None)
         if again is not None:
             raise TopologyError(source, again.line, "Topology", "given twice")
-        return _Builder(source, head.name, strict=True).build(body)
+        return replace(_Builder(source, head.name, strict=True).build(body), text=text)
+
+    def record(self) -> dict[str, object]:
+        """This topology as an incident-log record (DESIGN.md: a log may carry its topology)."""
+        return {"topic": "topology", "value": {"format": self.format, "text": self.text}}
 
     def nodes(self) -> tuple[str, ...]:
         """All node names, sorted."""

@@ -22,7 +22,10 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
+from detector.topology import Topology, TopologyError
+
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
+TOPOLOGY_TOPIC = "topology"  # a log's first record may carry its cluster's topology
 
 
 class Record(NamedTuple):
@@ -96,3 +99,21 @@ def write_records(path: str | os.PathLike[str], records: Iterable[dict[str, Any]
         out.close()
         raw.close()
     return n
+
+
+def log_topology(path: str | os.PathLike[str]) -> Topology | None:
+    """The topology a log carries as its first record (DESIGN.md), or None when it has none.
+
+    Only the first record is looked at: a recorder writes the topology at the head.
+    A topology record that does not parse raises :class:`TopologyError` naming the log.
+    """
+    for rec in read_records(path):
+        if isinstance(rec, Record) and rec.topic == TOPOLOGY_TOPIC:
+            value = rec.value if isinstance(rec.value, dict) else {}
+            text, fmt = value.get("text"), value.get("format")
+            if not isinstance(text, str) or fmt not in ("faultline", "slurm"):
+                raise TopologyError(f"{path} (topology record)", rec.line, None,
+                                    "needs 'format' (faultline or slurm) and 'text'")
+            return Topology.from_text(text, source=f"{path} (topology record)", fmt=fmt)
+        return None
+    return None

@@ -19,7 +19,7 @@ from detector.engine import Engine
 from detector.events import TELEMETRY_TOPICS, InvalidMessage, decode_value, salvage_nonfinite
 from detector.thresholds import Thresholds
 from detector.topology import Topology
-from replay.log import InvalidRecord, log_files, read_records
+from replay.log import TOPOLOGY_TOPIC, InvalidRecord, log_files, read_records
 from replay.scoring import Scorecard, score
 
 
@@ -85,8 +85,8 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
                 res.labels.append(Label.from_dict(rec.value))
             except ValueError as exc:
                 res.invalid[f"labels: {exc}"[:80]] += 1
-        elif topic in ALERT_TOPICS:
-            continue  # alerts recorded by an earlier run are output, not input
+        elif topic in ALERT_TOPICS or topic == TOPOLOGY_TOPIC:
+            continue  # alerts of an earlier run are output; the topology is read up front
         else:
             res.invalid[f"unknown topic {topic[:40]!r}"] += 1
     emit(eng.finish())

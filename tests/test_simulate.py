@@ -96,9 +96,10 @@ def peer_groups(steps: list[dict[str, Any]]) -> dict[tuple[int, int, int], list[
 def test_every_record_passes_the_input_contract(full):
     sc, records = full
     topics = Counter(r["topic"] for r in records)
-    assert set(topics) == {STEP, ECC, NIC, THERMAL, "labels"}
+    assert set(topics) == {STEP, ECC, NIC, THERMAL, "labels", "topology"}
+    assert records[0]["topic"] == "topology" and topics["topology"] == 1
     for r in records:
-        if r["topic"] != "labels":
+        if r["topic"] not in ("labels", "topology"):
             decode_value(r["topic"], r["value"])  # raises InvalidMessage on any violation
     assert records[-len(sc.faults):] == [r for r in records if r["topic"] == "labels"]
 
@@ -405,7 +406,7 @@ def test_telemetry_pause_stops_node_telemetry_but_no_step_message(full):
 
 def test_transport_noise_duplicates_and_reorders_within_bounds(full):
     _, records = full
-    telemetry = [r for r in records if r["topic"] != "labels"]
+    telemetry = [r for r in records if r["topic"] not in ("labels", "topology")]
     lines = Counter(orjson.dumps(r) for r in telemetry)
     dups = sum(c - 1 for c in lines.values())
     late, worst, top = 0, 0.0, float("-inf")
@@ -418,7 +419,7 @@ def test_transport_noise_duplicates_and_reorders_within_bounds(full):
     assert 0 < dups < 0.01 * len(telemetry)
     assert late > 0 and worst <= 5.0
     clean = quiet(duration_s=60)
-    stamps = [r["value"]["ts"] for r in clean if r["topic"] != "labels"]
+    stamps = [r["value"]["ts"] for r in clean if r["topic"] not in ("labels", "topology")]
     assert stamps == sorted(stamps) and len(set(map(orjson.dumps, clean))) == len(clean)
 
 
@@ -477,3 +478,16 @@ def test_command_line_writes_a_log_and_reports_it(tmp_path, capsys):
                              *bad])
         with pytest.raises(ValueError, match=match):
             run(args)
+
+
+def test_a_simulated_log_carries_its_topology_for_replay(tmp_path):
+    from replay.log import log_topology
+
+    sc = plan_scenario(TOPO, job=JOB, duration_s=150, seed=5, faults=["nic"])
+    path = tmp_path / "x.jsonl.gz"
+    write_log(simulate(sc), path)
+    topo = log_topology(path)
+    assert topo is not None and topo.name == TOPO.name
+    assert topo.nodes() == TOPO.nodes()
+    assert [topo.switch_of(n, "mlx5_0") for n in topo.nodes()] == [
+        TOPO.switch_of(n, "mlx5_0") for n in TOPO.nodes()]

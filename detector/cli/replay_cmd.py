@@ -53,13 +53,16 @@ def _run_replay(args: argparse.Namespace) -> int:
     from replay.runner import replay_log
 
     topology = load_topology(args.topology)
-    from replay.log import log_files
+    from replay.log import log_files, log_topology
     files = log_files(args.logs)
     if not files:
         raise ValueError(f"no incident logs found in {' '.join(args.logs)}")
     all_alerts: list[Alert] = []
     for path in files:
-        print(f"== {path}" + (f"  (topology {topology.name})" if topology else ""), flush=True)
+        topo = topology or log_topology(path)  # --topology wins over the log's own
+        where = "" if topo is None else f"  (topology {topo.name}" + (
+            ", from the log)" if topology is None else ")")
+        print(f"== {path}{where}", flush=True)
 
         def on_alert(a: Alert, t0: float) -> None:
             if not args.quiet:
@@ -68,7 +71,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         def on_progress(n: int) -> None:
             print(f"   ... {n:,} events", file=sys.stderr, flush=True)
 
-        res = replay_log(path, topology=topology, on_alert=on_alert, on_progress=on_progress)
+        res = replay_log(path, topology=topo, on_alert=on_alert, on_progress=on_progress)
         all_alerts.extend(res.alerts)
         rate = res.events / res.seconds if res.seconds else 0.0
         span = (res.last_ts or 0.0) - (res.first_ts or 0.0)

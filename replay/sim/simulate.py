@@ -159,6 +159,7 @@ def _records(sc: Scenario, pl: Placement, sched: Schedule) -> Iterator[dict[str,
     transport = _Transport(sc.seed) if sc.transport_noise else None
     pending: list[Record] = []
     n_slices = math.ceil(sc.duration_s)
+    yield sc.topology.record()  # the log describes its own cluster (DESIGN.md)
     for sl in range(n_slices):
         t0 = sc.start_ts + sl
         t1 = t0 + 1
