@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
@@ -462,8 +462,13 @@ class Correlator:
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
-        pairs = (topo.nics_under(name) if what == "switch"
-                 else [(n, None) for n in topo.nodes_in_domain(name)])
+        pairs: Sequence[tuple[str, str | None]]
+        if what == "switch":
+            # A topology that names no NICs (a Slurm topology.conf) puts a node under its
+            # leaf as a whole: every NIC of that node faces it.
+            pairs = topo.nics_under(name) or [(n, None) for n in topo.nodes_under(name)]
+        else:
+            pairs = [(n, None) for n in topo.nodes_in_domain(name)]
         heard, troubled = set(), set()
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
@@ -473,7 +478,11 @@ class Correlator:
                 if not signals:
                     continue
                 if what == "switch":
-                    if unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
+                    if nic is None:
+                        if unit.startswith(f"nic:{node}/") and (
+                                topo.switch_of(node, _nic_of(unit)) == name):
+                            troubled.add(node)
+                    elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
                         troubled.add(node)
                 elif unit.startswith("gpu:") and any(
                         g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
@@ -526,6 +535,11 @@ class Correlator:
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p))
+
+
+def _nic_of(unit: str) -> str:
+    """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
+    return unit.split("/", 1)[1].split(":", 1)[0]
 
 
 def _says_what_not_why(f: Finding) -> bool:
