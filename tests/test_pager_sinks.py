@@ -14,8 +14,8 @@ from detector.alerts import ESCALATION
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
 from detector.pager.core import FileDeadLetters, OffsetTracker, Pager, SinkWorker
+from detector.pager.notification import Notification
 from detector.pager.sinks import AlertmanagerSink, WebhookSink
-from detector.pager.storm import Notification
 from detector.pager.testing import FakeClock, Receiver, alert, resolved
 
 FAST = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}

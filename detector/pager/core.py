@@ -28,10 +28,11 @@ import orjson
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import iso
 from detector.pager.routing import Router
 from detector.pager.sinks import Outcome, Sink, make_sink
-from detector.pager.storm import Notification, StormControl
+from detector.pager.storm import StormControl
 from detector.topology import Topology
 
 log = logging.getLogger("faultline.pager")

@@ -44,6 +44,7 @@ import orjson
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
 from detector.pager.config import SinkConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import (
     alertmanager_alert,
     alertmanager_labels,
@@ -51,7 +52,6 @@ from detector.pager.payloads import (
     pd_dedup_key,
     webhook_body,
 )
-from detector.pager.storm import Notification
 
 log = logging.getLogger("faultline.pager")
 
