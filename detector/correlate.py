@@ -312,7 +312,13 @@ class Correlator:
         if self._power_impact(f, f.ts, out):
             return
         self._slow_wait[unit] = f
-        self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+        self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+
+    def _explanation_wait(self, f: Finding) -> float:
+        """How long a slow rank waits for a cause; a gross outlier from a job's start is
+        already past what a cause arriving later would change about paging someone."""
+        gross = f.evidence.get("gross_outlier")
+        return self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
     # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
@@ -367,7 +373,7 @@ class Correlator:
 
     def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
         f = self._slow_wait.get(unit)
-        if f is None or due < f.ts + self.cfg.escalate_after_s:
+        if f is None or due < f.ts + self._explanation_wait(f):
             return
         p = self._explanation(f)
         if p is not None:
