@@ -146,6 +146,8 @@ class Correlator:
             self._gpu_reset(f, out)
         elif f.signal == "slow_rank":
             self._on_slow(f, out)
+        elif f.signal == "power_cap":
+            self._on_power_cap(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -158,7 +160,9 @@ class Correlator:
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
-            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
+            because = f.evidence.get("recommended_because")
+            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
+                            extra={"recommended_because": because} if because else None)
             self._explain_waiting(f.scope, p, out)
         else:
             self._attach_if_firing(f)
@@ -305,8 +309,37 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
+        if self._power_impact(f, f.ts, out):
+            return
         self._slow_wait[unit] = f
         self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+
+    # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
+    # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
+
+    def _on_power_cap(self, f: Finding, out: list[Alert]) -> None:
+        if not f.active:
+            self._cleared(f, out)
+            return
+        slow = self._device.get(f.scope.key, {}).get("slow_rank")
+        if slow is not None:
+            self._power_impact(slow, f.ts, out)
+
+    def _power_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+        """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
+        cap = self._device.get(slow.scope.key, {}).get("power_cap")
+        if cap is None:
+            return False
+        ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
+            "compute_ratio_to_peers")
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
+                   f"its GPU is power-capped (clock {cap.evidence.get('clock_drop', 0.0):.1%} "
+                   "below baseline)") if ratio else "impact: rank slower than its peers"
+        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts),
+                        extra={"recommended_because": because})
+        self._explain_waiting(cap.scope, p, out)
+        return True
 
     def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
         """Power management on the same GPU, recent and large enough to explain a slow rank.
@@ -341,6 +374,8 @@ class Correlator:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
+            return
+        if self._power_impact(f, due, out):
             return
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from detector.alerts import ESCALATION, ISOLATION, Alert
 from detector.engine import Engine
-from detector.testing import T0, feed, nic
+from detector.testing import T0, feed, healthy_job, nic, thermal
 from detector.topology import Topology
 
 
@@ -49,3 +49,46 @@ def test_one_node_losing_its_links_on_a_slurm_topology_is_not_the_switch() -> No
     alerts = feed(Engine(topology=SLURM), leaf_stream({"node-003"}, nics=2))
     assert sorted(firing(alerts)) == [
         (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
+
+
+# -- 2. routine power capping is evidence; impact or a never-routine reason recommends ----
+
+
+def capped_gpu(*, throttle: int = 0x4, clock_drop: float = 0.06, seconds: int = 60,
+               cap_from: int = 20, cap_samples: int = 3, gpu: int = 3) -> list:
+    """An H100 at 1 Hz: healthy, then ``cap_samples`` samples throttled at its 700 W TDP."""
+    out = []
+    for t in range(seconds):
+        capped = cap_from <= t < cap_from + cap_samples
+        out.append(thermal(T0 + t + 0.5, "node-000", gpu, temp_c=70.0 if capped else 66.0,
+                           clock_mhz=1980.0 * (1 - clock_drop) if capped else 1980.0,
+                           throttle=throttle if capped else 0,
+                           power_w=700.0 if capped else 640.0))
+    return out
+
+
+def test_a_sw_power_cap_at_tdp_with_the_rank_not_slower_pages_nobody() -> None:
+    # The issue's numbers: 0x4, SM clock ~6 % below baseline for 3 samples, ~700 W on an
+    # H100, the rank keeping pace with its peers.  Was slow_node/power with drain_node.
+    events = sorted(list(healthy_job(steps=60)) + capped_gpu(), key=lambda e: e.ts)
+    assert firing(feed(Engine(), events)) == []
+    # The same GPU capped for the whole minute, rank still not slower: nobody is paged.
+    events = sorted(list(healthy_job(steps=60)) + capped_gpu(cap_samples=9),
+                    key=lambda e: e.ts)
+    assert firing(feed(Engine(), events)) == []
+
+
+def test_a_power_cap_that_slows_the_rank_is_recommended_and_says_why() -> None:
+    steps = healthy_job(steps=60, slow={3: 1.08}, slow_from=20)
+    events = sorted(list(steps) + capped_gpu(cap_samples=40), key=lambda e: e.ts)
+    alerts = feed(Engine(), events)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
+    assert alerts[0].evidence["recommended_because"].startswith("impact: rank 3 runs")
+    assert alerts[0].onset_ts == T0 + 20.5
+
+
+def test_a_never_routine_throttle_reason_is_recommended_on_its_own() -> None:
+    for bits, cause in ((0x40, "thermal"), (0x80, "power"), (0x20, "thermal")):
+        alerts = feed(Engine(), capped_gpu(throttle=bits, clock_drop=0.06, cap_samples=5))
+        assert firing(alerts) == [(ISOLATION, "slow_node", cause, "gpu:node-000/3")]
+        assert alerts[0].evidence["recommended_because"].startswith("never-routine")
