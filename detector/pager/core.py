@@ -234,6 +234,7 @@ class SinkWorker:
             self.metrics.dead_letter(self.name)
         except Exception:  # noqa: BLE001 - the log above still has it
             log.exception("%s: writing the dead letter failed", self.name)
+        self._guarded(lambda: self.sink.dead_lettered(n))
         n.done()
 
 
@@ -247,7 +248,8 @@ class Pager:
                  *, topology: Topology | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, rng: random.Random | None = None,
-                 sinks: dict[str, Sink] | None = None) -> None:
+                 sinks: dict[str, Sink] | None = None,
+                 sleep: Callable[[float], bool] | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -255,7 +257,8 @@ class Pager:
         self.stop = threading.Event()
         state_dir = Path(config.state_dir) if config.state_dir else None
         self.sinks = sinks if sinks is not None else {
-            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall)
+            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall,
+                            monotonic=clock, sleep=sleep)
             for name, sc in config.sinks.items()}
         now = clock()
         if state_dir is not None:
