@@ -122,3 +122,25 @@ def test_the_warm_up_prior_is_conservative_and_clears_like_any_slow_rank() -> No
     # Gross for the first 5 steps, then healthy: reported, then resolved.
     alerts = feed(Engine(), healthy_job(steps=80, slow={5: 2.0}, slow_from=0, slow_to=5))
     assert [a.status for a in alerts] == ["firing", "resolved"]
+
+
+# -- flapping: a problem that returns within the flap window is one incident ---------------
+
+
+def slow_twice(gap_steps: int) -> list:
+    """Rank 3 15 % slower for 40 steps, healthy for ``gap_steps``, slow for 40 again."""
+    second = 60 + gap_steps
+    first_run = healthy_job(steps=second + 80, slow={3: 1.15}, slow_from=20, slow_to=60)
+    return [e._replace(compute_ms=e.compute_ms * 1.15)
+            if (e.rank == 3 and second <= e.step < second + 40) else e for e in first_run]
+
+
+def test_a_slow_rank_that_returns_within_the_flap_window_is_one_page() -> None:
+    cfg = Engine().cfg
+    alerts = feed(Engine(), slow_twice(gap_steps=int(cfg.flap_window_s / 2)))
+    assert [a.status for a in alerts] == ["firing", "resolved"]
+    assert alerts[1].evidence["returns"] == 1
+    # Back after longer than the window: a new incident, paged again.
+    alerts = feed(Engine(), slow_twice(gap_steps=int(cfg.flap_window_s + 60)))
+    assert [a.status for a in alerts] == ["firing", "resolved", "firing", "resolved"]
+    assert alerts[1].detected_ts - alerts[1].evidence["quiet_since_ts"] == cfg.flap_window_s
