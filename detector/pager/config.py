@@ -76,9 +76,11 @@ class SinkConfig:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # webhook: extra
     source: str | None = None               # PagerDuty payload.source; default: the scope's host
     timeout_s: float = 10.0
-    max_attempts: int = 8                   # for 429, 5xx, timeouts, refused connections
+    # 408, 429, 5xx, timeouts, refused connections: retried this long (24 h), then dead letter
+    retry_for_s: float = 86400.0
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
+    retry_after_max_s: float = 900.0        # a Retry-After is honoured up to this
     resend_interval_s: float = 60.0         # Alertmanager: re-send active alerts this often
     alert_ttl_s: float = 240.0              # Alertmanager: endsAt of a firing alert, from now
     evidence_max_bytes: int = 4096          # evidence as an Alertmanager annotation
@@ -88,8 +90,9 @@ class SinkConfig:
 
 _SINK_SCALARS: dict[str, str] = {
     "type": "str", "url": "urls", "routing_key": "secret", "bearer_token": "secret",
-    "source": "str", "timeout_s": "float", "max_attempts": "int", "backoff_initial_s": "float",
-    "backoff_max_s": "float", "resend_interval_s": "float", "alert_ttl_s": "float",
+    "source": "str", "timeout_s": "float", "retry_for_s": "float",
+    "backoff_initial_s": "float", "backoff_max_s": "float", "retry_after_max_s": "float",
+    "resend_interval_s": "float", "alert_ttl_s": "float",
     "evidence_max_bytes": "int", "details_max_bytes": "int",
 }
 _STORM_KEYS: dict[str, str] = {"enabled": "bool", "group_by": "list", "group_wait_s": "float",
@@ -394,10 +397,10 @@ def _sink(name: str, table: dict[str, Any], env: dict[str, str], where: str) -> 
                    enabled_default=kind != "alertmanager")
     cfg = SinkConfig(name=name, type=kind, urls=tuple(urls), storm=storm, **values)
     for f in ("timeout_s", "backoff_initial_s", "backoff_max_s", "resend_interval_s",
-              "alert_ttl_s"):
+              "alert_ttl_s", "retry_for_s", "retry_after_max_s"):
         if not getattr(cfg, f) > 0:
             raise ValueError(f"{where} {f} must be > 0")
-    for f in ("max_attempts", "evidence_max_bytes", "details_max_bytes"):
+    for f in ("evidence_max_bytes", "details_max_bytes"):
         if getattr(cfg, f) < 1:
             raise ValueError(f"{where} {f} must be >= 1")
     if kind == "alertmanager" and not cfg.resend_interval_s < cfg.alert_ttl_s:
