@@ -261,6 +261,10 @@ class PagerMetrics:
         family(Gauge, "faultline_pager_active_alerts", "Firing alerts a sink keeps re-sending "
                "(Alertmanager) or remembers as triggered")
         family(Gauge, "faultline_pager_queued", "Notifications waiting for or in delivery")
+        family(Gauge, "faultline_pager_failing_since", "Unix time since which every attempt "
+               "to reach the sink failed transiently (being retried); 0 while it answers")
+        family(Gauge, "faultline_pager_deadletters_outstanding", "Alerts dead-lettered by the "
+               "sink and not delivered since (a later delivery clears them)")
         family(Histogram, "faultline_pager_delivery_seconds", "Wall time to deliver a "
                "notification, retries included", buckets=DELIVERY_BUCKETS_S)
         self._sink = per_sink
@@ -297,6 +301,12 @@ class PagerMetrics:
 
     def active(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_active_alerts"].set(n)
+
+    def failing_since(self, sink: str, since: float) -> None:
+        self._sink[sink]["faultline_pager_failing_since"].set(since)
+
+    def deadletters_outstanding(self, sink: str, n: int) -> None:
+        self._sink[sink]["faultline_pager_deadletters_outstanding"].set(n)
 
     def queued(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_queued"].set(n)

@@ -28,10 +28,11 @@ import orjson
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import iso
 from detector.pager.routing import Router
 from detector.pager.sinks import Outcome, Sink, make_sink
-from detector.pager.storm import Notification, StormControl
+from detector.pager.storm import StormControl
 from detector.topology import Topology
 
 log = logging.getLogger("faultline.pager")
@@ -233,6 +234,7 @@ class SinkWorker:
             self.metrics.dead_letter(self.name)
         except Exception:  # noqa: BLE001 - the log above still has it
             log.exception("%s: writing the dead letter failed", self.name)
+        self._guarded(lambda: self.sink.dead_lettered(n))
         n.done()
 
 
@@ -246,7 +248,8 @@ class Pager:
                  *, topology: Topology | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, rng: random.Random | None = None,
-                 sinks: dict[str, Sink] | None = None) -> None:
+                 sinks: dict[str, Sink] | None = None,
+                 sleep: Callable[[float], bool] | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -254,7 +257,8 @@ class Pager:
         self.stop = threading.Event()
         state_dir = Path(config.state_dir) if config.state_dir else None
         self.sinks = sinks if sinks is not None else {
-            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall)
+            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall,
+                            monotonic=clock, sleep=sleep)
             for name, sc in config.sinks.items()}
         now = clock()
         if state_dir is not None:

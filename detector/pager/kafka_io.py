@@ -72,7 +72,7 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
     if config.state_dir:
         Path(config.state_dir).mkdir(parents=True, exist_ok=True)
 
-    from detector.service.kafka_io import ensure_topics
+    from detector.kafka.admin import ensure_topics
 
     plan = {real: (settings.partitions_alerts, {}) for real in real_topics}
     dl_topic = settings.topic_prefix + config.deadletter_topic if not config.deadletter_file \
