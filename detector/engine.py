@@ -6,7 +6,7 @@ node, events to findings) and the :class:`~detector.correlate.Correlator`
 (findings to alerts).  The engine joins them in one process with an
 event-time clock — the newest ``ts`` seen — that fires the correlator's
 timers; the Kafka service runs them on different partitions with a topic in
-between.  Its whole state pickles to bytes and back.
+between.  Its whole state goes to bytes and back as data (detector.statecodec).
 
 >>> from detector.events import EccSample
 >>> eng = Engine()
