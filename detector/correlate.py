@@ -312,7 +312,13 @@ class Correlator:
         if self._power_impact(f, f.ts, out):
             return
         self._slow_wait[unit] = f
-        self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+        self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+
+    def _explanation_wait(self, f: Finding) -> float:
+        """How long a slow rank waits for a cause; a gross outlier from a job's start is
+        already past what a cause arriving later would change about paging someone."""
+        gross = f.evidence.get("gross_outlier")
+        return self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
     # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
@@ -367,7 +373,7 @@ class Correlator:
 
     def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
         f = self._slow_wait.get(unit)
-        if f is None or due < f.ts + self.cfg.escalate_after_s:
+        if f is None or due < f.ts + self._explanation_wait(f):
             return
         p = self._explanation(f)
         if p is not None:
@@ -584,7 +590,8 @@ def _says_what_not_why(f: Finding) -> bool:
 
 
 def _summary(p: Problem) -> str:
+    """What was seen, in one line.  Kind, cause and scope are fields of their own, and every
+    reader (the replay line, the pager's title) prints them beside this: not repeated here."""
     first = p.evidence[0] if p.evidence else {}
-    detail = ", ".join(f"{k}={v}" for k, v in first.items()
-                       if k not in ("unit", "ts") and not isinstance(v, (dict, list)))
-    return f"{p.kind}/{p.cause} on {p.scope.key}: {detail}"[:300]
+    return ", ".join(f"{k}={v}" for k, v in first.items()
+                     if k not in ("unit", "ts") and not isinstance(v, (dict, list)))[:300]

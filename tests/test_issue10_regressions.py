@@ -92,3 +92,33 @@ def test_a_never_routine_throttle_reason_is_recommended_on_its_own() -> None:
         alerts = feed(Engine(), capped_gpu(throttle=bits, clock_drop=0.06, cap_samples=5))
         assert firing(alerts) == [(ISOLATION, "slow_node", cause, "gpu:node-000/3")]
         assert alerts[0].evidence["recommended_because"].startswith("never-routine")
+
+
+# -- 3. a job landing on a bad GPU: gross outliers need no warm-up -------------------------
+
+
+def test_a_rank_far_slower_from_the_first_step_is_escalated_by_step_three() -> None:
+    # The issue's numbers: 2.35x its peers' compute from step 1 (was escalated at step 14).
+    events = list(healthy_job(steps=40, slow={5: 2.35}, slow_from=0))
+    alerts = feed(Engine(), events)
+    assert firing(alerts) == [(ESCALATION, "slow_node", "unknown", "gpu:node-000/5")]
+    # Steps to detect as bench/slowdown_curve.py counts them: the slow rank's steps up to
+    # the alert's detected_ts, both included.
+    steps_seen = sum(1 for e in events if e.rank == 5 and e.ts <= alerts[0].detected_ts)
+    assert steps_seen <= 3
+    assert alerts[0].onset_ts == T0 + 0.005
+    assert alerts[0].evidence["signals"][0]["gross_outlier"] is True
+
+
+def test_the_warm_up_prior_is_conservative_and_clears_like_any_slow_rank() -> None:
+    # 20 % slower from the start is not gross: the CUSUM finds it after warm-up instead.
+    alerts = feed(Engine(), healthy_job(steps=40, slow={5: 1.20}, slow_from=0))
+    assert firing(alerts) == [(ESCALATION, "slow_node", "unknown", "gpu:node-000/5")]
+    assert alerts[0].detected_ts > T0 + 10
+    # One gross step (a loader stall, a sequence-length outlier) is not a slow rank.
+    events = [e._replace(compute_ms=e.compute_ms * 2.0) if (e.rank == 5 and e.step == 2) else e
+              for e in healthy_job(steps=40)]
+    assert firing(feed(Engine(), events)) == []
+    # Gross for the first 5 steps, then healthy: reported, then resolved.
+    alerts = feed(Engine(), healthy_job(steps=80, slow={5: 2.0}, slow_from=0, slow_to=5))
+    assert [a.status for a in alerts] == ["firing", "resolved"]

@@ -58,6 +58,7 @@ from faust.types import TP
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.events import TELEMETRY_TOPICS
+from detector.monitors import tracked_gpus
 from detector.service.correlator_stage import CorrelatorPartition, alert_message
 from detector.service.faust_io import ServiceWorker, batch_transport, credentials
 from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
@@ -344,8 +345,8 @@ class DetectorService:
             self.counts["snapshots"] += len(captured)
             if self.metrics is not None:
                 self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})
-                self.metrics.state(sum(self._state_bytes.values()), sum(
-                    p.monitors.tracked_gpus() for p in self.sources.values()))
+                self.metrics.state(sum(self._state_bytes.values()), tracked_gpus(
+                    p.monitors for p in self.sources.values()))
             await self._commit({tp: offset + 1 for tp, offset, _ in captured if offset >= 0})
 
     async def _commit(self, offsets: dict[TP, int]) -> None:
