@@ -239,6 +239,12 @@ class PagerMetrics:
                                 "were not alert envelopes (dead-lettered)", registry=registry)
         self._unrouted = Counter("faultline_pager_unrouted", "Alerts no route sent anywhere",
                                  registry=registry)
+        self._in_flight = Gauge("faultline_pager_in_flight", "Alert messages consumed and not "
+                                "yet delivered or dead-lettered (held at max_in_flight)",
+                                registry=registry)
+        self._in_flight_peak = Gauge("faultline_pager_in_flight_peak", "The most alert "
+                                     "messages in flight at once since the pager started",
+                                     registry=registry)
         per_sink: dict[str, dict[str, Any]] = {s: {} for s in sinks}
 
         def family(kind: type, name: str, text: str, extra: tuple[str, ...] = (),
@@ -280,6 +286,10 @@ class PagerMetrics:
 
     def unrouted(self) -> None:
         self._unrouted.inc()
+
+    def in_flight(self, n: int, peak: int) -> None:
+        self._in_flight.set(n)
+        self._in_flight_peak.set(peak)
 
     def delivered(self, sink: str, seconds: float) -> None:
         m = self._sink[sink]
