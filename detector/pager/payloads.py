@@ -10,7 +10,7 @@ an Alertmanager label value is at most 256 characters, the evidence
 annotation at most ``evidence_max_bytes``.
 
 >>> from detector.alerts import FiredAlert
->>> from detector.pager.storm import Notification
+>>> from detector.pager.notification import Notification
 >>> a = FiredAlert.from_record("alerts.escalation", {
 ...     "dedup_key": "fl:c1:esc:unattributed:node:node-007", "status": "firing",
 ...     "kind": "unattributed", "cause": "unknown", "onset_ts": 100.0, "detected_ts": 103.0,
@@ -38,7 +38,7 @@ import orjson
 
 from detector.alerts import ESCALATION, FiredAlert
 from detector.pager.config import SHORT_TOPIC
-from detector.pager.storm import Notification
+from detector.pager.notification import Notification
 
 SUMMARY_MAX_CHARS = 1024      # PagerDuty payload.summary
 DEDUP_KEY_MAX_CHARS = 255     # PagerDuty dedup_key
@@ -60,6 +60,8 @@ def title(a: FiredAlert) -> str:
     """One line: what, where, and the detector's own summary."""
     head = f"[faultline {SHORT_TOPIC.get(a.topic, a.topic)}] {a.kind}/{a.cause} on {a.scope.key}"
     text = str(a.raw.get("summary") or "")
+    # Envelopes written before the summary stopped repeating its kind and scope.
+    text = text.removeprefix(f"{a.kind}/{a.cause} on {a.scope.key}").removeprefix(": ")
     return f"{head}: {text}" if text else head
 
 
