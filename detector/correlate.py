@@ -75,7 +75,7 @@ class Problem:
 
 
 class Correlator:
-    """Turns findings into alerts; pure, event-time driven, snapshot-able with pickle."""
+    """Turns findings into alerts; pure, event-time driven, snapshot-able (detector.statecodec)."""
 
     def __init__(self, cfg: Thresholds, topology: Topology | None = None,
                  seen: Callable[[str, str], bool] | None = None) -> None:
@@ -603,7 +603,8 @@ def _says_what_not_why(f: Finding) -> bool:
 
 
 def _summary(p: Problem) -> str:
+    """What was seen, in one line.  Kind, cause and scope are fields of their own, and every
+    reader (the replay line, the pager's title) prints them beside this: not repeated here."""
     first = p.evidence[0] if p.evidence else {}
-    detail = ", ".join(f"{k}={v}" for k, v in first.items()
-                       if k not in ("unit", "ts") and not isinstance(v, (dict, list)))
-    return f"{p.kind}/{p.cause} on {p.scope.key}: {detail}"[:300]
+    return ", ".join(f"{k}={v}" for k, v in first.items()
+                     if k not in ("unit", "ts") and not isinstance(v, (dict, list)))[:300]

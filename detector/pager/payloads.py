@@ -60,6 +60,8 @@ def title(a: FiredAlert) -> str:
     """One line: what, where, and the detector's own summary."""
     head = f"[faultline {SHORT_TOPIC.get(a.topic, a.topic)}] {a.kind}/{a.cause} on {a.scope.key}"
     text = str(a.raw.get("summary") or "")
+    # Envelopes written before the summary stopped repeating its kind and scope.
+    text = text.removeprefix(f"{a.kind}/{a.cause} on {a.scope.key}").removeprefix(": ")
     return f"{head}: {text}" if text else head
 
 

@@ -104,7 +104,7 @@ def envelope(node: str = "node-007", *, topic: str = ISOLATION, kind: str = "net
                    "rollback": "nothing was changed"},
         "onset_ts": detected_ts - 1.0, "detected_ts": detected_ts, "detection_latency_s": 1.0,
         "confidence": 0.9, "evidence": ev, "job": "job-1", "tenant": tenant,
-        "summary": summary if summary is not None else f"{kind}/{cause} on {unit}"}
+        "summary": summary if summary is not None else "signal=link_down"}
     if cluster is not None:
         value["cluster"] = cluster
     return value
