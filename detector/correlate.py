@@ -75,7 +75,7 @@ class Problem:
 
 
 class Correlator:
-    """Turns findings into alerts; pure, event-time driven, snapshot-able with pickle."""
+    """Turns findings into alerts; pure, event-time driven, snapshot-able (detector.statecodec)."""
 
     def __init__(self, cfg: Thresholds, topology: Topology | None = None,
                  seen: Callable[[str, str], bool] | None = None) -> None:
