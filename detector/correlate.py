@@ -585,6 +585,9 @@ class Correlator:
         else:
             action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
                                 recovery_action=p.recovery_action)
+        # The detectors' own score, kept beside the calibrated one so a new calibration can
+        # be fitted from alerts (bench/calibrate.py).
+        evidence["raw_confidence"] = round(p.confidence, 3)
         conf = confidence(p.topic, p.kind, p.cause, p.confidence)
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
