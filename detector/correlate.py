@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
@@ -75,7 +75,7 @@ class Problem:
 
 
 class Correlator:
-    """Turns findings into alerts; pure, event-time driven, snapshot-able with pickle."""
+    """Turns findings into alerts; pure, event-time driven, snapshot-able (detector.statecodec)."""
 
     def __init__(self, cfg: Thresholds, topology: Topology | None = None,
                  seen: Callable[[str, str], bool] | None = None) -> None:
@@ -146,6 +146,8 @@ class Correlator:
             self._gpu_reset(f, out)
         elif f.signal == "slow_rank":
             self._on_slow(f, out)
+        elif f.signal == "power_cap":
+            self._on_power_cap(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -158,7 +160,9 @@ class Correlator:
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
-            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
+            because = f.evidence.get("recommended_because")
+            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
+                            extra={"recommended_because": because} if because else None)
             self._explain_waiting(f.scope, p, out)
         else:
             self._attach_if_firing(f)
@@ -210,6 +214,9 @@ class Correlator:
                 self._schedule_resolve(q, f.ts)
         self._owner[f.key] = p.key
         p.active.add(f.key)
+        if p.quiet_since != math.inf and p.status == "firing":
+            # Quiet, then back before resolving: the same incident, said in its evidence.
+            p.extra["returns"] = p.extra.get("returns", 0) + 1
         p.quiet_since = math.inf
 
     def _attach_if_firing(self, f: Finding) -> None:
@@ -230,16 +237,26 @@ class Correlator:
         if not p.active and not p.latched and p.status == "firing":
             self._schedule_resolve(p, f.ts)
 
+    def _quiet_needed(self, p: Problem) -> float:
+        """Quiet time before ``p`` resolves.  Hardware problems are latched until a reset or
+        clear on a counter; soft signals (a rank a few percent slow, NIC errors, gradient
+        spikes) that stop and return within ``flap_window_s`` are one incident, not a page
+        each time (Alibaba PAI job 1: workers 0-2, ~8 % slower, stopped and returned)."""
+        if p.kind == "hardware":
+            return self.cfg.resolve_after_s
+        return max(self.cfg.resolve_after_s, self.cfg.flap_window_s)
+
     def _schedule_resolve(self, p: Problem, ts: float) -> None:
         p.quiet_since = ts
-        self._timer(ts + self.cfg.resolve_after_s, "resolve", p.key)
+        self._timer(ts + self._quiet_needed(p), "resolve", p.key)
 
     def _resolve_due(self, key: str, due: float, out: list[Alert]) -> None:
         p = self.problems.get(key)
         if (p is None or p.status != "firing" or p.active or p.latched
-                or p.quiet_since + self.cfg.resolve_after_s > due):
+                or p.quiet_since + self._quiet_needed(p) > due):
             return
         p.status = "resolved"
+        p.extra["quiet_since_ts"] = round(p.quiet_since, 3)
         out.append(self._alert(p, due))
         self._timer(due + self.cfg.forget_after_s, "forget", key)
 
@@ -305,8 +322,43 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
+        if self._power_impact(f, f.ts, out):
+            return
         self._slow_wait[unit] = f
-        self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+        self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+
+    def _explanation_wait(self, f: Finding) -> float:
+        """How long a slow rank waits for a cause; a gross outlier from a job's start is
+        already past what a cause arriving later would change about paging someone."""
+        gross = f.evidence.get("gross_outlier")
+        return self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
+
+    # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
+    # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
+
+    def _on_power_cap(self, f: Finding, out: list[Alert]) -> None:
+        if not f.active:
+            self._cleared(f, out)
+            return
+        slow = self._device.get(f.scope.key, {}).get("slow_rank")
+        if slow is not None:
+            self._power_impact(slow, f.ts, out)
+
+    def _power_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+        """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
+        cap = self._device.get(slow.scope.key, {}).get("power_cap")
+        if cap is None:
+            return False
+        ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
+            "compute_ratio_to_peers")
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
+                   f"its GPU is power-capped (clock {cap.evidence.get('clock_drop', 0.0):.1%} "
+                   "below baseline)") if ratio else "impact: rank slower than its peers"
+        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts),
+                        extra={"recommended_because": because})
+        self._explain_waiting(cap.scope, p, out)
+        return True
 
     def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
         """Power management on the same GPU, recent and large enough to explain a slow rank.
@@ -334,13 +386,15 @@ class Correlator:
 
     def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
         f = self._slow_wait.get(unit)
-        if f is None or due < f.ts + self.cfg.escalate_after_s:
+        if f is None or due < f.ts + self._explanation_wait(f):
             return
         p = self._explanation(f)
         if p is not None:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
+            return
+        if self._power_impact(f, due, out):
             return
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.
@@ -462,8 +516,13 @@ class Correlator:
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
-        pairs = (topo.nics_under(name) if what == "switch"
-                 else [(n, None) for n in topo.nodes_in_domain(name)])
+        pairs: Sequence[tuple[str, str | None]]
+        if what == "switch":
+            # A topology that names no NICs (a Slurm topology.conf) puts a node under its
+            # leaf as a whole: every NIC of that node faces it.
+            pairs = topo.nics_under(name) or [(n, None) for n in topo.nodes_under(name)]
+        else:
+            pairs = [(n, None) for n in topo.nodes_in_domain(name)]
         heard, troubled = set(), set()
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
@@ -473,7 +532,11 @@ class Correlator:
                 if not signals:
                     continue
                 if what == "switch":
-                    if unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
+                    if nic is None:
+                        if unit.startswith(f"nic:{node}/") and (
+                                topo.switch_of(node, _nic_of(unit)) == name):
+                            troubled.add(node)
+                    elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
                         troubled.add(node)
                 elif unit.startswith("gpu:") and any(
                         g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
@@ -528,6 +591,11 @@ class Correlator:
                      _summary(p))
 
 
+def _nic_of(unit: str) -> str:
+    """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
+    return unit.split("/", 1)[1].split(":", 1)[0]
+
+
 def _says_what_not_why(f: Finding) -> bool:
     """NVML's recovery action (and XID 154 announcing it) names a remedy, not a cause."""
     return f.kind == "hardware" and (f.signal == "recovery_action" or (
@@ -535,7 +603,8 @@ def _says_what_not_why(f: Finding) -> bool:
 
 
 def _summary(p: Problem) -> str:
+    """What was seen, in one line.  Kind, cause and scope are fields of their own, and every
+    reader (the replay line, the pager's title) prints them beside this: not repeated here."""
     first = p.evidence[0] if p.evidence else {}
-    detail = ", ".join(f"{k}={v}" for k, v in first.items()
-                       if k not in ("unit", "ts") and not isinstance(v, (dict, list)))
-    return f"{p.kind}/{p.cause} on {p.scope.key}: {detail}"[:300]
+    return ", ".join(f"{k}={v}" for k, v in first.items()
+                     if k not in ("unit", "ts") and not isinstance(v, (dict, list)))[:300]

@@ -9,6 +9,7 @@ way the same records give the same findings.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from detector.events import (
@@ -144,9 +145,15 @@ class Monitors:
     def was_seen(self, node: str, source: str) -> bool:
         return source in self._seen.get(node, ())
 
-    def tracked_gpus(self) -> int:
+    def gpu_keys(self) -> set[tuple[str, int]]:
+        """Every (node, gpu) this worker keeps a model for, from any telemetry."""
         gpus = set(self._ecc) | set(self._thermal)
-        return len(gpus) or sum(len(j._hw) for j in self._jobs.values())
+        for j in self._jobs.values():
+            gpus.update(hw for hw in j._hw if hw is not None)
+        return gpus
+
+    def tracked_gpus(self) -> int:
+        return len(self.gpu_keys())
 
     def stats(self) -> dict[str, Any]:
         return {**self.counts, "jobs": len(self._jobs), "gpus": self.tracked_gpus(),
@@ -158,3 +165,9 @@ class Monitors:
 
 _HANDLERS: dict[type, Any] = {StepSample: Monitors._on_step, ThermalSample: Monitors._on_thermal,
                               NicSample: Monitors._on_nic, EccSample: Monitors._on_ecc}
+
+
+def tracked_gpus(parts: Iterable[Monitors]) -> int:
+    """GPUs tracked across partitions: a GPU's ECC, thermal and step telemetry land on three
+    partitions (keyed by node, node and job), and it is still one GPU."""
+    return len(set().union(*(m.gpu_keys() for m in parts)))

@@ -77,6 +77,9 @@ def _run_pager(args: argparse.Namespace) -> int:
         args.config, env=env,
         settings_overrides={name: getattr(args, name) for _, name, _, _ in _PAGER_SETTINGS_FLAGS},
         pager_overrides={name: getattr(args, f"pager_{name}") for _, name, *_ in _PAGER_FLAGS})
+    for flag, sink in ((args.alertmanager, "alertmanager"), (args.webhook, "webhook")):
+        if flag:  # passed on as a variable above; say where it really came from
+            config._sources[f"sinks.{sink}.url"] = f"command line --{sink}"  # type: ignore
     if args.print_config:
         print(config.to_toml(), end="")
         return 0

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 
 from detector.alerts import Alert
-from detector.cli.common import env, env_float, format_alert, load_topology
+from detector.cli.common import EXIT_UNREADABLE, env, env_float, format_alert, load_topology
+from detector.cli.progress import progress
 
 
 def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -58,6 +59,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if not files:
         raise ValueError(f"no incident logs found in {' '.join(args.logs)}")
     all_alerts: list[Alert] = []
+    unreadable = 0
     for path in files:
         topo = topology or log_topology(path)  # --topology wins over the log's own
         where = "" if topo is None else f"  (topology {topo.name}" + (
@@ -68,10 +70,16 @@ def _run_replay(args: argparse.Namespace) -> int:
             if not args.quiet:
                 print(format_alert(a, t0), flush=True)
 
-        def on_progress(n: int) -> None:
-            print(f"   ... {n:,} events", file=sys.stderr, flush=True)
-
-        res = replay_log(path, topology=topo, on_alert=on_alert, on_progress=on_progress)
+        with progress(f"replay {path.name}") as on_progress:
+            res = replay_log(path, topology=topo, on_alert=on_alert, on_progress=on_progress)
+        why = res.unreadable()
+        if why:
+            print(f"faultline replay: {path}: nothing could be read: {why}", file=sys.stderr)
+            unreadable += 1
+            continue
+        if res.damaged:
+            print(f"faultline replay: warning: {path}: {res.damaged}; replayed the "
+                  f"{res.events:,} events before it", file=sys.stderr)
         all_alerts.extend(res.alerts)
         rate = res.events / res.seconds if res.seconds else 0.0
         span = (res.last_ts or 0.0) - (res.first_ts or 0.0)
@@ -85,7 +93,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.alerts_out:
         n = write_records(args.alerts_out, (a.record() for a in all_alerts))
         print(f"wrote {n} alert records to {args.alerts_out}")
-    return 0
+    return EXIT_UNREADABLE if unreadable else 0
 
 
 def _run_replay_to_kafka(args: argparse.Namespace) -> int:

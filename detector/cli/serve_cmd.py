@@ -92,12 +92,19 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
         "config", help="print the effective service configuration (secrets redacted)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.fill(
-            "Print the configuration `faultline serve` would run with, as TOML, each value "
-            "with where it came from. Secrets are shown as **********.", 79),
+            "Print the configuration `faultline serve` and `faultline pager` would run with, "
+            "as TOML, every section, each value with where it came from. Secrets are shown "
+            "as **********.", 79),
         epilog=settings_help())
     _add_settings_flags(p)
 
 
 def _run_config(args: argparse.Namespace) -> int:
-    print(_settings_from(args).to_toml(), end="")  # type: ignore[attr-defined]
+    from detector.pager import config as pager_config
+
+    settings, pager = pager_config.load(args.config, settings_overrides={
+        name: getattr(args, name) for _, name, _, _ in _SERVE_FLAGS}, validate=False)
+    print(settings.to_toml(), end="")
+    print(f"\n# the pager's (`faultline pager`; [kafka] and [topics] above are shared)\n"
+          f"{pager.to_toml()}", end="")
     return 0

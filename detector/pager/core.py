@@ -28,10 +28,11 @@ import orjson
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import iso
 from detector.pager.routing import Router
 from detector.pager.sinks import Outcome, Sink, make_sink
-from detector.pager.storm import Notification, StormControl
+from detector.pager.storm import StormControl
 from detector.topology import Topology
 
 log = logging.getLogger("faultline.pager")
@@ -41,11 +42,12 @@ log = logging.getLogger("faultline.pager")
 
 
 class _Partition:
-    __slots__ = ("pending", "high")
+    __slots__ = ("pending", "high", "live")
 
     def __init__(self) -> None:
         self.pending: dict[int, int] = {}   # offset -> deliveries still owed
         self.high = -1                      # newest offset seen
+        self.live = True                    # False once revoked: counts for nothing
 
 
 class OffsetTicket:
@@ -61,15 +63,18 @@ class OffsetTicket:
     def hold(self, n: int = 1) -> None:
         """``n`` more deliveries owed before this message is done."""
         with self._tracker.lock:
-            self._part.pending[self.offset] = self._part.pending.get(self.offset, 0) + n
+            pending = self._part.pending
+            if self.offset not in pending and self._part.live:
+                self._tracker.pending += 1
+            pending[self.offset] = pending.get(self.offset, 0) + n
 
     def done(self) -> None:
         with self._tracker.lock:
             left = self._part.pending.get(self.offset, 0) - 1
             if left > 0:
                 self._part.pending[self.offset] = left
-            else:
-                self._part.pending.pop(self.offset, None)
+            elif self._part.pending.pop(self.offset, None) is not None and self._part.live:
+                self._tracker.pending -= 1
 
 
 class OffsetTracker:
@@ -86,6 +91,8 @@ class OffsetTracker:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._parts: dict[tuple[str, int], _Partition] = {}
+        self.pending = 0   # messages not yet done, over the partitions held
+        self.peak = 0      # the most there ever were
 
     def ticket(self, topic: str, partition: int, offset: int) -> OffsetTicket:
         """A ticket holding one delivery (the caller's own); call ``done()`` once dispatched."""
@@ -94,6 +101,9 @@ class OffsetTracker:
             if part is None:
                 part = self._parts[(topic, partition)] = _Partition()
             part.high = max(part.high, offset)
+            if offset not in part.pending:
+                self.pending += 1
+                self.peak = max(self.peak, self.pending)
             part.pending[offset] = part.pending.get(offset, 0) + 1
         return OffsetTicket(self, part, offset)
 
@@ -104,13 +114,16 @@ class OffsetTracker:
                     for tp, p in self._parts.items() if p.high >= 0}
 
     def in_flight(self) -> int:
-        with self.lock:
-            return sum(len(p.pending) for p in self._parts.values())
+        """Messages consumed and not yet delivered or dead-lettered (O(1))."""
+        return self.pending
 
     def forget(self, tp: tuple[str, int]) -> None:
         """A partition revoked: its tickets may still finish, but count for nothing here."""
         with self.lock:
-            self._parts.pop(tp, None)
+            part = self._parts.pop(tp, None)
+            if part is not None:
+                part.live = False
+                self.pending -= len(part.pending)
 
 
 # -- dead letters ------------------------------------------------------------------------
@@ -233,6 +246,7 @@ class SinkWorker:
             self.metrics.dead_letter(self.name)
         except Exception:  # noqa: BLE001 - the log above still has it
             log.exception("%s: writing the dead letter failed", self.name)
+        self._guarded(lambda: self.sink.dead_lettered(n))
         n.done()
 
 
@@ -246,7 +260,8 @@ class Pager:
                  *, topology: Topology | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, rng: random.Random | None = None,
-                 sinks: dict[str, Sink] | None = None) -> None:
+                 sinks: dict[str, Sink] | None = None,
+                 sleep: Callable[[float], bool] | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -254,7 +269,8 @@ class Pager:
         self.stop = threading.Event()
         state_dir = Path(config.state_dir) if config.state_dir else None
         self.sinks = sinks if sinks is not None else {
-            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall)
+            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall,
+                            monotonic=clock, sleep=sleep)
             for name, sc in config.sinks.items()}
         now = clock()
         if state_dir is not None:
@@ -278,7 +294,7 @@ class Pager:
         self.metrics.consumed(alert.topic, alert.status)
         severity = self.router.severity(alert.topic, alert.kind)
         sinks = self.router.route(alert.topic, alert.kind, alert.cause, severity,
-                                  _opt(alert.raw.get("tenant")), _opt(alert.raw.get("cluster")),
+                                  _opt(alert.tenant), _opt(alert.cluster),
                                   alert.status)
         if not sinks:
             self.metrics.unrouted()

@@ -72,7 +72,7 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
     if config.state_dir:
         Path(config.state_dir).mkdir(parents=True, exist_ok=True)
 
-    from detector.service.kafka_io import ensure_topics
+    from detector.kafka.admin import ensure_topics
 
     plan = {real: (settings.partitions_alerts, {}) for real in real_topics}
     dl_topic = settings.topic_prefix + config.deadletter_topic if not config.deadletter_file \
@@ -144,11 +144,11 @@ class _Loop:
             if msg is not None:
                 self._handle(msg)
             self.pager.tick()
+            self._flow_control()
             now = time.monotonic()
             if now - last_commit >= self.config.commit_interval_s:
                 last_commit = now
                 self.commit()
-                self._flow_control()
             if now - last_lag >= LAG_INTERVAL_S:
                 last_lag = now
                 self._lag()
@@ -158,6 +158,10 @@ class _Loop:
         if err is not None:
             if err.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer: %s", err)
+            return
+        if self.paused:
+            # Fetched before the pause took hold: read it again once there is room.
+            self.consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
             return
         topic = msg.topic()
         contract = self.real_topics.get(topic or "")
@@ -203,13 +207,17 @@ class _Loop:
             log.warning("commit failed (retried on the next round): %s", exc)
 
     def _flow_control(self) -> None:
-        busy = self.tracker.in_flight() >= self.config.max_in_flight
+        """Hold ``max_in_flight``: checked after every message, resumed below 90 % of it."""
+        n = self.tracker.in_flight()
+        self.metrics.in_flight(n, self.tracker.peak)
+        limit = self.config.max_in_flight
+        busy = n >= limit if not self.paused else n > max(limit * 0.9, limit - 1)
         if busy != self.paused:
             assignment = self.consumer.assignment()
             (self.consumer.pause if busy else self.consumer.resume)(assignment)
             self.paused = busy
-            log.warning("%s consuming: %d alerts in flight", "paused" if busy else "resumed",
-                        self.tracker.in_flight())
+            log.warning("%s consuming: %d alerts in flight (max_in_flight %d)",
+                        "paused" if busy else "resumed", n, limit)
 
     def _lag(self) -> None:
         positions = self.tracker.positions()

@@ -45,8 +45,9 @@ import gzip
 import heapq
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -298,7 +299,12 @@ def run(args: argparse.Namespace) -> int:
                              axes=parse_axes(args.axis))
     if args.no_transport_noise:
         scenario = dataclasses.replace(scenario, transport_noise=False)
-    n = write_log(simulate(scenario), args.out)
+    from detector.cli.progress import progress
+
+    with progress(f"simulate {Path(args.out).name}", total=scenario.duration_s,
+                  unit="s") as on_progress:
+        n = write_log(_with_progress(simulate(scenario), scenario.start_ts, on_progress),
+                      args.out)
     kinds = ",".join(f.kind for f in scenario.faults) or "none"
     changed = ", ".join(f"{k}={v}" for k, v in scenario.axes.changed().items())
     print(f"wrote {n} records ({len(scenario.faults)} faults: {kinds}; "
@@ -306,3 +312,13 @@ def run(args: argparse.Namespace) -> int:
           f"to {args.out}")
     return 0
 
+
+def _with_progress(records: Iterator[dict[str, Any]], start_ts: float,
+                   on_progress: Callable[[float], None]) -> Iterator[dict[str, Any]]:
+    """Pass records on, reporting the event seconds simulated so far every 20,000 records."""
+    for i, rec in enumerate(records):
+        if i % 20_000 == 0:
+            ts = rec["value"].get("ts") if isinstance(rec.get("value"), dict) else None
+            if isinstance(ts, int | float):
+                on_progress(ts - start_ts)
+        yield rec
