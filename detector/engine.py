@@ -6,7 +6,7 @@ node, events to findings) and the :class:`~detector.correlate.Correlator`
 (findings to alerts).  The engine joins them in one process with an
 event-time clock — the newest ``ts`` seen — that fires the correlator's
 timers; the Kafka service runs them on different partitions with a topic in
-between.  Its whole state pickles to bytes and back.
+between.  Its whole state goes to bytes and back as data (detector.statecodec).
 
 >>> from detector.events import EccSample
 >>> eng = Engine()
@@ -21,8 +21,6 @@ between.  Its whole state pickles to bytes and back.
 from __future__ import annotations
 
 import math
-import pickle
-import zlib
 from typing import Any
 
 from detector.alerts import Alert
@@ -30,6 +28,7 @@ from detector.correlate import Correlator
 from detector.events import Event, NonFinite
 from detector.findings import Finding
 from detector.monitors import Monitors
+from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -95,14 +94,16 @@ class Engine:
 
     # -- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
+    def snapshot(self, codec: StateCodec = UNSIGNED) -> bytes:
         """All state as bytes (the topology is not included: it is injected on restore)."""
         state = {"cfg": self.cfg, "monitors": self.monitors, "correlator": self.correlator}
-        return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return codec.encode(state, "engine")
 
     @classmethod
-    def restore(cls, blob: bytes, topology: Topology | None = None) -> Engine:
-        state = pickle.loads(zlib.decompress(blob))
+    def restore(cls, blob: bytes, topology: Topology | None = None,
+                codec: StateCodec = UNSIGNED) -> Engine:
+        """The engine a :meth:`snapshot` saved; :class:`SnapshotRefused` if it is not one."""
+        state = codec.decode(blob, "engine")
         eng = cls.__new__(cls)
         eng.cfg, eng.monitors, eng.correlator = state["cfg"], state["monitors"], state[
             "correlator"]

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from detector.alerts import ALERT_TOPICS, CAUSES, KINDS
 from detector.events import TELEMETRY_TOPICS
+from detector.statecodec import REASONS as SNAPSHOT_REFUSALS
 
 STATUSES = ("firing", "resolved")
 OTHER = "other"
@@ -167,6 +168,10 @@ class WorkerMetrics:
         self._gpus = Gauge("faultline_tracked_gpus", "GPUs this worker keeps models for",
                            registry=registry)
         self._lag = ConsumerLag(registry, topics)
+        refused = Counter("faultline_snapshot_refused", "State snapshots not restored (the "
+                          "partition started afresh from its committed position), by reason",
+                          ["reason"], registry=registry)
+        self._refused = {r: refused.labels(r) for r in (*SNAPSHOT_REFUSALS, OTHER)}
         # Seen at scrape time: a faultline that stopped reading shows as no increase.
         for kind in KINDS:
             for cause in CAUSES:
@@ -200,6 +205,10 @@ class WorkerMetrics:
         """The engine state this worker holds now: bytes (of its snapshots) and GPUs tracked."""
         self._state_bytes.set(state_bytes)
         self._gpus.set(gpus)
+
+    def snapshot_refused(self, reason: str) -> None:
+        """One partition's snapshot refused (see detector.statecodec.REASONS)."""
+        (self._refused.get(reason) or self._refused[OTHER]).inc()
 
     def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
         """Messages behind the end of one partition this worker holds."""

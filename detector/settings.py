@@ -29,10 +29,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.events import ECC, NIC, STEP, THERMAL
+
+if TYPE_CHECKING:
+    from detector.statecodec import StateCodec
 from detector.thresholds import Thresholds
 
 ENV_PREFIX = "FAULTLINE_"
@@ -171,6 +174,11 @@ class Settings:
         "service", "largest snapshot message (sets the state topic's max.message.bytes)"))
     log_level: str = field(default="info", metadata=_opt(
         "service", f"one of {', '.join(LOG_LEVELS)}"))
+    snapshot_key: Secret | None = field(default=None, metadata=_opt(
+        "service", "HMAC key of the state snapshots (secret): a worker then refuses any "
+        "snapshot it did not sign; unset: unsigned snapshots"))
+    snapshot_key_previous: Secret | None = field(default=None, metadata=_opt(
+        "service", "the key before snapshot_key, still accepted on restore while rotating"))
 
     # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
     thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
@@ -278,10 +286,22 @@ class Settings:
         if self.security_protocol.startswith("SASL") and (
                 self.sasl_username is None or self.sasl_password is None):
             raise bad("security_protocol", "SASL needs sasl_username and sasl_password")
+        if self.snapshot_key_previous is not None and self.snapshot_key is None:
+            raise bad("snapshot_key_previous", "is for a rotation: set snapshot_key too")
         try:
             self.engine_thresholds()
         except (ValueError, TypeError) as exc:
             raise bad("thresholds", str(exc)) from None
+
+    def state_codec(self) -> StateCodec:
+        """How this worker writes and reads its snapshots (keys and size limit)."""
+        from detector.statecodec import StateCodec
+
+        def raw(secret: Secret | None) -> bytes | None:
+            return secret.reveal().encode() if secret is not None else None
+
+        return StateCodec(raw(self.snapshot_key), raw(self.snapshot_key_previous),
+                          self.max_snapshot_bytes)
 
     # -- showing -------------------------------------------------------------------------
 

@@ -320,7 +320,7 @@ class Pager:
         self.metrics.consumed(alert.topic, alert.status)
         severity = self.router.severity(alert.topic, alert.kind)
         sinks = self.router.route(alert.topic, alert.kind, alert.cause, severity,
-                                  _opt(alert.raw.get("tenant")), _opt(alert.raw.get("cluster")),
+                                  _opt(alert.tenant), _opt(alert.cluster),
                                   alert.status)
         if not sinks:
             self.metrics.unrouted()

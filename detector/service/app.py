@@ -66,6 +66,7 @@ from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProduce
 from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
+from detector.statecodec import SnapshotRefused
 from detector.topology import Topology
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ class DetectorService:
         self.out = audited(OutputProducer(settings), settings, self.alert_topics)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
+        self.codec = settings.state_codec()
         self.sources: dict[TP, SourcePartition] = {}
         self.correlators: dict[TP, CorrelatorPartition] = {}
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
@@ -113,7 +115,7 @@ class DetectorService:
         self._lock = asyncio.Lock()
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
-                       "snapshots": 0, "restored": 0, "stale_skipped": 0}
+                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0}
         # (wall, process CPU) when the first telemetry batch came and the last one was done:
         # what bench/kafka_throughput.py divides by, read from the status file.
         self._input_first: tuple[float, float] | None = None
@@ -330,7 +332,7 @@ class DetectorService:
                         if isinstance(part, SourcePartition) else part.released)
                 if not force and self._snapped.get(tp) == mark:
                     continue
-                offset, blob = part.snapshot()
+                offset, blob = part.snapshot(self.codec)
                 captured.append((tp, offset, blob))
                 self._snapped[tp] = mark
             if not captured:
@@ -414,9 +416,10 @@ class DetectorService:
     def _read_positions(self, keys: dict[str, TP], need: list[TP]
                         ) -> tuple[dict[str, tuple[int, bytes]], dict[tuple[str, int], int]]:
         snaps = self.store.read(keys)
-        fresh = [(tp.topic, tp.partition) for tp in need if snapshot_key(
-            self.settings.group_id, tp.topic, tp.partition) not in snaps]
-        starts = start_positions(self.settings.kafka_config(), self.settings.group_id, fresh,
+        # Every partition's committed position, also of those with a snapshot: one that
+        # is refused on restore starts afresh from there (its own offset is not trusted).
+        starts = start_positions(self.settings.kafka_config(), self.settings.group_id,
+                                 [(tp.topic, tp.partition) for tp in need],
                                  self.settings.auto_offset_reset)
         return snaps, starts
 
@@ -430,12 +433,11 @@ class DetectorService:
                         tp.partition, snap[0], snap[1], self.topology,
                         expected=self.expected_sources, now=now,
                         source_timeout_s=s.source_timeout_s,
-                        empty_grace_s=s.idle_advance_s)
+                        empty_grace_s=s.idle_advance_s, codec=self.codec)
                     self.counts["restored"] += 1
                     return part
-                except Exception as exc:  # noqa: BLE001 - start afresh after the snapshot
-                    log.error("cannot restore %s (starting afresh after offset %d): %s",
-                              tp, snap[0], exc)
+                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
+                    self._refused(tp, exc)
             part = CorrelatorPartition(tp.partition, self.thresholds, self.topology,
                                        expected=self.expected_sources, now=now,
                                        source_timeout_s=s.source_timeout_s,
@@ -446,17 +448,24 @@ class DetectorService:
                 try:
                     src = SourcePartition.restore(contract, tp.partition,
                                                   self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now)
+                                                  self.topology, now=now, codec=self.codec)
                     self.counts["restored"] += 1
                     return src
-                except Exception as exc:  # noqa: BLE001
-                    log.error("cannot restore %s (starting afresh after offset %d): %s",
-                              tp, snap[0], exc)
+                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
+                    self._refused(tp, exc)
             part = SourcePartition(contract, tp.partition, self.findings_partitions,
                                    self.thresholds, self.topology, now=now)  # type: ignore[assignment]
-        if snap is not None:
-            part.offset = snap[0]  # a snapshot we cannot read still says where we were
+        # A refused snapshot's offset is no more trusted than its state: the partition
+        # starts from the group's committed position (set by the caller).
         return part
+
+    def _refused(self, tp: TP, exc: Exception) -> None:
+        reason = exc.reason if isinstance(exc, SnapshotRefused) else "malformed"
+        self.counts["refused"] += 1
+        log.error("snapshot of %s refused (%s), starting the partition afresh from its "
+                  "committed position: %s", f"{tp.topic}:{tp.partition}", reason, str(exc)[:300])
+        if self.metrics is not None:
+            self.metrics.snapshot_refused(reason)
 
     # -- shutdown ------------------------------------------------------------------------
 

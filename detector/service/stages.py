@@ -17,7 +17,8 @@ service splits them across a topic (see notes/service-spec.md):
 
 Both are plain objects driven by the Faust adapter (:mod:`detector.service.app`)
 and tested without a broker: wall time comes in as ``now``, output goes out
-as lists.  Both pickle, for the snapshots that let a partition move.
+as lists.  Both snapshot to data (:mod:`detector.statecodec`, never pickle), for
+the snapshots that let a partition move.
 
 Findings-topic messages (orjson), all with ``type``, and all but ``watermarks``
 with ``source`` ("telemetry.ecc:3"):
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import logging
 import math
-import pickle
 import zlib
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -61,6 +61,7 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.monitors import Monitors
+from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -139,19 +140,21 @@ class SourcePartition:
 
     # -- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> tuple[int, bytes]:
+    def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
         """(last processed offset, state bytes); the topology is not included."""
         state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
                  "events": self.events, "invalid": self.invalid}
-        return self.offset, zlib.compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL), 1)
+        return self.offset, codec.encode(state, f"{self.source}@{self.offset}")
 
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
-                blob: bytes, topology: Topology | None = None, *, now: float = 0.0
-                ) -> SourcePartition:
-        state = pickle.loads(zlib.decompress(blob))
-        if state.get("v") != SNAPSHOT_VERSION:
-            raise ValueError(f"snapshot version {state.get('v')!r}, expected {SNAPSHOT_VERSION}")
+                blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
+                codec: StateCodec = UNSIGNED) -> SourcePartition:
+        """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
+        state = codec.decode(blob, f"{topic}:{partition}@{offset}")
+        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
+                state.get("monitors")) is not Monitors:
+            raise SnapshotRefused("malformed", "not a telemetry partition's state")
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
         part.monitors.topology = topology
