@@ -53,12 +53,13 @@ def estimate(action: str, kind: str, onset_ts: float, detected_ts: float,
                         f"{what} + restart from the last checkpoint before the onset: restart, "
                         f"half an interval on average and the {since:.0f} s since the onset "
                         f"redone ({settings})")
+    typical = round(restart_s + half, 1)
     if action in _RESTART_ACTIONS:
-        return Recovery(round(restart_s + half, 1), f"{_RESTART_ACTIONS[action]} + restart from the "
-                        f"last checkpoint: restart + half an interval of work redone on average "
+        return Recovery(typical, f"{_RESTART_ACTIONS[action]} + restart from the last "
+                        f"checkpoint: restart + half an interval of work redone on average "
                         f"({settings})")
-    return Recovery(round(restart_s + half, 1), "needs a human first (not counted); then drain the unit "
-                    f"+ restart from the last checkpoint ({settings})")
+    return Recovery(typical, "needs a human first (not counted); then drain the unit + restart "
+                    f"from the last checkpoint ({settings})")
 
 
 class Placement:

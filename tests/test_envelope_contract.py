@@ -194,4 +194,6 @@ def test_the_pager_shows_the_three_figures(alerts: list[Alert]) -> None:
     assert d["recovery"]["estimate_s"] == 1200.0 and d["detection_latency_s"] == 0.0
     r = next(x for x in alerts if x.status == "resolved")  # the slow rank's escalation
     ann = alertmanager_alert(r, "critical", wall_now=T0, ttl_s=240.0)["annotations"]
-    assert " s measured (estimated ~20 min): needs a human first" in ann["recovery"]
+    assert " measured (estimated ~20 min): needs a human first" in ann["recovery"]
+    assert r.recovery is not None and r.recovery.measured_s == round(
+        r.detected_ts - r.onset_ts, 3)
