@@ -268,6 +268,9 @@ class Correlator:
                 self._schedule_resolve(q, f.ts)
         self._owner[f.key] = p.key
         p.active.add(f.key)
+        if p.quiet_since != math.inf and p.status == "firing":
+            # Quiet, then back before resolving: the same incident, said in its evidence.
+            p.extra["returns"] = p.extra.get("returns", 0) + 1
         p.quiet_since = math.inf
 
     def _attach_if_firing(self, f: Finding) -> None:
@@ -288,16 +291,26 @@ class Correlator:
         if not p.active and not p.latched and p.status == "firing":
             self._schedule_resolve(p, f.ts)
 
+    def _quiet_needed(self, p: Problem) -> float:
+        """Quiet time before ``p`` resolves.  Hardware problems are latched until a reset or
+        clear on a counter; soft signals (a rank a few percent slow, NIC errors, gradient
+        spikes) that stop and return within ``flap_window_s`` are one incident, not a page
+        each time (Alibaba PAI job 1: workers 0-2, ~8 % slower, stopped and returned)."""
+        if p.kind == "hardware":
+            return self.cfg.resolve_after_s
+        return max(self.cfg.resolve_after_s, self.cfg.flap_window_s)
+
     def _schedule_resolve(self, p: Problem, ts: float) -> None:
         p.quiet_since = ts
-        self._timer(ts + self.cfg.resolve_after_s, "resolve", p.key)
+        self._timer(ts + self._quiet_needed(p), "resolve", p.key)
 
     def _resolve_due(self, key: str, due: float, out: list[Alert]) -> None:
         p = self.problems.get(key)
         if (p is None or p.status != "firing" or p.active or p.latched
-                or p.quiet_since + self.cfg.resolve_after_s > due):
+                or p.quiet_since + self._quiet_needed(p) > due):
             return
         p.status = "resolved"
+        p.extra["quiet_since_ts"] = round(p.quiet_since, 3)
         out.append(self._alert(p, due))
         self._timer(due + self.cfg.forget_after_s, "forget", key)
 
@@ -626,6 +639,9 @@ class Correlator:
         else:
             action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
                                 recovery_action=p.recovery_action)
+        # The detectors' own score, kept beside the calibrated one so a new calibration can
+        # be fitted from alerts (bench/calibrate.py).
+        evidence["raw_confidence"] = round(p.confidence, 3)
         conf = confidence(p.topic, p.kind, p.cause, p.confidence)
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,

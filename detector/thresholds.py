@@ -88,6 +88,10 @@ class Thresholds:
     #                                     long (the allowed disorder) for the XID that says why
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved
+    flap_window_s: float = 600.0        # ... except slow_node, network and sdc problems (soft,
+    #                                     statistical signals that hover near their limits):
+    #                                     coming back within this is the same incident, so
+    #                                     they resolve only after this long quiet
     evidence_items: int = 8
     forget_after_s: float = 3600.0      # resolved problems are dropped from memory after this
     job_idle_s: float = 3600.0          # a job silent this long is forgotten

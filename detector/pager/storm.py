@@ -266,11 +266,10 @@ class StormControl:
 
     def _field(self, a: FiredAlert, name: str) -> str:
         s = a.scope
-        raw = a.raw
         if name == "cluster":
-            return str(raw.get("cluster") or "")
+            return a.cluster or ""
         if name == "tenant":
-            return str(raw.get("tenant") or "")
+            return a.tenant or ""
         if name == "topic":
             return a.topic
         if name == "kind":
@@ -294,7 +293,7 @@ class StormControl:
         if name == "node":
             return s.node or s.key
         if name == "job":
-            return s.job or str(raw.get("job") or "")
+            return s.job or a.job or ""
         raise ValueError(f"unknown group_by field {name!r}")
 
     def _group_notification(self, items: list[_Item]) -> Notification:
