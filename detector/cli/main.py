@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from detector.cli import (
+    audit_cmd,
     collect_cmd,
     import_cmd,
     pager_cmd,
@@ -26,7 +27,7 @@ from detector.topology import TopologyError
 __all__ = ["build_parser", "format_alert", "main"]
 
 # In the order `faultline --help` lists them.
-_MODULES = (replay_cmd, replay_tools_cmd, serve_cmd, pager_cmd, collect_cmd, import_cmd)
+_MODULES = (replay_cmd, replay_tools_cmd, serve_cmd, pager_cmd, collect_cmd, import_cmd, audit_cmd)
 
 
 def _parser_and_commands() -> tuple[argparse.ArgumentParser,
