@@ -20,12 +20,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
+from detector.recovery import Placement, estimate
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -94,6 +96,7 @@ class Correlator:
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
 
     def __getstate__(self) -> dict[str, Any]:
@@ -131,6 +134,12 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
+            if f.job is not None and f.active:
+                self._placement.learn(f.job, f.evidence.get("placement"))
+            elif f.job is not None:
+                self._placement.forget(f.job)
+            return
         unit = f.scope.key
         if f.ts >= self._next_prune:
             self.prune(f.ts)
@@ -643,9 +652,14 @@ class Correlator:
         # be fitted from alerts (bench/calibrate.py).
         evidence["raw_confidence"] = round(p.confidence, 3)
         conf = confidence(p.topic, p.kind, p.cause, p.confidence)
+        recovery = estimate(action.name, p.kind, p.onset_ts, detected_ts,
+                            self.cfg.checkpoint_interval_s, self.cfg.restart_s)
+        if p.status == "resolved":
+            recovery = replace(recovery, measured_s=round(detected_ts - p.onset_ts, 3))
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
-                     _summary(p))
+                     _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
+                     recovery)
 
 
 def _nic_of(unit: str) -> str:

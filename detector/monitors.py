@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from detector.alerts import Scope
 from detector.events import (
     EccSample,
     Event,
@@ -132,7 +133,10 @@ class Monitors:
             idle = [name for name, job in self._jobs.items()
                     if job.clock < self.clock - self.cfg.job_idle_s]
             for name in idle:  # a job that ended: its ranks' history is no use any more
-                del self._jobs[name]
+                job = self._jobs.pop(name)
+                findings.append(Finding(
+                    self.clock, self.clock, "job_layout", "slow_node", "unknown",
+                    Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))
             self.prune_units()
 
     def prune_units(self) -> None:
