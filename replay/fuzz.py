@@ -69,8 +69,8 @@ def mixed_stream(mutated: int, seed: int, valid_per_mutated: float = 0.5
     base = list(valid_records(seed, steps=steps))
     out: list[tuple[str, bytes, list[str]]] = []
     v = 0
-    for _ in range(mutated):
-        while v < len(base) and v < (len(out) + 1) * valid_per_mutated:
+    for m in range(mutated):
+        while v < len(base) and v < (m + 1) * valid_per_mutated:
             topic, rec = base[v]
             out.append((topic, orjson.dumps(rec), []))
             v += 1
