@@ -56,6 +56,9 @@ class Engine:
             self.correlator.advance(ev.ts, alerts)
         findings: list[Finding] = []
         self.monitors.process(ev, findings)
+        if self.monitors.forgotten:
+            # Pruned nodes: the correlator asks the monitors directly, nothing to pass on.
+            self.monitors.forgotten.clear()
         if findings:
             on_finding = self.correlator.on_finding
             for f in findings:
@@ -71,6 +74,7 @@ class Engine:
         """Advance event time without a record (a quiet stream in the service)."""
         findings: list[Finding] = []
         self.monitors.advance(now, findings)
+        self.monitors.forgotten.clear()
         alerts = self._correlate(findings)
         self.correlator.advance(self.monitors.clock, alerts)
         return alerts

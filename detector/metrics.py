@@ -331,7 +331,7 @@ class PagerMetrics:
 class MetricsServer:
     """An HTTP ``/metrics`` endpoint for one registry, on a thread; ``port=0`` picks a free port."""
 
-    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
+    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "127.0.0.1") -> None:
         self._server, self._thread = start_http_server(port, addr=addr, registry=registry)
 
     @property
@@ -350,7 +350,7 @@ class MetricsServer:
         self.close()
 
 
-def serve_metrics(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> MetricsServer:
+def serve_metrics(registry: CollectorRegistry, port: int, addr: str = "127.0.0.1") -> MetricsServer:
     """Start serving ``registry`` on ``addr:port``/metrics; ``close()`` stops it."""
     return MetricsServer(registry, port, addr)
 

@@ -23,6 +23,7 @@ One coercion engine serves these settings and the pager's (:mod:`detector.pager.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -144,6 +145,14 @@ class Settings:
         "service", "working directory of the worker (status file, Faust data)"))
     metrics_port: int = field(default=0, metadata=_opt(
         "service", "port of the Prometheus /metrics endpoint; 0: none"))
+    metrics_addr: str = field(default="127.0.0.1", metadata=_opt(
+        "service", "address the /metrics endpoint listens on (0.0.0.0: every interface)"))
+    audit_file: str | None = field(default=None, metadata=_opt(
+        "service", "hash-chained audit file of every alert emitted (faultline audit verify)"))
+    audit_key: Secret | None = field(default=None, metadata=_opt(
+        "service", "HMAC key of the audit chain (secret; without it: plain SHA-256)"))
+    log_debug: tuple[str, ...] = field(default=(), metadata=_opt(
+        "service", "libraries allowed to log below INFO, by logger name (e.g. aiokafka)"))
     topology: str | None = field(default=None, metadata=_opt(
         "service", "topology file (faultline format or Slurm topology.conf)"))
     snapshot_interval_s: float = field(default=5.0, metadata=_opt(
@@ -171,6 +180,13 @@ class Settings:
     snapshot_key_previous: Secret | None = field(default=None, metadata=_opt(
         "service", "the key before snapshot_key, still accepted on restore while rotating"))
 
+    # [recovery]: the jobs' checkpoint settings, for the recovery estimate on every alert
+    checkpoint_interval_s: float = field(default=Thresholds.checkpoint_interval_s,
+                                         metadata=_opt(
+        "recovery", "the jobs' checkpoint interval: a restart redoes half of it on average"))
+    restart_s: float = field(default=Thresholds.restart_s, metadata=_opt(
+        "recovery", "time to restart a job from a checkpoint (reschedule, load, warm up)"))
+
     # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
     thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
         "thresholds", "overrides of detection thresholds (TOML only)"))
@@ -189,7 +205,9 @@ class Settings:
                 "faultline.findings": self.topic_findings, "faultline.state": self.topic_state}
 
     def engine_thresholds(self) -> Thresholds:
-        return Thresholds().with_overrides(dict(self.thresholds))
+        return Thresholds().with_overrides({
+            **dict(self.thresholds), "checkpoint_interval_s": self.checkpoint_interval_s,
+            "restart_s": self.restart_s})
 
     def kafka_config(self) -> dict[str, Any]:
         """Connection settings for confluent-kafka (librdkafka names); secrets revealed."""
@@ -201,6 +219,7 @@ class Settings:
                 conf["sasl.username"] = self.sasl_username
             if self.sasl_password is not None:
                 conf["sasl.password"] = self.sasl_password.reveal()
+        conf["logger"] = logging.getLogger("librdkafka")  # through faultline's log filters
         if self.security_protocol.endswith("SSL"):
             for key, value in (("ssl.ca.location", self.ssl_cafile),
                                ("ssl.certificate.location", self.ssl_certfile),
@@ -210,6 +229,10 @@ class Settings:
             if self.ssl_password is not None:
                 conf["ssl.key.password"] = self.ssl_password.reveal()
         return conf
+
+    def secrets(self) -> list[str]:
+        """Every secret value set, for the log filter that redacts them."""
+        return [v.reveal() for f in fields(self) if isinstance(v := getattr(self, f.name), Secret)]
 
     # -- loading -------------------------------------------------------------------------
 

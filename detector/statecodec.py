@@ -185,6 +185,7 @@ def _register_state_classes() -> None:
     from detector.gpu_health import GpuHealth
     from detector.monitors import Monitors
     from detector.network import NodeNics, _Port
+    from detector.recovery import Placement
     from detector.service.correlator_stage import _Source
     from detector.steps import JobMonitor, _StepBuffer
     from detector.thermal import GpuThermal, NodeTemps
@@ -195,7 +196,7 @@ def _register_state_classes() -> None:
 
     for cls in (Scope, Finding, StepSample, EccSample, NicSample, ThermalSample, NonFinite,
                 Thresholds, Problem, GpuHealth, NodeNics, GpuThermal, NodeTemps,
-                CounterDeltas, DecayingCount):
+                CounterDeltas, DecayingCount, Placement):
         register(cls)
     register(_Port, "NicPort")
     register(_StepBuffer, "StepBuffer")

@@ -233,7 +233,9 @@ class JobMonitor:
             self._last_step_ts = buf.last_ts
         ranks = np.fromiter(buf.ranks, dtype=np.int64, count=len(buf.ranks))
         self._grow(int(ranks.max()) + 1)
-        self._track_hardware(buf, ranks)
+        moved = self._track_hardware(buf, ranks)
+        if moved:
+            out.append(self._layout_finding(buf, moved, decided_ts))
         groups = (np.fromiter(buf.pp, dtype=np.int64) << 20) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
@@ -262,12 +264,12 @@ class JobMonitor:
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
 
-    def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> None:
-        """A rank that now runs on other hardware starts its history afresh."""
+    def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> list[int]:
+        """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
         moved = [r for r, h in zip(buf.ranks, buf.hw, strict=True) if hw[r] != h]
         if not moved:
-            return
+            return moved
         for r in moved:
             hw[r] = buf.hw[buf.ranks.index(r)]
         m = np.array(moved)
@@ -278,6 +280,18 @@ class JobMonitor:
         self._run_n[m] = 0
         self._base[m] = 0.0
         self._spikes[m] = 0.0
+        return moved
+
+    def _layout_finding(self, buf: _StepBuffer, moved: list[int], ts: float) -> Finding:
+        """Evidence only: where these ranks now run, so the correlator can say what isolating
+        a unit takes out of the job (its granularity).  Sent when a rank first appears or
+        moves, so a job's layout costs one finding, not one per step."""
+        where = {r: i for i, r in enumerate(buf.ranks)}
+        placement = [[r, buf.hw[where[r]][0], buf.hw[where[r]][1], buf.dp[where[r]]]
+                     for r in moved]
+        return Finding(ts, ts, "job_layout", "slow_node", "unknown", Scope.of_job(self.job),
+                       True, False, 0.0, {"placement": placement}, self.job, self.tenant,
+                       self.cluster)
 
     def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
                  onset: float, active: bool, severity: float, evidence: dict[str, Any]

@@ -122,3 +122,64 @@ def test_the_warm_up_prior_is_conservative_and_clears_like_any_slow_rank() -> No
     # Gross for the first 5 steps, then healthy: reported, then resolved.
     alerts = feed(Engine(), healthy_job(steps=80, slow={5: 2.0}, slow_from=0, slow_to=5))
     assert [a.status for a in alerts] == ["firing", "resolved"]
+
+
+# -- flapping: a problem that returns within the flap window is one incident ---------------
+
+
+def slow_twice(gap_steps: int) -> list:
+    """Rank 3 15 % slower for 40 steps, healthy for ``gap_steps``, slow for 40 again."""
+    second = 60 + gap_steps
+    first_run = healthy_job(steps=second + 80, slow={3: 1.15}, slow_from=20, slow_to=60)
+    return [e._replace(compute_ms=e.compute_ms * 1.15)
+            if (e.rank == 3 and second <= e.step < second + 40) else e for e in first_run]
+
+
+def test_a_slow_rank_that_returns_within_the_flap_window_is_one_page() -> None:
+    cfg = Engine().cfg
+    alerts = feed(Engine(), slow_twice(gap_steps=int(cfg.flap_window_s / 2)))
+    assert [a.status for a in alerts] == ["firing", "resolved"]
+    assert alerts[1].evidence["returns"] == 1
+    # Back after longer than the window: a new incident, paged again.
+    alerts = feed(Engine(), slow_twice(gap_steps=int(cfg.flap_window_s + 60)))
+    assert [a.status for a in alerts] == ["firing", "resolved", "firing", "resolved"]
+    assert alerts[1].detected_ts - alerts[1].evidence["quiet_since_ts"] == cfg.flap_window_s
+
+
+# -- the hot-against-node-median rule, tested directly ------------------------------------
+
+
+def node_temps(temp_of, seconds: int = 40, gpus: int = 8) -> list:
+    """One node's GPUs at 1 Hz, no throttle, temperature ``temp_of(t, gpu)``."""
+    return [thermal(T0 + t + 0.01 * g, "node-004", g, temp_c=temp_of(t, g))
+            for t in range(seconds) for g in range(gpus)]
+
+
+def test_a_gpu_far_hotter_than_its_node_siblings_is_a_cooling_problem() -> None:
+    cfg = Engine().cfg
+    hot = 65.0 + cfg.hot_delta_c + 3.0
+    alerts = feed(Engine(), node_temps(lambda t, g: hot if (g == 2 and t >= 20) else 65.0))
+    assert firing(alerts) == [(ISOLATION, "slow_node", "thermal", "gpu:node-004/2")]
+    a = alerts[0]
+    assert a.onset_ts == T0 + 20 + 0.02
+    assert a.detected_ts == T0 + 20 + cfg.hot_samples - 1 + 0.02  # the hot_samples-th sample
+    assert a.evidence["signals"][0]["node_median_c"] == 65.0
+    # It cools down: the problem resolves.
+    cools = node_temps(lambda t, g: hot if (g == 2 and 20 <= t < 30) else 65.0, seconds=60)
+    assert [x.status for x in feed(Engine(), cools)] == ["firing", "resolved"]
+
+
+def test_heat_shared_by_the_node_or_within_the_margin_is_not_a_cooling_problem() -> None:
+    cfg = Engine().cfg
+    # The whole node heats up together (a load change, a warm aisle): no GPU stands out.
+    assert firing(feed(Engine(), node_temps(lambda t, g: 85.0 if t >= 20 else 65.0))) == []
+    # One GPU warmer than its siblings, but by less than the margin.
+    warm = 65.0 + cfg.hot_delta_c - 1.0
+    assert firing(feed(Engine(), node_temps(lambda t, g: warm if g == 2 else 65.0))) == []
+    # Hot for fewer samples than the rule needs.
+    brief = node_temps(lambda t, g: 95.0 if (g == 2 and 20 <= t < 20 + cfg.hot_samples - 1)
+                       else 65.0)
+    assert firing(feed(Engine(), brief)) == []
+    # Fewer than 4 GPUs of the node report: no node median to compare with.
+    assert firing(feed(Engine(), node_temps(lambda t, g: 95.0 if g == 2 else 65.0,
+                                            gpus=3))) == []

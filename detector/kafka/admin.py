@@ -23,11 +23,19 @@ def ensure_topics(settings: Settings, topics: Mapping[str, tuple[int, dict[str, 
     """Create the missing topics; return the partition count of each (existing ones as found)."""
     plan = dict(topics)
     admin = AdminClient(settings.kafka_config())
-    try:
-        existing = admin.list_topics(timeout=timeout_s).topics
-    except KafkaException as exc:
-        raise KafkaSetupError(f"cannot reach Kafka at {settings.bootstrap_servers}: "
-                              f"{exc.args[0]}") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            existing = admin.list_topics(timeout=min(2.0, timeout_s)).topics
+            break
+        except KafkaException as exc:
+            # Serve librdkafka's log lines (its `logger` is faultline's, rate-limited).
+            admin.poll(0)
+            if time.monotonic() >= deadline:
+                raise KafkaSetupError(f"cannot reach Kafka at {settings.bootstrap_servers}: "
+                                      f"{exc.args[0]}") from None
+            log.warning("cannot reach Kafka at %s yet: %s", settings.bootstrap_servers,
+                        exc.args[0].str())
     missing = [NewTopic(name, num_partitions=n, replication_factor=settings.replication_factor,
                         config=conf)
                for name, (n, conf) in plan.items() if name not in existing]

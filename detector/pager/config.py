@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -125,7 +126,9 @@ class PagerConfig:
 
     group_id: str = "faultline-pager"
     metrics_port: int = 0
-    metrics_addr: str = "0.0.0.0"
+    metrics_addr: str = "127.0.0.1"               # 0.0.0.0: every interface
+    audit_file: str | None = None                 # hash-chained record of every delivery
+    audit_key: Secret | None = None               # HMAC key of that chain (secret)
     deadletter_topic: str = "alerts.deadletter"   # prefixed like every topic
     deadletter_file: str | None = None            # JSON lines instead of the topic
     state_dir: str | None = None                  # default: the service's state_dir
@@ -196,6 +199,19 @@ class PagerConfig:
         Sink settings are named ``sinks.NAME.KEY``; routes are from the file (TOML only).
         """
         return getattr(self, "_sources", {}).get(name, "default")
+
+    def secrets(self) -> list[str]:
+        """Every secret value (routing keys, tokens, credentials and queries in URLs), for
+        the log filter that redacts them."""
+        out = [self.audit_key.reveal()] if self.audit_key is not None else []
+        for sc in self.sinks.values():
+            out += [s.reveal() for s in (sc.routing_key, sc.bearer_token) if s is not None]
+            out += [v for k, v in sc.headers.items() if k.lower() in ("authorization",
+                                                                      "x-api-key")]
+            for url in sc.urls:
+                parts = urllib.parse.urlsplit(url)
+                out += [p for p in (parts.password, parts.query) if p]
+        return out
 
     def validate(self) -> None:
         if not self.sinks:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from detector.alerts import FiredAlert
+from detector.audit import AuditLog
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
 from detector.pager.notification import Notification
@@ -140,6 +141,14 @@ def dead_letter_value(n: Notification, reason: str, wall_now: float) -> dict[str
             "alerts": [{"topic": a.topic, "value": a.raw} for a in n.alerts()]}
 
 
+def audit_record(n: Notification) -> dict[str, Any]:
+    """What the audit file keeps of a notification: enough to match it to the alerts."""
+    return {"sink": n.sink, "event": n.event, "dedup_key": n.dedup_key,
+            "severity": n.severity,
+            "alerts": [{"topic": a.topic, "dedup_key": a.dedup_key, "status": a.status,
+                        "detected_ts": a.detected_ts} for a in n.alerts()]}
+
+
 class FileDeadLetters:
     """Dead letters as JSON lines in a local file (when there is no dead-letter topic)."""
 
@@ -163,8 +172,10 @@ class SinkWorker:
 
     def __init__(self, sink: Sink, metrics: PagerMetrics, deadletters: DeadLetters, *,
                  stop: threading.Event, wall: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 audit: AuditLog | None = None) -> None:
         self.sink = sink
+        self.audit = audit
         self.name = sink.name
         self.metrics = metrics
         self.deadletters = deadletters
@@ -234,6 +245,7 @@ class SinkWorker:
                 self.metrics.held_back(self.name, "duplicate")
             else:
                 self.metrics.delivered(self.name, self.monotonic() - t0)
+                self._audit("delivered", n, "")
             n.done()
             return
         if out.failure == "stopped":
@@ -247,7 +259,19 @@ class SinkWorker:
         except Exception:  # noqa: BLE001 - the log above still has it
             log.exception("%s: writing the dead letter failed", self.name)
         self._guarded(lambda: self.sink.dead_lettered(n))
+        self._audit("dead_lettered", n, out.reason)
         n.done()
+
+    def _audit(self, kind: str, n: Notification, reason: str) -> None:
+        if self.audit is None:
+            return
+        record = audit_record(n)
+        if reason:
+            record["reason"] = reason
+        try:
+            self.audit.append(kind, record)
+        except Exception:  # noqa: BLE001 - a full disk must not stop paging; it is logged
+            log.exception("%s: appending to the audit file failed", self.name)
 
 
 # -- the pager ---------------------------------------------------------------------------
@@ -261,7 +285,8 @@ class Pager:
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, rng: random.Random | None = None,
                  sinks: dict[str, Sink] | None = None,
-                 sleep: Callable[[float], bool] | None = None) -> None:
+                 sleep: Callable[[float], bool] | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -282,7 +307,8 @@ class Pager:
                                state_path=state_dir / f"pager-{name}-groups.json"
                                if state_dir is not None else None)
             for name, sc in config.sinks.items() if sc.storm.enabled}
-        self.workers = {name: SinkWorker(sink, metrics, deadletters, stop=self.stop, wall=wall)
+        self.workers = {name: SinkWorker(sink, metrics, deadletters, stop=self.stop, wall=wall,
+                                         audit=audit)
                         for name, sink in self.sinks.items()}
 
     def start(self) -> None:

@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from prometheus_client import CollectorRegistry
 
 from detector.alerts import ALERT_TOPICS, FiredAlert
+from detector.audit import AuditLog
 from detector.metrics import PagerMetrics, serve_metrics
 from detector.pager.config import PagerConfig
 from detector.pager.core import DeadLetters, FileDeadLetters, OffsetTracker, Pager
@@ -85,9 +86,12 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
                                 else KafkaDeadLetters(settings, dl_topic or ""))
     server = (serve_metrics(registry, config.metrics_port, config.metrics_addr)
               if config.metrics_port else None)
-    pager = Pager(config, metrics, deadletters, topology=topology)
+    audit = (AuditLog(config.audit_file,
+                      key=config.audit_key.reveal().encode() if config.audit_key else None)
+             if config.audit_file else None)
+    pager = Pager(config, metrics, deadletters, topology=topology, audit=audit)
     pager.start()
-    loop = _Loop(settings, config, pager, metrics, deadletters, real_topics)
+    loop = _Loop(settings, config, pager, metrics, deadletters, real_topics, audit)
     try:
         loop.run(stop)
     finally:
@@ -97,14 +101,17 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
             deadletters.close()
         if server is not None:
             server.close()
+        if audit is not None:
+            audit.close()
     return 0
 
 
 class _Loop:
     def __init__(self, settings: Settings, config: PagerConfig, pager: Pager,
                  metrics: PagerMetrics, deadletters: DeadLetters,
-                 real_topics: dict[str, str]) -> None:
+                 real_topics: dict[str, str], audit: AuditLog | None = None) -> None:
         self.config = config
+        self.audit = audit
         self.pager = pager
         self.metrics = metrics
         self.deadletters = deadletters
@@ -193,6 +200,12 @@ class _Loop:
             self.deadletters.write(key, value, reason, "pager")
         except Exception:  # noqa: BLE001 - logged above with the reason
             log.exception("writing the dead letter failed")
+        if self.audit is not None:
+            try:
+                self.audit.append("dead_lettered", {k: v for k, v in value.items()
+                                                    if k != "raw"})
+            except Exception:  # noqa: BLE001 - paging goes on
+                log.exception("appending to the audit file failed")
 
     def commit(self, only: set[tuple[str, int]] | None = None) -> None:
         todo = {tp: o for tp, o in self.tracker.positions().items()

@@ -57,6 +57,7 @@ import faust
 from faust.types import TP
 
 from detector.alerts import ESCALATION, ISOLATION
+from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
 from detector.service.correlator_stage import CorrelatorPartition, alert_message
@@ -102,7 +103,7 @@ class DetectorService:
         # Every stage-1 source there is: a correlator waits for each (or its timeout).
         self.expected_sources = [f"{contract}:{p}" for real, contract in
                                  self.telemetry_topics.items() for p in range(partitions[real])]
-        self.out = OutputProducer(settings)
+        self.out = audited(OutputProducer(settings), settings, self.alert_topics)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
         self.codec = settings.state_codec()
@@ -520,11 +521,14 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
 
         registry = CollectorRegistry()
         metrics = WorkerMetrics(registry, topics=[settings.topic(t) for t in TELEMETRY_TOPICS])
-        serve_metrics(registry, settings.metrics_port)
-        log.info("metrics on :%d/metrics", settings.metrics_port)
+        serve_metrics(registry, settings.metrics_port, settings.metrics_addr)
+        log.info("metrics on %s:%d/metrics", settings.metrics_addr, settings.metrics_port)
     service = DetectorService(settings, topology=topology, partitions=partitions,
                               metrics=metrics)
+    # override_logging=False: keep detector.logs' handler (caps, redaction, rate limit)
+    # instead of mode's, which would print aiokafka's SASL exchange at debug.
     worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,
+                     override_logging=False,
                      redirect_stdouts=False, on_force=on_force)
     log.info("faultline serve: group %s, %d telemetry partitions per topic, bootstrap %s",
              settings.group_id, partitions[settings.topic(TELEMETRY_TOPICS[0])],

@@ -146,6 +146,13 @@ class CorrelatorPartition:
                 self._watermark(src, msg["ts"], msg["idle"], now)
             elif kind == "seen":
                 self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
+            elif kind == "forget":
+                node = str(msg["node"])
+                sources = self._seen.get(node)
+                if sources is not None:
+                    sources.discard(str(msg["what"]))
+                    if not sources:
+                        del self._seen[node]
             else:
                 raise ValueError(f"unknown type {kind!r}")
         except (ValueError, KeyError, TypeError, IndexError) as exc:

@@ -37,7 +37,9 @@ with ``source`` ("telemetry.ecc:3"):
 - ``watermark``: ``ts`` and ``idle`` of one source (what workers before
   ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
-  node reached the monitors, which the correlator cites in escalations.
+  node reached the monitors, which the correlator cites in escalations;
+- ``forget``: ``node`` and ``what`` — that node's monitors were pruned after
+  ``unit_idle_s`` of silence (a fleet churns), so it is no longer "seen".
 """
 
 from __future__ import annotations
@@ -212,6 +214,8 @@ class SourcePartition:
                                                        "node": ev.node, "what": hw})))
             self.offset = offset
             self._idle_seq = 0
+            if mon.forgotten:
+                self._emit_forgotten(emits)
             if found:
                 self._emit_findings(found, offset, 0, emits,
                                     None if arrived is None else arrived / arrivals_per_s)
@@ -241,6 +245,13 @@ class SourcePartition:
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
+    def _emit_forgotten(self, emits: list[Emit]) -> None:
+        # The node's cluster is not known any more: every correlator hears it.
+        for node, what in self.monitors.forgotten:
+            emits.append(Emit(None, b"seen", dumps({"type": "forget", "source": self.source,
+                                                    "node": node, "what": what})))
+        self.monitors.forgotten.clear()
+
     def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
         """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
 
@@ -253,6 +264,8 @@ class SourcePartition:
         found: list[Finding] = []
         self.monitors.advance(self.monitors.clock + (now - self._advanced_at), found)
         self._advanced_at = now
+        if self.monitors.forgotten:
+            self._emit_forgotten(emits)
         if found:
             self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
             self._idle_seq += len(found)

@@ -54,6 +54,7 @@ import orjson
 
 from detector.alerts import Label, Scope
 from detector.events import STEP
+from replay.sim.axes import AXES, parse_axes, topology_record
 from replay.sim.counters import EccGen, NicGen
 from replay.sim.model import Record, StepGen, ThermalGen
 from replay.sim.plan import (
@@ -103,8 +104,8 @@ def label_for(i: int, spec: FaultSpec, sc: Scenario, start_ts: float, end_ts: fl
         scope = Scope.of_domain(t["domain"])
     else:
         scope = Scope.of_switch(t["switch"])
-    return Label(f"s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind, info.cause, scope,
-                 start_ts, end_ts, info.attributable)
+    return Label(f"{sc.label_prefix}s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind,
+                 info.cause, scope, start_ts, end_ts, info.attributable)
 
 
 class _Transport:
@@ -160,7 +161,9 @@ def _records(sc: Scenario, pl: Placement, sched: Schedule) -> Iterator[dict[str,
     transport = _Transport(sc.seed) if sc.transport_noise else None
     pending: list[Record] = []
     n_slices = math.ceil(sc.duration_s)
-    yield sc.topology.record()  # the log describes its own cluster (DESIGN.md)
+    head = topology_record(sc.topology, sc.axes)
+    if head is not None:
+        yield head  # the log describes its own cluster (DESIGN.md), as the topology axis says
     for sl in range(n_slices):
         t0 = sc.start_ts + sl
         t1 = t0 + 1
@@ -270,6 +273,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="no duplicated or late messages")
     p.add_argument("--llama3-mix", type=int, default=None, metavar="N",
                    help="instead of --faults: N faults drawn with Llama 3's root-cause frequencies")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variation the detectors must not depend on (repeatable; default "
+                   "first): " + "; ".join(f"{n}: {'|'.join(v)}" for n, v in AXES.items()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -289,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
         faults = _kinds(args.faults or "all", kinds_for(topology), "--faults", "fault")
     benign = _kinds(args.benign, BENIGN_KINDS, "--benign", "benign")
     scenario = plan_scenario(topology, job=job, duration_s=args.duration, seed=args.seed,
-                             faults=faults, benign=benign, start_ts=args.start_ts)
+                             faults=faults, benign=benign, start_ts=args.start_ts,
+                             axes=parse_axes(args.axis))
     if args.no_transport_noise:
         scenario = dataclasses.replace(scenario, transport_noise=False)
     from detector.cli.progress import progress
@@ -299,8 +306,10 @@ def run(args: argparse.Namespace) -> int:
         n = write_log(_with_progress(simulate(scenario), scenario.start_ts, on_progress),
                       args.out)
     kinds = ",".join(f.kind for f in scenario.faults) or "none"
+    changed = ", ".join(f"{k}={v}" for k, v in scenario.axes.changed().items())
     print(f"wrote {n} records ({len(scenario.faults)} faults: {kinds}; "
-          f"{len(scenario.benign)} benign events) to {args.out}")
+          f"{len(scenario.benign)} benign events{'; axes ' + changed if changed else ''}) "
+          f"to {args.out}")
     return 0
 
 
