@@ -65,12 +65,12 @@ def mixed_stream(mutated: int, seed: int, valid_per_mutated: float = 0.5
     mut = Mutator(seed)
     rng = mut.rng
     n_valid = int(mutated * valid_per_mutated)
-    steps = max(10, n_valid // 120)  # valid_records gives ~120 records a step
+    steps = max(10, n_valid // 70 + 1)  # valid_records gives ~78 records a step
     base = list(valid_records(seed, steps=steps))
     out: list[tuple[str, bytes, list[str]]] = []
     v = 0
-    for _ in range(mutated):
-        while v < len(base) and v < (len(out) + 1) * valid_per_mutated:
+    for m in range(mutated):
+        while v < len(base) and v < (m + 1) * valid_per_mutated:
             topic, rec = base[v]
             out.append((topic, orjson.dumps(rec), []))
             v += 1
