@@ -14,13 +14,16 @@ passed), then analysed a whole step at a time with numpy:
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas;
   repeated spikes on one rank (not one-off ones) raise an escalation.
 
-Per-rank state lives in numpy arrays indexed by rank, so a job of 16,384 ranks
-costs a few hundred kilobytes, not an object per rank.
+Per-rank state lives in numpy arrays indexed by a slot per rank seen (a rank
+number is only a key: one message claiming rank 1,048,575 costs one slot, not
+a million), so a job of 16,384 ranks costs a few hundred kilobytes, not an
+object per rank.
 """
 
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -33,17 +36,20 @@ from models.cusum_bank import CusumBank
 from models.peer_stats import group_median_scale
 from models.vote import majority_vote
 
-_MAX_RANK = 1 << 20
+_MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
+# The fields a step is decided on, read by name from each message at C speed.
+_COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
+                      "param_checksum", "node", "gpu")
 
 
 class _StepBuffer:
     """The messages of one step received so far.
 
     Messages are kept as they came (one append per message, the hot path) and turned
-    into columns once, when the step is decided: ``zip(*events)`` transposes them at C
+    into columns once, when the step is decided: fields read by name, transposed at C
     speed.
     """
 
@@ -67,10 +73,9 @@ class _StepBuffer:
 
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
-        c = tuple(zip(*self.events, strict=True))
-        self.ts, self.ranks, self.compute = c[0], c[3], c[7]
-        self.tp, self.pp, self.dp, self.grad, self.checksum = c[9], c[10], c[11], c[13], c[14]
-        self.hw = tuple(zip(c[4], c[5], strict=True))
+        (self.ts, self.ranks, self.compute, self.tp, self.pp, self.dp, self.grad, self.checksum,
+         nodes, gpus) = zip(*map(_COLUMNS, self.events), strict=True)
+        self.hw = tuple(zip(nodes, gpus, strict=True))
 
 
 class JobMonitor:
@@ -91,7 +96,9 @@ class JobMonitor:
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
         self._zscale = 1.0
-        self._hw: list[tuple[str, int] | None] = []   # hardware each rank ran on
+        self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
+        self._rank_of: list[int] = []                 # slot -> rank
+        self._hw: list[tuple[str, int] | None] = []   # hardware each slot's rank ran on
         self._base = np.zeros(0)                      # each rank's learned bias (log ratio)
         self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)
@@ -164,7 +171,12 @@ class JobMonitor:
             n = len(buf.events)
             if buf.first_ts < limit:
                 complete = n >= self._expected
-                self._expected = n
+                if self._expected == math.inf or 2 * n >= self._expected:
+                    # The job shrank.  A step with under half the ranks is a stray
+                    # message (a bad step number), not a job that lost half its GPUs
+                    # without restarting: it must not make every later step "complete"
+                    # at its first message.
+                    self._expected = n
                 self._evaluate(step, now, out, complete)
             elif n >= nearly and now - buf.last_ts >= cfg.straggler_wait_s:
                 self._evaluate(step, now, out, False)
@@ -177,12 +189,13 @@ class JobMonitor:
         # A step decided before all ranks came may have been missing this rank.
         if -n + 1 > self._expected:
             self._expected = -n + 1
-        majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))
+        majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))  # type: ignore[arg-type]
         if majority is not None and e.param_checksum is not None and (
                 e.param_checksum != majority and e.rank not in self._mismatch):
             self._mismatch[e.rank] = [e.ts, 0]
             out.append(self._finding(
-                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware", self.clock, e.ts,
+                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware",  # type: ignore[arg-type]
+                self.clock, e.ts,
                 True, 0.95, {"step": e.step, "rank": e.rank, "checksum": e.param_checksum,
                              "majority_checksum": majority, "arrived_late": True}))
 
@@ -211,18 +224,27 @@ class JobMonitor:
             del self._done[next(iter(self._done))]
         while len(self._majority) > _MAJORITIES_KEPT:
             del self._majority[next(iter(self._majority))]
-        if step > self._last_step:
+        if step > self._last_step and (self._expected == math.inf
+                                       or 2 * len(buf.ranks) >= self._expected):
+            # (a stray message with a step number of its own does not move the job on)
             self._last_step = step
             self._last_step_ts = buf.last_ts
-        ranks = np.fromiter(buf.ranks, dtype=np.int64, count=len(buf.ranks))
-        self._grow(int(ranks.max()) + 1)
-        self._track_hardware(buf, ranks)
-        groups = (np.fromiter(buf.pp, dtype=np.int64) << 20) | np.fromiter(buf.tp, dtype=np.int64)
+        slot = self._slot
+        if not slot.keys() >= set(buf.ranks):
+            for r in buf.ranks:
+                if r not in slot:
+                    slot[r] = len(self._rank_of)
+                    self._rank_of.append(r)
+            self._grow(len(self._rank_of))
+        slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
+                            count=len(buf.ranks))
+        self._track_hardware(buf, slots)
+        groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
-        self._check_slow(step, ranks, groups, ts, np.array(buf.compute, dtype=float), buf,
+        self._check_slow(step, slots, groups, ts, np.array(buf.compute, dtype=float), buf,
                          decided_ts, out)
-        self._check_grad(step, ranks, groups, ts, np.array(buf.grad, dtype=float), buf,
+        self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
         if any(c is not None for c in buf.checksum):
             self._check_checksums(step, buf, decided_ts, out, complete)
@@ -243,15 +265,16 @@ class JobMonitor:
         self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
         self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
 
-    def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> None:
+    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> None:
         """A rank that now runs on other hardware starts its history afresh."""
         hw = self._hw
-        moved = [r for r, h in zip(buf.ranks, buf.hw, strict=True) if hw[r] != h]
+        moved = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
+                 if hw[s] != h]
         if not moved:
             return
-        for r in moved:
-            hw[r] = buf.hw[buf.ranks.index(r)]
-        m = np.array(moved)
+        for i in moved:
+            hw[int(slots[i])] = buf.hw[i]
+        m = slots[moved]
         self._slow.reset(m)
         self._reported[m] = False
         self._run_sum[m] = 0.0
@@ -262,18 +285,19 @@ class JobMonitor:
     def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
                  onset: float, active: bool, severity: float, evidence: dict[str, Any]
                  ) -> Finding:
-        node, gpu = self._hw[rank] or ("?", 0)
+        slot = self._slot.get(rank)
+        node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
         return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, True,
                        severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
 
-    def _check_slow(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+    def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
         cfg = self.cfg
         ok = compute > 0.0  # also drops NaN (compute_ms absent)
         if not ok.all():
-            ranks, groups, ts, compute = ranks[ok], groups[ok], ts[ok], compute[ok]
-        if len(ranks) == 0:
+            slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
+        if len(slots) == 0:
             return
         x = np.log(compute)
         med, scale, size = group_median_scale(x, groups)
@@ -285,7 +309,7 @@ class JobMonitor:
         self._sigma = step_sigma if self._sigma == 0.0 else (
             self._sigma + cfg.slow_sigma_alpha * (step_sigma - self._sigma))
         sigma = max(self._sigma, cfg.slow_sigma_floor)
-        r = ranks[comparable]
+        r = slots[comparable]
         d = dev[comparable]
         self._slow_dev[r] = d
         z = (d - self._base[r]) / sigma
@@ -324,23 +348,26 @@ class JobMonitor:
             return
         peer_med = dict(zip(r.tolist(), np.exp(med[comparable]).tolist(), strict=True))
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-        for rank in new.tolist():
-            self._reported[rank] = True
-            ratio = math.exp(float(self._slow_dev[rank]))
-            mean = math.exp(float(self._run_sum[rank] / max(self._run_n[rank], 1)))
+        rank_of = self._rank_of
+        for s in new.tolist():  # slots; findings name the rank
+            rank = rank_of[s]
+            self._reported[s] = True
+            ratio = math.exp(float(self._slow_dev[s]))
+            mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
             out.append(self._finding(
                 rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                float(self._slow.onset_ts[rank]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
+                float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
                 {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
-                 "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[rank]),
-                 "peer_median_compute_ms": round(peer_med[rank], 2),
-                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[rank]), 2)}))
-        for rank in cleared.tolist():
-            self._reported[rank] = False
+                 "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
+                 "peer_median_compute_ms": round(peer_med[s], 2),
+                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2)}))
+        for s in cleared.tolist():
+            rank = rank_of[s]
+            self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
-    def _check_grad(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+    def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
         cfg = self.cfg
@@ -349,7 +376,7 @@ class JobMonitor:
         ok = grad > 0.0
         if ok.sum() < cfg.min_peers:
             return
-        r, g, t = ranks[ok], groups[ok], ts[ok]
+        r, g, t = slots[ok], groups[ok], ts[ok]
         lg = np.log(grad[ok])
         med, scale, size = group_median_scale(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
@@ -372,16 +399,19 @@ class JobMonitor:
         falling = np.flatnonzero((self._spikes < 0.5) & self._spiking)
         if len(rising) or len(falling):
             dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-        for rank in rising.tolist():
-            self._spiking[rank] = True
-            zr = z[r == rank]
+        rank_of = self._rank_of
+        for s in rising.tolist():  # slots; findings name the rank
+            rank = rank_of[s]
+            self._spiking[s] = True
+            zr = z[r == s]
             out.append(self._finding(
                 rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
-                "unknown", decided_ts, float(self._spike_onset[rank]), True, 0.6,
-                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[rank]), 2),
+                "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
+                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[s]), 2),
                  "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
-        for rank in falling.tolist():
-            self._spiking[rank] = False
+        for s in falling.tolist():
+            rank = rank_of[s]
+            self._spiking[s] = False
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
@@ -398,7 +428,7 @@ class JobMonitor:
             if len(idx) < 2:
                 continue
             sums = [buf.checksum[i] for i in idx]
-            majority, minority = majority_vote(sums)  # type: ignore[arg-type]
+            majority, minority = majority_vote(sums)
             if majority is None:
                 split = True
                 continue

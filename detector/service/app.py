@@ -111,7 +111,7 @@ class DetectorService:
         self._lock = asyncio.Lock()
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
-                       "snapshots": 0, "restored": 0, "stale_skipped": 0}
+                       "snapshots": 0, "restored": 0, "stale_skipped": 0, "batch_errors": 0}
         # (wall, process CPU) when the first telemetry batch came and the last one was done:
         # what bench/kafka_throughput.py divides by, read from the status file.
         self._input_first: tuple[float, float] | None = None
@@ -182,12 +182,17 @@ class DetectorService:
         now = self.clock()
         touched: list[SourcePartition] = []
         for tp, records in by_tp.items():
-            if tp.topic == self.findings_topic:
-                self._on_findings(tp, records, now)
+            try:
+                if tp.topic == self.findings_topic:
+                    self._on_findings(tp, records, now)
+                    continue
+                if self._input_first is None:
+                    self._input_first = (self.wall(), time.process_time())
+                part = self._on_telemetry(tp, records, now)
+            except Exception:  # noqa: BLE001 - every record is guarded; this is a last net
+                self.counts["batch_errors"] += 1
+                log.exception("batch of %d records from %s failed", len(records), tp)
                 continue
-            if self._input_first is None:
-                self._input_first = (self.wall(), time.process_time())
-            part = self._on_telemetry(tp, records, now)
             if part is not None:
                 touched.append(part)
         if touched:
@@ -444,14 +449,16 @@ class DetectorService:
                 try:
                     src = SourcePartition.restore(contract, tp.partition,
                                                   self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now)
+                                                  self.topology, now=now,
+                                                  wall_clock=self.wall)
                     self.counts["restored"] += 1
                     return src
                 except Exception as exc:  # noqa: BLE001
                     log.error("cannot restore %s (starting afresh after offset %d): %s",
                               tp, snap[0], exc)
             part = SourcePartition(contract, tp.partition, self.findings_partitions,
-                                   self.thresholds, self.topology, now=now)  # type: ignore[assignment]
+                                   self.thresholds, self.topology, now=now,
+                                   wall_clock=self.wall)  # type: ignore[assignment]
         if snap is not None:
             part.offset = snap[0]  # a snapshot we cannot read still says where we were
         return part
