@@ -26,11 +26,11 @@ run: venv
 kafka-jars:
 	$(PYTHON) deploy/kafka/broker.py fetch
 
-# Prometheus 2.42 and Alertmanager 0.25 from Debian, for the server tests (they start
+# Prometheus 2.42, Alertmanager 0.25, node_exporter 1.5 and kcat from Debian, for the server tests (they start
 # them on loopback ports of their own; nothing here starts a service). Idempotent: a
 # no-op when the binaries are there. Needs root or sudo, as apt-get does.
-SERVER_BINS = prometheus promtool prometheus-alertmanager amtool
-SERVER_PKGS = prometheus prometheus-alertmanager
+SERVER_BINS = prometheus promtool prometheus-alertmanager amtool prometheus-node-exporter kcat
+SERVER_PKGS = prometheus prometheus-alertmanager prometheus-node-exporter kcat
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 servers:

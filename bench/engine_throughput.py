@@ -5,7 +5,7 @@ Measures, in one run so the ratios hold on a noisy machine:
   decode  parse + validation into typed records (detector.events)
   engine  Engine.process on already-decoded records (the detection work alone)
   total   decode + engine, as `faultline replay` does it
-and the engine's state per GPU tracked (pickled snapshot size / GPUs).
+and the engine's state per GPU tracked (uncompressed snapshot size / GPUs).
 
     python bench/engine_throughput.py [LOG] [--topology FILE] [--repeat N]
 """
@@ -16,7 +16,6 @@ import argparse
 import gc
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import orjson
@@ -27,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from detector.decoding import decode  # noqa: E402
 from detector.engine import Engine  # noqa: E402
 from detector.events import TELEMETRY_TOPICS, InvalidMessage  # noqa: E402
+from detector.statecodec import raw_size  # noqa: E402
 from detector.topology import Topology  # noqa: E402
 from replay.log import open_log  # noqa: E402
 
@@ -100,7 +100,7 @@ def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 
         eng.process(ev)
     snap = eng.snapshot()
     out["gpus"] = eng.monitors.tracked_gpus()
-    out["state_bytes"] = len(zlib.decompress(snap))
+    out["state_bytes"] = raw_size(snap)
     out["snapshot_bytes"] = len(snap)
     return out
 
@@ -124,7 +124,7 @@ def main() -> int:
         secs = res[name]
         print(f"  {label:<28} {n / secs:>12,.0f} events/s  ({secs * 1e6 / n:6.2f} us/event)")
     gpus, raw_state = int(res["gpus"]), int(res["state_bytes"])
-    print(f"  state: {gpus} GPUs tracked, snapshot {raw_state:,} bytes pickled "
+    print(f"  state: {gpus} GPUs tracked, snapshot {raw_state:,} bytes uncompressed "
           f"({raw_state / max(gpus, 1):,.0f} B/GPU), {int(res['snapshot_bytes']):,} bytes "
           f"compressed")
     return 0

@@ -226,7 +226,7 @@ def report(res: dict[str, Any]) -> None:
                 print(f"| {label} | {rate:,.0f} | {rate:,.0f} | {1e6 * e[stage] / n:.2f} | "
                       f"{rate / ref:.3f} | - |")
             print(f"\nengine state on this log: {int(e['gpus'])} GPUs, {int(e['state_bytes']):,} "
-                  f"bytes pickled = {e['state_bytes'] / max(e['gpus'], 1):,.0f} B/GPU")
+                  f"bytes uncompressed = {e['state_bytes'] / max(e['gpus'], 1):,.0f} B/GPU")
     busy = [(k, res[k]["broker_cpu_s"]) for k in (*NAMES, "scale-1", "scale-2")
             if k in res and res[k].get("broker_cpu_s") is not None]
     if busy and busy[0][1] == busy[0][1]:  # not NaN: we know the broker's pid

@@ -8,7 +8,7 @@ every 5 s, and one step message per rank per second from jobs of
 ``--job-gpus`` ranks (TP 8 x PP 2 x the rest data parallel; ``0``: one job
 of every GPU).  Values are noisy around healthy levels, counters grow as
 counters do.  Each size runs in a fresh process, so its resident memory is
-its own; the figures are the engine's pickled state (what a snapshot
+its own; the figures are the engine's snapshot state (uncompressed) (what a snapshot
 writes, divided by GPUs tracked) and the process's RSS before and after.
 
     python bench/state_scale.py [--gpus 1000,10000,100000] [--seconds 60] [--job-gpus 128]
@@ -22,7 +22,6 @@ import json
 import subprocess
 import sys
 import time
-import zlib
 from itertools import starmap
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from detector.engine import Engine  # noqa: E402
 from detector.events import EccSample, NicSample, StepSample, ThermalSample  # noqa: E402
+from detector.statecodec import raw_size  # noqa: E402
 
 GPUS_PER_NODE = 8
 T0 = 1767225600.0
@@ -142,7 +142,7 @@ def one(gpus: int, seconds: int, job_gpus: int) -> dict[str, Any]:
     rss1 = rss_kib()
     snap = eng.snapshot()
     tracked = eng.monitors.tracked_gpus()
-    state = len(zlib.decompress(snap))
+    state = raw_size(snap)
     return {"gpus": gpus, "tracked_gpus": tracked, "seconds": seconds, "job_gpus": job_gpus,
             "events": events, "alerts": alerts, "engine_cpu_s": cpu,
             "events_per_cpu_s": events / cpu if cpu else 0.0,
@@ -163,7 +163,7 @@ def main() -> int:
         print(json.dumps(one(args.one, args.seconds, args.job_gpus)))
         return 0
     results = []
-    print("| GPUs | job size | events fed | pickled state B/GPU | snapshot (zlib) MiB | "
+    print("| GPUs | job size | events fed | state B/GPU (raw) | snapshot (zlib) MiB | "
           "RSS before MiB | RSS after MiB | RSS growth B/GPU | engine events/CPU-s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for gpus in map(int, args.gpus.split(",")):

@@ -156,8 +156,112 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True)
+class Granularity:
+    """What isolating an alert's scope takes out of the work (DESIGN.md, output contract).
+
+    ``share_of_job`` is the share of the job's data-parallel replicas taken out: with
+    replica-level isolation the job goes on with the rest.  A count is None where unknown.
+    """
+
+    gpus: int | None = None
+    ranks: int | None = None
+    dp_replicas: int | None = None
+    share_of_job: float | None = None
+    jobs: int | None = None  # training jobs with work on the scope (a shared part: several)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"gpus": self.gpus, "ranks": self.ranks,
+                             "dp_replicas": self.dp_replicas,
+                             "share_of_job": None if self.share_of_job is None
+                             else round(self.share_of_job, 4)}
+        if self.jobs is not None:
+            d["jobs"] = self.jobs
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Granularity:
+        if not isinstance(d, dict):
+            raise ValueError(f"granularity must be an object, got {type(d).__name__}")
+        ints = {k: d.get(k) for k in ("gpus", "ranks", "dp_replicas", "jobs")}
+        for k, v in ints.items():
+            if v is not None and type(v) is not int:
+                raise ValueError(f"granularity {k!r} must be an integer, got {v!r}")
+        share = d.get("share_of_job")
+        if share is not None and not isinstance(share, int | float):
+            raise ValueError(f"granularity 'share_of_job' must be a number, got {share!r}")
+        return cls(ints["gpus"], ints["ranks"], ints["dp_replicas"],
+                   None if share is None else float(share), ints["jobs"])
+
+    def line(self) -> str:
+        """``8 GPUs, 8 ranks, 1 DP replica (3.1 % of job-1)`` — the known parts."""
+        parts = []
+        for n, what in ((self.gpus, "GPU"), (self.ranks, "rank"), (self.dp_replicas,
+                                                                     "DP replica")):
+            if n is not None:
+                parts.append(f"{n} {what}{'' if n == 1 else 's'}")
+        text = ", ".join(parts) or "unknown"
+        if self.share_of_job is not None:
+            text += f" ({100 * self.share_of_job:.1f} % of the job)"
+        if self.jobs is not None and self.jobs > 1:
+            text += f" across {self.jobs} jobs"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How long until the work runs again: estimated at firing, measured at resolution."""
+
+    estimate_s: float | None
+    basis: str
+    measured_s: float | None = None  # a resolved message: onset to resolution
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"estimate_s": None if self.estimate_s is None
+                             else round(self.estimate_s, 1), "basis": self.basis}
+        if self.measured_s is not None:
+            d["measured_s"] = round(self.measured_s, 3)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Recovery:
+        if not isinstance(d, dict):
+            raise ValueError(f"recovery must be an object, got {type(d).__name__}")
+        est, measured = d.get("estimate_s"), d.get("measured_s")
+        for k, v in (("estimate_s", est), ("measured_s", measured)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+                raise ValueError(f"recovery {k!r} must be a number, got {v!r}")
+        return cls(None if est is None else float(est), str(d.get("basis") or ""),
+                   None if measured is None else float(measured))
+
+    def line(self) -> str:
+        head = "unknown" if self.estimate_s is None else f"~{_duration(self.estimate_s)}"
+        if self.measured_s is not None:
+            head = f"{_duration(self.measured_s)} measured (estimated {head})"
+        return f"{head}: {self.basis}" if self.basis else head
+
+
+def _duration(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+# The envelope's fields, in the order written; anything else in a record is kept as is.
+_ENVELOPE_FIELDS = frozenset((
+    "id", "dedup_key", "status", "kind", "cause", "scope", "action", "onset_ts",
+    "detected_ts", "detection_latency_s", "granularity", "recovery", "confidence",
+    "evidence", "job", "tenant", "cluster", "summary"))
+
+
+@dataclass(frozen=True, slots=True)
 class Alert:
-    """One message of the alert envelope, for ``alerts.isolation`` or ``alerts.escalation``."""
+    """The alert envelope, one type for everything that makes or reads alerts.
+
+    The engine makes them; the pager, scoring and reports read them back from records
+    with :meth:`from_record`, so a renamed field fails every reader's tests, not none.
+    """
 
     topic: str
     dedup_key: str
@@ -165,7 +269,7 @@ class Alert:
     kind: str
     cause: str
     scope: Scope
-    action: Action
+    action: Action | None
     onset_ts: float
     detected_ts: float
     confidence: float
@@ -174,6 +278,10 @@ class Alert:
     tenant: str | None = None
     cluster: str | None = None
     summary: str = ""
+    granularity: Granularity | None = None
+    recovery: Recovery | None = None
+    message_id: str | None = None        # the ``id`` a record carried, kept as read
+    unknown: dict[str, Any] = field(default_factory=dict)  # newer fields, passed on untouched
 
     @property
     def detection_latency_s(self) -> float:
@@ -182,54 +290,83 @@ class Alert:
     @property
     def id(self) -> str:
         """Unique per message, yet the same when a replay re-emits the same message."""
+        if self.message_id is not None:
+            return self.message_id
         h = hashlib.blake2b(digest_size=8)
         h.update(f"{self.dedup_key}|{self.status}|{self.detected_ts:.6f}".encode())
         return h.hexdigest()
+
+    @property
+    def next_diagnostic(self) -> str | None:
+        diag = self.evidence.get("next_diagnostic") if isinstance(self.evidence, dict) else None
+        return str(diag) if diag else None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "id": self.id, "dedup_key": self.dedup_key, "status": self.status,
             "kind": self.kind, "cause": self.cause, "scope": self.scope.to_dict(),
-            "action": self.action.to_dict(), "onset_ts": round(self.onset_ts, 6),
-            "detected_ts": round(self.detected_ts, 6),
+            "action": self.action.to_dict() if self.action is not None else None,
+            "onset_ts": round(self.onset_ts, 6), "detected_ts": round(self.detected_ts, 6),
             "detection_latency_s": self.detection_latency_s,
-            "confidence": round(self.confidence, 3), "evidence": self.evidence,
-            "job": self.job, "tenant": self.tenant,
         }
+        if self.granularity is not None:
+            d["granularity"] = self.granularity.to_dict()
+        if self.recovery is not None:
+            d["recovery"] = self.recovery.to_dict()
+        d.update({"confidence": round(self.confidence, 3), "evidence": self.evidence,
+                  "job": self.job, "tenant": self.tenant})
         if self.cluster is not None:
             d["cluster"] = self.cluster
         if self.summary:
             d["summary"] = self.summary
+        if self.unknown:
+            d.update({k: v for k, v in self.unknown.items() if k not in d})
         return d
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The envelope as a JSON-able dict (what :meth:`to_dict` gives)."""
+        return self.to_dict()
 
     def record(self) -> dict[str, Any]:
         """The incident-log record shape: ``{"topic": ..., "value": envelope}``."""
         return {"topic": self.topic, "value": self.to_dict()}
 
-
-@dataclass(frozen=True, slots=True)
-class FiredAlert:
-    """An alert read back from a file or a topic: what scoring and parity tests compare."""
-
-    topic: str
-    dedup_key: str
-    status: str
-    kind: str
-    cause: str
-    scope: Scope
-    onset_ts: float
-    detected_ts: float
-    confidence: float
-    raw: dict[str, Any]
-
     @classmethod
-    def from_record(cls, topic: str, v: dict[str, Any]) -> FiredAlert:
+    def from_record(cls, topic: str, v: Any) -> Alert:
+        """Read an envelope back (from a file or a topic); ValueError names what is wrong."""
         try:
-            return cls(topic, str(v["dedup_key"]), str(v["status"]), str(v["kind"]),
-                       str(v["cause"]), Scope.from_dict(v["scope"]), float(v["onset_ts"]),
-                       float(v["detected_ts"]), float(v.get("confidence", 0.0)), v)
+            if not isinstance(v, dict):
+                raise TypeError(f"an envelope is an object, got {type(v).__name__}")
+            act = v.get("action")
+            if act is not None and not isinstance(act, dict):
+                raise TypeError(f"action must be an object, got {type(act).__name__}")
+            action = None if act is None else Action(
+                str(act.get("name") or ""), str(act.get("detail") or ""),
+                str(act.get("rollback") or ""), bool(act.get("requires_approval", True)))
+            evidence = v.get("evidence")
+            opt = {k: (None if v.get(k) is None else str(v[k]))
+                   for k in ("job", "tenant", "cluster")}
+            gran, rec = v.get("granularity"), v.get("recovery")
+            msg_id = v.get("id")
+            if v.get("status") not in ("firing", "resolved"):
+                raise ValueError(f"status must be firing or resolved, got {v.get('status')!r}")
+            return cls(
+                topic, str(v["dedup_key"]), str(v["status"]), str(v["kind"]), str(v["cause"]),
+                Scope.from_dict(v["scope"]), action, float(v["onset_ts"]),
+                float(v["detected_ts"]), float(v.get("confidence") or 0.0),
+                evidence if isinstance(evidence, dict) else {}, opt["job"], opt["tenant"],
+                opt["cluster"], str(v.get("summary") or ""),
+                None if gran is None else Granularity.from_dict(gran),
+                None if rec is None else Recovery.from_dict(rec),
+                None if msg_id is None else str(msg_id),
+                {k: x for k, x in v.items() if k not in _ENVELOPE_FIELDS})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{topic}: not an alert envelope: {exc}") from None
+
+
+# What scoring, the pager and the parity tests read: the same envelope type.
+FiredAlert = Alert
 
 
 class Label(NamedTuple):

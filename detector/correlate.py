@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
+from detector.recovery import Placement, estimate
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -75,7 +77,7 @@ class Problem:
 
 
 class Correlator:
-    """Turns findings into alerts; pure, event-time driven, snapshot-able with pickle."""
+    """Turns findings into alerts; pure, event-time driven, snapshot-able (detector.statecodec)."""
 
     def __init__(self, cfg: Thresholds, topology: Topology | None = None,
                  seen: Callable[[str, str], bool] | None = None) -> None:
@@ -94,6 +96,8 @@ class Correlator:
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        self._placement = Placement()  # where ranks run: for each alert's granularity
+        self._next_prune = -math.inf
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -113,6 +117,8 @@ class Correlator:
 
     def advance(self, now: float, out: list[Alert]) -> None:
         """Fire every timer due at or before ``now``."""
+        if now >= self._next_prune:
+            self.prune(now)
         timers = self._timers
         while timers and timers[0][0] <= now:
             due, _, what, key = heapq.heappop(timers)
@@ -128,7 +134,15 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
+            if f.job is not None and f.active:
+                self._placement.learn(f.job, f.evidence.get("placement"))
+            elif f.job is not None:
+                self._placement.forget(f.job)
+            return
         unit = f.scope.key
+        if f.ts >= self._next_prune:
+            self.prune(f.ts)
         if f.active:
             self._device.setdefault(unit, {})[f.signal] = f
             if f.scope.node is not None:
@@ -146,6 +160,8 @@ class Correlator:
             self._gpu_reset(f, out)
         elif f.signal == "slow_rank":
             self._on_slow(f, out)
+        elif f.signal == "power_cap":
+            self._on_power_cap(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -158,10 +174,61 @@ class Correlator:
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
-            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
+            because = f.evidence.get("recommended_because")
+            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
+                            extra={"recommended_because": because} if because else None)
             self._explain_waiting(f.scope, p, out)
         else:
             self._attach_if_firing(f)
+
+    def prune(self, now: float) -> None:
+        """Drop per-unit memory no decision can use any more: state stays bounded as a fleet churns.
+
+        Findings only clear when their unit reports again, so a unit that
+        left with a signal raised would be remembered for ever: after
+        ``unit_fault_idle_s`` its signals go, unless a firing problem stands on
+        them (a latched hardware problem waits for its GPU's reset).  Power
+        management that ended, and node indexes of units with nothing active,
+        go at once.
+        """
+        cfg = self.cfg
+        self._next_prune = now + cfg.unit_idle_s / 4
+        old = now - cfg.unit_fault_idle_s
+        for unit in list(self._device):
+            signals = self._device[unit]
+            for signal in [s for s, f in signals.items() if f.ts < old]:
+                key = self._owner.get(signals[signal].key)
+                p = self.problems.get(key) if key else None
+                if p is None or p.status != "firing":
+                    self._owner.pop(signals.pop(signal).key, None)
+            if not signals:
+                del self._device[unit]
+        for node in list(self._units_of_node):
+            units = self._units_of_node[node]
+            units.intersection_update(self._device)
+            if not units:
+                del self._units_of_node[node]
+        recent = now - cfg.benign_grace_s
+        for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
+            del self._benign[unit]
+        for fkey in [k for k, p in self._owner.items() if p not in self.problems]:
+            del self._owner[fkey]
+        if self.seen is None:
+            return
+        # A latched hardware problem waits for its GPU's reset.  A GPU whose monitors
+        # were dropped (no telemetry for unit_fault_idle_s: it left the fleet) will
+        # never be seen reset, so the problem resolves instead of firing for ever.
+        for p in self.problems.values():
+            if (p.status == "firing" and p.latched and p.kind == "hardware"
+                    and p.scope.level == "gpu" and p.scope.node is not None
+                    and not self.seen(p.scope.node, "ecc")):
+                p.latched = False
+                for fkey in p.active:
+                    self._owner.pop(fkey, None)
+                p.active.clear()
+                p.extra["resolved_because"] = (
+                    f"no telemetry from {p.scope.node} for {cfg.unit_fault_idle_s:g} s")
+                self._schedule_resolve(p, now)
 
     # -- problems ------------------------------------------------------------------------
 
@@ -210,6 +277,9 @@ class Correlator:
                 self._schedule_resolve(q, f.ts)
         self._owner[f.key] = p.key
         p.active.add(f.key)
+        if p.quiet_since != math.inf and p.status == "firing":
+            # Quiet, then back before resolving: the same incident, said in its evidence.
+            p.extra["returns"] = p.extra.get("returns", 0) + 1
         p.quiet_since = math.inf
 
     def _attach_if_firing(self, f: Finding) -> None:
@@ -230,16 +300,26 @@ class Correlator:
         if not p.active and not p.latched and p.status == "firing":
             self._schedule_resolve(p, f.ts)
 
+    def _quiet_needed(self, p: Problem) -> float:
+        """Quiet time before ``p`` resolves.  Hardware problems are latched until a reset or
+        clear on a counter; soft signals (a rank a few percent slow, NIC errors, gradient
+        spikes) that stop and return within ``flap_window_s`` are one incident, not a page
+        each time (Alibaba PAI job 1: workers 0-2, ~8 % slower, stopped and returned)."""
+        if p.kind == "hardware":
+            return self.cfg.resolve_after_s
+        return max(self.cfg.resolve_after_s, self.cfg.flap_window_s)
+
     def _schedule_resolve(self, p: Problem, ts: float) -> None:
         p.quiet_since = ts
-        self._timer(ts + self.cfg.resolve_after_s, "resolve", p.key)
+        self._timer(ts + self._quiet_needed(p), "resolve", p.key)
 
     def _resolve_due(self, key: str, due: float, out: list[Alert]) -> None:
         p = self.problems.get(key)
         if (p is None or p.status != "firing" or p.active or p.latched
-                or p.quiet_since + self.cfg.resolve_after_s > due):
+                or p.quiet_since + self._quiet_needed(p) > due):
             return
         p.status = "resolved"
+        p.extra["quiet_since_ts"] = round(p.quiet_since, 3)
         out.append(self._alert(p, due))
         self._timer(due + self.cfg.forget_after_s, "forget", key)
 
@@ -305,8 +385,43 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
+        if self._power_impact(f, f.ts, out):
+            return
         self._slow_wait[unit] = f
-        self._timer(f.ts + self.cfg.escalate_after_s, "slow", unit)
+        self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+
+    def _explanation_wait(self, f: Finding) -> float:
+        """How long a slow rank waits for a cause; a gross outlier from a job's start is
+        already past what a cause arriving later would change about paging someone."""
+        gross = f.evidence.get("gross_outlier")
+        return self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
+
+    # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
+    # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
+
+    def _on_power_cap(self, f: Finding, out: list[Alert]) -> None:
+        if not f.active:
+            self._cleared(f, out)
+            return
+        slow = self._device.get(f.scope.key, {}).get("slow_rank")
+        if slow is not None:
+            self._power_impact(slow, f.ts, out)
+
+    def _power_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+        """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
+        cap = self._device.get(slow.scope.key, {}).get("power_cap")
+        if cap is None:
+            return False
+        ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
+            "compute_ratio_to_peers")
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
+                   f"its GPU is power-capped (clock {cap.evidence.get('clock_drop', 0.0):.1%} "
+                   "below baseline)") if ratio else "impact: rank slower than its peers"
+        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts),
+                        extra={"recommended_because": because})
+        self._explain_waiting(cap.scope, p, out)
+        return True
 
     def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
         """Power management on the same GPU, recent and large enough to explain a slow rank.
@@ -334,13 +449,15 @@ class Correlator:
 
     def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
         f = self._slow_wait.get(unit)
-        if f is None or due < f.ts + self.cfg.escalate_after_s:
+        if f is None or due < f.ts + self._explanation_wait(f):
             return
         p = self._explanation(f)
         if p is not None:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
+            return
+        if self._power_impact(f, due, out):
             return
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.
@@ -462,8 +579,13 @@ class Correlator:
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
-        pairs = (topo.nics_under(name) if what == "switch"
-                 else [(n, None) for n in topo.nodes_in_domain(name)])
+        pairs: Sequence[tuple[str, str | None]]
+        if what == "switch":
+            # A topology that names no NICs (a Slurm topology.conf) puts a node under its
+            # leaf as a whole: every NIC of that node faces it.
+            pairs = topo.nics_under(name) or [(n, None) for n in topo.nodes_under(name)]
+        else:
+            pairs = [(n, None) for n in topo.nodes_in_domain(name)]
         heard, troubled = set(), set()
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
@@ -473,7 +595,11 @@ class Correlator:
                 if not signals:
                     continue
                 if what == "switch":
-                    if unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
+                    if nic is None:
+                        if unit.startswith(f"nic:{node}/") and (
+                                topo.switch_of(node, _nic_of(unit)) == name):
+                            troubled.add(node)
+                    elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
                         troubled.add(node)
                 elif unit.startswith("gpu:") and any(
                         g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
@@ -522,10 +648,23 @@ class Correlator:
         else:
             action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
                                 recovery_action=p.recovery_action)
+        # The detectors' own score, kept beside the calibrated one so a new calibration can
+        # be fitted from alerts (bench/calibrate.py).
+        evidence["raw_confidence"] = round(p.confidence, 3)
         conf = confidence(p.topic, p.kind, p.cause, p.confidence)
+        recovery = estimate(action.name, p.kind, p.onset_ts, detected_ts,
+                            self.cfg.checkpoint_interval_s, self.cfg.restart_s)
+        if p.status == "resolved":
+            recovery = replace(recovery, measured_s=round(detected_ts - p.onset_ts, 3))
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
-                     _summary(p))
+                     _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
+                     recovery)
+
+
+def _nic_of(unit: str) -> str:
+    """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
+    return unit.split("/", 1)[1].split(":", 1)[0]
 
 
 def _says_what_not_why(f: Finding) -> bool:
@@ -535,7 +674,8 @@ def _says_what_not_why(f: Finding) -> bool:
 
 
 def _summary(p: Problem) -> str:
+    """What was seen, in one line.  Kind, cause and scope are fields of their own, and every
+    reader (the replay line, the pager's title) prints them beside this: not repeated here."""
     first = p.evidence[0] if p.evidence else {}
-    detail = ", ".join(f"{k}={v}" for k, v in first.items()
-                       if k not in ("unit", "ts") and not isinstance(v, (dict, list)))
-    return f"{p.kind}/{p.cause} on {p.scope.key}: {detail}"[:300]
+    return ", ".join(f"{k}={v}" for k, v in first.items()
+                     if k not in ("unit", "ts") and not isinstance(v, (dict, list)))[:300]

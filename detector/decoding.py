@@ -50,6 +50,7 @@ from detector.events import (
     InvalidMessage,
     NonFinite,
     StepSample,
+    parts_fit,
 )
 
 __all__ = ["MAX_MESSAGE_BYTES", "InvalidMessage", "decode", "decode_value",
@@ -76,10 +77,12 @@ def decode(topic: str, raw: bytes | bytearray | memoryview | str) -> Event:
         raise InvalidMessage(topic, f"message of {len(raw)} bytes is over the limit of "
                              f"{MAX_MESSAGE_BYTES} bytes")
     try:
-        return decoder.decode(raw)  # type: ignore[return-value]
+        ev = decoder.decode(raw)
     except _DECODE_ERRORS:
-        pass
-    return describe(topic, raw)
+        return describe(topic, raw)
+    if type(ev) is StepSample and not parts_fit(ev):
+        return describe(topic, raw)
+    return ev  # type: ignore[no-any-return]
 
 
 def decode_value(topic: str, value: Any) -> Event:
@@ -89,9 +92,12 @@ def decode_value(topic: str, value: Any) -> Event:
         raise InvalidMessage(topic, f"unknown topic {topic[:80]!r}")
     if type(value) is dict:
         try:
-            return msgspec.convert(value, cls)  # type: ignore[return-value]
+            ev = msgspec.convert(value, cls)
         except _DECODE_ERRORS:
             pass
+        else:
+            if type(ev) is not StepSample or parts_fit(ev):
+                return ev  # type: ignore[return-value]
     return _check_parsed(topic, value)
 
 

@@ -6,7 +6,7 @@ node, events to findings) and the :class:`~detector.correlate.Correlator`
 (findings to alerts).  The engine joins them in one process with an
 event-time clock — the newest ``ts`` seen — that fires the correlator's
 timers; the Kafka service runs them on different partitions with a topic in
-between.  Its whole state pickles to bytes and back.
+between.  Its whole state goes to bytes and back as data (detector.statecodec).
 
 >>> from detector.events import EccSample
 >>> eng = Engine()
@@ -21,8 +21,6 @@ between.  Its whole state pickles to bytes and back.
 from __future__ import annotations
 
 import math
-import pickle
-import zlib
 from typing import Any
 
 from detector.alerts import Alert
@@ -30,6 +28,7 @@ from detector.correlate import Correlator
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage, NonFinite
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
+from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -95,6 +94,9 @@ class Engine:
             self.correlator.advance(ev.ts, alerts)
         findings: list[Finding] = []
         self.monitors.process(ev, findings)
+        if self.monitors.forgotten:
+            # Pruned nodes: the correlator asks the monitors directly, nothing to pass on.
+            self.monitors.forgotten.clear()
         if findings:
             on_finding = self.correlator.on_finding
             for f in findings:
@@ -110,6 +112,7 @@ class Engine:
         """Advance event time without a record (a quiet stream in the service)."""
         findings: list[Finding] = []
         self.monitors.advance(now, findings)
+        self.monitors.forgotten.clear()
         alerts = self._correlate(findings)
         self.correlator.advance(self.monitors.clock, alerts)
         return alerts
@@ -135,14 +138,16 @@ class Engine:
 
     # -- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
+    def snapshot(self, codec: StateCodec = UNSIGNED) -> bytes:
         """All state as bytes (the topology is not included: it is injected on restore)."""
         state = {"cfg": self.cfg, "monitors": self.monitors, "correlator": self.correlator}
-        return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return codec.encode(state, "engine")
 
     @classmethod
-    def restore(cls, blob: bytes, topology: Topology | None = None) -> Engine:
-        state = pickle.loads(zlib.decompress(blob))
+    def restore(cls, blob: bytes, topology: Topology | None = None,
+                codec: StateCodec = UNSIGNED) -> Engine:
+        """The engine a :meth:`snapshot` saved; :class:`SnapshotRefused` if it is not one."""
+        state = codec.decode(blob, "engine")
         eng = cls.__new__(cls)
         eng.cfg, eng.monitors, eng.correlator = state["cfg"], state["monitors"], state[
             "correlator"]

@@ -116,9 +116,8 @@ class StepSample(_Record, frozen=True, gc=False):
     tenant: OptName = None
 
     def __post_init__(self) -> None:
-        parts = (self.compute_ms or 0.0) + (self.comm_ms or 0.0)
-        if parts > self.step_ms + SUM_SLACK_MS + SUM_SLACK_REL * self.step_ms:
-            raise ValueError("step_ms must be >= compute_ms + comm_ms")
+        # (step_ms >= compute_ms + comm_ms is the decoder's check, see parts_fit: tests
+        # and simulators build records that bend it on purpose)
         tp, pp, dp = self.tp_rank, self.pp_rank, self.dp_rank
         if tp is None or pp is None or dp is None:
             if tp is not None or pp is not None or dp is not None:
@@ -132,6 +131,12 @@ class StepSample(_Record, frozen=True, gc=False):
             _printable(self.job, self.node)
         if self.cluster is not None or self.tenant is not None or self.param_checksum is not None:
             _printable(self.cluster, self.tenant, self.param_checksum)
+
+
+def parts_fit(s: StepSample) -> bool:
+    """step_ms >= compute_ms + comm_ms, with the producers' rounding allowed."""
+    return (s.compute_ms or 0.0) + (s.comm_ms or 0.0) <= (
+        s.step_ms + SUM_SLACK_MS + SUM_SLACK_REL * s.step_ms)
 
 
 class EccSample(_Record, frozen=True, gc=False):
@@ -236,3 +241,13 @@ class NonFinite(NamedTuple):
     tp_rank: int
     pp_rank: int
     dp_rank: int
+
+
+def __getattr__(name: str) -> Any:
+    # The decoder lives in detector.decoding (it needs these records first); its
+    # functions are still found here for code written before the move.
+    if name in ("decode", "decode_value", "salvage_nonfinite"):
+        from detector import decoding
+
+        return getattr(decoding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from detector.alerts import ALERT_TOPICS, CAUSES, KINDS
 from detector.events import TELEMETRY_TOPICS
+from detector.statecodec import REASONS as SNAPSHOT_REFUSALS
 
 STATUSES = ("firing", "resolved")
 OTHER = "other"
@@ -173,6 +174,10 @@ class WorkerMetrics:
         self._gpus = Gauge("faultline_tracked_gpus", "GPUs this worker keeps models for",
                            registry=registry)
         self._lag = ConsumerLag(registry, topics)
+        refused = Counter("faultline_snapshot_refused", "State snapshots not restored (the "
+                          "partition started afresh from its committed position), by reason",
+                          ["reason"], registry=registry)
+        self._refused = {r: refused.labels(r) for r in (*SNAPSHOT_REFUSALS, OTHER)}
         # Seen at scrape time: a faultline that stopped reading shows as no increase.
         for kind in KINDS:
             for cause in CAUSES:
@@ -207,6 +212,10 @@ class WorkerMetrics:
         self._state_bytes.set(state_bytes)
         self._gpus.set(gpus)
 
+    def snapshot_refused(self, reason: str) -> None:
+        """One partition's snapshot refused (see detector.statecodec.REASONS)."""
+        (self._refused.get(reason) or self._refused[OTHER]).inc()
+
     def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
         """Messages behind the end of one partition this worker holds."""
         self._lag.set(tp, n)
@@ -236,6 +245,12 @@ class PagerMetrics:
                                 "were not alert envelopes (dead-lettered)", registry=registry)
         self._unrouted = Counter("faultline_pager_unrouted", "Alerts no route sent anywhere",
                                  registry=registry)
+        self._in_flight = Gauge("faultline_pager_in_flight", "Alert messages consumed and not "
+                                "yet delivered or dead-lettered (held at max_in_flight)",
+                                registry=registry)
+        self._in_flight_peak = Gauge("faultline_pager_in_flight_peak", "The most alert "
+                                     "messages in flight at once since the pager started",
+                                     registry=registry)
         per_sink: dict[str, dict[str, Any]] = {s: {} for s in sinks}
 
         def family(kind: type, name: str, text: str, extra: tuple[str, ...] = (),
@@ -258,6 +273,10 @@ class PagerMetrics:
         family(Gauge, "faultline_pager_active_alerts", "Firing alerts a sink keeps re-sending "
                "(Alertmanager) or remembers as triggered")
         family(Gauge, "faultline_pager_queued", "Notifications waiting for or in delivery")
+        family(Gauge, "faultline_pager_failing_since", "Unix time since which every attempt "
+               "to reach the sink failed transiently (being retried); 0 while it answers")
+        family(Gauge, "faultline_pager_deadletters_outstanding", "Alerts dead-lettered by the "
+               "sink and not delivered since (a later delivery clears them)")
         family(Histogram, "faultline_pager_delivery_seconds", "Wall time to deliver a "
                "notification, retries included", buckets=DELIVERY_BUCKETS_S)
         self._sink = per_sink
@@ -273,6 +292,10 @@ class PagerMetrics:
 
     def unrouted(self) -> None:
         self._unrouted.inc()
+
+    def in_flight(self, n: int, peak: int) -> None:
+        self._in_flight.set(n)
+        self._in_flight_peak.set(peak)
 
     def delivered(self, sink: str, seconds: float) -> None:
         m = self._sink[sink]
@@ -295,6 +318,12 @@ class PagerMetrics:
     def active(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_active_alerts"].set(n)
 
+    def failing_since(self, sink: str, since: float) -> None:
+        self._sink[sink]["faultline_pager_failing_since"].set(since)
+
+    def deadletters_outstanding(self, sink: str, n: int) -> None:
+        self._sink[sink]["faultline_pager_deadletters_outstanding"].set(n)
+
     def queued(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_queued"].set(n)
 
@@ -308,7 +337,7 @@ class PagerMetrics:
 class MetricsServer:
     """An HTTP ``/metrics`` endpoint for one registry, on a thread; ``port=0`` picks a free port."""
 
-    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> None:
+    def __init__(self, registry: CollectorRegistry, port: int, addr: str = "127.0.0.1") -> None:
         self._server, self._thread = start_http_server(port, addr=addr, registry=registry)
 
     @property
@@ -327,7 +356,7 @@ class MetricsServer:
         self.close()
 
 
-def serve_metrics(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> MetricsServer:
+def serve_metrics(registry: CollectorRegistry, port: int, addr: str = "127.0.0.1") -> MetricsServer:
     """Start serving ``registry`` on ``addr:port``/metrics; ``close()`` stops it."""
     return MetricsServer(registry, port, addr)
 

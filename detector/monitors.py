@@ -9,9 +9,10 @@ way the same records give the same findings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from detector.alerts import Scope
 from detector.events import (
     ECC,
     JUMP_AGREE,
@@ -64,19 +65,12 @@ class Monitors:
         self._nics: dict[str, NodeNics] = {}
         self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
+        # (node, source) no longer heard from (pruned), for the service to tell its correlator
+        self.forgotten: list[tuple[str, str]] = []
         self._next_sweep = -math.inf
         self._next_prune = -math.inf
         self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
                                        "nonfinite": 0, "unknown_node": 0, "findings": 0}
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["topology"] = None  # injected again on restore, never snapshotted
-        state["wall_clock"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_jump": [], "wall_clock": None, **state})
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
@@ -176,11 +170,56 @@ class Monitors:
         for job in self._jobs.values():
             job.expire(self.clock, findings)
         if self.clock >= self._next_prune:
-            self._next_prune = self.clock + self.cfg.job_idle_s / 4
+            self._next_prune = self.clock + min(self.cfg.job_idle_s, self.cfg.unit_idle_s) / 4
             idle = [name for name, job in self._jobs.items()
                     if job.clock < self.clock - self.cfg.job_idle_s]
             for name in idle:  # a job that ended: its ranks' history is no use any more
-                del self._jobs[name]
+                job = self._jobs.pop(name)
+                findings.append(Finding(
+                    self.clock, self.clock, "job_layout", "slow_node", "unknown",
+                    Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))
+            self.prune_units()
+
+    def prune_units(self) -> None:
+        """Forget GPUs and nodes silent for ``unit_idle_s`` (``unit_fault_idle_s`` if faulty).
+
+        A fleet churns: nodes are drained, replaced, renamed.  Without this the
+        state (and every snapshot) grows with every node ever seen.  A unit that
+        comes back starts afresh, as a new one would (its counters' first
+        sample is a baseline, not an increase).
+        """
+        quiet = self.clock - self.cfg.unit_idle_s
+        faulty = self.clock - self.cfg.unit_fault_idle_s
+
+        def gone(mon: GpuHealth | GpuThermal | NodeNics) -> bool:
+            t = mon.last_ts
+            return t < faulty or (t < quiet and not mon.has_open_fault())
+
+        touched: set[str] = set()
+        for key in [k for k, m in self._ecc.items() if gone(m)]:
+            del self._ecc[key]
+            touched.add(key[0])
+        for key in [k for k, m in self._thermal.items() if gone(m)]:
+            mon = self._thermal.pop(key)
+            touched.add(key[0])
+            if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
+                del self._node_temps[key[0]]
+        for node in [n for n, m in self._nics.items() if gone(m)]:
+            del self._nics[node]
+            touched.add(node)
+        if not touched:
+            return
+        live = {"ecc": {n for n, _ in self._ecc}, "thermal": {n for n, _ in self._thermal},
+                "nic": set(self._nics)}
+        for node in touched:
+            sources = self._seen.get(node)
+            if sources is None:
+                continue
+            for source in [s for s in sources if node not in live.get(s, (node,))]:
+                sources.discard(source)
+                self.forgotten.append((node, source))
+            if not sources:
+                del self._seen[node]
 
     def finish(self, findings: list[Finding]) -> None:
         """End of input: decide every waiting step."""
@@ -195,13 +234,19 @@ class Monitors:
     def was_seen(self, node: str, source: str) -> bool:
         return source in self._seen.get(node, ())
 
-    def tracked_gpus(self) -> int:
+    def gpu_keys(self) -> set[tuple[str, int]]:
+        """Every (node, gpu) this worker keeps a model for, from any telemetry."""
         gpus = set(self._ecc) | set(self._thermal)
-        return len(gpus) or sum(len(j._hw) for j in self._jobs.values())
+        for j in self._jobs.values():
+            gpus.update(hw for hw in j._hw if hw is not None)
+        return gpus
+
+    def tracked_gpus(self) -> int:
+        return len(self.gpu_keys())
 
     def stats(self) -> dict[str, Any]:
         return {**self.counts, "jobs": len(self._jobs), "gpus": self.tracked_gpus(),
-                "nodes_with_nics": len(self._nics),
+                "nodes_with_nics": len(self._nics), "nodes_seen": len(self._seen),
                 "late_steps": sum(j.late for j in self._jobs.values()),
                 "duplicate_steps": sum(j.duplicates for j in self._jobs.values()),
                 "job_restarts": sum(j.restarts for j in self._jobs.values())}
@@ -216,3 +261,9 @@ def out_of_range(ev: Event, clock: float) -> InvalidMessage:
 _TOPIC = {StepSample: STEP, ThermalSample: THERMAL, NicSample: NIC, EccSample: ECC}
 _HANDLERS: dict[type, Any] = {StepSample: Monitors._on_step, ThermalSample: Monitors._on_thermal,
                               NicSample: Monitors._on_nic, EccSample: Monitors._on_ecc}
+
+
+def tracked_gpus(parts: Iterable[Monitors]) -> int:
+    """GPUs tracked across partitions: a GPU's ECC, thermal and step telemetry land on three
+    partitions (keyed by node, node and job), and it is still one GPU."""
+    return len(set().union(*(m.gpu_keys() for m in parts)))

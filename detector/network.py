@@ -63,6 +63,15 @@ class NodeNics:
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
 
+    @property
+    def last_ts(self) -> float:
+        """Time of the newest sample of any port of this node."""
+        return max((p.last_ts for p in self._ports.values()), default=float("-inf"))
+
+    def has_open_fault(self) -> bool:
+        """A port down, or with a signal raised and not cleared."""
+        return any(p.active or p.down for p in self._ports.values())
+
     def update(self, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         p = self._ports.get((s.nic, s.port))
         if p is None:

@@ -11,20 +11,31 @@ which never shows its value in ``repr``, ``str``, logs or ``faultline config``.
 ('dev.telemetry.step', Secret('**********'))
 >>> "hunter2" in s.to_toml()
 False
+
+One coercion engine serves these settings and the pager's (:mod:`detector.pager.config`):
+
+>>> coerce("float", "2.5", "env X", text=True), coerce("list", "a, b", "env Y", text=True)
+(2.5, ('a', 'b'))
+>>> toml_value(Secret("hunter2")), redact_url("https://u:pw@h/p?token=t")
+('"**********"', 'https://**********@h/p?**********')
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.events import ECC, NIC, STEP, THERMAL
+
+if TYPE_CHECKING:
+    from detector.statecodec import StateCodec
 from detector.thresholds import Thresholds
 
 ENV_PREFIX = "FAULTLINE_"
@@ -134,6 +145,14 @@ class Settings:
         "service", "working directory of the worker (status file, Faust data)"))
     metrics_port: int = field(default=0, metadata=_opt(
         "service", "port of the Prometheus /metrics endpoint; 0: none"))
+    metrics_addr: str = field(default="127.0.0.1", metadata=_opt(
+        "service", "address the /metrics endpoint listens on (0.0.0.0: every interface)"))
+    audit_file: str | None = field(default=None, metadata=_opt(
+        "service", "hash-chained audit file of every alert emitted (faultline audit verify)"))
+    audit_key: Secret | None = field(default=None, metadata=_opt(
+        "service", "HMAC key of the audit chain (secret; without it: plain SHA-256)"))
+    log_debug: tuple[str, ...] = field(default=(), metadata=_opt(
+        "service", "libraries allowed to log below INFO, by logger name (e.g. aiokafka)"))
     topology: str | None = field(default=None, metadata=_opt(
         "service", "topology file (faultline format or Slurm topology.conf)"))
     snapshot_interval_s: float = field(default=5.0, metadata=_opt(
@@ -155,6 +174,18 @@ class Settings:
         "service", "largest snapshot message (sets the state topic's max.message.bytes)"))
     log_level: str = field(default="info", metadata=_opt(
         "service", f"one of {', '.join(LOG_LEVELS)}"))
+    snapshot_key: Secret | None = field(default=None, metadata=_opt(
+        "service", "HMAC key of the state snapshots (secret): a worker then refuses any "
+        "snapshot it did not sign; unset: unsigned snapshots"))
+    snapshot_key_previous: Secret | None = field(default=None, metadata=_opt(
+        "service", "the key before snapshot_key, still accepted on restore while rotating"))
+
+    # [recovery]: the jobs' checkpoint settings, for the recovery estimate on every alert
+    checkpoint_interval_s: float = field(default=Thresholds.checkpoint_interval_s,
+                                         metadata=_opt(
+        "recovery", "the jobs' checkpoint interval: a restart redoes half of it on average"))
+    restart_s: float = field(default=Thresholds.restart_s, metadata=_opt(
+        "recovery", "time to restart a job from a checkpoint (reschedule, load, warm up)"))
 
     # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
     thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
@@ -174,7 +205,9 @@ class Settings:
                 "faultline.findings": self.topic_findings, "faultline.state": self.topic_state}
 
     def engine_thresholds(self) -> Thresholds:
-        return Thresholds().with_overrides(dict(self.thresholds))
+        return Thresholds().with_overrides({
+            **dict(self.thresholds), "checkpoint_interval_s": self.checkpoint_interval_s,
+            "restart_s": self.restart_s})
 
     def kafka_config(self) -> dict[str, Any]:
         """Connection settings for confluent-kafka (librdkafka names); secrets revealed."""
@@ -186,6 +219,7 @@ class Settings:
                 conf["sasl.username"] = self.sasl_username
             if self.sasl_password is not None:
                 conf["sasl.password"] = self.sasl_password.reveal()
+        conf["logger"] = logging.getLogger("librdkafka")  # through faultline's log filters
         if self.security_protocol.endswith("SSL"):
             for key, value in (("ssl.ca.location", self.ssl_cafile),
                                ("ssl.certificate.location", self.ssl_certfile),
@@ -195,6 +229,10 @@ class Settings:
             if self.ssl_password is not None:
                 conf["ssl.key.password"] = self.ssl_password.reveal()
         return conf
+
+    def secrets(self) -> list[str]:
+        """Every secret value set, for the log filter that redacts them."""
+        return [v.reveal() for f in fields(self) if isinstance(v := getattr(self, f.name), Secret)]
 
     # -- loading -------------------------------------------------------------------------
 
@@ -215,7 +253,7 @@ class Settings:
         for name, f in specs.items():
             var = env_var(name)
             if name != "thresholds" and var in env:
-                values[name] = _parse(f, env[var], var)
+                values[name] = _coerce(f, env[var], f"env {var}", text=True)
                 sources[name] = f"env {var}"
         for name, value in (overrides or {}).items():
             if value is not None:
@@ -257,10 +295,22 @@ class Settings:
         if self.security_protocol.startswith("SASL") and (
                 self.sasl_username is None or self.sasl_password is None):
             raise bad("security_protocol", "SASL needs sasl_username and sasl_password")
+        if self.snapshot_key_previous is not None and self.snapshot_key is None:
+            raise bad("snapshot_key_previous", "is for a rotation: set snapshot_key too")
         try:
             self.engine_thresholds()
         except (ValueError, TypeError) as exc:
             raise bad("thresholds", str(exc)) from None
+
+    def state_codec(self) -> StateCodec:
+        """How this worker writes and reads its snapshots (keys and size limit)."""
+        from detector.statecodec import StateCodec
+
+        def raw(secret: Secret | None) -> bytes | None:
+            return secret.reveal().encode() if secret is not None else None
+
+        return StateCodec(raw(self.snapshot_key), raw(self.snapshot_key_previous),
+                          self.max_snapshot_bytes)
 
     # -- showing -------------------------------------------------------------------------
 
@@ -331,26 +381,46 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return values
 
 
-def _kind(f: dataclasses.Field[Any]) -> str:
+def kind_of(f: dataclasses.Field[Any]) -> str:
+    """The value kind of a settings field, from its annotation, for :func:`coerce`."""
     t = str(f.type)
-    for kind in ("Secret", "float", "int", "str"):
+    if "Secret" in t:
+        return "secret"
+    if "tuple" in t:
+        return "list"
+    if t.startswith("bool"):
+        return "bool"
+    for kind in ("float", "int", "str"):
         if kind in t:
             return kind
     return "other"
 
 
-def _parse(f: dataclasses.Field[Any], text: str, where: str) -> Any:
-    kind = _kind(f)
-    if kind in ("str", "Secret") and "None" in str(f.type) and text == "":
+def coerce(kind: str, value: Any, where: str, *, text: bool = False,
+           optional: bool = False) -> Any:
+    """``value`` (from TOML or a flag, or a string from the environment when ``text``) as
+    ``kind``: secret, urls, list, bool, int, float, str (or other: as is).  An empty
+    variable unsets an ``optional`` setting.  Errors name the place and never show a secret.
+    """
+    if text and optional and value == "" and kind in ("str", "secret"):
         return None
-    return _coerce(f, text, where)
-
-
-def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
-    kind = _kind(f)
     try:
-        if kind == "Secret":
+        if kind == "secret":
             return value if isinstance(value, Secret) else Secret(str(value))
+        if kind in ("urls", "list"):
+            if text:
+                return tuple(x.strip() for x in str(value).split(",") if x.strip())
+            if isinstance(value, str) and kind == "urls":
+                return (value,)
+            if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
+                raise ValueError
+            return tuple(value)
+        if kind == "bool":
+            if text:
+                return {"true": True, "1": True, "false": False, "0": False}[str(value).lower()]
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
         if kind == "int":
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError
@@ -359,14 +429,27 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             return float(value)
-        if kind == "str":
-            if not isinstance(value, str):
-                raise ValueError
-            return value
-    except ValueError:
-        shown = REDACTED if kind == "Secret" else repr(value)
-        raise ValueError(f"{where}: {f.name} must be {kind}, got {shown}") from None
-    return value
+        if kind == "str" and not isinstance(value, str):
+            raise ValueError
+        return value
+    except (ValueError, TypeError, KeyError):
+        shown = REDACTED if kind == "secret" else repr(value)
+        what = {"urls": "a URL or a list of URLs", "list": "a list of strings"}.get(kind, kind)
+        raise ValueError(f"{where}: must be {what}, got {shown}") from None
+
+
+def redact_url(url: str) -> str:
+    """A URL with its user part and query hidden (a token may ride in either)."""
+    head, _, query = url.partition("?")
+    scheme, sep, rest = head.partition("://")
+    if "@" in rest.split("/", 1)[0]:
+        rest = REDACTED + "@" + rest.split("@", 1)[1]
+    return f"{scheme}{sep}{rest}" + (f"?{REDACTED}" if query else "")
+
+
+def _coerce(f: dataclasses.Field[Any], value: Any, where: str, *, text: bool = False) -> Any:
+    return coerce(kind_of(f), value, f"{where}: {f.name}", text=text,
+                  optional="None" in str(f.type))
 
 
 def toml_value(v: Any) -> str:

@@ -8,7 +8,11 @@ passed), then analysed a whole step at a time with numpy:
   minus the rank's own learned bias, in units of the job's noise, feeds a robust
   CUSUM per rank.  A whole-job slowdown (checkpoint save) moves the median, not
   the ratio; a one-step spike is clipped; a persistent slowdown alarms within a
-  few steps;
+  few steps.  The first ``warmup_steps`` after a (re)start learn each rank's
+  bias, under a conservative prior instead of silence: a rank
+  ``gross_slowdown`` (30 %) slower than its peer median for ``gross_steps``
+  steps in a row needs no history to be called slow (a job landing on a bad
+  GPU is reported at its second step);
 - **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
   group, decided on the step it happens;
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas;
@@ -49,7 +53,7 @@ class _StepBuffer:
     """The messages of one step received so far.
 
     Messages are kept as they came (one append per message, the hot path) and turned
-    into columns once, when the step is decided: fields read by name, transposed at C
+    into columns once, when the step is decided: ``zip(*events)`` transposes them at C
     speed.
     """
 
@@ -106,6 +110,8 @@ class JobMonitor:
         self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
         self._run_n = np.zeros(0, dtype=np.int64)
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
+        self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
+        self._gross_onset = np.zeros(0)
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
@@ -165,21 +171,29 @@ class JobMonitor:
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
         limit = now - cfg.lateness_s
-        exp = self._expected
-        nearly = exp - max(1, int(exp * cfg.straggler_share)) if exp < math.inf else math.inf
+        newest = max(self._pending, default=-1)
         for step, buf in list(self._pending.items()):
             n = len(buf.events)
+            exp = self._expected
             if buf.first_ts < limit:
-                complete = n >= self._expected
-                if self._expected == math.inf or 2 * n >= self._expected:
+                complete = n >= exp
+                if exp == math.inf or 2 * n >= exp:
                     # The job shrank.  A step with under half the ranks is a stray
                     # message (a bad step number), not a job that lost half its GPUs
                     # without restarting: it must not make every later step "complete"
                     # at its first message.
                     self._expected = n
                 self._evaluate(step, now, out, complete)
-            elif n >= nearly and now - buf.last_ts >= cfg.straggler_wait_s:
+            elif now - buf.last_ts < cfg.straggler_wait_s:
+                continue
+            elif exp == math.inf and step < newest:
+                # A new job's size is unknown: once a later step has begun and this one has
+                # stopped growing, its ranks are the job's (a late rank raises the count
+                # again) -- waiting the full lateness would delay every new job's first steps.
+                self._expected = n
                 self._evaluate(step, now, out, False)
+            elif n >= exp or n >= exp - max(1, int(exp * cfg.straggler_share)):
+                self._evaluate(step, now, out, n >= exp)
 
     def _late(self, e: StepSample, out: list[Finding]) -> None:
         self.late += 1
@@ -189,13 +203,12 @@ class JobMonitor:
         # A step decided before all ranks came may have been missing this rank.
         if -n + 1 > self._expected:
             self._expected = -n + 1
-        majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))  # type: ignore[arg-type]
+        majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))
         if majority is not None and e.param_checksum is not None and (
                 e.param_checksum != majority and e.rank not in self._mismatch):
             self._mismatch[e.rank] = [e.ts, 0]
             out.append(self._finding(
-                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware",  # type: ignore[arg-type]
-                self.clock, e.ts,
+                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware", self.clock, e.ts,
                 True, 0.95, {"step": e.step, "rank": e.rank, "checksum": e.param_checksum,
                              "majority_checksum": majority, "arrived_late": True}))
 
@@ -208,6 +221,7 @@ class JobMonitor:
         self._evaluated = 0
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
+        self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
         self._spikes[:] = 0.0
@@ -238,7 +252,9 @@ class JobMonitor:
             self._grow(len(self._rank_of))
         slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
                             count=len(buf.ranks))
-        self._track_hardware(buf, slots)
+        moved = self._track_hardware(buf, slots)
+        if moved:
+            out.append(self._layout_finding(buf, moved, decided_ts))
         groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
@@ -264,23 +280,39 @@ class JobMonitor:
         self._run_sum = np.concatenate([self._run_sum, np.zeros(n - old)])
         self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
         self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
+        self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
+        self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
 
-    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> None:
-        """A rank that now runs on other hardware starts its history afresh."""
+    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
+        """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        moved = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
-                 if hw[s] != h]
-        if not moved:
-            return
-        for i in moved:
+        at = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
+              if hw[s] != h]
+        if not at:
+            return []
+        for i in at:
             hw[int(slots[i])] = buf.hw[i]
-        m = slots[moved]
+        moved = [buf.ranks[i] for i in at]
+        m = slots[at]
         self._slow.reset(m)
         self._reported[m] = False
+        self._gross[m] = 0
         self._run_sum[m] = 0.0
         self._run_n[m] = 0
         self._base[m] = 0.0
         self._spikes[m] = 0.0
+        return moved
+
+    def _layout_finding(self, buf: _StepBuffer, moved: list[int], ts: float) -> Finding:
+        """Evidence only: where these ranks now run, so the correlator can say what isolating
+        a unit takes out of the job (its granularity).  Sent when a rank first appears or
+        moves, so a job's layout costs one finding, not one per step."""
+        where = {r: i for i, r in enumerate(buf.ranks)}
+        placement = [[r, buf.hw[where[r]][0], buf.hw[where[r]][1], buf.dp[where[r]]]
+                     for r in moved]
+        return Finding(ts, ts, "job_layout", "slow_node", "unknown", Scope.of_job(self.job),
+                       True, False, 0.0, {"placement": placement}, self.job, self.tenant,
+                       self.cluster)
 
     def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
                  onset: float, active: bool, severity: float, evidence: dict[str, Any]
@@ -329,6 +361,8 @@ class JobMonitor:
         # "faster" would make its return to the median look like a slowdown.
         np.clip(self._base, 0.0, cfg.slow_baseline_clip, out=self._base)
         if self._evaluated <= cfg.warmup_steps:
+            self._gross_prior(step, r, d, ts[comparable], med[comparable], sigma, buf,
+                              decided_ts, out)
             return
         _, cleared = self._slow.update(r, z, ts[comparable])
         # The mean slowdown of the current run (since the score left zero): an alarm is
@@ -366,6 +400,45 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
+                     med: np.ndarray, sigma: float, buf: _StepBuffer, decided_ts: float,
+                     out: list[Finding]) -> None:
+        """Warm-up: report ranks far slower than their peers without waiting for history.
+
+        Peer comparison needs no history for a gross outlier: >= 30 % slower than the peer
+        median is far beyond jitter, sequence-length imbalance or a one-step stall (hence
+        two steps in a row).  The rank enters its CUSUM already alarmed, so it clears
+        through the same hysteresis as any other slow rank once it keeps pace.
+        """
+        cfg = self.cfg
+        gross = d >= math.log1p(cfg.gross_slowdown)
+        first = gross & (self._gross[r] == 0)
+        self._gross_onset[r[first]] = ts[first]
+        self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
+        new = gross & (self._gross[r] >= cfg.gross_steps) & ~self._reported[r]
+        if not new.any():
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        bank = self._slow
+        for i in np.flatnonzero(new).tolist():
+            s = int(r[i])  # a slot; the finding names the rank
+            rank = self._rank_of[s]
+            n = int(self._gross[s])
+            bank.score[s], bank.alarmed[s] = bank.h_cap, True
+            bank.onset_ts[s] = self._gross_onset[s]
+            self._run_sum[s], self._run_n[s] = float(d[i]) * n, n
+            self._reported[s] = True
+            ratio = math.exp(float(d[i]))
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                float(self._gross_onset[s]), True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
+                 "mean_ratio_over_run": round(ratio, 4), "run_steps": n,
+                 "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                 "noise_sigma": round(sigma, 4), "gross_outlier": True,
+                 "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
+                         f"{cfg.gross_steps} steps during warm-up (no history needed)"}))
 
     def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -428,7 +501,7 @@ class JobMonitor:
             if len(idx) < 2:
                 continue
             sums = [buf.checksum[i] for i in idx]
-            majority, minority = majority_vote(sums)
+            majority, minority = majority_vote(sums)  # type: ignore[arg-type]
             if majority is None:
                 split = True
                 continue

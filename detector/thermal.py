@@ -1,10 +1,23 @@
 """Per-GPU thermal and power throttling from ``telemetry.thermal``.
 
-A throttle bit alone is common and harmless (the SW power cap dips clocks a
-little under load), so a GPU counts as throttled only when a slowdown reason
-is set *and* its SM clock is below its own healthy baseline by
-``clock_drop``, for ``throttle_samples`` samples in a row.  The baseline is a
-river ``EWMean`` of the clock while no slowdown reason is set.
+A throttle reason is evidence, not a verdict.  The baseline is a river
+``EWMean`` of the SM clock while no slowdown reason is set; what a reason
+turns into depends on whether it is ever routine:
+
+- **never routine** (0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80
+  HW power brake): the clock ``hw_clock_drop`` below baseline for
+  ``throttle_samples`` samples in a row is a recommendation on its own;
+- **0x4 SW power cap**: a GPU at its power limit is normal operation.  A
+  clock ``clock_drop`` below baseline for ``throttle_samples`` samples is
+  ``power_cap`` *evidence*: the correlator recommends isolation only if the
+  GPU's rank is measurably slower than its peers meanwhile (impact).  On its
+  own it is a recommendation only when the clock loss is sustained: held
+  ``cap_clock_drop`` low for a decayed count of ``cap_samples`` samples
+  (half-life ``cap_half_life_s``) — a power supply that cannot keep up.
+  A smaller dip is ``throttle_minor``, which explains a rank a few percent
+  slower than its peers as power management;
+
+and the finding says which (``recommended_because``).
 
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
@@ -55,6 +68,11 @@ class NodeTemps:
         self.median_c = float("inf")
         self.median_ts = float("-inf")
 
+    def forget(self, gpu: int) -> bool:
+        """Drop a GPU no longer heard from; True when the node has none left."""
+        self.temps.pop(gpu, None)
+        return not self.temps
+
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
             t = sorted(self.temps.values())
@@ -67,7 +85,8 @@ class GpuThermal:
     """Throttle and cooling state of one GPU."""
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
-                 "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset")
+                 "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
+                 "_heavy", "_heavy_onset", "_cap_active")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -85,6 +104,22 @@ class GpuThermal:
         self._minor = False  # a slowdown reason with a small clock dip: power management
         self._cap = DecayingCount(cfg.cap_half_life_s)  # samples held low by a SW power cap
         self._cap_onset = 0.0
+        self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
+        self._heavy_onset = 0.0
+        self._cap_active = False
+
+    @property
+    def last_ts(self) -> float:
+        """Time of the newest sample of this GPU."""
+        return self._last_ts
+
+    @property
+    def node_temps(self) -> NodeTemps:
+        return self._node
+
+    def has_open_fault(self) -> bool:
+        """A throttle, heat or power-cap finding raised and not cleared."""
+        return self._active or self._hot_active or self._cap_active
 
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:
@@ -96,7 +131,7 @@ class GpuThermal:
         clock = s.sm_clock_mhz
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
-        capped = False
+        capped = heavy = False
         if not bits:
             if clock is not None and not self._active:
                 self._clock.update(clock)
@@ -104,10 +139,12 @@ class GpuThermal:
         elif bits & ~SW_POWER_CAP:
             bad = drop >= cfg.hw_clock_drop  # HW thermal/slowdown/brake, SW thermal: never routine
         else:
-            # A SW power cap is routine under load; it is a fault when it takes a lot of
-            # clock, or a little for a long time (a power supply that cannot keep up).
-            bad = drop >= cfg.clock_drop
+            # A SW power cap is routine under load: a large dip is evidence (the correlator
+            # asks whether the rank is slower), a long one a fault (a supply that can't keep up).
+            bad = False
+            heavy = drop >= cfg.clock_drop
             capped = drop >= cfg.cap_clock_drop
+        self._power_cap(s, heavy, bits, drop, base, cfg, out)
         if capped:
             if self._cap.value(s.ts) < 0.5:
                 self._cap_onset = s.ts
@@ -122,7 +159,8 @@ class GpuThermal:
             if not capped:
                 self._good += 1
         sustained = capped and self._cap.value(s.ts) >= cfg.cap_samples
-        minor = bool(bits) and not bad and not sustained and drop >= cfg.clock_drop / 5
+        minor = (bool(bits) and not bad and not heavy and not sustained
+                 and drop >= cfg.clock_drop / 5)
         if minor != self._minor:
             # Not a fault, but it explains a rank a few percent slower than its peers.
             self._minor = minor
@@ -135,20 +173,53 @@ class GpuThermal:
         if not self._active and (self._bad >= cfg.throttle_samples or sustained):
             self._active = True
             self._good = 0
-            onset = self._run_onset if self._bad >= cfg.throttle_samples else self._cap_onset
+            never_routine = self._bad >= cfg.throttle_samples
+            onset = self._run_onset if never_routine else self._cap_onset
+            because = (f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below "
+                       f"baseline for {self._bad} samples" if never_routine else
+                       f"SW power cap with clock loss sustained past the limit: >= "
+                       f"{cfg.cap_clock_drop:.1%} below baseline on "
+                       f"{self._cap.value(s.ts):.0f} recent samples (limit {cfg.cap_samples:.0f})")
             out.append(Finding(
                 s.ts, onset, "throttle", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c), self.scope, True, True,
                 min(0.95, 0.6 + drop * 2),
                 {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
                  "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
-                 "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w},
+                 "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
+                 "recommended_because": because},
                 None, s.tenant, s.cluster))
         elif self._active and self._good >= cfg.throttle_clear_samples:
             self._active = False
             self._cap.reset()
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                                True, 0.0, {}, None, s.tenant, s.cluster))
+
+    def _power_cap(self, s: ThermalSample, heavy: bool, bits: int, drop: float, base: float,
+                   cfg: Thresholds, out: list[Finding]) -> None:
+        """Evidence of a SW power cap taking ``clock_drop`` or more: raised after
+        ``throttle_samples`` such samples in a row, cleared after ``throttle_clear_samples``
+        without."""
+        if heavy:
+            if self._heavy <= 0:
+                self._heavy_onset = s.ts
+                self._heavy = 0
+            self._heavy += 1
+            if self._heavy == cfg.throttle_samples and not self._cap_active:
+                self._cap_active = True
+                out.append(Finding(
+                    s.ts, self._heavy_onset, "power_cap", "slow_node", "power", self.scope,
+                    True, False, min(0.95, 0.6 + drop * 2),
+                    {"throttle_reasons": hex(bits), "sm_clock_mhz": s.sm_clock_mhz,
+                     "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
+                     "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w},
+                    None, s.tenant, s.cluster))
+            return
+        self._heavy = min(self._heavy, 0) - 1  # negative: samples since the last heavy one
+        if self._cap_active and -self._heavy >= cfg.throttle_clear_samples:
+            self._cap_active = False
+            out.append(Finding(s.ts, s.ts, "power_cap", "slow_node", "power", self.scope, False,
+                               False, 0.0, {}, None, s.tenant, s.cluster))
 
     def _check_hot(self, s: ThermalSample, temp_c: float, cfg: Thresholds,
                    out: list[Finding]) -> None:

@@ -30,7 +30,10 @@ class Thresholds:
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
     slow_baseline_clip: float = 0.02    # a slowness beyond 2 % is never learned as normal
     slow_min_effect: float = 0.025      # and the run must average >= 2.5 % slower than peers
-    warmup_steps: int = 10              # steps after a (re)start used only for learning
+    warmup_steps: int = 10              # steps after a (re)start used mostly for learning;
+    gross_slowdown: float = 0.30        # meanwhile a rank this much slower than its peer median
+    gross_steps: int = 2                # for this many steps in a row is reported at once
+    gross_escalate_after_s: float = 1.0  # and waits this long (not escalate_after_s) for a cause
     min_peers: int = 3                  # smaller peer groups are not compared
 
     # SDC: checksum vote and grad_norm outliers across replicas.
@@ -85,9 +88,19 @@ class Thresholds:
     #                                     long (the allowed disorder) for the XID that says why
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown
     resolve_after_s: float = 30.0       # quiet time before a problem is resolved
+    flap_window_s: float = 600.0        # ... except slow_node, network and sdc problems (soft,
+    #                                     statistical signals that hover near their limits):
+    #                                     coming back within this is the same incident, so
+    #                                     they resolve only after this long quiet
     evidence_items: int = 8
     forget_after_s: float = 3600.0      # resolved problems are dropped from memory after this
     job_idle_s: float = 3600.0          # a job silent this long is forgotten
+    unit_idle_s: float = 3600.0         # a GPU's / node's monitors silent this long are dropped
+    unit_fault_idle_s: float = 86400.0  # ... or this long, when a fault was raised on them
+
+    # Recovery estimates on alerts (the job's checkpoint settings; [recovery] in the settings).
+    checkpoint_interval_s: float = 1800.0  # a restart redoes half of this on average
+    restart_s: float = 300.0               # rescheduling, loading the checkpoint, warm-up
 
     def with_overrides(self, overrides: dict[str, Any]) -> Thresholds:
         """A copy with some values replaced; unknown names raise ValueError."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -37,11 +38,16 @@ class Record(NamedTuple):
 
 
 class InvalidRecord(NamedTuple):
-    """A line that is not a record; ``reason`` says why."""
+    """A line that is not a record; ``reason`` says why.
+
+    ``damaged`` marks the end of a file that cannot be read further (a truncated or
+    corrupt gzip stream): the records before it stand, nothing after it is read.
+    """
 
     reason: str
     raw: bytes
     line: int
+    damaged: bool = False
 
 
 def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -68,20 +74,33 @@ def open_log(path: str | os.PathLike[str]) -> IO[bytes]:
 
 
 def read_records(path: str | os.PathLike[str]) -> Iterator[Record | InvalidRecord]:
-    """Every line of one log, as a Record or an InvalidRecord, in file order."""
+    """Every line of one log, as a Record or an InvalidRecord, in file order.
+
+    A compressed stream that breaks off (a copy cut short, a corrupt block) ends the
+    iteration with one ``InvalidRecord(damaged=True)`` saying where, never a traceback.
+    """
     with open_log(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                yield InvalidRecord(f"line {n}: not valid JSON: {exc}", line, n)
-                continue
-            if type(obj) is not dict or type(obj.get("topic")) is not str or "value" not in obj:
-                yield InvalidRecord(f"line {n}: not a {{topic, value}} record", line, n)
-                continue
-            yield Record(obj["topic"], obj["value"], n)
+        n = 0
+        try:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    yield InvalidRecord(f"line {n}: not valid JSON: {exc}", line, n)
+                    continue
+                if (type(obj) is not dict or type(obj.get("topic")) is not str
+                        or "value" not in obj):
+                    yield InvalidRecord(f"line {n}: not a {{topic, value}} record", line, n)
+                    continue
+                yield Record(obj["topic"], obj["value"], n)
+        except EOFError:
+            yield InvalidRecord(f"truncated: the gzip stream ends early, after line {n}", b"",
+                                n + 1, damaged=True)
+        except (OSError, zlib.error) as exc:
+            yield InvalidRecord(f"corrupt gzip data after line {n}: {exc}", b"", n + 1,
+                                damaged=True)
 
 
 def write_records(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> int:

@@ -37,6 +37,19 @@ class LogResult:
     last_ts: float | None = None
     seconds: float = 0.0
     engine_stats: dict[str, object] = field(default_factory=dict)
+    records: int = 0    # lines that were {topic, value} records, of any topic
+    damaged: str = ""   # why the file could not be read to its end, when it could not
+
+    def unreadable(self) -> str:
+        """Why nothing could be read from this log ("" when something could)."""
+        if self.records:
+            return ""
+        if self.damaged:
+            return self.damaged
+        if self.invalid:
+            return (f"no line is a {{topic, value}} record ({sum(self.invalid.values())} "
+                    "unreadable): is it an incident log?")
+        return "the file is empty"
 
     def fired(self) -> list[FiredAlert]:
         return [FiredAlert.from_record(a.topic, a.to_dict()) for a in self.alerts]
@@ -63,8 +76,12 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
 
     for rec in read_records(path):
         if isinstance(rec, InvalidRecord):
-            res.invalid["not a record"] += 1
+            if rec.damaged:
+                res.damaged = rec.reason
+            else:
+                res.invalid["not a record"] += 1
             continue
+        res.records += 1
         topic = rec.topic
         if topic in telemetry:
             try:
@@ -88,7 +105,7 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
             if res.first_ts is None:
                 res.first_ts = ev.ts
             emit(alerts)
-            if on_progress is not None and res.events % 200_000 == 0:
+            if on_progress is not None and res.events % 50_000 == 0:
                 on_progress(res.events)
         elif topic == "labels":
             try:
@@ -102,7 +119,7 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
     emit(eng.finish())
     for exc in eng.rejected:
         res.invalid[f"{exc.topic} {exc.reason.partition(':')[0]}"] += 1
-    res.last_ts = eng.clock
+    res.last_ts = eng.clock if res.events else None
     res.seconds = time.perf_counter() - t0
     res.engine_stats = eng.stats()
     return res

@@ -84,13 +84,13 @@ def test_environment_beats_the_file_and_flags_beat_the_environment(config_file: 
     env = {"FAULTLINE_PAGER_GROUP_ID": "from-env", "FAULTLINE_PAGER_METRICS_PORT": "9999",
            "FAULTLINE_BOOTSTRAP_SERVERS": "env-broker:9092",
            "FAULTLINE_PAGER_SINKS_ONCALL_ROUTING_KEY": "f" * 32,
-           "FAULTLINE_PAGER_SINKS_TICKETS_MAX_ATTEMPTS": "3"}
+           "FAULTLINE_PAGER_SINKS_TICKETS_RETRY_FOR_S": "3600"}
     settings, cfg = pager_config.load(config_file, env=env,
                                       pager_overrides={"metrics_port": 1234})
     assert settings.bootstrap_servers == "env-broker:9092"
     assert (cfg.group_id, cfg.metrics_port) == ("from-env", 1234)
     assert cfg.sinks["oncall"].routing_key.reveal() == "f" * 32  # type: ignore[union-attr]
-    assert cfg.sinks["tickets"].max_attempts == 3
+    assert cfg.sinks["tickets"].retry_for_s == 3600.0
 
 
 def test_secrets_are_never_printed(config_file: Path) -> None:

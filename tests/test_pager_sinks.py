@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from detector.alerts import ESCALATION
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
 from detector.pager.core import FileDeadLetters, OffsetTracker, Pager, SinkWorker
-from detector.pager.sinks import AlertmanagerSink, WebhookSink
-from detector.pager.storm import Notification
+from detector.pager.notification import Notification
+from detector.pager.sinks import AlertmanagerSink, PagerDutySink, WebhookSink
 from detector.pager.testing import FakeClock, Receiver, alert, resolved
 
 FAST = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}
@@ -84,15 +86,19 @@ def test_webhook_retries_503_then_dead_letters_a_400_and_goes_on(tmp_path: Path)
         assert val("faultline_pager_deliveries_total") == 1
 
 
-def test_retries_are_bounded(tmp_path: Path) -> None:
+def test_transient_failures_are_retried_for_retry_for_s_then_dead_lettered(
+        tmp_path: Path) -> None:
+    mono, wall = FakeClock(0.0), FakeClock(1767225600.0)
     with Receiver(default=502) as rx:
-        cfg = config({"w": {"type": "webhook", "url": rx.url, "max_attempts": 3, **FAST}},
-                     tmp_path)
+        cfg = config({"w": {"type": "webhook", "url": rx.url, "retry_for_s": 3600,
+                            "backoff_max_s": 60}}, tmp_path)
         _, m = metrics(cfg)
         out = WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=threading.Event(),
-                          rng=random.Random(1)).deliver(note(alert()))
-        assert (out.delivered, out.failure, len(rx.requests)) == (False, "exhausted", 3)
-        assert "gave up after 3 attempts" in out.reason
+                          rng=random.Random(1), monotonic=mono, wall=wall,
+                          sleep=mono.sleeper(also=wall)).deliver(note(alert()))
+        assert (out.delivered, out.failure) == (False, "exhausted")
+        assert 3000 <= mono() <= 3600  # it kept trying for the hour, and stopped there
+        assert len(rx.requests) > 60 and "HTTP 502" in out.reason
 
 
 def test_alertmanager_active_alerts_are_resent_before_they_expire(tmp_path: Path) -> None:
@@ -172,3 +178,157 @@ def test_offsets_are_committable_only_after_delivery(tmp_path: Path) -> None:
             assert tracker.positions() == {("alerts.isolation", 0): 2}
         finally:
             assert pager.close(5.0)
+
+
+# -- a page is never dropped for a transient failure ----------------------------------------
+
+
+def _sample(reg: CollectorRegistry, name: str, sink: str) -> float | None:
+    return reg.get_sample_value(name, {"sink": sink})
+
+
+def test_503_for_five_minutes_then_200_delivers_every_page_once(tmp_path: Path) -> None:
+    """Real HTTP servers and the real delivery threads; only the clock is fast-forwarded."""
+    mono, wall = FakeClock(0.0), FakeClock(1767225600.0)
+    stop = threading.Event()
+
+    def outage() -> int:
+        return 503 if mono() < 300.0 else 200
+
+    with Receiver(decide=outage) as hook, Receiver(decide=outage) as am:
+        cfg = config({"w": {"type": "webhook", "url": hook.url, "storm": {"enabled": False}},
+                      "am": {"type": "alertmanager", "url": am.url}}, tmp_path)
+        reg, m = metrics(cfg)
+        pager = Pager(cfg, m, FileDeadLetters(tmp_path / "dead.jsonl"), clock=mono, wall=wall,
+                      sleep=mono.sleeper(stop, also=wall), rng=random.Random(7))
+        pager.stop = stop
+        for w in pager.workers.values():
+            w.stop = stop
+        pager.start()
+        tracker = OffsetTracker()
+        nodes = [f"node-{i:03d}" for i in range(5)]
+        try:
+            for offset, node in enumerate(nodes):
+                pager.submit(alert(node), tracker.ticket("alerts.isolation", 0, offset))
+            hook.wait_for("a 503", lambda reqs: reqs)
+            assert tracker.positions() == {("alerts.isolation", 0): 0}  # nothing committable
+            hook.wait_for("every page", lambda reqs: len([r for r in reqs if r.status == 200])
+                          == len(nodes), timeout_s=30)
+            am.wait_for("every alert", lambda reqs: len([r for r in reqs if r.status == 200])
+                        >= len(nodes), timeout_s=30)
+            wait_until(lambda: tracker.positions() == {("alerts.isolation", 0): len(nodes)})
+        finally:
+            assert pager.close(5.0)
+        assert mono() >= 300.0
+        delivered = [b["alert"]["scope"]["node"] for b in hook.bodies(200)]
+        assert sorted(delivered) == nodes  # each once, none lost
+        am_nodes = [x["labels"]["node"] for b in am.bodies(200) for x in b]
+        assert sorted(set(am_nodes)) == nodes
+        assert not (tmp_path / "dead.jsonl").exists()
+        for sink in ("w", "am"):
+            assert _sample(reg, "faultline_pager_failing_since", sink) == 0.0  # healthy again
+            assert (_sample(reg, "faultline_pager_retries_total", sink) or 0) > 5
+
+
+def test_failing_since_is_set_while_a_sink_fails(tmp_path: Path) -> None:
+    mono, wall = FakeClock(0.0), FakeClock(1767225600.0)
+    seen: list[float | None] = []
+    with Receiver(answers=[503, 503, 200]) as rx:
+        cfg = config({"w": {"type": "webhook", "url": rx.url}}, tmp_path)
+        reg, m = metrics(cfg)
+
+        def sleep(seconds: float) -> bool:
+            seen.append(_sample(reg, "faultline_pager_failing_since", "w"))
+            mono.advance(seconds)
+            return False
+
+        sink = WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=threading.Event(),
+                           monotonic=mono, wall=wall, sleep=sleep)
+        assert sink.deliver(note(alert())).delivered
+    assert seen == [1767225600.0, 1767225600.0]
+    assert _sample(reg, "faultline_pager_failing_since", "w") == 0.0
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_a_permanent_error_is_dead_lettered_at_once(tmp_path: Path, status: int) -> None:
+    with Receiver(answers=[status]) as rx:
+        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
+        reg, m = metrics(cfg)
+        stop = threading.Event()
+        worker = SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
+                            FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        worker.deliver(note(alert()))
+        assert len(rx.requests) == 1
+        (dead,) = (tmp_path / "dead.jsonl").read_text().splitlines()
+        assert f"HTTP {status}" in json.loads(dead)["value"]["reason"]
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "w") == 1
+
+
+@pytest.mark.parametrize("header", ["7", "Thu, 01 Jan 2026 00:00:07 GMT"])
+def test_retry_after_is_honoured(tmp_path: Path, header: str) -> None:
+    mono, wall = FakeClock(0.0), FakeClock(1767225600.0)
+    waits: list[float] = []
+    with Receiver(answers=[429], retry_after=header) as rx:
+        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
+        _, m = metrics(cfg)
+
+        def sleep(seconds: float) -> bool:
+            waits.append(seconds)
+            return False
+
+        sink = WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=threading.Event(),
+                           monotonic=mono, wall=wall, sleep=sleep)
+        assert sink.deliver(note(alert())).delivered
+    assert len(waits) == 1 and waits[0] == pytest.approx(7.0)  # not the 0.01-0.05 s backoff
+
+
+def test_alertmanager_pair_gets_every_alert_on_both(tmp_path: Path) -> None:
+    with Receiver() as one, Receiver(answers=[503]) as two:
+        cfg = config({"am": {"type": "alertmanager", "url": [one.url, two.url],
+                             "resend_interval_s": 60, **FAST}}, tmp_path)
+        _, m = metrics(cfg)
+        mono = FakeClock(0.0)
+        sink = AlertmanagerSink(cfg.sinks["am"], m, state_dir=None, stop=threading.Event(),
+                                monotonic=mono)
+        a = alert("node-001")
+        assert sink.deliver(note(a, "am")).delivered  # one of the pair took it
+        assert [len(one.requests), len(two.requests)] == [1, 1]
+        mono.advance(60.0)
+        sink.idle()  # the re-send reaches the one that missed it
+        assert [x["labels"]["node"] for x in two.bodies(200)[0]] == ["node-001"]
+        assert sink.deliver(note(resolved(a), "am")).delivered
+        for rx in (one, two):
+            assert rx.bodies(200)[-1][0]["labels"]["node"] == "node-001"
+            assert rx.bodies(200)[-1][0]["endsAt"] < rx.bodies(200)[0][0]["endsAt"]
+
+
+def test_no_resolve_for_a_trigger_that_never_went_out(tmp_path: Path) -> None:
+    with Receiver(answers=[400]) as rx:
+        cfg = config({"pd": {"type": "pagerduty", "url": rx.url, "routing_key": "R" * 32,
+                             **FAST}}, tmp_path)
+        reg, m = metrics(cfg)
+        stop = threading.Event()
+        sink = PagerDutySink(cfg.sinks["pd"], m, state_dir=tmp_path / "state", stop=stop)
+        worker = SinkWorker(sink, m, FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        a = alert("node-001")
+        worker.deliver(note(a, "pd"))  # 400: dead-lettered
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 1
+        worker.deliver(note(resolved(a), "pd"))
+        assert len(rx.requests) == 1  # no resolve for it
+        # A later trigger of the same alert goes out, and clears the dead letter's count.
+        worker.deliver(note(a, "pd"))
+        assert [b["event_action"] for b in rx.bodies(202) + rx.bodies(200)] == ["trigger"]
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 0
+        # A resolve whose trigger met it in a backlog is not sent at all to PagerDuty.
+        b = alert("node-002")
+        n = note(resolved(b), "pd")
+        n.fired = False
+        worker.deliver(n)
+        assert len(rx.requests) == 2
+
+
+def wait_until(condition: Any, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)

@@ -8,7 +8,8 @@ import pytest
 
 from detector.alerts import ESCALATION
 from detector.pager.config import StormConfig
-from detector.pager.storm import Notification, StormControl, TokenBucket
+from detector.pager.notification import Notification
+from detector.pager.storm import StormControl, TokenBucket
 from detector.pager.testing import FakeClock, alert, resolved
 from detector.topology import Topology
 

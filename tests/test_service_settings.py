@@ -74,7 +74,7 @@ def test_faultline_config_prints_the_effective_settings_redacted(
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"FAULTLINE_PARTITIONS_TELEMETRY": "many"}, "partitions_telemetry must be int"),
+    ({"FAULTLINE_PARTITIONS_TELEMETRY": "many"}, "partitions_telemetry: must be int"),
     ({"FAULTLINE_PARTITIONS_TELEMETRY": "0"}, "partitions_telemetry (env"),
     ({"FAULTLINE_SECURITY_PROTOCOL": "TLS"}, "must be one of PLAINTEXT"),
     ({"FAULTLINE_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL needs sasl_username"),

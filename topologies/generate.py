@@ -32,6 +32,34 @@ def rail_optimized(name: str, summary: str, *, nodes: str, gpus: int, rails: int
     return "\n".join(lines) + "\n"
 
 
+def classic_leaf(name: str, summary: str, *, nodes: str, gpus: int, nics: str, leaves: int,
+                 spines: int, racks: str) -> str:
+    """A cluster where every NIC of a node faces the node's one leaf switch (no rails).
+
+    The nodes are dealt to ``leaf0``..``leaf{leaves-1}`` in equal consecutive
+    blocks; a Slurm ``topology.conf`` describes such a cluster exactly.
+    """
+    return HEADER + "\n".join([
+        f"# {summary}", f"Topology={name} Version=1",
+        f"NodeSet={nodes} Gpus={gpus} Nics={nics}", f"Rack={racks} Nodes={nodes}",
+        "# Every NIC of a node faces the node's leaf.",
+        f"SwitchName=leaf[0-{leaves - 1}] Nodes={nodes}",
+        f"SwitchName=spine[0-{spines - 1}] Switches=leaf[0-{leaves - 1}]"]) + "\n"
+
+
+# The 256-GPU cluster of issue 10 under the NIC names real hosts use: ConnectX device names
+# (mlx5_N), InfiniBand netdev names (ibpNsM), RoCE Ethernet names (ethN, ensNfM) and bonded
+# RoCE ports (mlx5_bond_N, one per pair of ports: two GPUs share one).
+H256_NICS = {
+    "h100-256.topo": ("mlx5_[0-7]", "ConnectX names mlx5_N"),
+    "h100-256-ibp.topo": ("ibp24s0,ibp41s0,ibp61s0,ibp79s0,ibp154s0,ibp170s0,ibp192s0,ibp220s0",
+                          "InfiniBand netdev names ibpNsM"),
+    "h100-256-eth.topo": ("eth[0-7]", "RoCE Ethernet names ethN"),
+    "h100-256-ens.topo": ("ens[1-4]f[0-1]", "RoCE names ensNfM (four dual-port cards)"),
+    "h100-256-bond.topo": ("mlx5_bond_[0-3]", "bonded RoCE ports mlx5_bond_N (two GPUs a bond)"),
+}
+
+
 def render() -> dict[str, str]:
     """File name -> contents of every example topology."""
     files = {
@@ -57,6 +85,22 @@ def render() -> dict[str, str]:
             nodes="nvl-r[0-7]-n[00-17]", gpus=4, rails=4, leaves="[0-3]", racks="rack-[0-7]",
             domains="rack-[0-7]", spines=["SwitchName=spine[0-3] Switches=rail[0-3]-leaf[0-3]"]),
     }
+    for fname, (nics, what) in H256_NICS.items():
+        files[fname] = classic_leaf(
+            fname.removesuffix(".topo"), f"256 GPUs: 32 nodes x 8 H100, {what}, 4 leaves of 8 "
+            "nodes (every NIC of a node faces its leaf), 2 spines, racks of 4 nodes.",
+            nodes="node-[000-031]", gpus=8, nics=nics, leaves=4, spines=2, racks="rack-[0-7]")
+    files["h100x4-256.topo"] = classic_leaf(
+        "h100x4-256", "256 GPUs: 64 nodes x 4 H100, ConnectX names mlx5_N, 4 leaves of 16 nodes "
+        "(every NIC of a node faces its leaf), 2 spines, racks of 8 nodes.",
+        nodes="node-[000-063]", gpus=4, nics="mlx5_[0-3]", leaves=4, spines=2,
+        racks="rack-[0-7]")
+    files["h100-256.topology.conf"] = HEADER + (
+        "# Slurm topology.conf (topology/tree) of the h100-256 cluster, as a site writes it:\n"
+        "# switches and nodes, no NICs, no GPUs. Names and membership match h100-256.topo.\n"
+        + "".join(f"SwitchName=leaf{i} Nodes=node-[{8 * i:03d}-{8 * i + 7:03d}]\n"
+                  for i in range(4))
+        + "SwitchName=spine0 Switches=leaf[0-3]\nSwitchName=spine1 Switches=leaf[0-3]\n")
     slurm = [HEADER + "# Slurm topology.conf (topology/tree) for the h100-1k cluster. Slurm has no",
              "# rails: each leaf stands for the 8 rail leaves of one 32-node scalable unit.",
              "# faultline reads it as: every NIC of a node faces the node's leaf."]

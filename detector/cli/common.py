@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from detector.alerts import ISOLATION, Alert
 from detector.topology import Topology
 
+EXIT_UNREADABLE = 1  # an input that held nothing readable
 EXIT_USAGE = 2
 EXIT_FORCED = 3  # a second SIGTERM/SIGINT: out at once, without a snapshot
 
@@ -35,9 +36,9 @@ def format_alert(a: Alert, t0: float) -> str:
     when = datetime.fromtimestamp(a.detected_ts, UTC).strftime("%H:%M:%S.%f")[:-3]
     where = "ISOLATE " if a.topic == ISOLATION else "ESCALATE"
     status = "FIRING  " if a.status == "firing" else "resolved"
-    head = (f"{when} +{a.detected_ts - t0:7.1f}s {status} {where} {a.kind}/{a.cause:<12} "
-            f"{a.scope.key:<28}")
+    what = f"{a.kind}/{a.cause}"
+    head = f"{when} +{a.detected_ts - t0:7.1f}s {status} {where} {what:<22} {a.scope.key:<28}"
     if a.status != "firing":
-        return head
+        return head.rstrip()
     return (f"{head} latency {a.detection_latency_s:5.1f}s conf {a.confidence:.2f} "
             f"-> {a.action.name}: {a.summary}")[:240]

@@ -26,6 +26,8 @@ _PAGER_FLAGS = (
      "FAULTLINE_PAGER_STATE_DIR"),
     ("--metrics-port", "metrics_port", int, "Prometheus /metrics port; 0: none",
      "FAULTLINE_PAGER_METRICS_PORT"),
+    ("--metrics-addr", "metrics_addr", str, "address /metrics listens on (default 127.0.0.1)",
+     "FAULTLINE_PAGER_METRICS_ADDR"),
 )
 
 
@@ -61,10 +63,11 @@ def _add_pager(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_pager(args: argparse.Namespace) -> int:
-    import logging
     import signal
     import threading
 
+    from detector import logs
+    from detector.kafka.admin import KafkaSetupError
     from detector.pager import config as pager_config
     from detector.pager import kafka_io as pager_kafka
 
@@ -77,11 +80,14 @@ def _run_pager(args: argparse.Namespace) -> int:
         args.config, env=env,
         settings_overrides={name: getattr(args, name) for _, name, _, _ in _PAGER_SETTINGS_FLAGS},
         pager_overrides={name: getattr(args, f"pager_{name}") for _, name, *_ in _PAGER_FLAGS})
+    for flag, sink in ((args.alertmanager, "alertmanager"), (args.webhook, "webhook")):
+        if flag:  # passed on as a variable above; say where it really came from
+            config._sources[f"sinks.{sink}.url"] = f"command line --{sink}"  # type: ignore
     if args.print_config:
         print(config.to_toml(), end="")
         return 0
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, debug_loggers=settings.log_debug,
+                   secrets=[*settings.secrets(), *config.secrets()])
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -95,4 +101,8 @@ def _run_pager(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    return pager_kafka.run(settings, config, stop=stop)
+    try:
+        return pager_kafka.run(settings, config, stop=stop)
+    except KafkaSetupError as exc:
+        print(f"faultline pager: {exc}", file=sys.stderr)
+        return 1

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 
 from detector.alerts import Alert
-from detector.cli.common import env, env_float, format_alert, load_topology
+from detector.cli.common import EXIT_UNREADABLE, env, env_float, format_alert, load_topology
+from detector.cli.progress import progress
 
 
 def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -40,8 +41,9 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    "[env FAULTLINE_SPEED]")
     k.add_argument("--topic-prefix", default=None,
                    help="prepended to the topic names [env FAULTLINE_TOPIC_PREFIX]")
-    k.add_argument("--config", default=None, help="settings file (TOML), for topic names, "
-                   "partitions and Kafka security [env FAULTLINE_CONFIG]")
+    p.add_argument("--config", default=None, help="settings file (TOML): [thresholds] and "
+                   "[recovery] (checkpoint interval, restart time) here; topic names, partitions "
+                   "and Kafka security with --to-kafka [env FAULTLINE_CONFIG]")
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -49,15 +51,18 @@ def _run_replay(args: argparse.Namespace) -> int:
         return _run_replay_to_kafka(args)
     if args.speed is not None:
         raise ValueError("--speed paces production into Kafka: use it with --to-kafka")
+    from detector.settings import Settings
     from replay.log import write_records
     from replay.runner import replay_log
 
+    thresholds = Settings.load(args.config).engine_thresholds()  # [thresholds], [recovery]
     topology = load_topology(args.topology)
     from replay.log import log_files, log_topology
     files = log_files(args.logs)
     if not files:
         raise ValueError(f"no incident logs found in {' '.join(args.logs)}")
     all_alerts: list[Alert] = []
+    unreadable = 0
     for path in files:
         topo = topology or log_topology(path)  # --topology wins over the log's own
         where = "" if topo is None else f"  (topology {topo.name}" + (
@@ -68,10 +73,17 @@ def _run_replay(args: argparse.Namespace) -> int:
             if not args.quiet:
                 print(format_alert(a, t0), flush=True)
 
-        def on_progress(n: int) -> None:
-            print(f"   ... {n:,} events", file=sys.stderr, flush=True)
-
-        res = replay_log(path, topology=topo, on_alert=on_alert, on_progress=on_progress)
+        with progress(f"replay {path.name}") as on_progress:
+            res = replay_log(path, topology=topo, thresholds=thresholds, on_alert=on_alert,
+                             on_progress=on_progress)
+        why = res.unreadable()
+        if why:
+            print(f"faultline replay: {path}: nothing could be read: {why}", file=sys.stderr)
+            unreadable += 1
+            continue
+        if res.damaged:
+            print(f"faultline replay: warning: {path}: {res.damaged}; replayed the "
+                  f"{res.events:,} events before it", file=sys.stderr)
         all_alerts.extend(res.alerts)
         rate = res.events / res.seconds if res.seconds else 0.0
         span = (res.last_ts or 0.0) - (res.first_ts or 0.0)
@@ -85,7 +97,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.alerts_out:
         n = write_records(args.alerts_out, (a.record() for a in all_alerts))
         print(f"wrote {n} alert records to {args.alerts_out}")
-    return 0
+    return EXIT_UNREADABLE if unreadable else 0
 
 
 def _run_replay_to_kafka(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ _SERVE_FLAGS = (
     ("--topology", "topology", str, "topology file"),
     ("--workdir", "state_dir", str, "working directory (status file, Faust data)"),
     ("--metrics-port", "metrics_port", int, "Prometheus /metrics port; 0: none"),
+    ("--metrics-addr", "metrics_addr", str, "address /metrics listens on (default 127.0.0.1)"),
     ("--log-level", "log_level", str, "debug, info, warning or error"),
 )
 
@@ -63,13 +64,12 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    import logging
-
+    from detector import logs
     from detector.service import app as service
 
     settings = _settings_from(args)
-    logging.basicConfig(level=settings.log_level.upper(),  # type: ignore[attr-defined]
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, debug_loggers=settings.log_debug,  # type: ignore[attr-defined]
+                   secrets=settings.secrets())  # type: ignore[attr-defined]
 
     def force(signum: int) -> None:
         print(f"faultline serve: second signal ({signum}): exiting now, without a snapshot",
@@ -92,12 +92,19 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
         "config", help="print the effective service configuration (secrets redacted)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.fill(
-            "Print the configuration `faultline serve` would run with, as TOML, each value "
-            "with where it came from. Secrets are shown as **********.", 79),
+            "Print the configuration `faultline serve` and `faultline pager` would run with, "
+            "as TOML, every section, each value with where it came from. Secrets are shown "
+            "as **********.", 79),
         epilog=settings_help())
     _add_settings_flags(p)
 
 
 def _run_config(args: argparse.Namespace) -> int:
-    print(_settings_from(args).to_toml(), end="")  # type: ignore[attr-defined]
+    from detector.pager import config as pager_config
+
+    settings, pager = pager_config.load(args.config, settings_overrides={
+        name: getattr(args, name) for _, name, _, _ in _SERVE_FLAGS}, validate=False)
+    print(settings.to_toml(), end="")
+    print(f"\n# the pager's (`faultline pager`; [kafka] and [topics] above are shared)\n"
+          f"{pager.to_toml()}", end="")
     return 0

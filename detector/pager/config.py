@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from detector.alerts import CAUSES, ESCALATION, ISOLATION, KINDS
-from detector.config_values import coerce, kind_of, redact_url, toml_value
-from detector.settings import Secret, Settings
+from detector.settings import Secret, Settings, coerce, kind_of, redact_url, toml_value
 
 PAGER_ENV = "FAULTLINE_PAGER_"
 SINK_TYPES = ("alertmanager", "pagerduty", "webhook")
@@ -77,9 +77,11 @@ class SinkConfig:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # webhook: extra
     source: str | None = None               # PagerDuty payload.source; default: the scope's host
     timeout_s: float = 10.0
-    max_attempts: int = 8                   # for 429, 5xx, timeouts, refused connections
+    # 408, 429, 5xx, timeouts, refused connections: retried this long (24 h), then dead letter
+    retry_for_s: float = 86400.0
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
+    retry_after_max_s: float = 900.0        # a Retry-After is honoured up to this
     resend_interval_s: float = 60.0         # Alertmanager: re-send active alerts this often
     alert_ttl_s: float = 240.0              # Alertmanager: endsAt of a firing alert, from now
     evidence_max_bytes: int = 4096          # evidence as an Alertmanager annotation
@@ -89,8 +91,9 @@ class SinkConfig:
 
 _SINK_SCALARS: dict[str, str] = {
     "type": "str", "url": "urls", "routing_key": "secret", "bearer_token": "secret",
-    "source": "str", "timeout_s": "float", "max_attempts": "int", "backoff_initial_s": "float",
-    "backoff_max_s": "float", "resend_interval_s": "float", "alert_ttl_s": "float",
+    "source": "str", "timeout_s": "float", "retry_for_s": "float",
+    "backoff_initial_s": "float", "backoff_max_s": "float", "retry_after_max_s": "float",
+    "resend_interval_s": "float", "alert_ttl_s": "float",
     "evidence_max_bytes": "int", "details_max_bytes": "int",
 }
 _STORM_KEYS: dict[str, str] = {"enabled": "bool", "group_by": "list", "group_wait_s": "float",
@@ -123,7 +126,9 @@ class PagerConfig:
 
     group_id: str = "faultline-pager"
     metrics_port: int = 0
-    metrics_addr: str = "0.0.0.0"
+    metrics_addr: str = "127.0.0.1"               # 0.0.0.0: every interface
+    audit_file: str | None = None                 # hash-chained record of every delivery
+    audit_key: Secret | None = None               # HMAC key of that chain (secret)
     deadletter_topic: str = "alerts.deadletter"   # prefixed like every topic
     deadletter_file: str | None = None            # JSON lines instead of the topic
     state_dir: str | None = None                  # default: the service's state_dir
@@ -139,12 +144,18 @@ class PagerConfig:
 
     @classmethod
     def from_dict(cls, table: Mapping[str, Any], env: Mapping[str, str] | None = None,
-                  overrides: Mapping[str, Any] | None = None, where: str = "[pager]"
-                  ) -> PagerConfig:
-        """From a parsed ``[pager]`` table, then ``FAULTLINE_PAGER_*`` variables, then flags."""
+                  overrides: Mapping[str, Any] | None = None, where: str = "[pager]",
+                  *, validate: bool = True) -> PagerConfig:
+        """From a parsed ``[pager]`` table, then ``FAULTLINE_PAGER_*`` variables, then flags.
+
+        ``validate=False`` for showing a configuration that is not (yet) enough to run.
+        """
         env = os.environ if env is None else env
         table = dict(table)
         values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        in_file = where.split(" in ", 1)[1] if " in " in where else "the settings"
+        place = f"file {in_file}"
         scalars = {f.name: f for f in fields(cls)
                    if f.name not in ("severity", "sinks", "routes")}
         sink_tables: dict[str, dict[str, Any]] = {}
@@ -157,23 +168,50 @@ class PagerConfig:
                 continue
             elif key == "severity":
                 values["severity"] = _severity(raw, f"{where} severity")
+                sources["severity"] = place
             elif key in scalars:
                 values[key] = coerce(kind_of(scalars[key]), raw, f"{where} {key}")
+                sources[key] = place
             else:
                 raise ValueError(f"unknown setting {where} {key}")
         for name, f in scalars.items():
             var = PAGER_ENV + name.upper()
             if var in env:
-                values[name] = coerce(kind_of(f), env[var], f"env {var}", text=True)
+                values[name] = coerce(kind_of(f), env[var], f"env {var}", text=True,
+                                      optional="None" in str(f.type))
+                sources[name] = f"env {var}"
         for name, value in (overrides or {}).items():
             if value is not None:
                 values[name] = coerce(kind_of(scalars[name]), value, f"--{name.replace('_', '-')}")
-        sinks = _sinks(sink_tables, env, where)
+                sources[name] = "command line"
+        sinks = _sinks(sink_tables, env, where, sources, place)
         routes = tuple(_route(r, f"{where} routes[{i}]") for i, r in
                        enumerate(_list_of_tables(table.get("routes", []), f"{where} routes")))
         cfg = cls(**values, sinks=sinks, routes=routes)
-        cfg.validate()
+        object.__setattr__(cfg, "_sources", sources)
+        if validate:
+            cfg.validate()
         return cfg
+
+    def source_of(self, name: str) -> str:
+        """Where a value came from: default, file ..., env ..., or command line.
+
+        Sink settings are named ``sinks.NAME.KEY``; routes are from the file (TOML only).
+        """
+        return getattr(self, "_sources", {}).get(name, "default")
+
+    def secrets(self) -> list[str]:
+        """Every secret value (routing keys, tokens, credentials and queries in URLs), for
+        the log filter that redacts them."""
+        out = [self.audit_key.reveal()] if self.audit_key is not None else []
+        for sc in self.sinks.values():
+            out += [s.reveal() for s in (sc.routing_key, sc.bearer_token) if s is not None]
+            out += [v for k, v in sc.headers.items() if k.lower() in ("authorization",
+                                                                      "x-api-key")]
+            for url in sc.urls:
+                parts = urllib.parse.urlsplit(url)
+                out += [p for p in (parts.password, parts.query) if p]
+        return out
 
     def validate(self) -> None:
         if not self.sinks:
@@ -201,14 +239,22 @@ class PagerConfig:
     # -- showing -------------------------------------------------------------------------
 
     def to_toml(self) -> str:
-        """The effective pager configuration as TOML, secrets redacted."""
+        """The effective pager configuration as TOML, secrets redacted, each value's source
+        noted (default, the file, a variable, or the command line)."""
         out = ["[pager]"]
         for f in fields(self):
             if f.name in ("severity", "sinks", "routes"):
                 continue
             v = getattr(self, f.name)
-            out.append(f"# {f.name} = (unset)" if v is None else f"{f.name} = {toml_value(v)}")
-        out += ["", "[pager.severity]"]
+            src = self.source_of(f.name)
+            note = f"# {src}" if src.startswith("env ") else (
+                f"# {src}; env {PAGER_ENV}{f.name.upper()}")
+            out.append(f"# {f.name} = (unset)  {note}" if v is None
+                       else f"{f.name} = {toml_value(v)}  {note}")
+        if not self.sinks:
+            out.append("# no sinks: add [pager.sinks.NAME] or e.g. "
+                       "FAULTLINE_PAGER_SINKS_ALERTMANAGER_URL")
+        out += ["", f"[pager.severity]  # {self.source_of('severity')}"]
         out += [f"{k} = {toml_value(v)}" for k, v in self.severity.items()]
         for s in self.sinks.values():
             out += ["", f"[pager.sinks.{s.name}]"]
@@ -223,8 +269,12 @@ class PagerConfig:
                     v = {k: Secret(x) for k, x in v.items()}
                 if f.name == "urls":  # a token may ride in the query or the user part
                     v = tuple(redact_url(u) for u in v)
-                out.append(f"{key} = {toml_value(v)}")
-            out += ["", f"[pager.sinks.{s.name}.storm]"]
+                src = self.source_of(f"sinks.{s.name}.{key}")
+                if src == "default" and f.name == "type":
+                    src = "default: the sink's name"
+                out.append(f"{key} = {toml_value(v)}  # {src}")
+            out += ["", f"[pager.sinks.{s.name}.storm]  "
+                    f"# {self.source_of(f'sinks.{s.name}.storm')}"]
             out += [f"{f.name} = {toml_value(getattr(s.storm, f.name))}" for f in fields(s.storm)]
         for r in self.routes:
             out += ["", "[[pager.routes]]"]
@@ -244,8 +294,12 @@ class PagerConfig:
 
 def load(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
          settings_overrides: Mapping[str, Any] | None = None,
-         pager_overrides: Mapping[str, Any] | None = None) -> tuple[Settings, PagerConfig]:
-    """The service settings (Kafka, topics) and the pager's, from one file and the environment."""
+         pager_overrides: Mapping[str, Any] | None = None, *, validate: bool = True
+         ) -> tuple[Settings, PagerConfig]:
+    """The service settings (Kafka, topics) and the pager's, from one file and the environment.
+
+    ``validate=False`` (for ``faultline config``): a pager with no sinks yet is shown, not
+    refused."""
     env = os.environ if env is None else env
     path = path or env.get("FAULTLINE_CONFIG") or None
     doc: dict[str, Any] = {}
@@ -261,9 +315,13 @@ def load(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | No
         raise ValueError(f"config file {path}: 'pager' must be a [section]")
     settings = _service_settings(path, doc, env, settings_overrides or {})
     pager = PagerConfig.from_dict(table, env, pager_overrides,
-                                  where=f"[pager] in {path}" if path else "[pager]")
+                                  where=f"[pager] in {path}" if path else "[pager]",
+                                  validate=validate)
     if pager.state_dir is None:
+        sources = {**getattr(pager, "_sources", {}),
+                   "state_dir": f"the service's state_dir ({settings.source_of('state_dir')})"}
         pager = replace(pager, state_dir=settings.state_dir)
+        object.__setattr__(pager, "_sources", sources)
     return settings, pager
 
 
@@ -276,7 +334,8 @@ def _service_settings(path: str | os.PathLike[str] | None, doc: dict[str, Any],
 # -- pieces ------------------------------------------------------------------------------
 
 
-def _sinks(tables: dict[str, dict[str, Any]], env: Mapping[str, str], where: str
+def _sinks(tables: dict[str, dict[str, Any]], env: Mapping[str, str], where: str,
+           sources: dict[str, str] | None = None, place: str = "file"
            ) -> dict[str, SinkConfig]:
     raw: dict[str, dict[str, Any]] = {n: dict(t) for n, t in tables.items()}
     from_env: dict[str, dict[str, str]] = {}
@@ -300,6 +359,12 @@ def _sinks(tables: dict[str, dict[str, Any]], env: Mapping[str, str], where: str
     for name in sorted(set(raw) | set(from_env)):
         out[name] = _sink(name, raw.get(name, {}), from_env.get(name, {}),
                           f"{where} sinks.{name}")
+        if sources is not None:
+            for key in raw.get(name, {}):
+                sources[f"sinks.{name}.{key}"] = place
+            for key in from_env.get(name, {}):
+                sources[f"sinks.{name}.{key}"] = (
+                    f"env {PAGER_ENV}SINKS_{_env_name(name)}_{key.upper()}")
     return out
 
 
@@ -348,10 +413,10 @@ def _sink(name: str, table: dict[str, Any], env: dict[str, str], where: str) -> 
                    enabled_default=kind != "alertmanager")
     cfg = SinkConfig(name=name, type=kind, urls=tuple(urls), storm=storm, **values)
     for f in ("timeout_s", "backoff_initial_s", "backoff_max_s", "resend_interval_s",
-              "alert_ttl_s"):
+              "alert_ttl_s", "retry_for_s", "retry_after_max_s"):
         if not getattr(cfg, f) > 0:
             raise ValueError(f"{where} {f} must be > 0")
-    for f in ("max_attempts", "evidence_max_bytes", "details_max_bytes"):
+    for f in ("evidence_max_bytes", "details_max_bytes"):
         if getattr(cfg, f) < 1:
             raise ValueError(f"{where} {f} must be >= 1")
     if kind == "alertmanager" and not cfg.resend_interval_s < cfg.alert_ttl_s:

@@ -26,12 +26,14 @@ from typing import Any, Protocol
 import orjson
 
 from detector.alerts import FiredAlert
+from detector.audit import AuditLog
 from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import iso
 from detector.pager.routing import Router
 from detector.pager.sinks import Outcome, Sink, make_sink
-from detector.pager.storm import Notification, StormControl
+from detector.pager.storm import StormControl
 from detector.topology import Topology
 
 log = logging.getLogger("faultline.pager")
@@ -41,11 +43,12 @@ log = logging.getLogger("faultline.pager")
 
 
 class _Partition:
-    __slots__ = ("pending", "high")
+    __slots__ = ("pending", "high", "live")
 
     def __init__(self) -> None:
         self.pending: dict[int, int] = {}   # offset -> deliveries still owed
         self.high = -1                      # newest offset seen
+        self.live = True                    # False once revoked: counts for nothing
 
 
 class OffsetTicket:
@@ -61,15 +64,18 @@ class OffsetTicket:
     def hold(self, n: int = 1) -> None:
         """``n`` more deliveries owed before this message is done."""
         with self._tracker.lock:
-            self._part.pending[self.offset] = self._part.pending.get(self.offset, 0) + n
+            pending = self._part.pending
+            if self.offset not in pending and self._part.live:
+                self._tracker.pending += 1
+            pending[self.offset] = pending.get(self.offset, 0) + n
 
     def done(self) -> None:
         with self._tracker.lock:
             left = self._part.pending.get(self.offset, 0) - 1
             if left > 0:
                 self._part.pending[self.offset] = left
-            else:
-                self._part.pending.pop(self.offset, None)
+            elif self._part.pending.pop(self.offset, None) is not None and self._part.live:
+                self._tracker.pending -= 1
 
 
 class OffsetTracker:
@@ -86,6 +92,8 @@ class OffsetTracker:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._parts: dict[tuple[str, int], _Partition] = {}
+        self.pending = 0   # messages not yet done, over the partitions held
+        self.peak = 0      # the most there ever were
 
     def ticket(self, topic: str, partition: int, offset: int) -> OffsetTicket:
         """A ticket holding one delivery (the caller's own); call ``done()`` once dispatched."""
@@ -94,6 +102,9 @@ class OffsetTracker:
             if part is None:
                 part = self._parts[(topic, partition)] = _Partition()
             part.high = max(part.high, offset)
+            if offset not in part.pending:
+                self.pending += 1
+                self.peak = max(self.peak, self.pending)
             part.pending[offset] = part.pending.get(offset, 0) + 1
         return OffsetTicket(self, part, offset)
 
@@ -104,13 +115,16 @@ class OffsetTracker:
                     for tp, p in self._parts.items() if p.high >= 0}
 
     def in_flight(self) -> int:
-        with self.lock:
-            return sum(len(p.pending) for p in self._parts.values())
+        """Messages consumed and not yet delivered or dead-lettered (O(1))."""
+        return self.pending
 
     def forget(self, tp: tuple[str, int]) -> None:
         """A partition revoked: its tickets may still finish, but count for nothing here."""
         with self.lock:
-            self._parts.pop(tp, None)
+            part = self._parts.pop(tp, None)
+            if part is not None:
+                part.live = False
+                self.pending -= len(part.pending)
 
 
 # -- dead letters ------------------------------------------------------------------------
@@ -125,6 +139,14 @@ def dead_letter_value(n: Notification, reason: str, wall_now: float) -> dict[str
     return {"sink": n.sink, "reason": reason, "event": n.event, "dedup_key": n.dedup_key,
             "failed_at": iso(wall_now), "summary": n.summary or None,
             "alerts": [{"topic": a.topic, "value": a.raw} for a in n.alerts()]}
+
+
+def audit_record(n: Notification) -> dict[str, Any]:
+    """What the audit file keeps of a notification: enough to match it to the alerts."""
+    return {"sink": n.sink, "event": n.event, "dedup_key": n.dedup_key,
+            "severity": n.severity,
+            "alerts": [{"topic": a.topic, "dedup_key": a.dedup_key, "status": a.status,
+                        "detected_ts": a.detected_ts} for a in n.alerts()]}
 
 
 class FileDeadLetters:
@@ -150,8 +172,10 @@ class SinkWorker:
 
     def __init__(self, sink: Sink, metrics: PagerMetrics, deadletters: DeadLetters, *,
                  stop: threading.Event, wall: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 audit: AuditLog | None = None) -> None:
         self.sink = sink
+        self.audit = audit
         self.name = sink.name
         self.metrics = metrics
         self.deadletters = deadletters
@@ -221,6 +245,7 @@ class SinkWorker:
                 self.metrics.held_back(self.name, "duplicate")
             else:
                 self.metrics.delivered(self.name, self.monotonic() - t0)
+                self._audit("delivered", n, "")
             n.done()
             return
         if out.failure == "stopped":
@@ -233,7 +258,20 @@ class SinkWorker:
             self.metrics.dead_letter(self.name)
         except Exception:  # noqa: BLE001 - the log above still has it
             log.exception("%s: writing the dead letter failed", self.name)
+        self._guarded(lambda: self.sink.dead_lettered(n))
+        self._audit("dead_lettered", n, out.reason)
         n.done()
+
+    def _audit(self, kind: str, n: Notification, reason: str) -> None:
+        if self.audit is None:
+            return
+        record = audit_record(n)
+        if reason:
+            record["reason"] = reason
+        try:
+            self.audit.append(kind, record)
+        except Exception:  # noqa: BLE001 - a full disk must not stop paging; it is logged
+            log.exception("%s: appending to the audit file failed", self.name)
 
 
 # -- the pager ---------------------------------------------------------------------------
@@ -246,7 +284,9 @@ class Pager:
                  *, topology: Topology | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, rng: random.Random | None = None,
-                 sinks: dict[str, Sink] | None = None) -> None:
+                 sinks: dict[str, Sink] | None = None,
+                 sleep: Callable[[float], bool] | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -254,7 +294,8 @@ class Pager:
         self.stop = threading.Event()
         state_dir = Path(config.state_dir) if config.state_dir else None
         self.sinks = sinks if sinks is not None else {
-            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall)
+            name: make_sink(sc, metrics, state_dir=state_dir, stop=self.stop, rng=rng, wall=wall,
+                            monotonic=clock, sleep=sleep)
             for name, sc in config.sinks.items()}
         now = clock()
         if state_dir is not None:
@@ -266,7 +307,8 @@ class Pager:
                                state_path=state_dir / f"pager-{name}-groups.json"
                                if state_dir is not None else None)
             for name, sc in config.sinks.items() if sc.storm.enabled}
-        self.workers = {name: SinkWorker(sink, metrics, deadletters, stop=self.stop, wall=wall)
+        self.workers = {name: SinkWorker(sink, metrics, deadletters, stop=self.stop, wall=wall,
+                                         audit=audit)
                         for name, sink in self.sinks.items()}
 
     def start(self) -> None:
@@ -278,7 +320,7 @@ class Pager:
         self.metrics.consumed(alert.topic, alert.status)
         severity = self.router.severity(alert.topic, alert.kind)
         sinks = self.router.route(alert.topic, alert.kind, alert.cause, severity,
-                                  _opt(alert.raw.get("tenant")), _opt(alert.raw.get("cluster")),
+                                  _opt(alert.tenant), _opt(alert.cluster),
                                   alert.status)
         if not sinks:
             self.metrics.unrouted()

@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from prometheus_client import CollectorRegistry
 
 from detector.alerts import ALERT_TOPICS, FiredAlert
+from detector.audit import AuditLog
 from detector.metrics import PagerMetrics, serve_metrics
 from detector.pager.config import PagerConfig
 from detector.pager.core import DeadLetters, FileDeadLetters, OffsetTracker, Pager
@@ -72,7 +73,7 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
     if config.state_dir:
         Path(config.state_dir).mkdir(parents=True, exist_ok=True)
 
-    from detector.service.kafka_io import ensure_topics
+    from detector.kafka.admin import ensure_topics
 
     plan = {real: (settings.partitions_alerts, {}) for real in real_topics}
     dl_topic = settings.topic_prefix + config.deadletter_topic if not config.deadletter_file \
@@ -85,9 +86,12 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
                                 else KafkaDeadLetters(settings, dl_topic or ""))
     server = (serve_metrics(registry, config.metrics_port, config.metrics_addr)
               if config.metrics_port else None)
-    pager = Pager(config, metrics, deadletters, topology=topology)
+    audit = (AuditLog(config.audit_file,
+                      key=config.audit_key.reveal().encode() if config.audit_key else None)
+             if config.audit_file else None)
+    pager = Pager(config, metrics, deadletters, topology=topology, audit=audit)
     pager.start()
-    loop = _Loop(settings, config, pager, metrics, deadletters, real_topics)
+    loop = _Loop(settings, config, pager, metrics, deadletters, real_topics, audit)
     try:
         loop.run(stop)
     finally:
@@ -97,14 +101,17 @@ def run(settings: Settings, config: PagerConfig, *, stop: threading.Event,
             deadletters.close()
         if server is not None:
             server.close()
+        if audit is not None:
+            audit.close()
     return 0
 
 
 class _Loop:
     def __init__(self, settings: Settings, config: PagerConfig, pager: Pager,
                  metrics: PagerMetrics, deadletters: DeadLetters,
-                 real_topics: dict[str, str]) -> None:
+                 real_topics: dict[str, str], audit: AuditLog | None = None) -> None:
         self.config = config
+        self.audit = audit
         self.pager = pager
         self.metrics = metrics
         self.deadletters = deadletters
@@ -144,11 +151,11 @@ class _Loop:
             if msg is not None:
                 self._handle(msg)
             self.pager.tick()
+            self._flow_control()
             now = time.monotonic()
             if now - last_commit >= self.config.commit_interval_s:
                 last_commit = now
                 self.commit()
-                self._flow_control()
             if now - last_lag >= LAG_INTERVAL_S:
                 last_lag = now
                 self._lag()
@@ -158,6 +165,10 @@ class _Loop:
         if err is not None:
             if err.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer: %s", err)
+            return
+        if self.paused:
+            # Fetched before the pause took hold: read it again once there is room.
+            self.consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
             return
         topic = msg.topic()
         contract = self.real_topics.get(topic or "")
@@ -189,6 +200,12 @@ class _Loop:
             self.deadletters.write(key, value, reason, "pager")
         except Exception:  # noqa: BLE001 - logged above with the reason
             log.exception("writing the dead letter failed")
+        if self.audit is not None:
+            try:
+                self.audit.append("dead_lettered", {k: v for k, v in value.items()
+                                                    if k != "raw"})
+            except Exception:  # noqa: BLE001 - paging goes on
+                log.exception("appending to the audit file failed")
 
     def commit(self, only: set[tuple[str, int]] | None = None) -> None:
         todo = {tp: o for tp, o in self.tracker.positions().items()
@@ -203,13 +220,17 @@ class _Loop:
             log.warning("commit failed (retried on the next round): %s", exc)
 
     def _flow_control(self) -> None:
-        busy = self.tracker.in_flight() >= self.config.max_in_flight
+        """Hold ``max_in_flight``: checked after every message, resumed below 90 % of it."""
+        n = self.tracker.in_flight()
+        self.metrics.in_flight(n, self.tracker.peak)
+        limit = self.config.max_in_flight
+        busy = n >= limit if not self.paused else n > max(limit * 0.9, limit - 1)
         if busy != self.paused:
             assignment = self.consumer.assignment()
             (self.consumer.pause if busy else self.consumer.resume)(assignment)
             self.paused = busy
-            log.warning("%s consuming: %d alerts in flight", "paused" if busy else "resumed",
-                        self.tracker.in_flight())
+            log.warning("%s consuming: %d alerts in flight (max_in_flight %d)",
+                        "paused" if busy else "resumed", n, limit)
 
     def _lag(self) -> None:
         positions = self.tracker.positions()

@@ -10,7 +10,7 @@ an Alertmanager label value is at most 256 characters, the evidence
 annotation at most ``evidence_max_bytes``.
 
 >>> from detector.alerts import FiredAlert
->>> from detector.pager.storm import Notification
+>>> from detector.pager.notification import Notification
 >>> a = FiredAlert.from_record("alerts.escalation", {
 ...     "dedup_key": "fl:c1:esc:unattributed:node:node-007", "status": "firing",
 ...     "kind": "unattributed", "cause": "unknown", "onset_ts": 100.0, "detected_ts": 103.0,
@@ -38,7 +38,7 @@ import orjson
 
 from detector.alerts import ESCALATION, FiredAlert
 from detector.pager.config import SHORT_TOPIC
-from detector.pager.storm import Notification
+from detector.pager.notification import Notification
 
 SUMMARY_MAX_CHARS = 1024      # PagerDuty payload.summary
 DEDUP_KEY_MAX_CHARS = 255     # PagerDuty dedup_key
@@ -59,28 +59,36 @@ def alert_name(topic: str) -> str:
 def title(a: FiredAlert) -> str:
     """One line: what, where, and the detector's own summary."""
     head = f"[faultline {SHORT_TOPIC.get(a.topic, a.topic)}] {a.kind}/{a.cause} on {a.scope.key}"
-    text = str(a.raw.get("summary") or "")
+    text = a.summary
+    # Envelopes written before the summary stopped repeating its kind and scope.
+    text = text.removeprefix(f"{a.kind}/{a.cause} on {a.scope.key}").removeprefix(": ")
     return f"{head}: {text}" if text else head
 
 
 def _action_text(a: FiredAlert) -> str:
-    act = a.raw.get("action")
-    if not isinstance(act, dict):
+    act = a.action
+    if act is None:
         return ""
-    parts = [str(act.get("name") or ""), str(act.get("detail") or "")]
-    line = ": ".join(p for p in parts if p)
-    if act.get("requires_approval", True):
+    line = ": ".join(p for p in (act.name, act.detail) if p)
+    if act.requires_approval:
         line += " (requires approval)"
-    if act.get("rollback"):
-        line += f"; rollback: {act['rollback']}"
+    if act.rollback:
+        line += f"; rollback: {act.rollback}"
     return line
 
 
 def _next_diagnostic(a: FiredAlert) -> str | None:
-    ev = a.raw.get("evidence")
-    if isinstance(ev, dict) and ev.get("next_diagnostic"):
-        return str(ev["next_diagnostic"])
-    return None
+    return a.next_diagnostic
+
+
+def _three_figures(a: FiredAlert) -> dict[str, str]:
+    """Detection latency, isolation granularity and recovery time, as a person reads them."""
+    out = {"detection_latency_s": f"{a.detection_latency_s:.3f}"}
+    if a.granularity is not None:
+        out["granularity"] = a.granularity.line()
+    if a.recovery is not None:
+        out["recovery"] = a.recovery.line()
+    return out
 
 
 def bounded_json(value: Any, max_bytes: int) -> str:
@@ -109,9 +117,9 @@ def alertmanager_labels(a: FiredAlert, severity: str) -> dict[str, str]:
     for k in _SCOPE_LABELS:
         if scope.get(k) is not None:
             labels[k] = scope[k]
-    for k in ("cluster", "tenant"):
-        if a.raw.get(k):
-            labels[k] = a.raw[k]
+    for k, v in (("cluster", a.cluster), ("tenant", a.tenant)):
+        if v:
+            labels[k] = v
     return {k: _label(v) for k, v in labels.items()}
 
 
@@ -119,17 +127,15 @@ def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: 
                        evidence_max_bytes: int = 4096, generator_url: str | None = None,
                        extra_summary: str = "") -> dict[str, Any]:
     """One element of ``POST /api/v2/alerts``; a resolved alert gets ``endsAt``."""
-    raw = a.raw
     ann = {"summary": title(a)[:SUMMARY_MAX_CHARS], "action": _action_text(a),
-           "evidence": bounded_json(raw.get("evidence", {}), evidence_max_bytes),
-           "confidence": f"{a.confidence:.2f}",
-           "detection_latency_s": f"{a.detected_ts - a.onset_ts:.3f}",
+           "evidence": bounded_json(a.evidence, evidence_max_bytes),
+           "confidence": f"{a.confidence:.2f}", **_three_figures(a),
            "onset": iso(a.onset_ts), "detected": iso(a.detected_ts)}
     diag = _next_diagnostic(a)
     if diag:
         ann["next_diagnostic"] = diag
-    if raw.get("job"):
-        ann["job"] = str(raw["job"])
+    if a.job:
+        ann["job"] = a.job
     if extra_summary:
         ann["grouped"] = extra_summary[:SUMMARY_MAX_CHARS]
     # Event time may run ahead of (a replay) or behind (a backlog) the wall clock:
@@ -164,7 +170,7 @@ def _source(a: FiredAlert | None) -> str:
 
 def _brief(a: FiredAlert) -> dict[str, Any]:
     return {"dedup_key": a.dedup_key, "status": a.status, "kind": a.kind, "cause": a.cause,
-            "scope": a.scope.key, "tenant": a.raw.get("tenant"), "summary": a.raw.get("summary")}
+            "scope": a.scope.key, "tenant": a.tenant, "summary": a.summary or None}
 
 
 def details(n: Notification, max_bytes: int) -> dict[str, Any]:
@@ -172,14 +178,16 @@ def details(n: Notification, max_bytes: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     a = n.alert
     if a is not None:
-        raw = a.raw
         d = {"topic": a.topic, "dedup_key": a.dedup_key, "kind": a.kind, "cause": a.cause,
-             "scope": raw.get("scope"), "action": raw.get("action"),
+             "scope": a.scope.to_dict(),
+             "action": a.action.to_dict() if a.action is not None else None,
              "confidence": a.confidence, "onset": iso(a.onset_ts), "detected": iso(a.detected_ts),
-             "detection_latency_s": round(a.detected_ts - a.onset_ts, 3),
-             "job": raw.get("job"), "tenant": raw.get("tenant"), "cluster": raw.get("cluster"),
-             "next_diagnostic": _next_diagnostic(a), "evidence": raw.get("evidence", {}),
-             "alert_id": raw.get("id")}
+             "detection_latency_s": round(a.detection_latency_s, 3),
+             "granularity": a.granularity.to_dict() if a.granularity is not None else None,
+             "recovery": a.recovery.to_dict() if a.recovery is not None else None,
+             "job": a.job, "tenant": a.tenant, "cluster": a.cluster,
+             "next_diagnostic": _next_diagnostic(a), "evidence": a.evidence,
+             "alert_id": a.id}
     if n.summary:
         d["storm"] = n.summary
     if n.members:
@@ -218,8 +226,7 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
         "severity": n.severity,
         "timestamp": iso(min(a.detected_ts, wall_now) if a is not None else wall_now),
         "component": primary.scope.key if primary is not None else "faultline",
-        "group": str((primary.raw.get("cluster") if primary is not None else None)
-                     or "faultline"),
+        "group": (primary.cluster if primary is not None else None) or "faultline",
         "class": f"{primary.kind}/{primary.cause}" if primary is not None else "held_back",
         "custom_details": details(n, details_max_bytes),
     }

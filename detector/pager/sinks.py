@@ -4,13 +4,19 @@ Each ``deliver`` posts one :class:`~detector.pager.storm.Notification` and answe
 with an :class:`Outcome`:
 
 - 2xx (PagerDuty: 202): delivered;
-- 408, 429, 5xx, a timeout or a refused connection: retried with exponential
-  backoff and full jitter (``Retry-After`` honoured up to ``backoff_max_s``), at
-  most ``max_attempts`` tries, then *exhausted*;
-- any other 4xx (PagerDuty's 400: an invalid event): *rejected* at once.
+- 408, 429, 5xx, a timeout or a refused connection: *transient*, retried with
+  exponential backoff and full jitter capped at ``backoff_max_s`` (a
+  ``Retry-After`` in seconds or as an HTTP date is honoured, up to
+  ``retry_after_max_s``) for as long as ``retry_for_s`` (24 h by default); while
+  it lasts, ``faultline_pager_failing_since`` says since when; only then
+  *exhausted*;
+- 400, 401, 403, 404 and any other 4xx: *rejected* at once (permanent).
 
 The caller dead-letters a rejected or exhausted notification with the reason
-and goes on.  PagerDuty and the webhook keep a ledger of what they delivered
+and goes on; a delivery in retry holds its sink's queue (and so the offsets
+behind it), which is how a page outlives an outage.
+
+PagerDuty and the webhook keep a ledger of what they delivered
 (a JSON file in the state directory) and never send a second trigger for a
 ``dedup_key`` already triggered, nor a second resolve, nor a trigger older (in
 event time) than the resolve that ended it — a stale redelivery; the same
@@ -23,6 +29,7 @@ HTTP is the standard library's; environment proxies apply except to loopback.
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import json
 import logging
@@ -44,6 +51,7 @@ import orjson
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
 from detector.pager.config import SinkConfig
+from detector.pager.notification import Notification
 from detector.pager.payloads import (
     alertmanager_alert,
     alertmanager_labels,
@@ -51,7 +59,6 @@ from detector.pager.payloads import (
     pd_dedup_key,
     webhook_body,
 )
-from detector.pager.storm import Notification
 
 log = logging.getLogger("faultline.pager")
 
@@ -62,7 +69,7 @@ USER_AGENT = "faultline-pager/1"
 class HttpAnswer(NamedTuple):
     status: int | None          # None: no HTTP answer (refused, reset, timed out)
     body: str
-    retry_after_s: float | None
+    retry_after: str | None     # the Retry-After header as sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,31 +114,53 @@ def post_json(url: str, body: bytes, headers: dict[str, str], timeout_s: float) 
             text = ""
         finally:
             exc.close()
-        return HttpAnswer(exc.code, text, _retry_after(exc.headers.get("Retry-After")))
+        return HttpAnswer(exc.code, text, exc.headers.get("Retry-After"))
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         return HttpAnswer(None, f"{type(exc).__name__}: {reason}", None)
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_s(value: str | None, wall_now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date (RFC 9110 10.2.3).
+
+    >>> retry_after_s("120"), retry_after_s("soon")
+    (120.0, None)
+    >>> retry_after_s("Thu, 01 Jan 2026 00:01:00 GMT", wall_now=1767225600.0)
+    60.0
+    """
+    if not value:
+        return None
+    value = value.strip()
     try:
-        return max(0.0, float(value)) if value else None
+        return max(0.0, float(value))
     except ValueError:
-        return None  # an HTTP date: ignore, the backoff decides
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if wall_now is None else wall_now))
 
 
 class Backoff:
-    """Exponential backoff with full jitter: attempt k waits uniform(0, min(max, initial * 2^k))."""
+    """Exponential backoff with full jitter: attempt k waits uniform(0, min(max, initial * 2^k)).
 
-    def __init__(self, initial_s: float, max_s: float, rng: random.Random) -> None:
+    A ``Retry-After`` is a floor, honoured up to ``retry_after_max_s``.
+    """
+
+    def __init__(self, initial_s: float, max_s: float, rng: random.Random,
+                 retry_after_max_s: float = 900.0) -> None:
         self.initial_s = initial_s
         self.max_s = max_s
         self.rng = rng
+        self.retry_after_max_s = retry_after_max_s
 
     def delay(self, attempt: int, retry_after_s: float | None = None) -> float:
-        d = self.rng.uniform(0.0, min(self.max_s, self.initial_s * (2 ** attempt)))
+        d = self.rng.uniform(0.0, min(self.max_s, self.initial_s * (2 ** min(attempt, 60))))
         if retry_after_s is not None:
-            d = max(d, min(retry_after_s, self.max_s))
+            d = max(d, min(retry_after_s, self.retry_after_max_s))
         return d
 
 
@@ -140,7 +169,8 @@ class Ledger:
 
     Kept in a JSON file.  A trigger is sent unless the key is triggered already, or was
     resolved by a message at least as new as it (a stale redelivery); a resolve unless the
-    key is resolved already.
+    key is resolved already, or its trigger was dead-lettered (state ``dead``: a resolve is
+    never sent for a trigger that never went out).
     """
 
     def __init__(self, path: Path | None) -> None:
@@ -160,11 +190,17 @@ class Ledger:
             return True
         state, at = last
         if event == "trigger":
-            return state != "triggered" and ts > at
-        return state != "resolved"
+            return state == "dead" or (state != "triggered" and ts > at)
+        return state == "triggered"
+
+    def state(self, key: str) -> str | None:
+        last = self._state.get(key)
+        return None if last is None else last[0]
 
     def set(self, key: str, event: str, ts: float) -> None:
-        self._state[key] = ("triggered" if event == "trigger" else "resolved", ts)
+        """``event``: trigger or resolve (delivered), or dead (a trigger dead-lettered)."""
+        self._state[key] = ({"trigger": "triggered", "resolve": "resolved"}.get(event, event),
+                            ts)
         self._state.move_to_end(key)
         while len(self._state) > LEDGER_MAX:
             self._state.popitem(last=False)
@@ -172,6 +208,9 @@ class Ledger:
 
     def triggered(self) -> int:
         return sum(1 for v, _ in self._state.values() if v == "triggered")
+
+    def dead(self) -> list[str]:
+        return [k for k, (v, _) in self._state.items() if v == "dead"]
 
     def save(self) -> None:
         if self.path is None:
@@ -182,12 +221,17 @@ class Ledger:
 
 
 class Sink:
-    """Posting with retries, shared by the three kinds; ``stop`` interrupts a backoff wait."""
+    """Posting with retries, shared by the three kinds; ``stop`` interrupts a backoff wait.
+
+    ``monotonic``, ``wall`` and ``sleep`` (wait seconds; True when stopped) are injectable
+    so that a test can run a 5-minute outage against a real HTTP server in no time.
+    """
 
     def __init__(self, config: SinkConfig, metrics: PagerMetrics, *, state_dir: Path | None,
                  stop: threading.Event, rng: random.Random | None = None,
                  wall: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], bool] | None = None) -> None:
         self.config = config
         self.name = config.name
         self.metrics = metrics
@@ -195,8 +239,12 @@ class Sink:
         self.stop = stop
         self.wall = wall
         self.monotonic = monotonic
+        self.sleep = sleep if sleep is not None else stop.wait
         self.backoff = Backoff(config.backoff_initial_s, config.backoff_max_s,
-                               rng or random.Random())
+                               rng or random.Random(), config.retry_after_max_s)
+        self.failing_since: float | None = None   # wall time of the first failure in a row
+        self.lost: OrderedDict[str, None] = OrderedDict()  # dead-lettered, not delivered since
+        self.metrics.failing_since(self.name, 0.0)
 
     def state_path(self, what: str) -> Path | None:
         if self.state_dir is None:
@@ -213,27 +261,98 @@ class Sink:
     def headers(self) -> dict[str, str]:
         return {}
 
-    def post(self, url: str, payload: Any) -> Outcome:
-        """POST with retries for 408/429/5xx/no answer, at most ``max_attempts`` tries."""
+    # -- dead letters that were later delivered --------------------------------------------
+
+    def dead_lettered(self, n: Notification) -> None:
+        """``n`` went to the dead letter: remember its alerts until they are delivered."""
+        for a in n.alerts():
+            self.lost[a.dedup_key] = None
+            self.lost.move_to_end(a.dedup_key)
+        while len(self.lost) > LEDGER_MAX:
+            self.lost.popitem(last=False)
+        self.metrics.deadletters_outstanding(self.name, len(self.lost))
+
+    def found(self, keys: Any) -> None:
+        """These alerts reached the sink: a dead letter of theirs no longer counts."""
+        if self.lost:
+            for k in keys:
+                self.lost.pop(k, None)
+            self.metrics.deadletters_outstanding(self.name, len(self.lost))
+
+    # -- posting -----------------------------------------------------------------------------
+
+    def post(self, url: str, payload: Any, *, retry: bool = True) -> Outcome:
+        return self.post_any((url,), payload, retry=retry)
+
+    def post_any(self, urls: tuple[str, ...] | list[str], payload: Any, *,
+                 retry: bool = True) -> Outcome:
+        """POST to each URL; delivered once one of them accepts.
+
+        When none accepts and any failure was transient, the URLs not refused for good are
+        tried again after a backoff, for up to ``retry_for_s`` (``retry=False``: one round).
+        """
         body = orjson.dumps(payload, default=str)
         cfg = self.config
-        answer = HttpAnswer(None, "not sent", None)
-        for attempt in range(cfg.max_attempts):
-            if attempt:
-                self.metrics.retry(self.name)
-                if self.stop.wait(self.backoff.delay(attempt - 1, answer.retry_after_s)):
-                    return Outcome(False, "stopped", "shutting down during retries")
-            answer = post_json(url, body, self.headers(), cfg.timeout_s)
-            if answer.status is not None and 200 <= answer.status <= 299:
+        started = self.monotonic()
+        todo = list(urls)
+        refused: list[str] = []
+        attempt = 0
+        while True:
+            transient: list[str] = []
+            hint: float | None = None
+            accepted = False
+            for url in todo:
+                answer = post_json(url, body, self.headers(), cfg.timeout_s)
+                if answer.status is not None and 200 <= answer.status <= 299:
+                    accepted = True
+                elif retryable(answer.status):
+                    transient.append(f"{_answer_text(answer)} from {_safe_url(url)}")
+                    ra = retry_after_s(answer.retry_after, self.wall())
+                    if ra is not None:
+                        hint = ra if hint is None else max(hint, ra)
+                else:
+                    refused.append(f"{self.name}: HTTP {answer.status} from {_safe_url(url)}: "
+                                   f"{answer.body[:2000]}")
+                    todo = [u for u in todo if u != url]
+            if accepted:
+                self._healthy()
+                if transient or refused:
+                    log.warning("%s: delivered, but not to every URL: %s", self.name,
+                                "; ".join(transient + refused))
                 return Outcome.ok()
-            if not retryable(answer.status):
-                return Outcome(False, "rejected", f"{self.name}: HTTP {answer.status} from "
-                               f"{_safe_url(url)}: {answer.body[:2000]}")
-            log.info("%s: %s from %s (attempt %d of %d)", self.name,
-                     answer.status or answer.body, _safe_url(url), attempt + 1, cfg.max_attempts)
-        what = f"HTTP {answer.status}" if answer.status else answer.body
-        return Outcome(False, "exhausted", f"{self.name}: gave up after {cfg.max_attempts} "
-                       f"attempts on {_safe_url(url)}; last: {what} {answer.body[:500]}")
+            if not transient:
+                self._healthy()  # the sink answered: it is up, and said no
+                return Outcome(False, "rejected", "; ".join(refused))
+            self._failing()
+            delay = self.backoff.delay(attempt, hint)
+            waited = self.monotonic() - started
+            if not retry or waited + delay > cfg.retry_for_s:
+                what = "; ".join(transient)
+                return Outcome(False, "exhausted", f"{self.name}: gave up after {attempt + 1} "
+                               f"attempts in {waited:.0f} s; last: {what}")
+            if attempt & (attempt + 1) == 0:  # attempts 1, 2, 4, 8, ...: a few lines a day
+                log.warning("%s: %s (attempt %d; retrying for up to %.0f s more)", self.name,
+                            "; ".join(transient), attempt + 1, cfg.retry_for_s - waited)
+            self.metrics.retry(self.name)
+            if self.sleep(delay):
+                return Outcome(False, "stopped", "shutting down during retries")
+            attempt += 1
+
+    def _failing(self) -> None:
+        if self.failing_since is None:
+            self.failing_since = self.wall()
+            self.metrics.failing_since(self.name, self.failing_since)
+
+    def _healthy(self) -> None:
+        if self.failing_since is not None:
+            log.warning("%s: answering again after %.0f s", self.name,
+                        self.wall() - self.failing_since)
+            self.failing_since = None
+            self.metrics.failing_since(self.name, 0.0)
+
+
+def _answer_text(answer: HttpAnswer) -> str:
+    return f"HTTP {answer.status}" if answer.status is not None else answer.body[:300]
 
 
 def _safe_url(url: str) -> str:
@@ -252,6 +371,8 @@ class _LedgerSink(Sink):
         super().__init__(*args, **kwargs)
         self.ledger = Ledger(self.state_path("delivered"))
         self.metrics.active(self.name, self.ledger.triggered())
+        self.lost.update(dict.fromkeys(self.ledger.dead()))
+        self.metrics.deadletters_outstanding(self.name, len(self.lost))
 
     def key(self, n: Notification) -> str:
         return n.dedup_key
@@ -259,13 +380,22 @@ class _LedgerSink(Sink):
     def deliver(self, n: Notification) -> Outcome:
         key = self.key(n)
         ts = max((a.detected_ts for a in n.alerts()), default=0.0)
+        if n.event == "resolve" and not n.fired:
+            return Outcome.ok(skipped=True)  # its trigger never went out: nothing to resolve
         if not self.ledger.wanted(key, n.event, ts):
             return Outcome.ok(skipped=True)
         out = self.send(n)
         if out.delivered:
             self.ledger.set(key, n.event, ts)
             self.metrics.active(self.name, self.ledger.triggered())
+            self.found([key, *(a.dedup_key for a in n.alerts())])
         return out
+
+    def dead_lettered(self, n: Notification) -> None:
+        super().dead_lettered(n)
+        if n.event == "trigger":
+            ts = max((a.detected_ts for a in n.alerts()), default=0.0)
+            self.ledger.set(self.key(n), "dead", ts)
 
     def send(self, n: Notification) -> Outcome:
         raise NotImplementedError
@@ -333,12 +463,11 @@ class AlertmanagerSink(Sink):
         return alertmanager_alert(a, severity, wall_now=self.wall(), ttl_s=c.alert_ttl_s,
                                   evidence_max_bytes=c.evidence_max_bytes, extra_summary=extra)
 
-    def _post_all(self, alerts: list[dict[str, Any]]) -> Outcome:
-        for base in self.config.urls:
-            out = self.post(_alerts_url(base), alerts)
-            if not out.delivered:
-                return out
-        return Outcome.ok()
+    def _post_all(self, alerts: list[dict[str, Any]], *, retry: bool = True) -> Outcome:
+        """To every Alertmanager of an HA pair: delivered when one accepted (as Prometheus
+        does); one that missed it gets it with the next re-send of the active set."""
+        return self.post_any([_alerts_url(base) for base in self.config.urls], alerts,
+                             retry=retry)
 
     def deliver(self, n: Notification) -> Outcome:
         batch: list[dict[str, Any]] = []
@@ -352,6 +481,8 @@ class AlertmanagerSink(Sink):
                     batch.append(self._am(_resolved(before), old[2]))
             batch.append(self._am(a, n.severity, n.summary))
         out = self._post_all(batch)
+        if out.delivered:
+            self.found(a.dedup_key for a in n.alerts())
         if out.delivered or out.failure == "exhausted":
             # Exhausted: Alertmanager is away; keep firing alerts to re-send when it is back.
             for a in ((n.alert,) if n.alert is not None else ()) + n.members + n.held_back:
@@ -368,9 +499,10 @@ class AlertmanagerSink(Sink):
         self._resent_at = self.monotonic()
         alerts = [self._am(FiredAlert.from_record(t, v), sev)
                   for t, v, sev in self.active.values()]
-        out = self._post_all(alerts)
+        out = self._post_all(alerts, retry=False)
         if out.delivered:
             log.debug("%s: re-sent %d active alerts", self.name, len(alerts))
+            self.found(list(self.active))
         elif out.failure != "stopped":
             self.metrics.failed(self.name, out.failure)
             log.warning("%s: re-sending %d active alerts failed: %s", self.name, len(alerts),
@@ -393,6 +525,7 @@ SINK_CLASSES: dict[str, type[Sink]] = {"alertmanager": AlertmanagerSink,
 def make_sink(config: SinkConfig, metrics: PagerMetrics, *, state_dir: Path | None,
               stop: threading.Event, rng: random.Random | None = None,
               wall: Callable[[], float] = time.time,
-              monotonic: Callable[[], float] = time.monotonic) -> Sink:
+              monotonic: Callable[[], float] = time.monotonic,
+              sleep: Callable[[float], bool] | None = None) -> Sink:
     return SINK_CLASSES[config.type](config, metrics, state_dir=state_dir, stop=stop, rng=rng,
-                                     wall=wall, monotonic=monotonic)
+                                     wall=wall, monotonic=monotonic, sleep=sleep)

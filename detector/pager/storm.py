@@ -54,51 +54,15 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from detector.alerts import FiredAlert
 from detector.pager.config import SEVERITIES, StormConfig
+from detector.pager.notification import Notification
 from detector.topology import Topology
 
 MAX_REMEMBERED = 100_000  # notified alerts kept for their resolves; the oldest go first
 log = logging.getLogger("faultline.pager")
-
-
-class Ticket(Protocol):
-    def done(self) -> None: ...
-
-
-@dataclass(slots=True)
-class Notification:
-    """One message for one sink: a trigger (for one alert, a group, or a summary) or a resolve."""
-
-    sink: str
-    event: str                         # "trigger" | "resolve"
-    dedup_key: str
-    severity: str
-    alert: FiredAlert | None           # the primary alert; None for a held-back summary
-    members: tuple[FiredAlert, ...] = ()    # alerts folded into this one notification
-    held_back: tuple[FiredAlert, ...] = ()  # a summary: the alerts the rate limit held
-    tickets: list[Any] = field(default_factory=list)
-    summary: str = ""                  # storm control's line when it covers several alerts
-    on_delivered: list[Callable[[], None]] = field(default_factory=list)
-
-    def alerts(self) -> tuple[FiredAlert, ...]:
-        """Every alert this notification speaks for."""
-        head = (self.alert,) if self.alert is not None else ()
-        return head + self.members + self.held_back
-
-    def delivered(self) -> None:
-        """The sink accepted it (called before :meth:`done`)."""
-        for fn in self.on_delivered:
-            fn()
-
-    def done(self) -> None:
-        """Delivered (or dead-lettered): the offsets behind it may be committed."""
-        for t in self.tickets:
-            if t is not None:
-                t.done()
-        self.tickets = []
 
 
 @dataclass(slots=True)
@@ -141,10 +105,6 @@ class TokenBucket:
         if now > self._at:
             self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate_per_s)
             self._at = now
-
-    def available(self, now: float) -> bool:
-        self._refill(now)
-        return self._tokens >= 1.0
 
     def take(self, now: float) -> bool:
         self._refill(now)
@@ -299,13 +259,6 @@ class StormControl:
             t = min(t, self._bucket.next_token_at(now))
         return t
 
-    def flush_all(self, now: float) -> list[Notification]:
-        """Every waiting group now (tokens permitting): for tests and a clean shutdown."""
-        for g in self._groups.values():
-            if g.pending:
-                g.flush_at = now
-        return self.due(now)
-
     # -- pieces --------------------------------------------------------------------------
 
     def group_key(self, a: FiredAlert) -> tuple[str, ...]:
@@ -313,11 +266,10 @@ class StormControl:
 
     def _field(self, a: FiredAlert, name: str) -> str:
         s = a.scope
-        raw = a.raw
         if name == "cluster":
-            return str(raw.get("cluster") or "")
+            return a.cluster or ""
         if name == "tenant":
-            return str(raw.get("tenant") or "")
+            return a.tenant or ""
         if name == "topic":
             return a.topic
         if name == "kind":
@@ -341,7 +293,7 @@ class StormControl:
         if name == "node":
             return s.node or s.key
         if name == "job":
-            return s.job or str(raw.get("job") or "")
+            return s.job or a.job or ""
         raise ValueError(f"unknown group_by field {name!r}")
 
     def _group_notification(self, items: list[_Item]) -> Notification:

@@ -46,6 +46,23 @@ class FakeClock:
         self.t += seconds
         return self.t
 
+    def sleeper(self, stop: threading.Event | None = None, *, also: FakeClock | None = None
+                ) -> Callable[[float], bool]:
+        """A ``sleep(seconds) -> stopped`` that moves this clock (and ``also``) at once."""
+        lock = threading.Lock()
+
+        def sleep(seconds: float) -> bool:
+            if stop is not None and stop.is_set():
+                return True
+            with lock:
+                self.advance(seconds)
+                if also is not None:
+                    also.advance(seconds)
+            time.sleep(0.001)  # let the other threads run, as a real wait would
+            return False
+
+        return sleep
+
 
 def envelope(node: str = "node-007", *, topic: str = ISOLATION, kind: str = "network",
              cause: str = "nic", status: str = "firing", level: str | None = None,
@@ -87,7 +104,7 @@ def envelope(node: str = "node-007", *, topic: str = ISOLATION, kind: str = "net
                    "rollback": "nothing was changed"},
         "onset_ts": detected_ts - 1.0, "detected_ts": detected_ts, "detection_latency_s": 1.0,
         "confidence": 0.9, "evidence": ev, "job": "job-1", "tenant": tenant,
-        "summary": summary if summary is not None else f"{kind}/{cause} on {unit}"}
+        "summary": summary if summary is not None else "signal=link_down"}
     if cluster is not None:
         value["cluster"] = cluster
     return value
@@ -132,6 +149,8 @@ class Receiver:
 
     answers: list[int] = field(default_factory=list)
     default: int = 200
+    decide: Callable[[], int] | None = None   # the status to answer, when given (not answers)
+    retry_after: str | None = None            # sent as Retry-After with every non-2xx answer
     validate: Callable[[bytes], Any] | None = None
     reply: bytes = b'{"status": "success"}'
     requests: list[Request] = field(default_factory=list)
@@ -149,6 +168,8 @@ class Receiver:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(text)))
+                if status >= 300 and receiver.retry_after is not None:
+                    self.send_header("Retry-After", receiver.retry_after)
                 self.end_headers()
                 self.wfile.write(text)
 
@@ -173,7 +194,10 @@ class Receiver:
                 return 400, json.dumps({"status": "invalid event", "message": "Event object "
                                         "is invalid", "errors": [str(exc)]}).encode()
         with self._lock:
-            status = self.answers.pop(0) if self.answers else self.default
+            if self.decide is not None:
+                status = self.decide()
+            else:
+                status = self.answers.pop(0) if self.answers else self.default
         return status, (self.reply if status < 300 else b'{"status": "try again"}')
 
     def _record(self, r: Request) -> None:

@@ -57,13 +57,16 @@ import faust
 from faust.types import TP
 
 from detector.alerts import ESCALATION, ISOLATION
+from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
+from detector.monitors import tracked_gpus
 from detector.service.correlator_stage import CorrelatorPartition, alert_message
 from detector.service.faust_io import ServiceWorker, batch_transport, credentials
 from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
 from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
+from detector.statecodec import SnapshotRefused
 from detector.topology import Topology
 
 if TYPE_CHECKING:
@@ -100,9 +103,10 @@ class DetectorService:
         # Every stage-1 source there is: a correlator waits for each (or its timeout).
         self.expected_sources = [f"{contract}:{p}" for real, contract in
                                  self.telemetry_topics.items() for p in range(partitions[real])]
-        self.out = OutputProducer(settings)
+        self.out = audited(OutputProducer(settings), settings, self.alert_topics)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
+        self.codec = settings.state_codec()
         self.sources: dict[TP, SourcePartition] = {}
         self.correlators: dict[TP, CorrelatorPartition] = {}
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
@@ -111,7 +115,8 @@ class DetectorService:
         self._lock = asyncio.Lock()
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
-                       "snapshots": 0, "restored": 0, "stale_skipped": 0, "batch_errors": 0}
+                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0,
+                       "batch_errors": 0}
         # (wall, process CPU) when the first telemetry batch came and the last one was done:
         # what bench/kafka_throughput.py divides by, read from the status file.
         self._input_first: tuple[float, float] | None = None
@@ -333,7 +338,7 @@ class DetectorService:
                         if isinstance(part, SourcePartition) else part.released)
                 if not force and self._snapped.get(tp) == mark:
                     continue
-                offset, blob = part.snapshot()
+                offset, blob = part.snapshot(self.codec)
                 captured.append((tp, offset, blob))
                 self._snapped[tp] = mark
             if not captured:
@@ -349,8 +354,8 @@ class DetectorService:
             self.counts["snapshots"] += len(captured)
             if self.metrics is not None:
                 self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})
-                self.metrics.state(sum(self._state_bytes.values()), sum(
-                    p.monitors.tracked_gpus() for p in self.sources.values()))
+                self.metrics.state(sum(self._state_bytes.values()), tracked_gpus(
+                    p.monitors for p in self.sources.values()))
             await self._commit({tp: offset + 1 for tp, offset, _ in captured if offset >= 0})
 
     async def _commit(self, offsets: dict[TP, int]) -> None:
@@ -417,9 +422,10 @@ class DetectorService:
     def _read_positions(self, keys: dict[str, TP], need: list[TP]
                         ) -> tuple[dict[str, tuple[int, bytes]], dict[tuple[str, int], int]]:
         snaps = self.store.read(keys)
-        fresh = [(tp.topic, tp.partition) for tp in need if snapshot_key(
-            self.settings.group_id, tp.topic, tp.partition) not in snaps]
-        starts = start_positions(self.settings.kafka_config(), self.settings.group_id, fresh,
+        # Every partition's committed position, also of those with a snapshot: one that
+        # is refused on restore starts afresh from there (its own offset is not trusted).
+        starts = start_positions(self.settings.kafka_config(), self.settings.group_id,
+                                 [(tp.topic, tp.partition) for tp in need],
                                  self.settings.auto_offset_reset)
         return snaps, starts
 
@@ -433,12 +439,11 @@ class DetectorService:
                         tp.partition, snap[0], snap[1], self.topology,
                         expected=self.expected_sources, now=now,
                         source_timeout_s=s.source_timeout_s,
-                        empty_grace_s=s.idle_advance_s)
+                        empty_grace_s=s.idle_advance_s, codec=self.codec)
                     self.counts["restored"] += 1
                     return part
-                except Exception as exc:  # noqa: BLE001 - start afresh after the snapshot
-                    log.error("cannot restore %s (starting afresh after offset %d): %s",
-                              tp, snap[0], exc)
+                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
+                    self._refused(tp, exc)
             part = CorrelatorPartition(tp.partition, self.thresholds, self.topology,
                                        expected=self.expected_sources, now=now,
                                        source_timeout_s=s.source_timeout_s,
@@ -449,19 +454,26 @@ class DetectorService:
                 try:
                     src = SourcePartition.restore(contract, tp.partition,
                                                   self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now,
+                                                  self.topology, now=now, codec=self.codec,
                                                   wall_clock=self.wall)
                     self.counts["restored"] += 1
                     return src
-                except Exception as exc:  # noqa: BLE001
-                    log.error("cannot restore %s (starting afresh after offset %d): %s",
-                              tp, snap[0], exc)
+                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
+                    self._refused(tp, exc)
             part = SourcePartition(contract, tp.partition, self.findings_partitions,
                                    self.thresholds, self.topology, now=now,
                                    wall_clock=self.wall)  # type: ignore[assignment]
-        if snap is not None:
-            part.offset = snap[0]  # a snapshot we cannot read still says where we were
+        # A refused snapshot's offset is no more trusted than its state: the partition
+        # starts from the group's committed position (set by the caller).
         return part
+
+    def _refused(self, tp: TP, exc: Exception) -> None:
+        reason = exc.reason if isinstance(exc, SnapshotRefused) else "malformed"
+        self.counts["refused"] += 1
+        log.error("snapshot of %s refused (%s), starting the partition afresh from its "
+                  "committed position: %s", f"{tp.topic}:{tp.partition}", reason, str(exc)[:300])
+        if self.metrics is not None:
+            self.metrics.snapshot_refused(reason)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -517,8 +529,8 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
 
         registry = CollectorRegistry()
         metrics = WorkerMetrics(registry, topics=[settings.topic(t) for t in TELEMETRY_TOPICS])
-        serve_metrics(registry, settings.metrics_port)
-        log.info("metrics on :%d/metrics", settings.metrics_port)
+        serve_metrics(registry, settings.metrics_port, settings.metrics_addr)
+        log.info("metrics on %s:%d/metrics", settings.metrics_addr, settings.metrics_port)
     service = DetectorService(settings, topology=topology, partitions=partitions,
                               metrics=metrics)
     worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,

@@ -9,8 +9,6 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import pickle
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +18,7 @@ from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import Finding
 from detector.service.stages import SNAPSHOT_VERSION, dumps, finite
+from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -36,13 +35,6 @@ class _Source:
         self.idle = False
         self.heard = heard
         self.last_id: tuple[int, int] = (-1, -1)
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return self.wm, self.idle, self.last_id
-
-    def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.wm, self.idle, self.last_id = s
-        self.heard = -math.inf  # set again when restored
 
 
 class CorrelatorPartition:
@@ -87,20 +79,23 @@ class CorrelatorPartition:
 
     # -- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> tuple[int, bytes]:
+    def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
         state = {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
                  "heap": self._heap, "released": self.released, "seen": self._seen,
                  "counts": (self.findings, self.duplicates, self.late, self.invalid)}
-        return self.offset, zlib.compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL), 1)
+        return self.offset, codec.encode(state, f"findings:{self.partition}@{self.offset}")
 
     @classmethod
     def restore(cls, partition: int, offset: int, blob: bytes,
                 topology: Topology | None = None, *, expected: Iterable[str] = (),
                 now: float = 0.0, source_timeout_s: float = 30.0,
-                empty_grace_s: float = 5.0) -> CorrelatorPartition:
-        state = pickle.loads(zlib.decompress(blob))
-        if state.get("v") != SNAPSHOT_VERSION:
-            raise ValueError(f"snapshot version {state.get('v')!r}, expected {SNAPSHOT_VERSION}")
+                empty_grace_s: float = 5.0, codec: StateCodec = UNSIGNED
+                ) -> CorrelatorPartition:
+        """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
+        state = codec.decode(blob, f"findings:{partition}@{offset}")
+        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
+                state.get("correlator")) is not Correlator:
+            raise SnapshotRefused("malformed", "not a findings partition's state")
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
         part.correlator = state["correlator"]
@@ -152,6 +147,13 @@ class CorrelatorPartition:
                 self._watermark(src, msg["ts"], msg["idle"], now)
             elif kind == "seen":
                 self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
+            elif kind == "forget":
+                node = str(msg["node"])
+                sources = self._seen.get(node)
+                if sources is not None:
+                    sources.discard(str(msg["what"]))
+                    if not sources:
+                        del self._seen[node]
             else:
                 raise ValueError(f"unknown type {kind!r}")
         except Exception as exc:  # noqa: BLE001

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Producer
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.events import TELEMETRY_TOPICS
+from detector.kafka.admin import KafkaSetupError
+from detector.kafka.admin import ensure_topics as _ensure_topics
 from detector.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,7 @@ DEADLETTER = "telemetry.deadletter"
 _SNAPSHOT_SLACK = 1 << 16  # headers and key around the largest snapshot
 
 
-class ServiceKafkaError(RuntimeError):
-    """Kafka could not be reached, or refused what the service needs (topics, metadata)."""
+ServiceKafkaError = KafkaSetupError  # the name the service's callers use
 
 
 def topic_plan(settings: Settings) -> dict[str, tuple[int, dict[str, str]]]:
@@ -54,44 +53,9 @@ def topic_plan(settings: Settings) -> dict[str, tuple[int, dict[str, str]]]:
 
 def ensure_topics(settings: Settings, topics: Mapping[str, tuple[int, dict[str, str]]] | None
                   = None, timeout_s: float = 30.0) -> dict[str, int]:
-    """Create the missing topics; return the partition count of each (existing ones as found)."""
-    plan = dict(topics if topics is not None else topic_plan(settings))
-    admin = AdminClient(settings.kafka_config())
-    try:
-        existing = admin.list_topics(timeout=timeout_s).topics
-    except KafkaException as exc:
-        raise ServiceKafkaError(f"cannot reach Kafka at {settings.bootstrap_servers}: "
-                                f"{exc.args[0]}") from None
-    missing = [NewTopic(name, num_partitions=n, replication_factor=settings.replication_factor,
-                        config=conf)
-               for name, (n, conf) in plan.items() if name not in existing]
-    if missing:
-        futures = admin.create_topics(missing, operation_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout=timeout_s)
-                log.info("created topic %s (%d partitions)", name, plan[name][0])
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # a racing worker
-                    raise ServiceKafkaError(f"cannot create topic {name!r}: {exc.args[0]}"
-                                            ) from None
-    return partition_counts(admin, list(plan), timeout_s)
-
-
-def partition_counts(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, int]:
-    """Partitions of each topic, waiting until metadata shows all of them with a leader."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        topics = admin.list_topics(timeout=timeout_s).topics
-        counts = {n: len(topics[n].partitions) for n in names
-                  if n in topics and topics[n].error is None and topics[n].partitions
-                  and all(p.leader >= 0 for p in topics[n].partitions.values())}
-        if len(counts) == len(names):
-            return counts
-        if time.monotonic() > deadline:
-            raise ServiceKafkaError(
-                f"topics without metadata: {sorted(set(names) - set(counts))}")
-        time.sleep(0.1)
+    """Create the service's missing topics (``topic_plan`` unless ``topics`` is given)."""
+    return _ensure_topics(settings, topics if topics is not None else topic_plan(settings),
+                          timeout_s)
 
 
 class OutputProducer:

@@ -17,7 +17,8 @@ service splits them across a topic (see notes/service-spec.md):
 
 Both are plain objects driven by the Faust adapter (:mod:`detector.service.app`)
 and tested without a broker: wall time comes in as ``now``, output goes out
-as lists.  Both pickle, for the snapshots that let a partition move.
+as lists.  Both snapshot to data (:mod:`detector.statecodec`, never pickle), for
+the snapshots that let a partition move.
 
 Findings-topic messages (orjson), all with ``type``, and all but ``watermarks``
 with ``source`` ("telemetry.ecc:3"):
@@ -36,14 +37,15 @@ with ``source`` ("telemetry.ecc:3"):
 - ``watermark``: ``ts`` and ``idle`` of one source (what workers before
   ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
-  node reached the monitors, which the correlator cites in escalations.
+  node reached the monitors, which the correlator cites in escalations;
+- ``forget``: ``node`` and ``what`` — that node's monitors were pruned after
+  ``unit_idle_s`` of silence (a fleet churns), so it is no longer "seen".
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import pickle
 import zlib
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -59,6 +61,7 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.monitors import Monitors
+from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -138,19 +141,22 @@ class SourcePartition:
 
     # -- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> tuple[int, bytes]:
+    def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
         """(last processed offset, state bytes); the topology is not included."""
         state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
                  "events": self.events, "invalid": self.invalid}
-        return self.offset, zlib.compress(pickle.dumps(state, pickle.HIGHEST_PROTOCOL), 1)
+        return self.offset, codec.encode(state, f"{self.source}@{self.offset}")
 
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
+                codec: StateCodec = UNSIGNED,
                 wall_clock: Callable[[], float] | None = None) -> SourcePartition:
-        state = pickle.loads(zlib.decompress(blob))
-        if state.get("v") != SNAPSHOT_VERSION:
-            raise ValueError(f"snapshot version {state.get('v')!r}, expected {SNAPSHOT_VERSION}")
+        """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
+        state = codec.decode(blob, f"{topic}:{partition}@{offset}")
+        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
+                state.get("monitors")) is not Monitors:
+            raise SnapshotRefused("malformed", "not a telemetry partition's state")
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
         part.monitors.topology = topology
@@ -207,6 +213,8 @@ class SourcePartition:
                                                        "node": ev.node, "what": hw})))
             self.offset = offset
             self._idle_seq = 0
+            if mon.forgotten:
+                self._emit_forgotten(emits)
             if found:
                 self._emit_findings(found, offset, 0, emits,
                                     None if arrived is None else arrived / arrivals_per_s)
@@ -236,6 +244,13 @@ class SourcePartition:
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
+    def _emit_forgotten(self, emits: list[Emit]) -> None:
+        # The node's cluster is not known any more: every correlator hears it.
+        for node, what in self.monitors.forgotten:
+            emits.append(Emit(None, b"seen", dumps({"type": "forget", "source": self.source,
+                                                    "node": node, "what": what})))
+        self.monitors.forgotten.clear()
+
     def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
         """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
 
@@ -248,6 +263,8 @@ class SourcePartition:
         found: list[Finding] = []
         self.monitors.advance(self.monitors.clock + (now - self._advanced_at), found)
         self._advanced_at = now
+        if self.monitors.forgotten:
+            self._emit_forgotten(emits)
         if found:
             self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
             self._idle_seq += len(found)

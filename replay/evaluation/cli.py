@@ -7,6 +7,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from replay.evaluation.ettr import EttrModel
@@ -90,8 +92,24 @@ def model_from(args: argparse.Namespace) -> EttrModel:
                      job_gpus=args.job_gpus, count_false_isolations=not args.no_fp_cost)
 
 
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+@contextmanager
+def _progress(desc: str) -> Iterator[Callable[[str], None]]:
+    """One line per log when piped (CI logs); a bar counting the logs on a terminal."""
+    from detector.cli.progress import progress, wanted
+
+    with progress(desc, unit="logs") as update:
+        done = 0
+        bar = wanted(sys.stderr)
+
+        def line(text: str) -> None:
+            nonlocal done
+            done += 1
+            if bar:
+                update(done)
+            else:
+                print(text, file=sys.stderr, flush=True)
+
+        yield line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         print(f"building the {args.scale} corpus ({len(recipes)} logs) in {args.build} with "
               f"{args.workers} worker(s)", flush=True)
-        man = build_corpus(args.build, recipes, seeds, scale=args.scale, workers=args.workers,
-                           progress=_progress)
+        with _progress("build") as note:
+            man = build_corpus(args.build, recipes, seeds, scale=args.scale,
+                               workers=args.workers, progress=note)
         faults = sum(len(e["faults"]) for e in man["logs"])
         kinds = sorted({f["kind"] for e in man["logs"] for f in e["faults"]})
         records = sum(e["records"] for e in man["logs"])
@@ -123,9 +142,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus:
         raise ValueError("name a corpus folder to evaluate, or --build DIR --seeds A..B")
-    ev = evaluate_corpus(args.corpus, topology_map=parse_topology_map(args.topology_map),
-                         workers=args.workers, baselines=not args.no_baselines,
-                         model=model_from(args), progress=_progress)
+    with _progress("evaluate") as note:
+        ev = evaluate_corpus(args.corpus, topology_map=parse_topology_map(args.topology_map),
+                             workers=args.workers, baselines=not args.no_baselines,
+                             model=model_from(args), progress=note)
     print(ev.format(), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(ev.to_dict(), indent=1) + "\n")

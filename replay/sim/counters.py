@@ -14,7 +14,7 @@ import numpy as np
 
 from detector.events import ECC, NIC
 from replay.sim.effects import EccEvent
-from replay.sim.model import NO_TAGS, Record
+from replay.sim.model import NO_TAGS, Cadence, Record
 from replay.sim.plan import Placement, Scenario, ecc_baseline, rng_for
 from replay.sim.schedule import Schedule
 
@@ -53,6 +53,9 @@ class NicGen:
         self.ids = list(pl.ports)
         self.cluster, self.tenant = cluster, sc.job.tenant
         self._next_reset = 0
+        self.cadence = (None if sc.axes.interval == "1-per-gpu" else
+                        Cadence(sc.seed, "nic", sc.axes.interval_s, pl.port_node, len(pl.nodes)))
+        self.held: dict[int, list[int]] = {}  # fault tags of counts not yet reported, per port
 
     def _zero(self, p: int) -> None:
         for v in self.c.values():
@@ -63,7 +66,7 @@ class NicGen:
         if not n:
             return
         r = rng_for(self.seed, "nic", sl)
-        ts = np.round(t0 + self.phase, 6)
+        ts = np.round(t0 + self.phase, 6) if self.cadence is None else self.cadence.ts(sl, t0)
         burst = np.exp(0.08 * r.standard_normal(self.n_nodes))[self.port_node]
         tx = self.bytes_s * burst * (1 + 0.02 * r.standard_normal(n))
         rx = tx * (1 + 0.01 * r.standard_normal(n))
@@ -106,7 +109,19 @@ class NicGen:
         c["link_downed"] += down & ~self.was_down  # one count per flap, at its first sample
         self.was_down = down
         state = np.where(down, "down", "up").tolist()
-        cols = [c[f].tolist() for f in _NIC_FIELDS]
+        emitted: list[int] | None = None
+        if self.cadence is None:
+            cols = [c[f].tolist() for f in _NIC_FIELDS]
+            ts_l, ids = ts.tolist(), self.ids
+        else:  # counters moved this second on every port; only the due ones are read
+            emitted = self.cadence.due(sl).tolist()
+            for p, tl in tags.items():
+                self.held.setdefault(p, []).extend(tl)
+            tags = {p: self.held.pop(p) for p in emitted if p in self.held}
+            sel = np.array(emitted, dtype=np.int64)
+            cols = [c[f][sel].tolist() for f in _NIC_FIELDS]
+            ts_l, ids = ts[sel].tolist(), [self.ids[p] for p in emitted]
+            state = [state[p] for p in emitted]
         cl, tn = self.cluster, self.tenant
         start = len(out)
         out.extend(
@@ -116,10 +131,12 @@ class NicGen:
                       "out_of_sequence": oo, "packet_seq_err": ps, "np_cnp_sent": nc,
                       "rp_cnp_handled": rc, "cluster": cl, "tenant": tn}, NO_TAGS)
             for t, (node, nic), st, a, b, se, ld, re, xd, xw, oo, ps, nc, rc
-            in zip(ts.tolist(), self.ids, state, *cols, strict=True))
+            in zip(ts_l, ids, state, *cols, strict=True))
+        pos = (dict(enumerate(range(start, len(out)))) if emitted is None
+               else {p: start + j for j, p in enumerate(emitted)})
         for p, tl in tags.items():
-            rec = out[start + p]
-            out[start + p] = (rec[0], rec[1], rec[2], tuple(tl))
+            rec = out[pos[p]]
+            out[pos[p]] = (rec[0], rec[1], rec[2], tuple(dict.fromkeys(tl)))
 
 
 _ECC_INTS = ("sbe_volatile", "dbe_volatile", "retired_pages_sbe", "retired_pages_dbe",
@@ -135,10 +152,17 @@ class EccGen:
     def __init__(self, sc: Scenario, pl: Placement, sched: Schedule, cluster: str) -> None:
         g = len(pl.gpus)
         rng = rng_for(sc.seed, "ecc-phase")
-        phase = rng.uniform(0, ECC_PERIOD_S, g)
+        self.period = period = sc.axes.ecc_period_s
+        if sc.axes.interval == "1-per-gpu":
+            phase = rng.uniform(0, ECC_PERIOD_S, g)
+        else:  # one scrape a node, at the node's phase
+            node_phase = rng_for(sc.seed, "axis-ecc-phase").uniform(0, period, len(pl.nodes))
+            phase = node_phase[pl.gpu_node]
         slot = np.floor(phase).astype(np.int64)
         self.frac = phase - slot
-        self.by_slot = [np.flatnonzero(slot == j) for j in range(ECC_PERIOD_S)]
+        self.by_slot = [np.flatnonzero(slot == j) for j in range(period)]
+        for e in sched.rates:
+            e.window_s = float(period)
         self.seed, self.sched = sc.seed, sched
         self.c = {f: np.zeros(g, dtype=np.int64) for f in _ECC_INTS}
         self.c.update(ecc_baseline(sc.seed, g))
@@ -201,13 +225,13 @@ class EccGen:
         out.append((ts, ECC, self._value(g, ts, None), tuple(dict.fromkeys(tags))))
 
     def slice(self, sl: int, t0: float, out: list[Record]) -> None:
-        idx = self.by_slot[sl % ECC_PERIOD_S]
+        idx = self.by_slot[sl % self.period]
         r = rng_for(self.seed, "ecc", sl)
         self.c["pcie_replay"][idx] += r.random(len(idx)) < 2e-4  # a rare replay is normal
         events = self.sched.events_before(t0 + 1)
         special = {ev.g for ev in events}
         special |= {e.g for e in self.sched.rates
-                    if e.a < t0 + 1 and t0 < e.b + ECC_PERIOD_S}
+                    if e.a < t0 + 1 and t0 < e.b + self.period}
         special |= {g for g, tag in enumerate(self.active) if tag is not None}
         ts_all = np.round(t0 + self.frac, 6)
         plain = [int(g) for g in idx if int(g) not in special] if special else idx.tolist()

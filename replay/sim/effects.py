@@ -78,7 +78,7 @@ class StepMods:
     """Changes to one training step, collected from the effects active when it starts."""
 
     __slots__ = ("n", "fault_compute", "compute", "comm", "extra_other_ms", "checksum", "grad",
-                 "rank_tags", "all_tags", "compute_tags")
+                 "rank_tags", "all_tags", "compute_tags", "extra_rank_ms")
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -91,6 +91,11 @@ class StepMods:
         self.rank_tags: dict[int, list[int]] = {}
         self.all_tags: list[int] = []
         self.compute_tags: list[int] = []
+        self.extra_rank_ms: dict[int, float] = {}  # one rank's wait for data, this step
+
+    def scale_all(self, factors: np.ndarray) -> None:
+        """Multiply every rank's compute by its own factor (a workload effect, not a fault)."""
+        self.compute = factors.copy() if self.compute is None else self.compute * factors
 
     def scale(self, rank: int | None, factor: float, tag: int | None) -> None:
         """Multiply one rank's compute (all ranks' when ``rank`` is None)."""
@@ -250,6 +255,7 @@ class Nvlink(Effect):
         self.rate = _log_uniform(rng, 5, 500)  # CRC errors per second while active
         self.gain = min(0.05, max(0.02, spec.magnitude / 5))
         self.with_xid = True
+        self.window_s = 5.0  # the ECC sampling period: errors accrue over it between samples
 
     def ecc_events(self) -> list[EccEvent]:
         if not self.with_xid:
@@ -257,7 +263,7 @@ class Nvlink(Effect):
         return [EccEvent(round(t, 6), self.g, 74, (), self.tag) for t in self.prof.onsets()]
 
     def ecc_rate(self, t: float) -> dict[str, int] | None:
-        on = self.prof.on_time(t - 5.0, t)  # errors accrued since the previous 5 s sample
+        on = self.prof.on_time(t - self.window_s, t)  # errors accrued since the last sample
         if on <= 0:
             return None
         lam = self.rate * on

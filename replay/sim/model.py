@@ -50,6 +50,16 @@ class StepGen:
         self.base = (self.period_ms * COMPUTE_SHARE
                      * np.array(STAGE_FRACTION)[pl.pp_of % len(STAGE_FRACTION)]
                      * (1 + 0.004 * rng.standard_normal(n)))  # per-GPU speed differs a little
+        if sc.axes.speed == "offsets":  # fixed per-GPU speed differences up to +-3 %
+            self.base = self.base * (1 + rng_for(sc.seed, "axis-speed").uniform(-0.03, 0.03, n))
+        self.drop = (("compute_ms",) if sc.axes.fields == "no_compute" else
+                     ("tp_rank", "pp_rank", "dp_rank") if sc.axes.fields == "no_rank_fields"
+                     else ())
+        if sc.axes.fields == "no_rank_fields" and (job.tp, job.pp) != (1, 1):
+            raise ValueError("axis fields=no_rank_fields means pure data parallelism: it needs "
+                             f"tp = pp = 1, not tp={job.tp}, pp={job.pp}")
+        self.gaps = list(sched.gaps)
+        self.step_offset = 0  # steps the job went back to its checkpoint after restarts
         shard = np.exp(0.2 * rng.standard_normal(job.tp * job.pp))  # each shard has its own norm
         self.shard = shard[pl.pp_of * job.tp + pl.tp_of]
         self.first_step = int(rng.integers(1000, 50000))
@@ -87,6 +97,10 @@ class StepGen:
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
     def _make(self) -> tuple[float, list[Record]] | None:
+        while self.gaps and self.gaps[0].a <= self.next_start:  # the job is down: wait
+            gap = self.gaps.pop(0)
+            self.next_start = max(self.next_start, gap.resume)
+            self.step_offset -= gap.rewind
         s, k, n, job = self.next_start, self.k, self.n, self.job
         r = rng_for(self.seed, "step", k)
         compute = self.base * np.exp(0.015 * r.standard_normal(n))
@@ -103,6 +117,8 @@ class StepGen:
             if m.compute is not None:
                 compute = compute * m.compute
             extra, comm_f = m.extra_other_ms, m.comm
+            for rank, ms in m.extra_rank_ms.items():
+                other[rank] += ms
             healthy_max = float((compute + other).max())
             if m.fault_compute is not None:
                 compute = compute * m.fault_compute
@@ -113,7 +129,9 @@ class StepGen:
         if e >= self.end:
             return None
         self.k += 1
-        step = self.first_step + k
+        if self.gaps and s < self.gaps[0].a < e:  # a node went down mid-step: the step is lost
+            return self._make()
+        step = self.first_step + k + self.step_offset
         frac = (s - self.start) / self.duration
         loss = (2.2 + 0.3 * math.exp(-3 * frac)) + loss_noise
         level = 1.0 + 0.08 * math.sin(2 * math.pi * (s - self.start) / self.grad_period
@@ -152,11 +170,48 @@ class StepGen:
             in zip(ts_l, self.const, step_l, comp_l, comm_l, loss_l, grad_l, checks, strict=True)]
         if tags is not None:
             recs = [(a, b, c, t) for (a, b, c, _), t in zip(recs, tags, strict=True)]
+        for name in self.drop:
+            for rec in recs:
+                del rec[2][name]
         return e, recs
 
 
+class Cadence:
+    """When each GPU or port is sampled under the ``interval`` axis (not the default one).
+
+    Every collector of a node samples at the node's own phase within the
+    interval, with a per-node jitter on each sample (a scrape returns all GPUs
+    of a node at once); internal state still advances every second, so
+    cumulative counters carry what happened between two samples.
+    """
+
+    def __init__(self, seed: int, topic: str, interval_s: int, entity_node: np.ndarray,
+                 n_nodes: int) -> None:
+        rng = rng_for(seed, "axis-cadence", topic)
+        self.seed, self.topic, self.k = seed, topic, interval_s
+        phase = rng.uniform(0, interval_s, n_nodes)[entity_node]
+        self.slot = np.floor(phase).astype(np.int64)
+        self.frac = phase - self.slot
+        self.node = entity_node
+        self.n_nodes = n_nodes
+        self.jitter_s = 0.1 if interval_s == 1 else 0.25
+
+    def due(self, sl: int) -> np.ndarray:
+        """Indexes of the entities sampled in slice ``sl``."""
+        return np.flatnonzero(self.slot == sl % self.k)
+
+    def ts(self, sl: int, t0: float) -> np.ndarray:
+        r = rng_for(self.seed, "axis-jitter", self.topic, sl)
+        j = r.uniform(-self.jitter_s, self.jitter_s, self.n_nodes)[self.node]
+        return np.round(t0 + np.clip(self.frac + j, 0.0005, 0.9995), 6)
+
+
+def _pick(cols: list[list[Any]], idx: list[int]) -> list[list[Any]]:
+    return [[c[i] for i in idx] for c in cols]
+
+
 class ThermalGen:
-    """telemetry.thermal: one sample per GPU per second, each GPU at its own phase."""
+    """telemetry.thermal: one sample per GPU per interval (1 s), each GPU or node at its phase."""
 
     def __init__(self, sc: Scenario, pl: Placement, sched: Schedule, cluster: str) -> None:
         g = len(pl.gpus)
@@ -174,18 +229,45 @@ class ThermalGen:
         self.no_mem = np.flatnonzero(rng.random(g) < 0.05).tolist()  # sensor not reported
         self.ids = [(n, i) for n, i in pl.gpus]
         self.cluster, self.tenant = cluster, sc.job.tenant
+        ax = sc.axes
+        self.cadence = (None if ax.interval == "1-per-gpu" else
+                        Cadence(sc.seed, "thermal", ax.interval_s, pl.gpu_node, len(pl.nodes)))
+        if ax.numbers != "mixed":
+            self.int_temp = [ax.numbers == "int"] * g
+        self.float_clock = ax.numbers == "float"
+        self.clock_base = np.full(g, 1980.0)
+        if ax.clocks == "varied":  # boost clocks differ a few percent from GPU to GPU
+            self.clock_base = np.rint(1980 * (1 - rng_for(sc.seed, "axis-clocks").uniform(
+                0, 0.05, g)))
+        self.capped: np.ndarray | None = None
+        if ax.powercap == "fleet":  # power management holds many GPUs at their 700 W cap
+            cr = rng_for(sc.seed, "axis-powercap")
+            self.capped = cr.random(g) < cr.uniform(0.3, 0.7)
+            self.cap_dip = cr.uniform(0.02, 0.06, g)
+            self.cap_on = self.capped.copy()
+            self.pbase = np.where(self.capped, cr.uniform(670, 695, g), self.pbase)
 
     def slice(self, sl: int, t0: float, out: list[Record]) -> None:
         g = len(self.ids)
         r = rng_for(self.seed, "thermal", sl)
-        ts = np.round(t0 + self.phase, 6)
+        ts = np.round(t0 + self.phase, 6) if self.cadence is None else self.cadence.ts(sl, t0)
         drift = self.amp * np.sin(2 * math.pi * (ts - self.start) / self.period + self.ph)
         temp = self.base + drift + 0.4 * r.standard_normal(g)
         mem = temp + self.mem_off + 0.5 * r.standard_normal(g)
         noise = 12 * r.standard_normal(g)
         power = self.pbase + noise
-        clock = 1980 + np.clip(np.rint(2 * r.standard_normal(g)), -5, 5)
+        clock = self.clock_base + np.clip(np.rint(2 * r.standard_normal(g)), -5, 5)
         throttle = np.zeros(g, dtype=np.int64)
+        if self.capped is not None:
+            cr = rng_for(self.seed, "axis-powercap", sl)
+            flip = cr.random(g)
+            # capped most of the time: on -> off 2 %/s, off -> on 20 %/s
+            self.cap_on = self.capped & np.where(self.cap_on, flip >= 0.02, flip < 0.2)
+            on = self.cap_on
+            clock = np.where(on, np.rint(clock * (1 - self.cap_dip * (1 + 0.15 * cr.standard_normal(
+                g)))), clock)
+            power = np.where(on, 700.0 - np.abs(2 * cr.standard_normal(g)), power)
+            throttle[on] |= 0x4
         tags: dict[int, list[int]] = {}
         mods: list[Any] = []
         for e in self.sched.thermals:
@@ -204,19 +286,29 @@ class ThermalGen:
         tf, ti = np.round(temp, 1).tolist(), np.rint(temp).astype(np.int64).tolist()
         mf, mi = np.round(mem, 1).tolist(), np.rint(mem).astype(np.int64).tolist()
         pw = np.round(np.maximum(power, 30.0), 1).tolist()
-        ck = clock.astype(np.int64).tolist()
+        ck = (clock.astype(np.float64) if self.float_clock else clock.astype(np.int64)).tolist()
         th = throttle.tolist()
+        ids, whole = self.ids, self.int_temp
+        emitted: list[int] | range = range(g)
+        if self.cadence is not None:
+            due: list[int] = self.cadence.due(sl).tolist()
+            ts_l, ids, whole, ti, tf, mi, mf, pw, ck, th = _pick(
+                [ts_l, ids, whole, ti, tf, mi, mf, pw, ck, th], due)
+            emitted = due
         cl, tn = self.cluster, self.tenant
         start = len(out)
         out.extend(
             (t, THERMAL, {"ts": t, "node": node, "gpu": gpu,
-                          "gpu_temp_c": a if whole else b, "mem_temp_c": c if whole else d,
+                          "gpu_temp_c": a if wh else b, "mem_temp_c": c if wh else d,
                           "power_w": p, "sm_clock_mhz": k, "throttle": h, "cluster": cl,
                           "tenant": tn}, NO_TAGS)
-            for t, (node, gpu), whole, a, b, c, d, p, k, h
-            in zip(ts_l, self.ids, self.int_temp, ti, tf, mi, mf, pw, ck, th, strict=True))
+            for t, (node, gpu), wh, a, b, c, d, p, k, h
+            in zip(ts_l, ids, whole, ti, tf, mi, mf, pw, ck, th, strict=True))
+        pos = {gi: start + j for j, gi in enumerate(emitted)}
         for gi in self.no_mem:
-            del out[start + gi][2]["mem_temp_c"]
+            if gi in pos:
+                del out[pos[gi]][2]["mem_temp_c"]
         for gi, tl in tags.items():
-            rec = out[start + gi]
-            out[start + gi] = (rec[0], rec[1], rec[2], tuple(tl))
+            if gi in pos:
+                rec = out[pos[gi]]
+                out[pos[gi]] = (rec[0], rec[1], rec[2], tuple(tl))

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from detector.topology import Topology
+from replay.sim.axes import Axes
 
 WARMUP_S = 60.0  # healthy lead-in before the first fault, for detectors' baselines
 TAIL_S = 60.0  # after the last fault: the scoring window is [start_ts, end_ts + 60 s]
@@ -146,6 +147,7 @@ class Scenario:
     start_ts: float = 1767225600.0  # 2026-01-01T00:00:00Z
     transport_noise: bool = True
     cluster: str | None = None
+    axes: Axes = Axes()  # how the cluster reports itself; the defaults change nothing
 
 
 def rng_for(seed: int, *keys: str | int) -> np.random.Generator:
@@ -308,8 +310,12 @@ def fault_nodes(spec: FaultSpec, topology: Topology) -> set[str]:
 def plan_scenario(topology: Topology, *, job: JobLayout, duration_s: float, seed: int,
                   faults: Sequence[str] = FAULT_KINDS, benign: Sequence[str] = BENIGN_KINDS,
                   magnitude_range: tuple[float, float] = (0.05, 0.3),
-                  start_ts: float = 1767225600.0) -> Scenario:
-    """A seeded scenario: each listed fault kind once (list it twice for two), benign sprinkled."""
+                  start_ts: float = 1767225600.0, axes: Axes | None = None) -> Scenario:
+    """A seeded scenario: each listed fault kind once (list it twice for two), benign sprinkled.
+
+    ``axes`` (:mod:`replay.sim.axes`) say how the cluster reports itself; their
+    ``scenario`` axis reshapes the plan (:mod:`replay.sim.scenarios`).
+    """
     faults = check_kinds(faults, FAULT_KINDS + DOMAIN_FAULT_KINDS, "fault")
     benign = check_kinds(benign, BENIGN_KINDS, "benign")
     lo, hi = magnitude_range
@@ -355,9 +361,13 @@ def plan_scenario(topology: Topology, *, job: JobLayout, duration_s: float, seed
                 magnitude=round(float(rng.uniform(lo, hi)), 4), shape=shape)
             t += durs[i] + GAP_S + slack[j + 1]
         specs = [placed[i] for i in range(n)]
-    return Scenario(topology=topology, job=job, duration_s=float(duration_s), faults=tuple(specs),
-                    benign=tuple(_plan_benign(topology, pl, specs, benign, duration_s, seed)),
-                    seed=seed, start_ts=float(start_ts))
+    sc = Scenario(topology=topology, job=job, duration_s=float(duration_s), faults=tuple(specs),
+                  benign=tuple(plan_benign(topology, pl, specs, benign, duration_s, seed)),
+                  seed=seed, start_ts=float(start_ts))
+    if axes is None or axes == Axes():
+        return sc
+    from replay.sim.scenarios import apply_scenario
+    return apply_scenario(sc, axes)
 
 
 # Benign events per kind: (one per this many seconds, at least, duration range in s).
@@ -373,7 +383,7 @@ _BENIGN_RATE: dict[str, tuple[float, int, tuple[float, float]]] = {
 _INSIDE_FAULT = ("checkpoint", "spike", "app_xid", "power_cap", "sbe")
 
 
-def _plan_benign(topology: Topology, pl: Placement, faults: list[FaultSpec],
+def plan_benign(topology: Topology, pl: Placement, faults: list[FaultSpec],
                  kinds: tuple[str, ...], duration_s: float, seed: int) -> list[BenignSpec]:
     rng = rng_for(seed, "plan-benign")
     base = ecc_baseline(seed, len(pl.gpus))

@@ -25,6 +25,7 @@ from replay.sim.effects import (
     Throttle,
 )
 from replay.sim.plan import FAULT_TABLE, BenignSpec, FaultSpec, Placement, Scenario, rng_for
+from replay.sim.workload import LoaderStall, Reboot, SeqLenImbalance, SlowStage, StepGap
 
 
 class Checkpoint(Effect):
@@ -165,6 +166,17 @@ def build_benign(i: int, spec: BenignSpec, sc: Scenario, pl: Placement) -> Effec
         if node is None:
             raise ValueError(f"{what}: target {spec.target!r} is not one of the job's nodes")
         return Instant(a, b, pauses=[(node, a, b)])
+    if k == "reboot":
+        node = pl.node_index.get(spec.target.get("node"))  # type: ignore[arg-type]
+        if node is None:
+            raise ValueError(f"{what}: target {spec.target!r} is not one of the job's nodes")
+        name = pl.nodes[node]
+        return Reboot(node, list(range(len(pl.gpus))),
+                      [g for g, (n, _) in enumerate(pl.gpus) if n == name],
+                      list(range(len(pl.ports))),
+                      [p for p, (n, _) in enumerate(pl.ports) if n == name], a, b,
+                      float(spec.target.get("restart_s", 45.0)),
+                      int(spec.target.get("rewind_steps", 20)), rng)
     if k == "counter_reset" and "nic" in spec.target:
         return Instant(a, b, resets=[(a, _port(pl, spec.target, what))])
     need_rank = k in ("spike", "power_cap")
@@ -182,6 +194,20 @@ def build_benign(i: int, spec: BenignSpec, sc: Scenario, pl: Placement) -> Effec
     raise ValueError(f"{what}: unknown kind")
 
 
+def build_workload(sc: Scenario, pl: Placement) -> list[Effect]:
+    """The ``workload`` axis' effect over the whole log (none by default)."""
+    a, b = sc.start_ts, sc.start_ts + sc.duration_s
+    rng = rng_for(sc.seed, "workload", sc.axes.workload)
+    w = sc.axes.workload
+    if w == "seqlen":
+        return [SeqLenImbalance(pl.dp_of, a, b, rng)]
+    if w == "slow_stage":
+        return [SlowStage(pl.pp_of, a, b, rng)]
+    if w == "loader_stall":
+        return [LoaderStall(pl.n_ranks, a, b, rng)]
+    return []
+
+
 def _overrides(e: Effect, name: str) -> bool:
     return getattr(type(e), name) is not getattr(Effect, name)
 
@@ -193,6 +219,7 @@ class Schedule:
         self.faults = [build_fault(i, f, sc, pl) for i, f in enumerate(sc.faults)]
         effects = [part for e in self.faults for part in getattr(e, "parts", [e])]
         effects += [build_benign(i, b, sc, pl) for i, b in enumerate(sc.benign)]
+        effects += build_workload(sc, pl)
         self.steppers = [e for e in effects if _overrides(e, "step")]
         self.thermals = [e for e in effects if _overrides(e, "thermal")]
         self.nics = [e for e in effects if _overrides(e, "nic")]
@@ -200,6 +227,8 @@ class Schedule:
         self.events = sorted((ev for e in effects for ev in e.ecc_events()), key=lambda v: v.ts)
         self.resets = sorted((r for e in effects for r in e.nic_resets()), key=lambda v: v[0])
         self.pauses = [p for e in effects for p in e.pauses()]
+        self.gaps: list[StepGap] = sorted(g for e in effects if isinstance(e, Reboot)
+                                          for g in e.gaps())
         self._next_event = 0
 
     def step_mods(self, s: float, n: int) -> StepMods | None:

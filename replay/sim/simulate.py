@@ -45,14 +45,16 @@ import gzip
 import heapq
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from detector.alerts import Label, Scope
 from detector.events import STEP
+from replay.sim.axes import AXES, parse_axes, topology_record
 from replay.sim.counters import EccGen, NicGen
 from replay.sim.model import Record, StepGen, ThermalGen
 from replay.sim.plan import (
@@ -159,7 +161,9 @@ def _records(sc: Scenario, pl: Placement, sched: Schedule) -> Iterator[dict[str,
     transport = _Transport(sc.seed) if sc.transport_noise else None
     pending: list[Record] = []
     n_slices = math.ceil(sc.duration_s)
-    yield sc.topology.record()  # the log describes its own cluster (DESIGN.md)
+    head = topology_record(sc.topology, sc.axes)
+    if head is not None:
+        yield head  # the log describes its own cluster (DESIGN.md), as the topology axis says
     for sl in range(n_slices):
         t0 = sc.start_ts + sl
         t1 = t0 + 1
@@ -269,6 +273,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="no duplicated or late messages")
     p.add_argument("--llama3-mix", type=int, default=None, metavar="N",
                    help="instead of --faults: N faults drawn with Llama 3's root-cause frequencies")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variation the detectors must not depend on (repeatable; default "
+                   "first): " + "; ".join(f"{n}: {'|'.join(v)}" for n, v in AXES.items()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -288,12 +295,30 @@ def run(args: argparse.Namespace) -> int:
         faults = _kinds(args.faults or "all", kinds_for(topology), "--faults", "fault")
     benign = _kinds(args.benign, BENIGN_KINDS, "--benign", "benign")
     scenario = plan_scenario(topology, job=job, duration_s=args.duration, seed=args.seed,
-                             faults=faults, benign=benign, start_ts=args.start_ts)
+                             faults=faults, benign=benign, start_ts=args.start_ts,
+                             axes=parse_axes(args.axis))
     if args.no_transport_noise:
         scenario = dataclasses.replace(scenario, transport_noise=False)
-    n = write_log(simulate(scenario), args.out)
+    from detector.cli.progress import progress
+
+    with progress(f"simulate {Path(args.out).name}", total=scenario.duration_s,
+                  unit="s") as on_progress:
+        n = write_log(_with_progress(simulate(scenario), scenario.start_ts, on_progress),
+                      args.out)
     kinds = ",".join(f.kind for f in scenario.faults) or "none"
+    changed = ", ".join(f"{k}={v}" for k, v in scenario.axes.changed().items())
     print(f"wrote {n} records ({len(scenario.faults)} faults: {kinds}; "
-          f"{len(scenario.benign)} benign events) to {args.out}")
+          f"{len(scenario.benign)} benign events{'; axes ' + changed if changed else ''}) "
+          f"to {args.out}")
     return 0
 
+
+def _with_progress(records: Iterator[dict[str, Any]], start_ts: float,
+                   on_progress: Callable[[float], None]) -> Iterator[dict[str, Any]]:
+    """Pass records on, reporting the event seconds simulated so far every 20,000 records."""
+    for i, rec in enumerate(records):
+        if i % 20_000 == 0:
+            ts = rec["value"].get("ts") if isinstance(rec.get("value"), dict) else None
+            if isinstance(ts, int | float):
+                on_progress(ts - start_ts)
+        yield rec

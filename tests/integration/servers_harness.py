@@ -59,8 +59,10 @@ def _ready(url: str) -> bool:
 class Server:
     """One server process with its log; ``close()`` stops it (SIGTERM, then SIGKILL)."""
 
-    def __init__(self, name: str, argv: list[str], port: int, workdir: Path) -> None:
+    def __init__(self, name: str, argv: list[str], port: int, workdir: Path,
+                 ready_path: str = "/-/ready") -> None:
         self.name = name
+        self.ready_path = ready_path
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = workdir / f"{name}.log"
@@ -77,7 +79,7 @@ class Server:
         if self.proc.poll() is not None:
             raise AssertionError(f"{self.name} exited with {self.proc.returncode}\n"
                                  f"{self.log_tail()}")
-        return _ready(self.url + "/-/ready")
+        return _ready(self.url + self.ready_path)
 
     def log_tail(self, lines: int = 30) -> str:
         text = self.log_path.read_text(errors="replace").splitlines()
@@ -136,3 +138,16 @@ def promql(server: Server, expr: str) -> dict[str, Any]:
     except urllib.error.HTTPError as exc:  # 400 with an error body for a bad expression
         with exc:
             return json.loads(exc.read())
+
+
+def node_exporter(tmp: Path, sysfs: Path) -> Server:
+    """node_exporter on a free loopback port with only its infiniband collector, reading the
+    sysfs tree at ``sysfs`` (``--path.sysfs``), as a node's would read /sys."""
+    binary = require("prometheus-node-exporter")
+    d = tmp / "node_exporter"
+    d.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    return Server("node_exporter", [
+        binary, f"--path.sysfs={sysfs}", f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.disable-defaults", "--collector.infiniband", "--log.level=warn"],
+        port, d, ready_path="/metrics")

@@ -71,7 +71,7 @@ def test_alertmanager_groups_labels_and_resolves_faultline_alerts(tmp_path: Path
                 "dedup_key": nics[0].dedup_key}
             ann = first["annotations"]
             assert ann["summary"] == ("[faultline isolation] network/nic on "
-                                      "nic:node-000/mlx5_0: network/nic on nic:node-000/mlx5_0")
+                                      "nic:node-000/mlx5_0: signal=link_down")
             assert ann["action"].startswith("check_link: look at nic:node-000/mlx5_0 "
                                             "(requires approval); rollback:")
             assert '"link_down"' in ann["evidence"]

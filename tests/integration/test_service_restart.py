@@ -30,6 +30,7 @@ def test_killed_worker_is_replaced_without_losing_or_doubling_a_problem(
     expected = expected_problems(service_incident_log, service_incident_topology)
     start, end = log_span(service_incident_log)
     dep = Deployment(kafka_bootstrap, tmp_path, service_incident_topology)
+    dep.env["FAULTLINE_SNAPSHOT_KEY"] = "restart-test-key"  # signed snapshots, read back
     try:
         first = dep.start_worker("first")
         wait_for("the first worker's assignment", lambda: (first.status() or {}).get("sources"),
@@ -54,6 +55,7 @@ def test_killed_worker_is_replaced_without_losing_or_doubling_a_problem(
         assert all(len(k) == 1 for k in keys.values()), keys
         status = second.status() or {}
         assert status["counts"]["restored"] > 0, "the second worker started from nothing"
+        assert status["counts"]["refused"] == 0, second.log_tail()
         assert second.terminate() == 0, second.log_tail()
     finally:
         dep.stop_all()

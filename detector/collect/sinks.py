@@ -1,0 +1,166 @@
+"""Where collected telemetry goes: an incident log, or Kafka with a bounded buffer.
+
+Both take ``send(topic, value)`` with a contract topic name and value.  The
+log writes its topology record first (DESIGN.md): the one given, or one the
+sink makes from the GPUs and NICs it has seen by its first write.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+import orjson
+
+from detector.events import STEP
+from detector.topology import Topology, TopologyError
+
+log = logging.getLogger(__name__)
+
+
+def observed_topology(name: str, records: Iterable[tuple[str, dict[str, Any]]]
+                      ) -> Topology | None:
+    """A faultline topology of the nodes, GPUs and NICs these records name (None if it cannot).
+
+    It knows no switch: a node-local view, enough for ``replay LOG`` to list the
+    node's GPUs and NICs.  A node name the topology format cannot hold leaves it out.
+    """
+    gpus: dict[str, int] = {}
+    nics: dict[str, set[str]] = {}
+    for topic, v in records:
+        node = v.get("node")
+        if not isinstance(node, str) or topic == STEP:
+            continue
+        if isinstance(v.get("gpu"), int):
+            gpus[node] = max(gpus.get(node, 0), v["gpu"] + 1)
+        if isinstance(v.get("nic"), str):
+            nics.setdefault(node, set()).add(v["nic"])
+    lines = [f"Topology={name} Version=1"]
+    for node in sorted(set(gpus) | set(nics)):
+        if not all(c.isalnum() or c in "-_." for c in node):
+            continue
+        nic_list = ",".join(sorted(n for n in nics.get(node, ()) if
+                                   all(c.isalnum() or c in "-_." for c in n)))
+        lines.append(f"NodeSet={node} Gpus={gpus.get(node, 0)}" +
+                     (f" Nics={nic_list}" if nic_list else ""))
+    if len(lines) == 1:
+        return None
+    try:
+        return Topology.from_text("\n".join(lines) + "\n", source=f"<{name}>", fmt="faultline")
+    except TopologyError as exc:
+        log.warning("no topology record for the log: %s", exc)
+        return None
+
+
+class LogSink:
+    """Writes an incident log (gzip when the name ends in .gz), topology record first."""
+
+    def __init__(self, path: str | os.PathLike[str], *, topology: Topology | None = None,
+                 name: str = "collect") -> None:
+        self.path = path
+        self._topology = topology
+        self._name = name
+        self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._out: IO[bytes] = self._raw
+        if str(path).endswith(".gz"):
+            self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)  # type: ignore[assignment]
+        self._head_written = False
+        self.sent = 0
+        self.dropped = 0
+
+    def send_batch(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+        if not batch:
+            return
+        if not self._head_written:
+            topo = self._topology or observed_topology(self._name, batch)
+            if topo is not None:
+                self._out.write(orjson.dumps(topo.record()) + b"\n")
+            self._head_written = True
+        for topic, value in batch:
+            self._out.write(orjson.dumps({"topic": topic, "value": value}))
+            self._out.write(b"\n")
+            self.sent += 1
+        self._out.flush()
+
+    def poll(self) -> None:
+        pass
+
+    def buffered(self) -> int:
+        return 0
+
+    def close(self, timeout_s: float = 10.0) -> int:
+        self._out.close()
+        self._raw.close()
+        return 0
+
+
+class KafkaSink:
+    """An idempotent confluent-kafka producer with a bounded buffer; never blocks the agent.
+
+    librdkafka holds up to ``buffer_messages`` unsent messages while the broker
+    is away; past that a message is dropped and counted, and so is one it could
+    not deliver within ``message_timeout_s``.  Keys follow DESIGN.md: ``node``
+    for the hardware topics, ``job`` for steps.
+    """
+
+    def __init__(self, kafka_config: dict[str, Any], topics: dict[str, str], *,
+                 buffer_messages: int = 100_000, message_timeout_s: float = 300.0,
+                 linger_ms: float = 50.0, on_drop: Callable[[int], None] | None = None) -> None:
+        from confluent_kafka import Producer
+
+        self._topics = topics
+        self._on_drop = on_drop
+        self.sent = 0
+        self.dropped = 0
+        self.failed = 0
+        self.first_error: str | None = None
+        self._producer = Producer({
+            **kafka_config,
+            "enable.idempotence": True,
+            "linger.ms": linger_ms,
+            "compression.type": "none",  # the service's aiokafka reads lz4/zstd only with extras
+            "queue.buffering.max.messages": buffer_messages,
+            "message.timeout.ms": int(message_timeout_s * 1000),
+            "on_delivery": self._delivered,
+            "delivery.report.only.error": True,
+        })
+
+    def _drop(self, n: int = 1) -> None:
+        self.dropped += n
+        if self._on_drop is not None:
+            self._on_drop(n)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = f"{msg.topic()}: {err}"
+            self._drop()
+
+    def send_batch(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+        for topic, value in batch:
+            key = value.get("job" if topic == STEP else "node")
+            try:
+                self._producer.produce(self._topics[topic], orjson.dumps(value),
+                                       key.encode() if isinstance(key, str) else None)
+            except BufferError:
+                self._drop()  # the buffer is full: the broker has been away a while
+                continue
+            self.sent += 1
+        self._producer.poll(0)
+
+    def poll(self) -> None:
+        self._producer.poll(0)
+
+    def buffered(self) -> int:
+        return len(self._producer)
+
+    def close(self, timeout_s: float = 10.0) -> int:
+        """Deliver what is buffered (up to ``timeout_s``); returns how many were left."""
+        left = int(self._producer.flush(timeout_s))
+        if left:
+            self._drop(left)
+        return left

@@ -1,0 +1,1 @@
+"""Importers of real history into incident logs (one module per source)."""
