@@ -192,6 +192,8 @@ class JobMonitor:
                 # again) -- waiting the full lateness would delay every new job's first steps.
                 self._expected = n
                 self._evaluate(step, now, out, False)
+            elif exp == math.inf:
+                continue  # a new job's only step so far: its size is not known yet
             elif n >= exp or n >= exp - max(1, int(exp * cfg.straggler_share)):
                 self._evaluate(step, now, out, n >= exp)
 

@@ -533,7 +533,10 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
         log.info("metrics on %s:%d/metrics", settings.metrics_addr, settings.metrics_port)
     service = DetectorService(settings, topology=topology, partitions=partitions,
                               metrics=metrics)
+    # override_logging=False: keep detector.logs' handler (caps, redaction, rate limit)
+    # instead of mode's, which would print aiokafka's SASL exchange at debug.
     worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,
+                     override_logging=False,
                      redirect_stdouts=False, on_force=on_force)
     log.info("faultline serve: group %s, %d telemetry partitions per topic, bootstrap %s",
              settings.group_id, partitions[settings.topic(TELEMETRY_TOPICS[0])],
