@@ -359,3 +359,44 @@ def test_a_backlog_sends_an_already_resolved_alert_once_as_resolved_or_not_at_al
         assert [b["dedup_key"] for b in pd.bodies()] == [pd_key(still.dedup_key)]
         assert [b["event_action"] for b in pd.bodies()] == ["trigger"]
         assert reg.get_sample_value("faultline_pager_cleared_in_backlog_total") == 1
+
+
+def test_outgoing_payloads_carry_no_escapes_controls_or_huge_names(tmp_path: Path) -> None:
+    import unicodedata
+
+    nasty = "node-1\x1b[31mRED\x1b[0m\u202eevil\x07\r\n" + "x" * (1 << 20)
+    a = alert(nasty, summary="\x1b]0;pwned\x07summary\u200b")
+    with Receiver() as am, Receiver(default=202) as pd, Receiver() as hook:
+        cfg = config({"am": {"type": "alertmanager", "url": am.url, **FAST},
+                      "pd": {"type": "pagerduty", "url": pd.url, "routing_key": "R" * 32,
+                             **FAST},
+                      "w": {"type": "webhook", "url": hook.url, **FAST}}, tmp_path)
+        _, m = metrics(cfg)
+        stop = threading.Event()
+        for sink in (AlertmanagerSink(cfg.sinks["am"], m, state_dir=None, stop=stop),
+                     PagerDutySink(cfg.sinks["pd"], m, state_dir=None, stop=stop),
+                     WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop)):
+            assert sink.deliver(note(a, sink.name)).delivered
+        bodies = {"am": am.requests[0].body, "pd": pd.requests[0].body,
+                  "w": hook.requests[0].body}
+    for name, raw in bodies.items():
+        assert len(raw) < 512 * 1024, name  # a 1 MiB name does not make a 1 MiB page
+
+        def strings(v: Any) -> Any:
+            if isinstance(v, str):
+                yield v
+            elif isinstance(v, dict):
+                for k, x in v.items():
+                    yield k
+                    yield from strings(x)
+            elif isinstance(v, list):
+                for x in v:
+                    yield from strings(x)
+
+        for s in strings(json.loads(raw)):
+            bad = [c for c in s if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf")]
+            assert not bad, (name, s[:80], bad[:5])
+            assert "[31m" not in s and "pwned" not in s
+    labels = json.loads(bodies["am"])[0]["labels"]
+    assert all(len(v) <= 256 for v in labels.values())
+    assert labels["node"].startswith("node-1REDevil xx")
