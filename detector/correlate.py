@@ -20,12 +20,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
+from detector.recovery import Placement, estimate
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -94,6 +96,8 @@ class Correlator:
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        self._placement = Placement()  # where ranks run: for each alert's granularity
+        self._next_prune = -math.inf
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -113,6 +117,8 @@ class Correlator:
 
     def advance(self, now: float, out: list[Alert]) -> None:
         """Fire every timer due at or before ``now``."""
+        if now >= self._next_prune:
+            self.prune(now)
         timers = self._timers
         while timers and timers[0][0] <= now:
             due, _, what, key = heapq.heappop(timers)
@@ -128,7 +134,15 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
+            if f.job is not None and f.active:
+                self._placement.learn(f.job, f.evidence.get("placement"))
+            elif f.job is not None:
+                self._placement.forget(f.job)
+            return
         unit = f.scope.key
+        if f.ts >= self._next_prune:
+            self.prune(f.ts)
         if f.active:
             self._device.setdefault(unit, {})[f.signal] = f
             if f.scope.node is not None:
@@ -166,6 +180,55 @@ class Correlator:
             self._explain_waiting(f.scope, p, out)
         else:
             self._attach_if_firing(f)
+
+    def prune(self, now: float) -> None:
+        """Drop per-unit memory no decision can use any more: state stays bounded as a fleet churns.
+
+        Findings only clear when their unit reports again, so a unit that
+        left with a signal raised would be remembered for ever: after
+        ``unit_fault_idle_s`` its signals go, unless a firing problem stands on
+        them (a latched hardware problem waits for its GPU's reset).  Power
+        management that ended, and node indexes of units with nothing active,
+        go at once.
+        """
+        cfg = self.cfg
+        self._next_prune = now + cfg.unit_idle_s / 4
+        old = now - cfg.unit_fault_idle_s
+        for unit in list(self._device):
+            signals = self._device[unit]
+            for signal in [s for s, f in signals.items() if f.ts < old]:
+                key = self._owner.get(signals[signal].key)
+                p = self.problems.get(key) if key else None
+                if p is None or p.status != "firing":
+                    self._owner.pop(signals.pop(signal).key, None)
+            if not signals:
+                del self._device[unit]
+        for node in list(self._units_of_node):
+            units = self._units_of_node[node]
+            units.intersection_update(self._device)
+            if not units:
+                del self._units_of_node[node]
+        recent = now - cfg.benign_grace_s
+        for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
+            del self._benign[unit]
+        for fkey in [k for k, p in self._owner.items() if p not in self.problems]:
+            del self._owner[fkey]
+        if self.seen is None:
+            return
+        # A latched hardware problem waits for its GPU's reset.  A GPU whose monitors
+        # were dropped (no telemetry for unit_fault_idle_s: it left the fleet) will
+        # never be seen reset, so the problem resolves instead of firing for ever.
+        for p in self.problems.values():
+            if (p.status == "firing" and p.latched and p.kind == "hardware"
+                    and p.scope.level == "gpu" and p.scope.node is not None
+                    and not self.seen(p.scope.node, "ecc")):
+                p.latched = False
+                for fkey in p.active:
+                    self._owner.pop(fkey, None)
+                p.active.clear()
+                p.extra["resolved_because"] = (
+                    f"no telemetry from {p.scope.node} for {cfg.unit_fault_idle_s:g} s")
+                self._schedule_resolve(p, now)
 
     # -- problems ------------------------------------------------------------------------
 
@@ -589,9 +652,14 @@ class Correlator:
         # be fitted from alerts (bench/calibrate.py).
         evidence["raw_confidence"] = round(p.confidence, 3)
         conf = confidence(p.topic, p.kind, p.cause, p.confidence)
+        recovery = estimate(action.name, p.kind, p.onset_ts, detected_ts,
+                            self.cfg.checkpoint_interval_s, self.cfg.restart_s)
+        if p.status == "resolved":
+            recovery = replace(recovery, measured_s=round(detected_ts - p.onset_ts, 3))
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
-                     _summary(p))
+                     _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
+                     recovery)
 
 
 def _nic_of(unit: str) -> str:

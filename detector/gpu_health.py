@@ -32,7 +32,7 @@ class GpuHealth:
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
                  "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
-                 "_resets_since")
+                 "_resets_since", "_faulted")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -48,10 +48,28 @@ class GpuHealth:
         self._remap_failure = False
         self._recovery = "none"
         self._retired_sbe = 0
+        self._faulted = False  # raised a hardware verdict since the last reset
+
+    @property
+    def last_ts(self) -> float:
+        """Time of the newest sample of this GPU."""
+        return self._counters.last_ts
+
+    def has_open_fault(self) -> bool:
+        """Whether something raised here may still be open (so the monitor is kept longer).
+
+        A latched hardware problem waits for this GPU's reset, which only this
+        monitor can see (its counters drop): forgetting it early would leave the
+        problem firing for ever.
+        """
+        return (self._faulted or bool(self._active) or self._remap_pending
+                or self._remap_failure or self._recovery != "none")
 
     def _emit(self, out: list[Finding], s: EccSample, signal: str, cause: str, *,
               verdict: bool = True, active: bool = True, severity: float = 0.9,
               evidence: dict[str, Any] | None = None, onset: float | None = None) -> None:
+        if active and verdict:
+            self._faulted = True
         out.append(Finding(s.ts, s.ts if onset is None else onset, signal, "hardware", cause,
                            self.scope, active, verdict, severity, evidence or {},
                            None, s.tenant, s.cluster))
@@ -151,5 +169,6 @@ class GpuHealth:
             self._resets_since[code] += 1
         self._active.clear()
         self._remap_pending = False
+        self._faulted = False
         self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,
                    severity=0.0, evidence={"counter_resets": self._counters.resets})

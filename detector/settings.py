@@ -180,6 +180,13 @@ class Settings:
     snapshot_key_previous: Secret | None = field(default=None, metadata=_opt(
         "service", "the key before snapshot_key, still accepted on restore while rotating"))
 
+    # [recovery]: the jobs' checkpoint settings, for the recovery estimate on every alert
+    checkpoint_interval_s: float = field(default=Thresholds.checkpoint_interval_s,
+                                         metadata=_opt(
+        "recovery", "the jobs' checkpoint interval: a restart redoes half of it on average"))
+    restart_s: float = field(default=Thresholds.restart_s, metadata=_opt(
+        "recovery", "time to restart a job from a checkpoint (reschedule, load, warm up)"))
+
     # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
     thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
         "thresholds", "overrides of detection thresholds (TOML only)"))
@@ -198,7 +205,9 @@ class Settings:
                 "faultline.findings": self.topic_findings, "faultline.state": self.topic_state}
 
     def engine_thresholds(self) -> Thresholds:
-        return Thresholds().with_overrides(dict(self.thresholds))
+        return Thresholds().with_overrides({
+            **dict(self.thresholds), "checkpoint_interval_s": self.checkpoint_interval_s,
+            "restart_s": self.restart_s})
 
     def kafka_config(self) -> dict[str, Any]:
         """Connection settings for confluent-kafka (librdkafka names); secrets revealed."""

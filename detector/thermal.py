@@ -68,6 +68,11 @@ class NodeTemps:
         self.median_c = float("inf")
         self.median_ts = float("-inf")
 
+    def forget(self, gpu: int) -> bool:
+        """Drop a GPU no longer heard from; True when the node has none left."""
+        self.temps.pop(gpu, None)
+        return not self.temps
+
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
             t = sorted(self.temps.values())
@@ -102,6 +107,19 @@ class GpuThermal:
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
         self._cap_active = False
+
+    @property
+    def last_ts(self) -> float:
+        """Time of the newest sample of this GPU."""
+        return self._last_ts
+
+    @property
+    def node_temps(self) -> NodeTemps:
+        return self._node
+
+    def has_open_fault(self) -> bool:
+        """A throttle, heat or power-cap finding raised and not cleared."""
+        return self._active or self._hot_active or self._cap_active
 
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:

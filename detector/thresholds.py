@@ -95,6 +95,12 @@ class Thresholds:
     evidence_items: int = 8
     forget_after_s: float = 3600.0      # resolved problems are dropped from memory after this
     job_idle_s: float = 3600.0          # a job silent this long is forgotten
+    unit_idle_s: float = 3600.0         # a GPU's / node's monitors silent this long are dropped
+    unit_fault_idle_s: float = 86400.0  # ... or this long, when a fault was raised on them
+
+    # Recovery estimates on alerts (the job's checkpoint settings; [recovery] in the settings).
+    checkpoint_interval_s: float = 1800.0  # a restart redoes half of this on average
+    restart_s: float = 300.0               # rescheduling, loading the checkpoint, warm-up
 
     def with_overrides(self, overrides: dict[str, Any]) -> Thresholds:
         """A copy with some values replaced; unknown names raise ValueError."""

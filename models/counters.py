@@ -34,6 +34,11 @@ class CounterDeltas:
         self._last_ts = float("-inf")
         self.resets = 0
 
+    @property
+    def last_ts(self) -> float:
+        """Time of the newest sample taken (-inf before the first)."""
+        return self._last_ts
+
     def update(self, ts: float, values: Sequence[int | None]) -> tuple[int, ...] | None:
         """Increments since the previous sample, or None when this sample is late or a duplicate."""
         if ts <= self._last_ts:

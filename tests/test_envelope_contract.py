@@ -8,12 +8,13 @@ dropping an envelope field in ``Alert.to_dict`` fails these tests.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from detector.alerts import ESCALATION, ISOLATION, Alert
+from detector.alerts import ESCALATION, ISOLATION, Alert, Granularity, Scope
 from detector.engine import Engine
 from detector.pager.config import PagerConfig, StormConfig
 from detector.pager.payloads import alertmanager_alert, details, webhook_body
@@ -29,7 +30,7 @@ def _engine_alerts() -> list[Alert]:
                                                                         tenant="t-a")
           for i in range(3)]
     steps = [s._replace(cluster="c2", tenant="t-b")
-             for s in healthy_job(steps=40, slow={3: 1.3}, slow_from=10)]
+             for s in healthy_job(steps=90, slow={3: 1.3}, slow_from=10, slow_to=25)]
     events = sorted([*hw, *steps], key=lambda e: e.ts)
     return feed(Engine(), events)
 
@@ -130,3 +131,69 @@ def test_fields_a_newer_engine_adds_are_passed_on() -> None:
     v = {**_engine_alerts()[0].to_dict(), "runbook_url": "https://runbooks/x"}
     a = Alert.from_record(ISOLATION, v)
     assert a.to_dict()["runbook_url"] == "https://runbooks/x"
+
+
+# -- the three figures: detection latency, isolation granularity, recovery time ----------
+
+
+def test_every_engine_alert_carries_the_three_figures() -> None:
+    from detector.thresholds import Thresholds
+
+    made = feed(Engine(Thresholds(checkpoint_interval_s=600.0, restart_s=120.0)),
+                sorted([*[s._replace(cluster="c2") for s in healthy_job(
+                    ranks=32, steps=90, slow={3: 1.3}, slow_from=10, slow_to=25)],
+                        ecc(T0 + 5.0, "node-001", 2, dbe=1, xid=48)], key=lambda e: e.ts))
+    assert made and all(a.granularity is not None and a.recovery is not None for a in made)
+    by = {(a.scope.key, a.status): a for a in made}
+    hw = by["gpu:node-001/2", "firing"]
+    # healthy_job: 32 ranks, node-000..003 with 8 GPUs each, one pipeline stage, dp = rank.
+    assert hw.granularity == Granularity(gpus=1, ranks=1, dp_replicas=1, share_of_job=0.0312,
+                                         jobs=1)
+    assert hw.recovery is not None and hw.recovery.estimate_s == 120.0 + 300.0
+    assert "checkpoint interval 600 s, restart 120 s" in hw.recovery.basis
+    slow = by["gpu:node-000/3", "firing"]
+    assert slow.topic == ESCALATION and slow.granularity.ranks == 1  # type: ignore[union-attr]
+    assert slow.recovery.basis.startswith("needs a human first")  # type: ignore[union-attr]
+    done = by["gpu:node-000/3", "resolved"]
+    assert done.recovery.measured_s == pytest.approx(  # type: ignore[union-attr]
+        done.detected_ts - done.onset_ts)
+    assert hw.to_dict()["granularity"] == {"gpus": 1, "ranks": 1, "dp_replicas": 1,
+                                           "share_of_job": 0.0312, "jobs": 1}
+
+
+def test_a_node_takes_out_its_gpus_and_a_switch_the_nodes_behind_it() -> None:
+    from detector.recovery import Placement
+    from detector.topology import Topology
+
+    topo = Topology.load(Path(__file__).resolve().parent.parent / "topologies"
+                         / "h100-128.topo")
+    lay = Placement()
+    nodes = topo.nodes()[:4]
+    lay.learn("job-1", [[r, nodes[r // 8], r % 8, r // 16] for r in range(32)])  # tp=16
+    g = lay.granularity(Scope.of_node(nodes[1]), topo, None)
+    assert (g.gpus, g.ranks, g.dp_replicas, g.share_of_job) == (8, 8, 1, 0.5)
+    switch = topo.switch_of(nodes[0], topo.nics_of(nodes[0])[0])
+    assert switch is not None
+    g = lay.granularity(Scope.of_switch(switch), topo, None)
+    assert g.gpus == 8 * len(topo.nodes_under(switch)) and g.share_of_job == 1.0
+    lay.forget("job-1")
+    assert lay.granularity(Scope.of_node(nodes[1]), topo, None) == Granularity(gpus=8)
+
+
+def test_the_pager_shows_the_three_figures(alerts: list[Alert]) -> None:
+    from detector.pager.notification import Notification
+
+    a = next(x for x in alerts if x.kind == "hardware" and x.status == "firing")
+    ann = alertmanager_alert(a, "warning", wall_now=T0, ttl_s=240.0)["annotations"]
+    assert ann["detection_latency_s"] == "0.000"
+    assert ann["granularity"] == "1 GPU, 1 rank, 1 DP replica (6.2 % of the job)"
+    assert ann["recovery"].startswith("~20 min: drain the GPU + restart from the last checkpoint")
+    d = details(Notification("pd", "trigger", a.dedup_key, "warning", a), 65536)
+    assert d["granularity"] == {"gpus": 1, "ranks": 1, "dp_replicas": 1,
+                                "share_of_job": 0.0625, "jobs": 1}
+    assert d["recovery"]["estimate_s"] == 1200.0 and d["detection_latency_s"] == 0.0
+    r = next(x for x in alerts if x.status == "resolved")  # the slow rank's escalation
+    ann = alertmanager_alert(r, "critical", wall_now=T0, ttl_s=240.0)["annotations"]
+    assert " measured (estimated ~20 min): needs a human first" in ann["recovery"]
+    assert r.recovery is not None and r.recovery.measured_s == round(
+        r.detected_ts - r.onset_ts, 3)

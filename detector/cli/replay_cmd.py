@@ -41,8 +41,9 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    "[env FAULTLINE_SPEED]")
     k.add_argument("--topic-prefix", default=None,
                    help="prepended to the topic names [env FAULTLINE_TOPIC_PREFIX]")
-    k.add_argument("--config", default=None, help="settings file (TOML), for topic names, "
-                   "partitions and Kafka security [env FAULTLINE_CONFIG]")
+    p.add_argument("--config", default=None, help="settings file (TOML): [thresholds] and "
+                   "[recovery] (checkpoint interval, restart time) here; topic names, partitions "
+                   "and Kafka security with --to-kafka [env FAULTLINE_CONFIG]")
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -50,9 +51,11 @@ def _run_replay(args: argparse.Namespace) -> int:
         return _run_replay_to_kafka(args)
     if args.speed is not None:
         raise ValueError("--speed paces production into Kafka: use it with --to-kafka")
+    from detector.settings import Settings
     from replay.log import write_records
     from replay.runner import replay_log
 
+    thresholds = Settings.load(args.config).engine_thresholds()  # [thresholds], [recovery]
     topology = load_topology(args.topology)
     from replay.log import log_files, log_topology
     files = log_files(args.logs)
@@ -71,7 +74,8 @@ def _run_replay(args: argparse.Namespace) -> int:
                 print(format_alert(a, t0), flush=True)
 
         with progress(f"replay {path.name}") as on_progress:
-            res = replay_log(path, topology=topo, on_alert=on_alert, on_progress=on_progress)
+            res = replay_log(path, topology=topo, thresholds=thresholds, on_alert=on_alert,
+                             on_progress=on_progress)
         why = res.unreadable()
         if why:
             print(f"faultline replay: {path}: nothing could be read: {why}", file=sys.stderr)

@@ -115,7 +115,8 @@ class DetectorService:
         self._lock = asyncio.Lock()
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
-                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0}
+                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0,
+                       "batch_errors": 0}
         # (wall, process CPU) when the first telemetry batch came and the last one was done:
         # what bench/kafka_throughput.py divides by, read from the status file.
         self._input_first: tuple[float, float] | None = None
@@ -186,12 +187,17 @@ class DetectorService:
         now = self.clock()
         touched: list[SourcePartition] = []
         for tp, records in by_tp.items():
-            if tp.topic == self.findings_topic:
-                self._on_findings(tp, records, now)
+            try:
+                if tp.topic == self.findings_topic:
+                    self._on_findings(tp, records, now)
+                    continue
+                if self._input_first is None:
+                    self._input_first = (self.wall(), time.process_time())
+                part = self._on_telemetry(tp, records, now)
+            except Exception:  # noqa: BLE001 - every record is guarded; this is a last net
+                self.counts["batch_errors"] += 1
+                log.exception("batch of %d records from %s failed", len(records), tp)
                 continue
-            if self._input_first is None:
-                self._input_first = (self.wall(), time.process_time())
-            part = self._on_telemetry(tp, records, now)
             if part is not None:
                 touched.append(part)
         if touched:
@@ -448,13 +454,15 @@ class DetectorService:
                 try:
                     src = SourcePartition.restore(contract, tp.partition,
                                                   self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now, codec=self.codec)
+                                                  self.topology, now=now, codec=self.codec,
+                                                  wall_clock=self.wall)
                     self.counts["restored"] += 1
                     return src
                 except Exception as exc:  # noqa: BLE001 - start afresh from the commit
                     self._refused(tp, exc)
             part = SourcePartition(contract, tp.partition, self.findings_partitions,
-                                   self.thresholds, self.topology, now=now)  # type: ignore[assignment]
+                                   self.thresholds, self.topology, now=now,
+                                   wall_clock=self.wall)  # type: ignore[assignment]
         # A refused snapshot's offset is no more trusted than its state: the partition
         # starts from the group's committed position (set by the caller).
         return part
@@ -525,7 +533,10 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
         log.info("metrics on %s:%d/metrics", settings.metrics_addr, settings.metrics_port)
     service = DetectorService(settings, topology=topology, partitions=partitions,
                               metrics=metrics)
+    # override_logging=False: keep detector.logs' handler (caps, redaction, rate limit)
+    # instead of mode's, which would print aiokafka's SASL exchange at debug.
     worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,
+                     override_logging=False,
                      redirect_stdouts=False, on_force=on_force)
     log.info("faultline serve: group %s, %d telemetry partitions per topic, bootstrap %s",
              settings.group_id, partitions[settings.topic(TELEMETRY_TOPICS[0])],

@@ -37,7 +37,9 @@ with ``source`` ("telemetry.ecc:3"):
 - ``watermark``: ``ts`` and ``idle`` of one source (what workers before
   ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
-  node reached the monitors, which the correlator cites in escalations.
+  node reached the monitors, which the correlator cites in escalations;
+- ``forget``: ``node`` and ``what`` — that node's monitors were pruned after
+  ``unit_idle_s`` of silence (a fleet churns), so it is no longer "seen".
 """
 
 from __future__ import annotations
@@ -45,19 +47,17 @@ from __future__ import annotations
 import logging
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
+from detector.decoding import decode
 from detector.events import (
     ECC,
     NIC,
-    STEP,
     THERMAL,
     InvalidMessage,
-    decode,
-    salvage_nonfinite,
 )
 from detector.findings import Finding
 from detector.monitors import Monitors
@@ -124,12 +124,13 @@ class SourcePartition:
 
     def __init__(self, topic: str, partition: int, findings_partitions: int,
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
-                 *, now: float = 0.0) -> None:
+                 *, now: float = 0.0, wall_clock: Callable[[], float] | None = None) -> None:
         self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
         self.partition = partition
         self.source = f"{topic}:{partition}"
         self.findings_partitions = findings_partitions
-        self.monitors = Monitors(thresholds, topology)
+        # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
+        self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
         self.offset = -1                    # last input offset processed
         self._idle_seq = 0                  # findings made by idle advances since that offset
         self.last_input = now               # wall time of the last input (or of assignment)
@@ -149,7 +150,8 @@ class SourcePartition:
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
-                codec: StateCodec = UNSIGNED) -> SourcePartition:
+                codec: StateCodec = UNSIGNED,
+                wall_clock: Callable[[], float] | None = None) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = codec.decode(blob, f"{topic}:{partition}@{offset}")
         if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
@@ -158,6 +160,7 @@ class SourcePartition:
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
         part.monitors.topology = topology
+        part.monitors.wall_clock = wall_clock
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
@@ -190,28 +193,28 @@ class SourcePartition:
                 if raw is None:
                     raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = decode(topic, raw)
+                new_node = hw is not None and not mon.was_seen(ev.node, hw)
+                mon.process(ev, found)  # InvalidMessage too: ts out of range
             except InvalidMessage as exc:
                 self.invalid += 1
                 dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
-                nf = salvage_nonfinite(topic, raw) if topic == STEP and raw is not None else None
-                if nf is not None:
+                if exc.nonfinite is not None:
                     try:
-                        mon.process_nonfinite(nf, found)
+                        mon.process_nonfinite(exc.nonfinite, found)
                     except Exception as err:  # noqa: BLE001 - see _engine_error
                         self._engine_error(err, offset, key, raw, dead)
+            except Exception as err:  # noqa: BLE001 - see _engine_error
+                self._engine_error(err, offset, key, raw, dead)
             else:
                 self.events += 1
-                new_node = hw is not None and not mon.was_seen(ev.node, hw)
-                try:
-                    mon.process(ev, found)
-                except Exception as err:  # noqa: BLE001 - see _engine_error
-                    self._engine_error(err, offset, key, raw, dead)
                 if new_node:
                     emits.append(Emit(findings_partition(ev.cluster, self.findings_partitions),
                                       b"seen", dumps({"type": "seen", "source": source,
                                                        "node": ev.node, "what": hw})))
             self.offset = offset
             self._idle_seq = 0
+            if mon.forgotten:
+                self._emit_forgotten(emits)
             if found:
                 self._emit_findings(found, offset, 0, emits,
                                     None if arrived is None else arrived / arrivals_per_s)
@@ -241,6 +244,13 @@ class SourcePartition:
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
+    def _emit_forgotten(self, emits: list[Emit]) -> None:
+        # The node's cluster is not known any more: every correlator hears it.
+        for node, what in self.monitors.forgotten:
+            emits.append(Emit(None, b"seen", dumps({"type": "forget", "source": self.source,
+                                                    "node": node, "what": what})))
+        self.monitors.forgotten.clear()
+
     def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
         """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
 
@@ -253,6 +263,8 @@ class SourcePartition:
         found: list[Finding] = []
         self.monitors.advance(self.monitors.clock + (now - self._advanced_at), found)
         self._advanced_at = now
+        if self.monitors.forgotten:
+            self._emit_forgotten(emits)
         if found:
             self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
             self._idle_seq += len(found)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from replay.evaluation.ettr import EttrModel
 
+REPORTED = "REPORTED"  # in a reporting corpus: when it was evaluated
+
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
@@ -21,6 +23,7 @@ def _env(name: str, default: str | None = None) -> str | None:
 def configure_parser(p: argparse.ArgumentParser) -> None:
     """Flags of ``faultline evaluate``."""
     from replay.evaluation.corpus import SCALES
+    from replay.evaluation.matrix import MATRIX_SCALES
 
     p.add_argument("corpus", nargs="?", default=None,
                    help="corpus folder (with corpus.json) to evaluate")
@@ -30,10 +33,16 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     b.add_argument("--seeds", default=_env("FAULTLINE_EVAL_SEEDS"), metavar="A..B",
                    help="seeds, one per log (A..B inclusive, or A,B,C); keep the tuning and "
                    "the reporting corpus on disjoint ranges [env FAULTLINE_EVAL_SEEDS]")
-    b.add_argument("--scale", choices=sorted(SCALES), default=_env("FAULTLINE_EVAL_SCALE",
-                                                                   "small"),
-                   help="small: 5 logs, ~40 faults, minutes; full: 17 logs, >= 200 faults "
-                   "[env FAULTLINE_EVAL_SCALE]")
+    b.add_argument("--scale", choices=[*sorted(SCALES), "healthy", *MATRIX_SCALES],
+                   default=_env("FAULTLINE_EVAL_SCALE", "small"),
+                   help="small: 5 logs, ~40 faults, minutes; full: 17 logs, >= 200 faults; "
+                   "healthy: 4 fault-free 256-GPU logs, ~85 GPU-days, for false isolations "
+                   "per 1,000 GPU-days; matrix: every cell of issue 10's variation matrix with "
+                   "every seed (27 cells x 64 GPUs x 20 min a seed); matrix-tiny: the same "
+                   "cells, 16 GPUs, 5 min (tests) [env FAULTLINE_EVAL_SCALE]")
+    b.add_argument("--reporting", action="store_true",
+                   help="mark the corpus as the reporting corpus: evaluated once, after tuning "
+                   "(a second evaluation needs --again)")
     p.add_argument("--workers", type=int, default=int(_env("FAULTLINE_EVAL_WORKERS", "2") or 2),
                    help="parallel processes for building and replaying (default 2) "
                    "[env FAULTLINE_EVAL_WORKERS]")
@@ -45,6 +54,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="also write everything machine-readable to this file")
     e.add_argument("--no-baselines", action="store_true",
                    help="faultline only (about half the time; for a tuning loop)")
+    e.add_argument("--again", action="store_true",
+                   help="evaluate a reporting corpus that was evaluated before (say so when "
+                   "you quote its figures)")
     m = p.add_argument_group("ETTR model (printed with the result)")
     d = EttrModel()
     m.add_argument("--job-gpus", type=int, default=d.job_gpus,
@@ -114,8 +126,9 @@ def _progress(desc: str) -> Iterator[Callable[[str], None]]:
 
 def run(args: argparse.Namespace) -> int:
     """``faultline evaluate``: build a corpus, or evaluate one and print the table."""
-    from replay.evaluation.corpus import SCALES, build_corpus, parse_seeds
+    from replay.evaluation.corpus import SCALES, build_pairs, parse_seeds, read_manifest
     from replay.evaluation.evaluate import evaluate_corpus
+    from replay.evaluation.matrix import MATRIX_SCALES, healthy_recipes, matrix_pairs
 
     if args.workers < 1:
         raise ValueError("--workers must be >= 1")
@@ -124,14 +137,24 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("give --build DIR or a corpus to evaluate, not both")
         if not args.seeds:
             raise ValueError("--build needs --seeds A..B (one seed per log)")
-        recipes = SCALES[args.scale]
         seeds = parse_seeds(args.seeds)
+        purpose = "reporting" if args.reporting else "tuning"
+        if args.scale in MATRIX_SCALES:  # every cell with every seed
+            pairs = matrix_pairs(args.scale, seeds)
+        else:
+            recipes = healthy_recipes() if args.scale == "healthy" else SCALES[args.scale]
+            if len(seeds) < len(recipes):
+                raise ValueError(f"the {args.scale} corpus has {len(recipes)} logs and needs "
+                                 f"as many seeds; got {len(seeds)}")
+            if len(set(seeds)) != len(seeds):
+                raise ValueError("seeds repeat")
+            pairs = list(zip(recipes, seeds, strict=False))
         t0 = time.perf_counter()
-        print(f"building the {args.scale} corpus ({len(recipes)} logs) in {args.build} with "
-              f"{args.workers} worker(s)", flush=True)
+        print(f"building the {args.scale} {purpose} corpus ({len(pairs)} logs) in {args.build} "
+              f"with {args.workers} worker(s)", flush=True)
         with _progress("build") as note:
-            man = build_corpus(args.build, recipes, seeds, scale=args.scale,
-                               workers=args.workers, progress=note)
+            man = build_pairs(args.build, pairs, scale=args.scale, workers=args.workers,
+                              progress=note, purpose=purpose)
         faults = sum(len(e["faults"]) for e in man["logs"])
         kinds = sorted({f["kind"] for e in man["logs"] for f in e["faults"]})
         records = sum(e["records"] for e in man["logs"])
@@ -142,11 +165,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus:
         raise ValueError("name a corpus folder to evaluate, or --build DIR --seeds A..B")
+    stamp = Path(args.corpus) / REPORTED
+    reporting = read_manifest(args.corpus).get("purpose") == "reporting"
+    if reporting and stamp.exists() and not args.again:
+        raise ValueError(f"{args.corpus} is a reporting corpus and was evaluated already "
+                         f"({stamp.read_text().strip()}); tune on a tuning corpus, or pass "
+                         "--again and say so with the figures")
     with _progress("evaluate") as note:
         ev = evaluate_corpus(args.corpus, topology_map=parse_topology_map(args.topology_map),
                              workers=args.workers, baselines=not args.no_baselines,
                              model=model_from(args), progress=note)
     print(ev.format(), flush=True)
+    if reporting:
+        previous = stamp.read_text() if stamp.exists() else ""
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        stamp.write_text(previous + f"evaluated {when} in {ev.seconds:.0f} s\n")
     if args.json:
         Path(args.json).write_text(json.dumps(ev.to_dict(), indent=1) + "\n")
         print(f"wrote {args.json}")

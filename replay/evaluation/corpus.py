@@ -24,12 +24,13 @@ node's telemetry pause) over the start of some faults.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 from detector.hostlist import expand_hostlist
 from detector.topology import Topology
+from replay.sim.axes import Axes, slurm_view
 from replay.sim.plan import (
     BENIGN_KINDS,
     FAULT_KINDS,
@@ -51,6 +53,8 @@ from replay.sim.plan import (
 )
 
 MANIFEST = "corpus.json"
+STEP_ENDS_KEPT = 60  # a fault caught later than this many steps counts as "> 60 steps"
+STEP_SLACK_S = 0.05  # ranks report a step up to 20 ms apart
 FORMAT = "faultline-corpus/1"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,6 +75,10 @@ class LogRecipe:
     benign: tuple[str, ...] = BENIGN_KINDS
     magnitude_range: tuple[float, float] = (0.03, 0.30)
     onset_benign_share: float = 0.4  # faults that start during an added benign event
+    step_s: float = 1.0
+    axes: Axes = Axes()  # how the cluster reports itself (replay/sim/axes.py)
+    axis: str | None = None  # the matrix cell this log belongs to: axis name ...
+    value: str | None = None  # ... and its value
 
     @property
     def gpus(self) -> int:
@@ -155,7 +163,7 @@ def scenario_for(r: LogRecipe, seed: int, index: int) -> tuple[Scenario, dict[st
     """The scenario of one corpus log, and notes on its faults for the manifest."""
     topology = Topology.load(resolve_topology(r.topology))
     nodes = tuple(expand_hostlist(r.nodes)) if r.nodes else None
-    job = JobLayout(tp=r.tp, pp=r.pp, dp=r.dp, nodes=nodes)
+    job = JobLayout(tp=r.tp, pp=r.pp, dp=r.dp, nodes=nodes, step_s=r.step_s)
     kinds = llama3_mix(r.llama3, seed) if r.llama3 else r.faults
     sc = plan_scenario(topology, job=job, duration_s=r.duration_s, seed=seed, faults=kinds,
                        benign=r.benign, magnitude_range=r.magnitude_range)
@@ -164,6 +172,11 @@ def scenario_for(r: LogRecipe, seed: int, index: int) -> tuple[Scenario, dict[st
     sc = dataclasses.replace(sc, faults=faults,
                              benign=tuple(sorted(sc.benign + tuple(extra),
                                                  key=lambda b: (b.start_s, b.kind))))
+    if r.axes != Axes():  # the scenario axis reshapes the plan last: its faults keep their shape
+        from replay.sim.scenarios import apply_scenario
+        sc = apply_scenario(sc, r.axes)
+    if r.axis is not None:  # matrix cells share seeds: fault ids name the cell too
+        sc = dataclasses.replace(sc, label_prefix=f"{r.name}-")
     return sc, {"during_benign": _during_benign(sc)}
 
 
@@ -221,38 +234,84 @@ def _build_one(task: tuple[LogRecipe, int, int, str]) -> dict[str, Any]:
     t0 = time.perf_counter()
     sc, notes = scenario_for(r, seed, index)
     rel = f"logs/{r.name}-s{seed}.jsonl.gz"
-    n = write_log(simulate(sc), Path(out_dir) / rel)
+    steps: list[float] = []  # when each step ended (rank 0), for latencies counted in steps
+    labels: dict[str, dict[str, Any]] = {}
+
+    def watch(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for rec in records:
+            topic = rec["topic"]
+            if topic == "telemetry.step" and rec["value"]["rank"] == 0:
+                steps.append(rec["value"]["ts"])
+            elif topic == "labels":
+                labels[rec["value"]["fault_id"]] = rec["value"]
+            yield rec
+
+    n = write_log(watch(simulate(sc)), Path(out_dir) / rel)
+    ends = sorted(set(steps))
     faults = []
     for i, (f, during) in enumerate(zip(sc.faults, notes["during_benign"], strict=True)):
-        faults.append({"fault_id": label_for(i, f, sc, 0.0, 0.0).fault_id, "kind": f.kind,
+        fid = label_for(i, f, sc, 0.0, 0.0).fault_id
+        lab = labels.get(fid, {})
+        start = lab.get("start_ts", sc.start_ts + f.start_s)
+        at = bisect.bisect_left(ends, start - STEP_SLACK_S)
+        faults.append({"fault_id": fid, "kind": f.kind,
                        "shape": f.shape, "magnitude": f.magnitude, "target": f.target,
                        "start_s": f.start_s, "duration_s": f.duration_s,
-                       "during_benign": during})
-    return {"file": rel, "name": r.name, "seed": seed, "topology": r.topology,
+                       "during_benign": during, "from_job_start": f.start_s == 0.0,
+                       # ends of the steps from the fault's start on: latency in steps
+                       "step_ends": ends[at:at + STEP_ENDS_KEPT]})
+    topo_path: str | None = r.topology
+    if r.axes.topology == "none":
+        topo_path = None
+    elif r.axes.topology == "slurm":  # what a site hands faultline: its Slurm topology.conf
+        topo_path = f"topologies/{sc.topology.name}.slurm.topology.conf"
+        dest = Path(out_dir) / topo_path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(slurm_view(sc.topology))
+    return {"file": rel, "name": r.name, "seed": seed, "topology": topo_path,
             "topology_name": sc.topology.name, "healthy": r.healthy,
-            "job": {"tp": r.tp, "pp": r.pp, "dp": r.dp, "nodes": r.nodes, "gpus": r.gpus},
-            "duration_s": r.duration_s, "records": n, "faults": faults,
+            "job": {"tp": r.tp, "pp": r.pp, "dp": r.dp, "nodes": r.nodes, "gpus": r.gpus,
+                    "step_s": r.step_s},
+            "axis": r.axis, "value": r.value, "axes": r.axes.changed(),
+            "duration_s": sc.duration_s, "records": n, "faults": faults,
             "benign": dict(Counter(b.kind for b in sc.benign)),
             "build_s": round(time.perf_counter() - t0, 2)}
 
 
 def build_corpus(out_dir: str | os.PathLike[str], recipes: Sequence[LogRecipe],
                  seeds: Sequence[int], *, scale: str = "custom", workers: int = 2,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[str], None] | None = None,
+                 purpose: str = "tuning") -> dict[str, Any]:
     """Simulate every recipe's log (one seed each, in order) and write the manifest."""
     if len(seeds) < len(recipes):
         raise ValueError(f"the {scale} corpus has {len(recipes)} logs and needs as many seeds; "
                          f"got {len(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError("seeds repeat")
-    names = [r.name for r in recipes]
-    if len(set(names)) != len(names):
-        raise ValueError("recipe names repeat")
+    return build_pairs(out_dir, list(zip(recipes, seeds, strict=False)), scale=scale,
+                       workers=workers, progress=progress, purpose=purpose)
+
+
+def build_pairs(out_dir: str | os.PathLike[str], pairs: Sequence[tuple[LogRecipe, int]], *,
+                scale: str = "custom", workers: int = 2,
+                progress: Callable[[str], None] | None = None,
+                purpose: str = "tuning") -> dict[str, Any]:
+    """Simulate one log per (recipe, seed) and write the manifest.
+
+    ``purpose`` is ``tuning`` or ``reporting``: a reporting corpus is meant to be
+    evaluated once, after tuning (``faultline evaluate`` refuses a second run).
+    """
+    if purpose not in ("tuning", "reporting"):
+        raise ValueError(f"purpose must be tuning or reporting, got {purpose!r}")
+    keys = [(r.name, s) for r, s in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a (recipe, seed) pair repeats")
     out = Path(out_dir)
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    tasks = [(r, s, i, str(out)) for i, (r, s) in enumerate(zip(recipes, seeds, strict=False))]
+    tasks = [(r, s, i, str(out)) for i, (r, s) in enumerate(pairs)]
     # biggest first, so two workers finish together
-    order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].gpus * tasks[i][0].duration_s)
+    order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0].gpus * tasks[i][0].duration_s
+                   / tasks[i][0].axes.interval_s ** 0.5)
     t0 = time.perf_counter()
     entries: dict[int, dict[str, Any]] = {}
     if workers > 1 and len(tasks) > 1:
@@ -267,7 +326,8 @@ def build_corpus(out_dir: str | os.PathLike[str], recipes: Sequence[LogRecipe],
             entries[i] = _build_one(tasks[i])
             if progress:
                 progress(_built_line(entries[i]))
-    manifest = {"format": FORMAT, "scale": scale, "seeds": list(seeds[:len(recipes)]),
+    manifest = {"format": FORMAT, "scale": scale, "purpose": purpose,
+                "seeds": sorted({s for _, s in pairs}),
                 "build_s": round(time.perf_counter() - t0, 1),
                 "logs": [entries[i] for i in range(len(tasks))]}
     write_manifest(out, manifest)

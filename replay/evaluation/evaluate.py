@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from detector.alerts import ESCALATION, ISOLATION, FiredAlert, Label
-from detector.events import TELEMETRY_TOPICS, InvalidMessage, StepSample, decode_value
+from detector.decoding import decode_value
+from detector.events import TELEMETRY_TOPICS, InvalidMessage, StepSample
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 from replay.evaluation.baselines import BASELINES
@@ -56,6 +57,7 @@ class LogEval:
     last_ts: float
     seconds: dict[str, float]
     slowdown: dict[str, float] = field(default_factory=dict)
+    error: str = ""  # the engine raised on this log: its faults count as missed
 
     @property
     def gpus(self) -> int:
@@ -131,7 +133,16 @@ def evaluate_task(task: tuple[str, dict[str, Any], str | None, bool]) -> LogEval
     """evaluate_log for a process pool: (log path, manifest entry, topology path, baselines)."""
     path, entry, topo_path, baselines = task
     topology = Topology.load(topo_path) if topo_path else None
-    return evaluate_log(path, entry, topology, baselines=baselines)
+    try:
+        return evaluate_log(path, entry, topology, baselines=baselines)
+    except Exception as exc:  # noqa: BLE001 - one log's crash must not hide the others' figures
+        labels = []
+        for rec in read_records(path):
+            if not isinstance(rec, InvalidRecord) and rec.topic == "labels":
+                labels.append(Label.from_dict(rec.value))
+        return LogEval(entry, labels, {FAULTLINE: []}, 0, 0.0,
+                       float(entry.get("duration_s", 0.0)), {FAULTLINE: 0.0},
+                       error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 # -- the corpus ----------------------------------------------------------------------------
@@ -189,11 +200,13 @@ def evaluate_corpus(corpus_dir: str | os.PathLike[str], *,
     manifest = read_manifest(cdir)
     tasks = []
     for e in manifest["logs"]:
-        topo = resolve_topology(e["topology"], cdir, topology_map, e.get("topology_name"))
+        # a log of the topology=none axis is replayed with no topology at all
+        topo = (None if e["topology"] is None else
+                resolve_topology(e["topology"], cdir, topology_map, e.get("topology_name")))
         path = cdir / e["file"]
         if not path.is_file():
             raise FileNotFoundError(f"{cdir}: the manifest names {e['file']}, which is missing")
-        tasks.append((str(path), e, str(topo), baselines))
+        tasks.append((str(path), e, None if topo is None else str(topo), baselines))
     order = sorted(range(len(tasks)), key=lambda i: -int(tasks[i][1].get("records", 0)))
     logs: dict[int, LogEval] = {}
 
@@ -201,7 +214,8 @@ def evaluate_corpus(corpus_dir: str | os.PathLike[str], *,
         if progress:
             lg = logs[i]
             took = ", ".join(f"{k} {v:.0f} s" for k, v in lg.seconds.items())
-            progress(f"  replayed {lg.entry['file']}: {lg.events:,} events ({took})")
+            crashed = f"; CRASHED: {lg.error}" if lg.error else ""
+            progress(f"  replayed {lg.entry['file']}: {lg.events:,} events ({took}){crashed}")
 
     if workers > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:

@@ -148,6 +148,7 @@ class Scenario:
     transport_noise: bool = True
     cluster: str | None = None
     axes: Axes = Axes()  # how the cluster reports itself; the defaults change nothing
+    label_prefix: str = ""  # before each fault_id, when logs of one seed must not share ids
 
 
 def rng_for(seed: int, *keys: str | int) -> np.random.Generator:

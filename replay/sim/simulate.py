@@ -104,8 +104,8 @@ def label_for(i: int, spec: FaultSpec, sc: Scenario, start_ts: float, end_ts: fl
         scope = Scope.of_domain(t["domain"])
     else:
         scope = Scope.of_switch(t["switch"])
-    return Label(f"s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind, info.cause, scope,
-                 start_ts, end_ts, info.attributable)
+    return Label(f"{sc.label_prefix}s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind,
+                 info.cause, scope, start_ts, end_ts, info.attributable)
 
 
 class _Transport:

@@ -153,40 +153,55 @@ def test_pager_delivers_commits_and_resumes_without_repeats_or_losses(
         run.produce([*nics, *escalations, nics[0],  # a duplicate
                      (ISOLATION, "junk", b'{"not": "an alert"}')])
 
+        nic_keys = sorted(m[1] for m in nics)
+        esc_keys = sorted(e[1] for e in escalations)
+
+        def covered(bodies: list[dict[str, Any]]) -> list[str]:
+            """Every alert key the trigger notifications speak for (primary and grouped)."""
+            return sorted([b["dedup_key"] for b in bodies if b["event"] == "trigger"]
+                          + [g["dedup_key"] for b in bodies for g in b.get("grouped", [])])
+
         pager = run.start()
         try:
-            rx.wait_for("three notifications: one for the four NIC alerts, two escalations",
-                        lambda reqs: len(reqs) >= 3, 60)
+            # Storm control groups the four NIC alerts (group_wait 1 s); should the two
+            # partitions come in further apart than that on a loaded machine, they are two
+            # groups: the test waits for every alert, not for a number of POSTs.
+            rx.wait_for("every alert in a notification", lambda _: covered(rx.bodies())
+                        == sorted(nic_keys + esc_keys), 60)
             wait_for("every offset committed", run.all_committed, 30, on_timeout=run.log)
-            assert run.metric('faultline_pager_deliveries_total{sink="tickets"}') == 3
+            notes = len(rx.requests)
+            assert run.metric('faultline_pager_deliveries_total{sink="tickets"}') == notes
             assert run.metric('faultline_pager_held_back_total{reason="grouped",'
-                              'sink="tickets"}') == 3
+                              'sink="tickets"}') == 6 - notes
             assert run.metric("faultline_pager_invalid_total") == 1
             (dead,) = run.dead_letters()
             assert "not an alert envelope" in dead["value"]["reason"]
-            assert dead["headers"]["faultline-reason"] == (
-                b"alerts.isolation: not an alert envelope: 'dedup_key'")
+            assert dead["headers"]["faultline-reason"].startswith(
+                b"alerts.isolation: not an alert envelope: ")
         finally:
             run.stop(pager)
         first = rx.bodies()
-        assert len(first) == 3, first
-        group = next(b for b in first if b.get("grouped"))
-        assert group["event"] == "trigger" and len(group["grouped"]) == 3
-        assert group["storm"].startswith("4 alerts alike (4 network/nic)")
-        assert sorted(b["dedup_key"] for b in first if not b.get("grouped")) == sorted(
-            e[1] for e in escalations)
+        assert covered(first) == sorted(nic_keys + esc_keys)  # each alert once, the duplicate not
+        nic_notes = [b for b in first if b["dedup_key"] not in esc_keys]
+        assert 1 <= len(nic_notes) <= 2 and all(b["event"] == "trigger" for b in nic_notes)
+        group = max(nic_notes, key=lambda b: len(b.get("grouped", [])))
+        assert group["storm"].startswith(f"{1 + len(group['grouped'])} alerts alike "
+                                         f"({1 + len(group['grouped'])} network/nic)")
+        assert sorted(b["dedup_key"] for b in first if not b.get("grouped")
+                      and b["dedup_key"] in esc_keys) == esc_keys
 
         # Meanwhile: the NIC alerts resolve and a new problem fires.
         new = message(ESCALATION, "node-102", kind="hardware", cause="gpu_hardware")
         run.produce([*[message(ISOLATION, f"node-{i:03d}", "resolved") for i in range(4)], new])
         pager = run.start()
         try:
-            rx.wait_for("the group's resolve and the new escalation",
-                        lambda reqs: len(reqs) >= 5, 60)
+            rx.wait_for("each NIC notification's resolve and the new escalation",
+                        lambda reqs: len(reqs) >= notes + len(nic_notes) + 1, 60)
             wait_for("every offset committed", run.all_committed, 30, on_timeout=run.log)
         finally:
             run.stop(pager)
-        second = rx.bodies()[3:]
-        assert sorted((b["event"], b["dedup_key"]) for b in second) == sorted([
-            ("resolve", group["dedup_key"]), ("trigger", new[1])])
-        assert len(rx.requests) == 5  # everything committed stayed delivered once
+        second = rx.bodies()[notes:]
+        # A group sent before the restart still resolves as one notification.
+        assert sorted((b["event"], b["dedup_key"]) for b in second) == sorted(
+            [("resolve", b["dedup_key"]) for b in nic_notes] + [("trigger", new[1])])
+        assert len(rx.requests) == notes + len(nic_notes) + 1  # nothing delivered twice

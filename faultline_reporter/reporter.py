@@ -1,0 +1,210 @@
+"""``StepReporter``: times steps on one rank and produces them to ``telemetry.step``.
+
+The cost on the training thread is a few ``perf_counter`` calls, one small
+dict, ``json.dumps`` and librdkafka's enqueue (see BENCHMARKS.md, "reporter
+cost per step").  Nothing here waits for the broker: the queue is bounded
+(``buffer_messages``), a full queue drops the step and counts it, and a
+delivery that fails later is counted too.  No exception leaves a reporter
+method except from the constructor's argument checks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from faultline_reporter.ranks import Placement, placement_from_env
+
+TOPIC = "telemetry.step"
+_now = time.perf_counter
+_INF = float("inf")
+
+
+class _ComputeTimer:
+    """Adds the wall time of its ``with`` block to the step's ``compute_ms``."""
+
+    __slots__ = ("_step", "_t0")
+
+    def __init__(self, step: Step) -> None:
+        self._step = step
+        self._t0 = 0.0
+
+    def __enter__(self) -> _ComputeTimer:
+        self._t0 = _now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        st = self._step
+        st.compute_ms = (st.compute_ms or 0.0) + (_now() - self._t0) * 1e3
+
+
+class _CommTimer(_ComputeTimer):
+    """Adds the wall time of its ``with`` block to the step's ``comm_ms``."""
+
+    __slots__ = ()
+
+    def __exit__(self, *exc: object) -> None:
+        st = self._step
+        st.comm_ms = (st.comm_ms or 0.0) + (_now() - self._t0) * 1e3
+
+
+class Step:
+    """One step in progress: time ``compute()`` and ``comm()``, set ``loss``, ``grad_norm``,
+    ``param_checksum``; or set ``compute_ms``/``comm_ms`` yourself (e.g. from CUDA events)."""
+
+    __slots__ = ("_reporter", "number", "_t0", "compute_ms", "comm_ms", "loss", "grad_norm",
+                 "param_checksum")
+
+    def __init__(self, reporter: StepReporter, number: int) -> None:
+        self._reporter = reporter
+        self.number = number
+        self._t0 = 0.0
+        self.compute_ms: float | None = None
+        self.comm_ms: float | None = None
+        self.loss: float | None = None
+        self.grad_norm: float | None = None
+        self.param_checksum: str | None = None
+
+    def compute(self) -> _ComputeTimer:
+        return _ComputeTimer(self)
+
+    def comm(self) -> _CommTimer:
+        return _CommTimer(self)
+
+    def __enter__(self) -> Step:
+        self._t0 = _now()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:  # a step that raised is the training's business, not a sample
+            self._reporter._finish(self, (_now() - self._t0) * 1e3)
+
+
+def _finite(v: Any) -> float | None:
+    if v is None:
+        return None
+    if type(v) is float:  # the common case, without the try
+        return v if -_INF < v < _INF else None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+class StepReporter:
+    """One rank's reporter.  ``producer`` may be shared by several reporters in one process
+    (anything with confluent-kafka's ``produce``/``poll``/``flush``); by default one is made
+    from ``bootstrap`` (or ``FAULTLINE_BOOTSTRAP_SERVERS``) with ``kafka_config`` added."""
+
+    def __init__(self, job: str | None = None, *, bootstrap: str | None = None,
+                 placement: Placement | None = None, topic: str | None = None,
+                 producer: Any = None, kafka_config: dict[str, Any] | None = None,
+                 buffer_messages: int = 10_000, clock: Callable[[], float] = time.time,
+                 tenant: str | None = None, cluster: str | None = None) -> None:
+        env = os.environ
+        self.job = job or env.get("FAULTLINE_JOB") or env.get("TORCHELASTIC_RUN_ID") or \
+            env.get("SLURM_JOB_ID")
+        if not self.job:
+            raise ValueError("StepReporter needs a job id (job=..., or FAULTLINE_JOB)")
+        self.placement = placement or placement_from_env()
+        self.topic = topic or env.get("FAULTLINE_TOPIC_PREFIX", "") + TOPIC
+        self._clock = clock
+        self.sent = 0
+        self.dropped = 0       # full queue, or a delivery that failed
+        self.errors = 0        # anything else that went wrong (counted, never raised)
+        self.first_error: str | None = None
+        p = self.placement
+        base: dict[str, Any] = {"job": self.job, "rank": p.rank, "node": p.node, "gpu": p.gpu}
+        if p.tp_rank is not None and p.pp_rank is not None and p.dp_rank is not None:
+            base.update(tp_rank=p.tp_rank, pp_rank=p.pp_rank, dp_rank=p.dp_rank)
+        if tenant:
+            base["tenant"] = tenant
+        if cluster:
+            base["cluster"] = cluster
+        # The fixed fields, serialised once: a step adds only numbers to this prefix.
+        self._prefix = json.dumps(base, separators=(",", ":"))[:-1].encode() + b',"ts":'
+        self._key = self.job.encode()
+        self._own_producer = producer is None
+        if producer is None:
+            from confluent_kafka import Producer
+
+            servers = bootstrap or env.get("FAULTLINE_BOOTSTRAP_SERVERS")
+            if not servers:
+                raise ValueError("StepReporter needs bootstrap=... or FAULTLINE_BOOTSTRAP_SERVERS")
+            producer = Producer({
+                "bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 100,
+                "queue.buffering.max.messages": buffer_messages,
+                **(kafka_config or {}), "on_delivery": self._delivered,
+                "delivery.report.only.error": True})
+        self._producer = producer
+
+    def step(self, number: int) -> Step:
+        """A context manager around one training step (``with reporter.step(n) as s:``)."""
+        return Step(self, number)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.dropped += 1
+            if self.first_error is None:
+                self.first_error = str(err)
+
+    def _finish(self, s: Step, wall_ms: float) -> None:
+        try:
+            compute = _finite(s.compute_ms)
+            comm = _finite(s.comm_ms)
+            # time in neither (loader, optimizer) is the rest; the contract wants the sum to fit
+            step_ms = max(wall_ms, (compute or 0.0) + (comm or 0.0))
+            # Formatted by hand: json.dumps of a dict costs several times more, and every
+            # value here is an int, a finite float (repr is valid JSON) or the checksum.
+            tail = f'{self._clock()!r},"step":{int(s.number)},"step_ms":{step_ms!r}'
+            if compute is not None:
+                tail += f',"compute_ms":{compute!r}'
+            if comm is not None:
+                tail += f',"comm_ms":{comm!r}'
+            loss = _finite(s.loss)  # a NaN loss is not a valid message: left out
+            if loss is not None:
+                tail += f',"loss":{loss!r}'
+            grad_norm = _finite(s.grad_norm)
+            if grad_norm is not None:
+                tail += f',"grad_norm":{grad_norm!r}'
+            if s.param_checksum is not None:
+                tail += ',"param_checksum":' + json.dumps(str(s.param_checksum))
+            self._send(self._prefix + tail.encode() + b"}")
+        except Exception as exc:  # never into the training loop
+            self._error(exc)
+
+    def _send(self, value: bytes) -> None:
+        try:
+            self._producer.produce(self.topic, value, self._key)
+            self.sent += 1
+        except BufferError:
+            self.dropped += 1
+        self._producer.poll(0)
+
+    def _error(self, exc: Exception) -> None:
+        self.errors += 1
+        if self.first_error is None:
+            self.first_error = f"{type(exc).__name__}: {exc}"
+
+    def close(self, timeout_s: float = 5.0) -> int:
+        """Deliver what is queued, waiting at most ``timeout_s``; returns how many were left."""
+        if not self._own_producer:
+            return 0
+        try:
+            left = int(self._producer.flush(timeout_s))
+        except Exception as exc:
+            self._error(exc)
+            return 0
+        self.dropped += left
+        return left
+
+    def __enter__(self) -> StepReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

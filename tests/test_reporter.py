@@ -1,0 +1,102 @@
+"""The training-side step reporter: valid contract messages; never raises into training."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from detector.events import STEP, decode
+from faultline_reporter import Placement, StepReporter, placement_from_env
+
+
+class Recorder:
+    """A producer stand-in that keeps what it is given (the Kafka path has its own e2e test)."""
+
+    def __init__(self, fail: type[BaseException] | None = None) -> None:
+        self.values: list[bytes] = []
+        self.keys: list[bytes] = []
+        self.fail = fail
+
+    def produce(self, topic: str, value: bytes, key: bytes) -> None:
+        if self.fail is not None:
+            raise self.fail("queue full")
+        self.values.append(value)
+        self.keys.append(key)
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+def reporter(producer: Recorder, placement: Placement | None = None) -> StepReporter:
+    return StepReporter("job-7", producer=producer, clock=lambda: 1767225600.5,
+                        placement=placement or Placement(9, 1, "node-001", 1, 0, 4))
+
+
+def test_a_step_becomes_one_valid_message_keyed_by_job():
+    rec = Recorder()
+    r = reporter(rec)
+    with r.step(41) as s:
+        with s.compute():
+            sum(range(1000))
+        with s.comm():
+            pass
+        s.loss, s.grad_norm, s.param_checksum = 2.5, 0.75, "00ff"
+    assert rec.keys == [b"job-7"]
+    m = decode(STEP, rec.values[0])  # the service's own decoder accepts it
+    assert (m.job, m.step, m.rank, m.node, m.gpu) == ("job-7", 41, 9, "node-001", 1)
+    assert (m.tp_rank, m.pp_rank, m.dp_rank) == (1, 0, 4)
+    assert m.compute_ms > 0 and m.comm_ms >= 0 and m.step_ms >= m.compute_ms + m.comm_ms
+    assert (m.loss, m.grad_norm, m.param_checksum, m.ts) == (2.5, 0.75, "00ff", 1767225600.5)
+
+
+def test_explicit_timings_non_finite_values_and_pure_data_parallelism():
+    rec = Recorder()
+    r = reporter(rec, Placement(3, 3, "node-000"))
+    with r.step(1) as s:
+        s.compute_ms, s.comm_ms = 700.0, 250.0  # e.g. from CUDA events
+        s.loss = float("nan")  # not a valid message field: left out, the step still reported
+    v = orjson.loads(rec.values[0])
+    assert v["step_ms"] == 950.0 and "loss" not in v and "tp_rank" not in v
+    decode(STEP, rec.values[0])
+
+
+def test_it_never_raises_into_the_training_loop_and_counts_what_it_lost():
+    full = reporter(Recorder(BufferError))
+    broken = reporter(Recorder(RuntimeError))
+    for r in (full, broken):
+        for n in range(3):
+            with r.step(n):
+                pass
+    assert (full.dropped, full.errors) == (3, 0)
+    assert (broken.dropped, broken.errors) == (0, 3) and "RuntimeError" in broken.first_error
+    rec = Recorder()
+    r = reporter(rec)
+    with pytest.raises(ZeroDivisionError), r.step(5):
+        1 / 0  # noqa: B018 - the training's own error goes through, and is not a sample
+    assert rec.values == []
+
+
+def test_placement_from_torchrun_and_megatron_sizes():
+    p = placement_from_env({"RANK": "6", "LOCAL_RANK": "6", "WORLD_SIZE": "16",
+                            "FAULTLINE_TP_SIZE": "2", "FAULTLINE_PP_SIZE": "2"}, node="n")
+    # Megatron's default order: tensor fastest, then data, pipeline slowest (dp = 16/4 = 4)
+    assert (p.tp_rank, p.dp_rank, p.pp_rank) == (0, 3, 0)
+    p = placement_from_env({"RANK": "13", "WORLD_SIZE": "16", "TP_SIZE": "2", "PP_SIZE": "2"},
+                           node="n")
+    assert (p.tp_rank, p.dp_rank, p.pp_rank) == (1, 2, 1)
+    with pytest.raises(ValueError, match="job"):
+        StepReporter(producer=Recorder(), placement=p)
+
+
+def test_the_package_imports_on_its_own_without_numpy_or_the_detector():
+    code = ("import sys, faultline_reporter as f\n"
+            "r = f.StepReporter('j', producer=type('P', (), {'produce': lambda *a: None, "
+            "'poll': lambda *a: 0})(), placement=f.Placement(0, 0, 'n'))\n"
+            "with r.step(0): pass\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('detector', 'replay', 'models', 'numpy', 'orjson', 'torch')]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
