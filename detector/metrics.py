@@ -245,6 +245,9 @@ class PagerMetrics:
                                 "were not alert envelopes (dead-lettered)", registry=registry)
         self._unrouted = Counter("faultline_pager_unrouted", "Alerts no route sent anywhere",
                                  registry=registry)
+        self._cleared_in_backlog = Counter(
+            "faultline_pager_cleared_in_backlog", "Firing alerts read from a backlog whose "
+            "resolve was in it too: only the resolve went on", registry=registry)
         self._in_flight = Gauge("faultline_pager_in_flight", "Alert messages consumed and not "
                                 "yet delivered or dead-lettered (held at max_in_flight)",
                                 registry=registry)
@@ -292,6 +295,9 @@ class PagerMetrics:
 
     def unrouted(self) -> None:
         self._unrouted.inc()
+
+    def cleared_in_backlog(self) -> None:
+        self._cleared_in_backlog.inc()
 
     def in_flight(self, n: int, peak: int) -> None:
         self._in_flight.set(n)
