@@ -101,7 +101,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _run_replay_to_kafka(args: argparse.Namespace) -> int:
-    from detector.service.produce import produce_logs
+    from replay.to_kafka import produce_logs
     from detector.settings import Settings
     from replay.log import log_files
 
