@@ -15,7 +15,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,report]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -29,8 +29,11 @@ kafka-jars:
 # Prometheus 2.42, Alertmanager 0.25, node_exporter 1.5 and kcat from Debian, for the server tests (they start
 # them on loopback ports of their own; nothing here starts a service). Idempotent: a
 # no-op when the binaries are there. Needs root or sudo, as apt-get does.
-SERVER_BINS = prometheus promtool prometheus-alertmanager amtool prometheus-node-exporter kcat
-SERVER_PKGS = prometheus prometheus-alertmanager prometheus-node-exporter kcat
+SERVER_BINS = prometheus promtool prometheus-alertmanager amtool prometheus-node-exporter kcat \
+              chromium
+# chromium: headless, for the incident report's browser test.
+SERVER_PKGS = prometheus prometheus-alertmanager prometheus-node-exporter kcat \
+              chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 servers:

@@ -23,8 +23,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from detector.decoding import decode  # noqa: E402
 from detector.engine import Engine  # noqa: E402
-from detector.events import TELEMETRY_TOPICS, InvalidMessage, decode  # noqa: E402
+from detector.events import TELEMETRY_TOPICS, InvalidMessage  # noqa: E402
 from detector.statecodec import raw_size  # noqa: E402
 from detector.topology import Topology  # noqa: E402
 from replay.log import open_log  # noqa: E402

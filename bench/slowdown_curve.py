@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from detector.alerts import FiredAlert, Label  # noqa: E402
+from detector.decoding import decode_value  # noqa: E402
 from detector.engine import Engine  # noqa: E402
-from detector.events import STEP, TELEMETRY_TOPICS, InvalidMessage, decode_value  # noqa: E402
+from detector.events import STEP, TELEMETRY_TOPICS, InvalidMessage  # noqa: E402
 from detector.topology import Topology  # noqa: E402
 from replay.scoring import score  # noqa: E402
 from replay.sim.plan import BENIGN_KINDS, JobLayout, plan_scenario  # noqa: E402

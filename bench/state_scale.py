@@ -22,7 +22,7 @@ import json
 import subprocess
 import sys
 import time
-from functools import partial
+from itertools import starmap
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +83,13 @@ class Cluster:
         compute = 700.0 * rng.lognormal(0.0, 0.015, n)
         step_ms = round(float(compute.max()) + 250.0, 2)
         ts = (t + 0.9 + 0.002 * rng.random(n)).tolist()
-        out += map(partial(tuple.__new__, StepSample), zip(
+        out += starmap(StepSample, zip(
             ts, self.job[sl], [self.step] * n, self.rank[sl], node, gpu, [step_ms] * n,
             np.round(compute, 2).tolist(), [250.0] * n, self.tp[sl], self.pp[sl], self.dp[sl],
             [2.5] * n, rng.lognormal(0.0, 0.05, n).tolist(), ["a1b2c3d4"] * n, cl, te, strict=True))
         # thermal at t + 0.2 s
         ts = (t + 0.2 + 0.01 * rng.random(n)).tolist()
-        out += map(partial(tuple.__new__, ThermalSample), zip(
+        out += starmap(ThermalSample, zip(
             ts, node, gpu, np.round(65 + rng.normal(0, 1.5, n), 1).tolist(), nones,
             np.round(650 + rng.normal(0, 10, n), 1).tolist(),
             (1980.0 - rng.integers(0, 8, n)).tolist(), zeros, cl, te, strict=True))
@@ -98,13 +98,13 @@ class Cluster:
         self.rx[sl] += rng.integers(40 * 10**9, 50 * 10**9, n)
         self.xmit_wait[sl] += rng.integers(0, 1000, n)
         ts = (t + 0.5 + 0.01 * rng.random(n)).tolist()
-        out += map(partial(tuple.__new__, NicSample), zip(
+        out += starmap(NicSample, zip(
             ts, node, self.port_nic[sl], ones, ["up"] * n, [400.0] * n, self.tx[sl].tolist(),
             self.rx[sl].tolist(), zeros, zeros, zeros, zeros, self.xmit_wait[sl].tolist(),
             zeros, zeros, zeros, zeros, cl, te, strict=True))
         if int(t - T0) % 5 == 0:  # ECC every 5 s
             ts = (t + 0.7 + 0.01 * rng.random(n)).tolist()
-            out += map(partial(tuple.__new__, EccSample), zip(
+            out += starmap(EccSample, zip(
                 ts, node, gpu, zeros, zeros, zeros, zeros, [False] * n, [False] * n, nones,
                 zeros, zeros, zeros, zeros, ["none"] * n, cl, te, strict=True))
         out.sort(key=lambda r: r.ts)

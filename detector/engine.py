@@ -25,9 +25,9 @@ from typing import Any
 
 from detector.alerts import Alert
 from detector.correlate import Correlator
-from detector.events import Event, NonFinite
+from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage, NonFinite
 from detector.findings import Finding
-from detector.monitors import Monitors
+from detector.monitors import Monitors, out_of_range
 from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -42,13 +42,51 @@ class Engine:
         self.topology = topology
         self.monitors = Monitors(self.cfg, topology)
         self.correlator = Correlator(self.cfg, topology, self.monitors.was_seen)
+        self._held: list[Event] = []   # far ahead of the clock, waiting for others to agree
+        self.rejected: list[InvalidMessage] = []  # records refused; the caller drains this
 
     @property
     def clock(self) -> float:
         return self.monitors.clock
 
     def process(self, ev: Event) -> list[Alert]:
-        """Feed one telemetry record; returns the alerts it (or the time it carries) caused."""
+        """Feed one telemetry record; returns the alerts it (or the time it carries) caused.
+
+        Event time is defended against the log's own clock: a record more than
+        ``MAX_AHEAD_S`` ahead of it is held, and goes in only when ``JUMP_AGREE``
+        consecutive records agree on the new time (a gap in the log); a record
+        back on the old clock first means the held ones were strays, and they
+        are refused (appended to :attr:`rejected`, ``ts_out_of_range``) having
+        changed nothing.
+        """
+        if ev.ts - self.monitors.clock > MAX_AHEAD_S and self.monitors.clock > -math.inf:
+            return self._hold(ev)
+        if self._held:
+            self._refuse_held()
+        return self._process(ev)
+
+    def _hold(self, ev: Event) -> list[Alert]:
+        held = self._held
+        if held and abs(ev.ts - held[-1].ts) > MAX_AHEAD_S:
+            self._refuse_held()
+        held.append(ev)
+        if len(held) < JUMP_AGREE:
+            return []
+        self._held = []
+        alerts: list[Alert] = []
+        self.monitors.clock = held[0].ts  # the jump is real
+        for e in held:
+            try:
+                alerts.extend(self._process(e))
+            except InvalidMessage as exc:
+                self.rejected.append(exc)
+        return alerts
+
+    def _refuse_held(self) -> None:
+        self.rejected.extend(out_of_range(e, self.monitors.clock) for e in self._held)
+        self._held = []
+
+    def _process(self, ev: Event) -> list[Alert]:
         alerts: list[Alert] = []
         timers = self.correlator._timers
         if timers and timers[0][0] <= ev.ts:
@@ -81,6 +119,8 @@ class Engine:
 
     def finish(self) -> list[Alert]:
         """End of input: decide every waiting step and timer as if time ran on."""
+        if self._held:
+            self._refuse_held()
         findings: list[Finding] = []
         self.monitors.finish(findings)
         alerts = self._correlate(findings)
@@ -112,6 +152,7 @@ class Engine:
         eng.cfg, eng.monitors, eng.correlator = state["cfg"], state["monitors"], state[
             "correlator"]
         eng.topology = topology
+        eng._held, eng.rejected = [], []
         eng.monitors.topology = topology
         eng.correlator.topology = topology
         eng.correlator.seen = eng.monitors.was_seen

@@ -37,10 +37,16 @@ OTHER = "other"
 # Why a message was dead-lettered, as a label: a small fixed set, never the message text.
 INVALID_REASONS = ("not_json", "not_object", "no_value", "unknown_topic", "missing_field",
                    "wrong_type", "non_finite", "out_of_range", "bad_value", "inconsistent",
-                   "engine_error", OTHER)
+                   "engine_error", "too_large", "too_deep", "bad_name", "ts_out_of_range",
+                   "codec", OTHER)
 # (pattern in the reason text, label); the first that matches wins.
 _REASON_PATTERNS = (
     ("internal error in the engine", "engine_error"),
+    ("ts_out_of_range", "ts_out_of_range"),
+    ("cannot be decompressed", "codec"),
+    ("bytes is over the limit of", "too_large"),
+    ("nested too deep", "too_deep"),
+    ("must be a name of", "bad_name"),
     ("not valid JSON", "not_json"),
     ("must be a JSON object", "not_object"),
     ("has no value", "no_value"),
@@ -239,6 +245,9 @@ class PagerMetrics:
                                 "were not alert envelopes (dead-lettered)", registry=registry)
         self._unrouted = Counter("faultline_pager_unrouted", "Alerts no route sent anywhere",
                                  registry=registry)
+        self._cleared_in_backlog = Counter(
+            "faultline_pager_cleared_in_backlog", "Firing alerts read from a backlog whose "
+            "resolve was in it too: only the resolve went on", registry=registry)
         self._in_flight = Gauge("faultline_pager_in_flight", "Alert messages consumed and not "
                                 "yet delivered or dead-lettered (held at max_in_flight)",
                                 registry=registry)
@@ -286,6 +295,9 @@ class PagerMetrics:
 
     def unrouted(self) -> None:
         self._unrouted.inc()
+
+    def cleared_in_backlog(self) -> None:
+        self._cleared_in_backlog.inc()
 
     def in_flight(self, n: int, peak: int) -> None:
         self._in_flight.set(n)

@@ -9,13 +9,20 @@ way the same records give the same findings.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from detector.alerts import Scope
 from detector.events import (
+    ECC,
+    JUMP_AGREE,
+    MAX_AHEAD_S,
+    NIC,
+    STEP,
+    THERMAL,
     EccSample,
     Event,
+    InvalidMessage,
     NicSample,
     NonFinite,
     StepSample,
@@ -33,13 +40,25 @@ _SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue ste
 
 
 class Monitors:
-    """Per-device and per-job monitors for one stream of telemetry; its clock is the newest ts."""
+    """Per-device and per-job monitors for one stream of telemetry; its clock is the newest ts.
+
+    **Event time is defended**: a record more than ``MAX_AHEAD_S`` ahead of the
+    clock (a producer with a broken clock, a year-2100 ``ts``) raises
+    :class:`InvalidMessage` ``ts_out_of_range`` and changes nothing, unless
+    ``JUMP_AGREE`` consecutive records agree on the new time (a log with a gap:
+    the jump is real).  The first record is checked against ``wall_clock``
+    when one is given (the service), and taken as it is otherwise (a replayed
+    log has its own time).
+    """
 
     def __init__(self, thresholds: Thresholds | None = None,
-                 topology: Topology | None = None) -> None:
+                 topology: Topology | None = None, *,
+                 wall_clock: Callable[[], float] | None = None) -> None:
         self.cfg = thresholds or Thresholds()
         self.topology = topology
+        self.wall_clock = wall_clock
         self.clock = -math.inf
+        self._jump: list[float] = []  # consecutive far-ahead ts that agree with each other
         self._jobs: dict[str, JobMonitor] = {}
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
@@ -53,16 +72,17 @@ class Monitors:
         self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
                                        "nonfinite": 0, "unknown_node": 0, "findings": 0}
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["topology"] = None  # injected again on restore, never snapshotted
-        return state
-
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
         ts = ev.ts
         if ts > self.clock:
+            if ts - self.clock > MAX_AHEAD_S:
+                self.check_ahead(ev)  # raises unless the jump is real
+            elif self._jump:
+                self._jump.clear()
             self.clock = ts
+        elif self._jump:
+            self._jump.clear()
         n = len(findings)
         handler = _HANDLERS.get(type(ev))
         if handler is None:
@@ -72,6 +92,27 @@ class Monitors:
             self.sweep(findings)
         if len(findings) != n:
             self.counts["findings"] += len(findings) - n
+
+    def check_ahead(self, ev: Event) -> None:
+        """A record far ahead of the clock: move the clock to it, or raise ``ts_out_of_range``."""
+        ts = ev.ts
+        if self.clock == -math.inf:
+            wall = self.wall_clock() if self.wall_clock is not None else math.inf
+            if ts - wall <= MAX_AHEAD_S:
+                self.clock = ts
+                return
+            raise InvalidMessage(_TOPIC[type(ev)], f"ts_out_of_range: ts {ts!r} is more than "
+                                 f"{MAX_AHEAD_S:g} s ahead of the wall clock ({wall:.3f})",
+                                 "ts")
+        jump = self._jump
+        if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
+            jump.clear()
+        jump.append(ts)
+        if len(jump) >= JUMP_AGREE:
+            jump.clear()
+            self.clock = ts
+            return
+        raise out_of_range(ev, self.clock)
 
     def _on_step(self, ev: StepSample, findings: list[Finding]) -> None:
         self.counts["step"] += 1
@@ -211,6 +252,13 @@ class Monitors:
                 "job_restarts": sum(j.restarts for j in self._jobs.values())}
 
 
+def out_of_range(ev: Event, clock: float) -> InvalidMessage:
+    """The dead-letter reason of a record too far ahead of its partition's clock."""
+    return InvalidMessage(_TOPIC[type(ev)], f"ts_out_of_range: ts {ev.ts!r} is more than "
+                          f"{MAX_AHEAD_S:g} s ahead of the partition's clock ({clock!r})", "ts")
+
+
+_TOPIC = {StepSample: STEP, ThermalSample: THERMAL, NicSample: NIC, EccSample: ECC}
 _HANDLERS: dict[type, Any] = {StepSample: Monitors._on_step, ThermalSample: Monitors._on_thermal,
                               NicSample: Monitors._on_nic, EccSample: Monitors._on_ecc}
 

@@ -14,6 +14,7 @@ switch failure from a cable.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from detector.alerts import Scope
@@ -24,6 +25,7 @@ from models.counters import CounterDeltas
 from models.decay import DecayingCount
 
 _IDX = {name: i for i, name in enumerate(NIC_COUNTERS)}
+_NIC_COUNTERS = attrgetter(*NIC_COUNTERS)  # a sample's counters, by name, in that order
 _TX, _RX, _LINK_DOWNED = _IDX["tx_bytes"], _IDX["rx_bytes"], _IDX["link_downed"]
 _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err",
                                   "out_of_sequence"))
@@ -76,7 +78,7 @@ class NodeNics:
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
         prev_ts = p.last_ts
         resets = p.counters.resets
-        d = p.counters.update(s.ts, s[6:6 + len(NIC_COUNTERS)])
+        d = p.counters.update(s.ts, _NIC_COUNTERS(s))
         if d is None:
             return  # late or duplicate
         p.last_ts = s.ts

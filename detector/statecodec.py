@@ -111,6 +111,15 @@ def _make_tuple(cls: type, names: tuple[str, ...], values: list[Any]) -> Any:
     return tuple.__new__(cls, values)
 
 
+def _make_struct(cls: type, names: tuple[str, ...], values: list[Any]) -> Any:
+    if any(v is _MISSING for v in values):
+        raise SnapshotRefused("malformed", f"{cls.__name__}: a field is missing")
+    try:
+        return cls(*values)  # its own checks run (names printable, step parts fit)
+    except (TypeError, ValueError) as exc:
+        raise SnapshotRefused("malformed", f"{cls.__name__}: {exc}") from None
+
+
 def _dump_ewmean(obj: Any, names: tuple[str, ...]) -> list[Any]:
     mean = obj.get()
     started = True
@@ -141,12 +150,14 @@ _BY_CLASS: dict[type, _Entry] = {}
 
 def register(cls: type, name: str | None = None, *, fields_: tuple[str, ...] | None = None,
              transient: dict[str, Any] | None = None) -> None:
-    """Allow ``cls`` in snapshots: slotted, dict-based, NamedTuple or frozen dataclass."""
+    """Allow ``cls`` in snapshots: slotted, dict-based, NamedTuple, msgspec Struct or dataclass."""
     name = name or cls.__name__
     if name in REGISTRY:
         raise ValueError(f"state class name {name!r} registered twice")
     trans = tuple((transient or {}).items())
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+    if issubclass(cls, msgspec.Struct):  # the telemetry records
+        entry = _Entry(name, cls, tuple(cls.__struct_fields__), _make_struct, _dump_attrs)
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         entry = _Entry(name, cls, tuple(cls._fields), _make_tuple, lambda o, n: list(o))
     elif is_dataclass(cls):
         entry = _Entry(name, cls, tuple(f.name for f in fields(cls)), _make_slots, _dump_attrs)
@@ -201,8 +212,9 @@ def _register_state_classes() -> None:
     register(_Port, "NicPort")
     register(_StepBuffer, "StepBuffer")
     register(_Source, "CorrelatorSource", fields_=("wm", "idle", "heard", "last_id"))
-    register(Monitors, fields_=tuple(k for k in Monitors().__dict__ if k != "topology"),
-             transient={"topology": None})
+    register(Monitors, fields_=tuple(k for k in Monitors().__dict__
+                                     if k not in ("topology", "wall_clock")),
+             transient={"topology": None, "wall_clock": None})
     cfg = Thresholds()
     register(JobMonitor, fields_=tuple(JobMonitor("j", cfg).__dict__))
     register(CusumBank, fields_=tuple(CusumBank(1.0, 1.0, 1.0, 1).__dict__))

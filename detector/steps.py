@@ -18,13 +18,16 @@ passed), then analysed a whole step at a time with numpy:
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas;
   repeated spikes on one rank (not one-off ones) raise an escalation.
 
-Per-rank state lives in numpy arrays indexed by rank, so a job of 16,384 ranks
-costs a few hundred kilobytes, not an object per rank.
+Per-rank state lives in numpy arrays indexed by a slot per rank seen (a rank
+number is only a key: one message claiming rank 1,048,575 costs one slot, not
+a million), so a job of 16,384 ranks costs a few hundred kilobytes, not an
+object per rank.
 """
 
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -37,10 +40,13 @@ from models.cusum_bank import CusumBank
 from models.peer_stats import group_median_scale
 from models.vote import majority_vote
 
-_MAX_RANK = 1 << 20
+_MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
+# The fields a step is decided on, read by name from each message at C speed.
+_COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
+                      "param_checksum", "node", "gpu")
 
 
 class _StepBuffer:
@@ -71,10 +77,9 @@ class _StepBuffer:
 
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
-        c = tuple(zip(*self.events, strict=True))
-        self.ts, self.ranks, self.compute = c[0], c[3], c[7]
-        self.tp, self.pp, self.dp, self.grad, self.checksum = c[9], c[10], c[11], c[13], c[14]
-        self.hw = tuple(zip(c[4], c[5], strict=True))
+        (self.ts, self.ranks, self.compute, self.tp, self.pp, self.dp, self.grad, self.checksum,
+         nodes, gpus) = zip(*map(_COLUMNS, self.events), strict=True)
+        self.hw = tuple(zip(nodes, gpus, strict=True))
 
 
 class JobMonitor:
@@ -95,7 +100,9 @@ class JobMonitor:
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
         self._zscale = 1.0
-        self._hw: list[tuple[str, int] | None] = []   # hardware each rank ran on
+        self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
+        self._rank_of: list[int] = []                 # slot -> rank
+        self._hw: list[tuple[str, int] | None] = []   # hardware each slot's rank ran on
         self._base = np.zeros(0)                      # each rank's learned bias (log ratio)
         self._slow = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)
@@ -170,19 +177,24 @@ class JobMonitor:
             exp = self._expected
             if buf.first_ts < limit:
                 complete = n >= exp
-                self._expected = n
+                if exp == math.inf or 2 * n >= exp:
+                    # The job shrank.  A step with under half the ranks is a stray
+                    # message (a bad step number), not a job that lost half its GPUs
+                    # without restarting: it must not make every later step "complete"
+                    # at its first message.
+                    self._expected = n
                 self._evaluate(step, now, out, complete)
             elif now - buf.last_ts < cfg.straggler_wait_s:
                 continue
-            elif exp == math.inf and step < newest:
-                # A new job's size is unknown: once a later step has begun and this one has
-                # stopped growing, its ranks are the job's (a late rank raises the count
-                # again) -- waiting the full lateness would delay every new job's first steps.
-                self._expected = n
-                self._evaluate(step, now, out, False)
             elif exp == math.inf:
-                continue  # a new job's only step so far: its size is not known yet
-            elif n >= exp or n >= exp - max(1, int(exp * cfg.straggler_share)):
+                if step < newest:
+                    # A new job's size is unknown: once a later step has begun and this one
+                    # has stopped growing, its ranks are the job's (a late rank raises the
+                    # count again) -- waiting the full lateness would delay every new job's
+                    # first steps.
+                    self._expected = n
+                    self._evaluate(step, now, out, False)
+            elif n >= exp - max(1, int(exp * cfg.straggler_share)):
                 self._evaluate(step, now, out, n >= exp)
 
     def _late(self, e: StepSample, out: list[Finding]) -> None:
@@ -228,20 +240,29 @@ class JobMonitor:
             del self._done[next(iter(self._done))]
         while len(self._majority) > _MAJORITIES_KEPT:
             del self._majority[next(iter(self._majority))]
-        if step > self._last_step:
+        if step > self._last_step and (self._expected == math.inf
+                                       or 2 * len(buf.ranks) >= self._expected):
+            # (a stray message with a step number of its own does not move the job on)
             self._last_step = step
             self._last_step_ts = buf.last_ts
-        ranks = np.fromiter(buf.ranks, dtype=np.int64, count=len(buf.ranks))
-        self._grow(int(ranks.max()) + 1)
-        moved = self._track_hardware(buf, ranks)
+        slot = self._slot
+        if not slot.keys() >= set(buf.ranks):
+            for r in buf.ranks:
+                if r not in slot:
+                    slot[r] = len(self._rank_of)
+                    self._rank_of.append(r)
+            self._grow(len(self._rank_of))
+        slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
+                            count=len(buf.ranks))
+        moved = self._track_hardware(buf, slots)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
-        groups = (np.fromiter(buf.pp, dtype=np.int64) << 20) | np.fromiter(buf.tp, dtype=np.int64)
+        groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
-        self._check_slow(step, ranks, groups, ts, np.array(buf.compute, dtype=float), buf,
+        self._check_slow(step, slots, groups, ts, np.array(buf.compute, dtype=float), buf,
                          decided_ts, out)
-        self._check_grad(step, ranks, groups, ts, np.array(buf.grad, dtype=float), buf,
+        self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
         if any(c is not None for c in buf.checksum):
             self._check_checksums(step, buf, decided_ts, out, complete)
@@ -264,15 +285,17 @@ class JobMonitor:
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
 
-    def _track_hardware(self, buf: _StepBuffer, ranks: np.ndarray) -> list[int]:
+    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        moved = [r for r, h in zip(buf.ranks, buf.hw, strict=True) if hw[r] != h]
-        if not moved:
-            return moved
-        for r in moved:
-            hw[r] = buf.hw[buf.ranks.index(r)]
-        m = np.array(moved)
+        at = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
+              if hw[s] != h]
+        if not at:
+            return []
+        for i in at:
+            hw[int(slots[i])] = buf.hw[i]
+        moved = [buf.ranks[i] for i in at]
+        m = slots[at]
         self._slow.reset(m)
         self._reported[m] = False
         self._gross[m] = 0
@@ -296,18 +319,19 @@ class JobMonitor:
     def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
                  onset: float, active: bool, severity: float, evidence: dict[str, Any]
                  ) -> Finding:
-        node, gpu = self._hw[rank] or ("?", 0)
+        slot = self._slot.get(rank)
+        node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
         return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, True,
                        severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
 
-    def _check_slow(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+    def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
         cfg = self.cfg
         ok = compute > 0.0  # also drops NaN (compute_ms absent)
         if not ok.all():
-            ranks, groups, ts, compute = ranks[ok], groups[ok], ts[ok], compute[ok]
-        if len(ranks) == 0:
+            slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
+        if len(slots) == 0:
             return
         x = np.log(compute)
         med, scale, size = group_median_scale(x, groups)
@@ -319,7 +343,7 @@ class JobMonitor:
         self._sigma = step_sigma if self._sigma == 0.0 else (
             self._sigma + cfg.slow_sigma_alpha * (step_sigma - self._sigma))
         sigma = max(self._sigma, cfg.slow_sigma_floor)
-        r = ranks[comparable]
+        r = slots[comparable]
         d = dev[comparable]
         self._slow_dev[r] = d
         z = (d - self._base[r]) / sigma
@@ -360,19 +384,22 @@ class JobMonitor:
             return
         peer_med = dict(zip(r.tolist(), np.exp(med[comparable]).tolist(), strict=True))
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-        for rank in new.tolist():
-            self._reported[rank] = True
-            ratio = math.exp(float(self._slow_dev[rank]))
-            mean = math.exp(float(self._run_sum[rank] / max(self._run_n[rank], 1)))
+        rank_of = self._rank_of
+        for s in new.tolist():  # slots; findings name the rank
+            rank = rank_of[s]
+            self._reported[s] = True
+            ratio = math.exp(float(self._slow_dev[s]))
+            mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
             out.append(self._finding(
                 rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                float(self._slow.onset_ts[rank]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
+                float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
                 {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
-                 "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[rank]),
-                 "peer_median_compute_ms": round(peer_med[rank], 2),
-                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[rank]), 2)}))
-        for rank in cleared.tolist():
-            self._reported[rank] = False
+                 "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
+                 "peer_median_compute_ms": round(peer_med[s], 2),
+                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2)}))
+        for s in cleared.tolist():
+            rank = rank_of[s]
+            self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
@@ -397,16 +424,17 @@ class JobMonitor:
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         bank = self._slow
         for i in np.flatnonzero(new).tolist():
-            rank = int(r[i])
-            n = int(self._gross[rank])
-            bank.score[rank], bank.alarmed[rank] = bank.h_cap, True
-            bank.onset_ts[rank] = self._gross_onset[rank]
-            self._run_sum[rank], self._run_n[rank] = float(d[i]) * n, n
-            self._reported[rank] = True
+            s = int(r[i])  # a slot; the finding names the rank
+            rank = self._rank_of[s]
+            n = int(self._gross[s])
+            bank.score[s], bank.alarmed[s] = bank.h_cap, True
+            bank.onset_ts[s] = self._gross_onset[s]
+            self._run_sum[s], self._run_n[s] = float(d[i]) * n, n
+            self._reported[s] = True
             ratio = math.exp(float(d[i]))
             out.append(self._finding(
                 rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                float(self._gross_onset[rank]), True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                float(self._gross_onset[s]), True, min(0.95, 0.5 + (ratio - 1.0) * 3),
                 {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
                  "mean_ratio_over_run": round(ratio, 4), "run_steps": n,
                  "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
@@ -414,7 +442,7 @@ class JobMonitor:
                  "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
                          f"{cfg.gross_steps} steps during warm-up (no history needed)"}))
 
-    def _check_grad(self, step: int, ranks: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+    def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
         cfg = self.cfg
@@ -423,7 +451,7 @@ class JobMonitor:
         ok = grad > 0.0
         if ok.sum() < cfg.min_peers:
             return
-        r, g, t = ranks[ok], groups[ok], ts[ok]
+        r, g, t = slots[ok], groups[ok], ts[ok]
         lg = np.log(grad[ok])
         med, scale, size = group_median_scale(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
@@ -446,16 +474,19 @@ class JobMonitor:
         falling = np.flatnonzero((self._spikes < 0.5) & self._spiking)
         if len(rising) or len(falling):
             dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-        for rank in rising.tolist():
-            self._spiking[rank] = True
-            zr = z[r == rank]
+        rank_of = self._rank_of
+        for s in rising.tolist():  # slots; findings name the rank
+            rank = rank_of[s]
+            self._spiking[s] = True
+            zr = z[r == s]
             out.append(self._finding(
                 rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
-                "unknown", decided_ts, float(self._spike_onset[rank]), True, 0.6,
-                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[rank]), 2),
+                "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
+                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[s]), 2),
                  "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
-        for rank in falling.tolist():
-            self._spiking[rank] = False
+        for s in falling.tolist():
+            rank = rank_of[s]
+            self._spiking[s] = False
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import orjson
 
 from detector.alerts import Alert
 from detector.engine import Engine
@@ -90,3 +91,38 @@ def feed(engine: Engine, events: Iterable[Event], *, finish: bool = True) -> lis
     if finish:
         out.extend(engine.finish())
     return out
+
+
+YEAR_2100 = 4102444800.0
+
+
+def poison_messages(ts: float, *, job: str = "job-1", node: str = "node-000",
+                    step_no: int = 0) -> list[tuple[str, bytes]]:
+    """(topic, value bytes) of messages that once stopped a worker or poisoned its state.
+
+    A deeply nested message, ranks of 2^63 and 1,048,575, a year-2100 ``ts``,
+    an ANSI-escaped name and a NaN literal: a worker must dead-letter (or, for
+    the large but legal rank, absorb) each and raise the same problems as
+    without them.
+    """
+    def step_msg(**changes: object) -> bytes:
+        base: dict[str, object] = {
+            "ts": ts, "job": job, "step": step_no, "rank": 0, "node": node, "gpu": 0,
+            "step_ms": 1000.0, "compute_ms": 700.0, "comm_ms": 250.0}
+        base.update(changes)
+        return orjson.dumps(base)
+
+    nested = b'{"ts": %r, "node": "%s", "gpu": 0, "x": ' % (ts, node.encode())
+    return [
+        ("telemetry.step", nested + b"[" * 1000 + b"]" * 1000 + b"}"),
+        ("telemetry.thermal", nested + b"[" * 5000 + b"]" * 5000 + b"}"),
+        ("telemetry.step", step_msg(tp_rank=1 << 63, pp_rank=0, dp_rank=0)),
+        ("telemetry.step", step_msg(rank=1_048_575, gpu=7, node="node-ghost")),
+        ("telemetry.thermal", orjson.dumps({"ts": YEAR_2100, "node": node, "gpu": 0,
+                                            "gpu_temp_c": 60.0})),
+        ("telemetry.ecc", orjson.dumps({"ts": YEAR_2100, "node": node, "gpu": 1, "xid": 48,
+                                        "dbe_volatile": 1})),
+        ("telemetry.nic", orjson.dumps({"ts": ts, "node": "\x1b[31mnode-000\u202e", "nic": "m",
+                                        "port": 1})),
+        ("telemetry.step", step_msg(loss=1.0).replace(b'"loss":1.0', b'"loss":NaN')),
+    ]

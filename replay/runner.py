@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from detector.alerts import ALERT_TOPICS, Alert, FiredAlert, Label
+from detector.decoding import decode_value
 from detector.engine import Engine
-from detector.events import TELEMETRY_TOPICS, InvalidMessage, decode_value, salvage_nonfinite
+from detector.events import TELEMETRY_TOPICS, InvalidMessage
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 from replay.log import TOPOLOGY_TOPIC, InvalidRecord, log_files, read_records
@@ -87,14 +88,23 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
                 ev = decode_value(topic, rec.value)
             except InvalidMessage as exc:
                 res.invalid[f"{topic} {exc.field or 'message'}"] += 1
-                nf = salvage_nonfinite(topic, rec.value) if isinstance(rec.value, dict) else None
-                if nf is not None:
-                    emit(eng.process_nonfinite(nf))
+                if exc.nonfinite is not None:
+                    emit(eng.process_nonfinite(exc.nonfinite))
                 continue
+            try:
+                alerts = eng.process(ev)
+            except Exception as exc:  # noqa: BLE001 - one bad record must not end a replay
+                res.invalid[f"{topic} engine error {type(exc).__name__}"] += 1
+                continue
+            if eng.rejected:  # out of range for the log's own clock
+                for exc in eng.rejected:
+                    res.invalid[f"{exc.topic} {exc.reason.partition(':')[0]}"] += 1
+                res.events -= len(eng.rejected)
+                eng.rejected.clear()
             res.events += 1
             if res.first_ts is None:
                 res.first_ts = ev.ts
-            emit(eng.process(ev))
+            emit(alerts)
             if on_progress is not None and res.events % 50_000 == 0:
                 on_progress(res.events)
         elif topic == "labels":
@@ -107,6 +117,8 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
         else:
             res.invalid[f"unknown topic {topic[:40]!r}"] += 1
     emit(eng.finish())
+    for exc in eng.rejected:
+        res.invalid[f"{exc.topic} {exc.reason.partition(':')[0]}"] += 1
     res.last_ts = eng.clock if res.events else None
     res.seconds = time.perf_counter() - t0
     res.engine_stats = eng.stats()

@@ -351,3 +351,35 @@ def test_memory_stays_bounded_resolved_problems_and_ended_jobs_are_forgotten() -
     feed(eng, healthy_job(steps=20, t0=T0 + 7300, job="job-2"), finish=False)
     assert eng.stats()["jobs"] == 1
     assert eng.correlator.problems == {}
+
+
+def test_job_state_grows_with_the_ranks_seen_not_the_largest_rank_number() -> None:
+    eng = Engine()
+    events = list(healthy_job(steps=30))
+    huge = step(events[40].ts, (1 << 24) - 1, events[40].step)
+    feed(eng, [*events[:41], huge, *events[41:]])
+    job = eng.monitors._jobs["job-1"]
+    assert len(job._base) < 1000 and (1 << 24) - 1 in job._slot
+
+
+def test_a_record_from_the_year_2100_changes_nothing_and_a_real_gap_is_kept() -> None:
+    from detector.events import InvalidMessage
+    from detector.testing import YEAR_2100
+
+    events = list(healthy_job(steps=40, slow={3: 1.2}, slow_from=15))
+    clean = firing(feed(Engine(), events))
+    eng = Engine()
+    poisoned = [*events[:100], events[100]._replace(ts=YEAR_2100), *events[100:]]
+    assert firing(feed(eng, poisoned)) == clean != []
+    assert [e.field for e in eng.rejected] == ["ts"]
+    assert isinstance(eng.rejected[0], InvalidMessage)
+    assert eng.clock < YEAR_2100
+    # In the service, a partition's first record is checked against the wall clock.
+    from detector.monitors import Monitors
+    mon = Monitors(wall_clock=lambda: T0)
+    with pytest.raises(InvalidMessage, match="ts_out_of_range"):
+        mon.process(thermal(T0 + 301.0, "node-000", 0), [])
+    mon.process(thermal(T0 + 1.0, "node-000", 0), [])
+    with pytest.raises(InvalidMessage, match="ahead of the partition's clock"):
+        mon.process(thermal(YEAR_2100, "node-000", 0), [])
+    assert mon.clock == T0 + 1.0

@@ -7,6 +7,7 @@ import json
 import orjson
 import pytest
 
+from detector.decoding import decode, decode_value, salvage_nonfinite
 from detector.events import (
     ECC,
     NIC,
@@ -17,9 +18,6 @@ from detector.events import (
     NicSample,
     StepSample,
     ThermalSample,
-    decode,
-    decode_value,
-    salvage_nonfinite,
 )
 
 GOOD = {
@@ -126,7 +124,7 @@ def test_non_finite_numbers_are_invalid(value: float) -> None:
 
 def test_non_finite_json_literals_are_invalid() -> None:
     raw = json.dumps(with_(STEP, loss=float("nan"))).encode()  # Python writes NaN
-    with pytest.raises(InvalidMessage, match="not valid JSON"):
+    with pytest.raises(InvalidMessage, match="must be a finite number"):
         decode(STEP, raw)
     raw = json.dumps(with_(THERMAL, gpu_temp_c=1e400)).encode()
     with pytest.raises(InvalidMessage):
@@ -179,3 +177,64 @@ def test_fast_and_slow_paths_agree_after_a_bad_message() -> None:
     with pytest.raises(InvalidMessage):
         decode_value(ECC, with_(ECC, sbe_volatile=-1))
     assert decode_value(ECC, GOOD[ECC]).sbe_volatile == 3
+
+
+# -- bounds of untrusted input (DESIGN.md "Bounds") ------------------------------------
+
+
+def test_a_deeply_nested_message_is_invalid_and_never_a_recursion_error() -> None:
+    for depth in (3, 2_000, 200_000):
+        raw = b'{"ts": 1.0, "node": "n", "gpu": 0, "x": ' + b"[" * depth + b"]" * depth + b"}"
+        if depth == 3:
+            assert decode(THERMAL, raw).gpu == 0  # an unknown field is skipped, nested or not
+            continue
+        with pytest.raises(InvalidMessage, match="nested too deep"):
+            decode(THERMAL, raw)
+        raw_nan = raw.replace(b'"gpu": 0', b'"gpu": 0, "gpu_temp_c": NaN')
+        with pytest.raises(InvalidMessage):
+            decode(THERMAL, raw_nan)
+        assert salvage_nonfinite(STEP, raw) is None
+
+
+def test_a_message_over_one_mebibyte_is_invalid() -> None:
+    raw = orjson.dumps(with_(THERMAL, note="x" * (1 << 20)))
+    with pytest.raises(InvalidMessage, match="over the limit"):
+        decode(THERMAL, raw)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("rank", 1 << 24), ("rank", 1 << 63), ("tp_rank", 1 << 63), ("gpu", 1 << 24),
+    ("step", 1 << 64), ("step", 1 << 200),
+])
+def test_integers_beyond_their_field_range_are_invalid(field: str, value: int) -> None:
+    for check in (lambda d: decode(STEP, orjson.dumps(d) if value < 1 << 64 else
+                                   json.dumps(d).encode()), lambda d: decode_value(STEP, d)):
+        with pytest.raises(InvalidMessage) as exc:
+            check(with_(STEP, **{field: value}))
+        assert exc.value.field == field and "must be an integer >= 0" in exc.value.reason
+        assert len(exc.value.reason) < 300
+
+
+def test_a_float_too_large_for_a_double_is_invalid() -> None:
+    with pytest.raises(InvalidMessage, match="finite"):
+        decode_value(THERMAL, with_(THERMAL, gpu_temp_c=1 << 1100))
+
+
+@pytest.mark.parametrize("name", [
+    "node\x00", "\x1b[31mnode-000\x1b[0m", "node-\u202e000", "n" * 257, "a\nb",
+])
+def test_names_with_control_characters_or_over_256_characters_are_invalid(name: str) -> None:
+    for field in ("node", "job", "cluster", "tenant"):
+        for check in (lambda d: decode(STEP, orjson.dumps(d)), lambda d: decode_value(STEP, d)):
+            with pytest.raises(InvalidMessage) as exc:
+                check(with_(STEP, **{field: name}))
+            assert exc.value.field == field and "must be a name of" in exc.value.reason
+            assert name not in exc.value.reason  # the reason itself is safe to print
+    assert decode_value(STEP, with_(STEP, node="n" * 256, job="jöb-ünicode")).node == "n" * 256
+
+
+def test_a_nan_literal_is_non_finite_not_bad_json() -> None:
+    raw = json.dumps(with_(STEP, grad_norm=float("inf"))).encode()
+    with pytest.raises(InvalidMessage, match="finite") as exc:
+        decode(STEP, raw)
+    assert exc.value.nonfinite is not None and exc.value.nonfinite.field == "grad_norm"

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
 from detector.alerts import Action, Alert, Scope
-from detector.events import InvalidMessage, decode, decode_value
+from detector.decoding import InvalidMessage, decode, decode_value
 from detector.metrics import (
     INVALID_REASONS,
     PagerMetrics,

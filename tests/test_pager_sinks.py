@@ -17,6 +17,7 @@ from detector.metrics import PagerMetrics
 from detector.pager.config import PagerConfig
 from detector.pager.core import FileDeadLetters, OffsetTracker, Pager, SinkWorker
 from detector.pager.notification import Notification
+from detector.pager.payloads import pd_dedup_key as pd_key
 from detector.pager.sinks import AlertmanagerSink, PagerDutySink, WebhookSink
 from detector.pager.testing import FakeClock, Receiver, alert, resolved
 
@@ -319,11 +320,9 @@ def test_no_resolve_for_a_trigger_that_never_went_out(tmp_path: Path) -> None:
         worker.deliver(note(a, "pd"))
         assert [b["event_action"] for b in rx.bodies(202) + rx.bodies(200)] == ["trigger"]
         assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 0
-        # A resolve whose trigger met it in a backlog is not sent at all to PagerDuty.
-        b = alert("node-002")
-        n = note(resolved(b), "pd")
-        n.fired = False
-        worker.deliver(n)
+        # A resolve of an alert PagerDuty never heard of (its trigger met it in a backlog)
+        # is not sent either.
+        worker.deliver(note(resolved(alert("node-002")), "pd"))
         assert len(rx.requests) == 2
 
 
@@ -332,3 +331,72 @@ def wait_until(condition: Any, timeout_s: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_a_backlog_sends_an_already_resolved_alert_once_as_resolved_or_not_at_all(
+        tmp_path: Path) -> None:
+    with Receiver() as am, Receiver(default=202) as pd:
+        cfg = config({"am": {"type": "alertmanager", "url": am.url, **FAST},
+                      "pd": {"type": "pagerduty", "url": pd.url, "routing_key": "R" * 32,
+                             **FAST, "storm": {"enabled": False}}}, tmp_path)
+        reg, m = metrics(cfg)
+        pager = Pager(cfg, m, FileDeadLetters(tmp_path / "dead.jsonl"))
+        pager.start()
+        tracker = OffsetTracker()
+        gone, still = alert("node-001"), alert("node-002")
+        try:
+            for offset, (a, behind) in enumerate([(gone, True), (still, True),
+                                                  (resolved(gone), True)]):
+                pager.submit(a, tracker.ticket("alerts.isolation", 0, offset), backlog=behind)
+            assert pager.backlog_size() == 1 and am.requests == []  # held, not sent
+            assert pager.release_backlog() == 1
+            wait_until(lambda: tracker.positions() == {("alerts.isolation", 0): 3})
+        finally:
+            assert pager.close(5.0)
+        posted = [(x["labels"]["node"], x["endsAt"] > x["startsAt"]) for b in am.bodies()
+                  for x in b]
+        assert sorted(n for n, _ in posted) == ["node-001", "node-002"]  # each once
+        assert [b["dedup_key"] for b in pd.bodies()] == [pd_key(still.dedup_key)]
+        assert [b["event_action"] for b in pd.bodies()] == ["trigger"]
+        assert reg.get_sample_value("faultline_pager_cleared_in_backlog_total") == 1
+
+
+def test_outgoing_payloads_carry_no_escapes_controls_or_huge_names(tmp_path: Path) -> None:
+    import unicodedata
+
+    nasty = "node-1\x1b[31mRED\x1b[0m\u202eevil\x07\r\n" + "x" * (1 << 20)
+    a = alert(nasty, summary="\x1b]0;pwned\x07summary\u200b")
+    with Receiver() as am, Receiver(default=202) as pd, Receiver() as hook:
+        cfg = config({"am": {"type": "alertmanager", "url": am.url, **FAST},
+                      "pd": {"type": "pagerduty", "url": pd.url, "routing_key": "R" * 32,
+                             **FAST},
+                      "w": {"type": "webhook", "url": hook.url, **FAST}}, tmp_path)
+        _, m = metrics(cfg)
+        stop = threading.Event()
+        for sink in (AlertmanagerSink(cfg.sinks["am"], m, state_dir=None, stop=stop),
+                     PagerDutySink(cfg.sinks["pd"], m, state_dir=None, stop=stop),
+                     WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop)):
+            assert sink.deliver(note(a, sink.name)).delivered
+        bodies = {"am": am.requests[0].body, "pd": pd.requests[0].body,
+                  "w": hook.requests[0].body}
+    for name, raw in bodies.items():
+        assert len(raw) < 512 * 1024, name  # a 1 MiB name does not make a 1 MiB page
+
+        def strings(v: Any) -> Any:
+            if isinstance(v, str):
+                yield v
+            elif isinstance(v, dict):
+                for k, x in v.items():
+                    yield k
+                    yield from strings(x)
+            elif isinstance(v, list):
+                for x in v:
+                    yield from strings(x)
+
+        for s in strings(json.loads(raw)):
+            bad = [c for c in s if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf")]
+            assert not bad, (name, s[:80], bad[:5])
+            assert "[31m" not in s and "pwned" not in s
+    labels = json.loads(bodies["am"])[0]["labels"]
+    assert all(len(v) <= 256 for v in labels.values())
+    assert labels["node"].startswith("node-1REDevil xx")

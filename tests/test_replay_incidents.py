@@ -125,3 +125,32 @@ def test_the_replay_command_reports_a_missing_log() -> None:
     proc = subprocess.run([sys.executable, "-m", "detector.cli", "replay", "no-such.jsonl"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
     assert proc.returncode == 2 and "no such log" in proc.stderr
+
+
+def test_poison_messages_change_no_problem_of_the_replay(all_faults: LogResult,
+                                                         tmp_path: Path) -> None:
+    """Issue 11: a nested message, 2^63 and 1,048,575 ranks, year-2100 ts (DESIGN "Bounds")."""
+    from detector.testing import poison_messages
+
+    out = tmp_path / "poisoned.jsonl"
+    with open(out, "wb") as f:
+        for n, rec in enumerate(read_records(ALL_FAULTS)):
+            f.write(orjson.dumps({"topic": rec.topic, "value": rec.value}) + b"\n")
+            if n in (5_000, 200_000) and rec.topic.startswith("telemetry."):
+                ts = rec.value["ts"]
+                for topic, raw in poison_messages(ts, step_no=int(ts) % 100_000):
+                    f.write(b'{"topic": "%s", "value": %s}\n' % (topic.encode(), raw))
+    poisoned = replay_log(out, topology=Topology.load(TOPOLOGY))
+
+    def problems(res: LogResult) -> set[tuple[str, str, str]]:
+        return {(a.kind, a.cause, a.scope.key) for a in res.alerts if a.status == "firing"}
+
+    assert problems(poisoned) == problems(all_faults)
+    # Each of the two insertions: a thermal and an ECC record in 2100, a 2^63 tp_rank, an
+    # ANSI-escaped NIC name, a nested step without a job; lines no JSON parser takes
+    # (5,000 levels, NaN) are not records.  The 1,048,575 rank is legal, and absorbed.
+    assert poisoned.invalid == {
+        "telemetry.thermal ts_out_of_range": 2, "telemetry.ecc ts_out_of_range": 2,
+        "telemetry.step tp_rank": 2, "telemetry.nic node": 2, "telemetry.step job": 2,
+        "not a record": 4}
+    assert poisoned.last_ts == all_faults.last_ts

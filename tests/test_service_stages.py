@@ -221,3 +221,26 @@ def test_nan_loss_is_dead_lettered_and_still_reaches_the_engine() -> None:
     msg = orjson.loads(emits[0].value)
     assert (msg["finding"]["signal"], msg["finding"]["kind"]) == ("nonfinite", "sdc")
     assert msg["arrived"] == 12.5
+
+
+def test_poison_messages_are_dead_lettered_and_the_partition_goes_on() -> None:
+    from detector.metrics import invalid_reason
+    from detector.testing import T0, poison_messages
+
+    by_topic: dict[str, list[bytes]] = {}
+    for topic, raw in poison_messages(T0 + 1.0):
+        by_topic.setdefault(topic, []).append(raw)
+    good = b'{"ts": %r, "node": "n0", "gpu": 0, "xid": 79}' % (T0 + 2.0)
+    by_topic["telemetry.ecc"].append(good)
+    labels = []
+    for topic, raws in by_topic.items():
+        src = SourcePartition(topic, 0, 1, wall_clock=lambda: T0)
+        emits: list[Emit] = []
+        dead: list[DeadLetter] = []
+        src.process([(i, b"k", raw, None) for i, raw in enumerate(raws)], 0.0, emits, dead)
+        assert src.offset == len(raws) - 1
+        labels += [invalid_reason(d.reason) for d in dead]
+        if topic == "telemetry.ecc":  # the year-2100 record did not move the clock
+            assert src.clock == T0 + 2.0 and len(dead) == 1
+    assert sorted(labels) == ["bad_name", "missing_field", "non_finite", "out_of_range",
+                              "too_deep", "ts_out_of_range", "ts_out_of_range"]

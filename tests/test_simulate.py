@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from detector.alerts import Label
-from detector.events import ECC, NIC, STEP, THERMAL, decode_value
+from detector.decoding import decode_value
+from detector.events import ECC, NIC, STEP, THERMAL
 from detector.topology import Topology
 from replay.sim.plan import GAP_S, ecc_baseline
 from replay.sim.simulate import (

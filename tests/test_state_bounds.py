@@ -58,7 +58,7 @@ def test_a_silent_node_is_forgotten_and_comes_back_as_new() -> None:
                ecc(T0, "node-b", 0)], finish=False)
     assert eng.monitors.was_seen("node-a", "nic")
     # node-b goes on reporting; node-a is silent for more than an hour
-    feed(eng, [ecc(T0 + t, "node-b", 0) for t in range(60, int(1.5 * HOUR), 60)], finish=False)
+    feed(eng, [ecc(T0 + t, "node-b", 0) for t in range(60, int(2 * HOUR), 60)], finish=False)
     assert not any(eng.monitors.was_seen("node-a", s) for s in ("ecc", "thermal", "nic"))
     assert eng.monitors.was_seen("node-b", "ecc")
     assert eng.stats()["gpus"] == 1 and eng.stats()["nodes_with_nics"] == 0

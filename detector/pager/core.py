@@ -19,6 +19,7 @@ import queue
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -307,6 +308,7 @@ class Pager:
                                state_path=state_dir / f"pager-{name}-groups.json"
                                if state_dir is not None else None)
             for name, sc in config.sinks.items() if sc.storm.enabled}
+        self._backlog: OrderedDict[str, tuple[FiredAlert, list[Any]]] = OrderedDict()
         self.workers = {name: SinkWorker(sink, metrics, deadletters, stop=self.stop, wall=wall,
                                          audit=audit)
                         for name, sink in self.sinks.items()}
@@ -315,12 +317,48 @@ class Pager:
         for w in self.workers.values():
             w.start()
 
-    def submit(self, alert: FiredAlert, ticket: Any) -> None:
-        """One alert message; ``ticket`` (or None) is done once all its sinks are through."""
+    def submit(self, alert: FiredAlert, ticket: Any, *, backlog: bool = False) -> None:
+        """One alert message; ``ticket`` (or None) is done once all its sinks are through.
+
+        ``backlog``: the message is behind newer ones already on its partition (a pager
+        catching up).  A firing alert from the backlog is held until :meth:`release_backlog`;
+        if its resolve comes first, the trigger is dropped and only the resolve goes on:
+        Alertmanager records the alert once, as resolved, and PagerDuty and the webhook,
+        whose ledgers never saw the trigger, send nothing.
+        """
+        if backlog and alert.status == "firing":
+            held = self._backlog.pop(alert.dedup_key, None)
+            tickets = [*(held[1] if held else []), ticket]
+            self._backlog[alert.dedup_key] = (alert, tickets)  # the newest evidence
+            return
+        if alert.status == "resolved":
+            held = self._backlog.pop(alert.dedup_key, None)
+            if held is not None:
+                self.metrics.cleared_in_backlog()
+                for t in held[1]:
+                    if t is not None:
+                        t.done()
+        self._route(alert, ticket)
+
+    def release_backlog(self) -> int:
+        """Send the firing alerts held from a backlog (the consumer caught up)."""
+        n = len(self._backlog)
+        while self._backlog:
+            _, (alert, tickets) = self._backlog.popitem(last=False)
+            for t in tickets[:-1]:  # older copies of the same alert: the newest speaks for them
+                if t is not None:
+                    t.done()
+            self._route(alert, tickets[-1])
+        return n
+
+    def backlog_size(self) -> int:
+        return len(self._backlog)
+
+    def _route(self, alert: FiredAlert, ticket: Any) -> None:
         self.metrics.consumed(alert.topic, alert.status)
         severity = self.router.severity(alert.topic, alert.kind)
         sinks = self.router.route(alert.topic, alert.kind, alert.cause, severity,
-                                  _opt(alert.tenant), _opt(alert.cluster),
+                                  _opt(alert.raw.get("tenant")), _opt(alert.raw.get("cluster")),
                                   alert.status)
         if not sinks:
             self.metrics.unrouted()

@@ -119,6 +119,9 @@ class _Loop:
         self.tracker = OffsetTracker()
         self.committed: dict[tuple[str, int], int] = {}
         self.paused = False
+        # Firing alerts held from a backlog (waiting to see whether their resolve follows):
+        # at most half of max_in_flight, so that holding never stalls consumption.
+        self.backlog_max = max(1, config.max_in_flight // 2)
         self.consumer = Consumer({
             **settings.kafka_config(), "group.id": config.group_id,
             "enable.auto.commit": False, "auto.offset.reset": settings.auto_offset_reset,
@@ -147,9 +150,11 @@ class _Loop:
                  ", ".join(self.real_topics), ", ".join(self.config.sinks))
         while not stop.is_set():
             wait = max(0.0, min(0.2, self.pager.next_due() - time.monotonic()))
-            msg = self.consumer.poll(wait)
+            msg = self.consumer.poll(0.0 if self.pager.backlog_size() else wait)
             if msg is not None:
                 self._handle(msg)
+            elif self.pager.backlog_size():
+                self.pager.release_backlog()  # caught up with what is there
             self.pager.tick()
             self._flow_control()
             now = time.monotonic()
@@ -186,7 +191,18 @@ class _Loop:
                           else f"{contract or topic}: not an alert envelope: {text}", raw)
             ticket.done()
             return
-        self.pager.submit(alert, ticket)
+        self.pager.submit(alert, ticket, backlog=self._behind(msg))
+        if self.pager.backlog_size() >= self.backlog_max:
+            self.pager.release_backlog()
+
+    def _behind(self, msg: Message) -> bool:
+        """Whether newer messages are already on this message's partition (catching up)."""
+        try:
+            _, high = self.consumer.get_watermark_offsets(
+                TopicPartition(msg.topic(), msg.partition()), cached=True)
+        except KafkaException:
+            return False
+        return high is not None and high - (msg.offset() or 0) > 1
 
     def _invalid(self, msg: Message, reason: str, raw: bytes | None) -> None:
         self.metrics.invalid()
@@ -225,6 +241,8 @@ class _Loop:
         self.metrics.in_flight(n, self.tracker.peak)
         limit = self.config.max_in_flight
         busy = n >= limit if not self.paused else n > max(limit * 0.9, limit - 1)
+        if busy and self.pager.backlog_size():
+            self.pager.release_backlog()
         if busy != self.paused:
             assignment = self.consumer.assignment()
             (self.consumer.pause if busy else self.consumer.resume)(assignment)

@@ -33,9 +33,6 @@ class Notification:
     tickets: list[Any] = field(default_factory=list)
     summary: str = ""                  # storm control's line when it covers several alerts
     on_delivered: list[Callable[[], None]] = field(default_factory=list)
-    # A resolve whose trigger never went out (both met in a backlog): Alertmanager records it
-    # once as resolved; PagerDuty and the webhook send nothing.
-    fired: bool = True
 
     def alerts(self) -> tuple[FiredAlert, ...]:
         """Every alert this notification speaks for."""

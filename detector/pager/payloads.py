@@ -31,6 +31,8 @@ annotation at most ``evidence_max_bytes``.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,8 +103,49 @@ def bounded_json(value: Any, max_bytes: int) -> str:
     return text.encode()[:keep].decode(errors="ignore") + note
 
 
+# What a name or text from telemetry must not carry into a page: terminal escape sequences
+# (CSI, OSC), other control characters, and Unicode format characters (bidi overrides such
+# as U+202E, zero-width characters) that make a text read differently than it is.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"           # CSI: colours, cursor moves
+                      r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
+                      r"|\x9b[0-?]*[ -/]*[@-~]")
+STRING_MAX_CHARS = 65536      # any one string in a payload
+
+
+def clean_text(text: str, *, max_chars: int = STRING_MAX_CHARS, one_line: bool = False) -> str:
+    r"""``text`` without escape sequences, control and format characters, cut to ``max_chars``.
+
+    >>> clean_text("node-1\x1b[31mRED\x1b[0m\u202eevil\x00")
+    'node-1REDevil'
+    >>> clean_text("a\nb\tc", one_line=True), clean_text("a\nb")
+    ('a b c', 'a\nb')
+    >>> len(clean_text("x" * 9, max_chars=4))
+    4
+    """
+    text = text[:max_chars]  # first: a megabyte name costs no more than its first part
+    if not text.isprintable():
+        text = _ESCAPES.sub("", text)
+        text = "".join(
+            (" " if one_line else ch) if ch in "\n\t"
+            else ch for ch in text
+            if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    return text[:max_chars]
+
+
+def clean(value: Any, *, max_chars: int = STRING_MAX_CHARS) -> Any:
+    """Every string in a JSON-like value (keys too) through :func:`clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value, max_chars=max_chars)
+    if isinstance(value, dict):
+        return {clean_text(str(k), max_chars=max_chars): clean(v, max_chars=max_chars)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v, max_chars=max_chars) for v in value]
+    return value
+
+
 def _label(v: Any) -> str:
-    return str(v)[:LABEL_MAX_CHARS]
+    return clean_text(str(v), max_chars=LABEL_MAX_CHARS, one_line=True)
 
 
 # -- Alertmanager ------------------------------------------------------------------------
@@ -146,7 +189,7 @@ def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: 
                            "startsAt": iso(starts), "endsAt": iso(max(ends, starts))}
     if generator_url:
         out["generatorURL"] = generator_url
-    return out
+    return clean(out)
 
 
 # -- PagerDuty ---------------------------------------------------------------------------
@@ -212,7 +255,7 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
                     wall_now: float, details_max_bytes: int) -> dict[str, Any]:
     """An Events API v2 event: ``trigger`` with a payload, or ``resolve``."""
     ev: dict[str, Any] = {"routing_key": routing_key, "event_action": n.event,
-                          "dedup_key": pd_dedup_key(n.dedup_key)}
+                          "dedup_key": pd_dedup_key(clean_text(n.dedup_key))}
     if n.event != "trigger":
         return ev
     a = n.alert
@@ -231,7 +274,7 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
         "custom_details": details(n, details_max_bytes),
     }
     ev["client"] = "faultline"
-    return ev
+    return clean(ev)
 
 
 # -- webhook -----------------------------------------------------------------------------
@@ -260,4 +303,4 @@ def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int
         body["grouped"] = [_brief(m) for m in n.members]
     if n.held_back:
         body["held_back"] = [_brief(h) for h in n.held_back]
-    return body
+    return clean(body)

@@ -187,7 +187,7 @@ class Ledger:
         """Whether ``event`` (trigger/resolve) for ``key`` at event time ``ts`` is news."""
         last = self._state.get(key)
         if last is None:
-            return True
+            return event == "trigger"  # a resolve of a key never triggered here: nothing to end
         state, at = last
         if event == "trigger":
             return state == "dead" or (state != "triggered" and ts > at)
@@ -380,8 +380,6 @@ class _LedgerSink(Sink):
     def deliver(self, n: Notification) -> Outcome:
         key = self.key(n)
         ts = max((a.detected_ts for a in n.alerts()), default=0.0)
-        if n.event == "resolve" and not n.fired:
-            return Outcome.ok(skipped=True)  # its trigger never went out: nothing to resolve
         if not self.ledger.wanted(key, n.event, ts):
             return Outcome.ok(skipped=True)
         out = self.send(n)

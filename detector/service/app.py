@@ -115,7 +115,8 @@ class DetectorService:
         self._lock = asyncio.Lock()
         self.stopping = False
         self.counts = {"events": 0, "deadletters": 0, "findings_messages": 0, "alerts": 0,
-                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0}
+                       "snapshots": 0, "restored": 0, "refused": 0, "stale_skipped": 0,
+                       "batch_errors": 0}
         # (wall, process CPU) when the first telemetry batch came and the last one was done:
         # what bench/kafka_throughput.py divides by, read from the status file.
         self._input_first: tuple[float, float] | None = None
@@ -186,12 +187,17 @@ class DetectorService:
         now = self.clock()
         touched: list[SourcePartition] = []
         for tp, records in by_tp.items():
-            if tp.topic == self.findings_topic:
-                self._on_findings(tp, records, now)
+            try:
+                if tp.topic == self.findings_topic:
+                    self._on_findings(tp, records, now)
+                    continue
+                if self._input_first is None:
+                    self._input_first = (self.wall(), time.process_time())
+                part = self._on_telemetry(tp, records, now)
+            except Exception:  # noqa: BLE001 - every record is guarded; this is a last net
+                self.counts["batch_errors"] += 1
+                log.exception("batch of %d records from %s failed", len(records), tp)
                 continue
-            if self._input_first is None:
-                self._input_first = (self.wall(), time.process_time())
-            part = self._on_telemetry(tp, records, now)
             if part is not None:
                 touched.append(part)
         if touched:
@@ -448,13 +454,15 @@ class DetectorService:
                 try:
                     src = SourcePartition.restore(contract, tp.partition,
                                                   self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now, codec=self.codec)
+                                                  self.topology, now=now, codec=self.codec,
+                                                  wall_clock=self.wall)
                     self.counts["restored"] += 1
                     return src
                 except Exception as exc:  # noqa: BLE001 - start afresh from the commit
                     self._refused(tp, exc)
             part = SourcePartition(contract, tp.partition, self.findings_partitions,
-                                   self.thresholds, self.topology, now=now)  # type: ignore[assignment]
+                                   self.thresholds, self.topology, now=now,
+                                   wall_clock=self.wall)  # type: ignore[assignment]
         # A refused snapshot's offset is no more trusted than its state: the partition
         # starts from the group's committed position (set by the caller).
         return part

@@ -72,6 +72,7 @@ class CorrelatorPartition:
         self.duplicates = 0
         self.late = 0
         self.invalid = 0
+        self.errors = 0
 
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
@@ -155,7 +156,7 @@ class CorrelatorPartition:
                         del self._seen[node]
             else:
                 raise ValueError(f"unknown type {kind!r}")
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
+        except Exception as exc:  # noqa: BLE001
             # Written by our own stage 1, so this is a bug or a foreign producer: count, go on.
             self.invalid += 1
             log.warning("findings partition %d offset %d: unreadable message: %s",
@@ -211,18 +212,28 @@ class CorrelatorPartition:
             if tag > self.released:
                 # As in Engine.process: timers due by this record fire before its findings.
                 if corr.due() <= tag:
-                    corr.advance(tag, alerts)
+                    self._guarded(corr.advance, tag, alerts)
                 self.released = tag
             if arrivals is not None:
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))
-            corr.on_finding(f, alerts)
+            self._guarded(corr.on_finding, f, alerts)
             if arrivals is not None:
                 arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
         if clock > self.released:
-            corr.advance(clock, alerts)
+            self._guarded(corr.advance, clock, alerts)
             self.released = clock
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
+
+    def _guarded(self, step: Any, arg: Any, alerts: list[Alert]) -> None:
+        # One finding the correlator chokes on must not stop the partition (and with it
+        # every later alert of the cluster): logged, counted, and the next one goes on.
+        try:
+            step(arg, alerts)
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+            log.exception("findings partition %d: correlator failed on %r", self.partition,
+                          arg)
 
     def stats(self, now: float) -> dict[str, Any]:
         clock = self.clock(now)
@@ -230,6 +241,7 @@ class CorrelatorPartition:
                 "clock": finite(clock) if clock is not None else None,
                 "waiting": len(self._heap), "findings": self.findings,
                 "duplicates": self.duplicates, "late": self.late, "invalid": self.invalid,
+                "errors": self.errors,
                 "problems": len(self.correlator.problems),
                 "sources": len(self.sources),
                 "live_sources": sum(now - s.heard <= self.source_timeout_s

@@ -47,19 +47,17 @@ from __future__ import annotations
 import logging
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
+from detector.decoding import decode
 from detector.events import (
     ECC,
     NIC,
-    STEP,
     THERMAL,
     InvalidMessage,
-    decode,
-    salvage_nonfinite,
 )
 from detector.findings import Finding
 from detector.monitors import Monitors
@@ -126,12 +124,13 @@ class SourcePartition:
 
     def __init__(self, topic: str, partition: int, findings_partitions: int,
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
-                 *, now: float = 0.0) -> None:
+                 *, now: float = 0.0, wall_clock: Callable[[], float] | None = None) -> None:
         self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
         self.partition = partition
         self.source = f"{topic}:{partition}"
         self.findings_partitions = findings_partitions
-        self.monitors = Monitors(thresholds, topology)
+        # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
+        self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
         self.offset = -1                    # last input offset processed
         self._idle_seq = 0                  # findings made by idle advances since that offset
         self.last_input = now               # wall time of the last input (or of assignment)
@@ -151,7 +150,8 @@ class SourcePartition:
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
-                codec: StateCodec = UNSIGNED) -> SourcePartition:
+                codec: StateCodec = UNSIGNED,
+                wall_clock: Callable[[], float] | None = None) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = codec.decode(blob, f"{topic}:{partition}@{offset}")
         if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
@@ -160,6 +160,7 @@ class SourcePartition:
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
         part.monitors.topology = topology
+        part.monitors.wall_clock = wall_clock
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
@@ -192,22 +193,20 @@ class SourcePartition:
                 if raw is None:
                     raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = decode(topic, raw)
+                new_node = hw is not None and not mon.was_seen(ev.node, hw)
+                mon.process(ev, found)  # InvalidMessage too: ts out of range
             except InvalidMessage as exc:
                 self.invalid += 1
                 dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
-                nf = salvage_nonfinite(topic, raw) if topic == STEP and raw is not None else None
-                if nf is not None:
+                if exc.nonfinite is not None:
                     try:
-                        mon.process_nonfinite(nf, found)
+                        mon.process_nonfinite(exc.nonfinite, found)
                     except Exception as err:  # noqa: BLE001 - see _engine_error
                         self._engine_error(err, offset, key, raw, dead)
+            except Exception as err:  # noqa: BLE001 - see _engine_error
+                self._engine_error(err, offset, key, raw, dead)
             else:
                 self.events += 1
-                new_node = hw is not None and not mon.was_seen(ev.node, hw)
-                try:
-                    mon.process(ev, found)
-                except Exception as err:  # noqa: BLE001 - see _engine_error
-                    self._engine_error(err, offset, key, raw, dead)
                 if new_node:
                     emits.append(Emit(findings_partition(ev.cluster, self.findings_partitions),
                                       b"seen", dumps({"type": "seen", "source": source,

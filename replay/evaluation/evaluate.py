@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from detector.alerts import ESCALATION, ISOLATION, FiredAlert, Label
-from detector.events import TELEMETRY_TOPICS, InvalidMessage, StepSample, decode_value
+from detector.decoding import decode_value
+from detector.events import TELEMETRY_TOPICS, InvalidMessage, StepSample
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 from replay.evaluation.baselines import BASELINES

@@ -105,3 +105,24 @@ def test_flow_control_holds_max_in_flight(kafka_bootstrap: str, tmp_path: Path) 
             run.stop(pager)
         assert consumed == 40 and peak == 40, (consumed, peak)
         assert len(rx.bodies(200)) == 300
+
+
+def test_a_backlog_does_not_page_for_alerts_already_resolved(kafka_bootstrap: str,
+                                                             tmp_path: Path) -> None:
+    with Receiver() as rx:
+        run = Run(kafka_bootstrap, tmp_path, rx.url)
+        _config(run, rx.url)
+        gone = [message(ISOLATION, f"node-{i:03d}") for i in range(20)]
+        still = message(ISOLATION, "node-100")
+        # One partition's backlog: triggers, then the resolves of all but one.
+        run.produce([*gone, still, *[message(ISOLATION, f"node-{i:03d}", "resolved")
+                                     for i in range(20)]])
+        pager = run.start()
+        try:
+            wait_for("every offset committed", run.all_committed, 60, on_timeout=run.log)
+            cleared = run.metric("faultline_pager_cleared_in_backlog_total")
+        finally:
+            run.stop(pager)
+        # The webhook (like PagerDuty) never heard of the resolved ones: nothing to send.
+        assert [(b["event"], b["dedup_key"]) for b in rx.bodies()] == [("trigger", still[1])]
+        assert cleared == 20

@@ -32,7 +32,7 @@ BAD = [
     (THERMAL, b"node-a", b"[1, 2, 3]", "must be a JSON object"),
     (THERMAL, b"node-a", b'{"ts": 5.0, "node": "node-a", "gpu": "3"}', "field 'gpu'"),
     (ECC, b"node-a", b'{"ts": 5.0, "gpu": 0}', "field 'node': is required"),
-    (ECC, b"node-a", b'{"ts": NaN, "node": "node-a", "gpu": 0}', "not valid JSON"),
+    (ECC, b"node-a", b'{"ts": NaN, "node": "node-a", "gpu": 0}', "must be a finite number"),
     (STEP, b"job-dl", step(T0 + 5, 1, step_ms=-5.0, compute_ms=None, comm_ms=None),
      "field 'step_ms'"),
     (STEP, b"job-dl", step(T0 + 5, 2, tp_rank=0), "come all three or none"),
@@ -43,7 +43,7 @@ BAD = [
     # Invalid by the contract, yet a NaN loss is what corruption looks like: the engine
     # hears of it too (an sdc escalation on that GPU).
     (STEP, b"job-dl", step(T0 + 6, 3).replace(b'"ts"', b'"loss":NaN,"ts"'),
-     "not valid JSON"),
+     "must be a finite number"),
 ]
 
 

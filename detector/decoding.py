@@ -1,0 +1,334 @@
+"""Decoding of the four telemetry topics: message bytes (or parsed JSON) to records, at C speed.
+
+A valid message is decoded and validated in one pass by :mod:`msgspec`
+against the record types of :mod:`detector.events`, whose field
+annotations carry the contract's types and bounds.  Only a message that
+fails (rare) takes the describing path, which parses it again and names the
+first bad field and the record, so the dead letter says what to fix.
+Nothing here raises anything but :class:`InvalidMessage` for bad input: not
+a ``RecursionError``, not an ``OverflowError``.
+
+>>> s = decode(STEP, b'{"ts": 1.5, "job": "j", "step": 3, "rank": 0, "node": "n0", "gpu": 0,'
+...            b' "step_ms": 1000, "compute_ms": 700.0, "comm_ms": 250.0}')
+>>> s.step_ms, s.dp_rank, s.loss
+(1000.0, 0, None)
+>>> decode(THERMAL, b'{"ts": 1.0, "node": "n0", "gpu": -1}')
+Traceback (most recent call last):
+...
+detector.events.InvalidMessage: telemetry.thermal: field 'gpu': must be an integer >= 0 ...
+>>> decode(STEP, b'{"ts": 1.5, "job": "j", "step": 3, "rank": 0, "node": "n0", "gpu": 0,'
+...        b' "step_ms": 1000, "loss": NaN}').nonfinite
+Traceback (most recent call last):
+...
+detector.events.InvalidMessage: telemetry.step: field 'loss': must be a finite number, got nan ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import msgspec
+import orjson
+
+from detector.events import (
+    COUNTER_LIMIT,
+    ECC,
+    INDEX_LIMIT,
+    LINK_STATES,
+    MAX_NAME_CHARS,
+    NIC,
+    NIC_COUNTERS,
+    RECORD_TYPES,
+    RECOVERY_ACTIONS,
+    STEP,
+    SUM_SLACK_MS,
+    SUM_SLACK_REL,
+    THERMAL,
+    Event,
+    InvalidMessage,
+    NonFinite,
+    StepSample,
+    parts_fit,
+)
+
+__all__ = ["MAX_MESSAGE_BYTES", "InvalidMessage", "decode", "decode_value",
+           "describe", "salvage_nonfinite"]
+
+MAX_MESSAGE_BYTES = 1 << 20
+# Known fields are scalars (a list or object there is the wrong type); an unknown
+# field is skipped unread however it nests, up to the parsers' own depth limits
+# (msgspec's and the interpreter's recursion limit, orjson's 1,024), past which the
+# message is dead-lettered as nested too deep, never raised.
+
+_DECODERS = {t: msgspec.json.Decoder(cls) for t, cls in RECORD_TYPES.items()}
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def decode(topic: str, raw: bytes | bytearray | memoryview | str) -> Event:
+    """Decode one Kafka message value (UTF-8 JSON) from ``topic``; InvalidMessage if bad."""
+    decoder = _DECODERS.get(topic)
+    if decoder is None:
+        raise InvalidMessage(topic, f"unknown topic {topic[:80]!r}")
+    if type(raw) is not bytes:
+        raw = raw.encode() if isinstance(raw, str) else bytes(raw)
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise InvalidMessage(topic, f"message of {len(raw)} bytes is over the limit of "
+                             f"{MAX_MESSAGE_BYTES} bytes")
+    try:
+        ev = decoder.decode(raw)
+    except _DECODE_ERRORS:
+        return describe(topic, raw)
+    if type(ev) is StepSample and not parts_fit(ev):
+        return describe(topic, raw)
+    return ev  # type: ignore[no-any-return]
+
+
+def decode_value(topic: str, value: Any) -> Event:
+    """Validate an already-parsed JSON object from ``topic`` into its record."""
+    cls = RECORD_TYPES.get(topic)
+    if cls is None:
+        raise InvalidMessage(topic, f"unknown topic {topic[:80]!r}")
+    if type(value) is dict:
+        try:
+            ev = msgspec.convert(value, cls)
+        except _DECODE_ERRORS:
+            pass
+        else:
+            if type(ev) is not StepSample or parts_fit(ev):
+                return ev  # type: ignore[return-value]
+    return _check_parsed(topic, value)
+
+
+def salvage_nonfinite(topic: str, raw: bytes | str | dict[str, Any]) -> NonFinite | None:
+    """For a step message that fails only on a NaN/inf loss or grad_norm, what the engine needs."""
+    if topic != STEP:
+        return None
+    try:
+        if isinstance(raw, dict):
+            decode_value(topic, raw)
+        else:
+            decode(topic, raw)
+    except InvalidMessage as exc:
+        return exc.nonfinite
+    return None
+
+
+# -- the describing path: why a message is invalid --------------------------------------
+
+
+def describe(topic: str, raw: bytes) -> Event:
+    """Parse and check field by field: the record if valid after all, else InvalidMessage.
+
+    orjson rejects the ``NaN``/``Infinity`` literals Python's json module
+    writes; those messages are parsed again with the standard library (whose
+    recursion is bounded first) so the reason says ``non-finite``, not
+    ``not valid JSON``.
+    """
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):
+            raise InvalidMessage(topic, f"nested too deep: {exc}") from None
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise InvalidMessage(topic, f"not valid JSON: {exc}") from None
+    return _check_parsed(topic, value)
+
+
+def _check_parsed(topic: str, value: Any) -> Event:
+    if type(value) is not dict:
+        raise InvalidMessage(topic, f"message must be a JSON object, got {type(value).__name__}")
+    try:
+        return _slow(topic, value)
+    except _Bad as bad:
+        nf = _salvage(value) if topic == STEP and bad.problem.startswith(_NON_FINITE) else None
+        raise InvalidMessage(topic, f"field {bad.field!r}: {bad.problem}{_identify(value)}",
+                             bad.field, nf) from None
+
+
+class _Bad(Exception):
+    """Internal: which field failed and why; turned into InvalidMessage with the record's ids."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+
+
+_NON_FINITE = "must be a finite number"
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _float(d: dict[str, Any], name: str, required: bool, minimum: float | None = None) -> Any:
+    v: Any = d.get(name)
+    t = type(v)
+    if t is float:
+        if not math.isfinite(v):
+            raise _Bad(name, f"{_NON_FINITE}, got {_show(v)}")
+    elif t is int:
+        try:
+            v = float(v)
+        except OverflowError:
+            raise _Bad(name, f"{_NON_FINITE}, got an integer of {v.bit_length()} bits") from None
+    elif v is None:
+        if required:
+            raise _Bad(name, "is required")
+        return None
+    else:
+        raise _Bad(name, f"must be a number, got {type(v).__name__} {_show(v)}")
+    if minimum is not None and v < minimum:
+        raise _Bad(name, f"must be >= {minimum:g}, got {_show(v)}")
+    return v
+
+
+def _int(d: dict[str, Any], name: str, required: bool, limit: int) -> Any:
+    v: Any = d.get(name)
+    if type(v) is int:
+        if v < 0 or v >= limit:
+            shown = v if v.bit_length() < 64 else f"an integer of {v.bit_length()} bits"
+            raise _Bad(name, f"must be an integer >= 0 and < 2^{limit.bit_length() - 1}, "
+                       f"got {shown}")
+        return v
+    if v is None:
+        if required:
+            raise _Bad(name, "is required")
+        return None
+    raise _Bad(name, f"must be an integer >= 0, got {type(v).__name__} {_show(v)}")
+
+
+def _str(d: dict[str, Any], name: str, required: bool) -> Any:
+    v: Any = d.get(name)
+    if type(v) is str:
+        if not v and required:
+            raise _Bad(name, "must be a non-empty string")
+        if len(v) > MAX_NAME_CHARS:
+            raise _Bad(name, f"must be a name of at most {MAX_NAME_CHARS} characters, "
+                       f"got {len(v)}")
+        if not v.isprintable():
+            raise _Bad(name, f"must be a name of printable characters (no control, escape "
+                       f"or bidirectional characters), got {_show(v)}")
+        return v
+    if v is None:
+        if required:
+            raise _Bad(name, "is required")
+        return None
+    raise _Bad(name, f"must be a string, got {type(v).__name__} {_show(v)}")
+
+
+def _bool(d: dict[str, Any], name: str) -> Any:
+    v: Any = d.get(name)
+    if v is None or type(v) is bool:
+        return v
+    raise _Bad(name, f"must be true or false, got {type(v).__name__} {_show(v)}")
+
+
+def _one_of(d: dict[str, Any], name: str, allowed: frozenset[str]) -> Any:
+    v: Any = d.get(name)
+    if v is not None and (type(v) is not str or v not in allowed):
+        if type(v) is not str:
+            raise _Bad(name, f"must be a string, got {type(v).__name__} {_show(v)}")
+        raise _Bad(name, f"must be one of {sorted(allowed)}, got {_show(v)}")
+    return v
+
+
+# Field specs, in record order: (name, kind, required, minimum or limit); kinds are F
+# float, I non-negative int below the limit, S name, B bool, or a frozenset of strings.
+F, I, S, B = "float", "int", "str", "bool"  # noqa: E741 (the spec table reads as a grid)
+X, C = INDEX_LIMIT, COUNTER_LIMIT
+_COMMON = (("cluster", S, False, None), ("tenant", S, False, None))
+_SPECS: dict[str, tuple[tuple[str, Any, bool, Any], ...]] = {
+    STEP: (
+        ("ts", F, True, None), ("job", S, True, None), ("step", I, True, C),
+        ("rank", I, True, X), ("node", S, True, None), ("gpu", I, True, X),
+        ("step_ms", F, True, 0.0), ("compute_ms", F, False, 0.0), ("comm_ms", F, False, 0.0),
+        ("tp_rank", I, False, X), ("pp_rank", I, False, X), ("dp_rank", I, False, X),
+        ("loss", F, False, None), ("grad_norm", F, False, 0.0), ("param_checksum", S, False, None),
+        *_COMMON),
+    ECC: (
+        ("ts", F, True, None), ("node", S, True, None), ("gpu", I, True, X),
+        ("sbe_volatile", I, False, C), ("dbe_volatile", I, False, C),
+        ("retired_pages_sbe", I, False, C), ("retired_pages_dbe", I, False, C),
+        ("row_remap_pending", B, False, None), ("row_remap_failure", B, False, None),
+        ("xid", I, False, X), ("pcie_replay", I, False, C),
+        ("nvlink_crc_errors", I, False, C), ("nvlink_replay_errors", I, False, C),
+        ("nvlink_recovery_errors", I, False, C),
+        ("recovery_action", RECOVERY_ACTIONS, False, None), *_COMMON),
+    NIC: (
+        ("ts", F, True, None), ("node", S, True, None), ("nic", S, True, None),
+        ("port", I, True, X), ("link_state", LINK_STATES, False, None),
+        ("rate_gbps", F, False, 0.0), *[(n, I, False, C) for n in NIC_COUNTERS], *_COMMON),
+    THERMAL: (
+        ("ts", F, True, None), ("node", S, True, None), ("gpu", I, True, X),
+        ("gpu_temp_c", F, False, None), ("mem_temp_c", F, False, None),
+        ("power_w", F, False, 0.0), ("sm_clock_mhz", F, False, 0.0),
+        ("throttle", I, False, C), *_COMMON),
+}
+for _topic, _spec in _SPECS.items():
+    assert tuple(f[0] for f in _spec) == RECORD_TYPES[_topic].fields(), _topic
+
+
+def _check_field(d: dict[str, Any], name: str, kind: Any, required: bool, bound: Any) -> Any:
+    if kind is F:
+        return _float(d, name, required, bound)
+    if kind is I:
+        return _int(d, name, required, bound)
+    if kind is S:
+        return _str(d, name, required)
+    if kind is B:
+        return _bool(d, name)
+    return _one_of(d, name, kind)
+
+
+def _finish_step(v: list[Any]) -> None:
+    """Cross-field rules of telemetry.step, applied to values in StepSample order."""
+    step_ms, compute_ms, comm_ms = v[6], v[7], v[8]
+    parts = (compute_ms or 0.0) + (comm_ms or 0.0)
+    if parts > step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms:
+        raise _Bad("step_ms", f"must be >= compute_ms + comm_ms ({parts:g}), got {step_ms:g}")
+    tp, pp, dp = v[9], v[10], v[11]
+    if (tp is None or pp is None or dp is None) and not (tp is None and pp is None
+                                                         and dp is None):
+        missing = [n for n, x in (("tp_rank", tp), ("pp_rank", pp), ("dp_rank", dp)) if x is None]
+        raise _Bad(missing[0], "tp_rank, pp_rank and dp_rank come all three or none; "
+                   f"missing {', '.join(missing)}")
+
+
+def _slow(topic: str, d: dict[str, Any]) -> Event:
+    """Field-by-field validation that names the first bad field."""
+    vals = [_check_field(d, *f) for f in _SPECS[topic]]
+    if topic == STEP:
+        _finish_step(vals)
+    return RECORD_TYPES[topic](*vals)  # type: ignore[return-value]
+
+
+def _salvage(value: dict[str, Any]) -> NonFinite | None:
+    bad = [f for f in ("loss", "grad_norm")
+           if isinstance(value.get(f), float) and not math.isfinite(value[f])]
+    if not bad:
+        return None
+    try:
+        s = _slow(STEP, {k: v for k, v in value.items() if k not in bad})
+    except _Bad:
+        return None
+    assert isinstance(s, StepSample)
+    return NonFinite(s.ts, s.job, s.step, s.rank, s.node, s.gpu, bad[0],
+                     s.tp_rank, s.pp_rank, s.dp_rank)  # type: ignore[arg-type]
+
+
+_ID_FIELDS = ("job", "step", "rank", "node", "gpu", "nic", "ts")
+
+
+def _identify(d: dict[str, Any]) -> str:
+    """The record's identifying fields, so a person can find it in the source."""
+    ids = []
+    for k in _ID_FIELDS:
+        if k in d:
+            v = d[k]
+            ids.append(f"{k}={v[:40] if type(v) is str and v.isprintable() else _show(v)}")
+    return f" ({' '.join(ids)})" if ids else ""
