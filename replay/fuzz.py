@@ -26,8 +26,8 @@ import orjson
 
 from detector.alerts import Alert
 from detector.events import TELEMETRY_TOPICS
-from detector.service.correlator_stage import CorrelatorPartition
-from detector.service.stages import DeadLetter, Emit, SourcePartition
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition
 from replay.mutate import Mutator, valid_records
 
 _PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024

@@ -20,8 +20,8 @@ import pytest
 
 from detector.alerts import Alert
 from detector.events import STEP, TELEMETRY_TOPICS
-from detector.service.correlator_stage import CorrelatorPartition
-from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from replay.log import Record, read_records
 from replay.runner import replay_log
 

@@ -1,6 +1,6 @@
 """``faultline serve``: the Faust worker that runs the engine beside a cluster.
 
-Two stages (see :mod:`detector.service.stages` for why two):
+Two stages (see :mod:`detector.pipeline.source` for why two):
 
 - stage 1 consumes the four telemetry topics; each topic-partition has its
   own Monitors; findings and watermarks go to the findings topic, invalid
@@ -60,10 +60,10 @@ from detector.alerts import ESCALATION, ISOLATION
 from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
-from detector.service.correlator_stage import CorrelatorPartition, alert_message
+from detector.pipeline.correlator import CorrelatorPartition, alert_message
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.service.faust_io import ServiceWorker, batch_transport, credentials
 from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
-from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
 from detector.statecodec import SnapshotRefused

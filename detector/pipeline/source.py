@@ -8,7 +8,7 @@ service splits them across a topic (see notes/service-spec.md):
   :class:`~detector.monitors.Monitors` over that partition's messages and turns
   them into *findings messages*, each tagged with the partition's event-time
   clock when it was made, plus *watermarks* (the clock itself);
-- a ``CorrelatorPartition`` (:mod:`detector.service.correlator_stage`) per findings
+- a ``CorrelatorPartition`` (:mod:`detector.pipeline.correlator`) per findings
   partition merges the findings of every source in tag order and runs the
   :class:`~detector.correlate.Correlator` on the slowest live source's clock,
   so its timers (switch windows, escalation waits) see every finding made
