@@ -2,7 +2,7 @@
 signal, no terminal spinner, Kafka credentials.
 
 Every private name of faust-streaming, aiokafka and mode the service uses is
-used here and nowhere else, and listed in :data:`PRIVATE_NAMES` (read from
+used here and nowhere else, and listed in :func:`_private_names` (read from
 faust-streaming 0.15.3, aiokafka 0.14, mode 0.4): :func:`check_supported`
 refuses to start the batch path on an installation that lacks any of them,
 and a test runs it, so an upgrade that moves one fails loudly, not at 3 am.
