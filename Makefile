@@ -8,14 +8,14 @@ INCIDENT ?= replay/incidents/h100-128-all-faults.jsonl.gz
 TOPOLOGY ?= topologies/h100-128.topo
 PYTEST_ARGS ?=
 
-.PHONY: run test venv kafka-jars servers bench clean
+.PHONY: run test venv kafka-jars servers bench clean broker
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,report]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -26,11 +26,19 @@ run: venv
 kafka-jars:
 	$(PYTHON) deploy/kafka/broker.py fetch
 
+# A local broker for trying `faultline serve` (the README's "Try the service in two
+# minutes"); prints its address last. Stop: python3 deploy/kafka/broker.py stop
+broker: kafka-jars
+	$(PYTHON) deploy/kafka/broker.py start
+
 # Prometheus 2.42, Alertmanager 0.25, node_exporter 1.5 and kcat from Debian, for the server tests (they start
 # them on loopback ports of their own; nothing here starts a service). Idempotent: a
 # no-op when the binaries are there. Needs root or sudo, as apt-get does.
-SERVER_BINS = prometheus promtool prometheus-alertmanager amtool prometheus-node-exporter kcat
-SERVER_PKGS = prometheus prometheus-alertmanager prometheus-node-exporter kcat
+SERVER_BINS = prometheus promtool prometheus-alertmanager amtool prometheus-node-exporter kcat \
+              chromium
+# chromium: headless, for the incident report's browser test.
+SERVER_PKGS = prometheus prometheus-alertmanager prometheus-node-exporter kcat \
+              chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 servers:

@@ -186,15 +186,15 @@ class JobMonitor:
                 self._evaluate(step, now, out, complete)
             elif now - buf.last_ts < cfg.straggler_wait_s:
                 continue
-            elif exp == math.inf and step < newest:
-                # A new job's size is unknown: once a later step has begun and this one has
-                # stopped growing, its ranks are the job's (a late rank raises the count
-                # again) -- waiting the full lateness would delay every new job's first steps.
-                self._expected = n
-                self._evaluate(step, now, out, False)
             elif exp == math.inf:
-                continue  # a new job's only step so far: its size is not known yet
-            elif n >= exp or n >= exp - max(1, int(exp * cfg.straggler_share)):
+                if step < newest:
+                    # A new job's size is unknown: once a later step has begun and this one
+                    # has stopped growing, its ranks are the job's (a late rank raises the
+                    # count again) -- waiting the full lateness would delay every new job's
+                    # first steps.
+                    self._expected = n
+                    self._evaluate(step, now, out, False)
+            elif n >= exp - max(1, int(exp * cfg.straggler_share)):
                 self._evaluate(step, now, out, n >= exp)
 
     def _late(self, e: StepSample, out: list[Finding]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from detector.alerts import ESCALATION, ISOLATION, Alert
 from detector.engine import Engine
-from detector.testing import T0, feed, healthy_job, nic, thermal
+from detector.testing import T0, feed, healthy_job, nic, step, thermal
 from detector.topology import Topology
 
 
@@ -183,3 +183,14 @@ def test_heat_shared_by_the_node_or_within_the_margin_is_not_a_cooling_problem()
     # Fewer than 4 GPUs of the node report: no node median to compare with.
     assert firing(feed(Engine(), node_temps(lambda t, g: 95.0 if g == 2 else 65.0,
                                             gpus=3))) == []
+
+
+def test_a_new_jobs_first_step_waits_while_other_telemetry_moves_the_clock() -> None:
+    # The job's size is not known yet and no later step has begun: the step waits (it
+    # used to crash the worker computing a straggler share of an unknown size).
+    eng = Engine()
+    out = feed(eng, [step(T0 + 0.001 * r, r, 0) for r in range(8)], finish=False)
+    out += feed(eng, [thermal(T0 + t / 4, "node-009", 0) for t in range(1, 12)], finish=False)
+    assert out == [] and 0 in eng.monitors._jobs["job-1"]._pending
+    out += feed(eng, [step(T0 + 3 + 0.001 * r, r, 1) for r in range(8)])
+    assert out == [] and eng.monitors._jobs["job-1"]._expected == 8

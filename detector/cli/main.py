@@ -15,10 +15,12 @@ from collections.abc import Callable, Sequence
 from detector.cli import (
     audit_cmd,
     collect_cmd,
+    dev_cmd,
     import_cmd,
     pager_cmd,
     replay_cmd,
     replay_tools_cmd,
+    report_cmd,
     serve_cmd,
 )
 from detector.cli.common import EXIT_USAGE, format_alert
@@ -27,7 +29,8 @@ from detector.topology import TopologyError
 __all__ = ["build_parser", "format_alert", "main"]
 
 # In the order `faultline --help` lists them.
-_MODULES = (replay_cmd, replay_tools_cmd, serve_cmd, pager_cmd, collect_cmd, import_cmd, audit_cmd)
+_MODULES = (replay_cmd, replay_tools_cmd, report_cmd, serve_cmd, pager_cmd, collect_cmd,
+            import_cmd, audit_cmd, dev_cmd)
 
 
 def _parser_and_commands() -> tuple[argparse.ArgumentParser,
