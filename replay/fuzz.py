@@ -27,8 +27,8 @@ import orjson
 
 from detector.alerts import Alert
 from detector.events import TELEMETRY_TOPICS
-from detector.service.correlator_stage import CorrelatorPartition
-from detector.service.stages import DeadLetter, Emit, SourcePartition
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from replay.mutate import Mutator, valid_records
 
 _PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -121,7 +121,7 @@ def fuzz_stages(mutated: int, seed: int = 0) -> FuzzResult:
             for s in sources.values():
                 s.caught_up = True
                 s.idle_advance(now, 5.0, emits)
-            emits.extend(s.watermark(now, 5.0) for s in sources.values())
+            emits.append(watermarks(sources.values(), now, 5.0))
         try:
             for e in emits:
                 corr.on_message(corr_offset, e.value, now)

@@ -1,6 +1,6 @@
 """``faultline serve``: the Faust worker that runs the engine beside a cluster.
 
-Two stages (see :mod:`detector.service.stages` for why two):
+Two stages (see :mod:`detector.pipeline.source` for why two):
 
 - stage 1 consumes the four telemetry topics; each topic-partition has its
   own Monitors; findings and watermarks go to the findings topic, invalid
@@ -60,10 +60,16 @@ from detector.alerts import ESCALATION, ISOLATION
 from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
-from detector.service.correlator_stage import CorrelatorPartition, alert_message
-from detector.service.faust_io import ServiceWorker, batch_transport, credentials
+from detector.pipeline.correlator import CorrelatorPartition, alert_message
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.service.faust_io import (
+    ServiceWorker,
+    check_supported,
+    commit_offsets,
+    credentials,
+    install_batch_delivery,
+)
 from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
-from detector.service.stages import DeadLetter, Emit, SourcePartition, watermarks
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
 from detector.statecodec import SnapshotRefused
@@ -148,7 +154,7 @@ class DetectorService:
         findings = app.topic(self.findings_topic, value_serializer="raw", key_serializer="raw",
                              acks=False)
         if s.delivery == "batch":
-            app.transport = batch_transport(app, self.on_records, frozenset(
+            install_batch_delivery(app, self.on_records, frozenset(
                 [*self.telemetry_topics, self.findings_topic]))
             app.topics.add(telemetry)  # subscribed without a stream reading them
             app.topics.add(findings)
@@ -362,7 +368,7 @@ class DetectorService:
         if not offsets:
             return
         try:
-            await self.app.consumer._commit(offsets)
+            await commit_offsets(self.app, offsets)
         except Exception as exc:  # noqa: BLE001 - the snapshot is what counts
             log.warning("commit of %d partitions failed (the snapshots stand): %s",
                         len(offsets), exc)
@@ -518,6 +524,8 @@ def _json_default(obj: Any) -> Any:
 
 def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
     """Create missing topics, start the worker, block until it stops; returns an exit code."""
+    if settings.delivery == "batch":
+        check_supported()  # loudly, before anything starts: the batch path leans on internals
     topology = Topology.load(settings.topology) if settings.topology else None
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     partitions = ensure_topics(settings)

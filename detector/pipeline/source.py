@@ -8,7 +8,7 @@ service splits them across a topic (see notes/service-spec.md):
   :class:`~detector.monitors.Monitors` over that partition's messages and turns
   them into *findings messages*, each tagged with the partition's event-time
   clock when it was made, plus *watermarks* (the clock itself);
-- a ``CorrelatorPartition`` (:mod:`detector.service.correlator_stage`) per findings
+- a ``CorrelatorPartition`` (:mod:`detector.pipeline.correlator`) per findings
   partition merges the findings of every source in tag order and runs the
   :class:`~detector.correlate.Correlator` on the slowest live source's clock,
   so its timers (switch windows, escalation waits) see every finding made
@@ -34,8 +34,6 @@ with ``source`` ("telemetry.ecc:3"):
   batch touched, and one for all of its sources each heartbeat: one message,
   not one per partition, so the output producer and the correlator see a few
   messages a batch, not dozens;
-- ``watermark``: ``ts`` and ``idle`` of one source (what workers before
-  ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
   node reached the monitors, which the correlator cites in escalations;
 - ``forget``: ``node`` and ``what`` — that node's monitors were pruned after
@@ -276,12 +274,6 @@ class SourcePartition:
         if not math.isfinite(self.monitors.clock):
             return True  # nothing ever read and nothing to read: nothing to wait for
         return now - self.last_input >= idle_after_s
-
-    def watermark(self, now: float, idle_after_s: float) -> Emit:
-        """This source's clock alone, for every findings partition (see :func:`watermarks`)."""
-        return Emit(None, b"watermark", dumps({
-            "type": "watermark", "source": self.source, "ts": finite(self.monitors.clock),
-            "idle": self.is_idle(now, idle_after_s)}))
 
     def clock_entry(self, now: float, idle_after_s: float) -> list[Any]:
         return [self.source, finite(self.monitors.clock), self.is_idle(now, idle_after_s)]
