@@ -208,7 +208,9 @@ class DetectorService:
                 touched.append(part)
         if touched:
             # After every finding of the batch: the correlator may go as far as these.
-            self._send([watermarks(touched, now, self.settings.idle_advance_s)])
+            # All of this worker's sources, not only those touched: one left out would hold
+            # the correlator's clock until the next heartbeat, though it has nothing new.
+            self._send([watermarks(self.sources.values(), now, self.settings.hold_back_s)])
             self._input_last = (self.wall(), time.process_time())
         self.out.poll()
 
@@ -317,7 +319,7 @@ class DetectorService:
                 self._report_lag(tp, part.offset)
             part.idle_advance(now, idle_s, emits)
         if self.sources:
-            emits.append(watermarks(self.sources.values(), now, idle_s))
+            emits.append(watermarks(self.sources.values(), now, self.settings.hold_back_s))
         self._send(emits)
         for part in self.correlators.values():
             self._release(part, now)
@@ -420,7 +422,7 @@ class DetectorService:
                             if p.offset >= 0})
         # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
         if sources:
-            self._send([watermarks(sources.values(), now, self.settings.idle_advance_s)])
+            self._send([watermarks(sources.values(), now, self.settings.hold_back_s)])
         self.out.poll()
         log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
                  len(sources), len(correlators), len(snaps))
