@@ -8,7 +8,7 @@ INCIDENT ?= replay/incidents/h100-128-all-faults.jsonl.gz
 TOPOLOGY ?= topologies/h100-128.topo
 PYTEST_ARGS ?=
 
-.PHONY: run test venv kafka-jars servers bench clean
+.PHONY: run test venv kafka-jars servers bench clean broker
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ run: venv
 
 kafka-jars:
 	$(PYTHON) deploy/kafka/broker.py fetch
+
+# A local broker for trying `faultline serve` (the README's "Try the service in two
+# minutes"); prints its address last. Stop: python3 deploy/kafka/broker.py stop
+broker: kafka-jars
+	$(PYTHON) deploy/kafka/broker.py start
 
 # Prometheus 2.42, Alertmanager 0.25, node_exporter 1.5 and kcat from Debian, for the server tests (they start
 # them on loopback ports of their own; nothing here starts a service). Idempotent: a

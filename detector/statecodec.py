@@ -196,8 +196,8 @@ def _register_state_classes() -> None:
     from detector.gpu_health import GpuHealth
     from detector.monitors import Monitors
     from detector.network import NodeNics, _Port
+    from detector.pipeline.correlator import _Source
     from detector.recovery import Placement
-    from detector.service.correlator_stage import _Source
     from detector.steps import JobMonitor, _StepBuffer
     from detector.thermal import GpuThermal, NodeTemps
     from detector.thresholds import Thresholds

@@ -14,8 +14,8 @@ import orjson
 
 from detector.engine import Engine
 from detector.events import ECC
-from detector.service.correlator_stage import CorrelatorPartition
-from detector.service.stages import SourcePartition
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import SourcePartition
 from detector.testing import T0, ecc, feed, nic, thermal
 from detector.thresholds import Thresholds
 from replay.sim.churn import churn_events

@@ -20,7 +20,7 @@ from river import stats
 
 from detector.engine import Engine
 from detector.monitors import Monitors
-from detector.service.stages import SourcePartition
+from detector.pipeline.source import SourcePartition
 from detector.settings import Settings
 from detector.statecodec import (
     MAGIC,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from detector.cli import (
     audit_cmd,
     collect_cmd,
+    dev_cmd,
     import_cmd,
     pager_cmd,
     replay_cmd,
@@ -29,7 +30,7 @@ __all__ = ["build_parser", "format_alert", "main"]
 
 # In the order `faultline --help` lists them.
 _MODULES = (replay_cmd, replay_tools_cmd, report_cmd, serve_cmd, pager_cmd, collect_cmd,
-            import_cmd, audit_cmd)
+            import_cmd, audit_cmd, dev_cmd)
 
 
 def _parser_and_commands() -> tuple[argparse.ArgumentParser,

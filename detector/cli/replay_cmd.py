@@ -101,9 +101,9 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _run_replay_to_kafka(args: argparse.Namespace) -> int:
-    from detector.service.produce import produce_logs
     from detector.settings import Settings
     from replay.log import log_files
+    from replay.to_kafka import produce_logs
 
     settings = Settings.load(args.config, overrides={
         "bootstrap_servers": args.to_kafka, "topic_prefix": args.topic_prefix})

@@ -59,11 +59,12 @@ def _exec_args(unit: Path) -> list[str]:
     return [a.replace("%i", "1") for a in argv[1:]]
 
 
-@pytest.mark.parametrize("unit", ["faultline-serve@.service", "faultline-pager.service"])
+@pytest.mark.parametrize("unit", ["faultline-serve@.service", "faultline-pager.service",
+                                  "faultline-collect.service"])
 def test_the_systemd_units_run_real_subcommands(unit: str, tmp_path: Path) -> None:
     path = DEPLOY / "systemd" / unit
     args = build_parser().parse_args(_exec_args(path))
-    assert args.command in ("serve", "pager")
+    assert args.command in ("serve", "pager", "collect")
     analyze = shutil.which("systemd-analyze")
     if analyze is not None:  # part of systemd: on Debian, not a server to install
         copy = tmp_path / unit.replace("@.", "@1.")

@@ -1,6 +1,6 @@
 """Stage 2 of the service, without Kafka: findings of every source to alerts, in event-time order.
 
-See :mod:`detector.service.stages` for the two stages and the findings-topic
+See :mod:`detector.pipeline.source` for the two stages and the findings-topic
 messages this reads.
 """
 
@@ -17,7 +17,7 @@ import orjson
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import Finding
-from detector.service.stages import SNAPSHOT_VERSION, dumps, finite
+from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -143,8 +143,6 @@ class CorrelatorPartition:
                 heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f,
                                             float(arrived) if arrived is not None else None))
                 self.findings += 1
-            elif kind == "watermark":
-                self._watermark(src, msg["ts"], msg["idle"], now)
             elif kind == "seen":
                 self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
             elif kind == "forget":
