@@ -34,7 +34,7 @@ from detector.collect.agent import CollectMetrics, Collector, http_get  # noqa: 
 from detector.collect.exposition import parse_samples  # noqa: E402
 from detector.collect.fields import DCGM_METRICS  # noqa: E402
 from detector.collect.sinks import LogSink  # noqa: E402
-from detector.collect.testing import DcgmState, write_ib_port  # noqa: E402
+from detector.collect.testing import write_ib_port  # noqa: E402
 
 DOUBLE = """
 import sys, time

@@ -108,15 +108,6 @@ class Engine:
         self.monitors.process_nonfinite(nf, findings)
         return self._correlate(findings)
 
-    def tick(self, now: float) -> list[Alert]:
-        """Advance event time without a record (a quiet stream in the service)."""
-        findings: list[Finding] = []
-        self.monitors.advance(now, findings)
-        self.monitors.forgotten.clear()
-        alerts = self._correlate(findings)
-        self.correlator.advance(self.monitors.clock, alerts)
-        return alerts
-
     def finish(self) -> list[Alert]:
         """End of input: decide every waiting step and timer as if time ran on."""
         if self._held:

@@ -138,6 +138,7 @@ class StepReporter:
                 raise ValueError("StepReporter needs bootstrap=... or FAULTLINE_BOOTSTRAP_SERVERS")
             producer = Producer({
                 "bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 100,
+                "allow.auto.create.topics": False,  # `faultline serve` creates them, planned
                 "queue.buffering.max.messages": buffer_messages,
                 **(kafka_config or {}), "on_delivery": self._delivered,
                 "delivery.report.only.error": True})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from detector.alerts import ALERT_TOPICS, Alert, FiredAlert, Label
@@ -20,7 +20,7 @@ from detector.engine import Engine
 from detector.events import TELEMETRY_TOPICS, InvalidMessage
 from detector.thresholds import Thresholds
 from detector.topology import Topology
-from replay.log import TOPOLOGY_TOPIC, InvalidRecord, log_files, read_records
+from replay.log import TOPOLOGY_TOPIC, InvalidRecord, read_records
 from replay.scoring import Scorecard, score
 
 
@@ -123,8 +123,3 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
     res.seconds = time.perf_counter() - t0
     res.engine_stats = eng.stats()
     return res
-
-
-def replay_logs(paths: Iterable[str | os.PathLike[str]], **kwargs: object) -> list[LogResult]:
-    """Replay each log (folders expanded) through its own engine."""
-    return [replay_log(p, **kwargs) for p in log_files(paths)]  # type: ignore[arg-type]

@@ -38,9 +38,8 @@ class FakeService:
     """Stage 1 and stage 2 over in-memory partitions, with a fake wall clock."""
 
     def __init__(self, log: Path, seed: int, *, late_partitions: dict[str, float] | None = None,
-                 empty_grace_s: float = IDLE_S, combined: bool = True) -> None:
+                 empty_grace_s: float = IDLE_S) -> None:
         self.rng = random.Random(seed)
-        self.combined = combined  # one watermarks message a batch, as the service sends
         self.queues: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]] = {}
         for rec in read_records(log):
             assert isinstance(rec, Record)
@@ -81,10 +80,7 @@ class FakeService:
             if batch:
                 emits: list[Emit] = []
                 src.process(batch, self.now, emits, self.dead)
-                if self.combined:
-                    touched.append(src)
-                else:
-                    emits.append(src.watermark(self.now, IDLE_S))
+                touched.append(src)  # one watermarks message a batch, as the service sends
                 self._send(emits)
         if touched:
             self._send([watermarks(touched, self.now, IDLE_S)])
@@ -93,10 +89,7 @@ class FakeService:
             emits = []
             for src in self.sources.values():
                 src.idle_advance(self.now, IDLE_S, emits)
-                if not self.combined:
-                    emits.append(src.watermark(self.now, IDLE_S))
-            if self.combined:
-                emits.append(watermarks(self.sources.values(), self.now, IDLE_S))
+            emits.append(watermarks(self.sources.values(), self.now, IDLE_S))
             self._send(emits)
         self.consume()
         self.now += TICK_S
@@ -145,12 +138,10 @@ def expected(service_incident_log: Path) -> set[tuple[str, str, str, str]]:
     return found
 
 
-@pytest.mark.parametrize("seed,combined", [(0, True), (1, True), (2, True), (3, True),
-                                           (0, False), (1, False)])
+@pytest.mark.parametrize("seed", range(6))
 def test_split_stages_raise_the_same_problems_as_the_engine(
-        service_incident_log: Path, expected: set, seed: int, combined: bool) -> None:
-    # combined=False: one watermark message per source, as workers before 'watermarks' sent
-    svc = FakeService(service_incident_log, seed, combined=combined)
+        service_incident_log: Path, expected: set, seed: int) -> None:
+    svc = FakeService(service_incident_log, seed)
     svc.run()
     assert problems(svc.alerts) == expected
     assert svc.dead == []

@@ -86,8 +86,10 @@ def _add_prometheus(p: argparse.ArgumentParser) -> None:
     thermal, ECC/XID and NIC records in time order."""
     p.add_argument("--url", required=True, default=env("FAULTLINE_IMPORT_PROMETHEUS_URL"),
                    help="Prometheus base URL, e.g. http://prometheus:9090")
-    p.add_argument("--start", required=True, help="Unix seconds or ISO 8601 (UTC if no zone)")
-    p.add_argument("--end", required=True, help="Unix seconds or ISO 8601 (UTC if no zone)")
+    p.add_argument("--start", required=True, help="Unix seconds, ISO 8601 (UTC if no zone), "
+                   "or now-2h")
+    p.add_argument("--end", required=True, help="Unix seconds, ISO 8601 (UTC if no zone), "
+                   "or now")
     p.add_argument("--step", type=float, default=15.0,
                    help="seconds between evaluations: about the scrape interval (default 15)")
     p.add_argument("--node-label", default=None,

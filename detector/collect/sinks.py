@@ -120,6 +120,9 @@ class KafkaSink:
         self._producer = Producer({
             **kafka_config,
             "enable.idempotence": True,
+            # A producer must not create the topics with the broker's default partitions
+            # before `faultline serve` creates them with the planned ones.
+            "allow.auto.create.topics": False,
             "linger.ms": linger_ms,
             "compression.type": "none",  # the service's aiokafka reads lz4/zstd only with extras
             "queue.buffering.max.messages": buffer_messages,

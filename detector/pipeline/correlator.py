@@ -143,8 +143,6 @@ class CorrelatorPartition:
                 heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f,
                                             float(arrived) if arrived is not None else None))
                 self.findings += 1
-            elif kind == "watermark":
-                self._watermark(src, msg["ts"], msg["idle"], now)
             elif kind == "seen":
                 self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
             elif kind == "forget":

@@ -34,8 +34,6 @@ with ``source`` ("telemetry.ecc:3"):
   batch touched, and one for all of its sources each heartbeat: one message,
   not one per partition, so the output producer and the correlator see a few
   messages a batch, not dozens;
-- ``watermark``: ``ts`` and ``idle`` of one source (what workers before
-  ``watermarks`` sent; still read);
 - ``seen``: ``node`` and ``what`` (ecc, thermal, nic) — telemetry from that
   node reached the monitors, which the correlator cites in escalations;
 - ``forget``: ``node`` and ``what`` — that node's monitors were pruned after
@@ -73,6 +71,17 @@ DEFAULT_CLUSTER = "default"
 _IDLE_BASE = 1 << 30
 _HW_SOURCE = {ECC: "ecc", THERMAL: "thermal", NIC: "nic"}
 SNAPSHOT_VERSION = 1
+
+
+class Undecodable(bytes):
+    """The value of a record batch the Kafka client could not decompress (see faust_io)."""
+
+    reason: str
+
+    def __new__(cls, reason: str) -> Undecodable:
+        obj = super().__new__(cls)
+        obj.reason = reason
+        return obj
 
 
 class Emit(NamedTuple):
@@ -190,8 +199,11 @@ class SourcePartition:
                 continue  # already in the state (a fetch repeated after a seek)
             n_in += 1
             try:
-                if raw is None:
-                    raise InvalidMessage(topic, "message has no value (a tombstone?)")
+                if raw is None or type(raw) is not bytes:
+                    if isinstance(raw, Undecodable):
+                        raise InvalidMessage(topic, raw.reason)
+                    if raw is None:
+                        raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = decode(topic, raw)
                 new_node = hw is not None and not mon.was_seen(ev.node, hw)
                 mon.process(ev, found)  # InvalidMessage too: ts out of range
@@ -276,12 +288,6 @@ class SourcePartition:
         if not math.isfinite(self.monitors.clock):
             return True  # nothing ever read and nothing to read: nothing to wait for
         return now - self.last_input >= idle_after_s
-
-    def watermark(self, now: float, idle_after_s: float) -> Emit:
-        """This source's clock alone, for every findings partition (see :func:`watermarks`)."""
-        return Emit(None, b"watermark", dumps({
-            "type": "watermark", "source": self.source, "ts": finite(self.monitors.clock),
-            "idle": self.is_idle(now, idle_after_s)}))
 
     def clock_entry(self, now: float, idle_after_s: float) -> list[Any]:
         return [self.source, finite(self.monitors.clock), self.is_idle(now, idle_after_s)]

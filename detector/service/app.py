@@ -62,7 +62,13 @@ from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
-from detector.service.faust_io import ServiceWorker, batch_transport, credentials
+from detector.service.faust_io import (
+    ServiceWorker,
+    check_supported,
+    commit_offsets,
+    credentials,
+    install_batch_delivery,
+)
 from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
@@ -148,7 +154,7 @@ class DetectorService:
         findings = app.topic(self.findings_topic, value_serializer="raw", key_serializer="raw",
                              acks=False)
         if s.delivery == "batch":
-            app.transport = batch_transport(app, self.on_records, frozenset(
+            install_batch_delivery(app, self.on_records, frozenset(
                 [*self.telemetry_topics, self.findings_topic]))
             app.topics.add(telemetry)  # subscribed without a stream reading them
             app.topics.add(findings)
@@ -202,7 +208,9 @@ class DetectorService:
                 touched.append(part)
         if touched:
             # After every finding of the batch: the correlator may go as far as these.
-            self._send([watermarks(touched, now, self.settings.idle_advance_s)])
+            # All of this worker's sources, not only those touched: one left out would hold
+            # the correlator's clock until the next heartbeat, though it has nothing new.
+            self._send([watermarks(self.sources.values(), now, self.settings.hold_back_s)])
             self._input_last = (self.wall(), time.process_time())
         self.out.poll()
 
@@ -311,7 +319,7 @@ class DetectorService:
                 self._report_lag(tp, part.offset)
             part.idle_advance(now, idle_s, emits)
         if self.sources:
-            emits.append(watermarks(self.sources.values(), now, idle_s))
+            emits.append(watermarks(self.sources.values(), now, self.settings.hold_back_s))
         self._send(emits)
         for part in self.correlators.values():
             self._release(part, now)
@@ -362,7 +370,7 @@ class DetectorService:
         if not offsets:
             return
         try:
-            await self.app.consumer._commit(offsets)
+            await commit_offsets(self.app, offsets)
         except Exception as exc:  # noqa: BLE001 - the snapshot is what counts
             log.warning("commit of %d partitions failed (the snapshots stand): %s",
                         len(offsets), exc)
@@ -414,7 +422,7 @@ class DetectorService:
                             if p.offset >= 0})
         # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
         if sources:
-            self._send([watermarks(sources.values(), now, self.settings.idle_advance_s)])
+            self._send([watermarks(sources.values(), now, self.settings.hold_back_s)])
         self.out.poll()
         log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
                  len(sources), len(correlators), len(snaps))
@@ -518,6 +526,8 @@ def _json_default(obj: Any) -> Any:
 
 def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
     """Create missing topics, start the worker, block until it stops; returns an exit code."""
+    if settings.delivery == "batch":
+        check_supported()  # loudly, before anything starts: the batch path leans on internals
     topology = Topology.load(settings.topology) if settings.topology else None
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     partitions = ensure_topics(settings)

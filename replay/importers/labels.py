@@ -29,14 +29,30 @@ from typing import Any
 from detector.alerts import CAUSES, KINDS, Scope
 from replay.log import Record, read_records, write_records
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-def parse_time(text: str) -> float:
-    """Unix seconds, or an ISO 8601 time (naive = UTC)."""
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """Unix seconds, an ISO 8601 time (naive = UTC), ``now`` or ``now-2h`` (s, m, h, d).
+
+    >>> parse_time("now-90m", now=10_000.0), parse_time("1767225600")
+    (4600.0, 1767225600.0)
+    """
     text = text.strip()
     try:
         return float(text)
     except ValueError:
         pass
+    if text.startswith("now"):
+        import time
+
+        base = time.time() if now is None else now
+        rest = text[3:].replace(" ", "")
+        if not rest:
+            return base
+        if rest[0] == "-" and rest[-1] in _UNITS:
+            return base - float(rest[1:-1]) * _UNITS[rest[-1]]
+        raise ValueError(f"time {text!r}: use now, now-30m, now-2h or now-1d")
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
