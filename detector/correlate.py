@@ -414,9 +414,16 @@ class Correlator:
             return False
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
             "compute_ratio_to_peers")
+        drop = cap.evidence.get("clock_drop", 0.0)
+        if ratio and ratio - 1.0 > drop / (1.0 - min(drop, 0.5)) + 0.02:
+            # Work slows at most in proportion to the clock: a rank slower than its clock
+            # loss explains (beyond 2 % of noise) has something else wrong with it.
+            return False
+        if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s:
+            return False  # the cap did not start with the slowdown: routine capping, not why
         because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
-                   f"its GPU is power-capped (clock {cap.evidence.get('clock_drop', 0.0):.1%} "
-                   "below baseline)") if ratio else "impact: rank slower than its peers"
+                   f"its GPU is power-capped (clock {drop:.1%} below baseline)"
+                   ) if ratio else "impact: rank slower than its peers"
         p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
                         detected_ts=max(now, cap.ts, slow.ts),
                         extra={"recommended_because": because})
