@@ -67,3 +67,17 @@ def test_import_labels_makes_a_log_replay_scores(tmp_path, capsys):
     assert recs[-1].topic == "labels" and len(recs) == 11
     card = replay_log(out).scorecard()
     assert (card.total.faults, card.total.caught, card.total.attribution) == (1, 1, 1.0)
+
+
+def test_import_prometheus_that_cannot_be_reached_says_so_and_exits_1(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc = main(["import", "prometheus", "--url", f"http://127.0.0.1:{port}", "--start", "now-1h",
+               "--end", "now", "--out", str(tmp_path / "x.jsonl")])
+    assert rc == 1
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+    assert main(["import", "prometheus", "--url", "http://x", "--start", "10", "--end", "5",
+                 "--out", str(tmp_path / "y.jsonl")]) == 2  # a usage error, before any request
