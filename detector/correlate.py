@@ -574,7 +574,11 @@ class Correlator:
         if (what, name) not in self._group_open:
             self._group_open.add((what, name))
             window = self.cfg.switch_window_s if what == "switch" else self.cfg.domain_window_s
-            self._timer(f.ts + window, what, name)
+            # Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
+            # default is 30 s) the other nodes behind the part report up to one interval
+            # later, so the window is at least one interval and a quarter, plus a second.
+            interval = f.evidence.get("sample_interval_s", 0.0)
+            self._timer(f.ts + max(window, 1.25 * interval + 1.0), what, name)
 
     @staticmethod
     def _group_scope(group: tuple[str, str]) -> Scope:
