@@ -11,7 +11,8 @@ Prints three measurements (nothing is asserted; BENCHMARKS.md records them):
 2. **Lines printed in ``--quiet-s`` seconds** by ``faultline pager`` pointed at
    an unreachable bootstrap (127.0.0.1:9).
 3. **Audit append cost**: ``AuditLog.append`` of a real envelope, without and
-   with fsync, and ``verify`` per entry.
+   with fsync, and ``verify`` per entry; and the cost of recording one delivery
+   in a sink's ledger that knows 50,000 keys.
 
 ``--tree DIR`` runs (1) and (2) with the faultline code of another checkout
 (e.g. a worktree of an older commit) for a before/after in one run.
@@ -154,6 +155,21 @@ def audit_cost(n: int) -> dict[str, float]:
     return out
 
 
+def ledger_cost(keys: int = 50000, n: int = 200) -> float:
+    """ms per ``Ledger.set`` (one delivery to PagerDuty or a webhook) with ``keys`` known."""
+    from detector.pager.sinks import Ledger
+
+    with tempfile.TemporaryDirectory(prefix="pager-ops-") as tmp:
+        led = Ledger(Path(tmp) / "ledger.json")
+        for i in range(keys):
+            led._state[f"fl:c1:iso:network:nic:node-{i:06d}/mlx5_0"] = ("triggered", 1.0 + i)
+        t0 = time.perf_counter()
+        for i in range(n):
+            led.set(f"fl:c1:iso:network:nic:new-{i:06d}/mlx5_0", "trigger", 1e6 + i)
+            led.triggered()
+        return (time.perf_counter() - t0) / n * 1e3
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tree", action="append", default=[], help="another checkout to measure")
@@ -164,6 +180,8 @@ def main() -> int:
     ap.add_argument("--bootstrap", default=None)
     args = ap.parse_args()
     print(f"audit append (one {ISOLATION} envelope): {audit_cost(args.audit)}", flush=True)
+    print(f"ledger: one delivery recorded with 50,000 keys known: {ledger_cost():.2f} ms",
+          flush=True)
     trees = [Path(t).resolve() for t in args.tree] + [ROOT]
     with Broker(args.bootstrap) as broker:
         for tree in trees:
