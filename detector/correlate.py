@@ -414,9 +414,16 @@ class Correlator:
             return False
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
             "compute_ratio_to_peers")
+        drop = cap.evidence.get("clock_drop", 0.0)
+        if ratio and ratio - 1.0 > drop / (1.0 - min(drop, 0.5)) + 0.02:
+            # Work slows at most in proportion to the clock: a rank slower than its clock
+            # loss explains (beyond 2 % of noise) has something else wrong with it.
+            return False
+        if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s:
+            return False  # the cap did not start with the slowdown: routine capping, not why
         because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
-                   f"its GPU is power-capped (clock {cap.evidence.get('clock_drop', 0.0):.1%} "
-                   "below baseline)") if ratio else "impact: rank slower than its peers"
+                   f"its GPU is power-capped (clock {drop:.1%} below baseline)"
+                   ) if ratio else "impact: rank slower than its peers"
         p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
                         detected_ts=max(now, cap.ts, slow.ts),
                         extra={"recommended_because": because})
@@ -567,7 +574,11 @@ class Correlator:
         if (what, name) not in self._group_open:
             self._group_open.add((what, name))
             window = self.cfg.switch_window_s if what == "switch" else self.cfg.domain_window_s
-            self._timer(f.ts + window, what, name)
+            # Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
+            # default is 30 s) the other nodes behind the part report up to one interval
+            # later, so the window is at least one interval and a quarter, plus a second.
+            interval = f.evidence.get("sample_interval_s", 0.0)
+            self._timer(f.ts + max(window, 1.25 * interval + 1.0), what, name)
 
     @staticmethod
     def _group_scope(group: tuple[str, str]) -> Scope:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from typing import Any
 
 import msgspec
@@ -161,7 +162,9 @@ _NON_FINITE = "must be a finite number"
 
 
 def _show(v: Any) -> str:
-    text = repr(v)
+    # reprlib stops a few levels down and a few items in: a value nested 10,000 deep (or a
+    # list of 100,000) must not blow the stack or the dead letter's size.
+    text = reprlib.repr(v) if isinstance(v, (list, dict)) else repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

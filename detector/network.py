@@ -33,7 +33,8 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
 
 class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
-                 "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts")
+                 "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
+                 "interval_s")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -50,6 +51,7 @@ class _Port:
         self.last_error_ts = float("-inf")
         self.err_onset = 0.0
         self.last_flap_ts = float("-inf")
+        self.interval_s = 0.0  # gap between this port's last two samples (0: unknown)
 
 
 class NodeNics:
@@ -81,6 +83,8 @@ class NodeNics:
         d = p.counters.update(s.ts, _NIC_COUNTERS(s))
         if d is None:
             return  # late or duplicate
+        if prev_ts > float("-inf"):
+            p.interval_s = s.ts - prev_ts
         p.last_ts = s.ts
         self._link(p, s, d, cfg, out)
         self._errors(p, s, d, cfg, out)
@@ -95,6 +99,10 @@ class NodeNics:
               onset: float | None = None) -> None:
         if active:
             p.active.add(signal)
+            if p.interval_s > 0.0:
+                # How often this port is sampled: the switch window waits one such interval
+                # for the other nodes behind the switch to report.
+                evidence = {**evidence, "sample_interval_s": round(p.interval_s, 2)}
         else:
             p.active.discard(signal)
         out.append(Finding(s.ts, s.ts if onset is None else onset, signal, "network", "nic",

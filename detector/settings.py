@@ -161,6 +161,9 @@ class Settings:
         "service", "wall seconds between watermarks (and idle checks) of each partition"))
     idle_advance_s: float = field(default=5.0, metadata=_opt(
         "service", "a caught-up partition quiet this long lets event time run on"))
+    hold_back_s: float = field(default=0.25, metadata=_opt(
+        "service", "a caught-up partition with nothing new this long stops holding back the "
+        "correlator's clock (the alert latency lever; idle_advance_s still moves its clock)"))
     source_timeout_s: float = field(default=30.0, metadata=_opt(
         "service", "a source silent this long no longer holds the correlator's clock"))
     delivery: str = field(default="batch", metadata=_opt(

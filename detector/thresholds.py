@@ -58,9 +58,12 @@ class Thresholds:
     throttle_samples: int = 3           # ... for this many samples in a row, with a reason set
     hw_clock_drop: float = 0.015        # the same for reasons that are never routine (HW thermal,
     #                                     HW slowdown, SW thermal, HW power brake)
-    cap_clock_drop: float = 0.033       # a SW power cap holding the clock this low ...
+    cap_clock_drop: float = 0.15        # a SW power cap holding the clock this low (beyond
+    #                                     routine capping at TDP, a few % to ~10 %) ...
     cap_samples: float = 10.0           # ... for this many samples lately (decaying count)
     cap_half_life_s: float = 120.0
+    impact_onset_s: float = 60.0        # a power cap explains a slow rank only if they began
+    #                                     within this of each other
     throttle_clear_samples: int = 5
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal

@@ -224,3 +224,17 @@ def test_evaluate_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["evaluate"]) == 2
     assert main(["evaluate", "--build", str(tmp_path / "c")]) == 2
     assert "--seeds" in capsys.readouterr().err
+
+
+def test_evaluate_html_has_the_per_kind_tables_and_latency_plot(corpus: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[
+                                                                    str]) -> None:
+    page = tmp_path / "eval.html"
+    assert main(["evaluate", str(corpus), "--workers", "1", "--no-baselines",
+                 "--html", str(page)]) == 0
+    assert f"wrote {page}" in capsys.readouterr().out
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    assert '<p class="verdict" id="verdict">faultline caught ' in text
+    assert "<h2>faultline per fault kind</h2>" in text and "<td>all</td>" in text
+    assert "Detection latency by simulated fault</h2><figure><svg" in text

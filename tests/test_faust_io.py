@@ -18,3 +18,41 @@ def test_a_missing_internal_is_named() -> None:
              (Consumer, "_read_offset", "source")]
     missing = missing_names(names)
     assert [m.rsplit(".", 1)[1] for m in missing] == ["_drain_messages", "_read_offset"]
+
+
+def _batch(base: int, values: list[bytes], codec: int = 0) -> bytes:
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    for i, v in enumerate(values):
+        b.append(i, 1767225600000, b"k", v, [])
+    raw = bytearray(b.build())
+    raw[0:8] = base.to_bytes(8, "big")
+    if codec:  # a codec id no library reads, as a crafted or foreign batch may carry
+        attrs_at = 8 + 4 + 4 + 1 + 4
+        raw[attrs_at:attrs_at + 2] = codec.to_bytes(2, "big")
+    return bytes(raw)
+
+
+def test_a_batch_that_cannot_be_decompressed_is_one_dead_letter_not_a_dead_worker() -> None:
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, PartitionRecords
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition
+
+    from detector.pipeline.source import DeadLetter, Emit, SourcePartition
+    from detector.service.faust_io import tolerate_unreadable_batches
+
+    tolerate_unreadable_batches()
+    good = b'{"ts": 1767225600.0, "node": "n0", "gpu": 0, "xid": 79}'
+    data = _batch(0, [good, good]) + _batch(2, [good] * 3, codec=6) + _batch(5, [good])
+    tp = TopicPartition("telemetry.ecc", 0)
+    recs = list(PartitionRecords(tp, MemoryRecords(data), [], 0, None, None, False,
+                                 READ_UNCOMMITTED))
+    assert [r.offset for r in recs] == [0, 1, 2, 5]
+    src = SourcePartition("telemetry.ecc", 0, 1)
+    emits: list[Emit] = []
+    dead: list[DeadLetter] = []
+    src.process([(r.offset, r.key, r.value, None) for r in recs], 0.0, emits, dead)
+    assert [d.offset for d in dead] == [2]
+    assert "offsets 2..4 cannot be decompressed" in dead[0].reason
+    assert src.events == 3 and src.offset == 5

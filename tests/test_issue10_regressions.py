@@ -194,3 +194,22 @@ def test_a_new_jobs_first_step_waits_while_other_telemetry_moves_the_clock() -> 
     assert out == [] and 0 in eng.monitors._jobs["job-1"]._pending
     out += feed(eng, [step(T0 + 3 + 0.001 * r, r, 1) for r in range(8)])
     assert out == [] and eng.monitors._jobs["job-1"]._expected == 8
+
+
+def test_a_leaf_failing_seen_at_a_30_s_interval_is_still_one_switch() -> None:
+    # dcgm-exporter's default: every node samples every 30 s, each at its own phase, so the
+    # nodes behind the leaf report the failure spread over 30 s, not within 3 s.
+    out = []
+    for k in range(12):
+        for n in range(16):
+            node = f"node-{n:03d}"
+            ts = T0 + 30 * k + 1.8 * n
+            bad = n < 8 and ts >= T0 + 150
+            for nic_no in range(2):
+                tx = int(ts * 1e9)
+                out.append(nic(ts + 0.01 * nic_no, node, f"mlx5_{nic_no}", tx=tx, rx=tx,
+                               link_downed=int(bad), up=not bad))
+    out.sort(key=lambda e: e.ts)
+    alerts = feed(Engine(topology=SLURM), out)
+    assert firing(alerts) == [(ISOLATION, "network", "switch", "switch:leaf0")]
+    assert alerts[0].evidence["nodes_affected"] == 8

@@ -400,3 +400,25 @@ def test_outgoing_payloads_carry_no_escapes_controls_or_huge_names(tmp_path: Pat
     labels = json.loads(bodies["am"])[0]["labels"]
     assert all(len(v) <= 256 for v in labels.values())
     assert labels["node"].startswith("node-1REDevil xx")
+
+
+def test_the_ledger_is_a_journal_that_survives_a_torn_line_and_the_old_format(
+        tmp_path: Path) -> None:
+    from detector.pager.sinks import Ledger
+
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps({"fl:a": ["triggered", 5.0], "fl:b": ["resolved", 6.0]}))
+    led = Ledger(path)  # the former format, read and rewritten
+    assert (led.state("fl:a"), led.state("fl:b"), led.triggered()) == ("triggered", "resolved", 1)
+    led.set("fl:a", "resolve", 7.0)
+    led.set("fl:c", "trigger", 8.0)
+    with path.open("ab") as f:
+        f.write(b'["fl:d", "trig')  # a crash in mid-append
+    again = Ledger(path)
+    assert [again.state(k) for k in ("fl:a", "fl:b", "fl:c", "fl:d")] == [
+        "resolved", "resolved", "triggered", None]
+    assert again.triggered() == 1 and not again.wanted("fl:a", "resolve", 9.0)
+    for i in range(3000):  # compaction keeps the file near one line per key
+        again.set("fl:c", "trigger" if i % 2 else "resolve", 10.0 + i)
+    assert len(path.read_bytes().splitlines()) < 1100
+    assert Ledger(path).state("fl:c") == "triggered"

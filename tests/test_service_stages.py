@@ -21,12 +21,15 @@ import pytest
 from detector.alerts import Alert
 from detector.events import STEP, TELEMETRY_TOPICS
 from detector.pipeline.correlator import CorrelatorPartition
-from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition
+from detector.pipeline.worker import PipelineWorker, WorkerOutput
+from detector.settings import Settings
 from replay.log import Record, read_records
 from replay.runner import replay_log
 
 PARTITIONS = 4
 IDLE_S = 5.0
+HOLD_BACK_S = Settings().hold_back_s  # the service's default
 TICK_S = 0.05
 
 
@@ -34,11 +37,20 @@ def problems(alerts: list[Alert]) -> set[tuple[str, str, str, str]]:
     return {(a.dedup_key, a.kind, a.scope.key, a.cause) for a in alerts if a.status == "firing"}
 
 
-class FakeService:
-    """Stage 1 and stage 2 over in-memory partitions, with a fake wall clock."""
+FINDINGS = "findings"
 
-    def __init__(self, log: Path, seed: int, *, late_partitions: dict[str, float] | None = None,
-                 empty_grace_s: float = IDLE_S) -> None:
+
+class InMemoryCluster:
+    """In-memory partitions and a fake wall clock around the real :class:`PipelineWorker`.
+
+    Telemetry is split into partitions by key as producers do; the worker is
+    handed batches of random sizes from a seeded random choice of partitions,
+    its findings go through an in-memory findings partition back into it, and
+    heartbeats come every second of fake time: the Faust adapter's job.
+    """
+
+    def __init__(self, log: Path, seed: int, *,
+                 late_partitions: dict[str, float] | None = None) -> None:
         self.rng = random.Random(seed)
         self.queues: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]] = {}
         for rec in read_records(log):
@@ -56,49 +68,66 @@ class FakeService:
         self.findings_pos = 0
         self.now = 1000.0
         self.next_beat = self.now
-        self.sources = {tp: SourcePartition(tp[0], tp[1], 1, now=self.now) for tp in self.queues}
-        self.corr = CorrelatorPartition(0, expected=[f"{t}:{p}" for t, p in self.queues],
-                                        now=self.now, empty_grace_s=empty_grace_s)
+        self.worker = PipelineWorker(
+            telemetry_topics={t: t for t in TELEMETRY_TOPICS}, findings_topic=FINDINGS,
+            findings_partitions=1, expected_sources=[f"{t}:{p}" for t, p in self.queues],
+            hold_back_s=HOLD_BACK_S, idle_advance_s=IDLE_S)
+        self.worker.sources = {tp: self.worker.new_partition(tp, self.now)  # type: ignore[misc]
+                               for tp in self.queues}
+        self.worker.correlators = {(FINDINGS, 0): self.worker.new_partition(  # type: ignore[misc]
+            (FINDINGS, 0), self.now)}
         self.alerts: list[Alert] = []
         self.arrivals: list[float | None] = []
         self.dead: list[DeadLetter] = []
 
-    def _send(self, emits: list[Emit]) -> None:
-        self.findings.extend(e.value for e in emits)
+    @property
+    def sources(self) -> dict[tuple[str, int], SourcePartition]:
+        return self.worker.sources  # type: ignore[return-value]
+
+    @property
+    def corr(self) -> CorrelatorPartition:
+        return self.worker.correlators[(FINDINGS, 0)]
+
+    def _visible(self, tp: tuple[str, int]) -> list[tuple[int, bytes, bytes, float]]:
+        return self.queues[tp] if self.now >= self.visible_from[tp] else []
+
+    def _caught_up(self, tp: tuple[str, int], offset: int) -> bool:
+        return self.pos[tp] >= len(self._visible(tp))
+
+    def _take(self, out: WorkerOutput) -> None:
+        self.findings.extend(e.value for e in out.findings)
+        self.dead.extend(d for _, d in out.dead)
+        for a, arrived in out.alerts:
+            self.alerts.append(a)
+            self.arrivals.append(arrived)
 
     def step(self) -> None:
         tps = list(self.sources)
         self.rng.shuffle(tps)
-        touched: list[SourcePartition] = []
+        batch = {}
         for tp in tps[: self.rng.randint(1, len(tps))]:
-            src = self.sources[tp]
-            q = self.queues[tp] if self.now >= self.visible_from[tp] else []
             n = self.rng.randint(1, 120)
-            batch = q[self.pos[tp]: self.pos[tp] + n]
-            self.pos[tp] += len(batch)
-            src.caught_up = self.pos[tp] >= len(q)
-            if batch:
-                emits: list[Emit] = []
-                src.process(batch, self.now, emits, self.dead)
-                touched.append(src)  # one watermarks message a batch, as the service sends
-                self._send(emits)
-        if touched:
-            self._send([watermarks(touched, self.now, IDLE_S)])
+            records = self._visible(tp)[self.pos[tp]: self.pos[tp] + n]
+            self.pos[tp] += len(records)
+            if records:
+                batch[tp] = records
+            else:
+                self.sources[tp].caught_up = self._caught_up(tp, -1)
+        self._take(self.worker.process(batch, self.now, self._caught_up))
         if self.now >= self.next_beat:
             self.next_beat += 1.0
-            emits = []
-            for src in self.sources.values():
-                src.idle_advance(self.now, IDLE_S, emits)
-            emits.append(watermarks(self.sources.values(), self.now, IDLE_S))
-            self._send(emits)
+            self._take(self.worker.heartbeat(self.now, self._caught_up))
         self.consume()
         self.now += TICK_S
 
     def consume(self) -> None:
-        while self.findings_pos < len(self.findings):
-            self.corr.on_message(self.findings_pos, self.findings[self.findings_pos], self.now)
-            self.findings_pos += 1
-        self.corr.release(self.now, self.alerts, self.arrivals)
+        new = [(i, None, self.findings[i], None)
+               for i in range(self.findings_pos, len(self.findings))]
+        self.findings_pos = len(self.findings)
+        if new:
+            self._take(self.worker.process({(FINDINGS, 0): new}, self.now, self._caught_up))
+        else:
+            self._take(self.worker.release_all(self.now))
 
     def run(self, seconds_after_input: float = 20.0, until: int | None = None) -> None:
         """Run until the input is consumed (or ``until`` records) and then some idle time."""
@@ -118,12 +147,13 @@ class FakeService:
         snaps = {tp: self._old[tp] if tp in stale_sources else src.snapshot()
                  for tp, src in self.sources.items()}
         corr_offset, corr_blob = self._old_corr
-        self.sources = {tp: SourcePartition.restore(tp[0], tp[1], 1, off, blob, now=self.now)
-                        for tp, (off, blob) in snaps.items()}
+        w = self.worker
+        w.sources = {tp: w.restore_partition(tp, off, blob, self.now)  # type: ignore[misc]
+                     for tp, (off, blob) in snaps.items()}
         for tp, (off, _) in snaps.items():
             self.pos[tp] = off + 1
-        self.corr = CorrelatorPartition.restore(0, corr_offset, corr_blob, now=self.now,
-                                                expected=self.corr.sources)
+        w.correlators = {(FINDINGS, 0): w.restore_partition(  # type: ignore[misc]
+            (FINDINGS, 0), corr_offset, corr_blob, self.now)}
         self.findings_pos = corr_offset + 1
 
     def take_old_snapshots(self) -> None:
@@ -141,7 +171,7 @@ def expected(service_incident_log: Path) -> set[tuple[str, str, str, str]]:
 @pytest.mark.parametrize("seed", range(6))
 def test_split_stages_raise_the_same_problems_as_the_engine(
         service_incident_log: Path, expected: set, seed: int) -> None:
-    svc = FakeService(service_incident_log, seed)
+    svc = InMemoryCluster(service_incident_log, seed)
     svc.run()
     assert problems(svc.alerts) == expected
     assert svc.dead == []
@@ -156,7 +186,7 @@ def test_split_stages_raise_the_same_problems_as_the_engine(
 @pytest.mark.parametrize("seed", range(3))
 def test_restored_stages_raise_each_problem_once_under_one_key(
         service_incident_log: Path, expected: set, seed: int) -> None:
-    svc = FakeService(service_incident_log, seed)
+    svc = InMemoryCluster(service_incident_log, seed)
     svc.run(until=svc.total // 3)
     svc.take_old_snapshots()
     svc.run(until=2 * svc.total // 3)
@@ -180,7 +210,7 @@ def test_a_partition_whose_first_records_come_late_is_waited_for(
     Until then it looks empty and caught up, yet it must hold the correlator's
     clock, or its findings arrive after timers that should have seen them.
     """
-    svc = FakeService(service_incident_log, seed, late_partitions={STEP: 2.0})
+    svc = InMemoryCluster(service_incident_log, seed, late_partitions={STEP: 2.0})
     svc.run()
     assert problems(svc.alerts) == expected
     assert svc.corr.stats(svc.now)["late"] == 0

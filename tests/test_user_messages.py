@@ -166,3 +166,6 @@ def test_the_package_declares_its_license_as_an_spdx_string() -> None:
     assert doc["project"]["license"] == "Apache-2.0"
     (st,) = [r for r in doc["build-system"]["requires"] if r.startswith("setuptools")]
     assert st == "setuptools>=77"  # the first to take an SPDX string without warnings
+    # Packages at the top of the repository, said so: the editable install is a .pth file,
+    # not the import-hook strategy setuptools warns about in a 10-line box.
+    assert doc["tool"]["setuptools"]["package-dir"] == {"": "."}

@@ -167,21 +167,44 @@ class Backoff:
 class Ledger:
     """What a sink delivered, by dedup_key: the last event (triggered/resolved) and its event time.
 
-    Kept in a JSON file.  A trigger is sent unless the key is triggered already, or was
-    resolved by a message at least as new as it (a stale redelivery); a resolve unless the
-    key is resolved already, or its trigger was dead-lettered (state ``dead``: a resolve is
-    never sent for a trigger that never went out).
+    A trigger is sent unless the key is triggered already, or was resolved by a message at
+    least as new as it (a stale redelivery); a resolve only if the key is triggered (a
+    resolve is never sent for a trigger that never went out, nor twice; state ``dead``: the
+    trigger was dead-lettered).
+
+    Kept as a journal: one JSON line ``[key, state, ts]`` appended per change (the last line
+    of a key wins), rewritten whole only when it holds twice as many lines as keys — so a
+    delivery costs one short append, not a rewrite of up to ``LEDGER_MAX`` keys.  A file in
+    the former format (one JSON object) is read and rewritten as a journal.
     """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._state: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._triggered = 0
+        self._lines = 0
         if path is not None and path.exists():
             try:
-                self._state.update({k: (str(v[0]), float(v[1])) for k, v in
-                                    json.loads(path.read_text()).items()})
+                self._load(path.read_bytes())
             except (OSError, ValueError, TypeError, IndexError) as exc:
                 log.warning("ledger %s unreadable, starting empty: %s", path, exc)
+                self._state.clear()
+        self._triggered = sum(1 for v, _ in self._state.values() if v == "triggered")
+        if path is not None:
+            self._compact()
+
+    def _load(self, data: bytes) -> None:
+        if data.lstrip().startswith(b"{"):  # the former format: one JSON object
+            self._state.update({k: (str(v[0]), float(v[1])) for k, v in
+                                json.loads(data).items()})
+            return
+        for line in data.splitlines():
+            try:
+                key, state, ts = orjson.loads(line)
+            except (orjson.JSONDecodeError, ValueError, TypeError):
+                continue  # a torn last line (a crash mid-write): the lines before it stand
+            self._state[str(key)] = (str(state), float(ts))
+            self._state.move_to_end(str(key))
 
     def wanted(self, key: str, event: str, ts: float) -> bool:
         """Whether ``event`` (trigger/resolve) for ``key`` at event time ``ts`` is news."""
@@ -199,25 +222,36 @@ class Ledger:
 
     def set(self, key: str, event: str, ts: float) -> None:
         """``event``: trigger or resolve (delivered), or dead (a trigger dead-lettered)."""
-        self._state[key] = ({"trigger": "triggered", "resolve": "resolved"}.get(event, event),
-                            ts)
+        state = {"trigger": "triggered", "resolve": "resolved"}.get(event, event)
+        old = self._state.get(key)
+        self._triggered += (state == "triggered") - (old is not None and old[0] == "triggered")
+        self._state[key] = (state, ts)
         self._state.move_to_end(key)
         while len(self._state) > LEDGER_MAX:
-            self._state.popitem(last=False)
-        self.save()
+            _, (gone, _) = self._state.popitem(last=False)
+            self._triggered -= gone == "triggered"
+        if self.path is not None:
+            with open(self.path, "ab") as f:
+                f.write(orjson.dumps([key, state, ts]) + b"\n")
+            self._lines += 1
+            if self._lines > 2 * len(self._state) + 1000:
+                self._compact()
 
     def triggered(self) -> int:
-        return sum(1 for v, _ in self._state.values() if v == "triggered")
+        return self._triggered
 
     def dead(self) -> list[str]:
         return [k for k, (v, _) in self._state.items() if v == "dead"]
 
-    def save(self) -> None:
-        if self.path is None:
-            return
+    def _compact(self) -> None:
+        """Rewrite the journal with one line per key (atomically), and append from there."""
+        assert self.path is not None
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._state))
+        with open(tmp, "wb") as f:
+            for k, (state, ts) in self._state.items():
+                f.write(orjson.dumps([k, state, ts]) + b"\n")
         os.replace(tmp, self.path)
+        self._lines = len(self._state)
 
 
 class Sink:
@@ -502,7 +536,8 @@ class AlertmanagerSink(Sink):
             log.debug("%s: re-sent %d active alerts", self.name, len(alerts))
             self.found(list(self.active))
         elif out.failure != "stopped":
-            self.metrics.failed(self.name, out.failure)
+            # Not a notification given up (nothing is dead-lettered): the next re-send tries
+            # again, and faultline_pager_failing_since shows the outage meanwhile.
             log.warning("%s: re-sending %d active alerts failed: %s", self.name, len(alerts),
                         out.reason)
 

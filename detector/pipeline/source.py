@@ -73,6 +73,17 @@ _HW_SOURCE = {ECC: "ecc", THERMAL: "thermal", NIC: "nic"}
 SNAPSHOT_VERSION = 1
 
 
+class Undecodable(bytes):
+    """The value of a record batch the Kafka client could not decompress (see faust_io)."""
+
+    reason: str
+
+    def __new__(cls, reason: str) -> Undecodable:
+        obj = super().__new__(cls)
+        obj.reason = reason
+        return obj
+
+
 class Emit(NamedTuple):
     """A message for the findings topic; ``partition`` None means every partition."""
 
@@ -188,8 +199,11 @@ class SourcePartition:
                 continue  # already in the state (a fetch repeated after a seek)
             n_in += 1
             try:
-                if raw is None:
-                    raise InvalidMessage(topic, "message has no value (a tombstone?)")
+                if raw is None or type(raw) is not bytes:
+                    if isinstance(raw, Undecodable):
+                        raise InvalidMessage(topic, raw.reason)
+                    if raw is None:
+                        raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = decode(topic, raw)
                 new_node = hw is not None and not mon.was_seen(ev.node, hw)
                 mon.process(ev, found)  # InvalidMessage too: ts out of range

@@ -62,6 +62,7 @@ from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.pipeline.worker import PipelineWorker, WorkerOutput
 from detector.service.faust_io import (
     ServiceWorker,
     check_supported,
@@ -113,8 +114,12 @@ class DetectorService:
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
         self.codec = settings.state_codec()
-        self.sources: dict[TP, SourcePartition] = {}
-        self.correlators: dict[TP, CorrelatorPartition] = {}
+        self.pipeline = PipelineWorker(
+            telemetry_topics=self.telemetry_topics, findings_topic=self.findings_topic,
+            findings_partitions=self.findings_partitions, expected_sources=self.expected_sources,
+            thresholds=self.thresholds, topology=topology, hold_back_s=settings.hold_back_s,
+            idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
+            wall_clock=wall, codec=self.codec)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
@@ -128,6 +133,24 @@ class DetectorService:
         self._input_first: tuple[float, float] | None = None
         self._input_last: tuple[float, float] | None = None
         self.app = self._build_app()
+
+    # The partitions held, in the pipeline (the stages live there; this adapter only
+    # moves batches in and output out).
+    @property
+    def sources(self) -> dict[TP, SourcePartition]:
+        return self.pipeline.sources  # type: ignore[return-value]
+
+    @sources.setter
+    def sources(self, parts: dict[TP, SourcePartition]) -> None:
+        self.pipeline.sources = parts  # type: ignore[assignment]
+
+    @property
+    def correlators(self) -> dict[TP, CorrelatorPartition]:
+        return self.pipeline.correlators  # type: ignore[return-value]
+
+    @correlators.setter
+    def correlators(self, parts: dict[TP, CorrelatorPartition]) -> None:
+        self.pipeline.correlators = parts  # type: ignore[assignment]
 
     # -- the Faust app -------------------------------------------------------------------
 
@@ -191,49 +214,33 @@ class DetectorService:
     def on_records(self, by_tp: dict[TP, list[Any]]) -> None:
         """Records by partition, in offset order: aiokafka records or (offset, key, value, ts)."""
         now = self.clock()
-        touched: list[SourcePartition] = []
-        for tp, records in by_tp.items():
-            try:
-                if tp.topic == self.findings_topic:
-                    self._on_findings(tp, records, now)
-                    continue
-                if self._input_first is None:
-                    self._input_first = (self.wall(), time.process_time())
-                part = self._on_telemetry(tp, records, now)
-            except Exception:  # noqa: BLE001 - every record is guarded; this is a last net
-                self.counts["batch_errors"] += 1
-                log.exception("batch of %d records from %s failed", len(records), tp)
-                continue
-            if part is not None:
-                touched.append(part)
-        if touched:
-            # After every finding of the batch: the correlator may go as far as these.
-            self._send([watermarks(touched, now, self.settings.idle_advance_s)])
+        if self._input_first is None and any(tp.topic != self.findings_topic for tp in by_tp):
+            self._input_first = (self.wall(), time.process_time())
+        first = next(iter(by_tp.values()), None)
+        if first and not isinstance(first[0], tuple):  # aiokafka's, timestamps in ms
+            by_tp = {tp: list(map(_RECORD_FIELDS, recs)) for tp, recs in by_tp.items()}
+            out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=1000.0)
+        else:
+            out = self.pipeline.process(by_tp, now, self._caught_up)
+        self._emit(out)
+        if out.events:
             self._input_last = (self.wall(), time.process_time())
         self.out.poll()
 
-    # -- stage 1 -------------------------------------------------------------------------
-
-    def _on_telemetry(self, tp: TP, records: list[Any], now: float) -> SourcePartition | None:
-        part = self.sources.get(tp)
-        if part is None:
-            # Fetched before a rebalance took the partition: its new owner reads it.
-            self.counts["stale_skipped"] += len(records)
-            return None
-        emits: list[Emit] = []
-        dead: list[DeadLetter] = []
-        if records and not isinstance(records[0], tuple):  # aiokafka's, timestamps in ms
-            part.process(list(map(_RECORD_FIELDS, records)), now, emits, dead,
-                         arrivals_per_s=1000.0)
-        else:
-            part.process(records, now, emits, dead)
-        part.caught_up = self._caught_up(tp, part.offset)
-        self._send(emits)
-        self._dead_letter(dead, tp.topic)
-        self.counts["events"] += len(records)
-        if self.metrics is not None:
-            self.metrics.events(tp.topic, len(records))
-        return part
+    def _emit(self, out: WorkerOutput) -> None:
+        """Produce what the pipeline made: findings, dead letters, alerts; count them."""
+        self._send(out.findings)
+        for topic, d in out.dead:
+            self._dead_letter(d, topic)
+        self.counts["deadletters"] += len(out.dead)
+        if out.alerts:
+            self._alerts(out.alerts)
+        for topic, n in out.events.items():
+            self.counts["events"] += n
+            if self.metrics is not None:
+                self.metrics.events(topic, n)
+        self.counts["stale_skipped"] += out.stale
+        self.counts["batch_errors"] += out.errors
 
     def _caught_up(self, tp: TP, offset: int) -> bool:
         try:
@@ -261,37 +268,20 @@ class DetectorService:
                 produce(topic, e.value, e.key, e.partition)
         self.counts["findings_messages"] += len(emits)
 
-    def _dead_letter(self, dead: list[DeadLetter], real_topic: str) -> None:
-        for d in dead:
-            self.out.produce(self.deadletter_topic, d.value, d.key, headers=[
-                ("faultline-reason", d.reason.encode()),
-                ("faultline-topic", real_topic.encode()),
-                ("faultline-partition", str(d.partition).encode()),
-                ("faultline-offset", str(d.offset).encode())])
-            if self.metrics is not None:
-                self.metrics.invalid(d.reason)
-        self.counts["deadletters"] += len(dead)
+    def _dead_letter(self, d: DeadLetter, real_topic: str) -> None:
+        self.out.produce(self.deadletter_topic, d.value, d.key, headers=[
+            ("faultline-reason", d.reason.encode()),
+            ("faultline-topic", real_topic.encode()),
+            ("faultline-partition", str(d.partition).encode()),
+            ("faultline-offset", str(d.offset).encode())])
+        if self.metrics is not None:
+            self.metrics.invalid(d.reason)
 
     # -- stage 2 -------------------------------------------------------------------------
 
-    def _on_findings(self, tp: TP, records: list[Any], now: float) -> None:
-        part = self.correlators.get(tp)
-        if part is None:
-            self.counts["stale_skipped"] += len(records)
-            return
-        for r in records:
-            if isinstance(r, tuple):
-                part.on_message(r[0], r[2], now)
-            else:
-                part.on_message(r.offset, r.value, now)
-        self._release(part, now)
-
-    def _release(self, part: CorrelatorPartition, now: float) -> None:
-        alerts: list[Any] = []
-        arrivals: list[float | None] = []
-        part.release(now, alerts, arrivals)
-        wall = self.wall() if alerts else 0.0
-        for a, arrived in zip(alerts, arrivals, strict=True):
+    def _alerts(self, alerts: list[tuple[Any, float | None]]) -> None:
+        wall = self.wall()
+        for a, arrived in alerts:
             key, value = alert_message(a)
             # When the input behind it reached Kafka: with the alert's own timestamp, the
             # end-to-end latency, measurable by whoever reads the topic.
@@ -309,18 +299,11 @@ class DetectorService:
         if self.stopping:
             return
         now = self.clock()
-        idle_s = self.settings.idle_advance_s
-        emits: list[Emit] = []
-        for tp, part in self.sources.items():
-            part.caught_up = self._caught_up(tp, part.offset)
-            if self.metrics is not None:
+        if self.metrics is not None:
+            for tp, part in self.sources.items():
                 self._report_lag(tp, part.offset)
-            part.idle_advance(now, idle_s, emits)
-        if self.sources:
-            emits.append(watermarks(self.sources.values(), now, idle_s))
-        self._send(emits)
-        for part in self.correlators.values():
-            self._release(part, now)
+        self._emit(self.pipeline.heartbeat(now, self._caught_up))
+        self._emit(self.pipeline.release_all(now))
         # The status file tells what is delivered, not merely enqueued.
         status = self.stats(now)
         await self.out.flush()
@@ -420,7 +403,7 @@ class DetectorService:
                             if p.offset >= 0})
         # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
         if sources:
-            self._send([watermarks(sources.values(), now, self.settings.idle_advance_s)])
+            self._send([watermarks(sources.values(), now, self.settings.hold_back_s)])
         self.out.poll()
         log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
                  len(sources), len(correlators), len(snaps))
@@ -437,41 +420,16 @@ class DetectorService:
 
     def _restore(self, tp: TP, snap: tuple[int, bytes] | None, now: float
                  ) -> SourcePartition | CorrelatorPartition:
-        s = self.settings
-        if tp.topic == self.findings_topic:
-            if snap is not None:
-                try:
-                    part = CorrelatorPartition.restore(
-                        tp.partition, snap[0], snap[1], self.topology,
-                        expected=self.expected_sources, now=now,
-                        source_timeout_s=s.source_timeout_s,
-                        empty_grace_s=s.idle_advance_s, codec=self.codec)
-                    self.counts["restored"] += 1
-                    return part
-                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
-                    self._refused(tp, exc)
-            part = CorrelatorPartition(tp.partition, self.thresholds, self.topology,
-                                       expected=self.expected_sources, now=now,
-                                       source_timeout_s=s.source_timeout_s,
-                                       empty_grace_s=s.idle_advance_s)
-        else:
-            contract = self.telemetry_topics[tp.topic]
-            if snap is not None:
-                try:
-                    src = SourcePartition.restore(contract, tp.partition,
-                                                  self.findings_partitions, snap[0], snap[1],
-                                                  self.topology, now=now, codec=self.codec,
-                                                  wall_clock=self.wall)
-                    self.counts["restored"] += 1
-                    return src
-                except Exception as exc:  # noqa: BLE001 - start afresh from the commit
-                    self._refused(tp, exc)
-            part = SourcePartition(contract, tp.partition, self.findings_partitions,
-                                   self.thresholds, self.topology, now=now,
-                                   wall_clock=self.wall)  # type: ignore[assignment]
+        if snap is not None:
+            try:
+                part = self.pipeline.restore_partition(tp, snap[0], snap[1], now)
+                self.counts["restored"] += 1
+                return part
+            except Exception as exc:  # noqa: BLE001 - start afresh from the commit
+                self._refused(tp, exc)
         # A refused snapshot's offset is no more trusted than its state: the partition
         # starts from the group's committed position (set by the caller).
-        return part
+        return self.pipeline.new_partition(tp, now)
 
     def _refused(self, tp: TP, exc: Exception) -> None:
         reason = exc.reason if isinstance(exc, SnapshotRefused) else "malformed"

@@ -27,6 +27,7 @@ log = logging.getLogger("faultline.service")
 def _private_names() -> list[tuple[Any, str, str]]:
     """(object, name, how it is found) of every private name this module relies on."""
     import aiokafka
+    from aiokafka.consumer import fetcher
     from faust.transport.drivers import aiokafka as driver
 
     return [
@@ -46,6 +47,14 @@ def _private_names() -> list[tuple[Any, str, str]]:
         (faust.Worker, "_schedule_shutdown", "attr"),
         (faust.Worker, "_signal_stop_time", "source"),
         (faust.Worker, "spinner", "source"),
+        (fetcher.PartitionRecords, "_unpack_records", "attr"),
+        (fetcher.PartitionRecords, "_records", "source"),
+        (fetcher.PartitionRecords, "_check_crcs", "source"),
+        (fetcher.PartitionRecords, "_isolation_level", "source"),
+        (fetcher.PartitionRecords, "_consume_aborted_up_to", "attr"),
+        (fetcher.PartitionRecords, "_contains_abort_marker", "attr"),
+        (fetcher.PartitionRecords, "_aborted_producers", "source"),
+        (fetcher.PartitionRecords, "_consumer_record", "attr"),
     ]
 
 
@@ -83,7 +92,71 @@ async def commit_offsets(app: faust.App, offsets: dict[TP, int]) -> None:
 def install_batch_delivery(app: faust.App, handler: Callable[[dict[TP, list[Any]]], None],
                            topics: frozenset[str]) -> None:
     """Make ``app`` hand ``topics`` to ``handler`` in fetched batches (see batch_transport)."""
+    tolerate_unreadable_batches()
     app.transport = batch_transport(app, handler, topics)
+
+
+def tolerate_unreadable_batches() -> None:
+    """A record batch aiokafka cannot decompress becomes one marker record, not a dead worker.
+
+    aiokafka raises ``UnsupportedCodecError`` (a codec whose library is missing, or
+    an unknown codec id in a crafted batch) from inside its fetcher, which ends
+    the worker, and on restart it meets the same batch again.  Here
+    ``PartitionRecords._unpack_records`` (aiokafka 0.14's, with one change) hands
+    such a batch over as a single record at its base offset whose value is an
+    :class:`~detector.pipeline.source.Undecodable` carrying the reason; stage 1
+    dead-letters it and the partition goes on after the batch.
+    """
+    from aiokafka.consumer import fetcher
+    from aiokafka.errors import UnsupportedCodecError
+    from aiokafka.structs import ConsumerRecord
+
+    from detector.pipeline.source import Undecodable
+
+    cls = fetcher.PartitionRecords
+    if getattr(cls, "_faultline_tolerant", False):
+        return
+
+    def _unpack_records(self: Any) -> Any:
+        tp = self._tp
+        records = self._records
+        while records.has_next():
+            next_batch = records.next_batch()
+            if self._check_crcs and not next_batch.validate_crc():
+                raise fetcher.Errors.CorruptRecordException(f"Invalid CRC - {tp}")
+            if (self._isolation_level == fetcher.READ_COMMITTED
+                    and next_batch.producer_id is not None):
+                self._consume_aborted_up_to(next_batch.base_offset)
+                if next_batch.is_control_batch and self._contains_abort_marker(next_batch):
+                    self._aborted_producers.discard(next_batch.producer_id)
+                if (next_batch.is_transactional
+                        and next_batch.producer_id in self._aborted_producers):
+                    self.next_fetch_offset = next_batch.next_offset
+                    continue
+            if next_batch.is_control_batch:
+                self.next_fetch_offset = next_batch.next_offset
+                continue
+            try:
+                for record in next_batch:
+                    if record.offset < self.next_fetch_offset:
+                        continue
+                    consumer_record = self._consumer_record(tp, record)
+                    self.next_fetch_offset = record.offset + 1
+                    yield consumer_record
+            except UnsupportedCodecError as exc:  # the one change
+                first, end = max(next_batch.base_offset, self.next_fetch_offset), \
+                    next_batch.next_offset
+                reason = (f"record batch at offsets {first}..{end - 1} cannot be "
+                          f"decompressed: {exc}")
+                log.error("%s:%d: %s", tp.topic, tp.partition, reason)
+                self.next_fetch_offset = end
+                yield ConsumerRecord(tp.topic, tp.partition, first, -1, 0, None,
+                                     Undecodable(reason), None, -1, -1, ())
+                continue
+            self.next_fetch_offset = next_batch.next_offset
+
+    cls._unpack_records = _unpack_records
+    cls._faultline_tolerant = True
 
 
 def credentials(s: Settings) -> Any:

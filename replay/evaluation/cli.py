@@ -50,6 +50,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     e.add_argument("--topology-map", action="append", default=[], metavar="NAME=FILE",
                    help="where the topology a log names lives (by topology name or the path "
                    "in corpus.json); repeat or comma-separate")
+    e.add_argument("--html", metavar="OUT", default=None,
+                   help="also write the result as one self-contained HTML page with latency "
+                   "distributions (needs the optional extra 'report': matplotlib)")
     e.add_argument("--json", metavar="OUT", default=None,
                    help="also write everything machine-readable to this file")
     e.add_argument("--no-baselines", action="store_true",
@@ -183,4 +186,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(ev.to_dict(), indent=1) + "\n")
         print(f"wrote {args.json}")
+    if args.html:
+        from replay.report.evaluation import render_evaluation
+        Path(args.html).write_text(render_evaluation(ev), encoding="utf-8")
+        print(f"wrote {args.html}")
     return 0

@@ -115,7 +115,7 @@ def lines_plot(panels: Sequence[tuple[str, Sequence[tuple[np.ndarray, np.ndarray
 
 def events_plot(events: Sequence[tuple[float, str]], counters: Sequence[
         tuple[np.ndarray, np.ndarray, str, str]], marks: Sequence[tuple[float, str, str]],
-                t0: float, t1: float) -> str:
+                t0: float, since: float, until: float) -> str:
     """XID events as stems with their codes, and cumulative ECC / NVLink counters."""
     from matplotlib.ticker import FuncFormatter
     fig, (ax,) = _figure(height=2.4)
@@ -126,7 +126,7 @@ def events_plot(events: Sequence[tuple[float, str]], counters: Sequence[
     for ts, text in events:
         ax.vlines(ts, 0, top, color="#8e44ad", linewidth=1.5)
         ax.annotate(text, (ts, top), fontsize=8, color="#8e44ad", ha="left", va="bottom")
-    ax.set_xlim(t0, t1)
+    ax.set_xlim(since, until)
     ax.set_ylabel("count")
     ax.xaxis.set_major_formatter(FuncFormatter(_clock(t0)))
     _moments(ax, marks)
@@ -178,7 +178,7 @@ def latency_distribution(by_kind: dict[str, Sequence[float]], title: str = "") -
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(1, len(kinds)) + 0.9))
     if kinds:
         data = [np.asarray(by_kind[k], dtype=float) for k in kinds]
-        ax.boxplot(data, vert=False, widths=0.5, showfliers=False)
+        ax.boxplot(data, orientation="horizontal", widths=0.5, showfliers=False)
         for i, xs in enumerate(data, 1):
             ax.scatter(xs, np.full(len(xs), i), s=8, color="#2f6fae", alpha=0.6, zorder=3)
         ax.set_yticks(range(1, len(kinds) + 1), kinds)
@@ -186,6 +186,7 @@ def latency_distribution(by_kind: dict[str, Sequence[float]], title: str = "") -
         hi = max(float(x.max()) for x in data)
         if hi > 0 and hi / max(lo, 0.05) > 50:
             ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlim(left=0)  # a latency is never negative
     ax.set_xlabel("detection latency (s)")
     if title:
         ax.set_title(title, fontsize=9, loc="left")

@@ -71,14 +71,19 @@ def test_sigkill_during_an_outage_loses_and_doubles_nothing(kafka_bootstrap: str
             before = len(rx.requests)
             rx.wait_for("the restarted pager retrying", lambda reqs: len(reqs) >= before + 3, 60)
             outage.clear()
-            rx.wait_for("every trigger and resolve",
-                        lambda reqs: len([r for r in reqs if r.status == 200]) >= 15, 60)
+            rx.wait_for("every open alert paged", lambda reqs: {
+                b["alert"]["scope"]["node"] for r in reqs if r.status == 200
+                for b in [r.json()]} >= set(nodes[3:]), 60)
             wait_for("every offset committed", run.all_committed, 30, on_timeout=run.log)
         finally:
             run.stop(pager)
         sent = sorted((b["event"], b["alert"]["scope"]["node"]) for b in rx.bodies(200))
-        assert sent == sorted([("trigger", n) for n in nodes]
-                              + [("resolve", n) for n in nodes[:3]])  # each exactly once
+        # The open alerts are paged exactly once.  The three resolved in the backlog are
+        # either not paged at all (their trigger and resolve met before the sink came back,
+        # as a restarted pager reads them) or triggered and resolved once each.
+        assert [x for x in sent if x[1] in nodes[3:]] == [("trigger", n) for n in nodes[3:]]
+        for n in nodes[:3]:
+            assert [e for e, node in sent if node == n] in ([], ["resolve", "trigger"]), sent
         assert _messages_in(run, run.prefix + "alerts.deadletter") == 0
 
 

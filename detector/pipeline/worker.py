@@ -1,0 +1,177 @@
+"""One worker's pipeline, Kafka-free: fetched batches in, findings, dead letters and alerts out.
+
+:class:`PipelineWorker` owns what a ``faultline serve`` worker holds between
+fetches: a :class:`~detector.pipeline.source.SourcePartition` per telemetry
+partition assigned to it (decode, dead letters, Monitors, the findings
+codec), a :class:`~detector.pipeline.correlator.CorrelatorPartition` per
+findings partition (the watermark-ordered Correlator), the watermarks and the
+idle advance a heartbeat sends.  The Faust adapter (:mod:`detector.service`)
+hands it batches and produces its :class:`WorkerOutput`; the stage tests drive
+it over in-memory partitions the same way.  Every record is processed under a
+guard (see the stages): one that fails becomes a dead letter or a counted
+error, and its partition goes on.
+
+Partitions are keyed by ``(topic, partition)`` (Faust's ``TP`` is such a
+tuple); records are ``(offset, key, value, arrival)`` tuples in offset order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from detector.alerts import Alert
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.statecodec import UNSIGNED, StateCodec
+from detector.thresholds import Thresholds
+from detector.topology import Topology
+
+log = logging.getLogger("faultline.pipeline")
+
+TopicPartition = tuple[str, int]
+Record = tuple[int, bytes | None, bytes | None, float | None]
+
+
+@dataclass
+class WorkerOutput:
+    """What one batch (or heartbeat) produced, for the adapter to send."""
+
+    findings: list[Emit] = field(default_factory=list)       # to the findings topic
+    dead: list[tuple[str, DeadLetter]] = field(default_factory=list)  # (input topic, letter)
+    alerts: list[tuple[Alert, float | None]] = field(default_factory=list)  # (alert, arrival)
+    events: dict[str, int] = field(default_factory=dict)     # telemetry records per topic
+    stale: int = 0                                           # records of partitions not held
+    errors: int = 0                                          # batches that failed as a whole
+
+
+class PipelineWorker:
+    """The stages of one worker over the partitions it holds."""
+
+    def __init__(self, *, telemetry_topics: Mapping[str, str], findings_topic: str,
+                 findings_partitions: int, expected_sources: Iterable[str] = (),
+                 thresholds: Thresholds | None = None, topology: Topology | None = None,
+                 hold_back_s: float = 0.25, idle_advance_s: float = 5.0,
+                 source_timeout_s: float = 30.0, wall_clock: Callable[[], float] | None = None,
+                 codec: StateCodec = UNSIGNED) -> None:
+        self.telemetry_topics = dict(telemetry_topics)  # topic name -> contract name
+        self.findings_topic = findings_topic
+        self.findings_partitions = findings_partitions
+        self.expected_sources = list(expected_sources)
+        self.thresholds = thresholds or Thresholds()
+        self.topology = topology
+        self.hold_back_s = hold_back_s
+        self.idle_advance_s = idle_advance_s
+        self.source_timeout_s = source_timeout_s
+        self.wall_clock = wall_clock
+        self.codec = codec
+        self.sources: dict[Hashable, SourcePartition] = {}
+        self.correlators: dict[Hashable, CorrelatorPartition] = {}
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def is_findings(self, tp: TopicPartition) -> bool:
+        return tp[0] == self.findings_topic
+
+    def new_partition(self, tp: TopicPartition, now: float
+                      ) -> SourcePartition | CorrelatorPartition:
+        """A fresh stage for ``tp`` (not yet held: the caller puts it in place)."""
+        if self.is_findings(tp):
+            return CorrelatorPartition(tp[1], self.thresholds, self.topology,
+                                       expected=self.expected_sources, now=now,
+                                       source_timeout_s=self.source_timeout_s,
+                                       empty_grace_s=self.idle_advance_s)
+        return SourcePartition(self.telemetry_topics[tp[0]], tp[1], self.findings_partitions,
+                               self.thresholds, self.topology, now=now,
+                               wall_clock=self.wall_clock)
+
+    def restore_partition(self, tp: TopicPartition, offset: int, blob: bytes, now: float
+                          ) -> SourcePartition | CorrelatorPartition:
+        """The stage a snapshot saved; raises (SnapshotRefused, ...) if it is not one of ours."""
+        if self.is_findings(tp):
+            return CorrelatorPartition.restore(
+                tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
+                source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
+                codec=self.codec)
+        return SourcePartition.restore(self.telemetry_topics[tp[0]], tp[1],
+                                       self.findings_partitions, offset, blob, self.topology,
+                                       now=now, codec=self.codec, wall_clock=self.wall_clock)
+
+    # -- input ---------------------------------------------------------------------------
+
+    def process(self, by_tp: Mapping[Any, list[Record]], now: float,
+                caught_up: Callable[[Any, int], bool], *, arrivals_per_s: float = 1.0
+                ) -> WorkerOutput:
+        """One fetched batch: records by partition, each in offset order.
+
+        ``caught_up(tp, offset)``: nothing after ``offset`` is in the partition yet
+        (as far as the fetcher knows).  ``arrival`` is when a record reached
+        Kafka, in units of ``1 / arrivals_per_s`` seconds (Kafka's ms: 1000).
+        """
+        out = WorkerOutput()
+        touched = False
+        for tp, records in by_tp.items():
+            try:
+                if self.is_findings(tp):
+                    self._findings(tp, records, now, out)
+                else:
+                    touched |= self._telemetry(tp, records, now, caught_up, arrivals_per_s, out)
+            except Exception:  # noqa: BLE001 - every record is guarded; this is a last net
+                out.errors += 1
+                log.exception("batch of %d records from %s failed", len(records), tp)
+        if touched:
+            # After every finding of the batch: the correlator may go as far as these.
+            # All of this worker's sources, not only those touched: one left out would
+            # hold the correlator's clock until the next heartbeat, with nothing new.
+            out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
+        return out
+
+    def _telemetry(self, tp: Any, records: list[Record], now: float,
+                   caught_up: Callable[[Any, int], bool], arrivals_per_s: float,
+                   out: WorkerOutput) -> bool:
+        part = self.sources.get(tp)
+        if part is None:
+            # Fetched before a rebalance took the partition: its new owner reads it.
+            out.stale += len(records)
+            return False
+        dead: list[DeadLetter] = []
+        part.process(records, now, out.findings, dead, arrivals_per_s=arrivals_per_s)
+        part.caught_up = caught_up(tp, part.offset)
+        out.dead.extend((tp[0], d) for d in dead)
+        out.events[tp[0]] = out.events.get(tp[0], 0) + len(records)
+        return True
+
+    def _findings(self, tp: Any, records: list[Record], now: float, out: WorkerOutput) -> None:
+        part = self.correlators.get(tp)
+        if part is None:
+            out.stale += len(records)
+            return
+        for offset, _, value, _ in records:
+            part.on_message(offset, value, now)
+        self._release(part, now, out)
+
+    def _release(self, part: CorrelatorPartition, now: float, out: WorkerOutput) -> None:
+        alerts: list[Alert] = []
+        arrivals: list[float | None] = []
+        part.release(now, alerts, arrivals)
+        out.alerts.extend(zip(alerts, arrivals, strict=True))
+
+    # -- time ----------------------------------------------------------------------------
+
+    def heartbeat(self, now: float, caught_up: Callable[[Any, int], bool]) -> WorkerOutput:
+        """Idle advance and the watermarks of every source, then every correlator's release."""
+        out = WorkerOutput()
+        for tp, part in self.sources.items():
+            part.caught_up = caught_up(tp, part.offset)
+            part.idle_advance(now, self.idle_advance_s, out.findings)
+        if self.sources:
+            out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
+        return out
+
+    def release_all(self, now: float) -> WorkerOutput:
+        out = WorkerOutput()
+        for part in self.correlators.values():
+            self._release(part, now, out)
+        return out
