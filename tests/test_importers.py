@@ -81,3 +81,16 @@ def test_import_prometheus_that_cannot_be_reached_says_so_and_exits_1(tmp_path, 
     assert f"127.0.0.1:{port}" in capsys.readouterr().err
     assert main(["import", "prometheus", "--url", "http://x", "--start", "10", "--end", "5",
                  "--out", str(tmp_path / "y.jsonl")]) == 2  # a usage error, before any request
+
+
+def test_prometheus_chunks_tile_the_range_and_shrink_for_a_large_cluster():
+    from replay.importers.prometheus import PrometheusImport
+
+    imp = PrometheusImport("http://prometheus", 1000.0, 1000.0 + 86400, step_s=15.0)
+    for series, most_points in ((0, 1000), (200_000, 5)):
+        imp.series = series
+        chunks = imp.chunks()
+        assert chunks[0][0] == imp.start and chunks[-1][1] == imp.end
+        for (_, a_end), (b_start, _) in zip(chunks, chunks[1:], strict=False):
+            assert b_start == a_end + imp.step_s  # every evaluation time once, none skipped
+        assert max(round((e - s) / imp.step_s) + 1 for s, e in chunks) == most_points
