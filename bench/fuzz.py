@@ -23,9 +23,10 @@ from replay.fuzz import FuzzResult, fuzz_replay, fuzz_stages  # noqa: E402
 def show(name: str, seed: int, r: FuzzResult) -> bool:
     total = r.mutated + r.valid
     print(f"{name} seed {seed}: {r.mutated:,} mutated + {r.valid:,} valid in {r.seconds:.1f} s "
-          f"= {total / r.seconds:,.0f} records/s; {r.dead:,} rejected, {r.unexplained} "
+          f"({r.cpu_seconds:.1f} s CPU) = {total / r.cpu_seconds:,.0f} records per CPU-second "
+          f"(mutation included); {r.dead:,} rejected, {r.unexplained} "
           f"without a reason, {r.internal} engine errors, {len(r.escaped)} escaped, "
-          f"{r.alerts} alerts, RSS "
+          f"{r.alerts} alerts, state {r.state_bytes:,} B, RSS "
           f"+{r.rss_growth_kib / 1024:.0f} MiB")
     for reason, n in r.reasons.most_common(6):
         print(f"    {n:7,}  {reason}")

@@ -96,23 +96,23 @@ class Monitors:
     def check_ahead(self, ev: Event) -> None:
         """A record far ahead of the clock: move the clock to it, or raise ``ts_out_of_range``."""
         ts = ev.ts
-        if self.clock == -math.inf:
-            wall = self.wall_clock() if self.wall_clock is not None else math.inf
-            if ts - wall <= MAX_AHEAD_S:
-                self.clock = ts
-                return
+        if self.clock > -math.inf:
+            jump = self._jump
+            if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
+                jump.clear()
+            jump.append(ts)
+            if len(jump) < JUMP_AGREE:
+                raise out_of_range(ev, self.clock)
+            jump.clear()
+        # The first record, or a jump the records agree on: never past the wall clock when
+        # there is one (the service) -- three records agreeing on 2100 must not move a
+        # live partition there.
+        wall = self.wall_clock() if self.wall_clock is not None else math.inf
+        if ts - wall > MAX_AHEAD_S:
             raise InvalidMessage(_TOPIC[type(ev)], f"ts_out_of_range: ts {ts!r} is more than "
                                  f"{MAX_AHEAD_S:g} s ahead of the wall clock ({wall:.3f})",
                                  "ts")
-        jump = self._jump
-        if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
-            jump.clear()
-        jump.append(ts)
-        if len(jump) >= JUMP_AGREE:
-            jump.clear()
-            self.clock = ts
-            return
-        raise out_of_range(ev, self.clock)
+        self.clock = ts
 
     def _on_step(self, ev: StepSample, findings: list[Finding]) -> None:
         self.counts["step"] += 1

@@ -99,6 +99,8 @@ class JobMonitor:
         self._expected = math.inf              # ranks per step, learned
         self._last_step = -1
         self._last_step_ts = float("-inf")
+        self._restart_step = -1                # a step number gone back: which, and the
+        self._restart_ranks: set[int] = set()  # ranks that said so (see _restart_confirmed)
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
         self._zscale = 1.0
@@ -136,6 +138,8 @@ class JobMonitor:
         if buf is None:
             if step <= self._last_step:
                 if e.ts > self._last_step_ts + self.cfg.lateness_s:
+                    if not self._restart_confirmed(e):
+                        return
                     self._restart()
                 else:
                     self._late(e, out)
@@ -221,6 +225,24 @@ class JobMonitor:
                 e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware", self.clock, e.ts,
                 True, 0.95, {"step": e.step, "rank": e.rank, "checksum": e.param_checksum,
                              "majority_checksum": majority, "arrived_late": True}))
+
+    def _restart_confirmed(self, e: StepSample) -> bool:
+        """A step number going back is a restart once half the job's ranks say so.
+
+        One stray message with an old step number (a misconfigured producer, a
+        replayed record) must not wipe every rank's history; a real restart
+        from a checkpoint brings every rank back to the same step, and only
+        the first few messages of it go unanalysed.
+        """
+        if e.step != self._restart_step:
+            self._restart_step, self._restart_ranks = e.step, set()
+        self._restart_ranks.add(e.rank)
+        need = 1 if self._expected == math.inf else max(1, int(self._expected) // 2)
+        if len(self._restart_ranks) < need:
+            self.late += 1
+            return False
+        self._restart_step, self._restart_ranks = -1, set()
+        return True
 
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""

@@ -29,6 +29,7 @@ from detector.alerts import Alert
 from detector.events import TELEMETRY_TOPICS
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.testing import T0
 from replay.mutate import Mutator, valid_records
 
 _PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -52,7 +53,9 @@ class FuzzResult:
     internal: int = 0               # rejected because the engine raised: guarded, still a bug
     escaped: list[tuple[list[str], str]] = field(default_factory=list)
     alerts: int = 0
+    state_bytes: int = 0            # the stages' snapshots at the end
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     rss_start_kib: int = 0
     rss_peak_kib: int = 0
 
@@ -78,7 +81,8 @@ def mixed_stream(mutated: int, seed: int, valid_per_mutated: float = 0.5
             topic, rec = base[v]
             yield topic, orjson.dumps(rec), []
             v += 1
-        topic, rec = base[rng.randrange(len(base))]
+        # a recent record broken (its ts near the stream's clock; far_ts moves it away)
+        topic, rec = base[max(0, min(v, len(base)) - 1 - rng.randrange(100))]
         if rng.random() < 0.02:
             topic = rng.choice(TELEMETRY_TOPICS)  # a record on another topic's stream
         data, ops = mut.mutate(rec)
@@ -89,13 +93,16 @@ def fuzz_stages(mutated: int, seed: int = 0) -> FuzzResult:
     """Mutated records, interleaved with valid ones, through stage 1 and stage 2."""
     res = FuzzResult(rss_start_kib=rss_kib())
     res.rss_peak_kib = res.rss_start_kib
-    sources = {t: SourcePartition(t, 0, 1) for t in TELEMETRY_TOPICS}
+    # The service's wall clock: an hour after the telemetry's epoch (ts far ahead of it
+    # are refused, as a live worker refuses them).
+    sources = {t: SourcePartition(t, 0, 1, wall_clock=lambda: T0 + 3600.0)
+               for t in TELEMETRY_TOPICS}
     corr = CorrelatorPartition(0, expected=[s.source for s in sources.values()])
     offsets = dict.fromkeys(TELEMETRY_TOPICS, 0)
     corr_offset = 0
     now = 1000.0
     alerts: list[Alert] = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i, (topic, data, ops) in enumerate(mixed_stream(mutated, seed)):
         if ops:
             res.mutated += 1
@@ -134,6 +141,8 @@ def fuzz_stages(mutated: int, seed: int = 0) -> FuzzResult:
     res.rss_peak_kib = max(res.rss_peak_kib, rss_kib())
     res.alerts = len(alerts)
     res.seconds = time.perf_counter() - t0
+    res.cpu_seconds = time.process_time() - c0
+    res.state_bytes = sum(len(p.snapshot()[1]) for p in (*sources.values(), corr))
     return res
 
 
@@ -155,7 +164,7 @@ def fuzz_replay(mutated: int, seed: int, workdir: Path) -> FuzzResult:
     log = workdir / f"fuzz-{seed}.jsonl"
     n_mutated, n_valid = write_log(log, mixed_stream(mutated, seed))
     res = FuzzResult(mutated=n_mutated, valid=n_valid, rss_start_kib=rss_kib())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         out: Any = replay_log(log)
     except Exception as exc:  # noqa: BLE001
@@ -170,5 +179,6 @@ def fuzz_replay(mutated: int, seed: int, workdir: Path) -> FuzzResult:
             else:
                 res.unexplained += n
     res.seconds = time.perf_counter() - t0
+    res.cpu_seconds = time.process_time() - c0
     res.rss_peak_kib = rss_kib()
     return res

@@ -383,3 +383,13 @@ def test_a_record_from_the_year_2100_changes_nothing_and_a_real_gap_is_kept() ->
     with pytest.raises(InvalidMessage, match="ahead of the partition's clock"):
         mon.process(thermal(YEAR_2100, "node-000", 0), [])
     assert mon.clock == T0 + 1.0
+
+
+def test_one_stray_message_with_an_old_step_number_is_not_a_restart() -> None:
+    # steps 8 s apart (a large model): a message 6 s after the last step is not late
+    events = list(healthy_job(steps=40, slow={3: 1.2}, slow_from=15, step_s=8.0))
+    clean = firing(feed(Engine(), events))
+    stray = events[300]._replace(step=0, rank=7, ts=events[299].ts + 6.0)
+    eng = Engine()
+    assert firing(feed(eng, [*events[:300], stray, *events[300:]])) == clean != []
+    assert eng.stats()["job_restarts"] == 0

@@ -64,3 +64,16 @@ def test_a_repeated_line_is_printed_once_per_interval(out: io.StringIO) -> None:
     log.error("a different error")
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "Connection refused" in lines[0] and "different" in lines[1]
+
+
+def test_the_pagers_secrets_are_the_ones_redacted() -> None:
+    from detector.pager.config import PagerConfig
+
+    cfg = PagerConfig.from_dict({}, env={
+        "FAULTLINE_PAGER_SINKS_PAGERDUTY_ROUTING_KEY": "R" * 32,
+        "FAULTLINE_PAGER_SINKS_WEBHOOK_URL": "https://u:pw-1234@tickets/x?token=tok-5678",
+        "FAULTLINE_PAGER_SINKS_WEBHOOK_BEARER_TOKEN": "bearer-9abc",
+        "FAULTLINE_PAGER_AUDIT_KEY": "audit-key-def0"})
+    assert set(cfg.secrets()) >= {"R" * 32, "pw-1234", "token=tok-5678", "tok-5678",
+                                  "bearer-9abc",
+                                  "audit-key-def0"}

@@ -211,6 +211,7 @@ class PagerConfig:
             for url in sc.urls:
                 parts = urllib.parse.urlsplit(url)
                 out += [p for p in (parts.password, parts.query) if p]
+                out += [v for _, v in urllib.parse.parse_qsl(parts.query) if v]
         return out
 
     def validate(self) -> None:

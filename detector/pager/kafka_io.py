@@ -173,8 +173,12 @@ class _Loop:
             return
         if self.paused:
             # Fetched before the pause took hold: read it again once there is room.
-            self.consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
-            return
+            try:
+                self.consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
+                return
+            except KafkaException as exc:  # e.g. revoked meanwhile: take it now instead
+                log.warning("could not seek back %s[%d]@%d: %s", msg.topic(), msg.partition(),
+                            msg.offset(), exc)
         topic = msg.topic()
         contract = self.real_topics.get(topic or "")
         ticket = self.tracker.ticket(topic or "", msg.partition() or 0, msg.offset() or 0)

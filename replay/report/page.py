@@ -388,7 +388,7 @@ def _plot(r: Report, a: Alert, p: Problem, t0: float, t1: float) -> str:
                     ys = np.array([x[col] for x in rows], dtype=float)
                     if ys.any():
                         counters.append((ts, ys, label, color))
-        return plots.events_plot(events, counters, marks, since, until)
+        return plots.events_plot(events, counters, marks, t0, since, until)
     return '<p class="note">no plot for this kind of alert</p>'
 
 

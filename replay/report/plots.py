@@ -115,7 +115,7 @@ def lines_plot(panels: Sequence[tuple[str, Sequence[tuple[np.ndarray, np.ndarray
 
 def events_plot(events: Sequence[tuple[float, str]], counters: Sequence[
         tuple[np.ndarray, np.ndarray, str, str]], marks: Sequence[tuple[float, str, str]],
-                t0: float, t1: float) -> str:
+                t0: float, since: float, until: float) -> str:
     """XID events as stems with their codes, and cumulative ECC / NVLink counters."""
     from matplotlib.ticker import FuncFormatter
     fig, (ax,) = _figure(height=2.4)
@@ -126,7 +126,7 @@ def events_plot(events: Sequence[tuple[float, str]], counters: Sequence[
     for ts, text in events:
         ax.vlines(ts, 0, top, color="#8e44ad", linewidth=1.5)
         ax.annotate(text, (ts, top), fontsize=8, color="#8e44ad", ha="left", va="bottom")
-    ax.set_xlim(t0, t1)
+    ax.set_xlim(since, until)
     ax.set_ylabel("count")
     ax.xaxis.set_major_formatter(FuncFormatter(_clock(t0)))
     _moments(ax, marks)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
@@ -32,6 +33,7 @@ from servers_harness import ROOT
 from service_harness import TEST_SETTINGS
 
 from detector.alerts import ESCALATION, ISOLATION
+from detector.audit import verify
 from detector.events import TELEMETRY_TOPICS
 from detector.logs import REDACTED
 from detector.pager.testing import Receiver
@@ -102,10 +104,12 @@ def test_worker_and_pager_run_as_their_own_users_over_sasl_ssl(
     with Receiver() as rx:
         worker = _start(broker, "worker", ["serve", "--workdir", str(tmp_path / "w"),
                                            "--group-id", GROUP], tmp_path / "worker.log",
-                        FAULTLINE_LOG_DEBUG="aiokafka")
+                        FAULTLINE_LOG_DEBUG="aiokafka",
+                        FAULTLINE_AUDIT_FILE=str(tmp_path / "serve-audit.jsonl"))
         pager = _start(broker, "pager", ["pager", "--group-id", PAGER_GROUP,
                                          "--workdir", str(tmp_path / "p"),
-                                         "--webhook", rx.url], tmp_path / "pager.log")
+                                         "--webhook", rx.url], tmp_path / "pager.log",
+                       FAULTLINE_PAGER_AUDIT_FILE=str(tmp_path / "pager-audit.jsonl"))
         procs = [worker, pager]
         try:
             feed = subprocess.run(
@@ -126,6 +130,16 @@ def test_worker_and_pager_run_as_their_own_users_over_sasl_ssl(
                 p.terminate()
             codes = [p.wait(60) for p in procs]
         assert codes == [0, 0], logs()
+        delivered = len(rx.requests)
+    # Both audit files hold a whole chain: every alert the worker emitted, every delivery.
+    serve_audit, pager_audit = verify(tmp_path / "serve-audit.jsonl"), verify(
+        tmp_path / "pager-audit.jsonl")
+    assert serve_audit.ok and pager_audit.ok
+    kinds = [orjson.loads(x)["kind"] for x in (tmp_path / "pager-audit.jsonl").read_bytes()
+             .splitlines()]
+    assert kinds == ["delivered"] * delivered
+    assert serve_audit.entries >= 1 and {orjson.loads(x)["kind"] for x in (
+        tmp_path / "serve-audit.jsonl").read_bytes().splitlines()} == {"alert"}
     worker_log = (tmp_path / "worker.log").read_text(errors="replace")
     pager_log = (tmp_path / "pager.log").read_text(errors="replace")
     # aiokafka's debug output, asked for by name, is there (its SASL exchange included)...
