@@ -96,6 +96,7 @@ class Correlator:
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
 
@@ -134,6 +135,11 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "sampling":  # how often a GPU's thermal telemetry comes
+            if f.scope.node is not None:
+                self._interval[f.scope.node] = (float(f.evidence.get("sample_interval_s", 0.0)),
+                                                f.ts)
+            return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:
                 self._placement.learn(f.job, f.evidence.get("placement"))
@@ -162,6 +168,8 @@ class Correlator:
             self._on_slow(f, out)
         elif f.signal == "power_cap":
             self._on_power_cap(f, out)
+        elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
+            self._throttle_impact(self._slow_wait[unit], f.ts, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -208,6 +216,9 @@ class Correlator:
             units.intersection_update(self._device)
             if not units:
                 del self._units_of_node[node]
+        idle = now - cfg.unit_idle_s
+        for node in [n for n, (_, ts) in self._interval.items() if ts < idle]:
+            del self._interval[node]  # told once per GPU: a node quiet this long is gone
         recent = now - cfg.benign_grace_s
         for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
             del self._benign[unit]
@@ -385,7 +396,7 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
-        if self._power_impact(f, f.ts, out):
+        if self._power_impact(f, f.ts, out) or self._throttle_impact(f, f.ts, out):
             return
         self._slow_wait[unit] = f
         self._timer(f.ts + self._explanation_wait(f), "slow", unit)
@@ -394,7 +405,25 @@ class Correlator:
         """How long a slow rank waits for a cause; a gross outlier from a job's start is
         already past what a cause arriving later would change about paging someone."""
         gross = f.evidence.get("gross_outlier")
-        return self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
+        wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
+        # A GPU sampled every 10 or 30 s shows a throttle up to one interval after its rank
+        # slows: wait that long (a quarter more, plus a second) for it.
+        interval = self._interval.get(f.scope.node or "", (0.0, 0.0))[0]
+        return max(wait, 1.25 * interval + 1.0) if interval > 1.0 else wait
+
+    def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+        """A never-routine throttle seen on the slow rank's GPU explains it: recommend."""
+        seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
+        if seen is None:
+            return False
+        if seen.evidence.get("throttle_reasons") == hex(0x4):
+            return self._power_impact(slow, now, out, seen)  # routine unless it explains
+        because = (f"impact: rank {slow.rank} slower than its peers while its GPU reports "
+                   f"never-routine throttle reason {seen.evidence.get('throttle_reasons')}")
+        p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
+                        detected_ts=max(now, seen.ts), extra={"recommended_because": because})
+        self._explain_waiting(seen.scope, p, out)
+        return True
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
     # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
@@ -407,9 +436,10 @@ class Correlator:
         if slow is not None:
             self._power_impact(slow, f.ts, out)
 
-    def _power_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+    def _power_impact(self, slow: Finding, now: float, out: list[Alert],
+                      cap: Finding | None = None) -> bool:
         """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
-        cap = self._device.get(slow.scope.key, {}).get("power_cap")
+        cap = cap or self._device.get(slow.scope.key, {}).get("power_cap")
         if cap is None:
             return False
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
@@ -464,7 +494,7 @@ class Correlator:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
-        if self._power_impact(f, due, out):
+        if self._power_impact(f, due, out) or self._throttle_impact(f, due, out):
             return
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.

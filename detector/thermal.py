@@ -86,7 +86,7 @@ class GpuThermal:
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
-                 "_heavy", "_heavy_onset", "_cap_active")
+                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -104,6 +104,8 @@ class GpuThermal:
         self._minor = False  # a slowdown reason with a small clock dip: power management
         self._cap = DecayingCount(cfg.cap_half_life_s)  # samples held low by a SW power cap
         self._cap_onset = 0.0
+        self._interval_s = 0.0  # sampling interval last reported to the correlator
+        self._seen = False      # a never-routine reason with a clock drop on the last sample
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
         self._cap_active = False
@@ -124,6 +126,15 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:
             return  # late or duplicate: state machines run on fresh samples only
+        gap = s.ts - self._last_ts
+        if gap < 300.0 and not 0.5 * self._interval_s <= gap <= 2.0 * self._interval_s:
+            # How often this GPU is sampled, told once (and again if it changes a lot): at a
+            # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
+            # correlator waits one interval for it before paging a human.
+            self._interval_s = gap
+            out.append(Finding(s.ts, s.ts, "sampling", "slow_node", "unknown", self.scope, True,
+                               False, 0.0, {"sample_interval_s": round(gap, 2)}, None,
+                               s.tenant, s.cluster))
         self._last_ts = s.ts
         if s.gpu_temp_c is not None:
             self._check_hot(s, s.gpu_temp_c, cfg, out)
@@ -145,6 +156,19 @@ class GpuThermal:
             heavy = drop >= cfg.clock_drop
             capped = drop >= cfg.cap_clock_drop
         self._power_cap(s, heavy, bits, drop, base, cfg, out)
+        seen = (drop >= cfg.hw_clock_drop if bits & ~SW_POWER_CAP else
+                bool(bits) and drop >= cfg.clock_drop)
+        if seen != self._seen:
+            # One sample is evidence, not a verdict (that takes throttle_samples); with the
+            # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
+            # only as far as the clock loss does: see the correlator).
+            self._seen = seen
+            out.append(Finding(
+                s.ts, s.ts, "throttle_seen", "slow_node",
+                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal",
+                self.scope, seen, False, 0.6 if seen else 0.0,
+                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
+                 "gpu_temp_c": s.gpu_temp_c} if seen else {}, None, s.tenant, s.cluster))
         if capped:
             if self._cap.value(s.ts) < 0.5:
                 self._cap_onset = s.ts
