@@ -42,6 +42,7 @@ from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
+_PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
 # The fields a step is decided on, read by name from each message at C speed.
@@ -94,6 +95,7 @@ class JobMonitor:
         self._next_expire = float("-inf")
         self._pending: dict[int, _StepBuffer] = {}
         self._done: dict[int, int] = {}       # step -> ranks it was decided with (< 0: timed out)
+        self._partial: dict[int, set[int]] = {}  # ranks of the latest steps decided incomplete
         self._expected = math.inf              # ranks per step, learned
         self._last_step = -1
         self._last_step_ts = float("-inf")
@@ -206,9 +208,15 @@ class JobMonitor:
         n = self._done.get(e.step)
         if n is None or n >= 0:
             return  # a step decided complete: this is a duplicate
-        # A step decided before all ranks came may have been missing this rank.
-        if -n + 1 > self._expected:
-            self._expected = -n + 1
+        ranks = self._partial.get(e.step)
+        if ranks is not None:
+            if e.rank in ranks:
+                return  # a duplicate of a rank the step had: not a sign of a bigger job
+            ranks.add(e.rank)
+            n = self._done[e.step] = -len(ranks)
+        # A step decided before all ranks came was missing this rank.
+        if -n > self._expected:
+            self._expected = -n
         majority = self._majority.get((e.step, e.tp_rank, e.pp_rank))
         if majority is not None and e.param_checksum is not None and (
                 e.param_checksum != majority and e.rank not in self._mismatch):
@@ -241,6 +249,7 @@ class JobMonitor:
         self.restarts += 1
         self._pending.clear()
         self._done.clear()
+        self._partial.clear()
         self._expected = math.inf
         self._evaluated = 0
         self._slow.reset(np.arange(len(self._slow.score)))
@@ -260,6 +269,10 @@ class JobMonitor:
         self._done[step] = len(buf.ranks) if complete else -len(buf.ranks)
         if len(self._done) > _DONE_KEPT:
             del self._done[next(iter(self._done))]
+        if not complete:
+            self._partial[step] = set(buf.seen)
+            while len(self._partial) > _PARTIAL_KEPT:
+                del self._partial[next(iter(self._partial))]
         while len(self._majority) > _MAJORITIES_KEPT:
             del self._majority[next(iter(self._majority))]
         if step > self._last_step and (self._expected == math.inf

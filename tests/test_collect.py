@@ -239,3 +239,47 @@ def test_cli_collect_out_writes_a_self_describing_log(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["collect", "--dcgm", dcgm.url, "--interval", "x"])
     assert main(["collect", "--dcgm", dcgm.url, "--out", "x", "--bootstrap", "y"]) == 2
+
+
+def test_cli_collect_goes_on_when_an_exporter_is_down_and_counts_it(tmp_path, caplog):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/metrics"
+    sysfs = tmp_path / "sys"
+    write_ib_port(sysfs, "mlx5_0")
+    rc = main(["collect", "--dcgm", dead, "--sysfs", str(sysfs), "--node", "node-c",
+               "--interval", "0.1", "--duration", "0.35", "--out", str(tmp_path / "o.jsonl"),
+               "--metrics-port", "-1"])
+    assert rc == 0
+    recs = [r for r in read_records(tmp_path / "o.jsonl") if isinstance(r, Record)]
+    assert {r.topic for r in recs} == {NIC} and len(recs) >= 3  # the NIC, every scrape
+    assert "dcgm scrape failed (1 in a row; next try in 0.2 s)" in caplog.text
+    assert "dcgm scrape failed (2 in a row; next try in 0.4 s)" in caplog.text
+    assert recs[0].topic != "topology"  # no GPU seen: the format cannot describe the node
+
+
+def test_the_log_head_waits_for_dcgm_exporter_to_answer(tmp_path):
+    state = DcgmState(gpus=4)
+    state.fail = True
+    sysfs = tmp_path / "sys"
+    write_ib_port(sysfs, "mlx5_0")
+    clock = FakeClock()
+
+    def fetch(url: str, timeout_s: float) -> str:
+        if state.fail:
+            raise OSError("connection refused")
+        return state.text()
+
+    sink = LogSink(tmp_path / "c.jsonl", name="collect-node-a")
+    c = collector(state, sink, sysfs=sysfs, clock=clock, fetch=fetch)
+    c.tick()
+    clock.t += 2
+    state.fail = False
+    c.tick()
+    sink.close()
+    recs = [r for r in read_records(tmp_path / "c.jsonl") if isinstance(r, Record)]
+    assert recs[0].topic == "topology" and recs[1].topic == NIC  # nothing held back is lost
+    topo = log_topology(tmp_path / "c.jsonl")
+    assert topo is not None and topo.gpus_of("node-a") == 4

@@ -67,3 +67,30 @@ def test_import_labels_makes_a_log_replay_scores(tmp_path, capsys):
     assert recs[-1].topic == "labels" and len(recs) == 11
     card = replay_log(out).scorecard()
     assert (card.total.faults, card.total.caught, card.total.attribution) == (1, 1, 1.0)
+
+
+def test_import_prometheus_that_cannot_be_reached_says_so_and_exits_1(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc = main(["import", "prometheus", "--url", f"http://127.0.0.1:{port}", "--start", "now-1h",
+               "--end", "now", "--out", str(tmp_path / "x.jsonl")])
+    assert rc == 1
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+    assert main(["import", "prometheus", "--url", "http://x", "--start", "10", "--end", "5",
+                 "--out", str(tmp_path / "y.jsonl")]) == 2  # a usage error, before any request
+
+
+def test_prometheus_chunks_tile_the_range_and_shrink_for_a_large_cluster():
+    from replay.importers.prometheus import PrometheusImport
+
+    imp = PrometheusImport("http://prometheus", 1000.0, 1000.0 + 86400, step_s=15.0)
+    for series, most_points in ((0, 1000), (200_000, 5)):
+        imp.series = series
+        chunks = imp.chunks()
+        assert chunks[0][0] == imp.start and chunks[-1][1] == imp.end
+        for (_, a_end), (b_start, _) in zip(chunks, chunks[1:], strict=False):
+            assert b_start == a_end + imp.step_s  # every evaluation time once, none skipped
+        assert max(round((e - s) / imp.step_s) + 1 for s, e in chunks) == most_points

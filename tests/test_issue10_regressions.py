@@ -213,3 +213,18 @@ def test_a_leaf_failing_seen_at_a_30_s_interval_is_still_one_switch() -> None:
     alerts = feed(Engine(topology=SLURM), out)
     assert firing(alerts) == [(ISOLATION, "network", "switch", "switch:leaf0")]
     assert alerts[0].evidence["nodes_affected"] == 8
+
+
+def test_a_duplicate_of_an_early_step_does_not_make_the_job_look_bigger() -> None:
+    # The first step is decided once the second begins (its size was unknown); a duplicate
+    # of one of its messages arriving later must not raise the expected rank count, or
+    # every later step would wait for a rank that does not exist.
+    eng = Engine()
+    first = [step(T0 + 0.001 * r, r, 0) for r in range(8)]
+    second = [step(T0 + 1 + 0.001 * r, r, 1) for r in range(8)]
+    feed(eng, first + second[:1] + [thermal(T0 + 1.6, "node-009", 0)] + second[1:]
+         + [first[3]._replace(ts=T0 + 1.01)], finish=False)
+    job = eng.monitors._jobs["job-1"]
+    assert job._expected == 8 and job.duplicates + job.late >= 1
+    feed(eng, [step(T0 + 2 + 0.001 * r, r, 2) for r in range(8)], finish=False)
+    assert 2 not in job._pending  # decided at its 8th message, not held for a 9th

@@ -140,7 +140,7 @@ class Collector:
         b.next_try = now + delay
         self.metrics.failed[source].inc()
         self.metrics.backoff_of[source].set(delay)
-        log.warning("%s scrape failed (%d in a row; next try in %.0f s): %s", source,
+        log.warning("%s scrape failed (%d in a row; next try in %.1f s): %s", source,
                     b.failures, delay, exc)
 
     def _ok(self, source: str) -> None:

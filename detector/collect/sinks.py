@@ -39,12 +39,12 @@ def observed_topology(name: str, records: Iterable[tuple[str, dict[str, Any]]]
         if isinstance(v.get("nic"), str):
             nics.setdefault(node, set()).add(v["nic"])
     lines = [f"Topology={name} Version=1"]
-    for node in sorted(set(gpus) | set(nics)):
+    for node in sorted(gpus):  # the format needs a node's GPU count: NIC-only nodes stay out
         if not all(c.isalnum() or c in "-_." for c in node):
             continue
         nic_list = ",".join(sorted(n for n in nics.get(node, ()) if
                                    all(c.isalnum() or c in "-_." for c in n)))
-        lines.append(f"NodeSet={node} Gpus={gpus.get(node, 0)}" +
+        lines.append(f"NodeSet={node} Gpus={gpus[node]}" +
                      (f" Nics={nic_list}" if nic_list else ""))
     if len(lines) == 1:
         return None
@@ -56,10 +56,15 @@ def observed_topology(name: str, records: Iterable[tuple[str, dict[str, Any]]]
 
 
 class LogSink:
-    """Writes an incident log (gzip when the name ends in .gz), topology record first."""
+    """Writes an incident log (gzip when the name ends in .gz), topology record first.
+
+    Without a given topology the head is made from what was seen: the sink holds the
+    first batches back until one names a GPU (dcgm-exporter may be down at the start),
+    at most ``head_wait`` batches.
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, topology: Topology | None = None,
-                 name: str = "collect") -> None:
+                 name: str = "collect", head_wait: int = 6) -> None:
         self.path = path
         self._topology = topology
         self._name = name
@@ -68,6 +73,9 @@ class LogSink:
         if str(path).endswith(".gz"):
             self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)  # type: ignore[assignment]
         self._head_written = False
+        self._held: list[tuple[str, dict[str, Any]]] = []
+        self._held_batches = 0
+        self._head_wait = head_wait
         self.sent = 0
         self.dropped = 0
 
@@ -75,10 +83,22 @@ class LogSink:
         if not batch:
             return
         if not self._head_written:
-            topo = self._topology or observed_topology(self._name, batch)
-            if topo is not None:
-                self._out.write(orjson.dumps(topo.record()) + b"\n")
-            self._head_written = True
+            self._held.extend(batch)
+            self._held_batches += 1
+            if self._topology is None and self._held_batches < self._head_wait and not any(
+                    "gpu" in v for _, v in self._held):
+                return
+            self._write_head()
+            batch, self._held = self._held, []
+        self._write(batch)
+
+    def _write_head(self) -> None:
+        topo = self._topology or observed_topology(self._name, self._held)
+        if topo is not None:
+            self._out.write(orjson.dumps(topo.record()) + b"\n")
+        self._head_written = True
+
+    def _write(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
         for topic, value in batch:
             self._out.write(orjson.dumps({"topic": topic, "value": value}))
             self._out.write(b"\n")
@@ -92,6 +112,9 @@ class LogSink:
         return 0
 
     def close(self, timeout_s: float = 10.0) -> int:
+        if not self._head_written and self._held:
+            self._write_head()
+            self._write(self._held)
         self._out.close()
         self._raw.close()
         return 0

@@ -72,7 +72,9 @@ class PrometheusImport:
     step_s: float = 15.0
     node_label: str | None = None
     chunk_points: int = 1000
+    chunk_samples: int = 1_000_000  # at most this many samples in memory (and per request)
     timeout_s: float = 60.0
+    series: int = 0  # how many series the range holds (from the series pass)
     get: Callable[[str, dict[str, Any], float], Any] = _get
     records: int = 0
     per_topic: Counter[str] = field(default_factory=Counter)
@@ -87,7 +89,13 @@ class PrometheusImport:
         self.url = self.url.rstrip("/")
 
     def chunks(self) -> list[tuple[float, float]]:
-        span = self.step_s * self.chunk_points
+        """Time ranges of the requests: ``chunk_points`` steps, fewer when there are so many
+        series that a chunk would hold more than ``chunk_samples`` samples (a large cluster:
+        Prometheus refuses a query past its ``query.max-samples``, 50 million by default)."""
+        points = self.chunk_points
+        if self.series:
+            points = max(1, min(points, self.chunk_samples // self.series))
+        span = self.step_s * points
         out, t = [], self.start
         while t <= self.end:
             out.append((t, min(t + span - self.step_s, self.end)))
@@ -99,6 +107,7 @@ class PrometheusImport:
         data = self.get(f"{self.url}/api/v1/series", {
             "match[]": SELECTOR, "start": self.start, "end": self.end}, self.timeout_s)
         seen: list[tuple[str, dict[str, Any]]] = []
+        self.series = len(data)
         for labels in data:
             node = node_of(labels, self.node_label)
             if node is None:
