@@ -40,7 +40,7 @@ def hourly(cfg: Thresholds, args: argparse.Namespace) -> list[dict[str, float]]:
         st = eng.stats()
         rows.append({"hour": hour, "bytes": len(snap), "raw": raw_size(snap),
                      "gpus": st["gpus"], "nodes": st["nodes_seen"], "jobs": st["jobs"],
-                     "problems": st["problems"], "device": len(eng.correlator._device)})
+                     "problems": st["problems"]})
 
     for ev in churn_events(hours=args.hours, nodes=args.nodes, sample_s=args.sample_s):
         if ev.ts >= next_hour:

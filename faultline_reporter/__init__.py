@@ -10,10 +10,10 @@ cannot be delivered — is dropped and counted (``reporter.dropped``).
     reporter = StepReporter(job="llama-8b-run3", bootstrap="kafka-0:9092")
     for step, batch in enumerate(loader):
         with reporter.step(step) as s:
-            with s.compute():
+            with s.compute(cuda=True):        # CUDA events, read without waiting
                 loss = model(batch).loss
                 loss.backward()
-            with s.comm():
+            with s.comm(cuda=True):
                 allreduce_gradients()          # or let DDP do it inside compute
             optimizer.step()
             s.loss, s.grad_norm = loss.item(), grad_norm

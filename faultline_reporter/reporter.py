@@ -14,6 +14,7 @@ import json
 import math
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +53,47 @@ class _CommTimer(_ComputeTimer):
         st.comm_ms = (st.comm_ms or 0.0) + (_now() - self._t0) * 1e3
 
 
+class _CudaTimer:
+    """Records CUDA events around its block: the GPU's time, not the host's (kernels run
+    asynchronously, so a host timer measures their launch).  Read later, without waiting."""
+
+    __slots__ = ("_step", "_comm", "_start")
+
+    def __init__(self, step: Step, comm: bool) -> None:
+        self._step = step
+        self._comm = comm
+        self._start: Any = None
+
+    def __enter__(self) -> _CudaTimer:
+        try:
+            self._start = self._step._reporter._new_event()
+            self._start.record()
+        except Exception as exc:  # no CUDA after all: the step goes out without this timing
+            self._step._reporter._error(exc)
+            self._start = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._start is None:
+            return
+        try:
+            end = self._step._reporter._new_event()
+            end.record()
+        except Exception as e:
+            self._step._reporter._error(e)
+            return
+        st = self._step
+        if st._events is None:
+            st._events = []
+        st._events.append((self._comm, self._start, end))
+
+
 class Step:
     """One step in progress: time ``compute()`` and ``comm()``, set ``loss``, ``grad_norm``,
     ``param_checksum``; or set ``compute_ms``/``comm_ms`` yourself (e.g. from CUDA events)."""
 
     __slots__ = ("_reporter", "number", "_t0", "compute_ms", "comm_ms", "loss", "grad_norm",
-                 "param_checksum")
+                 "param_checksum", "_events")
 
     def __init__(self, reporter: StepReporter, number: int) -> None:
         self._reporter = reporter
@@ -68,12 +104,16 @@ class Step:
         self.loss: float | None = None
         self.grad_norm: float | None = None
         self.param_checksum: str | None = None
+        self._events: list[tuple[bool, Any, Any]] | None = None
 
-    def compute(self) -> _ComputeTimer:
-        return _ComputeTimer(self)
+    def compute(self, cuda: bool = False) -> _ComputeTimer | _CudaTimer:
+        """Time a block into ``compute_ms``; ``cuda=True``: with CUDA events on the current
+        stream (the step's message then leaves once the GPU has passed the end event)."""
+        return _CudaTimer(self, False) if cuda else _ComputeTimer(self)
 
-    def comm(self) -> _CommTimer:
-        return _CommTimer(self)
+    def comm(self, cuda: bool = False) -> _CommTimer | _CudaTimer:
+        """Time a block into ``comm_ms`` (``cuda=True``: as for :meth:`compute`)."""
+        return _CudaTimer(self, True) if cuda else _CommTimer(self)
 
     def __enter__(self) -> Step:
         self._t0 = _now()
@@ -105,7 +145,9 @@ class StepReporter:
                  placement: Placement | None = None, topic: str | None = None,
                  producer: Any = None, kafka_config: dict[str, Any] | None = None,
                  buffer_messages: int = 10_000, clock: Callable[[], float] = time.time,
-                 tenant: str | None = None, cluster: str | None = None) -> None:
+                 tenant: str | None = None, cluster: str | None = None,
+                 event_factory: Callable[[], Any] | None = None,
+                 max_deferred_steps: int = 64) -> None:
         env = os.environ
         self.job = job or env.get("FAULTLINE_JOB") or env.get("TORCHELASTIC_RUN_ID") or \
             env.get("SLURM_JOB_ID")
@@ -143,6 +185,17 @@ class StepReporter:
                 **(kafka_config or {}), "on_delivery": self._delivered,
                 "delivery.report.only.error": True})
         self._producer = producer
+        self._event_factory = event_factory
+        # Steps timed with CUDA events wait here, in order, until the GPU has run past them.
+        self._deferred: deque[tuple[Step, float, float]] = deque()
+        self._max_deferred = max_deferred_steps
+
+    def _new_event(self) -> Any:
+        if self._event_factory is None:
+            import torch
+
+            self._event_factory = lambda: torch.cuda.Event(enable_timing=True)
+        return self._event_factory()
 
     def step(self, number: int) -> Step:
         """A context manager around one training step (``with reporter.step(n) as s:``)."""
@@ -155,6 +208,38 @@ class StepReporter:
                 self.first_error = str(err)
 
     def _finish(self, s: Step, wall_ms: float) -> None:
+        ts = self._clock()
+        if s._events is not None or self._deferred:
+            if len(self._deferred) >= self._max_deferred:
+                self._deferred.popleft()  # the GPU is far behind: the oldest step is lost
+                self.dropped += 1
+            self._deferred.append((s, ts, wall_ms))
+            self._release(wait=False)
+            return
+        self._format(s, ts, wall_ms)
+
+    def _release(self, wait: bool) -> None:
+        """Send the deferred steps whose CUDA events are done, oldest first (all if ``wait``)."""
+        while self._deferred:
+            s, ts, wall_ms = self._deferred[0]
+            try:
+                for _, _, end in s._events or ():
+                    if wait:
+                        end.synchronize()
+                    elif not end.query():
+                        return
+                for comm, start, end in s._events or ():
+                    ms = float(start.elapsed_time(end))
+                    if comm:
+                        s.comm_ms = (s.comm_ms or 0.0) + ms
+                    else:
+                        s.compute_ms = (s.compute_ms or 0.0) + ms
+            except Exception as exc:
+                self._error(exc)
+            self._deferred.popleft()
+            self._format(s, ts, wall_ms)
+
+    def _format(self, s: Step, ts: float, wall_ms: float) -> None:
         try:
             compute = _finite(s.compute_ms)
             comm = _finite(s.comm_ms)
@@ -162,7 +247,7 @@ class StepReporter:
             step_ms = max(wall_ms, (compute or 0.0) + (comm or 0.0))
             # Formatted by hand: json.dumps of a dict costs several times more, and every
             # value here is an int, a finite float (repr is valid JSON) or the checksum.
-            tail = f'{self._clock()!r},"step":{int(s.number)},"step_ms":{step_ms!r}'
+            tail = f'{ts!r},"step":{int(s.number)},"step_ms":{step_ms!r}'
             if compute is not None:
                 tail += f',"compute_ms":{compute!r}'
             if comm is not None:
@@ -193,7 +278,11 @@ class StepReporter:
             self.first_error = f"{type(exc).__name__}: {exc}"
 
     def close(self, timeout_s: float = 5.0) -> int:
-        """Deliver what is queued, waiting at most ``timeout_s``; returns how many were left."""
+        """Deliver what is queued, waiting at most ``timeout_s``; returns how many were left.
+
+        Steps still waiting for their CUDA events are completed first (this waits for the GPU).
+        """
+        self._release(wait=True)
         if not self._own_producer:
             return 0
         try:

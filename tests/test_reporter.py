@@ -100,3 +100,63 @@ def test_the_package_imports_on_its_own_without_numpy_or_the_detector():
             "('detector', 'replay', 'models', 'numpy', 'orjson', 'torch')]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class GpuClock:
+    """Stands in for CUDA events (no GPU here): the GPU's time and how far it has run."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0.0
+        self.done_ms = 0.0
+
+    def event(self):  # noqa: ANN201 - torch.cuda.Event's interface
+        gpu = self
+
+        class Event:
+            def record(self) -> None:
+                self.t = gpu.now_ms
+
+            def query(self) -> bool:
+                return self.t <= gpu.done_ms
+
+            def synchronize(self) -> None:
+                gpu.done_ms = max(gpu.done_ms, self.t)
+
+            def elapsed_time(self, end) -> float:  # noqa: ANN001
+                return end.t - self.t
+
+        return Event()
+
+
+def test_cuda_timed_steps_leave_in_order_once_the_gpu_has_run_past_them():
+    gpu, rec = GpuClock(), Recorder()
+    r = StepReporter("job-7", producer=rec, placement=Placement(0, 0, "n"),
+                     event_factory=gpu.event)
+    for n in range(2):
+        with r.step(n) as s:
+            with s.compute(cuda=True):
+                gpu.now_ms += 700.0  # kernels queued: the host timer would see ~0
+            with s.comm(cuda=True):
+                gpu.now_ms += 250.0
+    assert rec.values == []  # the GPU has not run them yet: nothing waits on it
+    gpu.done_ms = 950.0  # step 0's kernels are done
+    with r.step(2):
+        pass
+    assert [orjson.loads(v)["step"] for v in rec.values] == [0]
+    r.close()  # waits for the GPU, once, at the end
+    msgs = [orjson.loads(v) for v in rec.values]
+    assert [m["step"] for m in msgs] == [0, 1, 2]
+    assert (msgs[1]["compute_ms"], msgs[1]["comm_ms"]) == (700.0, 250.0)
+    assert msgs[1]["step_ms"] >= 950.0 and r.errors == 0
+
+
+def test_cuda_timing_without_cuda_reports_the_step_and_counts_the_error():
+    def no_cuda():  # noqa: ANN202
+        raise RuntimeError("no CUDA GPUs are available")
+
+    rec = Recorder()
+    r = StepReporter("job-7", producer=rec, placement=Placement(0, 0, "n"),
+                     event_factory=no_cuda)
+    with r.step(0) as s, s.compute(cuda=True):
+        pass
+    assert len(rec.values) == 1 and r.errors == 1 and "no CUDA" in r.first_error
