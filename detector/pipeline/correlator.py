@@ -99,8 +99,7 @@ class CorrelatorPartition:
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
         part.correlator = state["correlator"]
-        part.correlator.topology = topology
-        part.correlator.seen = part.was_seen
+        part.correlator.attach(topology, part.was_seen)
         for name, src in state["sources"].items():
             src.heard = now  # a fresh grace period: its partition may be moving too
             part.sources[name] = src
@@ -208,9 +207,7 @@ class CorrelatorPartition:
         while heap and heap[0][0] <= clock:
             tag, _, _, _, f, arrived = heapq.heappop(heap)
             if tag > self.released:
-                # As in Engine.process: timers due by this record fire before its findings.
-                if corr.due() <= tag:
-                    self._guarded(corr.advance, tag, alerts)
+                self._guarded(corr.fire_due, tag, alerts)  # the rule Engine.process follows
                 self.released = tag
             if arrivals is not None:
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))

@@ -168,8 +168,7 @@ class SourcePartition:
             raise SnapshotRefused("malformed", "not a telemetry partition's state")
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
-        part.monitors.topology = topology
-        part.monitors.wall_clock = wall_clock
+        part.monitors.attach(topology, wall_clock)
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
