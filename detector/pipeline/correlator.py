@@ -17,8 +17,8 @@ import orjson
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import Finding
-from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite
-from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
+from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
+from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -92,10 +92,8 @@ class CorrelatorPartition:
                 empty_grace_s: float = 5.0, codec: StateCodec = UNSIGNED
                 ) -> CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
-        state = codec.decode(blob, f"findings:{partition}@{offset}")
-        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
-                state.get("correlator")) is not Correlator:
-            raise SnapshotRefused("malformed", "not a findings partition's state")
+        state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
+                                Correlator, "not a findings partition's state")
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
         part.correlator = state["correlator"]
