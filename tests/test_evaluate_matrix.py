@@ -61,6 +61,8 @@ def test_a_matrix_corpus_is_scored_per_cell(built: Path):
     assert by_name["baseline"]["topology"] == "topologies/h100-256.topo"
     ids = [f["fault_id"] for e in man["logs"] for f in e["faults"]]
     assert len(set(ids)) == len(ids)  # same seed in every cell, yet no fault id repeats
+    mags = {e["name"]: [f["magnitude"] for f in e["faults"]] for e in man["logs"]}
+    assert mags["baseline"] != mags["topology-none"]  # each cell draws its own sizes
     slow = next(f for f in by_name["baseline"]["faults"] if f["kind"] == "silent_slow")
     assert len(slow["step_ends"]) == 60 and slow["step_ends"] == sorted(slow["step_ends"])
     ev = evaluate_corpus(built, workers=1, baselines=False)
@@ -71,6 +73,8 @@ def test_a_matrix_corpus_is_scored_per_cell(built: Path):
         assert r["logs"] == 1 and r["faults"] == 2 and r["gpu_days"] > 0
     text = ev.format()
     assert "topology=none" in text and "misses targets" in text
+    bins = ev.to_dict()["slowdown_bins"]["faultline"]
+    assert sum(b["caught"] + b["missed"] for b in bins) == 3  # one silent_slow a log
 
 
 def _label(fid: str, kind: str, gpu: int, start: float, attributable: bool = True) -> Label:

@@ -177,6 +177,13 @@ def scenario_for(r: LogRecipe, seed: int, index: int) -> tuple[Scenario, dict[st
         sc = apply_scenario(sc, r.axes)
     if r.axis is not None:  # matrix cells share seeds: fault ids name the cell too
         sc = dataclasses.replace(sc, label_prefix=f"{r.name}-")
+        # ... and their plans; magnitudes are drawn per cell, so that the corpus spans the
+        # whole range (a shared seed would give every cell the same two slowdown sizes)
+        mags = rng_for(seed, "matrix-magnitude", r.name).uniform(*r.magnitude_range,
+                                                                  len(sc.faults))
+        sc = dataclasses.replace(sc, faults=tuple(
+            f if f.start_s == 0.0 else dataclasses.replace(f, magnitude=round(float(m), 4))
+            for f, m in zip(sc.faults, mags, strict=True)))
     return sc, {"during_benign": _during_benign(sc)}
 
 

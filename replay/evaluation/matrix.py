@@ -252,6 +252,35 @@ def matrix_rows(logs: list[Any], info: dict[str, dict[str, Any]], name: str
     return [cell_row(a, v, lgs, info, name) for (a, v), lgs in groups.items()]
 
 
+def slowdown_bins(logs: list[Any], info: dict[str, dict[str, Any]], name: str
+                  ) -> list[dict[str, Any]]:
+    """Steps to detect one slow rank by slowdown size, over every cell (not from job start)."""
+    bins = ((0.10, 0.15), (0.15, 0.20), (0.20, 0.30))
+    steps: dict[tuple[float, float], list[float]] = {b: [] for b in bins}
+    missed: dict[tuple[float, float], int] = {b: 0 for b in bins}
+    for lg in logs:
+        card = score(lg.labels, lg.alerts.get(name, []))
+        for f in card.faults:
+            i = info.get(f.label.fault_id, {})
+            if i.get("kind") not in SLOWDOWN_KINDS or i.get("from_job_start"):
+                continue
+            m = float(i.get("magnitude", 0.0))
+            b = next((b for b in bins if b[0] <= m < b[1]), None)
+            if b is None:
+                continue
+            if f.caught and f.by is not None:
+                s = steps_to_detect(i, f.by.detected_ts)
+                steps[b].append(math.inf if s is None else s)
+            else:
+                missed[b] += 1
+    return [{"magnitude": f"{lo:.2f}-{hi:.2f}", "caught": len(steps[(lo, hi)]),
+             "missed": missed[(lo, hi)],
+             "steps_median": _finite(_median(steps[(lo, hi)])),
+             "steps_p90": _finite(sorted(steps[(lo, hi)])[int(0.9 * (len(steps[(lo, hi)]) - 1))]
+                                  if steps[(lo, hi)] else None)}
+            for lo, hi in bins]
+
+
 def _f(x: float | None, nd: int = 3) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 

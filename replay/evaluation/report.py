@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ISOLATION, FiredAlert
-from replay.evaluation.matrix import format_matrix, matrix_rows
+from replay.evaluation.matrix import format_matrix, matrix_rows, slowdown_bins
 from replay.scoring import KindRow, _iso
 
 if TYPE_CHECKING:
@@ -96,6 +96,11 @@ def format_evaluation(ev: Evaluation) -> str:
                    "gross from start <= 3 steps, 10 % slowdown <= 10 steps median, 0 workload "
                    "pages, <= 1 false isolation / 1,000 GPU-days)")
         out += format_matrix(cells)
+        out.append("slowdown faults (thermal, power, silent_slow; not from job start) over all "
+                   "cells, by size: steps to detect")
+        for b in slowdown_bins(ev.logs, ev.fault_info, FAULTLINE):
+            out.append(f"  {b['magnitude']}: {b['caught']} caught, {b['missed']} missed, median "
+                       f"{_num(b['steps_median'], 1)} steps, p90 {_num(b['steps_p90'], 1)}")
         out.append("")
     if fl is not None:
         out.append("faultline, per fault kind (DESIGN.md scoring; latency = detected_ts - "
@@ -243,6 +248,8 @@ def evaluation_dict(ev: Evaluation) -> dict[str, Any]:
         "corpus": ev.corpus, "scale": ev.manifest.get("scale"),
         "purpose": ev.manifest.get("purpose"), "seconds": round(ev.seconds, 1),
         "matrix": {name: matrix_rows(ev.logs, ev.fault_info, name) for name in ev.detectors},
+        "slowdown_bins": {name: slowdown_bins(ev.logs, ev.fault_info, name)
+                          for name in ev.detectors},
         "logs": [{"file": lg.entry["file"], "seed": lg.entry["seed"], "error": lg.error,
                   "topology": lg.entry.get("topology_name"), "gpus": lg.gpus,
                   "events": lg.events, "gpu_days": round(lg.gpu_days, 4),
