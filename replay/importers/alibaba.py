@@ -19,7 +19,8 @@ the worker requested.  What maps to the contract, and how:
 Rows that do not parse are counted with their reason, never fatal.  The log
 carries no labels: the trace has none beyond Alibaba's notes.
 
->>> rows = [",worker,gpu,time,batch_time_norm", "0,0,25,1,476", "1,1,25,1,509", "2,x,25,1,1", "3,2,25,11,470"]
+>>> rows = [",worker,gpu,time,batch_time_norm", "0,0,25,1,476", "1,1,25,1,509",
+...         "2,x,25,1,1", "3,2,25,11,470"]
 >>> imp = AlibabaImport("job-1")
 >>> [(r["value"]["rank"], r["value"]["step"], r["value"]["compute_ms"])
 ...  for r in imp.records(rows)]
