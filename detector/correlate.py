@@ -609,7 +609,10 @@ class Correlator:
         what, name = group
         shared = self.problems.get(self.dedup_key(ISOLATION, f.kind, self._group_scope(group),
                                                   f.cluster))
-        if shared is not None and shared.status == "firing":
+        if shared is not None and shared.status == "firing" and shared.active:
+            # The part is still failing: more of the same incident.  Once it has recovered
+            # (quiet, waiting out its flap window) trouble on one unit behind it is a new
+            # fault of that unit unless most nodes show it again (decided by the window).
             shared.add(f, self.cfg.evidence_items)
             self._own(f, shared)
             return

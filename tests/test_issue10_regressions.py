@@ -244,3 +244,28 @@ def test_at_a_30_s_thermal_interval_a_slow_rank_waits_for_its_throttle() -> None
     cool = [thermal(T0 + 2 + 30 * k, "node-000", 3) for k in range(4)]
     alerts = feed(Engine(), sorted(steps + cool, key=lambda e: e.ts))
     assert firing(alerts) == [(ESCALATION, "slow_node", "unknown", "gpu:node-000/3")]
+
+
+def test_a_nic_failing_after_its_switch_recovered_is_its_own_isolation() -> None:
+    # The switch alert stays open through its flap window after the leaf comes back; a
+    # different unit's fault in that window is a new fault, not more evidence of the switch
+    # (the variation matrix missed every such NIC fault, 76-343 s after a leaf incident).
+    out = []
+    for t in range(400):
+        for n in range(16):
+            node = f"node-{n:03d}"
+            leaf_down = n < 8 and 20 <= t < 60
+            nic_down = node == "node-003" and t >= 200
+            for k in range(2):
+                bad = leaf_down or (nic_down and k == 0)
+                tx = t * 2_500_000_000
+                out.append(nic(T0 + t + 0.01 * k, node, f"mlx5_{k}", tx=tx, rx=tx,
+                               link_downed=int(bad), up=not bad))
+    alerts = feed(Engine(topology=SLURM), out, finish=False)
+    assert firing(alerts) == [(ISOLATION, "network", "switch", "switch:leaf0"),
+                              (ISOLATION, "network", "nic", "nic:node-003/mlx5_0:1")]
+    # ... and a leaf failing again within the window is the same switch incident, not a page.
+    again = [e._replace(ts=e.ts + 400) for e in out if e.ts < T0 + 100]
+    more = feed(Engine(topology=SLURM), out[:len(out) // 4] + again, finish=False)
+    assert [a for a in firing(more) if a[2] == "switch"] == [
+        (ISOLATION, "network", "switch", "switch:leaf0")]
