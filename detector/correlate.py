@@ -116,6 +116,23 @@ class Correlator:
     def next_due(self) -> float:
         return self._timers[0][0] if self._timers else math.inf
 
+    def fire_due(self, ts: float, out: list[Alert]) -> None:
+        """Before the findings of a record at ``ts``: fire the timers due by then.
+
+        The ordering rule of every way of running faultline (the in-process
+        Engine per record, the service's correlator per finding tag): a timer
+        due before a record is decided on what came before it.
+        """
+        timers = self._timers
+        if timers and timers[0][0] <= ts:
+            self.advance(ts, out)
+
+    def attach(self, topology: Topology | None,
+               seen: Callable[[str, str], bool] | None) -> None:
+        """Give a restored correlator what a snapshot never holds (see detector.statecodec)."""
+        self.topology = topology
+        self.seen = seen
+
     def advance(self, now: float, out: list[Alert]) -> None:
         """Fire every timer due at or before ``now``."""
         if now >= self._next_prune:

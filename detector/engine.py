@@ -52,26 +52,31 @@ class Engine:
     def process(self, ev: Event) -> list[Alert]:
         """Feed one telemetry record; returns the alerts it (or the time it carries) caused.
 
-        Event time is defended against the log's own clock: a record more than
-        ``MAX_AHEAD_S`` ahead of it is held, and goes in only when ``JUMP_AGREE``
-        consecutive records agree on the new time (a gap in the log); a record
-        back on the old clock first means the held ones were strays, and they
-        are refused (appended to :attr:`rejected`, ``ts_out_of_range``) having
+        Event time is defended against the log's own clock as the service
+        defends a partition's (:meth:`Monitors.count_jump`, one count for
+        both): a record more than ``MAX_AHEAD_S`` ahead of it waits, and goes
+        in only when ``JUMP_AGREE`` consecutive records agree on the new time
+        (a gap in the log); where the service refuses the records short of
+        that, the engine holds them and lets them in too.  A record back on
+        the old clock first means the held ones were strays, and they are
+        refused (appended to :attr:`rejected`, ``ts_out_of_range``) having
         changed nothing.
         """
-        if ev.ts - self.monitors.clock > MAX_AHEAD_S and self.monitors.clock > -math.inf:
+        mon = self.monitors
+        if ev.ts - mon.clock > MAX_AHEAD_S and mon.clock > -math.inf:
             return self._hold(ev)
         if self._held:
             self._refuse_held()
         return self._process(ev)
 
     def _hold(self, ev: Event) -> list[Alert]:
-        held = self._held
-        if held and abs(ev.ts - held[-1].ts) > MAX_AHEAD_S:
-            self._refuse_held()
-        held.append(ev)
-        if len(held) < JUMP_AGREE:
+        n = self.monitors.count_jump(ev.ts)
+        if n == 1 and self._held:
+            self._refuse_held()  # it disagrees with them: a new count started
+        if n < JUMP_AGREE:
+            self._held.append(ev)
             return []
+        held = [*self._held, ev]
         self._held = []
         alerts: list[Alert] = []
         self.monitors.clock = held[0].ts  # the jump is real
@@ -85,13 +90,11 @@ class Engine:
     def _refuse_held(self) -> None:
         self.rejected.extend(out_of_range(e, self.monitors.clock) for e in self._held)
         self._held = []
+        self.monitors.forget_jump()
 
     def _process(self, ev: Event) -> list[Alert]:
         alerts: list[Alert] = []
-        timers = self.correlator._timers
-        if timers and timers[0][0] <= ev.ts:
-            # Timers due before this record are decided on what came before it.
-            self.correlator.advance(ev.ts, alerts)
+        self.correlator.fire_due(ev.ts, alerts)
         findings: list[Finding] = []
         self.monitors.process(ev, findings)
         if self.monitors.forgotten:
@@ -144,9 +147,9 @@ class Engine:
             "correlator"]
         eng.topology = topology
         eng._held, eng.rejected = [], []
-        eng.monitors.topology = topology
-        eng.correlator.topology = topology
-        eng.correlator.seen = eng.monitors.was_seen
+        eng.monitors.attach(topology)
+        eng.monitors.forget_jump()  # what it counted was held here, and is not in the state
+        eng.correlator.attach(topology, eng.monitors.was_seen)
         return eng
 
     def stats(self) -> dict[str, Any]:

@@ -178,6 +178,9 @@ class WorkerMetrics:
                           "partition started afresh from its committed position), by reason",
                           ["reason"], registry=registry)
         self._refused = {r: refused.labels(r) for r in (*SNAPSHOT_REFUSALS, OTHER)}
+        self._correlator_errors = Counter(
+            "faultline_correlator_errors", "Findings and timers the correlator failed on "
+            "(each logged and skipped: its findings partition went on)", registry=registry)
         # Seen at scrape time: a faultline that stopped reading shows as no increase.
         for kind in KINDS:
             for cause in CAUSES:
@@ -215,6 +218,10 @@ class WorkerMetrics:
     def snapshot_refused(self, reason: str) -> None:
         """One partition's snapshot refused (see detector.statecodec.REASONS)."""
         (self._refused.get(reason) or self._refused[OTHER]).inc()
+
+    def correlator_errors(self, n: int) -> None:
+        """``n`` findings or timers the correlator stage failed on (a bug: see the log)."""
+        self._correlator_errors.inc(n)
 
     def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
         """Messages behind the end of one partition this worker holds."""
@@ -332,6 +339,10 @@ class PagerMetrics:
 
     def queued(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_queued"].set(n)
+
+    def correlator_errors(self, n: int) -> None:
+        """``n`` findings or timers the correlator stage failed on (a bug: see the log)."""
+        self._correlator_errors.inc(n)
 
     def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
         self._lag.set(tp, n)

@@ -96,14 +96,8 @@ class Monitors:
     def check_ahead(self, ev: Event) -> None:
         """A record far ahead of the clock: move the clock to it, or raise ``ts_out_of_range``."""
         ts = ev.ts
-        if self.clock > -math.inf:
-            jump = self._jump
-            if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
-                jump.clear()
-            jump.append(ts)
-            if len(jump) < JUMP_AGREE:
-                raise out_of_range(ev, self.clock)
-            jump.clear()
+        if self.clock > -math.inf and self.count_jump(ts) < JUMP_AGREE:
+            raise out_of_range(ev, self.clock)
         # The first record, or a jump the records agree on: never past the wall clock when
         # there is one (the service) -- three records agreeing on 2100 must not move a
         # live partition there.
@@ -113,6 +107,34 @@ class Monitors:
                                  f"{MAX_AHEAD_S:g} s ahead of the wall clock ({wall:.3f})",
                                  "ts")
         self.clock = ts
+
+    def count_jump(self, ts: float) -> int:
+        """Count ``ts``, far ahead of the clock, towards a jump of the log's time.
+
+        Returns how many consecutive such records agree on the new time, this
+        one included: 1 when it starts a new count (the ones counted before it
+        disagree with it), ``JUMP_AGREE`` when the jump is real (and the count
+        starts over).  The service refuses the records counted short of that;
+        the in-process :class:`~detector.engine.Engine` holds them meanwhile.
+        """
+        jump = self._jump
+        if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
+            jump.clear()
+        jump.append(ts)
+        n = len(jump)
+        if n >= JUMP_AGREE:
+            jump.clear()
+        return n
+
+    def forget_jump(self) -> None:
+        """The far-ahead records counted so far were strays (refused by the caller)."""
+        self._jump.clear()
+
+    def attach(self, topology: Topology | None,
+               wall_clock: Callable[[], float] | None = None) -> None:
+        """Give restored monitors what a snapshot never holds (see detector.statecodec)."""
+        self.topology = topology
+        self.wall_clock = wall_clock
 
     def _on_step(self, ev: StepSample, findings: list[Finding]) -> None:
         self.counts["step"] += 1

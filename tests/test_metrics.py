@@ -50,6 +50,7 @@ def test_worker_metrics_count_what_the_worker_sees() -> None:
     m.lag(("telemetry.step", 0), 120)
     m.lag(("telemetry.step", 1), 30)
     m.lag(("telemetry.nic", 0), 5)
+    m.correlator_errors(2)
 
     def v(name: str, **labels: str) -> float | None:
         return reg.get_sample_value(name, labels)
@@ -66,6 +67,7 @@ def test_worker_metrics_count_what_the_worker_sees() -> None:
     assert v("faultline_engine_state_bytes") == 3 * 1024 * 1024
     assert v("faultline_tracked_gpus") == 1024
     assert v("faultline_consumer_lag_messages", topic="telemetry.step") == 150
+    assert v("faultline_correlator_errors_total") == 2
     m.forget_partition(("telemetry.step", 0))
     assert v("faultline_consumer_lag_messages", topic="telemetry.step") == 30
 

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from detector.alerts import Alert
-from detector.events import STEP, TELEMETRY_TOPICS
+from detector.events import ECC, STEP, TELEMETRY_TOPICS
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition
 from detector.pipeline.worker import PipelineWorker, WorkerOutput
@@ -265,3 +265,26 @@ def test_poison_messages_are_dead_lettered_and_the_partition_goes_on() -> None:
             assert src.clock == T0 + 2.0 and len(dead) == 1
     assert sorted(labels) == ["bad_name", "missing_field", "non_finite", "out_of_range",
                               "too_deep", "ts_out_of_range", "ts_out_of_range"]
+
+
+def test_a_finding_the_correlator_fails_on_is_counted_and_the_partition_goes_on() -> None:
+    w = PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic=FINDINGS,
+                       findings_partitions=1, expected_sources=[f"{ECC}:0"])
+    w.correlators = {(FINDINGS, 0): w.new_partition((FINDINGS, 0), 0.0)}  # type: ignore[misc]
+    finding = {"ts": 100.0, "onset_ts": 100.0, "signal": "xid", "kind": "hardware",
+               "cause": "gpu_memory", "scope": {"level": "gpu", "node": "node-007", "gpu": 3},
+               "active": True, "verdict": True, "severity": 0.95,
+               "evidence": {"xid": 48, "meaning": "double-bit ECC error"}, "job": None,
+               "tenant": None, "cluster": None, "rank": None, "dp_rank": None,
+               "escalate": False}
+    # A foreign producer's finding that reads as one but breaks the correlator, then a good one.
+    msgs = [{"type": "finding", "source": f"{ECC}:0", "id": [0, 0], "tag": 100.0,
+             "finding": {**finding, "severity": "high"}},
+            {"type": "finding", "source": f"{ECC}:0", "id": [1, 0], "tag": 101.0,
+             "finding": {**finding, "ts": 101.0, "onset_ts": 101.0,
+                         "scope": {"level": "gpu", "node": "node-007", "gpu": 4}}},
+            {"type": "watermarks", "clocks": [[f"{ECC}:0", 101.0, False]]}]
+    out = w.process({(FINDINGS, 0): [(i, None, orjson.dumps(m), None)
+                                     for i, m in enumerate(msgs)]}, 1.0, lambda tp, o: True)
+    assert out.correlator_errors == 1 and out.errors == 0
+    assert [(a.status, a.scope.key) for a, _ in out.alerts] == [("firing", "gpu:node-007/4")]

@@ -141,13 +141,16 @@ class KafkaSink:
         self.failed = 0
         self.first_error: str | None = None
         self._producer = Producer({
+            # librdkafka's own lines go through faultline's log filters (rate-limited,
+            # redacted) rather than straight to stderr.
+            "logger": logging.getLogger("librdkafka"),
             **kafka_config,
             "enable.idempotence": True,
             # A producer must not create the topics with the broker's default partitions
             # before `faultline serve` creates them with the planned ones.
             "allow.auto.create.topics": False,
             "linger.ms": linger_ms,
-            "compression.type": "none",  # the service's aiokafka reads lz4/zstd only with extras
+            "compression.type": "lz4",  # the service reads every codec (aiokafka's extras)
             "queue.buffering.max.messages": buffer_messages,
             "message.timeout.ms": int(message_timeout_s * 1000),
             "on_delivery": self._delivered,

@@ -17,8 +17,8 @@ import orjson
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import Finding
-from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite
-from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
+from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
+from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -92,15 +92,12 @@ class CorrelatorPartition:
                 empty_grace_s: float = 5.0, codec: StateCodec = UNSIGNED
                 ) -> CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
-        state = codec.decode(blob, f"findings:{partition}@{offset}")
-        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
-                state.get("correlator")) is not Correlator:
-            raise SnapshotRefused("malformed", "not a findings partition's state")
+        state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
+                                Correlator, "not a findings partition's state")
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
         part.correlator = state["correlator"]
-        part.correlator.topology = topology
-        part.correlator.seen = part.was_seen
+        part.correlator.attach(topology, part.was_seen)
         for name, src in state["sources"].items():
             src.heard = now  # a fresh grace period: its partition may be moving too
             part.sources[name] = src
@@ -208,9 +205,7 @@ class CorrelatorPartition:
         while heap and heap[0][0] <= clock:
             tag, _, _, _, f, arrived = heapq.heappop(heap)
             if tag > self.released:
-                # As in Engine.process: timers due by this record fire before its findings.
-                if corr.due() <= tag:
-                    self._guarded(corr.advance, tag, alerts)
+                self._guarded(corr.fire_due, tag, alerts)  # the rule Engine.process follows
                 self.released = tag
             if arrivals is not None:
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))

@@ -125,6 +125,16 @@ def finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def partition_state(codec: StateCodec, blob: bytes, context: str, part: str, cls: type,
+                    what: str) -> dict[str, Any]:
+    """A stage's snapshot: :class:`SnapshotRefused` unless it holds a ``cls`` at ``part``."""
+    state = codec.decode(blob, context)
+    if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
+            state.get(part)) is not cls:
+        raise SnapshotRefused("malformed", what)
+    return state
+
+
 # -- stage 1 ---------------------------------------------------------------------------
 
 
@@ -162,14 +172,11 @@ class SourcePartition:
                 codec: StateCodec = UNSIGNED,
                 wall_clock: Callable[[], float] | None = None) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
-        state = codec.decode(blob, f"{topic}:{partition}@{offset}")
-        if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
-                state.get("monitors")) is not Monitors:
-            raise SnapshotRefused("malformed", "not a telemetry partition's state")
+        state = partition_state(codec, blob, f"{topic}:{partition}@{offset}", "monitors",
+                                Monitors, "not a telemetry partition's state")
         part = cls(topic, partition, findings_partitions, now=now)
         part.monitors = state["monitors"]
-        part.monitors.topology = topology
-        part.monitors.wall_clock = wall_clock
+        part.monitors.attach(topology, wall_clock)
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]

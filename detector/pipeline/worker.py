@@ -45,6 +45,7 @@ class WorkerOutput:
     events: dict[str, int] = field(default_factory=dict)     # telemetry records per topic
     stale: int = 0                                           # records of partitions not held
     errors: int = 0                                          # batches that failed as a whole
+    correlator_errors: int = 0                               # findings/timers it failed on
 
 
 class PipelineWorker:
@@ -155,7 +156,9 @@ class PipelineWorker:
     def _release(self, part: CorrelatorPartition, now: float, out: WorkerOutput) -> None:
         alerts: list[Alert] = []
         arrivals: list[float | None] = []
+        errors = part.errors
         part.release(now, alerts, arrivals)
+        out.correlator_errors += part.errors - errors
         out.alerts.extend(zip(alerts, arrivals, strict=True))
 
     # -- time ----------------------------------------------------------------------------

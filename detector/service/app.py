@@ -241,6 +241,8 @@ class DetectorService:
                 self.metrics.events(topic, n)
         self.counts["stale_skipped"] += out.stale
         self.counts["batch_errors"] += out.errors
+        if out.correlator_errors and self.metrics is not None:
+            self.metrics.correlator_errors(out.correlator_errors)
 
     def _caught_up(self, tp: TP, offset: int) -> bool:
         try:
