@@ -86,7 +86,7 @@ class GpuThermal:
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
-                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen")
+                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -105,6 +105,7 @@ class GpuThermal:
         self._cap = DecayingCount(cfg.cap_half_life_s)  # samples held low by a SW power cap
         self._cap_onset = 0.0
         self._interval_s = 0.0  # sampling interval last reported to the correlator
+        self._prev_gap = 0.0    # the gap before the latest sample (inf before the second)
         self._seen = False      # a never-routine reason with a clock drop on the last sample
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
@@ -126,8 +127,9 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if s.ts <= self._last_ts:
             return  # late or duplicate: state machines run on fresh samples only
-        gap = s.ts - self._last_ts
-        if gap < 300.0 and not 0.5 * self._interval_s <= gap <= 2.0 * self._interval_s:
+        gap, prev, self._prev_gap = s.ts - self._last_ts, self._prev_gap, s.ts - self._last_ts
+        steady = 0.8 * prev <= gap <= 1.25 * prev  # two gaps alike: a rate, not a pause
+        if steady and gap < 300.0 and not 0.5 * self._interval_s <= gap <= 2.0 * self._interval_s:
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.

@@ -58,7 +58,7 @@ class Thresholds:
     throttle_samples: int = 3           # ... for this many samples in a row, with a reason set
     hw_clock_drop: float = 0.015        # the same for reasons that are never routine (HW thermal,
     #                                     HW slowdown, SW thermal, HW power brake)
-    cap_clock_drop: float = 0.15        # a SW power cap holding the clock this low (beyond
+    cap_clock_drop: float = 0.10        # a SW power cap holding the clock this low (beyond
     #                                     routine capping at TDP, a few % to ~10 %) ...
     cap_samples: float = 10.0           # ... for this many samples lately (decaying count)
     cap_half_life_s: float = 120.0

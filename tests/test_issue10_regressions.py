@@ -233,15 +233,15 @@ def test_a_duplicate_of_an_early_step_does_not_make_the_job_look_bigger() -> Non
 def test_at_a_30_s_thermal_interval_a_slow_rank_waits_for_its_throttle() -> None:
     # dcgm-exporter's default 30 s: the rank is slow within seconds, the GPU's HW thermal
     # throttle shows on the next sample, ~20 s later.  Attributed, not paged as unknown.
-    steps = list(healthy_job(steps=120, slow={3: 1.15}, slow_from=40))
-    temps = [thermal(T0 + 2 + 30 * k, "node-000", 3, clock_mhz=1650.0 if k >= 2 else 1980.0,
-                     throttle=0x40 if k >= 2 else 0, temp_c=91.0 if k >= 2 else 66.0)
-             for k in range(4)]
+    steps = list(healthy_job(steps=160, slow={3: 1.15}, slow_from=80))
+    temps = [thermal(T0 + 2 + 30 * k, "node-000", 3, clock_mhz=1650.0 if k >= 3 else 1980.0,
+                     throttle=0x40 if k >= 3 else 0, temp_c=91.0 if k >= 3 else 66.0)
+             for k in range(5)]
     alerts = feed(Engine(), sorted(steps + temps, key=lambda e: e.ts))
     assert firing(alerts) == [(ISOLATION, "slow_node", "thermal", "gpu:node-000/3")]
     assert alerts[0].evidence["recommended_because"].startswith("impact: rank 3")
     # The same slow rank with a healthy GPU is still escalated, one interval later.
-    cool = [thermal(T0 + 2 + 30 * k, "node-000", 3) for k in range(4)]
+    cool = [thermal(T0 + 2 + 30 * k, "node-000", 3) for k in range(5)]
     alerts = feed(Engine(), sorted(steps + cool, key=lambda e: e.ts))
     assert firing(alerts) == [(ESCALATION, "slow_node", "unknown", "gpu:node-000/3")]
 
