@@ -199,9 +199,11 @@ class Correlator:
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
             topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
-            because = f.evidence.get("recommended_because")
+            # (a detector that knows the next diagnostic better than the playbook names it)
+            extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
+                     if f.evidence.get(k)}
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
-                            extra={"recommended_because": because} if because else None)
+                            extra=extra or None)
             self._explain_waiting(f.scope, p, out)
         else:
             self._attach_if_firing(f)

@@ -99,6 +99,7 @@ class JobMonitor:
         self._expected = math.inf              # ranks per step, learned
         self._last_step = -1
         self._last_step_ts = float("-inf")
+        self._period = 0.0                     # seconds between consecutive steps, smoothed
         self._restart_step = -1                # a step number gone back: which, and the
         self._restart_ranks: set[int] = set()  # ranks that said so (see _restart_confirmed)
         self._evaluated = 0                    # steps evaluated since the last (re)start
@@ -122,6 +123,8 @@ class JobMonitor:
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
         #                                                     for stragglers of partial steps
+        self._pair: dict[int, list[float]] = {}       # rank -> [onset_ts, agreeing steps]:
+        #                                               one of two replicas that disagree
         self._split_active = False
         self.late = 0
         self.duplicates = 0
@@ -176,6 +179,9 @@ class JobMonitor:
         """
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
+        if now != math.inf and now - self._last_step_ts > max(
+                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and self._reported.any():
+            self._retract_slow(now, out)
         limit = now - cfg.lateness_s
         newest = max(self._pending, default=-1)
         for step, buf in list(self._pending.items()):
@@ -244,6 +250,25 @@ class JobMonitor:
         self._restart_step, self._restart_ranks = -1, set()
         return True
 
+    def _retract_slow(self, now: float, out: list[Finding]) -> None:
+        """The job stopped (a node rebooted, the job crashed or was preempted): no step will
+        confirm or clear its slow ranks, so they are withdrawn rather than left to page.
+
+        A slow rank is a comparison with peers at the same step; without steps it is no
+        longer observed.  A real fault shows again within a few steps once the job resumes.
+        """
+        for s in np.flatnonzero(self._reported[:len(self._rank_of)]).tolist():
+            rank = self._rank_of[s]
+            out.append(self._finding(
+                rank, None, "slow_rank", "slow_node", "unknown", now, now, False, 0.0,
+                {"step": self._last_step, "rank": rank,
+                 "note": f"the job stopped: no step for {now - self._last_step_ts:.0f} s"}))
+        self._slow.reset(np.arange(len(self._slow.score)))
+        self._reported[:] = False
+        self._gross[:] = 0
+        self._run_sum[:] = 0.0
+        self._run_n[:] = 0
+
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""
         self.restarts += 1
@@ -258,6 +283,7 @@ class JobMonitor:
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
         self._spikes[:] = 0.0
+        self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
 
     # -- analysis ------------------------------------------------------------------------
@@ -278,6 +304,10 @@ class JobMonitor:
         if step > self._last_step and (self._expected == math.inf
                                        or 2 * len(buf.ranks) >= self._expected):
             # (a stray message with a step number of its own does not move the job on)
+            if step == self._last_step + 1 and buf.last_ts > self._last_step_ts:
+                gap = buf.last_ts - self._last_step_ts
+                self._period = gap if self._period == 0.0 else self._period + 0.1 * (
+                    gap - self._period)
             self._last_step = step
             self._last_step_ts = buf.last_ts
         slot = self._slot
@@ -351,7 +381,7 @@ class JobMonitor:
                        True, False, 0.0, {"placement": placement}, self.job, self.tenant,
                        self.cluster)
 
-    def _finding(self, rank: int, dp: int, signal: str, kind: str, cause: str, ts: float,
+    def _finding(self, rank: int, dp: int | None, signal: str, kind: str, cause: str, ts: float,
                  onset: float, active: bool, severity: float, evidence: dict[str, Any]
                  ) -> Finding:
         slot = self._slot.get(rank)
@@ -533,12 +563,16 @@ class JobMonitor:
             if c is not None:
                 by_group.setdefault((buf.tp[i], buf.pp[i]), []).append(i)
         disagreeing: set[int] = set()
+        paired: set[int] = set()
         split = False
         for idx in by_group.values():
             if len(idx) < 2:
                 continue
             sums = [buf.checksum[i] for i in idx]
             majority, minority = majority_vote(sums)  # type: ignore[arg-type]
+            if majority is None and len(idx) == 2:
+                self._pair_disagree(step, buf, idx, decided_ts, paired, out)
+                continue
             if majority is None:
                 split = True
                 continue
@@ -564,9 +598,48 @@ class JobMonitor:
                 out.append(self._finding(rank, buf.dp[i], "checksum_mismatch", "sdc",
                                          "gpu_hardware", decided_ts, decided_ts, False, 0.0,
                                          {"step": step}))
+        for rank in [r for r in self._pair if r not in paired and r in buf.seen]:
+            state = self._pair[rank]
+            state[1] += 1
+            if state[1] >= self.cfg.checksum_clear_steps:
+                del self._pair[rank]
+                i = buf.ranks.index(rank)
+                out.append(self._finding(rank, buf.dp[i], "checksum_pair", "sdc", "unknown",
+                                         decided_ts, decided_ts, False, 0.0, {"step": step}))
         if split != self._split_active:
             self._split_active = split
             out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
                                Scope.of_job(self.job), split, True, 0.6,
                                {"step": step, "note": "replicas disagree with no strict majority"},
                                self.job, self.tenant, self.cluster))
+
+    def _pair_disagree(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
+                       paired: set[int], out: list[Finding]) -> None:
+        """Two replicas whose checksums differ: one of them is wrong, and nobody can say which.
+
+        No vote decides between two voters, but silent corruption must never go unnoticed:
+        both GPUs are escalated (the smallest units that can hold the fault), on the step it
+        happens -- the persistence of the majority vote -- each naming both candidates and
+        the diagnostic that tells them apart.
+        """
+        (a, b) = idx
+        where = [(buf.ranks[i], *buf.hw[i]) for i in idx]
+        nodes = sorted({n for _, n, _ in where})
+        diag = (f"`dcgmi diag -r 3` on {' and '.join(nodes)}, then rerun the step on other GPUs "
+                "(Megatron rerun state machine) to tell which replica computed wrong")
+        names = " vs ".join(f"rank {r} (GPU {g} on {n})" for r, n, g in where)
+        for i, j in ((a, b), (b, a)):
+            rank = buf.ranks[i]
+            paired.add(rank)
+            if rank in self._pair:
+                self._pair[rank][1] = 0
+                continue
+            self._pair[rank] = [buf.ts[i], 0]
+            out.append(self._finding(
+                rank, buf.dp[i], "checksum_pair", "sdc", "unknown", decided_ts,
+                min(buf.ts[a], buf.ts[b]), True, 0.9,
+                {"step": step, "rank": rank, "checksum": buf.checksum[i],
+                 "other_rank": buf.ranks[j], "other_checksum": buf.checksum[j],
+                 "replicas_compared": 2, "candidates": names,
+                 "note": "two replicas disagree: no majority can say which one is wrong",
+                 "next_diagnostic": diag}))

@@ -25,6 +25,8 @@ class Thresholds:
     slow_h: float = 10.0                # CUSUM alarm level
     slow_z_clip: float = 4.0            # one step adds at most z_clip - k
     slow_clear_steps: int = 5           # healthy steps (score 0) before a slow rank clears
+    job_stopped_steps: float = 10.0     # no step for this many step periods: the job stopped,
+    #                                     and its slow ranks are retracted (nothing confirms them)
     slow_sigma_floor: float = 0.005     # noise floor of log(compute ratio): 0.5 %
     slow_sigma_alpha: float = 0.05      # smoothing of the job's noise scale across steps
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
