@@ -184,13 +184,15 @@ class Monitors:
         """Move the clock without a record (a quiet stream) and decide overdue steps."""
         if now > self.clock:
             self.clock = now
-        self.sweep(findings)
+        self.sweep(findings, quiet=True)
 
-    def sweep(self, findings: list[Finding]) -> None:
-        """Evaluate steps that have waited past the allowed lateness, in every job."""
+    def sweep(self, findings: list[Finding], *, quiet: bool = False) -> None:
+        """Evaluate steps that have waited past the allowed lateness, in every job.
+
+        ``quiet``: the clock was run on without a record (no evidence that a job stopped)."""
         self._next_sweep = self.clock + _SWEEP_S
         for job in self._jobs.values():
-            job.expire(self.clock, findings)
+            job.expire(self.clock, findings, quiet=quiet)
         if self.clock >= self._next_prune:
             self._next_prune = self.clock + min(self.cfg.job_idle_s, self.cfg.unit_idle_s) / 4
             idle = [name for name, job in self._jobs.items()

@@ -168,7 +168,7 @@ class JobMonitor:
             0.7, {"field": n.field, "step": n.step, "rank": n.rank},
             self.job, self.tenant, self.cluster, n.rank, n.dp_rank))
 
-    def expire(self, now: float, out: list[Finding]) -> None:
+    def expire(self, now: float, out: list[Finding], *, quiet: bool = False) -> None:
         """Decide steps still waiting for ranks.
 
         A step missing only a straggler or two (``straggler_share``) is decided once its
@@ -176,10 +176,14 @@ class JobMonitor:
         late would otherwise hold most steps of a large job for seconds.  A straggler that
         comes later is still checked against its step's checksum majority.  A step missing
         more waits the full allowed lateness; then the job is taken to have shrunk.
+
+        A job whose steps stopped while other records moved the clock on has its slow ranks
+        withdrawn (:meth:`_retract_slow`); a clock run on without records (``quiet``: a
+        stream gone idle, the end of the input) is no evidence of that.
         """
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
-        if now != math.inf and now - self._last_step_ts > max(
+        if not quiet and now != math.inf and now - self._last_step_ts > max(
                 2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and self._reported.any():
             self._retract_slow(now, out)
         limit = now - cfg.lateness_s
