@@ -37,7 +37,6 @@ _GENERIC = ("unknown", "gpu_hardware", "software")
 
 # The switch named in the scope of an escalation for a shared network part no topology names.
 UNNAMED_SWITCH = "unknown"
-_LINK_LOSS = ("link_down", "link_flap")  # NIC signals a failing shared part would raise
 
 
 class Problem:
@@ -586,10 +585,9 @@ class Correlator:
     def _group_of(self, f: Finding) -> tuple[str, str] | None:
         """The shared part whose failure would also explain this finding, if any.
 
-        A link lost on a node no topology puts under a switch still waits: many nodes
-        losing links at once is a shared part nobody can name (``"fabric"``, escalated).
-        Errors and slow ports are each their NIC's own, as the part that failed would
-        have taken the links.
+        NIC trouble on a node no topology puts under a switch still waits: many nodes
+        with several NICs failing at once is a shared part nobody can name
+        (``"fabric"``, escalated).
         """
         topo = self.topology
         if not f.verdict or f.scope.node is None:
@@ -598,7 +596,7 @@ class Correlator:
             switch = topo.switch_of(f.scope.node, f.scope.nic) if topo is not None else None
             if switch:
                 return ("switch", switch)
-            return ("fabric", f.cluster or "") if f.signal in _LINK_LOSS else None
+            return ("fabric", f.cluster or "")
         if topo is None:
             return None
         if f.kind == "hardware" and f.cause == "nvlink" and f.signal != "repeat_xid":
@@ -654,19 +652,20 @@ class Correlator:
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
     def _fabric_members(self, cluster: str) -> tuple[set[str], set[str]]:
-        """(nodes we hear NIC telemetry from, those that lost links), with no topology.
+        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs), no topology.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
         """
         troubled = set()
         for node, units in self._units_of_node.items():
-            for unit in units:
-                if unit.startswith("nic:") and any(
-                        g.verdict and g.signal in _LINK_LOSS and (g.cluster or "") == cluster
-                        for g in self._device.get(unit, {}).values()):
-                    troubled.add(node)
-                    break
+            nics = {_nic_of(u) for u in units if u.startswith("nic:") and any(
+                g.verdict and g.kind == "network" and (g.cluster or "") == cluster
+                for g in self._device.get(u, {}).values())}
+            if len(nics) >= 2:
+                # A shared part takes a node's NICs with it; one port in trouble on each of a
+                # few nodes is as many independent NIC faults.
+                troubled.add(node)
         known = set(self._interval) | set(self._placement.on_node)
         heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
         return heard | troubled, troubled
