@@ -405,19 +405,10 @@ def stop_from_state(data_dir: Path, timeout_s: float = 20.0) -> bool:
 # ------------------------------------------------------------------------ helpers
 
 
-def _server_properties(log_dir: Path, broker_port: int, controller_port: int) -> str:
-    return f"""\
-process.roles=broker,controller
-node.id={NODE_ID}
-controller.quorum.voters={NODE_ID}@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-log.dirs={log_dir}
+# What every single-node broker here sets, whatever its listeners (the SASL_SSL broker of
+# the security tests adds these to its own listener lines).
+SINGLE_NODE_PROPERTIES = """\
 num.partitions=1
-auto.create.topics.enable=true
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=4
 transaction.state.log.replication.factor=1
@@ -430,6 +421,21 @@ group.min.session.timeout.ms=2000
 num.network.threads=2
 num.io.threads=4
 """
+
+
+def _server_properties(log_dir: Path, broker_port: int, controller_port: int) -> str:
+    return f"""\
+process.roles=broker,controller
+node.id={NODE_ID}
+controller.quorum.voters={NODE_ID}@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs={log_dir}
+auto.create.topics.enable=true
+""" + SINGLE_NODE_PROPERTIES
 
 
 _LOG4J2 = """\

@@ -78,19 +78,8 @@ authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false
 super.users=User:admin;User:ANONYMOUS
 log.dirs={d / "kafka-logs"}
-num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-group.min.session.timeout.ms=2000
-num.network.threads=2
-num.io.threads=4
-""")
+""" + _broker.SINGLE_NODE_PROPERTIES)
         (d / "log4j2.xml").write_text(_broker._LOG4J2.format(
             log=_broker._xml_attr(str(d / "broker.log"))))
         jvm = [java, f"-Xmx{self.heap}", "-Djava.awt.headless=true",
