@@ -596,6 +596,8 @@ class Correlator:
             switch = topo.switch_of(f.scope.node, f.scope.nic) if topo is not None else None
             if switch:
                 return ("switch", switch)
+            if topo is not None and len(topo.nodes()) < self.cfg.switch_min_nodes:
+                return None  # a one-node topology (a collector's own): no part is shared
             return ("fabric", f.cluster or "")
         if topo is None:
             return None
