@@ -35,6 +35,9 @@ from detector.topology import Topology
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
+# The switch named in the scope of an escalation for a shared network part no topology names.
+UNNAMED_SWITCH = "unknown"
+
 
 class Problem:
     """One problem: what fired, on which unit, backed by which active findings."""
@@ -142,7 +145,7 @@ class Correlator:
             due, _, what, key = heapq.heappop(timers)
             if what == "slow":
                 self._slow_due(key, due, out)
-            elif what in ("switch", "domain"):
+            elif what in ("switch", "domain", "fabric"):
                 self._group_due(what, key, due, out)
             elif what == "forget":
                 self._forget_due(key, due)
@@ -582,13 +585,24 @@ class Correlator:
     # per node.  Otherwise each unit gets its own.
 
     def _group_of(self, f: Finding) -> tuple[str, str] | None:
-        """The shared part whose failure would also explain this finding, if any."""
+        """The shared part whose failure would also explain this finding, if any.
+
+        NIC trouble on a node no topology puts under a switch still waits: many nodes
+        with several NICs failing at once is a shared part nobody can name
+        (``"fabric"``, escalated).
+        """
         topo = self.topology
-        if topo is None or not f.verdict or f.scope.node is None:
+        if not f.verdict or f.scope.node is None:
             return None
         if f.kind == "network":
-            switch = topo.switch_of(f.scope.node, f.scope.nic)
-            return ("switch", switch) if switch else None
+            switch = topo.switch_of(f.scope.node, f.scope.nic) if topo is not None else None
+            if switch:
+                return ("switch", switch)
+            if topo is not None and len(topo.nodes()) < self.cfg.switch_min_nodes:
+                return None  # a one-node topology (a collector's own): no part is shared
+            return ("fabric", f.cluster or "")
+        if topo is None:
+            return None
         if f.kind == "hardware" and f.cause == "nvlink" and f.signal != "repeat_xid":
             domain = topo.domain_of(f.scope.node)
             return ("domain", domain) if domain else None
@@ -609,8 +623,8 @@ class Correlator:
         group = self._group_of(f)
         assert group is not None
         what, name = group
-        shared = self.problems.get(self.dedup_key(ISOLATION, f.kind, self._group_scope(group),
-                                                  f.cluster))
+        shared = self.problems.get(self.dedup_key(ESCALATION if what == "fabric" else ISOLATION,
+                                                  f.kind, self._group_scope(group), f.cluster))
         if shared is not None and shared.status == "firing" and shared.active:
             # The part is still failing: more of the same incident.  Once it has recovered
             # (quiet, waiting out its flap window) trouble on one unit behind it is a new
@@ -625,7 +639,7 @@ class Correlator:
         self._group_wait[f.key] = (what, name, f)
         if (what, name) not in self._group_open:
             self._group_open.add((what, name))
-            window = self.cfg.switch_window_s if what == "switch" else self.cfg.domain_window_s
+            window = self.cfg.domain_window_s if what == "domain" else self.cfg.switch_window_s
             # Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
             # default is 30 s) the other nodes behind the part report up to one interval
             # later, so the window is at least one interval and a quarter, plus a second.
@@ -635,7 +649,30 @@ class Correlator:
     @staticmethod
     def _group_scope(group: tuple[str, str]) -> Scope:
         what, name = group
+        if what == "fabric":
+            # DESIGN.md has no cluster-wide scope: the level of the part that is likely
+            # failing (a switch), unnamed because no topology names it.
+            return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
+
+    def _fabric_members(self, cluster: str) -> tuple[set[str], set[str]]:
+        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs), no topology.
+
+        Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
+        correlator sees findings, not telemetry); with neither, only the troubled ones.
+        """
+        troubled = set()
+        for node, units in self._units_of_node.items():
+            nics = {_nic_of(u) for u in units if u.startswith("nic:") and any(
+                g.verdict and g.kind == "network" and (g.cluster or "") == cluster
+                for g in self._device.get(u, {}).values())}
+            if len(nics) >= 2:
+                # A shared part takes a node's NICs with it; one port in trouble on each of a
+                # few nodes is as many independent NIC faults.
+                troubled.add(node)
+        known = set(self._interval) | set(self._placement.on_node)
+        heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
+        return heard | troubled, troubled
 
     def _members(self, what: str, name: str) -> tuple[set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble)."""
@@ -676,10 +713,16 @@ class Correlator:
             return
         for k, _ in waiting:
             del self._group_wait[k]
-        heard, troubled = self._members(what, name)
+        if what == "fabric":
+            heard, troubled = self._fabric_members(name)
+        else:
+            heard, troubled = self._members(what, name)
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
-        if len(troubled) >= need:
+        if what == "fabric" and len(troubled) >= need:
+            self._fabric_escalation(first, waiting, heard, troubled, due, out)
+            return
+        if what != "fabric" and len(troubled) >= need:
             scope = self._group_scope((what, name))
             extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
                      "affected_nodes": sorted(troubled)[:16]}
@@ -699,6 +742,29 @@ class Correlator:
                 p = self._raise(ISOLATION, f.kind, cause, f.scope, f, out, detected_ts=due,
                                 latched=f.kind == "hardware")
                 self._explain_waiting(f.scope, p, out)
+
+    def _fabric_escalation(self, first: Finding, waiting: list[tuple[str, Finding]],
+                           heard: set[str], troubled: set[str], due: float,
+                           out: list[Alert]) -> None:
+        """NIC trouble on many nodes at once and no topology to name the part: one page."""
+        nodes = sorted(troubled)
+        scope = self._group_scope(("fabric", ""))
+        extra = {"nodes_affected": len(nodes), "nodes_heard_from": len(heard),
+                 "affected_nodes": nodes[:16],
+                 "why_escalated": (f"network trouble on {len(nodes)} nodes at once: a shared "
+                                   "part (switch, cable bundle, fabric manager) is likely; no "
+                                   "topology to attribute it"),
+                 "next_diagnostic": (f"check the switches and fabric manager serving "
+                                     f"{', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''}"
+                                     "; give faultline a topology to name the part")}
+        summary = first._replace(scope=scope, tenant=None, job=None,
+                                 severity=min(0.95, 0.5 + len(nodes) / (2 * max(len(heard), 1))))
+        p = self._raise(ESCALATION, "network", "unknown", scope, summary, out, detected_ts=due,
+                        extra=extra, own=False)
+        p.tenant = None  # a shared part carries several tenants' work
+        for _, f in waiting:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
 
     # -- alerts --------------------------------------------------------------------------
 

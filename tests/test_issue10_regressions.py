@@ -269,3 +269,25 @@ def test_a_nic_failing_after_its_switch_recovered_is_its_own_isolation() -> None
     more = feed(Engine(topology=SLURM), out[:len(out) // 4] + again, finish=False)
     assert [a for a in firing(more) if a[2] == "switch"] == [
         (ISOLATION, "network", "switch", "switch:leaf0")]
+
+
+# -- no topology at all: many nodes losing links at once is one escalation ----------------
+
+
+def test_half_the_nodes_losing_links_with_no_topology_is_one_escalation() -> None:
+    # Nobody can name the switch, but 8 of 16 nodes losing every link within a second is
+    # not 64 independent NIC faults: one page to a human, listing the nodes, no drains.
+    down = {f"node-{n:03d}" for n in range(0, 16, 2)}
+    alerts = feed(Engine(), leaf_stream(down))
+    assert firing(alerts) == [(ESCALATION, "network", "unknown", "switch:unknown")]
+    ev = alerts[0].evidence
+    assert ev["nodes_affected"] == 8 and ev["affected_nodes"] == sorted(down)
+    assert "no topology" in ev["why_escalated"]
+    assert alerts[0].action.name == "investigate"
+    assert alerts[0].detection_latency_s <= 5.0
+
+
+def test_one_node_losing_its_links_with_no_topology_is_its_nics_isolations() -> None:
+    alerts = feed(Engine(), leaf_stream({"node-003"}, nics=2))
+    assert sorted(firing(alerts)) == [
+        (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
