@@ -55,9 +55,9 @@ def table(runs: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not 1 <= len(argv) <= 2:
+    if not 1 <= len(argv) <= 2 or any(a.startswith("-") for a in argv):
         print(__doc__, file=sys.stderr)
-        return 2
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
     runs = [json.loads(Path(p).read_text()) for p in argv]
     print(table(runs))
     for p, run in zip(argv, runs, strict=True):
