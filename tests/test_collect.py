@@ -283,3 +283,30 @@ def test_the_log_head_waits_for_dcgm_exporter_to_answer(tmp_path):
     assert recs[0].topic == "topology" and recs[1].topic == NIC  # nothing held back is lost
     topo = log_topology(tmp_path / "c.jsonl")
     assert topo is not None and topo.gpus_of("node-a") == 4
+
+
+def test_an_exporter_page_over_the_limit_is_a_failed_scrape_not_unbounded_memory():
+    import http.server
+    import threading
+
+    from detector.collect.agent import http_get
+
+    class Big(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"# HELP x\n" * 2000)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        assert http_get(url, 5.0).count("# HELP") == 2000
+        with pytest.raises(ValueError, match="larger than 1,000 bytes"):
+            http_get(url, 5.0, limit=1000)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -75,11 +75,24 @@ class CollectMetrics:
         self.backoff_of = {s: self.backoff.labels(s) for s in SOURCES}
 
 
-def http_get(url: str, timeout_s: float) -> str:
-    """GET a page as text; proxies from the environment are not used (exporters are local)."""
+# A dcgm-exporter page of 8 GPUs is ~100 KiB; node_exporter's infiniband page less.
+MAX_PAGE_BYTES = 32 << 20
+
+
+def read_bounded(resp: Any, limit: int) -> bytes:
+    """At most ``limit`` bytes of an HTTP response; ``ValueError`` if it has more."""
+    body = resp.read(limit + 1)
+    if len(body) > limit:
+        raise ValueError(f"response larger than {limit:,} bytes")
+    return body
+
+
+def http_get(url: str, timeout_s: float, limit: int = MAX_PAGE_BYTES) -> str:
+    """GET a page as text; proxies from the environment are not used (exporters are local).
+    A page over ``limit`` bytes is a failed scrape (``ValueError``), not unbounded memory."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(url, timeout=timeout_s) as resp:
-        return resp.read().decode("utf-8", errors="replace")
+        return read_bounded(resp, limit).decode("utf-8", errors="replace")
 
 
 def infiniband_only(url: str) -> str:

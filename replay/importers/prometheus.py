@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from detector.collect.agent import read_bounded
 from detector.collect.dcgm import XidTracker, read_dcgm
 from detector.collect.exposition import Sample
 from detector.collect.fields import (
@@ -39,6 +40,11 @@ METRICS = tuple(sorted(DCGM_METRICS | NIC_METRICS))
 SELECTOR = '{__name__=~"' + "|".join(METRICS) + '"}'
 
 
+# query_range answers are chunked below 11,000 points a series; a whole cluster's series
+# in one chunk stays far below this.
+MAX_RESPONSE_BYTES = 512 << 20
+
+
 class PrometheusError(RuntimeError):
     """Prometheus answered with an error, or could not be reached."""
 
@@ -48,11 +54,11 @@ def _get(url: str, params: dict[str, Any], timeout_s: float) -> Any:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{url}?{q}", timeout=timeout_s) as resp:
-            body = json.loads(resp.read())
+            body = json.loads(read_bounded(resp, MAX_RESPONSE_BYTES))
     except urllib.error.HTTPError as exc:
         with exc:
             try:
-                body = json.loads(exc.read())
+                body = json.loads(read_bounded(exc, MAX_RESPONSE_BYTES))
             except ValueError:
                 raise PrometheusError(f"{url}: HTTP {exc.code}") from None
     except (OSError, ValueError) as exc:
