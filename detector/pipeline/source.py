@@ -1,8 +1,10 @@
 """The service's two stages without Kafka: telemetry partitions to findings, findings to alerts.
 
-The in-process :class:`~detector.engine.Engine` is Monitors (events to
-findings) plus a Correlator (findings to alerts) sharing one clock.  The
-service splits them across a topic (see notes/service-spec.md):
+Detection is two stages, Monitors (events to findings) and a Correlator
+(findings to alerts).  The service runs them on different partitions with a
+topic in between (see notes/service-spec.md); the in-process
+:class:`~detector.engine.Engine` runs one of each, the findings passed in
+memory:
 
 - a :class:`SourcePartition` per telemetry topic-partition runs a
   :class:`~detector.monitors.Monitors` over that partition's messages and turns
