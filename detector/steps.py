@@ -47,7 +47,7 @@ _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
 # The fields a step is decided on, read by name from each message at C speed.
 _COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
-                      "param_checksum", "node", "gpu")
+                      "param_checksum", "node", "gpu", "step_ms", "comm_ms")
 
 
 class _StepBuffer:
@@ -59,7 +59,7 @@ class _StepBuffer:
     """
 
     __slots__ = ("events", "seen", "first_ts", "last_ts", "ranks", "ts", "compute", "tp", "pp",
-                 "dp", "hw", "grad", "checksum")
+                 "dp", "hw", "grad", "checksum", "step_ms", "comm")
 
     def __init__(self, ts: float) -> None:
         self.events: list[StepSample] = []
@@ -79,7 +79,7 @@ class _StepBuffer:
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
         (self.ts, self.ranks, self.compute, self.tp, self.pp, self.dp, self.grad, self.checksum,
-         nodes, gpus) = zip(*map(_COLUMNS, self.events), strict=True)
+         nodes, gpus, self.step_ms, self.comm) = zip(*map(_COLUMNS, self.events), strict=True)
         self.hw = tuple(zip(nodes, gpus, strict=True))
 
 
@@ -116,10 +116,13 @@ class JobMonitor:
         self._run_n = np.zeros(0, dtype=np.int64)
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
+        self._cap = np.zeros(0)                       # most bias each rank may learn (log ratio)
+        self.start_offsets: dict[int, float] = {}     # rank -> slowness learned at the start
         self._gross_onset = np.zeros(0)
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
+        self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
         #                                                     for stragglers of partial steps
@@ -329,12 +332,32 @@ class JobMonitor:
         groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
-        self._check_slow(step, slots, groups, ts, np.array(buf.compute, dtype=float), buf,
-                         decided_ts, out)
+        self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
         if any(c is not None for c in buf.checksum):
             self._check_checksums(step, buf, decided_ts, out, complete)
+
+    @staticmethod
+    def _busy(buf: _StepBuffer) -> np.ndarray:
+        """Each rank's time in its own work this step: ``compute_ms``, or, when a producer
+        sends no ``compute_ms``, ``step_ms - comm_ms``.
+
+        In synchronous training every rank's ``step_ms`` is about the same (the collectives
+        make them wait for each other), but a slow rank is the one the others wait for: it
+        blocks *least* in collectives.  So ``step_ms - comm_ms`` (compute plus data loading,
+        the time it was not waiting) tells it apart just as ``compute_ms`` does.  One basis
+        for the whole step: mixing them would compare a rank's compute with another's
+        compute plus data loading.  Without either field nothing tells ranks apart (NaN:
+        not compared).
+        """
+        compute = np.array(buf.compute, dtype=float)
+        if not np.isnan(compute).any():
+            return compute
+        comm = np.array(buf.comm, dtype=float)
+        if np.isnan(comm).all():
+            return compute
+        return np.array(buf.step_ms, dtype=float) - comm
 
     def _grow(self, n: int) -> None:
         old = len(self._base)
@@ -353,6 +376,7 @@ class JobMonitor:
         self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
+        self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
 
     def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
@@ -371,6 +395,7 @@ class JobMonitor:
         self._run_sum[m] = 0.0
         self._run_n[m] = 0
         self._base[m] = 0.0
+        self._cap[m] = self.cfg.slow_baseline_clip
         self._spikes[m] = 0.0
         return moved
 
@@ -404,6 +429,15 @@ class JobMonitor:
             return
         x = np.log(compute)
         med, scale, size = group_median_scale(x, groups)
+        small = size < cfg.min_peers
+        if small.any():
+            # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
+            # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
+            # does the same compute as its data-parallel peers; a stage is still never
+            # compared with another stage.  A rank's steady offset from the stage (a shard
+            # a little heavier) is learned as its own bias, like any GPU's.
+            smed, sscale, ssize = group_median_scale(x[small], groups[small] >> 24)
+            med[small], scale[small], size[small] = smed, sscale, ssize
         comparable = size >= cfg.min_peers
         if not comparable.any():
             return
@@ -422,16 +456,25 @@ class JobMonitor:
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
-        if self._evaluated <= cfg.warmup_steps:
+        warm = self._evaluated <= cfg.warmup_steps
+        if warm:
             self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
+            # An offset present from the job's first steps is this rank's normal (a shared
+            # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
+            self._cap[r] = np.clip(self._base[r] + cfg.slow_baseline_clip, cfg.slow_baseline_clip,
+                                   math.log1p(cfg.start_offset_max))
+            if self._evaluated == cfg.warmup_steps:
+                self._note_offsets(r)
         else:
             learn &= ~self._slow.alarmed[r]
             lr = r[learn]
             self._base[lr] += cfg.slow_baseline_alpha * (d[learn] - self._base[lr])
         # Only "this GPU is a little slower than its peers" is learned as normal: learning
-        # "faster" would make its return to the median look like a slowdown.
-        np.clip(self._base, 0.0, cfg.slow_baseline_clip, out=self._base)
-        if self._evaluated <= cfg.warmup_steps:
+        # "faster" would make its return to the median look like a slowdown.  After warm-up
+        # no more slowness is learned than the rank showed from the start (at least 2 %):
+        # a change after warm-up is a change, and pages.
+        np.clip(self._base, 0.0, self._cap, out=self._base)
+        if warm:
             self._gross_prior(step, r, d, ts[comparable], med[comparable], sigma, buf,
                               decided_ts, out)
             return
@@ -465,12 +508,28 @@ class JobMonitor:
                 {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
                  "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
                  "peer_median_compute_ms": round(peer_med[s], 2),
-                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2)}))
+                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
+                 **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
+                    else {})}))
         for s in cleared.tolist():
             rank = rank_of[s]
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _note_offsets(self, r: np.ndarray) -> None:
+        """Record the ranks whose learned start offset exceeds the 2 % any GPU may have.
+
+        Policy: a rank steadily slower than its peers from the job's first steps (and less
+        than ``start_offset_max``) is that rank's baseline, not a fault -- Alibaba's PAI job
+        1 has three workers 8-10 % slower from the start on shared GPUs, by Alibaba's notes
+        no stragglers.  It is reported (``start_offsets``, and in the evidence of any later
+        slow_rank of that rank), never paged; a rank >= ``gross_slowdown`` slower is caught
+        by the gross prior instead, and any change after warm-up pages as usual.
+        """
+        big = r[self._base[r] > self.cfg.slow_baseline_clip]
+        for s in big.tolist():
+            self.start_offsets[self._rank_of[s]] = round(math.expm1(float(self._base[s])), 4)
 
     def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
                      med: np.ndarray, sigma: float, buf: _StepBuffer, decided_ts: float,
@@ -525,6 +584,12 @@ class JobMonitor:
         med, scale, size = group_median_scale(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
         hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
+        small = size < cfg.min_peers
+        if small.any():
+            dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+            zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
+            z[small] = zs
+            hit[small] = (zs > cfg.grad_z) & comparable
         if hit.any():
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
@@ -559,6 +624,42 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
+
+    def _grad_within_replica(self, lg: np.ndarray, g: np.ndarray, dp: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """Robust z of ``log(grad_norm)`` against the other shards of the rank's own replica.
+
+        With fewer than ``min_peers`` replicas no vote across replicas can say which one
+        spiked.  The shards of one replica (its tensor- and pipeline-parallel ranks) work on
+        the same batch at the same step, so what the batch does to the gradient (a hard
+        batch, a loss spike) moves them together; each shard's norm has a level of its own
+        (other layers, other slices), learned here per shard.  Corruption on one GPU moves
+        its shard alone: its norm, less its shard's level, stands out from the replica's
+        median.  Needs >= ``min_peers`` shards per replica (tp x pp >= 3): pure data
+        parallelism with two replicas stays blind to gradient-norm outliers.
+        Returns z and whether the rank's replica had enough shards to compare.
+        """
+        cfg = self.cfg
+        keys, inv = np.unique(g, return_inverse=True)
+        lvl = np.array([self._grad_level.get(int(k), _NAN) for k in keys.tolist()])
+        fresh = np.isnan(lvl)
+        if fresh.any():  # a shard seen for the first time: its level is its replicas' median
+            med_g, _, _ = group_median_scale(lg, g)
+            first = np.zeros(len(keys))
+            first[inv] = med_g
+            lvl[fresh] = first[fresh]
+        u = lg - lvl[inv]
+        center, _, size = group_median_scale(u, dp)
+        e = u - center
+        scale = max(float(np.median(np.abs(e))) * 1.4826, cfg.grad_scale_floor)
+        z = e / scale
+        comparable = size >= cfg.min_peers
+        calm = np.abs(z) < 3.0
+        n = np.bincount(inv, weights=calm, minlength=len(keys))
+        move = np.bincount(inv, weights=np.where(calm, e, 0.0), minlength=len(keys))
+        lvl += 0.05 * np.where(n > 0, move / np.maximum(n, 1), 0.0)
+        self._grad_level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
+        return z, comparable
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
                          out: list[Finding], complete: bool) -> None:

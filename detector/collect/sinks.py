@@ -7,6 +7,7 @@ sink makes from the GPUs and NICs it has seen by its first write.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
@@ -127,18 +128,27 @@ class KafkaSink:
     is away; past that a message is dropped and counted, and so is one it could
     not deliver within ``message_timeout_s``.  Keys follow DESIGN.md: ``node``
     for the hardware topics, ``job`` for steps.
+
+    Messages are counted from their own delivery reports, never from
+    ``len(producer)``: librdkafka's out-queue length also holds its log lines
+    and error events waiting to be served (a broker that is away queues one at
+    every reconnect attempt), so it would count those as unsent messages.
     """
 
     def __init__(self, kafka_config: dict[str, Any], topics: dict[str, str], *,
                  buffer_messages: int = 100_000, message_timeout_s: float = 300.0,
                  linger_ms: float = 50.0, on_drop: Callable[[int], None] | None = None) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaError, Producer
 
+        self._purge_codes = frozenset((KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT))
         self._topics = topics
         self._on_drop = on_drop
         self.sent = 0
         self.dropped = 0
         self.failed = 0
+        self.delivered = 0
+        self._purged = 0
+        self._closed = False
         self.first_error: str | None = None
         self._producer = Producer({
             # librdkafka's own lines go through faultline's log filters (rate-limited,
@@ -154,7 +164,7 @@ class KafkaSink:
             "queue.buffering.max.messages": buffer_messages,
             "message.timeout.ms": int(message_timeout_s * 1000),
             "on_delivery": self._delivered,
-            "delivery.report.only.error": True,
+            "delivery.report.only.error": False,  # a success report counts it as gone
         })
 
     def _drop(self, n: int = 1) -> None:
@@ -163,7 +173,14 @@ class KafkaSink:
             self._on_drop(n)
 
     def _delivered(self, err: Any, msg: Any) -> None:
-        if err is not None:
+        if self._closed:
+            return  # counted when the sink closed
+        if err is None:
+            self.delivered += 1
+        elif err.code() in self._purge_codes:
+            self._purged += 1  # close() gave up on it
+            self._drop()
+        else:
             self.failed += 1
             if self.first_error is None:
                 self.first_error = f"{msg.topic()}: {err}"
@@ -185,11 +202,26 @@ class KafkaSink:
         self._producer.poll(0)
 
     def buffered(self) -> int:
-        return len(self._producer)
+        """Messages handed to librdkafka whose delivery report has not been served yet."""
+        return self.sent - self.delivered - self.failed - self._purged
 
     def close(self, timeout_s: float = 10.0) -> int:
-        """Deliver what is buffered (up to ``timeout_s``); returns how many were left."""
-        left = int(self._producer.flush(timeout_s))
+        """Deliver what is buffered (up to ``timeout_s``); returns how many were left (dropped).
+
+        What is left is purged, and counted once from its purge reports; nothing is
+        counted again when librdkafka lets go of the producer later.
+        """
+        from confluent_kafka import KafkaException
+
+        before = self.dropped
+        self._producer.flush(timeout_s)
+        if self.buffered():
+            with contextlib.suppress(KafkaException):  # purge refused: counted below
+                self._producer.purge(in_queue=True, in_flight=True, blocking=True)
+            self._producer.poll(0)  # serve the purge reports (blocking purge queued them)
+        left = self.buffered()
         if left:
+            self._purged += left
             self._drop(left)
-        return left
+        self._closed = True
+        return self.dropped - before
