@@ -1,34 +1,46 @@
-"""Calibrate alert confidence per alert family, and say how well it is calibrated.
+"""Calibrate alert confidence per alert family and deployment condition; say how well.
 
 An alert's ``confidence`` should be the chance that the problem it reports is
 real.  The detectors give a raw score (``evidence.raw_confidence``: the
-strongest finding's severity); this maps it, per family (topic, kind, cause),
-to the share of problems that caught a labelled fault on a tuning corpus:
+strongest finding's severity) and say under which deployment conditions they
+gave it (``evidence.conditions``: topology full / nodes / none, the node's
+telemetry interval; detector/calibration.py).  ``fit`` maps the raw score, per
+family (topic, kind, cause), to the share of problems that caught a labelled
+fault on a tuning corpus:
 
-- a family with at least ``--min-false`` false positives and ``--min-caught``
-  catches gets scikit-learn's ``IsotonicRegression`` of "caught a fault" on
-  the raw score (monotone: a stronger signal is never *less* likely real),
-  its ends kept inside Laplace's (1/(n+2), (n+1)/(n+2)) so no family ever
-  claims certainty from a finite corpus;
-- any other family gets its Laplace-smoothed precision (caught + 1) / (n + 2):
-  with no false positive to learn from, a curve would be a guess.
+- a family is split by the one condition whose values differ most in
+  precision, when that difference is significant (Fisher's exact test of one
+  value against the rest, Bonferroni over the values and conditions,
+  ``--alpha``); each value then gets its own curve, and the family's pooled
+  curve stays as the fallback for values the corpus never showed;
+- a curve with at least ``--min-false`` false positives and ``--min-caught``
+  catches is scikit-learn's ``IsotonicRegression`` of "caught a fault" on the
+  raw score (monotone: a stronger signal is never *less* likely real), its
+  ends kept inside Laplace's (1/(n+2), (n+1)/(n+2)) so nothing claims
+  certainty from a finite corpus; any other curve is the Laplace-smoothed
+  precision (caught + 1) / (n + 2): with no false positive to learn from, a
+  curve would be a guess.
 
-``fit`` writes the curves to ``detector/calibration.py`` (``--write``), which
-the correlator evaluates with a few comparisons (no scikit-learn at run time).
+``fit --write`` writes ``detector/calibration_table.py``, which the correlator
+evaluates with a few comparisons (no scikit-learn at run time).
 ``reliability`` replays a held-out corpus and prints predicted confidence
-against observed precision, in bins and per family, with the Brier score and
-the expected calibration error.
+against observed precision per family and condition, in bins, with the Brier
+score and the expected calibration error, for the confidences the alerts
+carried and for a table (``--table``: a fitted table, applied to each alert's
+raw score and conditions, as the engine would).
 
-    python bench/calibrate.py fit TUNING_CORPUS [--write] [--workers 2]
-    python bench/calibrate.py reliability REPORTING_CORPUS [--workers 2]
+    python bench/calibrate.py fit TUNING_CORPUS [--write] [--workers 2] [--problems P.json]
+    python bench/calibrate.py reliability HELD_OUT [--table fitted.json] [--problems P.json]
 
 A corpus is a folder of labelled incident logs (``faultline evaluate --build``);
 each log carries its topology.  ``--problems FILE`` saves (or, if it exists,
-reuses) the replayed problems, so a second run needs no replay.
+reuses) the replayed problems, so a second run needs no replay.  ``fit --json
+FILE`` saves the fitted table for ``reliability --table``.
 
+What counts as real: the problem caught a fault by DESIGN.md's scoring rule.
 Caveat printed with the tables: a corpus holds a fault every few minutes, a
 real fleet one every few hours per 16k GPUs, so the precision an operator sees
-also depends on the false-alarm *rate* at fleet scale (bench/false_alarms.py).
+also depends on the false-alarm *rate* at fleet scale (bench/healthy_fleet.py).
 """
 
 from __future__ import annotations
@@ -39,14 +51,17 @@ import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TARGET = ROOT / "detector" / "calibration.py"
+TARGET = ROOT / "detector" / "calibration_table.py"
 BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0001)
 
 Family = tuple[str, str, str]
+Key = tuple[str, str, str, str]  # family + "condition=value" ("" for the family alone)
+CONDITIONS = ("topology", "interval")
 
 
 def problems_of_log(path: str) -> list[dict]:
@@ -56,7 +71,7 @@ def problems_of_log(path: str) -> list[dict]:
     res = replay_log(path, topology=log_topology(path))
     card = res.scorecard()
     false = {(a.topic, a.dedup_key) for a in card.false_positives}
-    first: dict[tuple[str, str], object] = {}
+    first: dict[tuple[str, str], Any] = {}
     for a in res.fired():
         if a.status == "firing":
             first.setdefault((a.topic, a.dedup_key), a)
@@ -66,6 +81,7 @@ def problems_of_log(path: str) -> list[dict]:
         out.append({"log": Path(path).name, "family": [a.topic.rsplit(".", 1)[-1], a.kind,
                                                        a.cause],
                     "raw": float(raw), "confidence": float(a.confidence),
+                    "conditions": dict(a.raw.get("evidence", {}).get("conditions") or {}),
                     "real": key not in false})
     return out
 
@@ -83,104 +99,139 @@ def corpus_problems(corpus: Path, workers: int, cache: Path | None) -> list[dict
     return rows
 
 
-def fit(rows: list[dict], min_false: int, min_caught: int
-        ) -> dict[Family, tuple[tuple[float, ...], tuple[float, ...], str]]:
-    """Family -> (raw-score knots, confidence at each knot, how it was fitted)."""
+def _curve(rs: list[dict], min_false: int, min_caught: int
+           ) -> tuple[tuple[float, ...], tuple[float, ...], str]:
+    """(raw-score knots, confidence at each knot, how it was fitted) of one set of problems."""
     import numpy as np
     from sklearn.isotonic import IsotonicRegression
+    n, real = len(rs), sum(r["real"] for r in rs)
+    lo, hi = 1 / (n + 2), (n + 1) / (n + 2)
+    x = np.array([r["raw"] for r in rs])
+    if n - real >= min_false and real >= min_caught and np.ptp(x) > 0:
+        iso = IsotonicRegression(y_min=lo, y_max=hi, out_of_bounds="clip")
+        iso.fit(x, np.array([float(r["real"]) for r in rs]))
+        xs = tuple(round(float(v), 4) for v in iso.X_thresholds_)
+        ys = tuple(round(float(v), 3) for v in iso.y_thresholds_)
+        return xs, ys, f"isotonic on {n} problems ({real} real, {n - real} false)"
+    return (0.0,), (round((real + 1) / (n + 2), 3),), f"smoothed precision: {real} real, " \
+        f"{n - real} false"
+
+
+def best_split(rs: list[dict], alpha: float) -> tuple[str, float] | None:
+    """The condition whose values differ most in precision, if significantly: (name, p)."""
+    from scipy.stats import fisher_exact
+    tests = []
+    for name in CONDITIONS:
+        by: dict[str, list[bool]] = defaultdict(list)
+        for r in rs:
+            by[r.get("conditions", {}).get(name, "unknown")].append(bool(r["real"]))
+        if len(by) < 2:
+            continue
+        for value, reals in by.items():
+            rest = [x for v, xs in by.items() if v != value for x in xs]
+            table = [[sum(reals), len(reals) - sum(reals)], [sum(rest), len(rest) - sum(rest)]]
+            p = float(fisher_exact(table)[1])
+            tests.append((p, name))
+    if not tests:
+        return None
+    p, name = min(tests)
+    p_adj = min(1.0, p * len(tests))  # Bonferroni over every value of every condition
+    return (name, p_adj) if p_adj < alpha else None
+
+
+def fit(rows: list[dict], min_false: int, min_caught: int, alpha: float = 0.01
+        ) -> dict[Key, tuple[tuple[float, ...], tuple[float, ...], str]]:
+    """(family, condition) -> (raw-score knots, confidence at each knot, how it was fitted)."""
     by: dict[Family, list[dict]] = defaultdict(list)
     for r in rows:
-        by[tuple(r["family"])].append(r)  # type: ignore[index]
+        by[(r["family"][0], r["family"][1], r["family"][2])].append(r)
     curves = {}
     for fam in sorted(by):
         rs = by[fam]
-        n, real = len(rs), sum(r["real"] for r in rs)
-        lo, hi = 1 / (n + 2), (n + 1) / (n + 2)
-        x = np.array([r["raw"] for r in rs])
-        if n - real >= min_false and real >= min_caught and np.ptp(x) > 0:
-            iso = IsotonicRegression(y_min=lo, y_max=hi, out_of_bounds="clip")
-            iso.fit(x, np.array([float(r["real"]) for r in rs]))
-            xs = tuple(round(float(v), 4) for v in iso.X_thresholds_)
-            ys = tuple(round(float(v), 3) for v in iso.y_thresholds_)
-            how = f"isotonic on {n} problems ({real} real, {n - real} false)"
-        else:
-            xs, ys = (0.0,), (round((real + 1) / (n + 2), 3),)
-            how = f"smoothed precision: {real} real, {n - real} false"
-        curves[fam] = (xs, ys, how)
+        curves[(*fam, "")] = _curve(rs, min_false, min_caught)
+        split = best_split(rs, alpha)
+        if split is None:
+            continue
+        name, p = split
+        values: dict[str, list[dict]] = defaultdict(list)
+        for r in rs:
+            values[r.get("conditions", {}).get(name, "unknown")].append(r)
+        for value in sorted(values):
+            xs, ys, how = _curve(values[value], min_false, min_caught)
+            curves[(*fam, f"{name}={value}")] = (xs, ys, f"{how}; split by {name}, p={p:.1e}")
     return curves
 
 
-def render(curves: dict[Family, tuple[tuple[float, ...], tuple[float, ...], str]],
+def render(curves: dict[Key, tuple[tuple[float, ...], tuple[float, ...], str]],
            source: str) -> str:
     lines = [
-        '"""Calibrated confidence per alert family, fitted on a tuning corpus.',
+        '"""The shipped confidence calibration (read by detector/calibration.py).',
         "",
         f"Generated by ``python bench/calibrate.py fit {source} --write``; do not edit by hand.",
-        "Each family maps the detectors' raw score to the share of its problems that were real:",
-        "a piecewise-linear curve through (raw score, confidence) knots -- isotonic regression",
-        "where the corpus had false positives to learn from, else one knot, the Laplace-",
-        "smoothed precision.  A family never seen keeps its raw score.",
-        "",
-        ">>> confidence('alerts.isolation', 'no', 'such', 0.42)",
-        "0.42",
+        "Keys: (topic, kind, cause, condition): condition ``name=value`` where the tuning",
+        "corpus showed that the condition changes the family's precision, else ``''``.",
+        "Values: (raw-score knots, confidence at each knot), interpolated linearly.",
         '"""',
         "",
-        "from bisect import bisect_right",
-        "",
-        "CURVES: dict[tuple[str, str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {",
+        "CURVES: dict[tuple[str, str, str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {",
     ]
-    for (topic, kind, cause), (xs, ys, how) in curves.items():
+    for key, (xs, ys, how) in curves.items():
         lines.append(f"    # {how}")
-        lines.append(f"    ({topic!r}, {kind!r}, {cause!r}): ({xs!r}, {ys!r}),")
-    lines += [
-        "}",
-        "",
-        "",
-        "def confidence(topic: str, kind: str, cause: str, raw: float) -> float:",
-        '    """Calibrated confidence of an alert of this family with this raw score."""',
-        "    curve = CURVES.get((topic.rsplit('.', 1)[-1], kind, cause))",
-        "    if curve is None:",
-        "        return raw",
-        "    xs, ys = curve",
-        "    i = bisect_right(xs, raw)",
-        "    if i == 0:",
-        "        return ys[0]",
-        "    if i == len(xs):",
-        "        return ys[-1]",
-        "    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]",
-        "    return y0 + (y1 - y0) * (raw - x0) / (x1 - x0)",
-        "",
-    ]
+        lines.append(f"    {key!r}: ({xs!r}, {ys!r}),")
+    lines += ["}", ""]
     return "\n".join(lines)
 
 
-def reliability(rows: list[dict]) -> None:
-    """Predicted confidence (as the alerts carried it) against observed precision."""
+def with_table(rows: list[dict], table: dict[Key, tuple]) -> list[dict]:
+    """The rows with the confidence this table gives each raw score under its conditions."""
+    from detector.calibration import confidence
+    tab = {k: (v[0], v[1]) for k, v in table.items()}
+    return [{**r, "confidence": round(confidence("alerts." + r["family"][0], r["family"][1],
+                                                 r["family"][2], r["raw"],
+                                                 r.get("conditions"), tab), 3)} for r in rows]
+
+
+def scores(rows: list[dict]) -> tuple[float, float]:
+    """(Brier score, expected calibration error over BINS) of the rows' confidences."""
+    n = len(rows)
+    if not n:
+        return float("nan"), float("nan")
+    ece = 0.0
+    for lo, hi in zip(BINS, BINS[1:], strict=False):
+        rs = [r for r in rows if lo <= r["confidence"] < hi]
+        if rs:
+            ece += len(rs) / n * abs(sum(r["confidence"] for r in rs) / len(rs)
+                                     - sum(r["real"] for r in rs) / len(rs))
+    return sum((r["confidence"] - r["real"]) ** 2 for r in rows) / n, ece
+
+
+def reliability(rows: list[dict], title: str = "") -> None:
+    """Predicted confidence against observed precision: bins, then family x condition."""
     n = len(rows)
     if not n:
         print("no firing problems")
         return
+    print(f"\n== {title} ==")
     print(f"{'confidence bin':<16} {'problems':>8} {'predicted':>9} {'observed':>9}")
-    ece = 0.0
     for lo, hi in zip(BINS, BINS[1:], strict=False):
         rs = [r for r in rows if lo <= r["confidence"] < hi]
-        if not rs:
-            continue
-        pred = sum(r["confidence"] for r in rs) / len(rs)
-        obs = sum(r["real"] for r in rs) / len(rs)
-        ece += len(rs) / n * abs(pred - obs)
-        print(f"[{lo:.2f}, {min(hi, 1.0):.2f}){'':<4} {len(rs):>8} {pred:>9.3f} {obs:>9.3f}")
-    brier = sum((r["confidence"] - r["real"]) ** 2 for r in rows) / n
+        if rs:
+            print(f"[{lo:.2f}, {min(hi, 1.0):.2f}){'':<4} {len(rs):>8} "
+                  f"{sum(r['confidence'] for r in rs) / len(rs):>9.3f} "
+                  f"{sum(r['real'] for r in rs) / len(rs):>9.3f}")
+    brier, ece = scores(rows)
     print(f"all {n} problems: predicted {sum(r['confidence'] for r in rows) / n:.3f}, "
           f"observed precision {sum(r['real'] for r in rows) / n:.3f}; Brier {brier:.4f}, "
           f"expected calibration error {ece:.3f}")
-    print(f"\n{'family':<40} {'problems':>8} {'false':>6} {'predicted':>9} {'observed':>9}")
-    by: dict[str, list[dict]] = defaultdict(list)
+    print(f"\n{'family':<34} {'topology':<8} {'interval':<8} {'problems':>8} {'false':>6} "
+          f"{'predicted':>9} {'observed':>9}")
+    by: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for r in rows:
-        by["/".join(r["family"])].append(r)
-    for fam in sorted(by):
-        rs = by[fam]
-        print(f"{fam:<40} {len(rs):>8} {sum(not r['real'] for r in rs):>6} "
+        c = r.get("conditions", {})
+        by["/".join(r["family"]), c.get("topology", "?"), c.get("interval", "?")].append(r)
+    for (fam, topo, iv) in sorted(by):
+        rs = by[fam, topo, iv]
+        print(f"{fam:<34} {topo:<8} {iv:<8} {len(rs):>8} {sum(not r['real'] for r in rs):>6} "
               f"{sum(r['confidence'] for r in rs) / len(rs):>9.3f} "
               f"{sum(r['real'] for r in rs) / len(rs):>9.3f}")
 
@@ -193,20 +244,34 @@ def main() -> int:
     ap.add_argument("--problems", type=Path, help="save / reuse the replayed problems (JSON)")
     ap.add_argument("--min-false", type=int, default=3)
     ap.add_argument("--min-caught", type=int, default=3)
+    ap.add_argument("--alpha", type=float, default=0.01,
+                    help="significance a condition split needs (after Bonferroni)")
     ap.add_argument("--write", action="store_true", help=f"write {TARGET.relative_to(ROOT)}")
+    ap.add_argument("--json", type=Path, help="fit: save the fitted table (for --table)")
+    ap.add_argument("--table", type=Path, action="append", default=[],
+                    help="reliability: also score this fitted table (repeatable)")
     args = ap.parse_args()
     rows = corpus_problems(args.corpus, args.workers, args.problems)
     if args.what == "reliability":
-        reliability(rows)
+        reliability(rows, "confidence as the alerts carried it")
+        for path in args.table:
+            table = {tuple(e["key"]): (tuple(e["xs"]), tuple(e["ys"]))
+                     for e in json.loads(path.read_text())}
+            reliability(with_table(rows, table), f"table {path.name}, applied to raw scores")
+        reliability([{**r, "confidence": r["raw"]} for r in rows], "raw scores, uncalibrated")
     else:
-        curves = fit(rows, args.min_false, args.min_caught)
-        print(f"{'family':<40} {'knots':>5}  fitted")
-        for fam, (xs, _, how) in curves.items():
-            print(f"{'/'.join(fam):<40} {len(xs):>5}  {how}")
+        curves = fit(rows, args.min_false, args.min_caught, args.alpha)
+        print(f"{'family':<34} {'condition':<18} {'knots':>5}  fitted")
+        for key, (xs, _, how) in curves.items():
+            print(f"{'/'.join(key[:3]):<34} {key[3] or '-':<18} {len(xs):>5}  {how}")
+        if args.json:
+            args.json.write_text(json.dumps([{"key": list(k), "xs": list(v[0]), "ys": list(v[1]),
+                                              "how": v[2]} for k, v in curves.items()],
+                                            indent=1) + "\n")
         if args.write:
             TARGET.write_text(render(curves, args.corpus.name))
             print(f"wrote {TARGET.relative_to(ROOT)}")
-    print("caveat: corpus fault density >> a fleet's; see bench/false_alarms.py for rates")
+    print("caveat: corpus fault density >> a fleet's; see bench/healthy_fleet.py for rates")
     return 0
 
 

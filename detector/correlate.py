@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
-from detector.calibration import confidence
+from detector.calibration import conditions, confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
 from detector.recovery import Placement, estimate
@@ -791,6 +791,14 @@ class Correlator:
 
     # -- alerts --------------------------------------------------------------------------
 
+    def _interval_of(self, p: Problem) -> float | None:
+        """Thermal sampling interval of the problem's node (of its first evidence, if wider)."""
+        node = p.scope.node
+        if node is None and p.evidence:
+            node = _node_of(str(p.evidence[0].get("unit", "")))
+        seen = self._interval.get(node) if node is not None else None
+        return seen[0] if seen is not None else None
+
     def _alert(self, p: Problem, detected_ts: float) -> Alert:
         evidence: dict[str, Any] = {"signals": list(p.evidence), **p.extra}
         if p.topic == ESCALATION:
@@ -803,7 +811,10 @@ class Correlator:
         # The detectors' own score, kept beside the calibrated one so a new calibration can
         # be fitted from alerts (bench/calibrate.py).
         evidence["raw_confidence"] = round(p.confidence, 3)
-        conf = confidence(p.topic, p.kind, p.cause, p.confidence)
+        # ... and the deployment conditions the calibration is keyed by (detector/calibration.py)
+        conds = conditions(self.topology, self._interval_of(p))
+        evidence["conditions"] = conds
+        conf = confidence(p.topic, p.kind, p.cause, p.confidence, conds)
         recovery = estimate(action.name, p.kind, p.onset_ts, detected_ts,
                             self.cfg.checkpoint_interval_s, self.cfg.restart_s)
         if p.status == "resolved":
@@ -812,6 +823,14 @@ class Correlator:
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
                      recovery)
+
+
+def _node_of(unit: str) -> str | None:
+    """The node of a ``gpu:NODE/G``, ``nic:NODE/NIC[:PORT]`` or ``node:NODE`` unit key."""
+    level, _, rest = unit.partition(":")
+    if level not in ("gpu", "nic", "node") or not rest:
+        return None
+    return rest.split("/", 1)[0] if level != "node" else rest
 
 
 def _nic_of(unit: str) -> str:

@@ -181,7 +181,7 @@ def test_kafka_sink_drops_and_counts_past_its_buffer_when_the_broker_is_away():
     # librdkafka queues a log line at each failed reconnect beside the messages; its
     # out-queue length then counts it too.  Wait for one (a condition, not a time) so
     # the count is checked with one there -- the race that failed this test once.
-    _wait_for(lambda: len(sink._producer) > 10)
+    _wait_until_queued(sink._producer, more_than=10)
     assert sink.buffered() == 10
     assert sink.close(0.1) == 10
     assert (sink.dropped, sum(dropped), sink.buffered()) == (25, 25, 0)  # the rest counts too
@@ -189,11 +189,12 @@ def test_kafka_sink_drops_and_counts_past_its_buffer_when_the_broker_is_away():
     assert sum(dropped) == 25  # ... once: no purge report counted again
 
 
-def _wait_for(cond, limit_s: float = 30.0) -> None:
-    """Until ``cond()`` holds; the limit only keeps a broken test from hanging."""
+def _wait_until_queued(producer, more_than: int, limit_s: float = 30.0) -> None:
+    """Until librdkafka's out-queue holds more than ``more_than`` items; the limit only
+    keeps a broken test from hanging."""
     deadline = time.monotonic() + limit_s
-    while not cond():
-        assert time.monotonic() < deadline, "condition never held"
+    while len(producer) <= more_than:
+        assert time.monotonic() < deadline, "librdkafka queued nothing beside the messages"
         time.sleep(0.01)
 
 

@@ -7,6 +7,7 @@ sink makes from the GPUs and NICs it has seen by its first write.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
@@ -215,10 +216,8 @@ class KafkaSink:
         before = self.dropped
         self._producer.flush(timeout_s)
         if self.buffered():
-            try:
+            with contextlib.suppress(KafkaException):  # purge refused: counted below
                 self._producer.purge(in_queue=True, in_flight=True, blocking=True)
-            except KafkaException:  # pragma: no cover - purge refused: count below
-                pass
             self._producer.poll(0)  # serve the purge reports (blocking purge queued them)
         left = self.buffered()
         if left:
