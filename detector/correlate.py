@@ -122,9 +122,10 @@ class Correlator:
     def fire_due(self, ts: float, out: list[Alert]) -> None:
         """Before the findings of a record at ``ts``: fire the timers due by then.
 
-        The ordering rule of every way of running faultline (the in-process
-        Engine per record, the service's correlator per finding tag): a timer
-        due before a record is decided on what came before it.
+        The ordering rule of every way of running faultline (applied per
+        finding tag by :meth:`CorrelatorPartition.release_to`, which the
+        service and the in-process Engine both run): a timer due before a
+        record is decided on what came before it.
         """
         timers = self._timers
         if timers and timers[0][0] <= ts:
@@ -424,14 +425,37 @@ class Correlator:
         self._timer(f.ts + self._explanation_wait(f), "slow", unit)
 
     def _explanation_wait(self, f: Finding) -> float:
-        """How long a slow rank waits for a cause; a gross outlier from a job's start is
-        already past what a cause arriving later would change about paging someone."""
-        gross = f.evidence.get("gross_outlier")
+        """How long a slow rank waits for a cause before a human is paged.
+
+        What could explain it is its GPU's thermal telemetry (a throttle raises
+        throttle_seen on the first sample that shows it), so the wait ends once the first
+        sample taken after the slowdown began is due: a collector samples on a fixed cadence,
+        the node's phase known from the sample that reported its interval.  "After the
+        slowdown began" is two steps past the run's onset (the CUSUM's onset can lead the
+        real change by a step or two); a gross outlier from a job's start was slow from its
+        first step.  Never longer than one interval and a quarter plus a second (a sample
+        lost or late), never shorter than ``escalate_after_s`` for an ordinary slow rank
+        (other explanations, an XID, a NIC, arrive at their own pace).
+        """
+        gross = bool(f.evidence.get("gross_outlier"))
         wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
-        # A GPU sampled every 10 or 30 s shows a throttle up to one interval after its rank
-        # slows: wait that long (a quarter more, plus a second) for it.
-        interval = self._interval.get(f.scope.node or "", (0.0, 0.0))[0]
-        return max(wait, 1.25 * interval + 1.0) if interval > 1.0 else wait
+        interval, phase_ts = self._interval.get(f.scope.node or "", (0.0, 0.0))
+        if interval <= 0.0:
+            return wait  # no thermal telemetry from this node known (yet)
+        longest = max(wait, 1.25 * interval + 1.0)
+        runs = int(f.evidence.get("run_steps") or 0)
+        period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
+        after = f.onset_ts if gross else f.onset_ts + 2.0 * period
+        if interval >= 5.0:
+            # Collectors are configured in whole seconds (dcgm-exporter's 30 s, a scrape
+            # interval): one measured gap carries the samples' jitter, which would add up
+            # over the many intervals since the phase was seen.
+            interval = float(round(interval))
+            sample = phase_ts + math.ceil((after - phase_ts) / interval) * interval
+            slack = max(1.0, 0.05 * interval)  # jitter of the sample and of its delivery
+        else:
+            sample, slack = after + interval, 0.25 * interval
+        return min(longest, max(0.0 if gross else wait, sample + slack - f.ts))
 
     def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         """A never-routine throttle seen on the slow rank's GPU explains it: recommend."""

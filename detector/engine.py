@@ -1,12 +1,15 @@
 """The detection engine: telemetry records in, alerts out, no I/O.
 
-Every way of running faultline drives these same two parts: the
-:class:`~detector.monitors.Monitors` (one monitor per job, per GPU and per
-node, events to findings) and the :class:`~detector.correlate.Correlator`
-(findings to alerts).  The engine joins them in one process with an
-event-time clock — the newest ``ts`` seen — that fires the correlator's
-timers; the Kafka service runs them on different partitions with a topic in
-between.  Its whole state goes to bytes and back as data (detector.statecodec).
+The engine is the service's pipeline (:mod:`detector.pipeline`) with one
+source and one correlator partition in one process: a
+:class:`~detector.pipeline.source.SourcePartition` (the event-time guard, the
+:class:`~detector.monitors.Monitors`: events to findings) hands its findings
+in memory, where the service puts them on the findings topic, to a
+:class:`~detector.pipeline.correlator.CorrelatorPartition` (the
+:class:`~detector.correlate.Correlator`: findings to alerts, timers fired
+before the findings of a later time).  Its one source's clock -- the newest
+``ts`` seen -- is the correlator's, so every record is decided as it comes.
+Its whole state goes to bytes and back as data (detector.statecodec).
 
 >>> from detector.events import EccSample
 >>> eng = Engine()
@@ -25,116 +28,143 @@ from typing import Any
 
 from detector.alerts import Alert
 from detector.correlate import Correlator
-from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage, NonFinite
+from detector.decoding import decode_value
+from detector.events import MAX_AHEAD_S, Event, InvalidMessage, NonFinite
 from detector.findings import Finding
-from detector.monitors import Monitors, out_of_range
-from detector.statecodec import UNSIGNED, StateCodec
+from detector.monitors import Monitors
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.source import SNAPSHOT_VERSION, SourcePartition, finding_tag
+from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
+SOURCE = "engine"  # the name of the engine's one source (a service's are "telemetry.ecc:3")
+
 
 class Engine:
-    """Monitors and correlator in one process: telemetry records in, alerts out."""
+    """The pipeline in one process: telemetry records in, alerts out."""
 
     def __init__(self, thresholds: Thresholds | None = None,
                  topology: Topology | None = None) -> None:
         self.cfg = thresholds or Thresholds()
         self.topology = topology
-        self.monitors = Monitors(self.cfg, topology)
-        self.correlator = Correlator(self.cfg, topology, self.monitors.was_seen)
-        self._held: list[Event] = []   # far ahead of the clock, waiting for others to agree
-        self.rejected: list[InvalidMessage] = []  # records refused; the caller drains this
+        # A log has its own time: records far ahead of it wait for others to agree (admit).
+        self.source = SourcePartition(SOURCE, 0, 1, self.cfg, topology, hold_ahead=True)
+        self.stage = CorrelatorPartition(0, self.cfg, topology, expected=(self.source.source,))
+        self._src = self.stage.sources[self.source.source]
+
+    @property
+    def monitors(self) -> Monitors:
+        return self.source.monitors
+
+    @property
+    def correlator(self) -> Correlator:
+        return self.stage.correlator
 
     @property
     def clock(self) -> float:
-        return self.monitors.clock
+        return self.source.monitors.clock
+
+    @property
+    def rejected(self) -> list[InvalidMessage]:
+        """Records held far ahead of the clock and then refused (the caller drains this)."""
+        return self.source.refused
+
+    def was_seen(self, node: str, what: str) -> bool:
+        """Whether telemetry of kind ``what`` from ``node`` is known (what escalations cite)."""
+        return self.stage.was_seen(node, what)
 
     def process(self, ev: Event) -> list[Alert]:
-        """Feed one telemetry record; returns the alerts it (or the time it carries) caused.
+        """Feed one decoded telemetry record; returns the alerts it (or the time it carries)
+        caused.  A record far ahead of the clock waits for others to agree on the jump
+        (:meth:`SourcePartition.admit`); refused ones go to :attr:`rejected`."""
+        alerts: list[Alert] = []
+        src = self.source
+        if ev.ts - src.monitors.clock > MAX_AHEAD_S or src.held:
+            for e in src.admit(ev):  # none (held), or those held with the one that agrees
+                try:
+                    self._feed(e, alerts)
+                except InvalidMessage as exc:
+                    src.refused.append(exc)
+            return alerts
+        self._feed(ev, alerts)
+        return alerts
 
-        Event time is defended against the log's own clock as the service
-        defends a partition's (:meth:`Monitors.count_jump`, one count for
-        both): a record more than ``MAX_AHEAD_S`` ahead of it waits, and goes
-        in only when ``JUMP_AGREE`` consecutive records agree on the new time
-        (a gap in the log); where the service refuses the records short of
-        that, the engine holds them and lets them in too.  A record back on
-        the old clock first means the held ones were strays, and they are
-        refused (appended to :attr:`rejected`, ``ts_out_of_range``) having
-        changed nothing.
+    def ingest(self, topic: str, value: Any, alerts: list[Alert]) -> Event:
+        """One record's value as read from a log (parsed JSON): decoded as the service
+        decodes a message, then :meth:`process`'d; alerts are appended to ``alerts``.
+
+        Raises :class:`InvalidMessage` for a record that breaks the contract, after
+        what it salvages (a NaN loss) went in, as the service dead-letters it.
         """
-        mon = self.monitors
-        if ev.ts - mon.clock > MAX_AHEAD_S and mon.clock > -math.inf:
-            return self._hold(ev)
-        if self._held:
-            self._refuse_held()
-        return self._process(ev)
+        found: list[Finding] = []
+        try:
+            ev = self.source.decode(topic, value, found, decode_value)
+        finally:
+            if found:
+                self._correlate(found, alerts)
+        alerts.extend(self.process(ev))
+        return ev
 
-    def _hold(self, ev: Event) -> list[Alert]:
-        n = self.monitors.count_jump(ev.ts)
-        if n == 1 and self._held:
-            self._refuse_held()  # it disagrees with them: a new count started
-        if n < JUMP_AGREE:
-            self._held.append(ev)
-            return []
-        held = [*self._held, ev]
-        self._held = []
-        alerts: list[Alert] = []
-        self.monitors.clock = held[0].ts  # the jump is real
-        for e in held:
-            try:
-                alerts.extend(self._process(e))
-            except InvalidMessage as exc:
-                self.rejected.append(exc)
-        return alerts
+    def _feed(self, ev: Event, alerts: list[Alert]) -> None:
+        src = self.source
+        mon = src.monitors
+        found: list[Finding] = []
+        mon.process(ev, found)
+        if mon.heard or mon.forgotten:
+            self._pass_seen()
+        if found:
+            self._correlate(found, alerts)
+        else:
+            self.stage.release_to(mon.clock, alerts)
 
-    def _refuse_held(self) -> None:
-        self.rejected.extend(out_of_range(e, self.monitors.clock) for e in self._held)
-        self._held = []
-        self.monitors.forget_jump()
+    def _pass_seen(self) -> None:
+        mon, stage = self.source.monitors, self.stage
+        for _, node, what in mon.heard:
+            stage.seen(node, what)
+        mon.heard.clear()
+        for node, what in mon.forgotten:
+            stage.forget(node, what)
+        mon.forgotten.clear()
 
-    def _process(self, ev: Event) -> list[Alert]:
-        alerts: list[Alert] = []
-        self.correlator.fire_due(ev.ts, alerts)
-        findings: list[Finding] = []
-        self.monitors.process(ev, findings)
-        if self.monitors.forgotten:
-            # Pruned nodes: the correlator asks the monitors directly, nothing to pass on.
-            self.monitors.forgotten.clear()
-        if findings:
-            on_finding = self.correlator.on_finding
-            for f in findings:
-                on_finding(f, alerts)
-        return alerts
+    def _correlate(self, found: list[Finding], alerts: list[Alert]) -> None:
+        """Findings to the correlator partition in memory (the findings topic's work)."""
+        src, stage = self.source, self.stage
+        clock = src.monitors.clock
+        # Ids only order one source's findings: a count of the records that made any.
+        src.offset = offset = src.offset + 1
+        name, state = src.source, self._src
+        tag = clock
+        for k, f in enumerate(found):
+            tag = finding_tag(clock, f)
+            stage.take(state, name, (offset, k), tag, f, None)
+        stage.release_to(max(clock, tag), alerts)
 
     def process_nonfinite(self, nf: NonFinite) -> list[Alert]:
-        findings: list[Finding] = []
-        self.monitors.process_nonfinite(nf, findings)
-        return self._correlate(findings)
-
-    def finish(self) -> list[Alert]:
-        """End of input: decide every waiting step and timer as if time ran on."""
-        if self._held:
-            self._refuse_held()
-        findings: list[Finding] = []
-        self.monitors.finish(findings)
-        alerts = self._correlate(findings)
-        horizon = self.monitors.clock
-        while self.correlator.due() < math.inf:
-            horizon = max(horizon, self.correlator.due())
-            self.correlator.advance(horizon, alerts)
+        """A step dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
+        found: list[Finding] = []
+        self.source.monitors.process_nonfinite(nf, found)
+        alerts: list[Alert] = []
+        self._correlate(found, alerts)
         return alerts
 
-    def _correlate(self, findings: list[Finding]) -> list[Alert]:
+    def finish(self) -> list[Alert]:
+        """End of input: time runs on to the end (SourcePartition.run_on), every waiting
+        step and timer is decided."""
+        found: list[Finding] = []
+        self.source.run_on(math.inf, found)
         alerts: list[Alert] = []
-        for f in findings:
-            self.correlator.on_finding(f, alerts)
+        self._correlate(found, alerts)
+        self.stage.run_out(alerts)
         return alerts
 
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self, codec: StateCodec = UNSIGNED) -> bytes:
-        """All state as bytes (the topology is not included: it is injected on restore)."""
-        state = {"cfg": self.cfg, "monitors": self.monitors, "correlator": self.correlator}
+        """All state as bytes (the topology is not included: it is injected on restore):
+        the two stages' own states, as the service snapshots them."""
+        state = {"v": SNAPSHOT_VERSION, "offset": self.source.offset,
+                 "source": self.source.state(), "correlator": self.stage.state()}
         return codec.encode(state, "engine")
 
     @classmethod
@@ -142,14 +172,22 @@ class Engine:
                 codec: StateCodec = UNSIGNED) -> Engine:
         """The engine a :meth:`snapshot` saved; :class:`SnapshotRefused` if it is not one."""
         state = codec.decode(blob, "engine")
+        if (type(state) is not dict or state.get("v") != SNAPSHOT_VERSION
+                or type(state.get("offset")) is not int
+                or type(state.get("source")) is not dict
+                or type(state["source"].get("monitors")) is not Monitors
+                or type(state.get("correlator")) is not dict
+                or type(state["correlator"].get("correlator")) is not Correlator):
+            raise SnapshotRefused("malformed", "not an engine's state")
         eng = cls.__new__(cls)
-        eng.cfg, eng.monitors, eng.correlator = state["cfg"], state["monitors"], state[
-            "correlator"]
+        eng.source = SourcePartition.from_state(state["source"], SOURCE, 0, 1,
+                                                state["offset"], topology,
+                                                hold_ahead=True)
+        eng.stage = CorrelatorPartition.from_state(state["correlator"], 0, -1, topology,
+                                                   expected=(eng.source.source,))
+        eng.cfg = eng.source.monitors.cfg
         eng.topology = topology
-        eng._held, eng.rejected = [], []
-        eng.monitors.attach(topology)
-        eng.monitors.forget_jump()  # what it counted was held here, and is not in the state
-        eng.correlator.attach(topology, eng.monitors.was_seen)
+        eng._src = eng.stage.sources[eng.source.source]
         return eng
 
     def stats(self) -> dict[str, Any]:

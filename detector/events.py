@@ -69,11 +69,18 @@ class InvalidMessage(ValueError):
         self.nonfinite = nonfinite
 
 
-def _printable(*names: str | None) -> None:
-    """Names end up in alert scopes, dedup keys and terminals: no control or bidi characters."""
-    for n in names:
-        if n is not None and not n.isprintable():
-            raise ValueError(f"name {n[:40]!r} holds control or format characters")
+def names_printable(ev: Any) -> bool:
+    """True when every name a record carries is printable (no control, escape or bidi
+    characters): names end up in alert scopes, dedup keys and terminals.
+
+    The decoder checks the message's bytes instead where it can (see
+    detector.decoding); this is the check for what they cannot vouch for.
+    """
+    for name in _NAME_FIELDS[type(ev)]:
+        v = getattr(ev, name)
+        if v is not None and not v.isprintable():
+            return False
+    return True
 
 
 class _Record(msgspec.Struct, frozen=True, gc=False):
@@ -116,21 +123,18 @@ class StepSample(_Record, frozen=True, gc=False):
     tenant: OptName = None
 
     def __post_init__(self) -> None:
-        # (step_ms >= compute_ms + comm_ms is the decoder's check, see parts_fit: tests
-        # and simulators build records that bend it on purpose)
-        tp, pp, dp = self.tp_rank, self.pp_rank, self.dp_rank
-        if tp is None or pp is None or dp is None:
-            if tp is not None or pp is not None or dp is not None:
+        # Only the rank fields are checked here (it runs for every decoded step, in Python):
+        # types, bounds and the length of names are msgspec's, in C; printable names and
+        # step_ms >= compute_ms + comm_ms are the decoder's (tests and simulators build
+        # records that bend the latter on purpose).
+        if self.dp_rank is None or self.tp_rank is None or self.pp_rank is None:
+            if self.tp_rank is not None or self.pp_rank is not None or self.dp_rank is not None:
                 raise ValueError("tp_rank, pp_rank and dp_rank come all three or none")
             # absent means pure data parallelism
             setattr_ = msgspec.structs.force_setattr
             setattr_(self, "tp_rank", 0)
             setattr_(self, "pp_rank", 0)
             setattr_(self, "dp_rank", self.rank)
-        if not (self.job.isprintable() and self.node.isprintable()):
-            _printable(self.job, self.node)
-        if self.cluster is not None or self.tenant is not None or self.param_checksum is not None:
-            _printable(self.cluster, self.tenant, self.param_checksum)
 
 
 def parts_fit(s: StepSample) -> bool:
@@ -160,9 +164,6 @@ class EccSample(_Record, frozen=True, gc=False):
     cluster: OptName = None
     tenant: OptName = None
 
-    def __post_init__(self) -> None:
-        _printable(self.node, self.cluster, self.tenant)
-
 
 class NicSample(_Record, frozen=True, gc=False):
     """One NIC port's counters (``telemetry.nic``); counters cumulative."""
@@ -187,9 +188,6 @@ class NicSample(_Record, frozen=True, gc=False):
     cluster: OptName = None
     tenant: OptName = None
 
-    def __post_init__(self) -> None:
-        _printable(self.node, self.nic, self.cluster, self.tenant)
-
 
 class ThermalSample(_Record, frozen=True, gc=False):
     """One GPU's temperature, power and clock sample (``telemetry.thermal``)."""
@@ -205,13 +203,18 @@ class ThermalSample(_Record, frozen=True, gc=False):
     cluster: OptName = None
     tenant: OptName = None
 
-    def __post_init__(self) -> None:
-        _printable(self.node, self.cluster, self.tenant)
-
 
 Event = StepSample | EccSample | NicSample | ThermalSample
 RECORD_TYPES: dict[str, type[_Record]] = {STEP: StepSample, ECC: EccSample, NIC: NicSample,
                                           THERMAL: ThermalSample}
+
+# The name fields of each record (DESIGN.md, "Bounds": printable, at most 256 characters).
+_NAME_FIELDS: dict[type, tuple[str, ...]] = {
+    StepSample: ("job", "node", "param_checksum", "cluster", "tenant"),
+    EccSample: ("node", "cluster", "tenant"),
+    NicSample: ("node", "nic", "cluster", "tenant"),
+    ThermalSample: ("node", "cluster", "tenant"),
+}
 
 ECC_COUNTERS = (
     "sbe_volatile", "dbe_volatile", "retired_pages_sbe", "retired_pages_dbe", "pcie_replay",

@@ -123,13 +123,20 @@ class GpuHealth:
             if was < cfg.retired_sbe_pages <= s.retired_pages_sbe:
                 self._emit(out, s, "retired_pages", "gpu_memory", severity=0.7, evidence={
                     "retired_pages_sbe": s.retired_pages_sbe, "limit": cfg.retired_sbe_pages})
-        self._rate(out, s, cfg, "sbe_burst", "gpu_memory", self._sbe, d[_SBE], cfg.sbe_burst,
-                   {"sbe_increase": d[_SBE]})
+        # Each rate only with something new or raised (the common case is neither: no call,
+        # no evidence dict built).
+        active = self._active
+        if d[_SBE] or "sbe_burst" in active:
+            self._rate(out, s, cfg, "sbe_burst", "gpu_memory", self._sbe, d[_SBE],
+                       cfg.sbe_burst, {"sbe_increase": d[_SBE]})
         nvl = d[_NVL_CRC] + d[_NVL_REPLAY] + d[_NVL_RECOVERY]
-        self._rate(out, s, cfg, "nvlink_errors", "nvlink", self._nvlink, nvl, cfg.nvlink_errors,
-                   {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY], "recovery": d[_NVL_RECOVERY]})
-        self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
-                   cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]})
+        if nvl or "nvlink_errors" in active:
+            self._rate(out, s, cfg, "nvlink_errors", "nvlink", self._nvlink, nvl,
+                       cfg.nvlink_errors, {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY],
+                                           "recovery": d[_NVL_RECOVERY]})
+        if d[_PCIE] or "pcie_replay" in active:
+            self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
+                       cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]})
 
     def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
               count: DecayingCount, n: int, limit: float, evidence: dict[str, Any]) -> None:

@@ -1,9 +1,10 @@
 """Monitors: every per-job, per-GPU and per-node detector of one input stream, events to findings.
 
-In process, one :class:`Monitors` feeds the correlator directly (see
-:mod:`detector.engine`).  In the Kafka service each telemetry partition has
-its own, and its findings travel to the correlator through a topic.  Either
-way the same records give the same findings.
+Each telemetry source (:class:`~detector.pipeline.source.SourcePartition`:
+one per Kafka partition in the service, one in the in-process
+:class:`~detector.engine.Engine`) has its own; its findings reach the
+correlator through a topic or in memory.  Either way the same records give
+the same findings.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ class Monitors:
         self._nics: dict[str, NodeNics] = {}
         self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
-        # (node, source) no longer heard from (pruned), for the service to tell its correlator
+        # What the correlator's view of "seen" must learn (detector.pipeline.source passes
+        # it on): (cluster, node, source) newly heard from, and (node, source) no longer
+        # heard from (pruned).  Drained by the caller after every record.
+        self.heard: list[tuple[str | None, str, str]] = []
         self.forgotten: list[tuple[str, str]] = []
         self._next_sweep = -math.inf
         self._next_prune = -math.inf
@@ -114,8 +118,9 @@ class Monitors:
         Returns how many consecutive such records agree on the new time, this
         one included: 1 when it starts a new count (the ones counted before it
         disagree with it), ``JUMP_AGREE`` when the jump is real (and the count
-        starts over).  The service refuses the records counted short of that;
-        the in-process :class:`~detector.engine.Engine` holds them meanwhile.
+        starts over).  What becomes of the records counted short of that is
+        :meth:`SourcePartition.admit`'s (detector.pipeline.source): refused at
+        once (the service), or held until the jump is real or refused.
         """
         jump = self._jump
         if jump and abs(ts - jump[-1]) > MAX_AHEAD_S:
@@ -152,7 +157,7 @@ class Monitors:
             if temps is None:
                 temps = self._node_temps[ev.node] = NodeTemps()
             mon = self._thermal[key] = GpuThermal(ev.node, ev.gpu, self.cfg, temps)
-            self._heard(ev.node, "thermal")
+            self._heard(ev.node, "thermal", ev.cluster)
         mon.update(ev, self.cfg, findings)
 
     def _on_nic(self, ev: NicSample, findings: list[Finding]) -> None:
@@ -160,7 +165,7 @@ class Monitors:
         nics = self._nics.get(ev.node)
         if nics is None:
             nics = self._nics[ev.node] = NodeNics(ev.node)
-            self._heard(ev.node, "nic")
+            self._heard(ev.node, "nic", ev.cluster)
         nics.update(ev, self.cfg, findings)
 
     def _on_ecc(self, ev: EccSample, findings: list[Finding]) -> None:
@@ -169,7 +174,7 @@ class Monitors:
         mon = self._ecc.get(key)
         if mon is None:
             mon = self._ecc[key] = GpuHealth(ev.node, ev.gpu, self.cfg)
-            self._heard(ev.node, "ecc")
+            self._heard(ev.node, "ecc", ev.cluster)
         mon.update(ev, self.cfg, findings)
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
@@ -250,13 +255,15 @@ class Monitors:
         for job in self._jobs.values():
             job.expire(math.inf, findings)
 
-    def _heard(self, node: str, source: str) -> None:
-        self._seen.setdefault(node, set()).add(source)
+    def _heard(self, node: str, source: str, cluster: str | None) -> None:
+        sources = self._seen.get(node)
+        if sources is None:
+            sources = self._seen[node] = set()
+        if source not in sources:
+            sources.add(source)
+            self.heard.append((cluster, node, source))
         if self.topology is not None and not self.topology.has_node(node):
             self.counts["unknown_node"] += 1
-
-    def was_seen(self, node: str, source: str) -> bool:
-        return source in self._seen.get(node, ())
 
     def gpu_keys(self) -> set[tuple[str, int]]:
         """Every (node, gpu) this worker keeps a model for, from any telemetry."""

@@ -29,6 +29,8 @@ _NIC_COUNTERS = attrgetter(*NIC_COUNTERS)  # a sample's counters, by name, in th
 _TX, _RX, _LINK_DOWNED = _IDX["tx_bytes"], _IDX["rx_bytes"], _IDX["link_downed"]
 _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err",
                                   "out_of_sequence"))
+_E0, _E1, _E2, _E3 = _ERRORS
+_NEVER = float("-inf")  # a port's last_ts before its first sample
 
 
 class _Port:
@@ -78,21 +80,34 @@ class NodeNics:
         p = self._ports.get((s.nic, s.port))
         if p is None:
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
+        counters = p.counters
         prev_ts = p.last_ts
-        resets = p.counters.resets
-        d = p.counters.update(s.ts, _NIC_COUNTERS(s))
+        resets = counters.resets
+        d = counters.update(s.ts, _NIC_COUNTERS(s))
         if d is None:
             return  # late or duplicate
-        if prev_ts > float("-inf"):
-            p.interval_s = s.ts - prev_ts
-        p.last_ts = s.ts
-        self._link(p, s, d, cfg, out)
-        self._errors(p, s, d, cfg, out)
-        if p.counters.resets == resets and prev_ts > float("-inf"):
-            dt = s.ts - prev_ts
+        ts = s.ts
+        first = prev_ts == _NEVER
+        if not first:
+            p.interval_s = ts - prev_ts
+        p.last_ts = ts
+        # The healthy common case (link up, no flap, no error, nothing raised) decides nothing
+        # in _link and _errors: skip the calls (this runs for every sample of every port).
+        active = p.active
+        if active or p.down or d[_LINK_DOWNED] or s.link_state == "down":
+            self._link(p, s, d, cfg, out)
+        if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
+            self._errors(p, s, d, cfg, out)
+        if counters.resets == resets and not first:
+            dt = ts - prev_ts
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
-            self._throughput(p, s, cfg, out)
+            if ts - self._ref_ts >= 1.0:
+                self._refresh_ref(ts)
+            if p.low or "nic_throughput" in active or (
+                    self._ref_gbps >= cfg.nic_busy_gbps
+                    and p.gbps < cfg.nic_throughput_ratio * self._ref_gbps):  # type: ignore[operator]
+                self._throughput(p, s, cfg, out)
 
     def _emit(self, out: list[Finding], s: NicSample, p: _Port, signal: str, active: bool,
               severity: float, evidence: dict[str, Any], *, verdict: bool = True,
@@ -149,12 +164,14 @@ class NodeNics:
             p.errors.reset()
             self._emit(out, s, p, "nic_errors", False, 0.0, {})
 
+    def _refresh_ref(self, ts: float) -> None:
+        # The node's median port: with a port or two bad out of many, still the healthy rate.
+        rates = sorted(o.gbps for o in self._ports.values() if o.gbps is not None)
+        self._ref_gbps = rates[len(rates) // 2] if len(rates) > 1 else 0.0
+        self._ref_ts = ts
+
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
-        if s.ts - self._ref_ts >= 1.0:
-            # The node's median port: with a port or two bad out of many, still the healthy rate.
-            rates = sorted(o.gbps for o in self._ports.values() if o.gbps is not None)
-            self._ref_gbps = rates[len(rates) // 2] if len(rates) > 1 else 0.0
-            self._ref_ts = s.ts
+        """A port low against the node's median (refreshed by the caller), or one recovering."""
         ref = self._ref_gbps
         low = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
         if low:

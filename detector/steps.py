@@ -3,9 +3,12 @@
 Steps are gathered until every rank has reported (or the allowed lateness has
 passed), then analysed a whole step at a time with numpy:
 
-- **slow ranks** — each rank's ``log(compute_ms)`` minus its peer group's
-  median (peers: same tp_rank and pp_rank, so pipeline stages are never mixed),
-  minus the rank's own learned bias, in units of the job's noise, feeds a robust
+- **slow ranks** — each rank's ``log(compute_ms)`` (without ``compute_ms``:
+  ``step_ms - comm_ms``, see :meth:`JobMonitor._busy`) minus its peer group's
+  median (peers: same tp_rank and pp_rank; with fewer than ``min_peers`` of those
+  the whole pipeline stage, so stages are never mixed), minus the rank's own
+  learned bias (a steady offset from the job's start up to ``start_offset_max``
+  is that rank's baseline, see :meth:`JobMonitor._note_offsets`), in units of the job's noise, feeds a robust
   CUSUM per rank.  A whole-job slowdown (checkpoint save) moves the median, not
   the ratio; a one-step spike is clipped; a persistent slowdown alarms within a
   few steps.  The first ``warmup_steps`` after a (re)start learn each rank's
@@ -15,8 +18,9 @@ passed), then analysed a whole step at a time with numpy:
   GPU is reported at its second step);
 - **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
   group, decided on the step it happens;
-- **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas;
-  repeated spikes on one rank (not one-off ones) raise an escalation.
+- **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas
+  (with fewer than ``min_peers`` replicas: against the other shards of its own
+  replica, :meth:`JobMonitor._grad_within_replica`); repeated spikes on one rank (not one-off ones) raise an escalation.
 
 Per-rank state lives in numpy arrays indexed by a slot per rank seen (a rank
 number is only a key: one message claiming rank 1,048,575 costs one slot, not
@@ -117,6 +121,7 @@ class JobMonitor:
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
         self._cap = np.zeros(0)                       # most bias each rank may learn (log ratio)
+        self._fresh = np.zeros(0, dtype=bool)         # in its first warm-up on its GPU
         self.start_offsets: dict[int, float] = {}     # rank -> slowness learned at the start
         self._gross_onset = np.zeros(0)
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
@@ -377,6 +382,7 @@ class JobMonitor:
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
         self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
+        self._fresh = np.concatenate([self._fresh, np.ones(n - old, dtype=bool)])
 
     def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
@@ -396,6 +402,7 @@ class JobMonitor:
         self._run_n[m] = 0
         self._base[m] = 0.0
         self._cap[m] = self.cfg.slow_baseline_clip
+        self._fresh[m] = True
         self._spikes[m] = 0.0
         return moved
 
@@ -461,10 +468,14 @@ class JobMonitor:
             self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
             # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
-            self._cap[r] = np.clip(self._base[r] + cfg.slow_baseline_clip, cfg.slow_baseline_clip,
-                                   math.log1p(cfg.start_offset_max))
+            # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
+            # not there at the job's start is a change, not a baseline.
+            f = r[self._fresh[r]]
+            self._cap[f] = np.clip(self._base[f] + cfg.slow_baseline_clip,
+                                   cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
             if self._evaluated == cfg.warmup_steps:
-                self._note_offsets(r)
+                self._note_offsets(f)
+                self._fresh[r] = False
         else:
             learn &= ~self._slow.alarmed[r]
             lr = r[learn]

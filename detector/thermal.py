@@ -138,8 +138,14 @@ class GpuThermal:
                                False, 0.0, {"sample_interval_s": round(gap, 2)}, None,
                                s.tenant, s.cluster))
         self._last_ts = s.ts
-        if s.gpu_temp_c is not None:
-            self._check_hot(s, s.gpu_temp_c, cfg, out)
+        temp_c = s.gpu_temp_c
+        if temp_c is not None:
+            node = self._node
+            node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
+            if s.ts - node.median_ts >= 1.0:
+                node.reference(s.ts)
+            if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
+                self._check_hot(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
@@ -157,7 +163,10 @@ class GpuThermal:
             bad = False
             heavy = drop >= cfg.clock_drop
             capped = drop >= cfg.cap_clock_drop
-        self._power_cap(s, heavy, bits, drop, base, cfg, out)
+        if heavy or self._cap_active:
+            self._power_cap(s, heavy, bits, drop, base, cfg, out)
+        else:  # (_power_cap's common case, inline: this runs for every sample)
+            self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
         seen = (drop >= cfg.hw_clock_drop if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
         if seen != self._seen:
@@ -249,9 +258,10 @@ class GpuThermal:
 
     def _check_hot(self, s: ThermalSample, temp_c: float, cfg: Thresholds,
                    out: list[Finding]) -> None:
+        """Hot against the node's median (the caller recorded ``temp_c`` and refreshed the
+        median), or cooling down: a run counted, a finding raised or cleared."""
         node = self._node
-        node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
-        hot = temp_c >= node.reference(s.ts) + cfg.hot_delta_c
+        hot = temp_c >= node.median_c + cfg.hot_delta_c
         if hot:
             if self._hot == 0:
                 self._hot_onset = s.ts

@@ -45,14 +45,21 @@ class CounterDeltas:
             return None
         self._last_ts = ts
         last = self._last
-        if None not in last and None not in values:
-            # Common case, at C speed: every counter present now and before.
+        try:
+            # Common case, at C speed: every counter present now and before (a None on
+            # either side is a TypeError, before anything changed).
             deltas = tuple(map(sub, values, last))  # type: ignore[arg-type]
-            self._last = list(values)
-            if min(deltas) >= 0:
-                return deltas
-            self.resets += sum(1 for d in deltas if d < 0)
-            return tuple(d if d > 0 else 0 for d in deltas)
+        except TypeError:
+            return self._update_partial(values)
+        self._last = list(values)
+        if min(deltas) >= 0:
+            return deltas
+        self.resets += sum(1 for d in deltas if d < 0)
+        return tuple(d if d > 0 else 0 for d in deltas)
+
+    def _update_partial(self, values: Sequence[int | None]) -> tuple[int, ...]:
+        """Some counter missing, in this sample or the baseline: counter by counter."""
+        last = self._last
         out = []
         for i, v in enumerate(values):
             if v is None:

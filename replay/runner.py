@@ -1,8 +1,9 @@
 """Run the engine in one process over incident logs: the embedded default of faultline.
 
-Telemetry records are decoded exactly as the Kafka worker decodes them, fed
-to a fresh :class:`~detector.engine.Engine` per log, and every alert is handed
-to ``on_alert`` as it fires.  Labels are collected (never shown to the
+Telemetry records go into a fresh :class:`~detector.engine.Engine` per log
+(:meth:`~detector.engine.Engine.ingest`: decoded, dead-lettered and salvaged
+by the same stage as a Kafka worker's), and every alert is handed to
+``on_alert`` as it fires.  Labels are collected (never shown to the
 engine) so the result can be scored.
 """
 
@@ -15,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from detector.alerts import ALERT_TOPICS, Alert, FiredAlert, Label
-from detector.decoding import decode_value
 from detector.engine import Engine
 from detector.events import TELEMETRY_TOPICS, InvalidMessage
 from detector.thresholds import Thresholds
@@ -84,21 +84,20 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
         res.records += 1
         topic = rec.topic
         if topic in telemetry:
+            alerts: list[Alert] = []
             try:
-                ev = decode_value(topic, rec.value)
-            except InvalidMessage as exc:
+                ev = eng.ingest(topic, rec.value, alerts)
+            except InvalidMessage as exc:  # dead-lettered by the service, with this reason
                 res.invalid[f"{topic} {exc.field or 'message'}"] += 1
-                if exc.nonfinite is not None:
-                    emit(eng.process_nonfinite(exc.nonfinite))
+                emit(alerts)  # what it salvaged (a NaN loss)
                 continue
-            try:
-                alerts = eng.process(ev)
             except Exception as exc:  # noqa: BLE001 - one bad record must not end a replay
                 res.invalid[f"{topic} engine error {type(exc).__name__}"] += 1
+                emit(alerts)
                 continue
             if eng.rejected:  # out of range for the log's own clock
-                for exc in eng.rejected:
-                    res.invalid[f"{exc.topic} {exc.reason.partition(':')[0]}"] += 1
+                for refused in eng.rejected:
+                    res.invalid[f"{refused.topic} {refused.reason.partition(':')[0]}"] += 1
                 res.events -= len(eng.rejected)
                 eng.rejected.clear()
             res.events += 1
@@ -117,8 +116,8 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
         else:
             res.invalid[f"unknown topic {topic[:40]!r}"] += 1
     emit(eng.finish())
-    for exc in eng.rejected:
-        res.invalid[f"{exc.topic} {exc.reason.partition(':')[0]}"] += 1
+    for refused in eng.rejected:
+        res.invalid[f"{refused.topic} {refused.reason.partition(':')[0]}"] += 1
     res.last_ts = eng.clock if res.events else None
     res.seconds = time.perf_counter() - t0
     res.engine_stats = eng.stats()

@@ -56,16 +56,16 @@ def test_a_silent_node_is_forgotten_and_comes_back_as_new() -> None:
     feed(eng, [ecc(T0, "node-a", 0, dbe=3), thermal(T0, "node-a", 0),
                nic(T0, "node-a", "mlx5_0", tx=10**12, rx=10**12),
                ecc(T0, "node-b", 0)], finish=False)
-    assert eng.monitors.was_seen("node-a", "nic")
+    assert eng.was_seen("node-a", "nic")
     # node-b goes on reporting; node-a is silent for more than an hour
     feed(eng, [ecc(T0 + t, "node-b", 0) for t in range(60, int(2 * HOUR), 60)], finish=False)
-    assert not any(eng.monitors.was_seen("node-a", s) for s in ("ecc", "thermal", "nic"))
-    assert eng.monitors.was_seen("node-b", "ecc")
+    assert not any(eng.was_seen("node-a", s) for s in ("ecc", "thermal", "nic"))
+    assert eng.was_seen("node-b", "ecc")
     assert eng.stats()["gpus"] == 1 and eng.stats()["nodes_with_nics"] == 0
     # back with the same cumulative counters: a baseline, not an increase (no DBE alert)
     back = feed(eng, [ecc(T0 + 2 * HOUR, "node-a", 0, dbe=3),
                       ecc(T0 + 2 * HOUR + 60, "node-a", 0, dbe=3)], finish=False)
-    assert back == [] and eng.monitors.was_seen("node-a", "ecc")
+    assert back == [] and eng.was_seen("node-a", "ecc")
 
 
 def test_a_faulty_gpu_is_kept_a_day_so_its_reset_resolves_the_problem() -> None:
@@ -74,7 +74,7 @@ def test_a_faulty_gpu_is_kept_a_day_so_its_reset_resolves_the_problem() -> None:
                        ecc(T0 + 2, "node-b", 0)], finish=False)
     assert [a.status for a in fired] == ["firing"]
     feed(eng, [ecc(T0 + t, "node-b", 0) for t in range(60, int(3 * HOUR), 60)], finish=False)
-    assert eng.monitors.was_seen("node-a", "ecc")  # silent 3 h, but it had a fault
+    assert eng.was_seen("node-a", "ecc")  # silent 3 h, but it had a fault
     # back after repair: the counters were reset with the GPU
     out = feed(eng, [ecc(T0 + 3 * HOUR + t, "node-a", 0, sbe=0) for t in range(0, 120, 10)],
                finish=False)

@@ -80,10 +80,14 @@ class CorrelatorPartition:
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
-        state = {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
-                 "heap": self._heap, "released": self.released, "seen": self._seen,
-                 "counts": (self.findings, self.duplicates, self.late, self.invalid)}
-        return self.offset, codec.encode(state, f"findings:{self.partition}@{self.offset}")
+        return self.offset, codec.encode(self.state(),
+                                         f"findings:{self.partition}@{self.offset}")
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
+        return {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
+                "heap": self._heap, "released": self.released, "seen": self._seen,
+                "counts": (self.findings, self.duplicates, self.late, self.invalid)}
 
     @classmethod
     def restore(cls, partition: int, offset: int, blob: bytes,
@@ -94,6 +98,15 @@ class CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
                                 Correlator, "not a findings partition's state")
+        return cls.from_state(state, partition, offset, topology, expected=expected, now=now,
+                              source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], partition: int, offset: int,
+                   topology: Topology | None = None, *, expected: Iterable[str] = (),
+                   now: float = 0.0, source_timeout_s: float = 30.0,
+                   empty_grace_s: float = 5.0) -> CorrelatorPartition:
+        """The partition :meth:`state` described, with what a snapshot never holds given back."""
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
         part.correlator = state["correlator"]
@@ -131,24 +144,13 @@ class CorrelatorPartition:
                 if fid <= src.last_id:
                     self.duplicates += 1  # a source reprocessing after a restore
                     return
-                src.last_id = fid
-                f = Finding.from_dict(msg["finding"])
-                tag = float(msg["tag"])
-                if tag < self.released:
-                    self.late += 1
                 arrived = msg.get("arrived")
-                heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f,
-                                            float(arrived) if arrived is not None else None))
-                self.findings += 1
+                self.take(src, name, fid, float(msg["tag"]), Finding.from_dict(msg["finding"]),
+                          float(arrived) if arrived is not None else None)
             elif kind == "seen":
-                self._seen.setdefault(str(msg["node"]), set()).add(str(msg["what"]))
+                self.seen(str(msg["node"]), str(msg["what"]))
             elif kind == "forget":
-                node = str(msg["node"])
-                sources = self._seen.get(node)
-                if sources is not None:
-                    sources.discard(str(msg["what"]))
-                    if not sources:
-                        del self._seen[node]
+                self.forget(str(msg["node"]), str(msg["what"]))
             else:
                 raise ValueError(f"unknown type {kind!r}")
         except Exception as exc:  # noqa: BLE001
@@ -156,6 +158,30 @@ class CorrelatorPartition:
             self.invalid += 1
             log.warning("findings partition %d offset %d: unreadable message: %s",
                         self.partition, offset, exc)
+
+    # The findings-topic messages' effects, also called directly by the in-process Engine
+    # (its findings go to its one correlator partition in memory, not through the topic).
+
+    def take(self, src: _Source, name: str, fid: tuple[int, int], tag: float, f: Finding,
+             arrived: float | None) -> None:
+        """A new finding of source ``name`` (id ``fid``, tagged ``tag``): decided on release."""
+        src.last_id = fid
+        if tag < self.released:
+            self.late += 1
+        heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f, arrived))
+        self.findings += 1
+
+    def seen(self, node: str, what: str) -> None:
+        """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
+        self._seen.setdefault(node, set()).add(what)
+
+    def forget(self, node: str, what: str) -> None:
+        """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
+        sources = self._seen.get(node)
+        if sources is not None:
+            sources.discard(what)
+            if not sources:
+                del self._seen[node]
 
     def _heard(self, name: str, now: float) -> _Source:
         src = self.sources.get(name)
@@ -198,8 +224,13 @@ class CorrelatorPartition:
         answers reached Kafka, or None for an alert a timer decided.
         """
         clock = self.clock(now)
-        if clock is None:
-            return
+        if clock is not None:
+            self.release_to(clock, alerts, arrivals)
+
+    def release_to(self, clock: float, alerts: list[Alert],
+                   arrivals: list[float | None] | None = None) -> None:
+        """:meth:`release` up to the event time ``clock`` (the in-process Engine's, after
+        each record: its one source's clock)."""
         corr = self.correlator
         heap = self._heap
         while heap and heap[0][0] <= clock:
@@ -213,10 +244,23 @@ class CorrelatorPartition:
             if arrivals is not None:
                 arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
         if clock > self.released:
-            self._guarded(corr.advance, clock, alerts)
+            # corr.advance(clock) when it has anything to do (a timer due, a prune):
+            # checked here first, as this runs after every record in process.
+            timers = corr._timers
+            if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
+                self._guarded(corr.advance, clock, alerts)
             self.released = clock
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
+
+    def run_out(self, alerts: list[Alert]) -> None:
+        """End of input: time runs on until no timer is left; each fires at its due time."""
+        corr = self.correlator
+        while (due := corr.due()) < math.inf:
+            self.released = max(self.released, due)
+            self._guarded(corr.advance, self.released, alerts)
+            if corr.due() <= self.released:
+                break  # the timer failed (logged and counted): do not spin on it
 
     def _guarded(self, step: Any, arg: Any, alerts: list[Alert]) -> None:
         # One finding the correlator chokes on must not stop the partition (and with it

@@ -1,8 +1,10 @@
 """The service's two stages without Kafka: telemetry partitions to findings, findings to alerts.
 
-The in-process :class:`~detector.engine.Engine` is Monitors (events to
-findings) plus a Correlator (findings to alerts) sharing one clock.  The
-service splits them across a topic (see notes/service-spec.md):
+Detection is two stages, Monitors (events to findings) and a Correlator
+(findings to alerts).  The service runs them on different partitions with a
+topic in between (see notes/service-spec.md); the in-process
+:class:`~detector.engine.Engine` runs one of each, the findings passed in
+memory:
 
 - a :class:`SourcePartition` per telemetry topic-partition runs a
   :class:`~detector.monitors.Monitors` over that partition's messages and turns
@@ -51,14 +53,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from detector.decoding import decode
-from detector.events import (
-    ECC,
-    NIC,
-    THERMAL,
-    InvalidMessage,
-)
+from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
 from detector.findings import Finding
-from detector.monitors import Monitors
+from detector.monitors import Monitors, out_of_range
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -69,7 +66,6 @@ DEFAULT_CLUSTER = "default"
 # Findings made by an idle advance (no input record) are numbered after the
 # record they follow: offset, then this plus a counter.
 _IDLE_BASE = 1 << 30
-_HW_SOURCE = {ECC: "ecc", THERMAL: "thermal", NIC: "nic"}
 SNAPSHOT_VERSION = 1
 
 
@@ -125,6 +121,14 @@ def finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def finding_tag(clock: float, f: Finding) -> float:
+    """The event time a finding is correlated at: its source's clock when it was made.
+
+    (A NaN loss from a stream with no valid record yet has no clock: its own time.)
+    """
+    return clock if clock > -math.inf else f.ts
+
+
 def partition_state(codec: StateCodec, blob: bytes, context: str, part: str, cls: type,
                     what: str) -> dict[str, Any]:
     """A stage's snapshot: :class:`SnapshotRefused` unless it holds a ``cls`` at ``part``."""
@@ -143,7 +147,8 @@ class SourcePartition:
 
     def __init__(self, topic: str, partition: int, findings_partitions: int,
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
-                 *, now: float = 0.0, wall_clock: Callable[[], float] | None = None) -> None:
+                 *, now: float = 0.0, wall_clock: Callable[[], float] | None = None,
+                 hold_ahead: bool = False) -> None:
         self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
         self.partition = partition
         self.source = f"{topic}:{partition}"
@@ -157,34 +162,128 @@ class SourcePartition:
         self.caught_up = False              # the caller's view: nothing left to read for now
         self.events = 0
         self.invalid = 0
+        self.hold_ahead = hold_ahead        # see admit()
+        self.held: list[Event] = []         # far ahead of the clock, waiting for others to agree
+        self.refused: list[InvalidMessage] = []  # held records refused after all; caller drains
 
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
         """(last processed offset, state bytes); the topology is not included."""
-        state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
-                 "events": self.events, "invalid": self.invalid}
-        return self.offset, codec.encode(state, f"{self.source}@{self.offset}")
+        return self.offset, codec.encode(self.state(), f"{self.source}@{self.offset}")
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
+        return {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
+                "events": self.events, "invalid": self.invalid, "held": self.held}
 
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
-                codec: StateCodec = UNSIGNED,
-                wall_clock: Callable[[], float] | None = None) -> SourcePartition:
+                codec: StateCodec = UNSIGNED, wall_clock: Callable[[], float] | None = None,
+                hold_ahead: bool = False) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"{topic}:{partition}@{offset}", "monitors",
                                 Monitors, "not a telemetry partition's state")
-        part = cls(topic, partition, findings_partitions, now=now)
+        return cls.from_state(state, topic, partition, findings_partitions, offset, topology,
+                              now=now, wall_clock=wall_clock, hold_ahead=hold_ahead)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], topic: str, partition: int,
+                   findings_partitions: int, offset: int, topology: Topology | None, *,
+                   now: float = 0.0, wall_clock: Callable[[], float] | None = None,
+                   hold_ahead: bool = False) -> SourcePartition:
+        """The partition :meth:`state` described, with what a snapshot never holds given back."""
+        part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead)
         part.monitors = state["monitors"]
         part.monitors.attach(topology, wall_clock)
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
+        part.held = list(state.get("held", ()))
         return part
 
     @property
     def clock(self) -> float:
         return self.monitors.clock
+
+    # -- the way in (shared by the service and the in-process Engine) ----------------------
+
+    def decode(self, topic: str, value: Any, found: list[Finding],
+               decoder: Callable[[str, Any], Event] = decode) -> Event:
+        """One record's value as a telemetry event, or :class:`InvalidMessage` (its dead-letter
+        reason) once what can be salvaged from it is in ``found``: a step dead-lettered for a
+        NaN loss still reports the NaN on its GPU (:class:`~detector.events.NonFinite`).
+
+        ``decoder``: :func:`~detector.decoding.decode` for Kafka message bytes (the service),
+        :func:`~detector.decoding.decode_value` for a log's parsed value (replay).
+        """
+        try:
+            return decoder(topic, value)
+        except InvalidMessage as exc:
+            if exc.nonfinite is not None:
+                self.monitors.process_nonfinite(exc.nonfinite, found)
+            raise
+
+    def admit(self, ev: Event) -> tuple[Event, ...]:
+        """The event-time guard: the records that go into the monitors now, given ``ev``.
+
+        A record more than ``MAX_AHEAD_S`` ahead of the clock counts towards a
+        jump (:meth:`Monitors.count_jump`); the clock moves only when
+        ``JUMP_AGREE`` consecutive records agree on the new time (a gap in
+        the input).  What happens to the records counted short of that is the
+        one thing that differs between the two drivers, by ``hold_ahead``:
+
+        - False (the service): each is refused at once -- :meth:`Monitors.process`
+          raises ``ts_out_of_range`` and the record is dead-lettered with its
+          batch.  A partition's offset is committed after each snapshot, and a
+          record decided later than it is read would have to travel in the
+          snapshot and hold its dead letter back; a live partition's clock is
+          also bounded by the wall clock, so a jump there is rare and short.
+        - True (the in-process Engine, a log with its own time): they wait here
+          (and in the snapshot), and go in with the record that makes the jump
+          real, so a gap in a log loses nothing.  A record back on the old clock
+          first means they were strays: they are refused into :attr:`refused`
+          having changed nothing.
+        """
+        mon = self.monitors
+        if not self.hold_ahead or ev.ts - mon.clock <= MAX_AHEAD_S or mon.clock == -math.inf:
+            if self.held:
+                self.refuse_held()
+            return (ev,)
+        n = mon.count_jump(ev.ts)
+        if n == 1 and self.held:
+            self.refuse_held()  # it disagrees with them: a new count started
+        if n < JUMP_AGREE:
+            self.held.append(ev)
+            return ()
+        held = (*self.held, ev)
+        self.held = []
+        mon.clock = held[0].ts  # the jump is real
+        return held
+
+    def refuse_held(self) -> None:
+        """The held records were strays: refused (see :meth:`admit`), the jump count reset."""
+        self.refused.extend(out_of_range(e, self.monitors.clock) for e in self.held)
+        self.held = []
+        self.monitors.forget_jump()
+
+    def run_on(self, until: float, found: list[Finding]) -> None:
+        """Let event time run on to ``until`` without a record, deciding what waited for it.
+
+        ``until`` = inf is the end of the input (the in-process Engine's
+        ``finish``): every step still waiting for ranks is decided, and the
+        clock and the units stay (silence at the end of a log is not a fleet
+        shrinking).  Otherwise (the service's idle advance) the clock moves
+        there, and overdue steps are decided and silent units pruned as the
+        next record would have.
+        """
+        if self.held:
+            self.refuse_held()
+        if until == math.inf:
+            self.monitors.finish(found)
+        else:
+            self.monitors.advance(until, found)
 
     # -- processing ----------------------------------------------------------------------
 
@@ -197,8 +296,7 @@ class SourcePartition:
         seconds, or ``arrivals_per_s`` units a second) or None.
         """
         mon = self.monitors
-        topic, source = self.topic, self.source
-        hw = _HW_SOURCE.get(topic)
+        topic = self.topic
         found: list[Finding] = []
         n_in = 0
         for offset, key, raw, arrived in records:
@@ -211,29 +309,19 @@ class SourcePartition:
                         raise InvalidMessage(topic, raw.reason)
                     if raw is None:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
-                ev = decode(topic, raw)
-                new_node = hw is not None and not mon.was_seen(ev.node, hw)
-                mon.process(ev, found)  # InvalidMessage too: ts out of range
+                ev = self.decode(topic, raw, found)
+                mon.process(ev, found)  # InvalidMessage too: ts out of range (see admit)
             except InvalidMessage as exc:
                 self.invalid += 1
                 dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
-                if exc.nonfinite is not None:
-                    try:
-                        mon.process_nonfinite(exc.nonfinite, found)
-                    except Exception as err:  # noqa: BLE001 - see _engine_error
-                        self._engine_error(err, offset, key, raw, dead)
             except Exception as err:  # noqa: BLE001 - see _engine_error
                 self._engine_error(err, offset, key, raw, dead)
             else:
                 self.events += 1
-                if new_node:
-                    emits.append(Emit(findings_partition(ev.cluster, self.findings_partitions),
-                                      b"seen", dumps({"type": "seen", "source": source,
-                                                       "node": ev.node, "what": hw})))
             self.offset = offset
             self._idle_seq = 0
-            if mon.forgotten:
-                self._emit_forgotten(emits)
+            if mon.heard or mon.forgotten:
+                self._emit_seen(emits)
             if found:
                 self._emit_findings(found, offset, 0, emits,
                                     None if arrived is None else arrived / arrivals_per_s)
@@ -257,18 +345,24 @@ class SourcePartition:
         parts = self.findings_partitions
         for k, f in enumerate(found, first):
             cluster = f.cluster or DEFAULT_CLUSTER
-            # A NaN loss from a stream with no valid record yet has no clock: its own time.
-            tag = clock if clock > -math.inf else f.ts
+            tag = finding_tag(clock, f)
             emits.append(Emit(findings_partition(cluster, parts), cluster.encode(), dumps(
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
-    def _emit_forgotten(self, emits: list[Emit]) -> None:
-        # The node's cluster is not known any more: every correlator hears it.
-        for node, what in self.monitors.forgotten:
+    def _emit_seen(self, emits: list[Emit]) -> None:
+        """What the correlators' view of "seen" must learn (Monitors.heard / .forgotten)."""
+        mon = self.monitors
+        for cluster, node, what in mon.heard:
+            emits.append(Emit(findings_partition(cluster, self.findings_partitions), b"seen",
+                              dumps({"type": "seen", "source": self.source, "node": node,
+                                     "what": what})))
+        mon.heard.clear()
+        # A forgotten node's cluster is not known any more: every correlator hears it.
+        for node, what in mon.forgotten:
             emits.append(Emit(None, b"seen", dumps({"type": "forget", "source": self.source,
                                                     "node": node, "what": what})))
-        self.monitors.forgotten.clear()
+        mon.forgotten.clear()
 
     def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
         """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
@@ -280,10 +374,10 @@ class SourcePartition:
         if not self.is_idle(now, idle_after_s) or not math.isfinite(self.monitors.clock):
             return
         found: list[Finding] = []
-        self.monitors.advance(self.monitors.clock + (now - self._advanced_at), found)
+        self.run_on(self.monitors.clock + (now - self._advanced_at), found)
         self._advanced_at = now
-        if self.monitors.forgotten:
-            self._emit_forgotten(emits)
+        if self.monitors.heard or self.monitors.forgotten:
+            self._emit_seen(emits)
         if found:
             self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
             self._idle_seq += len(found)

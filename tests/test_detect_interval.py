@@ -1,0 +1,56 @@
+"""A slow rank waits for its GPU's thermal telemetry only as long as that telemetry can tell.
+
+The first thermal sample taken after the slowdown began shows a throttle if
+there is one; once it is due (the collector's cadence and phase are known) the
+slow rank is decided: attributed if the sample showed a throttle, escalated
+otherwise -- not one whole interval and a quarter later.
+"""
+
+from __future__ import annotations
+
+from detector.alerts import ESCALATION, ISOLATION
+from detector.engine import Engine
+from detector.testing import T0, feed, healthy_job, thermal
+
+
+def _firing(alerts):
+    return [a for a in alerts if a.status == "firing"]
+
+
+def _temps(first: float, n: int, *, throttle_from: int | None = None, gpu: int = 3,
+           every: float = 30.0):
+    return [thermal(first + every * k, "node-000", gpu,
+                    clock_mhz=1650.0 if throttle_from is not None and k >= throttle_from
+                    else 1980.0,
+                    throttle=0x40 if throttle_from is not None and k >= throttle_from else 0,
+                    temp_c=91.0 if throttle_from is not None and k >= throttle_from else 66.0)
+            for k in range(n)]
+
+
+def test_at_30_s_a_clean_sample_after_the_onset_decides_at_once():
+    steps = list(healthy_job(steps=160, slow={3: 1.15}, slow_from=80))
+    temps = _temps(T0 + 2, 6)  # samples at +2, +32, +62, +92: the slowdown starts at +80
+    alerts = _firing(feed(Engine(), sorted(steps + temps, key=lambda e: e.ts)))
+    assert [(a.topic, a.cause, a.scope.key) for a in alerts] == [
+        (ESCALATION, "unknown", "gpu:node-000/3")]
+    # decided when the +92 sample is due (plus its slack), not 1.25 x 30 s + 1 s after the
+    # slow rank was found (~+122)
+    assert alerts[0].detected_ts - (T0 + 80) <= 15.0
+
+
+def test_a_sample_just_after_the_onset_does_not_rule_out_a_throttle():
+    # A sample half a step after the onset may predate the change: the next one decides.
+    steps = list(healthy_job(steps=160, slow={3: 1.15}, slow_from=80))
+    temps = _temps(T0 + 20.5, 5, throttle_from=3)  # +20.5, +50.5, +80.5 clean, +110.5 hot
+    alerts = _firing(feed(Engine(), sorted(steps + temps, key=lambda e: e.ts)))
+    assert [(a.topic, a.cause, a.scope.key) for a in alerts] == [
+        (ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+def test_a_gross_outlier_from_the_start_with_1_hz_telemetry_is_decided_at_its_second_step():
+    events = list(healthy_job(steps=40, slow={5: 2.35}, slow_from=0))
+    temps = _temps(T0 - 3.5, 45, gpu=5, every=1.0)
+    alerts = _firing(feed(Engine(), sorted(events + temps, key=lambda e: e.ts)))
+    assert [(a.topic, a.scope.key) for a in alerts] == [(ESCALATION, "gpu:node-000/5")]
+    steps_seen = sum(1 for e in events if e.rank == 5 and e.ts <= alerts[0].detected_ts)
+    assert steps_seen <= 2
