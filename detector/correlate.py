@@ -122,9 +122,10 @@ class Correlator:
     def fire_due(self, ts: float, out: list[Alert]) -> None:
         """Before the findings of a record at ``ts``: fire the timers due by then.
 
-        The ordering rule of every way of running faultline (the in-process
-        Engine per record, the service's correlator per finding tag): a timer
-        due before a record is decided on what came before it.
+        The ordering rule of every way of running faultline (applied per
+        finding tag by :meth:`CorrelatorPartition.release_to`, which the
+        service and the in-process Engine both run): a timer due before a
+        record is decided on what came before it.
         """
         timers = self._timers
         if timers and timers[0][0] <= ts:

@@ -80,14 +80,14 @@ class Engine:
         (:meth:`SourcePartition.admit`); refused ones go to :attr:`rejected`."""
         alerts: list[Alert] = []
         src = self.source
-        if ev.ts - src.monitors.clock > MAX_AHEAD_S or src._held:
+        if ev.ts - src.monitors.clock > MAX_AHEAD_S or src.held:
             for e in src.admit(ev):  # none (held), or those held with the one that agrees
                 try:
                     self._feed(e, alerts)
                 except InvalidMessage as exc:
                     src.refused.append(exc)
-        else:
-            self._feed(ev, alerts)
+            return alerts
+        self._feed(ev, alerts)
         return alerts
 
     def ingest(self, topic: str, value: Any, alerts: list[Alert]) -> Event:
@@ -111,7 +111,6 @@ class Engine:
         mon = src.monitors
         found: list[Finding] = []
         mon.process(ev, found)
-        src.offset += 1
         if mon.heard or mon.forgotten:
             self._pass_seen()
         if found:
@@ -132,7 +131,9 @@ class Engine:
         """Findings to the correlator partition in memory (the findings topic's work)."""
         src, stage = self.source, self.stage
         clock = src.monitors.clock
-        offset, name, state = src.offset, src.source, self._src
+        # Ids only order one source's findings: a count of the records that made any.
+        src.offset = offset = src.offset + 1
+        name, state = src.source, self._src
         tag = clock
         for k, f in enumerate(found):
             tag = finding_tag(clock, f)

@@ -121,6 +121,7 @@ class JobMonitor:
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
         self._cap = np.zeros(0)                       # most bias each rank may learn (log ratio)
+        self._fresh = np.zeros(0, dtype=bool)         # in its first warm-up on its GPU
         self.start_offsets: dict[int, float] = {}     # rank -> slowness learned at the start
         self._gross_onset = np.zeros(0)
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
@@ -381,6 +382,7 @@ class JobMonitor:
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
         self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
+        self._fresh = np.concatenate([self._fresh, np.ones(n - old, dtype=bool)])
 
     def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
@@ -400,6 +402,7 @@ class JobMonitor:
         self._run_n[m] = 0
         self._base[m] = 0.0
         self._cap[m] = self.cfg.slow_baseline_clip
+        self._fresh[m] = True
         self._spikes[m] = 0.0
         return moved
 
@@ -465,10 +468,14 @@ class JobMonitor:
             self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
             # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
-            self._cap[r] = np.clip(self._base[r] + cfg.slow_baseline_clip, cfg.slow_baseline_clip,
-                                   math.log1p(cfg.start_offset_max))
+            # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
+            # not there at the job's start is a change, not a baseline.
+            f = r[self._fresh[r]]
+            self._cap[f] = np.clip(self._base[f] + cfg.slow_baseline_clip,
+                                   cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
             if self._evaluated == cfg.warmup_steps:
-                self._note_offsets(r)
+                self._note_offsets(f)
+                self._fresh[r] = False
         else:
             learn &= ~self._slow.alarmed[r]
             lr = r[learn]

@@ -138,3 +138,16 @@ def test_a_gross_outlier_from_the_start_is_still_caught_at_once():
     slow = _slow(found)
     assert [f.rank for f in slow] == [3]
     assert _step_of(slow[0]) <= 2
+
+
+def test_after_a_restart_a_slowness_that_came_later_is_not_learned_as_a_start_offset():
+    events = _job(200, slow={3: 1.10}, slow_from=60)
+    restart_at = 100 * 8  # the job restarts from its checkpoint at step 50: numbers go back
+    replay = events[:restart_at] + [e._replace(step=e.step - 50) for e in events[restart_at:]]
+    found, m = _run(replay)
+    restart_ts = events[restart_at].ts
+    after = [f for f in _slow(found) if f.ts > restart_ts]
+    (job,) = m._jobs.values()
+    assert job.restarts == 1
+    assert [f.rank for f in after] == [3]
+    assert 3 not in job.start_offsets

@@ -267,6 +267,34 @@ def test_poison_messages_are_dead_lettered_and_the_partition_goes_on() -> None:
                               "too_deep", "ts_out_of_range", "ts_out_of_range"]
 
 
+def test_one_event_time_guard_holds_a_gap_in_a_log_and_refuses_it_in_the_service() -> None:
+    """SourcePartition.admit: the same jump count; held in process, dead-lettered by a worker."""
+    from detector.engine import Engine
+    from detector.testing import T0, thermal
+
+    gap = [T0, T0 + 7200.0, T0 + 7201.0, T0 + 7202.0]  # a log with a two-hour hole
+    eng = Engine()
+    for ts in gap[:2]:
+        eng.process(thermal(ts, "node-000", 0))
+    eng = Engine.restore(eng.snapshot())  # the record held waits in the snapshot too
+    for ts in gap[2:]:
+        eng.process(thermal(ts, "node-000", 0))
+    assert eng.rejected == [] and eng.clock == gap[-1]
+    assert eng.monitors.counts["thermal"] == 4  # nothing lost across the hole
+    stray = Engine()
+    for ts in (T0, T0 + 7200.0, T0 + 1.0):  # back on the old clock: it was a stray
+        stray.process(thermal(ts, "node-000", 0))
+    assert [e.field for e in stray.rejected] == ["ts"] and stray.clock == T0 + 1.0
+    assert stray.monitors.counts["thermal"] == 2
+
+    src = SourcePartition("telemetry.thermal", 0, 1)
+    dead: list[DeadLetter] = []
+    src.process([(i, b"node-000", b'{"ts": %r, "node": "node-000", "gpu": 0}' % ts, None)
+                 for i, ts in enumerate(gap)], 0.0, [], dead)
+    assert [d.offset for d in dead] == [1, 2] and "ts_out_of_range" in dead[0].reason
+    assert src.clock == gap[-1]  # the third agreeing record made the jump real
+
+
 def test_a_finding_the_correlator_fails_on_is_counted_and_the_partition_goes_on() -> None:
     w = PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic=FINDINGS,
                        findings_partitions=1, expected_sources=[f"{ECC}:0"])

@@ -1,4 +1,6 @@
-"""The staged pipeline of the service, Kafka-free: telemetry partitions to findings
+"""The staged pipeline, Kafka-free: telemetry partitions to findings
 (:mod:`detector.pipeline.source`), findings to alerts in event-time order
 (:mod:`detector.pipeline.correlator`).  The Faust adapter in
-:mod:`detector.service` hands batches over and produces what they return."""
+:mod:`detector.service` hands batches over to a :mod:`~detector.pipeline.worker`
+and produces what they return; the in-process :class:`~detector.engine.Engine`
+runs one source and one correlator partition, findings passed in memory."""

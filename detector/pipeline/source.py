@@ -163,7 +163,7 @@ class SourcePartition:
         self.events = 0
         self.invalid = 0
         self.hold_ahead = hold_ahead        # see admit()
-        self._held: list[Event] = []        # far ahead of the clock, waiting for others to agree
+        self.held: list[Event] = []         # far ahead of the clock, waiting for others to agree
         self.refused: list[InvalidMessage] = []  # held records refused after all; caller drains
 
     # -- state ---------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class SourcePartition:
     def state(self) -> dict[str, Any]:
         """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
         return {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
-                "events": self.events, "invalid": self.invalid, "held": self._held}
+                "events": self.events, "invalid": self.invalid, "held": self.held}
 
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
@@ -200,7 +200,7 @@ class SourcePartition:
         part.offset = offset
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
-        part._held = list(state.get("held", ()))
+        part.held = list(state.get("held", ()))
         return part
 
     @property
@@ -248,24 +248,24 @@ class SourcePartition:
         """
         mon = self.monitors
         if not self.hold_ahead or ev.ts - mon.clock <= MAX_AHEAD_S or mon.clock == -math.inf:
-            if self._held:
+            if self.held:
                 self.refuse_held()
             return (ev,)
         n = mon.count_jump(ev.ts)
-        if n == 1 and self._held:
+        if n == 1 and self.held:
             self.refuse_held()  # it disagrees with them: a new count started
         if n < JUMP_AGREE:
-            self._held.append(ev)
+            self.held.append(ev)
             return ()
-        held = (*self._held, ev)
-        self._held = []
+        held = (*self.held, ev)
+        self.held = []
         mon.clock = held[0].ts  # the jump is real
         return held
 
     def refuse_held(self) -> None:
         """The held records were strays: refused (see :meth:`admit`), the jump count reset."""
-        self.refused.extend(out_of_range(e, self.monitors.clock) for e in self._held)
-        self._held = []
+        self.refused.extend(out_of_range(e, self.monitors.clock) for e in self.held)
+        self.held = []
         self.monitors.forget_jump()
 
     def run_on(self, until: float, found: list[Finding]) -> None:
@@ -278,7 +278,7 @@ class SourcePartition:
         there, and overdue steps are decided and silent units pruned as the
         next record would have.
         """
-        if self._held:
+        if self.held:
             self.refuse_held()
         if until == math.inf:
             self.monitors.finish(found)
