@@ -129,14 +129,18 @@ def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
 class Worker:
     """One ``faultline serve`` process, its status file and its CPU."""
 
-    def __init__(self, env: dict[str, str], workdir: Path, extra: list[str] | None = None
-                 ) -> None:
+    def __init__(self, env: dict[str, str], workdir: Path, extra: list[str] | None = None,
+                 code: Path | None = None) -> None:
+        """``code``: another checkout of faultline to run the worker from (default: this one)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.log = open(workdir / "worker.log", "wb")  # noqa: SIM115 - closed in stop()
+        if code is not None:
+            env = {**env, "PYTHONPATH": str(code)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "detector.cli", "serve", "--workdir", str(workdir),
-             *(extra or [])], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+             *(extra or [])], cwd=code or ROOT, env=env, stdout=self.log,
+            stderr=subprocess.STDOUT)
 
     def status(self) -> dict[str, Any]:
         try:

@@ -86,7 +86,8 @@ def reference_consumer(mode: str, bootstrap: str, topics: list[str], n: int) -> 
 
 
 def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | None,
-          partitions: int, tmp: Path, feed: list[Msg] | None = None) -> dict[str, Any]:
+          partitions: int, tmp: Path, feed: list[Msg] | None = None,
+          code: Path | None = None) -> dict[str, Any]:
     """``workers`` faultline workers in one group consume ``n`` messages of ``prefix``.
 
     Without ``feed`` the backlog is already there; with it, the workers first
@@ -94,7 +95,7 @@ def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | Non
     """
     run = f"w{workers}-{uuid.uuid4().hex[:6]}"
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
-    procs = [Worker(env, tmp / f"{run}-{k}") for k in range(workers)]
+    procs = [Worker(env, tmp / f"{run}-{k}", code=code) for k in range(workers)]
     try:
         if feed is not None:
             def assigned() -> bool:
@@ -130,12 +131,12 @@ def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | Non
 
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
-                partitions: int, tmp: Path) -> dict[str, Any]:
+                partitions: int, tmp: Path, code: Path | None = None) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times."""
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
-    w = Worker(env, tmp / f"lat-{prefix}")
+    w = Worker(env, tmp / f"lat-{prefix}", code=code)
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
@@ -195,7 +196,8 @@ def engine_in_process(log: Path, topology: str | None, repeat: int) -> dict[str,
 NAMES = {"raw": "raw confluent-kafka + orjson.loads (the physical limit)",
          "faust-agent": "Faust, an agent that does nothing (Faust's default path)",
          "faust-batch": "Faust, the service's batch delivery, a stage that does nothing",
-         "faultline": "`faultline serve`, one worker"}
+         "faultline": "`faultline serve`, one worker",
+         "faultline-base": "`faultline serve`, one worker, the --baseline checkout"}
 STARTUP_S = 5.0
 ENGINE = (("parse", "in process: orjson.loads only"),
           ("decode", "in process: decode (parse + validate)"),
@@ -248,7 +250,8 @@ def report(res: dict[str, Any]) -> None:
         for lat in res["latency"]:
             a = [1e3 * x for x in lat["alerts"]]
             f = [1e3 * x for x in lat["findings"]]
-            print(f"| {lat['share']:.0%} of max | {lat['achieved_rate']:,.0f} | "
+            print(f"| {lat['share']:.0%} of max{lat.get('label', '')} | "
+                  f"{lat['achieved_rate']:,.0f} | "
                   f"{lat['worker_cpu_share']:.0%} | {percentile(a, 50):.0f} | "
                   f"{percentile(a, 99):.0f} | {max(a, default=float('nan')):.0f} | "
                   f"{len(a)} of {lat['alert_messages']} | {percentile(f, 50):.0f} | "
@@ -256,10 +259,17 @@ def report(res: dict[str, Any]) -> None:
         print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
               "and empty partitions hold the correlator's clock for the grace period):")
         for lat in res["latency"]:
+            if lat.get("per_run_max"):
+                print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: each run's slowest "
+                      "alert " + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_max"])
+                      + " ms; each run's median alert "
+                      + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms")
+        for lat in res["latency"]:
             steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
             slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
                              for x in sorted(lat["which"], reverse=True)[:3])
-            print(f"- {lat['share']:.0%} of max: alerts p50 {percentile(steady, 50):.0f} ms, "
+            print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: alerts p50 "
+                  f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
 
@@ -279,7 +289,11 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
+                    "`git archive main | tar -x -C DIR`): its worker is measured too, before "
+                    "this one's, and the latency runs alternate the two (same rate)")
     args = ap.parse_args()
+    base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
     topology = args.topology or None
     msgs = load(Path(args.log))
@@ -304,6 +318,11 @@ def main() -> int:
                 res[mode]["broker_cpu_s"] = broker.cpu_s() - cpu0
                 say(f"  {mode}: {n / res[mode]['wall_s']:,.0f} events/s")
         if "faultline" not in skip:
+            if base is not None:
+                res["faultline-base"] = serve(broker, prefix, n, 1, topology, args.partitions,
+                                              tmp, code=base)
+                say(f"  faultline (baseline): "
+                    f"{n / res['faultline-base']['wall_s']:,.0f} events/s")
             res["faultline"] = serve(broker, prefix, n, 1, topology, args.partitions, tmp)
             say(f"  faultline: {n / res['faultline']['wall_s']:,.0f} events/s")
         if "engine" not in skip:
@@ -323,25 +342,40 @@ def main() -> int:
         elif "latency" not in skip:
             top = args.max_rate or n / res["faultline"]["wall_s"]
             res["latency"] = []
+            codes: list[tuple[str, Path | None]] = [("", None)]
+            if base is not None:
+                codes = [(" (baseline)", base), ("", None)]
             for share in map(float, args.rates.split(",")):
-                runs = [latency_run(broker, msgs, share * top, topology, args.partitions, tmp)
-                        for _ in range(args.latency_runs)]
-                lat = {"share": share, "rate": share * top,
-                       "achieved_rate": sum(r["achieved_rate"] for r in runs) / len(runs),
-                       "worker_cpu_share": sum(r["worker_cpu_share"] for r in runs) / len(runs),
-                       "alert_messages": sum(r["alert_messages"] for r in runs),
-                       "alerts": [x for r in runs for x in r["alerts"]],
-                       "which": [x for r in runs for x in r["which"]],
-                       "findings": [x for r in runs for x in r["findings"]]}
-                res["latency"].append(lat)
-                say(f"  latency at {share:.0%} ({share * top:,.0f}/s): alerts p99 "
-                    f"{1e3 * percentile(lat['alerts'], 99):.0f} ms, findings p99 "
-                    f"{1e3 * percentile(lat['findings'], 99):.0f} ms")
+                by_code: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in codes}
+                for _ in range(args.latency_runs):
+                    for label, code in codes:  # alternating: the machine's load hits both
+                        by_code[label].append(latency_run(broker, msgs, share * top, topology,
+                                                          args.partitions, tmp, code=code))
+                for label, runs in by_code.items():
+                    lat = latency_summary(share, top, runs, label)
+                    res["latency"].append(lat)
+                    say(f"  latency at {share:.0%} ({share * top:,.0f}/s){label}: alerts p99 "
+                        f"{1e3 * percentile(lat['alerts'], 99):.0f} ms, findings p99 "
+                        f"{1e3 * percentile(lat['findings'], 99):.0f} ms")
     res["loadavg_end"] = loadavg()
     report(res)
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
     return 0
+
+
+def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label: str
+                    ) -> dict[str, Any]:
+    """Several paced runs at one rate as one row, with each run's slowest alert (the spread)."""
+    return {"share": share, "rate": share * top, "label": label,
+            "per_run_max": [max(r["alerts"], default=float("nan")) for r in runs],
+            "per_run_p50": [percentile(r["alerts"], 50) for r in runs],
+            "achieved_rate": sum(r["achieved_rate"] for r in runs) / len(runs),
+            "worker_cpu_share": sum(r["worker_cpu_share"] for r in runs) / len(runs),
+            "alert_messages": sum(r["alert_messages"] for r in runs),
+            "alerts": [x for r in runs for x in r["alerts"]],
+            "which": [x for r in runs for x in r["which"]],
+            "findings": [x for r in runs for x in r["findings"]]}
 
 
 if __name__ == "__main__":
