@@ -97,10 +97,11 @@ def _variants() -> dict[str, Variant]:
                 what="h100x4-256 (4 GPUs/node), TP4 PP4 DP16, 10 s, no topology, one slow "
                      "pipeline stage, power-capped fleet"),
         Variant("h1k-30s", "topologies/h100-1k.topo", 8, 4, 32, 24, 10.0,
-                {"interval": "30", "speed": "offsets", "clocks": "varied"},
+                {"interval": "30", "speed": "offsets", "clocks": "varied"}, hours_per_log=3.0,
                 what="h100-1k, 1,024 GPUs, TP8 PP4 DP32, 30 s, speed offsets, clocks spread"),
         Variant("gb200-30s", "topologies/gb200-nvl72.topo", 4, 4, 36, 24, 8.0,
                 {"interval": "30", "fields": "no_compute", "powercap": "fleet"},
+                hours_per_log=3.0,
                 what="GB200 NVL72 x 8 racks, 576 GPUs, TP4 PP4 DP36, 30 s, no compute_ms, "
                      "power-capped fleet"),
         Variant("dp4-10s", _H256, 8, 8, 4, 12, 4.0,
@@ -191,12 +192,16 @@ def run_log(task: tuple[LogRecipe, int]) -> dict[str, Any]:
 
 def fleet_tasks(names: Sequence[str], scale: float, seed: int) -> list[tuple[LogRecipe, int]]:
     """(log recipe, seed) for every log of the named variants; seeds seed, seed+1, ..."""
-    tasks: list[tuple[LogRecipe, int]] = []
+    rounds: list[list[tuple[LogRecipe, int]]] = []
     for i, name in enumerate(names):
         for j, r in enumerate(VARIANTS[name].logs(scale)):
-            tasks.append((r, seed + 1000 * i + j))
-    # the biggest logs first, so that two processes finish together
-    return sorted(tasks, key=lambda t: -t[0].gpus * t[0].duration_s / t[0].step_s)
+            while len(rounds) <= j:
+                rounds.append([])
+            rounds[j].append((r, seed + 1000 * i + j))
+    # every variant's first log, then every variant's second, ...: a run stopped early
+    # has covered every variant; within a round the biggest first
+    return [t for rnd in rounds
+            for t in sorted(rnd, key=lambda t: -t[0].gpus * t[0].duration_s / t[0].step_s)]
 
 
 def run_fleets(names: Sequence[str], scale: float = 1.0, seed: int = 7000, workers: int = 2,
