@@ -180,9 +180,7 @@ class Monitors:
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
         self.counts["nonfinite"] += 1
-        job = self._jobs.get(nf.job)
-        if job is None:
-            job = self._jobs[nf.job] = JobMonitor(nf.job, self.cfg)
+        job = self._jobs.get(nf.job) or self._jobs.setdefault(nf.job, JobMonitor(nf.job, self.cfg))
         job.add_nonfinite(nf, findings)
 
     def advance(self, now: float, findings: list[Finding]) -> None:
