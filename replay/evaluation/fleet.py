@@ -24,6 +24,9 @@ and engine: a job run), which also spreads the work over processes.
 
     python bench/healthy_fleet.py [--variants a,b] [--scale 1.0] [--workers 2]
 
+Logs run in the order a run stopped early can report best: each variant's first
+log, then the others cheapest per GPU-day first.
+
 >>> v = VARIANTS["powercap-30s"]
 >>> v.recipe(1.0).gpus, v.gpu_days(1.0)
 (256, 256.0)
@@ -198,10 +201,15 @@ def fleet_tasks(names: Sequence[str], scale: float, seed: int) -> list[tuple[Log
             while len(rounds) <= j:
                 rounds.append([])
             rounds[j].append((r, seed + 1000 * i + j))
-    # every variant's first log, then every variant's second, ...: a run stopped early
-    # has covered every variant; within a round the biggest first
-    return [t for rnd in rounds
-            for t in sorted(rnd, key=lambda t: -t[0].gpus * t[0].duration_s / t[0].step_s)]
+    # every variant's first log, then the rest cheapest per GPU-day first (records a
+    # GPU-day: steps and three telemetry topics): a run stopped early has covered every
+    # variant and as many GPU-days as it could; within the first round the biggest first
+    first = sorted(rounds[0], key=lambda t: -t[0].gpus * t[0].duration_s / t[0].step_s) \
+        if rounds else []
+    rest = sorted((t for rnd in rounds[1:] for t in rnd),
+                  key=lambda t: (1 / t[0].step_s + 3 / t[0].axes.interval_s,
+                                 t[0].name, t[1]))
+    return first + rest
 
 
 def run_fleets(names: Sequence[str], scale: float = 1.0, seed: int = 7000, workers: int = 2,
