@@ -78,16 +78,30 @@ class Engine:
         """Feed one decoded telemetry record; returns the alerts it (or the time it carries)
         caused.  A record far ahead of the clock waits for others to agree on the jump
         (:meth:`SourcePartition.admit`); refused ones go to :attr:`rejected`."""
-        alerts: list[Alert] = []
         src = self.source
-        if ev.ts - src.monitors.clock > MAX_AHEAD_S or src.held:
-            for e in src.admit(ev):  # none (held), or those held with the one that agrees
-                try:
-                    self._feed(e, alerts)
-                except InvalidMessage as exc:
-                    src.refused.append(exc)
-            return alerts
-        self._feed(ev, alerts)
+        mon = src.monitors
+        if ev.ts - mon.clock > MAX_AHEAD_S or src.held:
+            admitted = src.admit(ev)
+            if len(admitted) != 1:  # held, or let in with the ones held before it
+                return self._process_all(admitted)
+        alerts: list[Alert] = []
+        found: list[Finding] = []
+        mon.process(ev, found)
+        if mon.heard or mon.forgotten:
+            self._pass_seen()
+        if found:
+            self._correlate(found, alerts)
+        else:
+            self.stage.release_to(mon.clock, alerts)
+        return alerts
+
+    def _process_all(self, events: tuple[Event, ...]) -> list[Alert]:
+        alerts: list[Alert] = []
+        for e in events:  # each within MAX_AHEAD_S of the clock the one before it set
+            try:
+                alerts += self.process(e)
+            except InvalidMessage as exc:
+                self.source.refused.append(exc)
         return alerts
 
     def ingest(self, topic: str, value: Any, alerts: list[Alert]) -> Event:
@@ -105,18 +119,6 @@ class Engine:
                 self._correlate(found, alerts)
         alerts.extend(self.process(ev))
         return ev
-
-    def _feed(self, ev: Event, alerts: list[Alert]) -> None:
-        src = self.source
-        mon = src.monitors
-        found: list[Finding] = []
-        mon.process(ev, found)
-        if mon.heard or mon.forgotten:
-            self._pass_seen()
-        if found:
-            self._correlate(found, alerts)
-        else:
-            self.stage.release_to(mon.clock, alerts)
 
     def _pass_seen(self) -> None:
         mon, stage = self.source.monitors, self.stage
