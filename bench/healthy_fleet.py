@@ -9,6 +9,11 @@ spent. Every firing problem is listed. Run it niced on a shared machine:
 
     nice -n 10 python bench/healthy_fleet.py [--scale 1] [--workers 2] [--json OUT]
     python bench/healthy_fleet.py --cost     # CPU seconds per GPU-day, per variant (~1 min)
+    python bench/healthy_fleet.py --report OUT.json   # the table of a run (also a stopped one)
+
+Logs run in rounds (every variant's first log, then every second, ...), and
+``--json`` is rewritten as each log finishes, so a run stopped early still
+reports every variant on the GPU-days it did finish.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from replay.evaluation.fleet import per_variant  # noqa: E402
+
 
 def main() -> int:
-    from replay.evaluation.fleet import VARIANTS, per_variant, run_fleets
+    from replay.evaluation.fleet import VARIANTS, run_fleets
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", default=",".join(VARIANTS),
@@ -36,7 +43,15 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write every log's result here (as they finish)")
     ap.add_argument("--cost", action="store_true",
                     help="measure CPU seconds per GPU-day on 20 simulated minutes a variant")
+    ap.add_argument("--report", type=Path, nargs="+",
+                    help="print the per-variant table of saved --json runs and exit")
     args = ap.parse_args()
+    if args.report:
+        for path in args.report:
+            run = json.loads(path.read_text())
+            print(f"{path} at {run['commit']}, scale {run['scale']}: {len(run['logs'])} logs")
+            table(per_variant(run["logs"]))
+        return 0
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown or args.scale <= 0 or args.workers < 1:
@@ -63,15 +78,20 @@ def main() -> int:
                                              "logs": done}, indent=1) + "\n")
 
     results = run_fleets(names, args.scale, args.seed, args.workers, note)
-    print(f"\n{'variant':<14} {'logs':>4} {'GPU-days':>9} {'events':>12} {'false iso':>9} "
+    print()
+    table(per_variant(results))
+    print(f"wall {time.perf_counter() - t0:.0f} s at {commit}")
+    return 0
+
+
+def table(rows: list[dict]) -> None:
+    print(f"{'variant':<14} {'logs':>4} {'GPU-days':>9} {'events':>12} {'false iso':>9} "
           f"{'escal.':>6} {'iso/1k GPU-d':>12} {'95% upper':>9} {'CPU s':>7} {'CPU s/GPU-d':>11}")
-    for row in per_variant(results):
+    for row in rows:
         print(f"{row['variant']:<14} {row['logs']:>4} {row['gpu_days']:>9.1f} "
               f"{row['events']:>12,} {row['false_isolations']:>9} {row['escalations']:>6} "
               f"{row['per_1k_gpu_days']:>12.2f} {row['upper95_per_1k']:>9.2f} "
               f"{row['cpu_s']:>7.0f} {row['cpu_s'] / max(row['gpu_days'], 1e-9):>11.2f}")
-    print(f"wall {time.perf_counter() - t0:.0f} s at {commit}")
-    return 0
 
 
 if __name__ == "__main__":

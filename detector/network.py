@@ -14,8 +14,9 @@ switch failure from a cable.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
+
+import msgspec
 
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
@@ -25,7 +26,12 @@ from models.counters import CounterDeltas
 from models.decay import DecayingCount
 
 _IDX = {name: i for i, name in enumerate(NIC_COUNTERS)}
-_NIC_COUNTERS = attrgetter(*NIC_COUNTERS)  # a sample's counters, by name, in that order
+# A sample's counters in NIC_COUNTERS order: one slice of msgspec's astuple (a C loop over
+# the slots), half the time of eleven attribute lookups; the record's field order is checked.
+_FIRST = NicSample.__struct_fields__.index(NIC_COUNTERS[0])
+_COUNTER_SLICE = slice(_FIRST, _FIRST + len(NIC_COUNTERS))
+assert NicSample.__struct_fields__[_COUNTER_SLICE] == NIC_COUNTERS
+_astuple = msgspec.structs.astuple
 _TX, _RX, _LINK_DOWNED = _IDX["tx_bytes"], _IDX["rx_bytes"], _IDX["link_downed"]
 _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err",
                                   "out_of_sequence"))
@@ -83,7 +89,7 @@ class NodeNics:
         counters = p.counters
         prev_ts = p.last_ts
         resets = counters.resets
-        d = counters.update(s.ts, _NIC_COUNTERS(s))
+        d = counters.update(s.ts, _astuple(s)[_COUNTER_SLICE])
         if d is None:
             return  # late or duplicate
         ts = s.ts

@@ -148,6 +148,16 @@ class GpuThermal:
                 self._check_hot(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
+        if not bits and not (self._active or self._cap_active or self._seen or self._minor) \
+                and cfg.throttle_samples > 0:
+            # The healthy common case, what the general path below does with no reason set
+            # and nothing raised: the clock baseline learns, the runs count on.
+            if clock is not None:
+                self._clock.update(clock)
+            self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
+            self._bad = 0
+            self._good += 1
+            return
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False

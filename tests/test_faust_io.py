@@ -56,3 +56,27 @@ def test_a_batch_that_cannot_be_decompressed_is_one_dead_letter_not_a_dead_worke
     assert [d.offset for d in dead] == [2]
     assert "offsets 2..4 cannot be decompressed" in dead[0].reason
     assert src.events == 3 and src.offset == 5
+
+
+def test_the_service_topics_come_out_of_the_fetcher_as_lean_records_with_the_same_marker() -> None:
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, PartitionRecords
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition
+
+    from detector.pipeline.source import Undecodable
+    from detector.service.faust_io import Fetched, tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"lean.telemetry.ecc"}))
+    good = b'{"ts": 1767225600.0, "node": "n0", "gpu": 0, "xid": 79}'
+    data = _batch(0, [good, good]) + _batch(2, [good] * 3, codec=6) + _batch(5, [good])
+    recs = list(PartitionRecords(TopicPartition("lean.telemetry.ecc", 0), MemoryRecords(data),
+                                 [], 0, None, None, False, READ_UNCOMMITTED))
+    assert all(type(r) is Fetched for r in recs)
+    assert [(r.offset, r.value) for r in recs if r.offset != 2] == [(0, good), (1, good),
+                                                                     (5, good)]
+    assert isinstance(recs[2].value, Undecodable) and recs[2].offset == 2
+    assert recs[0].timestamp > 0  # Kafka's, in ms
+    # Other topics (Faust's own) keep aiokafka's records.
+    other = list(PartitionRecords(TopicPartition("other", 0), MemoryRecords(_batch(0, [good])),
+                                  [], 0, None, None, False, READ_UNCOMMITTED))
+    assert type(other[0]) is not Fetched and other[0].value == good

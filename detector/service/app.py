@@ -209,19 +209,19 @@ class DetectorService:
         for ev in events:
             m = ev.message
             by_tp.setdefault(m.tp, []).append((m.offset, m.key, m.value, m.timestamp))
-        self.on_records(by_tp)
+        self.on_records(by_tp, arrivals_per_s=1.0)  # Faust's message timestamps: seconds
 
-    def on_records(self, by_tp: dict[TP, list[Any]]) -> None:
-        """Records by partition, in offset order: aiokafka records or (offset, key, value, ts)."""
+    def on_records(self, by_tp: dict[TP, list[Any]], arrivals_per_s: float = 1000.0) -> None:
+        """Records by partition, in offset order: the fetcher's (faust_io.Fetched, or
+        aiokafka's records), or (offset, key, value, timestamp) tuples; timestamps in
+        ``1 / arrivals_per_s`` seconds (Kafka's: ms)."""
         now = self.clock()
         if self._input_first is None and any(tp.topic != self.findings_topic for tp in by_tp):
             self._input_first = (self.wall(), time.process_time())
         first = next(iter(by_tp.values()), None)
-        if first and not isinstance(first[0], tuple):  # aiokafka's, timestamps in ms
+        if first and not isinstance(first[0], tuple):  # aiokafka's records
             by_tp = {tp: list(map(_RECORD_FIELDS, recs)) for tp, recs in by_tp.items()}
-            out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=1000.0)
-        else:
-            out = self.pipeline.process(by_tp, now, self._caught_up)
+        out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=arrivals_per_s)
         self._emit(out)
         if out.events:
             self._input_last = (self.wall(), time.process_time())
