@@ -68,6 +68,8 @@ class Thresholds:
     cap_half_life_s: float = 120.0
     impact_onset_s: float = 60.0        # a power cap explains a slow rank only if they began
     #                                     within this of each other
+    routine_cap_slot_s: float = 30.0    # SW power capping a GPU's rank ran through unslowed:
+    routine_cap_slots: int = 120        # its largest clock loss per slot, this many slots kept
     throttle_clear_samples: int = 5
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
