@@ -98,6 +98,9 @@ class Correlator:
         self._group_wait: dict[str, tuple[str, str, Finding]] = {}
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
+        # gpu -> recent (ts, clock drop) of SW power capping its rank ran through at its
+        # peers' speed: what capping routinely costs that GPU's clock, and the job nothing
+        self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
@@ -180,6 +183,10 @@ class Correlator:
                 signals.pop(f.signal, None)
                 if not signals:
                     del self._device[unit]
+        if f.active and (f.signal == "power_cap" or (
+                f.signal == "throttle_seen"
+                and f.evidence.get("throttle_reasons") == hex(0x4))):
+            self._note_cap(unit, f)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (
                 self._benign.get(unit, (f, 0.0))[0], f.ts)
@@ -242,6 +249,8 @@ class Correlator:
         idle = now - cfg.unit_idle_s
         for node in [n for n, (_, ts) in self._interval.items() if ts < idle]:
             del self._interval[node]  # told once per GPU: a node quiet this long is gone
+        for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
+            del self._routine_cap[unit]
         recent = now - cfg.benign_grace_s
         for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
             del self._benign[unit]
@@ -482,6 +491,22 @@ class Correlator:
         if slow is not None:
             self._power_impact(slow, f.ts, out)
 
+    def _note_cap(self, unit: str, f: Finding) -> None:
+        """Remember SW power capping on a GPU whose rank is not slow meanwhile (routine)."""
+        if "slow_rank" in self._device.get(unit, {}):
+            return
+        drop = float(f.evidence.get("clock_drop", 0.0))
+        seen = self._routine_cap.get(unit)
+        if seen is None:
+            seen = self._routine_cap[unit] = []
+        if seen and f.ts < seen[-1][0] + self.cfg.routine_cap_slot_s:
+            first, _, worst = seen[-1]  # one slot: (first ts, last ts, largest drop)
+            seen[-1] = (first, f.ts, max(worst, drop))
+        else:
+            seen.append((f.ts, f.ts, drop))
+            if len(seen) > self.cfg.routine_cap_slots:
+                del seen[0]
+
     def _power_impact(self, slow: Finding, now: float, out: list[Alert],
                       cap: Finding | None = None) -> bool:
         """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
@@ -491,7 +516,18 @@ class Correlator:
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
             "compute_ratio_to_peers")
         drop = cap.evidence.get("clock_drop", 0.0)
-        if ratio and ratio - 1.0 > drop / (1.0 - min(drop, 0.5)) + 0.02:
+        # A GPU capped before its rank slowed down, the rank at its peers' speed meanwhile,
+        # showed what its routine capping costs the job: nothing.  Only the clock loss beyond
+        # that routine loss can explain the slowdown (a cap's slowdown is bounded by it).
+        # "Before" is a few steps before the run's onset (the CUSUM's onset can trail the real
+        # change): the cap that came with the slowdown is not routine.
+        runs = int(slow.evidence.get("run_steps") or 0)
+        period = (slow.ts - slow.onset_ts) / (runs - 1) if runs > 1 else 1.0
+        before = slow.onset_ts - max(2.0, 3.0 * period)
+        routine = max((d for _, last, d in self._routine_cap.get(slow.scope.key, ())
+                       if before - self.cfg.unit_idle_s <= last < before), default=0.0)
+        explained = (1.0 - min(routine, drop)) / (1.0 - min(drop, 0.5)) - 1.0
+        if ratio and ratio - 1.0 > explained + 0.02:
             # Work slows at most in proportion to the clock: a rank slower than its clock
             # loss explains (beyond 2 % of noise) has something else wrong with it.
             return False

@@ -33,7 +33,7 @@ from detector.events import MAX_AHEAD_S, Event, InvalidMessage, NonFinite
 from detector.findings import Finding
 from detector.monitors import Monitors
 from detector.pipeline.correlator import CorrelatorPartition
-from detector.pipeline.source import SNAPSHOT_VERSION, SourcePartition, finding_tag
+from detector.pipeline.source import SourcePartition, checked_state, finding_tag
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -78,16 +78,30 @@ class Engine:
         """Feed one decoded telemetry record; returns the alerts it (or the time it carries)
         caused.  A record far ahead of the clock waits for others to agree on the jump
         (:meth:`SourcePartition.admit`); refused ones go to :attr:`rejected`."""
-        alerts: list[Alert] = []
         src = self.source
-        if ev.ts - src.monitors.clock > MAX_AHEAD_S or src.held:
-            for e in src.admit(ev):  # none (held), or those held with the one that agrees
-                try:
-                    self._feed(e, alerts)
-                except InvalidMessage as exc:
-                    src.refused.append(exc)
-            return alerts
-        self._feed(ev, alerts)
+        mon = src.monitors
+        if ev.ts - mon.clock > MAX_AHEAD_S or src.held:
+            admitted = src.admit(ev)
+            if len(admitted) != 1:  # held, or let in with the ones held before it
+                return self._process_all(admitted)
+        alerts: list[Alert] = []
+        found: list[Finding] = []
+        mon.process(ev, found)
+        if mon.heard or mon.forgotten:
+            self._pass_seen()
+        if found:
+            self._correlate(found, alerts)
+        else:
+            self.stage.release_to(mon.clock, alerts)
+        return alerts
+
+    def _process_all(self, events: tuple[Event, ...]) -> list[Alert]:
+        alerts: list[Alert] = []
+        for e in events:  # each within MAX_AHEAD_S of the clock the one before it set
+            try:
+                alerts += self.process(e)
+            except InvalidMessage as exc:
+                self.source.refused.append(exc)
         return alerts
 
     def ingest(self, topic: str, value: Any, alerts: list[Alert]) -> Event:
@@ -105,18 +119,6 @@ class Engine:
                 self._correlate(found, alerts)
         alerts.extend(self.process(ev))
         return ev
-
-    def _feed(self, ev: Event, alerts: list[Alert]) -> None:
-        src = self.source
-        mon = src.monitors
-        found: list[Finding] = []
-        mon.process(ev, found)
-        if mon.heard or mon.forgotten:
-            self._pass_seen()
-        if found:
-            self._correlate(found, alerts)
-        else:
-            self.stage.release_to(mon.clock, alerts)
 
     def _pass_seen(self) -> None:
         mon, stage = self.source.monitors, self.stage
@@ -163,7 +165,7 @@ class Engine:
     def snapshot(self, codec: StateCodec = UNSIGNED) -> bytes:
         """All state as bytes (the topology is not included: it is injected on restore):
         the two stages' own states, as the service snapshots them."""
-        state = {"v": SNAPSHOT_VERSION, "offset": self.source.offset,
+        state = {"offset": self.source.offset,
                  "source": self.source.state(), "correlator": self.stage.state()}
         return codec.encode(state, "engine")
 
@@ -171,19 +173,16 @@ class Engine:
     def restore(cls, blob: bytes, topology: Topology | None = None,
                 codec: StateCodec = UNSIGNED) -> Engine:
         """The engine a :meth:`snapshot` saved; :class:`SnapshotRefused` if it is not one."""
+        what = "not an engine's state"
         state = codec.decode(blob, "engine")
-        if (type(state) is not dict or state.get("v") != SNAPSHOT_VERSION
-                or type(state.get("offset")) is not int
-                or type(state.get("source")) is not dict
-                or type(state["source"].get("monitors")) is not Monitors
-                or type(state.get("correlator")) is not dict
-                or type(state["correlator"].get("correlator")) is not Correlator):
-            raise SnapshotRefused("malformed", "not an engine's state")
+        if type(state) is not dict or type(state.get("offset")) is not int:
+            raise SnapshotRefused("malformed", what)
+        source = checked_state(state.get("source"), "monitors", Monitors, what)
+        stage = checked_state(state.get("correlator"), "correlator", Correlator, what)
         eng = cls.__new__(cls)
-        eng.source = SourcePartition.from_state(state["source"], SOURCE, 0, 1,
-                                                state["offset"], topology,
-                                                hold_ahead=True)
-        eng.stage = CorrelatorPartition.from_state(state["correlator"], 0, -1, topology,
+        eng.source = SourcePartition.from_state(source, SOURCE, 0, 1, state["offset"],
+                                                topology, hold_ahead=True)
+        eng.stage = CorrelatorPartition.from_state(stage, 0, -1, topology,
                                                    expected=(eng.source.source,))
         eng.cfg = eng.source.monitors.cfg
         eng.topology = topology

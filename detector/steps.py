@@ -90,6 +90,8 @@ class _StepBuffer:
 class JobMonitor:
     """All step-derived state of one training job."""
 
+    _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
+
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
         self.cfg = cfg
@@ -109,6 +111,7 @@ class JobMonitor:
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
         self._zscale = 1.0
+        self._replica_noise = 0.0              # replica-wide / within-replica spread, smoothed
         self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
         self._rank_of: list[int] = []                 # slot -> rank
         self._hw: list[tuple[str, int] | None] = []   # hardware each slot's rank ran on
@@ -456,7 +459,21 @@ class JobMonitor:
         r = slots[comparable]
         d = dev[comparable]
         self._slow_dev[r] = d
-        z = (d - self._base[r]) / sigma
+        common = self._replica_common(d, buf, ok, comparable)
+        if common is None:
+            own = d
+            z = (d - self._base[r]) / sigma
+        else:
+            # Each rank's deviation is its replica's share (the batch it drew this step) and
+            # its own: one statistic from the two, each in units of its own noise, so a rank
+            # slower than its replica mates stands out of the replica-wide noise, and a whole
+            # replica slower than its peers (a node) is still counted, at its own noise.
+            own = d - common
+            z_own = (own - self._base[r]) / max(
+                float(np.median(np.abs(own - self._base[r]))) * 1.4826, cfg.slow_sigma_floor)
+            z_rep = common / max(float(np.median(np.abs(common))) * 1.4826,
+                                 cfg.slow_sigma_floor)
+            z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
         spread = float(np.median(np.abs(z))) / 0.6745
@@ -465,7 +482,7 @@ class JobMonitor:
         learn = np.abs(z) < 3.0
         warm = self._evaluated <= cfg.warmup_steps
         if warm:
-            self._base[r] += 0.2 * (d - self._base[r])  # fast start, then slow tracking
+            self._base[r] += 0.2 * (own - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
             # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
             # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
@@ -479,7 +496,7 @@ class JobMonitor:
         else:
             learn &= ~self._slow.alarmed[r]
             lr = r[learn]
-            self._base[lr] += cfg.slow_baseline_alpha * (d[learn] - self._base[lr])
+            self._base[lr] += cfg.slow_baseline_alpha * (own[learn] - self._base[lr])
         # Only "this GPU is a little slower than its peers" is learned as normal: learning
         # "faster" would make its return to the median look like a slowdown.  After warm-up
         # no more slowness is learned than the rank showed from the start (at least 2 %):
@@ -527,6 +544,45 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray,
+                        comparable: np.ndarray) -> np.ndarray | None:
+        """Each rank's replica-wide deviation this step, when that is the job's main noise.
+
+        Ranks of one data-parallel replica share its batch: with per-step sequence-length
+        imbalance between replicas every rank of a replica is fast or slow together, by up
+        to +-20 %, and a rank's ratio to its DP peers is mostly its replica's batch.  Used
+        (not None) only while the spread of the replicas' medians stays
+        ``replica_noise_ratio`` times the spread of the ranks around their replica's median
+        (smoothed over steps; a fault on one GPU or one replica moves neither median much).
+        Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
+        """
+        cfg = self.cfg
+        if cfg.replica_noise_ratio <= 0.0:
+            return None
+        dp = np.fromiter((-1 if v is None else v for v in buf.dp), dtype=np.int64,
+                         count=len(buf.dp))
+        if not ok.all():
+            dp = dp[ok]
+        dp = dp[comparable]
+        known = dp >= 0
+        if known.sum() < 16:
+            return None
+        med, _, size = group_median_scale(d[known], dp[known])
+        multi = size >= 4
+        if len(np.unique(dp[known][multi])) < 4:
+            return None
+        rep = med[multi]
+        within = float(np.median(np.abs(d[known][multi] - rep)))
+        across = float(np.median(np.abs(rep - np.median(rep))))
+        ratio = across / max(within, 1e-6)
+        self._replica_noise += cfg.slow_sigma_alpha * (ratio - self._replica_noise)
+        if self._replica_noise < cfg.replica_noise_ratio:
+            return None
+        common = np.zeros(len(d))
+        idx = np.flatnonzero(known)[multi]
+        common[idx] = rep
+        return common
 
     def _note_offsets(self, r: np.ndarray) -> None:
         """Record the ranks whose learned start offset exceeds the 2 % any GPU may have.

@@ -32,6 +32,9 @@ class Thresholds:
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
     slow_baseline_clip: float = 0.02    # a slowness beyond 2 % is never learned as normal
     slow_min_effect: float = 0.025      # and the run must average >= 2.5 % slower than peers
+    replica_noise_ratio: float = 3.0    # replicas' medians spread this times more than ranks
+    #                                     around them (per-step batch imbalance): a rank is
+    #                                     also scored against its replica (0: never)
     start_offset_max: float = 0.15      # a rank's offset from the job's start, up to this, is
     #                                     learned as its normal (reported, never paged)
     warmup_steps: int = 10              # steps after a (re)start used mostly for learning;
@@ -68,6 +71,8 @@ class Thresholds:
     cap_half_life_s: float = 120.0
     impact_onset_s: float = 60.0        # a power cap explains a slow rank only if they began
     #                                     within this of each other
+    routine_cap_slot_s: float = 30.0    # SW power capping a GPU's rank ran through unslowed:
+    routine_cap_slots: int = 120        # its largest clock loss per slot, this many slots kept
     throttle_clear_samples: int = 5
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from detector.alerts import ESCALATION, ISOLATION, Alert
 from detector.engine import Engine
+from detector.statecodec import StateCodec
 from detector.testing import T0, feed, healthy_job, nic, step, thermal
 from detector.topology import Topology
 
@@ -85,6 +86,40 @@ def test_a_power_cap_that_slows_the_rank_is_recommended_and_says_why() -> None:
     assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
     assert alerts[0].evidence["recommended_because"].startswith("impact: rank 3 runs")
     assert alerts[0].onset_ts == T0 + 20.5
+
+
+def routinely_capped_gpu(extra_drop: float = 0.0, *, seconds: int = 120, gpu: int = 3) -> list:
+    """An H100 at 1 Hz capped at TDP (0x4, clock 6 % down) over 10-40 s and again from 60 s,
+    its rank at its peers' speed through the first episode; from 60 s the clock loses
+    ``extra_drop`` more."""
+    out = []
+    for t in range(seconds):
+        capped = 10 <= t < 40 or t >= 60
+        drop = 0.06 + (extra_drop if t >= 60 else 0.0) if capped else 0.0
+        out.append(thermal(T0 + t + 0.5, "node-000", gpu, temp_c=70.0 if capped else 66.0,
+                           clock_mhz=1980.0 * (1 - drop), throttle=0x4 if capped else 0,
+                           power_w=700.0 if capped else 640.0))
+    return out
+
+
+def test_a_slowdown_on_a_routinely_capped_gpu_is_not_blamed_on_its_cap() -> None:
+    # Issue 10's powercap=fleet cell: a GPU capped most of the time, its rank at its peers'
+    # speed, until the rank slows 7 % just as a new cap episode starts.  Its 6 % clock loss
+    # would "explain" 7 %, but that loss cost the job nothing a minute earlier: the slowdown
+    # is something else (was slow_node/power, a false isolation and a miss).
+    steps = healthy_job(steps=120, slow={3: 1.07}, slow_from=62)
+    events = sorted(list(steps) + routinely_capped_gpu(), key=lambda e: e.ts)
+    eng = Engine()  # snapshotted half-way: the routine capping is remembered across a restore
+    first = feed(eng, events[:len(events) // 2], finish=False)
+    codec = StateCodec(key=b"k1")
+    alerts = first + feed(Engine.restore(eng.snapshot(codec), codec=codec),
+                          events[len(events) // 2:])
+    assert firing(alerts) == [(ESCALATION, "slow_node", "unknown", "gpu:node-000/3")]
+    # The same GPU's clock falling 12 % further with the rank 13 % slower is the power.
+    steps = healthy_job(steps=120, slow={3: 1.13}, slow_from=62)
+    alerts = feed(Engine(), sorted(list(steps) + routinely_capped_gpu(0.12),
+                                   key=lambda e: e.ts))
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
 
 
 def test_a_never_routine_throttle_reason_is_recommended_on_its_own() -> None:

@@ -230,28 +230,35 @@ class CorrelatorPartition:
     def release_to(self, clock: float, alerts: list[Alert],
                    arrivals: list[float | None] | None = None) -> None:
         """:meth:`release` up to the event time ``clock`` (the in-process Engine's, after
-        each record: its one source's clock)."""
-        corr = self.correlator
+        each record: its one source's clock).  Runs after every record in process, so
+        the common case -- nothing waiting, nothing due -- is kept to a few loads."""
         heap = self._heap
-        while heap and heap[0][0] <= clock:
-            tag, _, _, _, f, arrived = heapq.heappop(heap)
-            if tag > self.released:
-                self._guarded(corr.fire_due, tag, alerts)  # the rule Engine.process follows
-                self.released = tag
-            if arrivals is not None:
-                arrivals.extend([None] * (len(alerts) - len(arrivals)))
-            self._guarded(corr.on_finding, f, alerts)
-            if arrivals is not None:
-                arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
+        if heap and heap[0][0] <= clock:
+            self._release_findings(clock, alerts, arrivals)
         if clock > self.released:
-            # corr.advance(clock) when it has anything to do (a timer due, a prune):
-            # checked here first, as this runs after every record in process.
+            # corr.advance(clock) when it has anything to do (a timer due, a prune)
+            corr = self.correlator
             timers = corr._timers
             if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
                 self._guarded(corr.advance, clock, alerts)
             self.released = clock
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
+
+    def _release_findings(self, clock: float, alerts: list[Alert],
+                          arrivals: list[float | None] | None) -> None:
+        corr = self.correlator
+        heap = self._heap
+        while heap and heap[0][0] <= clock:
+            tag, _, _, _, f, arrived = heapq.heappop(heap)
+            if tag > self.released:  # timers due before this finding's time go first
+                self._guarded(corr.fire_due, tag, alerts)
+                self.released = tag
+            if arrivals is not None:
+                arrivals.extend([None] * (len(alerts) - len(arrivals)))
+            self._guarded(corr.on_finding, f, alerts)
+            if arrivals is not None:
+                arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
 
     def run_out(self, alerts: list[Alert]) -> None:
         """End of input: time runs on until no timer is left; each fires at its due time."""

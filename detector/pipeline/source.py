@@ -132,7 +132,12 @@ def finding_tag(clock: float, f: Finding) -> float:
 def partition_state(codec: StateCodec, blob: bytes, context: str, part: str, cls: type,
                     what: str) -> dict[str, Any]:
     """A stage's snapshot: :class:`SnapshotRefused` unless it holds a ``cls`` at ``part``."""
-    state = codec.decode(blob, context)
+    return checked_state(codec.decode(blob, context), part, cls, what)
+
+
+def checked_state(state: Any, part: str, cls: type, what: str) -> dict[str, Any]:
+    """``state`` if it is a stage's (this version, a ``cls`` at ``part``), else
+    :class:`SnapshotRefused`."""
     if type(state) is not dict or state.get("v") != SNAPSHOT_VERSION or type(
             state.get(part)) is not cls:
         raise SnapshotRefused("malformed", what)
