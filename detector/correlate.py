@@ -423,6 +423,13 @@ class Correlator:
             self._slow_wait.pop(unit, None)
             self._cleared(f, out)
             return
+        seen = self._routine_cap.get(unit)
+        if seen:
+            # Capping seen since this slowdown began was not routine: the rank was already
+            # slow, just not yet found so (an intermittent power fault's first episode).
+            seen[:] = [c for c in seen if c[1] < f.onset_ts - self.cfg.routine_cap_slot_s]
+            if not seen:
+                del self._routine_cap[unit]
         p = self._explanation(f)
         if p is not None:
             p.add(f, self.cfg.evidence_items)

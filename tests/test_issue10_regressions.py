@@ -122,6 +122,21 @@ def test_a_slowdown_on_a_routinely_capped_gpu_is_not_blamed_on_its_cap() -> None
     assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
 
 
+def test_an_intermittent_power_fault_is_power_on_every_episode() -> None:
+    # The cap seen at an episode's start, before the slow rank is found, is not routine:
+    # the rank was already slow.  (Was: the second episode escalated as slow_node/unknown.)
+    def on(t: int) -> bool:
+        return 30 <= t < 60 or 100 <= t < 130
+
+    slow = {(s.step, s.rank): s for lo in (30, 100) for s in healthy_job(
+        steps=160, slow={3: 1.13}, slow_from=lo, slow_to=lo + 30) if lo <= s.step < lo + 30}
+    steps = [slow.get((s.step, s.rank), s) for s in healthy_job(steps=160)]
+    caps = [thermal(T0 + t + 0.5, "node-000", 3, clock_mhz=1980.0 * (0.88 if on(t) else 1.0),
+                    throttle=0x4 if on(t) else 0, power_w=600.0) for t in range(160)]
+    alerts = feed(Engine(), sorted(steps + caps, key=lambda e: e.ts))
+    assert {c for c in firing(alerts)} == {(ISOLATION, "slow_node", "power", "gpu:node-000/3")}
+
+
 def test_a_never_routine_throttle_reason_is_recommended_on_its_own() -> None:
     for bits, cause in ((0x40, "thermal"), (0x80, "power"), (0x20, "thermal")):
         alerts = feed(Engine(), capped_gpu(throttle=bits, clock_drop=0.06, cap_samples=5))
