@@ -761,29 +761,30 @@ class JobMonitor:
                         buf.ts[i], True, 0.95,
                         {"step": step, "rank": rank, "checksum": buf.checksum[i],
                          "majority_checksum": majority, "replicas_compared": len(idx)}))
-        for rank in [r for r in self._mismatch if r not in disagreeing and r in buf.seen]:
-            state = self._mismatch[rank]
-            state[1] += 1
-            if state[1] >= self.cfg.checksum_clear_steps:
-                del self._mismatch[rank]
-                i = buf.ranks.index(rank)
-                out.append(self._finding(rank, buf.dp[i], "checksum_mismatch", "sdc",
-                                         "gpu_hardware", decided_ts, decided_ts, False, 0.0,
-                                         {"step": step}))
-        for rank in [r for r in self._pair if r not in paired and r in buf.seen]:
-            state = self._pair[rank]
-            state[1] += 1
-            if state[1] >= self.cfg.checksum_clear_steps:
-                del self._pair[rank]
-                i = buf.ranks.index(rank)
-                out.append(self._finding(rank, buf.dp[i], "checksum_pair", "sdc", "unknown",
-                                         decided_ts, decided_ts, False, 0.0, {"step": step}))
+        self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
+                             step, buf, decided_ts, out)
+        self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
+                             decided_ts, out)
         if split != self._split_active:
             self._split_active = split
             out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
                                Scope.of_job(self.job), split, True, 0.6,
                                {"step": step, "note": "replicas disagree with no strict majority"},
                                self.job, self.tenant, self.cluster))
+
+    def _clear_agreeing(self, active: dict[int, list[float]], still: set[int], signal: str,
+                        cause: str, step: int, buf: _StepBuffer, decided_ts: float,
+                        out: list[Finding]) -> None:
+        """Resolve the ranks of ``active`` (rank -> [onset_ts, agreeing steps]) that agreed
+        again for ``checksum_clear_steps`` steps they took part in (not in ``still``)."""
+        for rank in [r for r in active if r not in still and r in buf.seen]:
+            state = active[rank]
+            state[1] += 1
+            if state[1] >= self.cfg.checksum_clear_steps:
+                del active[rank]
+                i = buf.ranks.index(rank)
+                out.append(self._finding(rank, buf.dp[i], signal, "sdc", cause, decided_ts,
+                                         decided_ts, False, 0.0, {"step": step}))
 
     def _pair_disagree(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
                        paired: set[int], out: list[Finding]) -> None:
