@@ -233,6 +233,15 @@ def test_names_with_control_characters_or_over_256_characters_are_invalid(name: 
     assert decode_value(STEP, with_(STEP, node="n" * 256, job="jöb-ünicode")).node == "n" * 256
 
 
+def test_names_that_fail_the_byte_scan_but_are_printable_still_decode() -> None:
+    # decode() scans the message bytes for ASCII without escapes first; non-ASCII and
+    # JSON-escaped but printable names take the name-by-name path and stay valid.
+    ok = decode(STEP, orjson.dumps(with_(STEP, job="jöb-ünicode", node="node-ß")))
+    assert (ok.job, ok.node) == ("jöb-ünicode", "node-ß")
+    raw = orjson.dumps(with_(STEP, job="a/b")).replace(b'"a/b"', b'"a\\/b"')
+    assert decode(STEP, raw).job == "a/b"
+
+
 def test_a_nan_literal_is_non_finite_not_bad_json() -> None:
     raw = json.dumps(with_(STEP, grad_norm=float("inf"))).encode()
     with pytest.raises(InvalidMessage, match="finite") as exc:
