@@ -743,7 +743,14 @@ class JobMonitor:
             sums = [buf.checksum[i] for i in idx]
             majority, minority = majority_vote(sums)  # type: ignore[arg-type]
             if majority is None and len(idx) == 2:
-                self._pair_disagree(step, buf, idx, decided_ts, paired, out)
+                known = [i for i in idx if buf.ranks[i] in self._mismatch]
+                if known:
+                    # One of the two already lost a majority vote (a larger group, before
+                    # some replicas went away -- a node rebooting): its known fault is the
+                    # disagreement, the other replica is no candidate.
+                    disagreeing.update(buf.ranks[i] for i in known)
+                else:
+                    self._pair_disagree(step, buf, idx, decided_ts, paired, out)
                 continue
             if majority is None:
                 split = True
@@ -793,7 +800,9 @@ class JobMonitor:
         No vote decides between two voters, but silent corruption must never go unnoticed:
         both GPUs are escalated (the smallest units that can hold the fault), on the step it
         happens -- the persistence of the majority vote -- each naming both candidates and
-        the diagnostic that tells them apart.
+        the diagnostic that tells them apart.  Each page is right half the time (one of the
+        two GPUs is healthy by construction), so each scores 0.5: a human decides, and
+        nothing here may read as a recommendation to isolate either.
         """
         (a, b) = idx
         where = [(buf.ranks[i], *buf.hw[i]) for i in idx]
@@ -810,7 +819,7 @@ class JobMonitor:
             self._pair[rank] = [buf.ts[i], 0]
             out.append(self._finding(
                 rank, buf.dp[i], "checksum_pair", "sdc", "unknown", decided_ts,
-                min(buf.ts[a], buf.ts[b]), True, 0.9,
+                min(buf.ts[a], buf.ts[b]), True, 0.5,
                 {"step": step, "rank": rank, "checksum": buf.checksum[i],
                  "other_rank": buf.ranks[j], "other_checksum": buf.checksum[j],
                  "replicas_compared": 2, "candidates": names,
