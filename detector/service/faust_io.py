@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -100,6 +101,12 @@ class Fetched(NamedTuple):
     timestamp: int
 
 
+# When the fetch response holding a partition's records now being handed over reached the
+# consumer (epoch seconds, by partition): for stage tracing (see detector.pipeline.worker's
+# StageTrace).  Written by the consumer thread as a batch is taken, read by the handler.
+FETCHED_AT: dict[Any, float] = {}
+
+
 def install_batch_delivery(app: faust.App, handler: Callable[[dict[TP, list[Any]]], None],
                            topics: frozenset[str]) -> None:
     """Make ``app`` hand ``topics`` to ``handler`` in fetched batches (see batch_transport)."""
@@ -132,11 +139,20 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     if getattr(cls, "_faultline_tolerant", False):
         return
     new_tuple = tuple.__new__
+    fetched_at = FETCHED_AT
+    wall = time.time
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._faultline_fetched = wall()  # the fetch response is being read: one per partition
 
     def _unpack_records(self: Any) -> Any:
         tp = self._tp
         records = self._records
         lean = tp.topic in cls._faultline_lean
+        if lean:  # runs when the records are first taken (a generator)
+            fetched_at[tp] = getattr(self, "_faultline_fetched", 0.0)
         while records.has_next():
             next_batch = records.next_batch()
             if self._check_crcs and not next_batch.validate_crc():
@@ -177,6 +193,7 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
                 continue
             self.next_fetch_offset = next_batch.next_offset
 
+    cls.__init__ = __init__
     cls._unpack_records = _unpack_records
     cls._faultline_tolerant = True
 
