@@ -112,6 +112,7 @@ class JobMonitor:
         self._sigma = 0.0
         self._zscale = 1.0
         self._replica_noise = 0.0              # replica-wide / within-replica spread, smoothed
+        self._rep_sigma = 0.0                  # spread of the replicas' medians, smoothed
         self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
         self._rank_of: list[int] = []                 # slot -> rank
         self._hw: list[tuple[str, int] | None] = []   # hardware each slot's rank ran on
@@ -471,8 +472,14 @@ class JobMonitor:
             own = d - common
             z_own = (own - self._base[r]) / max(
                 float(np.median(np.abs(own - self._base[r]))) * 1.4826, cfg.slow_sigma_floor)
-            z_rep = common / max(float(np.median(np.abs(common))) * 1.4826,
-                                 cfg.slow_sigma_floor)
+            # The replicas' spread is a property of the workload, not of one step: with few
+            # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
+            # it, and a step whose other replicas happen to sit close together would make an
+            # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
+            step_rep = float(np.median(np.abs(common))) * 1.4826
+            self._rep_sigma = step_rep if self._rep_sigma == 0.0 else (
+                self._rep_sigma + cfg.slow_sigma_alpha * (step_rep - self._rep_sigma))
+            z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
@@ -576,7 +583,10 @@ class JobMonitor:
         within = float(np.median(np.abs(d[known][multi] - rep)))
         across = float(np.median(np.abs(rep - np.median(rep))))
         ratio = across / max(within, 1e-6)
-        self._replica_noise += cfg.slow_sigma_alpha * (ratio - self._replica_noise)
+        # From the first step (not from zero): the warm-up learns each rank's offset on the
+        # statistic this regime chooses -- under imbalance, against its replica mates.
+        self._replica_noise = ratio if self._replica_noise == 0.0 else (
+            self._replica_noise + cfg.slow_sigma_alpha * (ratio - self._replica_noise))
         if self._replica_noise < cfg.replica_noise_ratio:
             return None
         common = np.zeros(len(d))
