@@ -182,7 +182,8 @@ class DetectorService:
                              acks=False)
         if s.delivery == "batch":
             install_batch_delivery(app, self.on_records, frozenset(
-                [*self.telemetry_topics, self.findings_topic]))
+                [*self.telemetry_topics, self.findings_topic]), first=frozenset(
+                    [self.findings_topic]))
             app.topics.add(telemetry)  # subscribed without a stream reading them
             app.topics.add(findings)
         else:
