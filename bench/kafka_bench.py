@@ -26,6 +26,7 @@ from replay.log import Record, read_records  # noqa: E402
 DEFAULT_LOG = ROOT / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
 DEFAULT_TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
 ARRIVED_HEADER = "faultline-arrived"  # detector.service.app.ARRIVED_HEADER
+STAGES_HEADER = "faultline-stages"    # detector.service.app.STAGES_HEADER
 
 
 class Msg(NamedTuple):

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kafka_bench import (  # noqa: E402
     ARRIVED_HEADER,
+    STAGES_HEADER,
     DEFAULT_LOG,
     DEFAULT_TOPOLOGY,
     ROOT,
@@ -130,12 +131,36 @@ def serve(broker: Broker, prefix: str, n: int, workers: int, topology: str | Non
             w.stop()
 
 
+# (name, from stamp, to stamp) of an alert's stages (the worker's faultline-stages header,
+# FAULTLINE_TRACE_STAGES): "arrived" is the input's Kafka timestamp, "alert" the alert's.
+STAGES = (("input fetch", "arrived", "fetched"),
+          ("input hand-over", "fetched", "handed"),
+          ("stage 1 (batch, produce)", "handed", "found"),
+          ("findings fetch", "found", "findings_fetched"),
+          ("findings hand-over", "findings_fetched", "findings_handed"),
+          ("correlator clock", "findings_handed", "decided"),
+          ("alert produce", "decided", "alert"))
+
+
+def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str, float] | None:
+    """An alert's seconds in each stage (None without a complete trace)."""
+    if header is None:
+        return None
+    t = {**json.loads(header), "arrived": arrived, "alert": alert}
+    if any(t.get(k) is None for _, a, b in STAGES for k in (a, b)):
+        return None
+    return {name: t[b] - t[a] for name, a, b in STAGES}
+
+
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
-                partitions: int, tmp: Path, code: Path | None = None) -> dict[str, Any]:
+                partitions: int, tmp: Path, code: Path | None = None,
+                stages: bool = False) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times."""
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
+    if stages:
+        env["FAULTLINE_TRACE_STAGES"] = "true"  # a baseline checkout without it ignores it
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
@@ -155,15 +180,21 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
 
         wait_for("the correlator to settle", settled, 180, [w])
         alerts: list[float] = []
+        traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
         # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
         which: list[tuple[Any, ...]] = []
         n_alerts = 0
         for name in ("alerts.isolation", "alerts.escalation"):
             for m in read_topic(broker.bootstrap, f"{prefix}{run}.{name}"):  # type: ignore[arg-type]
                 n_alerts += 1
-                arrived = dict(m.headers() or []).get(ARRIVED_HEADER)
+                headers = dict(m.headers() or [])
+                arrived = headers.get(ARRIVED_HEADER)
                 if arrived is not None:
                     alerts.append(m.timestamp()[1] / 1000.0 - float(arrived))
+                    st = stage_times(float(arrived), m.timestamp()[1] / 1000.0,
+                                     headers.get(STAGES_HEADER))
+                    if st is not None:
+                        traced.append((float(arrived) - t0, st))
                     v = orjson.loads(m.value())
                     which.append((alerts[-1], float(arrived) - t0, v.get("status"),
                                   v.get("kind"), v.get("cause"),
@@ -175,7 +206,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 findings.append(m.timestamp()[1] / 1000.0 - float(v["arrived"]))
         return {"rate": rate, "achieved_rate": len(msgs) / secs, "speed": speed,
                 "worker_cpu_share": cpu / secs, "alert_messages": n_alerts,
-                "alerts": alerts, "which": which,
+                "alerts": alerts, "which": which, "stages": traced,
                 "findings": findings}
     finally:
         w.stop()
@@ -265,6 +296,9 @@ def report(res: dict[str, Any]) -> None:
                       + " ms; each run's median alert "
                       + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms")
         for lat in res["latency"]:
+            if lat.get("stages"):
+                stage_report(lat)
+        for lat in res["latency"]:
             steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
             slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
                              for x in sorted(lat["which"], reverse=True)[:3])
@@ -272,6 +306,26 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
+
+
+def stage_report(lat: dict[str, Any]) -> None:
+    """Where the timed alerts' milliseconds went, stage by stage (``--stages``)."""
+    label = f"{lat['share']:.0%} of max{lat.get('label', '')}"
+    for title, rows in (("all", lat["stages"]),
+                        (f"input after the first {STARTUP_S:.0f} s",
+                         [r for r in lat["stages"] if r[0] >= STARTUP_S])):
+        if not rows:
+            continue
+        print(f"\nStages of the timed alerts, {label}, {title} ({len(rows)} alerts; ms):\n")
+        print("| stage | p50 | p90 | p99 | max | mean | share of the mean total |")
+        print("|---|---|---|---|---|---|---|")
+        total = sum(sum(st.values()) for _, st in rows) / len(rows)
+        for name, _, _ in (*STAGES, ("total", "", "")):
+            xs = [1e3 * (sum(st.values()) if name == "total" else st[name]) for _, st in rows]
+            mean = sum(xs) / len(xs)
+            print(f"| {name} | {percentile(xs, 50):.0f} | {percentile(xs, 90):.0f} | "
+                  f"{percentile(xs, 99):.0f} | {max(xs):.0f} | {mean:.0f} | "
+                  f"{mean / 1e3 / total if total else float('nan'):.0%} |")
 
 
 def main() -> int:
@@ -289,6 +343,9 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
+                    "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
+                    "went, fetch to decision, p50/p99 per stage")
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
@@ -350,7 +407,8 @@ def main() -> int:
                 for _ in range(args.latency_runs):
                     for label, code in codes:  # alternating: the machine's load hits both
                         by_code[label].append(latency_run(broker, msgs, share * top, topology,
-                                                          args.partitions, tmp, code=code))
+                                                          args.partitions, tmp, code=code,
+                                                          stages=args.stages))
                 for label, runs in by_code.items():
                     lat = latency_summary(share, top, runs, label)
                     res["latency"].append(lat)
@@ -375,6 +433,7 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "alert_messages": sum(r["alert_messages"] for r in runs),
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],
+            "stages": [x for r in runs for x in r.get("stages", ())],
             "findings": [x for r in runs for x in r["findings"]]}
 
 

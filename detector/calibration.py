@@ -20,7 +20,9 @@ showed that it matters, one condition (:data:`CONDITIONS`):
   buckets ``1`` (<= 2 s), ``10`` (<= 15 s), ``30`` (longer), ``unknown``.
 
 A lookup tries the family under the alert's value of each condition, then the
-family alone, then gives the raw score back (a family the corpus never saw).
+family alone, then gives the raw score back (a family the corpus never saw); a
+raw score below the curve's lowest knot (a score the corpus never showed for
+the family, such as a two-candidate checksum vote's 0.5) is never raised.
 Alerts carry their conditions in ``evidence.conditions`` beside
 ``evidence.raw_confidence``, so a new table can be fitted from alerts alone.
 The engine reads the table with a few comparisons; scikit-learn fits it and
@@ -34,6 +36,8 @@ is never imported here.
 0.88
 >>> confidence("alerts.isolation", "no", "such", 0.42, {}, table)
 0.42
+>>> confidence("alerts.isolation", "network", "nic", 0.4, {"topology": "full"}, table)
+0.4
 >>> conditions(None, 30.0), conditions(None, None)["interval"]
 ({'topology': 'none', 'interval': '30'}, 'unknown')
 """
@@ -99,7 +103,9 @@ def confidence(topic: str, kind: str, cause: str, raw: float,
     xs, ys = curve
     i = bisect_right(xs, raw)
     if i == 0:
-        return ys[0]
+        # Below every raw score the corpus showed for the family: no evidence for it, and a
+        # curve is monotone, so it may lower the score to the curve's floor, never raise it.
+        return min(raw, ys[0])
     if i == len(xs):
         return ys[-1]
     x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]

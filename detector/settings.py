@@ -164,6 +164,9 @@ class Settings:
     hold_back_s: float = field(default=0.25, metadata=_opt(
         "service", "a caught-up partition with nothing new this long stops holding back the "
         "correlator's clock (the alert latency lever; idle_advance_s still moves its clock)"))
+    trace_stages: bool = field(default=False, metadata=_opt(
+        "service", "stamp each alert with the wall times of its way through the stages (a "
+        "faultline-stages header; bench/kafka_throughput.py --stages)"))
     source_timeout_s: float = field(default=30.0, metadata=_opt(
         "service", "a source silent this long no longer holds the correlator's clock"))
     delivery: str = field(default="batch", metadata=_opt(

@@ -112,6 +112,7 @@ class JobMonitor:
         self._sigma = 0.0
         self._zscale = 1.0
         self._replica_noise = 0.0              # replica-wide / within-replica spread, smoothed
+        self._rep_sigma = 0.0                  # spread of the replicas' medians, smoothed
         self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
         self._rank_of: list[int] = []                 # slot -> rank
         self._hw: list[tuple[str, int] | None] = []   # hardware each slot's rank ran on
@@ -471,8 +472,14 @@ class JobMonitor:
             own = d - common
             z_own = (own - self._base[r]) / max(
                 float(np.median(np.abs(own - self._base[r]))) * 1.4826, cfg.slow_sigma_floor)
-            z_rep = common / max(float(np.median(np.abs(common))) * 1.4826,
-                                 cfg.slow_sigma_floor)
+            # The replicas' spread is a property of the workload, not of one step: with few
+            # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
+            # it, and a step whose other replicas happen to sit close together would make an
+            # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
+            step_rep = float(np.median(np.abs(common))) * 1.4826
+            self._rep_sigma = step_rep if self._rep_sigma == 0.0 else (
+                self._rep_sigma + cfg.slow_sigma_alpha * (step_rep - self._rep_sigma))
+            z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
@@ -504,7 +511,7 @@ class JobMonitor:
         np.clip(self._base, 0.0, self._cap, out=self._base)
         if warm:
             self._gross_prior(step, r, d, ts[comparable], med[comparable], sigma, buf,
-                              decided_ts, out)
+                              np.flatnonzero(ok)[comparable], decided_ts, out)
             return
         _, cleared = self._slow.update(r, z, ts[comparable])
         # The mean slowdown of the current run (since the score left zero): an alarm is
@@ -537,6 +544,7 @@ class JobMonitor:
                  "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
                  "peer_median_compute_ms": round(peer_med[s], 2),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
+                 "baseline_ratio": round(math.exp(float(self._base[s])), 4),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {})}))
         for s in cleared.tolist():
@@ -576,7 +584,10 @@ class JobMonitor:
         within = float(np.median(np.abs(d[known][multi] - rep)))
         across = float(np.median(np.abs(rep - np.median(rep))))
         ratio = across / max(within, 1e-6)
-        self._replica_noise += cfg.slow_sigma_alpha * (ratio - self._replica_noise)
+        # From the first step (not from zero): the warm-up learns each rank's offset on the
+        # statistic this regime chooses -- under imbalance, against its replica mates.
+        self._replica_noise = ratio if self._replica_noise == 0.0 else (
+            self._replica_noise + cfg.slow_sigma_alpha * (ratio - self._replica_noise))
         if self._replica_noise < cfg.replica_noise_ratio:
             return None
         common = np.zeros(len(d))
@@ -599,21 +610,33 @@ class JobMonitor:
             self.start_offsets[self._rank_of[s]] = round(math.expm1(float(self._base[s])), 4)
 
     def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
-                     med: np.ndarray, sigma: float, buf: _StepBuffer, decided_ts: float,
-                     out: list[Finding]) -> None:
+                     med: np.ndarray, sigma: float, buf: _StepBuffer, pos: np.ndarray,
+                     decided_ts: float, out: list[Finding]) -> None:
         """Warm-up: report ranks far slower than their peers without waiting for history.
 
         Peer comparison needs no history for a gross outlier: >= 30 % slower than the peer
-        median is far beyond jitter, sequence-length imbalance or a one-step stall (hence
-        two steps in a row).  The rank enters its CUSUM already alarmed, so it clears
-        through the same hysteresis as any other slow rank once it keeps pace.
+        median is far beyond jitter or a one-step stall (hence two steps in a row).  Per-step
+        sequence-length imbalance is not: it slows a whole replica, every rank of it on
+        every node it spans, by a share drawn anew each step -- two draws in a row can put a
+        replica 30-40 % behind its peers.  A bad GPU slows itself, a bad node its own ranks,
+        at every step.  So a rank is compared with what its replica shares on *other* nodes
+        (:meth:`_replica_elsewhere`); a replica on one node cannot be told from its node by
+        place, so a gross slowdown of that whole replica must last ``gross_steps + 1``
+        steps (still within 3 steps of the start): the batch moves on, a node does not.
+        The rank enters its CUSUM already alarmed, so it clears through the same hysteresis
+        as any other slow rank once it keeps pace.
         """
         cfg = self.cfg
-        gross = d >= math.log1p(cfg.gross_slowdown)
+        limit = math.log1p(cfg.gross_slowdown)
+        elsewhere, whole = self._replica_elsewhere(d, buf, pos)
+        has = ~np.isnan(elsewhere)
+        g = np.where(has, d - np.where(has, elsewhere, 0.0), d)
+        gross = g >= limit
         first = gross & (self._gross[r] == 0)
         self._gross_onset[r[first]] = ts[first]
         self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
-        new = gross & (self._gross[r] >= cfg.gross_steps) & ~self._reported[r]
+        need = np.where(~has & (whole >= limit), cfg.gross_steps + 1, cfg.gross_steps)
+        new = gross & (self._gross[r] >= need) & ~self._reported[r]
         if not new.any():
             return
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
@@ -634,8 +657,37 @@ class JobMonitor:
                  "mean_ratio_over_run": round(ratio, 4), "run_steps": n,
                  "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
                  "noise_sigma": round(sigma, 4), "gross_outlier": True,
+                 **({"replica_elsewhere_ratio": round(math.exp(float(elsewhere[i])), 4)}
+                    if has[i] else {}),
                  "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
                          f"{cfg.gross_steps} steps during warm-up (no history needed)"}))
+
+    @staticmethod
+    def _replica_elsewhere(d: np.ndarray, buf: _StepBuffer, pos: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """Per rank: the median deviation of its replica's ranks on other nodes (NaN when
+        its replica has none reporting), and of its whole replica (NaN under 4 ranks).
+
+        Warm-up only (``warmup_steps`` steps a start), so a loop over ranks is affordable.
+        """
+        n = len(d)
+        elsewhere = np.full(n, _NAN)
+        whole = np.full(n, _NAN)
+        reps: dict[int, dict[str, list[int]]] = {}
+        for j, i in enumerate(pos.tolist()):
+            rep = buf.dp[i]
+            if rep is not None:
+                reps.setdefault(rep, {}).setdefault(buf.hw[i][0], []).append(j)
+        for by_node in reps.values():
+            members = [j for js in by_node.values() for j in js]
+            if len(members) >= 4:
+                whole[members] = float(np.median(d[members]))
+            if len(by_node) < 2:
+                continue
+            for node, js in by_node.items():
+                others = [j for other, ks in by_node.items() if other != node for j in ks]
+                elsewhere[js] = float(np.median(d[others]))
+        return elsewhere, whole
 
     def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -743,7 +795,14 @@ class JobMonitor:
             sums = [buf.checksum[i] for i in idx]
             majority, minority = majority_vote(sums)  # type: ignore[arg-type]
             if majority is None and len(idx) == 2:
-                self._pair_disagree(step, buf, idx, decided_ts, paired, out)
+                known = [i for i in idx if buf.ranks[i] in self._mismatch]
+                if known:
+                    # One of the two already lost a majority vote (a larger group, before
+                    # some replicas went away -- a node rebooting): its known fault is the
+                    # disagreement, the other replica is no candidate.
+                    disagreeing.update(buf.ranks[i] for i in known)
+                else:
+                    self._pair_disagree(step, buf, idx, decided_ts, paired, out)
                 continue
             if majority is None:
                 split = True
@@ -793,7 +852,9 @@ class JobMonitor:
         No vote decides between two voters, but silent corruption must never go unnoticed:
         both GPUs are escalated (the smallest units that can hold the fault), on the step it
         happens -- the persistence of the majority vote -- each naming both candidates and
-        the diagnostic that tells them apart.
+        the diagnostic that tells them apart.  Each page is right half the time (one of the
+        two GPUs is healthy by construction), so each scores 0.5: a human decides, and
+        nothing here may read as a recommendation to isolate either.
         """
         (a, b) = idx
         where = [(buf.ranks[i], *buf.hw[i]) for i in idx]
@@ -810,7 +871,7 @@ class JobMonitor:
             self._pair[rank] = [buf.ts[i], 0]
             out.append(self._finding(
                 rank, buf.dp[i], "checksum_pair", "sdc", "unknown", decided_ts,
-                min(buf.ts[a], buf.ts[b]), True, 0.9,
+                min(buf.ts[a], buf.ts[b]), True, 0.5,
                 {"step": step, "rank": rank, "checksum": buf.checksum[i],
                  "other_rank": buf.ranks[j], "other_checksum": buf.checksum[j],
                  "replicas_compared": 2, "candidates": names,

@@ -89,3 +89,27 @@ def test_a_rewound_step_number_after_a_reboot_pages_nobody() -> None:
     eng = Engine()
     assert firing(feed(eng, first + again)) == []
     assert eng.stats()["job_restarts"] == 1
+
+
+# -- two candidates are a coin toss: the pages say so, and a known bad replica explains it ---
+
+
+def test_a_two_replica_vote_scores_one_half_and_calibration_does_not_raise_it() -> None:
+    # One of the two pages is the healthy GPU by construction: each page is right half the
+    # time, and a calibration fitted on other sdc escalations must not claim more.
+    alerts = [a for a in feed(Engine(), two_replicas(12)) if a.status == "firing"]
+    assert len(alerts) == 2
+    for a in alerts:
+        assert a.evidence["raw_confidence"] == 0.5
+        assert a.confidence <= 0.5
+
+
+def test_a_pair_left_after_a_reboot_does_not_page_the_healthy_replica() -> None:
+    # dp 4 (one rank a node): rank 3's parameters go wrong at step 10 and the majority vote
+    # isolates it; from step 15 nodes 0 and 1 are rebooting and only ranks 2 and 3 report.
+    # Their disagreement is rank 3's known fault, not a coin toss that pages rank 2.
+    events = [step(T0 + s + 0.001 * r, r, s, node=f"node-{r:03d}", gpu=0, dp=r,
+                   checksum="ff" if (r == 3 and s >= 10) else f"c{s}")
+              for s in range(40) for r in range(4) if s < 15 or r >= 2]
+    assert firing(feed(Engine(), events)) == [
+        ("alerts.isolation", "sdc", "gpu_hardware", "gpu:node-003/0")]

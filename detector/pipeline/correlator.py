@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -73,6 +73,8 @@ class CorrelatorPartition:
         self.late = 0
         self.invalid = 0
         self.errors = 0
+        # Stage tracing (off: None): called with (source, finding id) for each finding taken.
+        self.taken: Callable[[str, tuple[int, int]], None] | None = None
 
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
@@ -170,6 +172,8 @@ class CorrelatorPartition:
             self.late += 1
         heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f, arrived))
         self.findings += 1
+        if self.taken is not None:
+            self.taken(name, fid)
 
     def seen(self, node: str, what: str) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
@@ -217,24 +221,28 @@ class CorrelatorPartition:
         return high if high > -math.inf else None
 
     def release(self, now: float, alerts: list[Alert],
-                arrivals: list[float | None] | None = None) -> None:
+                arrivals: list[float | None] | None = None,
+                causes: list[tuple[str, int, int] | None] | None = None) -> None:
         """Decide every finding and timer up to the clock, in event-time order.
 
         With ``arrivals``, one entry per alert appended: when the input it
-        answers reached Kafka, or None for an alert a timer decided.
+        answers reached Kafka, or None for an alert a timer decided; with
+        ``causes`` (and ``arrivals``), likewise the (source, input offset, index)
+        of the finding it answers (stage tracing).
         """
         clock = self.clock(now)
         if clock is not None:
-            self.release_to(clock, alerts, arrivals)
+            self.release_to(clock, alerts, arrivals, causes)
 
     def release_to(self, clock: float, alerts: list[Alert],
-                   arrivals: list[float | None] | None = None) -> None:
+                   arrivals: list[float | None] | None = None,
+                   causes: list[tuple[str, int, int] | None] | None = None) -> None:
         """:meth:`release` up to the event time ``clock`` (the in-process Engine's, after
         each record: its one source's clock).  Runs after every record in process, so
         the common case -- nothing waiting, nothing due -- is kept to a few loads."""
         heap = self._heap
         if heap and heap[0][0] <= clock:
-            self._release_findings(clock, alerts, arrivals)
+            self._release_findings(clock, alerts, arrivals, causes)
         if clock > self.released:
             # corr.advance(clock) when it has anything to do (a timer due, a prune)
             corr = self.correlator
@@ -244,20 +252,27 @@ class CorrelatorPartition:
             self.released = clock
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
+        if causes is not None:
+            causes.extend([None] * (len(alerts) - len(causes)))
 
     def _release_findings(self, clock: float, alerts: list[Alert],
-                          arrivals: list[float | None] | None) -> None:
+                          arrivals: list[float | None] | None,
+                          causes: list[tuple[str, int, int] | None] | None = None) -> None:
         corr = self.correlator
         heap = self._heap
         while heap and heap[0][0] <= clock:
-            tag, _, _, _, f, arrived = heapq.heappop(heap)
+            tag, name, off, k, f, arrived = heapq.heappop(heap)
             if tag > self.released:  # timers due before this finding's time go first
                 self._guarded(corr.fire_due, tag, alerts)
                 self.released = tag
             if arrivals is not None:
+                if causes is not None:
+                    causes.extend([None] * (len(alerts) - len(arrivals)))
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))
             self._guarded(corr.on_finding, f, alerts)
             if arrivals is not None:
+                if causes is not None:
+                    causes.extend([(name, off, k)] * (len(alerts) - len(arrivals)))
                 arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
 
     def run_out(self, alerts: list[Alert]) -> None:

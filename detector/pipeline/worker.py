@@ -18,6 +18,8 @@ tuple); records are ``(offset, key, value, arrival)`` tuples in offset order.
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +48,62 @@ class WorkerOutput:
     stale: int = 0                                           # records of partitions not held
     errors: int = 0                                          # batches that failed as a whole
     correlator_errors: int = 0                               # findings/timers it failed on
+    # With stage tracing: per alert (parallel to ``alerts``), the wall times of its way
+    # through the stages (see StageTrace.stamps), or None for one a timer decided.
+    stages: list[dict[str, float | None] | None] = field(default_factory=list)
+
+
+class StageTrace:
+    """Wall-clock stamps (epoch seconds) of the way from an input record to its alert.
+
+    Off by default (``PipelineWorker(trace=None)``): the hot path then pays one
+    ``is None`` test per batch and per finding.  On, for an alert answering
+    a finding, :meth:`stamps` gives
+
+    - ``fetched``: the input's fetch response reached the consumer,
+    - ``handed``: its batch was handed to the pipeline,
+    - ``found``: the finding was produced (its findings message's Kafka timestamp),
+    - ``findings_fetched`` / ``findings_handed``: the same for the findings message,
+    - ``decided``: the correlator's clock released it and the alert was made.
+
+    Inputs and findings are looked up in this worker's memory, so a finding made by
+    another worker has only the correlator's stamps.  Bounded: old entries are dropped.
+    """
+
+    BATCHES = 256           # remembered per source
+    FINDINGS = 100_000      # remembered findings not yet released
+
+    def __init__(self) -> None:
+        # source -> (first offset, last offset, fetched, handed) of its recent batches
+        self.inputs: dict[str, deque[tuple[int, int, float | None, float]]] = {}
+        # (source, input offset, index) -> (found, findings fetched, findings handed)
+        self.findings: OrderedDict[tuple[str, int, int],
+                                   tuple[float | None, float | None, float]] = OrderedDict()
+        self._current: tuple[float | None, float | None, float] = (None, None, 0.0)
+
+    def batch(self, source: str, first: int, last: int, fetched: float | None,
+              handed: float) -> None:
+        q = self.inputs.get(source)
+        if q is None:
+            q = self.inputs[source] = deque(maxlen=self.BATCHES)
+        q.append((first, last, fetched, handed))
+
+    def taken(self, source: str, fid: tuple[int, int]) -> None:
+        f = self.findings
+        f[(source, fid[0], fid[1])] = self._current
+        if len(f) > self.FINDINGS:
+            f.popitem(last=False)
+
+    def stamps(self, cause: tuple[str, int, int], decided: float) -> dict[str, float | None]:
+        source, offset = cause[0], cause[1]
+        fetched = handed = None
+        for first, last, f, h in reversed(self.inputs.get(source, ())):
+            if first <= offset <= last:
+                fetched, handed = f, h
+                break
+        found, ffetched, fhanded = self.findings.pop(cause, (None, None, None))
+        return {"fetched": fetched, "handed": handed, "found": found,
+                "findings_fetched": ffetched, "findings_handed": fhanded, "decided": decided}
 
 
 class PipelineWorker:
@@ -56,7 +114,7 @@ class PipelineWorker:
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
                  hold_back_s: float = 0.25, idle_advance_s: float = 5.0,
                  source_timeout_s: float = 30.0, wall_clock: Callable[[], float] | None = None,
-                 codec: StateCodec = UNSIGNED) -> None:
+                 codec: StateCodec = UNSIGNED, trace: StageTrace | None = None) -> None:
         self.telemetry_topics = dict(telemetry_topics)  # topic name -> contract name
         self.findings_topic = findings_topic
         self.findings_partitions = findings_partitions
@@ -68,6 +126,9 @@ class PipelineWorker:
         self.source_timeout_s = source_timeout_s
         self.wall_clock = wall_clock
         self.codec = codec
+        self.trace = trace
+        self._handed = 0.0                       # stage tracing: the current batch's
+        self._fetched: Mapping[Any, float] = {}  # hand-over and fetch times
         self.sources: dict[Hashable, SourcePartition] = {}
         self.correlators: dict[Hashable, CorrelatorPartition] = {}
 
@@ -80,10 +141,9 @@ class PipelineWorker:
                       ) -> SourcePartition | CorrelatorPartition:
         """A fresh stage for ``tp`` (not yet held: the caller puts it in place)."""
         if self.is_findings(tp):
-            return CorrelatorPartition(tp[1], self.thresholds, self.topology,
-                                       expected=self.expected_sources, now=now,
-                                       source_timeout_s=self.source_timeout_s,
-                                       empty_grace_s=self.idle_advance_s)
+            return self._traced(CorrelatorPartition(
+                tp[1], self.thresholds, self.topology, expected=self.expected_sources, now=now,
+                source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s))
         return SourcePartition(self.telemetry_topics[tp[0]], tp[1], self.findings_partitions,
                                self.thresholds, self.topology, now=now,
                                wall_clock=self.wall_clock)
@@ -92,27 +152,37 @@ class PipelineWorker:
                           ) -> SourcePartition | CorrelatorPartition:
         """The stage a snapshot saved; raises (SnapshotRefused, ...) if it is not one of ours."""
         if self.is_findings(tp):
-            return CorrelatorPartition.restore(
+            return self._traced(CorrelatorPartition.restore(
                 tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
-                codec=self.codec)
+                codec=self.codec))
         return SourcePartition.restore(self.telemetry_topics[tp[0]], tp[1],
                                        self.findings_partitions, offset, blob, self.topology,
                                        now=now, codec=self.codec, wall_clock=self.wall_clock)
 
+    def _traced(self, part: CorrelatorPartition) -> CorrelatorPartition:
+        if self.trace is not None:
+            part.taken = self.trace.taken
+        return part
+
     # -- input ---------------------------------------------------------------------------
 
     def process(self, by_tp: Mapping[Any, list[Record]], now: float,
-                caught_up: Callable[[Any, int], bool], *, arrivals_per_s: float = 1.0
-                ) -> WorkerOutput:
+                caught_up: Callable[[Any, int], bool], *, arrivals_per_s: float = 1.0,
+                fetched: Mapping[Any, float] | None = None) -> WorkerOutput:
         """One fetched batch: records by partition, each in offset order.
 
         ``caught_up(tp, offset)``: nothing after ``offset`` is in the partition yet
         (as far as the fetcher knows).  ``arrival`` is when a record reached
         Kafka, in units of ``1 / arrivals_per_s`` seconds (Kafka's ms: 1000).
+        ``fetched``: with stage tracing, when each partition's fetch response came
+        (epoch seconds; see :class:`StageTrace`).
         """
         out = WorkerOutput()
         touched = False
+        trace = self.trace
+        if trace is not None:
+            self._stamp(by_tp, fetched or {}, arrivals_per_s)
         for tp, records in by_tp.items():
             try:
                 if self.is_findings(tp):
@@ -128,6 +198,23 @@ class PipelineWorker:
             # hold the correlator's clock until the next heartbeat, with nothing new.
             out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
         return out
+
+    def _stamp(self, by_tp: Mapping[Any, list[Record]], fetched: Mapping[Any, float],
+               arrivals_per_s: float) -> None:
+        """Stage tracing: note when this batch's records were fetched and handed over."""
+        trace = self.trace
+        assert trace is not None
+        handed = time.time()
+        for tp, records in by_tp.items():
+            if not records:
+                continue
+            if self.is_findings(tp):
+                continue  # stamped per finding as the correlator takes it (see _findings)
+            part = self.sources.get(tp)
+            if part is not None:
+                trace.batch(part.source, records[0][0], records[-1][0], fetched.get(tp), handed)
+        self._handed = handed
+        self._fetched = fetched
 
     def _telemetry(self, tp: Any, records: list[Record], now: float,
                    caught_up: Callable[[Any, int], bool], arrivals_per_s: float,
@@ -149,15 +236,31 @@ class PipelineWorker:
         if part is None:
             out.stale += len(records)
             return
-        for offset, _, value, _ in records:
-            part.on_message(offset, value, now)
+        trace = self.trace
+        if trace is None:
+            for offset, _, value, _ in records:
+                part.on_message(offset, value, now)
+        else:
+            fetched = self._fetched.get(tp)
+            for offset, _, value, ts in records:
+                # The findings message's Kafka timestamp: when stage 1 produced it (ms).
+                trace._current = (None if ts is None or ts < 0 else ts / 1000.0, fetched,
+                                  self._handed)
+                part.on_message(offset, value, now)
         self._release(part, now, out)
 
     def _release(self, part: CorrelatorPartition, now: float, out: WorkerOutput) -> None:
         alerts: list[Alert] = []
         arrivals: list[float | None] = []
         errors = part.errors
-        part.release(now, alerts, arrivals)
+        trace = self.trace
+        if trace is None:
+            part.release(now, alerts, arrivals)
+        else:
+            causes: list[tuple[str, int, int] | None] = []
+            part.release(now, alerts, arrivals, causes)
+            decided = time.time()
+            out.stages.extend(None if c is None else trace.stamps(c, decided) for c in causes)
         out.correlator_errors += part.errors - errors
         out.alerts.extend(zip(alerts, arrivals, strict=True))
 

@@ -62,8 +62,9 @@ from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
-from detector.pipeline.worker import PipelineWorker, WorkerOutput
+from detector.pipeline.worker import PipelineWorker, StageTrace, WorkerOutput
 from detector.service.faust_io import (
+    FETCHED_AT,
     ServiceWorker,
     check_supported,
     commit_offsets,
@@ -85,6 +86,8 @@ STATUS_FILE = "status.json"
 # (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
 _RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
 ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
+# on an alert, with trace_stages: JSON of the wall times of its way (StageTrace.stamps)
+STAGES_HEADER = "faultline-stages"
 
 
 class DetectorService:
@@ -119,7 +122,8 @@ class DetectorService:
             findings_partitions=self.findings_partitions, expected_sources=self.expected_sources,
             thresholds=self.thresholds, topology=topology, hold_back_s=settings.hold_back_s,
             idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
-            wall_clock=wall, codec=self.codec)
+            wall_clock=wall, codec=self.codec,
+            trace=StageTrace() if settings.trace_stages else None)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
@@ -178,7 +182,8 @@ class DetectorService:
                              acks=False)
         if s.delivery == "batch":
             install_batch_delivery(app, self.on_records, frozenset(
-                [*self.telemetry_topics, self.findings_topic]))
+                [*self.telemetry_topics, self.findings_topic]), first=frozenset(
+                    [self.findings_topic]))
             app.topics.add(telemetry)  # subscribed without a stream reading them
             app.topics.add(findings)
         else:
@@ -221,7 +226,8 @@ class DetectorService:
         first = next(iter(by_tp.values()), None)
         if first and not isinstance(first[0], tuple):  # aiokafka's records
             by_tp = {tp: list(map(_RECORD_FIELDS, recs)) for tp, recs in by_tp.items()}
-        out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=arrivals_per_s)
+        out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=arrivals_per_s,
+                                    fetched=FETCHED_AT)
         self._emit(out)
         if out.events:
             self._input_last = (self.wall(), time.process_time())
@@ -234,7 +240,7 @@ class DetectorService:
             self._dead_letter(d, topic)
         self.counts["deadletters"] += len(out.dead)
         if out.alerts:
-            self._alerts(out.alerts)
+            self._alerts(out.alerts, out.stages)
         for topic, n in out.events.items():
             self.counts["events"] += n
             if self.metrics is not None:
@@ -281,14 +287,17 @@ class DetectorService:
 
     # -- stage 2 -------------------------------------------------------------------------
 
-    def _alerts(self, alerts: list[tuple[Any, float | None]]) -> None:
+    def _alerts(self, alerts: list[tuple[Any, float | None]],
+                stages: list[dict[str, float | None] | None] | None = None) -> None:
         wall = self.wall()
-        for a, arrived in alerts:
+        for i, (a, arrived) in enumerate(alerts):
             key, value = alert_message(a)
             # When the input behind it reached Kafka: with the alert's own timestamp, the
             # end-to-end latency, measurable by whoever reads the topic.
-            self.out.produce(self.alert_topics[a.topic], value, key, headers=None if arrived
-                             is None else [(ARRIVED_HEADER, repr(arrived).encode())])
+            headers = None if arrived is None else [(ARRIVED_HEADER, repr(arrived).encode())]
+            if headers and stages and stages[i] is not None:
+                headers.append((STAGES_HEADER, json.dumps(stages[i]).encode()))
+            self.out.produce(self.alert_topics[a.topic], value, key, headers=headers)
             log.info("%s %s %s/%s on %s", a.status, a.topic, a.kind, a.cause, a.scope.key)
             if self.metrics is not None:
                 self.metrics.alert(a, wall - arrived if arrived is not None else None)
