@@ -522,6 +522,11 @@ class Correlator:
             return False
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
             "compute_ratio_to_peers")
+        # A GPU a little slower than its peers from the start (a speed offset, learned as the
+        # rank's baseline) was so before it was capped: the cap can explain only the change.
+        base = float(slow.evidence.get("baseline_ratio") or 1.0)
+        if ratio:
+            ratio = ratio / max(base, 1.0)
         drop = cap.evidence.get("clock_drop", 0.0)
         # A GPU capped before its rank slowed down, the rank at its peers' speed meanwhile,
         # showed what its routine capping costs the job: nothing.  Only the clock loss beyond
@@ -540,8 +545,10 @@ class Correlator:
             return False
         if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s:
             return False  # the cap did not start with the slowdown: routine capping, not why
-        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers while "
-                   f"its GPU is power-capped (clock {drop:.1%} below baseline)"
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers "
+                   + (f"beyond its own baseline ({base - 1.0:.1%} from the start) "
+                      if base > 1.0 else "")
+                   + f"while its GPU is power-capped (clock {drop:.1%} below baseline)"
                    ) if ratio else "impact: rank slower than its peers"
         p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
                         detected_ts=max(now, cap.ts, slow.ts),
@@ -558,7 +565,8 @@ class Correlator:
         minor, ended = self._benign.get(f.scope.key, (None, 0.0))
         if minor is None or ended < now - self.cfg.benign_grace_s:
             return None
-        ratio = f.evidence.get("compute_ratio_to_peers", math.inf)
+        ratio = f.evidence.get("compute_ratio_to_peers", math.inf) / max(
+            float(f.evidence.get("baseline_ratio") or 1.0), 1.0)
         drop = minor.evidence.get("clock_drop", 0.0)
         return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
 

@@ -544,6 +544,7 @@ class JobMonitor:
                  "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
                  "peer_median_compute_ms": round(peer_med[s], 2),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
+                 "baseline_ratio": round(math.exp(float(self._base[s])), 4),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {})}))
         for s in cleared.tolist():
