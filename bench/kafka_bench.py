@@ -59,6 +59,21 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def sched_s(pid: int) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of all of a process's
+    threads so far, from /proc/<pid>/task/*/schedstat: the second is what a busy
+    machine costs it."""
+    run = wait = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run / 1e9, wait / 1e9
+
+
 def rss_kib(pid: int | str = "self") -> tuple[int, int]:
     """(VmRSS, VmHWM) of a process in KiB, from /proc."""
     out = {"VmRSS": 0, "VmHWM": 0}

@@ -63,6 +63,7 @@ from kafka_bench import (  # noqa: E402
     producer,
     read_topic,
     rss_kib,
+    sched_s,
     wait_for,
     worker_env,
 )
@@ -168,9 +169,12 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         end_ts = max(m.ts for m in msgs)
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
+        sched0 = sched_s(w.proc.pid)
         t0 = time.time()
         secs = produce(producer(broker.bootstrap, 1.0), prefix, msgs, speed)  # type: ignore[arg-type]
         cpu = proc_cpu_s(w.proc.pid) - cpu0
+        sched1 = sched_s(w.proc.pid)
+        waited = sched1[1] - sched0[1]
         cfg = Thresholds()
         settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
 
@@ -205,7 +209,8 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             if v.get("type") == "finding" and v.get("arrived") is not None:
                 findings.append(m.timestamp()[1] / 1000.0 - float(v["arrived"]))
         return {"rate": rate, "achieved_rate": len(msgs) / secs, "speed": speed,
-                "worker_cpu_share": cpu / secs, "alert_messages": n_alerts,
+                "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
+                "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced,
                 "findings": findings}
     finally:
@@ -275,15 +280,17 @@ def report(res: dict[str, Any]) -> None:
                 print(f"| {len(r['per_worker'])} | {n / r['wall_s']:,.0f} | "
                       f"{1e6 * r['cpu_s'] / n:.2f} | {each} |")
     if res.get("latency"):
-        print("\n| load | events/s produced | worker CPU | alerts p50 ms | alerts p99 ms | "
+        print("\n| load | events/s produced | worker CPU | worker waiting for a CPU | "
+              "alerts p50 ms | alerts p99 ms | "
               "alerts max ms | alerts timed | findings p50 ms | findings p99 ms | findings |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for lat in res["latency"]:
             a = [1e3 * x for x in lat["alerts"]]
             f = [1e3 * x for x in lat["findings"]]
             print(f"| {lat['share']:.0%} of max{lat.get('label', '')} | "
                   f"{lat['achieved_rate']:,.0f} | "
-                  f"{lat['worker_cpu_share']:.0%} | {percentile(a, 50):.0f} | "
+                  f"{lat['worker_cpu_share']:.0%} | {lat.get('worker_runqueue_share', 0):.0%} | "
+                  f"{percentile(a, 50):.0f} | "
                   f"{percentile(a, 99):.0f} | {max(a, default=float('nan')):.0f} | "
                   f"{len(a)} of {lat['alert_messages']} | {percentile(f, 50):.0f} | "
                   f"{percentile(f, 99):.0f} | {len(f)} |")
@@ -430,6 +437,8 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "per_run_p50": [percentile(r["alerts"], 50) for r in runs],
             "achieved_rate": sum(r["achieved_rate"] for r in runs) / len(runs),
             "worker_cpu_share": sum(r["worker_cpu_share"] for r in runs) / len(runs),
+            "worker_runqueue_share": sum(r.get("worker_runqueue_share", 0.0) for r in runs)
+            / len(runs),
             "alert_messages": sum(r["alert_messages"] for r in runs),
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],

@@ -685,6 +685,14 @@ class Correlator:
 
     def _on_network(self, f: Finding, out: list[Alert]) -> None:
         if not f.active:
+            held = self._group_wait.get(f.key)
+            if held is not None:
+                # Over before its switch window closed (a link down for one 10-30 s sample):
+                # it still happened -- decided with the others when the window closes, as
+                # trouble that has cleared (it holds nothing open).
+                what, name, g = held
+                self._group_wait[f.key] = (what, name, g._replace(active=False))
+                return
             self._cleared(f, out)
             return
         if not f.verdict:
@@ -809,14 +817,22 @@ class Correlator:
             p.tenant = None  # a shared part carries several tenants' work
             for _, f in waiting:
                 p.add(f, self.cfg.evidence_items)
-                self._own(f, p)
+                if f.active:
+                    self._own(f, p)
+            self._quiet_if_cleared(p, due)
             return
         for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
-            if f.scope.key in self._device:
+            if f.scope.key in self._device or not f.active:
                 cause = "nic" if f.kind == "network" else f.cause
                 p = self._raise(ISOLATION, f.kind, cause, f.scope, f, out, detected_ts=due,
-                                latched=f.kind == "hardware")
+                                latched=f.kind == "hardware", own=f.active)
                 self._explain_waiting(f.scope, p, out)
+                self._quiet_if_cleared(p, due)
+
+    def _quiet_if_cleared(self, p: Problem, ts: float) -> None:
+        """A problem raised from trouble that had already cleared starts its quiet time."""
+        if not p.active and not p.latched and p.status == "firing" and p.quiet_since == math.inf:
+            self._schedule_resolve(p, ts)
 
     def _fabric_escalation(self, first: Finding, waiting: list[tuple[str, Finding]],
                            heard: set[str], troubled: set[str], due: float,

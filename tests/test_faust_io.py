@@ -80,3 +80,38 @@ def test_the_service_topics_come_out_of_the_fetcher_as_lean_records_with_the_sam
     other = list(PartitionRecords(TopicPartition("other", 0), MemoryRecords(_batch(0, [good])),
                                   [], 0, None, None, False, READ_UNCOMMITTED))
     assert type(other[0]) is not Fetched and other[0].value == good
+
+
+def test_findings_are_handed_over_before_telemetry_fetched_earlier() -> None:
+    """The fetcher's buffered results, in the order they came: findings go to the front."""
+    from collections import OrderedDict
+
+    from aiokafka.structs import TopicPartition
+
+    from detector.service.faust_io import to_front
+
+    came = [("t.step", 7), ("f", 1), ("t.nic", 0), ("f", 0), ("t.ecc", 3)]
+    buffered = OrderedDict((TopicPartition(t, p), k) for k, (t, p) in enumerate(came))
+    to_front(buffered, frozenset({"f"}))
+    assert [(tp.topic, tp.partition) for tp in buffered] == [
+        ("f", 1), ("f", 0), ("t.step", 7), ("t.nic", 0), ("t.ecc", 3)]
+    assert list(buffered.values()) == [1, 3, 0, 2, 4]  # nothing else changed
+
+
+def test_the_fetch_time_of_records_handed_over_is_noted_for_stage_tracing() -> None:
+    import time
+
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, PartitionRecords
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition
+
+    from detector.service.faust_io import FETCHED_AT, tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"stamped.telemetry.ecc"}))
+    tp = TopicPartition("stamped.telemetry.ecc", 0)
+    before = time.time()
+    records = PartitionRecords(tp, MemoryRecords(_batch(0, [b"{}"])), [], 0, None, None,
+                               False, READ_UNCOMMITTED)
+    assert tp not in FETCHED_AT  # noted when the records are taken, not when fetched
+    assert len(list(records)) == 1
+    assert before <= FETCHED_AT[tp] <= time.time()

@@ -278,8 +278,7 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
             buffered = fetcher._records  # an OrderedDict, TP -> fetched result
             fetcher._prefetch_backoff = PREFETCH_BACKOFF_S
             if first:
-                for tp in [tp for tp in buffered if tp.topic in first]:
-                    buffered.move_to_end(tp, last=False)
+                to_front(buffered, first)
             return await super()._fetch_records(consumer, active_partitions, timeout,
                                                 max_records)
 
@@ -294,6 +293,13 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
         Consumer = BatchConsumer
 
     return BatchTransport(app.conf.broker_consumer, app)
+
+
+def to_front(buffered: Any, topics: frozenset[str]) -> None:
+    """Move the partitions of ``topics`` to the front of an OrderedDict keyed by partition
+    (aiokafka's fetched results), each group keeping its order."""
+    for tp in reversed([tp for tp in buffered if tp.topic in topics]):
+        buffered.move_to_end(tp, last=False)
 
 
 class _BatchConsumer:
