@@ -90,10 +90,10 @@ def decode(topic: str, raw: bytes | bytearray | memoryview | str) -> Event:
         ev = _DECODERS[topic](raw)
         # Backslash 0x5C, DEL 0x7F; as ints: ``0x5C in raw`` is a memchr, ``b"\\" in raw``
         # a substring search several times slower.  (A str raises TypeError here.)
-        if raw.isascii() and 0x5C not in raw and 0x7F not in raw and (  # type: ignore[union-attr,operator]
+        if raw.isascii() and 0x5C not in raw and 0x7F not in raw and (  # type: ignore[union-attr]
                 len(raw) <= MAX_MESSAGE_BYTES):
             if type(ev) is not StepSample:
-                return ev  # type: ignore[no-any-return]
+                return ev  # type: ignore[return-value]
             step_ms = ev.step_ms  # parts_fit, inline: this runs for every step
             if (ev.compute_ms or 0.0) + (ev.comm_ms or 0.0) <= (
                     step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms):
@@ -121,7 +121,7 @@ def _decode_checked(topic: str, raw: bytes | bytearray | memoryview | str) -> Ev
         return describe(topic, raw)
     if type(ev) is StepSample and not parts_fit(ev):
         return describe(topic, raw)
-    return ev  # type: ignore[no-any-return]
+    return ev  # type: ignore[return-value]
 
 
 def decode_value(topic: str, value: Any) -> Event:

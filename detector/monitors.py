@@ -88,10 +88,43 @@ class Monitors:
         elif self._jump:
             self._jump.clear()
         n = len(findings)
-        handler = _HANDLERS.get(type(ev))
-        if handler is None:
-            raise TypeError(f"not a telemetry record: {type(ev).__name__}")
-        handler(self, ev, findings)
+        # The four kinds' handling, inline (one call less per record: this runs for every one).
+        t = type(ev)
+        e: Any = ev  # (narrowed by t, which mypy does not follow)
+        if t is StepSample:
+            self.counts["step"] += 1
+            job = self._jobs.get(e.job)
+            if job is None:
+                job = self._jobs[e.job] = JobMonitor(e.job, self.cfg)
+            job.add(e, findings)
+        elif t is NicSample:
+            self.counts["nic"] += 1
+            nics = self._nics.get(e.node)
+            if nics is None:
+                nics = self._nics[e.node] = NodeNics(e.node)
+                self._heard(e.node, "nic", e.cluster)
+            nics.update(e, self.cfg, findings)
+        elif t is ThermalSample:
+            self.counts["thermal"] += 1
+            key = (e.node, e.gpu)
+            mon = self._thermal.get(key)
+            if mon is None:
+                temps = self._node_temps.get(e.node)
+                if temps is None:
+                    temps = self._node_temps[e.node] = NodeTemps()
+                mon = self._thermal[key] = GpuThermal(e.node, e.gpu, self.cfg, temps)
+                self._heard(e.node, "thermal", e.cluster)
+            mon.update(e, self.cfg, findings)
+        elif t is EccSample:
+            self.counts["ecc"] += 1
+            key = (e.node, e.gpu)
+            ecc = self._ecc.get(key)
+            if ecc is None:
+                ecc = self._ecc[key] = GpuHealth(e.node, e.gpu, self.cfg)
+                self._heard(e.node, "ecc", e.cluster)
+            ecc.update(e, self.cfg, findings)
+        else:
+            raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:
             self.sweep(findings)
         if len(findings) != n:
@@ -140,42 +173,6 @@ class Monitors:
         """Give restored monitors what a snapshot never holds (see detector.statecodec)."""
         self.topology = topology
         self.wall_clock = wall_clock
-
-    def _on_step(self, ev: StepSample, findings: list[Finding]) -> None:
-        self.counts["step"] += 1
-        job = self._jobs.get(ev.job)
-        if job is None:
-            job = self._jobs[ev.job] = JobMonitor(ev.job, self.cfg)
-        job.add(ev, findings)
-
-    def _on_thermal(self, ev: ThermalSample, findings: list[Finding]) -> None:
-        self.counts["thermal"] += 1
-        key = (ev.node, ev.gpu)
-        mon = self._thermal.get(key)
-        if mon is None:
-            temps = self._node_temps.get(ev.node)
-            if temps is None:
-                temps = self._node_temps[ev.node] = NodeTemps()
-            mon = self._thermal[key] = GpuThermal(ev.node, ev.gpu, self.cfg, temps)
-            self._heard(ev.node, "thermal", ev.cluster)
-        mon.update(ev, self.cfg, findings)
-
-    def _on_nic(self, ev: NicSample, findings: list[Finding]) -> None:
-        self.counts["nic"] += 1
-        nics = self._nics.get(ev.node)
-        if nics is None:
-            nics = self._nics[ev.node] = NodeNics(ev.node)
-            self._heard(ev.node, "nic", ev.cluster)
-        nics.update(ev, self.cfg, findings)
-
-    def _on_ecc(self, ev: EccSample, findings: list[Finding]) -> None:
-        self.counts["ecc"] += 1
-        key = (ev.node, ev.gpu)
-        mon = self._ecc.get(key)
-        if mon is None:
-            mon = self._ecc[key] = GpuHealth(ev.node, ev.gpu, self.cfg)
-            self._heard(ev.node, "ecc", ev.cluster)
-        mon.update(ev, self.cfg, findings)
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
@@ -288,8 +285,6 @@ def out_of_range(ev: Event, clock: float) -> InvalidMessage:
 
 
 _TOPIC = {StepSample: STEP, ThermalSample: THERMAL, NicSample: NIC, EccSample: ECC}
-_HANDLERS: dict[type, Any] = {StepSample: Monitors._on_step, ThermalSample: Monitors._on_thermal,
-                              NicSample: Monitors._on_nic, EccSample: Monitors._on_ecc}
 
 
 def tracked_gpus(parts: Iterable[Monitors]) -> int:

@@ -125,25 +125,30 @@ class GpuThermal:
         return self._active or self._hot_active or self._cap_active
 
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
-        if s.ts <= self._last_ts:
+        ts = s.ts
+        last = self._last_ts
+        if ts <= last:
             return  # late or duplicate: state machines run on fresh samples only
-        gap, prev, self._prev_gap = s.ts - self._last_ts, self._prev_gap, s.ts - self._last_ts
-        steady = 0.8 * prev <= gap <= 1.25 * prev  # two gaps alike: a rate, not a pause
-        if steady and gap < 300.0 and not 0.5 * self._interval_s <= gap <= 2.0 * self._interval_s:
+        gap = ts - last
+        prev = self._prev_gap
+        self._prev_gap = gap
+        # Two gaps alike (a rate, not a pause), and not the interval told last.
+        if 0.8 * prev <= gap <= 1.25 * prev and gap < 300.0 and not (
+                0.5 * self._interval_s <= gap <= 2.0 * self._interval_s):
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.
             self._interval_s = gap
-            out.append(Finding(s.ts, s.ts, "sampling", "slow_node", "unknown", self.scope, True,
+            out.append(Finding(ts, ts, "sampling", "slow_node", "unknown", self.scope, True,
                                False, 0.0, {"sample_interval_s": round(gap, 2)}, None,
                                s.tenant, s.cluster))
-        self._last_ts = s.ts
+        self._last_ts = ts
         temp_c = s.gpu_temp_c
         if temp_c is not None:
             node = self._node
             node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
-            if s.ts - node.median_ts >= 1.0:
-                node.reference(s.ts)
+            if ts - node.median_ts >= 1.0:
+                node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS

@@ -48,10 +48,10 @@ class CounterDeltas:
         try:
             # Common case, at C speed: every counter present now and before (a None on
             # either side is a TypeError, before anything changed).
-            deltas = tuple(map(sub, values, last))  # type: ignore[arg-type]
+            deltas = tuple(map(sub, values, last))
         except TypeError:
             return self._update_partial(values)
-        self._last = list(values)
+        last[:] = values  # (in place: no new list a sample)
         if min(deltas) >= 0:
             return deltas
         self.resets += sum(1 for d in deltas if d < 0)

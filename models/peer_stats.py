@@ -24,12 +24,12 @@ import numpy as np
 MAD_TO_SIGMA = 1.4826
 
 
-def _group_medians(values: np.ndarray, groups: np.ndarray, order: np.ndarray,
-                   starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Median of ``values`` per group, given their ``order`` (sorted by group, then value)
-    and where each group starts in it and how long it is (see :func:`group_median_scale`)."""
+def _group_medians(values: np.ndarray, order: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                   ) -> np.ndarray:
+    """Median of ``values`` per group: ``order`` sorts them by group, then value; ``lo`` and
+    ``hi`` are where each group's middle one or two are in that order."""
     v = values[order]
-    return (v[starts + (counts - 1) // 2] + v[starts + counts // 2]) * 0.5
+    return (v[lo] + v[hi]) * 0.5
 
 
 def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -52,10 +52,11 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
     counts = np.empty(len(starts), dtype=np.intp)
     np.subtract(starts[1:], starts[:-1], out=counts[:-1])
     counts[-1] = n - starts[-1]
-    run = np.cumsum(first) - 1  # each sorted element's run
+    lo = starts + (counts - 1) // 2  # each run's middle element(s)
+    hi = starts + counts // 2
     back = np.empty(n, dtype=np.intp)  # each element's run, in the input's order
-    back[order] = run
-    med = _group_medians(values, groups, order, starts, counts)[back].astype(float, copy=False)
+    back[order] = np.cumsum(first) - 1
+    med = _group_medians(values, order, lo, hi)[back].astype(float, copy=False)
     dev = np.abs(values - med)
-    mad = _group_medians(dev, groups, np.lexsort((dev, groups)), starts, counts)[back]
+    mad = _group_medians(dev, np.lexsort((dev, groups)), lo, hi)[back]
     return med, mad * MAD_TO_SIGMA, counts[back].astype(np.int64, copy=False)
