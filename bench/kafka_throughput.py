@@ -155,7 +155,7 @@ def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str,
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
-                stages: bool = False) -> dict[str, Any]:
+                stages: bool = False, linger_ms: float = 1.0) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times."""
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
@@ -170,10 +170,13 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
         sched0 = sched_s(w.proc.pid)
+        mine0, broker0 = time.process_time(), broker.cpu_s()
         t0 = time.time()
-        secs = produce(producer(broker.bootstrap, 1.0), prefix, msgs, speed)  # type: ignore[arg-type]
+        secs = produce(producer(broker.bootstrap, linger_ms), prefix, msgs,  # type: ignore[arg-type]
+                       speed)
         cpu = proc_cpu_s(w.proc.pid) - cpu0
         sched1 = sched_s(w.proc.pid)
+        mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
         waited = sched1[1] - sched0[1]
         cfg = Thresholds()
         settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
@@ -210,6 +213,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 findings.append(m.timestamp()[1] / 1000.0 - float(v["arrived"]))
         return {"rate": rate, "achieved_rate": len(msgs) / secs, "speed": speed,
                 "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
+                "producer_cpu_share": mine / secs, "broker_cpu_share": broker_cpu / secs,
                 "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced,
                 "findings": findings}
@@ -294,6 +298,10 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(a, 99):.0f} | {max(a, default=float('nan')):.0f} | "
                   f"{len(a)} of {lat['alert_messages']} | {percentile(f, 50):.0f} | "
                   f"{percentile(f, 99):.0f} | {len(f)} |")
+        print("\nCPU of the others on the same 2 cores while the log was fed: "
+              + "; ".join(f"{lat['share']:.0%}{lat.get('label', '')}: the paced producer "
+                          f"(this process) {lat['producer_cpu_share']:.0%}, the broker "
+                          f"{lat['broker_cpu_share']:.0%}" for lat in res["latency"]))
         print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
               "and empty partitions hold the correlator's clock for the grace period):")
         for lat in res["latency"]:
@@ -350,6 +358,9 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--feed-linger-ms", type=float, default=1.0, help="linger.ms of the "
+                    "producer feeding the latency runs (the arrival is its Kafka timestamp, "
+                    "taken when a record is handed to it, so lingering counts as latency)")
     ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
                     "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
                     "went, fetch to decision, p50/p99 per stage")
@@ -415,7 +426,8 @@ def main() -> int:
                     for label, code in codes:  # alternating: the machine's load hits both
                         by_code[label].append(latency_run(broker, msgs, share * top, topology,
                                                           args.partitions, tmp, code=code,
-                                                          stages=args.stages))
+                                                          stages=args.stages,
+                                                          linger_ms=args.feed_linger_ms))
                 for label, runs in by_code.items():
                     lat = latency_summary(share, top, runs, label)
                     res["latency"].append(lat)
@@ -439,6 +451,8 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "worker_cpu_share": sum(r["worker_cpu_share"] for r in runs) / len(runs),
             "worker_runqueue_share": sum(r.get("worker_runqueue_share", 0.0) for r in runs)
             / len(runs),
+            "producer_cpu_share": sum(r["producer_cpu_share"] for r in runs) / len(runs),
+            "broker_cpu_share": sum(r["broker_cpu_share"] for r in runs) / len(runs),
             "alert_messages": sum(r["alert_messages"] for r in runs),
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],

@@ -227,9 +227,14 @@ def credentials(s: Settings) -> Any:
 # wait at most this long, makes each fetch (and each batch) tens of milliseconds of
 # traffic: at 20,000 events/s the consumer thread's CPU went from 6.9-12.4 to
 # 6.6-8.0 µs an event (bench/kafka_throughput.py's live runs, noisy machine).  The
-# price: at most FETCH_MAX_WAIT_MS more latency on a quiet stream.
+# price: at most FETCH_MAX_WAIT_MS more latency on a quiet stream -- twice, since the
+# findings partition is fetched in the same requests and a findings message is too
+# small to fill one.  At 10,000 events/s (stage tracing, 2 paced runs each) 40 ms made
+# the input fetch 50 ms and the findings fetch 43 ms (p50); 10 ms: 21 and 15 ms, alerts
+# p50 173 -> 85 ms, for ~10 % of a core more in fetch rounds at that rate.  At 44,000
+# events/s the minimum fills in ~20 ms and the wait hardly matters.
 FETCH_MIN_BYTES = 256 * 1024
-FETCH_MAX_WAIT_MS = 40
+FETCH_MAX_WAIT_MS = 10
 # How long aiokafka waits, while any fetched partition still holds records not handed
 # over, before it fetches the partitions that were (default 100 ms): the findings
 # partition, drained first (see _fetch_records), is fetched again this much sooner.
