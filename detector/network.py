@@ -86,13 +86,13 @@ class NodeNics:
         p = self._ports.get((s.nic, s.port))
         if p is None:
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
+        ts = s.ts
         counters = p.counters
         prev_ts = p.last_ts
         resets = counters.resets
-        d = counters.update(s.ts, _astuple(s)[_COUNTER_SLICE])
+        d = counters.update(ts, _astuple(s)[_COUNTER_SLICE])
         if d is None:
             return  # late or duplicate
-        ts = s.ts
         first = prev_ts == _NEVER
         if not first:
             p.interval_s = ts - prev_ts
@@ -172,7 +172,8 @@ class NodeNics:
 
     def _refresh_ref(self, ts: float) -> None:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
-        rates = sorted(o.gbps for o in self._ports.values() if o.gbps is not None)
+        rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
+        rates.sort()
         self._ref_gbps = rates[len(rates) // 2] if len(rates) > 1 else 0.0
         self._ref_ts = ts
 
