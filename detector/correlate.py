@@ -522,11 +522,9 @@ class Correlator:
             return False
         ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
             "compute_ratio_to_peers")
-        # A GPU a little slower than its peers from the start (a speed offset, learned as the
-        # rank's baseline) was so before it was capped: the cap can explain only the change.
-        base = float(slow.evidence.get("baseline_ratio") or 1.0)
+        base = _baseline(slow)
         if ratio:
-            ratio = ratio / max(base, 1.0)
+            ratio = ratio / base
         drop = cap.evidence.get("clock_drop", 0.0)
         # A GPU capped before its rank slowed down, the rank at its peers' speed meanwhile,
         # showed what its routine capping costs the job: nothing.  Only the clock loss beyond
@@ -565,8 +563,7 @@ class Correlator:
         minor, ended = self._benign.get(f.scope.key, (None, 0.0))
         if minor is None or ended < now - self.cfg.benign_grace_s:
             return None
-        ratio = f.evidence.get("compute_ratio_to_peers", math.inf) / max(
-            float(f.evidence.get("baseline_ratio") or 1.0), 1.0)
+        ratio = f.evidence.get("compute_ratio_to_peers", math.inf) / _baseline(f)
         drop = minor.evidence.get("clock_drop", 0.0)
         return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
 
@@ -891,6 +888,15 @@ class Correlator:
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
                      recovery)
+
+
+def _baseline(slow: Finding) -> float:
+    """A slow rank's own slowness from the job's start (its learned baseline, >= 1).
+
+    A GPU a little slower than its peers from the start (a speed offset) was so before
+    anything else happened to it: a cause found later explains only the change beyond it.
+    """
+    return max(float(slow.evidence.get("baseline_ratio") or 1.0), 1.0)
 
 
 def _node_of(unit: str) -> str | None:

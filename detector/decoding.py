@@ -87,11 +87,13 @@ def decode(topic: str, raw: bytes | bytearray | memoryview | str) -> Event:
     order (so the dead-letter reasons do not depend on which path ran).
     """
     try:
+        # The size first: a message over the limit is never parsed (the fall-back refuses it).
+        if len(raw) > MAX_MESSAGE_BYTES:
+            return _decode_checked(topic, raw)
         ev = _DECODERS[topic](raw)
         # Backslash 0x5C, DEL 0x7F; as ints: ``0x5C in raw`` is a memchr, ``b"\\" in raw``
         # a substring search several times slower.  (A str raises TypeError here.)
-        if raw.isascii() and 0x5C not in raw and 0x7F not in raw and (  # type: ignore[union-attr]
-                len(raw) <= MAX_MESSAGE_BYTES):
+        if raw.isascii() and 0x5C not in raw and 0x7F not in raw:  # type: ignore[union-attr]
             if type(ev) is not StepSample:
                 return ev  # type: ignore[return-value]
             step_ms = ev.step_ms  # parts_fit, inline: this runs for every step

@@ -49,6 +49,13 @@ _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
+
+
+def _smoothed(prev: float, x: float, alpha: float) -> float:
+    """An exponentially weighted mean that starts at its first value (0.0: none yet)."""
+    return x if prev == 0.0 else prev + alpha * (x - prev)
+
+
 # The fields a step is decided on, read by name from each message at C speed.
 _COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
                       "param_checksum", "node", "gpu", "step_ms", "comm_ms")
@@ -454,8 +461,7 @@ class JobMonitor:
             return
         dev = x - med
         step_sigma = float(np.median(scale[comparable]))
-        self._sigma = step_sigma if self._sigma == 0.0 else (
-            self._sigma + cfg.slow_sigma_alpha * (step_sigma - self._sigma))
+        self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
         r = slots[comparable]
         d = dev[comparable]
@@ -477,8 +483,7 @@ class JobMonitor:
             # it, and a step whose other replicas happen to sit close together would make an
             # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
             step_rep = float(np.median(np.abs(common))) * 1.4826
-            self._rep_sigma = step_rep if self._rep_sigma == 0.0 else (
-                self._rep_sigma + cfg.slow_sigma_alpha * (step_rep - self._rep_sigma))
+            self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
             z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
@@ -586,8 +591,7 @@ class JobMonitor:
         ratio = across / max(within, 1e-6)
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
-        self._replica_noise = ratio if self._replica_noise == 0.0 else (
-            self._replica_noise + cfg.slow_sigma_alpha * (ratio - self._replica_noise))
+        self._replica_noise = _smoothed(self._replica_noise, ratio, cfg.slow_sigma_alpha)
         if self._replica_noise < cfg.replica_noise_ratio:
             return None
         common = np.zeros(len(d))
