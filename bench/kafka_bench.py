@@ -94,7 +94,7 @@ class Broker:
     """``bootstrap``, FAULTLINE_KAFKA_BOOTSTRAP, or a broker of our own (deploy/kafka/broker.py)."""
 
     def __init__(self, bootstrap: str | None, lean: bool = False) -> None:
-        """``lean``: a broker of our own runs with deploy/kafka/broker.py's LEAN_GC_FLAGS and
+        """``lean``: a broker of our own runs with deploy/kafka/broker.py's LEAN_JVM_FLAGS and
         LEAN_PROPERTIES (serial GC, fewer threads) instead of the tests' settings."""
         self.bootstrap = bootstrap or os.environ.get("FAULTLINE_KAFKA_BOOTSTRAP")
         self.lean = lean
@@ -105,9 +105,9 @@ class Broker:
         if self._broker is None:
             return f"an existing broker at {self.bootstrap}"
         if self.lean:
-            return ("our own broker, lean: " + " ".join(self._broker.gc_flags) + ", "
+            return ("our own broker, lean: " + " ".join(self._broker.jvm_flags) + ", "
                     + ", ".join(self._broker.properties.split()))
-        return "our own broker, the tests' settings: " + " ".join(self._broker.gc_flags)
+        return "our own broker, the tests' settings: " + " ".join(self._broker.jvm_flags)
 
     def __enter__(self) -> Broker:
         if not self.bootstrap:
@@ -118,7 +118,7 @@ class Broker:
             assert spec is not None and spec.loader is not None
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            self._broker = (mod.KafkaBroker(gc_flags=mod.LEAN_GC_FLAGS,
+            self._broker = (mod.KafkaBroker(jvm_flags=mod.LEAN_JVM_FLAGS,
                                             properties=mod.LEAN_PROPERTIES)
                             if self.lean else mod.KafkaBroker())
             self.bootstrap = self._broker.start()

@@ -284,7 +284,8 @@ def report(res: dict[str, Any]) -> None:
                                            if res.get("nice_ab") else "")
               if nice else "latency runs: producer, broker and worker all at nice 0",
               end="")
-        print(f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
+        print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
+              f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
               "minus its input's (taken when the input was handed to the producer, before "
               "lingering)")
     print()
@@ -385,6 +386,13 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
                   f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
                   f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) | {r['producer_cpu_share']:.0%} | "
                   f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
+    short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
+             if r["achieved_rate"] < 0.95 * lat["rate"]]
+    if short:
+        print("\nBelow 95 % of the asked rate (the producer did not get the CPU to keep pace: "
+              "a lighter load than the row says): " + ", ".join(
+                  f"{lat['share']:.0%}{lat.get('label', '')} run {k} (asked {lat['rate']:,.0f})"
+                  for lat, k in short))
 
 
 def stage_report(lat: dict[str, Any]) -> None:
@@ -422,9 +430,15 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--feed-linger-ms", type=float, default=1.0, help="linger.ms of the "
+    ap.add_argument("--feed-linger-ms", type=float, default=5.0, help="linger.ms of the "
                     "producer feeding the latency runs (the arrival is its Kafka timestamp, "
-                    "taken when a record is handed to it, so lingering counts as latency)")
+                    "taken when a record is handed to it, so lingering counts as latency; "
+                    "5 ms against 1: fewer, larger produce requests, 9-12 against 12-14 ms "
+                    "of broker CPU per 1,000 events)")
+    ap.add_argument("--warmup-runs", type=int, default=None, help="paced runs before the "
+                    "measured ones, not counted: a fresh broker's JIT compiler takes 5-7 "
+                    "CPU-seconds a run for its first ~3 runs (default: 1 when the backlog "
+                    "runs, which warm it up, are skipped, else 0)")
     ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
                     "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
                     "went, fetch to decision, p50/p99 per stage")
@@ -435,8 +449,8 @@ def main() -> int:
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
-                    help="a broker of our own: lean (serial GC, 1 network thread, 2 request "
-                    "handlers; deploy/kafka/broker.py LEAN_*) or the tests' settings")
+                    help="a broker of our own: lean (serial GC, 1 network thread, "
+                    "2 request handlers; deploy/kafka/broker.py LEAN_*) or the tests' settings")
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
@@ -504,6 +518,16 @@ def main() -> int:
             if args.nice_ab and args.harness_nice:
                 nices = [(" (nice 0)", 0), ("", args.harness_nice)]
             variants = [(cl + nl, code, nv) for nl, nv in nices for cl, code in codes]
+            warmups = args.warmup_runs
+            if warmups is None:
+                warmups = 0 if "faultline" in res else 1
+            res["warmup_runs"] = warmups
+            for k in range(warmups):
+                share = float(args.rates.split(",")[0])
+                r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
+                                linger_ms=args.feed_linger_ms, nice=args.harness_nice)
+                say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
+                    f"{1e3 * max(r['alerts'], default=0):.0f} ms")
             for share in map(float, args.rates.split(",")):
                 by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
                 for _ in range(args.latency_runs):

@@ -51,12 +51,16 @@ STATE_FILE = "broker.json"
 _OWNED = ("kafka-logs", "server.properties", "log4j2.xml", "broker.log", "broker.out", STATE_FILE)
 
 
-DEFAULT_GC_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+DEFAULT_JVM_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 # A leaner single-node broker for benchmarks that share a small machine with what they
 # measure (bench/kafka_throughput.py): the serial collector instead of G1's concurrent
-# marking and refinement threads, and one network thread and two request handlers for the
-# handful of clients a benchmark has.  Measured in BENCHMARKS.md ("Latency, round 3").
-LEAN_GC_FLAGS = ("-XX:+UseSerialGC",)
+# threads, one network thread and two request handlers for a benchmark's handful of
+# clients.  Broker CPU per 1,000 events in paced runs at 41,000 events/s, a fresh broker's
+# first three runs: 16.6 / 16.6 / 11.3 ms with the tests' settings, 12.3 / 12.9 / 11.3
+# lean (C2's compiler threads took 5-7 CPU-seconds a run until warm, with either).  C1
+# only (-XX:TieredStopAtLevel=1) saved those (9.7 / 10.0) but its code is slower once
+# warm (13.3 in the third run), so it is not used.  BENCHMARKS.md, "Latency, round 3".
+LEAN_JVM_FLAGS = ("-XX:+UseSerialGC",)
 LEAN_PROPERTIES = """\
 num.network.threads=1
 num.io.threads=2
@@ -243,16 +247,16 @@ class KafkaBroker:
 
     def __init__(self, data_dir: str | Path | None = None, *, start_timeout_s: float = 90.0,
                  stop_timeout_s: float = 20.0, heap: str = "512m", detach: bool = False,
-                 gc_flags: tuple[str, ...] = DEFAULT_GC_FLAGS, properties: str = "") -> None:
-        """``gc_flags`` replace the broker JVM's garbage-collector flags; ``properties``
-        (``key=value`` lines) are appended to its server.properties, overriding earlier
-        lines: a benchmark's broker can be made leaner than the tests' (see LEAN_*)."""
+                 jvm_flags: tuple[str, ...] = DEFAULT_JVM_FLAGS, properties: str = "") -> None:
+        """``jvm_flags`` replace the broker JVM's garbage-collector and compiler flags;
+        ``properties`` (``key=value`` lines) are appended to its server.properties,
+        overriding earlier lines: a benchmark's broker can be leaner than the tests' (LEAN_*)."""
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.heap = heap
         self.detach = detach
-        self.gc_flags = tuple(gc_flags)
+        self.jvm_flags = tuple(jvm_flags)
         self.properties = properties
         self._proc: subprocess.Popen[bytes] | None = None
         self._bootstrap: str | None = None
@@ -330,7 +334,7 @@ class KafkaBroker:
             raise BrokerError(f"kafka-storage format failed:\n{_tail(fmt.stdout + fmt.stderr)}")
         with open(d / "broker.out", "wb") as out:
             self._proc = subprocess.Popen(
-                [*jvm, *self.gc_flags, "-XX:+ExitOnOutOfMemoryError",
+                [*jvm, *self.jvm_flags, "-XX:+ExitOnOutOfMemoryError",
                  *os.environ.get("FAULTLINE_KAFKA_JAVA_OPTS", "").split(),
                  "kafka.Kafka", str(props)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=d,
