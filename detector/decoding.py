@@ -51,6 +51,7 @@ from detector.events import (
     InvalidMessage,
     NonFinite,
     StepSample,
+    fill_ranks,
     names_printable,
     parts_fit,
 )
@@ -103,9 +104,11 @@ def decode(topic: str, raw: bytes | bytearray | memoryview | str) -> Event:
         if raw.isascii() and 0x5C not in raw and 0x7F not in raw:  # type: ignore[union-attr]
             if type(ev) is not StepSample:
                 return ev  # type: ignore[return-value]
-            step_ms = ev.step_ms  # parts_fit, inline: this runs for every step
+            step_ms = ev.step_ms  # parts_fit and fill_ranks, inline: this runs for every step
             if (ev.compute_ms or 0.0) + (ev.comm_ms or 0.0) <= (
-                    step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms):
+                    step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms) and (
+                    (ev.dp_rank is not None and ev.tp_rank is not None
+                     and ev.pp_rank is not None) or fill_ranks(ev)):
                 return ev
     except Exception:  # noqa: BLE001, S110 - decided again, from the start, just below
         pass
@@ -152,11 +155,13 @@ def decode_many(topic: str, raws: list[Any]) -> list[Event | None] | None:
         return None
     evs: list[Any] = out[::2]
     if topic == STEP:
-        for ev in evs:  # parts_fit, inline: this runs for every step
+        for ev in evs:  # parts_fit and fill_ranks, inline: this runs for every step
             step_ms = ev.step_ms
             if (ev.compute_ms or 0.0) + (ev.comm_ms or 0.0) > (
-                    step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms):
-                return [ev if parts_fit(ev) else None for ev in evs]
+                    step_ms + SUM_SLACK_MS + SUM_SLACK_REL * step_ms) or (
+                    (ev.dp_rank is None or ev.tp_rank is None or ev.pp_rank is None)
+                    and not fill_ranks(ev)):
+                return [ev if parts_fit(ev) and fill_ranks(ev) else None for ev in evs]
     return evs
 
 
@@ -176,7 +181,7 @@ def _decode_checked(topic: str, raw: bytes | bytearray | memoryview | str) -> Ev
         return describe(topic, raw)
     if not (raw.isascii() and 0x5C not in raw and 0x7F not in raw) and not names_printable(ev):
         return describe(topic, raw)
-    if type(ev) is StepSample and not parts_fit(ev):
+    if type(ev) is StepSample and not (parts_fit(ev) and fill_ranks(ev)):
         return describe(topic, raw)
     return ev  # type: ignore[return-value]
 
@@ -192,7 +197,8 @@ def decode_value(topic: str, value: Any) -> Event:
         except _DECODE_ERRORS:
             pass
         else:
-            if names_printable(ev) and (type(ev) is not StepSample or parts_fit(ev)):
+            if names_printable(ev) and (type(ev) is not StepSample
+                                        or (parts_fit(ev) and fill_ranks(ev))):
                 return ev  # type: ignore[return-value]
     return _check_parsed(topic, value)
 

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from detector.decoding import decode, decode_many
-from detector.events import ECC, STEP, THERMAL, InvalidMessage, ThermalSample
+from detector.events import ECC, STEP, THERMAL, InvalidMessage, StepSample, ThermalSample
 from detector.pipeline.source import DeadLetter
 from detector.pipeline.worker import PipelineWorker
 from detector.testing import T0, step, thermal
@@ -144,3 +144,29 @@ def test_a_batch_that_is_not_bytes_or_over_the_limit_is_decided_message_by_messa
     assert decode_many("telemetry.unknown", [GOOD, GOOD]) is None
     dead, kept = through_worker(THERMAL, [GOOD, huge, GOOD])
     assert [(d.offset, d.reason) for d in dead] == [(1, alone(THERMAL, huge))] and kept == 2
+
+
+def test_every_decoder_applies_the_rank_rule_that_the_constructor_does() -> None:
+    """No ranks: pure data parallelism; only some: invalid -- built, decoded alone, in a
+    batch or from a parsed value alike (decoding skips the constructor, so it applies it)."""
+    from detector.decoding import decode_value
+
+    base = {"ts": T0, "job": "j", "step": 3, "rank": 5, "node": "n0", "gpu": 5,
+            "step_ms": 1000.0}
+    none = msgspec.json.encode(base)
+    some = msgspec.json.encode({**base, "tp_rank": 1, "dp_rank": 2})
+    built = StepSample(T0, "j", 3, 5, "n0", 5, 1000.0)
+    assert (built.tp_rank, built.pp_rank, built.dp_rank) == (0, 0, 5)
+    with pytest.raises(ValueError, match="all three or none"):
+        StepSample(T0, "j", 3, 5, "n0", 5, 1000.0, tp_rank=1)
+    many = decode_many(STEP, [none, some, none])
+    assert many is not None and many[1] is None
+    for ev in (decode(STEP, none), decode_value(STEP, base), many[0], many[2]):
+        assert ev == built
+    reason = alone(STEP, some)
+    assert isinstance(reason, str) and "'pp_rank'" in reason and "all three or none" in reason
+    with pytest.raises(InvalidMessage) as exc:
+        decode_value(STEP, msgspec.json.decode(some))
+    assert str(exc.value) == reason
+    dead, kept = through_worker(STEP, [none, some, none])
+    assert [(d.offset, d.reason) for d in dead] == [(1, reason)] and kept == 2
