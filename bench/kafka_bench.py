@@ -243,11 +243,12 @@ def producer(bootstrap: str, linger_ms: float) -> Producer:
                      "queue.buffering.max.kbytes": 262144})
 
 
-def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+def create_topics(bootstrap: str, names: list[str], partitions: int,
+                  config: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions)
+    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions, config=config or {})
                                     for n in names]).values():
         fut.result(30)
 

@@ -72,6 +72,7 @@ from kafka_bench import (  # noqa: E402
 )
 
 from detector.events import TELEMETRY_TOPICS  # noqa: E402
+from detector.settings import Settings  # noqa: E402
 from detector.thresholds import Thresholds  # noqa: E402
 
 
@@ -171,6 +172,12 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
     if stages:
         env["FAULTLINE_TRACE_STAGES"] = "true"  # a baseline checkout without it ignores it
+    # The alert topics stamp a message when the broker appends it (LogAppendTime), not
+    # when the worker hands it to its producer: the output producer's linger and the
+    # send count too, as the feed's do for the input (its CreateTime, before lingering).
+    create_topics(broker.bootstrap, [f"{prefix}{run}.alerts.{t}"  # type: ignore[arg-type]
+                                     for t in ("isolation", "escalation")],
+                  Settings().partitions_alerts, {"message.timestamp.type": "LogAppendTime"})
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
     reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
     try:
