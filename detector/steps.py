@@ -41,7 +41,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median_scale
+from models.peer_stats import group_median_scale, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -460,7 +460,7 @@ class JobMonitor:
         if not comparable.any():
             return
         dev = x - med
-        step_sigma = float(np.median(scale[comparable]))
+        step_sigma = median(scale[comparable])
         self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
         r = slots[comparable]
@@ -477,18 +477,18 @@ class JobMonitor:
             # replica slower than its peers (a node) is still counted, at its own noise.
             own = d - common
             z_own = (own - self._base[r]) / max(
-                float(np.median(np.abs(own - self._base[r]))) * 1.4826, cfg.slow_sigma_floor)
+                median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
             # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
-            step_rep = float(np.median(np.abs(common))) * 1.4826
+            step_rep = median(np.abs(common)) * 1.4826
             self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
             z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
-        spread = float(np.median(np.abs(z))) / 0.6745
+        spread = median(np.abs(z)) / 0.6745
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
@@ -586,8 +586,8 @@ class JobMonitor:
         if len(np.unique(dp[known][multi])) < 4:
             return None
         rep = med[multi]
-        within = float(np.median(np.abs(d[known][multi] - rep)))
-        across = float(np.median(np.abs(rep - np.median(rep))))
+        within = median(np.abs(d[known][multi] - rep))
+        across = median(np.abs(rep - median(rep)))
         ratio = across / max(within, 1e-6)
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
@@ -685,12 +685,12 @@ class JobMonitor:
         for by_node in reps.values():
             members = [j for js in by_node.values() for j in js]
             if len(members) >= 4:
-                whole[members] = float(np.median(d[members]))
+                whole[members] = median(d[members])
             if len(by_node) < 2:
                 continue
             for node, js in by_node.items():
                 others = [j for other, ks in by_node.items() if other != node for j in ks]
-                elsewhere[js] = float(np.median(d[others]))
+                elsewhere[js] = median(d[others])
         return elsewhere, whole
 
     def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
@@ -774,7 +774,7 @@ class JobMonitor:
         u = lg - lvl[inv]
         center, _, size = group_median_scale(u, dp)
         e = u - center
-        scale = max(float(np.median(np.abs(e))) * 1.4826, cfg.grad_scale_floor)
+        scale = max(median(np.abs(e)) * 1.4826, cfg.grad_scale_floor)
         z = e / scale
         comparable = size >= cfg.min_peers
         calm = np.abs(z) < 3.0
