@@ -56,6 +56,13 @@ def _smoothed(prev: float, x: float, alpha: float) -> float:
     return x if prev == 0.0 else prev + alpha * (x - prev)
 
 
+def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
+    """Each rank's data-parallel replica as int64, -1 where a message named none."""
+    if None not in dp:
+        return np.fromiter(dp, dtype=np.int64, count=len(dp))
+    return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
+
+
 # The fields a step is decided on, read by name from each message at C speed.
 _COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
                       "param_checksum", "node", "gpu", "step_ms", "comm_ms")
@@ -351,7 +358,7 @@ class JobMonitor:
         self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
-        if any(c is not None for c in buf.checksum):
+        if buf.checksum.count(None) != len(buf.checksum):
             self._check_checksums(step, buf, decided_ts, out, complete)
 
     @staticmethod
@@ -398,8 +405,10 @@ class JobMonitor:
     def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        at = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
-              if hw[s] != h]
+        now = list(map(hw.__getitem__, slots.tolist()))
+        if now == list(buf.hw):
+            return []
+        at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
         if not at:
             return []
         for i in at:
@@ -573,8 +582,7 @@ class JobMonitor:
         cfg = self.cfg
         if cfg.replica_noise_ratio <= 0.0:
             return None
-        dp = np.fromiter((-1 if v is None else v for v in buf.dp), dtype=np.int64,
-                         count=len(buf.dp))
+        dp = _dp_array(buf.dp)
         if not ok.all():
             dp = dp[ok]
         dp = dp[comparable]
@@ -583,7 +591,7 @@ class JobMonitor:
             return None
         med, _, size = group_median_scale(d[known], dp[known])
         multi = size >= 4
-        if len(np.unique(dp[known][multi])) < 4:
+        if len(set(dp[known][multi].tolist())) < 4:
             return None
         rep = med[multi]
         within = median(np.abs(d[known][multi] - rep))
@@ -787,9 +795,10 @@ class JobMonitor:
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
                          out: list[Finding], complete: bool) -> None:
         by_group: dict[tuple[int, int], list[int]] = {}
-        for i, c in enumerate(buf.checksum):
+        for i, (c, key) in enumerate(zip(buf.checksum, zip(buf.tp, buf.pp, strict=True),
+                                         strict=True)):
             if c is not None:
-                by_group.setdefault((buf.tp[i], buf.pp[i]), []).append(i)
+                by_group.setdefault(key, []).append(i)
         disagreeing: set[int] = set()
         paired: set[int] = set()
         split = False

@@ -73,14 +73,14 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
     first = np.empty(n, dtype=bool)  # the sorted element starts a run
     first[0] = True
     np.not_equal(g[1:], g[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    starts = first.nonzero()[0]
     counts = np.empty(len(starts), dtype=np.intp)
     np.subtract(starts[1:], starts[:-1], out=counts[:-1])
     counts[-1] = n - starts[-1]
     lo = starts + (counts - 1) // 2  # each run's middle element(s)
     hi = starts + counts // 2
     back = np.empty(n, dtype=np.intp)  # each element's run, in the input's order
-    back[order] = np.cumsum(first) - 1
+    back[order] = first.cumsum() - 1
     med = _group_medians(values, order, lo, hi)[back].astype(float, copy=False)
     dev = np.abs(values - med)
     mad = _group_medians(dev, np.lexsort((dev, groups)), lo, hi)[back]
