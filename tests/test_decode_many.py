@@ -15,7 +15,7 @@ import random
 import msgspec
 import pytest
 
-from detector.decoding import decode, decode_many
+from detector.decoding import BATCH_MIN, decode, decode_many
 from detector.events import ECC, STEP, THERMAL, InvalidMessage, StepSample, ThermalSample
 from detector.pipeline.source import DeadLetter
 from detector.pipeline.worker import PipelineWorker
@@ -39,15 +39,21 @@ def alone(topic: str, raw: bytes) -> object:
 
 
 def through_worker(topic: str, raws: list[bytes]) -> tuple[list[DeadLetter], int]:
-    """The batch through the real worker path: its dead letters and the records kept."""
+    """The batch through the real worker path: its dead letters and the records kept.
+
+    Valid messages go first, so the batch is one the worker decodes at once; they are
+    left out of what is returned (offsets count from the first of ``raws``).
+    """
     w = PipelineWorker(telemetry_topics={topic: topic}, findings_topic="findings",
                        findings_partitions=1, wall_clock=lambda: T0)
     tp = (topic, 0)
     part = w.new_partition(tp, 0.0)
     w.sources = {tp: part}  # type: ignore[dict-item]
-    out = w.process({tp: [(i, b"k", raw, None) for i, raw in enumerate(raws)]}, 0.0,
+    pad = [(_step if topic == STEP else _thermal)(i) for i in range(BATCH_MIN)]
+    out = w.process({tp: [(i, b"k", raw, None) for i, raw in enumerate(pad + raws)]}, 0.0,
                     lambda tp, offset: True)
-    return [d for _, d in out.dead], part.events  # type: ignore[union-attr]
+    dead = [d._replace(offset=d.offset - len(pad)) for _, d in out.dead]
+    return dead, part.events - len(pad)  # type: ignore[union-attr]
 
 
 def test_a_clean_batch_is_the_records_of_its_messages() -> None:

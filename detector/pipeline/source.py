@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from detector.decoding import decode, decode_many
+from detector.decoding import BATCH_MIN, decode, decode_many
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
@@ -309,7 +309,7 @@ class SourcePartition:
             records = list(records)
         # The batch in one msgspec call; None (some message is not clean and valid) means
         # each message on its own, and a None in the list that message on its own.
-        evs = decode_many(topic, [r[2] for r in records]) if len(records) > 1 else None
+        evs = decode_many(topic, [r[2] for r in records]) if len(records) >= BATCH_MIN else None
         for (offset, key, raw, arrived), ev in zip(records, evs or repeat(None),
                                                       strict=False):  # (repeat: endless)
             if offset <= self.offset:
