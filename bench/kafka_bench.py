@@ -93,10 +93,21 @@ def loadavg() -> str:
 class Broker:
     """``bootstrap``, FAULTLINE_KAFKA_BOOTSTRAP, or a broker of our own (deploy/kafka/broker.py)."""
 
-    def __init__(self, bootstrap: str | None) -> None:
+    def __init__(self, bootstrap: str | None, lean: bool = False) -> None:
+        """``lean``: a broker of our own runs with deploy/kafka/broker.py's LEAN_JVM_FLAGS and
+        LEAN_PROPERTIES (serial GC, fewer threads) instead of the tests' settings."""
         self.bootstrap = bootstrap or os.environ.get("FAULTLINE_KAFKA_BOOTSTRAP")
+        self.lean = lean
         self._broker: Any = None
         self.pid: int | None = None
+
+    def describe(self) -> str:
+        if self._broker is None:
+            return f"an existing broker at {self.bootstrap}"
+        if self.lean:
+            return ("our own broker, lean: " + " ".join(self._broker.jvm_flags) + ", "
+                    + ", ".join(self._broker.properties.split()))
+        return "our own broker, the tests' settings: " + " ".join(self._broker.jvm_flags)
 
     def __enter__(self) -> Broker:
         if not self.bootstrap:
@@ -107,7 +118,9 @@ class Broker:
             assert spec is not None and spec.loader is not None
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            self._broker = mod.KafkaBroker()
+            self._broker = (mod.KafkaBroker(jvm_flags=mod.LEAN_JVM_FLAGS,
+                                            properties=mod.LEAN_PROPERTIES)
+                            if self.lean else mod.KafkaBroker())
             self.bootstrap = self._broker.start()
             self.pid = self._broker.pid
         return self
@@ -118,6 +131,23 @@ class Broker:
 
     def cpu_s(self) -> float:
         return proc_cpu_s(self.pid) if self.pid else float("nan")
+
+
+def nice_of(pid: int | str = "self") -> int:
+    """A process's (main thread's) nice value."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def renice(pid: int, value: int) -> None:
+    """Set the nice value of every thread of ``pid`` (Linux's nice is per thread; threads
+    started later inherit their creator's).  Raising a priority back needs root or
+    CAP_SYS_NICE: a PermissionError then."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(task.name), value)
+        except ProcessLookupError:
+            continue  # the thread ended meanwhile
 
 
 def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
@@ -213,17 +243,24 @@ def producer(bootstrap: str, linger_ms: float) -> Producer:
                      "queue.buffering.max.kbytes": 262144})
 
 
-def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+def create_topics(bootstrap: str, names: list[str], partitions: int,
+                  config: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions)
+    for fut in admin.create_topics([NewTopic(n, num_partitions=partitions, config=config or {})
                                     for n in names]).values():
         fut.result(30)
 
 
-def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None) -> float:
-    """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds."""
+def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None,
+            tick_s: float = 0.002) -> float:
+    """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds.
+
+    Paced, it wakes up at most every ``tick_s`` and produces what is due by then: the
+    log's timestamps are nearly all distinct, and waking up for each message (25 µs
+    apart at 40,000 events/s) cost the producer a third of its CPU.  A message's Kafka
+    timestamp is still taken when it is produced, so latencies are unaffected."""
     topics = {t: prefix + t for t in TELEMETRY_TOPICS}
     start = time.time()
     if speed is None:
@@ -254,7 +291,7 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
             if i < n:
                 wait = (max(high, msgs[i].ts) - ts0) / speed - (time.time() - start)
                 if wait > 0:
-                    time.sleep(min(wait, 0.05))
+                    time.sleep(min(max(wait, tick_s), 0.05))
     left = p.flush(60)
     if left:
         raise RuntimeError(f"{left} messages not delivered")

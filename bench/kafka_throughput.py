@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,22 +47,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kafka_bench import (  # noqa: E402
     ARRIVED_HEADER,
-    STAGES_HEADER,
     DEFAULT_LOG,
     DEFAULT_TOPOLOGY,
     ROOT,
+    STAGES_HEADER,
     Broker,
     Msg,
     Worker,
     create_topics,
     load,
     loadavg,
+    nice_of,
     percentile,
     proc_cpu_s,
     processed,
     produce,
     producer,
     read_topic,
+    renice,
     rss_kib,
     sched_s,
     wait_for,
@@ -69,6 +72,7 @@ from kafka_bench import (  # noqa: E402
 )
 
 from detector.events import TELEMETRY_TOPICS  # noqa: E402
+from detector.settings import Settings  # noqa: E402
 from detector.thresholds import Thresholds  # noqa: E402
 
 
@@ -155,17 +159,38 @@ def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str,
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
-                stages: bool = False, linger_ms: float = 1.0) -> dict[str, Any]:
-    """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times."""
+                stages: bool = False, linger_ms: float = 1.0, nice: int = 0) -> dict[str, Any]:
+    """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
+
+    ``nice`` > 0: from the worker's assignment until the run has settled, the paced
+    producer (this process, all its threads) and the broker run at that nice value and
+    the worker at its own (0), so the worker gets a CPU first -- what this 2-core
+    machine can do for "the worker on a core of its own"."""
+    load0 = loadavg()
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
     env = worker_env(broker.bootstrap, prefix, run, topology, partitions)  # type: ignore[arg-type]
     if stages:
         env["FAULTLINE_TRACE_STAGES"] = "true"  # a baseline checkout without it ignores it
+    # The alert topics stamp a message when the broker appends it (LogAppendTime), not
+    # when the worker hands it to its producer: the output producer's linger and the
+    # send count too, as the feed's do for the input (its CreateTime, before lingering).
+    create_topics(broker.bootstrap, [f"{prefix}{run}.alerts.{t}"  # type: ignore[arg-type]
+                                     for t in ("isolation", "escalation")],
+                  Settings().partitions_alerts, {"message.timestamp.type": "LogAppendTime"})
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
+    reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
+        if nice:  # after the worker started: a child inherits its parent's nice value
+            reniced.append((os.getpid(), nice_of()))
+            if broker.pid:
+                reniced.append((broker.pid, nice_of(broker.pid)))
+            for pid, _ in reniced:
+                renice(pid, nice)
+        nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(),
+                 "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
@@ -186,6 +211,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             return any((c.get("released") or -1e300) >= settle for c in cs)
 
         wait_for("the correlator to settle", settled, 180, [w])
+        for pid, before in reniced:
+            renice(pid, before)
+        reniced.clear()
         alerts: list[float] = []
         traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
         # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
@@ -214,10 +242,15 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         return {"rate": rate, "achieved_rate": len(msgs) / secs, "speed": speed,
                 "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
                 "producer_cpu_share": mine / secs, "broker_cpu_share": broker_cpu / secs,
+                "worker_cpu_s": cpu, "worker_wait_s": waited, "broker_cpu_s": broker_cpu,
+                "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
+                "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
                 "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced,
                 "findings": findings}
     finally:
+        for pid, before in reniced:
+            renice(pid, before)
         w.stop()
 
 
@@ -249,7 +282,20 @@ def report(res: dict[str, Any]) -> None:
     n = res["messages"]
     print(f"\nlog {res['log']}: {n:,} telemetry messages, {res['partitions']} partitions per "
           f"topic; load average {res['loadavg_start']} at the start, {res['loadavg_end']} "
-          "at the end (2 cores)\n")
+          "at the end (2 cores)")
+    print(f"broker: {res.get('broker')}")
+    if res.get("latency"):
+        nice = res.get("harness_nice")
+        print("latency runs: the paced producer (this process) and the broker at nice "
+              f"{nice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
+                                           if res.get("nice_ab") else "")
+              if nice else "latency runs: producer, broker and worker all at nice 0",
+              end="")
+        print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
+              f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
+              "minus its input's (taken when the input was handed to the producer, before "
+              "lingering)")
+    print()
     ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
     if any(k in res for k in NAMES) or "engine" in res:
         print("| consumer (one process) | events/s (wall) | events per CPU-second | "
@@ -310,6 +356,7 @@ def report(res: dict[str, Any]) -> None:
                       "alert " + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_max"])
                       + " ms; each run's median alert "
                       + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms")
+        runs_report(res["latency"])
         for lat in res["latency"]:
             if lat.get("stages"):
                 stage_report(lat)
@@ -321,6 +368,38 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
+
+
+def runs_report(lats: list[dict[str, Any]]) -> None:
+    """One line per paced run: the spread, the machine's load and who had the CPU."""
+    print("\nEach paced run (ms; CPU as shares of one core over the feed; broker also as CPU "
+          "ms per 1,000 events; \"after 5 s\": alerts whose input came after the first "
+          f"{STARTUP_S:.0f} s):\n")
+    print("| load | run | load average at its start | events/s | alerts timed | p50 | p99 | "
+          "slowest | after 5 s: p50 / p99 / slowest | worker CPU / waiting for a CPU | "
+          "broker CPU (ms per 1,000 events) | producer CPU | nice worker/producer/broker |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for lat in lats:
+        for k, r in enumerate(lat.get("runs") or (), 1):
+            a = [1e3 * x for x in r["alerts"]]
+            steady = [1e3 * x[0] for x in r["which"] if x[1] >= STARTUP_S]
+            nv = r.get("nice") or {}
+            per_k = 1e6 * r["broker_cpu_s"] / r["events"] if "broker_cpu_s" in r else float("nan")
+            print(f"| {lat['share']:.0%}{lat.get('label', '')} | {k} | "
+                  f"{r.get('loadavg_start', '?')} | {r['achieved_rate']:,.0f} | {len(a)} | "
+                  f"{percentile(a, 50):.0f} | {percentile(a, 99):.0f} | "
+                  f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
+                  f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
+                  f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
+                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) | {r['producer_cpu_share']:.0%} | "
+                  f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
+    short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
+             if r["achieved_rate"] < 0.95 * lat["rate"]]
+    if short:
+        print("\nBelow 95 % of the asked rate (the producer did not get the CPU to keep pace: "
+              "a lighter load than the row says): " + ", ".join(
+                  f"{lat['share']:.0%}{lat.get('label', '')} run {k} (asked {lat['rate']:,.0f})"
+                  for lat, k in short))
 
 
 def stage_report(lat: dict[str, Any]) -> None:
@@ -358,28 +437,50 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--feed-linger-ms", type=float, default=1.0, help="linger.ms of the "
+    ap.add_argument("--feed-linger-ms", type=float, default=5.0, help="linger.ms of the "
                     "producer feeding the latency runs (the arrival is its Kafka timestamp, "
-                    "taken when a record is handed to it, so lingering counts as latency)")
+                    "taken when a record is handed to it, so lingering counts as latency; "
+                    "5 ms against 1: fewer, larger produce requests, 9-12 against 12-14 ms "
+                    "of broker CPU per 1,000 events)")
+    ap.add_argument("--warmup-runs", type=int, default=None, help="paced runs before the "
+                    "measured ones, not counted: a fresh broker's JIT compiler takes 5-7 "
+                    "CPU-seconds a run for its first ~3 runs (default: 1 when the backlog "
+                    "runs, which warm it up, are skipped, else 0)")
     ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
                     "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
                     "went, fetch to decision, p50/p99 per stage")
+    ap.add_argument("--harness-nice", type=int, default=10, help="during the latency runs, "
+                    "the paced producer (this process) and the broker run at this nice value, "
+                    "the worker at 0, so that the worker gets a CPU first on a small machine "
+                    "(0: off; needs root, to restore the priority afterwards)")
+    ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
+                    "--harness-nice 0, alternating: both modes in one run")
+    ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
+                    help="a broker of our own: lean (serial GC, 1 network thread, "
+                    "2 request handlers; deploy/kafka/broker.py LEAN_*) or the tests' settings")
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
     args = ap.parse_args()
     base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
+    if args.harness_nice and os.geteuid() != 0:
+        print("--harness-nice needs root (to give the producer and the broker their priority "
+              "back after each run): off", file=sys.stderr)
+        args.harness_nice, args.nice_ab = 0, False
     topology = args.topology or None
     msgs = load(Path(args.log))
     n = len(msgs)
     res: dict[str, Any] = {"log": args.log, "messages": n, "partitions": args.partitions,
-                           "loadavg_start": loadavg()}
+                           "loadavg_start": loadavg(), "harness_nice": args.harness_nice,
+                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms}
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
-    with Broker(args.bootstrap) as broker, tempfile.TemporaryDirectory(
-            prefix="faultline-bench-") as tmp_name:
+    with Broker(args.bootstrap, lean=args.broker_settings == "lean") as broker, \
+            tempfile.TemporaryDirectory(prefix="faultline-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        res["broker"] = broker.describe()
+        say(f"broker: {res['broker']}")
         bootstrap: str = broker.bootstrap  # type: ignore[assignment]
         prefix = f"bench-{uuid.uuid4().hex[:8]}."
         topics = [prefix + t for t in TELEMETRY_TOPICS]
@@ -420,14 +521,32 @@ def main() -> int:
             codes: list[tuple[str, Path | None]] = [("", None)]
             if base is not None:
                 codes = [(" (baseline)", base), ("", None)]
+            nices = [("", args.harness_nice)]
+            if args.nice_ab and args.harness_nice:
+                nices = [(" (nice 0)", 0), ("", args.harness_nice)]
+            variants = [(cl + nl, code, nv) for nl, nv in nices for cl, code in codes]
+            warmups = args.warmup_runs
+            if warmups is None:
+                warmups = 0 if "faultline" in res else 1
+            res["warmup_runs"] = warmups
+            for k in range(warmups):
+                share = float(args.rates.split(",")[0])
+                r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
+                                linger_ms=args.feed_linger_ms, nice=args.harness_nice)
+                say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
+                    f"{1e3 * max(r['alerts'], default=0):.0f} ms")
             for share in map(float, args.rates.split(",")):
-                by_code: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in codes}
+                by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
                 for _ in range(args.latency_runs):
-                    for label, code in codes:  # alternating: the machine's load hits both
+                    for label, code, nv in variants:  # alternating: the load hits all
                         by_code[label].append(latency_run(broker, msgs, share * top, topology,
                                                           args.partitions, tmp, code=code,
                                                           stages=args.stages,
-                                                          linger_ms=args.feed_linger_ms))
+                                                          linger_ms=args.feed_linger_ms,
+                                                          nice=nv))
+                        r = by_code[label][-1]
+                        say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
+                            f" ms, load {r['loadavg_start']}")
                 for label, runs in by_code.items():
                     lat = latency_summary(share, top, runs, label)
                     res["latency"].append(lat)
@@ -457,7 +576,8 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],
             "stages": [x for r in runs for x in r.get("stages", ())],
-            "findings": [x for r in runs for x in r["findings"]]}
+            "findings": [x for r in runs for x in r["findings"]],
+            "runs": runs}
 
 
 if __name__ == "__main__":

@@ -101,7 +101,24 @@ class _Record(msgspec.Struct, frozen=True, gc=False):
         return cls.__struct_fields__
 
 
-class StepSample(_Record, frozen=True, gc=False):
+class _StepMeta(msgspec.StructMeta):
+    """Building a StepSample applies :func:`fill_ranks` (ValueError if only some are given).
+
+    Not a ``__post_init__``: msgspec would call that for every decoded step too, a
+    Python call each (~650 instructions, 6 % of a step's decode); the decoders apply
+    the rule in the checks they run anyway.  Types, bounds and the length of names
+    are msgspec's; printable names and step_ms >= compute_ms + comm_ms are the
+    decoder's (tests and simulators build records that bend the latter on purpose).
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        s = super().__call__(*args, **kwargs)
+        if not fill_ranks(s):
+            raise ValueError("tp_rank, pp_rank and dp_rank come all three or none")
+        return s
+
+
+class StepSample(_Record, frozen=True, gc=False, metaclass=_StepMeta):
     """One rank's report of one training step (``telemetry.step``)."""
 
     ts: Finite
@@ -122,19 +139,22 @@ class StepSample(_Record, frozen=True, gc=False):
     cluster: OptName = None
     tenant: OptName = None
 
-    def __post_init__(self) -> None:
-        # Only the rank fields are checked here (it runs for every decoded step, in Python):
-        # types, bounds and the length of names are msgspec's, in C; printable names and
-        # step_ms >= compute_ms + comm_ms are the decoder's (tests and simulators build
-        # records that bend the latter on purpose).
-        if self.dp_rank is None or self.tp_rank is None or self.pp_rank is None:
-            if self.tp_rank is not None or self.pp_rank is not None or self.dp_rank is not None:
-                raise ValueError("tp_rank, pp_rank and dp_rank come all three or none")
-            # absent means pure data parallelism
-            setattr_ = msgspec.structs.force_setattr
-            setattr_(self, "tp_rank", 0)
-            setattr_(self, "pp_rank", 0)
-            setattr_(self, "dp_rank", self.rank)
+
+def fill_ranks(s: StepSample) -> bool:
+    """The rank rule of a step, in place: False if only some of tp/pp/dp_rank are given.
+
+    None of the three means pure data parallelism: ``tp_rank = pp_rank = 0``,
+    ``dp_rank = rank``.  Building a StepSample applies it (see :class:`_StepMeta`);
+    decoding does not run the constructor, so :mod:`detector.decoding` calls it.
+    """
+    if s.dp_rank is None or s.tp_rank is None or s.pp_rank is None:
+        if s.tp_rank is not None or s.pp_rank is not None or s.dp_rank is not None:
+            return False
+        setattr_ = msgspec.structs.force_setattr
+        setattr_(s, "tp_rank", 0)
+        setattr_(s, "pp_rank", 0)
+        setattr_(s, "dp_rank", s.rank)
+    return True
 
 
 def parts_fit(s: StepSample) -> bool:

@@ -41,7 +41,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median_scale
+from models.peer_stats import group_median_scale, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -56,13 +56,20 @@ def _smoothed(prev: float, x: float, alpha: float) -> float:
     return x if prev == 0.0 else prev + alpha * (x - prev)
 
 
+def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
+    """Each rank's data-parallel replica as int64, -1 where a message named none."""
+    if None not in dp:
+        return np.fromiter(dp, dtype=np.int64, count=len(dp))
+    return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
+
+
 # The fields a step is decided on, read by name from each message at C speed.
 _COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
                       "param_checksum", "node", "gpu", "step_ms", "comm_ms")
 
 
 class _StepBuffer:
-    """The messages of one step received so far.
+    """The messages of one step received so far (:meth:`JobMonitor.add` adds them).
 
     Messages are kept as they came (one append per message, the hot path) and turned
     into columns once, when the step is decided: ``zip(*events)`` transposes them at C
@@ -77,15 +84,6 @@ class _StepBuffer:
         self.seen: set[int] = set()
         self.first_ts = ts
         self.last_ts = ts
-
-    def add(self, e: StepSample) -> None:
-        self.seen.add(e.rank)
-        self.events.append(e)
-        ts = e.ts
-        if ts > self.last_ts:
-            self.last_ts = ts
-        elif ts < self.first_ts:
-            self.first_ts = ts
 
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
@@ -153,13 +151,14 @@ class JobMonitor:
 
     def add(self, e: StepSample, out: list[Finding]) -> None:
         """Take one step message; findings of any step it completes go to ``out``."""
-        if e.ts > self.clock:
-            self.clock = e.ts
+        ts = e.ts
+        if ts > self.clock:
+            self.clock = ts
         step = e.step
         buf = self._pending.get(step)
         if buf is None:
             if step <= self._last_step:
-                if e.ts > self._last_step_ts + self.cfg.lateness_s:
+                if ts > self._last_step_ts + self.cfg.lateness_s:
                     if not self._restart_confirmed(e):
                         return
                     self._restart()
@@ -168,14 +167,23 @@ class JobMonitor:
                     return
             if e.rank >= _MAX_RANK:
                 return
-            buf = self._pending[step] = _StepBuffer(e.ts)
+            buf = self._pending[step] = _StepBuffer(ts)
             self.tenant = e.tenant
             self.cluster = e.cluster
-        if e.rank in buf.seen:
+        rank = e.rank
+        seen = buf.seen
+        if rank in seen:
             self.duplicates += 1
             return
-        buf.add(e)
-        if len(buf.events) >= self._expected:
+        # _StepBuffer.add, inline (one call less for every step message)
+        seen.add(rank)
+        events = buf.events
+        events.append(e)
+        if ts > buf.last_ts:
+            buf.last_ts = ts
+        elif ts < buf.first_ts:
+            buf.first_ts = ts
+        if len(events) >= self._expected:
             self._evaluate(step, buf.last_ts, out)
         if self.clock >= self._next_expire:
             self.expire(self.clock, out)
@@ -351,7 +359,7 @@ class JobMonitor:
         self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
-        if any(c is not None for c in buf.checksum):
+        if buf.checksum.count(None) != len(buf.checksum):
             self._check_checksums(step, buf, decided_ts, out, complete)
 
     @staticmethod
@@ -398,8 +406,10 @@ class JobMonitor:
     def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        at = [i for i, (s, h) in enumerate(zip(slots.tolist(), buf.hw, strict=True))
-              if hw[s] != h]
+        now = list(map(hw.__getitem__, slots.tolist()))
+        if now == list(buf.hw):
+            return []
+        at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
         if not at:
             return []
         for i in at:
@@ -460,7 +470,7 @@ class JobMonitor:
         if not comparable.any():
             return
         dev = x - med
-        step_sigma = float(np.median(scale[comparable]))
+        step_sigma = median(scale[comparable])
         self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
         r = slots[comparable]
@@ -477,18 +487,18 @@ class JobMonitor:
             # replica slower than its peers (a node) is still counted, at its own noise.
             own = d - common
             z_own = (own - self._base[r]) / max(
-                float(np.median(np.abs(own - self._base[r]))) * 1.4826, cfg.slow_sigma_floor)
+                median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
             # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
-            step_rep = float(np.median(np.abs(common))) * 1.4826
+            step_rep = median(np.abs(common)) * 1.4826
             self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
             z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             z = (z_own + z_rep) * math.sqrt(0.5)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
-        spread = float(np.median(np.abs(z))) / 0.6745
+        spread = median(np.abs(z)) / 0.6745
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
@@ -513,7 +523,7 @@ class JobMonitor:
         # "faster" would make its return to the median look like a slowdown.  After warm-up
         # no more slowness is learned than the rank showed from the start (at least 2 %):
         # a change after warm-up is a change, and pages.
-        np.clip(self._base, 0.0, self._cap, out=self._base)
+        self._base.clip(0.0, self._cap, out=self._base)
         if warm:
             self._gross_prior(step, r, d, ts[comparable], med[comparable], sigma, buf,
                               np.flatnonzero(ok)[comparable], decided_ts, out)
@@ -583,8 +593,7 @@ class JobMonitor:
         cfg = self.cfg
         if cfg.replica_noise_ratio <= 0.0:
             return None
-        dp = np.fromiter((-1 if v is None else v for v in buf.dp), dtype=np.int64,
-                         count=len(buf.dp))
+        dp = _dp_array(buf.dp)
         if not ok.all():
             dp = dp[ok]
         dp = dp[comparable]
@@ -593,11 +602,11 @@ class JobMonitor:
             return None
         med, _, size = group_median_scale(d[known], dp[known])
         multi = size >= 4
-        if len(np.unique(dp[known][multi])) < 4:
+        if len(set(dp[known][multi].tolist())) < 4:
             return None
         rep = med[multi]
-        within = float(np.median(np.abs(d[known][multi] - rep)))
-        across = float(np.median(np.abs(rep - np.median(rep))))
+        within = median(np.abs(d[known][multi] - rep))
+        across = median(np.abs(rep - median(rep)))
         ratio = across / max(within, 1e-6)
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
@@ -695,12 +704,12 @@ class JobMonitor:
         for by_node in reps.values():
             members = [j for js in by_node.values() for j in js]
             if len(members) >= 4:
-                whole[members] = float(np.median(d[members]))
+                whole[members] = median(d[members])
             if len(by_node) < 2:
                 continue
             for node, js in by_node.items():
                 others = [j for other, ks in by_node.items() if other != node for j in ks]
-                elsewhere[js] = float(np.median(d[others]))
+                elsewhere[js] = median(d[others])
         return elsewhere, whole
 
     def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
@@ -784,7 +793,7 @@ class JobMonitor:
         u = lg - lvl[inv]
         center, _, size = group_median_scale(u, dp)
         e = u - center
-        scale = max(float(np.median(np.abs(e))) * 1.4826, cfg.grad_scale_floor)
+        scale = max(median(np.abs(e)) * 1.4826, cfg.grad_scale_floor)
         z = e / scale
         comparable = size >= cfg.min_peers
         calm = np.abs(z) < 3.0
@@ -797,9 +806,10 @@ class JobMonitor:
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
                          out: list[Finding], complete: bool) -> None:
         by_group: dict[tuple[int, int], list[int]] = {}
-        for i, c in enumerate(buf.checksum):
+        for i, (c, key) in enumerate(zip(buf.checksum, zip(buf.tp, buf.pp, strict=True),
+                                         strict=True)):
             if c is not None:
-                by_group.setdefault((buf.tp[i], buf.pp[i]), []).append(i)
+                by_group.setdefault(key, []).append(i)
         disagreeing: set[int] = set()
         paired: set[int] = set()
         split = False

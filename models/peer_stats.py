@@ -22,6 +22,32 @@ import numpy as np
 
 # MAD of a normal sample times this is its standard deviation.
 MAD_TO_SIGMA = 1.4826
+_NAN = float("nan")
+
+
+def median(values: np.ndarray) -> float:
+    """``float(np.median(values))`` of a 1-d float array, the same value at a tenth the cost.
+
+    np.median is Python around a partition and a mean (~60 µs on a step's 128 ranks,
+    several times a step); this is one sort.  Same result bit for bit: the middle value,
+    or the two middle ones summed from 0.0 and halved (as np.mean computes it); NaN when
+    any value is NaN (sorted last) or there are none.
+
+    >>> median(np.array([3.0, 1.0, 2.0, 10.0])), median(np.array([2.0, np.nan, 1.0]))
+    (2.5, nan)
+    """
+    n = len(values)
+    if n == 0:
+        return _NAN
+    v = values.copy()  # (np.sort is this behind a Python wrapper)
+    v.sort()
+    if v.item(n - 1) != v.item(n - 1):
+        return _NAN
+    h = n >> 1
+    # np.mean sums from 0.0 (so a -0.0 comes out +0.0), then divides by the count.
+    if n & 1:
+        return 0.0 + v.item(h)
+    return (0.0 + v.item(h - 1) + v.item(h)) * 0.5
 
 
 def _group_medians(values: np.ndarray, order: np.ndarray, lo: np.ndarray, hi: np.ndarray
@@ -48,14 +74,14 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
     first = np.empty(n, dtype=bool)  # the sorted element starts a run
     first[0] = True
     np.not_equal(g[1:], g[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    starts = first.nonzero()[0]
     counts = np.empty(len(starts), dtype=np.intp)
     np.subtract(starts[1:], starts[:-1], out=counts[:-1])
     counts[-1] = n - starts[-1]
     lo = starts + (counts - 1) // 2  # each run's middle element(s)
     hi = starts + counts // 2
     back = np.empty(n, dtype=np.intp)  # each element's run, in the input's order
-    back[order] = np.cumsum(first) - 1
+    back[order] = first.cumsum() - 1
     med = _group_medians(values, order, lo, hi)[back].astype(float, copy=False)
     dev = np.abs(values - med)
     mad = _group_medians(dev, np.lexsort((dev, groups)), lo, hi)[back]

@@ -16,15 +16,14 @@ strict majority (two against two) the vote names nobody.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 
 
-def majority_vote(checksums: Sequence[str]) -> tuple[str | None, list[int]]:
+def majority_vote(checksums: list[str]) -> tuple[str | None, list[int]]:
     """The strict-majority value and the indices that disagree with it."""
     if not checksums:
         return None, []
     first = checksums[0]
-    if all(c == first for c in checksums):
+    if checksums.count(first) == len(checksums):  # (all agree: the common case, at C speed)
         return first, []
     value, count = Counter(checksums).most_common(1)[0]
     if 2 * count <= len(checksums):

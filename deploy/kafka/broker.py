@@ -51,6 +51,22 @@ STATE_FILE = "broker.json"
 _OWNED = ("kafka-logs", "server.properties", "log4j2.xml", "broker.log", "broker.out", STATE_FILE)
 
 
+DEFAULT_JVM_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+# A leaner single-node broker for benchmarks that share a small machine with what they
+# measure (bench/kafka_throughput.py): the serial collector instead of G1's concurrent
+# threads, one network thread and two request handlers for a benchmark's handful of
+# clients.  Broker CPU per 1,000 events in paced runs at 41,000 events/s, a fresh broker's
+# first three runs: 16.6 / 16.6 / 11.3 ms with the tests' settings, 12.3 / 12.9 / 11.3
+# lean (C2's compiler threads took 5-7 CPU-seconds a run until warm, with either).  C1
+# only (-XX:TieredStopAtLevel=1) saved those (9.7 / 10.0) but its code is slower once
+# warm (13.3 in the third run), so it is not used.  BENCHMARKS.md, "Latency, round 3".
+LEAN_JVM_FLAGS = ("-XX:+UseSerialGC",)
+LEAN_PROPERTIES = """\
+num.network.threads=1
+num.io.threads=2
+"""
+
+
 class BrokerError(RuntimeError):
     """The broker could not be fetched, started, reached or stopped."""
 
@@ -230,12 +246,18 @@ class KafkaBroker:
     """
 
     def __init__(self, data_dir: str | Path | None = None, *, start_timeout_s: float = 90.0,
-                 stop_timeout_s: float = 20.0, heap: str = "512m", detach: bool = False) -> None:
+                 stop_timeout_s: float = 20.0, heap: str = "512m", detach: bool = False,
+                 jvm_flags: tuple[str, ...] = DEFAULT_JVM_FLAGS, properties: str = "") -> None:
+        """``jvm_flags`` replace the broker JVM's garbage-collector and compiler flags;
+        ``properties`` (``key=value`` lines) are appended to its server.properties,
+        overriding earlier lines: a benchmark's broker can be leaner than the tests' (LEAN_*)."""
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.heap = heap
         self.detach = detach
+        self.jvm_flags = tuple(jvm_flags)
+        self.properties = properties
         self._proc: subprocess.Popen[bytes] | None = None
         self._bootstrap: str | None = None
         self._created_dir = False
@@ -297,7 +319,8 @@ class KafkaBroker:
         broker_port, controller_port = _free_ports(2)
         bootstrap = f"127.0.0.1:{broker_port}"
         props = d / "server.properties"
-        props.write_text(_server_properties(d / "kafka-logs", broker_port, controller_port))
+        props.write_text(_server_properties(d / "kafka-logs", broker_port, controller_port)
+                         + self.properties)
         (d / "log4j2.xml").write_text(_LOG4J2.format(log=_xml_attr(str(d / "broker.log"))))
         jvm = [java, f"-Xmx{self.heap}", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}", f"-Dkafka.logs.dir={d}",
@@ -311,7 +334,7 @@ class KafkaBroker:
             raise BrokerError(f"kafka-storage format failed:\n{_tail(fmt.stdout + fmt.stderr)}")
         with open(d / "broker.out", "wb") as out:
             self._proc = subprocess.Popen(
-                [*jvm, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
+                [*jvm, *self.jvm_flags, "-XX:+ExitOnOutOfMemoryError",
                  *os.environ.get("FAULTLINE_KAFKA_JAVA_OPTS", "").split(),
                  "kafka.Kafka", str(props)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=d,
@@ -403,6 +426,7 @@ def stop_from_state(data_dir: Path, timeout_s: float = 20.0) -> bool:
 
 
 # ------------------------------------------------------------------------ helpers
+
 
 
 # What every single-node broker here sets, whatever its listeners (the SASL_SSL broker of
