@@ -293,8 +293,8 @@ def report(res: dict[str, Any]) -> None:
               end="")
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
               f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
-              "minus its input's (taken when the input was handed to the producer, before "
-              "lingering)")
+              "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
+              "when the input was handed to the feed's producer, before lingering)")
     print()
     ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
     if any(k in res for k in NAMES) or "engine" in res:
@@ -348,18 +348,15 @@ def report(res: dict[str, Any]) -> None:
               + "; ".join(f"{lat['share']:.0%}{lat.get('label', '')}: the paced producer "
                           f"(this process) {lat['producer_cpu_share']:.0%}, the broker "
                           f"{lat['broker_cpu_share']:.0%}" for lat in res["latency"]))
-        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
-              "and empty partitions hold the correlator's clock for the grace period):")
+        print("\nAll alerts, run by run:")
         for lat in res["latency"]:
             if lat.get("per_run_max"):
                 print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: each run's slowest "
                       "alert " + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_max"])
                       + " ms; each run's median alert "
                       + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms")
-        runs_report(res["latency"])
-        for lat in res["latency"]:
-            if lat.get("stages"):
-                stage_report(lat)
+        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
+              "and empty partitions hold the correlator's clock for the grace period):")
         for lat in res["latency"]:
             steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
             slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
@@ -368,6 +365,10 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
+        runs_report(res["latency"])
+        for lat in res["latency"]:
+            if lat.get("stages"):
+                stage_report(lat)
 
 
 def runs_report(lats: list[dict[str, Any]]) -> None:

@@ -96,7 +96,12 @@ class Engine:
             self._correlate(found, alerts)
             found.clear()
         else:
-            self.stage.release_to(mon.clock, alerts)
+            stage = self.stage
+            clock = mon.clock
+            if clock >= stage.due_at:
+                stage.release_to(clock, alerts)
+            elif clock > stage.released:  # nothing due: release_to would only do this
+                stage.released = clock
         return alerts
 
     def _process_all(self, events: tuple[Event, ...]) -> list[Alert]:

@@ -39,7 +39,8 @@ def median(values: np.ndarray) -> float:
     n = len(values)
     if n == 0:
         return _NAN
-    v = np.sort(values)
+    v = values.copy()  # (np.sort is this behind a Python wrapper)
+    v.sort()
     if v.item(n - 1) != v.item(n - 1):
         return _NAN
     h = n >> 1

@@ -65,6 +65,10 @@ class CorrelatorPartition:
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         self.offset = -1
         self.released = -math.inf   # the correlator's clock: everything up to it is decided
+        # Event time from which release_to has work (a finding, a timer or a prune due); up to
+        # it the in-process Engine only moves `released` (release_to after every record).
+        # Not state: -inf (work at once) after a restore, and refreshed by every release_to.
+        self.due_at = -math.inf
         # (tag, source, offset, index, finding, arrival): unique up to the finding
         self._heap: list[tuple[float, str, int, int, Finding, float | None]] = []
         self._seen: dict[str, set[str]] = {}
@@ -170,6 +174,8 @@ class CorrelatorPartition:
         src.last_id = fid
         if tag < self.released:
             self.late += 1
+        if tag < self.due_at:
+            self.due_at = tag
         heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f, arrived))
         self.findings += 1
         if self.taken is not None:
@@ -250,10 +256,22 @@ class CorrelatorPartition:
             if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
                 self._guarded(corr.advance, clock, alerts)
             self.released = clock
+        self._refresh_due()
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
         if causes is not None:
             causes.extend([None] * (len(alerts) - len(causes)))
+
+    def _refresh_due(self) -> None:
+        corr = self.correlator
+        due = corr._next_prune
+        timers = corr._timers
+        if timers and timers[0][0] < due:
+            due = timers[0][0]
+        heap = self._heap
+        if heap and heap[0][0] < due:
+            due = heap[0][0]
+        self.due_at = due
 
     def _release_findings(self, clock: float, alerts: list[Alert],
                           arrivals: list[float | None] | None,
@@ -283,6 +301,7 @@ class CorrelatorPartition:
             self._guarded(corr.advance, self.released, alerts)
             if corr.due() <= self.released:
                 break  # the timer failed (logged and counted): do not spin on it
+        self._refresh_due()
 
     def _guarded(self, step: Any, arg: Any, alerts: list[Alert]) -> None:
         # One finding the correlator chokes on must not stop the partition (and with it
