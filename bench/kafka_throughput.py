@@ -195,6 +195,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
         sched0 = sched_s(w.proc.pid)
+        others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (os.getpid(), broker.pid)]
         mine0, broker0 = time.process_time(), broker.cpu_s()
         t0 = time.time()
         secs = produce(producer(broker.bootstrap, linger_ms), prefix, msgs,  # type: ignore[arg-type]
@@ -203,6 +204,11 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         sched1 = sched_s(w.proc.pid)
         mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
         waited = sched1[1] - sched0[1]
+        # How long the producer (this process) and the broker were runnable but waiting
+        # for a CPU: what the worker's priority cost them.
+        mine_wait, broker_wait = (sched_s(pid)[1] - w0 if pid else float("nan")
+                                  for pid, w0 in zip((os.getpid(), broker.pid), others0,
+                                                     strict=True))
         cfg = Thresholds()
         settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
 
@@ -243,6 +249,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
                 "producer_cpu_share": mine / secs, "broker_cpu_share": broker_cpu / secs,
                 "worker_cpu_s": cpu, "worker_wait_s": waited, "broker_cpu_s": broker_cpu,
+                "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
                 "alert_messages": n_alerts,
@@ -293,8 +300,8 @@ def report(res: dict[str, Any]) -> None:
               end="")
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
               f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
-              "minus its input's (taken when the input was handed to the producer, before "
-              "lingering)")
+              "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
+              "when the input was handed to the feed's producer, before lingering)")
     print()
     ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
     if any(k in res for k in NAMES) or "engine" in res:
@@ -348,18 +355,15 @@ def report(res: dict[str, Any]) -> None:
               + "; ".join(f"{lat['share']:.0%}{lat.get('label', '')}: the paced producer "
                           f"(this process) {lat['producer_cpu_share']:.0%}, the broker "
                           f"{lat['broker_cpu_share']:.0%}" for lat in res["latency"]))
-        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
-              "and empty partitions hold the correlator's clock for the grace period):")
+        print("\nAll alerts, run by run:")
         for lat in res["latency"]:
             if lat.get("per_run_max"):
                 print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: each run's slowest "
                       "alert " + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_max"])
                       + " ms; each run's median alert "
                       + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms")
-        runs_report(res["latency"])
-        for lat in res["latency"]:
-            if lat.get("stages"):
-                stage_report(lat)
+        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches, "
+              "and empty partitions hold the correlator's clock for the grace period):")
         for lat in res["latency"]:
             steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
             slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
@@ -368,6 +372,15 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
+        runs_report(res["latency"])
+        for lat in res["latency"]:
+            if lat.get("stages"):
+                stage_report(lat)
+
+
+def _share(r: dict[str, Any], key: str) -> str:
+    x = r.get(key)
+    return "?" if x is None or x != x else f"{x:.0%}"
 
 
 def runs_report(lats: list[dict[str, Any]]) -> None:
@@ -377,7 +390,8 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
           f"{STARTUP_S:.0f} s):\n")
     print("| load | run | load average at its start | events/s | alerts timed | p50 | p99 | "
           "slowest | after 5 s: p50 / p99 / slowest | worker CPU / waiting for a CPU | "
-          "broker CPU (ms per 1,000 events) | producer CPU | nice worker/producer/broker |")
+          "broker CPU (ms per 1,000 events) / waiting | producer CPU / waiting | "
+          "nice worker/producer/broker |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for lat in lats:
         for k, r in enumerate(lat.get("runs") or (), 1):
@@ -391,7 +405,8 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
                   f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
                   f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
                   f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
-                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) | {r['producer_cpu_share']:.0%} | "
+                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) / {_share(r, 'broker_wait_share')} | "
+                  f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
                   f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
     short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
              if r["achieved_rate"] < 0.95 * lat["rate"]]

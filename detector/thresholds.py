@@ -31,7 +31,8 @@ class Thresholds:
     slow_sigma_alpha: float = 0.05      # smoothing of the job's noise scale across steps
     slow_baseline_alpha: float = 0.02   # learning rate of each rank's own bias against peers
     slow_baseline_clip: float = 0.02    # a slowness beyond 2 % is never learned as normal
-    slow_min_effect: float = 0.025      # and the run must average >= 2.5 % slower than peers
+    slow_min_effect: float = 0.025      # and the run must average >= 2.5 % slower than peers,
+    slow_effect_z: float = 2.5          # this many standard errors of its mean clear of it
     replica_noise_ratio: float = 3.0    # replicas' medians spread this times more than ranks
     #                                     around them (per-step batch imbalance): a rank is
     #                                     also scored against its replica (0: never)
