@@ -159,13 +159,15 @@ def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str,
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
-                stages: bool = False, linger_ms: float = 1.0, nice: int = 0) -> dict[str, Any]:
+                stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
+                broker_nice: int | None = None) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
     producer (this process, all its threads) and the broker run at that nice value and
     the worker at its own (0), so the worker gets a CPU first -- what this 2-core
-    machine can do for "the worker on a core of its own"."""
+    machine can do for "the worker on a core of its own".  ``broker_nice``: the
+    broker's own value instead (it is on the way of every record; the producer is not)."""
     load0 = loadavg()
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
@@ -183,18 +185,20 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
-        if nice:  # after the worker started: a child inherits its parent's nice value
-            reniced.append((os.getpid(), nice_of()))
-            if broker.pid:
-                reniced.append((broker.pid, nice_of(broker.pid)))
-            for pid, _ in reniced:
-                renice(pid, nice)
+        if broker_nice is None:
+            broker_nice = nice
+        # After the worker started: a child inherits its parent's nice value.
+        for pid, value in ((os.getpid(), nice), (broker.pid, broker_nice)):
+            if pid and value:
+                reniced.append((pid, nice_of(pid)))
+                renice(pid, value)
         nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(),
                  "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
         sched0 = sched_s(w.proc.pid)
+        others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (os.getpid(), broker.pid)]
         mine0, broker0 = time.process_time(), broker.cpu_s()
         t0 = time.time()
         secs = produce(producer(broker.bootstrap, linger_ms), prefix, msgs,  # type: ignore[arg-type]
@@ -203,6 +207,11 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         sched1 = sched_s(w.proc.pid)
         mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
         waited = sched1[1] - sched0[1]
+        # How long the producer (this process) and the broker were runnable but waiting
+        # for a CPU: what the worker's priority cost them.
+        mine_wait, broker_wait = (sched_s(pid)[1] - w0 if pid else float("nan")
+                                  for pid, w0 in zip((os.getpid(), broker.pid), others0,
+                                                     strict=True))
         cfg = Thresholds()
         settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
 
@@ -243,6 +252,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
                 "producer_cpu_share": mine / secs, "broker_cpu_share": broker_cpu / secs,
                 "worker_cpu_s": cpu, "worker_wait_s": waited, "broker_cpu_s": broker_cpu,
+                "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
                 "alert_messages": n_alerts,
@@ -286,11 +296,10 @@ def report(res: dict[str, Any]) -> None:
     print(f"broker: {res.get('broker')}")
     if res.get("latency"):
         nice = res.get("harness_nice")
-        print("latency runs: the paced producer (this process) and the broker at nice "
-              f"{nice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
-                                           if res.get("nice_ab") else "")
-              if nice else "latency runs: producer, broker and worker all at nice 0",
-              end="")
+        bnice = nice if res.get("broker_nice") is None else res["broker_nice"]
+        print(f"latency runs: the paced producer (this process) at nice {nice}, the broker at "
+              f"{bnice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
+                                             if res.get("nice_ab") else ""), end="")
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
               f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
               "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
@@ -371,6 +380,11 @@ def report(res: dict[str, Any]) -> None:
                 stage_report(lat)
 
 
+def _share(r: dict[str, Any], key: str) -> str:
+    x = r.get(key)
+    return "?" if x is None or x != x else f"{x:.0%}"
+
+
 def runs_report(lats: list[dict[str, Any]]) -> None:
     """One line per paced run: the spread, the machine's load and who had the CPU."""
     print("\nEach paced run (ms; CPU as shares of one core over the feed; broker also as CPU "
@@ -378,7 +392,8 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
           f"{STARTUP_S:.0f} s):\n")
     print("| load | run | load average at its start | events/s | alerts timed | p50 | p99 | "
           "slowest | after 5 s: p50 / p99 / slowest | worker CPU / waiting for a CPU | "
-          "broker CPU (ms per 1,000 events) | producer CPU | nice worker/producer/broker |")
+          "broker CPU (ms per 1,000 events) / waiting | producer CPU / waiting | "
+          "nice worker/producer/broker |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for lat in lats:
         for k, r in enumerate(lat.get("runs") or (), 1):
@@ -392,7 +407,8 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
                   f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
                   f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
                   f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
-                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) | {r['producer_cpu_share']:.0%} | "
+                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) / {_share(r, 'broker_wait_share')} | "
+                  f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
                   f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
     short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
              if r["achieved_rate"] < 0.95 * lat["rate"]]
@@ -454,6 +470,9 @@ def main() -> int:
                     "the paced producer (this process) and the broker run at this nice value, "
                     "the worker at 0, so that the worker gets a CPU first on a small machine "
                     "(0: off; needs root, to restore the priority afterwards)")
+    ap.add_argument("--broker-nice", type=int, default=None, help="the broker's nice value "
+                    "during the latency runs (default: --harness-nice; the broker is on the "
+                    "way of every record, the paced producer is not)")
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
@@ -465,16 +484,17 @@ def main() -> int:
     args = ap.parse_args()
     base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
-    if args.harness_nice and os.geteuid() != 0:
+    if (args.harness_nice or args.broker_nice) and os.geteuid() != 0:
         print("--harness-nice needs root (to give the producer and the broker their priority "
               "back after each run): off", file=sys.stderr)
-        args.harness_nice, args.nice_ab = 0, False
+        args.harness_nice, args.broker_nice, args.nice_ab = 0, 0, False
     topology = args.topology or None
     msgs = load(Path(args.log))
     n = len(msgs)
     res: dict[str, Any] = {"log": args.log, "messages": n, "partitions": args.partitions,
                            "loadavg_start": loadavg(), "harness_nice": args.harness_nice,
-                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms}
+                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms,
+                           "broker_nice": args.broker_nice}
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
     with Broker(args.bootstrap, lean=args.broker_settings == "lean") as broker, \
@@ -533,7 +553,8 @@ def main() -> int:
             for k in range(warmups):
                 share = float(args.rates.split(",")[0])
                 r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
-                                linger_ms=args.feed_linger_ms, nice=args.harness_nice)
+                                linger_ms=args.feed_linger_ms, nice=args.harness_nice,
+                                broker_nice=args.broker_nice)
                 say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
                     f"{1e3 * max(r['alerts'], default=0):.0f} ms")
             for share in map(float, args.rates.split(",")):
@@ -544,7 +565,8 @@ def main() -> int:
                                                           args.partitions, tmp, code=code,
                                                           stages=args.stages,
                                                           linger_ms=args.feed_linger_ms,
-                                                          nice=nv))
+                                                          nice=nv, broker_nice=None if not nv
+                                                          else args.broker_nice))
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")
