@@ -7,8 +7,8 @@ kept.  Stages (all over the same messages):
 
   parse    orjson.loads of each message (the yardstick of DESIGN.md's decode target)
   decode   the worker's path: chunks of --batch messages, each chunk's messages of one
-           topic decoded at once (decoding.decode_many; bench/engine_throughput.py's
-           decode row), a refused batch message by message
+           topic decoded at once (decoding.decode_chunked; bench/engine_throughput.py's
+           decode row), a refused chunk message by message
   decode1  decoding.decode on each message alone
 
     python bench/decode_speed.py [LOG] [--rounds N] [--batch N] [--limit N]

@@ -4,8 +4,8 @@ Measures, in one run so the ratios hold on a noisy machine:
   parse   orjson.loads of each line (the floor for any Python consumer of JSON)
   decode  parse + validation into typed records (detector.events), as the worker does it:
           the log in chunks of --batch messages (a fetched batch), each chunk's messages of
-          one topic decoded at once (decoding.decode_many), a batch it refuses message by
-          message; "decode, one a call" is decoding.decode on each message alone
+          one topic decoded at once (decoding.decode_chunked: chunks of ~32), a chunk it
+          refuses message by message; "decode, one a call" is decoding.decode on each message alone
   engine  Engine.process on already-decoded records (the detection work alone)
   total   decode + engine, as `faultline replay` does it
 and the engine's state per GPU tracked (uncompressed snapshot size / GPUs).
@@ -27,7 +27,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from detector.decoding import decode, decode_many  # noqa: E402
+from detector.decoding import decode, decode_chunked  # noqa: E402
 from detector.engine import Engine  # noqa: E402
 from detector.events import TELEMETRY_TOPICS, InvalidMessage  # noqa: E402
 from detector.statecodec import raw_size  # noqa: E402
@@ -62,12 +62,11 @@ def batches(msgs: list[tuple[str, bytes]], size: int) -> list[tuple[str, list[by
 
 
 def decode_batch(topic: str, raws: list[bytes]) -> list[Any]:
-    """What the worker makes of one batch (SourcePartition.process): decode_many, and
+    """What the worker makes of one batch (SourcePartition.process): decode_chunked, and
     decode() for each message it leaves undecided; None for an invalid message."""
-    evs: list[Any] | None = decode_many(topic, raws)
-    if evs is not None and None not in evs:
+    evs: list[Any] = decode_chunked(topic, raws)
+    if None not in evs:
         return evs
-    evs = evs or [None] * len(raws)
     for k, raw in enumerate(raws):
         if evs[k] is None:
             try:  # noqa: SIM105 - cheaper than contextlib.suppress in a hot loop

@@ -159,13 +159,15 @@ def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str,
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
-                stages: bool = False, linger_ms: float = 1.0, nice: int = 0) -> dict[str, Any]:
+                stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
+                broker_nice: int | None = None) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
     producer (this process, all its threads) and the broker run at that nice value and
     the worker at its own (0), so the worker gets a CPU first -- what this 2-core
-    machine can do for "the worker on a core of its own"."""
+    machine can do for "the worker on a core of its own".  ``broker_nice``: the
+    broker's own value instead (it is on the way of every record; the producer is not)."""
     load0 = loadavg()
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
@@ -183,12 +185,13 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
-        if nice:  # after the worker started: a child inherits its parent's nice value
-            reniced.append((os.getpid(), nice_of()))
-            if broker.pid:
-                reniced.append((broker.pid, nice_of(broker.pid)))
-            for pid, _ in reniced:
-                renice(pid, nice)
+        if broker_nice is None:
+            broker_nice = nice
+        # After the worker started: a child inherits its parent's nice value.
+        for pid, value in ((os.getpid(), nice), (broker.pid, broker_nice)):
+            if pid and value:
+                reniced.append((pid, nice_of(pid)))
+                renice(pid, value)
         nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(),
                  "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
@@ -293,11 +296,10 @@ def report(res: dict[str, Any]) -> None:
     print(f"broker: {res.get('broker')}")
     if res.get("latency"):
         nice = res.get("harness_nice")
-        print("latency runs: the paced producer (this process) and the broker at nice "
-              f"{nice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
-                                           if res.get("nice_ab") else "")
-              if nice else "latency runs: producer, broker and worker all at nice 0",
-              end="")
+        bnice = nice if res.get("broker_nice") is None else res["broker_nice"]
+        print(f"latency runs: the paced producer (this process) at nice {nice}, the broker at "
+              f"{bnice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
+                                             if res.get("nice_ab") else ""), end="")
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
               f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
               "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
@@ -468,6 +470,9 @@ def main() -> int:
                     "the paced producer (this process) and the broker run at this nice value, "
                     "the worker at 0, so that the worker gets a CPU first on a small machine "
                     "(0: off; needs root, to restore the priority afterwards)")
+    ap.add_argument("--broker-nice", type=int, default=None, help="the broker's nice value "
+                    "during the latency runs (default: --harness-nice; the broker is on the "
+                    "way of every record, the paced producer is not)")
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
@@ -479,16 +484,17 @@ def main() -> int:
     args = ap.parse_args()
     base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
-    if args.harness_nice and os.geteuid() != 0:
+    if (args.harness_nice or args.broker_nice) and os.geteuid() != 0:
         print("--harness-nice needs root (to give the producer and the broker their priority "
               "back after each run): off", file=sys.stderr)
-        args.harness_nice, args.nice_ab = 0, False
+        args.harness_nice, args.broker_nice, args.nice_ab = 0, 0, False
     topology = args.topology or None
     msgs = load(Path(args.log))
     n = len(msgs)
     res: dict[str, Any] = {"log": args.log, "messages": n, "partitions": args.partitions,
                            "loadavg_start": loadavg(), "harness_nice": args.harness_nice,
-                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms}
+                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms,
+                           "broker_nice": args.broker_nice}
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
     with Broker(args.bootstrap, lean=args.broker_settings == "lean") as broker, \
@@ -547,7 +553,8 @@ def main() -> int:
             for k in range(warmups):
                 share = float(args.rates.split(",")[0])
                 r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
-                                linger_ms=args.feed_linger_ms, nice=args.harness_nice)
+                                linger_ms=args.feed_linger_ms, nice=args.harness_nice,
+                                broker_nice=args.broker_nice)
                 say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
                     f"{1e3 * max(r['alerts'], default=0):.0f} ms")
             for share in map(float, args.rates.split(",")):
@@ -558,7 +565,8 @@ def main() -> int:
                                                           args.partitions, tmp, code=code,
                                                           stages=args.stages,
                                                           linger_ms=args.feed_linger_ms,
-                                                          nice=nv))
+                                                          nice=nv, broker_nice=None if not nv
+                                                          else args.broker_nice))
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")

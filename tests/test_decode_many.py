@@ -15,7 +15,7 @@ import random
 import msgspec
 import pytest
 
-from detector.decoding import BATCH_MIN, decode, decode_many
+from detector.decoding import BATCH_MIN, CHUNK, decode, decode_chunked, decode_many
 from detector.events import ECC, STEP, THERMAL, InvalidMessage, StepSample, ThermalSample
 from detector.pipeline.source import DeadLetter
 from detector.pipeline.worker import PipelineWorker
@@ -208,3 +208,13 @@ def test_mutated_streams_give_the_same_output_in_batches_as_one_by_one() -> None
         assert outs[0] == outs[1], topic
         assert outs[0][3] > 0  # some were dead-lettered
     assert batched_any > 20  # and many batches were decoded at once
+
+
+def test_a_bad_message_costs_only_its_chunk_of_a_fetched_batch() -> None:
+    bad = b'{"ts": 1.0, "node": "n0", "gpu": -1}'
+    raws = [_thermal(i) for i in range(50)] + [bad] + [_thermal(i) for i in range(50, 100)]
+    evs = decode_chunked(THERMAL, raws)
+    undecided = [k for k, ev in enumerate(evs) if ev is None]
+    assert 50 in undecided and len(undecided) <= CHUNK  # the rest decoded at once
+    assert all(ev == decode(THERMAL, raws[k]) for k, ev in enumerate(evs) if ev is not None)
+    assert decode_chunked(THERMAL, raws[:BATCH_MIN - 1]) == [None] * (BATCH_MIN - 1)

@@ -48,12 +48,11 @@ import logging
 import math
 import zlib
 from collections.abc import Callable, Iterable
-from itertools import repeat
 from typing import Any, NamedTuple
 
 import orjson
 
-from detector.decoding import BATCH_MIN, decode, decode_many
+from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
@@ -307,11 +306,9 @@ class SourcePartition:
         n_in = 0
         if type(records) is not list:
             records = list(records)
-        # The batch in one msgspec call; None (some message is not clean and valid) means
-        # each message on its own, and a None in the list that message on its own.
-        evs = decode_many(topic, [r[2] for r in records]) if len(records) >= BATCH_MIN else None
-        for (offset, key, raw, arrived), ev in zip(records, evs or repeat(None),
-                                                      strict=False):  # (repeat: endless)
+        # The batch in a few msgspec calls; a None is a message decided on its own.
+        evs = decode_chunked(topic, [r[2] for r in records])
+        for (offset, key, raw, arrived), ev in zip(records, evs, strict=True):
             if offset <= self.offset:
                 continue  # already in the state (a fetch repeated after a seek)
             n_in += 1

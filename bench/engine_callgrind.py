@@ -1,0 +1,95 @@
+"""Instructions per event of the engine, counted by callgrind: a yardstick a shared machine
+cannot bend (wall time moves +-25 % between runs here, instruction counts +-1 %).
+
+Two runs under ``valgrind --tool=callgrind`` in one tree, PYTHONHASHSEED=0: the engine
+over the first ``--prefix`` decoded records of the bundled incident, three passes and one
+pass (a fresh Engine each pass); imports, loading and decoding cancel in the difference:
+
+    (instructions of 3 passes - instructions of 1 pass) / (2 x records)
+
+    python bench/engine_callgrind.py [--prefix 20000]     # prints instructions/event
+
+(``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
+in two worktrees; about 2 minutes of CPU each run at the default prefix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def passes(n: int, prefix: int) -> int:
+    """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records."""
+    import orjson
+
+    from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
+    from detector.decoding import decode
+    from detector.engine import Engine
+    from detector.events import TELEMETRY_TOPICS, InvalidMessage
+    from detector.topology import Topology
+    from replay.log import open_log
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    events = []
+    telemetry = set(TELEMETRY_TOPICS)
+    seen = 0
+    with open_log(DEFAULT_LOG) as f:  # (not the whole log: under valgrind that is minutes)
+        for line in f:
+            rec = orjson.loads(line)
+            if rec["topic"] not in telemetry:
+                continue
+            seen += 1
+            if seen > prefix:
+                break
+            try:  # noqa: SIM105 - as the other benchmarks
+                events.append(decode(rec["topic"], orjson.dumps(rec["value"])))
+            except InvalidMessage:
+                pass
+    for _ in range(n):
+        eng = Engine(topology=topo)
+        for ev in events:
+            eng.process(ev)
+        eng.finish()
+    return len(events)
+
+
+def count(n: int, prefix: int, out: Path) -> tuple[int, int]:
+    """(instructions, records) of one inner run under callgrind."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+         __file__, "--passes", str(n), "--prefix", str(prefix)],
+        env=env, capture_output=True, text=True, check=True)
+    records = int(run.stdout.split()[-1])
+    total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
+    assert total is not None, "no summary line in the callgrind output"
+    return int(total.group(1)), records
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prefix", type=int, default=20000, help="records of the incident")
+    ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.passes is not None:
+        print(passes(args.passes, args.prefix))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
+        one, records = count(1, args.prefix, Path(tmp) / "one.out")
+        three, _ = count(3, args.prefix, Path(tmp) / "three.out")
+    print(f"engine: {(three - one) / (2 * records):,.0f} instructions/event "
+          f"({records:,} records, 1 pass {one:,}, 3 passes {three:,})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
