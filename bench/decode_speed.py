@@ -22,16 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import engine_throughput as et  # noqa: E402
-
-from detector.decoding import decode  # noqa: E402
-from detector.events import InvalidMessage  # noqa: E402
 
 
 def main() -> int:
@@ -46,21 +41,7 @@ def main() -> int:
         msgs = msgs[:args.limit]
     chunks = et.batches(msgs, args.batch)
 
-    def parse() -> None:
-        for _, raw in msgs:
-            orjson.loads(raw)
-
-    def decode_batched() -> None:
-        for topic, raws in chunks:
-            et.decode_batch(topic, raws)
-
-    def decode_one() -> None:
-        for topic, raw in msgs:
-            try:  # noqa: SIM105 - cheaper than contextlib.suppress in a hot loop
-                decode(topic, raw)
-            except InvalidMessage:
-                pass
-
+    parse, decode_batched, decode_one = et.decode_stages(msgs, chunks)
     stages = {"parse": parse, "decode": decode_batched, "decode1": decode_one}
     best = dict.fromkeys(stages, float("inf"))
     for _ in range(args.rounds):
