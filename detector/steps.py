@@ -410,8 +410,6 @@ class JobMonitor:
         if now == list(buf.hw):
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
-        if not at:
-            return []
         for i in at:
             hw[int(slots[i])] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
