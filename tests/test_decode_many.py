@@ -71,6 +71,8 @@ def test_a_clean_batch_is_the_records_of_its_messages() -> None:
     b'{"ts": NaN, "node": "n0", "gpu": 0}',                 # not JSON
     b"[1, 2]",                                              # not an object
     b"",                                                    # nothing
+    b'{"ts": 1.0, "node": "n0", "gpu": 0, "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    #                                                         nested far too deep
 ])
 def test_a_bad_message_in_the_middle_of_a_batch_gets_its_own_dead_letter(bad: bytes) -> None:
     raws = [_thermal(i) for i in range(5)] + [bad] + [_thermal(i) for i in range(5, 10)]
