@@ -14,17 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from detector.alerts import Scope
-from detector.events import EccSample
+from detector.events import ECC_COUNTERS, EccSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from detector.xid import lookup
-from models.counters import CounterDeltas
+from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
 
 _RESETS_BEFORE_INSPECTION = 2  # gpud's DefaultRebootThreshold
 
 # Order of the counters CounterDeltas tracks for one GPU.
 _SBE, _DBE, _RET_SBE, _RET_DBE, _PCIE, _NVL_CRC, _NVL_REPLAY, _NVL_RECOVERY = range(8)
+_read_deltas = delta_reader(ECC_COUNTERS)
 
 
 class GpuHealth:
@@ -78,9 +79,7 @@ class GpuHealth:
         if s.xid is not None:
             self._on_xid(s, out)
         resets = self._counters.resets
-        deltas = self._counters.update(s.ts, (
-            s.sbe_volatile, s.dbe_volatile, s.retired_pages_sbe, s.retired_pages_dbe,
-            s.pcie_replay, s.nvlink_crc_errors, s.nvlink_replay_errors, s.nvlink_recovery_errors))
+        deltas = _read_deltas(self._counters, s.ts, s)
         if deltas is None:
             return  # late or duplicate sample: its XID (above) still counts, its counters do not
         self._on_counters(s, deltas, cfg, out)

@@ -16,12 +16,24 @@ missing value leaves the baseline alone.
 True
 >>> c.update(12.0, (0, 101)), c.resets    # counter 0 was reset
 ((0, 1), 1)
+
+On a hot path, :func:`delta_reader` reads the counters from a record's named
+fields and takes the same deltas without building the values first:
+
+>>> from types import SimpleNamespace as Rec
+>>> deltas = delta_reader(("sbe", "dbe"))
+>>> c = CounterDeltas(2)
+>>> deltas(c, 10.0, Rec(sbe=5, dbe=100)), deltas(c, 11.0, Rec(sbe=7, dbe=100))
+((0, 0), (2, 0))
+>>> deltas(c, 12.0, Rec(sbe=0, dbe=None)), c.resets   # a reset and a missing value
+((0, 0), 1)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import sub
+from typing import Any
 
 
 class CounterDeltas:
@@ -75,3 +87,43 @@ class CounterDeltas:
                 self.resets += 1
                 out.append(0)
         return tuple(out)
+
+
+DeltaReader = Callable[[CounterDeltas, float, Any], "tuple[int, ...] | None"]
+
+
+def delta_reader(fields: Sequence[str]) -> DeltaReader:
+    """``f(counters, ts, record)``: the same as ``counters.update(ts, (record.<field>, ...))``
+    for these fields, about twice as fast in the common case.
+
+    The common case -- every counter present now and before, none fallen back -- is
+    compiled for the given fields (unpacked locals and one comparison a counter: the
+    generic loop's C calls a counter, its tuple of values and ``min`` cost more than the
+    work); anything else (a missing value, a reset, a late sample) goes through
+    :meth:`CounterDeltas.update` itself, with the values as read.
+    """
+    n = len(fields)
+    if n == 0 or not all(f.isidentifier() for f in fields):
+        raise ValueError(f"counter fields must be names: {fields!r}")
+    v = [f"v{i}" for i in range(n)]
+    b = [f"b{i}" for i in range(n)]
+    values = "(" + "".join(f"{x}, " for x in v) + ")"
+    src = "\n".join([
+        "def read_deltas(counters, ts, s):",
+        *(f"    {x} = s.{f}" for x, f in zip(v, fields, strict=True)),
+        "    if ts > counters._last_ts:",
+        "        last = counters._last",
+        f"        {''.join(f'{x}, ' for x in b)}= last",
+        "        try:",  # (an if, not an expression: CPython 3.11 specializes its compares)
+        f"            if {' and '.join(f'{x} >= {y}' for x, y in zip(v, b, strict=True))}:",
+        "                counters._last_ts = ts",
+        *(f"                last[{i}] = {x}" for i, x in enumerate(v)),
+        f"                return ({''.join(f'{x} - {y}, ' for x, y in zip(v, b, strict=True))})",
+        "        except TypeError:",  # a None on either side: counter by counter
+        "            pass",
+        f"    return counters.update(ts, {values})",
+    ])
+    namespace: dict[str, Any] = {}
+    exec(compile(src, f"<delta_reader {' '.join(fields)}>", "exec"), namespace)  # noqa: S102
+    fn: DeltaReader = namespace["read_deltas"]
+    return fn

@@ -44,23 +44,44 @@ class CorrelatorPartition:
     their tag.  A source is live when heard from within ``source_timeout_s``
     (wall); an idle one (caught up and quiet) holds nobody back; a source
     expected but never heard from holds the clock until it times out, so at
-    start-up no partition races ahead of one still being fetched.  An empty
-    source (no record yet) is only let go ``empty_grace_s`` after the first
-    clock of any source: when a log is replayed into running workers, one
-    partition's first records often land a moment after another's, and
-    looked empty until then.
+    start-up no partition races ahead of one still being fetched.
+
+    An empty source (no record yet) reports itself idle once its worker has
+    fetched it to its end (its position is the partition's high watermark:
+    nothing there to read).  It is let go
+
+    - ``fed_grace_s`` after the first clock of another source of its *topic*,
+      when it still says it is at its end: that topic's feed is running, so
+      the partition is empty because no key of the feed goes there, not
+      because its first records are still on their way.  A topic's records
+      come from a producer writing in event-time order, so a record due
+      before the others' clocks would have been fetched by then; the grace
+      is the producer's skew between partitions, the same allowance
+      ``hold_back_s`` gives a quiet source that has had data.  A fresh worker's
+      first alerts need not wait for partitions that will never have any;
+    - otherwise ``empty_grace_s`` after the first clock of any source: when
+      a log is replayed into running workers, one *topic's* first records
+      (say, the steps of a reporter started later) may land seconds after
+      another's, and looked empty until then.
+
+    An empty source its worker has not fetched to its end (the end is not
+    known yet, or records are there not yet handed over) is not idle: it
+    holds the clock until it reports or times out.
     """
 
     def __init__(self, partition: int, thresholds: Thresholds | None = None,
                  topology: Topology | None = None, *, expected: Iterable[str] = (),
                  now: float = 0.0, source_timeout_s: float = 30.0,
-                 empty_grace_s: float = 5.0) -> None:
+                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25) -> None:
         self.partition = partition
         self.cfg = thresholds or Thresholds()
         self.topology = topology
         self.source_timeout_s = source_timeout_s
         self.empty_grace_s = empty_grace_s
+        self.fed_grace_s = fed_grace_s
         self._data_since: float | None = None  # wall time a source first had a clock
+        # topic ("telemetry.step") -> wall time a source of it first had a clock (not state)
+        self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         self.offset = -1
@@ -99,22 +120,25 @@ class CorrelatorPartition:
     def restore(cls, partition: int, offset: int, blob: bytes,
                 topology: Topology | None = None, *, expected: Iterable[str] = (),
                 now: float = 0.0, source_timeout_s: float = 30.0,
-                empty_grace_s: float = 5.0, codec: StateCodec = UNSIGNED
-                ) -> CorrelatorPartition:
+                empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
+                codec: StateCodec = UNSIGNED) -> CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
                                 Correlator, "not a findings partition's state")
         return cls.from_state(state, partition, offset, topology, expected=expected, now=now,
-                              source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
+                              source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
+                              fed_grace_s=fed_grace_s)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], partition: int, offset: int,
                    topology: Topology | None = None, *, expected: Iterable[str] = (),
                    now: float = 0.0, source_timeout_s: float = 30.0,
-                   empty_grace_s: float = 5.0) -> CorrelatorPartition:
+                   empty_grace_s: float = 5.0, fed_grace_s: float = 0.25
+                   ) -> CorrelatorPartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back."""
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
-                   source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s)
+                   source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
+                   fed_grace_s=fed_grace_s)
         part.correlator = state["correlator"]
         part.correlator.attach(topology, part.was_seen)
         for name, src in state["sources"].items():
@@ -125,8 +149,10 @@ class CorrelatorPartition:
         part._seen = state["seen"]
         part.findings, part.duplicates, part.late, part.invalid = state["counts"]
         part.offset = offset
-        if any(src.wm is not None for src in part.sources.values()):
-            part._data_since = now
+        for name, src in part.sources.items():
+            if src.wm is not None:
+                part._data_since = now
+                part._topic_since.setdefault(_topic(name), now)
         return part
 
     # -- input ---------------------------------------------------------------------------
@@ -141,7 +167,8 @@ class CorrelatorPartition:
             kind = msg["type"]
             if kind == "watermarks":
                 for name, ts, idle in msg["clocks"]:
-                    self._watermark(self._heard(str(name), now), ts, idle, now)
+                    name = str(name)
+                    self._watermark(name, self._heard(name, now), ts, idle, now)
                 return
             name = msg["source"]
             src = self._heard(name, now)
@@ -200,11 +227,13 @@ class CorrelatorPartition:
         src.heard = now
         return src
 
-    def _watermark(self, src: _Source, ts: Any, idle: Any, now: float) -> None:
+    def _watermark(self, name: str, src: _Source, ts: Any, idle: Any, now: float) -> None:
         if ts is not None and (src.wm is None or ts > src.wm):
+            if src.wm is None:
+                if self._data_since is None:
+                    self._data_since = now
+                self._topic_since.setdefault(_topic(name), now)
             src.wm = float(ts)
-            if self._data_since is None:
-                self._data_since = now
         src.idle = bool(idle)
 
     def clock(self, now: float) -> float | None:
@@ -213,11 +242,11 @@ class CorrelatorPartition:
         high = -math.inf
         active = False
         hold_empty = self._data_since is None or now - self._data_since < self.empty_grace_s
-        for src in self.sources.values():
+        for name, src in self.sources.items():
             if now - src.heard > self.source_timeout_s:
                 continue  # its worker is gone, or the partition is not assigned to anyone
             wm = src.wm if src.wm is not None else -math.inf
-            if src.idle and not (hold_empty and src.wm is None):
+            if src.idle and not (hold_empty and src.wm is None and not self._fed(name, src)):
                 high = max(high, wm)
             else:
                 active = True
@@ -225,6 +254,11 @@ class CorrelatorPartition:
         if active:
             return low if low > -math.inf else None
         return high if high > -math.inf else None
+
+    def _fed(self, name: str, src: _Source) -> bool:
+        """An empty source reported at its end ``fed_grace_s`` after its topic had data."""
+        since = self._topic_since.get(_topic(name))
+        return since is not None and src.heard - since >= self.fed_grace_s
 
     def release(self, now: float, alerts: list[Alert],
                 arrivals: list[float | None] | None = None,
@@ -324,6 +358,11 @@ class CorrelatorPartition:
                 "sources": len(self.sources),
                 "live_sources": sum(now - s.heard <= self.source_timeout_s
                                     for s in self.sources.values())}
+
+
+def _topic(source: str) -> str:
+    """The telemetry topic of a source name ("telemetry.step:3" -> "telemetry.step")."""
+    return source.rpartition(":")[0]
 
 
 def alert_message(a: Alert) -> tuple[bytes, bytes]:

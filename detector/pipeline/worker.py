@@ -18,6 +18,7 @@ tuple); records are ``(offset, key, value, arrival)`` tuples in offset order.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -143,7 +144,8 @@ class PipelineWorker:
         if self.is_findings(tp):
             return self._traced(CorrelatorPartition(
                 tp[1], self.thresholds, self.topology, expected=self.expected_sources, now=now,
-                source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s))
+                source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
+                fed_grace_s=self.hold_back_s))
         return SourcePartition(self.telemetry_topics[tp[0]], tp[1], self.findings_partitions,
                                self.thresholds, self.topology, now=now,
                                wall_clock=self.wall_clock)
@@ -155,7 +157,7 @@ class PipelineWorker:
             return self._traced(CorrelatorPartition.restore(
                 tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
-                codec=self.codec))
+                fed_grace_s=self.hold_back_s, codec=self.codec))
         return SourcePartition.restore(self.telemetry_topics[tp[0]], tp[1],
                                        self.findings_partitions, offset, blob, self.topology,
                                        now=now, codec=self.codec, wall_clock=self.wall_clock)
@@ -196,6 +198,12 @@ class PipelineWorker:
             # After every finding of the batch: the correlator may go as far as these.
             # All of this worker's sources, not only those touched: one left out would
             # hold the correlator's clock until the next heartbeat, with nothing new.
+            # An empty one says afresh whether it is fetched to its end: the correlator
+            # lets it go once it says so a moment after its topic had data (see
+            # CorrelatorPartition), so what it says must be no older than this batch.
+            for tp, part in self.sources.items():
+                if part.clock == -math.inf:
+                    part.caught_up = caught_up(tp, part.offset)
             out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
         return out
 

@@ -1,0 +1,100 @@
+"""The correlator's clock at start-up: which empty sources hold it, and for how long.
+
+A fresh worker's first alerts used to wait ``empty_grace_s`` (the worker's
+idle_advance_s) for partitions that never get a record (a topic keyed by job
+with one job: seven of eight partitions empty).  An empty partition fetched to
+its end while its topic is being fed lets the clock go after ``fed_grace_s``;
+one of a topic with no data yet, or one not known to be at its end, still holds.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from detector.pipeline.correlator import CorrelatorPartition
+
+EMPTY_GRACE_S = 5.0
+FED_GRACE_S = 0.25
+T = 1767225600.0
+SOURCES = ("telemetry.step:0", "telemetry.step:1", "telemetry.ecc:0", "telemetry.ecc:1")
+
+
+def corr() -> CorrelatorPartition:
+    return CorrelatorPartition(0, expected=SOURCES, now=0.0, empty_grace_s=EMPTY_GRACE_S,
+                               fed_grace_s=FED_GRACE_S)
+
+
+class Feed:
+    """Watermarks messages into one correlator partition, as workers send them."""
+
+    def __init__(self, part: CorrelatorPartition) -> None:
+        self.part = part
+        self.offset = 0
+
+    def clocks(self, now: float, *clocks: tuple[str, float | None, bool]) -> None:
+        self.part.on_message(self.offset, orjson.dumps(
+            {"type": "watermarks", "clocks": [list(c) for c in clocks]}), now)
+        self.offset += 1
+
+
+def test_an_empty_partition_at_its_end_of_a_fed_topic_lets_the_clock_go() -> None:
+    part = corr()
+    feed = Feed(part)
+    both_ecc = (("telemetry.ecc:0", T + 1.0, False), ("telemetry.ecc:1", T + 2.0, False))
+    # step:1 has data; step:0 is empty and fetched to its end (idle, no clock).
+    feed.clocks(1.0, ("telemetry.step:0", None, True), ("telemetry.step:1", T + 3.0, False),
+                *both_ecc)
+    assert part.clock(1.0) is None  # said at its end in the same report as the first data
+    feed.clocks(1.1, ("telemetry.step:0", None, True), ("telemetry.step:1", T + 3.0, False),
+                *both_ecc)
+    assert part.clock(1.1) is None  # within the producer's skew: still held
+    feed.clocks(1.0 + FED_GRACE_S, ("telemetry.step:0", None, True),
+                ("telemetry.step:1", T + 3.0, False), *both_ecc)
+    assert part.clock(1.0 + FED_GRACE_S) == T + 1.0  # long before EMPTY_GRACE_S
+
+
+def test_an_empty_partition_of_a_topic_with_no_data_yet_holds_for_the_grace() -> None:
+    part = corr()
+    feed = Feed(part)
+
+    def report(now: float) -> None:
+        # No step partition has had a record: the steps' producer may not have started.
+        feed.clocks(now, ("telemetry.step:0", None, True), ("telemetry.step:1", None, True),
+                    ("telemetry.ecc:0", T + 1.0, False), ("telemetry.ecc:1", T + 2.0, False))
+
+    report(1.0)
+    report(1.0 + EMPTY_GRACE_S - 0.1)
+    assert part.clock(1.0 + EMPTY_GRACE_S - 0.1) is None
+    report(1.0 + EMPTY_GRACE_S)
+    assert part.clock(1.0 + EMPTY_GRACE_S) == T + 1.0
+
+
+def test_an_empty_partition_whose_end_is_not_known_holds_the_clock() -> None:
+    part = corr()
+    feed = Feed(part)
+
+    def report(now: float) -> None:
+        # step:0 not fetched to its end (its end unknown, or records not yet handed over).
+        feed.clocks(now, ("telemetry.step:0", None, False),
+                    ("telemetry.step:1", T + 3.0, False),
+                    ("telemetry.ecc:0", T + 1.0, False), ("telemetry.ecc:1", T + 2.0, False))
+
+    for now in (1.0, 1.0 + FED_GRACE_S, 1.0 + EMPTY_GRACE_S + 1.0):
+        report(now)
+        assert part.clock(now) is None
+    # Once it has a record, its clock is the slowest.
+    feed.clocks(10.0, ("telemetry.step:0", T + 0.5, False))
+    assert part.clock(10.0) == T + 0.5
+
+
+def test_the_fed_grace_counts_from_the_report_not_from_the_wall_clock() -> None:
+    """An 'at its end' said before its topic's data plus the skew does not count, however long
+    ago: only a report made ``fed_grace_s`` after the topic had data lets it go."""
+    part = corr()
+    feed = Feed(part)
+    feed.clocks(1.0, ("telemetry.step:0", None, True), ("telemetry.step:1", T + 3.0, False),
+                ("telemetry.ecc:0", T + 1.0, False), ("telemetry.ecc:1", T + 2.0, False))
+    # Later reports from the other sources only (another worker's): step:0's stays old.
+    feed.clocks(3.0, ("telemetry.step:1", T + 4.0, False), ("telemetry.ecc:0", T + 1.5, False),
+                ("telemetry.ecc:1", T + 2.0, False))
+    assert part.clock(3.0) is None
