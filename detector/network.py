@@ -77,8 +77,9 @@ class NodeNics:
         return any(p.active or p.down for p in self._ports.values())
 
     def update(self, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
-        p = self._ports.get((s.nic, s.port))
-        if p is None:
+        try:  # (a KeyError only on a port's first sample: cheaper than dict.get's call)
+            p = self._ports[(s.nic, s.port)]
+        except KeyError:
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
         ts = s.ts
         counters = p.counters
