@@ -63,6 +63,20 @@ def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
     return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
 
 
+def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``y`` (deviations less each rank's replica batch) less its peer group's median of them.
+
+    A rank's deviation from its DP peers' median carries how its replica's batch ranks
+    among theirs: at DP 4 the median of four is the mean of the middle two, so a rank 4 %
+    slower than its replica mates shows 2 % when its replica's batch sits in the middle and
+    4 % when it is the slowest -- a steady offset seen at full size on exactly the steps
+    its replica draws the slowest batch.  With the batches taken out first the peers
+    differ by their own offsets and noise only, and one more median (one step of Tukey's
+    median polish) gives each rank its offset at the same size whatever its batch.
+    """
+    return y - group_median_scale(y, groups)[0]
+
+
 # The fields a step is decided on, read by name from each message at C speed.
 _COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
                       "param_checksum", "node", "gpu", "step_ms", "comm_ms")
@@ -96,6 +110,10 @@ class JobMonitor:
     """All step-derived state of one training job."""
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
+    _warm_common: np.ndarray | None = None  # replica medians of a warm-up step (no regime)
+    _layout_hw: tuple[tuple[str, int], ...] = ()  # the last step's layout and, per rank,
+    _layout_dp: tuple[int | None, ...] = ()       # whether its replica is on one node
+    _layout_one = np.zeros(0, dtype=bool)         # (_one_node_replicas)
 
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
@@ -464,6 +482,7 @@ class JobMonitor:
             # a little heavier) is learned as its own bias, like any GPU's.
             smed, sscale, ssize = group_median_scale(x[small], groups[small] >> 24)
             med[small], scale[small], size[small] = smed, sscale, ssize
+            groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
         comparable = size >= cfg.min_peers
         if not comparable.any():
             return
@@ -483,7 +502,7 @@ class JobMonitor:
             # its own: one statistic from the two, each in units of its own noise, so a rank
             # slower than its replica mates stands out of the replica-wide noise, and a whole
             # replica slower than its peers (a node) is still counted, at its own noise.
-            own = d - common
+            own = _peer_centred(d - common, groups[comparable])
             z_own = (own - self._base[r]) / max(
                 median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
             # The replicas' spread is a property of the workload, not of one step: with few
@@ -493,7 +512,15 @@ class JobMonitor:
             step_rep = median(np.abs(common)) * 1.4826
             self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
             z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
-            z = (z_own + z_rep) * math.sqrt(0.5)
+            # A whole replica slower than its peers is a unit only when its ranks share one
+            # node (a node's fault).  A replica spanning nodes is slow as a whole by its
+            # batch: a bad GPU or node slows its own ranks, which stand out of their
+            # replica's median by z_own alone (a node slows 8 of a 64-rank replica and
+            # barely moves that median).  Counting z_rep there paged a healthy rank over
+            # its replica mates when its 8-node replica drew the slowest batch on 10 of 21
+            # steps (healthy fleet dp4-10s seed 55000).
+            one = self._one_node_replicas(buf, ok, comparable)
+            z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
         spread = median(np.abs(z)) / 0.6745
@@ -502,6 +529,19 @@ class JobMonitor:
         learn = np.abs(z) < 3.0
         warm = self._evaluated <= cfg.warmup_steps
         if warm:
+            mates = self._warm_common
+            if common is None and mates is not None:
+                # Learn the start offset against the rank's replica mates on a replica that
+                # spans nodes, also before imbalance is recognised (its smoothed ratio takes
+                # tens of steps to pass replica_noise_ratio): against its DP peers a rank's
+                # offset is buried under its replica's batches, and a healthy GPU 3.4 % over
+                # its replica mates was left with the 2 % cap and paged hours later under
+                # imbalance (healthy fleet dp4-10s seed 55000).  Without imbalance the
+                # replica's median is ~0 and this is the same figure.  A replica on one node
+                # keeps its deviation from its peers: that whole replica slow from the start
+                # is its node's offset.
+                own = np.where(self._one_node_replicas(buf, ok, comparable), own,
+                               _peer_centred(d - mates, groups[comparable]))
             self._base[r] += 0.2 * (own - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
             # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
@@ -589,6 +629,7 @@ class JobMonitor:
         Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
         """
         cfg = self.cfg
+        self._warm_common = None
         if cfg.replica_noise_ratio <= 0.0:
             return None
         dp = _dp_array(buf.dp)
@@ -609,12 +650,35 @@ class JobMonitor:
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
         self._replica_noise = _smoothed(self._replica_noise, ratio, cfg.slow_sigma_alpha)
-        if self._replica_noise < cfg.replica_noise_ratio:
-            return None
         common = np.zeros(len(d))
         idx = np.flatnonzero(known)[multi]
         common[idx] = rep
+        if self._replica_noise < cfg.replica_noise_ratio:
+            if self._evaluated <= cfg.warmup_steps:
+                self._warm_common = common  # the warm-up learns offsets against these
+            return None
         return common
+
+    def _one_node_replicas(self, buf: _StepBuffer, ok: np.ndarray, comparable: np.ndarray
+                           ) -> np.ndarray:
+        """Per comparable rank: whether every rank of its replica this step is on its node.
+
+        Recomputed only when the job's layout (ranks' hardware and replicas) changes: a
+        step costs two tuple comparisons.
+        """
+        if buf.hw != self._layout_hw or buf.dp != self._layout_dp:
+            nodes: dict[int, set[str]] = {}
+            for (node, _), rep in zip(buf.hw, buf.dp, strict=True):
+                if rep is not None:
+                    nodes.setdefault(rep, set()).add(node)
+            self._layout_hw, self._layout_dp = buf.hw, buf.dp
+            self._layout_one = np.fromiter(
+                (rep is not None and len(nodes[rep]) == 1 for rep in buf.dp),
+                dtype=bool, count=len(buf.dp))
+        one = self._layout_one
+        if not ok.all():
+            one = one[ok]
+        return one[comparable]
 
     def _note_offsets(self, r: np.ndarray) -> None:
         """Record the ranks whose learned start offset exceeds the 2 % any GPU may have.
