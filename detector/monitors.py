@@ -144,7 +144,7 @@ class Monitors:
             raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:
             self.sweep(findings)
-        if len(findings) != n:
+        if findings and len(findings) != n:  # (only appended to: empty means none made)
             self._n_findings += len(findings) - n
 
     def check_ahead(self, ev: Event) -> None:

@@ -32,6 +32,7 @@ fields and takes the same deltas without building the values first:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from keyword import iskeyword
 from operator import sub
 from typing import Any
 
@@ -94,7 +95,7 @@ DeltaReader = Callable[[CounterDeltas, float, Any], "tuple[int, ...] | None"]
 
 def delta_reader(fields: Sequence[str]) -> DeltaReader:
     """``f(counters, ts, record)``: the same as ``counters.update(ts, (record.<field>, ...))``
-    for these fields, about twice as fast in the common case.
+    for these fields, in about half the instructions in the common case.
 
     The common case -- every counter present now and before, none fallen back -- is
     compiled for the given fields (unpacked locals and one comparison a counter: the
@@ -103,7 +104,7 @@ def delta_reader(fields: Sequence[str]) -> DeltaReader:
     :meth:`CounterDeltas.update` itself, with the values as read.
     """
     n = len(fields)
-    if n == 0 or not all(f.isidentifier() for f in fields):
+    if n == 0 or not all(f.isidentifier() and not iskeyword(f) for f in fields):
         raise ValueError(f"counter fields must be names: {fields!r}")
     v = [f"v{i}" for i in range(n)]
     b = [f"b{i}" for i in range(n)]

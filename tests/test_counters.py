@@ -1,4 +1,4 @@
-"""models.counters: the compiled delta_reader takes exactly the deltas CounterDeltas.update takes."""
+"""models.counters: the compiled delta_reader takes the deltas CounterDeltas.update takes."""
 
 from __future__ import annotations
 
@@ -50,3 +50,5 @@ def test_delta_reader_refuses_bad_field_names() -> None:
         delta_reader(("ok", "x = 1; import os"))
     with pytest.raises(ValueError):
         delta_reader(())
+    with pytest.raises(ValueError):
+        delta_reader(("class",))
