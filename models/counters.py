@@ -115,10 +115,12 @@ def delta_reader(fields: Sequence[str]) -> DeltaReader:
         "    if ts > counters._last_ts:",
         "        last = counters._last",
         f"        {''.join(f'{x}, ' for x in b)}= last",
-        "        try:",  # (an if, not an expression: CPython 3.11 specializes its compares)
+        # (an if, not an expression: CPython 3.11 specializes its compares; a new list for
+        # the baseline: fewer bytecodes than storing eleven items in the old one)
+        "        try:",
         f"            if {' and '.join(f'{x} >= {y}' for x, y in zip(v, b, strict=True))}:",
         "                counters._last_ts = ts",
-        *(f"                last[{i}] = {x}" for i, x in enumerate(v)),
+        f"                counters._last = [{''.join(f'{x}, ' for x in v)}]",
         f"                return ({''.join(f'{x} - {y}, ' for x, y in zip(v, b, strict=True))})",
         "        except TypeError:",  # a None on either side: counter by counter
         "            pass",
