@@ -448,6 +448,12 @@ def stage_report(lat: dict[str, Any]) -> None:
             print(f"| {name} | {percentile(xs, 50):.0f} | {percentile(xs, 90):.0f} | "
                   f"{percentile(xs, 99):.0f} | {max(xs):.0f} | {mean:.0f} | "
                   f"{mean / 1e3 / total if total else float('nan'):.0%} |")
+        # What the tail is made of: a p99 over a few dozen alerts is its slowest one or two.
+        slowest = sorted(rows, key=lambda r: sum(r[1].values()), reverse=True)[:3]
+        print("\nslowest: " + "; ".join(
+            f"{1e3 * sum(st.values()):.0f} ms (input at +{t:.1f} s: " + ", ".join(
+                f"{name} {1e3 * st[name]:.0f}" for name, _, _ in STAGES) + ")"
+            for t, st in slowest))
 
 
 def main() -> int:
