@@ -73,8 +73,18 @@ class Monitors:
         self.forgotten: list[tuple[str, str]] = []
         self._next_sweep = -math.inf
         self._next_prune = -math.inf
-        self.counts: dict[str, int] = {"step": 0, "ecc": 0, "nic": 0, "thermal": 0,
-                                       "nonfinite": 0, "unknown_node": 0, "findings": 0}
+        # What went through, for counts: plain ints (an attribute increment costs half a
+        # dict item's, and this runs for every record).
+        self._n_step = self._n_ecc = self._n_nic = self._n_thermal = 0
+        self._n_nonfinite = self._n_unknown_node = self._n_findings = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Records of each kind processed, NaN-salvaged steps, units the topology does not
+        list, findings made."""
+        return {"step": self._n_step, "ecc": self._n_ecc, "nic": self._n_nic,
+                "thermal": self._n_thermal, "nonfinite": self._n_nonfinite,
+                "unknown_node": self._n_unknown_node, "findings": self._n_findings}
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
@@ -95,14 +105,14 @@ class Monitors:
         t = type(ev)
         e: Any = ev  # (narrowed by t, which mypy does not follow)
         if t is StepSample:
-            self.counts["step"] += 1
+            self._n_step += 1
             try:
                 job = self._jobs[e.job]
             except KeyError:
                 job = self._jobs[e.job] = JobMonitor(e.job, self.cfg)
             job.add(e, findings)
         elif t is NicSample:
-            self.counts["nic"] += 1
+            self._n_nic += 1
             try:
                 nics = self._nics[e.node]
             except KeyError:
@@ -110,7 +120,7 @@ class Monitors:
                 self._heard(e.node, "nic", e.cluster)
             nics.update(e, self.cfg, findings)
         elif t is ThermalSample:
-            self.counts["thermal"] += 1
+            self._n_thermal += 1
             key = (e.node, e.gpu)
             try:
                 mon = self._thermal[key]
@@ -122,7 +132,7 @@ class Monitors:
                 self._heard(e.node, "thermal", e.cluster)
             mon.update(e, self.cfg, findings)
         elif t is EccSample:
-            self.counts["ecc"] += 1
+            self._n_ecc += 1
             key = (e.node, e.gpu)
             try:
                 ecc = self._ecc[key]
@@ -135,7 +145,7 @@ class Monitors:
         if ts >= self._next_sweep:
             self.sweep(findings)
         if len(findings) != n:
-            self.counts["findings"] += len(findings) - n
+            self._n_findings += len(findings) - n
 
     def check_ahead(self, ev: Event) -> None:
         """A record far ahead of the clock: move the clock to it, or raise ``ts_out_of_range``."""
@@ -183,7 +193,7 @@ class Monitors:
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
-        self.counts["nonfinite"] += 1
+        self._n_nonfinite += 1
         job = self._jobs.get(nf.job) or self._jobs.setdefault(nf.job, JobMonitor(nf.job, self.cfg))
         job.add_nonfinite(nf, findings)
 
@@ -265,7 +275,7 @@ class Monitors:
             sources.add(source)
             self.heard.append((cluster, node, source))
         if self.topology is not None and not self.topology.has_node(node):
-            self.counts["unknown_node"] += 1
+            self._n_unknown_node += 1
 
     def gpu_keys(self) -> set[tuple[str, int]]:
         """Every (node, gpu) this worker keeps a model for, from any telemetry."""

@@ -89,8 +89,9 @@ class NodeNics:
         if d is None:
             return  # late or duplicate
         first = prev_ts == _NEVER
+        dt = 0.0
         if not first:
-            p.interval_s = ts - prev_ts
+            dt = p.interval_s = ts - prev_ts
         p.last_ts = ts
         # The healthy common case (link up, no flap, no error, nothing raised) decides nothing
         # in _link and _errors: skip the calls (this runs for every sample of every port).
@@ -100,7 +101,6 @@ class NodeNics:
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
         if counters.resets == resets and not first:
-            dt = ts - prev_ts
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
             if ts - self._ref_ts >= 1.0:
