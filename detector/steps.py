@@ -113,6 +113,8 @@ class JobMonitor:
     """All step-derived state of one training job."""
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
+    # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
+    # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _warm_common: np.ndarray | None = None  # replica medians of a warm-up step (no regime)
     _layout_hw: tuple[tuple[str, int], ...] = ()  # the last step's layout and, per rank,
     _layout_dp: tuple[int | None, ...] = ()       # whether its replica is on one node
