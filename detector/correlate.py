@@ -98,8 +98,9 @@ class Correlator:
         self._group_wait: dict[str, tuple[str, str, Finding]] = {}
         self._group_open: set[tuple[str, str]] = set()
         self._benign: dict[str, tuple[Finding, float]] = {}  # gpu -> (minor throttle, ended)
-        # gpu -> recent (ts, clock drop) of SW power capping its rank ran through at its
-        # peers' speed: what capping routinely costs that GPU's clock, and the job nothing
+        # gpu -> recent SW power capping its rank ran through at its peers' speed, one
+        # (first ts, last ts, largest clock drop) per routine_cap_slot_s: what capping
+        # routinely costs that GPU's clock, and the job nothing (_note_cap, _routine_loss)
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
@@ -488,7 +489,8 @@ class Correlator:
         return True
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
-    # finding: CUSUM alarm and >= slow_min_effect mean slowdown) it is the GPU's fault.
+    # finding: CUSUM alarm and >= slow_min_effect mean slowdown), by no more than the clock
+    # loss beyond the GPU's routine capping explains, it is the GPU's fault.
 
     def _on_power_cap(self, f: Finding, out: list[Alert]) -> None:
         if not f.active:
@@ -563,7 +565,9 @@ class Correlator:
         """Power management on the same GPU, recent and large enough to explain a slow rank.
 
         A SW power cap that dips the clock 3 % makes a rank a few percent slower than its
-        peers; that is the GPU doing its job, not a fault to page anyone about.
+        peers; that is the GPU doing its job, not a fault to page anyone about -- unless the
+        dip is no deeper than the GPU's routine capping (:meth:`_routine_loss`), which cost
+        the job nothing before.
         """
         minor, ended = self._benign.get(f.scope.key, (None, 0.0))
         if minor is None or ended < now - self.cfg.benign_grace_s:

@@ -11,7 +11,10 @@ passed), then analysed a whole step at a time with numpy:
   is that rank's baseline, see :meth:`JobMonitor._note_offsets`), in units of the job's noise, feeds a robust
   CUSUM per rank.  A whole-job slowdown (checkpoint save) moves the median, not
   the ratio; a one-step spike is clipped; a persistent slowdown alarms within a
-  few steps.  The first ``warmup_steps`` after a (re)start learn each rank's
+  few steps.  Under per-step batch imbalance between replicas a rank is scored
+  against its replica mates, and a whole replica's slowness counts only for a
+  replica on one node (:meth:`JobMonitor._replica_common`,
+  :meth:`JobMonitor._one_node_replicas`).  The first ``warmup_steps`` after a (re)start learn each rank's
   bias, under a conservative prior instead of silence: a rank
   ``gross_slowdown`` (30 %) slower than its peer median for ``gross_steps``
   steps in a row needs no history to be called slow (a job landing on a bad
@@ -110,6 +113,8 @@ class JobMonitor:
     """All step-derived state of one training job."""
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
+    # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
+    # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _warm_common: np.ndarray | None = None  # replica medians of a warm-up step (no regime)
     _layout_hw: tuple[tuple[str, int], ...] = ()  # the last step's layout and, per rank,
     _layout_dp: tuple[int | None, ...] = ()       # whether its replica is on one node
@@ -501,7 +506,9 @@ class JobMonitor:
             # Each rank's deviation is its replica's share (the batch it drew this step) and
             # its own: one statistic from the two, each in units of its own noise, so a rank
             # slower than its replica mates stands out of the replica-wide noise, and a whole
-            # replica slower than its peers (a node) is still counted, at its own noise.
+            # replica slower than its peers (a node) is still counted, at its own noise --
+            # for a replica on one node only (below).  ``own`` is the rank's deviation from
+            # its replica mates, peer-centred (_peer_centred).
             own = _peer_centred(d - common, groups[comparable])
             z_own = (own - self._base[r]) / max(
                 median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
@@ -627,6 +634,8 @@ class JobMonitor:
         ``replica_noise_ratio`` times the spread of the ranks around their replica's median
         (smoothed over steps; a fault on one GPU or one replica moves neither median much).
         Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
+        Until then a warm-up step keeps these medians in ``_warm_common``: ranks of replicas
+        spanning nodes learn their start offsets against them (:meth:`_check_slow`).
         """
         cfg = self.cfg
         self._warm_common = None
@@ -663,8 +672,10 @@ class JobMonitor:
                            ) -> np.ndarray:
         """Per comparable rank: whether every rank of its replica this step is on its node.
 
-        Recomputed only when the job's layout (ranks' hardware and replicas) changes: a
-        step costs two tuple comparisons.
+        Recomputed when the step's columns differ from the last step's: the job's layout
+        (ranks' hardware and replicas) changed, or its ranks' messages came in another
+        order (the columns are in arrival order).  Otherwise a step costs two tuple
+        comparisons.
         """
         if buf.hw != self._layout_hw or buf.dp != self._layout_dp:
             nodes: dict[int, set[str]] = {}

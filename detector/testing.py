@@ -83,6 +83,20 @@ def healthy_job(*, ranks: int = 16, steps: int = 40, t0: float = T0, step_s: flo
                        dp=r % per_stage)
 
 
+def parallel_step(s: int, compute: np.ndarray, *, tp: int, pp: int, step_s: float = 1.0,
+                  t0: float = T0) -> list[StepSample]:
+    """Step ``s`` of a synchronous TP x PP x DP job from each rank's ``compute`` (ms).
+
+    Rank ``r`` is tp rank ``r % tp``, pp rank ``(r // tp) % pp``, replica ``r // (tp * pp)``,
+    on GPU ``r % 8`` of ``node-{r // 8}``; every rank's ``step_ms`` is the slowest compute
+    plus 250 ms, its message ``0.001 * r`` s after ``t0 + step_s * s``.
+    """
+    step_ms = round(float(compute.max()) + 250.0, 2)
+    return [step(t0 + step_s * s + 0.001 * r, r, s, step_ms=step_ms,
+                 compute_ms=round(float(compute[r]), 2), tp=r % tp, pp=(r // tp) % pp,
+                 dp=r // (tp * pp)) for r in range(len(compute))]
+
+
 def feed(engine: Engine, events: Iterable[Event], *, finish: bool = True) -> list[Alert]:
     """Run events through the engine in the given order; returns every alert message."""
     out: list[Alert] = []

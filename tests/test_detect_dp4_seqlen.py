@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from detector.engine import Engine
-from detector.testing import T0, feed, step
+from detector.testing import feed, parallel_step
 
 DP, TP, PP = 4, 8, 2  # rank = dp * 16 + pp * 8 + tp: replica k on nodes 2k and 2k + 1
 
@@ -35,11 +35,7 @@ def dp4_job(*, steps: int, seed: int, offsets: float = 0.0,
         for r, f in (slow or {}).items():
             if s >= slow_from:
                 compute[r] *= f
-        step_ms = round(float(compute.max()) + 250.0, 2)
-        for r in range(n):
-            out.append(step(T0 + 4 * s + 0.001 * r, r, s, node=f"node-{r // 8:03d}", gpu=r % 8,
-                            step_ms=step_ms, compute_ms=round(float(compute[r]), 2), tp=r % TP,
-                            pp=(r // TP) % PP, dp=r // (TP * PP)))
+        out += parallel_step(s, compute, tp=TP, pp=PP, step_s=4.0)
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from detector.engine import Engine
 from detector.monitors import Monitors
-from detector.testing import T0, feed, step
+from detector.testing import feed, parallel_step
 from detector.thresholds import Thresholds
 
 DP, TP, PP = 4, 8, 8  # rank = dp * 64 + pp * 8 + tp: replica k on nodes 8k .. 8k + 7
@@ -40,11 +40,7 @@ def job(steps: int, seed: int, *, offset: dict[int, float] | None = None,
         compute = 700.0 * np.repeat(batch, TP * PP) * off * rng.lognormal(0.0, 0.015, N)
         if slow_node and s >= slow_node[2]:
             compute[slow_node[0] * 8:slow_node[0] * 8 + 8] *= slow_node[1]
-        step_ms = round(float(compute.max()) + 250.0, 2)
-        for r in range(N):
-            out.append(step(T0 + 4 * s + 0.001 * r, r, s, node=f"node-{r // 8:03d}", gpu=r % 8,
-                            step_ms=step_ms, compute_ms=round(float(compute[r]), 2), tp=r % TP,
-                            pp=(r // TP) % PP, dp=r // (TP * PP)))
+        out += parallel_step(s, compute, tp=TP, pp=PP, step_s=4.0)
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from detector.engine import Engine
-from detector.testing import T0, feed, step
+from detector.testing import T0, feed, parallel_step
 
 DP, TP, PP = 8, 4, 2  # rank = dp * 8 + pp * 4 + tp: one replica per 8-GPU node
 
@@ -26,11 +26,7 @@ def seqlen_job(*, steps: int = 100, slow: dict[int, float] | None = None, slow_f
         if slow and s >= slow_from:
             for r, f in slow.items():
                 compute[r] *= f
-        step_ms = float(compute.max()) + 250.0
-        for r in range(DP * TP * PP):
-            out.append(step(T0 + s + 0.001 * r, r, s, step_ms=round(step_ms, 2),
-                            compute_ms=round(float(compute[r]), 2), tp=r % TP,
-                            pp=(r // TP) % PP, dp=r // (TP * PP)))
+        out += parallel_step(s, compute, tp=TP, pp=PP)
     return out
 
 
