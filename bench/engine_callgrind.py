@@ -9,6 +9,12 @@ pass (a fresh Engine each pass); imports, loading and decoding cancel in the dif
 
     python bench/engine_callgrind.py [--prefix 20000]     # prints instructions/event
 
+``--warm W``: the steady state instead -- one run, one Engine, records W..prefix counted
+alone (collected only inside a ``functools.reduce`` over ``Engine.process``, after the
+first W records warmed the engine; creation and warm-up out of the count):
+
+    python bench/engine_callgrind.py --warm 5000          # ~40 s of CPU
+
 (``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
 in two worktrees; about 2 minutes of CPU each run at the default prefix.
 """
@@ -27,8 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def passes(n: int, prefix: int) -> int:
-    """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records."""
+def passes(n: int, prefix: int, warm: int = 0) -> int:
+    """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records; with
+    ``warm``, one Engine fed the first ``warm`` records, then the rest inside a reduce."""
+    import functools
+
     import orjson
 
     from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
@@ -54,6 +63,13 @@ def passes(n: int, prefix: int) -> int:
                 events.append(decode(rec["topic"], orjson.dumps(rec["value"])))
             except InvalidMessage:
                 pass
+    if warm:
+        eng = Engine(topology=topo)
+        for ev in events[:warm]:
+            eng.process(ev)
+        process = eng.process
+        functools.reduce(lambda _, ev: process(ev), events[warm:], None)  # (counted alone)
+        return len(events) - warm
     for _ in range(n):
         eng = Engine(topology=topo)
         for ev in events:
@@ -62,12 +78,14 @@ def passes(n: int, prefix: int) -> int:
     return len(events)
 
 
-def count(n: int, prefix: int, out: Path) -> tuple[int, int]:
+def count(n: int, prefix: int, out: Path, warm: int = 0) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+    toggle = ["--toggle-collect=functools_reduce"] if warm else []
     run = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-         __file__, "--passes", str(n), "--prefix", str(prefix)],
+        ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
+         sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
+         "--warm", str(warm)],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -78,10 +96,18 @@ def count(n: int, prefix: int, out: Path) -> tuple[int, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prefix", type=int, default=20000, help="records of the incident")
+    ap.add_argument("--warm", type=int, default=0, help="steady state: count records "
+                    "WARM..prefix alone, after WARM records warmed one engine")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
-        print(passes(args.passes, args.prefix))
+        print(passes(args.passes, args.prefix, args.warm))
+        return 0
+    if args.warm:
+        with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
+            total, records = count(1, args.prefix, Path(tmp) / "warm.out", args.warm)
+        print(f"engine, steady state: {total / records:,.0f} instructions/event "
+              f"(records {args.warm:,}..{args.prefix:,}: {records:,}, {total:,})")
         return 0
     with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
         one, records = count(1, args.prefix, Path(tmp) / "one.out")
