@@ -5,25 +5,27 @@ passed), then analysed a whole step at a time with numpy:
 
 - **slow ranks** — each rank's ``log(compute_ms)`` (without ``compute_ms``:
   ``step_ms - comm_ms``, see :meth:`JobMonitor._busy`) minus its peer group's
-  median (peers: same tp_rank and pp_rank; with fewer than ``min_peers`` of those
-  the whole pipeline stage, so stages are never mixed), minus the rank's own
-  learned bias (a steady offset from the job's start up to ``start_offset_max``
-  is that rank's baseline, see :meth:`JobMonitor._note_offsets`), in units of the job's noise, feeds a robust
+  median (peers: same tp_rank and pp_rank; with fewer than ``min_peers`` of
+  those the whole pipeline stage, so stages are never mixed), minus the rank's
+  own learned bias (a steady offset from the job's start up to
+  ``start_offset_max`` is that rank's baseline, see
+  :meth:`JobMonitor._note_offsets`), in units of the job's noise, feeds a robust
   CUSUM per rank.  A whole-job slowdown (checkpoint save) moves the median, not
   the ratio; a one-step spike is clipped; a persistent slowdown alarms within a
   few steps.  Under per-step batch imbalance between replicas a rank is scored
   against its replica mates, and a whole replica's slowness counts only for a
   replica on one node (:meth:`JobMonitor._replica_common`,
-  :meth:`JobMonitor._one_node_replicas`).  The first ``warmup_steps`` after a (re)start learn each rank's
-  bias, under a conservative prior instead of silence: a rank
-  ``gross_slowdown`` (30 %) slower than its peer median for ``gross_steps``
-  steps in a row needs no history to be called slow (a job landing on a bad
-  GPU is reported at its second step);
+  :meth:`JobMonitor._one_node_replicas`).  The first ``warmup_steps`` after a
+  (re)start learn each rank's bias, under a conservative prior instead of
+  silence: a rank ``gross_slowdown`` (30 %) slower than its peer median for
+  ``gross_steps`` steps in a row needs no history to be called slow (a job
+  landing on a bad GPU is reported at its second step);
 - **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
   group, decided on the step it happens;
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas
   (with fewer than ``min_peers`` replicas: against the other shards of its own
-  replica, :meth:`JobMonitor._grad_within_replica`); repeated spikes on one rank (not one-off ones) raise an escalation.
+  replica, :meth:`JobMonitor._grad_within_replica`); repeated spikes on one
+  rank (not one-off ones) raise an escalation.
 
 Per-rank state lives in numpy arrays indexed by a slot per rank seen (a rank
 number is only a key: one message claiming rank 1,048,575 costs one slot, not

@@ -42,7 +42,8 @@ def _job(steps: int, *, tp: int = 1, pp: int = 1, dp: int = 8, slow: dict[int, f
                 busy[r] *= f
         step_ms = float(busy.max()) + 250.0
         ts += step_ms / 1000
-        g = shard * np.exp(0.1 * rng.standard_normal(dp))[dp_of] * (1 + 0.005 * rng.standard_normal(n))
+        g = (shard * np.exp(0.1 * rng.standard_normal(dp))[dp_of]
+             * (1 + 0.005 * rng.standard_normal(n)))
         for r, f in ((grad or {}).get(k) or {}).items():
             g[r] *= f
         if replica_grad and k in replica_grad:

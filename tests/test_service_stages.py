@@ -231,8 +231,9 @@ def test_partitions_no_key_goes_to_do_not_hold_a_fresh_workers_first_alert(
     svc = InMemoryCluster(service_incident_log, seed, all_partitions=True)
     assert sum(not q for q in svc.queues.values()) >= PARTITIONS - 1
     start = svc.now
-    while not svc.alerts:
+    while not svc.alerts and svc.now - start < 4 * IDLE_S:  # bounded: a regression fails, not hangs
         svc.step()
+    assert svc.alerts, "no alert within 4 start-up graces"
     assert svc.now - start < IDLE_S / 2
     svc.run()
     assert problems(svc.alerts) == expected
