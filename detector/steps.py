@@ -36,6 +36,7 @@ object per rank.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -117,7 +118,6 @@ class JobMonitor:
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
-    _warm_common: np.ndarray | None = None  # replica medians of a warm-up step (no regime)
     _layout_hw: tuple[tuple[str, int], ...] = ()  # the last step's layout and, per rank,
     _layout_dp: tuple[int | None, ...] = ()       # whether its replica is on one node
     _layout_one = np.zeros(0, dtype=bool)         # (_one_node_replicas)
@@ -183,33 +183,27 @@ class JobMonitor:
         step = e.step
         buf = self._pending.get(step)
         if buf is None:
+            held: Sequence[StepSample] = ()
             if step <= self._last_step:
                 if ts > self._last_step_ts + self.cfg.lateness_s:
                     if not self._restart_confirmed(e):
                         return
-                    held = self._restart_held
-                    self._restart_held = []
+                    held, self._restart_held = self._restart_held, []
                     self.late -= len(held)  # (counted while unconfirmed: not late after all)
                     self._restart()
-                    if e.rank >= _MAX_RANK:
-                        return
-                    buf = self._pending[step] = _StepBuffer(ts)
-                    for h in held:  # the messages that confirmed the restart: this step's
-                        buf.seen.add(h.rank)
-                        buf.events.append(h)
-                        buf.first_ts = min(buf.first_ts, h.ts)
-                        buf.last_ts = max(buf.last_ts, h.ts)
-                    self.tenant = e.tenant
-                    self.cluster = e.cluster
                 else:
                     self._late(e, out)
                     return
-            if buf is None:
-                if e.rank >= _MAX_RANK:
-                    return
-                buf = self._pending[step] = _StepBuffer(ts)
-                self.tenant = e.tenant
-                self.cluster = e.cluster
+            if e.rank >= _MAX_RANK:
+                return
+            buf = self._pending[step] = _StepBuffer(ts)
+            self.tenant = e.tenant
+            self.cluster = e.cluster
+            for h in held:  # the messages that confirmed a restart: this step's too
+                buf.seen.add(h.rank)
+                buf.events.append(h)
+                buf.first_ts = min(buf.first_ts, h.ts)
+                buf.last_ts = max(buf.last_ts, h.ts)
         rank = e.rank
         seen = buf.seen
         if rank in seen:
@@ -527,7 +521,8 @@ class JobMonitor:
         r = slots[comparable]
         d = dev[comparable]
         self._slow_dev[r] = d
-        common = self._replica_common(d, buf, ok, comparable)
+        mates, imbalanced = self._replica_common(d, buf, ok, comparable)
+        common = mates if imbalanced else None
         if common is None:
             own = d
             z = (d - self._base[r]) / sigma
@@ -565,7 +560,6 @@ class JobMonitor:
         learn = np.abs(z) < 3.0
         warm = self._evaluated <= cfg.warmup_steps
         if warm:
-            mates = self._warm_common
             if common is None and mates is not None:
                 # Learn the start offset against the rank's replica mates on a replica that
                 # spans nodes, also before imbalance is recognised (its smoothed ratio takes
@@ -653,8 +647,9 @@ class JobMonitor:
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
     def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray,
-                        comparable: np.ndarray) -> np.ndarray | None:
-        """Each rank's replica-wide deviation this step, when that is the job's main noise.
+                        comparable: np.ndarray) -> tuple[np.ndarray | None, bool]:
+        """Each rank's replica-wide deviation this step, and whether that is the job's main
+        noise (None, False: no replicas to take medians of).
 
         Ranks of one data-parallel replica share its batch: with per-step sequence-length
         imbalance between replicas every rank of a replica is fast or slow together, by up
@@ -663,24 +658,23 @@ class JobMonitor:
         ``replica_noise_ratio`` times the spread of the ranks around their replica's median
         (smoothed over steps; a fault on one GPU or one replica moves neither median much).
         Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
-        Until then a warm-up step keeps these medians in ``_warm_common``: ranks of replicas
-        spanning nodes learn their start offsets against them (:meth:`_check_slow`).
+        Until then the medians still serve the warm-up: ranks of replicas spanning nodes
+        learn their start offsets against them (:meth:`_check_slow`).
         """
         cfg = self.cfg
-        self._warm_common = None
         if cfg.replica_noise_ratio <= 0.0:
-            return None
+            return None, False
         dp = _dp_array(buf.dp)
         if not ok.all():
             dp = dp[ok]
         dp = dp[comparable]
         known = dp >= 0
         if known.sum() < 16:
-            return None
+            return None, False
         med, _, size = group_median_scale(d[known], dp[known])
         multi = size >= 4
         if len(set(dp[known][multi].tolist())) < 4:
-            return None
+            return None, False
         rep = med[multi]
         within = median(np.abs(d[known][multi] - rep))
         across = median(np.abs(rep - median(rep)))
@@ -691,11 +685,7 @@ class JobMonitor:
         common = np.zeros(len(d))
         idx = np.flatnonzero(known)[multi]
         common[idx] = rep
-        if self._replica_noise < cfg.replica_noise_ratio:
-            if self._evaluated <= cfg.warmup_steps:
-                self._warm_common = common  # the warm-up learns offsets against these
-            return None
-        return common
+        return common, self._replica_noise >= cfg.replica_noise_ratio
 
     def _one_node_replicas(self, buf: _StepBuffer, ok: np.ndarray, comparable: np.ndarray
                            ) -> np.ndarray:
