@@ -178,3 +178,22 @@ def test_no_other_module_reaches_into_faust_or_aiokafka(path: Path) -> None:
              if isinstance(n, ast.Attribute) and n.attr in listed
              and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))]
     assert leaks == []
+
+
+def test_the_worker_refuses_to_start_on_a_faust_that_lacks_an_internal(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``faultline serve`` checks before it creates a topic or a state folder (a newer
+    faust-streaming cannot be installed here: the list is made to name one it lacks)."""
+    import faust
+
+    from detector.service import app, faust_io
+    from detector.settings import Settings
+
+    monkeypatch.setattr(faust_io, "_private_names",
+                        lambda: [(faust.Worker, "_gone_in_a_newer_faust", "attr")])
+    state = tmp_path / "state"
+    settings = Settings.load(env={}, overrides={"bootstrap_servers": "127.0.0.1:9",
+                                                "state_dir": str(state)})
+    with pytest.raises(RuntimeError, match=r"lacks: faust\.worker\.Worker\._gone_in_a_newer"):
+        app.run(settings, on_force=lambda signum: None)
+    assert not state.exists()
