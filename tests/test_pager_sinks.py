@@ -422,3 +422,39 @@ def test_the_ledger_is_a_journal_that_survives_a_torn_line_and_the_old_format(
         again.set("fl:c", "trigger" if i % 2 else "resolve", 10.0 + i)
     assert len(path.read_bytes().splitlines()) < 1100
     assert Ledger(path).state("fl:c") == "triggered"
+
+
+def test_loopback_sinks_bypass_the_proxy_and_others_go_through_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pager behind an HTTP proxy still reaches an Alertmanager on this host, and reaches
+    remote sinks through the proxy (here a local receiver stands in for the proxy)."""
+    from detector.pager.sinks import post_json
+
+    for var in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    with Receiver() as proxy, Receiver() as local:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert post_json(local.url + "/api/v2/alerts", b"[]", {}, 5.0).status == 200
+        assert len(local.requests) == 1 and proxy.requests == []
+        assert post_json("http://alertmanager.example.invalid:9093/api/v2/alerts", b"[]", {},
+                         5.0).status == 200
+        (via,) = proxy.requests
+        assert via.path == "http://alertmanager.example.invalid:9093/api/v2/alerts"
+
+
+def test_a_full_ledger_forgets_the_key_least_recently_delivered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key that fired long ago but resolved just now is kept over one untouched since: a
+    forgotten key's next redelivered trigger would page again."""
+    from detector.pager import sinks
+
+    monkeypatch.setattr(sinks, "LEDGER_MAX", 3)
+    ledger = sinks.Ledger(tmp_path / "ledger.jsonl")
+    for i, key in enumerate("abc"):
+        ledger.set(key, "trigger", float(i))
+    ledger.set("a", "resolve", 3.0)
+    ledger.set("d", "trigger", 4.0)
+    assert [ledger.state(k) for k in "abcd"] == ["resolved", None, "triggered", "triggered"]
+    assert ledger.triggered() == 2
+    again = sinks.Ledger(tmp_path / "ledger.jsonl")  # what it kept, kept after a restart
+    assert [again.state(k) for k in "acd"] == ["resolved", "triggered", "triggered"]
