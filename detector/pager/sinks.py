@@ -390,7 +390,11 @@ def _answer_text(answer: HttpAnswer) -> str:
 
 
 def _safe_url(url: str) -> str:
-    """The URL without credentials or query (a webhook's token may ride in either)."""
+    """The URL without credentials or query (a webhook's token may ride in either).
+
+    >>> _safe_url("https://bot:s3cret@tickets.example:8443/api/faultline?token=t0k")
+    'https://tickets.example:8443/api/faultline'
+    """
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     if parts.port:
