@@ -458,3 +458,60 @@ def test_a_full_ledger_forgets_the_key_least_recently_delivered(
     assert ledger.triggered() == 2
     again = sinks.Ledger(tmp_path / "ledger.jsonl")  # what it kept, kept after a restart
     assert [again.state(k) for k in "acd"] == ["resolved", "triggered", "triggered"]
+
+
+def test_a_restarted_sink_still_counts_its_dead_letters_and_active_alerts(tmp_path: Path) -> None:
+    """faultline_pager_deadletters_outstanding and _active_alerts come back from the ledger
+    after a restart (FaultlinePagerDeliveryFailed reads the first), and a later delivery of
+    the dead-lettered alert clears it."""
+    with Receiver(answers=[202, 400], default=202) as rx:
+        cfg = config({"pd": {"type": "pagerduty", "url": rx.url, "routing_key": "R" * 32,
+                             **FAST}}, tmp_path)
+        stop = threading.Event()
+        _, m = metrics(cfg)
+        sink = PagerDutySink(cfg.sinks["pd"], m, state_dir=tmp_path / "state", stop=stop)
+        worker = SinkWorker(sink, m, FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        paged, refused = alert("node-001"), alert("node-002")
+        worker.deliver(note(paged, "pd"))
+        worker.deliver(note(refused, "pd"))  # 400: dead-lettered
+        reg, m = metrics(cfg)  # a new process: new metrics, the same state folder
+        again = PagerDutySink(cfg.sinks["pd"], m, state_dir=tmp_path / "state", stop=stop)
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 1
+        assert _sample(reg, "faultline_pager_active_alerts", "pd") == 1
+        assert again.deliver(note(refused, "pd")).delivered  # its trigger, sent after all
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 0
+        assert _sample(reg, "faultline_pager_active_alerts", "pd") == 2
+
+
+def test_alertmanager_back_after_an_outage_clears_the_dead_letter_on_its_resend(
+        tmp_path: Path) -> None:
+    """A firing alert given up during an outage is dead-lettered but kept active: the first
+    re-send that gets through delivers it, and it no longer counts as outstanding."""
+    mono = FakeClock(0.0)
+    status = [503]
+    with Receiver(decide=lambda: status[0]) as rx:
+        cfg = config({"am": {"type": "alertmanager", "url": rx.url, "retry_for_s": 0.001,
+                             "resend_interval_s": 60, **FAST}}, tmp_path)
+        reg, m = metrics(cfg)
+        stop = threading.Event()
+        sink = AlertmanagerSink(cfg.sinks["am"], m, state_dir=None, stop=stop, monotonic=mono)
+        worker = SinkWorker(sink, m, FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        worker.deliver(note(alert("node-001"), "am"))  # exhausted: dead-lettered
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 1
+        assert _sample(reg, "faultline_pager_active_alerts", "am") == 1
+        status[0] = 200
+        mono.advance(60.0)
+        sink.idle()
+        assert [x["labels"]["node"] for x in rx.bodies(200)[-1]] == ["node-001"]
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
+
+
+def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path) -> None:
+    from detector.pager.sinks import Ledger
+
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path)
+    for i in range(1500):  # one problem firing and resolving, over and over
+        ledger.set("flapper", "trigger" if i % 2 == 0 else "resolve", float(i))
+    assert len(path.read_bytes().splitlines()) <= 2 * 1 + 1000 + 1  # compacted on the way
+    assert Ledger(path).state("flapper") == "resolved"
