@@ -225,6 +225,8 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         reniced.clear()
         alerts: list[float] = []
         traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
+        # (the same seconds, the correlator clock stage, the sources it waited for: held_by)
+        held: list[tuple[float, float, list[str] | None]] = []
         # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
         which: list[tuple[Any, ...]] = []
         n_alerts = 0
@@ -239,6 +241,8 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                                      headers.get(STAGES_HEADER))
                     if st is not None:
                         traced.append((float(arrived) - t0, st))
+                        held.append((float(arrived) - t0, st["correlator clock"],
+                                     json.loads(headers[STAGES_HEADER]).get("held_by")))
                     v = orjson.loads(m.value())
                     which.append((alerts[-1], float(arrived) - t0, v.get("status"),
                                   v.get("kind"), v.get("cause"),
@@ -255,8 +259,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
+                "t0": t0,  # epoch seconds the feed started ("which" and "stages" count from it)
                 "alert_messages": n_alerts,
-                "alerts": alerts, "which": which, "stages": traced,
+                "alerts": alerts, "which": which, "stages": traced, "held": held,
                 "findings": findings}
     finally:
         for pid, before in reniced:
@@ -430,6 +435,26 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
                   for lat, k in short))
 
 
+def held_report(lat: dict[str, Any], label: str, slow_s: float = 0.02) -> None:
+    """Which sources the correlator's clock waited for, for the alerts whose clock stage
+    took more than ``slow_s`` (the worker's ``held_by``: the lowest clocks behind the
+    finding just before its release; none when time let it go)."""
+    slow = sorted((x for x in lat.get("held") or () if x[1] > slow_s and x[2] is not None),
+                  key=lambda x: -x[1])
+    if not slow:
+        return
+    by_topic: dict[str, int] = {}
+    for _, _, names in slow:
+        topic = names[0].rpartition(":")[0] if names else "(time: a grace or a timeout)"
+        by_topic[topic] = by_topic.get(topic, 0) + 1
+    print(f"\nCorrelator clock over {1e3 * slow_s:.0f} ms, {label} ({len(slow)} alerts): the "
+          "lowest clock it waited for, by topic: " + ", ".join(
+              f"{t} {n}" for t, n in sorted(by_topic.items(), key=lambda kv: -kv[1]))
+          + "; slowest: " + "; ".join(f"{1e3 * c:.0f} ms (input at +{t:.1f} s) held by "
+                                      f"{', '.join(names) or 'time'}"
+                                      for t, c, names in slow[:5]))
+
+
 def stage_report(lat: dict[str, Any]) -> None:
     """Where the timed alerts' milliseconds went, stage by stage (``--stages``)."""
     label = f"{lat['share']:.0%} of max{lat.get('label', '')}"
@@ -454,6 +479,7 @@ def stage_report(lat: dict[str, Any]) -> None:
             f"{1e3 * sum(st.values()):.0f} ms (input at +{t:.1f} s: " + ", ".join(
                 f"{name} {1e3 * st[name]:.0f}" for name, _, _ in STAGES) + ")"
             for t, st in slowest))
+    held_report(lat, label)
 
 
 def main() -> int:
@@ -616,6 +642,7 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],
             "stages": [x for r in runs for x in r.get("stages", ())],
+            "held": [x for r in runs for x in r.get("held", ())],
             "findings": [x for r in runs for x in r["findings"]],
             "runs": runs}
 
