@@ -448,11 +448,14 @@ class Correlator:
         throttle_seen on the first sample that shows it), so the wait ends once the first
         sample taken after the slowdown began is due: a collector samples on a fixed cadence,
         the node's phase known from the sample that reported its interval.  "After the
-        slowdown began" is two steps past the run's onset (the CUSUM's onset can lead the
-        real change by a step or two); a gross outlier from a job's start was slow from its
-        first step.  Never longer than one interval and a quarter plus a second (a sample
-        lost or late), never shorter than ``escalate_after_s`` for an ordinary slow rank
-        (other explanations, an XID, a NIC, arrive at their own pace).
+        slowdown began" is the end of the run's first clearly slow step (``clearly_slow_since``:
+        a step's ``ts`` is its end, so a cause that slowed that step had begun by then), or,
+        without one, two steps past the run's onset (the CUSUM's onset can lead the real
+        change by a step or two: a chance slow step just before it); a gross outlier from a
+        job's start was slow from its first step.  Never longer than one interval and a
+        quarter plus a second (a sample lost or late), never shorter than ``escalate_after_s``
+        for an ordinary slow rank (other explanations, an XID, a NIC, arrive at their own
+        pace).
         """
         gross = bool(f.evidence.get("gross_outlier"))
         wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
@@ -462,7 +465,8 @@ class Correlator:
         longest = max(wait, 1.25 * interval + 1.0)
         runs = int(f.evidence.get("run_steps") or 0)
         period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
-        after = f.onset_ts if gross else f.onset_ts + 2.0 * period
+        since = f.evidence.get("clearly_slow_since")
+        after = f.onset_ts if gross else since if since else f.onset_ts + 2.0 * period
         if interval >= 5.0:
             # Collectors are configured in whole seconds (dcgm-exporter's 30 s, a scrape
             # interval): one measured gap carries the samples' jitter, which would add up

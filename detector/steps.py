@@ -55,6 +55,7 @@ _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
+_CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -165,6 +166,7 @@ class JobMonitor:
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
         self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
         self._run_n = np.zeros(0, dtype=np.int64)
+        self._run_since = np.zeros(0)                 # ts of the run's first clearly slow step
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
         self._cap = np.zeros(0)                       # most bias each rank may learn (log ratio)
@@ -357,6 +359,7 @@ class JobMonitor:
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
+        self._run_since[:] = 0.0
 
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""
@@ -371,6 +374,7 @@ class JobMonitor:
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
+        self._run_since[:] = 0.0
         self._spikes[:] = 0.0
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
@@ -455,6 +459,7 @@ class JobMonitor:
         self._slow.ensure(n)
         self._run_sum = np.concatenate([self._run_sum, np.zeros(n - old)])
         self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
+        self._run_since = np.concatenate([self._run_since, np.zeros(n - old)])
         self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
@@ -478,6 +483,7 @@ class JobMonitor:
         self._gross[m] = 0
         self._run_sum[m] = 0.0
         self._run_n[m] = 0
+        self._run_since[m] = 0.0
         self._base[m] = 0.0
         self._cap[m] = self.cfg.slow_baseline_clip
         self._fresh[m] = True
@@ -616,6 +622,15 @@ class JobMonitor:
         in_run = self._slow.score[r] > 0.0
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + d, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
+        # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
+        # end): the CUSUM's onset is where the score left zero, which a chance slow step
+        # just before the change can lead by a step or two; this says from when a throttle
+        # would show on the GPU's telemetry (the correlator waits for the first sample taken
+        # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
+        # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
+        since = self._run_since[r]
+        self._run_since[r] = np.where(in_run, np.where((since == 0.0) & (z >= _CLEARLY_SLOW_Z),
+                                                       ts[comparable], since), 0.0)
         waiting = r[self._slow.alarmed[r] & ~self._reported[r]]
         if len(waiting):
             # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
@@ -651,6 +666,8 @@ class JobMonitor:
                  "peer_median_compute_ms": round(peer_med[s], 2),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
                  "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+                 **({"clearly_slow_since": round(float(self._run_since[s]), 3)}
+                    if self._run_since[s] > 0.0 else {}),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {})}))
         for s in cleared.tolist():

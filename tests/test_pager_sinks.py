@@ -504,6 +504,13 @@ def test_alertmanager_back_after_an_outage_clears_the_dead_letter_on_its_resend(
         sink.idle()
         assert [x["labels"]["node"] for x in rx.bodies(200)[-1]] == ["node-001"]
         assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
+        # Refused (400), then the same alert sent again and taken: not outstanding either.
+        status[0] = 400
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 1
+        status[0] = 200
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
 
 
 def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path) -> None:
