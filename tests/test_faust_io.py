@@ -154,8 +154,6 @@ def private_names_used(source: str) -> set[str]:
     return {n for n in used if n not in ours and not n.startswith("_faultline")}
 
 
-@pytest.mark.xfail(strict=True, reason="PartitionRecords._tp is read by _unpack_records but "
-                   "not listed (issue 14 audit: open, needs detector/service/faust_io.py)")
 def test_every_private_name_faust_io_uses_is_checked_at_start() -> None:
     listed = {name for _, name, _ in _private_names()}
     assert sorted(private_names_used(FAUST_IO.read_text()) - listed) == []
@@ -197,3 +195,102 @@ def test_the_worker_refuses_to_start_on_a_faust_that_lacks_an_internal(
     with pytest.raises(RuntimeError, match=r"lacks: faust\.worker\.Worker\._gone_in_a_newer"):
         app.run(settings, on_force=lambda signum: None)
     assert not state.exists()
+
+
+class _Position:
+    def __init__(self) -> None:
+        self.paused = False
+        self.position = 0
+
+    def consumed_to(self, offset: int) -> None:
+        self.position = offset
+
+
+class _Assignment:
+    active = True
+
+    def __init__(self) -> None:
+        self.states: dict[object, _Position] = {}
+
+    def state_value(self, tp: object) -> _Position:
+        return self.states.setdefault(tp, _Position())
+
+
+def _buffered(parts: dict[tuple[str, int], list[int]]) -> object:
+    """aiokafka's buffer of fetched results: per partition, records at these ms timestamps."""
+    from collections import OrderedDict
+
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, FetchResult, PartitionRecords
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition
+
+    assignment = _Assignment()
+    out: OrderedDict[object, object] = OrderedDict()
+    for (topic, p), stamps in parts.items():
+        b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 22)
+        for i, ts in enumerate(stamps):
+            b.append(i, ts, b"k", b"{}", [])
+        tp = TopicPartition(topic, p)
+        out[tp] = FetchResult(tp, assignment=assignment, backoff=0, partition_records=(
+            PartitionRecords(tp, MemoryRecords(bytes(b.build())), [], 0, None, None, False,
+                             READ_UNCOMMITTED)))
+    return out
+
+
+def test_buffered_telemetry_is_handed_over_oldest_first_across_partitions() -> None:
+    """A partition with a large buffer, fetched first, no longer takes whole hand-overs while
+    the others' older records wait: the partitions move on together, findings first."""
+    from detector.service.faust_io import take_in_time_order, tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"t.step", "t.nic", "t.ecc", "f"}))
+    big = [1_000 + i for i in range(5_000)]             # 5 s of a busy partition
+    sparse = [1_000 + 50 * i for i in range(100)]       # 5 s, a record every 50 ms
+    buffered = _buffered({("t.step", 7): big, ("t.nic", 0): sparse, ("f", 0): [990, 5_990],
+                          ("t.ecc", 3): sparse})
+    handed: list[dict[object, list[object]]] = []
+    while buffered:
+        taken = take_in_time_order(buffered, None, 1_000, first=frozenset({"f"}), chunk=20)
+        assert taken
+        handed.append(taken)
+    first = handed[0]
+    assert next(iter(first)).topic == "f" and len(first[next(iter(first))]) == 2
+    # The first hand-over: about a second of every partition, not 1,000 records of one.
+    newest = {tp.topic: recs[-1].timestamp for tp, recs in first.items()}
+    assert newest["t.nic"] >= 1_800 and newest["t.ecc"] >= 1_800 and newest["t.step"] <= 2_100
+    assert sum(map(len, first.values())) <= 1_000 + 3 * 20 + 2
+    # Every record exactly once, in offset order per partition.
+    for topic, n in (("t.step", 5_000), ("t.nic", 100), ("t.ecc", 100)):
+        offsets = [r.offset for h in handed for tp, recs in h.items() if tp.topic == topic
+                   for r in recs]
+        assert offsets == list(range(n))
+
+
+def test_an_unusual_buffer_is_left_to_aiokafka() -> None:
+    from aiokafka.consumer.fetcher import FetchError
+    from aiokafka.errors import KafkaError
+    from aiokafka.structs import TopicPartition
+
+    from detector.service.faust_io import take_in_time_order
+
+    buffered = _buffered({("t.nic", 0): [1, 2], ("t.ecc", 3): [1, 2]})
+    assert take_in_time_order(buffered, {TopicPartition("t.nic", 0)}, 100) is None
+    buffered[TopicPartition("t.step", 0)] = FetchError(error=KafkaError(), backoff=0)
+    assert take_in_time_order(buffered, None, 100) is None
+    assert len(buffered) == 3  # nothing taken
+
+
+def test_time_order_is_for_a_live_feed_not_for_catching_up() -> None:
+    from aiokafka.structs import TopicPartition
+
+    from detector.service.faust_io import CATCH_UP_S, Fetched, is_live
+
+    now = 1_800_000_000.0
+
+    def at(age_s: float) -> list[Fetched]:
+        return [Fetched(0, None, b"{}", int((now - age_s) * 1000))]
+
+    nic, f = TopicPartition("t.nic", 0), TopicPartition("f", 0)
+    assert is_live({nic: at(0.5)}, now=now)
+    assert not is_live({nic: at(CATCH_UP_S + 1), f: at(0)}, frozenset({"f"}), now=now)
+    assert is_live({f: at(60)}, frozenset({"f"}), now=now)  # findings say nothing of the feed

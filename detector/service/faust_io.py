@@ -50,10 +50,14 @@ def _private_names() -> list[tuple[Any, str, str]]:
         (aiokafka.AIOKafkaConsumer, "_fetcher", "source"),
         (fetcher.Fetcher, "_records", "source"),
         (fetcher.Fetcher, "_prefetch_backoff", "source"),
+        (fetcher.Fetcher, "_subscriptions", "source"),
+        (fetcher.Fetcher, "_notify", "attr"),
+        (fetcher.Fetcher, "_wait_consume_future", "source"),
         (faust.Worker, "_schedule_shutdown", "attr"),
         (faust.Worker, "_signal_stop_time", "source"),
         (faust.Worker, "spinner", "source"),
         (fetcher.PartitionRecords, "_unpack_records", "attr"),
+        (fetcher.PartitionRecords, "_tp", "source"),
         (fetcher.PartitionRecords, "_records", "source"),
         (fetcher.PartitionRecords, "_check_crcs", "source"),
         (fetcher.PartitionRecords, "_isolation_level", "source"),
@@ -257,6 +261,9 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
     from faust.transport.drivers import aiokafka as driver
 
     class FetchingThread(driver.AIOKafkaConsumerThread):  # type: ignore[misc]
+        # The last hand-over's telemetry was at most CATCH_UP_S old: hand over in time order.
+        live = False
+
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
             # Read by the fetcher the consumer creates when it starts (aiokafka 0.14).
@@ -268,24 +275,36 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
         async def _fetch_records(self, consumer: Any, active_partitions: Any,
                                  timeout: float | None = None,
                                  max_records: int | None = None) -> Any:
-            """Faust's, with the findings handed over first.
+            """Faust's, with the findings handed over first, the telemetry in time order.
 
             aiokafka hands buffered partitions over in the order their fetch
             responses came, up to ``max_records`` a call: a findings message waited
             behind every telemetry record fetched before it, 0.4-0.9 s (p50) on a
             busy 2-core machine (bench/kafka_throughput.py --stages).  Here, in the
-            consumer thread where the fetcher runs, ``first`` goes to the front.
-            (Taking turns among the telemetry partitions was tried and made it
-            worse: the busiest partition, which the correlator's clock waits for,
-            then waited for all the others.)
+            consumer thread where the fetcher runs, ``first`` goes to the front,
+            and the telemetry of several buffered partitions is taken oldest first
+            (:func:`take_in_time_order`).  (Taking turns among the telemetry
+            partitions by count was tried and made it worse: the busiest partition,
+            which the correlator's clock waits for, then waited for all the others.)
             """
             fetcher = consumer._fetcher
             buffered = fetcher._records  # an OrderedDict, TP -> fetched result
             fetcher._prefetch_backoff = PREFETCH_BACKOFF_S
             if first:
                 to_front(buffered, first)
-            return await super()._fetch_records(consumer, active_partitions, timeout,
-                                                max_records)
+            if (max_records and len(buffered) > 1 and self.live and self.consumer.flow_active
+                    and not fetcher._subscriptions.reassignment_in_progress):
+                with fetcher._subscriptions.fetch_context():
+                    taken = take_in_time_order(buffered, active_partitions, max_records, first)
+                if taken:
+                    fetcher._notify(fetcher._wait_consume_future)  # refetch what was drained
+                    self.live = is_live(taken, first)
+                    return taken
+            records = await super()._fetch_records(consumer, active_partitions, timeout,
+                                                   max_records)
+            if records:
+                self.live = is_live(records, first)
+            return records
 
     class BatchConsumer(_BatchConsumer, driver.Consumer):  # type: ignore[misc]
         def _new_consumer_thread(self) -> Any:
@@ -298,6 +317,89 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
         Consumer = BatchConsumer
 
     return BatchTransport(app.conf.broker_consumer, app)
+
+
+# A worker whose oldest telemetry handed over is older than this is catching up (a
+# restart, a backlog): it takes buffered partitions in aiokafka's order, whole, so that
+# each is fetched again as soon as it is drained.  In time order they all drain
+# together and the fetches go in lockstep, the buffer running empty between them
+# (catching up on the bench's backlog: 12-15 against 11-12 CPU µs an event in two of
+# three interleaved pairs).  Time order is for a live feed, where latency counts.
+CATCH_UP_S = 5.0
+
+
+def is_live(records: dict[Any, list[Any]], first: frozenset[str] = frozenset(),
+            now: float | None = None) -> bool:
+    """Whether the oldest telemetry record handed over is at most CATCH_UP_S old (by its
+    Kafka timestamp; ``first`` topics and records without a timestamp aside)."""
+    oldest = min((recs[0].timestamp for tp, recs in records.items()
+                  if recs and tp.topic not in first and recs[0].timestamp >= 0), default=None)
+    if oldest is None:
+        return True
+    return (time.time() if now is None else now) * 1000.0 - oldest <= CATCH_UP_S * 1000.0
+
+
+def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
+                       first: frozenset[str] = frozenset(), chunk: int | None = None
+                       ) -> dict[Any, list[Any]] | None:
+    """About ``max_records`` buffered records, taken oldest first across partitions.
+
+    aiokafka fills a call's ``max_records`` from the buffered partitions in the
+    order their fetch responses came, so one partition with a large buffer (the
+    step topic's busiest one, fetched up to MAX_PARTITION_FETCH_BYTES at a time)
+    took whole hand-overs while the other partitions' older records waited --
+    and the correlator's clock, the slowest partition's, with them: at 47,000
+    events/s on a loaded 2-core box, 80 % of hand-overs were at the 2,000 cap and
+    a quarter of those were >= 1,500 records of that one partition, 3-4 of 33
+    partitions in each; the slow alerts' clocks were held by the others
+    (bench/kafka_throughput.py --stages, held_by; a fetcher probe).  Here the
+    records go in Kafka-timestamp order, ``chunk`` records of a partition at a
+    time: the partitions move on together, as the correlator needs.
+    ``first`` topics' records all come first.  Every record taken is handed over,
+    so a call gives up to ``max_records`` plus a chunk per partition.
+
+    None, leaving everything to aiokafka's own path, when anything is unusual: a
+    fetch error buffered, or a partition not among ``partitions``.
+    """
+    import heapq
+
+    from aiokafka.consumer.fetcher import FetchResult
+
+    results = []
+    for tp, res in buffered.items():
+        if type(res) is not FetchResult or (partitions and tp not in partitions):
+            return None
+        results.append((tp, res))
+    if chunk is None:
+        chunk = max(16, max_records // (4 * max(1, len(results))))
+    taken: dict[Any, list[Any]] = {}
+    total = 0
+    heads: list[tuple[int, int, Any, Any, list[Any]]] = []
+    for seq, (tp, res) in enumerate(results):
+        if tp.topic in first:
+            recs = res.getall(None)
+            if recs:
+                taken[tp] = recs
+                total += len(recs)
+        else:
+            recs = res.getall(chunk)
+            if recs:
+                heads.append((recs[0].timestamp, seq, tp, res, recs))
+    heapq.heapify(heads)
+    while heads and total < max_records:
+        _, seq, tp, res, recs = heapq.heappop(heads)
+        taken.setdefault(tp, []).extend(recs)
+        total += len(recs)
+        if res.has_more():
+            more = res.getall(chunk)
+            if more:
+                heapq.heappush(heads, (more[0].timestamp, seq, tp, res, more))
+    for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
+        taken.setdefault(tp, []).extend(recs)
+    for tp, res in results:
+        if not res.has_more():
+            del buffered[tp]
+    return taken
 
 
 def to_front(buffered: Any, topics: frozenset[str]) -> None:
