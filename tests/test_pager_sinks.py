@@ -504,6 +504,13 @@ def test_alertmanager_back_after_an_outage_clears_the_dead_letter_on_its_resend(
         sink.idle()
         assert [x["labels"]["node"] for x in rx.bodies(200)[-1]] == ["node-001"]
         assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
+        # Refused (400), then the same alert sent again and taken: not outstanding either.
+        status[0] = 400
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 1
+        status[0] = 200
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
 
 
 def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path) -> None:
@@ -515,3 +522,22 @@ def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path
         ledger.set("flapper", "trigger" if i % 2 == 0 else "resolve", float(i))
     assert len(path.read_bytes().splitlines()) <= 2 * 1 + 1000 + 1  # compacted on the way
     assert Ledger(path).state("flapper") == "resolved"
+
+
+def test_in_flight_counts_messages_not_deliveries_and_forgets_a_revoked_partition() -> None:
+    """What max_in_flight pauses consuming on: a message owed to three sinks is one, and a
+    revoked partition's messages stop counting (and never count below zero when they finish)."""
+    t = OffsetTracker()
+    a = t.ticket("alerts.isolation", 0, 5)
+    a.hold(2)  # routed to two sinks besides the caller's own hold
+    b = t.ticket("alerts.isolation", 1, 9)
+    assert t.in_flight() == 2
+    a.done()
+    a.done()
+    assert t.in_flight() == 2 and t.positions()[("alerts.isolation", 0)] == 5
+    a.done()
+    assert t.in_flight() == 1 and t.positions()[("alerts.isolation", 0)] == 6
+    t.forget(("alerts.isolation", 1))
+    assert t.in_flight() == 0 and ("alerts.isolation", 1) not in t.positions()
+    b.done()  # its delivery finishes after the revocation
+    assert t.in_flight() == 0 and t.peak == 2

@@ -105,4 +105,4 @@ def test_a_finding_that_waited_names_the_source_that_held_the_clock() -> None:
     stages = [st for (a, _), st in zip(out.alerts, out.stages, strict=True)
               if a.kind == "hardware"]
     assert len(stages) == 1 and stages[0] is not None
-    assert stages[0]["held_by"] == [f"{ECC}:1"]
+    assert stages[0]["held_by"] == [f"{ECC}:1"] and stages[0]["source"] == f"{ECC}:0"
