@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -254,13 +255,19 @@ def create_topics(bootstrap: str, names: list[str], partitions: int,
 
 
 def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None,
-            tick_s: float = 0.002) -> float:
+            tick_s: float = 0.002, acked: list[float] | None = None,
+            sample_every: int = 50) -> float:
     """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds.
 
     Paced, it wakes up at most every ``tick_s`` and produces what is due by then: the
     log's timestamps are nearly all distinct, and waking up for each message (25 µs
     apart at 40,000 events/s) cost the producer a third of its CPU.  A message's Kafka
-    timestamp is still taken when it is produced, so latencies are unaffected."""
+    timestamp is still taken when it is produced, so latencies are unaffected.
+
+    ``acked``: paced, every ``sample_every``-th message's seconds from its produce() call
+    (its CreateTime) to its delivery report, as this loop's poll sees it (a tick late at
+    most): the feed's own share of an input's way to the worker (linger, send, the
+    broker's append and ack), apart from the broker-to-worker fetch."""
     topics = {t: prefix + t for t in TELEMETRY_TOPICS}
     start = time.time()
     if speed is None:
@@ -282,7 +289,11 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
                 m = msgs[i]
                 high = max(high, m.ts)
                 try:
-                    p.produce(topics[m.topic], m.value, m.key)
+                    if acked is not None and i % sample_every == 0:
+                        p.produce(topics[m.topic], m.value, m.key, on_delivery=partial(
+                            _acked, acked, time.time()))
+                    else:
+                        p.produce(topics[m.topic], m.value, m.key)
                 except BufferError:
                     p.poll(0.01)  # the queue is full: let librdkafka send, try this one again
                     continue
@@ -296,6 +307,11 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
     if left:
         raise RuntimeError(f"{left} messages not delivered")
     return time.time() - start
+
+
+def _acked(out: list[float], produced: float, err: Any, msg: Any) -> None:
+    if err is None:
+        out.append(time.time() - produced)
 
 
 def read_topic(bootstrap: str, topic: str) -> list[Any]:

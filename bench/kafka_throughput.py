@@ -201,8 +201,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (os.getpid(), broker.pid)]
         mine0, broker0 = time.process_time(), broker.cpu_s()
         t0 = time.time()
+        acked: list[float] = []  # with stages: the feed's produce() -> delivery report, sampled
         secs = produce(producer(broker.bootstrap, linger_ms), prefix, msgs,  # type: ignore[arg-type]
-                       speed)
+                       speed, acked=acked if stages else None)
         cpu = proc_cpu_s(w.proc.pid) - cpu0
         sched1 = sched_s(w.proc.pid)
         mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
@@ -225,6 +226,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         reniced.clear()
         alerts: list[float] = []
         traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
+        # (the same seconds, the correlator clock stage, the sources it waited for: held_by,
+        # the input's partition)
+        held: list[tuple[float, float, list[str] | None, str | None]] = []
         # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
         which: list[tuple[Any, ...]] = []
         n_alerts = 0
@@ -239,6 +243,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                                      headers.get(STAGES_HEADER))
                     if st is not None:
                         traced.append((float(arrived) - t0, st))
+                        trace = json.loads(headers[STAGES_HEADER])
+                        held.append((float(arrived) - t0, st["correlator clock"],
+                                     trace.get("held_by"), trace.get("source")))
                     v = orjson.loads(m.value())
                     which.append((alerts[-1], float(arrived) - t0, v.get("status"),
                                   v.get("kind"), v.get("cause"),
@@ -255,8 +262,10 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
+                "t0": t0,  # epoch seconds the feed started ("which" and "stages" count from it)
                 "alert_messages": n_alerts,
-                "alerts": alerts, "which": which, "stages": traced,
+                "alerts": alerts, "which": which, "stages": traced, "held": held,
+                "acked": acked,
                 "findings": findings}
     finally:
         for pid, before in reniced:
@@ -430,6 +439,26 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
                   for lat, k in short))
 
 
+def held_report(lat: dict[str, Any], label: str, slow_s: float = 0.02) -> None:
+    """Which sources the correlator's clock waited for, for the alerts whose clock stage
+    took more than ``slow_s`` (the worker's ``held_by``: the lowest clocks behind the
+    finding just before its release; none when time let it go)."""
+    slow = sorted((x for x in lat.get("held") or () if x[1] > slow_s and x[2] is not None),
+                  key=lambda x: -x[1])
+    if not slow:
+        return
+    by_topic: dict[str, int] = {}
+    for _, _, names, _ in slow:
+        topic = names[0].rpartition(":")[0] if names else "(time: a grace or a timeout)"
+        by_topic[topic] = by_topic.get(topic, 0) + 1
+    print(f"\nCorrelator clock over {1e3 * slow_s:.0f} ms, {label} ({len(slow)} alerts): the "
+          "lowest clock it waited for, by topic: " + ", ".join(
+              f"{t} {n}" for t, n in sorted(by_topic.items(), key=lambda kv: -kv[1]))
+          + "; slowest: " + "; ".join(f"{1e3 * c:.0f} ms (input at +{t:.1f} s) held by "
+                                      f"{', '.join(names) or 'time'}"
+                                      for t, c, names, _ in slow[:5]))
+
+
 def stage_report(lat: dict[str, Any]) -> None:
     """Where the timed alerts' milliseconds went, stage by stage (``--stages``)."""
     label = f"{lat['share']:.0%} of max{lat.get('label', '')}"
@@ -454,6 +483,13 @@ def stage_report(lat: dict[str, Any]) -> None:
             f"{1e3 * sum(st.values()):.0f} ms (input at +{t:.1f} s: " + ", ".join(
                 f"{name} {1e3 * st[name]:.0f}" for name, _, _ in STAGES) + ")"
             for t, st in slowest))
+    held_report(lat, label)
+    acked = [1e3 * x for x in lat.get("acked") or ()]
+    if acked:
+        print(f"\nThe feed's own part of input fetch, {label}: produce() to its delivery report "
+              f"(linger, send, the broker's append and ack; every 50th message, {len(acked):,}): "
+              f"p50 {percentile(acked, 50):.0f}, p90 {percentile(acked, 90):.0f}, "
+              f"p99 {percentile(acked, 99):.0f}, max {max(acked):.0f} ms")
 
 
 def main() -> int:
@@ -616,6 +652,8 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "alerts": [x for r in runs for x in r["alerts"]],
             "which": [x for r in runs for x in r["which"]],
             "stages": [x for r in runs for x in r.get("stages", ())],
+            "held": [x for r in runs for x in r.get("held", ())],
+            "acked": [x for r in runs for x in r.get("acked", ())],
             "findings": [x for r in runs for x in r["findings"]],
             "runs": runs}
 

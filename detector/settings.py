@@ -195,7 +195,8 @@ class Settings:
 
     # [thresholds]: detection tunables, detector.thresholds.Thresholds field names
     thresholds: Mapping[str, float] = field(default_factory=dict, metadata=_opt(
-        "thresholds", "overrides of detection thresholds (TOML only)"))
+        "thresholds", "overrides of detection thresholds, by the field names of "
+        "detector/thresholds.py (e.g. hot_delta_c = 10.0)"))
 
     # -- derived -------------------------------------------------------------------------
 
@@ -351,15 +352,19 @@ def env_var(name: str) -> str:
 
 def settings_help() -> str:
     """Every setting with its file place, environment variable and default (for --help)."""
-    out = ["settings (TOML file [section] key, environment variable, default):"]
+    rows = []
     for f in fields(Settings):
         meta = f.metadata
-        default = "{}" if f.name == "thresholds" else (
-            f.default if f.default is not dataclasses.MISSING else None)
-        env = "TOML only" if f.name == "thresholds" else env_var(f.name)
-        out.append(f"  [{meta['section']}] {meta['key'] or f.name:<20} {env:<34} "
-                   f"default {default!r}: {meta['help']}")
-    return "\n".join(out)
+        if f.name == "thresholds":  # a table of its own, not one value
+            rows.append(("[thresholds] NAME", "TOML only", "none", meta["help"]))
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else None
+        rows.append((f"[{meta['section']}] {meta['key'] or f.name}", env_var(f.name),
+                     repr(default), meta["help"]))
+    place = max(len(r[0]) for r in rows)
+    env = max(len(r[1]) for r in rows)
+    return "\n".join(["settings (TOML file [section] key, environment variable, default):"] + [
+        f"  {p:<{place}} {e:<{env}} default {d}: {h}" for p, e, d, h in rows])
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

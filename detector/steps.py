@@ -55,6 +55,7 @@ _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
+_CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -97,7 +98,9 @@ class _StepBuffer:
     """
 
     __slots__ = ("events", "seen", "first_ts", "last_ts", "ranks", "ts", "compute", "tp", "pp",
-                 "dp", "hw", "grad", "checksum", "step_ms", "comm")
+                 "dp", "hw", "grad", "checksum", "step_ms", "comm", "slots", "dp_arr")
+    slots: np.ndarray   # each message's slot in the job's arrays (JobMonitor._evaluate)
+    dp_arr: np.ndarray  # (dp_array)
 
     def __init__(self, ts: float) -> None:
         self.events: list[StepSample] = []
@@ -111,6 +114,14 @@ class _StepBuffer:
          nodes, gpus, self.step_ms, self.comm) = zip(*map(_COLUMNS, self.events), strict=True)
         self.hw = tuple(zip(nodes, gpus, strict=True))
 
+    def dp_array(self) -> np.ndarray:
+        """:func:`_dp_array` of this step's replicas, made once (two checks use it)."""
+        try:
+            return self.dp_arr
+        except AttributeError:
+            self.dp_arr = _dp_array(self.dp)
+            return self.dp_arr
+
 
 class JobMonitor:
     """All step-derived state of one training job."""
@@ -118,9 +129,11 @@ class JobMonitor:
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
-    _layout_hw: tuple[tuple[str, int], ...] = ()  # the last step's layout and, per rank,
-    _layout_dp: tuple[int | None, ...] = ()       # whether its replica is on one node
-    _layout_one = np.zeros(0, dtype=bool)         # (_one_node_replicas)
+    _moves = 0                                 # ranks moved to other hardware (a counter)
+    _layout_moves = -1                         # _moves when the layout below was taken;
+    _layout_seen = np.zeros(0, dtype=bool)     # per slot: in the step it was taken from,
+    _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
+    _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
 
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
@@ -153,6 +166,7 @@ class JobMonitor:
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
         self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
         self._run_n = np.zeros(0, dtype=np.int64)
+        self._run_since = np.zeros(0)                 # ts of the run's first clearly slow step
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
         self._gross = np.zeros(0, dtype=np.int64)     # warm-up steps in a row >= gross_slowdown
         self._cap = np.zeros(0)                       # most bias each rank may learn (log ratio)
@@ -345,6 +359,7 @@ class JobMonitor:
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
+        self._run_since[:] = 0.0
 
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""
@@ -359,6 +374,7 @@ class JobMonitor:
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
+        self._run_since[:] = 0.0
         self._spikes[:] = 0.0
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
@@ -394,8 +410,8 @@ class JobMonitor:
                     slot[r] = len(self._rank_of)
                     self._rank_of.append(r)
             self._grow(len(self._rank_of))
-        slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
-                            count=len(buf.ranks))
+        slots = buf.slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
+                                        count=len(buf.ranks))
         moved = self._track_hardware(buf, slots)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
@@ -443,6 +459,7 @@ class JobMonitor:
         self._slow.ensure(n)
         self._run_sum = np.concatenate([self._run_sum, np.zeros(n - old)])
         self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
+        self._run_since = np.concatenate([self._run_since, np.zeros(n - old)])
         self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
         self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
         self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
@@ -459,12 +476,14 @@ class JobMonitor:
         for i in at:
             hw[int(slots[i])] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
+        self._moves += 1
         m = slots[at]
         self._slow.reset(m)
         self._reported[m] = False
         self._gross[m] = 0
         self._run_sum[m] = 0.0
         self._run_n[m] = 0
+        self._run_since[m] = 0.0
         self._base[m] = 0.0
         self._cap[m] = self.cfg.slow_baseline_clip
         self._fresh[m] = True
@@ -550,7 +569,7 @@ class JobMonitor:
             # barely moves that median).  Counting z_rep there paged a healthy rank over
             # its replica mates when its 8-node replica drew the slowest batch on 10 of 21
             # steps (healthy fleet dp4-10s seed 55000).
-            one = self._one_node_replicas(buf, ok, comparable)
+            one = self._one_node_replicas(buf, r)
             z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
@@ -570,7 +589,7 @@ class JobMonitor:
                 # replica's median is ~0 and this is the same figure.  A replica on one node
                 # keeps its deviation from its peers: that whole replica slow from the start
                 # is its node's offset.
-                own = np.where(self._one_node_replicas(buf, ok, comparable), own,
+                own = np.where(self._one_node_replicas(buf, r), own,
                                _peer_centred(d - mates, groups[comparable]))
             self._base[r] += 0.2 * (own - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
@@ -603,6 +622,15 @@ class JobMonitor:
         in_run = self._slow.score[r] > 0.0
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + d, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
+        # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
+        # end): the CUSUM's onset is where the score left zero, which a chance slow step
+        # just before the change can lead by a step or two; this says from when a throttle
+        # would show on the GPU's telemetry (the correlator waits for the first sample taken
+        # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
+        # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
+        since = self._run_since[r]
+        self._run_since[r] = np.where(in_run, np.where((since == 0.0) & (z >= _CLEARLY_SLOW_Z),
+                                                       ts[comparable], since), 0.0)
         waiting = r[self._slow.alarmed[r] & ~self._reported[r]]
         if len(waiting):
             # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
@@ -638,6 +666,8 @@ class JobMonitor:
                  "peer_median_compute_ms": round(peer_med[s], 2),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
                  "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+                 **({"clearly_slow_since": round(float(self._run_since[s]), 3)}
+                    if self._run_since[s] > 0.0 else {}),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {})}))
         for s in cleared.tolist():
@@ -664,7 +694,7 @@ class JobMonitor:
         cfg = self.cfg
         if cfg.replica_noise_ratio <= 0.0:
             return None, False
-        dp = _dp_array(buf.dp)
+        dp = buf.dp_array()
         if not ok.all():
             dp = dp[ok]
         dp = dp[comparable]
@@ -687,28 +717,35 @@ class JobMonitor:
         common[idx] = rep
         return common, self._replica_noise >= cfg.replica_noise_ratio
 
-    def _one_node_replicas(self, buf: _StepBuffer, ok: np.ndarray, comparable: np.ndarray
-                           ) -> np.ndarray:
-        """Per comparable rank: whether every rank of its replica this step is on its node.
+    def _one_node_replicas(self, buf: _StepBuffer, r: np.ndarray) -> np.ndarray:
+        """Per rank of slots ``r`` (this step's): whether every rank of its replica this
+        step is on its node.
 
-        Recomputed when the step's columns differ from the last step's: the job's layout
-        (ranks' hardware and replicas) changed, or its ranks' messages came in another
-        order (the columns are in arrival order).  Otherwise a step costs two tuple
-        comparisons.
+        Kept per slot and taken again only when the job's layout changed: a rank moved to
+        other hardware (:meth:`_track_hardware`), a rank named another replica, or the
+        step's set of ranks is not the last one's.  Arrival order does not matter, so a
+        step costs a few array comparisons, not a loop over the job's ranks.
         """
-        if buf.hw != self._layout_hw or buf.dp != self._layout_dp:
+        slots = buf.slots
+        n = len(self._rank_of)
+        dp = buf.dp_array()
+        seen = np.zeros(n, dtype=bool)
+        seen[slots] = True
+        if (self._layout_moves != self._moves or len(self._layout_seen) != n
+                or not np.array_equal(seen, self._layout_seen)
+                or not np.array_equal(dp, self._layout_dp[slots])):
             nodes: dict[int, set[str]] = {}
             for (node, _), rep in zip(buf.hw, buf.dp, strict=True):
                 if rep is not None:
                     nodes.setdefault(rep, set()).add(node)
-            self._layout_hw, self._layout_dp = buf.hw, buf.dp
-            self._layout_one = np.fromiter(
-                (rep is not None and len(nodes[rep]) == 1 for rep in buf.dp),
-                dtype=bool, count=len(buf.dp))
-        one = self._layout_one
-        if not ok.all():
-            one = one[ok]
-        return one[comparable]
+            one = np.zeros(n, dtype=bool)
+            one[slots] = np.fromiter((rep is not None and len(nodes[rep]) == 1 for rep in buf.dp),
+                                     dtype=bool, count=len(buf.dp))
+            layout_dp = np.full(n, -1, dtype=np.int64)
+            layout_dp[slots] = dp
+            self._layout_moves, self._layout_seen = self._moves, seen
+            self._layout_dp, self._layout_one = layout_dp, one
+        return self._layout_one[r]
 
     def _note_offsets(self, r: np.ndarray) -> None:
         """Record the ranks whose learned start offset exceeds the 2 % any GPU may have.

@@ -78,6 +78,36 @@ def test_engine_alerts_are_routed_by_cluster_and_tenant(alerts: list[Alert]) -> 
     assert "rest" not in {s for sinks in routed.values() for s in sinks}
 
 
+def test_the_pager_delivers_engine_alerts_by_their_cluster_and_tenant(
+        alerts: list[Alert], tmp_path: Path) -> None:
+    """The whole pager (routing, storm control off, webhook delivery), not the Router alone:
+    it once read the tenant and cluster back out of the envelope dict by name."""
+    from prometheus_client import CollectorRegistry
+
+    from detector.metrics import PagerMetrics
+    from detector.pager.core import FileDeadLetters, Pager
+    from detector.pager.testing import Receiver
+
+    with Receiver() as c1, Receiver() as tb, Receiver() as rest:
+        cfg = PagerConfig.from_dict({
+            "sinks": {name: {"type": "webhook", "url": rx.url, "storm": {"enabled": False}}
+                      for name, rx in (("c1-oncall", c1), ("t-b-tickets", tb), ("rest", rest))},
+            "routes": [{"cluster": "c1", "sinks": ["c1-oncall"]},
+                       {"tenant": "t-b", "sinks": ["t-b-tickets"]}],
+            "default_sinks": ["rest"], "state_dir": str(tmp_path / "state")}, env={})
+        pager = Pager(cfg, PagerMetrics(CollectorRegistry(), cfg.sinks),
+                      FileDeadLetters(tmp_path / "dead.jsonl"))
+        pager.start()
+        for a in alerts:
+            pager.submit(a, None)
+        assert pager.close(30)
+    for rx, cluster in ((c1, "c1"), (tb, "c2")):
+        sent = sorted((b["alert"]["dedup_key"], b["event"]) for b in rx.bodies())
+        assert sent == sorted((a.dedup_key, "trigger" if a.status == "firing" else "resolve")
+                              for a in alerts if a.cluster == cluster)
+    assert rest.requests == []
+
+
 def test_storm_control_groups_engine_alerts_by_cluster(alerts: list[Alert]) -> None:
     storm = StormControl("oncall", StormConfig(group_wait_s=5.0), now=0.0)
     firing = [a for a in alerts if a.status == "firing"]

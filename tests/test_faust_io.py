@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import pytest
+
 from detector.service.faust_io import _private_names, check_supported, missing_names
 
 
@@ -115,3 +120,80 @@ def test_the_fetch_time_of_records_handed_over_is_noted_for_stage_tracing() -> N
     assert tp not in FETCHED_AT  # noted when the records are taken, not when fetched
     assert len(list(records)) == 1
     assert before <= FETCHED_AT[tp] <= time.time()
+
+
+# -- the list is the truth: every private name used is listed, and used nowhere else ------
+
+FAUST_IO = Path(__file__).resolve().parent.parent / "detector" / "service" / "faust_io.py"
+DETECTOR = FAUST_IO.parent.parent
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_used(source: str) -> set[str]:
+    """The private names of other libraries a module like faust_io.py relies on: private
+    attributes it reads or sets, and private methods its classes override -- less its own
+    (module-level definitions, ``_faultline_*`` marks, what its own ``__init__``s set)."""
+    tree = ast.parse(source)
+    used: set[str] = set()
+    ours = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            used.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if _private(item.name):
+                        used.add(item.name)  # an override: the library must still call it
+                    elif item.name == "__init__":
+                        ours |= {t.attr for s in ast.walk(item) if isinstance(s, ast.Assign)
+                                 for t in s.targets if isinstance(t, ast.Attribute)
+                                 and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return {n for n in used if n not in ours and not n.startswith("_faultline")}
+
+
+@pytest.mark.xfail(strict=True, reason="PartitionRecords._tp is read by _unpack_records but "
+                   "not listed (issue 14 audit: open, needs detector/service/faust_io.py)")
+def test_every_private_name_faust_io_uses_is_checked_at_start() -> None:
+    listed = {name for _, name, _ in _private_names()}
+    assert sorted(private_names_used(FAUST_IO.read_text()) - listed) == []
+
+
+def test_the_completeness_check_sees_an_unlisted_private_name() -> None:
+    src = ("class C(Lib):\n    def __init__(self):\n        self._mine = 1\n"
+           "    def _hook(self):\n        return self._theirs + self._mine\n"
+           "def _helper(x):\n    x._faultline_mark = x._buf\n")
+    assert private_names_used(src) == {"_hook", "_theirs", "_buf"}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in DETECTOR.rglob("*.py") if p != FAUST_IO),
+                         ids=lambda p: str(p.relative_to(DETECTOR)))
+def test_no_other_module_reaches_into_faust_or_aiokafka(path: Path) -> None:
+    """A listed private name read off anything but ``self`` outside faust_io.py is a leak
+    (``app.consumer._commit`` in the service was one)."""
+    listed = {name for _, name, _ in _private_names() if _private(name)}
+    leaks = [f"{path.name}:{n.lineno}: .{n.attr}" for n in ast.walk(ast.parse(path.read_text()))
+             if isinstance(n, ast.Attribute) and n.attr in listed
+             and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))]
+    assert leaks == []
+
+
+def test_the_worker_refuses_to_start_on_a_faust_that_lacks_an_internal(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``faultline serve`` checks before it creates a topic or a state folder (a newer
+    faust-streaming cannot be installed here: the list is made to name one it lacks)."""
+    import faust
+
+    from detector.service import app, faust_io
+    from detector.settings import Settings
+
+    monkeypatch.setattr(faust_io, "_private_names",
+                        lambda: [(faust.Worker, "_gone_in_a_newer_faust", "attr")])
+    state = tmp_path / "state"
+    settings = Settings.load(env={}, overrides={"bootstrap_servers": "127.0.0.1:9",
+                                                "state_dir": str(state)})
+    with pytest.raises(RuntimeError, match=r"lacks: faust\.worker\.Worker\._gone_in_a_newer"):
+        app.run(settings, on_force=lambda signum: None)
+    assert not state.exists()

@@ -178,3 +178,31 @@ def test_default_sinks_can_drop_what_no_route_matches() -> None:
         "routes": [{"topic": "isolation", "sinks": ["tickets"]}]}, env={})
     assert Router(cfg).route(ESCALATION, "sdc", "unknown", "critical", None, None,
                              "firing") == ()
+
+
+def test_every_sink_and_storm_field_is_read_from_the_file_with_its_type() -> None:
+    """A field added to SinkConfig or StormConfig is a setting at once, coerced like every
+    other (an int where a float is asked, a string list to a tuple), and a wrong type is
+    refused with the place named."""
+    from dataclasses import fields
+
+    from detector.pager.config import SinkConfig, StormConfig
+
+    storm = {"enabled": True, "group_by": ["node", "kind"], "group_wait_s": 3,
+             "group_interval_s": 7, "burst": 4, "per_minute": 5, "max_listed": 6}
+    assert {f.name for f in fields(StormConfig)} == set(storm)
+    sink = {"type": "webhook", "url": "http://h:1/x", "routing_key": "k", "bearer_token": "b",
+            "source": "src", "timeout_s": 2, "retry_for_s": 3, "backoff_initial_s": 0.5,
+            "backoff_max_s": 4, "retry_after_max_s": 5, "resend_interval_s": 6,
+            "alert_ttl_s": 60, "evidence_max_bytes": 100, "details_max_bytes": 200,
+            "headers": {"X-A": "1"}, "storm": storm}
+    assert {f.name for f in fields(SinkConfig)} - {"name", "urls"} == set(sink) - {"url"}
+    cfg = PagerConfig.from_dict({"sinks": {"s": sink}}, env={}).sinks["s"]
+    assert cfg.urls == ("http://h:1/x",) and cfg.retry_for_s == 3.0
+    assert type(cfg.timeout_s) is float and type(cfg.evidence_max_bytes) is int
+    assert cfg.storm.group_by == ("node", "kind") and type(cfg.storm.per_minute) is float
+    assert cfg.routing_key is not None and cfg.routing_key.reveal() == "k"
+    with pytest.raises(ValueError, match=r"\[pager\] sinks\.s\.storm burst: must be int"):
+        PagerConfig.from_dict({"sinks": {"s": {**sink, "storm": {"burst": 1.5}}}}, env={})
+    with pytest.raises(ValueError, match=r"sinks\.s timeout_s: must be float"):
+        PagerConfig.from_dict({"sinks": {"s": {**sink, "timeout_s": "soon"}}}, env={})

@@ -422,3 +422,172 @@ def test_the_ledger_is_a_journal_that_survives_a_torn_line_and_the_old_format(
         again.set("fl:c", "trigger" if i % 2 else "resolve", 10.0 + i)
     assert len(path.read_bytes().splitlines()) < 1100
     assert Ledger(path).state("fl:c") == "triggered"
+
+
+def test_loopback_sinks_bypass_the_proxy_and_others_go_through_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pager behind an HTTP proxy still reaches an Alertmanager on this host, and reaches
+    remote sinks through the proxy (here a local receiver stands in for the proxy)."""
+    from detector.pager.sinks import post_json
+
+    for var in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    with Receiver() as proxy, Receiver() as local:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert post_json(local.url + "/api/v2/alerts", b"[]", {}, 5.0).status == 200
+        assert len(local.requests) == 1 and proxy.requests == []
+        assert post_json("http://alertmanager.example.invalid:9093/api/v2/alerts", b"[]", {},
+                         5.0).status == 200
+        (via,) = proxy.requests
+        assert via.path == "http://alertmanager.example.invalid:9093/api/v2/alerts"
+
+
+def test_a_full_ledger_forgets_the_key_least_recently_delivered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key that fired long ago but resolved just now is kept over one untouched since: a
+    forgotten key's next redelivered trigger would page again."""
+    from detector.pager import sinks
+
+    monkeypatch.setattr(sinks, "LEDGER_MAX", 3)
+    ledger = sinks.Ledger(tmp_path / "ledger.jsonl")
+    for i, key in enumerate("abc"):
+        ledger.set(key, "trigger", float(i))
+    ledger.set("a", "resolve", 3.0)
+    ledger.set("d", "trigger", 4.0)
+    assert [ledger.state(k) for k in "abcd"] == ["resolved", None, "triggered", "triggered"]
+    assert ledger.triggered() == 2
+    again = sinks.Ledger(tmp_path / "ledger.jsonl")  # what it kept, kept after a restart
+    assert [again.state(k) for k in "acd"] == ["resolved", "triggered", "triggered"]
+
+
+def test_a_restarted_sink_still_counts_its_dead_letters_and_active_alerts(tmp_path: Path) -> None:
+    """faultline_pager_deadletters_outstanding and _active_alerts come back from the ledger
+    after a restart (FaultlinePagerDeliveryFailed reads the first), and a later delivery of
+    the dead-lettered alert clears it."""
+    with Receiver(answers=[202, 400], default=202) as rx:
+        cfg = config({"pd": {"type": "pagerduty", "url": rx.url, "routing_key": "R" * 32,
+                             **FAST}}, tmp_path)
+        stop = threading.Event()
+        _, m = metrics(cfg)
+        sink = PagerDutySink(cfg.sinks["pd"], m, state_dir=tmp_path / "state", stop=stop)
+        worker = SinkWorker(sink, m, FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        paged, refused = alert("node-001"), alert("node-002")
+        worker.deliver(note(paged, "pd"))
+        worker.deliver(note(refused, "pd"))  # 400: dead-lettered
+        reg, m = metrics(cfg)  # a new process: new metrics, the same state folder
+        again = PagerDutySink(cfg.sinks["pd"], m, state_dir=tmp_path / "state", stop=stop)
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 1
+        assert _sample(reg, "faultline_pager_active_alerts", "pd") == 1
+        assert again.deliver(note(refused, "pd")).delivered  # its trigger, sent after all
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "pd") == 0
+        assert _sample(reg, "faultline_pager_active_alerts", "pd") == 2
+
+
+def test_alertmanager_back_after_an_outage_clears_the_dead_letter_on_its_resend(
+        tmp_path: Path) -> None:
+    """A firing alert given up during an outage is dead-lettered but kept active: the first
+    re-send that gets through delivers it, and it no longer counts as outstanding."""
+    mono = FakeClock(0.0)
+    status = [503]
+    with Receiver(decide=lambda: status[0]) as rx:
+        cfg = config({"am": {"type": "alertmanager", "url": rx.url, "retry_for_s": 0.001,
+                             "resend_interval_s": 60, **FAST}}, tmp_path)
+        reg, m = metrics(cfg)
+        stop = threading.Event()
+        sink = AlertmanagerSink(cfg.sinks["am"], m, state_dir=None, stop=stop, monotonic=mono)
+        worker = SinkWorker(sink, m, FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        worker.deliver(note(alert("node-001"), "am"))  # exhausted: dead-lettered
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 1
+        assert _sample(reg, "faultline_pager_active_alerts", "am") == 1
+        status[0] = 200
+        mono.advance(60.0)
+        sink.idle()
+        assert [x["labels"]["node"] for x in rx.bodies(200)[-1]] == ["node-001"]
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
+        # Refused (400), then the same alert sent again and taken: not outstanding either.
+        status[0] = 400
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 1
+        status[0] = 200
+        worker.deliver(note(alert("node-002"), "am"))
+        assert _sample(reg, "faultline_pager_deadletters_outstanding", "am") == 0
+
+
+def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path) -> None:
+    from detector.pager.sinks import Ledger
+
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path)
+    for i in range(1500):  # one problem firing and resolving, over and over
+        ledger.set("flapper", "trigger" if i % 2 == 0 else "resolve", float(i))
+    assert len(path.read_bytes().splitlines()) <= 2 * 1 + 1000 + 1  # compacted on the way
+    assert Ledger(path).state("flapper") == "resolved"
+
+
+def test_in_flight_counts_messages_not_deliveries_and_forgets_a_revoked_partition() -> None:
+    """What max_in_flight pauses consuming on: a message owed to three sinks is one, and a
+    revoked partition's messages stop counting (and never count below zero when they finish)."""
+    t = OffsetTracker()
+    a = t.ticket("alerts.isolation", 0, 5)
+    a.hold(2)  # routed to two sinks besides the caller's own hold
+    b = t.ticket("alerts.isolation", 1, 9)
+    assert t.in_flight() == 2
+    a.done()
+    a.done()
+    assert t.in_flight() == 2 and t.positions()[("alerts.isolation", 0)] == 5
+    a.done()
+    assert t.in_flight() == 1 and t.positions()[("alerts.isolation", 0)] == 6
+    t.forget(("alerts.isolation", 1))
+    assert t.in_flight() == 0 and ("alerts.isolation", 1) not in t.positions()
+    b.done()  # its delivery finishes after the revocation
+    assert t.in_flight() == 0 and t.peak == 2
+
+
+def test_the_pager_sends_storm_groups_when_due_and_its_threads_re_send_to_alertmanager(
+        tmp_path: Path) -> None:
+    """Through the real Pager and its delivery threads (the Kafka loop calls tick() and
+    submit()): a storm group leaves on tick() once due and is one notification, its
+    offsets commit only then; Alertmanager's active set is re-sent by the sink's own
+    thread; after a restart the delivered group still resolves as one."""
+    clock = FakeClock(0.0)
+    with Receiver() as hook, Receiver() as am:
+        def make() -> Pager:
+            cfg = config({"tickets": {"type": "webhook", "url": hook.url, **FAST,
+                                      "storm": {"group_wait_s": 5.0}},
+                          "am": {"type": "alertmanager", "url": am.url, **FAST,
+                                 "resend_interval_s": 60}}, tmp_path)
+            _, m = metrics(cfg)
+            return Pager(cfg, m, FileDeadLetters(tmp_path / "dead.jsonl"), clock=clock)
+
+        pager = make()
+        pager.start()
+        tracker = OffsetTracker()
+        alerts = [alert(f"node-{i:03d}") for i in range(3)]
+        try:
+            for offset, a in enumerate(alerts):
+                pager.submit(a, tracker.ticket("alerts.isolation", 0, offset))
+            am.wait_for("Alertmanager's three", lambda reqs: len(reqs) == 3)
+            pager.tick()
+            assert hook.requests == [] and tracker.positions()[("alerts.isolation", 0)] == 0
+            clock.advance(5.0)
+            pager.tick()
+            (group,) = hook.wait_for("the group", lambda reqs: reqs)
+            assert len(group.json()["grouped"]) == 2
+            wait_until(lambda: tracker.positions() == {("alerts.isolation", 0): 3})
+            clock.advance(60.0)
+            resent = am.wait_for("a re-send", lambda reqs: reqs[3:])[0].json()
+            assert sorted(x["labels"]["node"] for x in resent) == [
+                "node-000", "node-001", "node-002"]
+        finally:
+            assert pager.close(5.0)
+        pager = make()  # a restart: the group is remembered
+        pager.start()
+        try:
+            for a in alerts:
+                pager.submit(resolved(a), None)
+            hook.wait_for("the group's resolve", lambda reqs: reqs[1:])
+        finally:
+            assert pager.close(5.0)
+        assert [b["event"] for b in hook.bodies()] == ["trigger", "resolve"]
+        # ... when the last of its alerts resolved (not the first, as an unknown group would)
+        assert hook.bodies()[1]["alert"]["scope"]["node"] == "node-002"

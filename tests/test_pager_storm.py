@@ -50,10 +50,13 @@ def test_a_leaf_switch_failure_is_one_page_not_sixty_four() -> None:
 
     # Resolves: nothing until the last one, then one resolve under the page's key.
     out = []
-    for i in range(64):
-        out += s.offer(resolved(alert(f"node-{i:03d}")), "warning", Ticket(), now=clock.advance(1))
+    resolves = [Ticket() for _ in range(64)]
+    for i, t in enumerate(resolves):
+        out += s.offer(resolved(alert(f"node-{i:03d}")), "warning", t, now=clock.advance(1))
     assert [(n.event, n.dedup_key) for n in out] == [
         ("resolve", "fl:c1:iso:network:nic:node-000/mlx5_0")]
+    # Each resolve that sends nothing is done at once; the last rides with the notification.
+    assert [t.count for t in resolves] == [1] * 63 + [0]
 
 
 def test_groups_are_by_the_configured_fields_and_the_most_severe_leads() -> None:
@@ -84,6 +87,27 @@ def test_grouping_by_switch_uses_the_topology() -> None:
     notes = s.due(clock.advance(1.0))
     assert sorted(sorted(a.scope.node for a in n.alerts()) for n in notes) == [
         ["node-000", "node-001"], ["node-002", "node-003"]]
+
+
+def test_grouping_by_domain_uses_the_topology_and_a_domain_scope_names_its_own() -> None:
+    topo = Topology.from_text(
+        "Topology=t\nNodeSet=nvl-r[0-1]-n[00-01] Gpus=4 Nics=mlx5_0\n"
+        "Domain=rack-[0-1] Nodes=nvl-r[0-1]-n[00-01]\n")
+    s = StormControl("oncall", StormConfig(group_by=("domain",), group_wait_s=1.0), now=0.0,
+                     topology=topo)
+    for node in ("nvl-r0-n00", "nvl-r0-n01", "nvl-r1-n00"):
+        s.offer(alert(node, kind="hardware", cause="nvlink", level="gpu", gpu=0), "warning",
+                None, now=0.0)
+    s.offer(alert("rack-1", kind="hardware", cause="nvlink", level="domain", domain="rack-1"),
+            "warning", None, now=0.0)
+    notes = s.due(1.0)
+    assert sorted(sorted(a.scope.key for a in n.alerts()) for n in notes) == [
+        ["domain:rack-1", "gpu:nvl-r1-n00/0"], ["gpu:nvl-r0-n00/0", "gpu:nvl-r0-n01/0"]]
+    # Without a topology a node is its own domain.
+    alone = StormControl("oncall", StormConfig(group_by=("domain",), group_wait_s=1.0), now=0.0)
+    for node in ("nvl-r0-n00", "nvl-r0-n01"):
+        alone.offer(alert(node), "warning", None, now=0.0)
+    assert len(alone.due(1.0)) == 2
 
 
 def test_later_alerts_of_a_group_wait_for_the_group_interval() -> None:
@@ -163,10 +187,12 @@ def test_resolves_are_never_rate_limited() -> None:
     s, _ = storm(clock, group_wait_s=0.0, group_by=("node",), burst=1, per_minute=0.001)
     a, b = alert("node-000"), alert("node-001")
     (na,) = s.offer(a, "warning", None, now=clock())
-    assert s.offer(b, "warning", None, now=clock()) == []  # held
+    held_b, resolve_b = Ticket(), Ticket()
+    assert s.offer(b, "warning", held_b, now=clock()) == []  # held
     (ra,) = s.offer(resolved(a), "warning", None, now=clock())
     assert ra.event == "resolve"
-    assert s.offer(resolved(b), "warning", None, now=clock()) == []  # held, then cleared
+    assert s.offer(resolved(b), "warning", resolve_b, now=clock()) == []  # held, then cleared
+    assert (held_b.count, resolve_b.count) == (1, 1)  # both offsets may be committed
     assert s.due(clock.advance(1e6)) == []
 
 
@@ -197,3 +223,24 @@ def test_after_a_restart_a_delivered_group_still_resolves_as_one(tmp_path: Path)
     for a in alerts:
         out += again.offer(resolved(a), "warning", None, now=clock())
     assert [(n.event, n.dedup_key) for n in out] == [("resolve", delivered.dedup_key)]
+
+
+def test_a_group_half_resolved_before_a_restart_resolves_with_its_last_alert_after(
+        tmp_path: Path) -> None:
+    path = tmp_path / "groups.json"
+    first = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    alerts = [alert(f"node-{i:03d}") for i in range(3)]
+    for a in alerts:
+        first.offer(a, "warning", None, now=0.0)
+    (delivered,) = first.due(1.0)
+    delivered.delivered()
+    assert first.offer(resolved(alerts[0]), "warning", None, now=2.0) == []
+    assert first.offer(resolved(alerts[1]), "warning", None, now=3.0) == []
+
+    again = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    (note,) = again.offer(resolved(alerts[2]), "warning", None, now=4.0)
+    assert (note.event, note.dedup_key) == ("resolve", delivered.dedup_key)
+    # ... and then it is gone from the state: a third process remembers no group.
+    third = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    (passed,) = third.offer(resolved(alerts[2]), "warning", None, now=5.0)
+    assert passed.dedup_key == alerts[2].dedup_key

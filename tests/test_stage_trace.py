@@ -72,3 +72,37 @@ def test_the_trace_is_bounded() -> None:
     assert len(trace.inputs["s:0"]) == StageTrace.BATCHES
     # A finding no longer remembered has only the correlator's stamp.
     assert trace.stamps(("s:0", 0, 0), 5.0)["found"] is None
+
+
+def test_a_finding_that_waited_names_the_source_that_held_the_clock() -> None:
+    trace = StageTrace()
+    ecc1 = (ECC, 1)
+    w = PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic=FINDINGS,
+                       findings_partitions=1, expected_sources=[f"{ECC}:0", f"{ECC}:1"],
+                       trace=trace)
+    w.sources = {tp: w.new_partition(tp, 0.0) for tp in (ECC_TP, ecc1)}  # type: ignore[misc]
+    w.correlators = {FINDINGS_TP: w.new_partition(FINDINGS_TP, 0.0)}  # type: ignore[misc]
+    fed = 0
+
+    def through(by_tp: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]],
+                now: float) -> WorkerOutput:
+        nonlocal fed
+        first = w.process(by_tp, now, lambda tp, o: False, arrivals_per_s=1000.0)
+        back = [(fed + i, e.key, e.value, 1_000_000 + i) for i, e in enumerate(first.findings)]
+        fed += len(back)
+        return w.process({FINDINGS_TP: back}, now, lambda tp, o: False)
+
+    def msg(node: str, ts: float, xid: int) -> bytes:
+        return b'{"ts": %r, "node": "%s", "gpu": 3, "xid": %d}' % (ts, node.encode(), xid)
+
+    # The DBE on partition 0 while partition 1, still being read, is 30 s behind it.
+    held = through({ECC_TP: [(i, b"n7", msg("node-007", T0 + i, xid), 1e6)
+                             for i, xid in enumerate((0, 0, 48))],
+                    ecc1: [(0, b"n9", msg("node-009", T0 - 30, 0), 1e6)]}, 1.0)
+    assert not [a for a, _ in held.alerts if a.kind == "hardware"]
+    # Partition 1 catches up: the finding is released, and says who it waited for.
+    out = through({ecc1: [(1, b"n9", msg("node-009", T0 + 5, 0), 1e6)]}, 2.0)
+    stages = [st for (a, _), st in zip(out.alerts, out.stages, strict=True)
+              if a.kind == "hardware"]
+    assert len(stages) == 1 and stages[0] is not None
+    assert stages[0]["held_by"] == [f"{ECC}:1"] and stages[0]["source"] == f"{ECC}:0"

@@ -40,11 +40,12 @@ def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Na
                      help="seconds between scrapes (default 10) [env FAULTLINE_COLLECT_INTERVAL_S]")
     src.add_argument("--timeout", type=float,
                      default=env_float("FAULTLINE_COLLECT_TIMEOUT_S") or 5.0,
-                     help="per-scrape timeout, seconds [env FAULTLINE_COLLECT_TIMEOUT_S]")
+                     help="per-scrape timeout, seconds (default 5) "
+                     "[env FAULTLINE_COLLECT_TIMEOUT_S]")
     src.add_argument("--max-backoff", type=float,
                      default=env_float("FAULTLINE_COLLECT_MAX_BACKOFF_S") or 300.0,
-                     help="longest wait before retrying a failing source, seconds "
-                     "[env FAULTLINE_COLLECT_MAX_BACKOFF_S]")
+                     help="longest wait before retrying a failing source, seconds (default "
+                     "300) [env FAULTLINE_COLLECT_MAX_BACKOFF_S]")
     out = p.add_argument_group("output (one of)")
     out.add_argument("--bootstrap", metavar="HOST:PORT",
                      default=env("FAULTLINE_COLLECT_BOOTSTRAP"),
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Na
                    "[env FAULTLINE_TOPIC_PREFIX]")
     k.add_argument("--buffer", type=int, default=int(env("FAULTLINE_COLLECT_BUFFER") or 100_000),
                    help="most messages held while the broker is away; past it they are "
-                   "dropped and counted [env FAULTLINE_COLLECT_BUFFER]")
+                   "dropped and counted (default 100,000) [env FAULTLINE_COLLECT_BUFFER]")
     m = p.add_argument_group("own metrics")
     m.add_argument("--metrics-port", type=int,
                    default=int(env("FAULTLINE_COLLECT_METRICS_PORT") or 9467),

@@ -20,6 +20,7 @@ from types import ModuleType
 from detector.cli.common import EXIT_UNREADABLE
 
 BROKER_PY = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "broker.py"
+_DEFAULT_DATA_DIR = str(Path(tempfile.gettempdir()) / f"faultline-dev-{os.getuid()}")
 
 
 def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -30,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Na
         "export FAULTLINE_BOOTSTRAP_SERVERS=127.0.0.1:PORT. Use it as "
         "eval \"$(faultline dev)\"; then faultline serve, replay --to-kafka and pager find it. "
         "Stop it with faultline dev --stop.")
-    p.add_argument("--data-dir", default=os.environ.get("FAULTLINE_KAFKA_DATA_DIR") or str(
-        Path(tempfile.gettempdir()) / f"faultline-dev-{os.getuid()}"),
+    p.add_argument("--data-dir", default=os.environ.get("FAULTLINE_KAFKA_DATA_DIR") or
+                   _DEFAULT_DATA_DIR,
         help="the broker's state and logs [env FAULTLINE_KAFKA_DATA_DIR; default %(default)s]")
     p.add_argument("--stop", action="store_true", help="stop the broker and remove its data")
     return {"dev": _run}
@@ -70,7 +71,9 @@ def _run(args: argparse.Namespace) -> int:
     except broker.BrokerError as exc:
         print(f"faultline dev: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
+    # The way to stop this broker, not one of another data folder (the default's).
+    same = "" if data_dir == Path(_DEFAULT_DATA_DIR).resolve() else f" and --data-dir {data_dir}"
     print(f"faultline dev: Kafka {broker.kafka_version()} at {bootstrap} {how}, data in "
-          f"{data_dir}; stop it with `faultline dev --stop`", file=sys.stderr)
+          f"{data_dir}; stop it with `faultline dev --stop`{same}", file=sys.stderr)
     print(f"export FAULTLINE_BOOTSTRAP_SERVERS={bootstrap}", flush=True)
     return 0

@@ -32,11 +32,12 @@ def _add_alibaba(p: argparse.ArgumentParser) -> None:
     """Alibaba PAI per-worker mini-batch times (clusterdata cluster-trace-gpu-v2020
     mini-batch-time, job_N_norm.csv) as telemetry.step records."""
     p.add_argument("csv", nargs="+", help="job_N_norm.csv files (one job each)")
-    p.add_argument("--out", required=True, default=env("FAULTLINE_IMPORT_OUT"),
-                   help="incident log to write (.jsonl or .jsonl.gz) [FAULTLINE_IMPORT_OUT]")
+    out = env("FAULTLINE_IMPORT_OUT")
+    p.add_argument("--out", required=out is None, default=out,
+                   help="incident log to write (.jsonl or .jsonl.gz) [env FAULTLINE_IMPORT_OUT]")
     p.add_argument("--step-s", type=float, default=env_float("FAULTLINE_IMPORT_STEP_S") or 1.0,
                    help="seconds of event time per iteration: the trace has no clock "
-                   "(default 1.0) [FAULTLINE_IMPORT_STEP_S]")
+                   "(default 1.0) [env FAULTLINE_IMPORT_STEP_S]")
     p.add_argument("--ms-per-unit", type=float, default=1.0,
                    help="milliseconds per unit of batch_time_norm (default 1.0; only ratios "
                    "between workers matter to detection)")
@@ -84,8 +85,10 @@ def _head(args: argparse.Namespace, found: dict | None) -> list[dict]:
 def _add_prometheus(p: argparse.ArgumentParser) -> None:
     """dcgm-exporter and node_exporter history from Prometheus (query_range, in chunks) as
     thermal, ECC/XID and NIC records in time order."""
-    p.add_argument("--url", required=True, default=env("FAULTLINE_IMPORT_PROMETHEUS_URL"),
-                   help="Prometheus base URL, e.g. http://prometheus:9090")
+    url = env("FAULTLINE_IMPORT_PROMETHEUS_URL")
+    p.add_argument("--url", required=url is None, default=url,
+                   help="Prometheus base URL, e.g. http://prometheus:9090 "
+                   "[env FAULTLINE_IMPORT_PROMETHEUS_URL]")
     p.add_argument("--start", required=True, help="Unix seconds, ISO 8601 (UTC if no zone), "
                    "or now-2h")
     p.add_argument("--end", required=True, help="Unix seconds, ISO 8601 (UTC if no zone), "

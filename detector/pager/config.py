@@ -89,16 +89,13 @@ class SinkConfig:
     storm: StormConfig = field(default_factory=StormConfig)
 
 
+# The value kind of each sink and storm setting, read from the fields' types like every
+# other setting's (detector.settings.coerce): one coercion engine, and a field added to
+# SinkConfig or StormConfig is settable without a second list to keep in step.
 _SINK_SCALARS: dict[str, str] = {
-    "type": "str", "url": "urls", "routing_key": "secret", "bearer_token": "secret",
-    "source": "str", "timeout_s": "float", "retry_for_s": "float",
-    "backoff_initial_s": "float", "backoff_max_s": "float", "retry_after_max_s": "float",
-    "resend_interval_s": "float", "alert_ttl_s": "float",
-    "evidence_max_bytes": "int", "details_max_bytes": "int",
-}
-_STORM_KEYS: dict[str, str] = {"enabled": "bool", "group_by": "list", "group_wait_s": "float",
-                               "group_interval_s": "float", "burst": "int",
-                               "per_minute": "float", "max_listed": "int"}
+    ("url" if f.name == "urls" else f.name): ("urls" if f.name == "urls" else kind_of(f))
+    for f in fields(SinkConfig) if f.name not in ("name", "headers", "storm")}
+_STORM_KEYS: dict[str, str] = {f.name: kind_of(f) for f in fields(StormConfig)}
 
 
 @dataclass(frozen=True)

@@ -358,8 +358,7 @@ class Pager:
         self.metrics.consumed(alert.topic, alert.status)
         severity = self.router.severity(alert.topic, alert.kind)
         sinks = self.router.route(alert.topic, alert.kind, alert.cause, severity,
-                                  _opt(alert.raw.get("tenant")), _opt(alert.raw.get("cluster")),
-                                  alert.status)
+                                  alert.tenant, alert.cluster, alert.status)
         if not sinks:
             self.metrics.unrouted()
         if ticket is not None and sinks:
@@ -402,7 +401,3 @@ class Pager:
         for w in self.workers.values():
             w.thread.join(5)
         return ok
-
-
-def _opt(v: Any) -> str | None:
-    return None if v is None else str(v)

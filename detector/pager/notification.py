@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from detector.alerts import FiredAlert
 
@@ -30,7 +30,7 @@ class Notification:
     alert: FiredAlert | None           # the primary alert; None for a held-back summary
     members: tuple[FiredAlert, ...] = ()    # alerts folded into this one notification
     held_back: tuple[FiredAlert, ...] = ()  # a summary: the alerts the rate limit held
-    tickets: list[Any] = field(default_factory=list)
+    tickets: list[Ticket | None] = field(default_factory=list)
     summary: str = ""                  # storm control's line when it covers several alerts
     on_delivered: list[Callable[[], None]] = field(default_factory=list)
 

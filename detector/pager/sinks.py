@@ -147,7 +147,12 @@ def retry_after_s(value: str | None, wall_now: float | None = None) -> float | N
 class Backoff:
     """Exponential backoff with full jitter: attempt k waits uniform(0, min(max, initial * 2^k)).
 
-    A ``Retry-After`` is a floor, honoured up to ``retry_after_max_s``.
+    A ``Retry-After`` is a floor, honoured up to ``retry_after_max_s`` (a sink that asks for
+    a day does not stall its queue for a day).
+
+    >>> b = Backoff(0.01, 0.05, random.Random(0), retry_after_max_s=900.0)
+    >>> b.delay(0, retry_after_s=7.0), b.delay(0, retry_after_s=86400.0), b.delay(0) < 0.05
+    (7.0, 900.0, True)
     """
 
     def __init__(self, initial_s: float, max_s: float, rng: random.Random,
@@ -390,7 +395,11 @@ def _answer_text(answer: HttpAnswer) -> str:
 
 
 def _safe_url(url: str) -> str:
-    """The URL without credentials or query (a webhook's token may ride in either)."""
+    """The URL without credentials or query (a webhook's token may ride in either).
+
+    >>> _safe_url("https://bot:s3cret@tickets.example:8443/api/faultline?token=t0k")
+    'https://tickets.example:8443/api/faultline'
+    """
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     if parts.port:

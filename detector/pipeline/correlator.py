@@ -98,8 +98,9 @@ class CorrelatorPartition:
         self.late = 0
         self.invalid = 0
         self.errors = 0
-        # Stage tracing (off: None): called with (source, finding id) for each finding taken.
-        self.taken: Callable[[str, tuple[int, int]], None] | None = None
+        # Stage tracing (off: None): called with (source, finding id, tag) for each finding
+        # taken.
+        self.taken: Callable[[str, tuple[int, int], float], None] | None = None
 
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
@@ -206,7 +207,7 @@ class CorrelatorPartition:
         heapq.heappush(self._heap, (tag, name, fid[0], fid[1], f, arrived))
         self.findings += 1
         if self.taken is not None:
-            self.taken(name, fid)
+            self.taken(name, fid, tag)
 
     def seen(self, node: str, what: str) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""

@@ -65,7 +65,13 @@ class StageTrace:
     - ``handed``: its batch was handed to the pipeline,
     - ``found``: the finding was produced (its findings message's Kafka timestamp),
     - ``findings_fetched`` / ``findings_handed``: the same for the findings message,
-    - ``decided``: the correlator's clock released it and the alert was made.
+    - ``decided``: the correlator's clock released it and the alert was made;
+
+    and ``source``: the input's partition ("telemetry.ecc:3"); ``held_by``: the
+    sources whose clocks were behind the finding's tag just before the release
+    that decided it (the lowest first, at most :attr:`HOLDERS`; empty when time
+    let it go: an idle, timed-out or empty source's grace), so a slow
+    "correlator clock" stage names the partition it waited for.
 
     Inputs and findings are looked up in this worker's memory, so a finding made by
     another worker has only the correlator's stamps.  Bounded: old entries are dropped.
@@ -73,13 +79,14 @@ class StageTrace:
 
     BATCHES = 256           # remembered per source
     FINDINGS = 100_000      # remembered findings not yet released
+    HOLDERS = 3             # sources named in held_by
 
     def __init__(self) -> None:
         # source -> (first offset, last offset, fetched, handed) of its recent batches
         self.inputs: dict[str, deque[tuple[int, int, float | None, float]]] = {}
-        # (source, input offset, index) -> (found, findings fetched, findings handed)
-        self.findings: OrderedDict[tuple[str, int, int],
-                                   tuple[float | None, float | None, float]] = OrderedDict()
+        # (source, input offset, index) -> (found, findings fetched, findings handed, tag)
+        self.findings: OrderedDict[tuple[str, int, int], tuple[
+            float | None, float | None, float, float]] = OrderedDict()
         self._current: tuple[float | None, float | None, float] = (None, None, 0.0)
 
     def batch(self, source: str, first: int, last: int, fetched: float | None,
@@ -89,22 +96,34 @@ class StageTrace:
             q = self.inputs[source] = deque(maxlen=self.BATCHES)
         q.append((first, last, fetched, handed))
 
-    def taken(self, source: str, fid: tuple[int, int]) -> None:
+    def taken(self, source: str, fid: tuple[int, int], tag: float = math.inf) -> None:
         f = self.findings
-        f[(source, fid[0], fid[1])] = self._current
+        f[(source, fid[0], fid[1])] = (*self._current, tag)
         if len(f) > self.FINDINGS:
             f.popitem(last=False)
 
-    def stamps(self, cause: tuple[str, int, int], decided: float) -> dict[str, float | None]:
+    def stamps(self, cause: tuple[str, int, int], decided: float,
+               clocks: Mapping[str, float] | None = None) -> dict[str, Any]:
+        """``clocks``: the clock of every source holding the correlator (not idle) just
+        before the release, for ``held_by``."""
         source, offset = cause[0], cause[1]
         fetched = handed = None
         for first, last, f, h in reversed(self.inputs.get(source, ())):
             if first <= offset <= last:
                 fetched, handed = f, h
                 break
-        found, ffetched, fhanded = self.findings.pop(cause, (None, None, None))
-        return {"fetched": fetched, "handed": handed, "found": found,
-                "findings_fetched": ffetched, "findings_handed": fhanded, "decided": decided}
+        found, ffetched, fhanded, tag = self.findings.pop(cause, (None, None, None, None))
+        held = [] if tag is None or not clocks else sorted(
+            (wm, name) for name, wm in clocks.items() if wm < tag)[:self.HOLDERS]
+        return {"source": source, "fetched": fetched, "handed": handed, "found": found,
+                "findings_fetched": ffetched, "findings_handed": fhanded, "decided": decided,
+                "held_by": [name for _, name in held]}
+
+
+def holding(part: CorrelatorPartition) -> dict[str, float]:
+    """Stage tracing: the clock of each source of ``part`` that is not idle (-inf: none yet)."""
+    return {name: -math.inf if src.wm is None else src.wm
+            for name, src in part.sources.items() if not src.idle}
 
 
 class PipelineWorker:
@@ -248,16 +267,19 @@ class PipelineWorker:
         if trace is None:
             for offset, _, value, _ in records:
                 part.on_message(offset, value, now)
+            self._release(part, now, out)
         else:
+            clocks = holding(part)  # before this batch's watermarks move them
             fetched = self._fetched.get(tp)
             for offset, _, value, ts in records:
                 # The findings message's Kafka timestamp: when stage 1 produced it (ms).
                 trace._current = (None if ts is None or ts < 0 else ts / 1000.0, fetched,
                                   self._handed)
                 part.on_message(offset, value, now)
-        self._release(part, now, out)
+            self._release(part, now, out, clocks)
 
-    def _release(self, part: CorrelatorPartition, now: float, out: WorkerOutput) -> None:
+    def _release(self, part: CorrelatorPartition, now: float, out: WorkerOutput,
+                 clocks: Mapping[str, float] | None = None) -> None:
         alerts: list[Alert] = []
         arrivals: list[float | None] = []
         errors = part.errors
@@ -266,9 +288,12 @@ class PipelineWorker:
             part.release(now, alerts, arrivals)
         else:
             causes: list[tuple[str, int, int] | None] = []
+            if clocks is None:
+                clocks = holding(part)
             part.release(now, alerts, arrivals, causes)
             decided = time.time()
-            out.stages.extend(None if c is None else trace.stamps(c, decided) for c in causes)
+            out.stages.extend(None if c is None else trace.stamps(c, decided, clocks)
+                              for c in causes)
         out.correlator_errors += part.errors - errors
         out.alerts.extend(zip(alerts, arrivals, strict=True))
 

@@ -37,7 +37,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    default=_env("FAULTLINE_EVAL_SCALE", "small"),
                    help="small: 5 logs, ~40 faults, minutes; full: 17 logs, >= 200 faults; "
                    "healthy: 4 fault-free 256-GPU logs, ~85 GPU-days, for false isolations "
-                   "per 1,000 GPU-days; matrix: every cell of issue 10's variation matrix with "
+                   "per 1,000 GPU-days; matrix: one cell per value of each simulate --axis, with "
                    "every seed (27 cells x 64 GPUs x 20 min a seed); matrix-tiny: the same "
                    "cells, 16 GPUs, 5 min (tests) [env FAULTLINE_EVAL_SCALE]")
     b.add_argument("--reporting", action="store_true",
