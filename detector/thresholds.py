@@ -97,6 +97,8 @@ class Thresholds:
     domain_window_s: float = 6.0        # NVLink trouble across an NVL72 rack within this (one
     #                                     ECC sample period + margin) is the rack's NVSwitch
     escalate_after_s: float = 3.0       # wait for an explanation before paging a human
+    unknown_cadence_s: float = 30.0     # a node's thermal cadence before it is known (told
+    #                                     after two like gaps): dcgm-exporter's default
     why_wait_s: float = 3.0             # a recovery action says what to do, not why: wait this
     #                                     long (the allowed disorder) for the XID that says why
     benign_grace_s: float = 30.0        # power management this recent explains a small slowdown

@@ -69,3 +69,28 @@ def test_a_gross_outlier_from_the_start_with_1_hz_telemetry_is_decided_at_its_se
     assert [(a.topic, a.scope.key) for a in alerts] == [(ESCALATION, "gpu:node-000/5")]
     steps_seen = sum(1 for e in events if e.rank == 5 and e.ts <= alerts[0].detected_ts)
     assert steps_seen <= 2
+
+
+def test_a_slow_rank_found_before_the_cadence_is_known_waits_for_the_next_sample():
+    # A 30 s collector's interval is told after two like gaps (its third sample, +62 s):
+    # a rank slow from +20 s, found at ~+24 s, waited only escalate_after_s and was paged
+    # `unknown` before the +32 s sample showed the throttle (tuning reproducer interval-30
+    # s9605: a power fault 65 s into the log).
+    steps = list(healthy_job(steps=100, slow={3: 1.15}, slow_from=20))
+    temps = _temps(T0 + 2, 4, throttle_from=1)  # +2 clean, +32 hot, ...
+    alerts = _firing(feed(Engine(), sorted(steps + temps, key=lambda e: e.ts)))
+    assert [(a.topic, a.cause, a.scope.key) for a in alerts][:1] == [
+        (ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+def test_a_slow_rank_waiting_for_an_unknown_cadence_is_decided_once_it_is_known():
+    # The same with every sample clean: once the third sample tells the cadence (+62 s)
+    # the wait is what it is for a known 30 s collector, not the unknown-cadence hold.
+    steps = list(healthy_job(steps=140, slow={3: 1.15}, slow_from=40))
+    temps = _temps(T0 + 2, 5)  # +2, +32, +62 (cadence told), +92, +122: all clean
+    alerts = _firing(feed(Engine(), sorted(steps + temps, key=lambda e: e.ts)))
+    assert [(a.topic, a.cause, a.scope.key) for a in alerts] == [
+        (ESCALATION, "unknown", "gpu:node-000/3")]
+    # found ~+44, held until the cadence is told at +62; the first sample after the slowdown
+    # began (+62) is then in hand: decided at once, not at +44 + 38.5 s
+    assert alerts[0].detected_ts - T0 <= 66.0

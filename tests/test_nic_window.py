@@ -72,3 +72,18 @@ def test_an_intermittent_link_seen_down_one_sample_at_a_time_is_isolated() -> No
         assert firing(alerts) == [("network", "nic", "nic:node-005/mlx5_1:1")], downs
         first = alerts[0]
         assert first.detected_ts - T0 <= 0.7 * 5 + 100 + 13.5 + 1.0, downs
+
+
+def test_a_nic_failing_just_after_its_leaf_recovered_is_its_own_fault() -> None:
+    # 30 s telemetry: leaf0 fails at samples 10-11 (every NIC behind it counts errors) and
+    # recovers; node-000/mlx5_0 goes on counting errors (its own fault, from sample 12) so
+    # its errors finding from the leaf's failure never clears, and its link goes down at
+    # samples 14 and 16.  The leaf's problem, still firing in its flap window, held only
+    # that one NIC's finding: the link trouble was taken as "more of the same incident"
+    # and the NIC fault was never paged (tuning reproducer interval-30 s9611).
+    leaf = {(f"node-{n:03d}", f"mlx5_{k}"): [10, 11] for n in range(8) for k in range(2)}
+    leaf[("node-000", "mlx5_0")] = list(range(10, 20))
+    alerts = feed(Engine(topology=SLURM),
+                  fabric(30.0, 900, errors=leaf, down={("node-000", "mlx5_0"): [14, 16]}))
+    assert firing(alerts) == [("network", "switch", "switch:leaf0"),
+                              ("network", "nic", "nic:node-000/mlx5_0:1")]

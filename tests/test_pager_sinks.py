@@ -522,3 +522,72 @@ def test_the_ledger_journal_stays_short_however_often_a_key_flaps(tmp_path: Path
         ledger.set("flapper", "trigger" if i % 2 == 0 else "resolve", float(i))
     assert len(path.read_bytes().splitlines()) <= 2 * 1 + 1000 + 1  # compacted on the way
     assert Ledger(path).state("flapper") == "resolved"
+
+
+def test_in_flight_counts_messages_not_deliveries_and_forgets_a_revoked_partition() -> None:
+    """What max_in_flight pauses consuming on: a message owed to three sinks is one, and a
+    revoked partition's messages stop counting (and never count below zero when they finish)."""
+    t = OffsetTracker()
+    a = t.ticket("alerts.isolation", 0, 5)
+    a.hold(2)  # routed to two sinks besides the caller's own hold
+    b = t.ticket("alerts.isolation", 1, 9)
+    assert t.in_flight() == 2
+    a.done()
+    a.done()
+    assert t.in_flight() == 2 and t.positions()[("alerts.isolation", 0)] == 5
+    a.done()
+    assert t.in_flight() == 1 and t.positions()[("alerts.isolation", 0)] == 6
+    t.forget(("alerts.isolation", 1))
+    assert t.in_flight() == 0 and ("alerts.isolation", 1) not in t.positions()
+    b.done()  # its delivery finishes after the revocation
+    assert t.in_flight() == 0 and t.peak == 2
+
+
+def test_the_pager_sends_storm_groups_when_due_and_its_threads_re_send_to_alertmanager(
+        tmp_path: Path) -> None:
+    """Through the real Pager and its delivery threads (the Kafka loop calls tick() and
+    submit()): a storm group leaves on tick() once due and is one notification, its
+    offsets commit only then; Alertmanager's active set is re-sent by the sink's own
+    thread; after a restart the delivered group still resolves as one."""
+    clock = FakeClock(0.0)
+    with Receiver() as hook, Receiver() as am:
+        def make() -> Pager:
+            cfg = config({"tickets": {"type": "webhook", "url": hook.url, **FAST,
+                                      "storm": {"group_wait_s": 5.0}},
+                          "am": {"type": "alertmanager", "url": am.url, **FAST,
+                                 "resend_interval_s": 60}}, tmp_path)
+            _, m = metrics(cfg)
+            return Pager(cfg, m, FileDeadLetters(tmp_path / "dead.jsonl"), clock=clock)
+
+        pager = make()
+        pager.start()
+        tracker = OffsetTracker()
+        alerts = [alert(f"node-{i:03d}") for i in range(3)]
+        try:
+            for offset, a in enumerate(alerts):
+                pager.submit(a, tracker.ticket("alerts.isolation", 0, offset))
+            am.wait_for("Alertmanager's three", lambda reqs: len(reqs) == 3)
+            pager.tick()
+            assert hook.requests == [] and tracker.positions()[("alerts.isolation", 0)] == 0
+            clock.advance(5.0)
+            pager.tick()
+            (group,) = hook.wait_for("the group", lambda reqs: reqs)
+            assert len(group.json()["grouped"]) == 2
+            wait_until(lambda: tracker.positions() == {("alerts.isolation", 0): 3})
+            clock.advance(60.0)
+            resent = am.wait_for("a re-send", lambda reqs: reqs[3:])[0].json()
+            assert sorted(x["labels"]["node"] for x in resent) == [
+                "node-000", "node-001", "node-002"]
+        finally:
+            assert pager.close(5.0)
+        pager = make()  # a restart: the group is remembered
+        pager.start()
+        try:
+            for a in alerts:
+                pager.submit(resolved(a), None)
+            hook.wait_for("the group's resolve", lambda reqs: reqs[1:])
+        finally:
+            assert pager.close(5.0)
+        assert [b["event"] for b in hook.bodies()] == ["trigger", "resolve"]
+        # ... when the last of its alerts resolved (not the first, as an unknown group would)
+        assert hook.bodies()[1]["alert"]["scope"]["node"] == "node-002"

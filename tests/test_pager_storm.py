@@ -223,3 +223,24 @@ def test_after_a_restart_a_delivered_group_still_resolves_as_one(tmp_path: Path)
     for a in alerts:
         out += again.offer(resolved(a), "warning", None, now=clock())
     assert [(n.event, n.dedup_key) for n in out] == [("resolve", delivered.dedup_key)]
+
+
+def test_a_group_half_resolved_before_a_restart_resolves_with_its_last_alert_after(
+        tmp_path: Path) -> None:
+    path = tmp_path / "groups.json"
+    first = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    alerts = [alert(f"node-{i:03d}") for i in range(3)]
+    for a in alerts:
+        first.offer(a, "warning", None, now=0.0)
+    (delivered,) = first.due(1.0)
+    delivered.delivered()
+    assert first.offer(resolved(alerts[0]), "warning", None, now=2.0) == []
+    assert first.offer(resolved(alerts[1]), "warning", None, now=3.0) == []
+
+    again = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    (note,) = again.offer(resolved(alerts[2]), "warning", None, now=4.0)
+    assert (note.event, note.dedup_key) == ("resolve", delivered.dedup_key)
+    # ... and then it is gone from the state: a third process remembers no group.
+    third = StormControl("oncall", StormConfig(group_wait_s=1.0), now=0.0, state_path=path)
+    (passed,) = third.offer(resolved(alerts[2]), "warning", None, now=5.0)
+    assert passed.dedup_key == alerts[2].dedup_key
