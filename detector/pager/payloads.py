@@ -167,8 +167,7 @@ def alertmanager_labels(a: FiredAlert, severity: str) -> dict[str, str]:
 
 
 def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: float,
-                       evidence_max_bytes: int = 4096, generator_url: str | None = None,
-                       extra_summary: str = "") -> dict[str, Any]:
+                       evidence_max_bytes: int = 4096, extra_summary: str = "") -> dict[str, Any]:
     """One element of ``POST /api/v2/alerts``; a resolved alert gets ``endsAt``."""
     ann = {"summary": title(a)[:SUMMARY_MAX_CHARS], "action": _action_text(a),
            "evidence": bounded_json(a.evidence, evidence_max_bytes),
@@ -187,8 +186,6 @@ def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: 
     ends = wall_now if a.status == "resolved" else wall_now + ttl_s
     out: dict[str, Any] = {"labels": alertmanager_labels(a, severity), "annotations": ann,
                            "startsAt": iso(starts), "endsAt": iso(max(ends, starts))}
-    if generator_url:
-        out["generatorURL"] = generator_url
     return clean(out)
 
 
