@@ -258,7 +258,7 @@ def test_buffered_telemetry_is_handed_over_oldest_first_across_partitions() -> N
     # The first hand-over: about a second of every partition, not 1,000 records of one.
     newest = {tp.topic: recs[-1].timestamp for tp, recs in first.items()}
     assert newest["t.nic"] >= 1_800 and newest["t.ecc"] >= 1_800 and newest["t.step"] <= 2_100
-    assert sum(map(len, first.values())) <= 1_000 + 3 * 20 + 2
+    assert sum(map(len, first.values())) <= 1_000 + 3 * (20 + 1) + 2
     # Every record exactly once, in offset order per partition.
     for topic, n in (("t.step", 5_000), ("t.nic", 100), ("t.ecc", 100)):
         offsets = [r.offset for h in handed for tp, recs in h.items() if tp.topic == topic
@@ -294,3 +294,15 @@ def test_time_order_is_for_a_live_feed_not_for_catching_up() -> None:
     assert is_live({nic: at(0.5)}, now=now)
     assert not is_live({nic: at(CATCH_UP_S + 1), f: at(0)}, frozenset({"f"}), now=now)
     assert is_live({f: at(60)}, frozenset({"f"}), now=now)  # findings say nothing of the feed
+
+
+def test_a_partition_drained_at_a_chunks_end_is_fetched_again_at_once() -> None:
+    """Records that run out exactly at a chunk's end leave no empty result in the buffer
+    (it would hold the partition's next fetch, and every fetch for the prefetch backoff)."""
+    from detector.service.faust_io import take_in_time_order, tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"t.nic", "t.ecc"}))
+    buffered = _buffered({("t.nic", 0): list(range(20)), ("t.ecc", 3): list(range(7))})
+    taken = take_in_time_order(buffered, None, 1_000, chunk=20)
+    assert taken is not None and sorted(map(len, taken.values())) == [7, 20]
+    assert not buffered

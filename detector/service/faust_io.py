@@ -356,7 +356,7 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
     records go in Kafka-timestamp order, ``chunk`` records of a partition at a
     time: the partitions move on together, as the correlator needs.
     ``first`` topics' records all come first.  Every record taken is handed over,
-    so a call gives up to ``max_records`` plus a chunk per partition.
+    so a call gives up to ``max_records`` plus a chunk and a record per partition.
 
     None, leaving everything to aiokafka's own path, when anything is unusual: a
     fetch error buffered, or a partition not among ``partitions``.
@@ -396,6 +396,14 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
                 heapq.heappush(heads, (more[0].timestamp, seq, tp, res, more))
     for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
         taken.setdefault(tp, []).extend(recs)
+    for tp, res in results:
+        # A partition whose records ran out at a chunk's end still looks buffered, so it
+        # would not be fetched again before the next hand-over, and for PREFETCH_BACKOFF_S
+        # no partition would: its next record (or its end) is taken now.
+        if res.has_more() and tp in taken and tp.topic not in first:
+            one = res.getone()
+            if one is not None:
+                taken[tp].append(one)
     for tp, res in results:
         if not res.has_more():
             del buffered[tp]
