@@ -206,3 +206,14 @@ def test_every_sink_and_storm_field_is_read_from_the_file_with_its_type() -> Non
         PagerConfig.from_dict({"sinks": {"s": {**sink, "storm": {"burst": 1.5}}}}, env={})
     with pytest.raises(ValueError, match=r"sinks\.s timeout_s: must be float"):
         PagerConfig.from_dict({"sinks": {"s": {**sink, "timeout_s": "soon"}}}, env={})
+
+
+def test_the_printed_configuration_reads_back_to_the_same_routes(config_file: Path) -> None:
+    """`faultline pager --print-config` is TOML an operator can keep: its routes, read
+    again, route as the original does."""
+    import tomllib
+
+    _, cfg = pager_config.load(config_file, env={})
+    printed = tomllib.loads(cfg.to_toml())
+    again = PagerConfig.from_dict({**printed["pager"], "sinks": {}}, env={}, validate=False)
+    assert again.routes == cfg.routes and any(r.continue_ for r in again.routes)

@@ -591,3 +591,17 @@ def test_the_pager_sends_storm_groups_when_due_and_its_threads_re_send_to_alertm
         assert [b["event"] for b in hook.bodies()] == ["trigger", "resolve"]
         # ... when the last of its alerts resolved (not the first, as an unknown group would)
         assert hook.bodies()[1]["alert"]["scope"]["node"] == "node-002"
+
+
+def test_a_sink_that_answers_again_is_not_failing_even_when_it_says_no(tmp_path: Path) -> None:
+    """faultline_pager_failing_since (FaultlinePagerSinkFailing after 5 min) goes back to 0
+    once the sink answers at all: a 400 after a 503 is a refusal, not an outage."""
+    with Receiver(answers=[503, 400]) as rx:
+        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
+        reg, m = metrics(cfg)
+        stop = threading.Event()
+        worker = SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
+                            FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        worker.deliver(note(alert()))
+        assert [r.status for r in rx.requests] == [503, 400]
+        assert _sample(reg, "faultline_pager_failing_since", "w") == 0.0
