@@ -34,6 +34,15 @@ def metrics(cfg: PagerConfig) -> tuple[CollectorRegistry, PagerMetrics]:
     return reg, PagerMetrics(reg, cfg.sinks)
 
 
+def webhook_worker(rx: Receiver, tmp: Path) -> tuple[CollectorRegistry, SinkWorker]:
+    """A webhook sink "w" to ``rx`` on a delivery worker run on the caller's thread."""
+    cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp)
+    reg, m = metrics(cfg)
+    stop = threading.Event()
+    return reg, SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
+                           FileDeadLetters(tmp / "dead.jsonl"), stop=stop)
+
+
 def note(a: Any, sink: str = "w", severity: str = "warning") -> Notification:
     return Notification(sink, "trigger" if a.status == "firing" else "resolve", a.dedup_key,
                         severity, a)
@@ -62,11 +71,7 @@ def test_webhook_posts_the_envelope_once_per_trigger_even_after_a_restart(tmp_pa
 
 def test_webhook_retries_503_then_dead_letters_a_400_and_goes_on(tmp_path: Path) -> None:
     with Receiver(answers=[503, 503, 400, 200]) as rx:
-        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
-        reg, m = metrics(cfg)
-        stop = threading.Event()
-        worker = SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
-                            FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        reg, worker = webhook_worker(rx, tmp_path)
         first, second = (note(alert(n)) for n in ("node-001", "node-002"))
         done: list[str] = []
         for n in (first, second):
@@ -253,11 +258,7 @@ def test_failing_since_is_set_while_a_sink_fails(tmp_path: Path) -> None:
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
 def test_a_permanent_error_is_dead_lettered_at_once(tmp_path: Path, status: int) -> None:
     with Receiver(answers=[status]) as rx:
-        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
-        reg, m = metrics(cfg)
-        stop = threading.Event()
-        worker = SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
-                            FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        reg, worker = webhook_worker(rx, tmp_path)
         worker.deliver(note(alert()))
         assert len(rx.requests) == 1
         (dead,) = (tmp_path / "dead.jsonl").read_text().splitlines()
@@ -597,11 +598,7 @@ def test_a_sink_that_answers_again_is_not_failing_even_when_it_says_no(tmp_path:
     """faultline_pager_failing_since (FaultlinePagerSinkFailing after 5 min) goes back to 0
     once the sink answers at all: a 400 after a 503 is a refusal, not an outage."""
     with Receiver(answers=[503, 400]) as rx:
-        cfg = config({"w": {"type": "webhook", "url": rx.url, **FAST}}, tmp_path)
-        reg, m = metrics(cfg)
-        stop = threading.Event()
-        worker = SinkWorker(WebhookSink(cfg.sinks["w"], m, state_dir=None, stop=stop), m,
-                            FileDeadLetters(tmp_path / "dead.jsonl"), stop=stop)
+        reg, worker = webhook_worker(rx, tmp_path)
         worker.deliver(note(alert()))
         assert [r.status for r in rx.requests] == [503, 400]
         assert _sample(reg, "faultline_pager_failing_since", "w") == 0.0
