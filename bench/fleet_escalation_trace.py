@@ -13,6 +13,9 @@ in each regime, and the steps of the run that alarmed.
     nice -n 10 python bench/fleet_escalation_trace.py --variant dp4-10s --scale 1.25 \
         --fleet-seed 85000 --seed 85001 --gpu node-003/1
 
+What-ifs of the fixes BENCHMARKS.md describes (this process only): ``--exit-ratio 2``
+(hysteresis), ``--reset-on-switch``.
+
 (The fleet run ``healthy_fleet.py --seed 80000`` gives its sixth variant, dp4-10s, the
 seeds 85000+: ``fleet_tasks([variant], scale, 85000)`` yields the same logs.)
 """
@@ -59,6 +62,28 @@ def _instrument() -> None:
         init(self, *a, **k)
         GEN.append(self)
     model.StepGen.__init__ = keep
+
+
+def _what_if(exit_ratio: float, reset: bool) -> None:
+    """Counterfactuals of the fixes described in BENCHMARKS.md, patched in this process only:
+    the imbalance regime left only below ``exit_ratio`` (hysteresis; 0: as shipped), and
+    every rank's slow-rank score zeroed when the regime switches (``reset``)."""
+    orig = steps.JobMonitor._replica_common
+
+    def regime(self: Any, d: Any, buf: Any, ok: Any, comparable: Any) -> Any:
+        common, imbalanced = orig(self, d, buf, ok, comparable)
+        if common is None:
+            return common, imbalanced
+        was = getattr(self, "_what_if_imb", None)
+        if exit_ratio > 0.0 and was:
+            imbalanced = self._replica_noise >= exit_ratio
+        if reset and was is not None and was != imbalanced and len(self._slow.score):
+            live = np.flatnonzero(~self._slow.alarmed)
+            self._slow.reset(live)
+            self._run_sum[live], self._run_n[live] = 0.0, 0
+        self._what_if_imb = imbalanced
+        return common, imbalanced
+    steps.JobMonitor._replica_common = regime
 
 
 def _rec_m(self: Any, r: Any, d: Any, mates: Any, imbalanced: bool, ts: Any) -> None:
@@ -114,11 +139,13 @@ def report(res: dict[str, Any], node: str, gpu: int) -> None:
           f"{int((imb[w:] != imb[w - 1:-1]).sum())} regime switches; ratio 5/50/95 % "
           f"{np.round(np.percentile(ratio[w:], [5, 50, 95]), 2).tolist()}, min "
           f"{ratio[w:].min():.2f} (threshold {mon.cfg.replica_noise_ratio})")
+    out = ~imb[w:]
     print(f"rank's own (imbalanced steps) mean {np.nanmean(own[w:][imb[w:]]):.4f}; its d "
-          f"(not imbalanced) mean {np.nanmean(d[w:][~imb[w:]]):.4f}")
+          f"(not imbalanced) mean {np.nanmean(d[w:][out]) if out.any() else math.nan:.4f}")
     hit = np.flatnonzero(score >= mon.cfg.slow_h)
     if not hit.size:
-        print("the rank's CUSUM never reached", mon.cfg.slow_h)
+        print(f"the rank's CUSUM never reached {mon.cfg.slow_h}: highest {np.nanmax(score):.2f}"
+              f" at {ts[int(np.nanargmax(score))]:.0f} s")
         return
     k = int(hit[0])
     start = k
@@ -154,7 +181,13 @@ def main() -> None:
     ap.add_argument("--fleet-seed", type=int, default=85000)
     ap.add_argument("--seed", type=int, default=85001)
     ap.add_argument("--gpu", default="node-003/1")
+    ap.add_argument("--exit-ratio", type=float, default=0.0,
+                    help="what-if: leave the imbalance regime only below this ratio")
+    ap.add_argument("--reset-on-switch", action="store_true",
+                    help="what-if: zero the slow-rank scores when the regime switches")
     a = ap.parse_args()
+    if a.exit_ratio > 0.0 or a.reset_on_switch:
+        _what_if(a.exit_ratio, a.reset_on_switch)
     _instrument()
     task = next(t for t in fleet_tasks([a.variant], a.scale, a.fleet_seed) if t[1] == a.seed)
     res = run_log(task)
