@@ -154,6 +154,25 @@ def test_a_power_cap_on_a_gpu_slow_from_the_start_explains_only_the_change() -> 
     assert "beyond its own baseline" in alerts[0].evidence["recommended_because"]
 
 
+def test_a_power_cap_whose_clock_loss_is_sustained_is_recommended_without_a_rank() -> None:
+    # No step telemetry to measure impact (a job sending neither compute_ms nor comm_ms, or
+    # none at all): a SW power cap still recommends once its clock loss is sustained past
+    # the stated limit (>= cap_clock_drop below baseline on a decayed count of cap_samples).
+    cfg = Engine().cfg
+    deep = cfg.cap_clock_drop + 0.02
+    alerts = feed(Engine(), capped_gpu(clock_drop=deep, cap_samples=30))
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
+    a = alerts[0]
+    assert a.evidence["recommended_because"].startswith(
+        "SW power cap with clock loss sustained past the limit")
+    assert a.onset_ts == T0 + 20.5
+    # 1 Hz samples, half-life 120 s: the decayed count first reaches 10 at the 11th sample.
+    assert a.detected_ts == T0 + 20.5 + 10
+    # As deep but shorter than the limit, or routine depth (6 %) however long: evidence only.
+    assert firing(feed(Engine(), capped_gpu(clock_drop=deep, cap_samples=9))) == []
+    assert firing(feed(Engine(), capped_gpu(clock_drop=0.06, cap_samples=40))) == []
+
+
 def test_a_never_routine_throttle_reason_is_recommended_on_its_own() -> None:
     for bits, cause in ((0x40, "thermal"), (0x80, "power"), (0x20, "thermal")):
         alerts = feed(Engine(), capped_gpu(throttle=bits, clock_drop=0.06, cap_samples=5))
@@ -358,3 +377,19 @@ def test_one_node_losing_its_links_with_no_topology_is_its_nics_isolations() -> 
     alerts = feed(Engine(), leaf_stream({"node-003"}, nics=2))
     assert sorted(firing(alerts)) == [
         (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
+
+
+# -- workload effects: a slower pipeline stage is the workload, not a fault ---------------
+
+
+def test_one_slower_stage_of_four_at_dp_2_pages_nobody() -> None:
+    # Two data-parallel peers are too few to compare, so a rank is compared with its whole
+    # pipeline stage -- never with another stage: one stage of four 25 % slower all along
+    # (issue 10's slow_stage workload) would otherwise stand 25 % above the median of all.
+    from tests.test_detect_peers import _job, _run
+    found, _ = _run(_job(120, tp=2, pp=4, dp=2, stage_factor={1: 1.25}))
+    assert found == []
+    # ... while a rank of that stage slowing down is still found against its stage.
+    found, _ = _run(_job(120, tp=2, pp=4, dp=2, stage_factor={1: 1.25}, slow={3: 1.12},
+                         slow_from=60))
+    assert [(f.signal, f.rank) for f in found] == [("slow_rank", 3)]
