@@ -46,6 +46,7 @@ def test_an_alert_carries_the_times_of_its_stages() -> None:
     assert arrived == 1002.0  # the third record's (the DBE) Kafka timestamp
     assert st is not None
     assert st["fetched"] == 1002.5 and st["findings_fetched"] == 1003.0
+    assert st["source"] == f"{ECC}:0" and st["offset"] == 2  # the DBE's partition and offset
     # Its findings message's Kafka timestamp (after a "seen" message or two).
     assert st["found"] is not None and 1002.75 <= st["found"] < 1002.8
     handed, fhanded, decided = st["handed"], st["findings_handed"], st["decided"]

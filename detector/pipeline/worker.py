@@ -67,8 +67,8 @@ class StageTrace:
     - ``findings_fetched`` / ``findings_handed``: the same for the findings message,
     - ``decided``: the correlator's clock released it and the alert was made;
 
-    and ``source``: the input's partition ("telemetry.ecc:3"); ``held_by``: the
-    sources whose clocks were behind the finding's tag just before the release
+    and ``source``: the input's partition ("telemetry.ecc:3"), ``offset`` its offset;
+    ``held_by``: the sources whose clocks were behind the finding's tag just before the release
     that decided it (the lowest first, at most :attr:`HOLDERS`; empty when time
     let it go: an idle, timed-out or empty source's grace), so a slow
     "correlator clock" stage names the partition it waited for.
@@ -115,9 +115,9 @@ class StageTrace:
         found, ffetched, fhanded, tag = self.findings.pop(cause, (None, None, None, None))
         held = [] if tag is None or not clocks else sorted(
             (wm, name) for name, wm in clocks.items() if wm < tag)[:self.HOLDERS]
-        return {"source": source, "fetched": fetched, "handed": handed, "found": found,
-                "findings_fetched": ffetched, "findings_handed": fhanded, "decided": decided,
-                "held_by": [name for _, name in held]}
+        return {"source": source, "offset": offset, "fetched": fetched, "handed": handed,
+                "found": found, "findings_fetched": ffetched, "findings_handed": fhanded,
+                "decided": decided, "held_by": [name for _, name in held]}
 
 
 def holding(part: CorrelatorPartition) -> dict[str, float]:
