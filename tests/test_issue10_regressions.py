@@ -52,6 +52,16 @@ def test_one_node_losing_its_links_on_a_slurm_topology_is_not_the_switch() -> No
         (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
 
 
+def test_fewer_than_half_the_nodes_of_a_slurm_leaf_losing_links_are_nic_faults() -> None:
+    # Node membership counts every node the leaf lists that we hear from, not only the
+    # troubled ones: 3 of leaf0's 8 nodes losing both links is three nodes' NICs.
+    alerts = feed(Engine(topology=SLURM),
+                  leaf_stream({"node-000", "node-001", "node-002"}, nics=2))
+    assert sorted(firing(alerts)) == [
+        (ISOLATION, "network", "nic", f"nic:node-00{n}/mlx5_{k}:1")
+        for n in range(3) for k in range(2)]
+
+
 # -- 2. routine power capping is evidence; impact or a never-routine reason recommends ----
 
 
@@ -422,3 +432,17 @@ def test_one_slower_stage_of_four_at_dp_2_pages_nobody() -> None:
     found, _ = _run(_job(120, tp=2, pp=4, dp=2, stage_factor={1: 1.25}, slow={3: 1.12},
                          slow_from=60))
     assert [(f.signal, f.rank) for f in found] == [("slow_rank", 3)]
+
+
+def test_with_no_topology_the_nodes_heard_from_are_those_whose_gpus_report() -> None:
+    # 3 of 16 nodes losing both links: with the 16 nodes' thermal telemetry heard, under half
+    # of them -- three nodes' NICs.  With NIC telemetry alone the correlator knows only the
+    # troubled nodes, and two or more of them at once are one escalation (README, NIC row).
+    down = {"node-000", "node-001", "node-002"}
+    temps = [thermal(T0 + t + 0.5, f"node-{n:03d}", 0) for t in range(40) for n in range(16)]
+    alerts = feed(Engine(), sorted(leaf_stream(down, nics=2) + temps, key=lambda e: e.ts))
+    assert sorted(firing(alerts)) == [
+        (ISOLATION, "network", "nic", f"nic:node-00{n}/mlx5_{k}:1")
+        for n in range(3) for k in range(2)]
+    alerts = feed(Engine(), leaf_stream(down, nics=2))
+    assert firing(alerts) == [(ESCALATION, "network", "unknown", "switch:unknown")]
