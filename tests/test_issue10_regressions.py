@@ -88,6 +88,35 @@ def test_a_power_cap_that_slows_the_rank_is_recommended_and_says_why() -> None:
     assert alerts[0].onset_ts == T0 + 20.5
 
 
+def test_a_power_isolation_resolves_once_the_cap_lifts_and_the_rank_keeps_pace() -> None:
+    # Capped 20-50 s with the rank 8 % slower, then neither: recommended, then resolved
+    # after the flap window of quiet -- quiet from when both the cap and the slow rank
+    # cleared, not before (a cap still counted would hold the alert open for ever).
+    cfg = Engine().cfg
+    steps = healthy_job(steps=120, slow={3: 1.08}, slow_from=20, slow_to=50)
+    events = sorted(list(steps) + capped_gpu(cap_samples=30, seconds=120), key=lambda e: e.ts)
+    alerts = feed(Engine(), events)
+    assert [(a.status, a.topic, a.cause) for a in alerts] == [
+        ("firing", ISOLATION, "power"), ("resolved", ISOLATION, "power")]
+    quiet = alerts[1].evidence["quiet_since_ts"]
+    assert T0 + 50 + cfg.slow_clear_steps <= quiet < T0 + 80
+    assert alerts[1].detected_ts == quiet + cfg.flap_window_s
+
+
+def test_a_cap_seen_after_the_slow_rank_was_escalated_recommends_on_its_impact() -> None:
+    # The rank slows 13 % at step 20 and, with nothing on its GPU, is escalated; at 30 s the
+    # GPU shows a SW power cap 12 % deep.  That cap (within 60 s of the slowdown, deep enough
+    # to explain it) is the cause: recommended at its 3rd sample on impact, not 8 s later on
+    # the sustained-loss rule.
+    steps = healthy_job(steps=80, slow={3: 1.13}, slow_from=20)
+    caps = capped_gpu(clock_drop=0.12, cap_from=30, cap_samples=50, seconds=80)
+    alerts = [a for a in feed(Engine(), sorted(list(steps) + caps, key=lambda e: e.ts))
+              if a.status == "firing"]
+    assert [(a.topic, a.cause) for a in alerts] == [(ESCALATION, "unknown"), (ISOLATION, "power")]
+    assert alerts[1].detected_ts == T0 + 32.5  # the cap's 3rd sample
+    assert alerts[1].evidence["recommended_because"].startswith("impact: rank 3 runs")
+
+
 def routinely_capped_gpu(extra_drop: float = 0.0, *, seconds: int = 120, gpu: int = 3) -> list:
     """An H100 at 1 Hz capped at TDP (0x4, clock 6 % down) over 10-40 s and again from 60 s,
     its rank at its peers' speed through the first episode; from 60 s the clock loses
