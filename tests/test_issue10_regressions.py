@@ -496,3 +496,13 @@ def test_with_no_topology_the_nodes_heard_from_are_those_whose_gpus_report() -> 
         for n in range(3) for k in range(2)]
     alerts = feed(Engine(), leaf_stream(down, nics=2))
     assert firing(alerts) == [(ESCALATION, "network", "unknown", "switch:unknown")]
+
+
+def test_the_no_topology_escalation_resolves_once_the_links_are_back() -> None:
+    cfg = Engine().cfg
+    down = {f"node-{n:03d}" for n in range(0, 16, 2)}
+    alerts = feed(Engine(), links_down(down, 20, 60, 100))
+    assert [(a.status, a.scope.key) for a in alerts] == [
+        ("firing", "switch:unknown"), ("resolved", "switch:unknown")]
+    quiet = alerts[1].evidence["quiet_since_ts"]
+    assert T0 + 60 <= quiet < T0 + 61 and alerts[1].detected_ts == quiet + cfg.flap_window_s
