@@ -126,7 +126,7 @@ class DetectorService:
             thresholds=self.thresholds, topology=topology, hold_back_s=settings.hold_back_s,
             idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
             wall_clock=wall, codec=self.codec,
-            trace=StageTrace() if settings.trace_stages else None)
+            trace=StageTrace() if settings.trace_stages else None, local_findings=True)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
@@ -286,7 +286,7 @@ class DetectorService:
 
     def _emit(self, out: WorkerOutput) -> None:
         """Produce what the pipeline made: findings, dead letters, alerts; count them."""
-        self._send(out.findings)
+        self._send(out.findings, out.local)
         for topic, d in out.dead:
             self._dead_letter(d, topic)
         self.counts["deadletters"] += len(out.dead)
@@ -316,15 +316,20 @@ class DetectorService:
         if high is not None and self.metrics is not None:
             self.metrics.lag(tp, max(0, high - offset - 1))
 
-    def _send(self, emits: list[Emit]) -> None:
+    def _send(self, emits: list[Emit], local: dict[int, bytes] | None = None) -> None:
+        """To the findings topic; ``local``: partition -> key prefix of the messages this
+        worker's correlator there took in memory (WorkerOutput.local)."""
         topic = self.findings_topic
         produce = self.out.produce
+        local = local or {}
         for e in emits:
             if e.partition is None:
                 for p in range(self.findings_partitions):
-                    produce(topic, e.value, e.key, p)
+                    tag = local.get(p)
+                    produce(topic, e.value, e.key if tag is None else tag + e.key, p)
             else:
-                produce(topic, e.value, e.key, e.partition)
+                tag = local.get(e.partition)
+                produce(topic, e.value, e.key if tag is None else tag + e.key, e.partition)
         self.counts["findings_messages"] += len(emits)
 
     def _dead_letter(self, d: DeadLetter, real_topic: str) -> None:
