@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TARGET = ROOT / "detector" / "calibration_table.py"
-BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0001)
+from replay.evaluation.reliability import format_summary, summary  # noqa: E402
 
 Family = tuple[str, str, str]
 Key = tuple[str, str, str, str]  # family + "condition=value" ("" for the family alone)
@@ -70,27 +70,19 @@ CONDITIONS = ("topology", "interval")
 
 def problems_of_log(path: str) -> list[dict]:
     """Every firing problem of one replayed log: family, raw and given confidence, real?"""
+    from replay.evaluation.reliability import problem_rows
     from replay.log import log_topology
     from replay.runner import replay_log
     res = replay_log(path, topology=log_topology(path))
     card = res.scorecard()
-    false = {(a.topic, a.dedup_key) for a in card.false_positives}
-    first: dict[tuple[str, str], Any] = {}
-    for a in res.fired():
-        if a.status == "firing":
-            first.setdefault((a.topic, a.dedup_key), a)
+    rows = problem_rows(res.fired(), card.false_positives, Path(path).name)
     physical = _physical_topology(Path(path))
-    out = []
-    for key, a in first.items():
-        if key in false and _located(a, res.labels, physical):
-            false.discard(key)
-        raw = a.raw.get("evidence", {}).get("raw_confidence", a.confidence)
-        out.append({"log": Path(path).name, "family": [a.topic.rsplit(".", 1)[-1], a.kind,
-                                                       a.cause],
-                    "raw": float(raw), "confidence": float(a.confidence),
-                    "conditions": dict(a.raw.get("evidence", {}).get("conditions") or {}),
-                    "real": key not in false})
-    return out
+    located = {(a.topic.rsplit(".", 1)[-1], a.dedup_key) for a in card.false_positives
+               if _located(a, res.labels, physical)}
+    for r in rows:
+        if (r["family"][0], r["dedup_key"]) in located:
+            r["real"] = True
+    return rows
 
 
 def _physical_topology(path: Path) -> Any:
@@ -230,49 +222,10 @@ def with_table(rows: list[dict], table: dict[Key, tuple]) -> list[dict]:
                                                  r.get("conditions"), tab), 3)} for r in rows]
 
 
-def scores(rows: list[dict]) -> tuple[float, float]:
-    """(Brier score, expected calibration error over BINS) of the rows' confidences."""
-    n = len(rows)
-    if not n:
-        return float("nan"), float("nan")
-    ece = 0.0
-    for lo, hi in zip(BINS, BINS[1:], strict=False):
-        rs = [r for r in rows if lo <= r["confidence"] < hi]
-        if rs:
-            ece += len(rs) / n * abs(sum(r["confidence"] for r in rs) / len(rs)
-                                     - sum(r["real"] for r in rs) / len(rs))
-    return sum((r["confidence"] - r["real"]) ** 2 for r in rows) / n, ece
-
-
 def reliability(rows: list[dict], title: str = "") -> None:
     """Predicted confidence against observed precision: bins, then family x condition."""
-    n = len(rows)
-    if not n:
-        print("no firing problems")
-        return
     print(f"\n== {title} ==")
-    print(f"{'confidence bin':<16} {'problems':>8} {'predicted':>9} {'observed':>9}")
-    for lo, hi in zip(BINS, BINS[1:], strict=False):
-        rs = [r for r in rows if lo <= r["confidence"] < hi]
-        if rs:
-            print(f"[{lo:.2f}, {min(hi, 1.0):.2f}){'':<4} {len(rs):>8} "
-                  f"{sum(r['confidence'] for r in rs) / len(rs):>9.3f} "
-                  f"{sum(r['real'] for r in rs) / len(rs):>9.3f}")
-    brier, ece = scores(rows)
-    print(f"all {n} problems: predicted {sum(r['confidence'] for r in rows) / n:.3f}, "
-          f"observed precision {sum(r['real'] for r in rows) / n:.3f}; Brier {brier:.4f}, "
-          f"expected calibration error {ece:.3f}")
-    print(f"\n{'family':<34} {'topology':<8} {'interval':<8} {'problems':>8} {'false':>6} "
-          f"{'predicted':>9} {'observed':>9}")
-    by: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-    for r in rows:
-        c = r.get("conditions", {})
-        by["/".join(r["family"]), c.get("topology", "?"), c.get("interval", "?")].append(r)
-    for (fam, topo, iv) in sorted(by):
-        rs = by[fam, topo, iv]
-        print(f"{fam:<34} {topo:<8} {iv:<8} {len(rs):>8} {sum(not r['real'] for r in rs):>6} "
-              f"{sum(r['confidence'] for r in rs) / len(rs):>9.3f} "
-              f"{sum(r['real'] for r in rs) / len(rs):>9.3f}")
+    print("\n".join(format_summary(summary(rows, CONDITIONS), CONDITIONS)))
 
 
 def main() -> int:

@@ -13,8 +13,8 @@ in each regime, and the steps of the run that alarmed.
     nice -n 10 python bench/fleet_escalation_trace.py --variant dp4-10s --scale 1.25 \
         --fleet-seed 85000 --seed 85001 --gpu node-003/1
 
-What-ifs of the fixes BENCHMARKS.md describes (this process only): ``--exit-ratio 2``
-(hysteresis), ``--reset-on-switch``.
+What-ifs (this process only): ``--exit-ratio 3`` (no hysteresis: the regime as it was
+before ``replica_noise_exit`` landed), ``--reset-on-switch``.
 
 (The fleet run ``healthy_fleet.py --seed 80000`` gives its sixth variant, dp4-10s, the
 seeds 85000+: ``fleet_tasks([variant], scale, 85000)`` yields the same logs.)
@@ -23,6 +23,7 @@ seeds 85000+: ``fleet_tasks([variant], scale, 85000)`` yields the same logs.)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import math
 import textwrap
@@ -65,23 +66,23 @@ def _instrument() -> None:
 
 
 def _what_if(exit_ratio: float, reset: bool) -> None:
-    """Counterfactuals of the fixes described in BENCHMARKS.md, patched in this process only:
-    the imbalance regime left only below ``exit_ratio`` (hysteresis; 0: as shipped), and
-    every rank's slow-rank score zeroed when the regime switches (``reset``)."""
+    """Counterfactuals, patched in this process only: the imbalance regime left only below
+    ``exit_ratio`` (``replica_noise_exit``; 0: as shipped, 3: no hysteresis, as before
+    it landed), and every rank's slow-rank score zeroed when the regime switches
+    (``reset``)."""
     orig = steps.JobMonitor._replica_common
 
     def regime(self: Any, d: Any, buf: Any, ok: Any, comparable: Any) -> Any:
+        if exit_ratio > 0.0 and self.cfg.replica_noise_exit != exit_ratio:
+            self.cfg = dataclasses.replace(self.cfg, replica_noise_exit=exit_ratio)
+        was = self._imbalanced
         common, imbalanced = orig(self, d, buf, ok, comparable)
         if common is None:
             return common, imbalanced
-        was = getattr(self, "_what_if_imb", None)
-        if exit_ratio > 0.0 and was:
-            imbalanced = self._replica_noise >= exit_ratio
-        if reset and was is not None and was != imbalanced and len(self._slow.score):
+        if reset and was != imbalanced and len(self._slow.score):
             live = np.flatnonzero(~self._slow.alarmed)
             self._slow.reset(live)
             self._run_sum[live], self._run_n[live] = 0.0, 0
-        self._what_if_imb = imbalanced
         return common, imbalanced
     steps.JobMonitor._replica_common = regime
 
@@ -182,7 +183,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=85001)
     ap.add_argument("--gpu", default="node-003/1")
     ap.add_argument("--exit-ratio", type=float, default=0.0,
-                    help="what-if: leave the imbalance regime only below this ratio")
+                    help="what-if: leave the imbalance regime only below this ratio (3: no hysteresis)")
     ap.add_argument("--reset-on-switch", action="store_true",
                     help="what-if: zero the slow-rank scores when the regime switches")
     a = ap.parse_args()

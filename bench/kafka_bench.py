@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -101,6 +102,10 @@ class Broker:
         self.lean = lean
         self._broker: Any = None
         self.pid: int | None = None
+        # A broker of our own logs its JVM's safepoint pauses (collections and the rest,
+        # every thread stopped) here, with wall times: bench/kafka_throughput.py --stages
+        # lines them up with slow alerts.
+        self.gc_log: Path | None = None
 
     def describe(self) -> str:
         if self._broker is None:
@@ -122,13 +127,27 @@ class Broker:
             self._broker = (mod.KafkaBroker(jvm_flags=mod.LEAN_JVM_FLAGS,
                                             properties=mod.LEAN_PROPERTIES)
                             if self.lean else mod.KafkaBroker())
-            self.bootstrap = self._broker.start()
+            fd, name = tempfile.mkstemp(prefix="faultline-bench-safepoints-", suffix=".log")
+            os.close(fd)
+            self.gc_log = Path(name)
+            opts = os.environ.get("FAULTLINE_KAFKA_JAVA_OPTS")
+            os.environ["FAULTLINE_KAFKA_JAVA_OPTS"] = (
+                f"{opts or ''} -Xlog:safepoint,gc:file={name}:time,uptime").strip()
+            try:
+                self.bootstrap = self._broker.start()
+            finally:
+                if opts is None:
+                    del os.environ["FAULTLINE_KAFKA_JAVA_OPTS"]
+                else:
+                    os.environ["FAULTLINE_KAFKA_JAVA_OPTS"] = opts
             self.pid = self._broker.pid
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._broker is not None:
             self._broker.stop()
+        if self.gc_log is not None:
+            self.gc_log.unlink(missing_ok=True)
 
     def cpu_s(self) -> float:
         return proc_cpu_s(self.pid) if self.pid else float("nan")
@@ -255,7 +274,7 @@ def create_topics(bootstrap: str, names: list[str], partitions: int,
 
 
 def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None,
-            tick_s: float = 0.002, acked: list[float] | None = None,
+            tick_s: float = 0.002, acked: list[Any] | None = None,
             sample_every: int = 50) -> float:
     """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds.
 
@@ -264,10 +283,11 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
     apart at 40,000 events/s) cost the producer a third of its CPU.  A message's Kafka
     timestamp is still taken when it is produced, so latencies are unaffected.
 
-    ``acked``: paced, every ``sample_every``-th message's seconds from its produce() call
-    (its CreateTime) to its delivery report, as this loop's poll sees it (a tick late at
-    most): the feed's own share of an input's way to the worker (linger, send, the
-    broker's append and ack), apart from the broker-to-worker fetch."""
+    ``acked``: paced, every ``sample_every``-th message's (produce() time (its CreateTime),
+    seconds to its delivery report as this loop's poll sees it, the same as librdkafka
+    measured it when the ack came, topic, partition, offset): the feed's own share of an
+    input's way to the worker (linger, send, the broker's append and ack), apart from the
+    broker-to-worker fetch."""
     topics = {t: prefix + t for t in TELEMETRY_TOPICS}
     start = time.time()
     if speed is None:
@@ -309,9 +329,14 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
     return time.time() - start
 
 
-def _acked(out: list[float], produced: float, err: Any, msg: Any) -> None:
+def _acked(out: list[Any], produced: float, err: Any, msg: Any) -> None:
     if err is None:
-        out.append(time.time() - produced)
+        # (CreateTime-ish, seconds to this poll, librdkafka's own produce() -> ack latency
+        # taken when the ack came -- not delayed by this process's poll --, topic, partition,
+        # offset)
+        lat = msg.latency()
+        out.append((produced, time.time() - produced, lat if lat is not None else -1.0,
+                    msg.topic(), msg.partition(), msg.offset()))
 
 
 def read_topic(bootstrap: str, topic: str) -> list[Any]:

@@ -31,6 +31,7 @@ one core would do with the machine to itself.  Then:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -157,10 +158,126 @@ def stage_times(arrived: float, alert: float, header: bytes | None) -> dict[str,
     return {name: t[b] - t[a] for name, a, b in STAGES}
 
 
+SLOW_S = 0.25  # the target: alerts slower than this are explained one by one (--stages)
+
+
+def read_trace(path: Path) -> tuple[list[list[Any]], dict[tuple[str, int], list[list[Any]]]]:
+    """The worker's trace file (detector.service.app.TRACE_FILE): its hand-overs, and its
+    fetch responses by partition as [sent, done, fetch offset, high watermark, came]."""
+    batches: list[list[Any]] = []
+    fetches: dict[tuple[str, int], list[list[Any]]] = {}
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return batches, fetches
+    for line in lines:
+        x = orjson.loads(line)
+        if "batch" in x:
+            batches.append(x["batch"])
+        else:
+            sent, done, parts = x["fetch"]
+            for topic, partition, offset, high, came in parts:
+                fetches.setdefault((topic, partition), []).append(
+                    [sent, done, offset, high, came])
+    batches.sort()
+    for v in fetches.values():
+        v.sort()
+    return batches, fetches
+
+
+def broker_pauses(path: Path | None) -> list[tuple[float, float]]:
+    """(start, seconds) of every safepoint pause in the broker JVM's log (-Xlog:safepoint
+    with the time decorator): garbage collection and the rest, stopping every thread."""
+    import datetime as dt
+    import re
+
+    if path is None:
+        return []
+    out = []
+    pat = re.compile(r"^\[([^\]]+)\].*Safepoint .*Total: (\d+) ns")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        m = pat.match(line)
+        if m:
+            end = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+            secs = int(m.group(2)) / 1e9
+            out.append((end - secs, secs))
+    return out
+
+
+def explain(arrived: float, alert: float, trace: dict[str, Any], prefix: str,
+            fetches: dict[tuple[str, int], list[list[Any]]], batches: list[list[Any]],
+            acked: list[Any], pauses: list[tuple[float, float]]) -> dict[str, Any]:
+    """Where one slow alert's time went, split by who held it (seconds):
+
+    (a) ``feed``: its input not yet in Kafka -- from its CreateTime to its append, taken
+        as the librdkafka ack time of the feed's nearest sampled message (produced within
+        a few ms, so in the same produce request or the next), bounded below by the last
+        fetch response that still saw the partition end at or before the input's offset
+        and above by the fetch that brought it;
+    (b) the worker: ``fetch`` (appended, not yet fetched: ``asked_gap`` of it no request
+        for its partition was out; a partition is asked for again only when its fetched
+        records are all handed over), ``hand_over`` (fetched, waiting in the consumer's
+        buffer for the batches before it), ``stage1``, ``findings`` (the findings
+        message's fetch and hand-over);
+    (c) ``clock``: the correlator clock, ``held_by`` the sources it waited for;
+    (d) ``produce``: the alert's produce to its append.
+
+    ``cpu_wait``: the worker's threads' time runnable without a CPU in the alert's span,
+    ``max_batch`` the longest hand-over then (wall, records), ``broker_paused`` the
+    broker JVM's safepoint pauses then."""
+    st = stage_times(arrived, alert, json.dumps(trace).encode()) or {}
+    src = trace.get("source") or ""
+    off = trace.get("offset")
+    topic, _, part = src.rpartition(":")
+    resp = fetches.get((prefix + topic, int(part)), []) if part.isdigit() else []
+    fetched = trace.get("fetched") or arrived
+    bring = None
+    last_miss = None
+    if off is not None:
+        for x in resp:
+            if x[4] and x[2] <= off < x[3]:
+                bring = x
+                break
+            if x[2] <= off and x[3] <= off:
+                last_miss = x
+    # the feed's sampled acks produced nearest in time (any partition: one broker, one
+    # produce connection, so they share the produce requests)
+    near = sorted(acked, key=lambda a: abs(a[0] - arrived))[:3] if acked else []
+    ack_at = (arrived + min(a[2] if a[2] >= 0 else a[1] for a in near)
+              if near and abs(near[0][0] - arrived) < 0.02 else None)
+    lo = last_miss[0] if last_miss else arrived
+    hi = fetched
+    appended = min(max(ack_at if ack_at is not None else lo, lo), hi)
+    feed = max(0.0, appended - arrived)
+    asked_gap = (bring[0] - max(appended, last_miss[1] if last_miss else arrived)
+                 if bring else float("nan"))
+    before = [b for b in batches if b[1] <= arrived]
+    after = [b for b in batches if b[1] >= alert]
+    span = [b for b in batches if b[1] > arrived and b[0] < alert]
+    cpu_wait = (after[0][7] - before[-1][7]) if before and after else float("nan")
+    longest = max(span, key=lambda b: b[1] - b[0], default=None)
+    paused = sum(d for t, d in pauses if arrived <= t + d and t <= alert)
+    return {"total": alert - arrived, "source": src, "offset": off,
+            "feed": feed, "fetch": max(0.0, st.get("input fetch", 0.0) - feed),
+            "asked_gap": asked_gap, "ack_known": ack_at is not None,
+            "hand_over": st.get("input hand-over", 0.0),
+            "stage1": st.get("stage 1 (batch, produce)", 0.0),
+            "findings": st.get("findings fetch", 0.0) + st.get("findings hand-over", 0.0),
+            "clock": st.get("correlator clock", 0.0), "held_by": trace.get("held_by"),
+            "produce": st.get("alert produce", 0.0), "cpu_wait": cpu_wait,
+            "span": alert - arrived,
+            "max_batch": None if longest is None else (longest[1] - longest[0], longest[3]),
+            "batches": len(span), "broker_paused": paused}
+
+
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
                 stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
-                broker_nice: int | None = None) -> dict[str, Any]:
+                broker_nice: int | None = None, keep: Path | None = None) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
@@ -232,6 +349,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         # (latency, seconds from the start of the feed to its input, status, kind, cause, level)
         which: list[tuple[Any, ...]] = []
         n_alerts = 0
+        slow_in: list[tuple[float, float, dict[str, Any]]] = []
         for name in ("alerts.isolation", "alerts.escalation"):
             for m in read_topic(broker.bootstrap, f"{prefix}{run}.{name}"):  # type: ignore[arg-type]
                 n_alerts += 1
@@ -241,6 +359,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                     alerts.append(m.timestamp()[1] / 1000.0 - float(arrived))
                     st = stage_times(float(arrived), m.timestamp()[1] / 1000.0,
                                      headers.get(STAGES_HEADER))
+                    if st is not None and alerts[-1] > SLOW_S:
+                        slow_in.append((float(arrived), m.timestamp()[1] / 1000.0,
+                                        json.loads(headers[STAGES_HEADER])))
                     if st is not None:
                         traced.append((float(arrived) - t0, st))
                         trace = json.loads(headers[STAGES_HEADER])
@@ -250,6 +371,18 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                     which.append((alerts[-1], float(arrived) - t0, v.get("status"),
                                   v.get("kind"), v.get("cause"),
                                   (v.get("scope") or {}).get("level")))
+        if keep is not None and stages:
+            import shutil
+
+            keep.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                shutil.copy(w.workdir / "trace.jsonl", keep / f"{prefix}trace.jsonl")
+        slow = []
+        if slow_in:
+            batches, fetches = read_trace(w.workdir / "trace.jsonl")
+            pauses = broker_pauses(broker.gc_log)
+            slow = [{**explain(a, b, tr, prefix, fetches, batches, acked, pauses),
+                     "at": a - t0} for a, b, tr in slow_in]
         findings = []
         for m in read_topic(broker.bootstrap, f"{prefix}{run}.faultline.findings"):  # type: ignore[arg-type]
             v = orjson.loads(m.value())
@@ -263,9 +396,10 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
                 "t0": t0,  # epoch seconds the feed started ("which" and "stages" count from it)
+                "prefix": prefix,
                 "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced, "held": held,
-                "acked": acked,
+                "acked": acked, "slow": slow,
                 "findings": findings}
     finally:
         for pid, before in reniced:
@@ -484,12 +618,53 @@ def stage_report(lat: dict[str, Any]) -> None:
                 f"{name} {1e3 * st[name]:.0f}" for name, _, _ in STAGES) + ")"
             for t, st in slowest))
     held_report(lat, label)
-    acked = [1e3 * x for x in lat.get("acked") or ()]
+    acked = [1e3 * (x[2] if isinstance(x, list | tuple) and x[2] >= 0 else
+                    x[1] if isinstance(x, list | tuple) else x) for x in lat.get("acked") or ()]
     if acked:
         print(f"\nThe feed's own part of input fetch, {label}: produce() to its delivery report "
               f"(linger, send, the broker's append and ack; every 50th message, {len(acked):,}): "
               f"p50 {percentile(acked, 50):.0f}, p90 {percentile(acked, 90):.0f}, "
               f"p99 {percentile(acked, 99):.0f}, max {max(acked):.0f} ms")
+    slow_report(lat, label)
+
+
+CLASSES = (("a", "input late into Kafka (feed, broker)", ("feed",)),
+           ("b", "the worker: fetch, hand-over, stage 1, findings", ("fetch", "hand_over",
+                                                                    "stage1", "findings")),
+           ("c", "the correlator clock", ("clock",)),
+           ("d", "alert produce", ("produce",)))
+
+
+def classify(x: dict[str, Any]) -> str:
+    """The class (a-d) that holds most of a slow alert's time."""
+    return max(CLASSES, key=lambda c: sum(x[k] for k in c[2]))[0]
+
+
+def slow_report(lat: dict[str, Any], label: str) -> None:
+    """Every alert over SLOW_S, split by who held it (see explain)."""
+    slow = sorted(lat.get("slow") or (), key=lambda x: (x["run"], x["at"]))
+    if not slow:
+        return
+    by: dict[str, int] = {}
+    for x in slow:
+        by[classify(x)] = by.get(classify(x), 0) + 1
+    print(f"\nAlerts over {1e3 * SLOW_S:.0f} ms, {label} ({len(slow)}; by class: "
+          + ", ".join(f"({c}) {name} {by.get(c, 0)}" for c, name, _ in CLASSES) + "), ms:\n")
+    print("| run | input at | total | class | (a) feed | (b) fetch (not asked) | hand-over | "
+          "stage 1 | findings | (c) clock (held by) | (d) produce | worker CPU wait in span | "
+          "longest hand-over (records) / hand-overs | broker paused | input |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for x in slow:
+        mb = x["max_batch"]
+        held = ", ".join(x["held_by"] or ()) or "-"
+        print(f"| {x['run']} | +{x['at']:.1f} s | {1e3 * x['total']:.0f} | {classify(x)} | "
+              f"{1e3 * x['feed']:.0f}{'' if x['ack_known'] else '?'} | "
+              f"{1e3 * x['fetch']:.0f} ({1e3 * x['asked_gap']:.0f}) | "
+              f"{1e3 * x['hand_over']:.0f} | {1e3 * x['stage1']:.0f} | "
+              f"{1e3 * x['findings']:.0f} | {1e3 * x['clock']:.0f} ({held}) | "
+              f"{1e3 * x['produce']:.0f} | {1e3 * x['cpu_wait']:.0f} of {1e3 * x['span']:.0f} | "
+              + (f"{1e3 * mb[0]:.0f} ({mb[1]:,}) / {x['batches']}" if mb else "-") + " | "
+              f"{1e3 * x['broker_paused']:.0f} | {x['source']}@{x['offset']} |")
 
 
 def main() -> int:
@@ -526,6 +701,9 @@ def main() -> int:
     ap.add_argument("--broker-nice", type=int, default=None, help="the broker's nice value "
                     "during the latency runs (default: --harness-nice; the broker is on the "
                     "way of every record, the paced producer is not)")
+    ap.add_argument("--keep-traces", default=None, help="with --stages: copy each latency "
+                    "run's worker trace (hand-overs, fetch responses) into this folder as "
+                    "PREFIX.trace.jsonl (PREFIX: the run's topic prefix, in --json's runs)")
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
@@ -619,7 +797,9 @@ def main() -> int:
                                                           stages=args.stages,
                                                           linger_ms=args.feed_linger_ms,
                                                           nice=nv, broker_nice=None if not nv
-                                                          else args.broker_nice))
+                                                          else args.broker_nice,
+                                                          keep=Path(args.keep_traces)
+                                                          if args.keep_traces else None))
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")
@@ -654,6 +834,7 @@ def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label:
             "stages": [x for r in runs for x in r.get("stages", ())],
             "held": [x for r in runs for x in r.get("held", ())],
             "acked": [x for r in runs for x in r.get("acked", ())],
+            "slow": [{**x, "run": k} for k, r in enumerate(runs, 1) for x in r.get("slow", ())],
             "findings": [x for r in runs for x in r["findings"]],
             "runs": runs}
 

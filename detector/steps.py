@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
+from msgspec.structs import astuple
 
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
@@ -84,17 +84,21 @@ def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return y - group_median_scale(y, groups)[0]
 
 
-# The fields a step is decided on, read by name from each message at C speed.
-_COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
-                      "param_checksum", "node", "gpu", "step_ms", "comm_ms")
+# The fields a step is decided on, by name: where each sits in a message's fields (its
+# ``astuple``, which copies them all at C speed -- a third of the cost of an attrgetter of
+# the twelve names, 2026-12-02 BENCHMARKS.md "Speed, round 5").
+_FIELD = {name: i for i, name in enumerate(StepSample.__struct_fields__)}
+_TS, _RANK, _COMPUTE, _TP, _PP, _DP, _GRAD, _CHECKSUM, _NODE, _GPU, _STEP_MS, _COMM = (
+    _FIELD[name] for name in ("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank",
+                              "grad_norm", "param_checksum", "node", "gpu", "step_ms", "comm_ms"))
 
 
 class _StepBuffer:
     """The messages of one step received so far (:meth:`JobMonitor.add` adds them).
 
     Messages are kept as they came (one append per message, the hot path) and turned
-    into columns once, when the step is decided: ``zip(*events)`` transposes them at C
-    speed.
+    into columns once, when the step is decided: ``zip(*map(astuple, events))``
+    transposes them at C speed.
     """
 
     __slots__ = ("events", "seen", "first_ts", "last_ts", "ranks", "ts", "compute", "tp", "pp",
@@ -110,9 +114,11 @@ class _StepBuffer:
 
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
-        (self.ts, self.ranks, self.compute, self.tp, self.pp, self.dp, self.grad, self.checksum,
-         nodes, gpus, self.step_ms, self.comm) = zip(*map(_COLUMNS, self.events), strict=True)
-        self.hw = tuple(zip(nodes, gpus, strict=True))
+        c = tuple(zip(*map(astuple, self.events), strict=True))
+        self.ts, self.ranks, self.compute, self.grad = c[_TS], c[_RANK], c[_COMPUTE], c[_GRAD]
+        self.tp, self.pp, self.dp, self.checksum = c[_TP], c[_PP], c[_DP], c[_CHECKSUM]
+        self.step_ms, self.comm = c[_STEP_MS], c[_COMM]
+        self.hw = tuple(zip(c[_NODE], c[_GPU], strict=True))
 
     def dp_array(self) -> np.ndarray:
         """:func:`_dp_array` of this step's replicas, made once (two checks use it)."""
@@ -127,6 +133,7 @@ class JobMonitor:
     """All step-derived state of one training job."""
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
+    _imbalanced = False   # (likewise)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -156,6 +163,7 @@ class JobMonitor:
         self._sigma = 0.0
         self._zscale = 1.0
         self._replica_noise = 0.0              # replica-wide / within-replica spread, smoothed
+        self._imbalanced = False               # in the batch-imbalance regime (hysteresis)
         self._rep_sigma = 0.0                  # spread of the replicas' medians, smoothed
         self._slot: dict[int, int] = {}               # rank -> its slot in the arrays below
         self._rank_of: list[int] = []                 # slot -> rank
@@ -712,10 +720,19 @@ class JobMonitor:
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
         self._replica_noise = _smoothed(self._replica_noise, ratio, cfg.slow_sigma_alpha)
+        # Entered above replica_noise_ratio, left only below replica_noise_exit: a workload
+        # whose smoothed ratio sits just over the threshold (DP 4 with per-GPU speed offsets:
+        # 3.07-4.40, minimum 2.31 after warm-up) flapped out of the regime on 137 of 3,961
+        # steps, and on those a replica's batch became a rank's evidence and its bias was
+        # learned at half size against its DP peers: a healthy GPU 4.5 % over its replica
+        # mates paged at 8,373 s (healthy fleet dp4-10s seed 85001, BENCHMARKS.md "Final
+        # fleet's one escalation").
+        limit = cfg.replica_noise_exit if self._imbalanced else cfg.replica_noise_ratio
+        self._imbalanced = self._replica_noise >= limit
         common = np.zeros(len(d))
         idx = np.flatnonzero(known)[multi]
         common[idx] = rep
-        return common, self._replica_noise >= cfg.replica_noise_ratio
+        return common, self._imbalanced
 
     def _one_node_replicas(self, buf: _StepBuffer, r: np.ndarray) -> np.ndarray:
         """Per rank of slots ``r`` (this step's): whether every rank of its replica this

@@ -36,6 +36,7 @@ class Thresholds:
     replica_noise_ratio: float = 3.0    # replicas' medians spread this times more than ranks
     #                                     around them (per-step batch imbalance): a rank is
     #                                     also scored against its replica (0: never)
+    replica_noise_exit: float = 2.0     # and the regime is left only below this (hysteresis)
     start_offset_max: float = 0.15      # a rank's offset from the job's start, up to this, is
     #                                     learned as its normal (reported, never paged)
     warmup_steps: int = 10              # steps after a (re)start used mostly for learning;

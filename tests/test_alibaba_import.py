@@ -2,7 +2,7 @@
 
 The excerpt is an unchanged slice of ``job_1_norm.csv`` (clusterdata,
 cluster-trace-gpu-v2020, CC BY 4.0): worker 6 becomes a straggler at iteration
-~1811; workers 0-2 run ~8 % slower than the rest throughout.
+~1811; workers 0-2 run a few percent slower than the rest.
 """
 
 from __future__ import annotations
@@ -43,15 +43,17 @@ def test_bad_rows_are_counted_with_their_line_and_the_rest_imported(tmp_path: Pa
     assert main(["import", "alibaba", str(bad), "--out", str(tmp_path / "x.jsonl")]) == 3
 
 
-def test_worker_6_is_caught_and_the_slower_workers_page_once_each(tmp_path: Path) -> None:
+def test_worker_6_is_caught_and_nobody_else_is_paged(tmp_path: Path) -> None:
     out = tmp_path / "job1.jsonl"
     assert main(["import", "alibaba", str(EXCERPT), "--out", str(out)]) == 0
     res = replay_log(out)
     firing = [a for a in res.alerts if a.status == "firing"]
-    # Workers 0-2 fire, go quiet and come back within minutes: one incident each, not a
-    # page every time they cross the line (was: worker 1 paged at iterations 1204 and 2174).
+    # Alibaba's notes name one straggler.  Workers 0-2, ~8 % slower from the excerpt's start,
+    # once fired, went quiet and fired again (the issue's flapping); they are now learned as
+    # start offsets and not paged at all, so this data no longer exercises the flap window:
+    # test_issue10_regressions.py::test_a_slow_rank_that_returns_within_the_flap_window_...
+    # pins that rule.
+    assert {a.scope.node.rsplit("-", 1)[-1] for a in firing} == {"w6"}
     assert all(n == 1 for n in Counter(a.dedup_key for a in firing).values())
     t0 = min(r.value["ts"] for r in read_records(out)) - 701  # ts of iteration 0
-    w6 = [a for a in firing if a.scope.node.endswith("-w6")]
-    assert len(w6) == 1
-    assert 1811 <= w6[0].detected_ts - t0 <= 1811 + 40  # >= 1.3x its peers from 1811
+    assert 1811 <= firing[0].detected_ts - t0 <= 1811 + 40  # >= 1.3x its peers from 1811

@@ -98,3 +98,29 @@ def test_the_fed_grace_counts_from_the_report_not_from_the_wall_clock() -> None:
     feed.clocks(3.0, ("telemetry.step:1", T + 4.0, False), ("telemetry.ecc:0", T + 1.5, False),
                 ("telemetry.ecc:1", T + 2.0, False))
     assert part.clock(3.0) is None
+
+
+def test_a_replayed_message_older_than_the_state_never_makes_a_source_idle() -> None:
+    """A correlator restored from a snapshot its predecessor took while it held findings
+    in memory (local_findings) reads that predecessor's messages again, some older than
+    its state: "ecc:1 idle at T+1" must not let the clock past ecc:1's T+2 data.  The
+    same message from a producer (not taken in memory by anyone) is read as before."""
+    def msg(idle: bool) -> bytes:
+        return orjson.dumps({"type": "watermarks", "clocks": [
+            ["telemetry.step:0", T + 9.0, False], ["telemetry.step:1", T + 9.0, False],
+            ["telemetry.ecc:0", T + 9.0, False], ["telemetry.ecc:1", T + 1.0, idle]]})
+
+    def restored() -> CorrelatorPartition:
+        part = corr()
+        part.on_message(0, orjson.dumps({"type": "watermarks", "clocks": [
+            [s, T + 2.0, False] for s in SOURCES]}), 1.0)
+        return part
+
+    part = restored()
+    part.on_message(1, msg(True), 2.0, key=b"\0predecessor|watermark")
+    assert part.clock(2.0) == T + 2.0  # ecc:1 still holds at its T+2
+    part.on_message(2, msg(False), 2.1, key=b"\0predecessor|watermark")
+    assert part.clock(2.1) == T + 2.0
+    plain = restored()
+    plain.on_message(1, msg(True), 2.0, key=b"watermark")
+    assert plain.clock(2.0) == T + 9.0  # as a fresh report: ecc:1 idle

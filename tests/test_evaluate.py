@@ -218,6 +218,34 @@ def test_evaluate_cli_prints_one_table(corpus: Path, tmp_path: Path,
     fl = data["detectors"]["faultline"]
     assert fl["total"]["faults"] == 2 and fl["healthy"]["gpu_days"] > 0
     assert {f["sim_kind"] for f in fl["faults"]} == {"hbm_dbe", "sdc_checksum"}
+    # reliability: every problem the scorer counted, once, and its precision
+    rel = fl["reliability"]
+    assert "confidence against observed precision" in text and "expected calibration" in text
+    assert rel["problems"] == fl["total"]["problems"] > 0
+    assert rel["observed"] == round(fl["total"]["precision"], 4)
+    assert sum(f["problems"] for f in rel["families"]) == rel["problems"]
+    assert sum(f["false"] for f in rel["families"]) == fl["total"]["false_positives"]
+
+
+def test_reliability_rows_are_first_firings_and_real_by_the_scoring_rule() -> None:
+    from replay.evaluation.reliability import problem_rows, summary
+    lab = Label("f1", "hardware", "gpu_memory", Scope.of_gpu("n1", 0), T0, T0 + 10, True)
+
+    def alert(key: str, node: str, status: str, conf: float) -> FiredAlert:
+        return FiredAlert.from_record(ISOLATION, {
+            "dedup_key": key, "status": status, "kind": "hardware", "cause": "gpu_memory",
+            "scope": {"level": "gpu", "node": node, "gpu": 0}, "onset_ts": T0 + 1,
+            "detected_ts": T0 + 1, "confidence": conf,
+            "evidence": {"raw_confidence": 0.5, "conditions": {"topology": "full"}}})
+    alerts = [alert("a", "n1", "firing", 0.9), alert("a", "n1", "firing", 0.2),
+              alert("a", "n1", "resolved", 0.1), alert("b", "n2", "firing", 0.8)]
+    card = score([lab], alerts)
+    rows = problem_rows(alerts, card.false_positives, "log")
+    assert [(r["dedup_key"], r["confidence"], r["raw"], r["real"]) for r in rows] == [
+        ("a", 0.9, 0.5, True), ("b", 0.8, 0.5, False)]
+    s = summary(rows, ("topology",))
+    assert (s["problems"], s["observed"], s["families"][0]["topology"]) == (2, 0.5, "full")
+    assert s["brier"] == round((0.1 ** 2 + 0.8 ** 2) / 2, 4)
 
 
 def test_evaluate_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,9 +21,11 @@ from replay.evaluation.matrix import (
     matrix_recipes,
     steps_to_detect,
 )
+from detector.topology import Topology
 from replay.sim.axes import AXES
 
 T0 = 1767225600.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cells(*names: str) -> list:
@@ -47,6 +50,20 @@ def test_the_matrix_has_a_cell_for_every_axis_value():
             assert (axis, v) in named, (axis, v)
     assert {("peers", "dp2"), ("peers", "dp4"), ("gpus_per_node", "4"),
             ("nic_names", "bond"), ("nic_names", "ibp")} <= named
+    # NIC names (issue 10: mlx5_N, ibpNsM, RoCE ethN / ensNfM, bonded ports) and GPUs per
+    # node: each cell's topology really names its NICs that way
+    shapes = {"-": r"mlx5_\d+", "ibp": r"ibp\d+s\d+", "eth": r"eth\d+", "ens": r"ens\d+f\d+",
+              "bond": r"mlx5_bond_\d+"}
+    topo_of = {r.value: r.topology for r in cells if r.axis in ("baseline", "nic_names")}
+    assert set(topo_of) == set(shapes)
+    for value, shape in shapes.items():
+        topo = Topology.load(ROOT / topo_of[value])
+        nics = topo.nics_of(topo.nodes()[0])
+        assert nics and all(re.fullmatch(shape, n) for n in nics), (value, nics)
+    per_node = {r.value: r.topology for r in cells if r.axis == "gpus_per_node"}
+    for gpus, path in (("4", per_node["4"]), ("8", topo_of["-"])):
+        topo = Topology.load(ROOT / path)
+        assert {topo.gpus_of(n) for n in topo.nodes()} == {int(gpus)}
     base = cells[0]
     for r in cells[1:]:  # every cell differs from the baseline in something
         assert dataclasses.replace(r, name=base.name, axis=base.axis, value=base.value) != base

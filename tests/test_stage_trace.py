@@ -24,10 +24,14 @@ def worker(trace: StageTrace | None) -> PipelineWorker:
     return w
 
 
+def dbe_records() -> list[tuple[int, bytes, bytes, float]]:
+    return [(i, b"node-007", b'{"ts": %r, "node": "node-007", "gpu": 3, "xid": %d}'
+             % (T0 + i, xid), 1_000_000.0 + 1000 * i) for i, xid in enumerate((0, 0, 48))]
+
+
 def run(w: PipelineWorker) -> tuple[WorkerOutput, WorkerOutput]:
     """A double-bit ECC error (decided at its own record) through both stages."""
-    records = [(i, b"node-007", b'{"ts": %r, "node": "node-007", "gpu": 3, "xid": %d}'
-                % (T0 + i, xid), 1_000_000.0 + 1000 * i) for i, xid in enumerate((0, 0, 48))]
+    records = dbe_records()
     first = w.process({ECC_TP: records}, 1.0, lambda tp, o: True, arrivals_per_s=1000.0,
                       fetched={ECC_TP: 1002.5})
     # The findings come back from the topic, each with its Kafka timestamp (ms).
@@ -46,6 +50,7 @@ def test_an_alert_carries_the_times_of_its_stages() -> None:
     assert arrived == 1002.0  # the third record's (the DBE) Kafka timestamp
     assert st is not None
     assert st["fetched"] == 1002.5 and st["findings_fetched"] == 1003.0
+    assert st["source"] == f"{ECC}:0" and st["offset"] == 2  # the DBE's partition and offset
     # Its findings message's Kafka timestamp (after a "seen" message or two).
     assert st["found"] is not None and 1002.75 <= st["found"] < 1002.8
     handed, fhanded, decided = st["handed"], st["findings_handed"], st["decided"]
@@ -106,3 +111,33 @@ def test_a_finding_that_waited_names_the_source_that_held_the_clock() -> None:
               if a.kind == "hardware"]
     assert len(stages) == 1 and stages[0] is not None
     assert stages[0]["held_by"] == [f"{ECC}:1"] and stages[0]["source"] == f"{ECC}:0"
+
+
+def test_local_findings_decide_the_alert_in_its_inputs_batch_and_pass_over_the_copies() -> None:
+    """``local_findings``: the correlator this worker holds takes the batch's findings at
+    once, so the DBE's alert leaves with the batch that read it (through the topic it
+    waits for the findings to come back); the copies keyed with the correlator's tag,
+    read back, are passed over; one keyed for another object is not."""
+    plain = worker(StageTrace())
+    assert not [a for a, _ in plain.process(
+        {ECC_TP: dbe_records()}, 1.0, lambda tp, o: True, arrivals_per_s=1000.0).alerts]
+    w = worker(StageTrace())
+    w.local_findings = True
+    first = w.process({ECC_TP: dbe_records()}, 1.0, lambda tp, o: True, arrivals_per_s=1000.0,
+                      fetched={ECC_TP: 1002.5})
+    hardware = [(a, st) for (a, _), st in zip(first.alerts, first.stages, strict=True)
+                if a.kind == "hardware"]
+    assert len(hardware) == 1
+    st = hardware[0][1]
+    assert st is not None and st["found"] == st["findings_fetched"] == st["findings_handed"]
+    corr = w.correlators[FINDINGS_TP]
+    tag = first.local[0]
+    assert tag == corr.local_tag
+    back = [(i, tag + e.key, e.value, 1_002_750 + i) for i, e in enumerate(first.findings)]
+    again = w.process({FINDINGS_TP: back}, 2.0, lambda tp, o: True)
+    assert again.alerts == [] and corr.duplicates == 0 and corr.offset == len(back) - 1
+    # Keyed by another correlator object (before a restart): read, its finding a duplicate.
+    other = [(len(back) + i, b"\0other|" + e.key, e.value, 1_002_760 + i)
+             for i, e in enumerate(first.findings)]
+    w.process({FINDINGS_TP: other}, 3.0, lambda tp, o: True)
+    assert corr.duplicates > 0

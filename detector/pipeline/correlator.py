@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -101,6 +102,11 @@ class CorrelatorPartition:
         # Stage tracing (off: None): called with (source, finding id, tag) for each finding
         # taken.
         self.taken: Callable[[str, tuple[int, int], float], None] | None = None
+        # Prefixed to the key of a findings message this very object took in memory (see
+        # take_local), so that its copy read back from the topic is passed over.  New with
+        # every object (a restore, a fresh assignment): a message another object took --
+        # before a restart or a rebalance -- is read as usual.  Not state.
+        self.local_tag = b"\0" + os.urandom(6).hex().encode() + b"|"
 
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
@@ -158,18 +164,39 @@ class CorrelatorPartition:
 
     # -- input ---------------------------------------------------------------------------
 
-    def on_message(self, offset: int, raw: bytes | None, now: float) -> None:
-        """Take in one findings-topic message (decided later, by :meth:`release`)."""
+    def on_message(self, offset: int, raw: bytes | None, now: float,
+                   key: bytes | None = None) -> None:
+        """Take in one findings-topic message (decided later, by :meth:`release`); one whose
+        ``key`` carries :attr:`local_tag` was taken already (:meth:`take_local`)."""
         if offset <= self.offset:
             return
         self.offset = offset
+        if key is not None and key[:1] == b"\0":
+            if key.startswith(self.local_tag):
+                return
+            # Taken in memory by the partition's owner before us (a restart, a
+            # rebalance): our state may be past it (see _watermark).
+            self._apply(offset, raw, now, replayed=True)
+            return
+        self._apply(offset, raw, now)
+
+    def take_local(self, raw: bytes, now: float) -> None:
+        """Take in a findings message of this worker's own stage 1 before it reaches the
+        topic: its producer keys it with :attr:`local_tag`, and the copy read back is
+        passed over.  Kafka keeps one partition's messages in the order they were
+        produced, and this worker takes its own in that same order, so a source's
+        findings still come before the watermark that covers them; the topic stays
+        what a restarted or another worker reads."""
+        self._apply(self.offset, raw, now)
+
+    def _apply(self, offset: int, raw: bytes | None, now: float, replayed: bool = False) -> None:
         try:
             msg = orjson.loads(raw)  # type: ignore[arg-type]
             kind = msg["type"]
             if kind == "watermarks":
                 for name, ts, idle in msg["clocks"]:
                     name = str(name)
-                    self._watermark(name, self._heard(name, now), ts, idle, now)
+                    self._watermark(name, self._heard(name, now), ts, idle, now, replayed)
                 return
             name = msg["source"]
             src = self._heard(name, now)
@@ -228,7 +255,15 @@ class CorrelatorPartition:
         src.heard = now
         return src
 
-    def _watermark(self, name: str, src: _Source, ts: Any, idle: Any, now: float) -> None:
+    def _watermark(self, name: str, src: _Source, ts: Any, idle: Any, now: float,
+                   replayed: bool = False) -> None:
+        if replayed and src.wm is not None and (ts is None or ts < src.wm):
+            # A message the previous owner had taken in memory, older than what the state
+            # restored says of the source (it was snapshotted ahead of the topic): it may
+            # say "idle" of a source that has had data since, so it can make it busy but
+            # never idle.
+            src.idle = src.idle and bool(idle)
+            return
         if ts is not None and (src.wm is None or ts > src.wm):
             if src.wm is None:
                 if self._data_since is None:

@@ -64,6 +64,7 @@ from detector.monitors import tracked_gpus
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.pipeline.worker import PipelineWorker, StageTrace, WorkerOutput
+from detector.service import faust_io
 from detector.service.faust_io import (
     FETCHED_AT,
     ServiceWorker,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultline.service")
 
 STATUS_FILE = "status.json"
+TRACE_FILE = "trace.jsonl"  # with trace_stages: hand-overs and fetch responses (bench/)
 # (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
 _RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
 ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
@@ -124,7 +126,7 @@ class DetectorService:
             thresholds=self.thresholds, topology=topology, hold_back_s=settings.hold_back_s,
             idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
             wall_clock=wall, codec=self.codec,
-            trace=StageTrace() if settings.trace_stages else None)
+            trace=StageTrace() if settings.trace_stages else None, local_findings=True)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
@@ -138,6 +140,12 @@ class DetectorService:
         self._input_first: tuple[float, float] | None = None
         self._input_last: tuple[float, float] | None = None
         self._frozen = 0  # objects of the start-up moved out of the collector's way
+        # Stage tracing: one entry per hand-over (see _log_batch), written out each heartbeat
+        # with the fetch log (faust_io.trace_fetches) to TRACE_FILE; None: off.
+        self._batch_log: list[tuple[Any, ...]] | None = None
+        if settings.trace_stages:
+            self._batch_log = []
+            faust_io.trace_fetches()
         self.app = self._build_app()
 
     # The partitions held, in the pipeline (the stages live there; this adapter only
@@ -223,12 +231,16 @@ class DetectorService:
         aiokafka's records), or (offset, key, value, timestamp) tuples; timestamps in
         ``1 / arrivals_per_s`` seconds (Kafka's: ms)."""
         now = self.clock()
+        if self._batch_log is not None:
+            started, cpu0 = self.wall(), time.thread_time()
         if self._input_first is None and any(tp.topic != self.findings_topic for tp in by_tp):
             self._input_first = (self.wall(), time.process_time())
         first = next(iter(by_tp.values()), None)
         if first and not isinstance(first[0], tuple):  # aiokafka's records
             by_tp = {tp: list(map(_RECORD_FIELDS, recs)) for tp, recs in by_tp.items()}
         findings_topic = self.findings_topic
+        findings_n = sum(len(r) for tp, r in by_tp.items() if tp.topic == findings_topic)
+        n_parts = len(by_tp)
         if findings_topic in {tp.topic for tp in by_tp} and len(by_tp) > 1:
             # The findings first, and their alerts out before the batch's telemetry is
             # processed: an alert decided here waited for the rest of the batch (up to
@@ -243,10 +255,38 @@ class DetectorService:
         if out.events:
             self._input_last = (self.wall(), time.process_time())
         self.out.poll()
+        if self._batch_log is not None:
+            self._log_batch(started, cpu0, by_tp, findings_n, n_parts)
+
+    def _log_batch(self, started: float, cpu0: float, by_tp: dict[TP, list[Any]],
+                   findings_n: int, n_parts: int) -> None:
+        """Stage tracing: (start, end, the thread's CPU s, telemetry records, findings
+        records, partitions, the oldest telemetry record's Kafka timestamp in s, the
+        process's seconds waiting for a CPU so far) of one hand-over."""
+        assert self._batch_log is not None
+        oldest = min((r[0][3] for tp, r in by_tp.items()
+                      if r and tp.topic != self.findings_topic and r[0][3] >= 0), default=None)
+        tel = sum(len(r) for tp, r in by_tp.items() if tp.topic != self.findings_topic)
+        self._batch_log.append((started, self.wall(), time.thread_time() - cpu0, tel,
+                                findings_n, n_parts,
+                                None if oldest is None else oldest / 1000.0, _cpu_wait_s()))
+
+    def _write_trace(self) -> None:
+        """Stage tracing: the hand-overs and fetch responses since the last call, appended
+        to TRACE_FILE as JSON lines ({"batch": [...]}, {"fetch": [...]})."""
+        batches, self._batch_log = self._batch_log or [], []
+        fetches = faust_io.FETCH_LOG or []
+        taken = fetches[:]
+        del fetches[:len(taken)]
+        with open(self.workdir / TRACE_FILE, "ab") as f:
+            for b in batches:
+                f.write(json.dumps({"batch": b}).encode() + b"\n")
+            for x in taken:
+                f.write(json.dumps({"fetch": x}).encode() + b"\n")
 
     def _emit(self, out: WorkerOutput) -> None:
         """Produce what the pipeline made: findings, dead letters, alerts; count them."""
-        self._send(out.findings)
+        self._send(out.findings, out.local)
         for topic, d in out.dead:
             self._dead_letter(d, topic)
         self.counts["deadletters"] += len(out.dead)
@@ -276,15 +316,20 @@ class DetectorService:
         if high is not None and self.metrics is not None:
             self.metrics.lag(tp, max(0, high - offset - 1))
 
-    def _send(self, emits: list[Emit]) -> None:
+    def _send(self, emits: list[Emit], local: dict[int, bytes] | None = None) -> None:
+        """To the findings topic; ``local``: partition -> key prefix of the messages this
+        worker's correlator there took in memory (WorkerOutput.local)."""
         topic = self.findings_topic
         produce = self.out.produce
+        local = local or {}
         for e in emits:
             if e.partition is None:
                 for p in range(self.findings_partitions):
-                    produce(topic, e.value, e.key, p)
+                    tag = local.get(p)
+                    produce(topic, e.value, e.key if tag is None else tag + e.key, p)
             else:
-                produce(topic, e.value, e.key, e.partition)
+                tag = local.get(e.partition)
+                produce(topic, e.value, e.key if tag is None else tag + e.key, e.partition)
         self.counts["findings_messages"] += len(emits)
 
     def _dead_letter(self, d: DeadLetter, real_topic: str) -> None:
@@ -326,6 +371,8 @@ class DetectorService:
                 self._report_lag(tp, part.offset)
         self._emit(self.pipeline.heartbeat(now, self._caught_up))
         self._emit(self.pipeline.release_all(now))
+        if self._batch_log is not None:
+            self._write_trace()
         # The status file tells what is delivered, not merely enqueued.
         status = self.stats(now)
         await self.out.flush()
@@ -527,6 +574,23 @@ def freeze_startup_objects() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def _cpu_wait_s() -> float:
+    """Seconds all of this process's threads have been runnable but waiting for a CPU
+    (/proc/self/task/*/schedstat; 0.0 where that is not there)."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0.0
+    for t in tasks:
+        try:
+            with open(f"/proc/self/task/{t}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
 
 
 def _json_default(obj: Any) -> Any:

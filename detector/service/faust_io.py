@@ -53,6 +53,7 @@ def _private_names() -> list[tuple[Any, str, str]]:
         (fetcher.Fetcher, "_subscriptions", "source"),
         (fetcher.Fetcher, "_notify", "attr"),
         (fetcher.Fetcher, "_wait_consume_future", "source"),
+        (fetcher.Fetcher, "_proc_fetch_request", "attr"),  # stage tracing's fetch log
         (faust.Worker, "_schedule_shutdown", "attr"),
         (faust.Worker, "_signal_stop_time", "source"),
         (faust.Worker, "spinner", "source"),
@@ -114,6 +115,57 @@ class Fetched(NamedTuple):
 # consumer (epoch seconds, by partition): for stage tracing (see detector.pipeline.worker's
 # StageTrace).  Written by the consumer thread as a batch is taken, read by the handler.
 FETCHED_AT: dict[Any, float] = {}
+
+
+# Stage tracing's fetch log (None: off; see trace_fetches): one entry per fetch response.
+FETCH_LOG: list[tuple[float, float, list[tuple[str, int, int, int, bool]]]] | None = None
+
+
+def trace_fetches() -> None:
+    """Stage tracing: log every fetch response of this process's consumers in FETCH_LOG as
+    (request sent, response handled, [(topic, partition, fetch offset, high watermark,
+    records came)] for each partition asked), epoch seconds.
+
+    What tells an input that reached Kafka late (the responses before the one that
+    brought it had a high watermark at or below its offset) from one the worker did
+    not ask for in time (no request for its partition between its append and its
+    fetch: its earlier records still buffered, or the consumer thread without a CPU).
+    A diagnostic, installed only with ``trace_stages``: it wraps aiokafka's
+    ``Fetcher._proc_fetch_request``.
+    """
+    global FETCH_LOG
+    from aiokafka.consumer import fetcher
+    from aiokafka.structs import TopicPartition
+
+    if FETCH_LOG is None:
+        FETCH_LOG = []
+    cls = fetcher.Fetcher
+    orig = getattr(cls, "_proc_fetch_request", None)
+    if orig is None or getattr(orig, "_faultline_traced", False):
+        return
+    log_ = FETCH_LOG
+    wall = time.time
+
+    async def _proc_fetch_request(self: Any, assignment: Any, node_id: Any,
+                                  request: Any) -> Any:
+        sent = wall()
+        ok = await orig(self, assignment, node_id, request)
+        done = wall()
+        parts = []
+        try:
+            for topic, partitions in request.topics:
+                for partition, offset, *_ in partitions:
+                    tp = TopicPartition(topic, partition)
+                    state = assignment.state_value(tp)
+                    high = -1 if state is None or state.highwater is None else state.highwater
+                    parts.append((topic, partition, offset, high, tp in self._records))
+        except Exception:  # noqa: BLE001 - a diagnostic never breaks the fetch
+            pass
+        log_.append((sent, done, parts))
+        return ok
+
+    _proc_fetch_request._faultline_traced = True  # type: ignore[attr-defined]
+    cls._proc_fetch_request = _proc_fetch_request
 
 
 def install_batch_delivery(app: faust.App, handler: Callable[[dict[TP, list[Any]]], None],

@@ -36,7 +36,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     b.add_argument("--scale", choices=[*sorted(SCALES), "healthy", *MATRIX_SCALES],
                    default=_env("FAULTLINE_EVAL_SCALE", "small"),
                    help="small: 5 logs, ~40 faults, minutes; full: 17 logs, >= 200 faults; "
-                   "healthy: 4 fault-free 256-GPU logs, ~85 GPU-days, for false isolations "
+                   "healthy: 4 fault-free 256-GPU logs (3 h, 3 h, 3 h, 1 h: ~107 GPU-days a "
+                   "seed), for false isolations "
                    "per 1,000 GPU-days; matrix: one cell per value of each simulate --axis, with "
                    "every seed (27 cells x 64 GPUs x 20 min a seed); matrix-tiny: the same "
                    "cells, 16 GPUs, 5 min (tests) [env FAULTLINE_EVAL_SCALE]")

@@ -30,6 +30,7 @@ from detector.topology import Topology
 from replay.evaluation.baselines import BASELINES
 from replay.evaluation.corpus import read_manifest, resolve_topology
 from replay.evaluation.ettr import EttrModel, EttrResult, FaultOutcome, estimate
+from replay.evaluation.reliability import problem_rows, summary
 from replay.evaluation.score import (
     SLOWDOWN_KINDS,
     breakdown,
@@ -43,6 +44,7 @@ from replay.runner import replay_log
 from replay.scoring import Scorecard
 
 FAULTLINE = "faultline"
+RELIABILITY_CONDITIONS = ("topology", "interval")  # what evidence.conditions names
 
 
 @dataclass
@@ -161,6 +163,8 @@ class DetectorResult:
     all_false_isolations: int
     ettr: EttrResult | None = None
     false_positive_logs: list[str] = field(default_factory=list)  # per card.false_positives
+    # confidence against observed precision (replay.evaluation.reliability.summary)
+    reliability: dict[str, Any] | None = None
 
     @property
     def false_isolations_per_1k_gpu_days(self) -> float | None:
@@ -260,6 +264,12 @@ def assemble(corpus: str, manifest: dict[str, Any], logs: list[LogEval], model: 
                                  info.get(r.label.fault_id, {}).get("slowdown") or 0.0)
                     for r in card.faults]
         # fail-slow costs need the slowdowns the baselines' pass measures
+        if name == FAULTLINE:  # the baselines' alerts carry no calibrated confidence
+            d.reliability = summary([r for c, lg in zip(cards, logs, strict=True)
+                                     for r in problem_rows(lg.alerts.get(name, []),
+                                                           c.false_positives,
+                                                           lg.entry["file"])],
+                                    RELIABILITY_CONDITIONS)
         measured = any(lg.slowdown for lg in logs) or not outcomes
         d.ettr = estimate(outcomes, model, d.all_false_isolations) if measured else None
         detectors[name] = d

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ISOLATION, FiredAlert
 from replay.evaluation.matrix import format_matrix, matrix_rows, slowdown_bins
+from replay.evaluation.reliability import format_summary
 from replay.scoring import KindRow, _iso
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _signals(a: FiredAlert) -> str:
 
 def format_evaluation(ev: Evaluation) -> str:
     """The report ``faultline evaluate`` prints."""
-    from replay.evaluation.evaluate import FAULTLINE, fault_tables
+    from replay.evaluation.evaluate import FAULTLINE, RELIABILITY_CONDITIONS, fault_tables
 
     m = ev.manifest
     fault_logs = [lg for lg in ev.logs if not lg.healthy]
@@ -118,6 +119,11 @@ def format_evaluation(ev: Evaluation) -> str:
                 out += _group_rows(title, tables[key])
         out.append("")
         out.append(_healthy_line(ev, FAULTLINE))
+        if fl.reliability is not None:
+            out.append("")
+            out.append("faultline, confidence against observed precision (a problem is real when "
+                       "it caught a labelled fault, DESIGN.md's rule)")
+            out += format_summary(fl.reliability, RELIABILITY_CONDITIONS)
     out.append("")
     out.append("faultline and the baselines on the same corpus, same scorer")
     head = ("detector", "kind", "faults", "caught", "FP", "precision", "recall", "lat_med_s",
@@ -236,6 +242,7 @@ def evaluation_dict(ev: Evaluation) -> dict[str, Any]:
             "all_logs": {"gpu_days": d.all_gpu_days,
                          "false_isolations": d.all_false_isolations},
             "ettr": d.ettr.to_dict() if d.ettr else None,
+            "reliability": d.reliability,
             "faults": faults,
             "false_positives": [{"topic": a.topic, "dedup_key": a.dedup_key, "kind": a.kind,
                                  "cause": a.cause, "scope": a.scope.key,
