@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
+from msgspec.structs import astuple
 
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
@@ -84,17 +84,21 @@ def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return y - group_median_scale(y, groups)[0]
 
 
-# The fields a step is decided on, read by name from each message at C speed.
-_COLUMNS = attrgetter("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank", "grad_norm",
-                      "param_checksum", "node", "gpu", "step_ms", "comm_ms")
+# The fields a step is decided on, by name: where each sits in a message's fields (its
+# ``astuple``, which copies them all at C speed -- a third of the cost of an attrgetter of
+# the twelve names, 2026-12-02 BENCHMARKS.md "Speed, round 5").
+_FIELD = {name: i for i, name in enumerate(StepSample.__struct_fields__)}
+_TS, _RANK, _COMPUTE, _TP, _PP, _DP, _GRAD, _CHECKSUM, _NODE, _GPU, _STEP_MS, _COMM = (
+    _FIELD[name] for name in ("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank",
+                              "grad_norm", "param_checksum", "node", "gpu", "step_ms", "comm_ms"))
 
 
 class _StepBuffer:
     """The messages of one step received so far (:meth:`JobMonitor.add` adds them).
 
     Messages are kept as they came (one append per message, the hot path) and turned
-    into columns once, when the step is decided: ``zip(*events)`` transposes them at C
-    speed.
+    into columns once, when the step is decided: ``zip(*map(astuple, events))``
+    transposes them at C speed.
     """
 
     __slots__ = ("events", "seen", "first_ts", "last_ts", "ranks", "ts", "compute", "tp", "pp",
@@ -110,9 +114,11 @@ class _StepBuffer:
 
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
-        (self.ts, self.ranks, self.compute, self.tp, self.pp, self.dp, self.grad, self.checksum,
-         nodes, gpus, self.step_ms, self.comm) = zip(*map(_COLUMNS, self.events), strict=True)
-        self.hw = tuple(zip(nodes, gpus, strict=True))
+        c = tuple(zip(*map(astuple, self.events), strict=True))
+        self.ts, self.ranks, self.compute, self.grad = c[_TS], c[_RANK], c[_COMPUTE], c[_GRAD]
+        self.tp, self.pp, self.dp, self.checksum = c[_TP], c[_PP], c[_DP], c[_CHECKSUM]
+        self.step_ms, self.comm = c[_STEP_MS], c[_COMM]
+        self.hw = tuple(zip(c[_NODE], c[_GPU], strict=True))
 
     def dp_array(self) -> np.ndarray:
         """:func:`_dp_array` of this step's replicas, made once (two checks use it)."""
