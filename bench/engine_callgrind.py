@@ -15,6 +15,9 @@ first W records warmed the engine; creation and warm-up out of the count):
 
     python bench/engine_callgrind.py --warm 5000          # ~40 s of CPU
 
+``--many``: the same records through ``Engine.process_many`` in chunks of 500 (the
+batch path of samples, detector.quiet) instead of ``Engine.process`` one by one.
+
 (``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
 in two worktrees; about 2 minutes of CPU each run at the default prefix.
 """
@@ -33,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def passes(n: int, prefix: int, warm: int = 0) -> int:
+def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
     """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records; with
     ``warm``, one Engine fed the first ``warm`` records, then the rest inside a reduce."""
     import functools
@@ -67,25 +70,35 @@ def passes(n: int, prefix: int, warm: int = 0) -> int:
         eng = Engine(topology=topo)
         for ev in events[:warm]:
             eng.process(ev)
+        if many:
+            many_ = eng.process_many
+            chunks = [events[k:k + 500] for k in range(warm, len(events), 500)]
+            functools.reduce(lambda _, c: many_(c), chunks, None)  # (counted alone)
+            return len(events) - warm
         process = eng.process
         functools.reduce(lambda _, ev: process(ev), events[warm:], None)  # (counted alone)
         return len(events) - warm
     for _ in range(n):
         eng = Engine(topology=topo)
-        for ev in events:
-            eng.process(ev)
+        if many:
+            for k in range(0, len(events), 500):
+                eng.process_many(events[k:k + 500])
+        else:
+            for ev in events:
+                eng.process(ev)
         eng.finish()
     return len(events)
 
 
-def count(n: int, prefix: int, out: Path, warm: int = 0) -> tuple[int, int]:
+def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False
+          ) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
     toggle = ["--toggle-collect=functools_reduce"] if warm else []
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
          sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
-         "--warm", str(warm)],
+         "--warm", str(warm), *(["--many"] if many else [])],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -98,20 +111,23 @@ def main() -> int:
     ap.add_argument("--prefix", type=int, default=20000, help="records of the incident")
     ap.add_argument("--warm", type=int, default=0, help="steady state: count records "
                     "WARM..prefix alone, after WARM records warmed one engine")
+    ap.add_argument("--many", action="store_true", help="Engine.process_many in chunks of "
+                    "500 instead of Engine.process a record")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
-        print(passes(args.passes, args.prefix, args.warm))
+        print(passes(args.passes, args.prefix, args.warm, args.many))
         return 0
     if args.warm:
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
-            total, records = count(1, args.prefix, Path(tmp) / "warm.out", args.warm)
+            total, records = count(1, args.prefix, Path(tmp) / "warm.out", args.warm,
+                                   args.many)
         print(f"engine, steady state: {total / records:,.0f} instructions/event "
               f"(records {args.warm:,}..{args.prefix:,}: {records:,}, {total:,})")
         return 0
     with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
-        one, records = count(1, args.prefix, Path(tmp) / "one.out")
-        three, _ = count(3, args.prefix, Path(tmp) / "three.out")
+        one, records = count(1, args.prefix, Path(tmp) / "one.out", many=args.many)
+        three, _ = count(3, args.prefix, Path(tmp) / "three.out", many=args.many)
     print(f"engine: {(three - one) / (2 * records):,.0f} instructions/event "
           f"({records:,} records, 1 pass {one:,}, 3 passes {three:,})")
     return 0

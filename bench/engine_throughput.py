@@ -7,6 +7,8 @@ Measures, in one run so the ratios hold on a noisy machine:
           one topic decoded at once (decoding.decode_chunked: chunks of ~32), a chunk it
           refuses message by message; "decode, one a call" is decoding.decode on each message alone
   engine  Engine.process on already-decoded records (the detection work alone)
+  engine, batched  the same records through Engine.process_many in chunks of --batch (runs of
+          healthy samples in one loop, detector.quiet; the same alerts and state)
   total   decode + engine, as `faultline replay` does it
 and the engine's state per GPU tracked (uncompressed snapshot size / GPUs).
 
@@ -128,6 +130,12 @@ def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 
             eng.process(ev)
         eng.finish()
 
+    def engine_batched() -> None:
+        eng = Engine(topology=topo)
+        for k in range(0, len(events), batch):
+            eng.process_many(events[k:k + batch])
+        eng.finish()
+
     def total() -> None:
         eng = Engine(topology=topo)
         for topic, raw in msgs:
@@ -138,7 +146,7 @@ def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 
         eng.finish()
 
     stages = (("parse", parse), ("decode", decode_all), ("decode1", decode_one),
-              ("engine", engine_only),
+              ("engine", engine_only), ("engine_many", engine_batched),
               ("decode+engine", total))
     out = {name: best_of(repeat, fn, clock) for name, fn in stages}
     eng = Engine(topology=topo)
@@ -153,7 +161,8 @@ def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 
 
 LABELS = {"parse": "parse (orjson only)", "decode": "decode (parse + validate)",
           "decode1": "decode, one message a call",
-          "engine": "engine (decoded records)", "decode+engine": "decode + engine"}
+          "engine": "engine (decoded records)", "engine_many": "engine, process_many",
+          "decode+engine": "decode + engine"}
 
 
 def main() -> int:

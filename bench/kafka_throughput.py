@@ -277,7 +277,8 @@ def explain(arrived: float, alert: float, trace: dict[str, Any], prefix: str,
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
                 stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
-                broker_nice: int | None = None, keep: Path | None = None) -> dict[str, Any]:
+                broker_nice: int | None = None, keep: Path | None = None,
+                pin: bool = False) -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
@@ -299,6 +300,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                   Settings().partitions_alerts, {"message.timestamp.type": "LogAppendTime"})
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
     reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
+    pinned: list[tuple[int, set[int]]] = []  # (pid, CPUs to restore)
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
@@ -309,6 +311,13 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             if pid and value:
                 reniced.append((pid, nice_of(pid)))
                 renice(pid, value)
+        if pin:  # the worker on the last CPU, the feed and the broker on the others
+            cpus = sorted(os.sched_getaffinity(0))
+            for pid, mask in ((w.proc.pid, cpus[-1:]), (os.getpid(), cpus[:-1]),
+                              (broker.pid, cpus[:-1])):
+                if pid:
+                    pinned.append((pid, set(cpus)))
+                    set_affinity(pid, set(mask))
         nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(),
                  "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
@@ -341,6 +350,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         for pid, before in reniced:
             renice(pid, before)
         reniced.clear()
+        for pid, cpus in pinned:
+            set_affinity(pid, cpus)
+        pinned.clear()
         alerts: list[float] = []
         traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
         # (the same seconds, the correlator clock stage, the sources it waited for: held_by,
@@ -404,7 +416,17 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     finally:
         for pid, before in reniced:
             renice(pid, before)
+        for pid, cpus in pinned:
+            with contextlib.suppress(OSError):
+                set_affinity(pid, cpus)
         w.stop()
+
+
+def set_affinity(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` onto ``cpus`` (threads started later inherit their creator's)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+            os.sched_setaffinity(int(task.name), cpus)
 
 
 def engine_in_process(log: Path, topology: str | None, repeat: int) -> dict[str, Any]:
@@ -704,6 +726,9 @@ def main() -> int:
     ap.add_argument("--keep-traces", default=None, help="with --stages: copy each latency "
                     "run's worker trace (hand-overs, fetch responses) into this folder as "
                     "PREFIX.trace.jsonl (PREFIX: the run's topic prefix, in --json's runs)")
+    ap.add_argument("--pin-ab", action="store_true", help="each latency run also with the "
+                    "worker pinned to the last CPU and the paced producer and the broker to the "
+                    "others (taskset), alternating, labelled (pinned)")
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
@@ -776,7 +801,11 @@ def main() -> int:
             nices = [("", args.harness_nice)]
             if args.nice_ab and args.harness_nice:
                 nices = [(" (nice 0)", 0), ("", args.harness_nice)]
-            variants = [(cl + nl, code, nv) for nl, nv in nices for cl, code in codes]
+            pins = [("", False)]
+            if args.pin_ab:
+                pins = [("", False), (" (pinned)", True)]
+            variants = [(cl + nl + pl, code, nv, pv) for pl, pv in pins for nl, nv in nices
+                        for cl, code in codes]
             warmups = args.warmup_runs
             if warmups is None:
                 warmups = 0 if "faultline" in res else 1
@@ -791,7 +820,7 @@ def main() -> int:
             for share in map(float, args.rates.split(",")):
                 by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
                 for _ in range(args.latency_runs):
-                    for label, code, nv in variants:  # alternating: the load hits all
+                    for label, code, nv, pv in variants:  # alternating: the load hits all
                         by_code[label].append(latency_run(broker, msgs, share * top, topology,
                                                           args.partitions, tmp, code=code,
                                                           stages=args.stages,
@@ -799,7 +828,8 @@ def main() -> int:
                                                           nice=nv, broker_nice=None if not nv
                                                           else args.broker_nice,
                                                           keep=Path(args.keep_traces)
-                                                          if args.keep_traces else None))
+                                                          if args.keep_traces else None,
+                                                          pin=pv))
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")

@@ -191,8 +191,12 @@ class Correlator:
                 if not signals:
                     del self._device[unit]
         if f.active and (f.signal == "power_cap" or (
-                f.signal == "throttle_seen"
+                f.signal in ("throttle_seen", "throttle_minor")
                 and f.evidence.get("throttle_reasons") == hex(0x4))):
+            # (A minor cap too: a GPU capped 2-5 % on and off all along, its rank at its
+            # peers' pace, showed that depth of capping costs the job nothing, so it excuses
+            # no later slowdown -- _benign_explanation; ninth reporting corpus, powercap=fleet:
+            # a 10.4 % ramp on such a GPU excused at every look until its run ended.)
             self._note_cap(unit, f)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (

@@ -34,6 +34,7 @@ from detector.findings import Finding
 from detector.monitors import Monitors
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import SourcePartition, checked_state, finding_tag
+from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -102,6 +103,34 @@ class Engine:
                 stage.release_to(clock, alerts)
             elif clock > stage.released:  # nothing due: release_to would only do this
                 stage.released = clock
+        return alerts
+
+    def process_many(self, events: list[Event]) -> list[Alert]:
+        """Feed decoded records in order: the alerts :meth:`process` one by one would return.
+
+        Runs of healthy samples go in through one loop (:func:`detector.quiet.quiet_run`:
+        the same state, no finding), each run ending before the correlator has anything
+        due; every other record goes through :meth:`process`.  An exception leaves the
+        records after the one that raised unprocessed, as a loop over :meth:`process` would.
+        """
+        alerts: list[Alert] = []
+        src = self.source
+        mon = src.monitors
+        stage = self.stage
+        n = len(events)
+        i = 0
+        while i < n:
+            if not src.held:
+                j = quiet_run(mon, events, i, stage.due_at)
+                if j > i:
+                    # What process() does after a record with no finding, nothing due.
+                    if mon.clock > stage.released:
+                        stage.released = mon.clock
+                    i = j
+                    if i == n:
+                        break
+            alerts += self.process(events[i])
+            i += 1
         return alerts
 
     def _process_all(self, events: tuple[Event, ...]) -> list[Alert]:

@@ -257,6 +257,10 @@ def test_a_power_cap_whose_clock_loss_is_sustained_is_recommended_without_a_rank
     assert a.onset_ts == T0 + 20.5
     # 1 Hz samples, half-life 120 s: the decayed count first reaches 10 at the 11th sample.
     assert a.detected_ts == T0 + 20.5 + 10
+    # The cap lifts at 50 s: cleared after throttle_clear_samples good samples, resolved
+    # after the flap window of quiet.
+    assert [x.status for x in alerts] == ["firing", "resolved"]
+    assert alerts[1].evidence["quiet_since_ts"] == T0 + 49.5 + cfg.throttle_clear_samples
     # As deep but shorter than the limit, or routine depth (6 %) however long: evidence only.
     assert firing(feed(Engine(), capped_gpu(clock_drop=deep, cap_samples=9))) == []
     assert firing(feed(Engine(), capped_gpu(clock_drop=0.06, cap_samples=40))) == []
