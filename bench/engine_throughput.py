@@ -161,7 +161,7 @@ def measure(msgs: list[tuple[str, bytes]], topo: Topology | None, repeat: int = 
 
 LABELS = {"parse": "parse (orjson only)", "decode": "decode (parse + validate)",
           "decode1": "decode, one message a call",
-          "engine": "engine (decoded records)", "engine_many": "engine, batched (process_many)",
+          "engine": "engine (decoded records)", "engine_many": "engine, process_many",
           "decode+engine": "decode + engine"}
 
 
