@@ -36,6 +36,7 @@ object per rank.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +52,7 @@ from models.peer_stats import group_median_scale, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
+_TP_MASK = (1 << 24) - 1  # a peer group's tp_rank (JobMonitor._evaluate)
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
@@ -423,6 +425,7 @@ class JobMonitor:
         moved = self._track_hardware(buf, slots)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
+        # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
         ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
         self._evaluated += 1
@@ -430,7 +433,7 @@ class JobMonitor:
         self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
                          decided_ts, out)
         if buf.checksum.count(None) != len(buf.checksum):
-            self._check_checksums(step, buf, decided_ts, out, complete)
+            self._check_checksums(step, buf, decided_ts, out, complete, groups)
 
     @staticmethod
     def _busy(buf: _StepBuffer) -> np.ndarray:
@@ -950,15 +953,28 @@ class JobMonitor:
         return z, comparable
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
-                         out: list[Finding], complete: bool) -> None:
-        by_group: dict[tuple[int, int], list[int]] = {}
-        for i, (c, key) in enumerate(zip(buf.checksum, zip(buf.tp, buf.pp, strict=True),
-                                         strict=True)):
-            if c is not None:
-                by_group.setdefault(key, []).append(i)
+                         out: list[Finding], complete: bool, groups: np.ndarray) -> None:
         disagreeing: set[int] = set()
         paired: set[int] = set()
         split = False
+        by_group: dict[tuple[int, int], list[int]] = {}
+        gl = groups.tolist()
+        last = dict(zip(gl, buf.checksum, strict=True))  # each peer group's last checksum
+        if tuple(map(last.__getitem__, gl)) == buf.checksum:
+            # Every peer group agrees (one checksum each, or none): the healthy step, told
+            # by C loops over ints instead of a vote per group.  Nobody disagrees, nothing
+            # is split; an incomplete step leaves each group's value (groups of two or
+            # more, in order of first appearance, as the vote below) for its stragglers.
+            if not complete:
+                sizes = Counter(gl)
+                for g, c in last.items():
+                    if c is not None and sizes[g] >= 2:
+                        self._majority[(step, g & _TP_MASK, g >> 24)] = c
+        else:
+            for i, (c, key) in enumerate(zip(buf.checksum, zip(buf.tp, buf.pp, strict=True),
+                                             strict=True)):
+                if c is not None:
+                    by_group.setdefault(key, []).append(i)
         for idx in by_group.values():
             if len(idx) < 2:
                 continue

@@ -23,6 +23,7 @@ import numpy as np
 # MAD of a normal sample times this is its standard deviation.
 MAD_TO_SIGMA = 1.4826
 _NAN = float("nan")
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
 
 
 def median(values: np.ndarray) -> float:
@@ -58,13 +59,88 @@ def _group_medians(values: np.ndarray, order: np.ndarray, lo: np.ndarray, hi: np
     return (v[lo] + v[hi]) * 0.5
 
 
+class _Rows:
+    """Groups of one size ``k``, as rows: ``values[perm].reshape(-1, k)`` holds a group a row,
+    its members in their input order; ``back`` is each element's row."""
+
+    __slots__ = ("perm", "back", "k", "lo", "hi")
+
+    def __init__(self, perm: np.ndarray, back: np.ndarray, k: int) -> None:
+        self.perm, self.back, self.k = perm, back, k
+        self.lo, self.hi = (k - 1) // 2, k // 2  # a row's middle element(s), sorted
+
+
+# The layouts of the last few calls (groups' bytes -> rows, or None: groups of different
+# sizes): a step asks for the same grouping of its ranks several times (compute times,
+# gradient norms), each call with new values.  Not state: a cache that no result depends on.
+_LAYOUTS: dict[bytes, _Rows | None] = {}
+_LAYOUTS_KEPT = 16
+_ROW_OF: dict[tuple[int, int], np.ndarray] = {}  # (n, k) -> each sorted element's row
+
+
+def _rows(groups: np.ndarray) -> _Rows | None:
+    """The groups as rows of one size, or None when their sizes differ."""
+    key = groups.tobytes()
+    try:
+        return _LAYOUTS[key]
+    except KeyError:
+        pass
+    n = len(groups)
+    perm = np.argsort(groups, kind="stable")
+    g = groups[perm]
+    k = int(g.searchsorted(g[0], side="right"))  # the first group's size
+    rows = None
+    if n % k == 0:
+        gg = g.reshape(-1, k)  # sorted: a row is one group when its ends are equal and no
+        #                        group runs on into the next row
+        if (gg[:, 0] == gg[:, -1]).all() and (gg[1:, 0] != gg[:-1, -1]).all():
+            row_of = _ROW_OF.get((n, k))
+            if row_of is None:
+                if len(_ROW_OF) >= _LAYOUTS_KEPT:
+                    _ROW_OF.clear()
+                row_of = _ROW_OF[(n, k)] = np.arange(n) // k
+            back = np.empty(n, dtype=np.intp)
+            back[perm] = row_of
+            rows = _Rows(perm, back, k)
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        del _LAYOUTS[next(iter(_LAYOUTS))]
+    _LAYOUTS[key] = rows
+    return rows
+
+
 def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                          np.ndarray]:
-    """Per element: its group's median, its group's robust scale (1.4826·MAD), its group's size."""
+    """Per element: its group's median, its group's robust scale (1.4826·MAD), its group's size.
+
+    Groups all of one size (a job's peer groups, replicas) are sorted as the rows of one
+    array (:class:`_Rows`): a third of the numpy calls of the general path below.  Both are
+    stable sorts by group, then value, so a row holds its group's values in exactly the
+    order the general path's lexsort gives them, and each median picks the same elements
+    (ties, ``-0.0`` against ``0.0`` and NaN included): the same result bit for bit
+    (tests/test_peer_stats.py compares the two).
+    """
     n = len(values)
     if n == 0:
         empty = np.empty(0)
         return empty, empty, np.empty(0, dtype=np.int64)
+    rows = _rows(groups) if groups.dtype is _INT64 and values.dtype is _FLOAT64 else None
+    if rows is not None:
+        perm, back, k, lo, hi = rows.perm, rows.back, rows.k, rows.lo, rows.hi
+        v = values[perm].reshape(-1, k)
+        v.sort(axis=1, kind="stable")
+        med = ((v[:, lo] + v[:, hi]) * 0.5)[back]
+        dev = np.abs(values - med)
+        w = dev[perm].reshape(-1, k)
+        w.sort(axis=1, kind="stable")
+        mad = ((w[:, lo] + w[:, hi]) * 0.5)[back]
+        return med, mad * MAD_TO_SIGMA, np.full(n, k, dtype=np.int64)
+    return _general(values, groups)
+
+
+def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+    """:func:`group_median_scale` for groups of any sizes."""
+    n = len(values)
     # Sorted by group (then value), the groups are runs: where each starts, how long it is,
     # and each sorted element's run.  The same runs serve the medians and the MADs.  (No
     # np.r_ / np.diff / np.repeat: each is Python-level numpy around one C call, and this

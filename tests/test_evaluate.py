@@ -238,7 +238,8 @@ def test_reliability_rows_are_first_firings_and_real_by_the_scoring_rule() -> No
             "detected_ts": T0 + 1, "confidence": conf,
             "evidence": {"raw_confidence": 0.5, "conditions": {"topology": "full"}}})
     alerts = [alert("a", "n1", "firing", 0.9), alert("a", "n1", "firing", 0.2),
-              alert("a", "n1", "resolved", 0.1), alert("b", "n2", "firing", 0.8)]
+              alert("a", "n1", "resolved", 0.1), alert("b", "n2", "firing", 0.8),
+              alert("c", "n3", "resolved", 0.7)]  # a resolution alone is no problem
     card = score([lab], alerts)
     rows = problem_rows(alerts, card.false_positives, "log")
     assert [(r["dedup_key"], r["confidence"], r["raw"], r["real"]) for r in rows] == [

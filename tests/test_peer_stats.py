@@ -37,3 +37,41 @@ def test_median_is_np_median_bit_for_bit() -> None:
 
 def test_median_of_nothing_is_nan() -> None:
     assert np.isnan(median(np.zeros(0)))
+
+
+def test_group_median_scale_rows_are_the_general_path_bit_for_bit() -> None:
+    """Groups of one size go through sorted rows (and a layout cache); the general path's
+    lexsort must give the same medians, scales and sizes, ties and signed zeros included."""
+    from models import peer_stats
+    from models.peer_stats import _general, group_median_scale
+
+    rng = np.random.default_rng(11)
+    used_rows = 0
+    for case in range(400):  # more layouts than the cache keeps: evictions on the way
+        k = int(rng.integers(1, 9))
+        n_groups = int(rng.integers(1, 20))
+        groups = np.repeat(rng.choice(1 << 30, size=n_groups, replace=False), k)
+        if case % 5 == 0 and len(groups) > 1:  # groups of different sizes: the general path
+            groups = groups[1:]
+        groups = rng.permutation(groups).astype(np.int64)
+        n = len(groups)
+        kind = case % 4
+        if kind == 0:
+            v = rng.normal(size=n)
+        elif kind == 1:  # ties and signed zeros, in any order
+            v = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 0.5]), size=n)
+        elif kind == 2:
+            v = np.log(rng.uniform(500.0, 700.0, size=n)) - np.log(600.0)
+        else:
+            v = rng.normal(size=n)
+            v[rng.integers(0, n)] = np.nan
+        for _ in range(2):  # a layout computed, then one from the cache
+            used_rows += peer_stats._rows(groups) is not None
+            with np.errstate(invalid="ignore"):
+                got = group_median_scale(v, groups)
+                want = _general(v, groups)
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype
+                assert a.tobytes() == b.tobytes(), (groups.tolist(), v.tolist())
+    assert used_rows > 400  # the rows path was taken (not only the general one)
+    assert len(peer_stats._LAYOUTS) <= peer_stats._LAYOUTS_KEPT
