@@ -183,7 +183,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=85001)
     ap.add_argument("--gpu", default="node-003/1")
     ap.add_argument("--exit-ratio", type=float, default=0.0,
-                    help="what-if: leave the imbalance regime only below this ratio (3: no hysteresis)")
+                    help="what-if: leave the imbalance regime only below this ratio "
+                    "(3: no hysteresis)")
     ap.add_argument("--reset-on-switch", action="store_true",
                     help="what-if: zero the slow-rank scores when the regime switches")
     a = ap.parse_args()

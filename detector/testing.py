@@ -10,7 +10,7 @@ Tests of a detector read like the incident they describe:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import orjson
@@ -105,6 +105,33 @@ def feed(engine: Engine, events: Iterable[Event], *, finish: bool = True) -> lis
     if finish:
         out.extend(engine.finish())
     return out
+
+
+
+def power_capped(drop: Callable[[int], float], *, node: str = "node-000", gpu: int = 3,
+                 seconds: int = 120) -> list[ThermalSample]:
+    """One GPU's samples at 1 Hz, capped by power management (0x4) ``drop(t)`` below its
+    clock baseline wherever that is > 0 (70 °C, 700 W), uncapped otherwise (66 °C, 640 W)."""
+    out = []
+    for t in range(seconds):
+        d = drop(t)
+        out.append(thermal(T0 + t + 0.5, node, gpu, temp_c=70.0 if d else 66.0,
+                           clock_mhz=1980.0 * (1 - d), throttle=0x4 if d else 0,
+                           power_w=700.0 if d else 640.0))
+    return out
+
+
+def firing_beside_slow_rank(samples: Iterable[Event], slowdown: float, *, rank: int = 3,
+                            slow_from: int = 62, steps: int = 120
+                            ) -> list[tuple[str, str, str, str]]:
+    """(topic, kind, cause, scope) of every firing alert when ``samples`` are fed in time
+    order with a 16-rank job whose ``rank`` runs ``slowdown`` x from step ``slow_from``.
+
+    The engine is not finished: finish() moves the clock past any excuse's end.
+    """
+    job = healthy_job(steps=steps, slow={rank: slowdown}, slow_from=slow_from)
+    alerts = feed(Engine(), sorted([*job, *samples], key=lambda e: e.ts), finish=False)
+    return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
 
 
 YEAR_2100 = 4102444800.0

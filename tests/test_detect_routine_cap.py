@@ -11,25 +11,23 @@ from __future__ import annotations
 
 from detector.alerts import ESCALATION
 from detector.engine import Engine
-from detector.testing import T0, feed, healthy_job, thermal
+from detector.testing import (
+    T0,
+    feed,
+    firing_beside_slow_rank,
+    healthy_job,
+    power_capped,
+    thermal,
+)
 
 
-def capped(late_drop: float, *, seconds: int = 120) -> list:
+def capped(late_drop: float) -> list:
     """GPU node-000/3 at 1 Hz: capped (0x4) 6 % over 10-40 s, ``late_drop`` from 60 s."""
-    out = []
-    for t in range(seconds):
-        drop = 0.06 if 10 <= t < 40 else late_drop if t >= 60 else 0.0
-        out.append(thermal(T0 + t + 0.5, "node-000", 3, temp_c=70.0 if drop else 66.0,
-                           clock_mhz=1980.0 * (1 - drop), throttle=0x4 if drop else 0,
-                           power_w=700.0 if drop else 640.0))
-    return out
+    return power_capped(lambda t: 0.06 if 10 <= t < 40 else late_drop if t >= 60 else 0.0)
 
 
 def paged(slowdown: float, late_drop: float) -> list[tuple[str, str, str, str]]:
-    steps = healthy_job(steps=120, slow={3: slowdown}, slow_from=62)
-    alerts = feed(Engine(), sorted(list(steps) + capped(late_drop), key=lambda e: e.ts),
-                  finish=False)  # (finish() moves the clock past any excuse's end)
-    return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
+    return firing_beside_slow_rank(capped(late_drop), slowdown)
 
 
 def test_a_slowdown_under_a_cap_shallower_than_the_gpus_routine_one_pages() -> None:

@@ -10,27 +10,14 @@ GPU's routine capping, so every look at the slow rank found a recent minor cap t
 from __future__ import annotations
 
 from detector.alerts import ESCALATION
-from detector.engine import Engine
-from detector.testing import T0, feed, healthy_job, thermal
-
-
-def capped(early: bool, *, seconds: int = 120) -> list:
-    """GPU node-000/3 at 1 Hz: capped (0x4) 4 % below baseline over 10-40 s when ``early``,
-    and from 60 s on."""
-    out = []
-    for t in range(seconds):
-        on = (early and 10 <= t < 40) or t >= 60
-        out.append(thermal(T0 + t + 0.5, "node-000", 3, temp_c=70.0 if on else 66.0,
-                           clock_mhz=1980.0 * (0.96 if on else 1.0),
-                           throttle=0x4 if on else 0, power_w=700.0 if on else 640.0))
-    return out
+from detector.testing import firing_beside_slow_rank, power_capped
 
 
 def paged(early: bool, slowdown: float) -> list[tuple[str, str, str, str]]:
-    steps = healthy_job(steps=120, slow={3: slowdown}, slow_from=62)
-    alerts = feed(Engine(), sorted(list(steps) + capped(early), key=lambda e: e.ts),
-                  finish=False)  # (finish() moves the clock past any excuse's end)
-    return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
+    """GPU node-000/3 capped (0x4) 4 % below baseline over 10-40 s when ``early``, and from
+    60 s on; its rank ``slowdown`` x from step 62."""
+    capped = power_capped(lambda t: 0.04 if (early and 10 <= t < 40) or t >= 60 else 0.0)
+    return firing_beside_slow_rank(capped, slowdown)
 
 
 def test_a_slowdown_on_a_gpu_routinely_capped_as_deep_pages() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from detector.alerts import ESCALATION, ISOLATION, FiredAlert, Label, Scope
 from detector.cli import main
+from detector.topology import Topology
 from replay.evaluation.corpus import build_pairs, read_manifest
 from replay.evaluation.evaluate import evaluate_corpus
 from replay.evaluation.matrix import (
@@ -21,7 +22,6 @@ from replay.evaluation.matrix import (
     matrix_recipes,
     steps_to_detect,
 )
-from detector.topology import Topology
 from replay.sim.axes import AXES
 
 T0 = 1767225600.0
