@@ -42,12 +42,12 @@ from detector.events import (
     NicSample,
     ThermalSample,
 )
-from detector.thermal import SLOWDOWN_BITS
+from detector.monitors import _SWEEP_S
+from detector.thermal import PAUSE_S, SLOWDOWN_BITS
 
 if TYPE_CHECKING:
     from detector.monitors import Monitors
 
-_SWEEP_S = 1.0  # (detector.monitors' own: how often event time sweeps the jobs)
 _NEVER = float("-inf")
 
 # The counters are read by position below; a change of either tuple must be seen here.
@@ -85,6 +85,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     busy_gbps = cfg.nic_busy_gbps
     low_ratio = cfg.nic_throughput_ratio
     retired_limit = cfg.retired_sbe_pages
+    pause_s = PAUSE_S
     start = i
     n_thermal = n_nic = n_ecc = 0
     while i < n:
@@ -112,7 +113,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 told = u._interval_s
                 prev = u._prev_gap
                 if (not (0.5 * told <= gap <= 2.0 * told) and 0.8 * prev <= gap <= 1.25 * prev
-                        and gap < 300.0):
+                        and gap < pause_s):
                     break  # a sampling interval to tell
                 if not learns or (e.throttle or 0) & SLOWDOWN_BITS or u._active \
                         or u._cap_active or u._seen or u._minor:

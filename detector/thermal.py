@@ -35,6 +35,7 @@ from detector.thresholds import Thresholds
 from models.decay import DecayingCount
 
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
+PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 
 
@@ -136,7 +137,7 @@ class GpuThermal:
         # test first: it is the one that fails on a steadily sampled GPU.
         told = self._interval_s
         if not (0.5 * told <= gap <= 2.0 * told) and 0.8 * prev <= gap <= 1.25 * prev \
-                and gap < 300.0:
+                and gap < PAUSE_S:
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.
