@@ -853,6 +853,12 @@ class Correlator:
             heard, troubled = self._fabric_members(name)
         else:
             heard, troubled = self._members(what, name)
+            # Trouble that cleared inside the window still happened: a leaf down for less
+            # than a sample interval is seen by each node on one sample at its own phase, and
+            # is over on every node before the window closes (it was 12-16 NIC isolations,
+            # one per node, for one switch blip; review audit row 1b).
+            late = {f.scope.node for _, f in waiting if not f.active and f.scope.node}
+            troubled, heard = troubled | late, heard | late
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
         if what == "fabric" and len(troubled) >= need:

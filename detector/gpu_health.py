@@ -26,6 +26,10 @@ _RESETS_BEFORE_INSPECTION = 2  # gpud's DefaultRebootThreshold
 # Order of the counters CounterDeltas tracks for one GPU.
 _SBE, _DBE, _RET_SBE, _RET_DBE, _PCIE, _NVL_CRC, _NVL_REPLAY, _NVL_RECOVERY = range(8)
 _read_deltas = delta_reader(ECC_COUNTERS)
+# GpuHealth.quiet reads the counters by position: a change of the tuple must be seen there.
+assert ECC_COUNTERS == (
+    "sbe_volatile", "dbe_volatile", "retired_pages_sbe", "retired_pages_dbe", "pcie_replay",
+    "nvlink_crc_errors", "nvlink_replay_errors", "nvlink_recovery_errors")
 
 
 class GpuHealth:
@@ -75,7 +79,60 @@ class GpuHealth:
                            self.scope, active, verdict, severity, evidence or {},
                            None, s.tenant, s.cluster))
 
+    def quiet(self, s: EccSample, cfg: Thresholds) -> bool:
+        """Take the healthy sample: True when ``s`` was applied and could make no finding.
+
+        The common case of :meth:`update`, which calls it first; the batch path of samples
+        (detector.quiet) calls it alone.  It takes a late or duplicate sample without an XID
+        (nothing to do) and one with no XID, no rate raised, no error counted, no counter
+        missing or fallen back, retired pages short of the limit, no remap flag newly set
+        and no recovery action changed: the counters' baseline moves on.  False changes
+        nothing.
+        """
+        if s.xid is not None:
+            return False
+        counters = self._counters
+        ts = s.ts
+        if ts <= counters._last_ts:
+            return True  # late or duplicate
+        if self._active:
+            return False
+        # The counters by position (ECC_COUNTERS' order: _SBE .. _NVL_RECOVERY).
+        b0, b1, b2, b3, b4, b5, b6, b7 = counters._last
+        r: Any = s  # (a counter may be None: the comparisons' TypeError tells)
+        v0, v1, v2, v3 = r.sbe_volatile, r.dbe_volatile, r.retired_pages_sbe, \
+            r.retired_pages_dbe
+        v4, v5, v6, v7 = r.pcie_replay, r.nvlink_crc_errors, r.nvlink_replay_errors, \
+            r.nvlink_recovery_errors
+        try:
+            if not (v2 >= b2 and v0 == b0 and v1 == b1 and v3 == b3 and v4 == b4
+                    and v5 == b5 and v6 == b6 and v7 == b7 and v0 is not None
+                    and v1 is not None and v3 is not None and v4 is not None
+                    and v5 is not None and v6 is not None and v7 is not None
+                    and not self._retired_sbe < cfg.retired_sbe_pages <= v2):
+                return False  # an error counted, a reset, retired pages past the limit
+        except TypeError:
+            return False  # a counter missing, now or before
+        failure = s.row_remap_failure
+        pending = s.row_remap_pending
+        if (failure and not self._remap_failure) or (pending and not self._remap_pending):
+            return False
+        action = s.recovery_action
+        if action is not None and action != self._recovery:
+            return False  # a recovery action asked for, or one back to none (a reset)
+        counters._last_ts = ts
+        counters._last = [v0, v1, v2, v3, v4, v5, v6, v7]
+        self._retired_sbe = v2
+        if failure is not None:
+            self._remap_failure = failure
+        if pending is not None:
+            self._remap_pending = pending
+        return True
+
     def update(self, s: EccSample, cfg: Thresholds, out: list[Finding]) -> None:
+        if self.quiet(s, cfg):
+            return
+        # The general path: a sample that may raise or clear a signal.
         if s.xid is not None:
             self._on_xid(s, out)
         resets = self._counters.resets

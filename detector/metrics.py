@@ -135,13 +135,27 @@ class ConsumerLag:
         child.set(sum(n for (t, _), n in self._by_tp.items() if t == topic))
 
 
+class _HoldsPartitions:
+    """Consumer lag of a process that holds Kafka partitions (the worker, the pager)."""
+
+    _lag: ConsumerLag
+
+    def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
+        """Messages behind the end of one partition this process holds."""
+        self._lag.set(tp, n)
+
+    def forget_partition(self, tp: tuple[str, int] | Any) -> None:
+        """A partition revoked: its lag is no longer this process's."""
+        self._lag.forget(tp)
+
+
 def _tp_key(tp: tuple[str, int] | Any) -> tuple[str, int]:
     if isinstance(tp, tuple):
         return str(tp[0]), int(tp[1])
     return str(tp.topic), int(tp.partition)
 
 
-class WorkerMetrics:
+class WorkerMetrics(_HoldsPartitions):
     """What ``faultline serve`` reports: input, bad input, alerts, latency, state, lag.
 
     ``topics`` are the topic names as the worker sees them (with a prefix, if
@@ -223,20 +237,12 @@ class WorkerMetrics:
         """``n`` findings or timers the correlator stage failed on (a bug: see the log)."""
         self._correlator_errors.inc(n)
 
-    def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
-        """Messages behind the end of one partition this worker holds."""
-        self._lag.set(tp, n)
-
-    def forget_partition(self, tp: tuple[str, int] | Any) -> None:
-        """A partition revoked: its lag is no longer this worker's."""
-        self._lag.forget(tp)
-
 
 PAGER_OUTCOMES = ("rejected", "exhausted")
 HELD_REASONS = ("grouped", "rate_limited", "duplicate", "cleared")
 
 
-class PagerMetrics:
+class PagerMetrics(_HoldsPartitions):
     """What ``faultline pager`` reports, by sink: deliveries, retries, failures, dead letters."""
 
     def __init__(self, registry: CollectorRegistry, sinks: Iterable[str], *,
@@ -339,17 +345,6 @@ class PagerMetrics:
 
     def queued(self, sink: str, n: int) -> None:
         self._sink[sink]["faultline_pager_queued"].set(n)
-
-    def correlator_errors(self, n: int) -> None:
-        """``n`` findings or timers the correlator stage failed on (a bug: see the log)."""
-        self._correlator_errors.inc(n)
-
-    def lag(self, tp: tuple[str, int] | Any, n: int) -> None:
-        self._lag.set(tp, n)
-
-    def forget_partition(self, tp: tuple[str, int] | Any) -> None:
-        self._lag.forget(tp)
-
 
 class MetricsServer:
     """An HTTP ``/metrics`` endpoint for one registry, on a thread; ``port=0`` picks a free port."""

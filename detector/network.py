@@ -31,6 +31,10 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
                                   "out_of_sequence"))
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
+# NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
+assert NIC_COUNTERS == (
+    "tx_bytes", "rx_bytes", "symbol_errors", "link_downed", "rcv_errors", "xmit_discards",
+    "xmit_wait", "out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled")
 
 
 class _Port:
@@ -76,7 +80,63 @@ class NodeNics:
         """A port down, or with a signal raised and not cleared."""
         return any(p.active or p.down for p in self._ports.values())
 
+    def quiet(self, s: NicSample, cfg: Thresholds) -> bool:
+        """Take the healthy sample: True when ``s`` was applied and could make no finding.
+
+        The common case of :meth:`update`, which calls it first; the batch path of samples
+        (detector.quiet) calls it alone.  It takes a late or duplicate sample of a known port
+        (nothing to do) and one of a port with nothing raised whose link is up, no counter
+        missing or fallen back, no error or flap counted, and whose throughput is not low
+        against its siblings: the counters' baseline and the port's rate move on.  False
+        leaves the state for :meth:`update`'s general path, which does the same first: at
+        most the port's throughput and the node's reference refreshed (again: the same
+        value, a refresh no longer due at this ``ts``).
+        """
+        try:
+            p = self._ports[(s.nic, s.port)]
+        except KeyError:
+            return False  # a port's first sample
+        counters = p.counters
+        ts = s.ts
+        if ts <= counters._last_ts:
+            return True  # late or duplicate
+        prev_ts = p.last_ts
+        if p.active or p.down or p.low or prev_ts == _NEVER or s.link_state == "down":
+            return False
+        # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10 = counters._last
+        r: Any = s  # (a counter may be None: the comparisons' TypeError tells)
+        v0, v1, v2, v3, v4 = r.tx_bytes, r.rx_bytes, r.symbol_errors, r.link_downed, \
+            r.rcv_errors
+        v5, v6, v7, v8, v9, v10 = r.xmit_discards, r.xmit_wait, r.out_of_sequence, \
+            r.packet_seq_err, r.np_cnp_sent, r.rp_cnp_handled
+        try:
+            # Traffic counters on, error and flap counters still (and present).
+            if not (v0 >= b0 and v1 >= b1 and v5 >= b5 and v6 >= b6 and v9 >= b9
+                    and v10 >= b10 and v2 == b2 and v3 == b3 and v4 == b4 and v7 == b7
+                    and v8 == b8 and v2 is not None and v3 is not None
+                    and v4 is not None and v7 is not None and v8 is not None):
+                return False  # a reset, an error, a flap
+        except TypeError:
+            return False  # a counter missing, now or before
+        dt = ts - prev_ts
+        if dt > 0:
+            p.gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
+        if ts - self._ref_ts >= 1.0:
+            self._refresh_ref(ts)
+        ref = self._ref_gbps
+        if ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
+            return False  # slow against its siblings
+        counters._last_ts = ts
+        counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
+        p.interval_s = dt
+        p.last_ts = ts
+        return True
+
     def update(self, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
+        if self.quiet(s, cfg):
+            return
+        # The general path: a sample that may raise or clear a signal.
         try:  # (a KeyError only on a port's first sample: cheaper than dict.get's call)
             p = self._ports[(s.nic, s.port)]
         except KeyError:
@@ -93,8 +153,7 @@ class NodeNics:
         if not first:
             dt = p.interval_s = ts - prev_ts
         p.last_ts = ts
-        # The healthy common case (link up, no flap, no error, nothing raised) decides nothing
-        # in _link and _errors: skip the calls (this runs for every sample of every port).
+        # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
         if active or p.down or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out)

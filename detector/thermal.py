@@ -54,6 +54,14 @@ def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
     return "thermal" if gpu_temp_c is not None and gpu_temp_c >= hot_c else "power"
 
 
+def _tells_interval(gap: float, told: float, prev: float) -> bool:
+    """Whether a gap between samples is a sampling interval to tell the correlator: not the
+    interval told last, and two gaps alike (a rate, not a pause).  The first test first: it
+    is the one that fails on a steadily sampled GPU."""
+    return (not (0.5 * told <= gap <= 2.0 * told) and 0.8 * prev <= gap <= 1.25 * prev
+            and gap < PAUSE_S)
+
+
 class NodeTemps:
     """Latest temperature of each GPU of one node, and their median refreshed once a second.
 
@@ -125,19 +133,61 @@ class GpuThermal:
         """A throttle, heat or power-cap finding raised and not cleared."""
         return self._active or self._hot_active or self._cap_active
 
-    def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+    def quiet(self, s: ThermalSample, cfg: Thresholds) -> bool:
+        """Take the healthy sample: True when ``s`` was applied and could make no finding.
+
+        The common case of :meth:`update`, which calls it first; the batch path of samples
+        (detector.quiet) calls it alone.  It takes a late or duplicate sample (nothing to
+        do) and one with no slowdown reason, nothing raised, no interval to tell and no GPU
+        hot against its node: the clock baseline learns, the runs count on.  False leaves
+        the state for :meth:`update`'s general path, which does the same first: at most the
+        node's temperature of this GPU stored and the node's median refreshed (again: the
+        same value, a refresh no longer due at this ``ts``).
+        """
         ts = s.ts
         last = self._last_ts
         if ts <= last:
-            return  # late or duplicate: state machines run on fresh samples only
+            return True  # late or duplicate: state machines run on fresh samples only
         gap = ts - last
+        told = self._interval_s
+        prev = self._prev_gap
+        if _tells_interval(gap, told, prev):
+            return False
+        if (s.throttle or 0) & SLOWDOWN_BITS or self._active or self._cap_active \
+                or self._seen or self._minor or cfg.throttle_samples <= 0:
+            return False
+        temp_c = s.gpu_temp_c
+        if temp_c is not None:
+            if self._hot or self._hot_active:
+                return False
+            node = self._node
+            node.temps[s.gpu] = temp_c
+            if ts - node.median_ts >= 1.0:
+                node.reference(ts)
+            if temp_c >= node.median_c + cfg.hot_delta_c:
+                return False
+        self._prev_gap = gap
+        self._last_ts = ts
+        clock = s.sm_clock_mhz
+        if clock is not None:
+            # river's own estimator, without EWMean.update's one-line Python frame around it
+            # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
+            self._clock._ewmean.update(clock)
+        self._heavy = (self._heavy if self._heavy < 0 else 0) - 1  # (_power_cap's, no heavy)
+        self._bad = 0
+        self._good += 1
+        return True
+
+    def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+        if self.quiet(s, cfg):
+            return
+        # The general path: a sample that may raise or clear a signal (fresh: quiet took
+        # the late ones).
+        ts = s.ts
+        gap = ts - self._last_ts
         prev = self._prev_gap
         self._prev_gap = gap
-        # Not the interval told last, and two gaps alike (a rate, not a pause); the first
-        # test first: it is the one that fails on a steadily sampled GPU.
-        told = self._interval_s
-        if not (0.5 * told <= gap <= 2.0 * told) and 0.8 * prev <= gap <= 1.25 * prev \
-                and gap < PAUSE_S:
+        if _tells_interval(gap, self._interval_s, prev):
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.
@@ -156,18 +206,6 @@ class GpuThermal:
                 self._check_hot(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
-        if not bits and not (self._active or self._cap_active or self._seen or self._minor) \
-                and cfg.throttle_samples > 0:
-            # The healthy common case, what the general path below does with no reason set
-            # and nothing raised: the clock baseline learns, the runs count on.
-            if clock is not None:
-                # river's own estimator, without EWMean.update's one-line Python frame around
-                # it (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
-                self._clock._ewmean.update(clock)
-            self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
-            self._bad = 0
-            self._good += 1
-            return
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from detector.alerts import ESCALATION, ISOLATION, Alert
 from detector.engine import Engine
 from detector.statecodec import StateCodec
@@ -79,10 +77,6 @@ def test_a_switch_alert_stays_firing_while_its_leaf_is_down_and_resolves_after()
         T0 + 20 + cfg.switch_window_s}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open, needs detector/correlate.py: Correlator._members counts a node as troubled only "
-    "while its trouble is still active when the switch window closes; the findings that "
-    "cleared meanwhile wait in _group_wait but are not counted (review audit, issue 10)"))
 def test_a_leaf_down_for_less_than_a_sample_interval_is_still_one_switch() -> None:
     # A whole leaf down briefly: at 1 Hz for one sample, or at dcgm-exporter's 30 s for 20 s
     # (each node sees it on one sample, at its own phase).  Every node's trouble is over
