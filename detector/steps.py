@@ -49,7 +49,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median_scale, group_stats, median
+from models.peer_stats import group_median, group_median_scale, group_stats, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -563,38 +563,36 @@ class JobMonitor:
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
         cfg = self.cfg
-        ok = compute > 0.0  # also drops NaN (compute_ms absent)
-        if not ok.all():
+        ok: np.ndarray | None = compute > 0.0  # also drops NaN (compute_ms absent)
+        if np.count_nonzero(ok) == len(compute):
+            ok = None  # (all: the usual step, no copies)
+        else:
             slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
         if len(slots) == 0:
             return
         x = np.log(compute)
-        med, scale, size = group_median_scale(x, groups)
-        small = size < cfg.min_peers
-        if small.any():
-            # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
-            # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
-            # does the same compute as its data-parallel peers; a stage is still never
-            # compared with another stage.  A rank's steady offset from the stage (a shard
-            # a little heavier) is learned as its own bias, like any GPU's.
-            smed, sscale, ssize = group_median_scale(x[small], groups[small] >> 24)
-            med[small], scale[small], size[small] = smed, sscale, ssize
-            groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
-        comparable = size >= cfg.min_peers
-        if not comparable.any():
-            return
-        dev = x - med
-        step_sigma = median(scale[comparable])
+        med, scale, size, k = group_stats(x, groups)
+        if k >= cfg.min_peers:
+            # Every peer group of one size, large enough (the usual step): all comparable.
+            comparable: np.ndarray | None = None
+            step_sigma = median(scale)
+            r, d, gc, tc, mc = slots, x - med, groups, ts, med
+        else:
+            comparable, groups = self._comparable(x, groups, med, scale, size)
+            if comparable is None:
+                return
+            step_sigma = median(scale[comparable])
+            r, d, gc = slots[comparable], (x - med)[comparable], groups[comparable]
+            tc, mc = ts[comparable], med[comparable]
         self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
-        r = slots[comparable]
-        d = dev[comparable]
         self._slow_dev[r] = d
         mates, imbalanced = self._replica_common(d, buf, ok, comparable)
         common = mates if imbalanced else None
+        base_r = self._base[r]  # (each rank's bias before this step's learning)
         if common is None:
             own = d
-            z = (d - self._base[r]) / sigma
+            z = (d - base_r) / sigma
             size, size_sigma, one = d, sigma, None
         else:
             # Each rank's deviation is its replica's share (the batch it drew this step) and
@@ -603,9 +601,10 @@ class JobMonitor:
             # replica slower than its peers (a node) is still counted, at its own noise --
             # for a replica on one node only (below).  ``own`` is the rank's deviation from
             # its replica mates, peer-centred (_peer_centred).
-            own = _peer_centred(d - common, groups[comparable])
-            own_sigma = max(median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
-            z_own = (own - self._base[r]) / own_sigma
+            own = _peer_centred(d - common, gc)
+            over = own - base_r
+            own_sigma = max(median(np.abs(over)) * 1.4826, cfg.slow_sigma_floor)
+            z_own = over / own_sigma
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
@@ -644,7 +643,7 @@ class JobMonitor:
                 # keeps its deviation from its peers: that whole replica slow from the start
                 # is its node's offset.
                 own = np.where(self._one_node_replicas(buf, r), own,
-                               _peer_centred(d - mates, groups[comparable]))
+                               _peer_centred(d - mates, gc))
             self._base[r] += 0.2 * (own - self._base[r])  # fast start, then slow tracking
             # An offset present from the job's first steps is this rank's normal (a shared
             # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
@@ -658,18 +657,19 @@ class JobMonitor:
                 self._fresh[r] = False
         else:
             learn &= ~self._slow.alarmed[r]
-            lr = r[learn]
-            self._base[lr] += cfg.slow_baseline_alpha * (own[learn] - self._base[lr])
+            bl = base_r[learn]  # (= self._base[r[learn]]: nothing learned since)
+            self._base[r[learn]] = bl + cfg.slow_baseline_alpha * (own[learn] - bl)
         # Only "this GPU is a little slower than its peers" is learned as normal: learning
         # "faster" would make its return to the median look like a slowdown.  After warm-up
         # no more slowness is learned than the rank showed from the start (at least 2 %):
         # a change after warm-up is a change, and pages.
         self._base.clip(0.0, self._cap, out=self._base)
         if warm:
-            self._gross_prior(step, r, d, ts[comparable], med[comparable], sigma, buf,
-                              np.flatnonzero(ok)[comparable], decided_ts, out)
+            pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
+            self._gross_prior(step, r, d, tc, mc, sigma, buf,
+                              pos if comparable is None else pos[comparable], decided_ts, out)
             return
-        _, cleared = self._slow.update(r, z, ts[comparable])
+        _, cleared = self._slow.update(r, z, tc)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
@@ -683,10 +683,16 @@ class JobMonitor:
         # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
         # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
         since = self._run_since[r]
-        self._run_since[r] = np.where(in_run, np.where((since == 0.0) & (z >= _CLEARLY_SLOW_Z),
-                                                       ts[comparable], since), 0.0)
-        at = np.flatnonzero(self._slow.alarmed[r] & ~self._reported[r])
-        waiting = r[at]
+        clearly = z >= _CLEARLY_SLOW_Z
+        if np.count_nonzero(clearly):
+            since = np.where((since == 0.0) & clearly, tc, since)
+        self._run_since[r] = np.where(in_run, since, 0.0)
+        alarmed = self._slow.alarmed[r]
+        if np.count_nonzero(alarmed):
+            at = (alarmed & ~self._reported[r]).nonzero()[0]
+            waiting = r[at]
+        else:  # (the usual step: no rank alarmed)
+            waiting = r[:0]
         if len(waiting):
             # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
             # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
@@ -713,10 +719,11 @@ class JobMonitor:
             new = waiting[effect >= cfg.slow_min_effect]
         else:
             new = waiting
-        cleared = cleared[self._reported[cleared]]
+        if len(cleared):
+            cleared = cleared[self._reported[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
-        peer_med = dict(zip(r.tolist(), np.exp(med[comparable]).tolist(), strict=True))
+        peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
         for s in new.tolist():  # slots; findings name the rank
@@ -742,8 +749,30 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
-    def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray,
-                        comparable: np.ndarray) -> tuple[np.ndarray | None, bool]:
+    def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
+                    scale: np.ndarray, size: np.ndarray
+                    ) -> tuple[np.ndarray | None, np.ndarray]:
+        """Peer groups of different sizes or too small (:meth:`_check_slow`): ``med``,
+        ``scale``, ``size`` in place for the stage where a group is too small; returns the
+        ranks that have enough peers (None: none has) and each rank's group used."""
+        cfg = self.cfg
+        small = size < cfg.min_peers
+        if small.any():
+            # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
+            # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
+            # does the same compute as its data-parallel peers; a stage is still never
+            # compared with another stage.  A rank's steady offset from the stage (a shard
+            # a little heavier) is learned as its own bias, like any GPU's.
+            smed, sscale, ssize = group_median_scale(x[small], groups[small] >> 24)
+            med[small], scale[small], size[small] = smed, sscale, ssize
+            groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
+        comparable = size >= cfg.min_peers
+        if not comparable.any():
+            return None, groups
+        return comparable, groups
+
+    def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray | None,
+                        comparable: np.ndarray | None) -> tuple[np.ndarray | None, bool]:
         """Each rank's replica-wide deviation this step, and whether that is the job's main
         noise (None, False: no replicas to take medians of).
 
@@ -756,23 +785,36 @@ class JobMonitor:
         Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
         Until then the medians still serve the warm-up: ranks of replicas spanning nodes
         learn their start offsets against them (:meth:`_check_slow`).
+        ``ok`` and ``comparable`` pick ``d``'s ranks from the step's (None: all).
         """
         cfg = self.cfg
         if cfg.replica_noise_ratio <= 0.0:
             return None, False
         dp = buf.dp_array()
-        if not ok.all():
+        if ok is not None:
             dp = dp[ok]
-        dp = dp[comparable]
-        known = dp >= 0
-        if known.sum() < 16:
+        if comparable is not None:
+            dp = dp[comparable]
+        known: np.ndarray | None = dp >= 0
+        n_known = np.count_nonzero(known)
+        if n_known < 16:
             return None, False
-        med, _, size = group_median_scale(d[known], dp[known])
-        multi = size >= 4
-        if len(set(dp[known][multi].tolist())) < 4:
-            return None, False
-        rep = med[multi]
-        within = median(np.abs(d[known][multi] - rep))
+        if n_known == len(dp):
+            known = None  # (all: the usual step)
+        else:
+            d, dp = d[known], dp[known]
+        med, size, k = group_median(d, dp)
+        multi: np.ndarray | None = None
+        if k >= 4:  # replicas of one size, each of >= 4 ranks (the usual step): all count
+            if len(d) // k < 4:
+                return None, False
+            rep, dm = med, d
+        else:
+            multi = size >= 4
+            if len(set(dp[multi].tolist())) < 4:
+                return None, False
+            rep, dm = med[multi], d[multi]
+        within = median(np.abs(dm - rep))
         across = median(np.abs(rep - median(rep)))
         ratio = across / max(within, 1e-6)
         # From the first step (not from zero): the warm-up learns each rank's offset on the
@@ -787,9 +829,11 @@ class JobMonitor:
         # fleet's one escalation").
         limit = cfg.replica_noise_exit if self._imbalanced else cfg.replica_noise_ratio
         self._imbalanced = self._replica_noise >= limit
-        common = np.zeros(len(d))
-        idx = np.flatnonzero(known)[multi]
-        common[idx] = rep
+        if known is None and multi is None:
+            return rep, self._imbalanced  # (every rank's replica median: rep as it is)
+        common = np.zeros(len(known) if known is not None else len(d))
+        idx = np.arange(len(d)) if known is None else known.nonzero()[0]
+        common[idx if multi is None else idx[multi]] = rep
         return common, self._imbalanced
 
     def _one_node_replicas(self, buf: _StepBuffer, r: np.ndarray) -> np.ndarray:

@@ -61,14 +61,20 @@ class CusumBank:
         prev = self.score[slots]
         s = np.maximum(0.0, prev + np.minimum(z, self.z_clip) - self.k)
         was = self.alarmed[slots]
-        s = np.where(was, np.minimum(s, self.h_cap), s)
+        any_was = np.count_nonzero(was)  # (none alarmed: the usual update, fewer array calls)
+        if any_was:
+            s = np.where(was, np.minimum(s, self.h_cap), s)
         rising = (prev == 0.0) & (s > 0.0)
-        self.onset_ts[slots[rising]] = ts[rising]
+        if np.count_nonzero(rising):
+            self.onset_ts[slots[rising]] = ts[rising]
         self.score[slots] = s
-        new = slots[(~was) & (s > self.h)]
-        self.alarmed[new] = True
+        new = slots[(~was) & (s > self.h)] if any_was else slots[s > self.h]
+        if len(new):
+            self.alarmed[new] = True
         quiet = np.where(s == 0.0, self._quiet[slots] + 1, 0)
         self._quiet[slots] = quiet
+        if not any_was:
+            return new, slots[:0]
         cleared = slots[was & (quiet >= self.clear_after)]
         self.alarmed[cleared] = False
         return new, cleared

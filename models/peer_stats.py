@@ -60,13 +60,13 @@ def _group_medians(values: np.ndarray, order: np.ndarray, lo: np.ndarray, hi: np
 
 
 class _Rows:
-    """Groups of one size ``k``, as rows: ``values[perm].reshape(-1, k)`` holds a group a row,
-    its members in their input order; ``back`` is each element's row."""
+    """Groups of one size ``k``, as rows: ``values[perm]`` holds a group a row, its members in
+    their input order; ``back`` is each element's row."""
 
     __slots__ = ("perm", "back", "k", "lo", "hi")
 
     def __init__(self, perm: np.ndarray, back: np.ndarray, k: int) -> None:
-        self.perm, self.back, self.k = perm, back, k
+        self.perm, self.back, self.k = perm.reshape(-1, k), back, k
         self.lo, self.hi = (k - 1) // 2, k // 2  # a row's middle element(s), sorted
 
 
@@ -136,17 +136,34 @@ def group_stats(values: np.ndarray, groups: np.ndarray
         return empty, empty, np.empty(0, dtype=np.int64), 0
     rows = _rows(groups) if groups.dtype is _INT64 and values.dtype is _FLOAT64 else None
     if rows is not None:
-        perm, back, k, lo, hi = rows.perm, rows.back, rows.k, rows.lo, rows.hi
-        v = values[perm].reshape(-1, k)
+        back, k, lo, hi = rows.back, rows.k, rows.lo, rows.hi
+        v = values[rows.perm]
         v.sort(axis=1, kind="stable")
-        med = ((v[:, lo] + v[:, hi]) * 0.5)[back]
-        dev = np.abs(values - med)
-        w = dev[perm].reshape(-1, k)
-        w.sort(axis=1, kind="stable")
-        mad = ((w[:, lo] + w[:, hi]) * 0.5)[back]
-        return med, mad * MAD_TO_SIGMA, np.full(n, k, dtype=np.int64), k
+        mid = (v[:, lo] + v[:, hi]) * 0.5
+        # The deviations taken in the sorted rows: each row holds the same values as its
+        # group's deviations in input order (|x - median| has no -0.0), so its sort is the same.
+        np.subtract(v, mid[:, None], out=v)
+        np.abs(v, out=v)
+        v.sort(axis=1, kind="stable")
+        mad = ((v[:, lo] + v[:, hi]) * 0.5)[back]
+        return mid[back], mad * MAD_TO_SIGMA, np.full(n, k, dtype=np.int64), k
     med, scale, size = _general(values, groups)
     return med, scale, size, 0
+
+
+def group_median(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`group_stats` without the scale: per element its group's median and size, and
+    the groups' common size (0: not one size) -- half the work when no MAD is wanted."""
+    if len(values) and groups.dtype is _INT64 and values.dtype is _FLOAT64:
+        rows = _rows(groups)
+        if rows is not None:
+            lo, hi, k = rows.lo, rows.hi, rows.k
+            v = values[rows.perm]
+            v.sort(axis=1, kind="stable")
+            return ((v[:, lo] + v[:, hi]) * 0.5)[rows.back], np.full(len(values), k,
+                                                                     dtype=np.int64), k
+    med, _, size, k = group_stats(values, groups)
+    return med, size, k
 
 
 def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
