@@ -556,6 +556,7 @@ class JobMonitor:
         if common is None:
             own = d
             z = (d - self._base[r]) / sigma
+            size, size_sigma, one = d, sigma, None
         else:
             # Each rank's deviation is its replica's share (the batch it drew this step) and
             # its own: one statistic from the two, each in units of its own noise, so a rank
@@ -564,8 +565,8 @@ class JobMonitor:
             # for a replica on one node only (below).  ``own`` is the rank's deviation from
             # its replica mates, peer-centred (_peer_centred).
             own = _peer_centred(d - common, groups[comparable])
-            z_own = (own - self._base[r]) / max(
-                median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
+            own_sigma = max(median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
+            z_own = (own - self._base[r]) / own_sigma
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
@@ -582,6 +583,9 @@ class JobMonitor:
             # steps (healthy fleet dp4-10s seed 55000).
             one = self._one_node_replicas(buf, r)
             z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
+            # A run is sized as it is scored: on a replica spanning nodes by the rank's own
+            # deviation (its replica's batch is no evidence), over its learned bias (below).
+            size, size_sigma = np.where(one, d, own), own_sigma
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
         spread = median(np.abs(z)) / 0.6745
@@ -631,7 +635,7 @@ class JobMonitor:
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
         in_run = self._slow.score[r] > 0.0
-        self._run_sum[r] = np.where(in_run, self._run_sum[r] + d, 0.0)
+        self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
         # end): the CUSUM's onset is where the score left zero, which a chance slow step
@@ -642,19 +646,31 @@ class JobMonitor:
         since = self._run_since[r]
         self._run_since[r] = np.where(in_run, np.where((since == 0.0) & (z >= _CLEARLY_SLOW_Z),
                                                        ts[comparable], since), 0.0)
-        waiting = r[self._slow.alarmed[r] & ~self._reported[r]]
+        at = np.flatnonzero(self._slow.alarmed[r] & ~self._reported[r])
+        waiting = r[at]
         if len(waiting):
             # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
             # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
             # +3.5 % over 8 steps, mean of the draws 1.78 sigma) alarms the CUSUM and has a
             # mean above any small effect.  Its size is the mean less its standard error
             # margin; a real 10 % slowdown clears it by far at its alarm, a sustained 3 % one
-            # after tens of steps, and a chance run ends (back to the median) first.  (Under
-            # batch imbalance a run's mean carries its replica's draws: judged as before.)
+            # after tens of steps, and a chance run ends (back to the median) first.
+            # Under batch imbalance a rank whose replica spans nodes is scored on its own
+            # deviation from its replica mates over its learned bias, and its run is sized
+            # so: the mean of ``own`` less that bias and the margin.  Sized on ``d`` with no
+            # margin (as it was), a healthy rank 2.3 % over its mates from the start paged
+            # on 8 steps of its own deviation at +3.9-8.4 % whose ``d`` averaged +7.2 %
+            # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
+            # one node is scored on its replica's deviation too: its run keeps ``d``, no
+            # margin, as before.
             n = np.maximum(self._run_n[waiting], 1)
-            margin = 0.0 if common is not None else (
-                cfg.slow_effect_z * sigma * max(self._zscale, 1.0) / np.sqrt(n))
-            effect = np.exp(self._run_sum[waiting] / n - margin) - 1.0
+            margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
+            mean = self._run_sum[waiting] / n
+            if one is not None:
+                spans = ~one[at]
+                margin = np.where(spans, margin, 0.0)
+                mean = np.where(spans, mean - self._base[waiting], mean)
+            effect = np.exp(mean - margin) - 1.0
             new = waiting[effect >= cfg.slow_min_effect]
         else:
             new = waiting

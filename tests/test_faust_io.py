@@ -53,7 +53,7 @@ def test_a_batch_that_cannot_be_decompressed_is_one_dead_letter_not_a_dead_worke
     tp = TopicPartition("telemetry.ecc", 0)
     recs = list(PartitionRecords(tp, MemoryRecords(data), [], 0, None, None, False,
                                  READ_UNCOMMITTED))
-    assert [r.offset for r in recs] == [0, 1, 2, 5]
+    assert [r.offset for r in recs] == [0, 1, 2, 5]  # (aiokafka's records: not a lean topic)
     src = SourcePartition("telemetry.ecc", 0, 1)
     emits: list[Emit] = []
     dead: list[DeadLetter] = []
@@ -69,22 +69,21 @@ def test_the_service_topics_come_out_of_the_fetcher_as_lean_records_with_the_sam
     from aiokafka.structs import TopicPartition
 
     from detector.pipeline.source import Undecodable
-    from detector.service.faust_io import Fetched, tolerate_unreadable_batches
+    from detector.service.faust_io import tolerate_unreadable_batches
 
     tolerate_unreadable_batches(frozenset({"lean.telemetry.ecc"}))
     good = b'{"ts": 1767225600.0, "node": "n0", "gpu": 0, "xid": 79}'
     data = _batch(0, [good, good]) + _batch(2, [good] * 3, codec=6) + _batch(5, [good])
     recs = list(PartitionRecords(TopicPartition("lean.telemetry.ecc", 0), MemoryRecords(data),
                                  [], 0, None, None, False, READ_UNCOMMITTED))
-    assert all(type(r) is Fetched for r in recs)
-    assert [(r.offset, r.value) for r in recs if r.offset != 2] == [(0, good), (1, good),
-                                                                     (5, good)]
-    assert isinstance(recs[2].value, Undecodable) and recs[2].offset == 2
-    assert recs[0].timestamp > 0  # Kafka's, in ms
+    assert all(type(r) is tuple and len(r) == 4 for r in recs)  # (offset, key, value, ts)
+    assert [(r[0], r[2]) for r in recs if r[0] != 2] == [(0, good), (1, good), (5, good)]
+    assert isinstance(recs[2][2], Undecodable) and recs[2][0] == 2
+    assert recs[0][1] == b"k" and recs[0][3] > 0  # Kafka's timestamp, in ms
     # Other topics (Faust's own) keep aiokafka's records.
     other = list(PartitionRecords(TopicPartition("other", 0), MemoryRecords(_batch(0, [good])),
                                   [], 0, None, None, False, READ_UNCOMMITTED))
-    assert type(other[0]) is not Fetched and other[0].value == good
+    assert type(other[0]) is not tuple and other[0].value == good
 
 
 def test_findings_are_handed_over_before_telemetry_fetched_earlier() -> None:
@@ -256,12 +255,12 @@ def test_buffered_telemetry_is_handed_over_oldest_first_across_partitions() -> N
     first = handed[0]
     assert next(iter(first)).topic == "f" and len(first[next(iter(first))]) == 2
     # The first hand-over: about a second of every partition, not 1,000 records of one.
-    newest = {tp.topic: recs[-1].timestamp for tp, recs in first.items()}
+    newest = {tp.topic: recs[-1][3] for tp, recs in first.items()}
     assert newest["t.nic"] >= 1_800 and newest["t.ecc"] >= 1_800 and newest["t.step"] <= 2_100
     assert sum(map(len, first.values())) <= 1_000 + 3 * (20 + 1) + 2
     # Every record exactly once, in offset order per partition.
     for topic, n in (("t.step", 5_000), ("t.nic", 100), ("t.ecc", 100)):
-        offsets = [r.offset for h in handed for tp, recs in h.items() if tp.topic == topic
+        offsets = [r[0] for h in handed for tp, recs in h.items() if tp.topic == topic
                    for r in recs]
         assert offsets == list(range(n))
 
@@ -288,7 +287,7 @@ def test_time_order_is_for_a_live_feed_not_for_catching_up() -> None:
     now = 1_800_000_000.0
 
     def at(age_s: float) -> list[Fetched]:
-        return [Fetched(0, None, b"{}", int((now - age_s) * 1000))]
+        return [(0, None, b"{}", int((now - age_s) * 1000))]
 
     nic, f = TopicPartition("t.nic", 0), TopicPartition("f", 0)
     assert is_live({nic: at(0.5)}, now=now)
@@ -328,8 +327,67 @@ def test_untrusted_kafka_timestamps_neither_starve_a_partition_nor_lose_records(
         assert {tp.topic for tp in taken} == waiting  # every partition with records moves
     assert len(handed) > 3  # (several hand-overs: the rule was exercised, not one big take)
     for topic, n in (("t.step", 400), ("t.nic", 100), ("t.ecc", 100)):
-        offsets = [r.offset for h in handed for tp, recs in h.items() if tp.topic == topic
+        offsets = [r[0] for h in handed for tp, recs in h.items() if tp.topic == topic
                    for r in recs]
         assert offsets == list(range(n))
     # A far-future stamp reads as live (time order: the latency path), never as a crash.
     assert is_live({tp: recs for tp, recs in handed[0].items() if tp.topic == "t.nic"})
+
+
+def _fetch_result(topic: str, data: bytes, fetch_offset: int) -> tuple[object, _Assignment]:
+    from aiokafka.consumer.fetcher import READ_UNCOMMITTED, FetchResult, PartitionRecords
+    from aiokafka.record.memory_records import MemoryRecords
+    from aiokafka.structs import TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    assignment = _Assignment()
+    assignment.state_value(tp).position = fetch_offset
+    return FetchResult(tp, assignment=assignment, backoff=0, partition_records=PartitionRecords(
+        tp, MemoryRecords(data), [], fetch_offset, None, None, True, READ_UNCOMMITTED)), \
+        assignment
+
+
+@pytest.mark.parametrize("take", [1, 3, 4, 7, 100])
+def test_lean_records_are_taken_a_record_batch_at_a_time_as_aiokafka_hands_them(
+        take: int) -> None:
+    """The lean path (whole record batches in C) hands over what aiokafka's generator does:
+    the same records from a fetch offset inside a batch, at most ``max_records`` a call,
+    the position after the last one taken; and it says it is drained the moment it is."""
+    from detector.service.faust_io import tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"bulk.telemetry.nic"}))
+    values = [f'{{"n": {i}}}'.encode() for i in range(15)]
+    data = _batch(0, values[:5]) + _batch(5, values[5:12]) + _batch(12, values[12:])
+    lean, lean_assignment = _fetch_result("bulk.telemetry.nic", data, 2)
+    theirs, their_assignment = _fetch_result("bulk.other", data, 2)
+    got: list[tuple[int, bytes, bytes, int]] = []
+    while lean.has_more():  # type: ignore[attr-defined]
+        recs = lean.getall(take)  # type: ignore[attr-defined]
+        assert 0 < len(recs) <= take
+        ref = theirs.getall(take)  # type: ignore[attr-defined]
+        assert [r[0] for r in recs] == [r.offset for r in ref]
+        assert [(r[1], r[2], r[3]) for r in recs] == [(r.key, r.value, r.timestamp) for r in ref]
+        positions = [a.state_value(tp).position for a, tp in (
+            (lean_assignment, lean._topic_partition),  # type: ignore[attr-defined]
+            (their_assignment, theirs._topic_partition))]  # type: ignore[attr-defined]
+        assert positions[0] == positions[1] == recs[-1][0] + 1
+        got += recs
+    assert [r[0] for r in got] == list(range(2, 15)) and [r[2] for r in got] == values[2:]
+    if theirs.has_more():  # type: ignore[attr-defined]
+        # aiokafka's own learns it is drained one call later, when a call ends on a full take
+        assert theirs.getall(take) == []  # type: ignore[attr-defined]
+    assert not theirs.has_more()  # type: ignore[attr-defined]
+
+
+def test_lean_records_one_at_a_time_and_after_a_seek() -> None:
+    from detector.service.faust_io import tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"one.telemetry.ecc"}))
+    data = _batch(0, [b"{}"] * 3) + _batch(3, [b"{}"] * 2)
+    res, assignment = _fetch_result("one.telemetry.ecc", data, 0)
+    offsets = [res.getone()[0] for _ in range(4)]  # type: ignore[attr-defined]
+    assert offsets == [0, 1, 2, 3]
+    assert res.has_more()  # type: ignore[attr-defined]
+    # The consumer seeks elsewhere: the buffered records are not handed over.
+    assignment.state_value(res._topic_partition).position = 0  # type: ignore[attr-defined]
+    assert res.getall(10) == [] and not res.has_more()  # type: ignore[attr-defined]

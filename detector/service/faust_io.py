@@ -15,7 +15,8 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from operator import attrgetter
+from typing import Any
 
 import faust
 from faust.types import TP
@@ -66,6 +67,13 @@ def _private_names() -> list[tuple[Any, str, str]]:
         (fetcher.PartitionRecords, "_contains_abort_marker", "attr"),
         (fetcher.PartitionRecords, "_aborted_producers", "source"),
         (fetcher.PartitionRecords, "_consumer_record", "attr"),
+        (fetcher.PartitionRecords, "next_fetch_offset", "source"),
+        (fetcher.FetchResult, "getall", "attr"),
+        (fetcher.FetchResult, "getone", "attr"),
+        (fetcher.FetchResult, "check_assignment", "attr"),
+        (fetcher.FetchResult, "_update_position", "attr"),
+        (fetcher.FetchResult, "_partition_records", "source"),
+        (fetcher.FetchResult, "_topic_partition", "source"),
     ]
 
 
@@ -100,15 +108,13 @@ async def commit_offsets(app: faust.App, offsets: dict[TP, int]) -> None:
     await app.consumer._commit(offsets)
 
 
-class Fetched(NamedTuple):
-    """A record of the service's own topics as the fetcher hands it over: what the pipeline
-    reads (``timestamp`` in ms), made in C where aiokafka builds an 11-field ConsumerRecord
-    dataclass in Python (about a tenth of a worker's CPU per event)."""
-
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
+# A record of the service's own topics as the fetcher hands it over: a plain tuple
+# (offset, key, value, timestamp in ms), what the pipeline reads, made in C a record batch
+# at a time (operator.attrgetter over aiokafka's records) where aiokafka builds an
+# 11-field ConsumerRecord dataclass in Python (about a tenth of a worker's CPU per event).
+# A plain tuple, not a NamedTuple: making the subclass cost 0.13 µs a record more.
+Fetched = tuple[int, "bytes | None", "bytes | None", int]
+OFFSET, KEY, VALUE, TIMESTAMP = range(4)  # its fields
 
 
 # When the fetch response holding a partition's records now being handed over reached the
@@ -199,7 +205,7 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     cls._faultline_lean = frozenset(getattr(cls, "_faultline_lean", ())) | lean_topics
     if getattr(cls, "_faultline_tolerant", False):
         return
-    new_tuple = tuple.__new__
+    fields = attrgetter("offset", "key", "value", "timestamp")
     fetched_at = FETCHED_AT
     wall = time.time
     init = cls.__init__
@@ -207,28 +213,109 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         self._faultline_fetched = wall()  # the fetch response is being read: one per partition
+        # The lean path's buffer: the records of the record batch being handed over, the
+        # next one to hand over, and the offset after the batch (see _faultline_take).
+        self._faultline_is_lean = self._tp.topic in cls._faultline_lean
+        self._faultline_buf = []
+        self._faultline_pos = 0
+        self._faultline_end = 0
+        self._faultline_started = False
 
-    def _unpack_records(self: Any) -> Any:
+    def usable(self: Any, next_batch: Any) -> bool:
+        """aiokafka's checks of a record batch before its records: False to pass it over
+        (an aborted transaction's, a control batch), ``next_fetch_offset`` then after it."""
+        if self._check_crcs and not next_batch.validate_crc():
+            raise fetcher.Errors.CorruptRecordException(f"Invalid CRC - {self._tp}")
+        if (self._isolation_level == fetcher.READ_COMMITTED
+                and next_batch.producer_id is not None):
+            self._consume_aborted_up_to(next_batch.base_offset)
+            if next_batch.is_control_batch and self._contains_abort_marker(next_batch):
+                self._aborted_producers.discard(next_batch.producer_id)
+            if (next_batch.is_transactional
+                    and next_batch.producer_id in self._aborted_producers):
+                self.next_fetch_offset = next_batch.next_offset
+                return False
+        if next_batch.is_control_batch:
+            self.next_fetch_offset = next_batch.next_offset
+            return False
+        return True
+
+    def unreadable(self: Any, next_batch: Any, exc: Exception) -> tuple[int, int, Undecodable]:
+        """(first offset, offset after it, the marker's value) of a batch that cannot be read."""
         tp = self._tp
+        first, end = max(next_batch.base_offset, self.next_fetch_offset), next_batch.next_offset
+        reason = f"record batch at offsets {first}..{end - 1} cannot be decompressed: {exc}"
+        log.error("%s:%d: %s", tp.topic, tp.partition, reason)
+        return first, end, Undecodable(reason)
+
+    def fill(self: Any) -> bool:
+        """The lean path: the next record batch with records into the buffer, whole, in C
+        (a Fetched tuple per record); False when there is none left."""
         records = self._records
-        lean = tp.topic in cls._faultline_lean
-        if lean:  # runs when the records are first taken (a generator)
-            fetched_at[tp] = getattr(self, "_faultline_fetched", 0.0)
         while records.has_next():
             next_batch = records.next_batch()
-            if self._check_crcs and not next_batch.validate_crc():
-                raise fetcher.Errors.CorruptRecordException(f"Invalid CRC - {tp}")
-            if (self._isolation_level == fetcher.READ_COMMITTED
-                    and next_batch.producer_id is not None):
-                self._consume_aborted_up_to(next_batch.base_offset)
-                if next_batch.is_control_batch and self._contains_abort_marker(next_batch):
-                    self._aborted_producers.discard(next_batch.producer_id)
-                if (next_batch.is_transactional
-                        and next_batch.producer_id in self._aborted_producers):
-                    self.next_fetch_offset = next_batch.next_offset
+            if not usable(self, next_batch):
+                continue
+            try:
+                recs = list(map(fields, next_batch))
+            except UnsupportedCodecError as exc:  # the one change
+                first, end, value = unreadable(self, next_batch, exc)
+                recs = [(first, None, value, -1)]
+            else:
+                end = next_batch.next_offset
+                if recs and recs[0][0] < self.next_fetch_offset:  # a fetch from inside it
+                    nfo = self.next_fetch_offset
+                    recs = [r for r in recs if r[0] >= nfo]
+                if not recs:
+                    self.next_fetch_offset = end
                     continue
-            if next_batch.is_control_batch:
-                self.next_fetch_offset = next_batch.next_offset
+            self._faultline_buf, self._faultline_pos, self._faultline_end = recs, 0, end
+            return True
+        return False
+
+    def _faultline_take(self: Any, max_records: int | None) -> list[Fetched]:
+        """Up to ``max_records`` (None: all) records of a lean partition, record batches
+        sliced whole: what aiokafka's generator gives one record a call, with
+        ``next_fetch_offset`` where it would be after the last one taken."""
+        if not self._faultline_started:  # when the records are first taken
+            self._faultline_started = True
+            fetched_at[self._tp] = self._faultline_fetched
+        out: list[Fetched] = []
+        while True:
+            buf, pos = self._faultline_buf, self._faultline_pos
+            left = len(buf) - pos
+            if left:
+                want = left if max_records is None else min(left, max_records - len(out))
+                if want == len(buf) and not out:
+                    out = buf  # the whole batch (never extended: the buffer moves on)
+                    buf = self._faultline_buf = []
+                    pos = self._faultline_pos = 0
+                    self.next_fetch_offset = self._faultline_end
+                else:
+                    out += buf[pos:pos + want]
+                    pos = self._faultline_pos = pos + want
+                    self.next_fetch_offset = (self._faultline_end if pos == len(buf)
+                                              else buf[pos - 1][0] + 1)
+                if max_records is not None and len(out) >= max_records:
+                    return out
+            if not fill(self):
+                return out
+
+    def _faultline_drained(self: Any) -> bool:
+        return self._faultline_pos >= len(self._faultline_buf) and not self._records.has_next()
+
+    def _unpack_records(self: Any) -> Any:
+        if self._faultline_is_lean:  # the iterator protocol over the lean path
+            while True:
+                got = self._faultline_take(1)
+                if not got:
+                    return
+                yield got[0]
+        tp = self._tp
+        records = self._records
+        while records.has_next():
+            next_batch = records.next_batch()
+            if not usable(self, next_batch):
                 continue
             try:
                 for record in next_batch:
@@ -236,27 +323,60 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
                     if offset < self.next_fetch_offset:
                         continue
                     self.next_fetch_offset = offset + 1
-                    if lean:  # (the service's consumer has no deserializers: raw bytes)
-                        yield new_tuple(Fetched, (offset, record.key, record.value,
-                                                  record.timestamp))
-                    else:
-                        yield self._consumer_record(tp, record)
+                    yield self._consumer_record(tp, record)
             except UnsupportedCodecError as exc:  # the one change
-                first, end = max(next_batch.base_offset, self.next_fetch_offset), \
-                    next_batch.next_offset
-                reason = (f"record batch at offsets {first}..{end - 1} cannot be "
-                          f"decompressed: {exc}")
-                log.error("%s:%d: %s", tp.topic, tp.partition, reason)
+                first, end, value = unreadable(self, next_batch, exc)
                 self.next_fetch_offset = end
-                yield (Fetched(first, None, Undecodable(reason), -1) if lean else
-                       ConsumerRecord(tp.topic, tp.partition, first, -1, 0, None,
-                                      Undecodable(reason), None, -1, -1, ()))
+                yield ConsumerRecord(tp.topic, tp.partition, first, -1, 0, None, value, None,
+                                     -1, -1, ())
                 continue
             self.next_fetch_offset = next_batch.next_offset
 
     cls.__init__ = __init__
     cls._unpack_records = _unpack_records
+    cls._faultline_take = _faultline_take
+    cls._faultline_drained = _faultline_drained
     cls._faultline_tolerant = True
+    lean_fetch_results(fetcher.FetchResult)
+
+
+def lean_fetch_results(cls: Any) -> None:
+    """``FetchResult.getall`` / ``getone`` of a lean partition take its records a record batch
+    at a time (``PartitionRecords._faultline_take``), not through a Python generator
+    resumed per record, with aiokafka's contract: at most ``max_records``, the position
+    moved to after the last one taken, ``has_more()`` false once none is left.
+
+    aiokafka's path cost the consumer thread ~2.8 CPU µs an event, about a quarter of
+    the worker's (bench/kafka_throughput.py, per-thread CPU); see BENCHMARKS.md, round 7.
+    """
+    getall, getone = cls.getall, cls.getone
+
+    def lean_getall(self: Any, max_records: int | None = None) -> list[Any]:
+        part = self._partition_records
+        if part is None or not part._faultline_is_lean:
+            return getall(self, max_records)
+        if not self.check_assignment(self._topic_partition):
+            return []
+        out = part._faultline_take(max_records)
+        self._update_position()
+        if part._faultline_drained():
+            self._partition_records = None
+        return out
+
+    def lean_getone(self: Any) -> Any:
+        part = self._partition_records
+        if part is None or not part._faultline_is_lean:
+            return getone(self)
+        if not self.check_assignment(self._topic_partition):
+            return None
+        got = part._faultline_take(1)
+        self._update_position()
+        if not got or part._faultline_drained():
+            self._partition_records = None
+        return got[0] if got else None
+
+    cls.getall = lean_getall
+    cls.getone = lean_getone
 
 
 def credentials(s: Settings) -> Any:
@@ -384,8 +504,8 @@ def is_live(records: dict[Any, list[Any]], first: frozenset[str] = frozenset(),
             now: float | None = None) -> bool:
     """Whether the oldest telemetry record handed over is at most CATCH_UP_S old (by its
     Kafka timestamp; ``first`` topics and records without a timestamp aside)."""
-    oldest = min((recs[0].timestamp for tp, recs in records.items()
-                  if recs and tp.topic not in first and recs[0].timestamp >= 0), default=None)
+    oldest = min((recs[0][TIMESTAMP] for tp, recs in records.items()
+                  if recs and tp.topic not in first and recs[0][TIMESTAMP] >= 0), default=None)
     if oldest is None:
         return True
     return (time.time() if now is None else now) * 1000.0 - oldest <= CATCH_UP_S * 1000.0
@@ -436,7 +556,7 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
         else:
             recs = res.getall(chunk)
             if recs:
-                heads.append((recs[0].timestamp, seq, tp, res, recs))
+                heads.append((recs[0][TIMESTAMP], seq, tp, res, recs))
     heapq.heapify(heads)
     while heads and total < max_records:
         _, seq, tp, res, recs = heapq.heappop(heads)
@@ -445,7 +565,7 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
         if res.has_more():
             more = res.getall(chunk)
             if more:
-                heapq.heappush(heads, (more[0].timestamp, seq, tp, res, more))
+                heapq.heappush(heads, (more[0][TIMESTAMP], seq, tp, res, more))
     for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
         taken.setdefault(tp, []).extend(recs)
     for tp, res in results:
@@ -508,10 +628,11 @@ class _BatchConsumer:
                         continue
                     if tp.topic in ours:
                         batch[tp] = recs
+                        read_offset[tp] = recs[-1][OFFSET]
                     else:
                         for r in recs:
                             await self.callback(self._to_message(tp, r))  # type: ignore[attr-defined]
-                    read_offset[tp] = recs[-1].offset
+                        read_offset[tp] = recs[-1].offset
                 if batch:
                     self.batch_handler(batch)
         except self.consumer_stopped_errors:  # type: ignore[attr-defined]
