@@ -36,8 +36,9 @@ object per rank.
 from __future__ import annotations
 
 import math
+import struct
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median_scale, median
+from models.peer_stats import group_median_scale, group_stats, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -65,11 +66,46 @@ def _smoothed(prev: float, x: float, alpha: float) -> float:
     return x if prev == 0.0 else prev + alpha * (x - prev)
 
 
+# A step's columns become numpy arrays through struct: one C loop over Python floats or ints
+# (~70 instructions a value), where np.fromiter / np.array take ~250 (numpy's item-by-item
+# conversion); 2026-12-02 BENCHMARKS.md "Speed, round 7".  A None (an optional field not
+# sent) is no float or int to struct: those columns take numpy's conversion as before.
+_PACKERS: dict[tuple[str, int], Callable[..., bytes]] = {}
+_FLOAT64, _INT64 = np.dtype(np.float64), np.dtype(np.int64)
+
+
+def _packer(code: str, n: int) -> Callable[..., bytes]:
+    try:
+        return _PACKERS[code, n]
+    except KeyError:
+        if len(_PACKERS) >= 64:  # (a cache of step sizes seen, not state)
+            _PACKERS.clear()
+        pack = _PACKERS[code, n] = struct.Struct(f"{n}{code}").pack
+        return pack
+
+
+def _floats(values: Sequence[float | None]) -> np.ndarray:
+    """``np.array(values, dtype=float)`` (None as NaN), the same values bit for bit."""
+    try:
+        return np.frombuffer(bytearray(_packer("d", len(values))(*values)), dtype=_FLOAT64)
+    except struct.error:
+        return np.array(values, dtype=float)
+
+
+def _ints(values: Sequence[int]) -> np.ndarray:
+    """``np.fromiter(values, dtype=np.int64)``, the same values."""
+    try:
+        return np.frombuffer(bytearray(_packer("q", len(values))(*values)), dtype=_INT64)
+    except struct.error:
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
 def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
     """Each rank's data-parallel replica as int64, -1 where a message named none."""
-    if None not in dp:
-        return np.fromiter(dp, dtype=np.int64, count=len(dp))
-    return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
+    try:
+        return np.frombuffer(bytearray(_packer("q", len(dp))(*dp)), dtype=_INT64)
+    except struct.error:
+        return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
 
 
 def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -143,6 +179,7 @@ class JobMonitor:
     _layout_seen = np.zeros(0, dtype=bool)     # per slot: in the step it was taken from,
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
+    _spikes_looked = False                     # every slot looked at for rising (_check_grad)
 
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
@@ -414,25 +451,27 @@ class JobMonitor:
             self._last_step = step
             self._last_step_ts = buf.last_ts
         slot = self._slot
-        if not slot.keys() >= set(buf.ranks):
+        try:
+            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+        except KeyError:  # ranks not seen before: slots for them
             for r in buf.ranks:
                 if r not in slot:
                     slot[r] = len(self._rank_of)
                     self._rank_of.append(r)
             self._grow(len(self._rank_of))
-        slots = buf.slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
-                                        count=len(buf.ranks))
-        moved = self._track_hardware(buf, slots)
+            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+        slots = buf.slots = _ints(slot_of)
+        moved = self._track_hardware(buf, slot_of)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
-        groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
-        ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
+        groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
+        ts = _floats(buf.ts)
         self._evaluated += 1
         self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
-        self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
-                         decided_ts, out)
-        if buf.checksum.count(None) != len(buf.checksum):
+        self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
+        checksum = buf.checksum
+        if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
 
     @staticmethod
@@ -448,13 +487,13 @@ class JobMonitor:
         compute plus data loading.  Without either field nothing tells ranks apart (NaN:
         not compared).
         """
-        compute = np.array(buf.compute, dtype=float)
-        if not np.isnan(compute).any():
+        compute = _floats(buf.compute)
+        if not np.count_nonzero(np.isnan(compute)):
             return compute
-        comm = np.array(buf.comm, dtype=float)
+        comm = _floats(buf.comm)
         if np.isnan(comm).all():
             return compute
-        return np.array(buf.step_ms, dtype=float) - comm
+        return _floats(buf.step_ms) - comm
 
     def _grow(self, n: int) -> None:
         old = len(self._base)
@@ -477,18 +516,18 @@ class JobMonitor:
         self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
         self._fresh = np.concatenate([self._fresh, np.ones(n - old, dtype=bool)])
 
-    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
+    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        now = list(map(hw.__getitem__, slots.tolist()))
-        if now == list(buf.hw):
+        now = tuple(map(hw.__getitem__, slots))
+        if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
         for i in at:
-            hw[int(slots[i])] = buf.hw[i]
+            hw[slots[i]] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
         self._moves += 1
-        m = slots[at]
+        m = _ints(slots)[at]
         self._slow.reset(m)
         self._reported[m] = False
         self._gross[m] = 0
@@ -884,20 +923,29 @@ class JobMonitor:
         decay = 0.5 ** (1.0 / cfg.grad_half_life_steps)
         self._spikes *= decay
         ok = grad > 0.0
-        if ok.sum() < cfg.min_peers:
+        n_ok = np.count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
+        if n_ok < cfg.min_peers:
             return
-        r, g, t = slots[ok], groups[ok], ts[ok]
-        lg = np.log(grad[ok])
-        med, scale, size = group_median_scale(lg, g)
+        if n_ok == len(ok):  # (the usual step: no copies)
+            r, g, t, lg = slots, groups, ts, np.log(grad)
+        else:
+            r, g, t = slots[ok], groups[ok], ts[ok]
+            lg = np.log(grad[ok])
+        med, scale, size, k = group_stats(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
-        hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
-        small = size < cfg.min_peers
-        if small.any():
-            dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
-            zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
-            z[small] = zs
-            hit[small] = (zs > cfg.grad_z) & comparable
-        if hit.any():
+        if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
+            hit = z > cfg.grad_z
+        else:
+            hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
+            small = size < cfg.min_peers
+            if small.any():
+                dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+                zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
+                z[small] = zs
+                hit[small] = (zs > cfg.grad_z) & comparable
+        spikes, spiking = self._spikes, self._spiking
+        grew = False
+        if np.count_nonzero(hit):
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
             dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
@@ -905,29 +953,40 @@ class JobMonitor:
             shared = spiking_dp[counts > 1]
             if len(shared):
                 hit &= ~np.isin(dp, shared)
-        if hit.any():
-            hr = r[hit]
-            fresh = self._spikes[hr] < 0.5
-            self._spike_onset[hr[fresh]] = t[hit][fresh]
-            self._spikes[hr] += 1.0
-        dp_of = None
-        rising = np.flatnonzero((self._spikes >= cfg.grad_spikes) & ~self._spiking)
-        falling = np.flatnonzero((self._spikes < 0.5) & self._spiking)
-        if len(rising) or len(falling):
-            dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+            if np.count_nonzero(hit):
+                hr = r[hit]
+                fresh = spikes[hr] < 0.5
+                self._spike_onset[hr[fresh]] = t[hit][fresh]
+                spikes[hr] += 1.0
+                grew = True
+        # A rank starts spiking when its count reaches grad_spikes.  Once every slot has been
+        # looked at, every slot at or over it is spiking (set below), and a count only grows
+        # by a hit: decay (<= 1) and resets lower it, and one that stopped spiking (< 0.5)
+        # is under grad_spikes (>= 0.5).  So the whole look is needed only on a step with a
+        # hit -- the same slots, without four array operations on every healthy step.
+        if grew or not self._spikes_looked or not (decay <= 1.0 and cfg.grad_spikes >= 0.5):
+            rising = ((spikes >= cfg.grad_spikes) & ~spiking).nonzero()[0].tolist()
+            self._spikes_looked = True
+        else:
+            rising = []
+        falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if np.count_nonzero(
+            spiking) else []
+        if not rising and not falling:
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
-        for s in rising.tolist():  # slots; findings name the rank
+        for s in rising:  # slots; findings name the rank
             rank = rank_of[s]
-            self._spiking[s] = True
+            spiking[s] = True
             zr = z[r == s]
             out.append(self._finding(
                 rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
                 "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
-                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[s]), 2),
+                {"step": step, "rank": rank, "recent_spikes": round(float(spikes[s]), 2),
                  "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
-        for s in falling.tolist():
+        for s in falling:
             rank = rank_of[s]
-            self._spiking[s] = False
+            spiking[s] = False
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
