@@ -36,8 +36,9 @@ object per rank.
 from __future__ import annotations
 
 import math
+import struct
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median_scale, median
+from models.peer_stats import group_median_scale, group_stats, median
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -65,11 +66,46 @@ def _smoothed(prev: float, x: float, alpha: float) -> float:
     return x if prev == 0.0 else prev + alpha * (x - prev)
 
 
+# A step's columns become numpy arrays through struct: one C loop over Python floats or ints
+# (~70 instructions a value), where np.fromiter / np.array take ~250 (numpy's item-by-item
+# conversion); 2026-12-02 BENCHMARKS.md "Speed, round 7".  A None (an optional field not
+# sent) is no float or int to struct: those columns take numpy's conversion as before.
+_PACKERS: dict[tuple[str, int], Callable[..., bytes]] = {}
+_FLOAT64, _INT64 = np.dtype(np.float64), np.dtype(np.int64)
+
+
+def _packer(code: str, n: int) -> Callable[..., bytes]:
+    try:
+        return _PACKERS[code, n]
+    except KeyError:
+        if len(_PACKERS) >= 64:  # (a cache of step sizes seen, not state)
+            _PACKERS.clear()
+        pack = _PACKERS[code, n] = struct.Struct(f"{n}{code}").pack
+        return pack
+
+
+def _floats(values: Sequence[float | None]) -> np.ndarray:
+    """``np.array(values, dtype=float)`` (None as NaN), the same values bit for bit."""
+    try:
+        return np.frombuffer(bytearray(_packer("d", len(values))(*values)), dtype=_FLOAT64)
+    except struct.error:
+        return np.array(values, dtype=float)
+
+
+def _ints(values: Sequence[int]) -> np.ndarray:
+    """``np.fromiter(values, dtype=np.int64)``, the same values."""
+    try:
+        return np.frombuffer(bytearray(_packer("q", len(values))(*values)), dtype=_INT64)
+    except struct.error:
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
 def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
     """Each rank's data-parallel replica as int64, -1 where a message named none."""
-    if None not in dp:
-        return np.fromiter(dp, dtype=np.int64, count=len(dp))
-    return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
+    try:
+        return np.frombuffer(bytearray(_packer("q", len(dp))(*dp)), dtype=_INT64)
+    except struct.error:
+        return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
 
 
 def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -143,6 +179,7 @@ class JobMonitor:
     _layout_seen = np.zeros(0, dtype=bool)     # per slot: in the step it was taken from,
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
+    _spikes_looked = False                     # every slot looked at for rising (_check_grad)
 
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
@@ -414,25 +451,27 @@ class JobMonitor:
             self._last_step = step
             self._last_step_ts = buf.last_ts
         slot = self._slot
-        if not slot.keys() >= set(buf.ranks):
+        try:
+            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+        except KeyError:  # ranks not seen before: slots for them
             for r in buf.ranks:
                 if r not in slot:
                     slot[r] = len(self._rank_of)
                     self._rank_of.append(r)
             self._grow(len(self._rank_of))
-        slots = buf.slots = np.fromiter(map(slot.__getitem__, buf.ranks), dtype=np.int64,
-                                        count=len(buf.ranks))
-        moved = self._track_hardware(buf, slots)
+            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+        slots = buf.slots = _ints(slot_of)
+        moved = self._track_hardware(buf, slot_of)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
-        groups = (np.fromiter(buf.pp, dtype=np.int64) << 24) | np.fromiter(buf.tp, dtype=np.int64)
-        ts = np.fromiter(buf.ts, dtype=float, count=len(buf.ts))
+        groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
+        ts = _floats(buf.ts)
         self._evaluated += 1
         self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
-        self._check_grad(step, slots, groups, ts, np.array(buf.grad, dtype=float), buf,
-                         decided_ts, out)
-        if buf.checksum.count(None) != len(buf.checksum):
+        self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
+        checksum = buf.checksum
+        if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
 
     @staticmethod
@@ -448,13 +487,13 @@ class JobMonitor:
         compute plus data loading.  Without either field nothing tells ranks apart (NaN:
         not compared).
         """
-        compute = np.array(buf.compute, dtype=float)
-        if not np.isnan(compute).any():
+        compute = _floats(buf.compute)
+        if not np.count_nonzero(np.isnan(compute)):
             return compute
-        comm = np.array(buf.comm, dtype=float)
+        comm = _floats(buf.comm)
         if np.isnan(comm).all():
             return compute
-        return np.array(buf.step_ms, dtype=float) - comm
+        return _floats(buf.step_ms) - comm
 
     def _grow(self, n: int) -> None:
         old = len(self._base)
@@ -477,18 +516,18 @@ class JobMonitor:
         self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
         self._fresh = np.concatenate([self._fresh, np.ones(n - old, dtype=bool)])
 
-    def _track_hardware(self, buf: _StepBuffer, slots: np.ndarray) -> list[int]:
+    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        now = list(map(hw.__getitem__, slots.tolist()))
-        if now == list(buf.hw):
+        now = tuple(map(hw.__getitem__, slots))
+        if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
         for i in at:
-            hw[int(slots[i])] = buf.hw[i]
+            hw[slots[i]] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
         self._moves += 1
-        m = slots[at]
+        m = _ints(slots)[at]
         self._slow.reset(m)
         self._reported[m] = False
         self._gross[m] = 0
@@ -556,6 +595,7 @@ class JobMonitor:
         if common is None:
             own = d
             z = (d - self._base[r]) / sigma
+            size, size_sigma, one = d, sigma, None
         else:
             # Each rank's deviation is its replica's share (the batch it drew this step) and
             # its own: one statistic from the two, each in units of its own noise, so a rank
@@ -564,8 +604,8 @@ class JobMonitor:
             # for a replica on one node only (below).  ``own`` is the rank's deviation from
             # its replica mates, peer-centred (_peer_centred).
             own = _peer_centred(d - common, groups[comparable])
-            z_own = (own - self._base[r]) / max(
-                median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
+            own_sigma = max(median(np.abs(own - self._base[r])) * 1.4826, cfg.slow_sigma_floor)
+            z_own = (own - self._base[r]) / own_sigma
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
@@ -582,6 +622,9 @@ class JobMonitor:
             # steps (healthy fleet dp4-10s seed 55000).
             one = self._one_node_replicas(buf, r)
             z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
+            # A run is sized as it is scored: on a replica spanning nodes by the rank's own
+            # deviation (its replica's batch is no evidence), over its learned bias (below).
+            size, size_sigma = np.where(one, d, own), own_sigma
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
         spread = median(np.abs(z)) / 0.6745
@@ -631,7 +674,7 @@ class JobMonitor:
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
         in_run = self._slow.score[r] > 0.0
-        self._run_sum[r] = np.where(in_run, self._run_sum[r] + d, 0.0)
+        self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
         # end): the CUSUM's onset is where the score left zero, which a chance slow step
@@ -642,19 +685,31 @@ class JobMonitor:
         since = self._run_since[r]
         self._run_since[r] = np.where(in_run, np.where((since == 0.0) & (z >= _CLEARLY_SLOW_Z),
                                                        ts[comparable], since), 0.0)
-        waiting = r[self._slow.alarmed[r] & ~self._reported[r]]
+        at = np.flatnonzero(self._slow.alarmed[r] & ~self._reported[r])
+        waiting = r[at]
         if len(waiting):
             # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
             # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
             # +3.5 % over 8 steps, mean of the draws 1.78 sigma) alarms the CUSUM and has a
             # mean above any small effect.  Its size is the mean less its standard error
             # margin; a real 10 % slowdown clears it by far at its alarm, a sustained 3 % one
-            # after tens of steps, and a chance run ends (back to the median) first.  (Under
-            # batch imbalance a run's mean carries its replica's draws: judged as before.)
+            # after tens of steps, and a chance run ends (back to the median) first.
+            # Under batch imbalance a rank whose replica spans nodes is scored on its own
+            # deviation from its replica mates over its learned bias, and its run is sized
+            # so: the mean of ``own`` less that bias and the margin.  Sized on ``d`` with no
+            # margin (as it was), a healthy rank 2.3 % over its mates from the start paged
+            # on 8 steps of its own deviation at +3.9-8.4 % whose ``d`` averaged +7.2 %
+            # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
+            # one node is scored on its replica's deviation too: its run keeps ``d``, no
+            # margin, as before.
             n = np.maximum(self._run_n[waiting], 1)
-            margin = 0.0 if common is not None else (
-                cfg.slow_effect_z * sigma * max(self._zscale, 1.0) / np.sqrt(n))
-            effect = np.exp(self._run_sum[waiting] / n - margin) - 1.0
+            margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
+            mean = self._run_sum[waiting] / n
+            if one is not None:
+                spans = ~one[at]
+                margin = np.where(spans, margin, 0.0)
+                mean = np.where(spans, mean - self._base[waiting], mean)
+            effect = np.exp(mean - margin) - 1.0
             new = waiting[effect >= cfg.slow_min_effect]
         else:
             new = waiting
@@ -868,20 +923,29 @@ class JobMonitor:
         decay = 0.5 ** (1.0 / cfg.grad_half_life_steps)
         self._spikes *= decay
         ok = grad > 0.0
-        if ok.sum() < cfg.min_peers:
+        n_ok = np.count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
+        if n_ok < cfg.min_peers:
             return
-        r, g, t = slots[ok], groups[ok], ts[ok]
-        lg = np.log(grad[ok])
-        med, scale, size = group_median_scale(lg, g)
+        if n_ok == len(ok):  # (the usual step: no copies)
+            r, g, t, lg = slots, groups, ts, np.log(grad)
+        else:
+            r, g, t = slots[ok], groups[ok], ts[ok]
+            lg = np.log(grad[ok])
+        med, scale, size, k = group_stats(lg, g)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
-        hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
-        small = size < cfg.min_peers
-        if small.any():
-            dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
-            zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
-            z[small] = zs
-            hit[small] = (zs > cfg.grad_z) & comparable
-        if hit.any():
+        if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
+            hit = z > cfg.grad_z
+        else:
+            hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
+            small = size < cfg.min_peers
+            if small.any():
+                dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+                zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
+                z[small] = zs
+                hit[small] = (zs > cfg.grad_z) & comparable
+        spikes, spiking = self._spikes, self._spiking
+        grew = False
+        if np.count_nonzero(hit):
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
             dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
@@ -889,29 +953,40 @@ class JobMonitor:
             shared = spiking_dp[counts > 1]
             if len(shared):
                 hit &= ~np.isin(dp, shared)
-        if hit.any():
-            hr = r[hit]
-            fresh = self._spikes[hr] < 0.5
-            self._spike_onset[hr[fresh]] = t[hit][fresh]
-            self._spikes[hr] += 1.0
-        dp_of = None
-        rising = np.flatnonzero((self._spikes >= cfg.grad_spikes) & ~self._spiking)
-        falling = np.flatnonzero((self._spikes < 0.5) & self._spiking)
-        if len(rising) or len(falling):
-            dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+            if np.count_nonzero(hit):
+                hr = r[hit]
+                fresh = spikes[hr] < 0.5
+                self._spike_onset[hr[fresh]] = t[hit][fresh]
+                spikes[hr] += 1.0
+                grew = True
+        # A rank starts spiking when its count reaches grad_spikes.  Once every slot has been
+        # looked at, every slot at or over it is spiking (set below), and a count only grows
+        # by a hit: decay (<= 1) and resets lower it, and one that stopped spiking (< 0.5)
+        # is under grad_spikes (>= 0.5).  So the whole look is needed only on a step with a
+        # hit -- the same slots, without four array operations on every healthy step.
+        if grew or not self._spikes_looked or not (decay <= 1.0 and cfg.grad_spikes >= 0.5):
+            rising = ((spikes >= cfg.grad_spikes) & ~spiking).nonzero()[0].tolist()
+            self._spikes_looked = True
+        else:
+            rising = []
+        falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if np.count_nonzero(
+            spiking) else []
+        if not rising and not falling:
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
-        for s in rising.tolist():  # slots; findings name the rank
+        for s in rising:  # slots; findings name the rank
             rank = rank_of[s]
-            self._spiking[s] = True
+            spiking[s] = True
             zr = z[r == s]
             out.append(self._finding(
                 rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
                 "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
-                {"step": step, "rank": rank, "recent_spikes": round(float(self._spikes[s]), 2),
+                {"step": step, "rank": rank, "recent_spikes": round(float(spikes[s]), 2),
                  "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
-        for s in falling.tolist():
+        for s in falling:
             rank = rank_of[s]
-            self._spiking[s] = False
+            spiking[s] = False
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))

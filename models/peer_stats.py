@@ -112,6 +112,17 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
                                                                          np.ndarray]:
     """Per element: its group's median, its group's robust scale (1.4826·MAD), its group's size.
 
+    (:func:`group_stats` without the common size.)
+    """
+    med, scale, size, _ = group_stats(values, groups)
+    return med, scale, size
+
+
+def group_stats(values: np.ndarray, groups: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`group_median_scale`, and the groups' common size (0: not one size), so a
+    caller can test every group's size with one int comparison instead of an array's.
+
     Groups all of one size (a job's peer groups, replicas) are sorted as the rows of one
     array (:class:`_Rows`): a third of the numpy calls of the general path below.  Both are
     stable sorts by group, then value, so a row holds its group's values in exactly the
@@ -122,7 +133,7 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
     n = len(values)
     if n == 0:
         empty = np.empty(0)
-        return empty, empty, np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0, dtype=np.int64), 0
     rows = _rows(groups) if groups.dtype is _INT64 and values.dtype is _FLOAT64 else None
     if rows is not None:
         perm, back, k, lo, hi = rows.perm, rows.back, rows.k, rows.lo, rows.hi
@@ -133,8 +144,9 @@ def group_median_scale(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarr
         w = dev[perm].reshape(-1, k)
         w.sort(axis=1, kind="stable")
         mad = ((w[:, lo] + w[:, hi]) * 0.5)[back]
-        return med, mad * MAD_TO_SIGMA, np.full(n, k, dtype=np.int64)
-    return _general(values, groups)
+        return med, mad * MAD_TO_SIGMA, np.full(n, k, dtype=np.int64), k
+    med, scale, size = _general(values, groups)
+    return med, scale, size, 0
 
 
 def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
