@@ -15,6 +15,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
+from itertools import chain, islice
 from operator import attrgetter
 from typing import Any
 
@@ -213,11 +214,11 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         self._faultline_fetched = wall()  # the fetch response is being read: one per partition
-        # The lean path's buffer: the records of the record batch being handed over, the
-        # next one to hand over, and the offset after the batch (see _faultline_take).
+        # The lean path (see _faultline_take): the record batch being handed over, as an
+        # iterator of Fetched tuples made as they are taken (None: none open), and the
+        # offset after that batch.
         self._faultline_is_lean = self._tp.topic in cls._faultline_lean
-        self._faultline_buf = []
-        self._faultline_pos = 0
+        self._faultline_it = None
         self._faultline_end = 0
         self._faultline_started = False
 
@@ -249,60 +250,68 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
         return first, end, Undecodable(reason)
 
     def fill(self: Any) -> bool:
-        """The lean path: the next record batch with records into the buffer, whole, in C
-        (a Fetched tuple per record); False when there is none left."""
+        """The lean path: open the next record batch with records to hand over (its records
+        from the fetch offset on); False when there is none left."""
         records = self._records
         while records.has_next():
             next_batch = records.next_batch()
             if not usable(self, next_batch):
                 continue
+            end = next_batch.next_offset
             try:
-                recs = list(map(fields, next_batch))
+                it = map(fields, next_batch)  # (a Fetched tuple per record, made in C)
+                first = next(it, None)
             except UnsupportedCodecError as exc:  # the one change
-                first, end, value = unreadable(self, next_batch, exc)
-                recs = [(first, None, value, -1)]
-            else:
-                end = next_batch.next_offset
-                if recs and recs[0][0] < self.next_fetch_offset:  # a fetch from inside it
-                    nfo = self.next_fetch_offset
-                    recs = [r for r in recs if r[0] >= nfo]
-                if not recs:
-                    self.next_fetch_offset = end
-                    continue
-            self._faultline_buf, self._faultline_pos, self._faultline_end = recs, 0, end
+                first_offset, end, value = unreadable(self, next_batch, exc)
+                self._faultline_it, self._faultline_end = iter(
+                    [(first_offset, None, value, -1)]), end
+                return True
+            start = self.next_fetch_offset
+            while first is not None and first[0] < start:  # a fetch from inside the batch
+                first = next(it, None)
+            if first is None:
+                self.next_fetch_offset = end
+                continue
+            self._faultline_it, self._faultline_end = chain((first,), it), end
             return True
         return False
 
     def _faultline_take(self: Any, max_records: int | None) -> list[Fetched]:
-        """Up to ``max_records`` (None: all) records of a lean partition, record batches
-        sliced whole: what aiokafka's generator gives one record a call, with
+        """Up to ``max_records`` (None: all) records of a lean partition, taken from its
+        record batches in slices at C speed: what aiokafka's generator gives one record
+        a call, made as they are taken (nothing decoded ahead), with
         ``next_fetch_offset`` where it would be after the last one taken."""
         if not self._faultline_started:  # when the records are first taken
             self._faultline_started = True
             fetched_at[self._tp] = self._faultline_fetched
         out: list[Fetched] = []
         while True:
-            buf, pos = self._faultline_buf, self._faultline_pos
-            left = len(buf) - pos
-            if left:
-                want = left if max_records is None else min(left, max_records - len(out))
-                if want == len(buf) and not out:
-                    out = buf  # the whole batch (never extended: the buffer moves on)
-                    buf = self._faultline_buf = []
-                    pos = self._faultline_pos = 0
+            it = self._faultline_it
+            if it is not None:
+                if max_records is None:
+                    chunk, done = list(it), True
+                else:
+                    want = max_records - len(out)
+                    chunk = list(islice(it, want))
+                    # (the batch's last offset taken: it is done, as far as its offsets tell)
+                    done = len(chunk) < want or chunk[-1][0] + 1 >= self._faultline_end
+                if out:
+                    out += chunk
+                else:
+                    out = chunk
+                if done:  # the batch is handed over
+                    self._faultline_it = None
                     self.next_fetch_offset = self._faultline_end
                 else:
-                    out += buf[pos:pos + want]
-                    pos = self._faultline_pos = pos + want
-                    self.next_fetch_offset = (self._faultline_end if pos == len(buf)
-                                              else buf[pos - 1][0] + 1)
+                    self.next_fetch_offset = chunk[-1][0] + 1
+                    return out
                 if max_records is not None and len(out) >= max_records:
                     return out
             if not fill(self):
                 return out
 
     def _faultline_drained(self: Any) -> bool:
-        return self._faultline_pos >= len(self._faultline_buf) and not self._records.has_next()
+        return self._faultline_it is None and not self._records.has_next()
 
     def _unpack_records(self: Any) -> Any:
         if self._faultline_is_lean:  # the iterator protocol over the lean path
