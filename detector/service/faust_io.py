@@ -94,9 +94,30 @@ def missing_names(names: list[tuple[Any, str, str]]) -> list[str]:
     return out
 
 
+# The aiokafka releases whose fetcher code the lean path (tolerate_unreadable_batches,
+# lean_fetch_results) follows: it re-implements parts of their PartitionRecords and
+# FetchResult, so a release that changes them must be read before it is let in (the same
+# bound is in pyproject.toml).
+AIOKAFKA_SUPPORTED = ((0, 14), (0, 15))  # [from, to)
+
+
+def aiokafka_version_ok(version: str) -> bool:
+    """Whether ``version`` (e.g. ``"0.14.0"``) is within AIOKAFKA_SUPPORTED."""
+    try:
+        major_minor = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return AIOKAFKA_SUPPORTED[0] <= major_minor < AIOKAFKA_SUPPORTED[1]
+
+
 def check_supported() -> None:
     """Refuse, naming what is missing, an installation whose internals the batch path misses."""
+    import aiokafka
+
     missing = missing_names(_private_names())
+    if not aiokafka_version_ok(aiokafka.__version__):
+        missing.append(f"aiokafka {aiokafka.__version__} (the lean fetch path follows "
+                       f"{'.'.join(map(str, AIOKAFKA_SUPPORTED[0]))}.x)")
     if missing:
         raise RuntimeError(
             "faultline's batch delivery relies on internals that this faust-streaming/aiokafka "
@@ -191,7 +212,8 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     aiokafka raises ``UnsupportedCodecError`` (a codec whose library is missing, or
     an unknown codec id in a crafted batch) from inside its fetcher, which ends
     the worker, and on restart it meets the same batch again.  Here
-    ``PartitionRecords._unpack_records`` (aiokafka 0.14's, with one change) hands
+    ``PartitionRecords._unpack_records`` (aiokafka 0.14's, with one change; the lean
+    path below, ``_faultline_take``, takes the same records a batch at a time) hands
     such a batch over as a single record at its base offset whose value is an
     :class:`~detector.pipeline.source.Undecodable` carrying the reason; stage 1
     dead-letters it and the partition goes on after the batch.
@@ -221,6 +243,7 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
         self._faultline_it = None
         self._faultline_end = 0
         self._faultline_started = False
+        self._faultline_closed = False  # a corrupt batch was met: nothing more from this fetch
 
     def usable(self: Any, next_batch: Any) -> bool:
         """aiokafka's checks of a record batch before its records: False to pass it over
@@ -253,10 +276,16 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
         """The lean path: open the next record batch with records to hand over (its records
         from the fetch offset on); False when there is none left."""
         records = self._records
-        while records.has_next():
+        while not self._faultline_closed and records.has_next():
             next_batch = records.next_batch()
-            if not usable(self, next_batch):
-                continue
+            try:
+                if not usable(self, next_batch):
+                    continue
+            except fetcher.Errors.CorruptRecordException:
+                # As aiokafka's generator: raised once, then this fetch is over, and the
+                # position stays at the bad batch, which is fetched again (not passed over).
+                self._faultline_closed = True
+                raise
             end = next_batch.next_offset
             try:
                 it = map(fields, next_batch)  # (a Fetched tuple per record, made in C)
@@ -311,7 +340,8 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
                 return out
 
     def _faultline_drained(self: Any) -> bool:
-        return self._faultline_it is None and not self._records.has_next()
+        return self._faultline_it is None and (self._faultline_closed
+                                               or not self._records.has_next())
 
     def _unpack_records(self: Any) -> Any:
         if self._faultline_is_lean:  # the iterator protocol over the lean path
@@ -366,6 +396,8 @@ def lean_fetch_results(cls: Any) -> None:
             return getall(self, max_records)
         if not self.check_assignment(self._topic_partition):
             return []
+        if max_records is not None and max_records < 1:
+            max_records = 1  # aiokafka's loop takes a record before it counts them
         out = part._faultline_take(max_records)
         self._update_position()
         if part._faultline_drained():
@@ -578,9 +610,10 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
     for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
         taken.setdefault(tp, []).extend(recs)
     for tp, res in results:
-        # A partition whose records ran out at a chunk's end still looks buffered, so it
-        # would not be fetched again before the next hand-over, and for PREFETCH_BACKOFF_S
-        # no partition would: its next record (or its end) is taken now.
+        # A partition whose records ran out at a chunk's end would still look buffered
+        # (aiokafka's own path; the lean path reports it drained at once), so it would not
+        # be fetched again before the next hand-over, and for PREFETCH_BACKOFF_S no
+        # partition would: its next record (or its end) is taken now.
         if res.has_more() and tp in taken and tp.topic not in first:
             one = res.getone()
             if one is not None:
