@@ -132,7 +132,9 @@ class GpuHealth:
     def update(self, s: EccSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
-        # The general path: a sample that may raise or clear a signal.
+        # The general path: a sample that may raise or clear a signal.  It decides every
+        # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
+        # reference).
         if s.xid is not None:
             self._on_xid(s, out)
         resets = self._counters.resets

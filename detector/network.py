@@ -136,7 +136,9 @@ class NodeNics:
     def update(self, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
-        # The general path: a sample that may raise or clear a signal.
+        # The general path: a sample that may raise or clear a signal.  It decides every
+        # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
+        # reference).
         try:  # (a KeyError only on a port's first sample: cheaper than dict.get's call)
             p = self._ports[(s.nic, s.port)]
         except KeyError:

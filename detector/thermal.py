@@ -54,12 +54,17 @@ def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
     return "thermal" if gpu_temp_c is not None and gpu_temp_c >= hot_c else "power"
 
 
+# A gap between these multiples of the interval told last is that interval (jitter, a
+# sample missed), never a new one to tell.
+SAME_INTERVAL_LO, SAME_INTERVAL_HI = 0.5, 2.0
+
+
 def _tells_interval(gap: float, told: float, prev: float) -> bool:
     """Whether a gap between samples is a sampling interval to tell the correlator: not the
     interval told last, and two gaps alike (a rate, not a pause).  The first test first: it
-    is the one that fails on a steadily sampled GPU."""
-    return (not (0.5 * told <= gap <= 2.0 * told) and 0.8 * prev <= gap <= 1.25 * prev
-            and gap < PAUSE_S)
+    is the one that fails on a steadily sampled GPU (and the one GpuThermal.quiet makes)."""
+    return (not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told)
+            and 0.8 * prev <= gap <= 1.25 * prev and gap < PAUSE_S)
 
 
 class NodeTemps:
@@ -138,8 +143,8 @@ class GpuThermal:
 
         The common case of :meth:`update`, which calls it first; the batch path of samples
         (detector.quiet) calls it alone.  It takes a late or duplicate sample (nothing to
-        do) and one with no slowdown reason, nothing raised, no interval to tell and no GPU
-        hot against its node: the clock baseline learns, the runs count on.  False leaves
+        do) and one at the interval told last, with no slowdown reason, nothing raised and
+        no GPU hot against its node: the clock baseline learns, the runs count on.  False leaves
         the state for :meth:`update`'s general path, which does the same first: at most the
         node's temperature of this GPU stored and the node's median refreshed (again: the
         same value, a refresh no longer due at this ``ts``).
@@ -150,9 +155,8 @@ class GpuThermal:
             return True  # late or duplicate: state machines run on fresh samples only
         gap = ts - last
         told = self._interval_s
-        prev = self._prev_gap
-        if _tells_interval(gap, told, prev):
-            return False
+        if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
+            return False  # maybe an interval to tell (_tells_interval's first test)
         if (s.throttle or 0) & SLOWDOWN_BITS or self._active or self._cap_active \
                 or self._seen or self._minor or cfg.throttle_samples <= 0:
             return False
@@ -181,10 +185,14 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
-        # The general path: a sample that may raise or clear a signal (fresh: quiet took
-        # the late ones).
+        # The general path: a sample that may raise or clear a signal.  It decides every
+        # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
+        # reference).
         ts = s.ts
-        gap = ts - self._last_ts
+        last = self._last_ts
+        if ts <= last:
+            return  # late or duplicate: state machines run on fresh samples only
+        gap = ts - last
         prev = self._prev_gap
         self._prev_gap = gap
         if _tells_interval(gap, self._interval_s, prev):

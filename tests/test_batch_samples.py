@@ -4,7 +4,9 @@ A fetched batch of thermal, NIC or ECC samples goes through ``quiet_run`` where
 each record provably makes no finding, the rest through ``Monitors.process``.
 These run the same random input both ways -- the record path alone by
 replacing ``quiet_run`` with one that takes nothing -- and compare everything a
-user or a snapshot sees: the findings messages in order, the dead letters, the
+user or a snapshot sees.  Both paths take a unit's healthy step (its ``quiet``),
+so that step is compared with the unit's general path alone, the full rules.  Each
+comparison covers: the findings messages in order, the dead letters, the
 counts and the state bytes.  The input mixes healthy runs with every reason the
 batch path must step aside: faults that start and stop, counter resets and
 missing values, late and duplicate samples, new units, far-ahead timestamps and
@@ -24,9 +26,13 @@ import detector.pipeline.source
 from detector.decoding import decode
 from detector.engine import Engine
 from detector.events import ECC, NIC, THERMAL, InvalidMessage
+from detector.gpu_health import GpuHealth
+from detector.network import NodeNics
 from detector.pipeline.source import SourcePartition
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED
+from detector.thermal import GpuThermal
+from detector.thresholds import Thresholds
 
 
 def _none(mon: Any, evs: list[Any], i: int, until: float = 0.0) -> int:
@@ -120,12 +126,12 @@ class _Stream:
     def ecc(self, node: str, gpu: int) -> dict[str, Any]:
         unit = (ECC, node, gpu)
         m = self._mode(unit, ("sbe", "dbe", "nvlink", "pcie", "xid", "remap", "recovery",
-                              "reset", "retired"))
+                              "reset", "retired", "retired_dbe"))
         c = self.ecc_c[(node, gpu)]
         v: dict[str, Any] = {"ts": self._ts(unit), "node": node, "gpu": gpu}
-        if m in ("sbe", "dbe", "nvlink", "pcie", "retired"):
-            c[{"sbe": 0, "dbe": 1, "nvlink": 5, "pcie": 4, "retired": 2}[m]] += \
-                self.rng.randrange(1, 30)
+        if m in ("sbe", "dbe", "nvlink", "pcie", "retired", "retired_dbe"):
+            c[{"sbe": 0, "dbe": 1, "nvlink": 5, "pcie": 4, "retired": 2, "retired_dbe": 3}[m]] \
+                += self.rng.randrange(1, 30)
         elif m == "reset" and self.rng.random() < 0.3:
             c[:] = [0] * 8
         elif m == "xid" and self.rng.random() < 0.3:
@@ -178,8 +184,9 @@ def _batches(rng: random.Random, msgs: list[bytes | None]) -> list[list[Any]]:
     return out
 
 
-def _run(topic: str, batches: list[list[Any]]) -> tuple[Any, ...]:
-    part = SourcePartition(topic, 0, 4)
+def _run(topic: str, batches: list[list[Any]], cfg: Thresholds | None = None
+         ) -> tuple[Any, ...]:
+    part = SourcePartition(topic, 0, 4, cfg)
     emits: list[Any] = []
     dead: list[Any] = []
     states = []  # after every batch: a difference a later record would mend still shows
@@ -204,6 +211,34 @@ def test_source_batches_same_as_record_path(topic: str, seed: int,
     assert fast[2:] == slow[2:]  # counts, offset, state
     findings = [e for e in fast[0] if b'"finding"' in e.value]
     assert len(findings) >= 5 and fast[1]  # the input did make findings and dead letters
+
+
+def _never_quiet(self: Any, s: Any, cfg: Any) -> bool:
+    return False  # the unit's update decides every sample on its general path
+
+
+# Other thresholds than the defaults: a quiet step reading a constant instead shows.
+_OTHER = Thresholds(throttle_samples=0, hot_delta_c=2.0, retired_sbe_pages=1,
+                    nic_throughput_ratio=0.97)
+
+
+@pytest.mark.parametrize("topic", [THERMAL, NIC, ECC])
+@pytest.mark.parametrize("seed", [4, 5, 6, 7, "other"])
+def test_each_units_quiet_step_agrees_with_its_general_path(
+        topic: str, seed: int | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit's ``quiet`` (the healthy step both paths take) against its ``update``'s general
+    path alone, which decides every sample by the full rules: a ``quiet`` that takes a
+    sample the rules would act on (or that the rules treat otherwise) shows here."""
+    cfg = _OTHER if seed == "other" else None
+    rng = random.Random(seed)
+    batches = _batches(rng, _Stream(rng).messages(topic, 150, new_units_at=40))
+    fast = _run(topic, batches, cfg)
+    for unit in (GpuThermal, NodeNics, GpuHealth):
+        monkeypatch.setattr(unit, "quiet", _never_quiet)
+    general = _run(topic, batches, cfg)
+    assert fast == general
+    findings = [e for e in fast[0] if b'"finding"' in e.value]
+    assert len(findings) >= 5 and fast[1]
 
 
 def test_quiet_run_takes_the_healthy_majority() -> None:

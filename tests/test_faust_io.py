@@ -391,3 +391,66 @@ def test_lean_records_one_at_a_time_and_after_a_seek() -> None:
     # The consumer seeks elsewhere: the buffered records are not handed over.
     assignment.state_value(res._topic_partition).position = 0  # type: ignore[attr-defined]
     assert res.getall(10) == [] and not res.has_more()  # type: ignore[attr-defined]
+
+
+def _calls(res: object, take: int | None, n: int = 4) -> list[object]:
+    """What each of up to ``n`` getall calls gives: the offsets, or the error's name."""
+    out: list[object] = []
+    for _ in range(n):
+        try:
+            recs = res.getall(take)  # type: ignore[attr-defined]
+            out.append([r[0] if type(r) is tuple else r.offset for r in recs])
+        except Exception as exc:  # noqa: BLE001 -- the error is what is compared
+            out.append(type(exc).__name__)
+        if not res.has_more():  # type: ignore[attr-defined]
+            break
+    return out
+
+
+@pytest.mark.parametrize("take", [3, None])
+def test_a_batch_failing_its_crc_is_fetched_again_not_passed_over(take: int | None) -> None:
+    """aiokafka raises once, then ends the fetch with the position at the bad batch, so it
+    is fetched again; the lean path did the same only inside one call, and a take ending at
+    the batch before it went on after it, its records lost (review, 2026-12-02)."""
+    from detector.service.faust_io import tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"crc.telemetry.nic"}))
+    bad = bytearray(_batch(3, [b"{}"] * 2))
+    bad[-1] ^= 0xFF  # a payload byte: the CRC no longer matches
+    data = _batch(0, [b"{}"] * 3) + bytes(bad) + _batch(5, [b"{}"] * 2)
+    lean, lean_assignment = _fetch_result("crc.telemetry.nic", data, 0)
+    theirs, their_assignment = _fetch_result("crc.other", data, 0)
+    got = _calls(lean, take)
+    assert got == _calls(theirs, take)
+    assert "CorruptRecordException" in got and [5] not in got
+    assert not lean.has_more()  # type: ignore[attr-defined]
+    positions = [a.state_value(r._topic_partition).position  # type: ignore[attr-defined]
+                 for a, r in ((lean_assignment, lean), (their_assignment, theirs))]
+    # at the bad batch (3), or before the records the failing call took (0: they are
+    # fetched again, as aiokafka does; none is lost)
+    assert positions[0] == positions[1] == (3 if take == 3 else 0)
+
+
+def test_getall_of_zero_takes_one_record_as_aiokafka_does() -> None:
+    from detector.service.faust_io import tolerate_unreadable_batches
+
+    tolerate_unreadable_batches(frozenset({"zero.telemetry.ecc"}))
+    data = _batch(0, [b"{}"] * 3)
+    lean, _ = _fetch_result("zero.telemetry.ecc", data, 0)
+    theirs, _ = _fetch_result("zero.other", data, 0)
+    assert [r[0] for r in lean.getall(0)] == [  # type: ignore[attr-defined]
+        r.offset for r in theirs.getall(0)] == [0]  # type: ignore[attr-defined]
+
+
+def test_an_aiokafka_release_the_lean_path_was_not_written_for_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import aiokafka
+
+    from detector.service.faust_io import aiokafka_version_ok
+
+    assert aiokafka_version_ok(aiokafka.__version__)
+    assert not aiokafka_version_ok("0.15.0") and not aiokafka_version_ok("0.13.2")
+    assert not aiokafka_version_ok("1.0") and not aiokafka_version_ok("dev")
+    monkeypatch.setattr(aiokafka, "__version__", "0.15.0")
+    with pytest.raises(RuntimeError, match=r"aiokafka 0\.15\.0"):
+        check_supported()

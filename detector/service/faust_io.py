@@ -15,6 +15,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
+from itertools import chain, islice
 from operator import attrgetter
 from typing import Any
 
@@ -93,9 +94,30 @@ def missing_names(names: list[tuple[Any, str, str]]) -> list[str]:
     return out
 
 
+# The aiokafka releases whose fetcher code the lean path (tolerate_unreadable_batches,
+# lean_fetch_results) follows: it re-implements parts of their PartitionRecords and
+# FetchResult, so a release that changes them must be read before it is let in (the same
+# bound is in pyproject.toml).
+AIOKAFKA_SUPPORTED = ((0, 14), (0, 15))  # [from, to)
+
+
+def aiokafka_version_ok(version: str) -> bool:
+    """Whether ``version`` (e.g. ``"0.14.0"``) is within AIOKAFKA_SUPPORTED."""
+    try:
+        major_minor = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return AIOKAFKA_SUPPORTED[0] <= major_minor < AIOKAFKA_SUPPORTED[1]
+
+
 def check_supported() -> None:
     """Refuse, naming what is missing, an installation whose internals the batch path misses."""
+    import aiokafka
+
     missing = missing_names(_private_names())
+    if not aiokafka_version_ok(aiokafka.__version__):
+        missing.append(f"aiokafka {aiokafka.__version__} (the lean fetch path follows "
+                       f"{'.'.join(map(str, AIOKAFKA_SUPPORTED[0]))}.x)")
     if missing:
         raise RuntimeError(
             "faultline's batch delivery relies on internals that this faust-streaming/aiokafka "
@@ -190,7 +212,8 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     aiokafka raises ``UnsupportedCodecError`` (a codec whose library is missing, or
     an unknown codec id in a crafted batch) from inside its fetcher, which ends
     the worker, and on restart it meets the same batch again.  Here
-    ``PartitionRecords._unpack_records`` (aiokafka 0.14's, with one change) hands
+    ``PartitionRecords._unpack_records`` (aiokafka 0.14's, with one change; the lean
+    path below, ``_faultline_take``, takes the same records a batch at a time) hands
     such a batch over as a single record at its base offset whose value is an
     :class:`~detector.pipeline.source.Undecodable` carrying the reason; stage 1
     dead-letters it and the partition goes on after the batch.
@@ -213,13 +236,14 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         self._faultline_fetched = wall()  # the fetch response is being read: one per partition
-        # The lean path's buffer: the records of the record batch being handed over, the
-        # next one to hand over, and the offset after the batch (see _faultline_take).
+        # The lean path (see _faultline_take): the record batch being handed over, as an
+        # iterator of Fetched tuples made as they are taken (None: none open), and the
+        # offset after that batch.
         self._faultline_is_lean = self._tp.topic in cls._faultline_lean
-        self._faultline_buf = []
-        self._faultline_pos = 0
+        self._faultline_it = None
         self._faultline_end = 0
         self._faultline_started = False
+        self._faultline_closed = False  # a corrupt batch was met: nothing more from this fetch
 
     def usable(self: Any, next_batch: Any) -> bool:
         """aiokafka's checks of a record batch before its records: False to pass it over
@@ -249,60 +273,75 @@ def tolerate_unreadable_batches(lean_topics: frozenset[str] = frozenset()) -> No
         return first, end, Undecodable(reason)
 
     def fill(self: Any) -> bool:
-        """The lean path: the next record batch with records into the buffer, whole, in C
-        (a Fetched tuple per record); False when there is none left."""
+        """The lean path: open the next record batch with records to hand over (its records
+        from the fetch offset on); False when there is none left."""
         records = self._records
-        while records.has_next():
+        while not self._faultline_closed and records.has_next():
             next_batch = records.next_batch()
-            if not usable(self, next_batch):
-                continue
             try:
-                recs = list(map(fields, next_batch))
-            except UnsupportedCodecError as exc:  # the one change
-                first, end, value = unreadable(self, next_batch, exc)
-                recs = [(first, None, value, -1)]
-            else:
-                end = next_batch.next_offset
-                if recs and recs[0][0] < self.next_fetch_offset:  # a fetch from inside it
-                    nfo = self.next_fetch_offset
-                    recs = [r for r in recs if r[0] >= nfo]
-                if not recs:
-                    self.next_fetch_offset = end
+                if not usable(self, next_batch):
                     continue
-            self._faultline_buf, self._faultline_pos, self._faultline_end = recs, 0, end
+            except fetcher.Errors.CorruptRecordException:
+                # As aiokafka's generator: raised once, then this fetch is over, and the
+                # position stays at the bad batch, which is fetched again (not passed over).
+                self._faultline_closed = True
+                raise
+            end = next_batch.next_offset
+            try:
+                it = map(fields, next_batch)  # (a Fetched tuple per record, made in C)
+                first = next(it, None)
+            except UnsupportedCodecError as exc:  # the one change
+                first_offset, end, value = unreadable(self, next_batch, exc)
+                self._faultline_it, self._faultline_end = iter(
+                    [(first_offset, None, value, -1)]), end
+                return True
+            start = self.next_fetch_offset
+            while first is not None and first[0] < start:  # a fetch from inside the batch
+                first = next(it, None)
+            if first is None:
+                self.next_fetch_offset = end
+                continue
+            self._faultline_it, self._faultline_end = chain((first,), it), end
             return True
         return False
 
     def _faultline_take(self: Any, max_records: int | None) -> list[Fetched]:
-        """Up to ``max_records`` (None: all) records of a lean partition, record batches
-        sliced whole: what aiokafka's generator gives one record a call, with
+        """Up to ``max_records`` (None: all) records of a lean partition, taken from its
+        record batches in slices at C speed: what aiokafka's generator gives one record
+        a call, made as they are taken (nothing decoded ahead), with
         ``next_fetch_offset`` where it would be after the last one taken."""
         if not self._faultline_started:  # when the records are first taken
             self._faultline_started = True
             fetched_at[self._tp] = self._faultline_fetched
         out: list[Fetched] = []
         while True:
-            buf, pos = self._faultline_buf, self._faultline_pos
-            left = len(buf) - pos
-            if left:
-                want = left if max_records is None else min(left, max_records - len(out))
-                if want == len(buf) and not out:
-                    out = buf  # the whole batch (never extended: the buffer moves on)
-                    buf = self._faultline_buf = []
-                    pos = self._faultline_pos = 0
+            it = self._faultline_it
+            if it is not None:
+                if max_records is None:
+                    chunk, done = list(it), True
+                else:
+                    want = max_records - len(out)
+                    chunk = list(islice(it, want))
+                    # (the batch's last offset taken: it is done, as far as its offsets tell)
+                    done = len(chunk) < want or chunk[-1][0] + 1 >= self._faultline_end
+                if out:
+                    out += chunk
+                else:
+                    out = chunk
+                if done:  # the batch is handed over
+                    self._faultline_it = None
                     self.next_fetch_offset = self._faultline_end
                 else:
-                    out += buf[pos:pos + want]
-                    pos = self._faultline_pos = pos + want
-                    self.next_fetch_offset = (self._faultline_end if pos == len(buf)
-                                              else buf[pos - 1][0] + 1)
+                    self.next_fetch_offset = chunk[-1][0] + 1
+                    return out
                 if max_records is not None and len(out) >= max_records:
                     return out
             if not fill(self):
                 return out
 
     def _faultline_drained(self: Any) -> bool:
-        return self._faultline_pos >= len(self._faultline_buf) and not self._records.has_next()
+        return self._faultline_it is None and (self._faultline_closed
+                                               or not self._records.has_next())
 
     def _unpack_records(self: Any) -> Any:
         if self._faultline_is_lean:  # the iterator protocol over the lean path
@@ -357,6 +396,8 @@ def lean_fetch_results(cls: Any) -> None:
             return getall(self, max_records)
         if not self.check_assignment(self._topic_partition):
             return []
+        if max_records is not None and max_records < 1:
+            max_records = 1  # aiokafka's loop takes a record before it counts them
         out = part._faultline_take(max_records)
         self._update_position()
         if part._faultline_drained():
@@ -569,9 +610,10 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
     for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
         taken.setdefault(tp, []).extend(recs)
     for tp, res in results:
-        # A partition whose records ran out at a chunk's end still looks buffered, so it
-        # would not be fetched again before the next hand-over, and for PREFETCH_BACKOFF_S
-        # no partition would: its next record (or its end) is taken now.
+        # A partition whose records ran out at a chunk's end would still look buffered
+        # (aiokafka's own path; the lean path reports it drained at once), so it would not
+        # be fetched again before the next hand-over, and for PREFETCH_BACKOFF_S no
+        # partition would: its next record (or its end) is taken now.
         if res.has_more() and tp in taken and tp.topic not in first:
             one = res.getone()
             if one is not None:
