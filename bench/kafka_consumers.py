@@ -122,7 +122,7 @@ def run_faust_agent(args: argparse.Namespace) -> None:
 
 
 def run_faust_batch(args: argparse.Namespace) -> None:
-    from detector.service.faust_io import batch_transport
+    from detector.service.faust_io import install_batch_delivery
 
     app = _faust_app(args)
     topic = app.topic(*args.topics, value_serializer="raw", key_serializer="raw", acks=False)
@@ -136,7 +136,8 @@ def run_faust_batch(args: argparse.Namespace) -> None:
         if meter.n >= meter.expect:
             _done(meter, "faust-batch")
 
-    app.transport = batch_transport(app, stage, frozenset(args.topics))
+    # The service's own entry point (lean records of these topics, batch hand-over).
+    install_batch_delivery(app, stage, frozenset(args.topics))
     app.topics.add(topic)
     _run_worker(app, args)
 

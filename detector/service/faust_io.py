@@ -541,12 +541,18 @@ def batch_transport(app: faust.App, handler: Callable[[dict[TP, list[Any]]], Non
 CATCH_UP_S = 5.0
 
 
+def _timestamp(record: Any) -> int:
+    """A handed-over record's Kafka timestamp (ms): a lean tuple's (the service's topics) or
+    an aiokafka record's (any other topic the app reads, e.g. Faust's own)."""
+    return record[TIMESTAMP] if type(record) is tuple else record.timestamp
+
+
 def is_live(records: dict[Any, list[Any]], first: frozenset[str] = frozenset(),
             now: float | None = None) -> bool:
     """Whether the oldest telemetry record handed over is at most CATCH_UP_S old (by its
     Kafka timestamp; ``first`` topics and records without a timestamp aside)."""
-    oldest = min((recs[0][TIMESTAMP] for tp, recs in records.items()
-                  if recs and tp.topic not in first and recs[0][TIMESTAMP] >= 0), default=None)
+    oldest = min((_timestamp(recs[0]) for tp, recs in records.items()
+                  if recs and tp.topic not in first and _timestamp(recs[0]) >= 0), default=None)
     if oldest is None:
         return True
     return (time.time() if now is None else now) * 1000.0 - oldest <= CATCH_UP_S * 1000.0
@@ -597,7 +603,7 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
         else:
             recs = res.getall(chunk)
             if recs:
-                heads.append((recs[0][TIMESTAMP], seq, tp, res, recs))
+                heads.append((_timestamp(recs[0]), seq, tp, res, recs))
     heapq.heapify(heads)
     while heads and total < max_records:
         _, seq, tp, res, recs = heapq.heappop(heads)
@@ -606,7 +612,7 @@ def take_in_time_order(buffered: Any, partitions: Any, max_records: int,
         if res.has_more():
             more = res.getall(chunk)
             if more:
-                heapq.heappush(heads, (more[0][TIMESTAMP], seq, tp, res, more))
+                heapq.heappush(heads, (_timestamp(more[0]), seq, tp, res, more))
     for _, _, tp, _, recs in heads:  # taken from the buffer already: handed over too
         taken.setdefault(tp, []).extend(recs)
     for tp, res in results:
