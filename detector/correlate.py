@@ -851,6 +851,15 @@ class Correlator:
             del self._group_wait[k]
         if what == "fabric":
             heard, troubled = self._fabric_members(name)
+            # The same for trouble that cleared inside the window (below): a node whose NICs
+            # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
+            # on half the nodes was one isolation per NIC, where 30 s of it was one page).
+            waiting_nics: dict[str, set[str]] = {}
+            for _, f in waiting:
+                if f.scope.node and f.scope.nic:
+                    waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
+            late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
+            troubled, heard = troubled | late, heard | late
         else:
             heard, troubled = self._members(what, name)
             # Trouble that cleared inside the window still happened: a leaf down for less
