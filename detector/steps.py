@@ -983,7 +983,7 @@ class JobMonitor:
             hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
             small = size < cfg.min_peers
             if small.any():
-                dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+                dp = buf.dp_array()[ok]
                 zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
                 z[small] = zs
                 hit[small] = (zs > cfg.grad_z) & comparable
@@ -992,7 +992,7 @@ class JobMonitor:
         if np.count_nonzero(hit):
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
-            dp = np.fromiter(buf.dp, dtype=np.int64, count=len(buf.dp))[ok]
+            dp = buf.dp_array()[ok]
             spiking_dp, counts = np.unique(dp[hit], return_counts=True)
             shared = spiking_dp[counts > 1]
             if len(shared):
