@@ -363,9 +363,8 @@ def test_a_backlog_sends_an_already_resolved_alert_once_as_resolved_or_not_at_al
 
 
 def test_outgoing_payloads_carry_no_escapes_controls_or_huge_names(tmp_path: Path) -> None:
-    import unicodedata
-
     import dataclasses
+    import unicodedata
 
     from detector.alerts import FiredAlert, Scope
     from detector.pager.testing import envelope
