@@ -187,6 +187,16 @@ class _StepBuffer:
         self.first_ts = ts
         self.last_ts = ts
 
+    def add(self, e: StepSample) -> None:
+        """One more rank's message (not one the step has: the caller asks ``seen`` first)."""
+        self.seen.add(e.rank)
+        self.events.append(e)
+        ts = e.ts
+        if ts > self.last_ts:
+            self.last_ts = ts
+        elif ts < self.first_ts:
+            self.first_ts = ts
+
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
         c = tuple(zip(*map(astuple, self.events), strict=True))
@@ -283,8 +293,50 @@ class JobMonitor:
 
     # -- input ---------------------------------------------------------------------------
 
+    def quiet(self, e: StepSample) -> bool:
+        """Take a step message that only waits for its step's other ranks: True when ``e`` was
+        applied and could make no finding.
+
+        The common case of :meth:`add`, which calls it first; the batch path
+        (detector.quiet) calls it alone.  It takes a message of a step already waiting that
+        does not complete it, and a duplicate of a rank that step has, while the job's clock
+        (this message's ``ts`` included) is short of the next expiry check.  A step's first
+        message, a late one, a restart, the message that completes a step, an expiry due:
+        False, having changed nothing, and :meth:`add`'s general path decides.
+        """
+        try:
+            buf = self._pending[e.step]
+        except KeyError:
+            return False  # a new step, a late message, maybe a restart
+        ts = e.ts
+        clock = self.clock
+        if ts > clock:
+            clock = ts
+        seen = buf.seen
+        rank = e.rank
+        if rank in seen:
+            self.clock = clock
+            self.duplicates += 1
+            return True
+        events = buf.events
+        if clock >= self._next_expire or len(events) + 1 >= self._expected:
+            return False
+        self.clock = clock
+        # buf.add(e), inline (one call less for every step message)
+        seen.add(rank)
+        events.append(e)
+        if ts > buf.last_ts:
+            buf.last_ts = ts
+        elif ts < buf.first_ts:
+            buf.first_ts = ts
+        return True
+
     def add(self, e: StepSample, out: list[Finding]) -> None:
         """Take one step message; findings of any step it completes go to ``out``."""
+        if self.quiet(e):
+            return
+        # The general path: it decides every message alike, quiet or not
+        # (tests/test_batch_samples.py runs it alone as quiet's reference).
         ts = e.ts
         if ts > self.clock:
             self.clock = ts
@@ -308,24 +360,12 @@ class JobMonitor:
             self.tenant = e.tenant
             self.cluster = e.cluster
             for h in held:  # the messages that confirmed a restart: this step's too
-                buf.seen.add(h.rank)
-                buf.events.append(h)
-                buf.first_ts = min(buf.first_ts, h.ts)
-                buf.last_ts = max(buf.last_ts, h.ts)
-        rank = e.rank
-        seen = buf.seen
-        if rank in seen:
+                buf.add(h)
+        if e.rank in buf.seen:
             self.duplicates += 1
             return
-        # _StepBuffer.add, inline (one call less for every step message)
-        seen.add(rank)
-        events = buf.events
-        events.append(e)
-        if ts > buf.last_ts:
-            buf.last_ts = ts
-        elif ts < buf.first_ts:
-            buf.first_ts = ts
-        if len(events) >= self._expected:
+        buf.add(e)
+        if len(buf.events) >= self._expected:
             self._evaluate(step, buf.last_ts, out)
         if self.clock >= self._next_expire:
             self.expire(self.clock, out)
