@@ -50,6 +50,13 @@ class Monitors:
     the jump is real).  The first record is checked against ``wall_clock``
     when one is given (the service), and taken as it is otherwise (a replayed
     log has its own time).
+
+    The first record's clock is **unconfirmed** until ``JUMP_AGREE`` records
+    were taken on it (within ``MAX_AHEAD_S`` of it): that record may be the
+    stray (a node booted with an unset RTC reports 1970).  Meanwhile records on
+    it do not reset a jump's count (:meth:`process`, :meth:`SourcePartition.admit`),
+    and in the service a record within ``MAX_AHEAD_S`` of the wall clock moves
+    it at once (:meth:`check_ahead`): the live fleet is never "ahead" of 1970.
     """
 
     def __init__(self, thresholds: Thresholds | None = None,
@@ -60,6 +67,7 @@ class Monitors:
         self.wall_clock = wall_clock
         self.clock = -math.inf
         self._jump: list[float] = []  # consecutive far-ahead ts that agree with each other
+        self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         self._jobs: dict[str, JobMonitor] = {}
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
@@ -93,11 +101,13 @@ class Monitors:
         if ts > clock:
             if ts - clock > MAX_AHEAD_S:
                 self.check_ahead(ev)  # raises unless the jump is real
-            elif self._jump:
+            elif self._jump and not self.unconfirmed:
                 self._jump.clear()
             self.clock = ts
-        elif self._jump:
-            self._jump.clear()
+        elif self._jump and not self.unconfirmed:
+            self._jump.clear()  # (on an unconfirmed clock a record does not reset the count)
+        if self.unconfirmed and ts >= self.clock - MAX_AHEAD_S:
+            self.unconfirmed -= 1  # one more record on the clock (a late one is not)
         n = len(findings)
         # The four kinds' handling, inline (one call less per record: this runs for every
         # one); a unit's monitor by subscript, a KeyError only for its first record (cheaper
@@ -156,12 +166,20 @@ class Monitors:
     def check_ahead(self, ev: Event) -> None:
         """A record far ahead of the clock: move the clock to it, or raise ``ts_out_of_range``."""
         ts = ev.ts
-        if self.clock > -math.inf and self.count_jump(ts) < JUMP_AGREE:
-            raise out_of_range(ev, self.clock)
+        wall = self.wall_clock() if self.wall_clock is not None else math.inf
+        if self.clock > -math.inf:
+            if self.unconfirmed and abs(ts - wall) <= MAX_AHEAD_S < wall - self.clock:
+                # The clock is a first record's and not live (far behind the wall clock: a
+                # node with an unset RTC, 1970), this record is live: it restarts the clock.
+                self._jump.clear()
+                self.unconfirmed = JUMP_AGREE
+            elif self.count_jump(ts) < JUMP_AGREE:
+                raise out_of_range(ev, self.clock)
+            else:
+                self.unconfirmed = 0  # JUMP_AGREE records agreed on the new time
         # The first record, or a jump the records agree on: never past the wall clock when
         # there is one (the service) -- three records agreeing on 2100 must not move a
         # live partition there.
-        wall = self.wall_clock() if self.wall_clock is not None else math.inf
         if ts - wall > MAX_AHEAD_S:
             raise InvalidMessage(_TOPIC[type(ev)], f"ts_out_of_range: ts {ts!r} is more than "
                                  f"{MAX_AHEAD_S:g} s ahead of the wall clock ({wall:.3f})",

@@ -50,7 +50,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     """
     n = len(evs)
     clock = mon.clock
-    if i >= n or mon._jump or clock >= until:
+    if i >= n or mon._jump or mon.unconfirmed or clock >= until:
         return i
     cfg = mon.cfg
     thermal_units = mon._thermal

@@ -93,10 +93,6 @@ def test_one_message_with_a_step_number_far_ahead_changes_no_alert(stray_step: i
 
 # -- findings ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="harden: a partition's first record far in the past "
-                   "(a node with an unset RTC) sets its clock to 1970; the live fleet's "
-                   "records are then 'ahead' and dead-lettered ts_out_of_range (Monitors."
-                   "check_ahead only bounds a first record from above)")
 def test_a_first_record_from_1970_costs_the_live_fleet_nothing() -> None:
     raws = [_thermal_raw(0.0, "node-rtc")] + [r for r, _ in _fleet(5, broken_every=None)]
     part, dead = _service_run(raws)
@@ -104,10 +100,6 @@ def test_a_first_record_from_1970_costs_the_live_fleet_nothing() -> None:
     assert part.clock == pytest.approx(T0 + 4.03)
 
 
-@pytest.mark.xfail(strict=True, reason="harden: a node reporting 1970 every few records "
-                   "keeps a fresh partition on its clock for ever: each of its records is "
-                   "'late' and resets the jump count (Monitors.process clears _jump), so "
-                   "every record of the live fleet is dead-lettered ts_out_of_range")
 def test_a_node_reporting_1970_does_not_blind_a_fresh_partition() -> None:
     fleet = [(_thermal_raw(0.0, "node-rtc"), False), *_fleet(30, broken_every=2)]
     part, dead = _service_run([r for r, _ in fleet])
@@ -116,10 +108,6 @@ def test_a_node_reporting_1970_does_not_blind_a_fresh_partition() -> None:
     assert part.clock > T0
 
 
-@pytest.mark.xfail(strict=True, reason="harden: the same in replay (hold_ahead): the 1970 "
-                   "record back on the old clock refuses the held good records as strays "
-                   "(SourcePartition.admit -> refuse_held), so a log whose first record "
-                   "is from a node with an unset RTC loses every other node's telemetry")
 def test_a_log_starting_with_a_node_from_1970_loses_no_other_node() -> None:
     eng = Engine()
     events = [thermal(0.0, "node-rtc", 0)]
@@ -149,12 +137,6 @@ def test_one_far_step_does_not_restart_a_two_rank_job() -> None:
     assert eng.stats()["job_restarts"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="harden: in replay (hold_ahead) one stray record far "
-                   "ahead, then a real gap: the first record after the gap disagrees with the "
-                   "stray, SourcePartition.admit refuses the stray with refuse_held(), whose "
-                   "forget_jump() also drops the count the new record just started; so every "
-                   "record after the gap refuses the one before it and the clock never moves: "
-                   "the rest of the log is dead-lettered ts_out_of_range")
 def test_one_stray_before_a_gap_does_not_blind_the_rest_of_a_log() -> None:
     eng = Engine()
     eng.process(thermal(T0, "node-000", 0))

@@ -252,16 +252,20 @@ class SourcePartition:
           (and in the snapshot), and go in with the record that makes the jump
           real, so a gap in a log loses nothing.  A record back on the old clock
           first means they were strays: they are refused into :attr:`refused`
-          having changed nothing.
+          having changed nothing -- unless the old clock is still unconfirmed
+          (:attr:`Monitors.unconfirmed`: its first record may be the stray, a node
+          reporting 1970): then the record goes in and they stay held.
         """
         mon = self.monitors
         if not self.hold_ahead or ev.ts - mon.clock <= MAX_AHEAD_S or mon.clock == -math.inf:
-            if self.held:
+            if self.held and not mon.unconfirmed:
                 self.refuse_held()
             return (ev,)
         n = mon.count_jump(ev.ts)
         if n == 1 and self.held:
-            self.refuse_held()  # it disagrees with them: a new count started
+            # It disagrees with them: they were strays, and the count it started stays
+            # (refuse_held would forget it, and a real gap after a stray never be taken).
+            self._refuse()
         if n < JUMP_AGREE:
             self.held.append(ev)
             return ()
@@ -272,9 +276,12 @@ class SourcePartition:
 
     def refuse_held(self) -> None:
         """The held records were strays: refused (see :meth:`admit`), the jump count reset."""
+        self._refuse()
+        self.monitors.forget_jump()
+
+    def _refuse(self) -> None:
         self.refused.extend(out_of_range(e, self.monitors.clock) for e in self.held)
         self.held = []
-        self.monitors.forget_jump()
 
     def run_on(self, until: float, found: list[Finding]) -> None:
         """Let event time run on to ``until`` without a record, deciding what waited for it.
