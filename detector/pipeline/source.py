@@ -254,11 +254,13 @@ class SourcePartition:
           first means they were strays: they are refused into :attr:`refused`
           having changed nothing -- unless the old clock is still unconfirmed
           (:attr:`Monitors.unconfirmed`: its first record may be the stray, a node
-          reporting 1970): then the record goes in and they stay held.
+          reporting 1970) and has, with this record, no more records than they are:
+          then the record goes in and they stay held (a vote the majority wins).
         """
         mon = self.monitors
         if not self.hold_ahead or ev.ts - mon.clock <= MAX_AHEAD_S or mon.clock == -math.inf:
-            if self.held and not mon.unconfirmed:
+            if self.held and (not mon.unconfirmed
+                              or JUMP_AGREE - mon.unconfirmed + 1 > len(self.held)):
                 self.refuse_held()
             return (ev,)
         n = mon.count_jump(ev.ts)
