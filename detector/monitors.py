@@ -32,6 +32,7 @@ from detector.events import (
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
 from detector.network import NodeNics
+from detector.statecodec import is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
 from detector.thermal import GpuThermal, NodeTemps
 from detector.thresholds import Thresholds
@@ -208,6 +209,28 @@ class Monitors:
     def forget_jump(self) -> None:
         """The far-ahead records counted so far were strays (refused by the caller)."""
         self._jump.clear()
+
+    def check_restored(self) -> None:
+        """:class:`~detector.statecodec.SnapshotRefused` unless a restored one's fields have the
+        types this class gives them (the codec rebuilds it from fields of any type; a clock
+        that is a string or NaN, a unit map that is not a map, would fail every record)."""
+        for name in ("clock", "_next_sweep", "_next_prune"):
+            refuse_unless(is_time(getattr(self, name)), f"Monitors.{name}: not a time")
+        refuse_unless(type(self.cfg) is Thresholds, "Monitors.cfg: not Thresholds")
+        refuse_unless(type(self._jump) is list and all(
+            type(t) is float and math.isfinite(t) for t in self._jump), "Monitors._jump")
+        refuse_unless(type(self.unconfirmed) is int and 0 <= self.unconfirmed <= JUMP_AGREE,
+                      "Monitors.unconfirmed")
+        for name, key, value in (("_jobs", str, JobMonitor), ("_ecc", tuple, GpuHealth),
+                                 ("_thermal", tuple, GpuThermal), ("_nics", str, NodeNics),
+                                 ("_node_temps", str, NodeTemps), ("_seen", str, set)):
+            refuse_unless(is_map_of(getattr(self, name), key, value),
+                          f"Monitors.{name}: not a map of {value.__name__}")
+        refuse_unless(type(self.heard) is list and type(self.forgotten) is list,
+                      "Monitors.heard/forgotten: not lists")
+        refuse_unless(all(type(getattr(self, n)) is int for n in (
+            "_n_step", "_n_ecc", "_n_nic", "_n_thermal", "_n_nonfinite", "_n_unknown_node",
+            "_n_findings")), "Monitors: a count is not an int")
 
     def attach(self, topology: Topology | None,
                wall_clock: Callable[[], float] | None = None) -> None:

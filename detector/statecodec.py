@@ -78,6 +78,27 @@ class SnapshotRefused(ValueError):
         self.reason = reason
 
 
+def refuse_unless(ok: bool, what: str) -> None:
+    """:class:`SnapshotRefused` ``malformed`` unless ``ok``: for the checks a stage makes of
+    what it restored (the codec rebuilds a registered class from fields of any type: a
+    clock that is a string, a map that is a list -- well-formed frames of the right classes
+    that a worker would then fail on with every record)."""
+    if not ok:
+        raise SnapshotRefused("malformed", what)
+
+
+def is_time(x: Any) -> bool:
+    """An event-time clock or deadline: a float (or int) not NaN and not +inf (-inf is
+    "none yet")."""
+    return type(x) in (float, int) and x == x and x != math.inf
+
+
+def is_map_of(x: Any, key: type | tuple[type, ...], value: type | tuple[type, ...]) -> bool:
+    """A dict whose keys and values are of these types."""
+    return type(x) is dict and all(
+        isinstance(k, key) and isinstance(v, value) for k, v in x.items())
+
+
 class StateTypeError(TypeError):
     """The state holds an object the registry does not know (a bug: register its class)."""
 

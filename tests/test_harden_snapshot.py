@@ -44,13 +44,6 @@ def _worked(part: SourcePartition) -> SourcePartition:
     return part
 
 
-@pytest.mark.xfail(strict=True, reason="harden: the codec rebuilds registered classes from "
-                   "fields of any type, and restore checks only the top-level classes "
-                   "(checked_state): a Monitors whose clock is a string, NaN or inf, or whose "
-                   "unit maps are not maps, is restored; then every batch raises out of "
-                   "SourcePartition.process (quiet_run is not guarded per record: the worker "
-                   "counts a batch error and the records vanish undead-lettered) or every "
-                   "record is dead-lettered as an internal error, or the clock never moves")
 @pytest.mark.parametrize(("attr", "value"), [
     ("clock", "x"), ("clock", math.nan), ("clock", math.inf), ("_jobs", 5),
     ("_thermal", []), ("_next_sweep", None), ("cfg", 3)],
@@ -87,10 +80,6 @@ def test_a_source_snapshot_of_another_stage_is_refused() -> None:
         CorrelatorPartition.restore(0, offset, blob)
 
 
-@pytest.mark.xfail(strict=True, reason="harden: a correlator partition restored with its "
-                   "clock ('released') a string or a heap entry not a tuple is taken; its first "
-                   "release then raises out of CorrelatorPartition.release (no guard there): "
-                   "the worker's batch fails, and so does every later one")
 @pytest.mark.parametrize(("attr", "value"), [("released", "x"), ("_heap", [["x"]])],
                          ids=lambda v: str(v))
 def test_a_type_confused_correlator_snapshot_is_refused_or_harmless(attr: str,

@@ -24,7 +24,7 @@ from detector.findings import (
     finding_of,
 )
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
-from detector.statecodec import UNSIGNED, StateCodec
+from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -41,6 +41,29 @@ class _Source:
         self.idle = False
         self.heard = heard
         self.last_id: tuple[int, int] = (-1, -1)
+
+
+def _is_entry(e: Any) -> bool:
+    """A heap entry (tag, source, offset, index, finding, arrival) of the right types."""
+    return (type(e) is tuple and len(e) == 6 and type(e[0]) in (float, int) and e[0] == e[0]
+            and type(e[1]) is str and type(e[2]) is int and type(e[3]) is int
+            and type(e[4]) is Finding and (e[5] is None or type(e[5]) in (float, int)))
+
+
+def _check_state(state: dict[str, Any]) -> None:
+    """:class:`SnapshotRefused` unless the restored fields a release reads have their types
+    (the codec rebuilds classes from fields of any type: a clock that is a string, a heap
+    entry that is a list, would fail the worker's every batch)."""
+    refuse_unless(is_time(state.get("released")), "released: not a time")
+    heap = state.get("heap")
+    refuse_unless(type(heap) is list and all(map(_is_entry, heap)), "heap: malformed entry")
+    refuse_unless(is_map_of(state.get("sources"), str, _Source), "sources: not a map")
+    refuse_unless(all((s.wm is None or is_time(s.wm)) and type(s.last_id) is tuple
+                      for s in state["sources"].values()), "sources: a clock is malformed")
+    refuse_unless(is_map_of(state.get("seen"), str, set), "seen: not a map of sets")
+    counts = state.get("counts")
+    refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
+        type(n) is int for n in counts), "counts: malformed")
 
 
 class CorrelatorPartition:
@@ -148,6 +171,7 @@ class CorrelatorPartition:
                    empty_grace_s: float = 5.0, fed_grace_s: float = 0.25
                    ) -> CorrelatorPartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back."""
+        _check_state(state)
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
                    fed_grace_s=fed_grace_s)

@@ -59,7 +59,7 @@ from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
 from detector.quiet import quiet_run
-from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
+from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec, refuse_unless
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -202,6 +202,9 @@ class SourcePartition:
                    now: float = 0.0, wall_clock: Callable[[], float] | None = None,
                    hold_ahead: bool = False) -> SourcePartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back."""
+        refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
+                      and type(state.get("held", [])) is list, "a count or held is malformed")
+        state["monitors"].check_restored()
         part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead)
         part.monitors = state["monitors"]
         part.monitors.attach(topology, wall_clock)
