@@ -70,6 +70,8 @@ class Monitors:
         self._jump: list[float] = []  # consecutive far-ahead ts that agree with each other
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         self._jobs: dict[str, JobMonitor] = {}
+        # jobs with nothing to expire -> their (evaluations, restarts) then (see sweep)
+        self._dormant: dict[str, tuple[int, int]] = {}
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
         self._nics: dict[str, NodeNics] = {}
@@ -223,7 +225,8 @@ class Monitors:
                       "Monitors.unconfirmed")
         for name, key, value in (("_jobs", str, JobMonitor), ("_ecc", tuple, GpuHealth),
                                  ("_thermal", tuple, GpuThermal), ("_nics", str, NodeNics),
-                                 ("_node_temps", str, NodeTemps), ("_seen", str, set)):
+                                 ("_node_temps", str, NodeTemps), ("_seen", str, set),
+                                 ("_dormant", str, tuple)):
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
         refuse_unless(type(self.heard) is list and type(self.forgotten) is list,
@@ -255,7 +258,22 @@ class Monitors:
 
         ``quiet``: the clock was run on without a record (no evidence that a job stopped)."""
         self._next_sweep = self.clock + _SWEEP_S
-        for job in self._jobs.values():
+        dormant = self._dormant
+        for name, job in self._jobs.items():
+            # A job with no step waiting and no slow rank reported has nothing to expire (its
+            # expire would only move its next-check time, which its next message does): a
+            # flood of one-message jobs must not cost every record a call per job.  Whether
+            # one is reported is a numpy call, so it is asked once: the job is marked
+            # dormant with its (evaluations, restarts), and stays so while neither changes
+            # (only an evaluation or a restart changes what it reports) and nothing waits.
+            if not job._pending:
+                mark = (job._evaluated, job.restarts)
+                if dormant.get(name) == mark:
+                    continue
+                if not job._reported.any():
+                    dormant[name] = mark
+                    continue
+            dormant.pop(name, None)
             job.expire(self.clock, findings, quiet=quiet)
         if self.clock >= self._next_prune:
             self._next_prune = self.clock + min(self.cfg.job_idle_s, self.cfg.unit_idle_s) / 4
@@ -263,6 +281,7 @@ class Monitors:
                     if job.clock < self.clock - self.cfg.job_idle_s]
             for name in idle:  # a job that ended: its ranks' history is no use any more
                 job = self._jobs.pop(name)
+                dormant.pop(name, None)
                 findings.append(Finding(
                     self.clock, self.clock, "job_layout", "slow_node", "unknown",
                     Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))

@@ -142,6 +142,7 @@ class NodeNics:
         try:  # (a KeyError only on a port's first sample: cheaper than dict.get's call)
             p = self._ports[(s.nic, s.port)]
         except KeyError:
+            self._forget_silent(s.ts, cfg)
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
         ts = s.ts
         counters = p.counters
@@ -170,6 +171,16 @@ class NodeNics:
                     self._ref_gbps >= cfg.nic_busy_gbps
                     and p.gbps < cfg.nic_throughput_ratio * self._ref_gbps):  # type: ignore[operator]
                 self._throughput(p, s, cfg, out)
+
+    def _forget_silent(self, now: float, cfg: Thresholds) -> None:
+        """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
+        (``unit_fault_idle_s`` with a fault open), as Monitors.prune_units forgets silent
+        nodes.  A node that keeps reporting while its NIC names change (renumbered after a
+        driver reload, or junk names) would otherwise keep every port it ever had."""
+        quiet, faulty = now - cfg.unit_idle_s, now - cfg.unit_fault_idle_s
+        for key in [k for k, p in self._ports.items() if p.last_ts < faulty or (
+                p.last_ts < quiet and not (p.active or p.down))]:
+            del self._ports[key]
 
     def _emit(self, out: list[Finding], s: NicSample, p: _Port, signal: str, active: bool,
               severity: float, evidence: dict[str, Any], *, verdict: bool = True,

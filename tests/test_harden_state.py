@@ -25,10 +25,6 @@ from detector.thresholds import Thresholds
 HOURS = 3
 
 
-@pytest.mark.xfail(strict=True, reason="harden: NodeNics keeps every (nic, port) it ever saw "
-                   "while the node reports (prune_units drops a node's NICs only when all of "
-                   "them are silent): a new NIC name a minute on a live node is 180 ports "
-                   "after 3 h and grows for ever, in memory and in every snapshot")
 def test_nic_names_that_come_and_go_on_a_live_node_reach_a_plateau() -> None:
     eng = Engine()
     idle_min = Thresholds().unit_idle_s / 60.0
@@ -60,13 +56,6 @@ def test_rank_numbers_that_come_and_go_in_a_live_job_reach_a_plateau() -> None:
     assert slots <= 8 + per_hour + 40, f"{slots} rank slots for a job of 8 ranks"
 
 
-@pytest.mark.xfail(strict=True, reason="harden: a job is kept job_idle_s (1 h) after its last "
-                   "step however little it ever sent, and Monitors.sweep runs JobMonitor.expire "
-                   "for every kept job once a second of event time: a flood of one-message jobs "
-                   "(a producer writing a fresh job id per message) makes the work of every "
-                   "record grow with their number -- 175 expire calls and ~600 us of CPU a "
-                   "record at 20,000 such jobs, 100 records a second (one run), and ~6.5 KB of "
-                   "state each")
 def test_a_flood_of_one_message_jobs_does_not_slow_every_record(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = [0]
