@@ -344,7 +344,7 @@ class JobMonitor:
         buf = self._pending.get(step)
         if buf is None:
             held: Sequence[StepSample] = ()
-            if step <= self._last_step:
+            if step <= self._last_step and not self._restart_from_stray(step):
                 if ts > self._last_step_ts + self.cfg.lateness_s:
                     if not self._restart_confirmed(e):
                         return
@@ -473,6 +473,26 @@ class JobMonitor:
             self.late += 1
             return False
         self._restart_step, self._restart_ranks = -1, set()
+        return True
+
+    def _restart_from_stray(self, step: int) -> bool:
+        """Whether ``step``, below the job's last step, is the job going on past a stray.
+
+        One message with a step number far ahead (a bad producer) is decided alone, as a
+        step missing ranks; in a job of two ranks that is half the job, so it becomes the
+        job's last step, and the next real step looks like one going back -- a restart one
+        rank confirms, wiping the job's history.  It is the job going on when the last step
+        was decided incomplete and ``step`` lies beyond every other step decided: then the
+        last step goes back to the one before the stray and ``step`` is a new step.  (A
+        restart from a checkpoint goes back to a step the job had, or to that very step.)
+        """
+        last = self._last_step
+        if step >= last or self._done.get(last, 0) >= 0:
+            return False
+        before = max((s for s in self._done if s != last), default=-1)
+        if step <= before:
+            return False
+        self._last_step = before
         return True
 
     def _retract_slow(self, now: float, out: list[Finding]) -> None:

@@ -125,10 +125,6 @@ def test_a_log_starting_with_a_node_from_1970_loses_no_other_node() -> None:
     assert len(eng.rejected) <= 2
 
 
-@pytest.mark.xfail(strict=True, reason="harden: in a job of two ranks one message with a "
-                   "step number far ahead counts as a step of 'half the job' (JobMonitor."
-                   "_evaluate moves _last_step to it), so the next real step is 'old' and "
-                   "confirmed a restart by one rank: the job's history is wiped")
 def test_one_far_step_does_not_restart_a_two_rank_job() -> None:
     events = list(healthy_job(ranks=2, steps=120, seed=3))
     i = 50 * 2
