@@ -144,7 +144,7 @@ def _keep(cache: dict[bytes, _Rows | None], key: bytes, rows: _Rows | None) -> N
 
 
 def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows | None]
-                 ) -> None:
+                 ) -> tuple[np.ndarray, _Rows | None] | None:
     """Find the layout of int64 ``groups`` (for :func:`group_stats` and the others to take
     from their cache) through a fixed order of its elements: ``order[:n]`` lists the
     elements' positions in that order (``n`` of them; ``order[n] == n``), ``fixed`` is the
@@ -155,13 +155,16 @@ def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows
     is found once and kept (in ``fixed``, the job's), and mapped to this step's order --
     each row's positions, sorted (padding, ``n``, stays last) -- it is exactly the layout
     :func:`_rows` computes (a row's members in input order), at half the numpy calls.
+    Returns the groups in that order and their rows (for :func:`derive_layout`), or None
+    when the step's layout was known already.
     """
     key = groups.tobytes()
     if key in _LAYOUTS:
-        return
+        return None
     n = len(groups)
     placed = order[:n]
-    by_order = _rows(groups[placed], fixed)
+    in_order = groups[placed]
+    by_order = _rows(in_order, fixed)
     rows = None
     if by_order is not None:
         perm = order[by_order.perm]
@@ -169,6 +172,44 @@ def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows
         back = np.empty(n, dtype=np.intp)
         back[placed] = by_order.back
         rows = _Rows(perm, back, by_order.k, by_order.counts)
+    _keep(_LAYOUTS, key, rows)
+    return in_order, by_order
+
+
+def derive_layout(groups: np.ndarray, slots: np.ndarray,
+                  whole: tuple[np.ndarray, _Rows | None]) -> None:
+    """Find the layout of int64 ``groups`` of a step that holds some of a job's elements --
+    ``slots``, distinct places in the job's fixed order -- from ``whole``, the job's groups
+    in that order and their rows (:func:`learn_layout` of a step that held them all; every
+    slot is one of its places).
+
+    A step missing a straggler misses another one each time, so its layout is new bytes
+    every time; with the job's rows each row keeps the members present -- their positions,
+    sorted, with the absent ones padding its end -- which are the rows :func:`_rows` finds
+    (padded to the whole group's width, which changes no median: padding sorts last).
+    Nothing is found here when a rank's group is not the one it had (or a whole group is
+    absent): :func:`_rows` then finds the layout as usual.
+    """
+    key = groups.tobytes()
+    if key in _LAYOUTS:
+        return
+    in_order, by_order = whole
+    if by_order is None or np.count_nonzero(in_order[slots] != groups):
+        return
+    n = len(groups)
+    pos = np.full(len(in_order) + 1, n, dtype=np.intp)  # (the job's padding too: absent)
+    pos[slots] = np.arange(n)
+    perm = pos[by_order.perm]
+    perm.sort(axis=1)
+    counts = np.add.reduce(perm < n, axis=1)
+    if np.count_nonzero(counts == 0):
+        return
+    back = by_order.back[slots]
+    if np.count_nonzero(counts != counts[0]):
+        rows = _Rows(perm, back, 0, counts)
+    else:  # (the groups one size again: each lost as many)
+        k = int(counts[0])
+        rows = _Rows(perm[:, :k], back, k)
     _keep(_LAYOUTS, key, rows)
 
 
