@@ -27,10 +27,11 @@ from typing import IO
 
 import orjson
 
-from detector.collect.dcgm import pci_key
+from detector.collect.dcgm import XID_LIMIT, pci_key
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)")
-XID_LIMIT = 1 << 24
+# A code below XID_LIMIT has at most 8 digits; a longer number is no XID line (and int()
+# of one over 4,300 digits would raise in the reading thread).
+_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): ([0-9]{1,8})(?![0-9])")
 
 
 def parse_xid(line: str) -> tuple[tuple[int, int, int], int] | None:
