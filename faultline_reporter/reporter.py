@@ -263,11 +263,18 @@ class StepReporter:
 
     def _format(self, s: Step, ts: float, wall_ms: float) -> None:
         try:
-            number = int(s.number)
-            if not 0 <= number < _STEP_LIMIT:  # no field to leave out: the step is not sent
-                raise ValueError(f"step number {number} is outside [0, 2^63): not sent")
-            compute = self._duration("compute_ms", s.compute_ms)
-            comm = self._duration("comm_ms", s.comm_ms)
+            number = s.number
+            if type(number) is not int or not 0 <= number < _STEP_LIMIT:
+                number = int(number)
+                if not 0 <= number < _STEP_LIMIT:  # no field to leave out: not sent
+                    raise ValueError(f"step number {number} is outside [0, 2^63): not sent")
+            # A float timer >= 0 goes as is (the common case, no call); anything else is
+            # converted, or left out and counted.
+            compute, comm = s.compute_ms, s.comm_ms
+            if type(compute) is not float or not 0.0 <= compute < _INF:
+                compute = self._duration("compute_ms", compute)
+            if type(comm) is not float or not 0.0 <= comm < _INF:
+                comm = self._duration("comm_ms", comm)
             # time in neither (loader, optimizer) is the rest; the contract wants the sum to fit
             step_ms = max(wall_ms, (compute or 0.0) + (comm or 0.0))
             if step_ms == _INF:  # two timers near 1e308: neither is a duration
@@ -290,8 +297,9 @@ class StepReporter:
                     self._error(ValueError(f"grad_norm {grad_norm!r} < 0: left out"))
                 else:
                     tail += ',"grad_norm":' + _json(grad_norm)
-            if s.param_checksum is not None:
-                checksum = str(s.param_checksum)
+            checksum = s.param_checksum
+            if checksum is not None:
+                checksum = str(checksum)
                 if len(checksum) <= _NAME_CHARS and checksum.isprintable():
                     tail += ',"param_checksum":' + json.dumps(checksum)
                 else:  # the contract refuses the whole message for it
