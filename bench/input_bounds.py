@@ -13,6 +13,7 @@ machine is noise).
 from __future__ import annotations
 
 import gzip
+import os
 import resource
 import sys
 import tempfile
@@ -48,26 +49,16 @@ def collector(n: int) -> None:
     from prometheus_client import CollectorRegistry
 
     from detector.collect.agent import CollectMetrics, Collector
+    from detector.collect.sinks import LogSink
     from detector.collect.testing import DcgmState
 
-    class Nowhere:
-        def send_batch(self, batch: list) -> None:
-            pass
-
-        def poll(self) -> None:
-            pass
-
-        def buffered(self) -> int:
-            return 0
-
-        def close(self, timeout_s: float = 10.0) -> int:
-            return 0
-
     page = DcgmState(gpus=8).text()
-    c = Collector("node-a", Nowhere(), CollectMetrics(CollectorRegistry()), dcgm_url="dcgm",
+    sink = LogSink(os.devnull)  # as bench/collect_cpu.py: serialised, written nowhere
+    c = Collector("node-a", sink, CollectMetrics(CollectorRegistry()), dcgm_url="dcgm",
                   fetch=lambda u, t: page, clock=lambda: T0)
     for _ in range(n):
         c.tick()
+    sink.close()
 
 
 def topology(k: int) -> None:
