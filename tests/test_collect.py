@@ -359,3 +359,29 @@ def test_a_reading_the_contract_cannot_carry_is_left_out_counted_by_field():
                                 "link_state", "gpu_temp_c")} == {
         "sm_clock_mhz": 1, "power_w": 1, "throttle": 1, "sbe_volatile": 1, "link_state": 1,
         "gpu_temp_c": 0}
+
+
+def test_a_followed_file_without_newlines_is_not_held_and_the_next_xid_is_read(tmp_path):
+    """A followed kernel log that grows 300 KiB without a newline: what it holds is dropped
+    past 64 KiB (counted as one overlong line), and the XID after its newline is read
+    (room fixes, round 8)."""
+    klog = tmp_path / "kern.log"
+    klog.write_bytes(b"")
+    kernel = KernelXids(str(klog), clock=lambda: T0)
+    try:
+        with klog.open("ab") as f:
+            for _ in range(10):
+                f.write(b"y" * (30 << 10))
+                f.flush()
+                time.sleep(0.02)
+            f.write(b" NVRM: Xid (PCI:0000:3a:00): 13, inside the long line\n")
+            f.write(b"NVRM: Xid (PCI:0000:3a:00): 79, pid=1\n")
+        deadline = time.monotonic() + 10
+        got: list = []
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+            got = kernel.drain()
+        assert [xid for _, _, xid in got] == [79]
+        assert kernel.overlong == 1 and kernel.error is None
+    finally:
+        kernel.close()
