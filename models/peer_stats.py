@@ -118,13 +118,7 @@ def _rows(groups: np.ndarray, cache: dict[bytes, _Rows | None] = _LAYOUTS) -> _R
         back[perm] = row_of
         rows = _Rows(perm, back, k)
     else:
-        first = np.empty(n, dtype=bool)  # the sorted element starts a group
-        first[0] = True
-        np.not_equal(g[1:], g[:-1], out=first[1:])
-        starts = first.nonzero()[0]
-        counts = np.empty(len(starts), dtype=np.int64)
-        np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-        counts[-1] = n - starts[-1]
+        first, starts, counts = _runs(g)
         width = int(counts.max())
         if len(starts) * width <= _PAD_LIMIT * n:
             run = first.cumsum() - 1  # each sorted element's row, and its place in the row
@@ -333,6 +327,19 @@ def group_median(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np
     return med, size, k
 
 
+def _runs(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of sorted groups ``g`` (not empty): whether each element starts a run of one group,
+    where each run starts and how long it is (int64)."""
+    first = np.empty(len(g), dtype=bool)
+    first[0] = True
+    np.not_equal(g[1:], g[:-1], out=first[1:])
+    starts = first.nonzero()[0]
+    counts = np.empty(len(starts), dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = len(g) - starts[-1]
+    return first, starts, counts
+
+
 def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]:
     """:func:`group_median_scale` for groups of any sizes."""
@@ -342,14 +349,7 @@ def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.nda
     # np.r_ / np.diff / np.repeat: each is Python-level numpy around one C call, and this
     # runs several times per training step on arrays of a job's ~100 ranks.)
     order = np.lexsort((values, groups))
-    g = groups[order]
-    first = np.empty(n, dtype=bool)  # the sorted element starts a run
-    first[0] = True
-    np.not_equal(g[1:], g[:-1], out=first[1:])
-    starts = first.nonzero()[0]
-    counts = np.empty(len(starts), dtype=np.intp)
-    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-    counts[-1] = n - starts[-1]
+    first, starts, counts = _runs(groups[order])
     lo = starts + (counts - 1) // 2  # each run's middle element(s)
     hi = starts + counts // 2
     back = np.empty(n, dtype=np.intp)  # each element's run, in the input's order
