@@ -17,8 +17,11 @@ True
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from detector.events import MAX_NAME_CHARS
 
 ISOLATION = "alerts.isolation"
 ESCALATION = "alerts.escalation"
@@ -128,6 +131,12 @@ class Scope(NamedTuple):
         for k in ("gpu", "port", "dp_rank"):
             if d.get(k) is not None and type(d[k]) is not int:
                 raise ValueError(f"scope {k!r} must be an integer, got {d[k]!r}")
+        for k in ("node", "nic", "switch", "domain", "job"):  # names (DESIGN.md, "Bounds")
+            v = d.get(k)
+            if v is not None and (type(v) is not str or len(v) > MAX_NAME_CHARS
+                                  or not v.isprintable()):
+                raise ValueError(f"scope {k!r} must be a printable name of at most "
+                                 f"{MAX_NAME_CHARS} characters, got {str(v)[:40]!r}")
         return cls(lv, node=d.get("node"), gpu=d.get("gpu"), nic=d.get("nic"),
                    port=d.get("port") if lv == "nic" else None, switch=d.get("switch"),
                    domain=d.get("domain"), job=d.get("job"), dp_rank=d.get("dp_rank"))
@@ -352,9 +361,9 @@ class Alert:
             if v.get("status") not in ("firing", "resolved"):
                 raise ValueError(f"status must be firing or resolved, got {v.get('status')!r}")
             return cls(
-                topic, str(v["dedup_key"]), str(v["status"]), str(v["kind"]), str(v["cause"]),
-                Scope.from_dict(v["scope"]), action, float(v["onset_ts"]),
-                float(v["detected_ts"]), float(v.get("confidence") or 0.0),
+                topic, _text(v, "dedup_key"), v["status"], _text(v, "kind"), _text(v, "cause"),
+                Scope.from_dict(v["scope"]), action, _time(v, "onset_ts"),
+                _time(v, "detected_ts"), float(v.get("confidence") or 0.0),
                 evidence if isinstance(evidence, dict) else {}, opt["job"], opt["tenant"],
                 opt["cluster"], str(v.get("summary") or ""),
                 None if gran is None else Granularity.from_dict(gran),
@@ -363,6 +372,22 @@ class Alert:
                 {k: x for k, x in v.items() if k not in _ENVELOPE_FIELDS})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{topic}: not an alert envelope: {exc}") from None
+
+
+def _text(v: dict[str, Any], k: str) -> str:
+    """A required string of an envelope (a null is not the string 'None')."""
+    x = v[k]
+    if type(x) is not str:
+        raise TypeError(f"{k} must be a string, got {type(x).__name__}")
+    return x
+
+
+def _time(v: dict[str, Any], k: str) -> float:
+    """A required event time of an envelope: a finite number (not a string, not NaN)."""
+    x = v[k]
+    if type(x) not in (int, float) or not math.isfinite(x):
+        raise ValueError(f"{k} must be a finite number, got {str(x)[:40]!r}")
+    return float(x)
 
 
 # What scoring, the pager and the parity tests read: the same envelope type.

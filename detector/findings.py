@@ -9,9 +9,14 @@ what lets it sit on a single partition in the Kafka deployment.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
+
+import msgspec
+from msgspec import Meta
 
 from detector.alerts import Scope
+from detector.decoding import MAX_MESSAGE_BYTES
+from detector.events import Finite, Name, OptFinite, OptIndex, OptName
 
 
 class Finding(NamedTuple):
@@ -45,10 +50,142 @@ class Finding(NamedTuple):
         d["scope"] = self.scope.to_dict()
         return d
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Finding:
-        """Inverse of :meth:`to_dict`; raises ValueError on a malformed finding."""
-        try:
-            return cls(**{**d, "scope": Scope.from_dict(d["scope"])})
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"not a finding: {exc}") from None
+
+# -- the findings topic: what a correlator reads from the stages ---------------------------
+#
+# Workers read each other's findings from a Kafka topic, so a findings message is untrusted
+# input like telemetry (DESIGN.md, "Bounds"): typed and bounded in one msgspec call, names
+# printable, before it has any effect -- a refused message registers no source, moves no
+# clock and joins no problem.  The evidence is free-form per signal; the keys the
+# correlator reads must have the types it reads them as (EVIDENCE_TYPES).
+
+MAX_EVIDENCE_ITEMS = 64           # keys of one finding's evidence
+MAX_EVIDENCE_LIST = 1 << 17       # items of one evidence list (a 100k-rank job's layout)
+_Key = Annotated[str, Meta(min_length=1, max_length=64)]
+_Text = Annotated[str, Meta(max_length=4096)]
+_Scalar = Finite | int | bool | None | _Text
+_Item = _Scalar | Annotated[list[_Scalar], Meta(max_length=64)]
+_List = Annotated[list[_Item], Meta(max_length=MAX_EVIDENCE_LIST)]
+_Evidence = Annotated[dict[_Key, _Scalar | _List], Meta(max_length=MAX_EVIDENCE_ITEMS)]
+_Id = Annotated[int, Meta(ge=-(1 << 62), le=1 << 62)]
+_Severity = Annotated[float, Meta(ge=0.0, le=1.0)]
+
+# The evidence keys the correlator reads, and what it reads them as (int is a float too).
+EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
+    "baseline_ratio": (float, int), "clearly_slow_since": (float, int), "clock_drop": (float, int),
+    "compute_ratio_to_peers": (float, int), "mean_ratio_over_run": (float, int),
+    "raw_confidence": (float, int), "sample_interval_s": (float, int), "run_steps": (int,),
+    "xid": (int,), "gross_outlier": (bool,), "recovery_action": (str,),
+    "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
+    "placement": (list,),
+}
+
+
+class _WireFinding(msgspec.Struct, forbid_unknown_fields=True):
+    ts: Finite
+    onset_ts: Finite
+    signal: Name
+    kind: Literal["slow_node", "hardware", "network", "sdc", "unattributed"]
+    cause: Literal["thermal", "power", "gpu_memory", "gpu_hardware", "nvlink", "nic", "switch",
+                   "software", "unknown"]
+    scope: dict[_Key, OptName | OptIndex]
+    active: bool
+    verdict: bool
+    severity: _Severity
+    evidence: _Evidence
+    job: OptName = None
+    tenant: OptName = None
+    cluster: OptName = None
+    rank: OptIndex = None
+    dp_rank: OptIndex = None
+    escalate: bool = False
+
+
+class FindingMessage(msgspec.Struct, tag="finding", tag_field="type", forbid_unknown_fields=True):
+    """A finding of ``source``, its id there (offset, index) and the event time it is
+    correlated at (``tag``); ``arrived``: when its input reached Kafka."""
+
+    source: Name
+    id: tuple[_Id, _Id]
+    tag: Finite
+    finding: _WireFinding
+    arrived: OptFinite = None
+
+
+class WatermarksMessage(msgspec.Struct, tag="watermarks", tag_field="type",
+                        forbid_unknown_fields=True):
+    """Each source's clock (None: no record yet) and whether it is idle."""
+
+    clocks: Annotated[list[tuple[Name, OptFinite, bool]], Meta(max_length=1 << 16)]
+
+
+class SeenMessage(msgspec.Struct, tag="seen", tag_field="type", forbid_unknown_fields=True):
+    """Telemetry of kind ``what`` from ``node`` reached a monitor of ``source``."""
+
+    source: Name
+    node: Name
+    what: Literal["ecc", "nic", "thermal"]
+
+
+class ForgetMessage(msgspec.Struct, tag="forget", tag_field="type", forbid_unknown_fields=True):
+    """``source`` pruned ``node``'s ``what`` monitors after silence."""
+
+    source: Name
+    node: Name
+    what: Literal["ecc", "nic", "thermal"]
+
+
+FindingsMessage = FindingMessage | WatermarksMessage | SeenMessage | ForgetMessage
+_DECODER = msgspec.json.Decoder(FindingsMessage)
+
+
+def decode_message(raw: bytes | None) -> FindingsMessage:
+    """One findings-topic message, typed and checked; ValueError (with the reason) if it is
+    not one a stage could have written."""
+    if raw is None:
+        raise ValueError("message has no value")
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise ValueError(f"message of {len(raw):,} bytes (at most {MAX_MESSAGE_BYTES:,})")
+    try:
+        msg = _DECODER.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    t = type(msg)
+    if t is WatermarksMessage:
+        for name, _, _ in msg.clocks:
+            _printable("source", name)
+        return msg
+    _printable("source", msg.source)
+    if t is not FindingMessage:
+        _printable("node", msg.node)
+        return msg
+    f = msg.finding
+    _printable("signal", f.signal)
+    for k in ("job", "tenant", "cluster"):
+        _printable(k, getattr(f, k))
+    for k, v in f.scope.items():
+        if type(v) is str:
+            _printable(f"scope.{k}", v)
+    for k, v in f.evidence.items():
+        _printable("evidence key", k)
+        want = EVIDENCE_TYPES.get(k)
+        if want is not None and v is not None and (type(v) not in want):
+            raise ValueError(f"evidence {k!r} must be {' or '.join(w.__name__ for w in want)}, "
+                             f"got {type(v).__name__}")
+        if type(v) is str:
+            _printable(f"evidence {k!r}", v)
+    return msg
+
+
+def _printable(what: str, name: str | None) -> None:
+    if name is not None and not name.isprintable():
+        raise ValueError(f"{what} {name[:40]!r} holds control or bidirectional characters")
+
+
+def finding_of(w: _WireFinding) -> Finding:
+    """The :class:`Finding` of a decoded findings-topic message (ValueError: a bad scope)."""
+    return Finding(w.ts, w.onset_ts, w.signal, w.kind, w.cause, Scope.from_dict(w.scope),
+                   w.active, w.verdict, w.severity, w.evidence, w.job, w.tenant, w.cluster,
+                   w.rank, w.dp_rank, w.escalate)

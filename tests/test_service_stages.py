@@ -328,7 +328,14 @@ def test_one_event_time_guard_holds_a_gap_in_a_log_and_refuses_it_in_the_service
     assert src.clock == gap[-1]  # the third agreeing record made the jump real
 
 
-def test_a_finding_the_correlator_fails_on_is_counted_and_the_partition_goes_on() -> None:
+@pytest.mark.parametrize("bad", ["mistyped", "chokes"])
+def test_a_finding_the_correlator_fails_on_is_counted_and_the_partition_goes_on(
+        bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foreign producer's finding, then a good one: a mistyped one is refused as it is
+    read (counted invalid), a well-typed one the correlator still fails on is counted as
+    its error; either way the good one is alerted."""
+    from detector.correlate import Correlator
+
     w = PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic=FINDINGS,
                        findings_partitions=1, expected_sources=[f"{ECC}:0"])
     w.correlators = {(FINDINGS, 0): w.new_partition((FINDINGS, 0), 0.0)}  # type: ignore[misc]
@@ -338,14 +345,27 @@ def test_a_finding_the_correlator_fails_on_is_counted_and_the_partition_goes_on(
                "evidence": {"xid": 48, "meaning": "double-bit ECC error"}, "job": None,
                "tenant": None, "cluster": None, "rank": None, "dp_rank": None,
                "escalate": False}
-    # A foreign producer's finding that reads as one but breaks the correlator, then a good one.
+    if bad == "mistyped":
+        first = {**finding, "severity": "high"}
+    else:
+        first = finding
+        on_finding = Correlator.on_finding
+
+        def choke(self: Correlator, f: object, *args: object, **kwargs: object) -> object:
+            if getattr(f, "scope", None) is not None and f.scope.gpu == 3:  # type: ignore[attr-defined]
+                raise RuntimeError("a correlator bug")
+            return on_finding(self, f, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Correlator, "on_finding", choke)
     msgs = [{"type": "finding", "source": f"{ECC}:0", "id": [0, 0], "tag": 100.0,
-             "finding": {**finding, "severity": "high"}},
+             "finding": first},
             {"type": "finding", "source": f"{ECC}:0", "id": [1, 0], "tag": 101.0,
              "finding": {**finding, "ts": 101.0, "onset_ts": 101.0,
                          "scope": {"level": "gpu", "node": "node-007", "gpu": 4}}},
             {"type": "watermarks", "clocks": [[f"{ECC}:0", 101.0, False]]}]
     out = w.process({(FINDINGS, 0): [(i, None, orjson.dumps(m), None)
                                      for i, m in enumerate(msgs)]}, 1.0, lambda tp, o: True)
-    assert out.correlator_errors == 1 and out.errors == 0
+    part = w.correlators[(FINDINGS, 0)]
+    assert (part.invalid, out.correlator_errors, out.errors) == (
+        (1, 0, 0) if bad == "mistyped" else (0, 1, 0))
     assert [(a.status, a.scope.key) for a, _ in out.alerts] == [("firing", "gpu:node-007/4")]

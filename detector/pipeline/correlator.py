@@ -13,11 +13,16 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from detector.alerts import Alert
 from detector.correlate import Correlator
-from detector.findings import Finding
+from detector.findings import (
+    Finding,
+    FindingMessage,
+    SeenMessage,
+    WatermarksMessage,
+    decode_message,
+    finding_of,
+)
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.statecodec import UNSIGNED, StateCodec
 from detector.thresholds import Thresholds
@@ -191,29 +196,27 @@ class CorrelatorPartition:
 
     def _apply(self, offset: int, raw: bytes | None, now: float, replayed: bool = False) -> None:
         try:
-            msg = orjson.loads(raw)  # type: ignore[arg-type]
-            kind = msg["type"]
-            if kind == "watermarks":
-                for name, ts, idle in msg["clocks"]:
-                    name = str(name)
+            # Typed and checked before anything changes (detector.findings.decode_message):
+            # a refused message registers no source and moves no clock.
+            msg = decode_message(raw)
+            t = type(msg)
+            if t is WatermarksMessage:
+                for name, ts, idle in msg.clocks:
                     self._watermark(name, self._heard(name, now), ts, idle, now, replayed)
-                return
-            name = msg["source"]
-            src = self._heard(name, now)
-            if kind == "finding":
-                fid = (int(msg["id"][0]), int(msg["id"][1]))
+            elif t is FindingMessage:
+                f = finding_of(msg.finding)
+                src = self._heard(msg.source, now)
+                fid = msg.id
                 if fid <= src.last_id:
                     self.duplicates += 1  # a source reprocessing after a restore
                     return
-                arrived = msg.get("arrived")
-                self.take(src, name, fid, float(msg["tag"]), Finding.from_dict(msg["finding"]),
-                          float(arrived) if arrived is not None else None)
-            elif kind == "seen":
-                self.seen(str(msg["node"]), str(msg["what"]))
-            elif kind == "forget":
-                self.forget(str(msg["node"]), str(msg["what"]))
+                self.take(src, msg.source, fid, msg.tag, f, msg.arrived)
+            elif t is SeenMessage:
+                self._heard(msg.source, now)
+                self.seen(msg.node, msg.what)
             else:
-                raise ValueError(f"unknown type {kind!r}")
+                self._heard(msg.source, now)
+                self.forget(msg.node, msg.what)
         except Exception as exc:  # noqa: BLE001
             # Written by our own stage 1, so this is a bug or a foreign producer: count, go on.
             self.invalid += 1
