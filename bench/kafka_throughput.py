@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -665,6 +666,13 @@ def _share(r: dict[str, Any], key: str) -> str:
     return "?" if x is None or x != x else f"{x:.0%}"
 
 
+def each_run(lats: list[dict[str, Any]]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(its row's label, its number, the run) of every paced run, in the report's order."""
+    for lat in lats:
+        for k, r in enumerate(lat.get("runs") or (), 1):
+            yield f"{lat['share']:.0%}{lat.get('label', '')}", k, r
+
+
 def runs_report(lats: list[dict[str, Any]]) -> None:
     """One line per paced run: the spread, the machine's load and who had the CPU."""
     print("\nEach paced run (ms; CPU as shares of one core over the feed; broker also as CPU "
@@ -676,23 +684,22 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
           "producer CPU / waiting | "
           "nice worker/producer/broker |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for lat in lats:
-        for k, r in enumerate(lat.get("runs") or (), 1):
-            a = [1e3 * x for x in r["alerts"]]
-            steady = [1e3 * x[0] for x in r["which"] if x[1] >= STARTUP_S]
-            nv = r.get("nice") or {}
-            per_k = 1e6 * r["broker_cpu_s"] / r["events"] if "broker_cpu_s" in r else float("nan")
-            nan = float("nan")
-            print(f"| {lat['share']:.0%}{lat.get('label', '')} | {k} | "
-                  f"{r.get('loadavg_start', '?')} | {r['achieved_rate']:,.0f} | {len(a)} | "
-                  f"{percentile(a, 50):.0f} | {percentile(a, 99):.0f} | "
-                  f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
-                  f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
-                  f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
-                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}; JIT "
-                  f"{r.get('broker_jit_s', nan):.1f} s) / {_share(r, 'broker_wait_share')} | "
-                  f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
-                  f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
+    for row, k, r in each_run(lats):
+        a = [1e3 * x for x in r["alerts"]]
+        steady = [1e3 * x[0] for x in r["which"] if x[1] >= STARTUP_S]
+        nv = r.get("nice") or {}
+        per_k = 1e6 * r["broker_cpu_s"] / r["events"] if "broker_cpu_s" in r else float("nan")
+        nan = float("nan")
+        print(f"| {row} | {k} | "
+              f"{r.get('loadavg_start', '?')} | {r['achieved_rate']:,.0f} | {len(a)} | "
+              f"{percentile(a, 50):.0f} | {percentile(a, 99):.0f} | "
+              f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
+              f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
+              f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
+              f"{r['broker_cpu_share']:.0%} ({per_k:.0f}; JIT "
+              f"{r.get('broker_jit_s', nan):.1f} s) / {_share(r, 'broker_wait_share')} | "
+              f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
+              f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
     short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
              if r["achieved_rate"] < 0.95 * lat["rate"]]
     if short:
@@ -714,31 +721,30 @@ def box_report(lats: list[dict[str, Any]]) -> None:
           "feed produce p50 / p99 / max (first s: max, local max) | worker fetch p50 / p99 / "
           "max | broker file syncs: n, s (first s: n, s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for lat in lats:
-        for k, r in enumerate(lat.get("runs") or (), 1):
-            b, bf = r.get("box") or {}, r.get("box_first_s") or {}
-            br = r.get("broker") or {}
-            fp, fe, sy = br.get("feed_produce"), br.get("fetch"), br.get("syncs")
-            ff = r.get("first_fetch")
-            print(f"| {lat['share']:.0%}{lat.get('label', '')} | {k} | {r.get('arrival', '?')} | "
-                  + ("-" if ff is None else f"{ff:+.2f}") + " | "
-                  f"{b.get('steal', float('nan')):.1%} ({bf.get('steal', float('nan')):.1%}) | "
-                  f"{b.get('iowait', float('nan')):.1%} ({bf.get('iowait', float('nan')):.1%}) | "
-                  f"{b.get('psi_cpu_some_ms_per_s', float('nan')):.0f} | "
-                  f"{b.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
-                  f"{b.get('psi_io_full_ms_per_s', float('nan')):.0f} "
-                  f"({bf.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
-                  f"{bf.get('psi_io_full_ms_per_s', float('nan')):.0f}) | "
-                  f"{b.get('dirty_mib', float('nan')):.0f} / "
-                  f"{b.get('writeback_mib', float('nan')):.0f} | "
-                  + ("-" if not fp else
-                     f"{fp['all']['p50']:.0f} / {fp['all']['p99']:.0f} / {fp['all']['max']:.0f} "
-                     f"({fp['first']['max']:.0f}, {fp['first']['local_max']:.0f})") + " | "
-                  + ("-" if not fe else
-                     f"{fe['all']['p50']:.0f} / {fe['all']['p99']:.0f} / {fe['all']['max']:.0f}")
-                  + " | " + ("-" if not sy else
-                             f"{sy['n']}, {sy['s']:.2f} ({sy['first_n']}, {sy['first_s']:.2f})")
-                  + " |")
+    for row, k, r in each_run(lats):
+        b, bf = r.get("box") or {}, r.get("box_first_s") or {}
+        br = r.get("broker") or {}
+        fp, fe, sy = br.get("feed_produce"), br.get("fetch"), br.get("syncs")
+        ff = r.get("first_fetch")
+        print(f"| {row} | {k} | {r.get('arrival', '?')} | "
+              + ("-" if ff is None else f"{ff:+.2f}") + " | "
+              f"{b.get('steal', float('nan')):.1%} ({bf.get('steal', float('nan')):.1%}) | "
+              f"{b.get('iowait', float('nan')):.1%} ({bf.get('iowait', float('nan')):.1%}) | "
+              f"{b.get('psi_cpu_some_ms_per_s', float('nan')):.0f} | "
+              f"{b.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
+              f"{b.get('psi_io_full_ms_per_s', float('nan')):.0f} "
+              f"({bf.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
+              f"{bf.get('psi_io_full_ms_per_s', float('nan')):.0f}) | "
+              f"{b.get('dirty_mib', float('nan')):.0f} / "
+              f"{b.get('writeback_mib', float('nan')):.0f} | "
+              + ("-" if not fp else
+                 f"{fp['all']['p50']:.0f} / {fp['all']['p99']:.0f} / {fp['all']['max']:.0f} "
+                 f"({fp['first']['max']:.0f}, {fp['first']['local_max']:.0f})") + " | "
+              + ("-" if not fe else
+                 f"{fe['all']['p50']:.0f} / {fe['all']['p99']:.0f} / {fe['all']['max']:.0f}")
+              + " | " + ("-" if not sy else
+                         f"{sy['n']}, {sy['s']:.2f} ({sy['first_n']}, {sy['first_s']:.2f})")
+              + " |")
     print(f"\nWho had a CPU, the feed's first {FIRST_S:.0f} s against the rest (shares of one "
           "core: on a CPU / runnable without one, all threads; schedstat), and the feed "
           "producer's own view (librdkafka statistics, 100 ms windows, ms: produce() to "
@@ -747,41 +753,39 @@ def box_report(lats: list[dict[str, Any]]) -> None:
           "first / rest | feed queueing p99, max: first / rest | feed queue max: first / "
           "rest | request round trip max: first / rest |")
     print("|---|---|---|---|---|---|---|---|")
-    for lat in lats:
-        for k, r in enumerate(lat.get("runs") or (), 1):
-            bf, br = r.get("box_first_s") or {}, r.get("box_rest") or {}
-            t0 = r.get("t0", 0.0)
-            st = r.get("feed_stats") or []
-            first = [x for x in st if x["at"] <= t0 + FIRST_S and "int_latency" in x]
-            rest = [x for x in st if x["at"] > t0 + FIRST_S and "int_latency" in x]
+    for row, k, r in each_run(lats):
+        bf, br = r.get("box_first_s") or {}, r.get("box_rest") or {}
+        t0 = r.get("t0", 0.0)
+        st = r.get("feed_stats") or []
+        first = [x for x in st if x["at"] <= t0 + FIRST_S and "int_latency" in x]
+        rest = [x for x in st if x["at"] > t0 + FIRST_S and "int_latency" in x]
 
-            def ms(xs: list[dict[str, Any]], key: str, i: int) -> str:
-                return f"{max((x[key][i] for x in xs), default=float('nan')) / 1e3:.0f}"
+        def ms(xs: list[dict[str, Any]], key: str, i: int) -> str:
+            return f"{max((x[key][i] for x in xs), default=float('nan')) / 1e3:.0f}"
 
-            def q(xs: list[dict[str, Any]]) -> str:
-                return f"{max((x['msg_cnt'] for x in xs), default=0):,}"
+        def q(xs: list[dict[str, Any]]) -> str:
+            return f"{max((x['msg_cnt'] for x in xs), default=0):,}"
 
-            nan = float("nan")
-            cells = " | ".join(
-                f"{bf.get(n + '_cpu', nan):.0%} / {bf.get(n + '_wait', nan):.0%}"
-                f" ; {br.get(n + '_cpu', nan):.0%} / {br.get(n + '_wait', nan):.0%}"
-                for n in ("worker", "broker", "feed"))
-            print(f"| {lat['share']:.0%}{lat.get('label', '')} | {k} | {cells} | "
-                  f"{ms(first, 'int_latency', 1)}, {ms(first, 'int_latency', 2)} / "
-                  f"{ms(rest, 'int_latency', 1)}, {ms(rest, 'int_latency', 2)} | "
-                  f"{q(first)} / {q(rest)} | {ms(first, 'rtt', 2)} / {ms(rest, 'rtt', 2)} |")
-    for lat in lats:
-        for k, r in enumerate(lat.get("runs") or (), 1):
-            sy = (r.get("broker") or {}).get("syncs")
-            if sy and sy["n"]:
-                print(f"- {lat['share']:.0%}{lat.get('label', '')} run {k}: broker file syncs "
-                      "by file " + ", ".join(f"{f} {n} ({s:.2f} s)" for f, (n, s) in sorted(
-                          sy["by_file"].items(), key=lambda kv: -kv[1][1]))
-                      + "; by thread " + ", ".join(f"{t} {n} ({s:.2f} s)" for t, (n, s) in
-                                                  sorted(sy["by_thread"].items(),
-                                                         key=lambda kv: -kv[1][1]))
-                      + f"; request handlers waiting for a lock: {sy['handler_lock_waits'][0]} "
-                      f"({sy['handler_lock_waits'][1]:.2f} s)")
+        nan = float("nan")
+        cells = " | ".join(
+            f"{bf.get(n + '_cpu', nan):.0%} / {bf.get(n + '_wait', nan):.0%}"
+            f" ; {br.get(n + '_cpu', nan):.0%} / {br.get(n + '_wait', nan):.0%}"
+            for n in ("worker", "broker", "feed"))
+        print(f"| {row} | {k} | {cells} | "
+              f"{ms(first, 'int_latency', 1)}, {ms(first, 'int_latency', 2)} / "
+              f"{ms(rest, 'int_latency', 1)}, {ms(rest, 'int_latency', 2)} | "
+              f"{q(first)} / {q(rest)} | {ms(first, 'rtt', 2)} / {ms(rest, 'rtt', 2)} |")
+    for row, k, r in each_run(lats):
+        sy = (r.get("broker") or {}).get("syncs")
+        if sy and sy["n"]:
+            print(f"- {row} run {k}: broker file syncs "
+                  "by file " + ", ".join(f"{f} {n} ({s:.2f} s)" for f, (n, s) in sorted(
+                      sy["by_file"].items(), key=lambda kv: -kv[1][1]))
+                  + "; by thread " + ", ".join(f"{t} {n} ({s:.2f} s)" for t, (n, s) in
+                                              sorted(sy["by_thread"].items(),
+                                                     key=lambda kv: -kv[1][1]))
+                  + f"; request handlers waiting for a lock: {sy['handler_lock_waits'][0]} "
+                  f"({sy['handler_lock_waits'][1]:.2f} s)")
 
 
 def held_report(lat: dict[str, Any], label: str, slow_s: float = 0.02) -> None:
