@@ -39,6 +39,11 @@ _GENERIC = ("unknown", "gpu_hardware", "software")
 UNNAMED_SWITCH = "unknown"
 
 
+# The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
+# node_exporter's scrapes 15-60 s): the window is at most 1.25 x this + 1 s.
+_GROUP_INTERVAL_CAP_S = 60.0
+
+
 class Problem:
     """One problem: what fired, on which unit, backed by which active findings."""
 
@@ -758,8 +763,11 @@ class Correlator:
             window = self.cfg.domain_window_s if what == "domain" else self.cfg.switch_window_s
             # Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
             # default is 30 s) the other nodes behind the part report up to one interval
-            # later, so the window is at least one interval and a quarter, plus a second.
-            interval = f.evidence.get("sample_interval_s", 0.0)
+            # later, so the window is at least one interval and a quarter, plus a second --
+            # of a collector's cadence: a port that reports once an hour (a broken exporter)
+            # does not hold every other NIC fault of its switch, or of a cluster without a
+            # topology, for an hour (room harden, 2026-12-02: 3,736 s).
+            interval = min(f.evidence.get("sample_interval_s", 0.0), _GROUP_INTERVAL_CAP_S)
             self._timer(f.ts + max(window, 1.25 * interval + 1.0), what, name)
 
     def _still_failing(self, p: Problem) -> bool:

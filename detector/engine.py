@@ -108,10 +108,12 @@ class Engine:
     def process_many(self, events: list[Event]) -> list[Alert]:
         """Feed decoded records in order: the alerts :meth:`process` one by one would return.
 
-        Runs of healthy samples go in through one loop (:func:`detector.quiet.quiet_run`:
-        the same state, no finding), each run ending before the correlator has anything
-        due; every other record goes through :meth:`process`.  An exception leaves the
-        records after the one that raised unprocessed, as a loop over :meth:`process` would.
+        Runs of records that make no finding (healthy samples, step messages that only wait
+        for their step's other ranks) go in through one loop
+        (:func:`detector.quiet.quiet_run`: the same state), each run ending before the
+        correlator has anything due; every other record goes through :meth:`process`.  An
+        exception leaves the records after the one that raised unprocessed, as a loop over
+        :meth:`process` would.
         """
         alerts: list[Alert] = []
         src = self.source

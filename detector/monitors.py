@@ -101,7 +101,9 @@ class Monitors:
         n = len(findings)
         # The four kinds' handling, inline (one call less per record: this runs for every
         # one); a unit's monitor by subscript, a KeyError only for its first record (cheaper
-        # than dict.get's call on the others).
+        # than dict.get's call on the others).  The unit's quiet step is asked here, as its
+        # update (a job's add) asks it first: the usual record costs one call, not two, and
+        # one it declines is asked again there (it changed nothing).
         t = type(ev)
         e: Any = ev  # (narrowed by t, which mypy does not follow)
         if t is StepSample:
@@ -110,7 +112,8 @@ class Monitors:
                 job = self._jobs[e.job]
             except KeyError:
                 job = self._jobs[e.job] = JobMonitor(e.job, self.cfg)
-            job.add(e, findings)
+            if not job.quiet(e):
+                job.add(e, findings)
         elif t is NicSample:
             self._n_nic += 1
             try:
@@ -118,7 +121,8 @@ class Monitors:
             except KeyError:
                 nics = self._nics[e.node] = NodeNics(e.node)
                 self._heard(e.node, "nic", e.cluster)
-            nics.update(e, self.cfg, findings)
+            if not nics.quiet(e, self.cfg):
+                nics.update(e, self.cfg, findings)
         elif t is ThermalSample:
             self._n_thermal += 1
             key = (e.node, e.gpu)
@@ -130,7 +134,8 @@ class Monitors:
                     temps = self._node_temps[e.node] = NodeTemps()
                 mon = self._thermal[key] = GpuThermal(e.node, e.gpu, self.cfg, temps)
                 self._heard(e.node, "thermal", e.cluster)
-            mon.update(e, self.cfg, findings)
+            if not mon.quiet(e, self.cfg):
+                mon.update(e, self.cfg, findings)
         elif t is EccSample:
             self._n_ecc += 1
             key = (e.node, e.gpu)
@@ -139,7 +144,8 @@ class Monitors:
             except KeyError:
                 ecc = self._ecc[key] = GpuHealth(e.node, e.gpu, self.cfg)
                 self._heard(e.node, "ecc", e.cluster)
-            ecc.update(e, self.cfg, findings)
+            if not ecc.quiet(e, self.cfg):
+                ecc.update(e, self.cfg, findings)
         else:
             raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:

@@ -1,32 +1,37 @@
-"""The batch path of sample records: a run of healthy thermal, NIC and ECC samples in one loop.
+"""The batch path: a run of records that provably make no finding, in one loop.
 
-Most telemetry is a healthy GPU or port reporting that nothing happened.  Each
-unit's monitor owns the rule for that: ``quiet(sample, cfg) -> bool``
+Most telemetry is a healthy GPU or port reporting that nothing happened, or one
+rank's message of a step that still waits for the others.  Each unit's monitor
+owns the rule for that: ``quiet(sample, cfg) -> bool``
 (:meth:`GpuThermal.quiet <detector.thermal.GpuThermal.quiet>`,
 :meth:`NodeNics.quiet <detector.network.NodeNics.quiet>`,
-:meth:`GpuHealth.quiet <detector.gpu_health.GpuHealth.quiet>`) takes a sample
-that provably makes no finding and says so, and is the first thing the unit's
-``update`` does -- so the record path (:meth:`Monitors.process`) and this loop
-run the same code.  What is left here is what belongs to a batch: one loop over
-a fetched batch instead of a :meth:`Monitors.process` call a record, the clock,
-the sweep deadline and the counts kept in locals and stored once.
+:meth:`GpuHealth.quiet <detector.gpu_health.GpuHealth.quiet>`) and a job's
+``quiet(message)`` (:meth:`JobMonitor.quiet <detector.steps.JobMonitor.quiet>`)
+take a record that provably makes no finding and say so, and are the first
+thing the unit's ``update`` (the job's ``add``) does -- so the record path
+(:meth:`Monitors.process`) and this loop run the same code.  What is left here
+is what belongs to a batch: one loop over a fetched batch instead of a
+:meth:`Monitors.process` call a record, the clock, the sweep deadline and the
+counts kept in locals and stored once.
 
 The run ends, *before* anything of the record has changed that the record path
-would do differently, at the first record that is not a sample (a step, an
+would do differently, at the first record that is not a telemetry record (an
 undecided message), is far ahead of the clock (the event-time guard's), moves
 the clock to ``until`` or past it (the in-process Engine's next correlator
 release), needs a sweep that does more than move its own deadline (jobs to
-expire, units to prune), belongs to a unit not seen before (heard), or that its
-unit's ``quiet`` does not take.  The caller sends that one through
-:meth:`Monitors.process` and calls again.  ``tests/test_batch_samples.py`` runs
-random batches both ways and compares findings and state.
+expire, units to prune), belongs to a unit or job not seen before (heard), or
+that its unit's ``quiet`` does not take (for a step message: a step's first
+message, one that completes its step, a late one, an expiry due).  The caller
+sends that one through :meth:`Monitors.process` and calls again.
+``tests/test_batch_samples.py`` runs random batches both ways and compares
+findings and state.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from detector.events import MAX_AHEAD_S, EccSample, NicSample, ThermalSample
+from detector.events import MAX_AHEAD_S, EccSample, NicSample, StepSample, ThermalSample
 from detector.monitors import _SWEEP_S
 
 if TYPE_CHECKING:
@@ -51,13 +56,14 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     thermal_units = mon._thermal
     nic_units = mon._nics
     ecc_units = mon._ecc
+    jobs = mon._jobs
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
-    next_prune = -_NEVER if not mon._jobs else _NEVER
+    next_prune = -_NEVER if not jobs else _NEVER
     if mon._next_prune < next_prune:
         next_prune = mon._next_prune
     start = i
-    n_thermal = n_nic = n_ecc = 0
+    n_thermal = n_nic = n_ecc = n_step = 0
     while i < n:
         e = evs[i]
         t = type(e)
@@ -97,6 +103,14 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
             if not health.quiet(e, cfg):
                 break
             n_ecc += 1
+        elif t is StepSample:
+            try:
+                job = jobs[e.job]
+            except KeyError:
+                break  # a new job
+            if not job.quiet(e):
+                break
+            n_step += 1
         else:
             break
         clock = new_clock
@@ -109,4 +123,5 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
         mon._n_thermal += n_thermal
         mon._n_nic += n_nic
         mon._n_ecc += n_ecc
+        mon._n_step += n_step
     return i

@@ -39,6 +39,7 @@ import math
 import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,21 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
-from models.peer_stats import group_median, group_median_scale, group_stats, median
+from models.peer_stats import (
+    MAD_TO_SIGMA,
+    derive_layout,
+    group_median,
+    group_median_scale,
+    group_stats,
+    layout,
+    learn_layout,
+    median,
+    row_deviations,
+    row_mads,
+    row_sizes,
+    row_stats,
+    sorted_rows,
+)
 from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
@@ -98,6 +113,29 @@ def _ints(values: Sequence[int]) -> np.ndarray:
         return np.frombuffer(bytearray(_packer("q", len(values))(*values)), dtype=_INT64)
     except struct.error:
         return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+def _pick(items: Any, keys: Sequence[Any]) -> tuple[Any, ...]:
+    """``tuple(map(items.__getitem__, keys))`` at C speed (``operator.itemgetter``: ~50
+    instructions an item instead of ~200 through map and a method wrapper)."""
+    if len(keys) >= 2:
+        return itemgetter(*keys)(items)  # type: ignore[no-any-return]
+    return tuple(map(items.__getitem__, keys))
+
+
+_ARANGES: dict[int, np.ndarray] = {}
+
+
+def _arange(n: int) -> np.ndarray:
+    """``np.arange(n)`` (intp), kept for the step sizes seen: read only."""
+    try:
+        return _ARANGES[n]
+    except KeyError:
+        if len(_ARANGES) >= 64:  # (a cache of step sizes seen, not state)
+            _ARANGES.clear()
+        a = _ARANGES[n] = np.arange(n, dtype=np.intp)
+        a.flags.writeable = False
+        return a
 
 
 def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
@@ -150,6 +188,16 @@ class _StepBuffer:
         self.first_ts = ts
         self.last_ts = ts
 
+    def add(self, e: StepSample) -> None:
+        """One more rank's message (not one the step has: the caller asks ``seen`` first)."""
+        self.seen.add(e.rank)
+        self.events.append(e)
+        ts = e.ts
+        if ts > self.last_ts:
+            self.last_ts = ts
+        elif ts < self.first_ts:
+            self.first_ts = ts
+
     def columns(self) -> None:
         """Fill the column attributes (ranks, ts, compute, ... as tuples) from the messages."""
         c = tuple(zip(*map(astuple, self.events), strict=True))
@@ -180,6 +228,26 @@ class JobMonitor:
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
     _spikes_looked = False                     # every slot looked at for rising (_check_grad)
+
+    @property
+    def _whole_layouts(self) -> dict[int, Any]:
+        """The job's peer groups (0) and replicas (1) by slot and their rows, as the last step
+        with every rank had them (peer_stats.derive_layout; not state, as _fixed_rows)."""
+        try:
+            return self._layouts_whole
+        except AttributeError:
+            self._layouts_whole: dict[int, Any] = {}
+            return self._layouts_whole
+
+    @property
+    def _fixed_rows(self) -> dict[bytes, Any]:
+        """Layouts of the job's peer groups and replicas by slot (peer_stats.learn_layout;
+        not state: made on first use, so never in a snapshot)."""
+        try:
+            return self._rows_by_slot
+        except AttributeError:
+            self._rows_by_slot: dict[bytes, Any] = {}
+            return self._rows_by_slot
 
     def __init__(self, job: str, cfg: Thresholds) -> None:
         self.job = job
@@ -236,8 +304,50 @@ class JobMonitor:
 
     # -- input ---------------------------------------------------------------------------
 
+    def quiet(self, e: StepSample) -> bool:
+        """Take a step message that only waits for its step's other ranks: True when ``e`` was
+        applied and could make no finding.
+
+        The common case of :meth:`add`, which calls it first; the batch path
+        (detector.quiet) calls it alone.  It takes a message of a step already waiting that
+        does not complete it, and a duplicate of a rank that step has, while the job's clock
+        (this message's ``ts`` included) is short of the next expiry check.  A step's first
+        message, a late one, a restart, the message that completes a step, an expiry due:
+        False, having changed nothing, and :meth:`add`'s general path decides.
+        """
+        try:
+            buf = self._pending[e.step]
+        except KeyError:
+            return False  # a new step, a late message, maybe a restart
+        ts = e.ts
+        clock = self.clock
+        if ts > clock:
+            clock = ts
+        seen = buf.seen
+        rank = e.rank
+        if rank in seen:
+            self.clock = clock
+            self.duplicates += 1
+            return True
+        events = buf.events
+        if clock >= self._next_expire or len(events) + 1 >= self._expected:
+            return False
+        self.clock = clock
+        # buf.add(e), inline (one call less for every step message)
+        seen.add(rank)
+        events.append(e)
+        if ts > buf.last_ts:
+            buf.last_ts = ts
+        elif ts < buf.first_ts:
+            buf.first_ts = ts
+        return True
+
     def add(self, e: StepSample, out: list[Finding]) -> None:
         """Take one step message; findings of any step it completes go to ``out``."""
+        if self.quiet(e):
+            return
+        # The general path: it decides every message alike, quiet or not
+        # (tests/test_batch_samples.py runs it alone as quiet's reference).
         ts = e.ts
         if ts > self.clock:
             self.clock = ts
@@ -261,24 +371,12 @@ class JobMonitor:
             self.tenant = e.tenant
             self.cluster = e.cluster
             for h in held:  # the messages that confirmed a restart: this step's too
-                buf.seen.add(h.rank)
-                buf.events.append(h)
-                buf.first_ts = min(buf.first_ts, h.ts)
-                buf.last_ts = max(buf.last_ts, h.ts)
-        rank = e.rank
-        seen = buf.seen
-        if rank in seen:
+                buf.add(h)
+        if e.rank in buf.seen:
             self.duplicates += 1
             return
-        # _StepBuffer.add, inline (one call less for every step message)
-        seen.add(rank)
-        events = buf.events
-        events.append(e)
-        if ts > buf.last_ts:
-            buf.last_ts = ts
-        elif ts < buf.first_ts:
-            buf.first_ts = ts
-        if len(events) >= self._expected:
+        buf.add(e)
+        if len(buf.events) >= self._expected:
             self._evaluate(step, buf.last_ts, out)
         if self.clock >= self._next_expire:
             self.expire(self.clock, out)
@@ -452,32 +550,56 @@ class JobMonitor:
             self._last_step_ts = buf.last_ts
         slot = self._slot
         try:
-            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+            slot_of = _pick(slot, buf.ranks)
         except KeyError:  # ranks not seen before: slots for them
             for r in buf.ranks:
                 if r not in slot:
                     slot[r] = len(self._rank_of)
                     self._rank_of.append(r)
             self._grow(len(self._rank_of))
-            slot_of = tuple(map(slot.__getitem__, buf.ranks))
+            slot_of = _pick(slot, buf.ranks)
         slots = buf.slots = _ints(slot_of)
         moved = self._track_hardware(buf, slot_of)
         if moved:
             out.append(self._layout_finding(buf, moved, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
+        n = len(slot_of)
+        kinds = (groups, buf.dp_array()) if self.cfg.replica_noise_ratio > 0.0 else (groups,)
+        whole = self._whole_layouts
+        if n == len(self._rank_of):
+            # Every rank of the job is here (the usual step): the slots are a permutation of
+            # 0..n-1, and the layouts of the peer groups and replicas are found through them,
+            # whose order is the same every step (peer_stats.learn_layout).
+            order = np.empty(n + 1, dtype=np.intp)
+            order[slots] = _arange(n)
+            order[n] = n
+            fixed = self._fixed_rows
+            if len(fixed) > 8:
+                fixed.clear()
+            for i, values in enumerate(kinds):
+                found = learn_layout(values, order, fixed)
+                if found is not None:
+                    whole[i] = found
+        else:
+            # A step missing a straggler or two: its rows are the job's, less the absent
+            # (peer_stats.derive_layout).
+            for i, values in enumerate(kinds):
+                if i in whole and len(whole[i][0]) == len(self._rank_of):  # (every slot in it)
+                    derive_layout(values, slots, whole[i])
         ts = _floats(buf.ts)
         self._evaluated += 1
-        self._check_slow(step, slots, groups, ts, self._busy(buf), buf, decided_ts, out)
+        self._check_slow(step, slots, groups, ts, *self._busy(buf), buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
 
     @staticmethod
-    def _busy(buf: _StepBuffer) -> np.ndarray:
+    def _busy(buf: _StepBuffer) -> tuple[np.ndarray, np.ndarray | None]:
         """Each rank's time in its own work this step: ``compute_ms``, or, when a producer
-        sends no ``compute_ms``, ``step_ms - comm_ms``.
+        sends no ``compute_ms``, ``step_ms - comm_ms``; and which ranks have one (> 0, so not
+        NaN; None: all, the usual step).
 
         In synchronous training every rank's ``step_ms`` is about the same (the collectives
         make them wait for each other), but a slow rank is the one the others wait for: it
@@ -487,13 +609,18 @@ class JobMonitor:
         compute plus data loading.  Without either field nothing tells ranks apart (NaN:
         not compared).
         """
-        compute = _floats(buf.compute)
-        if not np.count_nonzero(np.isnan(compute)):
-            return compute
-        comm = _floats(buf.comm)
-        if np.isnan(comm).all():
-            return compute
-        return _floats(buf.step_ms) - comm
+        busy = _floats(buf.compute)
+        ok = busy > 0.0
+        if np.count_nonzero(ok) == len(ok):
+            return busy, None  # (every rank sent a compute_ms: no NaN)
+        if np.count_nonzero(np.isnan(busy)):
+            comm = _floats(buf.comm)
+            if not np.isnan(comm).all():
+                busy = _floats(buf.step_ms) - comm
+                ok = busy > 0.0
+                if np.count_nonzero(ok) == len(ok):
+                    return busy, None
+        return busy, ok
 
     def _grow(self, n: int) -> None:
         old = len(self._base)
@@ -519,7 +646,7 @@ class JobMonitor:
     def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""
         hw = self._hw
-        now = tuple(map(hw.__getitem__, slots))
+        now = _pick(hw, slots)
         if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
@@ -560,34 +687,43 @@ class JobMonitor:
                        severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
 
     def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
-                    compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
-                    out: list[Finding]) -> None:
+                    compute: np.ndarray, ok: np.ndarray | None, buf: _StepBuffer,
+                    decided_ts: float, out: list[Finding]) -> None:
+        """``compute``: :meth:`_busy`'s times, ``ok`` its ranks with one (None: all)."""
         cfg = self.cfg
-        ok: np.ndarray | None = compute > 0.0  # also drops NaN (compute_ms absent)
-        if np.count_nonzero(ok) == len(compute):
-            ok = None  # (all: the usual step, no copies)
-        else:
+        if ok is not None:
             slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
         if len(slots) == 0:
             return
         x = np.log(compute)
-        med, scale, size, k = group_stats(x, groups)
-        if k >= cfg.min_peers:
+        sr = sorted_rows(x, groups)
+        comparable: np.ndarray | None = None  # (None: all comparable)
+        if sr is not None and sr[2].k >= cfg.min_peers:
             # Every peer group of one size, large enough (the usual step): all comparable.
-            comparable: np.ndarray | None = None
-            step_sigma = median(scale)
+            # The job's noise is the median of the groups' scales, taken over a row a group.
+            v, mid, rows = sr
+            step_sigma = median(row_mads(v, mid, rows) * MAD_TO_SIGMA, scratch=True)
+            med = mid[rows.back]
+        else:
+            med, scale, size, k = group_stats(x, groups) if sr is None else row_stats(sr)
+            if k >= cfg.min_peers:  # (the general path: only with min_peers <= 0)
+                step_sigma = median(scale, scratch=True)
+            else:
+                comparable, groups, n_comparable = self._comparable(x, groups, med, scale, size)
+                if not n_comparable:
+                    return
+                step_sigma = median(scale if comparable is None else scale[comparable],
+                                    scratch=True)
+        if comparable is None:
             r, d, gc, tc, mc = slots, x - med, groups, ts, med
         else:
-            comparable, groups = self._comparable(x, groups, med, scale, size)
-            if comparable is None:
-                return
-            step_sigma = median(scale[comparable])
             r, d, gc = slots[comparable], (x - med)[comparable], groups[comparable]
             tc, mc = ts[comparable], med[comparable]
         self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
         self._slow_dev[r] = d
-        mates, imbalanced = self._replica_common(d, buf, ok, comparable)
+        warm = self._evaluated <= cfg.warmup_steps
+        mates, imbalanced = self._replica_common(d, buf, ok, comparable, warm)
         common = mates if imbalanced else None
         base_r = self._base[r]  # (each rank's bias before this step's learning)
         if common is None:
@@ -603,13 +739,13 @@ class JobMonitor:
             # its replica mates, peer-centred (_peer_centred).
             own = _peer_centred(d - common, gc)
             over = own - base_r
-            own_sigma = max(median(np.abs(over)) * 1.4826, cfg.slow_sigma_floor)
+            own_sigma = max(median(np.abs(over), scratch=True) * 1.4826, cfg.slow_sigma_floor)
             z_own = over / own_sigma
             # The replicas' spread is a property of the workload, not of one step: with few
             # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
             # it, and a step whose other replicas happen to sit close together would make an
             # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
-            step_rep = median(np.abs(common)) * 1.4826
+            step_rep = median(np.abs(common), scratch=True) * 1.4826
             self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
             z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
             # A whole replica slower than its peers is a unit only when its ranks share one
@@ -626,11 +762,10 @@ class JobMonitor:
             size, size_sigma = np.where(one, d, own), own_sigma
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
-        spread = median(np.abs(z)) / 0.6745
+        spread = median(np.abs(z), scratch=True) / 0.6745
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
-        warm = self._evaluated <= cfg.warmup_steps
         if warm:
             if common is None and mates is not None:
                 # Learn the start offset against the rank's replica mates on a replica that
@@ -656,9 +791,11 @@ class JobMonitor:
                 self._note_offsets(f)
                 self._fresh[r] = False
         else:
-            learn &= ~self._slow.alarmed[r]
-            bl = base_r[learn]  # (= self._base[r[learn]]: nothing learned since)
-            self._base[r[learn]] = bl + cfg.slow_baseline_alpha * (own[learn] - bl)
+            if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
+                learn &= ~self._slow.alarmed[r]
+            # base_r is self._base[r]: nothing learned since; kept where not learning
+            self._base[r] = np.where(learn, base_r + cfg.slow_baseline_alpha * (own - base_r),
+                                     base_r)
         # Only "this GPU is a little slower than its peers" is learned as normal: learning
         # "faster" would make its return to the median look like a slowdown.  After warm-up
         # no more slowness is learned than the rank showed from the start (at least 2 %):
@@ -669,11 +806,11 @@ class JobMonitor:
             self._gross_prior(step, r, d, tc, mc, sigma, buf,
                               pos if comparable is None else pos[comparable], decided_ts, out)
             return
-        _, cleared = self._slow.update(r, z, tc)
+        _, cleared, score = self._slow.step(r, z, tc)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
-        in_run = self._slow.score[r] > 0.0
+        in_run = score > 0.0
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
@@ -682,13 +819,15 @@ class JobMonitor:
         # would show on the GPU's telemetry (the correlator waits for the first sample taken
         # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
         # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
-        since = self._run_since[r]
         clearly = z >= _CLEARLY_SLOW_Z
         if np.count_nonzero(clearly):
+            since = self._run_since[r]
             since = np.where((since == 0.0) & clearly, tc, since)
-        self._run_since[r] = np.where(in_run, since, 0.0)
-        alarmed = self._slow.alarmed[r]
-        if np.count_nonzero(alarmed):
+            self._run_since[r] = np.where(in_run, since, 0.0)
+        elif np.count_nonzero(self._run_since):  # (no run clearly slow: the usual step)
+            self._run_since[r] = np.where(in_run, self._run_since[r], 0.0)
+        if np.count_nonzero(self._slow.alarmed):
+            alarmed = self._slow.alarmed[r]
             at = (alarmed & ~self._reported[r]).nonzero()[0]
             waiting = r[at]
         else:  # (the usual step: no rank alarmed)
@@ -751,13 +890,14 @@ class JobMonitor:
 
     def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
                     scale: np.ndarray, size: np.ndarray
-                    ) -> tuple[np.ndarray | None, np.ndarray]:
+                    ) -> tuple[np.ndarray | None, np.ndarray, int]:
         """Peer groups of different sizes or too small (:meth:`_check_slow`): ``med``,
         ``scale``, ``size`` in place for the stage where a group is too small; returns the
-        ranks that have enough peers (None: none has) and each rank's group used."""
+        ranks that have enough peers (None: all), each rank's group used, and how many
+        ranks have enough peers."""
         cfg = self.cfg
         small = size < cfg.min_peers
-        if small.any():
+        if np.count_nonzero(small):
             # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
             # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
             # does the same compute as its data-parallel peers; a stage is still never
@@ -767,12 +907,12 @@ class JobMonitor:
             med[small], scale[small], size[small] = smed, sscale, ssize
             groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
         comparable = size >= cfg.min_peers
-        if not comparable.any():
-            return None, groups
-        return comparable, groups
+        n = np.count_nonzero(comparable)
+        return (None if n == len(size) else comparable), groups, n
 
     def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray | None,
-                        comparable: np.ndarray | None) -> tuple[np.ndarray | None, bool]:
+                        comparable: np.ndarray | None, warm: bool
+                        ) -> tuple[np.ndarray | None, bool]:
         """Each rank's replica-wide deviation this step, and whether that is the job's main
         noise (None, False: no replicas to take medians of).
 
@@ -785,7 +925,8 @@ class JobMonitor:
         Ordinary jitter is per rank: a median of >= 4 ranks spreads half as much as they do.
         Until then the medians still serve the warm-up: ranks of replicas spanning nodes
         learn their start offsets against them (:meth:`_check_slow`).
-        ``ok`` and ``comparable`` pick ``d``'s ranks from the step's (None: all).
+        ``ok`` and ``comparable`` pick ``d``'s ranks from the step's (None: all).  The medians
+        are returned only when they are used: in the regime or in the warm-up (``warm``).
         """
         cfg = self.cfg
         if cfg.replica_noise_ratio <= 0.0:
@@ -803,19 +944,29 @@ class JobMonitor:
             known = None  # (all: the usual step)
         else:
             d, dp = d[known], dp[known]
-        med, size, k = group_median(d, dp)
+        sr = sorted_rows(d, dp)
         multi: np.ndarray | None = None
-        if k >= 4:  # replicas of one size, each of >= 4 ranks (the usual step): all count
-            if len(d) // k < 4:
+        rep: np.ndarray | None = None
+        if sr is not None and sr[2].k >= 4:
+            # Replicas of one size, each of >= 4 ranks (the usual step): all count, and the
+            # medians below are taken over a row a replica (:func:`sorted_rows`).
+            v, mid, rows = sr
+            if len(d) // rows.k < 4:
                 return None, False
-            rep, dm = med, d
+            within = median(row_deviations(v, mid).ravel(), scratch=True)
+            across = median(np.abs(mid - median(mid)), scratch=True)
         else:
+            if sr is None:
+                med, size, _ = group_median(d, dp)
+            else:
+                v, mid, rows = sr
+                med, size = mid[rows.back], row_sizes(rows, len(d))
             multi = size >= 4
             if len(set(dp[multi].tolist())) < 4:
                 return None, False
             rep, dm = med[multi], d[multi]
-        within = median(np.abs(dm - rep))
-        across = median(np.abs(rep - median(rep)))
+            within = median(np.abs(dm - rep), scratch=True)
+            across = median(np.abs(rep - median(rep)), scratch=True)
         ratio = across / max(within, 1e-6)
         # From the first step (not from zero): the warm-up learns each rank's offset on the
         # statistic this regime chooses -- under imbalance, against its replica mates.
@@ -829,6 +980,10 @@ class JobMonitor:
         # fleet's one escalation").
         limit = cfg.replica_noise_exit if self._imbalanced else cfg.replica_noise_ratio
         self._imbalanced = self._replica_noise >= limit
+        if not (self._imbalanced or warm):
+            return None, False  # (the medians serve neither the score nor the warm-up)
+        if rep is None:
+            rep = mid[rows.back]
         if known is None and multi is None:
             return rep, self._imbalanced  # (every rank's replica median: rep as it is)
         common = np.zeros(len(known) if known is not None else len(d))
@@ -1061,7 +1216,7 @@ class JobMonitor:
         u = lg - lvl[inv]
         center, _, size = group_median_scale(u, dp)
         e = u - center
-        scale = max(median(np.abs(e)) * 1.4826, cfg.grad_scale_floor)
+        scale = max(median(np.abs(e), scratch=True) * 1.4826, cfg.grad_scale_floor)
         z = e / scale
         comparable = size >= cfg.min_peers
         calm = np.abs(z) < 3.0
@@ -1076,25 +1231,66 @@ class JobMonitor:
         disagreeing: set[int] = set()
         paired: set[int] = set()
         split = False
-        by_group: dict[tuple[int, int], list[int]] = {}
-        gl = groups.tolist()
-        last = dict(zip(gl, buf.checksum, strict=True))  # each peer group's last checksum
-        if tuple(map(last.__getitem__, gl)) == buf.checksum:
+        by_group: dict[int, list[int] | None] = {}  # peer group -> its positions to vote
+        checksum = buf.checksum
+        rows = layout(groups)
+        if rows is not None:
+            # Each rank's peer group's last checksum, by the groups' rows (peer_stats): the
+            # row's last position (a row lists its members in arrival order), picked at C
+            # speed -- a dict over 128 ranks and a map over them cost ~100k instructions.
+            perm = rows.perm
+            ends = perm[:, -1] if rows.k else perm[rows.at, rows.counts - 1]
+            last_of = _pick(checksum, ends.tolist())  # per row
+            agree = _pick(last_of, rows.back.tolist()) == checksum
+        else:
+            gl = groups.tolist()
+            last = dict(zip(gl, checksum, strict=True))  # each peer group's last checksum
+            agree = _pick(last, gl) == checksum
+        if agree:
             # Every peer group agrees (one checksum each, or none): the healthy step, told
-            # by C loops over ints instead of a vote per group.  Nobody disagrees, nothing
-            # is split; an incomplete step leaves each group's value (groups of two or
-            # more, in order of first appearance, as the vote below) for its stragglers.
+            # by C loops instead of a vote per group.  Nobody disagrees, nothing is split;
+            # an incomplete step leaves each group's value (groups of two or more, in order
+            # of first appearance, as the vote below) for its stragglers.
             if not complete:
-                sizes = Counter(gl)
-                for g, c in last.items():
-                    if c is not None and sizes[g] >= 2:
+                if rows is None:
+                    sizes = Counter(gl)
+                    kept = [(g, c, sizes[g]) for g, c in last.items()]
+                else:
+                    firsts = perm[:, 0]  # each row's first position: the order of appearance
+                    gv = groups[firsts].tolist()
+                    sizes_r = rows.counts.tolist() if not rows.k else [rows.k] * len(gv)
+                    kept = [(gv[r], last_of[r], sizes_r[r]) for r in firsts.argsort().tolist()]
+                for g, c, size in kept:
+                    if c is not None and size >= 2:
                         self._majority[(step, g & _TP_MASK, g >> 24)] = c
         else:
-            for i, (c, key) in enumerate(zip(buf.checksum, zip(buf.tp, buf.pp, strict=True),
-                                             strict=True)):
-                if c is not None:
-                    by_group.setdefault(key, []).append(i)
-        for idx in by_group.values():
+            gl = groups.tolist()
+            last = dict(zip(gl, checksum, strict=True))
+            # Some peer group holds two checksums (a None is one).  Only such a group can find
+            # anything -- a group that agrees has its majority and no minority -- so the vote
+            # takes those alone, in the same order (first appearance); an incomplete step
+            # also keeps the majority of every group of two or more for its stragglers.
+            mixed, one = set(), set()
+            for g, _ in set(zip(gl, buf.checksum, strict=True)):
+                if g in one:
+                    mixed.add(g)
+                else:
+                    one.add(g)
+            if buf.checksum.count(None):  # (ranks without one: the vote is among the others)
+                for i, (g, c) in enumerate(zip(gl, buf.checksum, strict=True)):
+                    if c is not None and (not complete or g in mixed):
+                        by_group.setdefault(g, []).append(i)
+            else:
+                sizes = None if complete else Counter(gl)
+                for g in last:  # (groups in order of first appearance)
+                    if g in mixed:
+                        by_group[g] = [i for i, h in enumerate(gl) if h == g]
+                    elif sizes is not None and sizes[g] >= 2:
+                        by_group[g] = None  # agrees: its one checksum is its majority
+        for g, idx in by_group.items():
+            if idx is None:
+                self._majority[(step, g & _TP_MASK, g >> 24)] = last[g]  # type: ignore[assignment]
+                continue
             if len(idx) < 2:
                 continue
             sums = [buf.checksum[i] for i in idx]

@@ -55,15 +55,26 @@ class CusumBank:
     def update(self, slots: np.ndarray, z: np.ndarray, ts: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
         """Feed one observation per slot; returns (slots just alarmed, slots just cleared)."""
+        new, cleared, _ = self.step(slots, z, ts)
+        return new, cleared
+
+    def step(self, slots: np.ndarray, z: np.ndarray, ts: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`update`, and the slots' scores after it (``score[slots]``, a copy)."""
         if len(slots) == 0:
-            return slots, slots
-        self.ensure(int(slots.max()) + 1)
-        prev = self.score[slots]
+            return slots, slots, self.score[:0]
+        try:
+            prev = self.score[slots]
+        except IndexError:  # (a slot beyond the bank: room for it; max() is ~5k instructions)
+            self.ensure(int(slots.max()) + 1)
+            prev = self.score[slots]
         s = np.maximum(0.0, prev + np.minimum(z, self.z_clip) - self.k)
-        was = self.alarmed[slots]
-        any_was = np.count_nonzero(was)  # (none alarmed: the usual update, fewer array calls)
+        # (no slot alarmed: the usual update, fewer array calls)
+        any_was = np.count_nonzero(self.alarmed)
         if any_was:
-            s = np.where(was, np.minimum(s, self.h_cap), s)
+            was = self.alarmed[slots]
+            any_was = np.count_nonzero(was)
+            s = np.where(was, np.minimum(s, self.h_cap), s) if any_was else s
         rising = (prev == 0.0) & (s > 0.0)
         if np.count_nonzero(rising):
             self.onset_ts[slots[rising]] = ts[rising]
@@ -74,10 +85,10 @@ class CusumBank:
         quiet = np.where(s == 0.0, self._quiet[slots] + 1, 0)
         self._quiet[slots] = quiet
         if not any_was:
-            return new, slots[:0]
+            return new, slots[:0], s
         cleared = slots[was & (quiet >= self.clear_after)]
         self.alarmed[cleared] = False
-        return new, cleared
+        return new, cleared, s
 
     def reset(self, slots: np.ndarray) -> None:
         """Forget the history of these slots (a rank moved to other hardware, a job restarted)."""

@@ -1,6 +1,6 @@
-"""The batch path of samples (detector.quiet) against the record path, on random batches.
+"""The batch path (detector.quiet) against the record path, on random batches.
 
-A fetched batch of thermal, NIC or ECC samples goes through ``quiet_run`` where
+A fetched batch of thermal, NIC, ECC or step records goes through ``quiet_run`` where
 each record provably makes no finding, the rest through ``Monitors.process``.
 These run the same random input both ways -- the record path alone by
 replacing ``quiet_run`` with one that takes nothing -- and compare everything a
@@ -10,7 +10,10 @@ comparison covers: the findings messages in order, the dead letters, the
 counts and the state bytes.  The input mixes healthy runs with every reason the
 batch path must step aside: faults that start and stop, counter resets and
 missing values, late and duplicate samples, new units, far-ahead timestamps and
-bad messages in the middle of a batch.
+bad messages in the middle of a batch; the step messages (:class:`_Jobs`) steps that
+overlap, duplicates, stragglers, late messages, lost ones, restarts and stray old step
+numbers, slow ranks, checksum mismatches, gradient spikes, ranks moving, new jobs and a
+job that stops.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ import detector.engine
 import detector.pipeline.source
 from detector.decoding import decode
 from detector.engine import Engine
-from detector.events import ECC, NIC, THERMAL, InvalidMessage
+from detector.events import ECC, NIC, STEP, THERMAL, InvalidMessage
 from detector.gpu_health import GpuHealth
 from detector.network import NodeNics
 from detector.pipeline.source import SourcePartition
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED
+from detector.steps import JobMonitor
 from detector.thermal import GpuThermal
 from detector.thresholds import Thresholds
 
@@ -175,6 +179,115 @@ class _Stream:
         return out
 
 
+class _Jobs:
+    """Random step messages of a few TP 2 x DP 4 jobs, in arrival order, with trouble.
+
+    Each step's ranks report in shuffled order a little after the step ends, so steps
+    overlap; with ``trouble`` some messages come twice (at once, or after their step was
+    decided), straggle, come late (a late one may carry a checksum of its own) or never;
+    a job restarts from a checkpoint (every rank goes back) or sends one stray old step
+    number after a pause; a rank runs slow, disagrees on the checksum, spikes its
+    gradient norm or moves to another GPU for a while; a second job starts midway, the
+    first stops before the end; one job may send no ``compute_ms``.  A job's ranks report
+    within 50 ms of each other, or over 0.6 s (so the job's expiry check falls due in the
+    middle of a step); a stream may put every ``ts`` on a grid of 1/8 s (clock and deadline
+    equal).
+    """
+
+    def __init__(self, rng: random.Random, trouble: bool = True, ranks: int = 8) -> None:
+        self.rng = rng
+        self.trouble = trouble
+        self.ranks = ranks
+        self.t0 = 1_700_000_000.0
+        self.grid = rng.random() < 0.5
+
+    def _maybe(self, p: float) -> bool:
+        return self.trouble and self.rng.random() < p
+
+    def _job(self, name: str, start: float, steps: int, out: list[tuple[float, Any]]) -> None:
+        rng, ranks = self.rng, self.ranks
+        step_s = rng.uniform(0.7, 1.3)
+        slow, slow_from = rng.randrange(ranks), rng.randrange(12, steps)
+        bad, bad_from = rng.randrange(ranks), rng.randrange(12, steps)
+        spiky, spiky_from = rng.randrange(ranks), rng.randrange(12, steps)
+        no_compute = self._maybe(0.3)
+        spread = rng.choice((0.05, 0.6))
+        gpu_of = {r: (f"{name}-n{r // 4}", r % 4) for r in range(ranks)}
+        restart_at, stray_at = (rng.randrange(12, steps - 4) if self.trouble else -1
+                                for _ in range(2))
+        s, t = 0, start
+        for k in range(steps):
+            t += step_s * rng.uniform(0.97, 1.03)
+            if k == restart_at or (k > 12 and self._maybe(0.01)):
+                s = max(0, s - rng.randrange(1, 6))  # a restart from a checkpoint, after a pause
+                t += rng.uniform(6.0, 12.0)
+            elif k == stray_at or (k > 12 and self._maybe(0.01)):
+                # a pause, then one stray old step number
+                t += rng.uniform(6.0, 9.0)
+                out.append((t, self._message(name, max(0, s - 3), rng.randrange(ranks), t,
+                                             gpu_of, 1.0, "c", 1.0, no_compute)))
+            if self._maybe(0.01):
+                r = rng.randrange(ranks)
+                gpu_of[r] = (gpu_of[r][0], gpu_of[r][1] + 4)  # a rank moved to another GPU
+            for r in range(ranks):
+                if self._maybe(0.01):
+                    continue  # lost
+                factor = 1.4 if r == slow and slow_from <= k < slow_from + 25 else 1.0
+                check = "x" if r == bad and bad_from <= k < bad_from + 6 else "c"
+                grad = 20.0 if r == spiky and spiky_from <= k < spiky_from + 12 and (
+                    rng.random() < 0.5) else 1.0
+                ts = t + rng.uniform(0.0, spread)
+                if self.grid:
+                    ts = round(ts * 8.0) / 8.0
+                v = self._message(name, s, r, ts, gpu_of, factor, check, grad, no_compute)
+                delay = rng.uniform(0.0, 0.3)
+                if self._maybe(0.03):
+                    delay += rng.uniform(0.6, 3.0)  # a straggler
+                elif self._maybe(0.01):
+                    delay += rng.uniform(6.0, 10.0)  # late: its step decided without it
+                    if rng.random() < 0.5:
+                        v["param_checksum"] = "late"
+                out.append((ts + delay, v))
+                if self._maybe(0.02):  # a duplicate, at once or after its step was decided
+                    out.append((ts + delay + rng.choice((0.01, 7.0)), v))
+            s += 1
+
+    def _message(self, job: str, s: int, r: int, ts: float, gpu_of: dict[int, Any],
+                 factor: float, check: str, grad: float, no_compute: bool) -> dict[str, Any]:
+        compute = round(700.0 * self.rng.lognormvariate(0.0, 0.015) * factor, 2)
+        v: dict[str, Any] = {
+            "ts": ts, "job": job, "step": s, "rank": r, "node": gpu_of[r][0],
+            "gpu": gpu_of[r][1], "step_ms": 1250.0, "compute_ms": compute,
+            "comm_ms": round(1250.0 - compute - 20.0, 2), "tp_rank": r % 2, "pp_rank": 0,
+            "dp_rank": r // 2, "loss": 2.0,
+            "grad_norm": round(grad * self.rng.lognormvariate(0.0, 0.05), 4),
+            "param_checksum": f"{check}{s}-{r % 2}", "cluster": "c1"}
+        if no_compute:
+            del v["compute_ms"]
+        return v
+
+    def timed(self, steps: int = 100) -> list[tuple[float, bytes | None]]:
+        """(arrival, message) in arrival order: bad messages among them."""
+        out: list[tuple[float, Any]] = []
+        self._job("job-a", self.t0, int(steps * 0.8), out)
+        self._job("job-b", self.t0 + steps * 0.25, steps, out)
+        out.sort(key=lambda x: x[0])
+        msgs: list[tuple[float, bytes | None]] = []
+        jump = int(len(out) * 0.9) if self._maybe(0.5) else -1
+        for k, (at, v) in enumerate(out):
+            msgs.append((at, orjson.dumps(v)))
+            r = self.rng.random() if self.trouble else 1.0
+            if r < 0.005:
+                msgs.append((at, self.rng.choice((b"not json", None, b'{"ts": 1.0}'))))
+            elif r < 0.008 or k == jump:  # far ahead of the clock, a stray or (once, late
+                for _ in range(3 if k == jump else 1):  # in the stream) three agreeing
+                    msgs.append((at, orjson.dumps({**v, "ts": at + 1000.0})))
+        return msgs
+
+    def messages(self, steps: int = 100) -> list[bytes | None]:
+        return [m for _, m in self.timed(steps)]
+
+
 def _batches(rng: random.Random, msgs: list[bytes | None]) -> list[list[Any]]:
     out, i = [], 0
     while i < len(msgs):
@@ -281,27 +394,54 @@ def _engine_run(evs: list[Any], many: bool) -> tuple[Any, ...]:
     return ([a.to_dict() for a in alerts], rejected, eng.stats(), eng.snapshot())
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_engine_process_many_same_as_process(seed: int) -> None:
-    """Mixed kinds in log order (the in-process Engine's input), runs ending at releases."""
+def _log_order(seed: int, kinds: tuple[str, ...]) -> list[Any]:
+    """Decoded records of ``kinds`` in a log's order: by time, kinds interleaved."""
     keyed = []
-    for k, topic in enumerate((THERMAL, NIC, ECC)):
-        stream = _Stream(random.Random(100 * seed + k))
-        at = stream.ts
-        for raw in stream.messages(topic, 120, new_units_at=30):
+    for k, topic in enumerate(kinds):
+        rng = random.Random(100 * seed + k)
+        if topic == STEP:
+            timed = _Jobs(rng).timed(120)
+        else:
+            stream = _Stream(rng)
+            timed = [(None, raw) for raw in stream.messages(topic, 120, new_units_at=30)]
+            at = stream.ts
+        for arrival, raw in timed:
             try:
                 ev = decode(topic, raw)  # type: ignore[arg-type]
             except (InvalidMessage, TypeError):
                 continue
-            if ev.ts < at + 100.0:
+            if arrival is not None:
+                at = arrival
+            elif ev.ts < at + 100.0:
                 at = ev.ts  # (a far-ahead stray stays where it was sent)
             keyed.append((at, k, ev))
-    keyed.sort(key=lambda x: (x[0], x[1]))  # the log's order: by time, kinds interleaved
-    evs = [ev for _, _, ev in keyed]
+    keyed.sort(key=lambda x: (x[0], x[1]))
+    return [ev for _, _, ev in keyed]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_engine_process_many_same_as_process(seed: int) -> None:
+    """Mixed kinds in log order (the in-process Engine's input), runs ending at releases."""
+    evs = _log_order(seed, (THERMAL, NIC, ECC))
     fast = _engine_run(evs, True)
     slow = _engine_run(evs, False)
     assert fast == slow
     assert len(fast[0]) >= 3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_engine_process_many_with_steps_same_as_process(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same with step messages among the samples; and both against the jobs' general
+    path alone (their quiet step taking nothing)."""
+    evs = _log_order(seed, (THERMAL, NIC, ECC, STEP))
+    fast = _engine_run(evs, True)
+    slow = _engine_run(evs, False)
+    assert fast == slow
+    monkeypatch.setattr(JobMonitor, "quiet", _never_quiet_step)
+    assert _engine_run(evs, False) == fast
+    assert len(fast[0]) >= 3
+    assert fast[2]["step"] > 1000 and fast[2]["late_steps"] and fast[2]["duplicate_steps"]
 
 
 def test_engine_process_many_uses_the_batch_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,3 +457,79 @@ def test_engine_process_many_uses_the_batch_path(monkeypatch: pytest.MonkeyPatch
     evs = [decode(THERMAL, m) for m in s.messages(THERMAL, 40, 0)]  # type: ignore[arg-type]
     Engine().process_many(evs)
     assert sum(calls) > len(evs) * 0.8
+
+
+def _never_quiet_step(self: Any, e: Any) -> bool:
+    return False  # the job's add decides every message on its general path
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_batches_same_as_record_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step partition: the batch path against the record path, and both against the jobs'
+    general path alone (``JobMonitor.quiet`` taking nothing), which decides every message by
+    the full rules: a quiet step that takes a message the rules would act on shows here."""
+    rng = random.Random(seed)
+    batches = _batches(rng, _Jobs(rng).messages())
+    fast = _run(STEP, batches)
+    monkeypatch.setattr(detector.pipeline.source, "quiet_run", _none)
+    slow = _run(STEP, batches)
+    assert fast[0] == slow[0]  # findings, in order
+    assert fast[1] == slow[1]  # dead letters
+    assert fast[2:] == slow[2:]  # counts, offset, state after every batch
+    monkeypatch.setattr(JobMonitor, "quiet", _never_quiet_step)
+    assert _run(STEP, batches) == fast
+    # The input did what it is for: findings, dead letters, and every case quiet steps aside for.
+    signals = {orjson.loads(e.value)["finding"]["signal"] for e in fast[0]
+               if b'"type":"finding"' in e.value}
+    assert {"slow_rank", "checksum_mismatch", "job_layout"} <= signals
+    stats = fast[3]
+    assert fast[1] and stats["late_steps"] and stats["duplicate_steps"] and stats["job_restarts"]
+    part = SourcePartition(STEP, 0, 4)
+    for b in batches:
+        part.process(b, 0.0, [], [])
+    jobs = part.monitors._jobs.values()
+    assert len(jobs) == 2 and any(n < 0 for j in jobs for n in j._done.values())  # expired
+
+
+def test_quiet_run_takes_most_step_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch path is used for steps: of a healthy job's messages only a step's first and
+    last, and those that meet an expiry check or a sweep, go the record path."""
+    taken = []
+
+    def spy(mon: Any, evs: list[Any], i: int, until: float = float("inf")) -> int:
+        j = quiet_run(mon, evs, i, until)
+        taken.append(j - i)
+        return j
+
+    monkeypatch.setattr(detector.pipeline.source, "quiet_run", spy)
+    msgs = _Jobs(random.Random(2), trouble=False, ranks=32).messages(40)
+    part = SourcePartition(STEP, 0, 4)
+    emits: list[Any] = []
+    for k in range(0, len(msgs), 500):
+        part.process([(j, None, m, None) for j, m in enumerate(msgs[k:k + 500], k)], 0.0,
+                     emits, [])
+    assert sum(taken) > 0.75 * len(msgs)
+    assert part.monitors.counts["step"] == len(msgs)
+
+
+def test_engine_runs_stop_before_the_correlator_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run never moves the clock to the correlator's next due time (``until``): what is
+    due there is released by the record that reaches it, before any later record's findings."""
+    runs = []
+
+    def spy(mon: Any, evs: list[Any], i: int, until: float = float("inf")) -> int:
+        j = quiet_run(mon, evs, i, until)
+        if j > i:
+            runs.append(j - i)
+            assert mon.clock < until
+        return j
+
+    monkeypatch.setattr(detector.engine, "quiet_run", spy)
+    total = 0
+    for seed in range(6):
+        eng = Engine()
+        evs = _log_order(seed, (THERMAL, NIC, ECC, STEP))
+        total += len(evs)
+        for k in range(0, len(evs), 500):
+            eng.process_many(evs[k:k + 500])
+    assert sum(runs) > 0.3 * total

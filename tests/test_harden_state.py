@@ -13,9 +13,12 @@ same Monitors the service's SourcePartition runs).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from detector.engine import Engine
+from detector.steps import JobMonitor
 from detector.testing import T0, nic, step
 from detector.thresholds import Thresholds
 
@@ -55,3 +58,30 @@ def test_rank_numbers_that_come_and_go_in_a_live_job_reach_a_plateau() -> None:
     slots = len(eng.monitors._jobs["job-1"]._rank_of)
     per_hour = Thresholds().unit_idle_s / step_s
     assert slots <= 8 + per_hour + 40, f"{slots} rank slots for a job of 8 ranks"
+
+
+@pytest.mark.xfail(strict=True, reason="harden: a job is kept job_idle_s (1 h) after its last "
+                   "step however little it ever sent, and Monitors.sweep runs JobMonitor.expire "
+                   "for every kept job once a second of event time: a flood of one-message jobs "
+                   "(a producer writing a fresh job id per message) makes the work of every "
+                   "record grow with their number -- 175 expire calls and ~600 us of CPU a "
+                   "record at 20,000 such jobs, 100 records a second (one run), and ~6.5 KB of "
+                   "state each")
+def test_a_flood_of_one_message_jobs_does_not_slow_every_record(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    expire = JobMonitor.expire
+
+    def counted(self: JobMonitor, *args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        expire(self, *args, **kwargs)
+
+    monkeypatch.setattr(JobMonitor, "expire", counted)
+    eng = Engine()
+    per_record = []
+    for part in range(3):
+        before = calls[0]
+        for i in range(2000 * part, 2000 * (part + 1)):
+            eng.process(step(T0 + 0.01 * i, 0, 0, job=f"stray-{i}"))
+        per_record.append((calls[0] - before) / 2000)
+    assert per_record[2] <= 2 * per_record[0] + 1, per_record

@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from detector.decoding import decode, decode_chunked
-from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
+from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
 from detector.quiet import quiet_run
@@ -313,11 +313,12 @@ class SourcePartition:
         evs = decode_chunked(topic, [r[2] for r in records])
         n = len(records)
         i = 0
-        if topic != STEP and n:
+        if n:
             offsets = [r[0] for r in records]
             if offsets[0] > self.offset and all(map(lt, offsets, islice(offsets, 1, None))):
-                # Samples (one kind a partition), offsets new and in order: runs of healthy
-                # records in one loop (detector.quiet), the rest one by one as below.
+                # Offsets new and in order: runs of records that make no finding (healthy
+                # samples, step messages that only wait for their step's other ranks) in one
+                # loop (detector.quiet), the rest one by one as below.
                 while i < n:
                     j = quiet_run(mon, evs, i)
                     if j > i:
