@@ -20,7 +20,6 @@ that does not parse is counted with its reason and left out.
 from __future__ import annotations
 
 import csv
-import itertools
 import math
 import os
 from collections import Counter
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from detector.alerts import CAUSES, KINDS, Scope
+from replay.importers import csv_rows
 from replay.log import Record, read_records, write_records
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -113,14 +113,7 @@ def labels_from_rows(lines: Iterable[str]) -> tuple[list[dict[str, Any]], Counte
     if missing:
         bad[f"header: missing column(s) {', '.join(sorted(missing))}"] += 1
         return out, bad
-    for n in itertools.count(2):
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # a field over csv's limit (128 KiB): that row, not the file
-            bad[f"line {n}: {exc}"] += 1
-            continue
+    for n, row in csv_rows(reader, bad, 2):
         try:
             start, end = parse_time(row["start"]), parse_time(row["end"])
             if end < start:
@@ -145,7 +138,8 @@ def labels_from_rows(lines: Iterable[str]) -> tuple[list[dict[str, Any]], Counte
 
 
 def read_labels(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], Counter[str]]:
-    with open(path, encoding="utf-8", newline="") as f:
+    # undecodable bytes become U+FFFD: that row is refused for its names, not the file
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
         return labels_from_rows(f)
 
 
