@@ -87,6 +87,102 @@ def rss_kib(pid: int | str = "self") -> tuple[int, int]:
     return out["VmRSS"], out["VmHWM"]
 
 
+class BoxSampler:
+    """What the whole machine did, sampled every ``every_s`` in a thread of this process:
+    CPU time by kind (/proc/stat: steal is time the hypervisor gave this VM's CPUs to
+    someone else), pressure stall totals (/proc/pressure: time some or all runnable tasks
+    waited for a CPU or for I/O), the page cache's dirty and writeback bytes
+    (/proc/meminfo), and for each of ``pids`` (name -> pid) its threads' seconds on a CPU
+    and runnable without one (schedstat).  Tells a slow run's box from its code."""
+
+    def __init__(self, every_s: float = 0.1, pids: dict[str, int] | None = None) -> None:
+        import threading
+
+        self.every_s = every_s
+        self.pids = {k: v for k, v in (pids or {}).items() if v}
+        self.samples: list[tuple[float, list[int], dict[str, int], int, int]] = []
+        self.sched: list[dict[str, tuple[float, float]]] = []  # parallel to samples
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="box-sampler", daemon=True)
+
+    def __enter__(self) -> BoxSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            self._sample()
+            if self._stop.wait(self.every_s):
+                self._sample()
+                return
+
+    def _sample(self) -> None:
+        sched = {}
+        for name, pid in self.pids.items():
+            try:
+                sched[name] = sched_s(pid)
+            except OSError:  # ended
+                continue
+        self.samples.append(box_sample())
+        self.sched.append(sched)
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        """The machine from ``t0`` to ``t1`` (epoch s; the samples nearest inside): CPU
+        shares of the 2 cores' time (steal, iowait, idle), stall ms per second (PSI: cpu
+        some, io some, io full), and the most dirty / writeback MiB seen."""
+        idx = [k for k, x in enumerate(self.samples)
+               if t0 - self.every_s <= x[0] <= t1 + self.every_s]
+        if len(idx) < 2:
+            return {}
+        inside = [self.samples[k] for k in idx]
+        a, b = inside[0], inside[-1]
+        secs = b[0] - a[0]
+        cpu = [y - x for x, y in zip(a[1], b[1], strict=True)]
+        total = sum(cpu) or 1
+        out = {"seconds": secs, "steal": cpu[7] / total if len(cpu) > 7 else float("nan"),
+               "iowait": cpu[4] / total, "idle": cpu[3] / total,
+               "dirty_mib": max(x[3] for x in inside) / 1024,
+               "writeback_mib": max(x[4] for x in inside) / 1024}
+        for k in a[2]:
+            out[f"psi_{k}_ms_per_s"] = (b[2][k] - a[2][k]) / 1e3 / secs if secs > 0 else 0.0
+        if self.sched:
+            sa, sb = self.sched[idx[0]], self.sched[idx[-1]]
+            for name in sa.keys() & sb.keys():
+                if secs > 0:  # shares of one core: on a CPU, runnable without one
+                    out[f"{name}_cpu"] = (sb[name][0] - sa[name][0]) / secs
+                    out[f"{name}_wait"] = (sb[name][1] - sa[name][1]) / secs
+        return out
+
+
+def box_sample() -> tuple[float, list[int], dict[str, int], int, int]:
+    """(epoch s, /proc/stat's cpu jiffies, PSI totals in µs by "cpu_some", "io_some",
+    "io_full", /proc/meminfo Dirty kB, Writeback kB)."""
+    now = time.time()
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    psi: dict[str, int] = {}
+    for kind in ("cpu", "io"):
+        try:
+            with open(f"/proc/pressure/{kind}") as f:
+                for line in f:
+                    level, *fields = line.split()
+                    psi[f"{kind}_{level}"] = int(fields[-1].split("=")[1])
+        except OSError:
+            pass
+    dirty = writeback = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Dirty:"):
+                dirty = int(line.split()[1])
+            elif line.startswith("Writeback:"):
+                writeback = int(line.split()[1])
+    return now, cpu, psi, dirty, writeback
+
+
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -95,17 +191,25 @@ def loadavg() -> str:
 class Broker:
     """``bootstrap``, FAULTLINE_KAFKA_BOOTSTRAP, or a broker of our own (deploy/kafka/broker.py)."""
 
-    def __init__(self, bootstrap: str | None, lean: bool = False) -> None:
+    def __init__(self, bootstrap: str | None, lean: bool = False,
+                 diagnose: Path | None = None) -> None:
         """``lean``: a broker of our own runs with deploy/kafka/broker.py's LEAN_JVM_FLAGS and
-        LEAN_PROPERTIES (serial GC, fewer threads) instead of the tests' settings."""
+        LEAN_PROPERTIES (serial GC, fewer threads) instead of the tests' settings.
+        ``diagnose``: a folder where a broker of our own writes its request log
+        (``requests.log``, every request's times) and a flight recording of its file
+        syncs and monitor waits (``broker.jfr``, see jfr_events): diagnostics."""
         self.bootstrap = bootstrap or os.environ.get("FAULTLINE_KAFKA_BOOTSTRAP")
         self.lean = lean
         self._broker: Any = None
+        self._mod: Any = None
         self.pid: int | None = None
         # A broker of our own logs its JVM's safepoint pauses (collections and the rest,
         # every thread stopped) here, with wall times: bench/kafka_throughput.py --stages
         # lines them up with slow alerts.
         self.gc_log: Path | None = None
+        self.diagnose = diagnose
+        self.request_log: Path | None = None
+        self.jfr: Path | None = None
 
     def describe(self) -> str:
         if self._broker is None:
@@ -124,15 +228,26 @@ class Broker:
             assert spec is not None and spec.loader is not None
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
+            self._mod = mod
+            extra = ""
+            if self.diagnose is not None:
+                self.diagnose.mkdir(parents=True, exist_ok=True)
+                self.request_log = self.diagnose / "requests.log"
+                self.jfr = self.diagnose / "broker.jfr"
+                jfc = self.diagnose / "waits.jfc"
+                jfc.write_text(JFR_SETTINGS)
+                extra = (f" -XX:StartFlightRecording=name=faultline,settings={jfc},"
+                         f"filename={self.jfr}")
             self._broker = (mod.KafkaBroker(jvm_flags=mod.LEAN_JVM_FLAGS,
-                                            properties=mod.LEAN_PROPERTIES)
-                            if self.lean else mod.KafkaBroker())
+                                            properties=mod.LEAN_PROPERTIES,
+                                            request_log=self.request_log)
+                            if self.lean else mod.KafkaBroker(request_log=self.request_log))
             fd, name = tempfile.mkstemp(prefix="faultline-bench-safepoints-", suffix=".log")
             os.close(fd)
             self.gc_log = Path(name)
             opts = os.environ.get("FAULTLINE_KAFKA_JAVA_OPTS")
             os.environ["FAULTLINE_KAFKA_JAVA_OPTS"] = (
-                f"{opts or ''} -Xlog:safepoint,gc:file={name}:time,uptime").strip()
+                f"{opts or ''} -Xlog:safepoint,gc:file={name}:time,uptime{extra}").strip()
             try:
                 self.bootstrap = self._broker.start()
             finally:
@@ -151,6 +266,93 @@ class Broker:
 
     def cpu_s(self) -> float:
         return proc_cpu_s(self.pid) if self.pid else float("nan")
+
+    def jit_s(self) -> float:
+        """CPU seconds our broker's JIT compiler threads (HotSpot's "C1/C2 CompilerThread")
+        have used so far: a warm broker's are nearly idle."""
+        if not self.pid:
+            return float("nan")
+        total = 0
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                if (task / "comm").read_text().startswith(("C1 Compiler", "C2 Compiler")):
+                    total += int((task / "schedstat").read_text().split()[0])
+            except OSError:
+                continue  # the thread ended meanwhile
+        return total / 1e9
+
+    def requests(self, since_s: float) -> list[dict[str, Any]]:
+        """With ``diagnose``: the requests the broker completed since ``since_s`` (epoch),
+        each its request-log JSON plus ``done_ms`` (deploy/kafka/broker.py request_times)."""
+        if self.request_log is None:
+            return []
+        return self._mod.request_times(self.request_log, 1e3 * since_s)
+
+    def waits(self, since_s: float) -> list[dict[str, Any]]:
+        """With ``diagnose``: the broker's file syncs and lock waits since ``since_s``, from
+        its flight recording (dumped now; see jfr_events)."""
+        if self.jfr is None or not self.pid:
+            return []
+        dump = self.jfr.with_suffix(".dump.jfr")
+        done = subprocess.run(["jcmd", str(self.pid), "JFR.dump", "name=faultline",
+                               f"filename={dump}"], capture_output=True, timeout=120)
+        if done.returncode != 0:
+            return []
+        return [e for e in jfr_events(dump) if e["end"] >= since_s]
+
+
+# What the broker's flight recording keeps (bench --broker-diagnose): every file sync
+# (fsync/fdatasync: FileChannel.force) with the thread and the stack that made it, and
+# every wait of 5 ms or more to enter a Java monitor (a partition's log lock is one).
+JFR_SETTINGS = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="faultline bench: syncs and waits">
+  <event name="jdk.FileForce">
+    <setting name="enabled">true</setting>
+    <setting name="stackTrace">true</setting>
+    <setting name="threshold">0 ms</setting>
+  </event>
+  <event name="jdk.JavaMonitorEnter">
+    <setting name="enabled">true</setting>
+    <setting name="stackTrace">true</setting>
+    <setting name="threshold">5 ms</setting>
+  </event>
+</configuration>
+"""
+
+
+def jfr_events(path: Path) -> list[dict[str, Any]]:
+    """The events of a flight recording as {type, start, end (epoch s), seconds, thread,
+    path (a FileForce's file), frames (the top of its stack, method names)}."""
+    import datetime as dt
+
+    done = subprocess.run(["jfr", "print", "--json", "--stack-depth", "12", str(path)],
+                          capture_output=True, timeout=300)
+    if done.returncode != 0:
+        return []
+    out = []
+    for e in json.loads(done.stdout)["recording"]["events"]:
+        v = e["values"]
+        start = dt.datetime.fromisoformat(v["startTime"].replace("Z", "+00:00")).timestamp()
+        secs = _iso_seconds(v.get("duration", "PT0S"))
+        frames = [f"{(f.get('method') or {}).get('type', {}).get('name', '?')}."
+                  f"{(f.get('method') or {}).get('name', '?')}"
+                  for f in ((v.get("stackTrace") or {}).get("frames") or ())]
+        out.append({"type": e["type"], "start": start, "end": start + secs, "seconds": secs,
+                    "thread": (v.get("eventThread") or {}).get("javaName"),
+                    "path": v.get("path"), "frames": frames})
+    return out
+
+
+def _iso_seconds(text: str) -> float:
+    """Seconds of an ISO 8601 duration as jfr prints them ("PT0.012S", "PT1M2.5S")."""
+    import re
+
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", text)
+    if not m:
+        return 0.0
+    h, mi, sec = (float(x) if x else 0.0 for x in m.groups())
+    return 3600 * h + 60 * mi + sec
 
 
 def nice_of(pid: int | str = "self") -> int:
@@ -257,8 +459,18 @@ def processed(workers: list[Worker]) -> int:
 # -- producing ---------------------------------------------------------------------------
 
 
-def producer(bootstrap: str, linger_ms: float) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+FEED_CLIENT_ID = "faultline-bench-feed"  # the feed's requests in the broker's request log
+
+
+def producer(bootstrap: str, linger_ms: float, stats: list[Any] | None = None) -> Producer:
+    """The feed's producer; ``stats``: librdkafka's statistics every 100 ms appended there
+    (see feed_stats)."""
+    extra: dict[str, Any] = {}
+    if stats is not None:
+        extra = {"statistics.interval.ms": 100,
+                 "stats_cb": lambda text: stats.append(feed_stats(text))}
+    return Producer({**extra, "bootstrap.servers": bootstrap, "enable.idempotence": True,
+                     "client.id": FEED_CLIENT_ID,
                      "linger.ms": linger_ms, "compression.type": "none",
                      "queue.buffering.max.kbytes": 262144})
 
@@ -327,6 +539,23 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
     if left:
         raise RuntimeError(f"{left} messages not delivered")
     return time.time() - start
+
+
+def feed_stats(text: str) -> dict[str, Any]:
+    """What a librdkafka statistics report says of the feed's way to the broker (µs, over
+    the last interval): messages waiting in the producer (``msg_cnt``), and for the
+    broker connection ``int_latency`` (produce() to the message put in a request: linger,
+    the producer's own queueing), ``outbuf_latency`` (a request waiting to be sent) and
+    ``rtt`` (sent to its response), each as p50 / p99 / max; ``at`` epoch seconds."""
+    x = orjson.loads(text)
+    out: dict[str, Any] = {"at": time.time(), "msg_cnt": x.get("msg_cnt", 0)}
+    for b in (x.get("brokers") or {}).values():
+        if b.get("nodeid", -1) < 0:
+            continue  # the bootstrap entry
+        for key in ("int_latency", "outbuf_latency", "rtt"):
+            w = b.get(key) or {}
+            out[key] = (w.get("p50", 0), w.get("p99", 0), w.get("max", 0))
+    return out
 
 
 def _acked(out: list[Any], produced: float, err: Any, msg: Any) -> None:

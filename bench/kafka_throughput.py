@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,10 @@ from kafka_bench import (  # noqa: E402
     ARRIVED_HEADER,
     DEFAULT_LOG,
     DEFAULT_TOPOLOGY,
+    FEED_CLIENT_ID,
     ROOT,
     STAGES_HEADER,
+    BoxSampler,
     Broker,
     Msg,
     Worker,
@@ -278,14 +281,18 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 partitions: int, tmp: Path, code: Path | None = None,
                 stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
                 broker_nice: int | None = None, keep: Path | None = None,
-                pin: bool = False) -> dict[str, Any]:
+                pin: bool = False, arrival: str = "create") -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
     producer (this process, all its threads) and the broker run at that nice value and
     the worker at its own (0), so the worker gets a CPU first -- what this 2-core
     machine can do for "the worker on a core of its own".  ``broker_nice``: the
-    broker's own value instead (it is on the way of every record; the producer is not)."""
+    broker's own value instead (it is on the way of every record; the producer is not).
+    ``arrival``: what an input's Kafka timestamp, the start of its alert's latency, is:
+    ``create`` when the feed's producer was handed it (CreateTime: its queueing in the
+    paced producer counts), ``append`` when the broker appended it (LogAppendTime, as
+    for the alerts: arrival at Kafka to the alert's arrival there)."""
     load0 = loadavg()
     prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
     run = "lat"
@@ -298,6 +305,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     create_topics(broker.bootstrap, [f"{prefix}{run}.alerts.{t}"  # type: ignore[arg-type]
                                      for t in ("isolation", "escalation")],
                   Settings().partitions_alerts, {"message.timestamp.type": "LogAppendTime"})
+    if arrival == "append":  # before the worker, which creates what is missing
+        create_topics(broker.bootstrap, [prefix + t for t in TELEMETRY_TOPICS],  # type: ignore[arg-type]
+                      partitions, {"message.timestamp.type": "LogAppendTime"})
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
     reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
     pinned: list[tuple[int, set[int]]] = []  # (pid, CPUs to restore)
@@ -325,14 +335,18 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         cpu0 = proc_cpu_s(w.proc.pid)
         sched0 = sched_s(w.proc.pid)
         others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (os.getpid(), broker.pid)]
-        mine0, broker0 = time.process_time(), broker.cpu_s()
+        mine0, broker0, jit0 = time.process_time(), broker.cpu_s(), broker.jit_s()
         t0 = time.time()
         acked: list[float] = []  # with stages: the feed's produce() -> delivery report, sampled
-        secs = produce(producer(broker.bootstrap, linger_ms), prefix, msgs,  # type: ignore[arg-type]
-                       speed, acked=acked if stages else None)
+        stats: list[dict[str, Any]] = []  # the feed producer's own view, every 100 ms
+        with BoxSampler(pids={"worker": w.proc.pid, "broker": broker.pid or 0,
+                              "feed": os.getpid()}) as box:
+            secs = produce(producer(broker.bootstrap, linger_ms, stats),  # type: ignore[arg-type]
+                           prefix, msgs, speed, acked=acked if stages else None)
         cpu = proc_cpu_s(w.proc.pid) - cpu0
         sched1 = sched_s(w.proc.pid)
         mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
+        broker_jit = broker.jit_s() - jit0
         waited = sched1[1] - sched0[1]
         # How long the producer (this process) and the broker were runnable but waiting
         # for a CPU: what the worker's priority cost them.
@@ -389,12 +403,20 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             keep.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(OSError):
                 shutil.copy(w.workdir / "trace.jsonl", keep / f"{prefix}trace.jsonl")
+        requests = broker.requests(t0 - 1.0)
+        waits = broker.waits(t0 - 1.0)
         slow = []
         if slow_in:
             batches, fetches = read_trace(w.workdir / "trace.jsonl")
             pauses = broker_pauses(broker.gc_log)
             slow = [{**explain(a, b, tr, prefix, fetches, batches, acked, pauses),
-                     "at": a - t0} for a, b, tr in slow_in]
+                     **in_span(a, b, box, requests, waits), "at": a - t0}
+                    for a, b, tr in slow_in]
+        first_fetch = None
+        if stages:
+            _, fetches = read_trace(w.workdir / "trace.jsonl")
+            sent = [x[0] for v in fetches.values() for x in v]
+            first_fetch = min(sent) - t0 if sent else None
         findings = []
         for m in read_topic(broker.bootstrap, f"{prefix}{run}.faultline.findings"):  # type: ignore[arg-type]
             v = orjson.loads(m.value())
@@ -404,6 +426,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "worker_cpu_share": cpu / secs, "worker_runqueue_share": waited / secs,
                 "producer_cpu_share": mine / secs, "broker_cpu_share": broker_cpu / secs,
                 "worker_cpu_s": cpu, "worker_wait_s": waited, "broker_cpu_s": broker_cpu,
+                "broker_jit_s": broker_jit,
                 "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
@@ -412,7 +435,12 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced, "held": held,
                 "acked": acked, "slow": slow,
-                "findings": findings}
+                "findings": findings, "arrival": arrival, "first_fetch": first_fetch,
+                "box": box.between(t0, t0 + secs),
+                "box_first_s": box.between(t0, t0 + FIRST_S),
+                "box_rest": box.between(t0 + FIRST_S, t0 + secs),
+                "feed_stats": stats,
+                "broker": broker_summary(requests, waits, t0, t0 + secs)}
     finally:
         for pid, before in reniced:
             renice(pid, before)
@@ -420,6 +448,81 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             with contextlib.suppress(OSError):
                 set_affinity(pid, cpus)
         w.stop()
+
+
+# Paced runs before the measured ones (bench/kafka_throughput.py --warmup-runs): our broker's
+# JIT compilers settle after 3 (BENCHMARKS.md, "Latency, round 8").
+WARMUP_RUNS = 3
+FIRST_S = 3.0  # the feed's first seconds (a fresh producer, broker partitions and worker)
+
+
+def in_span(arrived: float, alert: float, box: BoxSampler, requests: list[dict[str, Any]],
+            waits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The machine and the broker over one slow alert's span: I/O stall (PSI io full,
+    ms), steal share, the broker's file syncs (count, seconds) and the slowest feed
+    produce request completed in it (ms, its broker-local part)."""
+    b = box.between(arrived, alert)
+    syncs = [w for w in waits if w["type"] == "jdk.FileForce"
+             and w["end"] >= arrived and w["start"] <= alert]
+    feed = [r for r in requests if _api(r) == (0, FEED_CLIENT_ID)
+            and arrived <= r["done_ms"] / 1e3 <= alert + 1.0]
+    worst = max(feed, key=lambda r: r.get("totalTimeMs", 0.0), default=None)
+    return {"io_full_ms": b.get("psi_io_full_ms_per_s", float("nan")) * b.get("seconds", 0.0),
+            "steal": b.get("steal", float("nan")), "syncs": len(syncs),
+            "sync_s": sum(w["seconds"] for w in syncs),
+            "feed_produce_ms": None if worst is None else (worst.get("totalTimeMs"),
+                                                           worst.get("localTimeMs"))}
+
+
+def _api(r: dict[str, Any]) -> tuple[int, str]:
+    """(API key, client id) of a request-log entry (0 Produce, 1 Fetch)."""
+    h = r.get("requestHeader") or {}
+    return h.get("requestApiKey", -1), h.get("clientId", "")
+
+
+def broker_summary(requests: list[dict[str, Any]], waits: list[dict[str, Any]],
+                   t0: float, t1: float) -> dict[str, Any]:
+    """The broker over one feed (with --broker-diagnose): the feed's produce requests and
+    the worker's fetches (count, p50/p99/max total ms, max local ms; the first FIRST_S
+    apart), its file syncs (count, seconds, by file name and by thread) and lock waits."""
+    def times(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        tot = [r.get("totalTimeMs", 0.0) for r in rs]
+        return {"n": len(rs), "p50": percentile(tot, 50), "p99": percentile(tot, 99),
+                "max": max(tot, default=float("nan")),
+                "local_max": max((r.get("localTimeMs", 0.0) for r in rs), default=float("nan")),
+                "queue_max": max((r.get("requestQueueTimeMs", 0.0) for r in rs),
+                                 default=float("nan"))}
+
+    out: dict[str, Any] = {}
+    inside = [r for r in requests if t0 <= r["done_ms"] / 1e3 <= t1 + 1.0]
+    for name, pick in (("feed_produce", lambda r: _api(r) == (0, FEED_CLIENT_ID)),
+                       ("worker_produce", lambda r: _api(r)[0] == 0
+                        and _api(r)[1] != FEED_CLIENT_ID),
+                       ("fetch", lambda r: _api(r)[0] == 1)):
+        rs = [r for r in inside if pick(r)]
+        if rs:
+            first = [r for r in rs if r["done_ms"] / 1e3 <= t0 + FIRST_S]
+            out[name] = {"all": times(rs), "first": times(first)}
+    syncs = [w for w in waits if w["type"] == "jdk.FileForce" and t0 <= w["start"] <= t1]
+    if waits:
+        by_file: dict[str, list[float]] = {}
+        by_thread: dict[str, list[float]] = {}
+        for w in syncs:
+            name = Path(w["path"] or "?").name
+            name = "(a topic folder)" if "-" in name and name.rpartition("-")[2].isdigit() else name
+            by_file.setdefault(name, []).append(w["seconds"])
+            thread = (w["thread"] or "?").rstrip("0123456789-")
+            by_thread.setdefault(thread, []).append(w["seconds"])
+        first = [w for w in syncs if w["start"] <= t0 + FIRST_S]
+        locks = [w for w in waits if w["type"] != "jdk.FileForce" and t0 <= w["start"] <= t1
+                 and "request-handler" in (w["thread"] or "")]
+        out["syncs"] = {"n": len(syncs), "s": sum(w["seconds"] for w in syncs),
+                        "max": max((w["seconds"] for w in syncs), default=0.0),
+                        "first_n": len(first), "first_s": sum(w["seconds"] for w in first),
+                        "by_file": {k: (len(v), sum(v)) for k, v in by_file.items()},
+                        "by_thread": {k: (len(v), sum(v)) for k, v in by_thread.items()},
+                        "handler_lock_waits": (len(locks), sum(w["seconds"] for w in locks))}
+    return out
 
 
 def set_affinity(pid: int, cpus: set[int]) -> None:
@@ -450,6 +553,8 @@ STARTUP_S = 5.0
 ENGINE = (("parse", "in process: orjson.loads only"),
           ("decode", "in process: decode (parse + validate)"),
           ("engine", "in process: engine on decoded records"),
+          ("engine_many", "in process: engine on decoded records, batches of 500 "
+           "(`process_many`: the worker's path)"),
           ("decode+engine", "in process: decode + engine (`faultline replay`)"))
 
 
@@ -468,7 +573,8 @@ def report(res: dict[str, Any]) -> None:
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
               f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
               "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
-              "when the input was handed to the feed's producer, before lingering)")
+              "when the input was handed to the feed's producer, before lingering; in runs "
+              "labelled (append), LogAppendTime too: when the broker appended the input)")
     print()
     ref = n / res["raw"]["wall_s"] if "raw" in res else float("nan")
     if any(k in res for k in NAMES) or "engine" in res:
@@ -542,6 +648,7 @@ def report(res: dict[str, Any]) -> None:
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
         runs_report(res["latency"])
+        box_report(res["latency"])
         for lat in res["latency"]:
             if lat.get("stages"):
                 stage_report(lat)
@@ -561,6 +668,13 @@ def _share(r: dict[str, Any], key: str) -> str:
     return "?" if x is None or x != x else f"{x:.0%}"
 
 
+def each_run(lats: list[dict[str, Any]]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(its row's label, its number, the run) of every paced run, in the report's order."""
+    for lat in lats:
+        for k, r in enumerate(lat.get("runs") or (), 1):
+            yield f"{lat['share']:.0%}{lat.get('label', '')}", k, r
+
+
 def runs_report(lats: list[dict[str, Any]]) -> None:
     """One line per paced run: the spread, the machine's load and who had the CPU."""
     print("\nEach paced run (ms; CPU as shares of one core over the feed; broker also as CPU "
@@ -568,24 +682,26 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
           f"{STARTUP_S:.0f} s):\n")
     print("| load | run | load average at its start | events/s | alerts timed | p50 | p99 | "
           "slowest | after 5 s: p50 / p99 / slowest | worker CPU / waiting for a CPU | "
-          "broker CPU (ms per 1,000 events) / waiting | producer CPU / waiting | "
+          "broker CPU (ms per 1,000 events; its JIT compilers' CPU) / waiting | "
+          "producer CPU / waiting | "
           "nice worker/producer/broker |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for lat in lats:
-        for k, r in enumerate(lat.get("runs") or (), 1):
-            a = [1e3 * x for x in r["alerts"]]
-            steady = [1e3 * x[0] for x in r["which"] if x[1] >= STARTUP_S]
-            nv = r.get("nice") or {}
-            per_k = 1e6 * r["broker_cpu_s"] / r["events"] if "broker_cpu_s" in r else float("nan")
-            print(f"| {lat['share']:.0%}{lat.get('label', '')} | {k} | "
-                  f"{r.get('loadavg_start', '?')} | {r['achieved_rate']:,.0f} | {len(a)} | "
-                  f"{percentile(a, 50):.0f} | {percentile(a, 99):.0f} | "
-                  f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
-                  f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
-                  f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
-                  f"{r['broker_cpu_share']:.0%} ({per_k:.0f}) / {_share(r, 'broker_wait_share')} | "
-                  f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
-                  f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
+    for row, k, r in each_run(lats):
+        a = [1e3 * x for x in r["alerts"]]
+        steady = [1e3 * x[0] for x in r["which"] if x[1] >= STARTUP_S]
+        nv = r.get("nice") or {}
+        per_k = 1e6 * r["broker_cpu_s"] / r["events"] if "broker_cpu_s" in r else float("nan")
+        nan = float("nan")
+        print(f"| {row} | {k} | "
+              f"{r.get('loadavg_start', '?')} | {r['achieved_rate']:,.0f} | {len(a)} | "
+              f"{percentile(a, 50):.0f} | {percentile(a, 99):.0f} | "
+              f"{max(a, default=float('nan')):.0f} | {percentile(steady, 50):.0f} / "
+              f"{percentile(steady, 99):.0f} / {max(steady, default=float('nan')):.0f} | "
+              f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
+              f"{r['broker_cpu_share']:.0%} ({per_k:.0f}; JIT "
+              f"{r.get('broker_jit_s', nan):.1f} s) / {_share(r, 'broker_wait_share')} | "
+              f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
+              f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
     short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
              if r["achieved_rate"] < 0.95 * lat["rate"]]
     if short:
@@ -593,6 +709,85 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
               "a lighter load than the row says): " + ", ".join(
                   f"{lat['share']:.0%}{lat.get('label', '')} run {k} (asked {lat['rate']:,.0f})"
                   for lat, k in short))
+
+
+def box_report(lats: list[dict[str, Any]]) -> None:
+    """One line per paced run: the machine (steal, iowait, pressure stalls, dirty pages)
+    and, with --broker-diagnose, the broker's request times and file syncs."""
+    print("\nThe machine and the broker in each paced run (whole feed; in brackets its first "
+          f"{FIRST_S:.0f} s). steal/iowait: shares of all CPU time; PSI: ms per second that "
+          "some task waited for a CPU / some or all for I/O; requests as the broker timed "
+          "them, ms:\n")
+    print("| load | run | arrival | worker's first fetch, s from the feed's start | "
+          "steal | iowait | PSI cpu some | PSI io some / full | dirty / writeback MiB max | "
+          "feed produce p50 / p99 / max (first s: max, local max) | worker fetch p50 / p99 / "
+          "max | broker file syncs: n, s (first s: n, s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row, k, r in each_run(lats):
+        b, bf = r.get("box") or {}, r.get("box_first_s") or {}
+        br = r.get("broker") or {}
+        fp, fe, sy = br.get("feed_produce"), br.get("fetch"), br.get("syncs")
+        ff = r.get("first_fetch")
+        print(f"| {row} | {k} | {r.get('arrival', '?')} | "
+              + ("-" if ff is None else f"{ff:+.2f}") + " | "
+              f"{b.get('steal', float('nan')):.1%} ({bf.get('steal', float('nan')):.1%}) | "
+              f"{b.get('iowait', float('nan')):.1%} ({bf.get('iowait', float('nan')):.1%}) | "
+              f"{b.get('psi_cpu_some_ms_per_s', float('nan')):.0f} | "
+              f"{b.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
+              f"{b.get('psi_io_full_ms_per_s', float('nan')):.0f} "
+              f"({bf.get('psi_io_some_ms_per_s', float('nan')):.0f} / "
+              f"{bf.get('psi_io_full_ms_per_s', float('nan')):.0f}) | "
+              f"{b.get('dirty_mib', float('nan')):.0f} / "
+              f"{b.get('writeback_mib', float('nan')):.0f} | "
+              + ("-" if not fp else
+                 f"{fp['all']['p50']:.0f} / {fp['all']['p99']:.0f} / {fp['all']['max']:.0f} "
+                 f"({fp['first']['max']:.0f}, {fp['first']['local_max']:.0f})") + " | "
+              + ("-" if not fe else
+                 f"{fe['all']['p50']:.0f} / {fe['all']['p99']:.0f} / {fe['all']['max']:.0f}")
+              + " | " + ("-" if not sy else
+                         f"{sy['n']}, {sy['s']:.2f} ({sy['first_n']}, {sy['first_s']:.2f})")
+              + " |")
+    print(f"\nWho had a CPU, the feed's first {FIRST_S:.0f} s against the rest (shares of one "
+          "core: on a CPU / runnable without one, all threads; schedstat), and the feed "
+          "producer's own view (librdkafka statistics, 100 ms windows, ms: produce() to "
+          "the message in a request, p99 and max of the windows; messages queued, max):\n")
+    print("| load | run | worker first / rest | broker first / rest | feed (this process) "
+          "first / rest | feed queueing p99, max: first / rest | feed queue max: first / "
+          "rest | request round trip max: first / rest |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row, k, r in each_run(lats):
+        bf, br = r.get("box_first_s") or {}, r.get("box_rest") or {}
+        t0 = r.get("t0", 0.0)
+        st = r.get("feed_stats") or []
+        first = [x for x in st if x["at"] <= t0 + FIRST_S and "int_latency" in x]
+        rest = [x for x in st if x["at"] > t0 + FIRST_S and "int_latency" in x]
+
+        def ms(xs: list[dict[str, Any]], key: str, i: int) -> str:
+            return f"{max((x[key][i] for x in xs), default=float('nan')) / 1e3:.0f}"
+
+        def q(xs: list[dict[str, Any]]) -> str:
+            return f"{max((x['msg_cnt'] for x in xs), default=0):,}"
+
+        nan = float("nan")
+        cells = " | ".join(
+            f"{bf.get(n + '_cpu', nan):.0%} / {bf.get(n + '_wait', nan):.0%}"
+            f" ; {br.get(n + '_cpu', nan):.0%} / {br.get(n + '_wait', nan):.0%}"
+            for n in ("worker", "broker", "feed"))
+        print(f"| {row} | {k} | {cells} | "
+              f"{ms(first, 'int_latency', 1)}, {ms(first, 'int_latency', 2)} / "
+              f"{ms(rest, 'int_latency', 1)}, {ms(rest, 'int_latency', 2)} | "
+              f"{q(first)} / {q(rest)} | {ms(first, 'rtt', 2)} / {ms(rest, 'rtt', 2)} |")
+    for row, k, r in each_run(lats):
+        sy = (r.get("broker") or {}).get("syncs")
+        if sy and sy["n"]:
+            print(f"- {row} run {k}: broker file syncs "
+                  "by file " + ", ".join(f"{f} {n} ({s:.2f} s)" for f, (n, s) in sorted(
+                      sy["by_file"].items(), key=lambda kv: -kv[1][1]))
+                  + "; by thread " + ", ".join(f"{t} {n} ({s:.2f} s)" for t, (n, s) in
+                                              sorted(sy["by_thread"].items(),
+                                                     key=lambda kv: -kv[1][1]))
+                  + f"; request handlers waiting for a lock: {sy['handler_lock_waits'][0]} "
+                  f"({sy['handler_lock_waits'][1]:.2f} s)")
 
 
 def held_report(lat: dict[str, Any], label: str, slow_s: float = 0.02) -> None:
@@ -674,8 +869,10 @@ def slow_report(lat: dict[str, Any], label: str) -> None:
           + ", ".join(f"({c}) {name} {by.get(c, 0)}" for c, name, _ in CLASSES) + "), ms:\n")
     print("| run | input at | total | class | (a) feed | (b) fetch (not asked) | hand-over | "
           "stage 1 | findings | (c) clock (held by) | (d) produce | worker CPU wait in span | "
-          "longest hand-over (records) / hand-overs | broker paused | input |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "longest hand-over (records) / hand-overs | broker paused | box: I/O stall (PSI io "
+          "full ms), steal | broker file syncs (s) | slowest feed produce, total (local) | "
+          "input |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in slow:
         mb = x["max_batch"]
         held = ", ".join(x["held_by"] or ()) or "-"
@@ -686,7 +883,12 @@ def slow_report(lat: dict[str, Any], label: str) -> None:
               f"{1e3 * x['findings']:.0f} | {1e3 * x['clock']:.0f} ({held}) | "
               f"{1e3 * x['produce']:.0f} | {1e3 * x['cpu_wait']:.0f} of {1e3 * x['span']:.0f} | "
               + (f"{1e3 * mb[0]:.0f} ({mb[1]:,}) / {x['batches']}" if mb else "-") + " | "
-              f"{1e3 * x['broker_paused']:.0f} | {x['source']}@{x['offset']} |")
+              f"{1e3 * x['broker_paused']:.0f} | "
+              f"{x.get('io_full_ms', float('nan')):.0f}, {x.get('steal', float('nan')):.0%} | "
+              f"{x.get('syncs', 0)} ({x.get('sync_s', 0.0):.2f}) | "
+              + ("-" if not x.get("feed_produce_ms") else
+                 f"{x['feed_produce_ms'][0]:.0f} ({x['feed_produce_ms'][1]:.0f})")
+              + f" | {x['source']}@{x['offset']} |")
 
 
 def main() -> int:
@@ -709,10 +911,12 @@ def main() -> int:
                     "taken when a record is handed to it, so lingering counts as latency; "
                     "5 ms against 1: fewer, larger produce requests, 9-12 against 12-14 ms "
                     "of broker CPU per 1,000 events)")
-    ap.add_argument("--warmup-runs", type=int, default=None, help="paced runs before the "
-                    "measured ones, not counted: a fresh broker's JIT compiler takes 5-7 "
-                    "CPU-seconds a run for its first ~3 runs (default: 1 when the backlog "
-                    "runs, which warm it up, are skipped, else 0)")
+    ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS, help="paced runs before "
+                    "the measured ones, not counted: our fresh broker's JIT compilers take "
+                    "1.4-2.2 CPU-seconds of a paced run's 4-5 for its first 3 paced runs, "
+                    "0.02-0.13 after (the backlog runs do not warm the paced produce path), "
+                    "as a long-running broker has long done (default %(default)s; with an "
+                    "existing broker, --bootstrap, 0 may do)")
     ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
                     "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
                     "went, fetch to decision, p50/p99 per stage")
@@ -726,6 +930,17 @@ def main() -> int:
     ap.add_argument("--keep-traces", default=None, help="with --stages: copy each latency "
                     "run's worker trace (hand-overs, fetch responses) into this folder as "
                     "PREFIX.trace.jsonl (PREFIX: the run's topic prefix, in --json's runs)")
+    ap.add_argument("--arrival", choices=("create", "append", "ab"), default="create",
+                    help="an input's arrival, where its alert's latency starts: create = its "
+                    "CreateTime, when the paced producer was handed it (its queueing in the "
+                    "producer, on the same cores, counts); append = when the broker appended "
+                    "it (the telemetry topics with LogAppendTime, as the alerts'); ab: both, "
+                    "alternating, labelled (append)")
+    ap.add_argument("--broker-diagnose", default=None, help="a folder for our own broker's "
+                    "request log and flight recording (file syncs, lock waits): each latency "
+                    "run then reports the feed's produce and the worker's fetch requests as the "
+                    "broker timed them, and the broker's file syncs (heavy: the log holds "
+                    "every request and response, ~130 MB a run, and costs the broker CPU)")
     ap.add_argument("--pin-ab", action="store_true", help="each latency run also with the "
                     "worker pinned to the last CPU and the paced producer and the broker to the "
                     "others (taskset), alternating, labelled (pinned)")
@@ -753,7 +968,9 @@ def main() -> int:
                            "broker_nice": args.broker_nice}
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
-    with Broker(args.bootstrap, lean=args.broker_settings == "lean") as broker, \
+    with Broker(args.bootstrap, lean=args.broker_settings == "lean",
+                diagnose=Path(args.broker_diagnose).resolve() if args.broker_diagnose
+                else None) as broker, \
             tempfile.TemporaryDirectory(prefix="faultline-bench-") as tmp_name:
         tmp = Path(tmp_name)
         res["broker"] = broker.describe()
@@ -804,11 +1021,11 @@ def main() -> int:
             pins = [("", False)]
             if args.pin_ab:
                 pins = [("", False), (" (pinned)", True)]
-            variants = [(cl + nl + pl, code, nv, pv) for pl, pv in pins for nl, nv in nices
-                        for cl, code in codes]
+            arrivals = {"create": [("", "create")], "append": [(" (append)", "append")],
+                        "ab": [("", "create"), (" (append)", "append")]}[args.arrival]
+            variants = [(cl + nl + pl + al, code, nv, pv, av) for al, av in arrivals
+                        for pl, pv in pins for nl, nv in nices for cl, code in codes]
             warmups = args.warmup_runs
-            if warmups is None:
-                warmups = 0 if "faultline" in res else 1
             res["warmup_runs"] = warmups
             for k in range(warmups):
                 share = float(args.rates.split(",")[0])
@@ -816,11 +1033,12 @@ def main() -> int:
                                 linger_ms=args.feed_linger_ms, nice=args.harness_nice,
                                 broker_nice=args.broker_nice)
                 say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
-                    f"{1e3 * max(r['alerts'], default=0):.0f} ms")
+                    f"{1e3 * max(r['alerts'], default=0):.0f} ms; broker CPU "
+                    f"{r['broker_cpu_s']:.1f} s, its JIT compilers {r['broker_jit_s']:.1f} s")
             for share in map(float, args.rates.split(",")):
                 by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
                 for _ in range(args.latency_runs):
-                    for label, code, nv, pv in variants:  # alternating: the load hits all
+                    for label, code, nv, pv, av in variants:  # alternating: the load hits all
                         by_code[label].append(latency_run(broker, msgs, share * top, topology,
                                                           args.partitions, tmp, code=code,
                                                           stages=args.stages,
@@ -829,7 +1047,7 @@ def main() -> int:
                                                           else args.broker_nice,
                                                           keep=Path(args.keep_traces)
                                                           if args.keep_traces else None,
-                                                          pin=pv))
+                                                          pin=pv, arrival=av))
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")

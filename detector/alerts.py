@@ -410,11 +410,16 @@ class Label(NamedTuple):
         if not isinstance(v, dict):
             raise ValueError("label must be an object")
         try:
-            lab = cls(str(v["fault_id"]), str(v["kind"]), str(v["cause"]),
-                      Scope.from_dict(v["scope"]), float(v["start_ts"]), float(v["end_ts"]),
-                      bool(v["attributable"]))
+            if type(v["attributable"]) is not bool:  # bool("false") is True
+                raise TypeError(f"attributable must be true or false, got "
+                                f"{str(v['attributable'])[:40]!r}")
+            lab = cls(_text(v, "fault_id"), _text(v, "kind"), _text(v, "cause"),
+                      Scope.from_dict(v["scope"]), _time(v, "start_ts"), _time(v, "end_ts"),
+                      v["attributable"])
         except KeyError as exc:
-            raise ValueError(f"label {v.get('fault_id', '?')}: missing {exc}") from None
+            raise ValueError(f"label {str(v.get('fault_id', '?'))[:40]}: missing {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # a bad label, not a crash
+            raise ValueError(f"label {str(v.get('fault_id', '?'))[:40]}: {exc}") from None
         if lab.kind not in KINDS or lab.cause not in CAUSES:
             raise ValueError(f"label {lab.fault_id}: unknown kind/cause {lab.kind}/{lab.cause}")
         return lab

@@ -20,19 +20,24 @@ import itertools
 import re
 from collections.abc import Iterable
 
-__all__ = ["MAX_NAMES", "compress_hostlist", "expand_hostlist"]
+__all__ = ["MAX_NAMES", "TooManyNames", "compress_hostlist", "expand_hostlist"]
 
 # A typo such as node[0-9999999] must fail fast instead of eating memory.
 MAX_NAMES = 1_000_000
+
+
+class TooManyNames(ValueError):
+    """An expression that names more than its limit allows (raised before they are made)."""
 
 _NUMBER = re.compile(r"[0-9]+")
 _LAST_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
 
 
-def expand_hostlist(text: str) -> list[str]:
+def expand_hostlist(text: str, limit: int | None = None) -> list[str]:
     """Expand a hostlist expression into the names it stands for, in order.
 
-    Raises ValueError saying what is wrong with the expression.
+    At most ``limit`` names (default :data:`MAX_NAMES`); more raise ValueError
+    before they are made.  Raises ValueError saying what is wrong with the expression.
 
     >>> expand_hostlist("rail[0-1]-leaf[0-1]")
     ['rail0-leaf0', 'rail0-leaf1', 'rail1-leaf0', 'rail1-leaf1']
@@ -42,10 +47,16 @@ def expand_hostlist(text: str) -> list[str]:
     Traceback (most recent call last):
     ...
     ValueError: range '3-1' in 'node[3-1]' runs backwards
+    >>> expand_hostlist("n[0-9][0-9]", limit=50)
+    Traceback (most recent call last):
+    ...
+    detector.hostlist.TooManyNames: 'n[0-9][0-9]' expands to more than 50 names
     """
+    limit = MAX_NAMES if limit is None else limit
     names: list[str] = []
     for item in _split_top_level(text):
         pieces: list[list[str]] = []
+        count = 1  # names this item makes so far
         rest = item
         while rest:
             literal, bracket, rest = rest.partition("[")
@@ -58,12 +69,15 @@ def expand_hostlist(text: str) -> list[str]:
             group, closed, rest = rest.partition("]")
             if not closed or "[" in group:
                 raise ValueError(f"unmatched '[' in {item!r}")
-            pieces.append(_expand_group(group, item))
-        count = 1
-        for choices in pieces:
+            # each group is bounded by what is left of the limit given the groups before it,
+            # so no group is ever expanded past it (node[0-999999][0-999999]...)
+            choices = _expand_group(group, item, (limit - len(names)) // count)
+            if choices is None:
+                raise TooManyNames(f"{text!r} expands to more than {limit:,} names")
             count *= len(choices)
-        if len(names) + count > MAX_NAMES:
-            raise ValueError(f"{text!r} expands to more than {MAX_NAMES:,} names")
+            pieces.append(choices)
+        if len(names) + count > limit:
+            raise TooManyNames(f"{text!r} expands to more than {limit:,} names")
         names.extend("".join(parts) for parts in itertools.product(*pieces))
     return names
 
@@ -132,20 +146,23 @@ def _split_top_level(text: str) -> list[str]:
     return items
 
 
-def _expand_group(group: str, item: str) -> list[str]:
-    """Expand the inside of one bracket, keeping the zero padding of each low bound."""
+def _expand_group(group: str, item: str, room: int) -> list[str] | None:
+    """Expand the inside of one bracket, keeping the zero padding of each low bound;
+    None when it holds more than ``room`` numbers."""
     out: list[str] = []
     for span in group.split(","):
         low, dash, high = span.partition("-")
         if not _NUMBER.fullmatch(low) or (dash and not _NUMBER.fullmatch(high)):
             raise ValueError(f"bad range {span!r} in {item!r}: expected N or N-M")
         if not dash:
+            if len(out) >= room:
+                return None
             out.append(low)
             continue
         first, last = int(low), int(high)
         if last < first:
             raise ValueError(f"range {span!r} in {item!r} runs backwards")
-        if last - first >= MAX_NAMES:
-            raise ValueError(f"range {span!r} in {item!r} is longer than {MAX_NAMES:,}")
+        if len(out) + last - first + 1 > room:
+            return None
         out.extend(str(n).zfill(len(low)) for n in range(first, last + 1))
     return out

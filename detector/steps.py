@@ -52,6 +52,7 @@ from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
 from models.peer_stats import (
     MAD_TO_SIGMA,
+    derive_layout,
     group_median,
     group_median_scale,
     group_stats,
@@ -227,6 +228,16 @@ class JobMonitor:
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
     _spikes_looked = False                     # every slot looked at for rising (_check_grad)
+
+    @property
+    def _whole_layouts(self) -> dict[int, Any]:
+        """The job's peer groups (0) and replicas (1) by slot and their rows, as the last step
+        with every rank had them (peer_stats.derive_layout; not state, as _fixed_rows)."""
+        try:
+            return self._layouts_whole
+        except AttributeError:
+            self._layouts_whole: dict[int, Any] = {}
+            return self._layouts_whole
 
     @property
     def _fixed_rows(self) -> dict[bytes, Any]:
@@ -574,20 +585,28 @@ class JobMonitor:
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
         n = len(slot_of)
+        kinds = (groups, buf.dp_array()) if self.cfg.replica_noise_ratio > 0.0 else (groups,)
+        whole = self._whole_layouts
         if n == len(self._rank_of):
             # Every rank of the job is here (the usual step): the slots are a permutation of
             # 0..n-1, and the layouts of the peer groups and replicas are found through them,
-            # whose order is the same every step (peer_stats.learn_layout).  (A step missing
-            # a straggler misses another one each time: nothing to keep.)
+            # whose order is the same every step (peer_stats.learn_layout).
             order = np.empty(n + 1, dtype=np.intp)
             order[slots] = _arange(n)
             order[n] = n
             fixed = self._fixed_rows
             if len(fixed) > 8:
                 fixed.clear()
-            learn_layout(groups, order, fixed)
-            if self.cfg.replica_noise_ratio > 0.0:
-                learn_layout(buf.dp_array(), order, fixed)
+            for i, values in enumerate(kinds):
+                found = learn_layout(values, order, fixed)
+                if found is not None:
+                    whole[i] = found
+        else:
+            # A step missing a straggler or two: its rows are the job's, less the absent
+            # (peer_stats.derive_layout).
+            for i, values in enumerate(kinds):
+                if i in whole and len(whole[i][0]) == len(self._rank_of):  # (every slot in it)
+                    derive_layout(values, slots, whole[i])
         ts = _floats(buf.ts)
         self._evaluated += 1
         self._check_slow(step, slots, groups, ts, *self._busy(buf), buf, decided_ts, out)

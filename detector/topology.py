@@ -30,6 +30,11 @@ nearest NIC is NIC k, or NIC k // (GPUs per NIC) when NICs are fewer, unless
 with every NIC, ``BlockName=`` blocks are NVLink domains, and ``LinkSpeed=``
 and ``BlockSizes=`` are ignored.
 
+A topology is text a user (or a log's head) hands over: what it may hold in all
+-- names expanded, GPU-to-NIC entries, NIC-to-switch and switch-to-parent links --
+is bounded by ``detector.hostlist.MAX_NAMES`` (1,000,000: ``h100-16k.topo`` holds
+55,064, so about 290,000 GPUs of that shape), and refused before it is built.
+
 >>> topo = Topology.from_text('''
 ... Topology=demo
 ... NodeSet=node-[000-015] Gpus=8 Nics=mlx5_[0-7]
@@ -53,11 +58,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from detector.hostlist import compress_hostlist, expand_hostlist
+from detector import hostlist as _hostlist
+from detector.hostlist import TooManyNames, compress_hostlist, expand_hostlist
 
 __all__ = ["Topology", "TopologyError", "compress_hostlist", "expand_hostlist"]
 
 FAULTLINE, SLURM = "faultline", "slurm"
+GPU_LIMIT = 1 << 24  # GPUs a node: the contract's bound on a GPU index
 
 # Record kind (the first key of a line) -> (required keys, allowed keys).
 _GRAMMAR: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
@@ -307,6 +314,17 @@ class _Builder:
         self.leaf_nodes: dict[str, list[str]] = {}
         self.nic_switch: dict[tuple[str, str], str] = {}
         self.node_switches: dict[str, list[str]] = {}
+        # What the whole topology may hold: names expanded, GPU-to-NIC entries, NIC and
+        # switch links.  MAX_NAMES bounds one hostlist; without this a few short lines
+        # of large ranges (or one NodeSet times one switch) still eat the memory.
+        self.budget = self.limit = _hostlist.MAX_NAMES
+
+    def spend(self, field: str, n: int) -> None:
+        """Take ``n`` entries from the topology's budget; TopologyError past it."""
+        if n > self.budget:
+            raise self.fail(field, f"the topology holds more than {self.limit:,} names, "
+                            "GPU-to-NIC and switch links in all (a typo in a range?)")
+        self.budget -= n
 
     def fail(self, field: str, detail: str) -> TopologyError:
         """An error at the record being read (self.line)."""
@@ -314,9 +332,15 @@ class _Builder:
 
     def hostlist(self, record: _Record, field: str, *, unique: bool = True) -> list[str]:
         try:
-            names = expand_hostlist(record.name if field == record.kind else record.fields[field])
+            names = expand_hostlist(record.name if field == record.kind else record.fields[field],
+                                    limit=self.budget)
+        except TooManyNames as exc:
+            if self.budget == self.limit:
+                raise self.fail(field, str(exc)) from None
+            self.spend(field, self.budget + 1)
         except ValueError as exc:
             raise self.fail(field, str(exc)) from None
+        self.spend(field, len(names))
         seen: set[str] = set()
         for name in names if unique else ():
             if name in seen:
@@ -353,8 +377,10 @@ class _Builder:
 
     def add_nodes(self, record: _Record) -> None:
         nodes, gpus_text = self.hostlist(record, "NodeSet"), record.fields["Gpus"]
-        if not (gpus_text.isascii() and gpus_text.isdigit() and int(gpus_text) > 0):
-            raise self.fail("Gpus", f"expected a positive integer, got {gpus_text!r}")
+        if not (gpus_text.isascii() and gpus_text.isdigit() and gpus_text.strip("0")):
+            raise self.fail("Gpus", f"expected a positive integer, got {gpus_text[:40]!r}")
+        if len(gpus_text.lstrip("0")) > 8 or int(gpus_text) > GPU_LIMIT:
+            raise self.fail("Gpus", f"{gpus_text[:40]} GPUs a node: more than {GPU_LIMIT:,}")
         gpus = int(gpus_text)
         nics = tuple(self.hostlist(record, "Nics")) if "Nics" in record.fields else ()
         if "GpuNics" in record.fields:
@@ -370,6 +396,7 @@ class _Builder:
             gpu_nics = tuple(nics[k * len(nics) // gpus] for k in range(gpus))
         else:
             gpu_nics = ()
+        self.spend("Gpus", len(gpu_nics))
         for node in nodes:
             if node in self.gpus:
                 raise self.fail("NodeSet", f"node {node!r} already declared on line "
@@ -407,13 +434,16 @@ class _Builder:
                                 f"{self.switch_line[name]}")
             self.switch_line[name] = record.line
         if "Switches" in fields:
-            self.children.update(dict.fromkeys(names, tuple(self.hostlist(record, "Switches"))))
+            children = tuple(self.hostlist(record, "Switches"))
+            self.spend("Switches", len(names) * len(children))  # each is a parent of each
+            self.children.update(dict.fromkeys(names, children))
             return
         wanted = tuple(self.hostlist(record, "Nics")) if "Nics" in fields else None
         for switch, nodes in self.deal(record, names):
             self.leaf_nodes[switch] = nodes
             for node in nodes:
                 nics = self.nics[node] if wanted is None else wanted
+                self.spend("Nodes", len(nics))
                 if not nics:  # a node without NICs faces the switch as a whole
                     earlier = self.node_switches.setdefault(node, [])
                     if earlier and self.strict:

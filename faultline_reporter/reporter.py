@@ -23,6 +23,10 @@ from faultline_reporter.ranks import Placement, placement_from_env
 TOPIC = "telemetry.step"
 _now = time.perf_counter
 _INF = float("inf")
+# The contract's bounds (DESIGN.md "Bounds"; not imported: the reporter needs only
+# confluent-kafka): step numbers below 2^63, names of at most 256 printable characters.
+_STEP_LIMIT = 1 << 63
+_NAME_CHARS = 256
 
 
 class _ComputeTimer:
@@ -136,6 +140,24 @@ def _finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _number(v: Any) -> float | None:
+    """A loss or gradient norm as a float, NaN and infinities included; None if not a number."""
+    if v is None or type(v) is float:
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _json(f: float) -> str:
+    # NaN and the infinities as Python's json writes them: the contract makes such a step
+    # message invalid, and the detector salvages exactly that case into its SDC check (a
+    # NaN loss on one replica is what silent data corruption looks like). The step's
+    # timing is dead-lettered with it; the NaN is not lost.
+    return repr(f) if -_INF < f < _INF else json.dumps(f)
+
+
 class StepReporter:
     """One rank's reporter.  ``producer`` may be shared by several reporters in one process
     (anything with confluent-kafka's ``produce``/``poll``/``flush``); by default one is made
@@ -241,28 +263,61 @@ class StepReporter:
 
     def _format(self, s: Step, ts: float, wall_ms: float) -> None:
         try:
-            compute = _finite(s.compute_ms)
-            comm = _finite(s.comm_ms)
+            number = s.number
+            if type(number) is not int or not 0 <= number < _STEP_LIMIT:
+                number = int(number)
+                if not 0 <= number < _STEP_LIMIT:  # no field to leave out: not sent
+                    raise ValueError(f"step number {number} is outside [0, 2^63): not sent")
+            # A float timer >= 0 goes as is (the common case, no call); anything else is
+            # converted, or left out and counted.
+            compute, comm = s.compute_ms, s.comm_ms
+            if type(compute) is not float or not 0.0 <= compute < _INF:
+                compute = self._duration("compute_ms", compute)
+            if type(comm) is not float or not 0.0 <= comm < _INF:
+                comm = self._duration("comm_ms", comm)
             # time in neither (loader, optimizer) is the rest; the contract wants the sum to fit
             step_ms = max(wall_ms, (compute or 0.0) + (comm or 0.0))
+            if step_ms == _INF:  # two timers near 1e308: neither is a duration
+                self._error(ValueError("compute_ms + comm_ms is infinite: left out"))
+                compute = comm = None
+                step_ms = wall_ms
             # Formatted by hand: json.dumps of a dict costs several times more, and every
-            # value here is an int, a finite float (repr is valid JSON) or the checksum.
-            tail = f'{ts!r},"step":{int(s.number)},"step_ms":{step_ms!r}'
+            # value here is an int, a float (repr is valid JSON when finite) or the checksum.
+            tail = f'{ts!r},"step":{number},"step_ms":{step_ms!r}'
             if compute is not None:
                 tail += f',"compute_ms":{compute!r}'
             if comm is not None:
                 tail += f',"comm_ms":{comm!r}'
-            loss = _finite(s.loss)  # a NaN loss is not a valid message: left out
+            loss = _number(s.loss)
             if loss is not None:
-                tail += f',"loss":{loss!r}'
-            grad_norm = _finite(s.grad_norm)
+                tail += ',"loss":' + _json(loss)
+            grad_norm = _number(s.grad_norm)
             if grad_norm is not None:
-                tail += f',"grad_norm":{grad_norm!r}'
-            if s.param_checksum is not None:
-                tail += ',"param_checksum":' + json.dumps(str(s.param_checksum))
+                if -_INF < grad_norm < 0:  # a norm is >= 0: the contract refuses it
+                    self._error(ValueError(f"grad_norm {grad_norm!r} < 0: left out"))
+                else:
+                    tail += ',"grad_norm":' + _json(grad_norm)
+            checksum = s.param_checksum
+            if checksum is not None:
+                checksum = str(checksum)
+                if len(checksum) <= _NAME_CHARS and checksum.isprintable():
+                    tail += ',"param_checksum":' + json.dumps(checksum)
+                else:  # the contract refuses the whole message for it
+                    self._error(ValueError(f"param_checksum of {len(checksum)} characters "
+                                           f"(at most {_NAME_CHARS}, printable): left out"))
             self._send(self._prefix + tail.encode() + b"}")
         except Exception as exc:  # never into the training loop
             self._error(exc)
+
+    def _duration(self, name: str, v: Any) -> float | None:
+        """A timer in ms for the message: None (left out, counted) unless finite and >= 0."""
+        if v is None:
+            return None
+        ms = _finite(v)
+        if ms is None or ms < 0:
+            self._error(ValueError(f"{name} {v!r} is not a duration >= 0: left out"))
+            return None
+        return ms
 
     def _send(self, value: bytes) -> None:
         try:

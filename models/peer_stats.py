@@ -118,13 +118,7 @@ def _rows(groups: np.ndarray, cache: dict[bytes, _Rows | None] = _LAYOUTS) -> _R
         back[perm] = row_of
         rows = _Rows(perm, back, k)
     else:
-        first = np.empty(n, dtype=bool)  # the sorted element starts a group
-        first[0] = True
-        np.not_equal(g[1:], g[:-1], out=first[1:])
-        starts = first.nonzero()[0]
-        counts = np.empty(len(starts), dtype=np.int64)
-        np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-        counts[-1] = n - starts[-1]
+        first, starts, counts = _runs(g)
         width = int(counts.max())
         if len(starts) * width <= _PAD_LIMIT * n:
             run = first.cumsum() - 1  # each sorted element's row, and its place in the row
@@ -144,7 +138,7 @@ def _keep(cache: dict[bytes, _Rows | None], key: bytes, rows: _Rows | None) -> N
 
 
 def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows | None]
-                 ) -> None:
+                 ) -> tuple[np.ndarray, _Rows | None] | None:
     """Find the layout of int64 ``groups`` (for :func:`group_stats` and the others to take
     from their cache) through a fixed order of its elements: ``order[:n]`` lists the
     elements' positions in that order (``n`` of them; ``order[n] == n``), ``fixed`` is the
@@ -155,13 +149,16 @@ def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows
     is found once and kept (in ``fixed``, the job's), and mapped to this step's order --
     each row's positions, sorted (padding, ``n``, stays last) -- it is exactly the layout
     :func:`_rows` computes (a row's members in input order), at half the numpy calls.
+    Returns the groups in that order and their rows (for :func:`derive_layout`), or None
+    when the step's layout was known already.
     """
     key = groups.tobytes()
     if key in _LAYOUTS:
-        return
+        return None
     n = len(groups)
     placed = order[:n]
-    by_order = _rows(groups[placed], fixed)
+    in_order = groups[placed]
+    by_order = _rows(in_order, fixed)
     rows = None
     if by_order is not None:
         perm = order[by_order.perm]
@@ -169,6 +166,44 @@ def learn_layout(groups: np.ndarray, order: np.ndarray, fixed: dict[bytes, _Rows
         back = np.empty(n, dtype=np.intp)
         back[placed] = by_order.back
         rows = _Rows(perm, back, by_order.k, by_order.counts)
+    _keep(_LAYOUTS, key, rows)
+    return in_order, by_order
+
+
+def derive_layout(groups: np.ndarray, slots: np.ndarray,
+                  whole: tuple[np.ndarray, _Rows | None]) -> None:
+    """Find the layout of int64 ``groups`` of a step that holds some of a job's elements --
+    ``slots``, distinct places in the job's fixed order -- from ``whole``, the job's groups
+    in that order and their rows (:func:`learn_layout` of a step that held them all; every
+    slot is one of its places).
+
+    A step missing a straggler misses another one each time, so its layout is new bytes
+    every time; with the job's rows each row keeps the members present -- their positions,
+    sorted, with the absent ones padding its end -- which are the rows :func:`_rows` finds
+    (padded to the whole group's width, which changes no median: padding sorts last).
+    Nothing is found here when a rank's group is not the one it had (or a whole group is
+    absent): :func:`_rows` then finds the layout as usual.
+    """
+    key = groups.tobytes()
+    if key in _LAYOUTS:
+        return
+    in_order, by_order = whole
+    if by_order is None or np.count_nonzero(in_order[slots] != groups):
+        return
+    n = len(groups)
+    pos = np.full(len(in_order) + 1, n, dtype=np.intp)  # (the job's padding too: absent)
+    pos[slots] = np.arange(n)
+    perm = pos[by_order.perm]
+    perm.sort(axis=1)
+    counts = np.add.reduce(perm < n, axis=1)
+    if np.count_nonzero(counts == 0):
+        return
+    back = by_order.back[slots]
+    if np.count_nonzero(counts != counts[0]):
+        rows = _Rows(perm, back, 0, counts)
+    else:  # (the groups one size again: each lost as many)
+        k = int(counts[0])
+        rows = _Rows(perm[:, :k], back, k)
     _keep(_LAYOUTS, key, rows)
 
 
@@ -292,6 +327,19 @@ def group_median(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np
     return med, size, k
 
 
+def _runs(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of sorted groups ``g`` (not empty): whether each element starts a run of one group,
+    where each run starts and how long it is (int64)."""
+    first = np.empty(len(g), dtype=bool)
+    first[0] = True
+    np.not_equal(g[1:], g[:-1], out=first[1:])
+    starts = first.nonzero()[0]
+    counts = np.empty(len(starts), dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = len(g) - starts[-1]
+    return first, starts, counts
+
+
 def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]:
     """:func:`group_median_scale` for groups of any sizes."""
@@ -301,14 +349,7 @@ def _general(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.nda
     # np.r_ / np.diff / np.repeat: each is Python-level numpy around one C call, and this
     # runs several times per training step on arrays of a job's ~100 ranks.)
     order = np.lexsort((values, groups))
-    g = groups[order]
-    first = np.empty(n, dtype=bool)  # the sorted element starts a run
-    first[0] = True
-    np.not_equal(g[1:], g[:-1], out=first[1:])
-    starts = first.nonzero()[0]
-    counts = np.empty(len(starts), dtype=np.intp)
-    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-    counts[-1] = n - starts[-1]
+    first, starts, counts = _runs(groups[order])
     lo = starts + (counts - 1) // 2  # each run's middle element(s)
     hi = starts + counts // 2
     back = np.empty(n, dtype=np.intp)  # each element's run, in the input's order

@@ -2,7 +2,8 @@
 
 Reading is streaming (a log may hold millions of records) and never stops at
 a bad line: the line's problem is reported as an ``InvalidRecord`` and the
-next line is read.
+next line is read.  A line over ``MAX_LINE_BYTES`` is one of those, read past
+without being held.
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "x.jsonl.gz")
@@ -27,6 +28,10 @@ from detector.topology import Topology, TopologyError
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
 TOPOLOGY_TOPIC = "topology"  # a log's first record may carry its cluster's topology
+# A line is held in memory while it is parsed, and a gzip stream expands ~1,000-fold: a
+# longer line is refused unread.  4x the decoder's message limit (1 MiB), room for a
+# topology record that lists 60,000 nodes one a line.
+MAX_LINE_BYTES = 4 << 20
 
 
 class Record(NamedTuple):
@@ -82,7 +87,15 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record | InvalidRecor
     with open_log(path) as f:
         n = 0
         try:
-            for n, line in enumerate(f, 1):
+            readline = f.readline
+            while line := readline(MAX_LINE_BYTES + 1):
+                n += 1
+                if len(line) > MAX_LINE_BYTES and line[-1:] != b"\n":
+                    while (rest := readline(1 << 16)) and rest[-1:] != b"\n":
+                        pass  # the rest of the line is read past, never held
+                    yield InvalidRecord(f"line {n}: longer than {MAX_LINE_BYTES:,} bytes",
+                                        line[:1024], n)
+                    continue
                 if not line.strip():
                     continue
                 try:

@@ -43,6 +43,26 @@ def test_bad_rows_are_counted_with_their_line_and_the_rest_imported(tmp_path: Pa
     assert main(["import", "alibaba", str(bad), "--out", str(tmp_path / "x.jsonl")]) == 3
 
 
+def test_a_row_the_contract_or_csv_cannot_hold_is_counted_not_imported_or_raised(
+        tmp_path: Path) -> None:
+    """A worker past 2^24, an iteration past 2^63, a time overflowing to inf, a field over
+    csv's 128 KiB limit (csv.Error ended the import) and bytes that are not UTF-8
+    (UnicodeDecodeError did) each cost their row only (room fixes, round 8)."""
+    lines = [",worker,gpu,time,batch_time_norm", "0,16777216,25,1,476",
+             f"1,1,25,{1 << 63},476", "2,1,25,1,1e308", '3,1,25,1,"' + "9" * 200_000 + '"',
+             "4,3,25,1,433"]
+    imp = AlibabaImport("j", ms_per_unit=10.0)
+    assert [r["value"]["rank"] for r in imp.records(lines)] == [3]
+    assert sorted(imp.invalid) == ["line 2: out of range", "line 3: out of range",
+                                   "line 4: out of range",
+                                   "line 5: field larger than field limit (131072)"]
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b",worker,gpu,time,batch_time_norm\n0,\xff\xfe,25,1,476\n1,3,25,1,433\n")
+    out = tmp_path / "x.jsonl"
+    assert main(["import", "alibaba", str(bad), "--out", str(out)]) == 3  # rows left out
+    assert [r.value["rank"] for r in read_records(out)] == [3]
+
+
 def test_worker_6_is_caught_and_nobody_else_is_paged(tmp_path: Path) -> None:
     out = tmp_path / "job1.jsonl"
     assert main(["import", "alibaba", str(EXCERPT), "--out", str(out)]) == 0

@@ -324,3 +324,64 @@ def test_an_exporter_page_over_the_limit_is_a_failed_scrape_not_unbounded_memory
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_reading_the_contract_cannot_carry_is_left_out_counted_by_field():
+    """One bad value costs only itself: the GPU's and port's other readings go out, and the
+    agent's /metrics says which field lost how many (room fixes, round 8)."""
+    state = DcgmState(gpus=2)
+    state.set(1, "DCGM_FI_DEV_SM_CLOCK", -5)
+    state.set(1, "DCGM_FI_DEV_POWER_USAGE", float("nan"))
+    state.set(1, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 1e30)
+    state.set(1, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", float("inf"))
+    state.set(1, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 2)
+    ib = ('node_infiniband_state_id{device="mlx5_0",port="1"} +Inf\n'
+          'node_infiniband_link_downed_total{device="mlx5_0",port="1"} 3\n')
+    registry = CollectorRegistry()
+    c = Collector("node-a", ListSink(), CollectMetrics(registry), dcgm_url="dcgm",
+                  node_exporter_url="ne", clock=FakeClock(),
+                  fetch=lambda u, t: state.text() if u == "dcgm" else ib)
+    batch = c.tick()
+    by = {(t, v.get("gpu", v.get("nic"))): v for t, v in batch}
+    for topic, value in batch:
+        decode(topic, orjson.dumps(value))
+    gpu1 = by[(THERMAL, 1)]
+    assert "sm_clock_mhz" not in gpu1 and "power_w" not in gpu1 and "throttle" not in gpu1
+    assert "gpu_temp_c" in gpu1 and by[(THERMAL, 0)]["power_w"] > 0
+    assert "sbe_volatile" not in by[(ECC, 1)] and by[(ECC, 1)]["dbe_volatile"] == 2
+    assert "link_state" not in by[(NIC, "mlx5_0")] and by[(NIC, "mlx5_0")]["link_downed"] == 3
+
+    def bad(field: str) -> float:
+        return registry.get_sample_value("faultline_collect_invalid_values_total",
+                                         {"field": field}) or 0.0
+
+    assert {f: bad(f) for f in ("sm_clock_mhz", "power_w", "throttle", "sbe_volatile",
+                                "link_state", "gpu_temp_c")} == {
+        "sm_clock_mhz": 1, "power_w": 1, "throttle": 1, "sbe_volatile": 1, "link_state": 1,
+        "gpu_temp_c": 0}
+
+
+def test_a_followed_file_without_newlines_is_not_held_and_the_next_xid_is_read(tmp_path):
+    """A followed kernel log that grows 300 KiB without a newline: what it holds is dropped
+    past 64 KiB (counted as one overlong line), and the XID after its newline is read
+    (room fixes, round 8)."""
+    klog = tmp_path / "kern.log"
+    klog.write_bytes(b"")
+    kernel = KernelXids(str(klog), clock=lambda: T0)
+    try:
+        with klog.open("ab") as f:
+            for _ in range(10):
+                f.write(b"y" * (30 << 10))
+                f.flush()
+                time.sleep(0.02)
+            f.write(b" NVRM: Xid (PCI:0000:3a:00): 13, inside the long line\n")
+            f.write(b"NVRM: Xid (PCI:0000:3a:00): 79, pid=1\n")
+        deadline = time.monotonic() + 10
+        got: list = []
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+            got = kernel.drain()
+        assert [xid for _, _, xid in got] == [79]
+        assert kernel.overlong == 1 and kernel.error is None
+    finally:
+        kernel.close()

@@ -67,11 +67,6 @@ def _through_stage_one(values: list[bytes]) -> tuple[list[dict[str, Any]], list[
     return findings, dead
 
 
-@pytest.mark.xfail(strict=True, reason="harden: the reporter leaves a NaN/inf loss or "
-                   "grad_norm out of the message (reporter._format: _finite), so the "
-                   "detector's salvage of a non-finite value (decoding.salvage_nonfinite -> "
-                   "the 'nonfinite' SDC finding) never sees it: a replica whose loss went NaN "
-                   "is not escalated when the project's own reporter sends its steps")
 @pytest.mark.parametrize("bad", [{"loss": float("nan")}, {"grad_norm": float("inf")}],
                          ids=["nan_loss", "inf_grad_norm"])
 def test_a_non_finite_loss_from_the_reporter_reaches_the_sdc_check(bad: dict[str, Any]
@@ -81,11 +76,6 @@ def test_a_non_finite_loss_from_the_reporter_reaches_the_sdc_check(bad: dict[str
         ("nonfinite", {"level": "gpu", "node": "node-000", "gpu": 2})]
 
 
-@pytest.mark.xfail(strict=True, reason="harden: the reporter sends what the training hands it; "
-                   "a checksum over 256 characters, a negative timer or a negative step "
-                   "number makes the whole step message invalid, so the rank's timing for "
-                   "that step is dead-lettered with it (the reporter could drop or clamp the "
-                   "one field)")
 @pytest.mark.parametrize("bad", [{"param_checksum": "f" * 300}, {"compute_ms": -1.0},
                                  {"comm_ms": -0.5}, {"number": -1}],
                          ids=["checksum_300", "compute_neg", "comm_neg", "step_neg"])

@@ -27,11 +27,6 @@ def test_one_expression_too_large_or_a_loop_is_refused_at_once(text: str) -> Non
         Topology.from_text(text, fmt="slurm")
 
 
-@pytest.mark.xfail(strict=True, reason="harden: MAX_NAMES bounds each hostlist expression, not "
-                   "the topology: 3 lines of 110 bytes (Nodes=n{k}x[0-999999]) are 3,000,000 "
-                   "nodes, 27 s and 1.09 GB RSS to parse (one run); a log's 4 KB topology "
-                   "record of 100 such lines would need ~36 GB. Checked here with the limit "
-                   "scaled to 1,000 names")
 def test_a_topology_is_bounded_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     limit = 1_000
     monkeypatch.setattr(detector.hostlist, "MAX_NAMES", limit)

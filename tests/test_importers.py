@@ -35,6 +35,23 @@ def test_bad_note_rows_are_counted_with_their_reason_and_the_rest_kept():
     assert labels_from_rows(["start,end,kind"])[1]  # a header without scope/cause
 
 
+def test_a_notes_file_of_bad_rows_is_counted_row_by_row_never_a_traceback():
+    """A field over csv's 128 KiB limit raised csv.Error out of the import; a 'nan' time
+    or an unprintable name went into a label that replay then refuses (room fixes, round 8)."""
+    recs, bad = labels_from_rows([
+        "start,end,scope,kind,cause",
+        'nan,20,node:n1,hardware,power',
+        '10,now-1e999h,node:n1,hardware,power',
+        '10,20,"node:' + "n" * 200_000 + '",hardware,power',
+        '10,20,node:n\x1b[2J,hardware,power',
+        "10,20,node:n2,hardware,power"])
+    assert [r["value"]["scope"] for r in recs] == [{"level": "node", "node": "n2"}]
+    assert sorted(k.split(":")[0] for k in bad) == [f"line {n}" for n in (2, 3, 4, 5)]
+    assert all(len(k) <= 200 for k in bad)
+    _, bad = labels_from_rows(['"' + "h" * 200_000 + '",end'])
+    assert list(bad) == ["header: field larger than field limit (131072)"]
+
+
 def test_a_kcat_capture_is_sorted_by_event_time_with_prefixed_topics_mapped():
     def env(topic: str, value: object, offset: int) -> str:
         return orjson.dumps({"topic": topic, "partition": offset % 2, "offset": offset,

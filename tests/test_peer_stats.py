@@ -161,3 +161,56 @@ def test_medians_over_a_row_a_group_are_the_medians_over_every_element() -> None
             median(np.abs(med - median(med))))
         assert _bits(median(row_mads(v, mid, rows) * MAD_TO_SIGMA, scratch=True)) == _bits(
             median(scale))
+
+
+def test_a_layout_derived_for_a_step_missing_ranks_gives_the_general_path() -> None:
+    """peer_stats.derive_layout: a step missing some of a job's ranks takes the job's rows by
+    slot less the absent ones (padded, or one size again when each group lost as many); the
+    medians, scales and sizes are the general path's bit for bit, signed zeros, ties and NaN
+    included, and a step whose ranks changed group, or that misses a whole group, is left to
+    _rows."""
+    from models import peer_stats
+    from models.peer_stats import _general, derive_layout, group_median_scale, learn_layout
+
+    rng = np.random.default_rng(19)
+    derived = padded = 0
+    for case in range(300):
+        k = int(rng.integers(2, 9))
+        n_groups = int(rng.integers(1, 12))
+        by_slot = np.repeat(rng.choice(1 << 30, size=n_groups, replace=False), k)
+        if case % 4 == 0 and len(by_slot) > 1:  # the job's groups of different sizes
+            by_slot = by_slot[1:]
+        by_slot = rng.permutation(by_slot).astype(np.int64)
+        n = len(by_slot)
+        slots = rng.permutation(n)
+        order = np.empty(n + 1, dtype=np.intp)
+        order[slots], order[n] = np.arange(n), n
+        peer_stats._LAYOUTS.clear()
+        whole = learn_layout(by_slot[slots], order, {})
+        assert whole is not None
+        for _ in range(4):
+            m = int(rng.integers(1, n + 1))
+            part = rng.permutation(n)[:m]  # a step's slots, in arrival order
+            if case % 3 == 0:  # each group loses as many: one size again
+                part = np.concatenate([np.flatnonzero(by_slot == g)[1:] for g in
+                                       np.unique(by_slot)]) if k > 2 else part
+                part = rng.permutation(part)
+            groups = by_slot[part]
+            if case % 10 == 9 and len(groups):  # a rank in another group: left to _rows
+                groups = groups.copy()
+                groups[0] = -5
+            if not len(groups):
+                continue
+            peer_stats._LAYOUTS.clear()
+            derive_layout(groups, part, whole)
+            rows = peer_stats._LAYOUTS.get(groups.tobytes())
+            derived += rows is not None
+            padded += rows is not None and rows.k == 0
+            if case % 10 == 9:
+                assert rows is None
+            v = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 0.5, np.nan]), size=len(groups))
+            with np.errstate(invalid="ignore"):
+                got, want = group_median_scale(v, groups), _general(v, groups)
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (groups, v)
+    assert derived > 400 and padded > 100

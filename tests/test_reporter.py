@@ -8,7 +8,7 @@ import sys
 import orjson
 import pytest
 
-from detector.events import STEP, decode
+from detector.events import STEP, InvalidMessage, decode
 from faultline_reporter import Placement, StepReporter, placement_from_env
 
 
@@ -55,12 +55,37 @@ def test_a_step_becomes_one_valid_message_keyed_by_job():
 def test_explicit_timings_non_finite_values_and_pure_data_parallelism():
     rec = Recorder()
     r = reporter(rec, Placement(3, 3, "node-000"))
-    with r.step(1) as s:
-        s.compute_ms, s.comm_ms = 700.0, 250.0  # e.g. from CUDA events
-        s.loss = float("nan")  # not a valid message field: left out, the step still reported
+    for n in (1, 2):
+        with r.step(n) as s:
+            s.compute_ms, s.comm_ms = 700.0, 250.0  # e.g. from CUDA events
+            if n == 2:
+                s.loss = float("nan")  # sent as NaN: the detector salvages it (SDC check)
     v = orjson.loads(rec.values[0])
     assert v["step_ms"] == 950.0 and "loss" not in v and "tp_rank" not in v
     decode(STEP, rec.values[0])
+    with pytest.raises(InvalidMessage) as exc:
+        decode(STEP, rec.values[1])
+    assert exc.value.nonfinite is not None and exc.value.nonfinite.field == "loss"
+    assert r.errors == 0
+
+
+def test_a_value_the_contract_refuses_is_left_out_and_counted_not_sent():
+    """The one field goes, the step's message stays valid; a step number out of range has
+    no field to leave out: that step is not sent.  Each is an error (room fixes, round 8)."""
+    rec = Recorder()
+    r = reporter(rec)
+    bad = [("compute_ms", -1.0), ("comm_ms", float("inf")), ("grad_norm", -0.5),
+           ("param_checksum", "f" * 257), ("param_checksum", "ab\x1b[2J"), ("number", -1),
+           ("number", 1 << 63)]
+    for n, (name, value) in enumerate(bad):
+        with r.step(n) as s:
+            s.compute_ms, s.comm_ms, s.grad_norm, s.param_checksum = 5.0, 1.0, 0.5, "ok"
+            setattr(s, name, value)
+    msgs = [decode(STEP, v) for v in rec.values]  # every message sent is valid
+    assert [m.step for m in msgs] == [0, 1, 2, 3, 4]
+    assert (msgs[0].compute_ms, msgs[1].comm_ms, msgs[2].grad_norm) == (None, None, None)
+    assert [m.param_checksum for m in msgs] == ["ok", "ok", "ok", None, None]
+    assert r.errors == len(bad) and "compute_ms -1.0" in r.first_error
 
 
 def test_it_never_raises_into_the_training_loop_and_counts_what_it_lost():

@@ -338,3 +338,45 @@ def test_load_reports_the_path(tmp_path):
     conf = tmp_path / "lab.topology.conf"
     conf.write_text("SwitchName=s0 Nodes=n[0-1]\n", encoding="utf-8")
     assert Topology.load(conf).name == "lab"
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("Topology=x\nNodeSet=n[0-99] Gpus=1 Nics=m[0-99]\nSwitchName=s Nodes=n[0-99]", "Nodes"),
+    ("Topology=x\nNodeSet=n0 Gpus=5000 Nics=m0", "Gpus"),
+    ("Topology=x\nNodeSet=n0 Gpus=16777217", "Gpus"),
+    ("Topology=x\nNodeSet=n0 Gpus=" + "9" * 5000, "Gpus"),
+    ("SwitchName=leaf[0-99] Nodes=n[0-99]\nSwitchName=spine[0-99] Switches=leaf[0-99]",
+     "Switches"),
+], ids=["nic-links", "gpu-nics", "gpus", "gpus-5000-digits", "parent-links"])
+def test_what_a_topology_holds_is_bounded_not_only_its_names(text, field, monkeypatch):
+    """Short lines whose names fit the bound can still make a product of entries (each
+    node's NICs under a switch, a GPU-to-NIC table, spines x leaves): the budget counts
+    those too, and refuses before they are made (room fixes, round 8)."""
+    import detector.hostlist
+
+    monkeypatch.setattr(detector.hostlist, "MAX_NAMES", 1_000)
+    with pytest.raises(TopologyError) as exc:
+        Topology.from_text(text, source="bad.topo")
+    assert exc.value.field == field
+    monkeypatch.setattr(detector.hostlist, "MAX_NAMES", 100_000)
+    if "16777217" not in text and "9" * 100 not in text:  # those are refused at any budget
+        Topology.from_text(text, source="bad.topo")
+
+
+def test_an_expression_over_the_bound_is_refused_before_its_groups_are_expanded(monkeypatch):
+    """Each bracket group is bounded by what the groups before it leave of the limit: 20
+    groups of 100,000 numbers are refused at the second, not after 2,000,000 strings."""
+    import tracemalloc
+
+    import detector.hostlist
+
+    monkeypatch.setattr(detector.hostlist, "MAX_NAMES", 100_000)
+    assert len(expand_hostlist("n[0-99999]")) == 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="expands to more than 100,000 names"):
+            expand_hostlist("n[0-99999]" * 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20, f"peak {peak / 2**20:.0f} MiB"

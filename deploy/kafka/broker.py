@@ -247,10 +247,14 @@ class KafkaBroker:
 
     def __init__(self, data_dir: str | Path | None = None, *, start_timeout_s: float = 90.0,
                  stop_timeout_s: float = 20.0, heap: str = "512m", detach: bool = False,
-                 jvm_flags: tuple[str, ...] = DEFAULT_JVM_FLAGS, properties: str = "") -> None:
+                 jvm_flags: tuple[str, ...] = DEFAULT_JVM_FLAGS, properties: str = "",
+                 request_log: str | Path | None = None) -> None:
         """``jvm_flags`` replace the broker JVM's garbage-collector and compiler flags;
         ``properties`` (``key=value`` lines) are appended to its server.properties,
-        overriding earlier lines: a benchmark's broker can be leaner than the tests' (LEAN_*)."""
+        overriding earlier lines: a benchmark's broker can be leaner than the tests' (LEAN_*).
+        ``request_log``: a file for Kafka's request log at DEBUG (one line per request:
+        epoch ms, then its JSON with ``totalTimeMs``, ``requestQueueTimeMs``,
+        ``localTimeMs``, ...), a diagnostic for benchmarks (see request_times)."""
         self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
@@ -258,6 +262,7 @@ class KafkaBroker:
         self.detach = detach
         self.jvm_flags = tuple(jvm_flags)
         self.properties = properties
+        self.request_log = Path(request_log).resolve() if request_log is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._bootstrap: str | None = None
         self._created_dir = False
@@ -321,7 +326,7 @@ class KafkaBroker:
         props = d / "server.properties"
         props.write_text(_server_properties(d / "kafka-logs", broker_port, controller_port)
                          + self.properties)
-        (d / "log4j2.xml").write_text(_LOG4J2.format(log=_xml_attr(str(d / "broker.log"))))
+        (d / "log4j2.xml").write_text(_log4j2(d / "broker.log", self.request_log))
         jvm = [java, f"-Xmx{self.heap}", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}", f"-Dkafka.logs.dir={d}",
                "-cp", str(libs / "*")]
@@ -475,6 +480,55 @@ _LOG4J2 = """\
   </Loggers>
 </Configuration>
 """
+
+
+# Kafka's request log (kafka.network.RequestChannel logs every completed request to this
+# logger at DEBUG), epoch milliseconds first: see KafkaBroker(request_log=...).
+_REQUEST_APPENDER = """\
+    <File name="requests" fileName="{log}">
+      <PatternLayout pattern="%d{{UNIX_MILLIS}} %m%n"/>
+    </File>
+"""
+_REQUEST_LOGGER = """\
+    <Logger name="kafka.request.logger" level="debug" additivity="false">
+      <AppenderRef ref="requests"/>
+    </Logger>
+"""
+
+
+def _log4j2(log: Path, request_log: Path | None = None) -> str:
+    """The broker's log4j2 configuration: warnings to ``log``, and with ``request_log``
+    every completed request there."""
+    xml = _LOG4J2.format(log=_xml_attr(str(log)))
+    if request_log is None:
+        return xml
+    return (xml.replace("  </Appenders>", _REQUEST_APPENDER.format(
+        log=_xml_attr(str(request_log))) + "  </Appenders>", 1)
+        .replace("  <Loggers>\n", "  <Loggers>\n" + _REQUEST_LOGGER, 1))
+
+
+def request_times(path: Path, since_ms: float = 0.0) -> list[dict]:
+    """The requests of a request log (see KafkaBroker(request_log=...)) completed at or
+    after ``since_ms``: each its JSON (``requestHeader``, ``totalTimeMs``,
+    ``requestQueueTimeMs``, ``localTimeMs``, ``remoteTimeMs``, ``responseQueueTimeMs``,
+    ``sendTimeMs``, ...) plus ``done_ms``, when it completed (epoch ms)."""
+    out = []
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        stamp, _, rest = line.partition(" ")
+        start = rest.find("{")
+        if not stamp.isdigit() or start < 0 or int(stamp) < since_ms:
+            continue
+        try:
+            req = json.loads(rest[start:])
+        except ValueError:
+            continue
+        req["done_ms"] = int(stamp)
+        out.append(req)
+    return out
 
 
 def _xml_attr(s: str) -> str:

@@ -9,6 +9,7 @@ none); kernel-log XIDs keep their own.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from detector.collect.dcgm import DcgmReadings, XidTracker, read_dcgm
 from detector.collect.exposition import parse_samples
 from detector.collect.fields import (
+    CHECKED_FIELDS,
     DCGM_METRICS,
     NIC_METRICS,
     ecc_record,
@@ -66,6 +68,10 @@ class CollectMetrics:
         self.dropped = Counter("faultline_collect_dropped_total", "Messages dropped: the "
                                "output's buffer was full or delivery failed", registry=registry)
         self.xids = Counter("faultline_collect_xids_total", "XID events sent", registry=registry)
+        bad = Counter("faultline_collect_invalid_values_total", "Readings left out of a "
+                      "message: NaN, infinite, or outside the contract field's range",
+                      ["field"], registry=registry)
+        self.invalid = {f: bad.labels(f) for f in CHECKED_FIELDS}
         self.unmapped = Counter("faultline_collect_unmapped_xids_total", "Kernel-log XIDs on a "
                                 "PCI bus dcgm-exporter never named", registry=registry)
         self.buffered = Gauge("faultline_collect_buffered_messages", "Messages waiting in the "
@@ -201,7 +207,9 @@ class Collector:
         ports = self._scrape_ports(now)
         ts = self._clock()  # after the scrapes: the readings are at most this old
         xid_by_gpu: dict[int, list[int]] = {}
+        bad: collections.Counter[str] = collections.Counter()
         if dcgm is not None:
+            bad["xid"] += dcgm.bad_xids
             self._pci.update(dcgm.pci)
             events = self._xids.update(dcgm)
             if self.kernel is None:  # with the kernel log, it alone reports XIDs (every one)
@@ -209,11 +217,11 @@ class Collector:
                     xid_by_gpu.setdefault(gpu, []).append(xid)
             for gpu in sorted(dcgm.gpus):
                 values = dcgm.gpus[gpu]
-                rec = thermal_record(self.node, gpu, ts, values)
+                rec = thermal_record(self.node, gpu, ts, values, bad)
                 if rec is not None:
                     batch.append((THERMAL, rec))
                 xids = xid_by_gpu.pop(gpu, [])
-                rec = ecc_record(self.node, gpu, ts, values, xids[0] if xids else None)
+                rec = ecc_record(self.node, gpu, ts, values, xids[0] if xids else None, bad)
                 if rec is not None:
                     batch.append((ECC, rec))
                 elif xids:
@@ -225,10 +233,12 @@ class Collector:
                     batch.append((ECC, {"ts": ts + i * 1e-3, "node": self.node, "gpu": gpu,
                                         "xid": xid}))
         for (dev, port), values in sorted(ports.items()):
-            rec = nic_record(self.node, dev, port, ts, values)
+            rec = nic_record(self.node, dev, port, ts, values, bad)
             if rec is not None:
                 batch.append((NIC, rec))
         batch.extend(self._kernel_xids(now))
+        for fld, n in bad.items():
+            self.metrics.invalid[fld].inc(n)
         batch.sort(key=lambda tv: tv[1]["ts"])
         for topic, value in batch:
             self.metrics.messages[topic].inc()

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from detector.collect.exposition import Sample
 from detector.collect.fields import XID_COUNT, XID_LAST
 
+_INF = float("inf")
 _PCI = re.compile(r"(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$")
-GPU_LIMIT = 1 << 24  # the contract's bound on `gpu`
+GPU_LIMIT = XID_LIMIT = 1 << 24  # the contract's bound on `gpu` and on `xid`
 
 
 def pci_key(text: str) -> tuple[int, int, int] | None:
@@ -42,6 +43,14 @@ def pci_key(text: str) -> tuple[int, int, int] | None:
     return int(m.group(1) or "0", 16), int(m.group(2), 16), int(m.group(3), 16)
 
 
+def _xid(text: str) -> int | None:
+    """An XID code label's value, or None when it is not a code the contract can carry."""
+    if len(text) > 8 or not (text.isascii() and text.isdigit()):  # 8 digits hold 2^24
+        return None
+    code = int(text)
+    return code if code < XID_LIMIT else None
+
+
 @dataclass
 class DcgmReadings:
     """One scrape of dcgm-exporter, by GPU index."""
@@ -51,6 +60,7 @@ class DcgmReadings:
     xid_counts: dict[tuple[int, int], float] = field(default_factory=dict)  # (gpu, xid) -> n
     hostname: str | None = None
     skipped: int = 0  # series without a usable `gpu` label (MIG instances count once per GPU)
+    bad_xids: int = 0  # XID series whose code or count no XID can have (left out)
 
 
 def read_dcgm(samples: Iterable[Sample]) -> DcgmReadings:
@@ -73,11 +83,17 @@ def read_dcgm(samples: Iterable[Sample]) -> DcgmReadings:
             if key is not None:
                 r.pci[key] = gpu
         if name == XID_COUNT:
-            try:
-                xid = int(labels.get("xid", ""))
-            except ValueError:
+            text = labels.get("xid", "")
+            if not text:
                 continue  # the zero series of a GPU without XIDs carries no `xid` label
+            xid = _xid(text)
+            if xid is None or not 0 <= value < _INF:
+                r.bad_xids += 1
+                continue
             r.xid_counts[(gpu, xid)] = r.xid_counts.get((gpu, xid), 0.0) + value
+            continue
+        if name == XID_LAST and not 0 <= value < XID_LIMIT:  # NaN, Inf: not a code
+            r.bad_xids += 1
             continue
         r.gpus.setdefault(gpu, {}).setdefault(name, value)
     return r

@@ -14,6 +14,8 @@ so a reader can check them against DESIGN.md line by line.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +27,7 @@ DCGM_THERMAL = {  # contract field of telemetry.thermal -> dcgm-exporter metric
     "power_w": "DCGM_FI_DEV_POWER_USAGE",
     "sm_clock_mhz": "DCGM_FI_DEV_SM_CLOCK",
 }
+NON_NEGATIVE = frozenset(["power_w", "sm_clock_mhz"])  # the contract's minimum 0 (temps: none)
 # The clock-event reason bitmask, under its newer name first (DCGM renamed it; both exist).
 THROTTLE_METRICS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
@@ -92,36 +95,62 @@ SYSFS_COUNTERS = {
 }
 
 COUNTER_MAX = (1 << 63) - 1  # the contract's bound; a wider value is clipped, not sent
+_INF = float("inf")
+CHECKED_FIELDS = (*DCGM_THERMAL, "throttle", *DCGM_ECC_COUNTERS, "xid", "link_state",
+                  "rate_gbps", *NODE_EXPORTER_NIC)  # the fields a reading can be left out of
+
+# An exporter's reading outside what its contract field can hold (NaN, +-Inf, a negative
+# counter, a bitmask past 2^63) is left out of the message and counted under the field's
+# name in ``bad``; the record keeps the GPU's or port's other readings.  Sent as is, the
+# decoder would dead-letter the whole record with them (DESIGN.md, "Bounds").
 
 
-def _count(v: float) -> int | None:
-    if v != v or v < 0:  # NaN or negative: no reading
-        return None
-    return min(int(v), COUNTER_MAX)
+def _count(v: float, fld: str, bad: Counter[str] | None) -> int | None:
+    if 0 <= v < _INF:  # False for NaN
+        return min(int(v), COUNTER_MAX)
+    if bad is not None:
+        bad[fld] += 1
+    return None
 
 
-def thermal_record(node: str, gpu: int, ts: float, values: Mapping[str, float]
-                   ) -> dict[str, Any] | None:
+def _real(v: float, fld: str, bad: Counter[str] | None, minimum: float = -_INF
+          ) -> float | None:
+    if math.isfinite(v) and v >= minimum:
+        return float(v)
+    if bad is not None:
+        bad[fld] += 1
+    return None
+
+
+def thermal_record(node: str, gpu: int, ts: float, values: Mapping[str, float],
+                   bad: Counter[str] | None = None) -> dict[str, Any] | None:
     """A ``telemetry.thermal`` value from one GPU's dcgm-exporter readings, or None."""
     rec: dict[str, Any] = {"ts": ts, "node": node, "gpu": gpu}
     for fld, metric in DCGM_THERMAL.items():
         v = values.get(metric)
-        if v is not None and v == v and abs(v) != float("inf"):
-            rec[fld] = float(v)
+        if v is not None:
+            x = _real(v, fld, bad, 0.0 if fld in NON_NEGATIVE else -_INF)
+            if x is not None:
+                rec[fld] = x
     for metric in THROTTLE_METRICS:
         v = values.get(metric)
-        if v is not None and v == v and v >= 0:
-            rec["throttle"] = int(v)
+        if v is not None:
+            if 0 <= v <= COUNTER_MAX:  # a bitmask clipped would be bits nobody set
+                rec["throttle"] = int(v)
+            elif bad is not None:
+                bad["throttle"] += 1
             break
     return rec if len(rec) > 3 else None
 
 
 def ecc_record(node: str, gpu: int, ts: float, values: Mapping[str, float],
-               xid: int | None = None) -> dict[str, Any] | None:
+               xid: int | None = None, bad: Counter[str] | None = None
+               ) -> dict[str, Any] | None:
     """A ``telemetry.ecc`` value (counters as reported; ``xid`` an event) or None when empty."""
     rec: dict[str, Any] = {"ts": ts, "node": node, "gpu": gpu}
     for fld, metrics in DCGM_ECC_COUNTERS.items():
-        parts = [c for c in (_count(values[m]) for m in metrics if m in values) if c is not None]
+        parts = [c for c in (_count(values[m], fld, bad) for m in metrics if m in values)
+                 if c is not None]
         if parts:
             rec[fld] = min(sum(parts), COUNTER_MAX)
     for fld, metric in DCGM_ECC_FLAGS.items():
@@ -133,20 +162,22 @@ def ecc_record(node: str, gpu: int, ts: float, values: Mapping[str, float],
     return rec if len(rec) > 3 else None
 
 
-def nic_record(node: str, nic: str, port: int, ts: float, values: Mapping[str, float]
-               ) -> dict[str, Any] | None:
+def nic_record(node: str, nic: str, port: int, ts: float, values: Mapping[str, float],
+               bad: Counter[str] | None = None) -> dict[str, Any] | None:
     """A ``telemetry.nic`` value from node_exporter ``node_infiniband_*`` readings of one port."""
     rec: dict[str, Any] = {"ts": ts, "node": node, "nic": nic, "port": port}
     state = values.get(IB_STATE)
-    if state is not None and state == state:
+    if state is not None and _real(state, "link_state", bad) is not None:
         rec["link_state"] = "up" if int(state) in UP_STATES else "down"
     rate = values.get(IB_RATE)
-    if rate is not None and rate == rate and rate >= 0:
-        rec["rate_gbps"] = rate * 8e-9
+    if rate is not None:
+        x = _real(rate, "rate_gbps", bad, 0.0)
+        if x is not None:
+            rec["rate_gbps"] = x * 8e-9
     for metric, v in values.items():
         fld = _NIC_BY_METRIC.get(metric)
         if fld is not None:
-            c = _count(v)
+            c = _count(v, fld, bad)
             if c is not None:
                 rec[fld] = c
     return rec if len(rec) > 4 else None

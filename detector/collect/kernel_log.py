@@ -27,10 +27,15 @@ from typing import IO
 
 import orjson
 
-from detector.collect.dcgm import pci_key
+from detector.collect.dcgm import XID_LIMIT, pci_key
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)")
-XID_LIMIT = 1 << 24
+# A code below XID_LIMIT has at most 8 digits; a longer number is no XID line (and int()
+# of one over 4,300 digits would raise in the reading thread).
+_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): ([0-9]{1,8})(?![0-9])")
+
+# A printk line is at most ~1 KiB, journald's LineMax 48 KiB: a followed file that goes
+# longer without a newline is not a log, and what it holds is not kept.
+MAX_LINE_BYTES = 64 << 10
 
 
 def parse_xid(line: str) -> tuple[tuple[int, int, int], int] | None:
@@ -60,6 +65,7 @@ class KernelXids:
         self._limit = limit
         self.dropped = 0
         self.lines = 0
+        self.overlong = 0  # lines of a followed file over MAX_LINE_BYTES, skipped
         self.error: str | None = None
         self._stop = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -138,6 +144,7 @@ class KernelXids:
         f: IO[bytes] | None = None
         inode = None
         pending = b""
+        skip = False  # inside a line over MAX_LINE_BYTES, until its newline
         try:
             while not self._stop.is_set():
                 if f is None:
@@ -157,6 +164,13 @@ class KernelXids:
                 if chunk:
                     pending += chunk
                     *lines, pending = pending.split(b"\n")
+                    if skip and lines:  # the newline that ends an overlong line: its tail
+                        del lines[0]
+                        skip = False
+                    if skip or len(pending) > MAX_LINE_BYTES:  # not a log line: not held
+                        if not skip:
+                            self.overlong += 1
+                        pending, skip = b"", True
                     now = self._clock()
                     for raw in lines:
                         yield now, raw.decode(errors="replace")

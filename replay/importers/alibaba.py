@@ -33,13 +33,16 @@ from __future__ import annotations
 
 import csv
 import gzip
-import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from detector.events import COUNTER_LIMIT, INDEX_LIMIT
+from replay.importers import csv_rows
+
 T0 = 1767225600.0  # 2026-01-01T00:00:00Z: the trace has no wall clock
+_INF = float("inf")
 
 
 class AlibabaImport:
@@ -62,7 +65,7 @@ class AlibabaImport:
         first = 2
         if header is not None and header[1:5] != ["worker", "gpu", "time", "batch_time_norm"]:
             reader, first = _chain(header, reader), 1  # no header line: the first row is data
-        for n, row in enumerate(reader, first):
+        for n, row in csv_rows(reader, self.invalid, first):
             if not row:
                 continue  # a blank line
             self.rows += 1
@@ -88,10 +91,13 @@ class AlibabaImport:
                 return None
         batch = values["batch_time_norm"]
         worker, step = int(values["worker"]), int(values["time"])
-        if not math.isfinite(batch) or batch <= 0 or worker < 0 or step < 0:
+        ms = round(batch * self.ms_per_unit, 3)
+        # the contract's bounds (a rank below 2^24, a step below 2^63, a finite time):
+        # a row outside them would be a record the replay dead-letters
+        if not (batch > 0 and ms < _INF and 0 <= worker < INDEX_LIMIT
+                and 0 <= step < COUNTER_LIMIT):
             self.invalid[f"line {n}: out of range"] += 1
             return None
-        ms = round(batch * self.ms_per_unit, 3)
         value: dict[str, Any] = {
             "ts": round(self.t0 + step * self.step_s + 0.001 * worker, 6),
             "job": self.job, "step": step, "rank": worker, "node": f"{self.job}-w{worker}",
@@ -125,7 +131,7 @@ def import_files(paths: Iterable[str | os.PathLike[str]], *, step_s: float = 1.0
     for path in paths:
         imp = AlibabaImport(job_name(path), step_s=step_s, ms_per_unit=ms_per_unit)
         opener = gzip.open if os.fspath(path).endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", newline="") as f:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
             records.extend(imp.records(f))
         invalid.update({f"{os.fspath(path)}: {k}": v for k, v in imp.invalid.items()})
         rows += imp.rows

@@ -20,6 +20,7 @@ that does not parse is counted with its reason and left out.
 from __future__ import annotations
 
 import csv
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from detector.alerts import CAUSES, KINDS, Scope
+from replay.importers import csv_rows
 from replay.log import Record, read_records, write_records
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -39,6 +41,13 @@ def parse_time(text: str, now: float | None = None) -> float:
     (4600.0, 1767225600.0)
     """
     text = text.strip()
+    t = _parse_time(text, now)
+    if not math.isfinite(t):  # "nan", "inf", now-1e999h: no time a label or range can use
+        raise ValueError(f"time {text[:40]!r} is not a finite time")
+    return t
+
+
+def _parse_time(text: str, now: float | None) -> float:
     try:
         return float(text)
     except ValueError:
@@ -52,8 +61,11 @@ def parse_time(text: str, now: float | None = None) -> float:
             return base
         if rest[0] == "-" and rest[-1] in _UNITS:
             return base - float(rest[1:-1]) * _UNITS[rest[-1]]
-        raise ValueError(f"time {text!r}: use now, now-30m, now-2h or now-1d")
-    dt = datetime.fromisoformat(text)
+        raise ValueError(f"time {text[:40]!r}: use now, now-30m, now-2h or now-1d")
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"time {text[:40]!r}: not Unix seconds, ISO 8601 or now-N") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
@@ -92,16 +104,22 @@ def labels_from_rows(lines: Iterable[str]) -> tuple[list[dict[str, Any]], Counte
     reader = csv.DictReader(lines)
     out: list[dict[str, Any]] = []
     bad: Counter[str] = Counter()
-    missing = {"start", "end", "scope", "kind", "cause"} - set(reader.fieldnames or ())
+    try:
+        header = reader.fieldnames or ()
+    except csv.Error as exc:
+        bad[f"header: {exc}"] += 1
+        return out, bad
+    missing = {"start", "end", "scope", "kind", "cause"} - set(header)
     if missing:
         bad[f"header: missing column(s) {', '.join(sorted(missing))}"] += 1
         return out, bad
-    for n, row in enumerate(reader, 2):
+    for n, row in csv_rows(reader, bad, 2):
         try:
             start, end = parse_time(row["start"]), parse_time(row["end"])
             if end < start:
                 raise ValueError("end is before start")
-            scope = parse_scope(row["scope"])
+            # the names an alert's scope may hold (printable, <= 256): replay checks them too
+            scope = Scope.from_dict(parse_scope(row["scope"]).to_dict())
             kind, cause = row["kind"].strip(), row["cause"].strip()
             if kind not in KINDS:
                 raise ValueError(f"kind must be one of {', '.join(KINDS)}")
@@ -110,7 +128,7 @@ def labels_from_rows(lines: Iterable[str]) -> tuple[list[dict[str, Any]], Counte
             attr = (row.get("attributable") or "").strip().lower()
             attributable = attr in ("1", "true", "yes") if attr else cause != "unknown"
         except (ValueError, TypeError, AttributeError) as exc:
-            bad[f"line {n}: {exc}"] += 1
+            bad[f"line {n}: {exc}"[:200]] += 1
             continue
         out.append({"topic": "labels", "value": {
             "fault_id": (row.get("fault_id") or "").strip() or f"notes-{n}", "kind": kind,
@@ -120,7 +138,8 @@ def labels_from_rows(lines: Iterable[str]) -> tuple[list[dict[str, Any]], Counte
 
 
 def read_labels(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], Counter[str]]:
-    with open(path, encoding="utf-8", newline="") as f:
+    # undecodable bytes become U+FFFD: that row is refused for its names, not the file
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
         return labels_from_rows(f)
 
 

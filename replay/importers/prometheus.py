@@ -167,7 +167,9 @@ class PrometheusImport:
     def _scrape(self, node: str, ts: float, samples: list[Sample]
                 ) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
+        bad: Counter[str] = Counter()  # readings left out of a record, by field
         dcgm = read_dcgm(s for s in samples if s.name in DCGM_METRICS)
+        bad["xid"] += dcgm.bad_xids
         if dcgm.gpus or dcgm.xid_counts:
             tracker = self._xids.setdefault(node, XidTracker())
             xids: dict[int, list[int]] = {}
@@ -175,11 +177,11 @@ class PrometheusImport:
                 xids.setdefault(gpu, []).append(xid)
             for gpu in sorted(dcgm.gpus):
                 values = dcgm.gpus[gpu]
-                rec = thermal_record(node, gpu, ts, values)
+                rec = thermal_record(node, gpu, ts, values, bad)
                 if rec is not None:
                     out.append((THERMAL, rec))
                 codes = xids.pop(gpu, [])
-                rec = ecc_record(node, gpu, ts, values, codes[0] if codes else None)
+                rec = ecc_record(node, gpu, ts, values, codes[0] if codes else None, bad)
                 if rec is None and codes:
                     rec = {"ts": ts, "node": node, "gpu": gpu, "xid": codes[0]}
                 if rec is not None:
@@ -189,8 +191,11 @@ class PrometheusImport:
                                       "xid": xid}))
         ports = ports_from_node_exporter(s for s in samples if s.name in NIC_METRICS)
         for (dev, port), values in sorted(ports.items()):
-            rec = nic_record(node, dev, port, ts, values)
+            rec = nic_record(node, dev, port, ts, values, bad)
             if rec is not None:
                 out.append((NIC, rec))
+        for fld, n in bad.items():
+            if n:
+                self.skipped[f"{fld}: NaN, infinite or outside the contract's range"] += n
         out.sort(key=lambda tv: tv[1]["ts"])
         return out
