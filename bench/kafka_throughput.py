@@ -553,6 +553,8 @@ STARTUP_S = 5.0
 ENGINE = (("parse", "in process: orjson.loads only"),
           ("decode", "in process: decode (parse + validate)"),
           ("engine", "in process: engine on decoded records"),
+          ("engine_many", "in process: engine on decoded records, batches of 500 "
+           "(`process_many`: the worker's path)"),
           ("decode+engine", "in process: decode + engine (`faultline replay`)"))
 
 
