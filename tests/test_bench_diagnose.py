@@ -101,5 +101,8 @@ def test_the_sampler_reads_each_process_cpu_and_wait() -> None:
         while time.time() < end:  # on a CPU for a while
             pass
     got = box.between(box.samples[0][0], box.samples[-1][0])
-    assert 0.3 < got["me_cpu"] <= 1.05 and got["me_wait"] >= 0.0
+    # The busy thread is on a CPU or waiting for one all the time, however loaded the box
+    # (how the two split is the box's: not asserted).
+    assert got["me_cpu"] > 0.0 and got["me_wait"] >= 0.0
+    assert 0.5 < got["me_cpu"] + got["me_wait"] <= 2.1
     assert "gone_cpu" not in got  # a pid of 0 (no broker of our own) is left out
