@@ -41,7 +41,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -169,6 +169,46 @@ class Backoff:
         return d
 
 
+class Journal:
+    """A state file kept as JSON lines: one line appended per change (the last line of a key
+    wins when read back), rewritten whole (atomically) only when it holds twice as many lines
+    as live keys -- so a change costs one short append, not a rewrite of the whole state."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = 0
+
+    def append(self, entry: list[Any], live: int, everything: Callable[[], Iterable[list[Any]]]
+               ) -> None:
+        """Append ``entry``; rewrite from ``everything()`` when the file is twice ``live``."""
+        with open(self.path, "ab") as f:
+            f.write(orjson.dumps(entry) + b"\n")
+        self.lines += 1
+        if self.lines > 2 * live + 1000:
+            self.rewrite(everything())
+
+    def rewrite(self, entries: Iterable[list[Any]]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        n = 0
+        with open(tmp, "wb") as f:
+            for e in entries:
+                f.write(orjson.dumps(e) + b"\n")
+                n += 1
+        os.replace(tmp, self.path)
+        self.lines = n
+
+    @staticmethod
+    def entries(data: bytes) -> Iterator[list[Any]]:
+        """The lines of a journal as read back; a torn last line (a crash mid-write) skipped."""
+        for line in data.splitlines():
+            try:
+                e = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if type(e) is list and e:
+                yield e
+
+
 class Ledger:
     """What a sink delivered, by dedup_key: the last event (triggered/resolved) and its event time.
 
@@ -185,9 +225,9 @@ class Ledger:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self._journal = None if path is None else Journal(path)
         self._state: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._triggered = 0
-        self._lines = 0
         if path is not None and path.exists():
             try:
                 self._load(path.read_bytes())
@@ -203,13 +243,13 @@ class Ledger:
             self._state.update({k: (str(v[0]), float(v[1])) for k, v in
                                 json.loads(data).items()})
             return
-        for line in data.splitlines():
+        for e in Journal.entries(data):  # (a torn last line: the lines before it stand)
             try:
-                key, state, ts = orjson.loads(line)
-            except (orjson.JSONDecodeError, ValueError, TypeError):
-                continue  # a torn last line (a crash mid-write): the lines before it stand
-            self._state[str(key)] = (str(state), float(ts))
-            self._state.move_to_end(str(key))
+                key, state, ts = str(e[0]), str(e[1]), float(e[2])
+            except (IndexError, ValueError, TypeError):
+                continue
+            self._state[key] = (state, ts)
+            self._state.move_to_end(key)
 
     def wanted(self, key: str, event: str, ts: float) -> bool:
         """Whether ``event`` (trigger/resolve) for ``key`` at event time ``ts`` is news."""
@@ -235,12 +275,8 @@ class Ledger:
         while len(self._state) > LEDGER_MAX:
             _, (gone, _) = self._state.popitem(last=False)
             self._triggered -= gone == "triggered"
-        if self.path is not None:
-            with open(self.path, "ab") as f:
-                f.write(orjson.dumps([key, state, ts]) + b"\n")
-            self._lines += 1
-            if self._lines > 2 * len(self._state) + 1000:
-                self._compact()
+        if self._journal is not None:
+            self._journal.append([key, state, ts], len(self._state), self._lines)
 
     def triggered(self) -> int:
         return self._triggered
@@ -248,15 +284,13 @@ class Ledger:
     def dead(self) -> list[str]:
         return [k for k, (v, _) in self._state.items() if v == "dead"]
 
+    def _lines(self) -> Iterator[list[Any]]:
+        return ([k, state, ts] for k, (state, ts) in self._state.items())
+
     def _compact(self) -> None:
         """Rewrite the journal with one line per key (atomically), and append from there."""
-        assert self.path is not None
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            for k, (state, ts) in self._state.items():
-                f.write(orjson.dumps([k, state, ts]) + b"\n")
-        os.replace(tmp, self.path)
-        self._lines = len(self._state)
+        assert self._journal is not None
+        self._journal.rewrite(self._lines())
 
 
 class Sink:
@@ -480,24 +514,46 @@ class AlertmanagerSink(Sink):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._path = self.state_path("active")
+        path = self.state_path("active")
         # dedup_key -> (envelope topic, envelope, severity): enough to rebuild the alert.
+        # Kept as a Journal of [key, [topic, envelope, severity]] or [key, null] (gone): a
+        # storm of distinct alerts costs one append each, not a rewrite of the whole set.
         self.active: dict[str, tuple[str, dict[str, Any], str]] = {}
-        if self._path is not None and self._path.exists():
+        self._journal = None if path is None else Journal(path)
+        if path is not None and path.exists():
             try:
-                self.active = {k: tuple(v) for k, v in  # type: ignore[misc]
-                               json.loads(self._path.read_text()).items()}
-            except (OSError, ValueError) as exc:
-                log.warning("active set %s unreadable, starting empty: %s", self._path, exc)
+                self._load(path.read_bytes())
+            except (OSError, ValueError, TypeError) as exc:
+                log.warning("active set %s unreadable, starting empty: %s", path, exc)
+                self.active = {}
+            assert self._journal is not None
+            self._journal.rewrite(self._entries())
         self._resent_at = self.monotonic()
         self.metrics.active(self.name, len(self.active))
 
-    def _save(self) -> None:
+    def _load(self, data: bytes) -> None:
+        if data.lstrip().startswith(b"{"):  # the former format: one JSON object
+            self.active = {k: tuple(v) for k, v in  # type: ignore[misc]
+                           json.loads(data).items()}
+            return
+        for e in Journal.entries(data):
+            if len(e) != 2 or type(e[0]) is not str:
+                continue
+            if e[1] is None:
+                self.active.pop(e[0], None)
+            elif type(e[1]) is list and len(e[1]) == 3:
+                self.active[e[0]] = tuple(e[1])  # type: ignore[assignment]
+
+    def _entries(self) -> Iterator[list[Any]]:
+        return ([k, list(v)] for k, v in self.active.items())
+
+    def _save(self, changed: Iterable[str]) -> None:
         self.metrics.active(self.name, len(self.active))
-        if self._path is not None:
-            tmp = self._path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.active))
-            os.replace(tmp, self._path)
+        if self._journal is not None:
+            for key in changed:
+                v = self.active.get(key)
+                self._journal.append([key, None if v is None else list(v)], len(self.active),
+                                     self._entries)
 
     def _am(self, a: FiredAlert, severity: str, extra: str = "") -> dict[str, Any]:
         c = self.config
@@ -531,7 +587,8 @@ class AlertmanagerSink(Sink):
                     self.active[a.dedup_key] = (a.topic, a.raw, n.severity)
                 else:
                     self.active.pop(a.dedup_key, None)
-            self._save()
+            self._save(a.dedup_key for a in ((n.alert,) if n.alert is not None else ())
+                       + n.members + n.held_back)
         return out
 
     def idle(self) -> None:
