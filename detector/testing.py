@@ -168,3 +168,20 @@ def poison_messages(ts: float, *, job: str = "job-1", node: str = "node-000",
         ("telemetry.nic", orjson.dumps({"ts": ts, "node": "\x1b[31mnode-000\u202e", "nic": "m",
                                         "port": 1})),
     ] + (nan if nan_loss else [])
+
+
+def link_down_behind_a_rarely_sampled_port(slow_s: float) -> tuple[list[NicSample], float]:
+    """(NIC samples in time order, when node-001's link went down): four nodes of two ports
+    sampled every second, no topology, and node-slow's port sampled every ``slow_s`` seconds
+    going down first; node-001's mlx5_0 goes down 10 s after node-slow's is seen down."""
+    t_down = T0 + 3 * slow_s + 15.0
+    events = [nic(T0 + k * slow_s, "node-slow", "mlx5_0", up=k < 3, link_downed=int(k >= 3))
+              for k in range(5)]
+    for i in range(int(T0), int(T0 + 4.5 * slow_s)):
+        for n in range(4):
+            down = n == 1 and i >= t_down
+            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_0", up=not down,
+                              link_downed=int(down)))
+            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_1"))
+    events.sort(key=lambda e: e.ts)
+    return events, t_down

@@ -19,7 +19,14 @@ import pytest
 from detector.engine import Engine
 from detector.events import MAX_AHEAD_S, THERMAL, InvalidMessage
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition
-from detector.testing import T0, feed, healthy_job, nic, step, thermal
+from detector.testing import (
+    T0,
+    feed,
+    healthy_job,
+    link_down_behind_a_rarely_sampled_port,
+    step,
+    thermal,
+)
 from detector.thresholds import Thresholds
 
 WALL = T0 + 100.0
@@ -153,17 +160,7 @@ def test_one_stray_before_a_gap_does_not_blind_the_rest_of_a_log() -> None:
                    "(tests/test_nic_window.py pins that); a window of node-001's own cadence "
                    "is still open")
 def test_a_rarely_sampled_port_does_not_delay_other_nodes_link_down() -> None:
-    slow_s = 3000.0
-    t_down = T0 + 3 * slow_s + 15.0  # node-001's link goes down 10 s after node-slow's
-    events = [nic(T0 + k * slow_s, "node-slow", "mlx5_0", up=k < 3, link_downed=int(k >= 3))
-              for k in range(5)]
-    for i in range(int(T0), int(T0 + 4.5 * slow_s)):
-        for n in range(4):
-            down = n == 1 and i >= t_down
-            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_0", up=not down,
-                              link_downed=int(down)))
-            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_1"))
-    events.sort(key=lambda e: e.ts)
+    events, t_down = link_down_behind_a_rarely_sampled_port(3000.0)
     alerts = feed(Engine(), events)
     late = [a.detected_ts - t_down for a in alerts
             if a.status == "firing" and a.scope.key == "nic:node-001/mlx5_0:1"]

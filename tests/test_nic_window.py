@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from detector.alerts import ISOLATION
 from detector.engine import Engine
-from detector.testing import T0, feed, nic
+from detector.testing import T0, feed, link_down_behind_a_rarely_sampled_port, nic
 from detector.topology import Topology
 
 SLURM = Topology.from_text("""
@@ -96,17 +96,7 @@ def test_a_rarely_sampled_port_holds_other_nodes_link_down_at_most_a_capped_wind
     capped at 60 s: node-001's link down (1 s sampling) is alerted within 1.25 x 60 + 1 s and
     a few seconds, not 3,736 s later (room harden's finding; their strict xfail asks for the
     window of node-001's own cadence, which this does not give)."""
-    slow_s = 3000.0
-    t_down = T0 + 3 * slow_s + 15.0
-    events = [nic(T0 + k * slow_s, "node-slow", "mlx5_0", up=k < 3, link_downed=int(k >= 3))
-              for k in range(5)]
-    for i in range(int(T0), int(T0 + 4.5 * slow_s)):
-        for n in range(4):
-            down = n == 1 and i >= t_down
-            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_0", up=not down,
-                              link_downed=int(down)))
-            events.append(nic(i + 0.01 * n, f"node-{n:03d}", "mlx5_1"))
-    events.sort(key=lambda e: e.ts)
+    events, t_down = link_down_behind_a_rarely_sampled_port(3000.0)
     alerts = feed(Engine(), events)
     late = [a.detected_ts - t_down for a in alerts
             if a.status == "firing" and a.scope.key == "nic:node-001/mlx5_0:1"]
