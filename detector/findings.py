@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 import msgspec
 from msgspec import Meta
 
-from detector.alerts import Scope
+from detector.alerts import CAUSES, KINDS, Scope
 from detector.decoding import MAX_MESSAGE_BYTES
 from detector.events import Finite, Name, OptFinite, OptIndex, OptName
 
@@ -85,9 +85,8 @@ class _WireFinding(msgspec.Struct, forbid_unknown_fields=True):
     ts: Finite
     onset_ts: Finite
     signal: Name
-    kind: Literal["slow_node", "hardware", "network", "sdc", "unattributed"]
-    cause: Literal["thermal", "power", "gpu_memory", "gpu_hardware", "nvlink", "nic", "switch",
-                   "software", "unknown"]
+    kind: Literal[KINDS]  # type: ignore[valid-type]  (the contract's sets, from alerts)
+    cause: Literal[CAUSES]  # type: ignore[valid-type]
     scope: dict[_Key, OptName | OptIndex]
     active: bool
     verdict: bool
@@ -119,20 +118,18 @@ class WatermarksMessage(msgspec.Struct, tag="watermarks", tag_field="type",
     clocks: Annotated[list[tuple[Name, OptFinite, bool]], Meta(max_length=1 << 16)]
 
 
-class SeenMessage(msgspec.Struct, tag="seen", tag_field="type", forbid_unknown_fields=True):
+class _NodeNote(msgspec.Struct, tag_field="type", forbid_unknown_fields=True):
+    source: Name
+    node: Name
+    what: Literal["ecc", "nic", "thermal"]
+
+
+class SeenMessage(_NodeNote, tag="seen"):
     """Telemetry of kind ``what`` from ``node`` reached a monitor of ``source``."""
 
-    source: Name
-    node: Name
-    what: Literal["ecc", "nic", "thermal"]
 
-
-class ForgetMessage(msgspec.Struct, tag="forget", tag_field="type", forbid_unknown_fields=True):
+class ForgetMessage(_NodeNote, tag="forget"):
     """``source`` pruned ``node``'s ``what`` monitors after silence."""
-
-    source: Name
-    node: Name
-    what: Literal["ecc", "nic", "thermal"]
 
 
 FindingsMessage = FindingMessage | WatermarksMessage | SeenMessage | ForgetMessage
@@ -165,9 +162,7 @@ def decode_message(raw: bytes | None) -> FindingsMessage:
     _printable("signal", f.signal)
     for k in ("job", "tenant", "cluster"):
         _printable(k, getattr(f, k))
-    for k, v in f.scope.items():
-        if type(v) is str:
-            _printable(f"scope.{k}", v)
+    # (the scope's names: Scope.from_dict, in finding_of)
     for k, v in f.evidence.items():
         _printable("evidence key", k)
         want = EVIDENCE_TYPES.get(k)
