@@ -113,7 +113,8 @@ def test_a_malformed_finding_on_another_unit_changes_no_real_alert(changes: dict
 @pytest.mark.parametrize("raw", [
     b"", b"\xff\xfe", b"[]", b"null", b'{"type": "finding"}', b'{"type": "watermarks"}',
     b'{"type": "watermarks", "clocks": [["s", 1.0]]}', b"[" * 2000,
-])
+    b'{"type": "seen", "source": "s", "node": "' + b"n" * (1 << 20) + b'", "what": "ecc"}',
+], ids=lambda r: f"{len(r)}B:{r[:24]!r}")
 def test_garbage_on_the_findings_topic_is_counted_and_the_stream_goes_on(raw: bytes) -> None:
     src, emits = _xid_stream()
     corr, got = _correlate(src, emits, [raw])
