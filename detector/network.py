@@ -19,8 +19,8 @@ routine rate, learnt from its ordinary samples.  RoCE ports count a few
 out-of-sequence and packet-sequence errors under ECMP / adaptive routing all
 the time; a trickle is not a switch's doing.
 
-A node back from a reporting gap (a reboot: silent for ``nic_gap_s``, or its
-counters reset) brings its ports up while it already reports: a port down on
+A node back from a reporting gap (a reboot: silent for ``nic_gap_s`` and more
+than three of its sampling intervals) brings its ports up while it already reports: a port down on
 its first sample back is link training, and is called down only when the next
 sample still shows it down (its onset then the first one).
 
@@ -202,9 +202,9 @@ class NodeNics:
         else:
             dt = ts - prev_ts
             # Back from the node's reporting gap (a reboot): silent for nic_gap_s and more than
-            # three of its sampling intervals, or its counters fell back.
-            back = counters.resets != resets or (
-                dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0)
+            # three of its sampling intervals.  (Not a counter reset alone: operators clear IB
+            # counters on a live port, perfquery -x, and a port may go down right then.)
+            back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
             p.interval_s = dt
         p.last_ts = ts
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.

@@ -97,9 +97,9 @@ class Thresholds:
     nic_errors_seen: float = 5.0        # errors within ~a half-life that count a port as
     nic_errors_seen_ratio: float = 4.0  # affected (switch evidence), and this many times the
     nic_error_base_half_life_s: float = 1800.0  # port's own rate (over this half-life)
-    nic_gap_s: float = 60.0             # a node silent this long (and > 3 intervals), or its
-    #                                     counters reset, came back: a port down on its first
-    #                                     sample back is training, down on the next is down
+    nic_gap_s: float = 60.0             # a port silent this long (and > 3 intervals) came
+    #                                     back (a reboot): down on its first sample back is
+    #                                     link training, down on the next is down
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
