@@ -88,10 +88,10 @@ def test_a_fabric_port_that_goes_quiet_is_still_caught() -> None:
 # -- F2: a routine RoCE trickle does not make a node "affected" by a switch --------------------
 
 def test_a_nic_fault_among_trickling_neighbours_is_the_nic() -> None:
-    # hgx s2, label: symbol errors on hgx-r08-3/mlx5_0.  Its leaf's other nodes count a few
-    # out_of_sequence / packet_seq_err under load (RoCE with ECMP).  On main, with F1's
-    # frontend NIC out of the way, this was `switch:tor03` with 7 of 8 nodes "affected".
-    res = replay_case("switch-masks-nic.jsonl.gz")
+    # hgx s2 (one leaf, frontend NIC dropped), label: symbol errors on hgx-r08-3/mlx5_0.  Its
+    # leaf's other nodes count a few out_of_sequence / packet_seq_err under load (RoCE with
+    # ECMP).  On main this was `switch:tor03` with 7 of 8 nodes "affected".
+    res = replay_case("nic-trickles-switch.jsonl.gz")
     assert firing(res) == [("isolation", "network", "nic", "nic:hgx-r08-3/mlx5_0:1")]
     card = res.scorecard()
     assert [f.caught for f in card.faults] == [True]
