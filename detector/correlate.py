@@ -28,6 +28,7 @@ from detector.calibration import conditions, confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
 from detector.recovery import Placement, estimate
+from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -166,9 +167,12 @@ class Correlator:
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
         if f.signal == "sampling":  # how often a GPU's thermal telemetry comes
-            if f.scope.node is not None:
-                self._interval[f.scope.node] = (float(f.evidence.get("sample_interval_s", 0.0)),
-                                                f.ts)
+            interval = float(f.evidence.get("sample_interval_s", 0.0))
+            if f.scope.node is not None and interval < PAUSE_S:
+                # (A gap of PAUSE_S or more is a pause, never told as a cadence
+                # (detector.thermal): one on the findings topic is a forgery, and a slow rank
+                # on the node would wait 1.25 of it for an explanation -- for ever at 1e300.)
+                self._interval[f.scope.node] = (interval, f.ts)
                 # Slow ranks on this node that waited as for an unknown cadence: the wait is
                 # known now (their first timer, if later, finds them decided).
                 for unit in self._units_of_node.get(f.scope.node, ()):
