@@ -242,6 +242,7 @@ class JobMonitor:
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
     _spikes_looked = False                     # every slot looked at for rising (_check_grad)
+    _order = 0  # its place among its Monitors' jobs (Monitors.sweep visits them in this order)
     # Which ranks took part in the job's latest steps (_free_gone_slots): per slot, the
     # number of steps evaluated when it last took part in a step missing ranks, and when every
     # slot last took part in one.  Not state either: a restored monitor counts from there.
