@@ -5,6 +5,7 @@ Used by bench/kafka_throughput.py; nothing here measures anything.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -47,8 +48,15 @@ def load(path: Path) -> list[Msg]:
         v = rec.value
         key = v.get("job" if rec.topic == STEP else "node")
         out.append(Msg(rec.topic, key.encode() if isinstance(key, str) else None,
-                       orjson.dumps(v), float(v.get("ts", 0.0))))
+                       compact(orjson.dumps(v)), float(v.get("ts", 0.0))))
     return out
+
+
+def compact(b: bytes) -> bytes:
+    """A copy of ``b`` in an object of its own size: the bytes orjson.dumps returns keep the
+    whole buffer it wrote into, ~4 KB for a telemetry record of ~400 bytes, so the log held
+    3.1 GB instead of ~0.3 (and a forked feed process copied every page it touched)."""
+    return bytes(memoryview(b))
 
 
 # -- processes ---------------------------------------------------------------------------
@@ -462,17 +470,230 @@ def processed(workers: list[Worker]) -> int:
 FEED_CLIENT_ID = "faultline-bench-feed"  # the feed's requests in the broker's request log
 
 
-def producer(bootstrap: str, linger_ms: float, stats: list[Any] | None = None) -> Producer:
+def producer(bootstrap: str, linger_ms: float, stats: list[Any] | None = None,
+             compression: str = "none") -> Producer:
     """The feed's producer; ``stats``: librdkafka's statistics every 100 ms appended there
     (see feed_stats)."""
+    return Producer(_producer_conf(bootstrap, linger_ms, stats, compression))
+
+
+def _producer_conf(bootstrap: str, linger_ms: float, stats: list[Any] | None,
+                   compression: str) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if stats is not None:
         extra = {"statistics.interval.ms": 100,
                  "stats_cb": lambda text: stats.append(feed_stats(text))}
-    return Producer({**extra, "bootstrap.servers": bootstrap, "enable.idempotence": True,
-                     "client.id": FEED_CLIENT_ID,
-                     "linger.ms": linger_ms, "compression.type": "none",
-                     "queue.buffering.max.kbytes": 262144})
+    return {**extra, "bootstrap.servers": bootstrap, "enable.idempotence": True,
+            "client.id": FEED_CLIENT_ID,
+            "linger.ms": linger_ms, "compression.type": compression,
+            "queue.buffering.max.kbytes": 262144}
+
+
+class FeedShape(NamedTuple):
+    """How the paced feed of the latency runs is built.
+
+    ``process``: in a process of its own (FeedProcess), with nothing else in it; else in
+    the bench's process, beside its machine sampler thread (round 8's feed).  ``fresh``: a
+    new producer for every run (a new idempotent producer id, metadata and connection in
+    the feed's first second; round 8's), else one producer kept for all runs, the run's
+    topics' metadata fetched before its clock starts -- as a collector that has been
+    producing for hours.  ``stats``: librdkafka's statistics every 100 ms (the "who had a
+    CPU" table's feed queueing).  ``queue_max``: messages the producer may hold (librdkafka's
+    default 100,000): with a large queue a record waits inside the producer, its CreateTime
+    already taken, where round 8's feed, at 100,000 queued, waited in its pacing loop and
+    took the record's CreateTime only once librdkafka accepted it -- its queueing then
+    hidden from the figure."""
+
+    name: str
+    linger_ms: float = 50.0      # the collector's sink (detector/collect/sinks.py)
+    compression: str = "lz4"     # the same
+    process: bool = True
+    fresh: bool = False
+    stats: bool = True
+    queue_max: int = 2_000_000
+
+    def label(self) -> str:
+        base = FEED_SHAPES.get(self.name.split(":")[0])
+        if base is not None and base._replace(name=self.name) == self:
+            return self.name
+        return (f"{self.name}: linger {self.linger_ms:g} ms, {self.compression}, "
+                + ("own process" if self.process else "in the bench's process")
+                + (", a producer a run" if self.fresh else ", one producer")
+                + ("" if self.stats else ", no statistics")
+                + f", queue {self.queue_max:,}")
+
+
+FEED_SHAPES = {
+    # a collector's shape: one long-lived producer in a process of its own, the sink's
+    # linger and codec (the default)
+    "deployed": FeedShape("deployed"),
+    # round 8's bench feed: a new producer for each run in the bench's process, beside
+    # its sampler, 5 ms linger, no compression
+    "bench": FeedShape("bench", linger_ms=5.0, compression="none", process=False,
+                       fresh=True, queue_max=100_000),
+}
+
+
+def feed_shape(spec: str) -> FeedShape:
+    """``NAME[:KEY=VALUE,...]``: a shape of FEED_SHAPES with fields replaced, e.g.
+    ``deployed:linger_ms=5,compression=none``."""
+    name, _, rest = spec.partition(":")
+    if name not in FEED_SHAPES:
+        raise ValueError(f"unknown feed shape {name!r} (one of {', '.join(FEED_SHAPES)})")
+    shape = FEED_SHAPES[name]._replace(name=spec)
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if key not in FeedShape._fields or key == "name":
+            raise ValueError(f"unknown feed shape field {key!r}")
+        old = getattr(shape, key)
+        shape = shape._replace(**{key: (value.lower() in ("1", "true", "yes"))
+                                  if isinstance(old, bool) else type(old)(value)})
+    return shape
+
+
+class FeedProcess:
+    """The paced feed in a process of its own, forked once from the bench (so the logs
+    are shared, not copied), keeping one producer per shape for all its runs: no new
+    idempotent producer id, metadata or connection per run, and none of the bench's
+    sampling or parsing in the process that produces.  ``feeds``: message lists by name."""
+
+    def __init__(self, feeds: dict[str, list[Msg]]) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_feed_main, args=(child, feeds), name="bench-feed",
+                                daemon=True)
+        self.proc.start()
+        child.close()
+        self.pid: int = self.proc.pid  # type: ignore[assignment]
+
+    def run(self, shape: FeedShape, bootstrap: str, prefix: str, feed: str,
+            speed: float | None, sample: bool) -> dict[str, Any]:
+        """Produce ``feed`` into ``prefix``'s telemetry topics paced at ``speed``:
+        {t0 (epoch s the feed began), secs, acked (produce() -> delivery, every 50th
+        message, see produce), stats (feed_stats every 100 ms), new_producer}."""
+        self._conn.send((shape, bootstrap, prefix, feed, speed, sample))
+        out = self._conn.recv()
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+            self.proc.join(30)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(10)
+        self._conn.close()
+
+    def __enter__(self) -> FeedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
+    """The feed process: one command at a time from the bench (see FeedProcess.run);
+    between them it polls its producers, so no statistics or reports pile up for the
+    next run's first poll."""
+    # Touch every message once now: the first pass over memory shared with the bench
+    # copies its pages (each object's reference count is written), 5-6 µs a record in a
+    # first run when it happened in the paced loop.
+    for msgs in feeds.values():
+        for m in msgs:
+            m.value  # noqa: B018
+    producers: dict[tuple[Any, ...], Producer] = {}
+    sink: list[list[Any]] = [[]]  # where the kept producers' statistics go: the run's list
+
+    def on_stats(text: str) -> None:
+        if sink[0] is not None:
+            sink[0].append(feed_stats(text))
+
+    while True:
+        while not conn.poll(0.05):
+            sink[0] = None  # type: ignore[call-overload]  # between runs: read, dropped
+            for p in producers.values():
+                p.poll(0)
+        cmd = conn.recv()
+        if cmd is None:
+            break
+        try:
+            shape, bootstrap, prefix, feed, speed, sample = cmd
+            stats: list[Any] = []
+            key = (bootstrap, shape.linger_ms, shape.compression, shape.stats, shape.queue_max)
+            new = shape.fresh or key not in producers
+            extra = {"queue.buffering.max.messages": shape.queue_max}
+            if shape.fresh:
+                p = Producer({**_producer_conf(bootstrap, shape.linger_ms,
+                                               stats if shape.stats else None,
+                                               shape.compression), **extra})
+            elif new:
+                p = producers[key] = Producer({
+                    **({"statistics.interval.ms": 100, "stats_cb": on_stats}
+                       if shape.stats else {}),
+                    "bootstrap.servers": bootstrap, "enable.idempotence": True,
+                    "client.id": FEED_CLIENT_ID, "linger.ms": shape.linger_ms,
+                    "compression.type": shape.compression,
+                    "queue.buffering.max.kbytes": 262144, **extra})
+                # Its producer id and connection before any run: one message to a topic
+                # of its own, delivered.
+                sink[0] = None  # type: ignore[call-overload]
+                p.produce(f"{FEED_CLIENT_ID}.ready", b"ready")
+                if p.flush(60):
+                    raise RuntimeError("the feed's producer could not deliver")
+            else:
+                p = producers[key]
+            if not shape.fresh:
+                # The run's topics as a collector producing for hours knows them: their
+                # partitions' leaders in its metadata before the first record.
+                for t in TELEMETRY_TOPICS:
+                    p.list_topics(prefix + t, timeout=30)
+                p.poll(0)
+            sink[0] = stats
+            acked: list[Any] = []
+            t0 = time.time()
+            secs = produce(p, prefix, feeds[feed], speed, acked=acked if sample else None)
+            p.poll(0)
+            sink[0] = None  # type: ignore[call-overload]
+            if shape.fresh:
+                del p
+            conn.send({"t0": t0, "secs": secs, "acked": acked, "stats": stats,
+                       "new_producer": new})
+        except Exception as e:  # noqa: BLE001 - handed to the bench, which raises it
+            conn.send(RuntimeError(f"feed process: {e!r}"))
+
+
+def repeat_log(msgs: list[Msg], times: int, gap_s: float = 1.0) -> list[Msg]:
+    """The log ``times`` times over, each copy after the one before in event time: its
+    ``ts`` shifted by the log's span plus ``gap_s``, and its step numbers by each job's
+    span of steps, so every job goes on rather than restarting; cumulative NIC and ECC
+    counters start again (a counter reset, which the detectors take as benign).  A longer
+    feed at the same event rate: the latency runs' steady state, not only a fresh
+    worker's first seconds."""
+    if times <= 1 or not msgs:
+        return msgs
+    t_lo, t_hi = min(m.ts for m in msgs), max(m.ts for m in msgs)
+    shift = t_hi - t_lo + gap_s
+    steps: dict[Any, list[int]] = {}
+    parsed = [orjson.loads(m.value) for m in msgs]
+    for m, v in zip(msgs, parsed, strict=True):
+        if m.topic == STEP and isinstance(v.get("step"), int):
+            lo_hi = steps.setdefault(v.get("job"), [v["step"], v["step"]])
+            lo_hi[0], lo_hi[1] = min(lo_hi[0], v["step"]), max(lo_hi[1], v["step"])
+    out = list(msgs)
+    for k in range(1, times):
+        for m, v in zip(msgs, parsed, strict=True):
+            w = dict(v)
+            w["ts"] = v["ts"] + k * shift
+            if m.topic == STEP and isinstance(v.get("step"), int):
+                lo, hi = steps[v.get("job")]
+                w["step"] = v["step"] + k * (hi - lo + 1)
+            out.append(Msg(m.topic, m.key, compact(orjson.dumps(w)), m.ts + k * shift))
+    return out
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int,

@@ -52,13 +52,17 @@ from kafka_bench import (  # noqa: E402
     DEFAULT_LOG,
     DEFAULT_TOPOLOGY,
     FEED_CLIENT_ID,
+    FEED_SHAPES,
     ROOT,
     STAGES_HEADER,
     BoxSampler,
     Broker,
+    FeedProcess,
+    FeedShape,
     Msg,
     Worker,
     create_topics,
+    feed_shape,
     load,
     loadavg,
     nice_of,
@@ -69,6 +73,7 @@ from kafka_bench import (  # noqa: E402
     producer,
     read_topic,
     renice,
+    repeat_log,
     rss_kib,
     sched_s,
     wait_for,
@@ -279,13 +284,18 @@ def explain(arrived: float, alert: float, trace: dict[str, Any], prefix: str,
 
 def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | None,
                 partitions: int, tmp: Path, code: Path | None = None,
-                stages: bool = False, linger_ms: float = 1.0, nice: int = 0,
+                stages: bool = False, shape: FeedShape = FEED_SHAPES["deployed"],
+                feeder: FeedProcess | None = None, feed_name: str = "", nice: int = 0,
                 broker_nice: int | None = None, keep: Path | None = None,
                 pin: bool = False, arrival: str = "create") -> dict[str, Any]:
     """A fresh worker; the log produced paced to ``rate`` events/s; arrival -> output times.
 
+    The feed is ``shape`` (FeedShape): in ``feeder``'s process (``feed_name``: its list
+    of messages, the same as ``msgs``) or, for a shape not in a process of its own, by a
+    new producer in this one.
+
     ``nice`` > 0: from the worker's assignment until the run has settled, the paced
-    producer (this process, all its threads) and the broker run at that nice value and
+    feed (its process and this one, all their threads) and the broker run at that nice value and
     the worker at its own (0), so the worker gets a CPU first -- what this 2-core
     machine can do for "the worker on a core of its own".  ``broker_nice``: the
     broker's own value instead (it is on the way of every record; the producer is not).
@@ -309,6 +319,10 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         create_topics(broker.bootstrap, [prefix + t for t in TELEMETRY_TOPICS],  # type: ignore[arg-type]
                       partitions, {"message.timestamp.type": "LogAppendTime"})
     w = Worker(env, tmp / f"lat-{prefix}", code=code)
+    own = shape.process
+    if own and feeder is None:
+        raise ValueError(f"feed shape {shape.name!r} needs the feed process")
+    feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
     pinned: list[tuple[int, set[int]]] = []  # (pid, CPUs to restore)
     try:
@@ -317,41 +331,52 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         if broker_nice is None:
             broker_nice = nice
         # After the worker started: a child inherits its parent's nice value.
-        for pid, value in ((os.getpid(), nice), (broker.pid, broker_nice)):
+        harness = [os.getpid(), feed_pid] if own else [os.getpid()]
+        for pid, value in (*((x, nice) for x in harness), (broker.pid, broker_nice)):
             if pid and value:
                 reniced.append((pid, nice_of(pid)))
                 renice(pid, value)
         if pin:  # the worker on the last CPU, the feed and the broker on the others
             cpus = sorted(os.sched_getaffinity(0))
-            for pid, mask in ((w.proc.pid, cpus[-1:]), (os.getpid(), cpus[:-1]),
+            for pid, mask in ((w.proc.pid, cpus[-1:]), *((x, cpus[:-1]) for x in harness),
                               (broker.pid, cpus[:-1])):
                 if pid:
                     pinned.append((pid, set(cpus)))
                     set_affinity(pid, set(mask))
-        nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(),
+        nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(feed_pid),
                  "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
         speed = rate * (end_ts - msgs[0].ts) / len(msgs)
         cpu0 = proc_cpu_s(w.proc.pid)
         sched0 = sched_s(w.proc.pid)
-        others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (os.getpid(), broker.pid)]
-        mine0, broker0, jit0 = time.process_time(), broker.cpu_s(), broker.jit_s()
+        others0 = [sched_s(pid)[1] if pid else 0.0 for pid in (feed_pid, broker.pid)]
+        mine0, broker0, jit0 = feed_cpu_s(own, feed_pid), broker.cpu_s(), broker.jit_s()
         t0 = time.time()
         acked: list[float] = []  # with stages: the feed's produce() -> delivery report, sampled
         stats: list[dict[str, Any]] = []  # the feed producer's own view, every 100 ms
-        with BoxSampler(pids={"worker": w.proc.pid, "broker": broker.pid or 0,
-                              "feed": os.getpid()}) as box:
-            secs = produce(producer(broker.bootstrap, linger_ms, stats),  # type: ignore[arg-type]
-                           prefix, msgs, speed, acked=acked if stages else None)
+        new_producer = True
+        pids = {"worker": w.proc.pid, "broker": broker.pid or 0, "feed": feed_pid}
+        if own:
+            pids["bench"] = os.getpid()
+        with BoxSampler(pids=pids) as box:
+            if own:
+                got = feeder.run(shape, broker.bootstrap, prefix, feed_name,  # type: ignore[union-attr, arg-type]
+                                 speed, stages)
+                t0, secs, new_producer = got["t0"], got["secs"], got["new_producer"]
+                acked, stats = got["acked"], got["stats"]
+            else:
+                secs = produce(producer(broker.bootstrap, shape.linger_ms,  # type: ignore[arg-type]
+                                        stats if shape.stats else None, shape.compression),
+                               prefix, msgs, speed, acked=acked if stages else None)
         cpu = proc_cpu_s(w.proc.pid) - cpu0
         sched1 = sched_s(w.proc.pid)
-        mine, broker_cpu = time.process_time() - mine0, broker.cpu_s() - broker0
+        mine, broker_cpu = feed_cpu_s(own, feed_pid) - mine0, broker.cpu_s() - broker0
         broker_jit = broker.jit_s() - jit0
         waited = sched1[1] - sched0[1]
         # How long the producer (this process) and the broker were runnable but waiting
         # for a CPU: what the worker's priority cost them.
         mine_wait, broker_wait = (sched_s(pid)[1] - w0 if pid else float("nan")
-                                  for pid, w0 in zip((os.getpid(), broker.pid), others0,
+                                  for pid, w0 in zip((feed_pid, broker.pid), others0,
                                                      strict=True))
         cfg = Thresholds()
         settle = end_ts + cfg.lateness_s + max(cfg.escalate_after_s, cfg.switch_window_s) + 1.0
@@ -429,6 +454,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "broker_jit_s": broker_jit,
                 "producer_wait_share": mine_wait / secs, "broker_wait_share": broker_wait / secs,
                 "producer_cpu_s": mine, "feed_s": secs, "events": len(msgs),
+                "feed_shape": shape._asdict(), "new_producer": new_producer,
                 "loadavg_start": load0, "loadavg_end": loadavg(), "nice": nices,
                 "t0": t0,  # epoch seconds the feed started ("which" and "stages" count from it)
                 "prefix": prefix,
@@ -454,6 +480,9 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
 # JIT compilers settle after 3 (BENCHMARKS.md, "Latency, round 8").
 WARMUP_RUNS = 3
 FIRST_S = 3.0  # the feed's first seconds (a fresh producer, broker partitions and worker)
+# The measured runs feed the log this many times over (--feed-repeat): at half load the
+# worker of round 8 took the whole log in 3.7 s, all of it "the first seconds".
+FEED_REPEAT = 3
 
 
 def in_span(arrived: float, alert: float, box: BoxSampler, requests: list[dict[str, Any]],
@@ -525,6 +554,93 @@ def broker_summary(requests: list[dict[str, Any]], waits: list[dict[str, Any]],
     return out
 
 
+def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int,
+                   shape: FeedShape, feeder: FeedProcess | None, feed_name: str,
+                   nice: int = 0, broker_nice: int | None = None) -> dict[str, Any]:
+    """The paced feed of a latency run with no worker: the same messages, rate and shape
+    into fresh topics.  Its produce() -> delivery report times are the floor under any
+    worker's arrival -> alert figure on this box (an input cannot be fetched before it
+    is appended), and its and the broker's CPU what the bench itself takes of the cores."""
+    prefix = f"bench-alone-{uuid.uuid4().hex[:8]}."
+    create_topics(broker.bootstrap, [prefix + t for t in TELEMETRY_TOPICS],  # type: ignore[arg-type]
+                  partitions)
+    own = shape.process
+    if own and feeder is None:
+        raise ValueError(f"feed shape {shape.name!r} needs the feed process")
+    feed_pid = feeder.pid if own and feeder is not None else os.getpid()
+    load0 = loadavg()
+    reniced: list[tuple[int, int]] = []
+    try:
+        harness = [os.getpid(), feed_pid] if own else [os.getpid()]
+        bn = nice if broker_nice is None else broker_nice
+        for pid, value in (*((x, nice) for x in harness), (broker.pid, bn)):
+            if pid and value:
+                reniced.append((pid, nice_of(pid)))
+                renice(pid, value)
+        speed = rate * (max(m.ts for m in msgs) - msgs[0].ts) / len(msgs)
+        waits0 = [sched_s(pid)[1] if pid else 0.0 for pid in (feed_pid, broker.pid)]
+        mine0, broker0 = feed_cpu_s(own, feed_pid), broker.cpu_s()
+        t0 = time.time()
+        acked: list[Any] = []
+        stats: list[dict[str, Any]] = []
+        if own:
+            got = feeder.run(shape, broker.bootstrap, prefix, feed_name,  # type: ignore[union-attr, arg-type]
+                             speed, True)
+            t0, secs, acked, stats = got["t0"], got["secs"], got["acked"], got["stats"]
+        else:
+            secs = produce(producer(broker.bootstrap, shape.linger_ms,  # type: ignore[arg-type]
+                                    stats if shape.stats else None, shape.compression),
+                           prefix, msgs, speed, acked=acked)
+        mine, broker_cpu = feed_cpu_s(own, feed_pid) - mine0, broker.cpu_s() - broker0
+        waits = [sched_s(pid)[1] - w0 if pid else float("nan")
+                 for pid, w0 in zip((feed_pid, broker.pid), waits0, strict=True)]
+    finally:
+        for pid, before in reniced:
+            renice(pid, before)
+    return {"rate": rate, "achieved_rate": len(msgs) / secs, "events": len(msgs),
+            "feed_s": secs, "t0": t0, "loadavg_start": load0, "producer_cpu_s": mine,
+            "broker_cpu_s": broker_cpu, "producer_wait_s": waits[0],
+            "broker_wait_s": waits[1], "acked": acked, "feed_stats": stats,
+            "feed_shape": shape._asdict()}
+
+
+def feed_alone_report(rows: list[dict[str, Any]]) -> None:
+    """One line per feed-alone run (feed_alone_run): the feed's produce() -> delivery
+    report in the first STARTUP_S seconds and after, and who used the CPU."""
+    if not rows:
+        return
+    print("\nThe feed alone (no worker: the same feed, rate and shape into fresh topics, "
+          "alternating with the runs above): produce() to its delivery report (librdkafka's "
+          "own time, every 50th message, ms) -- the floor under any worker's arrival -> "
+          "alert figure on this box; CPU as shares of one core and µs per event:\n")
+    print(f"| load | run | load average at its start | events/s fed | ack p50 / p99 / max, "
+          f"input in the first {STARTUP_S:.0f} s | after | feed CPU (µs per event) / waiting | "
+          "broker CPU (µs per event) / waiting |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        for k, r in enumerate(row["runs"], 1):
+            secs, n = r["feed_s"], r["events"]
+            first = [1e3 * a[2] for a in r["acked"] if a[2] >= 0 and a[0] - r["t0"] < STARTUP_S]
+            after = [1e3 * a[2] for a in r["acked"] if a[2] >= 0 and a[0] - r["t0"] >= STARTUP_S]
+
+            def pmm(xs: list[float]) -> str:
+                return (f"{percentile(xs, 50):.0f} / {percentile(xs, 99):.0f} / "
+                        f"{max(xs, default=float('nan')):.0f}")
+
+            print(f"| {row['share']:.0%}{row['label']} | {k} | {r['loadavg_start']} | "
+                  f"{r['achieved_rate']:,.0f} | {pmm(first)} | {pmm(after)} | "
+                  f"{r['producer_cpu_s'] / secs:.0%} ({1e6 * r['producer_cpu_s'] / n:.2f}) / "
+                  f"{r['producer_wait_s'] / secs:.0%} | "
+                  f"{r['broker_cpu_s'] / secs:.0%} ({1e6 * r['broker_cpu_s'] / n:.2f}) / "
+                  f"{r['broker_wait_s'] / secs:.0%} |")
+
+
+def feed_cpu_s(own: bool, pid: int) -> float:
+    """CPU seconds of the feed so far: its own process's, or this process's (with its
+    sampler thread) when it feeds from here."""
+    return proc_cpu_s(pid) if own else time.process_time()
+
+
 def set_affinity(pid: int, cpus: set[int]) -> None:
     """Every thread of ``pid`` onto ``cpus`` (threads started later inherit their creator's)."""
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -567,11 +683,13 @@ def report(res: dict[str, Any]) -> None:
     if res.get("latency"):
         nice = res.get("harness_nice")
         bnice = nice if res.get("broker_nice") is None else res["broker_nice"]
-        print(f"latency runs: the paced producer (this process) at nice {nice}, the broker at "
+        print(f"latency runs: the paced feed at nice {nice}, the broker at "
               f"{bnice}, the worker at 0" + (" (and alternating runs all at nice 0, labelled)"
                                              if res.get("nice_ab") else ""), end="")
+        shapes = res.get("feed_shapes") or [f"linger.ms {res.get('linger_ms')}"]
         print(f"; {res.get('warmup_runs', 0)} warm-up run(s) not counted"
-              f"; feed linger.ms {res.get('linger_ms')}; latency = the alert's Kafka timestamp "
+              f"; the feed: {' / '.join(shapes)}, the log {res.get('feed_repeat', 1)} time(s) "
+              "over in each measured run; latency = the alert's Kafka timestamp "
               "(LogAppendTime: when the broker appended it) minus its input's (CreateTime: "
               "when the input was handed to the feed's producer, before lingering; in runs "
               "labelled (append), LogAppendTime too: when the broker appended the input)")
@@ -626,7 +744,7 @@ def report(res: dict[str, Any]) -> None:
                   f"{percentile(f, 99):.0f} | {len(f)} |")
         print("\nCPU of the others on the same 2 cores while the log was fed: "
               + "; ".join(f"{lat['share']:.0%}{lat.get('label', '')}: the paced producer "
-                          f"(this process) {lat['producer_cpu_share']:.0%}, the broker "
+                          f"(the feed) {lat['producer_cpu_share']:.0%}, the broker "
                           f"{lat['broker_cpu_share']:.0%}" for lat in res["latency"]))
         print("\nAll alerts, run by run:")
         for lat in res["latency"]:
@@ -636,18 +754,21 @@ def report(res: dict[str, Any]) -> None:
                       + " ms; each run's median alert "
                       + ", ".join(f"{1e3 * x:.0f}" for x in lat["per_run_p50"]) + " ms"
                       + first_alerts(lat))
-        print(f"\nAfter the first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches; "
+        print(f"\nThe first {STARTUP_S:.0f} s of each feed (a fresh worker: cold caches; "
               "a topic none of whose partitions has data yet holds the correlator's clock for "
-              "the start-up grace):")
+              "the start-up grace) and after them:")
         for lat in res["latency"]:
-            steady = [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S]
+            first, steady = split_first(lat)
             slow = ", ".join(f"{1e3 * x[0]:.0f} ms {x[3]}/{x[4]} ({x[5]}, input at +{x[1]:.1f} s)"
                              for x in sorted(lat["which"], reverse=True)[:3])
-            print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: alerts p50 "
+            print(f"- {lat['share']:.0%} of max{lat.get('label', '')}: input in the first "
+                  f"{STARTUP_S:.0f} s: alerts p50 {percentile(first, 50):.0f} ms, p99 "
+                  f"{percentile(first, 99):.0f} ms ({len(first)} alerts); after: alerts p50 "
                   f"{percentile(steady, 50):.0f} ms, "
                   f"p99 {percentile(steady, 99):.0f} ms ({len(steady)} alerts); slowest of all: "
                   f"{slow}")
         runs_report(res["latency"])
+        feed_alone_report(res.get("feed_alone") or [])
         box_report(res["latency"])
         for lat in res["latency"]:
             if lat.get("stages"):
@@ -683,7 +804,7 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
     print("| load | run | load average at its start | events/s | alerts timed | p50 | p99 | "
           "slowest | after 5 s: p50 / p99 / slowest | worker CPU / waiting for a CPU | "
           "broker CPU (ms per 1,000 events; its JIT compilers' CPU) / waiting | "
-          "producer CPU / waiting | "
+          "feed CPU (µs per event) / waiting | "
           "nice worker/producer/broker |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row, k, r in each_run(lats):
@@ -700,7 +821,9 @@ def runs_report(lats: list[dict[str, Any]]) -> None:
               f"{r['worker_cpu_share']:.0%} / {r.get('worker_runqueue_share', 0):.0%} | "
               f"{r['broker_cpu_share']:.0%} ({per_k:.0f}; JIT "
               f"{r.get('broker_jit_s', nan):.1f} s) / {_share(r, 'broker_wait_share')} | "
-              f"{r['producer_cpu_share']:.0%} / {_share(r, 'producer_wait_share')} | "
+              f"{r['producer_cpu_share']:.0%} "
+              f"({1e6 * r.get('producer_cpu_s', nan) / r['events']:.2f}) / "
+              f"{_share(r, 'producer_wait_share')} | "
               f"{nv.get('worker', '?')}/{nv.get('producer', '?')}/{nv.get('broker', '?')} |")
     short = [(lat, k) for lat in lats for k, r in enumerate(lat.get("runs") or (), 1)
              if r["achieved_rate"] < 0.95 * lat["rate"]]
@@ -751,7 +874,7 @@ def box_report(lats: list[dict[str, Any]]) -> None:
           "core: on a CPU / runnable without one, all threads; schedstat), and the feed "
           "producer's own view (librdkafka statistics, 100 ms windows, ms: produce() to "
           "the message in a request, p99 and max of the windows; messages queued, max):\n")
-    print("| load | run | worker first / rest | broker first / rest | feed (this process) "
+    print("| load | run | worker first / rest | broker first / rest | feed "
           "first / rest | feed queueing p99, max: first / rest | feed queue max: first / "
           "rest | request round trip max: first / rest |")
     print("|---|---|---|---|---|---|---|---|")
@@ -906,11 +1029,24 @@ def main() -> int:
                     "events/s for the latency runs (default: measured in this run)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N for the engine")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--feed-linger-ms", type=float, default=5.0, help="linger.ms of the "
-                    "producer feeding the latency runs (the arrival is its Kafka timestamp, "
-                    "taken when a record is handed to it, so lingering counts as latency; "
-                    "5 ms against 1: fewer, larger produce requests, 9-12 against 12-14 ms "
-                    "of broker CPU per 1,000 events)")
+    ap.add_argument("--feed", action="append", default=None, metavar="SHAPE",
+                    help="the paced feed of the latency runs, NAME[:KEY=VALUE,...] "
+                    "(kafka_bench.FEED_SHAPES, FeedShape's fields): 'deployed' (default) is a "
+                    "collector's shape -- one long-lived producer in a process of its own, "
+                    "linger.ms 50, lz4 as detector/collect/sinks.py; 'bench' is round 8's "
+                    "(a new producer each run in this process, linger.ms 5, no compression). "
+                    "Repeat the option to alternate shapes run by run, labelled (feed NAME). "
+                    "The arrival is the input's CreateTime, taken when a record is handed to "
+                    "the producer, so lingering counts as latency")
+    ap.add_argument("--feed-alone", action=argparse.BooleanOptionalAction, default=True,
+                    help="before each round of latency runs, the same paced feed with no "
+                    "worker (fresh topics, same rate and shape): its produce() -> delivery "
+                    "times, the floor under the worker's figure on this box (default on)")
+    ap.add_argument("--feed-repeat", type=int, default=FEED_REPEAT, help="the measured "
+                    "latency runs feed the log this many times over, each copy after the last "
+                    "in event time (kafka_bench.repeat_log), so the feed lasts long enough for "
+                    "a steady state; alerts with input in the first 5 s are reported apart "
+                    "(warm-up runs feed it once; default %(default)s)")
     ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS, help="paced runs before "
                     "the measured ones, not counted: our fresh broker's JIT compilers take "
                     "1.4-2.2 CPU-seconds of a paced run's 4-5 for its first 3 paced runs, "
@@ -962,16 +1098,28 @@ def main() -> int:
     topology = args.topology or None
     msgs = load(Path(args.log))
     n = len(msgs)
+    shapes = [feed_shape(x) for x in (args.feed or ["deployed"])]
     res: dict[str, Any] = {"log": args.log, "messages": n, "partitions": args.partitions,
                            "loadavg_start": loadavg(), "harness_nice": args.harness_nice,
-                           "nice_ab": args.nice_ab, "linger_ms": args.feed_linger_ms,
+                           "nice_ab": args.nice_ab, "feed_shapes": [x.label() for x in shapes],
+                           "feed_repeat": max(1, args.feed_repeat),
                            "broker_nice": args.broker_nice}
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"log {args.log}: {n:,} telemetry messages; load average {loadavg()}")
-    with Broker(args.bootstrap, lean=args.broker_settings == "lean",
-                diagnose=Path(args.broker_diagnose).resolve() if args.broker_diagnose
-                else None) as broker, \
+    measured = msgs
+    feeder = None
+    if "latency" not in skip:
+        measured = repeat_log(msgs, args.feed_repeat)
+        if any(x.process for x in shapes):
+            # Forked before the broker and any producer thread: the logs shared, not copied.
+            feeder = FeedProcess({"once": msgs, "measured": measured})
+    with contextlib.ExitStack() as stack, \
+            Broker(args.bootstrap, lean=args.broker_settings == "lean",
+                   diagnose=Path(args.broker_diagnose).resolve() if args.broker_diagnose
+                   else None) as broker, \
             tempfile.TemporaryDirectory(prefix="faultline-bench-") as tmp_name:
+        if feeder is not None:
+            stack.enter_context(feeder)
         tmp = Path(tmp_name)
         res["broker"] = broker.describe()
         say(f"broker: {res['broker']}")
@@ -1023,26 +1171,40 @@ def main() -> int:
                 pins = [("", False), (" (pinned)", True)]
             arrivals = {"create": [("", "create")], "append": [(" (append)", "append")],
                         "ab": [("", "create"), (" (append)", "append")]}[args.arrival]
-            variants = [(cl + nl + pl + al, code, nv, pv, av) for al, av in arrivals
-                        for pl, pv in pins for nl, nv in nices for cl, code in codes]
+            feeds = [("" if len(shapes) == 1 else f" (feed {x.name})", x) for x in shapes]
+            variants = [(cl + nl + pl + al + fl, code, nv, pv, av, fv) for fl, fv in feeds
+                        for al, av in arrivals for pl, pv in pins for nl, nv in nices
+                        for cl, code in codes]
             warmups = args.warmup_runs
             res["warmup_runs"] = warmups
             for k in range(warmups):
                 share = float(args.rates.split(",")[0])
+                shape = shapes[k % len(shapes)]
                 r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
-                                linger_ms=args.feed_linger_ms, nice=args.harness_nice,
-                                broker_nice=args.broker_nice)
-                say(f"  warm-up run {k + 1} at {share:.0%} (not counted): alerts max "
-                    f"{1e3 * max(r['alerts'], default=0):.0f} ms; broker CPU "
+                                shape=shape, feeder=feeder, feed_name="once",
+                                nice=args.harness_nice, broker_nice=args.broker_nice)
+                say(f"  warm-up run {k + 1} at {share:.0%} (not counted; feed {shape.name}): "
+                    f"alerts max {1e3 * max(r['alerts'], default=0):.0f} ms; broker CPU "
                     f"{r['broker_cpu_s']:.1f} s, its JIT compilers {r['broker_jit_s']:.1f} s")
+            res["feed_alone"] = []
             for share in map(float, args.rates.split(",")):
                 by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
+                alone: dict[str, list[dict[str, Any]]] = {fl: [] for fl, _ in feeds}
                 for _ in range(args.latency_runs):
-                    for label, code, nv, pv, av in variants:  # alternating: the load hits all
-                        by_code[label].append(latency_run(broker, msgs, share * top, topology,
-                                                          args.partitions, tmp, code=code,
-                                                          stages=args.stages,
-                                                          linger_ms=args.feed_linger_ms,
+                    for fl, fv in feeds if args.feed_alone else ():
+                        alone[fl].append(feed_alone_run(broker, measured, share * top,
+                                                        args.partitions, fv, feeder,
+                                                        "measured", nice=args.harness_nice,
+                                                        broker_nice=args.broker_nice))
+                        r = alone[fl][-1]
+                        say(f"    feed alone{fl}: {r['achieved_rate']:,.0f} events/s fed, load "
+                            f"{r['loadavg_start']}")
+                    for label, code, nv, pv, av, fv in variants:  # alternating: the load hits all
+                        by_code[label].append(latency_run(broker, measured, share * top,
+                                                          topology, args.partitions, tmp,
+                                                          code=code, stages=args.stages,
+                                                          shape=fv, feeder=feeder,
+                                                          feed_name="measured",
                                                           nice=nv, broker_nice=None if not nv
                                                           else args.broker_nice,
                                                           keep=Path(args.keep_traces)
@@ -1051,17 +1213,30 @@ def main() -> int:
                         r = by_code[label][-1]
                         say(f"    run{label}: alerts max {1e3 * max(r['alerts'], default=0):.0f}"
                             f" ms, load {r['loadavg_start']}")
+                for fl, runs in alone.items():
+                    if runs:
+                        res["feed_alone"].append({"share": share, "label": fl, "runs": runs})
                 for label, runs in by_code.items():
                     lat = latency_summary(share, top, runs, label)
                     res["latency"].append(lat)
+                    first, after = split_first(lat)
                     say(f"  latency at {share:.0%} ({share * top:,.0f}/s){label}: alerts p99 "
-                        f"{1e3 * percentile(lat['alerts'], 99):.0f} ms, findings p99 "
+                        f"{1e3 * percentile(lat['alerts'], 99):.0f} ms (input in the first "
+                        f"{STARTUP_S:.0f} s: {percentile(first, 99):.0f} ms of {len(first)}; "
+                        f"after: {percentile(after, 99):.0f} ms of {len(after)}), findings p99 "
                         f"{1e3 * percentile(lat['findings'], 99):.0f} ms")
     res["loadavg_end"] = loadavg()
     report(res)
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
     return 0
+
+
+def split_first(lat: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """A row's alert latencies (ms) with input in the feed's first STARTUP_S seconds, and
+    after."""
+    return ([1e3 * x[0] for x in lat["which"] if x[1] < STARTUP_S],
+            [1e3 * x[0] for x in lat["which"] if x[1] >= STARTUP_S])
 
 
 def latency_summary(share: float, top: float, runs: list[dict[str, Any]], label: str

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.blind.cluster import shape_for_gpus
 from bench.blind.cut import cut
+from bench.blind.diagnose import diagnose
 from bench.blind.generate import generate, log_name, write_log
 from bench.blind.score import score_pair, table
 
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         sub = [r for r, (log, _a) in zip(results, pairs, strict=True) if cell in log.name]
         print(f"\n{cell}\n" + table(sub))
     print("\n" + variant_table(results))
+    print("\n| log | false positives and misses (diagnosis) |\n|---|---|")
+    for r, (log, _a) in zip(results, pairs, strict=True):
+        print(diagnose(log.name, r))
     return 0
 
 

@@ -1,0 +1,117 @@
+"""The latency bench's paced feed (bench/kafka_bench.py): its shapes, the feed process that
+keeps one producer for all its runs, and the log repeated in event time.
+
+The feed is what the arrival -> alert figure starts from, so each of these must do what
+the bench's report says it does: deliver every record in log order, paced, from one
+long-lived producer (or a fresh one, for round 8's shape), and a repeated log that goes on
+in time rather than starting over.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import kafka_bench as kb  # noqa: E402
+
+from detector.events import STEP, TELEMETRY_TOPICS  # noqa: E402
+
+
+def _msg(topic: str, ts: float, **value: object) -> kb.Msg:
+    v = {"ts": ts, "node": "node-000", **value}
+    key = v.get("job" if topic == STEP else "node")
+    return kb.Msg(topic, str(key).encode(), orjson.dumps(v), ts)
+
+
+def _log(n: int, t0: float = 1_700_000_000.0) -> list[kb.Msg]:
+    out = []
+    for k in range(n):
+        topic = TELEMETRY_TOPICS[k % len(TELEMETRY_TOPICS)]
+        extra = {"job": "job-1", "step": 100 + k // 8, "rank": k % 4} if topic == STEP else {}
+        out.append(_msg(topic, t0 + 0.01 * k, seq=k, **extra))
+    return out
+
+
+def test_feed_shapes_by_name_with_fields_replaced() -> None:
+    dep = kb.feed_shape("deployed")
+    assert (dep.linger_ms, dep.compression, dep.process, dep.fresh) == (50.0, "lz4", True, False)
+    assert dep.label() == "deployed"
+    old = kb.feed_shape("bench")
+    assert (old.linger_ms, old.compression, old.process, old.fresh) == (5.0, "none", False, True)
+    mod = kb.feed_shape("deployed:linger_ms=5,compression=none,stats=0")
+    assert (mod.linger_ms, mod.compression, mod.stats, mod.process) == (5.0, "none", False, True)
+    assert "linger 5 ms" in mod.label() and "no statistics" in mod.label()
+    with pytest.raises(ValueError, match="unknown feed shape"):
+        kb.feed_shape("nope")
+    with pytest.raises(ValueError, match="field"):
+        kb.feed_shape("deployed:lingr=5")
+
+
+def test_a_repeated_log_goes_on_in_time_and_steps() -> None:
+    log = _log(40)
+    out = kb.repeat_log(log, 3, gap_s=1.0)
+    assert len(out) == 120 and out[:40] == log
+    span = log[-1].ts - log[0].ts
+    ts = [m.ts for m in out]
+    assert ts == sorted(ts)  # paced in order: each copy after the one before
+    assert out[40].ts == pytest.approx(log[-1].ts + 1.0)
+    for k in (1, 2):
+        for a, b in zip(log, out[40 * k: 40 * (k + 1)], strict=True):
+            va, vb = orjson.loads(a.value), orjson.loads(b.value)
+            assert (b.topic, b.key) == (a.topic, a.key)
+            assert vb["ts"] == pytest.approx(va["ts"] + k * (span + 1.0)) == b.ts
+            assert vb["seq"] == va["seq"]  # the rest of the record unchanged
+            if a.topic == STEP:
+                lo, hi = 100, 100 + 39 // 8
+                assert vb["step"] == va["step"] + k * (hi - lo + 1)
+    steps = [orjson.loads(m.value)["step"] for m in out if m.topic == STEP]
+    assert steps == sorted(steps)  # the job goes on; it does not restart
+    assert kb.repeat_log(log, 1) is log
+
+
+def _read(bootstrap: str, topic: str) -> list[dict[str, object]]:
+    return [orjson.loads(m.value()) for m in kb.read_topic(bootstrap, topic)]
+
+
+@pytest.mark.kafka
+def test_the_feed_process_keeps_one_producer_and_delivers_every_record_in_order(
+        kafka_bootstrap: str) -> None:
+    log = _log(400)
+    with kb.FeedProcess({"log": log}) as feed:
+        assert feed.proc.is_alive()
+        got = []
+        for shape in (kb.feed_shape("deployed"), kb.feed_shape("deployed"),
+                      kb.feed_shape("deployed:fresh=1"), kb.feed_shape("deployed:fresh=1")):
+            prefix = f"feedtest-{uuid.uuid4().hex[:8]}."
+            kb.create_topics(kafka_bootstrap, [prefix + t for t in TELEMETRY_TOPICS], 2)
+            t_before = time.time()
+            # paced: 400 records over 4 s of event time at 4x, so ~1 s
+            res = feed.run(shape, kafka_bootstrap, prefix, "log", 4.0, True)
+            assert t_before <= res["t0"] <= t_before + 30
+            assert 0.8 <= res["secs"] < 30  # paced, not at once
+            got.append(res["new_producer"])
+            # every 50th message's delivery, with its CreateTime-ish stamp in the feed
+            assert len(res["acked"]) == 8
+            assert all(res["t0"] <= a[0] <= res["t0"] + res["secs"] for a in res["acked"])
+            assert res["stats"] and "int_latency" in res["stats"][-1]
+            for t in TELEMETRY_TOPICS:
+                seqs = [v["seq"] for v in _read(kafka_bootstrap, prefix + t)]
+                want = [orjson.loads(m.value)["seq"] for m in log if m.topic == t]
+                assert sorted(seqs) == want
+        # the kept producer is made once; a fresh shape makes one every run
+        assert got == [True, False, True, True]
+    assert not feed.proc.is_alive()
+
+
+@pytest.mark.kafka
+def test_a_feed_process_error_is_raised_in_the_bench(kafka_bootstrap: str) -> None:
+    with kb.FeedProcess({"log": _log(8)}) as feed, pytest.raises(RuntimeError,
+                                                                  match="feed process"):
+        feed.run(kb.feed_shape("deployed"), kafka_bootstrap, "x.", "no such feed", None, False)
