@@ -5,7 +5,24 @@ decaying rates so one stray symbol error is not a fault; ``link_downed``
 increments are flaps.  Throughput is judged against the node's *other* ports:
 in a rail-optimised fabric every port of a node carries about the same
 traffic, so one port far below its siblings is a bad port, while all ports
-dropping together is just the job pausing.
+dropping together is just the job pausing.  A node's ports are not all peers,
+though: a DGX H100 has storage and in-band ports beside its compute-fabric
+ones, and an HGX node a frontend NIC on another network.  Only a port with a
+history of running at its node's pace (``nic_peer_share`` of its busy samples)
+is judged low -- a port that has always been quiet did not go quiet -- and the
+node's reference is the median of those ports.
+
+Errors count a port as *affected* (the evidence the correlator counts across the
+nodes behind a switch) only when they are abnormal for that port: at least
+``nic_errors_seen`` lately and ``nic_errors_seen_ratio`` times the port's own
+routine rate, learnt from its ordinary samples.  RoCE ports count a few
+out-of-sequence and packet-sequence errors under ECMP / adaptive routing all
+the time; a trickle is not a switch's doing.
+
+A node back from a reporting gap (a reboot: silent for ``nic_gap_s`` and more
+than three of its sampling intervals) brings its ports up while it already reports: a port down on
+its first sample back is link training, and is called down only when the next
+sample still shows it down (its onset then the first one).
 
 Besides verdicts, the first error on a port is reported as evidence: the
 correlator counts such evidence across the nodes behind one switch to tell a
@@ -40,7 +57,7 @@ assert NIC_COUNTERS == (
 class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
-                 "interval_s")
+                 "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "first_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -58,6 +75,26 @@ class _Port:
         self.err_onset = 0.0
         self.last_flap_ts = float("-inf")
         self.interval_s = 0.0  # gap between this port's last two samples (0: unknown)
+        # Share of its node's busy samples (decaying) at which it ran at the node's pace.
+        self.peer = 0.0
+        # Its errors on ordinary samples: the port's own routine rate (RoCE sequence errors).
+        self.usual_errors = DecayingCount(cfg.nic_error_base_half_life_s)
+        self.odd_error_ts = float("-inf")  # last sample with errors abnormal for this port
+        self.held_ts = 0.0  # a down seen on the first sample after the node's gap (0: none)
+        self.first_ts = 0.0  # time of its first sample: how long its routine rate was learnt
+
+
+def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
+    """The port's routine errors (its ordinary samples' rate) scaled to the recent count.
+
+    Both decaying counts are weighted sums over the port's life so far: each is divided by
+    the weight a steady rate would have given it since the port's first sample, so a port's
+    routine rate is right from its first minutes (a young count is not a small rate).
+    """
+    age = max(ts - p.first_ts, 1.0)
+    base_hl, fast_hl = cfg.nic_error_base_half_life_s, cfg.nic_error_half_life_s
+    rate = p.usual_errors.value(ts) / (base_hl * (1.0 - 2.0 ** (-age / base_hl)))
+    return rate * fast_hl * (1.0 - 2.0 ** (-age / fast_hl))
 
 
 class NodeNics:
@@ -101,7 +138,8 @@ class NodeNics:
         if ts <= counters._last_ts:
             return True  # late or duplicate
         prev_ts = p.last_ts
-        if p.active or p.down or p.low or prev_ts == _NEVER or s.link_state == "down":
+        if (p.active or p.down or p.low or p.held_ts or prev_ts == _NEVER
+                or s.link_state == "down"):
             return False
         # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
         b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10 = counters._last
@@ -123,10 +161,15 @@ class NodeNics:
         if dt > 0:
             p.gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
         if ts - self._ref_ts >= 1.0:
-            self._refresh_ref(ts)
+            self._refresh_ref(ts, cfg)
         ref = self._ref_gbps
-        if ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
-            return False  # slow against its siblings
+        if ref >= cfg.nic_busy_gbps:
+            if p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
+                if p.peer >= cfg.nic_peer_share:
+                    return False  # slow against its siblings
+                p.peer -= cfg.nic_peer_fading * p.peer
+            else:
+                p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt
@@ -153,24 +196,35 @@ class NodeNics:
             return  # late or duplicate
         first = prev_ts == _NEVER
         dt = 0.0
-        if not first:
-            dt = p.interval_s = ts - prev_ts
+        back = False
+        if first:
+            p.first_ts = ts
+        else:
+            dt = ts - prev_ts
+            # Back from the node's reporting gap (a reboot): silent for nic_gap_s and more than
+            # three of its sampling intervals.  (Not a counter reset alone: operators clear IB
+            # counters on a live port, perfquery -x, and a port may go down right then.)
+            back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
+            p.interval_s = dt
         p.last_ts = ts
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
-        if active or p.down or d[_LINK_DOWNED] or s.link_state == "down":
-            self._link(p, s, d, cfg, out)
+        if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
+            self._link(p, s, d, cfg, out, back)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
         if counters.resets == resets and not first:
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
             if ts - self._ref_ts >= 1.0:
-                self._refresh_ref(ts)
-            if p.low or "nic_throughput" in active or (
-                    self._ref_gbps >= cfg.nic_busy_gbps
-                    and p.gbps < cfg.nic_throughput_ratio * self._ref_gbps):  # type: ignore[operator]
+                self._refresh_ref(ts, cfg)
+            ref = self._ref_gbps
+            slow = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
+            if p.low or "nic_throughput" in active or (slow and p.peer >= cfg.nic_peer_share):
                 self._throughput(p, s, cfg, out)
+            elif ref >= cfg.nic_busy_gbps:
+                # Not judged (not a peer, or at its node's pace): its history moves on.
+                p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
 
     def _forget_silent(self, now: float, cfg: Thresholds) -> None:
         """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
@@ -198,13 +252,27 @@ class NodeNics:
                            s.cluster))
 
     def _link(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
-              out: list[Finding]) -> None:
+              out: list[Finding], back: bool = False) -> None:
         if s.link_state == "down" and not p.down:
-            p.down = True
-            self._emit(out, s, p, "link_down", True, 0.9, {"link_state": "down"})
-        elif s.link_state == "up" and p.down:
-            p.down = False
-            self._emit(out, s, p, "link_down", False, 0.0, {})
+            if back:
+                # The node's first sample after its reporting gap: its links still train.
+                p.held_ts = s.ts
+            else:
+                p.down = True
+                evidence: dict[str, Any] = {"link_state": "down"}
+                onset = p.held_ts or s.ts
+                if p.held_ts:
+                    evidence["down_since_node_came_back_s"] = round(s.ts - p.held_ts, 2)
+                    evidence["held_because"] = ("down on the first sample after the node's "
+                                                "reporting gap (link training after a reboot); "
+                                                "still down on the next")
+                p.held_ts = 0.0
+                self._emit(out, s, p, "link_down", True, 0.9, evidence, onset=onset)
+        elif s.link_state == "up":
+            p.held_ts = 0.0
+            if p.down:
+                p.down = False
+                self._emit(out, s, p, "link_down", False, 0.0, {})
         if d[_LINK_DOWNED]:
             p.last_flap_ts = s.ts
         elif "link_flap" not in p.active:
@@ -221,13 +289,22 @@ class NodeNics:
         n = d[_ERRORS[0]] + d[_ERRORS[1]] + d[_ERRORS[2]] + d[_ERRORS[3]]
         if not n and not p.active:
             return  # the healthy common case
-        level = p.errors.add(s.ts, n)
+        ts = s.ts
+        level = p.errors.add(ts, n)
         if n:
-            if "errors_seen" not in p.active:
-                p.err_onset = s.ts
-                self._emit(out, s, p, "errors_seen", True, 0.3, {"errors": n}, verdict=False)
-            p.last_error_ts = s.ts
-        elif "errors_seen" in p.active and s.ts - p.last_error_ts >= cfg.nic_quiet_s:
+            if ts - p.last_error_ts >= cfg.nic_quiet_s:
+                p.err_onset = ts  # a run of errors begins
+            p.last_error_ts = ts
+            usual = _usual(p, ts, cfg)
+            if level >= cfg.nic_errors_seen and level >= cfg.nic_errors_seen_ratio * usual:
+                p.odd_error_ts = ts
+                if "errors_seen" not in p.active:
+                    self._emit(out, s, p, "errors_seen", True, 0.3, {
+                        "errors": n, "recent_errors": round(level, 1),
+                        "usual_recent_errors": round(usual, 1)}, verdict=False)
+            else:
+                p.usual_errors.add(ts, n)  # ordinary for this port: its routine rate
+        if "errors_seen" in p.active and ts - p.odd_error_ts >= cfg.nic_quiet_s:
             self._emit(out, s, p, "errors_seen", False, 0.0, {}, verdict=False)
         if "nic_errors" not in p.active and level >= cfg.nic_errors:
             self._emit(out, s, p, "nic_errors", True, 0.85, {
@@ -237,9 +314,15 @@ class NodeNics:
             p.errors.reset()
             self._emit(out, s, p, "nic_errors", False, 0.0, {})
 
-    def _refresh_ref(self, ts: float) -> None:
+    def _refresh_ref(self, ts: float, cfg: Thresholds) -> None:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
-        rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
+        # Of the ports that carry the job's traffic, once two do (not its frontend or storage
+        # ports: a node of two fabric ports and a frontend one has the slower fabric port as
+        # the median of all three).
+        rates = [o.gbps for o in self._ports.values()
+                 if o.gbps is not None and o.peer >= cfg.nic_peer_share]
+        if len(rates) < 2:
+            rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
         rates.sort()
         self._ref_gbps = rates[len(rates) // 2] if len(rates) > 1 else 0.0
         self._ref_ts = ts

@@ -90,6 +90,16 @@ class Thresholds:
     nic_throughput_samples: int = 5
     nic_busy_gbps: float = 5.0          # the other ports must carry at least this much
     nic_quiet_s: float = 30.0           # errors/flaps clear after this long without new ones
+    nic_peer_fading: float = 0.1        # a port's share of busy samples at its node's pace ...
+    nic_peer_share: float = 0.5         # ... at least this: it carries the job's traffic, and
+    #                                     only such a port is judged low (a frontend/storage
+    #                                     port that has always been quiet did not go quiet)
+    nic_errors_seen: float = 5.0        # errors within ~a half-life that count a port as
+    nic_errors_seen_ratio: float = 4.0  # affected (switch evidence), and this many times the
+    nic_error_base_half_life_s: float = 1800.0  # port's own rate (over this half-life)
+    nic_gap_s: float = 60.0             # a port silent this long (and > 3 intervals) came
+    #                                     back (a reboot): down on its first sample back is
+    #                                     link training, down on the next is down
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
