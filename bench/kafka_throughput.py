@@ -556,7 +556,8 @@ def broker_summary(requests: list[dict[str, Any]], waits: list[dict[str, Any]],
 
 def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int,
                    shape: FeedShape, feeder: FeedProcess | None, feed_name: str,
-                   nice: int = 0, broker_nice: int | None = None) -> dict[str, Any]:
+                   nice: int = 0, broker_nice: int | None = None,
+                   pin: bool = False) -> dict[str, Any]:
     """The paced feed of a latency run with no worker: the same messages, rate and shape
     into fresh topics.  Its produce() -> delivery report times are the floor under any
     worker's arrival -> alert figure on this box (an input cannot be fetched before it
@@ -570,8 +571,15 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     load0 = loadavg()
     reniced: list[tuple[int, int]] = []
+    pinned: list[tuple[int, set[int]]] = []
     try:
         harness = [os.getpid(), feed_pid] if own else [os.getpid()]
+        if pin:  # where a pinned latency run puts them: off the worker's CPU
+            cpus = sorted(os.sched_getaffinity(0))
+            for pid in (*harness, broker.pid):
+                if pid:
+                    pinned.append((pid, set(cpus)))
+                    set_affinity(pid, set(cpus[:-1]))
         bn = nice if broker_nice is None else broker_nice
         for pid, value in (*((x, nice) for x in harness), (broker.pid, bn)):
             if pid and value:
@@ -597,11 +605,14 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
     finally:
         for pid, before in reniced:
             renice(pid, before)
+        for pid, cpus in pinned:
+            with contextlib.suppress(OSError):
+                set_affinity(pid, cpus)
     return {"rate": rate, "achieved_rate": len(msgs) / secs, "events": len(msgs),
             "feed_s": secs, "t0": t0, "loadavg_start": load0, "producer_cpu_s": mine,
             "broker_cpu_s": broker_cpu, "producer_wait_s": waits[0],
             "broker_wait_s": waits[1], "acked": acked, "feed_stats": stats,
-            "feed_shape": shape._asdict()}
+            "feed_shape": shape._asdict(), "pinned": pin}
 
 
 def feed_alone_report(rows: list[dict[str, Any]]) -> None:
@@ -1077,9 +1088,14 @@ def main() -> int:
                     "run then reports the feed's produce and the worker's fetch requests as the "
                     "broker timed them, and the broker's file syncs (heavy: the log holds "
                     "every request and response, ~130 MB a run, and costs the broker CPU)")
-    ap.add_argument("--pin-ab", action="store_true", help="each latency run also with the "
-                    "worker pinned to the last CPU and the paced producer and the broker to the "
-                    "others (taskset), alternating, labelled (pinned)")
+    ap.add_argument("--pin-ab", action=argparse.BooleanOptionalAction, default=True,
+                    help="each latency run also with the worker pinned to the last CPU and the "
+                    "feed, this process and the broker to the others, alternating, labelled "
+                    "(pinned): the worker with a core of its own, its feed and broker off it, "
+                    "as deployed (default on; round 9: with the collector's feed the feed and "
+                    "broker fit on one core)")
+    ap.add_argument("--pin", action="store_true", help="every latency run pinned as in "
+                    "--pin-ab, the feed-alone runs' feed and broker on the same CPUs")
     ap.add_argument("--nice-ab", action="store_true", help="each latency run also with "
                     "--harness-nice 0, alternating: both modes in one run")
     ap.add_argument("--broker-settings", choices=("lean", "tests"), default="lean",
@@ -1167,7 +1183,9 @@ def main() -> int:
             if args.nice_ab and args.harness_nice:
                 nices = [(" (nice 0)", 0), ("", args.harness_nice)]
             pins = [("", False)]
-            if args.pin_ab:
+            if args.pin:
+                pins = [(" (pinned)", True)]
+            elif args.pin_ab:
                 pins = [("", False), (" (pinned)", True)]
             arrivals = {"create": [("", "create")], "append": [(" (append)", "append")],
                         "ab": [("", "create"), (" (append)", "append")]}[args.arrival]
@@ -1195,7 +1213,8 @@ def main() -> int:
                         alone[fl].append(feed_alone_run(broker, measured, share * top,
                                                         args.partitions, fv, feeder,
                                                         "measured", nice=args.harness_nice,
-                                                        broker_nice=args.broker_nice))
+                                                        broker_nice=args.broker_nice,
+                                                        pin=args.pin))
                         r = alone[fl][-1]
                         say(f"    feed alone{fl}: {r['achieved_rate']:,.0f} events/s fed, load "
                             f"{r['loadavg_start']}")
@@ -1215,7 +1234,9 @@ def main() -> int:
                             f" ms, load {r['loadavg_start']}")
                 for fl, runs in alone.items():
                     if runs:
-                        res["feed_alone"].append({"share": share, "label": fl, "runs": runs})
+                        res["feed_alone"].append({"share": share, "runs": runs, "label": fl + (
+                            " (pinned: the feed and broker off the last CPU)" if args.pin
+                            else "")})
                 for label, runs in by_code.items():
                     lat = latency_summary(share, top, runs, label)
                     res["latency"].append(lat)
