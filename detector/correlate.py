@@ -28,6 +28,7 @@ from detector.calibration import conditions, confidence
 from detector.findings import Finding
 from detector.playbook import action_for, next_diagnostic
 from detector.recovery import Placement, estimate
+from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -42,6 +43,10 @@ UNNAMED_SWITCH = "unknown"
 # The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
 # node_exporter's scrapes 15-60 s): the window is at most 1.25 x this + 1 s.
 _GROUP_INTERVAL_CAP_S = 60.0
+# A unit sampled at most this share of the interval of the slowest waiting for its shared
+# part waits a window of its own (Correlator._hold_for_group): a few times as often, not
+# the jitter between collectors of one cadence (+-0.25 s at 10 s in the simulator).
+_FASTER = 0.5
 
 
 class Problem:
@@ -157,6 +162,8 @@ class Correlator:
                 self._slow_due(key, due, out)
             elif what in ("switch", "domain", "fabric"):
                 self._group_due(what, key, due, out)
+            elif what == "member":
+                self._member_due(key, due, out)
             elif what == "forget":
                 self._forget_due(key, due)
             elif what == "why":
@@ -166,9 +173,12 @@ class Correlator:
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
         if f.signal == "sampling":  # how often a GPU's thermal telemetry comes
-            if f.scope.node is not None:
-                self._interval[f.scope.node] = (float(f.evidence.get("sample_interval_s", 0.0)),
-                                                f.ts)
+            interval = float(f.evidence.get("sample_interval_s", 0.0))
+            if f.scope.node is not None and interval < PAUSE_S:
+                # (A gap of PAUSE_S or more is a pause, never told as a cadence
+                # (detector.thermal): one on the findings topic is a forgery, and a slow rank
+                # on the node would wait 1.25 of it for an explanation -- for ever at 1e300.)
+                self._interval[f.scope.node] = (interval, f.ts)
                 # Slow ranks on this node that waited as for an unknown cadence: the wait is
                 # known now (their first timer, if later, finds them decided).
                 for unit in self._units_of_node.get(f.scope.node, ()):
@@ -760,15 +770,43 @@ class Correlator:
         self._group_wait[f.key] = (what, name, f)
         if (what, name) not in self._group_open:
             self._group_open.add((what, name))
-            window = self.cfg.domain_window_s if what == "domain" else self.cfg.switch_window_s
-            # Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
-            # default is 30 s) the other nodes behind the part report up to one interval
-            # later, so the window is at least one interval and a quarter, plus a second --
-            # of a collector's cadence: a port that reports once an hour (a broken exporter)
-            # does not hold every other NIC fault of its switch, or of a cluster without a
-            # topology, for an hour (room harden, 2026-12-02: 3,736 s).
-            interval = min(f.evidence.get("sample_interval_s", 0.0), _GROUP_INTERVAL_CAP_S)
-            self._timer(f.ts + max(window, 1.25 * interval + 1.0), what, name)
+            self._timer(f.ts + self._window(what, f), what, name)
+            return
+        # The window is the first finding's: a unit sampled far more often than that one
+        # waits only its own (a 1 s port behind a 60 s one was held 76 s; room harden).
+        interval = _interval(f)
+        if interval > 0.0 and interval <= _FASTER * max(
+                _interval(g) for w, n, g in self._group_wait.values() if (w, n) == group):
+            self._timer(f.ts + self._window(what, f), "member", f.key)
+
+    def _window(self, what: str, f: Finding) -> float:
+        """How long ``f`` waits for the rest of its shared part's nodes to show trouble.
+
+        Nodes sample at their own phase: with a 10 or 30 s interval (dcgm-exporter's
+        default is 30 s) the other nodes behind the part report up to one interval later,
+        so the window is at least one interval and a quarter, plus a second -- of a
+        collector's cadence: a port that reports once an hour (a broken exporter) does not
+        hold every other NIC fault of its switch, or of a cluster without a topology, for an
+        hour (room harden, 2026-12-02: 3,736 s).
+        """
+        window = self.cfg.domain_window_s if what == "domain" else self.cfg.switch_window_s
+        return max(window, 1.25 * _interval(f) + 1.0)
+
+    def _member_due(self, key: str, due: float, out: list[Alert]) -> None:
+        """A finding sampled far more often than the one that opened its part's window has
+        waited its own: unless the part is failing by now (then it is decided with it, one
+        alert), it is decided alone, as the part's window would have."""
+        held = self._group_wait.get(key)
+        if held is None:
+            return  # decided with its part
+        what, name, f = held
+        if f.ts + self._window(what, f) > due:
+            return  # a later finding of the same key, waiting for its own time
+        waiting = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)]
+        if self._failing(what, name, waiting):
+            return
+        del self._group_wait[key]
+        self._decide_alone(f, due, out)
 
     def _still_failing(self, p: Problem) -> bool:
         """Whether a shared part's problem still has trouble on ``switch_min_nodes`` nodes.
@@ -850,6 +888,35 @@ class Correlator:
                     troubled.add(node)
         return heard | troubled, troubled
 
+    def _count(self, what: str, name: str, waiting: list[Finding]
+               ) -> tuple[set[str], set[str], int]:
+        """(nodes behind the part heard from, those in trouble, how many make it failing),
+        counting the ``waiting`` findings' nodes."""
+        if what == "fabric":
+            heard, troubled = self._fabric_members(name)
+            # The same for trouble that cleared inside the window (below): a node whose NICs
+            # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
+            # on half the nodes was one isolation per NIC, where 30 s of it was one page).
+            waiting_nics: dict[str, set[str]] = {}
+            for f in waiting:
+                if f.scope.node and f.scope.nic:
+                    waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
+            late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
+        else:
+            heard, troubled = self._members(what, name)
+            # Trouble that cleared inside the window still happened: a leaf down for less
+            # than a sample interval is seen by each node on one sample at its own phase, and
+            # is over on every node before the window closes (it was 12-16 NIC isolations,
+            # one per node, for one switch blip; review audit row 1b).
+            late = {f.scope.node for f in waiting if not f.active and f.scope.node}
+        troubled, heard = troubled | late, heard | late
+        need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        return heard, troubled, need
+
+    def _failing(self, what: str, name: str, waiting: list[Finding]) -> bool:
+        _, troubled, need = self._count(what, name, waiting)
+        return len(troubled) >= need
+
     def _group_due(self, what: str, name: str, due: float, out: list[Alert]) -> None:
         self._group_open.discard((what, name))
         waiting = [(k, f) for k, (w, n, f) in self._group_wait.items() if (w, n) == (what, name)]
@@ -857,26 +924,7 @@ class Correlator:
             return
         for k, _ in waiting:
             del self._group_wait[k]
-        if what == "fabric":
-            heard, troubled = self._fabric_members(name)
-            # The same for trouble that cleared inside the window (below): a node whose NICs
-            # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
-            # on half the nodes was one isolation per NIC, where 30 s of it was one page).
-            waiting_nics: dict[str, set[str]] = {}
-            for _, f in waiting:
-                if f.scope.node and f.scope.nic:
-                    waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
-            late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
-            troubled, heard = troubled | late, heard | late
-        else:
-            heard, troubled = self._members(what, name)
-            # Trouble that cleared inside the window still happened: a leaf down for less
-            # than a sample interval is seen by each node on one sample at its own phase, and
-            # is over on every node before the window closes (it was 12-16 NIC isolations,
-            # one per node, for one switch blip; review audit row 1b).
-            late = {f.scope.node for _, f in waiting if not f.active and f.scope.node}
-            troubled, heard = troubled | late, heard | late
-        need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        heard, troubled, need = self._count(what, name, [f for _, f in waiting])
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
         if what == "fabric" and len(troubled) >= need:
             self._fabric_escalation(first, waiting, heard, troubled, due, out)
@@ -898,12 +946,16 @@ class Correlator:
             self._quiet_if_cleared(p, due)
             return
         for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
-            if f.scope.key in self._device or not f.active:
-                cause = "nic" if f.kind == "network" else f.cause
-                p = self._raise(ISOLATION, f.kind, cause, f.scope, f, out, detected_ts=due,
-                                latched=f.kind == "hardware", own=f.active)
-                self._explain_waiting(f.scope, p, out)
-                self._quiet_if_cleared(p, due)
+            self._decide_alone(f, due, out)
+
+    def _decide_alone(self, f: Finding, due: float, out: list[Alert]) -> None:
+        """A finding held for its shared part, which is not failing: its own unit's problem."""
+        if f.scope.key in self._device or not f.active:
+            cause = "nic" if f.kind == "network" else f.cause
+            p = self._raise(ISOLATION, f.kind, cause, f.scope, f, out, detected_ts=due,
+                            latched=f.kind == "hardware", own=f.active)
+            self._explain_waiting(f.scope, p, out)
+            self._quiet_if_cleared(p, due)
 
     def _quiet_if_cleared(self, p: Problem, ts: float) -> None:
         """A problem raised from trouble that had already cleared starts its quiet time."""
@@ -976,6 +1028,12 @@ def _baseline(slow: Finding) -> float:
     anything else happened to it: a cause found later explains only the change beyond it.
     """
     return max(float(slow.evidence.get("baseline_ratio") or 1.0), 1.0)
+
+
+def _interval(f: Finding) -> float:
+    """How often ``f``'s unit is sampled (0.0: not known), as far as a shared part's window
+    waits for it (:data:`_GROUP_INTERVAL_CAP_S`)."""
+    return min(f.evidence.get("sample_interval_s", 0.0), _GROUP_INTERVAL_CAP_S)
 
 
 def _node_of(unit: str) -> str | None:

@@ -9,6 +9,7 @@ what lets it sit on a single partition in the Kafka deployment.
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
@@ -16,7 +17,7 @@ from msgspec import Meta
 
 from detector.alerts import CAUSES, KINDS, Scope
 from detector.decoding import MAX_MESSAGE_BYTES
-from detector.events import Finite, Name, OptFinite, OptIndex, OptName
+from detector.events import MAX_AHEAD_S, Finite, Name, OptFinite, OptIndex, OptName
 
 
 class Finding(NamedTuple):
@@ -136,9 +137,21 @@ FindingsMessage = FindingMessage | WatermarksMessage | SeenMessage | ForgetMessa
 _DECODER = msgspec.json.Decoder(FindingsMessage)
 
 
-def decode_message(raw: bytes | None) -> FindingsMessage:
+def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMessage:
     """One findings-topic message, typed and checked; ValueError (with the reason) if it is
-    not one a stage could have written."""
+    not one a stage could have written.
+
+    Its times are bounded by the wall clock (``wall_s``; the system's by default), here
+    where a message is refused before it has any effect: a source's event time is never
+    more than ``MAX_AHEAD_S`` ahead of it.  A telemetry partition takes its first clock only
+    within that of the wall clock and never jumps past it (DESIGN.md "Bounds",
+    ``Monitors.check_ahead``), and a replayed or simulated log is history.  So a watermark,
+    a finding's tag or times, or an arrival further ahead is no stage's (but for a producer
+    creeping ahead up to 300 s a record, whose times are as wrong): a forgery.  A watermark
+    of 1e300 under a real source's name moved the correlator's clock there and erased every
+    fault before it (room harden, 2026-12-02).  The correlator's own clock cannot bound
+    them: it is the sources' watermarks, and in a replay or a test it is not wall time.
+    """
     if raw is None:
         raise ValueError("message has no value")
     if len(raw) > MAX_MESSAGE_BYTES:
@@ -150,15 +163,20 @@ def decode_message(raw: bytes | None) -> FindingsMessage:
     except msgspec.DecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from None
     t = type(msg)
+    latest = (time.time() if wall_s is None else wall_s) + MAX_AHEAD_S
     if t is WatermarksMessage:
-        for name, _, _ in msg.clocks:
+        for name, ts, _ in msg.clocks:
             _printable("source", name)
+            _not_ahead("watermark", ts, latest)
         return msg
     _printable("source", msg.source)
     if t is not FindingMessage:
         _printable("node", msg.node)
         return msg
     f = msg.finding
+    for what, ts in (("tag", msg.tag), ("ts", f.ts), ("onset_ts", f.onset_ts),
+                     ("arrived", msg.arrived)):
+        _not_ahead(what, ts, latest)
     _printable("signal", f.signal)
     for k in ("job", "tenant", "cluster"):
         _printable(k, getattr(f, k))
@@ -172,6 +190,12 @@ def decode_message(raw: bytes | None) -> FindingsMessage:
         if type(v) is str:
             _printable(f"evidence {k!r}", v)
     return msg
+
+
+def _not_ahead(what: str, ts: float | None, latest: float) -> None:
+    if ts is not None and ts > latest:
+        raise ValueError(f"ts_out_of_range: {what} {ts!r} is more than {MAX_AHEAD_S:g} s ahead "
+                         f"of the wall clock ({latest - MAX_AHEAD_S:.3f})")
 
 
 def _printable(what: str, name: str | None) -> None:

@@ -72,6 +72,11 @@ class Monitors:
         self._jobs: dict[str, JobMonitor] = {}
         # jobs with nothing to expire -> their (evaluations, restarts) then (see sweep)
         self._dormant: dict[str, tuple[int, int]] = {}
+        # The jobs a sweep visits: every one that may have something to expire, with its place
+        # among the jobs (JobMonitor._order, from _made).  Not state (detector/statecodec.py):
+        # None after a restore, when the next sweep visits every job again.
+        self._awake: dict[str, int] | None = {}
+        self._made = 0
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
         self._nics: dict[str, NodeNics] = {}
@@ -124,9 +129,13 @@ class Monitors:
             try:
                 job = self._jobs[e.job]
             except KeyError:
-                job = self._jobs[e.job] = JobMonitor(e.job, self.cfg)
+                job = self._new_job(e.job)
             if not job.quiet(e):
                 job.add(e, findings)
+                # (quiet took the message only into a step already waiting: awake since)
+                awake = self._awake
+                if awake is not None:
+                    awake[e.job] = job._order
         elif t is NicSample:
             self._n_nic += 1
             try:
@@ -244,8 +253,14 @@ class Monitors:
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
         self._n_nonfinite += 1
-        job = self._jobs.get(nf.job) or self._jobs.setdefault(nf.job, JobMonitor(nf.job, self.cfg))
+        job = self._jobs.get(nf.job) or self._new_job(nf.job)
         job.add_nonfinite(nf, findings)
+
+    def _new_job(self, name: str) -> JobMonitor:
+        job = self._jobs[name] = JobMonitor(name, self.cfg)
+        job._order = self._made
+        self._made += 1
+        return job
 
     def advance(self, now: float, findings: list[Finding]) -> None:
         """Move the clock without a record (a quiet stream) and decide overdue steps."""
@@ -259,19 +274,33 @@ class Monitors:
         ``quiet``: the clock was run on without a record (no evidence that a job stopped)."""
         self._next_sweep = self.clock + _SWEEP_S
         dormant = self._dormant
-        for name, job in self._jobs.items():
-            # A job with no step waiting and no slow rank reported has nothing to expire (its
-            # expire would only move its next-check time, which its next message does): a
-            # flood of one-message jobs must not cost every record a call per job.  Whether
-            # one is reported is a numpy call, so it is asked once: the job is marked
-            # dormant with its (evaluations, restarts), and stays so while neither changes
-            # (only an evaluation or a restart changes what it reports) and nothing waits.
+        awake = self._awake
+        if awake is None:  # (restored: every job, in their order)
+            awake = self._awake = {}
+            for i, (name, job) in enumerate(self._jobs.items()):
+                job._order = awake[name] = i
+            self._made = len(awake)
+        jobs = self._jobs
+        # The jobs awake, in the order of the jobs (their findings' order, as when every job
+        # was visited).  A job with no step waiting and no slow rank reported has nothing to
+        # expire (its expire would only move its next-check time, which its next message
+        # does): it goes to sleep, and only a message its quiet path does not take (the only
+        # way it gets a step waiting, an evaluation or a restart) wakes it (process).  So a
+        # sweep costs the jobs that are stepping, not every job kept (a flood of one-message
+        # jobs cost every record a call per job; room harden, 2026-12-02).  Whether one is
+        # reported is a numpy call, so it is asked once: the job is marked dormant with its
+        # (evaluations, restarts), and stays so while neither changes (only an evaluation or
+        # a restart changes what it reports) and nothing waits.
+        for name in sorted(awake, key=awake.__getitem__) if len(awake) > 1 else list(awake):
+            job = jobs[name]
             if not job._pending:
                 mark = (job._evaluated, job.restarts)
                 if dormant.get(name) == mark:
+                    del awake[name]
                     continue
                 if not job._reported.any():
                     dormant[name] = mark
+                    del awake[name]
                     continue
             dormant.pop(name, None)
             job.expire(self.clock, findings, quiet=quiet)
@@ -282,6 +311,7 @@ class Monitors:
             for name in idle:  # a job that ended: its ranks' history is no use any more
                 job = self._jobs.pop(name)
                 dormant.pop(name, None)
+                awake.pop(name, None)
                 findings.append(Finding(
                     self.clock, self.clock, "job_layout", "slow_node", "unknown",
                     Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))

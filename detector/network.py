@@ -267,6 +267,10 @@ class NodeNics:
                                                 "reporting gap (link training after a reboot); "
                                                 "still down on the next")
                 p.held_ts = 0.0
+                # How many of the node's ports are down with it: all of them at once is one
+                # node event (the correlator makes it one node alert), not one per cable.
+                evidence["node_ports_down"] = sum(1 for o in self._ports.values() if o.down)
+                evidence["node_ports"] = len(self._ports)
                 self._emit(out, s, p, "link_down", True, 0.9, evidence, onset=onset)
         elif s.link_state == "up":
             p.held_ts = 0.0

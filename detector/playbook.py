@@ -70,6 +70,10 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                           "the switch (ports, optics, firmware)",
                           f"return the nodes behind {scope.switch} to service once an NCCL "
                           "all-reduce across the leaf runs at line rate")
+        if scope.level == "node":
+            return Action("drain_node", f"every NIC port of {where} is down: drain it and check "
+                          "the node (mlx5 driver and firmware in dmesg, PCIe, NIC power) before "
+                          "the cables", _uncordon(scope))
         return Action("check_link", f"{where}: reseat or replace the cable/transceiver; until "
                       "then exclude the port from NCCL (NCCL_IB_HCA) or drain the node",
                       f"re-enable the port; {_uncordon(scope)} if drained")

@@ -234,8 +234,8 @@ def _register_state_classes() -> None:
     register(_StepBuffer, "StepBuffer")
     register(_Source, "CorrelatorSource", fields_=("wm", "idle", "heard", "last_id"))
     register(Monitors, fields_=tuple(k for k in Monitors().__dict__
-                                     if k not in ("topology", "wall_clock")),
-             transient={"topology": None, "wall_clock": None})
+                                     if k not in ("topology", "wall_clock", "_awake", "_made")),
+             transient={"topology": None, "wall_clock": None, "_awake": None, "_made": 0})
     cfg = Thresholds()
     register(JobMonitor, fields_=tuple(JobMonitor("j", cfg).__dict__))
     register(CusumBank, fields_=tuple(CusumBank(1.0, 1.0, 1.0, 1).__dict__))

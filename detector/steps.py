@@ -74,6 +74,20 @@ _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank 
 _MAJORITIES_KEPT = 4096
 _NAN = float("nan")
 _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
+# A rank in none of the job's last _GONE_STEPS steps decided (the job stepping on without it)
+# has left the job: its slot is freed (JobMonitor._free_gone_slots), looked for every
+# _GONE_CHECK_STEPS steps.  As many as the late messages the job recognises (_DONE_KEPT).
+_GONE_STEPS = _DONE_KEPT
+_GONE_CHECK_STEPS = 64
+_PARKED_KEPT = 1024  # learned start offsets of ranks that left, kept for their return
+
+# JobMonitor's per-slot arrays (an item per rank's slot) and what a new slot holds (None: the
+# cap any rank may learn, Thresholds.slow_baseline_clip): _grow makes room in each,
+# _free_gone_slots takes the ranks that left out of each.
+_SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
+    ("_base", 0.0), ("_slow_dev", 0.0), ("_run_sum", 0.0), ("_run_n", 0), ("_run_since", 0.0),
+    ("_reported", False), ("_gross", 0), ("_gross_onset", 0.0), ("_cap", None),
+    ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -228,6 +242,22 @@ class JobMonitor:
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
     _spikes_looked = False                     # every slot looked at for rising (_check_grad)
+    _order = 0  # its place among its Monitors' jobs (Monitors.sweep visits them in this order)
+    # Which ranks took part in the job's latest steps (_free_gone_slots): per slot, the
+    # number of steps evaluated when it last took part in a step missing ranks, and when every
+    # slot last took part in one.  Not state either: a restored monitor counts from there.
+    _seen_at = np.zeros(0, dtype=np.int64)
+    _whole_at = 0
+
+    @property
+    def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
+        """Ranks that left the job having learned a start offset -> (hardware, bias, cap):
+        theirs again if they come back on that hardware (not state: made on first use)."""
+        try:
+            return self._parked_offsets
+        except AttributeError:
+            self._parked_offsets: dict[int, tuple[tuple[str, int] | None, float, float]] = {}
+            return self._parked_offsets
 
     @property
     def _whole_layouts(self) -> dict[int, Any]:
@@ -543,6 +573,8 @@ class JobMonitor:
         self._spikes[:] = 0.0
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
+        self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
+        self._whole_at = 0
 
     # -- analysis ------------------------------------------------------------------------
 
@@ -581,16 +613,20 @@ class JobMonitor:
         slots = buf.slots = _ints(slot_of)
         moved = self._track_hardware(buf, slot_of)
         if moved:
+            if self._parked:
+                self._unpark(moved)
             out.append(self._layout_finding(buf, moved, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
         n = len(slot_of)
         kinds = (groups, buf.dp_array()) if self.cfg.replica_noise_ratio > 0.0 else (groups,)
         whole = self._whole_layouts
-        if n == len(self._rank_of):
+        every = n == len(self._rank_of)
+        if every:
             # Every rank of the job is here (the usual step): the slots are a permutation of
             # 0..n-1, and the layouts of the peer groups and replicas are found through them,
             # whose order is the same every step (peer_stats.learn_layout).
+            self._whole_at = self._evaluated
             order = np.empty(n + 1, dtype=np.intp)
             order[slots] = _arange(n)
             order[n] = n
@@ -607,6 +643,11 @@ class JobMonitor:
             for i, values in enumerate(kinds):
                 if i in whole and len(whole[i][0]) == len(self._rank_of):  # (every slot in it)
                     derive_layout(values, slots, whole[i])
+            seen = self._seen_at
+            if len(seen) < len(self._rank_of):
+                seen = self._seen_at = np.concatenate([seen, np.full(
+                    len(self._rank_of) - len(seen), self._evaluated, dtype=np.int64)])
+            seen[slots] = self._evaluated
         ts = _floats(buf.ts)
         self._evaluated += 1
         self._check_slow(step, slots, groups, ts, *self._busy(buf), buf, decided_ts, out)
@@ -614,6 +655,8 @@ class JobMonitor:
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
+        if not every and self._evaluated % _GONE_CHECK_STEPS == 0:
+            self._free_gone_slots(decided_ts, out)
 
     @staticmethod
     def _busy(buf: _StepBuffer) -> tuple[np.ndarray, np.ndarray | None]:
@@ -648,20 +691,85 @@ class JobMonitor:
             return
         n = max(n, 2 * old)
         self._hw.extend([None] * (n - old))
-        self._base = np.concatenate([self._base, np.zeros(n - old)])
-        self._slow_dev = np.concatenate([self._slow_dev, np.zeros(n - old)])
-        self._spikes = np.concatenate([self._spikes, np.zeros(n - old)])
-        self._spike_onset = np.concatenate([self._spike_onset, np.zeros(n - old)])
-        self._spiking = np.concatenate([self._spiking, np.zeros(n - old, dtype=bool)])
+        for name, fill in _SLOT_ARRAYS:
+            a = getattr(self, name)
+            # (np.zeros and np.ones: half np.full's instructions, and a job's first step
+            # makes 13 arrays)
+            more = (np.full(n - old, self.cfg.slow_baseline_clip) if fill is None
+                    else np.ones(n - old, dtype=a.dtype) if fill else np.zeros(n - old, a.dtype))
+            setattr(self, name, np.concatenate([a, more]))
         self._slow.ensure(n)
-        self._run_sum = np.concatenate([self._run_sum, np.zeros(n - old)])
-        self._run_n = np.concatenate([self._run_n, np.zeros(n - old, dtype=np.int64)])
-        self._run_since = np.concatenate([self._run_since, np.zeros(n - old)])
-        self._reported = np.concatenate([self._reported, np.zeros(n - old, dtype=bool)])
-        self._gross = np.concatenate([self._gross, np.zeros(n - old, dtype=np.int64)])
-        self._gross_onset = np.concatenate([self._gross_onset, np.zeros(n - old)])
-        self._cap = np.concatenate([self._cap, np.full(n - old, self.cfg.slow_baseline_clip)])
-        self._fresh = np.concatenate([self._fresh, np.ones(n - old, dtype=bool)])
+
+    def _free_gone_slots(self, ts: float, out: list[Finding]) -> None:
+        """Give back the slots of ranks that left the job: in none of its last ``_GONE_STEPS``
+        steps while it stepped on (an elastic job that shrank, a node replaced, a producer
+        writing a stray rank number a step).
+
+        Without this a live job kept a slot for every rank number it ever saw (room harden,
+        2026-12-02: one stray rank a step was 6,008 slots after 6,000 steps, each step 2.5x
+        slower to evaluate), and a job that lost a rank for good never again took the usual
+        step's path (every slot in the step).  A new rank always gets a slot: nothing is
+        refused.  What a leaving rank had reported is withdrawn (no step will confirm or
+        clear it, as for a job that stopped, :meth:`_retract_slow`); one that comes back is a
+        new rank, as on other hardware (:meth:`_track_hardware`), but for the start offset it
+        learned, which it finds again on the same GPU (:meth:`_unpark`).
+        """
+        n = len(self._rank_of)
+        seen = self._seen_at[:n]
+        gone = np.flatnonzero(self._evaluated - np.maximum(seen, self._whole_at) >= _GONE_STEPS)
+        if not len(gone):
+            return
+        rank_of, clip = self._rank_of, self.cfg.slow_baseline_clip
+        parked = self._parked
+        for s in gone.tolist():
+            rank = rank_of[s]
+            note = {"step": self._last_step, "rank": rank,
+                    "note": f"the rank left the job: in none of its last {_GONE_STEPS} steps"}
+            for signal, kind, cause, was in (
+                    ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
+                    ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
+                    ("checksum_mismatch", "sdc", "gpu_hardware",
+                     self._mismatch.pop(rank, None) is not None),
+                    ("checksum_pair", "sdc", "unknown", self._pair.pop(rank, None) is not None)):
+                if was:
+                    out.append(self._finding(rank, None, signal, kind, cause, ts, ts, False, 0.0,
+                                             note))
+            if self._cap[s] > clip:  # learned a start offset: kept for its return
+                parked.pop(rank, None)
+                parked[rank] = (self._hw[s], float(self._base[s]), float(self._cap[s]))
+                while len(parked) > _PARKED_KEPT:
+                    oldest = next(iter(parked))
+                    del parked[oldest]
+                    self.start_offsets.pop(oldest, None)
+            else:
+                self.start_offsets.pop(rank, None)
+        keep = np.ones(n, dtype=bool)
+        keep[gone] = False
+        idx = np.flatnonzero(keep)
+        for name, _ in _SLOT_ARRAYS:
+            setattr(self, name, getattr(self, name)[idx])
+        self._slow.keep(idx)
+        self._hw = [self._hw[i] for i in idx.tolist()]
+        self._rank_of = [rank_of[i] for i in idx.tolist()]
+        self._slot = {r: i for i, r in enumerate(self._rank_of)}
+        self._seen_at = seen[idx]
+        # Layouts learned by slot are void (slots renumbered): learned again at the next step.
+        self._moves += 1
+        self._fixed_rows.clear()
+        self._whole_layouts.clear()
+        self._spikes_looked = False
+
+    def _unpark(self, moved: list[int]) -> None:
+        """Ranks that come back on the GPU they left from take their learned start offset
+        again (:meth:`_track_hardware` started them afresh, as on other hardware)."""
+        parked = self._parked
+        for rank in moved:
+            s = self._slot[rank]
+            was = parked.get(rank)
+            if was is not None and was[0] == self._hw[s]:
+                del parked[rank]
+                _, self._base[s], self._cap[s] = was
+                self._fresh[s] = False
 
     def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
         """A rank that now runs on other hardware starts its history afresh; returns those."""

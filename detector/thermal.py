@@ -19,6 +19,13 @@ turns into depends on whether it is ever routine:
 
 and the finding says which (``recommended_because``).
 
+A never-routine *power* reason (0x80 HW power brake, 0x8 HW slowdown on a GPU that is not
+hot) on every GPU of a node at once is one node fault -- the node's power supply or board
+asserting the brake, not eight GPUs failing together -- and its remedy drains the node: the
+first GPU whose run reaches the verdict while every GPU's latest sample shows it raises one
+``throttle`` finding at node scope, and each GPU's own verdict becomes evidence of it
+(DESIGN's rule: a node fault reported as N GPU alerts is a miss and N false positives).
+
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
 is thermal when the GPU is hot and power otherwise.
@@ -75,17 +82,27 @@ class NodeTemps:
     before it throttles; a load change moves all of them together.
     """
 
-    __slots__ = ("temps", "median_c", "median_ts")
+    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "brake_seen")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
         self.median_c = float("inf")
         self.median_ts = float("-inf")
+        self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
+        #                                    reason with its clock down (0x80, 0x8 while cool)
+        self.brake_gpus: set[int] = set()  # GPUs in the node's brake raised at node scope
+        self.brake_seen = False            # every GPU braking on its latest sample, told
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.temps.pop(gpu, None)
+        self.braking.discard(gpu)
         return not self.temps
+
+    def all_braking(self) -> bool:
+        """Every GPU of the node (>= 2 known) has the brake on its latest sample."""
+        gpus = self.temps.keys() | self.braking
+        return len(gpus) >= 2 and self.braking >= gpus
 
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
@@ -235,6 +252,27 @@ class GpuThermal:
             self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
         seen = (drop >= cfg.hw_clock_drop if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
+        gpu = self.scope.gpu
+        node = self._node
+        if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
+                HW_POWER_BRAKE | HW_SLOWDOWN) and throttle_cause(
+                bits, s.gpu_temp_c, cfg.hot_gpu_c) == "power":
+            # (A GPU capped on every sample so far has no clock baseline to measure a drop
+            # against: the reason alone says it, as it does on its siblings.)
+            node.braking.add(gpu)  # type: ignore[arg-type]
+        elif node.braking:
+            node.braking.discard(gpu)  # type: ignore[arg-type]
+        if node.brake_seen != (bool(node.braking) and node.all_braking()):
+            # The brake on every GPU of the node in one sample (evidence, as throttle_seen is
+            # for a GPU): the correlator takes a slow rank on any of them to the node.
+            node.brake_seen = not node.brake_seen
+            out.append(Finding(
+                s.ts, s.ts, "throttle_seen", "slow_node", "power",
+                Scope.of_node(self.scope.node), node.brake_seen, False,  # type: ignore[arg-type]
+                0.6 if node.brake_seen else 0.0,
+                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
+                 "gpus": sorted(node.braking)} if node.brake_seen else {}, None, s.tenant,
+                s.cluster))
         if seen != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
@@ -281,20 +319,45 @@ class GpuThermal:
                        f"SW power cap with clock loss sustained past the limit: >= "
                        f"{cfg.cap_clock_drop:.1%} below baseline on "
                        f"{self._cap.value(s.ts):.0f} recent samples (limit {cfg.cap_samples:.0f})")
-            out.append(Finding(
-                s.ts, onset, "throttle", "slow_node",
-                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c), self.scope, True, True,
-                min(0.95, 0.6 + drop * 2),
-                {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
-                 "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
-                 "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
-                 "recommended_because": because},
-                None, s.tenant, s.cluster))
+            evidence = {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
+                        "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
+                        "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
+                        "recommended_because": because}
+            cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c)
+            own = True  # this GPU's verdict, or evidence of its node's brake
+            if never_routine and gpu in node.braking and (node.brake_gpus or node.all_braking()):
+                own = False
+                if not node.brake_gpus:
+                    gpus = sorted(node.braking)
+                    out.append(Finding(
+                        s.ts, onset, "throttle", "slow_node", cause,
+                        Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                        True, True, min(0.95, 0.6 + drop * 2),
+                        {**evidence, "gpus_braking": len(gpus), "gpus": gpus,
+                         "recommended_because": (
+                             f"never-routine power reason {hex(bits)} on every GPU of "
+                             f"{self.scope.node} ({len(gpus)}) in the same sample: one node "
+                             f"fault (power supply or board), not {len(gpus)} GPU faults; "
+                             f"{because}")},
+                        None, s.tenant, s.cluster))
+                node.brake_gpus.add(gpu)  # type: ignore[arg-type]
+            out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
+                               own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
+                               s.cluster))
         elif self._active and self._good >= cfg.throttle_clear_samples:
             self._active = False
             self._cap.reset()
+            if gpu in node.brake_gpus:
+                node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
+                if not node.brake_gpus:  # the node's last braking GPU is back at its clock
+                    out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "power",
+                                       Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                                       False, True, 0.0, {}, None, s.tenant, s.cluster))
+                own = False
+            else:
+                own = True
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
-                               True, 0.0, {}, None, s.tenant, s.cluster))
+                               own, 0.0, {}, None, s.tenant, s.cluster))
 
     def _power_cap(self, s: ThermalSample, heavy: bool, bits: int, drop: float, base: float,
                    cfg: Thresholds, out: list[Finding]) -> None:

@@ -96,3 +96,19 @@ class CusumBank:
         self.score[slots] = 0.0
         self.alarmed[slots] = False
         self._quiet[slots] = 0
+
+    def keep(self, slots: np.ndarray) -> None:
+        """Keep only these slots, renumbered ``0 .. len(slots)-1`` in their order (the others'
+        ranks left: see detector.steps.JobMonitor._free_gone_slots).
+
+        >>> bank = CusumBank()
+        >>> bank.ensure(3)
+        >>> bank.score[:3] = [1.0, 2.0, 3.0]
+        >>> bank.keep(np.array([0, 2]))
+        >>> bank.score.tolist()
+        [1.0, 3.0]
+        """
+        self.score = self.score[slots]
+        self.onset_ts = self.onset_ts[slots]
+        self.alarmed = self.alarmed[slots]
+        self._quiet = self._quiet[slots]

@@ -115,3 +115,20 @@ def test_a_feed_process_error_is_raised_in_the_bench(kafka_bootstrap: str) -> No
     with kb.FeedProcess({"log": _log(8)}) as feed, pytest.raises(RuntimeError,
                                                                   match="feed process"):
         feed.run(kb.feed_shape("deployed"), kafka_bootstrap, "x.", "no such feed", None, False)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("spec", ["deployed", "bench"])
+def test_a_feed_alone_run_reports_the_feeds_own_delivery_times(kafka_bootstrap: str,
+                                                               spec: str) -> None:
+    import kafka_throughput as kt
+
+    log = _log(400)
+    with kb.FeedProcess({"log": log}) as feed, kb.Broker(kafka_bootstrap) as broker:
+        r = kt.feed_alone_run(broker, log, 100.0, 2, kb.feed_shape(spec), feed, "log")
+    assert r["events"] == 400 and r["feed_shape"]["name"] == spec
+    assert 0.8 * 100 <= r["achieved_rate"] <= 1.2 * 100  # paced at the asked rate
+    # every 50th message's produce() -> delivery report, as librdkafka timed it
+    assert len(r["acked"]) == 8 and all(0 <= a[2] < 30 for a in r["acked"])
+    assert r["producer_cpu_s"] > 0
+    kt.feed_alone_report([{"share": 0.5, "label": "", "runs": [r]}])  # prints, no error

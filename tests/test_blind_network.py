@@ -134,3 +134,4 @@ def test_a_port_still_down_after_the_reboot_is_down_from_its_first_sample() -> N
     steady.append(_sample(1100.0, "mlx5_0", 110.0, link="down"))
     downs = [f for f in _run(steady) if f.signal == "link_down" and f.active]
     assert [d.ts for d in downs] == [1100.0]
+

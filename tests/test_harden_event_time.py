@@ -150,15 +150,6 @@ def test_one_stray_before_a_gap_does_not_blind_the_rest_of_a_log() -> None:
     assert len(eng.rejected) == 1 and eng.monitors.counts["thermal"] == 101
 
 
-@pytest.mark.xfail(strict=True, reason="harden: the shared-part window a NIC finding opens is "
-                   "max(switch_window_s, 1.25 x its port's own sample interval + 1 s) "
-                   "(Correlator._hold_for_group), with no cap: one port sampled every 3,000 s "
-                   "that goes down first holds every other NIC fault of its group -- without a "
-                   "topology, the whole cluster -- for 3,751 s; node-001's link down, sampled "
-                   "every second, is alerted 3,736 s late (the target is <= 1 s). Since "
-                   "the lead's cap the window is at most 1.25 x 60 s + 1 s "
-                   "(tests/test_nic_window.py pins that); a window of node-001's own cadence "
-                   "is still open")
 def test_a_rarely_sampled_port_does_not_delay_other_nodes_link_down() -> None:
     events, t_down = link_down_behind_a_rarely_sampled_port(3000.0)
     alerts = feed(Engine(), events)

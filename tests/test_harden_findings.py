@@ -13,15 +13,20 @@ path a worker's consumer takes), then compares the alerts with a clean run.
 from __future__ import annotations
 
 import copy
+import math
+import time
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
 from detector.alerts import Alert
-from detector.events import ECC, MAX_NAME_CHARS, NIC
+from detector.events import ECC, MAX_NAME_CHARS, NIC, STEP, THERMAL
+from detector.findings import decode_message
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.testing import healthy_job
 
 T0 = 1767225600.0
 
@@ -131,14 +136,12 @@ def test_a_finding_tagged_nan_does_not_stall_the_partition() -> None:
     assert len(corr._heap) == 0
 
 
-@pytest.mark.parametrize("ts", [
-    pytest.param(1e300, marks=pytest.mark.xfail(strict=True, reason=(
-        "harden: a well-typed watermark far ahead, sent first under a real source's name, is "
-        "taken: nothing before it to measure it against (the tests' and the service's "
-        "correlator clock is not wall time), so the clock jumps there; a forgery by a writer "
-        "the topic's ACLs let in (deploy/), not a malformed message -- left, and said so"))),
-    "inf"])
+@pytest.mark.parametrize("ts", [1e300, "wall+301", "inf"])
 def test_a_watermark_far_ahead_does_not_erase_a_nic_fault(ts: Any) -> None:
+    # (A well-typed time more than 300 s ahead of the wall clock is no source's:
+    # detector.findings.decode_message refuses it.)
+    if ts == "wall+301":
+        ts = time.time() + 301.0  # (now: a suite runs for minutes after collecting)
     src, emits = _link_down_stream()
     _, clean = _correlate(src, emits, [])
     assert _firing(clean) == ["fl:iso:network:nic:node-001/mlx5_0:1"]
@@ -146,6 +149,65 @@ def test_a_watermark_far_ahead_does_not_erase_a_nic_fault(ts: Any) -> None:
     corr, got = _correlate(src, emits, [forged])
     assert _firing(got) == _firing(clean)
     assert corr.released < T0 + 3600.0
+    assert corr.invalid == 1
+
+
+@pytest.mark.parametrize("field", ["tag", "ts", "onset_ts", "arrived"])
+def test_a_finding_far_ahead_of_the_wall_clock_is_refused(field: str) -> None:
+    src, emits = _xid_stream()
+    corr, got = _correlate(src, emits, [_forge(emits, **{field: 1e300})])
+    assert corr.invalid == 1
+    assert _firing(got) == ["fl:iso:hardware:gpu:node-001/0"]
+
+
+def test_times_within_the_wall_clock_skew_are_taken() -> None:
+    wall = T0 + 1000.0
+    for ts in (wall + 300.0, wall - 1e6):
+        raw = orjson.dumps({"type": "watermarks", "clocks": [["telemetry.ecc:0", ts, False]]})
+        assert decode_message(raw, wall).clocks[0][1] == ts
+    with pytest.raises(ValueError, match="ts_out_of_range"):
+        decode_message(orjson.dumps({"type": "watermarks", "clocks": [
+            ["telemetry.ecc:0", math.nextafter(wall + 300.0, math.inf), False]]}), wall)
+
+
+def _slow_rank_beside_thermal() -> list[tuple[SourcePartition, list[Emit]]]:
+    """Rank 3 (gpu:node-000/3) 20 % slow from step 15 of a 16-rank job, with node-000's and
+    node-001's thermal telemetry every second, unthrottled: an unexplained slow rank."""
+    steps = [orjson.loads(msgspec.json.encode(e)) for e in healthy_job(slow={3: 1.2},
+                                                                       slow_from=15)]
+    temps = [{"ts": T0 + i + 0.5, "node": f"node-{n:03d}", "gpu": g, "gpu_temp_c": 60.0,
+              "sm_clock_mhz": 1980.0, "power_w": 600.0, "throttle": 0}
+             for i in range(45) for n in range(2) for g in range(8)]
+    return [_stream(STEP, steps), _stream(THERMAL, temps)]
+
+
+def test_a_forged_sampling_interval_does_not_hold_a_slow_rank_for_ever() -> None:
+    # A "sampling" finding tells the correlator a node's thermal cadence; a slow rank on the
+    # node waits for the first sample after its slowdown (at most 1.25 intervals + 1 s).
+    # Forged at 1e300 s that wait was for ever: the slow rank never paged.
+    parts = _slow_rank_beside_thermal()
+
+    def run(forged: list[bytes]) -> list[str]:
+        corr = CorrelatorPartition(0, expected=[p.source for p, _ in parts], now=T0)
+        raws = [*forged, *(e.value for _, emits in parts for e in emits)]
+        for offset, raw in enumerate(raws):
+            corr.on_message(offset, raw, T0)
+        alerts: list[Alert] = []
+        corr.release(T0, alerts)
+        assert corr.invalid == 0
+        return _firing(alerts)
+
+    clean = run([])
+    assert clean == ["fl:esc:slow_node:gpu:node-000/3"]
+    thermal = parts[1]
+    msg = next(m for e in thermal[1] if (m := orjson.loads(e.value))["type"] == "finding"
+               and m["finding"]["signal"] == "sampling" and m["finding"]["scope"]["node"]
+               == "node-000")
+    msg["id"] = [-1, 0]  # (sent first, decided after the real one: a second later)
+    msg["tag"] += 1.0
+    msg["finding"]["ts"] += 1.0
+    msg["finding"]["evidence"]["sample_interval_s"] = 1e300
+    assert run([orjson.dumps(msg)]) == clean
 
 
 @pytest.mark.parametrize("changes", [{"severity": "high"}, {"evidence": {"xid": [79]}}],

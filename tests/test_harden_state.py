@@ -37,11 +37,6 @@ def test_nic_names_that_come_and_go_on_a_live_node_reach_a_plateau() -> None:
     assert ports <= 2 + idle_min + 5, f"{ports} ports kept for one node"
 
 
-@pytest.mark.xfail(strict=True, reason="harden: JobMonitor gives every rank number it ever "
-                   "saw a slot in its per-rank arrays and never frees one while the job "
-                   "steps: one stray rank a step is 728 slots after 2 h at 10 s a step (6,008 "
-                   "after 6,000 steps, and each step 2.5x slower to evaluate than at the "
-                   "start, measured in one run)")
 def test_rank_numbers_that_come_and_go_in_a_live_job_reach_a_plateau() -> None:
     eng = Engine()
     step_s = 10.0

@@ -101,3 +101,44 @@ def test_a_rarely_sampled_port_holds_other_nodes_link_down_at_most_a_capped_wind
     late = [a.detected_ts - t_down for a in alerts
             if a.status == "firing" and a.scope.key == "nic:node-001/mlx5_0:1"]
     assert late and late[0] <= 1.25 * 60.0 + 1.0 + 5.0, late
+
+
+def _mixed_cadence_leaf(down_nodes: range, t_fail: float) -> list:
+    """leaf0's 8 nodes, 2 NICs each: node-000's sampled every 40 s (a slow exporter), the
+    others' every second; from ``t_fail`` the links of ``down_nodes`` and node-000's are down
+    (node-000 is seen down first: it samples at ``t_fail``, the others 0.01-0.07 s after)."""
+    out = []
+    for n in range(8):
+        node = f"node-{n:03d}"
+        period = 40.0 if n == 0 else 1.0
+        first = t_fail - 40.0 * 5 if n == 0 else T0
+        for i in range(int((t_fail + 120.0 - first) / period)):
+            ts = first + i * period + (0.0 if n == 0 else 0.01 * n)
+            for k in range(2):
+                down = ts >= t_fail and (n == 0 or n in down_nodes)
+                out.append(nic(ts, node, f"mlx5_{k}", up=not down, link_downed=int(down)))
+    return sorted(out, key=lambda e: e.ts)
+
+
+def test_a_port_sampled_every_second_waits_its_own_window_behind_a_slow_one() -> None:
+    # node-000 (40 s sampling) is seen down first: its window is 1.25 x 40 + 1 = 51 s.
+    # node-003's links (1 s sampling) go down too, nothing else: node-003's own fault,
+    # isolated once its own window (3 s) has passed, not 51 s later.
+    t_fail = T0 + 300.0
+    alerts = feed(Engine(topology=SLURM), _mixed_cadence_leaf(range(3, 4), t_fail))
+    first = {}
+    for a in alerts:
+        if a.status == "firing":
+            first.setdefault(a.scope.key, a.detected_ts - t_fail)
+    assert set(first) == {"nic:node-003/mlx5_0:1", "nic:node-003/mlx5_1:1",
+                          "nic:node-000/mlx5_0:1", "nic:node-000/mlx5_1:1"}
+    assert first["nic:node-003/mlx5_0:1"] <= 3.0 + 1.0, first
+    assert first["nic:node-000/mlx5_0:1"] >= 51.0, first
+
+
+def test_a_leaf_failing_behind_a_slow_port_is_still_one_switch_alert() -> None:
+    # The same, every node's links down: by the fast ports' own windows the leaf is failing,
+    # so they wait for the part's window with the slow one -- one switch alert, no NIC's.
+    t_fail = T0 + 300.0
+    alerts = feed(Engine(topology=SLURM), _mixed_cadence_leaf(range(1, 8), t_fail))
+    assert firing(alerts) == [("network", "switch", "switch:leaf0")]
