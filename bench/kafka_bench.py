@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -474,15 +475,21 @@ def producer(bootstrap: str, linger_ms: float, stats: list[Any] | None = None,
              compression: str = "none") -> Producer:
     """The feed's producer; ``stats``: librdkafka's statistics every 100 ms appended there
     (see feed_stats)."""
-    return Producer(_producer_conf(bootstrap, linger_ms, stats, compression))
+    return Producer(_producer_conf(bootstrap, linger_ms, compression,
+                                   None if stats is None else _stats_into(stats)))
 
 
-def _producer_conf(bootstrap: str, linger_ms: float, stats: list[Any] | None,
-                   compression: str) -> dict[str, Any]:
+def _stats_into(stats: list[Any]) -> Callable[[str], None]:
+    return lambda text: stats.append(feed_stats(text))
+
+
+def _producer_conf(bootstrap: str, linger_ms: float, compression: str,
+                   on_stats: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every feed producer's settings (one place): ``on_stats`` gets librdkafka's
+    statistics every 100 ms."""
     extra: dict[str, Any] = {}
-    if stats is not None:
-        extra = {"statistics.interval.ms": 100,
-                 "stats_cb": lambda text: stats.append(feed_stats(text))}
+    if on_stats is not None:
+        extra = {"statistics.interval.ms": 100, "stats_cb": on_stats}
     return {**extra, "bootstrap.servers": bootstrap, "enable.idempotence": True,
             "client.id": FEED_CLIENT_ID,
             "linger.ms": linger_ms, "compression.type": compression,
@@ -628,17 +635,14 @@ def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
             new = shape.fresh or key not in producers
             extra = {"queue.buffering.max.messages": shape.queue_max}
             if shape.fresh:
-                p = Producer({**_producer_conf(bootstrap, shape.linger_ms,
-                                               stats if shape.stats else None,
-                                               shape.compression), **extra})
+                p = Producer({**_producer_conf(
+                    bootstrap, shape.linger_ms, shape.compression,
+                    _stats_into(stats) if shape.stats else None),
+                    **extra})
             elif new:
-                p = producers[key] = Producer({
-                    **({"statistics.interval.ms": 100, "stats_cb": on_stats}
-                       if shape.stats else {}),
-                    "bootstrap.servers": bootstrap, "enable.idempotence": True,
-                    "client.id": FEED_CLIENT_ID, "linger.ms": shape.linger_ms,
-                    "compression.type": shape.compression,
-                    "queue.buffering.max.kbytes": 262144, **extra})
+                p = producers[key] = Producer({**_producer_conf(
+                    bootstrap, shape.linger_ms, shape.compression,
+                    on_stats if shape.stats else None), **extra})
                 # Its producer id and connection before any run: one message to a topic
                 # of its own, delivered.
                 sink[0] = None  # type: ignore[call-overload]

@@ -323,8 +323,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     if own and feeder is None:
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
-    reniced: list[tuple[int, int]] = []  # (pid, nice value to restore)
-    pinned: list[tuple[int, set[int]]] = []  # (pid, CPUs to restore)
+    placed = Placement()
     try:
         wait_for("the worker's assignment", lambda: len(w.status().get("sources") or {})
                  == 4 * partitions and w.status().get("correlators"), 180, [w])
@@ -332,17 +331,8 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             broker_nice = nice
         # After the worker started: a child inherits its parent's nice value.
         harness = [os.getpid(), feed_pid] if own else [os.getpid()]
-        for pid, value in (*((x, nice) for x in harness), (broker.pid, broker_nice)):
-            if pid and value:
-                reniced.append((pid, nice_of(pid)))
-                renice(pid, value)
-        if pin:  # the worker on the last CPU, the feed and the broker on the others
-            cpus = sorted(os.sched_getaffinity(0))
-            for pid, mask in ((w.proc.pid, cpus[-1:]), *((x, cpus[:-1]) for x in harness),
-                              (broker.pid, cpus[:-1])):
-                if pid:
-                    pinned.append((pid, set(cpus)))
-                    set_affinity(pid, set(mask))
+        placed.place(harness, broker.pid, nice, broker_nice,
+                     w.proc.pid if pin else None)  # pinned: the worker on a CPU of its own
         nices = {"worker": nice_of(w.proc.pid), "producer": nice_of(feed_pid),
                  "broker": nice_of(broker.pid) if broker.pid else None}
         end_ts = max(m.ts for m in msgs)
@@ -386,12 +376,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
             return any((c.get("released") or -1e300) >= settle for c in cs)
 
         wait_for("the correlator to settle", settled, 180, [w])
-        for pid, before in reniced:
-            renice(pid, before)
-        reniced.clear()
-        for pid, cpus in pinned:
-            set_affinity(pid, cpus)
-        pinned.clear()
+        placed.restore()
         alerts: list[float] = []
         traced: list[tuple[float, dict[str, float]]] = []  # (seconds from the feed's start, stages)
         # (the same seconds, the correlator clock stage, the sources it waited for: held_by,
@@ -468,11 +453,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "feed_stats": stats,
                 "broker": broker_summary(requests, waits, t0, t0 + secs)}
     finally:
-        for pid, before in reniced:
-            renice(pid, before)
-        for pid, cpus in pinned:
-            with contextlib.suppress(OSError):
-                set_affinity(pid, cpus)
+        placed.restore()
         w.stop()
 
 
@@ -570,21 +551,12 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     load0 = loadavg()
-    reniced: list[tuple[int, int]] = []
-    pinned: list[tuple[int, set[int]]] = []
+    placed = Placement()
     try:
         harness = [os.getpid(), feed_pid] if own else [os.getpid()]
-        if pin:  # where a pinned latency run puts them: off the worker's CPU
-            cpus = sorted(os.sched_getaffinity(0))
-            for pid in (*harness, broker.pid):
-                if pid:
-                    pinned.append((pid, set(cpus)))
-                    set_affinity(pid, set(cpus[:-1]))
-        bn = nice if broker_nice is None else broker_nice
-        for pid, value in (*((x, nice) for x in harness), (broker.pid, bn)):
-            if pid and value:
-                reniced.append((pid, nice_of(pid)))
-                renice(pid, value)
+        # Pinned: where a pinned latency run puts them, off the (absent) worker's CPU.
+        placed.place(harness, broker.pid, nice, nice if broker_nice is None else broker_nice,
+                     0 if pin else None)
         speed = rate * (max(m.ts for m in msgs) - msgs[0].ts) / len(msgs)
         waits0 = [sched_s(pid)[1] if pid else 0.0 for pid in (feed_pid, broker.pid)]
         mine0, broker0 = feed_cpu_s(own, feed_pid), broker.cpu_s()
@@ -603,11 +575,7 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
         waits = [sched_s(pid)[1] - w0 if pid else float("nan")
                  for pid, w0 in zip((feed_pid, broker.pid), waits0, strict=True)]
     finally:
-        for pid, before in reniced:
-            renice(pid, before)
-        for pid, cpus in pinned:
-            with contextlib.suppress(OSError):
-                set_affinity(pid, cpus)
+        placed.restore()
     return {"rate": rate, "achieved_rate": len(msgs) / secs, "events": len(msgs),
             "feed_s": secs, "t0": t0, "loadavg_start": load0, "producer_cpu_s": mine,
             "broker_cpu_s": broker_cpu, "producer_wait_s": waits[0],
@@ -650,6 +618,42 @@ def feed_cpu_s(own: bool, pid: int) -> float:
     """CPU seconds of the feed so far: its own process's, or this process's (with its
     sampler thread) when it feeds from here."""
     return proc_cpu_s(pid) if own else time.process_time()
+
+
+class Placement:
+    """The nice values and CPUs a run gives the bench's processes, and putting them back:
+    one mechanism for the latency runs and the feed-alone runs."""
+
+    def __init__(self) -> None:
+        self._niced: list[tuple[int, int]] = []  # (pid, nice value to restore)
+        self._pinned: list[tuple[int, set[int]]] = []  # (pid, CPUs to restore)
+
+    def place(self, harness: list[int], broker_pid: int | None, nice: int,
+              broker_nice: int | None, worker_pid: int | None) -> None:
+        """``harness`` (the bench and its feed) at ``nice``, the broker at ``broker_nice``;
+        ``worker_pid`` not None: pinned -- the worker (if any, 0 for none) alone on the last
+        CPU, the harness and the broker on the others."""
+        for pid, value in (*((x, nice) for x in harness), (broker_pid, broker_nice)):
+            if pid and value:
+                self._niced.append((pid, nice_of(pid)))
+                renice(pid, value)
+        if worker_pid is None:
+            return
+        cpus = sorted(os.sched_getaffinity(0))
+        for pid, mask in ((worker_pid, cpus[-1:]), *((x, cpus[:-1]) for x in harness),
+                          (broker_pid, cpus[:-1])):
+            if pid:
+                self._pinned.append((pid, set(cpus)))
+                set_affinity(pid, set(mask))
+
+    def restore(self) -> None:
+        for pid, before in self._niced:
+            renice(pid, before)
+        self._niced.clear()
+        for pid, cpus in self._pinned:
+            with contextlib.suppress(OSError):
+                set_affinity(pid, cpus)
+        self._pinned.clear()
 
 
 def set_affinity(pid: int, cpus: set[int]) -> None:
