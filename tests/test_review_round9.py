@@ -230,13 +230,10 @@ def test_every_port_of_a_node_down_is_one_node_alert_under_one_leaf() -> None:
 
 # -- untrusted input: 46f1fd8 parses a findings-topic string as hex -----------------------
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "review round 9: correlate._node_wide_reason does int(evidence['throttle_reasons'], 16); "
-    "EVIDENCE_TYPES only asks for a str, so a throttle_seen from the findings topic saying "
-    "'0xzz' is accepted, stays in the device map, and every later slow_rank finding on "
-    "that GPU raises ValueError in the correlator (logged, skipped): the GPU's slow rank is "
-    "never paged. Before 46f1fd8 the reason was only compared with =="))
-def test_a_non_hex_throttle_reason_on_the_findings_topic_does_not_blind_a_gpu() -> None:
+# (Was a strict xfail: 46f1fd8's correlate._node_wide_reason parses throttle_reasons as hex,
+# and decode_message took any str there, so "0xzz" made the correlator raise on every later
+# slow rank of that GPU.  decode_message now refuses a throttle_reasons not in hex() form.)
+def test_a_non_hex_throttle_reason_on_the_findings_topic_is_refused_and_blinds_no_gpu() -> None:
     t = T0 + 100.0
     gpu = {"level": "gpu", "node": "n1", "gpu": 0}
 
@@ -250,8 +247,10 @@ def test_a_non_hex_throttle_reason_on_the_findings_topic_does_not_blind_a_gpu() 
         msg = decode_message(raw.encode(), wall_s=ts)  # accepted: it is well-typed
         return finding_of(msg.finding)  # type: ignore[union-attr]
 
+    with pytest.raises(ValueError, match="throttle_reasons"):
+        message(t, "throttle_seen", "power", False, {"throttle_reasons": "0xzz", "clock_drop": 0.3})
     c, out = Correlator(CFG), []
     c.on_finding(message(t, "throttle_seen", "power", False,
-                         {"throttle_reasons": "0xzz", "clock_drop": 0.3}), out)
+                         {"throttle_reasons": "0x88", "clock_drop": 0.3}), out)
     c.on_finding(message(t + 1, "slow_rank", "unknown", True,
                          {"compute_ratio_to_peers": 1.3, "run_steps": 10}, rank=3), out)
