@@ -433,15 +433,26 @@ class Correlator:
     # -- slow ranks: attribution and escalation ------------------------------------------
 
     def _explanation(self, f: Finding) -> Problem | None:
-        """A firing isolation problem whose signals on the same GPU explain a slow rank."""
-        for signal, g in self._device.get(f.scope.key, {}).items():
-            if signal == "slow_rank" or not g.verdict:
-                continue
-            key = self._owner.get(g.key)
-            p = self.problems.get(key) if key else None
-            if p is not None and p.status == "firing" and p.topic == ISOLATION:
-                return p
+        """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
+        its node: a power brake on every GPU of the node, raised at node scope)."""
+        units = [f.scope.key]
+        if f.scope.level == "gpu" and self._node_throttle(f) is not None:
+            units.append(Scope.of_node(f.scope.node).key)  # type: ignore[arg-type]
+        for unit in units:
+            for signal, g in self._device.get(unit, {}).items():
+                if signal == "slow_rank" or not g.verdict:
+                    continue
+                key = self._owner.get(g.key)
+                p = self.problems.get(key) if key else None
+                if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                    return p
         return None
+
+    def _node_throttle(self, f: Finding) -> Finding | None:
+        """The node-wide throttle seen (every GPU of the node braking) on ``f``'s node."""
+        if f.scope.node is None:
+            return None
+        return self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
@@ -510,8 +521,31 @@ class Correlator:
         return min(longest, max(0.0 if gross else wait, sample + slack - f.ts))
 
     def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
-        """A never-routine throttle seen on the slow rank's GPU explains it: recommend."""
+        """A never-routine throttle seen on the slow rank's GPU explains it: recommend.
+
+        When it is on every GPU of the node at once (a power brake the node's supply or board
+        asserts: detector.thermal), the node is the unit: one node isolation takes every slow
+        rank on it.
+        """
         seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
+        node = self._node_throttle(slow)
+        if node is None and seen is not None and _node_wide_reason(seen) and (
+                now < seen.ts + self.cfg.why_wait_s):
+            # A reason a node's supply or board asserts on all its GPUs: its other GPUs' samples
+            # of the same poll may still be on their way (the allowed disorder).  Decided then.
+            self._slow_wait[slow.scope.key] = slow
+            self._timer(seen.ts + self.cfg.why_wait_s, "slow", slow.scope.key)
+            return True
+        if node is not None:
+            because = (f"impact: rank {slow.rank} slower than its peers while every GPU of "
+                       f"{slow.scope.node} reports never-routine power reason "
+                       f"{node.evidence.get('throttle_reasons')}")
+            p = self._raise(ISOLATION, "slow_node", node.cause, node.scope, node, out,
+                            detected_ts=max(now, node.ts), extra={"recommended_because": because})
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+            self._slow_wait.pop(slow.scope.key, None)
+            return True
         if seen is None:
             return False
         if seen.evidence.get("throttle_reasons") == hex(0x4):
@@ -630,8 +664,9 @@ class Correlator:
 
     def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
         f = self._slow_wait.get(unit)
-        if f is None or due < f.ts + self._explanation_wait(f):
-            return
+        if f is None or (due < f.ts + self._explanation_wait(f)
+                         and "throttle_seen" not in self._device.get(unit, {})):
+            return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
         p = self._explanation(f)
         if p is not None:
             del self._slow_wait[unit]
@@ -805,8 +840,30 @@ class Correlator:
         waiting = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)]
         if self._failing(what, name, waiting):
             return
+        node = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
+                                 if (w, n) == (what, name) and g.scope.node == f.scope.node])
+        if f.scope.node in node:
+            for g in node[f.scope.node]:
+                del self._group_wait[g.key]
+            self._node_down(f.scope.node, node[f.scope.node], due, out)  # type: ignore[arg-type]
+            return
         del self._group_wait[key]
         self._decide_alone(f, due, out)
+
+    def _node_down(self, node: str, downs: list[Finding], due: float, out: list[Alert]) -> None:
+        """Every port of one node down at once, the rest of its part fine: the node's event
+        (its NICs' driver, firmware, PCIe or power), one alert, not one per cable."""
+        first = min(downs, key=lambda g: g.onset_ts)
+        extra = {"ports_down": len(downs), "recommended_because": (
+            f"all {len(downs)} NIC ports of {node} went down together, the other nodes behind "
+            "its switch did not: one node event, not a cable each")}
+        p = self._raise(ISOLATION, "network", "nic", Scope.of_node(node), first, out,
+                        detected_ts=due, extra=extra, own=False)
+        for f in downs:
+            p.add(f, self.cfg.evidence_items)
+            if f.active:
+                self._own(f, p)
+        self._quiet_if_cleared(p, due)
 
     def _still_failing(self, p: Problem) -> bool:
         """Whether a shared part's problem still has trouble on ``switch_min_nodes`` nodes.
@@ -945,6 +1002,10 @@ class Correlator:
                     self._own(f, p)
             self._quiet_if_cleared(p, due)
             return
+        for node, downs in _whole_node_down(waiting).items():
+            self._node_down(node, downs, due, out)
+            gone = {id(f) for f in downs}
+            waiting = [(k, f) for k, f in waiting if id(f) not in gone]
         for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
             self._decide_alone(f, due, out)
 
@@ -1047,6 +1108,25 @@ def _node_of(unit: str) -> str | None:
 def _nic_of(unit: str) -> str:
     """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
     return unit.split("/", 1)[1].split(":", 1)[0]
+
+
+def _whole_node_down(waiting: list[tuple[str, Finding]]) -> dict[str, list[Finding]]:
+    """Nodes whose every NIC port (>= 2, as the node's own detector counted them when the
+    last went down: detector.network) is among the link downs waiting here."""
+    downs: dict[str, list[Finding]] = {}
+    for _, f in waiting:
+        if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
+            downs.setdefault(f.scope.node, []).append(f)
+    return {node: fs for node, fs in downs.items() if len(fs) >= 2 and any(
+        f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(fs)
+        for f in fs)}
+
+
+def _node_wide_reason(seen: Finding) -> bool:
+    """A throttle a node's power supply or board asserts on all its GPUs (detector.thermal):
+    HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot."""
+    bits = int(str(seen.evidence.get("throttle_reasons", "0x0")), 16)
+    return seen.cause == "power" and bool(bits & 0x88)
 
 
 def _says_what_not_why(f: Finding) -> bool:

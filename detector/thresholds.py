@@ -94,7 +94,7 @@ class Thresholds:
     nic_peer_share: float = 0.5         # ... at least this: it carries the job's traffic, and
     #                                     only such a port is judged low (a frontend/storage
     #                                     port that has always been quiet did not go quiet)
-    nic_errors_seen: float = 5.0        # errors within ~a half-life that count a port as
+    nic_errors_seen: float = 2.0        # errors within ~a half-life that count a port as
     nic_errors_seen_ratio: float = 4.0  # affected (switch evidence), and this many times the
     nic_error_base_half_life_s: float = 1800.0  # port's own rate (over this half-life)
     nic_gap_s: float = 60.0             # a port silent this long (and > 3 intervals) came

@@ -135,3 +135,33 @@ def test_a_port_still_down_after_the_reboot_is_down_from_its_first_sample() -> N
     downs = [f for f in _run(steady) if f.signal == "link_down" and f.active]
     assert [d.ts for d in downs] == [1100.0]
 
+
+def _fleet(down: dict[str, set[str]], at: int = 12, n: int = 20) -> list[tuple[str, str, str, str]]:
+    """Four nodes of four ports under one Slurm leaf, sampled every 10 s; from sample ``at``
+    on, the ports named in ``down`` (per node) are down.  The alerts that fire."""
+    from detector.engine import Engine
+
+    topo = Topology.from_text("SwitchName=leaf1 Nodes=n[1-4]\n", fmt="slurm")
+    eng, alerts = Engine(None, topo), []
+    for i in range(n):
+        for node in ("n1", "n2", "n3", "n4"):
+            for k in range(4):
+                nic = f"mlx5_{k}"
+                off = i >= at and nic in down.get(node, set())
+                b = 10**9 * (i if not off else at)
+                eng.ingest("telemetry.nic", {
+                    "ts": 1000.0 + 10 * i + 0.1 * k, "node": node, "nic": nic, "port": 1,
+                    "link_state": "down" if off else "up", "tx_bytes": b, "rx_bytes": b,
+                    "symbol_errors": 0, "link_downed": int(i >= at and off),
+                    "rcv_errors": 0, "out_of_sequence": 0, "packet_seq_err": 0}, alerts)
+    return [(a.topic.split(".")[-1], a.kind, a.cause, a.scope.key) for a in alerts
+            if a.status == "firing"]
+
+
+def test_every_port_of_a_node_down_at_once_is_one_node_alert() -> None:
+    every = {f"mlx5_{k}" for k in range(4)}
+    assert _fleet({"n1": every}) == [("isolation", "network", "nic", "node:n1")]
+    # One port down stays that port's; a whole leaf down stays the switch's.
+    assert _fleet({"n1": {"mlx5_2"}}) == [("isolation", "network", "nic", "nic:n1/mlx5_2:1")]
+    assert _fleet({n: every for n in ("n1", "n2", "n3", "n4")}) == [
+        ("isolation", "network", "switch", "switch:leaf1")]

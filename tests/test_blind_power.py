@@ -7,10 +7,15 @@ is a miss and N false positives).  The same reason on one GPU of a node stays th
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from bench.blind.generate import generate, write_log
 from detector.events import ThermalSample
 from detector.findings import Finding
 from detector.thermal import GpuThermal, NodeTemps
 from detector.thresholds import Thresholds
+from detector.topology import Topology
+from replay.runner import replay_log
 from tests.test_blind_network import firing, replay_case
 
 CFG = Thresholds()
@@ -54,3 +59,21 @@ def test_one_gpu_braking_stays_a_gpu_verdict() -> None:
     got = _node({2})
     assert [(f.scope.key, f.verdict) for f in got] == [("gpu:n1/2", True)]
 
+
+def test_slow_ranks_on_a_braking_node_join_the_node_isolation(tmp_path: Path) -> None:
+    # The whole blind log hgx4-128 seed 0 at a 30 s interval (generated, deterministic): its
+    # job's ranks on hgx-r03-3 turn slow as the brake hits.  The first GPU's throttle_seen
+    # arrives before its siblings' samples of the same poll, and GPU 0 (SW power cap on every
+    # sample, so no clock baseline) never shows a clock drop of its own.  On main: 3 GPU
+    # isolations from the slow ranks (throttle impact) and a slow_node/unknown escalation on
+    # GPU 0 -- a miss and 4 false positives.
+    recs, *_ = generate(128, 0, 30.0, 30.0)
+    log = tmp_path / "hgx-s0-i30.jsonl.gz"
+    write_log(log, recs)
+    head = recs[0]["value"]
+    res = replay_log(log, topology=Topology.from_text(head["text"], source="blind",
+                                                      fmt=head["format"]))
+    on_node = [a for a in firing(res) if "hgx-r03-3" in a[3]]
+    assert on_node == [("isolation", "slow_node", "power", "node:hgx-r03-3")]
+    brake = [f for f in res.scorecard().faults if f.label.fault_id.endswith("power_brake")]
+    assert [f.caught for f in brake] == [True]

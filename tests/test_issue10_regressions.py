@@ -48,8 +48,10 @@ def test_a_whole_leaf_failing_on_a_slurm_topology_is_one_switch_isolation() -> N
 
 def test_one_node_losing_its_links_on_a_slurm_topology_is_not_the_switch() -> None:
     alerts = feed(Engine(topology=SLURM), leaf_stream({"node-003"}, nics=2))
-    assert sorted(firing(alerts)) == [
-        (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
+    # Every port of the node at once is the node's event, one alert (room detect, round 9:
+    # it was one NIC isolation per port); one port of it stays that port's.
+    assert firing(alerts) == [(ISOLATION, "network", "nic", "node:node-003")]
+    assert alerts[0].action.name == "drain_node"
 
 
 def links_down(down: set[str], start: int, end: int, seconds: int, nics: int = 2) -> list:
@@ -69,10 +71,11 @@ def test_a_switch_alert_stays_firing_while_its_leaf_is_down_and_resolves_after()
     quiet = alerts[1].evidence["quiet_since_ts"]
     assert T0 + 60 <= quiet < T0 + 61 and alerts[1].detected_ts == quiet + cfg.flap_window_s
     # One node's links down for one sample, over before the switch window closed: isolated
-    # at the window's end, and quiet from then on (it resolves; nothing holds it open).
+    # at the window's end (every port of the node: one node alert), and quiet from then on
+    # (it resolves; nothing holds it open).
     alerts = feed(Engine(topology=SLURM), links_down({"node-003"}, 20, 21, 60))
-    assert sorted((a.status, a.scope.key) for a in alerts) == sorted(
-        (st, f"nic:node-003/mlx5_{k}:1") for st in ("firing", "resolved") for k in range(2))
+    assert [(a.status, a.scope.key) for a in alerts] == [
+        ("firing", "node:node-003"), ("resolved", "node:node-003")]
     assert {a.evidence["quiet_since_ts"] for a in alerts if a.status == "resolved"} == {
         T0 + 20 + cfg.switch_window_s}
 
@@ -96,14 +99,14 @@ def test_a_leaf_down_for_less_than_a_sample_interval_is_still_one_switch() -> No
     assert [a.scope.key for a in alerts if a.status == "firing"] == ["switch:leaf0"]
 
 
-def test_fewer_than_half_the_nodes_of_a_slurm_leaf_losing_links_are_nic_faults() -> None:
+def test_fewer_than_half_the_nodes_of_a_slurm_leaf_losing_links_are_node_faults() -> None:
     # Node membership counts every node the leaf lists that we hear from, not only the
-    # troubled ones: 3 of leaf0's 8 nodes losing both links is three nodes' NICs.
+    # troubled ones: 3 of leaf0's 8 nodes losing both links is three nodes' events (every
+    # port of each: one node alert each, room detect round 9).
     alerts = feed(Engine(topology=SLURM),
                   leaf_stream({"node-000", "node-001", "node-002"}, nics=2))
     assert sorted(firing(alerts)) == [
-        (ISOLATION, "network", "nic", f"nic:node-00{n}/mlx5_{k}:1")
-        for n in range(3) for k in range(2)]
+        (ISOLATION, "network", "nic", f"node:node-00{n}") for n in range(3)]
 
 
 # -- 2. routine power capping is evidence; impact or a never-routine reason recommends ----
@@ -460,10 +463,9 @@ def test_half_the_nodes_losing_links_with_no_topology_is_one_escalation() -> Non
     assert alerts[0].detection_latency_s <= 5.0
 
 
-def test_one_node_losing_its_links_with_no_topology_is_its_nics_isolations() -> None:
+def test_one_node_losing_its_links_with_no_topology_is_one_node_isolation() -> None:
     alerts = feed(Engine(), leaf_stream({"node-003"}, nics=2))
-    assert sorted(firing(alerts)) == [
-        (ISOLATION, "network", "nic", f"nic:node-003/mlx5_{k}:1") for k in range(2)]
+    assert firing(alerts) == [(ISOLATION, "network", "nic", "node:node-003")]
 
 
 # -- workload effects: a slower pipeline stage is the workload, not a fault ---------------
@@ -490,8 +492,7 @@ def test_with_no_topology_the_nodes_heard_from_are_those_whose_gpus_report() -> 
     temps = [thermal(T0 + t + 0.5, f"node-{n:03d}", 0) for t in range(40) for n in range(16)]
     alerts = feed(Engine(), sorted(leaf_stream(down, nics=2) + temps, key=lambda e: e.ts))
     assert sorted(firing(alerts)) == [
-        (ISOLATION, "network", "nic", f"nic:node-00{n}/mlx5_{k}:1")
-        for n in range(3) for k in range(2)]
+        (ISOLATION, "network", "nic", f"node:node-00{n}") for n in range(3)]
     alerts = feed(Engine(), leaf_stream(down, nics=2))
     assert firing(alerts) == [(ESCALATION, "network", "unknown", "switch:unknown")]
 
