@@ -9,6 +9,7 @@ what lets it sit on a single partition in the Kafka deployment.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -80,6 +81,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
     "placement": (list,),
 }
+# ... and the strings it parses, the form they must have (detector.thermal writes hex()).
+EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}
 
 
 class _WireFinding(msgspec.Struct, forbid_unknown_fields=True):
@@ -189,6 +192,9 @@ def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMe
                              f"got {type(v).__name__}")
         if type(v) is str:
             _printable(f"evidence {k!r}", v)
+            form = EVIDENCE_FORMS.get(k)
+            if form is not None and not form.fullmatch(v):
+                raise ValueError(f"evidence {k!r} must match {form.pattern}, got {v[:40]!r}")
     return msg
 
 
