@@ -57,7 +57,8 @@ assert NIC_COUNTERS == (
 class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
-                 "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "first_ts")
+                 "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
+                 "busy")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -77,21 +78,34 @@ class _Port:
         self.interval_s = 0.0  # gap between this port's last two samples (0: unknown)
         # Share of its node's busy samples (decaying) at which it ran at the node's pace.
         self.peer = 0.0
-        # Its errors on ordinary samples: the port's own routine rate (RoCE sequence errors).
+        # Its errors: the port's own routine rate (RoCE sequence errors under ECMP).
         self.usual_errors = DecayingCount(cfg.nic_error_base_half_life_s)
         self.odd_error_ts = float("-inf")  # last sample with errors abnormal for this port
         self.held_ts = 0.0  # a down seen on the first sample after the node's gap (0: none)
-        self.first_ts = 0.0  # time of its first sample: how long its routine rate was learnt
+        self.learn_ts = 0.0  # since when its routine rate is learnt: its first sample, or the
+        #                      start of its traffic (RoCE sequence errors come with load)
+        self.busy = False    # carrying nic_busy_gbps or more on its latest sample
+
+
+def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
+    """The port's traffic started or stopped: from a start, its routine errors are learnt
+    afresh (under load: a job's RoCE traffic brings its sequence-error trickle)."""
+    p.busy = not p.busy
+    if p.busy:
+        p.usual_errors.reset()
+        p.learn_ts = ts
 
 
 def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
     """The port's routine errors (its ordinary samples' rate) scaled to the recent count.
 
-    Both decaying counts are weighted sums over the port's life so far: each is divided by
-    the weight a steady rate would have given it since the port's first sample, so a port's
-    routine rate is right from its first minutes (a young count is not a small rate).
+    Both decaying counts are weighted sums over the time learnt (since the port's first
+    sample, or since its traffic began: an idle port counts no sequence errors, so its quiet
+    hours say nothing of its rate under load): each is divided by the weight a steady rate
+    would have given it over that time, so a port's routine rate is right from its first
+    minutes (a young count is not a small rate).
     """
-    age = max(ts - p.first_ts, 1.0)
+    age = max(ts - p.learn_ts, 1.0)
     base_hl, fast_hl = cfg.nic_error_base_half_life_s, cfg.nic_error_half_life_s
     rate = p.usual_errors.value(ts) / (base_hl * (1.0 - 2.0 ** (-age / base_hl)))
     return rate * fast_hl * (1.0 - 2.0 ** (-age / fast_hl))
@@ -159,7 +173,9 @@ class NodeNics:
             return False  # a counter missing, now or before
         dt = ts - prev_ts
         if dt > 0:
-            p.gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
+            p.gbps = gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
+            if (gbps >= cfg.nic_busy_gbps) != p.busy:
+                _traffic(p, ts, cfg)
         if ts - self._ref_ts >= 1.0:
             self._refresh_ref(ts, cfg)
         ref = self._ref_gbps
@@ -198,7 +214,7 @@ class NodeNics:
         dt = 0.0
         back = False
         if first:
-            p.first_ts = ts
+            p.learn_ts = ts
         else:
             dt = ts - prev_ts
             # Back from the node's reporting gap (a reboot): silent for nic_gap_s and more than
@@ -216,6 +232,8 @@ class NodeNics:
         if counters.resets == resets and not first:
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
+                if (p.gbps >= cfg.nic_busy_gbps) != p.busy:
+                    _traffic(p, ts, cfg)
             if ts - self._ref_ts >= 1.0:
                 self._refresh_ref(ts, cfg)
             ref = self._ref_gbps
@@ -299,15 +317,14 @@ class NodeNics:
             if ts - p.last_error_ts >= cfg.nic_quiet_s:
                 p.err_onset = ts  # a run of errors begins
             p.last_error_ts = ts
-            usual = _usual(p, ts, cfg)
+            usual = _usual(p, ts, cfg)  # (up to the previous sample)
+            p.usual_errors.add(ts, n)
             if level >= cfg.nic_errors_seen and level >= cfg.nic_errors_seen_ratio * usual:
                 p.odd_error_ts = ts
                 if "errors_seen" not in p.active:
                     self._emit(out, s, p, "errors_seen", True, 0.3, {
                         "errors": n, "recent_errors": round(level, 1),
                         "usual_recent_errors": round(usual, 1)}, verdict=False)
-            else:
-                p.usual_errors.add(ts, n)  # ordinary for this port: its routine rate
         if "errors_seen" in p.active and ts - p.odd_error_ts >= cfg.nic_quiet_s:
             self._emit(out, s, p, "errors_seen", False, 0.0, {}, verdict=False)
         if "nic_errors" not in p.active and level >= cfg.nic_errors:
