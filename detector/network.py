@@ -58,7 +58,7 @@ class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
-                 "busy")
+                 "busy", "idle_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -85,13 +85,21 @@ class _Port:
         self.learn_ts = 0.0  # since when its routine rate is learnt: its first sample, or the
         #                      start of its traffic (RoCE sequence errors come with load)
         self.busy = False    # carrying nic_busy_gbps or more on its latest sample
+        self.idle_ts = float("-inf")  # when its traffic last stopped (-inf: never carried any)
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
-    """The port's traffic started or stopped: from a start, its routine errors are learnt
-    afresh (under load: a job's RoCE traffic brings its sequence-error trickle)."""
+    """The port's traffic started or stopped.  From a start after a long idle (its first
+    traffic, or quiet for longer than its routine rate's half-life: a new job), its routine
+    errors are learnt afresh -- under load: a job's RoCE traffic brings its sequence-error
+    trickle, and idle hours say nothing of it.  A short pause (a synchronous checkpoint, an
+    evaluation, a restart) keeps what was learnt: relearning from zero made the trickle's
+    first sample after every resume 'abnormal' on every node of the job at once (review,
+    round 9: 10 times in 100 min)."""
     p.busy = not p.busy
-    if p.busy:
+    if not p.busy:
+        p.idle_ts = ts
+    elif ts - p.idle_ts >= cfg.nic_error_base_half_life_s:
         p.usual_errors.reset()
         p.learn_ts = ts
 
