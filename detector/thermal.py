@@ -100,9 +100,12 @@ class NodeTemps:
         return not self.temps
 
     def all_braking(self) -> bool:
-        """Every GPU of the node (>= 2 known) has the brake on its latest sample."""
-        gpus = self.temps.keys() | self.braking
-        return len(gpus) >= 2 and self.braking >= gpus
+        """Every GPU of the node (>= 2 known) has the brake on its latest sample.  The sizes
+        first: on the usual sample (a GPU or two braking of many) it costs no pass over the
+        node's GPUs, whose number the input decides (review, round 9: 78 µs a sample at
+        4,000 GPUs on one node)."""
+        b = self.braking
+        return len(b) >= 2 and len(b) >= len(self.temps) and b.issuperset(self.temps)
 
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
