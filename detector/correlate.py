@@ -840,15 +840,14 @@ class Correlator:
         waiting = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)]
         if self._failing(what, name, waiting):
             return
-        node = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
-                                 if (w, n) == (what, name) and g.scope.node == f.scope.node])
-        if f.scope.node in node:
-            for g in node[f.scope.node]:
-                del self._group_wait[g.key]
-            self._node_down(f.scope.node, node[f.scope.node], due, out)  # type: ignore[arg-type]
-            return
-        del self._group_wait[key]
-        self._decide_alone(f, due, out)
+        # Decided now: its node's event if every port of the node waits here down, else it.
+        whole = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
+                                  if (w, n) == (what, name) and g.scope.node == f.scope.node])
+        decided = [(g.key, g) for g in whole[f.scope.node]] if f.scope.node in whole else [
+            (key, f)]
+        for k, _ in decided:
+            del self._group_wait[k]
+        self._decide_units(decided, due, out)
 
     def _node_down(self, node: str, downs: list[Finding], due: float, out: list[Alert]) -> None:
         """Every port of one node down at once, the rest of its part fine: the node's event
@@ -1002,11 +1001,17 @@ class Correlator:
                     self._own(f, p)
             self._quiet_if_cleared(p, due)
             return
-        for node, downs in _whole_node_down(waiting).items():
+        self._decide_units(waiting, due, out)
+
+    def _decide_units(self, held: list[tuple[str, Finding]], due: float,
+                      out: list[Alert]) -> None:
+        """Findings held for a part that is not failing (and no longer waiting): a node whose
+        every port is down among them is one node alert, every other finding its own unit's."""
+        for node, downs in _whole_node_down(held).items():
             self._node_down(node, downs, due, out)
             gone = {id(f) for f in downs}
-            waiting = [(k, f) for k, f in waiting if id(f) not in gone]
-        for _, f in sorted(waiting, key=lambda kf: kf[1].ts):
+            held = [(k, f) for k, f in held if id(f) not in gone]
+        for _, f in sorted(held, key=lambda kf: kf[1].ts):
             self._decide_alone(f, due, out)
 
     def _decide_alone(self, f: Finding, due: float, out: list[Alert]) -> None:
