@@ -1012,7 +1012,63 @@ class Correlator:
             gone = {id(f) for f in downs}
             held = [(k, f) for k, f in held if id(f) not in gone]
         for _, f in sorted(held, key=lambda kf: kf[1].ts):
-            self._decide_alone(f, due, out)
+            if not (f.signal == "link_down" and f.kind == "network"
+                    and self._node_down_across_parts(f, due, out)):
+                self._decide_alone(f, due, out)
+
+    def _node_down_across_parts(self, f: Finding, due: float, out: list[Alert]) -> bool:
+        """A link down decided alone whose node has every port down, each held for (or
+        decided beside) a part of its own: the node's event.  True when ``f`` went to it.
+
+        In a rail-optimised fabric (DGX SuperPOD, topologies/h100-*.topo) each of a node's
+        ports faces its own rail leaf, so its ports' link downs wait in as many windows and
+        _whole_node_down, which looks within one, never sees them together (review round 9,
+        R9: 8 NIC isolations for one node's NIC driver).  Taken from the node's link downs
+        waiting for a part that is not failing, or raised already: a rail leaf that is
+        failing keeps its own (one rail leaf down is one port of many nodes, a switch; two at
+        once, two of each node's ports: never every port of a node with more than two).
+        """
+        node = f.scope.node
+        if node is None:
+            return False
+        node_scope = Scope.of_node(node)
+        p = self.problems.get(self.dedup_key(ISOLATION, "network", node_scope, f.cluster))
+        if p is not None and p.status == "firing" and p.active:
+            # The node's event is firing: a port of it going down too is more of it.
+            p.add(f, self.cfg.evidence_items)
+            if f.active:
+                self._own(f, p)
+            return True
+        ports = f.evidence.get("node_ports")
+        if not f.active or not isinstance(ports, int) or ports < 2:
+            return False
+        downs = {f.scope.key: f}
+        waiting: list[str] = []
+        failing: dict[tuple[str, str], bool] = {}
+        for k, (what, name, g) in self._group_wait.items():
+            if (g.scope.node == node and g.signal == "link_down" and g.active
+                    and g.kind == "network" and g.scope.key not in downs):
+                part = (what, name)
+                if part not in failing:
+                    failing[part] = self._failing(what, name, [
+                        h for w, n, h in self._group_wait.values() if (w, n) == part])
+                if not failing[part]:
+                    downs[g.scope.key] = g
+                    waiting.append(k)
+        for unit in self._units_of_node.get(node, ()):
+            g = self._device.get(unit, {}).get("link_down")
+            if (g is not None and g.kind == "network" and unit not in downs and g.verdict
+                    and g.key not in self._group_wait):  # (held for a failing part: its own)
+                downs[unit] = g
+        found = list(downs.values())
+        if len(found) != ports or not any(
+                g.evidence.get("node_ports_down") == g.evidence.get("node_ports") == ports
+                for g in found):
+            return False
+        for k in waiting:
+            del self._group_wait[k]
+        self._node_down(node, found, due, out)
+        return True
 
     def _decide_alone(self, f: Finding, due: float, out: list[Alert]) -> None:
         """A finding held for its shared part, which is not failing: its own unit's problem."""

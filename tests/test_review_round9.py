@@ -211,12 +211,11 @@ def node_ports_down(t_fail: float, node_down: str = "node-003", interval: float 
                  down=lambda node, name, i, ts: node == node_down and ts >= t_fail)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 9: Correlator._whole_node_down looks for a node's every port among the "
-    "link downs waiting for ONE shared part; in a rail-optimised fabric (the project's own "
-    "topologies/h100-*.topo, DGX SuperPOD) each of a node's 8 ports faces its own rail "
-    "leaf, so the node event stays 8 NIC isolations. It works only under a Slurm "
-    "topology.conf (every NIC under the node's leaf), which is what the blind corpus has"))
+# (Was a strict xfail: Correlator._whole_node_down looks for a node's every port among the
+# link downs waiting for ONE shared part; in a rail-optimised fabric (the project's own
+# topologies/h100-*.topo, DGX SuperPOD) each of a node's 8 ports faces its own rail leaf, so
+# the node event stayed 8 NIC isolations.  Now a link down decided alone looks at its node's
+# other link downs across parts: Correlator._node_down_across_parts.)
 def test_every_port_of_a_node_down_is_one_node_alert_in_a_rail_fabric() -> None:
     alerts = feed(Engine(topology=RAIL), node_ports_down(T0 + 300.0))
     assert sorted(set(isolations(alerts))) == [
