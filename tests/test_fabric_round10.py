@@ -8,10 +8,13 @@ The fabric is the project's own rail-optimised topology (topologies/h100-128.top
 
 from __future__ import annotations
 
-from tests.test_review_round9 import RAIL, fleet, isolations
+from collections.abc import Callable
+
+import pytest
 
 from detector.engine import Engine
 from detector.testing import T0, feed
+from tests.test_review_round9 import RAIL, SLURM, fleet, isolations
 
 
 def rail_fabric(t_fail: float, down: set[tuple[str, str]] | None = None, *,
@@ -79,3 +82,62 @@ def test_the_node_alert_names_every_port_and_fires_once_at_the_first_window() ->
     # node-003 samples at 302.1 s (phase 2.1 s): the ports go down on its 310.1 s sample, and
     # the first rail's window (3 s, or 1.25 x 10 + 1) closes 13.5 s later.
     assert a.detected_ts - a.onset_ts <= 1.25 * 10.0 + 1.0 + 0.1
+
+
+# -- a faster collector behind a leaf (review round 9, R6) ----------------------------------
+
+def mixed_cadence_leaf(t_fail: float, down: Callable[[str, float], bool]) -> list:
+    """leaf0's 8 nodes (SLURM), 2 NICs each: node-000..006 every 30 s at phases 4 s apart
+    (node-000 samples at ``t_fail``), node-007 every 5 s (another collector, 0.3 s after);
+    a node's links are down where ``down(node, ts)``."""
+    return fleet(8, 2, t_fail + 150.0, traffic=False,
+                 period=lambda n: 5.0 if n == 7 else 30.0,
+                 first=lambda n: t_fail - 300.0 + (0.3 if n == 7 else 4.0 * n),
+                 down=lambda node, name, i, ts: down(node, ts))
+
+
+def first_firing(alerts: list, t: float) -> dict[str, float]:
+    first: dict[str, float] = {}
+    for a in alerts:
+        if a.status == "firing":
+            first.setdefault(a.scope.key, round(a.detected_ts - t, 3))
+    return first
+
+
+def test_a_fast_collector_s_own_nic_fault_behind_a_healthy_leaf_keeps_its_latency() -> None:
+    # node-007's links down alone: the leaf is fine.  It opens its part's window itself, and
+    # is paged at that window's close (5 s sampling: 1.25 x 5 + 1 = 7.25 s), as before.
+    t = T0 + 600.0
+    alerts = feed(Engine(topology=SLURM), mixed_cadence_leaf(
+        t, lambda node, ts: node == "node-007" and t <= ts < t + 120.0))
+    assert first_firing(alerts, t) == {"node:node-007": 0.3 + 7.25}
+
+
+def test_a_fast_collector_s_own_fault_behind_one_slow_node_s_is_decided_at_its_own_window(
+        ) -> None:
+    # node-000 (30 s) loses its links at t and node-007 (5 s) its own 0.3 s later: two node
+    # events, not the leaf (two of eight nodes).  node-007 is paged at its own window, not
+    # held for node-000's (38.5 s): with one slow and one fast node in trouble the cadence
+    # taken for the leaf's healthy nodes is the fast one's, long passed by then.
+    t = T0 + 600.0
+    alerts = feed(Engine(topology=SLURM), mixed_cadence_leaf(
+        t, lambda node, ts: node in ("node-000", "node-007") and t <= ts < t + 120.0))
+    assert first_firing(alerts, t) == {"node:node-007": 0.3 + 7.25, "node:node-000": 38.5}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "room fabric, round 10: the fast collector opens the part's window (7.25 s); when it "
+    "closes only node-001 (30 s) and node-007 (5 s) are in trouble -- one slow and one fast, "
+    "which Correlator._may_be_failing reads as the fast cadence (harden's case: a fast port's "
+    "own fault behind one slow port's) -- so node-007 and node-001 are paged as node events "
+    "at 7.55 s and switch:leaf0 at 46.5 s.  Telling the two apart needs the healthy nodes' "
+    "NIC cadence, which the correlator does not see (a 'sampling' finding from "
+    "detector.network, as detector.thermal tells its own)"))
+def test_a_leaf_down_seen_by_the_fast_collector_first_is_still_one_switch_alert() -> None:
+    # The leaf fails 0.1 s after node-000's sample: the fast node-007 sees it first (0.3 s)
+    # and opens the part's window with its own cadence (7.25 s); node-001 (4 s) and node-002
+    # (8 s) show it next, node-000 only at 30 s.
+    t = T0 + 600.0
+    alerts = feed(Engine(topology=SLURM), mixed_cadence_leaf(
+        t, lambda node, ts: t + 0.1 <= ts < t + 120.0))
+    assert sorted(set(isolations(alerts))) == [("switch", "switch:leaf0")]
