@@ -51,7 +51,7 @@ class Activity:
 
 
 def emit_steps(shape: Shape, job: Job, faults: list[Fault], healthy: Healthy,
-               rng: random.Random, out: list) -> None:
+               rng: random.Random, out: list, log_end: float) -> None:
     g = job.gpus_per_node
     n = job.ranks
     persist = [1.0 + rng.gauss(0.0, 0.006) for _ in range(n)]
@@ -63,6 +63,7 @@ def emit_steps(shape: Shape, job: Job, faults: list[Fault], healthy: Healthy,
         step = base if ai == 0 else last_ckpt + 1
         t = att.start + WARMUP_S
         end = att.hang_from if att.hang_from is not None else att.stop
+        end = min(end, log_end - 0.01)          # no record at or past the log's end
         while True:
             cap = healthy.in_cap(t)
             cap_f = (shape.tdp_w / cap) ** 0.7 if cap else 1.0
@@ -161,7 +162,9 @@ def _sample_times(node, start: float, end: float, every: float, healthy: Healthy
                           if nm == node.name and s <= t < e)
             t = resume + rng.uniform(0.5, every)       # a new collector, a new phase
             continue
-        times.append(t + rng.uniform(-0.12, 0.12))
+        sample_t = t + rng.uniform(-0.12, 0.12)
+        if sample_t < end:
+            times.append(sample_t)
         t += every
     return times
 
@@ -205,7 +208,7 @@ def emit_gpu_telemetry(shape: Shape, act: Activity, faults: list[Fault], healthy
                         rec["xid"] = code
                         _apply(mine, "ecc", rec, node.name, gpu, ets - 1e-3, ets)
                         if owner is not None:
-                            owner.label.touch(ets)
+                            owner.label.touch(rec["ts"])
                         out.append(("telemetry.ecc", rec))
                     else:
                         pending.append((code, owner))
@@ -215,7 +218,7 @@ def emit_gpu_telemetry(shape: Shape, act: Activity, faults: list[Fault], healthy
                         rec = _ecc_record(shape, node.name, gpu, t, state)
                         rec["xid"] = code
                         if owner is not None:
-                            owner.label.touch(t)
+                            owner.label.touch(rec["ts"])
                         out.append(("telemetry.ecc", rec))
                     pending = []
                     prev = t
@@ -260,12 +263,12 @@ def emit_gpu_telemetry(shape: Shape, act: Activity, faults: list[Fault], healthy
                     code, owner = pending.pop(0)
                     rec["xid"] = code
                     if owner is not None:
-                        owner.label.touch(t)
+                        owner.label.touch(rec["ts"])
                 out.append(("telemetry.ecc", rec))
                 for code, owner in pending:
                     extra = dict(rec, xid=code)
                     if owner is not None:
-                        owner.label.touch(t)
+                        owner.label.touch(extra["ts"])
                     out.append(("telemetry.ecc", extra))
                 pending = []
                 prev = t

@@ -43,7 +43,8 @@ def build(shape_name: str, seed: int, cadence: str | None = None,
     holder[0] = act
     out: list = []
     for job in story.jobs:
-        emit_steps(shape, job, story.faults, story.healthy, random.Random(rng.random()), out)
+        emit_steps(shape, job, story.faults, story.healthy, random.Random(rng.random()), out,
+                   end)
     emit_gpu_telemetry(shape, act, story.faults, story.healthy, t0, end,
                        random.Random(rng.random()), out)
     emit_nic_telemetry(shape, act, story.faults, story.healthy, t0, end,
@@ -55,7 +56,6 @@ def build(shape_name: str, seed: int, cadence: str | None = None,
         lab = f.label
         if lab.start_ts is None or lab.start_ts >= end:
             continue                          # not reached in a shortened log
-        lab.end_ts = min(lab.end_ts, end)
         labels.append(lab.record())
     records = [{"topic": "topology", "value": {"format": shape.topology_format,
                                                  "text": shape.topology_text}}]

@@ -81,8 +81,8 @@ class Label:
 
     def record(self) -> dict:
         return {"fault_id": self.fault_id, "kind": self.kind, "cause": self.cause,
-                "scope": self.scope, "start_ts": round(self.start_ts, 3),
-                "end_ts": round(self.end_ts, 3), "attributable": self.attributable}
+                "scope": self.scope, "start_ts": self.start_ts,
+                "end_ts": self.end_ts, "attributable": self.attributable}
 
 
 @dataclass
