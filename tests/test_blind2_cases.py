@@ -88,3 +88,13 @@ def test_slow_gpu_already_thermally_throttled_is_attributed_thermal(tmp_path):
     assert mine, "the hot GPU is reported"
     assert mine[0]["cause"] == "thermal", "the first page names the cause telemetry shows"
     assert len({v["dedup_key"] for v in mine}) == 1, "one problem, one page"
+
+
+@pytest.mark.xfail(strict=True, reason="F5: an NVSwitch tray failing at mixed DCGM cadence "
+                   "gives 32 GPU NVLink isolations before the domain alert")
+def test_nvswitch_tray_failure_is_one_domain_alert(tmp_path):
+    alerts, label = replay("nvswitch-tray-mixed-cadence", tmp_path)
+    scopes = [a["value"]["scope"] for a in alerts]
+    assert {"level": "domain", "domain": label["scope"]["domain"]} in scopes
+    assert [s for s in scopes if s["level"] == "gpu"] == [], (
+        "no GPU drains for errors that every GPU of the rack shares")

@@ -120,6 +120,20 @@ def summarize(results: list[tuple[str, dict]]) -> list[str]:
         rows.append(_row(kind, k, ratio))
     rows.append(_row("all", tot, ratio))
     rows.append("")
+    rows.append(f"{'fault':<18}{'n':>4}{'caught':>7}{'lat_med_s':>10}{'attrib':>8}  first catch")
+    by_fault: dict[str, list] = defaultdict(list)
+    for _, res in results:
+        for f in res["faults"]:
+            by_fault[f["label"]["fault_id"]].append(f)
+    for fid in sorted(by_fault):
+        fs = by_fault[fid]
+        hit = [f for f in fs if f["caught"]]
+        lat = sorted(f["latency_s"] for f in hit)
+        how = sorted({f"{f['by']['topic'][7:10]}/{f['by']['value']['cause']}" for f in hit})
+        rows.append(f"{fid:<18}{len(fs):>4}{len(hit):>7}"
+                    f"{(f'{lat[len(lat) // 2]:.1f}' if lat else '-'):>10}"
+                    f"{ratio(sum(f['attrib_ok'] for f in hit), len(hit)):>8}  {','.join(how)}")
+    rows.append("")
     rows.append(f"{'cell':<22}{'logs':>5}{'faults':>7}{'caught':>7}{'FP':>5}"
                 f"{'precision':>10}{'recall':>8}")
     for cell in sorted(by_cell):
