@@ -8,6 +8,8 @@ no power-cap impact) and escalated it ``unknown`` before the thermal isolation c
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from detector.alerts import ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, feed, healthy_job, thermal
@@ -70,3 +72,73 @@ def test_a_hot_gpu_whose_rank_is_not_slower_pages_nobody() -> None:
     samples = _node_samples(lambda i: _capped_then_hot(i, hot_until=2))
     alerts = feed(Engine(), sorted([*job, *samples], key=lambda e: e.ts), finish=False)
     assert [a for a in alerts if a.status == "firing"] == []
+
+
+# F3: a power brake in bursts (0x88 on every GPU of a node, its ranks 2.3x slow a few steps a
+# burst, one 30 s sample inside it): the CUSUM clips each step and the burst ends before it
+# alarms, so no slow_rank was ever found and nobody was paged.  A burst of >= 30 % slower
+# steps (steps.JobMonitor._check_burst) is evidence; with a never-routine reason seen by a
+# sample taken during it, a recommendation.
+
+NODE0 = range(8)  # node-000's ranks / GPUs in a 32-rank job (detector.testing.step)
+
+
+def _braked_job(bursts: list[tuple[int, int]], factor: float = 2.3, steps: int = 100) -> list:
+    """A 32-rank job stepping every 5 s; node-000's 8 ranks ``factor`` x slower on the steps
+    of each ``(first, end)`` burst."""
+    slow = {s for a, b in bursts for s in range(a, b)}
+    return [replace(e, compute_ms=round(e.compute_ms * factor, 2))
+            if e.step in slow and e.rank in NODE0 else e
+            for e in healthy_job(ranks=32, steps=steps, step_s=5.0)]
+
+
+def _node_thermal(braked_samples: set[int], bits: int = 0x88, clock: float = 825.0,
+                  samples: int = 17) -> list:
+    """node-000 and node-001's GPUs sampled every 30 s; on samples ``braked_samples`` every
+    GPU of node-000 reports ``bits`` at ``clock`` MHz."""
+    out = []
+    for i in range(samples):
+        ts = T0 + 2.5 + 30.0 * i
+        for node in ("node-000", "node-001"):
+            for g in range(8):
+                on = node == "node-000" and i in braked_samples
+                out.append(thermal(ts + 0.001 * g, node, g, temp_c=60.0,
+                                   clock_mhz=clock if on else 1980.0, throttle=bits if on else 0))
+    return out
+
+
+def _firing(*streams: list) -> list[tuple[str, str, str, str]]:
+    alerts = feed(Engine(), sorted([e for s in streams for e in s], key=lambda e: e.ts),
+                  finish=False)
+    return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
+
+
+def test_a_power_brake_burst_seen_by_one_sample_is_a_node_power_isolation() -> None:
+    # Two slow steps, 42 and 43 (+205..+215 s); the 30 s sample at +212.5 s falls inside.
+    assert _firing(_braked_job([(42, 44)]), _node_thermal({7})) == [
+        (ISOLATION, "slow_node", "power", "node:node-000")]
+
+
+def test_a_one_sample_brake_blip_with_no_slow_rank_pages_nobody() -> None:
+    assert _firing(_braked_job([]), _node_thermal({7})) == []
+
+
+def test_a_burst_beside_routine_power_capping_on_every_gpu_pages_nobody() -> None:
+    # The same burst (a loader stall, say) while every GPU of the node is SW power capped
+    # (0x4, clock 12 % down) on that sample: routine capping explains no burst.
+    assert _firing(_braked_job([(42, 44)]), _node_thermal({7}, bits=0x4, clock=1742.0)) == []
+
+
+def test_a_burst_with_no_throttle_pages_nobody() -> None:
+    assert _firing(_braked_job([(42, 44)]), _node_thermal(set())) == []
+
+
+def test_a_burst_long_before_the_brake_sample_pages_nobody() -> None:
+    # Slow steps 10-11 (+45..+55 s), the brake on one sample at +212.5 s: not the same time.
+    assert _firing(_braked_job([(10, 12)]), _node_thermal({7})) == []
+
+
+def test_a_second_burst_is_no_page_without_a_sample_in_either() -> None:
+    # Two bursts (+195..+205 s, +245..+255 s), the brake on the samples at +152.5 and
+    # +272.5 s, before and after them: never seen meanwhile.
+    assert _firing(_braked_job([(40, 42), (50, 52)]), _node_thermal({5, 9})) == []
