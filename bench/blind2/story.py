@@ -31,6 +31,15 @@ def _gpu_scope(node: str, gpu: int) -> dict:
     return {"level": "gpu", "node": node, "gpu": gpu}
 
 
+def _half_rate_port(node: str, nic: str, job: str, comm: float, t0: float, busy) -> Fault:
+    """A port trained at half its rate before the log began; `job`'s collectives wait on it."""
+    return F.DegradedLink(
+        Label("degraded-link", "network", "nic",
+              {"level": "nic", "node": node, "nic": nic, "port": 1}),
+        onset=t0, nodes=frozenset([node]), jobs=frozenset([job]),
+        params={"nic": nic, "rate_gbps": 200.0, "comm": comm, "busy": busy})
+
+
 def _busy_fn(holder: list):
     """A late-bound `busy(node, t)`: the Activity is built after the story."""
     return lambda node, t: holder[0].busy(node, t)
@@ -120,11 +129,7 @@ def superpod_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Sto
                 loader_stall_p=0.0015)
 
     # --- a port of B trained at half width before the log began (after a reboot)
-    faults.append(F.DegradedLink(
-        Label("degraded-link", "network", "nic",
-              {"level": "nic", "node": deg_node, "nic": deg_nic, "port": 1}),
-        onset=T(0.0), nodes=frozenset([deg_node]), jobs=frozenset([job_b.name]),
-        params={"nic": deg_nic, "rate_gbps": 200.0, "comm": 1.18, "busy": busy}))
+    faults.append(_half_rate_port(deg_node, deg_nic, job_b.name, 1.18, T(0.0), busy))
 
     # --- SDC in A's second attempt (even seed//2: checksum; odd: grad-norm, unattributable)
     t_sdc = T(640 + j())
@@ -245,11 +250,7 @@ def nvl72_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Story:
     # --- a port of A at half rate since before the log
     deg_node = rng.choice([n for n in r2[:16] if n != nic_node])
     deg_nic = rng.choice(shape.nodes[0].nics)
-    faults.append(F.DegradedLink(
-        Label("degraded-link", "network", "nic",
-              {"level": "nic", "node": deg_node, "nic": deg_nic, "port": 1}),
-        onset=T(0.0), nodes=frozenset([deg_node]), jobs=frozenset([job_a.name]),
-        params={"nic": deg_nic, "rate_gbps": 200.0, "comm": 1.12, "busy": busy}))
+    faults.append(_half_rate_port(deg_node, deg_nic, job_a.name, 1.12, T(0.0), busy))
 
     # --- NVLink: (even seed) an NVSwitch tray of rack 2 fails; (odd) one GPU's links
     t_nv = T(300 + j())
