@@ -182,7 +182,7 @@ def read_trace(path: Path) -> tuple[list[list[Any]], dict[tuple[str, int], list[
         x = orjson.loads(line)
         if "batch" in x:
             batches.append(x["batch"])
-        else:
+        elif "fetch" in x:
             sent, done, parts = x["fetch"]
             for topic, partition, offset, high, came in parts:
                 fetches.setdefault((topic, partition), []).append(

@@ -85,7 +85,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultline.service")
 
 STATUS_FILE = "status.json"
-TRACE_FILE = "trace.jsonl"  # with trace_stages: hand-overs and fetch responses (bench/)
+# with trace_stages: hand-overs, fetch responses, snapshots' and heartbeats' flushes and the
+# output producer's librdkafka statistics (bench/kafka_throughput.py --stages)
+TRACE_FILE = "trace.jsonl"
 # (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
 _RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
 ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
@@ -116,7 +118,12 @@ class DetectorService:
         # Every stage-1 source there is: a correlator waits for each (or its timeout).
         self.expected_sources = [f"{contract}:{p}" for real, contract in
                                  self.telemetry_topics.items() for p in range(partitions[real])]
-        self.out = audited(OutputProducer(settings), settings, self.alert_topics)
+        # Stage tracing: librdkafka's statistics of the output producer and the snapshots'
+        # phases, written to TRACE_FILE with the hand-overs (see _write_trace).
+        self._stats_log: list[Any] | None = [] if settings.trace_stages else None
+        self.out = audited(OutputProducer(
+            settings, stats=self._producer_stats if settings.trace_stages else None),
+            settings, self.alert_topics)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
         self.codec = settings.state_codec()
@@ -262,19 +269,24 @@ class DetectorService:
                    findings_n: int, n_parts: int) -> None:
         """Stage tracing: (start, end, the thread's CPU s, telemetry records, findings
         records, partitions, the oldest telemetry record's Kafka timestamp in s, the
-        process's seconds waiting for a CPU so far) of one hand-over."""
+        process's seconds waiting for a CPU so far, messages in the output producer's
+        queue) of one hand-over."""
         assert self._batch_log is not None
         oldest = min((r[0][3] for tp, r in by_tp.items()
                       if r and tp.topic != self.findings_topic and r[0][3] >= 0), default=None)
         tel = sum(len(r) for tp, r in by_tp.items() if tp.topic != self.findings_topic)
         self._batch_log.append((started, self.wall(), time.thread_time() - cpu0, tel,
                                 findings_n, n_parts,
-                                None if oldest is None else oldest / 1000.0, _cpu_wait_s()))
+                                None if oldest is None else oldest / 1000.0, _cpu_wait_s(),
+                                self.out.queued()))
 
     def _write_trace(self) -> None:
-        """Stage tracing: the hand-overs and fetch responses since the last call, appended
-        to TRACE_FILE as JSON lines ({"batch": [...]}, {"fetch": [...]})."""
+        """Stage tracing: the hand-overs, fetch responses, snapshots, heartbeat flushes and
+        producer statistics since the last call, appended to TRACE_FILE as JSON lines
+        ({"batch": [...]}, {"fetch": [...]}, {"snap": [began, captured, flushed, produced,
+        delivered, partitions, bytes]}, {"beat": [began, flushed]}, {"stats": [...]})."""
         batches, self._batch_log = self._batch_log or [], []
+        stats, self._stats_log = self._stats_log or [], []
         fetches = faust_io.FETCH_LOG or []
         taken = fetches[:]
         del fetches[:len(taken)]
@@ -283,6 +295,24 @@ class DetectorService:
                 f.write(json.dumps({"batch": b}).encode() + b"\n")
             for x in taken:
                 f.write(json.dumps({"fetch": x}).encode() + b"\n")
+            for x in stats:
+                f.write(json.dumps(x).encode() + b"\n")
+
+    def _producer_stats(self, raw: str) -> None:
+        """Stage tracing: the output producer's queues and request times, every 100 ms."""
+        if self._stats_log is None:
+            return
+        st = json.loads(raw)
+        brokers = {name: {k: b.get(k) for k in (
+            "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt", "tx",
+            "txbytes")} | {f"{k}_max": (b.get(k) or {}).get("max") for k in (
+                "int_latency", "outbuf_latency", "rtt")}
+            for name, b in (st.get("brokers") or {}).items() if b.get("nodeid", -1) >= 0}
+        topics = {name: sum((p.get("msgq_cnt") or 0) + (p.get("xmit_msgq_cnt") or 0)
+                            for p in (t.get("partitions") or {}).values())
+                  for name, t in (st.get("topics") or {}).items()}
+        self._stats_log.append({"stats": [self.wall(), st.get("msg_cnt"), st.get("msg_size"),
+                                          brokers, topics]})
 
     def _emit(self, out: WorkerOutput) -> None:
         """Produce what the pipeline made: findings, dead letters, alerts; count them."""
@@ -375,7 +405,10 @@ class DetectorService:
             self._write_trace()
         # The status file tells what is delivered, not merely enqueued.
         status = self.stats(now)
+        began = self.wall()
         await self.out.flush()
+        if self._stats_log is not None:
+            self._stats_log.append({"beat": [began, self.wall()]})
         self._write_status(status)
 
     async def periodic_snapshot(self) -> None:
@@ -394,6 +427,7 @@ class DetectorService:
         covers what any of them produced, so a snapshot never stands for lost output.
         """
         async with self._lock:
+            began = self.wall()
             captured: list[tuple[TP, int, bytes]] = []
             for tp in tps:
                 if turns and captured:
@@ -414,12 +448,19 @@ class DetectorService:
                 return
             # Everything the captured states have produced must be delivered first:
             # a snapshot must never stand for output that was lost.
+            phases = [began, self.wall()]
             await self.out.flush()
+            phases.append(self.wall())
             state_topic = self.store.topic
             for tp, offset, blob in captured:
                 key = snapshot_key(self.settings.group_id, tp.topic, tp.partition)
                 self.out.produce(state_topic, encode_value(offset, blob), key.encode())
+            phases.append(self.wall())
             await self.out.flush()
+            phases.append(self.wall())
+            if self._stats_log is not None:
+                self._stats_log.append({"snap": [*phases, len(captured),
+                                                 sum(len(b) for _, _, b in captured)]})
             self.counts["snapshots"] += len(captured)
             if self.metrics is not None:
                 self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -61,8 +61,13 @@ def ensure_topics(settings: Settings, topics: Mapping[str, tuple[int, dict[str, 
 class OutputProducer:
     """The worker's one producer; ``produce`` never blocks, ``flush`` runs off the event loop."""
 
-    def __init__(self, settings: Settings, *, linger_ms: float = 5.0) -> None:
+    def __init__(self, settings: Settings, *, linger_ms: float = 5.0,
+                 stats: Callable[[str], None] | None = None) -> None:
+        extra: dict[str, Any] = {}
+        if stats is not None:  # a diagnostic (stage tracing): librdkafka's own view
+            extra = {"statistics.interval.ms": 100, "stats_cb": stats}
         self._producer = Producer({
+            **extra,
             **settings.kafka_config(),
             "enable.idempotence": True,
             "linger.ms": linger_ms,
@@ -103,6 +108,10 @@ class OutputProducer:
 
     def poll(self) -> None:
         self._producer.poll(0)
+
+    def queued(self) -> int:
+        """Messages and requests not yet delivered (librdkafka's out queue)."""
+        return len(self._producer)
 
     async def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until everything produced so far is delivered; raise if anything failed."""
