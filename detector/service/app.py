@@ -73,7 +73,14 @@ from detector.service.faust_io import (
     credentials,
     install_batch_delivery,
 )
-from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
+from detector.service.kafka_io import (
+    DEADLETTER,
+    FINDINGS,
+    STATE,
+    OutputProducer,
+    client_ids,
+    ensure_topics,
+)
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
 from detector.statecodec import SnapshotRefused
@@ -121,9 +128,14 @@ class DetectorService:
         # Stage tracing: librdkafka's statistics of the output producer and the snapshots'
         # phases, written to TRACE_FILE with the hand-overs (see _write_trace).
         self._stats_log: list[Any] | None = [] if settings.trace_stages else None
+        output_id, state_id = client_ids(settings)
         self.out = audited(OutputProducer(
-            settings, stats=self._producer_stats if settings.trace_stages else None),
+            settings, client_id=output_id,
+            stats=self._producer_stats if settings.trace_stages else None),
             settings, self.alert_topics)
+        # Snapshots on a connection of their own (see detector.service.kafka_io): an alert
+        # never waits behind a snapshot's produce requests.
+        self.state_out = OutputProducer(settings, client_id=state_id)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
         self.codec = settings.state_codec()
@@ -454,9 +466,9 @@ class DetectorService:
             state_topic = self.store.topic
             for tp, offset, blob in captured:
                 key = snapshot_key(self.settings.group_id, tp.topic, tp.partition)
-                self.out.produce(state_topic, encode_value(offset, blob), key.encode())
+                self.state_out.produce(state_topic, encode_value(offset, blob), key.encode())
             phases.append(self.wall())
-            await self.out.flush()
+            await self.state_out.flush()
             phases.append(self.wall())
             if self._stats_log is not None:
                 self._stats_log.append({"snap": [*phases, len(captured),
@@ -579,7 +591,8 @@ class DetectorService:
     def stats(self, now: float) -> dict[str, Any]:
         return {
             "pid": os.getpid(), "group": self.settings.group_id,
-            "counts": dict(self.counts), "produced": self.out.sent, "failed": self.out.failed,
+            "counts": dict(self.counts), "produced": self.out.sent + self.state_out.sent,
+            "failed": self.out.failed + self.state_out.failed,
             "sources": {p.source: p.stats() for p in self.sources.values()},
             "correlators": {str(tp.partition): p.stats(now)
                             for tp, p in self.correlators.items()},
