@@ -47,6 +47,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import kafka_bench  # noqa: E402
 from kafka_bench import (  # noqa: E402
     ARRIVED_HEADER,
     DEFAULT_LOG,
@@ -1108,7 +1109,16 @@ def main() -> int:
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
+    ap.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every measured worker, baseline's too (repeatable), "
+                    "e.g. FAULTLINE_SNAPSHOT_INTERVAL_S=1: snapshots every second, so more "
+                    "alerts are decided while one is delivered")
     args = ap.parse_args()
+    for kv in args.worker_env:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.startswith("FAULTLINE_"):
+            ap.error(f"--worker-env wants FAULTLINE_NAME=VALUE, got {kv!r}")
+        kafka_bench.EXTRA_WORKER_ENV[key] = value
     base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
     if (args.harness_nice or args.broker_nice) and os.geteuid() != 0:
