@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -30,9 +31,12 @@ from detector.service.state_store import encode_value
 from detector.settings import Settings
 from replay.log import Record, read_records
 from replay.runner import replay_log
-from tests.conftest import _load_broker_module, write_service_incident
 
-pytestmark = pytest.mark.kafka
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from conftest import _load_broker_module, write_service_incident  # noqa: E402
+from kafka_throughput import slow_snapshots  # noqa: E402
+
 
 def set_producer_quota(bootstrap: str, client_id: str, bytes_per_s: float | None) -> None:
     """A broker quota (AlterClientQuotas v0) on one client id's produce rate; None removes it."""
@@ -56,6 +60,7 @@ def wait_for(what: str, condition, timeout_s: float = 60.0):  # type: ignore[no-
     return result
 
 
+@pytest.mark.kafka
 def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
                                                        tmp_path: Path) -> None:
     prefix = f"lat10-{uuid.uuid4().hex[:10]}."
@@ -110,3 +115,17 @@ def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
     assert held < len(parts) == delivered
     # ... and the snapshot is whole in the end (and counted).
     assert service.counts["snapshots"] == len(parts)
+
+
+def test_the_bench_reports_what_the_output_producer_saw_while_a_snapshot_was_slow(
+        tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    broker = {"waitresp_cnt": 5, "rtt_max": 420_000, "outbuf_latency_max": 130_000}
+    lines = [{"snap": [10.0, 10.1, 10.2, 10.3, 10.9, 33, 9000]},   # 600 ms delivered
+             {"snap": [15.0, 15.1, 15.2, 15.3, 15.32, 26, 9000]},  # 20 ms: not slow
+             {"stats": [10.5, 20, 9000, {"127.0.0.1:9092/1": broker}, {}]},
+             {"stats": [12.0, 1, 100, {"127.0.0.1:9092/1": {"waitresp_cnt": 1}}, {}]},
+             {"batch": [10.4, 10.45, 0.01, 2000, 0, 3, 10.3, 0.0, 12]}]
+    trace.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    ((delivery, rtt, in_flight, wait),) = slow_snapshots(trace)
+    assert (round(delivery, 3), rtt, in_flight, wait) == (0.6, 0.42, 5, 0.13)
