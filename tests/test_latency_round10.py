@@ -33,9 +33,11 @@ from replay.log import Record, read_records
 from replay.runner import replay_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "integration"))
 
 from conftest import _load_broker_module, write_service_incident  # noqa: E402
 from kafka_throughput import slow_snapshots  # noqa: E402
+from service_harness import wait_for  # noqa: E402
 
 
 def set_producer_quota(bootstrap: str, client_id: str, bytes_per_s: float | None) -> None:
@@ -49,15 +51,6 @@ def set_producer_quota(bootstrap: str, client_id: str, bytes_per_s: float | None
     r.i32()  # throttle
     errors = r.array(lambda: (r.i16(), r.str(), r.array(lambda: (r.str(), r.str()))))
     assert [e[0] for e in errors] == [0], errors
-
-
-def wait_for(what: str, condition, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not (result := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-    return result
 
 
 @pytest.mark.kafka
@@ -99,10 +92,10 @@ def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
         snap = asyncio.create_task(service.snapshot(parts, force=True))
         # Its messages are all enqueued (one loop, no await) once the first is appended.
         await asyncio.to_thread(wait_for, "the snapshot's first message",
-                                lambda: read_to_end(config, state_topic))
+                                lambda: read_to_end(config, state_topic), 60)
         service._alerts([(alert, None)])
         await asyncio.to_thread(wait_for, "the alert",
-                                lambda: read_to_end(config, alert_topic))
+                                lambda: read_to_end(config, alert_topic), 60)
         held = len(read_to_end(config, state_topic))
         await asyncio.wait_for(snap, 120)
         return held, len(read_to_end(config, state_topic))
