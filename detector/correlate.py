@@ -841,13 +841,43 @@ class Correlator:
         if self._may_be_failing(what, name, waiting, due):
             return  # decided with its part when the part's window closes
         # Decided now: its node's event if every port of the node waits here down, else it.
-        whole = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
+        whole = self._whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
                                   if (w, n) == (what, name) and g.scope.node == f.scope.node])
         decided = [(g.key, g) for g in whole[f.scope.node]] if f.scope.node in whole else [
             (key, f)]
         for k, _ in decided:
             del self._group_wait[k]
         self._decide_units(decided, due, out)
+
+    def _whole_node_down(self, waiting: list[tuple[str, Finding]]) -> dict[str, list[Finding]]:
+        """Nodes whose every fabric port is among the link downs waiting here (_every_port)."""
+        downs: dict[str, list[Finding]] = {}
+        for _, f in waiting:
+            if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
+                downs.setdefault(f.scope.node, []).append(f)
+        return {node: fs for node, fs in downs.items() if self._every_port(node, fs)}
+
+    def _every_port(self, node: str, downs: list[Finding]) -> bool:
+        """Whether one node's link downs ``downs`` (one a port) are all its fabric ports, >= 2.
+
+        Its fabric ports are the NICs a topology puts under a switch, when it names the
+        node's NICs (a DGX's storage or management ports face no switch of the compute
+        fabric, and stay up when its compute NICs' driver or PCIe fails: blind2 F1, 8 NIC
+        isolations beside mlx5_7/8 up) -- or every port, as the node's own detector counted
+        them when the last went down (detector.network).
+        """
+        if len(downs) < 2:
+            return False
+        if any(f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
+               for f in downs):
+            return True
+        topo = self.topology
+        nics = topo.nics_of(node) if topo is not None else ()
+        down = {f.scope.nic for f in downs}
+        if topo is None or not down <= set(nics):
+            return False  # (telemetry's NIC names are not the topology's: nothing to go on)
+        fabric = {nic for nic in nics if topo.switch_of(node, nic)}
+        return len(fabric) >= 2 and fabric <= down
 
     def _node_down(self, node: str, downs: list[Finding], due: float, out: list[Alert]) -> None:
         """Every port of one node down at once, the rest of its part fine: the node's event
@@ -1039,7 +1069,7 @@ class Correlator:
                       out: list[Alert]) -> None:
         """Findings held for a part that is not failing (and no longer waiting): a node whose
         every port is down among them is one node alert, every other finding its own unit's."""
-        for node, downs in _whole_node_down(held).items():
+        for node, downs in self._whole_node_down(held).items():
             self._node_down(node, downs, due, out)
             gone = {id(f) for f in downs}
             held = [(k, f) for k, f in held if id(f) not in gone]
@@ -1056,9 +1086,10 @@ class Correlator:
         ports faces its own rail leaf, so its ports' link downs wait in as many windows and
         _whole_node_down, which looks within one, never sees them together (review round 9,
         R9: 8 NIC isolations for one node's NIC driver).  Taken from the node's link downs
-        waiting for a part that is not failing, or raised already: a rail leaf that is
-        failing keeps its own (one rail leaf down is one port of many nodes, a switch; two at
-        once, two of each node's ports: never every port of a node with more than two).
+        waiting for a part that is not failing (cleared in its window or not: a one-sample
+        NIC firmware reset, review round 10), or raised already: a rail leaf that is failing
+        keeps its own (one rail leaf down is one port of many nodes, a switch; two at once,
+        two of each node's ports: never every port of a node with more than two).
         """
         node = f.scope.node
         if node is None:
@@ -1071,14 +1102,12 @@ class Correlator:
             if f.active:
                 self._own(f, p)
             return True
-        if not f.active or not isinstance(f.evidence.get("node_ports"), int):
-            return False
         downs = {f.scope.key: f}
         waiting: list[str] = []
         failing: dict[tuple[str, str], bool] = {}
         for k, (what, name, g) in self._group_wait.items():
-            if (g.scope.node == node and g.signal == "link_down" and g.active
-                    and g.kind == "network" and g.scope.key not in downs):
+            if (g.scope.node == node and g.signal == "link_down" and g.kind == "network"
+                    and g.scope.key not in downs):  # (cleared in its window too: it happened)
                 part = (what, name)
                 if part not in failing:
                     failing[part] = self._failing(what, name, [
@@ -1092,7 +1121,7 @@ class Correlator:
                     and g.key not in self._group_wait):  # (held for a failing part: its own)
                 downs[unit] = g
         found = list(downs.values())
-        if not _every_port(found):
+        if not self._every_port(node, found):
             return False
         for k in waiting:
             del self._group_wait[k]
@@ -1198,24 +1227,6 @@ def _node_of(unit: str) -> str | None:
 def _nic_of(unit: str) -> str:
     """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
     return unit.split("/", 1)[1].split(":", 1)[0]
-
-
-def _whole_node_down(waiting: list[tuple[str, Finding]]) -> dict[str, list[Finding]]:
-    """Nodes whose every NIC port (>= 2, as the node's own detector counted them when the
-    last went down: detector.network) is among the link downs waiting here."""
-    downs: dict[str, list[Finding]] = {}
-    for _, f in waiting:
-        if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
-            downs.setdefault(f.scope.node, []).append(f)
-    return {node: fs for node, fs in downs.items() if _every_port(fs)}
-
-
-def _every_port(downs: list[Finding]) -> bool:
-    """Whether one node's link downs ``downs`` (one a port) are all of its ports, >= 2, as the
-    node's own detector counted them when the last went down (detector.network)."""
-    return len(downs) >= 2 and any(
-        f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
-        for f in downs)
 
 
 def _node_wide_reason(seen: Finding) -> bool:

@@ -42,8 +42,9 @@ def test_the_cases_replay_and_carry_their_fault(tmp_path):
         assert label["start_ts"] <= label["end_ts"]
 
 
-@pytest.mark.xfail(strict=True, reason="F1: storage ports that stay up split a node's "
-                   "every-compute-port-down into 8 NIC isolations")
+# (Was a strict xfail: "F1: storage ports that stay up split a node's every-compute-port-down
+# into 8 NIC isolations".  Now a node's fabric ports are the NICs its topology puts under a
+# switch, when it names them: Correlator._every_port.)
 def test_node_with_every_compute_port_down_is_one_node_alert(tmp_path):
     alerts, label = replay("node-ports-down-storage-up", tmp_path)
     node = label["scope"]["node"]
