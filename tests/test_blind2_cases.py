@@ -91,8 +91,9 @@ def test_slow_gpu_already_thermally_throttled_is_attributed_thermal(tmp_path):
     assert len({v["dedup_key"] for v in mine}) == 1, "one problem, one page"
 
 
-@pytest.mark.xfail(strict=True, reason="F5: an NVSwitch tray failing at mixed DCGM cadence "
-                   "gives 32 GPU NVLink isolations before the domain alert")
+# (Was a strict xfail: "F5: an NVSwitch tray failing at mixed DCGM cadence gives 32 GPU NVLink
+# isolations before the domain alert".  Now a part's window opened by a faster collector is
+# held until its slower nodes have been sampled: Correlator._may_be_failing.)
 def test_nvswitch_tray_failure_is_one_domain_alert(tmp_path):
     alerts, label = replay("nvswitch-tray-mixed-cadence", tmp_path)
     scopes = [a["value"]["scope"] for a in alerts]
