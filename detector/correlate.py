@@ -999,10 +999,6 @@ class Correlator:
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         return heard, troubled, need
 
-    def _failing(self, what: str, name: str, waiting: list[Finding]) -> bool:
-        _, troubled, need = self._count(what, name, waiting)
-        return len(troubled) >= need
-
     def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float
                         ) -> float | None:
         """Whether a part whose window is closing is failing as far as its nodes sampled since
@@ -1107,9 +1103,9 @@ class Correlator:
         _whole_node_down, which looks within one, never sees them together (review round 9,
         R9: 8 NIC isolations for one node's NIC driver).  Taken from the node's link downs
         waiting for a part that is not failing (cleared in its window or not: a one-sample
-        NIC firmware reset, review round 10), or raised already: a rail leaf that is failing
-        keeps its own (one rail leaf down is one port of many nodes, a switch; two at once,
-        two of each node's ports: never every port of a node with more than two).
+        NIC firmware reset, review round 10): a rail leaf that is failing keeps its own (one
+        rail leaf down is one port of many nodes, a switch; two at once, two of each node's
+        ports: never every port of a node with more than two).
         """
         node = f.scope.node
         if node is None:
@@ -1130,16 +1126,17 @@ class Correlator:
                     and g.scope.key not in downs):  # (cleared in its window too: it happened)
                 part = (what, name)
                 if part not in failing:
-                    failing[part] = self._failing(what, name, [
-                        h for w, n, h in self._group_wait.values() if (w, n) == part])
+                    # (as far as its nodes sampled since can tell: a unit's rail leaves losing
+                    # power together open their windows within a second or two -- review
+                    # round 10, 3 nodes drained beside 8 switch alerts)
+                    failing[part] = self._may_be_failing(what, name, [
+                        h for w, n, h in self._group_wait.values() if (w, n) == part],
+                        due) is not None
                 if not failing[part]:
                     downs[g.scope.key] = g
                     waiting.append(k)
-        for unit in self._units_of_node.get(node, ()):
-            g = self._device.get(unit, {}).get("link_down")
-            if (g is not None and g.kind == "network" and unit not in downs and g.verdict
-                    and g.key not in self._group_wait):  # (held for a failing part: its own)
-                downs[unit] = g
+        # (Only ports that went down together, waiting now: one down long before, with its
+        # own NIC alert, stays that cable's -- review round 10.)
         found = list(downs.values())
         if not self._every_port(node, found):
             return False
