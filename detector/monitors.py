@@ -31,7 +31,8 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
-from detector.network import NodeNics, PortNames
+from detector.network import NodeNics
+from detector.port_names import PortNames
 from detector.statecodec import is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
 from detector.thermal import GpuThermal, NodeTemps

@@ -14,16 +14,16 @@ node's reference is the median of those ports.
 
 A port slow from its first sample never ran at its node's pace (a link that trained
 degraded after a reboot, a worker started afresh beside it), so its own history cannot
-tell it from a frontend port; what else is known decides (:func:`_standing`): the
-topology, when it lists the node's NICs (one under a fabric switch, or a GPU's, carries
-the job's traffic; one listed beside them and under no switch is storage or management),
-else the same port name on the other nodes the worker sees (:class:`PortNames`: a
-frontend port ``mlx5_2``/``eth0``/``bond0`` is quiet on every node of the job; a bad fabric
-port is quiet on one node while its name runs at its node's pace on the others), else,
-with no other node reporting that name, the node's own ports: a port of the same name
-family (``mlx5_N``) that negotiated the same ``rate_gbps`` as a port running at the node's
-pace is one of them (a 100G frontend beside 400G rails, an ``eth0`` beside ``mlx5_N``, or a
-link that trained at a lower width is not judged on one node alone).
+tell it from a frontend port; what else is known decides (``port_names.standing``): the
+topology, when it lists the node's NICs (a GPU's NIC carries the job's traffic; one the
+node's list has after its GPUs' is storage or management), else the same port name on
+the other nodes the worker sees (:class:`PortNames`: a frontend port ``mlx5_2``/``eth0``/
+``bond0`` is quiet on every node of the job; a bad fabric port is quiet on one node while
+its name runs at its node's pace on the others), else, with no other node reporting that
+name, the node's own ports: a port of the same name family (``mlx5_N``) that negotiated
+the same ``rate_gbps`` as a port running at the node's pace is one of them (a 100G
+frontend beside 400G rails, an ``eth0`` beside ``mlx5_N``, or a link that trained at a
+lower width is not judged on one node alone).
 
 Errors count a port as *affected* (the evidence the correlator counts across the
 nodes behind a switch) only when they are abnormal for that port: at least
@@ -49,8 +49,8 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
 from detector.findings import Finding
+from detector.port_names import PortName, PortNames, standing
 from detector.thresholds import Thresholds
-from detector.topology import Topology
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
 
@@ -108,125 +108,6 @@ class _Port:
         self.rate: float | None = None  # negotiated rate_gbps (its latest general-path sample)
         self.role = 0  # what the topology says: 1 a fabric port, -1 storage/management, 0 --
         self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
-
-
-class PortName:
-    """One port name's standing across the nodes a worker sees: how many of their ports of
-    that name ran at their node's pace on their latest busy sample, how many below it."""
-
-    __slots__ = ("key", "pace", "low", "kept")
-
-    def __init__(self, key: tuple[str | None, str, int] | None) -> None:
-        self.key = key
-        self.pace = 0
-        self.low = 0
-        self.kept = key is not None  # False: not (or no longer) in the table: no evidence
-
-
-class PortNames:
-    """The port names of every node one worker sees, keyed (cluster, NIC, port), so a port
-    can be judged by its name on the other nodes (module docstring); and the topology, for
-    what it says of a node's NICs.  One object, shared by the worker's NodeNics.
-
-    Bounded: at most ``nic_port_names`` names.  A new one displaces the name the fewest
-    ports stand behind (the oldest of those): a stream of junk names (untrusted telemetry)
-    displaces its own kind, one node's port each, not a real name that every node carries.
-    A displaced name's ports count no evidence until their vote changes, when they join the
-    table again.  With one node seen every name's other nodes are none: today's rule.
-
-    Two nodes of two ports at 60 Gb/s, but b's ``mlx5_1`` at 2 from its first sample:
-
-    >>> from detector.testing import T0, nic
-    >>> names, cfg, out = PortNames(), Thresholds(), []
-    >>> a, b = NodeNics("a", names), NodeNics("b", names)
-    >>> for i in range(8):  # 10 s samples (cumulative bytes, tx and rx halves)
-    ...     for nics, rates in ((a, (60, 60)), (b, (60, 2))):
-    ...         for k, gbps in enumerate(rates):
-    ...             n = int(i * 10 * gbps / 16 * 1e9)
-    ...             nics.update(nic(T0 + i * 10, nics.node, f"mlx5_{k}", tx=n, rx=n), cfg, out)
-    >>> e = names._names[(None, "mlx5_1", 1)]
-    >>> e.pace, e.low  # a's mlx5_1 at its node's pace, b's below it
-    (1, 1)
-    >>> [(f.scope.key, f.ts - T0, f.evidence["judged_because"]) for f in out]
-    [('nic:b/mlx5_1:1', 60.0, "its name runs at its node's pace on 1 of 1 other nodes")]
-    """
-
-    def __init__(self, topology: Topology | None = None) -> None:
-        self._names: dict[tuple[str | None, str, int], PortName] = {}
-        self.topology = topology  # transient: not in a snapshot (Monitors.attach sets it)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def join(self, key: tuple[str | None, str, int], cfg: Thresholds) -> PortName:
-        names = self._names
-        e = names.get(key)
-        if e is None:
-            if len(names) >= cfg.nic_port_names:
-                old = min(names.values(), key=_weight)
-                old.kept = False
-                del names[old.key]  # type: ignore[arg-type]
-            e = names[key] = PortName(key)
-        return e
-
-    def vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
-        """The port's vote becomes ``v`` (1 at its node's pace, -1 below it, 0 withdrawn)."""
-        e = p.name
-        if p.vote > 0:
-            e.pace -= 1
-        elif p.vote < 0:
-            e.low -= 1
-        if v and not e.kept and e.key is not None:
-            e = p.name = self.join(e.key, cfg)  # displaced meanwhile: back in the table
-        if v > 0:
-            e.pace += 1
-        elif v < 0:
-            e.low += 1
-        p.vote = v
-
-    def role(self, node: str, nic: str) -> int:
-        """What the topology says of this NIC: 1 a GPU's NIC (or, where it maps no GPU to a
-        NIC, one a switch lists), -1 one the node's NIC list has after its GPUs' (storage,
-        management: topologies/README.md), 0 a NIC it does not list (a Slurm topology.conf
-        lists none)."""
-        topo = self.topology
-        if topo is None or nic not in topo.nics_of(node):
-            return 0
-        gpu_nics = {topo.nic_for_gpu(node, g) for g in range(topo.gpus_of(node))}
-        if nic in gpu_nics:
-            return 1
-        if gpu_nics - {None}:
-            return -1
-        switch = topo.switch_of(node, nic)
-        return 1 if switch is not None and (node, nic) in topo.nics_under(switch) else 0
-
-    def valid(self, cfg: Thresholds) -> bool:
-        """A restored table is a bounded map of well-formed names (detector.statecodec)."""
-        return type(self._names) is dict and len(self._names) <= max(cfg.nic_port_names, 0) \
-            and all(type(e) is PortName and e.key == k and type(k) is tuple and len(k) == 3
-                    and type(e.pace) is int and type(e.low) is int and e.kept is True
-                    for k, e in self._names.items())
-
-
-def _weight(e: PortName) -> int:
-    return e.pace + e.low
-
-
-def _standing(p: _Port) -> int:
-    """Whether the port carries the job's traffic, by what is known beside its own history:
-    1 yes, -1 no, 0 nothing known.  The topology first; else its name on the worker's other
-    nodes (its own vote taken off): a majority of them at their node's pace."""
-    if p.role:
-        return p.role
-    e = p.name
-    if not e.kept:
-        return 0
-    v = p.vote
-    pace = e.pace - (v > 0)
-    low = e.low - (v < 0)
-    if pace > low:
-        return 1
-    return -1 if low else 0
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -429,9 +310,9 @@ class NodeNics:
         low?  By its standing (topology, its name on other nodes), else -- no other node
         reports its name -- when it is like the node's ports at pace: the same name family
         and the same negotiated rate as one of them (module docstring)."""
-        standing = _standing(p)
-        if standing:
-            return standing > 0
+        known = standing(p)
+        if known:
+            return known > 0
         rate, family = p.rate, p.family
         return bool(rate) and any(o.vote > 0 and o.rate == rate and o.family == family
                                   for o in self._ports.values())
@@ -442,7 +323,7 @@ class NodeNics:
             return None
         if p.role > 0:
             return "the topology lists it as a fabric port"
-        if _standing(p) > 0:
+        if standing(p) > 0:
             e = p.name
             return (f"its name runs at its node's pace on {e.pace - (p.vote > 0)} of "
                     f"{e.pace + e.low - (p.vote != 0)} other nodes")
@@ -536,7 +417,7 @@ class NodeNics:
         # ports: a node of two fabric ports and a frontend one has the slower fabric port as
         # the median of all three).
         rates = [o.gbps for o in self._ports.values() if o.gbps is not None and (
-                 o.peer >= cfg.nic_peer_share or _standing(o) > 0)]
+                 o.peer >= cfg.nic_peer_share or standing(o) > 0)]
         if len(rates) < 2:
             rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
         rates.sort()

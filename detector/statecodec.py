@@ -216,8 +216,9 @@ def _register_state_classes() -> None:
     from detector.findings import Finding
     from detector.gpu_health import GpuHealth
     from detector.monitors import Monitors
-    from detector.network import NodeNics, PortName, PortNames, _Port
+    from detector.network import NodeNics, _Port
     from detector.pipeline.correlator import _Source
+    from detector.port_names import PortName, PortNames
     from detector.recovery import Placement
     from detector.steps import JobMonitor, _StepBuffer
     from detector.thermal import GpuThermal, NodeTemps

@@ -17,7 +17,8 @@ from detector.engine import Engine
 from detector.events import NicSample
 from detector.findings import Finding
 from detector.monitors import Monitors
-from detector.network import NodeNics, PortNames
+from detector.network import NodeNics
+from detector.port_names import PortNames
 from detector.testing import T0, feed
 from detector.thresholds import Thresholds
 from detector.topology import Topology
