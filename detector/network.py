@@ -144,13 +144,17 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
-    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names")
+    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced")
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
         self._ports: dict[tuple[str, int], _Port] = {}
         # The port names across the worker's nodes (Monitors shares one); alone: this node's.
         self._names = PortNames() if names is None else names
+        # (name family, rate_gbps) of the ports at the node's pace (None: to be gathered
+        # again -- a port came to its pace or left it): what a port on one node alone is
+        # judged by, at a set's cost per sample, however many ports a node reports.
+        self._paced: set[tuple[str, float | None]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
 
@@ -217,11 +221,11 @@ class NodeNics:
                     return False  # slow against its siblings
                 p.peer -= cfg.nic_peer_fading * p.peer
                 if p.vote >= 0:
-                    self._names.vote(p, -1, cfg)
+                    self._vote(p, -1, cfg)
             else:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
                 if p.vote <= 0:
-                    self._names.vote(p, 1, cfg)
+                    self._vote(p, 1, cfg)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt
@@ -262,7 +266,10 @@ class NodeNics:
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
             p.interval_s = dt
         p.last_ts = ts
-        p.rate = s.rate_gbps
+        if s.rate_gbps != p.rate:
+            p.rate = s.rate_gbps
+            if p.vote > 0:
+                self._paced = None
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
@@ -288,7 +295,7 @@ class NodeNics:
                 p.low = 0
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
             if busy and p.vote != (-1 if slow else 1):
-                self._names.vote(p, -1 if slow else 1, cfg)
+                self._vote(p, -1 if slow else 1, cfg)
 
     def _forget_silent(self, now: float, cfg: Thresholds) -> None:
         """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
@@ -298,12 +305,17 @@ class NodeNics:
         quiet, faulty = now - cfg.unit_idle_s, now - cfg.unit_fault_idle_s
         for key in [k for k, p in self._ports.items() if p.last_ts < faulty or (
                 p.last_ts < quiet and not (p.active or p.down))]:
-            self._names.vote(self._ports.pop(key), 0, cfg)
+            self._vote(self._ports.pop(key), 0, cfg)
 
     def withdraw(self, cfg: Thresholds) -> None:
         """The node is forgotten (Monitors.prune_units): its ports' votes go with it."""
         for p in self._ports.values():
-            self._names.vote(p, 0, cfg)
+            self._vote(p, 0, cfg)
+
+    def _vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
+        if (p.vote > 0) != (v > 0):
+            self._paced = None
+        self._names.vote(p, v, cfg)
 
     def _judged(self, p: _Port) -> bool:
         """May this port, slow against its node and never (lately) at its pace, be judged
@@ -313,9 +325,10 @@ class NodeNics:
         known = standing(p)
         if known:
             return known > 0
-        rate, family = p.rate, p.family
-        return bool(rate) and any(o.vote > 0 and o.rate == rate and o.family == family
-                                  for o in self._ports.values())
+        paced = self._paced
+        if paced is None:
+            paced = self._paced = {(o.family, o.rate) for o in self._ports.values() if o.vote > 0}
+        return bool(p.rate) and (p.family, p.rate) in paced
 
     def _why(self, p: _Port, cfg: Thresholds) -> str | None:
         """Why a port without a history at its node's pace was judged (for the evidence)."""

@@ -267,3 +267,15 @@ def test_a_forgotten_node_takes_its_votes_with_it() -> None:
 def test_a_node_alone_has_its_own_table() -> None:
     a, b = NodeNics("a"), NodeNics("b")
     assert a._names is not b._names and type(a._names) is PortNames
+
+
+def test_a_run_of_low_samples_counts_only_while_the_port_is_judged() -> None:
+    # Two nodes: dgx001's storage ports run at the fabric's pace in two bursts of 3 samples
+    # (say a rank writing a checkpoint while the job trains), 6 samples apart: meanwhile
+    # dgx000's quiet storage ports are judged by their name (1 of 1 other nodes at pace) and
+    # counted low -- 3 samples, then 3 again: never 5 in a row, never paged.
+    def bursts(node: str, i: int) -> float:
+        return 80.0 if node == "dgx001" and (10 <= i < 13 or 19 <= i < 22) else 0.6
+
+    events = fleet(["dgx000", "dgx001"], dgx(at(75.0), bursts), 40)
+    assert low_findings(events) == []
