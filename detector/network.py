@@ -428,9 +428,12 @@ class NodeNics:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
         # Of the ports that carry the job's traffic, once two do (not its frontend or storage
         # ports: a node of two fabric ports and a frontend one has the slower fabric port as
-        # the median of all three).
+        # the median of all three), by their history or by what else is known (standing: a
+        # fabric port slow from its first sample is one; the topology's role asked first, as
+        # standing would, without a call for every port of a node whose NICs it lists).
+        share = cfg.nic_peer_share
         rates = [o.gbps for o in self._ports.values() if o.gbps is not None and (
-                 o.peer >= cfg.nic_peer_share or standing(o) > 0)]
+                 o.peer >= share or o.role > 0 or (not o.role and standing(o) > 0))]
         if len(rates) < 2:
             rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
         rates.sort()
