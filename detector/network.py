@@ -63,6 +63,7 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
 _DIGITS = str.maketrans("", "", "0123456789")
+_UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
     "tx_bytes", "rx_bytes", "symbol_errors", "link_downed", "rcv_errors", "xmit_discards",
@@ -103,7 +104,7 @@ class _Port:
         self.idle_ts = float("-inf")  # when its traffic last stopped (-inf: never carried any)
         # Its name's standing across the nodes (PortNames), and its own vote there: its
         # latest sample with its node busy at the node's pace (1) or below it (-1), 0 none.
-        self.name = PortName(None)
+        self.name = _UNNAMED  # (NodeNics.update joins it to its name at once)
         self.vote = 0
         self.rate: float | None = None  # negotiated rate_gbps (its latest general-path sample)
         self.role = 0  # what the topology says: 1 a fabric port, -1 storage/management, 0 --

@@ -104,10 +104,11 @@ class PortNames:
         topo = self.topology
         if topo is None or nic not in topo.nics_of(node):
             return 0
-        gpu_nics = {topo.nic_for_gpu(node, g) for g in range(topo.gpus_of(node))}
-        if nic in gpu_nics:
-            return 1
-        if gpu_nics - {None}:
+        gpus = topo.gpus_of(node)
+        for g in range(gpus):  # (a port's role is asked once, when it is first seen)
+            if topo.nic_for_gpu(node, g) == nic:
+                return 1
+        if gpus and topo.nic_for_gpu(node, 0) is not None:
             return -1
         switch = topo.switch_of(node, nic)
         return 1 if switch is not None and (node, nic) in topo.nics_under(switch) else 0
