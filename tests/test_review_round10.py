@@ -29,12 +29,11 @@ def node_reset(t_fail: float, node: str = "node-003", samples: int = 1) -> list:
                  down=lambda nd, name, i, ts: nd == node and t_fail <= ts < t_fail + 10.0 * samples)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (room fabric's R9 fix, Correlator._node_down_across_parts): it gathers "
-    "only link downs still active (`not f.active -> False`, `g.active`), so a node whose every "
-    "port was down for one 10 s sample -- over before the rail windows closed -- is 8 NIC "
-    "isolations in a rail fabric (topologies/h100-128.topo), where under a Slurm topology.conf "
-    "_whole_node_down counts the cleared ones too and makes it one node alert"))
+# (Was a strict xfail: room fabric's R9 fix, Correlator._node_down_across_parts, gathered only
+# link downs still active, so a node whose every port was down for one 10 s sample -- over
+# before the rail windows closed -- was 8 NIC isolations in a rail fabric
+# (topologies/h100-128.topo), where under a Slurm topology.conf _whole_node_down counts the
+# cleared ones too.  Now it takes the cleared ones waiting for a part that is not failing.)
 def test_every_port_of_a_node_down_for_one_sample_is_one_node_alert_in_a_rail_fabric() -> None:
     alerts = feed(Engine(topology=RAIL), node_reset(T0 + 300.0))
     assert sorted(set(isolations(alerts))) == [("nic", "node:node-003")]
@@ -110,14 +109,12 @@ def still_firing(alerts: list) -> list[str]:
     return sorted(a.scope.key for a in last.values() if a.status == "firing")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (room fabric, ef6b852: Correlator._node_down_across_parts): the node "
-    "event gathers the node's link downs already raised (self._device) and _node_down takes "
-    "them (_own), so a cable down for 10 min with its own NIC isolation is moved into "
-    "node:node-003 when the node's 7 other ports go down: nic:node-003/mlx5_2 resolves while "
-    "its port is still down, and node:node-003 never resolves after the 7 ports come back "
-    "(the old port's finding keeps it active); so too under a Slurm topology.conf and with no "
-    "topology, where main made 7 NIC isolations that resolved"))
+# (Was a strict xfail: ef6b852's Correlator._node_down_across_parts gathered the node's link
+# downs already raised (self._device) and _node_down took them, so a cable down for 10 min
+# with its own NIC isolation was moved into node:node-003 when the node's 7 other ports went
+# down: its NIC alert resolved while the port was still down, and the node alert never
+# resolved after the 7 came back; so too under a Slurm topology.conf and with no topology.
+# Now only the link downs waiting in windows count: 7 of 8 at once is 7 NICs.)
 @pytest.mark.parametrize("topology", [RAIL, SLURM, None], ids=["rail", "slurm", "none"])
 def test_a_port_down_before_its_node_s_other_ports_keeps_its_own_alert(
         topology: Topology | None) -> None:
@@ -143,14 +140,11 @@ def unit_fails_after_a_cable(gap: float) -> list:
                  down=down)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (room fabric, ef6b852: Correlator._node_down_across_parts): rail3-leaf0's "
-    "window, opened by node-005's own cable 10 s before the unit's 8 rail leaves lose power, "
-    "closes 3.5 s into the outage with 3 of its 8 nodes sampled; their mlx5_3 downs are decided "
-    "alone and the node event asks _failing of the 7 other rails, whose windows opened 0-2 s "
-    "before -- counted over every node heard from, as R6 was -- 'not failing': node-005, "
-    "node-006 and node-007 are drained (node alerts) beside the 8 switch alerts.  Before it "
-    "(main b3e50ca) the same early window made 3 NIC isolations, no drain"))
+# (Was a strict xfail: rail3-leaf0's window, opened by node-005's own cable 10 s before the
+# unit's 8 rail leaves lose power, closes 3.5 s into the outage with 3 of its 8 nodes sampled;
+# the node event asked _failing of the 7 other rails, whose windows opened 0-2 s before --
+# counted over every node heard from, as R6 was -- "not failing": node-005..007 drained beside
+# the 8 switch alerts.  Now it asks Correlator._may_be_failing, as the nodes sampled since tell.)
 def test_a_unit_s_rail_leaves_failing_drain_no_node() -> None:
     alerts = feed(Engine(topology=RAIL), unit_fails_after_a_cable(10.0))
     found = sorted(set(isolations(alerts)))
