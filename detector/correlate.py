@@ -168,6 +168,8 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "burst":
+                self._burst_due(key, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -213,6 +215,8 @@ class Correlator:
             # no later slowdown -- _benign_explanation; ninth reporting corpus, powercap=fleet:
             # a 10.4 % ramp on such a GPU excused at every look until its run ended.)
             self._note_cap(unit, f)
+        if f.signal == "throttle_seen" and f.active:
+            self._bursts_under(f, out)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (
                 self._benign.get(unit, (f, 0.0))[0], f.ts)
@@ -224,6 +228,8 @@ class Correlator:
             self._on_power_cap(f, out)
         elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
             self._throttle_impact(self._slow_wait[unit], f.ts, out)
+        elif f.signal == "slow_burst" and f.active:
+            self._on_burst(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -543,25 +549,93 @@ class Correlator:
             self._timer(seen.ts + self.cfg.why_wait_s, "slow", slow.scope.key)
             return True
         if node is not None:
-            because = (f"impact: rank {slow.rank} slower than its peers while every GPU of "
-                       f"{slow.scope.node} reports never-routine power reason "
-                       f"{node.evidence.get('throttle_reasons')}")
-            p = self._raise(ISOLATION, "slow_node", node.cause, node.scope, node, out,
-                            detected_ts=max(now, node.ts), extra={"recommended_because": because})
-            p.add(slow, self.cfg.evidence_items)
-            self._own(slow, p)
-            self._slow_wait.pop(slow.scope.key, None)
+            self._impact(slow, node, now, out)
             return True
         if seen is None:
             return False
         if seen.evidence.get("throttle_reasons") == hex(0x4):
             return self._power_impact(slow, now, out, seen)  # routine unless it explains
-        because = (f"impact: rank {slow.rank} slower than its peers while its GPU reports "
-                   f"never-routine throttle reason {seen.evidence.get('throttle_reasons')}")
+        self._impact(slow, seen, now, out)
+        return True
+
+    def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) -> None:
+        """Recommend isolating the unit of a never-routine throttle seen (``seen``: on the
+        slow rank's GPU, or on every GPU of its node) that explains ``slow``: a slow rank, or
+        a burst of slow steps (:meth:`_burst_impact`)."""
+        burst = slow.signal == "slow_burst"
+        how = (f"rank {slow.rank} {slow.evidence.get('compute_ratio_to_peers')}x its peers' "
+               f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
+               f"rank {slow.rank} slower than its peers")
+        reasons = seen.evidence.get("throttle_reasons")
+        because = (f"impact: {how} while every GPU of {slow.scope.node} reports never-routine "
+                   f"power reason {reasons}" if seen.scope.level == "node" else
+                   f"impact: {how} while its GPU reports never-routine throttle reason "
+                   f"{reasons}")
         p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
                         detected_ts=max(now, seen.ts), extra={"recommended_because": because})
-        self._explain_waiting(seen.scope, p, out)
+        if burst:
+            # Evidence, not owned: the problem stands on the throttle, which clears on the
+            # next clean sample; a burst ends by itself.
+            p.add(slow, self.cfg.evidence_items)
+        elif seen.scope.level == "node":
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+            self._slow_wait.pop(slow.scope.key, None)
+        else:
+            self._explain_waiting(seen.scope, p, out)
+
+    # A burst of slow steps (steps.JobMonitor._check_burst: a rank >= 30 % slower than its
+    # peers for two steps in a row, over before the CUSUM alarms) is the rank measurably
+    # slower than its peers while an intermittent never-routine throttle is on (blind2 F3:
+    # power-brake bursts of 12-30 s, one 30 s sample in some of them).
+
+    def _on_burst(self, f: Finding, out: list[Alert]) -> None:
+        p = self._explanation(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+        else:
+            self._burst_impact(f, f.ts, out)
+
+    def _bursts_under(self, seen: Finding, out: list[Alert]) -> None:
+        """A never-routine throttle seen: bursts of slow steps on its unit (a GPU, or every GPU
+        of a node) that it may explain."""
+        units = (self._units_of_node.get(seen.scope.node or "", ()) if seen.scope.level == "node"
+                 else (seen.scope.key,))
+        for unit in list(units):
+            burst = self._device.get(unit, {}).get("slow_burst")
+            if burst is not None and self._explanation(burst) is None:
+                self._burst_impact(burst, seen.ts, out)
+
+    def _burst_impact(self, burst: Finding, now: float, out: list[Alert]) -> bool:
+        """Recommend isolating the unit whose never-routine throttle, seen by a sample taken
+        during ``burst``, explains it; routine SW power capping (0x4 alone) never does."""
+        seen = self._node_throttle(burst) or self._device.get(burst.scope.key, {}).get(
+            "throttle_seen")
+        if seen is None or not int(str(seen.evidence.get("throttle_reasons", "0x0")), 16) & ~0x4:
+            return False
+        # During the burst: a sample at most two steps before its first slow step ended (a
+        # step partly braked may not count), or before the burst's second sample is due (one
+        # is taken within any burst longer than an interval, which the finding tells early).
+        interval = self._interval.get(burst.scope.node or "", (0.0, 0.0))[0] or (
+            self.cfg.unknown_cadence_s)
+        runs = int(burst.evidence.get("run_steps") or 2)
+        period = float(burst.evidence.get("step_period_s") or 0.0) or (
+            (burst.ts - burst.onset_ts) / max(runs - 1, 1))  # (no period known: the burst's)
+        if not burst.onset_ts - 2.0 * period <= seen.ts <= burst.ts + 1.25 * interval + 1.0:
+            return False
+        if seen.scope.level == "gpu" and _node_wide_reason(seen) and (
+                now < seen.ts + self.cfg.why_wait_s):
+            # Its node's other GPUs' samples of the same poll may still be on their way (as
+            # for a slow rank, _throttle_impact): decided at node scope when they show it.
+            self._timer(seen.ts + self.cfg.why_wait_s, "burst", burst.scope.key)
+            return True
+        self._impact(burst, seen, now, out)
         return True
+
+    def _burst_due(self, unit: str, due: float, out: list[Alert]) -> None:
+        burst = self._device.get(unit, {}).get("slow_burst")
+        if burst is not None and self._explanation(burst) is None:
+            self._burst_impact(burst, due, out)
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
     # finding: CUSUM alarm and >= slow_min_effect mean slowdown), by no more than the clock

@@ -12,6 +12,19 @@ history of running at its node's pace (``nic_peer_share`` of its busy samples)
 is judged low -- a port that has always been quiet did not go quiet -- and the
 node's reference is the median of those ports.
 
+A port slow from its first sample never ran at its node's pace (a link that trained
+degraded after a reboot, a worker started afresh beside it), so its own history cannot
+tell it from a frontend port; what else is known decides (``port_names.standing``): the
+topology, when it lists the node's NICs (a GPU's NIC carries the job's traffic; one the
+node's list has after its GPUs' is storage or management), else the same port name on
+the other nodes the worker sees (:class:`PortNames`: a frontend port ``mlx5_2``/``eth0``/
+``bond0`` is quiet on every node of the job; a bad fabric port is quiet on one node while
+its name runs at its node's pace on the others), else, with no other node reporting that
+name, the node's own ports: a port of the same name family (``mlx5_N``) that negotiated
+the same ``rate_gbps`` as a port running at the node's pace is one of them (a 100G
+frontend beside 400G rails, an ``eth0`` beside ``mlx5_N``, or a link that trained at a
+lower width is not judged on one node alone).
+
 Errors count a port as *affected* (the evidence the correlator counts across the
 nodes behind a switch) only when they are abnormal for that port: at least
 ``nic_errors_seen`` lately and ``nic_errors_seen_ratio`` times the port's own
@@ -36,6 +49,7 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
 from detector.findings import Finding
+from detector.port_names import PortName, PortNames, standing
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
@@ -48,6 +62,8 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
                                   "out_of_sequence"))
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
+_DIGITS = str.maketrans("", "", "0123456789")
+_UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
     "tx_bytes", "rx_bytes", "symbol_errors", "link_downed", "rcv_errors", "xmit_discards",
@@ -58,7 +74,7 @@ class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
-                 "busy", "idle_ts")
+                 "busy", "idle_ts", "name", "vote", "rate", "role", "family")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -86,6 +102,13 @@ class _Port:
         #                      start of its traffic (RoCE sequence errors come with load)
         self.busy = False    # carrying nic_busy_gbps or more on its latest sample
         self.idle_ts = float("-inf")  # when its traffic last stopped (-inf: never carried any)
+        # Its name's standing across the nodes (PortNames), and its own vote there: its
+        # latest sample with its node busy at the node's pace (1) or below it (-1), 0 none.
+        self.name = _UNNAMED  # (NodeNics.update joins it to its name at once)
+        self.vote = 0
+        self.rate: float | None = None  # negotiated rate_gbps (its latest general-path sample)
+        self.role = 0  # what the topology says: 1 a fabric port, -1 storage/management, 0 --
+        self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -122,11 +145,17 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
-    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts")
+    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced")
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
         self._ports: dict[tuple[str, int], _Port] = {}
+        # The port names across the worker's nodes (Monitors shares one); alone: this node's.
+        self._names = PortNames() if names is None else names
+        # (name family, rate_gbps) of the ports at the node's pace (None: to be gathered
+        # again -- a port came to its pace or left it): what a port on one node alone is
+        # judged by, at a set's cost per sample, however many ports a node reports.
+        self._paced: set[tuple[str, float | None]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
 
@@ -189,11 +218,15 @@ class NodeNics:
         ref = self._ref_gbps
         if ref >= cfg.nic_busy_gbps:
             if p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
-                if p.peer >= cfg.nic_peer_share:
+                if p.peer >= cfg.nic_peer_share or self._judged(p):
                     return False  # slow against its siblings
                 p.peer -= cfg.nic_peer_fading * p.peer
+                if p.vote >= 0:
+                    self._vote(p, -1, cfg)
             else:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
+                if p.vote <= 0:
+                    self._vote(p, 1, cfg)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt
@@ -211,6 +244,9 @@ class NodeNics:
         except KeyError:
             self._forget_silent(s.ts, cfg)
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
+            names = self._names
+            p.name = names.join((s.cluster, s.nic, s.port), cfg)
+            p.role = names.role(s.node, s.nic)
         ts = s.ts
         counters = p.counters
         prev_ts = p.last_ts
@@ -231,6 +267,10 @@ class NodeNics:
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
             p.interval_s = dt
         p.last_ts = ts
+        if s.rate_gbps != p.rate:
+            p.rate = s.rate_gbps
+            if p.vote > 0:
+                self._paced = None
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
@@ -245,12 +285,18 @@ class NodeNics:
             if ts - self._ref_ts >= 1.0:
                 self._refresh_ref(ts, cfg)
             ref = self._ref_gbps
-            slow = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
-            if p.low or "nic_throughput" in active or (slow and p.peer >= cfg.nic_peer_share):
+            busy = ref >= cfg.nic_busy_gbps
+            slow = busy and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
+            if "nic_throughput" in active or (p.low and not slow) or (slow and (
+                    p.peer >= cfg.nic_peer_share or self._judged(p))):
                 self._throughput(p, s, cfg, out)
-            elif ref >= cfg.nic_busy_gbps:
-                # Not judged (not a peer, or at its node's pace): its history moves on.
+            elif busy:
+                # Not judged (at its node's pace, or not known to carry the job's traffic --
+                # a run of low samples counts only while it is): its history moves on.
+                p.low = 0
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
+            if busy and p.vote != (-1 if slow else 1):
+                self._vote(p, -1 if slow else 1, cfg)
 
     def _forget_silent(self, now: float, cfg: Thresholds) -> None:
         """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
@@ -260,7 +306,43 @@ class NodeNics:
         quiet, faulty = now - cfg.unit_idle_s, now - cfg.unit_fault_idle_s
         for key in [k for k, p in self._ports.items() if p.last_ts < faulty or (
                 p.last_ts < quiet and not (p.active or p.down))]:
-            del self._ports[key]
+            self._vote(self._ports.pop(key), 0, cfg)
+
+    def withdraw(self, cfg: Thresholds) -> None:
+        """The node is forgotten (Monitors.prune_units): its ports' votes go with it."""
+        for p in self._ports.values():
+            self._vote(p, 0, cfg)
+
+    def _vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
+        if (p.vote > 0) != (v > 0):
+            self._paced = None
+        self._names.vote(p, v, cfg)
+
+    def _judged(self, p: _Port) -> bool:
+        """May this port, slow against its node and never (lately) at its pace, be judged
+        low?  By its standing (topology, its name on other nodes), else -- no other node
+        reports its name -- when it is like the node's ports at pace: the same name family
+        and the same negotiated rate as one of them (module docstring)."""
+        known = standing(p)
+        if known:
+            return known > 0
+        paced = self._paced
+        if paced is None:
+            paced = self._paced = {(o.family, o.rate) for o in self._ports.values() if o.vote > 0}
+        return bool(p.rate) and (p.family, p.rate) in paced
+
+    def _why(self, p: _Port, cfg: Thresholds) -> str | None:
+        """Why a port without a history at its node's pace was judged (for the evidence)."""
+        if p.peer >= cfg.nic_peer_share:
+            return None
+        if p.role > 0:
+            return "the topology lists it as a fabric port"
+        if standing(p) > 0:
+            e = p.name
+            return (f"its name runs at its node's pace on {e.pace - (p.vote > 0)} of "
+                    f"{e.pace + e.low - (p.vote != 0)} other nodes")
+        return (f"same name family and negotiated rate ({p.rate:g} Gb/s) as the node's ports "
+                "at its pace")
 
     def _emit(self, out: list[Finding], s: NicSample, p: _Port, signal: str, active: bool,
               severity: float, evidence: dict[str, Any], *, verdict: bool = True,
@@ -347,9 +429,12 @@ class NodeNics:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
         # Of the ports that carry the job's traffic, once two do (not its frontend or storage
         # ports: a node of two fabric ports and a frontend one has the slower fabric port as
-        # the median of all three).
-        rates = [o.gbps for o in self._ports.values()
-                 if o.gbps is not None and o.peer >= cfg.nic_peer_share]
+        # the median of all three), by their history or by what else is known (standing: a
+        # fabric port slow from its first sample is one; the topology's role asked first, as
+        # standing would, without a call for every port of a node whose NICs it lists).
+        share = cfg.nic_peer_share
+        rates = [o.gbps for o in self._ports.values() if o.gbps is not None and (
+                 o.peer >= share or o.role > 0 or (not o.role and standing(o) > 0))]
         if len(rates) < 2:
             rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
         rates.sort()
@@ -371,8 +456,11 @@ class NodeNics:
             p.low = 0
             p.ok += 1
         if "nic_throughput" not in p.active and p.low >= cfg.nic_throughput_samples:
-            self._emit(out, s, p, "nic_throughput", True, 0.75, {
-                "gbps": round(p.gbps, 2), "node_median_gbps": round(ref, 2)},  # type: ignore[arg-type]
-                onset=p.low_onset)
+            evidence: dict[str, Any] = {"gbps": round(p.gbps, 2),  # type: ignore[arg-type]
+                                        "node_median_gbps": round(ref, 2)}
+            why = self._why(p, cfg)
+            if why is not None:
+                evidence["judged_because"] = why
+            self._emit(out, s, p, "nic_throughput", True, 0.75, evidence, onset=p.low_onset)
         elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
             self._emit(out, s, p, "nic_throughput", False, 0.0, {})

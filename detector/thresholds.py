@@ -100,6 +100,10 @@ class Thresholds:
     nic_gap_s: float = 60.0             # a port silent this long (and > 3 intervals) came
     #                                     back (a reboot): down on its first sample back is
     #                                     link training, down on the next is down
+    nic_port_names: int = 64            # port names (cluster, NIC, port) whose standing
+    #                                     across the nodes a worker keeps (network.PortNames):
+    #                                     a few dozen real ones; junk names from untrusted
+    #                                     telemetry displace each other, not these
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's

@@ -67,9 +67,10 @@ def test_port_trained_at_half_rate_is_reported(case, tmp_path):
     assert len(alerts) == len(hits), "and nothing else"
 
 
-@pytest.mark.xfail(strict=True, reason="F3: power-brake bursts (0x80|0x8 on every GPU of a "
-                   "tray, its ranks 2.3x slow) page nobody at 30 s DCGM cadence")
 def test_intermittent_power_brake_on_a_tray_is_a_node_power_alert(tmp_path):
+    # (Was a strict xfail: "F3: power-brake bursts (0x80|0x8 on every GPU of a tray, its ranks
+    # 2.3x slow) page nobody at 30 s DCGM cadence" -- a burst of >= 30 % slower steps is now
+    # evidence (slow_burst), explained by a never-routine reason sampled during it; room cause.)
     alerts, label = replay("power-brake-bursts-30s", tmp_path)
     node = label["scope"]["node"]
     hits = [a for a in alerts if a["value"]["scope"] == {"level": "node", "node": node}]
@@ -78,9 +79,10 @@ def test_intermittent_power_brake_on_a_tray_is_a_node_power_alert(tmp_path):
     assert hits[0]["value"]["detected_ts"] <= label["end_ts"]
 
 
-@pytest.mark.xfail(strict=True, reason="F4: a slow GPU already at 84 C with 0x60 is "
-                   "escalated 'unknown' before the thermal isolation")
 def test_slow_gpu_already_thermally_throttled_is_attributed_thermal(tmp_path):
+    # (Was a strict xfail: "F4: a slow GPU already at 84 C with 0x60 is escalated 'unknown'
+    # before the thermal isolation" -- the 0x60 sample followed a 0x4 one and was never told:
+    # detector.thermal tells throttle_seen again when the reasons change; room cause.)
     alerts, label = replay("hot-gpu-escalated-unknown", tmp_path)
     node, gpu = label["scope"]["node"], label["scope"]["gpu"]
     mine = [a["value"] for a in alerts
