@@ -838,8 +838,8 @@ class Correlator:
         if f.ts + self._window(what, f) > due:
             return  # a later finding of the same key, waiting for its own time
         waiting = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)]
-        if self._failing(what, name, waiting):
-            return
+        if self._may_be_failing(what, name, waiting, due):
+            return  # decided with its part when the part's window closes
         # Decided now: its node's event if every port of the node waits here down, else it.
         whole = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
                                   if (w, n) == (what, name) and g.scope.node == f.scope.node])
@@ -973,6 +973,38 @@ class Correlator:
         _, troubled, need = self._count(what, name, waiting)
         return len(troubled) >= need
 
+    def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float) -> bool:
+        """Whether a part whose window is still open is failing as far as its nodes sampled
+        since its first finding can tell (a faster member's question at its own window).
+
+        A node not sampled since the fault could show cannot say it is fine yet: counted
+        over every node heard from, a leaf down looked healthy to a 5 s collector's port at
+        7.5 s, its 30 s nodes not yet sampled (review round 9, R6: node-007 paged alone beside
+        switch:leaf0).  The correlator sees findings, not the healthy nodes' samples, so their
+        cadence is taken as the one most of the part's troubled nodes report at (the lower
+        median of their sampling intervals: with one slow and one fast node in trouble, the
+        fast one's, so a fast port's own fault behind one slow port's is still decided at its
+        own window -- harden's case).  Until that cadence has passed since the first onset,
+        only the troubled nodes are known to have been sampled, and the part is failing if
+        they alone make it so.  Bounded: the member then waits for the part's window, at most
+        1.25 x _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first finding.
+        """
+        heard, troubled, need = self._count(what, name, waiting)
+        if len(troubled) >= need:
+            return True
+        cadence: dict[str, float] = {}
+        for g in waiting:
+            if g.scope.node is not None and g.scope.node in troubled:
+                cadence[g.scope.node] = max(cadence.get(g.scope.node, 0.0), _interval(g))
+        if len(cadence) < 2:
+            return False
+        usual = sorted(cadence.values())[(len(cadence) - 1) // 2]
+        since = min(g.onset_ts for g in waiting)
+        if usual <= 0.0 or due - since >= usual:
+            return False  # every node heard from has been sampled since (as counted above)
+        return len(troubled) >= max(self.cfg.switch_min_nodes, math.ceil(
+            self.cfg.switch_min_fraction * len(troubled)))
+
     def _group_due(self, what: str, name: str, due: float, out: list[Alert]) -> None:
         self._group_open.discard((what, name))
         waiting = [(k, f) for k, (w, n, f) in self._group_wait.items() if (w, n) == (what, name)]
@@ -1012,7 +1044,60 @@ class Correlator:
             gone = {id(f) for f in downs}
             held = [(k, f) for k, f in held if id(f) not in gone]
         for _, f in sorted(held, key=lambda kf: kf[1].ts):
-            self._decide_alone(f, due, out)
+            if not (f.signal == "link_down" and f.kind == "network"
+                    and self._node_down_across_parts(f, due, out)):
+                self._decide_alone(f, due, out)
+
+    def _node_down_across_parts(self, f: Finding, due: float, out: list[Alert]) -> bool:
+        """A link down decided alone whose node has every port down, each held for (or
+        decided beside) a part of its own: the node's event.  True when ``f`` went to it.
+
+        In a rail-optimised fabric (DGX SuperPOD, topologies/h100-*.topo) each of a node's
+        ports faces its own rail leaf, so its ports' link downs wait in as many windows and
+        _whole_node_down, which looks within one, never sees them together (review round 9,
+        R9: 8 NIC isolations for one node's NIC driver).  Taken from the node's link downs
+        waiting for a part that is not failing, or raised already: a rail leaf that is
+        failing keeps its own (one rail leaf down is one port of many nodes, a switch; two at
+        once, two of each node's ports: never every port of a node with more than two).
+        """
+        node = f.scope.node
+        if node is None:
+            return False
+        node_scope = Scope.of_node(node)
+        p = self.problems.get(self.dedup_key(ISOLATION, "network", node_scope, f.cluster))
+        if p is not None and p.status == "firing" and p.active:
+            # The node's event is firing: a port of it going down too is more of it.
+            p.add(f, self.cfg.evidence_items)
+            if f.active:
+                self._own(f, p)
+            return True
+        if not f.active or not isinstance(f.evidence.get("node_ports"), int):
+            return False
+        downs = {f.scope.key: f}
+        waiting: list[str] = []
+        failing: dict[tuple[str, str], bool] = {}
+        for k, (what, name, g) in self._group_wait.items():
+            if (g.scope.node == node and g.signal == "link_down" and g.active
+                    and g.kind == "network" and g.scope.key not in downs):
+                part = (what, name)
+                if part not in failing:
+                    failing[part] = self._failing(what, name, [
+                        h for w, n, h in self._group_wait.values() if (w, n) == part])
+                if not failing[part]:
+                    downs[g.scope.key] = g
+                    waiting.append(k)
+        for unit in self._units_of_node.get(node, ()):
+            g = self._device.get(unit, {}).get("link_down")
+            if (g is not None and g.kind == "network" and unit not in downs and g.verdict
+                    and g.key not in self._group_wait):  # (held for a failing part: its own)
+                downs[unit] = g
+        found = list(downs.values())
+        if not _every_port(found):
+            return False
+        for k in waiting:
+            del self._group_wait[k]
+        self._node_down(node, found, due, out)
+        return True
 
     def _decide_alone(self, f: Finding, due: float, out: list[Alert]) -> None:
         """A finding held for its shared part, which is not failing: its own unit's problem."""
@@ -1122,9 +1207,15 @@ def _whole_node_down(waiting: list[tuple[str, Finding]]) -> dict[str, list[Findi
     for _, f in waiting:
         if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
             downs.setdefault(f.scope.node, []).append(f)
-    return {node: fs for node, fs in downs.items() if len(fs) >= 2 and any(
-        f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(fs)
-        for f in fs)}
+    return {node: fs for node, fs in downs.items() if _every_port(fs)}
+
+
+def _every_port(downs: list[Finding]) -> bool:
+    """Whether one node's link downs ``downs`` (one a port) are all of its ports, >= 2, as the
+    node's own detector counted them when the last went down (detector.network)."""
+    return len(downs) >= 2 and any(
+        f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
+        for f in downs)
 
 
 def _node_wide_reason(seen: Finding) -> bool:

@@ -186,13 +186,12 @@ def leaf_down_mixed_cadence(t_fail: float) -> list:
                  down=lambda node, name, i, ts: t_fail <= ts < t_fail + 120.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 9: a unit sampled at least twice as often as the first finding of its part "
-    "waits only its own window (Correlator._member_due) and is decided alone unless the "
-    "part is failing by then -- counted over every node heard from, though the 30 s nodes "
-    "not sampled since the leaf failed cannot show it yet: node-007 is paged alone at 7.5 s "
-    "(2 NIC isolations; since 46f1fd8 node:node-007, drain_node) beside switch:leaf0 at "
-    "38.5 s (3546305: the switch alone)"))
+# (Was a strict xfail: a unit sampled at least twice as often as the first finding of its
+# part waited only its own window (Correlator._member_due) and was decided alone unless the
+# part was failing by then -- counted over every node heard from, though the 30 s nodes not
+# sampled since the leaf failed could not show it yet: node-007 was paged alone at 7.5 s
+# (node:node-007, drain_node) beside switch:leaf0 at 38.5 s.  Now the member counts only the
+# nodes known sampled since the part's first onset: Correlator._may_be_failing.)
 def test_a_leaf_down_with_one_faster_collector_behind_it_is_one_switch_alert() -> None:
     alerts = feed(Engine(topology=SLURM), leaf_down_mixed_cadence(T0 + 600.0))
     assert isolations(alerts) == [("switch", "switch:leaf0")]
@@ -211,12 +210,11 @@ def node_ports_down(t_fail: float, node_down: str = "node-003", interval: float 
                  down=lambda node, name, i, ts: node == node_down and ts >= t_fail)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 9: Correlator._whole_node_down looks for a node's every port among the "
-    "link downs waiting for ONE shared part; in a rail-optimised fabric (the project's own "
-    "topologies/h100-*.topo, DGX SuperPOD) each of a node's 8 ports faces its own rail "
-    "leaf, so the node event stays 8 NIC isolations. It works only under a Slurm "
-    "topology.conf (every NIC under the node's leaf), which is what the blind corpus has"))
+# (Was a strict xfail: Correlator._whole_node_down looks for a node's every port among the
+# link downs waiting for ONE shared part; in a rail-optimised fabric (the project's own
+# topologies/h100-*.topo, DGX SuperPOD) each of a node's 8 ports faces its own rail leaf, so
+# the node event stayed 8 NIC isolations.  Now a link down decided alone looks at its node's
+# other link downs across parts: Correlator._node_down_across_parts.)
 def test_every_port_of_a_node_down_is_one_node_alert_in_a_rail_fabric() -> None:
     alerts = feed(Engine(topology=RAIL), node_ports_down(T0 + 300.0))
     assert sorted(set(isolations(alerts))) == [
