@@ -381,6 +381,11 @@ def renice(pid: int, value: int) -> None:
             continue  # the thread ended meanwhile
 
 
+# Settings every measured worker gets on top of worker_env's (kafka_throughput.py
+# --worker-env), e.g. FAULTLINE_SNAPSHOT_INTERVAL_S: the same for a --baseline's workers.
+EXTRA_WORKER_ENV: dict[str, str] = {}
+
+
 def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
                partitions: int) -> dict[str, str]:
     """Settings of one measured deployment: the telemetry topics under ``prefix``, its own
@@ -400,6 +405,7 @@ def worker_env(bootstrap: str, prefix: str, run: str, topology: str | None,
         "FAULTLINE_IDLE_ADVANCE_S": "2", "PYTHONUNBUFFERED": "1"})
     if topology:
         env["FAULTLINE_TOPOLOGY"] = str(topology)
+    env.update(EXTRA_WORKER_ENV)
     return env
 
 

@@ -47,6 +47,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import kafka_bench  # noqa: E402
 from kafka_bench import (  # noqa: E402
     ARRIVED_HEADER,
     DEFAULT_LOG,
@@ -182,7 +183,7 @@ def read_trace(path: Path) -> tuple[list[list[Any]], dict[tuple[str, int], list[
         x = orjson.loads(line)
         if "batch" in x:
             batches.append(x["batch"])
-        else:
+        elif "fetch" in x:
             sent, done, parts = x["fetch"]
             for topic, partition, offset, high, came in parts:
                 fetches.setdefault((topic, partition), []).append(
@@ -191,6 +192,39 @@ def read_trace(path: Path) -> tuple[list[list[Any]], dict[tuple[str, int], list[
     for v in fetches.values():
         v.sort()
     return batches, fetches
+
+
+SLOW_SNAPSHOT_S = 0.1  # snapshots delivered slower than this are reported (--stages)
+
+
+def slow_snapshots(path: Path, slow_s: float = SLOW_SNAPSHOT_S) -> list[list[float]]:
+    """Class (d), alert produce: each snapshot of the worker's trace (TRACE_FILE) whose
+    produce -> delivery took ``slow_s`` or more, as [delivery s, and over it what the
+    output producer (findings, alerts) saw in librdkafka's 100 ms statistics: the longest
+    request round trip s, the most requests in flight, the longest wait to be sent s].
+    Round 9's worker sent snapshots through that producer: 5 requests in flight (the
+    idempotent maximum) and alerts waiting to be sent meant they queued behind them."""
+    snaps: list[list[float]] = []
+    stats: list[list[Any]] = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        x = orjson.loads(line)
+        if "snap" in x:
+            snaps.append(x["snap"])
+        elif "stats" in x:
+            stats.append(x["stats"])
+    out = []
+    for s in snaps:
+        if s[4] - s[3] < slow_s:
+            continue
+        bs = [b for st in stats if s[3] <= st[0] <= s[4] + 0.1 for b in st[3].values()]
+        out.append([s[4] - s[3], max(((b.get("rtt_max") or 0) / 1e6 for b in bs), default=0.0),
+                    max((b.get("waitresp_cnt") or 0 for b in bs), default=0),
+                    max(((b.get("outbuf_latency_max") or 0) / 1e6 for b in bs), default=0.0)])
+    return out
 
 
 def broker_pauses(path: Path | None) -> list[tuple[float, float]]:
@@ -423,6 +457,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                      **in_span(a, b, box, requests, waits), "at": a - t0}
                     for a, b, tr in slow_in]
         first_fetch = None
+        snapshots = slow_snapshots(w.workdir / "trace.jsonl") if stages else []
         if stages:
             _, fetches = read_trace(w.workdir / "trace.jsonl")
             sent = [x[0] for v in fetches.values() for x in v]
@@ -445,7 +480,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
                 "prefix": prefix,
                 "alert_messages": n_alerts,
                 "alerts": alerts, "which": which, "stages": traced, "held": held,
-                "acked": acked, "slow": slow,
+                "acked": acked, "slow": slow, "slow_snapshots": snapshots,
                 "findings": findings, "arrival": arrival, "first_fetch": first_fetch,
                 "box": box.between(t0, t0 + secs),
                 "box_first_s": box.between(t0, t0 + FIRST_S),
@@ -981,6 +1016,14 @@ def stage_report(lat: dict[str, Any]) -> None:
               f"p50 {percentile(acked, 50):.0f}, p90 {percentile(acked, 90):.0f}, "
               f"p99 {percentile(acked, 99):.0f}, max {max(acked):.0f} ms")
     slow_report(lat, label)
+    snaps = sorted(x for r in lat["runs"] for x in r.get("slow_snapshots", ()))
+    if snaps:
+        print(f"\nSnapshots delivered in {1e3 * SLOW_SNAPSHOT_S:.0f} ms or more, {label} "
+              f"({len(snaps)}): delivery, and meanwhile the output producer's (findings, "
+              "alerts) longest request round trip, most requests in flight (5: the "
+              "idempotent maximum, a new request waits), longest wait to be sent, ms: "
+              + "; ".join(f"{1e3 * d:.0f}, {1e3 * rtt:.0f}, {n}, {1e3 * wait:.0f}"
+                          for d, rtt, n, wait in snaps))
 
 
 CLASSES = (("a", "input late into Kafka (feed, broker)", ("feed",)),
@@ -1108,7 +1151,16 @@ def main() -> int:
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
+    ap.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every measured worker, baseline's too (repeatable), "
+                    "e.g. FAULTLINE_SNAPSHOT_INTERVAL_S=1: snapshots every second, so more "
+                    "alerts are decided while one is delivered")
     args = ap.parse_args()
+    for kv in args.worker_env:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.startswith("FAULTLINE_"):
+            ap.error(f"--worker-env wants FAULTLINE_NAME=VALUE, got {kv!r}")
+        kafka_bench.EXTRA_WORKER_ENV[key] = value
     base = Path(args.baseline).resolve() if args.baseline else None
     skip = set(filter(None, args.skip.split(",")))
     if (args.harness_nice or args.broker_nice) and os.geteuid() != 0:

@@ -168,6 +168,8 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "burst":
+                self._burst_due(key, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -213,6 +215,8 @@ class Correlator:
             # no later slowdown -- _benign_explanation; ninth reporting corpus, powercap=fleet:
             # a 10.4 % ramp on such a GPU excused at every look until its run ended.)
             self._note_cap(unit, f)
+        if f.signal == "throttle_seen" and f.active:
+            self._bursts_under(f, out)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (
                 self._benign.get(unit, (f, 0.0))[0], f.ts)
@@ -224,6 +228,8 @@ class Correlator:
             self._on_power_cap(f, out)
         elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
             self._throttle_impact(self._slow_wait[unit], f.ts, out)
+        elif f.signal == "slow_burst" and f.active:
+            self._on_burst(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
         elif not f.active:
@@ -537,25 +543,93 @@ class Correlator:
             self._timer(seen.ts + self.cfg.why_wait_s, "slow", slow.scope.key)
             return True
         if node is not None:
-            because = (f"impact: rank {slow.rank} slower than its peers while every GPU of "
-                       f"{slow.scope.node} reports never-routine power reason "
-                       f"{node.evidence.get('throttle_reasons')}")
-            p = self._raise(ISOLATION, "slow_node", node.cause, node.scope, node, out,
-                            detected_ts=max(now, node.ts), extra={"recommended_because": because})
-            p.add(slow, self.cfg.evidence_items)
-            self._own(slow, p)
-            self._slow_wait.pop(slow.scope.key, None)
+            self._impact(slow, node, now, out)
             return True
         if seen is None:
             return False
         if seen.evidence.get("throttle_reasons") == hex(0x4):
             return self._power_impact(slow, now, out, seen)  # routine unless it explains
-        because = (f"impact: rank {slow.rank} slower than its peers while its GPU reports "
-                   f"never-routine throttle reason {seen.evidence.get('throttle_reasons')}")
+        self._impact(slow, seen, now, out)
+        return True
+
+    def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) -> None:
+        """Recommend isolating the unit of a never-routine throttle seen (``seen``: on the
+        slow rank's GPU, or on every GPU of its node) that explains ``slow``: a slow rank, or
+        a burst of slow steps (:meth:`_burst_impact`)."""
+        burst = slow.signal == "slow_burst"
+        how = (f"rank {slow.rank} {slow.evidence.get('compute_ratio_to_peers')}x its peers' "
+               f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
+               f"rank {slow.rank} slower than its peers")
+        reasons = seen.evidence.get("throttle_reasons")
+        because = (f"impact: {how} while every GPU of {slow.scope.node} reports never-routine "
+                   f"power reason {reasons}" if seen.scope.level == "node" else
+                   f"impact: {how} while its GPU reports never-routine throttle reason "
+                   f"{reasons}")
         p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
                         detected_ts=max(now, seen.ts), extra={"recommended_because": because})
-        self._explain_waiting(seen.scope, p, out)
+        if burst:
+            # Evidence, not owned: the problem stands on the throttle, which clears on the
+            # next clean sample; a burst ends by itself.
+            p.add(slow, self.cfg.evidence_items)
+        elif seen.scope.level == "node":
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+            self._slow_wait.pop(slow.scope.key, None)
+        else:
+            self._explain_waiting(seen.scope, p, out)
+
+    # A burst of slow steps (steps.JobMonitor._check_burst: a rank >= 30 % slower than its
+    # peers for two steps in a row, over before the CUSUM alarms) is the rank measurably
+    # slower than its peers while an intermittent never-routine throttle is on (blind2 F3:
+    # power-brake bursts of 12-30 s, one 30 s sample in some of them).
+
+    def _on_burst(self, f: Finding, out: list[Alert]) -> None:
+        p = self._explanation(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+        else:
+            self._burst_impact(f, f.ts, out)
+
+    def _bursts_under(self, seen: Finding, out: list[Alert]) -> None:
+        """A never-routine throttle seen: bursts of slow steps on its unit (a GPU, or every GPU
+        of a node) that it may explain."""
+        units = (self._units_of_node.get(seen.scope.node or "", ()) if seen.scope.level == "node"
+                 else (seen.scope.key,))
+        for unit in list(units):
+            burst = self._device.get(unit, {}).get("slow_burst")
+            if burst is not None and self._explanation(burst) is None:
+                self._burst_impact(burst, seen.ts, out)
+
+    def _burst_impact(self, burst: Finding, now: float, out: list[Alert]) -> bool:
+        """Recommend isolating the unit whose never-routine throttle, seen by a sample taken
+        during ``burst``, explains it; routine SW power capping (0x4 alone) never does."""
+        seen = self._node_throttle(burst) or self._device.get(burst.scope.key, {}).get(
+            "throttle_seen")
+        if seen is None or not int(str(seen.evidence.get("throttle_reasons", "0x0")), 16) & ~0x4:
+            return False
+        # During the burst: a sample at most two steps before its first slow step ended (a
+        # step partly braked may not count), or before the burst's second sample is due (one
+        # is taken within any burst longer than an interval, which the finding tells early).
+        interval = self._interval.get(burst.scope.node or "", (0.0, 0.0))[0] or (
+            self.cfg.unknown_cadence_s)
+        runs = int(burst.evidence.get("run_steps") or 2)
+        period = float(burst.evidence.get("step_period_s") or 0.0) or (
+            (burst.ts - burst.onset_ts) / max(runs - 1, 1))  # (no period known: the burst's)
+        if not burst.onset_ts - 2.0 * period <= seen.ts <= burst.ts + 1.25 * interval + 1.0:
+            return False
+        if seen.scope.level == "gpu" and _node_wide_reason(seen) and (
+                now < seen.ts + self.cfg.why_wait_s):
+            # Its node's other GPUs' samples of the same poll may still be on their way (as
+            # for a slow rank, _throttle_impact): decided at node scope when they show it.
+            self._timer(seen.ts + self.cfg.why_wait_s, "burst", burst.scope.key)
+            return True
+        self._impact(burst, seen, now, out)
         return True
+
+    def _burst_due(self, unit: str, due: float, out: list[Alert]) -> None:
+        burst = self._device.get(unit, {}).get("slow_burst")
+        if burst is not None and self._explanation(burst) is None:
+            self._burst_impact(burst, due, out)
 
     # A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
     # finding: CUSUM alarm and >= slow_min_effect mean slowdown), by no more than the clock
@@ -838,16 +912,46 @@ class Correlator:
         if f.ts + self._window(what, f) > due:
             return  # a later finding of the same key, waiting for its own time
         waiting = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)]
-        if self._may_be_failing(what, name, waiting, due):
+        if self._may_be_failing(what, name, waiting, due) is not None:
             return  # decided with its part when the part's window closes
         # Decided now: its node's event if every port of the node waits here down, else it.
-        whole = _whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
+        whole = self._whole_node_down([(k, g) for k, (w, n, g) in self._group_wait.items()
                                   if (w, n) == (what, name) and g.scope.node == f.scope.node])
         decided = [(g.key, g) for g in whole[f.scope.node]] if f.scope.node in whole else [
             (key, f)]
         for k, _ in decided:
             del self._group_wait[k]
         self._decide_units(decided, due, out)
+
+    def _whole_node_down(self, waiting: list[tuple[str, Finding]]) -> dict[str, list[Finding]]:
+        """Nodes whose every fabric port is among the link downs waiting here (_every_port)."""
+        downs: dict[str, list[Finding]] = {}
+        for _, f in waiting:
+            if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
+                downs.setdefault(f.scope.node, []).append(f)
+        return {node: fs for node, fs in downs.items() if self._every_port(node, fs)}
+
+    def _every_port(self, node: str, downs: list[Finding]) -> bool:
+        """Whether one node's link downs ``downs`` (one a port) are all its fabric ports, >= 2.
+
+        Its fabric ports are the NICs a topology puts under a switch, when it names the
+        node's NICs (a DGX's storage or management ports face no switch of the compute
+        fabric, and stay up when its compute NICs' driver or PCIe fails: blind2 F1, 8 NIC
+        isolations beside mlx5_7/8 up) -- or every port, as the node's own detector counted
+        them when the last went down (detector.network).
+        """
+        if len(downs) < 2:
+            return False
+        if any(f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
+               for f in downs):
+            return True
+        topo = self.topology
+        nics = topo.nics_of(node) if topo is not None else ()
+        down = {f.scope.nic for f in downs}
+        if topo is None or not down <= set(nics):
+            return False  # (telemetry's NIC names are not the topology's: nothing to go on)
+        fabric = {nic for nic in nics if topo.switch_of(node, nic)}
+        return len(fabric) >= 2 and fabric <= down
 
     def _node_down(self, node: str, downs: list[Finding], due: float, out: list[Alert]) -> None:
         """Every port of one node down at once, the rest of its part fine: the node's event
@@ -969,47 +1073,63 @@ class Correlator:
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         return heard, troubled, need
 
-    def _failing(self, what: str, name: str, waiting: list[Finding]) -> bool:
-        _, troubled, need = self._count(what, name, waiting)
-        return len(troubled) >= need
-
-    def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float) -> bool:
-        """Whether a part whose window is still open is failing as far as its nodes sampled
-        since its first finding can tell (a faster member's question at its own window).
+    def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float
+                        ) -> float | None:
+        """Whether a part whose window is closing is failing as far as its nodes sampled since
+        its first onset can tell: None when it is not, else when every node heard from has
+        been (the part's decision is due then).
 
         A node not sampled since the fault could show cannot say it is fine yet: counted
         over every node heard from, a leaf down looked healthy to a 5 s collector's port at
         7.5 s, its 30 s nodes not yet sampled (review round 9, R6: node-007 paged alone beside
-        switch:leaf0).  The correlator sees findings, not the healthy nodes' samples, so their
-        cadence is taken as the one most of the part's troubled nodes report at (the lower
-        median of their sampling intervals: with one slow and one fast node in trouble, the
+        switch:leaf0).  A node's cadence is its GPUs' (the "sampling" finding: DCGM's, which
+        also samples ECC/NVLink; dcgm-exporter's default while not yet told), else the one
+        most of the part's troubled nodes report at
+        (the lower median of their intervals: with one slow and one fast node in trouble, the
         fast one's, so a fast port's own fault behind one slow port's is still decided at its
-        own window -- harden's case).  Until that cadence has passed since the first onset,
-        only the troubled nodes are known to have been sampled, and the part is failing if
-        they alone make it so.  Bounded: the member then waits for the part's window, at most
-        1.25 x _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first finding.
+        own window -- harden's case).  Bounded: the answer is due at most 1.25 x
+        _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
         """
         heard, troubled, need = self._count(what, name, waiting)
         if len(troubled) >= need:
-            return True
+            return due
         cadence: dict[str, float] = {}
         for g in waiting:
             if g.scope.node is not None and g.scope.node in troubled:
                 cadence[g.scope.node] = max(cadence.get(g.scope.node, 0.0), _interval(g))
-        if len(cadence) < 2:
-            return False
-        usual = sorted(cadence.values())[(len(cadence) - 1) // 2]
+        usual = sorted(cadence.values())[(len(cadence) - 1) // 2] if cadence else 0.0
         since = min(g.onset_ts for g in waiting)
-        if usual <= 0.0 or due - since >= usual:
-            return False  # every node heard from has been sampled since (as counted above)
-        return len(troubled) >= max(self.cfg.switch_min_nodes, math.ceil(
-            self.cfg.switch_min_fraction * len(troubled)))
+        sampled, slowest = len(troubled), 0.0
+        for node in heard - troubled:
+            told = self._interval.get(node)
+            if told is not None:
+                c = told[0]
+            elif self.seen is not None and self.seen(node, "thermal"):
+                c = self.cfg.unknown_cadence_s  # GPUs sampled, at a cadence not told yet
+            else:
+                c = usual
+            c = min(c, _GROUP_INTERVAL_CAP_S)
+            if due - since >= c:
+                sampled += 1  # (c = 0: nothing to go on -- counted as heard, as ever)
+            else:
+                slowest = max(slowest, c)
+        if not slowest or len(troubled) < max(self.cfg.switch_min_nodes, math.ceil(
+                self.cfg.switch_min_fraction * sampled)):
+            return None
+        return since + 1.25 * slowest + 1.0
 
     def _group_due(self, what: str, name: str, due: float, out: list[Alert]) -> None:
-        self._group_open.discard((what, name))
         waiting = [(k, f) for k, (w, n, f) in self._group_wait.items() if (w, n) == (what, name)]
         if not waiting:
+            self._group_open.discard((what, name))
             return
+        later = self._may_be_failing(what, name, [f for _, f in waiting], due)
+        if later is not None and later > due:
+            # Opened by a faster collector: the part's slower nodes have not all been sampled
+            # since (blind2 F5: 32 GPU NVLink isolations 5.6 s before domain:nvl2).
+            self._timer(later, what, name)
+            return
+        self._group_open.discard((what, name))
         for k, _ in waiting:
             del self._group_wait[k]
         heard, troubled, need = self._count(what, name, [f for _, f in waiting])
@@ -1039,7 +1159,7 @@ class Correlator:
                       out: list[Alert]) -> None:
         """Findings held for a part that is not failing (and no longer waiting): a node whose
         every port is down among them is one node alert, every other finding its own unit's."""
-        for node, downs in _whole_node_down(held).items():
+        for node, downs in self._whole_node_down(held).items():
             self._node_down(node, downs, due, out)
             gone = {id(f) for f in downs}
             held = [(k, f) for k, f in held if id(f) not in gone]
@@ -1056,9 +1176,10 @@ class Correlator:
         ports faces its own rail leaf, so its ports' link downs wait in as many windows and
         _whole_node_down, which looks within one, never sees them together (review round 9,
         R9: 8 NIC isolations for one node's NIC driver).  Taken from the node's link downs
-        waiting for a part that is not failing, or raised already: a rail leaf that is
-        failing keeps its own (one rail leaf down is one port of many nodes, a switch; two at
-        once, two of each node's ports: never every port of a node with more than two).
+        waiting for a part that is not failing (cleared in its window or not: a one-sample
+        NIC firmware reset, review round 10): a rail leaf that is failing keeps its own (one
+        rail leaf down is one port of many nodes, a switch; two at once, two of each node's
+        ports: never every port of a node with more than two).
         """
         node = f.scope.node
         if node is None:
@@ -1071,28 +1192,27 @@ class Correlator:
             if f.active:
                 self._own(f, p)
             return True
-        if not f.active or not isinstance(f.evidence.get("node_ports"), int):
-            return False
         downs = {f.scope.key: f}
         waiting: list[str] = []
         failing: dict[tuple[str, str], bool] = {}
         for k, (what, name, g) in self._group_wait.items():
-            if (g.scope.node == node and g.signal == "link_down" and g.active
-                    and g.kind == "network" and g.scope.key not in downs):
+            if (g.scope.node == node and g.signal == "link_down" and g.kind == "network"
+                    and g.scope.key not in downs):  # (cleared in its window too: it happened)
                 part = (what, name)
                 if part not in failing:
-                    failing[part] = self._failing(what, name, [
-                        h for w, n, h in self._group_wait.values() if (w, n) == part])
+                    # (as far as its nodes sampled since can tell: a unit's rail leaves losing
+                    # power together open their windows within a second or two -- review
+                    # round 10, 3 nodes drained beside 8 switch alerts)
+                    failing[part] = self._may_be_failing(what, name, [
+                        h for w, n, h in self._group_wait.values() if (w, n) == part],
+                        due) is not None
                 if not failing[part]:
                     downs[g.scope.key] = g
                     waiting.append(k)
-        for unit in self._units_of_node.get(node, ()):
-            g = self._device.get(unit, {}).get("link_down")
-            if (g is not None and g.kind == "network" and unit not in downs and g.verdict
-                    and g.key not in self._group_wait):  # (held for a failing part: its own)
-                downs[unit] = g
+        # (Only ports that went down together, waiting now: one down long before, with its
+        # own NIC alert, stays that cable's -- review round 10.)
         found = list(downs.values())
-        if not _every_port(found):
+        if not self._every_port(node, found):
             return False
         for k in waiting:
             del self._group_wait[k]
@@ -1198,24 +1318,6 @@ def _node_of(unit: str) -> str | None:
 def _nic_of(unit: str) -> str:
     """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
     return unit.split("/", 1)[1].split(":", 1)[0]
-
-
-def _whole_node_down(waiting: list[tuple[str, Finding]]) -> dict[str, list[Finding]]:
-    """Nodes whose every NIC port (>= 2, as the node's own detector counted them when the
-    last went down: detector.network) is among the link downs waiting here."""
-    downs: dict[str, list[Finding]] = {}
-    for _, f in waiting:
-        if f.kind == "network" and f.signal == "link_down" and f.scope.node is not None:
-            downs.setdefault(f.scope.node, []).append(f)
-    return {node: fs for node, fs in downs.items() if _every_port(fs)}
-
-
-def _every_port(downs: list[Finding]) -> bool:
-    """Whether one node's link downs ``downs`` (one a port) are all of its ports, >= 2, as the
-    node's own detector counted them when the last went down (detector.network)."""
-    return len(downs) >= 2 and any(
-        f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
-        for f in downs)
 
 
 def _node_wide_reason(seen: Finding) -> bool:

@@ -935,6 +935,7 @@ class JobMonitor:
                               pos if comparable is None else pos[comparable], decided_ts, out)
             return
         _, cleared, score = self._slow.step(r, z, tc)
+        self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
@@ -1215,6 +1216,55 @@ class JobMonitor:
                     if has[i] else {}),
                  "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
                          f"{cfg.gross_steps} steps during warm-up (no history needed)"}))
+
+    def _check_burst(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
+                     med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                     out: list[Finding]) -> None:
+        """After warm-up: a burst -- a rank ``gross_slowdown`` slower than its peers (over its
+        own learned bias ``g``) for ``gross_steps`` steps in a row, not reported slow -- is
+        evidence (``slow_burst``), never a verdict; cleared on its first step back.
+
+        An intermittent fault (a power brake in bursts of 12-30 s) slows a rank 2x for a few
+        steps a burst: the CUSUM clips each step and the burst is over before it alarms, so
+        no slow_rank is ever found (blind2 F3).  With a never-routine throttle seen on the
+        rank's GPU or node meanwhile, the correlator takes it as the rank measurably slower
+        than its peers (Correlator._burst_impact); alone it pages nobody.  The warm-up's
+        gross-prior counters count it (unused after warm-up).
+        """
+        cfg = self.cfg
+        gross = g >= math.log1p(cfg.gross_slowdown)
+        counts = self._gross
+        if not np.count_nonzero(gross) and not np.count_nonzero(counts):
+            return  # (the usual step: no rank in a burst)
+        prev = counts[r]
+        first = gross & (prev == 0)
+        self._gross_onset[r[first]] = ts[first]
+        now = np.where(gross, prev + 1, 0)
+        counts[r] = now
+        told = (now == cfg.gross_steps) & ~self._reported[r]
+        ended = ~gross & (prev >= cfg.gross_steps)
+        if not told.any() and not ended.any():
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for i in np.flatnonzero(told | ended).tolist():
+            s = int(r[i])  # a slot; the finding names the rank
+            rank = self._rank_of[s]
+            if not told[i]:
+                f = self._finding(rank, dp_of[rank], "slow_burst", "slow_node", "unknown",
+                                  decided_ts, decided_ts, False, 0.0, {"step": step})
+            else:
+                f = self._finding(
+                    rank, dp_of[rank], "slow_burst", "slow_node", "unknown", decided_ts,
+                    float(self._gross_onset[s]), True, 0.3,
+                    {"step": step, "rank": rank,
+                     "compute_ratio_to_peers": round(math.exp(float(g[i])), 4),
+                     "run_steps": int(now[i]),
+                     **({"step_period_s": round(self._period, 3)}
+                        if math.isfinite(self._period) else {}),
+                     "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                     "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
+                             f"{cfg.gross_steps} steps in a row: evidence, not a verdict"})
+            out.append(f._replace(verdict=False))
 
     @staticmethod
     def _replica_elsewhere(d: np.ndarray, buf: _StepBuffer, pos: np.ndarray

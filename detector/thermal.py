@@ -140,7 +140,7 @@ class GpuThermal:
         self._cap_onset = 0.0
         self._interval_s = 0.0  # sampling interval last reported to the correlator
         self._prev_gap = 0.0    # the gap before the latest sample (inf before the second)
-        self._seen = False      # a never-routine reason with a clock drop on the last sample
+        self._seen = 0          # the reasons told with a clock drop on the last sample (0: none)
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
         self._cap_active = False
@@ -276,11 +276,15 @@ class GpuThermal:
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpus": sorted(node.braking)} if node.brake_seen else {}, None, s.tenant,
                 s.cluster))
-        if seen != self._seen:
+        if (bits if seen else 0) != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
-            # only as far as the clock loss does: see the correlator).
-            self._seen = seen
+            # only as far as the clock loss does: see the correlator).  Told again when the
+            # reasons change while seen: a routine SW cap (0x4) turning into thermal slowdown
+            # (0x60) is a different explanation, and the correlator decides on the latest
+            # (blind2 F4: a GPU capped on one sample, 84 C and 0x60 on the next, its slow
+            # rank escalated 'unknown' against the stale 0x4).
+            self._seen = bits if seen else 0
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal",

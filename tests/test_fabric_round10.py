@@ -14,6 +14,7 @@ import pytest
 
 from detector.engine import Engine
 from detector.testing import T0, feed
+from detector.topology import Topology
 from tests.test_review_round9 import RAIL, SLURM, fleet, isolations
 
 
@@ -141,3 +142,32 @@ def test_a_leaf_down_seen_by_the_fast_collector_first_is_still_one_switch_alert(
     alerts = feed(Engine(topology=SLURM), mixed_cadence_leaf(
         t, lambda node, ts: t + 0.1 <= ts < t + 120.0))
     assert sorted(set(isolations(alerts))) == [("switch", "switch:leaf0")]
+
+
+# -- storage ports that face no switch (blind2 F1) -----------------------------------------
+
+STORAGE = Topology.from_text("\n".join(
+    ["Topology=rail-storage Version=1",
+     "NodeSet=node-[000-015] Gpus=8 Nics=mlx5_[0-9]"]
+    + [f"SwitchName=rail{k}-leaf0 Nodes=node-[000-015] Nics=mlx5_{k}" for k in range(8)]))
+
+
+def storage_fabric(t_fail: float, fabric_down: range, samples: int) -> list:
+    """16 nodes x 10 NICs every 10 s, mlx5_8/9 storage ports (under no switch); node-003's
+    fabric ports ``fabric_down`` down for ``samples`` samples from ``t_fail``."""
+    return fleet(16, 10, t_fail + 200.0, period=lambda n: 10.0, first=lambda n: T0 + 0.7 * n,
+                 down=lambda node, name, i, ts: node == "node-003" and int(name[5:]) in
+                 fabric_down and t_fail <= ts < t_fail + 10.0 * samples)
+
+
+def test_every_fabric_port_down_beside_storage_ports_up_is_one_node_alert() -> None:
+    # A one-sample NIC firmware reset of node-003's 8 fabric ports (cleared within the rail
+    # windows); its 2 storage ports stay up: the node, once.
+    alerts = feed(Engine(topology=STORAGE), storage_fabric(T0 + 300.0, range(8), 1))
+    assert sorted(set(isolations(alerts))) == [("nic", "node:node-003")]
+
+
+def test_seven_fabric_ports_down_beside_storage_ports_up_are_seven_nic_alerts() -> None:
+    alerts = feed(Engine(topology=STORAGE), storage_fabric(T0 + 300.0, range(1, 8), 20))
+    assert sorted(set(isolations(alerts))) == [
+        ("nic", f"nic:node-003/mlx5_{k}:1") for k in range(1, 8)]

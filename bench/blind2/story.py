@@ -31,6 +31,50 @@ def _gpu_scope(node: str, gpu: int) -> dict:
     return {"level": "gpu", "node": node, "gpu": gpu}
 
 
+def _half_rate_port(node: str, nic: str, job: str, comm: float, t0: float, busy) -> Fault:
+    """A port trained at half its rate before the log began; `job`'s collectives wait on it."""
+    return F.DegradedLink(
+        Label("degraded-link", "network", "nic",
+              {"level": "nic", "node": node, "nic": nic, "port": 1}),
+        onset=t0, nodes=frozenset([node]), jobs=frozenset([job]),
+        params={"nic": nic, "rate_gbps": 200.0, "comm": comm, "busy": busy})
+
+
+def _bad_gpu(hot: bool, node: str, gpu: int, job: str, t_start: float, base_c: float,
+             rise_c: float, busy) -> Fault:
+    """A GPU already bad when `job` starts on it: a failed thermal interface (it heats
+    once loaded, then slows) or 35 % slower with nothing in telemetry."""
+    if hot:
+        return F.ThermalRamp(
+            Label("bad-gpu-thermal", "slow_node", "thermal", _gpu_scope(node, gpu)),
+            onset=t_start + 45.0, nodes=frozenset([node]), jobs=frozenset([job]),
+            params={"node": node, "gpu": gpu, "ramp_s": 40.0, "max_loss": 0.3,
+                    "base_c": base_c, "rise_c": rise_c, "busy": busy})
+    return F.SlowGpu(
+        Label("bad-gpu-silent", "slow_node", "unknown", _gpu_scope(node, gpu), False),
+        onset=t_start, nodes=frozenset([node]), jobs=frozenset([job]),
+        params={"node": node, "gpu": gpu, "factor": 1.35})
+
+
+def _sdc(rng: random.Random, checksum: bool, node: str, gpu: int, job: str, onset: float,
+         until: float, grad_from: float, first_step: int, gap_max: int) -> Fault:
+    """SDC on one GPU: its parameters go wrong and stay wrong (checksum), or it corrupts
+    its own gradient on five steps from about `first_step` (grad norm, unattributable)."""
+    if checksum:
+        return F.ChecksumSdc(
+            Label("sdc", "sdc", "gpu_hardware", _gpu_scope(node, gpu)),
+            onset=onset, until=until, jobs=frozenset([job]),
+            params={"node": node, "gpu": gpu})
+    steps, s = {}, first_step + rng.randrange(8)
+    for _ in range(5):
+        steps[s] = rng.uniform(6.0, 40.0)
+        s += rng.randrange(4, gap_max)
+    return F.GradNormSdc(
+        Label("sdc-gradnorm", "sdc", "unknown", _gpu_scope(node, gpu), False),
+        onset=grad_from, until=until, jobs=frozenset([job]),
+        params={"node": node, "gpu": gpu, "steps": steps})
+
+
 def _busy_fn(holder: list):
     """A late-bound `busy(node, t)`: the Activity is built after the story."""
     return lambda node, t: holder[0].busy(node, t)
@@ -120,30 +164,14 @@ def superpod_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Sto
                 loader_stall_p=0.0015)
 
     # --- a port of B trained at half width before the log began (after a reboot)
-    faults.append(F.DegradedLink(
-        Label("degraded-link", "network", "nic",
-              {"level": "nic", "node": deg_node, "nic": deg_nic, "port": 1}),
-        onset=T(0.0), nodes=frozenset([deg_node]), jobs=frozenset([job_b.name]),
-        params={"nic": deg_nic, "rate_gbps": 200.0, "comm": 1.18, "busy": busy}))
+    faults.append(_half_rate_port(deg_node, deg_nic, job_b.name, 1.18, T(0.0), busy))
 
     # --- SDC in A's second attempt (even seed//2: checksum; odd: grad-norm, unattributable)
     t_sdc = T(640 + j())
     sdc_node = rng.choice([n for n in su1[:12] if n != nic_node])
     sdc_gpu = rng.randrange(8)
-    if (seed // 2) % 2 == 0:
-        faults.append(F.ChecksumSdc(
-            Label("sdc", "sdc", "gpu_hardware", _gpu_scope(sdc_node, sdc_gpu)),
-            onset=t_sdc, until=t_nic, jobs=frozenset([job_a.name]),
-            params={"node": sdc_node, "gpu": sdc_gpu}))
-    else:
-        steps, s = {}, 14 + rng.randrange(8)   # step numbers of A's second attempt
-        for _ in range(5):
-            steps[s] = rng.uniform(6.0, 40.0)
-            s += rng.randrange(4, 9)
-        faults.append(F.GradNormSdc(
-            Label("sdc-gradnorm", "sdc", "unknown", _gpu_scope(sdc_node, sdc_gpu), False),
-            onset=t_leaf + 240.0, until=t_nic, jobs=frozenset([job_a.name]),
-            params={"node": sdc_node, "gpu": sdc_gpu, "steps": steps}))
+    faults.append(_sdc(rng, (seed // 2) % 2 == 0, sdc_node, sdc_gpu, job_a.name, t_sdc,
+                       t_nic, t_leaf + 240.0, 14, 9))
 
     # --- an intermittent port on A's third attempt: three flaps with symbol-error bursts
     flap_node = rng.choice([n for n in a_nodes2 if n not in (nic_node,)])
@@ -184,18 +212,7 @@ def superpod_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Sto
                 compute_frac=0.55, data_frac=0.15, noise_sd=0.01, util=0.8, attempts=d_att,
                 checksum_every=5)
     bad_gpu = rng.randrange(8)
-    if seed % 2 == 1:
-        faults.append(F.ThermalRamp(
-            Label("bad-gpu-thermal", "slow_node", "thermal", _gpu_scope(su2[12], bad_gpu)),
-            onset=t_d + 45.0, nodes=frozenset([su2[12]]), jobs=frozenset([job_d.name]),
-            params={"node": su2[12], "gpu": bad_gpu, "ramp_s": 40.0, "max_loss": 0.3,
-                    "base_c": 66.0, "rise_c": 27.0,
-                    "busy": busy}))
-    else:
-        faults.append(F.SlowGpu(
-            Label("bad-gpu-silent", "slow_node", "unknown", _gpu_scope(su2[12], bad_gpu), False),
-            onset=t_d, nodes=frozenset([su2[12]]), jobs=frozenset([job_d.name]),
-            params={"node": su2[12], "gpu": bad_gpu, "factor": 1.35}))
+    faults.append(_bad_gpu(seed % 2 == 1, su2[12], bad_gpu, job_d.name, t_d, 66.0, 27.0, busy))
 
     healthy = Healthy(
         power_cap=(T(660 + j(10)), T(840 + j(10)), 560.0),
@@ -245,11 +262,7 @@ def nvl72_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Story:
     # --- a port of A at half rate since before the log
     deg_node = rng.choice([n for n in r2[:16] if n != nic_node])
     deg_nic = rng.choice(shape.nodes[0].nics)
-    faults.append(F.DegradedLink(
-        Label("degraded-link", "network", "nic",
-              {"level": "nic", "node": deg_node, "nic": deg_nic, "port": 1}),
-        onset=T(0.0), nodes=frozenset([deg_node]), jobs=frozenset([job_a.name]),
-        params={"nic": deg_nic, "rate_gbps": 200.0, "comm": 1.12, "busy": busy}))
+    faults.append(_half_rate_port(deg_node, deg_nic, job_a.name, 1.12, T(0.0), busy))
 
     # --- NVLink: (even seed) an NVSwitch tray of rack 2 fails; (odd) one GPU's links
     t_nv = T(300 + j())
@@ -274,20 +287,8 @@ def nvl72_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Story:
     # --- SDC in A ((seed // 2) even: checksum mismatch; odd: grad-norm, unattributable)
     t_sdc = T(480 + j())
     sdc_node, sdc_gpu = rng.choice(r1[:9]), rng.randrange(4)
-    if (seed // 2) % 2 == 0:
-        faults.append(F.ChecksumSdc(
-            Label("sdc", "sdc", "gpu_hardware", _gpu_scope(sdc_node, sdc_gpu)),
-            onset=t_sdc, until=t_leaf, jobs=frozenset([job_a.name]),
-            params={"node": sdc_node, "gpu": sdc_gpu}))
-    else:
-        steps, s = {}, 100 + rng.randrange(8)
-        for _ in range(5):
-            steps[s] = rng.uniform(6.0, 40.0)
-            s += rng.randrange(4, 10)
-        faults.append(F.GradNormSdc(
-            Label("sdc-gradnorm", "sdc", "unknown", _gpu_scope(sdc_node, sdc_gpu), False),
-            onset=T(0.0), until=t_leaf, jobs=frozenset([job_a.name]),
-            params={"node": sdc_node, "gpu": sdc_gpu, "steps": steps}))
+    faults.append(_sdc(rng, (seed // 2) % 2 == 0, sdc_node, sdc_gpu, job_a.name, t_sdc,
+                       t_leaf, T(0.0), 100, 10))
 
     # --- intermittent power brake on an A tray (PSU shelf), three bursts
     brk_node = rng.choice([n for n in r2[:16] if n not in (nic_node, deg_node)])
@@ -318,19 +319,7 @@ def nvl72_story(shape: Shape, seed: int, t0: float, busy_holder: list) -> Story:
                           Attempt(t_two + 200.0, T(DURATION_S), c_nodes2, 1)],
                 checksum_every=10)
     bad_gpu = rng.randrange(4)
-    if seed % 2 == 0:
-        faults.append(F.ThermalRamp(
-            Label("bad-gpu-thermal", "slow_node", "thermal", _gpu_scope(r3[4], bad_gpu)),
-            onset=t_c + 45.0, nodes=frozenset([r3[4]]),
-            jobs=frozenset([job_c.name]),
-            params={"node": r3[4], "gpu": bad_gpu, "ramp_s": 40.0, "max_loss": 0.3,
-                    "base_c": 58.0, "rise_c": 36.0,
-                    "busy": busy}))
-    else:
-        faults.append(F.SlowGpu(
-            Label("bad-gpu-silent", "slow_node", "unknown", _gpu_scope(r3[4], bad_gpu), False),
-            onset=t_c, nodes=frozenset([r3[4]]), jobs=frozenset([job_c.name]),
-            params={"node": r3[4], "gpu": bad_gpu, "factor": 1.35}))
+    faults.append(_bad_gpu(seed % 2 == 0, r3[4], bad_gpu, job_c.name, t_c, 58.0, 36.0, busy))
 
     # E: a user's debug job; an application error (XID 31), watchdog, XID 45s; the user
     # starts it again on the same trays

@@ -73,7 +73,14 @@ from detector.service.faust_io import (
     credentials,
     install_batch_delivery,
 )
-from detector.service.kafka_io import DEADLETTER, FINDINGS, STATE, OutputProducer, ensure_topics
+from detector.service.kafka_io import (
+    DEADLETTER,
+    FINDINGS,
+    STATE,
+    OutputProducer,
+    client_ids,
+    ensure_topics,
+)
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
 from detector.statecodec import SnapshotRefused
@@ -85,7 +92,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultline.service")
 
 STATUS_FILE = "status.json"
-TRACE_FILE = "trace.jsonl"  # with trace_stages: hand-overs and fetch responses (bench/)
+# with trace_stages: hand-overs, fetch responses, snapshots' and heartbeats' flushes and the
+# output producer's librdkafka statistics (bench/kafka_throughput.py --stages)
+TRACE_FILE = "trace.jsonl"
 # (offset, key, value, timestamp in ms) of an aiokafka record, at C speed
 _RECORD_FIELDS = attrgetter("offset", "key", "value", "timestamp")
 ARRIVED_HEADER = "faultline-arrived"  # on an alert: epoch seconds its input reached Kafka
@@ -116,7 +125,17 @@ class DetectorService:
         # Every stage-1 source there is: a correlator waits for each (or its timeout).
         self.expected_sources = [f"{contract}:{p}" for real, contract in
                                  self.telemetry_topics.items() for p in range(partitions[real])]
-        self.out = audited(OutputProducer(settings), settings, self.alert_topics)
+        # Stage tracing: librdkafka's statistics of the output producer and the snapshots'
+        # phases, written to TRACE_FILE with the hand-overs (see _write_trace).
+        self._stats_log: list[Any] | None = [] if settings.trace_stages else None
+        output_id, state_id = client_ids(settings)
+        self.out = audited(OutputProducer(
+            settings, client_id=output_id,
+            stats=self._producer_stats if settings.trace_stages else None),
+            settings, self.alert_topics)
+        # Snapshots on a connection of their own (see detector.service.kafka_io): an alert
+        # never waits behind a snapshot's produce requests.
+        self.state_out = OutputProducer(settings, client_id=state_id)
         self.store = StateStore(settings.topic(STATE), settings.kafka_config(), settings.group_id,
                                 settings.max_snapshot_bytes)
         self.codec = settings.state_codec()
@@ -262,19 +281,24 @@ class DetectorService:
                    findings_n: int, n_parts: int) -> None:
         """Stage tracing: (start, end, the thread's CPU s, telemetry records, findings
         records, partitions, the oldest telemetry record's Kafka timestamp in s, the
-        process's seconds waiting for a CPU so far) of one hand-over."""
+        process's seconds waiting for a CPU so far, messages in the output producer's
+        queue) of one hand-over."""
         assert self._batch_log is not None
         oldest = min((r[0][3] for tp, r in by_tp.items()
                       if r and tp.topic != self.findings_topic and r[0][3] >= 0), default=None)
         tel = sum(len(r) for tp, r in by_tp.items() if tp.topic != self.findings_topic)
         self._batch_log.append((started, self.wall(), time.thread_time() - cpu0, tel,
                                 findings_n, n_parts,
-                                None if oldest is None else oldest / 1000.0, _cpu_wait_s()))
+                                None if oldest is None else oldest / 1000.0, _cpu_wait_s(),
+                                self.out.queued()))
 
     def _write_trace(self) -> None:
-        """Stage tracing: the hand-overs and fetch responses since the last call, appended
-        to TRACE_FILE as JSON lines ({"batch": [...]}, {"fetch": [...]})."""
+        """Stage tracing: the hand-overs, fetch responses, snapshots, heartbeat flushes and
+        producer statistics since the last call, appended to TRACE_FILE as JSON lines
+        ({"batch": [...]}, {"fetch": [...]}, {"snap": [began, captured, flushed, produced,
+        delivered, partitions, bytes]}, {"beat": [began, flushed]}, {"stats": [...]})."""
         batches, self._batch_log = self._batch_log or [], []
+        stats, self._stats_log = self._stats_log or [], []
         fetches = faust_io.FETCH_LOG or []
         taken = fetches[:]
         del fetches[:len(taken)]
@@ -283,6 +307,24 @@ class DetectorService:
                 f.write(json.dumps({"batch": b}).encode() + b"\n")
             for x in taken:
                 f.write(json.dumps({"fetch": x}).encode() + b"\n")
+            for x in stats:
+                f.write(json.dumps(x).encode() + b"\n")
+
+    def _producer_stats(self, raw: str) -> None:
+        """Stage tracing: the output producer's queues and request times, every 100 ms."""
+        if self._stats_log is None:
+            return
+        st = json.loads(raw)
+        brokers = {name: {k: b.get(k) for k in (
+            "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt", "tx",
+            "txbytes")} | {f"{k}_max": (b.get(k) or {}).get("max") for k in (
+                "int_latency", "outbuf_latency", "rtt")}
+            for name, b in (st.get("brokers") or {}).items() if b.get("nodeid", -1) >= 0}
+        topics = {name: sum((p.get("msgq_cnt") or 0) + (p.get("xmit_msgq_cnt") or 0)
+                            for p in (t.get("partitions") or {}).values())
+                  for name, t in (st.get("topics") or {}).items()}
+        self._stats_log.append({"stats": [self.wall(), st.get("msg_cnt"), st.get("msg_size"),
+                                          brokers, topics]})
 
     def _emit(self, out: WorkerOutput) -> None:
         """Produce what the pipeline made: findings, dead letters, alerts; count them."""
@@ -375,7 +417,10 @@ class DetectorService:
             self._write_trace()
         # The status file tells what is delivered, not merely enqueued.
         status = self.stats(now)
+        began = self.wall()
         await self.out.flush()
+        if self._stats_log is not None:
+            self._stats_log.append({"beat": [began, self.wall()]})
         self._write_status(status)
 
     async def periodic_snapshot(self) -> None:
@@ -394,6 +439,7 @@ class DetectorService:
         covers what any of them produced, so a snapshot never stands for lost output.
         """
         async with self._lock:
+            began = self.wall()
             captured: list[tuple[TP, int, bytes]] = []
             for tp in tps:
                 if turns and captured:
@@ -414,12 +460,19 @@ class DetectorService:
                 return
             # Everything the captured states have produced must be delivered first:
             # a snapshot must never stand for output that was lost.
+            phases = [began, self.wall()]
             await self.out.flush()
+            phases.append(self.wall())
             state_topic = self.store.topic
             for tp, offset, blob in captured:
                 key = snapshot_key(self.settings.group_id, tp.topic, tp.partition)
-                self.out.produce(state_topic, encode_value(offset, blob), key.encode())
-            await self.out.flush()
+                self.state_out.produce(state_topic, encode_value(offset, blob), key.encode())
+            phases.append(self.wall())
+            await self.state_out.flush()
+            phases.append(self.wall())
+            if self._stats_log is not None:
+                self._stats_log.append({"snap": [*phases, len(captured),
+                                                 sum(len(b) for _, _, b in captured)]})
             self.counts["snapshots"] += len(captured)
             if self.metrics is not None:
                 self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})
@@ -538,7 +591,8 @@ class DetectorService:
     def stats(self, now: float) -> dict[str, Any]:
         return {
             "pid": os.getpid(), "group": self.settings.group_id,
-            "counts": dict(self.counts), "produced": self.out.sent, "failed": self.out.failed,
+            "counts": dict(self.counts), "produced": self.out.sent + self.state_out.sent,
+            "failed": self.out.failed + self.state_out.failed,
             "sources": {p.source: p.stats() for p in self.sources.values()},
             "correlators": {str(tp.partition): p.stats(now)
                             for tp, p in self.correlators.items()},

@@ -1,18 +1,29 @@
-"""Kafka plumbing of the service: topics created when missing, and the producer of its output.
+"""Kafka plumbing of the service: topics created when missing, and the producers of its output.
 
-Output (findings, watermarks, alerts, dead letters, snapshots) goes through
-one confluent-kafka producer rather than Faust's: ``produce`` only enqueues,
-so a batch's findings and the watermark after them are enqueued with no
-``await`` in between — nothing else of the worker can slip a message between
-them — and idempotence keeps them in that order on the partition.  That order
-is what the correlator's clock relies on.
+Output (findings, watermarks, alerts, dead letters) goes through one
+confluent-kafka producer rather than Faust's: ``produce`` only enqueues, so a
+batch's findings and the watermark after them are enqueued with no ``await``
+in between — nothing else of the worker can slip a message between them — and
+idempotence keeps them in that order on the partition.  That order is what the
+correlator's clock relies on.
+
+Snapshots go through a second producer of the same kind, on a connection of
+their own.  librdkafka puts one partition in a produce request, and the broker
+answers a connection's requests one at a time, in order: on the output's
+connection a snapshot (one message per ``faultline.state`` partition, 8) was 8
+requests in series in front of any alert decided while it was delivered, and
+when the broker was short of a CPU each took 6-45 ms (its request log), so the
+alert's produce took 226-600 ms instead of 5-10 (bench/kafka_throughput.py
+--stages, class (d); BENCHMARKS.md "latency, round 10").  The two identify as
+``GROUP-output`` and ``GROUP-state`` (``client_ids``): a broker quota on the second
+bounds the snapshots' traffic without holding an alert.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -32,6 +43,11 @@ _SNAPSHOT_SLACK = 1 << 16  # headers and key around the largest snapshot
 
 
 ServiceKafkaError = KafkaSetupError  # the name the service's callers use
+
+
+def client_ids(settings: Settings) -> tuple[str, str]:
+    """The ``client.id`` of the worker's output producer and of its snapshots' producer."""
+    return f"{settings.group_id}-output", f"{settings.group_id}-state"
 
 
 def topic_plan(settings: Settings) -> dict[str, tuple[int, dict[str, str]]]:
@@ -59,10 +75,17 @@ def ensure_topics(settings: Settings, topics: Mapping[str, tuple[int, dict[str, 
 
 
 class OutputProducer:
-    """The worker's one producer; ``produce`` never blocks, ``flush`` runs off the event loop."""
+    """A producer of the worker's; ``produce`` never blocks, ``flush`` runs off the event loop."""
 
-    def __init__(self, settings: Settings, *, linger_ms: float = 5.0) -> None:
+    def __init__(self, settings: Settings, *, client_id: str | None = None,
+                 linger_ms: float = 5.0, stats: Callable[[str], None] | None = None) -> None:
+        extra: dict[str, Any] = {}
+        if client_id is not None:  # the broker's request metrics and quotas name it
+            extra["client.id"] = client_id
+        if stats is not None:  # a diagnostic (stage tracing): librdkafka's own view
+            extra.update({"statistics.interval.ms": 100, "stats_cb": stats})
         self._producer = Producer({
+            **extra,
             **settings.kafka_config(),
             "enable.idempotence": True,
             "linger.ms": linger_ms,
@@ -103,6 +126,10 @@ class OutputProducer:
 
     def poll(self) -> None:
         self._producer.poll(0)
+
+    def queued(self) -> int:
+        """Messages and requests not yet delivered (librdkafka's out queue)."""
+        return len(self._producer)
 
     async def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until everything produced so far is delivered; raise if anything failed."""
