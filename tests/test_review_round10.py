@@ -65,15 +65,12 @@ def slow_rank_escalation_s(slow_from_s: float, interval_s: float = 10.0) -> list
     return [round(a.detected_ts - T0 - slow_from_s, 1) for a in alerts if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (a round 9 regression, 399754c): a GPU's thermal cadence is told once "
-    "(detector.thermal's 'sampling' finding) and Correlator.prune drops it unit_idle_s (1 h) "
-    "after it was told, though the node still reports -- 'a node quiet this long is gone'; "
-    "since 399754c a slow rank on a node whose cadence is not known waits as for a 30 s "
-    "collector (1.25 x 30 + 1 s), so after the first prune past the hour (~75 min into a job) "
-    "every slow rank on a 10 s node is escalated ~36 s later than in the first hour "
-    "(here 44.5 s against 9.0; 399754c^: 9.0 and 9.0).  Room fabric's unlanded "
-    "_may_be_failing reads the same map for the healthy nodes' cadence"))
+# (Was a strict xfail: a GPU's thermal cadence is told once (detector.thermal's 'sampling'
+# finding) and Correlator.prune dropped it unit_idle_s (1 h) after it was told, though the node
+# still reported; since 399754c a slow rank on a node whose cadence is not known waits as for
+# a 30 s collector, so after the first prune past the hour every slow rank on a 10 s node was
+# escalated ~36 s later (44.5 s against 9.0).  Now the cadence goes with the node's thermal
+# monitors (Correlator.prune asks `seen`).)
 def test_a_slow_rank_is_escalated_as_fast_after_the_first_hour() -> None:
     early, late = slow_rank_escalation_s(600.0), slow_rank_escalation_s(5000.0)
     assert len(early) == len(late) == 1
