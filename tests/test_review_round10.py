@@ -18,6 +18,7 @@ from detector.engine import Engine
 from detector.events import NicSample
 from detector.testing import T0, feed, healthy_job, thermal
 from detector.topology import Topology
+from tests.test_nicport_round10 import sample as port_sample
 from tests.test_review_round9 import RAIL, SLURM, fleet, isolations
 
 # -- fabric: a node's every port down in a rail fabric is one node alert ---------------------
@@ -164,18 +165,11 @@ def test_a_unit_s_rail_leaves_failing_alone_are_eight_switch_alerts() -> None:
 Gbps = Callable[[str, int], float]  # (node, sample index) -> Gb/s
 
 
-def port_sample(ts: float, node: str, name: str, total_bytes: int, rate_gbps: float
-                ) -> NicSample:
-    half = total_bytes // 2
-    return NicSample(ts=ts, node=node, nic=name, port=1, link_state="up", rate_gbps=rate_gbps,
-                     tx_bytes=half, rx_bytes=half, symbol_errors=0, link_downed=0,
-                     rcv_errors=0, xmit_discards=0, xmit_wait=0, out_of_sequence=0,
-                     packet_seq_err=0, np_cnp_sent=0, rp_cnp_handled=0, cluster="c1")
-
-
-def traffic(nodes: list[str], ports: dict[str, Gbps], samples: int) -> list[NicSample]:
-    """Every node's ports (all 400G, healthy links) carrying ``ports[name](node, i)`` Gb/s,
-    sampled every 10 s at the node's own phase, in time order."""
+def traffic(nodes: list[str], ports: dict[str, Gbps], samples: int,
+            rates: dict[str, float] | None = None) -> list[NicSample]:
+    """Every node's ports (healthy links, 400G unless ``rates`` says) carrying
+    ``ports[name](node, i)`` Gb/s, sampled every 10 s at the node's own phase, in time order
+    (room nicport's record builder)."""
     out = []
     for n, node in enumerate(nodes):
         total = dict.fromkeys(ports, 0)
@@ -183,7 +177,8 @@ def traffic(nodes: list[str], ports: dict[str, Gbps], samples: int) -> list[NicS
             ts = T0 + 0.7 * n + 10.0 * i
             for k, (name, gbps) in enumerate(ports.items()):
                 total[name] += int(gbps(node, i) * 10.0 / 8 * 1e9)
-                out.append(port_sample(ts + 0.001 * k, node, name, total[name], 400.0))
+                out.append(port_sample(ts + 0.001 * k, node, name, total[name],
+                                       (rates or {}).get(name, 400.0)))
     return sorted(out, key=lambda s: s.ts)
 
 
@@ -193,6 +188,19 @@ def busy(node: str, i: int) -> float:
 
 def idle(node: str, i: int) -> float:
     return 0.3
+
+
+def half_node(upper: Gbps) -> dict[str, Gbps]:
+    """8 GPU NICs, mlx5_0..3 busy (a multi-node job on GPUs 0-3), mlx5_4..7 carrying ``upper``."""
+    return {f"mlx5_{k}": busy if k < 4 else upper for k in range(8)}
+
+
+def dgx(storage: Gbps) -> dict[str, Gbps]:
+    """A DGX H100's ports as blind2's superpod has them: 8 compute mlx5_N busy, and the two
+    storage ports mlx5_7/8 carrying ``storage``."""
+    ports: dict[str, Gbps] = {f"mlx5_{k}": busy for k in (0, 3, 4, 5, 6, 9, 10, 11)}
+    ports["mlx5_7"] = ports["mlx5_8"] = storage
+    return ports
 
 
 def firing(alerts: list) -> list[tuple[str, str, str]]:
@@ -210,8 +218,7 @@ NODES16 = [f"node-{n:03d}" for n in range(16)]
     "isolations, switch:rail4..7-leaf0/1.  Idle is not slow: before it, a port never at its "
     "node's pace was not judged"))
 def test_idle_gpu_nics_of_half_node_jobs_are_not_bad_ports_in_a_rail_fabric() -> None:
-    ports = {f"mlx5_{k}": busy if k < 4 else idle for k in range(8)}
-    alerts = feed(Engine(topology=RAIL), traffic(NODES16, ports, 60))
+    alerts = feed(Engine(topology=RAIL), traffic(NODES16, half_node(idle), 60))
     assert firing(alerts) == []
 
 
@@ -225,8 +232,7 @@ def test_idle_gpu_nics_beside_full_node_jobs_are_not_a_fabric_failure() -> None:
     def upper(node: str, i: int) -> float:
         return 75.0 if node < "node-004" else 0.3
 
-    ports = {f"mlx5_{k}": busy if k < 4 else upper for k in range(8)}
-    alerts = feed(Engine(), traffic(NODES16[:8], ports, 60))
+    alerts = feed(Engine(), traffic(NODES16[:8], half_node(upper), 60))
     assert firing(alerts) == []
 
 
@@ -238,15 +244,13 @@ def test_idle_gpu_nics_beside_full_node_jobs_are_not_a_fabric_failure() -> None:
     "node's log) are judged low and paged, 2 NIC isolations, under a Slurm topology.conf or "
     "none.  The brief: 'with one node seen, fall back to today's rule'"))
 def test_a_dgx_seen_alone_does_not_page_its_quiet_storage_ports() -> None:
-    ports: dict[str, Gbps] = {f"mlx5_{k}": busy for k in (0, 3, 4, 5, 6, 9, 10, 11)}
-    ports["mlx5_7"] = ports["mlx5_8"] = lambda node, i: 0.6
+    ports = dgx(lambda node, i: 0.6)
     alerts = feed(Engine(topology=SLURM), traffic(["node-003"], ports, 120))
     assert firing(alerts) == []
 
 
 def test_a_dgx_seen_beside_another_does_not_page_its_quiet_storage_ports() -> None:
     # The control: two nodes -- the storage ports' name is quiet on the other node too.
-    ports: dict[str, Gbps] = {f"mlx5_{k}": busy for k in (0, 3, 4, 5, 6, 9, 10, 11)}
-    ports["mlx5_7"] = ports["mlx5_8"] = lambda node, i: 0.6
+    ports = dgx(lambda node, i: 0.6)
     alerts = feed(Engine(topology=SLURM), traffic(["node-003", "node-004"], ports, 120))
     assert firing(alerts) == []
