@@ -74,7 +74,8 @@ class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
-                 "busy", "idle_ts", "name", "vote", "rate", "role", "family")
+                 "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
+                 "rate_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -106,9 +107,11 @@ class _Port:
         # latest sample with its node busy at the node's pace (1) or below it (-1), 0 none.
         self.name = _UNNAMED  # (NodeNics.update joins it to its name at once)
         self.vote = 0
-        self.rate: float | None = None  # negotiated rate_gbps (its latest general-path sample)
+        self.rate = 0.0  # negotiated rate_gbps (its latest general-path sample up; 0.0 unknown)
         self.role = 0  # what the topology says: 1 a fabric port, -1 storage/management, 0 --
         self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
+        self.rate_low = 0     # samples in a row up at a rate below its peers' (_rate)
+        self.rate_ts = 0.0    # the first of them
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -145,7 +148,7 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
-    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced")
+    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top")
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
@@ -158,6 +161,9 @@ class NodeNics:
         self._paced: set[tuple[str, float | None]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
+        # The highest negotiated rate of the node's ports: a port below it is looked at on
+        # every sample (_rate), one at it (every port of a uniform node) costs a comparison.
+        self._top = 0.0
 
     @property
     def last_ts(self) -> float:
@@ -190,7 +196,7 @@ class NodeNics:
             return True  # late or duplicate
         prev_ts = p.last_ts
         if (p.active or p.down or p.low or p.held_ts or prev_ts == _NEVER
-                or s.link_state == "down"):
+                or s.link_state == "down" or p.rate < self._top):
             return False
         # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
         b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10 = counters._last
@@ -267,16 +273,20 @@ class NodeNics:
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
             p.interval_s = dt
         p.last_ts = ts
-        if s.rate_gbps != p.rate:
-            p.rate = s.rate_gbps
-            if p.vote > 0:
-                self._paced = None
+        rate = s.rate_gbps or 0.0
+        if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
+            self._new_rate(p, rate)
+        if back:
+            p.rate_low = 0  # a reboot: its links train again
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out, back)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
+        if (p.rate < self._top or "link_rate" in active) and not p.down \
+                and s.link_state != "down":
+            self._rate(p, s, cfg, out)
         if counters.resets == resets and not first:
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
@@ -304,19 +314,96 @@ class NodeNics:
         nodes.  A node that keeps reporting while its NIC names change (renumbered after a
         driver reload, or junk names) would otherwise keep every port it ever had."""
         quiet, faulty = now - cfg.unit_idle_s, now - cfg.unit_fault_idle_s
-        for key in [k for k, p in self._ports.items() if p.last_ts < faulty or (
-                p.last_ts < quiet and not (p.active or p.down))]:
-            self._vote(self._ports.pop(key), 0, cfg)
+        gone = [k for k, p in self._ports.items() if p.last_ts < faulty or (
+                p.last_ts < quiet and not (p.active or p.down))]
+        for key in gone:
+            p = self._ports.pop(key)
+            self._vote(p, 0, cfg)
+            self._names.rate(p, p.rate, 0.0)
+        if gone:
+            self._top = max((o.rate for o in self._ports.values()), default=0.0)
 
     def withdraw(self, cfg: Thresholds) -> None:
         """The node is forgotten (Monitors.prune_units): its ports' votes go with it."""
         for p in self._ports.values():
             self._vote(p, 0, cfg)
+            self._names.rate(p, p.rate, 0.0)
 
     def _vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
         if (p.vote > 0) != (v > 0):
             self._paced = None
         self._names.vote(p, v, cfg)
+
+    def _new_rate(self, p: _Port, rate: float) -> None:
+        old, p.rate = p.rate, rate
+        p.rate_low = 0  # a run below the peers' rate starts again (retraining moves it)
+        if p.vote > 0:
+            self._paced = None
+        self._names.rate(p, old, rate)
+        if rate > self._top:
+            self._top = rate
+        elif old == self._top:
+            self._top = max(o.rate for o in self._ports.values())
+
+    def _rate(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
+        """A port up at a negotiated rate below its node's other ports of its name family (not
+        storage or management by the topology), which are at ``peer`` -- the classic degraded
+        link, trained at a lower width or speed (ibstat's check): judged by its name on the
+        other nodes (most of them report it at a higher rate: a frontend port at 100 Gb/s on
+        every node is routine), else, no other node reporting it, when it is known to carry
+        the job's traffic (the topology, or its history at the node's pace).  A node whose
+        every port is at 200 Gb/s (an older model) has no port above its own; a port down
+        (IB reports 10 Gb/s) is a link-down case.  A degraded link carries traffic, often at
+        its node's pace: its rate is the evidence, not its throughput."""
+        rate = p.rate
+        faster: dict[float, int] = {}
+        same = 0
+        if rate and p.role >= 0:
+            for o in self._ports.values():
+                if o is not p and o.family == p.family and o.role >= 0 and not o.down \
+                        and o.rate:
+                    if o.rate > rate:
+                        faster[o.rate] = faster.get(o.rate, 0) + 1
+                    else:
+                        same += 1
+        if not faster:  # at its family's best rate on the node (or not judged): healthy
+            p.rate_low = 0
+            if "link_rate" in p.active:
+                self._emit(out, s, p, "link_rate", False, 0.0, {})
+            return
+        peer = max(faster, key=lambda r: (faster[r], r))
+        e = p.name
+        hi = lo = 0
+        if e.kept:
+            for r, n in e.rates.items():
+                if r > rate:
+                    hi += n
+                else:
+                    lo += n
+            lo -= 1  # (its own)
+        if hi + lo:
+            why = (f"its name is at a higher rate on {hi} of the {hi + lo} other nodes "
+                   "reporting it") if hi > lo else None
+        elif p.role > 0:
+            why = "the topology lists it as a fabric port"
+        elif p.peer >= cfg.nic_peer_share:
+            why = "it carries the job's traffic at its node's pace"
+        else:
+            why = None
+        if why is None:
+            p.rate_low = 0
+            return
+        ts = s.ts
+        if not p.rate_low:
+            p.rate_ts = ts
+        p.rate_low += 1
+        if "link_rate" not in p.active and p.rate_low >= cfg.nic_rate_samples \
+                and ts - p.rate_ts >= cfg.nic_rate_hold_s:
+            n = sum(faster.values())
+            self._emit(out, s, p, "link_rate", True, 0.75, {
+                "rate_gbps": rate, "peer_rate_gbps": peer,
+                "node_ports_faster": f"{n} of the node's {n + same} other ports of its name family",
+                "judged_because": why}, onset=p.rate_ts)
 
     def _judged(self, p: _Port) -> bool:
         """May this port, slow against its node and never (lately) at its pace, be judged

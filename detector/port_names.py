@@ -22,15 +22,17 @@ if TYPE_CHECKING:
 
 class PortName:
     """One port name's standing across the nodes a worker sees: how many of their ports of
-    that name ran at their node's pace on their latest busy sample, how many below it."""
+    that name ran at their node's pace on their latest busy sample, how many below it; and
+    how many of them negotiated each ``rate_gbps`` (their latest sample up, 0.0 unknown)."""
 
-    __slots__ = ("key", "pace", "low", "kept")
+    __slots__ = ("key", "pace", "low", "kept", "rates")
 
     def __init__(self, key: tuple[str | None, str, int] | None) -> None:
         self.key = key
         self.pace = 0
         self.low = 0
         self.kept = key is not None  # False: not (or no longer) in the table: no evidence
+        self.rates: dict[float, int] = {}
 
 
 class PortNames:
@@ -89,12 +91,22 @@ class PortNames:
         elif p.vote < 0:
             e.low -= 1
         if v and not e.kept and e.key is not None:
+            old = e
             e = p.name = self.join(e.key, cfg)  # displaced meanwhile: back in the table
+            _count(old.rates, p.rate, -1)  # (its rate goes with it)
+            _count(e.rates, p.rate, 1)
         if v > 0:
             e.pace += 1
         elif v < 0:
             e.low += 1
         p.vote = v
+
+    def rate(self, p: _Port, old: float, new: float) -> None:
+        """The port's negotiated rate becomes ``new`` (from ``old``; 0.0: unknown or gone)."""
+        e = p.name
+        if e.key is not None:
+            _count(e.rates, old, -1)
+            _count(e.rates, new, 1)
 
     def role(self, node: str, nic: str) -> int:
         """What the topology says of this NIC: 1 a GPU's NIC (or, where it maps no GPU to a
@@ -118,8 +130,19 @@ class PortNames:
         return type(self._names) is dict and len(self._names) <= max(cfg.nic_port_names, 0) \
             and all(type(e) is PortName and e.key == k and type(k) is tuple and len(k) == 3
                     and type(e.pace) is int and type(e.low) is int and e.pace >= 0
-                    and e.low >= 0 and e.kept is True
+                    and e.low >= 0 and e.kept is True and type(e.rates) is dict
+                    and all(type(r) is float and type(n) is int and n > 0
+                            for r, n in e.rates.items())
                     for k, e in self._names.items())
+
+
+def _count(rates: dict[float, int], rate: float, n: int) -> None:
+    if rate:
+        left = rates.get(rate, 0) + n
+        if left > 0:
+            rates[rate] = left
+        else:
+            rates.pop(rate, None)
 
 
 def _weight(e: PortName) -> int:
