@@ -279,8 +279,14 @@ class Correlator:
             if not units:
                 del self._units_of_node[node]
         idle = now - cfg.unit_idle_s
-        for node in [n for n, (_, ts) in self._interval.items() if ts < idle]:
-            del self._interval[node]  # told once per GPU: a node quiet this long is gone
+        seen = self.seen
+        for node in [n for n, (_, ts) in self._interval.items()
+                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
+            # Told once per GPU, so its age says nothing of the node: gone once its thermal
+            # monitors are (the source forgets them after unit_idle_s of silence; review
+            # round 10: a 10 s node's cadence dropped an hour into a job, its slow ranks then
+            # escalated as on a 30 s one).  Without that view, after unit_idle_s.
+            del self._interval[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         recent = now - cfg.benign_grace_s

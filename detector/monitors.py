@@ -32,6 +32,7 @@ from detector.events import (
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
 from detector.network import NodeNics
+from detector.port_names import PortNames
 from detector.statecodec import is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
 from detector.thermal import GpuThermal, NodeTemps
@@ -80,6 +81,7 @@ class Monitors:
         self._ecc: dict[tuple[str, int], GpuHealth] = {}
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
         self._nics: dict[str, NodeNics] = {}
+        self._port_names = PortNames(topology)  # shared by the NodeNics: names across nodes
         self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
         # What the correlator's view of "seen" must learn (detector.pipeline.source passes
@@ -141,7 +143,7 @@ class Monitors:
             try:
                 nics = self._nics[e.node]
             except KeyError:
-                nics = self._nics[e.node] = NodeNics(e.node)
+                nics = self._nics[e.node] = NodeNics(e.node, self._port_names)
                 self._heard(e.node, "nic", e.cluster)
             if not nics.quiet(e, self.cfg):
                 nics.update(e, self.cfg, findings)
@@ -238,6 +240,9 @@ class Monitors:
                                  ("_dormant", str, tuple)):
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
+        refuse_unless(type(self._port_names) is PortNames and self._port_names.valid(self.cfg)
+                      and all(n._names is self._port_names for n in self._nics.values()),
+                      "Monitors._port_names: not one bounded table shared by the nodes")
         refuse_unless(type(self.heard) is list and type(self.forgotten) is list,
                       "Monitors.heard/forgotten: not lists")
         refuse_unless(all(type(getattr(self, n)) is int for n in (
@@ -249,6 +254,7 @@ class Monitors:
         """Give restored monitors what a snapshot never holds (see detector.statecodec)."""
         self.topology = topology
         self.wall_clock = wall_clock
+        self._port_names.topology = topology
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
@@ -342,7 +348,7 @@ class Monitors:
             if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
                 del self._node_temps[key[0]]
         for node in [n for n, m in self._nics.items() if gone(m)]:
-            del self._nics[node]
+            self._nics.pop(node).withdraw(self.cfg)
             touched.add(node)
         if not touched:
             return

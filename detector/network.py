@@ -12,6 +12,19 @@ history of running at its node's pace (``nic_peer_share`` of its busy samples)
 is judged low -- a port that has always been quiet did not go quiet -- and the
 node's reference is the median of those ports.
 
+A port slow from its first sample never ran at its node's pace (a link that trained
+degraded after a reboot, a worker started afresh beside it), so its own history cannot
+tell it from a frontend port; what else is known decides (``port_names.standing``): the
+topology, when it lists the node's NICs (a GPU's NIC carries the job's traffic; one the
+node's list has after its GPUs' is storage or management), else the same port name on
+the other nodes the worker sees (:class:`PortNames`: a frontend port ``mlx5_2``/``eth0``/
+``bond0`` is quiet on every node of the job; a bad fabric port is quiet on one node while
+its name runs at its node's pace on the others), else, with no other node reporting that
+name, the node's own ports: a port of the same name family (``mlx5_N``) that negotiated
+the same ``rate_gbps`` as a port running at the node's pace is one of them (a 100G
+frontend beside 400G rails, an ``eth0`` beside ``mlx5_N``, or a link that trained at a
+lower width is not judged on one node alone).
+
 Errors count a port as *affected* (the evidence the correlator counts across the
 nodes behind a switch) only when they are abnormal for that port: at least
 ``nic_errors_seen`` lately and ``nic_errors_seen_ratio`` times the port's own
@@ -36,6 +49,7 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
 from detector.findings import Finding
+from detector.port_names import PortName, PortNames, standing
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
@@ -48,6 +62,8 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
                                   "out_of_sequence"))
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
+_DIGITS = str.maketrans("", "", "0123456789")
+_UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
     "tx_bytes", "rx_bytes", "symbol_errors", "link_downed", "rcv_errors", "xmit_discards",
@@ -58,7 +74,8 @@ class _Port:
     __slots__ = ("scope", "counters", "errors", "flaps", "gbps", "last_ts", "down", "low",
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
-                 "busy", "idle_ts")
+                 "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
+                 "rate_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -86,6 +103,15 @@ class _Port:
         #                      start of its traffic (RoCE sequence errors come with load)
         self.busy = False    # carrying nic_busy_gbps or more on its latest sample
         self.idle_ts = float("-inf")  # when its traffic last stopped (-inf: never carried any)
+        # Its name's standing across the nodes (PortNames), and its own vote there: its
+        # latest sample with its node busy at the node's pace (1) or below it (-1), 0 none.
+        self.name = _UNNAMED  # (NodeNics.update joins it to its name at once)
+        self.vote = 0
+        self.rate = 0.0  # negotiated rate_gbps (its latest general-path sample up; 0.0 unknown)
+        self.role = 0  # what the topology says: 1 a fabric port, -1 storage/management, 0 --
+        self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
+        self.rate_low = 0     # samples in a row up at a rate below its peers' (_rate)
+        self.rate_ts = 0.0    # the first of them
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -122,13 +148,22 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
-    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts")
+    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top")
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
         self._ports: dict[tuple[str, int], _Port] = {}
+        # The port names across the worker's nodes (Monitors shares one); alone: this node's.
+        self._names = PortNames() if names is None else names
+        # (name family, rate_gbps) of the ports at the node's pace (None: to be gathered
+        # again -- a port came to its pace or left it): what a port on one node alone is
+        # judged by, at a set's cost per sample, however many ports a node reports.
+        self._paced: set[tuple[str, float | None]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
+        # The highest negotiated rate of the node's ports: a port below it is looked at on
+        # every sample (_rate), one at it (every port of a uniform node) costs a comparison.
+        self._top = 0.0
 
     @property
     def last_ts(self) -> float:
@@ -161,7 +196,7 @@ class NodeNics:
             return True  # late or duplicate
         prev_ts = p.last_ts
         if (p.active or p.down or p.low or p.held_ts or prev_ts == _NEVER
-                or s.link_state == "down"):
+                or s.link_state == "down" or p.rate < self._top):
             return False
         # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
         b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10 = counters._last
@@ -189,11 +224,15 @@ class NodeNics:
         ref = self._ref_gbps
         if ref >= cfg.nic_busy_gbps:
             if p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
-                if p.peer >= cfg.nic_peer_share:
+                if p.peer >= cfg.nic_peer_share or self._judged(p):
                     return False  # slow against its siblings
                 p.peer -= cfg.nic_peer_fading * p.peer
+                if p.vote >= 0:
+                    self._vote(p, -1, cfg)
             else:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
+                if p.vote <= 0:
+                    self._vote(p, 1, cfg)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt
@@ -211,6 +250,9 @@ class NodeNics:
         except KeyError:
             self._forget_silent(s.ts, cfg)
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
+            names = self._names
+            p.name = names.join((s.cluster, s.nic, s.port), cfg)
+            p.role = names.role(s.node, s.nic)
         ts = s.ts
         counters = p.counters
         prev_ts = p.last_ts
@@ -231,12 +273,20 @@ class NodeNics:
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
             p.interval_s = dt
         p.last_ts = ts
+        rate = s.rate_gbps or 0.0
+        if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
+            self._new_rate(p, rate)
+        if back:
+            p.rate_low = 0  # a reboot: its links train again
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out, back)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
+        if (p.rate < self._top or "link_rate" in active) and not p.down \
+                and s.link_state != "down":
+            self._rate(p, s, cfg, out)
         if counters.resets == resets and not first:
             if dt > 0:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
@@ -245,12 +295,18 @@ class NodeNics:
             if ts - self._ref_ts >= 1.0:
                 self._refresh_ref(ts, cfg)
             ref = self._ref_gbps
-            slow = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
-            if p.low or "nic_throughput" in active or (slow and p.peer >= cfg.nic_peer_share):
+            busy = ref >= cfg.nic_busy_gbps
+            slow = busy and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
+            if "nic_throughput" in active or (p.low and not slow) or (slow and (
+                    p.peer >= cfg.nic_peer_share or self._judged(p))):
                 self._throughput(p, s, cfg, out)
-            elif ref >= cfg.nic_busy_gbps:
-                # Not judged (not a peer, or at its node's pace): its history moves on.
+            elif busy:
+                # Not judged (at its node's pace, or not known to carry the job's traffic --
+                # a run of low samples counts only while it is): its history moves on.
+                p.low = 0
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
+            if busy and p.vote != (-1 if slow else 1):
+                self._vote(p, -1 if slow else 1, cfg)
 
     def _forget_silent(self, now: float, cfg: Thresholds) -> None:
         """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
@@ -258,9 +314,122 @@ class NodeNics:
         nodes.  A node that keeps reporting while its NIC names change (renumbered after a
         driver reload, or junk names) would otherwise keep every port it ever had."""
         quiet, faulty = now - cfg.unit_idle_s, now - cfg.unit_fault_idle_s
-        for key in [k for k, p in self._ports.items() if p.last_ts < faulty or (
-                p.last_ts < quiet and not (p.active or p.down))]:
-            del self._ports[key]
+        gone = [k for k, p in self._ports.items() if p.last_ts < faulty or (
+                p.last_ts < quiet and not (p.active or p.down))]
+        for key in gone:
+            p = self._ports.pop(key)
+            self._vote(p, 0, cfg)
+            self._names.rate(p, p.rate, 0.0)
+        if gone:
+            self._top = max((o.rate for o in self._ports.values()), default=0.0)
+
+    def withdraw(self, cfg: Thresholds) -> None:
+        """The node is forgotten (Monitors.prune_units): its ports' votes go with it."""
+        for p in self._ports.values():
+            self._vote(p, 0, cfg)
+            self._names.rate(p, p.rate, 0.0)
+
+    def _vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
+        if (p.vote > 0) != (v > 0):
+            self._paced = None
+        self._names.vote(p, v, cfg)
+
+    def _new_rate(self, p: _Port, rate: float) -> None:
+        old, p.rate = p.rate, rate
+        p.rate_low = 0  # a run below the peers' rate starts again (retraining moves it)
+        if p.vote > 0:
+            self._paced = None
+        self._names.rate(p, old, rate)
+        if rate > self._top:
+            self._top = rate
+        elif old == self._top:
+            self._top = max(o.rate for o in self._ports.values())
+
+    def _rate(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
+        """A port up at a negotiated rate below its node's other ports of its name family (not
+        storage or management by the topology), which are at ``peer`` -- the classic degraded
+        link, trained at a lower width or speed (ibstat's check): judged by its name on the
+        other nodes (most of them report it at a higher rate: a frontend port at 100 Gb/s on
+        every node is routine), else, no other node reporting it, when it is known to carry
+        the job's traffic (the topology, or its history at the node's pace).  A node whose
+        every port is at 200 Gb/s (an older model) has no port above its own; a port down
+        (IB reports 10 Gb/s) is a link-down case.  A degraded link carries traffic, often at
+        its node's pace: its rate is the evidence, not its throughput."""
+        rate = p.rate
+        faster: dict[float, int] = {}
+        same = 0
+        if rate and p.role >= 0:
+            for o in self._ports.values():
+                if o is not p and o.family == p.family and o.role >= 0 and not o.down \
+                        and o.rate:
+                    if o.rate > rate:
+                        faster[o.rate] = faster.get(o.rate, 0) + 1
+                    else:
+                        same += 1
+        if not faster:  # at its family's best rate on the node (or not judged): healthy
+            p.rate_low = 0
+            if "link_rate" in p.active:
+                self._emit(out, s, p, "link_rate", False, 0.0, {})
+            return
+        peer = max(faster, key=lambda r: (faster[r], r))
+        e = p.name
+        hi = lo = 0
+        if e.kept:
+            for r, n in e.rates.items():
+                if r > rate:
+                    hi += n
+                else:
+                    lo += n
+            lo -= 1  # (its own)
+        if hi + lo:
+            why = (f"its name is at a higher rate on {hi} of the {hi + lo} other nodes "
+                   "reporting it") if hi > lo else None
+        elif p.role > 0:
+            why = "the topology lists it as a fabric port"
+        elif p.peer >= cfg.nic_peer_share:
+            why = "it carries the job's traffic at its node's pace"
+        else:
+            why = None
+        if why is None:
+            p.rate_low = 0
+            return
+        ts = s.ts
+        if not p.rate_low:
+            p.rate_ts = ts
+        p.rate_low += 1
+        if "link_rate" not in p.active and p.rate_low >= cfg.nic_rate_samples \
+                and ts - p.rate_ts >= cfg.nic_rate_hold_s:
+            n = sum(faster.values())
+            self._emit(out, s, p, "link_rate", True, 0.75, {
+                "rate_gbps": rate, "peer_rate_gbps": peer,
+                "node_ports_faster": f"{n} of the node's {n + same} other ports of its name family",
+                "judged_because": why}, onset=p.rate_ts)
+
+    def _judged(self, p: _Port) -> bool:
+        """May this port, slow against its node and never (lately) at its pace, be judged
+        low?  By its standing (topology, its name on other nodes), else -- no other node
+        reports its name -- when it is like the node's ports at pace: the same name family
+        and the same negotiated rate as one of them (module docstring)."""
+        known = standing(p)
+        if known:
+            return known > 0
+        paced = self._paced
+        if paced is None:
+            paced = self._paced = {(o.family, o.rate) for o in self._ports.values() if o.vote > 0}
+        return bool(p.rate) and (p.family, p.rate) in paced
+
+    def _why(self, p: _Port, cfg: Thresholds) -> str | None:
+        """Why a port without a history at its node's pace was judged (for the evidence)."""
+        if p.peer >= cfg.nic_peer_share:
+            return None
+        if p.role > 0:
+            return "the topology lists it as a fabric port"
+        if standing(p) > 0:
+            e = p.name
+            return (f"its name runs at its node's pace on {e.pace - (p.vote > 0)} of "
+                    f"{e.pace + e.low - (p.vote != 0)} other nodes")
+        return (f"same name family and negotiated rate ({p.rate:g} Gb/s) as the node's ports "
+                "at its pace")
 
     def _emit(self, out: list[Finding], s: NicSample, p: _Port, signal: str, active: bool,
               severity: float, evidence: dict[str, Any], *, verdict: bool = True,
@@ -347,9 +516,12 @@ class NodeNics:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
         # Of the ports that carry the job's traffic, once two do (not its frontend or storage
         # ports: a node of two fabric ports and a frontend one has the slower fabric port as
-        # the median of all three).
-        rates = [o.gbps for o in self._ports.values()
-                 if o.gbps is not None and o.peer >= cfg.nic_peer_share]
+        # the median of all three), by their history or by what else is known (standing: a
+        # fabric port slow from its first sample is one; the topology's role asked first, as
+        # standing would, without a call for every port of a node whose NICs it lists).
+        share = cfg.nic_peer_share
+        rates = [o.gbps for o in self._ports.values() if o.gbps is not None and (
+                 o.peer >= share or o.role > 0 or (not o.role and standing(o) > 0))]
         if len(rates) < 2:
             rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
         rates.sort()
@@ -371,8 +543,11 @@ class NodeNics:
             p.low = 0
             p.ok += 1
         if "nic_throughput" not in p.active and p.low >= cfg.nic_throughput_samples:
-            self._emit(out, s, p, "nic_throughput", True, 0.75, {
-                "gbps": round(p.gbps, 2), "node_median_gbps": round(ref, 2)},  # type: ignore[arg-type]
-                onset=p.low_onset)
+            evidence: dict[str, Any] = {"gbps": round(p.gbps, 2),  # type: ignore[arg-type]
+                                        "node_median_gbps": round(ref, 2)}
+            why = self._why(p, cfg)
+            if why is not None:
+                evidence["judged_because"] = why
+            self._emit(out, s, p, "nic_throughput", True, 0.75, evidence, onset=p.low_onset)
         elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
             self._emit(out, s, p, "nic_throughput", False, 0.0, {})

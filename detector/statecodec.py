@@ -218,6 +218,7 @@ def _register_state_classes() -> None:
     from detector.monitors import Monitors
     from detector.network import NodeNics, _Port
     from detector.pipeline.correlator import _Source
+    from detector.port_names import PortName, PortNames
     from detector.recovery import Placement
     from detector.steps import JobMonitor, _StepBuffer
     from detector.thermal import GpuThermal, NodeTemps
@@ -228,8 +229,9 @@ def _register_state_classes() -> None:
 
     for cls in (Scope, Finding, StepSample, EccSample, NicSample, ThermalSample, NonFinite,
                 Thresholds, Problem, GpuHealth, NodeNics, GpuThermal, NodeTemps,
-                CounterDeltas, DecayingCount, Placement):
+                CounterDeltas, DecayingCount, Placement, PortName):
         register(cls)
+    register(PortNames, fields_=("_names",), transient={"topology": None})
     register(_Port, "NicPort")
     register(_StepBuffer, "StepBuffer")
     register(_Source, "CorrelatorSource", fields_=("wm", "idle", "heard", "last_id"))

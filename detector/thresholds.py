@@ -100,6 +100,15 @@ class Thresholds:
     nic_gap_s: float = 60.0             # a port silent this long (and > 3 intervals) came
     #                                     back (a reboot): down on its first sample back is
     #                                     link training, down on the next is down
+    nic_port_names: int = 64            # port names (cluster, NIC, port) whose standing
+    #                                     across the nodes a worker keeps (network.PortNames):
+    #                                     a few dozen real ones; junk names from untrusted
+    #                                     telemetry displace each other, not these
+    nic_rate_samples: int = 3           # a port up at a negotiated rate_gbps below its peers'
+    nic_rate_hold_s: float = 60.0       # (its name on the other nodes, its node's ports of its
+    #                                     family) on this many samples in a row spanning this
+    #                                     long is a degraded link (trained at a lower width or
+    #                                     speed): not a retraining's passing rate after a reboot
 
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
