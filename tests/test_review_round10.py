@@ -254,3 +254,23 @@ def test_a_dgx_seen_beside_another_does_not_page_its_quiet_storage_ports() -> No
     ports = dgx(lambda node, i: 0.6)
     alerts = feed(Engine(topology=SLURM), traffic(["node-003", "node-004"], ports, 120))
     assert firing(alerts) == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "review round 10 (room rate, e69ba24: NodeNics._rate's one-node rule -- no other node "
+    "reporting the name, a port 'carrying the job's traffic at its node's pace' below its "
+    "family's best rate is a degraded link): a DGX's two 200G storage ports (mlx5_7/8 beside "
+    "400G compute mlx5_N) streaming a job's data at the compute ports' pace, on a node its "
+    "Monitors sees alone (one Monitors per telemetry partition), are 2 link_rate NIC "
+    "isolations under a Slurm topology.conf; beside a second node (the name at 200 there "
+    "too) nobody is paged"))
+def test_a_dgx_seen_alone_does_not_page_its_busy_200g_storage_ports_as_degraded() -> None:
+    events = traffic(["node-003"], dgx(busy), 30, {"mlx5_7": 200.0, "mlx5_8": 200.0})
+    assert firing(feed(Engine(topology=SLURM), events)) == []
+
+
+def test_a_dgx_beside_another_does_not_page_its_busy_200g_storage_ports() -> None:
+    # The control: two nodes -- the storage ports' name is at 200 on the other node too.
+    events = traffic(["node-003", "node-004"], dgx(busy), 30,
+                     {"mlx5_7": 200.0, "mlx5_8": 200.0})
+    assert firing(feed(Engine(topology=SLURM), events)) == []
