@@ -151,16 +151,27 @@ def _weight(e: PortName) -> int:
 
 def standing(p: _Port) -> int:
     """Whether the port carries the job's traffic, by what is known beside its own history:
-    1 yes, -1 no, 0 nothing known.  The topology first; else its name on the worker's other
-    nodes (its own vote taken off): a majority of them at their node's pace."""
-    if p.role:
-        return p.role
+    1 yes, -1 no, 0 nothing known.  A port the topology places after its node's GPU NICs
+    (storage, management) never does.  Else its name on the worker's other nodes (its own
+    vote taken off) decides when any of them reports it: yes only when they run at their
+    node's pace with at most one in ``_MIXED`` below it.  A name quiet on several nodes is
+    a placement, not a fault: a 4-GPU multi-node job leaves its nodes' other GPU NICs idle
+    (NCCL drives the NICs nearest its GPUs), on every node of it or on those beside 8-GPU
+    jobs (room review, round 10: 8 switch isolations for idle rails).  With no other node
+    reporting the name, the topology's word (a GPU's NIC) is taken."""
+    role = p.role
+    if role < 0:
+        return -1
     e = p.name
-    if not e.kept:
-        return 0
-    v = p.vote
-    pace = e.pace - (v > 0)
-    low = e.low - (v < 0)
-    if pace > low:
-        return 1
-    return -1 if low else 0
+    if e.kept:
+        v = p.vote
+        pace = e.pace - (v > 0)
+        low = e.low - (v < 0)
+        if pace or low:
+            return 1 if pace and low * _MIXED <= pace else -1
+    return role
+
+
+# A name's other nodes say "carries the job's traffic" only when no more than one in this
+# many of them report it below their node's pace.
+_MIXED = 4

@@ -210,24 +210,26 @@ def firing(alerts: list) -> list[tuple[str, str, str]]:
 NODES16 = [f"node-{n:03d}" for n in range(16)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (room nicport, 79b62a8: PortNames.role / NodeNics._judged): every node "
-    "runs a 4-GPU multi-node job on GPUs 0-3, so NCCL drives mlx5_0..3 and mlx5_4..7 are idle "
-    "from the first sample; the rail topology lists them as GPU NICs (role +1), so they are "
-    "judged low against the busy half: nic_throughput on 4 ports of all 16 nodes and 8 switch "
-    "isolations, switch:rail4..7-leaf0/1.  Idle is not slow: before it, a port never at its "
-    "node's pace was not judged"))
+# (Was a strict xfail: review round 10 (room nicport, 79b62a8: PortNames.role /
+# NodeNics._judged): every node runs a 4-GPU multi-node job on GPUs 0-3, so NCCL drives
+# mlx5_0..3 and mlx5_4..7 are idle from the first sample; the rail topology lists them as GPU
+# NICs (role +1), so they are judged low against the busy half: nic_throughput on 4 ports of
+# all 16 nodes and 8 switch isolations, switch:rail4..7-leaf0/1. Idle is not slow: before
+# it, a port never at its node's pace was not judged. The lead's fix: port_names.standing
+# takes a name's other nodes' word only when at most one in four of them is below its node's
+# pace, and the topology's GPU-NIC role only when no other node reports the name.)
 def test_idle_gpu_nics_of_half_node_jobs_are_not_bad_ports_in_a_rail_fabric() -> None:
     alerts = feed(Engine(topology=RAIL), traffic(NODES16, half_node(idle), 60))
     assert firing(alerts) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review round 10 (room nicport, 79b62a8: PortNames standing by name across nodes): 4 "
-    "nodes run 8-GPU jobs (mlx5_4..7 at pace) and 4 run 4-GPU multi-node jobs (mlx5_4..7 "
-    "idle); the idle ports' names run at pace on the other nodes, so they are judged low on "
-    "each 4-GPU node: with no topology, a switch:unknown escalation (NIC trouble on >= 2 NICs "
-    "of half the nodes)"))
+# (Was a strict xfail: review round 10 (room nicport, 79b62a8: PortNames standing by name
+# across nodes): 4 nodes run 8-GPU jobs (mlx5_4..7 at pace) and 4 run 4-GPU multi-node jobs
+# (mlx5_4..7 idle); the idle ports' names run at pace on the other nodes, so they are judged
+# low on each 4-GPU node: with no topology, a switch:unknown escalation (NIC trouble on >= 2
+# NICs of half the nodes). The lead's fix: port_names.standing takes a name's other nodes'
+# word only when at most one in four of them is below its node's pace, and the topology's GPU-
+# NIC role only when no other node reports the name.)
 def test_idle_gpu_nics_beside_full_node_jobs_are_not_a_fabric_failure() -> None:
     def upper(node: str, i: int) -> float:
         return 75.0 if node < "node-004" else 0.3

@@ -1,0 +1,36 @@
+"""The lead, round 10: a port's name on the other nodes decides only when they agree.
+
+Room review's N1 (tests/test_review_round10.py): idle GPU NICs of 4-GPU multi-node jobs are
+placement, not faults.  These are the other side: a bad port whose name runs at its node's
+pace on (nearly) every other node is still judged from its first sample.
+"""
+
+from __future__ import annotations
+
+from detector.engine import Engine
+from detector.testing import feed
+from tests.test_review_round9 import RAIL
+from tests.test_review_round10 import NODES16, busy, firing, traffic
+
+
+def _slow_on(bad: set[str]):
+    def gbps(node: str, i: int) -> float:
+        return 4.0 if node in bad else 75.0
+    return gbps
+
+
+def test_a_rail_port_slow_from_its_first_sample_on_one_node_is_paged() -> None:
+    ports = {f"mlx5_{k}": busy for k in range(8)}
+    ports["mlx5_5"] = _slow_on({"node-006"})
+    alerts = feed(Engine(topology=RAIL), traffic(NODES16, ports, 60))
+    assert ("network", "nic", "nic:node-006/mlx5_5:1") in firing(alerts)
+
+
+def test_the_same_port_slow_on_two_of_sixteen_nodes_is_still_two_bad_ports() -> None:
+    # One in 4 of the name's other nodes below its pace is still "the name carries traffic":
+    # two bad cables (each sees 1 low of 14 at pace elsewhere) are both paged.
+    ports = {f"mlx5_{k}": busy for k in range(8)}
+    ports["mlx5_2"] = _slow_on({"node-003", "node-011"})
+    found = firing(feed(Engine(), traffic(NODES16, ports, 60)))
+    assert [a for a in found if a[2].startswith("nic:")] == [
+        ("network", "nic", "nic:node-003/mlx5_2:1"), ("network", "nic", "nic:node-011/mlx5_2:1")]
