@@ -609,7 +609,7 @@ class Correlator:
         during ``burst``, explains it; routine SW power capping (0x4 alone) never does."""
         seen = self._node_throttle(burst) or self._device.get(burst.scope.key, {}).get(
             "throttle_seen")
-        if seen is None or not int(str(seen.evidence.get("throttle_reasons", "0x0")), 16) & ~0x4:
+        if seen is None or not _reason_bits(seen) & ~0x4:
             return False
         # During the burst: a sample at most two steps before its first slow step ended (a
         # step partly braked may not count), or before the burst's second sample is due (one
@@ -1321,11 +1321,15 @@ def _nic_of(unit: str) -> str:
     return unit.split("/", 1)[1].split(":", 1)[0]
 
 
+def _reason_bits(seen: Finding) -> int:
+    """A throttle_seen finding's reasons as NVML's bit mask (findings.EVIDENCE_FORMS: hex)."""
+    return int(str(seen.evidence.get("throttle_reasons", "0x0")), 16)
+
+
 def _node_wide_reason(seen: Finding) -> bool:
     """A throttle a node's power supply or board asserts on all its GPUs (detector.thermal):
     HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot."""
-    bits = int(str(seen.evidence.get("throttle_reasons", "0x0")), 16)
-    return seen.cause == "power" and bool(bits & 0x88)
+    return seen.cause == "power" and bool(_reason_bits(seen) & 0x88)
 
 
 def _says_what_not_why(f: Finding) -> bool:

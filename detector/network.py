@@ -516,9 +516,11 @@ class NodeNics:
         # The node's median port: with a port or two bad out of many, still the healthy rate.
         # Of the ports that carry the job's traffic, once two do (not its frontend or storage
         # ports: a node of two fabric ports and a frontend one has the slower fabric port as
-        # the median of all three), by their history or by what else is known (standing: a
-        # fabric port slow from its first sample is one; the topology's role asked first, as
-        # standing would, without a call for every port of a node whose NICs it lists).
+        # the median of all three), by their history or by what else is known: a GPU's NIC by
+        # the topology (asked first, without a call for every port of a node whose NICs it
+        # lists), else standing (a fabric port slow from its first sample is one).  Unlike
+        # standing, the topology's role counts here even where the name's other nodes say
+        # otherwise: a node's idle GPU NICs stay in its reference, as before round 10.
         share = cfg.nic_peer_share
         rates = [o.gbps for o in self._ports.values() if o.gbps is not None and (
                  o.peer >= share or o.role > 0 or (not o.role and standing(o) > 0))]
