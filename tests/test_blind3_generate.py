@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -98,3 +101,24 @@ def test_deterministic():
     a, la = generate.build(STORIES["k8s-mixed"](2), 2)
     b, lb = generate.build(STORIES["k8s-mixed"](2), 2)
     assert la == lb and a[:5000] == b[:5000] and len(a) == len(b)
+
+
+def test_same_story_under_any_hash_seed():
+    """Set iteration order follows PYTHONHASHSEED: a story must not depend on it."""
+    code = (
+        "import hashlib, orjson\n"
+        "from bench.blind3.story import STORIES\n"
+        "for name in sorted(STORIES):\n"
+        "    s = STORIES[name](3)\n"
+        "    fl = s.fleet\n"
+        "    d = [sorted(fl.inlet_c.items()), [(k, vars(g)) for k, g in sorted(fl.gpu.items())],\n"
+        "         [(j.job, j.attempts) for j in fl.jobs], [f.fault_id for f in s.faults]]\n"
+        "    print(name, hashlib.sha256(orjson.dumps(d)).hexdigest())\n"
+    )
+    outs = []
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        outs.append(done.stdout)
+    assert outs[0] == outs[1]

@@ -142,7 +142,7 @@ class Fleet:
                     sbe_per_h=(rng.uniform(5, 60) if rng.random() < 0.03 else 0.0),
                     pcie_per_h=(rng.uniform(1, 6) if rng.random() < 0.1 else 0.0),
                 )
-        self.inlet_c = {r: rng.uniform(21.0, 29.0) for r in {n.rack for n in nodes}}
+        self.inlet_c = {r: rng.uniform(21.0, 29.0) for r in sorted({n.rack for n in nodes})}
         self.busy: dict[tuple[str, int], list] = {}  # (node, gpu) -> [(t0, t1, job)]
         self.jobs: list[Job] = []
         # hooks: lists of callables, each (node, gpu, t) -> value, or None when idle
