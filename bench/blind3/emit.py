@@ -178,7 +178,11 @@ def dcgm(fleet: Fleet, t_base: float, rng: random.Random):
                         st.update(got[0])
                         faults.add(got[1])
                 power, steady, mhz, bits, _cf, tfaults = fleet.gpu_point(node.name, g, tp)
-                temp = steady if temp is None else steady + (temp - steady) * math.exp(-dt / 45.0)
+                if temp is None or bits & 0x20:
+                    # a throttling board is held at its slowdown point: the reading is there
+                    temp = steady
+                else:
+                    temp = steady + (temp - steady) * math.exp(-dt / 45.0)
                 ts = t_base + tp + node.offset_s + rng.uniform(0.0, 0.02)
                 base_ts = _r3(ts)
                 # XIDs: from the kernel log at their own time, or on this poll (exporter gauge)
