@@ -26,7 +26,10 @@ def faultline_cmd() -> list[str]:
 
 def replay(log: Path, out: Path) -> None:
     cmd = [*faultline_cmd(), "replay", str(log), "--alerts-out", str(out), "--quiet"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's faultline, not another
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=root if not path else f"{root}{os.pathsep}{path}")
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root)
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"replay failed on {log}:\n{done.stderr[-2000:]}")
 
