@@ -529,9 +529,9 @@ class FeedShape(NamedTuple):
     # ``warm``: the run's topics (and its alert topics) were written to before the worker
     # starts, as a collector's and a worker's have been for days; the worker starts at
     # their end (auto_offset_reset "latest").  Into brand-new partitions the feed's
-    # produce() -> delivery in its first half second was 316-677 ms p50 against 32-73
-    # into the same topics fed once before (feed alone, BENCHMARKS.md "latency, round 11"):
-    # the broker's first appends to a partition, not the worker's.
+    # produce() -> delivery in its first half second was 454-497 ms p50 against 37-69
+    # into the same topics fed once before (the feed alone, bench/feed_cold.py; BENCHMARKS.md
+    # "latency, round 11"): the broker's first appends to a partition, not the worker's.
 
     def label(self) -> str:
         base = FEED_SHAPES.get(self.name.split(":")[0])

@@ -171,14 +171,17 @@ def note_fetch_ends() -> None:
         sent = wall()  # no later than the request went out: the broker answered after it
         ok = await orig(self, assignment, node_id, request)
         records = self._records
-        for topic, partitions in request.topics:
-            for part in partitions:
-                tp = TopicPartition(topic, part[0])
-                state = assignment.state_value(tp)
-                if state is None or state.highwater is None \
-                        or type(records.get(tp)) is failed:
-                    continue
-                ends[tp] = (sent, state.highwater)
+        try:
+            for topic, partitions in request.topics:
+                for part in partitions:
+                    tp = TopicPartition(topic, part[0])
+                    state = assignment.state_value(tp)
+                    if state is None or state.highwater is None \
+                            or type(records.get(tp)) is failed:
+                        continue
+                    ends[tp] = (sent, state.highwater)
+        except Exception:  # noqa: BLE001 - never break the fetch; the partition then holds
+            log.exception("noting a fetch's ends failed")
         return ok
 
     cls._proc_fetch_request = _proc_fetch_request
