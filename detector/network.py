@@ -49,7 +49,7 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
 from detector.findings import Finding
-from detector.port_names import PortName, PortNames, standing
+from detector.port_names import MIXED, PortName, PortNames, standing
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
@@ -382,8 +382,13 @@ class NodeNics:
                     lo += n
             lo -= 1  # (its own)
         if hi + lo:
+            # A degraded link is its name's exception: at most one in MIXED of the other nodes
+            # reporting the name at its rate or below.  More of them is a node model -- an A100
+            # node's 25G frontend mlx5_4 beside H100 nodes whose mlx5_4 is a 400G rail (room
+            # blind3, B1: every A100's frontend isolated as a degraded link, "at a higher rate
+            # on 8 of the 15 other nodes").
             why = (f"its name is at a higher rate on {hi} of the {hi + lo} other nodes "
-                   "reporting it") if hi > lo else None
+                   "reporting it") if hi and lo * MIXED <= hi else None
         elif p.role > 0:
             why = "the topology lists it as a fabric port"
         elif p.peer >= cfg.nic_peer_share:
