@@ -170,7 +170,8 @@ def dcgm(fleet: Fleet, t_base: float, rng: random.Random):
                         inc = _poisson(rng, per_s * dt)
                         if inc:
                             cnt[fld] += inc
-                            faults.add(f)
+                            if node.ecc_full or fld == "pcie_replay":
+                                faults.add(f)  # changed a field this exporter reports
                 st = dict(state)
                 for hook in fleet.ecc_state:
                     got = hook(node.name, g, tp)

@@ -17,6 +17,27 @@ def _ramp(
     return max(0.0, up * (1.0 - (t - t1) / fall_s))
 
 
+def _ecc_rate(
+    fl: Fleet,
+    f: Fault,
+    node: str,
+    gpu: int,
+    t0: float,
+    t1: float,
+    fld: str,
+    per_s: float,
+    busy_only: bool = False,
+) -> None:
+    """One GPU's counter ``fld`` climbing at ``per_s`` over [t0, t1) (only while busy)."""
+
+    def rate(nd, g, t):
+        if nd == node and g == gpu and t0 <= t < t1 and (not busy_only or fl.job_on(nd, g, t)):
+            return fld, per_s, f
+        return None
+
+    fl.ecc_rate.append(rate)
+
+
 def host_slow(
     fl: Fleet, f: Fault, node: str, t0: float, t1: float, compute: float, neither_share: float
 ):
@@ -87,14 +108,9 @@ def pcie_downtrained(
             return comm, f
         return None
 
-    def rate(nd, g, t):
-        if nd == node and g == gpu and t0 <= t < t1 and fl.job_on(nd, g, t):
-            return "pcie_replay", replay_per_s, f
-        return None
-
     fl.neither_extra.append(n)
     fl.comm_slow.append(cm)
-    fl.ecc_rate.append(rate)
+    _ecc_rate(fl, f, node, gpu, t0, t1, "pcie_replay", replay_per_s, busy_only=True)
 
 
 def nvlink_flap(
@@ -112,17 +128,8 @@ def nvlink_flap(
     over it retransmits, so every rank of the job waits a little longer in collectives."""
     t1 = t0 + dur_s
 
-    def rate_crc(nd, g, t):
-        if nd == node and g == gpu and t0 <= t < t1 + 5:
-            return "nvlink_crc_errors", 25.0, f
-        return None
-
-    def rate_replay(nd, g, t):
-        if nd == node and g == gpu and t0 <= t < t1 + 5:
-            return "nvlink_replay_errors", 4.0, f
-        return None
-
-    fl.ecc_rate.extend([rate_crc, rate_replay])
+    _ecc_rate(fl, f, node, gpu, t0, t1 + 5, "nvlink_crc_errors", 25.0)
+    _ecc_rate(fl, f, node, gpu, t0, t1 + 5, "nvlink_replay_errors", 4.0)
     for i, dt in enumerate(xids):
         fl.ecc_events.append(
             (node, gpu, t0 + dt, 74, {"nvlink_recovery_errors": 1} if i == 0 else {}, f)
@@ -155,11 +162,6 @@ def remap_storm(
         fl.ecc_events.append((node, gpu, t0 + 3.0 + spread_s * i / max(1, n63 - 1), 63, {}, f))
     t_pending = t0 + 3.0
 
-    def rate(nd, g, t):
-        if nd == node and g == gpu and t0 - 20 <= t < t0 + spread_s + 10:
-            return "sbe_volatile", sbe_per_s, f
-        return None
-
     def state(nd, g, t):
         if nd == node and g == gpu and t >= t_pending:
             st = {"row_remap_pending": True}
@@ -168,7 +170,7 @@ def remap_storm(
             return st, f
         return None
 
-    fl.ecc_rate.append(rate)
+    _ecc_rate(fl, f, node, gpu, t0 - 20, t0 + spread_s + 10, "sbe_volatile", sbe_per_s)
     fl.ecc_state.append(state)
     if fail_at is not None:
         fl.ecc_events.append(
