@@ -19,6 +19,7 @@ from detector.engine import Engine
 from detector.events import ECC, STEP, THERMAL, NicSample
 from detector.pipeline.worker import PipelineWorker
 from detector.testing import T0, ecc, feed, healthy_job, thermal
+from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
 from tests.test_review_round9 import RAIL, SLURM, fleet
 
 
@@ -67,6 +68,21 @@ def test_a_leaf_whose_errors_reach_its_nodes_within_one_window_is_the_switch() -
     first = firing(feed(Engine(topology=SLURM), spreading_errors(T0 + 600.0, 1.0)))
     assert sorted(first) == ["switch:leaf0"]
 
+
+
+def test_a_cable_flapping_for_minutes_does_not_make_a_new_nic_fault_a_switch() -> None:
+    # The other side, which fabric's change fixed and a fix of the above must keep: on a
+    # 4-node leaf node-001's mlx5_1 flaps (down one sample in three) for ten minutes -- its
+    # own cable, its own alert -- then node-002's mlx5_0 goes down: two NIC alerts, not
+    # switch:leaf0 (c339944: switch:leaf0).  Old trouble still active may support a part's
+    # count, not make it: here only one node's trouble is new.
+    def down(node: str, name: str, ts: float) -> bool:
+        if (node, name) == ("node-001", "mlx5_1") and ts >= T_OLD:
+            return int((ts - T0) // 10) % 3 == 0
+        return (node, name) == ("node-002", "mlx5_0") and ts >= T_NEW
+
+    first = firing(feed(Engine(topology=LEAF4), small_leaves(T_NEW + 200.0, down=down)))
+    assert sorted(first) == ["nic:node-001/mlx5_1:1", "nic:node-002/mlx5_0:1"]
 
 # -- the lead (5c13a53): a name's lower rate on > 1 in 4 of its other nodes is no degraded link
 
