@@ -36,6 +36,9 @@ from detector.topology import Topology
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
+# Findings of throttling a slow rank's escalation never calls ruled out while recent.
+_THROTTLES = ("throttle", "throttle_seen", "power_cap")
+
 # The switch named in the scope of an escalation for a shared network part no topology names.
 UNNAMED_SWITCH = "unknown"
 
@@ -113,7 +116,11 @@ class Correlator:
         # routinely costs that GPU's clock, and the job nothing (_note_cap, _routine_loss)
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
+        # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
+        self._throttled: dict[str, tuple[Finding, float]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
+        self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
 
@@ -172,6 +179,12 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "sampling" and f.kind == "network":  # how often a NIC port is sampled
+            interval = float(f.evidence.get("sample_interval_s", 0.0))
+            if f.scope.node is not None and 0.0 < interval < PAUSE_S:
+                # (a shared part's window waits for it: _may_be_failing; bounded there)
+                self._nic_interval[f.scope.node] = (interval, f.ts)
+            return
         if f.signal == "sampling":  # how often a GPU's thermal telemetry comes
             interval = float(f.evidence.get("sample_interval_s", 0.0))
             if f.scope.node is not None and interval < PAUSE_S:
@@ -202,7 +215,9 @@ class Correlator:
         else:
             signals = self._device.get(unit)
             if signals is not None:
-                signals.pop(f.signal, None)
+                gone = signals.pop(f.signal, None)
+                if gone is not None and f.signal in _THROTTLES:
+                    self._throttled[unit] = (gone, f.ts)
                 if not signals:
                     del self._device[unit]
         if f.active and (f.signal == "power_cap" or (
@@ -243,6 +258,7 @@ class Correlator:
             # (a detector that knows the next diagnostic better than the playbook names it)
             extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
                      if f.evidence.get(k)}
+            extra.update(self._cooling(f))
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
                             extra=extra or None)
             self._explain_waiting(f.scope, p, out)
@@ -278,15 +294,20 @@ class Correlator:
                 del self._units_of_node[node]
         idle = now - cfg.unit_idle_s
         seen = self.seen
-        for node in [n for n, (_, ts) in self._interval.items()
-                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
-            # Told once per GPU, so its age says nothing of the node: gone once its thermal
-            # monitors are (the source forgets them after unit_idle_s of silence; review
-            # round 10: a 10 s node's cadence dropped an hour into a job, its slow ranks then
-            # escalated as on a 30 s one).  Without that view, after unit_idle_s.
-            del self._interval[node]
+        for cadence, source in ((self._interval, "thermal"), (self._nic_interval, "nic")):
+            for node in [n for n, (_, ts) in cadence.items()
+                         if ts < idle and (seen is None or not seen(n, source))]:
+                # Told once per GPU (NIC port), so its age says nothing of the node: gone once
+                # its monitors are (the source forgets them after unit_idle_s of silence;
+                # review round 10: a 10 s node's cadence dropped an hour into a job, its slow
+                # ranks then escalated as on a 30 s one).  Without that view, after
+                # unit_idle_s.
+                del cadence[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for unit in [u for u, (_, ended) in self._throttled.items()
+                     if ended < now - cfg.flap_window_s]:
+            del self._throttled[unit]
         recent = now - cfg.benign_grace_s
         for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
             del self._benign[unit]
@@ -444,10 +465,14 @@ class Correlator:
 
     def _explanation(self, f: Finding) -> Problem | None:
         """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
-        its node: a power brake on every GPU of the node, raised at node scope)."""
+        its node: a power brake on every GPU of the node, or several GPUs of it throttling
+        thermally, raised at node scope), or a throttle on either that let go after the slow
+        run began (:meth:`_ended_throttle`)."""
         units = [f.scope.key]
-        if f.scope.level == "gpu" and self._node_throttle(f) is not None:
-            units.append(Scope.of_node(f.scope.node).key)  # type: ignore[arg-type]
+        if f.scope.level == "gpu" and f.scope.node is not None:
+            node = Scope.of_node(f.scope.node).key
+            if self._node_throttle(f) is not None or "throttle" in self._device.get(node, {}):
+                units.append(node)
         for unit in units:
             for signal, g in self._device.get(unit, {}).items():
                 if signal == "slow_rank" or not g.verdict:
@@ -456,6 +481,23 @@ class Correlator:
                 p = self.problems.get(key) if key else None
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
+        return self._ended_throttle(f) if self._throttled else None
+
+    def _ended_throttle(self, f: Finding) -> Problem | None:
+        """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
+        quiet time), whose throttling was on when the rank's slow run began: a slow run found
+        after its cause let go -- a 78 s step's CUSUM takes minutes -- is that cause's (blind3
+        B3: a cooling node's slow rank escalated 'unknown' a minute after its GPUs stopped
+        throttling, beside the node's thermal isolation)."""
+        if f.scope.node is None:
+            return None
+        for unit in (f.scope.key, Scope.of_node(f.scope.node).key):
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is None or ended < f.onset_ts:
+                continue
+            p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
+            if p is not None and p.status == "firing":
+                return p
         return None
 
     def _node_throttle(self, f: Finding) -> Finding | None:
@@ -463,6 +505,31 @@ class Correlator:
         if f.scope.node is None:
             return None
         return self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+
+    def _cooling(self, f: Finding) -> dict[str, Any]:
+        """For a node's thermal fault (several GPUs of it throttling thermally at once,
+        detector.thermal): its rack, and the other nodes whose GPUs throttle so now -- of its
+        rack when the topology names racks -- so the operator calls facilities once for the
+        room's or rack's cooling rather than replacing GPUs node by node.  {} otherwise."""
+        node = f.scope.node
+        if f.scope.level != "node" or f.cause != "thermal" or node is None:
+            return {}
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None else None
+        heating = sorted(n for n in self._units_of_node if n != node and (
+            rack is None or topo.rack_of(n) == rack) and any(  # type: ignore[union-attr]
+            g.cause == "thermal" and g.signal in ("throttle", "throttle_seen")
+            for g in self._device.get(Scope.of_node(n).key, {}).values()))
+        where = f"rack {rack}" if rack else "the room"
+        extra: dict[str, Any] = {"rack": rack, "other_nodes_throttling": heating[:16],
+                                 "call_facilities": (
+            f"{len(heating) + 1} nodes of {where} throttle thermally at once ({node}"
+            f"{', ' + ', '.join(heating[:8]) if heating else ''}): check the cooling of "
+            f"{where} (inlet air, CDU, fans) before replacing anything"
+            if heating else f"check {node}'s cooling (inlet air, fans) and {where}'s")}
+        if rack and topo is not None:
+            extra["rack_nodes"] = [n for n in topo.nodes() if topo.rack_of(n) == rack][:32]
+        return extra
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
@@ -565,12 +632,19 @@ class Correlator:
                f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
                f"rank {slow.rank} slower than its peers")
         reasons = seen.evidence.get("throttle_reasons")
-        because = (f"impact: {how} while every GPU of {slow.scope.node} reports never-routine "
-                   f"power reason {reasons}" if seen.scope.level == "node" else
-                   f"impact: {how} while its GPU reports never-routine throttle reason "
-                   f"{reasons}")
+        if seen.scope.level != "node":
+            because = (f"impact: {how} while its GPU reports never-routine throttle reason "
+                       f"{reasons}")
+        elif seen.cause == "thermal":
+            because = (f"impact: {how} while GPUs {seen.evidence.get('gpus')} of "
+                       f"{slow.scope.node} report never-routine thermal reasons ({reasons}): "
+                       "the node's cooling")
+        else:
+            because = (f"impact: {how} while every GPU of {slow.scope.node} reports "
+                       f"never-routine power reason {reasons}")
+        extra = {"recommended_because": because, **self._cooling(seen)}
         p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
-                        detected_ts=max(now, seen.ts), extra={"recommended_because": because})
+                        detected_ts=max(now, seen.ts), extra=extra)
         if burst:
             # Evidence, not owned: the problem stands on the throttle, which clears on the
             # next clean sample; a burst ends by itself.
@@ -798,9 +872,14 @@ class Correlator:
         for source, what in (("ecc", "XID/ECC/NVLink/PCIe errors on the GPU"),
                              ("thermal", "thermal or power throttling on the GPU")):
             seen = self.seen(node, source) if self.seen else True
+            past = self._throttled_near(f) if source == "thermal" else None
             if not seen:
                 checks.append(f"not checked: no {source} telemetry from {node}")
-            elif not any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+            elif any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+                continue
+            elif past:
+                checks.append(past)
+            else:
                 checks.append(f"no {what}")
         nic_trouble = [u for u in self._units_of_node.get(node, ()) if u.startswith("nic:")
                        and u in self._device]
@@ -808,6 +887,23 @@ class Correlator:
                       else f"no NIC errors, flaps or throughput loss on {node}")
         checks.append("not a whole-job slowdown: compared with peers at the same step")
         return checks
+
+    def _throttled_near(self, f: Finding) -> str | None:
+        """Throttling the slow rank's GPU (or its node) showed and that has ended, within
+        ``flap_window_s`` before the slow run began or since, said as such: not ruled out
+        (blind3 B3: a node's GPUs throttled thermally until a minute before its slow ranks'
+        escalation said "no thermal or power throttling on the GPU").  None when none."""
+        units = [f.scope.key] + ([Scope.of_node(f.scope.node).key] if f.scope.node else [])
+        for unit in units:
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is not None and ended >= f.onset_ts - self.cfg.flap_window_s:
+                on = "the GPU" if unit == f.scope.key else f"its node {f.scope.node}"
+                gpus = f" (GPUs {g.evidence['gpus']})" if g.evidence.get("gpus") else ""
+                return (f"not ruled out: {g.cause} throttling on {on}{gpus}, reasons "
+                        f"{g.evidence.get('throttle_reasons', '?')}, from {g.onset_ts:.1f} until "
+                        f"{ended:.1f} ({f.ts - ended:.0f} s before this, "
+                        f"{ended - f.onset_ts:+.0f} s from the slowdown's onset)")
+        return None
 
     # -- shared units: NIC or switch, GPU or NVLink domain ------------------------------
     #
@@ -998,8 +1094,9 @@ class Correlator:
             return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
-    def _fabric_members(self, cluster: str) -> tuple[set[str], set[str]]:
-        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs), no topology.
+    def _fabric_members(self, cluster: str, recent: float) -> tuple[set[str], set[str]]:
+        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs begun since
+        ``recent``), no topology.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
@@ -1008,7 +1105,7 @@ class Correlator:
         for node, units in self._units_of_node.items():
             nics = {_nic_of(u) for u in units if u.startswith("nic:") and any(
                 g.verdict and g.kind == "network" and (g.cluster or "") == cluster
-                for g in self._device.get(u, {}).values())}
+                and g.onset_ts >= recent for g in self._device.get(u, {}).values())}
             if len(nics) >= 2:
                 # A shared part takes a node's NICs with it; one port in trouble on each of a
                 # few nodes is as many independent NIC faults.
@@ -1017,8 +1114,9 @@ class Correlator:
         heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
         return heard | troubled, troubled
 
-    def _members(self, what: str, name: str) -> tuple[set[str], set[str]]:
-        """(nodes behind the shared part that we hear from, those of them in trouble)."""
+    def _members(self, what: str, name: str, recent: float) -> tuple[set[str], set[str]]:
+        """(nodes behind the shared part that we hear from, those of them in trouble begun
+        since ``recent``)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1035,7 +1133,7 @@ class Correlator:
                 heard.add(node)
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
-                if not signals:
+                if not signals or all(g.onset_ts < recent for g in signals.values()):
                     continue
                 if what == "switch":
                     if nic is None:
@@ -1045,16 +1143,27 @@ class Correlator:
                     elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
                         troubled.add(node)
                 elif unit.startswith("gpu:") and any(
-                        g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
+                        g.cause == "nvlink" and g.kind == "hardware" and g.onset_ts >= recent
+                        for g in signals.values()):
                     troubled.add(node)
         return heard | troubled, troubled
 
     def _count(self, what: str, name: str, waiting: list[Finding]
                ) -> tuple[set[str], set[str], int]:
         """(nodes behind the part heard from, those in trouble, how many make it failing),
-        counting the ``waiting`` findings' nodes."""
+        counting the ``waiting`` findings' nodes.
+
+        Trouble counts when it began since the part may have failed: at most one sampling
+        interval (of the slowest collector waited for, _GROUP_INTERVAL_CAP_S) before the
+        first onset waiting here.  A lasting verdict -- a port trained at half rate, or low
+        against its siblings, for minutes -- is its own unit's, not the part's: counted, it
+        made an unrelated NIC fault on a 4-node leaf a switch alert, and held a node alert 31 s
+        in blind2 (room rate, round 10).
+        """
+        recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
+            1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
         if what == "fabric":
-            heard, troubled = self._fabric_members(name)
+            heard, troubled = self._fabric_members(name, recent)
             # The same for trouble that cleared inside the window (below): a node whose NICs
             # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
             # on half the nodes was one isolation per NIC, where 30 s of it was one page).
@@ -1064,7 +1173,7 @@ class Correlator:
                     waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
-            heard, troubled = self._members(what, name)
+            heard, troubled = self._members(what, name, recent)
             # Trouble that cleared inside the window still happened: a leaf down for less
             # than a sample interval is seen by each node on one sample at its own phase, and
             # is over on every node before the window closes (it was 12-16 NIC isolations,
@@ -1083,13 +1192,15 @@ class Correlator:
         A node not sampled since the fault could show cannot say it is fine yet: counted
         over every node heard from, a leaf down looked healthy to a 5 s collector's port at
         7.5 s, its 30 s nodes not yet sampled (review round 9, R6: node-007 paged alone beside
-        switch:leaf0).  A node's cadence is its GPUs' (the "sampling" finding: DCGM's, which
-        also samples ECC/NVLink; dcgm-exporter's default while not yet told), else the one
-        most of the part's troubled nodes report at
-        (the lower median of their intervals: with one slow and one fast node in trouble, the
-        fast one's, so a fast port's own fault behind one slow port's is still decided at its
-        own window -- harden's case).  Bounded: the answer is due at most 1.25 x
-        _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
+        switch:leaf0).  A node's cadence behind a switch is its NIC ports' (the network
+        "sampling" finding, detector.network), else -- and in an NVLink domain -- its GPUs'
+        (the thermal one: DCGM's, which also samples ECC/NVLink; dcgm-exporter's default while
+        not yet told), else the one most of the part's troubled nodes report at (the lower
+        median of their intervals).  Its own NIC cadence first: a leaf failing just after
+        its 30 s nodes sampled, seen first by a 5 s collector, had one slow and one fast node
+        in trouble when the fast one's window closed, read as the fast cadence -- 2 node
+        alerts and a late switch:leaf0 (room fabric, round 11).  Bounded: the answer is due
+        at most 1.25 x _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
         """
         heard, troubled, need = self._count(what, name, waiting)
         if len(troubled) >= need:
@@ -1101,8 +1212,10 @@ class Correlator:
         usual = sorted(cadence.values())[(len(cadence) - 1) // 2] if cadence else 0.0
         since = min(g.onset_ts for g in waiting)
         sampled, slowest = len(troubled), 0.0
+        # (A switch's trouble shows on its nodes' NIC samples, an NVLink domain's on DCGM's.)
+        nics = self._nic_interval if what != "domain" else {}
         for node in heard - troubled:
-            told = self._interval.get(node)
+            told = nics.get(node) or self._interval.get(node)
             if told is not None:
                 c = told[0]
             elif self.seen is not None and self.seen(node, "thermal"):
