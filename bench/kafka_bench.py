@@ -581,6 +581,8 @@ class FeedProcess:
     def __init__(self, feeds: dict[str, list[Msg]]) -> None:
         import multiprocessing
 
+        if feeds and "warm" not in feeds:  # what a warm shape writes first (FeedShape.warm)
+            feeds = {**feeds, "warm": next(iter(feeds.values()))[:WARM_RECORDS]}
         ctx = multiprocessing.get_context("fork")
         self._conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_feed_main, args=(child, feeds), name="bench-feed",
@@ -689,7 +691,6 @@ def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
 # its feed shape is ``warm`` (FeedShape): every partition the feed writes gets some.
 WARM_RECORDS = 32_000
 WARM_HEADER = "faultline-bench-warm"  # on the messages that warm an alert topic: not alerts
-WARM_LOG: list[Msg] = []  # the records a feed not in a process of its own warms with
 
 
 def warm_alert_topics(bootstrap: str, topics: list[str], partitions: int) -> None:

@@ -359,7 +359,7 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     if own and feeder is None:
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
     if shape.warm:
-        warm_topics(broker, prefix, shape, feeder)
+        warm_topics(broker, prefix, shape, feeder, msgs)
         warm_alert_topics(broker.bootstrap, alert_topics,  # type: ignore[arg-type]
                           Settings().partitions_alerts)
         env["FAULTLINE_AUTO_OFFSET_RESET"] = "latest"  # the worker starts at their end
@@ -580,17 +580,18 @@ def broker_summary(requests: list[dict[str, Any]], waits: list[dict[str, Any]],
     return out
 
 
-def warm_topics(broker: Broker, prefix: str, shape: FeedShape,
-                feeder: FeedProcess | None) -> None:
-    """The log's first WARM_RECORDS records into ``prefix``'s telemetry topics at once,
-    by the feed's own producer when it keeps one (FeedProcess, feed "warm"): the run's
-    partitions then take the timed feed as a collector's long-used ones do."""
+def warm_topics(broker: Broker, prefix: str, shape: FeedShape, feeder: FeedProcess | None,
+                msgs: list[Msg]) -> None:
+    """The first WARM_RECORDS records of ``msgs`` into ``prefix``'s telemetry topics at once,
+    by the feed's own producer when it keeps one (FeedProcess, its feed "warm": the same
+    records): the run's partitions then take the timed feed as a collector's long-used
+    ones do."""
     if shape.process and feeder is not None:
         feeder.run(shape, broker.bootstrap, prefix,  # type: ignore[arg-type]
                    "warm", None, False)
     else:
         produce(producer(broker.bootstrap, shape.linger_ms,  # type: ignore[arg-type]
-                         None, shape.compression), prefix, kafka_bench.WARM_LOG)
+                         None, shape.compression), prefix, msgs[:kafka_bench.WARM_RECORDS])
 
 
 def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int,
@@ -608,7 +609,7 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
     if own and feeder is None:
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
     if shape.warm:
-        warm_topics(broker, prefix, shape, feeder)
+        warm_topics(broker, prefix, shape, feeder, msgs)
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     load0 = loadavg()
     placed = Placement()
@@ -1209,9 +1210,7 @@ def main() -> int:
         measured = repeat_log(msgs, args.feed_repeat)
         if any(x.process for x in shapes):
             # Forked before the broker and any producer thread: the logs shared, not copied.
-            feeder = FeedProcess({"once": msgs, "measured": measured,
-                                  "warm": msgs[:kafka_bench.WARM_RECORDS]})
-        kafka_bench.WARM_LOG = msgs[:kafka_bench.WARM_RECORDS]
+            feeder = FeedProcess({"once": msgs, "measured": measured})
     with contextlib.ExitStack() as stack, \
             Broker(args.bootstrap, lean=args.broker_settings == "lean",
                    diagnose=Path(args.broker_diagnose).resolve() if args.broker_diagnose
