@@ -31,9 +31,10 @@ What one node can tell: a port that is the *single* outlier of a class that runs
 lockstep -- at least ``ALONE_PEERS`` other ports of its name family and negotiated rate at
 the node's pace and none of them below it (a compute port slow from its first sample beside
 seven at pace) -- and, beside other outliers, a port whose own errors or flaps are abnormal
-(``errors_seen``, ``nic_errors``, ``link_flap``); for ``link_rate`` (:meth:`NodeNics._rate`), the single
-port of its family at its rate, carrying the job's traffic at pace, below at least
-``ALONE_PEERS`` at one higher rate (a GB200 tray's netdev at 200 beside its three at 400).
+(``errors_seen``, ``nic_errors``, ``link_flap``); for ``link_rate``
+(:meth:`NodeNics._rate`), the single port of its family at its rate, carrying the job's
+traffic at pace, below at least ``ALONE_PEERS`` at one higher rate (a GB200 tray's netdev
+at 200 beside its three at 400).
 What it cannot tell: two or more quiet or slower ports of one class (a storage pair, or a
 bad port beside a quiet storage pair at the fabric's rate), a node of two fabric ports
 (one slow could be a frontend at pace's rate), a rate only one or two ports report.  Those
