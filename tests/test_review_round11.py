@@ -233,3 +233,43 @@ def test_a_throttle_sample_delivered_two_seconds_late_still_explains_the_slow_ra
 def test_with_every_clock_right_the_service_names_the_throttle(busy: bool) -> None:
     # The control: the same records, node-fast's clock right, thermal 50 ms after its time.
     assert service_alerts(busy=busy) == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+# -- cooling (8c90800): a node's thermal fault from the reason bits alone ----------------------
+
+
+def warm_node(clock_mhz: float, gpus: tuple[int, ...] = (2, 6)) -> list:
+    """One node's 8 ranks stepping every 2 s at their peers' pace for 15 minutes; DCGM every
+    10 s: from +300 s the GPUs ``gpus`` (the chassis' warmest positions on a warm day) report
+    SW thermal slowdown (0x20) at 88 C, the others 0 at 80 C, with their SM clock at
+    ``clock_mhz`` (baseline 1980)."""
+    recs = list(healthy_job(ranks=8, steps=450, step_s=2.0))
+    t = T0
+    while t < T0 + 900.0:
+        for g in range(8):
+            warm = g in gpus and t >= T0 + 300.0
+            recs.append(thermal(t + 0.01 * g, "node-000", g, temp_c=88.0 if warm else 80.0,
+                                clock_mhz=clock_mhz if warm else 1980.0,
+                                throttle=0x20 if warm else 0))
+        t += 10.0
+    return sorted(recs, key=lambda e: e.ts)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "8c90800 (room cooling, blind3 B3): two GPUs of a node with a never-routine thermal reason "
+    "on their latest samples, one for throttle_samples, are a node fault 'the reason alone, no "
+    "clock drop' -- two GPUs reporting 0x20 at their baseline clock, their ranks at their "
+    "peers' pace, are a drain_node isolation, where one such GPU pages nothing (the GPU rule "
+    "wants the clock 1.5 % down, README's thermal row) and c339944 paged nothing"))
+def test_two_gpus_flagging_thermal_slowdown_at_full_clock_do_not_drain_their_node() -> None:
+    assert firing(feed(Engine(), warm_node(1980.0))) == {}
+
+
+def test_one_gpu_flagging_thermal_slowdown_at_full_clock_pages_nothing() -> None:
+    # The control beside it: the same GPU alone (c339944 and main alike).
+    assert firing(feed(Engine(), warm_node(1980.0, gpus=(2,)))) == {}
+
+
+def test_two_gpus_throttling_thermally_with_a_clock_loss_are_one_node_alert() -> None:
+    # And the rule's own case, which stays: the same two GPUs 5 % down -- one node alert.
+    assert sorted(firing(feed(Engine(), warm_node(1880.0)))) == ["node:node-000"]
