@@ -36,6 +36,9 @@ from detector.topology import Topology
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
+# Findings of throttling a slow rank's escalation never calls ruled out while recent.
+_THROTTLES = ("throttle", "throttle_seen", "power_cap")
+
 # The switch named in the scope of an escalation for a shared network part no topology names.
 UNNAMED_SWITCH = "unknown"
 
@@ -113,6 +116,9 @@ class Correlator:
         # routinely costs that GPU's clock, and the job nothing (_note_cap, _routine_loss)
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
+        # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
+        self._throttled: dict[str, tuple[Finding, float]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
@@ -209,7 +215,9 @@ class Correlator:
         else:
             signals = self._device.get(unit)
             if signals is not None:
-                signals.pop(f.signal, None)
+                gone = signals.pop(f.signal, None)
+                if gone is not None and f.signal in _THROTTLES:
+                    self._throttled[unit] = (gone, f.ts)
                 if not signals:
                     del self._device[unit]
         if f.active and (f.signal == "power_cap" or (
@@ -250,6 +258,7 @@ class Correlator:
             # (a detector that knows the next diagnostic better than the playbook names it)
             extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
                      if f.evidence.get(k)}
+            extra.update(self._cooling(f))
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
                             extra=extra or None)
             self._explain_waiting(f.scope, p, out)
@@ -296,6 +305,9 @@ class Correlator:
                 del cadence[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for unit in [u for u, (_, ended) in self._throttled.items()
+                     if ended < now - cfg.flap_window_s]:
+            del self._throttled[unit]
         recent = now - cfg.benign_grace_s
         for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
             del self._benign[unit]
@@ -453,10 +465,14 @@ class Correlator:
 
     def _explanation(self, f: Finding) -> Problem | None:
         """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
-        its node: a power brake on every GPU of the node, raised at node scope)."""
+        its node: a power brake on every GPU of the node, or several GPUs of it throttling
+        thermally, raised at node scope), or a throttle on either that let go after the slow
+        run began (:meth:`_ended_throttle`)."""
         units = [f.scope.key]
-        if f.scope.level == "gpu" and self._node_throttle(f) is not None:
-            units.append(Scope.of_node(f.scope.node).key)  # type: ignore[arg-type]
+        if f.scope.level == "gpu" and f.scope.node is not None:
+            node = Scope.of_node(f.scope.node).key
+            if self._node_throttle(f) is not None or "throttle" in self._device.get(node, {}):
+                units.append(node)
         for unit in units:
             for signal, g in self._device.get(unit, {}).items():
                 if signal == "slow_rank" or not g.verdict:
@@ -465,6 +481,23 @@ class Correlator:
                 p = self.problems.get(key) if key else None
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
+        return self._ended_throttle(f) if self._throttled else None
+
+    def _ended_throttle(self, f: Finding) -> Problem | None:
+        """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
+        quiet time), whose throttling was on when the rank's slow run began: a slow run found
+        after its cause let go -- a 78 s step's CUSUM takes minutes -- is that cause's (blind3
+        B3: a cooling node's slow rank escalated 'unknown' a minute after its GPUs stopped
+        throttling, beside the node's thermal isolation)."""
+        if f.scope.node is None:
+            return None
+        for unit in (f.scope.key, Scope.of_node(f.scope.node).key):
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is None or ended < f.onset_ts:
+                continue
+            p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
+            if p is not None and p.status == "firing":
+                return p
         return None
 
     def _node_throttle(self, f: Finding) -> Finding | None:
@@ -472,6 +505,31 @@ class Correlator:
         if f.scope.node is None:
             return None
         return self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+
+    def _cooling(self, f: Finding) -> dict[str, Any]:
+        """For a node's thermal fault (several GPUs of it throttling thermally at once,
+        detector.thermal): its rack, and the other nodes whose GPUs throttle so now -- of its
+        rack when the topology names racks -- so the operator calls facilities once for the
+        room's or rack's cooling rather than replacing GPUs node by node.  {} otherwise."""
+        node = f.scope.node
+        if f.scope.level != "node" or f.cause != "thermal" or node is None:
+            return {}
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None else None
+        heating = sorted(n for n in self._units_of_node if n != node and (
+            rack is None or topo.rack_of(n) == rack) and any(  # type: ignore[union-attr]
+            g.cause == "thermal" and g.signal in ("throttle", "throttle_seen")
+            for g in self._device.get(Scope.of_node(n).key, {}).values()))
+        where = f"rack {rack}" if rack else "the room"
+        extra: dict[str, Any] = {"rack": rack, "other_nodes_throttling": heating[:16],
+                                 "call_facilities": (
+            f"{len(heating) + 1} nodes of {where} throttle thermally at once ({node}"
+            f"{', ' + ', '.join(heating[:8]) if heating else ''}): check the cooling of "
+            f"{where} (inlet air, CDU, fans) before replacing anything"
+            if heating else f"check {node}'s cooling (inlet air, fans) and {where}'s")}
+        if rack and topo is not None:
+            extra["rack_nodes"] = [n for n in topo.nodes() if topo.rack_of(n) == rack][:32]
+        return extra
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
@@ -574,12 +632,19 @@ class Correlator:
                f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
                f"rank {slow.rank} slower than its peers")
         reasons = seen.evidence.get("throttle_reasons")
-        because = (f"impact: {how} while every GPU of {slow.scope.node} reports never-routine "
-                   f"power reason {reasons}" if seen.scope.level == "node" else
-                   f"impact: {how} while its GPU reports never-routine throttle reason "
-                   f"{reasons}")
+        if seen.scope.level != "node":
+            because = (f"impact: {how} while its GPU reports never-routine throttle reason "
+                       f"{reasons}")
+        elif seen.cause == "thermal":
+            because = (f"impact: {how} while GPUs {seen.evidence.get('gpus')} of "
+                       f"{slow.scope.node} report never-routine thermal reasons ({reasons}): "
+                       "the node's cooling")
+        else:
+            because = (f"impact: {how} while every GPU of {slow.scope.node} reports "
+                       f"never-routine power reason {reasons}")
+        extra = {"recommended_because": because, **self._cooling(seen)}
         p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
-                        detected_ts=max(now, seen.ts), extra={"recommended_because": because})
+                        detected_ts=max(now, seen.ts), extra=extra)
         if burst:
             # Evidence, not owned: the problem stands on the throttle, which clears on the
             # next clean sample; a burst ends by itself.
@@ -807,9 +872,14 @@ class Correlator:
         for source, what in (("ecc", "XID/ECC/NVLink/PCIe errors on the GPU"),
                              ("thermal", "thermal or power throttling on the GPU")):
             seen = self.seen(node, source) if self.seen else True
+            past = self._throttled_near(f) if source == "thermal" else None
             if not seen:
                 checks.append(f"not checked: no {source} telemetry from {node}")
-            elif not any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+            elif any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+                continue
+            elif past:
+                checks.append(past)
+            else:
                 checks.append(f"no {what}")
         nic_trouble = [u for u in self._units_of_node.get(node, ()) if u.startswith("nic:")
                        and u in self._device]
@@ -817,6 +887,23 @@ class Correlator:
                       else f"no NIC errors, flaps or throughput loss on {node}")
         checks.append("not a whole-job slowdown: compared with peers at the same step")
         return checks
+
+    def _throttled_near(self, f: Finding) -> str | None:
+        """Throttling the slow rank's GPU (or its node) showed and that has ended, within
+        ``flap_window_s`` before the slow run began or since, said as such: not ruled out
+        (blind3 B3: a node's GPUs throttled thermally until a minute before its slow ranks'
+        escalation said "no thermal or power throttling on the GPU").  None when none."""
+        units = [f.scope.key] + ([Scope.of_node(f.scope.node).key] if f.scope.node else [])
+        for unit in units:
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is not None and ended >= f.onset_ts - self.cfg.flap_window_s:
+                on = "the GPU" if unit == f.scope.key else f"its node {f.scope.node}"
+                gpus = f" (GPUs {g.evidence['gpus']})" if g.evidence.get("gpus") else ""
+                return (f"not ruled out: {g.cause} throttling on {on}{gpus}, reasons "
+                        f"{g.evidence.get('throttle_reasons', '?')}, from {g.onset_ts:.1f} until "
+                        f"{ended:.1f} ({f.ts - ended:.0f} s before this, "
+                        f"{ended - f.onset_ts:+.0f} s from the slowdown's onset)")
+        return None
 
     # -- shared units: NIC or switch, GPU or NVLink domain ------------------------------
     #

@@ -26,6 +26,18 @@ first GPU whose run reaches the verdict while every GPU's latest sample shows it
 ``throttle`` finding at node scope, and each GPU's own verdict becomes evidence of it
 (DESIGN's rule: a node fault reported as N GPU alerts is a miss and N false positives).
 
+A never-routine *thermal* reason (0x20, 0x40, 0x8 on a hot GPU) on two or more GPUs of a node
+at once is the node's cooling (its inlet air, a rack's cooling, its fans), not as many GPUs
+failing: once a GPU has throttled ``throttle_samples`` samples in a row while another GPU's
+latest sample throttles too, one ``throttle`` finding at node scope is raised, and every GPU
+whose run reaches that length meanwhile is evidence of it (blind3 B3: a rack's inlet air
++14..28 C, 3-8 GPUs of each node at 0x20, was one GPU isolation per GPU).  "At once" is each
+GPU's latest sample: one sampling interval, at 10 s as at 30 s.  A GPU that would reach its
+verdict alone on a node that is hot as a whole (it is not ``hot_delta_c`` above its node's
+median: its siblings are warm too) waits one more sample for them -- a rack's nodes heat
+over a minute or so, and the first GPU's third sample can be its siblings' first.  A GPU
+hot against cool siblings (a failed thermal interface) is its own fault and never waits.
+
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
 is thermal when the GPU is hot and power otherwise.
@@ -82,7 +94,8 @@ class NodeTemps:
     before it throttles; a load change moves all of them together.
     """
 
-    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "brake_seen")
+    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
+                 "heating", "heat_gpus")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
@@ -91,13 +104,29 @@ class NodeTemps:
         self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
         #                                    reason with its clock down (0x80, 0x8 while cool)
         self.brake_gpus: set[int] = set()  # GPUs in the node's brake raised at node scope
-        self.brake_seen = False            # every GPU braking on its latest sample, told
+        self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
+        #                                      never-routine thermal reason
+        self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
+        self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
+        #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.temps.pop(gpu, None)
         self.braking.discard(gpu)
+        self.heating.pop(gpu, None)
+        self.heat_gpus.discard(gpu)
         return not self.temps
+
+    def node_fault_open(self) -> bool:
+        """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
+        return bool(self.brake_gpus or self.heat_gpus)
+
+    def seen_now(self) -> str:
+        """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""
+        if self.braking and self.all_braking():
+            return "power"
+        return "thermal" if len(self.heating) >= 2 else ""
 
     def all_braking(self) -> bool:
         """Every GPU of the node (>= 2 known) has the brake on its latest sample.  The sizes
@@ -120,7 +149,8 @@ class GpuThermal:
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
-                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap")
+                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
+                 "_heat")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -144,6 +174,8 @@ class GpuThermal:
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
         self._cap_active = False
+        self._heat = 0  # > 0: samples in a row throttling thermally; < 0: samples since, while
+        #                 the GPU is in its node's thermal fault (NodeTemps.heat_gpus)
 
     @property
     def last_ts(self) -> float:
@@ -178,7 +210,7 @@ class GpuThermal:
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (_tells_interval's first test)
         if (s.throttle or 0) & SLOWDOWN_BITS or self._active or self._cap_active \
-                or self._seen or self._minor or cfg.throttle_samples <= 0:
+                or self._seen or self._minor or self._heat or cfg.throttle_samples <= 0:
             return False
         temp_c = s.gpu_temp_c
         if temp_c is not None:
@@ -265,17 +297,26 @@ class GpuThermal:
             node.braking.add(gpu)  # type: ignore[arg-type]
         elif node.braking:
             node.braking.discard(gpu)  # type: ignore[arg-type]
-        if node.brake_seen != (bool(node.braking) and node.all_braking()):
-            # The brake on every GPU of the node in one sample (evidence, as throttle_seen is
-            # for a GPU): the correlator takes a slow rank on any of them to the node.
-            node.brake_seen = not node.brake_seen
+        # (The reason alone, no clock drop: a baseline learned at the idle clock, or while
+        # capped, measures none -- blind3 B3's rack had such GPUs at 0x24 and 87 C -- and
+        # two GPUs of a node reporting it together is the evidence.)
+        heat = bool(bits & ~SW_POWER_CAP) and throttle_cause(
+            bits, s.gpu_temp_c, cfg.hot_gpu_c) == "thermal"
+        if heat or self._heat:
+            self._node_heat(s, heat, bits, drop, cfg, out)
+        seen_cause = node.seen_now() if node.braking or node.heating else ""
+        if node.seen_cause != seen_cause:
+            # The brake on every GPU of the node in one sample, or a thermal reason on two or
+            # more (evidence, as throttle_seen is for a GPU): the correlator takes a slow rank
+            # on any of them to the node.
+            node.seen_cause = seen_cause
+            gpus = node.braking if seen_cause == "power" else node.heating
             out.append(Finding(
-                s.ts, s.ts, "throttle_seen", "slow_node", "power",
-                Scope.of_node(self.scope.node), node.brake_seen, False,  # type: ignore[arg-type]
-                0.6 if node.brake_seen else 0.0,
+                s.ts, s.ts, "throttle_seen", "slow_node", seen_cause or "power",
+                Scope.of_node(self.scope.node), bool(seen_cause), False,  # type: ignore[arg-type]
+                0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
-                 "gpus": sorted(node.braking)} if node.brake_seen else {}, None, s.tenant,
-                s.cluster))
+                 "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
         if (bits if seen else 0) != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
@@ -316,7 +357,9 @@ class GpuThermal:
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
                 if minor else {}, None, s.tenant, s.cluster))
-        if not self._active and (self._bad >= cfg.throttle_samples or sustained):
+        if not self._active and (self._bad >= cfg.throttle_samples or sustained) and not (
+                self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
+                    s.gpu_temp_c, cfg)):
             self._active = True
             self._good = 0
             never_routine = self._bad >= cfg.throttle_samples
@@ -348,6 +391,8 @@ class GpuThermal:
                              f"{because}")},
                         None, s.tenant, s.cluster))
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
+            elif gpu in node.heat_gpus:
+                own = False  # evidence of its node's heat
             out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
@@ -356,15 +401,74 @@ class GpuThermal:
             self._cap.reset()
             if gpu in node.brake_gpus:
                 node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
-                if not node.brake_gpus:  # the node's last braking GPU is back at its clock
-                    out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "power",
-                                       Scope.of_node(self.scope.node),  # type: ignore[arg-type]
-                                       False, True, 0.0, {}, None, s.tenant, s.cluster))
+                if not node.node_fault_open():  # the node's last braking GPU is back
+                    self._node_cleared(s, "power", out)
                 own = False
             else:
-                own = True
+                own = gpu not in node.heat_gpus
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                                own, 0.0, {}, None, s.tenant, s.cluster))
+
+    def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds) -> bool:
+        """Whether a GPU throttling thermally, alone on its node, waits one more sample before
+        its own verdict: its siblings are warm too (it is not ``hot_delta_c`` above the node's
+        median), so they may be a sample or so from throttling with it -- one cooling fault."""
+        node = self._node
+        return (len(node.heating) < 2 and len(node.temps) >= 2
+                and self.scope.gpu not in node.heat_gpus
+                and temp_c is not None and temp_c < node.median_c + cfg.hot_delta_c)
+
+    def _node_heat(self, s: ThermalSample, heat: bool, bits: int, drop: float, cfg: Thresholds,
+                   out: list[Finding]) -> None:
+        """A sample of a GPU throttling thermally (``heat``), or of one that was: its node's
+        thermal fault raised when it has throttled ``throttle_samples`` samples in a row with
+        another GPU of the node throttling too, and cleared when its last GPU has not for
+        ``throttle_clear_samples``."""
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        if not heat:
+            node.heating.pop(gpu, None)
+            if gpu not in node.heat_gpus:
+                self._heat = 0
+                return
+            self._heat = min(self._heat, 0) - 1
+            if -self._heat >= cfg.throttle_clear_samples:
+                self._heat = 0
+                node.heat_gpus.discard(gpu)
+                if not node.node_fault_open():
+                    self._node_cleared(s, "thermal", out)
+            return
+        self._heat = max(self._heat, 0) + 1
+        if gpu not in node.heating:
+            node.heating[gpu] = s.ts
+        if (gpu in node.heat_gpus or self._heat < cfg.throttle_samples
+                or len(node.heating) < 2):
+            return
+        if not node.node_fault_open():
+            gpus = sorted(node.heating)
+            temps = [node.temps.get(g) for g in gpus]
+            median = node.median_c if node.median_c != float("inf") else None
+            out.append(Finding(
+                s.ts, min(node.heating.values()), "throttle", "slow_node", "thermal",
+                Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                True, True, min(0.95, 0.6 + max(drop, cfg.hw_clock_drop) * 2),
+                {"throttle_reasons": hex(bits), "gpus_throttling": len(gpus),
+                 "gpus_reporting": len(node.temps), "gpus": gpus, "gpus_temp_c": temps,
+                 "node_median_c": median, "clock_drop": round(drop, 3),
+                 "recommended_because": (
+                     f"never-routine thermal reason ({hex(bits)}) on {len(gpus)} of "
+                     f"{len(node.temps)} GPUs of {self.scope.node} at once (GPUs "
+                     f"{', '.join(map(str, gpus))}): the node's cooling (its inlet air, its "
+                     f"rack's cooling, its fans), not {len(gpus)} GPU faults; GPU {gpu} "
+                     f"throttled for {self._heat} samples in a row")},
+                None, s.tenant, s.cluster))
+        node.heat_gpus.add(gpu)
+
+    def _node_cleared(self, s: ThermalSample, cause: str, out: list[Finding]) -> None:
+        """The node-scope throttle finding cleared: its last GPU is back at its clock."""
+        out.append(Finding(s.ts, s.ts, "throttle", "slow_node", cause,
+                           Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                           False, True, 0.0, {}, None, s.tenant, s.cluster))
 
     def _power_cap(self, s: ThermalSample, heavy: bool, bits: int, drop: float, base: float,
                    cfg: Thresholds, out: list[Finding]) -> None:
