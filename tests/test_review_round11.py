@@ -11,14 +11,23 @@ Nothing here was tuned on the blind or simulated corpora; findings:
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import msgspec
 import pytest
 
-from detector.alerts import ISOLATION
+import detector
+from detector.alerts import ISOLATION, Scope
+from detector.correlate import Correlator
 from detector.engine import Engine
 from detector.events import ECC, STEP, THERMAL, NicSample
+from detector.findings import Finding
 from detector.pipeline.worker import PipelineWorker
 from detector.testing import T0, ecc, feed, healthy_job, step, thermal
+from detector.thresholds import Thresholds
 from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
 from tests.test_review_round9 import RAIL, SLURM, fleet
 
@@ -420,3 +429,63 @@ def test_a_busy_partition_holds_the_explanation(late_s: float, fetch_ends: bool)
     # them when the thermal collector delivers at once.
     found = busy_service_alerts(late_s, fetch_ends=fetch_ends)
     assert found == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+# -- cost: work per finding that grows with the fleet (counted in lines run, not timed) -------
+
+
+def detector_lines(run: Callable[[], None]) -> int:
+    """Lines of detector code ``run`` executes (sys.settrace: a count, not a time)."""
+    root, lines = str(Path(detector.__file__).parent), 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(root):
+            return None
+
+        def count(frame: Any, event: str, arg: Any) -> Any:
+            nonlocal lines
+            lines += event == "line"
+            return count
+        return count
+
+    sys.settrace(tracer)
+    try:
+        run()
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+def lines_per_cooling_alert(nodes: int) -> float:
+    """A hall's cooling failing (a CDU, a chiller): GPUs 2 and 6 of each of ``nodes`` nodes
+    throttle thermally (the node's throttle_seen), then each node's thermal verdict: lines of
+    detector code per node alert."""
+    corr, out = Correlator(Thresholds()), []
+    names = [f"node-{n:05d}" for n in range(nodes)]
+
+    def node_finding(node: str, signal: str, verdict: bool, ts: float) -> Finding:
+        return Finding(ts, T0, signal, "slow_node", "thermal", Scope.of_node(node), True,
+                       verdict, 0.6, {"throttle_reasons": "0x20", "gpus": [2, 6]}, None, None,
+                       None)
+
+    for n, node in enumerate(names):
+        corr.on_finding(node_finding(node, "throttle_seen", False, T0 + 0.01 * n), out)
+
+    def verdicts() -> None:
+        for n, node in enumerate(names):
+            corr.on_finding(node_finding(node, "throttle", True, T0 + 30.0 + 0.01 * n), out)
+
+    lines = detector_lines(verdicts)
+    assert sum(a.status == "firing" for a in out) == nodes
+    return lines / nodes
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "8c90800 (room cooling, Correlator._cooling): each node thermal alert scans every node the "
+    "correlator knows (and the topology's every node for rack_nodes) for others throttling -- "
+    "a hall's cooling failing on N nodes costs N^2: 614 lines per alert at 25 nodes, 1,739 at "
+    "100 (c339944: 233 flat); at DESIGN's 100,000 GPUs a room event is billions of lines in "
+    "the correlator, every alert behind it"))
+def test_a_hall_s_cooling_failure_costs_each_node_alert_the_same_whatever_the_fleet() -> None:
+    small, large = lines_per_cooling_alert(25), lines_per_cooling_alert(100)
+    assert large <= 1.5 * small, (small, large)
