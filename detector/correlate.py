@@ -21,6 +21,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
@@ -119,6 +120,8 @@ class Correlator:
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
         self._throttled: dict[str, tuple[Finding, float]] = {}
+        # (cluster, tenant, rack) -> nodes with a thermal throttle at node scope (_cooling)
+        self._cooling_nodes: dict[tuple[str, str, str], dict[str, None]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
@@ -220,6 +223,8 @@ class Correlator:
                     self._throttled[unit] = (gone, f.ts)
                 if not signals:
                     del self._device[unit]
+        if f.scope.level == "node" and f.signal in ("throttle", "throttle_seen"):
+            self._note_cooling(f)
         if f.active and (f.signal == "power_cap" or (
                 f.signal in ("throttle_seen", "throttle_minor")
                 and f.evidence.get("throttle_reasons") == hex(0x4))):
@@ -305,6 +310,11 @@ class Correlator:
                 del cadence[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for rack, group in list(self._cooling_nodes.items()):
+            for node in [n for n in group if Scope.of_node(n).key not in self._device]:
+                del group[node]  # (its findings pruned above)
+            if not group:
+                del self._cooling_nodes[rack]
         for unit in [u for u, (_, ended) in self._throttled.items()
                      if ended < now - cfg.flap_window_s]:
             del self._throttled[unit]
@@ -471,7 +481,9 @@ class Correlator:
         units = [f.scope.key]
         if f.scope.level == "gpu" and f.scope.node is not None:
             node = Scope.of_node(f.scope.node).key
-            if self._node_throttle(f) is not None or "throttle" in self._device.get(node, {}):
+            verdict = self._device.get(node, {}).get("throttle")
+            if self._node_throttle(f) is not None or (
+                    verdict is not None and self._covers(f, verdict)):
                 units.append(node)
         for unit in units:
             for signal, g in self._device.get(unit, {}).items():
@@ -493,7 +505,7 @@ class Correlator:
             return None
         for unit in (f.scope.key, Scope.of_node(f.scope.node).key):
             g, ended = self._throttled.get(unit, (None, -math.inf))
-            if g is None or ended < f.onset_ts:
+            if g is None or ended < f.onset_ts or not self._covers(f, g):
                 continue
             p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
             if p is not None and p.status == "firing":
@@ -504,7 +516,21 @@ class Correlator:
         """The node-wide throttle seen (every GPU of the node braking) on ``f``'s node."""
         if f.scope.node is None:
             return None
-        return self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+        seen = self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+        return seen if seen is not None and self._covers(f, seen) else None
+
+    def _covers(self, f: Finding, node: Finding) -> bool:
+        """Whether a node-scope throttle ``node`` speaks for ``f``'s GPU: a brake is on every
+        GPU; a node's heat only on the GPUs throttling thermally (those it names, or one whose
+        own throttle is seen) -- a slow rank on a cool GPU beside two hot ones is its own
+        (review round 11)."""
+        if node.scope.level != "node" or node.cause != "thermal" or f.scope.gpu is None:
+            return True
+        if f.scope.gpu in node.evidence.get("gpus", ()):
+            return True
+        own = self._device.get(f.scope.key, {})
+        return any(g.cause == "thermal" for s, g in own.items()
+                   if s in ("throttle", "throttle_seen"))
 
     def _cooling(self, f: Finding) -> dict[str, Any]:
         """For a node's thermal fault (several GPUs of it throttling thermally at once,
@@ -514,22 +540,42 @@ class Correlator:
         node = f.scope.node
         if f.scope.level != "node" or f.cause != "thermal" or node is None:
             return {}
-        topo = self.topology
-        rack = topo.rack_of(node) if topo is not None else None
-        heating = sorted(n for n in self._units_of_node if n != node and (
-            rack is None or topo.rack_of(n) == rack) and any(  # type: ignore[union-attr]
-            g.cause == "thermal" and g.signal in ("throttle", "throttle_seen")
-            for g in self._device.get(Scope.of_node(n).key, {}).values()))
+        group = self._cooling_nodes.get(self._cooling_key(f), {})
+        rack = self._rack(node)
+        # (At most 16 named, counted in O(1): a hall's cooling failing on N nodes must not
+        # cost each node's alert a pass over the others -- review round 11, R9.)
+        heating = sorted(islice((n for n in group if n != node), 16))
+        count = len(group) - (node in group)
         where = f"rack {rack}" if rack else "the room"
-        extra: dict[str, Any] = {"rack": rack, "other_nodes_throttling": heating[:16],
-                                 "call_facilities": (
-            f"{len(heating) + 1} nodes of {where} throttle thermally at once ({node}"
-            f"{', ' + ', '.join(heating[:8]) if heating else ''}): check the cooling of "
-            f"{where} (inlet air, CDU, fans) before replacing anything"
-            if heating else f"check {node}'s cooling (inlet air, fans) and {where}'s")}
-        if rack and topo is not None:
-            extra["rack_nodes"] = [n for n in topo.nodes() if topo.rack_of(n) == rack][:32]
-        return extra
+        return {"rack": rack, "other_nodes_throttling": heating, "call_facilities": (
+            f"{count + 1} nodes of {where} throttle thermally at once ({node}"
+            f"{', ' + ', '.join(heating[:8]) if heating else ''}"
+            f"{' ...' if count > 8 else ''}): check the cooling of {where} (inlet air, CDU, "
+            "fans) before replacing anything"
+            if count else f"check {node}'s cooling (inlet air, fans) and {where}'s")}
+
+    def _rack(self, node: str) -> str | None:
+        return self.topology.rack_of(node) if self.topology is not None else None
+
+    def _cooling_key(self, f: Finding) -> tuple[str, str, str]:
+        """Nodes named together: one cluster, one tenant (evidence never mixes tenants), one
+        rack when the topology names racks."""
+        return (f.cluster or "", f.tenant or "", self._rack(f.scope.node or "") or "")
+
+    def _note_cooling(self, f: Finding) -> None:
+        """Keep the index of nodes with a thermal throttle at node scope (by rack) current."""
+        node = f.scope.node
+        if node is None:
+            return
+        hot = any(g.cause == "thermal" and g.signal in ("throttle", "throttle_seen")
+                  for g in self._device.get(f.scope.key, {}).values())
+        key = self._cooling_key(f)
+        if hot:
+            self._cooling_nodes.setdefault(key, {})[node] = None
+        elif node in self._cooling_nodes.get(key, {}):
+            del self._cooling_nodes[key][node]
+            if not self._cooling_nodes[key]:
+                del self._cooling_nodes[key]
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key

@@ -95,7 +95,7 @@ class NodeTemps:
     """
 
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
-                 "heating", "heat_gpus")
+                 "heating", "heat_gpus", "seen_count")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
@@ -109,6 +109,7 @@ class NodeTemps:
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
         self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
         #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
+        self.seen_count = 0                # GPUs it named (told again when more heat)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
@@ -297,20 +298,26 @@ class GpuThermal:
             node.braking.add(gpu)  # type: ignore[arg-type]
         elif node.braking:
             node.braking.discard(gpu)  # type: ignore[arg-type]
-        # (The reason alone, no clock drop: a baseline learned at the idle clock, or while
-        # capped, measures none -- blind3 B3's rack had such GPUs at 0x24 and 87 C -- and
-        # two GPUs of a node reporting it together is the evidence.)
-        heat = bool(bits & ~SW_POWER_CAP) and throttle_cause(
+        # (With the clock down, or with no baseline to measure it against: none yet, or one
+        # below the clock -- learned at the idle clock; blind3 B3's rack had such GPUs at 0x24
+        # and 87 C.  A clock trimmed 1 % under 0x20 is no more a node's fault than a GPU's:
+        # review round 11.)
+        heat = bool(bits & ~SW_POWER_CAP) and (
+            bad or base <= 0.0 or drop <= -cfg.hw_clock_drop) and throttle_cause(
             bits, s.gpu_temp_c, cfg.hot_gpu_c) == "thermal"
         if heat or self._heat:
             self._node_heat(s, heat, bits, drop, cfg, out)
         seen_cause = node.seen_now() if node.braking or node.heating else ""
-        if node.seen_cause != seen_cause:
+        if node.seen_cause != seen_cause or (
+                seen_cause == "thermal" and len(node.heating) > node.seen_count):
             # The brake on every GPU of the node in one sample, or a thermal reason on two or
             # more (evidence, as throttle_seen is for a GPU): the correlator takes a slow rank
             # on any of them to the node.
+            # (Told again as more GPUs heat: the correlator takes to the node only the slow
+            # ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones is its own.)
             node.seen_cause = seen_cause
             gpus = node.braking if seen_cause == "power" else node.heating
+            node.seen_count = len(gpus) if seen_cause else 0
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node", seen_cause or "power",
                 Scope.of_node(self.scope.node), bool(seen_cause), False,  # type: ignore[arg-type]

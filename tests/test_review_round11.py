@@ -264,13 +264,6 @@ def warm_node(clock_mhz: float, gpus: tuple[int, ...] = (2, 6)) -> list:
     return sorted(recs, key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8c90800 (room cooling, blind3 B3): two GPUs of a node with a never-routine thermal reason "
-    "on their latest samples, one for throttle_samples, are a node fault 'the reason alone, no "
-    "clock drop' -- two GPUs reporting 0x20 while their clock is trimmed 1 % (1960 of 1980 "
-    "MHz), their ranks at their peers' pace, are a drain_node isolation, where one such GPU "
-    "pages nothing (the GPU rule wants the clock 1.5 % down, README's thermal row) and "
-    "c339944 paged nothing"))
 @pytest.mark.parametrize("clock_mhz", [1960.0, 1980.0])
 def test_two_gpus_flagging_thermal_slowdown_without_a_clock_loss_do_not_drain_their_node(
         clock_mhz: float) -> None:
@@ -309,12 +302,6 @@ def node_alert_text(alerts: list, node: str) -> str:
     return f"{a.tenant} {a.evidence}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8c90800 (room cooling, Correlator._cooling): a node's thermal alert lists the other nodes "
-    "throttling thermally now -- of its rack, or with no racks of every node the correlator "
-    "knows -- whatever their tenant (and cluster): tenant t-a's alert, routed to t-a's sinks, "
-    "names t-b's node-001 and its GPUs' state; DESIGN: evidence never includes another "
-    "tenant's data"))
 def test_a_node_s_cooling_alert_names_no_other_tenant_s_nodes() -> None:
     text = node_alert_text(feed(Engine(), two_tenants_heating("t-b")), "node-000")
     assert text.startswith("t-a ") and "node-001" not in text
@@ -348,13 +335,6 @@ def paged_units(alerts: list) -> set[str]:
     return {a.scope.key for a in alerts if a.status == "firing"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8c90800 (room cooling): the node's throttle_seen is told for heat on >= 2 GPUs, and a "
-    "slow rank on *any* GPU of the node goes to the node (the power brake's rule, where every "
-    "GPU brakes) -- a rank 1.3x slow on GPU 5, which does not throttle and runs at full clock, "
-    "is swallowed by node-000's cooling alert of GPUs 2 and 6: nobody is paged for it "
-    "(c339944: escalated slow_node/unknown at +509 s; a silent slowdown is caught only by an "
-    "escalation)"))
 def test_a_slow_rank_on_a_cool_gpu_beside_two_hot_ones_is_still_paged() -> None:
     assert "gpu:node-000/5" in paged_units(feed(Engine(), hot_pair_and_slow_rank(5)))
 
@@ -480,12 +460,6 @@ def lines_per_cooling_alert(nodes: int) -> float:
     return lines / nodes
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8c90800 (room cooling, Correlator._cooling): each node thermal alert scans every node the "
-    "correlator knows (and the topology's every node for rack_nodes) for others throttling -- "
-    "a hall's cooling failing on N nodes costs N^2: 614 lines per alert at 25 nodes, 1,739 at "
-    "100 (c339944: 233 flat); at DESIGN's 100,000 GPUs a room event is billions of lines in "
-    "the correlator, every alert behind it"))
 def test_a_hall_s_cooling_failure_costs_each_node_alert_the_same_whatever_the_fleet() -> None:
     small, large = lines_per_cooling_alert(25), lines_per_cooling_alert(100)
     assert large <= 1.5 * small, (small, large)
