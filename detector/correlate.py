@@ -116,6 +116,9 @@ class Correlator:
         # (first ts, last ts, largest clock drop) per routine_cap_slot_s: what capping
         # routinely costs that GPU's clock, and the job nothing (_note_cap, _routine_loss)
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
+        # (onset, node) of SW power caps seen at cap_clock_drop or deeper, oldest first,
+        # kept FACILITY_CAP_MEMORY half-lives: many nodes at once is facility power management
+        self._deep_caps: list[tuple[float, str]] = []
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
@@ -253,6 +256,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "throttle" and self._facility_cap(f):
+            self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
             self._hold_for_group(f, out)
         elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
@@ -765,7 +770,15 @@ class Correlator:
             self._power_impact(slow, f.ts, out)
 
     def _note_cap(self, unit: str, f: Finding) -> None:
-        """Remember SW power capping on a GPU whose rank is not slow meanwhile (routine)."""
+        """Remember SW power capping on a GPU whose rank is not slow meanwhile (routine), and
+        deep capping on any GPU (:meth:`_facility_cap`)."""
+        if f.scope.node is not None and f.signal != "throttle_minor" and float(
+                f.evidence.get("clock_drop", 0.0)) >= self.cfg.cap_clock_drop:
+            caps = self._deep_caps
+            horizon = f.ts - FACILITY_CAP_MEMORY * self.cfg.cap_half_life_s
+            if caps and caps[0][0] < horizon:
+                caps[:] = [c for c in caps if c[0] >= horizon]
+            caps.append((f.onset_ts, f.scope.node))
         if "slow_rank" in self._device.get(unit, {}):
             return
         drop = float(f.evidence.get("clock_drop", 0.0))
@@ -779,6 +792,25 @@ class Correlator:
             seen.append((f.ts, f.ts, drop))
             if len(seen) > self.cfg.routine_cap_slots:
                 del seen[0]
+
+    def _facility_cap(self, f: Finding) -> bool:
+        """A SW power cap's sustained verdict (detector.thermal: the clock held
+        ``cap_clock_drop`` down, "a supply that cannot keep up") while caps as deep began on
+        ``facility_cap_nodes`` nodes within ``impact_onset_s`` of it: a site's or a rack's
+        power limit lowered, every rank slower together -- facility power management, not
+        each GPU's fault (blind2 nvl72-mixed-30-5 s00: 25 GPU isolations once an idle clock
+        stopped hiding the cap).  A rank slower than its peers under it is still its GPU's
+        fault (:meth:`_power_impact`); never-routine reasons are never facility."""
+        if f.scope.level != "gpu" or _reason_bits(f) != 0x4:
+            return False
+        nodes = {f.scope.node}
+        window = self.cfg.impact_onset_s
+        for onset, node in self._deep_caps:
+            if abs(onset - f.onset_ts) <= window:
+                nodes.add(node)
+                if len(nodes) >= self.cfg.facility_cap_nodes:
+                    return True
+        return False
 
     def _power_impact(self, slow: Finding, now: float, out: list[Alert],
                       cap: Finding | None = None) -> bool:
@@ -846,6 +878,23 @@ class Correlator:
             return None
         return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
 
+    def _warming(self, slow: Finding, due: float) -> bool:
+        """The slow rank's GPU stood out hot against its node's others on its latest sample
+        (detector.thermal's ``hot_seen``: warming faster, or a hot run short of its verdict):
+        wait for its next sample -- a thermal reason, the ``hot`` verdict, or the GPU back
+        with its node -- before paging a human; never past ``hot_samples`` more samples."""
+        warm = self._device.get(slow.scope.key, {}).get("hot_seen")
+        if warm is None:
+            return False
+        interval = 1.25 * (self._interval.get(slow.scope.node or "", (0.0, 0.0))[0]
+                           or self.cfg.unknown_cadence_s) + 1.0
+        until = warm.ts + interval
+        if due >= until or until > slow.ts + self._explanation_wait(slow) + (
+                self.cfg.hot_samples * interval):
+            return False
+        self._timer(until, "slow", slow.scope.key)
+        return True
+
     def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
         """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated."""
         if p.topic != ISOLATION or scope.level != "gpu":
@@ -873,6 +922,8 @@ class Correlator:
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+            return
+        if self._warming(f, due):
             return
         del self._slow_wait[unit]
         # Group only with the same job's slow ranks (evidence never mixes tenants), and not
@@ -1450,6 +1501,11 @@ class Correlator:
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
                      recovery)
+
+
+# How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a
+# decayed count of cap_samples samples after its onset (~55 s at 5 s, ~140 s at 10 s).
+FACILITY_CAP_MEMORY = 4.0
 
 
 def _baseline(slow: Finding) -> float:

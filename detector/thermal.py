@@ -1,8 +1,10 @@
 """Per-GPU thermal and power throttling from ``telemetry.thermal``.
 
 A throttle reason is evidence, not a verdict.  The baseline is a river
-``EWMean`` of the SM clock while no slowdown reason is set; what a reason
-turns into depends on whether it is ever routine:
+``EWMean`` of the SM clock while no slowdown reason is set and the GPU is not
+idle (0x1: its clock parked, 345 MHz on an H100, which would make any clock
+under load look undropped); what a reason turns into depends on whether it is
+ever routine:
 
 - **never routine** (0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80
   HW power brake): the clock ``hw_clock_drop`` below baseline for
@@ -38,6 +40,11 @@ median: its siblings are warm too) waits one more sample for them -- a rack's no
 over a minute or so, and the first GPU's third sample can be its siblings' first.  A GPU
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
 
+Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
+``hot`` for ``hot_samples`` samples in a row is a recommendation on its own; a GPU standing
+out before that (hot, or half the margin up and warming faster than its node) is ``hot_seen``
+evidence, which holds a slow rank's page for the next sample (:meth:`GpuThermal._check_warm`).
+
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
 is thermal when the GPU is hot and power otherwise.
@@ -53,8 +60,11 @@ from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.decay import DecayingCount
 
+GPU_IDLE = 0x1  # DCGM's "nothing is running": the clock is parked, not held down
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
+NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not known
 PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
+DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or deeper)
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 
 
@@ -151,7 +161,7 @@ class GpuThermal:
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
-                 "_heat")
+                 "_excess", "_warm", "_heat")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -160,6 +170,8 @@ class GpuThermal:
         self._hot = 0
         self._hot_onset = 0.0
         self._hot_active = False
+        self._excess = NO_REFERENCE  # degrees above the node's median on the last sample
+        self._warm = 0  # 1: hot_seen told (standing out hot against its node), 0: not
         self._clock = stats.EWMean(fading_factor=cfg.clock_baseline_fading)
         self._last_ts = float("-inf")
         self._bad = 0
@@ -197,7 +209,8 @@ class GpuThermal:
         The common case of :meth:`update`, which calls it first; the batch path of samples
         (detector.quiet) calls it alone.  It takes a late or duplicate sample (nothing to
         do) and one at the interval told last, with no slowdown reason, nothing raised and
-        no GPU hot against its node: the clock baseline learns, the runs count on.  False leaves
+        the GPU less than half the hot margin over its node's median: the clock baseline
+        learns (unless the GPU idles), the runs count on.  False leaves
         the state for :meth:`update`'s general path, which does the same first: at most the
         node's temperature of this GPU stored and the node's median refreshed (again: the
         same value, a refresh no longer due at this ``ts``).
@@ -210,8 +223,9 @@ class GpuThermal:
         told = self._interval_s
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (_tells_interval's first test)
-        if (s.throttle or 0) & SLOWDOWN_BITS or self._active or self._cap_active \
-                or self._seen or self._minor or self._heat or cfg.throttle_samples <= 0:
+        reasons = s.throttle or 0
+        if reasons & SLOWDOWN_BITS or self._active or self._cap_active or self._seen \
+                or self._minor or self._warm or self._heat or cfg.throttle_samples <= 0:
             return False
         temp_c = s.gpu_temp_c
         if temp_c is not None:
@@ -221,12 +235,14 @@ class GpuThermal:
             node.temps[s.gpu] = temp_c
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
-            if temp_c >= node.median_c + cfg.hot_delta_c:
-                return False
+            excess = temp_c - node.median_c
+            if excess >= 0.5 * cfg.hot_delta_c:
+                return False  # maybe warming faster than its node (_check_warm)
+            self._excess = excess
         self._prev_gap = gap
         self._last_ts = ts
         clock = s.sm_clock_mhz
-        if clock is not None:
+        if clock is not None and not reasons & GPU_IDLE:
             # river's own estimator, without EWMean.update's one-line Python frame around it
             # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
             self._clock._ewmean.update(clock)
@@ -265,13 +281,16 @@ class GpuThermal:
                 node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
+            self._check_warm(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False
         if not bits:
-            if clock is not None and not self._active:
+            if clock is not None and not self._active and not (s.throttle or 0) & GPU_IDLE:
+                # (An idle GPU's parked clock is no baseline: five idle minutes at 345 MHz made
+                # 1530 MHz under thermal slowdown no drop at all -- blind2 F4b.)
                 self._clock.update(clock)
             bad = False
         elif bits & ~SW_POWER_CAP:
@@ -286,8 +305,10 @@ class GpuThermal:
             self._power_cap(s, heavy, bits, drop, base, cfg, out)
         else:  # (_power_cap's common case, inline: this runs for every sample)
             self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
-        seen = (drop >= cfg.hw_clock_drop if bits & ~SW_POWER_CAP else
+        seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
+        # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
+        # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
         gpu = self.scope.gpu
         node = self._node
         if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
@@ -324,15 +345,19 @@ class GpuThermal:
                 0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
-        if (bits if seen else 0) != self._seen:
+        told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
+                else bits) if seen else 0
+        if told != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
             # only as far as the clock loss does: see the correlator).  Told again when the
             # reasons change while seen: a routine SW cap (0x4) turning into thermal slowdown
             # (0x60) is a different explanation, and the correlator decides on the latest
             # (blind2 F4: a GPU capped on one sample, 84 C and 0x60 on the next, its slow
-            # rank escalated 'unknown' against the stale 0x4).
-            self._seen = bits if seen else 0
+            # rank escalated 'unknown' against the stale 0x4).  And when a SW cap deepens
+            # past cap_clock_drop: many nodes' caps deepening at once is facility power
+            # management (the correlator's _facility_cap), told even on GPUs capped routinely.
+            self._seen = told
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal",
@@ -525,3 +550,41 @@ class GpuThermal:
             self._hot_active = False
             out.append(Finding(s.ts, s.ts, "hot", "slow_node", "thermal", self.scope, False, True,
                                0.0, {}, None, s.tenant, s.cluster))
+
+    def _check_warm(self, s: ThermalSample, temp_c: float, cfg: Thresholds,
+                    out: list[Finding]) -> None:
+        """Evidence that a GPU stands out hot against its node (``hot_seen``): a reason for a
+        slow rank's page to wait for the GPU's next sample, never a cause by itself.
+
+        Temperature lags power.  When a job starts, a node's GPUs heat together for a minute
+        or two, and one with a failing thermal interface first shows as *warming faster*:
+        half the ``hot_delta_c`` margin over the node's median and a quarter of it more than
+        on its last sample; then hot.  At DCGM's 30 s one sample is a long time, and
+        ``hot_samples`` of them longer still, so a GPU standing out so (warming, or in a hot
+        run that has not reached its verdict yet) holds its slow rank's escalation until
+        the next sample says what it is: a thermal reason or the ``hot`` verdict (a cause),
+        or the GPU back with its node (a human's).  Never more than that: one sample cannot
+        tell a cooling fault from the node's own load step, because the node's median holds
+        its other GPUs' samples of the *previous* poll until theirs of this one arrive, and
+        the first GPUs sampled after a load step stand out by the whole node's rise (blind2
+        superpod s02: 53 C against a stale 39 C, twice in a row during a job's warm-up, on a
+        GPU slow for another reason).  The comparison stays with the node's own GPUs (the
+        same inlet air): a rack's inlet gradient moves a node's GPUs together.
+        """
+        excess = temp_c - self._node.median_c
+        prev, self._excess = self._excess, excess
+        half = 0.5 * cfg.hot_delta_c
+        standing = not self._hot_active and (
+            excess >= cfg.hot_delta_c
+            or (excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half))
+        if not (standing or self._warm):
+            return
+        # Told again on every sample it stands out on: each is a reason to wait one more.
+        self._warm = int(standing)
+        out.append(Finding(
+            s.ts, s.ts, "hot_seen", "slow_node", "thermal", self.scope, standing, False,
+            0.3 if standing else 0.0,
+            {"gpu_temp_c": temp_c, "node_median_c": self._node.median_c,
+             "above_median_c": round(excess, 1), "rise_over_median_c": round(excess - prev, 1)
+             if prev > NO_REFERENCE else None} if standing else {},
+            None, s.tenant, s.cluster))
