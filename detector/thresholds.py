@@ -60,6 +60,14 @@ class Thresholds:
     nvlink_half_life_s: float = 60.0
     pcie_replays: float = 100.0
     pcie_half_life_s: float = 60.0
+    # ... or a replay *rate* held for minutes (a link trained down: replays on every sample
+    # while busy, 10-60/min): DCGM's PCIe health watch flags > 8 replays/min
+    # (DCGM_LIMIT_MAX_PCIREPLAY_RATE).  Raised when the rate estimated from a count decaying
+    # over pcie_rate_half_life_s passes it (~58 replays lately), with replays on
+    # >= pcie_rate_samples samples (decayed alike: a lone burst is the rule above's).
+    pcie_rate_per_min: float = 8.0
+    pcie_rate_half_life_s: float = 300.0
+    pcie_rate_samples: float = 6.0
     hw_quiet_s: float = 60.0            # a rate signal clears after this long without errors
 
     # Thermal and power throttling.

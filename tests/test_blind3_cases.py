@@ -95,12 +95,10 @@ def test_rack_cooling_is_one_thermal_alert_per_node(tmp_path):
     assert stray == [], "no per-GPU isolations beside the node's"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B4: a PCIe-downtrained GPU (replays climbing, its rank "
-    "late to every collective) is never reported",
-)
 def test_pcie_downtrained_gpu_is_reported(tmp_path):
+    # (Was a strict xfail: "B4: a PCIe-downtrained GPU (replays climbing, its rank late to
+    # every collective) is never reported".)  ~38 replays/min on every sample while busy:
+    # DCGM's PCIe rate limit (8/min) held for minutes, gpu_health.GpuHealth._pcie_rate.
     alerts, labels = run("pcie-downtrained-gpu", tmp_path)
     res = sc.score(labels, alerts)
     assert res.faults[0][1] is not None, "an alert on the GPU (or its node) while it runs a job"
