@@ -114,6 +114,7 @@ class Correlator:
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
+        self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
 
@@ -172,6 +173,12 @@ class Correlator:
                 self._resolve_due(key, due, out)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
+        if f.signal == "sampling" and f.kind == "network":  # how often a NIC port is sampled
+            interval = float(f.evidence.get("sample_interval_s", 0.0))
+            if f.scope.node is not None and 0.0 < interval < PAUSE_S:
+                # (a shared part's window waits for it: _may_be_failing; bounded there)
+                self._nic_interval[f.scope.node] = (interval, f.ts)
+            return
         if f.signal == "sampling":  # how often a GPU's thermal telemetry comes
             interval = float(f.evidence.get("sample_interval_s", 0.0))
             if f.scope.node is not None and interval < PAUSE_S:
@@ -278,13 +285,15 @@ class Correlator:
                 del self._units_of_node[node]
         idle = now - cfg.unit_idle_s
         seen = self.seen
-        for node in [n for n, (_, ts) in self._interval.items()
-                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
-            # Told once per GPU, so its age says nothing of the node: gone once its thermal
-            # monitors are (the source forgets them after unit_idle_s of silence; review
-            # round 10: a 10 s node's cadence dropped an hour into a job, its slow ranks then
-            # escalated as on a 30 s one).  Without that view, after unit_idle_s.
-            del self._interval[node]
+        for cadence, source in ((self._interval, "thermal"), (self._nic_interval, "nic")):
+            for node in [n for n, (_, ts) in cadence.items()
+                         if ts < idle and (seen is None or not seen(n, source))]:
+                # Told once per GPU (NIC port), so its age says nothing of the node: gone once
+                # its monitors are (the source forgets them after unit_idle_s of silence;
+                # review round 10: a 10 s node's cadence dropped an hour into a job, its slow
+                # ranks then escalated as on a 30 s one).  Without that view, after
+                # unit_idle_s.
+                del cadence[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         recent = now - cfg.benign_grace_s
@@ -998,8 +1007,9 @@ class Correlator:
             return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
-    def _fabric_members(self, cluster: str) -> tuple[set[str], set[str]]:
-        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs), no topology.
+    def _fabric_members(self, cluster: str, recent: float) -> tuple[set[str], set[str]]:
+        """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs begun since
+        ``recent``), no topology.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
@@ -1008,7 +1018,7 @@ class Correlator:
         for node, units in self._units_of_node.items():
             nics = {_nic_of(u) for u in units if u.startswith("nic:") and any(
                 g.verdict and g.kind == "network" and (g.cluster or "") == cluster
-                for g in self._device.get(u, {}).values())}
+                and g.onset_ts >= recent for g in self._device.get(u, {}).values())}
             if len(nics) >= 2:
                 # A shared part takes a node's NICs with it; one port in trouble on each of a
                 # few nodes is as many independent NIC faults.
@@ -1017,8 +1027,9 @@ class Correlator:
         heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
         return heard | troubled, troubled
 
-    def _members(self, what: str, name: str) -> tuple[set[str], set[str]]:
-        """(nodes behind the shared part that we hear from, those of them in trouble)."""
+    def _members(self, what: str, name: str, recent: float) -> tuple[set[str], set[str]]:
+        """(nodes behind the shared part that we hear from, those of them in trouble begun
+        since ``recent``)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1035,7 +1046,7 @@ class Correlator:
                 heard.add(node)
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
-                if not signals:
+                if not signals or all(g.onset_ts < recent for g in signals.values()):
                     continue
                 if what == "switch":
                     if nic is None:
@@ -1045,16 +1056,27 @@ class Correlator:
                     elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
                         troubled.add(node)
                 elif unit.startswith("gpu:") and any(
-                        g.cause == "nvlink" and g.kind == "hardware" for g in signals.values()):
+                        g.cause == "nvlink" and g.kind == "hardware" and g.onset_ts >= recent
+                        for g in signals.values()):
                     troubled.add(node)
         return heard | troubled, troubled
 
     def _count(self, what: str, name: str, waiting: list[Finding]
                ) -> tuple[set[str], set[str], int]:
         """(nodes behind the part heard from, those in trouble, how many make it failing),
-        counting the ``waiting`` findings' nodes."""
+        counting the ``waiting`` findings' nodes.
+
+        Trouble counts when it began since the part may have failed: at most one sampling
+        interval (of the slowest collector waited for, _GROUP_INTERVAL_CAP_S) before the
+        first onset waiting here.  A lasting verdict -- a port trained at half rate, or low
+        against its siblings, for minutes -- is its own unit's, not the part's: counted, it
+        made an unrelated NIC fault on a 4-node leaf a switch alert, and held a node alert 31 s
+        in blind2 (room rate, round 10).
+        """
+        recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
+            1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
         if what == "fabric":
-            heard, troubled = self._fabric_members(name)
+            heard, troubled = self._fabric_members(name, recent)
             # The same for trouble that cleared inside the window (below): a node whose NICs
             # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
             # on half the nodes was one isolation per NIC, where 30 s of it was one page).
@@ -1064,7 +1086,7 @@ class Correlator:
                     waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
-            heard, troubled = self._members(what, name)
+            heard, troubled = self._members(what, name, recent)
             # Trouble that cleared inside the window still happened: a leaf down for less
             # than a sample interval is seen by each node on one sample at its own phase, and
             # is over on every node before the window closes (it was 12-16 NIC isolations,
@@ -1083,13 +1105,15 @@ class Correlator:
         A node not sampled since the fault could show cannot say it is fine yet: counted
         over every node heard from, a leaf down looked healthy to a 5 s collector's port at
         7.5 s, its 30 s nodes not yet sampled (review round 9, R6: node-007 paged alone beside
-        switch:leaf0).  A node's cadence is its GPUs' (the "sampling" finding: DCGM's, which
-        also samples ECC/NVLink; dcgm-exporter's default while not yet told), else the one
-        most of the part's troubled nodes report at
-        (the lower median of their intervals: with one slow and one fast node in trouble, the
-        fast one's, so a fast port's own fault behind one slow port's is still decided at its
-        own window -- harden's case).  Bounded: the answer is due at most 1.25 x
-        _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
+        switch:leaf0).  A node's cadence behind a switch is its NIC ports' (the network
+        "sampling" finding, detector.network), else -- and in an NVLink domain -- its GPUs'
+        (the thermal one: DCGM's, which also samples ECC/NVLink; dcgm-exporter's default while
+        not yet told), else the one most of the part's troubled nodes report at (the lower
+        median of their intervals).  Its own NIC cadence first: a leaf failing just after
+        its 30 s nodes sampled, seen first by a 5 s collector, had one slow and one fast node
+        in trouble when the fast one's window closed, read as the fast cadence -- 2 node
+        alerts and a late switch:leaf0 (room fabric, round 11).  Bounded: the answer is due
+        at most 1.25 x _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
         """
         heard, troubled, need = self._count(what, name, waiting)
         if len(troubled) >= need:
@@ -1101,8 +1125,10 @@ class Correlator:
         usual = sorted(cadence.values())[(len(cadence) - 1) // 2] if cadence else 0.0
         since = min(g.onset_ts for g in waiting)
         sampled, slowest = len(troubled), 0.0
+        # (A switch's trouble shows on its nodes' NIC samples, an NVLink domain's on DCGM's.)
+        nics = self._nic_interval if what != "domain" else {}
         for node in heard - troubled:
-            told = self._interval.get(node)
+            told = nics.get(node) or self._interval.get(node)
             if told is not None:
                 c = told[0]
             elif self.seen is not None and self.seen(node, "thermal"):

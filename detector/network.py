@@ -49,7 +49,8 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import NIC_COUNTERS, NicSample
 from detector.findings import Finding
-from detector.port_names import PortName, PortNames, standing
+from detector.port_names import MIXED, PortName, PortNames, standing
+from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, _tells_interval
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
@@ -75,7 +76,7 @@ class _Port:
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
-                 "rate_ts")
+                 "rate_ts", "told_s", "told_lo", "told_hi")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -112,6 +113,9 @@ class _Port:
         self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
         self.rate_low = 0     # samples in a row up at a rate below its peers' (_rate)
         self.rate_ts = 0.0    # the first of them
+        # Its sampling interval last told (NodeNics._tell_interval), and the gaps that are
+        # that interval (SAME_INTERVAL_LO/HI times it: NodeNics.quiet's test, multiplied once).
+        self.told_s = self.told_lo = self.told_hi = 0.0
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -148,7 +152,8 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
-    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top")
+    __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
+                 "_told_s")
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
@@ -164,6 +169,7 @@ class NodeNics:
         # The highest negotiated rate of the node's ports: a port below it is looked at on
         # every sample (_rate), one at it (every port of a uniform node) costs a comparison.
         self._top = 0.0
+        self._told_s = 0.0  # the NIC sampling interval told last for the node (_tell_interval)
 
     @property
     def last_ts(self) -> float:
@@ -198,6 +204,11 @@ class NodeNics:
         if (p.active or p.down or p.low or p.held_ts or prev_ts == _NEVER
                 or s.link_state == "down" or p.rate < self._top):
             return False
+        dt = ts - prev_ts
+        if not (p.told_lo <= dt <= p.told_hi) and p.interval_s:
+            # Maybe an interval to tell (_tells_interval's first test; never on a port's
+            # second sample, one gap: no rate yet).
+            return False
         # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
         b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10 = counters._last
         r: Any = s  # (a counter may be None: the comparisons' TypeError tells)
@@ -214,7 +225,6 @@ class NodeNics:
                 return False  # a reset, an error, a flap
         except TypeError:
             return False  # a counter missing, now or before
-        dt = ts - prev_ts
         if dt > 0:
             p.gbps = gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
             if (gbps >= cfg.nic_busy_gbps) != p.busy:
@@ -271,6 +281,8 @@ class NodeNics:
             # three of its sampling intervals.  (Not a counter reset alone: operators clear IB
             # counters on a live port, perfquery -x, and a port may go down right then.)
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
+            if _tells_interval(dt, p.told_s, p.interval_s):
+                self._tell_interval(p, s, dt, out)
             p.interval_s = dt
         p.last_ts = ts
         rate = s.rate_gbps or 0.0
@@ -307,6 +319,21 @@ class NodeNics:
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
             if busy and p.vote != (-1 if slow else 1):
                 self._vote(p, -1 if slow else 1, cfg)
+
+    def _tell_interval(self, p: _Port, s: NicSample, gap: float, out: list[Finding]) -> None:
+        """How often the node's NIC ports are sampled, told to the correlator once (and again
+        if it changes a lot), as detector.thermal tells a GPU's: a shared part's window waits
+        for its healthy nodes' own NIC cadence (Correlator._may_be_failing) -- a 30 s node is
+        not sampled 7 s after a leaf failed, however fast the collector that saw it first
+        (room fabric, round 11).  Once per node, not per port (its ports share a collector):
+        a port's own new interval is told when it is not the node's told last."""
+        p.told_s, p.told_lo, p.told_hi = gap, SAME_INTERVAL_LO * gap, SAME_INTERVAL_HI * gap
+        told = self._told_s
+        if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
+            self._told_s = gap
+            out.append(Finding(s.ts, s.ts, "sampling", "network", "unknown",
+                               Scope.of_node(self.node), True, False, 0.0,
+                               {"sample_interval_s": round(gap, 2)}, None, s.tenant, s.cluster))
 
     def _forget_silent(self, now: float, cfg: Thresholds) -> None:
         """Before a new port is added: forget this node's ports silent for ``unit_idle_s``
@@ -382,8 +409,13 @@ class NodeNics:
                     lo += n
             lo -= 1  # (its own)
         if hi + lo:
+            # A degraded link is its name's exception: at most one in MIXED of the other nodes
+            # reporting the name at its rate or below.  More of them is a node model -- an A100
+            # node's 25G frontend mlx5_4 beside H100 nodes whose mlx5_4 is a 400G rail (room
+            # blind3, B1: every A100's frontend isolated as a degraded link, "at a higher rate
+            # on 8 of the 15 other nodes").
             why = (f"its name is at a higher rate on {hi} of the {hi + lo} other nodes "
-                   "reporting it") if hi > lo else None
+                   "reporting it") if hi and lo * MIXED <= hi else None
         elif p.role > 0:
             why = "the topology lists it as a fabric port"
         elif p.peer >= cfg.nic_peer_share:

@@ -154,7 +154,7 @@ def standing(p: _Port) -> int:
     1 yes, -1 no, 0 nothing known.  A port the topology places after its node's GPU NICs
     (storage, management) never does.  Else its name on the worker's other nodes (its own
     vote taken off) decides when any of them reports it: yes only when they run at their
-    node's pace with at most one in ``_MIXED`` below it.  A name quiet on several nodes is
+    node's pace with at most one in ``MIXED`` below it.  A name quiet on several nodes is
     a placement, not a fault: a 4-GPU multi-node job leaves its nodes' other GPU NICs idle
     (NCCL drives the NICs nearest its GPUs), on every node of it or on those beside 8-GPU
     jobs (room review, round 10: 8 switch isolations for idle rails).  With no other node
@@ -168,10 +168,10 @@ def standing(p: _Port) -> int:
         pace = e.pace - (v > 0)
         low = e.low - (v < 0)
         if pace or low:
-            return 1 if pace and low * _MIXED <= pace else -1
+            return 1 if pace and low * MIXED <= pace else -1
     return role
 
 
 # A name's other nodes say "carries the job's traffic" only when no more than one in this
 # many of them report it below their node's pace.
-_MIXED = 4
+MIXED = 4  # (detector.network too: a rate its name has on more nodes is no degraded link)

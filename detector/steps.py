@@ -1297,11 +1297,11 @@ class JobMonitor:
         clear-outlier steps (z at the clip and ``slow_recur_min`` slower than its peers
         over its learned bias ``g``; the first of a run of them only, and none while the
         CUSUM has it slow: a sustained slowdown is the CUSUM's, and is one) decaying with a
-        half-life of ``slow_recur_half_life_steps``; at ``slow_recur_count`` -- and ``slow_recur_ratio``
-        times the other ranks' mean count, so a workload that makes any rank the outlier
-        now and then (sequence-length imbalance) raises no one -- the rank is reported as
-        the gradient detector reports repeated spikes.  It clears when its count decays
-        under ``slow_recur_clear``.
+        half-life of ``slow_recur_half_life_steps``; at ``slow_recur_count`` -- and
+        ``slow_recur_ratio`` times the other ranks' mean count, so a workload that makes any
+        rank the outlier now and then (sequence-length imbalance) raises no one -- the rank
+        is reported as the gradient detector reports repeated spikes.  It clears when its
+        count decays under ``slow_recur_clear``.
         """
         cfg = self.cfg
         recur = self._recur

@@ -46,15 +46,13 @@ def test_every_case_replays(tmp_path):
     assert len(labels) == want["pcie-downtrained-gpu"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B1: a frontend port sharing a compute port's name on "
-    "other node models is isolated as a degraded link",
-)
 @pytest.mark.parametrize(
     "case", ["frontend-port-name-shared-no-topology", "frontend-port-name-shared-topology"]
 )
 def test_port_name_shared_across_node_models_is_no_degraded_link(case, tmp_path):
+    # (Was a strict xfail: "B1: a frontend port sharing a compute port's name on other node
+    # models is isolated as a degraded link" -- a name's rate on other nodes says "degraded"
+    # only when at most one in four of them report it at its rate or below; the lead.)
     # A100 nodes: mlx5_0..3 HDR 200 + mlx5_4 a 25 GbE frontend, from the first sample; H100
     # nodes: mlx5_0..7 NDR 400.  Nothing changes in 150 s: nothing is wrong.
     alerts, _labels = run(case, tmp_path)

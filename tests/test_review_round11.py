@@ -1,0 +1,235 @@
+"""Room review, round 11: cases the round's changes get wrong (issues 10 and 14).
+
+Each finding is a strict xfail: it states what an operator needs, fails on main today, and
+turns into an unexpected pass (a failure) the moment the detector is fixed -- then drop the
+mark and keep the reason as a comment "(Was a strict xfail: ...)".  Each was checked to pass
+on a base before the commit it names (``git archive`` of that commit's parent), and beside
+each, where one exists, a plain test of the neighbouring case that passes (the control).
+Nothing here was tuned on the blind or simulated corpora; findings:
+/work/helpers/review11-findings.md.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from detector.alerts import ISOLATION
+from detector.engine import Engine
+from detector.events import ECC, STEP, THERMAL, NicSample
+from detector.pipeline.worker import PipelineWorker
+from detector.testing import T0, ecc, feed, healthy_job, step, thermal
+from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
+from tests.test_review_round9 import RAIL, SLURM, fleet
+
+
+def firing(alerts: list) -> dict[str, float]:
+    """Each isolation's unit -> when it was first paged (event time)."""
+    first: dict[str, float] = {}
+    for a in alerts:
+        if a.status == "firing" and a.topic == ISOLATION:
+            first.setdefault(a.scope.key, a.detected_ts)
+    return first
+
+
+# -- fabric (79ece3b): trouble counted for a shared part only when begun in its window -------
+
+
+def spreading_errors(t: float, spread_s: float, nodes: int = 8) -> list:
+    """SLURM's 16 nodes x 2 NICs every 10 s (leaf0: node-000..007); from ``t + spread_s x n``
+    both ports of leaf0's node n count 20 more symbol and receive errors a sample, on and on
+    (a leaf's ASIC or its optics degrading: the errors reach one node after another over
+    minutes, and none of them stops)."""
+    start = {f"node-{n:03d}": t + spread_s * n for n in range(nodes)}
+
+    def errors(node: str, name: str, i: int) -> int:
+        ts = T0 + 0.7 * int(node[-3:]) + 10.0 * i
+        return 20 if node in start and ts >= start[node] else 0
+
+    return fleet(16, 2, t + spread_s * nodes + 100.0, period=lambda n: 10.0,
+                 first=lambda n: T0 + 0.7 * n, down=lambda *a: False, errors=errors)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "79ece3b (room fabric): Correlator._count counts a node behind a switch only with trouble "
+    "whose onset is at most 76 s before the window's first onset -- also an error run still "
+    "counting on every sample, not only a lasting link_rate / nic_throughput verdict: a leaf "
+    "whose errors reach its 8 nodes 40 s apart is 16 NIC isolations and never switch:leaf0 "
+    "(c339944: switch:leaf0 once 4 of 8 were erring)"))
+def test_a_leaf_whose_errors_spread_over_minutes_is_named_once_half_its_nodes_err() -> None:
+    first = firing(feed(Engine(topology=SLURM), spreading_errors(T0 + 600.0, 40.0)))
+    assert "switch:leaf0" in first
+    # (named once half of leaf0 is erring: node-003's errors begin at +120 s, seen by +135 s)
+    assert first["switch:leaf0"] - (T0 + 600.0) <= 120.0 + 2.1 + 10.0 + 13.5 + 0.1
+
+
+def test_a_leaf_whose_errors_reach_its_nodes_within_one_window_is_the_switch() -> None:
+    # The control: the same errors reaching the 8 nodes 1 s apart -- one switch alert.
+    first = firing(feed(Engine(topology=SLURM), spreading_errors(T0 + 600.0, 1.0)))
+    assert sorted(first) == ["switch:leaf0"]
+
+
+
+def test_a_cable_flapping_for_minutes_does_not_make_a_new_nic_fault_a_switch() -> None:
+    # The other side, which fabric's change fixed and a fix of the above must keep: on a
+    # 4-node leaf node-001's mlx5_1 flaps (down one sample in three) for ten minutes -- its
+    # own cable, its own alert -- then node-002's mlx5_0 goes down: two NIC alerts, not
+    # switch:leaf0 (c339944: switch:leaf0).  Old trouble still active may support a part's
+    # count, not make it: here only one node's trouble is new.
+    def down(node: str, name: str, ts: float) -> bool:
+        if (node, name) == ("node-001", "mlx5_1") and ts >= T_OLD:
+            return int((ts - T0) // 10) % 3 == 0
+        return (node, name) == ("node-002", "mlx5_0") and ts >= T_NEW
+
+    first = firing(feed(Engine(topology=LEAF4), small_leaves(T_NEW + 200.0, down=down)))
+    assert sorted(first) == ["nic:node-001/mlx5_1:1", "nic:node-002/mlx5_0:1"]
+
+# -- the lead (5c13a53): a name's lower rate on > 1 in 4 of its other nodes is no degraded link
+
+
+def rates(nodes: int, low: set[str], *, low_nic: str = "mlx5_3", t_end: float = T0 + 400.0,
+          from_s: float = 0.0) -> list:
+    """``nodes`` nodes x 8 NICs (mlx5_0..7) every 10 s, each port busy at 20 Gb/s and
+    negotiated at 400 Gb/s -- but ``low_nic`` on the ``low`` nodes at 200 Gb/s from ``from_s``
+    on (trained at half width: a rail leaf's bad firmware or a batch of bad cables; retrained
+    there after a flap -- its link_downed counts one -- when ``from_s`` > 0)."""
+    out = []
+    for n in range(nodes):
+        node = f"node-{n:03d}"
+        for k in range(8):
+            name, tx, ts = f"mlx5_{k}", 0, T0 + 0.7 * n
+            while ts < t_end:
+                dropped = name == low_nic and node in low and ts >= T0 + from_s
+                tx += int(10.0 * 2.5e9)
+                out.append(NicSample(ts + 0.01 * k, node, name, 1, "up",
+                                     200.0 if dropped else 400.0, tx, tx, 0,
+                                     int(dropped and from_s > 0), 0, 0, 0, 0, 0, 0, 0))
+                ts += 10.0
+    return sorted(out, key=lambda e: e.ts)
+
+
+LOW5 = {f"node-{n:03d}" for n in range(5)}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "5c13a53 (the lead, blind3 B1): NodeNics._rate takes a name's lower rate on more than one "
+    "in MIXED (4) of its other nodes for a node model, and then ignores the topology's word "
+    "(p.role > 0 is only read when no other node reports the name): mlx5_3 trained at 200 on "
+    "5 of rail3-leaf0's 8 nodes, every other port of all 16 nodes at 400, is paged nowhere "
+    "(c339944: switch:rail3-leaf0)"))
+def test_a_rail_port_trained_at_half_rate_on_five_nodes_is_paged() -> None:
+    first = firing(feed(Engine(topology=RAIL), rates(16, LOW5)))
+    assert first, "mlx5_3 at 200 beside seven 400G rails on five nodes: nothing paged"
+    assert set(first) <= {"switch:rail3-leaf0"} | {f"nic:{n}/mlx5_3:1" for n in LOW5}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "5c13a53 (the lead, blind3 B1): three of a worker's eight nodes whose mlx5_3 ran at 400 for "
+    "five minutes and then retrained at 200 (a flap each) are 'a share, not an exception' -- "
+    "no link_rate (c339944: 3 NIC isolations).  No node model changes its NIC mid-job: the "
+    "share rule's case (tests/test_lead_round11.py, a name at 200 on 3 of 9 from the start) "
+    "is a placement, this is three links degraded"))
+def test_three_links_of_one_name_retrained_at_half_rate_mid_job_are_paged() -> None:
+    low = {"node-001", "node-004", "node-006"}
+    first = firing(feed(Engine(), rates(8, low, t_end=T0 + 900.0, from_s=300.0)))
+    assert sorted(first) == [f"nic:{n}/mlx5_3:1" for n in sorted(low)]
+
+
+def test_one_degraded_link_among_eight_like_nodes_is_paged() -> None:
+    # The control: one node of eight (the exception the lead's rule keeps).
+    first = firing(feed(Engine(), rates(8, {"node-004"})))
+    assert sorted(first) == ["nic:node-004/mlx5_3:1"]
+
+
+
+
+# -- the service's correlator clock: one node's clock ahead (pre-existing; latency's area) ----
+
+
+def throttled_slow_rank() -> list:
+    """One node's 8 ranks, a step a second; rank 3 computes 1.3x slower from step 60 because
+    its GPU throttles (0x40 HW thermal, 88 C, 1500 MHz), which DCGM shows on its next 10 s
+    sample (+67 s): the slow rank's explanation wait is for that sample."""
+    steps = list(healthy_job(ranks=8, steps=120, step_s=1.0, slow={3: 1.3}, slow_from=60))
+    temps, t = [], T0 + 7.0
+    while t < T0 + 120.0:
+        for g in range(8):
+            hot = g == 3 and t >= T0 + 60.0
+            temps.append(thermal(t + 0.01 * g, "node-000", g, temp_c=88.0 if hot else 65.0,
+                                 clock_mhz=1500.0 if hot else 1980.0,
+                                 throttle=0x40 if hot else 0))
+        t += 10.0
+    return sorted(steps + temps, key=lambda e: e.ts)
+
+
+def service_alerts(ahead_s: float = 0.0, thermal_late_s: float = 0.05, busy: bool = False
+                   ) -> list[tuple[str, str, str]]:
+    """The same records through the service's pipeline (one worker: telemetry.step:0,
+    telemetry.thermal:0, telemetry.ecc:0 and the findings partition), fetched every 0.1 s as
+    they reach Kafka (a record's Kafka timestamp is when it arrives: its event time, a
+    thermal sample's ``thermal_late_s`` later) -- beside node-fast, a healthy GPU whose ECC
+    sample comes every second with its node's clock ``ahead_s`` ahead (NTP broken; DESIGN
+    accepts up to 300 s).  ``busy``: another job's 8 ranks step every 0.4 s on the same step
+    partition, so it is never quiet (a step partition of a real cluster carries many jobs)."""
+    tps = [(STEP, 0), (THERMAL, 0), (ECC, 0)]
+    w = PipelineWorker(telemetry_topics={t: t for t, _ in tps}, findings_topic="findings",
+                       findings_partitions=1, expected_sources=[f"{t}:0" for t, _ in tps],
+                       local_findings=True)
+    w.sources = {tp: w.new_partition(tp, T0) for tp in tps}  # type: ignore[misc]
+    w.correlators = {("findings", 0): w.new_partition(("findings", 0), T0)}  # type: ignore[misc]
+    arrivals = [(r.ts + (thermal_late_s if type(r).__name__ == "ThermalSample" else 0.0),
+                 (THERMAL if type(r).__name__ == "ThermalSample" else STEP, 0),
+                 msgspec.json.encode(r)) for r in throttled_slow_rank()]
+    arrivals += [(T0 + k, (ECC, 0), msgspec.json.encode(ecc(T0 + k + ahead_s, "node-fast", 0)))
+                 for k in range(120)]
+    if busy:
+        arrivals += [(T0 + 0.05 * k, (STEP, 0), msgspec.json.encode(step(
+            T0 + 0.05 * k, k % 8, k // 8, job="job-2", node=f"node-b{k % 8}")))
+            for k in range(2400)]
+    arrivals.sort(key=lambda a: a[0])
+    offsets = dict.fromkeys(tps, 0)
+    found: list[tuple[str, str, str]] = []
+    i, now = 0, T0
+    while now < T0 + 125.0:
+        now += 0.1
+        batch: dict[tuple[str, int], list] = {}
+        while i < len(arrivals) and arrivals[i][0] <= now:
+            arrived, tp, value = arrivals[i]
+            batch.setdefault(tp, []).append((offsets[tp], b"k", value, int(arrived * 1000)))
+            offsets[tp] += 1
+            i += 1
+        for out in (w.process(batch, now, lambda tp, off: True, arrivals_per_s=1000.0),
+                    w.heartbeat(now, lambda tp, off: True), w.release_all(now)):
+            found += [(a.topic, a.cause, a.scope.key) for a, _ in out.alerts
+                      if a.status == "firing"]
+    return found
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "pre-existing (c339944 too; CorrelatorPartition.clock): when every live source is idle "
+    "(quiet for hold_back_s, as low-rate partitions are most of the time) the correlator's "
+    "clock is the highest watermark -- one node whose clock is 10 s ahead takes it 10 s past "
+    "the other sources, and a slow rank is escalated 'unknown' before the throttle sample "
+    "that explains it arrives (thermal 20 s later); room latency's reported_clock "
+    "(dcac9e8, not on main yet) does the same for sources fetched to their end"))
+def test_a_node_whose_clock_is_ahead_does_not_cut_another_node_s_explanation_wait() -> None:
+    assert service_alerts(ahead_s=10.0) == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "pre-existing (c339944 too; CorrelatorPartition.clock, SourcePartition.is_idle): a source "
+    "quiet for hold_back_s (0.25 s) holds nobody, so a 10 s DCGM partition never holds the "
+    "clock for its next sample; the slow rank's explanation wait ends ~1 s after that sample's "
+    "event time, and a thermal sample delivered 2 s late -- DESIGN: messages may arrive out of "
+    "event-time order by up to 5 s and that may not raise or hide an alert; a collector "
+    "flushing every few seconds (Telegraf's flush_interval) does -- comes after a "
+    "slow_node/unknown escalation (thermal 20 s later)"))
+def test_a_throttle_sample_delivered_two_seconds_late_still_explains_the_slow_rank() -> None:
+    found = service_alerts(thermal_late_s=2.0, busy=True)
+    assert found == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_with_every_clock_right_the_service_names_the_throttle(busy: bool) -> None:
+    # The control: the same records, node-fast's clock right, thermal 50 ms after its time.
+    assert service_alerts(busy=busy) == [(ISOLATION, "thermal", "gpu:node-000/3")]
