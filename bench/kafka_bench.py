@@ -524,6 +524,14 @@ class FeedShape(NamedTuple):
     fresh: bool = False
     stats: bool = True
     queue_max: int = 2_000_000
+    warm: bool = True
+
+    # ``warm``: the run's topics (and its alert topics) were written to before the worker
+    # starts, as a collector's and a worker's have been for days; the worker starts at
+    # their end (auto_offset_reset "latest").  Into brand-new partitions the feed's
+    # produce() -> delivery in its first half second was 454-497 ms p50 against 37-69
+    # into the same topics fed once before (the feed alone, bench/feed_cold.py; BENCHMARKS.md
+    # "latency, round 11"): the broker's first appends to a partition, not the worker's.
 
     def label(self) -> str:
         base = FEED_SHAPES.get(self.name.split(":")[0])
@@ -533,7 +541,7 @@ class FeedShape(NamedTuple):
                 + ("own process" if self.process else "in the bench's process")
                 + (", a producer a run" if self.fresh else ", one producer")
                 + ("" if self.stats else ", no statistics")
-                + f", queue {self.queue_max:,}")
+                + f", queue {self.queue_max:,}" + ("" if self.warm else ", fresh topics"))
 
 
 FEED_SHAPES = {
@@ -543,7 +551,7 @@ FEED_SHAPES = {
     # round 8's bench feed: a new producer for each run in the bench's process, beside
     # its sampler, 5 ms linger, no compression
     "bench": FeedShape("bench", linger_ms=5.0, compression="none", process=False,
-                       fresh=True, queue_max=100_000),
+                       fresh=True, queue_max=100_000, warm=False),
 }
 
 
@@ -573,6 +581,8 @@ class FeedProcess:
     def __init__(self, feeds: dict[str, list[Msg]]) -> None:
         import multiprocessing
 
+        if feeds and "warm" not in feeds:  # what a warm shape writes first (FeedShape.warm)
+            feeds = {**feeds, "warm": next(iter(feeds.values()))[:WARM_RECORDS]}
         ctx = multiprocessing.get_context("fork")
         self._conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_feed_main, args=(child, feeds), name="bench-feed",
@@ -675,6 +685,24 @@ def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
                        "new_producer": new})
         except Exception as e:  # noqa: BLE001 - handed to the bench, which raises it
             conn.send(RuntimeError(f"feed process: {e!r}"))
+
+
+# Records of the log written into a run's telemetry topics before its worker starts when
+# its feed shape is ``warm`` (FeedShape): every partition the feed writes gets some.
+WARM_RECORDS = 32_000
+WARM_HEADER = "faultline-bench-warm"  # on the messages that warm an alert topic: not alerts
+
+
+def warm_alert_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """One message with WARM_HEADER into each partition of ``topics`` (alert topics: the
+    reader passes them over), so the worker's first alert is not a partition's first
+    append."""
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for t in topics:
+        for k in range(partitions):
+            p.produce(t, b"{}", b"warm", k, headers=[(WARM_HEADER, b"1")])
+    if p.flush(60):
+        raise RuntimeError("could not warm the alert topics")
 
 
 def repeat_log(msgs: list[Msg], times: int, gap_s: float = 1.0) -> list[Msg]:

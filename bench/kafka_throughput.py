@@ -56,6 +56,7 @@ from kafka_bench import (  # noqa: E402
     FEED_SHAPES,
     ROOT,
     STAGES_HEADER,
+    WARM_HEADER,
     BoxSampler,
     Broker,
     FeedProcess,
@@ -78,6 +79,7 @@ from kafka_bench import (  # noqa: E402
     rss_kib,
     sched_s,
     wait_for,
+    warm_alert_topics,
     worker_env,
 )
 
@@ -346,16 +348,22 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
     # The alert topics stamp a message when the broker appends it (LogAppendTime), not
     # when the worker hands it to its producer: the output producer's linger and the
     # send count too, as the feed's do for the input (its CreateTime, before lingering).
-    create_topics(broker.bootstrap, [f"{prefix}{run}.alerts.{t}"  # type: ignore[arg-type]
-                                     for t in ("isolation", "escalation")],
+    alert_topics = [f"{prefix}{run}.alerts.{t}" for t in ("isolation", "escalation")]
+    create_topics(broker.bootstrap, alert_topics,  # type: ignore[arg-type]
                   Settings().partitions_alerts, {"message.timestamp.type": "LogAppendTime"})
-    if arrival == "append":  # before the worker, which creates what is missing
+    if arrival == "append" or shape.warm:  # before the worker, which creates what is missing
         create_topics(broker.bootstrap, [prefix + t for t in TELEMETRY_TOPICS],  # type: ignore[arg-type]
-                      partitions, {"message.timestamp.type": "LogAppendTime"})
-    w = Worker(env, tmp / f"lat-{prefix}", code=code)
+                      partitions, {"message.timestamp.type": "LogAppendTime"}
+                      if arrival == "append" else None)
     own = shape.process
     if own and feeder is None:
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
+    if shape.warm:
+        warm_topics(broker, prefix, shape, feeder, msgs)
+        warm_alert_topics(broker.bootstrap, alert_topics,  # type: ignore[arg-type]
+                          Settings().partitions_alerts)
+        env["FAULTLINE_AUTO_OFFSET_RESET"] = "latest"  # the worker starts at their end
+    w = Worker(env, tmp / f"lat-{prefix}", code=code)
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     placed = Placement()
     try:
@@ -422,8 +430,10 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
         slow_in: list[tuple[float, float, dict[str, Any]]] = []
         for name in ("alerts.isolation", "alerts.escalation"):
             for m in read_topic(broker.bootstrap, f"{prefix}{run}.{name}"):  # type: ignore[arg-type]
-                n_alerts += 1
                 headers = dict(m.headers() or [])
+                if WARM_HEADER in headers:
+                    continue  # written before the worker started (warm_alert_topics)
+                n_alerts += 1
                 arrived = headers.get(ARRIVED_HEADER)
                 if arrived is not None:
                     alerts.append(m.timestamp()[1] / 1000.0 - float(arrived))
@@ -570,6 +580,20 @@ def broker_summary(requests: list[dict[str, Any]], waits: list[dict[str, Any]],
     return out
 
 
+def warm_topics(broker: Broker, prefix: str, shape: FeedShape, feeder: FeedProcess | None,
+                msgs: list[Msg]) -> None:
+    """The first WARM_RECORDS records of ``msgs`` into ``prefix``'s telemetry topics at once,
+    by the feed's own producer when it keeps one (FeedProcess, its feed "warm": the same
+    records): the run's partitions then take the timed feed as a collector's long-used
+    ones do."""
+    if shape.process and feeder is not None:
+        feeder.run(shape, broker.bootstrap, prefix,  # type: ignore[arg-type]
+                   "warm", None, False)
+    else:
+        produce(producer(broker.bootstrap, shape.linger_ms,  # type: ignore[arg-type]
+                         None, shape.compression), prefix, msgs[:kafka_bench.WARM_RECORDS])
+
+
 def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int,
                    shape: FeedShape, feeder: FeedProcess | None, feed_name: str,
                    nice: int = 0, broker_nice: int | None = None,
@@ -584,6 +608,8 @@ def feed_alone_run(broker: Broker, msgs: list[Msg], rate: float, partitions: int
     own = shape.process
     if own and feeder is None:
         raise ValueError(f"feed shape {shape.name!r} needs the feed process")
+    if shape.warm:
+        warm_topics(broker, prefix, shape, feeder, msgs)
     feed_pid = feeder.pid if own and feeder is not None else os.getpid()
     load0 = loadavg()
     placed = Placement()

@@ -21,6 +21,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
@@ -35,6 +36,9 @@ from detector.topology import Topology
 # Causes that say more than "something on the GPU": a problem's cause is refined
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
+
+# Findings of throttling a slow rank's escalation never calls ruled out while recent.
+_THROTTLES = ("throttle", "throttle_seen", "power_cap")
 
 # The switch named in the scope of an escalation for a shared network part no topology names.
 UNNAMED_SWITCH = "unknown"
@@ -112,7 +116,15 @@ class Correlator:
         # (first ts, last ts, largest clock drop) per routine_cap_slot_s: what capping
         # routinely costs that GPU's clock, and the job nothing (_note_cap, _routine_loss)
         self._routine_cap: dict[str, list[tuple[float, float, float]]] = {}
+        # (onset, node) of SW power caps seen at cap_clock_drop or deeper, oldest first,
+        # kept FACILITY_CAP_MEMORY half-lives: many nodes at once is facility power management
+        self._deep_caps: list[tuple[float, str]] = []
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
+        # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
+        self._throttled: dict[str, tuple[Finding, float]] = {}
+        # (cluster, tenant, rack) -> nodes with a thermal throttle at node scope (_cooling)
+        self._cooling_nodes: dict[tuple[str, str, str], dict[str, None]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
@@ -209,9 +221,13 @@ class Correlator:
         else:
             signals = self._device.get(unit)
             if signals is not None:
-                signals.pop(f.signal, None)
+                gone = signals.pop(f.signal, None)
+                if gone is not None and f.signal in _THROTTLES:
+                    self._throttled[unit] = (gone, f.ts)
                 if not signals:
                     del self._device[unit]
+        if f.scope.level == "node" and f.signal in ("throttle", "throttle_seen"):
+            self._note_cooling(f)
         if f.active and (f.signal == "power_cap" or (
                 f.signal in ("throttle_seen", "throttle_minor")
                 and f.evidence.get("throttle_reasons") == hex(0x4))):
@@ -240,6 +256,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "throttle" and self._facility_cap(f):
+            self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
             self._hold_for_group(f, out)
         elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
@@ -250,6 +268,7 @@ class Correlator:
             # (a detector that knows the next diagnostic better than the playbook names it)
             extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
                      if f.evidence.get(k)}
+            extra.update(self._cooling(f))
             p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
                             extra=extra or None)
             self._explain_waiting(f.scope, p, out)
@@ -296,6 +315,14 @@ class Correlator:
                 del cadence[node]
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for rack, group in list(self._cooling_nodes.items()):
+            for node in [n for n in group if Scope.of_node(n).key not in self._device]:
+                del group[node]  # (its findings pruned above)
+            if not group:
+                del self._cooling_nodes[rack]
+        for unit in [u for u, (_, ended) in self._throttled.items()
+                     if ended < now - cfg.flap_window_s]:
+            del self._throttled[unit]
         recent = now - cfg.benign_grace_s
         for unit in [u for u, (f, ended) in self._benign.items() if ended < recent or f.ts < old]:
             del self._benign[unit]
@@ -453,10 +480,16 @@ class Correlator:
 
     def _explanation(self, f: Finding) -> Problem | None:
         """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
-        its node: a power brake on every GPU of the node, raised at node scope)."""
+        its node: a power brake on every GPU of the node, or several GPUs of it throttling
+        thermally, raised at node scope), or a throttle on either that let go after the slow
+        run began (:meth:`_ended_throttle`)."""
         units = [f.scope.key]
-        if f.scope.level == "gpu" and self._node_throttle(f) is not None:
-            units.append(Scope.of_node(f.scope.node).key)  # type: ignore[arg-type]
+        if f.scope.level == "gpu" and f.scope.node is not None:
+            node = Scope.of_node(f.scope.node).key
+            verdict = self._device.get(node, {}).get("throttle")
+            if self._node_throttle(f) is not None or (
+                    verdict is not None and self._covers(f, verdict)):
+                units.append(node)
         for unit in units:
             for signal, g in self._device.get(unit, {}).items():
                 if signal == "slow_rank" or not g.verdict:
@@ -465,13 +498,89 @@ class Correlator:
                 p = self.problems.get(key) if key else None
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
+        return self._ended_throttle(f) if self._throttled else None
+
+    def _ended_throttle(self, f: Finding) -> Problem | None:
+        """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
+        quiet time), whose throttling was on when the rank's slow run began: a slow run found
+        after its cause let go -- a 78 s step's CUSUM takes minutes -- is that cause's (blind3
+        B3: a cooling node's slow rank escalated 'unknown' a minute after its GPUs stopped
+        throttling, beside the node's thermal isolation)."""
+        if f.scope.node is None:
+            return None
+        for unit in (f.scope.key, Scope.of_node(f.scope.node).key):
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is None or ended < f.onset_ts or not self._covers(f, g):
+                continue
+            p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
+            if p is not None and p.status == "firing":
+                return p
         return None
 
     def _node_throttle(self, f: Finding) -> Finding | None:
         """The node-wide throttle seen (every GPU of the node braking) on ``f``'s node."""
         if f.scope.node is None:
             return None
-        return self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+        seen = self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
+        return seen if seen is not None and self._covers(f, seen) else None
+
+    def _covers(self, f: Finding, node: Finding) -> bool:
+        """Whether a node-scope throttle ``node`` speaks for ``f``'s GPU: a brake is on every
+        GPU; a node's heat only on the GPUs throttling thermally (those it names, or one whose
+        own throttle is seen) -- a slow rank on a cool GPU beside two hot ones is its own
+        (review round 11)."""
+        if node.scope.level != "node" or node.cause != "thermal" or f.scope.gpu is None:
+            return True
+        if f.scope.gpu in node.evidence.get("gpus", ()):
+            return True
+        own = self._device.get(f.scope.key, {})
+        return any(g.cause == "thermal" for s, g in own.items()
+                   if s in ("throttle", "throttle_seen"))
+
+    def _cooling(self, f: Finding) -> dict[str, Any]:
+        """For a node's thermal fault (several GPUs of it throttling thermally at once,
+        detector.thermal): its rack, and the other nodes whose GPUs throttle so now -- of its
+        rack when the topology names racks -- so the operator calls facilities once for the
+        room's or rack's cooling rather than replacing GPUs node by node.  {} otherwise."""
+        node = f.scope.node
+        if f.scope.level != "node" or f.cause != "thermal" or node is None:
+            return {}
+        group = self._cooling_nodes.get(self._cooling_key(f), {})
+        rack = self._rack(node)
+        # (At most 16 named, counted in O(1): a hall's cooling failing on N nodes must not
+        # cost each node's alert a pass over the others -- review round 11, R9.)
+        heating = sorted(islice((n for n in group if n != node), 16))
+        count = len(group) - (node in group)
+        where = f"rack {rack}" if rack else "the room"
+        return {"rack": rack, "other_nodes_throttling": heating, "call_facilities": (
+            f"{count + 1} nodes of {where} throttle thermally at once ({node}"
+            f"{', ' + ', '.join(heating[:8]) if heating else ''}"
+            f"{' ...' if count > 8 else ''}): check the cooling of {where} (inlet air, CDU, "
+            "fans) before replacing anything"
+            if count else f"check {node}'s cooling (inlet air, fans) and {where}'s")}
+
+    def _rack(self, node: str) -> str | None:
+        return self.topology.rack_of(node) if self.topology is not None else None
+
+    def _cooling_key(self, f: Finding) -> tuple[str, str, str]:
+        """Nodes named together: one cluster, one tenant (evidence never mixes tenants), one
+        rack when the topology names racks."""
+        return (f.cluster or "", f.tenant or "", self._rack(f.scope.node or "") or "")
+
+    def _note_cooling(self, f: Finding) -> None:
+        """Keep the index of nodes with a thermal throttle at node scope (by rack) current."""
+        node = f.scope.node
+        if node is None:
+            return
+        hot = any(g.cause == "thermal" and g.signal in ("throttle", "throttle_seen")
+                  for g in self._device.get(f.scope.key, {}).values())
+        key = self._cooling_key(f)
+        if hot:
+            self._cooling_nodes.setdefault(key, {})[node] = None
+        elif node in self._cooling_nodes.get(key, {}):
+            del self._cooling_nodes[key][node]
+            if not self._cooling_nodes[key]:
+                del self._cooling_nodes[key]
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
@@ -574,12 +683,19 @@ class Correlator:
                f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
                f"rank {slow.rank} slower than its peers")
         reasons = seen.evidence.get("throttle_reasons")
-        because = (f"impact: {how} while every GPU of {slow.scope.node} reports never-routine "
-                   f"power reason {reasons}" if seen.scope.level == "node" else
-                   f"impact: {how} while its GPU reports never-routine throttle reason "
-                   f"{reasons}")
+        if seen.scope.level != "node":
+            because = (f"impact: {how} while its GPU reports never-routine throttle reason "
+                       f"{reasons}")
+        elif seen.cause == "thermal":
+            because = (f"impact: {how} while GPUs {seen.evidence.get('gpus')} of "
+                       f"{slow.scope.node} report never-routine thermal reasons ({reasons}): "
+                       "the node's cooling")
+        else:
+            because = (f"impact: {how} while every GPU of {slow.scope.node} reports "
+                       f"never-routine power reason {reasons}")
+        extra = {"recommended_because": because, **self._cooling(seen)}
         p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
-                        detected_ts=max(now, seen.ts), extra={"recommended_because": because})
+                        detected_ts=max(now, seen.ts), extra=extra)
         if burst:
             # Evidence, not owned: the problem stands on the throttle, which clears on the
             # next clean sample; a burst ends by itself.
@@ -654,7 +770,15 @@ class Correlator:
             self._power_impact(slow, f.ts, out)
 
     def _note_cap(self, unit: str, f: Finding) -> None:
-        """Remember SW power capping on a GPU whose rank is not slow meanwhile (routine)."""
+        """Remember SW power capping on a GPU whose rank is not slow meanwhile (routine), and
+        deep capping on any GPU (:meth:`_facility_cap`)."""
+        if f.scope.node is not None and f.signal != "throttle_minor" and float(
+                f.evidence.get("clock_drop", 0.0)) >= self.cfg.cap_clock_drop:
+            caps = self._deep_caps
+            horizon = f.ts - FACILITY_CAP_MEMORY * self.cfg.cap_half_life_s
+            if caps and caps[0][0] < horizon:
+                caps[:] = [c for c in caps if c[0] >= horizon]
+            caps.append((f.onset_ts, f.scope.node))
         if "slow_rank" in self._device.get(unit, {}):
             return
         drop = float(f.evidence.get("clock_drop", 0.0))
@@ -668,6 +792,25 @@ class Correlator:
             seen.append((f.ts, f.ts, drop))
             if len(seen) > self.cfg.routine_cap_slots:
                 del seen[0]
+
+    def _facility_cap(self, f: Finding) -> bool:
+        """A SW power cap's sustained verdict (detector.thermal: the clock held
+        ``cap_clock_drop`` down, "a supply that cannot keep up") while caps as deep began on
+        ``facility_cap_nodes`` nodes within ``impact_onset_s`` of it: a site's or a rack's
+        power limit lowered, every rank slower together -- facility power management, not
+        each GPU's fault (blind2 nvl72-mixed-30-5 s00: 25 GPU isolations once an idle clock
+        stopped hiding the cap).  A rank slower than its peers under it is still its GPU's
+        fault (:meth:`_power_impact`); never-routine reasons are never facility."""
+        if f.scope.level != "gpu" or _reason_bits(f) != 0x4:
+            return False
+        nodes = {f.scope.node}
+        window = self.cfg.impact_onset_s
+        for onset, node in self._deep_caps:
+            if abs(onset - f.onset_ts) <= window:
+                nodes.add(node)
+                if len(nodes) >= self.cfg.facility_cap_nodes:
+                    return True
+        return False
 
     def _power_impact(self, slow: Finding, now: float, out: list[Alert],
                       cap: Finding | None = None) -> bool:
@@ -735,6 +878,23 @@ class Correlator:
             return None
         return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
 
+    def _warming(self, slow: Finding, due: float) -> bool:
+        """The slow rank's GPU stood out hot against its node's others on its latest sample
+        (detector.thermal's ``hot_seen``: warming faster, or a hot run short of its verdict):
+        wait for its next sample -- a thermal reason, the ``hot`` verdict, or the GPU back
+        with its node -- before paging a human; never past ``hot_samples`` more samples."""
+        warm = self._device.get(slow.scope.key, {}).get("hot_seen")
+        if warm is None:
+            return False
+        interval = 1.25 * (self._interval.get(slow.scope.node or "", (0.0, 0.0))[0]
+                           or self.cfg.unknown_cadence_s) + 1.0
+        until = warm.ts + interval
+        if due >= until or until > slow.ts + self._explanation_wait(slow) + (
+                self.cfg.hot_samples * interval):
+            return False
+        self._timer(until, "slow", slow.scope.key)
+        return True
+
     def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
         """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated."""
         if p.topic != ISOLATION or scope.level != "gpu":
@@ -762,6 +922,8 @@ class Correlator:
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+            return
+        if self._warming(f, due):
             return
         del self._slow_wait[unit]
         # Group only with the same job's slow ranks (evidence never mixes tenants), and not
@@ -807,9 +969,14 @@ class Correlator:
         for source, what in (("ecc", "XID/ECC/NVLink/PCIe errors on the GPU"),
                              ("thermal", "thermal or power throttling on the GPU")):
             seen = self.seen(node, source) if self.seen else True
+            past = self._throttled_near(f) if source == "thermal" else None
             if not seen:
                 checks.append(f"not checked: no {source} telemetry from {node}")
-            elif not any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+            elif any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+                continue
+            elif past:
+                checks.append(past)
+            else:
                 checks.append(f"no {what}")
         nic_trouble = [u for u in self._units_of_node.get(node, ()) if u.startswith("nic:")
                        and u in self._device]
@@ -817,6 +984,23 @@ class Correlator:
                       else f"no NIC errors, flaps or throughput loss on {node}")
         checks.append("not a whole-job slowdown: compared with peers at the same step")
         return checks
+
+    def _throttled_near(self, f: Finding) -> str | None:
+        """Throttling the slow rank's GPU (or its node) showed and that has ended, within
+        ``flap_window_s`` before the slow run began or since, said as such: not ruled out
+        (blind3 B3: a node's GPUs throttled thermally until a minute before its slow ranks'
+        escalation said "no thermal or power throttling on the GPU").  None when none."""
+        units = [f.scope.key] + ([Scope.of_node(f.scope.node).key] if f.scope.node else [])
+        for unit in units:
+            g, ended = self._throttled.get(unit, (None, -math.inf))
+            if g is not None and ended >= f.onset_ts - self.cfg.flap_window_s:
+                on = "the GPU" if unit == f.scope.key else f"its node {f.scope.node}"
+                gpus = f" (GPUs {g.evidence['gpus']})" if g.evidence.get("gpus") else ""
+                return (f"not ruled out: {g.cause} throttling on {on}{gpus}, reasons "
+                        f"{g.evidence.get('throttle_reasons', '?')}, from {g.onset_ts:.1f} until "
+                        f"{ended:.1f} ({f.ts - ended:.0f} s before this, "
+                        f"{ended - f.onset_ts:+.0f} s from the slowdown's onset)")
+        return None
 
     # -- shared units: NIC or switch, GPU or NVLink domain ------------------------------
     #
@@ -1317,6 +1501,11 @@ class Correlator:
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
                      recovery)
+
+
+# How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a
+# decayed count of cap_samples samples after its onset (~55 s at 5 s, ~140 s at 10 s).
+FACILITY_CAP_MEMORY = 4.0
 
 
 def _baseline(slow: Finding) -> float:

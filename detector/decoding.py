@@ -39,6 +39,7 @@ from detector.events import (
     INDEX_LIMIT,
     LINK_STATES,
     MAX_NAME_CHARS,
+    MAX_RATE_GBPS,
     NIC,
     NIC_COUNTERS,
     RECORD_TYPES,
@@ -298,7 +299,8 @@ def _show(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _float(d: dict[str, Any], name: str, required: bool, minimum: float | None = None) -> Any:
+def _float(d: dict[str, Any], name: str, required: bool, minimum: float | None = None,
+           maximum: float | None = None) -> Any:
     v: Any = d.get(name)
     t = type(v)
     if t is float:
@@ -315,8 +317,9 @@ def _float(d: dict[str, Any], name: str, required: bool, minimum: float | None =
         return None
     else:
         raise _Bad(name, f"must be a number, got {type(v).__name__} {_show(v)}")
-    if minimum is not None and v < minimum:
-        raise _Bad(name, f"must be >= {minimum:g}, got {_show(v)}")
+    if minimum is not None and v < minimum or maximum is not None and v > maximum:
+        upto = "" if maximum is None else f" and <= {maximum:g}"
+        raise _Bad(name, f"must be >= {minimum:g}{upto}, got {_show(v)}")
     return v
 
 
@@ -371,7 +374,8 @@ def _one_of(d: dict[str, Any], name: str, allowed: frozenset[str]) -> Any:
 
 
 # Field specs, in record order: (name, kind, required, minimum or limit); kinds are F
-# float, I non-negative int below the limit, S name, B bool, or a frozenset of strings.
+# float (its minimum, or a (minimum, maximum) pair), I non-negative int below the limit, S
+# name, B bool, or a frozenset of strings.
 F, I, S, B = "float", "int", "str", "bool"  # noqa: E741 (the spec table reads as a grid)
 X, C = INDEX_LIMIT, COUNTER_LIMIT
 _COMMON = (("cluster", S, False, None), ("tenant", S, False, None))
@@ -395,7 +399,8 @@ _SPECS: dict[str, tuple[tuple[str, Any, bool, Any], ...]] = {
     NIC: (
         ("ts", F, True, None), ("node", S, True, None), ("nic", S, True, None),
         ("port", I, True, X), ("link_state", LINK_STATES, False, None),
-        ("rate_gbps", F, False, 0.0), *[(n, I, False, C) for n in NIC_COUNTERS], *_COMMON),
+        ("rate_gbps", F, False, (0.0, MAX_RATE_GBPS)), *[(n, I, False, C) for n in NIC_COUNTERS],
+        *_COMMON),
     THERMAL: (
         ("ts", F, True, None), ("node", S, True, None), ("gpu", I, True, X),
         ("gpu_temp_c", F, False, None), ("mem_temp_c", F, False, None),
@@ -408,6 +413,8 @@ for _topic, _spec in _SPECS.items():
 
 def _check_field(d: dict[str, Any], name: str, kind: Any, required: bool, bound: Any) -> Any:
     if kind is F:
+        if type(bound) is tuple:
+            return _float(d, name, required, *bound)
         return _float(d, name, required, bound)
     if kind is I:
         return _int(d, name, required, bound)

@@ -32,6 +32,9 @@ SUM_SLACK_REL = 1e-3
 MAX_NAME_CHARS = 256
 INDEX_LIMIT = 1 << 24      # rank, tp/pp/dp rank, gpu, port, xid
 COUNTER_LIMIT = 1 << 63    # cumulative counters, step numbers, bitmasks
+# A negotiated link rate no link trains at: InfiniBand XDR / 800GbE is the top today (2x
+# headroom for the next generation); above it the collector is wrong, or the record forged.
+MAX_RATE_GBPS = 1600.0
 MAX_AHEAD_S = 300.0        # a ts further ahead of its partition's clock is out of range
 JUMP_AGREE = 3             # ... unless this many consecutive records agree on the new time
 
@@ -49,6 +52,7 @@ OptIndex = Index | None
 Counter = Annotated[int, Meta(ge=0, le=COUNTER_LIMIT - 1)] | None
 NonNeg = Annotated[float, Meta(ge=0.0, le=_FMAX)]
 OptNonNeg = NonNeg | None
+OptRate = Annotated[float, Meta(ge=0.0, le=MAX_RATE_GBPS)] | None
 RecoveryAction = Literal["none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset"]
 LinkState = Literal["up", "down"]
 
@@ -193,7 +197,7 @@ class NicSample(_Record, frozen=True, gc=False):
     nic: Name
     port: Index
     link_state: LinkState | None = None
-    rate_gbps: OptNonNeg = None
+    rate_gbps: OptRate = None
     tx_bytes: Counter = None
     rx_bytes: Counter = None
     symbol_errors: Counter = None

@@ -20,10 +20,29 @@ node's list has after its GPUs' is storage or management), else the same port na
 the other nodes the worker sees (:class:`PortNames`: a frontend port ``mlx5_2``/``eth0``/
 ``bond0`` is quiet on every node of the job; a bad fabric port is quiet on one node while
 its name runs at its node's pace on the others), else, with no other node reporting that
-name, the node's own ports: a port of the same name family (``mlx5_N``) that negotiated
-the same ``rate_gbps`` as a port running at the node's pace is one of them (a 100G
-frontend beside 400G rails, an ``eth0`` beside ``mlx5_N``, or a link that trained at a
-lower width is not judged on one node alone).
+name, the node's own ports (below).
+
+**A node seen alone** (common: the service keeps one Monitors per telemetry partition and
+a node's records go to one of them; an operator replays one node's log) has only its own
+ports to go by, and they are weak evidence: a DGX H100's two storage ports are ``mlx5_N``
+at 400G like its eight compute ports (or at 200G, streaming a job's data at their pace), an
+HGX node's frontend may be an ``mlx5_N`` too, and nothing on one node names which is which.
+What one node can tell: a port that is the *single* outlier of a class that runs in
+lockstep -- at least ``ALONE_PEERS`` other ports of its name family and negotiated rate at
+the node's pace and none of them below it (a compute port slow from its first sample beside
+seven at pace) -- and, beside other outliers, a port whose own errors or flaps are abnormal
+(``errors_seen``, ``nic_errors``, ``link_flap``); for ``link_rate``
+(:meth:`NodeNics._rate`), the single port of its family at its rate, carrying the job's
+traffic at pace, below at least ``ALONE_PEERS`` at one higher rate (a GB200 tray's netdev
+at 200 beside its three at 400).
+What it cannot tell: two or more quiet or slower ports of one class (a storage pair, or a
+bad port beside a quiet storage pair at the fabric's rate), a node of two fabric ports
+(one slow could be a frontend at pace's rate), a rate only one or two ports report.  Those
+wait for a second node reporting the name, or the topology's word (a GPU's NIC, or one
+listed after them); a lone node's ambiguous port pages nobody.  A ``rate_gbps`` above
+:data:`detector.events.MAX_RATE_GBPS` (no link trains at it: a collector's error or a
+forged record) is dead-lettered by decode, and taken as unknown here if it arrives anyway:
+never a reference.
 
 Errors count a port as *affected* (the evidence the correlator counts across the
 nodes behind a switch) only when they are abnormal for that port: at least
@@ -47,7 +66,7 @@ from __future__ import annotations
 from typing import Any
 
 from detector.alerts import Scope
-from detector.events import NIC_COUNTERS, NicSample
+from detector.events import MAX_RATE_GBPS, NIC_COUNTERS, NicSample
 from detector.findings import Finding
 from detector.port_names import MIXED, PortName, PortNames, standing
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, _tells_interval
@@ -64,6 +83,12 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
 _DIGITS = str.maketrans("", "", "0123456789")
+# How many other ports of its name family and rate must agree (at the node's pace, or at a
+# higher negotiated rate) before one node's ports alone judge a port: a GB200 tray's four
+# RoCE netdevs are one and three; a node of two fabric ports and a frontend cannot tell.
+ALONE_PEERS = 3
+# A port's own trouble that makes it judged beside other outliers of its class.
+_TROUBLE = frozenset({"errors_seen", "nic_errors", "link_flap"})
 _UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
@@ -160,10 +185,11 @@ class NodeNics:
         self._ports: dict[tuple[str, int], _Port] = {}
         # The port names across the worker's nodes (Monitors shares one); alone: this node's.
         self._names = PortNames() if names is None else names
-        # (name family, rate_gbps) of the ports at the node's pace (None: to be gathered
-        # again -- a port came to its pace or left it): what a port on one node alone is
-        # judged by, at a set's cost per sample, however many ports a node reports.
-        self._paced: set[tuple[str, float | None]] | None = None
+        # (name family, rate_gbps) -> [ports at the node's pace, ports below it] on their
+        # latest busy sample (None: to be gathered again -- a port's vote or voted rate
+        # changed): what a port on one node alone is judged by (_alone), at a dict's cost per
+        # sample, however many ports a node reports.
+        self._paced: dict[tuple[str, float], list[int]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
         # The highest negotiated rate of the node's ports: a port below it is looked at on
@@ -286,6 +312,8 @@ class NodeNics:
             p.interval_s = dt
         p.last_ts = ts
         rate = s.rate_gbps or 0.0
+        if rate > MAX_RATE_GBPS:
+            rate = 0.0  # no link trains at it: unknown, never a reference (decode refuses it)
         if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
             self._new_rate(p, rate)
         if back:
@@ -357,14 +385,14 @@ class NodeNics:
             self._names.rate(p, p.rate, 0.0)
 
     def _vote(self, p: _Port, v: int, cfg: Thresholds) -> None:
-        if (p.vote > 0) != (v > 0):
+        if p.vote != v:
             self._paced = None
         self._names.vote(p, v, cfg)
 
     def _new_rate(self, p: _Port, rate: float) -> None:
         old, p.rate = p.rate, rate
         p.rate_low = 0  # a run below the peers' rate starts again (retraining moves it)
-        if p.vote > 0:
+        if p.vote:
             self._paced = None
         self._names.rate(p, old, rate)
         if rate > self._top:
@@ -384,7 +412,7 @@ class NodeNics:
         its node's pace: its rate is the evidence, not its throughput."""
         rate = p.rate
         faster: dict[float, int] = {}
-        same = 0
+        same = at = 0  # the other ports of its family at or below its rate; at it
         if rate and p.role >= 0:
             for o in self._ports.values():
                 if o is not p and o.family == p.family and o.role >= 0 and not o.down \
@@ -393,6 +421,7 @@ class NodeNics:
                         faster[o.rate] = faster.get(o.rate, 0) + 1
                     else:
                         same += 1
+                        at += o.rate == rate
         if not faster:  # at its family's best rate on the node (or not judged): healthy
             p.rate_low = 0
             if "link_rate" in p.active:
@@ -418,7 +447,11 @@ class NodeNics:
                    "reporting it") if hi and lo * MIXED <= hi else None
         elif p.role > 0:
             why = "the topology lists it as a fabric port"
-        elif p.peer >= cfg.nic_peer_share:
+        elif p.peer >= cfg.nic_peer_share and not at and faster[peer] >= ALONE_PEERS:
+            # Its node's ports alone: the single port of its family below a rate that many of
+            # them share.  Two at the lower rate are a class (a DGX's storage pair at 200G
+            # beside 400G rails), and a rate only one or two ports report (or a forged one)
+            # is no family's rate: a second node reporting the name decides instead.
             why = "it carries the job's traffic at its node's pace"
         else:
             why = None
@@ -440,15 +473,30 @@ class NodeNics:
     def _judged(self, p: _Port) -> bool:
         """May this port, slow against its node and never (lately) at its pace, be judged
         low?  By its standing (topology, its name on other nodes), else -- no other node
-        reports its name -- when it is like the node's ports at pace: the same name family
-        and the same negotiated rate as one of them (module docstring)."""
+        reports its name -- by the node's own ports (:meth:`_alone`)."""
         known = standing(p)
         if known:
             return known > 0
+        return bool(p.rate) and self._alone(p)
+
+    def _alone(self, p: _Port) -> bool:
+        """The one-node rule (module docstring): at least ``ALONE_PEERS`` other ports of its
+        name family and negotiated rate ran at the node's pace on their latest busy sample,
+        and none of them below it -- the single outlier of a class that runs in lockstep --
+        or, beside other outliers, a port whose errors or flaps are abnormal for it."""
         paced = self._paced
         if paced is None:
-            paced = self._paced = {(o.family, o.rate) for o in self._ports.values() if o.vote > 0}
-        return bool(p.rate) and (p.family, p.rate) in paced
+            paced = self._paced = {}
+            for o in self._ports.values():
+                if o.vote and o.rate:
+                    n = paced.setdefault((o.family, o.rate), [0, 0])
+                    n[o.vote < 0] += 1
+        n = paced.get((p.family, p.rate))
+        if n is None:
+            return False
+        pace = n[0] - (p.vote > 0)
+        low = n[1] - (p.vote < 0)
+        return pace >= ALONE_PEERS and (not low or bool(p.active & _TROUBLE))
 
     def _why(self, p: _Port, cfg: Thresholds) -> str | None:
         """Why a port without a history at its node's pace was judged (for the evidence)."""

@@ -61,7 +61,8 @@ class PortNames:
     >>> e = names._names[(None, "mlx5_1", 1)]
     >>> e.pace, e.low  # a's mlx5_1 at its node's pace, b's below it
     (1, 1)
-    >>> [(f.scope.key, f.ts - T0, f.evidence["judged_because"]) for f in out]
+    >>> [(f.scope.key, f.ts - T0, f.evidence["judged_because"]) for f in out
+    ...  if f.signal == "nic_throughput"]
     [('nic:b/mlx5_1:1', 60.0, "its name runs at its node's pace on 1 of 1 other nodes")]
     """
 

@@ -1,8 +1,10 @@
 """Per-GPU thermal and power throttling from ``telemetry.thermal``.
 
 A throttle reason is evidence, not a verdict.  The baseline is a river
-``EWMean`` of the SM clock while no slowdown reason is set; what a reason
-turns into depends on whether it is ever routine:
+``EWMean`` of the SM clock while no slowdown reason is set and the GPU is not
+idle (0x1: its clock parked, 345 MHz on an H100, which would make any clock
+under load look undropped); what a reason turns into depends on whether it is
+ever routine:
 
 - **never routine** (0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80
   HW power brake): the clock ``hw_clock_drop`` below baseline for
@@ -26,6 +28,23 @@ first GPU whose run reaches the verdict while every GPU's latest sample shows it
 ``throttle`` finding at node scope, and each GPU's own verdict becomes evidence of it
 (DESIGN's rule: a node fault reported as N GPU alerts is a miss and N false positives).
 
+A never-routine *thermal* reason (0x20, 0x40, 0x8 on a hot GPU) on two or more GPUs of a node
+at once is the node's cooling (its inlet air, a rack's cooling, its fans), not as many GPUs
+failing: once a GPU has throttled ``throttle_samples`` samples in a row while another GPU's
+latest sample throttles too, one ``throttle`` finding at node scope is raised, and every GPU
+whose run reaches that length meanwhile is evidence of it (blind3 B3: a rack's inlet air
++14..28 C, 3-8 GPUs of each node at 0x20, was one GPU isolation per GPU).  "At once" is each
+GPU's latest sample: one sampling interval, at 10 s as at 30 s.  A GPU that would reach its
+verdict alone on a node that is hot as a whole (it is not ``hot_delta_c`` above its node's
+median: its siblings are warm too) waits one more sample for them -- a rack's nodes heat
+over a minute or so, and the first GPU's third sample can be its siblings' first.  A GPU
+hot against cool siblings (a failed thermal interface) is its own fault and never waits.
+
+Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
+``hot`` for ``hot_samples`` samples in a row is a recommendation on its own; a GPU standing
+out before that (hot, or half the margin up and warming faster than its node) is ``hot_seen``
+evidence, which holds a slow rank's page for the next sample (:meth:`GpuThermal._check_warm`).
+
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
 is thermal when the GPU is hot and power otherwise.
@@ -41,8 +60,11 @@ from detector.findings import Finding
 from detector.thresholds import Thresholds
 from models.decay import DecayingCount
 
+GPU_IDLE = 0x1  # DCGM's "nothing is running": the clock is parked, not held down
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
+NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not known
 PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
+DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or deeper)
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 
 
@@ -82,7 +104,8 @@ class NodeTemps:
     before it throttles; a load change moves all of them together.
     """
 
-    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "brake_seen")
+    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
+                 "heating", "heat_gpus", "seen_count")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
@@ -91,13 +114,30 @@ class NodeTemps:
         self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
         #                                    reason with its clock down (0x80, 0x8 while cool)
         self.brake_gpus: set[int] = set()  # GPUs in the node's brake raised at node scope
-        self.brake_seen = False            # every GPU braking on its latest sample, told
+        self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
+        #                                      never-routine thermal reason
+        self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
+        self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
+        #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
+        self.seen_count = 0                # GPUs it named (told again when more heat)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.temps.pop(gpu, None)
         self.braking.discard(gpu)
+        self.heating.pop(gpu, None)
+        self.heat_gpus.discard(gpu)
         return not self.temps
+
+    def node_fault_open(self) -> bool:
+        """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
+        return bool(self.brake_gpus or self.heat_gpus)
+
+    def seen_now(self) -> str:
+        """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""
+        if self.braking and self.all_braking():
+            return "power"
+        return "thermal" if len(self.heating) >= 2 else ""
 
     def all_braking(self) -> bool:
         """Every GPU of the node (>= 2 known) has the brake on its latest sample.  The sizes
@@ -120,7 +160,8 @@ class GpuThermal:
 
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
-                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap")
+                 "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
+                 "_excess", "_warm", "_heat")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -129,6 +170,8 @@ class GpuThermal:
         self._hot = 0
         self._hot_onset = 0.0
         self._hot_active = False
+        self._excess = NO_REFERENCE  # degrees above the node's median on the last sample
+        self._warm = 0  # 1: hot_seen told (standing out hot against its node), 0: not
         self._clock = stats.EWMean(fading_factor=cfg.clock_baseline_fading)
         self._last_ts = float("-inf")
         self._bad = 0
@@ -144,6 +187,8 @@ class GpuThermal:
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
         self._heavy_onset = 0.0
         self._cap_active = False
+        self._heat = 0  # > 0: samples in a row throttling thermally; < 0: samples since, while
+        #                 the GPU is in its node's thermal fault (NodeTemps.heat_gpus)
 
     @property
     def last_ts(self) -> float:
@@ -164,7 +209,8 @@ class GpuThermal:
         The common case of :meth:`update`, which calls it first; the batch path of samples
         (detector.quiet) calls it alone.  It takes a late or duplicate sample (nothing to
         do) and one at the interval told last, with no slowdown reason, nothing raised and
-        no GPU hot against its node: the clock baseline learns, the runs count on.  False leaves
+        the GPU less than half the hot margin over its node's median: the clock baseline
+        learns (unless the GPU idles), the runs count on.  False leaves
         the state for :meth:`update`'s general path, which does the same first: at most the
         node's temperature of this GPU stored and the node's median refreshed (again: the
         same value, a refresh no longer due at this ``ts``).
@@ -177,8 +223,9 @@ class GpuThermal:
         told = self._interval_s
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (_tells_interval's first test)
-        if (s.throttle or 0) & SLOWDOWN_BITS or self._active or self._cap_active \
-                or self._seen or self._minor or cfg.throttle_samples <= 0:
+        reasons = s.throttle or 0
+        if reasons & SLOWDOWN_BITS or self._active or self._cap_active or self._seen \
+                or self._minor or self._warm or self._heat or cfg.throttle_samples <= 0:
             return False
         temp_c = s.gpu_temp_c
         if temp_c is not None:
@@ -188,12 +235,14 @@ class GpuThermal:
             node.temps[s.gpu] = temp_c
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
-            if temp_c >= node.median_c + cfg.hot_delta_c:
-                return False
+            excess = temp_c - node.median_c
+            if excess >= 0.5 * cfg.hot_delta_c:
+                return False  # maybe warming faster than its node (_check_warm)
+            self._excess = excess
         self._prev_gap = gap
         self._last_ts = ts
         clock = s.sm_clock_mhz
-        if clock is not None:
+        if clock is not None and not reasons & GPU_IDLE:
             # river's own estimator, without EWMean.update's one-line Python frame around it
             # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
             self._clock._ewmean.update(clock)
@@ -232,13 +281,16 @@ class GpuThermal:
                 node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
+            self._check_warm(s, temp_c, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False
         if not bits:
-            if clock is not None and not self._active:
+            if clock is not None and not self._active and not (s.throttle or 0) & GPU_IDLE:
+                # (An idle GPU's parked clock is no baseline: five idle minutes at 345 MHz made
+                # 1530 MHz under thermal slowdown no drop at all -- blind2 F4b.)
                 self._clock.update(clock)
             bad = False
         elif bits & ~SW_POWER_CAP:
@@ -253,8 +305,10 @@ class GpuThermal:
             self._power_cap(s, heavy, bits, drop, base, cfg, out)
         else:  # (_power_cap's common case, inline: this runs for every sample)
             self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
-        seen = (drop >= cfg.hw_clock_drop if bits & ~SW_POWER_CAP else
+        seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
+        # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
+        # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
         gpu = self.scope.gpu
         node = self._node
         if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
@@ -265,26 +319,45 @@ class GpuThermal:
             node.braking.add(gpu)  # type: ignore[arg-type]
         elif node.braking:
             node.braking.discard(gpu)  # type: ignore[arg-type]
-        if node.brake_seen != (bool(node.braking) and node.all_braking()):
-            # The brake on every GPU of the node in one sample (evidence, as throttle_seen is
-            # for a GPU): the correlator takes a slow rank on any of them to the node.
-            node.brake_seen = not node.brake_seen
+        # (With the clock down, or with no baseline to measure it against: none yet, or one
+        # below the clock -- learned at the idle clock; blind3 B3's rack had such GPUs at 0x24
+        # and 87 C.  A clock trimmed 1 % under 0x20 is no more a node's fault than a GPU's:
+        # review round 11.)
+        heat = bool(bits & ~SW_POWER_CAP) and (
+            bad or base <= 0.0 or drop <= -cfg.hw_clock_drop) and throttle_cause(
+            bits, s.gpu_temp_c, cfg.hot_gpu_c) == "thermal"
+        if heat or self._heat:
+            self._node_heat(s, heat, bits, drop, cfg, out)
+        seen_cause = node.seen_now() if node.braking or node.heating else ""
+        if node.seen_cause != seen_cause or (
+                seen_cause == "thermal" and len(node.heating) > node.seen_count):
+            # The brake on every GPU of the node in one sample, or a thermal reason on two or
+            # more (evidence, as throttle_seen is for a GPU): the correlator takes a slow rank
+            # on any of them to the node.
+            # (Told again as more GPUs heat: the correlator takes to the node only the slow
+            # ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones is its own.)
+            node.seen_cause = seen_cause
+            gpus = node.braking if seen_cause == "power" else node.heating
+            node.seen_count = len(gpus) if seen_cause else 0
             out.append(Finding(
-                s.ts, s.ts, "throttle_seen", "slow_node", "power",
-                Scope.of_node(self.scope.node), node.brake_seen, False,  # type: ignore[arg-type]
-                0.6 if node.brake_seen else 0.0,
+                s.ts, s.ts, "throttle_seen", "slow_node", seen_cause or "power",
+                Scope.of_node(self.scope.node), bool(seen_cause), False,  # type: ignore[arg-type]
+                0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
-                 "gpus": sorted(node.braking)} if node.brake_seen else {}, None, s.tenant,
-                s.cluster))
-        if (bits if seen else 0) != self._seen:
+                 "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
+        told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
+                else bits) if seen else 0
+        if told != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
             # only as far as the clock loss does: see the correlator).  Told again when the
             # reasons change while seen: a routine SW cap (0x4) turning into thermal slowdown
             # (0x60) is a different explanation, and the correlator decides on the latest
             # (blind2 F4: a GPU capped on one sample, 84 C and 0x60 on the next, its slow
-            # rank escalated 'unknown' against the stale 0x4).
-            self._seen = bits if seen else 0
+            # rank escalated 'unknown' against the stale 0x4).  And when a SW cap deepens
+            # past cap_clock_drop: many nodes' caps deepening at once is facility power
+            # management (the correlator's _facility_cap), told even on GPUs capped routinely.
+            self._seen = told
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node",
                 throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal",
@@ -316,7 +389,9 @@ class GpuThermal:
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
                 if minor else {}, None, s.tenant, s.cluster))
-        if not self._active and (self._bad >= cfg.throttle_samples or sustained):
+        if not self._active and (self._bad >= cfg.throttle_samples or sustained) and not (
+                self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
+                    s.gpu_temp_c, cfg)):
             self._active = True
             self._good = 0
             never_routine = self._bad >= cfg.throttle_samples
@@ -348,6 +423,8 @@ class GpuThermal:
                              f"{because}")},
                         None, s.tenant, s.cluster))
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
+            elif gpu in node.heat_gpus:
+                own = False  # evidence of its node's heat
             out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
@@ -356,15 +433,74 @@ class GpuThermal:
             self._cap.reset()
             if gpu in node.brake_gpus:
                 node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
-                if not node.brake_gpus:  # the node's last braking GPU is back at its clock
-                    out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "power",
-                                       Scope.of_node(self.scope.node),  # type: ignore[arg-type]
-                                       False, True, 0.0, {}, None, s.tenant, s.cluster))
+                if not node.node_fault_open():  # the node's last braking GPU is back
+                    self._node_cleared(s, "power", out)
                 own = False
             else:
-                own = True
+                own = gpu not in node.heat_gpus
             out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                                own, 0.0, {}, None, s.tenant, s.cluster))
+
+    def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds) -> bool:
+        """Whether a GPU throttling thermally, alone on its node, waits one more sample before
+        its own verdict: its siblings are warm too (it is not ``hot_delta_c`` above the node's
+        median), so they may be a sample or so from throttling with it -- one cooling fault."""
+        node = self._node
+        return (len(node.heating) < 2 and len(node.temps) >= 2
+                and self.scope.gpu not in node.heat_gpus
+                and temp_c is not None and temp_c < node.median_c + cfg.hot_delta_c)
+
+    def _node_heat(self, s: ThermalSample, heat: bool, bits: int, drop: float, cfg: Thresholds,
+                   out: list[Finding]) -> None:
+        """A sample of a GPU throttling thermally (``heat``), or of one that was: its node's
+        thermal fault raised when it has throttled ``throttle_samples`` samples in a row with
+        another GPU of the node throttling too, and cleared when its last GPU has not for
+        ``throttle_clear_samples``."""
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        if not heat:
+            node.heating.pop(gpu, None)
+            if gpu not in node.heat_gpus:
+                self._heat = 0
+                return
+            self._heat = min(self._heat, 0) - 1
+            if -self._heat >= cfg.throttle_clear_samples:
+                self._heat = 0
+                node.heat_gpus.discard(gpu)
+                if not node.node_fault_open():
+                    self._node_cleared(s, "thermal", out)
+            return
+        self._heat = max(self._heat, 0) + 1
+        if gpu not in node.heating:
+            node.heating[gpu] = s.ts
+        if (gpu in node.heat_gpus or self._heat < cfg.throttle_samples
+                or len(node.heating) < 2):
+            return
+        if not node.node_fault_open():
+            gpus = sorted(node.heating)
+            temps = [node.temps.get(g) for g in gpus]
+            median = node.median_c if node.median_c != float("inf") else None
+            out.append(Finding(
+                s.ts, min(node.heating.values()), "throttle", "slow_node", "thermal",
+                Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                True, True, min(0.95, 0.6 + max(drop, cfg.hw_clock_drop) * 2),
+                {"throttle_reasons": hex(bits), "gpus_throttling": len(gpus),
+                 "gpus_reporting": len(node.temps), "gpus": gpus, "gpus_temp_c": temps,
+                 "node_median_c": median, "clock_drop": round(drop, 3),
+                 "recommended_because": (
+                     f"never-routine thermal reason ({hex(bits)}) on {len(gpus)} of "
+                     f"{len(node.temps)} GPUs of {self.scope.node} at once (GPUs "
+                     f"{', '.join(map(str, gpus))}): the node's cooling (its inlet air, its "
+                     f"rack's cooling, its fans), not {len(gpus)} GPU faults; GPU {gpu} "
+                     f"throttled for {self._heat} samples in a row")},
+                None, s.tenant, s.cluster))
+        node.heat_gpus.add(gpu)
+
+    def _node_cleared(self, s: ThermalSample, cause: str, out: list[Finding]) -> None:
+        """The node-scope throttle finding cleared: its last GPU is back at its clock."""
+        out.append(Finding(s.ts, s.ts, "throttle", "slow_node", cause,
+                           Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                           False, True, 0.0, {}, None, s.tenant, s.cluster))
 
     def _power_cap(self, s: ThermalSample, heavy: bool, bits: int, drop: float, base: float,
                    cfg: Thresholds, out: list[Finding]) -> None:
@@ -414,3 +550,41 @@ class GpuThermal:
             self._hot_active = False
             out.append(Finding(s.ts, s.ts, "hot", "slow_node", "thermal", self.scope, False, True,
                                0.0, {}, None, s.tenant, s.cluster))
+
+    def _check_warm(self, s: ThermalSample, temp_c: float, cfg: Thresholds,
+                    out: list[Finding]) -> None:
+        """Evidence that a GPU stands out hot against its node (``hot_seen``): a reason for a
+        slow rank's page to wait for the GPU's next sample, never a cause by itself.
+
+        Temperature lags power.  When a job starts, a node's GPUs heat together for a minute
+        or two, and one with a failing thermal interface first shows as *warming faster*:
+        half the ``hot_delta_c`` margin over the node's median and a quarter of it more than
+        on its last sample; then hot.  At DCGM's 30 s one sample is a long time, and
+        ``hot_samples`` of them longer still, so a GPU standing out so (warming, or in a hot
+        run that has not reached its verdict yet) holds its slow rank's escalation until
+        the next sample says what it is: a thermal reason or the ``hot`` verdict (a cause),
+        or the GPU back with its node (a human's).  Never more than that: one sample cannot
+        tell a cooling fault from the node's own load step, because the node's median holds
+        its other GPUs' samples of the *previous* poll until theirs of this one arrive, and
+        the first GPUs sampled after a load step stand out by the whole node's rise (blind2
+        superpod s02: 53 C against a stale 39 C, twice in a row during a job's warm-up, on a
+        GPU slow for another reason).  The comparison stays with the node's own GPUs (the
+        same inlet air): a rack's inlet gradient moves a node's GPUs together.
+        """
+        excess = temp_c - self._node.median_c
+        prev, self._excess = self._excess, excess
+        half = 0.5 * cfg.hot_delta_c
+        standing = not self._hot_active and (
+            excess >= cfg.hot_delta_c
+            or (excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half))
+        if not (standing or self._warm):
+            return
+        # Told again on every sample it stands out on: each is a reason to wait one more.
+        self._warm = int(standing)
+        out.append(Finding(
+            s.ts, s.ts, "hot_seen", "slow_node", "thermal", self.scope, standing, False,
+            0.3 if standing else 0.0,
+            {"gpu_temp_c": temp_c, "node_median_c": self._node.median_c,
+             "above_median_c": round(excess, 1), "rise_over_median_c": round(excess - prev, 1)
+             if prev > NO_REFERENCE else None} if standing else {},
+            None, s.tenant, s.cluster))

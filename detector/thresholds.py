@@ -92,6 +92,9 @@ class Thresholds:
     cap_half_life_s: float = 120.0
     impact_onset_s: float = 60.0        # a power cap explains a slow rank only if they began
     #                                     within this of each other
+    facility_cap_nodes: int = 3         # a SW cap as deep as cap_clock_drop beginning within
+    #                                     impact_onset_s on this many nodes: facility power
+    #                                     management (a site or rack limit), no GPU's fault
     routine_cap_slot_s: float = 30.0    # SW power capping a GPU's rank ran through unslowed:
     routine_cap_slots: int = 120        # its largest clock loss per slot, this many slots kept
     throttle_clear_samples: int = 5

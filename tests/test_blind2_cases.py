@@ -81,18 +81,13 @@ def test_intermittent_power_brake_on_a_tray_is_a_node_power_alert(tmp_path):
     assert hits[0]["value"]["detected_ts"] <= label["end_ts"]
 
 
-@pytest.mark.parametrize("case", [
-    "hot-gpu-escalated-unknown",
-    # the same GPU with its 5 idle minutes (0x1) before the job: still 'unknown' first on
-    # main f845af2, and in 10 of 16 bad-GPU-thermal blind2 logs
-    pytest.param("hot-gpu-after-idle", marks=pytest.mark.xfail(
-        strict=True, reason="F4b: after an idle spell the 84 C / 0x60 sample is still not "
-        "used: escalated 'unknown' 23 s before the thermal isolation")),
-])
+@pytest.mark.parametrize("case", ["hot-gpu-escalated-unknown", "hot-gpu-after-idle"])
 def test_slow_gpu_already_thermally_throttled_is_attributed_thermal(case, tmp_path):
     # (Was a strict xfail: "F4: a slow GPU already at 84 C with 0x60 is escalated 'unknown'
     # before the thermal isolation" -- the 0x60 sample followed a 0x4 one and was never told:
-    # detector.thermal tells throttle_seen again when the reasons change; room cause.)
+    # detector.thermal tells throttle_seen again when the reasons change; room cause.
+    # hot-gpu-after-idle was one too, F4b: five idle minutes (0x1, 345 MHz) had taught the
+    # clock baseline the parked clock -- an idle GPU's clock is no baseline now; room thermal.)
     alerts, label = replay(case, tmp_path)
     node, gpu = label["scope"]["node"], label["scope"]["gpu"]
     mine = [a["value"] for a in alerts

@@ -73,10 +73,6 @@ def test_uniform_rack_power_cap_pages_nobody(tmp_path):
     assert [a["value"]["scope"] for a in alerts] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B3: a rack cooling fault is one thermal isolation per throttling GPU, no node alert",
-)
 def test_rack_cooling_is_one_thermal_alert_per_node(tmp_path):
     # inlet air +14..28 C on rack 2; 3-8 GPUs of each labelled node throttle (0x20) together.
     alerts, labels = run("rack-cooling-nodes", tmp_path)

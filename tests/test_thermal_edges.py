@@ -64,9 +64,14 @@ def test_the_sampling_interval_is_told_once_per_rate() -> None:
 
 
 def test_a_first_sample_with_a_reason_and_a_sample_without_a_clock_decide_nothing() -> None:
-    # No baseline yet: no drop can be measured (and nothing divides by it).
-    seen, _ = _run(_samples([(0x40, 1500.0)] * 2))
-    assert seen == []
+    # No baseline yet: no drop can be measured (and nothing divides by it), so no verdict;
+    # a never-routine reason is evidence by itself (a GPU loaded straight from idle into
+    # thermal slowdown: room thermal, round 11), told once.
+    seen, out = _run(_samples([(0x40, 1500.0)] * 4))
+    assert [x for x in seen if x[1] != "sampling"] == [(0, "throttle_seen", True)]
+    assert out[0].evidence["clock_drop"] == 0.0
+    seen, _ = _run(_samples([(0x4, 1500.0)] * 4))  # a SW power cap is routine: nothing
+    assert [x for x in seen if x[1] != "sampling"] == []
     # With a baseline, a reason on a sample without a clock measures no drop either.
     samples = _samples(_healthy(10) + [(0x40, 1500.0)])
     samples.append(ThermalSample(T0 + 11, "node-000", 3, 65.0, 70.0, 600.0, None, 0x40))

@@ -445,8 +445,12 @@ class SourcePartition:
             return True  # nothing ever read and nothing to read: nothing to wait for
         return now - self.last_input >= idle_after_s
 
-    def clock_entry(self, now: float, idle_after_s: float) -> list[Any]:
-        return [self.source, finite(self.monitors.clock), self.is_idle(now, idle_after_s)]
+    def clock_entry(self, now: float, idle_after_s: float, clock: float | None = None
+                    ) -> list[Any]:
+        """[source, clock, idle] for a watermarks message; ``clock``: what to report instead
+        of the monitors' own (PipelineWorker.reported_clock)."""
+        return [self.source, finite(self.monitors.clock if clock is None else clock),
+                self.is_idle(now, idle_after_s)]
 
     def stats(self) -> dict[str, Any]:
         return {"offset": self.offset, "clock": finite(self.monitors.clock),
@@ -454,7 +458,10 @@ class SourcePartition:
                 "findings": self.monitors.counts["findings"]}
 
 
-def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float) -> Emit:
-    """The clocks of several sources in one message, for every findings partition."""
-    return Emit(None, b"watermark", dumps({
-        "type": "watermarks", "clocks": [p.clock_entry(now, idle_after_s) for p in parts]}))
+def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float,
+               clocks: Iterable[float] | None = None) -> Emit:
+    """The clocks of several sources in one message, for every findings partition;
+    ``clocks``: one per part, reported instead of their own."""
+    entries = ([p.clock_entry(now, idle_after_s) for p in parts] if clocks is None else
+               [p.clock_entry(now, idle_after_s, c) for p, c in zip(parts, clocks, strict=True)])
+    return Emit(None, b"watermark", dumps({"type": "watermarks", "clocks": entries}))

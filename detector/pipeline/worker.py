@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from detector.alerts import Alert
+from detector.pipeline.arrival import ArrivalClock
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.statecodec import UNSIGNED, StateCodec
@@ -36,6 +37,9 @@ log = logging.getLogger("faultline.pipeline")
 
 TopicPartition = tuple[str, int]
 Record = tuple[int, bytes | None, bytes | None, float | None]
+# at_end(tp, offset): when the request of the fetch that found ``tp`` at its end with
+# ``offset`` processed was sent (epoch seconds), or None (not at its end, or not known).
+AtEnd = Callable[[Any, int], "float | None"]
 
 
 @dataclass
@@ -162,6 +166,10 @@ class PipelineWorker:
         self._fetched: Mapping[Any, float] = {}  # hand-over and fetch times
         self.sources: dict[Hashable, SourcePartition] = {}
         self.correlators: dict[Hashable, CorrelatorPartition] = {}
+        # Event time this worker's inputs had reached by when they reached Kafka: what a
+        # source fetched to its end can have got to (see reported_clock).  Not state.
+        self.arrivals = ArrivalClock()
+        self._at_end: dict[Hashable, float] = {}  # source -> its at_end (see process)
 
     # -- partitions ----------------------------------------------------------------------
 
@@ -201,14 +209,16 @@ class PipelineWorker:
 
     def process(self, by_tp: Mapping[Any, list[Record]], now: float,
                 caught_up: Callable[[Any, int], bool], *, arrivals_per_s: float = 1.0,
-                fetched: Mapping[Any, float] | None = None) -> WorkerOutput:
+                fetched: Mapping[Any, float] | None = None,
+                at_end: AtEnd | None = None) -> WorkerOutput:
         """One fetched batch: records by partition, each in offset order.
 
         ``caught_up(tp, offset)``: nothing after ``offset`` is in the partition yet
         (as far as the fetcher knows).  ``arrival`` is when a record reached
         Kafka, in units of ``1 / arrivals_per_s`` seconds (Kafka's ms: 1000).
         ``fetched``: with stage tracing, when each partition's fetch response came
-        (epoch seconds; see :class:`StageTrace`).
+        (epoch seconds; see :class:`StageTrace`).  ``at_end``: see :data:`AtEnd` and
+        :meth:`reported_clock` (None: no source is let go that way).
         """
         out = WorkerOutput()
         touched = False
@@ -234,10 +244,53 @@ class PipelineWorker:
             for tp, part in self.sources.items():
                 if part.clock == -math.inf:
                     part.caught_up = caught_up(tp, part.offset)
-            out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
+            self._note_ends(at_end)
+            out.findings.append(self._watermarks(now))
         if self.local_findings and out.findings:
             self._take_local(out, now)
         return out
+
+    def _note_ends(self, at_end: AtEnd | None) -> None:
+        """Every source's at_end afresh: a source with nothing new in this batch may have
+        been found at its end by fetches since its last one."""
+        ends = self._at_end
+        ends.clear()
+        if at_end is None:
+            return
+        for tp, part in self.sources.items():
+            sent = at_end(tp, part.offset)
+            if sent is not None:
+                ends[tp] = sent
+
+    def reported_clock(self, tp: Hashable, part: SourcePartition) -> float:
+        """The clock a source's watermark reports: its own, or, once it was found at its end
+        by a fetch sent ``hold_back_s`` or more after some inputs of this worker reached
+        Kafka, at least the event time those inputs had reached (:class:`ArrivalClock`).
+
+        So a finding waits for a source with nothing new at most until a fetch sent
+        ``hold_back_s`` after its input's arrival finds that source at its end: what the
+        source brings later came to Kafka more than ``hold_back_s`` after the finding's
+        input, later than the producers' skew this clock allows for (the allowance a
+        quiet source gets, see CorrelatorPartition).  Before, a source fed without pause
+        held every finding until its own records passed the finding's time: 151-226 ms
+        at half load on a quiet box (BENCHMARKS.md, "latency, round 11"), and as long as
+        its collector's clock is behind with a node whose clock lags.  A source that
+        never had a record keeps the correlator's start-up rules; one with records
+        fetched and not yet processed is not at its end, and holds.
+        """
+        clock = part.clock
+        sent = self._at_end.get(tp)
+        if sent is None or clock == -math.inf:
+            return clock
+        reached = self.arrivals.reached(sent - self.hold_back_s)
+        return reached if reached > clock else clock
+
+    def _watermarks(self, now: float) -> Emit:
+        """The watermarks of every source (see reported_clock)."""
+        if not self._at_end:
+            return watermarks(self.sources.values(), now, self.hold_back_s)
+        return watermarks(self.sources.values(), now, self.hold_back_s,
+                          [self.reported_clock(tp, part) for tp, part in self.sources.items()])
 
     def _take_local(self, out: WorkerOutput, now: float) -> None:
         """Hand ``out.findings`` to the correlators held here, in order, then release them."""
@@ -290,6 +343,10 @@ class PipelineWorker:
         dead: list[DeadLetter] = []
         part.process(records, now, out.findings, dead, arrivals_per_s=arrivals_per_s)
         part.caught_up = caught_up(tp, part.offset)
+        if records:
+            arrived = records[-1][3]
+            if arrived is not None and arrived >= 0:
+                self.arrivals.note(arrived / arrivals_per_s, part.clock)
         out.dead.extend((tp[0], d) for d in dead)
         out.events[tp[0]] = out.events.get(tp[0], 0) + len(records)
         return True
@@ -335,14 +392,16 @@ class PipelineWorker:
 
     # -- time ----------------------------------------------------------------------------
 
-    def heartbeat(self, now: float, caught_up: Callable[[Any, int], bool]) -> WorkerOutput:
+    def heartbeat(self, now: float, caught_up: Callable[[Any, int], bool],
+                  at_end: AtEnd | None = None) -> WorkerOutput:
         """Idle advance and the watermarks of every source, then every correlator's release."""
         out = WorkerOutput()
         for tp, part in self.sources.items():
             part.caught_up = caught_up(tp, part.offset)
             part.idle_advance(now, self.idle_advance_s, out.findings)
         if self.sources:
-            out.findings.append(watermarks(self.sources.values(), now, self.hold_back_s))
+            self._note_ends(at_end)
+            out.findings.append(self._watermarks(now))
         if self.local_findings and out.findings:
             self._take_local(out, now)
         return out

@@ -66,6 +66,7 @@ from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermar
 from detector.pipeline.worker import PipelineWorker, StageTrace, WorkerOutput
 from detector.service import faust_io
 from detector.service.faust_io import (
+    FETCH_ENDS,
     FETCHED_AT,
     ServiceWorker,
     check_supported,
@@ -269,7 +270,7 @@ class DetectorService:
                 self._caught_up, arrivals_per_s=arrivals_per_s, fetched=FETCHED_AT))
             by_tp = {tp: r for tp, r in by_tp.items() if tp.topic != findings_topic}
         out = self.pipeline.process(by_tp, now, self._caught_up, arrivals_per_s=arrivals_per_s,
-                                    fetched=FETCHED_AT)
+                                    fetched=FETCHED_AT, at_end=self._at_end)
         self._emit(out)
         if out.events:
             self._input_last = (self.wall(), time.process_time())
@@ -350,6 +351,12 @@ class DetectorService:
             return False
         return high is not None and offset + 1 >= high  # None: not fetched yet
 
+    def _at_end(self, tp: TP, offset: int) -> float | None:
+        """When the fetch that found ``tp`` at its end (``offset`` processed) was sent, or None
+        (faust_io.FETCH_ENDS; empty with ``delivery = "agents"``)."""
+        end = FETCH_ENDS.get(tp)
+        return end[0] if end is not None and offset + 1 >= end[1] else None
+
     def _report_lag(self, tp: TP, offset: int) -> None:
         try:
             high = self.app.consumer.highwater(tp)
@@ -411,7 +418,7 @@ class DetectorService:
         if self.metrics is not None:
             for tp, part in self.sources.items():
                 self._report_lag(tp, part.offset)
-        self._emit(self.pipeline.heartbeat(now, self._caught_up))
+        self._emit(self.pipeline.heartbeat(now, self._caught_up, self._at_end))
         self._emit(self.pipeline.release_all(now))
         if self._batch_log is not None:
             self._write_trace()

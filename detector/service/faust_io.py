@@ -55,7 +55,7 @@ def _private_names() -> list[tuple[Any, str, str]]:
         (fetcher.Fetcher, "_subscriptions", "source"),
         (fetcher.Fetcher, "_notify", "attr"),
         (fetcher.Fetcher, "_wait_consume_future", "source"),
-        (fetcher.Fetcher, "_proc_fetch_request", "attr"),  # stage tracing's fetch log
+        (fetcher.Fetcher, "_proc_fetch_request", "attr"),  # fetch ends; the fetch log
         (faust.Worker, "_schedule_shutdown", "attr"),
         (faust.Worker, "_signal_stop_time", "source"),
         (faust.Worker, "spinner", "source"),
@@ -145,6 +145,49 @@ OFFSET, KEY, VALUE, TIMESTAMP = range(4)  # its fields
 FETCHED_AT: dict[Any, float] = {}
 
 
+# Per partition: (when the request of its last answered fetch was sent, epoch seconds; the
+# high watermark that fetch found), written by the fetcher as each response is handled
+# (note_fetch_ends), read by the handler: a partition processed up to that high watermark
+# was at its end as of that request (DetectorService._at_end, PipelineWorker.reported_clock).
+FETCH_ENDS: dict[Any, tuple[float, int]] = {}
+
+
+def note_fetch_ends() -> None:
+    """Keep FETCH_ENDS up to date: wraps aiokafka's ``Fetcher._proc_fetch_request`` (once a
+    process; a partition whose fetch failed keeps its last entry)."""
+    from aiokafka.consumer import fetcher
+    from aiokafka.structs import TopicPartition
+
+    cls = fetcher.Fetcher
+    if getattr(cls, "_faultline_ends", False):
+        return
+    orig = cls._proc_fetch_request
+    ends = FETCH_ENDS
+    wall = time.time
+    failed = fetcher.FetchError
+
+    async def _proc_fetch_request(self: Any, assignment: Any, node_id: Any,
+                                  request: Any) -> Any:
+        sent = wall()  # no later than the request went out: the broker answered after it
+        ok = await orig(self, assignment, node_id, request)
+        records = self._records
+        try:
+            for topic, partitions in request.topics:
+                for part in partitions:
+                    tp = TopicPartition(topic, part[0])
+                    state = assignment.state_value(tp)
+                    if state is None or state.highwater is None \
+                            or type(records.get(tp)) is failed:
+                        continue
+                    ends[tp] = (sent, state.highwater)
+        except Exception:  # noqa: BLE001 - never break the fetch; the partition then holds
+            log.exception("noting a fetch's ends failed")
+        return ok
+
+    cls._proc_fetch_request = _proc_fetch_request
+    cls._faultline_ends = True
+
+
 # Stage tracing's fetch log (None: off; see trace_fetches): one entry per fetch response.
 FETCH_LOG: list[tuple[float, float, list[tuple[str, int, int, int, bool]]]] | None = None
 
@@ -200,6 +243,7 @@ def install_batch_delivery(app: faust.App, handler: Callable[[dict[TP, list[Any]
                            topics: frozenset[str], first: frozenset[str] = frozenset()) -> None:
     """Make ``app`` hand ``topics`` to ``handler`` in fetched batches (see batch_transport)."""
     tolerate_unreadable_batches(topics)
+    note_fetch_ends()
     app.transport = batch_transport(app, handler, topics, first)
 
 

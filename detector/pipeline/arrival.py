@@ -1,0 +1,94 @@
+"""How far in event time a worker's inputs had got, by when they reached Kafka.
+
+The correlator's clock is the slowest source's (:mod:`detector.pipeline.correlator`),
+so a finding waited for the partition fetched least recently even when that
+partition had nothing new: its next records were still on their way to Kafka
+(a producer's linger, a slow round trip) or not yet fetched.  An
+:class:`ArrivalClock` lets a worker say, for a source fetched to its end, how
+far it can have got: everything that reached Kafka ``skew_s`` before the fetch
+that found the source at its end was in Kafka when that fetch was answered,
+so it was read, the source's records among it.  Its records still to come
+reached Kafka after that, and producers writing in event-time order put them
+after the event time those earlier inputs had reached -- unless one producer
+is more than ``skew_s`` behind another, the same allowance the correlator
+gives a quiet source (``hold_back_s``).
+
+>>> clock = ArrivalClock()
+>>> clock.note(100.00, 5000.0)   # inputs that reached Kafka by 100.00 s reached event time 5000
+>>> clock.note(100.10, 5025.0)
+>>> clock.reached(100.05), clock.reached(100.10), clock.reached(99.0)
+(5000.0, 5025.0, -inf)
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+
+class ArrivalClock:
+    """Event time reached by the inputs a worker processed, as a function of their arrival.
+
+    ``note(arrival, clock)`` after a partition's batch: its records reached Kafka by
+    ``arrival`` (its last record's Kafka timestamp, epoch seconds) and took its
+    event-time clock to ``clock``.  ``reached(t)`` is the highest such clock of the
+    batches whose inputs all arrived by ``t``.  Batches are noted in any order (the
+    partitions of one hand-over are not in arrival order).  Bounded: samples more
+    than ``keep_s`` older than the newest are folded into one floor, and one older
+    than that floor is left out (never more than was reached).
+
+    >>> clock = ArrivalClock()
+    >>> clock.note(100.10, 4990.0)   # a lagging partition's batch, noted first
+    >>> clock.note(100.05, 5025.0)   # the same hand-over: arrived earlier, got further
+    >>> clock.reached(100.07), clock.reached(100.10)
+    (5025.0, 5025.0)
+    """
+
+    def __init__(self, keep_s: float = 10.0) -> None:
+        self.keep_s = keep_s
+        self._arrivals: list[float] = []  # increasing
+        self._clocks: list[float] = []    # the running maximum: nondecreasing
+        self._floor = -math.inf           # reached by what arrived by _floor_at:
+        self._floor_at = -math.inf        # the newest sample folded away
+
+    def note(self, arrival: float, clock: float) -> None:
+        arrivals, clocks = self._arrivals, self._clocks
+        if not arrivals or arrival >= arrivals[-1]:
+            if arrivals:
+                if clock < clocks[-1]:
+                    clock = clocks[-1]
+                if arrival == arrivals[-1]:
+                    clocks[-1] = clock
+                    return
+            elif clock < self._floor:
+                clock = self._floor
+            arrivals.append(arrival)
+            clocks.append(clock)
+            if arrival - arrivals[0] > 2 * self.keep_s:
+                cut = bisect_right(arrivals, arrival - self.keep_s)
+                self._floor_at, self._floor = arrivals[cut - 1], clocks[cut - 1]
+                del arrivals[:cut], clocks[:cut]
+            return
+        if arrival < self._floor_at:
+            return
+        k = bisect_right(arrivals, arrival)
+        before = clocks[k - 1] if k else self._floor
+        if clock <= before:
+            return  # what arrived by then had got as far already
+        if k and arrivals[k - 1] == arrival:
+            k -= 1
+            clocks[k] = clock
+        else:
+            arrivals.insert(k, arrival)
+            clocks.insert(k, clock)
+        for j in range(k + 1, len(clocks)):  # everything that arrived later got as far
+            if clocks[j] >= clock:
+                break
+            clocks[j] = clock
+
+    def reached(self, t: float) -> float:
+        """The event time reached by every input that arrived by ``t`` (-inf: none known)."""
+        k = bisect_right(self._arrivals, t)
+        if k:
+            return self._clocks[k - 1]
+        return self._floor if t >= self._floor_at else -math.inf
