@@ -11,6 +11,7 @@ latched hardware problems on that GPU can resolve.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from detector.alerts import Scope
@@ -37,7 +38,7 @@ class GpuHealth:
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
                  "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
-                 "_resets_since", "_faulted")
+                 "_resets_since", "_faulted", "_pcie_long", "_pcie_samples")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -45,6 +46,8 @@ class GpuHealth:
         self._sbe = DecayingCount(cfg.sbe_half_life_s)
         self._nvlink = DecayingCount(cfg.nvlink_half_life_s)
         self._pcie = DecayingCount(cfg.pcie_half_life_s)
+        self._pcie_long = DecayingCount(cfg.pcie_rate_half_life_s)     # replays, over minutes
+        self._pcie_samples = DecayingCount(cfg.pcie_rate_half_life_s)  # samples with replays
         self._active: set[str] = set()            # rate signals currently raised
         self._last_error: dict[str, float] = {}   # rate signal -> ts of its last increment
         self._resets_since: dict[int, int] = {}   # hardware XID -> GPU resets since it came
@@ -194,23 +197,52 @@ class GpuHealth:
                                            "recovery": d[_NVL_RECOVERY]})
         if d[_PCIE] or "pcie_replay" in active:
             self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
-                       cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]})
+                       cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]},
+                       self._pcie_rate(s.ts, d[_PCIE], cfg))
+
+    def _pcie_rate(self, ts: float, n: int, cfg: Thresholds) -> dict[str, Any] | None:
+        """Evidence of a PCIe replay rate held for minutes (thresholds.pcie_rate_per_min),
+        or None.
+
+        A link trained down (width or speed) replays on every sample while the GPU is busy,
+        10-60 a minute: under the burst rule's 100 within ~a minute for ever (blind3 B4:
+        ~38/min, 0 of 8 found), far over the 0-20 an hour healthy GPUs trickle.  Both counts
+        decay over ``pcie_rate_half_life_s``: the rate they estimate (the decayed count over
+        its mean life, a lower bound while it builds up) must pass the limit, and the replays
+        have come on ``pcie_rate_samples`` samples (a lone burst is no rate).
+        """
+        half = cfg.pcie_rate_half_life_s
+        level = self._pcie_long.add(ts, n)
+        seen = self._pcie_samples.add(ts, 1.0 if n else 0.0)
+        per_min = level * math.log(2) / half * 60.0  # (the rate's estimate; a lower bound)
+        if per_min < cfg.pcie_rate_per_min or seen < cfg.pcie_rate_samples:
+            return None
+        return {"replays_lately": round(level, 1), "replays_per_min": round(per_min, 1),
+                "replay_samples_lately": round(seen, 1),
+                "rule": f"PCIe replays over {cfg.pcie_rate_per_min:g}/min (DCGM's PCIe health "
+                        f"limit), counted decaying with a {half:g} s half-life"}
 
     def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
-              count: DecayingCount, n: int, limit: float, evidence: dict[str, Any]) -> None:
-        """Raise at ``limit`` recent errors; clear after ``hw_quiet_s`` without a new one."""
+              count: DecayingCount, n: int, limit: float, evidence: dict[str, Any],
+              held: dict[str, Any] | None = None) -> None:
+        """Raise at ``limit`` recent errors, or with ``held`` (evidence of a rate held for
+        minutes, :meth:`_pcie_rate`); clear after ``hw_quiet_s`` without a new one."""
         if n:
             self._last_error[signal] = s.ts
         elif signal not in self._active:
             return  # nothing new and nothing raised: the common case
         level = count.add(s.ts, n)
         if signal not in self._active:
-            if level >= limit:
+            if level >= limit or held is not None:
                 self._active.add(signal)
                 self._emit(out, s, signal, cause, severity=0.8,
-                           evidence={**evidence, "recent_errors": round(level, 1), "limit": limit})
+                           evidence={**evidence, "recent_errors": round(level, 1), "limit": limit,
+                                     **(held or {})})
         elif s.ts - self._last_error.get(signal, s.ts) >= cfg.hw_quiet_s:
             count.reset()
+            if signal == "pcie_replay":
+                self._pcie_long.reset()
+                self._pcie_samples.reset()
             self._active.discard(signal)
             self._emit(out, s, signal, cause, active=False, severity=0.0)
 

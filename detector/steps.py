@@ -87,7 +87,8 @@ _PARKED_KEPT = 1024  # learned start offsets of ranks that left, kept for their 
 _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_base", 0.0), ("_slow_dev", 0.0), ("_run_sum", 0.0), ("_run_n", 0), ("_run_since", 0.0),
     ("_reported", False), ("_gross", 0), ("_gross_onset", 0.0), ("_cap", None),
-    ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False))
+    ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False),
+    ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -321,6 +322,11 @@ class JobMonitor:
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
+        self._recur = np.zeros(0)                     # decayed counts of clear-outlier steps
+        self._recur_onset = np.zeros(0)               # ts of the count's first step lately
+        self._recurring = np.zeros(0, dtype=bool)     # reported slow as a recurring straggler
+        self._recur_last = np.zeros(0, dtype=bool)    # the rank's last step was an outlier
+        self._recur_live = False                      # some count above zero (decaying)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -555,6 +561,9 @@ class JobMonitor:
         self._run_sum[:] = 0.0
         self._run_n[:] = 0
         self._run_since[:] = 0.0
+        self._recur[:] = 0.0
+        self._recurring[:] = False
+        self._recur_last[:] = False
 
     def _restart(self) -> None:
         """Step numbers went back while time went on: the job restarted from a checkpoint."""
@@ -571,6 +580,9 @@ class JobMonitor:
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._spikes[:] = 0.0
+        self._recur[:] = 0.0
+        self._recurring[:] = False
+        self._recur_last[:] = False
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -793,6 +805,9 @@ class JobMonitor:
         self._cap[m] = self.cfg.slow_baseline_clip
         self._fresh[m] = True
         self._spikes[m] = 0.0
+        self._recur[m] = 0.0
+        self._recurring[m] = False
+        self._recur_last[m] = False
         return moved
 
     def _layout_finding(self, buf: _StepBuffer, moved: list[int], ts: float) -> Finding:
@@ -936,6 +951,7 @@ class JobMonitor:
             return
         _, cleared, score = self._slow.step(r, z, tc)
         self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
+        self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
@@ -988,7 +1004,8 @@ class JobMonitor:
         else:
             new = waiting
         if len(cleared):
-            cleared = cleared[self._reported[cleared]]
+            # (a rank reported as a recurring straggler clears as one: _check_recurring)
+            cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
@@ -1265,6 +1282,89 @@ class JobMonitor:
                      "rule": f">= {cfg.gross_slowdown:.0%} slower than the peer median for "
                              f"{cfg.gross_steps} steps in a row: evidence, not a verdict"})
             out.append(f._replace(verdict=False))
+
+    def _check_recurring(self, step: int, r: np.ndarray, z: np.ndarray, g: np.ndarray,
+                         ts: np.ndarray, med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                         out: list[Finding]) -> None:
+        """After warm-up: a rank that is its group's clear outlier on a fixed share of its
+        steps (a GPU slow on one step in five, +35-40 %, fine between) is slow
+        (``slow_rank``), though no run of steps is.
+
+        The CUSUM clips each step at ``slow_z_clip`` and drains on the steps between, by
+        design (a one-off spike -- a GC pause, a loader stall -- pages nobody), so it never
+        alarms on such a rank (blind3 B5: 13 of 16 never found, 3 after 194-287 s).  What
+        chance spikes do not do is recur on the same rank: each rank keeps a count of its
+        clear-outlier steps (z at the clip and ``slow_recur_min`` slower than its peers
+        over its learned bias ``g``; the first of a run of them only, and none while the
+        CUSUM has it slow: a sustained slowdown is the CUSUM's, and is one) decaying with a
+        half-life of ``slow_recur_half_life_steps``; at ``slow_recur_count`` -- and
+        ``slow_recur_ratio`` times the other ranks' mean count, so a workload that makes any
+        rank the outlier now and then (sequence-length imbalance) raises no one -- the rank
+        is reported as the gradient detector reports repeated spikes.  It clears when its
+        count decays under ``slow_recur_clear``.
+        """
+        cfg = self.cfg
+        recur = self._recur
+        if self._recur_live:
+            recur *= 0.5 ** (1.0 / cfg.slow_recur_half_life_steps)
+        hit = z >= cfg.slow_z_clip
+        if np.count_nonzero(hit):
+            hit &= g >= math.log1p(cfg.slow_recur_min)
+        last = self._recur_last
+        if np.count_nonzero(hit) or np.count_nonzero(last):
+            # An outlier step counts when the rank's step before was none (a slowdown's first
+            # step: a sustained one, the CUSUM's, counts once), unless the CUSUM has it slow.
+            was = last[r]
+            last[r] = hit
+            hit &= ~was & (self._recurring[r] | ~self._reported[r])
+        if np.count_nonzero(hit):
+            hr = r[hit]
+            fresh = recur[hr] < 0.5
+            self._recur_onset[hr[fresh]] = ts[hit][fresh]
+            recur[hr] += 1.0
+            self._recur_live = True
+            n = len(self._rank_of)
+            total = float(recur[:n].sum())
+            top = hr[(recur[hr] >= cfg.slow_recur_count) & ~self._reported[hr]]
+            rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio * (
+                total - recur[s]) / (n - 1)]
+        elif not self._recur_live:
+            return  # (the usual step: no count)
+        else:
+            rising = []
+        falling = ((recur < cfg.slow_recur_clear) & self._recurring).nonzero()[0].tolist() \
+            if np.count_nonzero(self._recurring) else []
+        if not rising and not falling:
+            if not np.count_nonzero(recur >= 0.01):
+                recur[:] = 0.0
+                self._recur_live = False
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        at = {int(s): i for i, s in enumerate(r.tolist())}
+        for s in rising:
+            rank = self._rank_of[s]
+            self._reported[s] = self._recurring[s] = True
+            i = at[s]
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                float(self._recur_onset[s]), True, 0.6,
+                {"step": step, "rank": rank,
+                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[s])), 4),
+                 "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                 "recent_outlier_steps": round(float(recur[s]), 2),
+                 "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+                 "rule": f"its peers' clear outlier (>= {cfg.slow_recur_min:.0%} slower, "
+                         f"z >= {cfg.slow_z_clip:g}) on a recurring share of steps: a "
+                         f"count decaying over {cfg.slow_recur_half_life_steps:g} steps "
+                         f">= {cfg.slow_recur_count:g}"}))
+        for s in falling:
+            self._recurring[s] = False
+            if self._slow.alarmed[s]:
+                continue  # (slow by the CUSUM too: it clears it)
+            rank = self._rank_of[s]
+            self._reported[s] = False
+            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
+                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
 
     @staticmethod
     def _replica_elsewhere(d: np.ndarray, buf: _StepBuffer, pos: np.ndarray

@@ -44,6 +44,17 @@ class Thresholds:
     gross_steps: int = 2                # for this many steps in a row is reported at once
     gross_escalate_after_s: float = 1.0  # and waits this long (not escalate_after_s) for a cause
     min_peers: int = 3                  # smaller peer groups are not compared
+    # A recurring straggler (slow on a fixed share of steps, fine between: the CUSUM clips
+    # each step and drains between them): a decayed per-rank count of steps on which the rank
+    # is its group's clear outlier (z >= slow_z_clip and >= slow_recur_min slower than its
+    # peers over its learned bias) reaching slow_recur_count, and slow_recur_ratio times the
+    # other ranks' mean count (a workload that makes any rank the outlier now and then
+    # raises every rank's count alike).
+    slow_recur_min: float = 0.10
+    slow_recur_half_life_steps: float = 100.0
+    slow_recur_count: float = 8.0       # one step in five: ~46 steps; one in ten: ~110
+    slow_recur_ratio: float = 4.0
+    slow_recur_clear: float = 1.0       # and clears when the count decays below this
 
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike
@@ -60,6 +71,14 @@ class Thresholds:
     nvlink_half_life_s: float = 60.0
     pcie_replays: float = 100.0
     pcie_half_life_s: float = 60.0
+    # ... or a replay *rate* held for minutes (a link trained down: replays on every sample
+    # while busy, 10-60/min): DCGM's PCIe health watch flags > 8 replays/min
+    # (DCGM_LIMIT_MAX_PCIREPLAY_RATE).  Raised when the rate estimated from a count decaying
+    # over pcie_rate_half_life_s passes it (~58 replays lately), with replays on
+    # >= pcie_rate_samples samples (decayed alike: a lone burst is the rule above's).
+    pcie_rate_per_min: float = 8.0
+    pcie_rate_half_life_s: float = 300.0
+    pcie_rate_samples: float = 6.0
     hw_quiet_s: float = 60.0            # a rate signal clears after this long without errors
 
     # Thermal and power throttling.

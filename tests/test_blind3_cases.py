@@ -89,20 +89,20 @@ def test_rack_cooling_is_one_thermal_alert_per_node(tmp_path):
     assert stray == [], "no per-GPU isolations beside the node's"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B4: a PCIe-downtrained GPU (replays climbing, its rank "
-    "late to every collective) is never reported",
-)
 def test_pcie_downtrained_gpu_is_reported(tmp_path):
+    # (Was a strict xfail: "B4: a PCIe-downtrained GPU (replays climbing, its rank late to
+    # every collective) is never reported".)  ~38 replays/min on every sample while busy:
+    # DCGM's PCIe rate limit (8/min) held for minutes, gpu_health.GpuHealth._pcie_rate.
     alerts, labels = run("pcie-downtrained-gpu", tmp_path)
     res = sc.score(labels, alerts)
     assert res.faults[0][1] is not None, "an alert on the GPU (or its node) while it runs a job"
 
 
-@pytest.mark.xfail(strict=True, reason="B5: a GPU slow on one step in five is never escalated")
 @pytest.mark.parametrize("case", ["intermittent-straggler-1s", "intermittent-straggler-0.3s"])
 def test_intermittent_straggler_is_escalated(case, tmp_path):
+    # (Was a strict xfail: "B5: a GPU slow on one step in five is never escalated".)  The
+    # rank is its peers' clear outlier on a recurring share of steps:
+    # steps.JobMonitor._check_recurring.
     alerts, labels = run(case, tmp_path)
     res = sc.score(labels, alerts)
     assert res.faults[0][1] is not None, "an escalation naming the GPU (nothing names a cause)"
