@@ -69,7 +69,7 @@ from detector.alerts import Scope
 from detector.events import MAX_RATE_GBPS, NIC_COUNTERS, NicSample
 from detector.findings import Finding
 from detector.port_names import MIXED, PortName, PortNames, standing
-from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, _tells_interval
+from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
@@ -232,7 +232,7 @@ class NodeNics:
             return False
         dt = ts - prev_ts
         if not (p.told_lo <= dt <= p.told_hi) and p.interval_s:
-            # Maybe an interval to tell (_tells_interval's first test; never on a port's
+            # Maybe an interval to tell (tells_interval's first test; never on a port's
             # second sample, one gap: no rate yet).
             return False
         # The counters by position (NIC_COUNTERS' order, asserted at the top of the module).
@@ -307,7 +307,7 @@ class NodeNics:
             # three of its sampling intervals.  (Not a counter reset alone: operators clear IB
             # counters on a live port, perfquery -x, and a port may go down right then.)
             back = dt >= cfg.nic_gap_s and dt > 3.0 * p.interval_s > 0.0
-            if _tells_interval(dt, p.told_s, p.interval_s):
+            if tells_interval(dt, p.told_s, p.interval_s):
                 self._tell_interval(p, s, dt, out)
             p.interval_s = dt
         p.last_ts = ts

@@ -88,7 +88,7 @@ def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
 SAME_INTERVAL_LO, SAME_INTERVAL_HI = 0.5, 2.0
 
 
-def _tells_interval(gap: float, told: float, prev: float) -> bool:
+def tells_interval(gap: float, told: float, prev: float) -> bool:
     """Whether a gap between samples is a sampling interval to tell the correlator: not the
     interval told last, and two gaps alike (a rate, not a pause).  The first test first: it
     is the one that fails on a steadily sampled GPU (and the one GpuThermal.quiet makes)."""
@@ -222,7 +222,7 @@ class GpuThermal:
         gap = ts - last
         told = self._interval_s
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
-            return False  # maybe an interval to tell (_tells_interval's first test)
+            return False  # maybe an interval to tell (tells_interval's first test)
         reasons = s.throttle or 0
         if reasons & SLOWDOWN_BITS or self._active or self._cap_active or self._seen \
                 or self._minor or self._warm or self._heat or cfg.throttle_samples <= 0:
@@ -264,7 +264,7 @@ class GpuThermal:
         gap = ts - last
         prev = self._prev_gap
         self._prev_gap = gap
-        if _tells_interval(gap, self._interval_s, prev):
+        if tells_interval(gap, self._interval_s, prev):
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.
