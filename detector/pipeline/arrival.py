@@ -35,7 +35,10 @@ class ArrivalClock:
     batches whose inputs all arrived by ``t``.  Batches are noted in any order (the
     partitions of one hand-over are not in arrival order).  Bounded: samples more
     than ``keep_s`` older than the newest are folded into one floor, and one older
-    than that floor is left out (never more than was reached).
+    than that floor is left out (never more than was reached); and, whatever the
+    timestamps, beyond ``MAX_SAMPLES`` the older half is folded -- a Kafka timestamp
+    is its producer's CreateTime, and one record stamped 2100 stood newest for ever,
+    so the time rule never folded again and every batch after it was kept.
 
     >>> clock = ArrivalClock()
     >>> clock.note(100.10, 4990.0)   # a lagging partition's batch, noted first
@@ -43,6 +46,8 @@ class ArrivalClock:
     >>> clock.reached(100.07), clock.reached(100.10)
     (5025.0, 5025.0)
     """
+
+    MAX_SAMPLES = 4096
 
     def __init__(self, keep_s: float = 10.0) -> None:
         self.keep_s = keep_s
@@ -65,9 +70,9 @@ class ArrivalClock:
             arrivals.append(arrival)
             clocks.append(clock)
             if arrival - arrivals[0] > 2 * self.keep_s:
-                cut = bisect_right(arrivals, arrival - self.keep_s)
-                self._floor_at, self._floor = arrivals[cut - 1], clocks[cut - 1]
-                del arrivals[:cut], clocks[:cut]
+                self._fold(bisect_right(arrivals, arrival - self.keep_s))
+            elif len(arrivals) > self.MAX_SAMPLES:
+                self._fold(len(arrivals) // 2)
             return
         if arrival < self._floor_at:
             return
@@ -85,6 +90,15 @@ class ArrivalClock:
             if clocks[j] >= clock:
                 break
             clocks[j] = clock
+        if len(arrivals) > self.MAX_SAMPLES:
+            self._fold(len(arrivals) // 2)
+
+    def _fold(self, cut: int) -> None:
+        """Fold the ``cut`` oldest samples into the floor: what arrived by the last of them
+        had reached its clock (the running maximum)."""
+        arrivals, clocks = self._arrivals, self._clocks
+        self._floor_at, self._floor = arrivals[cut - 1], clocks[cut - 1]
+        del arrivals[:cut], clocks[:cut]
 
     def reached(self, t: float) -> float:
         """The event time reached by every input that arrived by ``t`` (-inf: none known)."""
