@@ -1493,6 +1493,7 @@ class JobMonitor:
             sl = int(r[i])
             rank = rank_of[sl]
             self._reported[sl] = self._host_rep[sl] = True
+            node, gpu = self._hw[sl] or ("?", 0)
             runs = int(max(self._host_n[sl], 1))
             mean = float(self._host_sum[sl]) / runs
             out.append(self._finding(
@@ -1507,6 +1508,11 @@ class JobMonitor:
                  "baseline_ratio": round(math.exp(float(self._base[sl])), 4),
                  "host_baseline": round(float(self._host_base[sl]), 4),
                  "noise_sigma": round(sigma, 4), "cusum": round(float(self._host.score[sl]), 2),
+                 "next_diagnostic": (
+                     f"its host path: `nvidia-smi -q -d PCIE -i {gpu}` on {node} (link "
+                     "generation and width below the maximum: reseat or RMA the link), "
+                     f"`dcgmi diag -r 2` on {node} (PCIe bandwidth); every rank of the node "
+                     "late alike: the node's CPU clocks (`turbostat`) and its input pipeline"),
                  "rule": f"time in neither compute nor collectives (step_ms - compute_ms - "
                          f"comm_ms) over its stage's median, averaging >= "
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "

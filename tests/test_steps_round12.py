@@ -112,6 +112,9 @@ def test_the_engine_escalates_one_rank_on_its_gpu_and_a_node_on_its_node():
     one = feed(Engine(), job(host=_on({5}, 0.10 * COMPUTE, start=100)))
     firing = [(a.topic, a.kind, a.cause, a.scope.key) for a in one if a.status == "firing"]
     assert firing == [("alerts.escalation", "slow_node", "unknown", "gpu:node-000/5")]
+    # a look, not a drain: where to look is the rank's host path
+    look = next(a for a in one if a.status == "firing").evidence["next_diagnostic"]
+    assert "nvidia-smi -q -d PCIE -i 5" in look and "turbostat" in look
     node = feed(Engine(), job(ranks=32, host=_on(set(range(8, 16)), 0.16 * COMPUTE, 100)))
     firing = [(a.topic, a.cause, a.scope.key) for a in node if a.status == "firing"]
     assert firing == [("alerts.escalation", "unknown", "node:node-001")]
