@@ -1481,8 +1481,14 @@ class JobMonitor:
                 n = np.maximum(self._host_n[s_at], 1)
                 mean = self._host_sum[s_at] / n
                 margin = cfg.slow_effect_z * sigma / np.sqrt(n)
+                big = mean - margin >= cfg.host_min_effect
                 held = decided_ts - self._host.onset_ts[s_at] >= cfg.host_hold_s
-                new = at[(mean - margin >= cfg.host_min_effect) & held]
+                # Once one rank's run is held long enough, every rank late enough goes with it
+                # on this step: a node's ranks leave zero a step or two apart by their noise,
+                # and one sent alone is escalated on its GPU before its node mates come
+                # (blind3_hostonly k8s-mixed s8: a GPU escalation beside its node's).
+                if np.count_nonzero(big & held):
+                    new = at[big]
         if len(cleared):
             cleared = cleared[self._host_rep[cleared]]
         if len(new) == 0 and len(cleared) == 0:

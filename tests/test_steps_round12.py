@@ -91,11 +91,14 @@ def test_every_rank_of_a_node_late_by_its_host_is_slow_each():
     # A node's host path slows (CPU throttled, a starved input pipeline): every rank of the
     # node +16 % of a step's compute in host time, compute normal (blind3 K2 without its
     # +6 % compute).
+    # (seed 5: the node's ranks leave zero up to four steps apart)
     found = findings(job(ranks=32, host=_on(set(range(8, 16)), 0.16 * COMPUTE, 120, 360),
-                         steps=420))
+                         steps=420, seed=5))
     fired = _host_fired(found)
     assert sorted(fired) == list(range(8, 16))
     assert all(f.scope.node == "node-001" for f in fired.values())
+    # on one step: sent a step apart, the first was escalated on its GPU alone
+    assert len({f.evidence["step"] for f in fired.values()}) == 1
     cleared = {f.rank for f in found if not f.active}
     assert cleared == set(range(8, 16)), "clears when the host path recovers"
 
@@ -115,7 +118,8 @@ def test_the_engine_escalates_one_rank_on_its_gpu_and_a_node_on_its_node():
     # a look, not a drain: where to look is the rank's host path
     look = next(a for a in one if a.status == "firing").evidence["next_diagnostic"]
     assert "nvidia-smi -q -d PCIE -i 5" in look and "turbostat" in look
-    node = feed(Engine(), job(ranks=32, host=_on(set(range(8, 16)), 0.16 * COMPUTE, 100)))
+    node = feed(Engine(), job(ranks=32, host=_on(set(range(8, 16)), 0.16 * COMPUTE, 100),
+                              seed=5))
     firing = [(a.topic, a.cause, a.scope.key) for a in node if a.status == "firing"]
     assert firing == [("alerts.escalation", "unknown", "node:node-001")]
 
