@@ -1441,9 +1441,9 @@ class JobMonitor:
         scale = median(busy)
         if not scale > 0.0:
             return
-        stage = groups >> 24
-        if np.count_nonzero(stage != stage[0]):
-            med, _, size = group_median_scale(host, stage)
+        pp = buf.pp
+        if pp.count(pp[0]) != len(pp):  # (a C loop over the tuple: no numpy call)
+            med, _, size = group_median_scale(host, groups >> 24)
             e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
         else:  # (one stage: the usual job without pipeline parallelism)
             med = median(host)
