@@ -33,6 +33,12 @@ def run(log: Path, tmp_path: Path) -> tuple[list[tuple[str, dict]], list[dict]]:
     return alerts, labels
 
 
+def scored(name: str, tmp_path: Path):
+    """(firing alerts, DESIGN's score) of the case `name`."""
+    alerts, labels = run(CASES / f"{name}.jsonl.gz", tmp_path)
+    return alerts, sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
+
+
 def problems_on(alerts, node: str) -> set:
     return {(t, v["dedup_key"]) for t, v in alerts if (v.get("scope") or {}).get("node") == node}
 
@@ -54,8 +60,7 @@ def test_every_case_replays(tmp_path):
     for name, n in want.items():
         labels = [r for r in sc.read_records(CASES / f"{name}.jsonl.gz") if r["topic"] == "labels"]
         assert len(labels) == n, name
-    alerts, labels = run(CASES / "nvlink-tp-group.jsonl.gz", tmp_path)
-    res = sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
+    alerts, res = scored("nvlink-tp-group", tmp_path)
     assert res.caught["Q-nvlink"] is not None, "XID 74 + NVLink counters: the GPU is named"
 
 
@@ -68,8 +73,7 @@ def test_spine_fault_is_one_spine_alert(tmp_path):
     # Slurm topology.conf, 3 tiers: spine0 over leaf0-3, spine1 over leaf4-7, cores over both.
     # ~45 % of the RoCE ports of every node under leaf0-3 see out-of-sequence / sequence
     # errors for 4-5 min; leaf4 (under spine1) stays clean. One problem: spine0.
-    alerts, labels = run(CASES / "spine-partial-3tier.jsonl.gz", tmp_path)
-    res = sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
+    alerts, res = scored("spine-partial-3tier", tmp_path)
     assert res.caught["X-spine"] is not None, "an alert at switch spine0"
     assert res.false_positives == [], "no leaf isolations beside it"
 
@@ -83,8 +87,7 @@ def test_dp2_checksum_tie_is_one_job_escalation(tmp_path):
     # TP8 x DP2: from one step on, tp_rank k of replica 0 and of replica 1 disagree. Which
     # is wrong cannot be told from checksums: one escalation for the job (both candidates in
     # its evidence; the next step is a rerun on a third GPU), not two GPU pages.
-    alerts, labels = run(CASES / "dp2-checksum-tie.jsonl.gz", tmp_path)
-    res = sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
+    alerts, res = scored("dp2-checksum-tie", tmp_path)
     assert res.caught["Q-sdc-tie"] is not None, "an escalation at job scope"
     assert len(res.problems) == 1, "one problem, not one per candidate"
 
@@ -97,7 +100,7 @@ def test_dp2_checksum_tie_is_one_job_escalation(tmp_path):
 def test_slow_tp_group_is_one_node_problem(tmp_path):
     # J1 restarts on a spare whose GPU 7 is ~18 % slow; TP8 inside the node, so all 8 ranks
     # of the node run at its pace (their compute_ms holds the TP all-reduces). One page: node.
-    alerts, labels = run(CASES / "tp-group-slow-spare.jsonl.gz", tmp_path)
+    alerts, _labels = run(CASES / "tp-group-slow-spare.jsonl.gz", tmp_path)
     assert len(problems_on(alerts, "gpu-sjc4-009")) == 1, "one problem for the node"
 
 
@@ -109,7 +112,7 @@ def test_slow_tp_group_is_one_node_problem(tmp_path):
 def test_tp_group_slowed_by_nvlink_joins_the_nvlink_alert(tmp_path):
     # XID 74 + CRC/replay counters on one GPU of gpu-sjc4-006; its TP group (all 8 ranks of
     # the node) ~10 % slower meanwhile. The slow ranks are the NVLink fault's consequence.
-    alerts, labels = run(CASES / "nvlink-tp-group.jsonl.gz", tmp_path)
+    alerts, _labels = run(CASES / "nvlink-tp-group.jsonl.gz", tmp_path)
     on_node = problems_on(alerts, "gpu-sjc4-006")
     assert len(on_node) == 1, f"one problem (the NVLink isolation), got {sorted(on_node)}"
 
@@ -189,7 +192,6 @@ def test_pause_storm_is_the_storming_nic(tmp_path):
     # fab-020 mlx5_1 stops draining its receive queue: its received bytes fall to ~3 % with
     # the link up, ~14,000 pauses/s; every other port of leaf4 is paused (xmit_wait x100,
     # sent bytes halved). The cause is one port; the rest of the leaf are its victims.
-    alerts, labels = run(CASES / "pause-storm-one-nic.jsonl.gz", tmp_path)
-    res = sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
+    alerts, res = scored("pause-storm-one-nic", tmp_path)
     assert res.caught["X-pause"] is not None, "an isolation of nic fab-020/mlx5_1 (or its node)"
     assert res.false_positives == [], "no drain of leaf4"
