@@ -414,10 +414,12 @@ class NodeNics:
     def _rate(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port up at a negotiated rate below its node's other ports of its name family (not
         storage or management by the topology), which are at ``peer`` -- the classic degraded
-        link, trained at a lower width or speed (ibstat's check): judged by its name on the
-        other nodes (most of them report it at a higher rate: a frontend port at 100 Gb/s on
-        every node is routine), else, no other node reporting it, when it is known to carry
-        the job's traffic (the topology, or its history at the node's pace).  A node whose
+        link, trained at a lower width or speed (ibstat's check): by its own history first (it
+        held a higher rate and retrained lower, most of its family's ports on the node above
+        it), then by its name on the other nodes (most of them report it at a higher rate: a
+        frontend port at 100 Gb/s on every node is routine; any of them, for a GPU's NIC by
+        the topology), else, no other node reporting it, when it is known to carry the job's
+        traffic (the topology, or its history at the node's pace).  A node whose
         every port is at 200 Gb/s (an older model) has no port above its own; a port down
         (IB reports 10 Gb/s) is a link-down case.  A degraded link carries traffic, often at
         its node's pace: its rate is the evidence, not its throughput."""

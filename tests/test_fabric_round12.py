@@ -19,13 +19,15 @@ from a port's first sample).
 
 from __future__ import annotations
 
+import pytest
+
 from detector.engine import Engine
 from detector.testing import T0, feed
 from detector.topology import Topology
 from tests.test_fabric_round11 import T_NEW, T_OLD, firing, small_leaves
 from tests.test_rate_round10 import RAILS, rate_findings, run
 from tests.test_review_round9 import SLURM
-from tests.test_review_round11 import spreading_errors
+from tests.test_review_round11 import rates, spreading_errors
 
 NODES = [f"n{k}" for k in range(8)]
 
@@ -57,6 +59,16 @@ def test_three_of_eight_nodes_downshifting_live_are_three_degraded_links() -> No
         f"nic:{n}/mlx5_2:1" for n in sorted(low)]
     assert {f.evidence["judged_because"] for f in found} == {
         "it ran at 400 Gb/s earlier in the job and retrained lower"}
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["process", "process_many"])
+def test_a_live_downshift_is_paged_by_the_engine_one_by_one_and_in_batches(many: bool) -> None:
+    # The same through the engine: Engine.process, and process_many's batch path of samples
+    # (detector.quiet), which takes a healthy-looking sample through NodeNics.quiet alone.
+    records = rates(8, {"node-004"}, t_end=T0 + 900.0, from_s=300.0, flap=False)
+    engine = Engine()
+    alerts = [*engine.process_many(records), *engine.finish()] if many else feed(engine, records)
+    assert sorted(firing(alerts)) == ["nic:node-004/mlx5_3:1"]
 
 
 def test_a_live_downshift_that_recovers_clears() -> None:

@@ -87,11 +87,12 @@ def test_a_cable_flapping_for_minutes_does_not_make_a_new_nic_fault_a_switch() -
 
 
 def rates(nodes: int, low: set[str], *, low_nic: str = "mlx5_3", t_end: float = T0 + 400.0,
-          from_s: float = 0.0) -> list:
+          from_s: float = 0.0, flap: bool = True) -> list:
     """``nodes`` nodes x 8 NICs (mlx5_0..7) every 10 s, each port busy at 20 Gb/s and
     negotiated at 400 Gb/s -- but ``low_nic`` on the ``low`` nodes at 200 Gb/s from ``from_s``
     on (trained at half width: a rail leaf's bad firmware or a batch of bad cables; retrained
-    there after a flap -- its link_downed counts one -- when ``from_s`` > 0)."""
+    there after a flap -- its link_downed counts one -- when ``from_s`` > 0 and ``flap``;
+    without, a live downshift)."""
     out = []
     for n in range(nodes):
         node = f"node-{n:03d}"
@@ -102,7 +103,7 @@ def rates(nodes: int, low: set[str], *, low_nic: str = "mlx5_3", t_end: float = 
                 tx += int(10.0 * 2.5e9)
                 out.append(NicSample(ts + 0.01 * k, node, name, 1, "up",
                                      200.0 if dropped else 400.0, tx, tx, 0,
-                                     int(dropped and from_s > 0), 0, 0, 0, 0, 0, 0, 0))
+                                     int(dropped and from_s > 0 and flap), 0, 0, 0, 0, 0, 0, 0))
                 ts += 10.0
     return sorted(out, key=lambda e: e.ts)
 
