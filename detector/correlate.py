@@ -948,8 +948,9 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
-        extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": next_diagnostic(
-            "slow_node", scope)}
+        # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
+        extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
+            "next_diagnostic") or next_diagnostic("slow_node", scope)}
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                         extra=extra)
         for g in group:

@@ -201,8 +201,9 @@ def one_worker_alerts(arrivals: list[Arrival], fetch_ends: bool = False
         now += 0.1
         batch: dict[tuple[str, int], list] = {}
         while i < len(arrivals) and arrivals[i][0] <= now:
-            arrived, tp, value = arrivals[i]
-            batch.setdefault(tp, []).append((offsets[tp], b"k", value, int(arrived * 1000)))
+            arrived, tp, value, *stamp = arrivals[i]  # a 4th: its Kafka timestamp, forged (ms)
+            batch.setdefault(tp, []).append((offsets[tp], b"k", value,
+                                             stamp[0] if stamp else int(arrived * 1000)))
             offsets[tp] += 1
             i += 1
         ends = {"at_end": lambda tp, off, sent=now: sent} if fetch_ends else {}
@@ -225,26 +226,28 @@ def service_alerts(ahead_s: float = 0.0, thermal_late_s: float = 0.05, busy: boo
     return one_worker_alerts(arrivals + (busy_steps() if busy else []))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pre-existing (c339944 too; CorrelatorPartition.clock): when every live source is idle "
-    "(quiet for hold_back_s, as low-rate partitions are most of the time) the correlator's "
-    "clock is the highest watermark -- one node whose clock is 10 s ahead takes it 10 s past "
-    "the other sources, and a slow rank is escalated 'unknown' before the throttle sample "
-    "that explains it arrives (thermal 20 s later); room latency's reported_clock "
-    "(dcac9e8, not on main yet) does the same for sources fetched to their end"))
 def test_a_node_whose_clock_is_ahead_does_not_cut_another_node_s_explanation_wait() -> None:
+    # (Was a strict xfail: pre-existing (c339944 too; CorrelatorPartition.clock): when every live
+    # source is idle (quiet for hold_back_s, as low-rate partitions are most of the time) the
+    # correlator's clock is the highest watermark -- one node whose clock is 10 s ahead takes it
+    # 10 s past the other sources, and a slow rank is escalated 'unknown' before the throttle
+    # sample that explains it arrives (thermal 20 s later); room latency's reported_clock
+    # (dcac9e8, not on main yet) does the same for sources fetched to their end -- fixed in round
+    # 12 by room clock: each source reports its own lateness behind the worker's inputs, never the
+    # highest clock)
     assert service_alerts(ahead_s=10.0) == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pre-existing (c339944 too; CorrelatorPartition.clock, SourcePartition.is_idle): a source "
-    "quiet for hold_back_s (0.25 s) holds nobody, so a 10 s DCGM partition never holds the "
-    "clock for its next sample; the slow rank's explanation wait ends ~1 s after that sample's "
-    "event time, and a thermal sample delivered 2 s late -- DESIGN: messages may arrive out of "
-    "event-time order by up to 5 s and that may not raise or hide an alert; a collector "
-    "flushing every few seconds (Telegraf's flush_interval) does -- comes after a "
-    "slow_node/unknown escalation (thermal 20 s later)"))
 def test_a_throttle_sample_delivered_two_seconds_late_still_explains_the_slow_rank() -> None:
+    # (Was a strict xfail: pre-existing (c339944 too; CorrelatorPartition.clock,
+    # SourcePartition.is_idle): a source quiet for hold_back_s (0.25 s) holds nobody, so a 10 s
+    # DCGM partition never holds the clock for its next sample; the slow rank's explanation wait
+    # ends ~1 s after that sample's event time, and a thermal sample delivered 2 s late -- DESIGN:
+    # messages may arrive out of event-time order by up to 5 s and that may not raise or hide an
+    # alert; a collector flushing every few seconds (Telegraf's flush_interval) does -- comes
+    # after a slow_node/unknown escalation (thermal 20 s later) -- fixed in round 12 by room
+    # clock: each source reports its own lateness behind the worker's inputs, never the highest
+    # clock)
     found = service_alerts(thermal_late_s=2.0, busy=True)
     assert found == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
@@ -371,14 +374,15 @@ def busy_service_alerts(thermal_late_s: float, fetch_ends: bool) -> list[tuple[s
     return one_worker_alerts(arrivals, fetch_ends)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dcac9e8 (room latency, PipelineWorker.reported_clock): a source fetched to its end reports "
-    "the event time the worker's other inputs had reached hold_back_s (0.25 s) before the "
-    "fetch -- a busy thermal partition whose collector delivers 2 s after event time (DESIGN "
-    "allows 5 s of disorder) is reported at the steps' time while its records are on their "
-    "way: the slow rank is escalated slow_node/unknown before its throttle sample arrives "
-    "(thermal 20 s later); without the fetch ends (main before it) the partition holds"))
 def test_a_busy_partition_delivering_two_seconds_late_still_holds_the_explanation() -> None:
+    # (Was a strict xfail: dcac9e8 (room latency, PipelineWorker.reported_clock): a source fetched
+    # to its end reports the event time the worker's other inputs had reached hold_back_s (0.25 s)
+    # before the fetch -- a busy thermal partition whose collector delivers 2 s after event time
+    # (DESIGN allows 5 s of disorder) is reported at the steps' time while its records are on
+    # their way: the slow rank is escalated slow_node/unknown before its throttle sample arrives
+    # (thermal 20 s later); without the fetch ends (main before it) the partition holds -- fixed
+    # in round 12 by room clock: each source reports its own lateness behind the worker's inputs,
+    # never the highest clock)
     found = busy_service_alerts(2.0, fetch_ends=True)
     assert found == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
