@@ -38,9 +38,10 @@ from detector.topology import Topology
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
-# NIC trouble that keeps counting while it lasts (errors, flaps -- not a state held like a
-# link down, a rate or a low port): older, still raised, it supports a shared part's count.
-_RISING = frozenset({"errors_seen", "nic_errors", "link_flap"})
+# Trouble that keeps counting while it lasts (NIC or NVLink errors, flaps -- not a state held
+# like a link down, a rate or a low port): older, still raised, it supports a shared part's
+# count (Correlator._count).
+_RISING = frozenset({"errors_seen", "nic_errors", "link_flap", "nvlink_errors"})
 
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
@@ -1235,8 +1236,7 @@ class Correlator:
     def _members(self, what: str, name: str, recent: float
                  ) -> tuple[set[str], set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble begun
-        since ``recent``, those -- behind a switch -- whose only trouble is older errors or
-        flaps still rising)."""
+        since ``recent``, those whose only trouble is older errors or flaps still rising)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1267,10 +1267,14 @@ class Correlator:
                             unit == f"nic:{node}/{nic}")
                     if under:
                         (troubled if new else still).add(node)
-                elif new and unit.startswith("gpu:") and any(
-                        g.cause == "nvlink" and g.kind == "hardware" and g.onset_ts >= recent
-                        for g in signals.values()):
-                    troubled.add(node)
+                elif unit.startswith("gpu:"):
+                    for g in signals.values():
+                        if g.cause == "nvlink" and g.kind == "hardware":
+                            if g.onset_ts >= recent:
+                                troubled.add(node)
+                                break
+                            if g.signal in _RISING:
+                                still.add(node)  # (an NVSwitch's errors spreading, the same)
         return heard | troubled, troubled, still - troubled
 
     def _count(self, what: str, name: str, waiting: list[Finding]

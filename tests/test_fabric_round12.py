@@ -22,8 +22,9 @@ from __future__ import annotations
 import pytest
 
 from detector.engine import Engine
-from detector.testing import T0, feed
+from detector.testing import T0, ecc, feed
 from detector.topology import Topology
+from tests.test_detectors import NVL
 from tests.test_fabric_round11 import T_NEW, T_OLD, firing, small_leaves
 from tests.test_rate_round10 import RAILS, rate_findings, run
 from tests.test_review_round9 import SLURM
@@ -129,3 +130,39 @@ def test_two_cables_flapping_for_minutes_and_a_new_fault_are_three_nics() -> Non
     first = firing(feed(Engine(topology=LEAF8), small_leaves(T_NEW + 200.0, down=down)))
     assert sorted(first) == ["nic:node-001/mlx5_1:1", "nic:node-002/mlx5_0:1",
                              "nic:node-005/mlx5_0:1"]
+
+
+def nvlink_spreading(spread_s: float, seconds: float = 500.0) -> list:
+    """rack-0's 4 trays x 4 GPUs (tests/test_detectors.py's NVL), ECC every 5 s; from
+    ``spread_s`` x n on, every GPU of tray n counts 200 more NVLink CRC errors a sample (and a
+    third as many replays), on and on: an NVSwitch tray degrading, one node after another."""
+    out, total = [], {}
+    t = 0.0
+    while t < seconds:
+        for n in range(4):
+            node = f"tray-0{n}"
+            for g in range(4):
+                if t >= 10.0 + spread_s * n:
+                    total[node, g] = total.get((node, g), 0) + 200
+                errs = total.get((node, g), 0)
+                out.append(ecc(T0 + t + 0.3 * n + 0.01 * g, node, g,
+                               nvlink=(errs, errs // 3, 0)))
+        t += 5.0
+    return out
+
+
+def test_nvlink_errors_spreading_over_a_domain_slower_than_its_window_name_it() -> None:
+    # 90 s apart: no two trays' errors begin in one window; when the third begins, two still
+    # count -- three of the rack's four trays: domain:rack-0 (main: one isolation per GPU).
+    alerts = feed(Engine(topology=NVL), nvlink_spreading(90.0))
+    first = firing(alerts)
+    assert "domain:rack-0" in first
+    assert first["domain:rack-0"] - T0 < 10.0 + 2 * 90.0 + 30.0
+    assert not any(k.startswith(("gpu:tray-02", "gpu:tray-03")) for k in first)
+
+
+def test_nvlink_errors_on_one_tray_beside_another_s_old_ones_stay_the_gpus() -> None:
+    # The control: two trays (90 s apart) -- one old, one new: each GPU its own alert.
+    alerts = feed(Engine(topology=NVL), [
+        e for e in nvlink_spreading(90.0) if e.node in ("tray-00", "tray-01")])
+    assert not any(k.startswith("domain:") for k in firing(alerts))
