@@ -162,8 +162,9 @@ class Settings:
     idle_advance_s: float = field(default=5.0, metadata=_opt(
         "service", "a caught-up partition quiet this long lets event time run on"))
     hold_back_s: float = field(default=0.25, metadata=_opt(
-        "service", "a caught-up partition with nothing new this long stops holding back the "
-        "correlator's clock (the alert latency lever; idle_advance_s still moves its clock)"))
+        "service", "the producers' skew: a partition with nothing new reports the event time "
+        "the inputs that reached Kafka this long before its fetch had got to, less its own "
+        "lateness (the alert latency lever; idle_advance_s still moves its clock)"))
     trace_stages: bool = field(default=False, metadata=_opt(
         "service", "stamp each alert with the wall times of its way through the stages (a "
         "faultline-stages header; bench/kafka_throughput.py --stages)"))

@@ -55,6 +55,17 @@ class Thresholds:
     slow_recur_count: float = 8.0       # one step in five: ~46 steps; one in ten: ~110
     slow_recur_ratio: float = 4.0
     slow_recur_clear: float = 1.0       # and clears when the count decays below this
+    # Host time (a rank's step_ms - compute_ms - comm_ms: host copies, data loading, CPU,
+    # PCIe) above its stage's median, in shares of the stage's median busy time
+    # (step_ms - comm_ms), fed to a second robust CUSUM (slow_k, slow_h, slow_z_clip):
+    # a rank late by its host path while its compute is normal (detector.steps
+    # JobMonitor._check_host).
+    host_min_effect: float = 0.04       # the run must average >= 4 % of a step's work late
+    host_offset_max: float = 0.03       # a host offset up to this is learned as the rank's own
+    host_sigma_floor: float = 0.005     # noise floor of the host excess: 0.5 % of a step's work
+    host_hold_s: float = 180.0          # and the run must have lasted this long: the one
+    #                                     cause telemetry can name, a PCIe replay rate
+    #                                     (gpu_health), takes 6 DCGM samples (30 s apart)
 
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike

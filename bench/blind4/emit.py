@@ -76,6 +76,7 @@ def sample_node(fleet, node, busy, faults, opts: NodeOptions, rng, t_end: float,
         nic_tot[n]["xmit_wait"] = rng.randrange(10**8, 10**10)
     nic_base = {n: dict.fromkeys(nic_tot[n], 0) for n in node.nics}
     temp = [None] * node.gpus
+    temp_t = [0.0] * node.gpus  # when each GPU's temperature was last computed
     reset_done = set()
     for f in faults:
         for x_node, x_gpu, x_t, code, extra in f.xids():
@@ -126,7 +127,10 @@ def sample_node(fleet, node, busy, faults, opts: NodeOptions, rng, t_end: float,
             target = fleet.inlet_c(node, t) + 9.0 + 0.052 * power + node.temp_off_c[g]
             if temp[g] is None:
                 temp[g] = target
-            temp[g] += (target - temp[g]) * (1.0 - math.exp(-dt / 45.0))
+            # The board keeps cooling while nobody reads it (a reset, a collector gap):
+            # relax over the time since the last reading, not one interval.
+            temp[g] += (target - temp[g]) * (1.0 - math.exp(-(t - temp_t[g]) / 45.0))
+            temp_t[g] = t
             th = {
                 "ts": ts,
                 "node": node.name,

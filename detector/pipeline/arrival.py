@@ -106,3 +106,57 @@ class ArrivalClock:
         if k:
             return self._clocks[k - 1]
         return self._floor if t >= self._floor_at else -math.inf
+
+
+# DESIGN.md: messages may arrive out of event-time order by up to 5 s.  A source later than
+# that, beyond what most of a worker's sources are, is taken for a clock that lags (a node
+# whose NTP is broken), not for a delivery to wait for.
+OUT_OF_ORDER_S = 5.0
+
+
+class Lateness:
+    """How far in event time one source's batches were behind the worker's inputs, at most.
+
+    ``note(now, behind)`` after each batch of the source: when its last record reached
+    Kafka, the worker's inputs (:class:`ArrivalClock`) had reached ``behind`` seconds of
+    event time past the source's clock -- a collector that flushes every 2 s, a scrape
+    that lags, is 2 s behind.  :attr:`value` is the highest of the last ``window_s`` to
+    ``2 * window_s`` of wall time (``now``: the worker's clock, never a timestamp of the
+    input), so a source measured every 10 s (DCGM) keeps its figure between batches and a
+    delivery that got faster is forgotten; two numbers, whatever the input.
+
+    >>> late = Lateness(window_s=30.0)
+    >>> late.note(0.0, 2.0); late.note(10.0, 0.5); late.value
+    2.0
+    >>> late.note(40.0, 0.5); late.value   # 2.0 is in the bucket before: still counted
+    2.0
+    >>> late.note(70.0, 0.4); late.value   # ... and now more than 60 s old
+    0.5
+    """
+
+    __slots__ = ("window_s", "value", "_cur", "_prev", "_since")
+
+    def __init__(self, window_s: float = 30.0) -> None:
+        self.window_s = window_s
+        self.value = -math.inf   # the highest lateness of the window (-inf: none noted)
+        self._cur = -math.inf    # the highest noted since _since
+        self._prev = -math.inf   # the highest of the bucket before
+        self._since = -math.inf  # wall time the current bucket began
+
+    def note(self, now: float, behind: float) -> None:
+        if now - self._since >= self.window_s:
+            self._prev = self._cur if now - self._since < 2 * self.window_s else -math.inf
+            self._cur = -math.inf
+            self._since = now
+            self.value = self._prev
+        if behind > self._cur:
+            self._cur = behind
+            if behind > self.value:
+                self.value = behind
+
+
+def median(values: list[float], upper: bool = False) -> float:
+    """The middle value of ``values`` (sorted in place); of two middle ones the lower, or the
+    upper with ``upper``."""
+    values.sort()
+    return values[len(values) // 2 if upper else (len(values) - 1) // 2]

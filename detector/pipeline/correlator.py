@@ -71,9 +71,13 @@ class CorrelatorPartition:
 
     Findings wait in a heap until every live source's watermark has passed
     their tag.  A source is live when heard from within ``source_timeout_s``
-    (wall); an idle one (caught up and quiet) holds nobody back; a source
-    expected but never heard from holds the clock until it times out, so at
-    start-up no partition races ahead of one still being fetched.
+    (wall); one that has had data holds at its watermark, idle (caught up and
+    quiet) or not -- its worker reports how far it can have got when it has
+    nothing new (``PipelineWorker.reported_clock``), so a quiet partition whose
+    collector delivers late is waited for and one whose clock runs ahead
+    drives nobody else's; a source expected but never heard from holds the
+    clock until it times out, so at start-up no partition races ahead of one
+    still being fetched.
 
     An empty source (no record yet) reports itself idle once its worker has
     fetched it to its end (its position is the partition's high watermark:
@@ -286,10 +290,8 @@ class CorrelatorPartition:
                    replayed: bool = False) -> None:
         if replayed and src.wm is not None and (ts is None or ts < src.wm):
             # A message the previous owner had taken in memory, older than what the state
-            # restored says of the source (it was snapshotted ahead of the topic): it may
-            # say "idle" of a source that has had data since, so it can make it busy but
-            # never idle.
-            src.idle = src.idle and bool(idle)
+            # restored says of the source (it was snapshotted ahead of the topic): nothing
+            # in it is news (a source with a clock holds at it, idle or not).
             return
         if ts is not None and (src.wm is None or ts > src.wm):
             if src.wm is None:
@@ -302,21 +304,18 @@ class CorrelatorPartition:
     def clock(self, now: float) -> float | None:
         """Event time up to which every live source has reported; None: nothing to go on."""
         low = math.inf
-        high = -math.inf
-        active = False
         hold_empty = self._data_since is None or now - self._data_since < self.empty_grace_s
         for name, src in self.sources.items():
             if now - src.heard > self.source_timeout_s:
                 continue  # its worker is gone, or the partition is not assigned to anyone
-            wm = src.wm if src.wm is not None else -math.inf
-            if src.idle and not (hold_empty and src.wm is None and not self._fed(name, src)):
-                high = max(high, wm)
-            else:
-                active = True
-                low = min(low, wm)
-        if active:
-            return low if low > -math.inf else None
-        return high if high > -math.inf else None
+            wm = src.wm
+            if wm is None:
+                if src.idle and not (hold_empty and not self._fed(name, src)):
+                    continue  # empty and fetched to its end: nothing to wait for
+                return None
+            if wm < low:
+                low = wm
+        return low if low < math.inf else None
 
     def _fed(self, name: str, src: _Source) -> bool:
         """An empty source reported at its end ``fed_grace_s`` after its topic had data."""

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from detector.alerts import Alert
-from detector.pipeline.arrival import ArrivalClock
+from detector.events import MAX_AHEAD_S
+from detector.pipeline.arrival import OUT_OF_ORDER_S, ArrivalClock, Lateness, median
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.statecodec import UNSIGNED, StateCodec
@@ -128,9 +129,10 @@ class StageTrace:
 
 
 def holding(part: CorrelatorPartition) -> dict[str, float]:
-    """Stage tracing: the clock of each source of ``part`` that is not idle (-inf: none yet)."""
+    """Stage tracing: the clock of each source of ``part`` that holds it: every source with a
+    clock, and an empty one not idle (-inf)."""
     return {name: -math.inf if src.wm is None else src.wm
-            for name, src in part.sources.items() if not src.idle}
+            for name, src in part.sources.items() if src.wm is not None or not src.idle}
 
 
 class PipelineWorker:
@@ -170,6 +172,11 @@ class PipelineWorker:
         # source fetched to its end can have got to (see reported_clock).  Not state.
         self.arrivals = ArrivalClock()
         self._at_end: dict[Hashable, float] = {}  # source -> its at_end (see process)
+        # Per source, how far its batches were behind in event time: behind the worker's
+        # inputs (net of _ahead), and behind their own arrival times; and how far the inputs'
+        # event time ran ahead of their arrival times (see reported_clock).  Not state.
+        self._late: dict[Hashable, tuple[Lateness, Lateness]] = {}
+        self._ahead = Lateness()
 
     # -- partitions ----------------------------------------------------------------------
 
@@ -262,35 +269,110 @@ class PipelineWorker:
             if sent is not None:
                 ends[tp] = sent
 
-    def reported_clock(self, tp: Hashable, part: SourcePartition) -> float:
-        """The clock a source's watermark reports: its own, or, once it was found at its end
-        by a fetch sent ``hold_back_s`` or more after some inputs of this worker reached
-        Kafka, at least the event time those inputs had reached (:class:`ArrivalClock`).
+    def _note_arrival(self, tp: Hashable, clock: float, arrival: float, now: float) -> None:
+        """A batch of ``tp`` whose last record reached Kafka at ``arrival`` took its clock to
+        ``clock``: into the ArrivalClock, and how far behind it was (see reported_clock)."""
+        arrivals = self.arrivals
+        arrivals.note(arrival, clock)
+        if clock == -math.inf:
+            return
+        reached = arrivals.reached(arrival)  # >= clock: this batch is in it (unless folded)
+        if reached == -math.inf:
+            return
+        if reached - arrival > MAX_AHEAD_S:
+            # Event time further ahead of the arrival than any clock may be of another's (the
+            # guard's bound): no arrival time but a producer's made-up CreateTime (1970).
+            return
+        late = self._late.get(tp)
+        if late is None:
+            if len(self._late) > len(self.sources):  # partitions gone with a rebalance
+                self._late = {k: v for k, v in self._late.items() if k in self.sources}
+            late = self._late[tp] = (Lateness(), Lateness())
+        ahead = reached - arrival if reached > arrival else 0.0
+        self._ahead.note(now, ahead)
+        late[0].note(now, (reached - clock if reached > clock else 0.0) - ahead)
+        late[1].note(now, arrival - clock)
 
-        So a finding waits for a source with nothing new at most until a fetch sent
-        ``hold_back_s`` after its input's arrival finds that source at its end: what the
-        source brings later came to Kafka more than ``hold_back_s`` after the finding's
-        input, later than the producers' skew this clock allows for (the allowance a
-        quiet source gets, see CorrelatorPartition).  Before, a source fed without pause
-        held every finding until its own records passed the finding's time: 151-226 ms
-        at half load on a quiet box (BENCHMARKS.md, "latency, round 11"), and as long as
-        its collector's clock is behind with a node whose clock lags.  A source that
-        never had a record keeps the correlator's start-up rules; one with records
-        fetched and not yet processed is not at its end, and holds.
+    def late_caps(self) -> tuple[float, float]:
+        """The most a source is taken to be behind (see reported_clock): ``OUT_OF_ORDER_S``
+        past the median of the sources' lateness -- behind the inputs, behind the arrival
+        times -- and of the arrival times' own (0: a collector's or the broker's clock, not
+        a node's).  Behind the arrival times, of two middle values the higher: a replay's
+        event time, days behind them, is no clock that lags."""
+        behind, lag = [0.0], [0.0]
+        sources = self.sources
+        for tp, (b, g) in self._late.items():
+            if tp in sources:
+                behind.append(b.value)
+                lag.append(g.value)
+        return median(behind) + OUT_OF_ORDER_S, median(lag, upper=True) + OUT_OF_ORDER_S
+
+    def reported_clock(self, tp: Hashable, part: SourcePartition, now: float,
+                       caps: tuple[float, float] = (math.inf, math.inf),
+                       reached_by: dict[float, float] | None = None) -> float:
+        """The clock a source's watermark reports: its own, or, when it has nothing new, the
+        event time its next records must be past, if that is further.
+
+        A source is known to have nothing new as of ``sent`` when a fetch sent then found
+        it at its end (``at_end``), or, without that, ``hold_back_s`` before the wall clock
+        when it is idle (caught up, quiet for ``hold_back_s``).  Its next records reach
+        Kafka after ``sent``, less ``hold_back_s`` (the producers' skew, a linger), and are
+        no further behind than its batches of the last ``Lateness.window_s`` were, per
+        source -- never one clock for all: a collector delivering 2 s after event time is
+        reported 2 s behind (DESIGN allows 5 s of disorder: the correlator waits for its
+        records).  Two measures, the further of the two reported:
+
+        - behind the event time the worker's inputs had reached by their arrival
+          (:class:`ArrivalClock`): what follows a replay's time, however fast it is fed.
+          A node whose clock is 10 s ahead takes that clock 10 s ahead of the arrival
+          times: that much (``_ahead``, the highest of the window) is added to every
+          source's lateness, kept net of it, so the node moves nobody's report but its
+          own, even a source measured before its clock jumped;
+        - behind the arrival times themselves (the collectors' or the broker's clocks):
+          what goes on with time when the prompt sources fall quiet.
+
+        Bounded: a source more than 5 s further behind than most (``late_caps``) is a
+        clock that lags, not a delivery -- reported that far behind, it does not hold
+        every alert of the cluster for as long as it lags.  A source that never had a
+        record keeps the correlator's start-up rules; one with records fetched and not
+        yet processed is not at its end, and holds at its own clock.  ``reached_by``: the
+        ArrivalClock's answers of this hand-over (its sources share their fetches).
         """
         clock = part.clock
-        sent = self._at_end.get(tp)
-        if sent is None or clock == -math.inf:
+        if clock == -math.inf:
             return clock
-        reached = self.arrivals.reached(sent - self.hold_back_s)
+        late = self._late.get(tp)
+        if late is None:
+            return clock  # no arrival noted for it: nothing to go on
+        sent = self._at_end.get(tp)
+        if sent is None:
+            if not part.is_idle(now, self.hold_back_s):
+                return clock
+            sent = self.wall_clock() if self.wall_clock is not None else now
+            sent -= self.hold_back_s
+        since = sent - self.hold_back_s
+        if reached_by is None:
+            reached = self.arrivals.reached(since)
+        else:
+            reached = reached_by.get(since)
+            if reached is None:
+                reached = reached_by[since] = self.arrivals.reached(since)
+        behind, lag = late[0].value, late[1].value
+        reached -= (behind if behind < caps[0] else caps[0]) + self._ahead.value
+        passed = since - (lag if lag < caps[1] else caps[1])
+        if passed > reached:
+            reached = passed
         return reached if reached > clock else clock
 
     def _watermarks(self, now: float) -> Emit:
         """The watermarks of every source (see reported_clock)."""
-        if not self._at_end:
+        if not self._late:
             return watermarks(self.sources.values(), now, self.hold_back_s)
+        caps = self.late_caps()
+        reached_by: dict[float, float] = {}
         return watermarks(self.sources.values(), now, self.hold_back_s,
-                          [self.reported_clock(tp, part) for tp, part in self.sources.items()])
+                          [self.reported_clock(tp, part, now, caps, reached_by)
+                           for tp, part in self.sources.items()])
 
     def _take_local(self, out: WorkerOutput, now: float) -> None:
         """Hand ``out.findings`` to the correlators held here, in order, then release them."""
@@ -346,7 +428,7 @@ class PipelineWorker:
         if records:
             arrived = records[-1][3]
             if arrived is not None and arrived >= 0:
-                self.arrivals.note(arrived / arrivals_per_s, part.clock)
+                self._note_arrival(tp, part.clock, arrived / arrivals_per_s, now)
         out.dead.extend((tp[0], d) for d in dead)
         out.events[tp[0]] = out.events.get(tp[0], 0) + len(records)
         return True
