@@ -336,7 +336,7 @@ class JobMonitor:
         self._host_dev = np.zeros(0)                  # latest host excess over that offset
         self._host_sum = np.zeros(0)                  # sum of host excesses over the run
         self._host_n = np.zeros(0, dtype=np.int64)
-        self._host_rep = np.zeros(0, dtype=bool)      # reported slow by its host time
+        self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -565,6 +565,10 @@ class JobMonitor:
                 rank, None, "slow_rank", "slow_node", "unknown", now, now, False, 0.0,
                 {"step": self._last_step, "rank": rank,
                  "note": f"the job stopped: no step for {now - self._last_step_ts:.0f} s"}))
+        for s in np.flatnonzero(self._host_rep[:len(self._rank_of)]).tolist():
+            out.append(self._finding(self._rank_of[s], None, "host_late", "slow_node", "unknown",
+                                     now, now, False, 0.0, {"step": self._last_step},
+                                     verdict=False))
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._gross[:] = 0
@@ -843,11 +847,11 @@ class JobMonitor:
                        self.cluster)
 
     def _finding(self, rank: int, dp: int | None, signal: str, kind: str, cause: str, ts: float,
-                 onset: float, active: bool, severity: float, evidence: dict[str, Any]
-                 ) -> Finding:
+                 onset: float, active: bool, severity: float, evidence: dict[str, Any],
+                 verdict: bool = True) -> Finding:
         slot = self._slot.get(rank)
         node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
-        return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, True,
+        return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, verdict,
                        severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
 
     def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
@@ -1026,9 +1030,7 @@ class JobMonitor:
             new = waiting
         if len(cleared):
             # (a rank reported as a recurring straggler clears as one: _check_recurring)
-            # (nor one reported for its host time: _check_host)
-            cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
-                              & ~self._host_rep[cleared]]
+            cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
@@ -1396,7 +1398,7 @@ class JobMonitor:
     def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
                     out: list[Finding]) -> None:
-        """A rank late by its host path while its compute is normal: ``slow_rank``.
+        """A rank late by its host path while its compute is normal: ``host_late``, evidence.
 
         A rank's time in neither compute nor collectives, ``step_ms - compute_ms - comm_ms``
         (host-to-device copies, data loading, the CPU, its PCIe link), is what it adds to
@@ -1410,16 +1412,21 @@ class JobMonitor:
         ``host_offset_max``, from the warm-up: rank 0's logging), in units of the job's
         noise, feeds a second robust CUSUM (the compute one's k, h and clip); an alarm whose
         run averages ``host_min_effect`` of a step's work (less ``slow_effect_z`` standard
-        errors) on a rank the compute CUSUM has not reported is a slow rank, the basis
-        ``host_time`` in its evidence, once the run has lasted ``host_hold_s``.  It clears
-        as the CUSUM does.
+        errors) on a rank the compute CUSUM has not reported, once the run has lasted
+        ``host_hold_s``, is a ``host_late`` finding -- evidence, not a verdict: it joins a
+        problem firing on the GPU (a PCIe replay rate's ``gpu_hardware``), and pages nobody
+        on its own.  It clears as the CUSUM does.
+
+        Why not a page: blind2's healthy "slow input pipeline on one tray for 3 min" (+45 %
+        of a step in host time) is, by this signal, what blind3's K2 without its compute is
+        (+14-17 % for 4-5 min); as a paging slow rank it added 16 FP node escalations to
+        blind2 seeds 0..3 (0 before), and no duration or size separates the two without
+        tuning on them (BENCHMARKS "steps, round 12").
 
         The hold: the one cause of a late host path telemetry names is a PCIe link's replay
-        rate (detector.gpu_health), which needs six DCGM samples of replays; paged sooner, a
-        downtrained link was escalated ``unknown`` 26 s into blind3 K4 and its replay rate's
-        ``gpu_hardware`` came after (attribution 2/2 -> 0/2, seeds 8..9).  What a host
-        escalation asks for is a look (``lspci -vv`` link width, CPU clocks, the input
-        pipeline), not a drain: three minutes cost little.
+        rate (detector.gpu_health), which needs six DCGM samples of replays; as a paging slow
+        rank without it, a downtrained link was escalated ``unknown`` 26 s into blind3 K4 and
+        its replay rate's ``gpu_hardware`` came after (attribution 2/2 -> 0/2, seeds 8..9).
 
         What does not page: a loader stall on one rank for one step (clipped at
         ``slow_z_clip``: one step adds at most 3 of the 10 an alarm needs, and drains), a
@@ -1428,9 +1435,7 @@ class JobMonitor:
         moves compute and comm, not the host part).  A producer without ``compute_ms`` is
         scored on ``step_ms - comm_ms`` by the compute CUSUM already (host time included);
         one without ``comm_ms`` tells no rank's host time (every ``step_ms`` is the
-        slowest rank's): not checked.  The correlator names the cause: PCIe replays on the
-        GPU (gpu_health) make it ``gpu_hardware``; otherwise ``unknown``, escalated on the GPU
-        alone or on its node when the node's other ranks are late alike (the host).
+        slowest rank's): not checked.
         """
         cfg = self.cfg
         busy = _floats(buf.step_ms) - _floats(buf.comm)  # compute + host: not waiting
@@ -1474,8 +1479,8 @@ class JobMonitor:
         self._host_n[r] = np.where(in_run, self._host_n[r] + 1, 0)
         new = r[:0]
         if np.count_nonzero(self._host.alarmed):
-            at = (self._host.alarmed[r] & ~self._reported[r] & ~self._slow.alarmed[r]
-                  ).nonzero()[0]
+            at = (self._host.alarmed[r] & ~self._host_rep[r] & ~self._reported[r]
+                  & ~self._slow.alarmed[r]).nonzero()[0]
             if len(at):
                 s_at = r[at]
                 n = np.maximum(self._host_n[s_at], 1)
@@ -1484,9 +1489,9 @@ class JobMonitor:
                 big = mean - margin >= cfg.host_min_effect
                 held = decided_ts - self._host.onset_ts[s_at] >= cfg.host_hold_s
                 # Once one rank's run is held long enough, every rank late enough goes with it
-                # on this step: a node's ranks leave zero a step or two apart by their noise,
-                # and one sent alone is escalated on its GPU before its node mates come
-                # (blind3_hostonly k8s-mixed s8: a GPU escalation beside its node's).
+                # on this step: a node's ranks leave zero a step or two apart by their noise
+                # (when this paged, blind3_hostonly k8s-mixed s8: a GPU escalation beside its
+                # node's).
                 if np.count_nonzero(big & held):
                     new = at[big]
         if len(cleared):
@@ -1498,12 +1503,12 @@ class JobMonitor:
         for i in new.tolist():
             sl = int(r[i])
             rank = rank_of[sl]
-            self._reported[sl] = self._host_rep[sl] = True
+            self._host_rep[sl] = True
             node, gpu = self._hw[sl] or ("?", 0)
             runs = int(max(self._host_n[sl], 1))
             mean = float(self._host_sum[sl]) / runs
             out.append(self._finding(
-                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                rank, dp_of[rank], "host_late", "slow_node", "unknown", decided_ts,
                 float(self._host.onset_ts[sl]), True, min(0.95, 0.5 + mean * 3),
                 {"step": step, "rank": rank, "basis": "host_time",
                  "host_ms": round(float(host[i]), 2),
@@ -1522,15 +1527,13 @@ class JobMonitor:
                  "rule": f"time in neither compute nor collectives (step_ms - compute_ms - "
                          f"comm_ms) over its stage's median, averaging >= "
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "
-                         "its host path (PCIe link, CPU, data loading)"}))
+                         "its host path (PCIe link, CPU, data loading)"}, verdict=False))
         for sl in cleared.tolist():
             rank = rank_of[sl]
             self._host_rep[sl] = False
-            if self._slow.alarmed[sl] or self._recurring[sl]:
-                continue  # (slow by its compute now: that clears it)
-            self._reported[sl] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
+                                     decided_ts, decided_ts, False, 0.0, {"step": step},
+                                     verdict=False))
 
     def _reset_host(self, m: np.ndarray | None) -> None:
         """Forget the host-time runs of slots ``m`` and, for ranks on other hardware, their
