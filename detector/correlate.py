@@ -38,6 +38,11 @@ from detector.topology import Topology
 # towards these, never away from them.
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
+# Trouble that keeps counting while it lasts (NIC or NVLink errors, flaps -- not a state held
+# like a link down, a rate or a low port): older, still raised, it supports a shared part's
+# count (Correlator._count).
+_RISING = frozenset({"errors_seen", "nic_errors", "link_flap", "nvlink_errors"})
+
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
 
@@ -1197,29 +1202,41 @@ class Correlator:
             return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
-    def _fabric_members(self, cluster: str, recent: float) -> tuple[set[str], set[str]]:
+    def _fabric_members(self, cluster: str, recent: float
+                        ) -> tuple[set[str], set[str], set[str]]:
         """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs begun since
-        ``recent``), no topology.
+        ``recent``, those with it on >= 2 NICs counting older errors or flaps still rising
+        too), no topology.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
         """
-        troubled = set()
+        troubled, still = set(), set()
         for node, units in self._units_of_node.items():
-            nics = {_nic_of(u) for u in units if u.startswith("nic:") and any(
-                g.verdict and g.kind == "network" and (g.cluster or "") == cluster
-                and g.onset_ts >= recent for g in self._device.get(u, {}).values())}
-            if len(nics) >= 2:
-                # A shared part takes a node's NICs with it; one port in trouble on each of a
-                # few nodes is as many independent NIC faults.
+            new, rising = set(), set()
+            for u in units:
+                if not u.startswith("nic:"):
+                    continue
+                for g in self._device.get(u, {}).values():
+                    if g.verdict and g.kind == "network" and (g.cluster or "") == cluster:
+                        if g.onset_ts >= recent:
+                            new.add(_nic_of(u))
+                        elif g.signal in _RISING:
+                            rising.add(_nic_of(u))
+            # A shared part takes a node's NICs with it; one port in trouble on each of a
+            # few nodes is as many independent NIC faults.
+            if len(new) >= 2:
                 troubled.add(node)
+            elif len(new | rising) >= 2:
+                still.add(node)
         known = set(self._interval) | set(self._placement.on_node)
         heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
-        return heard | troubled, troubled
+        return heard | troubled, troubled, still
 
-    def _members(self, what: str, name: str, recent: float) -> tuple[set[str], set[str]]:
+    def _members(self, what: str, name: str, recent: float
+                 ) -> tuple[set[str], set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble begun
-        since ``recent``)."""
+        since ``recent``, those whose only trouble is older errors or flaps still rising)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1230,26 +1247,35 @@ class Correlator:
             pairs = topo.nics_under(name) or [(n, None) for n in topo.nodes_under(name)]
         else:
             pairs = [(n, None) for n in topo.nodes_in_domain(name)]
-        heard, troubled = set(), set()
+        heard, troubled, still = set(), set(), set()
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
                 heard.add(node)
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
-                if not signals or all(g.onset_ts < recent for g in signals.values()):
+                if not signals:
                     continue
+                new = any(g.onset_ts >= recent for g in signals.values())
                 if what == "switch":
+                    if not new and not any(g.signal in _RISING for g in signals.values()):
+                        continue
                     if nic is None:
-                        if unit.startswith(f"nic:{node}/") and (
-                                topo.switch_of(node, _nic_of(unit)) == name):
-                            troubled.add(node)
-                    elif unit.startswith(f"nic:{node}/{nic}:") or unit == f"nic:{node}/{nic}":
-                        troubled.add(node)
-                elif unit.startswith("gpu:") and any(
-                        g.cause == "nvlink" and g.kind == "hardware" and g.onset_ts >= recent
-                        for g in signals.values()):
-                    troubled.add(node)
-        return heard | troubled, troubled
+                        under = unit.startswith(f"nic:{node}/") and (
+                            topo.switch_of(node, _nic_of(unit)) == name)
+                    else:
+                        under = unit.startswith(f"nic:{node}/{nic}:") or (
+                            unit == f"nic:{node}/{nic}")
+                    if under:
+                        (troubled if new else still).add(node)
+                elif unit.startswith("gpu:"):
+                    for g in signals.values():
+                        if g.cause == "nvlink" and g.kind == "hardware":
+                            if g.onset_ts >= recent:
+                                troubled.add(node)
+                                break
+                            if g.signal in _RISING:
+                                still.add(node)  # (an NVSwitch's errors spreading, the same)
+        return heard | troubled, troubled, still - troubled
 
     def _count(self, what: str, name: str, waiting: list[Finding]
                ) -> tuple[set[str], set[str], int]:
@@ -1266,7 +1292,7 @@ class Correlator:
         recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
             1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
         if what == "fabric":
-            heard, troubled = self._fabric_members(name, recent)
+            heard, troubled, still = self._fabric_members(name, recent)
             # The same for trouble that cleared inside the window (below): a node whose NICs
             # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
             # on half the nodes was one isolation per NIC, where 30 s of it was one page).
@@ -1276,13 +1302,21 @@ class Correlator:
                     waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
-            heard, troubled = self._members(what, name, recent)
+            heard, troubled, still = self._members(what, name, recent)
             # Trouble that cleared inside the window still happened: a leaf down for less
             # than a sample interval is seen by each node on one sample at its own phase, and
             # is over on every node before the window closes (it was 12-16 NIC isolations,
             # one per node, for one switch blip; review audit row 1b).
             late = {f.scope.node for f in waiting if not f.active and f.scope.node}
         troubled, heard = troubled | late, heard | late
+        if troubled and len(troubled | still) > self.cfg.switch_min_nodes:
+            # Older trouble still rising (errors or flaps arriving on every sample, not a state
+            # held) counts beside trouble begun in the window when more nodes than the fewest
+            # that make a part show it at once: a leaf's ASIC or optics degrading reaches one
+            # node after another over minutes, its errors still rising on the first when the
+            # fourth begins (review round 11, R1: 16 NIC isolations, never the switch).  One
+            # cable flapping for ten minutes and one new fault beside it are two nodes' own.
+            troubled, heard = troubled | still, heard | still
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
         return heard, troubled, need
 

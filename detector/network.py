@@ -101,7 +101,7 @@ class _Port:
                  "low_onset", "ok", "active", "last_error_ts", "err_onset", "last_flap_ts",
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
-                 "rate_ts", "told_s", "told_lo", "told_hi")
+                 "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -138,6 +138,10 @@ class _Port:
         self.family = nic.translate(_DIGITS)  # mlx5_3 -> "mlx_", ibp12s0 -> "ibps"
         self.rate_low = 0     # samples in a row up at a rate below its peers' (_rate)
         self.rate_ts = 0.0    # the first of them
+        self.rate_since = 0.0  # when it took its current rate (its first sample, a retrain)
+        # The highest rate it held up for nic_rate_hold_s or more (0.0: none yet): a port that
+        # fell from its siblings' rate is degraded whatever its name does elsewhere (_rate).
+        self.held = 0.0
         # Its sampling interval last told (NodeNics._tell_interval), and the gaps that are
         # that interval (SAME_INTERVAL_LO/HI times it: NodeNics.quiet's test, multiplied once).
         self.told_s = self.told_lo = self.told_hi = 0.0
@@ -227,8 +231,12 @@ class NodeNics:
         if ts <= counters._last_ts:
             return True  # late or duplicate
         prev_ts = p.last_ts
+        rate = s.rate_gbps
         if (p.active or p.down or p.low or p.held_ts or prev_ts == _NEVER
-                or s.link_state == "down" or p.rate < self._top):
+                or s.link_state == "down" or p.rate < self._top
+                or (rate != p.rate and (rate or p.rate))):
+            # (A rate that changed while the link stayed up -- a live downshift, no flap, no
+            # down sample -- is _rate's to judge.  None and 0.0 are both "unknown".)
             return False
         dt = ts - prev_ts
         if not (p.told_lo <= dt <= p.told_hi) and p.interval_s:
@@ -315,7 +323,7 @@ class NodeNics:
         if rate > MAX_RATE_GBPS:
             rate = 0.0  # no link trains at it: unknown, never a reference (decode refuses it)
         if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
-            self._new_rate(p, rate)
+            self._new_rate(p, rate, ts, cfg)
         if back:
             p.rate_low = 0  # a reboot: its links train again
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
@@ -389,8 +397,11 @@ class NodeNics:
             self._paced = None
         self._names.vote(p, v, cfg)
 
-    def _new_rate(self, p: _Port, rate: float) -> None:
+    def _new_rate(self, p: _Port, rate: float, ts: float, cfg: Thresholds) -> None:
         old, p.rate = p.rate, rate
+        if old > p.held and ts - p.rate_since >= cfg.nic_rate_hold_s:
+            p.held = old  # (held up through a minute's samples: not a rate passing through)
+        p.rate_since = ts
         p.rate_low = 0  # a run below the peers' rate starts again (retraining moves it)
         if p.vote:
             self._paced = None
@@ -403,10 +414,12 @@ class NodeNics:
     def _rate(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port up at a negotiated rate below its node's other ports of its name family (not
         storage or management by the topology), which are at ``peer`` -- the classic degraded
-        link, trained at a lower width or speed (ibstat's check): judged by its name on the
-        other nodes (most of them report it at a higher rate: a frontend port at 100 Gb/s on
-        every node is routine), else, no other node reporting it, when it is known to carry
-        the job's traffic (the topology, or its history at the node's pace).  A node whose
+        link, trained at a lower width or speed (ibstat's check): by its own history first (it
+        held a higher rate and retrained lower, most of its family's ports on the node above
+        it), then by its name on the other nodes (most of them report it at a higher rate: a
+        frontend port at 100 Gb/s on every node is routine; any of them, for a GPU's NIC by
+        the topology), else, no other node reporting it, when it is known to carry the job's
+        traffic (the topology, or its history at the node's pace).  A node whose
         every port is at 200 Gb/s (an older model) has no port above its own; a port down
         (IB reports 10 Gb/s) is a link-down case.  A degraded link carries traffic, often at
         its node's pace: its rate is the evidence, not its throughput."""
@@ -437,14 +450,31 @@ class NodeNics:
                 else:
                     lo += n
             lo -= 1  # (its own)
-        if hi + lo:
+        if p.held > rate and sum(faster.values()) > same:
+            # It fell from a rate it held, below most of its node's ports of its family: no
+            # node model changes its NIC mid-job, so whatever share of the other nodes does the
+            # same (a batch of bad cables, a rail leaf's firmware) it is a degraded link each
+            # (review round 11, R2b; a live downshift, no flap: quiet passes it here).  Most
+            # of the node's ports falling together is the node's (its switch ports
+            # reconfigured), left to the rules below.
+            why = f"it ran at {p.held:g} Gb/s earlier in the job and retrained lower"
+        elif hi + lo:
             # A degraded link is its name's exception: at most one in MIXED of the other nodes
             # reporting the name at its rate or below.  More of them is a node model -- an A100
             # node's 25G frontend mlx5_4 beside H100 nodes whose mlx5_4 is a 400G rail (room
             # blind3, B1: every A100's frontend isolated as a degraded link, "at a higher rate
-            # on 8 of the 15 other nodes").
-            why = (f"its name is at a higher rate on {hi} of the {hi + lo} other nodes "
-                   "reporting it") if hi and lo * MIXED <= hi else None
+            # on 8 of the 15 other nodes") -- unless the topology lists the port as a GPU's
+            # NIC: then its node model's other rails are its peers, and a share of the nodes
+            # at the lower rate is as many degraded links, or one rail leaf's (review round 11,
+            # R2a: mlx5_3 at 200 on 5 of rail3-leaf0's 8 nodes paged nowhere).  (B1's A100
+            # frontend is no GPU's NIC: role 0 or -1.)
+            why = None
+            if hi and lo * MIXED <= hi:
+                why = f"its name is at a higher rate on {hi} of the {hi + lo} other nodes " \
+                      "reporting it"
+            elif hi and p.role > 0:
+                why = ("the topology lists it as a GPU's NIC, and its name is at a higher rate "
+                       f"on {hi} of the {hi + lo} other nodes reporting it")
         elif p.role > 0:
             why = "the topology lists it as a fabric port"
         elif p.peer >= cfg.nic_peer_share and not at and faster[peer] >= ALONE_PEERS:

@@ -21,6 +21,16 @@ ever routine:
 
 and the finding says which (``recommended_because``).
 
+The sustained-cap rule judges a GPU against its peers under the same conditions, not
+against its own baseline alone: a SW cap holding *every* busy GPU of the node (idle ones,
+0x1, have no load to cap), begun within ``impact_onset_s`` of each other, is the node's or
+its rack's power limit lowered -- facility power management, every rank slower alike --
+and each GPU's sustained verdict is evidence (``not_recommended_because``), no page (blind3
+B2: a rack capped 700 -> 500 W was one isolation per GPU).  A GPU capped while a sibling
+runs free, or long before its siblings, is judged alone as before; one still held down once
+its siblings are back counts afresh, on its own; and a rank slower than its peers under
+the shared cap is still its GPU's fault (the correlator's impact rule, ``power_cap``).
+
 A never-routine *power* reason (0x80 HW power brake, 0x8 HW slowdown on a GPU that is not
 hot) on every GPU of a node at once is one node fault -- the node's power supply or board
 asserting the brake, not eight GPUs failing together -- and its remedy drains the node: the
@@ -52,6 +62,8 @@ is thermal when the GPU is hot and power otherwise.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from river import stats
 
 from detector.alerts import Scope
@@ -66,6 +78,7 @@ NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not know
 PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
 DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or deeper)
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
+QUIET_BITS = SLOWDOWN_BITS | GPU_IDLE  # (GpuThermal.quiet: idle changing is the general path's)
 
 
 def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
@@ -105,7 +118,7 @@ class NodeTemps:
     """
 
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
-                 "heating", "heat_gpus", "seen_count")
+                 "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
@@ -120,10 +133,18 @@ class NodeTemps:
         self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
         #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
         self.seen_count = 0                # GPUs it named (told again when more heat)
+        self.idle: set[int] = set()        # GPUs whose latest sample was idle (0x1)
+        self.capping: dict[int, float] = {}  # GPU -> onset of its run of samples with only a
+        #                                      SW power cap set and the clock clock_drop down
+        self.peers_ts = float("-inf")      # when ``peers`` was last counted (once a second)
+        self.peers: list[float] = []       # onsets of the busy GPUs' caps, by time, when
+        #                                    every busy GPU is capping ([] if one runs free)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.temps.pop(gpu, None)
+        self.idle.discard(gpu)
+        self.capping.pop(gpu, None)
         self.braking.discard(gpu)
         self.heating.pop(gpu, None)
         self.heat_gpus.discard(gpu)
@@ -147,6 +168,25 @@ class NodeTemps:
         b = self.braking
         return len(b) >= 2 and len(b) >= len(self.temps) and b.issuperset(self.temps)
 
+    def cap_shared(self, onset: float, ts: float, window_s: float) -> int:
+        """How many busy GPUs of the node (the asking one among them) are held by the same SW
+        power cap as a GPU whose run of capped samples began at ``onset``: 0 unless every busy
+        GPU's latest sample is capped (``capping``; idle GPUs, 0x1, have no load to cap), else
+        those whose runs began within ``window_s`` of ``onset`` -- 0 again if fewer than two.
+        A GPU capped on every loaded sample so far (no clock baseline: how deep, unknown) is
+        under the cap, never alike.  A GPU capped alone among GPUs running free, or long
+        before its siblings (already its own fault when a cap came for all), is judged on
+        its own.  Counted once a second: a node's GPUs number what the input says, and every
+        GPU under its cap asks."""
+        if ts - self.peers_ts >= 1.0:
+            self.peers_ts = ts
+            capping, idle = self.capping, self.idle
+            free = any(g not in capping and g not in idle for g in self.temps)
+            self.peers = [] if free else sorted(t for g, t in capping.items() if g not in idle)
+        onsets = self.peers
+        alike = bisect_right(onsets, onset + window_s) - bisect_left(onsets, onset - window_s)
+        return alike if alike >= 2 else 0
+
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
             t = sorted(self.temps.values())
@@ -161,7 +201,7 @@ class GpuThermal:
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
-                 "_excess", "_warm", "_heat")
+                 "_excess", "_warm", "_heat", "_quiet_bits", "_shared")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -189,6 +229,9 @@ class GpuThermal:
         self._cap_active = False
         self._heat = 0  # > 0: samples in a row throttling thermally; < 0: samples since, while
         #                 the GPU is in its node's thermal fault (NodeTemps.heat_gpus)
+        self._quiet_bits = 0  # what a sample's QUIET_BITS must be for quiet(): the latest's
+        #                       GPU_IDLE (NodeTemps.idle), -1 while in NodeTemps.capping
+        self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
 
     @property
     def last_ts(self) -> float:
@@ -224,8 +267,9 @@ class GpuThermal:
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (tells_interval's first test)
         reasons = s.throttle or 0
-        if reasons & SLOWDOWN_BITS or self._active or self._cap_active or self._seen \
-                or self._minor or self._warm or self._heat or cfg.throttle_samples <= 0:
+        if reasons & QUIET_BITS != self._quiet_bits or self._active or self._cap_active \
+                or self._seen or self._minor or self._warm or self._heat \
+                or cfg.throttle_samples <= 0:
             return False
         temp_c = s.gpu_temp_c
         if temp_c is not None:
@@ -305,12 +349,26 @@ class GpuThermal:
             self._power_cap(s, heavy, bits, drop, base, cfg, out)
         else:  # (_power_cap's common case, inline: this runs for every sample)
             self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
+        gpu = self.scope.gpu
+        node = self._node
+        idle = (s.throttle or 0) & GPU_IDLE
+        if idle:
+            node.idle.add(gpu)  # type: ignore[arg-type]
+        elif node.idle:
+            node.idle.discard(gpu)  # type: ignore[arg-type]
+        if heavy or (bits == SW_POWER_CAP and base <= 0.0):
+            # Under a SW cap: how deep, unknown on a GPU capped on every loaded sample so far
+            # (no clock baseline) -- under it all the same, not free, never alike (-inf).
+            node.capping[gpu] = self._heavy_onset if heavy else NO_REFERENCE  # type: ignore[index]
+            self._quiet_bits = -1  # (its next sample updates the node's capping)
+        else:
+            if node.capping:
+                node.capping.pop(gpu, None)  # type: ignore[arg-type]
+            self._quiet_bits = idle
         seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
         # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
         # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
-        gpu = self.scope.gpu
-        node = self._node
         if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
                 HW_POWER_BRAKE | HW_SLOWDOWN) and throttle_cause(
                 bits, s.gpu_temp_c, cfg.hot_gpu_c) == "power":
@@ -425,21 +483,50 @@ class GpuThermal:
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
             elif gpu in node.heat_gpus:
                 own = False  # evidence of its node's heat
+            elif not never_routine:
+                alike = node.cap_shared(self._heavy_onset, s.ts, cfg.impact_onset_s)
+                if alike:
+                    # The same cap on every busy GPU of the node, begun together: the node's
+                    # or its rack's power limit lowered, not this GPU failing (blind3 B2).
+                    own = False
+                    self._shared = True
+                    del evidence["recommended_because"]
+                    evidence["not_recommended_because"] = (
+                        f"the same SW power cap on every busy GPU of {self.scope.node} "
+                        f"({alike}), begun within {cfg.impact_onset_s:.0f} s of each other: a "
+                        f"node or rack power limit, not this GPU's fault; its rank slower than "
+                        f"its peers, or its clock held down after theirs is back, would be "
+                        f"({because})")
             out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
+        elif self._shared and (not heavy or not node.cap_shared(
+                self._heavy_onset, s.ts, cfg.impact_onset_s)):
+            # The node's cap no longer holds every busy GPU alike (or this one is back): the
+            # shared cap is over.  A GPU still held down counts afresh, now on its own -- a
+            # supply that cannot keep up is a clock loss sustained as an exception, and the
+            # poll on which a cap lifts may find one GPU a sample behind its siblings.
+            self._clear_throttle(s, out)
         elif self._active and self._good >= cfg.throttle_clear_samples:
-            self._active = False
-            self._cap.reset()
-            if gpu in node.brake_gpus:
-                node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
-                if not node.node_fault_open():  # the node's last braking GPU is back
-                    self._node_cleared(s, "power", out)
-                own = False
-            else:
-                own = gpu not in node.heat_gpus
-            out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
-                               own, 0.0, {}, None, s.tenant, s.cluster))
+            self._clear_throttle(s, out)
+
+    def _clear_throttle(self, s: ThermalSample, out: list[Finding]) -> None:
+        """The GPU's throttle finding cleared (and its node's, when it was the last GPU of a
+        node-wide brake)."""
+        node = self._node
+        gpu = self.scope.gpu
+        self._active = False
+        self._shared = False
+        self._cap.reset()
+        if gpu in node.brake_gpus:
+            node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
+            if not node.node_fault_open():  # the node's last braking GPU is back
+                self._node_cleared(s, "power", out)
+            own = False
+        else:
+            own = gpu not in node.heat_gpus
+        out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
+                           own, 0.0, {}, None, s.tenant, s.cluster))
 
     def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds) -> bool:
         """Whether a GPU throttling thermally, alone on its node, waits one more sample before
