@@ -14,10 +14,11 @@ from __future__ import annotations
 import pytest
 
 from detector.engine import Engine
-from detector.testing import T0, feed
+from detector.testing import T0, feed, thermal
 from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
 from tests.test_fabric_round11 import firing as isolations
 from tests.test_power_round12 import CAP, FREE, node_polls
+from tests.test_steps_round12 import COMPUTE, job
 
 # -- power (e131ee8): a SW cap shared by every busy GPU of a node is not a GPU fault ----------
 
@@ -48,6 +49,42 @@ def test_four_nodes_capped_together_page_nobody() -> None:
         return CAP if 60.0 <= t < 400.0 else FREE
 
     assert _firing(feed(Engine(), node_polls(all_nodes, nodes=4))) == []
+
+
+def clocks(share: dict[tuple[int, int], float], nodes: int = 2, seconds: float = 600.0) -> list:
+    """``nodes`` nodes x 8 loaded H100s polled every 10 s; from 60 s to 400 s each GPU is
+    under a SW power cap (0x4, 500 W) at ``share[(node, gpu)]`` of its 1980 MHz clock (0.88
+    where not given), else free at 1980 MHz."""
+    out = []
+    for i in range(int(seconds / 10.0)):
+        t = i * 10.0
+        for n in range(nodes):
+            for g in range(8):
+                capped = 60.0 <= t < 400.0
+                out.append(thermal(T0 + t + 0.3 + 0.02 * n + 0.003 * g, f"node-{n:03d}", g,
+                                   temp_c=55.0 if capped else 61.0,
+                                   clock_mhz=1980.0 * share.get((n, g), 0.88) if capped
+                                   else 1980.0, throttle=0x4 if capped else 0,
+                                   power_w=500.0 if capped else 680.0))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "e131ee8 (power): NodeTemps.cap_shared counts siblings by when their caps began, never "
+    "by how deep: under a rack cap that holds 15 GPUs 12 % down, GPU 3 of node-000 held 30 "
+    "% down (drawing more power per clock: leakage, a VRM, a power sensor reading high) is "
+    "'the same SW power cap' and pages nobody without step telemetry (e657559: all 16 GPUs "
+    "isolated -- GPU 3 among them)"))
+def test_a_gpu_capped_far_deeper_than_its_siblings_under_a_shared_cap_is_paged() -> None:
+    fired = _firing(feed(Engine(), clocks({(0, 3): 0.70})))
+    assert [key for *_, key in fired] == ["gpu:node-000/3"]
+
+
+def test_gpus_capped_a_few_percent_apart_under_a_shared_cap_page_nobody() -> None:
+    # The control: the same cap with the 16 GPUs spread 9-14 % down (their loads differ a
+    # little) is the rack's.
+    assert _firing(feed(Engine(), clocks({(n, g): 0.86 + 0.005 * g for n in range(2)
+                                          for g in range(8)}))) == []
 
 
 # -- fabric (ebd509d, 93ac525): older errors or flaps still rising support a switch's count -----
@@ -83,3 +120,35 @@ def test_two_cables_flapping_from_the_same_minute_are_the_leaf() -> None:
     # it at once -- switch:leaf0 then, and nothing else (unchanged since before round 12).
     first = isolations(feed(Engine(topology=LEAF4), _cables(0.0)))
     assert sorted(first) == ["switch:leaf0"]
+
+
+# -- steps (0d35019..af6b012): a rank late by its host path is evidence, never a page --------
+
+
+def _node_host_late(minutes: float) -> list:
+    """A pure-DP job of 32 ranks on 4 nodes, a step a second; from step 100 the 8 ranks of
+    node-001 spend 25 % of a step's compute more in their host path (a throttled or starved
+    CPU, a PCIe link trained down) for ``minutes``, their compute normal: every step of the
+    job 25 % late."""
+    late = set(range(8, 16))
+    stop = 100 + int(60 * minutes)
+    return list(job(steps=stop + 100, ranks=32, host=lambda s, r: 0.25 * COMPUTE
+                    if r in late and 100 <= s < stop else 0.0))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "af6b012 (steps): host_late is evidence (verdict False) whatever it costs: node-001's 8 "
+    "ranks making every step of a 32-rank job 25 % late by their host path for 20 minutes "
+    "(160 GPU-minutes lost; blind2's healthy input stall, the reason it pages nobody, is 3 "
+    "minutes on one tray) reach nobody -- not even an escalation to a human (e657559: the "
+    "same, host time was not read)"))
+def test_a_node_late_by_its_host_path_for_twenty_minutes_reaches_a_human() -> None:
+    fired = _firing(feed(Engine(), _node_host_late(20.0)))
+    assert fired, "every step 25 % late for 20 minutes, the cause on node-001: nothing paged"
+    assert all("node-001" in key for *_, key in fired)
+
+
+def test_a_node_late_by_its_host_path_for_two_minutes_pages_nobody() -> None:
+    # The control: the same for 2 minutes (an input pipeline catching up, blind2's healthy
+    # shape is 3) is nobody's page.
+    assert _firing(feed(Engine(), _node_host_late(2.0))) == []
