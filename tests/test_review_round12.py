@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import pytest
 
+from detector.alerts import ESCALATION
 from detector.engine import Engine
 from detector.testing import T0, feed, thermal
 from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
 from tests.test_fabric_round11 import firing as isolations
 from tests.test_power_round12 import CAP, FREE, node_polls
+from tests.test_review_round9 import RAIL
+from tests.test_review_round11 import rates
 from tests.test_steps_round12 import COMPUTE, job
 
 # -- power (e131ee8): a SW cap shared by every busy GPU of a node is not a GPU fault ----------
@@ -120,6 +123,35 @@ def test_two_cables_flapping_from_the_same_minute_are_the_leaf() -> None:
     # it at once -- switch:leaf0 then, and nothing else (unchanged since before round 12).
     first = isolations(feed(Engine(topology=LEAF4), _cables(0.0)))
     assert sorted(first) == ["switch:leaf0"]
+
+
+ALL16 = {f"node-{n:03d}" for n in range(16)}
+
+
+def _rail_downshift() -> list:
+    """16 nodes x 8 NICs (mlx5_0..7, 400 Gb/s, busy) every 10 s; at +300 s every node's
+    mlx5_3 retrains live to 200 Gb/s, no flap (one rail switch's firmware or port config:
+    the same port of every node, at once)."""
+    return rates(16, ALL16, t_end=T0 + 900.0, from_s=300.0, flap=False)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "ebd509d (fabric): NodeNics._rate's held rule makes a port that fell from its rate 'a "
+    "degraded link each whatever share of the other nodes does the same', and without a "
+    "topology Correlator._fabric_members counts a node only with >= 2 NICs in trouble: "
+    "every node's mlx5_3 retrained 400 -> 200 at once is 16 NIC isolations (the job's whole "
+    "rail drained, 16 pages; e657559: nothing paged) -- README: without a topology, NIC "
+    "trouble on half the nodes at once is one escalation naming no switch (mlx5_3 DOWN on "
+    "every node is 16 isolations too, on e657559 as well: the >= 2 NICs rule)"))
+def test_one_port_name_retrained_lower_on_every_node_at_once_is_one_page() -> None:
+    fired = _firing(feed(Engine(), _rail_downshift()))
+    assert len(fired) == 1 and fired[0][0] == ESCALATION, fired
+
+
+def test_with_the_rail_topology_the_same_downshift_is_two_rail_switches() -> None:
+    # The control: the topology names mlx5_3's rail leaves -- one alert each, no NIC's.
+    first = isolations(feed(Engine(topology=RAIL), _rail_downshift()))
+    assert sorted(first) == ["switch:rail3-leaf0", "switch:rail3-leaf1"]
 
 
 # -- steps (0d35019..af6b012): a rank late by its host path is evidence, never a page --------
