@@ -214,14 +214,14 @@ def test_a_thermal_collector_four_seconds_late_explains_the_slow_rank() -> None:
 # -- steps (0d35019..af6b012): a rank late by its host path is evidence, never a page --------
 
 
-def _node_host_late(minutes: float) -> list:
+def _node_host_late(minutes: float, fields: str = "all") -> list:
     """A pure-DP job of 32 ranks on 4 nodes, a step a second; from step 100 the 8 ranks of
     node-001 spend 25 % of a step's compute more in their host path (a throttled or starved
     CPU, a PCIe link trained down) for ``minutes``, their compute normal: every step of the
     job 25 % late."""
     late = set(range(8, 16))
     stop = 100 + int(60 * minutes)
-    return list(job(steps=stop + 100, ranks=32, host=lambda s, r: 0.25 * COMPUTE
+    return list(job(steps=stop + 100, ranks=32, fields=fields, host=lambda s, r: 0.25 * COMPUTE
                     if r in late and 100 <= s < stop else 0.0))
 
 
@@ -241,3 +241,11 @@ def test_a_node_late_by_its_host_path_for_two_minutes_pages_nobody() -> None:
     # The control: the same for 2 minutes (an input pipeline catching up, blind2's healthy
     # shape is 3) is nobody's page.
     assert _firing(feed(Engine(), _node_host_late(2.0))) == []
+
+
+def test_the_same_node_from_a_producer_without_compute_ms_is_escalated_at_once() -> None:
+    # The inconsistency beside S1: the same job's producer leaving out compute_ms (DESIGN:
+    # optional) is scored on step_ms - comm_ms, host time included, and node-001 is
+    # escalated within seconds -- the producer that tells more is paged less.
+    fired = _firing(feed(Engine(), _node_host_late(20.0, fields="no_compute")))
+    assert [(topic, key) for topic, _, _, key in fired] == [(ESCALATION, "node:node-001")]
