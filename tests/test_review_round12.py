@@ -11,13 +11,15 @@ findings and suggested fixes: /work/helpers/review12-findings.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import ECC, STEP, THERMAL, ThermalSample
-from detector.testing import T0, ecc, feed, thermal
+from detector.testing import T0, ecc, feed
 from tests.test_fabric_round11 import LEAF4, T_NEW, T_OLD, small_leaves
 from tests.test_fabric_round11 import firing as isolations
 from tests.test_power_round12 import CAP, FREE, node_polls
@@ -62,22 +64,31 @@ def test_four_nodes_capped_together_page_nobody() -> None:
     assert _firing(feed(Engine(), node_polls(all_nodes, nodes=4))) == []
 
 
-def clocks(share: dict[tuple[int, int], float], nodes: int = 2, seconds: float = 600.0) -> list:
-    """``nodes`` nodes x 8 loaded H100s polled every 10 s; from 60 s to 400 s each GPU is
-    under a SW power cap (0x4, 500 W) at ``share[(node, gpu)]`` of its 1980 MHz clock (0.88
-    where not given), else free at 1980 MHz."""
+def cap_polls(share: Callable[[int, int], float | None], *, nodes: int = 2,
+              poll_s: float = 10.0, seconds: float = 600.0, until: float = 400.0,
+              temperatures: bool = True) -> list:
+    """``nodes`` nodes x 8 loaded H100s sampled every ``poll_s``; from 60 s to ``until`` a GPU
+    whose ``share(node, gpu)`` is not None is under a SW power cap (0x4, 500 W) at that share
+    of its 1980 MHz clock, the others free at 1980 MHz; ``temperatures``: whether the
+    collector sends ``gpu_temp_c`` (DESIGN: only ``ts``, ``node``, ``gpu`` are required)."""
     out = []
-    for i in range(int(seconds / 10.0)):
-        t = i * 10.0
+    for i in range(int(seconds / poll_s)):
+        t = i * poll_s
         for n in range(nodes):
             for g in range(8):
-                capped = 60.0 <= t < 400.0
-                out.append(thermal(T0 + t + 0.3 + 0.02 * n + 0.003 * g, f"node-{n:03d}", g,
-                                   temp_c=55.0 if capped else 61.0,
-                                   clock_mhz=1980.0 * share.get((n, g), 0.88) if capped
-                                   else 1980.0, throttle=0x4 if capped else 0,
-                                   power_w=500.0 if capped else 680.0))
+                k = share(n, g) if 60.0 <= t < until else None
+                temp_c = (61.0 if k is None else 55.0) if temperatures else None
+                out.append(ThermalSample(T0 + t + 0.3 + 0.02 * n + 0.003 * g, f"node-{n:03d}", g,
+                                         temp_c, None, 680.0 if k is None else 500.0,
+                                         1980.0 * (1.0 if k is None else k),
+                                         0 if k is None else 0x4, None, None))
     return out
+
+
+def clocks(share: dict[tuple[int, int], float]) -> list:
+    """Two nodes under a rack cap from 60 s to 400 s, each GPU at ``share[(node, gpu)]`` of
+    its clock (0.88 where not given)."""
+    return cap_polls(lambda n, g: share.get((n, g), 0.88))
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -99,22 +110,9 @@ def test_gpus_capped_a_few_percent_apart_under_a_shared_cap_page_nobody() -> Non
 
 
 def _two_capped(temperatures: bool) -> list:
-    """Two nodes x 8 loaded H100s polled every 10 s; GPUs 2 and 5 of node-000 under a SW
-    power cap (0x4, 500 W, clock 12 % down) from 60 s to 400 s, the other 14 free at 1980
-    MHz; ``temperatures``: whether the collector sends ``gpu_temp_c`` (DESIGN: only ``ts``,
-    ``node``, ``gpu`` are required)."""
-    out = []
-    for i in range(60):
-        t = i * 10.0
-        for n in range(2):
-            for g in range(8):
-                capped = n == 0 and g in (2, 5) and 60.0 <= t < 400.0
-                temp_c = (55.0 if capped else 61.0) if temperatures else None
-                out.append(ThermalSample(T0 + t + 0.3 + 0.02 * n + 0.003 * g, f"node-{n:03d}", g,
-                                         temp_c, None, 500.0 if capped else 680.0,
-                                         1980.0 * (0.88 if capped else 1.0),
-                                         0x4 if capped else 0, None, None))
-    return out
+    """GPUs 2 and 5 of node-000 capped 12 % down from 60 s to 400 s, the other 14 free."""
+    return cap_polls(lambda n, g: 0.88 if n == 0 and g in (2, 5) else None,
+                     temperatures=temperatures)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -134,21 +132,10 @@ def test_two_gpus_capped_beside_six_free_ones_are_paged_with_temperatures() -> N
 
 
 def _one_gpu_capped(poll_s: float) -> list:
-    """Two nodes x 8 loaded H100s sampled every ``poll_s`` (dcgm-exporter's default scrape is
-    30 s); GPU 3 of node-000 alone under a SW power cap (0x4, 500 W, clock 12 % down) from
-    60 s to 600 s, its 15 siblings free at 1980 MHz."""
-    out = []
-    for i in range(int(900.0 / poll_s)):
-        t = i * poll_s
-        for n in range(2):
-            for g in range(8):
-                capped = (n, g) == (0, 3) and 60.0 <= t < 600.0
-                out.append(thermal(T0 + t + 0.3 + 0.02 * n + 0.003 * g, f"node-{n:03d}", g,
-                                   temp_c=55.0 if capped else 61.0,
-                                   clock_mhz=1980.0 * (0.88 if capped else 1.0),
-                                   throttle=0x4 if capped else 0,
-                                   power_w=500.0 if capped else 680.0))
-    return out
+    """GPU 3 of node-000 alone capped 12 % down from 60 s to 600 s, its 15 siblings free,
+    sampled every ``poll_s`` (dcgm-exporter's default scrape is 30 s)."""
+    return cap_polls(lambda n, g: 0.88 if (n, g) == (0, 3) else None, poll_s=poll_s,
+                     seconds=900.0, until=600.0)
 
 
 @pytest.mark.xfail(strict=True, reason=(
