@@ -171,11 +171,6 @@ def test_same_log_with_the_clock_right_pages_nobody_on_job_nodes(tmp_path):
     assert problems_on(alerts, "gpu-sjc4-003") == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D6: one node's clock 170 s ahead (valid: DESIGN bounds it at 300 s) makes "
-    "faultline page a healthy rank of a job that node has no part in",
-)
 def test_a_node_clock_ahead_changes_nothing_elsewhere(tmp_path):
     # J1 (TP8 x PP2 x DP4 on nodes 1-8, healthy for its first 10 minutes but for an
     # intermittent straggler on node 2 from 620 s) and node 15, running its own one-node
