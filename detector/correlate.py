@@ -1409,22 +1409,33 @@ class Correlator:
             self._fabric_escalation(first, waiting, heard, troubled, due, out)
             return
         if what != "fabric" and len(troubled) >= need:
-            scope = self._group_scope((what, name))
-            extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
-                     "affected_nodes": sorted(troubled)[:16]}
-            summary = first._replace(scope=scope, tenant=None, job=None,
-                                     severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
             cause = "switch" if what == "switch" else first.cause
-            p = self._raise(ISOLATION, first.kind, cause, scope, summary, out, detected_ts=due,
-                            extra=extra, own=False, latched=first.kind == "hardware")
-            p.tenant = None  # a shared part carries several tenants' work
-            for _, f in waiting:
-                p.add(f, self.cfg.evidence_items)
-                if f.active:
-                    self._own(f, p)
-            self._quiet_if_cleared(p, due)
+            self._raise_part(ISOLATION, first.kind, cause, self._group_scope((what, name)),
+                             first, heard, troubled, waiting, due, out)
             return
         self._decide_units(waiting, due, out)
+
+    def _raise_part(self, topic: str, kind: str, cause: str, scope: Scope, first: Finding,
+                    heard: set[str], troubled: set[str], held: list[tuple[str, Finding]],
+                    due: float, out: list[Alert], extra: dict[str, Any] | None = None) -> None:
+        """One alert for a shared part failing on ``troubled`` of the ``heard`` nodes behind
+        it, the findings ``held`` for it its evidence."""
+        extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
+                 "affected_nodes": sorted(troubled)[:16], **(extra or {})}
+        summary = first._replace(scope=scope, tenant=None, job=None,
+                                 severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
+        p = self._raise(topic, kind, cause, scope, summary, out, detected_ts=due,
+                        extra=extra, own=False, latched=kind == "hardware")
+        p.tenant = None  # a shared part carries several tenants' work
+        self._take(p, held)
+        self._quiet_if_cleared(p, due)
+
+    def _take(self, p: Problem, held: list[tuple[str, Finding]]) -> None:
+        """Findings held for a shared part become ``p``'s evidence, the active ones its own."""
+        for _, f in held:
+            p.add(f, self.cfg.evidence_items)
+            if f.active:
+                self._own(f, p)
 
     def _above_leaf(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
                     count: tuple[set[str], set[str], int], due: float, out: list[Alert]) -> bool:
@@ -1441,10 +1452,7 @@ class Correlator:
         """
         above = self._firing_above(name, first.cluster)
         if above is not None and self._still_failing(above):
-            for _, f in waiting:
-                above.add(f, self.cfg.evidence_items)
-                if f.active:
-                    self._own(f, above)
+            self._take(above, waiting)
             return True
         heard, troubled, need = count
         if len(troubled) < need or not self.topology or not self.topology.parent_of(name):
@@ -1568,8 +1576,7 @@ class Correlator:
         where = "the one switch above them" if len(parts) == 1 else "one of the switches above"
         uplinks = compress_hostlist(sorted(leaves))
         extra: dict[str, Any] = {
-            "nodes_affected": len(troubled), "nodes_heard_from": len(heard),
-            "affected_nodes": sorted(troubled)[:16], "leaves": sorted(leaves),
+            "leaves": sorted(leaves),
             "ports_erring_per_leaf": {
                 leaf: f"{e} of {n} ports of {len(t)} of {len(h)} nodes"
                 for leaf, (h, t, (e, n)) in leaves.items()},
@@ -1583,18 +1590,8 @@ class Correlator:
                 f"read {part}'s port counters (ibdiagnet, or the switch's telemetry: symbol "
                 f"and FEC errors, discards per port) for the uplinks to {uplinks}; an NCCL "
                 "all-reduce inside one leaf should run clean")}
-        scope = Scope.of_switch(part)
-        summary = first._replace(scope=scope, tenant=None, job=None,
-                                 severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
-        topic = ISOLATION if len(parts) == 1 else ESCALATION
-        p = self._raise(topic, "network", "switch", scope, summary, out, detected_ts=due,
-                        extra=extra, own=False)
-        p.tenant = None  # a shared part carries several tenants' work
-        for _, f in held:
-            p.add(f, self.cfg.evidence_items)
-            if f.active:
-                self._own(f, p)
-        self._quiet_if_cleared(p, due)
+        self._raise_part(ISOLATION if len(parts) == 1 else ESCALATION, "network", "switch",
+                         Scope.of_switch(part), first, heard, troubled, held, due, out, extra)
 
     def _decide_units(self, held: list[tuple[str, Finding]], due: float,
                       out: list[Alert]) -> None:
