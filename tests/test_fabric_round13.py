@@ -134,9 +134,9 @@ def test_without_a_topology_it_is_one_escalation_naming_no_switch() -> None:
     assert scopes(alerts) == [(ESCALATION, "switch:unknown")]
 
 
-def test_later_errors_under_a_named_spine_join_it() -> None:
-    # Ports that begin erring after the spine was named (a second wave, new ports of the same
-    # nodes): more of the spine's incident, not leaf or NIC alerts.
+def two_waves() -> list:
+    """spine0's share of ports erring from sample 20, then other ports of the same nodes from
+    sample 30 (a second wave, after the spine was named), all until sample 50."""
     first = partial(leaves_of(range(16)))
     later = {n: {(p + 4) % NICS for p in ps} for n, ps in first.items()}
 
@@ -145,9 +145,13 @@ def test_later_errors_under_a_named_spine_join_it() -> None:
         return 20 if (20 <= i < 50 and k in first.get(node, ())) or (
             30 <= i < 50 and k in later.get(node, ())) else 0
 
-    records = fleet(16, NICS, T0 + 700.0, period=lambda n: 10.0,
-                    first=lambda n: T0 + 0.37 * n, down=lambda *a: False, errors=errors)
-    alerts = feed(Engine(topology=TIERS), records)
+    return fleet(16, NICS, T0 + 700.0, period=lambda n: 10.0,
+                 first=lambda n: T0 + 0.37 * n, down=lambda *a: False, errors=errors)
+
+
+def test_later_errors_under_a_named_spine_join_it() -> None:
+    # More of the spine's incident, not leaf or NIC alerts.
+    alerts = feed(Engine(topology=TIERS), two_waves())
     assert sorted(firing(alerts)) == ["switch:spine0"]
 
 
@@ -203,3 +207,17 @@ def test_ports_low_on_one_rail_of_a_rail_fabric_are_still_its_rail_leaf() -> Non
     low = {(f"node-00{n}", "mlx5_1") for n in range(4)}
     alerts = feed(Engine(topology=RAIL), storm(RAIL, low=low, trickle=("node-005", "mlx5_0")))
     assert "switch:rail1-leaf0" in firing(alerts)
+
+
+def test_a_named_spine_survives_a_snapshot() -> None:
+    # Snapshot and restore right after the spine was named (a worker moved): the later
+    # errors under its leaves still join it, nothing new is paged.
+    records = two_waves()
+    cut = next(i for i, r in enumerate(records) if r.ts > T0 + 240.0)
+    engine = Engine(topology=TIERS)
+    alerts = feed(engine, records[:cut], finish=False)
+    assert sorted(firing(alerts)) == ["switch:spine0"]
+    engine = Engine.restore(engine.snapshot(), TIERS)
+    after = feed(engine, records[cut:])
+    assert firing(after) == {}
+    assert [(a.status, a.scope.key) for a in after] == [("resolved", "switch:spine0")]
