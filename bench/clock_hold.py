@@ -29,7 +29,7 @@ for long?); and the findings the correlator took after its clock had passed them
 the clock logic of two trees on a loaded box:
 
     PYTHONPATH=TREE python bench/clock_hold.py [--speed 250] [--late thermal=0.02] \\
-        [--stall 2:1 --max-rate 300000] [--feed-stall 2:1] [--visible-ms 50]
+        [--stall 2:1 --max-rate 300000] [--feed-stall 2:1] [--visible-ms 50] [--hold-back-s 0.1]
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ def main() -> int:
     ap.add_argument("--feed-stall", action="append", default=[], help="AT:SECONDS, the feed")
     ap.add_argument("--feed-rate", type=float, default=0.0,
                     help="records a second the feed sends after a stall (0: at once)")
+    ap.add_argument("--hold-back-s", type=float, default=0.25,
+                    help="the worker's hold_back_s (the service's default 0.25)")
     ap.add_argument("--window-s", type=float, default=5.0,
                     help="after the last stall, the clock held per window of this length")
     args = ap.parse_args()
@@ -115,7 +117,7 @@ def main() -> int:
     tps = [(t, p) for t in TELEMETRY_TOPICS for p in range(PARTS)]
     w = PipelineWorker(telemetry_topics={t: t for t in TELEMETRY_TOPICS}, findings_topic="f",
                        findings_partitions=1, expected_sources=[f"{t}:{p}" for t, p in tps],
-                       local_findings=True, wall_clock=None)
+                       local_findings=True, wall_clock=None, hold_back_s=args.hold_back_s)
     w.sources = {tp: w.new_partition(tp, EPOCH) for tp in tps}  # type: ignore[misc]
     w.correlators = {("f", 0): w.new_partition(("f", 0), EPOCH)}  # type: ignore[misc]
     offsets = dict.fromkeys(tps, 0)
@@ -167,6 +169,7 @@ def main() -> int:
           + (f", visible after {args.visible_ms:g} ms" if visible_s else "")
           + (f", worker stalls {args.stall} (max {args.max_rate:,.0f}/s)" if stalls else "")
           + (f", feed stalls {args.feed_stall}" if feed_stalls else "")
+          + (f", hold_back_s {args.hold_back_s:g}" if args.hold_back_s != 0.25 else "")
           + f": clock held {quantiles([h for _, h in clock_held])} ({len(clock_held)} fetches); "
           f"alerts held {quantiles(held)}; clock stage {quantiles(stage)} ({len(held)}); "
           f"findings late {corr.late}")
