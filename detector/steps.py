@@ -1160,9 +1160,9 @@ class JobMonitor:
         same share, and their CUSUMs cross a step or two apart.  Found one by one, the first
         was paged alone at its GPU and each later one a new problem (blind4 D3: 6-7 GPU
         escalations beside the node's).  A mate counts when its run (the CUSUM above zero) is
-        at least two steps long and averages ``slow_min_effect`` and half the found rank's
-        mean; it enters its CUSUM alarmed, so it clears by the same hysteresis as any slow
-        rank.  A lone slow GPU (its TP mates at the peers' pace) is found alone, as before.
+        at least two steps long, its score half way to the alarm, and averages
+        ``slow_min_effect`` and half the found rank's mean; it enters its CUSUM alarmed, so it
+        clears by the same hysteresis as any slow rank.  A lone slow GPU (its TP mates at the peers' pace) is found alone, as before.
         """
         hw = self._hw
         node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
@@ -1182,7 +1182,8 @@ class JobMonitor:
                 continue
             floor = max(math.log1p(self.cfg.slow_min_effect), 0.5 * float(mean[at[s]]))
             idx = np.array(mine)
-            slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)]
+            slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)
+                       & (bank.score[r[idx]] >= 0.5 * bank.h)]
             group = set(r[slow].tolist()) | {s}
             if len(group) < 2:
                 continue
