@@ -1162,7 +1162,8 @@ class JobMonitor:
         escalations beside the node's).  A mate counts when its run (the CUSUM above zero) is
         at least two steps long, its score half way to the alarm, and averages
         ``slow_min_effect`` and half the found rank's mean; it enters its CUSUM alarmed, so it
-        clears by the same hysteresis as any slow rank.  A lone slow GPU (its TP mates at the peers' pace) is found alone, as before.
+        clears by the same hysteresis as any slow rank.  A lone slow GPU (its TP mates at the
+        peers' pace) is found alone, as before.
         """
         hw = self._hw
         node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
