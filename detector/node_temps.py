@@ -15,10 +15,16 @@ class NodeTemps:
     """
 
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
-                 "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers")
+                 "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
+                 "times", "pending")
 
     def __init__(self) -> None:
         self.temps: dict[int, float] = {}
+        self.times: dict[int, float] = {}  # GPU -> time of its latest temperature (``temps``)
+        self.pending: dict[int, list[float]] = {}  # GPU -> [ts, temp_c, excess before, state,
+        #   hot_seen told before]: a GPU standing out against a median of mostly the previous
+        #   poll, judged once most of its siblings' samples of its poll are in (state 0:
+        #   not yet; 1: hot_seen told, -1: not standing out) -- GpuThermal._check_warm
         self.median_c = float("inf")
         self.median_ts = float("-inf")
         self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
@@ -40,6 +46,8 @@ class NodeTemps:
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.temps.pop(gpu, None)
+        self.times.pop(gpu, None)
+        self.pending.pop(gpu, None)
         self.idle.discard(gpu)
         self.capping.pop(gpu, None)
         self.braking.discard(gpu)
@@ -83,6 +91,19 @@ class NodeTemps:
         onsets = self.peers
         alike = bisect_right(onsets, onset + window_s) - bisect_left(onsets, onset - window_s)
         return alike if alike >= 2 else 0
+
+    def poll_median(self, ts: float, within_s: float) -> float | None:
+        """The median temperature of the node's GPUs sampled since ``ts - within_s`` (the poll
+        of a sample at ``ts``), or None while they are not yet most of the node's GPUs (or
+        fewer than 4).  :meth:`reference` mixes polls: a GPU sampled early in its poll sees
+        its siblings' samples of the previous one."""
+        since = ts - within_s
+        times = self.times
+        same = [t for g, t in self.temps.items() if times.get(g, since - 1.0) >= since]
+        if len(same) < 4 or 2 * len(same) <= len(self.temps):
+            return None
+        same.sort()
+        return same[len(same) // 2]
 
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:

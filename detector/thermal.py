@@ -172,7 +172,10 @@ class GpuThermal:
             if self._hot or self._hot_active:
                 return False
             node = self._node
+            if node.pending:
+                return False  # a sibling's sample to judge against (_check_warm)
             node.temps[s.gpu] = temp_c
+            node.times[s.gpu] = ts
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             excess = temp_c - node.median_c
@@ -217,11 +220,14 @@ class GpuThermal:
         if temp_c is not None:
             node = self._node
             node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
+            node.times[self.scope.gpu] = ts  # type: ignore[index]
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
             self._check_warm(s, temp_c, cfg, out)
+            if node.pending:
+                self._settle_warm(s, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
@@ -554,20 +560,76 @@ class GpuThermal:
         GPU slow for another reason).  The comparison stays with the node's own GPUs (the
         same inlet air): a rack's inlet gradient moves a node's GPUs together.
         """
-        excess = temp_c - self._node.median_c
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        if node.pending:
+            told = node.pending.pop(gpu, None)
+            if told is not None and told[3]:  # judged from a sibling's sample (_settle_warm)
+                self._warm = int(told[3] > 0)
+        excess = temp_c - node.median_c
         prev, self._excess = self._excess, excess
-        half = 0.5 * cfg.hot_delta_c
-        standing = not self._hot_active and (
-            excess >= cfg.hot_delta_c
-            or (excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half))
+        standing = not self._hot_active and _stands_out(excess, prev, cfg)
+        if standing:
+            # Against the GPUs of its own poll only: the median may still hold most of its
+            # siblings' previous samples (a load step heats the node as a whole, and the GPUs
+            # sampled first would stand out by all of it).  Too few of them in yet: judged
+            # when they are (_settle_warm), from a sibling's sample.
+            ref = node.poll_median(s.ts, self._poll_s())
+            if ref is None:
+                node.pending[gpu] = [s.ts, temp_c, prev, 0, self._warm]
+                return
+            excess = self._excess = temp_c - ref
+            standing = _stands_out(excess, prev, cfg)
+        else:
+            ref = node.median_c
         if not (standing or self._warm):
             return
         # Told again on every sample it stands out on: each is a reason to wait one more.
         self._warm = int(standing)
-        out.append(Finding(
-            s.ts, s.ts, "hot_seen", "slow_node", "thermal", self.scope, standing, False,
-            0.3 if standing else 0.0,
-            {"gpu_temp_c": temp_c, "node_median_c": self._node.median_c,
-             "above_median_c": round(excess, 1), "rise_over_median_c": round(excess - prev, 1)
-             if prev > NO_REFERENCE else None} if standing else {},
-            None, s.tenant, s.cluster))
+        out.append(_hot_seen(s, self.scope, standing, temp_c, ref, prev))
+
+    def _poll_s(self) -> float:
+        """How far apart two samples of one poll of the node may be: half the interval."""
+        return 0.5 * self._interval_s if self._interval_s > 0.0 else 0.5
+
+    def _settle_warm(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+        """Judge the node's GPUs waiting for their poll's samples (``NodeTemps.pending``)
+        once most of them are in: ``hot_seen`` told (or cleared) for that GPU now.  A poll
+        that ends without most of the node (a sibling silent) tells nothing."""
+        node = self._node
+        within = self._poll_s()
+        for gpu, p in list(node.pending.items()):
+            if p[3]:  # judged: waits for its GPU's next sample (two intervals at most: a
+                if s.ts - p[0] > 4.0 * within:  # GPU gone quiet keeps no node off quiet())
+                    del node.pending[gpu]
+                continue
+            ts, temp_c, prev, _, warm = p
+            ref = node.poll_median(ts, within)
+            if ref is None:
+                if s.ts - ts > within:
+                    del node.pending[gpu]
+                continue
+            standing = _stands_out(temp_c - ref, prev, cfg)
+            p[3] = 1 if standing else -1
+            if standing or warm:
+                out.append(_hot_seen(s, Scope.of_gpu(self.scope.node, gpu),  # type: ignore[arg-type]
+                                     standing, temp_c, ref, prev))
+
+
+def _stands_out(excess: float, prev: float, cfg: Thresholds) -> bool:
+    """Hot against its node (``excess`` over the median), or half the margin up and warming
+    a quarter of it faster than the node since the sample before (``prev``)."""
+    half = 0.5 * cfg.hot_delta_c
+    return excess >= cfg.hot_delta_c or (
+        excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half)
+
+
+def _hot_seen(s: ThermalSample, scope: Scope, standing: bool, temp_c: float, ref: float,
+              prev: float) -> Finding:
+    excess = temp_c - ref
+    return Finding(
+        s.ts, s.ts, "hot_seen", "slow_node", "thermal", scope, standing, False,
+        0.3 if standing else 0.0,
+        {"gpu_temp_c": temp_c, "node_median_c": ref, "above_median_c": round(excess, 1),
+         "rise_over_median_c": round(excess - prev, 1) if prev > NO_REFERENCE else None}
+        if standing else {}, None, s.tenant, s.cluster)
