@@ -1,4 +1,4 @@
-"""Room sdc13, round 13: ``hot_seen`` judged against the GPU's own poll (power round 12's open item).
+"""Room sdc13, round 13: `hot_seen` judged against the GPU's own poll (power round 12, Not done).
 
 A node's GPUs are sampled one after another (milliseconds apart), so a node's median of
 latest temperatures, taken at the first GPUs of a poll, holds mostly the previous poll: after
