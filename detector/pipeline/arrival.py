@@ -108,6 +108,10 @@ class ArrivalClock:
         return self._floor if t >= self._floor_at else -math.inf
 
 
+# Kafka's timestamps are in milliseconds: two records stamped in the same one arrived in
+# no known order.  Half of one, so that the millisecond before is in and this one is out.
+ARRIVAL_RESOLUTION_S = 0.0005
+
 # DESIGN.md: messages may arrive out of event-time order by up to 5 s.  A source later than
 # that, beyond what most of a worker's sources are, is taken for a clock that lags (a node
 # whose NTP is broken), not for a delivery to wait for.
