@@ -514,6 +514,38 @@ class Correlator:
                     return p
         return self._ended_throttle(f) if self._throttled else None
 
+    def _node_verdict(self, f: Finding) -> Problem | None:
+        """A hardware isolation firing on a GPU of the slow rank's node, when the rank is
+        slow with its node's others alike (``node_wide``, detector.steps: TP inside the
+        node, its ranks at the pace of its slowest GPU): they are that GPU's consequence and
+        join its verdict (blind4 D3: an NVLink fault's slowed TP group was escalated as
+        ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
+        on its GPU is its own problem."""
+        if not f.evidence.get("node_wide") or f.scope.node is None:
+            return None
+        for unit in sorted(self._units_of_node.get(f.scope.node, ())):
+            if not unit.startswith("gpu:"):
+                continue
+            for g in self._device.get(unit, {}).values():
+                if g.kind != "hardware" or not g.verdict:
+                    continue
+                key = self._owner.get(g.key)
+                p = self.problems.get(key) if key else None
+                if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                    return p
+        return None
+
+    def _node_escalated(self, f: Finding) -> bool:
+        """The slow rank's node is escalated slow and still firing (its ranks found together
+        earlier, some since back at their peers' pace): a rank of it slow again joins the
+        node's page rather than paging its GPU (blind4 D3: a bad spare's ranks, each
+        re-found alone over the next 10-40 min, were each a new GPU escalation)."""
+        if f.scope.node is None:
+            return False
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_node(
+            f.scope.node), f.cluster))
+        return p is not None and p.status == "firing"
+
     def _ended_throttle(self, f: Finding) -> Problem | None:
         """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
         quiet time), whose throttling was on when the rank's slow run began: a slow run found
@@ -609,7 +641,7 @@ class Correlator:
             seen[:] = [c for c in seen if c[1] < f.onset_ts - self.cfg.routine_cap_slot_s]
             if not seen:
                 del self._routine_cap[unit]
-        p = self._explanation(f)
+        p = self._explanation(f) or self._node_verdict(f)
         if p is not None:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
@@ -929,7 +961,7 @@ class Correlator:
         if f is None or (due < f.ts + self._explanation_wait(f)
                          and "throttle_seen" not in self._device.get(unit, {})):
             return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
-        p = self._explanation(f)
+        p = self._explanation(f) or self._node_verdict(f)
         if p is not None:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
@@ -951,7 +983,7 @@ class Correlator:
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
-        if len(node) >= 2:
+        if len(node) >= 2 or self._node_escalated(f):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
