@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
+from detector import sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -792,11 +793,13 @@ class JobMonitor:
                     ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
                     ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
                     ("checksum_mismatch", "sdc", "gpu_hardware",
-                     self._mismatch.pop(rank, None) is not None),
-                    ("checksum_pair", "sdc", "unknown", self._pair.pop(rank, None) is not None)):
+                     self._mismatch.pop(rank, None) is not None)):
                 if was:
                     out.append(self._finding(rank, None, signal, kind, cause, ts, ts, False, 0.0,
                                              note))
+            if self._pair.pop(rank, None) is not None and not self._pair:  # (detector.sdc)
+                out.append(sdc.tie_over(ts, self._last_step, note["note"], self.job,
+                                        self.tenant, self.cluster))
             if self._cap[s] > clip:  # learned a start offset: kept for its return
                 parked.pop(rank, None)
                 parked[rank] = (self._hw[s], float(self._base[s]), float(self._cap[s]))
@@ -1921,8 +1924,14 @@ class JobMonitor:
                          "majority_checksum": majority, "replicas_compared": len(idx)}))
         self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
                              step, buf, decided_ts, out)
-        self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
-                             decided_ts, out)
+        if self._pair:  # a tie (detector.sdc): the job's, cleared as one
+            won = sdc.decided(self._pair, disagreeing)
+            self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
+                                 decided_ts, [])
+            if not self._pair:
+                out.append(sdc.tie_over(decided_ts, step, f"decided: rank {won[0]} lost a "
+                                        "majority vote" if won else "the replicas agree again",
+                                        self.job, self.tenant, self.cluster))
         if split != self._split_active:
             self._split_active = split
             out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
@@ -1946,33 +1955,9 @@ class JobMonitor:
 
     def _pair_disagree(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
                        paired: set[int], out: list[Finding]) -> None:
-        """Two replicas whose checksums differ: one of them is wrong, and nobody can say which.
-
-        No vote decides between two voters, but silent corruption must never go unnoticed:
-        both GPUs are escalated (the smallest units that can hold the fault), on the step it
-        happens -- the persistence of the majority vote -- each naming both candidates and
-        the diagnostic that tells them apart.  Each page is right half the time (one of the
-        two GPUs is healthy by construction), so each scores 0.5: a human decides, and
-        nothing here may read as a recommendation to isolate either.
-        """
-        (a, b) = idx
-        where = [(buf.ranks[i], *buf.hw[i]) for i in idx]
-        nodes = sorted({n for _, n, _ in where})
-        diag = (f"`dcgmi diag -r 3` on {' and '.join(nodes)}, then rerun the step on other GPUs "
-                "(Megatron rerun state machine) to tell which replica computed wrong")
-        names = " vs ".join(f"rank {r} (GPU {g} on {n})" for r, n, g in where)
-        for i, j in ((a, b), (b, a)):
-            rank = buf.ranks[i]
-            paired.add(rank)
-            if rank in self._pair:
-                self._pair[rank][1] = 0
-                continue
-            self._pair[rank] = [buf.ts[i], 0]
-            out.append(self._finding(
-                rank, buf.dp[i], "checksum_pair", "sdc", "unknown", decided_ts,
-                min(buf.ts[a], buf.ts[b]), True, 0.5,
-                {"step": step, "rank": rank, "checksum": buf.checksum[i],
-                 "other_rank": buf.ranks[j], "other_checksum": buf.checksum[j],
-                 "replicas_compared": 2, "candidates": names,
-                 "note": "two replicas disagree: no majority can say which one is wrong",
-                 "next_diagnostic": diag}))
+        """Two replicas whose checksums differ: one job escalation (detector.sdc)."""
+        f = sdc.tie(self._pair, paired, step,
+                    [(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx],
+                    decided_ts, self.job, self.tenant, self.cluster)
+        if f is not None:
+            out.append(f)

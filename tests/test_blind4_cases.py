@@ -78,11 +78,6 @@ def test_spine_fault_is_one_spine_alert(tmp_path):
     assert res.false_positives == [], "no leaf isolations beside it"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D2: a DP-2 checksum disagreement (no majority) pages twice, once per "
-    "candidate GPU, and neither scope contains the fault for sure",
-)
 def test_dp2_checksum_tie_is_one_job_escalation(tmp_path):
     # TP8 x DP2: from one step on, tp_rank k of replica 0 and of replica 1 disagree. Which
     # is wrong cannot be told from checksums: one escalation for the job (both candidates in
