@@ -32,7 +32,7 @@ from detector.playbook import action_for, next_diagnostic
 from detector.recovery import Placement, estimate
 from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
-from detector.topology import Topology
+from detector.topology import Topology, compress_hostlist
 
 # Causes that say more than "something on the GPU": a problem's cause is refined
 # towards these, never away from them.
@@ -49,6 +49,14 @@ _THROTTLES = ("throttle", "throttle_seen", "power_cap")
 # The switch named in the scope of an escalation for a shared network part no topology names.
 UNNAMED_SWITCH = "unknown"
 
+
+# A part above the leaves (a pod spine, a core) that fails errs on a *fraction* of the ports of
+# every node under several of its leaves at once: each flow leaving a leaf is hashed (ECMP) over
+# the leaf's uplinks, and only those through the failing part err, while a leaf's own failure
+# errs on all (or most) ports of its nodes.  A leaf's troubled nodes with at most this share of
+# their ports erring, and no link down or flapping among them, have the part-above shape.
+_PARTIAL_SHARE = 2 / 3
+_LINK_STATE = ("link_down", "link_flap")
 
 # The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
 # node_exporter's scrapes 15-60 s): the window is at most 1.25 x this + 1 s.
@@ -506,6 +514,38 @@ class Correlator:
                     return p
         return self._ended_throttle(f) if self._throttled else None
 
+    def _node_verdict(self, f: Finding) -> Problem | None:
+        """A hardware isolation firing on a GPU of the slow rank's node, when the rank is
+        slow with its node's others alike (``node_wide``, detector.steps: TP inside the
+        node, its ranks at the pace of its slowest GPU): they are that GPU's consequence and
+        join its verdict (blind4 D3: an NVLink fault's slowed TP group was escalated as
+        ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
+        on its GPU is its own problem."""
+        if not f.evidence.get("node_wide") or f.scope.node is None:
+            return None
+        for unit in sorted(self._units_of_node.get(f.scope.node, ())):
+            if not unit.startswith("gpu:"):
+                continue
+            for g in self._device.get(unit, {}).values():
+                if g.kind != "hardware" or not g.verdict:
+                    continue
+                key = self._owner.get(g.key)
+                p = self.problems.get(key) if key else None
+                if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                    return p
+        return None
+
+    def _node_escalated(self, f: Finding) -> bool:
+        """The slow rank's node is escalated slow and still firing (its ranks found together
+        earlier, some since back at their peers' pace): a rank of it slow again joins the
+        node's page rather than paging its GPU (blind4 D3: a bad spare's ranks, each
+        re-found alone over the next 10-40 min, were each a new GPU escalation)."""
+        if f.scope.node is None:
+            return False
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_node(
+            f.scope.node), f.cluster))
+        return p is not None and p.status == "firing"
+
     def _ended_throttle(self, f: Finding) -> Problem | None:
         """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
         quiet time), whose throttling was on when the rank's slow run began: a slow run found
@@ -601,7 +641,7 @@ class Correlator:
             seen[:] = [c for c in seen if c[1] < f.onset_ts - self.cfg.routine_cap_slot_s]
             if not seen:
                 del self._routine_cap[unit]
-        p = self._explanation(f)
+        p = self._explanation(f) or self._node_verdict(f)
         if p is not None:
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
@@ -921,7 +961,7 @@ class Correlator:
         if f is None or (due < f.ts + self._explanation_wait(f)
                          and "throttle_seen" not in self._device.get(unit, {})):
             return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
-        p = self._explanation(f)
+        p = self._explanation(f) or self._node_verdict(f)
         if p is not None:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
@@ -943,7 +983,7 @@ class Correlator:
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
-        if len(node) >= 2:
+        if len(node) >= 2 or self._node_escalated(f):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
@@ -1069,6 +1109,8 @@ class Correlator:
         what, name = group
         shared = self.problems.get(self.dedup_key(ESCALATION if what == "fabric" else ISOLATION,
                                                   f.kind, self._group_scope(group), f.cluster))
+        if what == "switch" and not (shared is not None and shared.status == "firing"):
+            shared = self._firing_above(name, f.cluster)  # its spine's, named before
         if shared is not None and shared.status == "firing" and self._still_failing(shared):
             # The part is still failing: more of the same incident.  Once it has recovered
             # (quiet, waiting out its flap window, or its trouble left on one node only)
@@ -1251,11 +1293,18 @@ class Correlator:
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
                 heard.add(node)
+            # A port low against its node's other ports, all of them facing this switch, is not
+            # the switch's doing: the switch would have slowed them alike.  A NIC that stops
+            # draining its receive queue (a PFC pause storm) is that port, its leaf's other
+            # ports merely paused -- with one chance error trickle on another node it drained
+            # the leaf (blind4 D7).  (A rail leaf faces one port of each node: counted.)
+            whole = what == "switch" and topo.switch_of(node) == name
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
                 if not signals:
                     continue
-                new = any(g.onset_ts >= recent for g in signals.values())
+                new = any(g.onset_ts >= recent for g in signals.values()
+                          if not (whole and g.signal == "nic_throughput"))
                 if what == "switch":
                     if not new and not any(g.signal in _RISING for g in signals.values()):
                         continue
@@ -1385,26 +1434,196 @@ class Correlator:
             del self._group_wait[k]
         heard, troubled, need = self._count(what, name, [f for _, f in waiting])
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
+        if what == "switch" and self._above_leaf(name, first, waiting, (heard, troubled, need),
+                                                 due, out):
+            return
         if what == "fabric" and len(troubled) >= need:
             self._fabric_escalation(first, waiting, heard, troubled, due, out)
             return
         if what != "fabric" and len(troubled) >= need:
-            scope = self._group_scope((what, name))
-            extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
-                     "affected_nodes": sorted(troubled)[:16]}
-            summary = first._replace(scope=scope, tenant=None, job=None,
-                                     severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
             cause = "switch" if what == "switch" else first.cause
-            p = self._raise(ISOLATION, first.kind, cause, scope, summary, out, detected_ts=due,
-                            extra=extra, own=False, latched=first.kind == "hardware")
-            p.tenant = None  # a shared part carries several tenants' work
-            for _, f in waiting:
-                p.add(f, self.cfg.evidence_items)
-                if f.active:
-                    self._own(f, p)
-            self._quiet_if_cleared(p, due)
+            self._raise_part(ISOLATION, first.kind, cause, self._group_scope((what, name)),
+                             first, heard, troubled, waiting, due, out)
             return
         self._decide_units(waiting, due, out)
+
+    def _raise_part(self, topic: str, kind: str, cause: str, scope: Scope, first: Finding,
+                    heard: set[str], troubled: set[str], held: list[tuple[str, Finding]],
+                    due: float, out: list[Alert], extra: dict[str, Any] | None = None) -> None:
+        """One alert for a shared part failing on ``troubled`` of the ``heard`` nodes behind
+        it, the findings ``held`` for it its evidence."""
+        extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
+                 "affected_nodes": sorted(troubled)[:16], **(extra or {})}
+        summary = first._replace(scope=scope, tenant=None, job=None,
+                                 severity=min(0.95, 0.5 + len(troubled) / (2 * len(heard))))
+        p = self._raise(topic, kind, cause, scope, summary, out, detected_ts=due,
+                        extra=extra, own=False, latched=kind == "hardware")
+        p.tenant = None  # a shared part carries several tenants' work
+        self._take(p, held)
+        self._quiet_if_cleared(p, due)
+
+    def _take(self, p: Problem, held: list[tuple[str, Finding]]) -> None:
+        """Findings held for a shared part become ``p``'s evidence, the active ones its own."""
+        for _, f in held:
+            p.add(f, self.cfg.evidence_items)
+            if f.active:
+                self._own(f, p)
+
+    def _above_leaf(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
+                    count: tuple[set[str], set[str], int], due: float, out: list[Alert]) -> bool:
+        """A leaf's window closes: its trouble is a part above it (a spine) when the part is
+        named already and still failing, or when the leaf fails with the part-above shape
+        (_spine_shape) beside other leaves of the part doing the same (_part_above).  True
+        when the leaf's findings went to that part's problem.
+
+        Errors on a fraction of the ports of every node under four leaves were four leaf
+        isolations -- four healthy switches drained -- and the spine never named (blind4 D1).
+        One leaf failing alone stays the leaf's, whatever its shape (its uplinks' optics are
+        the leaf's side of the link), and so do two leaves failing on all their nodes' ports
+        at once: two faults overlapping.
+        """
+        above = self._firing_above(name, first.cluster)
+        if above is not None and self._still_failing(above):
+            self._take(above, waiting)
+            return True
+        heard, troubled, need = count
+        if len(troubled) < need or not self.topology or not self.topology.parent_of(name):
+            return False
+        shape = self._spine_shape(name, troubled)
+        if shape is None:
+            return False
+        leaves = {name: (heard, troubled, shape)}
+        part = self._part_above(name, leaves)
+        if part is None:
+            return False
+        parts, failing = part
+        held = list(waiting)
+        for k, (w, n, g) in list(self._group_wait.items()):
+            if w == "switch" and n in failing and n != name:
+                del self._group_wait[k]
+                held.append((k, g))
+        self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(failing)}, first,
+                          held, due, out)
+        return True
+
+    def _firing_above(self, leaf: str, cluster: str | None) -> Problem | None:
+        """The firing problem of a part above ``leaf`` that took it in (_raise_above)."""
+        for p in self.problems.values():
+            if (p.status == "firing" and p.kind == "network" and p.cluster == cluster
+                    and leaf in p.extra.get("leaves", ())):
+                return p
+        return None
+
+    def _spine_shape(self, leaf: str, troubled: set[str]) -> tuple[int, int] | None:
+        """(ports erring, ports) of the leaf's troubled nodes when they err on a fraction of
+        their ports (at most _PARTIAL_SHARE in all, no link down or flapping); else None.
+
+        A node's ports facing the leaf: the topology's when it names the node's NICs, else
+        (a Slurm topology.conf: every NIC faces the node's leaf) the node's own count, told in
+        its NIC findings' evidence (``node_ports``, detector.network).  A rail leaf faces one
+        port of each node: no share to tell, never this shape.
+        """
+        topo = self.topology
+        assert topo is not None
+        named: dict[str, int] = {}
+        for node, _ in topo.nics_under(leaf):
+            named[node] = named.get(node, 0) + 1
+        erring = total = 0
+        for node in troubled:
+            errs, ports = 0, named.get(node, 0)
+            for unit in self._units_of_node.get(node, ()):
+                signals = self._device.get(unit)
+                if not signals or not unit.startswith("nic:") or topo.switch_of(
+                        node, _nic_of(unit)) != leaf:
+                    continue
+                if any(s in signals for s in _LINK_STATE):
+                    return None  # a host link's own state: the leaf or the cable, not above
+                seen = signals.get("nic_errors") or signals.get("errors_seen")
+                if seen is None:
+                    continue
+                errs += 1
+                told = seen.evidence.get("node_ports")
+                if not named and isinstance(told, int) and told > ports:
+                    ports = told
+            if not errs:
+                continue  # (trouble that cleared, or of another kind: not counted)
+            if ports < 2 or errs > ports:
+                return None
+            erring, total = erring + errs, total + ports
+        if not total or erring > _PARTIAL_SHARE * total:
+            return None
+        return erring, total
+
+    def _part_above(self, leaf: str, leaves: dict[str, Any]
+                    ) -> tuple[set[str], set[str]] | None:
+        """(the lowest parts above ``leaf`` failing, the leaves failing under them) or None.
+
+        ``leaves`` maps a leaf to (heard, troubled, shape) or None once looked at (filled in
+        here: a leaf whose window is open and that fails with the part-above shape).  Up from
+        the leaf, tier by tier, a switch is failing when more of the leaves below it fail
+        than below the tier beneath (it explains more) and at least two of its children do
+        (a leaf by its shape, a switch by two of its leaves): a spine over four erring leaves;
+        a core only when leaves under two of its spines err.  Switches of one tier over the
+        same leaves (a fat tree's spines) cannot be told apart: all are returned.
+        """
+        topo = self.topology
+        assert topo is not None
+
+        def fails(s: str) -> bool:
+            if s not in leaves:
+                leaves[s] = None
+                held = [g for w, n, g in self._group_wait.values() if w == "switch" and n == s]
+                if held:
+                    heard, troubled, need = self._count("switch", s, held)
+                    shape = self._spine_shape(s, troubled) if len(troubled) >= need else None
+                    if shape is not None:
+                        leaves[s] = (heard, troubled, shape)
+            return leaves[s] is not None
+
+        parts, failing = {leaf}, {leaf}
+        while True:
+            up: dict[str, set[str]] = {}
+            for p in {q for c in parts for q in topo.parent_of(c)}:
+                below = {s for s in topo.leaves_below(p) if fails(s)}
+                kids = sum(1 for c in topo.children_of(p) if (
+                    fails(c) if not topo.children_of(c)
+                    else sum(1 for s in topo.leaves_below(c) if fails(s)) >= 2))
+                if len(below) > len(failing) and kids >= 2:
+                    up[p] = below
+            if not up:
+                break
+            parts, failing = set(up), set().union(*up.values())
+        return None if parts == {leaf} else (parts, failing)
+
+    def _raise_above(self, parts: list[str], leaves: dict[str, Any], first: Finding,
+                     held: list[tuple[str, Finding]], due: float, out: list[Alert]) -> None:
+        """One alert for a part above the leaves: an isolation of the one switch common to the
+        erring leaves, or -- several of one tier over them (a fat tree's spines) -- an
+        escalation naming them all."""
+        part = parts[0] if len(parts) == 1 else compress_hostlist(parts)
+        heard = set().union(*(h for h, _, _ in leaves.values()))
+        troubled = set().union(*(t for _, t, _ in leaves.values()))
+        erring = sum(e for _, _, (e, _) in leaves.values())
+        ports = sum(n for _, _, (_, n) in leaves.values())
+        where = "the one switch above them" if len(parts) == 1 else "one of the switches above"
+        uplinks = compress_hostlist(sorted(leaves))
+        extra: dict[str, Any] = {
+            "leaves": sorted(leaves),
+            "ports_erring_per_leaf": {
+                leaf: f"{e} of {n} ports of {len(t)} of {len(h)} nodes"
+                for leaf, (h, t, (e, n)) in leaves.items()},
+            "recommended_because": (
+                f"{len(leaves)} leaves under {part} fail at once, each node erring on a fraction "
+                f"of its ports ({erring} of {ports}), none with a link down: flows hashed over "
+                f"the leaves' uplinks err through {where}; a leaf's own failure errs on all "
+                "ports of its nodes, and traffic that stays inside a leaf never crosses "
+                f"{part}"),
+            "next_diagnostic": (
+                f"read {part}'s port counters (ibdiagnet, or the switch's telemetry: symbol "
+                f"and FEC errors, discards per port) for the uplinks to {uplinks}; an NCCL "
+                "all-reduce inside one leaf should run clean")}
+        self._raise_part(ISOLATION if len(parts) == 1 else ESCALATION, "network", "switch",
+                         Scope.of_switch(part), first, heard, troubled, held, due, out, extra)
 
     def _decide_units(self, held: list[tuple[str, Finding]], due: float,
                       out: list[Alert]) -> None:

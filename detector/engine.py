@@ -162,6 +162,9 @@ class Engine:
 
     def _pass_seen(self) -> None:
         mon, stage = self.source.monitors, self.stage
+        if mon.rewound:  # (the record of a node heard first: Monitors._first_node)
+            mon.rewound = False
+            stage.rewind(mon.clock)
         for _, node, what in mon.heard:
             stage.seen(node, what)
         mon.heard.clear()

@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from msgspec.structs import replace
+
 from detector.alerts import Scope
 from detector.events import (
     ECC,
@@ -40,6 +42,11 @@ from detector.thresholds import Thresholds
 from detector.topology import Topology
 
 _SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue steps
+# A node's records this far ahead of the partition's clock, while another node keeps it, are
+# its clock's error (NTP lost: tens of seconds), not the fleet's time: see Monitors._ahead.
+SKEW_S = 20.0
+_ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for being alone
+MAX_SKEWED = 4096      # nodes with an offset kept at most (each is a node heard from)
 
 
 class Monitors:
@@ -69,7 +76,16 @@ class Monitors:
         self.wall_clock = wall_clock
         self.clock = -math.inf
         self._jump: list[float] = []  # consecutive far-ahead ts that agree with each other
+        # node -> [offset, newest raw ts, when (its time) to look for other nodes again]: a
+        # node whose clock runs ahead of the others' (_ahead, _first_node); its records are
+        # taken at ts - offset.  At most one entry a node heard from, dropped
+        # with its units (prune_units).
+        self._skew: dict[str, list[float]] = {}
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
+        # [node, {node: newest ts}, ts]: the node whose record set a first clock, until another
+        # node's record agrees with it, and the other nodes' records behind it (_first_node)
+        self._maker: list[Any] | None = None
+        self.rewound = False  # the clock went back (_first_node); the caller clears it
         self._jobs: dict[str, JobMonitor] = {}
         # jobs with nothing to expire -> their (evaluations, restarts) then (see sweep)
         self._dormant: dict[str, tuple[int, int]] = {}
@@ -106,11 +122,20 @@ class Monitors:
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
+        if self._maker is not None:
+            self._first_node(ev)
+        if self._skew and ev.node in self._skew:
+            ev = self._deskew(ev)
         ts = ev.ts
         clock = self.clock
         if ts > clock:
-            if ts - clock > MAX_AHEAD_S:
-                self.check_ahead(ev)  # raises unless the jump is real
+            if ts - clock > SKEW_S:
+                if ts - clock > MAX_AHEAD_S:
+                    self.check_ahead(ev)  # raises unless the jump is real
+                    self._maker = [ev.node, {}, ev.ts]  # a first clock: one node's so far
+                elif clock > -math.inf:
+                    ev = self._ahead(ev)  # one node's clock, or the fleet's time moving on
+                    ts = ev.ts
             elif self._jump and not self.unconfirmed:
                 self._jump.clear()
             self.clock = ts
@@ -200,6 +225,123 @@ class Monitors:
                                  "ts")
         self.clock = ts
 
+    def _ahead(self, ev: Event) -> Event:
+        """A record more than ``SKEW_S`` (but not ``MAX_AHEAD_S``) ahead of the clock.
+
+        The clock judges every node's records (a job's steps expire at it, a timer fires at
+        it), so it must be the fleet's time: one node whose NTP source is lost stamps its
+        records tens of seconds ahead (valid by DESIGN), and taken as the clock it would
+        decide every other job's steps as their first messages came in.  Physics: the
+        fleet's records arrive in the order they were taken (within DESIGN's 5 s), so a
+        node ahead of the records around it by more than ``SKEW_S`` is ahead of the time,
+        not the time ahead of them.  Its lead is taken as its clock's offset: this record
+        and its later ones are taken at ``ts - offset`` (about when they arrived in the
+        fleet's time), on its own spacing (:meth:`_deskew`).  The fleet's time moving on
+        (a log's gap, collectors sampling in phase every 30 s) is told apart by another
+        node agreeing with the lead within ``SKEW_S``: then the offsets that agree are
+        dropped and the record moves the clock, as before; so does a record of a node alone
+        (no other node's unit took a record within ``SKEW_S`` of the clock), and a node that
+        turns out to be alone later gets its time back (_deskew).
+        """
+        lead = ev.ts - self.clock
+        skew = self._skew
+        agree = [n for n, st in skew.items() if abs(lead - st[0]) <= SKEW_S]
+        if agree:  # another node is there too: the fleet's time moved
+            for n in agree:
+                del skew[n]
+            return ev
+        if len(skew) >= MAX_SKEWED or not self._others_near(ev.node):
+            return ev  # (nobody else keeps the clock: its time is the time)
+        skew[ev.node] = [lead, ev.ts, self.clock + _ALONE_S]
+        return replace(ev, ts=self.clock)
+
+    def _first_node(self, ev: Event) -> None:
+        """While the clock is one node's (its record set a first clock): another node's
+        record within ``SKEW_S`` of it ends the watch, as does ``_ALONE_S`` of its own time
+        with no other node; two other nodes' newest records that agree with each other and
+        are all more than ``SKEW_S`` behind it make it a node ahead (the first record of a
+        partition was the skewed node's): its offset is theirs to the clock
+        (:meth:`_deskew` from here on) and the clock goes back to them (:attr:`rewound`;
+        only the first node's own records were taken at it).  One node against one: nothing
+        says which is right, the clock stays."""
+        maker, votes, since = self._maker  # type: ignore[misc]
+        node = ev.node
+        clock = self.clock
+        if node == maker:
+            if clock - since > _ALONE_S:
+                self._maker = None  # nobody else for so long: its time is the time
+            return
+        ts = ev.ts
+        if ts >= clock - SKEW_S or len(votes) > 4 * JUMP_AGREE:
+            self._maker = None  # agreed with (or the others disagree among themselves)
+            return
+        if ts > votes.get(node, -math.inf):
+            votes[node] = ts
+        if len(votes) < 2:
+            return  # (one node against one: nothing says which is right)
+        back = max(votes.values())
+        if back - min(votes.values()) > SKEW_S:
+            return
+        self._maker = None
+        self._skew[maker] = [clock - back, clock, back + _ALONE_S]
+        self.clock = back
+        self.rewound = True
+        if self._next_sweep > back + _SWEEP_S:
+            self._next_sweep = back + _SWEEP_S
+        if self._next_prune > back:
+            self._next_prune = back
+
+    def _deskew(self, ev: Event) -> Event:
+        """A record of a node whose clock is off (:meth:`_ahead`): at its offset removed.
+
+        Its records more than ``SKEW_S`` behind the clock once the offset is off, and its
+        newest among them (chrony got its source back and stepped the clock), or none of
+        them new for ``SKEW_S`` of the clock, drop the offset, as does the node alone: every
+        ``_ALONE_S`` of its time, no unit of another node took a record within ``SKEW_S`` of
+        the clock (nobody else keeps it: its time is the time; the clock moves to it).
+        A record older than its node's newest while that one keeps up with the clock (a
+        collector re-sending its last minute) is only shifted."""
+        node = ev.node
+        st = self._skew[node]
+        raw = ev.ts
+        clock = self.clock
+        ts = raw - st[0]
+        if ts > clock + SKEW_S:
+            del self._skew[node]  # its records are far past the fleet's with the offset off
+            return ev
+        if raw < st[1]:
+            if st[1] - st[0] >= clock - SKEW_S:
+                return replace(ev, ts=ts)  # re-sent: its newest keeps up with the clock
+            del self._skew[node]  # nothing new at its offset for SKEW_S: stepped back
+            return ev
+        st[1] = raw
+        if ts < clock - SKEW_S:
+            del self._skew[node]  # its clock is right again (or behind: not an ahead offset)
+            return ev
+        if ts >= st[2]:
+            st[2] = ts + _ALONE_S
+            if not self._others_near(node):
+                del self._skew[node]
+                if raw - clock <= MAX_AHEAD_S:
+                    self.clock = raw
+                return ev
+        return replace(ev, ts=ts)
+
+    def _others_near(self, node: str) -> bool:
+        """Whether a unit of another node (a GPU's, a node's ports, a job with a rank on
+        another node) took a record within ``SKEW_S`` of the clock (every ``_ALONE_S`` of a
+        skewed node's time: a walk over the units)."""
+        lo = self.clock - SKEW_S
+        for units in (self._thermal, self._ecc):
+            for (n, _), m in units.items():
+                if n != node and m.last_ts >= lo:
+                    return True
+        for n, nics in self._nics.items():
+            if n != node and nics.last_ts >= lo:
+                return True
+        return any(job.clock >= lo and any(hw is not None and hw[0] != node for hw in job._hw)
+                   for job in self._jobs.values())
+
     def count_jump(self, ts: float) -> int:
         """Count ``ts``, far ahead of the clock, towards a jump of the log's time.
 
@@ -232,6 +374,15 @@ class Monitors:
         refuse_unless(type(self.cfg) is Thresholds, "Monitors.cfg: not Thresholds")
         refuse_unless(type(self._jump) is list and all(
             type(t) is float and math.isfinite(t) for t in self._jump), "Monitors._jump")
+        refuse_unless(type(self._skew) is dict and len(self._skew) <= MAX_SKEWED and all(
+            type(n) is str and type(st) is list and len(st) == 3
+            and all(type(x) is float and math.isfinite(x) for x in st)
+            for n, st in self._skew.items()), "Monitors._skew")
+        refuse_unless(self._maker is None or (
+            type(self._maker) is list and len(self._maker) == 3 and type(self._maker[0]) is str
+            and is_map_of(self._maker[1], str, float) and is_time(self._maker[2])),
+            "Monitors._maker")
+        refuse_unless(type(self.rewound) is bool, "Monitors.rewound")
         refuse_unless(type(self.unconfirmed) is int and 0 <= self.unconfirmed <= JUMP_AGREE,
                       "Monitors.unconfirmed")
         for name, key, value in (("_jobs", str, JobMonitor), ("_ecc", tuple, GpuHealth),
@@ -350,6 +501,8 @@ class Monitors:
         for node in [n for n, m in self._nics.items() if gone(m)]:
             self._nics.pop(node).withdraw(self.cfg)
             touched.add(node)
+        for node in [n for n, st in self._skew.items() if st[1] - st[0] < quiet]:
+            del self._skew[node]
         if not touched:
             return
         live = {"ecc": {n for n, _ in self._ecc}, "thermal": {n for n, _ in self._thermal},

@@ -611,16 +611,25 @@ class NodeNics:
                 if "errors_seen" not in p.active:
                     self._emit(out, s, p, "errors_seen", True, 0.3, {
                         "errors": n, "recent_errors": round(level, 1),
-                        "usual_recent_errors": round(usual, 1)}, verdict=False)
+                        "usual_recent_errors": round(usual, 1),
+                        "node_ports": self._fabric_ports()}, verdict=False)
         if "errors_seen" in p.active and ts - p.odd_error_ts >= cfg.nic_quiet_s:
             self._emit(out, s, p, "errors_seen", False, 0.0, {}, verdict=False)
         if "nic_errors" not in p.active and level >= cfg.nic_errors:
+            # (How many ports the node has beside it -- not storage or management by the
+            # topology: the correlator tells errors on a fraction of every node's ports (a
+            # spine's, ECMP over its uplinks) from errors on all of them (a leaf's).)
             self._emit(out, s, p, "nic_errors", True, 0.85, {
                 "recent_errors": round(level, 1), "limit": cfg.nic_errors,
-                **{NIC_COUNTERS[i]: d[i] for i in _ERRORS if d[i]}}, onset=p.err_onset)
+                **{NIC_COUNTERS[i]: d[i] for i in _ERRORS if d[i]},
+                "node_ports": self._fabric_ports()}, onset=p.err_onset)
         elif "nic_errors" in p.active and s.ts - p.last_error_ts >= cfg.nic_quiet_s:
             p.errors.reset()
             self._emit(out, s, p, "nic_errors", False, 0.0, {})
+
+    def _fabric_ports(self) -> int:
+        """The node's ports but those the topology calls storage or management."""
+        return sum(1 for o in self._ports.values() if o.role >= 0)
 
     def _refresh_ref(self, ts: float, cfg: Thresholds) -> None:
         # The node's median port: with a port or two bad out of many, still the healthy rate.

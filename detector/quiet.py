@@ -16,7 +16,8 @@ counts kept in locals and stored once.
 
 The run ends, *before* anything of the record has changed that the record path
 would do differently, at the first record that is not a telemetry record (an
-undecided message), is far ahead of the clock (the event-time guard's), moves
+undecided message), is more than ``SKEW_S`` ahead of the clock (the event-time
+guard's, :meth:`Monitors._ahead`'s) or of a node taken at an offset, moves
 the clock to ``until`` or past it (the in-process Engine's next correlator
 release), needs a sweep that does more than move its own deadline (jobs to
 expire, units to prune), belongs to a unit or job not seen before (heard), or
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from detector.events import MAX_AHEAD_S, EccSample, NicSample, StepSample, ThermalSample
-from detector.monitors import _SWEEP_S
+from detector.events import EccSample, NicSample, StepSample, ThermalSample
+from detector.monitors import _SWEEP_S, SKEW_S
 
 if TYPE_CHECKING:
     from detector.monitors import Monitors
@@ -50,13 +51,14 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     """
     n = len(evs)
     clock = mon.clock
-    if i >= n or mon._jump or mon.unconfirmed or clock >= until:
+    if i >= n or mon._jump or mon.unconfirmed or mon._maker is not None or clock >= until:
         return i
     cfg = mon.cfg
     thermal_units = mon._thermal
     nic_units = mon._nics
     ecc_units = mon._ecc
     jobs = mon._jobs
+    skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
     next_prune = -_NEVER if not jobs else _NEVER
@@ -71,10 +73,12 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
             ts = e.ts
         except AttributeError:
             break  # None: a message decoded on its own
+        if skew and e.node in skew:
+            break
         new_clock = clock
         if ts > clock:
-            if ts - clock > MAX_AHEAD_S or ts >= until:
-                break
+            if ts - clock > SKEW_S or ts >= until:
+                break  # (far ahead: the event-time guard's; ahead: Monitors._ahead's)
             new_clock = ts
         if ts >= next_sweep and new_clock >= next_prune:
             break

@@ -135,7 +135,7 @@ class Placement:
         if topology is None:
             return None
         if scope.level == "switch" and scope.switch:
-            return list(topology.nodes_under(scope.switch))
+            return list(topology.nodes_below(scope.switch))
         if scope.level == "domain" and scope.domain:
             return list(topology.nodes_in_domain(scope.domain))
         return None

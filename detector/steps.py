@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
+from detector import sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -80,6 +81,30 @@ _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: cle
 _GONE_STEPS = _DONE_KEPT
 _GONE_CHECK_STEPS = 64
 _PARKED_KEPT = 1024  # learned start offsets of ranks that left, kept for their return
+_RECENT = 16  # steps of each rank's deviation kept (JobMonitor._persistent)
+# The job's tail (JobMonitor._tail_update): shares of rank-steps at least this much slower than
+# their peers over their bias, smoothed over ~1 / _TAIL_ALPHA steps, never taken below _TAIL_FLOOR.
+_TAIL_EDGES = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 13.0, 17.0, 25.0])
+_TAIL_ALPHA = 0.01
+_TAIL_FLOOR = 1e-3
+_FISHER_ALPHA = 1e-6
+
+
+def _gamma_tail_quantile(k: int, alpha: float) -> float:
+    """T with P(Gamma(k, 1) > T) = alpha: what the sum of k i.i.d. ``ln(1 / p)`` passes by
+    chance that rarely (Fisher's method; the tail of an integer-shape gamma in closed form)."""
+    lo, hi = 0.0, 200.0
+    for _ in range(60):
+        t = 0.5 * (lo + hi)
+        term, tail = 1.0, 1.0
+        for i in range(1, k):
+            term *= t / i
+            tail += term
+        lo, hi = (t, hi) if math.exp(-t) * tail > alpha else (lo, t)
+    return hi
+
+
+_FISHER = [0.0] + [_gamma_tail_quantile(k, _FISHER_ALPHA) for k in range(1, _RECENT + 1)]
 
 # JobMonitor's per-slot arrays (an item per rank's slot) and what a new slot holds (None: the
 # cap any rank may learn, Thresholds.slow_baseline_clip): _grow makes room in each,
@@ -90,7 +115,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False),
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
-    ("_host_rep", False))
+    ("_host_rep", False), ("_recent", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -337,6 +362,9 @@ class JobMonitor:
         self._host_sum = np.zeros(0)                  # sum of host excesses over the run
         self._host_n = np.zeros(0, dtype=np.int64)
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
+        self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
+        self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
+        self._tail_n = 0
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -730,7 +758,8 @@ class JobMonitor:
             # (np.zeros and np.ones: half np.full's instructions, and a job's first step
             # makes 13 arrays)
             more = (np.full(n - old, self.cfg.slow_baseline_clip) if fill is None
-                    else np.ones(n - old, dtype=a.dtype) if fill else np.zeros(n - old, a.dtype))
+                    else np.ones(n - old, dtype=a.dtype) if fill
+                    else np.zeros((n - old, *a.shape[1:]), a.dtype))
             setattr(self, name, np.concatenate([a, more]))
         self._slow.ensure(n)
         self._host.ensure(n)
@@ -764,11 +793,13 @@ class JobMonitor:
                     ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
                     ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
                     ("checksum_mismatch", "sdc", "gpu_hardware",
-                     self._mismatch.pop(rank, None) is not None),
-                    ("checksum_pair", "sdc", "unknown", self._pair.pop(rank, None) is not None)):
+                     self._mismatch.pop(rank, None) is not None)):
                 if was:
                     out.append(self._finding(rank, None, signal, kind, cause, ts, ts, False, 0.0,
                                              note))
+            if self._pair.pop(rank, None) is not None and not self._pair:  # (detector.sdc)
+                out.append(sdc.tie_over(ts, self._last_step, note["note"], self.job,
+                                        self.tenant, self.cluster))
             if self._cap[s] > clip:  # learned a start offset: kept for its return
                 parked.pop(rank, None)
                 parked[rank] = (self._hw[s], float(self._base[s]), float(self._cap[s]))
@@ -827,7 +858,11 @@ class JobMonitor:
         self._run_since[m] = 0.0
         self._base[m] = 0.0
         self._cap[m] = self.cfg.slow_baseline_clip
-        self._fresh[m] = True
+        # A start offset is learned only in the job's first start: a rank the job moved to
+        # other hardware after a restart (a spare for a failed node) ran at its peers' pace
+        # before, so a slowness the new GPU brings is a change (blind4 D5: a spare 15-22 %
+        # slow learned as the offset of a fresh start, paged 13-39 steps later).
+        self._fresh[m] = self.restarts == 0
         self._spikes[m] = 0.0
         self._recur[m] = 0.0
         self._recurring[m] = False
@@ -973,14 +1008,24 @@ class JobMonitor:
             pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
             self._gross_prior(step, r, d, tc, mc, sigma, buf,
                               pos if comparable is None else pos[comparable], decided_ts, out)
-            return
+            if not self.restarts:
+                return
+            # After a restart the job's noise and its ranks' offsets are known (a rank moved
+            # to other hardware learns no more than slow_baseline_clip, _track_hardware): the
+            # warm-up (alike on every rank) moves the peer median, not the ratio, so the CUSUM
+            # runs from the first step -- a spare's GPU slow from it is a ratio from it
+            # (blind4 D5: found 13-39 steps after the restart).
+        prev_score = self._slow.score[r]
         _, cleared, score = self._slow.step(r, z, tc)
-        self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
-        self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
+        if not warm:  # (the gross prior's counters are the warm-up's)
+            self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
+            self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
         in_run = score > 0.0
+        self._recent[r, self._evaluated % _RECENT] = z
+        self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
@@ -1025,9 +1070,12 @@ class JobMonitor:
                 margin = np.where(spans, margin, 0.0)
                 mean = np.where(spans, mean - self._base[waiting], mean)
             effect = np.exp(mean - margin) - 1.0
-            new = waiting[effect >= cfg.slow_min_effect]
+            new = waiting[(effect >= cfg.slow_min_effect) & self._persistent(waiting)]
         else:
             new = waiting
+        alike: dict[int, int] = {}
+        if len(new):
+            new, alike = self._node_alike(new, r)
         if len(cleared):
             # (a rank reported as a recurring straggler clears as one: _check_recurring)
             cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]]
@@ -1056,12 +1104,103 @@ class JobMonitor:
                  **({"host_excess": round(float(self._host_dev[s]), 4)}
                     if self._host_dev[s] != 0.0 else {}),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
-                    else {})}))
+                    else {}),
+                 **({"node_wide": alike[s]} if s in alike else {})}))
         for s in cleared.tolist():
             rank = rank_of[s]
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
+        """The job's tail: the share of rank-steps at or above each of ``_TAIL_EDGES`` (a
+        deviation over the rank's bias), from ranks whose CUSUM was at zero before this step
+        (so a slow rank's run does not count as the job's noise, and for i.i.d. noise the
+        choice is independent of the step's value); the mean of the steps seen, then a mean
+        over the last ~``1 / _TAIL_ALPHA`` steps."""
+        v = v[prev == 0.0]
+        if not len(v):
+            return
+        over = np.bincount(np.searchsorted(_TAIL_EDGES, v, side="right"),
+                           minlength=len(_TAIL_EDGES) + 1)[:0:-1].cumsum()[::-1] / len(v)
+        self._tail_n += 1
+        self._tail += max(1.0 / self._tail_n, _TAIL_ALPHA) * (over - self._tail)
+
+    def _persistent(self, waiting: np.ndarray) -> np.ndarray:
+        """Per slot of ``waiting`` (alarmed, effect large enough): whether its run is more than
+        the job's own tail can make by chance.
+
+        MoE expert imbalance gives every TP group a heavy-tailed extra drawn anew each step
+        (``0.02 x (Pareto(2) - 1)``: p90 +4 %, p99 +18 %); four steps at +5.5-10 % in a row
+        happen to some rank by chance, cross a CUSUM scaled for Gaussian-like jitter, and
+        paged healthy ranks (blind4 D4).  So the run's last ``_RECENT`` steps (at most) are
+        scored on the job's measured tail (:meth:`_tail_update`): Fisher's sum of
+        ``ln(1 / p)``, p the share of the job's rank-steps at least as slow (at least
+        ``_TAIL_FLOOR``), must pass what chance gives k i.i.d. steps once in
+        ``1 / _FISHER_ALPHA`` (``_FISHER``).  Under Gaussian jitter a 10 % slowdown has p at
+        the floor on every step and passes in 3; a chance MoE run of 4 steps sums ~12 of 23.
+        """
+        col = self._evaluated % _RECENT
+        ok = np.ones(len(waiting), dtype=bool)
+        if self._tail_n == 0:
+            return ok
+        tail = np.maximum(self._tail, _TAIL_FLOOR)
+        for i, s in enumerate(waiting.tolist()):
+            k = min(max(int(self._run_n[s]), 1), _RECENT)
+            vals = self._recent[s, [(col - j) % _RECENT for j in range(k)]]
+            at = np.searchsorted(_TAIL_EDGES, vals, side="right")
+            surprise = float(-np.log(np.where(at > 0, tail[at - 1], 1.0)).sum())
+            ok[i] = surprise >= _FISHER[k]
+        return ok
+
+    def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+        """Ranks found slow on this step (``new``, slots), with the job's other ranks on their
+        nodes that are in a slow run alike, not reported yet: found with them, each told
+        ``node_wide`` (how many of its node's ranks in this step are slow alike).
+
+        With TP inside a node, ``compute_ms`` holds the TP all-reduces: one slow GPU (an
+        NVLink fault, the host) makes every rank of the node slower than its DP peers by the
+        same share, and their CUSUMs cross a step or two apart.  Found one by one, the first
+        was paged alone at its GPU and each later one a new problem (blind4 D3: 6-7 GPU
+        escalations beside the node's).  A mate counts when its run (the CUSUM above zero) is
+        at least two steps long, its score half way to the alarm, and averages
+        ``slow_min_effect`` and half the found rank's mean; it enters its CUSUM alarmed, so it
+        clears by the same hysteresis as any slow rank.  A lone slow GPU (its TP mates at the
+        peers' pace) is found alone, as before.
+        """
+        hw = self._hw
+        node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
+            if len(r) > 1 else []
+        n = np.maximum(self._run_n[r], 1)
+        mean = self._run_sum[r] / n
+        at = {int(s): i for i, s in enumerate(r.tolist())}
+        bank = self._slow
+        more: list[int] = []
+        alike: dict[int, int] = {}
+        for s in new.tolist():
+            node = hw[s][0] if hw[s] is not None else None
+            if node is None or s in alike:
+                continue
+            mine = [i for i, x in enumerate(node_of) if x == node]
+            if len(mine) < 2:
+                continue
+            floor = max(math.log1p(self.cfg.slow_min_effect), 0.5 * float(mean[at[s]]))
+            idx = np.array(mine)
+            slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)
+                       & (bank.score[r[idx]] >= 0.5 * bank.h)]
+            group = set(r[slow].tolist()) | {s}
+            if len(group) < 2:
+                continue
+            for m in group:
+                alike[m] = len(group)
+                if m != s and not self._reported[m] and m not in new:
+                    more.append(m)
+        if more:
+            m = np.array(more, dtype=np.int64)
+            bank.alarmed[m] = True
+            bank.score[m] = np.maximum(bank.score[m], bank.h)
+            new = np.concatenate([new, m])
+        return new, alike
 
     def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
                     scale: np.ndarray, size: np.ndarray
@@ -1785,8 +1924,14 @@ class JobMonitor:
                          "majority_checksum": majority, "replicas_compared": len(idx)}))
         self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
                              step, buf, decided_ts, out)
-        self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
-                             decided_ts, out)
+        if self._pair:  # a tie (detector.sdc): the job's, cleared as one
+            won = sdc.decided(self._pair, disagreeing)
+            self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
+                                 decided_ts, [])
+            if not self._pair:
+                out.append(sdc.tie_over(decided_ts, step, f"decided: rank {won[0]} lost a "
+                                        "majority vote" if won else "the replicas agree again",
+                                        self.job, self.tenant, self.cluster))
         if split != self._split_active:
             self._split_active = split
             out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
@@ -1810,33 +1955,9 @@ class JobMonitor:
 
     def _pair_disagree(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
                        paired: set[int], out: list[Finding]) -> None:
-        """Two replicas whose checksums differ: one of them is wrong, and nobody can say which.
-
-        No vote decides between two voters, but silent corruption must never go unnoticed:
-        both GPUs are escalated (the smallest units that can hold the fault), on the step it
-        happens -- the persistence of the majority vote -- each naming both candidates and
-        the diagnostic that tells them apart.  Each page is right half the time (one of the
-        two GPUs is healthy by construction), so each scores 0.5: a human decides, and
-        nothing here may read as a recommendation to isolate either.
-        """
-        (a, b) = idx
-        where = [(buf.ranks[i], *buf.hw[i]) for i in idx]
-        nodes = sorted({n for _, n, _ in where})
-        diag = (f"`dcgmi diag -r 3` on {' and '.join(nodes)}, then rerun the step on other GPUs "
-                "(Megatron rerun state machine) to tell which replica computed wrong")
-        names = " vs ".join(f"rank {r} (GPU {g} on {n})" for r, n, g in where)
-        for i, j in ((a, b), (b, a)):
-            rank = buf.ranks[i]
-            paired.add(rank)
-            if rank in self._pair:
-                self._pair[rank][1] = 0
-                continue
-            self._pair[rank] = [buf.ts[i], 0]
-            out.append(self._finding(
-                rank, buf.dp[i], "checksum_pair", "sdc", "unknown", decided_ts,
-                min(buf.ts[a], buf.ts[b]), True, 0.5,
-                {"step": step, "rank": rank, "checksum": buf.checksum[i],
-                 "other_rank": buf.ranks[j], "other_checksum": buf.checksum[j],
-                 "replicas_compared": 2, "candidates": names,
-                 "note": "two replicas disagree: no majority can say which one is wrong",
-                 "next_diagnostic": diag}))
+        """Two replicas whose checksums differ: one job escalation (detector.sdc)."""
+        f = sdc.tie(self._pair, paired, step,
+                    [(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx],
+                    decided_ts, self.job, self.tenant, self.cluster)
+        if f is not None:
+            out.append(f)

@@ -60,139 +60,35 @@ thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
 is thermal when the GPU is hot and power otherwise.
 """
 
-from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from __future__ import annotations
 
 from river import stats
 
 from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
+from detector.node_temps import NodeTemps
 from detector.thresholds import Thresholds
+from detector.throttle import (
+    DEEP_CAP,
+    GPU_IDLE,
+    HW_POWER_BRAKE,
+    HW_SLOWDOWN,
+    NO_REFERENCE,
+    QUIET_BITS,
+    SAME_INTERVAL_HI,
+    SAME_INTERVAL_LO,
+    SLOWDOWN_BITS,
+    SW_POWER_CAP,
+    tells_interval,
+    throttle_cause,
+)
+from detector.throttle import PAUSE_S as PAUSE_S  # (re-exported: the correlator's)
 from models.decay import DecayingCount
 
-GPU_IDLE = 0x1  # DCGM's "nothing is running": the clock is parked, not held down
-SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
-NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not known
-PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
-DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or deeper)
-SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
-QUIET_BITS = SLOWDOWN_BITS | GPU_IDLE  # (GpuThermal.quiet: idle changing is the general path's)
-
-
-def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
-    """The contract cause named by a clock-event bitmask.
-
-    >>> throttle_cause(0x40, 70.0, 85.0), throttle_cause(0x80, 70.0, 85.0)
-    ('thermal', 'power')
-    >>> throttle_cause(0x8, 90.0, 85.0), throttle_cause(0x8, 60.0, 85.0)
-    ('thermal', 'power')
-    """
-    if bits & (SW_THERMAL | HW_THERMAL):
-        return "thermal"
-    if bits & (SW_POWER_CAP | HW_POWER_BRAKE):
-        return "power"
-    return "thermal" if gpu_temp_c is not None and gpu_temp_c >= hot_c else "power"
-
-
-# A gap between these multiples of the interval told last is that interval (jitter, a
-# sample missed), never a new one to tell.
-SAME_INTERVAL_LO, SAME_INTERVAL_HI = 0.5, 2.0
-
-
-def tells_interval(gap: float, told: float, prev: float) -> bool:
-    """Whether a gap between samples is a sampling interval to tell the correlator: not the
-    interval told last, and two gaps alike (a rate, not a pause).  The first test first: it
-    is the one that fails on a steadily sampled GPU (and the one GpuThermal.quiet makes)."""
-    return (not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told)
-            and 0.8 * prev <= gap <= 1.25 * prev and gap < PAUSE_S)
-
-
-class NodeTemps:
-    """Latest temperature of each GPU of one node, and their median refreshed once a second.
-
-    GPUs of one node run the same job under the same airflow, so one GPU far hotter than
-    its siblings has a cooling problem (a failed thermal interface, a blocked fan) well
-    before it throttles; a load change moves all of them together.
-    """
-
-    __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
-                 "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers")
-
-    def __init__(self) -> None:
-        self.temps: dict[int, float] = {}
-        self.median_c = float("inf")
-        self.median_ts = float("-inf")
-        self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
-        #                                    reason with its clock down (0x80, 0x8 while cool)
-        self.brake_gpus: set[int] = set()  # GPUs in the node's brake raised at node scope
-        self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
-        #                                      never-routine thermal reason
-        self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
-        self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
-        #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
-        self.seen_count = 0                # GPUs it named (told again when more heat)
-        self.idle: set[int] = set()        # GPUs whose latest sample was idle (0x1)
-        self.capping: dict[int, float] = {}  # GPU -> onset of its run of samples with only a
-        #                                      SW power cap set and the clock clock_drop down
-        self.peers_ts = float("-inf")      # when ``peers`` was last counted (once a second)
-        self.peers: list[float] = []       # onsets of the busy GPUs' caps, by time, when
-        #                                    every busy GPU is capping ([] if one runs free)
-
-    def forget(self, gpu: int) -> bool:
-        """Drop a GPU no longer heard from; True when the node has none left."""
-        self.temps.pop(gpu, None)
-        self.idle.discard(gpu)
-        self.capping.pop(gpu, None)
-        self.braking.discard(gpu)
-        self.heating.pop(gpu, None)
-        self.heat_gpus.discard(gpu)
-        return not self.temps
-
-    def node_fault_open(self) -> bool:
-        """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
-        return bool(self.brake_gpus or self.heat_gpus)
-
-    def seen_now(self) -> str:
-        """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""
-        if self.braking and self.all_braking():
-            return "power"
-        return "thermal" if len(self.heating) >= 2 else ""
-
-    def all_braking(self) -> bool:
-        """Every GPU of the node (>= 2 known) has the brake on its latest sample.  The sizes
-        first: on the usual sample (a GPU or two braking of many) it costs no pass over the
-        node's GPUs, whose number the input decides (review, round 9: 78 µs a sample at
-        4,000 GPUs on one node)."""
-        b = self.braking
-        return len(b) >= 2 and len(b) >= len(self.temps) and b.issuperset(self.temps)
-
-    def cap_shared(self, onset: float, ts: float, window_s: float) -> int:
-        """How many busy GPUs of the node (the asking one among them) are held by the same SW
-        power cap as a GPU whose run of capped samples began at ``onset``: 0 unless every busy
-        GPU's latest sample is capped (``capping``; idle GPUs, 0x1, have no load to cap), else
-        those whose runs began within ``window_s`` of ``onset`` -- 0 again if fewer than two.
-        A GPU capped on every loaded sample so far (no clock baseline: how deep, unknown) is
-        under the cap, never alike.  A GPU capped alone among GPUs running free, or long
-        before its siblings (already its own fault when a cap came for all), is judged on
-        its own.  Counted once a second: a node's GPUs number what the input says, and every
-        GPU under its cap asks."""
-        if ts - self.peers_ts >= 1.0:
-            self.peers_ts = ts
-            capping, idle = self.capping, self.idle
-            free = any(g not in capping and g not in idle for g in self.temps)
-            self.peers = [] if free else sorted(t for g, t in capping.items() if g not in idle)
-        onsets = self.peers
-        alike = bisect_right(onsets, onset + window_s) - bisect_left(onsets, onset - window_s)
-        return alike if alike >= 2 else 0
-
-    def reference(self, ts: float) -> float:
-        if ts - self.median_ts >= 1.0:
-            t = sorted(self.temps.values())
-            self.median_c = t[len(t) // 2] if len(t) >= 4 else float("inf")
-            self.median_ts = ts
-        return self.median_c
+__all__ = ["GpuThermal", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI", "SAME_INTERVAL_LO",
+           "tells_interval", "throttle_cause"]
 
 
 class GpuThermal:
@@ -276,7 +172,10 @@ class GpuThermal:
             if self._hot or self._hot_active:
                 return False
             node = self._node
+            if node.pending:
+                return False  # a sibling's sample to judge against (_check_warm)
             node.temps[s.gpu] = temp_c
+            node.times[s.gpu] = ts
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             excess = temp_c - node.median_c
@@ -321,11 +220,14 @@ class GpuThermal:
         if temp_c is not None:
             node = self._node
             node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
+            node.times[self.scope.gpu] = ts  # type: ignore[index]
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
             self._check_warm(s, temp_c, cfg, out)
+            if node.pending:
+                self._settle_warm(s, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
@@ -658,20 +560,76 @@ class GpuThermal:
         GPU slow for another reason).  The comparison stays with the node's own GPUs (the
         same inlet air): a rack's inlet gradient moves a node's GPUs together.
         """
-        excess = temp_c - self._node.median_c
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        if node.pending:
+            told = node.pending.pop(gpu, None)
+            if told is not None and told[3]:  # judged from a sibling's sample (_settle_warm)
+                self._warm = int(told[3] > 0)
+        excess = temp_c - node.median_c
         prev, self._excess = self._excess, excess
-        half = 0.5 * cfg.hot_delta_c
-        standing = not self._hot_active and (
-            excess >= cfg.hot_delta_c
-            or (excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half))
+        standing = not self._hot_active and _stands_out(excess, prev, cfg)
+        if standing:
+            # Against the GPUs of its own poll only: the median may still hold most of its
+            # siblings' previous samples (a load step heats the node as a whole, and the GPUs
+            # sampled first would stand out by all of it).  Too few of them in yet: judged
+            # when they are (_settle_warm), from a sibling's sample.
+            ref = node.poll_median(s.ts, self._poll_s())
+            if ref is None:
+                node.pending[gpu] = [s.ts, temp_c, prev, 0, self._warm]
+                return
+            excess = self._excess = temp_c - ref
+            standing = _stands_out(excess, prev, cfg)
+        else:
+            ref = node.median_c
         if not (standing or self._warm):
             return
         # Told again on every sample it stands out on: each is a reason to wait one more.
         self._warm = int(standing)
-        out.append(Finding(
-            s.ts, s.ts, "hot_seen", "slow_node", "thermal", self.scope, standing, False,
-            0.3 if standing else 0.0,
-            {"gpu_temp_c": temp_c, "node_median_c": self._node.median_c,
-             "above_median_c": round(excess, 1), "rise_over_median_c": round(excess - prev, 1)
-             if prev > NO_REFERENCE else None} if standing else {},
-            None, s.tenant, s.cluster))
+        out.append(_hot_seen(s, self.scope, standing, temp_c, ref, prev))
+
+    def _poll_s(self) -> float:
+        """How far apart two samples of one poll of the node may be: half the interval."""
+        return 0.5 * self._interval_s if self._interval_s > 0.0 else 0.5
+
+    def _settle_warm(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+        """Judge the node's GPUs waiting for their poll's samples (``NodeTemps.pending``)
+        once most of them are in: ``hot_seen`` told (or cleared) for that GPU now.  A poll
+        that ends without most of the node (a sibling silent) tells nothing."""
+        node = self._node
+        within = self._poll_s()
+        for gpu, p in list(node.pending.items()):
+            if p[3]:  # judged: waits for its GPU's next sample (two intervals at most: a
+                if s.ts - p[0] > 4.0 * within:  # GPU gone quiet keeps no node off quiet())
+                    del node.pending[gpu]
+                continue
+            ts, temp_c, prev, _, warm = p
+            ref = node.poll_median(ts, within)
+            if ref is None:
+                if s.ts - ts > within:
+                    del node.pending[gpu]
+                continue
+            standing = _stands_out(temp_c - ref, prev, cfg)
+            p[3] = 1 if standing else -1
+            if standing or warm:
+                out.append(_hot_seen(s, Scope.of_gpu(self.scope.node, gpu),  # type: ignore[arg-type]
+                                     standing, temp_c, ref, prev))
+
+
+def _stands_out(excess: float, prev: float, cfg: Thresholds) -> bool:
+    """Hot against its node (``excess`` over the median), or half the margin up and warming
+    a quarter of it faster than the node since the sample before (``prev``)."""
+    half = 0.5 * cfg.hot_delta_c
+    return excess >= cfg.hot_delta_c or (
+        excess >= half and prev > NO_REFERENCE and excess - prev >= 0.5 * half)
+
+
+def _hot_seen(s: ThermalSample, scope: Scope, standing: bool, temp_c: float, ref: float,
+              prev: float) -> Finding:
+    excess = temp_c - ref
+    return Finding(
+        s.ts, s.ts, "hot_seen", "slow_node", "thermal", scope, standing, False,
+        0.3 if standing else 0.0,
+        {"gpu_temp_c": temp_c, "node_median_c": ref, "above_median_c": round(excess, 1),
+         "rise_over_median_c": round(excess - prev, 1) if prev > NO_REFERENCE else None}
+        if standing else {}, None, s.tenant, s.cluster)

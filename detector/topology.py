@@ -46,6 +46,8 @@ is bounded by ``detector.hostlist.MAX_NAMES`` (1,000,000: ``h100-16k.topo`` hold
 ('rail3-leaf1', 'mlx5_3', 'rack-2')
 >>> topo.nodes_under("rail3-leaf0")[-1], topo.parent_of("rail3-leaf0"), topo.switch_of("node-99")
 ('node-007', ('spine0',), None)
+>>> topo.children_of("spine0"), topo.leaves_below("spine0"), len(topo.nodes_below("spine0"))
+(('rail3-leaf0', 'rail3-leaf1'), ('rail3-leaf0', 'rail3-leaf1'), 16)
 >>> Topology.from_text("Topology=demo\\nNodeSet=n[0-1] Gpus=eight", source="x.topo")
 Traceback (most recent call last):
 ...
@@ -112,6 +114,7 @@ class Topology:
     _nodes_under: dict[str, tuple[str, ...]]
     _nics_under: dict[str, tuple[tuple[str, str], ...]]
     _parents: dict[str, tuple[str, ...]]
+    _children: dict[str, tuple[str, ...]]
     _domain: dict[str, str]
     _domain_nodes: dict[str, tuple[str, ...]]
     _rack: dict[str, str]
@@ -202,6 +205,31 @@ class Topology:
     def parent_of(self, switch: str) -> tuple[str, ...]:
         """The switches one tier up (a leaf's spines), sorted."""
         return self._parents.get(switch, ())
+
+    def children_of(self, switch: str) -> tuple[str, ...]:
+        """The switches one tier down (a spine's leaves), sorted; () for a leaf."""
+        return self._children.get(switch, ())
+
+    def leaves_below(self, switch: str) -> tuple[str, ...]:
+        """The switches facing nodes at the bottom of ``switch``'s tree, sorted (itself for a
+        leaf): a spine's leaves, a core's leaves through its spines, however deep."""
+        leaves: set[str] = set()
+        todo, seen = [switch], {switch}
+        while todo:
+            s = todo.pop()
+            below = self._children.get(s, ())
+            if not below:
+                leaves.add(s)
+            for c in below:
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return tuple(sorted(leaves))
+
+    def nodes_below(self, switch: str) -> tuple[str, ...]:
+        """Nodes reached through ``switch`` (the nodes under its leaves), sorted."""
+        return tuple(sorted({n for leaf in self.leaves_below(switch)
+                             for n in self._nodes_under.get(leaf, ())}))
 
     def domain_of(self, node: str) -> str | None:
         """The node's NVLink domain (an NVL72 rack); None when it has none."""
@@ -505,6 +533,7 @@ class _Builder:
             _nodes_under={s: tuple(sorted(n)) for s, n in self.leaf_nodes.items()},
             _nics_under={s: tuple(sorted(p)) for s, p in nics_under.items()},
             _parents=self.parents(),
+            _children={s: tuple(sorted(c)) for s, c in self.children.items()},
             _domain=domain,
             _domain_nodes={d: tuple(sorted(n)) for d, n in domain_nodes.items()},
             _rack=self.member["rack"],

@@ -53,6 +53,7 @@ def test_every_case_replays(tmp_path):
         "moe-healthy-dp": 0,
         "clock-ahead-other-node": 0,
         "pause-storm-one-nic": 1,
+        "spare-after-restart": 1,
     }
     assert sorted(p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")) == sorted(
         want
@@ -64,11 +65,10 @@ def test_every_case_replays(tmp_path):
     assert res.caught["Q-nvlink"] is not None, "XID 74 + NVLink counters: the GPU is named"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D1: a pod spine's failing ports (errors on the ports of all 4 leaves under it) "
-    "are isolated as 4 leaf switches, never as the spine",
-)
+# (Was a strict xfail, D1: "a pod spine's failing ports (errors on the ports of all 4 leaves
+# under it) are isolated as 4 leaf switches, never as the spine".  Fixed by room fabric13,
+# round 13: leaves failing at once, each node erring on a fraction of its ports, are the
+# switch above them -- tests/test_fabric_round13.py.)
 def test_spine_fault_is_one_spine_alert(tmp_path):
     # Slurm topology.conf, 3 tiers: spine0 over leaf0-3, spine1 over leaf4-7, cores over both.
     # ~45 % of the RoCE ports of every node under leaf0-3 see out-of-sequence / sequence
@@ -78,11 +78,6 @@ def test_spine_fault_is_one_spine_alert(tmp_path):
     assert res.false_positives == [], "no leaf isolations beside it"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D2: a DP-2 checksum disagreement (no majority) pages twice, once per "
-    "candidate GPU, and neither scope contains the fault for sure",
-)
 def test_dp2_checksum_tie_is_one_job_escalation(tmp_path):
     # TP8 x DP2: from one step on, tp_rank k of replica 0 and of replica 1 disagree. Which
     # is wrong cannot be told from checksums: one escalation for the job (both candidates in
@@ -92,11 +87,6 @@ def test_dp2_checksum_tie_is_one_job_escalation(tmp_path):
     assert len(res.problems) == 1, "one problem, not one per candidate"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D3: a whole TP group (its node) slower than its DP peers is escalated at the "
-    "node and again per GPU, each GPU a new problem",
-)
 def test_slow_tp_group_is_one_node_problem(tmp_path):
     # J1 restarts on a spare whose GPU 7 is ~18 % slow; TP8 inside the node, so all 8 ranks
     # of the node run at its pace (their compute_ms holds the TP all-reduces). One page: node.
@@ -104,11 +94,6 @@ def test_slow_tp_group_is_one_node_problem(tmp_path):
     assert len(problems_on(alerts, "gpu-sjc4-009")) == 1, "one problem for the node"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D3: the TP group an NVLink fault slows is escalated as slow_node/unknown "
-    "beside the NVLink isolation of the same node",
-)
 def test_tp_group_slowed_by_nvlink_joins_the_nvlink_alert(tmp_path):
     # XID 74 + CRC/replay counters on one GPU of gpu-sjc4-006; its TP group (all 8 ranks of
     # the node) ~10 % slower meanwhile. The slow ranks are the NVLink fault's consequence.
@@ -117,11 +102,6 @@ def test_tp_group_slowed_by_nvlink_joins_the_nvlink_alert(tmp_path):
     assert len(on_node) == 1, f"one problem (the NVLink isolation), got {sorted(on_node)}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D4: MoE expert imbalance (a heavy-tailed extra per rank and step, a new draw "
-    "each step) pages healthy ranks",
-)
 def test_moe_imbalance_pages_nobody(tmp_path):
     # Pure DP on 2 nodes, 16 ranks, no rank fields, ~0.6 s steps; each rank's compute gets
     # 0.02 x (Pareto(2) - 1) extra (cap 40 %) drawn anew every step: p99 ~ +18 %, no rank
@@ -130,17 +110,8 @@ def test_moe_imbalance_pages_nobody(tmp_path):
     assert [v["scope"] for _t, v in alerts] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D5: a TP group ~18 % slower from a restart's first step (under the warm-up) is "
-    "escalated 13-38 steps later",
-)
-def test_slow_spare_is_found_within_ten_steps(tmp_path):
-    # DESIGN's target: a 10 % slowdown of one rank, median <= 10 steps (a rank >= 30 %
-    # slower from the job's first step: <= 3). The warm-up (first step x9-14, then x2.6
-    # decaying to x1 over 20-45 steps) is alike on every rank: the ratio to peers is there
-    # from the first step.
-    log = CASES / "tp-group-slow-spare.jsonl.gz"
+def steps_to_catch(log: Path, tmp_path: Path) -> int:
+    """Steps of the log's one fault from its start to its first catch (DESIGN's rule)."""
     alerts, labels = run(log, tmp_path)
     res = sc.score(labels, [{"topic": t, "value": v} for t, v in alerts])
     first = res.caught["Q-spare"]
@@ -151,7 +122,29 @@ def test_slow_spare_is_found_within_ten_steps(tmp_path):
         if r["topic"] == "telemetry.step"
         and labels[0]["start_ts"] <= r["value"]["ts"] <= first["alert"]["detected_ts"]
     }
-    assert len(steps) <= 10, f"caught after {len(steps)} steps"
+    return len(steps)
+
+
+def test_slow_spare_is_found_within_ten_steps(tmp_path):
+    # DESIGN's target: a 10 % slowdown of one rank, median <= 10 steps (a rank >= 30 %
+    # slower from the job's first step: <= 3). The warm-up (first step x9-14, then x2.6
+    # decaying to x1 over 20-45 steps) is alike on every rank: the ratio to peers is there
+    # from the first step. This cut holds J1 before its node 3 failed (XID 95) and the
+    # restart on the spare node 9: its ranks ran at their peers' pace before, so the
+    # spare's slowness is a change, not a start offset (room steps13; 7 steps here).
+    n = steps_to_catch(CASES / "spare-after-restart.jsonl.gz", tmp_path)
+    assert n <= 10, f"caught after {n} steps"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="D5 without the job's history: a log that starts at the restart is a job's first "
+    "start, and a node 15-22 % slow from its first step is a start offset (< 15 % learned "
+    "as the rank's normal: Alibaba PAI's workers 8-15 % slower from the start); ~15 steps",
+)
+def test_slow_spare_without_the_jobs_history_is_found_within_ten_steps(tmp_path):
+    n = steps_to_catch(CASES / "tp-group-slow-spare.jsonl.gz", tmp_path)
+    assert n <= 10, f"caught after {n} steps"
 
 
 def _shift_node(src: Path, dst: Path, node: str, by_s: float) -> None:
@@ -171,23 +164,19 @@ def test_same_log_with_the_clock_right_pages_nobody_on_job_nodes(tmp_path):
     assert problems_on(alerts, "gpu-sjc4-003") == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D6: one node's clock 170 s ahead (valid: DESIGN bounds it at 300 s) makes "
-    "faultline page a healthy rank of a job that node has no part in",
-)
 def test_a_node_clock_ahead_changes_nothing_elsewhere(tmp_path):
     # J1 (TP8 x PP2 x DP4 on nodes 1-8, healthy for its first 10 minutes but for an
     # intermittent straggler on node 2 from 620 s) and node 15, running its own one-node
     # jobs with its clock 170 s ahead. The control above is the same log with the clock right.
+    # (Passes since room steps13's D4 gate: the healthy rank's page was a chance run of J1's
+    # MoE heavy tail; how the clock moved it there is room clock13's.)
     alerts, _labels = run(CASES / "clock-ahead-other-node.jsonl.gz", tmp_path)
     assert problems_on(alerts, "gpu-sjc4-003") == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D7: a PFC pause storm from one NIC is isolated as its leaf switch (held-out seed 6)",
-)
+# (Was a strict xfail, D7: "a PFC pause storm from one NIC is isolated as its leaf switch
+# (held-out seed 6)".  Fixed by room fabric13, round 13: a port low against its node's other
+# ports, all facing the same leaf, is not counted as the leaf's trouble.)
 def test_pause_storm_is_the_storming_nic(tmp_path):
     # fab-020 mlx5_1 stops draining its receive queue: its received bytes fall to ~3 % with
     # the link up, ~14,000 pauses/s; every other port of leaf4 is paused (xmit_wait x100,

@@ -358,6 +358,14 @@ class CorrelatorPartition:
         if causes is not None:
             causes.extend([None] * (len(alerts) - len(causes)))
 
+    def rewind(self, clock: float) -> None:
+        """The clock it was released to was one node's, found ahead of the others
+        (Monitors._first_node, a partition's first records): back to ``clock`` while
+        nothing is held or timed yet, else left (what was decided stays decided)."""
+        if clock < self.released and not self._heap and not self.correlator._timers:
+            self.released = clock
+            self._refresh_due()
+
     def _refresh_due(self) -> None:
         corr = self.correlator
         due = corr._next_prune
