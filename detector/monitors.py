@@ -252,6 +252,13 @@ class Monitors:
             return ev
         if len(skew) >= MAX_SKEWED or not self._others_near(ev.node):
             return ev  # (nobody else keeps the clock: its time is the time)
+        if type(ev) is StepSample:
+            job = self._jobs.get(ev.job)
+            if job is not None and not job.in_step(ev.step):
+                # Its job's steps moved on with the time, or went back (a restart from a
+                # checkpoint): the job paused (a node rebooted, a log's gap), the time moved.
+                # A clock ahead stamps the step its job is at (tests/test_detect_restart_ranks).
+                return ev
         skew[ev.node] = [lead, ev.ts, self.clock + _ALONE_S]
         return replace(ev, ts=self.clock)
 

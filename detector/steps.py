@@ -416,6 +416,12 @@ class JobMonitor:
             buf.first_ts = ts
         return True
 
+    def in_step(self, step: int) -> bool:
+        """Whether ``step`` is one the job is at: past its last decided step and at most one
+        past the newest it is waiting on (not a restart's, not one after a pause)."""
+        newest = max(self._pending, default=self._last_step)
+        return self._last_step < step <= max(newest, self._last_step) + 1
+
     def add(self, e: StepSample, out: list[Finding]) -> None:
         """Take one step message; findings of any step it completes go to ``out``."""
         if self.quiet(e):
