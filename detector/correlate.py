@@ -195,6 +195,8 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "host":
+                self._host_due(key, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -270,6 +272,9 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "host_late":
+            self._attach_if_firing(f)  # evidence; a human is told if it lasts (_host_due)
+            self._timer(f.onset_ts + self.cfg.host_page_s, "host", unit)
         elif f.signal == "throttle" and self._facility_cap(f):
             self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
@@ -999,6 +1004,49 @@ class Correlator:
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
+
+    def _host_due(self, unit: str, due: float, out: list[Alert]) -> None:
+        """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
+        time in neither compute nor collectives over its stage's) for ``host_page_s`` since
+        its run began: an escalation to a human, never an isolation.
+
+        Late by its host path for minutes, the rank makes every step of its job late (review
+        round 12, S1: a node +25 % for 20 minutes, 160 GPU-minutes of a 32-GPU job, reached
+        nobody).  A lasting cause -- a throttled or starved CPU, a runaway host process, a
+        PCIe link trained down without replays, NUMA mis-pinning -- needs a look
+        (``nvidia-smi -q -d PCIE``, ``turbostat``, the input pipeline), which a drain does
+        not replace; an input pipeline catching up (blind2's healthy 3-minute stall on one
+        tray) ends first.  Every rank of its job late this way on its node counts: two or
+        more are the node (the host they share), one alone its GPU (its own link and loader).
+        A rank whose GPU has a firing isolation has its cause (a PCIe replay rate's
+        ``gpu_hardware``): its host_late is that problem's evidence already.
+        """
+        g = self._device.get(unit, {}).get("host_late")
+        if g is None or due < g.onset_ts + self.cfg.host_page_s or g.scope.node is None:
+            return  # (cleared, or a later run whose own timer comes)
+        key = self._owner.get(g.key)
+        p = self.problems.get(key) if key else None
+        if p is not None and p.status == "firing":
+            return  # (found with its node's others already)
+        if self._firing_on(g.scope, "hardware"):
+            self._attach_if_firing(g)
+            return
+        late = []
+        for u in sorted(self._units_of_node.get(g.scope.node, ())):
+            h = self._device.get(u, {}).get("host_late")
+            if h is not None and h.job == g.job and not self._firing_on(h.scope, "hardware"):
+                late.append(h)
+        scope = Scope.of_node(g.scope.node) if len(late) >= 2 else g.scope
+        extra = {"ruled_out": self._ruled_out(g),
+                 "next_diagnostic": g.evidence.get("next_diagnostic")
+                 or next_diagnostic("slow_node", scope),
+                 "host_late_for_s": round(due - g.onset_ts, 1)}
+        p = self._raise(ESCALATION, "slow_node", "unknown", scope, g, out, detected_ts=due,
+                        extra=extra)
+        for h in late:
+            if h is not g:
+                p.add(h, self.cfg.evidence_items)
+            self._own(h, p)
 
     def _unexplained_slow(self) -> list[Finding]:
         out = []

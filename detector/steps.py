@@ -441,6 +441,8 @@ class JobMonitor:
                         return
                     held, self._restart_held = self._restart_held, []
                     self.late -= len(held)  # (counted while unconfirmed: not late after all)
+                    if self._reported.any() or self._host_rep.any():
+                        self._retract_slow(ts, out)  # (no step of the old run will clear them)
                     self._restart()
                 else:
                     self._late(e, out)
@@ -484,7 +486,8 @@ class JobMonitor:
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
         if not quiet and now != math.inf and now - self._last_step_ts > max(
-                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and self._reported.any():
+                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and (
+                self._reported.any() or self._host_rep.any()):
             self._retract_slow(now, out)
         limit = now - cfg.lateness_s
         newest = max(self._pending, default=-1)
@@ -673,7 +676,7 @@ class JobMonitor:
             self._grow(len(self._rank_of))
             slot_of = _pick(slot, buf.ranks)
         slots = buf.slots = _ints(slot_of)
-        moved = self._track_hardware(buf, slot_of)
+        moved = self._track_hardware(buf, slot_of, decided_ts, out)
         if moved:
             if self._parked:
                 self._unpark(moved)
@@ -799,10 +802,11 @@ class JobMonitor:
                     ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
                     ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
                     ("checksum_mismatch", "sdc", "gpu_hardware",
-                     self._mismatch.pop(rank, None) is not None)):
+                     self._mismatch.pop(rank, None) is not None),
+                    ("host_late", "slow_node", "unknown", bool(self._host_rep[s]))):
                 if was:
                     out.append(self._finding(rank, None, signal, kind, cause, ts, ts, False, 0.0,
-                                             note))
+                                             note, verdict=signal != "host_late"))
             if self._pair.pop(rank, None) is not None and not self._pair:  # (detector.sdc)
                 out.append(sdc.tie_over(ts, self._last_step, note["note"], self.job,
                                         self.tenant, self.cluster))
@@ -844,15 +848,29 @@ class JobMonitor:
                 _, self._base[s], self._cap[s] = was
                 self._fresh[s] = False
 
-    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
-        """A rank that now runs on other hardware starts its history afresh; returns those."""
+    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
+                        out: list[Finding]) -> list[int]:
+        """A rank that now runs on other hardware starts its history afresh; returns those.
+
+        What it had reported on its old GPU is withdrawn there (nothing will clear it: the
+        rank's steps now name another GPU), as for a rank that left the job."""
         hw = self._hw
         now = _pick(hw, slots)
         if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
         for i in at:
-            hw[slots[i]] = buf.hw[i]
+            s = slots[i]
+            if now[i] is not None and (self._reported[s] or self._host_rep[s]):
+                note = {"step": self._last_step, "rank": buf.ranks[i],
+                        "note": f"the rank moved to {buf.hw[i][0]} GPU {buf.hw[i][1]}"}
+                for signal, was in (("slow_rank", self._reported[s]),
+                                    ("host_late", self._host_rep[s])):
+                    if was:
+                        out.append(self._finding(buf.ranks[i], None, signal, "slow_node",
+                                                 "unknown", ts, ts, False, 0.0, note,
+                                                 verdict=signal == "slow_rank"))
+            hw[s] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
         self._moves += 1
         m = _ints(slots)[at]
@@ -976,6 +994,7 @@ class JobMonitor:
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
         if warm:
+            fresh: np.ndarray | None = self._fresh[r]  # (before the last warm-up step)
             if common is None and mates is not None:
                 # Learn the start offset against the rank's replica mates on a replica that
                 # spans nodes, also before imbalance is recognised (its smoothed ratio takes
@@ -1014,15 +1033,19 @@ class JobMonitor:
             pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
             self._gross_prior(step, r, d, tc, mc, sigma, buf,
                               pos if comparable is None else pos[comparable], decided_ts, out)
-            if not self.restarts:
-                return
-            # After a restart the job's noise and its ranks' offsets are known (a rank moved
-            # to other hardware learns no more than slow_baseline_clip, _track_hardware): the
-            # warm-up (alike on every rank) moves the peer median, not the ratio, so the CUSUM
-            # runs from the first step -- a spare's GPU slow from it is a ratio from it
-            # (blind4 D5: found 13-39 steps after the restart).
+            # The CUSUM runs from the first step: the warm-up (alike on every rank) moves the
+            # peer median, not the ratio, so a GPU slow from it is a ratio from it (blind4 D5:
+            # a spare 15-22 % slow found 13-39 steps after the restart).  After a restart the
+            # job's noise and its ranks' offsets are known (a rank moved to other hardware
+            # learns no more than slow_baseline_clip, _track_hardware).  A rank in its first
+            # warm-up on its GPU has no history: it is scored under a conservative prior --
+            # over the most a healthy rank may be slower from the start (start_offset_max,
+            # what it may learn as its own) -- not left silent until its offset is learned.
+            cusum_z = self._over_prior(fresh, z, base_r, size_sigma)
+        else:
+            cusum_z, fresh = z, None
         prev_score = self._slow.score[r]
-        _, cleared, score = self._slow.step(r, z, tc)
+        _, cleared, score = self._slow.step(r, cusum_z, tc)
         if not warm:  # (the gross prior's counters are the warm-up's)
             self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
             self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
@@ -1030,8 +1053,13 @@ class JobMonitor:
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
         in_run = score > 0.0
-        self._recent[r, self._evaluated % _RECENT] = z
-        self._tail_update(z, prev_score)
+        self._recent[r, self._evaluated % _RECENT] = cusum_z
+        if fresh is not None and np.count_nonzero(fresh):
+            # (the job's tail is measured on ranks whose bias is known: one still learning
+            # its offset has a z of its learning, not of the job's noise)
+            self._tail_update(z[~fresh], prev_score[~fresh])
+        else:
+            self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
@@ -1117,6 +1145,24 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
+                    size_sigma: float) -> np.ndarray:
+        """Warm-up scores ``z``, for ranks in their first warm-up on their GPU (``fresh``)
+        taken over the prior: the most slowness a healthy rank may bring from the job's start
+        (``start_offset_max``) instead of the bias learned so far.
+
+        Below that prior a rank's steady offset is its own (learned, reported, never paged:
+        Alibaba PAI's workers up to 11 % slower from the start on shared GPUs); above it
+        the excess is scored from the first step, in the units the run is scored in, so a
+        node 19 % slow from a job's first step is found within the warm-up rather than
+        learned for ten steps and found ten later (blind4 D5 without the job's history).
+        """
+        if not np.count_nonzero(fresh):
+            return z
+        prior = math.log1p(self.cfg.start_offset_max)
+        unit = size_sigma * max(self._zscale, 1.0)
+        return np.where(fresh, z - (prior - base_r) / unit, z)
 
     def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
         """The job's tail: the share of rank-steps at or above each of ``_TAIL_EDGES`` (a
