@@ -11,6 +11,8 @@ findings and suggested fixes: /work/helpers/review13-findings.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from msgspec.structs import replace
@@ -18,11 +20,23 @@ from msgspec.structs import replace
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, ecc, feed, nic, step
-from tests.test_clock_round13 import RIGHT, fleet
+from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
+from tests.test_clock_round13 import fleet as clock_fleet
 from tests.test_fabric_round11 import firing
-from tests.test_fabric_round13 import NICS, POD, leaves_of, run, scopes, whole
-from tests.test_review_round9 import RAIL
+from tests.test_fabric_round13 import (
+    LEAVES,
+    NICS,
+    POD,
+    TIERS,
+    erring,
+    leaves_of,
+    partial,
+    run,
+    scopes,
+    whole,
+)
+from tests.test_review_round9 import RAIL, fleet
 
 
 def _seen(alerts: list) -> list[tuple[str, str, str, str, str]]:
@@ -156,7 +170,7 @@ def _ahead(nodes: tuple[str, ...], skew: float) -> list:
     """clock13's fleet (job-1 on node-000/001, node-009's own job, thermal of the three) in
     arrival order, with ``nodes`` stamping ``skew`` s ahead."""
     return [replace(e, ts=round(e.ts + skew, 4)) if e.node in nodes else e
-            for e in fleet(0.0)]
+            for e in clock_fleet(0.0)]
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -212,7 +226,7 @@ def _stepped(when: tuple[float, ...]) -> list:
     def lead(t: float) -> float:
         return 30.0 * sum(t >= w for w in when) / len(when)
     return [replace(e, ts=round(e.ts + lead(e.ts - T0), 4)) if e.node == "node-009" else e
-            for e in fleet(0.0)]
+            for e in clock_fleet(0.0)]
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -257,6 +271,52 @@ def test_one_rail_leaf_erring_is_that_leaf() -> None:
     assert scopes(run({n: {3} for n in leaves_of(range(8))}, RAIL, nodes=16)) == [
         (ISOLATION, "switch:rail3-leaf0")]
 
+
+
+def _spine_and_a_port(down: Callable[[int], bool]) -> list:
+    """fabric13's TIERS: spine0 erring on 3 of 8 ports of every node under leaf0-3 from sample
+    20 to 50 (200-500 s); node-005's mlx5_7 (under leaf1) down on the samples ``down(i)``."""
+    return fleet(4 * LEAVES, NICS, T0 + 700.0, period=lambda n: 10.0,
+                 first=lambda n: T0 + 0.37 * n,
+                 down=lambda node, name, i, ts: (node, name) == ("node-005", "mlx5_7")
+                 and down(i), errors=erring(partial(leaves_of(range(16)))))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "9ca07d8 (fabric13): _above_leaf hands everything a leaf under a named, still-failing "
+    "spine holds to the spine's problem: node-005's mlx5_7 going down for good at 350 s "
+    "(a cable pulled, mid-incident) is never paged, and it keeps spine0 'still failing' -- "
+    "the spine's isolation never resolves after its errors stop at 500 s (a6d23a2: the same "
+    "port kept leaf1's isolation firing, the other 3 leaves resolved)"))
+def test_a_port_down_under_a_named_spine_is_its_own_nic() -> None:
+    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i >= 35))
+    assert "nic:node-005/mlx5_7:1" in firing(alerts)
+    assert ("resolved", "switch:spine0") in [(a.status, a.scope.key) for a in alerts]
+
+
+def test_a_port_down_without_a_failing_spine_is_its_nic() -> None:
+    # The control: the same port down, no spine errors.
+    records = fleet(4 * LEAVES, NICS, T0 + 700.0, period=lambda n: 10.0,
+                    first=lambda n: T0 + 0.37 * n,
+                    down=lambda node, name, i, ts: (node, name) == ("node-005", "mlx5_7")
+                    and i >= 35)
+    assert sorted(firing(feed(Engine(topology=TIERS), records))) == ["nic:node-005/mlx5_7:1"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "9ca07d8 (fabric13): _spine_shape gives up on a whole leaf when one of its troubled nodes "
+    "has a port down or flapping ('a host link's own state'): node-005's mlx5_7 down from "
+    "210 s, in the spine's first window, makes leaf1 -- healthy -- a switch isolation beside "
+    "spine0's, and the port itself is paged nowhere (a6d23a2: leaf0-3 isolated, no NIC)"))
+def test_a_port_down_in_the_minute_a_spine_fails_is_the_spine_and_that_nic() -> None:
+    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i >= 21))
+    assert sorted(firing(alerts)) == ["nic:node-005/mlx5_7:1", "switch:spine0"]
+
+
+def test_a_port_flapping_just_before_a_spine_fails_is_the_spine_and_that_nic() -> None:
+    # The control: the port flapping on samples 18 and 20 (before the spine's window).
+    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i in (18, 20)))
+    assert sorted(firing(alerts)) == ["nic:node-005/mlx5_7:1", "switch:spine0"]
 
 def _ports_low(low: set[tuple[str, str]]) -> list:
     """POD's 8 nodes x 8 NICs every 10 s, 100 Gb/s a port each way, no errors; from sample 20
