@@ -1,14 +1,14 @@
-"""Room review13, round 14: cases round 13's landings get wrong (steps, clock, fabric, sdc).
+"""review13 (round 14): what round 13's landings (steps13, clock13, fabric13, sdc13,
+latency13) get wrong, one strict xfail per finding.
 
-Each finding is a strict xfail: it states what an operator needs, fails on main today for the
-reason given, and turns into an unexpected pass (a failure) the moment the detector is fixed
--- then drop the mark and keep the reason as a comment "(Was a strict xfail: ...)".  Where
-the reason says what a case was before, it was run on a6d23a2 (main before round 13, a ``git
-archive``).  Beside each, where the boundary matters, a plain test of the neighbouring case
-that passes (the control).  Nothing here was tuned on the blind or simulated corpora;
-findings and suggested fixes: /work/helpers/review13-findings.md.
+A finding's reason names the commit and room, what goes wrong on main and what the same case
+did on a6d23a2 (main before round 13, run from a ``git archive``); every xfail was run
+without its mark and fails for that reason.  Fixed, it passes unexpectedly, which strict
+makes a failure: then drop the mark and keep the reason as a "(Was a strict xfail: ...)"
+comment.  A control beside a finding is the neighbouring case that passes today, so a fix
+keeps the boundary.  No case was tuned on a blind or simulated corpus.  Severities and
+suggested fixes: /work/helpers/review13-findings.md.
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -87,31 +87,37 @@ def test_a_node_slow_alike_is_paged() -> None:
         ("firing", ESCALATION, "slow_node", "unknown", "node:node-000")]
 
 
-def _restarted(*, swap: bool, seed: int = 5) -> list:
-    """Pure DP 16 on node-000 and node-001 (rank r on GPU r % 8), GPU 3 of node-000 8 %
-    slower than its peers from the job's first step (learned: start_offset_max is 15 %);
-    at step 120 the job restarts from its step-100 checkpoint on the same two nodes, with
-    the nodes' order ``swap``-ed (torchrun's rendezvous numbers nodes in the order they join
-    unless --node-rank is fixed; a Slurm requeue lists them again): ranks 0-7 on node-001."""
+def _dp16_restart(after: Callable[[int], str],
+                  slow: Callable[[int, str, int], bool], seed: int = 5) -> list:
+    """Pure DP 16 on node-000 and node-001 (rank r on GPU r % 8 of node-(r // 8)), a step
+    every 2 s; at step 120 the job restarts from its step-100 checkpoint with rank r on GPU
+    r % 8 of ``after(r)``.  A rank whose ``slow(rank, node, gpu)`` holds computes 8 % slower
+    than its peers (from the job's first step: learned, start_offset_max is 15 %)."""
     rng = np.random.default_rng(seed)
     out: list = []
 
-    def emit(t: float, s: int, flip: bool) -> float:
-        where = [((r // 8) ^ flip, r % 8) for r in range(16)]
+    def emit(t: float, s: int, node_of: Callable[[int], str]) -> float:
         comp = 1500.0 * rng.lognormal(0.0, 0.012, 16)
-        comp *= [1.08 if w == (0, 3) else 1.0 for w in where]
+        comp *= [1.08 if slow(r, node_of(r), r % 8) else 1.0 for r in range(16)]
         sm = round(float(comp.max()) + 250.0, 2)
-        out.extend(step(t + 0.001 * r, r, s, node=f"node-{n:03d}", gpu=g, step_ms=sm,
-                        compute_ms=round(float(comp[r]), 2), dp=r)
-                   for r, (n, g) in enumerate(where))
+        out.extend(step(t + 0.001 * r, r, s, node=node_of(r), gpu=r % 8, step_ms=sm,
+                        compute_ms=round(float(comp[r]), 2), dp=r) for r in range(16))
         return sm / 1000.0 + 0.2
 
     for s in range(120):
-        emit(T0 + 2.0 * s, s, False)
+        emit(T0 + 2.0 * s, s, lambda r: f"node-{r // 8:03d}")
     t = T0 + 2.0 * 120 + 300.0
     for s in range(100, 400):
-        t += emit(t, s, swap)
+        t += emit(t, s, after)
     return out
+
+
+def _restarted(*, swap: bool) -> list:
+    """GPU 3 of node-000 8 % slow (its silicon); the restart on the same two nodes, their
+    order ``swap``-ed (torchrun's rendezvous numbers nodes in the order they join unless
+    --node-rank is fixed; a Slurm requeue lists them again): ranks 0-7 on node-001."""
+    return _dp16_restart(lambda r: f"node-{(r // 8) ^ swap:03d}",
+                         lambda r, node, gpu: (node, gpu) == ("node-000", 3))
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -130,30 +136,12 @@ def test_a_restart_on_the_same_nodes_in_the_same_order_pages_nobody() -> None:
 
 
 
-def _rank_moved_to_a_spare(*, spare: bool, seed: int = 5) -> list:
-    """Pure DP 16 on node-000 and node-001, rank 11 (GPU 3 of node-001) 8 % slower than its
-    peers from the job's first step -- its own work, not its GPU's (an uneven data shard, the
-    rank that also logs or evaluates: the offsets steps.py's warm-up learns); at step 120
-    node-001 fails and the job restarts from its step-100 checkpoint with ranks 8-15 on the
-    healthy spare node-009 when ``spare`` (else back on node-001)."""
-    rng = np.random.default_rng(seed)
-    out: list = []
-
-    def emit(t: float, s: int, moved: bool) -> float:
-        comp = 1500.0 * rng.lognormal(0.0, 0.012, 16)
-        comp[11] *= 1.08
-        sm = round(float(comp.max()) + 250.0, 2)
-        out.extend(step(t + 0.001 * r, r, s, node="node-009" if moved and r >= 8
-                        else f"node-{r // 8:03d}", gpu=r % 8, step_ms=sm,
-                        compute_ms=round(float(comp[r]), 2), dp=r) for r in range(16))
-        return sm / 1000.0 + 0.2
-
-    for s in range(120):
-        emit(T0 + 2.0 * s, s, False)
-    t = T0 + 2.0 * 120 + 300.0
-    for s in range(100, 400):
-        t += emit(t, s, spare)
-    return out
+def _rank_moved_to_a_spare(*, spare: bool) -> list:
+    """Rank 11 8 % slow by its own work, not its GPU's (an uneven data shard, the rank that
+    also logs or evaluates: the offsets steps.py's warm-up learns); node-001 fails and the
+    restart puts ranks 8-15 on the healthy spare node-009 when ``spare`` (else node-001)."""
+    return _dp16_restart(lambda r: "node-009" if spare and r >= 8 else f"node-{r // 8:03d}",
+                         lambda r, node, gpu: r == 11)
 
 
 @pytest.mark.xfail(strict=True, reason=(
