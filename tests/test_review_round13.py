@@ -19,7 +19,8 @@ from msgspec.structs import replace
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
-from detector.testing import T0, ecc, feed, nic, step
+from detector.events import NicSample
+from detector.testing import T0, ecc, feed, step
 from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
 from tests.test_clock_round13 import fleet as clock_fleet
@@ -120,22 +121,6 @@ def _restarted(*, swap: bool) -> list:
                          lambda r, node, gpu: (node, gpu) == ("node-000", 3))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "891a9bd (steps13): _track_hardware's `_fresh = restarts == 0` -- after a restart a rank "
-    "on other hardware may learn no start offset: the job restarting on the SAME two nodes "
-    "with their order swapped moves every rank, and node-000's GPU 3, 8 % slower from the "
-    "job's start (learned then), is paged slow_node gpu:node-000/3 9 s (5 steps) after the "
-    "restart (a6d23a2: nothing -- the offset learned again in the restart's warm-up)"))
-def test_a_restart_on_the_same_nodes_in_another_order_pages_nobody() -> None:
-    assert feed(Engine(), _restarted(swap=True)) == []
-
-
-def test_a_restart_on_the_same_nodes_in_the_same_order_pages_nobody() -> None:
-    # The control: no rank moved, every learned offset kept.
-    assert feed(Engine(), _restarted(swap=False)) == []
-
-
-
 def _rank_moved_to_a_spare(*, spare: bool) -> list:
     """Rank 11 8 % slow by its own work, not its GPU's (an uneven data shard, the rank that
     also logs or evaluates: the offsets steps.py's warm-up learns); node-001 fails and the
@@ -144,20 +129,33 @@ def _rank_moved_to_a_spare(*, spare: bool) -> list:
                          lambda r, node, gpu: r == 11)
 
 
-@pytest.mark.xfail(strict=True, reason=(
+S2 = pytest.mark.xfail(strict=True, reason=(
+    "891a9bd (steps13): _track_hardware's `_fresh = restarts == 0` -- after a restart a rank "
+    "on other hardware may learn no start offset: the job restarting on the SAME two nodes "
+    "with their order swapped moves every rank, and node-000's GPU 3, 8 % slower from the "
+    "job's start (learned then), is paged slow_node gpu:node-000/3 9 s (5 steps) after the "
+    "restart (a6d23a2: nothing -- the offset learned again in the restart's warm-up)"))
+S4 = pytest.mark.xfail(strict=True, reason=(
     "891a9bd (steps13): a rank moved by a restart starts with base 0 and may learn no offset "
     "(`_fresh = restarts == 0`; its learned offset is dropped with the move, not carried): "
     "rank 11, 8 % slower from the job's start by its own work, restarted on a HEALTHY spare, "
     "is exactly as slow as before -- and the spare's GPU is paged slow_node gpu:node-009/3 "
     "9 s after the restart (a6d23a2: nothing). blind4 D5's spare was slow *beyond* what its "
     "ranks had shown; this one shows no change"))
-def test_a_rank_slow_by_its_own_work_moved_to_a_healthy_spare_pages_nobody() -> None:
-    assert feed(Engine(), _rank_moved_to_a_spare(spare=True)) == []
 
 
-def test_a_rank_slow_by_its_own_work_restarted_in_place_pages_nobody() -> None:
-    # The control: the same restart back on node-001 (no rank moved).
-    assert feed(Engine(), _rank_moved_to_a_spare(spare=False)) == []
+@pytest.mark.parametrize("records", [
+    pytest.param(lambda: _restarted(swap=True), marks=S2, id="S2-same-nodes-another-order"),
+    # (the control: the same order, no rank moved, every learned offset kept)
+    pytest.param(lambda: _restarted(swap=False), id="same-nodes-same-order"),
+    pytest.param(lambda: _rank_moved_to_a_spare(spare=True), marks=S4,
+                 id="S4-a-rank-slow-by-its-own-work-on-a-healthy-spare"),
+    # (the control: the same restart back on node-001)
+    pytest.param(lambda: _rank_moved_to_a_spare(spare=False), id="restarted-in-place"),
+])
+def test_a_restart_pages_nobody_when_no_rank_got_slower(records: Callable[[], list]) -> None:
+    assert feed(Engine(), records()) == []
+
 
 def _tp_group_slow(tp: int, seed: int = 4) -> list:
     """TP ``tp`` x DP 4 (PP 1) on nodes of 4 GPUs (the matrix's 4-GPU cell; a GB200 compute
@@ -203,52 +201,6 @@ def _ahead(nodes: tuple[str, ...], skew: float) -> list:
             for e in clock_fleet(0.0)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bb9047d (clock13): Monitors._ahead takes a second node whose lead agrees with a skewed "
-    "node's offset (within SKEW_S) for 'the fleet's time moved' and drops both offsets: two "
-    "nodes that follow one bad NTP relay (+30 s alike) move the clock for all -- job-1's "
-    "steps decided as their first messages came, 1200 messages late, the job taken to have "
-    "shrunk to 8 of 16 ranks, node-009's alerts stamped 30 s late (as a6d23a2 did with one "
-    "node ahead: blind4 D6)"))
-def test_two_nodes_ahead_alike_move_no_other_job() -> None:
-    eng = Engine()
-    alerts = feed(eng, _ahead(("node-001", "node-009"), 30.0))
-    job = eng.monitors._jobs["job-1"]
-    assert (job.late, job._expected) == (0, 16)
-    assert [(k, s) for k, s, _o, _l in clock_firing(alerts)] == [(k, s) for k, s, _o, _l in RIGHT]
-
-
-def test_one_node_of_a_job_ahead_moves_no_other_job() -> None:
-    # The control: node-001 alone 30 s ahead (its job's other node keeps the clock).
-    eng = Engine()
-    alerts = feed(eng, _ahead(("node-001",), 30.0))
-    job = eng.monitors._jobs["job-1"]
-    assert (job.late, job._expected) == (0, 16)
-    assert clock_firing(alerts) == RIGHT
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "bb9047d (clock13): SKEW_S is 20 s, DESIGN's out-of-order bound 5 s: node-009 12 s ahead "
-    "(inside the gap) is taken as the clock, job-1's steps are decided before node-000/001's "
-    "messages come -- 14 late, the job taken to have shrunk to 14 of 16 ranks -- and "
-    "node-009's alerts are stamped 12 s late: clock13's own D6 harm, which a drifting clock "
-    "(NTP lost: tens of ppm) lives in for days before it reaches 20 s (a6d23a2 the same)"))
-def test_a_node_twelve_seconds_ahead_moves_no_other_job() -> None:
-    eng = Engine()
-    alerts = feed(eng, _ahead(("node-009",), 12.0))
-    job = eng.monitors._jobs["job-1"]
-    assert (job.late, job._expected) == (0, 16)
-    assert clock_firing(alerts) == RIGHT
-
-
-def test_a_node_four_seconds_ahead_moves_no_other_job() -> None:
-    # The control: within DESIGN's 5 s (its alerts stamped at its own time, 4 s on).
-    eng = Engine()
-    feed(eng, _ahead(("node-009",), 4.0))
-    job = eng.monitors._jobs["job-1"]
-    assert (job.late, job._expected) == (0, 16)
-
-
 def _stepped(when: tuple[float, ...]) -> list:
     """clock13's fleet with node-009's clock stepped +30 s in as many equal steps as ``when``
     has times (s from T0; ntpd following a falseticker steps whenever its offset passes
@@ -259,27 +211,51 @@ def _stepped(when: tuple[float, ...]) -> list:
             for e in clock_fleet(0.0)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
+C1 = pytest.mark.xfail(strict=True, reason=(
+    "bb9047d (clock13): Monitors._ahead takes a second node whose lead agrees with a skewed "
+    "node's offset (within SKEW_S) for 'the fleet's time moved' and drops both offsets: two "
+    "nodes that follow one bad NTP relay (+30 s alike) move the clock for all -- job-1's "
+    "steps decided as their first messages came, 1200 messages late, the job taken to have "
+    "shrunk to 8 of 16 ranks, node-009's alerts stamped 30 s late (as a6d23a2 did with one "
+    "node ahead: blind4 D6)"))
+C2 = pytest.mark.xfail(strict=True, reason=(
+    "bb9047d (clock13): SKEW_S is 20 s, DESIGN's out-of-order bound 5 s: node-009 12 s ahead "
+    "(inside the gap) is taken as the clock, job-1's steps are decided before node-000/001's "
+    "messages come -- 14 late, the job taken to have shrunk to 14 of 16 ranks -- and "
+    "node-009's alerts are stamped 12 s late: clock13's own D6 harm, which a drifting clock "
+    "(NTP lost: tens of ppm) lives in for days before it reaches 20 s (a6d23a2 the same)"))
+C3 = pytest.mark.xfail(strict=True, reason=(
     "bb9047d (clock13): Monitors._ahead measures a node's lead only when one record jumps the "
     "clock by more than SKEW_S; a clock that got ahead in steps each below it (+15 s at 50 s, "
     "+15 s at 100 s) was the clock after the first and is never an offset: 30 s ahead, the "
     "same lead clock13 takes as an offset when it comes at once, and job-1 is taken to have "
     "shrunk to 14 of 16 ranks, node-009's alerts stamped 15-30 s late (a6d23a2 the same)"))
-def test_a_clock_stepped_ahead_twice_moves_no_other_job() -> None:
+
+
+@pytest.mark.parametrize("records", [
+    pytest.param(lambda: _ahead(("node-001", "node-009"), 30.0), marks=C1,
+                 id="C1-two-nodes-ahead-alike"),
+    # (the control: node-001 alone 30 s ahead -- its job's other node keeps the clock)
+    pytest.param(lambda: _ahead(("node-001",), 30.0), id="one-node-of-the-job-ahead"),
+    pytest.param(lambda: _ahead(("node-009",), 12.0), marks=C2, id="C2-twelve-seconds-ahead"),
+    pytest.param(lambda: _stepped((50.0, 100.0)), marks=C3, id="C3-stepped-ahead-twice"),
+    # (the control: the same 30 s in one step at 100 s -- its offset)
+    pytest.param(lambda: _stepped((100.0,)), id="stepped-ahead-once"),
+])
+def test_a_clock_ahead_moves_no_other_job(records: Callable[[], list]) -> None:
     eng = Engine()
-    alerts = feed(eng, _stepped((50.0, 100.0)))
+    alerts = feed(eng, records())
     job = eng.monitors._jobs["job-1"]
     assert (job.late, job._expected) == (0, 16)
     assert clock_firing(alerts) == RIGHT
 
 
-def test_a_clock_stepped_ahead_once_moves_no_other_job() -> None:
-    # The control: the same 30 s in one step at 100 s -- its offset.
+def test_a_node_four_seconds_ahead_moves_no_other_job() -> None:
+    # C2's control: within DESIGN's 5 s (its alerts stamped at its own time, 4 s on).
     eng = Engine()
-    alerts = feed(eng, _stepped((100.0,)))
+    feed(eng, _ahead(("node-009",), 4.0))
     job = eng.monitors._jobs["job-1"]
     assert (job.late, job._expected) == (0, 16)
-    assert clock_firing(alerts) == RIGHT
 
 
 # -- fabric (9ca07d8): a spine named as the spine ---------------------------------------------
@@ -303,65 +279,60 @@ def test_one_rail_leaf_erring_is_that_leaf() -> None:
 
 
 
-def _spine_and_a_port(down: Callable[[int], bool]) -> list:
-    """fabric13's TIERS: spine0 erring on 3 of 8 ports of every node under leaf0-3 from sample
-    20 to 50 (200-500 s); node-005's mlx5_7 (under leaf1) down on the samples ``down(i)``."""
+def _spine_and_a_port(down: Callable[[int], bool], spine: bool = True) -> list:
+    """fabric13's TIERS: spine0 erring (when ``spine``) on 3 of 8 ports of every node under
+    leaf0-3 from sample 20 to 50 (200-500 s); node-005's mlx5_7 (under leaf1) down on the
+    samples ``down(i)``."""
     return fleet(4 * LEAVES, NICS, T0 + 700.0, period=lambda n: 10.0,
                  first=lambda n: T0 + 0.37 * n,
                  down=lambda node, name, i, ts: (node, name) == ("node-005", "mlx5_7")
-                 and down(i), errors=erring(partial(leaves_of(range(16)))))
+                 and down(i), errors=erring(partial(leaves_of(range(16))) if spine else {}))
 
 
-@pytest.mark.xfail(strict=True, reason=(
+F3 = pytest.mark.xfail(strict=True, reason=(
     "9ca07d8 (fabric13): _above_leaf hands everything a leaf under a named, still-failing "
     "spine holds to the spine's problem: node-005's mlx5_7 going down for good at 350 s "
     "(a cable pulled, mid-incident) is never paged, and it keeps spine0 'still failing' -- "
     "the spine's isolation never resolves after its errors stop at 500 s (a6d23a2: the same "
     "port kept leaf1's isolation firing, the other 3 leaves resolved)"))
-def test_a_port_down_under_a_named_spine_is_its_own_nic() -> None:
-    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i >= 35))
-    assert "nic:node-005/mlx5_7:1" in firing(alerts)
-    assert ("resolved", "switch:spine0") in [(a.status, a.scope.key) for a in alerts]
-
-
-def test_a_port_down_without_a_failing_spine_is_its_nic() -> None:
-    # The control: the same port down, no spine errors.
-    records = fleet(4 * LEAVES, NICS, T0 + 700.0, period=lambda n: 10.0,
-                    first=lambda n: T0 + 0.37 * n,
-                    down=lambda node, name, i, ts: (node, name) == ("node-005", "mlx5_7")
-                    and i >= 35)
-    assert sorted(firing(feed(Engine(topology=TIERS), records))) == ["nic:node-005/mlx5_7:1"]
-
-
-@pytest.mark.xfail(strict=True, reason=(
+F4 = pytest.mark.xfail(strict=True, reason=(
     "9ca07d8 (fabric13): _spine_shape gives up on a whole leaf when one of its troubled nodes "
     "has a port down or flapping ('a host link's own state'): node-005's mlx5_7 down from "
     "210 s, in the spine's first window, makes leaf1 -- healthy -- a switch isolation beside "
     "spine0's, and the port itself is paged nowhere (a6d23a2: leaf0-3 isolated, no NIC)"))
-def test_a_port_down_in_the_minute_a_spine_fails_is_the_spine_and_that_nic() -> None:
-    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i >= 21))
-    assert sorted(firing(alerts)) == ["nic:node-005/mlx5_7:1", "switch:spine0"]
 
 
-def test_a_port_flapping_just_before_a_spine_fails_is_the_spine_and_that_nic() -> None:
-    # The control: the port flapping on samples 18 and 20 (before the spine's window).
-    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i in (18, 20)))
+@pytest.mark.parametrize("down", [
+    pytest.param(lambda i: i >= 35, marks=F3, id="F3-down-from-350s-mid-incident"),
+    pytest.param(lambda i: i >= 21, marks=F4, id="F4-down-from-210s-in-its-first-window"),
+    # (the control: the port flapping on samples 18 and 20, before the spine's window)
+    pytest.param(lambda i: i in (18, 20), id="flapping-just-before"),
+])
+def test_a_port_down_while_a_spine_fails_is_the_spine_and_that_nic(
+        down: Callable[[int], bool]) -> None:
+    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(down))
     assert sorted(firing(alerts)) == ["nic:node-005/mlx5_7:1", "switch:spine0"]
+    assert ("resolved", "switch:spine0") in [(a.status, a.scope.key) for a in alerts]
+
+
+def test_a_port_down_without_a_failing_spine_is_its_nic() -> None:
+    # The control: the same port down from 350 s, no spine errors.
+    alerts = feed(Engine(topology=TIERS), _spine_and_a_port(lambda i: i >= 35, spine=False))
+    assert sorted(firing(alerts)) == ["nic:node-005/mlx5_7:1"]
 
 def _ports_low(low: set[tuple[str, str]]) -> list:
-    """POD's 8 nodes x 8 NICs every 10 s, 100 Gb/s a port each way, no errors; from sample 20
-    the ports in ``low`` carry 3 % of it (link up)."""
-    out = []
-    for n in range(8):
-        node = f"node-{n:03d}"
-        for k in range(NICS):
-            name, total = f"mlx5_{k}", 0
-            for i in range(60):
-                share = 0.03 if i >= 20 and (node, name) in low else 1.0
-                total += int(100e9 / 8 * 10.0 * share)
-                out.append(nic(T0 + 0.37 * n + 10.0 * i + 0.01 * k, node, name, tx=total,
-                               rx=total))
-    return sorted(out, key=lambda e: e.ts)
+    """POD's 8 nodes x 8 NICs every 10 s, 20 GB/s a port each way, no errors (round 9's
+    fleet); from 200 s the ports in ``low`` carry 3 % of it (link up)."""
+    cut, rate = T0 + 200.0, 2_500_000_000
+
+    def slowed(e: NicSample) -> NicSample:
+        if (e.node, e.nic) not in low or e.ts < cut:
+            return e
+        tx = int((cut - T0) * rate + 0.03 * (e.ts - cut) * rate)
+        return replace(e, tx_bytes=tx, rx_bytes=tx)
+
+    return [slowed(e) for e in fleet(8, NICS, T0 + 600.0, period=lambda n: 10.0,
+                                     first=lambda n: T0 + 0.37 * n, down=lambda *a: False)]
 
 
 @pytest.mark.xfail(strict=True, reason=(
