@@ -19,7 +19,7 @@ from msgspec.structs import replace
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
-from detector.events import NicSample
+from detector.events import Event, NicSample, ThermalSample
 from detector.testing import T0, ecc, feed, step
 from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
@@ -211,6 +211,18 @@ def _stepped(when: tuple[float, ...]) -> list:
             for e in clock_fleet(0.0)]
 
 
+
+def _thirty_s_thermal(*, late_start: float) -> list:
+    """clock13's fleet, node-009 30 s ahead, with node-000/001's thermal sampled every 30 s
+    (dcgm-exporter's default; first at +10 s) instead of every second; node-009's collector
+    starts ``late_start`` s into the log."""
+    def kept(e: Event) -> bool:
+        return not (type(e) is ThermalSample and e.node != "node-009"
+                    and int(e.ts - T0) % 30 != 10) and not (
+            e.node == "node-009" and e.ts - T0 < late_start)
+    return [replace(e, ts=round(e.ts + 30.0, 4)) if e.node == "node-009" else e
+            for e in clock_fleet(0.0) if kept(e)]
+
 C1 = pytest.mark.xfail(strict=True, reason=(
     "bb9047d (clock13): Monitors._ahead takes a second node whose lead agrees with a skewed "
     "node's offset (within SKEW_S) for 'the fleet's time moved' and drops both offsets: two "
@@ -231,6 +243,14 @@ C3 = pytest.mark.xfail(strict=True, reason=(
     "same lead clock13 takes as an offset when it comes at once, and job-1 is taken to have "
     "shrunk to 14 of 16 ranks, node-009's alerts stamped 15-30 s late (a6d23a2 the same)"))
 
+C4 = pytest.mark.xfail(strict=True, reason=(
+    "bb9047d (clock13): Monitors._first_node takes any record not SKEW_S *behind* the first "
+    "clock for agreement, also one 30 s ahead of it, and _others_near counts a job only once "
+    "its ranks' hardware is known (its first step decided): in a log (or a partition) whose "
+    "other nodes send thermal every 30 s (dcgm-exporter) beside a job stepping every second, "
+    "node-009's first record, 0.13 s in, is 'alone' and its time becomes the time, for good -- "
+    "job-1 taken to have shrunk to 14 of 16, node-009's alerts 30 s late (a6d23a2 the same; "
+    "clock13's fleet samples thermal every second, so its test never met this)"))
 
 @pytest.mark.parametrize("records", [
     pytest.param(lambda: _ahead(("node-001", "node-009"), 30.0), marks=C1,
@@ -241,6 +261,10 @@ C3 = pytest.mark.xfail(strict=True, reason=(
     pytest.param(lambda: _stepped((50.0, 100.0)), marks=C3, id="C3-stepped-ahead-twice"),
     # (the control: the same 30 s in one step at 100 s -- its offset)
     pytest.param(lambda: _stepped((100.0,)), id="stepped-ahead-once"),
+    pytest.param(lambda: _thirty_s_thermal(late_start=0.0), marks=C4,
+                 id="C4-ahead-from-the-log-s-first-second"),
+    # (the control: node-009's collector starting 3 s in, job-1's first step decided)
+    pytest.param(lambda: _thirty_s_thermal(late_start=3.0), id="ahead-from-3-s-in"),
 ])
 def test_a_clock_ahead_moves_no_other_job(records: Callable[[], list]) -> None:
     eng = Engine()
