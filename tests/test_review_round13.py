@@ -20,6 +20,7 @@ from msgspec.structs import replace
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import Event, NicSample, ThermalSample
+from detector.monitors import Monitors
 from detector.testing import T0, ecc, feed, step
 from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
@@ -189,6 +190,45 @@ def test_a_tp_group_inside_one_node_slowed_alike_is_one_page() -> None:
     # The control: TP4 on the same 4-GPU nodes, the slow group inside node-000.
     assert [(a.kind, a.scope.key) for a in feed(Engine(), _tp_group_slow(4))
             if a.status == "firing"] == [("slow_node", "node:node-000")]
+
+
+# -- sdc (8d5c1d4): a DP-2 checksum tie is one job escalation ----------------------------------
+
+
+def _tie_findings(diverging: int, groups: int = 256) -> list:
+    """The checksum_pair findings of a DP-2 job (TP8 x PP ``groups // 8``: ``groups`` ranks a
+    replica), whose replica 1 diverges on ``diverging`` of its ranks from step 10 on (all of
+    them: a replica restored from a stale checkpoint shard, corrupted in its own all-reduce),
+    through step 13."""
+    mon = Monitors()
+    found: list = []
+    for s in range(14):
+        for d in range(2):
+            for g in range(groups):
+                r = d * groups + g
+                mon.process(step(T0 + s + 1e-5 * r, r, s, node=f"node-{r // 8:04d}", gpu=r % 8,
+                                 tp=g % 8, pp=g // 8, dp=d,
+                                 checksum="ff" if d == 1 and s >= 10 and g < diverging
+                                 else f"c{s}-{g}"), found)
+    return [f for f in found if f.signal == "checksum_pair"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every new pair, each carrying "
+    "candidate_ranks = every candidate so far: a whole replica of a DP-2 job diverging at "
+    "once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for 256 "
+    "pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU "
+    "DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); "
+    "a6d23a2: 2 findings a pair of constant size -- linear"))
+def test_a_whole_replica_diverging_is_a_bounded_page() -> None:
+    ties = _tie_findings(256)
+    assert ties and sum(len(f.evidence["candidate_ranks"]) for f in ties) <= 4 * 256
+
+
+def test_one_pair_diverging_is_one_finding_naming_both() -> None:
+    # The control: one TP rank's pair -- one job finding, both candidates.
+    ties = _tie_findings(1)
+    assert [f.evidence["candidate_ranks"] for f in ties] == [[0, 256]]
 
 
 # -- clock (e28b982 / bb9047d): a node whose clock is ahead is that node's offset -------------
