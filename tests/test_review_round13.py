@@ -20,7 +20,8 @@ from msgspec.structs import replace
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import Event, NicSample, ThermalSample
-from detector.testing import T0, ecc, feed, step
+from detector.monitors import Monitors
+from detector.testing import T0, ecc, feed, healthy_job, step
 from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
 from tests.test_clock_round13 import fleet as clock_fleet
@@ -38,6 +39,7 @@ from tests.test_fabric_round13 import (
     whole,
 )
 from tests.test_review_round9 import RAIL, fleet
+from tests.test_thermal_round13 import _temps
 
 
 def _seen(alerts: list) -> list[tuple[str, str, str, str, str]]:
@@ -189,6 +191,80 @@ def test_a_tp_group_inside_one_node_slowed_alike_is_one_page() -> None:
     # The control: TP4 on the same 4-GPU nodes, the slow group inside node-000.
     assert [(a.kind, a.scope.key) for a in feed(Engine(), _tp_group_slow(4))
             if a.status == "firing"] == [("slow_node", "node:node-000")]
+
+
+# -- sdc (8d5c1d4): a DP-2 checksum tie is one job escalation ----------------------------------
+
+
+def _tie_findings(diverging: int, groups: int = 256) -> list:
+    """The checksum_pair findings of a DP-2 job (TP8 x PP ``groups // 8``: ``groups`` ranks a
+    replica), whose replica 1 diverges on ``diverging`` of its ranks from step 10 on (all of
+    them: a replica restored from a stale checkpoint shard, corrupted in its own all-reduce),
+    through step 13."""
+    mon = Monitors()
+    found: list = []
+    for s in range(14):
+        for d in range(2):
+            for g in range(groups):
+                r = d * groups + g
+                mon.process(step(T0 + s + 1e-5 * r, r, s, node=f"node-{r // 8:04d}", gpu=r % 8,
+                                 tp=g % 8, pp=g // 8, dp=d,
+                                 checksum="ff" if d == 1 and s >= 10 and g < diverging
+                                 else f"c{s}-{g}"), found)
+    return [f for f in found if f.signal == "checksum_pair"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every new pair, each carrying "
+    "candidate_ranks = every candidate so far: a whole replica of a DP-2 job diverging at "
+    "once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for 256 "
+    "pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU "
+    "DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); "
+    "a6d23a2: 2 findings a pair of constant size -- linear"))
+def test_a_whole_replica_diverging_is_a_bounded_page() -> None:
+    ties = _tie_findings(256)
+    assert ties and sum(len(f.evidence["candidate_ranks"]) for f in ties) <= 4 * 256
+
+
+def test_one_pair_diverging_is_one_finding_naming_both() -> None:
+    # The control: one TP rank's pair -- one job finding, both candidates.
+    ties = _tie_findings(1)
+    assert [f.evidence["candidate_ranks"] for f in ties] == [[0, 256]]
+
+
+# -- thermal (c78e774, sdc13): hot_seen judged against the GPU's own poll ---------------------
+
+
+def _four_gpu_nodes(*, silent_from: float) -> list[tuple[str, str, str]]:
+    """Firing pages of a 16-rank job on node-000/001 of 4 GPUs each (a GB200 compute tray, the
+    matrix's 4-GPU cell), rank 3 (GPU 3 of node-000) 30 % slow from step 100 because its GPU
+    warms faster than its node (thermal round 13's case: 8 C over at +120.5 s, 24 C over
+    after; dcgm-exporter every 30 s); GPU 0 of node-000 sends no temperature from
+    ``silent_from`` s on (off the bus, XID 79; a blank DCGM field)."""
+    def temp(i: int, n: int, g: int) -> float:
+        return {4: 68.0, 5: 84.0}.get(i, 84.0 if i > 5 else 60.0) if (n, g) == (0, 3) else 60.0
+    temps = [e for e in _temps(temp) if e.gpu < 4 and not (
+        (e.node, e.gpu) == ("node-000", 0) and e.ts - T0 >= silent_from)]
+    job = [e._replace(node=f"node-{e.rank // 4:03d}", gpu=e.rank % 4) for e in healthy_job(
+        ranks=8, steps=260, slow={3: 1.3}, slow_from=100)]
+    return [(a.topic, a.cause, a.scope.key) for a in feed(
+        Engine(), sorted(job + temps, key=lambda e: e.ts), finish=False) if a.status == "firing"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "c78e774 (sdc13): NodeTemps.poll_median needs >= 4 of a node's GPUs sampled in the poll: "
+    "on a 4-GPU node with one GPU silent since +60 s (off the bus) a GPU warming 8 C over "
+    "its siblings is never judged (pending, dropped after half an interval), hot_seen never "
+    "holds its slow rank's page, and the rank is escalated slow_node/unknown at +122 s before "
+    "the thermal isolation at +210.5 s -- two pages, the first naming no cause (a6d23a2: one "
+    "thermal isolation; the node median then kept the silent GPU's last reading)"))
+def test_a_gpu_warming_on_a_four_gpu_node_with_a_silent_sibling_holds_its_page() -> None:
+    assert _four_gpu_nodes(silent_from=60.0) == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+def test_a_gpu_warming_on_a_four_gpu_node_holds_its_page() -> None:
+    # The control: all four GPUs of the node reporting.
+    assert _four_gpu_nodes(silent_from=1e9) == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
 
 # -- clock (e28b982 / bb9047d): a node whose clock is ahead is that node's offset -------------
