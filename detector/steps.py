@@ -859,6 +859,7 @@ class JobMonitor:
         if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
+        kept = self._offsets_kept(buf, slots, now, at) if self.restarts else None
         for i in at:
             s = slots[i]
             if now[i] is not None and (self._reported[s] or self._host_rep[s]):
@@ -885,14 +886,41 @@ class JobMonitor:
         # A start offset is learned only in the job's first start: a rank the job moved to
         # other hardware after a restart (a spare for a failed node) ran at its peers' pace
         # before, so a slowness the new GPU brings is a change (blind4 D5: a spare 15-22 %
-        # slow learned as the offset of a fresh start, paged 13-39 steps later).
+        # slow learned as the offset of a fresh start, paged 13-39 steps later) -- beyond
+        # the offset it keeps (_offsets_kept).
         self._fresh[m] = self.restarts == 0
+        if kept is not None:
+            self._base[m], self._cap[m] = kept
         self._spikes[m] = 0.0
         self._recur[m] = 0.0
         self._recurring[m] = False
         self._recur_last[m] = False
         self._reset_host(m)
         return moved
+
+    def _offsets_kept(self, buf: _StepBuffer, slots: tuple[int, ...],
+                      now: tuple[tuple[str, int] | None, ...], at: list[int]
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """After a restart, the (bias, cap) each moved rank (``at``, positions in the step)
+        keeps: the larger of the offset it had learned and the one its new GPU's last rank
+        had learned there -- an offset is the rank's own work (an uneven shard, the rank that
+        logs) or its GPU's silicon, and which one no step tells.
+
+        Without this a job restarted on the same nodes in another order (torchrun numbers
+        nodes as they join) paged the GPU 8 % slow since the job's start under its new rank,
+        and a rank 8 % slow by its own work restarted on a healthy spare paged the spare
+        (review round 13, S2 and S4: 5 steps after the restart).  A spare slower than either
+        (blind4 D5) is still a change.
+        """
+        clip = self.cfg.slow_baseline_clip
+        learned = {h: s for s, h in enumerate(self._hw[:len(self._rank_of)])
+                   if h is not None and self._cap[s] > clip}
+        base, cap = np.zeros(len(at)), np.full(len(at), clip)
+        for j, i in enumerate(at):
+            for s in (slots[i] if now[i] is not None else None, learned.get(buf.hw[i])):
+                if s is not None and self._cap[s] > cap[j]:
+                    base[j], cap[j] = self._base[s], self._cap[s]
+        return base, cap
 
     def _layout_finding(self, buf: _StepBuffer, moved: list[int], ts: float) -> Finding:
         """Evidence only: where these ranks now run, so the correlator can say what isolating
