@@ -1667,7 +1667,8 @@ class JobMonitor:
             return
         pp = buf.pp
         if pp.count(pp[0]) != len(pp):  # (a C loop over the tuple: no numpy call)
-            med, _, size = group_median_scale(host, groups >> 24)
+            # (the medians alone: group_median_scale's MADs were half of this method's cost)
+            med, size, _ = group_median(host, groups >> 24)
             e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
         else:  # (one stage: the usual job without pipeline parallelism)
             med = median(host)
@@ -1687,20 +1688,12 @@ class JobMonitor:
             self._host_base[r] = np.clip(base + 0.2 * over, 0.0, cfg.host_offset_max)
             return
         z = over / sigma
-        bank = self._host
-        learned = np.clip(base + cfg.slow_baseline_alpha * over, 0.0, cfg.host_offset_max)
-        if z.max() <= bank.k and not (np.count_nonzero(bank.score)
-                                      or np.count_nonzero(bank.alarmed)):
-            # The usual step: no rank in a run, none starting one (every score stays 0 and
-            # nothing can alarm, clear or be raised): only the offsets learn, as below --
-            # round 12's CUSUM cost +8-9 % instructions an event on every step.
-            self._host_base[r] = learned if z.min() > -3.0 else np.where(z > -3.0, learned, base)
-            return
         learn = np.abs(z) < 3.0
-        if np.count_nonzero(bank.alarmed):
-            learn &= ~bank.alarmed[r]
-        self._host_base[r] = np.where(learn, learned, base)
-        _, cleared, score = bank.step(r, z, ts)
+        if np.count_nonzero(self._host.alarmed):
+            learn &= ~self._host.alarmed[r]
+        self._host_base[r] = np.where(learn, np.clip(base + cfg.slow_baseline_alpha * over, 0.0,
+                                                     cfg.host_offset_max), base)
+        _, cleared, score = self._host.step(r, z, ts)
         in_run = score > 0.0
         self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)
         self._host_n[r] = np.where(in_run, self._host_n[r] + 1, 0)
