@@ -11,8 +11,6 @@ than its node still does, wherever it falls in its poll.
 
 from __future__ import annotations
 
-import pytest
-
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, feed, healthy_job, thermal
@@ -73,10 +71,10 @@ def _no_temps(state) -> list:
     return [e._replace(gpu_temp_c=None, mem_temp_c=None) for e in node_polls(state)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a rack cap on two nodes, one of them running the job on a single GPU (7 idle): that "
-    "GPU has no busy sibling under the cap and is isolated slow_node/power (NodeTemps."
-    "cap_shared looks at its own node, the correlator's facility rule wants 3 nodes)"))
+# (Was a strict xfail, fixed by power14: a rack cap on two nodes, one of them running the job
+# on a single GPU (7 idle): that GPU has no busy sibling under the cap and is isolated
+# slow_node/power (NodeTemps.cap_shared looks at its own node, the correlator's facility rule
+# wants 3 nodes))
 def test_a_rack_cap_on_a_node_with_one_busy_gpu_pages_nobody() -> None:
     def one_busy(n: int, g: int, t: float) -> str:
         return IDLE if n == 1 and g != 0 else rack_cap(n, g, t)
@@ -101,9 +99,9 @@ def test_a_gpu_capped_alone_while_its_rack_runs_free_is_still_paged() -> None:
 # detection change to measure on the matrix and blind corpora): a strict xfail.
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a healthy busy GPU (61 C) beside 7 idle siblings (28 C, 0x1) is isolated "
-    "slow_node/thermal: NodeTemps.reference takes idle GPUs' temperatures into the median"))
+# (Was a strict xfail, fixed by power14: a healthy busy GPU (61 C) beside 7 idle siblings (28
+# C, 0x1) is isolated slow_node/thermal: NodeTemps.reference takes idle GPUs' temperatures
+# into the median)
 def test_a_busy_gpu_beside_idle_siblings_is_not_hot() -> None:
     assert firing(node_polls(lambda n, g, t: IDLE if n == 1 and g != 0 else FREE)) == []
 
