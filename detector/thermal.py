@@ -27,9 +27,13 @@ against its own baseline alone: a SW cap holding *every* busy GPU of the node (i
 its rack's power limit lowered -- facility power management, every rank slower alike --
 and each GPU's sustained verdict is evidence (``not_recommended_because``), no page (blind3
 B2: a rack capped 700 -> 500 W was one isolation per GPU).  A GPU capped while a sibling
-runs free, or long before its siblings, is judged alone as before; one still held down once
-its siblings are back counts afresh, on its own; and a rank slower than its peers under
-the shared cap is still its GPU's fault (the correlator's impact rule, ``power_cap``).
+runs free (no 0x4, or 0x4 since long before: routine capping at its own limit), long before
+its siblings, or ``cap_clock_drop`` deeper than most of them, is judged alone as before; one
+still held down once its siblings are back counts afresh, on its own; and a rank slower than
+its peers under the shared cap is still its GPU's fault (the correlator's impact rule,
+``power_cap``).  Which limit a node's shared cap is -- a rack's, or the node's own while
+other nodes run free -- only the nodes compared say: the verdict carries
+``gpus_under_cap`` and the correlator decides (``Correlator._node_cap``).
 
 A never-routine *power* reason (0x80 HW power brake, 0x8 HW slowdown on a GPU that is not
 hot) on every GPU of a node at once is one node fault -- the node's power supply or board

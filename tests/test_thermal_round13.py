@@ -62,9 +62,9 @@ def test_a_gpu_warming_faster_than_its_node_still_holds_the_page_wherever_it_is_
 # peers: the cap is the rack's (facility power management), no GPU's fault, and nobody is
 # paged, as for the busy node beside it.  faultline judges a GPU's cap against its own node
 # only (NodeTemps.cap_shared) and the correlator's facility rule wants 3 nodes: the lone busy
-# GPU is isolated `slow_node/power`.  Not fixed this round (a peer set across the nodes of a
-# rack or job, which thermal's per-node state does not hold): a strict xfail.  (Without
-# temperatures: with them the lone busy GPU is isolated `thermal` first -- below.)
+# GPU was isolated `slow_node/power`.  Fixed by power14: the node's only busy GPU under a cap
+# is judged across nodes (Correlator._node_cap).  (Without temperatures: with them the lone
+# busy GPU was isolated `thermal` first -- below, fixed too.)
 
 
 def _no_temps(state) -> list:
@@ -95,8 +95,8 @@ def test_a_gpu_capped_alone_while_its_rack_runs_free_is_still_paged() -> None:
 # ones included: a healthy GPU running a one-GPU job at 61 C beside seven idle siblings at
 # 28 C is 33 C "above its node" and isolated slow_node/thermal after 3 samples.  What is right:
 # idle GPUs (0x1) are no peers for temperature either -- as for the power cap, the reference
-# is the node's busy GPUs (and none, fewer than 4 of them).  Not fixed this round (a
-# detection change to measure on the matrix and blind corpora): a strict xfail.
+# is the node's busy GPUs (and none, fewer than 4 of them).  Fixed by power14
+# (NodeTemps.reference and poll_median take busy GPUs only).
 
 
 # (Was a strict xfail, fixed by power14: a healthy busy GPU (61 C) beside 7 idle siblings (28
