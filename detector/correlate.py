@@ -886,8 +886,8 @@ class Correlator:
 
         Another node's cap as deep begun within ``impact_onset_s`` of it: a rack's or the
         site's (facility power management, blind3 B2) -- evidence, nobody paged.  Else the
-        node's alone: with busy GPUs of other nodes running free beside it (its job's nodes,
-        its rack's by the topology; without either, every node heard from), one node-scope
+        node's alone: with busy GPUs of other nodes running free beside it (its jobs' nodes;
+        no job known, its rack's by the topology; neither, every node heard from), one node-scope
         power page -- a PSU lost and the BMC capping the node, a DCMI/EDPp cap left on: one
         node fault, not 8 GPU faults (review round 12 P1).  The node's only busy GPU under a
         cap no other node's began with (the same poll) is that GPU's own, as before (its
@@ -929,16 +929,19 @@ class Correlator:
                     extra={"recommended_because": because})
 
     def _running_free(self, node: str) -> list[str]:
-        """The nodes compared with ``node`` (its jobs' and its rack's; none known: every node
-        heard from) that have a busy GPU and no SW power cap on any GPU."""
+        """The nodes compared with ``node`` that have a busy GPU and no SW power cap on any
+        GPU: its jobs' nodes (the same load); no job known, its rack's by the topology;
+        neither, every node heard from.  (Not the rack beside the job: a job-wide
+        ``nvidia-smi -pl`` holds the job's nodes and no other job's -- blind5 ops, with one of
+        the job's nodes' clock 60-200 s behind, so their onsets could not be compared.)"""
         peers: set[str] = set()
-        topo = self.topology
-        rack = topo.rack_of(node) if topo is not None else None
-        if rack is not None and topo is not None:
-            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
         placement = self._placement
         for job in {j for j, _ in placement.on_node.get(node, {})}:
             peers.update(n for n, _, _ in placement.ranks.get(job, {}).values())
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None and not peers else None
+        if rack is not None and topo is not None:
+            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
         peers.discard(node)
         return sorted(n for n in (peers or self._busy) if n != node and n in self._busy
                       and not self._capped(n)
