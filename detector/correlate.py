@@ -136,6 +136,7 @@ class Correlator:
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
         # may run free beside one whose busy GPUs are all under one cap (_node_cap)
         self._busy: dict[str, float] = {}
+        self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
@@ -171,6 +172,8 @@ class Correlator:
         service and the in-process Engine both run): a timer due before a
         record is decided on what came before it.
         """
+        if ts > self._clock:
+            self._clock = ts
         timers = self._timers
         if timers and timers[0][0] <= ts:
             self.advance(ts, out)
@@ -201,7 +204,7 @@ class Correlator:
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
-                    self._node_cap(f, due, out)
+                    self._node_cap(f, due, out, decide=True)
             else:
                 self._resolve_due(key, due, out)
 
@@ -880,7 +883,8 @@ class Correlator:
                 return True
         return False
 
-    def _node_cap(self, f: Finding, now: float, out: list[Alert]) -> None:
+    def _node_cap(self, f: Finding, now: float, out: list[Alert], decide: bool = False
+                  ) -> None:
         """A SW cap's sustained verdict on a GPU whose node's busy GPUs are all under the same
         cap (detector.thermal: ``gpus_under_cap`` of them): whose limit is it?
 
@@ -892,17 +896,24 @@ class Correlator:
         node fault, not 8 GPU faults (review round 12 P1).  The node's only busy GPU under a
         cap no other node's began with (the same poll) is that GPU's own, as before (its
         siblings idle: thermal13).  A node's decided once the other nodes' caps of the same
-        minute can have been seen (NTP skew, their sampling): ``impact_onset_s`` and an
-        interval after the onset; a lone GPU's one interval after (its page as early as
-        before: a rack's cap reaches its nodes' GPUs on the same poll)."""
+        minute can have been seen: ``impact_onset_s`` and a 30 s interval after the verdict
+        came, by the newest record's time -- not by the node's own clock, which may be
+        minutes behind the others' (blind5 ops: a job-wide ``nvidia-smi -pl`` on 4 nodes, one
+        of them 60-200 s behind, its job-mates sampled every 30 s: "capped alone" for a
+        minute); a lone GPU's one interval after its onset (its page as early as before: a
+        rack's cap reaches its nodes' GPUs on the same poll)."""
         node = f.scope.node
         if node is None:
             return
         window = self.cfg.impact_onset_s
         gpus = int(f.evidence.get("gpus_under_cap") or 0)
-        due = f.onset_ts + (window if gpus > 1 else 0.0) + 1.25 * (
-            self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s)
-        if now < due:
+        interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+        if gpus > 1 and not decide:
+            self._timer(max(self._clock, now) + window + 1.25 * max(
+                interval, self.cfg.unknown_cadence_s), "cap", f.scope.key)
+            return
+        due = f.onset_ts + 1.25 * interval
+        if gpus <= 1 and now < due:
             self._timer(due, "cap", f.scope.key)
             return
         caps = self._deep_caps
