@@ -41,7 +41,7 @@ def test_every_case_replays(tmp_path):
     """The harness itself (not an xfail): each case is there with its labels."""
     want = {"twin-nics-one-leaf": 2, "power-limit-wrong-node": 1, "loss-sdc-one-replica": 1,
             "longctx-slow-gpu": 1, "rl-bimodal-healthy": 0, "fan-two-gpus-one-node": 1,
-            "leaf-upgrade-second-flap": 1}
+            "leaf-upgrade-second-flap": 1, "power-limit-gpu-pages": 1}
     assert {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")} == set(want)
     for name, n in want.items():
         assert len(sc.labels_of(CASES / f"{name}.jsonl.gz")) == n, name
@@ -71,6 +71,18 @@ def test_power_limit_on_one_node_of_two_is_named(tmp_path):
     hit = caught(res, "pl-wrong")
     assert hit, "a node-scope alert on h100n008"
     assert hit["cause_ok"], "cause power"
+
+
+@pytest.mark.xfail(strict=True, reason="E2b (held-out seed 7): the wrong-node power limit is "
+                   "3 GPU power isolations and a node escalation calling it unknown")
+def test_power_limit_on_one_node_is_one_node_power_page(tmp_path):
+    # The same fault on h100n007 (limit ~500 W): faultline isolates GPUs 1, 3 and 6 as
+    # slow_node/power (0x4, clock -13-15 %) and escalates the node as slow_node/unknown. The
+    # limit was set on the node, all 8 GPUs alike: one node power isolation, nothing beside.
+    alerts, res = run("power-limit-gpu-pages", tmp_path)
+    hit = caught(res, "pl-wrong")
+    assert hit and hit["cause_ok"], "h100n007 named, cause power"
+    assert false_pages(res) == [], "no GPU isolations beside it"
 
 
 @pytest.mark.xfail(strict=True, reason="E3: an SDC seen only in one replica's loss and grad "
