@@ -1244,11 +1244,12 @@ class Correlator:
             return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
-    def _fabric_members(self, cluster: str, recent: float
+    def _fabric_members(self, cluster: str, recent: float, rails: dict[str, set[str]]
                         ) -> tuple[set[str], set[str], set[str]]:
         """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs begun since
         ``recent``, those with it on >= 2 NICs counting older errors or flaps still rising
-        too), no topology.
+        too), no topology; ``rails`` gets, for each NIC name, the nodes whose port of that
+        name is in trouble begun since ``recent``.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
@@ -1265,8 +1266,11 @@ class Correlator:
                             new.add(_nic_of(u))
                         elif g.signal in _RISING:
                             rising.add(_nic_of(u))
+            for nic in new:
+                rails.setdefault(nic, set()).add(node)
             # A shared part takes a node's NICs with it; one port in trouble on each of a
-            # few nodes is as many independent NIC faults.
+            # few nodes is as many independent NIC faults -- unless it is the same port of
+            # each (a rail switch's: below).
             if len(new) >= 2:
                 troubled.add(node)
             elif len(new | rising) >= 2:
@@ -1278,7 +1282,8 @@ class Correlator:
     def _members(self, what: str, name: str, recent: float
                  ) -> tuple[set[str], set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble begun
-        since ``recent``, those whose only trouble is older errors or flaps still rising)."""
+        since ``recent``, those whose only trouble is older errors still rising -- behind a
+        switch, only where it looks like the switch's: _like_the_switch)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1290,6 +1295,9 @@ class Correlator:
         else:
             pairs = [(n, None) for n in topo.nodes_in_domain(name)]
         heard, troubled, still = set(), set(), set()
+        # A switch's nodes whose only trouble is older and still rising: unit -> (its onset,
+        # the node's ports its NIC monitor told), by node.
+        older: dict[str, dict[str, tuple[float, int]]] = {}
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
                 heard.add(node)
@@ -1303,20 +1311,32 @@ class Correlator:
                 signals = self._device.get(unit)
                 if not signals:
                     continue
-                new = any(g.onset_ts >= recent for g in signals.values()
-                          if not (whole and g.signal == "nic_throughput"))
                 if what == "switch":
-                    if not new and not any(g.signal in _RISING for g in signals.values()):
-                        continue
                     if nic is None:
                         under = unit.startswith(f"nic:{node}/") and (
                             topo.switch_of(node, _nic_of(unit)) == name)
                     else:
                         under = unit.startswith(f"nic:{node}/{nic}:") or (
                             unit == f"nic:{node}/{nic}")
-                    if under:
-                        (troubled if new else still).add(node)
-                elif unit.startswith("gpu:"):
+                    if not under:
+                        continue
+                    # (A port flapping since before the window goes down on one sample in a
+                    # few: that down is its flap's, not trouble begun now.)
+                    flap = signals.get("link_flap")
+                    flapping = flap is not None and flap.onset_ts < recent
+                    if any(g.onset_ts >= recent for g in signals.values() if not (
+                            (whole and g.signal == "nic_throughput")
+                            or (flapping and g.signal == "link_down"))):
+                        troubled.add(node)
+                        continue
+                    for g in signals.values():
+                        if g.signal in _RISING and g.signal != "link_flap":
+                            told = g.evidence.get("node_ports")
+                            older.setdefault(node, {})[unit] = (
+                                g.onset_ts, told if isinstance(told, int) else 0)
+                            break
+                    continue
+                if unit.startswith("gpu:"):
                     for g in signals.values():
                         if g.cause == "nvlink" and g.kind == "hardware":
                             if g.onset_ts >= recent:
@@ -1324,7 +1344,51 @@ class Correlator:
                                 break
                             if g.signal in _RISING:
                                 still.add(node)  # (an NVSwitch's errors spreading, the same)
+        if older:
+            still = self._like_the_switch(name, older, troubled, recent)
         return heard | troubled, troubled, still - troubled
+
+    def _like_the_switch(self, name: str, older: dict[str, dict[str, tuple[float, int]]],
+                         troubled: set[str], recent: float) -> set[str]:
+        """The nodes of ``older`` (trouble begun before ``recent`` and still rising, by unit:
+        its onset, the node's ports told) whose trouble looks like the switch's, to count
+        beside trouble begun in its window (_count).
+
+        A leaf's ASIC or optics degrading hits every port of its nodes facing it, a cable or
+        a transceiver one port: older errors count when they are on most of the node's
+        ports facing the switch (the topology's count when it names the NICs; else, a Slurm
+        topology.conf, the node's own, told in its NIC findings).  A flap is a port's own
+        (two cables flapping since 10 and 5 minutes and a third node's port going down
+        drained a 4-node leaf: review round 12, F1), never counted here.  Where a node
+        faces the switch with one port (a rail leaf: one NIC of every node), "most of its
+        ports" says nothing: there the onsets must chain -- each node's within two
+        look-backs of the next one's up to the window's trouble, as errors spreading over
+        a leaf do, not cables failing minutes apart.
+        """
+        topo = self.topology
+        assert topo is not None
+        named: dict[str, int] = {}
+        for node, _ in topo.nics_under(name):
+            named[node] = named.get(node, 0) + 1
+        most, lone = set(), []
+        for node, units in older.items():
+            if node in troubled:
+                continue
+            ports = named.get(node, 0) or max(t for _, t in units.values())
+            if ports > 1:
+                if 2 * len(units) > ports:
+                    most.add(node)
+            else:
+                lone.append((max(o for o, _ in units.values()), node))
+        if lone:
+            gap = 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+            anchor = recent + 1.25 * _GROUP_INTERVAL_CAP_S + 1.0  # (the window's first onset)
+            for onset, node in sorted(lone, reverse=True):
+                if anchor - onset > gap:
+                    break
+                most.add(node)
+                anchor = onset
+        return most
 
     def _count(self, what: str, name: str, waiting: list[Finding]
                ) -> tuple[set[str], set[str], int]:
@@ -1340,8 +1404,9 @@ class Correlator:
         """
         recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
             1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        rails: dict[str, set[str]] = {}
         if what == "fabric":
-            heard, troubled, still = self._fabric_members(name, recent)
+            heard, troubled, still = self._fabric_members(name, recent, rails)
             # The same for trouble that cleared inside the window (below): a node whose NICs
             # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
             # on half the nodes was one isolation per NIC, where 30 s of it was one page).
@@ -1349,6 +1414,7 @@ class Correlator:
             for f in waiting:
                 if f.scope.node and f.scope.nic:
                     waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
+                    rails.setdefault(f.scope.nic, set()).add(f.scope.node)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
             heard, troubled, still = self._members(what, name, recent)
@@ -1367,6 +1433,21 @@ class Correlator:
             # cable flapping for ten minutes and one new fault beside it are two nodes' own.
             troubled, heard = troubled | still, heard | still
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        if rails and len(troubled) < need:
+            # No topology, and the same port name in trouble on a share of the nodes at once:
+            # a rail switch's signature (in a rail-optimised fabric it takes ONE NIC of every
+            # node -- a firmware or port configuration retraining them lower, its power), one
+            # part nobody can name, not a NIC fault per node (review round 12, F2: 16 NIC
+            # isolations).  Three nodes of eight stay three NICs.
+            # (Out of every node whose NIC cadence was told: NIC telemetry alone names no
+            # GPU or job, and three nodes of eight are not a share of three heard.)
+            rail = max(rails.values(), key=len)
+            told = heard | rail | {n for n in self._nic_interval
+                                   if self.seen is None or self.seen(n, "nic")}
+            share = max(self.cfg.switch_min_nodes,
+                        math.ceil(self.cfg.switch_min_fraction * len(told)))
+            if len(rail) >= share:
+                troubled, heard, need = troubled | rail, told, share
         return heard, troubled, need
 
     def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float
@@ -1709,14 +1790,31 @@ class Correlator:
         """NIC trouble on many nodes at once and no topology to name the part: one page."""
         nodes = sorted(troubled)
         scope = self._group_scope(("fabric", ""))
+        listed = f"{', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''}"
         extra = {"nodes_affected": len(nodes), "nodes_heard_from": len(heard),
                  "affected_nodes": nodes[:16],
                  "why_escalated": (f"network trouble on {len(nodes)} nodes at once: a shared "
                                    "part (switch, cable bundle, fabric manager) is likely; no "
                                    "topology to attribute it"),
-                 "next_diagnostic": (f"check the switches and fabric manager serving "
-                                     f"{', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''}"
+                 "next_diagnostic": (f"check the switches and fabric manager serving {listed}"
                                      "; give faultline a topology to name the part")}
+        rails: dict[str, set[str]] = {}
+        for _, f in waiting:
+            if f.scope.nic is not None and f.scope.node in troubled:
+                rails.setdefault(f.scope.nic, set()).add(f.scope.node)
+        nic, on = max(rails.items(), key=lambda kv: (len(kv[1]), kv[0]), default=("", set()))
+        if 2 * len(on) > len(nodes):
+            # Most of them in trouble on the same port name: one rail's switch (review round
+            # 12, F2) -- its ports to those nodes, not each node's NIC.
+            extra["rail"] = f"{nic} on {len(on)} of {len(heard)} nodes"
+            extra["why_escalated"] = (
+                f"{nic} in trouble on {len(on)} of the {len(heard)} nodes heard from at once: "
+                "in a rail-optimised fabric one switch takes that port of every node (its "
+                "firmware, port configuration or power); no topology to name it")
+            extra["next_diagnostic"] = (
+                f"check the switch ports facing {nic} of {listed} (the rail's leaf: "
+                "ibdiagnet, or the switch's port rates and counters); give faultline a "
+                "topology to name the switch")
         summary = first._replace(scope=scope, tenant=None, job=None,
                                  severity=min(0.95, 0.5 + len(nodes) / (2 * max(len(heard), 1))))
         p = self._raise(ESCALATION, "network", "unknown", scope, summary, out, detected_ts=due,
