@@ -1573,8 +1573,18 @@ class Correlator:
         shape = self._spine_shape(name, troubled)
         if shape is None:
             return False
+        above = self._sibling_above(name, first.cluster)
+        if above is not None and self._still_failing(above):
+            # A part above named from its sibling leaves, still failing: this leaf, with
+            # the same shape later, is more of it (its leaves reached at different rates).
+            above.extra["leaves"] = sorted({*above.extra["leaves"], name})
+            above.extra["ports_erring_per_leaf"] = {
+                **above.extra.get("ports_erring_per_leaf", {}),
+                name: _erring_ports(heard, troubled, shape)}
+            self._take(above, waiting)
+            return True
         leaves = {name: (heard, troubled, shape)}
-        part = self._part_above(name, leaves)
+        part = self._part_above(name, leaves, first)
         if part is None:
             return False
         parts, failing = part
@@ -1583,6 +1593,12 @@ class Correlator:
             if w == "switch" and n in failing and n != name:
                 del self._group_wait[k]
                 held.append((k, g))
+        for n in failing - {name}:
+            # A leaf isolated already (_fired_leaf): its trouble goes to the part above, and
+            # its own problem, left with nothing active, resolves.
+            fired = self._fired_leaf(n, first)
+            if fired is not None:
+                held.extend((g.key, g) for g in fired[0])
         self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(failing)}, first,
                           held, due, out)
         return True
@@ -1635,12 +1651,57 @@ class Correlator:
             return None
         return erring, total
 
-    def _part_above(self, leaf: str, leaves: dict[str, Any]
+    def _sibling_above(self, leaf: str, cluster: str | None) -> Problem | None:
+        """The firing problem of a part above that took in a leaf of the same parent as
+        ``leaf`` (_raise_above), if any."""
+        topo = self.topology
+        assert topo is not None
+        ups = set(topo.parent_of(leaf))
+        for p in self.problems.values():
+            taken = p.extra.get("leaves") if p.status == "firing" else None
+            if taken and p.kind == "network" and p.cluster == cluster and any(
+                    ups.intersection(topo.parent_of(t)) for t in taken):
+                return p
+        return None
+
+    def _fired_leaf(self, leaf: str, first: Finding) -> tuple[list[Finding], Any] | None:
+        """(its active findings, (heard, troubled, shape)) of a leaf isolated already as a
+        switch, with the part-above shape (_spine_shape) and still failing, whose trouble
+        began at most two look-backs (152 s) from ``first``'s; else None.
+
+        A spine's leaves cross the line one after another when the flows through it reach
+        them at different rates: the first leaf's window closed alone (a leaf isolation),
+        and the later leaves' windows did not count it -- four leaves drained, or two, and
+        the spine never named (fabric13's open shape)."""
+        p = self.problems.get(self.dedup_key(ISOLATION, "network", Scope.of_switch(leaf),
+                                             first.cluster))
+        if (p is None or p.status != "firing" or p.cause != "switch" or "leaves" in p.extra
+                or abs(first.onset_ts - p.onset_ts) > 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+                or not self._still_failing(p)):
+            return None
+        active = []
+        for key in p.active:
+            signal, _, unit = key.partition("@")
+            g = self._device.get(unit, {}).get(signal)
+            if g is not None and g.scope.node is not None:
+                active.append(g)
+        troubled = {g.scope.node for g in active if g.scope.node is not None}
+        shape = self._spine_shape(leaf, troubled)
+        if shape is None:
+            return None
+        topo = self.topology
+        assert topo is not None
+        heard = troubled | {n for n in topo.nodes_under(leaf)
+                            if self.seen is None or self.seen(n, "nic")}
+        return active, (heard, troubled, shape)
+
+    def _part_above(self, leaf: str, leaves: dict[str, Any], first: Finding
                     ) -> tuple[set[str], set[str]] | None:
         """(the lowest parts above ``leaf`` failing, the leaves failing under them) or None.
 
         ``leaves`` maps a leaf to (heard, troubled, shape) or None once looked at (filled in
-        here: a leaf whose window is open and that fails with the part-above shape).  Up from
+        here: a leaf whose window is open and that fails with the part-above shape, or one
+        isolated already with it, its trouble begun near ``first``'s: _fired_leaf).  Up from
         the leaf, tier by tier, a switch is failing when more of the leaves below it fail
         than below the tier beneath (it explains more) and at least two of its children do
         (a leaf by its shape, a switch by two of its leaves): a spine over four erring leaves;
@@ -1659,6 +1720,10 @@ class Correlator:
                     shape = self._spine_shape(s, troubled) if len(troubled) >= need else None
                     if shape is not None:
                         leaves[s] = (heard, troubled, shape)
+                else:
+                    fired = self._fired_leaf(s, first)
+                    if fired is not None:
+                        leaves[s] = fired[1]
             return leaves[s] is not None
 
         parts, failing = {leaf}, {leaf}
@@ -1691,8 +1756,7 @@ class Correlator:
         extra: dict[str, Any] = {
             "leaves": sorted(leaves),
             "ports_erring_per_leaf": {
-                leaf: f"{e} of {n} ports of {len(t)} of {len(h)} nodes"
-                for leaf, (h, t, (e, n)) in leaves.items()},
+                leaf: _erring_ports(h, t, shape) for leaf, (h, t, shape) in leaves.items()},
             "recommended_because": (
                 f"{len(leaves)} leaves under {part} fail at once, each node erring on a fraction "
                 f"of its ports ({erring} of {ports}), none with a link down: flows hashed over "
@@ -1863,6 +1927,11 @@ class Correlator:
 # How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a
 # decayed count of cap_samples samples after its onset (~55 s at 5 s, ~140 s at 10 s).
 FACILITY_CAP_MEMORY = 4.0
+
+
+def _erring_ports(heard: set[str], troubled: set[str], shape: tuple[int, int]) -> str:
+    """A leaf's share of erring ports under a part above it (the evidence, per leaf)."""
+    return f"{shape[0]} of {shape[1]} ports of {len(troubled)} of {len(heard)} nodes"
 
 
 def _baseline(slow: Finding) -> float:

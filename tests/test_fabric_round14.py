@@ -20,6 +20,7 @@ from detector.engine import Engine
 from detector.events import NicSample
 from detector.testing import T0, feed
 from tests.test_fabric_round11 import firing
+from tests.test_fabric_round13 import TIERS, partial, scopes
 from tests.test_review_round9 import RAIL, SLURM, fleet
 from tests.test_review_round11 import rates
 
@@ -140,3 +141,57 @@ def test_a_rail_leaf_whose_errors_spread_node_by_node_is_named() -> None:
     assert "switch:rail3-leaf0" in first
     assert not any(k.startswith(("nic:node-004", "nic:node-005", "nic:node-006",
                                  "nic:node-007")) for k in first)
+
+
+# -- fabric13's open shapes: a spine whose leaves cross the line apart; a spine dead ---------
+
+
+def staggered(gap_samples: int, leaves: range = range(4)) -> list:
+    """TIERS (4 nodes a leaf; spine0 over leaf0-3, spine1 over leaf4-5): 3 of 8 ports of every
+    node under ``leaves`` err (ECMP through a failing spine), leaf k's from sample 20 +
+    ``gap_samples`` x k (10 s samples) -- the flows through the spine reach its leaves at
+    different rates."""
+    ports = partial({f"node-{n:03d}" for k in leaves for n in range(4 * k, 4 * k + 4)})
+    start = {node: 20 + gap_samples * (int(node[-3:]) // 4 - leaves.start) for node in ports}
+
+    def errors(node: str, name: str, i: int) -> int:
+        return 20 if node in ports and start[node] <= i < 60 and int(name[-1]) in ports[
+            node] else 0
+
+    return fleet(24, 8, T0 + 800.0, period=lambda n: 10.0, first=lambda n: T0 + 0.37 * n,
+                 down=lambda *a: False, errors=errors)
+
+
+def test_a_spine_whose_leaves_err_forty_seconds_apart_is_the_spine() -> None:
+    # leaf0 crosses the line alone (its window closes with nothing beside it: a leaf
+    # isolation); leaf1's window, 40 s on, counts it -- spine0 named, leaf0's alert resolves
+    # (its trouble is the spine's now), leaf2 and leaf3 join the spine.
+    alerts = feed(Engine(topology=TIERS), staggered(4))
+    assert scopes(alerts) == [(ISOLATION, "switch:leaf0"), (ISOLATION, "switch:spine0")]
+    spine = next(a for a in alerts if a.scope.key == "switch:spine0")
+    assert spine.evidence["leaves"] == ["leaf0", "leaf1"]
+    assert [a.status for a in alerts if a.scope.key == "switch:leaf0"] == ["firing", "resolved"]
+
+
+def test_a_spine_over_two_leaves_erring_forty_seconds_apart_is_the_spine() -> None:
+    alerts = feed(Engine(topology=TIERS), staggered(4, range(4, 6)))
+    assert scopes(alerts) == [(ISOLATION, "switch:leaf4"), (ISOLATION, "switch:spine1")]
+
+
+def test_two_leaves_erring_minutes_apart_stay_two_leaves() -> None:
+    # The boundary: 5 minutes apart (beyond two look-backs, 152 s) is two leaves' own.
+    alerts = feed(Engine(topology=TIERS), staggered(30, range(4, 6)))
+    assert scopes(alerts) == [(ISOLATION, "switch:leaf4"), (ISOLATION, "switch:leaf5")]
+
+
+def test_a_spine_dead_with_every_node_under_it_silent_pages_nothing() -> None:
+    # What is reported when spine0 dies and its 16 nodes' telemetry goes with it (collected
+    # over the fabric): nothing -- silence is no finding (no node-liveness rule; the jobs'
+    # own step streams stopping are "the job stopped", a withdrawal), and the 8 nodes still
+    # reporting under spine1 are fine.  Not 16 node alerts, not a leaf each.  (Open: a
+    # part's nodes going silent together, the others reporting, is not named.)
+    records = fleet(24, 8, T0 + 900.0, period=lambda n: 10.0, first=lambda n: T0 + 0.37 * n,
+                    down=lambda *a: False)
+    dead = {f"node-{n:03d}" for n in range(16)}
+    silent = [r for r in records if not (r.node in dead and r.ts >= T0 + 300.0)]
+    assert feed(Engine(topology=TIERS), silent) == []
