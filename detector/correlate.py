@@ -1567,6 +1567,8 @@ class Correlator:
         if above is not None and self._still_failing(above):
             self._take(above, waiting)
             return True
+        if self._rail_above(name, first, waiting, due, out):
+            return True
         heard, troubled, need = count
         if len(troubled) < need or not self.topology or not self.topology.parent_of(name):
             return False
@@ -1577,11 +1579,7 @@ class Correlator:
         if above is not None and self._still_failing(above):
             # A part above named from its sibling leaves, still failing: this leaf, with
             # the same shape later, is more of it (its leaves reached at different rates).
-            above.extra["leaves"] = sorted({*above.extra["leaves"], name})
-            above.extra["ports_erring_per_leaf"] = {
-                **above.extra.get("ports_erring_per_leaf", {}),
-                name: _erring_ports(heard, troubled, shape)}
-            self._take(above, waiting)
+            self._join_above(above, name, (heard, troubled, shape), waiting)
             return True
         leaves = {name: (heard, troubled, shape)}
         part = self._part_above(name, leaves, first)
@@ -1650,6 +1648,94 @@ class Correlator:
         if not total or erring > _PARTIAL_SHARE * total:
             return None
         return erring, total
+
+    def _rail_above(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
+                    due: float, out: list[Alert]) -> bool:
+        """A rail leaf's window closes (each node faces it with one port): its trouble is the
+        part above it when, below that part, >= half the nodes heard from err on a share of
+        their ports facing its leaves -- at least two, at most _PARTIAL_SHARE, none down or
+        flapping -- across at least three of its leaves.  True when it went to that part.
+
+        In a rail-optimised fabric a spine's failing ports err on the flows hashed (ECMP)
+        through them: a few ports of every node, each on its own rail leaf, so each rail leaf
+        sees fewer than half its nodes erring and fails alone nowhere -- a spine of
+        h100-128 erring on 3 of every node's 8 ports was 48 NIC isolations.  A rail leaf's
+        own failure errs on one port of each node (never this shape); two rail leaves
+        failing at once are two rails, not three.
+        """
+        topo = self.topology
+        assert topo is not None
+        pairs = topo.nics_under(name)
+        ups = topo.parent_of(name)
+        if not pairs or not ups or len(pairs) != len({n for n, _ in pairs}):
+            return False  # (not a rail leaf: a node faces it with several ports, or none named)
+        above = self._sibling_above(name, first.cluster)
+        if above is not None:
+            # Named already: a rail leaf with trouble on some of its nodes joins it while it
+            # fails (a later rail's flows), else is decided as before.
+            if not self._still_failing(above):
+                return False
+            nodes = {f.scope.node for _, f in waiting if f.scope.node is not None}
+            under = {n for n, _ in pairs}
+            self._join_above(above, name, (under | nodes, nodes, (len(nodes), len(under))),
+                             waiting)
+            return True
+        recent = min(f.onset_ts for _, f in waiting) - (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        parts: list[str] = []
+        leaves: dict[str, Any] = {}
+        for up in ups:
+            facing: dict[str, set[str]] = {}
+            for leaf in topo.leaves_below(up):
+                for node, nic in topo.nics_under(leaf):
+                    facing.setdefault(node, set()).add(nic)
+            heard = {n for n in facing if self.seen is None or self.seen(n, "nic")}
+            erring: dict[str, set[str]] = {}
+            for node, nics in facing.items():
+                errs: set[str] = set()
+                for unit in self._units_of_node.get(node, ()):
+                    signals = self._device.get(unit)
+                    if not signals or not unit.startswith("nic:") or _nic_of(unit) not in nics:
+                        continue
+                    if any(s in signals for s in _LINK_STATE):
+                        errs = set()
+                        break  # a host link's own state: the leaf or the cable, not above
+                    if any(g.onset_ts >= recent for g in signals.values()
+                           if g.signal in ("errors_seen", "nic_errors")):
+                        errs.add(_nic_of(unit))
+                if 2 <= len(errs) <= _PARTIAL_SHARE * len(nics):
+                    erring[node] = errs
+            by_leaf: dict[str, set[str]] = {}
+            for node, errs in erring.items():
+                for nic in errs:
+                    at = topo.switch_of(node, nic)
+                    if at is not None:
+                        by_leaf.setdefault(at, set()).add(node)
+            need = max(self.cfg.switch_min_nodes,
+                       math.ceil(self.cfg.switch_min_fraction * len(heard | set(erring))))
+            if len(erring) >= need and len(by_leaf) >= 3:
+                parts.append(up)
+                for leaf, nodes in by_leaf.items():
+                    under = {n for n, _ in topo.nics_under(leaf)}
+                    seen = {n for n in under if self.seen is None or self.seen(n, "nic")}
+                    leaves[leaf] = (seen | nodes, nodes, (len(nodes), len(under)))
+        if not parts:
+            return False
+        held = list(waiting)
+        for k, (w, n, g) in list(self._group_wait.items()):
+            if w == "switch" and n in leaves and n != name:
+                del self._group_wait[k]
+                held.append((k, g))
+        self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(leaves)},
+                          first, held, due, out)
+        return True
+
+    def _join_above(self, above: Problem, leaf: str, entry: tuple[set[str], set[str], Any],
+                    waiting: list[tuple[str, Finding]]) -> None:
+        """``leaf``'s trouble (``entry``: heard, troubled, shape) joins the part above it."""
+        above.extra["leaves"] = sorted({*above.extra["leaves"], leaf})
+        above.extra["ports_erring_per_leaf"] = {
+            **above.extra.get("ports_erring_per_leaf", {}), leaf: _erring_ports(*entry)}
+        self._take(above, waiting)
 
     def _sibling_above(self, leaf: str, cluster: str | None) -> Problem | None:
         """The firing problem of a part above that took in a leaf of the same parent as

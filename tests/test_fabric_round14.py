@@ -11,6 +11,12 @@ trouble tell a switch (issue 10).
   port of each node) only when the onsets chain.
 - F3 (a Slurm topology.conf, half rate on 5 of 16): tests/test_review_round12.py; its
   boundary (another port count is another node model): tests/test_lead_round11.py.
+
+Then fabric13's open shapes: a spine whose leaves cross the line more than a window apart
+(named at the second leaf; the first leaf's alert resolves into it), a rail-optimised
+fabric's spine (ECMP errors on a share of every node's ports, each on its own rail leaf:
+one page, not 48 NIC isolations), and a spine dead with every node under it silent
+(nothing is reported: pinned, open).
 """
 
 from __future__ import annotations
@@ -195,3 +201,45 @@ def test_a_spine_dead_with_every_node_under_it_silent_pages_nothing() -> None:
     dead = {f"node-{n:03d}" for n in range(16)}
     silent = [r for r in records if not (r.node in dead and r.ts >= T0 + 300.0)]
     assert feed(Engine(topology=TIERS), silent) == []
+
+
+# -- a rail-optimised fabric's spine ----------------------------------------------------------
+
+
+def rail_fabric(ports: dict[str, set[int]]) -> list:
+    """h100-128 (a rail leaf per rail and half of the 16 nodes; spine[0-1] over all 16): 20
+    symbol and receive errors a sample on ``ports[node]`` (mlx5_k, k in the set) from
+    sample 20 to 50."""
+    def errors(node: str, name: str, i: int) -> int:
+        return 20 if 20 <= i < 50 and int(name[-1]) in ports.get(node, ()) else 0
+
+    return fleet(16, 8, T0 + 700.0, period=lambda n: 10.0, first=lambda n: T0 + 0.37 * n,
+                 down=lambda *a: False, errors=errors)
+
+
+def test_a_rail_fabric_spine_erring_on_a_share_of_every_node_s_ports_is_one_page() -> None:
+    # ECMP through failing spine ports: 3 of each node's 8 ports err, each on its own rail
+    # leaf -- 3 of every rail leaf's 8 nodes, below half: 48 NIC isolations before.  Both
+    # spines sit over every rail leaf (host counters cannot tell which): one escalation.
+    alerts = feed(Engine(topology=RAIL), rail_fabric(partial({f"node-{n:03d}"
+                                                               for n in range(16)})))
+    assert scopes(alerts) == [(ESCALATION, "switch:spine[0-1]")]
+    first = next(a for a in alerts if a.status == "firing")
+    assert first.cause == "switch" and len(first.evidence["leaves"]) == 16
+    assert first.evidence["ports_erring_per_leaf"]["rail3-leaf0"] == (
+        "3 of 8 ports of 3 of 8 nodes")
+
+
+def test_two_rail_leaves_failing_at_once_stay_two_rail_leaves() -> None:
+    # The boundary: every node of rail3-leaf0 and rail5-leaf0 erring on those two rails --
+    # two ports of each node, but two rails: two faults overlapping, not a spine.
+    alerts = feed(Engine(topology=RAIL), rail_fabric({f"node-{n:03d}": {3, 5}
+                                                      for n in range(8)}))
+    assert scopes(alerts) == [(ISOLATION, "switch:rail3-leaf0"),
+                              (ISOLATION, "switch:rail5-leaf0")]
+
+
+def test_a_node_erring_on_three_of_its_rails_is_its_own() -> None:
+    # One node's three ports (its own HCAs, or three cables): its NICs, not the spine.
+    alerts = feed(Engine(topology=RAIL), rail_fabric({"node-004": {1, 3, 6}}))
+    assert scopes(alerts) == [(ISOLATION, f"nic:node-004/mlx5_{k}:1") for k in (1, 3, 6)]
