@@ -1652,16 +1652,19 @@ class Correlator:
     def _rail_above(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
                     due: float, out: list[Alert]) -> bool:
         """A rail leaf's window closes (each node faces it with one port): its trouble is the
-        part above it when, below that part, >= half the nodes heard from err on a share of
-        their ports facing its leaves -- at least two, at most _PARTIAL_SHARE, none down or
-        flapping -- across at least three of its leaves.  True when it went to that part.
+        part above it when, below that part, >= half the nodes heard from err on at least two
+        of their ports facing its leaves, none down or flapping, across at least three of its
+        leaves.  True when it went to that part.
 
         In a rail-optimised fabric a spine's failing ports err on the flows hashed (ECMP)
-        through them: a few ports of every node, each on its own rail leaf, so each rail leaf
-        sees fewer than half its nodes erring and fails alone nowhere -- a spine of
-        h100-128 erring on 3 of every node's 8 ports was 48 NIC isolations.  A rail leaf's
-        own failure errs on one port of each node (never this shape); two rail leaves
-        failing at once are two rails, not three.
+        through them: some ports of every node, each on its own rail leaf -- so each rail leaf
+        may see fewer than half its nodes erring and fail alone nowhere (a spine of h100-128
+        erring on 3 of every node's 8 ports was 48 NIC isolations), or, every port carrying
+        flows through it, all of them (16 rail leaf isolations: review round 13).  A node
+        faces no rail leaf with all its ports, so there is no leaf-shaped share to tell (a
+        Slurm leaf's own failure errs on all ports of its nodes): the count says it -- a rail
+        leaf's own failure errs on one port of each node, a node's own HCAs on one node, two
+        rail leaves failing at once on two rails, not three.
         """
         topo = self.topology
         assert topo is not None
@@ -1702,7 +1705,7 @@ class Correlator:
                     if any(g.onset_ts >= recent for g in signals.values()
                            if g.signal in ("errors_seen", "nic_errors")):
                         errs.add(_nic_of(unit))
-                if 2 <= len(errs) <= _PARTIAL_SHARE * len(nics):
+                if len(errs) >= 2:
                     erring[node] = errs
             by_leaf: dict[str, set[str]] = {}
             for node, errs in erring.items():
@@ -1710,7 +1713,9 @@ class Correlator:
                     at = topo.switch_of(node, nic)
                     if at is not None:
                         by_leaf.setdefault(at, set()).add(node)
-            need = max(self.cfg.switch_min_nodes,
+            # (Three nodes at least, as three leaves: two nodes with two bad cables each on
+            # a 4-node fabric are four NICs' own.)
+            need = max(self.cfg.switch_min_nodes, 3,
                        math.ceil(self.cfg.switch_min_fraction * len(heard | set(erring))))
             if len(erring) >= need and len(by_leaf) >= 3:
                 parts.append(up)
