@@ -133,6 +133,9 @@ class Correlator:
         # (onset, node) of SW power caps seen at cap_clock_drop or deeper, by onset,
         # kept FACILITY_CAP_MEMORY half-lives: many nodes at once is facility power management
         self._deep_caps: list[tuple[float, str]] = []
+        # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
+        # may run free beside one whose busy GPUs are all under one cap (_node_cap)
+        self._busy: dict[str, float] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
@@ -195,6 +198,10 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "cap":
+                f = self._device.get(key, {}).get("throttle")
+                if f is not None and "gpus_under_cap" in f.evidence:
+                    self._node_cap(f, due, out)
             else:
                 self._resolve_due(key, due, out)
 
@@ -218,6 +225,12 @@ class Correlator:
                     waiting = self._slow_wait.get(unit)
                     if waiting is not None:
                         self._timer(waiting.ts + self._explanation_wait(waiting), "slow", unit)
+            return
+        if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
+            if f.scope.node is not None and f.active:
+                self._busy[f.scope.node] = f.ts
+            elif f.scope.node is not None:
+                self._busy.pop(f.scope.node, None)
             return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:
@@ -270,6 +283,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "throttle" and "gpus_under_cap" in f.evidence:
+            self._node_cap(f, f.ts, out)  # a cap on every busy GPU of its node: which nodes?
         elif f.signal == "throttle" and self._facility_cap(f):
             self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
@@ -327,6 +342,9 @@ class Correlator:
                 # ranks then escalated as on a 30 s one).  Without that view, after
                 # unit_idle_s.
                 del cadence[node]
+        for node in [n for n, ts in self._busy.items()
+                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
+            del self._busy[node]  # (told on a change only: gone with its monitors)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         for rack, group in list(self._cooling_nodes.items()):
@@ -859,6 +877,79 @@ class Correlator:
                 break
             nodes.add(node)
             if len(nodes) >= self.cfg.facility_cap_nodes:
+                return True
+        return False
+
+    def _node_cap(self, f: Finding, now: float, out: list[Alert]) -> None:
+        """A SW cap's sustained verdict on a GPU whose node's busy GPUs are all under the same
+        cap (detector.thermal: ``gpus_under_cap`` of them): whose limit is it?
+
+        Another node's cap as deep begun within ``impact_onset_s`` of it: a rack's or the
+        site's (facility power management, blind3 B2) -- evidence, nobody paged.  Else the
+        node's alone: with busy GPUs of other nodes running free beside it (its job's nodes,
+        its rack's by the topology; without either, every node heard from), one node-scope
+        power page -- a PSU lost and the BMC capping the node, a DCMI/EDPp cap left on: one
+        node fault, not 8 GPU faults (review round 12 P1).  The node's only busy GPU under a
+        cap no other node's began with (the same poll) is that GPU's own, as before (its
+        siblings idle: thermal13).  A node's decided once the other nodes' caps of the same
+        minute can have been seen (NTP skew, their sampling): ``impact_onset_s`` and an
+        interval after the onset; a lone GPU's one interval after (its page as early as
+        before: a rack's cap reaches its nodes' GPUs on the same poll)."""
+        node = f.scope.node
+        if node is None:
+            return
+        window = self.cfg.impact_onset_s
+        gpus = int(f.evidence.get("gpus_under_cap") or 0)
+        due = f.onset_ts + (window if gpus > 1 else 0.0) + 1.25 * (
+            self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s)
+        if now < due:
+            self._timer(due, "cap", f.scope.key)
+            return
+        caps = self._deep_caps
+        for k in range(bisect_left(caps, (f.onset_ts - window,)), len(caps)):
+            onset, other = caps[k]
+            if onset > f.onset_ts + window:
+                break
+            if other != node:
+                self._attach_if_firing(f)  # the same cap on another node: not this one's
+                return
+        free = self._running_free(node) if gpus > 1 else []
+        if gpus > 1 and not free:
+            self._attach_if_firing(f)  # no node to compare with runs free: a shared limit
+            return
+        scope = f.scope if gpus <= 1 else Scope.of_node(node)
+        because = str(f.evidence.get("recommended_because")) if gpus <= 1 else (
+            f"SW power cap on every busy GPU of {node} ({gpus}) begun together, the clock "
+            f"{float(f.evidence.get('clock_drop') or 0.0):.1%} down, while busy GPUs of "
+            f"{len(free)} other node(s) ({', '.join(free[:4])}{', ...' if len(free) > 4 else ''}"
+            f") run free and no other node's cap began within {window:.0f} s: the node's own "
+            f"power limit (a power supply lost and its BMC capping the node, a DCMI cap left "
+            f"on) -- one node fault, not {gpus} GPU faults")
+        self._raise(ISOLATION, "slow_node", "power", scope, f, out, detected_ts=now,
+                    extra={"recommended_because": because})
+
+    def _running_free(self, node: str) -> list[str]:
+        """The nodes compared with ``node`` (its jobs' and its rack's; none known: every node
+        heard from) that have a busy GPU and no SW power cap on any GPU."""
+        peers: set[str] = set()
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None else None
+        if rack is not None and topo is not None:
+            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
+        placement = self._placement
+        for job in {j for j, _ in placement.on_node.get(node, {})}:
+            peers.update(n for n, _, _ in placement.ranks.get(job, {}).values())
+        peers.discard(node)
+        return sorted(n for n in (peers or self._busy) if n != node and n in self._busy
+                      and not self._capped(n)
+                      and (self.seen is None or self.seen(n, "thermal")))
+
+    def _capped(self, node: str) -> bool:
+        """A SW power cap (0x4) on any GPU of ``node`` (raised, seen, or minor)."""
+        for unit in self._units_of_node.get(node, ()):
+            signals = self._device.get(unit, {})
+            if "power_cap" in signals or any(
+                    _reason_bits(signals[s]) & 0x4 for s in _CAP_SIGNALS if s in signals):
                 return True
         return False
 
@@ -2023,6 +2114,9 @@ FACILITY_CAP_MEMORY = 4.0
 def _erring_ports(heard: set[str], troubled: set[str], shape: tuple[int, int]) -> str:
     """A leaf's share of erring ports under a part above it (the evidence, per leaf)."""
     return f"{shape[0]} of {shape[1]} ports of {len(troubled)} of {len(heard)} nodes"
+
+
+_CAP_SIGNALS = ("throttle_seen", "throttle_minor", "throttle")  # (Correlator._capped)
 
 
 def _baseline(slow: Finding) -> float:

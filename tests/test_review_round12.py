@@ -40,12 +40,11 @@ def _firing(alerts: list) -> list[tuple[str, str, str, str]]:
     return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared looks at one node only -- a SW power cap holding "
-    "all 8 GPUs of node-000 while the 24 GPUs of its 3 neighbours, under the same load, run "
-    "free (a PSU lost and the BMC capping the node; no facility cap reaches one node of "
-    "four) is 'a node or rack power limit' and pages nobody for 340 s (e657559: 8 "
-    "slow_node/power isolations on node-000's GPUs at +200 s)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared looks at one
+# node only -- a SW power cap holding all 8 GPUs of node-000 while the 24 GPUs of its 3
+# neighbours, under the same load, run free (a PSU lost and the BMC capping the node; no
+# facility cap reaches one node of four) is 'a node or rack power limit' and pages nobody for
+# 340 s (e657559: 8 slow_node/power isolations on node-000's GPUs at +200 s))
 def test_one_node_capped_while_its_neighbours_run_free_is_paged() -> None:
     def one_node(n: int, g: int, t: float) -> str:
         return CAP if n == 0 and 60.0 <= t < 400.0 else FREE
@@ -96,12 +95,11 @@ def clocks(share: dict[tuple[int, int], float]) -> list:
     return cap_polls(lambda n, g, t: share.get((n, g), 0.88))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared counts siblings by when their caps began, never "
-    "by how deep: under a rack cap that holds 15 GPUs 12 % down, GPU 3 of node-000 held 30 "
-    "% down (drawing more power per clock: leakage, a VRM, a power sensor reading high) is "
-    "'the same SW power cap' and pages nobody without step telemetry (e657559: all 16 GPUs "
-    "isolated -- GPU 3 among them)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared counts siblings
+# by when their caps began, never by how deep: under a rack cap that holds 15 GPUs 12 % down,
+# GPU 3 of node-000 held 30 % down (drawing more power per clock: leakage, a VRM, a power
+# sensor reading high) is 'the same SW power cap' and pages nobody without step telemetry
+# (e657559: all 16 GPUs isolated -- GPU 3 among them))
 def test_a_gpu_capped_far_deeper_than_its_siblings_under_a_shared_cap_is_paged() -> None:
     fired = _firing(feed(Engine(), clocks({(0, 3): 0.70})))
     assert [key for *_, key in fired] == ["gpu:node-000/3"]
@@ -129,25 +127,20 @@ def _uneven_cap(light: float) -> list:
     return cap_polls(lambda n, g, t: 0.88 if g < 4 else light, seconds=800.0, until=700.0)
 
 
-P4 = pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared compares when each GPU's cap began: a GPU idle "
-    "(0x1) for 100 s under a rack cap that holds all its busy siblings, loaded again under "
-    "the same cap, begins its run 140 s after theirs -- 'capped long after its siblings', "
-    "judged alone and isolated (gpu:node-000/7 and gpu:node-001/7 at +320 s) though every "
-    "busy GPU of its node is under that cap (e657559: all 16 GPUs isolated)"))
-P5 = pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared counts a busy GPU as running free unless its "
-    "clock is down at least clock_drop (5 %): under one rack cap, GPUs 4-7 flagging 0x4 with "
-    "their clock 3 % down (a lighter stage) are 'free', and GPUs 0-3 of both nodes, 12 % "
-    "down under the same cap begun on the same poll, are 8 power isolations (e657559: the "
-    "same 8)"))
+# (P4 and P5 were strict xfails, fixed by power14.  P4: "NodeTemps.cap_shared compares when
+# each GPU's cap began: a GPU idle (0x1) for 100 s under a rack cap that holds all its busy
+# siblings, loaded again under the same cap, begins its run 140 s after theirs -- judged alone
+# and isolated (gpu:node-000/7 and gpu:node-001/7 at +320 s)".  P5: "cap_shared counts a busy
+# GPU as running free unless its clock is down at least clock_drop (5 %): GPUs 4-7 flagging
+# 0x4 with their clock 3 % down (a lighter stage) are 'free', and GPUs 0-3 of both nodes are
+# 8 power isolations".)
 
 
 @pytest.mark.parametrize("records", [
-    pytest.param(lambda: _resuming(200.0), marks=P4, id="P4-a-gpu-loaded-again-under-it"),
+    pytest.param(lambda: _resuming(200.0), id="P4-a-gpu-loaded-again-under-it"),
     # (the control: idle for one 10 s poll, its run begins within impact_onset_s of theirs)
     pytest.param(lambda: _resuming(110.0), id="a-gpu-idle-for-one-poll"),
-    pytest.param(lambda: _uneven_cap(0.97), marks=P5, id="P5-some-gpus-only-3-percent-down"),
+    pytest.param(lambda: _uneven_cap(0.97), id="P5-some-gpus-only-3-percent-down"),
     # (the control: the lighter half 5 % down under the cap -- counted under it)
     pytest.param(lambda: _uneven_cap(0.95), id="some-gpus-5-percent-down"),
 ])
@@ -161,11 +154,11 @@ def _two_capped(temperatures: bool) -> list:
                      temperatures=temperatures)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared takes the node's GPUs from NodeTemps.temps, which "
-    "holds only GPUs that sent gpu_temp_c: from a collector without temperatures (DESIGN: "
-    "optional) the six GPUs running free are invisible, and two GPUs capped together beside "
-    "them are 'every busy GPU of the node' -- no page (e657559: both isolated at +200 s)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared takes the
+# node's GPUs from NodeTemps.temps, which holds only GPUs that sent gpu_temp_c: from a
+# collector without temperatures (DESIGN: optional) the six GPUs running free are invisible,
+# and two GPUs capped together beside them are 'every busy GPU of the node' -- no page
+# (e657559: both isolated at +200 s))
 def test_two_gpus_capped_beside_six_free_ones_are_paged_without_temperatures() -> None:
     assert sorted(key for *_, key in _firing(feed(Engine(), _two_capped(False)))) == [
         "gpu:node-000/2", "gpu:node-000/5"]
@@ -183,12 +176,11 @@ def _one_gpu_capped(poll_s: float) -> list:
     return cap_polls(lambda n, g, t: alone.get((n, g)), poll_s=poll_s, seconds=900.0, until=600.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pre-existing (thermal's sustained-cap rule, not round 12's): the clock loss must reach "
-    "cap_samples (10) on a count decaying with cap_half_life_s (120 s) -- at a 30 s sampling "
-    "interval the count settles at 1 / (1 - 2**-0.25) = 6.3 and never gets there: a GPU "
-    "held 12 % down by a SW cap for 9 minutes while its 15 siblings run free pages nobody "
-    "(at 10 s: isolated; e657559 the same)"))
+# (Was a strict xfail, fixed by power14: pre-existing (thermal's sustained-cap rule, not round
+# 12's): the clock loss must reach cap_samples (10) on a count decaying with cap_half_life_s
+# (120 s) -- at a 30 s sampling interval the count settles at 1 / (1 - 2**-0.25) = 6.3 and
+# never gets there: a GPU held 12 % down by a SW cap for 9 minutes while its 15 siblings run
+# free pages nobody (at 10 s: isolated; e657559 the same))
 def test_a_gpu_capped_alone_for_nine_minutes_is_paged_at_a_thirty_second_interval() -> None:
     assert [key for *_, key in _firing(feed(Engine(), _one_gpu_capped(30.0)))] == [
         "gpu:node-000/3"]

@@ -21,7 +21,7 @@ from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import Event, NicSample, ThermalSample
 from detector.monitors import Monitors
-from detector.testing import T0, ecc, feed, step
+from detector.testing import T0, ecc, feed, healthy_job, step
 from tests.test_clock_round13 import RIGHT
 from tests.test_clock_round13 import firing as clock_firing
 from tests.test_clock_round13 import fleet as clock_fleet
@@ -39,6 +39,7 @@ from tests.test_fabric_round13 import (
     whole,
 )
 from tests.test_review_round9 import RAIL, fleet
+from tests.test_thermal_round13 import _temps
 
 
 def _seen(alerts: list) -> list[tuple[str, str, str, str, str]]:
@@ -229,6 +230,41 @@ def test_one_pair_diverging_is_one_finding_naming_both() -> None:
     # The control: one TP rank's pair -- one job finding, both candidates.
     ties = _tie_findings(1)
     assert [f.evidence["candidate_ranks"] for f in ties] == [[0, 256]]
+
+
+# -- thermal (c78e774, sdc13): hot_seen judged against the GPU's own poll ---------------------
+
+
+def _four_gpu_nodes(*, silent_from: float) -> list[tuple[str, str, str]]:
+    """Firing pages of a 16-rank job on node-000/001 of 4 GPUs each (a GB200 compute tray, the
+    matrix's 4-GPU cell), rank 3 (GPU 3 of node-000) 30 % slow from step 100 because its GPU
+    warms faster than its node (thermal round 13's case: 8 C over at +120.5 s, 24 C over
+    after; dcgm-exporter every 30 s); GPU 0 of node-000 sends no temperature from
+    ``silent_from`` s on (off the bus, XID 79; a blank DCGM field)."""
+    def temp(i: int, n: int, g: int) -> float:
+        return {4: 68.0, 5: 84.0}.get(i, 84.0 if i > 5 else 60.0) if (n, g) == (0, 3) else 60.0
+    temps = [e for e in _temps(temp) if e.gpu < 4 and not (
+        (e.node, e.gpu) == ("node-000", 0) and e.ts - T0 >= silent_from)]
+    job = [e._replace(node=f"node-{e.rank // 4:03d}", gpu=e.rank % 4) for e in healthy_job(
+        ranks=8, steps=260, slow={3: 1.3}, slow_from=100)]
+    return [(a.topic, a.cause, a.scope.key) for a in feed(
+        Engine(), sorted(job + temps, key=lambda e: e.ts), finish=False) if a.status == "firing"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "c78e774 (sdc13): NodeTemps.poll_median needs >= 4 of a node's GPUs sampled in the poll: "
+    "on a 4-GPU node with one GPU silent since +60 s (off the bus) a GPU warming 8 C over "
+    "its siblings is never judged (pending, dropped after half an interval), hot_seen never "
+    "holds its slow rank's page, and the rank is escalated slow_node/unknown at +122 s before "
+    "the thermal isolation at +210.5 s -- two pages, the first naming no cause (a6d23a2: one "
+    "thermal isolation; the node median then kept the silent GPU's last reading)"))
+def test_a_gpu_warming_on_a_four_gpu_node_with_a_silent_sibling_holds_its_page() -> None:
+    assert _four_gpu_nodes(silent_from=60.0) == [(ISOLATION, "thermal", "gpu:node-000/3")]
+
+
+def test_a_gpu_warming_on_a_four_gpu_node_holds_its_page() -> None:
+    # The control: all four GPUs of the node reporting.
+    assert _four_gpu_nodes(silent_from=1e9) == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
 
 # -- clock (e28b982 / bb9047d): a node whose clock is ahead is that node's offset -------------
