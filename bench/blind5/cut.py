@@ -1,11 +1,12 @@
 """Cuts a small reproducer out of a blind5 log (topology kept first, labels last).
 
     python -m bench.blind5.cut LOG OUT [--from S] [--to S] [--nodes A,B] [--jobs J]
-        [--topics step,thermal,ecc,nic] [--labels ID,ID | --no-labels]
+        [--topics step,thermal,ecc,nic] [--only TOPIC=NODES ...] [--labels ID,ID | --no-labels]
 
 `--from`/`--to` are seconds after the log's first telemetry record (event time). A step
 record is kept when its job is in `--jobs` (all jobs when not given) and its node in
-`--nodes`; other records when their node is. Labels are kept as they are (their span may
+`--nodes`; other records when their node is; `--only thermal=A,B` keeps that topic's
+records of those nodes only. Labels are kept as they are (their span may
 reach outside the window).
 """
 
@@ -20,7 +21,8 @@ from pathlib import Path
 
 def cut(src: Path, dst: Path, t_from: float | None = None, t_to: float | None = None,
         nodes: set[str] | None = None, jobs: set[str] | None = None,
-        topics: set[str] | None = None, labels: set[str] | None = None) -> dict[str, int]:
+        topics: set[str] | None = None, labels: set[str] | None = None,
+        only: dict[str, set[str]] | None = None) -> dict[str, int]:
     """Writes the reproducer; returns records kept per topic."""
     opener = gzip.open if str(src).endswith(".gz") else open
     with opener(src, "rt", encoding="utf-8") as fh:
@@ -45,6 +47,8 @@ def cut(src: Path, dst: Path, t_from: float | None = None, t_to: float | None = 
         if (t_from is not None and rel < t_from) or (t_to is not None and rel > t_to):
             continue
         if nodes and v.get("node") not in nodes:
+            continue
+        if only and short in only and v.get("node") not in only[short]:
             continue
         if short == "step" and jobs and v.get("job") not in jobs:
             continue
@@ -71,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes")
     ap.add_argument("--jobs")
     ap.add_argument("--topics")
+    ap.add_argument("--only", action="append", default=[], metavar="TOPIC=NODES")
     ap.add_argument("--labels")
     ap.add_argument("--no-labels", action="store_true")
     args = ap.parse_args(argv)
     labels = set() if args.no_labels else _set(args.labels)
     kept = cut(args.src, args.dst, args.t_from, args.t_to, _set(args.nodes), _set(args.jobs),
-               _set(args.topics), labels)
+               _set(args.topics), labels,
+               {k: set(v.split(",")) for k, v in (o.split("=", 1) for o in args.only)})
     print(f"{args.dst}: {kept}")
     return 0
 
