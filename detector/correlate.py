@@ -201,8 +201,6 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
-            elif what == "host":
-                self._host_due(key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -288,9 +286,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
-        elif f.signal == "host_late":
-            self._attach_if_firing(f)  # evidence; a human is told if it lasts (_host_due)
-            self._timer(f.onset_ts + self.cfg.host_page_s, "host", unit)
+        elif f.signal == "host_late" and "lasting_s" in f.evidence:
+            self._host_lasting(f, out)
         elif f.signal == "throttle" and "gpus_under_cap" in f.evidence:
             self._node_cap(f, f.ts, out)  # a cap on every busy GPU of its node: which nodes?
         elif f.signal == "throttle" and self._facility_cap(f):
@@ -1110,7 +1107,7 @@ class Correlator:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
 
-    def _host_due(self, unit: str, due: float, out: list[Alert]) -> None:
+    def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
         """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
         time in neither compute nor collectives over its stage's) for ``host_page_s`` since
         its run began: an escalation to a human, never an isolation.
@@ -1124,11 +1121,14 @@ class Correlator:
         tray) ends first.  Every rank of its job late this way on its node counts: two or
         more are the node (the host they share), one alone its GPU (its own link and loader).
         A rank whose GPU has a firing isolation has its cause (a PCIe replay rate's
-        ``gpu_hardware``): its host_late is that problem's evidence already.
+        ``gpu_hardware``): its host_late is that problem's evidence already.  (detector.steps
+        tells the host_late again, with ``lasting_s``, on the step its run passes
+        ``host_page_s``.)
         """
-        g = self._device.get(unit, {}).get("host_late")
-        if g is None or due < g.onset_ts + self.cfg.host_page_s or g.scope.node is None:
-            return  # (cleared, or a later run whose own timer comes)
+        if g.scope.node is None:
+            self._attach_if_firing(g)
+            return
+        due = g.ts
         key = self._owner.get(g.key)
         p = self.problems.get(key) if key else None
         if p is not None and p.status == "firing":

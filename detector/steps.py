@@ -262,6 +262,7 @@ class JobMonitor:
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
     _imbalanced = False   # (likewise)
+    _host_seen_ts = -math.inf  # (likewise)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -362,6 +363,7 @@ class JobMonitor:
         self._host_sum = np.zeros(0)                  # sum of host excesses over the run
         self._host_n = np.zeros(0, dtype=np.int64)
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
+        self._host_seen_ts = -math.inf                # decided ts of the last host check
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -1716,11 +1718,21 @@ class JobMonitor:
                     new = at[big]
         if len(cleared):
             cleared = cleared[self._host_rep[cleared]]
-        if len(new) == 0 and len(cleared) == 0:
+        # A raised host_late whose run has now lasted host_page_s is told again, with how long
+        # (the correlator escalates it: Correlator._host_lasting) -- on the step that shows it,
+        # so the end of the input (time run on without steps) confirms no duration.
+        prev, self._host_seen_ts = self._host_seen_ts, decided_ts
+        lasting = r[:0]
+        if np.count_nonzero(self._host_rep):
+            due = self._host.onset_ts[r] + cfg.host_page_s
+            lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
+            if len(cleared) and len(lasting):
+                lasting = lasting[~np.isin(r[lasting], cleared)]
+        if len(new) == 0 and len(cleared) == 0 and len(lasting) == 0:
             return
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
-        for i in new.tolist():
+        for i, again in [(i, False) for i in new.tolist()] + [(i, True) for i in lasting.tolist()]:
             sl = int(r[i])
             rank = rank_of[sl]
             self._host_rep[sl] = True
@@ -1747,7 +1759,9 @@ class JobMonitor:
                  "rule": f"time in neither compute nor collectives (step_ms - compute_ms - "
                          f"comm_ms) over its stage's median, averaging >= "
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "
-                         "its host path (PCIe link, CPU, data loading)"}, verdict=False))
+                         "its host path (PCIe link, CPU, data loading)",
+                 **({"lasting_s": round(decided_ts - float(self._host.onset_ts[sl]), 1)}
+                    if again else {})}, verdict=False))
         for sl in cleared.tolist():
             rank = rank_of[sl]
             self._host_rep[sl] = False

@@ -68,7 +68,7 @@ class Thresholds:
     #                                     (gpu_health), takes 6 DCGM samples (30 s apart)
     host_page_s: float = 600.0          # a host_late run lasting this long (from its onset) is
     #                                     escalated to a human, never isolated (correlate
-    #                                     Correlator._host_due): longer than an input pipeline
+    #                                     Correlator._host_lasting): longer than an input pipeline
     #                                     catching up (blind2's healthy stall: 3 minutes)
 
     # SDC: checksum vote and grad_norm outliers across replicas.
