@@ -293,6 +293,7 @@ class Monitors:
         self._skew[maker] = [clock - back, clock, back + _ALONE_S]
         self.clock = back
         self.rewound = True
+        self._forget_ahead(back + SKEW_S)
         if self._next_sweep > back + _SWEEP_S:
             self._next_sweep = back + _SWEEP_S
         if self._next_prune > back:
@@ -333,6 +334,26 @@ class Monitors:
                     self.clock = raw
                 return ev
         return replace(ev, ts=ts)
+
+    def _forget_ahead(self, after: float) -> None:
+        """The clock went back (:meth:`_first_node`): what only the first node's records made,
+        at its clock ahead, starts afresh -- its units (their newest sample is past
+        ``after``: its next ones, taken at its offset, would look 170 s old and be passed
+        over as repeats) and the jobs its steps reached (a job's own clock would stay there
+        and decide each of the job's steps at its first message).  Only the first second or
+        so of the partition: the records before two other nodes contradicted it."""
+        awake, dormant = self._awake, self._dormant
+        for name in [n for n, job in self._jobs.items() if job.clock > after]:
+            old = self._jobs.pop(name)
+            dormant.pop(name, None)
+            if awake is not None:
+                awake.pop(name, None)
+            # Afresh from its next step: the steps it had begun lost their messages with it,
+            # and a first step short of ranks would teach the new monitor a smaller job.
+            job = self._new_job(name)
+            job._last_step = max(old._last_step, max(old._pending, default=-1))
+            job._last_step_ts = self.clock
+        self._drop_units(lambda mon: mon.last_ts > after)
 
     def _others_near(self, node: str) -> bool:
         """Whether a unit of another node (a GPU's, a node's ports, a job with a rank on
@@ -496,18 +517,7 @@ class Monitors:
             t = mon.last_ts
             return t < faulty or (t < quiet and not mon.has_open_fault())
 
-        touched: set[str] = set()
-        for key in [k for k, m in self._ecc.items() if gone(m)]:
-            del self._ecc[key]
-            touched.add(key[0])
-        for key in [k for k, m in self._thermal.items() if gone(m)]:
-            mon = self._thermal.pop(key)
-            touched.add(key[0])
-            if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
-                del self._node_temps[key[0]]
-        for node in [n for n, m in self._nics.items() if gone(m)]:
-            self._nics.pop(node).withdraw(self.cfg)
-            touched.add(node)
+        touched = self._drop_units(gone)
         for node in [n for n, st in self._skew.items() if st[1] - st[0] < quiet]:
             del self._skew[node]
         if not touched:
@@ -523,6 +533,22 @@ class Monitors:
                 self.forgotten.append((node, source))
             if not sources:
                 del self._seen[node]
+
+    def _drop_units(self, gone: Callable[[Any], bool]) -> set[str]:
+        """Forget the GPU and node monitors ``gone`` says are; returns their nodes."""
+        touched: set[str] = set()
+        for key in [k for k, m in self._ecc.items() if gone(m)]:
+            del self._ecc[key]
+            touched.add(key[0])
+        for key in [k for k, m in self._thermal.items() if gone(m)]:
+            mon = self._thermal.pop(key)
+            touched.add(key[0])
+            if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
+                del self._node_temps[key[0]]
+        for node in [n for n, m in self._nics.items() if gone(m)]:
+            self._nics.pop(node).withdraw(self.cfg)
+            touched.add(node)
+        return touched
 
     def finish(self, findings: list[Finding]) -> None:
         """End of input: decide every waiting step."""
