@@ -23,12 +23,13 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import ECC, STEP, Event
 from detector.pipeline.arrival import EXPLAIN_LATE_S
-from detector.testing import T0, ecc, feed, step
+from detector.testing import T0, ecc, feed, step, thermal
 from tests.test_review_round11 import busy_steps, one_worker_alerts, slow_rank_arrivals
 from tests.test_review_round12 import _telegraf_thermal
 
@@ -199,3 +200,98 @@ def test_a_first_node_ahead_through_kafka_raises_the_replay_s_problems(
         assert worker.terminate() == 0, worker.log_tail()
     finally:
         dep.stop_all()
+
+
+# -- a node whose clock is behind (item 2): taken at its offset, as a node ahead ------------
+
+
+def mixed_job(skew: float, *, therm: bool, steps: int = 200, slow_from: int = 100
+              ) -> list[Event]:
+    """job-1, 24 ranks on node-000..002, a step a second, node-002's clock ``skew`` off (its
+    ``ts`` + skew); rank 19 (node-002 GPU 3) 1.3x slow from step 100 -- and, with
+    ``therm``, its GPU throttled (0x40, 88 C) from then on, every node's GPUs sampled at 1
+    Hz.  In the order the records were taken (arrival order)."""
+    rng = np.random.default_rng(5)
+    recs = []
+    for s in range(steps):
+        comp = 700.0 * rng.lognormal(0.0, 0.015, 24)
+        comp[19] *= 1.3 if s >= slow_from else 1.0
+        sm = round(float(comp.max()) + 250.0, 2)
+        for r in range(24):
+            t = T0 + 5 + s + 0.02 * r
+            recs.append((t, step(t + (skew if r >= 16 else 0.0), r, s, step_ms=sm,
+                                 compute_ms=round(float(comp[r]), 2), dp=r)))
+        for n in range(3 if therm else 0):
+            for g in range(8):
+                t = T0 + 5 + s + 0.5 + 0.01 * g
+                hot = n == 2 and g == 3 and s >= slow_from
+                recs.append((t, thermal(t + (skew if n == 2 else 0.0), f"node-{n:03d}", g,
+                                        temp_c=88.0 if hot else 65.0,
+                                        clock_mhz=1500.0 if hot else 1980.0,
+                                        throttle=0x40 if hot else 0)))
+    recs.sort(key=lambda x: x[0])
+    return [e for _, e in recs]
+
+
+def _stamped(alerts: list, skew: float) -> list[tuple[str, str, str, float, float]]:
+    """(topic, cause, scope, onset s from T0 in the fleet's time, latency s) of each firing
+    alert: an alert stamped at node-002's own time is ``skew`` off."""
+    return [(a.topic, a.cause, a.scope.key, round(a.onset_ts - T0, 1),
+             round(a.detection_latency_s, 1)) for a in alerts if a.status == "firing"]
+
+
+@pytest.mark.parametrize("therm", [False, True])
+@pytest.mark.parametrize("skew", [-60.0, -170.0, -290.0, 30.0, 170.0, 290.0])
+def test_a_node_behind_or_ahead_is_caught_and_stamped_as_with_its_clock_right(
+        skew: float, therm: bool) -> None:
+    # main fb587f5, behind 60/170/290 s: the slow GPU's escalation stamped at node-002's time,
+    # its detection_latency_s 65.9 / 175.9 / 295.9 s for a rank escalated 6 s after its onset
+    # (the correlator decided it in the fleet's time, its onset was the node's); with the
+    # throttle, the thermal isolation's onset 60-290 s before the fleet's.  Ahead: right.
+    right = _stamped(feed(Engine(), mixed_job(0.0, therm=therm)), 0.0)
+    assert right == ([(ISOLATION, "thermal", "gpu:node-002/3", 105.5, 2.0)] if therm else
+                     [(ESCALATION, "unknown", "gpu:node-002/3", 105.4, 6.1)])
+    eng = Engine()
+    got = _stamped(feed(eng, mixed_job(skew, therm=therm)), skew)
+    assert [(t, c, s, lat) for t, c, s, _o, lat in got] == [
+        (t, c, s, lat) for t, c, s, _o, lat in right]
+    assert abs(got[0][3] - right[0][3]) <= 1.0  # onset in the fleet's time
+    job = eng.monitors._jobs["job-1"]
+    assert (job.late, job._expected) == (0, 24)
+    assert eng.monitors._skew["node-002"][0] == pytest.approx(skew, abs=1.0)
+
+
+def test_a_backlog_catching_up_is_no_clock_behind() -> None:
+    # node-002's collector stalls 60 s, then sends its backlog at once and goes on: its records
+    # come less behind one after another -- a delivery, not a clock (clock13's dropped first
+    # version took a 72 s burst of blind4 fabric-3tier for one and set every node an offset).
+    evs = mixed_job(0.0, therm=True)
+    stall = [e for e in evs if e.node == "node-002" and T0 + 60 <= e.ts < T0 + 120]
+    rest = [e for e in evs if not (e.node == "node-002" and T0 + 60 <= e.ts < T0 + 120)]
+    at = next(i for i, e in enumerate(rest) if e.ts >= T0 + 120)
+    eng = Engine()
+    feed(eng, rest[:at] + stall + rest[at:], finish=False)
+    assert eng.monitors._skew == {}
+
+
+def test_a_node_whose_clock_is_put_right_drops_its_offset() -> None:
+    # node-002 170 s behind for 150 s, then chrony steps it right: its offset goes, nothing
+    # else moves.
+    evs = mixed_job(-170.0, therm=False, steps=260)
+    fixed = [replace(e, ts=e.ts + 170.0) if e.node == "node-002" and e.ts + 170.0 >= T0 + 150
+             else e for e in evs]
+    eng = Engine()
+    feed(eng, fixed, finish=False)
+    assert "node-002" not in eng.monitors._skew
+    assert eng.monitors._jobs["job-1"]._expected == 24
+
+
+def test_a_node_behind_survives_a_snapshot() -> None:
+    evs = mixed_job(-170.0, therm=False)
+    eng = Engine()
+    feed(eng, evs[:2000], finish=False)
+    again = Engine.restore(eng.snapshot())
+    assert again.monitors._skew == eng.monitors._skew
+    assert again.monitors._lagging == eng.monitors._lagging
+    assert [a.to_dict() for a in feed(again, evs[2000:])] == [
+        a.to_dict() for a in feed(eng, evs[2000:])]
