@@ -311,7 +311,9 @@ class Monitors:
             lag = c[0]
         skew = self._skew
         agree = [n for n, st in skew.items() if st[0] < 0 and abs(lag + st[0]) <= SKEW_S]
-        if agree or any(n != node and abs(o[0] - lag) <= SKEW_S for n, o in lagging.items()):
+        now = self.clock - SKEW_S  # (a candidate whose newest record is older is no node now)
+        if agree or any(n != node and abs(o[0] - lag) <= SKEW_S and o[2] + o[0] >= now
+                        for n, o in lagging.items()):
             # Another node lags as far: the clock is what is off (a node ahead took it before
             # any other was near: a partition's first seconds), not theirs -- both stay as
             # they come, as before this rule.
