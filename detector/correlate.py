@@ -133,6 +133,9 @@ class Correlator:
         # (onset, node) of SW power caps seen at cap_clock_drop or deeper, by onset,
         # kept FACILITY_CAP_MEMORY half-lives: many nodes at once is facility power management
         self._deep_caps: list[tuple[float, str]] = []
+        # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
+        # may run free beside one whose busy GPUs are all under one cap (_node_cap)
+        self._busy: dict[str, float] = {}
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
@@ -204,6 +207,10 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "cap":
+                f = self._device.get(key, {}).get("throttle")
+                if f is not None and "gpus_under_cap" in f.evidence:
+                    self._node_cap(f, due, out)
             else:
                 self._resolve_due(key, due, out)
         if kept is not None:
@@ -230,6 +237,12 @@ class Correlator:
                     waiting = self._slow_wait.get(unit)
                     if waiting is not None:
                         self._timer(waiting.ts + self._explanation_wait(waiting), "slow", unit)
+            return
+        if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
+            if f.scope.node is not None and f.active:
+                self._busy[f.scope.node] = f.ts
+            elif f.scope.node is not None:
+                self._busy.pop(f.scope.node, None)
             return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:
@@ -282,6 +295,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "throttle" and "gpus_under_cap" in f.evidence:
+            self._node_cap(f, f.ts, out)  # a cap on every busy GPU of its node: which nodes?
         elif f.signal == "throttle" and self._facility_cap(f):
             self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
@@ -339,6 +354,9 @@ class Correlator:
                 # ranks then escalated as on a 30 s one).  Without that view, after
                 # unit_idle_s.
                 del cadence[node]
+        for node in [n for n, ts in self._busy.items()
+                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
+            del self._busy[node]  # (told on a change only: gone with its monitors)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         for rack, group in list(self._cooling_nodes.items()):
@@ -874,6 +892,79 @@ class Correlator:
                 return True
         return False
 
+    def _node_cap(self, f: Finding, now: float, out: list[Alert]) -> None:
+        """A SW cap's sustained verdict on a GPU whose node's busy GPUs are all under the same
+        cap (detector.thermal: ``gpus_under_cap`` of them): whose limit is it?
+
+        Another node's cap as deep begun within ``impact_onset_s`` of it: a rack's or the
+        site's (facility power management, blind3 B2) -- evidence, nobody paged.  Else the
+        node's alone: with busy GPUs of other nodes running free beside it (its job's nodes,
+        its rack's by the topology; without either, every node heard from), one node-scope
+        power page -- a PSU lost and the BMC capping the node, a DCMI/EDPp cap left on: one
+        node fault, not 8 GPU faults (review round 12 P1).  The node's only busy GPU under a
+        cap no other node's began with (the same poll) is that GPU's own, as before (its
+        siblings idle: thermal13).  A node's decided once the other nodes' caps of the same
+        minute can have been seen (NTP skew, their sampling): ``impact_onset_s`` and an
+        interval after the onset; a lone GPU's one interval after (its page as early as
+        before: a rack's cap reaches its nodes' GPUs on the same poll)."""
+        node = f.scope.node
+        if node is None:
+            return
+        window = self.cfg.impact_onset_s
+        gpus = int(f.evidence.get("gpus_under_cap") or 0)
+        due = f.onset_ts + (window if gpus > 1 else 0.0) + 1.25 * (
+            self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s)
+        if now < due:
+            self._timer(due, "cap", f.scope.key)
+            return
+        caps = self._deep_caps
+        for k in range(bisect_left(caps, (f.onset_ts - window,)), len(caps)):
+            onset, other = caps[k]
+            if onset > f.onset_ts + window:
+                break
+            if other != node:
+                self._attach_if_firing(f)  # the same cap on another node: not this one's
+                return
+        free = self._running_free(node) if gpus > 1 else []
+        if gpus > 1 and not free:
+            self._attach_if_firing(f)  # no node to compare with runs free: a shared limit
+            return
+        scope = f.scope if gpus <= 1 else Scope.of_node(node)
+        because = str(f.evidence.get("recommended_because")) if gpus <= 1 else (
+            f"SW power cap on every busy GPU of {node} ({gpus}) begun together, the clock "
+            f"{float(f.evidence.get('clock_drop') or 0.0):.1%} down, while busy GPUs of "
+            f"{len(free)} other node(s) ({', '.join(free[:4])}{', ...' if len(free) > 4 else ''}"
+            f") run free and no other node's cap began within {window:.0f} s: the node's own "
+            f"power limit (a power supply lost and its BMC capping the node, a DCMI cap left "
+            f"on) -- one node fault, not {gpus} GPU faults")
+        self._raise(ISOLATION, "slow_node", "power", scope, f, out, detected_ts=now,
+                    extra={"recommended_because": because})
+
+    def _running_free(self, node: str) -> list[str]:
+        """The nodes compared with ``node`` (its jobs' and its rack's; none known: every node
+        heard from) that have a busy GPU and no SW power cap on any GPU."""
+        peers: set[str] = set()
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None else None
+        if rack is not None and topo is not None:
+            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
+        placement = self._placement
+        for job in {j for j, _ in placement.on_node.get(node, {})}:
+            peers.update(n for n, _, _ in placement.ranks.get(job, {}).values())
+        peers.discard(node)
+        return sorted(n for n in (peers or self._busy) if n != node and n in self._busy
+                      and not self._capped(n)
+                      and (self.seen is None or self.seen(n, "thermal")))
+
+    def _capped(self, node: str) -> bool:
+        """A SW power cap (0x4) on any GPU of ``node`` (raised, seen, or minor)."""
+        for unit in self._units_of_node.get(node, ()):
+            signals = self._device.get(unit, {})
+            if "power_cap" in signals or any(
+                    _reason_bits(signals[s]) & 0x4 for s in _CAP_SIGNALS if s in signals):
+                return True
+        return False
+
     def _power_impact(self, slow: Finding, now: float, out: list[Alert],
                       cap: Finding | None = None) -> bool:
         """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
@@ -1256,11 +1347,12 @@ class Correlator:
             return Scope.of_switch(UNNAMED_SWITCH)
         return Scope.of_switch(name) if what == "switch" else Scope.of_domain(name)
 
-    def _fabric_members(self, cluster: str, recent: float
+    def _fabric_members(self, cluster: str, recent: float, rails: dict[str, set[str]]
                         ) -> tuple[set[str], set[str], set[str]]:
         """(nodes we hear NIC telemetry from, those with NIC trouble on >= 2 NICs begun since
         ``recent``, those with it on >= 2 NICs counting older errors or flaps still rising
-        too), no topology.
+        too), no topology; ``rails`` gets, for each NIC name, the nodes whose port of that
+        name is in trouble begun since ``recent``.
 
         Nodes are known from their GPUs' sampling findings and the jobs' layouts (the
         correlator sees findings, not telemetry); with neither, only the troubled ones.
@@ -1277,8 +1369,11 @@ class Correlator:
                             new.add(_nic_of(u))
                         elif g.signal in _RISING:
                             rising.add(_nic_of(u))
+            for nic in new:
+                rails.setdefault(nic, set()).add(node)
             # A shared part takes a node's NICs with it; one port in trouble on each of a
-            # few nodes is as many independent NIC faults.
+            # few nodes is as many independent NIC faults -- unless it is the same port of
+            # each (a rail switch's: below).
             if len(new) >= 2:
                 troubled.add(node)
             elif len(new | rising) >= 2:
@@ -1290,7 +1385,8 @@ class Correlator:
     def _members(self, what: str, name: str, recent: float
                  ) -> tuple[set[str], set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble begun
-        since ``recent``, those whose only trouble is older errors or flaps still rising)."""
+        since ``recent``, those whose only trouble is older errors still rising -- behind a
+        switch, only where it looks like the switch's: _like_the_switch)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1302,6 +1398,9 @@ class Correlator:
         else:
             pairs = [(n, None) for n in topo.nodes_in_domain(name)]
         heard, troubled, still = set(), set(), set()
+        # A switch's nodes whose only trouble is older and still rising: unit -> (its onset,
+        # the node's ports its NIC monitor told), by node.
+        older: dict[str, dict[str, tuple[float, int]]] = {}
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
                 heard.add(node)
@@ -1315,20 +1414,32 @@ class Correlator:
                 signals = self._device.get(unit)
                 if not signals:
                     continue
-                new = any(g.onset_ts >= recent for g in signals.values()
-                          if not (whole and g.signal == "nic_throughput"))
                 if what == "switch":
-                    if not new and not any(g.signal in _RISING for g in signals.values()):
-                        continue
                     if nic is None:
                         under = unit.startswith(f"nic:{node}/") and (
                             topo.switch_of(node, _nic_of(unit)) == name)
                     else:
                         under = unit.startswith(f"nic:{node}/{nic}:") or (
                             unit == f"nic:{node}/{nic}")
-                    if under:
-                        (troubled if new else still).add(node)
-                elif unit.startswith("gpu:"):
+                    if not under:
+                        continue
+                    # (A port flapping since before the window goes down on one sample in a
+                    # few: that down is its flap's, not trouble begun now.)
+                    flap = signals.get("link_flap")
+                    flapping = flap is not None and flap.onset_ts < recent
+                    if any(g.onset_ts >= recent for g in signals.values() if not (
+                            (whole and g.signal == "nic_throughput")
+                            or (flapping and g.signal == "link_down"))):
+                        troubled.add(node)
+                        continue
+                    for g in signals.values():
+                        if g.signal in _RISING and g.signal != "link_flap":
+                            told = g.evidence.get("node_ports")
+                            older.setdefault(node, {})[unit] = (
+                                g.onset_ts, told if isinstance(told, int) else 0)
+                            break
+                    continue
+                if unit.startswith("gpu:"):
                     for g in signals.values():
                         if g.cause == "nvlink" and g.kind == "hardware":
                             if g.onset_ts >= recent:
@@ -1336,7 +1447,51 @@ class Correlator:
                                 break
                             if g.signal in _RISING:
                                 still.add(node)  # (an NVSwitch's errors spreading, the same)
+        if older:
+            still = self._like_the_switch(name, older, troubled, recent)
         return heard | troubled, troubled, still - troubled
+
+    def _like_the_switch(self, name: str, older: dict[str, dict[str, tuple[float, int]]],
+                         troubled: set[str], recent: float) -> set[str]:
+        """The nodes of ``older`` (trouble begun before ``recent`` and still rising, by unit:
+        its onset, the node's ports told) whose trouble looks like the switch's, to count
+        beside trouble begun in its window (_count).
+
+        A leaf's ASIC or optics degrading hits every port of its nodes facing it, a cable or
+        a transceiver one port: older errors count when they are on most of the node's
+        ports facing the switch (the topology's count when it names the NICs; else, a Slurm
+        topology.conf, the node's own, told in its NIC findings).  A flap is a port's own
+        (two cables flapping since 10 and 5 minutes and a third node's port going down
+        drained a 4-node leaf: review round 12, F1), never counted here.  Where a node
+        faces the switch with one port (a rail leaf: one NIC of every node), "most of its
+        ports" says nothing: there the onsets must chain -- each node's within two
+        look-backs of the next one's up to the window's trouble, as errors spreading over
+        a leaf do, not cables failing minutes apart.
+        """
+        topo = self.topology
+        assert topo is not None
+        named: dict[str, int] = {}
+        for node, _ in topo.nics_under(name):
+            named[node] = named.get(node, 0) + 1
+        most, lone = set(), []
+        for node, units in older.items():
+            if node in troubled:
+                continue
+            ports = named.get(node, 0) or max(t for _, t in units.values())
+            if ports > 1:
+                if 2 * len(units) > ports:
+                    most.add(node)
+            else:
+                lone.append((max(o for o, _ in units.values()), node))
+        if lone:
+            gap = 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+            anchor = recent + 1.25 * _GROUP_INTERVAL_CAP_S + 1.0  # (the window's first onset)
+            for onset, node in sorted(lone, reverse=True):
+                if anchor - onset > gap:
+                    break
+                most.add(node)
+                anchor = onset
+        return most
 
     def _count(self, what: str, name: str, waiting: list[Finding]
                ) -> tuple[set[str], set[str], int]:
@@ -1352,8 +1507,9 @@ class Correlator:
         """
         recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
             1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        rails: dict[str, set[str]] = {}
         if what == "fabric":
-            heard, troubled, still = self._fabric_members(name, recent)
+            heard, troubled, still = self._fabric_members(name, recent, rails)
             # The same for trouble that cleared inside the window (below): a node whose NICs
             # waiting here, cleared or not, are >= 2 (review, 2026-12-02: a one-sample blip
             # on half the nodes was one isolation per NIC, where 30 s of it was one page).
@@ -1361,6 +1517,7 @@ class Correlator:
             for f in waiting:
                 if f.scope.node and f.scope.nic:
                     waiting_nics.setdefault(f.scope.node, set()).add(f.scope.nic)
+                    rails.setdefault(f.scope.nic, set()).add(f.scope.node)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
             heard, troubled, still = self._members(what, name, recent)
@@ -1379,6 +1536,21 @@ class Correlator:
             # cable flapping for ten minutes and one new fault beside it are two nodes' own.
             troubled, heard = troubled | still, heard | still
         need = max(self.cfg.switch_min_nodes, math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        if rails and len(troubled) < need:
+            # No topology, and the same port name in trouble on a share of the nodes at once:
+            # a rail switch's signature (in a rail-optimised fabric it takes ONE NIC of every
+            # node -- a firmware or port configuration retraining them lower, its power), one
+            # part nobody can name, not a NIC fault per node (review round 12, F2: 16 NIC
+            # isolations).  Three nodes of eight stay three NICs.
+            # (Out of every node whose NIC cadence was told: NIC telemetry alone names no
+            # GPU or job, and three nodes of eight are not a share of three heard.)
+            rail = max(rails.values(), key=len)
+            told = heard | rail | {n for n in self._nic_interval
+                                   if self.seen is None or self.seen(n, "nic")}
+            share = max(self.cfg.switch_min_nodes,
+                        math.ceil(self.cfg.switch_min_fraction * len(told)))
+            if len(rail) >= share:
+                troubled, heard, need = troubled | rail, told, share
         return heard, troubled, need
 
     def _may_be_failing(self, what: str, name: str, waiting: list[Finding], due: float
@@ -1498,14 +1670,22 @@ class Correlator:
         if above is not None and self._still_failing(above):
             self._take(above, waiting)
             return True
+        if self._rail_above(name, first, waiting, due, out):
+            return True
         heard, troubled, need = count
         if len(troubled) < need or not self.topology or not self.topology.parent_of(name):
             return False
         shape = self._spine_shape(name, troubled)
         if shape is None:
             return False
+        above = self._sibling_above(name, first.cluster)
+        if above is not None and self._still_failing(above):
+            # A part above named from its sibling leaves, still failing: this leaf, with
+            # the same shape later, is more of it (its leaves reached at different rates).
+            self._join_above(above, name, (heard, troubled, shape), waiting)
+            return True
         leaves = {name: (heard, troubled, shape)}
-        part = self._part_above(name, leaves)
+        part = self._part_above(name, leaves, first)
         if part is None:
             return False
         parts, failing = part
@@ -1514,6 +1694,12 @@ class Correlator:
             if w == "switch" and n in failing and n != name:
                 del self._group_wait[k]
                 held.append((k, g))
+        for n in failing - {name}:
+            # A leaf isolated already (_fired_leaf): its trouble goes to the part above, and
+            # its own problem, left with nothing active, resolves.
+            fired = self._fired_leaf(n, first)
+            if fired is not None:
+                held.extend((g.key, g) for g in fired[0])
         self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(failing)}, first,
                           held, due, out)
         return True
@@ -1566,12 +1752,150 @@ class Correlator:
             return None
         return erring, total
 
-    def _part_above(self, leaf: str, leaves: dict[str, Any]
+    def _rail_above(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
+                    due: float, out: list[Alert]) -> bool:
+        """A rail leaf's window closes (each node faces it with one port): its trouble is the
+        part above it when, below that part, >= half the nodes heard from err on at least two
+        of their ports facing its leaves, none down or flapping, across at least three of its
+        leaves.  True when it went to that part.
+
+        In a rail-optimised fabric a spine's failing ports err on the flows hashed (ECMP)
+        through them: some ports of every node, each on its own rail leaf -- so each rail leaf
+        may see fewer than half its nodes erring and fail alone nowhere (a spine of h100-128
+        erring on 3 of every node's 8 ports was 48 NIC isolations), or, every port carrying
+        flows through it, all of them (16 rail leaf isolations: review round 13).  A node
+        faces no rail leaf with all its ports, so there is no leaf-shaped share to tell (a
+        Slurm leaf's own failure errs on all ports of its nodes): the count says it -- a rail
+        leaf's own failure errs on one port of each node, a node's own HCAs on one node, two
+        rail leaves failing at once on two rails, not three.
+        """
+        topo = self.topology
+        assert topo is not None
+        pairs = topo.nics_under(name)
+        ups = topo.parent_of(name)
+        if not pairs or not ups or len(pairs) != len({n for n, _ in pairs}):
+            return False  # (not a rail leaf: a node faces it with several ports, or none named)
+        above = self._sibling_above(name, first.cluster)
+        if above is not None:
+            # Named already: a rail leaf with trouble on some of its nodes joins it while it
+            # fails (a later rail's flows), else is decided as before.
+            if not self._still_failing(above):
+                return False
+            nodes = {f.scope.node for _, f in waiting if f.scope.node is not None}
+            under = {n for n, _ in pairs}
+            self._join_above(above, name, (under | nodes, nodes, (len(nodes), len(under))),
+                             waiting)
+            return True
+        recent = min(f.onset_ts for _, f in waiting) - (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        parts: list[str] = []
+        leaves: dict[str, Any] = {}
+        for up in ups:
+            facing: dict[str, set[str]] = {}
+            for leaf in topo.leaves_below(up):
+                for node, nic in topo.nics_under(leaf):
+                    facing.setdefault(node, set()).add(nic)
+            heard = {n for n in facing if self.seen is None or self.seen(n, "nic")}
+            erring: dict[str, set[str]] = {}
+            for node, nics in facing.items():
+                errs: set[str] = set()
+                for unit in self._units_of_node.get(node, ()):
+                    signals = self._device.get(unit)
+                    if not signals or not unit.startswith("nic:") or _nic_of(unit) not in nics:
+                        continue
+                    if any(s in signals for s in _LINK_STATE):
+                        errs = set()
+                        break  # a host link's own state: the leaf or the cable, not above
+                    if any(g.onset_ts >= recent for g in signals.values()
+                           if g.signal in ("errors_seen", "nic_errors")):
+                        errs.add(_nic_of(unit))
+                if len(errs) >= 2:
+                    erring[node] = errs
+            by_leaf: dict[str, set[str]] = {}
+            for node, errs in erring.items():
+                for nic in errs:
+                    at = topo.switch_of(node, nic)
+                    if at is not None:
+                        by_leaf.setdefault(at, set()).add(node)
+            # (Three nodes at least, as three leaves: two nodes with two bad cables each on
+            # a 4-node fabric are four NICs' own.)
+            need = max(self.cfg.switch_min_nodes, 3,
+                       math.ceil(self.cfg.switch_min_fraction * len(heard | set(erring))))
+            if len(erring) >= need and len(by_leaf) >= 3:
+                parts.append(up)
+                for leaf, nodes in by_leaf.items():
+                    under = {n for n, _ in topo.nics_under(leaf)}
+                    seen = {n for n in under if self.seen is None or self.seen(n, "nic")}
+                    leaves[leaf] = (seen | nodes, nodes, (len(nodes), len(under)))
+        if not parts:
+            return False
+        held = list(waiting)
+        for k, (w, n, g) in list(self._group_wait.items()):
+            if w == "switch" and n in leaves and n != name:
+                del self._group_wait[k]
+                held.append((k, g))
+        self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(leaves)},
+                          first, held, due, out)
+        return True
+
+    def _join_above(self, above: Problem, leaf: str, entry: tuple[set[str], set[str], Any],
+                    waiting: list[tuple[str, Finding]]) -> None:
+        """``leaf``'s trouble (``entry``: heard, troubled, shape) joins the part above it."""
+        above.extra["leaves"] = sorted({*above.extra["leaves"], leaf})
+        above.extra["ports_erring_per_leaf"] = {
+            **above.extra.get("ports_erring_per_leaf", {}), leaf: _erring_ports(*entry)}
+        self._take(above, waiting)
+
+    def _sibling_above(self, leaf: str, cluster: str | None) -> Problem | None:
+        """The firing problem of a part above that took in a leaf of the same parent as
+        ``leaf`` (_raise_above), if any."""
+        topo = self.topology
+        assert topo is not None
+        ups = set(topo.parent_of(leaf))
+        for p in self.problems.values():
+            taken = p.extra.get("leaves") if p.status == "firing" else None
+            if taken and p.kind == "network" and p.cluster == cluster and any(
+                    ups.intersection(topo.parent_of(t)) for t in taken):
+                return p
+        return None
+
+    def _fired_leaf(self, leaf: str, first: Finding) -> tuple[list[Finding], Any] | None:
+        """(its active findings, (heard, troubled, shape)) of a leaf isolated already as a
+        switch, with the part-above shape (_spine_shape) and still failing, whose trouble
+        began at most two look-backs (152 s) from ``first``'s; else None.
+
+        A spine's leaves cross the line one after another when the flows through it reach
+        them at different rates: the first leaf's window closed alone (a leaf isolation),
+        and the later leaves' windows did not count it -- four leaves drained, or two, and
+        the spine never named (fabric13's open shape)."""
+        p = self.problems.get(self.dedup_key(ISOLATION, "network", Scope.of_switch(leaf),
+                                             first.cluster))
+        if (p is None or p.status != "firing" or p.cause != "switch" or "leaves" in p.extra
+                or abs(first.onset_ts - p.onset_ts) > 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+                or not self._still_failing(p)):
+            return None
+        active = []
+        for key in p.active:
+            signal, _, unit = key.partition("@")
+            g = self._device.get(unit, {}).get(signal)
+            if g is not None and g.scope.node is not None:
+                active.append(g)
+        troubled = {g.scope.node for g in active if g.scope.node is not None}
+        shape = self._spine_shape(leaf, troubled)
+        if shape is None:
+            return None
+        topo = self.topology
+        assert topo is not None
+        heard = troubled | {n for n in topo.nodes_under(leaf)
+                            if self.seen is None or self.seen(n, "nic")}
+        return active, (heard, troubled, shape)
+
+    def _part_above(self, leaf: str, leaves: dict[str, Any], first: Finding
                     ) -> tuple[set[str], set[str]] | None:
         """(the lowest parts above ``leaf`` failing, the leaves failing under them) or None.
 
         ``leaves`` maps a leaf to (heard, troubled, shape) or None once looked at (filled in
-        here: a leaf whose window is open and that fails with the part-above shape).  Up from
+        here: a leaf whose window is open and that fails with the part-above shape, or one
+        isolated already with it, its trouble begun near ``first``'s: _fired_leaf).  Up from
         the leaf, tier by tier, a switch is failing when more of the leaves below it fail
         than below the tier beneath (it explains more) and at least two of its children do
         (a leaf by its shape, a switch by two of its leaves): a spine over four erring leaves;
@@ -1590,6 +1914,10 @@ class Correlator:
                     shape = self._spine_shape(s, troubled) if len(troubled) >= need else None
                     if shape is not None:
                         leaves[s] = (heard, troubled, shape)
+                else:
+                    fired = self._fired_leaf(s, first)
+                    if fired is not None:
+                        leaves[s] = fired[1]
             return leaves[s] is not None
 
         parts, failing = {leaf}, {leaf}
@@ -1622,8 +1950,7 @@ class Correlator:
         extra: dict[str, Any] = {
             "leaves": sorted(leaves),
             "ports_erring_per_leaf": {
-                leaf: f"{e} of {n} ports of {len(t)} of {len(h)} nodes"
-                for leaf, (h, t, (e, n)) in leaves.items()},
+                leaf: _erring_ports(h, t, shape) for leaf, (h, t, shape) in leaves.items()},
             "recommended_because": (
                 f"{len(leaves)} leaves under {part} fail at once, each node erring on a fraction "
                 f"of its ports ({erring} of {ports}), none with a link down: flows hashed over "
@@ -1721,14 +2048,31 @@ class Correlator:
         """NIC trouble on many nodes at once and no topology to name the part: one page."""
         nodes = sorted(troubled)
         scope = self._group_scope(("fabric", ""))
+        listed = f"{', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''}"
         extra = {"nodes_affected": len(nodes), "nodes_heard_from": len(heard),
                  "affected_nodes": nodes[:16],
                  "why_escalated": (f"network trouble on {len(nodes)} nodes at once: a shared "
                                    "part (switch, cable bundle, fabric manager) is likely; no "
                                    "topology to attribute it"),
-                 "next_diagnostic": (f"check the switches and fabric manager serving "
-                                     f"{', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''}"
+                 "next_diagnostic": (f"check the switches and fabric manager serving {listed}"
                                      "; give faultline a topology to name the part")}
+        rails: dict[str, set[str]] = {}
+        for _, f in waiting:
+            if f.scope.nic is not None and f.scope.node in troubled:
+                rails.setdefault(f.scope.nic, set()).add(f.scope.node)
+        nic, on = max(rails.items(), key=lambda kv: (len(kv[1]), kv[0]), default=("", set()))
+        if 2 * len(on) > len(nodes):
+            # Most of them in trouble on the same port name: one rail's switch (review round
+            # 12, F2) -- its ports to those nodes, not each node's NIC.
+            extra["rail"] = f"{nic} on {len(on)} of {len(heard)} nodes"
+            extra["why_escalated"] = (
+                f"{nic} in trouble on {len(on)} of the {len(heard)} nodes heard from at once: "
+                "in a rail-optimised fabric one switch takes that port of every node (its "
+                "firmware, port configuration or power); no topology to name it")
+            extra["next_diagnostic"] = (
+                f"check the switch ports facing {nic} of {listed} (the rail's leaf: "
+                "ibdiagnet, or the switch's port rates and counters); give faultline a "
+                "topology to name the switch")
         summary = first._replace(scope=scope, tenant=None, job=None,
                                  severity=min(0.95, 0.5 + len(nodes) / (2 * max(len(heard), 1))))
         p = self._raise(ESCALATION, "network", "unknown", scope, summary, out, detected_ts=due,
@@ -1777,6 +2121,14 @@ class Correlator:
 # How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a
 # decayed count of cap_samples samples after its onset (~55 s at 5 s, ~140 s at 10 s).
 FACILITY_CAP_MEMORY = 4.0
+
+
+def _erring_ports(heard: set[str], troubled: set[str], shape: tuple[int, int]) -> str:
+    """A leaf's share of erring ports under a part above it (the evidence, per leaf)."""
+    return f"{shape[0]} of {shape[1]} ports of {len(troubled)} of {len(heard)} nodes"
+
+
+_CAP_SIGNALS = ("throttle_seen", "throttle_minor", "throttle")  # (Correlator._capped)
 
 
 def _baseline(slow: Finding) -> float:

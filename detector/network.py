@@ -68,7 +68,7 @@ from typing import Any
 from detector.alerts import Scope
 from detector.events import MAX_RATE_GBPS, NIC_COUNTERS, NicSample
 from detector.findings import Finding
-from detector.port_names import MIXED, PortName, PortNames, standing
+from detector.port_names import _DIGITS, MIXED, PortName, PortNames, standing
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
 from detector.thresholds import Thresholds
 from models.counters import CounterDeltas, delta_reader
@@ -82,7 +82,6 @@ _ERRORS = tuple(_IDX[n] for n in ("symbol_errors", "rcv_errors", "packet_seq_err
                                   "out_of_sequence"))
 _E0, _E1, _E2, _E3 = _ERRORS
 _NEVER = float("-inf")  # a port's last_ts before its first sample
-_DIGITS = str.maketrans("", "", "0123456789")
 # How many other ports of its name family and rate must agree (at the node's pace, or at a
 # higher negotiated rate) before one node's ports alone judge a port: a GB200 tray's four
 # RoCE netdevs are one and three; a node of two fabric ports and a frontend cannot tell.
@@ -182,7 +181,7 @@ class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
     __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
-                 "_told_s")
+                 "_told_s", "_retrained")
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
@@ -196,10 +195,14 @@ class NodeNics:
         self._paced: dict[tuple[str, float], list[int]] | None = None
         self._ref_gbps = 0.0          # median throughput of the node's ports, refreshed ~1/s
         self._ref_ts = float("-inf")
-        # The highest negotiated rate of the node's ports: a port below it is looked at on
-        # every sample (_rate), one at it (every port of a uniform node) costs a comparison.
+        # The highest negotiated rate of the node's ports, or one a port held (_Port.held):
+        # a port below it is looked at on every sample (_rate), one at it (every port of a
+        # uniform node) costs a comparison.
         self._top = 0.0
         self._told_s = 0.0  # the NIC sampling interval told last for the node (_tell_interval)
+        # Most of the node's ports retrained lower together, told as one node finding
+        # (_node_retrained): its family, or "" while nothing is told.
+        self._retrained = ""
 
     @property
     def last_ts(self) -> float:
@@ -324,6 +327,8 @@ class NodeNics:
             rate = 0.0  # no link trains at it: unknown, never a reference (decode refuses it)
         if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
             self._new_rate(p, rate, ts, cfg)
+            if self._retrained == p.family and not self._fell_together(p.family, cfg):
+                self._tell_retrained(s, out)
         if back:
             p.rate_low = 0  # a reboot: its links train again
         # Link up, no flap, no error, nothing raised decides nothing in _link and _errors.
@@ -384,7 +389,7 @@ class NodeNics:
             self._vote(p, 0, cfg)
             self._names.rate(p, p.rate, 0.0)
         if gone:
-            self._top = max((o.rate for o in self._ports.values()), default=0.0)
+            self._top = max((max(o.rate, o.held) for o in self._ports.values()), default=0.0)
 
     def withdraw(self, cfg: Thresholds) -> None:
         """The node is forgotten (Monitors.prune_units): its ports' votes go with it."""
@@ -409,7 +414,9 @@ class NodeNics:
         if rate > self._top:
             self._top = rate
         elif old == self._top:
-            self._top = max(o.rate for o in self._ports.values())
+            # (A rate a port held counts: every port of a node fallen from 400 to 200 is
+            # still below it -- _rate looks at them, _fell_together.)
+            self._top = max(max(o.rate, o.held) for o in self._ports.values())
 
     def _rate(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port up at a negotiated rate below its node's other ports of its name family (not
@@ -424,6 +431,11 @@ class NodeNics:
         (IB reports 10 Gb/s) is a link-down case.  A degraded link carries traffic, often at
         its node's pace: its rate is the evidence, not its throughput."""
         rate = p.rate
+        if p.held > rate and p.role >= 0:
+            fell = self._fell_together(p.family, cfg)
+            if p in fell and self._alone_in_falling(fell):
+                self._node_retrained(p, s, fell, cfg, out)
+                return
         faster: dict[float, int] = {}
         same = at = 0  # the other ports of its family at or below its rate; at it
         if rate and p.role >= 0:
@@ -475,6 +487,20 @@ class NodeNics:
             elif hi and p.role > 0:
                 why = ("the topology lists it as a GPU's NIC, and its name is at a higher rate "
                        f"on {hi} of the {hi + lo} other nodes reporting it")
+            elif hi and not at and (peer == 2.0 * rate or peer == 4.0 * rate) \
+                    and faster[peer] >= ALONE_PEERS and self._names.family_names(
+                        p.name, p.family, hi) == same + sum(faster.values()) + 1:
+                # No topology's word (a Slurm topology.conf lists no NICs: review round 12,
+                # F3 -- mlx5_3 at 200 on 5 of 16 nodes paged nowhere): a degraded IB/RoCE
+                # link trains at 1/2 or 1/4 of its siblings' rate (a width 4x -> 2x / 1x, a
+                # speed one generation down), the single port of its family on its node at
+                # it, and its node has as many ports of the family as the nodes where the
+                # name is faster -- one node model.  Another model's port of the name is a
+                # frontend of 1/8 or less (blind3 B1: 25G beside 200G rails), or its node
+                # has another port count.
+                why = (f"it runs at 1/{peer / rate:g} of {faster[peer]} ports of its family "
+                       f"on its node, and its name is at a higher rate on {hi} of the "
+                       f"{hi + lo} other nodes reporting it, of as many ports as its own")
         elif p.role > 0:
             why = "the topology lists it as a fabric port"
         elif p.peer >= cfg.nic_peer_share and not at and faster[peer] >= ALONE_PEERS:
@@ -499,6 +525,77 @@ class NodeNics:
                 "rate_gbps": rate, "peer_rate_gbps": peer,
                 "node_ports_faster": f"{n} of the node's {n + same} other ports of its name family",
                 "judged_because": why}, onset=p.rate_ts)
+
+    def _fell_together(self, family: str, cfg: Thresholds) -> list[_Port]:
+        """The node's ports of ``family`` (up, not storage or management by the topology)
+        that fell from a rate they held and retrained lower within ``nic_rate_hold_s`` of
+        the median such fall -- when they are at least two and most of the family's ports;
+        else [].  No node model changes its NICs mid-job: most of a node's ports halving
+        at once is the node's (its HCA firmware reset to another configuration, a driver
+        reload, its ports' config on the switch side), one event, where one port falling
+        beside siblings at the old rate is that link degraded (review round 12, F4)."""
+        ports = [o for o in self._ports.values()
+                 if o.family == family and o.role >= 0 and not o.down and o.rate]
+        fell = sorted((o for o in ports if o.held > o.rate), key=lambda o: o.rate_since)
+        if len(fell) < 2:
+            return []
+        mid = fell[(len(fell) - 1) // 2].rate_since
+        fell = [o for o in fell if abs(o.rate_since - mid) <= cfg.nic_rate_hold_s]
+        return fell if len(fell) >= 2 and 2 * len(fell) > len(ports) else []
+
+    @staticmethod
+    def _alone_in_falling(fell: list[_Port]) -> bool:
+        """Whether the other nodes reporting the fallen ports' names keep them faster, most
+        of them (or none reports them: the node's own history decides).  The same ports of
+        every node falling at once is the fabric's configuration -- the name's share
+        decides then, as before (tests/test_fabric_round12.py)."""
+        hi = lo = 0
+        for o in fell:
+            e = o.name
+            if e.kept:
+                for r, n in e.rates.items():
+                    if r > o.rate:
+                        hi += n
+                    else:
+                        lo += n
+                lo -= 1  # (its own)
+        return hi > lo or not hi + lo
+
+    def _node_retrained(self, p: _Port, s: NicSample, fell: list[_Port], cfg: Thresholds,
+                        out: list[Finding]) -> None:
+        """A port among most of its node's that retrained lower together (_fell_together):
+        held below for ``nic_rate_samples`` samples over ``nic_rate_hold_s`` (a reboot's
+        passing rate is not it), the node is told once -- one node finding, not a link_rate
+        per port (the correlator makes it one node alert, as every port down at once)."""
+        ts = s.ts
+        if not p.rate_low:
+            p.rate_ts = ts
+        p.rate_low += 1
+        if self._retrained or p.rate_low < cfg.nic_rate_samples \
+                or ts - p.rate_ts < cfg.nic_rate_hold_s:
+            return
+        ports = sum(1 for o in self._ports.values()
+                    if o.family == p.family and o.role >= 0 and not o.down and o.rate)
+        held, rate = max(o.held for o in fell), min(o.rate for o in fell)
+        evidence: dict[str, Any] = {
+            "ports_retrained": f"{len(fell)} of the node's {ports} ports of its name family",
+            "nics": sorted(str(o.scope.nic) for o in fell)[:16],
+            "rate_gbps": rate, "held_gbps": held,
+            "judged_because": (f"most of the node's ports fell from {held:g} Gb/s to {rate:g} "
+                               "together mid-job: the node's HCAs (firmware, driver) or its "
+                               "switch ports' configuration, not a cable each")}
+        if p.interval_s > 0.0:
+            evidence["sample_interval_s"] = round(p.interval_s, 2)
+        self._retrained = p.family
+        out.append(Finding(ts, min(o.rate_since for o in fell), "link_rate", "network", "nic",
+                           Scope.of_node(self.node), True, True, 0.8, evidence, None, s.tenant,
+                           s.cluster))
+
+    def _tell_retrained(self, s: NicSample, out: list[Finding]) -> None:
+        """The node's ports no longer mostly retrained lower together: its finding clears."""
+        self._retrained = ""
+        out.append(Finding(s.ts, s.ts, "link_rate", "network", "nic", Scope.of_node(self.node),
+                           False, True, 0.0, {}, None, s.tenant, s.cluster))
 
     def _judged(self, p: _Port) -> bool:
         """May this port, slow against its node and never (lately) at its pace, be judged

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+from detector.throttle import NO_REFERENCE
+
 
 class NodeTemps:
     """Latest temperature of each GPU of one node, and their median refreshed once a second.
@@ -16,9 +18,12 @@ class NodeTemps:
 
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
-                 "times", "pending")
+                 "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
+                 "cap_depth", "cap_busy")
 
     def __init__(self) -> None:
+        self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
+        #                              gpu_temp_c optional -- review round 12 P3)
         self.temps: dict[int, float] = {}
         self.times: dict[int, float] = {}  # GPU -> time of its latest temperature (``temps``)
         self.pending: dict[int, list[float]] = {}  # GPU -> [ts, temp_c, excess before, state,
@@ -39,12 +44,24 @@ class NodeTemps:
         self.idle: set[int] = set()        # GPUs whose latest sample was idle (0x1)
         self.capping: dict[int, float] = {}  # GPU -> onset of its run of samples with only a
         #                                      SW power cap set and the clock clock_drop down
+        self.cap_drop: dict[int, float] = {}  # GPU in ``capping`` -> its latest clock drop
+        self.sw_cap: dict[int, float] = {}  # GPU -> onset of its run of samples with 0x4 set,
+        #                                     at any depth (a light stage under a rack cap)
+        self.loaded: dict[int, float] = {}  # GPU -> when its load last began (its first
+        #                                     sample, or its first after idle)
+        self.busy_told = False             # a busy GPU on the node told (``gpus_busy``)
         self.peers_ts = float("-inf")      # when ``peers`` was last counted (once a second)
         self.peers: list[float] = []       # onsets of the busy GPUs' caps, by time, when
-        #                                    every busy GPU is capping ([] if one runs free)
+        #                                    every busy GPU is under the cap ([] if one runs free)
+        self.cap_depth = 0.0               # the median clock drop of those GPUs (upper)
+        self.cap_busy = 0                  # how many busy GPUs the node had then
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
+        self.gpus.discard(gpu)
+        self.cap_drop.pop(gpu, None)
+        self.sw_cap.pop(gpu, None)
+        self.loaded.pop(gpu, None)
         self.temps.pop(gpu, None)
         self.times.pop(gpu, None)
         self.pending.pop(gpu, None)
@@ -53,7 +70,7 @@ class NodeTemps:
         self.braking.discard(gpu)
         self.heating.pop(gpu, None)
         self.heat_gpus.discard(gpu)
-        return not self.temps
+        return not self.gpus
 
     def node_fault_open(self) -> bool:
         """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
@@ -73,24 +90,57 @@ class NodeTemps:
         b = self.braking
         return len(b) >= 2 and len(b) >= len(self.temps) and b.issuperset(self.temps)
 
-    def cap_shared(self, onset: float, ts: float, window_s: float) -> int:
+    def cap_shared(self, gpu: int, onset: float, drop: float, ts: float, window_s: float,
+                   margin: float) -> int:
         """How many busy GPUs of the node (the asking one among them) are held by the same SW
-        power cap as a GPU whose run of capped samples began at ``onset``: 0 unless every busy
-        GPU's latest sample is capped (``capping``; idle GPUs, 0x1, have no load to cap), else
-        those whose runs began within ``window_s`` of ``onset`` -- 0 again if fewer than two.
-        A GPU capped on every loaded sample so far (no clock baseline: how deep, unknown) is
-        under the cap, never alike.  A GPU capped alone among GPUs running free, or long
-        before its siblings (already its own fault when a cap came for all), is judged on
-        its own.  Counted once a second: a node's GPUs number what the input says, and every
-        GPU under its cap asks."""
+        power cap as ``gpu``, whose run of capped samples began at ``onset`` with its clock
+        ``drop`` down now: 0 when it is judged on its own.
+
+        0 unless every busy GPU (idle ones, 0x1, have no load to cap) is under the cap: its
+        clock held down (``capping``), or 0x4 on its latest sample from a run begun with the
+        others' (a lighter stage loses less clock under the same limit: review round 12 P5;
+        0x4 since long before with no loss is routine capping at its own limit -- free).
+        Then those whose runs began within ``window_s`` of ``onset`` -- or all of them for a
+        GPU whose load began under the cap already held (its run begins when its load does:
+        P4) -- unless its clock is held ``margin`` deeper than most of the node's GPUs under
+        the cap (than their upper median drop: one model, one limit -- stages of unequal
+        power density apart by up to ~9 points, P5; 18 points deeper is its own, P2).
+        1: the node's only busy GPU, alone under the cap -- its peers are other nodes'
+        (the correlator's _node_cap).  A GPU capped on every
+        loaded sample so far (no clock baseline: how deep, unknown) is under the cap, never
+        alike.  The node's summary is counted once a second: a node's GPUs number what the
+        input says, and every GPU under its cap asks."""
         if ts - self.peers_ts >= 1.0:
             self.peers_ts = ts
-            capping, idle = self.capping, self.idle
-            free = any(g not in capping and g not in idle for g in self.temps)
-            self.peers = [] if free else sorted(t for g, t in capping.items() if g not in idle)
+            self._count_cap(window_s)
         onsets = self.peers
+        if not onsets:
+            return 0
+        if len(onsets) >= 2 and drop > self.cap_depth + margin:
+            return 0  # held far deeper than its siblings under the same limit
+        if self.cap_busy == 1:
+            return 1
         alike = bisect_right(onsets, onset + window_s) - bisect_left(onsets, onset - window_s)
+        loaded = self.loaded.get(gpu, NO_REFERENCE)
+        if alike < len(onsets) and onset - loaded <= window_s and bisect_left(
+                onsets, loaded) - bisect_right(onsets, NO_REFERENCE) >= len(onsets) - 1:
+            alike = len(onsets)  # loaded under a cap every other busy GPU was already under
         return alike if alike >= 2 else 0
+
+    def _count_cap(self, window_s: float) -> None:
+        """``peers``, ``cap_depth`` and ``cap_busy`` from the GPUs' latest samples."""
+        capping, idle, sw = self.capping, self.idle, self.sw_cap
+        busy = [g for g in self.gpus if g not in idle]
+        known = [t for g, t in capping.items() if g not in idle and t > NO_REFERENCE]
+        first = min(known) - window_s if known else NO_REFERENCE
+        if any(g not in capping and (g not in sw or sw[g] < first) for g in busy) \
+                or not any(g in capping for g in busy):
+            self.peers = []
+            return
+        self.peers = sorted(capping.get(g, NO_REFERENCE) for g in busy)
+        drops = sorted(self.cap_drop[g] for g in busy if g in self.cap_drop)
+        self.cap_depth = drops[len(drops) // 2] if drops else 0.0
+        self.cap_busy = len(busy)
 
     def poll_median(self, ts: float, within_s: float) -> float | None:
         """The median temperature of the node's GPUs sampled since ``ts - within_s`` (the poll
@@ -98,16 +148,21 @@ class NodeTemps:
         fewer than 4).  :meth:`reference` mixes polls: a GPU sampled early in its poll sees
         its siblings' samples of the previous one."""
         since = ts - within_s
-        times = self.times
-        same = [t for g, t in self.temps.items() if times.get(g, since - 1.0) >= since]
-        if len(same) < 4 or 2 * len(same) <= len(self.temps):
+        times, idle = self.times, self.idle
+        same = [t for g, t in self.temps.items()
+                if times.get(g, since - 1.0) >= since and g not in idle]
+        if len(same) < 4 or 2 * len(same) <= len(self.temps) - len(idle):
             return None
         same.sort()
         return same[len(same) // 2]
 
     def reference(self, ts: float) -> float:
         if ts - self.median_ts >= 1.0:
-            t = sorted(self.temps.values())
+            # Busy GPUs only: an idle GPU (0x1) draws a tenth of the power, so a busy one
+            # beside idle siblings is not hot against them (thermal13).
+            idle = self.idle
+            t = sorted([v for g, v in self.temps.items() if g not in idle] if idle
+                       else self.temps.values())
             self.median_c = t[len(t) // 2] if len(t) >= 4 else float("inf")
             self.median_ts = ts
         return self.median_c

@@ -126,6 +126,18 @@ class PortNames:
         switch = topo.switch_of(node, nic)
         return 1 if switch is not None and (node, nic) in topo.nics_under(switch) else 0
 
+    def family_names(self, name: PortName, family: str, least: int) -> int:
+        """How many names of ``family`` (``name``'s cluster and port number) at least
+        ``least`` nodes report at a known rate: the port count of a family on the nodes a
+        name's share is read from (one node model's, where it equals a node's own)."""
+        key = name.key
+        if key is None:
+            return 0
+        cluster, _, port = key
+        return sum(1 for (c, nic, n), e in self._names.items()
+                   if c == cluster and n == port and nic.translate(_DIGITS) == family
+                   and sum(e.rates.values()) >= least)
+
     def valid(self, cfg: Thresholds) -> bool:
         """A restored table is a bounded map of well-formed names (detector.statecodec)."""
         return type(self._names) is dict and len(self._names) <= max(cfg.nic_port_names, 0) \
@@ -135,6 +147,10 @@ class PortNames:
                     and all(type(r) is float and type(n) is int and n > 0
                             for r, n in e.rates.items())
                     for k, e in self._names.items())
+
+
+# A NIC name to its family: mlx5_3 -> "mlx_", ibp12s0 -> "ibps".
+_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _count(rates: dict[float, int], rate: float, n: int) -> None:

@@ -27,9 +27,13 @@ against its own baseline alone: a SW cap holding *every* busy GPU of the node (i
 its rack's power limit lowered -- facility power management, every rank slower alike --
 and each GPU's sustained verdict is evidence (``not_recommended_because``), no page (blind3
 B2: a rack capped 700 -> 500 W was one isolation per GPU).  A GPU capped while a sibling
-runs free, or long before its siblings, is judged alone as before; one still held down once
-its siblings are back counts afresh, on its own; and a rank slower than its peers under
-the shared cap is still its GPU's fault (the correlator's impact rule, ``power_cap``).
+runs free (no 0x4, or 0x4 since long before: routine capping at its own limit), long before
+its siblings, or ``cap_clock_drop`` deeper than most of them, is judged alone as before; one
+still held down once its siblings are back counts afresh, on its own; and a rank slower than
+its peers under the shared cap is still its GPU's fault (the correlator's impact rule,
+``power_cap``).  Which limit a node's shared cap is -- a rack's, or the node's own while
+other nodes run free -- only the nodes compared say: the verdict carries
+``gpus_under_cap`` and the correlator decides (``Correlator._node_cap``).
 
 A never-routine *power* reason (0x80 HW power brake, 0x8 HW slowdown on a GPU that is not
 hot) on every GPU of a node at once is one node fault -- the node's power supply or board
@@ -62,6 +66,8 @@ is thermal when the GPU is hot and power otherwise.
 
 
 from __future__ import annotations
+
+import math
 
 from river import stats
 
@@ -251,21 +257,29 @@ class GpuThermal:
             self._power_cap(s, heavy, bits, drop, base, cfg, out)
         else:  # (_power_cap's common case, inline: this runs for every sample)
             self._heavy = (self._heavy if self._heavy < 0 else 0) - 1
-        gpu = self.scope.gpu
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
         node = self._node
         idle = (s.throttle or 0) & GPU_IDLE
-        if idle:
-            node.idle.add(gpu)  # type: ignore[arg-type]
-        elif node.idle:
-            node.idle.discard(gpu)  # type: ignore[arg-type]
+        if gpu not in node.gpus or (gpu in node.idle) != bool(idle):
+            self._load_changed(s, gpu, bool(idle), out)
         if heavy or (bits == SW_POWER_CAP and base <= 0.0):
             # Under a SW cap: how deep, unknown on a GPU capped on every loaded sample so far
             # (no clock baseline) -- under it all the same, not free, never alike (-inf).
-            node.capping[gpu] = self._heavy_onset if heavy else NO_REFERENCE  # type: ignore[index]
-            self._quiet_bits = -1  # (its next sample updates the node's capping)
+            node.capping[gpu] = self._heavy_onset if heavy else NO_REFERENCE
+            if heavy:
+                node.cap_drop[gpu] = drop
+            else:
+                node.cap_drop.pop(gpu, None)
+        elif node.capping:
+            node.capping.pop(gpu, None)
+            node.cap_drop.pop(gpu, None)
+        if bits & SW_POWER_CAP:
+            if gpu not in node.sw_cap:
+                node.sw_cap[gpu] = s.ts
+            self._quiet_bits = -1  # (its next sample updates the node's caps)
         else:
-            if node.capping:
-                node.capping.pop(gpu, None)  # type: ignore[arg-type]
+            if node.sw_cap:
+                node.sw_cap.pop(gpu, None)
             self._quiet_bits = idle
         seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
                 bool(bits) and drop >= cfg.clock_drop)
@@ -337,7 +351,7 @@ class GpuThermal:
             self._bad = 0
             if not capped:
                 self._good += 1
-        sustained = capped and self._cap.value(s.ts) >= cfg.cap_samples
+        sustained = capped and self._cap.value(s.ts) >= self._cap_limit(cfg)
         minor = (bool(bits) and not bad and not heavy and not sustained
                  and drop >= cfg.clock_drop / 5)
         if minor != self._minor:
@@ -360,7 +374,8 @@ class GpuThermal:
                        f"baseline for {self._bad} samples" if never_routine else
                        f"SW power cap with clock loss sustained past the limit: >= "
                        f"{cfg.cap_clock_drop:.1%} below baseline on "
-                       f"{self._cap.value(s.ts):.0f} recent samples (limit {cfg.cap_samples:.0f})")
+                       f"{self._cap.value(s.ts):.1f} recent samples (limit "
+                       f"{self._cap_limit(cfg):.1f} at a {self._interval_s:g} s interval)")
             evidence = {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
                         "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
                         "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
@@ -386,10 +401,15 @@ class GpuThermal:
             elif gpu in node.heat_gpus:
                 own = False  # evidence of its node's heat
             elif not never_routine:
-                alike = node.cap_shared(self._heavy_onset, s.ts, cfg.impact_onset_s)
-                if alike:
+                alike = node.cap_shared(gpu, self._heavy_onset, drop, s.ts, cfg.impact_onset_s,
+                                        cfg.cap_clock_drop)
+                evidence["gpus_under_cap"] = alike  # (the correlator compares the nodes:
+                #   Correlator._node_cap; 1: the node's only busy GPU, its verdict unless
+                #   another node's cap began with it)
+                if alike > 1:
                     # The same cap on every busy GPU of the node, begun together: the node's
-                    # or its rack's power limit lowered, not this GPU failing (blind3 B2).
+                    # or its rack's power limit lowered, not this GPU failing (blind3 B2) --
+                    # or the node's own limit, when other nodes run free beside it.
                     own = False
                     self._shared = True
                     del evidence["recommended_because"]
@@ -399,11 +419,13 @@ class GpuThermal:
                         f"node or rack power limit, not this GPU's fault; its rank slower than "
                         f"its peers, or its clock held down after theirs is back, would be "
                         f"({because})")
+                elif not alike:
+                    del evidence["gpus_under_cap"]
             out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
         elif self._shared and (not heavy or not node.cap_shared(
-                self._heavy_onset, s.ts, cfg.impact_onset_s)):
+                gpu, self._heavy_onset, drop, s.ts, cfg.impact_onset_s, cfg.cap_clock_drop)):
             # The node's cap no longer holds every busy GPU alike (or this one is back): the
             # shared cap is over.  A GPU still held down counts afresh, now on its own -- a
             # supply that cannot keep up is a clock loss sustained as an exception, and the
@@ -411,6 +433,37 @@ class GpuThermal:
             self._clear_throttle(s, out)
         elif self._active and self._good >= cfg.throttle_clear_samples:
             self._clear_throttle(s, out)
+
+    def _cap_limit(self, cfg: Thresholds) -> float:
+        """The decayed count of capped samples that makes a SW cap's clock loss sustained:
+        ``cap_samples``, or where the sampling interval ``dt`` makes that unreachable (the
+        count of a GPU held down on every sample settles at 1 / (1 - 2**(-dt / half-life)):
+        6.3 at dcgm-exporter's 30 s, review round 12 X1) 80 % of that -- the loss held on
+        most samples for about 4.5 minutes (10 samples at 30 s, 15 at 20 s).  At 14 s or
+        faster, ``cap_samples`` (~11 s at 1 Hz, ~140 s at 10 s)."""
+        dt = self._interval_s
+        if dt <= 0.0:
+            return cfg.cap_samples
+        return min(cfg.cap_samples, 0.8 / (1.0 - math.exp2(-dt / cfg.cap_half_life_s)))
+
+    def _load_changed(self, s: ThermalSample, gpu: int, idle: bool, out: list[Finding]) -> None:
+        """A GPU heard for the first time, or going idle (0x1) or loaded again: the node's idle
+        set and when its load began (``NodeTemps.loaded``), and ``gpus_busy`` told when the
+        node's having a busy GPU changes -- the correlator's view of which nodes run free
+        beside one under a power cap (Correlator._node_cap)."""
+        node = self._node
+        node.gpus.add(gpu)
+        if idle:
+            node.idle.add(gpu)
+        else:
+            node.idle.discard(gpu)
+            node.loaded[gpu] = s.ts
+        busy = len(node.idle) < len(node.gpus)
+        if busy != node.busy_told:
+            node.busy_told = busy
+            out.append(Finding(s.ts, s.ts, "gpus_busy", "slow_node", "power",
+                               Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+                               busy, False, 0.0, {}, None, s.tenant, s.cluster))
 
     def _clear_throttle(self, s: ThermalSample, out: list[Finding]) -> None:
         """The GPU's throttle finding cleared (and its node's, when it was the last GPU of a

@@ -8,12 +8,15 @@ needs; they are strict xfails until faultline does it (/work/helpers/blind5-find
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
 
 from bench.blind5 import measure
 from bench.blind5 import score as sc
+from bench.blind5.story import STORIES
 
 CASES = Path(__file__).resolve().parents[1] / "bench" / "blind5" / "cases"
 
@@ -41,7 +44,8 @@ def test_every_case_replays(tmp_path):
     """The harness itself (not an xfail): each case is there with its labels."""
     want = {"twin-nics-one-leaf": 2, "power-limit-wrong-node": 1, "loss-sdc-one-replica": 1,
             "longctx-slow-gpu": 1, "rl-bimodal-healthy": 0, "fan-two-gpus-one-node": 1,
-            "leaf-upgrade-second-flap": 1}
+            "leaf-upgrade-second-flap": 1, "power-limit-gpu-pages": 1,
+            "job-power-limit-clock-behind": 0}
     assert {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")} == set(want)
     for name, n in want.items():
         assert len(sc.labels_of(CASES / f"{name}.jsonl.gz")) == n, name
@@ -59,9 +63,9 @@ def test_two_nics_of_one_leaf_are_two_nic_alerts(tmp_path):
     assert false_pages(res) == [], "no switch isolation: taking sw-leaf4 out drains 4 nodes"
 
 
-@pytest.mark.xfail(strict=True, reason="E2: a power limit set on one node of a 2-node job "
-                   "(its 8 ranks ~15 % slower, power ~470 W against 700 W on the peer node, "
-                   "SM clock -18 %) raises nothing")
+# (Was a strict xfail, fixed by power14's node-scope cap (Correlator._node_cap): "E2: a power
+# limit set on one node of a 2-node job (its 8 ranks ~15 % slower, power ~470 W against 700 W
+# on the peer node, SM clock -18 %) raises nothing".)
 def test_power_limit_on_one_node_of_two_is_named(tmp_path):
     # TP8 x DP2 on h100n007/008. `nvidia-smi -pl ~470` on h100n008 for ~8 min: its GPUs
     # report 0x4 at ~470 W (every busy H100 here reports 0x4 at ~700 W), clock ~1600 MHz
@@ -71,6 +75,18 @@ def test_power_limit_on_one_node_of_two_is_named(tmp_path):
     hit = caught(res, "pl-wrong")
     assert hit, "a node-scope alert on h100n008"
     assert hit["cause_ok"], "cause power"
+
+
+@pytest.mark.xfail(strict=True, reason="E2b (held-out seed 7): the wrong-node power limit is "
+                   "3 GPU power isolations and a node escalation calling it unknown")
+def test_power_limit_on_one_node_is_one_node_power_page(tmp_path):
+    # The same fault on h100n007 (limit ~500 W): faultline isolates GPUs 1, 3 and 6 as
+    # slow_node/power (0x4, clock -13-15 %) and escalates the node as slow_node/unknown. The
+    # limit was set on the node, all 8 GPUs alike: one node power isolation, nothing beside.
+    alerts, res = run("power-limit-gpu-pages", tmp_path)
+    hit = caught(res, "pl-wrong")
+    assert hit and hit["cause_ok"], "h100n007 named, cause power"
+    assert false_pages(res) == [], "no GPU isolations beside it"
 
 
 @pytest.mark.xfail(strict=True, reason="E3: an SDC seen only in one replica's loss and grad "
@@ -145,3 +161,36 @@ def test_leaf_flap_between_samples_stays_the_leaf(tmp_path):
     alerts, res = run("leaf-upgrade-second-flap", tmp_path)
     assert caught(res, "maint"), "control: tor5 is caught"
     assert false_pages(res) == [], "no node isolation of dgx-b200-17"
+
+
+def _clock_right(src: Path, dst: Path, node: str, shift_s: float) -> None:
+    """The case with one node's clock set right (its records' `ts` moved by `shift_s`)."""
+    with gzip.open(src, "rt", encoding="utf-8") as fh, \
+            gzip.open(dst, "wt", encoding="utf-8") as out:
+        for line in fh:
+            r = json.loads(line)
+            if r["topic"].startswith("telemetry.") and r["value"].get("node") == node:
+                r["value"]["ts"] += shift_s
+            out.write(json.dumps(r) + "\n")
+
+
+@pytest.mark.xfail(strict=True, reason="E9 (new on main with power14's node-scope cap): a "
+                   "job-wide `nvidia-smi -pl 800` is isolated as one node's own power limit "
+                   "when that node's clock is 60-200 s behind")
+def test_job_wide_power_limit_pages_nobody_with_a_clock_behind(tmp_path):
+    # Elastic job B on dgx-b200-09..12 (TP8 x DP4, 1 s NVML collectors on some nodes): the
+    # operator caps all 32 GPUs at 800 W at once for 5-7 min (every rank ~9 % slower alike,
+    # 0x4 everywhere). dgx-b200-11's clock is ~150 s behind, so its cap "begins" ~150 s before
+    # the others' in event time; it is one limit on the whole job. Nothing is wrong.
+    alerts, res = run("job-power-limit-clock-behind", tmp_path)
+    assert [a["scope"] for _t, a in alerts] == []
+
+
+def test_job_wide_power_limit_with_clocks_right_pages_nobody(tmp_path):
+    """Control for E9 (not an xfail): dgx-b200-11's clock set right, the same limit is quiet."""
+    skew = STORIES["ops"](1).nodes["dgx-b200-11"].clock_off_s
+    fixed = tmp_path / "clock-right.jsonl.gz"
+    _clock_right(CASES / "job-power-limit-clock-behind.jsonl.gz", fixed, "dgx-b200-11", -skew)
+    out = tmp_path / "clock-right.alerts.jsonl"
+    measure.replay(fixed, out)
+    assert [a["scope"] for t, a in sc.alerts_of(out) if a.get("status") == "firing"] == []

@@ -37,11 +37,28 @@ def test_one_node_of_nine_at_half_rate_is_still_a_degraded_link():
     assert [f.scope.key for f in found] == ["nic:n4/mlx5_1:1"]
 
 
-def test_two_nodes_of_nine_at_the_lower_rate_are_a_share_not_an_exception():
-    """Two of the other eight at 200 (> one in four of the six at 400): no degraded link."""
+def low_on_three(node, port, i):
+    """mlx5_1 at 200 on n2, n4, n6; every other port at 400."""
+    low = port == "mlx5_1" and node in ("n2", "n4", "n6")
+    return (200.0 if low else 400.0), 300.0, True
+
+
+def test_two_nodes_of_nine_at_the_lower_rate_of_another_port_count_are_a_share():
+    """Two of the other eight at 200 (> one in four of the six at 400), on nodes of another
+    port count (a fifth port: another node model): no degraded link."""
     nodes = [f"n{k}" for k in range(9)]
 
-    def spec(node, port, i):
-        low = port == "mlx5_1" and node in ("n2", "n4", "n6")
-        return (200.0 if low else 400.0), 300.0, True
-    assert rate_findings(run(nodes, [f"mlx5_{k}" for k in range(4)], 8, spec)) == []
+    def ports(node):
+        return [f"mlx5_{k}" for k in range(5 if node in ("n2", "n4", "n6") else 4)]
+    assert rate_findings(run(nodes, ports, 8, low_on_three)) == []
+
+
+def test_three_nodes_of_nine_at_half_rate_beside_their_three_rails_are_degraded_links():
+    """The same rate on nodes of the same port count, at half of their three other ports:
+    as many degraded links (was "a share, not an exception" until review round 12's F3 --
+    mlx5_3 at 200 on 5 of 16 nodes with a Slurm topology paged nowhere; room fabric14: a
+    node model's port of the name is a frontend of 1/8 or less, or its node has another
+    port count)."""
+    nodes = [f"n{k}" for k in range(9)]
+    found = rate_findings(run(nodes, [f"mlx5_{k}" for k in range(4)], 8, low_on_three))
+    assert sorted(f.scope.key for f in found) == [f"nic:{n}/mlx5_1:1" for n in ("n2", "n4", "n6")]

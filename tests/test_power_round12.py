@@ -117,9 +117,11 @@ def test_a_gpu_capped_long_before_its_siblings_is_its_own_fault() -> None:
     # GPU 7 of node-000 capped from 20 s, its node-mates only from 100 s (a facility cap
     # arriving on a GPU already failing): GPU 7 is isolated on its own, the others' later
     # sustained caps are the facility's (they began together, apart from GPU 7's).
+    # (power14: the facility cap holds node-001 too -- with node-001 running free beside it,
+    # node-000's cap would be its own, one node page: review round 12 P1.)
     def early(n: int, g: int, t: float) -> str:
         if n:
-            return FREE
+            return CAP if 100.0 <= t < 400.0 else FREE
         return CAP if (g == 7 and t >= 20.0) or 100.0 <= t < 400.0 else FREE
 
     assert firing(node_polls(early)) == [(ISOLATION, "slow_node", "power", "gpu:node-000/7")]

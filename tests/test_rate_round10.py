@@ -30,22 +30,23 @@ RAILS = [f"mlx5_{k}" for k in range(4)]
 Spec = Callable[[str, str, int], tuple[float | None, float, bool]]  # -> (rate, Gb/s, up)
 
 
-def run(nodes: list[str], ports: list[str], samples: int, spec: Spec, *,
-        gap_after: int | None = None) -> list[Finding]:
-    """Every node's ports sampled every INTERVAL s at its own phase, in time order, through
-    one worker's NodeNics (one PortNames); ``spec(node, port, i)`` gives a sample's rate,
-    throughput and link state.  ``gap_after``: the nodes go silent for 10 min after that
-    sample (a reboot: counters from zero)."""
+def run(nodes: list[str], ports: list[str] | Callable[[str], list[str]], samples: int,
+        spec: Spec, *, gap_after: int | None = None) -> list[Finding]:
+    """Every node's ports (``ports``, or ``ports(node)``) sampled every INTERVAL s at its own
+    phase, in time order, through one worker's NodeNics (one PortNames); ``spec(node, port,
+    i)`` gives a sample's rate, throughput and link state.  ``gap_after``: the nodes go silent
+    for 10 min after that sample (a reboot: counters from zero)."""
     recs = []
     for n, node in enumerate(nodes):
-        total = dict.fromkeys(ports, 0)
+        names = ports(node) if callable(ports) else ports
+        total = dict.fromkeys(names, 0)
         for i in range(samples):
             ts = T0 + 0.37 * n + i * INTERVAL
             if gap_after is not None and i > gap_after:
                 ts += 600.0
                 if i == gap_after + 1:
-                    total = dict.fromkeys(ports, 0)
-            for k, name in enumerate(ports):
+                    total = dict.fromkeys(names, 0)
+            for k, name in enumerate(names):
                 rate, gbps, up = spec(node, name, i)
                 total[name] += int(gbps * INTERVAL / 8 * 1e9)
                 half = total[name] // 2

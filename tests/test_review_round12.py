@@ -40,12 +40,11 @@ def _firing(alerts: list) -> list[tuple[str, str, str, str]]:
     return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared looks at one node only -- a SW power cap holding "
-    "all 8 GPUs of node-000 while the 24 GPUs of its 3 neighbours, under the same load, run "
-    "free (a PSU lost and the BMC capping the node; no facility cap reaches one node of "
-    "four) is 'a node or rack power limit' and pages nobody for 340 s (e657559: 8 "
-    "slow_node/power isolations on node-000's GPUs at +200 s)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared looks at one
+# node only -- a SW power cap holding all 8 GPUs of node-000 while the 24 GPUs of its 3
+# neighbours, under the same load, run free (a PSU lost and the BMC capping the node; no
+# facility cap reaches one node of four) is 'a node or rack power limit' and pages nobody for
+# 340 s (e657559: 8 slow_node/power isolations on node-000's GPUs at +200 s))
 def test_one_node_capped_while_its_neighbours_run_free_is_paged() -> None:
     def one_node(n: int, g: int, t: float) -> str:
         return CAP if n == 0 and 60.0 <= t < 400.0 else FREE
@@ -96,12 +95,11 @@ def clocks(share: dict[tuple[int, int], float]) -> list:
     return cap_polls(lambda n, g, t: share.get((n, g), 0.88))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared counts siblings by when their caps began, never "
-    "by how deep: under a rack cap that holds 15 GPUs 12 % down, GPU 3 of node-000 held 30 "
-    "% down (drawing more power per clock: leakage, a VRM, a power sensor reading high) is "
-    "'the same SW power cap' and pages nobody without step telemetry (e657559: all 16 GPUs "
-    "isolated -- GPU 3 among them)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared counts siblings
+# by when their caps began, never by how deep: under a rack cap that holds 15 GPUs 12 % down,
+# GPU 3 of node-000 held 30 % down (drawing more power per clock: leakage, a VRM, a power
+# sensor reading high) is 'the same SW power cap' and pages nobody without step telemetry
+# (e657559: all 16 GPUs isolated -- GPU 3 among them))
 def test_a_gpu_capped_far_deeper_than_its_siblings_under_a_shared_cap_is_paged() -> None:
     fired = _firing(feed(Engine(), clocks({(0, 3): 0.70})))
     assert [key for *_, key in fired] == ["gpu:node-000/3"]
@@ -129,25 +127,20 @@ def _uneven_cap(light: float) -> list:
     return cap_polls(lambda n, g, t: 0.88 if g < 4 else light, seconds=800.0, until=700.0)
 
 
-P4 = pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared compares when each GPU's cap began: a GPU idle "
-    "(0x1) for 100 s under a rack cap that holds all its busy siblings, loaded again under "
-    "the same cap, begins its run 140 s after theirs -- 'capped long after its siblings', "
-    "judged alone and isolated (gpu:node-000/7 and gpu:node-001/7 at +320 s) though every "
-    "busy GPU of its node is under that cap (e657559: all 16 GPUs isolated)"))
-P5 = pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared counts a busy GPU as running free unless its "
-    "clock is down at least clock_drop (5 %): under one rack cap, GPUs 4-7 flagging 0x4 with "
-    "their clock 3 % down (a lighter stage) are 'free', and GPUs 0-3 of both nodes, 12 % "
-    "down under the same cap begun on the same poll, are 8 power isolations (e657559: the "
-    "same 8)"))
+# (P4 and P5 were strict xfails, fixed by power14.  P4: "NodeTemps.cap_shared compares when
+# each GPU's cap began: a GPU idle (0x1) for 100 s under a rack cap that holds all its busy
+# siblings, loaded again under the same cap, begins its run 140 s after theirs -- judged alone
+# and isolated (gpu:node-000/7 and gpu:node-001/7 at +320 s)".  P5: "cap_shared counts a busy
+# GPU as running free unless its clock is down at least clock_drop (5 %): GPUs 4-7 flagging
+# 0x4 with their clock 3 % down (a lighter stage) are 'free', and GPUs 0-3 of both nodes are
+# 8 power isolations".)
 
 
 @pytest.mark.parametrize("records", [
-    pytest.param(lambda: _resuming(200.0), marks=P4, id="P4-a-gpu-loaded-again-under-it"),
+    pytest.param(lambda: _resuming(200.0), id="P4-a-gpu-loaded-again-under-it"),
     # (the control: idle for one 10 s poll, its run begins within impact_onset_s of theirs)
     pytest.param(lambda: _resuming(110.0), id="a-gpu-idle-for-one-poll"),
-    pytest.param(lambda: _uneven_cap(0.97), marks=P5, id="P5-some-gpus-only-3-percent-down"),
+    pytest.param(lambda: _uneven_cap(0.97), id="P5-some-gpus-only-3-percent-down"),
     # (the control: the lighter half 5 % down under the cap -- counted under it)
     pytest.param(lambda: _uneven_cap(0.95), id="some-gpus-5-percent-down"),
 ])
@@ -161,11 +154,11 @@ def _two_capped(temperatures: bool) -> list:
                      temperatures=temperatures)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e131ee8 (power): NodeTemps.cap_shared takes the node's GPUs from NodeTemps.temps, which "
-    "holds only GPUs that sent gpu_temp_c: from a collector without temperatures (DESIGN: "
-    "optional) the six GPUs running free are invisible, and two GPUs capped together beside "
-    "them are 'every busy GPU of the node' -- no page (e657559: both isolated at +200 s)"))
+# (Was a strict xfail, fixed by power14: e131ee8 (power): NodeTemps.cap_shared takes the
+# node's GPUs from NodeTemps.temps, which holds only GPUs that sent gpu_temp_c: from a
+# collector without temperatures (DESIGN: optional) the six GPUs running free are invisible,
+# and two GPUs capped together beside them are 'every busy GPU of the node' -- no page
+# (e657559: both isolated at +200 s))
 def test_two_gpus_capped_beside_six_free_ones_are_paged_without_temperatures() -> None:
     assert sorted(key for *_, key in _firing(feed(Engine(), _two_capped(False)))) == [
         "gpu:node-000/2", "gpu:node-000/5"]
@@ -183,12 +176,11 @@ def _one_gpu_capped(poll_s: float) -> list:
     return cap_polls(lambda n, g, t: alone.get((n, g)), poll_s=poll_s, seconds=900.0, until=600.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pre-existing (thermal's sustained-cap rule, not round 12's): the clock loss must reach "
-    "cap_samples (10) on a count decaying with cap_half_life_s (120 s) -- at a 30 s sampling "
-    "interval the count settles at 1 / (1 - 2**-0.25) = 6.3 and never gets there: a GPU "
-    "held 12 % down by a SW cap for 9 minutes while its 15 siblings run free pages nobody "
-    "(at 10 s: isolated; e657559 the same)"))
+# (Was a strict xfail, fixed by power14: pre-existing (thermal's sustained-cap rule, not round
+# 12's): the clock loss must reach cap_samples (10) on a count decaying with cap_half_life_s
+# (120 s) -- at a 30 s sampling interval the count settles at 1 / (1 - 2**-0.25) = 6.3 and
+# never gets there: a GPU held 12 % down by a SW cap for 9 minutes while its 15 siblings run
+# free pages nobody (at 10 s: isolated; e657559 the same))
 def test_a_gpu_capped_alone_for_nine_minutes_is_paged_at_a_thirty_second_interval() -> None:
     assert [key for *_, key in _firing(feed(Engine(), _one_gpu_capped(30.0)))] == [
         "gpu:node-000/3"]
@@ -215,12 +207,13 @@ def _cables(stagger_s: float) -> list:
     return small_leaves(T_NEW + 200.0, down=down)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ebd509d (fabric): Correlator._count lets older errors or flaps still rising make a "
-    "switch's count once ONE node's trouble began in the window and more than "
-    "switch_min_nodes (2) nodes show some: two cables flapping since 10 and 5 min (each "
-    "already its own NIC alert) and a third node's port going down are switch:leaf0 -- "
-    "drain 4 nodes for 3 cables (e657559: 3 NIC isolations, no switch)"))
+# (Was a strict xfail: "ebd509d (fabric): Correlator._count lets older errors or flaps still
+# rising make a switch's count once ONE node's trouble began in the window and more than
+# switch_min_nodes (2) nodes show some: two cables flapping since 10 and 5 min (each already
+# its own NIC alert) and a third node's port going down are switch:leaf0 -- drain 4 nodes for
+# 3 cables (e657559: 3 NIC isolations, no switch)".)  Fixed by room fabric14, round 14: older
+# trouble supports a switch's count only where it looks like the switch's -- on most of the
+# node's ports facing it (a flap never; in a rail fabric, onsets that chain).
 def test_two_old_flapping_cables_and_a_new_port_down_are_three_nic_faults() -> None:
     first = isolations(feed(Engine(topology=LEAF4), _cables(300.0)))
     assert sorted(first) == ["nic:node-001/mlx5_1:1", "nic:node-002/mlx5_0:1",
@@ -244,14 +237,15 @@ def _rail_downshift() -> list:
     return rates(16, ALL16, t_end=T0 + 900.0, from_s=300.0, flap=False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ebd509d (fabric): NodeNics._rate's held rule makes a port that fell from its rate 'a "
-    "degraded link each whatever share of the other nodes does the same', and without a "
-    "topology Correlator._fabric_members counts a node only with >= 2 NICs in trouble: "
-    "every node's mlx5_3 retrained 400 -> 200 at once is 16 NIC isolations (the job's whole "
-    "rail drained, 16 pages; e657559: nothing paged) -- README: without a topology, NIC "
-    "trouble on half the nodes at once is one escalation naming no switch (mlx5_3 DOWN on "
-    "every node is 16 isolations too, on e657559 as well: the >= 2 NICs rule)"))
+# (Was a strict xfail: "ebd509d (fabric): NodeNics._rate's held rule makes a port that fell
+# from its rate 'a degraded link each whatever share of the other nodes does the same', and
+# without a topology Correlator._fabric_members counts a node only with >= 2 NICs in trouble:
+# every node's mlx5_3 retrained 400 -> 200 at once is 16 NIC isolations (the job's whole rail
+# drained, 16 pages; e657559: nothing paged) -- README: without a topology, NIC trouble on
+# half the nodes at once is one escalation naming no switch (mlx5_3 DOWN on every node is 16
+# isolations too, on e657559 as well: the >= 2 NICs rule)".)  Fixed by room fabric14, round
+# 14: no topology, the same port name in trouble on a share of the nodes at once is one
+# escalation naming no switch (evidence "mlx5_3 on 16 of 16 nodes").
 def test_one_port_name_retrained_lower_on_every_node_at_once_is_one_page() -> None:
     fired = _firing(feed(Engine(), _rail_downshift()))
     assert len(fired) == 1 and fired[0][0] == ESCALATION, fired
@@ -266,13 +260,15 @@ def test_with_the_rail_topology_the_same_downshift_is_two_rail_switches() -> Non
 LOW = {k: {f"node-{n:03d}" for n in range(k)} for k in (3, 5)}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ebd509d (fabric; the share rule is the lead's 5c13a53): NodeNics._rate reads 'a GPU's "
-    "NIC' only from the project's topology format (p.role > 0); with a Slurm topology.conf, "
-    "which names no NICs, mlx5_3 trained at 200 Gb/s on 5 of 16 nodes -- beside 7 ports "
-    "at 400 on each of them, every other node all at 400 -- is still 'another node model' "
-    "(more than one in four of the name's nodes) and pages nowhere (e657559: the same; with "
-    "h100-128.topo: switch:rail3-leaf0)"))
+# (Was a strict xfail: "ebd509d (fabric; the share rule is the lead's 5c13a53): NodeNics._rate
+# reads 'a GPU's NIC' only from the project's topology format (p.role > 0); with a Slurm
+# topology.conf, which names no NICs, mlx5_3 trained at 200 Gb/s on 5 of 16 nodes -- beside 7
+# ports at 400 on each of them, every other node all at 400 -- is still 'another node model'
+# (more than one in four of the name's nodes) and pages nowhere (e657559: the same; with
+# h100-128.topo: switch:rail3-leaf0)".)  Fixed by room fabric14, round 14: a port at 1/2 or
+# 1/4 of >= 3 ports of its family on its node, the single one at its rate, whose node has as
+# many ports of the family as the nodes where its name is faster, is a degraded link whatever
+# the share.
 def test_a_port_at_half_rate_on_five_nodes_is_paged_with_a_slurm_topology() -> None:
     first = isolations(feed(Engine(topology=SLURM), rates(16, LOW[5])))
     assert first, "mlx5_3 at 200 beside seven 400G ports on five nodes: nothing paged"
@@ -302,13 +298,14 @@ def _node_downshift(ports: set[int]) -> list:
     return sorted(out, key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ebd509d (fabric): NodeNics._rate leaves 'most of the node's ports falling together' to "
-    "the share rules, which need a faster port of the family on the node: every one of "
-    "node-003's 8 fabric ports retrained live 400 -> 200 mid-job (its HCA firmware or its "
-    "ports' config: half its bandwidth, every all-reduce through it slower) pages nobody, "
-    "while 6 of its 8 are 6 NIC isolations (e657559: nothing either way) -- README: every "
-    "port of one node down at once is one node isolation"))
+# (Was a strict xfail: "ebd509d (fabric): NodeNics._rate leaves 'most of the node's ports
+# falling together' to the share rules, which need a faster port of the family on the node:
+# every one of node-003's 8 fabric ports retrained live 400 -> 200 mid-job (its HCA firmware
+# or its ports' config: half its bandwidth, every all-reduce through it slower) pages nobody,
+# while 6 of its 8 are 6 NIC isolations (e657559: nothing either way) -- README: every port of
+# one node down at once is one node isolation".)  Fixed by room fabric14, round 14: most of a
+# node's ports retrained lower together is one node finding (NodeNics._fell_together), one
+# node alert.
 def test_every_port_of_a_node_retrained_to_half_rate_mid_job_is_one_node_alert() -> None:
     fired = _firing(feed(Engine(), _node_downshift(set(range(8)))))
     assert [key for *_, key in fired] == ["node:node-003"], fired

@@ -11,8 +11,6 @@ than its node still does, wherever it falls in its poll.
 
 from __future__ import annotations
 
-import pytest
-
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, feed, healthy_job, thermal
@@ -64,19 +62,19 @@ def test_a_gpu_warming_faster_than_its_node_still_holds_the_page_wherever_it_is_
 # peers: the cap is the rack's (facility power management), no GPU's fault, and nobody is
 # paged, as for the busy node beside it.  faultline judges a GPU's cap against its own node
 # only (NodeTemps.cap_shared) and the correlator's facility rule wants 3 nodes: the lone busy
-# GPU is isolated `slow_node/power`.  Not fixed this round (a peer set across the nodes of a
-# rack or job, which thermal's per-node state does not hold): a strict xfail.  (Without
-# temperatures: with them the lone busy GPU is isolated `thermal` first -- below.)
+# GPU was isolated `slow_node/power`.  Fixed by power14: the node's only busy GPU under a cap
+# is judged across nodes (Correlator._node_cap).  (Without temperatures: with them the lone
+# busy GPU was isolated `thermal` first -- below, fixed too.)
 
 
 def _no_temps(state) -> list:
     return [e._replace(gpu_temp_c=None, mem_temp_c=None) for e in node_polls(state)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a rack cap on two nodes, one of them running the job on a single GPU (7 idle): that "
-    "GPU has no busy sibling under the cap and is isolated slow_node/power (NodeTemps."
-    "cap_shared looks at its own node, the correlator's facility rule wants 3 nodes)"))
+# (Was a strict xfail, fixed by power14: a rack cap on two nodes, one of them running the job
+# on a single GPU (7 idle): that GPU has no busy sibling under the cap and is isolated
+# slow_node/power (NodeTemps.cap_shared looks at its own node, the correlator's facility rule
+# wants 3 nodes))
 def test_a_rack_cap_on_a_node_with_one_busy_gpu_pages_nobody() -> None:
     def one_busy(n: int, g: int, t: float) -> str:
         return IDLE if n == 1 and g != 0 else rack_cap(n, g, t)
@@ -97,13 +95,13 @@ def test_a_gpu_capped_alone_while_its_rack_runs_free_is_still_paged() -> None:
 # ones included: a healthy GPU running a one-GPU job at 61 C beside seven idle siblings at
 # 28 C is 33 C "above its node" and isolated slow_node/thermal after 3 samples.  What is right:
 # idle GPUs (0x1) are no peers for temperature either -- as for the power cap, the reference
-# is the node's busy GPUs (and none, fewer than 4 of them).  Not fixed this round (a
-# detection change to measure on the matrix and blind corpora): a strict xfail.
+# is the node's busy GPUs (and none, fewer than 4 of them).  Fixed by power14
+# (NodeTemps.reference and poll_median take busy GPUs only).
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a healthy busy GPU (61 C) beside 7 idle siblings (28 C, 0x1) is isolated "
-    "slow_node/thermal: NodeTemps.reference takes idle GPUs' temperatures into the median"))
+# (Was a strict xfail, fixed by power14: a healthy busy GPU (61 C) beside 7 idle siblings (28
+# C, 0x1) is isolated slow_node/thermal: NodeTemps.reference takes idle GPUs' temperatures
+# into the median)
 def test_a_busy_gpu_beside_idle_siblings_is_not_hot() -> None:
     assert firing(node_polls(lambda n, g, t: IDLE if n == 1 and g != 0 else FREE)) == []
 
