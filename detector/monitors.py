@@ -299,11 +299,12 @@ class Monitors:
         lag = self.clock - raw
         lagging = self._lagging
         c = lagging.get(node)
-        if c is None or raw < c[2] or abs(lag - c[0]) > _STEADY_S:
+        if c is None or raw < c[2] - _STEADY_S or abs(lag - c[0]) > _STEADY_S:
             if c is not None or len(lagging) < MAX_SKEWED:
                 lagging[node] = [lag, raw, raw]  # (a backlog catching up starts afresh)
             return ev
-        c[2] = raw
+        if raw > c[2]:
+            c[2] = raw  # (its own records within DESIGN's disorder: a poll's GPUs, ms apart)
         if raw - c[1] < SKEW_S or len(self._skew) >= MAX_SKEWED or not self._others_near(node):
             return ev
         del lagging[node]
