@@ -136,6 +136,7 @@ class Correlator:
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
         # may run free beside one whose busy GPUs are all under one cap (_node_cap)
         self._busy: dict[str, float] = {}
+        self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
@@ -171,6 +172,8 @@ class Correlator:
         service and the in-process Engine both run): a timer due before a
         record is decided on what came before it.
         """
+        if ts > self._clock:
+            self._clock = ts
         timers = self._timers
         if timers and timers[0][0] <= ts:
             self.advance(ts, out, hold)
@@ -210,7 +213,7 @@ class Correlator:
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
-                    self._node_cap(f, due, out)
+                    self._node_cap(f, due, out, decide=True)
             else:
                 self._resolve_due(key, due, out)
         if kept is not None:
@@ -295,6 +298,8 @@ class Correlator:
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
+        elif f.signal == "host_late" and "lasting_s" in f.evidence:
+            self._host_lasting(f, out)
         elif f.signal == "throttle" and "gpus_under_cap" in f.evidence:
             self._node_cap(f, f.ts, out)  # a cap on every busy GPU of its node: which nodes?
         elif f.signal == "throttle" and self._facility_cap(f):
@@ -892,29 +897,37 @@ class Correlator:
                 return True
         return False
 
-    def _node_cap(self, f: Finding, now: float, out: list[Alert]) -> None:
+    def _node_cap(self, f: Finding, now: float, out: list[Alert], decide: bool = False
+                  ) -> None:
         """A SW cap's sustained verdict on a GPU whose node's busy GPUs are all under the same
         cap (detector.thermal: ``gpus_under_cap`` of them): whose limit is it?
 
         Another node's cap as deep begun within ``impact_onset_s`` of it: a rack's or the
         site's (facility power management, blind3 B2) -- evidence, nobody paged.  Else the
-        node's alone: with busy GPUs of other nodes running free beside it (its job's nodes,
-        its rack's by the topology; without either, every node heard from), one node-scope
+        node's alone: with busy GPUs of other nodes running free beside it (its jobs' nodes;
+        no job known, its rack's by the topology; neither, every node heard from), one node-scope
         power page -- a PSU lost and the BMC capping the node, a DCMI/EDPp cap left on: one
         node fault, not 8 GPU faults (review round 12 P1).  The node's only busy GPU under a
         cap no other node's began with (the same poll) is that GPU's own, as before (its
         siblings idle: thermal13).  A node's decided once the other nodes' caps of the same
-        minute can have been seen (NTP skew, their sampling): ``impact_onset_s`` and an
-        interval after the onset; a lone GPU's one interval after (its page as early as
-        before: a rack's cap reaches its nodes' GPUs on the same poll)."""
+        minute can have been seen: ``impact_onset_s`` and a 30 s interval after the verdict
+        came, by the newest record's time -- not by the node's own clock, which may be
+        minutes behind the others' (blind5 ops: a job-wide ``nvidia-smi -pl`` on 4 nodes, one
+        of them 60-200 s behind, its job-mates sampled every 30 s: "capped alone" for a
+        minute); a lone GPU's one interval after its onset (its page as early as before: a
+        rack's cap reaches its nodes' GPUs on the same poll)."""
         node = f.scope.node
         if node is None:
             return
         window = self.cfg.impact_onset_s
         gpus = int(f.evidence.get("gpus_under_cap") or 0)
-        due = f.onset_ts + (window if gpus > 1 else 0.0) + 1.25 * (
-            self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s)
-        if now < due:
+        interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+        if gpus > 1 and not decide:
+            self._timer(max(self._clock, now) + window + 1.25 * max(
+                interval, self.cfg.unknown_cadence_s), "cap", f.scope.key)
+            return
+        due = f.onset_ts + 1.25 * interval
+        if gpus <= 1 and now < due:
             self._timer(due, "cap", f.scope.key)
             return
         caps = self._deep_caps
@@ -941,16 +954,19 @@ class Correlator:
                     extra={"recommended_because": because})
 
     def _running_free(self, node: str) -> list[str]:
-        """The nodes compared with ``node`` (its jobs' and its rack's; none known: every node
-        heard from) that have a busy GPU and no SW power cap on any GPU."""
+        """The nodes compared with ``node`` that have a busy GPU and no SW power cap on any
+        GPU: its jobs' nodes (the same load); no job known, its rack's by the topology;
+        neither, every node heard from.  (Not the rack beside the job: a job-wide
+        ``nvidia-smi -pl`` holds the job's nodes and no other job's -- blind5 ops, with one of
+        the job's nodes' clock 60-200 s behind, so their onsets could not be compared.)"""
         peers: set[str] = set()
-        topo = self.topology
-        rack = topo.rack_of(node) if topo is not None else None
-        if rack is not None and topo is not None:
-            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
         placement = self._placement
         for job in {j for j, _ in placement.on_node.get(node, {})}:
             peers.update(n for n, _, _ in placement.ranks.get(job, {}).values())
+        topo = self.topology
+        rack = topo.rack_of(node) if topo is not None and not peers else None
+        if rack is not None and topo is not None:
+            peers.update(n for n in topo.nodes() if topo.rack_of(n) == rack)
         peers.discard(node)
         return sorted(n for n in (peers or self._busy) if n != node and n in self._busy
                       and not self._capped(n)
@@ -1102,6 +1118,52 @@ class Correlator:
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
+
+    def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
+        """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
+        time in neither compute nor collectives over its stage's) for ``host_page_s`` since
+        its run began: an escalation to a human, never an isolation.
+
+        Late by its host path for minutes, the rank makes every step of its job late (review
+        round 12, S1: a node +25 % for 20 minutes, 160 GPU-minutes of a 32-GPU job, reached
+        nobody).  A lasting cause -- a throttled or starved CPU, a runaway host process, a
+        PCIe link trained down without replays, NUMA mis-pinning -- needs a look
+        (``nvidia-smi -q -d PCIE``, ``turbostat``, the input pipeline), which a drain does
+        not replace; an input pipeline catching up (blind2's healthy 3-minute stall on one
+        tray) ends first.  Every rank of its job late this way on its node counts: two or
+        more are the node (the host they share), one alone its GPU (its own link and loader).
+        A rank whose GPU has a firing isolation has its cause (a PCIe replay rate's
+        ``gpu_hardware``): its host_late is that problem's evidence already.  (detector.steps
+        tells the host_late again, with ``lasting_s``, on the step its run passes
+        ``host_page_s``.)
+        """
+        if g.scope.node is None:
+            self._attach_if_firing(g)
+            return
+        due = g.ts
+        key = self._owner.get(g.key)
+        p = self.problems.get(key) if key else None
+        if p is not None and p.status == "firing":
+            return  # (found with its node's others already)
+        if self._firing_on(g.scope, "hardware"):
+            self._attach_if_firing(g)
+            return
+        late = []
+        for u in sorted(self._units_of_node.get(g.scope.node, ())):
+            h = self._device.get(u, {}).get("host_late")
+            if h is not None and h.job == g.job and not self._firing_on(h.scope, "hardware"):
+                late.append(h)
+        scope = Scope.of_node(g.scope.node) if len(late) >= 2 else g.scope
+        extra = {"ruled_out": self._ruled_out(g),
+                 "next_diagnostic": g.evidence.get("next_diagnostic")
+                 or next_diagnostic("slow_node", scope),
+                 "host_late_for_s": round(due - g.onset_ts, 1)}
+        p = self._raise(ESCALATION, "slow_node", "unknown", scope, g, out, detected_ts=due,
+                        extra=extra)
+        for h in late:
+            if h is not g:
+                p.add(h, self.cfg.evidence_items)
+            self._own(h, p)
 
     def _unexplained_slow(self) -> list[Finding]:
         out = []

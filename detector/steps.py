@@ -262,6 +262,7 @@ class JobMonitor:
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
     _imbalanced = False   # (likewise)
+    _host_seen_ts = -math.inf  # (likewise)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -362,6 +363,7 @@ class JobMonitor:
         self._host_sum = np.zeros(0)                  # sum of host excesses over the run
         self._host_n = np.zeros(0, dtype=np.int64)
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
+        self._host_seen_ts = -math.inf                # decided ts of the last host check
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -441,6 +443,8 @@ class JobMonitor:
                         return
                     held, self._restart_held = self._restart_held, []
                     self.late -= len(held)  # (counted while unconfirmed: not late after all)
+                    if self._reported.any() or self._host_rep.any():
+                        self._retract_slow(ts, out)  # (no step of the old run will clear them)
                     self._restart()
                 else:
                     self._late(e, out)
@@ -484,7 +488,8 @@ class JobMonitor:
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
         if not quiet and now != math.inf and now - self._last_step_ts > max(
-                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and self._reported.any():
+                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and (
+                self._reported.any() or self._host_rep.any()):
             self._retract_slow(now, out)
         limit = now - cfg.lateness_s
         newest = max(self._pending, default=-1)
@@ -673,7 +678,7 @@ class JobMonitor:
             self._grow(len(self._rank_of))
             slot_of = _pick(slot, buf.ranks)
         slots = buf.slots = _ints(slot_of)
-        moved = self._track_hardware(buf, slot_of)
+        moved = self._track_hardware(buf, slot_of, decided_ts, out)
         if moved:
             if self._parked:
                 self._unpark(moved)
@@ -799,10 +804,11 @@ class JobMonitor:
                     ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
                     ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
                     ("checksum_mismatch", "sdc", "gpu_hardware",
-                     self._mismatch.pop(rank, None) is not None)):
+                     self._mismatch.pop(rank, None) is not None),
+                    ("host_late", "slow_node", "unknown", bool(self._host_rep[s]))):
                 if was:
                     out.append(self._finding(rank, None, signal, kind, cause, ts, ts, False, 0.0,
-                                             note))
+                                             note, verdict=signal != "host_late"))
             if self._pair.pop(rank, None) is not None and not self._pair:  # (detector.sdc)
                 out.append(sdc.tie_over(ts, self._last_step, note["note"], self.job,
                                         self.tenant, self.cluster))
@@ -844,15 +850,30 @@ class JobMonitor:
                 _, self._base[s], self._cap[s] = was
                 self._fresh[s] = False
 
-    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...]) -> list[int]:
-        """A rank that now runs on other hardware starts its history afresh; returns those."""
+    def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
+                        out: list[Finding]) -> list[int]:
+        """A rank that now runs on other hardware starts its history afresh; returns those.
+
+        What it had reported on its old GPU is withdrawn there (nothing will clear it: the
+        rank's steps now name another GPU), as for a rank that left the job."""
         hw = self._hw
         now = _pick(hw, slots)
         if now == buf.hw:
             return []
         at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
+        kept = self._offsets_kept(buf, slots, now, at) if self.restarts else None
         for i in at:
-            hw[slots[i]] = buf.hw[i]
+            s = slots[i]
+            if now[i] is not None and (self._reported[s] or self._host_rep[s]):
+                note = {"step": self._last_step, "rank": buf.ranks[i],
+                        "note": f"the rank moved to {buf.hw[i][0]} GPU {buf.hw[i][1]}"}
+                for signal, was in (("slow_rank", self._reported[s]),
+                                    ("host_late", self._host_rep[s])):
+                    if was:
+                        out.append(self._finding(buf.ranks[i], None, signal, "slow_node",
+                                                 "unknown", ts, ts, False, 0.0, note,
+                                                 verdict=signal == "slow_rank"))
+            hw[s] = buf.hw[i]
         moved = [buf.ranks[i] for i in at]
         self._moves += 1
         m = _ints(slots)[at]
@@ -867,14 +888,41 @@ class JobMonitor:
         # A start offset is learned only in the job's first start: a rank the job moved to
         # other hardware after a restart (a spare for a failed node) ran at its peers' pace
         # before, so a slowness the new GPU brings is a change (blind4 D5: a spare 15-22 %
-        # slow learned as the offset of a fresh start, paged 13-39 steps later).
+        # slow learned as the offset of a fresh start, paged 13-39 steps later) -- beyond
+        # the offset it keeps (_offsets_kept).
         self._fresh[m] = self.restarts == 0
+        if kept is not None:
+            self._base[m], self._cap[m] = kept
         self._spikes[m] = 0.0
         self._recur[m] = 0.0
         self._recurring[m] = False
         self._recur_last[m] = False
         self._reset_host(m)
         return moved
+
+    def _offsets_kept(self, buf: _StepBuffer, slots: tuple[int, ...],
+                      now: tuple[tuple[str, int] | None, ...], at: list[int]
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """After a restart, the (bias, cap) each moved rank (``at``, positions in the step)
+        keeps: the larger of the offset it had learned and the one its new GPU's last rank
+        had learned there -- an offset is the rank's own work (an uneven shard, the rank that
+        logs) or its GPU's silicon, and which one no step tells.
+
+        Without this a job restarted on the same nodes in another order (torchrun numbers
+        nodes as they join) paged the GPU 8 % slow since the job's start under its new rank,
+        and a rank 8 % slow by its own work restarted on a healthy spare paged the spare
+        (review round 13, S2 and S4: 5 steps after the restart).  A spare slower than either
+        (blind4 D5) is still a change.
+        """
+        clip = self.cfg.slow_baseline_clip
+        learned = {h: s for s, h in enumerate(self._hw[:len(self._rank_of)])
+                   if h is not None and self._cap[s] > clip}
+        base, cap = np.zeros(len(at)), np.full(len(at), clip)
+        for j, i in enumerate(at):
+            for s in (slots[i] if now[i] is not None else None, learned.get(buf.hw[i])):
+                if s is not None and self._cap[s] > cap[j]:
+                    base[j], cap[j] = self._base[s], self._cap[s]
+        return base, cap
 
     def _layout_finding(self, buf: _StepBuffer, moved: list[int], ts: float) -> Finding:
         """Evidence only: where these ranks now run, so the correlator can say what isolating
@@ -976,6 +1024,7 @@ class JobMonitor:
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
         if warm:
+            fresh: np.ndarray | None = self._fresh[r]  # (before the last warm-up step)
             if common is None and mates is not None:
                 # Learn the start offset against the rank's replica mates on a replica that
                 # spans nodes, also before imbalance is recognised (its smoothed ratio takes
@@ -1014,15 +1063,19 @@ class JobMonitor:
             pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
             self._gross_prior(step, r, d, tc, mc, sigma, buf,
                               pos if comparable is None else pos[comparable], decided_ts, out)
-            if not self.restarts:
-                return
-            # After a restart the job's noise and its ranks' offsets are known (a rank moved
-            # to other hardware learns no more than slow_baseline_clip, _track_hardware): the
-            # warm-up (alike on every rank) moves the peer median, not the ratio, so the CUSUM
-            # runs from the first step -- a spare's GPU slow from it is a ratio from it
-            # (blind4 D5: found 13-39 steps after the restart).
+            # The CUSUM runs from the first step: the warm-up (alike on every rank) moves the
+            # peer median, not the ratio, so a GPU slow from it is a ratio from it (blind4 D5:
+            # a spare 15-22 % slow found 13-39 steps after the restart).  After a restart the
+            # job's noise and its ranks' offsets are known (a rank moved to other hardware
+            # learns no more than slow_baseline_clip, _track_hardware).  A rank in its first
+            # warm-up on its GPU has no history: it is scored under a conservative prior --
+            # over the most a healthy rank may be slower from the start (start_offset_max,
+            # what it may learn as its own) -- not left silent until its offset is learned.
+            cusum_z = self._over_prior(fresh, z, base_r, size_sigma)
+        else:
+            cusum_z, fresh = z, None
         prev_score = self._slow.score[r]
-        _, cleared, score = self._slow.step(r, z, tc)
+        _, cleared, score = self._slow.step(r, cusum_z, tc)
         if not warm:  # (the gross prior's counters are the warm-up's)
             self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
             self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
@@ -1030,8 +1083,13 @@ class JobMonitor:
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
         in_run = score > 0.0
-        self._recent[r, self._evaluated % _RECENT] = z
-        self._tail_update(z, prev_score)
+        self._recent[r, self._evaluated % _RECENT] = cusum_z
+        if fresh is not None and np.count_nonzero(fresh):
+            # (the job's tail is measured on ranks whose bias is known: one still learning
+            # its offset has a z of its learning, not of the job's noise)
+            self._tail_update(z[~fresh], prev_score[~fresh])
+        else:
+            self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
@@ -1117,6 +1175,24 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
+                    size_sigma: float) -> np.ndarray:
+        """Warm-up scores ``z``, for ranks in their first warm-up on their GPU (``fresh``)
+        taken over the prior: the most slowness a healthy rank may bring from the job's start
+        (``start_offset_max``) instead of the bias learned so far.
+
+        Below that prior a rank's steady offset is its own (learned, reported, never paged:
+        Alibaba PAI's workers up to 11 % slower from the start on shared GPUs); above it
+        the excess is scored from the first step, in the units the run is scored in, so a
+        node 19 % slow from a job's first step is found within the warm-up rather than
+        learned for ten steps and found ten later (blind4 D5 without the job's history).
+        """
+        if not np.count_nonzero(fresh):
+            return z
+        prior = math.log1p(self.cfg.start_offset_max)
+        unit = size_sigma * max(self._zscale, 1.0)
+        return np.where(fresh, z - (prior - base_r) / unit, z)
 
     def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
         """The job's tail: the share of rank-steps at or above each of ``_TAIL_EDGES`` (a
@@ -1593,7 +1669,8 @@ class JobMonitor:
             return
         pp = buf.pp
         if pp.count(pp[0]) != len(pp):  # (a C loop over the tuple: no numpy call)
-            med, _, size = group_median_scale(host, groups >> 24)
+            # (the medians alone: group_median_scale's MADs were half of this method's cost)
+            med, size, _ = group_median(host, groups >> 24)
             e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
         else:  # (one stage: the usual job without pipeline parallelism)
             med = median(host)
@@ -1641,11 +1718,21 @@ class JobMonitor:
                     new = at[big]
         if len(cleared):
             cleared = cleared[self._host_rep[cleared]]
-        if len(new) == 0 and len(cleared) == 0:
+        # A raised host_late whose run has now lasted host_page_s is told again, with how long
+        # (the correlator escalates it: Correlator._host_lasting) -- on the step that shows it,
+        # so the end of the input (time run on without steps) confirms no duration.
+        prev, self._host_seen_ts = self._host_seen_ts, decided_ts
+        lasting = r[:0]
+        if np.count_nonzero(self._host_rep):
+            due = self._host.onset_ts[r] + cfg.host_page_s
+            lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
+            if len(cleared) and len(lasting):
+                lasting = lasting[~np.isin(r[lasting], cleared)]
+        if len(new) == 0 and len(cleared) == 0 and len(lasting) == 0:
             return
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
-        for i in new.tolist():
+        for i, again in [(i, False) for i in new.tolist()] + [(i, True) for i in lasting.tolist()]:
             sl = int(r[i])
             rank = rank_of[sl]
             self._host_rep[sl] = True
@@ -1672,7 +1759,9 @@ class JobMonitor:
                  "rule": f"time in neither compute nor collectives (step_ms - compute_ms - "
                          f"comm_ms) over its stage's median, averaging >= "
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "
-                         "its host path (PCIe link, CPU, data loading)"}, verdict=False))
+                         "its host path (PCIe link, CPU, data loading)",
+                 **({"lasting_s": round(decided_ts - float(self._host.onset_ts[sl]), 1)}
+                    if again else {})}, verdict=False))
         for sl in cleared.tolist():
             rank = rank_of[sl]
             self._host_rep[sl] = False

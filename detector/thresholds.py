@@ -37,7 +37,7 @@ class Thresholds:
     #                                     around them (per-step batch imbalance): a rank is
     #                                     also scored against its replica (0: never)
     replica_noise_exit: float = 2.0     # and the regime is left only below this (hysteresis)
-    start_offset_max: float = 0.15      # a rank's offset from the job's start, up to this, is
+    start_offset_max: float = 0.10      # a rank's offset from the job's start, up to this, is
     #                                     learned as its normal (reported, never paged)
     warmup_steps: int = 10              # steps after a (re)start used mostly for learning;
     gross_slowdown: float = 0.30        # meanwhile a rank this much slower than its peer median
@@ -66,6 +66,10 @@ class Thresholds:
     host_hold_s: float = 180.0          # and the run must have lasted this long: the one
     #                                     cause telemetry can name, a PCIe replay rate
     #                                     (gpu_health), takes 6 DCGM samples (30 s apart)
+    host_page_s: float = 600.0          # a host_late run lasting this long (from its onset) is
+    #                                     escalated to a human, never isolated (correlate
+    #                                     Correlator._host_lasting): longer than an input pipeline
+    #                                     catching up (blind2's healthy stall: 3 minutes)
 
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike

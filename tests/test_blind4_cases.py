@@ -12,7 +12,6 @@ import gzip
 from pathlib import Path
 
 import orjson
-import pytest
 
 from bench.blind4 import measure
 from bench.blind4 import score as sc
@@ -136,12 +135,11 @@ def test_slow_spare_is_found_within_ten_steps(tmp_path):
     assert n <= 10, f"caught after {n} steps"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D5 without the job's history: a log that starts at the restart is a job's first "
-    "start, and a node 15-22 % slow from its first step is a start offset (< 15 % learned "
-    "as the rank's normal: Alibaba PAI's workers 8-15 % slower from the start); ~15 steps",
-)
+# (Was a strict xfail, D5 without the job's history: "a log that starts at the restart is a
+# job's first start, and a node 15-22 % slow from its first step is a start offset"; ~15
+# steps.  Room steps14, round 14: a rank in its first warm-up is scored from its first step
+# over the most a healthy rank may be slower from the start (start_offset_max, 10 %); 8
+# steps here.)
 def test_slow_spare_without_the_jobs_history_is_found_within_ten_steps(tmp_path):
     n = steps_to_catch(CASES / "tp-group-slow-spare.jsonl.gz", tmp_path)
     assert n <= 10, f"caught after {n} steps"

@@ -131,26 +131,22 @@ def _rank_moved_to_a_spare(*, spare: bool) -> list:
                          lambda r, node, gpu: r == 11)
 
 
-S2 = pytest.mark.xfail(strict=True, reason=(
-    "891a9bd (steps13): _track_hardware's `_fresh = restarts == 0` -- after a restart a rank "
-    "on other hardware may learn no start offset: the job restarting on the SAME two nodes "
-    "with their order swapped moves every rank, and node-000's GPU 3, 8 % slower from the "
-    "job's start (learned then), is paged slow_node gpu:node-000/3 9 s (5 steps) after the "
-    "restart (a6d23a2: nothing -- the offset learned again in the restart's warm-up)"))
-S4 = pytest.mark.xfail(strict=True, reason=(
-    "891a9bd (steps13): a rank moved by a restart starts with base 0 and may learn no offset "
-    "(`_fresh = restarts == 0`; its learned offset is dropped with the move, not carried): "
-    "rank 11, 8 % slower from the job's start by its own work, restarted on a HEALTHY spare, "
-    "is exactly as slow as before -- and the spare's GPU is paged slow_node gpu:node-009/3 "
-    "9 s after the restart (a6d23a2: nothing). blind4 D5's spare was slow *beyond* what its "
-    "ranks had shown; this one shows no change"))
+# (Were strict xfails, S2: "891a9bd (steps13): _track_hardware's `_fresh = restarts == 0` --
+# after a restart a rank on other hardware may learn no start offset: the job restarting on
+# the SAME two nodes with their order swapped moves every rank, and node-000's GPU 3, 8 %
+# slower from the job's start (learned then), is paged slow_node gpu:node-000/3 9 s (5
+# steps) after the restart"; S4: "a rank moved by a restart starts with base 0 and may learn
+# no offset: rank 11, 8 % slower from the job's start by its own work, restarted on a
+# HEALTHY spare, is exactly as slow as before -- and the spare's GPU is paged".  Room
+# steps14, round 14: a moved rank keeps the larger of its own learned offset and its new
+# GPU's (JobMonitor._offsets_kept).)
 
 
 @pytest.mark.parametrize("records", [
-    pytest.param(lambda: _restarted(swap=True), marks=S2, id="S2-same-nodes-another-order"),
+    pytest.param(lambda: _restarted(swap=True), id="S2-same-nodes-another-order"),
     # (the control: the same order, no rank moved, every learned offset kept)
     pytest.param(lambda: _restarted(swap=False), id="same-nodes-same-order"),
-    pytest.param(lambda: _rank_moved_to_a_spare(spare=True), marks=S4,
+    pytest.param(lambda: _rank_moved_to_a_spare(spare=True),
                  id="S4-a-rank-slow-by-its-own-work-on-a-healthy-spare"),
     # (the control: the same restart back on node-001)
     pytest.param(lambda: _rank_moved_to_a_spare(spare=False), id="restarted-in-place"),
