@@ -164,7 +164,7 @@ class Correlator:
     def next_due(self) -> float:
         return self._timers[0][0] if self._timers else math.inf
 
-    def fire_due(self, ts: float, out: list[Alert]) -> None:
+    def fire_due(self, ts: float, out: list[Alert], hold: float | None = None) -> None:
         """Before the findings of a record at ``ts``: fire the timers due by then.
 
         The ordering rule of every way of running faultline (applied per
@@ -176,7 +176,7 @@ class Correlator:
             self._clock = ts
         timers = self._timers
         if timers and timers[0][0] <= ts:
-            self.advance(ts, out)
+            self.advance(ts, out, hold)
 
     def attach(self, topology: Topology | None,
                seen: Callable[[str, str], bool] | None) -> None:
@@ -184,13 +184,22 @@ class Correlator:
         self.topology = topology
         self.seen = seen
 
-    def advance(self, now: float, out: list[Alert]) -> None:
-        """Fire every timer due at or before ``now``."""
+    def advance(self, now: float, out: list[Alert], hold: float | None = None) -> None:
+        """Fire every timer due at or before ``now`` -- but a slow rank's wait for an
+        explanation due after ``hold``: kept for a later call (a late source may still bring
+        the explanation: CorrelatorPartition.release_to)."""
         if now >= self._next_prune:
             self.prune(now)
         timers = self._timers
+        kept = None
         while timers and timers[0][0] <= now:
-            due, _, what, key = heapq.heappop(timers)
+            entry = heapq.heappop(timers)
+            due, _, what, key = entry
+            if hold is not None and due > hold and what == "slow":
+                if kept is None:
+                    kept = []
+                kept.append(entry)
+                continue
             if what == "slow":
                 self._slow_due(key, due, out)
             elif what in ("switch", "domain", "fabric"):
@@ -207,6 +216,9 @@ class Correlator:
                     self._node_cap(f, due, out, decide=True)
             else:
                 self._resolve_due(key, due, out)
+        if kept is not None:
+            for entry in kept:
+                heapq.heappush(timers, entry)
 
     def on_finding(self, f: Finding, out: list[Alert]) -> None:
         if f.signal == "sampling" and f.kind == "network":  # how often a NIC port is sampled

@@ -91,7 +91,7 @@ class Engine:
         if found:
             found.clear()  # left by a record the monitors raised on
         mon.process(ev, found)
-        if mon.heard or mon.forgotten:
+        if mon.heard or mon.forgotten or mon.rewound:
             self._pass_seen()
         if found:
             self._correlate(found, alerts)
@@ -161,16 +161,12 @@ class Engine:
         return ev
 
     def _pass_seen(self) -> None:
-        mon, stage = self.source.monitors, self.stage
-        if mon.rewound:  # (the record of a node heard first: Monitors._first_node)
-            mon.rewound = False
-            stage.rewind(mon.clock)
-        for _, node, what in mon.heard:
-            stage.seen(node, what)
-        mon.heard.clear()
-        for node, what in mon.forgotten:
-            stage.forget(node, what)
-        mon.forgotten.clear()
+        """The monitors' notices to the correlator partition in memory (the findings topic's
+        ``rewound``, ``seen`` and ``forget`` messages: SourcePartition.pass_notices)."""
+        stage = self.stage
+        self.source.pass_notices(lambda clock: stage.rewound(SOURCE, clock),
+                                 lambda _cluster, node, what: stage.seen(node, what),
+                                 stage.forget)
 
     def _correlate(self, found: list[Finding], alerts: list[Alert]) -> None:
         """Findings to the correlator partition in memory (the findings topic's work)."""

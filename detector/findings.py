@@ -117,9 +117,12 @@ class FindingMessage(msgspec.Struct, tag="finding", tag_field="type", forbid_unk
 
 class WatermarksMessage(msgspec.Struct, tag="watermarks", tag_field="type",
                         forbid_unknown_fields=True):
-    """Each source's clock (None: no record yet) and whether it is idle."""
+    """Each source's clock (None: no record yet) and whether it is idle; ``explain``: of the
+    sources later than the correlator's clock waits for, how far a wait for an explanation
+    waits for them (lower than their clock; see CorrelatorPartition.release_to)."""
 
     clocks: Annotated[list[tuple[Name, OptFinite, bool]], Meta(max_length=1 << 16)]
+    explain: Annotated[list[tuple[Name, Finite]], Meta(max_length=1 << 16)] = []
 
 
 class _NodeNote(msgspec.Struct, tag_field="type", forbid_unknown_fields=True):
@@ -136,7 +139,15 @@ class ForgetMessage(_NodeNote, tag="forget"):
     """``source`` pruned ``node``'s ``what`` monitors after silence."""
 
 
-FindingsMessage = FindingMessage | WatermarksMessage | SeenMessage | ForgetMessage
+class RewoundMessage(msgspec.Struct, tag="rewound", tag_field="type", forbid_unknown_fields=True):
+    """``source``'s clock went back to ``ts``: its first clock was one node's, ahead of the
+    others (Monitors._first_node); see CorrelatorPartition.rewound."""
+
+    source: Name
+    ts: Finite
+
+
+FindingsMessage = FindingMessage | WatermarksMessage | SeenMessage | ForgetMessage | RewoundMessage
 _DECODER = msgspec.json.Decoder(FindingsMessage)
 
 
@@ -171,8 +182,14 @@ def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMe
         for name, ts, _ in msg.clocks:
             _printable("source", name)
             _not_ahead("watermark", ts, latest)
+        for name, ts in msg.explain:
+            _printable("source", name)
+            _not_ahead("watermark", ts, latest)
         return msg
     _printable("source", msg.source)
+    if t is RewoundMessage:
+        _not_ahead("rewound", msg.ts, latest)
+        return msg
     if t is not FindingMessage:
         _printable("node", msg.node)
         return msg

@@ -46,6 +46,9 @@ _SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue ste
 # its clock's error (NTP lost: tens of seconds), not the fleet's time: see Monitors._ahead.
 SKEW_S = 20.0
 _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for being alone
+# A node's records behind the clock by more than SKEW_S, steady within this of each other for
+# SKEW_S of its own time, are its clock's error (behind), not a delivery (see Monitors._behind).
+_STEADY_S = SKEW_S / 4
 MAX_SKEWED = 4096      # nodes with an offset kept at most (each is a node heard from)
 
 
@@ -81,6 +84,10 @@ class Monitors:
         # taken at ts - offset.  At most one entry a node heard from, dropped
         # with its units (prune_units).
         self._skew: dict[str, list[float]] = {}
+        # node -> [first lag, first raw ts, newest raw ts]: a node whose records came more than
+        # SKEW_S behind the clock, lagging steadily so far (_behind); at most MAX_SKEWED,
+        # dropped with the node's units or once taken as an offset.
+        self._lagging: dict[str, list[float]] = {}
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         # [node, {node: newest ts}, ts]: the node whose record set a first clock, until another
         # node's record agrees with it, and the other nodes' records behind it (_first_node)
@@ -139,8 +146,14 @@ class Monitors:
             elif self._jump and not self.unconfirmed:
                 self._jump.clear()
             self.clock = ts
-        elif self._jump and not self.unconfirmed:
-            self._jump.clear()  # (on an unconfirmed clock a record does not reset the count)
+        else:
+            if ts < clock - SKEW_S and not self._maker and clock - ts <= MAX_AHEAD_S:
+                ev = self._behind(ev)  # a late delivery, or one node's clock behind
+                ts = ev.ts
+                if ts > clock:
+                    self.clock = ts
+            if self._jump and not self.unconfirmed:
+                self._jump.clear()  # (on an unconfirmed clock a record does not reset the count)
         if self.unconfirmed and ts >= self.clock - MAX_AHEAD_S:
             self.unconfirmed -= 1  # one more record on the clock (a late one is not)
         n = len(findings)
@@ -262,6 +275,55 @@ class Monitors:
         skew[ev.node] = [lead, ev.ts, self.clock + _ALONE_S]
         return replace(ev, ts=self.clock)
 
+    def _behind(self, ev: Event) -> Event:
+        """A record more than ``SKEW_S`` behind the clock: a late delivery, or its node's clock
+        behind the others' (NTP lost the other way: DESIGN bounds only a clock ahead).
+
+        Taken raw, a node behind stamps its alerts at its own time (a slow rank detected in 6
+        s reported 176 s late, 170 s behind), its steps are judged against the fleet's clock
+        and its slow rank's wait for an explanation is over before it begins.  Told apart
+        from a late delivery by its steadiness: a collector's backlog or a burst comes
+        catching up, each record less behind than the one before, while a clock behind keeps
+        the same lag sample after sample (the fleet's records arrive in the order they were
+        taken, within DESIGN's 5 s).  A node whose records lag within ``_STEADY_S`` of its
+        first lag over ``SKEW_S`` of its own time, while other nodes keep the clock, has the
+        lesser of its first and latest lag as its offset (negative): this record and its
+        later ones are taken at ``ts + lag`` (:meth:`_deskew`, which drops the offset as for
+        a node ahead, and once its records come less behind than that: a corrected record
+        never takes the clock more than ``_STEADY_S`` on).  Up to ``MAX_AHEAD_S`` behind,
+        DESIGN's bound the other way (a node reporting 1970 is no clock to correct).  Two
+        nodes lagging alike are the clock's error, not theirs: neither is taken at an offset.
+        """
+        node = ev.node
+        raw = ev.ts
+        lag = self.clock - raw
+        lagging = self._lagging
+        c = lagging.get(node)
+        if c is None or raw < c[2] - _STEADY_S or abs(lag - c[0]) > _STEADY_S:
+            if c is not None or len(lagging) < MAX_SKEWED:
+                lagging[node] = [lag, raw, raw]  # (a backlog catching up starts afresh)
+            return ev
+        if raw > c[2]:
+            c[2] = raw  # (its own records within DESIGN's disorder: a poll's GPUs, ms apart)
+        if raw - c[1] < SKEW_S or len(self._skew) >= MAX_SKEWED or not self._others_near(node):
+            return ev
+        del lagging[node]
+        if lag > c[0]:
+            lag = c[0]
+        skew = self._skew
+        agree = [n for n, st in skew.items() if st[0] < 0 and abs(lag + st[0]) <= SKEW_S]
+        now = self.clock - SKEW_S  # (a candidate whose newest record is older is no node now)
+        if agree or any(n != node and abs(o[0] - lag) <= SKEW_S and o[2] + o[0] >= now
+                        for n, o in lagging.items()):
+            # Another node lags as far: the clock is what is off (a node ahead took it before
+            # any other was near: a partition's first seconds), not theirs -- both stay as
+            # they come, as before this rule.
+            for n in agree:
+                del skew[n]
+            return ev
+        skew[node] = [-lag, raw, raw + lag + _ALONE_S]
+        return replace(ev, ts=raw + lag)
+
     def _first_node(self, ev: Event) -> None:
         """While the clock is one node's (its record set a first clock): another node's
         record within ``SKEW_S`` of it ends the watch, as does ``_ALONE_S`` of its own time
@@ -293,6 +355,7 @@ class Monitors:
         self._skew[maker] = [clock - back, clock, back + _ALONE_S]
         self.clock = back
         self.rewound = True
+        self._forget_ahead(back + SKEW_S)
         if self._next_sweep > back + _SWEEP_S:
             self._next_sweep = back + _SWEEP_S
         if self._next_prune > back:
@@ -313,8 +376,10 @@ class Monitors:
         raw = ev.ts
         clock = self.clock
         ts = raw - st[0]
-        if ts > clock + SKEW_S:
-            del self._skew[node]  # its records are far past the fleet's with the offset off
+        if ts > clock + (SKEW_S if st[0] > 0 else _STEADY_S):
+            # Its records are far past the fleet's with the offset off; behind, its records
+            # come less behind than they did (a backlog catching up, its clock stepped on).
+            del self._skew[node]
             return ev
         if raw < st[1]:
             if st[1] - st[0] >= clock - SKEW_S:
@@ -329,10 +394,30 @@ class Monitors:
             st[2] = ts + _ALONE_S
             if not self._others_near(node):
                 del self._skew[node]
-                if raw - clock <= MAX_AHEAD_S:
+                if clock < raw and raw - clock <= MAX_AHEAD_S:
                     self.clock = raw
                 return ev
         return replace(ev, ts=ts)
+
+    def _forget_ahead(self, after: float) -> None:
+        """The clock went back (:meth:`_first_node`): what only the first node's records made,
+        at its clock ahead, starts afresh -- its units (their newest sample is past
+        ``after``: its next ones, taken at its offset, would look 170 s old and be passed
+        over as repeats) and the jobs its steps reached (a job's own clock would stay there
+        and decide each of the job's steps at its first message).  Only the first second or
+        so of the partition: the records before two other nodes contradicted it."""
+        awake, dormant = self._awake, self._dormant
+        for name in [n for n, job in self._jobs.items() if job.clock > after]:
+            old = self._jobs.pop(name)
+            dormant.pop(name, None)
+            if awake is not None:
+                awake.pop(name, None)
+            # Afresh from its next step: the steps it had begun lost their messages with it,
+            # and a first step short of ranks would teach the new monitor a smaller job.
+            job = self._new_job(name)
+            job._last_step = max(old._last_step, max(old._pending, default=-1))
+            job._last_step_ts = self.clock
+        self._drop_units(lambda mon: mon.last_ts > after)
 
     def _others_near(self, node: str) -> bool:
         """Whether a unit of another node (a GPU's, a node's ports, a job with a rank on
@@ -346,8 +431,12 @@ class Monitors:
         for n, nics in self._nics.items():
             if n != node and nics.last_ts >= lo:
                 return True
-        return any(job.clock >= lo and any(hw is not None and hw[0] != node for hw in job._hw)
-                   for job in self._jobs.values())
+        # (a job's ranks by the hardware its evaluated steps ran on, or, before its first
+        # evaluation -- a partition's first seconds -- the ranks of the steps it waits on)
+        return any(job.clock >= lo and (
+            any(hw is not None and hw[0] != node for hw in job._hw)
+            or any(e.node != node for buf in job._pending.values() for e in buf.events))
+            for job in self._jobs.values())
 
     def count_jump(self, ts: float) -> int:
         """Count ``ts``, far ahead of the clock, towards a jump of the log's time.
@@ -385,6 +474,12 @@ class Monitors:
             type(n) is str and type(st) is list and len(st) == 3
             and all(type(x) is float and math.isfinite(x) for x in st)
             for n, st in self._skew.items()), "Monitors._skew")
+        if "_lagging" not in self.__dict__:
+            self._lagging = {}  # (a snapshot of round 13: none lagging yet)
+        refuse_unless(type(self._lagging) is dict and len(self._lagging) <= MAX_SKEWED and all(
+            type(n) is str and type(c) is list and len(c) == 3
+            and all(type(x) is float and math.isfinite(x) for x in c)
+            for n, c in self._lagging.items()), "Monitors._lagging")
         refuse_unless(self._maker is None or (
             type(self._maker) is list and len(self._maker) == 3 and type(self._maker[0]) is str
             and is_map_of(self._maker[1], str, float) and is_time(self._maker[2])),
@@ -496,20 +591,11 @@ class Monitors:
             t = mon.last_ts
             return t < faulty or (t < quiet and not mon.has_open_fault())
 
-        touched: set[str] = set()
-        for key in [k for k, m in self._ecc.items() if gone(m)]:
-            del self._ecc[key]
-            touched.add(key[0])
-        for key in [k for k, m in self._thermal.items() if gone(m)]:
-            mon = self._thermal.pop(key)
-            touched.add(key[0])
-            if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
-                del self._node_temps[key[0]]
-        for node in [n for n, m in self._nics.items() if gone(m)]:
-            self._nics.pop(node).withdraw(self.cfg)
-            touched.add(node)
+        touched = self._drop_units(gone)
         for node in [n for n, st in self._skew.items() if st[1] - st[0] < quiet]:
             del self._skew[node]
+        for node in [n for n, c in self._lagging.items() if c[2] + c[0] < quiet]:
+            del self._lagging[node]
         if not touched:
             return
         live = {"ecc": {n for n, _ in self._ecc}, "thermal": {n for n, _ in self._thermal},
@@ -523,6 +609,22 @@ class Monitors:
                 self.forgotten.append((node, source))
             if not sources:
                 del self._seen[node]
+
+    def _drop_units(self, gone: Callable[[Any], bool]) -> set[str]:
+        """Forget the GPU and node monitors ``gone`` says are; returns their nodes."""
+        touched: set[str] = set()
+        for key in [k for k, m in self._ecc.items() if gone(m)]:
+            del self._ecc[key]
+            touched.add(key[0])
+        for key in [k for k, m in self._thermal.items() if gone(m)]:
+            mon = self._thermal.pop(key)
+            touched.add(key[0])
+            if mon.node_temps.forget(key[1]) and self._node_temps.get(key[0]) is mon.node_temps:
+                del self._node_temps[key[0]]
+        for node in [n for n, m in self._nics.items() if gone(m)]:
+            self._nics.pop(node).withdraw(self.cfg)
+            touched.add(node)
+        return touched
 
     def finish(self, findings: list[Finding]) -> None:
         """End of input: decide every waiting step."""

@@ -80,6 +80,8 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
             if ts - clock > SKEW_S or ts >= until:
                 break  # (far ahead: the event-time guard's; ahead: Monitors._ahead's)
             new_clock = ts
+        elif ts < clock - SKEW_S:
+            break  # (far behind: Monitors._behind's)
         if ts >= next_sweep and new_clock >= next_prune:
             break
         # A unit's monitor by subscript (a KeyError: its first sample, which is heard).

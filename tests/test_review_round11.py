@@ -180,13 +180,15 @@ def busy_steps() -> list[Arrival]:
         T0 + 0.05 * k, k % 8, k // 8, job="job-2", node=f"node-b{k % 8}"))) for k in range(2400)]
 
 
-def one_worker_alerts(arrivals: list[Arrival], fetch_ends: bool = False
+def one_worker_alerts(arrivals: list[Arrival], fetch_ends: bool = False,
+                      decided: list[tuple[str, str, str, float]] | None = None
                       ) -> list[tuple[str, str, str]]:
     """``arrivals`` through the service's pipeline in one worker (telemetry.step:0,
     telemetry.thermal:0, telemetry.ecc:0 and the findings partition), fetched every 0.1 s as
     they reach Kafka (a record's Kafka timestamp is when it arrives).  ``fetch_ends``: each
     fetch, sent then, finds every partition at its end (PipelineWorker's at_end, the
-    service's FETCH_ENDS: dcac9e8); without, the worker as before it.  The firing alerts."""
+    service's FETCH_ENDS: dcac9e8); without, the worker as before it.  The firing alerts;
+    ``decided``: each also with the fetch time it was decided at."""
     tps = [(STEP, 0), (THERMAL, 0), (ECC, 0)]
     w = PipelineWorker(telemetry_topics={t: t for t, _ in tps}, findings_topic="findings",
                        findings_partitions=1, expected_sources=[f"{t}:0" for t, _ in tps],
@@ -211,6 +213,9 @@ def one_worker_alerts(arrivals: list[Arrival], fetch_ends: bool = False
                     w.heartbeat(now, lambda tp, off: True, *ends.values()), w.release_all(now)):
             found += [(a.topic, a.cause, a.scope.key) for a, _ in out.alerts
                       if a.status == "firing"]
+            if decided is not None:
+                decided += [(a.topic, a.cause, a.scope.key, now) for a, _ in out.alerts
+                            if a.status == "firing"]
     return found
 
 

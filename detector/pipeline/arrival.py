@@ -117,6 +117,15 @@ ARRIVAL_RESOLUTION_S = 0.0005
 # whose NTP is broken), not for a delivery to wait for.
 OUT_OF_ORDER_S = 5.0
 
+# A decision that waits for an explanation (a slow rank's wait for its GPU's next thermal
+# sample: Correlator's "slow" timers) waits for a source up to this far behind the others'
+# median, not OUT_OF_ORDER_S: Telegraf flushes every 10 s by default (flush_interval), a
+# dcgm-exporter scraped every 30 s and forwarded is up to 30 s behind while the job's own
+# producer sends its steps at once.  Only the wait for a cause is held so long: every other
+# decision, and the alerts that answer a finding, keep the 5 s of DESIGN's disorder
+# (CorrelatorPartition.release_to's ``hold``).  Review round 12, C1.
+EXPLAIN_LATE_S = 30.0
+
 
 class Lateness:
     """How far in event time one source's batches were behind the worker's inputs, at most.

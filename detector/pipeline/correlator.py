@@ -18,6 +18,7 @@ from detector.correlate import Correlator
 from detector.findings import (
     Finding,
     FindingMessage,
+    RewoundMessage,
     SeenMessage,
     WatermarksMessage,
     decode_message,
@@ -117,6 +118,10 @@ class CorrelatorPartition:
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
+        # source -> how far a wait for an explanation waits for it, where that is below its
+        # clock (a watermarks message's ``explain``: a source later than the 5 s the clock
+        # allows; see release_to).  Not state: every watermarks message says it afresh.
+        self._explain: dict[str, float] = {}
         self.offset = -1
         self.released = -math.inf   # the correlator's clock: everything up to it is decided
         # Event time from which release_to has work (a finding, a timer or a prune due); up to
@@ -229,8 +234,15 @@ class CorrelatorPartition:
             msg = decode_message(raw)
             t = type(msg)
             if t is WatermarksMessage:
+                explain = self._explain
                 for name, ts, idle in msg.clocks:
                     self._watermark(name, self._heard(name, now), ts, idle, now, replayed)
+                    if explain:
+                        explain.pop(name, None)
+                if msg.explain and not replayed:
+                    for name, ts in msg.explain:
+                        if name in self.sources:
+                            explain[name] = ts
             elif t is FindingMessage:
                 f = finding_of(msg.finding)
                 src = self._heard(msg.source, now)
@@ -242,6 +254,10 @@ class CorrelatorPartition:
             elif t is SeenMessage:
                 self._heard(msg.source, now)
                 self.seen(msg.node, msg.what)
+            elif t is RewoundMessage:
+                self._heard(msg.source, now)
+                if not replayed:  # (the state restored is past what its previous owner took)
+                    self.rewound(msg.source, msg.ts, now)
             else:
                 self._heard(msg.source, now)
                 self.forget(msg.node, msg.what)
@@ -303,7 +319,14 @@ class CorrelatorPartition:
 
     def clock(self, now: float) -> float | None:
         """Event time up to which every live source has reported; None: nothing to go on."""
+        return self.clocks(now)[0]
+
+    def clocks(self, now: float) -> tuple[float | None, float | None]:
+        """:meth:`clock`, and how far a wait for an explanation may go (see release_to): the
+        same, with each source's ``explain`` where it has one."""
         low = math.inf
+        explain = self._explain
+        xlow = math.inf
         hold_empty = self._data_since is None or now - self._data_since < self.empty_grace_s
         for name, src in self.sources.items():
             if now - src.heard > self.source_timeout_s:
@@ -312,10 +335,16 @@ class CorrelatorPartition:
             if wm is None:
                 if src.idle and not (hold_empty and not self._fed(name, src)):
                     continue  # empty and fetched to its end: nothing to wait for
-                return None
+                return None, None
             if wm < low:
                 low = wm
-        return low if low < math.inf else None
+            if explain:
+                x = explain.get(name, wm)
+                if x < xlow:
+                    xlow = x
+        if low == math.inf:
+            return None, None
+        return low, (xlow if xlow < low else low)
 
     def _fed(self, name: str, src: _Source) -> bool:
         """An empty source reported at its end ``fed_grace_s`` after its topic had data."""
@@ -332,31 +361,54 @@ class CorrelatorPartition:
         ``causes`` (and ``arrivals``), likewise the (source, input offset, index)
         of the finding it answers (stage tracing).
         """
-        clock = self.clock(now)
+        clock, explain = self.clocks(now)
         if clock is not None:
-            self.release_to(clock, alerts, arrivals, causes)
+            self.release_to(clock, alerts, arrivals, causes,
+                            hold=explain if explain < clock else None)  # type: ignore[operator]
 
     def release_to(self, clock: float, alerts: list[Alert],
                    arrivals: list[float | None] | None = None,
-                   causes: list[tuple[str, int, int] | None] | None = None) -> None:
+                   causes: list[tuple[str, int, int] | None] | None = None,
+                   hold: float | None = None) -> None:
         """:meth:`release` up to the event time ``clock`` (the in-process Engine's, after
         each record: its one source's clock).  Runs after every record in process, so
-        the common case -- nothing waiting, nothing due -- is kept to a few loads."""
+        the common case -- nothing waiting, nothing due -- is kept to a few loads.
+
+        ``hold`` (below ``clock``): a slow rank's wait for an explanation is decided only up
+        to it (Correlator.advance): a source later than the 5 s of disorder the clock
+        allows -- a collector flushing every 10 s -- may still bring the throttle sample
+        that explains the rank; everything else is decided up to ``clock``, in event order
+        (review round 12, C1).  The wait, decided later, sees what came meanwhile."""
         heap = self._heap
         if heap and heap[0][0] <= clock:
-            self._release_findings(clock, alerts, arrivals, causes)
-        if clock > self.released:
+            self._release_findings(clock, alerts, arrivals, causes, hold)
+        corr = self.correlator
+        timers = corr._timers
+        if clock > self.released or (hold is not None and timers and timers[0][0] <= clock):
             # corr.advance(clock) when it has anything to do (a timer due, a prune)
-            corr = self.correlator
-            timers = corr._timers
             if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
-                self._guarded(corr.advance, clock, alerts)
-            self.released = clock
+                self._guarded(corr.advance, clock, alerts, hold)
+            if clock > self.released:
+                self.released = clock
         self._refresh_due()
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
         if causes is not None:
             causes.extend([None] * (len(alerts) - len(causes)))
+
+    def rewound(self, name: str, clock: float, now: float = 0.0) -> None:
+        """Source ``name``'s clock went back to ``clock``: its first clock was one node's,
+        found ahead of the others (Monitors._first_node).  Its watermark goes back with it
+        (watermarks only rise otherwise: it held nobody at its real clock), and so does the
+        clock released (:meth:`rewind`).  What both drivers do with the notice
+        (SourcePartition.pass_notices): the in-process Engine calls this, the service's
+        findings topic carries it as a ``rewound`` message, before the findings made at
+        the clock it went back to."""
+        src = self.sources.get(name)
+        if src is not None and src.wm is not None and clock < src.wm:
+            src.wm = clock
+        low = self.clock(now)
+        self.rewind(clock if low is None or low > clock else low)
 
     def rewind(self, clock: float) -> None:
         """The clock it was released to was one node's, found ahead of the others
@@ -379,13 +431,14 @@ class CorrelatorPartition:
 
     def _release_findings(self, clock: float, alerts: list[Alert],
                           arrivals: list[float | None] | None,
-                          causes: list[tuple[str, int, int] | None] | None = None) -> None:
+                          causes: list[tuple[str, int, int] | None] | None = None,
+                          hold: float | None = None) -> None:
         corr = self.correlator
         heap = self._heap
         while heap and heap[0][0] <= clock:
             tag, name, off, k, f, arrived = heapq.heappop(heap)
             if tag > self.released:  # timers due before this finding's time go first
-                self._guarded(corr.fire_due, tag, alerts)
+                self._guarded(corr.fire_due, tag, alerts, hold)
                 self.released = tag
             if arrivals is not None:
                 if causes is not None:
@@ -407,11 +460,11 @@ class CorrelatorPartition:
                 break  # the timer failed (logged and counted): do not spin on it
         self._refresh_due()
 
-    def _guarded(self, step: Any, arg: Any, alerts: list[Alert]) -> None:
+    def _guarded(self, step: Any, arg: Any, alerts: list[Alert], *more: Any) -> None:
         # One finding the correlator chokes on must not stop the partition (and with it
         # every later alert of the cluster): logged, counted, and the next one goes on.
         try:
-            step(arg, alerts)
+            step(arg, alerts, *more)
         except Exception:  # noqa: BLE001
             self.errors += 1
             log.exception("findings partition %d: correlator failed on %r", self.partition,

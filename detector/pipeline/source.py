@@ -378,7 +378,7 @@ class SourcePartition:
             self.events += 1
         self.offset = offset
         self._idle_seq = 0
-        if mon.heard or mon.forgotten:
+        if mon.heard or mon.forgotten or mon.rewound:
             self._emit_seen(emits)
         if found:
             self._emit_findings(found, offset, 0, emits,
@@ -405,19 +405,44 @@ class SourcePartition:
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
-    def _emit_seen(self, emits: list[Emit]) -> None:
-        """What the correlators' view of "seen" must learn (Monitors.heard / .forgotten)."""
+    def pass_notices(self, rewound: Callable[[float], None],
+                     seen: Callable[[str | None, str, str], None],
+                     forget: Callable[[str, str], None]) -> None:
+        """What the correlators must learn of the monitors after a record, drained, before
+        its findings: the clock went back (``Monitors.rewound``: ``rewound(clock)``), a
+        node's telemetry of a kind heard from (``seen(cluster, node, what)``) or pruned
+        (``forget(node, what)``).  One path for both drivers: the service puts them on the
+        findings topic (:meth:`_emit_seen`), the in-process Engine hands them to its
+        correlator partition; either way CorrelatorPartition.rewound / .seen / .forget."""
         mon = self.monitors
+        if mon.rewound:
+            mon.rewound = False
+            rewound(mon.clock)
         for cluster, node, what in mon.heard:
-            emits.append(Emit(findings_partition(cluster, self.findings_partitions), b"seen",
-                              dumps({"type": "seen", "source": self.source, "node": node,
-                                     "what": what})))
+            seen(cluster, node, what)
         mon.heard.clear()
-        # A forgotten node's cluster is not known any more: every correlator hears it.
         for node, what in mon.forgotten:
-            emits.append(Emit(None, b"seen", dumps({"type": "forget", "source": self.source,
-                                                    "node": node, "what": what})))
+            forget(node, what)
         mon.forgotten.clear()
+
+    def _emit_seen(self, emits: list[Emit]) -> None:
+        """The notices of :meth:`pass_notices` as findings-topic messages."""
+        source, parts = self.source, self.findings_partitions
+
+        def rewound(clock: float) -> None:  # every correlator takes this source's clock
+            emits.append(Emit(None, b"watermark", dumps(
+                {"type": "rewound", "source": source, "ts": clock})))
+
+        def seen(cluster: str | None, node: str, what: str) -> None:
+            emits.append(Emit(findings_partition(cluster, parts), b"seen", dumps(
+                {"type": "seen", "source": source, "node": node, "what": what})))
+
+        def forget(node: str, what: str) -> None:
+            # A forgotten node's cluster is not known any more: every correlator hears it.
+            emits.append(Emit(None, b"seen", dumps(
+                {"type": "forget", "source": source, "node": node, "what": what})))
+
+        self.pass_notices(rewound, seen, forget)
 
     def idle_advance(self, now: float, idle_after_s: float, emits: list[Emit]) -> None:
         """With no input for ``idle_after_s`` (wall), let event time run on with the wall clock.
@@ -459,9 +484,21 @@ class SourcePartition:
 
 
 def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float,
-               clocks: Iterable[float] | None = None) -> Emit:
+               clocks: Iterable[tuple[float, float]] | None = None) -> Emit:
     """The clocks of several sources in one message, for every findings partition;
-    ``clocks``: one per part, reported instead of their own."""
-    entries = ([p.clock_entry(now, idle_after_s) for p in parts] if clocks is None else
-               [p.clock_entry(now, idle_after_s, c) for p, c in zip(parts, clocks, strict=True)])
-    return Emit(None, b"watermark", dumps({"type": "watermarks", "clocks": entries}))
+    ``clocks``: one (clock, explain) pair per part, reported instead of their own: ``clock``
+    in ``clocks``, and ``explain`` in ``explain`` where it is lower (a source later than the
+    5 s the correlator's clock allows, which a wait for an explanation is held for: see
+    PipelineWorker.reported_clock and CorrelatorPartition.release_to)."""
+    if clocks is None:
+        entries = [p.clock_entry(now, idle_after_s) for p in parts]
+        return Emit(None, b"watermark", dumps({"type": "watermarks", "clocks": entries}))
+    entries, explain = [], []
+    for p, (c, x) in zip(parts, clocks, strict=True):
+        entries.append(p.clock_entry(now, idle_after_s, c))
+        if x < c:
+            explain.append([p.source, x])
+    msg: dict[str, Any] = {"type": "watermarks", "clocks": entries}
+    if explain:
+        msg["explain"] = explain
+    return Emit(None, b"watermark", dumps(msg))

@@ -29,6 +29,7 @@ from detector.alerts import Alert
 from detector.events import MAX_AHEAD_S
 from detector.pipeline.arrival import (
     ARRIVAL_RESOLUTION_S,
+    EXPLAIN_LATE_S,
     OUT_OF_ORDER_S,
     ArrivalClock,
     Lateness,
@@ -183,6 +184,12 @@ class PipelineWorker:
         # event time ran ahead of their arrival times (see reported_clock).  Not state.
         self._late: dict[Hashable, tuple[Lateness, Lateness]] = {}
         self._ahead = Lateness()
+        # Per source, (offset, t): a fetch sent at t (wall) found it at its end with `offset`
+        # processed, so a record after `offset` reached Kafka after t whatever its timestamp
+        # says (see _telemetry).  Without fetch ends, t is the hand-over that found it caught
+        # up, less hold_back_s.  Not state.
+        self._ended: dict[Hashable, tuple[int, float]] = {}
+        self._fetch_ends = False  # the current batch came with at_end (see process)
 
     # -- partitions ----------------------------------------------------------------------
 
@@ -238,6 +245,7 @@ class PipelineWorker:
         trace = self.trace
         if trace is not None:
             self._stamp(by_tp, fetched or {}, arrivals_per_s)
+        self._fetch_ends = at_end is not None
         for tp, records in by_tp.items():
             try:
                 if self.is_findings(tp):
@@ -256,7 +264,7 @@ class PipelineWorker:
             # CorrelatorPartition), so what it says must be no older than this batch.
             for tp, part in self.sources.items():
                 if part.clock == -math.inf:
-                    part.caught_up = caught_up(tp, part.offset)
+                    self._caught_up(tp, part, caught_up, now)
             self._note_ends(at_end)
             out.findings.append(self._watermarks(now))
         if self.local_findings and out.findings:
@@ -270,10 +278,24 @@ class PipelineWorker:
         ends.clear()
         if at_end is None:
             return
+        ended = self._ended
         for tp, part in self.sources.items():
             sent = at_end(tp, part.offset)
             if sent is not None:
                 ends[tp] = sent
+                ended[tp] = (part.offset, sent)
+
+    def _caught_up(self, tp: Hashable, part: SourcePartition, caught_up: Callable[[Any, int], bool],
+                   now: float) -> None:
+        """``part.caught_up`` afresh; without fetch ends, a partition caught up was at its end
+        as of this hand-over, less ``hold_back_s`` (the fetch before it: see _ended)."""
+        up = part.caught_up = caught_up(tp, part.offset)
+        if up and not self._fetch_ends:
+            wall = self.wall_clock() if self.wall_clock is not None else now
+            ended = self._ended
+            if len(ended) > len(self.sources):  # partitions gone with a rebalance
+                self._ended = ended = {k: v for k, v in ended.items() if k in self.sources}
+            ended[tp] = (part.offset, wall - self.hold_back_s)
 
     def _note_arrival(self, tp: Hashable, clock: float, arrival: float, now: float) -> None:
         """A batch of ``tp`` whose last record reached Kafka at ``arrival`` took its clock to
@@ -307,25 +329,31 @@ class PipelineWorker:
         late[0].note(now, (before - clock if before > clock else 0.0) - ahead)
         late[1].note(now, arrival - clock)
 
-    def late_caps(self) -> tuple[float, float]:
+    def late_caps(self) -> tuple[float, float, float, float]:
         """The most a source is taken to be behind (see reported_clock): ``OUT_OF_ORDER_S``
         past the median of the sources' lateness -- behind the inputs, behind the arrival
         times -- and of the arrival times' own (0: a collector's or the broker's clock, not
-        a node's).  Behind the arrival times, of two middle values the higher: a replay's
-        event time, days behind them, is no clock that lags."""
+        a node's); then the same two ``EXPLAIN_LATE_S`` past it, for the clock a wait for an
+        explanation is held on.  Behind the arrival times, of two middle values the higher:
+        a replay's event time, days behind them, is no clock that lags."""
         behind, lag = [0.0], [0.0]
         sources = self.sources
         for tp, (b, g) in self._late.items():
             if tp in sources:
                 behind.append(b.value)
                 lag.append(g.value)
-        return median(behind) + OUT_OF_ORDER_S, median(lag, upper=True) + OUT_OF_ORDER_S
+        mid, mid_lag = median(behind), median(lag, upper=True)
+        return (mid + OUT_OF_ORDER_S, mid_lag + OUT_OF_ORDER_S,
+                mid + EXPLAIN_LATE_S, mid_lag + EXPLAIN_LATE_S)
 
     def reported_clock(self, tp: Hashable, part: SourcePartition, now: float,
-                       caps: tuple[float, float] = (math.inf, math.inf),
-                       reached_by: dict[float, float] | None = None) -> float:
-        """The clock a source's watermark reports: its own, or, when it has nothing new, the
-        event time its next records must be past, if that is further.
+                       caps: tuple[float, float, float, float] = (
+                           math.inf, math.inf, math.inf, math.inf),
+                       reached_by: dict[float, float] | None = None) -> tuple[float, float]:
+        """The clocks a source's watermark reports: its own, or, when it has nothing new, the
+        event time its next records must be past, if that is further -- once with the
+        lateness capped at ``caps[:2]`` (the correlator's clock), once at ``caps[2:]`` (the
+        clock a slow rank's wait for an explanation is held on: review round 12, C1).
 
         A source is known to have nothing new as of ``sent`` when a fetch sent then found
         it at its end (``at_end``), or, without that, ``hold_back_s`` before the wall clock
@@ -354,14 +382,14 @@ class PipelineWorker:
         """
         clock = part.clock
         if clock == -math.inf:
-            return clock
+            return clock, clock
         late = self._late.get(tp)
         if late is None:
-            return clock  # no arrival noted for it: nothing to go on
+            return clock, clock  # no arrival noted for it: nothing to go on
         sent = self._at_end.get(tp)
         if sent is None:
             if not part.is_idle(now, self.hold_back_s):
-                return clock
+                return clock, clock
             sent = self.wall_clock() if self.wall_clock is not None else now
             sent -= self.hold_back_s
         since = sent - self.hold_back_s
@@ -372,11 +400,20 @@ class PipelineWorker:
             if reached is None:
                 reached = reached_by[since] = self.arrivals.reached(since)
         behind, lag = late[0].value, late[1].value
-        reached -= (behind if behind < caps[0] else caps[0]) + self._ahead.value
+        reached -= self._ahead.value
+        main = reached - (behind if behind < caps[0] else caps[0])
         passed = since - (lag if lag < caps[1] else caps[1])
-        if passed > reached:
-            reached = passed
-        return reached if reached > clock else clock
+        if passed > main:
+            main = passed
+        if main <= clock:
+            main = clock
+        if behind <= caps[0] and lag <= caps[1]:
+            return main, main  # (no lateness beyond the caps: the usual case)
+        wait = reached - (behind if behind < caps[2] else caps[2])
+        passed = since - (lag if lag < caps[3] else caps[3])
+        if passed > wait:
+            wait = passed
+        return main, wait if wait > clock else clock
 
     def _watermarks(self, now: float) -> Emit:
         """The watermarks of every source (see reported_clock)."""
@@ -437,12 +474,23 @@ class PipelineWorker:
             out.stale += len(records)
             return False
         dead: list[DeadLetter] = []
+        ended = self._ended.get(tp)
         part.process(records, now, out.findings, dead, arrivals_per_s=arrivals_per_s)
-        part.caught_up = caught_up(tp, part.offset)
+        self._caught_up(tp, part, caught_up, now)
         if records:
             arrived = records[-1][3]
             if arrived is not None and arrived >= 0:
-                self._note_arrival(tp, part.clock, arrived / arrivals_per_s, now)
+                arrived /= arrivals_per_s
+                if ended is not None and ended[1] > arrived and records[0][0] > ended[0]:
+                    # Not there when a fetch sent at ended[1] found the partition at its end:
+                    # it reached Kafka after that, whatever its timestamp says.  A producer
+                    # may stamp CreateTime with the metric's own time (Telegraf's
+                    # outputs.kafka does by default, producer_timestamp = "metric"; Kafka
+                    # Connect keeps a source's timestamps): taken for its arrival, a
+                    # collector delivering 2 s late looked 0 s late (review round 12, C2).
+                    # Topics created with LogAppendTime (kafka_io.topic_plan) need no floor.
+                    arrived = ended[1]
+                self._note_arrival(tp, part.clock, arrived, now)
         out.dead.extend((tp[0], d) for d in dead)
         out.events[tp[0]] = out.events.get(tp[0], 0) + len(records)
         return True
@@ -492,8 +540,9 @@ class PipelineWorker:
                   at_end: AtEnd | None = None) -> WorkerOutput:
         """Idle advance and the watermarks of every source, then every correlator's release."""
         out = WorkerOutput()
+        self._fetch_ends = at_end is not None
         for tp, part in self.sources.items():
-            part.caught_up = caught_up(tp, part.offset)
+            self._caught_up(tp, part, caught_up, now)
             part.idle_advance(now, self.idle_advance_s, out.findings)
         if self.sources:
             self._note_ends(at_end)

@@ -54,7 +54,14 @@ def topic_plan(settings: Settings) -> dict[str, tuple[int, dict[str, str]]]:
     """Every topic the service uses: real name -> (partitions, topic configs) if created."""
     plan: dict[str, tuple[int, dict[str, str]]] = {}
     for t in TELEMETRY_TOPICS:
-        plan[settings.topic(t)] = (settings.partitions_telemetry, {})
+        # Stamped when the broker appends a record, not with the producer's CreateTime: the
+        # worker measures each source's lateness by when its records reached Kafka, and a
+        # collector may stamp CreateTime with the metric's own time (Telegraf's outputs.kafka
+        # does by default), which makes a collector delivering late look prompt (review round
+        # 12, C2).  Topics a site made itself keep theirs: the worker floors a record's
+        # arrival at the last fetch that found its partition at its end (PipelineWorker).
+        plan[settings.topic(t)] = (settings.partitions_telemetry,
+                                   {"message.timestamp.type": "LogAppendTime"})
     for t in (ISOLATION, ESCALATION):
         plan[settings.topic(t)] = (settings.partitions_alerts, {})
     plan[settings.topic(DEADLETTER)] = (settings.partitions_deadletter, {})

@@ -22,8 +22,11 @@ clear); a cumulative counter that stays higher afterwards is no symptom.
 ('sdc_checksum', {'node': 'n1', 'gpu': 1})
 >>> records = list(simulate(sc))
 >>> label = records[-1]["value"]
->>> records[-1]["topic"], label["kind"], label["cause"], label["scope"]
-('labels', 'sdc', 'gpu_hardware', {'level': 'gpu', 'node': 'n1', 'gpu': 1})
+>>> records[-1]["topic"], label["kind"], label["cause"], label["scope"], label["attributable"]
+('labels', 'sdc', 'unknown', {'level': 'job', 'job': 'job-1'}, False)
+
+With two replicas (DP 2) nobody can tell which of the two disagreeing GPUs is wrong: the
+label is the job, unattributable (with three or more, the minority GPU, ``gpu_hardware``).
 
 Ranks 1 and 5 are peers (same tp_rank and pp_rank); from the fault's start
 their checksums disagree, and the label starts at rank 5's first bad one:
@@ -96,6 +99,13 @@ def label_for(i: int, spec: FaultSpec, sc: Scenario, start_ts: float, end_ts: fl
     """The ground-truth label of the scenario's fault ``i``."""
     info = FAULT_TABLE[spec.kind]
     t = spec.target
+    if spec.kind == "sdc_checksum" and sc.job.dp == 2:
+        # A checksum group is a (tp, pp) slot's replicas: with two, the corrupted one and its
+        # one peer disagree and nothing tells which is wrong (DESIGN: attributable false means
+        # no telemetry names the cause; the location is what can be localised, the job).
+        # faultline raises one sdc/unknown job escalation for such a tie (sdc13).
+        return Label(f"{sc.label_prefix}s{sc.seed}-f{i:02d}-{spec.kind}", info.label_kind,
+                     "unknown", Scope.of_job(sc.job.job), start_ts, end_ts, False)
     if info.level == "gpu":
         scope = Scope.of_gpu(t["node"], t["gpu"])
     elif info.level == "nic":
