@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from detector.alerts import Alert
+from detector.decoding import MAX_MESSAGE_BYTES
 from detector.events import ECC, MAX_NAME_CHARS, NIC, STEP, THERMAL
 from detector.findings import decode_message
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
@@ -248,3 +249,26 @@ def test_every_alert_a_forged_finding_makes_can_be_produced(onset: Any) -> None:
     assert "fl:iso:hardware:gpu:node-001/0" in _firing(got)
     for a in got:
         alert_message(a)  # what detector.service.app's _alerts does with each
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (orjson.dumps({"type": "rewound", "source": "telemetry.ecc:0", "ts": 1e300}),
+     "ts_out_of_range"),
+    (orjson.dumps({"type": "rewound", "source": "telemetry.ecc:0", "ts": "NaN"}), None),
+    (orjson.dumps({"type": "rewound", "source": "telemetry.ecc:0", "ts": T0, "x": 1}),
+     "unknown field"),
+    (orjson.dumps({"type": "rewound", "source": "bad\nname", "ts": T0}), None),
+    (orjson.dumps({"type": "rewound", "source": {"a": [[[[1]]]]}, "ts": T0}), None),
+    (b'{"type": "rewound", "source": "telemetry.ecc:0", "ts": ' + b"[" * 5000, None),
+    (b'{"type": "rewound", "source": "' + b"x" * (MAX_MESSAGE_BYTES + 1) + b'", "ts": 1}',
+     "bytes"),
+])
+def test_a_forged_rewound_notice_is_refused(raw: bytes, reason: str | None) -> None:
+    """Round 14 (clock14) made ``rewound`` a findings-topic message: a far-future, non-finite,
+    nested, oversized or unknown-field one is refused like any other (then counted and
+    skipped by CorrelatorPartition.on_message); a well-formed one decodes."""
+    with pytest.raises(ValueError, match=reason):
+        decode_message(raw, T0 + 100.0)
+    ok = decode_message(orjson.dumps({"type": "rewound", "source": "telemetry.ecc:0",
+                                      "ts": T0}), T0 + 100.0)
+    assert (ok.source, ok.ts) == ("telemetry.ecc:0", T0)
