@@ -24,7 +24,7 @@ class NodeTemps:
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
-                 "cap_depth", "cap_busy")
+                 "cap_depth", "cap_busy", "hot")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -43,6 +43,7 @@ class NodeTemps:
         self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
         #                                      never-routine thermal reason
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
+        self.hot: set[int] = set()         # GPUs hot against the node on their latest sample
         self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
         #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
         self.seen_count = 0                # GPUs it named (told again when more heat)
@@ -75,7 +76,19 @@ class NodeTemps:
         self.braking.discard(gpu)
         self.heating.pop(gpu, None)
         self.heat_gpus.discard(gpu)
+        self.hot.discard(gpu)
         return not self.gpus
+
+    def hotter_sibling(self, gpu: int) -> int | None:
+        """A GPU of the node hotter than ``gpu`` on their latest samples and itself hot against
+        the node or throttling thermally: the part failing beside ``gpu`` (None: none)."""
+        own = self.temps.get(gpu)
+        if own is None:
+            return None
+        for g in sorted(self.hot | self.heating.keys()):
+            if g != gpu and self.temps.get(g, own) > own:
+                return g
+        return None
 
     def node_fault_open(self) -> bool:
         """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
