@@ -210,13 +210,13 @@ def _tie_findings(diverging: int, groups: int = 256) -> list:
     return [f for f in found if f.signal == "checksum_pair"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every new pair, each carrying "
-    "candidate_ranks = every candidate so far: a whole replica of a DP-2 job diverging at "
-    "once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for 256 "
-    "pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU "
-    "DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); "
-    "a6d23a2: 2 findings a pair of constant size -- linear"))
+# (Was a strict xfail, fixed by sdc15 (sdc.tie: one finding per step's decision, its lists
+# bounded, with candidate_count): "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every
+# new pair, each carrying candidate_ranks = every candidate so far: a whole replica of a DP-2 job
+# diverging at once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for
+# 256 pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU
+# DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); a6d23a2: 2
+# findings a pair of constant size -- linear".)
 def test_a_whole_replica_diverging_is_a_bounded_page() -> None:
     ties = _tie_findings(256)
     assert ties and sum(len(f.evidence["candidate_ranks"]) for f in ties) <= 4 * 256
