@@ -17,8 +17,9 @@ from __future__ import annotations
 import gzip
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.blind5.score import Score  # the container: faults + problems, add(), table() per kind
 
 SLACK_S = 60.0
 IDS = {"gpu": ("node", "gpu"), "node": ("node",), "nic": ("node", "nic"),
@@ -69,32 +70,6 @@ def catches(topic: str, alert: dict, label: dict) -> bool:
             and scope_matches(alert.get("scope"), label["scope"]))
 
 
-@dataclass
-class Score:
-    faults: list[dict] = field(default_factory=list)
-    problems: list[dict] = field(default_factory=list)
-
-    def add(self, other: Score) -> None:
-        self.faults += other.faults
-        self.problems += other.problems
-
-    def table(self) -> dict[str, dict]:
-        t: dict[str, dict] = defaultdict(
-            lambda: {"faults": 0, "caught": 0, "problems": 0, "fp": 0, "lat": [], "attrib_ok": 0})
-        for f in self.faults:
-            r = t[f["kind"]]
-            r["faults"] += 1
-            if f["caught"]:
-                r["caught"] += 1
-                r["lat"].append(f["latency_s"])
-                r["attrib_ok"] += f["attrib_ok"]
-        for p in self.problems:
-            r = t[p["kind"]]
-            r["problems"] += 1
-            r["fp"] += not p["caught"]
-        return dict(t)
-
-
 def score(labels: list[dict], alerts: list[tuple[str, dict]], log: str = "") -> Score:
     firing = [(t, a) for t, a in alerts if a.get("status") == "firing"]
     sc = Score()
@@ -102,10 +77,11 @@ def score(labels: list[dict], alerts: list[tuple[str, dict]], log: str = "") -> 
         hits = [(a["detected_ts"], t, a) for t, a in firing if catches(t, a, lab)]
         f = {"log": log, "fault_id": lab["fault_id"], "kind": lab["kind"], "cause": lab["cause"],
              "scope": lab["scope"], "attributable": lab.get("attributable", True),
-             "start_ts": lab["start_ts"], "end_ts": lab["end_ts"], "caught": bool(hits)}
+             "start_ts": lab["start_ts"], "end_ts": lab["end_ts"], "caught": bool(hits),
+             "latency_s": None, "cause_ok": False, "by": None}
         if hits:
             ts, topic, a = min(hits, key=lambda h: h[0])
-            f.update(latency_s=ts - lab["start_ts"], attrib_ok=a.get("cause") == lab["cause"],
+            f.update(latency_s=ts - lab["start_ts"], cause_ok=a.get("cause") == lab["cause"],
                      by={"topic": topic, "kind": a.get("kind"), "cause": a.get("cause"),
                          "scope": a.get("scope")})
         sc.faults.append(f)
