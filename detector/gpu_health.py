@@ -44,7 +44,8 @@ class GpuHealth:
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
                  "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
-                 "_resets_since", "_faulted", "_pcie_long", "_pcie_samples", "_sbe_evidence")
+                 "_resets_since", "_faulted", "_pcie_long", "_pcie_samples", "_sbe_evidence",
+                 "_nvl_replay_ts")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -64,6 +65,7 @@ class GpuHealth:
         self._retired_sbe = 0
         self._faulted = False  # raised a hardware verdict since the last reset
         self._sbe_evidence = False  # sbe_burst raised as evidence only (no verdict yet)
+        self._nvl_replay_ts = -math.inf  # last NVLink replay or recovery error counted
 
     @property
     def last_ts(self) -> float:
@@ -238,7 +240,8 @@ class GpuHealth:
         if nvl or "nvlink_errors" in active:
             self._rate(out, s, cfg, "nvlink_errors", "nvlink", self._nvlink, nvl,
                        cfg.nvlink_errors, {"crc": d[_NVL_CRC], "replay": d[_NVL_REPLAY],
-                                           "recovery": d[_NVL_RECOVERY]})
+                                           "recovery": d[_NVL_RECOVERY]},
+                       self._nvl_replayed(s.ts, nvl, d[_NVL_REPLAY] + d[_NVL_RECOVERY], cfg))
         if d[_PCIE] or "pcie_replay" in active:
             self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
                        cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]},
@@ -265,6 +268,25 @@ class GpuHealth:
                 "replay_samples_lately": round(seen, 1),
                 "rule": f"PCIe replays over {cfg.pcie_rate_per_min:g}/min (DCGM's PCIe health "
                         f"limit), counted decaying with a {half:g} s half-life"}
+
+    def _nvl_replayed(self, ts: float, n: int, link: int,
+                      cfg: Thresholds) -> dict[str, Any] | None:
+        """Evidence that the link layer retransmits, or None: replays or recoveries counted
+        within ``nvlink_half_life_s`` and ``nvlink_replayed`` errors lately.
+
+        DCGM's NVLink health watch fails a GPU on a single replay or recovery error in a
+        minute (CRC errors alone only warn below 100/s); one lone error is no fault here, so
+        the replays must come with errors recurring.
+        """
+        if link:
+            self._nvl_replay_ts = ts
+        if ts - self._nvl_replay_ts > cfg.nvlink_half_life_s:
+            return None
+        level = self._nvlink.value(ts) + n
+        if level < cfg.nvlink_replayed:
+            return None
+        return {"rule": f"NVLink replays or recoveries with {cfg.nvlink_replayed:g}+ errors "
+                        f"lately (DCGM's NVLink health watch fails on a replay)"}
 
     def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
               count: DecayingCount, n: int, limit: float, evidence: dict[str, Any],

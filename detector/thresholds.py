@@ -84,6 +84,7 @@ class Thresholds:
     retired_sbe_pages: int = 10         # as Meta GCM's gpu_retired_pages check
     nvlink_errors: float = 50.0         # CRC + replay + recovery errors within ~a half-life
     nvlink_half_life_s: float = 60.0
+    nvlink_replayed: float = 10.0       # ... or this many with a replay/recovery among them
     pcie_replays: float = 100.0
     pcie_half_life_s: float = 60.0
     # ... or a replay *rate* held for minutes (a link trained down: replays on every sample

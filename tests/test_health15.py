@@ -10,6 +10,8 @@ says what it rests on.
 
 from __future__ import annotations
 
+import math
+
 from detector.alerts import ISOLATION
 from detector.engine import Engine
 from detector.findings import Finding
@@ -67,3 +69,43 @@ def test_sbe_storm_already_pending_is_a_verdict_when_it_passes_the_limit() -> No
     raised = [f for f in found if f.signal == "sbe_burst" and f.active]
     assert len(raised) == 1 and raised[0].verdict
     assert "row remap pending" in raised[0].evidence["rests_on"]
+
+
+# -- NVLink errors growing slowly ------------------------------------------------------------
+
+
+def crc_growth(r0: float = 0.035, tau: float = 150.0, every: float = 15.0, seconds: int = 900,
+               replays: bool = True):
+    """blind6's NVLink CRC story: r0 * e^(t / tau) errors a second from t = 0, a replay per 12
+    CRC errors (none with ``replays`` False), sampled every ``every`` s; and the time of the
+    first sample that counts an error."""
+    out, first, t = [], None, 7.0
+    while t <= seconds:
+        n = int(r0 * tau * (math.exp(t / tau) - 1.0))
+        if n and first is None:
+            first = t
+        out.append(ecc(T0 + t, "a100-02", 5, nvlink=(n, n // 12 if replays else 0, 0)))
+        t += every
+    return out, T0 + (first or 0.0)
+
+
+def test_nvlink_crc_growing_slowly_is_isolated_once_the_link_replays() -> None:
+    # Failed on main 61dfd29: isolated 435 s after the first counted error (50 recent errors,
+    # ~0.9/s); replays come at the 12th CRC error (DCGM's NVLink watch fails on one).
+    samples, first = crc_growth()
+    fired = [a for a in feed(Engine(), samples) if a.status == "firing"]
+    assert [(a.topic, a.kind, a.cause, a.scope.key) for a in fired] == [
+        (ISOLATION, "hardware", "nvlink", "gpu:a100-02/5")]
+    assert fired[0].detected_ts - first <= 240.0, fired[0].detected_ts - first
+    assert "replay" in repr(fired[0].to_dict())
+
+
+def test_nvlink_crc_alone_or_a_lone_replay_stays_under_the_rate_rule() -> None:
+    # CRC errors without replays wait for the rate rule (50 recent), as before; a trickle
+    # of CRC errors with a replay now and then (a healthy link's) pages nothing.
+    samples, first = crc_growth(replays=False)
+    fired = [a for a in feed(Engine(), samples) if a.status == "firing"]
+    assert fired and fired[0].detected_ts - first > 300.0
+    trickle = [ecc(T0 + 15.0 * i, "a100-02", 5, nvlink=(i // 4, i // 40, 0))
+               for i in range(240)]  # 1 CRC a minute, a replay every 10 min, for an hour
+    assert [a for a in feed(Engine(), trickle) if a.status == "firing"] == []
