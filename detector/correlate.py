@@ -557,18 +557,19 @@ class Correlator:
         ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
         on its GPU is its own problem.
 
-        Only a fault that can be theirs explains them: on the node as a whole, or on the GPU
-        of one of the job's ranks slow there (``f``'s, or another's ``slow_rank`` on the
-        node) -- not on any GPU of the node: a GPU outside the job, off the bus minutes
+        Only a fault that can be theirs explains them: on the node as a whole, or on a GPU
+        of their job there (where its ranks run, ``job_layout``; or one with a slow rank of
+        it) -- not on any GPU of the node: a GPU outside the job, off the bus minutes
         before, swallowed the job's TP group slowed alike and its slowness was paged nowhere
-        (review13 S1).  The slow ranks' findings of one step come one by one; a later mate's
-        GPU is looked at again when the rank's wait for a cause ends (:meth:`_slow_due`)."""
+        (review13 S1)."""
         if not f.evidence.get("node_wide") or f.scope.node is None:
             return None
         node = Scope.of_node(f.scope.node).key
+        mine = {Scope.of_gpu(f.scope.node, gpu).key for (job, _), (gpu, _) in
+                self._placement.on_node.get(f.scope.node, {}).items() if job == f.job}
         for unit in sorted(self._units_of_node.get(f.scope.node, ())):
             signals = self._device.get(unit, {})
-            if unit != node and not (unit.startswith("gpu:") and self._slow_with(f, unit)):
+            if unit != node and unit not in mine and not self._slow_with(f, unit):
                 continue
             for g in signals.values():
                 if g.kind != "hardware" or not g.verdict:
@@ -581,7 +582,7 @@ class Correlator:
 
     def _slow_with(self, f: Finding, unit: str) -> bool:
         """Whether GPU ``unit`` is the slow rank ``f``'s own or holds another slow rank of its
-        job (:meth:`_node_verdict`)."""
+        job (:meth:`_node_verdict`, where the job's layout is not known)."""
         if unit == f.scope.key:
             return True
         g = self._device.get(unit, {}).get("slow_rank")

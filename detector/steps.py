@@ -19,7 +19,11 @@ passed), then analysed a whole step at a time with numpy:
   (re)start learn each rank's bias, under a conservative prior instead of
   silence: a rank ``gross_slowdown`` (30 %) slower than its peer median for
   ``gross_steps`` steps in a row needs no history to be called slow (a job
-  landing on a bad GPU is reported at its second step);
+  landing on a bad GPU is reported at its second step) -- where the job's steps spread
+  widely (a long-context job's replicas drawing documents of 2-5x), a warm-up step counts
+  as gross only when it is also clearly slow in that spread, and a rank slower than its
+  peers on average, step after step, is found by its mean against its standard error
+  (:meth:`JobMonitor._check_sustained`);
 - **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
   group, decided on the step it happens;
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas
@@ -113,6 +117,7 @@ _SUS_SPREAD = 0.05   # in force where a rank's deviation spreads >= 5 % a step (
 _SUS_Z = 4.0         # its mean this many standard errors over the job's typical rank's
 _SUS_CLEAR_Z = 2.0   # and it clears back under this many
 _SUS_MIN_N = 24.0    # once its mean is worth this many independent steps
+_SUS_EVERY = 8       # steps between looks at the ranks' median spread while it is under
 
 # JobMonitor's per-slot arrays (an item per rank's slot) and what a new slot holds (None: the
 # cap any rank may learn, Thresholds.slow_baseline_clip): _grow makes room in each,
@@ -370,6 +375,7 @@ class JobMonitor:
         self._sus_s2 = np.zeros(0)                    # square (_check_sustained)
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
+        self._sus_spread = 0.0                        # the ranks' median step spread, lately
         self._host = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)  # host time over the stage's (_check_host)
         self._host_sigma = 0.0                        # the job's noise of the host excess
@@ -1674,18 +1680,21 @@ class JobMonitor:
         s1 = self._sus_s[r] * keep + g
         s2 = self._sus_s2[r] * keep + g * g
         self._sus_w[r], self._sus_w2[r], self._sus_s[r], self._sus_s2[r] = w, w2, s1, s2
+        live = np.count_nonzero(self._sustained)
+        if not live and self._sus_spread < _SUS_SPREAD and self._evaluated % _SUS_EVERY:
+            return  # (the usual job, ordinary jitter, the CUSUM's: looked at now and then)
         n_eff = w * w / w2
         ready = n_eff >= _SUS_MIN_N
-        live = np.count_nonzero(self._sustained)
         if not np.count_nonzero(ready) and not live:
             return  # (the first steps after a (re)start: too few to weigh)
         mean = s1 / w
         spread = np.sqrt(np.maximum(s2 / w - mean * mean, 0.0))
-        job_spread = median(spread[ready], scratch=False) if np.count_nonzero(ready) else 0.0
+        job_spread = median(spread[ready], scratch=True) if np.count_nonzero(ready) else 0.0
+        self._sus_spread = job_spread
         if job_spread < _SUS_SPREAD and not live:
-            return  # (the usual job: ordinary jitter, the CUSUM's)
+            return
         se = np.maximum(spread, job_spread) / np.sqrt(n_eff)
-        over = mean - median(mean[ready], scratch=False) if np.count_nonzero(ready) else mean
+        over = mean - median(mean[ready], scratch=True) if np.count_nonzero(ready) else mean
         t = over / np.maximum(se, 1e-12)
         standing = ready & (t >= 1.0)
         onset = self._sus_onset
@@ -1754,6 +1763,8 @@ class JobMonitor:
         for a in (self._sus_w, self._sus_w2, self._sus_s, self._sus_s2, self._sus_onset):
             a[at] = 0.0
         self._sustained[at] = False
+        if m is None:
+            self._sus_spread = 0.0
 
     def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
