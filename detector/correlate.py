@@ -555,13 +555,23 @@ class Correlator:
         node, its ranks at the pace of its slowest GPU): they are that GPU's consequence and
         join its verdict (blind4 D3: an NVLink fault's slowed TP group was escalated as
         ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
-        on its GPU is its own problem."""
+        on its GPU is its own problem.
+
+        Only a fault that can be theirs explains them: on the node as a whole, or on a GPU
+        of their job there (where its ranks run, ``job_layout``; or one with a slow rank of
+        it) -- not on any GPU of the node: a GPU outside the job, off the bus minutes
+        before, swallowed the job's TP group slowed alike and its slowness was paged nowhere
+        (review13 S1)."""
         if not f.evidence.get("node_wide") or f.scope.node is None:
             return None
+        node = Scope.of_node(f.scope.node).key
+        mine = {Scope.of_gpu(f.scope.node, gpu).key for (job, _), (gpu, _) in
+                self._placement.on_node.get(f.scope.node, {}).items() if job == f.job}
         for unit in sorted(self._units_of_node.get(f.scope.node, ())):
-            if not unit.startswith("gpu:"):
+            signals = self._device.get(unit, {})
+            if unit != node and unit not in mine and not self._slow_with(f, unit):
                 continue
-            for g in self._device.get(unit, {}).values():
+            for g in signals.values():
                 if g.kind != "hardware" or not g.verdict:
                     continue
                 key = self._owner.get(g.key)
@@ -569,6 +579,14 @@ class Correlator:
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
         return None
+
+    def _slow_with(self, f: Finding, unit: str) -> bool:
+        """Whether GPU ``unit`` is the slow rank ``f``'s own or holds another slow rank of its
+        job (:meth:`_node_verdict`, where the job's layout is not known)."""
+        if unit == f.scope.key:
+            return True
+        g = self._device.get(unit, {}).get("slow_rank")
+        return g is not None and g.job == f.job
 
     def _node_escalated(self, f: Finding) -> bool:
         """The slow rank's node is escalated slow and still firing (its ranks found together
@@ -595,6 +613,34 @@ class Correlator:
                 continue
             p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
             if p is not None and p.status == "firing":
+                return p
+        return None
+
+    def _mates_cause(self, f: Finding) -> Problem | None:
+        """A slow_node isolation for power or heat firing on the slow rank's node -- at node
+        scope, or the one that explains a mate's rank on another GPU of it -- when the rank is
+        slow alike with its node's others (``node_wide``, detector.steps: TP inside the node,
+        every rank at the pace of its slowest GPU): the ranks are that GPU's consequence and
+        join its page (blind5 E7: a fan failing beside GPU 5, its thermal isolation firing,
+        and the node's 8 TP ranks escalated 'unknown' beside it -- two pages for one part).
+        A mate counts when it is of the same job and slow alike too; a rank slow alone on
+        its GPU is its own problem."""
+        node = f.scope.node
+        if not f.evidence.get("node_wide") or node is None:
+            return None
+        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
+                                             f.cluster))
+        if p is not None and p.status == "firing" and p.cause in ("power", "thermal"):
+            return p
+        for unit in sorted(self._units_of_node.get(node, ())):
+            mate = self._device.get(unit, {}).get("slow_rank")
+            if mate is None or mate is f or mate.job != f.job or not mate.evidence.get(
+                    "node_wide"):
+                continue
+            key = self._owner.get(mate.key)
+            p = self.problems.get(key) if key else None
+            if (p is not None and p.status == "firing" and p.topic == ISOLATION
+                    and p.kind == "slow_node" and p.cause in ("power", "thermal")):
                 return p
         return None
 
@@ -734,8 +780,15 @@ class Correlator:
 
         When it is on every GPU of the node at once (a power brake the node's supply or board
         asserts: detector.thermal), the node is the unit: one node isolation takes every slow
-        rank on it.
+        rank on it.  A rank slow alike with its node's others joins the throttle isolation
+        firing on its node (:meth:`_mates_cause`).
         """
+        mates = self._mates_cause(slow)
+        if mates is not None:
+            mates.add(slow, self.cfg.evidence_items)
+            self._own(slow, mates)
+            self._slow_wait.pop(slow.scope.key, None)
+            return True
         seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
         node = self._node_throttle(slow)
         if node is None and seen is not None and _node_wide_reason(seen) and (
@@ -1011,11 +1064,48 @@ class Correlator:
                       if base > 1.0 else "")
                    + f"while its GPU is power-capped (clock {drop:.1%} below baseline)"
                    ) if ratio else "impact: rank slower than its peers"
-        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
-                        detected_ts=max(now, cap.ts, slow.ts),
-                        extra={"recommended_because": because})
-        self._explain_waiting(cap.scope, p, out)
+        gpus = self._capped_with(slow, cap)
+        if len(gpus) < 2:
+            p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                            detected_ts=max(now, cap.ts, slow.ts),
+                            extra={"recommended_because": because})
+            self._explain_waiting(cap.scope, p, out)
+            return True
+        # Several GPUs of the node capped as deep on the same poll, the node's ranks slow
+        # alike: one limit set on the node (`nvidia-smi -pl` on the host, its BMC capping it),
+        # not as many GPU faults -- one node page, which its other ranks join (_mates_cause;
+        # blind5 E2b: GPUs 1, 3 and 6 isolated, the five capped since their first sample --
+        # no clock baseline to measure a drop against -- escalated as the node 'unknown').
+        scope = Scope.of_node(slow.scope.node)  # type: ignore[arg-type]
+        p = self._raise(ISOLATION, "slow_node", "power", scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts), extra={
+                            "recommended_because": f"{because}; the same SW power cap began "
+                            f"on GPUs {gpus} of {slow.scope.node} within "
+                            f"{self.cfg.impact_onset_s:.0f} s and the node's ranks are slow "
+                            "alike: the node's power limit, one node fault"})
+        p.add(slow, self.cfg.evidence_items)
+        self._own(slow, p)
+        self._slow_wait.pop(slow.scope.key, None)
         return True
+
+    def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
+        """The GPUs of the slow rank's node whose SW power cap (0x4 alone, ``clock_drop`` or
+        deeper) began within ``impact_onset_s`` of ``cap``'s, when the rank is slow alike with
+        its node's others (``node_wide``); [] otherwise."""
+        node = slow.scope.node
+        if not slow.evidence.get("node_wide") or node is None:
+            return []
+        window, deep = self.cfg.impact_onset_s, self.cfg.clock_drop
+        gpus = []
+        for unit in self._units_of_node.get(node, ()):
+            for g in self._device.get(unit, {}).values():
+                if (g.scope.level == "gpu" and g.signal in ("power_cap", "throttle_seen")
+                        and _reason_bits(g) == 0x4
+                        and float(g.evidence.get("clock_drop") or 0.0) >= deep
+                        and abs(g.onset_ts - cap.onset_ts) <= window):
+                    gpus.append(g.scope.gpu)
+                    break
+        return sorted(gpus)
 
     def _routine_loss(self, slow: Finding) -> float:
         """The largest clock loss SW capping caused on the slow rank's GPU, before its run,
@@ -1102,7 +1192,10 @@ class Correlator:
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
-        if len(node) >= 2 or self._node_escalated(f):
+        whole = self._replica_across(f, members, node, len(replica))
+        if whole is not None:
+            scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
+        elif len(node) >= 2 or self._node_escalated(f):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
@@ -1118,6 +1211,30 @@ class Correlator:
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
+
+    def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
+                        nodes: int) -> list[Finding] | None:
+        """The slow ranks of ``f``'s replica, when its slowness is that replica's across
+        nodes: ranks of it slow on ``nodes`` >= 2 nodes and every slow rank on ``f``'s node
+        (``node``) of it -- or when that replica is escalated slow already and still
+        firing.  None otherwise (the node rule's, or the rank's own).
+
+        A TP group spanning nodes (a GB200 tray of 4 GPUs under TP 8) runs at the pace of its
+        slowest GPU: every rank of it is slow alike on each of its nodes, and the node rule
+        (>= 2 slow ranks on a node) paged each node -- one fault, two pages (review13 S3).
+        Its smallest unit is the replica (PP 1: the TP group is the replica).  A node whose
+        slow ranks belong to several replicas (pure DP, a node's own fault) is the node's.
+        """
+        if f.job is None or f.dp_rank is None:
+            return None
+        mine = [g for g in members if g.dp_rank == f.dp_rank]
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_replica(
+            f.job, f.dp_rank), f.cluster))
+        if p is not None and p.status == "firing":
+            return mine
+        if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
+            return None
+        return mine
 
     def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
         """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
