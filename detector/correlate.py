@@ -559,13 +559,23 @@ class Correlator:
         node, its ranks at the pace of its slowest GPU): they are that GPU's consequence and
         join its verdict (blind4 D3: an NVLink fault's slowed TP group was escalated as
         ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
-        on its GPU is its own problem."""
+        on its GPU is its own problem.
+
+        Only a fault that can be theirs explains them: on the node as a whole, or on a GPU
+        of their job there (where its ranks run, ``job_layout``; or one with a slow rank of
+        it) -- not on any GPU of the node: a GPU outside the job, off the bus minutes
+        before, swallowed the job's TP group slowed alike and its slowness was paged nowhere
+        (review13 S1)."""
         if not f.evidence.get("node_wide") or f.scope.node is None:
             return None
+        node = Scope.of_node(f.scope.node).key
+        mine = {Scope.of_gpu(f.scope.node, gpu).key for (job, _), (gpu, _) in
+                self._placement.on_node.get(f.scope.node, {}).items() if job == f.job}
         for unit in sorted(self._units_of_node.get(f.scope.node, ())):
-            if not unit.startswith("gpu:"):
+            signals = self._device.get(unit, {})
+            if unit != node and unit not in mine and not self._slow_with(f, unit):
                 continue
-            for g in self._device.get(unit, {}).values():
+            for g in signals.values():
                 if g.kind != "hardware" or not g.verdict:
                     continue
                 key = self._owner.get(g.key)
@@ -573,6 +583,14 @@ class Correlator:
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
         return None
+
+    def _slow_with(self, f: Finding, unit: str) -> bool:
+        """Whether GPU ``unit`` is the slow rank ``f``'s own or holds another slow rank of its
+        job (:meth:`_node_verdict`, where the job's layout is not known)."""
+        if unit == f.scope.key:
+            return True
+        g = self._device.get(unit, {}).get("slow_rank")
+        return g is not None and g.job == f.job
 
     def _node_escalated(self, f: Finding) -> bool:
         """The slow rank's node is escalated slow and still firing (its ranks found together
@@ -1178,7 +1196,10 @@ class Correlator:
         node = [g for g in members if g.scope.node == f.scope.node]
         replica = {g.scope.node: g for g in members
                    if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
-        if len(node) >= 2 or self._node_escalated(f):
+        whole = self._replica_across(f, members, node, len(replica))
+        if whole is not None:
+            scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
+        elif len(node) >= 2 or self._node_escalated(f):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
@@ -1194,6 +1215,30 @@ class Correlator:
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
+
+    def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
+                        nodes: int) -> list[Finding] | None:
+        """The slow ranks of ``f``'s replica, when its slowness is that replica's across
+        nodes: ranks of it slow on ``nodes`` >= 2 nodes and every slow rank on ``f``'s node
+        (``node``) of it -- or when that replica is escalated slow already and still
+        firing.  None otherwise (the node rule's, or the rank's own).
+
+        A TP group spanning nodes (a GB200 tray of 4 GPUs under TP 8) runs at the pace of its
+        slowest GPU: every rank of it is slow alike on each of its nodes, and the node rule
+        (>= 2 slow ranks on a node) paged each node -- one fault, two pages (review13 S3).
+        Its smallest unit is the replica (PP 1: the TP group is the replica).  A node whose
+        slow ranks belong to several replicas (pure DP, a node's own fault) is the node's.
+        """
+        if f.job is None or f.dp_rank is None:
+            return None
+        mine = [g for g in members if g.dp_rank == f.dp_rank]
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_replica(
+            f.job, f.dp_rank), f.cluster))
+        if p is not None and p.status == "firing":
+            return mine
+        if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
+            return None
+        return mine
 
     def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
         """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
