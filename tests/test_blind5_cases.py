@@ -12,7 +12,6 @@ import gzip
 import json
 from pathlib import Path
 
-
 from bench.blind5 import measure
 from bench.blind5 import score as sc
 from bench.blind5.story import STORIES
