@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from bench.blind6 import faults as F
 from bench.blind6.fleet import A100_SXM, H100_PCIE, GpuModel, Node, hostlist
-from bench.blind6.jobs import Attempt, Job, run
+from bench.blind6.jobs import Attempt, Job
+from bench.blind6.jobs import run as run_attempt
 
 EPOCH = 1_798_000_000.0   # 2026-12-23 (UTC); a seed moves it by days
 
@@ -48,6 +49,15 @@ def _nodes(names, model: GpuModel, ngpu, nics, rates, thermal_s, ecc_s, nic_s, r
     return out
 
 
+def _runner(t_end: float):
+    """`jobs.run` with every attempt ended by the log's end (a shortened --minutes run)."""
+    def run(job: Job, att: Attempt, faults, rng, out) -> None:
+        att.stop_t = min(att.stop_t, t_end)
+        att.stall_t = min(att.stall_t, t_end)
+        run_attempt(job, att, faults, rng, out)
+    return run
+
+
 def _busy_frac(node: Node, t: float) -> float:
     return sum(node.util(g, t) for g in range(node.ngpu)) / node.ngpu
 
@@ -55,6 +65,7 @@ def _busy_frac(node: Node, t: float) -> float:
 def k8s_a100(seed: int, minutes: float = 20.0) -> Story:
     rng = random.Random(1000 + seed)
     t_end = minutes * 60.0
+    run = _runner(t_end)
     epoch = EPOCH + seed * 86400.0
     names = [f"a100-{i:02d}" for i in range(1, 13)]
     nodes = _nodes(names, A100_SXM, 8, ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"],
@@ -151,6 +162,7 @@ def k8s_a100(seed: int, minutes: float = 20.0) -> Story:
 def slurm_pcie(seed: int, minutes: float = 22.0) -> Story:
     rng = random.Random(2000 + seed)
     t_end = minutes * 60.0
+    run = _runner(t_end)
     epoch = EPOCH + seed * 86400.0 + 43200.0
     an = [f"pcie-a{i:02d}" for i in range(1, 9)]
     bn = [f"pcie-b{i:02d}" for i in range(1, 9)]
