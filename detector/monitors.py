@@ -42,8 +42,13 @@ from detector.thresholds import Thresholds
 from detector.topology import Topology
 
 _SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue steps
-# A node's records this far ahead of the partition's clock, while another node keeps it, are
-# its clock's error (NTP lost: tens of seconds), not the fleet's time: see Monitors._ahead.
+# A node's records more than DESIGN's out-of-order bound (5 s) ahead of the partition's clock,
+# while another node keeps it, are its clock's error (NTP lost, a bad relay, a drift), not the
+# fleet's time: see Monitors._ahead.  More than this ahead, the clock -- which decides every
+# job's steps 5 s past it -- would cut the other jobs' steps short (review13 C2: 6 s does).
+AHEAD_S = 5.0
+# How far apart two nodes' leads may be and still be one move of the fleet's time; how recent
+# a record makes a unit "near" the clock (another node keeping it).
 SKEW_S = 20.0
 _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for being alone
 # A node's records behind the clock by more than SKEW_S, steady within this of each other for
@@ -88,6 +93,14 @@ class Monitors:
         # SKEW_S behind the clock, lagging steadily so far (_behind); at most MAX_SKEWED,
         # dropped with the node's units or once taken as an offset.
         self._lagging: dict[str, list[float]] = {}
+        # [node, lead, clock then]: the last node that kept the clock (a unit near it) and
+        # jumped ahead of it, taken at an offset; a second such node agreeing within AHEAD_S of
+        # the clock is the fleet's time moving (a log's gap), not two clocks (_ahead).
+        self._vote: list[Any] | None = None
+        # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
+        # one record: a stream that moves in such jumps (collectors in phase, a sparse
+        # partition) is not judged ahead on its next one (_ahead).
+        self._moved = -math.inf
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         # [node, {node: newest ts}, ts]: the node whose record set a first clock, until another
         # node's record agrees with it, and the other nodes' records behind it (_first_node)
@@ -136,11 +149,13 @@ class Monitors:
         ts = ev.ts
         clock = self.clock
         if ts > clock:
-            if ts - clock > SKEW_S:
+            if ts - clock > AHEAD_S:
                 if ts - clock > MAX_AHEAD_S:
                     self.check_ahead(ev)  # raises unless the jump is real
                     self._maker = [ev.node, {}, ev.ts]  # a first clock: one node's so far
                 elif clock > -math.inf:
+                    if ts - clock <= SKEW_S and self._jump and not self.unconfirmed:
+                        self._jump.clear()
                     ev = self._ahead(ev)  # one node's clock, or the fleet's time moving on
                     ts = ev.ts
             elif self._jump and not self.unconfirmed:
@@ -239,41 +254,60 @@ class Monitors:
         self.clock = ts
 
     def _ahead(self, ev: Event) -> Event:
-        """A record more than ``SKEW_S`` (but not ``MAX_AHEAD_S``) ahead of the clock.
+        """A record more than ``AHEAD_S`` (but not ``MAX_AHEAD_S``) ahead of the clock.
 
         The clock judges every node's records (a job's steps expire at it, a timer fires at
         it), so it must be the fleet's time: one node whose NTP source is lost stamps its
-        records tens of seconds ahead (valid by DESIGN), and taken as the clock it would
-        decide every other job's steps as their first messages came in.  Physics: the
-        fleet's records arrive in the order they were taken (within DESIGN's 5 s), so a
-        node ahead of the records around it by more than ``SKEW_S`` is ahead of the time,
-        not the time ahead of them.  Its lead is taken as its clock's offset: this record
-        and its later ones are taken at ``ts - offset`` (about when they arrived in the
-        fleet's time), on its own spacing (:meth:`_deskew`).  The fleet's time moving on
-        (a log's gap, collectors sampling in phase every 30 s) is told apart by another
-        node agreeing with the lead within ``SKEW_S``: then the offsets that agree are
-        dropped and the record moves the clock, as before; so does a record of a node alone
-        (no other node's unit took a record within ``SKEW_S`` of the clock), and a node that
-        turns out to be alone later gets its time back (_deskew).
+        records seconds to minutes ahead (valid by DESIGN), and taken as the clock it would
+        decide every other job's steps before their messages came.  Physics: the fleet's
+        records arrive in the order they were taken (within DESIGN's 5 s), so a node ahead of
+        the records around it by more than that is ahead of the time, not the time ahead of
+        them.  Its lead is taken as its clock's offset: this record and its later ones are
+        taken at ``ts - offset`` (about when they arrived in the fleet's time), on its own
+        spacing (:meth:`_deskew`, which measures it again when it jumps further: a clock
+        that gets ahead in steps).  The fleet's time moving on is told apart three ways:
+        the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it:
+        collectors in phase, a sparse partition); a second node that kept the clock jumps
+        with the first, ``SKEW_S`` alike, before the clock moved ``AHEAD_S`` (a log's gap) --
+        nodes first heard ahead are no such evidence: two nodes that follow one bad NTP
+        relay agree with each other and not with the nodes that keep the time (review13 C1);
+        or nobody else is near (no other node's unit took a record within ``SKEW_S`` of the
+        clock), and a node that turns out to be alone later gets its time back (_deskew).
         """
-        lead = ev.ts - self.clock
-        skew = self._skew
-        agree = [n for n, st in skew.items() if abs(lead - st[0]) <= SKEW_S]
-        if agree:  # another node is there too: the fleet's time moved
-            for n in agree:
-                del skew[n]
+        clock = self.clock
+        lead = ev.ts - clock
+        if clock - self._moved <= AHEAD_S:
+            self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
             return ev
-        if len(skew) >= MAX_SKEWED or not self._others_near(ev.node):
-            return ev  # (nobody else keeps the clock: its time is the time)
+        node = ev.node
+        skew = self._skew
+        kept = self._near(node, mine=True)  # (it kept the clock until this record)
+        vote = self._vote
+        if kept and vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S \
+                and vote[2] >= clock - AHEAD_S:
+            # Two nodes that kept the clock moved on alike at once: the fleet's time moved.
+            for n in [n for n, st in skew.items() if abs(lead - st[0]) <= SKEW_S]:
+                del skew[n]
+            return self._moves(ev)
+        if len(skew) >= MAX_SKEWED or not self._others_near(node):
+            return self._moves(ev)  # (nobody else keeps the clock: its time is the time)
         if type(ev) is StepSample:
             job = self._jobs.get(ev.job)
             if job is not None and not job.in_step(ev.step):
                 # Its job's steps moved on with the time, or went back (a restart from a
                 # checkpoint): the job paused (a node rebooted, a log's gap), the time moved.
                 # A clock ahead stamps the step its job is at (tests/test_detect_restart_ranks).
-                return ev
-        skew[ev.node] = [lead, ev.ts, self.clock + _ALONE_S]
-        return replace(ev, ts=self.clock)
+                return self._moves(ev)
+        skew[node] = [lead, ev.ts, clock + _ALONE_S]
+        if kept:
+            self._vote = [node, lead, clock]
+        return replace(ev, ts=clock)
+
+    def _moves(self, ev: Event) -> Event:
+        """The fleet's time moved on to ``ev``'s (:meth:`_ahead`)."""
+        self._vote = None
+        self._moved = ev.ts
+        return ev
 
     def _behind(self, ev: Event) -> Event:
         """A record more than ``SKEW_S`` behind the clock: a late delivery, or its node's clock
@@ -376,7 +410,7 @@ class Monitors:
         raw = ev.ts
         clock = self.clock
         ts = raw - st[0]
-        if ts > clock + (SKEW_S if st[0] > 0 else _STEADY_S):
+        if ts > clock + (AHEAD_S if st[0] > 0 else _STEADY_S):
             # Its records are far past the fleet's with the offset off; behind, its records
             # come less behind than they did (a backlog catching up, its clock stepped on).
             del self._skew[node]
@@ -423,19 +457,25 @@ class Monitors:
         """Whether a unit of another node (a GPU's, a node's ports, a job with a rank on
         another node) took a record within ``SKEW_S`` of the clock (every ``_ALONE_S`` of a
         skewed node's time: a walk over the units)."""
+        return self._near(node, mine=False)
+
+    def _near(self, node: str, *, mine: bool) -> bool:
+        """Whether a unit of ``node`` (``mine``), or of another node, took a record within
+        ``SKEW_S`` of the clock (a walk over the units: only on a record ahead of the clock,
+        and every ``_ALONE_S`` of a skewed node's time)."""
         lo = self.clock - SKEW_S
         for units in (self._thermal, self._ecc):
             for (n, _), m in units.items():
-                if n != node and m.last_ts >= lo:
+                if (n == node) is mine and m.last_ts >= lo:
                     return True
         for n, nics in self._nics.items():
-            if n != node and nics.last_ts >= lo:
+            if (n == node) is mine and nics.last_ts >= lo:
                 return True
         # (a job's ranks by the hardware its evaluated steps ran on, or, before its first
         # evaluation -- a partition's first seconds -- the ranks of the steps it waits on)
         return any(job.clock >= lo and (
-            any(hw is not None and hw[0] != node for hw in job._hw)
-            or any(e.node != node for buf in job._pending.values() for e in buf.events))
+            any(hw is not None and (hw[0] == node) is mine for hw in job._hw)
+            or any((e.node == node) is mine for buf in job._pending.values() for e in buf.events))
             for job in self._jobs.values())
 
     def count_jump(self, ts: float) -> int:
@@ -476,6 +516,13 @@ class Monitors:
             for n, st in self._skew.items()), "Monitors._skew")
         if "_lagging" not in self.__dict__:
             self._lagging = {}  # (a snapshot of round 13: none lagging yet)
+        if "_vote" not in self.__dict__:
+            self._vote, self._moved = None, -math.inf  # (a snapshot of round 14)
+        refuse_unless(self._vote is None or (
+            type(self._vote) is list and len(self._vote) == 3 and type(self._vote[0]) is str
+            and all(type(x) is float and math.isfinite(x) for x in self._vote[1:])),
+            "Monitors._vote")
+        refuse_unless(is_time(self._moved), "Monitors._moved: not a time")
         refuse_unless(type(self._lagging) is dict and len(self._lagging) <= MAX_SKEWED and all(
             type(n) is str and type(c) is list and len(c) == 3
             and all(type(x) is float and math.isfinite(x) for x in c)
