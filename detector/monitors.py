@@ -101,6 +101,10 @@ class Monitors:
         # one record: a stream that moves in such jumps (collectors in phase, a sparse
         # partition) is not judged ahead on its next one (_ahead).
         self._moved = -math.inf
+        # [node, lead, clock, raw ts]: a node whose record came AHEAD_S to SKEW_S ahead of the
+        # clock, its records held at their own time (the clock stays) until another node's
+        # record says whose time it is (_settle): one record, in a dense stream.
+        self._cand: list[Any] | None = None
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         # [node, {node: newest ts}, ts]: the node whose record set a first clock, until another
         # node's record agrees with it, and the other nodes' records behind it (_first_node)
@@ -144,6 +148,8 @@ class Monitors:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
         if self._maker is not None:
             self._first_node(ev)
+        if self._cand is not None:
+            self._settle(ev)
         if self._skew and ev.node in self._skew:
             ev = self._deskew(ev)
         ts = ev.ts
@@ -158,6 +164,8 @@ class Monitors:
                         self._jump.clear()
                     ev = self._ahead(ev)  # one node's clock, or the fleet's time moving on
                     ts = ev.ts
+                    if self._cand is not None and self._cand[0] == ev.node:
+                        ts = clock  # (held: a candidate's record, at its own time; _settle)
             elif self._jump and not self.unconfirmed:
                 self._jump.clear()
             self.clock = ts
@@ -276,11 +284,22 @@ class Monitors:
         """
         clock = self.clock
         lead = ev.ts - clock
+        node = ev.node
+        cand = self._cand
+        if cand is not None:
+            return ev  # (its own record: held; _settle ended any other node's)
         if clock - self._moved <= AHEAD_S:
             self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
             return ev
-        node = ev.node
         skew = self._skew
+        if lead <= SKEW_S:
+            # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
+            # gap) looks the same on this record alone -- the next node's record tells.
+            if len(skew) < MAX_SKEWED and self._others_near(node):
+                self._cand = [node, lead, clock, ev.ts]
+            else:
+                self._moved = ev.ts
+            return ev
         kept = self._near(node, mine=True)  # (it kept the clock until this record)
         vote = self._vote
         if kept and vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S \
@@ -302,6 +321,27 @@ class Monitors:
         if kept:
             self._vote = [node, lead, clock]
         return replace(ev, ts=clock)
+
+    def _settle(self, ev: Event) -> None:
+        """A record while a node is a candidate ahead (:meth:`_ahead`): another node's record
+        at the old time (more than ``AHEAD_S`` behind the candidate's) makes it the node
+        ahead, at its lead as its offset (:meth:`_deskew` from its next record; the records
+        held went at its own time); one at the new time is the fleet's time moving (a pause:
+        the clock moves to it), as is the candidate's own time moving on ``AHEAD_S`` with no
+        other node's record."""
+        node, lead, clock, raw = self._cand  # type: ignore[misc]
+        if ev.node == node:
+            if ev.ts <= raw + AHEAD_S:
+                return
+        elif ev.ts < raw - AHEAD_S:
+            self._cand = None
+            if node not in self._skew and len(self._skew) < MAX_SKEWED:
+                self._skew[node] = [lead, raw, clock + _ALONE_S]
+            return
+        self._cand = None
+        self._moved = raw
+        if raw > self.clock:
+            self.clock = raw
 
     def _moves(self, ev: Event) -> Event:
         """The fleet's time moved on to ``ev``'s (:meth:`_ahead`)."""
@@ -523,6 +563,12 @@ class Monitors:
             and all(type(x) is float and math.isfinite(x) for x in self._vote[1:])),
             "Monitors._vote")
         refuse_unless(is_time(self._moved), "Monitors._moved: not a time")
+        if "_cand" not in self.__dict__:
+            self._cand = None  # (a snapshot of round 14)
+        refuse_unless(self._cand is None or (
+            type(self._cand) is list and len(self._cand) == 4 and type(self._cand[0]) is str
+            and all(type(x) is float and math.isfinite(x) for x in self._cand[1:])),
+            "Monitors._cand")
         refuse_unless(type(self._lagging) is dict and len(self._lagging) <= MAX_SKEWED and all(
             type(n) is str and type(c) is list and len(c) == 3
             and all(type(x) is float and math.isfinite(x) for x in c)
