@@ -93,9 +93,10 @@ class Monitors:
         # SKEW_S behind the clock, lagging steadily so far (_behind); at most MAX_SKEWED,
         # dropped with the node's units or once taken as an offset.
         self._lagging: dict[str, list[float]] = {}
-        # [node, lead, clock then]: the last node that kept the clock (a unit near it) and
-        # jumped ahead of it, taken at an offset; a second such node agreeing within AHEAD_S of
-        # the clock is the fleet's time moving (a log's gap), not two clocks (_ahead).
+        # [node, lead, clock then, its raw ts]: the first node taken ahead (by more than SKEW_S)
+        # since a record at the old time last came from another node: the fleet's time may
+        # have moved (a log's gap) -- a node that kept the clock jumping alike, or the nodes
+        # taken ahead going on AHEAD_S with nobody at the old time, make it so (_ahead).
         self._vote: list[Any] | None = None
         # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
         # one record: a stream that moves in such jumps (collectors in phase, a sparse
@@ -150,8 +151,12 @@ class Monitors:
             self._first_node(ev)
         if self._cand is not None:
             self._settle(ev)
-        if self._skew and ev.node in self._skew:
-            ev = self._deskew(ev)
+        if self._skew:
+            if ev.node in self._skew:
+                ev = self._deskew(ev)
+            elif self._vote is not None and (ev.ts <= self._vote[2] + AHEAD_S
+                                             or self._vote[0] not in self._skew):
+                self._vote = None  # a node keeping the old time: no move (_ahead)
         ts = ev.ts
         clock = self.clock
         if ts > clock:
@@ -300,13 +305,11 @@ class Monitors:
             else:
                 self._moved = ev.ts
             return ev
-        kept = self._near(node, mine=True)  # (it kept the clock until this record)
         vote = self._vote
-        if kept and vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S \
-                and vote[2] >= clock - AHEAD_S:
-            # Two nodes that kept the clock moved on alike at once: the fleet's time moved.
-            for n in [n for n, st in skew.items() if abs(lead - st[0]) <= SKEW_S]:
-                del skew[n]
+        if vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S \
+                and self._near(node, mine=True):
+            # A node that kept the clock moved on with the one taken ahead, and no node's
+            # record came at the old time between: the fleet's time moved.
             return self._moves(ev)
         if len(skew) >= MAX_SKEWED or not self._others_near(node):
             return self._moves(ev)  # (nobody else keeps the clock: its time is the time)
@@ -318,8 +321,8 @@ class Monitors:
                 # A clock ahead stamps the step its job is at (tests/test_detect_restart_ranks).
                 return self._moves(ev)
         skew[node] = [lead, ev.ts, clock + _ALONE_S]
-        if kept:
-            self._vote = [node, lead, clock]
+        if vote is None:
+            self._vote = [node, lead, clock, ev.ts]
         return replace(ev, ts=clock)
 
     def _settle(self, ev: Event) -> None:
@@ -344,9 +347,17 @@ class Monitors:
             self.clock = raw
 
     def _moves(self, ev: Event) -> Event:
-        """The fleet's time moved on to ``ev``'s (:meth:`_ahead`)."""
+        """The fleet's time moved on to ``ev``'s (:meth:`_ahead`): the offsets taken since
+        the move began (as far ahead) are dropped."""
+        vote = self._vote
+        if vote is not None:
+            skew = self._skew
+            for n in [n for n, st in skew.items() if abs(vote[1] - st[0]) <= SKEW_S]:
+                del skew[n]
         self._vote = None
         self._moved = ev.ts
+        if ev.ts > self.clock:
+            self.clock = ev.ts
         return ev
 
     def _behind(self, ev: Event) -> Event:
@@ -448,6 +459,11 @@ class Monitors:
         node = ev.node
         st = self._skew[node]
         raw = ev.ts
+        vote = self._vote
+        if vote is not None and raw > vote[3] + AHEAD_S:
+            # The nodes taken ahead went on AHEAD_S of their time and no other node's record
+            # came at the old time: nobody keeps it, the fleet's time moved (_ahead).
+            return self._moves(ev)
         clock = self.clock
         ts = raw - st[0]
         if ts > clock + (AHEAD_S if st[0] > 0 else _STEADY_S):
@@ -559,7 +575,7 @@ class Monitors:
         if "_vote" not in self.__dict__:
             self._vote, self._moved = None, -math.inf  # (a snapshot of round 14)
         refuse_unless(self._vote is None or (
-            type(self._vote) is list and len(self._vote) == 3 and type(self._vote[0]) is str
+            type(self._vote) is list and len(self._vote) == 4 and type(self._vote[0]) is str
             and all(type(x) is float and math.isfinite(x) for x in self._vote[1:])),
             "Monitors._vote")
         refuse_unless(is_time(self._moved), "Monitors._moved: not a time")

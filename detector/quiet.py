@@ -52,7 +52,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     n = len(evs)
     clock = mon.clock
     if i >= n or mon._jump or mon.unconfirmed or mon._maker is not None or clock >= until \
-            or mon._cand is not None:
+            or mon._cand is not None or mon._vote is not None:
         return i
     cfg = mon.cfg
     thermal_units = mon._thermal
