@@ -598,6 +598,34 @@ class Correlator:
                 return p
         return None
 
+    def _mates_cause(self, f: Finding) -> Problem | None:
+        """A slow_node isolation for power or heat firing on the slow rank's node -- at node
+        scope, or the one that explains a mate's rank on another GPU of it -- when the rank is
+        slow alike with its node's others (``node_wide``, detector.steps: TP inside the node,
+        every rank at the pace of its slowest GPU): the ranks are that GPU's consequence and
+        join its page (blind5 E7: a fan failing beside GPU 5, its thermal isolation firing,
+        and the node's 8 TP ranks escalated 'unknown' beside it -- two pages for one part).
+        A mate counts when it is of the same job and slow alike too; a rank slow alone on
+        its GPU is its own problem."""
+        node = f.scope.node
+        if not f.evidence.get("node_wide") or node is None:
+            return None
+        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
+                                             f.cluster))
+        if p is not None and p.status == "firing" and p.cause in ("power", "thermal"):
+            return p
+        for unit in sorted(self._units_of_node.get(node, ())):
+            mate = self._device.get(unit, {}).get("slow_rank")
+            if mate is None or mate is f or mate.job != f.job or not mate.evidence.get(
+                    "node_wide"):
+                continue
+            key = self._owner.get(mate.key)
+            p = self.problems.get(key) if key else None
+            if (p is not None and p.status == "firing" and p.topic == ISOLATION
+                    and p.kind == "slow_node" and p.cause in ("power", "thermal")):
+                return p
+        return None
+
     def _node_throttle(self, f: Finding) -> Finding | None:
         """The node-wide throttle seen (every GPU of the node braking) on ``f``'s node."""
         if f.scope.node is None:
@@ -734,8 +762,15 @@ class Correlator:
 
         When it is on every GPU of the node at once (a power brake the node's supply or board
         asserts: detector.thermal), the node is the unit: one node isolation takes every slow
-        rank on it.
+        rank on it.  A rank slow alike with its node's others joins the throttle isolation
+        firing on its node (:meth:`_mates_cause`).
         """
+        mates = self._mates_cause(slow)
+        if mates is not None:
+            mates.add(slow, self.cfg.evidence_items)
+            self._own(slow, mates)
+            self._slow_wait.pop(slow.scope.key, None)
+            return True
         seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
         node = self._node_throttle(slow)
         if node is None and seen is not None and _node_wide_reason(seen) and (
@@ -1011,11 +1046,48 @@ class Correlator:
                       if base > 1.0 else "")
                    + f"while its GPU is power-capped (clock {drop:.1%} below baseline)"
                    ) if ratio else "impact: rank slower than its peers"
-        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
-                        detected_ts=max(now, cap.ts, slow.ts),
-                        extra={"recommended_because": because})
-        self._explain_waiting(cap.scope, p, out)
+        gpus = self._capped_with(slow, cap)
+        if len(gpus) < 2:
+            p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                            detected_ts=max(now, cap.ts, slow.ts),
+                            extra={"recommended_because": because})
+            self._explain_waiting(cap.scope, p, out)
+            return True
+        # Several GPUs of the node capped as deep on the same poll, the node's ranks slow
+        # alike: one limit set on the node (`nvidia-smi -pl` on the host, its BMC capping it),
+        # not as many GPU faults -- one node page, which its other ranks join (_mates_cause;
+        # blind5 E2b: GPUs 1, 3 and 6 isolated, the five capped since their first sample --
+        # no clock baseline to measure a drop against -- escalated as the node 'unknown').
+        scope = Scope.of_node(slow.scope.node)  # type: ignore[arg-type]
+        p = self._raise(ISOLATION, "slow_node", "power", scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts), extra={
+                            "recommended_because": f"{because}; the same SW power cap began "
+                            f"on GPUs {gpus} of {slow.scope.node} within "
+                            f"{self.cfg.impact_onset_s:.0f} s and the node's ranks are slow "
+                            "alike: the node's power limit, one node fault"})
+        p.add(slow, self.cfg.evidence_items)
+        self._own(slow, p)
+        self._slow_wait.pop(slow.scope.key, None)
         return True
+
+    def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
+        """The GPUs of the slow rank's node whose SW power cap (0x4 alone, ``clock_drop`` or
+        deeper) began within ``impact_onset_s`` of ``cap``'s, when the rank is slow alike with
+        its node's others (``node_wide``); [] otherwise."""
+        node = slow.scope.node
+        if not slow.evidence.get("node_wide") or node is None:
+            return []
+        window, deep = self.cfg.impact_onset_s, self.cfg.clock_drop
+        gpus = []
+        for unit in self._units_of_node.get(node, ()):
+            for g in self._device.get(unit, {}).values():
+                if (g.scope.level == "gpu" and g.signal in ("power_cap", "throttle_seen")
+                        and _reason_bits(g) == 0x4
+                        and float(g.evidence.get("clock_drop") or 0.0) >= deep
+                        and abs(g.onset_ts - cap.onset_ts) <= window):
+                    gpus.append(g.scope.gpu)
+                    break
+        return sorted(gpus)
 
     def _routine_loss(self, slow: Finding) -> float:
         """The largest clock loss SW capping caused on the slow rank's GPU, before its run,

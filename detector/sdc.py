@@ -28,34 +28,55 @@ from detector.findings import Finding
 TIE_SEVERITY = 0.9
 
 
+# What one tie finding names, however many pairs disagree (a whole replica of a DP-2 job
+# diverging at once is one pair per tensor/pipeline rank, 8,192 on a 16k-GPU job): the first
+# pairs by name and checksum, the first candidates' ranks and nodes, and the counts.
+TIE_PAIRS_NAMED = 4
+TIE_RANKS_KEPT = 16
+TIE_NODES_NAMED = 8
+
+
 def tie(pair: dict[int, list[float]], paired: set[int], step: int,
-        candidates: list[tuple[int, str, int, str | None, float]], decided_ts: float,
+        pairs: list[list[tuple[int, str, int, str | None, float]]], decided_ts: float,
         job: str, tenant: str | None, cluster: str | None) -> Finding | None:
-    """Two replicas' checksums differ on ``step``: ``candidates`` are the two ranks as
-    (rank, node, gpu, checksum, ts).  Both are marked ``paired`` (still disagreeing) and
-    kept in ``pair``; the job's escalation is returned when either is new (again, with
-    every candidate of the job, when a second tie appears), else None.
+    """Pairs of replicas whose checksums differ on ``step``: each of ``pairs`` is the two
+    ranks as (rank, node, gpu, checksum, ts).  Every candidate is marked ``paired`` (still
+    disagreeing) and kept in ``pair``; when any is new, one job escalation for the step is
+    returned (a later step's new pair makes a new one, replacing it), else None.  Its size
+    is bounded whatever the number of pairs: the first ``TIE_PAIRS_NAMED`` pairs named, the
+    first ``TIE_RANKS_KEPT`` candidate ranks listed, and ``candidate_count``.
     """
-    new = False
-    for (rank, *_, ts), (other, *_) in zip(candidates, candidates[::-1], strict=True):
-        paired.add(rank)
-        if rank in pair:
-            pair[rank][1] = 0
-            continue
-        pair[rank] = [ts, 0, other]
-        new = True
+    new = []
+    for candidates in pairs:
+        fresh = False
+        for (rank, *_, ts), (other, *_) in zip(candidates, candidates[::-1], strict=True):
+            paired.add(rank)
+            if rank in pair:
+                pair[rank][1] = 0
+                continue
+            pair[rank] = [ts, 0, other]
+            fresh = True
+        if fresh:
+            new.append(candidates)
     if not new:
         return None
-    nodes = sorted({node for _, node, _, _, _ in candidates})
-    names = " vs ".join(f"rank {r} (GPU {g} on {n})" for r, n, g, _, _ in candidates)
+    named = new[:TIE_PAIRS_NAMED]
+    names = "; ".join(" vs ".join(f"rank {r} (GPU {g} on {n})" for r, n, g, _, _ in c)
+                      for c in named)
+    if len(new) > len(named):
+        names += f"; and {len(new) - len(named)} more pairs"
+    nodes = sorted({node for c in new for _, node, _, _, _ in c})
+    where = " and ".join(nodes[:TIE_NODES_NAMED]) + (
+        f" and {len(nodes) - TIE_NODES_NAMED} more nodes" if len(nodes) > TIE_NODES_NAMED else "")
     diag = (f"rerun step {step} on a third GPU (Megatron rerun state machine): the replica "
             f"whose result it does not reproduce is the faulty GPU; then `dcgmi diag -r 4` "
-            f"on {' and '.join(nodes)}")
+            f"on {where}")
     return Finding(
         decided_ts, min(v[0] for v in pair.values()), "checksum_pair", "sdc", "unknown",
         Scope.of_job(job), True, True, TIE_SEVERITY,
-        {"step": step, "candidates": names, "candidate_ranks": sorted(pair),
-         "checksums": [f"rank {r}: {c}" for r, _, _, c, _ in candidates],
+        {"step": step, "candidates": names, "candidate_ranks": sorted(pair)[:TIE_RANKS_KEPT],
+         "candidate_count": len(pair), "pairs_new": len(new),
+         "checksums": [f"rank {r}: {c}" for cs in named for r, _, _, c, _ in cs],
          "replicas_compared": 2,
          "note": "two replicas disagree: no majority can say which one is wrong; the fault "
                  "is on one of the candidates' GPUs, so the job is the scope",

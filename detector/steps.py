@@ -1926,6 +1926,7 @@ class JobMonitor:
                          out: list[Finding], complete: bool, groups: np.ndarray) -> None:
         disagreeing: set[int] = set()
         paired: set[int] = set()
+        ties: list[list[int]] = []  # two-replica groups that disagree: one finding for all
         split = False
         by_group: dict[int, list[int] | None] = {}  # peer group -> its positions to vote
         checksum = buf.checksum
@@ -1999,7 +2000,7 @@ class JobMonitor:
                     # disagreement, the other replica is no candidate.
                     disagreeing.update(buf.ranks[i] for i in known)
                 else:
-                    self._pair_disagree(step, buf, idx, decided_ts, paired, out)
+                    ties.append(idx)
                 continue
             if majority is None:
                 split = True
@@ -2017,6 +2018,8 @@ class JobMonitor:
                         buf.ts[i], True, 0.95,
                         {"step": step, "rank": rank, "checksum": buf.checksum[i],
                          "majority_checksum": majority, "replicas_compared": len(idx)}))
+        if ties:
+            self._pair_disagree(step, buf, ties, decided_ts, paired, out)
         self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
                              step, buf, decided_ts, out)
         if self._pair:  # a tie (detector.sdc): the job's, cleared as one
@@ -2048,11 +2051,11 @@ class JobMonitor:
                 out.append(self._finding(rank, buf.dp[i], signal, "sdc", cause, decided_ts,
                                          decided_ts, False, 0.0, {"step": step}))
 
-    def _pair_disagree(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
-                       paired: set[int], out: list[Finding]) -> None:
-        """Two replicas whose checksums differ: one job escalation (detector.sdc)."""
+    def _pair_disagree(self, step: int, buf: _StepBuffer, ties: list[list[int]],
+                       decided_ts: float, paired: set[int], out: list[Finding]) -> None:
+        """Pairs of replicas whose checksums differ: one job escalation (detector.sdc)."""
         f = sdc.tie(self._pair, paired, step,
-                    [(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx],
-                    decided_ts, self.job, self.tenant, self.cluster)
+                    [[(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx]
+                     for idx in ties], decided_ts, self.job, self.tenant, self.cluster)
         if f is not None:
             out.append(f)

@@ -103,7 +103,7 @@ class GpuThermal:
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
-                 "_excess", "_warm", "_heat", "_quiet_bits", "_shared")
+                 "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -134,6 +134,7 @@ class GpuThermal:
         self._quiet_bits = 0  # what a sample's QUIET_BITS must be for quiet(): the latest's
         #                       GPU_IDLE (NodeTemps.idle), -1 while in NodeTemps.capping
         self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
+        self._beside = False  # the hot run told as evidence of a hotter sibling's (_check_hot)
 
     @property
     def last_ts(self) -> float:
@@ -575,21 +576,40 @@ class GpuThermal:
         """Hot against the node's median (the caller recorded ``temp_c`` and refreshed the
         median), or cooling down: a run counted, a finding raised or cleared."""
         node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
         hot = temp_c >= node.median_c + cfg.hot_delta_c
         if hot:
             if self._hot == 0:
                 self._hot_onset = s.ts
             self._hot += 1
+            node.hot.add(gpu)
         elif self._hot:
             self._hot = 0
-        if hot and not self._hot_active and self._hot >= cfg.hot_samples:
+            node.hot.discard(gpu)
+        if hot and self._hot >= cfg.hot_samples and (not self._hot_active or self._beside):
+            # A GPU hot beside a hotter sibling that is hot or throttling thermally too is
+            # warmed by the same failing part (a fan module, its airflow): evidence of that
+            # GPU's fault, not a second one -- until it throttles itself (then the node's
+            # heat: _node_heat), or the sibling is no longer the hotter (blind5 E7: a fan
+            # failing beside GPU 5, GPU 4 ~10 C up was a thermal isolation of its own).
+            hotter = node.hotter_sibling(gpu)
+            if self._hot_active and hotter is not None:
+                return  # (still beside it: told once)
             self._hot_active = True
+            self._beside = hotter is not None
+            evidence = {"gpu_temp_c": temp_c, "node_median_c": node.median_c,
+                        "limit_above_median_c": cfg.hot_delta_c}
+            if hotter is not None:
+                evidence["not_recommended_because"] = (
+                    f"GPU {hotter} beside it is hotter ({node.temps.get(hotter)} C) and hot or "
+                    f"throttling thermally itself: one cooling fault (a fan, the node's airflow) "
+                    f"warming both, GPU {gpu} its evidence until it throttles itself")
             out.append(Finding(
-                s.ts, self._hot_onset, "hot", "slow_node", "thermal", self.scope, True, True, 0.8,
-                {"gpu_temp_c": temp_c, "node_median_c": node.median_c,
-                 "limit_above_median_c": cfg.hot_delta_c}, None, s.tenant, s.cluster))
+                s.ts, self._hot_onset, "hot", "slow_node", "thermal", self.scope, True,
+                hotter is None, 0.8 if hotter is None else 0.3, evidence, None, s.tenant,
+                s.cluster))
         elif not hot and self._hot_active:
-            self._hot_active = False
+            self._hot_active = self._beside = False
             out.append(Finding(s.ts, s.ts, "hot", "slow_node", "thermal", self.scope, False, True,
                                0.0, {}, None, s.tenant, s.cluster))
 

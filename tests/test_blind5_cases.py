@@ -77,8 +77,10 @@ def test_power_limit_on_one_node_of_two_is_named(tmp_path):
     assert hit["cause_ok"], "cause power"
 
 
-@pytest.mark.xfail(strict=True, reason="E2b (held-out seed 7): the wrong-node power limit is "
-                   "3 GPU power isolations and a node escalation calling it unknown")
+# (Was a strict xfail: "E2b (held-out seed 7): the wrong-node power limit is 3 GPU power
+# isolations and a node escalation calling it unknown".  Fixed by thermal15: GPUs of a node
+# capped on one poll, its ranks slow alike, are one node power page (Correlator._capped_with),
+# which the node's other ranks join (Correlator._mates_cause).)
 def test_power_limit_on_one_node_is_one_node_power_page(tmp_path):
     # The same fault on h100n007 (limit ~500 W): faultline isolates GPUs 1, 3 and 6 as
     # slow_node/power (0x4, clock -13-15 %) and escalates the node as slow_node/unknown. The
@@ -137,9 +139,11 @@ def test_rl_rollouts_page_nobody(tmp_path):
     assert [a["scope"] for _t, a in alerts] == []
 
 
-@pytest.mark.xfail(strict=True, reason="E7: one failing fan is three problems on its node: the "
-                   "throttling GPU (caught), its node's slow ranks as 'unknown', and the warm "
-                   "neighbour GPU as a thermal isolation")
+# (Was a strict xfail: "E7: one failing fan is three problems on its node: the throttling GPU
+# (caught), its node's slow ranks as 'unknown', and the warm neighbour GPU as a thermal
+# isolation".  Fixed by thermal15: the node's ranks slow alike join GPU 5's thermal isolation
+# (Correlator._mates_cause); a GPU hot beside a hotter one that is hot or throttling is its
+# evidence (GpuThermal._check_hot).)
 def test_one_fan_is_one_problem(tmp_path):
     # dgx-b200-02: a fan module fails; GPU 5 climbs past 88 C and holds there with 0x20
     # (clock -6-10 %), GPU 4 warms ~10 C and never throttles. TP8: the node's 8 ranks run at

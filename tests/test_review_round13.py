@@ -210,13 +210,13 @@ def _tie_findings(diverging: int, groups: int = 256) -> list:
     return [f for f in found if f.signal == "checksum_pair"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every new pair, each carrying "
-    "candidate_ranks = every candidate so far: a whole replica of a DP-2 job diverging at "
-    "once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for 256 "
-    "pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU "
-    "DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); "
-    "a6d23a2: 2 findings a pair of constant size -- linear"))
+# (Was a strict xfail, fixed by sdc15 (sdc.tie: one finding per step's decision, its lists
+# bounded, with candidate_count): "8d5c1d4 (sdc13): sdc.tie returns a new job finding for every
+# new pair, each carrying candidate_ranks = every candidate so far: a whole replica of a DP-2 job
+# diverging at once is one finding per pair on one step, their lists growing 2, 4, ... 2n -- for
+# 256 pairs 256 findings holding 65,792 ranks (1,024 pairs: 1,049,600, ~0.8 s of CPU; a 16k-GPU
+# DP-2 job, 8,192 pairs: ~67 M, and as many findings through the findings topic); a6d23a2: 2
+# findings a pair of constant size -- linear".)
 def test_a_whole_replica_diverging_is_a_bounded_page() -> None:
     ties = _tie_findings(256)
     assert ties and sum(len(f.evidence["candidate_ranks"]) for f in ties) <= 4 * 256
@@ -247,13 +247,13 @@ def _four_gpu_nodes(*, silent_from: float) -> list[tuple[str, str, str]]:
         Engine(), sorted(job + temps, key=lambda e: e.ts), finish=False) if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "c78e774 (sdc13): NodeTemps.poll_median needs >= 4 of a node's GPUs sampled in the poll: "
-    "on a 4-GPU node with one GPU silent since +60 s (off the bus) a GPU warming 8 C over "
-    "its siblings is never judged (pending, dropped after half an interval), hot_seen never "
-    "holds its slow rank's page, and the rank is escalated slow_node/unknown at +122 s before "
-    "the thermal isolation at +210.5 s -- two pages, the first naming no cause (a6d23a2: one "
-    "thermal isolation; the node median then kept the silent GPU's last reading)"))
+# (Was a strict xfail: "c78e774 (sdc13): NodeTemps.poll_median needs >= 4 of a node's GPUs
+# sampled in the poll: on a 4-GPU node with one GPU silent since +60 s (off the bus) a GPU
+# warming 8 C over its siblings is never judged (pending, dropped after half an interval),
+# hot_seen never holds its slow rank's page, and the rank is escalated slow_node/unknown at
+# +122 s before the thermal isolation at +210.5 s -- two pages, the first naming no cause
+# (a6d23a2: one thermal isolation; the node median then kept the silent GPU's last reading)".
+# Fixed by thermal15: the poll's median takes three GPUs, most of those heard lately.)
 def test_a_gpu_warming_on_a_four_gpu_node_with_a_silent_sibling_holds_its_page() -> None:
     assert _four_gpu_nodes(silent_from=60.0) == [(ISOLATION, "thermal", "gpu:node-000/3")]
 
