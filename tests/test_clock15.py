@@ -140,3 +140,17 @@ def test_a_malformed_vote_or_candidate_is_refused() -> None:
         setattr(mon, name, bad)
         with pytest.raises(SnapshotRefused):
             mon.check_restored()
+
+
+def test_a_candidate_and_a_watch_survive_a_snapshot() -> None:
+    # A snapshot taken while node-009's first record 12 s ahead is held (a candidate), and
+    # one while its 30 s lead's move watch is open: the restored engine goes on as the other.
+    for lead in (12.0, 30.0):
+        evs = _led(lambda t, lead=lead: lead)
+        cut = next(i for i, e in enumerate(evs) if e.node == SKEWED) + 1
+        eng = Engine()
+        a = feed(eng, evs[:cut], finish=False)
+        assert (eng.monitors._cand if lead < 20 else eng.monitors._vote) is not None
+        eng = Engine.restore(eng.snapshot())
+        alerts = a + feed(eng, evs[cut:])
+        assert _whole(eng) == (0, 16) and firing(alerts) == RIGHT
