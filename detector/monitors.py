@@ -93,10 +93,12 @@ class Monitors:
         # SKEW_S behind the clock, lagging steadily so far (_behind); at most MAX_SKEWED,
         # dropped with the node's units or once taken as an offset.
         self._lagging: dict[str, list[float]] = {}
-        # [node, lead, clock then, its raw ts]: the first node taken ahead (by more than SKEW_S)
-        # since a record at the old time last came from another node: the fleet's time may
-        # have moved (a log's gap) -- a node that kept the clock jumping alike, or the nodes
-        # taken ahead going on AHEAD_S with nobody at the old time, make it so (_ahead).
+        # [node, lead, clock then, its raw ts, [nodes heard at the old time since]]: the first
+        # node taken ahead (by more than SKEW_S) while the fleet's time may have moved (a
+        # log's gap): a node that kept the clock jumping alike, three or more nodes first heard
+        # ahead alike and over twice the nodes heard at the old time, or the nodes taken ahead
+        # going on AHEAD_S with nobody at the old time, make it so (_ahead); watched for
+        # SKEW_S of the clock (_keeps).
         self._vote: list[Any] | None = None
         # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
         # one record: a stream that moves in such jumps (collectors in phase, a sparse
@@ -154,9 +156,8 @@ class Monitors:
         if self._skew:
             if ev.node in self._skew:
                 ev = self._deskew(ev)
-            elif self._vote is not None and (ev.ts <= self._vote[2] + AHEAD_S
-                                             or self._vote[0] not in self._skew):
-                self._vote = None  # a node keeping the old time: no move (_ahead)
+            elif self._vote is not None:
+                self._keeps(ev)  # a node at the old time, or the new (_ahead)
         ts = ev.ts
         clock = self.clock
         if ts > clock:
@@ -306,10 +307,10 @@ class Monitors:
                 self._moved = ev.ts
             return ev
         vote = self._vote
-        if vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S \
-                and self._near(node, mine=True):
-            # A node that kept the clock moved on with the one taken ahead, and no node's
-            # record came at the old time between: the fleet's time moved.
+        alike = vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S
+        if alike and self._near(node, mine=True):
+            # A node that kept the clock moved on with the one taken ahead: the fleet's time
+            # moved (a log's gap).
             return self._moves(ev)
         if len(skew) >= MAX_SKEWED or not self._others_near(node):
             return self._moves(ev)  # (nobody else keeps the clock: its time is the time)
@@ -322,8 +323,27 @@ class Monitors:
                 return self._moves(ev)
         skew[node] = [lead, ev.ts, clock + _ALONE_S]
         if vote is None:
-            self._vote = [node, lead, clock, ev.ts]
+            self._vote = [node, lead, clock, ev.ts, []]
+        elif alike:
+            # Nodes first heard ahead, agreeing: two are no fleet (one bad NTP relay, review13
+            # C1), three or more and over twice the nodes heard at the old time since are:
+            # the old time was one node's (a partition's first record from a node behind).
+            ahead = sum(abs(st[0] - vote[1]) <= SKEW_S for st in skew.values())
+            if ahead >= 3 and ahead > 2 * len(vote[4]):
+                return self._moves(ev)
         return replace(ev, ts=clock)
+
+    def _keeps(self, ev: Event) -> None:
+        """A record of a node not taken ahead while a move is watched (:meth:`_ahead`): one
+        at the old time is a node keeping it (noted); the watch ends once the clock went on
+        ``SKEW_S`` at the old time, or its node is no longer taken ahead."""
+        vote = self._vote
+        keepers = vote[4]  # type: ignore[index]
+        if self.clock > vote[2] + SKEW_S or vote[0] not in self._skew:  # type: ignore[index]
+            self._vote = None
+        elif ev.ts <= vote[2] + AHEAD_S and ev.node not in keepers \
+                and len(keepers) < MAX_SKEWED:  # type: ignore[index]
+            keepers.append(ev.node)
 
     def _settle(self, ev: Event) -> None:
         """A record while a node is a candidate ahead (:meth:`_ahead`): another node's record
@@ -460,7 +480,7 @@ class Monitors:
         st = self._skew[node]
         raw = ev.ts
         vote = self._vote
-        if vote is not None and raw > vote[3] + AHEAD_S:
+        if vote is not None and not vote[4] and raw > vote[3] + AHEAD_S:
             # The nodes taken ahead went on AHEAD_S of their time and no other node's record
             # came at the old time: nobody keeps it, the fleet's time moved (_ahead).
             return self._moves(ev)
@@ -575,9 +595,10 @@ class Monitors:
         if "_vote" not in self.__dict__:
             self._vote, self._moved = None, -math.inf  # (a snapshot of round 14)
         refuse_unless(self._vote is None or (
-            type(self._vote) is list and len(self._vote) == 4 and type(self._vote[0]) is str
-            and all(type(x) is float and math.isfinite(x) for x in self._vote[1:])),
-            "Monitors._vote")
+            type(self._vote) is list and len(self._vote) == 5 and type(self._vote[0]) is str
+            and all(type(x) is float and math.isfinite(x) for x in self._vote[1:4])
+            and type(self._vote[4]) is list and len(self._vote[4]) <= MAX_SKEWED
+            and all(type(n) is str for n in self._vote[4])), "Monitors._vote")
         refuse_unless(is_time(self._moved), "Monitors._moved: not a time")
         if "_cand" not in self.__dict__:
             self._cand = None  # (a snapshot of round 14)

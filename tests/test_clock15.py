@@ -134,8 +134,9 @@ def test_two_collectors_out_of_phase_are_the_time() -> None:
 
 
 def test_a_malformed_vote_or_candidate_is_refused() -> None:
-    for name, bad in (("_vote", ["node-009", float("nan"), 0.0]), ("_cand", ["n", 1.0, 2.0]),
-                      ("_moved", float("nan"))):
+    for name, bad in (("_vote", ["node-009", float("nan"), 0.0, 0.0, []]),
+                      ("_vote", ["node-009", 1.0, 0.0, 0.0, [7]]),
+                      ("_cand", ["n", 1.0, 2.0]), ("_moved", float("nan"))):
         mon = Monitors()
         setattr(mon, name, bad)
         with pytest.raises(SnapshotRefused):
