@@ -4,9 +4,13 @@ Hardware verdicts are decided on the sample that carries them (the target is
 one second of event time; here it is zero): an XID from the catalogue's
 hardware set, a double-bit error, a row-remap failure, a recovery action
 NVML asks for.  Rates (single-bit bursts, NVLink and PCIe errors) use decaying
-counts so a lone correctable error is never a fault.  A GPU reset — counters
-falling back, or NVML's recovery action returning to ``none`` — is reported so
-latched hardware problems on that GPU can resolve.
+counts so a lone correctable error is never a fault.  A single-bit (corrected) error
+rate is evidence, not a verdict (:meth:`GpuHealth._sbe_grounds`): ECC corrected them, and
+neither NVIDIA's catalogue (XID 92 "high SBE rate": IGNORE) nor DCGM's memory health
+watch (DBEs, pending retirements, retired pages past the limit, row-remap failures) acts
+on a rate; with a row remap pending or failed, or retired pages past the limit, it is.
+A GPU reset — counters falling back, or NVML's recovery action returning to ``none`` —
+is reported so latched hardware problems on that GPU can resolve.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
 
 _RESETS_BEFORE_INSPECTION = 2  # gpud's DefaultRebootThreshold
+_SBE_ALONE = ("corrected single-bit errors alone: evidence, not a verdict (no DBE, remap or "
+              "retired pages past the limit)")
 
 # Order of the counters CounterDeltas tracks for one GPU.
 _SBE, _DBE, _RET_SBE, _RET_DBE, _PCIE, _NVL_CRC, _NVL_REPLAY, _NVL_RECOVERY = range(8)
@@ -38,7 +44,7 @@ class GpuHealth:
 
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
                  "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
-                 "_resets_since", "_faulted", "_pcie_long", "_pcie_samples")
+                 "_resets_since", "_faulted", "_pcie_long", "_pcie_samples", "_sbe_evidence")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -57,6 +63,7 @@ class GpuHealth:
         self._recovery = "none"
         self._retired_sbe = 0
         self._faulted = False  # raised a hardware verdict since the last reset
+        self._sbe_evidence = False  # sbe_burst raised as evidence only (no verdict yet)
 
     @property
     def last_ts(self) -> float:
@@ -151,6 +158,38 @@ class GpuHealth:
             self._gpu_reset(s, out)
         if s.recovery_action is not None:
             self._recovery = s.recovery_action
+        if self._sbe_evidence and "sbe_burst" in self._active:
+            grounds = self._sbe_grounds(s, cfg)
+            if grounds is not None:  # the rate raised as evidence now has its grounds
+                self._sbe_evidence = False
+                self._emit(out, s, "sbe_burst", "gpu_memory", severity=0.8, evidence={
+                    "recent_errors": round(self._sbe.value(s.ts), 1),
+                    "limit": cfg.sbe_burst, "rests_on": grounds})
+
+    def _sbe_grounds(self, s: EccSample, cfg: Thresholds) -> str | None:
+        """What makes this GPU's single-bit error rate a verdict, said as such, or None.
+
+        Corrected errors are what ECC is for: a rate of them alone is evidence (blind6 F2:
+        0.5-1.8 corrected errors/s for minutes on a healthy MIG GPU, no DBE, no XID, no
+        remap, no slowdown, isolated in every log).  NVIDIA's catalogue marks even XID 92
+        ("high SBE rate") IGNORE / CONTACT_SUPPORT; DCGM's memory health watch fails a GPU on
+        volatile DBEs, retired pages past its limit and row-remap failures, warns on pending
+        retirements, and has no SBE-rate check.  The rate counts beside memory that needs
+        a reset or is running out of spares: a row remap pending (the failing row stays in
+        use until the reset) or failed, retired pages past ``retired_sbe_pages``.  (DBEs and
+        XIDs 48/64/94/95 are verdicts of their own; a slow rank on the GPU is the
+        correlator's.)
+        """
+        failure = self._remap_failure if s.row_remap_failure is None else s.row_remap_failure
+        pending = self._remap_pending if s.row_remap_pending is None else s.row_remap_pending
+        if failure:
+            return "corrected single-bit errors with a row-remap failure"
+        if pending:
+            return "corrected single-bit errors with a row remap pending (needs a GPU reset)"
+        if self._retired_sbe >= cfg.retired_sbe_pages:
+            return (f"corrected single-bit errors with {self._retired_sbe} retired pages "
+                    f"(limit {cfg.retired_sbe_pages})")
+        return None
 
     def _on_xid(self, s: EccSample, out: list[Finding]) -> None:
         event = (s.ts, s.xid)
@@ -188,8 +227,13 @@ class GpuHealth:
         # no evidence dict built).
         active = self._active
         if d[_SBE] or "sbe_burst" in active:
+            grounds = self._sbe_grounds(s, cfg)
+            raised = "sbe_burst" in active
             self._rate(out, s, cfg, "sbe_burst", "gpu_memory", self._sbe, d[_SBE],
-                       cfg.sbe_burst, {"sbe_increase": d[_SBE]})
+                       cfg.sbe_burst, {"sbe_increase": d[_SBE], "rests_on": grounds or _SBE_ALONE},
+                       verdict=grounds is not None)
+            if not raised and "sbe_burst" in active:
+                self._sbe_evidence = grounds is None
         nvl = d[_NVL_CRC] + d[_NVL_REPLAY] + d[_NVL_RECOVERY]
         if nvl or "nvlink_errors" in active:
             self._rate(out, s, cfg, "nvlink_errors", "nvlink", self._nvlink, nvl,
@@ -224,9 +268,10 @@ class GpuHealth:
 
     def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
               count: DecayingCount, n: int, limit: float, evidence: dict[str, Any],
-              held: dict[str, Any] | None = None) -> None:
+              held: dict[str, Any] | None = None, verdict: bool = True) -> None:
         """Raise at ``limit`` recent errors, or with ``held`` (evidence of a rate held for
-        minutes, :meth:`_pcie_rate`); clear after ``hw_quiet_s`` without a new one."""
+        minutes, :meth:`_pcie_rate`); clear after ``hw_quiet_s`` without a new one.  Not
+        ``verdict``: raised as evidence only (a single-bit error rate alone)."""
         if n:
             self._last_error[signal] = s.ts
         elif signal not in self._active:
@@ -235,7 +280,8 @@ class GpuHealth:
         if signal not in self._active:
             if level >= limit or held is not None:
                 self._active.add(signal)
-                self._emit(out, s, signal, cause, severity=0.8,
+                self._emit(out, s, signal, cause, severity=0.8 if verdict else 0.4,
+                           verdict=verdict,
                            evidence={**evidence, "recent_errors": round(level, 1), "limit": limit,
                                      **(held or {})})
         elif s.ts - self._last_error.get(signal, s.ts) >= cfg.hw_quiet_s:
@@ -267,5 +313,6 @@ class GpuHealth:
         self._active.clear()
         self._remap_pending = False
         self._faulted = False
+        self._sbe_evidence = False
         self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,
                    severity=0.0, evidence={"counter_resets": self._counters.resets})

@@ -19,7 +19,11 @@ passed), then analysed a whole step at a time with numpy:
   (re)start learn each rank's bias, under a conservative prior instead of
   silence: a rank ``gross_slowdown`` (30 %) slower than its peer median for
   ``gross_steps`` steps in a row needs no history to be called slow (a job
-  landing on a bad GPU is reported at its second step);
+  landing on a bad GPU is reported at its second step) -- where the job's steps spread
+  widely (a long-context job's replicas drawing documents of 2-5x), a warm-up step counts
+  as gross only when it is also clearly slow in that spread, and a rank slower than its
+  peers on average, step after step, is found by its mean against its standard error
+  (:meth:`JobMonitor._check_sustained`);
 - **checksum mismatch** — a strict-majority vote on ``param_checksum`` per peer
   group, decided on the step it happens;
 - **gradient outliers** — robust z of ``log(grad_norm)`` against the replicas
@@ -105,6 +109,15 @@ def _gamma_tail_quantile(k: int, alpha: float) -> float:
 
 
 _FISHER = [0.0] + [_gamma_tail_quantile(k, _FISHER_ALPHA) for k in range(1, _RECENT + 1)]
+# A sustained slowdown under wide step-to-step spread (JobMonitor._check_sustained): each rank's
+# deviation over its bias, averaged with weights decaying by _SUS_ALPHA a step (~2 / _SUS_ALPHA
+# steps' worth), against its standard error from the spread of the ranks' own deviations.
+_SUS_ALPHA = 1.0 / 64.0
+_SUS_SPREAD = 0.05   # in force where a rank's deviation spreads >= 5 % a step (jitter: 1-3 %)
+_SUS_Z = 4.0         # its mean this many standard errors over the job's typical rank's
+_SUS_CLEAR_Z = 2.0   # and it clears back under this many
+_SUS_MIN_N = 24.0    # once its mean is worth this many independent steps
+_SUS_EVERY = 8       # steps between looks at the ranks' median spread while it is under
 
 # JobMonitor's per-slot arrays (an item per rank's slot) and what a new slot holds (None: the
 # cap any rank may learn, Thresholds.slow_baseline_clip): _grow makes room in each,
@@ -115,7 +128,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False),
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
-    ("_host_rep", False), ("_recent", 0.0))
+    ("_host_rep", False), ("_recent", 0.0), ("_sus_w", 0.0), ("_sus_w2", 0.0), ("_sus_s", 0.0),
+    ("_sus_s2", 0.0), ("_sus_onset", 0.0), ("_sustained", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -355,6 +369,13 @@ class JobMonitor:
         self._recurring = np.zeros(0, dtype=bool)     # reported slow as a recurring straggler
         self._recur_last = np.zeros(0, dtype=bool)    # the rank's last step was an outlier
         self._recur_live = False                      # some count above zero (decaying)
+        self._sus_w = np.zeros(0)                     # decayed weights, their squares, and
+        self._sus_w2 = np.zeros(0)                    # the weighted sums of each rank's
+        self._sus_s = np.zeros(0)                     # deviation over its bias and of its
+        self._sus_s2 = np.zeros(0)                    # square (_check_sustained)
+        self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
+        self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
+        self._sus_spread = 0.0                        # the ranks' median step spread, lately
         self._host = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)  # host time over the stage's (_check_host)
         self._host_sigma = 0.0                        # the job's noise of the host excess
@@ -617,6 +638,7 @@ class JobMonitor:
         self._recur[:] = 0.0
         self._recurring[:] = False
         self._recur_last[:] = False
+        self._reset_sustained(None)
         self._reset_host(None)
 
     def _restart(self) -> None:
@@ -637,6 +659,7 @@ class JobMonitor:
         self._recur[:] = 0.0
         self._recurring[:] = False
         self._recur_last[:] = False
+        self._reset_sustained(None)
         self._reset_host(None)
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
@@ -897,6 +920,7 @@ class JobMonitor:
         self._recur[m] = 0.0
         self._recurring[m] = False
         self._recur_last[m] = False
+        self._reset_sustained(m)
         self._reset_host(m)
         return moved
 
@@ -1077,8 +1101,10 @@ class JobMonitor:
         prev_score = self._slow.score[r]
         _, cleared, score = self._slow.step(r, cusum_z, tc)
         if not warm:  # (the gross prior's counters are the warm-up's)
-            self._check_burst(step, r, size - base_r, tc, mc, buf, decided_ts, out)
-            self._check_recurring(step, r, z, size - base_r, tc, mc, buf, decided_ts, out)
+            over_base = size - base_r
+            self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out)
+            self._check_recurring(step, r, z, over_base, tc, mc, buf, decided_ts, out)
+            self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
         # unusually noisy (the CUSUM measures surprise; this measures size).
@@ -1142,7 +1168,8 @@ class JobMonitor:
             new, alike = self._node_alike(new, r)
         if len(cleared):
             # (a rank reported as a recurring straggler clears as one: _check_recurring)
-            cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]]
+            cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
+                              & ~self._sustained[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
@@ -1453,7 +1480,14 @@ class JobMonitor:
         elsewhere, whole = self._replica_elsewhere(d, buf, pos)
         has = ~np.isnan(elsewhere)
         g = np.where(has, d - np.where(has, elsewhere, 0.0), d)
-        gross = g >= limit
+        # A rank compared with its peers as a whole (its replica on one node, or no replicas
+        # known) carries its replica's batch in ``d``: where batches spread widely from step
+        # to step, 30 % over the median is what the workload does.  Such a step counts only
+        # when it is also clearly slow in the job's own noise (the peers' spread, ``sigma``):
+        # one replica of a long-context job (each replica's compute x lognormal(0, 0.42) a
+        # step, noise ~0.2) drew +104 %, +57 %, +33 % on three steps and its node was paged
+        # (blind5 E4).  With ordinary jitter (1-3 %) 3 sigma is far below 30 %: no change.
+        gross = (g >= limit) & (has | (g >= _CLEARLY_SLOW_Z * sigma))
         first = gross & (self._gross[r] == 0)
         self._gross_onset[r[first]] = ts[first]
         self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
@@ -1615,6 +1649,122 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
+                         med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                         out: list[Finding]) -> None:
+        """After warm-up: a rank slower than its peers on average, step after step, by more
+        than the job's step-to-step spread lets chance make (``slow_rank``), where that spread
+        hides it from the CUSUM.
+
+        Under a wide per-step spread -- a long-context job's replicas each drawing a
+        document of 2-5x the compute, the slowest replica changing every step -- a GPU 30 %
+        slower is ~0.6 noise units a step: under the CUSUM's allowance, so it never alarms,
+        and no run of steps is gross (blind5 E5: h100n004 GPU 2, 25-35 % slower for ~100
+        steps, never found).  What chance does not do is keep the SAME rank slow: the mean
+        of its deviations over its learned bias ``g`` (weights decaying by ``_SUS_ALPHA``
+        a step) has a standard error of its step-to-step spread over the square root of the
+        steps it weighs, and shrinks as the steps add up while a real slowdown's does not.
+        The mean is taken over the job's typical rank's (the median of the ranks' means: a
+        skewed workload makes every rank's mean over its median alike) and its spread is
+        the larger of its own and the ranks' median spread.  A rank whose mean stands
+        ``_SUS_Z`` standard errors out, and by ``slow_min_effect`` with ``slow_effect_z``
+        of them to spare, is reported; it clears when it falls back under ``_SUS_CLEAR_Z``.
+        In force only where the ranks' median spread is ``_SUS_SPREAD`` or more: under
+        ordinary jitter the CUSUM finds a 3 % slowdown within tens of steps.
+        """
+        cfg = self.cfg
+        keep = 1.0 - _SUS_ALPHA
+        w = self._sus_w[r] * keep + 1.0
+        w2 = self._sus_w2[r] * (keep * keep) + 1.0
+        s1 = self._sus_s[r] * keep + g
+        s2 = self._sus_s2[r] * keep + g * g
+        self._sus_w[r], self._sus_w2[r], self._sus_s[r], self._sus_s2[r] = w, w2, s1, s2
+        live = np.count_nonzero(self._sustained)
+        if not live and self._sus_spread < _SUS_SPREAD and self._evaluated % _SUS_EVERY:
+            return  # (the usual job, ordinary jitter, the CUSUM's: looked at now and then)
+        n_eff = w * w / w2
+        ready = n_eff >= _SUS_MIN_N
+        if not np.count_nonzero(ready) and not live:
+            return  # (the first steps after a (re)start: too few to weigh)
+        mean = s1 / w
+        spread = np.sqrt(np.maximum(s2 / w - mean * mean, 0.0))
+        job_spread = median(spread[ready], scratch=True) if np.count_nonzero(ready) else 0.0
+        self._sus_spread = job_spread
+        if job_spread < _SUS_SPREAD and not live:
+            return
+        se = np.maximum(spread, job_spread) / np.sqrt(n_eff)
+        over = mean - median(mean[ready], scratch=True) if np.count_nonzero(ready) else mean
+        t = over / np.maximum(se, 1e-12)
+        standing = ready & (t >= 1.0)
+        onset = self._sus_onset
+        rs = r[standing]
+        onset[rs] = np.where(onset[rs] == 0.0, ts[standing], onset[rs])
+        onset[r[~standing]] = 0.0
+        free = ready & ~self._reported[r] & (job_spread >= _SUS_SPREAD)
+        rising = r[free & (t >= _SUS_Z)
+                   & (np.expm1(over - cfg.slow_effect_z * se) >= cfg.slow_min_effect)]
+        falling = r[self._sustained[r] & (t < _SUS_CLEAR_Z)] if live else r[:0]
+        if not len(rising) and not len(falling):
+            return
+        at = {int(s): i for i, s in enumerate(r.tolist())}
+        if len(rising):
+            rising = self._sustained_alike(rising, r, free & (t >= 0.5 * _SUS_Z), over, at)
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        nodes = Counter(self._hw[s][0] for s in rising.tolist() if self._hw[s] is not None)
+        for s in rising.tolist():
+            rank, i = self._rank_of[s], at[s]
+            self._reported[s] = self._sustained[s] = True
+            hw = self._hw[s]
+            alike = nodes[hw[0]] if hw is not None else 0
+            ratio = math.exp(float(over[i]))
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                float(onset[s]) or decided_ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                {"step": step, "rank": rank,
+                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[s])), 4),
+                 "mean_ratio_over_run": round(ratio, 4),
+                 "steps_weighed": round(float(n_eff[i]), 1),
+                 "standard_errors": round(float(t[i]), 2),
+                 "step_spread": round(float(max(spread[i], job_spread)), 4),
+                 "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                 "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+                 **({"node_wide": alike} if alike >= 2 else {}),
+                 "rule": f"its mean over its peers' median, weighed over ~"
+                         f"{2.0 / _SUS_ALPHA - 1.0:.0f} steps, >= {_SUS_Z:g} standard errors "
+                         f"of the job's step-to-step spread over the typical rank's"}))
+        for s in falling.tolist():
+            self._sustained[s] = False
+            if self._slow.alarmed[s] or self._recurring[s]:
+                continue  # (slow by another rule too: it clears it)
+            rank = self._rank_of[s]
+            self._reported[s] = False
+            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
+                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _sustained_alike(self, rising: np.ndarray, r: np.ndarray, near: np.ndarray,
+                         over: np.ndarray, at: dict[int, int]) -> np.ndarray:
+        """``rising`` (slots) with the ranks on their nodes whose mean stands half as far out
+        (``near``) and is at least half theirs: found with them, as :meth:`_node_alike` does
+        for the CUSUM (TP inside a node: its ranks at the pace of its slowest GPU cross a
+        step apart, and the first found alone was a GPU page beside its node's)."""
+        hw = self._hw
+        mine = {hw[s][0]: float(over[at[s]]) for s in rising.tolist() if hw[s] is not None}
+        if not mine:
+            return rising
+        cand = r[near]
+        more = [s for s in cand.tolist() if hw[s] is not None and hw[s][0] in mine
+                and float(over[at[s]]) >= 0.5 * mine[hw[s][0]]]
+        return np.unique(np.concatenate([rising, np.array(more, dtype=rising.dtype)]))
+
+    def _reset_sustained(self, m: np.ndarray | None) -> None:
+        """Forget the sustained-shift sums of slots ``m`` (None: all), as a restart does."""
+        at = slice(None) if m is None else m
+        for a in (self._sus_w, self._sus_w2, self._sus_s, self._sus_s2, self._sus_onset):
+            a[at] = 0.0
+        self._sustained[at] = False
+        if m is None:
+            self._sus_spread = 0.0
 
     def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,

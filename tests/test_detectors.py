@@ -131,7 +131,7 @@ def test_counter_resets_and_single_correctable_errors_are_not_faults() -> None:
 @pytest.mark.parametrize("kw,cause", [
     ({"failure": True, "xid": 64}, "gpu_memory"),
     ({"nvlink": (400, 120, 3)}, "nvlink"),
-    ({"sbe": 500}, "gpu_memory"),
+    ({"sbe": 500, "pending": True}, "gpu_memory"),  # (an SBE rate alone is evidence: health15)
     ({"recovery": "drain_and_reset"}, "gpu_hardware"),
     ({"pcie": 1000}, "gpu_hardware"),
 ])

@@ -89,7 +89,8 @@ def test_only_allowlisted_classes_are_built() -> None:
 
 def test_restored_engine_goes_on_as_the_one_that_wrote_it() -> None:
     events = sorted([*healthy_job(ranks=8, steps=30),
-                     *(ecc(T0 + t, "node-0", 2, sbe=40 * t) for t in range(30))],
+                     *(ecc(T0 + t, "node-0", 2, sbe=40 * t, pending=t >= 20)
+                       for t in range(30))],
                     key=lambda e: e.ts)
     whole = feed(Engine(), events)
     eng = Engine()
