@@ -2075,7 +2075,12 @@ class JobMonitor:
         n = np.bincount(inv, weights=calm, minlength=len(keys))
         move = np.bincount(inv, weights=np.where(calm, e, 0.0), minlength=len(keys))
         lvl += 0.05 * np.where(n > 0, move / np.maximum(n, 1), 0.0)
-        self._grad_level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
+        level = self._grad_level
+        level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
+        if len(level) > len(self._rank_of) + 64:
+            # More groups than the job has ranks: tp/pp ranks that changed (a re-layout, or a
+            # forged stream naming new ones every step) -- only this step's are kept.
+            self._grad_level = dict(zip(keys.tolist(), lvl.tolist(), strict=True))
         return z, comparable
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
