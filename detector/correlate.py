@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -56,7 +56,11 @@ UNNAMED_SWITCH = "unknown"
 # errs on all (or most) ports of its nodes.  A leaf's troubled nodes with at most this share of
 # their ports erring, and no link down or flapping among them, have the part-above shape.
 _PARTIAL_SHARE = 2 / 3
-_LINK_STATE = ("link_down", "link_flap")
+_LINK_STATE = ("link_down", "link_flap", "flap_seen")
+# A port's own quality -- its errors, its throughput against its siblings: counted toward a leaf
+# its node faces with every port only as many ports, or one port of many nodes, would be
+# (Correlator._switch_ports).
+_PORT_QUALITY = frozenset({"errors_seen", "nic_errors", "nic_throughput"})
 
 # The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
 # node_exporter's scrapes 15-60 s): the window is at most 1.25 x this + 1 s.
@@ -1391,8 +1395,12 @@ class Correlator:
         what, name = group
         shared = self.problems.get(self.dedup_key(ESCALATION if what == "fabric" else ISOLATION,
                                                   f.kind, self._group_scope(group), f.cluster))
-        if what == "switch" and not (shared is not None and shared.status == "firing"):
-            shared = self._firing_above(name, f.cluster)  # its spine's, named before
+        if what == "switch" and not (shared is not None and shared.status == "firing") and (
+                f.signal not in _LINK_STATE):
+            # Its spine's, named before -- never a host link's own state: the leaf's or the
+            # cable's (review13 F3: a port pulled mid-incident was the spine's, never paged,
+            # and kept the spine's isolation firing after its errors stopped).
+            shared = self._firing_above(name, f.cluster)
         if shared is not None and shared.status == "firing" and self._still_failing(shared):
             # The part is still failing: more of the same incident.  Once it has recovered
             # (quiet, waiting out its flap window, or its trouble left on one node only)
@@ -1561,11 +1569,13 @@ class Correlator:
         heard = {n for n in known if self.seen is None or self.seen(n, "nic")}
         return heard | troubled, troubled, still
 
-    def _members(self, what: str, name: str, recent: float
+    def _members(self, what: str, name: str, recent: float, waiting: list[Finding]
                  ) -> tuple[set[str], set[str], set[str]]:
         """(nodes behind the shared part that we hear from, those of them in trouble begun
-        since ``recent``, those whose only trouble is older errors still rising -- behind a
-        switch, only where it looks like the switch's: _like_the_switch)."""
+        since ``recent`` -- or among the ``waiting`` findings that cleared inside the window --,
+        those whose only trouble is older errors still rising -- behind a switch, only where
+        it looks like the switch's: _like_the_switch; a node facing it with several ports,
+        only where its ports' trouble does: _switch_ports)."""
         topo = self.topology
         assert topo is not None
         source = "nic" if what == "switch" else "ecc"
@@ -1580,6 +1590,11 @@ class Correlator:
         # A switch's nodes whose only trouble is older and still rising: unit -> (its onset,
         # the node's ports its NIC monitor told), by node.
         older: dict[str, dict[str, tuple[float, int]]] = {}
+        # A switch's nodes facing it with every port: their ports in trouble begun since
+        # ``recent`` (a port low against its siblings apart), and the ports they have.
+        bad: dict[str, set[str]] = {}
+        low: dict[str, set[str]] = {}
+        sizes: dict[str, int] = {}
         for node, nic in pairs:
             if self.seen is None or self.seen(node, source):
                 heard.add(node)
@@ -1589,6 +1604,8 @@ class Correlator:
             # ports merely paused -- with one chance error trickle on another node it drained
             # the leaf (blind4 D7).  (A rail leaf faces one port of each node: counted.)
             whole = what == "switch" and topo.switch_of(node) == name
+            if whole and node not in bad:
+                bad[node], low[node] = set(), set()
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
                 if not signals:
@@ -1606,9 +1623,18 @@ class Correlator:
                     # few: that down is its flap's, not trouble begun now.)
                     flap = signals.get("link_flap")
                     flapping = flap is not None and flap.onset_ts < recent
-                    if any(g.onset_ts >= recent for g in signals.values() if not (
-                            (whole and g.signal == "nic_throughput")
-                            or (flapping and g.signal == "link_down"))):
+                    new = [g for g in signals.values() if g.onset_ts >= recent
+                           and not (flapping and g.signal == "link_down")]
+                    kinds = {g.signal for g in new}
+                    if whole and kinds and kinds <= _PORT_QUALITY:
+                        # (a port's errors or its low throughput: _switch_ports decides)
+                        _told_ports(sizes, node, signals.values())
+                        if "nic_throughput" in kinds and len(kinds) == 1:
+                            low[node].add(_nic_of(unit))
+                        else:
+                            bad[node].add(_nic_of(unit))
+                            continue
+                    elif kinds:
                         troubled.add(node)
                         continue
                     for g in signals.values():
@@ -1626,9 +1652,66 @@ class Correlator:
                                 break
                             if g.signal in _RISING:
                                 still.add(node)  # (an NVSwitch's errors spreading, the same)
+        for f in waiting:
+            node = f.scope.node
+            if f.active or node is None:
+                continue
+            # Trouble that cleared inside the window still happened: a leaf down for less
+            # than a sample interval is seen by each node on one sample at its own phase, and
+            # is over on every node before the window closes (it was 12-16 NIC isolations,
+            # one per node, for one switch blip; review audit row 1b).
+            heard.add(node)
+            if node in bad and f.scope.nic is not None and f.signal in _PORT_QUALITY:
+                (low if f.signal == "nic_throughput" else bad)[node].add(f.scope.nic)
+                _told_ports(sizes, node, (f,))
+            else:
+                troubled.add(node)
+        if bad:
+            troubled |= self._switch_ports(name, bad, low, sizes, heard)
         if older:
             still = self._like_the_switch(name, older, troubled, recent)
         return heard | troubled, troubled, still - troubled
+
+    def _switch_ports(self, name: str, bad: dict[str, set[str]], low: dict[str, set[str]],
+                      sizes: dict[str, int], heard: set[str]) -> set[str]:
+        """The nodes facing switch ``name`` with every port whose ports' errors or low
+        throughput begun in the window (``bad``: erring ports, ``low``: ports only low against
+        their siblings; ``sizes``: the ports each node's NIC monitor told it has) look like the
+        switch's, of the ``heard`` nodes.
+
+        Errors are a link's signal quality: a cable's, a transceiver's, one port each.  A
+        switch's show on many of the ports it serves -- all of a node's (its ASIC, its
+        power), a share of each node's (its uplinks' optics, flows hashed over them), or the
+        same port of every node (a port group, a line card).  So a node counts with two or
+        more of its ports erring (or the only one it has, or not told how many: as ever), or
+        with a port whose name is in trouble on as many nodes as make the switch failing:
+        two cables of a leaf erring together -- 2 of the 32 ports it serves -- drained its
+        four nodes (blind5 E1); four nodes' mlx5_2 down to 3 % on one sample, a port group of
+        the leaf, were four NIC isolations (review13 F2).  A port only low against its node's
+        other ports counts by its name alone: the switch would have slowed all of a node's
+        ports alike, and one NIC that stops draining its queue (a PFC pause storm) leaves its
+        leaf's other ports merely paused (blind4 D7).  (A link's state -- down, flapping,
+        bounced -- is an event, not a quality: two links of one leaf going down at once are
+        one event of the leaf, counted by node as ever.)
+        """
+        topo = self.topology
+        assert topo is not None
+        named: dict[str, int] = {}
+        for node, _ in topo.nics_under(name):
+            named[node] = named.get(node, 0) + 1
+        nodes: dict[str, int] = {}
+        for node in bad:
+            for nic in bad[node] | low[node]:
+                nodes[nic] = nodes.get(nic, 0) + 1
+        group = max(self.cfg.switch_min_nodes,
+                    math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        out = set()
+        for node, nics in bad.items():
+            ports = named.get(node) or sizes.get(node, 0)
+            if (len(nics) >= 2 or (nics and ports <= 1)
+                    or any(nodes[nic] >= group for nic in nics | low[node])):
+                out.add(node)
+        return out
 
     def _like_the_switch(self, name: str, older: dict[str, dict[str, tuple[float, int]]],
                          troubled: set[str], recent: float) -> set[str]:
@@ -1699,12 +1782,8 @@ class Correlator:
                     rails.setdefault(f.scope.nic, set()).add(f.scope.node)
             late = {n for n, nics in waiting_nics.items() if len(nics) >= 2}
         else:
-            heard, troubled, still = self._members(what, name, recent)
-            # Trouble that cleared inside the window still happened: a leaf down for less
-            # than a sample interval is seen by each node on one sample at its own phase, and
-            # is over on every node before the window closes (it was 12-16 NIC isolations,
-            # one per node, for one switch blip; review audit row 1b).
-            late = {f.scope.node for f in waiting if not f.active and f.scope.node}
+            heard, troubled, still = self._members(what, name, recent, waiting)
+            late = set()
         troubled, heard = troubled | late, heard | late
         if troubled and len(troubled | still) > self.cfg.switch_min_nodes:
             # Older trouble still rising (errors or flaps arriving on every sample, not a state
@@ -1797,9 +1876,15 @@ class Correlator:
             del self._group_wait[k]
         heard, troubled, need = self._count(what, name, [f for _, f in waiting])
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
-        if what == "switch" and self._above_leaf(name, first, waiting, (heard, troubled, need),
-                                                 due, out):
-            return
+        if what == "switch":
+            left = self._above_leaf(name, first, waiting, (heard, troubled, need), due, out)
+            if not left:
+                return
+            if len(left) < len(waiting):
+                # Host links' own state beside a part above still failing: the leaf's or the
+                # cables', counted again without what the part above took.
+                heard, troubled, need = self._count(what, name, [f for _, f in left])
+                waiting, first = left, min((f for _, f in left), key=lambda g: g.onset_ts)
         if what == "fabric" and len(troubled) >= need:
             self._fabric_escalation(first, waiting, heard, troubled, due, out)
             return
@@ -1833,11 +1918,14 @@ class Correlator:
                 self._own(f, p)
 
     def _above_leaf(self, name: str, first: Finding, waiting: list[tuple[str, Finding]],
-                    count: tuple[set[str], set[str], int], due: float, out: list[Alert]) -> bool:
+                    count: tuple[set[str], set[str], int], due: float, out: list[Alert]
+                    ) -> list[tuple[str, Finding]]:
         """A leaf's window closes: its trouble is a part above it (a spine) when the part is
         named already and still failing, or when the leaf fails with the part-above shape
-        (_spine_shape) beside other leaves of the part doing the same (_part_above).  True
-        when the leaf's findings went to that part's problem.
+        (_spine_shape) beside other leaves of the part doing the same (_part_above).  Returns
+        what is left of ``waiting`` for the leaf's window to decide: all of it when nothing
+        went to a part above; else its host links' own state -- a link down or flapping is the
+        leaf's or the cable's, never a switch above it (review13 F3, F4) --, [] when none.
 
         Errors on a fraction of the ports of every node under four leaves were four leaf
         isolations -- four healthy switches drained -- and the spine never named (blind4 D1).
@@ -1845,30 +1933,35 @@ class Correlator:
         the leaf's side of the link), and so do two leaves failing on all their nodes' ports
         at once: two faults overlapping.
         """
+        links = [(k, f) for k, f in waiting if f.signal in _LINK_STATE]
+        rest = [(k, f) for k, f in waiting if f.signal not in _LINK_STATE]
         above = self._firing_above(name, first.cluster)
         if above is not None and self._still_failing(above):
-            self._take(above, waiting)
-            return True
+            if not rest:
+                return waiting
+            self._take(above, rest)
+            return links
         if self._rail_above(name, first, waiting, due, out):
-            return True
+            return []
         heard, troubled, need = count
         if len(troubled) < need or not self.topology or not self.topology.parent_of(name):
-            return False
+            return waiting
         shape = self._spine_shape(name, troubled)
         if shape is None:
-            return False
+            return waiting
         above = self._sibling_above(name, first.cluster)
         if above is not None and self._still_failing(above):
             # A part above named from its sibling leaves, still failing: this leaf, with
             # the same shape later, is more of it (its leaves reached at different rates).
-            self._join_above(above, name, (heard, troubled, shape), waiting)
-            return True
+            self._join_above(above, name, (heard, troubled, shape), rest)
+            self._decide_units(links, due, out)  # (one node's: _spine_shape)
+            return []
         leaves = {name: (heard, troubled, shape)}
         part = self._part_above(name, leaves, first)
         if part is None:
-            return False
+            return waiting
         parts, failing = part
-        held = list(waiting)
+        held = list(rest)
         for k, (w, n, g) in list(self._group_wait.items()):
             if w == "switch" and n in failing and n != name:
                 del self._group_wait[k]
@@ -1879,9 +1972,11 @@ class Correlator:
             fired = self._fired_leaf(n, first)
             if fired is not None:
                 held.extend((g.key, g) for g in fired[0])
+        links.extend((k, g) for k, g in held if g.signal in _LINK_STATE)
         self._raise_above(sorted(parts), {leaf: leaves[leaf] for leaf in sorted(failing)}, first,
-                          held, due, out)
-        return True
+                          [(k, g) for k, g in held if g.signal not in _LINK_STATE], due, out)
+        self._decide_units(links, due, out)  # (one node's a leaf: _spine_shape)
+        return []
 
     def _firing_above(self, leaf: str, cluster: str | None) -> Problem | None:
         """The firing problem of a part above ``leaf`` that took it in (_raise_above)."""
@@ -1906,28 +2001,43 @@ class Correlator:
         for node, _ in topo.nics_under(leaf):
             named[node] = named.get(node, 0) + 1
         erring = total = 0
+        linked: set[str] = set()
+        sets: set[frozenset[str]] = set()
+        nodes = 0
         for node in troubled:
-            errs, ports = 0, named.get(node, 0)
+            errs, ports = set(), named.get(node, 0)
             for unit in self._units_of_node.get(node, ()):
                 signals = self._device.get(unit)
                 if not signals or not unit.startswith("nic:") or topo.switch_of(
                         node, _nic_of(unit)) != leaf:
                     continue
                 if any(s in signals for s in _LINK_STATE):
-                    return None  # a host link's own state: the leaf or the cable, not above
+                    linked.add(node)  # a host link's own state: the leaf or the cable
                 seen = signals.get("nic_errors") or signals.get("errors_seen")
                 if seen is None:
                     continue
-                errs += 1
+                errs.add(_nic_of(unit))
                 told = seen.evidence.get("node_ports")
                 if not named and isinstance(told, int) and told > ports:
                     ports = told
             if not errs:
                 continue  # (trouble that cleared, or of another kind: not counted)
-            if ports < 2 or errs > ports:
+            if ports < 2 or len(errs) > ports:
                 return None
-            erring, total = erring + errs, total + ports
+            erring, total, nodes = erring + len(errs), total + ports, nodes + 1
+            sets.add(frozenset(errs))
+        if len(linked) >= self.cfg.switch_min_nodes:
+            # Host links down or flapping on as many nodes as make a leaf failing: the leaf.
+            # One node's is that cable's, beside a part above failing (review13 F4: a port
+            # down in a spine's first window made its healthy leaf a switch isolation).
+            return None
         if not total or erring > _PARTIAL_SHARE * total:
+            return None
+        if len(sets) == 1 and nodes >= 2:
+            # The same ports erring on every node: the ports the leaf serves them with, all
+            # of them -- a Slurm topology.conf names no NIC, and a DGX H100's 4 storage ports
+            # made 8 erring compute ports of 12 the part-above share (review13 F5).  Flows
+            # hashed over a spine's ports err on a different share of each node's ports.
             return None
         return erring, total
 
@@ -2336,6 +2446,14 @@ def _node_of(unit: str) -> str | None:
 def _nic_of(unit: str) -> str:
     """The NIC name of a ``nic:NODE/NIC[:PORT]`` unit key."""
     return unit.split("/", 1)[1].split(":", 1)[0]
+
+
+def _told_ports(told: dict[str, int], node: str, findings: Iterable[Finding]) -> None:
+    """The most ports ``node``'s NIC monitor told it has (``node_ports``) in ``findings``."""
+    for g in findings:
+        n = g.evidence.get("node_ports")
+        if isinstance(n, int) and n > told.get(node, 0):
+            told[node] = n
 
 
 def _reason_bits(seen: Finding) -> int:

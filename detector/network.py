@@ -56,8 +56,9 @@ than three of its sampling intervals) brings its ports up while it already repor
 its first sample back is link training, and is called down only when the next
 sample still shows it down (its onset then the first one).
 
-Besides verdicts, the first error on a port is reported as evidence: the
-correlator counts such evidence across the nodes behind one switch to tell a
+Besides verdicts, the first error on a port is reported as evidence, and so is a
+``link_downed`` increment on a port up on both samples (``flap_seen``: down and up between
+samples): the correlator counts such evidence across the nodes behind one switch to tell a
 switch failure from a cable.
 """
 
@@ -88,6 +89,11 @@ _NEVER = float("-inf")  # a port's last_ts before its first sample
 ALONE_PEERS = 3
 # A port's own trouble that makes it judged beside other outliers of its class.
 _TROUBLE = frozenset({"errors_seen", "nic_errors", "link_flap"})
+# How long a port's link_downed moving while its link is up (``flap_seen``) stays told: the
+# longest a switch window waits for the nodes behind it to report, 1.25 x 60 s + 1 s
+# (detector.correlate), so a bounce every node saw on its next sample is still there when the
+# window opened by the one node that sampled the switch down closes.
+FLAP_SEEN_S = 76.0
 _UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
@@ -681,8 +687,21 @@ class NodeNics:
                 self._emit(out, s, p, "link_down", False, 0.0, {})
         if d[_LINK_DOWNED]:
             p.last_flap_ts = s.ts
-        elif "link_flap" not in p.active:
-            return
+            if s.link_state != "down" and not back and "flap_seen" not in p.active:
+                # Down and up again between two samples: no sample saw it down, and one
+                # bounce is no flapping port -- but a switch that bounced did it to every
+                # port it serves at once, and a node whose sample fell inside the bounce saw
+                # its links down (blind5 E8: one node isolated for its leaf's 10 s flap).
+                # Evidence, counted when a switch window closes (after a reboot's gap the
+                # bounce's time is unknown: not told).
+                self._emit(out, s, p, "flap_seen", True, 0.3, {
+                    "link_downed": d[_LINK_DOWNED], "link_state": "up",
+                    "node_ports": self._fabric_ports()}, verdict=False)
+        else:
+            if "flap_seen" in p.active and s.ts - p.last_flap_ts >= FLAP_SEEN_S:
+                self._emit(out, s, p, "flap_seen", False, 0.0, {}, verdict=False)
+            if "link_flap" not in p.active:
+                return
         flaps = p.flaps.add(s.ts, d[_LINK_DOWNED])
         if "link_flap" not in p.active and flaps >= cfg.nic_flaps:
             self._emit(out, s, p, "link_flap", True, 0.85, {"recent_link_downed": round(flaps, 1)})

@@ -220,9 +220,10 @@ def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
 # ``astuple``, which copies them all at C speed -- a third of the cost of an attrgetter of
 # the twelve names, 2026-12-02 BENCHMARKS.md "Speed, round 5").
 _FIELD = {name: i for i, name in enumerate(StepSample.__struct_fields__)}
-_TS, _RANK, _COMPUTE, _TP, _PP, _DP, _GRAD, _CHECKSUM, _NODE, _GPU, _STEP_MS, _COMM = (
+_TS, _RANK, _COMPUTE, _TP, _PP, _DP, _GRAD, _CHECKSUM, _NODE, _GPU, _STEP_MS, _COMM, _LOSS = (
     _FIELD[name] for name in ("ts", "rank", "compute_ms", "tp_rank", "pp_rank", "dp_rank",
-                              "grad_norm", "param_checksum", "node", "gpu", "step_ms", "comm_ms"))
+                              "grad_norm", "param_checksum", "node", "gpu", "step_ms", "comm_ms",
+                              "loss"))
 
 
 class _StepBuffer:
@@ -234,7 +235,7 @@ class _StepBuffer:
     """
 
     __slots__ = ("events", "seen", "first_ts", "last_ts", "ranks", "ts", "compute", "tp", "pp",
-                 "dp", "hw", "grad", "checksum", "step_ms", "comm", "slots", "dp_arr")
+                 "dp", "hw", "grad", "checksum", "step_ms", "comm", "slots", "dp_arr", "loss")
     slots: np.ndarray   # each message's slot in the job's arrays (JobMonitor._evaluate)
     dp_arr: np.ndarray  # (dp_array)
 
@@ -259,7 +260,7 @@ class _StepBuffer:
         c = tuple(zip(*map(astuple, self.events), strict=True))
         self.ts, self.ranks, self.compute, self.grad = c[_TS], c[_RANK], c[_COMPUTE], c[_GRAD]
         self.tp, self.pp, self.dp, self.checksum = c[_TP], c[_PP], c[_DP], c[_CHECKSUM]
-        self.step_ms, self.comm = c[_STEP_MS], c[_COMM]
+        self.step_ms, self.comm, self.loss = c[_STEP_MS], c[_COMM], c[_LOSS]
         self.hw = tuple(zip(c[_NODE], c[_GPU], strict=True))
 
     def dp_array(self) -> np.ndarray:
@@ -394,6 +395,7 @@ class JobMonitor:
         self._pair: dict[int, list[float]] = {}       # rank -> [onset_ts, agreeing steps]:
         #                                               one of two replicas that disagree
         self._split_active = False
+        self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
         self.late = 0
         self.duplicates = 0
         self.restarts = 0
@@ -747,6 +749,10 @@ class JobMonitor:
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
+        loss = buf.loss
+        if loss[0] is not None or loss.count(None) != len(loss):
+            out.extend(self._losses.step(step, _floats(loss), buf, groups, decided_ts, self.job,
+                                         self.tenant, self.cluster))
         if not every and self._evaluated % _GONE_CHECK_STEPS == 0:
             self._free_gone_slots(decided_ts, out)
 

@@ -12,8 +12,6 @@ import gzip
 import json
 from pathlib import Path
 
-import pytest
-
 from bench.blind5 import measure
 from bench.blind5 import score as sc
 from bench.blind5.story import STORIES
@@ -51,8 +49,10 @@ def test_every_case_replays(tmp_path):
         assert len(sc.labels_of(CASES / f"{name}.jsonl.gz")) == n, name
 
 
-@pytest.mark.xfail(strict=True, reason="E1: two cables of one leaf failing together (2 of its "
-                   "4 nodes, one port each of 8) are isolated as the leaf switch")
+# (Was a strict xfail: "E1: two cables of one leaf failing together (2 of its 4 nodes, one port
+# each of 8) are isolated as the leaf switch".)  Fixed by room fabric15, round 15: a node facing
+# its leaf with every port counts toward it with two or more ports in trouble, or one whose name
+# is in trouble on as many of its nodes as make it failing (Correlator._switch_ports).
 def test_two_nics_of_one_leaf_are_two_nic_alerts(tmp_path):
     # Slurm topology.conf, sw-leaf4 over h100n013-016 (RoCE, 8 ports a node, all facing the
     # leaf). Within 6 s, one port of h100n014 and one of h100n013 start erring (symbol,
@@ -91,8 +91,8 @@ def test_power_limit_on_one_node_is_one_node_power_page(tmp_path):
     assert false_pages(res) == [], "no GPU isolations beside it"
 
 
-@pytest.mark.xfail(strict=True, reason="E3: an SDC seen only in one replica's loss and grad "
-                   "norm, again and again (6-9 steps in 5 min), raises nothing")
+# (Was a strict xfail, fixed by sdc15's detector.sdc.ReplicaLoss: "E3: an SDC seen only in one
+# replica's loss and grad norm, again and again (6-9 steps in 5 min), raises nothing".)
 def test_loss_spikes_on_one_replica_are_escalated(tmp_path):
     # SFT TP8 x DP4 (loss on every rank). Replica 0's loss x1.6-4 and its ranks' grad norm
     # x1.4-2.8 on 9 steps 15-40 steps apart; the other replicas' losses stay within 3 %;
@@ -159,9 +159,10 @@ def test_one_fan_is_one_problem(tmp_path):
     assert len(problems_on(res, "dgx-b200-02")) == 1, problems_on(res, "dgx-b200-02")
 
 
-@pytest.mark.xfail(strict=True, reason="E8: a leaf's second, short flap (5-15 s, seen down on "
-                   "one node's 30 s sample, link_downed +1 on every port of all 4 nodes) is "
-                   "isolated as that node")
+# (Was a strict xfail: "E8: a leaf's second, short flap (5-15 s, seen down on one node's 30 s
+# sample, link_downed +1 on every port of all 4 nodes) is isolated as that node".)  Fixed by
+# room fabric15, round 15: link_downed moving on a port up on both samples is told as evidence
+# (detector.network's flap_seen) and counted when the switch window closes.
 def test_leaf_flap_between_samples_stays_the_leaf(tmp_path):
     # tor5 (dgx-b200-17..20, idle) is upgraded: every port down 40-80 s (caught as tor5),
     # then a 5-15 s flap. Only dgx-b200-17's 30 s sample lands inside it; the other three
