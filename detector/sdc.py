@@ -20,8 +20,14 @@ as answered, the other candidate cleared at once.  The state is the job monitor'
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
+
 from detector.alerts import Scope
 from detector.findings import Finding
+from models.peer_stats import group_median_scale
 
 # The raw score of the job escalation: that some replica of the job computed wrong is what
 # a checksum difference says for sure (not which one: the GPU pages it replaces were 0.5).
@@ -100,3 +106,200 @@ def tie_over(ts: float, step: int | None, note: str, job: str, tenant: str | Non
     """The job's tie cleared: no candidate left in the monitor's ``pair``."""
     return Finding(ts, ts, "checksum_pair", "sdc", "unknown", Scope.of_job(job), False, True,
                    0.0, {"step": step, "note": note}, job, tenant, cluster)
+
+
+# -- one replica's loss, again and again ---------------------------------------------------
+#
+# Corruption in one replica's forward or backward pass that the all-reduce averages into
+# every replica's gradient leaves the checksums agreeing: what shows is that replica's loss
+# (and its ranks' gradient norm) far off the other replicas' on the steps it strikes.  A hard
+# batch does the same once, on any replica; so one outlier step is nothing.  A replica is a
+# suspect when its outlier steps of the last LOSS_WINDOW_STEPS steps are more than chance
+# allows twice over: (1) their share of all the replicas' there, were every replica equally
+# likely to draw them (the binomial tail, times the replicas: any one of them could have) --
+# a job-wide rise of outliers (new data) is no replica's; and (2) their number, at the job's
+# own long-run rate of outliers per replica-step (the Poisson tail, times the replicas) -- a
+# job whose data is heavy-tailed (outliers every few dozen steps) sees 5 of 6 on one replica
+# by chance in a long run (1-16 false pages in 100k steps, Student-t noise, without it).
+LOSS_RATIO_FLOOR = 1.25     # a replica's loss at least this many times the replicas' median
+LOSS_Z = 6.0                # ... and this many robust sigmas of the replicas' spread
+LOSS_MIN_REPLICAS = 3       # with two, neither is the odd one out
+LOSS_WINDOW_STEPS = 512     # steps (with a loss) the outliers are counted over; as many
+#                             quiet steps resolve the page
+LOSS_EVENTS_KEPT = 64       # outlier steps remembered (the oldest go first)
+LOSS_MIN_SPIKES = 5         # a replica's outlier steps before it can be a suspect
+LOSS_ALPHA = 1e-2           # (1): chance of its share if outliers fell on any replica alike
+LOSS_RATE_ALPHA = 1e-5      # (2): chance of its count at the job's rate
+LOSS_RATE_HALF_LIFE = 5000  # steps: the memory of that rate
+LOSS_RATE_PRIOR = (1.0, 2000.0)  # outliers, replica-steps: the rate before the job's own
+LOSS_FLAGGED_KEPT = 16      # replicas paged at once (each needs LOSS_MIN_SPIKES kept events)
+LOSS_LEARN_EVERY = 64       # steps between samples of the replicas' spread
+LOSS_LEARN_ALPHA = 0.2      # its smoothing (~5 samples)
+LOSS_SEVERITY = 0.6         # as a GPU's repeated gradient-norm outliers (detector.steps)
+_MAD_TO_SIGMA = 1.4826
+_NODES_NAMED = 8
+
+
+def _tail(c: int, n: int, p: float) -> float:
+    """P(X >= c) for X ~ Binomial(n, p)."""
+    return min(1.0, sum(math.comb(n, k) * p ** k * (1.0 - p) ** (n - k) for k in range(c, n + 1)))
+
+
+def _poisson_tail(c: int, mu: float) -> float:
+    """P(X >= c) for X ~ Poisson(mu)."""
+    term = total = math.exp(-mu)
+    for k in range(1, c):
+        term *= mu / k
+        total += term
+    return max(0.0, 1.0 - total)
+
+
+class ReplicaLoss:
+    """A job's loss outliers by replica (the job monitor's ``_losses``): plain data, bounded.
+
+    ``seq`` counts the job's steps with a loss; ``scale`` is the replicas' spread of
+    ``log(loss)`` (robust sigma, smoothed); ``events`` the latest outlier steps as
+    ``[seq, dp_rank, log loss ratio, log grad-norm ratio, ts, step]``; ``flagged`` the
+    replicas paged, ``dp_rank -> [onset_ts, seq of its latest outlier]``; ``rate`` the
+    job's outliers and replica-steps (decayed) and its replicas at the last full look.
+    """
+
+    __slots__ = ("seq", "scale", "events", "flagged", "rate")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.scale = 0.0
+        self.events: list[list[float]] = []
+        self.flagged: dict[int, list[float]] = {}
+        self.rate = [0.0, 0.0, 0]
+
+    def step(self, step: int, loss: np.ndarray, buf: Any, groups: np.ndarray,
+             decided_ts: float, job: str, tenant: str | None, cluster: str | None
+             ) -> list[Finding]:
+        """One decided step: ``loss`` per message (NaN: none sent); ``buf`` the step's columns
+        (detector.steps._StepBuffer: ``dp_array()``, ``grad``, ``hw``, ``ts``); ``groups``
+        each message's peer group.  Returns the findings: a replica paged or resolved."""
+        self.seq += 1
+        seq = self.seq
+        out: list[Finding] = []
+        if self.flagged:
+            for dp in [d for d, v in self.flagged.items() if seq - v[1] >= LOSS_WINDOW_STEPS]:
+                del self.flagged[dp]
+                out.append(Finding(decided_ts, decided_ts, "loss_outlier", "sdc", "unknown",
+                                   Scope.of_replica(job, dp), False, True, 0.0,
+                                   {"step": step, "note": f"no loss outlier for "
+                                    f"{LOSS_WINDOW_STEPS} steps"}, job, tenant, cluster,
+                                   None, dp))
+        rate = self.rate
+        keep = 0.5 ** (1.0 / LOSS_RATE_HALF_LIFE)
+        rate[0] *= keep
+        rate[1] = rate[1] * keep + rate[2]
+        thr = max(math.log(LOSS_RATIO_FLOOR), LOSS_Z * self.scale)
+        learn = seq % LOSS_LEARN_EVERY == 0 or not rate[2]
+        hi, lo = float(loss.max()), float(loss.min())
+        if not learn and lo > 0.0 and hi < lo * math.exp(thr):
+            return out  # (the usual step: all replicas' losses within the threshold)
+        ok = loss == loss  # (NaN: not sent)
+        dp = buf.dp_array()
+        if not ok.all():
+            loss, dp = loss[ok], dp[ok]
+        if not len(loss) or float(loss.min()) <= 0.0:
+            return out  # (a loss that can be <= 0 -- a policy loss -- has no ratios)
+        if len(loss) < LOSS_MIN_REPLICAS:
+            return out
+        lg = np.log(loss)
+        reps, inv = np.unique(dp, return_inverse=True)
+        n_rep = rate[2] = len(reps)
+        if n_rep < LOSS_MIN_REPLICAS:
+            return out
+        rv = np.empty(n_rep)
+        rv[inv] = lg if n_rep == len(lg) else group_median_scale(lg, dp)[0]
+        dev = rv - float(np.median(rv))
+        mad = float(np.median(np.abs(dev))) * _MAD_TO_SIGMA
+        if learn:
+            self.scale = mad if self.scale == 0.0 else self.scale + LOSS_LEARN_ALPHA * (
+                mad - self.scale)
+        hit = (dev > max(thr, LOSS_Z * mad)).nonzero()[0]
+        if not len(hit) or 2 * len(hit) >= n_rep:
+            return out  # (none, or no minority: the step's data, not a replica)
+        gdev = self._grad_dev(buf, groups, ok, inv, n_rep)
+        ts = np.asarray(buf.ts, dtype=float)[ok] if not ok.all() else np.asarray(buf.ts)
+        events = self.events
+        for i in hit.tolist():
+            d = int(reps[i])
+            events.append([seq, d, round(float(dev[i]), 4), round(float(gdev[i]), 4),
+                           float(ts[inv == i].min()), step])
+            rate[0] += 1.0
+            if d in self.flagged:
+                self.flagged[d][1] = seq
+        while events and (seq - events[0][0] >= LOSS_WINDOW_STEPS
+                          or len(events) > LOSS_EVENTS_KEPT):
+            del events[0]
+        for i in hit.tolist():
+            d = int(reps[i])
+            if d in self.flagged or len(self.flagged) >= LOSS_FLAGGED_KEPT:
+                continue
+            mine = [e for e in events if e[1] == d]
+            if len(mine) < LOSS_MIN_SPIKES:
+                continue
+            chance = n_rep * _tail(len(mine), len(events), 1.0 / n_rep)
+            if chance > LOSS_ALPHA:
+                continue
+            # (its own outliers of the window left out: the rate is the rest of the job's)
+            q = (max(0.0, rate[0] - len(mine)) + LOSS_RATE_PRIOR[0]) / (
+                rate[1] + LOSS_RATE_PRIOR[1])
+            by_rate = n_rep * _poisson_tail(len(mine), q * min(seq, LOSS_WINDOW_STEPS))
+            if by_rate > LOSS_RATE_ALPHA:
+                continue
+            self.flagged[d] = [mine[0][4], seq]
+            out.append(self._page(d, mine, len(events), n_rep, (chance, by_rate, q), step, buf,
+                                  decided_ts, job, tenant, cluster))
+        return out
+
+    @staticmethod
+    def _grad_dev(buf: Any, groups: np.ndarray, ok: np.ndarray, inv: np.ndarray,
+                  n_rep: int) -> np.ndarray:
+        """Each replica's ``log(grad_norm)`` over its peer groups' medians (its ranks'
+        median; NaN where it sent none): evidence beside the loss."""
+        g = np.array(buf.grad, dtype=float)[ok]
+        out = np.full(n_rep, np.nan)
+        good = g > 0.0
+        if good.sum() < LOSS_MIN_REPLICAS:
+            return out
+        lg = np.log(g[good])
+        d = lg - group_median_scale(lg, groups[ok][good])[0]
+        med, _, _ = group_median_scale(d, inv[good])
+        out[inv[good]] = med
+        return out
+
+    def _page(self, dp: int, mine: list[list[float]], total: int, n_rep: int,
+              chance: tuple[float, float, float],
+              step: int, buf: Any, decided_ts: float, job: str, tenant: str | None,
+              cluster: str | None) -> Finding:
+        mates = buf.dp_array() == dp
+        nodes = sorted({buf.hw[i][0] for i in mates.nonzero()[0].tolist()})
+        where = ", ".join(nodes[:_NODES_NAMED]) + (
+            f" and {len(nodes) - _NODES_NAMED} more" if len(nodes) > _NODES_NAMED else "")
+        steps = [int(e[5]) for e in mine]
+        grad = [round(math.exp(e[3]), 2) if e[3] == e[3] else None for e in mine]
+        return Finding(
+            decided_ts, mine[0][4], "loss_outlier", "sdc", "unknown", Scope.of_replica(job, dp),
+            True, True, LOSS_SEVERITY,
+            {"step": step, "replica": dp, "outlier_steps": steps,
+             "loss_ratios": [round(math.exp(e[2]), 2) for e in mine],
+             "grad_norm_ratios": grad,
+             "other_replicas_outliers": total - len(mine), "replicas_compared": n_rep,
+             "window_steps": LOSS_WINDOW_STEPS, "chance_share": float(f"{chance[0]:.2g}"),
+             "chance_count": float(f"{chance[1]:.2g}"),
+             "outliers_per_replica_step": float(f"{chance[2]:.2g}"),
+             "nodes": nodes[:_NODES_NAMED], "attributable": False,
+             "note": f"replica {dp}'s loss was >= {LOSS_RATIO_FLOOR:g}x the other replicas' on "
+                     f"{len(mine)} of the last {LOSS_WINDOW_STEPS} steps, the others' on "
+                     f"{total - len(mine)}; checksums agree (an all-reduce averages the "
+                     "corruption into every replica): one hard batch is one step, the same "
+                     "replica again and again is its hardware",
+             "next_diagnostic": (
+                 f"rerun step {steps[-1]} of replica {dp} on other GPUs (Megatron rerun state "
+                 "machine): a loss the rerun reproduces is the data, one it does not is the "
+                 f"replica's hardware; then `dcgmi diag -r 4` on {where}")},
+            job, tenant, cluster, None, dp)

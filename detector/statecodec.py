@@ -220,6 +220,7 @@ def _register_state_classes() -> None:
     from detector.pipeline.correlator import _Source
     from detector.port_names import PortName, PortNames
     from detector.recovery import Placement
+    from detector.sdc import ReplicaLoss
     from detector.steps import JobMonitor, _StepBuffer
     from detector.thermal import GpuThermal, NodeTemps
     from detector.thresholds import Thresholds
@@ -229,7 +230,7 @@ def _register_state_classes() -> None:
 
     for cls in (Scope, Finding, StepSample, EccSample, NicSample, ThermalSample, NonFinite,
                 Thresholds, Problem, GpuHealth, NodeNics, GpuThermal, NodeTemps,
-                CounterDeltas, DecayingCount, Placement, PortName):
+                CounterDeltas, DecayingCount, Placement, PortName, ReplicaLoss):
         register(cls)
     register(PortNames, fields_=("_names",), transient={"topology": None})
     register(_Port, "NicPort")
