@@ -42,8 +42,13 @@ from detector.thresholds import Thresholds
 from detector.topology import Topology
 
 _SWEEP_S = 1.0  # how often (event time) silent jobs are checked for overdue steps
-# A node's records this far ahead of the partition's clock, while another node keeps it, are
-# its clock's error (NTP lost: tens of seconds), not the fleet's time: see Monitors._ahead.
+# A node's records more than DESIGN's out-of-order bound (5 s) ahead of the partition's clock,
+# while another node keeps it, are its clock's error (NTP lost, a bad relay, a drift), not the
+# fleet's time: see Monitors._ahead.  More than this ahead, the clock -- which decides every
+# job's steps 5 s past it -- would cut the other jobs' steps short (review13 C2: 6 s does).
+AHEAD_S = 5.0
+# How far apart two nodes' leads may be and still be one move of the fleet's time; how recent
+# a record makes a unit "near" the clock (another node keeping it).
 SKEW_S = 20.0
 _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for being alone
 # A node's records behind the clock by more than SKEW_S, steady within this of each other for
@@ -88,6 +93,21 @@ class Monitors:
         # SKEW_S behind the clock, lagging steadily so far (_behind); at most MAX_SKEWED,
         # dropped with the node's units or once taken as an offset.
         self._lagging: dict[str, list[float]] = {}
+        # [node, lead, clock then, its raw ts, [nodes heard at the old time since]]: the first
+        # node taken ahead (by more than SKEW_S) while the fleet's time may have moved (a
+        # log's gap): a node that kept the clock jumping alike, three or more nodes first heard
+        # ahead alike and over twice the nodes heard at the old time, or the nodes taken ahead
+        # going on AHEAD_S with nobody at the old time, make it so (_ahead); watched for
+        # SKEW_S of the clock (_keeps).
+        self._vote: list[Any] | None = None
+        # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
+        # one record: a stream that moves in such jumps (collectors in phase, a sparse
+        # partition) is not judged ahead on its next one (_ahead).
+        self._moved = -math.inf
+        # [node, lead, clock, raw ts]: a node whose record came AHEAD_S to SKEW_S ahead of the
+        # clock, its records held at their own time (the clock stays) until another node's
+        # record says whose time it is (_settle): one record, in a dense stream.
+        self._cand: list[Any] | None = None
         self.unconfirmed = JUMP_AGREE  # records still to be taken on the clock to trust it
         # [node, {node: newest ts}, ts]: the node whose record set a first clock, until another
         # node's record agrees with it, and the other nodes' records behind it (_first_node)
@@ -131,18 +151,27 @@ class Monitors:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
         if self._maker is not None:
             self._first_node(ev)
-        if self._skew and ev.node in self._skew:
-            ev = self._deskew(ev)
+        if self._cand is not None:
+            self._settle(ev)
+        if self._skew:
+            if ev.node in self._skew:
+                ev = self._deskew(ev)
+            elif self._vote is not None:
+                self._keeps(ev)  # a node at the old time, or the new (_ahead)
         ts = ev.ts
         clock = self.clock
         if ts > clock:
-            if ts - clock > SKEW_S:
+            if ts - clock > AHEAD_S:
                 if ts - clock > MAX_AHEAD_S:
                     self.check_ahead(ev)  # raises unless the jump is real
                     self._maker = [ev.node, {}, ev.ts]  # a first clock: one node's so far
                 elif clock > -math.inf:
+                    if ts - clock <= SKEW_S and self._jump and not self.unconfirmed:
+                        self._jump.clear()
                     ev = self._ahead(ev)  # one node's clock, or the fleet's time moving on
                     ts = ev.ts
+                    if self._cand is not None and self._cand[0] == ev.node:
+                        ts = clock  # (held: a candidate's record, at its own time; _settle)
             elif self._jump and not self.unconfirmed:
                 self._jump.clear()
             self.clock = ts
@@ -239,41 +268,117 @@ class Monitors:
         self.clock = ts
 
     def _ahead(self, ev: Event) -> Event:
-        """A record more than ``SKEW_S`` (but not ``MAX_AHEAD_S``) ahead of the clock.
+        """A record more than ``AHEAD_S`` (but not ``MAX_AHEAD_S``) ahead of the clock.
 
         The clock judges every node's records (a job's steps expire at it, a timer fires at
         it), so it must be the fleet's time: one node whose NTP source is lost stamps its
-        records tens of seconds ahead (valid by DESIGN), and taken as the clock it would
-        decide every other job's steps as their first messages came in.  Physics: the
-        fleet's records arrive in the order they were taken (within DESIGN's 5 s), so a
-        node ahead of the records around it by more than ``SKEW_S`` is ahead of the time,
-        not the time ahead of them.  Its lead is taken as its clock's offset: this record
-        and its later ones are taken at ``ts - offset`` (about when they arrived in the
-        fleet's time), on its own spacing (:meth:`_deskew`).  The fleet's time moving on
-        (a log's gap, collectors sampling in phase every 30 s) is told apart by another
-        node agreeing with the lead within ``SKEW_S``: then the offsets that agree are
-        dropped and the record moves the clock, as before; so does a record of a node alone
-        (no other node's unit took a record within ``SKEW_S`` of the clock), and a node that
-        turns out to be alone later gets its time back (_deskew).
+        records seconds to minutes ahead (valid by DESIGN), and taken as the clock it would
+        decide every other job's steps before their messages came.  Physics: the fleet's
+        records arrive in the order they were taken (within DESIGN's 5 s), so a node ahead of
+        the records around it by more than that is ahead of the time, not the time ahead of
+        them.  Its lead is taken as its clock's offset: this record and its later ones are
+        taken at ``ts - offset`` (about when they arrived in the fleet's time), on its own
+        spacing (:meth:`_deskew`, which measures it again when it jumps further: a clock
+        that gets ahead in steps).  The fleet's time moving on is told apart three ways:
+        the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it:
+        collectors in phase, a sparse partition); a second node that kept the clock jumps
+        with the first, ``SKEW_S`` alike, before the clock moved ``AHEAD_S`` (a log's gap) --
+        nodes first heard ahead are no such evidence: two nodes that follow one bad NTP
+        relay agree with each other and not with the nodes that keep the time (review13 C1);
+        or nobody else is near (no other node's unit took a record within ``SKEW_S`` of the
+        clock), and a node that turns out to be alone later gets its time back (_deskew).
         """
-        lead = ev.ts - self.clock
-        skew = self._skew
-        agree = [n for n, st in skew.items() if abs(lead - st[0]) <= SKEW_S]
-        if agree:  # another node is there too: the fleet's time moved
-            for n in agree:
-                del skew[n]
+        clock = self.clock
+        lead = ev.ts - clock
+        node = ev.node
+        cand = self._cand
+        if cand is not None:
+            return ev  # (its own record: held; _settle ended any other node's)
+        if clock - self._moved <= AHEAD_S:
+            self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
             return ev
-        if len(skew) >= MAX_SKEWED or not self._others_near(ev.node):
-            return ev  # (nobody else keeps the clock: its time is the time)
+        skew = self._skew
+        if lead <= SKEW_S:
+            # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
+            # gap) looks the same on this record alone -- the next node's record tells.
+            if len(skew) < MAX_SKEWED and self._others_near(node):
+                self._cand = [node, lead, clock, ev.ts]
+            else:
+                self._moved = ev.ts
+            return ev
+        vote = self._vote
+        alike = vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S
+        if alike and self._near(node, mine=True):
+            # A node that kept the clock moved on with the one taken ahead: the fleet's time
+            # moved (a log's gap).
+            return self._moves(ev)
+        if len(skew) >= MAX_SKEWED or not self._others_near(node):
+            return self._moves(ev)  # (nobody else keeps the clock: its time is the time)
         if type(ev) is StepSample:
             job = self._jobs.get(ev.job)
             if job is not None and not job.in_step(ev.step):
                 # Its job's steps moved on with the time, or went back (a restart from a
                 # checkpoint): the job paused (a node rebooted, a log's gap), the time moved.
                 # A clock ahead stamps the step its job is at (tests/test_detect_restart_ranks).
-                return ev
-        skew[ev.node] = [lead, ev.ts, self.clock + _ALONE_S]
-        return replace(ev, ts=self.clock)
+                return self._moves(ev)
+        skew[node] = [lead, ev.ts, clock + _ALONE_S]
+        if vote is None:
+            self._vote = [node, lead, clock, ev.ts, []]
+        elif alike:
+            # Nodes first heard ahead, agreeing: two are no fleet (one bad NTP relay, review13
+            # C1), three or more and over twice the nodes heard at the old time since are:
+            # the old time was one node's (a partition's first record from a node behind).
+            ahead = sum(abs(st[0] - vote[1]) <= SKEW_S for st in skew.values())
+            if ahead >= 3 and ahead > 2 * len(vote[4]):
+                return self._moves(ev)
+        return replace(ev, ts=clock)
+
+    def _keeps(self, ev: Event) -> None:
+        """A record of a node not taken ahead while a move is watched (:meth:`_ahead`): one
+        at the old time is a node keeping it (noted); the watch ends once the clock went on
+        ``SKEW_S`` at the old time, or its node is no longer taken ahead."""
+        vote = self._vote
+        keepers = vote[4]  # type: ignore[index]
+        if self.clock > vote[2] + SKEW_S or vote[0] not in self._skew:  # type: ignore[index]
+            self._vote = None
+        elif ev.ts <= vote[2] + AHEAD_S and ev.node not in keepers \
+                and len(keepers) < MAX_SKEWED:  # type: ignore[index]
+            keepers.append(ev.node)
+
+    def _settle(self, ev: Event) -> None:
+        """A record while a node is a candidate ahead (:meth:`_ahead`): another node's record
+        at the old time (more than ``AHEAD_S`` behind the candidate's) makes it the node
+        ahead, at its lead as its offset (:meth:`_deskew` from its next record; the records
+        held went at its own time); one at the new time is the fleet's time moving (a pause:
+        the clock moves to it), as is the candidate's own time moving on ``AHEAD_S`` with no
+        other node's record."""
+        node, lead, clock, raw = self._cand  # type: ignore[misc]
+        if ev.node == node:
+            if ev.ts <= raw + AHEAD_S:
+                return
+        elif ev.ts < raw - AHEAD_S:
+            self._cand = None
+            if node not in self._skew and len(self._skew) < MAX_SKEWED:
+                self._skew[node] = [lead, raw, clock + _ALONE_S]
+            return
+        self._cand = None
+        self._moved = raw
+        if raw > self.clock:
+            self.clock = raw
+
+    def _moves(self, ev: Event) -> Event:
+        """The fleet's time moved on to ``ev``'s (:meth:`_ahead`): the offsets taken since
+        the move began (as far ahead) are dropped."""
+        vote = self._vote
+        if vote is not None:
+            skew = self._skew
+            for n in [n for n, st in skew.items() if abs(vote[1] - st[0]) <= SKEW_S]:
+                del skew[n]
+        self._vote = None
+        self._moved = ev.ts
+        if ev.ts > self.clock:
+            self.clock = ev.ts
+        return ev
 
     def _behind(self, ev: Event) -> Event:
         """A record more than ``SKEW_S`` behind the clock: a late delivery, or its node's clock
@@ -374,9 +479,14 @@ class Monitors:
         node = ev.node
         st = self._skew[node]
         raw = ev.ts
+        vote = self._vote
+        if vote is not None and not vote[4] and raw > vote[3] + AHEAD_S:
+            # The nodes taken ahead went on AHEAD_S of their time and no other node's record
+            # came at the old time: nobody keeps it, the fleet's time moved (_ahead).
+            return self._moves(ev)
         clock = self.clock
         ts = raw - st[0]
-        if ts > clock + (SKEW_S if st[0] > 0 else _STEADY_S):
+        if ts > clock + (AHEAD_S if st[0] > 0 else _STEADY_S):
             # Its records are far past the fleet's with the offset off; behind, its records
             # come less behind than they did (a backlog catching up, its clock stepped on).
             del self._skew[node]
@@ -423,19 +533,25 @@ class Monitors:
         """Whether a unit of another node (a GPU's, a node's ports, a job with a rank on
         another node) took a record within ``SKEW_S`` of the clock (every ``_ALONE_S`` of a
         skewed node's time: a walk over the units)."""
+        return self._near(node, mine=False)
+
+    def _near(self, node: str, *, mine: bool) -> bool:
+        """Whether a unit of ``node`` (``mine``), or of another node, took a record within
+        ``SKEW_S`` of the clock (a walk over the units: only on a record ahead of the clock,
+        and every ``_ALONE_S`` of a skewed node's time)."""
         lo = self.clock - SKEW_S
         for units in (self._thermal, self._ecc):
             for (n, _), m in units.items():
-                if n != node and m.last_ts >= lo:
+                if (n == node) is mine and m.last_ts >= lo:
                     return True
         for n, nics in self._nics.items():
-            if n != node and nics.last_ts >= lo:
+            if (n == node) is mine and nics.last_ts >= lo:
                 return True
         # (a job's ranks by the hardware its evaluated steps ran on, or, before its first
         # evaluation -- a partition's first seconds -- the ranks of the steps it waits on)
         return any(job.clock >= lo and (
-            any(hw is not None and hw[0] != node for hw in job._hw)
-            or any(e.node != node for buf in job._pending.values() for e in buf.events))
+            any(hw is not None and (hw[0] == node) is mine for hw in job._hw)
+            or any((e.node == node) is mine for buf in job._pending.values() for e in buf.events))
             for job in self._jobs.values())
 
     def count_jump(self, ts: float) -> int:
@@ -476,6 +592,20 @@ class Monitors:
             for n, st in self._skew.items()), "Monitors._skew")
         if "_lagging" not in self.__dict__:
             self._lagging = {}  # (a snapshot of round 13: none lagging yet)
+        if "_vote" not in self.__dict__:
+            self._vote, self._moved = None, -math.inf  # (a snapshot of round 14)
+        refuse_unless(self._vote is None or (
+            type(self._vote) is list and len(self._vote) == 5 and type(self._vote[0]) is str
+            and all(type(x) is float and math.isfinite(x) for x in self._vote[1:4])
+            and type(self._vote[4]) is list and len(self._vote[4]) <= MAX_SKEWED
+            and all(type(n) is str for n in self._vote[4])), "Monitors._vote")
+        refuse_unless(is_time(self._moved), "Monitors._moved: not a time")
+        if "_cand" not in self.__dict__:
+            self._cand = None  # (a snapshot of round 14)
+        refuse_unless(self._cand is None or (
+            type(self._cand) is list and len(self._cand) == 4 and type(self._cand[0]) is str
+            and all(type(x) is float and math.isfinite(x) for x in self._cand[1:])),
+            "Monitors._cand")
         refuse_unless(type(self._lagging) is dict and len(self._lagging) <= MAX_SKEWED and all(
             type(n) is str and type(c) is list and len(c) == 3
             and all(type(x) is float and math.isfinite(x) for x in c)

@@ -16,7 +16,7 @@ counts kept in locals and stored once.
 
 The run ends, *before* anything of the record has changed that the record path
 would do differently, at the first record that is not a telemetry record (an
-undecided message), is more than ``SKEW_S`` ahead of the clock (the event-time
+undecided message), is more than ``AHEAD_S`` ahead of the clock (the event-time
 guard's, :meth:`Monitors._ahead`'s) or of a node taken at an offset, moves
 the clock to ``until`` or past it (the in-process Engine's next correlator
 release), needs a sweep that does more than move its own deadline (jobs to
@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from detector.events import EccSample, NicSample, StepSample, ThermalSample
-from detector.monitors import _SWEEP_S, SKEW_S
+from detector.monitors import _SWEEP_S, AHEAD_S, SKEW_S
 
 if TYPE_CHECKING:
     from detector.monitors import Monitors
@@ -51,7 +51,8 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     """
     n = len(evs)
     clock = mon.clock
-    if i >= n or mon._jump or mon.unconfirmed or mon._maker is not None or clock >= until:
+    if i >= n or mon._jump or mon.unconfirmed or mon._maker is not None or clock >= until \
+            or mon._cand is not None or mon._vote is not None:
         return i
     cfg = mon.cfg
     thermal_units = mon._thermal
@@ -77,7 +78,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
             break
         new_clock = clock
         if ts > clock:
-            if ts - clock > SKEW_S or ts >= until:
+            if ts - clock > AHEAD_S or ts >= until:
                 break  # (far ahead: the event-time guard's; ahead: Monitors._ahead's)
             new_clock = ts
         elif ts < clock - SKEW_S:

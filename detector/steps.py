@@ -128,8 +128,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False),
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
-    ("_host_rep", False), ("_recent", 0.0), ("_sus_w", 0.0), ("_sus_w2", 0.0), ("_sus_s", 0.0),
-    ("_sus_s2", 0.0), ("_sus_onset", 0.0), ("_sustained", False))
+    ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),
+    ("_sustained", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -370,10 +370,9 @@ class JobMonitor:
         self._recurring = np.zeros(0, dtype=bool)     # reported slow as a recurring straggler
         self._recur_last = np.zeros(0, dtype=bool)    # the rank's last step was an outlier
         self._recur_live = False                      # some count above zero (decaying)
-        self._sus_w = np.zeros(0)                     # decayed weights, their squares, and
-        self._sus_w2 = np.zeros(0)                    # the weighted sums of each rank's
-        self._sus_s = np.zeros(0)                     # deviation over its bias and of its
-        self._sus_s2 = np.zeros(0)                    # square (_check_sustained)
+        self._sus = np.zeros((0, 3))                   # per rank: its decayed weight, the
+        #                                               weighted sums of its deviation over its
+        #                                               bias and of its square (_check_sustained)
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
@@ -1681,15 +1680,22 @@ class JobMonitor:
         """
         cfg = self.cfg
         keep = 1.0 - _SUS_ALPHA
-        w = self._sus_w[r] * keep + 1.0
-        w2 = self._sus_w2[r] * (keep * keep) + 1.0
-        s1 = self._sus_s[r] * keep + g
-        s2 = self._sus_s2[r] * keep + g * g
-        self._sus_w[r], self._sus_w2[r], self._sus_s[r], self._sus_s2[r] = w, w2, s1, s2
+        # (one gather and one scatter a step: this runs on every step of every job)
+        acc = self._sus[r]
+        acc *= keep
+        acc[:, 0] += 1.0
+        acc[:, 1] += g
+        acc[:, 2] += g * g
+        self._sus[r] = acc
         live = np.count_nonzero(self._sustained)
         if not live and self._sus_spread < _SUS_SPREAD and self._evaluated % _SUS_EVERY:
             return  # (the usual job, ordinary jitter, the CUSUM's: looked at now and then)
-        n_eff = w * w / w2
+        w, s1, s2 = acc[:, 0], acc[:, 1], acc[:, 2]
+        # The weights' squares sum to what the weights' sum says (weights keep ** j, j < k):
+        # 1 - keep ** k = w (1 - keep), so sum of squares = (1 - (1 - w (1 - keep)) ** 2) /
+        # (1 - keep ** 2); the mean weighs as many independent steps as w ** 2 / that.
+        left = 1.0 - w * _SUS_ALPHA
+        n_eff = w * w * (1.0 - keep * keep) / np.maximum(1.0 - left * left, 1e-12)
         ready = n_eff >= _SUS_MIN_N
         if not np.count_nonzero(ready) and not live:
             return  # (the first steps after a (re)start: too few to weigh)
@@ -1766,8 +1772,8 @@ class JobMonitor:
     def _reset_sustained(self, m: np.ndarray | None) -> None:
         """Forget the sustained-shift sums of slots ``m`` (None: all), as a restart does."""
         at = slice(None) if m is None else m
-        for a in (self._sus_w, self._sus_w2, self._sus_s, self._sus_s2, self._sus_onset):
-            a[at] = 0.0
+        self._sus[at] = 0.0
+        self._sus_onset[at] = 0.0
         self._sustained[at] = False
         if m is None:
             self._sus_spread = 0.0
@@ -2075,7 +2081,12 @@ class JobMonitor:
         n = np.bincount(inv, weights=calm, minlength=len(keys))
         move = np.bincount(inv, weights=np.where(calm, e, 0.0), minlength=len(keys))
         lvl += 0.05 * np.where(n > 0, move / np.maximum(n, 1), 0.0)
-        self._grad_level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
+        level = self._grad_level
+        level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
+        if len(level) > len(self._rank_of) + 64:
+            # More groups than the job has ranks: tp/pp ranks that changed (a re-layout, or a
+            # forged stream naming new ones every step) -- only this step's are kept.
+            self._grad_level = dict(zip(keys.tolist(), lvl.tolist(), strict=True))
         return z, comparable
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,

@@ -25,7 +25,7 @@ from msgspec.structs import replace
 
 from detector.engine import Engine
 from detector.events import Event
-from detector.monitors import _ALONE_S, SKEW_S, Monitors
+from detector.monitors import _ALONE_S, AHEAD_S, Monitors
 from detector.statecodec import SnapshotRefused
 from detector.testing import T0, ecc, feed, step, thermal
 from tests.test_blind4_cases import CASES, _shift_node, problems_on, run
@@ -214,10 +214,18 @@ def test_a_malformed_offset_table_is_refused() -> None:
 
 
 def test_an_offset_is_more_than_the_disorder_allowance() -> None:
-    # DESIGN allows 5 s of disorder; a node 10 s ahead is not taken for a skewed clock.
+    # DESIGN allows 5 s of disorder; a node 4 s ahead is not taken for a skewed clock.
+    # (Changed by clock15, round 15: this test asserted that a node 10 s ahead is no offset
+    # either -- SKEW_S was 20 s -- while job-1 was then judged on node-009's clock: 14
+    # messages late, taken to have shrunk to 14 of 16 ranks; review13 C2 (12 s) is the same
+    # harm.  Since clock15 the bound is AHEAD_S, DESIGN's 5 s.)
+    eng = Engine()
+    feed(eng, fleet(4.0), finish=False)
+    assert AHEAD_S > 4.0 and eng.monitors._skew == {}
     eng = Engine()
     feed(eng, fleet(10.0), finish=False)
-    assert SKEW_S > 10.0 and eng.monitors._skew == {}
+    assert eng.monitors._skew[SKEWED][0] == pytest.approx(10.0, abs=1.0)
+    assert (eng.monitors._jobs["job-1"].late, eng.monitors._jobs["job-1"]._expected) == (0, 16)
 
 
 # -- blind4's case: node 15 (its own one-node jobs) at other offsets -----------------------

@@ -296,25 +296,26 @@ def _thirty_s_thermal(*, late_start: float) -> list:
     return [replace(e, ts=round(e.ts + 30.0, 4)) if e.node == "node-009" else e
             for e in clock_fleet(0.0) if kept(e)]
 
-C1 = pytest.mark.xfail(strict=True, reason=(
-    "bb9047d (clock13): Monitors._ahead takes a second node whose lead agrees with a skewed "
-    "node's offset (within SKEW_S) for 'the fleet's time moved' and drops both offsets: two "
-    "nodes that follow one bad NTP relay (+30 s alike) move the clock for all -- job-1's "
-    "steps decided as their first messages came, 1200 messages late, the job taken to have "
-    "shrunk to 8 of 16 ranks, node-009's alerts stamped 30 s late (as a6d23a2 did with one "
-    "node ahead: blind4 D6)"))
-C2 = pytest.mark.xfail(strict=True, reason=(
-    "bb9047d (clock13): SKEW_S is 20 s, DESIGN's out-of-order bound 5 s: node-009 12 s ahead "
-    "(inside the gap) is taken as the clock, job-1's steps are decided before node-000/001's "
-    "messages come -- 14 late, the job taken to have shrunk to 14 of 16 ranks -- and "
-    "node-009's alerts are stamped 12 s late: clock13's own D6 harm, which a drifting clock "
-    "(NTP lost: tens of ppm) lives in for days before it reaches 20 s (a6d23a2 the same)"))
-C3 = pytest.mark.xfail(strict=True, reason=(
-    "bb9047d (clock13): Monitors._ahead measures a node's lead only when one record jumps the "
-    "clock by more than SKEW_S; a clock that got ahead in steps each below it (+15 s at 50 s, "
-    "+15 s at 100 s) was the clock after the first and is never an offset: 30 s ahead, the "
-    "same lead clock13 takes as an offset when it comes at once, and job-1 is taken to have "
-    "shrunk to 14 of 16 ranks, node-009's alerts stamped 15-30 s late (a6d23a2 the same)"))
+# (Was a strict xfail C1: "bb9047d (clock13): Monitors._ahead takes a second node whose lead
+# agrees with a skewed node's offset (within SKEW_S) for 'the fleet's time moved' and drops both
+# offsets: two nodes that follow one bad NTP relay (+30 s alike) move the clock for all --
+# job-1's steps decided as their first messages came, 1200 messages late, the job taken to have
+# shrunk to 8 of 16 ranks, node-009's alerts stamped 30 s late (as a6d23a2 did with one node
+# ahead: blind4 D6)".)
+# (Was a strict xfail C2: "bb9047d (clock13): SKEW_S is 20 s, DESIGN's out-of-order bound 5 s:
+# node-009 12 s ahead (inside the gap) is taken as the clock, job-1's steps are decided before
+# node-000/001's messages come -- 14 late, the job taken to have shrunk to 14 of 16 ranks -- and
+# node-009's alerts are stamped 12 s late: clock13's own D6 harm, which a drifting clock (NTP
+# lost: tens of ppm) lives in for days before it reaches 20 s (a6d23a2 the same)".)
+# (Was a strict xfail C3: "bb9047d (clock13): Monitors._ahead measures a node's lead only when
+# one record jumps the clock by more than SKEW_S; a clock that got ahead in steps each below it
+# (+15 s at 50 s, +15 s at 100 s) was the clock after the first and is never an offset: 30 s
+# ahead, the same lead clock13 takes as an offset when it comes at once, and job-1 is taken to
+# have shrunk to 14 of 16 ranks, node-009's alerts stamped 15-30 s late (a6d23a2 the same)".)
+# Fixed by room clock15, round 15: a record more than AHEAD_S = 5 s (DESIGN's disorder bound)
+# ahead of the clock is its node's offset while other nodes keep the clock, measured again
+# when it jumps further (_deskew); only two nodes that KEPT the clock jumping alike at once
+# are the fleet's time moving (Monitors._ahead).
 
 # (Was a strict xfail C4: "bb9047d (clock13): Monitors._first_node takes any record not SKEW_S
 # *behind* the first clock for agreement, also one 30 s ahead of it, and _others_near counts a
@@ -327,12 +328,12 @@ C3 = pytest.mark.xfail(strict=True, reason=(
 # first step is decided.)
 
 @pytest.mark.parametrize("records", [
-    pytest.param(lambda: _ahead(("node-001", "node-009"), 30.0), marks=C1,
+    pytest.param(lambda: _ahead(("node-001", "node-009"), 30.0),
                  id="C1-two-nodes-ahead-alike"),
     # (the control: node-001 alone 30 s ahead -- its job's other node keeps the clock)
     pytest.param(lambda: _ahead(("node-001",), 30.0), id="one-node-of-the-job-ahead"),
-    pytest.param(lambda: _ahead(("node-009",), 12.0), marks=C2, id="C2-twelve-seconds-ahead"),
-    pytest.param(lambda: _stepped((50.0, 100.0)), marks=C3, id="C3-stepped-ahead-twice"),
+    pytest.param(lambda: _ahead(("node-009",), 12.0), id="C2-twelve-seconds-ahead"),
+    pytest.param(lambda: _stepped((50.0, 100.0)), id="C3-stepped-ahead-twice"),
     # (the control: the same 30 s in one step at 100 s -- its offset)
     pytest.param(lambda: _stepped((100.0,)), id="stepped-ahead-once"),
     pytest.param(lambda: _thirty_s_thermal(late_start=0.0),

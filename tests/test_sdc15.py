@@ -199,3 +199,16 @@ def test_a_loss_around_zero_pages_nobody() -> None:
         events += [step(T0 + s + 0.001 * r, r, s, tp=r % 2, dp=r // 2, loss=float(loss[r // 2]),
                         grad_norm=1.0) for r in range(8)]
     assert _pages(feed(Engine(), events)) == []
+
+
+def test_gradient_levels_stay_bounded_when_tp_ranks_churn() -> None:
+    # The same 4 ranks (two replicas of two shards: compared within their replica) naming new
+    # tp ranks every step -- a forged stream: main a18e035 keeps a gradient level for each
+    # (6,000 after 3,000 steps); bounded by the job's ranks + 64.
+    mon = Monitors()
+    found: list = []
+    for s in range(3000):
+        for i in range(4):
+            mon.process(step(T0 + s + 0.001 * i, i, s, tp=2 * s + i % 2, dp=i // 2,
+                             grad_norm=1.0 + 0.1 * i), found)
+    assert len(mon._jobs["job-1"]._grad_level) <= 4 + 64
