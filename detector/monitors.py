@@ -316,10 +316,14 @@ class Monitors:
             return self._moves(ev)  # (nobody else keeps the clock: its time is the time)
         if type(ev) is StepSample:
             job = self._jobs.get(ev.job)
-            if job is not None and not job.in_step(ev.step):
+            if job is not None and (not job.in_step(ev.step)
+                                    or lead <= ev.step_ms / 1000.0 + AHEAD_S):
                 # Its job's steps moved on with the time, or went back (a restart from a
                 # checkpoint): the job paused (a node rebooted, a log's gap), the time moved.
                 # A clock ahead stamps the step its job is at (tests/test_detect_restart_ranks).
+                # Or its lead is its own step's length: the job's next step, first of its
+                # ranks to report (a job whose steps are longer than SKEW_S: long-context,
+                # 20-60 s); a node ahead would lead by its offset on top of that.
                 return self._moves(ev)
         skew[node] = [lead, ev.ts, clock + _ALONE_S]
         if vote is None:

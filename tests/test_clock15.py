@@ -155,3 +155,29 @@ def test_a_candidate_and_a_watch_survive_a_snapshot() -> None:
         eng = Engine.restore(eng.snapshot())
         alerts = a + feed(eng, evs[cut:])
         assert _whole(eng) == (0, 16) and firing(alerts) == RIGHT
+
+
+def test_a_job_whose_steps_are_longer_than_the_skew_bound_keeps_its_ranks() -> None:
+    # The lead's check (round 15): a steps-only job of 30 s steps (long-context: 20-60 s a
+    # step), its 32 ranks reporting together. The first rank of each step leads the clock by
+    # the step's length: the job's next step, not a node ahead. On main 6af12db node-000's
+    # first step after the job's first was taken at a 30 s offset, the step decided without
+    # it, and the GPU 1.3x slower from step 10 was never paged (found on 0f336aa).
+    from detector.engine import Engine
+    from detector.testing import T0, feed, step
+
+    def job(slow_from: int | None) -> list:
+        out, t = [], T0
+        for s in range(60):
+            for r in range(32):
+                c = 2500.0 * (1.3 if slow_from is not None and s >= slow_from and r == 26 else 1.0)
+                out.append(step(t + 0.001 * r, r, s, job="j", node=f"node-{r // 8:03d}", gpu=r % 8,
+                                step_ms=29_500.0, compute_ms=c, tp=r % 8, pp=0, dp=r // 8))
+            t += 30.0
+        return out
+
+    def fired(alerts: list) -> list:
+        return [(a.kind, a.scope.key) for a in alerts if a.status == "firing"]
+
+    assert fired(feed(Engine(), job(None))) == []
+    assert fired(feed(Engine(), job(10))) == [("slow_node", "gpu:node-003/2")]
