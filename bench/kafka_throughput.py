@@ -1155,7 +1155,7 @@ def main() -> int:
                     "latency runs feed the log this many times over, each copy after the last "
                     "in event time (kafka_bench.repeat_log), so the feed lasts long enough for "
                     "a steady state; alerts with input in the first 5 s are reported apart "
-                    "(warm-up runs feed it once; default %(default)s)")
+                    "(the warm-up runs too; default %(default)s)")
     ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS, help="paced runs before "
                     "the measured ones, not counted: our fresh broker's JIT compilers take "
                     "1.4-2.2 CPU-seconds of a paced run's 4-5 for its first 3 paced runs, "
