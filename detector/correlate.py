@@ -63,6 +63,10 @@ _LINK_STATE = ("link_down", "link_flap", "flap_seen")
 # its node faces with every port only as many ports, or one port of many nodes, would be
 # (Correlator._switch_ports).
 _PORT_QUALITY = frozenset({"errors_seen", "nic_errors", "nic_throughput"})
+# ... and so is a port's bounce between two samples (``flap_seen``, evidence): one port's is
+# its cable's, a leaf's bounce moves every port it serves (review16: one node's lone bounce
+# beside another node's pulled cable made their leaf a switch isolation, 4 nodes drained).
+_BY_PORT = _PORT_QUALITY | {"flap_seen"}
 # The most ports a NIC finding may tell its node has (``node_ports``); more is no node's (a
 # GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
 _MAX_TOLD_PORTS = 1024
@@ -1627,8 +1631,8 @@ class Correlator:
                     new = [g for g in signals.values() if g.onset_ts >= recent
                            and not (flapping and g.signal == "link_down")]
                     kinds = {g.signal for g in new}
-                    if whole and kinds and kinds <= _PORT_QUALITY:
-                        # (a port's errors or its low throughput: _switch_ports decides)
+                    if whole and kinds and kinds <= _BY_PORT:
+                        # (a port's errors, its low throughput, its bounce: _switch_ports)
                         _told_ports(sizes, node, signals.values())
                         if "nic_throughput" in kinds and len(kinds) == 1:
                             low[node].add(_nic_of(unit))
@@ -1660,7 +1664,7 @@ class Correlator:
             # is over on every node before the window closes (it was 12-16 NIC isolations,
             # one per node, for one switch blip; review audit row 1b).
             heard.add(node)
-            if node in bad and f.scope.nic is not None and f.signal in _PORT_QUALITY:
+            if node in bad and f.scope.nic is not None and f.signal in _BY_PORT:
                 (low if f.signal == "nic_throughput" else bad)[node].add(f.scope.nic)
                 _told_ports(sizes, node, (f,))
             else:
@@ -1689,9 +1693,11 @@ class Correlator:
         the leaf, were four NIC isolations (review13 F2).  A port only low against its node's
         other ports counts by its name alone: the switch would have slowed all of a node's
         ports alike, and one NIC that stops draining its queue (a PFC pause storm) leaves its
-        leaf's other ports merely paused (blind4 D7).  (A link's state -- down, flapping,
-        bounced -- is an event, not a quality: two links of one leaf going down at once are
-        one event of the leaf, counted by node as ever.)
+        leaf's other ports merely paused (blind4 D7).  A bounce between two samples
+        (``flap_seen``) counts as errors do: a leaf's moves every port it serves a node, one
+        port's is its cable's.  (A link's state -- down, flapping -- is an event, not a
+        quality: two links of one leaf going down at once are one event of the leaf, counted
+        by node as ever.)
         """
         topo = self.topology
         assert topo is not None

@@ -116,3 +116,26 @@ def test_a_wide_spread_job_keeps_them_from_its_first_steps() -> None:
     job = eng.monitors._jobs["job-1"]
     assert getattr(job, "_sus_on", True)  # (main: no gate, always kept)
     assert job._sus.any()
+
+
+# -- fabric15's flap_seen: one port's bounce is its cable's ---------------------------------
+
+
+def test_one_ports_bounce_beside_another_nodes_pulled_cable_is_no_leaf() -> None:
+    # node-000's mlx5_3 bounces once between two samples (link_downed +1, up on both: a
+    # transceiver reseated, a NIC firmware blip), node-001's mlx5_5 is pulled 10 s later.
+    # On main 23232f3: switch:leaf0 -- the lone bounce (flap_seen) counted node-000 as much
+    # as a node whose links went down, 2 of leaf0's 4 nodes, the leaf's 4 nodes drained; on
+    # 0f336aa (before flap_seen) and without the bounce: the cable's NIC.
+    from tests.test_fabric15 import LEAVES, fleet
+    from tests.test_fabric_round11 import firing
+
+    def sample(node: str, name: str, ts: float) -> tuple[int, int, bool]:
+        if (node, name) == ("node-000", "mlx5_3"):
+            return 0, int(ts >= T0 + 300.0), True
+        if (node, name) == ("node-001", "mlx5_5"):
+            return 0, int(ts >= T0 + 310.0), ts < T0 + 310.0
+        return 0, 0, True
+
+    alerts = feed(Engine(topology=LEAVES), fleet(T0 + 700.0, sample))
+    assert sorted(firing(alerts)) == ["nic:node-001/mlx5_5:1"]
