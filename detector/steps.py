@@ -53,6 +53,7 @@ from detector import sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
+from detector.statecodec import is_map_of, refuse_unless
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
 from models.peer_stats import (
@@ -594,6 +595,30 @@ class JobMonitor:
             out.append(self._checksum_minority(
                 e.rank, e.dp_rank, self.clock, e.ts, e.step, e.param_checksum, majority,
                 {"arrived_late": True}))
+
+    def check_restored(self) -> None:
+        """:class:`~detector.statecodec.SnapshotRefused` unless a restored monitor's step
+        bookkeeping and checksum vote state (what :meth:`_late` and the vote read) have the
+        shapes and bounds this class gives them: a forged snapshot must not make a worker fail
+        on every record of the job, nor hold a rank set of millions."""
+        ints = (int,)
+        refuse_unless(type(self._expected) in (int, float) and (
+            0 <= self._expected <= 4 * _MAX_RANK or self._expected == math.inf),
+            "JobMonitor._expected")
+        refuse_unless(is_map_of(self._done, ints, ints) and len(self._done) <= _DONE_KEPT + 1,
+                      "JobMonitor._done")
+        refuse_unless(is_map_of(self._partial, ints, set) and len(self._partial) <= _PARTIAL_KEPT
+                      and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
+                              for r in self._partial.values()), "JobMonitor._partial")
+        refuse_unless(type(self._majority) is dict and all(
+            type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
+            and type(v) is str for k, v in self._majority.items())
+            and len(self._majority) <= 2 * _MAJORITIES_KEPT, "JobMonitor._majority")
+        for name, size in (("_mismatch", 2), ("_pair", 3)):
+            refuse_unless(type(getattr(self, name)) is dict and all(
+                type(k) is int and type(v) is list and 2 <= len(v) <= size
+                and all(type(x) in (int, float) and x == x for x in v)
+                for k, v in getattr(self, name).items()), f"JobMonitor.{name}")
 
     def _missed(self, rank: int, step: int) -> bool:
         """Whether ``rank`` surely took no part in ``step``, decided complete: it has no slot

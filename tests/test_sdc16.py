@@ -14,10 +14,12 @@ computes wrong, instead of a drain recommendation.
 
 from __future__ import annotations
 
+import pytest
+
 from detector.alerts import ESCALATION
 from detector.engine import Engine
 from detector.monitors import Monitors
-from detector.statecodec import decode_state, encode_state
+from detector.statecodec import SnapshotRefused, decode_state, encode_state
 from detector.testing import T0, feed, step
 
 
@@ -139,3 +141,30 @@ def test_forged_late_ranks_cannot_hold_the_job_big() -> None:
     fs = _checksum_findings(events[5 * 16:], mon)
     assert [(f.rank, f.evidence["step"]) for f in fs] == [(7, 20)]
     assert job._expected == 16
+
+
+def test_a_restored_job_with_forged_vote_state_is_refused() -> None:
+    # Untrusted input: a snapshot is a message on a topic.  A job whose step bookkeeping or
+    # checksum vote state has the wrong shapes (a rank set that is a string, a size that is
+    # NaN, a majority keyed by a string, a mismatch entry of four items) would fail on every
+    # record of its job; it is refused on restore, and a well-formed one restores.
+    events = _job(1, 16, 12, lag={}, bad=7, onset=6)
+    mon = Monitors()
+    found: list = []
+    for e in events:
+        mon.process(e, found)
+    job = mon._jobs["job-1"]
+    assert job._mismatch and job._done
+    ok = decode_state(encode_state(mon))
+    ok.check_restored()
+    for field, bad in (("_partial", {3: "0123"}), ("_expected", float("nan")),
+                       ("_expected", -1), ("_done", {"3": 16}),
+                       ("_partial", {s: {1} for s in range(100)}),
+                       ("_majority", {"x": "c"}), ("_mismatch", {7: [1.0, 0, 2, 3]}),
+                       ("_pair", {7: ["a", 0, 1]})):
+        was = getattr(job, field)
+        setattr(job, field, bad)
+        restored = decode_state(encode_state(mon))
+        setattr(job, field, was)
+        with pytest.raises(SnapshotRefused, match=f"JobMonitor.{field}"):
+            restored.check_restored()
