@@ -28,6 +28,8 @@ from typing import Any
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.findings import Finding
+from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
+from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
 from detector.playbook import action_for, next_diagnostic
 from detector.recovery import Placement, estimate
 from detector.thermal import PAUSE_S
@@ -61,10 +63,14 @@ _LINK_STATE = ("link_down", "link_flap", "flap_seen")
 # its node faces with every port only as many ports, or one port of many nodes, would be
 # (Correlator._switch_ports).
 _PORT_QUALITY = frozenset({"errors_seen", "nic_errors", "nic_throughput"})
+# ... and so is a port's bounce between two samples (``flap_seen``, evidence): one port's is
+# its cable's, a leaf's bounce moves every port it serves (review16: one node's lone bounce
+# beside another node's pulled cable made their leaf a switch isolation, 4 nodes drained).
+_BY_PORT = _PORT_QUALITY | {"flap_seen"}
+# The most ports a NIC finding may tell its node has (``node_ports``); more is no node's (a
+# GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
+_MAX_TOLD_PORTS = 1024
 
-# The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
-# node_exporter's scrapes 15-60 s): the window is at most 1.25 x this + 1 s.
-_GROUP_INTERVAL_CAP_S = 60.0
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
 # part waits a window of its own (Correlator._hold_for_group): a few times as often, not
 # the jitter between collectors of one cadence (+-0.25 s at 10 s in the simulator).
@@ -1479,8 +1485,7 @@ class Correlator:
         """
         if len(downs) < 2:
             return False
-        if any(f.evidence.get("node_ports_down") == f.evidence.get("node_ports") == len(downs)
-               for f in downs):
+        if any(f.evidence.get("node_ports_down") == _ports_told(f) == len(downs) for f in downs):
             return True
         topo = self.topology
         nics = topo.nics_of(node) if topo is not None else ()
@@ -1626,8 +1631,8 @@ class Correlator:
                     new = [g for g in signals.values() if g.onset_ts >= recent
                            and not (flapping and g.signal == "link_down")]
                     kinds = {g.signal for g in new}
-                    if whole and kinds and kinds <= _PORT_QUALITY:
-                        # (a port's errors or its low throughput: _switch_ports decides)
+                    if whole and kinds and kinds <= _BY_PORT:
+                        # (a port's errors, its low throughput, its bounce: _switch_ports)
                         _told_ports(sizes, node, signals.values())
                         if "nic_throughput" in kinds and len(kinds) == 1:
                             low[node].add(_nic_of(unit))
@@ -1639,9 +1644,7 @@ class Correlator:
                         continue
                     for g in signals.values():
                         if g.signal in _RISING and g.signal != "link_flap":
-                            told = g.evidence.get("node_ports")
-                            older.setdefault(node, {})[unit] = (
-                                g.onset_ts, told if isinstance(told, int) else 0)
+                            older.setdefault(node, {})[unit] = (g.onset_ts, _ports_told(g))
                             break
                     continue
                 if unit.startswith("gpu:"):
@@ -1661,7 +1664,7 @@ class Correlator:
             # is over on every node before the window closes (it was 12-16 NIC isolations,
             # one per node, for one switch blip; review audit row 1b).
             heard.add(node)
-            if node in bad and f.scope.nic is not None and f.signal in _PORT_QUALITY:
+            if node in bad and f.scope.nic is not None and f.signal in _BY_PORT:
                 (low if f.signal == "nic_throughput" else bad)[node].add(f.scope.nic)
                 _told_ports(sizes, node, (f,))
             else:
@@ -1690,9 +1693,11 @@ class Correlator:
         the leaf, were four NIC isolations (review13 F2).  A port only low against its node's
         other ports counts by its name alone: the switch would have slowed all of a node's
         ports alike, and one NIC that stops draining its queue (a PFC pause storm) leaves its
-        leaf's other ports merely paused (blind4 D7).  (A link's state -- down, flapping,
-        bounced -- is an event, not a quality: two links of one leaf going down at once are
-        one event of the leaf, counted by node as ever.)
+        leaf's other ports merely paused (blind4 D7).  A bounce between two samples
+        (``flap_seen``) counts as errors do: a leaf's moves every port it serves a node, one
+        port's is its cable's.  (A link's state -- down, flapping -- is an event, not a
+        quality: two links of one leaf going down at once are one event of the leaf, counted
+        by node as ever.)
         """
         topo = self.topology
         assert topo is not None
@@ -1746,8 +1751,8 @@ class Correlator:
             else:
                 lone.append((max(o for o, _ in units.values()), node))
         if lone:
-            gap = 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
-            anchor = recent + 1.25 * _GROUP_INTERVAL_CAP_S + 1.0  # (the window's first onset)
+            gap = 2.0 * _GROUP_WINDOW_S
+            anchor = recent + _GROUP_WINDOW_S  # (the window's first onset)
             for onset, node in sorted(lone, reverse=True):
                 if anchor - onset > gap:
                     break
@@ -1767,8 +1772,7 @@ class Correlator:
         made an unrelated NIC fault on a 4-node leaf a switch alert, and held a node alert 31 s
         in blind2 (room rate, round 10).
         """
-        recent = min((f.onset_ts for f in waiting), default=-math.inf) - (
-            1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        recent = min((f.onset_ts for f in waiting), default=-math.inf) - _GROUP_WINDOW_S
         rails: dict[str, set[str]] = {}
         if what == "fabric":
             heard, troubled, still = self._fabric_members(name, recent, rails)
@@ -1828,7 +1832,8 @@ class Correlator:
         its 30 s nodes sampled, seen first by a 5 s collector, had one slow and one fast node
         in trouble when the fast one's window closed, read as the fast cadence -- 2 node
         alerts and a late switch:leaf0 (room fabric, round 11).  Bounded: the answer is due
-        at most 1.25 x _GROUP_INTERVAL_CAP_S + 1 s (76 s) after the part's first onset.
+        at most _GROUP_WINDOW_S (1.25 x _GROUP_INTERVAL_CAP_S + 1 s, 76 s) after the part's
+        first onset.
         """
         heard, troubled, need = self._count(what, name, waiting)
         if len(troubled) >= need:
@@ -2017,9 +2022,8 @@ class Correlator:
                 if seen is None:
                     continue
                 errs.add(_nic_of(unit))
-                told = seen.evidence.get("node_ports")
-                if not named and isinstance(told, int) and told > ports:
-                    ports = told
+                if not named:
+                    ports = max(ports, _ports_told(seen))
             if not errs:
                 continue  # (trouble that cleared, or of another kind: not counted)
             if ports < 2 or len(errs) > ports:
@@ -2075,7 +2079,7 @@ class Correlator:
             self._join_above(above, name, (under | nodes, nodes, (len(nodes), len(under))),
                              waiting)
             return True
-        recent = min(f.onset_ts for _, f in waiting) - (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+        recent = min(f.onset_ts for _, f in waiting) - _GROUP_WINDOW_S
         parts: list[str] = []
         leaves: dict[str, Any] = {}
         for up in ups:
@@ -2159,7 +2163,7 @@ class Correlator:
         p = self.problems.get(self.dedup_key(ISOLATION, "network", Scope.of_switch(leaf),
                                              first.cluster))
         if (p is None or p.status != "firing" or p.cause != "switch" or "leaves" in p.extra
-                or abs(first.onset_ts - p.onset_ts) > 2.0 * (1.25 * _GROUP_INTERVAL_CAP_S + 1.0)
+                or abs(first.onset_ts - p.onset_ts) > 2.0 * _GROUP_WINDOW_S
                 or not self._still_failing(p)):
             return None
         active = []
@@ -2451,9 +2455,17 @@ def _nic_of(unit: str) -> str:
 def _told_ports(told: dict[str, int], node: str, findings: Iterable[Finding]) -> None:
     """The most ports ``node``'s NIC monitor told it has (``node_ports``) in ``findings``."""
     for g in findings:
-        n = g.evidence.get("node_ports")
-        if isinstance(n, int) and n > told.get(node, 0):
+        n = _ports_told(g)
+        if n > told.get(node, 0):
             told[node] = n
+
+
+def _ports_told(g: Finding) -> int:
+    """The ports ``g``'s node has by its NIC monitor (``node_ports``, detector.network): 0
+    when not told, or when it is no count of a node's ports (a bool, more than
+    :data:`_MAX_TOLD_PORTS`: the findings topic is untrusted input)."""
+    n = g.evidence.get("node_ports")
+    return n if type(n) is int and 0 < n <= _MAX_TOLD_PORTS else 0
 
 
 def _reason_bits(seen: Finding) -> int:

@@ -79,7 +79,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "raw_confidence": (float, int), "sample_interval_s": (float, int), "run_steps": (int,),
     "xid": (int,), "gross_outlier": (bool,), "recovery_action": (str,),
     "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
-    "placement": (list,), "gpus_under_cap": (int,),
+    "placement": (list,), "gpus_under_cap": (int,), "node_ports": (int,),
+    "node_ports_down": (int,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

@@ -89,11 +89,16 @@ _NEVER = float("-inf")  # a port's last_ts before its first sample
 ALONE_PEERS = 3
 # A port's own trouble that makes it judged beside other outliers of its class.
 _TROUBLE = frozenset({"errors_seen", "nic_errors", "link_flap"})
-# How long a port's link_downed moving while its link is up (``flap_seen``) stays told: the
-# longest a switch window waits for the nodes behind it to report, 1.25 x 60 s + 1 s
-# (detector.correlate), so a bounce every node saw on its next sample is still there when the
-# window opened by the one node that sampled the switch down closes.
-FLAP_SEEN_S = 76.0
+# The slowest sampling a shared part's window waits for (DCGM exporter's default is 30 s,
+# node_exporter's scrapes 15-60 s), and the longest a switch window (detector.correlate) waits
+# for the nodes behind it to report: 1.25 x that + 1 s.  (Here, not in the correlator: this
+# module must not import it, and both read them.)
+GROUP_INTERVAL_CAP_S = 60.0
+GROUP_WINDOW_S = 1.25 * GROUP_INTERVAL_CAP_S + 1.0
+# How long a port's link_downed moving while its link is up (``flap_seen``) stays told: a
+# switch window's longest, so a bounce every node saw on its next sample is still there when
+# the window opened by the one node that sampled the switch down closes.
+FLAP_SEEN_S = GROUP_WINDOW_S
 _UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (

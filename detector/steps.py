@@ -129,6 +129,12 @@ _SUS_Z = 4.0         # its mean this many standard errors over the job's typical
 _SUS_CLEAR_Z = 2.0   # and it clears back under this many
 _SUS_MIN_N = 24.0    # once its mean is worth this many independent steps
 _SUS_EVERY = 8       # steps between looks at the ranks' median spread while it is under
+# ... and its sums kept only once the job's deviations spread this share of _SUS_SPREAD across
+# its ranks (their root mean square a step, smoothed): ordinary jitter (1-3 %) never pays for
+# them; a spread that makes the test needed does from its first steps (blind5 E5: ~0.35).
+# The ranks' mean square is the mean of their own variances (and means squared), at least
+# half the median rank's variance: a median spread of _SUS_SPREAD is an RMS >= 0.71 of it.
+_SUS_GATE = 0.6
 
 # JobMonitor's per-slot arrays (an item per rank's slot) and what a new slot holds (None: the
 # cap any rank may learn, Thresholds.slow_baseline_clip): _grow makes room in each,
@@ -394,6 +400,8 @@ class JobMonitor:
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
+        self._sus_on = False                          # the sums kept (the job's spread wide)
+        self._sus_ms = 0.0                            # its ranks' mean square deviation, lately
         self._host = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)  # host time over the stage's (_check_host)
         self._host_sigma = 0.0                        # the job's noise of the host excess
@@ -1771,8 +1779,16 @@ class JobMonitor:
         ordinary jitter the CUSUM finds a 3 % slowdown within tens of steps.
         """
         cfg = self.cfg
+        if not self._sus_on:
+            # Off until the job's spread says the test may be needed (one dot product a step;
+            # the sums below were +3.4 % of the step path on every step of every job).  Once
+            # on, on for the job's life: the test as it was, from the first step kept.
+            self._sus_ms = _smoothed(self._sus_ms, float(g @ g) / len(g), cfg.slow_sigma_alpha)
+            if self._sus_ms < (_SUS_GATE * _SUS_SPREAD) ** 2:
+                return
+            self._sus_on = True
         keep = 1.0 - _SUS_ALPHA
-        # (one gather and one scatter a step: this runs on every step of every job)
+        # (one gather and one scatter a step, on every step of a job whose spread is wide)
         acc = self._sus[r]
         acc *= keep
         acc[:, 0] += 1.0

@@ -436,8 +436,11 @@ def _benign_target(kind: str, topology: Topology, pl: Placement, busy: list[Faul
             hot.add((f.target["node"], f.target["gpu"]))
         elif "nic" in f.target:
             hot.add((f.target["node"], f.target["nic"]))
-        else:
+        elif "switch" in f.target:
             hot |= set(topology.nics_under(f.target["switch"]))
+        else:  # an NVLink domain's switch trays: every GPU of the domain's nodes
+            nodes = fault_nodes(f, topology)
+            hot |= {s for s in pl.gpus if s[0] in nodes}
     if kind == "telemetry_pause":
         nodes = [n for n in pl.nodes if n not in hot_nodes]
         return {"node": nodes[int(rng.integers(len(nodes)))]} if nodes else None
