@@ -33,13 +33,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -503,12 +504,36 @@ def latency_run(broker: Broker, msgs: list[Msg], rate: float, topology: str | No
 
 
 # Paced runs before the measured ones (bench/kafka_throughput.py --warmup-runs): our broker's
-# JIT compilers settle after 3 (BENCHMARKS.md, "Latency, round 8").
+# JIT compilers settle after 3 (BENCHMARKS.md, "Latency, round 8") -- of runs feeding the log
+# once.  The measured runs feed it FEED_REPEAT times with stage tracing, and in the lead's
+# round-16 set (/tmp/lead16/latA-main.log) the first two measured runs after 3 such warm-ups
+# still had the broker's JIT compilers take 2.7 and 1.5 CPU-seconds (then 0.3, 0.1, 0.2, ...),
+# the broker 5 and 4 CPU-ms per 1,000 events (then 3, 3, ... 2): the worker, at ~85 % of a
+# core on the other CPU, fell seconds behind in exactly those two runs (slowest alert 3,547
+# and 2,340 ms; then 2,047, 577, 635, ...).  So the warm-up runs feed what the measured runs
+# do, and go on past WARMUP_RUNS, up to WARMUP_MAX_RUNS, while the JIT compilers took more
+# than WARMUP_JIT_S in the last one: a long-running broker has long compiled its paths.
 WARMUP_RUNS = 3
+WARMUP_MAX_RUNS = 8
+WARMUP_JIT_S = 0.25
 FIRST_S = 3.0  # the feed's first seconds (a fresh producer, broker partitions and worker)
 # The measured runs feed the log this many times over (--feed-repeat): at half load the
 # worker of round 8 took the whole log in 3.7 s, all of it "the first seconds".
 FEED_REPEAT = 3
+
+
+def warm_up(run: Callable[[int], float], least: int, most: int,
+            quiet_s: float = WARMUP_JIT_S) -> int:
+    """Warm-up runs ``run(k)`` (it returns the broker's JIT CPU-seconds in run ``k``, NaN when
+    not known: an existing broker): ``least`` of them, then more while the last one's JIT
+    took over ``quiet_s``, ``most`` at most (``least`` 0: none); how many ran."""
+    k, jit = 0, math.inf
+    while k < least or (0 < k < most and jit > quiet_s):
+        jit = run(k)
+        if jit != jit:
+            jit = 0.0  # not our broker: nothing to wait for
+        k += 1
+    return k
 
 
 def in_span(arrived: float, alert: float, box: BoxSampler, requests: list[dict[str, Any]],
@@ -1130,13 +1155,17 @@ def main() -> int:
                     "latency runs feed the log this many times over, each copy after the last "
                     "in event time (kafka_bench.repeat_log), so the feed lasts long enough for "
                     "a steady state; alerts with input in the first 5 s are reported apart "
-                    "(warm-up runs feed it once; default %(default)s)")
+                    "(the warm-up runs too; default %(default)s)")
     ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS, help="paced runs before "
                     "the measured ones, not counted: our fresh broker's JIT compilers take "
                     "1.4-2.2 CPU-seconds of a paced run's 4-5 for its first 3 paced runs, "
                     "0.02-0.13 after (the backlog runs do not warm the paced produce path), "
                     "as a long-running broker has long done (default %(default)s; with an "
-                    "existing broker, --bootstrap, 0 may do)")
+                    "existing broker, --bootstrap, 0 may do); each feeds what a measured run "
+                    "does")
+    ap.add_argument("--warmup-max-runs", type=int, default=WARMUP_MAX_RUNS, help="more "
+                    "warm-up runs, up to this many, while the broker's JIT compilers took more "
+                    f"than {WARMUP_JIT_S} CPU-s in the last one (default %(default)s)")
     ap.add_argument("--stages", action="store_true", help="latency runs with the worker's "
                     "stage tracing (FAULTLINE_TRACE_STAGES): where each timed alert's time "
                     "went, fetch to decision, p50/p99 per stage")
@@ -1275,17 +1304,21 @@ def main() -> int:
             variants = [(cl + nl + pl + al + fl, code, nv, pv, av, fv) for fl, fv in feeds
                         for al, av in arrivals for pl, pv in pins for nl, nv in nices
                         for cl, code in codes]
-            warmups = args.warmup_runs
-            res["warmup_runs"] = warmups
-            for k in range(warmups):
+
+            def warm(k: int) -> float:
                 share = float(args.rates.split(",")[0])
                 shape = shapes[k % len(shapes)]
-                r = latency_run(broker, msgs, share * top, topology, args.partitions, tmp,
-                                shape=shape, feeder=feeder, feed_name="once",
-                                nice=args.harness_nice, broker_nice=args.broker_nice)
+                r = latency_run(broker, measured, share * top, topology, args.partitions, tmp,
+                                stages=args.stages, shape=shape, feeder=feeder,
+                                feed_name="measured", nice=args.harness_nice,
+                                broker_nice=args.broker_nice)
                 say(f"  warm-up run {k + 1} at {share:.0%} (not counted; feed {shape.name}): "
                     f"alerts max {1e3 * max(r['alerts'], default=0):.0f} ms; broker CPU "
                     f"{r['broker_cpu_s']:.1f} s, its JIT compilers {r['broker_jit_s']:.1f} s")
+                return r["broker_jit_s"]
+
+            warmups = warm_up(warm, args.warmup_runs, args.warmup_max_runs)
+            res["warmup_runs"] = warmups
             res["feed_alone"] = []
             for share in map(float, args.rates.split(",")):
                 by_code: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}

@@ -400,6 +400,7 @@ class JobMonitor:
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
+        self._warm_sigma = [0.0, 0.0]                 # warm-up: its steps' noise summed, steps
         self._sus_on = False                          # the sums kept (the job's spread wide)
         self._sus_ms = 0.0                            # its ranks' mean square deviation, lately
         self._host = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
@@ -1189,8 +1190,18 @@ class JobMonitor:
         # a change after warm-up is a change, and pages.
         self._base.clip(0.0, self._cap, out=self._base)
         if warm:
+            # The job's noise for the gross prior: its steps' spreads so far weighed alike --
+            # the smoothed one is its first step's (alpha 0.05) through the warm-up, and one
+            # step of 3-8 replicas drawing close together is a tenth of their spread (review16:
+            # long-context DP 3 x TP 4 and DP 8 x TP 4, x lognormal(0, 0.42) a replica a step,
+            # paged a healthy node at steps 3-5 with the smoothed noise at 0.07-0.16, 0.4 real).
+            if self._evaluated <= 1:
+                self._warm_sigma = [0.0, 0.0]
+            acc_sigma = self._warm_sigma
+            acc_sigma[0] += step_sigma
+            acc_sigma[1] += 1
             pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
-            self._gross_prior(step, r, d, tc, mc, sigma, buf,
+            self._gross_prior(step, r, d, tc, mc, max(sigma, acc_sigma[0] / acc_sigma[1]), buf,
                               pos if comparable is None else pos[comparable], decided_ts, out)
             # The CUSUM runs from the first step: the warm-up (alike on every rank) moves the
             # peer median, not the ratio, so a GPU slow from it is a ratio from it (blind4 D5:

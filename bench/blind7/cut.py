@@ -1,7 +1,7 @@
 """Cuts a small reproducer out of a blind7 log: a window, some nodes / jobs / topics, labels.
 
     python -m bench.blind7.cut LOG OUT --from S --to S [--nodes a,b] [--jobs j] [--topics t,..]
-        [--labels id,..] [--ranks 0,1,..]
+        [--labels id,..] [--ranks 0,1,..] [--drop-nics node/nic,..]
 
 S are seconds from the log's first telemetry record. The topology record is kept; labels
 are kept by fault id (all when --labels is not given), unchanged.
@@ -16,7 +16,9 @@ from pathlib import Path
 
 
 def cut(log: Path, out: Path, t_from: float, t_to: float, nodes=None, jobs=None, topics=None,
-        labels=None, ranks=None) -> int:
+        labels=None, ranks=None, drop_nics=None, topic_nodes=None) -> int:
+    """Keeps the records in [t_from, t_to) s that pass every filter given; `topic_nodes` maps
+    a topic to the only nodes whose rows of that topic are kept."""
     with gzip.open(log, "rt", encoding="utf-8") as fh:
         recs = [json.loads(line) for line in fh]
     t0 = min(r["value"]["ts"] for r in recs if "ts" in r.get("value", {}))
@@ -35,6 +37,10 @@ def cut(log: Path, out: Path, t_from: float, t_to: float, nodes=None, jobs=None,
         if topics and topic not in topics:
             continue
         if nodes and topic != "telemetry.step" and v.get("node") not in nodes:
+            continue
+        if topic_nodes and topic in topic_nodes and v.get("node") not in topic_nodes[topic]:
+            continue
+        if drop_nics and topic == "telemetry.nic" and f"{v['node']}/{v['nic']}" in drop_nics:
             continue
         if topic == "telemetry.step":
             if jobs and v["job"] not in jobs:
@@ -65,10 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topics")
     ap.add_argument("--labels")
     ap.add_argument("--ranks")
+    ap.add_argument("--drop-nics")
     a = ap.parse_args(argv)
     ranks = [int(x) for x in _list(a.ranks)] if a.ranks else None
     n = cut(a.log, a.out, a.t_from, a.t_to, _list(a.nodes), _list(a.jobs), _list(a.topics),
-            _list(a.labels), ranks)
+            _list(a.labels), ranks, _list(a.drop_nics))
     print(f"{a.out}: {n} records")
     return 0
 
