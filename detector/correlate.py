@@ -722,6 +722,15 @@ class Correlator:
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
         if not f.active:
+            waiting = self._slow_wait.get(unit)
+            if (waiting is not None and f.ts >= waiting.ts + self._explanation_wait(waiting)
+                    and self._benign_explanation(waiting, f.ts) is None):
+                # Held past its wait only for its hot GPU's next sample (_warming), and the
+                # run ended first: a hot GPU delays a page, never cancels one (reproducer
+                # interval-30 s9944: a GPU 26 C over its node's median, its rank 13 % slow
+                # for 38 s, the 30 s sample in between in an intermittent throttle's off
+                # phase -- the fault was never paged).
+                self._slow_due(unit, f.ts, out, ended=True)
             self._slow_wait.pop(unit, None)
             self._cleared(f, out)
             return
@@ -1175,7 +1184,9 @@ class Correlator:
         p.add(slow, self.cfg.evidence_items)
         self._own(slow, p)
 
-    def _slow_due(self, unit: str, due: float, out: list[Alert]) -> None:
+    def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False) -> None:
+        """Decide a slow rank whose wait for a cause is over (``ended``: its run has ended
+        while it was held, so there is no next sample to wait for)."""
         f = self._slow_wait.get(unit)
         if f is None or (due < f.ts + self._explanation_wait(f)
                          and "throttle_seen" not in self._device.get(unit, {})):
@@ -1192,7 +1203,7 @@ class Correlator:
             # Look again later: still slow once power management has let go is a fault.
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
             return
-        if self._warming(f, due):
+        if not ended and self._warming(f, due):
             return
         del self._slow_wait[unit]
         # Group only with the same job's slow ranks (evidence never mixes tenants), and not
@@ -1214,6 +1225,7 @@ class Correlator:
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
+        sent = len(out)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                         extra=extra)
         for g in group:
@@ -1221,6 +1233,15 @@ class Correlator:
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
             self._own(g, p)
+            for h in self._device.get(g.scope.key, {}).values():
+                if h.kind == "hardware" and not h.verdict:
+                    # Evidence the GPU's own monitors raised without a verdict (a corrected
+                    # single-bit error rate alone: detector.gpu_health) goes to the human
+                    # with the slow rank it may explain; a later one joins by
+                    # _attach_if_firing.
+                    p.add(h, self.cfg.evidence_items)
+        if len(out) > sent:
+            out[sent] = self._alert(p, due)  # the page itself carries what was added to it
 
     def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
                         nodes: int) -> list[Finding] | None:
@@ -1313,9 +1334,15 @@ class Correlator:
                              ("thermal", "thermal or power throttling on the GPU")):
             seen = self.seen(node, source) if self.seen else True
             past = self._throttled_near(f) if source == "thermal" else None
+            clue = [g for g in signals.values() if g.kind == "hardware" and not g.verdict]
             if not seen:
                 checks.append(f"not checked: no {source} telemetry from {node}")
-            elif any(g.kind == "hardware" or g.signal == "throttle" for g in signals.values()):
+            elif source == "ecc" and clue:
+                checks.extend(f"not ruled out: {g.signal} on the GPU "
+                              f"({g.evidence.get('rests_on') or 'evidence, not a verdict'})"
+                              for g in clue)
+            elif any((g.kind == "hardware" and g.verdict) or g.signal == "throttle"
+                     for g in signals.values()):
                 continue
             elif past:
                 checks.append(past)
