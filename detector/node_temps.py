@@ -12,19 +12,31 @@ from detector.throttle import NO_REFERENCE
 # for a minute and a half at dcgm-exporter's 30 s is not.
 HEARD_POLLS = 3
 
+# A GPU's temperature is its inlet air plus its thermal resistance times its power (lagged by
+# the heat sink: NodeTemps.power), so on a node whose GPUs carry unequal load (MIG slices, an
+# inference server beside training, ranks starting one by one) temperature differs with the
+# load.  Two GPUs' powers this far apart (x1.25: more than one model's board-to-board spread,
+# 580-670 W at one load) tell the node's degrees per watt; a slope above MAX_C_PER_W (a
+# passively cooled H100 PCIe ~0.13 C/W) is not air cooling but a fault among the mates.
+LOAD_RATIO = 1.25
+MAX_C_PER_W = 0.25
+FIT_GPUS = 32  # more GPUs on one node than this: no fit (its pairs grow as n^2)
+STEADY = 0.1   # a GPU whose power is within this share of its low-passed power holds its heat
+
 
 class NodeTemps:
     """Latest temperature of each GPU of one node, and their median refreshed once a second.
 
-    GPUs of one node run the same job under the same airflow, so one GPU far hotter than
-    its siblings has a cooling problem (a failed thermal interface, a blocked fan) well
-    before it throttles; a load change moves all of them together.
+    GPUs of one node share their inlet air, so one GPU far hotter than its siblings *at its
+    power* has a cooling problem (a failed thermal interface, a blocked fan) well before it
+    throttles; a load change moves all of them together, and a busier GPU is warmer by the
+    node's degrees per watt (``for_power``).
     """
 
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
-                 "cap_depth", "cap_busy", "hot")
+                 "cap_depth", "cap_busy", "hot", "power", "fits", "steady")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -61,6 +73,12 @@ class NodeTemps:
         #                                    every busy GPU is under the cap ([] if one runs free)
         self.cap_depth = 0.0               # the median clock drop of those GPUs (upper)
         self.cap_busy = 0                  # how many busy GPUs the node had then
+        self.power: dict[int, float] = {}  # GPU -> its power low-passed with the heat sink's
+        #                                    time constant (W): what its temperature follows
+        self.fits: dict[int, float] = {}   # GPU -> its temperature expected at its power
+        #                                    (for_power), until the median's next refresh
+        self.steady: set[int] = set()      # GPUs whose latest power is within STEADY of
+        #                                    ``power``: their temperature settled at it
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
@@ -70,6 +88,9 @@ class NodeTemps:
         self.loaded.pop(gpu, None)
         self.temps.pop(gpu, None)
         self.times.pop(gpu, None)
+        self.power.pop(gpu, None)
+        self.fits.pop(gpu, None)
+        self.steady.discard(gpu)
         self.pending.pop(gpu, None)
         self.idle.discard(gpu)
         self.capping.pop(gpu, None)
@@ -196,4 +217,69 @@ class NodeTemps:
                        else self.temps.values())
             self.median_c = t[len(t) // 2] if len(t) >= 4 else float("inf")
             self.median_ts = ts
+            if self.fits:
+                self.fits.clear()
         return self.median_c
+
+    def heat(self, gpu: int, power_w: float | None, share: float) -> None:
+        """Take a sample's power into the GPU's heat: ``share`` (1 - e^(-gap/tau)) of the way
+        from the last to ``power_w``; its first sample (or one after a gap of no power) as is."""
+        if power_w is None:
+            self.power.pop(gpu, None)
+            self.steady.discard(gpu)
+            return
+        p = self.power.get(gpu)
+        p = self.power[gpu] = power_w if p is None else p + (power_w - p) * share
+        if abs(power_w - p) <= STEADY * p:
+            self.steady.add(gpu)
+        else:
+            self.steady.discard(gpu)
+
+    def for_power(self, gpu: int, within_s: float) -> float:
+        """The temperature ``gpu`` would have with its node's other busy GPUs' cooling at its
+        own power: the median over the busy GPUs (``gpu`` among them, as in ``median_c``) of
+        their temperature moved along the node's degrees per watt to ``gpu``'s power.
+
+        The slope is the median over pairs of its mates at unequal load, idle ones among them
+        (Theil-Sen, without ``gpu``: a failing GPU that alone draws more must not explain its
+        own heat), clamped to 0..MAX_C_PER_W.  A pair is two samples of one poll (``within_s``
+        apart at most), or the older of them of a GPU holding its power (``steady``): a GPU
+        sampled after a load step beside one not sampled yet is a poll apart, not a load
+        apart -- the whole node heating together counts no slope (blind2 superpod: a thermal
+        fault beginning with its job's load step was found a sample later); an idle GPU's
+        sample of the last poll is still its temperature.
+        ``median_c`` when its mates' loads are alike (no pair: the rule of an equally loaded
+        node, unchanged), when ``gpu``'s power is unknown, or on a node of more than FIT_GPUS
+        GPUs.  Cached until the median's next refresh."""
+        ref = self.fits.get(gpu)
+        if ref is None:
+            ref = self.fits[gpu] = self._fit(gpu, within_s)
+        return ref
+
+    def _fit(self, gpu: int, within_s: float) -> float:
+        median, power, times, steady = self.median_c, self.power, self.times, self.steady
+        own = power.get(gpu)
+        if own is None or median == float("inf"):
+            return median
+        # Idle GPUs (0x1) tell the slope as well as busy ones -- the same air, a tenth of the
+        # power -- and are no reference for a busy GPU's temperature (``median_c``).
+        pts = [(power[g], t, times.get(g, 0.0), g) for g, t in self.temps.items() if g in power]
+        if len(pts) > FIT_GPUS:
+            return median
+        slopes = []
+        for a, (pa, ta, sa, ga) in enumerate(pts):
+            if ga == gpu:
+                continue
+            for pb, tb, sb, gb in pts[a + 1:]:
+                if gb != gpu and (pa >= LOAD_RATIO * pb or pb >= LOAD_RATIO * pa) and (
+                        abs(sa - sb) <= within_s or (gb if sb < sa else ga) in steady):
+                    slopes.append((ta - tb) / (pa - pb))
+        if len(slopes) < 2:
+            return median
+        slopes.sort()
+        c_per_w = min(slopes[len(slopes) // 2], MAX_C_PER_W)
+        if c_per_w <= 0.0:
+            return median
+        idle = self.idle
+        moved = sorted(t + c_per_w * (own - p) for p, t, _, g in pts if g not in idle)
+        return moved[len(moved) // 2] if len(moved) >= 4 else median

@@ -55,9 +55,17 @@ over a minute or so, and the first GPU's third sample can be its siblings' first
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
-``hot`` for ``hot_samples`` samples in a row is a recommendation on its own; a GPU standing
-out before that (hot, or half the margin up and warming faster than its node) is ``hot_seen``
-evidence, which holds a slow rank's page for the next sample (:meth:`GpuThermal._check_warm`).
+``hot`` for ``hot_samples`` samples in a row is a recommendation on its own.  Hot for its
+power: a GPU's temperature is its inlet air plus its thermal resistance times its power,
+lagged by its heat sink, so on a node whose GPUs carry unequal load (MIG slices, an inference
+server beside training, ranks starting one by one) a busier GPU is warmer and no fault
+(blind6 F1: two busy MIG slices at 360 W, 64 C, beside half-started GPUs at 49 C).  A GPU is
+hot only when it is ``hot_delta_c`` over the node's median and over its mates' temperatures
+moved to its power along the node's degrees per watt (``NodeTemps.for_power``; on an equally
+loaded node the two are one), or at ``hot_gpu_c`` whatever its power.  A GPU
+standing out before that (hot against the median, or half the margin up and warming faster
+than its node) is ``hot_seen`` evidence, which holds a slow rank's page for the next sample
+(:meth:`GpuThermal._check_warm`; not judged for power: one sample's wait, never a page).
 
 Reasons (DCGM clock-event bits): 0x20 SW thermal and 0x40 HW thermal are
 thermal; 0x4 SW power cap and 0x80 HW power brake are power; 0x8 HW slowdown
@@ -183,6 +191,7 @@ class GpuThermal:
                 return False  # a sibling's sample to judge against (_check_warm)
             node.temps[s.gpu] = temp_c
             node.times[s.gpu] = ts
+            node.heat(s.gpu, s.power_w, 1.0 - math.exp(-gap / cfg.thermal_tau_s))
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             excess = temp_c - node.median_c
@@ -228,6 +237,8 @@ class GpuThermal:
             node = self._node
             node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
             node.times[self.scope.gpu] = ts  # type: ignore[index]
+            node.heat(self.scope.gpu, s.power_w,  # type: ignore[arg-type]
+                      1.0 - math.exp(-gap / cfg.thermal_tau_s))
             if ts - node.median_ts >= 1.0:
                 node.reference(ts)
             if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
@@ -577,7 +588,11 @@ class GpuThermal:
         median), or cooling down: a run counted, a finding raised or cleared."""
         node = self._node
         gpu: int = self.scope.gpu  # type: ignore[assignment]
-        hot = temp_c >= node.median_c + cfg.hot_delta_c
+        # Hot against its node, and for its power (NodeTemps.for_power: the median again
+        # unless the node's load differs) -- or at its slowdown point whatever its power.
+        hot = temp_c >= node.median_c + cfg.hot_delta_c and (
+            temp_c >= cfg.hot_gpu_c
+            or temp_c >= node.for_power(gpu, self._poll_s()) + cfg.hot_delta_c)
         if hot:
             if self._hot == 0:
                 self._hot_onset = s.ts

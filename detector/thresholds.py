@@ -118,6 +118,7 @@ class Thresholds:
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
     hot_delta_c: float = 12.0           # a GPU this much hotter than its node's median ...
     hot_samples: int = 3                # ... for this many samples has a cooling problem
+    thermal_tau_s: float = 60.0         # a GPU's temperature follows its power this late
 
     # NIC ports.
     nic_errors: float = 50.0            # symbol + receive + sequence errors within ~a half-life
