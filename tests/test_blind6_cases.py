@@ -13,8 +13,6 @@ import json
 import math
 from pathlib import Path
 
-import pytest
-
 from bench.blind6 import generate, measure
 from bench.blind6 import score as sc
 from bench.blind6.story import STORIES
