@@ -627,6 +627,8 @@ class Monitors:
                                  ("_dormant", str, tuple)):
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
+        for job in self._jobs.values():
+            job.check_restored()
         refuse_unless(type(self._port_names) is PortNames and self._port_names.valid(self.cfg)
                       and all(n._names is self._port_names for n in self._nics.values()),
                       "Monitors._port_names: not one bounded table shared by the nodes")

@@ -3,7 +3,8 @@
 Data-parallel replicas hold bitwise-identical parameters after every optimizer step, so a
 ``param_checksum`` that differs between them is silent data corruption somewhere in the
 job.  With three or more replicas a strict majority names the wrong one, at once (its GPU
-is isolated, detector.steps).  With two -- a DP-2 job, or a larger one down to two peers
+is escalated with the rerun that tells a transient upset from a GPU that computes wrong,
+detector.steps).  With two -- a DP-2 job, or a larger one down to two peers
 -- nothing in the checksums tells which GPU computed wrong: neither GPU's scope surely
 holds the fault, the job's does.  So the tie is **one** escalation at job scope (DESIGN's
 smallest scope it can localize; blind4 D2: one page per candidate GPU was two pages, each
@@ -13,7 +14,7 @@ does not reproduce is the faulty GPU.
 
 The tie ends when the two agree again for ``checksum_clear_steps`` steps, when a candidate
 leaves the job, or when a majority decides it: after a rebalance, a third replica votes
-and one candidate loses -- its GPU isolated (``checksum_mismatch``), the job page resolved
+and one candidate loses -- its GPU paged (``checksum_mismatch``), the job page resolved
 as answered, the other candidate cleared at once.  The state is the job monitor's
 ``_pair``: rank -> ``[onset_ts, agreeing steps, the other candidate's rank]``.
 """

@@ -53,6 +53,7 @@ from detector import sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
+from detector.statecodec import is_map_of, refuse_unless
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
 from models.peer_stats import (
@@ -77,6 +78,12 @@ _TP_MASK = (1 << 24) - 1  # a peer group's tp_rank (JobMonitor._evaluate)
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
+# In a rank set of _partial: the step was decided complete, and the set holds only the ranks
+# that came after (JobMonitor._late).
+_LATE_ONLY = -1
+# A job's first steps after its monitor starts (a worker starting, a restart): their checksum
+# majorities are kept for stragglers even when decided complete (JobMonitor._check_checksums).
+_YOUNG_STEPS = 32
 _NAN = float("nan")
 _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
 # A warm-up step compared with its peers as a whole counts as gross only this many noise units
@@ -302,6 +309,13 @@ class JobMonitor:
     # slot last took part in one.  Not state either: a restored monitor counts from there.
     _seen_at = np.zeros(0, dtype=np.int64)
     _whole_at = 0
+    # The latest step each slot's rank was decided in (-1: none since ``_in_step_from``), to
+    # tell a rank missing from a step decided "complete" from a duplicate (_late).  Not state
+    # either: after a restore, a restart or slots renumbered (``_moves``) it starts again.
+    _in_step = np.zeros(0, dtype=np.int64)
+    _in_step_from = math.inf  # the first step it covers, and the newest
+    _in_step_to = -1
+    _in_step_key = (0, 0)     # (_moves, restarts) it was made at
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -533,11 +547,14 @@ class JobMonitor:
             exp = self._expected
             if buf.first_ts < limit:
                 complete = n >= exp
-                if exp == math.inf or 2 * n >= exp:
+                if exp == math.inf or 2 * n >= exp and not any(
+                        abs(k) > n for s, k in self._done.items() if s > step):
                     # The job shrank.  A step with under half the ranks is a stray
                     # message (a bad step number), not a job that lost half its GPUs
                     # without restarting: it must not make every later step "complete"
-                    # at its first message.
+                    # at its first message.  Nor is one whose later steps had more ranks
+                    # (a worker restored mid-step: the step's first messages went to the
+                    # worker before it).
                     self._expected = n
                 self._evaluate(step, now, out, complete)
             elif now - buf.last_ts < cfg.straggler_wait_s:
@@ -556,14 +573,27 @@ class JobMonitor:
     def _late(self, e: StepSample, out: list[Finding]) -> None:
         self.late += 1
         n = self._done.get(e.step)
-        if n is None or n >= 0:
-            return  # a step decided complete: this is a duplicate
+        if n is None:
+            return
         ranks = self._partial.get(e.step)
-        if ranks is not None:
-            if e.rank in ranks:
-                return  # a duplicate of a rank the step had: not a sign of a bigger job
+        if n >= 0:
+            # A step decided complete: a duplicate, unless this rank was not in it -- then the
+            # job is bigger than the size it was decided at (a size learned from a first step
+            # that was partial: a worker starting or restored mid-job, a node's records 3 s
+            # ahead; blind6 F3 watched 4 of 16 ranks for good).
+            if not self._missed(e.rank, e.step) or n > 2 * len(self._rank_of) + 64:
+                return
+            ranks = self._partial[e.step] = {_LATE_ONLY, e.rank}
+            while len(self._partial) > _PARTIAL_KEPT:
+                del self._partial[next(iter(self._partial))]
+            n = self._done[e.step] = -n - 1
+        elif ranks is not None:
+            if e.rank in ranks or len(ranks) > 2 * len(self._rank_of) + 64 or (
+                    _LATE_ONLY in ranks and not self._missed(e.rank, e.step)):
+                return  # a duplicate of a rank the step had: not a sign of a bigger job (and
+                #         a flood of forged ranks is not a job of millions)
             ranks.add(e.rank)
-            n = self._done[e.step] = -len(ranks)
+            n = self._done[e.step] = n - 1
         # A step decided before all ranks came was missing this rank.
         if -n > self._expected:
             self._expected = -n
@@ -571,10 +601,61 @@ class JobMonitor:
         if majority is not None and e.param_checksum is not None and (
                 e.param_checksum != majority and e.rank not in self._mismatch):
             self._mismatch[e.rank] = [e.ts, 0]
-            out.append(self._finding(
-                e.rank, e.dp_rank, "checksum_mismatch", "sdc", "gpu_hardware", self.clock, e.ts,
-                True, 0.95, {"step": e.step, "rank": e.rank, "checksum": e.param_checksum,
-                             "majority_checksum": majority, "arrived_late": True}))
+            out.append(self._checksum_minority(
+                e.rank, e.dp_rank, self.clock, e.ts, e.step, e.param_checksum, majority,
+                {"arrived_late": True}))
+
+    def check_restored(self) -> None:
+        """:class:`~detector.statecodec.SnapshotRefused` unless a restored monitor's step
+        bookkeeping and checksum vote state (what :meth:`_late` and the vote read) have the
+        shapes and bounds this class gives them: a forged snapshot must not make a worker fail
+        on every record of the job, nor hold a rank set of millions."""
+        ints = (int,)
+        refuse_unless(type(self._expected) in (int, float) and (
+            0 <= self._expected <= 4 * _MAX_RANK or self._expected == math.inf),
+            "JobMonitor._expected")
+        refuse_unless(is_map_of(self._done, ints, ints) and len(self._done) <= _DONE_KEPT + 1,
+                      "JobMonitor._done")
+        refuse_unless(is_map_of(self._partial, ints, set) and len(self._partial) <= _PARTIAL_KEPT
+                      and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
+                              for r in self._partial.values()), "JobMonitor._partial")
+        refuse_unless(type(self._majority) is dict and all(
+            type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
+            and type(v) is str for k, v in self._majority.items())
+            and len(self._majority) <= 2 * _MAJORITIES_KEPT, "JobMonitor._majority")
+        for name, size in (("_mismatch", 2), ("_pair", 3)):
+            refuse_unless(type(getattr(self, name)) is dict and all(
+                type(k) is int and type(v) is list and 2 <= len(v) <= size
+                and all(type(x) in (int, float) and x == x for x in v)
+                for k, v in getattr(self, name).items()), f"JobMonitor.{name}")
+
+    def _missed(self, rank: int, step: int) -> bool:
+        """Whether ``rank`` surely took no part in ``step``, decided complete: it has no slot
+        (every rank of a decided step has one), or its latest step decided is older."""
+        s = self._slot.get(rank)
+        if s is None:
+            return rank < _MAX_RANK
+        return (step >= self._in_step_from and self._in_step_key == (self._moves, self.restarts)
+                and s < len(self._in_step) and self._in_step[s] < step)
+
+    def _note_in_step(self, step: int, slots: np.ndarray) -> None:
+        """Each of ``slots`` took part in ``step`` (for :meth:`_missed`)."""
+        at = self._in_step
+        n = len(self._rank_of)
+        key = (self._moves, self.restarts)
+        if self._in_step_key != key or self._in_step_from == math.inf:
+            at = self._in_step = np.full(n, -1, dtype=np.int64)
+            self._in_step_from = self._in_step_to = step
+            self._in_step_key = key
+        elif step < self._in_step_from:
+            return  # (older than what it covers: _missed cannot tell for it anyway)
+        elif len(at) < n:
+            at = self._in_step = np.concatenate([at, np.full(n - len(at), -1, dtype=np.int64)])
+        if step >= self._in_step_to:
+            self._in_step_to = step
+            at[slots] = step
+        else:  # (a step decided after a newer one: its ranks' latest stays the newer)
+            at[slots] = np.maximum(at[slots], step)
 
     def _restart_confirmed(self, e: StepSample) -> bool:
         """A step number going back is a restart once half the job's ranks say so.
@@ -716,6 +797,13 @@ class JobMonitor:
             slot_of = _pick(slot, buf.ranks)
         slots = buf.slots = _ints(slot_of)
         moved = self._track_hardware(buf, slot_of, decided_ts, out)
+        self._note_in_step(step, slots)
+        n = len(slot_of)
+        if n > self._expected or n < self._expected != math.inf and n == len(self._rank_of):
+            # More ranks than the job was taken to have (a size learned from a partial first
+            # step): it has them all.  Fewer, but every rank the job has a slot for: the
+            # count held a rank that never took part in a step (a forged late message).
+            self._expected = n
         if moved:
             if self._parked:
                 self._unpark(moved)
@@ -2122,6 +2210,10 @@ class JobMonitor:
 
     def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
                          out: list[Finding], complete: bool, groups: np.ndarray) -> None:
+        # A step decided complete keeps no majority for stragglers -- but for a job's first
+        # steps: their size may be a partial first step's, and a rank that comes after is
+        # then a straggler (_late), checked against its step's majority.
+        complete = complete and self._evaluated > _YOUNG_STEPS
         disagreeing: set[int] = set()
         paired: set[int] = set()
         ties: list[list[int]] = []  # two-replica groups that disagree: one finding for all
@@ -2211,11 +2303,9 @@ class JobMonitor:
                 disagreeing.add(rank)
                 if rank not in self._mismatch:
                     self._mismatch[rank] = [buf.ts[i], 0]
-                    out.append(self._finding(
-                        rank, buf.dp[i], "checksum_mismatch", "sdc", "gpu_hardware", decided_ts,
-                        buf.ts[i], True, 0.95,
-                        {"step": step, "rank": rank, "checksum": buf.checksum[i],
-                         "majority_checksum": majority, "replicas_compared": len(idx)}))
+                    out.append(self._checksum_minority(
+                        rank, buf.dp[i], decided_ts, buf.ts[i], step, buf.checksum[i], majority,
+                        {"replicas_compared": len(idx)}))
         if ties:
             self._pair_disagree(step, buf, ties, decided_ts, paired, out)
         self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
@@ -2234,6 +2324,28 @@ class JobMonitor:
                                Scope.of_job(self.job), split, True, 0.6,
                                {"step": step, "note": "replicas disagree with no strict majority"},
                                self.job, self.tenant, self.cluster))
+
+    def _checksum_minority(self, rank: int, dp: int | None, ts: float, onset: float, step: int,
+                           checksum: str | None, majority: str, more: dict[str, Any]
+                           ) -> Finding:
+        """A rank whose checksum lost a strict majority vote of its replicas: an escalation at
+        its GPU, not an isolation.  The vote says where the parameters went wrong, not why: a
+        transient upset (gone on a rerun in place: resync the replica, keep the GPU), a GPU
+        that computes wrong (reproduced there, not on another GPU: drain it) or the path to
+        it -- what Megatron's rerun state machine, Google's replay and Meta's SDC triage run
+        before any GPU is blamed (REFERENCE.md section 4; blind6 labels it unattributable)."""
+        f = self._finding(
+            rank, dp, "checksum_mismatch", "sdc", "gpu_hardware", ts, onset, True, 0.95,
+            {"step": step, "rank": rank, "checksum": checksum, "majority_checksum": majority,
+             **more})
+        where = f"GPU {f.scope.gpu} on {f.scope.node}"
+        f.evidence["next_diagnostic"] = (
+            f"rerun step {step} of rank {rank} in place and on another GPU (Megatron rerun "
+            f"state machine): not reproduced in place is a transient upset (restore the "
+            f"replica from a checkpoint before step {step}, keep the GPU); reproduced on "
+            f"{where} but not elsewhere is that GPU: drain it and run `dcgmi diag -r 4` on "
+            f"{f.scope.node}")
+        return f._replace(escalate=True)
 
     def _clear_agreeing(self, active: dict[int, list[float]], still: set[int], signal: str,
                         cause: str, step: int, buf: _StepBuffer, decided_ts: float,
