@@ -36,7 +36,7 @@ class NodeTemps:
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
-                 "cap_depth", "cap_busy", "hot", "power", "fits", "steady")
+                 "cap_depth", "cap_busy", "hot", "power", "fits", "raw")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -77,8 +77,8 @@ class NodeTemps:
         #                                    time constant (W): what its temperature follows
         self.fits: dict[int, float] = {}   # GPU -> its temperature expected at its power
         #                                    (for_power), until the median's next refresh
-        self.steady: set[int] = set()      # GPUs whose latest power is within STEADY of
-        #                                    ``power``: their temperature settled at it
+        self.raw: dict[int, float] = {}    # GPU -> its latest sample's power (W): within
+        #                                    STEADY of ``power``, its temperature settled at it
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
@@ -90,7 +90,7 @@ class NodeTemps:
         self.times.pop(gpu, None)
         self.power.pop(gpu, None)
         self.fits.pop(gpu, None)
-        self.steady.discard(gpu)
+        self.raw.pop(gpu, None)
         self.pending.pop(gpu, None)
         self.idle.discard(gpu)
         self.capping.pop(gpu, None)
@@ -221,19 +221,29 @@ class NodeTemps:
                 self.fits.clear()
         return self.median_c
 
-    def heat(self, gpu: int, power_w: float | None, share: float) -> None:
-        """Take a sample's power into the GPU's heat: ``share`` (1 - e^(-gap/tau)) of the way
-        from the last to ``power_w``; its first sample (or one after a gap of no power) as is."""
+    def take(self, gpu: int, temp_c: float, ts: float, power_w: float | None,
+             share: float) -> float:
+        """A GPU's sample: its temperature, its time and its power taken into its heat --
+        ``share`` (1 - e^(-gap/tau)) of the way from the last to ``power_w``, its first sample
+        (or one after a gap of no power) as is; the node's median refreshed once a second.
+        Returns that median (:meth:`reference`)."""
+        self.temps[gpu] = temp_c
+        self.times[gpu] = ts
+        power = self.power
         if power_w is None:
-            self.power.pop(gpu, None)
-            self.steady.discard(gpu)
-            return
-        p = self.power.get(gpu)
-        p = self.power[gpu] = power_w if p is None else p + (power_w - p) * share
-        if abs(power_w - p) <= STEADY * p:
-            self.steady.add(gpu)
+            power.pop(gpu, None)
+            self.raw.pop(gpu, None)
         else:
-            self.steady.discard(gpu)
+            p = power.get(gpu)
+            power[gpu] = power_w if p is None else p + (power_w - p) * share
+            self.raw[gpu] = power_w
+        return self.reference(ts) if ts - self.median_ts >= 1.0 else self.median_c
+
+    def _steady(self, gpu: int) -> bool:
+        """Whether ``gpu``'s latest power is within STEADY of its lagged power (its temperature
+        settled at it)."""
+        p = self.power.get(gpu)
+        return p is not None and abs(self.raw[gpu] - p) <= STEADY * p
 
     def for_power(self, gpu: int, within_s: float) -> float:
         """The temperature ``gpu`` would have with its node's other busy GPUs' cooling at its
@@ -243,7 +253,7 @@ class NodeTemps:
         The slope is the median over pairs of its mates at unequal load, idle ones among them
         (Theil-Sen, without ``gpu``: a failing GPU that alone draws more must not explain its
         own heat), clamped to 0..MAX_C_PER_W.  A pair is two samples of one poll (``within_s``
-        apart at most), or the older of them of a GPU holding its power (``steady``): a GPU
+        apart at most), or the older of them of a GPU holding its power (``_steady``): a GPU
         sampled after a load step beside one not sampled yet is a poll apart, not a load
         apart -- the whole node heating together counts no slope (blind2 superpod: a thermal
         fault beginning with its job's load step was found a sample later); an idle GPU's
@@ -257,7 +267,7 @@ class NodeTemps:
         return ref
 
     def _fit(self, gpu: int, within_s: float) -> float:
-        median, power, times, steady = self.median_c, self.power, self.times, self.steady
+        median, power, times, steady = self.median_c, self.power, self.times, self._steady
         own = power.get(gpu)
         if own is None or median == float("inf"):
             return median
@@ -272,7 +282,7 @@ class NodeTemps:
                 continue
             for pb, tb, sb, gb in pts[a + 1:]:
                 if gb != gpu and (pa >= LOAD_RATIO * pb or pb >= LOAD_RATIO * pa) and (
-                        abs(sa - sb) <= within_s or (gb if sb < sa else ga) in steady):
+                        abs(sa - sb) <= within_s or steady(gb if sb < sa else ga)):
                     slopes.append((ta - tb) / (pa - pb))
         if len(slopes) < 2:
             return median

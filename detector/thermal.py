@@ -189,12 +189,8 @@ class GpuThermal:
             node = self._node
             if node.pending:
                 return False  # a sibling's sample to judge against (_check_warm)
-            node.temps[s.gpu] = temp_c
-            node.times[s.gpu] = ts
-            node.heat(s.gpu, s.power_w, 1.0 - math.exp(-gap / cfg.thermal_tau_s))
-            if ts - node.median_ts >= 1.0:
-                node.reference(ts)
-            excess = temp_c - node.median_c
+            excess = temp_c - node.take(s.gpu, temp_c, ts, s.power_w,
+                                        1.0 - math.exp(-gap / cfg.thermal_tau_s))
             if excess >= 0.5 * cfg.hot_delta_c:
                 return False  # maybe warming faster than its node (_check_warm)
             self._excess = excess
@@ -235,13 +231,9 @@ class GpuThermal:
         temp_c = s.gpu_temp_c
         if temp_c is not None:
             node = self._node
-            node.temps[self.scope.gpu] = temp_c  # type: ignore[index]
-            node.times[self.scope.gpu] = ts  # type: ignore[index]
-            node.heat(self.scope.gpu, s.power_w,  # type: ignore[arg-type]
-                      1.0 - math.exp(-gap / cfg.thermal_tau_s))
-            if ts - node.median_ts >= 1.0:
-                node.reference(ts)
-            if self._hot or self._hot_active or temp_c >= node.median_c + cfg.hot_delta_c:
+            median = node.take(self.scope.gpu, temp_c, ts, s.power_w,  # type: ignore[arg-type]
+                               1.0 - math.exp(-gap / cfg.thermal_tau_s))
+            if self._hot or self._hot_active or temp_c >= median + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
             self._check_warm(s, temp_c, cfg, out)
             if node.pending:

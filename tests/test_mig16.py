@@ -76,7 +76,7 @@ def test_a_gpu_alone_at_its_power_does_not_explain_its_own_heat() -> None:
     for g in range(6):
         n.gpus.add(g)
         n.temps[g], n.times[g] = (85.0, 100.0) if g == 5 else (66.0, 100.0)
-        n.heat(g, 700.0 if g == 5 else 600.0, 1.0)
+        n.power[g] = n.raw[g] = 700.0 if g == 5 else 600.0  # (a first sample's power)
     n.reference(100.0)
     assert n.for_power(5, 1.0) == n.median_c == 66.0
     # With two GPUs of an inference server at 320 W, 47 C, the mates' slope is 0.068 C/W:
@@ -85,7 +85,7 @@ def test_a_gpu_alone_at_its_power_does_not_explain_its_own_heat() -> None:
     for g in (6, 7):
         n.gpus.add(g)
         n.temps[g], n.times[g] = 47.0, 100.0
-        n.heat(g, 320.0, 1.0)
+        n.power[g] = n.raw[g] = 320.0
     n.reference(101.0)
     assert 72.0 <= n.for_power(5, 1.0) <= 73.5
     assert 85.0 - n.for_power(5, 1.0) >= 12.0
