@@ -1272,8 +1272,16 @@ class JobMonitor:
             margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
             mean = self._run_sum[waiting] / n
             if one is not None:
+                # A replica on one node is sized on ``d``, its whole replica's deviation from
+                # its peers: its standard error is the replicas' spread (TP-paced, a replica's
+                # ranks move together) with the rank's own noise.  With no margin (as it was)
+                # a 4-step run of a healthy node 1.5 % over its DP peers with +-1 % a step
+                # (TP 8: its replica paced by its slowest GPU's offset) averaged 2.7 % and
+                # paged (blind5 held workloads-s5, h100n009; the replicas' spread 0.9 %).
                 spans = ~one[at]
-                margin = np.where(spans, margin, 0.0)
+                rep_margin = (cfg.slow_effect_z * math.hypot(size_sigma, self._rep_sigma)
+                              * max(self._zscale, 1.0) / np.sqrt(n))
+                margin = np.where(spans, margin, rep_margin)
                 mean = np.where(spans, mean - self._base[waiting], mean)
             effect = np.exp(mean - margin) - 1.0
             new = waiting[(effect >= cfg.slow_min_effect) & self._persistent(waiting)]
