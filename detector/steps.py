@@ -146,7 +146,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
     ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),
-    ("_sustained", False))
+    ("_sustained", False), ("_run_own", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -378,6 +378,7 @@ class JobMonitor:
                                h_cap=1.2 * cfg.slow_h)
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
         self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
+        self._run_own = np.zeros(0)                   # ... of its deviation from its replica mates
         self._run_n = np.zeros(0, dtype=np.int64)
         self._run_since = np.zeros(0)                 # ts of the run's first clearly slow step
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
@@ -728,6 +729,7 @@ class JobMonitor:
         self._reported[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
+        self._run_own[:] = 0.0
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._recur[:] = 0.0
@@ -748,6 +750,7 @@ class JobMonitor:
         self._reported[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
+        self._run_own[:] = 0.0
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._spikes[:] = 0.0
@@ -1010,6 +1013,7 @@ class JobMonitor:
         self._reported[m] = False
         self._gross[m] = 0
         self._run_sum[m] = 0.0
+        self._run_own[m] = 0.0
         self._run_n[m] = 0
         self._run_since[m] = 0.0
         self._base[m] = 0.0
@@ -1233,6 +1237,8 @@ class JobMonitor:
         else:
             self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
+        if one is not None:  # (its replica's share apart: only a replica on one node differs)
+            self._run_own[r] = np.where(in_run, self._run_own[r] + own, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
         # end): the CUSUM's onset is where the score left zero, which a chance slow step
@@ -1266,23 +1272,26 @@ class JobMonitor:
             # margin (as it was), a healthy rank 2.3 % over its mates from the start paged
             # on 8 steps of its own deviation at +3.9-8.4 % whose ``d`` averaged +7.2 %
             # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
-            # one node is scored on its replica's deviation too: its run keeps ``d``, no
-            # margin, as before.
+            # one node is scored on its replica's deviation too (below).
             n = np.maximum(self._run_n[waiting], 1)
             margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
             mean = self._run_sum[waiting] / n
             if one is not None:
-                # A replica on one node is sized on ``d``, its whole replica's deviation from
-                # its peers: its standard error is the replicas' spread (TP-paced, a replica's
-                # ranks move together) with the rank's own noise.  With no margin (as it was)
-                # a 4-step run of a healthy node 1.5 % over its DP peers with +-1 % a step
-                # (TP 8: its replica paced by its slowest GPU's offset) averaged 2.7 % and
-                # paged (blind5 held workloads-s5, h100n009; the replicas' spread 0.9 %).
+                # A replica on one node is sized two ways, and counts if either is large
+                # enough: as a rank on a replica spanning nodes is (its own deviation from its
+                # replica mates over its bias, less its margin: a GPU slow inside its replica),
+                # and on ``d``, its whole replica's deviation from its peers (a node slow as a
+                # whole, TP keeping its ranks together), less the margin of that deviation's
+                # noise: the replicas' spread with the rank's own.  Sized on ``d`` with no
+                # margin (as it was), a 4-step run of a healthy node 1.5 % over its DP peers
+                # with +-1 % a step (TP 8: its replica paced by its slowest GPU's offset)
+                # averaged 2.7 % and paged (blind5 held workloads-s5, h100n009; the replicas'
+                # spread 0.9 %).
                 spans = ~one[at]
+                by_own = np.where(spans, mean, self._run_own[waiting] / n) - self._base[waiting]
                 rep_margin = (cfg.slow_effect_z * math.hypot(size_sigma, self._rep_sigma)
                               * max(self._zscale, 1.0) / np.sqrt(n))
-                margin = np.where(spans, margin, rep_margin)
-                mean = np.where(spans, mean - self._base[waiting], mean)
+                mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
             effect = np.exp(mean - margin) - 1.0
             new = waiting[(effect >= cfg.slow_min_effect) & self._persistent(waiting)]
         else:
@@ -1628,6 +1637,7 @@ class JobMonitor:
             bank.score[s], bank.alarmed[s] = bank.h_cap, True
             bank.onset_ts[s] = self._gross_onset[s]
             self._run_sum[s], self._run_n[s] = float(d[i]) * n, n
+            self._run_own[s] = float(d[i]) * n
             self._reported[s] = True
             ratio = math.exp(float(d[i]))
             out.append(self._finding(
