@@ -2023,7 +2023,7 @@ class JobMonitor:
         prev, self._host_seen_ts = self._host_seen_ts, decided_ts
         lasting = r[:0]
         if np.count_nonzero(self._host_rep):
-            due = self._host.onset_ts[r] + cfg.host_page_s
+            due = self._host.onset_ts[r] + self._host_page_after(r)
             lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
             if len(cleared) and len(lasting):
                 lasting = lasting[~np.isin(r[lasting], cleared)]
@@ -2067,6 +2067,23 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+
+    def _host_page_after(self, r: np.ndarray) -> np.ndarray:
+        """Per slot of ``r``: how long a raised host_late run lasts before it is told again to
+        be escalated (Correlator._host_lasting): ``host_node_page_s`` where two or more of the
+        job's ranks on its node are raised (the host they share: a node's memory under
+        pressure, its CPUs), ``host_page_s`` for a rank alone (its own loader or link)."""
+        cfg = self.cfg
+        after = np.full(len(r), cfg.host_page_s)
+        hw = self._hw
+        nodes = Counter(hw[s][0] for s in np.flatnonzero(self._host_rep).tolist()
+                        if hw[s] is not None)
+        shared = {n for n, k in nodes.items() if k >= 2}
+        if shared:
+            for i, s in enumerate(r.tolist()):
+                if self._host_rep[s] and hw[s] is not None and hw[s][0] in shared:
+                    after[i] = cfg.host_node_page_s
+        return after
 
     def _reset_host(self, m: np.ndarray | None) -> None:
         """Forget the host-time runs of slots ``m`` and, for ranks on other hardware, their

@@ -8,7 +8,7 @@
   in the same job still pages.
 - blind7 G5: a host under memory pressure makes its 8 ranks late in their host path (bursts in
   most steps) for 4-6 minutes; host_late is escalated at the node once its run has lasted
-  ``host_page_s`` (240 s, was 600 s); a 3-minute stall (blind2's healthy input pipeline
+  ``host_node_page_s`` (240 s; was host_page_s, 600 s, as for one rank alone); a 3-minute stall (blind2's healthy input pipeline
   catching up) still pages nobody.
 """
 
@@ -97,7 +97,7 @@ def test_a_host_under_memory_pressure_for_five_minutes_is_one_node_escalation() 
     pages = [(a.topic, a.kind, a.scope.key, a.detected_ts - T0) for a in alerts
              if a.status == "firing"]
     assert [p[:3] for p in pages] == [(ESCALATION, "slow_node", "node:node-001")]
-    assert pages[0][3] <= 100 + Thresholds().host_page_s + 15
+    assert pages[0][3] <= 100 + Thresholds().host_node_page_s + 15
     ev = next(a for a in alerts if a.status == "firing").evidence
     assert ev["signals"][0]["signal"] == "host_late"
 
