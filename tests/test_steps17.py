@@ -8,8 +8,8 @@
   in the same job still pages.
 - blind7 G5: a host under memory pressure makes its 8 ranks late in their host path (bursts in
   most steps) for 4-6 minutes; host_late is escalated at the node once its run has lasted
-  ``host_node_page_s`` (240 s; was host_page_s, 600 s, as for one rank alone); a 3-minute stall (blind2's healthy input pipeline
-  catching up) still pages nobody.
+  ``host_node_page_s`` (240 s; was host_page_s, 600 s, as for one rank alone); a 3-minute
+  stall (blind2's healthy input pipeline catching up) still pages nobody.
 """
 
 from __future__ import annotations
