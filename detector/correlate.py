@@ -28,6 +28,8 @@ from typing import Any
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.findings import Finding
+from detector.liveness import on_silent as _on_silent
+from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
 from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
 from detector.playbook import action_for, next_diagnostic
@@ -157,6 +159,8 @@ class Correlator:
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
+        # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
+        self._silent: dict[str, dict[str, Finding]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -250,6 +254,9 @@ class Correlator:
                     waiting = self._slow_wait.get(unit)
                     if waiting is not None:
                         self._timer(waiting.ts + self._explanation_wait(waiting), "slow", unit)
+            return
+        if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
+            _on_silent(self, f, out)
             return
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
             if f.scope.node is not None and f.active:
@@ -387,6 +394,8 @@ class Correlator:
             del self._benign[unit]
         for fkey in [k for k, p in self._owner.items() if p not in self.problems]:
             del self._owner[fkey]
+        if self._silent:
+            _prune_silent(self, now)
         if self.seen is None:
             return
         # A latched hardware problem waits for its GPU's reset.  A GPU whose monitors

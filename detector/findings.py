@@ -81,6 +81,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
     "placement": (list,), "gpus_under_cap": (int,), "node_ports": (int,),
     "node_ports_down": (int,),
+    # a node's silence on a topic (detector.liveness)
+    "topic": (str,), "last_ts": (float, int), "nodes_heard_since": (int,), "jobs": (list,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

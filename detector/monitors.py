@@ -33,6 +33,10 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
+from detector.liveness import SCAN_S
+from detector.liveness import check_restored as _liveness_restored
+from detector.liveness import note as _note_node
+from detector.liveness import scan as _scan_liveness
 from detector.network import NodeNics
 from detector.port_names import PortNames
 from detector.statecodec import is_map_of, is_time, refuse_unless
@@ -133,7 +137,14 @@ class Monitors:
         self.heard: list[tuple[str | None, str, str]] = []
         self.forgotten: list[tuple[str, str]] = []
         self._next_sweep = -math.inf
+        # The next periodic work of a sweep: the newest records per node (every SCAN_S,
+        # detector.liveness: a node gone silent) or a prune (_prune_at).
         self._next_prune = -math.inf
+        self._prune_at = -math.inf
+        self._live_at = -math.inf
+        # node -> [cluster, {topic: [newest ts, interval, updates, silent]}] (detector.liveness)
+        self._alive: dict[str, list[Any]] = {}
+        self._fleet: dict[str, list[float]] = {}  # topic -> [newest ts, progress] (the same)
         # What went through, for counts: plain ints (an attribute increment costs half a
         # dict item's, and this runs for every record).
         self._n_step = self._n_ecc = self._n_nic = self._n_thermal = 0
@@ -468,7 +479,7 @@ class Monitors:
         if self._next_sweep > back + _SWEEP_S:
             self._next_sweep = back + _SWEEP_S
         if self._next_prune > back:
-            self._next_prune = back
+            self._next_prune = self._prune_at = self._live_at = back
 
     def _deskew(self, ev: Event) -> Event:
         """A record of a node whose clock is off (:meth:`_ahead`): at its offset removed.
@@ -585,7 +596,7 @@ class Monitors:
         """:class:`~detector.statecodec.SnapshotRefused` unless a restored one's fields have the
         types this class gives them (the codec rebuilds it from fields of any type; a clock
         that is a string or NaN, a unit map that is not a map, would fail every record)."""
-        for name in ("clock", "_next_sweep", "_next_prune"):
+        for name in ("clock", "_next_sweep", "_next_prune", "_prune_at", "_live_at"):
             refuse_unless(is_time(getattr(self, name)), f"Monitors.{name}: not a time")
         refuse_unless(type(self.cfg) is Thresholds, "Monitors.cfg: not Thresholds")
         refuse_unless(type(self._jump) is list and all(
@@ -619,6 +630,7 @@ class Monitors:
             and is_map_of(self._maker[1], str, float) and is_time(self._maker[2])),
             "Monitors._maker")
         refuse_unless(type(self.rewound) is bool, "Monitors.rewound")
+        refuse_unless(_liveness_restored(self), "Monitors._alive: malformed")
         refuse_unless(type(self.unconfirmed) is int and 0 <= self.unconfirmed <= JUMP_AGREE,
                       "Monitors.unconfirmed")
         for name, key, value in (("_jobs", str, JobMonitor), ("_ecc", tuple, GpuHealth),
@@ -700,7 +712,14 @@ class Monitors:
             dormant.pop(name, None)
             job.expire(self.clock, findings, quiet=quiet)
         if self.clock >= self._next_prune:
-            self._next_prune = self.clock + min(self.cfg.job_idle_s, self.cfg.unit_idle_s) / 4
+            if self.clock >= self._live_at:
+                self._live_at = self.clock + SCAN_S
+                _scan_liveness(self, findings)
+            if self.clock < self._prune_at:
+                self._next_prune = min(self._prune_at, self._live_at)
+                return
+            self._prune_at = self.clock + min(self.cfg.job_idle_s, self.cfg.unit_idle_s) / 4
+            self._next_prune = min(self._prune_at, self._live_at)
             idle = [name for name, job in self._jobs.items()
                     if job.clock < self.clock - self.cfg.job_idle_s]
             for name in idle:  # a job that ended: its ranks' history is no use any more
@@ -774,6 +793,7 @@ class Monitors:
         if source not in sources:
             sources.add(source)
             self.heard.append((cluster, node, source))
+            _note_node(self, node, cluster)
         if self.topology is not None and not self.topology.has_node(node):
             self._n_unknown_node += 1
 

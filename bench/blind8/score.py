@@ -27,7 +27,10 @@ def read(path: Path) -> list[dict]:
 
 
 def labels_of(log: Path) -> list[dict]:
-    return [r["value"] for r in read(log) if r.get("topic") == "labels"]
+    opener = gzip.open if log.suffix == ".gz" else open
+    with opener(log, "rt", encoding="utf-8") as fh:   # parse only the label lines
+        rows = [json.loads(line) for line in fh if '"labels"' in line[:40]]
+    return [r["value"] for r in rows if r.get("topic") == "labels"]
 
 
 def alerts_of(path: Path) -> list[tuple[str, dict]]:
