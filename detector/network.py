@@ -99,6 +99,9 @@ GROUP_WINDOW_S = 1.25 * GROUP_INTERVAL_CAP_S + 1.0
 # switch window's longest, so a bounce every node saw on its next sample is still there when
 # the window opened by the one node that sampled the switch down closes.
 FLAP_SEEN_S = GROUP_WINDOW_S
+# Two ports of a node below its reference within this factor of each other's throughput
+# move together: one workload's class (NodeNics._in_class), not a bad port each.
+CLASS_SPREAD = 1.5
 _UNNAMED = PortName(None)  # a port's name before it is joined to the table (never voted on)
 # NodeNics.quiet reads the counters by position: a change of the tuple must be seen there.
 assert NIC_COUNTERS == (
@@ -282,7 +285,8 @@ class NodeNics:
         ref = self._ref_gbps
         if ref >= cfg.nic_busy_gbps:
             if p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
-                if p.peer >= cfg.nic_peer_share or self._judged(p):
+                if (p.peer >= cfg.nic_peer_share or self._judged(p)) \
+                        and not self._in_class(p, ts, ref, cfg):
                     return False  # slow against its siblings
                 p.peer -= cfg.nic_peer_fading * p.peer
                 if p.vote >= 0:
@@ -362,7 +366,8 @@ class NodeNics:
             busy = ref >= cfg.nic_busy_gbps
             slow = busy and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
             if "nic_throughput" in active or (p.low and not slow) or (slow and (
-                    p.peer >= cfg.nic_peer_share or self._judged(p))):
+                    p.peer >= cfg.nic_peer_share or self._judged(p))
+                    and not self._in_class(p, ts, ref, cfg)):
                 self._throughput(p, s, cfg, out)
             elif busy:
                 # Not judged (at its node's pace, or not known to carry the job's traffic --
@@ -635,6 +640,35 @@ class NodeNics:
         pace = n[0] - (p.vote > 0)
         low = n[1] - (p.vote < 0)
         return pace >= ALONE_PEERS and (not low or bool(p.active & _TROUBLE))
+
+    def _in_class(self, p: _Port, ts: float, ref: float, cfg: Thresholds) -> bool:
+        """Whether another port of the node, of ``p``'s name family and itself judged low
+        (:meth:`_judged`, or a history at the node's pace), runs below the node's reference
+        at ``p``'s own pace (within ``CLASS_SPREAD`` of its throughput) on a recent sample.
+
+        Then the node carries more than one workload -- a job on some GPUs, an inference
+        replica (TP2: two ports moving together) or another job on the others -- and those
+        ports are not ``p``'s peers: throughput is compared only between units doing the
+        same work (Minder compares the machines of one task, NVIDIA's straggler detector the
+        ranks of one job).  A bad cable or optic is one port's; two ports low at one pace are
+        a class, told apart by their own evidence (errors, flaps, the negotiated rate, a link
+        down), not by their traffic (blind7 G1: an inference replica's two ports at 20 Gb/s
+        beside training's at 232 isolated as two NICs and their leaf drained)."""
+        g = p.gbps
+        if g is None:
+            return False
+        cut = cfg.nic_throughput_ratio * ref
+        lo, hi = g / CLASS_SPREAD, g * CLASS_SPREAD
+        recent = ts - cfg.nic_gap_s
+        share = cfg.nic_peer_share
+        for o in self._ports.values():
+            q = o.gbps
+            if o is p or q is None or o.family != p.family or o.down or o.last_ts < recent \
+                    or not (lo <= q <= hi and q < cut):
+                continue
+            if o.peer >= share or self._judged(o):
+                return True
+        return False
 
     def _why(self, p: _Port, cfg: Thresholds) -> str | None:
         """Why a port without a history at its node's pace was judged (for the evidence)."""
