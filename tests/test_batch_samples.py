@@ -540,3 +540,24 @@ def test_engine_runs_stop_before_the_correlator_is_due(monkeypatch: pytest.Monke
         for k in range(0, len(evs), 500):
             eng.process_many(evs[k:k + 500])
     assert sum(runs) > 0.3 * total
+
+
+@pytest.mark.parametrize("lead_s", [4.9995, 4.999, 4.5, 5.0, 5.0005])
+def test_a_record_near_the_ahead_bound_ends_the_run_or_is_taken_alike(
+        lead_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """quiet_run bounds a record's lead over the clock short of AHEAD_S (cpu17: one comparison
+    a record, the bound set again each sweep deadline): a sample just under or over AHEAD_S
+    ahead, and the healthy ones after it, give what the record path gives."""
+    s = _Stream(random.Random(11), trouble=False)
+    msgs = s.messages(THERMAL, 40, new_units_at=0)
+    at = len(s.gpus) * 20
+    before = orjson.loads(msgs[at - 1])  # type: ignore[arg-type]
+    shifted = orjson.loads(msgs[at])  # type: ignore[arg-type]
+    shifted["ts"] = before["ts"] + lead_s
+    msgs[at] = orjson.dumps(shifted)
+    batches = [[(i + j, b"k", m, None) for j, m in enumerate(msgs[i:i + 200])]
+               for i in range(0, len(msgs), 200)]
+    fast = _run(THERMAL, batches)
+    monkeypatch.setattr(detector.pipeline.source, "quiet_run", _none)
+    slow = _run(THERMAL, batches)
+    assert fast == slow

@@ -49,7 +49,7 @@ import math
 import zlib
 from collections.abc import Callable, Iterable
 from itertools import islice
-from operator import lt
+from operator import itemgetter, lt
 from typing import Any, NamedTuple
 
 import orjson
@@ -70,6 +70,7 @@ DEFAULT_CLUSTER = "default"
 # record they follow: offset, then this plus a counter.
 _IDLE_BASE = 1 << 30
 SNAPSHOT_VERSION = 1
+_OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
 
 
 class Undecodable(bytes):
@@ -321,12 +322,13 @@ class SourcePartition:
         n_in = 0
         if type(records) is not list:
             records = list(records)
-        # The batch in a few msgspec calls; a None is a message decided on its own.
-        evs = decode_chunked(topic, [r[2] for r in records])
+        # The batch in a few msgspec calls; a None is a message decided on its own.  (The
+        # fields by map(itemgetter): a list comprehension ran ~7 bytecodes a record each.)
+        evs = decode_chunked(topic, list(map(_VALUE, records)))
         n = len(records)
         i = 0
         if n:
-            offsets = [r[0] for r in records]
+            offsets = list(map(_OFFSET, records))
             if offsets[0] > self.offset and all(map(lt, offsets, islice(offsets, 1, None))):
                 # Offsets new and in order: runs of records that make no finding (healthy
                 # samples, step messages that only wait for their step's other ranks) in one
