@@ -149,15 +149,19 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
         for what in [w for w in entry[1] if node not in newest[w]]:
             st = entry[1].pop(what)
             if st[_SILENT]:
-                findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
+                findings.append(_finding(mon, node, entry[0], what, st, clock, False, -1))
         if not entry[1] and not any(node in newest[w] for w in TOPICS):
             del alive[node]
 
 
 def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[Any],
              clock: float, active: bool, later: int) -> Finding:
+    """``later``: other nodes heard past its silence (active); -1: its monitors were dropped
+    (silent for ``unit_idle_s``: it left the fleet), 0: heard again."""
     ev: dict[str, Any] = {"topic": what, "last_ts": round(st[_LAST], 3),
                           "interval_s": round(st[_GAP], 3), "bound_s": bound_s(st[_GAP])}
+    if later < 0:
+        ev["dropped"] = True
     if active:
         ev["nodes_heard_since"] = later
         jobs = _jobs_on(mon, node)
@@ -223,7 +227,9 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         p = corr.problems.get(key)
         if p is not None and p.status == "firing":
             p.add(f, corr.cfg.evidence_items)
-            p.extra["resolved_because"] = f"{node} reported on {what} again"
+            p.extra["resolved_because"] = (
+                f"no telemetry from {node} for {corr.cfg.unit_idle_s:g} s: it left the fleet"
+                if f.evidence.get("dropped") is True else f"{node} reported on {what} again")
             corr._schedule_resolve(p, f.ts)
         return
     topics = silent.get(node)

@@ -146,7 +146,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
     ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),
-    ("_sustained", False))
+    ("_sustained", False), ("_run_own", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -378,6 +378,7 @@ class JobMonitor:
                                h_cap=1.2 * cfg.slow_h)
         self._slow_dev = np.zeros(0)                  # latest log ratio, for evidence
         self._run_sum = np.zeros(0)                   # sum of log ratios over the current run
+        self._run_own = np.zeros(0)                   # ... of its deviation from its replica mates
         self._run_n = np.zeros(0, dtype=np.int64)
         self._run_since = np.zeros(0)                 # ts of the run's first clearly slow step
         self._reported = np.zeros(0, dtype=bool)      # slow rank reported (finding emitted)
@@ -728,6 +729,7 @@ class JobMonitor:
         self._reported[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
+        self._run_own[:] = 0.0
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._recur[:] = 0.0
@@ -748,6 +750,7 @@ class JobMonitor:
         self._reported[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
+        self._run_own[:] = 0.0
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._spikes[:] = 0.0
@@ -1010,6 +1013,7 @@ class JobMonitor:
         self._reported[m] = False
         self._gross[m] = 0
         self._run_sum[m] = 0.0
+        self._run_own[m] = 0.0
         self._run_n[m] = 0
         self._run_since[m] = 0.0
         self._base[m] = 0.0
@@ -1233,6 +1237,8 @@ class JobMonitor:
         else:
             self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
+        if one is not None:  # (its replica's share apart: only a replica on one node differs)
+            self._run_own[r] = np.where(in_run, self._run_own[r] + own, 0.0)
         self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
         # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
         # end): the CUSUM's onset is where the score left zero, which a chance slow step
@@ -1266,15 +1272,26 @@ class JobMonitor:
             # margin (as it was), a healthy rank 2.3 % over its mates from the start paged
             # on 8 steps of its own deviation at +3.9-8.4 % whose ``d`` averaged +7.2 %
             # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
-            # one node is scored on its replica's deviation too: its run keeps ``d``, no
-            # margin, as before.
+            # one node is scored on its replica's deviation too (below).
             n = np.maximum(self._run_n[waiting], 1)
             margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
             mean = self._run_sum[waiting] / n
             if one is not None:
+                # A replica on one node is sized two ways, and counts if either is large
+                # enough: as a rank on a replica spanning nodes is (its own deviation from its
+                # replica mates over its bias, less its margin: a GPU slow inside its replica),
+                # and on ``d``, its whole replica's deviation from its peers (a node slow as a
+                # whole, TP keeping its ranks together), less the margin of that deviation's
+                # noise: the replicas' spread with the rank's own.  Sized on ``d`` with no
+                # margin (as it was), a 4-step run of a healthy node 1.5 % over its DP peers
+                # with +-1 % a step (TP 8: its replica paced by its slowest GPU's offset)
+                # averaged 2.7 % and paged (blind5 held workloads-s5, h100n009; the replicas'
+                # spread 0.9 %).
                 spans = ~one[at]
-                margin = np.where(spans, margin, 0.0)
-                mean = np.where(spans, mean - self._base[waiting], mean)
+                by_own = np.where(spans, mean, self._run_own[waiting] / n) - self._base[waiting]
+                rep_margin = (cfg.slow_effect_z * math.hypot(size_sigma, self._rep_sigma)
+                              * max(self._zscale, 1.0) / np.sqrt(n))
+                mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
             effect = np.exp(mean - margin) - 1.0
             new = waiting[(effect >= cfg.slow_min_effect) & self._persistent(waiting)]
         else:
@@ -1620,6 +1637,7 @@ class JobMonitor:
             bank.score[s], bank.alarmed[s] = bank.h_cap, True
             bank.onset_ts[s] = self._gross_onset[s]
             self._run_sum[s], self._run_n[s] = float(d[i]) * n, n
+            self._run_own[s] = float(d[i]) * n
             self._reported[s] = True
             ratio = math.exp(float(d[i]))
             out.append(self._finding(
@@ -2005,7 +2023,7 @@ class JobMonitor:
         prev, self._host_seen_ts = self._host_seen_ts, decided_ts
         lasting = r[:0]
         if np.count_nonzero(self._host_rep):
-            due = self._host.onset_ts[r] + cfg.host_page_s
+            due = self._host.onset_ts[r] + self._host_page_after(r)
             lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
             if len(cleared) and len(lasting):
                 lasting = lasting[~np.isin(r[lasting], cleared)]
@@ -2049,6 +2067,23 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+
+    def _host_page_after(self, r: np.ndarray) -> np.ndarray:
+        """Per slot of ``r``: how long a raised host_late run lasts before it is told again to
+        be escalated (Correlator._host_lasting): ``host_node_page_s`` where two or more of the
+        job's ranks on its node are raised (the host they share: a node's memory under
+        pressure, its CPUs), ``host_page_s`` for a rank alone (its own loader or link)."""
+        cfg = self.cfg
+        after = np.full(len(r), cfg.host_page_s)
+        hw = self._hw
+        nodes = Counter(hw[s][0] for s in np.flatnonzero(self._host_rep).tolist()
+                        if hw[s] is not None)
+        shared = {n for n, k in nodes.items() if k >= 2}
+        if shared:
+            for i, s in enumerate(r.tolist()):
+                if self._host_rep[s] and hw[s] is not None and hw[s][0] in shared:
+                    after[i] = cfg.host_node_page_s
+        return after
 
     def _reset_host(self, m: np.ndarray | None) -> None:
         """Forget the host-time runs of slots ``m`` and, for ranks on other hardware, their

@@ -70,6 +70,14 @@ class Thresholds:
     #                                     escalated to a human, never isolated (correlate
     #                                     Correlator._host_lasting): longer than an input pipeline
     #                                     catching up (blind2's healthy stall: 3 minutes)
+    host_node_page_s: float = 240.0     # ... and this long for ranks two or more of whose node's
+    #                                     ranks are late alike (the host they share: its memory,
+    #                                     CPUs, page cache): longer than blind2's healthy stall
+    #                                     of one node's input pipeline (3 min; its runs 198-203 s
+    #                                     from onset to clear, seeds 0..3), shorter than blind7
+    #                                     G5's host under memory pressure (4-6 min; runs 282-376
+    #                                     s, seeds 0..7; its job's mean step +10 %, median +2.5 %).
+    #                                     One rank alone keeps host_page_s (a loader's shard).
 
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike

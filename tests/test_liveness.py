@@ -179,6 +179,18 @@ def test_a_node_heard_once_is_never_paged_and_its_state_goes(tmp_path):
     assert firing(alerts) == []
 
 
+def test_a_node_that_never_comes_back_resolves_when_its_monitors_go(tmp_path):
+    """A node gone for good (powered off, decommissioned): paged once, resolved when its
+    monitors are dropped (unit_idle_s), saying so -- not "reported again"."""
+    recs = fleet(seconds=1500, dead={"node-003": (300, 1e9)}, job=False)
+    res = replay_log(write(tmp_path, recs), thresholds=Thresholds(unit_idle_s=700.0))
+    pages = silent_pages(res.alerts)
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", "node:node-003"), ("resolved", "node:node-003")]
+    assert "left the fleet" in pages[1].evidence["resolved_because"]
+    assert pages[1].detected_ts >= T0 + 300 + 700
+
+
 def test_state_is_capped_per_source_and_per_correlator(monkeypatch):
     monkeypatch.setattr(liveness, "MAX_NODES", 3)
     eng = Engine()

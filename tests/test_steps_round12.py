@@ -64,7 +64,10 @@ def _on(ranks: set[int], ms: float, start: int = 0, stop: int = 10**9) -> Extra:
 
 
 def _host_fired(found: list[Finding]) -> dict[int, Finding]:
-    return {f.rank: f for f in found if f.active and f.signal == "host_late"}
+    # (each rank's raise, not its re-telling once lasting: round 17's host_node_page_s, 240 s,
+    # comes within these jobs' node-wide runs)
+    return {f.rank: f for f in found if f.active and f.signal == "host_late"
+            and "lasting_s" not in f.evidence}
 
 
 # -- what pages -------------------------------------------------------------------------------
