@@ -1301,7 +1301,10 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
-        coupled = self._replica_gpus(f) if scope == f.scope else []
+        # (a GPU already escalated keeps its page: its rank slow again is the same problem --
+        # blind3 k8s-mixed s4, an intermittent GPU's second run paged its node beside it)
+        coupled = self._replica_gpus(f) if scope == f.scope and not self._gpu_escalated(
+            f) else []
         if coupled:
             scope = Scope.of_node(f.scope.node)  # type: ignore[arg-type]
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
@@ -1354,6 +1357,11 @@ class Correlator:
         if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
             return None
         return mine
+
+    def _gpu_escalated(self, f: Finding) -> bool:
+        """The slow rank's GPU is escalated slow and still firing."""
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", f.scope, f.cluster))
+        return p is not None and p.status == "firing"
 
     def _replica_gpus(self, f: Finding) -> list[int]:
         """The GPUs of ``f``'s node that run ranks of its replica (its job's layout), when
