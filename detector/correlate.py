@@ -150,6 +150,7 @@ class Correlator:
         self._busy: dict[str, float] = {}
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
+        self._heat_wait: dict[str, Finding] = {}  # gpu -> its thermal verdict, held (_hold_heat)
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
         self._throttled: dict[str, tuple[Finding, float]] = {}
@@ -224,6 +225,8 @@ class Correlator:
                 self._forget_due(key, due)
             elif what == "why":
                 self._why_due(key, due, out)
+            elif what == "heat":
+                self._heat_due(key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -327,14 +330,8 @@ class Correlator:
             self._why_wait[f.key] = f
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
         elif f.verdict:
-            topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
-            # (a detector that knows the next diagnostic better than the playbook names it)
-            extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
-                     if f.evidence.get(k)}
-            extra.update(self._cooling(f))
-            p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
-                            extra=extra or None)
-            self._explain_waiting(f.scope, p, out)
+            if not self._hold_heat(f, out):
+                self._raise_verdict(f, out)
         else:
             self._attach_if_firing(f)
 
@@ -727,6 +724,79 @@ class Correlator:
             del self._cooling_nodes[key][node]
             if not self._cooling_nodes[key]:
                 del self._cooling_nodes[key]
+
+    def _raise_verdict(self, f: Finding, out: list[Alert], detected_ts: float | None = None
+                       ) -> None:
+        """Page a monitor's verdict on its own unit: an isolation, or an escalation when its
+        cause is unknown or the monitor says a human must look."""
+        topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
+        # (a detector that knows the next diagnostic better than the playbook names it)
+        extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
+                 if f.evidence.get(k)}
+        extra.update(self._cooling(f))
+        p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
+                        detected_ts=detected_ts, extra=extra or None)
+        self._explain_waiting(f.scope, p, out)
+
+    def _hold_heat(self, f: Finding, out: list[Alert]) -> bool:
+        """Hold a GPU's thermal throttle verdict while its node's mates may be throttling
+        thermally with it: True when held, or joined to its node's thermal page.
+
+        The thermal monitor decides a GPU on its own sample, before its mates' samples of the
+        same poll; a node's cooling failing (a fan wall, its inlet air) heats the GPU nearest
+        it first, and the node's verdict needs a GPU's next sample once its mates throttle
+        too (detector.thermal).  So the verdict waits ``why_wait_s`` (the same poll's samples,
+        the allowed disorder) and, if by then a thermal reason shows on its mates at once
+        (the node's ``throttle_seen``), until the node's verdict can have come: one page for
+        the node's cooling, the GPU's verdict its evidence -- not a GPU page 0.8 s before the
+        node's (blind7 G6: a failed fan wall held all 8 GPUs of hgx-02 at 87 C with 0x20, GPU
+        3 paged first).  A node's thermal page firing takes it at once.  Held only when the
+        thermal monitor says its mates are warm with it (``node_warm``: it is not
+        ``hot_delta_c`` over their median): a GPU hot against its node's others (its own heat
+        sink or fan), or one whose mates report no temperature, is its own and pages at once,
+        as before."""
+        node = f.scope.node
+        if f.signal != "throttle" or f.cause != "thermal" or f.scope.level != "gpu" or (
+                node is None):
+            return False
+        p = self._node_heat_page(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+            return True
+        if f.evidence.get("node_warm") is not True:
+            return False
+        self._heat_wait[f.scope.key] = f
+        self._timer(f.ts + self.cfg.why_wait_s, "heat", f.scope.key)
+        return True
+
+    def _heat_due(self, unit: str, due: float, out: list[Alert]) -> None:
+        """A GPU's thermal verdict held by :meth:`_hold_heat`: join its node's thermal page,
+        wait on while its mates throttle thermally with it, or page the GPU."""
+        f = self._heat_wait.pop(unit, None)
+        if f is None or self._device.get(unit, {}).get("throttle") != f:
+            return  # (cleared, or the GPU reset, meanwhile)
+        p = self._node_heat_page(f)
+        if p is not None:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+            return
+        seen = self._node_throttle(f)
+        if seen is not None and seen.cause == "thermal" and len(seen.evidence.get("gpus", ())) > 1:
+            interval = self._interval.get(f.scope.node or "", (0.0, 0.0))[0] or (
+                self.cfg.unknown_cadence_s)
+            until = f.ts + 1.25 * interval + 1.0  # (the node's verdict: on the GPU's next sample)
+            if due < until:
+                self._heat_wait[unit] = f
+                self._timer(until, "heat", unit)
+                return
+        self._raise_verdict(f, out, detected_ts=due)
+
+    def _node_heat_page(self, f: Finding) -> Problem | None:
+        """The thermal isolation firing on ``f``'s node, if any."""
+        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(
+            f.scope.node or ""), f.cluster))
+        return p if p is not None and p.status == "firing" and p.cause == "thermal" else None
 
     def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         unit = f.scope.key
@@ -1155,7 +1225,7 @@ class Correlator:
         minor, ended = self._benign.get(f.scope.key, (None, 0.0))
         if minor is None or ended < now - self.cfg.benign_grace_s:
             return None
-        ratio = f.evidence.get("compute_ratio_to_peers", math.inf) / _baseline(f)
+        ratio = _pace(f) / _baseline(f)
         drop = minor.evidence.get("clock_drop", 0.0)
         if drop <= self._routine_loss(f):
             # The GPU ran through as deep a cap before, its rank at its peers' pace: the cap
@@ -1231,9 +1301,18 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
+        coupled = self._replica_gpus(f) if scope == f.scope else []
+        if coupled:
+            scope = Scope.of_node(f.scope.node)  # type: ignore[arg-type]
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
+        if coupled:
+            extra["replica_on_node"] = (
+                f"ranks of replica {f.dp_rank} of {f.job} run on GPUs {coupled} of "
+                f"{f.scope.node}: tensor-parallel ranks wait on each other, so any of them may "
+                "be the slow one -- the node is paged, not GPU "
+                f"{f.scope.gpu}")
         sent = len(out)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                         extra=extra)
@@ -1275,6 +1354,31 @@ class Correlator:
         if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
             return None
         return mine
+
+    def _replica_gpus(self, f: Finding) -> list[int]:
+        """The GPUs of ``f``'s node that run ranks of its replica (its job's layout), when
+        that is more than its own GPU: [] otherwise.
+
+        Ranks of one replica on one node are its tensor- (or pipeline-) parallel group.  With
+        TP the ranks wait on each other inside every layer, so where a collector counts those
+        waits as compute (Megatron's timers do; detector.steps' ``node_wide``) a slow GPU makes
+        its mates report its compute time too, and the rank whose run crosses first is no
+        likelier the slow one than its mates (blind7 G3: the aged GPU gh-03/1 at 1830 MHz
+        beside its TP2 partner gh-03/0 at 1950 MHz, both at the same compute_ms; gh-03/0's
+        rank crossed first and its GPU was escalated -- the healthy partner -- the node 10 s
+        later).  With no evidence on any of them the smallest unit known to hold the fault is
+        the node (a replica's GPUs are no scope of their own).  The cost: where the collector
+        keeps those waits out of compute (faultline's simulator), a lone slow TP rank is its
+        GPU's, and its page now says the node -- an escalation, whose diagnostic is the
+        node's (``dcgmi diag`` on it) either way, its evidence naming the rank's GPU."""
+        node = f.scope.node
+        if f.job is None or f.dp_rank is None or node is None or f.scope.gpu is None:
+            return []
+        gpus = {gpu for (job, _), (gpu, dp) in self._placement.on_node.get(node, {}).items()
+                if job == f.job and dp == f.dp_rank}
+        if len(gpus) < 2 or f.scope.gpu not in gpus:
+            return []
+        return sorted(gpus)[:16]
 
     def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
         """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
@@ -2467,6 +2571,31 @@ def _baseline(slow: Finding) -> float:
     anything else happened to it: a cause found later explains only the change beyond it.
     """
     return max(float(slow.evidence.get("baseline_ratio") or 1.0), 1.0)
+
+
+# A step this much slower than its peers is a spike (detector.steps' burst rule takes two in a
+# row for a slowdown): a lone one ending a slow run is no measure of the run's pace (_pace).
+_SPIKE_RATIO = 1.3
+
+
+def _pace(slow: Finding) -> float:
+    """A slow rank's pace against its peers: its latest step's ratio -- or, when that step is
+    a lone spike crossing a run of at least three steps, the run's geometric mean without it.
+
+    A one-step spike is the workload's (a garbage collection, an uneven batch: DESIGN's
+    workload effects page nobody), but it can be the step that carries a run's CUSUM over:
+    a power cap trimming a GPU's clock 2.6 % had its rank 3 % slow for nine steps, then one
+    step at 2.4x crossed, and the cap -- which explains 3 % -- was weighed against the
+    spike's 2.4x (sixteenth reporting corpus, pure_dp s1602: node-002 GPU 3 escalated 12 s
+    after GPU 1's DBE isolation, a benign cap and a benign spike, no fault of its own)."""
+    last = slow.evidence.get("compute_ratio_to_peers")
+    last = math.inf if last is None else float(last)
+    mean = float(slow.evidence.get("mean_ratio_over_run") or 0.0)
+    runs = int(slow.evidence.get("run_steps") or 0)
+    if not _SPIKE_RATIO <= last < math.inf or mean <= 0.0 or runs < 3:
+        return last
+    rest = (runs * math.log(mean) - math.log(last)) / (runs - 1)
+    return math.exp(rest) if rest < math.log(last) else last
 
 
 def _interval(f: Finding) -> float:

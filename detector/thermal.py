@@ -404,6 +404,8 @@ class GpuThermal:
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
             elif gpu in node.heat_gpus:
                 own = False  # evidence of its node's heat
+            elif heat and self._waits_for_siblings(s.gpu_temp_c, cfg, alone=False):
+                evidence["node_warm"] = True  # its mates may throttle with it (_hold_heat)
             elif not never_routine:
                 alike = node.cap_shared(gpu, self._heavy_onset, drop, s.ts, cfg.impact_onset_s,
                                         cfg.cap_clock_drop)
@@ -487,12 +489,15 @@ class GpuThermal:
         out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                            own, 0.0, {}, None, s.tenant, s.cluster))
 
-    def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds) -> bool:
+    def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds, alone: bool = True
+                            ) -> bool:
         """Whether a GPU throttling thermally, alone on its node, waits one more sample before
         its own verdict: its siblings are warm too (it is not ``hot_delta_c`` above the node's
-        median), so they may be a sample or so from throttling with it -- one cooling fault."""
+        median), so they may be a sample or so from throttling with it -- one cooling fault.
+        (``alone=False``: warm siblings, whether or not another throttles already -- the
+        verdict says so, and the correlator holds it for their samples of the same poll.)"""
         node = self._node
-        return (len(node.heating) < 2 and len(node.temps) >= 2
+        return ((len(node.heating) < 2 or not alone) and len(node.temps) >= 2
                 and self.scope.gpu not in node.heat_gpus
                 and temp_c is not None and temp_c < node.median_c + cfg.hot_delta_c)
 

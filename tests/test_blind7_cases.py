@@ -76,11 +76,11 @@ EXPECT: dict[str, tuple] = {
         "G2: every leaf2 port's xmit_wait x30-80 and 300-900 CNPs/s for 236 s while all 28 "
         "ranks of pretrain-t wait 1.41x longer in comm alike: faultline sends nothing; a human "
         "needs an escalation naming leaf2")),
-    "G3-tp-partner-named": (_no_false_positive, (
-        "G3: the aged GPU gh-03/1 runs 1830 MHz at 0x4 and 898 W beside its TP2 partner gh-03/0 "
-        "at 1950 MHz; both report the same compute_ms and faultline escalates gh-03/0 at 823 s "
-        "('no thermal or power throttling on the GPU'), the wrong one of the pair (the node "
-        "escalation 10 s later is right)")),
+    # (Was a strict xfail: "G3: the aged GPU gh-03/1 runs 1830 MHz at 0x4 and 898 W beside its
+    # TP2 partner gh-03/0 at 1950 MHz; both report the same compute_ms and faultline escalates
+    # gh-03/0 at 823 s ('no thermal or power throttling on the GPU'), the wrong one of the pair
+    # (the node escalation 10 s later is right)".  attrib17: a TP rank's page names its node.)
+    "G3-tp-partner-named": (_no_false_positive, None),
     # (Was a strict xfail: "G4: hgx-05 stops sending every record at 732 s (no XID) and
     # pt-a's 48 ranks stop with it; 131 s later the job re-forms on 4 other nodes: faultline
     # sends nothing about hgx-05" -- detector/liveness.py escalates the node, silent17.)
@@ -91,10 +91,11 @@ EXPECT: dict[str, tuple] = {
     # Room steps17, round 17: host_late escalated at the node once its run has lasted
     # host_node_page_s, 240 s (host_page_s, 600 s, for one rank alone).)
     "G5-loader-pressure": (_caught, None),
-    "G6-fanwall-two-pages": (_no_false_positive, (
-        "G6: a failed fan wall holds all 8 GPUs of hgx-02 at 87 C with 0x20: faultline pages "
-        "gpu 3 (slow_node/thermal) at 393.1 s and the node 0.8 s later -- two pages for one "
-        "fault, the GPU page catching nothing")),
+    # (Was a strict xfail: "G6: a failed fan wall holds all 8 GPUs of hgx-02 at 87 C with 0x20:
+    # faultline pages gpu 3 (slow_node/thermal) at 393.1 s and the node 0.8 s later -- two
+    # pages for one fault, the GPU page catching nothing".  attrib17: the GPU's verdict waits
+    # for its mates' samples and joins the node's page.)
+    "G6-fanwall-two-pages": (_no_false_positive, None),
 }
 
 

@@ -27,7 +27,7 @@ CASES = {
     "G3-tp-partner-named": ("gh200-shared", 1, 0, 900, dict(
         topics=["telemetry.step", "telemetry.thermal", "telemetry.nic", "telemetry.ecc"],
         topic_nodes={"telemetry.nic": ["gh-03"], "telemetry.ecc": ["gh-03"]},
-        labels=["aging"])),
+        labels=["aging", "halfrate"])),
     "G4-node-lost": ("h200-summer", 0, 600, 1000, dict(
         nodes=["hgx-01", "hgx-02", "hgx-04", "hgx-05", "hgx-06"], jobs=["pt-a"],
         labels=["node-lost"])),
