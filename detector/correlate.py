@@ -1301,21 +1301,9 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
-        # (a GPU already escalated keeps its page: its rank slow again is the same problem --
-        # blind3 k8s-mixed s4, an intermittent GPU's second run paged its node beside it)
-        coupled = self._replica_gpus(f) if scope == f.scope and not self._gpu_escalated(
-            f) else []
-        if coupled:
-            scope = Scope.of_node(f.scope.node)  # type: ignore[arg-type]
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
-        if coupled:
-            extra["replica_on_node"] = (
-                f"ranks of replica {f.dp_rank} of {f.job} run on GPUs {coupled} of "
-                f"{f.scope.node}: tensor-parallel ranks wait on each other, so any of them may "
-                "be the slow one -- the node is paged, not GPU "
-                f"{f.scope.gpu}")
         sent = len(out)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                         extra=extra)
@@ -1357,36 +1345,6 @@ class Correlator:
         if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
             return None
         return mine
-
-    def _gpu_escalated(self, f: Finding) -> bool:
-        """The slow rank's GPU is escalated slow and still firing."""
-        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", f.scope, f.cluster))
-        return p is not None and p.status == "firing"
-
-    def _replica_gpus(self, f: Finding) -> list[int]:
-        """The GPUs of ``f``'s node that run ranks of its replica (its job's layout), when
-        that is more than its own GPU: [] otherwise.
-
-        Ranks of one replica on one node are its tensor- (or pipeline-) parallel group.  With
-        TP the ranks wait on each other inside every layer, so where a collector counts those
-        waits as compute (Megatron's timers do; detector.steps' ``node_wide``) a slow GPU makes
-        its mates report its compute time too, and the rank whose run crosses first is no
-        likelier the slow one than its mates (blind7 G3: the aged GPU gh-03/1 at 1830 MHz
-        beside its TP2 partner gh-03/0 at 1950 MHz, both at the same compute_ms; gh-03/0's
-        rank crossed first and its GPU was escalated -- the healthy partner -- the node 10 s
-        later).  With no evidence on any of them the smallest unit known to hold the fault is
-        the node (a replica's GPUs are no scope of their own).  The cost: where the collector
-        keeps those waits out of compute (faultline's simulator), a lone slow TP rank is its
-        GPU's, and its page now says the node -- an escalation, whose diagnostic is the
-        node's (``dcgmi diag`` on it) either way, its evidence naming the rank's GPU."""
-        node = f.scope.node
-        if f.job is None or f.dp_rank is None or node is None or f.scope.gpu is None:
-            return []
-        gpus = {gpu for (job, _), (gpu, dp) in self._placement.on_node.get(node, {}).items()
-                if job == f.job and dp == f.dp_rank}
-        if len(gpus) < 2 or f.scope.gpu not in gpus:
-            return []
-        return sorted(gpus)[:16]
 
     def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
         """A rank late by its host path (detector.steps ``host_late``: its compute normal, its

@@ -39,6 +39,11 @@ def tp_job(slow: dict[int, float], *, tp: int, ranks: int = 32, steps: int = 80,
     return events
 
 
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "G3: the lead took attrib17's TP-node rule out (round 17): paging a lone slow TP rank's "
+    "node broke five pinned GPU-scope catches where the collector keeps TP waits out of "
+    "compute_ms (test_detect_seqlen, _dp4_seqlen, _imbalance_size, _gross_batch, test_clock15); "
+    "telling the two collector shapes apart is open"))
 def test_a_tp_pair_slow_apart_is_one_node_page_never_the_gpu_whose_rank_crossed_first():
     # Ranks 2 and 3 are one TP2 replica on GPUs 2-3 of node-000, both slow (their GPUs wait
     # on each other); rank 2's run crosses ~10 steps before rank 3's.  On main GPU 2 was

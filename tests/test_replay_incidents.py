@@ -34,11 +34,7 @@ EXPECTED = {
     "s7-f04-nvlink": ("isolation", "hardware", "nvlink", "gpu:node-001/4", 0.0, None),
     "s7-f05-nic": ("isolation", "network", "nic", "nic:node-009/mlx5_5:1", 3.0, None),
     "s7-f06-switch": ("isolation", "network", "switch", "switch:rail0-leaf1", 5.0, None),
-    # (its node since attrib17: rank 17 is one of its replica's 8 tensor-parallel ranks on
-    # node-002, and with TP inside a node the GPU whose rank crosses first is not known to be
-    # the slow one -- blind7 G3 named the healthy partner; the diagnostic is the node's either
-    # way)
-    "s7-f07-silent_slow": ("escalation", "slow_node", "unknown", "node:node-002", 6.5, 22617),
+    "s7-f07-silent_slow": ("escalation", "slow_node", "unknown", "gpu:node-002/1", 6.5, 22617),
     # (an escalation since sdc16: a checksum minority says where, not why)
     "s7-f08-sdc_checksum": ("escalation", "sdc", "gpu_hardware", "gpu:node-004/6", 0.6, 22106),
     "s7-f09-sdc_gradnorm": ("escalation", "sdc", "unknown", "gpu:node-008/4", 2.9, 21797),
