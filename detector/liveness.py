@@ -140,10 +140,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
             if progress - st[_AT] <= bound:
                 continue
             later = len(times) - bisect_right(times, last + bound)
-            # (at least half the nodes on the topic heard past it: a node gone dark, not a
-            # part of the fleet whose records stopped together -- a spine or the collection
-            # path; naming that part is open, and 16 node pages would be a storm)
-            if later >= 1 and 2 * later >= len(times):
+            if later >= 1:
                 st[_SILENT] = True
                 findings.append(_finding(mon, node, entry[0], what, st, clock, True, later))
     # Topics whose units were pruned (Monitors.prune_units): a silence there is over.
