@@ -115,8 +115,10 @@ _WANDER_MEAN_ALPHA = 0.01  # a rank's deviation from its peers, averaged over ~1
 _WANDER_READY_STEPS = 120  # and read after this many
 _WANDER_MIN_EFFECT = 0.07  # that mean this much over the ranks' median ...
 _WANDER_ALONE = 0.04       # ... and over every peer's on another node
-_WANDER_GROSS_NODES = 2    # warm-up gross steps on this many nodes: the workload's
-_WANDER_PLACE_STEPS = 100  # ... and slow ranks found on as many within this many steps
+_WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workload's
+_WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
+_WANDER_PLACE_STEPS = 100  # ... within this many steps: the workload's
+_WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 
 
 def _gamma_tail_quantile(k: int, alpha: float) -> float:
@@ -429,7 +431,8 @@ class JobMonitor:
         self._wander_n = 0                            # steps the sums above have taken
         self._wander_hot = 0                          # steps the index was high (not low since)
         self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
-        self._found_nodes: dict[str, int] = {}        # nodes found slow lately -> when (steps)
+        self._found_nodes: dict[str, tuple[int, int]] = {}  # nodes found slow lately ->
+        #                                               (when, in steps; the replica: -1 none)
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
         self._warm_sigma = [0.0, 0.0]                 # warm-up: its steps' noise summed, steps
         self._sus_on = False                          # the sums kept (the job's spread wide)
@@ -1125,20 +1128,22 @@ class JobMonitor:
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
-        one that visits node after node: found on ``_WANDER_GROSS_NODES`` nodes or more
-        within ``_WANDER_PLACE_STEPS`` steps.  A fault is on one unit; MoE routing caught
-        before its wandering is measurable (:meth:`_wander_update` needs ~2 of its memories,
-        ~40 steps) found 7 nodes in 15 s (blind8 H1)."""
+        one that visits unit after unit: found on ``_WANDER_NODES`` nodes or more, of more
+        than one replica, within ``_WANDER_PLACE_STEPS`` steps.  A fault is on one unit (a
+        GPU, a node; a TP group spanning nodes is one replica, tests/test_review_round13.py);
+        MoE routing caught before its wandering is measurable (:meth:`_wander_update` needs
+        ~100 steps) found the ranks holding one expert in two EP groups, two nodes, on one
+        step, and 7 nodes in 15 s (blind8 H1)."""
         found = self._found_nodes
         now = self._evaluated
         for f in out[mark:]:
             if f.signal == "slow_rank" and f.active and f.scope.node is not None:
                 found.pop(f.scope.node, None)
-                found[f.scope.node] = now
-        while found and (now - next(iter(found.values())) > _WANDER_PLACE_STEPS
-                         or len(found) > _WANDER_GROSS_NODES):
+                found[f.scope.node] = (now, -1 if f.dp_rank is None else f.dp_rank)
+        while found and (now - next(iter(found.values()))[0] > _WANDER_PLACE_STEPS
+                         or len(found) > _WANDER_NODES_KEPT):
             del found[next(iter(found))]
-        return len(found) >= _WANDER_GROSS_NODES
+        return len(found) >= _WANDER_NODES and len({dp for _, dp in found.values()}) > 1
 
     def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                           ts: np.ndarray, compute: np.ndarray, ok: np.ndarray | None,
@@ -1489,13 +1494,7 @@ class JobMonitor:
                          f">= {_WANDER_MIN_EFFECT:.0%} over the ranks' median and "
                          f">= {_WANDER_ALONE:.0%} over its peers' on other nodes"}))
         for s in falling.tolist():
-            self._wander_rep[s] = False
-            if self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]:
-                continue  # (slow by another rule too: it clears it)
-            rank = self._rank_of[s]
-            self._reported[s] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            self._rule_cleared(s, self._wander_rep, step, dp_of, decided_ts, out)
 
     def _hold_wandering(self, out: list[Finding], mark: int) -> None:
         """Take back the slow ranks the other rules found on this step of a wandering job
@@ -1961,13 +1960,7 @@ class JobMonitor:
                          f"count decaying over {cfg.slow_recur_half_life_steps:g} steps "
                          f">= {cfg.slow_recur_count:g}"}))
         for s in falling:
-            self._recurring[s] = False
-            if self._slow.alarmed[s] or self._wander_rep[s]:
-                continue  # (slow by the CUSUM or the wandering job's rule too: it clears it)
-            rank = self._rank_of[s]
-            self._reported[s] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            self._rule_cleared(s, self._recurring, step, dp_of, decided_ts, out)
 
     def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
                          med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -2071,13 +2064,21 @@ class JobMonitor:
                          f"{2.0 / _SUS_ALPHA - 1.0:.0f} steps, >= {_SUS_Z:g} standard errors "
                          f"of the job's step-to-step spread over the typical rank's"}))
         for s in falling.tolist():
-            self._sustained[s] = False
-            if self._slow.alarmed[s] or self._recurring[s] or self._wander_rep[s]:
-                continue  # (slow by another rule too: it clears it)
-            rank = self._rank_of[s]
-            self._reported[s] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            self._rule_cleared(s, self._sustained, step, dp_of, decided_ts, out)
+
+    def _rule_cleared(self, s: int, mine: np.ndarray, step: int, dp_of: dict[int, int | None],
+                      decided_ts: float, out: list[Finding]) -> None:
+        """Slot ``s``, reported slow by the rule whose flags are ``mine``, is no longer slow by
+        it: cleared, unless another rule (the CUSUM, the recurring, sustained or wandering
+        job's rule) still has it slow -- that one clears it."""
+        mine[s] = False
+        if (self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]
+                or self._wander_rep[s]):
+            return
+        rank = self._rank_of[s]
+        self._reported[s] = False
+        out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
+                                 decided_ts, decided_ts, False, 0.0, {"step": step}))
 
     def _sustained_alike(self, rising: np.ndarray, r: np.ndarray, near: np.ndarray,
                          over: np.ndarray, at: dict[int, int]) -> np.ndarray:
