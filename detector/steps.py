@@ -1801,8 +1801,10 @@ class JobMonitor:
         need = np.where(~has & (whole >= limit), cfg.gross_steps + 1, cfg.gross_steps)
         new = gross & (self._gross[r] >= need) & ~self._reported[r]
         if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
-            hw = self._hw
-            self._gross_nodes.update(hw[s][0] for s in r[gross].tolist() if hw[s] is not None)
+            hw, seen = self._hw, self._gross_nodes
+            for s in r[gross].tolist():  # (bounded: _WANDER_GROSS_NODES names at most)
+                if hw[s] is not None and len(seen) < _WANDER_GROSS_NODES:
+                    seen.add(hw[s][0])
         if not new.any():
             return
         if len(self._gross_nodes) >= _WANDER_GROSS_NODES or self._wandering:
