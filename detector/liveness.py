@@ -39,8 +39,9 @@ Two halves, one path for the service and the replay:
   gives them: the switch itself, or the collection path or power of its nodes): a node's
   source names the nodes whose records stopped within :data:`DARK_WITH_S` of its own
   (``dark_with``); its page waits until those of its part are silent too (at most
-  :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the smallest
-  switch over them, listing ``dark_nodes``.  It resolves once every node of it reports
+  :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the highest of
+  its switches with more than half of the nodes below it dark, listing ``dark_nodes`` (two
+  nodes dying together by chance stay two node pages; a node judged later joins it).  It resolves once every node of it reports
   again or left the fleet.  No topology: no part to name, a page a node.
 
 State: plain data.  Per source, one entry a node that has units there (dropped with
@@ -78,7 +79,7 @@ JUMP_CAP_S = 60.0
 # A job ran on a node to its end when it stepped within this (or two of the node's record
 # intervals) of the node's last record -- a job that ended before, on a node then drained or
 # taken out, did not.
-RUNNING_S = 60.0
+RUNNING_S = 120.0
 MAX_JOBS = 8             # jobs named in a finding's evidence
 TOPICS = ("ecc", "nic", "thermal")
 # A part of the fleet going dark (a switch, a rack's PDU): nodes whose records stopped this
@@ -336,31 +337,39 @@ def _parts(topo: Any, node: str) -> list[str]:
 
 
 def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
-    """Judge the node and the nodes of its part waiting with it: one page at the smallest
-    switch over them all (a node alone: at the node), if a job ran on one of them to the
-    end; none for nodes drained, replaced or taken out (nothing ran on them)."""
+    """Judge the node and the nodes of its part waiting with it: one page at the highest of
+    its switches (leaf, spine) with more than half of the nodes below it dark, listing them;
+    a page a node for the others -- each only if a job ran on it (or them) to the end."""
     silent = corr._silent
     topo = corr.topology
     mine = _parts(topo, node)
     group = [node] + sorted(
         n for n, t in silent.items() if n != node and _WAIT in t
         and t[_WAIT].cluster == f.cluster and set(_parts(topo, n)) & set(mine))
-    if len(group) > 1:
-        part = next((s for s in mine if all(s in _parts(topo, n) for n in group)), None)
-        if part is None:
-            group = [n for n in group if _parts(topo, n)[:1] == mine[:1]]
-            part = mine[0] if len(group) > 1 else None
-    else:
-        part = None
-    found: list[Finding] = []
     for n in group:
-        topics = silent[n]
-        topics[_JUDGED] = topics.pop(_WAIT)
-        found.extend(g for w, g in topics.items() if w in TOPICS)
+        silent[n][_JUDGED] = silent[n].pop(_WAIT)
+    rest = group
+    for sw in reversed(mine) if len(group) > 1 else ():
+        under = [n for n in group if sw in _parts(topo, n)]
+        if len(under) > 1 and 2 * len(under) > len(topo.nodes_below(sw)):
+            _page(corr, sw, under, f, out)
+            rest = [n for n in group if n not in under]
+            break
+    for n in rest:
+        _page(corr, None, [n], f, out)
+
+
+def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
+          out: list[Alert]) -> None:
+    """One escalation at ``part`` (a switch) over ``group``, or at the node ``group[0]``; a
+    node alone joins its part's page when one is firing."""
+    silent = corr._silent
+    node = group[0]
+    found = [g for n in group for w, g in silent[n].items() if w in TOPICS]
     if part is None:  # alone now: a part already paged as dark takes it in
-        for s in mine:
+        for sw in _parts(corr.topology, node):
             p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed",
-                                                 Scope.of_switch(s), f.cluster))
+                                                 Scope.of_switch(sw), f.cluster))
             if p is not None and p.status == "firing" and type(
                     dark := p.extra.get("dark_nodes")) is list:
                 if node not in dark:
@@ -381,18 +390,17 @@ def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
             p.extra["dark_nodes"] = dark + [n for n in group if n not in dark]
         return
     first = min(found, key=lambda g: g.onset_ts)
-    ts = max(g.ts for g in found if g.evidence.get("topic") in TOPICS)
     where = node if part is None else f"{len(group)} nodes under {part} ({', '.join(group)})"
     last = {n: {w: g.evidence.get("last_ts") for w, g in silent[n].items() if w in TOPICS}
             for n in group}
     extra: dict[str, Any] = {
         "last_record_ts": last[node] if part is None else last,
-        "silent_s": round(ts - first.onset_ts, 1),
+        "silent_s": round(f.ts - first.onset_ts, 1),
         "interval_s": {w: g.evidence.get("interval_s") for w, g in silent[node].items()
                        if w in TOPICS},
         "jobs_on_node": jobs[:MAX_JOBS],
         "ruled_out": ["the feed stopping or a broker hiccup (other nodes of its partition "
-                      f"reported past its silence: {f.evidence.get('nodes_heard_since')})",
+                      "reported past its silence)",
                       "a collector's lag on one topic (silent on every topic it used)",
                       "a job ending, or a node drained or replaced (jobs ran on it to the "
                       "end and did not move)"],
@@ -411,7 +419,7 @@ def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
     if part is not None:
         extra["dark_nodes"] = list(group)
     p = corr._raise(ESCALATION, "unattributed", "unknown", scope, first, out,
-                    detected_ts=ts, extra=extra, own=False)
+                    detected_ts=f.ts, extra=extra, own=False)
     for g in found:
         if g is not first:
             p.add(g, corr.cfg.evidence_items)

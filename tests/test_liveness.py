@@ -293,3 +293,13 @@ def test_one_node_dark_under_a_topology_is_still_the_node(tmp_path):
                                            nodes=TIER_NODES)), topology=TIERS)
     assert [(a.status, a.scope.key) for a in silent_pages(res.alerts)] == [
         ("firing", "node:node-005")]
+
+
+def test_two_nodes_dark_together_by_chance_are_two_node_pages(tmp_path):
+    """Two of leaf0's four nodes, or one node under each of two leaves, stop at once: no
+    switch took them (most of its nodes report): a page a node, no switch named."""
+    for dark in (("node-001", "node-002"), ("node-001", "node-005")):
+        res = replay_log(write(tmp_path, fleet(seconds=1000, dead={n: (400, 1e9) for n in dark},
+                                               nodes=TIER_NODES)), topology=TIERS)
+        assert sorted(a.scope.key for a in firing(silent_pages(res.alerts))) == [
+            f"node:{n}" for n in dark]
