@@ -22,7 +22,11 @@ Two halves, one path for the service and the replay:
   heard again) is a ``silent`` finding at node scope, routed to the node's cluster like
   every finding.  (A service partition holding only the node that died has no other
   node to see time pass: it never judges it, and nothing pages -- the conservative
-  side.)
+  side, kept in round 18: producers key every telemetry topic by node, so the node is
+  alone in that partition on every topic and no other topic's time is there to borrow;
+  the worker's idle-advance clock moves on a feed stop, a broker hiccup and a partition
+  leader's failover alike; and a partition whose records stop while the others go on is
+  just as much one stalled broker partition as one dead node.)
 - **where the cluster's findings meet** (:func:`on_silent`, from
   :meth:`Correlator.on_finding`): a node silent on *every* topic it was seen on
   (``seen``: a collector lag on one topic, a job ending -- steps only -- are not a node
@@ -41,8 +45,10 @@ Two halves, one path for the service and the replay:
   (``dark_with``); its page waits until those of its part are silent too (at most
   :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the highest of
   its switches with more than half of the nodes below it dark, listing ``dark_nodes`` (two
-  nodes dying together by chance stay two node pages; a node judged later joins it).  It resolves once every node of it reports
-  again or left the fleet.  No topology: no part to name, a page a node.
+  nodes dying together by chance stay two node pages; a node judged later joins it).  It
+  resolves once every node of it reports again or left the fleet.  No topology: no part to
+  name, a page a node.  (In the service each source names only its own nodes: a part
+  spread over partitions may be paged in pieces.)
 
 State: plain data.  Per source, one entry a node that has units there (dropped with
 them: :meth:`Monitors.prune_units`), at most :data:`MAX_NODES`; per correlator, one a node
@@ -92,8 +98,9 @@ MAX_DARK = 256           # nodes named in one finding's ``dark_with``
 # on every topic: under _WAIT while its part's other nodes are awaited, _JUDGED once judged.
 _WAIT, _JUDGED = "wait", "judged"
 
-# A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent,
-# the topic's progress at that record]}]; the topic's: [newest ts of any node, progress]
+# A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent (0;
+# 1 silent; 2 its ``confirm`` sent), the topic's progress at that record]}]; the topic's:
+# [newest ts of any node, progress]
 # (progress: how long the fleet was seen reporting, gaps of the feed capped at JUMP_CAP_S).
 _LAST, _GAP, _N, _SILENT, _AT = range(5)
 
@@ -247,8 +254,8 @@ def check_restored(mon: Monitors) -> bool:
         for what, st in entry[1].items():
             if what not in TOPICS or type(st) is not list or len(st) != 5 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
-                    and type(st[_N]) is int and st[_SILENT] in (0, 1, 2)
-                    and type(st[_SILENT]) is int
+                    and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
+                    and st[_SILENT] in (0, 1, 2)  # (a bool before round 18)
                     and type(st[_AT]) is float):
                 return False
     fleet = mon._fleet
