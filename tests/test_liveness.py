@@ -303,3 +303,16 @@ def test_two_nodes_dark_together_by_chance_are_two_node_pages(tmp_path):
                                                nodes=TIER_NODES)), topology=TIERS)
         assert sorted(a.scope.key for a in firing(silent_pages(res.alerts))) == [
             f"node:{n}" for n in dark]
+
+
+def test_a_part_gone_for_good_resolves_when_its_nodes_leave_the_fleet(tmp_path):
+    """leaf4's nodes never come back: the one page resolves when the last node's monitors go
+    (unit_idle_s), saying it left the fleet -- not firing for ever."""
+    down = {f"node-{n:03d}": (400.0, 1e9) for n in range(16, 20)}
+    res = replay_log(write(tmp_path, fleet(seconds=1500, dead=down, nodes=TIER_NODES)),
+                     topology=TIERS, thresholds=Thresholds(unit_idle_s=700.0))
+    pages = silent_pages(res.alerts)
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", "switch:leaf4"), ("resolved", "switch:leaf4")]
+    assert "left the fleet" in pages[1].evidence["resolved_because"]
+    assert pages[1].detected_ts >= T0 + 400 + 700
