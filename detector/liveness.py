@@ -39,12 +39,12 @@ Two halves, one path for the service and the replay:
   (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
   the time and the contract has no maintenance field, so a machine that dies idle is not
   told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
-- **a part of the fleet going dark** (a leaf, or a spine over its leaves, as the topology
-  gives them: the switch itself, or the collection path or power of its nodes): a node's
-  source names the nodes whose records stopped within :data:`DARK_WITH_S` of its own
-  (``dark_with``); its page waits until those of its part are silent too (at most
-  :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the highest of
-  its switches with more than half of the nodes below it dark, listing ``dark_nodes`` (two
+- **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
+  spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
+  the collection path of its nodes): a node's source names the nodes whose records
+  stopped within :data:`DARK_WITH_S` (1.5 intervals) of its own (``dark_with``); its page waits until those of its part are silent too (at most
+  :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the part holding
+  most of them with more than half of its nodes dark, listing ``dark_nodes`` (two
   nodes dying together by chance stay two node pages; a node judged later joins it).  It
   resolves once every node of it reports again or left the fleet.  No topology: no part to
   name, a page a node.  (In the service each source names only its own nodes: a part
@@ -184,7 +184,8 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 f = _finding(mon, node, entry[0], what, st, clock, True, later)
                 # the nodes of this source whose records stopped with it (judged within a scan
                 # or two): a part of the fleet going dark is one page (on_silent)
-                lo, hi = last - DARK_WITH_S, last + DARK_WITH_S
+                near = max(DARK_WITH_S, 1.5 * st[_GAP])
+                lo, hi = last - near, last + near
                 with_ = sorted(n for n, t in seen.items()
                                if lo <= t <= hi and n != node and fleet - t > bound / 2)
                 if with_:
@@ -335,18 +336,32 @@ def _with(corr: Correlator, node: str) -> list[str]:
     return sorted(out)
 
 
-def _parts(topo: Any, node: str) -> list[str]:
-    """The node's leaf and the switches above it."""
+def _parts(topo: Any, node: str) -> list[Scope]:
+    """The parts of the fleet the node is in, as the topology gives them: its NVLink domain
+    (a rack of trays), its leaf and the switches above that."""
     if topo is None:
         return []
+    domain = topo.domain_of(node)
     leaf = topo.switch_of(node)
-    return [] if leaf is None else [leaf, *topo.parent_of(leaf)]
+    out = [] if domain is None else [Scope.of_domain(domain)]
+    if leaf is not None:
+        out += [Scope.of_switch(s) for s in (leaf, *topo.parent_of(leaf))]
+    return out
+
+
+def _below(topo: Any, part: Scope) -> tuple[str, ...]:
+    """The nodes in a part."""
+    if part.level == "domain":
+        return topo.nodes_in_domain(part.domain)
+    return topo.nodes_below(part.switch)
 
 
 def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
-    """Judge the node and the nodes of its part waiting with it: one page at the highest of
-    its switches (leaf, spine) with more than half of the nodes below it dark, listing them;
-    a page a node for the others -- each only if a job ran on it (or them) to the end."""
+    """Judge the node and the nodes of its part waiting with it: one page at the part (its
+    NVLink domain, its leaf, a spine above) holding most of them -- with those its sources
+    saw stop with them -- and more than half of its nodes dark (a domain before a switch over
+    the same nodes, a leaf before a spine), listing them; a page a node for the others; each
+    only if a job ran on it (or them) to the end."""
     silent = corr._silent
     topo = corr.topology
     mine = _parts(topo, node)
@@ -356,27 +371,36 @@ def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
     for n in group:
         silent[n][_JUDGED] = silent[n].pop(_WAIT)
     rest = group
-    for sw in reversed(mine) if len(group) > 1 else ():
-        under = [n for n in group if sw in _parts(topo, n)]
-        if len(under) > 1 and 2 * len(under) > len(topo.nodes_below(sw)):
-            _page(corr, sw, under, f, out)
-            rest = [n for n in group if n not in under]
-            break
+    # with the nodes its sources saw stop with them, still to be judged (a wait cut short)
+    dark = set(group).union(*(_with(corr, n) for n in group))
+    best: tuple[int, int, int] | None = None
+    for k, part in enumerate(mine if len(dark) > 1 else ()):
+        under = [n for n in dark if part in _parts(topo, n)]
+        below = len(_below(topo, part))
+        # the part that holds most of them, a rack (a domain) before a switch over the same
+        # nodes, the smaller of two switches
+        if len(under) > 1 and 2 * len(under) > below and (
+                best is None or (len(under), -k) > best[:2]):
+            best = (len(under), -k, k)
+    if best is not None:
+        part = mine[best[2]]
+        under = [n for n in group if part in _parts(topo, n)]
+        _page(corr, part, under, f, out)
+        rest = [n for n in group if n not in under]
     for n in rest:
         _page(corr, None, [n], f, out)
 
 
-def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
+def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
           out: list[Alert]) -> None:
-    """One escalation at ``part`` (a switch) over ``group``, or at the node ``group[0]``; a
-    node alone joins its part's page when one is firing."""
+    """One escalation at ``part`` (a switch, a domain) over ``group``, or at the node
+    ``group[0]``; a node alone joins its part's page when one is firing."""
     silent = corr._silent
     node = group[0]
     found = [g for n in group for w, g in silent[n].items() if w in TOPICS]
     if part is None:  # alone now: a part already paged as dark takes it in
         for sw in _parts(corr.topology, node):
-            p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed",
-                                                 Scope.of_switch(sw), f.cluster))
+            p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", sw, f.cluster))
             if p is not None and p.status == "firing" and type(
                     dark := p.extra.get("dark_nodes")) is list:
                 if node not in dark:
@@ -388,7 +412,8 @@ def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
                                                           if w in TOPICS])]
     if not jobs:
         return  # nothing ran on it to the end: drained, replaced, taken out -- or idle
-    scope = Scope.of_switch(part) if part is not None else Scope.of_node(node)
+    scope = part if part is not None else Scope.of_node(node)
+    name = None if part is None else part.switch or part.domain
     key = corr.dedup_key(ESCALATION, "unattributed", scope, f.cluster)
     p = corr.problems.get(key)
     if p is not None and p.status == "firing":
@@ -397,7 +422,7 @@ def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
             p.extra["dark_nodes"] = dark + [n for n in group if n not in dark]
         return
     first = min(found, key=lambda g: g.onset_ts)
-    where = node if part is None else f"{len(group)} nodes under {part} ({', '.join(group)})"
+    where = node if part is None else f"{len(group)} nodes of {name} ({', '.join(group)})"
     last = {n: {w: g.evidence.get("last_ts") for w, g in silent[n].items() if w in TOPICS}
             for n in group}
     extra: dict[str, Any] = {
@@ -420,8 +445,9 @@ def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
             f"check {node}'s BMC (ipmitool chassis status; ipmitool sel list), its serial "
             "console (kernel panic?) and its PSU / PDU; once it answers, dmesg and "
             "`dcgmi diag -r 3`" if part is None else
-            f"check {part} (its ports and uplinks, its management interface) and the rack "
-            f"power of its nodes; then one node's BMC ({node}: ipmitool chassis status)"),
+            f"check {name}'s power (its PDU / power shelves) and, for a switch, its ports, "
+            f"uplinks and management interface; then one node's BMC ({node}: ipmitool "
+            "chassis status)"),
     }
     if part is not None:
         extra["dark_nodes"] = list(group)
@@ -435,7 +461,7 @@ def _page(corr: Correlator, part: str | None, group: list[str], f: Finding,
 def _page_of(corr: Correlator, node: str, cluster: str | None) -> Any:
     """The firing silent page naming ``node``: its own, or its part's."""
     for s in [None, *_parts(corr.topology, node)]:
-        scope = Scope.of_node(node) if s is None else Scope.of_switch(s)
+        scope = Scope.of_node(node) if s is None else s
         p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", scope, cluster))
         if p is not None and p.status == "firing" and (
                 s is None or node in (p.extra.get("dark_nodes") or ())):
