@@ -82,8 +82,12 @@ _FASTER = 0.5
 # A GPU's NVLink verdict waits this long for its node's mates (Correlator._hold_board): under
 # DESIGN's 1 s for a hardware event, so one GPU's XID 74 is still paged within it.
 BOARD_WINDOW_S = 0.9
-# ... and this many GPUs of one node with NVLink trouble at once are its baseboard's fault.
-BOARD_MIN_GPUS = 3
+# ... and this many GPUs of one node with NVLink trouble at once are its baseboard's fault: on
+# an NVSwitch board (HGX, DGX) two GPUs share no link of their own, only the switch chips every
+# GPU links through.  (Two, not three: the records of a board's XIDs arrive 30-600 ms late,
+# so by the window's end often only two are in -- blind8 tune s1 and held s7, 2 GPU pages
+# each before the node's at 1.35 / 1.85 s with three.)
+BOARD_MIN_GPUS = 2
 # An XID 74 this recent counts as trouble now (a board's come within ~2 s; DESIGN's disorder 5 s).
 BOARD_SPREAD_S = 5.0
 # The most NVLink verdicts held for one node (any board has 8-16 GPUs, two signals a GPU).
@@ -2541,8 +2545,10 @@ class Correlator:
     # isolations, the node the unit to drain).  With no NVLink domain in the topology (an
     # NVL72 rack's trays: _group_of), a GPU's NVLink verdict waits BOARD_WINDOW_S for its
     # mates: BOARD_MIN_GPUS or more of the node with NVLink trouble are one node isolation,
-    # fewer are each GPU's own (two GPUs are their link: both its ends, no coarser -- a
-    # bridged pair (H100 NVL) shares nothing else, and DESIGN has no link scope).
+    # one GPU is its own.  Two GPUs are the node too: on an NVSwitch board they have no link
+    # between them but through the baseboard's switches (a PCIe pair on an NVLink bridge,
+    # H100 NVL, would be their bridge -- DESIGN has no link scope, and no topology here
+    # names one).
 
     def _hold_board(self, f: Finding, out: list[Alert]) -> bool:
         """Hold a GPU's NVLink verdict while its node's mates may show the same trouble, or
@@ -2628,14 +2634,16 @@ class Correlator:
             self._schedule_resolve(q, due)
 
     def _board_troubled(self, node: str, now: float) -> set[int]:
-        """GPUs of ``node`` with NVLink trouble now: a rate raised, or an XID 74 within
-        BOARD_SPREAD_S."""
+        """GPUs of ``node`` with NVLink trouble now: an XID 74 within BOARD_SPREAD_S, or an
+        error rate raised within ``nvlink_half_life_s`` (a poll or two: a GPU's link erring
+        for an hour is its own, not half of a board failing now with another GPU's XID)."""
         gpus: set[int] = set()
         for unit in self._units_of_node.get(node, ()):
             for g in self._device.get(unit, {}).values():
                 if (g.cause == "nvlink" and g.kind == "hardware" and g.verdict and g.active
                         and g.scope.gpu is not None and g.signal != "repeat_xid"
-                        and (g.signal != "xid" or now - g.ts <= BOARD_SPREAD_S)):
+                        and now - g.ts <= (BOARD_SPREAD_S if g.signal == "xid"
+                                           else self.cfg.nvlink_half_life_s)):
                     gpus.add(g.scope.gpu)
                     break
         return gpus

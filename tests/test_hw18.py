@@ -50,23 +50,28 @@ def test_one_gpus_xid_74_is_its_gpu_within_a_second() -> None:
     assert alerts[0].detection_latency_s <= 1.0
 
 
-def test_two_gpus_are_their_link_paged_at_each_end() -> None:
+def test_two_gpus_at_once_are_their_baseboard_but_not_two_gpus_apart() -> None:
+    # On an NVSwitch board two GPUs have no link between them but through its switches.
     alerts = feed(Engine(), baseline() + xids({2: 0.0, 6: 0.3}) + tail(T0 + 20))
-    assert sorted(firing(alerts)) == [(ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/2"),
-                                      (ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/6")]
+    assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", f"node:{NODE}")]
+    # ... but a GPU's NVLink fault a minute after another's is its own.
+    alerts = feed(Engine(), baseline() + xids({2: 0.0, 6: 60.0}) + tail(T0 + 80))
+    assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/2"),
+                              (ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/6")]
 
 
 def test_mates_joining_after_the_window_upgrade_the_pages_to_the_node() -> None:
-    # Two GPUs in the first window are paged alone; four more 1.5 s later are the board: the
-    # node fires and the two GPU pages resolve into it (one incident open).
-    alerts = feed(Engine(), baseline() + xids({0: 0.0, 1: 0.2, 2: 1.5, 3: 1.6, 4: 1.7, 5: 1.8})
+    # One GPU in the first window is paged alone; four more 1.5 s later are the board: the
+    # node fires and the GPU page resolves into it (one incident open).
+    alerts = feed(Engine(), baseline() + xids({0: 0.0, 2: 1.5, 3: 1.6, 4: 1.7, 5: 1.8})
                   + tail(T0 + 20) + tail(T0 + 80))
     fired = firing(alerts)
-    assert (ISOLATION, "hardware", "nvlink", f"node:{NODE}") in fired
+    assert fired == [(ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/0"),
+                     (ISOLATION, "hardware", "nvlink", f"node:{NODE}")]
     resolved = {a.scope.key for a in alerts if a.status == "resolved"}
-    assert resolved == {f"gpu:{NODE}/0", f"gpu:{NODE}/1"}
+    assert resolved == {f"gpu:{NODE}/0"}
     node = [a for a in alerts if a.scope.key == f"node:{NODE}"][0]
-    assert node.evidence["gpus"] == [0, 1, 2, 3, 4, 5]
+    assert node.evidence["gpus"] == [0, 2, 3, 4, 5]
 
 
 def test_the_node_page_resolves_once_its_gpus_are_reset() -> None:
@@ -88,3 +93,14 @@ def test_a_held_window_survives_a_snapshot() -> None:
     eng2 = Engine.restore(eng.snapshot())
     alerts = feed(eng2, xids({3: 0.3}) + tail(T0 + 20))
     assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", f"node:{NODE}")]
+
+
+def test_a_link_erring_for_long_is_its_gpus_own_beside_another_gpus_xid() -> None:
+    # GPU 1's NVLink error rate raised long ago (its GPU page) does not make GPU 6's XID 74
+    # ten minutes later a board fault.
+    events = baseline() + [ecc(T0 + 10.0 + 30 * i, NODE, 1, sbe=3, nvlink=(400 * i, 120 * i, 0))
+                           for i in range(1, 25)]
+    events = sorted(events + xids({6: 600.0}), key=lambda e: e.ts) + tail(T0 + 800)
+    assert firing(feed(Engine(), events)) == [
+        (ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/1"),
+        (ISOLATION, "hardware", "nvlink", f"gpu:{NODE}/6")]
