@@ -2003,6 +2003,11 @@ class Correlator:
             # since (blind2 F5: 32 GPU NVLink isolations 5.6 s before domain:nvl2).
             self._timer(later, what, name)
             return
+        spread = self._spreading(name, [f for _, f in waiting], due) if (
+            later is None and what == "switch") else None
+        if spread is not None:
+            self._timer(spread, what, name)
+            return
         self._group_open.discard((what, name))
         for k, _ in waiting:
             del self._group_wait[k]
@@ -2026,6 +2031,30 @@ class Correlator:
                              first, heard, troubled, waiting, due, out)
             return
         self._decide_units(waiting, due, out)
+
+    def _spreading(self, name: str, waiting: list[Finding], due: float) -> float | None:
+        """When switch ``name``'s window, closing at ``due`` on too few nodes to call it
+        failing, should wait on: its trouble is still reaching new nodes -- a second node's
+        began within the last window -- so it waits one window past the newest node's first
+        onset, at most _GROUP_WINDOW_S after the first onset.  None: decide now.
+
+        A leaf down shows on every node within one sample, but a leaf's cable bundle
+        reseated takes its ports down one after another over 40 s (blind8 H4: 3 of a rail
+        leaf's 8 nodes in trouble when its 13.5 s window closed, 3 NIC isolations at 591.9 s
+        and the switch 14 s later).  Trouble on one node alone never waits longer: a lone
+        NIC fault's port down and then erring is one node.
+        """
+        first: dict[str, Finding] = {}
+        for f in waiting:
+            node = f.scope.node
+            if node is not None and (node not in first or f.onset_ts < first[node].onset_ts):
+                first[node] = f
+        if len(first) < self.cfg.switch_min_nodes:
+            return None
+        newest = max(first.values(), key=lambda g: g.onset_ts)
+        cap = min(g.onset_ts for g in first.values()) + _GROUP_WINDOW_S
+        until = min(newest.onset_ts + self._window("switch", newest), cap)
+        return until if until > due else None
 
     def _raise_part(self, topic: str, kind: str, cause: str, scope: Scope, first: Finding,
                     heard: set[str], troubled: set[str], held: list[tuple[str, Finding]],
