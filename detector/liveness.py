@@ -42,10 +42,11 @@ Two halves, one path for the service and the replay:
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
-  stopped within :data:`DARK_WITH_S` (1.5 intervals) of its own (``dark_with``); its page waits until those of its part are silent too (at most
-  :data:`CONFIRM_S`: a ``confirm`` finding) and is then one escalation at the part holding
-  most of them with more than half of its nodes dark, listing ``dark_nodes`` (two
-  nodes dying together by chance stay two node pages; a node judged later joins it).  It
+  stopped within :data:`DARK_WITH_S` (1.5 intervals) of its own (``dark_with``); its page
+  waits until those of its part are silent too (at most :data:`CONFIRM_S`: a ``confirm``
+  finding) and is then one escalation at the part holding most of them with more than half
+  of its nodes dark, listing ``dark_nodes`` (two nodes dying together by chance stay two
+  node pages; a node judged later joins it).  It
   resolves once every node of it reports again or left the fleet.  No topology: no part to
   name, a page a node.  (In the service each source names only its own nodes: a part
   spread over partitions may be paged in pieces.)
