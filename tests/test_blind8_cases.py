@@ -82,10 +82,10 @@ EXPECT: dict[str, tuple] = {
         "under it (tests/test_moe18.py); the GPU itself, cold by routing before it slowed "
         "(its 100-step mean -0.07), is found 140-440 s after its onset in the full logs, "
         "after this cut ends (268 s)")),
-    "H3-nvswitch-eight-gpu-pages": (_caught, (
-        "H3: an HGX NVSwitch fault: XID 74 on all 8 GPUs of hgx-01 within 1.0 s and NVLink CRC "
-        "20-60/s on every one: faultline isolates 8 GPUs (reset_gpu) and never names the node "
-        "-- a miss and 8 false positives")),
+    # (Was a strict xfail: "H3: an HGX NVSwitch fault: XID 74 on all 8 GPUs of hgx-01 within
+    # 1.0 s and NVLink CRC 20-60/s on every one: faultline isolates 8 GPUs (reset_gpu) and never
+    # names the node -- a miss and 8 false positives"; hw18: one node isolation at 0.9 s.)
+    "H3-nvswitch-eight-gpu-pages": (_caught, None),
     # (Was a strict xfail: "H4: a reseated rail leaf's 8 ports retrain at 200 Gb/s: faultline
     # isolates 3 of them as network/nic at 591.9 s, 14 s before it names rail1-leaf0 at
     # 605.9 s; the NIC pages stay open beside the switch page (3 false positives)".  net18:
