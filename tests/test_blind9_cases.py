@@ -65,18 +65,21 @@ def _right(sc) -> bool:
 # name -> (what a right answer looks like, the strict-xfail reason or None). Built by
 # `python -m bench.blind9.make_cases` from the seed logs named there; measured on main ead8264.
 EXPECT: dict[str, tuple] = {
-    "G1-pdu-trip-node-pages": (_right, (
-        "G1: ops-hgx-s0's rack r2 PDU trips at 913.3 s: h100-05..08 and their leaf-r2 go dark "
-        "together; faultline escalates 4 separate silent nodes at 1146.8-1157.1 s and never "
-        "names leaf-r2 -- a miss and 4 false positives (8/8 pdu-trips missed, 4 node pages each)")),
-    "G2-nvl72-rack-dark-node-pages": (_right, (
-        "G2: nvl72-s0's rack 3 (NVLink domain nvl72-r3, 18 trays) loses power at 868.4 s: "
-        "faultline escalates the 18 trays one by one at 1112.6-1123.0 s and never names the "
-        "domain -- a miss and 18 false positives (8/8 rack-power missed)")),
-    "G3-drained-idle-node-paged": (_no_false_positive, (
-        "G3: ops-hgx-s0's a100-08 runs no job the whole log (drained) and its collectors stop "
-        "at 574 s; faultline escalates it as a silent node at 913.1 s -- an operator's drain "
-        "paged (a100-08 8/8 logs, nvl-r2-c18 8/8, h100-15 2/8 before its return)")),
+    # (Was a strict xfail: "G1: ops-hgx-s0's rack r2 PDU trips at 913.3 s: h100-05..08 and
+    # their leaf-r2 go dark together; faultline escalates 4 separate silent nodes at
+    # 1146.8-1157.1 s and never names leaf-r2 -- a miss and 4 false positives (8/8 pdu-trips
+    # missed, 4 node pages each)".  silent18: a part of the fleet going dark is one page.)
+    "G1-pdu-trip-node-pages": (_right, None),
+    # (Was a strict xfail: "G2: nvl72-s0's rack 3 (NVLink domain nvl72-r3, 18 trays) loses
+    # power at 868.4 s: faultline escalates the 18 trays one by one at 1112.6-1123.0 s and
+    # never names the domain -- a miss and 18 false positives (8/8 rack-power missed)".
+    # silent18: one page at the domain.)
+    "G2-nvl72-rack-dark-node-pages": (_right, None),
+    # (Was a strict xfail: "G3: ops-hgx-s0's a100-08 runs no job the whole log (drained) and
+    # its collectors stop at 574 s; faultline escalates it as a silent node at 913.1 s -- an
+    # operator's drain paged (a100-08 8/8 logs, nvl-r2-c18 8/8, h100-15 2/8 before its
+    # return)".  silent18: no job ran on it to the end, no page.)
+    "G3-drained-idle-node-paged": (_no_false_positive, None),
 }
 
 
@@ -95,7 +98,8 @@ def test_every_case_has_an_expectation_and_replays():
     assert names == set(EXPECT)
     for name in sorted(names):
         sc = _replay(name)
-        assert sc["faults"] or sc["problems"], name
+        # (a case pinning a false page has nothing left to score once it is mended: silent18)
+        assert sc["faults"] or sc["problems"] or EXPECT[name][0] is _no_false_positive, name
 
 
 @pytest.mark.parametrize("name", [
