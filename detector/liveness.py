@@ -320,6 +320,13 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if not any(_WAIT not in silent.get(n, {}) and _JUDGED not in silent.get(n, {})
                for n in _with(corr, node)):
         _flush(corr, node, f, out)  # nobody of its part is still to come
+        return
+    # most of its part is silent already: page it now, the others join as they are judged
+    part = _choose(corr, node, _waiting(corr, node, f))
+    if part is not None and 2 * sum(
+            1 for n, t in silent.items() if (_WAIT in t or _JUDGED in t)
+            and part in _parts(corr.topology, n)) > len(_below(corr.topology, part)):
+        _flush(corr, node, f, out)
 
 
 def _with(corr: Correlator, node: str) -> list[str]:
@@ -365,31 +372,41 @@ def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
     only if a job ran on it (or them) to the end."""
     silent = corr._silent
     topo = corr.topology
-    mine = _parts(topo, node)
-    group = [node] + sorted(
-        n for n, t in silent.items() if n != node and _WAIT in t
-        and t[_WAIT].cluster == f.cluster and set(_parts(topo, n)) & set(mine))
+    group = _waiting(corr, node, f)
+    part = _choose(corr, node, group)
     for n in group:
         silent[n][_JUDGED] = silent[n].pop(_WAIT)
     rest = group
-    # with the nodes its sources saw stop with them, still to be judged (a wait cut short)
-    dark = set(group).union(*(_with(corr, n) for n in group))
-    best: tuple[int, int, int] | None = None
-    for k, part in enumerate(mine if len(dark) > 1 else ()):
-        under = [n for n in dark if part in _parts(topo, n)]
-        below = len(_below(topo, part))
-        # the part that holds most of them, a rack (a domain) before a switch over the same
-        # nodes, the smaller of two switches
-        if len(under) > 1 and 2 * len(under) > below and (
-                best is None or (len(under), -k) > best[:2]):
-            best = (len(under), -k, k)
-    if best is not None:
-        part = mine[best[2]]
+    if part is not None:
         under = [n for n in group if part in _parts(topo, n)]
         _page(corr, part, under, f, out)
         rest = [n for n in group if n not in under]
     for n in rest:
         _page(corr, None, [n], f, out)
+
+
+def _waiting(corr: Correlator, node: str, f: Finding) -> list[str]:
+    """The node and the nodes of its parts waiting to be judged."""
+    mine = set(_parts(corr.topology, node))
+    return [node] + sorted(
+        n for n, t in corr._silent.items() if n != node and _WAIT in t
+        and t[_WAIT].cluster == f.cluster and set(_parts(corr.topology, n)) & mine)
+
+
+def _choose(corr: Correlator, node: str, group: list[str]) -> Scope | None:
+    """The part of ``node`` holding most of ``group`` and the nodes its sources saw stop
+    with them (a wait cut short), with more than half of its nodes among those: a rack (a
+    domain) before a switch over the same nodes, the smaller of two switches; None."""
+    topo = corr.topology
+    mine = _parts(topo, node)
+    dark = set(group).union(*(_with(corr, n) for n in group))
+    best: tuple[int, int] | None = None
+    for k, part in enumerate(mine if len(dark) > 1 else ()):
+        under = sum(1 for n in dark if part in _parts(topo, n))
+        if under > 1 and 2 * under > len(_below(topo, part)) and (
+                best is None or (under, -k) > best):
+            best = (under, -k)
+    return None if best is None else mine[-best[1]]
 
 
 def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,

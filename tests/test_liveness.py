@@ -273,7 +273,7 @@ def test_a_part_of_the_fleet_going_dark_under_a_job_is_one_page_naming_it(tmp_pa
     """Every node under a switch stops at 400 s (the switch, or its rack's power: telemetry
     over the fabric goes with it) with the job running on them; back at 1100 s.  One
     escalation at the switch listing the nodes (not one a node: 16 on main), resolved when
-    they are all back."""
+    they are all back -- not before (the nodes back one by one leave it firing)."""
     down = {f"node-{n:03d}": (400.0, 1100.0) for n in dark}
     res = replay_log(write(tmp_path, fleet(seconds=1400, dead=down, nodes=TIER_NODES)),
                      topology=TIERS)
@@ -281,7 +281,9 @@ def test_a_part_of_the_fleet_going_dark_under_a_job_is_one_page_naming_it(tmp_pa
     assert [(a.status, a.scope.key) for a in pages] == [
         ("firing", f"switch:{part}"), ("resolved", f"switch:{part}")]
     a = pages[0]
-    assert sorted(a.evidence["dark_nodes"]) == sorted(down) and a.cause == "unknown"
+    # paged once most of the part is judged silent (the others join the same page)
+    assert set(a.evidence["dark_nodes"]) <= set(down) and a.cause == "unknown"
+    assert 2 * len(a.evidence["dark_nodes"]) > len(down)
     assert a.detected_ts - a.onset_ts <= liveness.SILENT_MIN_S + liveness.CONFIRM_S + 30
     assert part in a.evidence["next_diagnostic"]
     assert pages[1].detected_ts >= T0 + 1100
