@@ -318,3 +318,27 @@ def test_a_part_gone_for_good_resolves_when_its_nodes_leave_the_fleet(tmp_path):
         ("firing", "switch:leaf4"), ("resolved", "switch:leaf4")]
     assert "left the fleet" in pages[1].evidence["resolved_because"]
     assert pages[1].detected_ts >= T0 + 400 + 700
+
+
+def test_a_node_dead_under_a_job_re_formed_on_the_others_before_the_page_is_paged(tmp_path):
+    """node-003 dies at 400 s; its job stalls and re-forms 120 s later on the 7 others from a
+    checkpoint, its ranks renumbered -- node-003's two ranks now run elsewhere (torchrun's
+    rendezvous order; blind9's PDU trip, ops-hgx-s7), before the 240 s judgment.  Still the
+    node's page: the jobs were noted once it was quiet 30 s (the churning fleet's node,
+    replaced under a running job, has its ranks moved at once: no page)."""
+    recs = fleet(seconds=1100, dead={"node-003": (400, 1e9)}, job=False)
+    alive = [n for n in NODES if n != "node-003"]
+    for s in range(550):
+        t = T0 + 2.0 * s + 1.0
+        if T0 + 400 <= t < T0 + 520:
+            continue  # the job hangs in NCCL, then restarts
+        where = NODES if t < T0 + 400 else alive
+        step = s if t < T0 + 400 else s - 160  # back to the checkpoint
+        for k, node in enumerate(where):
+            for gpu in range(2):
+                recs.append({"topic": "telemetry.step", "value": {
+                    "ts": t, "job": "job-1", "step": step, "rank": 2 * k + gpu, "node": node,
+                    "gpu": gpu, "step_ms": 2000.0, "compute_ms": 1500.0, "comm_ms": 480.0}})
+    recs.sort(key=lambda r: r["value"]["ts"])
+    pages = silent_pages(replay_log(write(tmp_path, recs)).alerts)
+    assert [(a.status, a.scope.key) for a in pages] == [("firing", "node:node-003")]
