@@ -80,6 +80,20 @@ _MAX_TOLD_PORTS = 1024
 _FASTER = 0.5
 
 
+# A GPU's NVLink verdict waits this long for its node's mates (Correlator._hold_board): under
+# DESIGN's 1 s for a hardware event, so one GPU's XID 74 is still paged within it.
+BOARD_WINDOW_S = 0.9
+# ... and this many GPUs of one node with NVLink trouble at once are its baseboard's fault: on
+# an NVSwitch board (HGX, DGX) two GPUs share no link of their own, only the switch chips every
+# GPU links through.  (Two, not three: the records of a board's XIDs arrive 30-600 ms late,
+# so by the window's end often only two are in -- blind8 tune s1 and held s7, 2 GPU pages
+# each before the node's at 1.35 / 1.85 s with three.)
+BOARD_MIN_GPUS = 2
+# An XID 74 this recent counts as trouble now (a board's come within ~2 s; DESIGN's disorder 5 s).
+BOARD_SPREAD_S = 5.0
+# The most NVLink verdicts held for one node (any board has 8-16 GPUs, two signals a GPU).
+_BOARD_HELD_MAX = 64
+
 class Problem:
     """One problem: what fired, on which unit, backed by which active findings."""
 
@@ -152,6 +166,8 @@ class Correlator:
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._heat_wait: dict[str, Finding] = {}  # gpu -> its thermal verdict, held (_hold_heat)
+        # node -> finding key -> NVLink verdict held while its mates may join (_hold_board)
+        self._board_wait: dict[str, dict[str, Finding]] = {}
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
         # GPU showed within flap_window_s of its run is never "ruled out" (_ruled_out)
         self._throttled: dict[str, tuple[Finding, float]] = {}
@@ -229,6 +245,8 @@ class Correlator:
                 self._why_due(key, due, out)
             elif what == "heat":
                 self._heat_due(key, due, out)
+            elif what == "board":
+                self._board_due(key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -406,7 +424,7 @@ class Correlator:
         # never be seen reset, so the problem resolves instead of firing for ever.
         for p in self.problems.values():
             if (p.status == "firing" and p.latched and p.kind == "hardware"
-                    and p.scope.level == "gpu" and p.scope.node is not None
+                    and p.scope.level in ("gpu", "node") and p.scope.node is not None
                     and not self.seen(p.scope.node, "ecc")):
                 p.latched = False
                 for fkey in p.active:
@@ -519,7 +537,7 @@ class Correlator:
     def _why_due(self, key: str, due: float, out: list[Alert]) -> None:
         """The wait for a cause is over: raise the recovery action alone, or join its cause."""
         f = self._why_wait.pop(key, None)
-        if f is None:
+        if f is None or self._join_board(f):
             return
         p = self._raise(ISOLATION, f.kind, f.cause, f.scope, f, out, latched=True,
                         detected_ts=due)
@@ -542,6 +560,7 @@ class Correlator:
                 p.active = {k for k in p.active if not k.endswith("@" + unit)}
                 if not p.active:
                     self._schedule_resolve(p, f.ts)
+        self._board_reset(f)
 
     def _timer(self, due: float, what: str, key: str) -> None:
         self._seq += 1
@@ -735,6 +754,8 @@ class Correlator:
                        ) -> None:
         """Page a monitor's verdict on its own unit: an isolation, or an escalation when its
         cause is unknown or the monitor says a human must look."""
+        if detected_ts is None and self._hold_board(f, out):
+            return
         topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
         # (a detector that knows the next diagnostic better than the playbook names it)
         extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
@@ -1988,6 +2009,11 @@ class Correlator:
             # since (blind2 F5: 32 GPU NVLink isolations 5.6 s before domain:nvl2).
             self._timer(later, what, name)
             return
+        spread = self._spreading(name, [f for _, f in waiting], due) if (
+            later is None and what == "switch") else None
+        if spread is not None:
+            self._timer(spread, what, name)
+            return
         self._group_open.discard((what, name))
         for k, _ in waiting:
             del self._group_wait[k]
@@ -2011,6 +2037,30 @@ class Correlator:
                              first, heard, troubled, waiting, due, out)
             return
         self._decide_units(waiting, due, out)
+
+    def _spreading(self, name: str, waiting: list[Finding], due: float) -> float | None:
+        """When switch ``name``'s window, closing at ``due`` on too few nodes to call it
+        failing, should wait on: its trouble is still reaching new nodes -- a second node's
+        began within the last window -- so it waits one window past the newest node's first
+        onset, at most _GROUP_WINDOW_S after the first onset.  None: decide now.
+
+        A leaf down shows on every node within one sample, but a leaf's cable bundle
+        reseated takes its ports down one after another over 40 s (blind8 H4: 3 of a rail
+        leaf's 8 nodes in trouble when its 13.5 s window closed, 3 NIC isolations at 591.9 s
+        and the switch 14 s later).  Trouble on one node alone never waits longer: a lone
+        NIC fault's port down and then erring is one node.
+        """
+        first: dict[str, Finding] = {}
+        for f in waiting:
+            node = f.scope.node
+            if node is not None and (node not in first or f.onset_ts < first[node].onset_ts):
+                first[node] = f
+        if len(first) < self.cfg.switch_min_nodes:
+            return None
+        newest = max(first.values(), key=lambda g: g.onset_ts)
+        cap = min(g.onset_ts for g in first.values()) + _GROUP_WINDOW_S
+        until = min(newest.onset_ts + self._window("switch", newest), cap)
+        return until if until > due else None
 
     def _raise_part(self, topic: str, kind: str, cause: str, scope: Scope, first: Finding,
                     heard: set[str], troubled: set[str], held: list[tuple[str, Finding]],
@@ -2543,6 +2593,131 @@ class Correlator:
                 # (a memory, not a signal that clears: quiet from now, unless struck again)
                 self._schedule_resolve(p, g.ts)
 
+    # -- NVLink trouble on most GPUs of one node at once: its baseboard (hw18, round 18) -----
+    #
+    # On an HGX board every GPU links to every NVSwitch chip on the baseboard, so a switch
+    # chip (or the board) failing makes NVLink err on all its GPUs at once -- XID 74 on each
+    # within a second or two, CRC and replay counters climbing on each (blind8 H3: 8 GPU
+    # isolations, the node the unit to drain).  With no NVLink domain in the topology (an
+    # NVL72 rack's trays: _group_of), a GPU's NVLink verdict waits BOARD_WINDOW_S for its
+    # mates: BOARD_MIN_GPUS or more of the node with NVLink trouble are one node isolation,
+    # one GPU is its own.  Two GPUs are the node too: on an NVSwitch board they have no link
+    # between them but through the baseboard's switches (a PCIe pair on an NVLink bridge,
+    # H100 NVL, would be their bridge -- DESIGN has no link scope, and no topology here
+    # names one).
+
+    def _hold_board(self, f: Finding, out: list[Alert]) -> bool:
+        """Hold a GPU's NVLink verdict while its node's mates may show the same trouble, or
+        join it to its node's NVLink page: True when held or joined."""
+        node = f.scope.node
+        if f.cause != "nvlink" or f.kind != "hardware" or f.signal == "repeat_xid" or (
+                f.scope.level != "gpu" or node is None):
+            return False
+        if self._join_board(f):
+            return True
+        held = self._board_wait.setdefault(node, {})
+        if f.key not in held and len(held) >= _BOARD_HELD_MAX:
+            return False  # (a node claiming more GPUs than any board has: paged alone)
+        if not held:
+            self._timer(f.ts + BOARD_WINDOW_S, "board", node)
+        held.setdefault(f.key, f)
+        return True
+
+    def _join_board(self, f: Finding) -> bool:
+        """Add a finding on a GPU to its node's NVLink page if that is firing: True if so."""
+        node = f.scope.node
+        if node is None or f.scope.level != "gpu" or f.kind != "hardware":
+            return False
+        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node),
+                                             f.cluster))
+        if p is None or p.status != "firing" or p.cause != "nvlink":
+            return False
+        p.add(f, self.cfg.evidence_items)
+        if f.active:
+            self._own(f, p)
+        return True
+
+    def _board_due(self, node: str, due: float, out: list[Alert]) -> None:
+        """The window of a node's held NVLink verdicts is over: the node's page when
+        BOARD_MIN_GPUS of its GPUs have NVLink trouble now (those already paged alone too:
+        the upgrade), else each GPU's own."""
+        held = self._board_wait.pop(node, None)
+        if not held:
+            return
+        # (Every one held came before the window closed: the timer fires before a record
+        # past it.)
+        ready = [g for g in held.values() if self._device.get(g.scope.key, {}).get(g.signal) == g]
+        if not ready:
+            return  # (its GPUs reset meanwhile)
+        troubled = self._board_troubled(node, due)
+        if len(troubled) < BOARD_MIN_GPUS:
+            for g in sorted(ready, key=lambda g: g.ts):
+                self._raise_verdict(g, out, detected_ts=due)
+            return
+        first = min(ready, key=lambda g: g.onset_ts)
+        gpus = sorted(troubled)[:_BOARD_HELD_MAX]
+        spread = max(g.ts for g in ready) - min(g.ts for g in ready)
+        extra = {"gpus": gpus, "recommended_because": (
+            f"NVLink errors on {len(gpus)} GPUs of {node} at once (GPUs "
+            f"{', '.join(map(str, gpus[:16]))}{' ...' if len(gpus) > 16 else ''}; "
+            "XID 74 or CRC/replay counters, "
+            f"{spread:.1f} s apart): every GPU of an HGX board links through the NVSwitch "
+            "chips on its baseboard -- the node, not each GPU; check the fabric manager's "
+            "SXIDs and run `dcgmi diag -r 3` before returning it")}
+        fired: list[Alert] = []
+        p = self._raise(ISOLATION, "hardware", "nvlink", Scope.of_node(node), first, fired,
+                        latched=True, detected_ts=due, extra=extra)
+        for g in ready:
+            if g is not first:
+                p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
+        if fired:  # (said with every GPU of its window as evidence)
+            out.append(self._alert(p, due))
+        for gpu in gpus:  # the mates' pages already firing (the upgrade): the node's now
+            q = self.problems.get(self.dedup_key(ISOLATION, "hardware",
+                                                 Scope.of_gpu(node, gpu), first.cluster))
+            if q is None or q.status != "firing" or q.cause != "nvlink":
+                continue
+            for key in list(q.active):
+                signal, _, unit = key.partition("@")
+                g = self._device.get(unit, {}).get(signal)
+                if g is not None:
+                    p.add(g, self.cfg.evidence_items)
+                    self._own(g, p)
+            q.latched = False
+            q.extra["resolved_because"] = f"part of {node}'s NVLink baseboard fault ({p.key})"
+            q.active.clear()
+            self._schedule_resolve(q, due)
+
+    def _board_troubled(self, node: str, now: float) -> set[int]:
+        """GPUs of ``node`` with NVLink trouble now: an XID 74 within BOARD_SPREAD_S, or an
+        error rate raised within ``nvlink_half_life_s`` (a poll or two: a GPU's link erring
+        for an hour is its own, not half of a board failing now with another GPU's XID)."""
+        gpus: set[int] = set()
+        for unit in self._units_of_node.get(node, ()):
+            for g in self._device.get(unit, {}).values():
+                if (g.cause == "nvlink" and g.kind == "hardware" and g.verdict and g.active
+                        and g.scope.gpu is not None and g.signal != "repeat_xid"
+                        and now - g.ts <= (BOARD_SPREAD_S if g.signal == "xid"
+                                           else self.cfg.nvlink_half_life_s)):
+                    gpus.add(g.scope.gpu)
+                    break
+        return gpus
+
+    def _board_reset(self, f: Finding) -> None:
+        """A GPU of a node with a latched NVLink page reset: the page resolves once every
+        GPU it stands on has been."""
+        node, unit = f.scope.node, f.scope.key
+        if node is None:
+            return
+        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node),
+                                             f.cluster))
+        if p is None or p.status != "firing" or not p.latched or p.cause != "nvlink":
+            return
+        p.active = {k for k in p.active if not k.endswith("@" + unit)}
+        if not p.active:
+            p.latched = False
+            self._schedule_resolve(p, f.ts)
 
 
 # How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a

@@ -22,13 +22,34 @@ Two halves, one path for the service and the replay:
   heard again) is a ``silent`` finding at node scope, routed to the node's cluster like
   every finding.  (A service partition holding only the node that died has no other
   node to see time pass: it never judges it, and nothing pages -- the conservative
-  side.)
+  side, kept in round 18: producers key every telemetry topic by node, so the node is
+  alone in that partition on every topic and no other topic's time is there to borrow;
+  the worker's idle-advance clock moves on a feed stop, a broker hiccup and a partition
+  leader's failover alike; and a partition whose records stop while the others go on is
+  just as much one stalled broker partition as one dead node.)
 - **where the cluster's findings meet** (:func:`on_silent`, from
   :meth:`Correlator.on_finding`): a node silent on *every* topic it was seen on
   (``seen``: a collector lag on one topic, a job ending -- steps only -- are not a node
-  going dark) is one escalation, ``unattributed``/``unknown`` at the node, with the last
-  record time per topic, the jobs placed on it and the next diagnostic (BMC, console,
-  power).  A node heard again resolves it.
+  going dark) *with a job on it to the end* (it stepped within :data:`RUNNING_S` of the
+  node's last record and its ranks did not move: the node's source's step view, or where
+  the source sees no steps -- the service -- the job layouts, and a busy GPU) is one
+  escalation, ``unattributed``/``unknown`` at the node, with the last record time per
+  topic, the jobs and the next diagnostic (BMC, console, power).  A node heard again
+  resolves it.  A node replaced under a running job (its ranks run elsewhere), drained
+  (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
+  the time and the contract has no maintenance field, so a machine that dies idle is not
+  told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
+- **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
+  spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
+  the collection path of its nodes): a node's source names the nodes whose records
+  stopped within :data:`DARK_WITH_S` (1.5 intervals) of its own (``dark_with``); its page
+  waits until those of its part are silent too (at most :data:`CONFIRM_S`: a ``confirm``
+  finding) and is then one escalation at the part holding most of them with more than half
+  of its nodes dark, listing ``dark_nodes`` (two nodes dying together by chance stay two
+  node pages; a node judged later joins it).  It
+  resolves once every node of it reports again or left the fleet.  No topology: no part to
+  name, a page a node.  (In the service each source names only its own nodes: a part
+  spread over partitions may be paged in pieces.)
 
 State: plain data.  Per source, one entry a node that has units there (dropped with
 them: :meth:`Monitors.prune_units`), at most :data:`MAX_NODES`; per correlator, one a node
@@ -62,11 +83,25 @@ MAX_NODES = 1 << 16      # nodes tracked per source and per correlator
 # (10 s apart) is a gap in the feed -- a replayed log's, or records lost in an outage --
 # not time the rest of the fleet was seen reporting (blind7 gaps, the service's catch-up).
 JUMP_CAP_S = 60.0
+# A job ran on a node to its end when it stepped within this (or two of the node's record
+# intervals) of the node's last record -- a job that ended before, on a node then drained or
+# taken out, did not.
+RUNNING_S = 120.0
 MAX_JOBS = 8             # jobs named in a finding's evidence
 TOPICS = ("ecc", "nic", "thermal")
+# A part of the fleet going dark (a switch, a rack's PDU): nodes whose records stopped this
+# close together are named with a node's silence (``dark_with``) and its page waits for
+# theirs -- at most CONFIRM_S after the node's own silence (a ``confirm`` finding).
+DARK_WITH_S = 30.0
+CONFIRM_S = 30.0
+MAX_DARK = 256           # nodes named in one finding's ``dark_with``
+# A correlator's node entry holds, beside its topics' findings, the one that made it silent
+# on every topic: under _WAIT while its part's other nodes are awaited, _JUDGED once judged.
+_WAIT, _JUDGED = "wait", "judged"
 
-# A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent,
-# the topic's progress at that record]}]; the topic's: [newest ts of any node, progress]
+# A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent (0;
+# 1 silent; 2 its ``confirm`` sent), the topic's progress at that record]}]; the topic's:
+# [newest ts of any node, progress]
 # (progress: how long the fleet was seen reporting, gaps of the feed capped at JUMP_CAP_S).
 _LAST, _GAP, _N, _SILENT, _AT = range(5)
 
@@ -122,7 +157,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
             st = entry[1].get(what)
             behind = min(fleet - last, JUMP_CAP_S)
             if st is None:
-                entry[1][what] = [last, 0.0, 0, False, progress - behind]
+                entry[1][what] = [last, 0.0, 0, 0, progress - behind]
                 continue
             if last > st[_LAST]:
                 gap = last - st[_LAST]
@@ -131,18 +166,32 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 st[_LAST] = last
                 st[_AT] = progress - behind
                 if st[_SILENT]:
-                    st[_SILENT] = False
+                    st[_SILENT] = 0
                     findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
                 continue
-            if st[_SILENT] or st[_N] < MIN_UPDATES:
+            if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
                 continue
             bound = bound_s(st[_GAP])
+            if st[_SILENT]:
+                if progress - st[_AT] > bound + CONFIRM_S:  # still quiet: a part's wait ends
+                    st[_SILENT] = 2
+                    findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
+                continue
             if progress - st[_AT] <= bound:
                 continue
             later = len(times) - bisect_right(times, last + bound)
             if later >= 1:
-                st[_SILENT] = True
-                findings.append(_finding(mon, node, entry[0], what, st, clock, True, later))
+                st[_SILENT] = 1
+                f = _finding(mon, node, entry[0], what, st, clock, True, later)
+                # the nodes of this source whose records stopped with it (judged within a scan
+                # or two): a part of the fleet going dark is one page (on_silent)
+                near = max(DARK_WITH_S, 1.5 * st[_GAP])
+                lo, hi = last - near, last + near
+                with_ = sorted(n for n, t in seen.items()
+                               if lo <= t <= hi and n != node and fleet - t > bound / 2)
+                if with_:
+                    f.evidence["dark_with"] = with_[:MAX_DARK]
+                findings.append(f)
     # Topics whose units were pruned (Monitors.prune_units): a silence there is over.
     for node in list(alive):
         entry = alive[node]
@@ -156,26 +205,36 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
 
 def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[Any],
              clock: float, active: bool, later: int) -> Finding:
-    """``later``: other nodes heard past its silence (active); -1: its monitors were dropped
-    (silent for ``unit_idle_s``: it left the fleet), 0: heard again."""
+    """``later``: other nodes heard past its silence (active; 0: still silent
+    :data:`CONFIRM_S` later); -1: its monitors were dropped (silent for ``unit_idle_s``: it
+    left the fleet), 0: heard again."""
     ev: dict[str, Any] = {"topic": what, "last_ts": round(st[_LAST], 3),
                           "interval_s": round(st[_GAP], 3), "bound_s": bound_s(st[_GAP])}
     if later < 0:
         ev["dropped"] = True
-    if active:
+    if active and later == 0:
+        ev["confirm"] = True
+    elif active:
         ev["nodes_heard_since"] = later
-        jobs = _jobs_on(mon, node)
-        if jobs:
-            ev["jobs"] = jobs
+        if mon._jobs:  # this source sees step records: which jobs ran on the node to the end
+            ev["steps_seen"] = True
+            jobs = _jobs_on(mon, node, st[_LAST] - max(RUNNING_S, 2 * st[_GAP]))
+            if jobs:
+                ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
                    active, False, 0.9 if active else 0.0, ev, cluster=cluster)
 
 
-def _jobs_on(mon: Monitors, node: str) -> list[list[Any]]:
-    """[job, ranks on the node, its last step's time] of this source's jobs with ranks there
-    (the in-process engine's one source sees them; a service's step partitions do not)."""
+def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
+    """[job, ranks on the node, its last step's time] of this source's jobs that still have
+    ranks there and stepped at ``since`` or later -- running when the node went quiet (the
+    in-process engine's one source sees them; a service's step partitions do not).  A job
+    that ended before (a node drained, then taken out), or whose ranks moved to other nodes
+    (a node replaced under a running job), is not."""
     out = []
     for name, job in mon._jobs.items():
+        if job.clock < since:
+            continue
         n = sum(1 for hw in job._hw if hw is not None and hw[0] == node)
         if n:
             out.append([name, n, round(job.clock, 3)])
@@ -197,7 +256,8 @@ def check_restored(mon: Monitors) -> bool:
         for what, st in entry[1].items():
             if what not in TOPICS or type(st) is not list or len(st) != 5 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
-                    and type(st[_N]) is int and type(st[_SILENT]) is bool
+                    and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
+                    and st[_SILENT] in (0, 1, 2)  # (a bool before round 18)
                     and type(st[_AT]) is float):
                 return False
     fleet = mon._fleet
@@ -211,22 +271,29 @@ def check_restored(mon: Monitors) -> bool:
 
 def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A node's silence on one topic began or ended (:func:`scan`): page when it is silent
-    on every topic it was seen on; resolve when it is heard again."""
+    on every topic it was seen on and jobs ran on it to the end -- one page for a part of the
+    fleet going dark together; resolve when it is heard again or has left the fleet."""
     node = f.scope.node
     what = f.evidence.get("topic")
     if node is None or f.scope.level != "node" or what not in TOPICS:
         return
     silent = corr._silent
-    key = corr.dedup_key(ESCALATION, "unattributed", f.scope, f.cluster)
     if not f.active:
         topics = silent.get(node)
         if topics is not None:
             topics.pop(what, None)
-            if not topics:
+            topics.pop(_WAIT, None)
+            topics.pop(_JUDGED, None)
+            if not any(w in TOPICS for w in topics):
                 del silent[node]
-        p = corr.problems.get(key)
-        if p is not None and p.status == "firing":
+        p = _page_of(corr, node, f.cluster)
+        if p is not None:
             p.add(f, corr.cfg.evidence_items)
+            dark = p.extra.get("dark_nodes")
+            if type(dark) is list and node in dark and len(dark) > 1:
+                # the part's other nodes are still dark (a new list: a sent alert holds the old)
+                p.extra["dark_nodes"] = [n for n in dark if n != node]
+                return
             p.extra["resolved_because"] = (
                 f"no telemetry from {node} for {corr.cfg.unit_idle_s:g} s: it left the fleet"
                 if f.evidence.get("dropped") is True else f"{node} reported on {what} again")
@@ -237,43 +304,185 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         if len(silent) >= MAX_NODES:
             return
         topics = silent[node] = {}
+    if f.evidence.get("confirm") is True:  # still quiet CONFIRM_S on: its part waits no more
+        if _WAIT in topics:
+            _flush(corr, node, f, out)
+        return
     topics[what] = f
+    if _WAIT in topics or _JUDGED in topics:
+        return
     seen = corr.seen
-    uses = [w for w in TOPICS if seen(node, w)] if seen is not None else list(topics)
+    uses = [w for w in TOPICS if seen(node, w)] if seen is not None else [
+        w for w in topics if w in TOPICS]
     if not uses or any(w not in topics for w in uses):
         return  # still heard on another topic (a collector's lag, not the node)
+    topics[_WAIT] = f
+    if not any(_WAIT not in silent.get(n, {}) and _JUDGED not in silent.get(n, {})
+               for n in _with(corr, node)):
+        _flush(corr, node, f, out)  # nobody of its part is still to come
+
+
+def _with(corr: Correlator, node: str) -> list[str]:
+    """The nodes its sources saw stop with it, in its part of the fleet (its leaf or its
+    leaf's spine, as the topology gives them); none without a topology (no part to name)."""
+    topo = corr.topology
+    part = _parts(topo, node)
+    if not part:
+        return []
+    out: set[str] = set()
+    for g in corr._silent.get(node, {}).values():
+        for n in g.evidence.get("dark_with") or ():
+            if type(n) is str and n != node and set(_parts(topo, n)) & set(part):
+                out.add(n)
+    return sorted(out)
+
+
+def _parts(topo: Any, node: str) -> list[Scope]:
+    """The parts of the fleet the node is in, as the topology gives them: its NVLink domain
+    (a rack of trays), its leaf and the switches above that."""
+    if topo is None:
+        return []
+    domain = topo.domain_of(node)
+    leaf = topo.switch_of(node)
+    out = [] if domain is None else [Scope.of_domain(domain)]
+    if leaf is not None:
+        out += [Scope.of_switch(s) for s in (leaf, *topo.parent_of(leaf))]
+    return out
+
+
+def _below(topo: Any, part: Scope) -> tuple[str, ...]:
+    """The nodes in a part."""
+    if part.level == "domain":
+        return topo.nodes_in_domain(part.domain)
+    return topo.nodes_below(part.switch)
+
+
+def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
+    """Judge the node and the nodes of its part waiting with it: one page at the part (its
+    NVLink domain, its leaf, a spine above) holding most of them -- with those its sources
+    saw stop with them -- and more than half of its nodes dark (a domain before a switch over
+    the same nodes, a leaf before a spine), listing them; a page a node for the others; each
+    only if a job ran on it (or them) to the end."""
+    silent = corr._silent
+    topo = corr.topology
+    mine = _parts(topo, node)
+    group = [node] + sorted(
+        n for n, t in silent.items() if n != node and _WAIT in t
+        and t[_WAIT].cluster == f.cluster and set(_parts(topo, n)) & set(mine))
+    for n in group:
+        silent[n][_JUDGED] = silent[n].pop(_WAIT)
+    rest = group
+    # with the nodes its sources saw stop with them, still to be judged (a wait cut short)
+    dark = set(group).union(*(_with(corr, n) for n in group))
+    best: tuple[int, int, int] | None = None
+    for k, part in enumerate(mine if len(dark) > 1 else ()):
+        under = [n for n in dark if part in _parts(topo, n)]
+        below = len(_below(topo, part))
+        # the part that holds most of them, a rack (a domain) before a switch over the same
+        # nodes, the smaller of two switches
+        if len(under) > 1 and 2 * len(under) > below and (
+                best is None or (len(under), -k) > best[:2]):
+            best = (len(under), -k, k)
+    if best is not None:
+        part = mine[best[2]]
+        under = [n for n in group if part in _parts(topo, n)]
+        _page(corr, part, under, f, out)
+        rest = [n for n in group if n not in under]
+    for n in rest:
+        _page(corr, None, [n], f, out)
+
+
+def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
+          out: list[Alert]) -> None:
+    """One escalation at ``part`` (a switch, a domain) over ``group``, or at the node
+    ``group[0]``; a node alone joins its part's page when one is firing."""
+    silent = corr._silent
+    node = group[0]
+    found = [g for n in group for w, g in silent[n].items() if w in TOPICS]
+    if part is None:  # alone now: a part already paged as dark takes it in
+        for sw in _parts(corr.topology, node):
+            p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", sw, f.cluster))
+            if p is not None and p.status == "firing" and type(
+                    dark := p.extra.get("dark_nodes")) is list:
+                if node not in dark:
+                    p.extra["dark_nodes"] = [*dark, node]
+                for g in found:
+                    p.add(g, corr.cfg.evidence_items)
+                return
+    jobs = [j for n in group for j in _running(corr, n, [g for w, g in silent[n].items()
+                                                          if w in TOPICS])]
+    if not jobs:
+        return  # nothing ran on it to the end: drained, replaced, taken out -- or idle
+    scope = part if part is not None else Scope.of_node(node)
+    name = None if part is None else part.switch or part.domain
+    key = corr.dedup_key(ESCALATION, "unattributed", scope, f.cluster)
     p = corr.problems.get(key)
     if p is not None and p.status == "firing":
+        dark = p.extra.get("dark_nodes")
+        if type(dark) is list:
+            p.extra["dark_nodes"] = dark + [n for n in group if n not in dark]
         return
-    first = min(topics.values(), key=lambda g: g.onset_ts)
-    last = {w: topics[w].evidence.get("last_ts") for w in uses}
-    jobs = _jobs_of(corr, node, topics.values())
+    first = min(found, key=lambda g: g.onset_ts)
+    where = node if part is None else f"{len(group)} nodes of {name} ({', '.join(group)})"
+    last = {n: {w: g.evidence.get("last_ts") for w, g in silent[n].items() if w in TOPICS}
+            for n in group}
     extra: dict[str, Any] = {
-        "last_record_ts": last, "silent_s": round(f.ts - first.onset_ts, 1),
-        "interval_s": {w: topics[w].evidence.get("interval_s") for w in uses},
-        "jobs_on_node": jobs,
+        "last_record_ts": last[node] if part is None else last,
+        "silent_s": round(f.ts - first.onset_ts, 1),
+        "interval_s": {w: g.evidence.get("interval_s") for w, g in silent[node].items()
+                       if w in TOPICS},
+        "jobs_on_node": jobs[:MAX_JOBS],
         "ruled_out": ["the feed stopping or a broker hiccup (other nodes of its partition "
-                      f"reported past its silence: {f.evidence.get('nodes_heard_since')})",
-                      "a collector's lag on one topic (silent on every topic it used: "
-                      f"{', '.join(uses)})",
-                      "a job ending (that stops step records only)"],
+                      "reported past its silence)",
+                      "a collector's lag on one topic (silent on every topic it used)",
+                      "a job ending, or a node drained or replaced (jobs ran on it to the "
+                      "end and did not move)"],
         "recommended_because": (
-            f"{node} stopped sending every record ({', '.join(uses)}) at "
-            f"{first.onset_ts:.1f} with no XID, while the rest of the fleet kept reporting: "
-            "a host that went dark (kernel panic, PSU, hung BMC)"),
+            f"{where} stopped sending every record at {first.onset_ts:.1f} with no XID, "
+            "while the rest of the fleet kept reporting and jobs ran on it: "
+            + ("a host that went dark (kernel panic, PSU, hung BMC)" if part is None else
+               "a part of the fleet that went dark together (its switch, its rack's power)")),
         "next_diagnostic": (
             f"check {node}'s BMC (ipmitool chassis status; ipmitool sel list), its serial "
             "console (kernel panic?) and its PSU / PDU; once it answers, dmesg and "
-            "`dcgmi diag -r 3`"),
+            "`dcgmi diag -r 3`" if part is None else
+            f"check {name}'s power (its PDU / power shelves) and, for a switch, its ports, "
+            f"uplinks and management interface; then one node's BMC ({node}: ipmitool "
+            "chassis status)"),
     }
-    p = corr._raise(ESCALATION, "unattributed", "unknown", f.scope, first, out,
+    if part is not None:
+        extra["dark_nodes"] = list(group)
+    p = corr._raise(ESCALATION, "unattributed", "unknown", scope, first, out,
                     detected_ts=f.ts, extra=extra, own=False)
-    for w in uses:
-        if topics[w] is not first:
-            p.add(topics[w], corr.cfg.evidence_items)
+    for g in found:
+        if g is not first:
+            p.add(g, corr.cfg.evidence_items)
 
 
-def _jobs_of(corr: Correlator, node: str, found: Any) -> list[Any]:
+def _page_of(corr: Correlator, node: str, cluster: str | None) -> Any:
+    """The firing silent page naming ``node``: its own, or its part's."""
+    for s in [None, *_parts(corr.topology, node)]:
+        scope = Scope.of_node(node) if s is None else s
+        p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", scope, cluster))
+        if p is not None and p.status == "firing" and (
+                s is None or node in (p.extra.get("dark_nodes") or ())):
+            return p
+    return None
+
+
+def _running(corr: Correlator, node: str, found: list[Finding]) -> list[Any]:
+    """The jobs that ran on ``node`` to its end: as its sources saw them (the engine's one
+    source sees steps: jobs that stepped within the bound of its last record and whose ranks
+    stayed there), else as the correlator's job layouts place them, when its GPUs were busy
+    (a drained node's GPUs report idle)."""
+    if any(g.evidence.get("steps_seen") is True for g in found):
+        return _jobs_of(corr, node, found, placed=False)
+    if corr.seen is not None and corr.seen(node, "thermal") and node not in corr._busy:
+        return []
+    return _jobs_of(corr, node, found)
+
+
+def _jobs_of(corr: Correlator, node: str, found: Any, placed: bool = True) -> list[Any]:
     """The jobs with ranks on ``node``: as its source saw them (the in-process engine) or
     as the correlator's job layouts place them."""
     jobs: dict[str, Any] = {}
@@ -282,10 +491,12 @@ def _jobs_of(corr: Correlator, node: str, found: Any) -> list[Any]:
             if type(item) is list and len(item) == 3 and type(item[0]) is str:
                 jobs.setdefault(item[0], {"job": item[0], "ranks": item[1],
                                           "last_step_ts": item[2]})
-    placed: dict[str, int] = {}
+    if not placed:
+        return list(jobs.values())
+    where: dict[str, int] = {}
     for (job, _rank) in corr._placement.on_node.get(node, {}):
-        placed[job] = placed.get(job, 0) + 1
-    for job, n in placed.items():
+        where[job] = where.get(job, 0) + 1
+    for job, n in where.items():
         jobs.setdefault(job, {"job": job, "ranks": n})
         if len(jobs) >= MAX_JOBS:
             break
@@ -298,8 +509,8 @@ def prune(corr: Correlator, now: float) -> None:
     old = now - corr.cfg.unit_fault_idle_s
     for node in list(corr._silent):
         topics = corr._silent[node]
-        for what in [w for w, g in topics.items()
-                     if g.ts < old or (seen is not None and not seen(node, w))]:
+        for what in [w for w, g in topics.items() if w in TOPICS and (
+                g.ts < old or (seen is not None and not seen(node, w)))]:
             del topics[what]
-        if not topics:
+        if not any(w in TOPICS for w in topics):
             del corr._silent[node]

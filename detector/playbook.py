@@ -57,6 +57,10 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
             "job from the last checkpoint taken before the onset, without this GPU",
             f"return the GPU to service after `dcgmi diag -r 4` passes on {scope.node}")
     if kind == "hardware":
+        if cause == "nvlink" and scope.level == "node":  # (its NVSwitch baseboard: hw18)
+            return Action("drain_node", f"NVLink errors on most GPUs of {where} at once: drain "
+                          f"{scope.node}; check the NVSwitch baseboard (fabric manager SXIDs, "
+                          "`dcgmi diag -r 3`) before returning it", _uncordon(scope))
         if cause == "nvlink":
             return Action("reset_gpu", f"NVLink errors on {where}: reset the GPU when the job "
                           "allows, drain the node if errors continue after the reset",

@@ -76,14 +76,16 @@ EXPECT: dict[str, tuple] = {
         "H2: hgx-07 is escalated at 290 s for routing wander (its ranks 1.11x); at 330 s its "
         "GPU 5 turns 1.15-1.22x slower for good (mean ratio 0.95 -> 1.09 under the wander) and "
         "faultline sends nothing new: the open escalation never re-fires with the new GPU")),
-    "H3-nvswitch-eight-gpu-pages": (_caught, (
-        "H3: an HGX NVSwitch fault: XID 74 on all 8 GPUs of hgx-01 within 1.0 s and NVLink CRC "
-        "20-60/s on every one: faultline isolates 8 GPUs (reset_gpu) and never names the node "
-        "-- a miss and 8 false positives")),
-    "H4-rail-leaf-port-pages": (_no_false_positive, (
-        "H4: a reseated rail leaf's 8 ports retrain at 200 Gb/s: faultline isolates 3 of "
-        "them as network/nic at 591.9 s, 14 s before it names rail1-leaf0 at 605.9 s; the NIC "
-        "pages stay open beside the switch page (3 false positives)")),
+    # (Was a strict xfail: "H3: an HGX NVSwitch fault: XID 74 on all 8 GPUs of hgx-01 within
+    # 1.0 s and NVLink CRC 20-60/s on every one: faultline isolates 8 GPUs (reset_gpu) and never
+    # names the node -- a miss and 8 false positives"; hw18: one node isolation at 0.9 s.)
+    "H3-nvswitch-eight-gpu-pages": (_caught, None),
+    # (Was a strict xfail: "H4: a reseated rail leaf's 8 ports retrain at 200 Gb/s: faultline
+    # isolates 3 of them as network/nic at 591.9 s, 14 s before it names rail1-leaf0 at
+    # 605.9 s; the NIC pages stay open beside the switch page (3 false positives)".  net18:
+    # the leaf's window waits on while its trouble still reaches new nodes -- rail1-leaf0
+    # alone at 598.7 s.)
+    "H4-rail-leaf-port-pages": (_no_false_positive, None),
     # (Was a strict xfail: "H5: gpu0133/6 logs XID 31 at 246, 488 and 797 s, each time under
     # a different job that dies of it: faultline sends nothing; the repetition across jobs
     # names the GPU and a human should hear of it (gpud: XID 31 = app + HW inspect)".)

@@ -21,8 +21,6 @@ one page, not 48 NIC isolations), and a spine dead with every node under it sile
 
 from __future__ import annotations
 
-import pytest
-
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.events import NicSample
@@ -192,11 +190,12 @@ def test_two_leaves_erring_minutes_apart_stay_two_leaves() -> None:
     assert scopes(alerts) == [(ISOLATION, "switch:leaf4"), (ISOLATION, "switch:leaf5")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "round 17: silent17's liveness pages each of the 16 nodes gone silent under the dead "
-    "spine (16 unattributed node escalations); a part of the fleet going dark together "
-    "should be one page naming the part -- open (the lead's gate on half the fleet "
-    "reporting past a node left churning nodes' silence pages unresolved: taken out)"))
+# (Was a strict xfail: "round 17: silent17's liveness pages each of the 16 nodes gone silent
+# under the dead spine (16 unattributed node escalations); a part of the fleet going dark
+# together should be one page naming the part -- open".  silent18: no job runs on these
+# nodes (no step records), so nothing is lost and nothing pages -- 16 nodes taken out
+# together look the same; with a job on them it is one page at spine0,
+# tests/test_liveness.py.)
 def test_a_spine_dead_with_every_node_under_it_silent_pages_nothing() -> None:
     # What is reported when spine0 dies and its 16 nodes' telemetry goes with it (collected
     # over the fabric): nothing -- silence is no finding (no node-liveness rule; the jobs'

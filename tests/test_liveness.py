@@ -17,6 +17,7 @@ from detector import liveness
 from detector.alerts import Alert
 from detector.engine import Engine
 from detector.thresholds import Thresholds
+from detector.topology import Topology
 from replay.runner import replay_log
 from tests.test_service_stages import PARTITIONS, InMemoryCluster
 
@@ -132,7 +133,7 @@ def test_a_dead_node_is_told_at_every_cadence_and_a_reboot_is_not(tmp_path, inte
     nic = None if interval == 30.0 else interval
     secs = 900.0 if interval < 10 else 1500.0
     dies = replay_log(write(tmp_path, fleet(seconds=secs, interval=interval, nic_interval=nic,
-                                            dead={"node-005": (300, 1e9)}, job=False), "d"))
+                                            dead={"node-005": (300, 1e9)}), "d"))
     pages = silent_pages(dies.alerts)
     assert [(a.status, a.scope.key) for a in pages] == [("firing", "node:node-005")]
     assert pages[0].detected_ts - pages[0].onset_ts <= liveness.bound_s(interval) + 2 * max(
@@ -182,7 +183,7 @@ def test_a_node_heard_once_is_never_paged_and_its_state_goes(tmp_path):
 def test_a_node_that_never_comes_back_resolves_when_its_monitors_go(tmp_path):
     """A node gone for good (powered off, decommissioned): paged once, resolved when its
     monitors are dropped (unit_idle_s), saying so -- not "reported again"."""
-    recs = fleet(seconds=1500, dead={"node-003": (300, 1e9)}, job=False)
+    recs = fleet(seconds=1500, dead={"node-003": (300, 1e9)})
     res = replay_log(write(tmp_path, recs), thresholds=Thresholds(unit_idle_s=700.0))
     pages = silent_pages(res.alerts)
     assert [(a.status, a.scope.key) for a in pages] == [
@@ -225,12 +226,93 @@ def test_the_service_pages_the_node_as_the_replay_does(tmp_path):
     """Split stages (a source per topic-partition, findings through a topic, one correlator):
     the same escalation, judged where the node's records are (its partition's other nodes)."""
     dead = next(n for n in NODES if sum(_partition(m) == _partition(n) for m in NODES) >= 2)
-    # (no job: replayed at many times real time, a stalled job's step partition holds the
-    # correlator at the stall for as long as the run's wall time -- live, idle advance would
-    # move it on with the wall clock)
-    log = write(tmp_path, fleet(seconds=900, dead={dead: (400, 1e9)}, job=False))
+    # (the job's other ranks step on: replayed at many times real time, a stalled job's step
+    # partition holds the correlator at the stall for as long as the run's wall time -- live,
+    # idle advance would move it on with the wall clock; its ranks on the node stay placed
+    # there, so the job ran on it to the end)
+    log = write(tmp_path, [r for r in fleet(seconds=900) if not (
+        r["value"]["node"] == dead and r["value"]["ts"] >= T0 + 400)])
     want = [(a.dedup_key, a.status) for a in silent_pages(replay_log(log).alerts)]
     assert want == [(f"fl:esc:unattributed:node:{dead}", "firing")]
     svc = InMemoryCluster(log, seed=1)
     svc.run()
     assert [(a.dedup_key, a.status) for a in silent_pages(svc.alerts)] == want
+
+
+# -- a part of the fleet going dark; a node leaving the fleet (silent18) ----------------------
+
+
+def test_a_node_replaced_under_a_running_job_or_drained_after_its_job_is_not_paged(tmp_path):
+    """node-003 leaves for good at 400 s: (a) its job's ranks go on on a node that joins in
+    its place (the churning fleet's replacement: tests/test_state_bounds.py); (b) the job
+    ended at 200 s, 200 s before (drained, then taken out).  No page -- on main both paged."""
+    recs = fleet(seconds=1300, dead={"node-003": (400, 1e9)}, job=False)
+    steps = [r for r in fleet(seconds=1300, job=True, seed=1) if r["topic"] == "telemetry.step"]
+    for r in steps:  # (a): node-003's two ranks run on node-new from 400 s
+        if r["value"]["node"] == "node-003" and r["value"]["ts"] >= T0 + 400:
+            r["value"]["node"] = "node-new"
+    spare = [r for r in fleet(seconds=1300, job=False, seed=2, nodes=["node-new"])
+             if r["value"]["ts"] >= T0 + 380]
+    moved = sorted(recs + steps + spare, key=lambda r: r["value"]["ts"])
+    assert firing(replay_log(write(tmp_path, moved, "moved")).alerts) == []
+    ended = sorted(recs + [r for r in steps if r["value"]["ts"] < T0 + 200],
+                   key=lambda r: r["value"]["ts"])
+    assert firing(replay_log(write(tmp_path, ended, "ended")).alerts) == []
+
+
+TIERS = Topology.from_text("".join(
+    f"SwitchName=leaf{k} Nodes=node-[{4 * k:03d}-{4 * k + 3:03d}]\n" for k in range(6))
+    + "SwitchName=spine0 Switches=leaf[0-3]\nSwitchName=spine1 Switches=leaf[4-5]\n"
+    + "SwitchName=core0 Switches=spine[0-1]\n")
+TIER_NODES = [f"node-{i:03d}" for i in range(24)]
+
+
+@pytest.mark.parametrize("part, dark", [("spine0", range(16)), ("leaf4", range(16, 20))])
+def test_a_part_of_the_fleet_going_dark_under_a_job_is_one_page_naming_it(tmp_path, part,
+                                                                          dark):
+    """Every node under a switch stops at 400 s (the switch, or its rack's power: telemetry
+    over the fabric goes with it) with the job running on them; back at 1100 s.  One
+    escalation at the switch listing the nodes (not one a node: 16 on main), resolved when
+    they are all back."""
+    down = {f"node-{n:03d}": (400.0, 1100.0) for n in dark}
+    res = replay_log(write(tmp_path, fleet(seconds=1400, dead=down, nodes=TIER_NODES)),
+                     topology=TIERS)
+    pages = silent_pages(res.alerts)
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", f"switch:{part}"), ("resolved", f"switch:{part}")]
+    a = pages[0]
+    assert sorted(a.evidence["dark_nodes"]) == sorted(down) and a.cause == "unknown"
+    assert a.detected_ts - a.onset_ts <= liveness.SILENT_MIN_S + liveness.CONFIRM_S + 30
+    assert part in a.evidence["next_diagnostic"]
+    assert pages[1].detected_ts >= T0 + 1100
+    assert [x.scope.key for x in firing(res.alerts)] == [f"switch:{part}"]
+
+
+def test_one_node_dark_under_a_topology_is_still_the_node(tmp_path):
+    res = replay_log(write(tmp_path, fleet(seconds=1000, dead={"node-005": (400, 1e9)},
+                                           nodes=TIER_NODES)), topology=TIERS)
+    assert [(a.status, a.scope.key) for a in silent_pages(res.alerts)] == [
+        ("firing", "node:node-005")]
+
+
+def test_two_nodes_dark_together_by_chance_are_two_node_pages(tmp_path):
+    """Two of leaf0's four nodes, or one node under each of two leaves, stop at once: no
+    switch took them (most of its nodes report): a page a node, no switch named."""
+    for dark in (("node-001", "node-002"), ("node-001", "node-005")):
+        res = replay_log(write(tmp_path, fleet(seconds=1000, dead={n: (400, 1e9) for n in dark},
+                                               nodes=TIER_NODES)), topology=TIERS)
+        assert sorted(a.scope.key for a in firing(silent_pages(res.alerts))) == [
+            f"node:{n}" for n in dark]
+
+
+def test_a_part_gone_for_good_resolves_when_its_nodes_leave_the_fleet(tmp_path):
+    """leaf4's nodes never come back: the one page resolves when the last node's monitors go
+    (unit_idle_s), saying it left the fleet -- not firing for ever."""
+    down = {f"node-{n:03d}": (400.0, 1e9) for n in range(16, 20)}
+    res = replay_log(write(tmp_path, fleet(seconds=1500, dead=down, nodes=TIER_NODES)),
+                     topology=TIERS, thresholds=Thresholds(unit_idle_s=700.0))
+    pages = silent_pages(res.alerts)
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", "switch:leaf4"), ("resolved", "switch:leaf4")]
+    assert "left the fleet" in pages[1].evidence["resolved_because"]
+    assert pages[1].detected_ts >= T0 + 400 + 700
