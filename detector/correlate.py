@@ -73,6 +73,7 @@ _BY_PORT = _PORT_QUALITY | {"flap_seen"}
 # The most ports a NIC finding may tell its node has (``node_ports``); more is no node's (a
 # GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
 _MAX_TOLD_PORTS = 1024
+_UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlator._slow_due)
 
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
 # part waits a window of its own (Correlator._hold_for_group): a few times as often, not
@@ -1332,8 +1333,20 @@ class Correlator:
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
         sent = len(out)
+        told = self._units_told(scope, f)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                         extra=extra)
+        if told is not None and f.scope.key not in told and len(out) == sent:
+            # A GPU of a node escalated and still firing, slow from after the page's first
+            # finding (not one of the ranks that slowed with it, found a step or two later):
+            # the same problem (its dedup_key, one page), re-sent with the new evidence --
+            # DESIGN lets a firing alert be re-sent, and a human must hear that the node now
+            # has a slow GPU it did not have (blind8 H2: a routing escalation open for
+            # 37-290 s hid a GPU 15-22 % slow; the node holds it, so the re-sent page names
+            # it).  Each GPU once: ``units_found_slow``.
+            told.append(f.scope.key)
+            p.extra["units_found_slow"] = told[-_UNITS_TOLD:]
+            out.append(self._alert(p, due))
         for g in group:
             self._slow_wait.pop(g.scope.key, None)
             if g is not f:
@@ -1348,6 +1361,23 @@ class Correlator:
                     p.add(h, self.cfg.evidence_items)
         if len(out) > sent:
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
+
+    def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
+        """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still
+        firing (None: no such page, or ``f`` is no GPU's): its evidence's, its active
+        findings', and those it was re-sent for (:meth:`_slow_due`)."""
+        if scope.level != "node" or f.scope.level != "gpu":
+            return None
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", scope, f.cluster))
+        if p is None or p.status != "firing" or not p.evidence or not (
+                f.onset_ts > p.evidence[0].get("ts", math.inf)):
+            return None
+        told = list(p.extra.get("units_found_slow") or ())
+        for unit in [e.get("unit") for e in p.evidence] + [k.partition("@")[2]
+                                                           for k in p.active]:
+            if isinstance(unit, str) and unit.startswith("gpu:") and unit not in told:
+                told.append(unit)
+        return told
 
     def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
                         nodes: int) -> list[Finding] | None:

@@ -103,6 +103,22 @@ _TAIL_EDGES = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 
 _TAIL_ALPHA = 0.01
 _TAIL_FLOOR = 1e-3
 _FISHER_ALPHA = 1e-6
+# A wandering job (JobMonitor._wander_update, blind8 H1: MoE routing moves per-rank compute).
+_WANDER_SHORT = 0.1        # a rank's z smoothed over ~10 steps ...
+_WANDER_LONG = 0.005       # ... about its own mean over ~200
+_WANDER_VAR = 0.05         # the variance of the first about the second, over ~20 steps
+_WANDER_ON = 3.0           # the ranks' median of it over the i.i.d. figure: wandering ...
+_WANDER_OFF = 2.0          # ... until under this
+_WANDER_HOLD_STEPS = 100   # entered after this many steps at _WANDER_ON (under _WANDER_OFF: anew)
+_WANDER_MIN_STEPS = 30     # steps the sums take before the index is read
+_WANDER_MEAN_ALPHA = 0.01  # a rank's deviation from its peers, averaged over ~100 steps
+_WANDER_READY_STEPS = 120  # and read after this many
+_WANDER_MIN_EFFECT = 0.07  # that mean this much over the ranks' median ...
+_WANDER_ALONE = 0.04       # ... and over every peer's on another node
+_WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workload's
+_WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
+_WANDER_PLACE_STEPS = 100  # ... within this many steps: the workload's
+_WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 
 
 def _gamma_tail_quantile(k: int, alpha: float) -> float:
@@ -146,7 +162,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
     ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),
-    ("_sustained", False), ("_run_own", 0.0))
+    ("_sustained", False), ("_run_own", 0.0), ("_wshort", 0.0), ("_wlong", 0.0),
+    ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -400,6 +417,22 @@ class JobMonitor:
         #                                               bias and of its square (_check_sustained)
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
+        # Wandering workload (MoE routing, _wander_update): per rank its z smoothed over a few
+        # steps and over many, the variance of the first about the second, its deviation over
+        # its bias (log ratio) averaged over ~1 / _WANDER_MEAN_ALPHA steps, and whether it was
+        # reported by the wandering job's rule; per job the index and the regime.
+        self._wshort = np.zeros(0)
+        self._wlong = np.zeros(0)
+        self._wvar = np.zeros(0)
+        self._wmean = np.zeros(0)
+        self._wander_rep = np.zeros(0, dtype=bool)
+        self._wander = 0.0                            # median _wvar over the iid expectation
+        self._wandering = False                       # in the wandering regime (hysteresis)
+        self._wander_n = 0                            # steps the sums above have taken
+        self._wander_hot = 0                          # steps the index was high (not low since)
+        self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
+        self._found_nodes: dict[str, tuple[int, int]] = {}  # nodes found slow lately ->
+        #                                               (when, in steps; the replica: -1 none)
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
         self._warm_sigma = [0.0, 0.0]                 # warm-up: its steps' noise summed, steps
         self._sus_on = False                          # the sums kept (the job's spread wide)
@@ -727,6 +760,7 @@ class JobMonitor:
                                      verdict=False))
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
+        self._wander_rep[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -746,8 +780,11 @@ class JobMonitor:
         self._partial.clear()
         self._expected = math.inf
         self._evaluated = 0
+        self._gross_nodes.clear()
+        self._found_nodes.clear()
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
+        self._wander_rep[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -1082,7 +1119,37 @@ class JobMonitor:
     def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, ok: np.ndarray | None, buf: _StepBuffer,
                     decided_ts: float, out: list[Finding]) -> None:
-        """``compute``: :meth:`_busy`'s times, ``ok`` its ranks with one (None: all)."""
+        """``compute``: :meth:`_busy`'s times, ``ok`` its ranks with one (None: all).
+
+        In a wandering job (:meth:`_wander_update`) the step's slow ranks found by the other
+        rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
+        mark = len(out)
+        self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
+        if len(out) > mark and (self._wandering or self._visiting(out, mark)):
+            self._hold_wandering(out, mark)
+
+    def _visiting(self, out: list[Finding], mark: int) -> bool:
+        """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
+        one that visits unit after unit: found on ``_WANDER_NODES`` nodes or more, of more
+        than one replica, within ``_WANDER_PLACE_STEPS`` steps.  A fault is on one unit (a
+        GPU, a node; a TP group spanning nodes is one replica, tests/test_review_round13.py);
+        MoE routing caught before its wandering is measurable (:meth:`_wander_update` needs
+        ~100 steps) found the ranks holding one expert in two EP groups, two nodes, on one
+        step, and 7 nodes in 15 s (blind8 H1)."""
+        found = self._found_nodes
+        now = self._evaluated
+        for f in out[mark:]:
+            if f.signal == "slow_rank" and f.active and f.scope.node is not None:
+                found.pop(f.scope.node, None)
+                found[f.scope.node] = (now, -1 if f.dp_rank is None else f.dp_rank)
+        while found and (now - next(iter(found.values()))[0] > _WANDER_PLACE_STEPS
+                         or len(found) > _WANDER_NODES_KEPT):
+            del found[next(iter(found))]
+        return len(found) >= _WANDER_NODES and len({dp for _, dp in found.values()}) > 1
+
+    def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
+                          ts: np.ndarray, compute: np.ndarray, ok: np.ndarray | None,
+                          buf: _StepBuffer, decided_ts: float, out: list[Finding]) -> None:
         cfg = self.cfg
         if ok is not None:
             slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
@@ -1222,6 +1289,7 @@ class JobMonitor:
             cusum_z, fresh = z, None
         prev_score = self._slow.score[r]
         _, cleared, score = self._slow.step(r, cusum_z, tc)
+        self._wander_update(step, r, gc, z, d, mc, buf, decided_ts, out)
         if not warm:  # (the gross prior's counters are the warm-up's)
             over_base = size - base_r
             self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out)
@@ -1304,7 +1372,7 @@ class JobMonitor:
         if len(cleared):
             # (a rank reported as a recurring straggler clears as one: _check_recurring)
             cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
-                              & ~self._sustained[cleared]]
+                              & ~self._sustained[cleared] & ~self._wander_rep[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
@@ -1337,6 +1405,112 @@ class JobMonitor:
             self._reported[s] = False
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _wander_update(self, step: int, r: np.ndarray, groups: np.ndarray, z: np.ndarray,
+                       over: np.ndarray, med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                       out: list[Finding]) -> None:
+        """Whether the job's slowness wanders between its ranks (MoE expert routing), and in
+        such a job its rule for a slow rank: slow for good, and alone.
+
+        Token routing makes a few expert-parallel ranks 10-35 % heavier for tens of steps,
+        then others (blind8 H1: an AR(1) walk of each EP rank's load, ~20 steps of memory):
+        slower and more persistent than sequence-length imbalance, whose draw is new every
+        step, so the CUSUM (made for i.i.d. steps), the sustained rule (its standard error
+        taken from i.i.d. steps) and the gross prior all paged it, on every node in turn.
+        What names it: every rank's deviation is persistent over a few steps and moves over
+        many.  Each rank's ``z`` smoothed over ~10 steps (``_WANDER_SHORT``) varies about its
+        own long mean, over i.i.d. steps, by ``_WANDER_SHORT / (2 - _WANDER_SHORT)`` of z's
+        variance; the job's index is the ranks' median of that variance over it (~1 for
+        jitter and batch imbalance, a steady offset or one slow rank leaving the median
+        alone; 3-8 under routing).  At ``_WANDER_ON`` (left under ``_WANDER_OFF``) the job
+        wanders: its ranks found slow by the other rules are held (:meth:`_hold_wandering`).
+        There a rank is slow when its deviation from its peers over its bias, averaged over
+        ~``1 / _WANDER_MEAN_ALPHA`` steps (a wandering rank's returns to zero, a slow GPU's
+        does not: a rank against its own history, as NVIDIA's straggler detection), is
+        ``_WANDER_MIN_EFFECT`` over the ranks' median, and ``_WANDER_ALONE`` over every peer
+        of its group on another node: routing makes the ranks holding one expert in every EP
+        group hot together (4 nodes at a time in blind8), a fault is on one unit.  It clears
+        back under half the first margin.
+        """
+        ws, wl, wv = self._wshort[r], self._wlong[r], self._wvar[r]
+        zc = np.clip(z, -self.cfg.slow_z_clip, self.cfg.slow_z_clip)
+        # (running means over the first steps: no start from zero to climb out of, and a
+        # steady offset is its own from the start)
+        first = 1.0 / (self._wander_n + 1)
+        ws += max(_WANDER_SHORT, first) * (zc - ws)
+        wl += max(_WANDER_LONG, first) * (zc - wl)
+        wv += max(_WANDER_VAR, first) * ((ws - wl) ** 2 - wv)
+        self._wshort[r], self._wlong[r], self._wvar[r] = ws, wl, wv
+        wm = self._wmean[r]
+        wm += max(_WANDER_MEAN_ALPHA, first) * (over - wm)
+        self._wmean[r] = wm
+        self._wander_n += 1
+        if self._wander_n < _WANDER_MIN_STEPS or len(r) < 2 * self.cfg.min_peers:
+            return
+        self._wander = median(wv, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT))
+        # Entered only after _WANDER_HOLD_STEPS steps at _WANDER_ON or more: one move of every
+        # rank's deviation (a GPU of four peers slowing moves its peers' median, and so each
+        # peer's deviation, once) lifts the index for tens of steps, then it decays; routing
+        # keeps it up (tests/test_steps_round13.py's heavy tail: 3.3 for ~60 steps).
+        self._wander_hot = 0 if self._wander < _WANDER_OFF else (
+            self._wander_hot + 1 if self._wander >= _WANDER_ON else self._wander_hot)
+        self._wandering = self._wander >= _WANDER_OFF and (
+            self._wandering or self._wander_hot >= _WANDER_HOLD_STEPS)
+        live = np.count_nonzero(self._wander_rep)
+        if not self._wandering and not live:
+            return
+        mid = median(wm)
+        lead = wm - mid
+        ready = self._wander_n >= _WANDER_READY_STEPS
+        cand = (lead >= math.log1p(_WANDER_MIN_EFFECT)) & ~self._reported[r] \
+            if self._wandering and ready else np.zeros(len(r), dtype=bool)
+        hw = self._hw
+        rising = []
+        for i in np.flatnonzero(cand).tolist():
+            node = hw[r[i]][0] if hw[r[i]] is not None else None
+            peers = np.flatnonzero((groups == groups[i]) & (np.arange(len(r)) != i))
+            others = [float(wm[j]) for j in peers.tolist()
+                      if hw[r[j]] is None or hw[r[j]][0] != node]
+            if others and float(wm[i]) - max(others) >= math.log1p(_WANDER_ALONE):
+                rising.append(int(r[i]))
+        falling = r[self._wander_rep[r] & (lead < math.log1p(0.5 * _WANDER_MIN_EFFECT))] \
+            if live else r[:0]
+        if not rising and not len(falling):
+            return
+        at = {int(s): i for i, s in enumerate(r.tolist())}
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for s in rising:
+            rank, i = self._rank_of[s], at[s]
+            self._reported[s] = self._wander_rep[s] = True
+            ratio = math.exp(float(lead[i]))
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                decided_ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3),
+                {"step": step, "rank": rank,
+                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[s])), 4),
+                 "wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
+                 "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                 "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+                 "rule": f"a job whose slow ranks wander (routing): its mean over its bias, "
+                         f"weighed over ~{1.0 / _WANDER_MEAN_ALPHA:.0f} steps, "
+                         f">= {_WANDER_MIN_EFFECT:.0%} over the ranks' median and "
+                         f">= {_WANDER_ALONE:.0%} over its peers' on other nodes"}))
+        for s in falling.tolist():
+            self._rule_cleared(s, self._wander_rep, step, dp_of, decided_ts, out)
+
+    def _hold_wandering(self, out: list[Finding], mark: int) -> None:
+        """Take back the slow ranks the other rules found on this step of a wandering job
+        (``out[mark:]``): not reported, so found again while they stay slow, and reported
+        only by the wandering job's rule (:meth:`_wander_update`)."""
+        kept = []
+        for f in out[mark:]:
+            if (f.signal != "slow_rank" or not f.active or "wander_mean_ratio" in f.evidence
+                    or f.rank is None or f.rank not in self._slot):
+                kept.append(f)
+                continue
+            s = self._slot[f.rank]
+            self._reported[s] = self._sustained[s] = self._recurring[s] = False
+        out[mark:] = kept
 
     def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
                     size_sigma: float) -> np.ndarray:
@@ -1628,7 +1802,19 @@ class JobMonitor:
         self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
         need = np.where(~has & (whole >= limit), cfg.gross_steps + 1, cfg.gross_steps)
         new = gross & (self._gross[r] >= need) & ~self._reported[r]
+        if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
+            hw, seen = self._hw, self._gross_nodes
+            for s in r[gross].tolist():  # (bounded: _WANDER_GROSS_NODES names at most)
+                if hw[s] is not None and len(seen) < _WANDER_GROSS_NODES:
+                    seen.add(hw[s][0])
         if not new.any():
+            return
+        if len(self._gross_nodes) >= _WANDER_GROSS_NODES or self._wandering:
+            # Gross steps on three nodes or more in one warm-up: a fault is on one unit (a GPU,
+            # a node); a slowness that visits unit after unit is the workload's (MoE routing
+            # caught mid-run, blind8 H1: 11 nodes >= 30 % over their replica elsewhere on the
+            # second step, 3 others later).  Held: the ranks stay in their CUSUMs, judged after
+            # the warm-up as the job's wandering lets (_wander_update).
             return
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         bank = self._slow
@@ -1778,13 +1964,7 @@ class JobMonitor:
                          f"count decaying over {cfg.slow_recur_half_life_steps:g} steps "
                          f">= {cfg.slow_recur_count:g}"}))
         for s in falling:
-            self._recurring[s] = False
-            if self._slow.alarmed[s]:
-                continue  # (slow by the CUSUM too: it clears it)
-            rank = self._rank_of[s]
-            self._reported[s] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            self._rule_cleared(s, self._recurring, step, dp_of, decided_ts, out)
 
     def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
                          med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -1852,7 +2032,10 @@ class JobMonitor:
         rs = r[standing]
         onset[rs] = np.where(onset[rs] == 0.0, ts[standing], onset[rs])
         onset[r[~standing]] = 0.0
-        free = ready & ~self._reported[r] & (job_spread >= _SUS_SPREAD)
+        # (not before the job's wandering is known: under MoE routing, whose runs last tens
+        # of steps, the standard error of i.i.d. steps pages the hot ranks, blind8 H2)
+        free = ready & ~self._reported[r] & (job_spread >= _SUS_SPREAD) \
+            & (self._wander_n >= _WANDER_MIN_STEPS)
         rising = r[free & (t >= _SUS_Z)
                    & (np.expm1(over - cfg.slow_effect_z * se) >= cfg.slow_min_effect)]
         falling = r[self._sustained[r] & (t < _SUS_CLEAR_Z)] if live else r[:0]
@@ -1885,13 +2068,21 @@ class JobMonitor:
                          f"{2.0 / _SUS_ALPHA - 1.0:.0f} steps, >= {_SUS_Z:g} standard errors "
                          f"of the job's step-to-step spread over the typical rank's"}))
         for s in falling.tolist():
-            self._sustained[s] = False
-            if self._slow.alarmed[s] or self._recurring[s]:
-                continue  # (slow by another rule too: it clears it)
-            rank = self._rank_of[s]
-            self._reported[s] = False
-            out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
-                                     decided_ts, decided_ts, False, 0.0, {"step": step}))
+            self._rule_cleared(s, self._sustained, step, dp_of, decided_ts, out)
+
+    def _rule_cleared(self, s: int, mine: np.ndarray, step: int, dp_of: dict[int, int | None],
+                      decided_ts: float, out: list[Finding]) -> None:
+        """Slot ``s``, reported slow by the rule whose flags are ``mine``, is no longer slow by
+        it: cleared, unless another rule (the CUSUM, the recurring, sustained or wandering
+        job's rule) still has it slow -- that one clears it."""
+        mine[s] = False
+        if (self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]
+                or self._wander_rep[s]):
+            return
+        rank = self._rank_of[s]
+        self._reported[s] = False
+        out.append(self._finding(rank, dp_of.get(rank), "slow_rank", "slow_node", "unknown",
+                                 decided_ts, decided_ts, False, 0.0, {"step": step}))
 
     def _sustained_alike(self, rising: np.ndarray, r: np.ndarray, near: np.ndarray,
                          over: np.ndarray, at: dict[int, int]) -> np.ndarray:
