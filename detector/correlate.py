@@ -25,6 +25,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
+from detector import lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.findings import Finding
@@ -179,6 +180,7 @@ class Correlator:
         self._next_prune = -math.inf
         # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
         self._silent: dict[str, dict[str, Finding]] = {}
+        self._lemon = lemon.new_state()  # GPUs failing job after job (detector.lemon)
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -292,6 +294,10 @@ class Correlator:
             elif f.job is not None:
                 self._placement.forget(f.job)
             return
+        if f.signal in ("app_xid", "replica_split"):  # a GPU failing job after job
+            self._lemon_strike(f, out)
+            if f.signal == "replica_split":
+                return
         unit = f.scope.key
         if f.ts >= self._next_prune:
             self.prune(f.ts)
@@ -2595,6 +2601,27 @@ class Correlator:
                      detected_ts, round(conf, 3), evidence, p.job, p.tenant, p.cluster,
                      _summary(p), self._placement.granularity(p.scope, self.topology, p.job),
                      recovery)
+
+    # -- a GPU failing job after job (detector.lemon) --------------------------------------
+
+    def _lemon_strike(self, f: Finding, out: list[Alert]) -> None:
+        """Remember an application XID or a slow replica against its GPUs and the job, and
+        escalate a GPU that several jobs saw fail (evidence of its own: never isolates)."""
+        if not f.active:
+            return
+        if f.signal == "app_xid":
+            on_node = self._placement.on_node.get(f.scope.node or "")
+            made = lemon.on_app_xid(self._lemon, f, lemon.job_on(on_node, f.scope.gpu or 0))
+        else:
+            made = lemon.on_split(self._lemon, f, self._placement.ranks.get(f.job or ""))
+        for g in made:
+            extra = {k: g.evidence[k] for k in ("recommended_because", "next_diagnostic",
+                                                "ruled_out")}
+            p = self._raise(ESCALATION, g.kind, g.cause, g.scope, g, out,
+                            latched=g.kind == "hardware", extra=extra, own=False)
+            if not p.latched:
+                # (a memory, not a signal that clears: quiet from now, unless struck again)
+                self._schedule_resolve(p, g.ts)
 
     # -- NVLink trouble on most GPUs of one node at once: its baseboard (hw18, round 18) -----
     #

@@ -83,6 +83,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "node_ports_down": (int,),
     # a node's silence on a topic (detector.liveness)
     "topic": (str,), "last_ts": (float, int), "nodes_heard_since": (int,), "jobs": (list,),
+    # a job's slow replica of two (detector.steps.replica_split, read by detector.lemon)
+    "replica_gpus": (list,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

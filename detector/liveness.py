@@ -31,7 +31,10 @@ Two halves, one path for the service and the replay:
   :meth:`Correlator.on_finding`): a node silent on *every* topic it was seen on
   (``seen``: a collector lag on one topic, a job ending -- steps only -- are not a node
   going dark) *with a job on it to the end* (it stepped within :data:`RUNNING_S` of the
-  node's last record and its ranks did not move: the node's source's step view, or where
+  node's last record and its ranks were still there once the node was quiet
+  :data:`SUSPECT_S` -- a job that stalled with it is re-formed elsewhere only minutes
+  later, a node replaced under a running job has them moved at once: the node's source's
+  step view, or where
   the source sees no steps -- the service -- the job layouts, and a busy GPU) is one
   escalation, ``unattributed``/``unknown`` at the node, with the last record time per
   topic, the jobs and the next diagnostic (BMC, console, power).  A node heard again
@@ -62,6 +65,7 @@ records; a node that died is told well before NCCL's 10-minute watchdog ends its
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +91,11 @@ JUMP_CAP_S = 60.0
 # intervals) of the node's last record -- a job that ended before, on a node then drained or
 # taken out, did not.
 RUNNING_S = 120.0
+# A node quiet this long (and two of its intervals) has the jobs with ranks on it noted: a job
+# that stalled with it keeps them there until it is re-formed elsewhere (NCCL's timeout and a
+# restart: blind7 G4 95-150 s, blind9's PDU trip), while a node replaced under a running job
+# has them moved at once (the churning fleet).
+SUSPECT_S = 30.0
 MAX_JOBS = 8             # jobs named in a finding's evidence
 TOPICS = ("ecc", "nic", "thermal")
 # A part of the fleet going dark (a switch, a rack's PDU): nodes whose records stopped this
@@ -100,10 +109,11 @@ MAX_DARK = 256           # nodes named in one finding's ``dark_with``
 _WAIT, _JUDGED = "wait", "judged"
 
 # A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent (0;
-# 1 silent; 2 its ``confirm`` sent), the topic's progress at that record]}]; the topic's:
+# 1 silent; 2 its ``confirm`` sent), the topic's progress at that record, the jobs on the node
+# once it was quiet SUSPECT_S (None before; _jobs_on's rows)]}]; the topic's:
 # [newest ts of any node, progress]
 # (progress: how long the fleet was seen reporting, gaps of the feed capped at JUMP_CAP_S).
-_LAST, _GAP, _N, _SILENT, _AT = range(5)
+_LAST, _GAP, _N, _SILENT, _AT, _JOBS = range(6)
 
 
 def bound_s(interval: float) -> float:
@@ -157,7 +167,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
             st = entry[1].get(what)
             behind = min(fleet - last, JUMP_CAP_S)
             if st is None:
-                entry[1][what] = [last, 0.0, 0, 0, progress - behind]
+                entry[1][what] = [last, 0.0, 0, 0, progress - behind, None]
                 continue
             if last > st[_LAST]:
                 gap = last - st[_LAST]
@@ -165,12 +175,18 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 st[_N] += 1
                 st[_LAST] = last
                 st[_AT] = progress - behind
+                st[_JOBS] = None
                 if st[_SILENT]:
                     st[_SILENT] = 0
                     findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
                 continue
             if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
                 continue
+            if st[_JOBS] is None and mon._jobs and progress - st[_AT] > max(
+                    SUSPECT_S, 2 * st[_GAP]):
+                # quiet a while: the jobs with ranks there now, before a job that stalled with
+                # it is re-formed on other nodes (NCCL's timeout, then a restart: minutes)
+                st[_JOBS] = _jobs_on(mon, node, -math.inf)
             bound = bound_s(st[_GAP])
             if st[_SILENT]:
                 if progress - st[_AT] > bound + CONFIRM_S:  # still quiet: a part's wait ends
@@ -218,7 +234,10 @@ def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[
         ev["nodes_heard_since"] = later
         if mon._jobs:  # this source sees step records: which jobs ran on the node to the end
             ev["steps_seen"] = True
-            jobs = _jobs_on(mon, node, st[_LAST] - max(RUNNING_S, 2 * st[_GAP]))
+            since = st[_LAST] - max(RUNNING_S, 2 * st[_GAP])
+            jobs = _jobs_on(mon, node, since)
+            names = {j[0] for j in jobs}
+            jobs += [j for j in st[_JOBS] or () if j[2] >= since and j[0] not in names]
             if jobs:
                 ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
@@ -254,11 +273,17 @@ def check_restored(mon: Monitors) -> bool:
         if (entry[0] is not None and type(entry[0]) is not str) or type(entry[1]) is not dict:
             return False
         for what, st in entry[1].items():
-            if what not in TOPICS or type(st) is not list or len(st) != 5 or not (
+            if type(st) is list and len(st) == 5:
+                st.append(None)  # (a source entry before round 18)
+            if what not in TOPICS or type(st) is not list or len(st) != 6 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
                     and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
                     and st[_SILENT] in (0, 1, 2)  # (a bool before round 18)
-                    and type(st[_AT]) is float):
+                    and type(st[_AT]) is float and (st[_JOBS] is None or (
+                        type(st[_JOBS]) is list and len(st[_JOBS]) <= MAX_JOBS and all(
+                            type(j) is list and len(j) == 3 and type(j[0]) is str
+                            and type(j[1]) is int and type(j[2]) is float
+                            for j in st[_JOBS])))):
                 return False
     fleet = mon._fleet
     return type(fleet) is dict and all(
@@ -320,6 +345,13 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if not any(_WAIT not in silent.get(n, {}) and _JUDGED not in silent.get(n, {})
                for n in _with(corr, node)):
         _flush(corr, node, f, out)  # nobody of its part is still to come
+        return
+    # most of its part is silent already: page it now, the others join as they are judged
+    part = _choose(corr, node, _waiting(corr, node, f))
+    if part is not None and 2 * sum(
+            1 for n, t in silent.items() if (_WAIT in t or _JUDGED in t)
+            and part in _parts(corr.topology, n)) > len(_below(corr.topology, part)):
+        _flush(corr, node, f, out)
 
 
 def _with(corr: Correlator, node: str) -> list[str]:
@@ -365,31 +397,41 @@ def _flush(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
     only if a job ran on it (or them) to the end."""
     silent = corr._silent
     topo = corr.topology
-    mine = _parts(topo, node)
-    group = [node] + sorted(
-        n for n, t in silent.items() if n != node and _WAIT in t
-        and t[_WAIT].cluster == f.cluster and set(_parts(topo, n)) & set(mine))
+    group = _waiting(corr, node, f)
+    part = _choose(corr, node, group)
     for n in group:
         silent[n][_JUDGED] = silent[n].pop(_WAIT)
     rest = group
-    # with the nodes its sources saw stop with them, still to be judged (a wait cut short)
-    dark = set(group).union(*(_with(corr, n) for n in group))
-    best: tuple[int, int, int] | None = None
-    for k, part in enumerate(mine if len(dark) > 1 else ()):
-        under = [n for n in dark if part in _parts(topo, n)]
-        below = len(_below(topo, part))
-        # the part that holds most of them, a rack (a domain) before a switch over the same
-        # nodes, the smaller of two switches
-        if len(under) > 1 and 2 * len(under) > below and (
-                best is None or (len(under), -k) > best[:2]):
-            best = (len(under), -k, k)
-    if best is not None:
-        part = mine[best[2]]
+    if part is not None:
         under = [n for n in group if part in _parts(topo, n)]
         _page(corr, part, under, f, out)
         rest = [n for n in group if n not in under]
     for n in rest:
         _page(corr, None, [n], f, out)
+
+
+def _waiting(corr: Correlator, node: str, f: Finding) -> list[str]:
+    """The node and the nodes of its parts waiting to be judged."""
+    mine = set(_parts(corr.topology, node))
+    return [node] + sorted(
+        n for n, t in corr._silent.items() if n != node and _WAIT in t
+        and t[_WAIT].cluster == f.cluster and set(_parts(corr.topology, n)) & mine)
+
+
+def _choose(corr: Correlator, node: str, group: list[str]) -> Scope | None:
+    """The part of ``node`` holding most of ``group`` and the nodes its sources saw stop
+    with them (a wait cut short), with more than half of its nodes among those: a rack (a
+    domain) before a switch over the same nodes, the smaller of two switches; None."""
+    topo = corr.topology
+    mine = _parts(topo, node)
+    dark = set(group).union(*(_with(corr, n) for n in group))
+    best: tuple[int, int] | None = None
+    for k, part in enumerate(mine if len(dark) > 1 else ()):
+        under = sum(1 for n in dark if part in _parts(topo, n))
+        if under > 1 and 2 * under > len(_below(topo, part)) and (
+                best is None or (under, -k) > best):
+            best = (under, -k)
+    return None if best is None else mine[-best[1]]
 
 
 def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,

@@ -884,6 +884,8 @@ class JobMonitor:
         self._evaluated += 1
         busy, ok, host = self._busy(buf)
         self._check_slow(step, slots, groups, ts, busy, ok, buf, decided_ts, out)
+        if ok is None and self._evaluated % _SPLIT_EVERY == 0 and len(slot_of) <= 16:
+            replica_split(self, buf, busy, decided_ts, out)  # (lemon18: detector.lemon)
         if host:
             self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
@@ -2595,3 +2597,71 @@ class JobMonitor:
                      for idx in ties], decided_ts, self.job, self.tenant, self.cluster)
         if f is not None:
             out.append(f)
+
+
+# A job of two data-parallel replicas, one computing slower (replica_split): every
+# _SPLIT_EVERY-th step, a replica's compute over its peer's, smoothed (alpha) per peer group,
+# past _SPLIT_RATIO on one side for _SPLIT_LOOKS looks in a row (60 steps: 30-70 s of a pool
+# job).  Per-GPU spread is +-3 % (a replica at most ~6 % from its peer); sequence-length
+# imbalance of +-20 % a step averages to ~4 % at this smoothing (sd; 3 sd to the limit).
+_SPLIT_EVERY, _SPLIT_ALPHA, _SPLIT_RATIO, _SPLIT_LOOKS = 4, 0.1, math.log(1.12), 15
+
+
+def replica_split(job: JobMonitor, buf: _StepBuffer, busy: np.ndarray, ts: float,
+                  out: list[Finding]) -> None:
+    """Evidence only: in a job of exactly two data-parallel replicas, the GPUs of the one
+    that computes lastingly slower than the other (a ``replica_split`` finding, once a job).
+
+    Two peers a group are too few to compare (min_peers), and the pipeline stage's median
+    of two slow and two fast ranks (TP 2 x DP 2) sits between them: nothing in this job can
+    name the GPU -- the TP partner waits in the TP all-reduce and reports the same
+    ``compute_ms`` -- nor tell a slow GPU from a replica's own work.  The correlator's
+    memory across jobs can (detector.lemon): the same GPU in the slow replica of job after
+    job.  Its state is not snapshotted (set outside ``__init__``, as ``_parked``): a
+    restored monitor looks again from there.
+    """
+    cfg = job.cfg
+    if job._evaluated <= cfg.warmup_steps:
+        return
+    dp = buf.dp
+    lo, hi = min(dp, key=lambda v: -1 if v is None else v), max(
+        dp, key=lambda v: -1 if v is None else v)
+    if lo is None or lo == hi:
+        return
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for i, (d, tp, pp) in enumerate(zip(dp, buf.tp, buf.pp, strict=True)):
+        if d != lo and d != hi:
+            return  # more than two replicas: their peers say which is slow
+        pairs.setdefault((pp or 0, tp or 0), [-1, -1])[d == hi] = i
+    if any(a < 0 or b < 0 for a, b in pairs.values()):
+        return
+    state = job.__dict__.get("_split")
+    keys = sorted(pairs)
+    if state is None or state[0] != keys:
+        state = job._split = [keys, np.zeros(len(keys)), 0.0, 0, ts, False]  # type: ignore[attr-defined]
+    if state[5]:
+        return  # told once a job
+    idx = np.array([pairs[k] for k in keys])
+    diff = np.log(busy[idx[:, 1]]) - np.log(busy[idx[:, 0]])  # the higher replica's over
+    state[1] += _SPLIT_ALPHA * (diff - state[1])
+    state[2] += _SPLIT_ALPHA * (1.0 - state[2])
+    level = state[1] / state[2]  # (bias-corrected: the first looks weigh alike)
+    up, down = level > _SPLIT_RATIO, level < -_SPLIT_RATIO
+    if up.any() == down.any():  # neither side, or both: no one slow replica
+        state[3], state[4] = 0, ts
+        return
+    state[3] += 1
+    if state[3] < _SPLIT_LOOKS:
+        return
+    state[5] = True
+    side, sel = (1, up) if up.any() else (0, down)
+    slow = [int(i) for i in idx[sel, side]]
+    gpus = [[buf.hw[i][0], int(buf.hw[i][1])] for i in slow]
+    d_slow = hi if side else lo
+    out.append(Finding(ts, state[4], "replica_split", "slow_node", "unknown",
+                       Scope.of_replica(job.job, int(d_slow)), True, False, 0.3, {
+                           "replica_gpus": gpus,
+                           "compute_ratio_to_peers": round(math.exp(float(
+                               np.abs(level[sel]).mean())), 3),
+                           "run_steps": state[3] * _SPLIT_EVERY, "dp_ranks": 2},
+                       job.job, job.tenant, job.cluster, None, int(d_slow)))

@@ -24,6 +24,7 @@ SPECS = {
                                        {"rack-power"}),
     "G3-drained-idle-node-paged": ("ops-hgx", 0, 300, 1000,
                                    [f"a100-{i:02d}" for i in range(5, 9)], None, {"none"}),
+    "G4-pdu-trip-never-paged": ("ops-hgx", 7, 700, 1200, _H[:8], None, {"pdu-trip"}),
 }
 
 

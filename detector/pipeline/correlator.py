@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from detector import lemon
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import (
@@ -62,6 +63,8 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(all((s.wm is None or is_time(s.wm)) and type(s.last_id) is tuple
                       for s in state["sources"].values()), "sources: a clock is malformed")
     refuse_unless(is_map_of(state.get("seen"), str, set), "seen: not a map of sets")
+    refuse_unless(lemon.check(getattr(state.get("correlator"), "_lemon", None)),
+                  "correlator._lemon: malformed (detector.lemon)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
