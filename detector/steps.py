@@ -117,7 +117,7 @@ _WANDER_MIN_EFFECT = 0.07  # that mean this much over the ranks' median ...
 _WANDER_ALONE = 0.04       # ... and over every peer's on another node
 _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workload's
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
-_WANDER_PLACE_STEPS = 100  # ... within this many steps: the workload's
+_WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 
 
@@ -1131,7 +1131,9 @@ class JobMonitor:
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
         one that visits unit after unit: found on ``_WANDER_NODES`` nodes or more, of more
-        than one replica, within ``_WANDER_PLACE_STEPS`` steps.  A fault is on one unit (a
+        than one replica, within ``_WANDER_PLACE_STEPS`` steps (a few: routing finds the ranks of
+        one expert together; two faults of one job 20 steps apart are two pages,
+        tests/conftest.py's service incident).  A fault is on one unit (a
         GPU, a node; a TP group spanning nodes is one replica, tests/test_review_round13.py);
         MoE routing caught before its wandering is measurable (:meth:`_wander_update` needs
         ~100 steps) found the ranks holding one expert in two EP groups, two nodes, on one
