@@ -81,6 +81,13 @@ _UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlat
 _FASTER = 0.5
 
 
+# Evidence of a leaf congested by another workload (detector.network's ``congested`` port)
+# and of a job waiting in its collectives (detector.job_comm's ``comm_wait``): joined at the
+# leaf (Correlator._on_congestion), never counted as a part's trouble.
+_CONGESTION = frozenset({"congested", "comm_wait"})
+MAX_COMM_WAITS = 1024  # jobs' comm_wait findings kept (the oldest dropped first)
+
+
 # A GPU's NVLink verdict waits this long for its node's mates (Correlator._hold_board): under
 # DESIGN's 1 s for a hardware event, so one GPU's XID 74 is still paged within it.
 BOARD_WINDOW_S = 0.9
@@ -181,6 +188,10 @@ class Correlator:
         # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
         self._silent: dict[str, dict[str, Finding]] = {}
         self._lemon = lemon.new_state()  # GPUs failing job after job (detector.lemon)
+        # leaf -> NIC unit -> its port's ``congested`` finding (bounded by the topology's
+        # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
+        self._congested: dict[str, dict[str, Finding]] = {}
+        self._comm_wait: dict[str, Finding] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -240,6 +251,8 @@ class Correlator:
                 self._group_due(what, key, due, out)
             elif what == "member":
                 self._member_due(key, due, out)
+            elif what == "congest":
+                self._congestion_due(key, due, out)
             elif what == "forget":
                 self._forget_due(key, due)
             elif what == "why":
@@ -278,6 +291,9 @@ class Correlator:
                     waiting = self._slow_wait.get(unit)
                     if waiting is not None:
                         self._timer(waiting.ts + self._explanation_wait(waiting), "slow", unit)
+            return
+        if f.signal in _CONGESTION:  # a leaf congested, a job waiting: _on_congestion
+            self._on_congestion(f, out)
             return
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             _on_silent(self, f, out)
@@ -1557,6 +1573,131 @@ class Correlator:
             self._raise(ISOLATION, "network", "nic", f.scope, f, out)
         else:
             self._hold_for_group(f, out)
+
+    def _on_congestion(self, f: Finding, out: list[Alert]) -> None:
+        """A port's ``congested`` or a job's ``comm_wait`` changed: a leaf whose congestion
+        costs a job under it is escalated once its window closes (_congestion_due).
+
+        Congestion another tenant makes (blind7 G2: its traffic fills a leaf's uplinks, every
+        port of the leaf waits for credit, the training job under it 1.3-1.45x slower in comm
+        on every rank) breaks no unit: nothing to isolate, a human decides (QoS, placement).
+        A port waiting alone, or a leaf congested while no job under it waits, pages nobody
+        (a weight pull at line rate, an incast: routine).
+        """
+        topo = self.topology
+        if topo is None:
+            return
+        if f.signal == "comm_wait":
+            job = f.job or f.scope.job or ""
+            self._comm_wait.pop(job, None)
+            if f.active:
+                if len(self._comm_wait) >= MAX_COMM_WAITS:
+                    del self._comm_wait[next(iter(self._comm_wait))]
+                self._comm_wait[job] = f
+            nodes = {node for node, _, _ in self._placement.ranks.get(job, {}).values()}
+            leaves = [leaf for leaf, ports in self._congested.items()
+                      if any(g.scope.node in nodes for g in ports.values())]
+        else:
+            node, nic = f.scope.node, f.scope.nic
+            leaf = topo.switch_of(node, nic) if node is not None and nic is not None else None
+            if not leaf:
+                return
+            ports = self._congested.setdefault(leaf, {})
+            if f.active:
+                ports[f.scope.key] = f
+            else:
+                ports.pop(f.scope.key, None)
+                if not ports:
+                    del self._congested[leaf]
+            p = self.problems.get(self.dedup_key(ESCALATION, "network", Scope.of_switch(leaf),
+                                                 f.cluster))
+            if p is not None and p.status == "firing":
+                if f.active:
+                    p.add(f, self.cfg.evidence_items)
+                    self._own(f, p)
+                else:
+                    self._cleared(f, out)
+                return
+            leaves = [leaf]
+        if f.active:
+            for leaf in leaves:
+                if self._leaf_congested(leaf) is not None:
+                    self._timer(f.ts + self._window("switch", f), "congest", leaf)
+
+    def _leaf_congested(self, leaf: str) -> tuple[set[str], set[str]] | None:
+        """(nodes heard from under ``leaf``, those with a port facing it congested) when at
+        least half of them (switch_min_nodes or more) are; else None."""
+        topo = self.topology
+        assert topo is not None
+        ports = self._congested.get(leaf)
+        if not ports:
+            return None
+        heard = {n for n in topo.nodes_under(leaf) if self.seen is None or self.seen(n, "nic")}
+        hot = {g.scope.node for g in ports.values() if g.scope.node in heard}
+        need = max(self.cfg.switch_min_nodes,
+                   math.ceil(self.cfg.switch_min_fraction * len(heard)))
+        return (heard, hot) if len(hot) >= need else None  # type: ignore[return-value]
+
+    def _congestion_due(self, leaf: str, due: float, out: list[Alert]) -> None:
+        """A congested leaf's window closed: escalate it if a job under it waits in its
+        collectives -- unless a part's failure explains it: an isolation firing at or above
+        the leaf, a switch window still open on it or a leaf of its spine, or another leaf of
+        its spine congested as well (a spine's trouble, blind4 X-spine: every leaf under a
+        degraded spine congested at once, the spine isolated on its errors)."""
+        topo = self.topology
+        seen = self._leaf_congested(leaf) if topo is not None else None
+        if topo is None or seen is None:
+            return
+        heard, hot = seen
+        ports = self._congested[leaf]
+        first = min(ports.values(), key=lambda g: g.onset_ts)
+        scope = Scope.of_switch(leaf)
+        p = self.problems.get(self.dedup_key(ESCALATION, "network", scope, first.cluster))
+        if p is not None and p.status == "firing":
+            return  # escalated already (its ports joined it as they came)
+        waiting = []
+        for node in topo.nodes_under(leaf):
+            for job, _ in self._placement.on_node.get(node, {}):
+                w = self._comm_wait.get(job)
+                if w is not None and w not in waiting:
+                    waiting.append(w)
+        if not waiting:
+            return
+        spines = topo.parent_of(leaf)
+        siblings = {s for spine in spines for s in topo.children_of(spine)} - {leaf}
+        if any(("switch", s) in self._group_open for s in siblings | {leaf}):
+            # A switch window open here or on a leaf of its spine: its decision first.
+            self._timer(due + self._window("switch", first), "congest", leaf)
+            return
+        if (self._firing_on(scope, "network") or self._firing_above(leaf, first.cluster)
+                or any(self._firing_on(Scope.of_switch(s), "network") for s in spines)
+                or any(self._leaf_congested(s) is not None for s in siblings)):
+            return
+        jobs = sorted(waiting, key=lambda w: -float(w.evidence.get("comm_ratio", 0.0)))
+        worst = jobs[0]
+        named = ", ".join(f"{w.job} (comm x{w.evidence.get('comm_ratio')})" for w in jobs[:4])
+        extra = {
+            "nodes_affected": len(hot), "nodes_heard_from": len(heard),
+            "affected_nodes": sorted(hot)[:16],
+            "jobs_waiting": [w.job for w in jobs[:8]],
+            "comm_ratio": {w.job: w.evidence.get("comm_ratio") for w in jobs[:8]},
+            "why_escalated": (
+                f"{leaf} congested: {len(hot)} of its {len(heard)} nodes' ports wait for credit "
+                "(xmit_wait, CNPs) far over their usual, while job(s) under it wait in their "
+                f"collectives: {named}; nothing is broken to isolate"),
+            "next_diagnostic": (
+                f"find the traffic filling {leaf}'s uplinks (another tenant's transfers, a "
+                "placement across leaves); QoS, traffic classes or placement decide")}
+        summary = first._replace(ts=due, scope=scope, tenant=None, job=worst.job,
+                                 cause="switch", severity=0.6)
+        p = self._raise(ESCALATION, "network", "switch", scope, summary, out, detected_ts=due,
+                        extra=extra, own=False)
+        p.tenant = None  # a shared part carries several tenants' work
+        for w in jobs[:2]:
+            p.add(w, self.cfg.evidence_items)
+        for g in sorted(ports.values(), key=lambda g: g.onset_ts):
+            p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
 
     def _hold_for_group(self, f: Finding, out: list[Alert]) -> None:
         group = self._group_of(f)

@@ -33,6 +33,8 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
+from detector.job_comm import check_restored as _comm_restored
+from detector.job_comm import note as _note_comm
 from detector.liveness import SCAN_S
 from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
@@ -118,6 +120,8 @@ class Monitors:
         self._maker: list[Any] | None = None
         self.rewound = False  # the clock went back (_first_node); the caller clears it
         self._jobs: dict[str, JobMonitor] = {}
+        # job -> its comm_ms bins against its own past (detector.job_comm; plain data, bounded)
+        self._comm: dict[str, list[Any]] = {}
         # jobs with nothing to expire -> their (evaluations, restarts) then (see sweep)
         self._dormant: dict[str, tuple[int, int]] = {}
         # The jobs a sweep visits: every one that may have something to expire, with its place
@@ -216,6 +220,8 @@ class Monitors:
                 awake = self._awake
                 if awake is not None:
                     awake[e.job] = job._order
+            if e.comm_ms is not None:
+                _note_comm(self._comm, e, self.cfg, findings)  # a job waiting alike (G2)
         elif t is NicSample:
             self._n_nic += 1
             try:
@@ -641,6 +647,9 @@ class Monitors:
                           f"Monitors.{name}: not a map of {value.__name__}")
         for job in self._jobs.values():
             job.check_restored()
+        if "_comm" not in self.__dict__:
+            self._comm = {}  # (a snapshot of round 18: no comm bins yet)
+        refuse_unless(_comm_restored(self._comm), "Monitors._comm: malformed")
         refuse_unless(type(self._port_names) is PortNames and self._port_names.valid(self.cfg)
                       and all(n._names is self._port_names for n in self._nics.values()),
                       "Monitors._port_names: not one bounded table shared by the nodes")
@@ -725,6 +734,7 @@ class Monitors:
             for name in idle:  # a job that ended: its ranks' history is no use any more
                 job = self._jobs.pop(name)
                 dormant.pop(name, None)
+                self._comm.pop(name, None)
                 awake.pop(name, None)
                 findings.append(Finding(
                     self.clock, self.clock, "job_layout", "slow_node", "unknown",

@@ -157,6 +157,32 @@ class Thresholds:
     #                                     long is a degraded link (trained at a lower width or
     #                                     speed): not a retraining's passing rate after a reboot
 
+    # Congestion another workload makes on a leaf (net19, blind7 G2; screened offline by net18
+    # over blind2-8: /work/helpers/old18/net18-report.md).  A port is congested while its
+    # xmit_wait (time waiting for credit) per second is at least nic_congested_wait_per_s and
+    # nic_congested_wait_ratio times its own running mean, with CNPs (np_cnp_sent +
+    # rp_cnp_handled) per second at least nic_congested_cnps and nic_congested_cnp_ratio times
+    # theirs (blind7's leaf2: x30-80 and 300-900/s; a weight pull inside a leaf, x20 with no
+    # CNP storm, is routine), judged after nic_congested_learn samples learnt (a running mean
+    # over the first nic_congested_span, an EWMA of that span after); it clears after
+    # nic_congested_quiet_s without such a sample (two 10 s samples).
+    nic_congested_wait_per_s: float = 1e6
+    nic_congested_wait_ratio: float = 10.0
+    nic_congested_cnps: float = 100.0
+    nic_congested_cnp_ratio: float = 5.0
+    nic_congested_learn: int = 6
+    nic_congested_span: int = 30
+    nic_congested_quiet_s: float = 20.0
+    # A job waiting in its collectives (detector.job_comm): the median comm_ms of its ranks'
+    # steps in a comm_bin_s bin at least comm_wait_ratio times the median of its previous
+    # comm_base_bins..comm_hist_bins calm bins (blind7 G2: x1.30-1.45 on every rank; net18's
+    # screen: 1.2 fires in the label's first bin in all 8 logs, nowhere else with a leaf
+    # congested but blind4's X-spine).
+    comm_bin_s: float = 10.0
+    comm_wait_ratio: float = 1.2
+    comm_base_bins: int = 6
+    comm_hist_bins: int = 30
+
     # Correlation and alert lifecycle.
     switch_window_s: float = 3.0        # NIC trouble on one switch within this is the switch's
     switch_min_fraction: float = 0.5    # of the nodes behind a switch (or in a domain)
