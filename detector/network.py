@@ -298,7 +298,6 @@ class NodeNics:
             if wait >= cfg.nic_congested_wait_per_s and p.cong_n >= cfg.nic_congested_learn \
                     and wait >= cfg.nic_congested_wait_ratio * p.wait_mean:
                 return False  # its wait jumped: congested? (_congestion)
-            _learn_wait(p, wait, ((v9 - b9) + (v10 - b10)) / dt, cfg)
             p.gbps = gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
             if (gbps >= cfg.nic_busy_gbps) != p.busy:
                 _traffic(p, ts, cfg)
@@ -317,6 +316,8 @@ class NodeNics:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
                 if p.vote <= 0:
                     self._vote(p, 1, cfg)
+        if dt > 0:
+            _learn_wait(p, wait, ((v9 - b9) + (v10 - b10)) / dt, cfg)  # (taken: nothing to tell)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt

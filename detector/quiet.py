@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from detector.events import EccSample, NicSample, StepSample, ThermalSample
+from detector.job_comm import MAX_VALUES as COMM_VALUES
 from detector.monitors import _SWEEP_S, AHEAD_S, SKEW_S
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     nic_units = mon._nics
     ecc_units = mon._ecc
     jobs = mon._jobs
+    comm_bins, bin_s, comm_cap = mon._comm, cfg.comm_bin_s, COMM_VALUES
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
@@ -115,8 +117,16 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 job = jobs[e.job]
             except KeyError:
                 break  # a new job
+            comm = e.comm_ms
+            if comm is not None:
+                # Its job's comm bin (detector.job_comm): one that closes may make a finding.
+                bins = comm_bins.get(e.job)
+                if bins is None or ts // bin_s != bins[0]:
+                    break
             if not job.quiet(e):
                 break
+            if comm is not None and len(bins[1]) < comm_cap:
+                bins[1].append(comm)
             n_step += 1
         elif t is EccSample:
             try:

@@ -110,3 +110,15 @@ def test_the_comm_bins_and_congested_ports_round_trip_the_snapshot_codec() -> No
     assert "congested" in nics.active and nics.cong_n > 0
     assert not check_restored({"train": [0, [], [], None, None, None]})  # an empty bin
     assert not check_restored({"train": [0, [1.0], [float("nan")], None, None, None]})
+
+
+def test_the_batch_path_keeps_the_comm_bins_and_the_ports_learning_as_the_record_path() -> None:
+    events = sorted(ports(800.0, {"leaf2"}) + job(800.0, 1.4), key=lambda e: e.ts)
+    one, many = Engine(topology=TOPO), Engine(topology=TOPO)
+    by_one = feed(one, events, finish=False)
+    by_many = many.process_many(events)
+    assert [(a.status, a.scope.key, a.detected_ts) for a in by_many] == \
+        [(a.status, a.scope.key, a.detected_ts) for a in by_one] != []
+    assert many.monitors._comm == one.monitors._comm
+    p, q = (e.monitors._nics["n06"]._ports[("mlx5_1", 1)] for e in (one, many))
+    assert (p.wait_mean, p.cnp_mean, p.cong_n) == (q.wait_mean, q.cnp_mean, q.cong_n)
