@@ -86,6 +86,7 @@ _FASTER = 0.5
 # leaf (Correlator._on_congestion), never counted as a part's trouble.
 _CONGESTION = frozenset({"congested", "comm_wait"})
 MAX_COMM_WAITS = 1024  # jobs' comm_wait findings kept (the oldest dropped first)
+MAX_LEAF_PORTS = 4096  # congested ports kept a leaf (a 64-port leaf x 8 ports a node is 512)
 
 
 # A GPU's NVLink verdict waits this long for its node's mates (Correlator._hold_board): under
@@ -1604,6 +1605,8 @@ class Correlator:
                 return
             ports = self._congested.setdefault(leaf, {})
             if f.active:
+                if len(ports) >= MAX_LEAF_PORTS and f.scope.key not in ports:
+                    return  # (a forged finding's port numbers: no leaf has so many)
                 ports[f.scope.key] = f
             else:
                 ports.pop(f.scope.key, None)

@@ -122,3 +122,21 @@ def test_the_batch_path_keeps_the_comm_bins_and_the_ports_learning_as_the_record
     assert many.monitors._comm == one.monitors._comm
     p, q = (e.monitors._nics["n06"]._ports[("mlx5_1", 1)] for e in (one, many))
     assert (p.wait_mean, p.cnp_mean, p.cong_n) == (q.wait_mean, q.cnp_mean, q.cong_n)
+
+
+def test_the_correlators_congestion_state_is_bounded() -> None:
+    from detector.alerts import Scope
+    from detector.correlate import MAX_COMM_WAITS, MAX_LEAF_PORTS, Correlator
+    from detector.findings import Finding
+    from detector.thresholds import Thresholds
+
+    c = Correlator(Thresholds(), TOPO)
+    out: list = []
+    for port in range(MAX_LEAF_PORTS + 50):  # one node/NIC under leaf2, forged port numbers
+        c.on_finding(Finding(T0, T0, "congested", "network", "nic",
+                             Scope.of_nic("n05", "mlx5_0", port), True, False, 0.3, {}), out)
+    for j in range(MAX_COMM_WAITS + 50):
+        c.on_finding(Finding(T0, T0, "comm_wait", "network", "unknown", Scope.of_job(f"j{j}"),
+                             True, False, 0.3, {}, f"j{j}"), out)
+    assert len(c._congested["leaf2"]) == MAX_LEAF_PORTS
+    assert len(c._comm_wait) == MAX_COMM_WAITS and out == []
