@@ -28,6 +28,9 @@ from detector.thresholds import Thresholds
 
 MAX_VALUES = 512  # comm times kept a bin (a 28-rank job at 2 s steps sends ~140)
 MAX_JOBS = 4096   # jobs kept (Monitors' own job bound is time: job_idle_s)
+# A job waiting this many times comm_hist_bins bins (10 minutes) has a new usual level (a
+# job re-formed on fewer ranks, more micro-batches each): learnt afresh, its wait cleared.
+RELEARN_BINS = 2
 MAX_HIST = 1024   # calm medians a restored state may hold (comm_hist_bins is 30)
 # A job's state: [bin, comm times of the bin, medians of its calm bins, onset of its wait (None:
 # not waiting), tenant, cluster].
@@ -69,8 +72,12 @@ def _close(job: str, st: list[Any], ts: float, cfg: Thresholds, out: list[Findin
     med = _median(st[_VALUES])
     hist = st[_HIST]
     usual = _median(hist) if len(hist) >= cfg.comm_base_bins else 0.0
+    since = st[_SINCE]
+    if since is not None and ts - since >= RELEARN_BINS * cfg.comm_hist_bins * cfg.comm_bin_s:
+        hist.clear()  # a level it has held for 10 minutes is its own now (a re-formed job)
+        usual = 0.0
     if usual > 0.0 and med >= cfg.comm_wait_ratio * usual:
-        if st[_SINCE] is None:
+        if since is None:
             st[_SINCE] = onset = st[_BIN] * cfg.comm_bin_s
             out.append(Finding(ts, onset, "comm_wait", "network", "unknown", Scope.of_job(job),
                                True, False, 0.3, {

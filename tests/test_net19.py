@@ -140,3 +140,15 @@ def test_the_correlators_congestion_state_is_bounded() -> None:
                              True, False, 0.3, {}, f"j{j}"), out)
     assert len(c._congested["leaf2"]) == MAX_LEAF_PORTS
     assert len(c._comm_wait) == MAX_COMM_WAITS and out == []
+
+
+def test_a_job_slower_in_comm_for_good_is_learnt_afresh_after_ten_minutes() -> None:
+    from detector.job_comm import note
+    from detector.thresholds import Thresholds
+
+    cfg, jobs, out = Thresholds(), {}, []
+    for s in range(900):  # one rank, 2 s steps; comm 1.5x from 300 s on (a re-formed job)
+        note(jobs, step(T0 + 2.0 * s, 0, s, job="j", comm_ms=450.0 if s >= 150 else 300.0),
+             cfg, out)
+    assert [(f.signal, f.active, f.ts - T0) for f in out] == [
+        ("comm_wait", True, 310.0), ("comm_wait", False, 900.0)]
