@@ -275,9 +275,10 @@ def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[
         if mon._jobs:  # this source sees step records: which jobs ran on the node to the end
             ev["steps_seen"] = True
             since = st[_LAST] - max(RUNNING_S, 2 * st[_GAP])
-            jobs = _jobs_on(mon, node, since)
-            names = {j[0] for j in jobs}
-            jobs += [j for j in st[_JOBS] or () if j[2] >= since and j[0] not in names]
+            # as noted once it was quiet SUSPECT_S (the job's GPUs may have gone on to other
+            # jobs, and its other nodes left, since: the churning fleet), else as now
+            jobs = _jobs_on(mon, node, since) if st[_JOBS] is None else [
+                j for j in st[_JOBS] if j[2] >= since]
             if jobs:
                 ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
@@ -328,9 +329,11 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
         entry = alive.get(node)
         if entry is None or not entry[1]:
             continue
-        later = 0
+        # its quickest topic quiet fast_s of its interval, the others FAST_S (an ECC poll of
+        # 30-60 s would hold the page that long: its last record may be a poll before)
+        later, quick = 0, min(st[_GAP] for st in entry[1].values())
         for what, st in entry[1].items():
-            q = fast_s(st[_GAP])
+            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
             if st[_SILENT] or st[_N] < MIN_UPDATES or what not in prog or \
                     prog[what] - st[_AT] <= q:
                 break
@@ -354,7 +357,7 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
         return
     # nodes that missed a record near their going quiet but are not quiet long enough yet:
     # wait for them (a scan or two), so that a part going dark is judged together
-    waited = max(min(prog[w] - st[_AT] - fast_s(st[_GAP]) for w, st in alive[n][1].items())
+    waited = max(max(prog[w] - st[_AT] - fast_s(st[_GAP]) for w, st in alive[n][1].items())
                  for n in judged)
     if waited <= FAST_WAIT_S and any(
             n not in ready and any(abs(_newest(e) - ready[m][0]) <= DARK_WITH_S
