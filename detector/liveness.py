@@ -42,6 +42,21 @@ Two halves, one path for the service and the replay:
   (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
   the time and the contract has no maintenance field, so a machine that dies idle is not
   told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
+- **a node lost under its job, in seconds** (silent19; :func:`_fast`, :func:`_stalled`): the
+  240 s wait is for a node seen by its records alone.  A node quiet on every topic -- its
+  quickest :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at most
+  :data:`FAST_CAP_S`), the others :data:`FAST_S` -- is judged at once when a job with ranks
+  on it stepped up to then and stopped stepping everywhere with it, while the job's GPUs on
+  its other nodes stay busy (NCCL spinning on a dead peer) with no other job stepping there,
+  or went dark with it: the job is lost, whatever the node does next.  A job ended, cancelled
+  or stopped for a planned reboot leaves its GPUs idle (replay/sim's reboot) or on to the next
+  job (the churning fleet), a node replaced under a running job leaves it stepping, a job
+  on the node alone ending looks like its death: those wait for the 240 s path (and the
+  jobs it counts are those noted once the node was quiet :data:`SUSPECT_S`, so a job whose
+  GPUs went on to another job is none: the churning fleet's 15 pages in 32 h -> 0).  Nodes
+  of the source that went dark with it (within :data:`DARK_WITH_S`) are judged with it, job
+  or not, after at most :data:`FAST_WAIT_S` for those not quiet long enough yet: a part's
+  page.  blind9: 238-362 s -> 22-31 s; the confirm follows :data:`CONFIRM_S` later.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
@@ -385,11 +400,12 @@ def _newest(entry: list[Any]) -> float:
 
 
 def _missed(entry: list[Any], newest: dict[str, dict[str, float]]) -> bool:
-    """Whether a node not yet judged missed a record on every topic (quiet longer than its
-    largest recent interval), as a node going dark with others does."""
+    """Whether a node not yet judged is quiet half its :func:`fast_s` on every topic (a
+    record or more missed everywhere), as a node going dark with others is."""
     tops = entry[1]
     return bool(tops) and not any(st[_SILENT] for st in tops.values()) and all(
-        newest[w] and max(newest[w].values()) - st[_LAST] > st[_GAP] for w, st in tops.items())
+        newest[w] and max(newest[w].values()) - st[_LAST] > fast_s(st[_GAP]) / 2
+        for w, st in tops.items())
 
 
 def _stalled(mon: Monitors, node: str, last: float, now: float,

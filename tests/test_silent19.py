@@ -17,8 +17,7 @@ from detector import liveness
 from detector.alerts import Alert
 from detector.engine import Engine
 from replay.runner import replay_log
-from tests.test_liveness import (NODES, T0, TIER_NODES, TIERS, firing, fleet, silent_pages,
-                                 write)
+from tests.test_liveness import NODES, T0, TIER_NODES, TIERS, firing, fleet, silent_pages, write
 
 
 def steps(job: str, nodes: list[str], t0: float, t1: float, step0: int = 0) -> list[dict]:
