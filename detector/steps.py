@@ -1541,12 +1541,9 @@ class JobMonitor:
             rank, i = self._rank_of[s], at[s]
             self._reported[s] = self._wander_rep[s] = True
             ratio = math.exp(float(lead[i]))
-            out.append(self._finding(
-                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                decided_ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3),
-                {"step": step, "rank": rank,
-                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[s])), 4),
-                 "wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
+            out.append(self._rule_finding(
+                rank, dp_of[rank], decided_ts, ratio, step, float(self._slow_dev[s]),
+                {"wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
                  "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
                  "baseline_ratio": round(math.exp(float(self._base[s])), 4),
                  "rule": f"a job whose slow ranks wander (routing): its mean over its bias, "
@@ -1555,6 +1552,15 @@ class JobMonitor:
                          f">= {_WANDER_ALONE:.0%} over its peers' on other nodes"}))
         for s in falling.tolist():
             self._rule_cleared(s, self._wander_rep, step, dp_of, decided_ts, out)
+
+    def _rule_finding(self, rank: int, dp: int | None, ts: float, ratio: float, step: int,
+                      dev: float, evidence: dict[str, Any]) -> Finding:
+        """A slow rank found by a rule sized by ``ratio`` (the wandering job's, the twins'):
+        onset at ``ts``, its confidence from the ratio, ``dev`` its log ratio to its peers."""
+        return self._finding(rank, dp, "slow_rank", "slow_node", "unknown", ts, ts, True,
+                             min(0.95, 0.5 + (ratio - 1.0) * 3),
+                             {"step": step, "rank": rank,
+                              "compute_ratio_to_peers": round(math.exp(dev), 4), **evidence})
 
     def _hold_wandering(self, out: list[Finding], mark: int) -> None:
         """Take back the slow ranks the other rules found on this step of a wandering job
@@ -1637,12 +1643,9 @@ class JobMonitor:
             self._reported[s] = self._twin_rep[s] = True
             ratio = math.exp(float(self._twin_short[s]))
             twins = [rank_of[t - 1] for t in self._twins[s].tolist() if t]
-            out.append(self._finding(
-                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                decided_ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3),
-                {"step": step, "rank": rank,
-                 "compute_ratio_to_peers": round(math.exp(float(d[i])), 4),
-                 "twin_ratio": round(ratio, 4), "twins": twins,
+            out.append(self._rule_finding(
+                rank, dp_of[rank], decided_ts, ratio, step, float(d[i]),
+                {"twin_ratio": round(ratio, 4), "twins": twins,
                  "twin_offset": round(math.exp(float(self._twin_base[s])), 4),
                  "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
                  "rule": f"against its twins (the peers on other nodes whose compute moves "
