@@ -136,7 +136,10 @@ _TWIN_CORR = 0.5           # a twin: a peer on another node whose deviation's ch
 #                            a walk with ~20 steps of memory has ~3 independent values in 64
 #                            steps (two experts' correlated 0.77 by chance), and a slowdown in
 #                            the window took a twin's from 0.98 to 0.17 (tests/test_ep19.py)
-_TWIN_MIN = 2              # twins a rank needs to be judged against them (their median) ...
+_TWIN_MIN = 2              # twins a rank needs to be judged against them (their median), on
+#                            this many nodes (twins on one node are that node's shared pace:
+#                            blind5 workloads, a 2-node job's ranks each "twinned" with the
+#                            other node's 8, paged a node 1.07x once) ...
 _TWIN_MAX = 7              # ... and the most kept (the most alike)
 _TWIN_GROUP_MAX = 256      # peer groups larger than this are not searched (k^2 a look)
 _TWIN_ALPHA = 0.2          # a rank's deviation from its twins' median, smoothed over ~5 steps
@@ -1627,8 +1630,8 @@ class JobMonitor:
         short += _TWIN_ALPHA * (over - short)
         self._twin_short[ro] = short
         learn = ~self._reported[ro] & (np.abs(over) < 3.0 * sigma)
-        self._twin_base[ro] = np.minimum(np.where(learn, base + _TWIN_BASE_ALPHA * over, base),
-                                         cfg.slow_baseline_clip)
+        self._twin_base[ro] = np.clip(np.where(learn, base + _TWIN_BASE_ALPHA * over, base),
+                                      -cfg.slow_baseline_clip, cfg.slow_baseline_clip)
         need = max(math.log1p(_WANDER_MIN_EFFECT),
                    _TWIN_Z * sigma * math.sqrt(_TWIN_ALPHA / (2.0 - _TWIN_ALPHA)))
         rising = ro[(short >= need) & ~self._reported[ro]]
@@ -1659,8 +1662,10 @@ class JobMonitor:
         """Each rank's twins: the peers of its group on another node whose deviations over
         the last ``n`` steps (at most ``_TWIN_WINDOW``) change from step to step as its own
         does, and as each other's (correlations >= ``_TWIN_CORR``), the most alike
-        ``_TWIN_MAX`` of them, ``_TWIN_MIN`` at least (else none).  A rank's offset from
-        a new set's median is learned anew from the window (at most slow_baseline_clip).  Not
+        ``_TWIN_MAX`` of them, on ``_TWIN_MIN`` nodes at least (else none).  A rank's offset
+        from a new set's median is learned anew from the window, within +-slow_baseline_clip
+        (twins do the same work: a rank 9 % faster than its "twins" and back at their pace is
+        no slowdown).  Not
         for a rank reported slow (its twins kept), nor in groups of more than
         ``_TWIN_GROUP_MAX`` ranks."""
         hist, hw = self._twin_hist[:, :n], self._hw
@@ -1671,7 +1676,8 @@ class JobMonitor:
             k = len(idx)
             if k <= _TWIN_MIN or k > _TWIN_GROUP_MAX:
                 continue
-            dh = np.diff(hist[idx], axis=1)
+            h = hist[idx]
+            dh = np.diff(h, axis=1)
             if n == _TWIN_WINDOW and last < n - 1:
                 dh = np.delete(dh, last, axis=1)
             corr = _correlations(dh)
@@ -1688,14 +1694,14 @@ class JobMonitor:
                     if len(chosen) < _TWIN_MAX and all(corr[j, t] >= _TWIN_CORR for t in chosen):
                         chosen.append(j)
                 new = np.zeros(_TWIN_MAX, dtype=np.int64)
-                if len(chosen) >= _TWIN_MIN:
+                if len({node[j] for j in chosen}) >= _TWIN_MIN:
                     new[:len(chosen)] = idx[chosen] + 1
                 if np.array_equal(new, self._twins[s]):
                     continue
                 self._twins[s] = new
                 self._twin_short[s] = 0.0
-                self._twin_base[s] = 0.0 if not new[0] else min(clip, float(np.mean(
-                    hist[s] - np.median(hist[new[new > 0] - 1], axis=0))))
+                self._twin_base[s] = 0.0 if not new[0] else float(np.clip(np.mean(
+                    h[i] - np.median(h[chosen], axis=0)), -clip, clip))
 
     def _hold_shared(self, out: list[Finding], mark: int, slots: np.ndarray,
                      groups: np.ndarray) -> None:
