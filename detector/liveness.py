@@ -42,6 +42,21 @@ Two halves, one path for the service and the replay:
   (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
   the time and the contract has no maintenance field, so a machine that dies idle is not
   told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
+- **a node lost under its job, in seconds** (silent19; :func:`_fast`, :func:`_stalled`): the
+  240 s wait is for a node seen by its records alone.  A node quiet on every topic -- its
+  quickest :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at most
+  :data:`FAST_CAP_S`), the others :data:`FAST_S` -- is judged at once when a job with ranks
+  on it stepped up to then and stopped stepping everywhere with it, while the job's GPUs on
+  its other nodes stay busy (NCCL spinning on a dead peer) with no other job stepping there,
+  or went dark with it: the job is lost, whatever the node does next.  A job ended, cancelled
+  or stopped for a planned reboot leaves its GPUs idle (replay/sim's reboot) or on to the next
+  job (the churning fleet), a node replaced under a running job leaves it stepping, a job
+  on the node alone ending looks like its death: those wait for the 240 s path (and the
+  jobs it counts are those noted once the node was quiet :data:`SUSPECT_S`, so a job whose
+  GPUs went on to another job is none: the churning fleet's 15 pages in 32 h -> 0).  Nodes
+  of the source that went dark with it (within :data:`DARK_WITH_S`) are judged with it, job
+  or not, after at most :data:`FAST_WAIT_S` for those not quiet long enough yet: a part's
+  page.  blind9: 238-362 s -> 22-31 s; the confirm follows :data:`CONFIRM_S` later.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
@@ -104,6 +119,23 @@ TOPICS = ("ecc", "nic", "thermal")
 DARK_WITH_S = 30.0
 CONFIRM_S = 30.0
 MAX_DARK = 256           # nodes named in one finding's ``dark_with``
+# A node lost under its job (silent19): every topic of the node quiet FAST_S (and
+# FAST_INTERVALS of its interval, counted at most FAST_CAP_S) while a job with ranks on it,
+# stepping up to then (within FAST_RUN_S of its last record), stopped stepping everywhere and
+# its ranks on the other nodes wait in the collective (their GPUs busy with no step, nothing
+# else stepping there) -- or its other nodes went dark with it.  Paged then, not after 240 s:
+# a drained node's job ended or moved first, a reboot planned under a stopped job leaves its
+# GPUs idle, a node replaced under a running job has its job stepping on.  Looked at for
+# FAST_WINDOW_S; the nodes of its source that went dark with it join it (a part's page).
+FAST_S = 20.0
+FAST_INTERVALS = 1.5
+FAST_CAP_S = 40.0
+FAST_RUN_S = 30.0
+FAST_WINDOW_S = 60.0
+FAST_WAIT_S = 2 * SCAN_S  # the most a judgment waits for nodes going dark with it
+# A job moved on from a node's going dark when another job stepped on its GPUs this long after
+# its own last step (the churning fleet's next job, starting as the node leaves).
+MOVED_S = 1.0
 # A correlator's node entry holds, beside its topics' findings, the one that made it silent
 # on every topic: under _WAIT while its part's other nodes are awaited, _JUDGED once judged.
 _WAIT, _JUDGED = "wait", "judged"
@@ -119,6 +151,12 @@ _LAST, _GAP, _N, _SILENT, _AT, _JOBS = range(6)
 def bound_s(interval: float) -> float:
     """How long a node with records ``interval`` apart may be quiet on a topic."""
     return max(SILENT_MIN_S, SILENT_INTERVALS * interval)
+
+
+def fast_s(interval: float) -> float:
+    """How long a node with records ``interval`` apart is quiet on a topic before its job's
+    stall may say it was lost (:func:`_stalled`)."""
+    return max(FAST_S, min(FAST_INTERVALS * interval, FAST_CAP_S))
 
 
 def note(mon: Monitors, node: str, cluster: str | None) -> None:
@@ -146,6 +184,9 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
         seen[node] = nics.last_ts
     clock = mon.clock
     alive = mon._alive
+    prog: dict[str, float] = {}
+    times_of: dict[str, list[float]] = {}
+    quiet: set[str] = set()  # nodes quiet on a topic long enough for _fast to look at them
     for what in TOPICS:
         seen = newest[what]
         if not seen:
@@ -157,9 +198,9 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
         elif fleet > tp[0]:
             tp[1] += min(fleet - tp[0], JUMP_CAP_S)
             tp[0] = fleet
-        progress = tp[1]
+        progress = prog[what] = tp[1]
         # the newest record times, sorted: how many nodes recorded past a node's silence
-        times = sorted(seen.values())
+        times = times_of[what] = sorted(seen.values())
         for node, last in seen.items():
             entry = alive.get(node)
             if entry is None:
@@ -189,10 +230,13 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 st[_JOBS] = _jobs_on(mon, node, -math.inf)
             bound = bound_s(st[_GAP])
             if st[_SILENT]:
-                if progress - st[_AT] > bound + CONFIRM_S:  # still quiet: a part's wait ends
+                if progress - st[_AT] > (fast_s(st[_GAP]) if st[_SILENT] == 3 else bound) + \
+                        CONFIRM_S:  # still quiet: a part's wait ends
                     st[_SILENT] = 2
                     findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
                 continue
+            if fast_s(st[_GAP]) < progress - st[_AT] <= fast_s(st[_GAP]) + FAST_WINDOW_S:
+                quiet.add(node)
             if progress - st[_AT] <= bound:
                 continue
             later = len(times) - bisect_right(times, last + bound)
@@ -208,6 +252,8 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 if with_:
                     f.evidence["dark_with"] = with_[:MAX_DARK]
                 findings.append(f)
+    if quiet and mon._jobs:
+        _fast(mon, sorted(quiet), newest, prog, times_of, findings)
     # Topics whose units were pruned (Monitors.prune_units): a silence there is over.
     for node in list(alive):
         entry = alive[node]
@@ -220,24 +266,34 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
 
 
 def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[Any],
-             clock: float, active: bool, later: int) -> Finding:
+             clock: float, active: bool, later: int,
+             stalled: list[list[Any]] | None = None) -> Finding:
     """``later``: other nodes heard past its silence (active; 0: still silent
     :data:`CONFIRM_S` later); -1: its monitors were dropped (silent for ``unit_idle_s``: it
-    left the fleet), 0: heard again."""
+    left the fleet), 0: heard again.  ``stalled``: judged by :func:`_fast`, the jobs that
+    stalled with it (none: it went dark with a node that has some)."""
     ev: dict[str, Any] = {"topic": what, "last_ts": round(st[_LAST], 3),
-                          "interval_s": round(st[_GAP], 3), "bound_s": bound_s(st[_GAP])}
+                          "interval_s": round(st[_GAP], 3),
+                          "bound_s": fast_s(st[_GAP]) if st[_SILENT] == 3 else bound_s(st[_GAP])}
     if later < 0:
         ev["dropped"] = True
     if active and later == 0:
         ev["confirm"] = True
+    elif active and stalled is not None:
+        ev["nodes_heard_since"] = later
+        ev["steps_seen"] = True
+        ev["job_stalled"] = True
+        if stalled:
+            ev["jobs"] = stalled
     elif active:
         ev["nodes_heard_since"] = later
         if mon._jobs:  # this source sees step records: which jobs ran on the node to the end
             ev["steps_seen"] = True
             since = st[_LAST] - max(RUNNING_S, 2 * st[_GAP])
-            jobs = _jobs_on(mon, node, since)
-            names = {j[0] for j in jobs}
-            jobs += [j for j in st[_JOBS] or () if j[2] >= since and j[0] not in names]
+            # as noted once it was quiet SUSPECT_S (the job's GPUs may have gone on to other
+            # jobs, and its other nodes left, since: the churning fleet), else as now
+            jobs = _jobs_on(mon, node, since) if st[_JOBS] is None else [
+                j for j in st[_JOBS] if j[2] >= since]
             if jobs:
                 ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
@@ -248,17 +304,149 @@ def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
     """[job, ranks on the node, its last step's time] of this source's jobs that still have
     ranks there and stepped at ``since`` or later -- running when the node went quiet (the
     in-process engine's one source sees them; a service's step partitions do not).  A job
-    that ended before (a node drained, then taken out), or whose ranks moved to other nodes
-    (a node replaced under a running job), is not."""
+    that ended before (a node drained, then taken out), whose ranks moved to other nodes
+    (a node replaced under a running job), or whose other GPUs went on with another job
+    (it ended as the node left: the churning fleet) is not."""
     out = []
     for name, job in mon._jobs.items():
         if job.clock < since:
             continue
         n = sum(1 for hw in job._hw if hw is not None and hw[0] == node)
-        if n:
+        if n and not _moved(mon, name, {(hw[0], hw[1]) for hw in job._hw
+                                        if hw is not None and hw[0] != node}, job.clock):
             out.append([name, n, round(job.clock, 3)])
             if len(out) >= MAX_JOBS:
                 break
+    return out
+
+
+def _moved(mon: Monitors, name: str, gpus: set[tuple[str, int]], t: float) -> bool:
+    """Whether another job stepped on one of ``gpus`` (job ``name``'s) after its last step
+    at ``t``: the job ended and its GPUs went on, whatever became of a node of it."""
+    if gpus:
+        for other, job in mon._jobs.items():
+            if other != name and job.clock > t + MOVED_S and any(
+                    hw is not None and (hw[0], hw[1]) in gpus for hw in job._hw):
+                return True
+    return False
+
+
+def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
+          prog: dict[str, float], times_of: dict[str, list[float]],
+          findings: list[Finding]) -> None:
+    """Judge now the nodes quiet :func:`fast_s` on every topic that were lost under a job
+    (:func:`_stalled`), and those of them that went dark with one (within
+    :data:`DARK_WITH_S`: a part of the fleet), without the :func:`bound_s` wait."""
+    alive = mon._alive
+    now = max(max(seen.values()) for seen in newest.values() if seen)
+    ready: dict[str, tuple[float, int]] = {}
+    for node in nodes:
+        entry = alive.get(node)
+        if entry is None or not entry[1]:
+            continue
+        # its quickest topic quiet fast_s of its interval, the others FAST_S (an ECC poll of
+        # 30-60 s would hold the page that long: its last record may be a poll before)
+        later, quick = 0, min(st[_GAP] for st in entry[1].values())
+        for what, st in entry[1].items():
+            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
+            if st[_SILENT] or st[_N] < MIN_UPDATES or what not in prog or \
+                    prog[what] - st[_AT] <= q:
+                break
+            times = times_of[what]
+            later = max(later, len(times) - bisect_right(times, st[_LAST] + q))
+        else:
+            if later:
+                ready[node] = (max(st[_LAST] for st in entry[1].values()), later)
+    if not ready:
+        return
+    lost = {n: jobs for n, (last, _) in ready.items()
+            if (jobs := _stalled(mon, n, last, now, newest))}
+    # the nodes lost now or a little before (not yet confirmed): those that went dark with
+    # them join them, job or not (a rack's idle node; the correlator pages the part)
+    before = {n: max(st[_LAST] for st in e[1].values()) for n, e in alive.items()
+              if n not in ready and any(st[_SILENT] == 3 for st in e[1].values())}
+    anchors = [ready[n][0] for n in lost] + list(before.values())
+    judged = [n for n, (last, _) in ready.items() if n in lost or any(
+        abs(last - a) <= DARK_WITH_S for a in anchors)]
+    if not judged:
+        return
+    # nodes that missed a record near their going quiet but are not quiet long enough yet:
+    # wait for them (a scan or two), so that a part going dark is judged together
+    waited = max(max(prog[w] - st[_AT] - fast_s(st[_GAP]) for w, st in alive[n][1].items())
+                 for n in judged)
+    if waited <= FAST_WAIT_S and any(
+            n not in ready and any(abs(_newest(e) - ready[m][0]) <= DARK_WITH_S
+                                   for m in judged) and _missed(e, newest)
+            for n, e in alive.items()):
+        return
+    for node in judged:
+        last, later = ready[node]
+        jobs = lost.get(node)
+        entry = alive[node]
+        with_ = sorted({n for n in judged if n != node and abs(ready[n][0] - last) <=
+                        DARK_WITH_S} | {n for n, t in before.items()
+                                        if abs(t - last) <= DARK_WITH_S})
+        for what, st in entry[1].items():
+            st[_SILENT] = 3
+            f = _finding(mon, node, entry[0], what, st, mon.clock, True, later, jobs or [])
+            if with_:
+                f.evidence["dark_with"] = with_[:MAX_DARK]
+            findings.append(f)
+
+
+def _newest(entry: list[Any]) -> float:
+    """A source entry's newest record on any topic."""
+    return max((st[_LAST] for st in entry[1].values()), default=-math.inf)
+
+
+def _missed(entry: list[Any], newest: dict[str, dict[str, float]]) -> bool:
+    """Whether a node not yet judged is quiet half its :func:`fast_s` on every topic (a
+    record or more missed everywhere), as a node going dark with others is."""
+    tops = entry[1]
+    return bool(tops) and not any(st[_SILENT] for st in tops.values()) and all(
+        newest[w] and max(newest[w].values()) - st[_LAST] > fast_s(st[_GAP]) / 2
+        for w, st in tops.items())
+
+
+def _stalled(mon: Monitors, node: str, last: float, now: float,
+             newest: dict[str, dict[str, float]]) -> list[list[Any]]:
+    """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
+    since ``last``; the records' time ``now``): each had ranks there and stepped until it
+    went quiet (within :data:`FAST_RUN_S`), has not stepped since (:data:`FAST_S`, three of
+    its steps), had ranks on other nodes, and those still heard wait for it -- their GPUs
+    busy (NCCL spinning on a dead peer: a job stopped or ended leaves them idle), no other
+    job stepping there -- or went dark with it (a part of the fleet).  A job on this node
+    alone ending as it goes quiet looks the same as its death: none."""
+    def heard(n: str) -> float:
+        return max(newest[w].get(n, -math.inf) for w in TOPICS)
+
+    out = []
+    for name, job in mon._jobs.items():
+        t = job.clock
+        if t < last - FAST_RUN_S or now - t < max(FAST_S, 3 * job._period):
+            continue
+        hws = [(hw[0], hw[1]) for hw in job._hw if hw is not None]
+        mine = sum(1 for hw in hws if hw[0] == node)
+        others = {hw for hw in hws if hw[0] != node}
+        if not mine or not others:
+            continue
+        up = {hw for hw in others if heard(hw[0]) > t + MOVED_S}
+        if up:
+            known = busy = 0
+            for hw in up:
+                m = mon._thermal.get(hw)
+                temps = mon._node_temps.get(hw[0])
+                if m is None or temps is None or m.last_ts <= t:
+                    continue  # (no sample since it stopped)
+                known += 1
+                busy += hw[1] not in temps.idle
+            if 2 * busy <= known or _moved(mon, name, up, t):
+                continue
+        elif any(now - heard(hw[0]) <= FAST_S for hw in others):
+            continue  # (its other nodes not quiet long enough yet)
+        out.append([name, mine, round(t, 3)])
+        if len(out) >= MAX_JOBS:
+            break
     return out
 
 
@@ -278,7 +466,7 @@ def check_restored(mon: Monitors) -> bool:
             if what not in TOPICS or type(st) is not list or len(st) != 6 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
                     and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
-                    and st[_SILENT] in (0, 1, 2)  # (a bool before round 18)
+                    and st[_SILENT] in (0, 1, 2, 3)  # (a bool before round 18)
                     and type(st[_AT]) is float and (st[_JOBS] is None or (
                         type(st[_JOBS]) is list and len(st[_JOBS]) <= MAX_JOBS and all(
                             type(j) is list and len(j) == 3 and type(j[0]) is str
@@ -481,7 +669,10 @@ def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
                       "end and did not move)"],
         "recommended_because": (
             f"{where} stopped sending every record at {first.onset_ts:.1f} with no XID, "
-            "while the rest of the fleet kept reporting and jobs ran on it: "
+            "while the rest of the fleet kept reporting and jobs ran on it"
+            + (" (they stopped stepping with it, their other ranks busy waiting in the "
+               "collective)" if any(g.evidence.get("job_stalled") is True for g in found)
+               else "") + ": "
             + ("a host that went dark (kernel panic, PSU, hung BMC)" if part is None else
                "a part of the fleet that went dark together (its switch, its rack's power)")),
         "next_diagnostic": (
