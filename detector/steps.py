@@ -119,6 +119,33 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+_TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
+#                            (JobMonitor._node_alike; blind7 G3: 0.0703 and 0.0690)
+_SHARED_PEERS = 2          # a slow rank's peers on other nodes as slow with it ...
+_SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the workload's
+#                            (JobMonitor._hold_shared; blind8 rail-moe: an expert's ranks in
+#                            4 EP groups hot together)
+# A rank against its twins (JobMonitor._twin_update, blind8 H2: a GPU slowing under routing).
+_TWIN_WINDOW = 128         # steps of each rank's deviation kept to find its twins ...
+_TWIN_FIRST = 64           # ... looked at once this many are kept ...
+_TWIN_EVERY = 16           # ... and every this many steps
+_TWIN_CORR = 0.5           # a twin: a peer on another node whose deviation's changes from step
+#                            to step correlate this much with the rank's, and with the other
+#                            twins'.  blind8 rail-moe, 64 steps: the ranks of one expert
+#                            0.57-0.79, the others <= 0.43 (i.i.d.: 0 +- 0.13).  Not the levels:
+#                            a walk with ~20 steps of memory has ~3 independent values in 64
+#                            steps (two experts' correlated 0.77 by chance), and a slowdown in
+#                            the window took a twin's from 0.98 to 0.17 (tests/test_ep19.py)
+_TWIN_MIN = 2              # twins a rank needs to be judged against them (their median), on
+#                            this many nodes (twins on one node are that node's shared pace:
+#                            blind5 workloads, a 2-node job's ranks each "twinned" with the
+#                            other node's 8, paged a node 1.07x once) ...
+_TWIN_MAX = 7              # ... and the most kept (the most alike)
+_TWIN_GROUP_MAX = 256      # peer groups larger than this are not searched (k^2 a look)
+_TWIN_ALPHA = 0.2          # a rank's deviation from its twins' median, smoothed over ~5 steps
+_TWIN_BASE_ALPHA = 0.02    # its own offset from them, learned over ~50 steps
+_TWIN_Z = 8.0              # slow: that mean over the offset >= _WANDER_MIN_EFFECT and this many
+#                            of its noise (the ranks' spread of it, smoothed as the mean is)
 
 
 def _gamma_tail_quantile(k: int, alpha: float) -> float:
@@ -163,7 +190,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
     ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),
     ("_sustained", False), ("_run_own", 0.0), ("_wshort", 0.0), ("_wlong", 0.0),
-    ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False))
+    ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False), ("_twin_hist", 0.0),
+    ("_twins", 0), ("_twin_base", 0.0), ("_twin_short", 0.0), ("_twin_rep", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -234,6 +262,14 @@ def _dp_array(dp: tuple[int | None, ...]) -> np.ndarray:
         return np.frombuffer(bytearray(_packer("q", len(dp))(*dp)), dtype=_INT64)
     except struct.error:
         return np.fromiter((-1 if v is None else v for v in dp), dtype=np.int64, count=len(dp))
+
+
+def _correlations(h: np.ndarray) -> np.ndarray:
+    """The correlation of every pair of rows of ``h`` (0 with a constant row)."""
+    h = h - h.mean(axis=1, keepdims=True)
+    norm = np.sqrt(np.einsum("ij,ij->i", h, h))
+    norm[norm == 0.0] = math.inf
+    return (h @ h.T) / np.outer(norm, norm)
 
 
 def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -430,6 +466,17 @@ class JobMonitor:
         self._wandering = False                       # in the wandering regime (hysteresis)
         self._wander_n = 0                            # steps the sums above have taken
         self._wander_hot = 0                          # steps the index was high (not low since)
+        # A rank against its twins (_twin_update): per rank its latest _TWIN_WINDOW deviations
+        # from its peers (a ring), its twins (slot + 1; 0: none), its learned offset from their
+        # median and its smoothed deviation over that offset, whether the rule reported it;
+        # per job the steps written to the ring and the noise of the smoothed deviation.
+        self._twin_hist = np.zeros((0, _TWIN_WINDOW))
+        self._twins = np.zeros((0, _TWIN_MAX), dtype=np.int64)
+        self._twin_base = np.zeros(0)
+        self._twin_short = np.zeros(0)
+        self._twin_rep = np.zeros(0, dtype=bool)
+        self._twin_n = 0
+        self._twin_sigma = 0.0
         self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
         self._found_nodes: dict[str, tuple[int, int]] = {}  # nodes found slow lately ->
         #                                               (when, in steps; the replica: -1 none)
@@ -761,6 +808,7 @@ class JobMonitor:
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
+        self._twin_rep[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -785,6 +833,7 @@ class JobMonitor:
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
+        self._twin_rep[:] = False
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -997,6 +1046,9 @@ class JobMonitor:
         idx = np.flatnonzero(keep)
         for name, _ in _SLOT_ARRAYS:
             setattr(self, name, getattr(self, name)[idx])
+        renum = np.zeros(n + 1, dtype=np.int64)  # (twins are slots + 1: renumbered, 0 if gone)
+        renum[idx + 1] = np.arange(1, len(idx) + 1)
+        self._twins = renum[np.clip(self._twins, 0, n)]
         self._slow.keep(idx)
         self._host.keep(idx)
         self._hw = [self._hw[i] for i in idx.tolist()]
@@ -1050,6 +1102,8 @@ class JobMonitor:
         m = _ints(slots)[at]
         self._slow.reset(m)
         self._reported[m] = False
+        self._twin_rep[m] = False
+        self._twins[m] = 0
         self._gross[m] = 0
         self._run_sum[m] = 0.0
         self._run_own[m] = 0.0
@@ -1127,6 +1181,9 @@ class JobMonitor:
         self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
         if len(out) > mark and (self._wandering or self._visiting(out, mark)):
             self._hold_wandering(out, mark)
+        elif len(out) > mark and (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
+                                  or self._wander >= _WANDER_OFF):
+            self._hold_shared(out, mark, slots, groups)
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
@@ -1292,6 +1349,7 @@ class JobMonitor:
         prev_score = self._slow.score[r]
         _, cleared, score = self._slow.step(r, cusum_z, tc)
         self._wander_update(step, r, gc, z, d, mc, buf, decided_ts, out)
+        self._twin_update(step, r, gc, d, mc, buf, decided_ts, out)
         if not warm:  # (the gross prior's counters are the warm-up's)
             over_base = size - base_r
             self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out)
@@ -1374,7 +1432,8 @@ class JobMonitor:
         if len(cleared):
             # (a rank reported as a recurring straggler clears as one: _check_recurring)
             cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
-                              & ~self._sustained[cleared] & ~self._wander_rep[cleared]]
+                              & ~self._sustained[cleared] & ~self._wander_rep[cleared]
+                              & ~self._twin_rep[cleared]]
         if len(new) == 0 and len(cleared) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
@@ -1485,12 +1544,9 @@ class JobMonitor:
             rank, i = self._rank_of[s], at[s]
             self._reported[s] = self._wander_rep[s] = True
             ratio = math.exp(float(lead[i]))
-            out.append(self._finding(
-                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
-                decided_ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3),
-                {"step": step, "rank": rank,
-                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[s])), 4),
-                 "wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
+            out.append(self._rule_finding(
+                rank, dp_of[rank], decided_ts, ratio, step, float(self._slow_dev[s]),
+                {"wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
                  "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
                  "baseline_ratio": round(math.exp(float(self._base[s])), 4),
                  "rule": f"a job whose slow ranks wander (routing): its mean over its bias, "
@@ -1500,6 +1556,15 @@ class JobMonitor:
         for s in falling.tolist():
             self._rule_cleared(s, self._wander_rep, step, dp_of, decided_ts, out)
 
+    def _rule_finding(self, rank: int, dp: int | None, ts: float, ratio: float, step: int,
+                      dev: float, evidence: dict[str, Any]) -> Finding:
+        """A slow rank found by a rule sized by ``ratio`` (the wandering job's, the twins'):
+        onset at ``ts``, its confidence from the ratio, ``dev`` its log ratio to its peers."""
+        return self._finding(rank, dp, "slow_rank", "slow_node", "unknown", ts, ts, True,
+                             min(0.95, 0.5 + (ratio - 1.0) * 3),
+                             {"step": step, "rank": rank,
+                              "compute_ratio_to_peers": round(math.exp(dev), 4), **evidence})
+
     def _hold_wandering(self, out: list[Finding], mark: int) -> None:
         """Take back the slow ranks the other rules found on this step of a wandering job
         (``out[mark:]``): not reported, so found again while they stay slow, and reported
@@ -1507,10 +1572,166 @@ class JobMonitor:
         kept = []
         for f in out[mark:]:
             if (f.signal != "slow_rank" or not f.active or "wander_mean_ratio" in f.evidence
+                    or "twin_ratio" in f.evidence
                     or f.rank is None or f.rank not in self._slot):
                 kept.append(f)
                 continue
             s = self._slot[f.rank]
+            self._reported[s] = self._sustained[s] = self._recurring[s] = False
+        out[mark:] = kept
+
+    def _twin_update(self, step: int, r: np.ndarray, groups: np.ndarray, d: np.ndarray,
+                     med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                     out: list[Finding]) -> None:
+        """A rank judged against its twins, step by step: the peers whose deviation moves
+        with its own (:meth:`_twin_pick`).  A slowdown that is the GPU's follows the GPU; a
+        routing wander follows the tokens, which make the ranks holding one expert in every
+        EP group hot together (blind8 rail-moe: 4 ranks a peer group, their deviations
+        correlated 0.95, others' <= 0.5).  So a rank's deviation from its twins' median stays
+        at its offset (+-1.5 % a step) while its expert warms and cools, and steps up by the
+        slowdown when its GPU slows, whatever its expert does: blind8 H2's GPU, cold by routing
+        (-0.15) when it turned 1.16x slower, was found by the wandering job's 100-step mean
+        140-440 s after its onset; against its twins the step is 10 noise units at once.
+
+        Where deviations are i.i.d. no rank has twins (64 steps: 0 +- 0.13 each, and the twins must
+        correlate with each other too): nothing is paid for but the ring and a look every
+        ``_TWIN_EVERY`` steps (groups of at most ``_TWIN_GROUP_MAX``).  Slow: the deviation over the
+        offset, smoothed over ~5 steps (``_TWIN_ALPHA``), >= ``_WANDER_MIN_EFFECT`` and >=
+        ``_TWIN_Z`` of its noise (the ranks' spread of it); cleared under half that.  The twins of a
+        rank reported slow are kept (its slowdown lowers their correlation: picked again, they
+        would be lost)."""
+        col = self._twin_n % _TWIN_WINDOW
+        self._twin_hist[r, col] = d
+        self._twin_n += 1
+        live = np.count_nonzero(self._twin_rep)
+        if self._twin_n < _TWIN_FIRST:
+            return
+        if self._twin_n % _TWIN_EVERY == 0:
+            self._twin_pick(r, groups, min(self._twin_n, _TWIN_WINDOW))
+        tw = self._twins[r]
+        if not np.count_nonzero(tw):
+            return
+        cur = np.full(len(self._base) + 1, _NAN)  # (by slot + 1: 0, no twin, reads NaN)
+        cur[r + 1] = d
+        vals = cur[tw]
+        ok = np.count_nonzero(~np.isnan(vals), axis=1) >= _TWIN_MIN
+        if not np.count_nonzero(ok):
+            return
+        ro = r[ok]
+        res = d[ok] - np.nanmedian(vals[ok], axis=1)
+        base = self._twin_base[ro]
+        over = res - base
+        cfg = self.cfg
+        self._twin_sigma = _smoothed(self._twin_sigma,
+                                     median(np.abs(over), scratch=True) * MAD_TO_SIGMA,
+                                     cfg.slow_sigma_alpha)
+        sigma = max(self._twin_sigma, cfg.slow_sigma_floor)
+        short = self._twin_short[ro]
+        short += _TWIN_ALPHA * (over - short)
+        self._twin_short[ro] = short
+        learn = ~self._reported[ro] & (np.abs(over) < 3.0 * sigma)
+        self._twin_base[ro] = np.clip(np.where(learn, base + _TWIN_BASE_ALPHA * over, base),
+                                      -cfg.slow_baseline_clip, cfg.slow_baseline_clip)
+        need = max(math.log1p(_WANDER_MIN_EFFECT),
+                   _TWIN_Z * sigma * math.sqrt(_TWIN_ALPHA / (2.0 - _TWIN_ALPHA)))
+        rising = ro[(short >= need) & ~self._reported[ro]]
+        falling = ro[self._twin_rep[ro] & (short < 0.5 * need)] if live else ro[:0]
+        if not len(rising) and not len(falling):
+            return
+        at = {int(s): i for i, s in enumerate(r.tolist())}
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        rank_of = self._rank_of
+        for s in rising.tolist():
+            rank, i = rank_of[s], at[s]
+            self._reported[s] = self._twin_rep[s] = True
+            ratio = math.exp(float(self._twin_short[s]))
+            twins = [rank_of[t - 1] for t in self._twins[s].tolist() if t]
+            out.append(self._rule_finding(
+                rank, dp_of[rank], decided_ts, ratio, step, float(d[i]),
+                {"twin_ratio": round(ratio, 4), "twins": twins,
+                 "twin_offset": round(math.exp(float(self._twin_base[s])), 4),
+                 "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+                 "rule": f"against its twins (the peers on other nodes whose compute moves "
+                         f"with its own, correlation >= {_TWIN_CORR}): their median's pace "
+                         f"over its offset, weighed over ~{1.0 / _TWIN_ALPHA:.0f} steps, "
+                         f">= {_WANDER_MIN_EFFECT:.0%} slower"}))
+        for s in falling.tolist():
+            self._rule_cleared(s, self._twin_rep, step, dp_of, decided_ts, out)
+
+    def _twin_pick(self, r: np.ndarray, groups: np.ndarray, n: int) -> None:
+        """Each rank's twins: the peers of its group on another node whose deviations over
+        the last ``n`` steps (at most ``_TWIN_WINDOW``) change from step to step as its own
+        does, and as each other's (correlations >= ``_TWIN_CORR``), the most alike
+        ``_TWIN_MAX`` of them, on ``_TWIN_MIN`` nodes at least (else none).  A rank's offset
+        from a new set's median is learned anew from the window, within +-slow_baseline_clip
+        (twins do the same work: a rank 9 % faster than its "twins" and back at their pace is
+        no slowdown).  Not
+        for a rank reported slow (its twins kept), nor in groups of more than
+        ``_TWIN_GROUP_MAX`` ranks."""
+        hist, hw = self._twin_hist[:, :n], self._hw
+        last = (self._twin_n - 1) % _TWIN_WINDOW  # (the ring's newest column: no change across it)
+        clip = self.cfg.slow_baseline_clip
+        for g in np.unique(groups).tolist():
+            idx = r[groups == g]
+            k = len(idx)
+            if k <= _TWIN_MIN or k > _TWIN_GROUP_MAX:
+                continue
+            h = hist[idx]
+            dh = np.diff(h, axis=1)
+            if n == _TWIN_WINDOW and last < n - 1:
+                dh = np.delete(dh, last, axis=1)
+            corr = _correlations(dh)
+            node = [None if hw[s] is None else hw[s][0] for s in idx.tolist()]
+            for i, s in enumerate(idx.tolist()):
+                if self._reported[s]:
+                    continue
+                c = corr[i]
+                cand = [j for j in np.flatnonzero(c >= _TWIN_CORR).tolist()
+                        if j != i and (node[i] is None or node[j] != node[i])]
+                cand.sort(key=lambda j: -c[j])
+                chosen: list[int] = []
+                for j in cand:
+                    if len(chosen) < _TWIN_MAX and all(corr[j, t] >= _TWIN_CORR for t in chosen):
+                        chosen.append(j)
+                new = np.zeros(_TWIN_MAX, dtype=np.int64)
+                if len({node[j] for j in chosen}) >= _TWIN_MIN:
+                    new[:len(chosen)] = idx[chosen] + 1
+                if np.array_equal(new, self._twins[s]):
+                    continue
+                self._twins[s] = new
+                self._twin_short[s] = 0.0
+                self._twin_base[s] = 0.0 if not new[0] else float(np.clip(np.mean(
+                    h[i] - np.median(h[chosen], axis=0)), -clip, clip))
+
+    def _hold_shared(self, out: list[Finding], mark: int, slots: np.ndarray,
+                     groups: np.ndarray) -> None:
+        """Before a job's wandering can be decided (its first ``_WANDER_MIN_STEPS +
+        _WANDER_HOLD_STEPS`` steps), or while its index says it may wander, take back a slow rank
+        found on this step (``out[mark:]``) whose slowness peers of its group on other nodes share:
+        ``_SHARED_PEERS`` of them with a smoothed z (``_wshort``, ~10 steps) at least
+        ``_SHARED_SHARE`` of its own.  Routing makes the ranks holding one expert in every EP group
+        hot together: blind8 rail-moe's early pages, a node's TP pair found by the CUSUM at steps
+        28-35 of the monitor, before the index is read (30 steps; it read 0.7-1.2 there, over 2 from
+        step ~90) or the regime entered, while its expert's 3 other ranks ran as slow on 3 other
+        nodes.  A fault is on its own unit, its peers elsewhere at their pace; a rank held is found
+        again on its next step and reported once its peers are not slow with it (as
+        :meth:`_hold_wandering`)."""
+        kept = []
+        hw, ws = self._hw, self._wshort
+        for f in out[mark:]:
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            if (s is None or f.signal != "slow_rank" or not f.active
+                    or "wander_mean_ratio" in f.evidence or "twin_ratio" in f.evidence
+                    or ws[s] <= 0.0):
+                kept.append(f)
+                continue
+            at = np.flatnonzero(slots == s)
+            node = hw[s][0] if hw[s] is not None else None
+            peers = [p for p in slots[groups == groups[at[0]]].tolist() if p != s and (
+                node is None or hw[p] is None or hw[p][0] != node)] if len(at) else []
+            if sum(ws[p] >= _SHARED_SHARE * ws[s] for p in peers) < _SHARED_PEERS:
+                kept.append(f)
+                continue
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
 
@@ -1585,8 +1806,13 @@ class JobMonitor:
         escalations beside the node's).  A mate counts when its run (the CUSUM above zero) is
         at least two steps long, its score half way to the alarm, and averages
         ``slow_min_effect`` and half the found rank's mean; it enters its CUSUM alarmed, so it
-        clears by the same hysteresis as any slow rank.  A lone slow GPU (its TP mates at the
-        peers' pace) is found alone, as before.
+        clears by the same hysteresis as any slow rank.  A mate whose deviation this step is
+        the found rank's (within ``_TP_LOCKED`` of it: a TP partner waits in the TP
+        all-reduce, so their compute_ms are one) counts at any score: blind7 G3, an aged GPU
+        (gh-03/1, 0x4 at a lower clock) and its partner gh-03/0 both 1.07x with start offsets
+        of 4.3-4.7 %; the partner's CUSUM alarmed first and was escalated alone, the wrong GPU,
+        while the aged one's score was 3.4 of 10 (found 5 steps later).  A lone slow GPU (its
+        TP mates at the peers' pace) is found alone, as before.
         """
         hw = self._hw
         node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
@@ -1606,8 +1832,10 @@ class JobMonitor:
                 continue
             floor = max(math.log1p(self.cfg.slow_min_effect), 0.5 * float(mean[at[s]]))
             idx = np.array(mine)
+            dev = self._slow_dev[s]
+            locked = np.abs(self._slow_dev[r[idx]] - dev) <= _TP_LOCKED * abs(dev)
             slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)
-                       & (bank.score[r[idx]] >= 0.5 * bank.h)]
+                       & ((bank.score[r[idx]] >= 0.5 * bank.h) | locked)]
             group = set(r[slow].tolist()) | {s}
             if len(group) < 2:
                 continue
@@ -2079,7 +2307,7 @@ class JobMonitor:
         job's rule) still has it slow -- that one clears it."""
         mine[s] = False
         if (self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]
-                or self._wander_rep[s]):
+                or self._wander_rep[s] or self._twin_rep[s]):
             return
         rank = self._rank_of[s]
         self._reported[s] = False
