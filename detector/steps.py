@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import sdc
+from detector import host_time, sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -369,6 +369,10 @@ class JobMonitor:
     _in_step_from = math.inf  # the first step it covers, and the newest
     _in_step_to = -1
     _in_step_key = (0, 0)     # (_moves, restarts) it was made at
+    # Each slot's unit of _hs_keys (detector.host_time; -1: not known yet, -2: none), as made
+    # at (_moves, restarts, _hs_keys' identity); not state either: made again after a restore.
+    _hs_code = np.zeros(0, dtype=np.int64)
+    _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -493,6 +497,10 @@ class JobMonitor:
         self._host_n = np.zeros(0, dtype=np.int64)
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
         self._host_seen_ts = -math.inf                # decided ts of the last host check
+        # A node's share of the job's host time (detector.host_time): its units' names (a
+        # node's ranks of one stage and replica) and a row of numbers each.
+        self._hs_keys: list[str] = []
+        self._hs = np.zeros((0, host_time.NCOLS))
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -700,6 +708,7 @@ class JobMonitor:
         refuse_unless(is_map_of(self._partial, ints, set) and len(self._partial) <= _PARTIAL_KEPT
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
+        refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
         refuse_unless(type(self._majority) is dict and all(
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
             and type(v) is str for k, v in self._majority.items())
@@ -805,6 +814,7 @@ class JobMonitor:
             out.append(self._finding(self._rank_of[s], None, "host_late", "slow_node", "unknown",
                                      now, now, False, 0.0, {"step": self._last_step},
                                      verdict=False))
+        self._host_share_reset(now, out)
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
@@ -845,6 +855,7 @@ class JobMonitor:
         self._recur_last[:] = False
         self._reset_sustained(None)
         self._reset_host(None)
+        self._host_share_reset(None, None)
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -2386,6 +2397,8 @@ class JobMonitor:
         if np.count_nonzero(np.isnan(host)) or len(host) < cfg.min_peers:
             return  # (a rank without comm_ms: no host times this step)
         np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
+        if self._evaluated > cfg.warmup_steps:
+            self._host_share(step, slots, buf, host, decided_ts, out)
         scale = median(busy)
         if not scale > 0.0:
             return
@@ -2490,6 +2503,62 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+
+    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                    ts: float, out: list[Finding]) -> None:
+        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
+        its ``host_share`` finding raised, or cleared."""
+        code = self._hs_code
+        if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
+                or len(code) < len(self._rank_of) or np.count_nonzero(code[slots] == -1)):
+            code = self._host_units(slots, buf)
+        step_ms = median(_floats(buf.step_ms))
+        for i, up, at in host_time.judge(self._hs, code[slots], host, step_ms, ts,
+                                         self.cfg.host_node_page_s):
+            key = self._hs_keys[i]
+            out.append(Finding(
+                ts, at, "host_share", "slow_node", "unknown",
+                Scope.of_node(host_time.node_of(key)), up, True, 0.7 if up else 0.0,
+                {"step": step, **host_time.evidence(key, self._hs[i], step_ms)} if up
+                else {"step": step},
+                self.job, self.tenant, self.cluster))
+
+    def _host_units(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
+        """Each slot's unit (detector.host_time): its node's ranks of its stage and, in a job
+        with tensor parallelism, of its replica (new units named, up to MAX_UNITS)."""
+        keys = self._hs_keys
+        index = {k: i for i, k in enumerate(keys)}
+        code = np.full(len(self._rank_of), -1, dtype=np.int64)
+        tp_any = any(buf.tp)
+        hw = self._hw
+        stages: list[int] = []
+        for s, pp, dp in zip(slots.tolist(), buf.pp, buf.dp, strict=True):
+            h = hw[s]
+            key = host_time.unit_key(h[0], pp or 0, dp if tp_any else None) if h else None
+            i = index.get(key) if key is not None else -2
+            if i is None:
+                if len(keys) >= host_time.MAX_UNITS:
+                    i = -2
+                else:
+                    i = index[key] = len(keys)
+                    keys.append(key)
+                    stages.append(pp or 0)
+            code[s] = i
+        if stages:
+            self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float))
+        self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
+        return code
+
+    def _host_share_reset(self, now: float | None, out: list[Finding] | None) -> None:
+        """Forget every unit's run (the job stopped or restarted), clearing those raised."""
+        if out is not None and now is not None and len(self._hs):
+            for i in np.flatnonzero(self._hs[:, host_time.RAISED]).tolist():
+                out.append(Finding(now, now, "host_share", "slow_node", "unknown",
+                                   Scope.of_node(host_time.node_of(self._hs_keys[i])), False,
+                                   True, 0.0, {"step": self._last_step}, self.job, self.tenant,
+                                   self.cluster))
+        self._hs_keys = []
+        self._hs = np.zeros((0, host_time.NCOLS))
 
     def _host_page_after(self, r: np.ndarray) -> np.ndarray:
         """Per slot of ``r``: how long a raised host_late run lasts before it is told again to
