@@ -814,7 +814,7 @@ class JobMonitor:
             out.append(self._finding(self._rank_of[s], None, "host_late", "slow_node", "unknown",
                                      now, now, False, 0.0, {"step": self._last_step},
                                      verdict=False))
-        self._host_share_reset(now, out)
+        self._host_share_withdraw(now, out)
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
@@ -855,7 +855,7 @@ class JobMonitor:
         self._recur_last[:] = False
         self._reset_sustained(None)
         self._reset_host(None)
-        self._host_share_reset(None, None)
+        self._host_share_reset()
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -2549,14 +2549,22 @@ class JobMonitor:
         self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
         return code
 
-    def _host_share_reset(self, now: float | None, out: list[Finding] | None) -> None:
-        """Forget every unit's run (the job stopped or restarted), clearing those raised."""
-        if out is not None and now is not None and len(self._hs):
-            for i in np.flatnonzero(self._hs[:, host_time.RAISED]).tolist():
+    def _host_share_withdraw(self, now: float, out: list[Finding]) -> None:
+        """The job stopped stepping (a pause past job_stopped_steps, an evaluation pass
+        among them): its raised nodes are cleared (a job gone for good must not leave a page
+        open), their runs kept -- a run that goes on when the job steps again is raised again
+        at once, within the correlator's quiet hold: the same page."""
+        if len(self._hs):
+            raised = self._hs[:, host_time.RAISED]
+            for i in np.flatnonzero(raised).tolist():
                 out.append(Finding(now, now, "host_share", "slow_node", "unknown",
                                    Scope.of_node(host_time.node_of(self._hs_keys[i])), False,
                                    True, 0.0, {"step": self._last_step}, self.job, self.tenant,
                                    self.cluster))
+            raised[:] = 0.0
+
+    def _host_share_reset(self) -> None:
+        """The job restarted: every unit learnt anew (its ranks may run elsewhere now)."""
         self._hs_keys = []
         self._hs = np.zeros((0, host_time.NCOLS))
 
