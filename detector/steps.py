@@ -121,6 +121,15 @@ _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
 #                            (JobMonitor._node_alike; blind7 G3: 0.0703 and 0.0690)
+# After a step every rank spent in neither compute nor collectives (a checkpoint snapshot, an
+# evaluation pass: the job's median host time _EVENT_SHARE of its step over its usual), a slow
+# rank found within _AFTER_EVENT_S that is under _AFTER_EVENT_RATIO slower is held
+# (JobMonitor._hold_after_event): an async checkpoint's write-back slows each node from host
+# memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
+# a different node each checkpoint), and fades; a fault stays and is reported after.
+_EVENT_SHARE = 0.05
+_AFTER_EVENT_S = 120.0
+_AFTER_EVENT_RATIO = 1.10
 _SHARED_PEERS = 2          # a slow rank's peers on other nodes as slow with it ...
 _SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the workload's
 #                            (JobMonitor._hold_shared; blind8 rail-moe: an expert's ranks in
@@ -501,6 +510,8 @@ class JobMonitor:
         # node's ranks of one stage and replica) and a row of numbers each.
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        self._host_level = 0.0                        # the job's median host share, smoothed
+        self._event_ts = -math.inf                    # its last step all ranks spent on host
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -1195,6 +1206,25 @@ class JobMonitor:
         elif len(out) > mark and (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
                                   or self._wander >= _WANDER_OFF):
             self._hold_shared(out, mark, slots, groups)
+        if len(out) > mark and decided_ts - self._event_ts <= _AFTER_EVENT_S:
+            self._hold_after_event(out, mark)
+
+    def _hold_after_event(self, out: list[Finding], mark: int) -> None:
+        """Within ``_AFTER_EVENT_S`` of a job-wide host step (a checkpoint's snapshot), take
+        back a slow rank found on this step (``out[mark:]``) under ``_AFTER_EVENT_RATIO``
+        slower than its peers: the write-back that follows the snapshot, node by node, fades
+        (blind10 K3); a rank still slow after the hold is found again and reported."""
+        kept = []
+        for f in out[mark:]:
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            ev = f.evidence
+            ratio = ev.get("mean_ratio_over_run", ev.get("compute_ratio_to_peers"))
+            if (s is None or f.signal != "slow_rank" or not f.active or ratio is None
+                    or ratio >= _AFTER_EVENT_RATIO):
+                kept.append(f)
+                continue
+            self._reported[s] = self._sustained[s] = self._recurring[s] = False
+        out[mark:] = kept
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
@@ -2397,8 +2427,14 @@ class JobMonitor:
         if np.count_nonzero(np.isnan(host)) or len(host) < cfg.min_peers:
             return  # (a rank without comm_ms: no host times this step)
         np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
+        step_ms = median(_floats(buf.step_ms))
+        share = median(host) / max(step_ms, 1e-9)
+        if share - self._host_level >= _EVENT_SHARE:
+            self._event_ts = decided_ts  # (every rank's host: a snapshot, an evaluation)
+        else:
+            self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
         if self._evaluated > cfg.warmup_steps:
-            self._host_share(step, slots, buf, host, decided_ts, out)
+            self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
         scale = median(busy)
         if not scale > 0.0:
             return
@@ -2505,14 +2541,13 @@ class JobMonitor:
                                      verdict=False))
 
     def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
-                    ts: float, out: list[Finding]) -> None:
+                    step_ms: float, ts: float, out: list[Finding]) -> None:
         """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
         its ``host_share`` finding raised, or cleared."""
         code = self._hs_code
         if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
                 or len(code) < len(self._rank_of) or np.count_nonzero(code[slots] == -1)):
             code = self._host_units(slots, buf)
-        step_ms = median(_floats(buf.step_ms))
         for i, up, at in host_time.judge(self._hs, code[slots], host, step_ms, ts,
                                          self.cfg.host_node_page_s):
             key = self._hs_keys[i]
