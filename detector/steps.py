@@ -511,7 +511,8 @@ class JobMonitor:
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
         self._host_level = 0.0                        # the job's median host share, smoothed
-        self._event_ts = -math.inf                    # its last step all ranks spent on host
+        self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
+        #                                               host (newest first)
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -1206,21 +1207,27 @@ class JobMonitor:
         elif len(out) > mark and (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
                                   or self._wander >= _WANDER_OFF):
             self._hold_shared(out, mark, slots, groups)
-        if len(out) > mark and decided_ts - self._event_ts <= _AFTER_EVENT_S:
-            self._hold_after_event(out, mark)
+        if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
+            self._hold_after_event(out, mark, decided_ts)
 
-    def _hold_after_event(self, out: list[Finding], mark: int) -> None:
-        """Within ``_AFTER_EVENT_S`` of a job-wide host step (a checkpoint's snapshot), take
-        back a slow rank found on this step (``out[mark:]``) under ``_AFTER_EVENT_RATIO``
-        slower than its peers: the write-back that follows the snapshot, node by node, fades
-        (blind10 K3); a rank still slow after the hold is found again and reported."""
+    def _hold_after_event(self, out: list[Finding], mark: int, now: float) -> None:
+        """Take back a slow rank found on this step (``out[mark:]``) under
+        ``_AFTER_EVENT_RATIO`` slower than its peers whose run began after a job-wide host
+        step (a checkpoint's snapshot; or a few steps before it), until ``_AFTER_EVENT_S``
+        after that step: the
+        write-back that follows the snapshot, node by node, fades (blind10 K3); a rank still
+        slow then is found again and reported (a node's ranks together: one hold for all)."""
         kept = []
+        events = self._event_ts
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
             ev = f.evidence
             ratio = ev.get("mean_ratio_over_run", ev.get("compute_ratio_to_peers"))
+            onset = f.onset_ts
             if (s is None or f.signal != "slow_rank" or not f.active or ratio is None
-                    or ratio >= _AFTER_EVENT_RATIO):
+                    or ratio >= _AFTER_EVENT_RATIO or not any(
+                        0.0 <= onset - e <= _AFTER_EVENT_S and now - e < _AFTER_EVENT_S
+                        for e in events)):
                 kept.append(f)
                 continue
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
@@ -2430,7 +2437,11 @@ class JobMonitor:
         step_ms = median(_floats(buf.step_ms))
         share = median(host) / max(step_ms, 1e-9)
         if share - self._host_level >= _EVENT_SHARE:
-            self._event_ts = decided_ts  # (every rank's host: a snapshot, an evaluation)
+            ev = self._event_ts  # (every rank's host: a snapshot, an evaluation)
+            # (from 5 steps before it: a CUSUM's run may begin a few steps early, on noise)
+            at = float(ts.min()) - 0.005 * step_ms
+            if at - ev[0] > 1.0:
+                ev[1], ev[0] = ev[0], at
         else:
             self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
         if self._evaluated > cfg.warmup_steps:
