@@ -382,6 +382,7 @@ class JobMonitor:
     # at (_moves, restarts, _hs_keys' identity); not state either: made again after a restore.
     _hs_code = np.zeros(0, dtype=np.int64)
     _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
+    _hs_code_some = False
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -2434,18 +2435,6 @@ class JobMonitor:
         if np.count_nonzero(np.isnan(host)) or len(host) < cfg.min_peers:
             return  # (a rank without comm_ms: no host times this step)
         np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
-        step_ms = median(_floats(buf.step_ms))
-        share = median(host) / max(step_ms, 1e-9)
-        if share - self._host_level >= _EVENT_SHARE:
-            ev = self._event_ts  # (every rank's host: a snapshot, an evaluation)
-            # (from 5 steps before it: a CUSUM's run may begin a few steps early, on noise)
-            at = float(ts.min()) - 0.005 * step_ms
-            if at - ev[0] > 1.0:
-                ev[1], ev[0] = ev[0], at
-        else:
-            self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
-        if self._evaluated > cfg.warmup_steps:
-            self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
         scale = median(busy)
         if not scale > 0.0:
             return
@@ -2454,9 +2443,11 @@ class JobMonitor:
             # (the medians alone: group_median_scale's MADs were half of this method's cost)
             med, size, _ = group_median(host, groups >> 24)
             e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
+            job_med = median(host)
         else:  # (one stage: the usual job without pipeline parallelism)
-            med = median(host)
+            med = job_med = median(host)
             e = (host - med) / scale
+        self._host_events(step, slots, buf, host, job_med, ts, decided_ts, out)
         r = slots
         self._host_sigma = _smoothed(self._host_sigma,
                                      median(np.abs(e), scratch=True) * MAD_TO_SIGMA,
@@ -2551,13 +2542,34 @@ class JobMonitor:
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
 
+    def _host_events(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                     host_med: float, ts: np.ndarray, decided_ts: float,
+                     out: list[Finding]) -> None:
+        """The job's host time this step (``host_med`` its median): a job-wide host step
+        (every rank's: a checkpoint's snapshot, an evaluation) noted for
+        :meth:`_hold_after_event`; after the warm-up each node's share (:meth:`_host_share`)."""
+        sm = buf.step_ms
+        step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike: synchronous)
+        share = host_med / max(step_ms, 1e-9)
+        if share - self._host_level >= _EVENT_SHARE:
+            ev = self._event_ts
+            # (from 5 steps before it: a CUSUM's run may begin a few steps early, on noise)
+            at = float(ts.min()) - 0.005 * step_ms
+            if at - ev[0] > 1.0:
+                ev[1], ev[0] = ev[0], at
+        else:
+            self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
+        if self._evaluated > self.cfg.warmup_steps:
+            self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
+
     def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
                     step_ms: float, ts: float, out: list[Finding]) -> None:
         """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
         its ``host_share`` finding raised, or cleared."""
         code = self._hs_code
         if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
-                or len(code) < len(self._rank_of) or np.count_nonzero(code[slots] == -1)):
+                or len(code) < len(self._rank_of)
+                or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
             code = self._host_units(slots, buf)
         for i, up, at in host_time.judge(self._hs, code[slots], host, step_ms, ts,
                                          self.cfg.host_node_page_s):
@@ -2593,6 +2605,7 @@ class JobMonitor:
         if stages:
             self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float))
         self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
+        self._hs_code_some = len(slots) < len(self._rank_of)  # (made from some ranks only)
         return code
 
     def _host_share_withdraw(self, now: float, out: list[Finding]) -> None:
