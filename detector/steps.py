@@ -512,6 +512,7 @@ class JobMonitor:
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
         self._host_level = 0.0                        # the job's median host share, smoothed
+        self._usual_step_ms = 0.0                     # and its step time, on other steps
         self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
         #                                               host (newest first)
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
@@ -2553,12 +2554,13 @@ class JobMonitor:
         share = host_med / max(step_ms, 1e-9)
         if share - self._host_level >= _EVENT_SHARE:
             ev = self._event_ts
-            # (from 5 steps before it: a CUSUM's run may begin a few steps early, on noise)
-            at = float(ts.min()) - 0.005 * step_ms
+            # (from 5 usual steps before it: a CUSUM's run may begin a few steps early, on noise)
+            at = float(ts.min()) - 0.005 * min(self._usual_step_ms or step_ms, step_ms)
             if at - ev[0] > 1.0:
                 ev[1], ev[0] = ev[0], at
         else:
             self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
+            self._usual_step_ms = _smoothed(self._usual_step_ms, step_ms, 0.1)
         if self._evaluated > self.cfg.warmup_steps:
             self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
 
