@@ -19,8 +19,8 @@ job's median ``step_ms``, clipped at ``CLIP``, and smoothed over ~``1 / ALPHA`` 
 begins at a step whose excess is ``ON`` or more and lasts while the smoothed excess stays
 ``OFF`` or more; once its hot steps span ``page_s`` (Thresholds.host_node_page_s, 240 s: longer
 than blind2's healthy 3-minute stall of one node's input pipeline) with the smoothed excess
-still ``ON`` or more -- or half that for stalls that come and go (``RECUR_MIN``) -- the node
-is a ``host_share`` finding (a verdict: the correlator escalates
+still ``ON`` or more -- or half that for stalls that come and go (``RECUR_MIN``, at most
+``RECUR_SHARE`` of its steps) -- the node is a ``host_share`` finding (a verdict: the correlator escalates
 it to a human, slow_node/unknown, Correlator._on_host_share).  It clears when the smoothed
 excess falls under ``OFF``.
 
@@ -64,10 +64,12 @@ ON = 0.02          # a step 2 % of the job's step late by this unit's host: hot;
 OFF = 0.01         # the run ends when the smoothed excess falls below this
 MAX_HOST_MS = 1e12  # a host time over this is taken as this (31 years: forged, never real)
 CLIP = 0.5         # one step's excess counts at most this (a 40 s first step on one node)
-# Stalls that come and go -- at least RECUR_MIN hot steps, at most every other step of the run
-# -- page once they span RECUR_SPAN of page_s: a device that blocks again and again (blind10
-# K1), not an input pipeline catching up (blind2's healthy stall: every step, 3 minutes).
+# Stalls that come and go -- at least RECUR_MIN hot steps, at most RECUR_SHARE of the run's
+# steps -- page once they span RECUR_SPAN of page_s: a device that blocks again and again
+# (blind10 K1: 1 step in 60, growing to 1 in 3), not an input pipeline catching up (blind2's
+# healthy stall: every step, 3 minutes; tests/test_steps17.py: 60 % of steps, 3 minutes).
 RECUR_MIN = 6
+RECUR_SHARE = 0.4
 RECUR_SPAN = 0.5
 # A unit's row: smoothed excess, ts of the run's first hot step (NaN: no run), ts of its latest
 # hot step, raised (1.0) or not, hot steps in the run, its pipeline stage, steps in the run.
@@ -167,7 +169,7 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
     hot_n = rows[:, HOT]
     due = ((rows[:, RAISED] == 0.0) & (ewma >= ON)
            & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
-                                  & (2.0 * hot_n <= rows[:, STEPS]))))
+                                  & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
     if due.any():
         for i in np.flatnonzero(due).tolist():
             out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
