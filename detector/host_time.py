@@ -21,8 +21,8 @@ begins at a step whose excess is ``ON`` or more and lasts while the smoothed exc
 than blind2's healthy 3-minute stall of one node's input pipeline) with the smoothed excess
 still ``ON`` or more -- or half that for stalls that come and go (``RECUR_MIN``, at most
 ``RECUR_SHARE`` of its steps) -- the node is a ``host_share`` finding (a verdict: the
-correlator escalates it to a human, slow_node/unknown, Correlator._on_host_share).  It clears when the smoothed
-excess falls under ``OFF``.
+correlator escalates it to a human, slow_node/unknown, Correlator._on_host_share).  It
+clears when the smoothed excess falls under ``OFF``.
 
 Physics, not tuning on the faults: a loader stall recurs on its node and grows; a write-back
 after an async checkpoint (blind10 K3) is compute, fades within tens of steps and moves to
