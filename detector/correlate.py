@@ -33,11 +33,12 @@ from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
 from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
-from detector.playbook import action_for, next_diagnostic
+from detector.playbook import action_for, next_diagnostic, reach
 from detector.recovery import Placement, estimate
 from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology, compress_hostlist
+from detector.xid import lookup
 
 # Causes that say more than "something on the GPU": a problem's cause is refined
 # towards these, never away from them.
@@ -135,7 +136,11 @@ class Problem:
         self.confidence = max(self.confidence, f.severity)
         if f.onset_ts < self.onset_ts:
             self.onset_ts = f.onset_ts
-        if f.signal == "xid" and self.xid is None:
+        if f.signal == "xid" and (self.xid is None or reach(lookup(f.evidence.get("xid", 0))
+                                                            .action) > reach(lookup(self.xid)
+                                                                             .action)):
+            # (the XID whose remedy reaches furthest names the action: a GPU off the bus
+            # under an open PCIe-replay isolation drains its node -- blind10 K6)
             self.xid = f.evidence.get("xid")
         if f.signal == "recovery_action":
             self.recovery_action = f.evidence.get("recovery_action")
@@ -478,6 +483,7 @@ class Correlator:
             out.append(self._alert(p, detected))
             return p
         refined = p.cause in _GENERIC and cause not in _GENERIC
+        before = self._action_of(p)
         if refined:
             p.cause = cause
         p.latched = p.latched or latched
@@ -486,9 +492,20 @@ class Correlator:
             p.extra.update(extra)
         if own:
             self._own(f, p)
-        if refined:
+        wider = p.topic == ISOLATION and reach(self._action_of(p)) > reach(before)
+        if wider:
+            # A worse finding inside an open isolation (a GPU off the bus while its PCIe
+            # replays are paged as drain_gpu): the action the human approves changed, so
+            # the problem fires again at once with it -- not only in its resolved message
+            # (blind10 K6: drain_gpu -> drain_node said 300 s later, at resolution).
+            p.extra["action_was"] = before
+        if refined or wider:
             out.append(self._alert(p, detected))
         return p
+
+    def _action_of(self, p: Problem) -> str:
+        return action_for(p.kind, p.cause, p.scope, xid=p.xid,
+                          recovery_action=p.recovery_action).name
 
     def _own(self, f: Finding, p: Problem) -> None:
         old = self._owner.get(f.key)
@@ -606,7 +623,24 @@ class Correlator:
                 p = self.problems.get(key) if key else None
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
+        p = self._open_hardware(f.scope, f.cluster)
+        if p is not None:
+            return p
         return self._ended_throttle(f) if self._throttled else None
+
+    def _open_hardware(self, scope: Scope, cluster: str | None) -> Problem | None:
+        """The hardware isolation still open on GPU ``scope``, whatever its findings now.
+
+        It is latched until the GPU's reset, but its findings clear between episodes (a
+        PCIe link's replay storms come and go, the counter still between them): a slow rank
+        on that GPU in the next episode, before the next ECC poll shows its replays, is the
+        same fault -- evidence of the open page, not a second page for the GPU (blind10
+        K4: hgx-b05/6 isolated for its replays at 68 s, escalated slow_node/unknown at 233 s
+        while the isolation was open)."""
+        if scope.level != "gpu":
+            return None
+        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", scope, cluster))
+        return p if p is not None and p.status == "firing" else None
 
     def _node_verdict(self, f: Finding) -> Problem | None:
         """A hardware isolation firing on a GPU of the slow rank's node, when the rank is
@@ -1302,11 +1336,39 @@ class Correlator:
         if p.topic != ISOLATION or scope.level != "gpu":
             return
         slow = self._device.get(scope.key, {}).get("slow_rank")
-        if slow is None:
-            return
-        self._slow_wait.pop(scope.key, None)
-        p.add(slow, self.cfg.evidence_items)
-        self._own(slow, p)
+        if slow is not None:
+            self._slow_wait.pop(scope.key, None)
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+        self._supersede(scope, p, out)
+
+    def _supersede(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
+        """An escalation of GPU ``scope``'s slowness, firing, that the new isolation ``p`` of
+        that GPU explains: resolved now, pointing at ``p`` -- not left open beside it for
+        its quiet time (blind10: a PCIe-storm GPU's rank escalated slow_node/unknown
+        0.2-13 s before the 30 s ECC poll showed the replays, then paged for ~10 min beside
+        the isolation).  Its findings still active on the GPU go to ``p``."""
+        q = self.problems.get(self.dedup_key(ESCALATION, "slow_node", scope, p.cluster))
+        if q is None or q.status != "firing" or any(
+                not k.endswith("@" + scope.key) for k in q.active):
+            return  # (none, or slow ranks of other GPUs stand on it too)
+        for k in q.active:
+            self._owner[k] = p.key
+            p.active.add(k)
+        q.active.clear()
+        ts = max(p.onset_ts, max((e.get("ts", 0.0) for e in p.evidence), default=0.0))
+        q.quiet_since = min(q.quiet_since, ts)
+        q.status = "resolved"
+        q.extra["superseded_by"] = p.key
+        supersedes = p.extra.setdefault("supersedes", [])
+        if q.key not in supersedes and len(supersedes) < _UNITS_TOLD:
+            supersedes.append(q.key)
+        for i in range(len(out) - 1, -1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)  # (its page names what it took)
+                break
+        out.append(self._alert(q, ts))
+        self._timer(ts + self.cfg.forget_after_s, "forget", q.key)
 
     def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False) -> None:
         """Decide a slow rank whose wait for a cause is over (``ended``: its run has ended

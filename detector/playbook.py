@@ -94,6 +94,22 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                   "nothing was changed")
 
 
+# How much an action takes out of service, least first: an open isolation whose action comes
+# to reach further fires again with it (detector.correlate).  ``restart_job`` and ``none``
+# (the XID catalogue's) are never a problem's action.
+_REACH = {"investigate": 0, "reset_gpu": 1, "check_link": 1, "drain_gpu": 2,
+          "isolate_replica": 3, "drain_node": 3, "drain_switch": 4}
+
+
+def reach(action: str) -> int:
+    """The rank of ``action`` in how much it takes out.
+
+    >>> reach("drain_node") > reach("drain_gpu") > reach("reset_gpu")
+    True
+    """
+    return _REACH.get(action, 0)
+
+
 def next_diagnostic(kind: str, scope: Scope) -> str:
     """For an escalation: the diagnostic that best separates the remaining explanations."""
     if scope.level in ("gpu", "node"):
