@@ -33,7 +33,7 @@ from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
 from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
-from detector.playbook import action_for, next_diagnostic, reach
+from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
 from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
@@ -75,6 +75,11 @@ _BY_PORT = _PORT_QUALITY | {"flap_seen"}
 # GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
 _MAX_TOLD_PORTS = 1024
 _UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlator._slow_due)
+# A slow rank's GPU busy this share below its job's other GPUs' clock with no clock-event
+# reason runs at a clock held by a setting (Correlator._held_clock): 10 %, twice the step
+# between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
+CLOCK_HELD = 0.10
+_CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
 # part waits a window of its own (Correlator._hold_for_group): a few times as often, not
@@ -198,6 +203,10 @@ class Correlator:
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
         self._congested: dict[str, dict[str, Finding]] = {}
         self._comm_wait: dict[str, Finding] = {}
+        # gpu -> (its busy SM clock with no clock-event reason, when told): a slow rank's
+        # clock against its job's other GPUs' (_held_clock); gone with the node's thermal
+        # monitors (prune)
+        self._clocks: dict[str, tuple[float, float]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -303,6 +312,11 @@ class Correlator:
             return
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             _on_silent(self, f, out)
+            return
+        if f.signal == "sm_clock":  # a busy GPU's clock with no clock-event reason
+            clock = f.evidence.get("sm_clock_mhz")
+            if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
+                self._clocks[f.scope.key] = (float(clock), f.ts)
             return
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
             if f.scope.node is not None and f.active:
@@ -423,6 +437,9 @@ class Correlator:
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)
+        for unit in [u for u, (_, ts) in self._clocks.items() if ts < idle and (
+                seen is None or not seen(_node_of(u) or "", "thermal"))]:
+            del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         for rack, group in list(self._cooling_nodes.items()):
@@ -1352,11 +1369,16 @@ class Correlator:
         if q is None or q.status != "firing" or any(
                 not k.endswith("@" + scope.key) for k in q.active):
             return  # (none, or slow ranks of other GPUs stand on it too)
+        self._superseded(q, p, max(p.onset_ts, max((e.get("ts", 0.0) for e in p.evidence),
+                                                    default=0.0)), out)
+
+    def _superseded(self, q: Problem, p: Problem, ts: float, out: list[Alert]) -> None:
+        """Resolve escalation ``q`` at ``ts``, pointing at ``p``, which takes what still
+        stands on it (and names ``q`` in its page)."""
         for k in q.active:
             self._owner[k] = p.key
             p.active.add(k)
         q.active.clear()
-        ts = max(p.onset_ts, max((e.get("ts", 0.0) for e in p.evidence), default=0.0))
         q.quiet_since = min(q.quiet_since, ts)
         q.status = "resolved"
         q.extra["superseded_by"] = p.key
@@ -1411,6 +1433,11 @@ class Correlator:
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
+        held = self._held_clock(f, group)
+        if held is not None:
+            extra["ruled_out"].insert(0, held.pop("why"))
+            extra["sm_clock"] = held
+            extra["next_diagnostic"] = clock_diagnostic(scope, held["sm_clock_mhz"])
         sent = len(out)
         told = self._units_told(scope, f)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
@@ -1430,7 +1457,14 @@ class Correlator:
             self._slow_wait.pop(g.scope.key, None)
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
+            q = self.problems.get(self._owner.get(g.key, ""))
             self._own(g, p)
+            if (q is not None and q is not p and q.topic == ESCALATION and q.status == "firing"
+                    and not q.active and not q.latched and p.scope.contains(q.scope)):
+                # A GPU's escalation the node's (or its replica's) now takes: one page
+                # (blind10 K5: hgx-a03/0 paged alone 19 s before the node, then both open
+                # for 10 min).
+                self._superseded(q, p, due, out)
             for h in self._device.get(g.scope.key, {}).values():
                 if h.kind == "hardware" and not h.verdict:
                     # Evidence the GPU's own monitors raised without a verdict (a corrected
@@ -1440,6 +1474,34 @@ class Correlator:
                     p.add(h, self.cfg.evidence_items)
         if len(out) > sent:
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
+
+    def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
+        """The slow ranks' GPUs running busy at a clock ``CLOCK_HELD`` or more below their
+        job's other GPUs' with no clock-event reason (detector.throttle's ``sm_clock``): a
+        clock held by a setting -- application or locked clocks left after a driver reload,
+        not power or heat, which set a reason -- said with its numbers (blind10 K5: hgx-a03
+        locked at 1395 MHz beside peers at 1973 was paged with "no thermal or power
+        throttling" and `dcgmi diag -r 3`).  None when no such clock, or no peers' known."""
+        clocks = self._clocks
+        mine = sorted(c[0] for g in group if (c := clocks.get(g.scope.key)) is not None)
+        ranks = self._placement.ranks.get(f.job or "")
+        if not mine or not ranks:
+            return None
+        slow = {g.scope.node for g in group}
+        peers = sorted(c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
+                       if node not in slow
+                       and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None)
+        if len(peers) < 2:
+            return None
+        clock, ref = mine[len(mine) // 2], peers[len(peers) // 2]
+        if clock > (1.0 - CLOCK_HELD) * ref:
+            return None
+        return {"sm_clock_mhz": clock, "gpus_told": len(mine), "peers_median_mhz": ref,
+                "peers_told": len(peers), "throttle_reasons": "0x0",
+                "why": (f"not ruled out: SM clock {clock:g} MHz busy with no clock-event "
+                        f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
+                        f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
+                        "(application or locked clocks), not by power or heat")}
 
     def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
         """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
-from detector.testing import T0, ecc, feed, healthy_job
+from detector.testing import T0, ecc, feed, healthy_job, thermal
 
 NODE, GPU, RANK = "node-000", 3, 3
 ISO_KEY = f"fl:iso:hardware:gpu:{NODE}/{GPU}"
@@ -89,3 +89,41 @@ def test_an_escalation_just_before_the_replays_show_is_superseded_by_the_isolati
     assert esc[1].detected_ts <= iso[0].detected_ts + 1.0
     assert ESC_KEY in iso[-1].evidence["supersedes"]
     assert iso[0].topic == ISOLATION
+
+
+def _clocks(locked_mhz: float, seconds: float = 300.0):
+    """Thermal rows every 10 s for 4 nodes x 8 GPUs, busy, no clock-event reason: node-000's
+    GPUs at ``locked_mhz`` (~350 W), the others at their 1980 MHz boost (~690 W)."""
+    out = []
+    for n in range(4):
+        for g in range(8):
+            t = 0.3 + 0.01 * g + 0.1 * n
+            while t < seconds:
+                locked = n == 0
+                out.append(thermal(T0 + t, f"node-{n:03d}", g, temp_c=55.0 if locked else 68.0,
+                                   clock_mhz=locked_mhz if locked else 1980.0,
+                                   power_w=350.0 if locked else 690.0))
+                t += 10.0
+    return out
+
+
+def test_a_node_slow_at_a_clock_held_with_no_reason_is_paged_with_the_clock() -> None:
+    # (Fails on main: the node's escalation says "no thermal or power throttling" and
+    # `dcgmi diag -r 3`, and no clock anywhere -- blind10 K5.)
+    job = healthy_job(ranks=32, steps=240, slow={r: 1.3 for r in range(8)}, slow_from=120)
+    alerts = _run([*job, *_clocks(1395.0)])
+    esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"
+           and a.scope.key == "node:node-000"]
+    assert esc, [(a.topic, a.scope.key, a.status) for a in alerts]
+    ev = esc[0].evidence
+    assert ev["sm_clock"]["sm_clock_mhz"] == 1395.0 and ev["sm_clock"]["peers_median_mhz"] == 1980.0
+    assert ev["ruled_out"][0].startswith("not ruled out: SM clock 1395 MHz")
+    assert "nvidia-smi -q -d CLOCK" in ev["next_diagnostic"] and "-rac" in esc[0].action.detail
+
+
+def test_a_node_slow_at_its_peers_clock_says_nothing_of_clocks() -> None:
+    job = healthy_job(ranks=32, steps=240, slow={r: 1.3 for r in range(8)}, slow_from=120)
+    alerts = _run([*job, *_clocks(1975.0)])
+    esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"]
+    assert esc and all("sm_clock" not in a.evidence for a in esc)
+    assert all("nvidia-smi" not in a.evidence["next_diagnostic"] for a in esc)
