@@ -109,6 +109,10 @@ BOARD_SPREAD_S = 5.0
 # The most NVLink verdicts held for one node (any board has 8-16 GPUs, two signals a GPU).
 _BOARD_HELD_MAX = 64
 
+# NVML recovery actions that drain the node (detector.playbook.action_for)
+_DRAINS = ("node_reboot", "drain_and_reset")
+
+
 class Problem:
     """One problem: what fired, on which unit, backed by which active findings."""
 
@@ -147,7 +151,9 @@ class Problem:
             # (the XID whose remedy reaches furthest names the action: a GPU off the bus
             # under an open PCIe-replay isolation drains its node -- blind10 K6)
             self.xid = f.evidence.get("xid")
-        if f.signal == "recovery_action":
+        if f.signal == "recovery_action" and self.recovery_action not in _DRAINS:
+            # (never narrowed while open: the action only widens, so a recovery action
+            # flapping on the GPU re-fires its page once, not at every flap)
             self.recovery_action = f.evidence.get("recovery_action")
         if self.job is None and f.job is not None:
             self.job, self.tenant = f.job, f.tenant
