@@ -836,9 +836,35 @@ class Correlator:
         extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
                  if f.evidence.get(k)}
         extra.update(self._cooling(f))
+        sent = len(out)
         p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
                         detected_ts=detected_ts, extra=extra or None)
+        if f.kind == "hardware" and self._why_wait:
+            self._join_remedies(f.scope, p, f.ts if detected_ts is None else detected_ts, sent,
+                                out)
         self._explain_waiting(f.scope, p, out)
+
+    def _join_remedies(self, scope: Scope, p: Problem, now: float, sent: int,
+                       out: list[Alert]) -> None:
+        """NVML's recovery action on ``scope`` waiting for its cause (``_why_wait``) joins the
+        hardware problem ``p`` now raised there: its page says the remedy at once -- one
+        message, not drain_gpu then drain_node a moment later (a recovery action told just
+        before its XID, within the allowed disorder)."""
+        remedies = [k for k, g in self._why_wait.items() if g.scope == scope]
+        if not remedies:
+            return
+        before = self._action_of(p)
+        for k in remedies:
+            g = self._why_wait.pop(k)
+            p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
+        for i in range(len(out) - 1, sent - 1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)  # (the page just made)
+                return
+        if reach(self._action_of(p)) > reach(before):
+            p.extra["action_was"] = before
+            out.append(self._alert(p, now))
 
     def _hold_heat(self, f: Finding, out: list[Alert]) -> bool:
         """Hold a GPU's thermal throttle verdict while its node's mates may be throttling
