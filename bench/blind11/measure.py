@@ -18,50 +18,57 @@ from pathlib import Path
 from bench.blind11.score import alerts_of, labels_of, score
 
 
-def _line(name: str, faults: list, probs: list) -> str:
+def _figures(faults: list, probs: list) -> dict:
     hit = [f for f in faults if f["caught"]]
-    good = sum(p["caught"] for p in probs)
     lat = sorted(f["latency_s"] for f in hit)
+    return {"faults": len(faults), "caught": len(hit), "problems": len(probs),
+            "good": sum(p["caught"] for p in probs), "cause": sum(f["cause_ok"] for f in hit),
+            "lat": lat[len(lat) // 2] if lat else None}
 
-    def frac(a, b):
-        return f"{a}/{b}={a / b:.3f}" if b else f"{a}/{b}"
-    return (f"{name:<22} recall {frac(len(hit), len(faults)):<14} precision "
-            f"{frac(good, len(probs)):<14} FP {len(probs) - good:<3} cause "
-            f"{sum(f['cause_ok'] for f in hit)}/{len(hit)}  latency median "
-            f"{lat[len(lat) // 2] if lat else '-'} s")
+
+def _row(title: str, fig: dict) -> str:
+    rec = fig["caught"] / fig["faults"] if fig["faults"] else float("nan")
+    pre = fig["good"] / fig["problems"] if fig["problems"] else float("nan")
+    return (f"{title:<22} recall {fig['caught']:>2}/{fig['faults']:<2} {rec:5.3f}  precision "
+            f"{fig['good']:>2}/{fig['problems']:<2} {pre:5.3f}  FP "
+            f"{fig['problems'] - fig['good']:<2} cause {fig['cause']}/{fig['caught']}  "
+            f"median latency {fig['lat']} s")
 
 
 def report(per_log: dict) -> str:
+    """The figures overall / per story / per kind, then each fault type, miss and FP."""
     faults = [f for s in per_log.values() for f in s["faults"]]
     probs = [p for s in per_log.values() for p in s["problems"]]
-
-    def story(row):
-        return row["log"].split("-s")[0]
-    out = [_line("all", faults, probs)]
-    for st in sorted({story(r) for r in faults + probs}):
-        out.append(_line(f"story {st}", [f for f in faults if story(f) == st],
-                         [p for p in probs if story(p) == st]))
-    for kind in sorted({f["kind"] for f in faults} | {str(p["kind"]) for p in probs}):
-        out.append(_line(f"kind {kind}", [f for f in faults if f["kind"] == kind],
-                         [p for p in probs if str(p["kind"]) == kind]))
+    groups = [("all", lambda r: True)]
+    for st in sorted({r["log"].split("-s")[0] for r in faults + probs}):
+        groups.append((f"story {st}", lambda r, st=st: r["log"].split("-s")[0] == st))
+    for kind in sorted({str(r["kind"]) for r in faults + probs}):
+        groups.append((f"kind {kind}", lambda r, kind=kind: str(r["kind"]) == kind))
+    out = [_row(t, _figures([f for f in faults if keep(f)], [p for p in probs if keep(p)]))
+           for t, keep in groups]
+    by_id: dict = {}
+    for f in faults:
+        by_id.setdefault(f["fault_id"], []).append(f)
     out.append("per fault:")
-    for fid in sorted({f["fault_id"] for f in faults}):
-        fs = [f for f in faults if f["fault_id"] == fid]
-        hit = [f for f in fs if f["caught"]]
-        out.append(f"  {fid:<14} caught {len(hit)}/{len(fs)}, cause right "
-                   f"{sum(f['cause_ok'] for f in hit)}/{len(hit)}, latency s "
-                   f"{sorted(f['latency_s'] for f in hit)}")
+    for fid, fs in sorted(by_id.items()):
+        fig = _figures(fs, [])
+        out.append(f"  {fid:<14} caught {fig['caught']}/{fig['faults']}, cause right "
+                   f"{fig['cause']}, latency s "
+                   f"{sorted(f['latency_s'] for f in fs if f['caught'])}")
     out.append("misses:")
-    out += [f"  {f['log']} {f['fault_id']} {f['kind']}/{f['cause']} "
-            f"{json.dumps(f['scope'], sort_keys=True)} attributable={f['attributable']}"
-            for f in faults if not f["caught"]]
+    for f in faults:
+        if not f["caught"]:
+            out.append(f"  {f['log']} {f['fault_id']} {f['kind']}/{f['cause']} "
+                       f"{json.dumps(f['scope'], sort_keys=True)} "
+                       f"attributable={f['attributable']}")
     out.append("wrong cause:")
     out += [f"  {f['log']} {f['fault_id']} want {f['cause']} got {f['by']}"
             for f in faults if f["caught"] and not f["cause_ok"]]
     out.append("false positives:")
-    out += [f"  {p['log']} {p['topic']} {p['kind']}/{p['cause']} "
-            f"{json.dumps(p['scope'], sort_keys=True)} detected {p['detected_ts']}"
-            for p in probs if not p["caught"]]
+    for p in probs:
+        if not p["caught"]:
+            out.append(f"  {p['log']} {p['topic']} {p['kind']}/{p['cause']} "
+                       f"{json.dumps(p['scope'], sort_keys=True)} detected {p['detected_ts']}")
     return "\n".join(out)
 
 
