@@ -446,10 +446,11 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
         t = job.clock
         if not math.isfinite(t):
             continue
-        if prev < t + max(FAST_S, 3 * job._period) <= clock:
+        period = job._period if math.isfinite(job._period) else 0.0  # (nan: not measured)
+        if prev < t + max(FAST_S, 3 * period) <= clock:
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
-                0.0, {"last_step_ts": round(t, 3), "step_period_s": round(job._period, 3)},
+                0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
                 name, job.tenant, job.cluster))
 
 
