@@ -33,11 +33,12 @@ from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
 from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
-from detector.playbook import action_for, next_diagnostic
+from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
 from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology, compress_hostlist
+from detector.xid import lookup
 
 # Causes that say more than "something on the GPU": a problem's cause is refined
 # towards these, never away from them.
@@ -74,6 +75,11 @@ _BY_PORT = _PORT_QUALITY | {"flap_seen"}
 # GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
 _MAX_TOLD_PORTS = 1024
 _UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlator._slow_due)
+# A slow rank's GPU busy this share below its job's other GPUs' clock with no clock-event
+# reason runs at a clock held by a setting (Correlator._held_clock): 10 %, twice the step
+# between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
+CLOCK_HELD = 0.10
+_CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
 # part waits a window of its own (Correlator._hold_for_group): a few times as often, not
@@ -102,6 +108,10 @@ BOARD_MIN_GPUS = 2
 BOARD_SPREAD_S = 5.0
 # The most NVLink verdicts held for one node (any board has 8-16 GPUs, two signals a GPU).
 _BOARD_HELD_MAX = 64
+
+# NVML recovery actions that drain the node (detector.playbook.action_for)
+_DRAINS = ("node_reboot", "drain_and_reset")
+
 
 class Problem:
     """One problem: what fired, on which unit, backed by which active findings."""
@@ -135,9 +145,15 @@ class Problem:
         self.confidence = max(self.confidence, f.severity)
         if f.onset_ts < self.onset_ts:
             self.onset_ts = f.onset_ts
-        if f.signal == "xid" and self.xid is None:
+        if f.signal == "xid" and (self.xid is None or reach(lookup(f.evidence.get("xid", 0))
+                                                            .action) > reach(lookup(self.xid)
+                                                                             .action)):
+            # (the XID whose remedy reaches furthest names the action: a GPU off the bus
+            # under an open PCIe-replay isolation drains its node -- blind10 K6)
             self.xid = f.evidence.get("xid")
-        if f.signal == "recovery_action":
+        if f.signal == "recovery_action" and self.recovery_action not in _DRAINS:
+            # (never narrowed while open: the action only widens, so a recovery action
+            # flapping on the GPU re-fires its page once, not at every flap)
             self.recovery_action = f.evidence.get("recovery_action")
         if self.job is None and f.job is not None:
             self.job, self.tenant = f.job, f.tenant
@@ -193,6 +209,10 @@ class Correlator:
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
         self._congested: dict[str, dict[str, Finding]] = {}
         self._comm_wait: dict[str, Finding] = {}
+        # gpu -> (its busy SM clock with no clock-event reason, when told): a slow rank's
+        # clock against its job's other GPUs' (_held_clock); gone with the node's thermal
+        # monitors (prune)
+        self._clocks: dict[str, tuple[float, float]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -298,6 +318,11 @@ class Correlator:
             return
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             _on_silent(self, f, out)
+            return
+        if f.signal == "sm_clock":  # a busy GPU's clock with no clock-event reason
+            clock = f.evidence.get("sm_clock_mhz")
+            if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
+                self._clocks[f.scope.key] = (float(clock), f.ts)
             return
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
             if f.scope.node is not None and f.active:
@@ -420,6 +445,9 @@ class Correlator:
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)
+        for unit in [u for u, (_, ts) in self._clocks.items() if ts < idle and (
+                seen is None or not seen(_node_of(u) or "", "thermal"))]:
+            del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
         for rack, group in list(self._cooling_nodes.items()):
@@ -480,6 +508,7 @@ class Correlator:
             out.append(self._alert(p, detected))
             return p
         refined = p.cause in _GENERIC and cause not in _GENERIC
+        before = self._action_of(p)
         if refined:
             p.cause = cause
         p.latched = p.latched or latched
@@ -488,9 +517,20 @@ class Correlator:
             p.extra.update(extra)
         if own:
             self._own(f, p)
-        if refined:
+        wider = p.topic == ISOLATION and reach(self._action_of(p)) > reach(before)
+        if wider:
+            # A worse finding inside an open isolation (a GPU off the bus while its PCIe
+            # replays are paged as drain_gpu): the action the human approves changed, so
+            # the problem fires again at once with it -- not only in its resolved message
+            # (blind10 K6: drain_gpu -> drain_node said 300 s later, at resolution).
+            p.extra["action_was"] = before
+        if refined or wider:
             out.append(self._alert(p, detected))
         return p
+
+    def _action_of(self, p: Problem) -> str:
+        return action_for(p.kind, p.cause, p.scope, xid=p.xid,
+                          recovery_action=p.recovery_action).name
 
     def _own(self, f: Finding, p: Problem) -> None:
         old = self._owner.get(f.key)
@@ -608,7 +648,24 @@ class Correlator:
                 p = self.problems.get(key) if key else None
                 if p is not None and p.status == "firing" and p.topic == ISOLATION:
                     return p
+        p = self._open_hardware(f.scope, f.cluster)
+        if p is not None:
+            return p
         return self._ended_throttle(f) if self._throttled else None
+
+    def _open_hardware(self, scope: Scope, cluster: str | None) -> Problem | None:
+        """The hardware isolation still open on GPU ``scope``, whatever its findings now.
+
+        It is latched until the GPU's reset, but its findings clear between episodes (a
+        PCIe link's replay storms come and go, the counter still between them): a slow rank
+        on that GPU in the next episode, before the next ECC poll shows its replays, is the
+        same fault -- evidence of the open page, not a second page for the GPU (blind10
+        K4: hgx-b05/6 isolated for its replays at 68 s, escalated slow_node/unknown at 233 s
+        while the isolation was open)."""
+        if scope.level != "gpu":
+            return None
+        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", scope, cluster))
+        return p if p is not None and p.status == "firing" else None
 
     def _node_verdict(self, f: Finding) -> Problem | None:
         """A hardware isolation firing on a GPU of the slow rank's node, when the rank is
@@ -781,9 +838,35 @@ class Correlator:
         extra = {k: f.evidence[k] for k in ("recommended_because", "next_diagnostic")
                  if f.evidence.get(k)}
         extra.update(self._cooling(f))
+        sent = len(out)
         p = self._raise(topic, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware",
                         detected_ts=detected_ts, extra=extra or None)
+        if f.kind == "hardware" and self._why_wait:
+            self._join_remedies(f.scope, p, f.ts if detected_ts is None else detected_ts, sent,
+                                out)
         self._explain_waiting(f.scope, p, out)
+
+    def _join_remedies(self, scope: Scope, p: Problem, now: float, sent: int,
+                       out: list[Alert]) -> None:
+        """NVML's recovery action on ``scope`` waiting for its cause (``_why_wait``) joins the
+        hardware problem ``p`` now raised there: its page says the remedy at once -- one
+        message, not drain_gpu then drain_node a moment later (a recovery action told just
+        before its XID, within the allowed disorder)."""
+        remedies = [k for k, g in self._why_wait.items() if g.scope == scope]
+        if not remedies:
+            return
+        before = self._action_of(p)
+        for k in remedies:
+            g = self._why_wait.pop(k)
+            p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
+        for i in range(len(out) - 1, sent - 1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)  # (the page just made)
+                return
+        if reach(self._action_of(p)) > reach(before):
+            p.extra["action_was"] = before
+            out.append(self._alert(p, now))
 
     def _hold_heat(self, f: Finding, out: list[Alert]) -> bool:
         """Hold a GPU's thermal throttle verdict while its node's mates may be throttling
@@ -1304,11 +1387,44 @@ class Correlator:
         if p.topic != ISOLATION or scope.level != "gpu":
             return
         slow = self._device.get(scope.key, {}).get("slow_rank")
-        if slow is None:
-            return
-        self._slow_wait.pop(scope.key, None)
-        p.add(slow, self.cfg.evidence_items)
-        self._own(slow, p)
+        if slow is not None:
+            self._slow_wait.pop(scope.key, None)
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+        self._supersede(scope, p, out)
+
+    def _supersede(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
+        """An escalation of GPU ``scope``'s slowness, firing, that the new isolation ``p`` of
+        that GPU explains: resolved now, pointing at ``p`` -- not left open beside it for
+        its quiet time (blind10: a PCIe-storm GPU's rank escalated slow_node/unknown
+        0.2-13 s before the 30 s ECC poll showed the replays, then paged for ~10 min beside
+        the isolation).  Its findings still active on the GPU go to ``p``."""
+        q = self.problems.get(self.dedup_key(ESCALATION, "slow_node", scope, p.cluster))
+        if q is None or q.status != "firing" or any(
+                not k.endswith("@" + scope.key) for k in q.active):
+            return  # (none, or slow ranks of other GPUs stand on it too)
+        self._superseded(q, p, max(p.onset_ts, max((e.get("ts", 0.0) for e in p.evidence),
+                                                    default=0.0)), out)
+
+    def _superseded(self, q: Problem, p: Problem, ts: float, out: list[Alert]) -> None:
+        """Resolve escalation ``q`` at ``ts``, pointing at ``p``, which takes what still
+        stands on it (and names ``q`` in its page)."""
+        for k in q.active:
+            self._owner[k] = p.key
+            p.active.add(k)
+        q.active.clear()
+        q.quiet_since = min(q.quiet_since, ts)
+        q.status = "resolved"
+        q.extra["superseded_by"] = p.key
+        supersedes = p.extra.setdefault("supersedes", [])
+        if q.key not in supersedes and len(supersedes) < _UNITS_TOLD:
+            supersedes.append(q.key)
+        for i in range(len(out) - 1, -1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)  # (its page names what it took)
+                break
+        out.append(self._alert(q, ts))
+        self._timer(ts + self.cfg.forget_after_s, "forget", q.key)
 
     def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False) -> None:
         """Decide a slow rank whose wait for a cause is over (``ended``: its run has ended
@@ -1351,6 +1467,11 @@ class Correlator:
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
         extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
+        held = self._held_clock(f, group)
+        if held is not None:
+            extra["ruled_out"].insert(0, held.pop("why"))
+            extra["sm_clock"] = held
+            extra["next_diagnostic"] = clock_diagnostic(scope, held["sm_clock_mhz"])
         sent = len(out)
         told = self._units_told(scope, f)
         p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
@@ -1370,7 +1491,14 @@ class Correlator:
             self._slow_wait.pop(g.scope.key, None)
             if g is not f:
                 p.add(g, self.cfg.evidence_items)
+            q = self.problems.get(self._owner.get(g.key, ""))
             self._own(g, p)
+            if (q is not None and q is not p and q.topic == ESCALATION and q.status == "firing"
+                    and not q.active and not q.latched and p.scope.contains(q.scope)):
+                # A GPU's escalation the node's (or its replica's) now takes: one page
+                # (blind10 K5: hgx-a03/0 paged alone 19 s before the node, then both open
+                # for 10 min).
+                self._superseded(q, p, due, out)
             for h in self._device.get(g.scope.key, {}).values():
                 if h.kind == "hardware" and not h.verdict:
                     # Evidence the GPU's own monitors raised without a verdict (a corrected
@@ -1380,6 +1508,34 @@ class Correlator:
                     p.add(h, self.cfg.evidence_items)
         if len(out) > sent:
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
+
+    def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
+        """The slow ranks' GPUs running busy at a clock ``CLOCK_HELD`` or more below their
+        job's other GPUs' with no clock-event reason (detector.throttle's ``sm_clock``): a
+        clock held by a setting -- application or locked clocks left after a driver reload,
+        not power or heat, which set a reason -- said with its numbers (blind10 K5: hgx-a03
+        locked at 1395 MHz beside peers at 1973 was paged with "no thermal or power
+        throttling" and `dcgmi diag -r 3`).  None when no such clock, or no peers' known."""
+        clocks = self._clocks
+        mine = sorted(c[0] for g in group if (c := clocks.get(g.scope.key)) is not None)
+        ranks = self._placement.ranks.get(f.job or "")
+        if not mine or not ranks:
+            return None
+        slow = {g.scope.node for g in group}
+        peers = sorted(c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
+                       if node not in slow
+                       and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None)
+        if len(peers) < 2:
+            return None
+        clock, ref = mine[len(mine) // 2], peers[len(peers) // 2]
+        if clock > (1.0 - CLOCK_HELD) * ref:
+            return None
+        return {"sm_clock_mhz": clock, "gpus_told": len(mine), "peers_median_mhz": ref,
+                "peers_told": len(peers), "throttle_reasons": "0x0",
+                "why": (f"not ruled out: SM clock {clock:g} MHz busy with no clock-event "
+                        f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
+                        f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
+                        "(application or locked clocks), not by power or heat")}
 
     def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
         """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still

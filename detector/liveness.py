@@ -229,7 +229,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 # it is re-formed on other nodes (NCCL's timeout, then a restart: minutes)
                 st[_JOBS] = _jobs_on(mon, node, -math.inf)
             bound = bound_s(st[_GAP])
-            if st[_SILENT]:
+            if st[_SILENT] in (1, 3):
                 if progress - st[_AT] > (fast_s(st[_GAP]) if st[_SILENT] == 3 else bound) + \
                         CONFIRM_S:  # still quiet: a part's wait ends
                     st[_SILENT] = 2
@@ -254,6 +254,10 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 findings.append(f)
     if quiet and mon._jobs:
         _fast(mon, sorted(quiet), newest, prog, times_of, findings)
+    elif quiet:  # no step records here (a service's telemetry partition): the correlator judges
+        _quiet(mon, sorted(quiet), newest, prog, times_of, findings)
+    if mon._jobs:
+        _stops(mon, findings)
     # Topics whose units were pruned (Monitors.prune_units): a silence there is over.
     for node in list(alive):
         entry = alive[node]
@@ -339,24 +343,7 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
     :data:`DARK_WITH_S`: a part of the fleet), without the :func:`bound_s` wait."""
     alive = mon._alive
     now = max(max(seen.values()) for seen in newest.values() if seen)
-    ready: dict[str, tuple[float, int]] = {}
-    for node in nodes:
-        entry = alive.get(node)
-        if entry is None or not entry[1]:
-            continue
-        # its quickest topic quiet fast_s of its interval, the others FAST_S (an ECC poll of
-        # 30-60 s would hold the page that long: its last record may be a poll before)
-        later, quick = 0, min(st[_GAP] for st in entry[1].values())
-        for what, st in entry[1].items():
-            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
-            if st[_SILENT] or st[_N] < MIN_UPDATES or what not in prog or \
-                    prog[what] - st[_AT] <= q:
-                break
-            times = times_of[what]
-            later = max(later, len(times) - bisect_right(times, st[_LAST] + q))
-        else:
-            if later:
-                ready[node] = (max(st[_LAST] for st in entry[1].values()), later)
+    ready = _ready(mon, nodes, prog, times_of, (0,))
     if not ready:
         return
     lost = {n: jobs for n, (last, _) in ready.items()
@@ -392,6 +379,79 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
             if with_:
                 f.evidence["dark_with"] = with_[:MAX_DARK]
             findings.append(f)
+
+
+def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
+           times_of: dict[str, list[float]], states: tuple[int, ...]
+           ) -> dict[str, tuple[float, int]]:
+    """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet long enough on
+    every topic of this source (its quickest topic :func:`fast_s` of its interval, the others
+    :data:`FAST_S`: an ECC poll of 30-60 s would hold the page that long, its last record
+    may be a poll before) while other nodes were heard past it, each topic's state among
+    ``states``."""
+    ready: dict[str, tuple[float, int]] = {}
+    for node in nodes:
+        entry = mon._alive.get(node)
+        if entry is None or not entry[1]:
+            continue
+        later, quick = 0, min(st[_GAP] for st in entry[1].values())
+        for what, st in entry[1].items():
+            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
+            if st[_SILENT] not in states or st[_N] < MIN_UPDATES or what not in prog or \
+                    prog[what] - st[_AT] <= q:
+                break
+            times = times_of[what]
+            later = max(later, len(times) - bisect_right(times, st[_LAST] + q))
+        else:
+            if later:
+                ready[node] = (max(st[_LAST] for st in entry[1].values()), later)
+    return ready
+
+
+def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
+           prog: dict[str, float], times_of: dict[str, list[float]],
+           findings: list[Finding]) -> None:
+    """dark20: a source that sees no step records (a service's telemetry partition) cannot
+    judge a node lost under its job (:func:`_fast`): it tells the correlator, which sees every
+    partition's job layouts, job stops and busy GPUs, that the node is quiet -- a ``silent``
+    finding with ``quiet`` at the fast bound, again each scan of :data:`FAST_WINDOW_S` (the
+    correlator's judgement may need the job's other GPUs to be seen idle or busy first) --
+    and keeps waiting for the 240 s bound (state 4).  :func:`on_silent` judges it."""
+    ready = _ready(mon, nodes, prog, times_of, (0, 4))
+    for node, (last, later) in ready.items():
+        entry = mon._alive[node]
+        with_ = sorted(n for n, (t, _) in ready.items()
+                       if n != node and abs(t - last) <= DARK_WITH_S)
+        for what, st in entry[1].items():
+            st[_SILENT] = 4
+            f = _finding(mon, node, entry[0], what, st, mon.clock, True, later)
+            f.evidence["quiet"] = True
+            f.evidence["bound_s"] = fast_s(st[_GAP])
+            if with_:
+                f.evidence["dark_with"] = with_[:MAX_DARK]
+            findings.append(f)
+
+
+def _stops(mon: Monitors, findings: list[Finding]) -> None:
+    """dark20: a job that stopped stepping -- no step for :data:`FAST_S` and three of its
+    steps, crossed since the last scan -- is a ``silent`` finding at the job's scope with its
+    last step's time: what the correlator needs to judge a node that went quiet under it
+    where that node's source sees no steps (:func:`_quiet`).  Told once a stop (the job's
+    clock is its last step's time), nothing kept but the last scan's clock."""
+    mark = mon._fleet.get("steps")
+    clock = mon.clock
+    prev = mark[0] if mark is not None else -math.inf
+    mon._fleet["steps"] = [clock, 0.0]
+    for name, job in mon._jobs.items():
+        t = job.clock
+        if not math.isfinite(t):
+            continue
+        period = job._period if math.isfinite(job._period) else 0.0  # (nan: not measured)
+        if prev < t + max(FAST_S, 3 * period) <= clock:
+            findings.append(Finding(
+                clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
+                0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
+                name, job.tenant, job.cluster))
 
 
 def _newest(entry: list[Any]) -> float:
@@ -466,7 +526,7 @@ def check_restored(mon: Monitors) -> bool:
             if what not in TOPICS or type(st) is not list or len(st) != 6 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
                     and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
-                    and st[_SILENT] in (0, 1, 2, 3)  # (a bool before round 18)
+                    and st[_SILENT] in (0, 1, 2, 3, 4)  # (a bool before round 18)
                     and type(st[_AT]) is float and (st[_JOBS] is None or (
                         type(st[_JOBS]) is list and len(st[_JOBS]) <= MAX_JOBS and all(
                             type(j) is list and len(j) == 3 and type(j[0]) is str
@@ -475,7 +535,7 @@ def check_restored(mon: Monitors) -> bool:
                 return False
     fleet = mon._fleet
     return type(fleet) is dict and all(
-        w in TOPICS and type(tp) is list and len(tp) == 2
+        (w in TOPICS or w == "steps") and type(tp) is list and len(tp) == 2
         and all(type(x) is float for x in tp) for w, tp in fleet.items())
 
 
@@ -486,6 +546,9 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A node's silence on one topic began or ended (:func:`scan`): page when it is silent
     on every topic it was seen on and jobs ran on it to the end -- one page for a part of the
     fleet going dark together; resolve when it is heard again or has left the fleet."""
+    if f.scope.level == "job":
+        _on_stop(corr, f, out)
+        return
     node = f.scope.node
     what = f.evidence.get("topic")
     if node is None or f.scope.level != "node" or what not in TOPICS:
@@ -521,14 +584,31 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         if _WAIT in topics:
             _flush(corr, node, f, out)
         return
-    topics[what] = f
     if _WAIT in topics or _JUDGED in topics:
+        topics[what] = f if f.evidence.get("quiet") is not True or what not in topics \
+            else topics[what]
         return
-    seen = corr.seen
-    uses = [w for w in TOPICS if seen(node, w)] if seen is not None else [
-        w for w in topics if w in TOPICS]
+    topics[what] = f
+    uses = _uses(corr, node, topics)
     if not uses or any(w not in topics for w in uses):
         return  # still heard on another topic (a collector's lag, not the node)
+    if any(topics[w].evidence.get("quiet") is True for w in uses):
+        _on_quiet(corr, node, f.ts, out)
+        return
+    _judge(corr, node, f, out)
+
+
+def _uses(corr: Correlator, node: str, topics: dict[str, Finding]) -> list[str]:
+    """The topics ``node`` was seen on (all of which must be silent)."""
+    seen = corr.seen
+    return [w for w in TOPICS if seen(node, w)] if seen is not None else [
+        w for w in topics if w in TOPICS]
+
+
+def _judge(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
+    """``node`` silent on every topic it used: judge it, with its part of the fleet."""
+    silent = corr._silent
+    topics = silent[node]
     topics[_WAIT] = f
     if not any(_WAIT not in silent.get(n, {}) and _JUDGED not in silent.get(n, {})
                for n in _with(corr, node)):
@@ -540,6 +620,135 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             1 for n, t in silent.items() if (_WAIT in t or _JUDGED in t)
             and part in _parts(corr.topology, n)) > len(_below(corr.topology, part)):
         _flush(corr, node, f, out)
+
+
+# -- dark20: the correlator's judgement of a node quiet where its source sees no steps -----
+
+# corr._silent's entry holding the jobs' stops (a key no node has: names are printable):
+# job -> its latest stop (_stops), at most MAX_STOPS.
+_STOPS = "\0stops"
+MAX_STOPS = 4096
+
+
+def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
+    """A job stopped stepping (:func:`_stops`): kept, and the quiet nodes it has ranks on
+    judged again."""
+    job = f.job
+    if job is None or not _is_time(f.evidence.get("last_step_ts")):
+        return
+    silent = corr._silent
+    stops = silent.get(_STOPS)
+    if stops is None:
+        if len(silent) >= MAX_NODES:
+            return
+        stops = silent[_STOPS] = {}
+    if job not in stops and len(stops) >= MAX_STOPS:
+        return
+    stops[job] = f
+    nodes = {hw[0] for hw in corr._placement.ranks.get(job, {}).values()}
+    for node in sorted(nodes):
+        topics = silent.get(node)
+        if topics is not None and _WAIT not in topics and _JUDGED not in topics:
+            uses = _uses(corr, node, topics)
+            if uses and all(w in topics and topics[w].evidence.get("quiet") is True
+                            for w in uses):
+                _on_quiet(corr, node, f.ts, out)
+
+
+def _is_time(x: Any) -> bool:
+    return type(x) in (float, int) and math.isfinite(x)
+
+
+def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None:
+    """``node`` quiet on every topic it used (its sources' ``quiet`` findings, some maybe
+    silent past the 240 s bound already): paged now when a job was lost with it
+    (:func:`_lost`) -- its findings then say so, as the in-process engine's do -- else the
+    240 s bound decides."""
+    topics = corr._silent[node]
+    found = [g for w, g in topics.items() if w in TOPICS]
+    last = max((g.evidence.get("last_ts") for g in found
+                if _is_time(g.evidence.get("last_ts"))), default=None)
+    if last is None:
+        return
+    jobs = _lost(corr, node, last, now)
+    if not jobs:
+        return
+    judged = None
+    for w, g in list(topics.items()):
+        if w in TOPICS:
+            ev = {k: v for k, v in g.evidence.items() if k != "quiet"}
+            ev.update(steps_seen=True, job_stalled=True, jobs=jobs)
+            judged = topics[w] = g._replace(evidence=ev)
+    if judged is not None:
+        _judge(corr, node, judged, out)
+        if _WAIT in topics:  # its part's other nodes may never be judged so: no wait
+            _flush(corr, node, judged, out)
+
+
+def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
+    """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
+    since ``last``), as :func:`_stalled` judges them where the steps are, here from what
+    every partition tells the correlator: the job's layout (``job_layout``) had ranks there
+    and on other nodes; it stopped stepping (:func:`_stops`) within :data:`FAST_RUN_S` of
+    the node's last record; and its other nodes went quiet too, or most of those heard are
+    still busy (``gpus_busy``: NCCL spinning on a dead peer -- a job stopped or ended
+    leaves them idle), judged once a thermal sample of theirs is due after the stop (1.5 of
+    their interval, at least :data:`FAST_S`), with no job stepping on its GPUs since."""
+    stops = corr._silent.get(_STOPS) or {}
+    placement = corr._placement
+    here: dict[str, int] = {}
+    for (job, _rank) in placement.on_node.get(node, {}):
+        here[job] = here.get(job, 0) + 1
+    out = []
+    for job, mine in sorted(here.items()):
+        stop = stops.get(job)
+        if stop is None:
+            continue
+        t = stop.evidence["last_step_ts"]
+        if not _is_time(t) or t < last - FAST_RUN_S:
+            continue
+        gpus = {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
+                if hw[0] != node}
+        if not gpus:
+            continue
+        up = {n for n, _ in gpus if not _dark(corr, n)}
+        if up:
+            seen = corr.seen
+            known = [n for n in up if seen is None or seen(n, "thermal")]
+            every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
+            if now < t + max(FAST_S, 1.5 * every) or \
+                    2 * sum(1 for n in known if n in corr._busy) <= len(known):
+                continue
+            if _went_on(corr, job, gpus, t, stops):
+                continue
+        out.append([job, mine, round(t, 3)])
+        if len(out) >= MAX_JOBS:
+            break
+    return out
+
+
+def _dark(corr: Correlator, node: str) -> bool:
+    """Whether ``node`` is quiet or silent on every topic it used."""
+    topics = corr._silent.get(node)
+    if not topics:
+        return False
+    uses = _uses(corr, node, topics)
+    return bool(uses) and all(w in topics for w in uses)
+
+
+def _went_on(corr: Correlator, name: str, gpus: set[tuple[str, int]], t: float,
+             stops: dict[str, Finding]) -> bool:
+    """Whether another job has ranks on one of ``gpus`` and has not stopped since ``t`` (it
+    stepped there after job ``name`` stopped: the churning fleet's next job)."""
+    placement = corr._placement
+    for node in {n for n, _ in gpus}:
+        for (job, _rank), (gpu, _dp) in placement.on_node.get(node, {}).items():
+            if job != name and (node, gpu) in gpus:
+                stop = stops.get(job)
+                if stop is None or not _is_time(s := stop.evidence.get("last_step_ts")) or \
+                        s > t + MOVED_S:
+                    return True
+    return False
 
 
 def _with(corr: Correlator, node: str) -> list[str]:
@@ -742,6 +951,13 @@ def prune(corr: Correlator, now: float) -> None:
     old = now - corr.cfg.unit_fault_idle_s
     for node in list(corr._silent):
         topics = corr._silent[node]
+        if node == _STOPS:  # a job's stop: kept while its layout is, and unit_fault_idle_s
+            for job in [j for j, g in topics.items()
+                        if g.ts < old or j not in corr._placement.ranks]:
+                del topics[job]
+            if not topics:
+                del corr._silent[node]
+            continue
         for what in [w for w, g in topics.items() if w in TOPICS and (
                 g.ts < old or (seen is not None and not seen(node, w)))]:
             del topics[what]

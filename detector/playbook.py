@@ -94,6 +94,36 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                   "nothing was changed")
 
 
+# How much an action takes out of service, least first: an open isolation whose action comes
+# to reach further fires again with it (detector.correlate).  ``restart_job`` and ``none``
+# (the XID catalogue's) are never a problem's action.
+_REACH = {"investigate": 0, "reset_gpu": 1, "check_link": 1, "drain_gpu": 2,
+          "isolate_replica": 3, "drain_node": 3, "drain_switch": 4}
+
+
+def reach(action: str) -> int:
+    """The rank of ``action`` in how much it takes out.
+
+    >>> reach("drain_node") > reach("drain_gpu") > reach("reset_gpu")
+    True
+    """
+    return _REACH.get(action, 0)
+
+
+def clock_diagnostic(scope: Scope, clock_mhz: float) -> str:
+    """For a slow escalation whose GPUs run busy at a clock held low with no clock-event
+    reason (application or locked clocks): what an operator checks and resets.
+
+    >>> clock_diagnostic(Scope.of_node("n1"), 1395.0).split(";")[0]
+    '`nvidia-smi -q -d CLOCK` on n1: SM clock 1395 MHz against the application and max clocks'
+    """
+    node = scope.node or "the nodes"
+    return (f"`nvidia-smi -q -d CLOCK` on {node}: SM clock {clock_mhz:g} MHz against the "
+            "application and max clocks; if application or locked clocks hold it, reset them "
+            "(`nvidia-smi -rac`, `nvidia-smi -rgc`) and see the ranks back at their peers' "
+            f"pace; otherwise `dcgmi diag -r 3` on {node}")
+
+
 def next_diagnostic(kind: str, scope: Scope) -> str:
     """For an escalation: the diagnostic that best separates the remaining explanations."""
     if scope.level in ("gpu", "node"):

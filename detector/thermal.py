@@ -95,6 +95,8 @@ from detector.throttle import (
     SAME_INTERVAL_LO,
     SLOWDOWN_BITS,
     SW_POWER_CAP,
+    clock_finding,
+    tell_clock,
     tells_interval,
     throttle_cause,
 )
@@ -111,7 +113,8 @@ class GpuThermal:
     __slots__ = ("scope", "_clock", "_last_ts", "_bad", "_good", "_run_onset", "_active",
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
-                 "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside")
+                 "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
+                 "_clock_told")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -143,6 +146,7 @@ class GpuThermal:
         #                       GPU_IDLE (NodeTemps.idle), -1 while in NodeTemps.capping
         self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
         self._beside = False  # the hot run told as evidence of a hotter sibling's (_check_hot)
+        self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
 
     @property
     def last_ts(self) -> float:
@@ -266,6 +270,11 @@ class GpuThermal:
         idle = (s.throttle or 0) & GPU_IDLE
         if gpu not in node.gpus or (gpu in node.idle) != bool(idle):
             self._load_changed(s, gpu, bool(idle), out)
+        if not bits and not idle and clock is not None:
+            told = tell_clock(clock, self._clock_told)
+            if told:
+                self._clock_told = told
+                out.append(clock_finding(s, self.scope))
         if heavy or (bits == SW_POWER_CAP and base <= 0.0):
             # Under a SW cap: how deep, unknown on a GPU capped on every loaded sample so far
             # (no clock baseline) -- under it all the same, not free, never alike (-inf).

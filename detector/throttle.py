@@ -6,6 +6,10 @@ The vocabulary of the thermal monitor (detector.thermal) and of the NIC monitor'
 
 from __future__ import annotations
 
+from detector.alerts import Scope
+from detector.events import ThermalSample
+from detector.findings import Finding
+
 GPU_IDLE = 0x1  # DCGM's "nothing is running": the clock is parked, not held down
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
 NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not known
@@ -42,3 +46,31 @@ def tells_interval(gap: float, told: float, prev: float) -> bool:
     return (not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told)
             and 0.8 * prev <= gap <= 1.25 * prev and gap < PAUSE_S)
 
+
+
+# A busy GPU's clock with no clock-event reason is the clock it was told to run at: its
+# boost clock, unless application or locked clocks hold it lower (``nvidia-smi -lgc`` left
+# set across a driver reload: blind10 K5, 1395 MHz with no reason bit beside peers at 1973).
+# Told to the correlator (``sm_clock``, evidence) when a GPU's general path first sees it
+# and again when it moves this share: a slow rank's page compares it with its job's peers'.
+# (The quiet path never tells: a clock changing with no reason and no load change does not
+# happen on its own; a reload passes through idle.)
+CLOCK_RETELL = 0.05
+
+
+def tell_clock(clock: float, told: float) -> float:
+    """The busy, reasonless clock to tell now (``told``: the last told, 0 none), or 0.
+
+    >>> tell_clock(1980.0, 0.0), tell_clock(1975.0, 1980.0), tell_clock(1395.0, 1980.0)
+    (1980.0, 0.0, 1395.0)
+    """
+    if clock <= 0.0 or (told > 0.0 and abs(clock - told) < CLOCK_RETELL * told):
+        return 0.0
+    return clock
+
+
+def clock_finding(s: ThermalSample, scope: Scope) -> Finding:
+    """The ``sm_clock`` evidence finding of a busy GPU's sample with no clock-event reason."""
+    return Finding(s.ts, s.ts, "sm_clock", "slow_node", "unknown", scope, True, False, 0.0,
+                   {"sm_clock_mhz": s.sm_clock_mhz, "power_w": s.power_w}, None, s.tenant,
+                   s.cluster)

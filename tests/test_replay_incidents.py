@@ -75,7 +75,11 @@ def test_no_false_positives_and_every_cause_right(all_faults: LogResult) -> None
 
 def test_each_problem_fires_once(all_faults: LogResult) -> None:
     firing = [a for a in all_faults.alerts if a.status == "firing"]
-    assert len({a.dedup_key for a in firing}) == len(firing) == len(EXPECTED)
+    assert len({a.dedup_key for a in firing}) == len(EXPECTED)
+    # Fired again only when its action reaches further (page20, blind10 K6): NVML's recovery
+    # action on the row-remap-failure GPU, 0.2 s after XID 64's drain_gpu, drains its node.
+    again = [a for i, a in enumerate(firing) if a.dedup_key in {b.dedup_key for b in firing[:i]}]
+    assert [(a.scope.key, a.action.name) for a in again] == [("gpu:node-015/6", "drain_node")]
 
 
 def test_the_checksum_mismatch_is_flagged_on_its_first_step(all_faults: LogResult) -> None:
