@@ -94,6 +94,12 @@ EXPECT: dict[str, tuple] = {
     # in 330 s (0 of 8 numa-bind caught in the full logs)".  host20: detector.host_time, the
     # TP group's host time over its stage's other one for 240 s escalates the node.)
     "K2-numa-bind-unseen": (_caught, None),
+    # (Was a strict xfail: "K3: after pt-life's async checkpoint at step 50 two nodes'
+    # write-backs run 12 steps longer than the rest (compute 1.05-1.07x, mean 1.03-1.04x, then
+    # 1.00): faultline escalates hgx-a14 and hgx-a01 as slow_node/unknown at 198 s and 213 s
+    # (the second when its ratio is back to 0.995) -- 6 such pages in the 8 life logs".  ep19:
+    # in a job's first 130 steps a slow rank whose peers on 2 other nodes are as slow is held,
+    # detector.steps JobMonitor._hold_shared.)
     "K3-async-ckpt-writeback-pages": (_no_false_positive, None),
     # (Was a strict xfail: "K4: hgx-b05/6 is isolated as hardware/gpu_hardware at 68 s for
     # 1046 PCIe replays; at 233 s, the isolation still open, the same GPU is escalated again
