@@ -692,8 +692,10 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
     and on other nodes; it stopped stepping (:func:`_stops`) within :data:`FAST_RUN_S` of
     the node's last record; and its other nodes went quiet too, or most of those heard are
     still busy (``gpus_busy``: NCCL spinning on a dead peer -- a job stopped or ended
-    leaves them idle), judged once a thermal sample of theirs is due after the stop (1.5 of
-    their interval, at least :data:`FAST_S`), with no job stepping on its GPUs since."""
+    leaves them idle; only nodes it had to itself count: a busy node says nothing of one
+    job's GPUs where another runs too), judged once a thermal sample of theirs is due after
+    the stop (1.5 of their interval, at least :data:`FAST_S`), with no job stepping on its
+    GPUs since."""
     stops = corr._silent.get(_STOPS) or {}
     placement = corr._placement
     here: dict[str, int] = {}
@@ -714,7 +716,12 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
         up = {n for n, _ in gpus if not _dark(corr, n)}
         if up:
             seen = corr.seen
-            known = [n for n in up if seen is None or seen(n, "thermal")]
+            # (a node busy says nothing of this job's GPUs when another job runs there too:
+            # only nodes it has to itself count -- the engine sees each GPU's idle state)
+            known = [n for n in up if (seen is None or seen(n, "thermal")) and all(
+                j == job for j, _ in placement.on_node.get(n, {}))]
+            if not known:
+                continue
             every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
             if now < t + max(FAST_S, 1.5 * every) or \
                     2 * sum(1 for n in known if n in corr._busy) <= len(known):
