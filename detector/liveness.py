@@ -425,7 +425,9 @@ def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
         for what, st in entry[1].items():
             st[_SILENT] = 4
             f = _finding(mon, node, entry[0], what, st, mon.clock, True, later)
-            f.evidence["quiet"] = True
+            # the topic under ``quiet``, not ``topic``: a correlator of a build before dark20
+            # (a rolling upgrade) passes it over instead of taking it for the 240 s silence
+            f.evidence["quiet"] = f.evidence.pop("topic")
             f.evidence["bound_s"] = fast_s(st[_GAP])
             if with_:
                 f.evidence["dark_with"] = with_[:MAX_DARK]
@@ -550,7 +552,7 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         _on_stop(corr, f, out)
         return
     node = f.scope.node
-    what = f.evidence.get("topic")
+    what = f.evidence.get("topic", f.evidence.get("quiet"))
     if node is None or f.scope.level != "node" or what not in TOPICS:
         return
     silent = corr._silent
@@ -585,14 +587,14 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             _flush(corr, node, f, out)
         return
     if _WAIT in topics or _JUDGED in topics:
-        topics[what] = f if f.evidence.get("quiet") is not True or what not in topics \
+        topics[what] = f if not _is_quiet(f) or what not in topics \
             else topics[what]
         return
     topics[what] = f
     uses = _uses(corr, node, topics)
     if not uses or any(w not in topics for w in uses):
         return  # still heard on another topic (a collector's lag, not the node)
-    if any(topics[w].evidence.get("quiet") is True for w in uses):
+    if any(_is_quiet(topics[w]) for w in uses):
         _on_quiet(corr, node, f.ts, out)
         return
     _judge(corr, node, f, out)
@@ -650,9 +652,14 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         topics = silent.get(node)
         if topics is not None and _WAIT not in topics and _JUDGED not in topics:
             uses = _uses(corr, node, topics)
-            if uses and all(w in topics and topics[w].evidence.get("quiet") is True
+            if uses and all(w in topics and _is_quiet(topics[w])
                             for w in uses):
                 _on_quiet(corr, node, f.ts, out)
+
+
+def _is_quiet(f: Finding) -> bool:
+    """A ``quiet`` finding (:func:`_quiet`), not a silence."""
+    return f.evidence.get("quiet") in TOPICS
 
 
 def _is_time(x: Any) -> bool:
@@ -677,6 +684,7 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
     for w, g in list(topics.items()):
         if w in TOPICS:
             ev = {k: v for k, v in g.evidence.items() if k != "quiet"}
+            ev["topic"] = w
             ev.update(steps_seen=True, job_stalled=True, jobs=jobs)
             judged = topics[w] = g._replace(evidence=ev)
     if judged is not None:

@@ -92,7 +92,7 @@ def test_a_quiet_node_and_a_job_stop_travel_the_findings_topic():
     """The two new findings are plain data through the findings codec (typed keys)."""
     quiet = Finding(T0 + 20, T0, "silent", "unattributed", "unknown",
                     liveness.Scope.of_node("node-001"), True, False, 0.9,
-                    {"topic": "ecc", "last_ts": T0, "quiet": True, "bound_s": 20.0})
+                    {"quiet": "ecc", "last_ts": T0, "bound_s": 20.0})
     stop = Finding(T0 + 20, T0, "silent", "unattributed", "unknown",
                    liveness.Scope.of_job("job-1"), True, False, 0.0,
                    {"last_step_ts": T0, "step_period_s": 2.0}, "job-1")
