@@ -220,6 +220,11 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 if st[_SILENT]:
                     st[_SILENT] = 0
                     findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
+                if not mon._jobs and st[_N] >= MIN_UPDATES and behind > FAST_S:
+                    # (a source without steps whose records come in bursts -- an ECC poll of
+                    # all nodes every 30 s -- scans at a burst's first record: a node's last,
+                    # noticed now, may be FAST_S behind the fleet already)
+                    quiet.add(node)
                 continue
             if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
                 continue
@@ -235,7 +240,10 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                     st[_SILENT] = 2
                     findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
                 continue
-            if fast_s(st[_GAP]) < progress - st[_AT] <= fast_s(st[_GAP]) + FAST_WINDOW_S:
+            # (a source without steps -- one topic of a node in the service -- tells each of
+            # its topics quiet from FAST_S: the correlator holds it to its quickest topic's)
+            if (fast_s(st[_GAP]) if mon._jobs else FAST_S) < progress - st[_AT] <= \
+                    fast_s(st[_GAP]) + FAST_WINDOW_S:
                 quiet.add(node)
             if progress - st[_AT] <= bound:
                 continue
@@ -382,13 +390,13 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
 
 
 def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
-           times_of: dict[str, list[float]], states: tuple[int, ...]
+           times_of: dict[str, list[float]], states: tuple[int, ...], least: bool = False
            ) -> dict[str, tuple[float, int]]:
     """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet long enough on
     every topic of this source (its quickest topic :func:`fast_s` of its interval, the others
     :data:`FAST_S`: an ECC poll of 30-60 s would hold the page that long, its last record
-    may be a poll before) while other nodes were heard past it, each topic's state among
-    ``states``."""
+    may be a poll before; ``least``: every topic :data:`FAST_S`) while other nodes were heard
+    past it, each topic's state among ``states``."""
     ready: dict[str, tuple[float, int]] = {}
     for node in nodes:
         entry = mon._alive.get(node)
@@ -396,7 +404,7 @@ def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
             continue
         later, quick = 0, min(st[_GAP] for st in entry[1].values())
         for what, st in entry[1].items():
-            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
+            q = fast_s(st[_GAP]) if st[_GAP] == quick and not least else FAST_S
             if st[_SILENT] not in states or st[_N] < MIN_UPDATES or what not in prog or \
                     prog[what] - st[_AT] <= q:
                 break
@@ -417,7 +425,7 @@ def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
     finding with ``quiet`` at the fast bound, again each scan of :data:`FAST_WINDOW_S` (the
     correlator's judgement may need the job's other GPUs to be seen idle or busy first) --
     and keeps waiting for the 240 s bound (state 4).  :func:`on_silent` judges it."""
-    ready = _ready(mon, nodes, prog, times_of, (0, 4))
+    ready = _ready(mon, nodes, prog, times_of, (0, 4), least=True)
     for node, (last, later) in ready.items():
         entry = mon._alive[node]
         with_ = sorted(n for n, (t, _) in ready.items()
@@ -429,6 +437,7 @@ def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
             # (a rolling upgrade) passes it over instead of taking it for the 240 s silence
             f.evidence["quiet"] = f.evidence.pop("topic")
             f.evidence["bound_s"] = fast_s(st[_GAP])
+            f.evidence["quiet_s"] = round(prog[what] - st[_AT], 3)
             if with_:
                 f.evidence["dark_with"] = with_[:MAX_DARK]
             findings.append(f)
@@ -677,6 +686,12 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
                 if _is_time(g.evidence.get("last_ts"))), default=None)
     if last is None:
         return
+    # its quickest topic quiet fast_s of its interval (the others FAST_S), as _fast holds it
+    quick = min(found, key=lambda g: g.evidence.get("interval_s")
+                if _is_time(g.evidence.get("interval_s")) else math.inf)
+    if _is_quiet(quick) and not (_is_time(q := quick.evidence.get("quiet_s")) and _is_time(
+            b := quick.evidence.get("bound_s")) and q > b):
+        return  # (told again next scan)
     jobs = _lost(corr, node, last, now)
     if not jobs:
         return
