@@ -382,6 +382,8 @@ class Correlator:
             self._on_burst(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
+        elif f.signal == "host_share" and f.active:
+            self._on_host_share(f, out)
         elif not f.active:
             self._group_wait.pop(f.key, None)
             self._cleared(f, out)
@@ -1621,6 +1623,22 @@ class Correlator:
             if h is not g:
                 p.add(h, self.cfg.evidence_items)
             self._own(h, p)
+
+    def _on_host_share(self, f: Finding, out: list[Alert]) -> None:
+        """A node whose ranks carry their job's excess host time for minutes (detector.host_time
+        ``host_share``: a loader stalling on its local disk, ranks bound to the wrong socket):
+        an escalation at the node, slow_node/unknown -- no telemetry names the host's trouble,
+        a human looks where the evidence says.  A node under a firing isolation has its cause
+        already (a GPU's PCIe link): the finding is that problem's evidence."""
+        node = f.scope.node
+        if any(p.status == "firing" and p.topic == ISOLATION and p.scope.node == node
+               for p in self.problems.values()):
+            self._attach_if_firing(f)
+            return
+        self._raise(ESCALATION, "slow_node", "unknown", f.scope, f, out, extra={
+            "ruled_out": self._ruled_out(f),
+            "next_diagnostic": f.evidence.get("next_diagnostic")
+            or next_diagnostic("slow_node", f.scope)})
 
     def _unexplained_slow(self) -> list[Finding]:
         out = []

@@ -88,6 +88,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "interval_s": (float, int), "bound_s": (float, int),
     # a job's slow replica of two (detector.steps.replica_split, read by detector.lemon)
     "replica_gpus": (list,),
+    # a busy GPU's clock with no clock-event reason (detector.throttle, read by _held_clock)
+    "sm_clock_mhz": (float, int),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

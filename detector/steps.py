@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import sdc
+from detector import host_time, sdc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -121,6 +121,15 @@ _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
 #                            (JobMonitor._node_alike; blind7 G3: 0.0703 and 0.0690)
+# After a step every rank spent in neither compute nor collectives (a checkpoint snapshot, an
+# evaluation pass: the job's median host time _EVENT_SHARE of its step over its usual), a slow
+# rank found within _AFTER_EVENT_S that is under _AFTER_EVENT_RATIO slower is held
+# (JobMonitor._hold_after_event): an async checkpoint's write-back slows each node from host
+# memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
+# a different node each checkpoint), and fades; a fault stays and is reported after.
+_EVENT_SHARE = 0.05
+_AFTER_EVENT_S = 120.0
+_AFTER_EVENT_RATIO = 1.10
 _SHARED_PEERS = 2          # a slow rank's peers on other nodes as slow with it ...
 _SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the workload's
 #                            (JobMonitor._hold_shared; blind8 rail-moe: an expert's ranks in
@@ -369,6 +378,11 @@ class JobMonitor:
     _in_step_from = math.inf  # the first step it covers, and the newest
     _in_step_to = -1
     _in_step_key = (0, 0)     # (_moves, restarts) it was made at
+    # Each slot's unit of _hs_keys (detector.host_time; -1: not known yet, -2: none), as made
+    # at (_moves, restarts, _hs_keys' identity); not state either: made again after a restore.
+    _hs_code = np.zeros(0, dtype=np.int64)
+    _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
+    _hs_code_some = False
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -493,6 +507,14 @@ class JobMonitor:
         self._host_n = np.zeros(0, dtype=np.int64)
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
         self._host_seen_ts = -math.inf                # decided ts of the last host check
+        # A node's share of the job's host time (detector.host_time): its units' names (a
+        # node's ranks of one stage and replica) and a row of numbers each.
+        self._hs_keys: list[str] = []
+        self._hs = np.zeros((0, host_time.NCOLS))
+        self._host_level = 0.0                        # the job's median host share, smoothed
+        self._usual_step_ms = 0.0                     # and its step time, on other steps
+        self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
+        #                                               host (newest first)
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -700,6 +722,7 @@ class JobMonitor:
         refuse_unless(is_map_of(self._partial, ints, set) and len(self._partial) <= _PARTIAL_KEPT
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
+        refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
         refuse_unless(type(self._majority) is dict and all(
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
             and type(v) is str for k, v in self._majority.items())
@@ -805,6 +828,7 @@ class JobMonitor:
             out.append(self._finding(self._rank_of[s], None, "host_late", "slow_node", "unknown",
                                      now, now, False, 0.0, {"step": self._last_step},
                                      verdict=False))
+        self._host_share_withdraw(now, out)
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
@@ -845,6 +869,7 @@ class JobMonitor:
         self._recur_last[:] = False
         self._reset_sustained(None)
         self._reset_host(None)
+        self._host_share_reset()
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -1184,6 +1209,31 @@ class JobMonitor:
         elif len(out) > mark and (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
                                   or self._wander >= _WANDER_OFF):
             self._hold_shared(out, mark, slots, groups)
+        if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
+            self._hold_after_event(out, mark, decided_ts)
+
+    def _hold_after_event(self, out: list[Finding], mark: int, now: float) -> None:
+        """Take back a slow rank found on this step (``out[mark:]``) under
+        ``_AFTER_EVENT_RATIO`` slower than its peers whose run began after a job-wide host
+        step (a checkpoint's snapshot; or a few steps before it), until ``_AFTER_EVENT_S``
+        after that step: the
+        write-back that follows the snapshot, node by node, fades (blind10 K3); a rank still
+        slow then is found again and reported (a node's ranks together: one hold for all)."""
+        kept = []
+        events = self._event_ts
+        for f in out[mark:]:
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            ev = f.evidence
+            ratio = ev.get("mean_ratio_over_run", ev.get("compute_ratio_to_peers"))
+            onset = f.onset_ts
+            if (s is None or f.signal != "slow_rank" or not f.active or ratio is None
+                    or ratio >= _AFTER_EVENT_RATIO or not any(
+                        0.0 <= onset - e <= _AFTER_EVENT_S and now - e < _AFTER_EVENT_S
+                        for e in events)):
+                kept.append(f)
+                continue
+            self._reported[s] = self._sustained[s] = self._recurring[s] = False
+        out[mark:] = kept
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
@@ -2394,9 +2444,11 @@ class JobMonitor:
             # (the medians alone: group_median_scale's MADs were half of this method's cost)
             med, size, _ = group_median(host, groups >> 24)
             e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
+            job_med = median(host)
         else:  # (one stage: the usual job without pipeline parallelism)
-            med = median(host)
+            med = job_med = median(host)
             e = (host - med) / scale
+        self._host_events(step, slots, buf, host, job_med, ts, decided_ts, out)
         r = slots
         self._host_sigma = _smoothed(self._host_sigma,
                                      median(np.abs(e), scratch=True) * MAD_TO_SIGMA,
@@ -2490,6 +2542,98 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+
+    def _host_events(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                     host_med: float, ts: np.ndarray, decided_ts: float,
+                     out: list[Finding]) -> None:
+        """The job's host time this step (``host_med`` its median): a job-wide host step
+        (every rank's: a checkpoint's snapshot, an evaluation) noted for
+        :meth:`_hold_after_event`; after the warm-up each node's share (:meth:`_host_share`)."""
+        sm = buf.step_ms
+        step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike: synchronous)
+        share = host_med / max(step_ms, 1e-9)
+        if share - self._host_level >= _EVENT_SHARE:
+            ev = self._event_ts
+            # (from 5 usual steps before it: a CUSUM's run may begin a few steps early, on noise)
+            at = float(ts.min()) - 0.005 * min(self._usual_step_ms or step_ms, step_ms)
+            if at - ev[0] > 1.0:
+                ev[1], ev[0] = ev[0], at
+        else:
+            self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
+            self._usual_step_ms = _smoothed(self._usual_step_ms, step_ms, 0.1)
+        if self._evaluated > self.cfg.warmup_steps:
+            self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
+
+    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                    step_ms: float, ts: float, out: list[Finding]) -> None:
+        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
+        its ``host_share`` finding raised, or cleared."""
+        code = self._hs_code
+        if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
+                or len(code) < len(self._rank_of)
+                or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
+            code = self._host_units(slots, buf)
+        for i, up, at in host_time.judge(self._hs, code[slots], host, step_ms, ts,
+                                         self.cfg.host_node_page_s):
+            if up and np.count_nonzero(self._host_rep[np.flatnonzero(code == i)]):
+                # Its ranks are host_late already (their own CUSUM, past the warm-up's
+                # offset): that path escalates them (_check_host, host_node_page_s); this
+                # unit is looked at again next step (blind7 G5, tests/test_steps17.py).
+                self._hs[i, host_time.RAISED] = 0.0
+                continue
+            key = self._hs_keys[i]
+            out.append(Finding(
+                ts, at, "host_share", "slow_node", "unknown",
+                Scope.of_node(host_time.node_of(key)), up, True, 0.7 if up else 0.0,
+                {"step": step, **host_time.evidence(key, self._hs[i], step_ms)} if up
+                else {"step": step},
+                self.job, self.tenant, self.cluster))
+
+    def _host_units(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
+        """Each slot's unit (detector.host_time): its node's ranks of its stage and, in a job
+        with tensor parallelism, of its replica (new units named, up to MAX_UNITS)."""
+        keys = self._hs_keys
+        index = {k: i for i, k in enumerate(keys)}
+        code = np.full(len(self._rank_of), -1, dtype=np.int64)
+        tp_any = any(buf.tp)
+        hw = self._hw
+        stages: list[int] = []
+        for s, pp, dp in zip(slots.tolist(), buf.pp, buf.dp, strict=True):
+            h = hw[s]
+            key = host_time.unit_key(h[0], pp or 0, dp if tp_any else None) if h else None
+            i = index.get(key) if key is not None else -2
+            if i is None:
+                if len(keys) >= host_time.MAX_UNITS:
+                    i = -2
+                else:
+                    i = index[key] = len(keys)
+                    keys.append(key)
+                    stages.append(pp or 0)
+            code[s] = i
+        if stages:
+            self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float))
+        self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
+        self._hs_code_some = len(slots) < len(self._rank_of)  # (made from some ranks only)
+        return code
+
+    def _host_share_withdraw(self, now: float, out: list[Finding]) -> None:
+        """The job stopped stepping (a pause past job_stopped_steps, an evaluation pass
+        among them): its raised nodes are cleared (a job gone for good must not leave a page
+        open), their runs kept -- a run that goes on when the job steps again is raised again
+        at once, within the correlator's quiet hold: the same page."""
+        if len(self._hs):
+            raised = self._hs[:, host_time.RAISED]
+            for i in np.flatnonzero(raised).tolist():
+                out.append(Finding(now, now, "host_share", "slow_node", "unknown",
+                                   Scope.of_node(host_time.node_of(self._hs_keys[i])), False,
+                                   True, 0.0, {"step": self._last_step}, self.job, self.tenant,
+                                   self.cluster))
+            raised[:] = 0.0
+
+    def _host_share_reset(self) -> None:
+        """The job restarted: every unit learnt anew (its ranks may run elsewhere now)."""
+        self._hs_keys = []
+        self._hs = np.zeros((0, host_time.NCOLS))
 
     def _host_page_after(self, r: np.ndarray) -> np.ndarray:
         """Per slot of ``r``: how long a raised host_late run lasts before it is told again to

@@ -9,8 +9,12 @@
 
 from __future__ import annotations
 
+import orjson
+import pytest
+
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
+from detector.findings import decode_message
 from detector.testing import T0, ecc, feed, healthy_job, thermal
 
 NODE, GPU, RANK = "node-000", 3, 3
@@ -127,3 +131,20 @@ def test_a_node_slow_at_its_peers_clock_says_nothing_of_clocks() -> None:
     esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"]
     assert esc and all("sm_clock" not in a.evidence for a in esc)
     assert all("nvidia-smi" not in a.evidence["next_diagnostic"] for a in esc)
+
+
+def _clock_message(clock: object) -> bytes:
+    return orjson.dumps({"type": "finding", "source": "telemetry.thermal:0", "id": [1, 0],
+                         "tag": T0, "finding": {
+                             "ts": T0, "onset_ts": T0, "signal": "sm_clock", "kind": "slow_node",
+                             "cause": "unknown", "scope": {"level": "gpu", "node": "n1", "gpu": 0},
+                             "active": True, "verdict": False, "severity": 0.0,
+                             "evidence": {"sm_clock_mhz": clock, "power_w": None}}})
+
+
+def test_the_clock_finding_crosses_the_findings_topic_typed() -> None:
+    # The service sends it between stages: a forged clock of the wrong type is refused there.
+    assert decode_message(_clock_message(1395.0), T0 + 10.0).finding.evidence[
+        "sm_clock_mhz"] == 1395.0
+    with pytest.raises(ValueError, match="sm_clock_mhz"):
+        decode_message(_clock_message("1395"), T0 + 10.0)

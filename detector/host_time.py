@@ -1,0 +1,211 @@
+"""A node whose ranks carry their job's excess host time, recurring for minutes: a page.
+
+A rank's time in neither compute nor collectives, ``step_ms - compute_ms - comm_ms`` (DESIGN:
+data loading, checkpoint I/O; also launch overhead and host-to-device copies), is its host's
+share of the step; every other rank of the job waits for it in the next collective.  A node's
+failing local NVMe (the data cache) stalls its loader in a growing share of steps (blind10
+K1: 13 of 56 steps, 1.15 s each on 5.8 s steps); ranks bound to the wrong socket add a few
+hundred milliseconds to every step from the first (K2: 283 ms against its DP peer's 35).
+:mod:`detector.steps` ``host_late`` (a per-rank CUSUM over a learned offset) misses both: K2's
+excess is learned as the ranks' own offset in the warm-up, K1's stalls come and go.
+
+Here the unit is a node's share of one peer set: its ranks of one pipeline stage and one
+data-parallel replica (a TP group on the node; a job without tensor parallelism: the node's
+ranks of the stage).  Per step a unit's host time is the lower median of its ranks' (one
+rank's own extra -- rank 0's logging -- moves nothing; a host's trouble hits every rank it
+feeds), compared with the lower median of its stage's units (stages load and copy
+differently; with two units, the lower: host time is only ever added), in shares of the
+job's median ``step_ms``, clipped at ``CLIP``, and smoothed over ~``1 / ALPHA`` steps.  A run
+begins at a step whose excess is ``ON`` or more and lasts while the smoothed excess stays
+``OFF`` or more; once its hot steps span ``page_s`` (Thresholds.host_node_page_s, 240 s: longer
+than blind2's healthy 3-minute stall of one node's input pipeline) with the smoothed excess
+still ``ON`` or more -- or half that for stalls that come and go (``RECUR_MIN``, at most
+``RECUR_SHARE`` of its steps) -- the node is a ``host_share`` finding (a verdict: the
+correlator escalates it to a human, slow_node/unknown, Correlator._on_host_share).  It
+clears when the smoothed excess falls under ``OFF``.
+
+Physics, not tuning on the faults: a loader stall recurs on its node and grows; a write-back
+after an async checkpoint (blind10 K3) is compute, fades within tens of steps and moves to
+another node; a checkpoint, an evaluation pass, a batch ramp or a restart is every rank's
+(the stage's reference moves with it); one stall adds at most ``CLIP * ALPHA`` and spans no
+time.  A job whose collectors send no ``compute_ms`` or ``comm_ms`` tells no host time: not
+judged (detector.steps calls this only when every rank sent both).
+
+State is plain data on the job's monitor (detector/statecodec.py walks it): the units' keys
+(a list of strings, at most ``MAX_UNITS``) and one row of floats a unit.
+
+>>> import numpy as np
+>>> keys = ["n1", "n2", "n3", "n4"]              # four nodes, two ranks each, one stage
+>>> table = grow(np.zeros((0, NCOLS)), 4, np.zeros(4))
+>>> u = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+>>> found = []
+>>> for step in range(200):                      # 2 s steps from ts 100
+...     host = np.array([30.0, 32, 31, 33, 30, 31, 32, 30])
+...     host[4:6] += 600.0                       # n3: every step 600 ms late
+...     if step % 3 == 0:                        # n4: its loader stalls every third step
+...         host[6:] += 600.0
+...     found += [(step, keys[i], up, at) for i, up, at in
+...               judge(table, u, host, 2000.0, 100.0 + 2.0 * step, 240.0)]
+>>> found        # n4 at 120 s (stalls that recur), n3 at 240 s (late all along)
+[(60, 'n4', True, 100.0), (120, 'n3', True, 100.0)]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+MAX_UNITS = 4096   # units a job (a node's ranks of one stage and replica); more are not judged
+ALPHA = 1 / 16     # the excess smoothed over ~16 steps
+ON = 0.02          # a step 2 % of the job's step late by this unit's host: hot; the smoothed
+#                    excess this high keeps a run pageable
+OFF = 0.01         # the run ends when the smoothed excess falls below this
+MAX_HOST_MS = 1e12  # a host time over this is taken as this (31 years: forged, never real)
+CLIP = 0.5         # one step's excess counts at most this (a 40 s first step on one node)
+# Stalls that come and go -- at least RECUR_MIN hot steps, at most RECUR_SHARE of the run's
+# steps -- page once they span RECUR_SPAN of page_s: a device that blocks again and again
+# (blind10 K1: 1 step in 60, growing to 1 in 3), not an input pipeline catching up (blind2's
+# healthy stall: every step, 3 minutes; tests/test_steps17.py: 60 % of steps, 3 minutes).
+RECUR_MIN = 6
+RECUR_SHARE = 0.4
+RECUR_SPAN = 0.5
+# A unit's row: smoothed excess, ts of the run's first hot step (NaN: no run), ts of its latest
+# hot step, raised (1.0) or not, hot steps in the run, its pipeline stage, steps in the run.
+EWMA, RUN_FROM, LAST_HOT, RAISED, HOT, STAGE, STEPS = range(7)
+NCOLS = 7
+
+
+def grow(table: np.ndarray, n: int, stages: np.ndarray) -> np.ndarray:
+    """``table`` with rows for units up to ``n`` (new ones: no run, in ``stages``' stage)."""
+    old = len(table)
+    if n <= old:
+        return table
+    more = np.zeros((n - old, NCOLS))
+    more[:, RUN_FROM] = math.nan
+    more[:, STAGE] = stages
+    return np.concatenate([table, more])
+
+
+def unit_key(node: str, pp: int, dp: int | None) -> str:
+    """A unit's name: node, stage and (with tensor parallelism) replica; names hold no control
+    characters (DESIGN's bounds), so the separator is unambiguous."""
+    return f"{node}\x1f{pp}" if dp is None else f"{node}\x1f{pp}\x1f{dp}"
+
+
+def node_of(key: str) -> str:
+    return key.split("\x1f", 1)[0]
+
+
+def _lower_medians(values: np.ndarray, groups: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group (sorted ids, >= 0): its id, its lower median of ``values`` (>= 0), its size.
+
+    One float sort of ``group + value / (max + 1)`` orders by group, then by value within it
+    (np.lexsort of the two keys costs ~10x: measured in BENCHMARKS "host20")."""
+    top = 2.0 * float(values.max()) + 1.0  # (each value / top < 1/2: its group's floor)
+    key = np.sort(groups + values / top)
+    g = np.floor(key)
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    sizes = np.diff(np.append(starts, len(g)))
+    at = starts + (sizes - 1) // 2
+    return g[starts], (key[at] - g[at]) * top, sizes
+
+
+def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: float,
+          ts: float, page_s: float) -> list[tuple[int, bool, float]]:
+    """One step: each rank's unit (-1: none) and host time; returns the units raised (True)
+    or cleared (False) at this step, with the ts their run began (raised) or ``ts``."""
+    if not step_ms > 0.0:
+        return []
+    if units.min() < 0:
+        ok = units >= 0
+        units, host_ms = units[ok], host_ms[ok]
+    if len(units) < 4:
+        return []
+    # (at most MAX_HOST_MS: a forged step's time never overflows the sort's key)
+    uid, val, size = _lower_medians(np.clip(host_ms, 0.0, MAX_HOST_MS), units)
+    if size.min() < 2:  # (a unit of one rank: its own link or shard, detector.steps host_late)
+        two = size >= 2
+        uid, val = uid[two], val[two]
+    if len(uid) < 2:
+        return []
+    uid = uid.astype(np.intp)
+    rows = table[uid]
+    stage = rows[:, STAGE]
+    if stage.min() == stage.max():  # (one stage: the usual job)
+        k = (len(val) - 1) // 2
+        excess = (val - np.partition(val, k)[k]) / step_ms
+    else:
+        sid, ref, n = _lower_medians(val, stage)
+        at = np.searchsorted(sid, stage)
+        excess = np.where(n[at] >= 2, (val - ref[at]) / step_ms, 0.0)
+    np.clip(excess, -CLIP, CLIP, out=excess)
+    ewma = rows[:, EWMA]
+    ewma += ALPHA * (excess - ewma)
+    hot = excess >= ON
+    live = ~np.isnan(rows[:, RUN_FROM])
+    if not hot.any() and not live.any():
+        table[uid, EWMA] = ewma
+        return []
+    rows[:, EWMA] = ewma
+    rows[hot, LAST_HOT] = ts
+    rows[hot, HOT] += 1.0
+    start = hot & ~live
+    rows[start, RUN_FROM] = ts
+    live |= start
+    rows[live, STEPS] += 1.0
+    out: list[tuple[int, bool, float]] = []
+    over = live & (ewma < OFF)
+    if over.any():
+        for i in np.flatnonzero(over & (rows[:, RAISED] != 0.0)).tolist():
+            out.append((int(uid[i]), False, ts))
+        rows[over, RUN_FROM] = math.nan
+        rows[over, RAISED] = 0.0
+        rows[over, HOT] = 0.0
+        rows[over, STEPS] = 0.0
+    span = rows[:, LAST_HOT] - rows[:, RUN_FROM]
+    hot_n = rows[:, HOT]
+    due = ((rows[:, RAISED] == 0.0) & (ewma >= ON)
+           & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
+                                  & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
+    if due.any():
+        for i in np.flatnonzero(due).tolist():
+            out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
+        rows[due, RAISED] = 1.0
+    table[uid] = rows
+    return out
+
+
+def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
+    """What a raised unit's finding says (its numbers and where to look)."""
+    node = node_of(key)
+    parts = key.split("\x1f")
+    return {
+        "signal": "host_share", "basis": "host_time", "stage": int(parts[1]),
+        **({"dp_rank": int(parts[2])} if len(parts) > 2 else {}),
+        "host_excess_share": round(float(row[EWMA]), 4),
+        "host_excess_ms": round(float(row[EWMA]) * step_ms, 1),
+        "job_step_ms": round(step_ms, 1), "hot_steps": int(row[HOT]),
+        "recurring_for_s": round(float(row[LAST_HOT] - row[RUN_FROM]), 1),
+        "rule": (f"time in neither compute nor collectives (step_ms - compute_ms - comm_ms) "
+                 f"of its ranks over its stage's other ranks, >= {ON:.0%} of the job's step "
+                 f"smoothed over ~{round(1 / ALPHA)} steps, recurring for the time given: "
+                 "its host (data loader and local disk, CPU binding), not its GPUs"),
+        "next_diagnostic": (
+            f"on {node}: the data loader's storage (`nvme smart-log /dev/nvme0`, `iostat -x 5`:"
+            " await and utilisation of the data cache), the ranks' CPU and memory binding "
+            "(`numactl --show` and `taskset -cp` of each rank, `nvidia-smi topo -m` for the "
+            "GPUs' sockets), the CPUs' clocks (`turbostat`)"),
+    }
+
+
+def check_restored(keys: Any, table: Any) -> bool:
+    """Whether a restored job's units have this module's shape and bounds."""
+    return (type(keys) is list and len(keys) <= MAX_UNITS
+            and all(type(k) is str and len(k) <= 1024 for k in keys)
+            and isinstance(table, np.ndarray) and table.dtype == np.float64
+            and table.ndim == 2 and table.shape[1] == NCOLS and len(table) >= len(keys)
+            and len(table) <= MAX_UNITS
+            and bool(np.isfinite(np.delete(table, RUN_FROM, axis=1)).all()))
