@@ -28,6 +28,7 @@ from detector.testing import T0, ecc, feed, healthy_job
 
 sys.path.insert(0, str(Path(__file__).parent / "integration"))
 from servers_harness import alertmanager, wait_for  # noqa: E402
+from test_servers_alertmanager import AM_CONFIG  # noqa: E402 - its route: 1 s groups
 
 NODE, GPU = "node-000", 3
 ISO_KEY = f"fl:iso:hardware:gpu:{NODE}/{GPU}"
@@ -177,21 +178,6 @@ def test_the_ledger_journal_keeps_the_action_and_refuses_garbage(tmp_path: Path)
     v1 = Ledger(old)
     assert v1.open_key("k") == "k" and v1.widened("k", "trigger", "drain_node") is None
     assert v1.widened("k", "trigger", "drain_node", "drain_gpu") == "drain_gpu"
-
-
-AM_CONFIG = """
-route:
-  receiver: hook
-  group_by: [cluster, kind, cause]
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: hook
-    webhook_configs:
-      - url: {url}/alertmanager
-        send_resolved: true
-"""
 
 
 @pytest.mark.servers
