@@ -29,6 +29,7 @@ from detector import lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.findings import Finding
+from detector.gpu_missing import page_extra as _gone_extra
 from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
@@ -319,6 +320,9 @@ class Correlator:
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             _on_silent(self, f, out)
             return
+        if f.signal == "gpu_missing":  # a GPU gone while its siblings report (gpu_missing)
+            self._on_gpu_missing(f, out)
+            return
         if f.signal == "sm_clock":  # a busy GPU's clock with no clock-event reason
             clock = f.evidence.get("sm_clock_mhz")
             if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
@@ -403,6 +407,30 @@ class Correlator:
                 self._raise_verdict(f, out)
         else:
             self._attach_if_firing(f)
+
+    def _on_gpu_missing(self, f: Finding, out: list[Alert]) -> None:
+        """A GPU that stopped reporting while its siblings go on (detector.gpu_missing): one
+        escalation at the GPU, resolved when it reports again or its node left the fleet --
+        or, under an open hardware isolation of it (XID 79), that isolation's evidence."""
+        if f.scope.level != "gpu" or f.scope.node is None:
+            return
+        p = self.problems.get(self.dedup_key(ESCALATION, "unattributed", f.scope, f.cluster))
+        if not f.active:
+            if p is not None and p.status == "firing":
+                p.add(f, self.cfg.evidence_items)
+                p.extra["resolved_because"] = (
+                    f"no telemetry from {f.scope.node} for {self.cfg.unit_idle_s:g} s: it left "
+                    "the fleet" if f.evidence.get("dropped") is True else
+                    f"GPU {f.scope.gpu} of {f.scope.node} reported again")
+                self._schedule_resolve(p, f.ts)
+            else:
+                self._attach_if_firing(f)
+            return
+        if self._firing_on(f.scope, "hardware"):
+            self._attach_if_firing(f)  # the GPU off the bus is that isolation's evidence
+        elif p is None or p.status != "firing":
+            self._raise(ESCALATION, "unattributed", "unknown", f.scope, f, out,
+                        detected_ts=f.ts, extra=_gone_extra(f), own=False)
 
     def prune(self, now: float) -> None:
         """Drop per-unit memory no decision can use any more: state stays bounded as a fleet churns.
