@@ -105,13 +105,12 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
             findings.append(_finding(node, gpu, cluster, per_topic, missing.pop(gpu), now,
                                      False))
         gpus = {g for per in per_topic.values() for g in per}
-        for gpu in sorted(gpus - set(missing)):
-            used = [per for per in per_topic.values() if gpu in per]
-            if not all(_absent(per, gpu, now) for per in used):
-                continue
-            if len(missing) + 1 > max(1, len(gpus) // 4):
-                break  # more than one card in four gone at once: not one card
-            last = max(per[gpu][-1] for per in used)
+        new = [g for g in sorted(gpus - set(missing)) if all(
+            _absent(per, g, now) for per in per_topic.values() if g in per)]
+        if not new or len(missing) + len(new) > max(1, len(gpus) // 4):
+            continue  # none, or more than one card in four gone at once: not one card
+        for gpu in new:
+            last = max(per[gpu][-1] for per in per_topic.values() if gpu in per)
             missing[gpu] = last
             findings.append(_finding(node, gpu, cluster, per_topic, last, now, True))
 
