@@ -70,7 +70,7 @@ def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
 
 
 def _interval(times: list[float]) -> float:
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
     return gaps[len(gaps) // 2] if gaps else math.inf
 
 

@@ -33,11 +33,11 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
-from detector.job_comm import check_restored as _comm_restored
-from detector.job_comm import note as _note_comm
 from detector.gpu_missing import check_restored as _gone_restored
 from detector.gpu_missing import note as _note_gpu
 from detector.gpu_missing import scan as _scan_gone
+from detector.job_comm import check_restored as _comm_restored
+from detector.job_comm import note as _note_comm
 from detector.liveness import SCAN_S
 from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
