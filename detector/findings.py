@@ -84,7 +84,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     # a node's silence on a topic (detector.liveness)
     "topic": (str,), "last_ts": (float, int), "nodes_heard_since": (int,), "jobs": (list,),
     # ... quiet at the fast bound where no steps are seen; a job's stop (dark20)
-    "quiet": (bool,), "last_step_ts": (float, int),
+    "quiet": (str,), "last_step_ts": (float, int), "quiet_s": (float, int),
+    "interval_s": (float, int), "bound_s": (float, int),
     # a job's slow replica of two (detector.steps.replica_split, read by detector.lemon)
     "replica_gpus": (list,),
     # a busy GPU's clock with no clock-event reason (detector.throttle, read by _held_clock)

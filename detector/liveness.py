@@ -220,6 +220,11 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 if st[_SILENT]:
                     st[_SILENT] = 0
                     findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
+                if not mon._jobs and st[_N] >= MIN_UPDATES and behind > FAST_S:
+                    # (a source without steps whose records come in bursts -- an ECC poll of
+                    # all nodes every 30 s -- scans at a burst's first record: a node's last,
+                    # noticed now, may be FAST_S behind the fleet already)
+                    quiet.add(node)
                 continue
             if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
                 continue
@@ -235,7 +240,10 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                     st[_SILENT] = 2
                     findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
                 continue
-            if fast_s(st[_GAP]) < progress - st[_AT] <= fast_s(st[_GAP]) + FAST_WINDOW_S:
+            # (a source without steps -- one topic of a node in the service -- tells each of
+            # its topics quiet from FAST_S: the correlator holds it to its quickest topic's)
+            if (fast_s(st[_GAP]) if mon._jobs else FAST_S) < progress - st[_AT] <= \
+                    fast_s(st[_GAP]) + FAST_WINDOW_S:
                 quiet.add(node)
             if progress - st[_AT] <= bound:
                 continue
@@ -382,13 +390,13 @@ def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
 
 
 def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
-           times_of: dict[str, list[float]], states: tuple[int, ...]
+           times_of: dict[str, list[float]], states: tuple[int, ...], least: bool = False
            ) -> dict[str, tuple[float, int]]:
     """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet long enough on
     every topic of this source (its quickest topic :func:`fast_s` of its interval, the others
     :data:`FAST_S`: an ECC poll of 30-60 s would hold the page that long, its last record
-    may be a poll before) while other nodes were heard past it, each topic's state among
-    ``states``."""
+    may be a poll before; ``least``: every topic :data:`FAST_S`) while other nodes were heard
+    past it, each topic's state among ``states``."""
     ready: dict[str, tuple[float, int]] = {}
     for node in nodes:
         entry = mon._alive.get(node)
@@ -396,7 +404,7 @@ def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
             continue
         later, quick = 0, min(st[_GAP] for st in entry[1].values())
         for what, st in entry[1].items():
-            q = fast_s(st[_GAP]) if st[_GAP] == quick else FAST_S
+            q = fast_s(st[_GAP]) if st[_GAP] == quick and not least else FAST_S
             if st[_SILENT] not in states or st[_N] < MIN_UPDATES or what not in prog or \
                     prog[what] - st[_AT] <= q:
                 break
@@ -417,7 +425,7 @@ def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
     finding with ``quiet`` at the fast bound, again each scan of :data:`FAST_WINDOW_S` (the
     correlator's judgement may need the job's other GPUs to be seen idle or busy first) --
     and keeps waiting for the 240 s bound (state 4).  :func:`on_silent` judges it."""
-    ready = _ready(mon, nodes, prog, times_of, (0, 4))
+    ready = _ready(mon, nodes, prog, times_of, (0, 4), least=True)
     for node, (last, later) in ready.items():
         entry = mon._alive[node]
         with_ = sorted(n for n, (t, _) in ready.items()
@@ -425,8 +433,11 @@ def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
         for what, st in entry[1].items():
             st[_SILENT] = 4
             f = _finding(mon, node, entry[0], what, st, mon.clock, True, later)
-            f.evidence["quiet"] = True
+            # the topic under ``quiet``, not ``topic``: a correlator of a build before dark20
+            # (a rolling upgrade) passes it over instead of taking it for the 240 s silence
+            f.evidence["quiet"] = f.evidence.pop("topic")
             f.evidence["bound_s"] = fast_s(st[_GAP])
+            f.evidence["quiet_s"] = round(prog[what] - st[_AT], 3)
             if with_:
                 f.evidence["dark_with"] = with_[:MAX_DARK]
             findings.append(f)
@@ -550,7 +561,7 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         _on_stop(corr, f, out)
         return
     node = f.scope.node
-    what = f.evidence.get("topic")
+    what = f.evidence.get("topic", f.evidence.get("quiet"))
     if node is None or f.scope.level != "node" or what not in TOPICS:
         return
     silent = corr._silent
@@ -585,14 +596,14 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             _flush(corr, node, f, out)
         return
     if _WAIT in topics or _JUDGED in topics:
-        topics[what] = f if f.evidence.get("quiet") is not True or what not in topics \
+        topics[what] = f if not _is_quiet(f) or what not in topics \
             else topics[what]
         return
     topics[what] = f
     uses = _uses(corr, node, topics)
     if not uses or any(w not in topics for w in uses):
         return  # still heard on another topic (a collector's lag, not the node)
-    if any(topics[w].evidence.get("quiet") is True for w in uses):
+    if any(_is_quiet(topics[w]) for w in uses):
         _on_quiet(corr, node, f.ts, out)
         return
     _judge(corr, node, f, out)
@@ -650,9 +661,14 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         topics = silent.get(node)
         if topics is not None and _WAIT not in topics and _JUDGED not in topics:
             uses = _uses(corr, node, topics)
-            if uses and all(w in topics and topics[w].evidence.get("quiet") is True
+            if uses and all(w in topics and _is_quiet(topics[w])
                             for w in uses):
                 _on_quiet(corr, node, f.ts, out)
+
+
+def _is_quiet(f: Finding) -> bool:
+    """A ``quiet`` finding (:func:`_quiet`), not a silence."""
+    return f.evidence.get("quiet") in TOPICS
 
 
 def _is_time(x: Any) -> bool:
@@ -670,6 +686,12 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
                 if _is_time(g.evidence.get("last_ts"))), default=None)
     if last is None:
         return
+    # its quickest topic quiet fast_s of its interval (the others FAST_S), as _fast holds it
+    quick = min(found, key=lambda g: g.evidence.get("interval_s")
+                if _is_time(g.evidence.get("interval_s")) else math.inf)
+    if _is_quiet(quick) and not (_is_time(q := quick.evidence.get("quiet_s")) and _is_time(
+            b := quick.evidence.get("bound_s")) and q > b):
+        return  # (told again next scan)
     jobs = _lost(corr, node, last, now)
     if not jobs:
         return
@@ -677,6 +699,7 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
     for w, g in list(topics.items()):
         if w in TOPICS:
             ev = {k: v for k, v in g.evidence.items() if k != "quiet"}
+            ev["topic"] = w
             ev.update(steps_seen=True, job_stalled=True, jobs=jobs)
             judged = topics[w] = g._replace(evidence=ev)
     if judged is not None:
@@ -692,8 +715,10 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
     and on other nodes; it stopped stepping (:func:`_stops`) within :data:`FAST_RUN_S` of
     the node's last record; and its other nodes went quiet too, or most of those heard are
     still busy (``gpus_busy``: NCCL spinning on a dead peer -- a job stopped or ended
-    leaves them idle), judged once a thermal sample of theirs is due after the stop (1.5 of
-    their interval, at least :data:`FAST_S`), with no job stepping on its GPUs since."""
+    leaves them idle; only nodes it had to itself count: a busy node says nothing of one
+    job's GPUs where another runs too), judged once a thermal sample of theirs is due after
+    the stop (1.5 of their interval, at least :data:`FAST_S`), with no job stepping on its
+    GPUs since."""
     stops = corr._silent.get(_STOPS) or {}
     placement = corr._placement
     here: dict[str, int] = {}
@@ -714,7 +739,12 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
         up = {n for n, _ in gpus if not _dark(corr, n)}
         if up:
             seen = corr.seen
-            known = [n for n in up if seen is None or seen(n, "thermal")]
+            # (a node busy says nothing of this job's GPUs when another job runs there too:
+            # only nodes it has to itself count -- the engine sees each GPU's idle state)
+            known = [n for n in up if (seen is None or seen(n, "thermal")) and all(
+                j == job for j, _ in placement.on_node.get(n, {}))]
+            if not known:
+                continue
             every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
             if now < t + max(FAST_S, 1.5 * every) or \
                     2 * sum(1 for n in known if n in corr._busy) <= len(known):

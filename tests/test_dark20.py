@@ -92,7 +92,7 @@ def test_a_quiet_node_and_a_job_stop_travel_the_findings_topic():
     """The two new findings are plain data through the findings codec (typed keys)."""
     quiet = Finding(T0 + 20, T0, "silent", "unattributed", "unknown",
                     liveness.Scope.of_node("node-001"), True, False, 0.9,
-                    {"topic": "ecc", "last_ts": T0, "quiet": True, "bound_s": 20.0})
+                    {"quiet": "ecc", "last_ts": T0, "bound_s": 20.0})
     stop = Finding(T0 + 20, T0, "silent", "unattributed", "unknown",
                    liveness.Scope.of_job("job-1"), True, False, 0.0,
                    {"last_step_ts": T0, "step_period_s": 2.0}, "job-1")
@@ -143,3 +143,33 @@ def test_a_snapshot_of_the_stages_mid_quiet_restores(tmp_path):
     with pytest.raises(SnapshotRefused):
         eng.monitors._fleet["steps"] = [T0, "x"]
         Engine.restore(eng.snapshot())
+
+
+def test_a_node_drained_after_its_job_on_shared_nodes_is_not_paged_fast(tmp_path):
+    """job-1 (GPU 0 of every node) is cancelled at 400 s -- its GPUs idle -- and DEAD goes
+    dark then, while job-2 steps on GPU 1 of the other nodes: their nodes stay busy, but not
+    with job-1.  The replay sees GPU 0 idle and waits for the 240 s path; the service's
+    correlator, which only knows a node has a busy GPU, counts no node running another job
+    as evidence: no fast page either."""
+    others = [n for n in NODES if n != DEAD]
+    recs = []
+    for r in fleet(seconds=900, dead={DEAD: (400, 1e9)}, job=False):
+        v = r["value"]
+        if r["topic"] == "telemetry.thermal" and v["gpu"] == 0 and v["ts"] >= T0 + 400:
+            v.update(power_w=90.0, sm_clock_mhz=345.0, throttle=1)
+        recs.append(r)
+    for s in range(450):
+        t = T0 + 2.0 * s + 1.0
+        for k, node in enumerate(NODES):
+            for job, gpu in (("job-1", 0), ("job-2", 1)):
+                if (job == "job-1" and t >= T0 + 400) or (job == "job-2" and node == DEAD):
+                    continue
+                recs.append({"topic": "telemetry.step", "value": {
+                    "ts": t, "job": job, "step": s, "rank": k if job == "job-1" else
+                    others.index(node) if node in others else 0, "node": node, "gpu": gpu,
+                    "step_ms": 2000.0, "compute_ms": 1500.0, "comm_ms": 480.0}})
+    log = write(tmp_path, by_ts(recs))
+    replayed = silent_pages(replay_log(log).alerts)
+    assert [a.scope.key for a in replayed] == [f"node:{DEAD}"]
+    assert replayed[0].detected_ts - replayed[0].onset_ts >= liveness.SILENT_MIN_S
+    assert firing(service(log).alerts) == []
