@@ -14,9 +14,12 @@ from pathlib import Path
 import orjson
 
 from detector import gpu_missing
-from detector.alerts import Alert
+from detector.alerts import Alert, Scope
+from detector.correlate import Correlator
+from detector.findings import Finding
 from detector.monitors import Monitors
 from detector.statecodec import SnapshotRefused, decode_state, encode_state
+from detector.thresholds import Thresholds
 from replay.runner import replay_log
 
 T0 = 1_800_000_000.0
@@ -134,3 +137,26 @@ def test_state_is_bounded_and_a_malformed_snapshot_is_refused():
         except SnapshotRefused:
             continue
         raise AssertionError(f"a malformed _gone was restored: {bad}")
+
+
+def test_the_service_pages_only_once_every_topic_source_misses_it():
+    """In the service each telemetry topic is its own source: a GPU absent from the thermal
+    rows while its ECC rows come (a collector's lag) is no page; absent from both is one."""
+    corr = Correlator(Thresholds())
+    corr.seen = lambda node, what: what in ("thermal", "ecc")
+
+    def told(ts: float, topic: str, active: bool = True) -> Finding:
+        return Finding(ts, T0, "gpu_missing", "unattributed", "unknown", Scope.of_gpu("n1", 2),
+                       active, False, 0.9 if active else 0.0,
+                       {"topics": [topic], "last_ts": T0, "siblings_reporting": [0, 1, 3],
+                        "gpus_before": 4, "gpus_after": 3})
+
+    out: list[Alert] = []
+    corr.on_finding(told(T0 + 60, "thermal"), out)
+    assert out == []
+    corr.on_finding(told(T0 + 200, "ecc"), out)
+    assert [(a.status, a.scope.gpu) for a in out] == [("firing", 2)]
+    assert out[0].evidence["missing_on"] == ["ecc", "thermal"]
+    corr.on_finding(told(T0 + 900, "thermal", active=False), out)
+    corr.advance(T0 + 3000, out)
+    assert [a.status for a in out] == ["firing", "resolved"]
