@@ -44,6 +44,7 @@ MIN_S = 30.0          # ... and at least this long
 MIN_SIBLINGS = 2      # siblings that must report past a GPU's last record
 MAX_GPUS = 16         # GPUs tracked a node and topic (the node cap the codebase uses)
 MAX_NODES = 1 << 16   # nodes tracked per source
+BACK_S = 300.0        # a GPU's record this far behind its newest: its node's clock went back
 _CLUSTER, _TIMES, _MISSING = 0, 1, 2
 
 
@@ -67,6 +68,8 @@ def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
         times.append(float(ts))
         if len(times) > KEEP:
             del times[0]
+    elif ts < times[-1] - BACK_S:  # its clock went back (an RTC reset): start afresh
+        times[:] = [float(ts)]
 
 
 def _interval(times: list[float]) -> float:
@@ -75,7 +78,8 @@ def _interval(times: list[float]) -> float:
 
 
 def _absent(per: dict[int, list[float]], gpu: int, now: float) -> bool:
-    """``gpu`` absent on this topic: MIN_SIBLINGS siblings reported AFTER times past it."""
+    """``gpu`` absent on this topic: MIN_SIBLINGS siblings reported AFTER times past it, the
+    newest (``now``, the node's own time) long enough after it."""
     last = per[gpu][-1]
     n = 0
     for g, times in per.items():
@@ -106,7 +110,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                                      False))
         gpus = {g for per in per_topic.values() for g in per}
         new = [g for g in sorted(gpus - set(missing)) if all(
-            _absent(per, g, now) for per in per_topic.values() if g in per)]
+            _absent(per, g, newest) for per in per_topic.values() if g in per)]
         if not new or len(missing) + len(new) > max(1, len(gpus) // 4):
             continue  # none, or more than one card in four gone at once: not one card
         for gpu in new:

@@ -170,6 +170,7 @@ class Monitors:
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
+        raw = ev.ts  # its node's own time (detector.gpu_missing compares a node's GPUs in it)
         if self._maker is not None:
             self._first_node(ev)
         if self._cand is not None:
@@ -250,7 +251,7 @@ class Monitors:
                 self._heard(e.node, "thermal", e.cluster)
             if not mon.quiet(e, self.cfg):
                 mon.update(e, self.cfg, findings)
-            _note_gpu(self._gone, e.node, e.gpu, "thermal", e.ts, e.cluster)
+            _note_gpu(self._gone, e.node, e.gpu, "thermal", raw, e.cluster)
         elif t is EccSample:
             self._n_ecc += 1
             key = (e.node, e.gpu)
@@ -261,7 +262,7 @@ class Monitors:
                 self._heard(e.node, "ecc", e.cluster)
             if not ecc.quiet(e, self.cfg):
                 ecc.update(e, self.cfg, findings)
-            _note_gpu(self._gone, e.node, e.gpu, "ecc", e.ts, e.cluster)
+            _note_gpu(self._gone, e.node, e.gpu, "ecc", raw, e.cluster)
         else:
             raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:
