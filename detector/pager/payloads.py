@@ -156,6 +156,9 @@ def alertmanager_labels(a: FiredAlert, severity: str) -> dict[str, str]:
     labels = {"alertname": alert_name(a.topic), "topic": SHORT_TOPIC.get(a.topic, a.topic),
               "kind": a.kind, "cause": a.cause, "severity": severity, "level": a.scope.level,
               "dedup_key": a.dedup_key, "source": "faultline"}
+    if a.action is not None and a.action.name:
+        # (A label: a problem whose action widens is a new alert, which notifies.)
+        labels["action"] = a.action.name
     scope = a.scope.to_dict()
     for k in _SCOPE_LABELS:
         if scope.get(k) is not None:
@@ -178,6 +181,9 @@ def alertmanager_alert(a: FiredAlert, severity: str, *, wall_now: float, ttl_s: 
         ann["next_diagnostic"] = diag
     if a.job:
         ann["job"] = a.job
+    was = a.evidence.get("action_was") if isinstance(a.evidence, dict) else None
+    if isinstance(was, str) and was:
+        ann["action_was"] = _label(was)
     if extra_summary:
         ann["grouped"] = extra_summary[:SUMMARY_MAX_CHARS]
     # Event time may run ahead of (a replay) or behind (a backlog) the wall clock:
@@ -248,15 +254,29 @@ def details(n: Notification, max_bytes: int) -> dict[str, Any]:
     return d
 
 
+def pd_widened_key(key: str, action: str) -> str:
+    """The PagerDuty dedup_key of a problem once its action widened to ``action``.
+
+    >>> pd_widened_key("fl:iso:hardware:gpu:node-015/3", "drain_node")
+    'fl:iso:hardware:gpu:node-015/3~drain_node'
+    """
+    return pd_dedup_key(f"{clean_text(key)}~{clean_text(action, max_chars=64)}")
+
+
 def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
-                    wall_now: float, details_max_bytes: int) -> dict[str, Any]:
-    """An Events API v2 event: ``trigger`` with a payload, or ``resolve``."""
+                    wall_now: float, details_max_bytes: int, dedup_key: str | None = None,
+                    action_was: str | None = None) -> dict[str, Any]:
+    """An Events API v2 event: ``trigger`` with a payload, or ``resolve``
+    (``dedup_key``: another key than the notification's; ``action_was``: the action a
+    widened trigger replaces, said in its summary and details)."""
     ev: dict[str, Any] = {"routing_key": routing_key, "event_action": n.event,
-                          "dedup_key": pd_dedup_key(clean_text(n.dedup_key))}
+                          "dedup_key": dedup_key or pd_dedup_key(clean_text(n.dedup_key))}
     if n.event != "trigger":
         return ev
     a = n.alert
     text = title(a) if a is not None else n.summary
+    if a is not None and action_was:
+        text = f"{_widened_line(a, action_was)} {text}"
     if a is not None and n.summary:
         text = f"{text} [{n.summary}]"
     primary = a if a is not None else (n.held_back[0] if n.held_back else None)
@@ -270,6 +290,8 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
         "class": f"{primary.kind}/{primary.cause}" if primary is not None else "held_back",
         "custom_details": details(n, details_max_bytes),
     }
+    if action_was:
+        ev["payload"]["custom_details"]["action_was"] = action_was
     ev["client"] = "faultline"
     return clean(ev)
 
@@ -277,9 +299,15 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
 # -- webhook -----------------------------------------------------------------------------
 
 
-def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int
-                 ) -> dict[str, Any]:
-    """A JSON body for a ticket queue or a chat bridge: the envelope itself, plus storm info."""
+def _widened_line(a: FiredAlert, action_was: str) -> str:
+    name = a.action.name if a.action is not None else "?"
+    return f"ACTION WIDENED {action_was} -> {name}:"
+
+
+def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int,
+                 action_was: str | None = None) -> dict[str, Any]:
+    """A JSON body for a ticket queue or a chat bridge: the envelope itself, plus storm info
+    (``action_was``: the action a widened trigger replaces)."""
     a = n.alert
     envelope: dict[str, Any] | None = None
     if a is not None:
@@ -300,4 +328,7 @@ def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int
         body["grouped"] = [_brief(m) for m in n.members]
     if n.held_back:
         body["held_back"] = [_brief(h) for h in n.held_back]
+    if action_was and a is not None:
+        body["action_was"] = action_was
+        body["title"] = f"{_widened_line(a, action_was)} {body['title']}"[:SUMMARY_MAX_CHARS]
     return clean(body)

@@ -50,6 +50,7 @@ import orjson
 
 from detector.alerts import FiredAlert
 from detector.metrics import PagerMetrics
+from detector.pager import widening
 from detector.pager.config import SinkConfig
 from detector.pager.notification import Notification
 from detector.pager.payloads import (
@@ -57,12 +58,14 @@ from detector.pager.payloads import (
     alertmanager_labels,
     pagerduty_event,
     pd_dedup_key,
+    pd_widened_key,
     webhook_body,
 )
 
 log = logging.getLogger("faultline.pager")
 
 LEDGER_MAX = 100_000
+LEDGER_VERSION = 2          # journal lines [key, state, ts, action, open_key] (v1: 3 fields)
 USER_AGENT = "faultline-pager/1"
 
 
@@ -210,23 +213,29 @@ class Journal:
 
 
 class Ledger:
-    """What a sink delivered, by dedup_key: the last event (triggered/resolved) and its event time.
+    """What a sink delivered, by dedup_key: the last event (triggered/resolved), its event
+    time, the action it named and the key it is open under at the sink.
 
     A trigger is sent unless the key is triggered already, or was resolved by a message at
     least as new as it (a stale redelivery); a resolve only if the key is triggered (a
     resolve is never sent for a trigger that never went out, nor twice; state ``dead``: the
-    trigger was dead-lettered).
+    trigger was dead-lettered).  A trigger for a triggered key whose action reaches further
+    than the one delivered (:func:`detector.pager.widening.widened`) is news: see
+    :meth:`widened`.
 
-    Kept as a journal: one JSON line ``[key, state, ts]`` appended per change (the last line
-    of a key wins), rewritten whole only when it holds twice as many lines as keys — so a
-    delivery costs one short append, not a rewrite of up to ``LEDGER_MAX`` keys.  A file in
-    the former format (one JSON object) is read and rewritten as a journal.
+    Kept as a journal: one JSON line ``[key, state, ts, action, open_key]`` appended per
+    change (the last line of a key wins), rewritten whole only when it holds twice as many
+    lines as keys — so a delivery costs one short append, not a rewrite of up to
+    ``LEDGER_MAX`` keys.  A line of the former journal (``[key, state, ts]``) or file
+    format (one JSON object) is read (no action known) and rewritten; a line of any other
+    shape or type is refused (skipped).
     """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._journal = None if path is None else Journal(path)
-        self._state: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        # key -> (state, ts, action, open_key): open_key "" means the key itself.
+        self._state: OrderedDict[str, tuple[str, float, str, str]] = OrderedDict()
         self._triggered = 0
         if path is not None and path.exists():
             try:
@@ -234,63 +243,111 @@ class Ledger:
             except (OSError, ValueError, TypeError, IndexError) as exc:
                 log.warning("ledger %s unreadable, starting empty: %s", path, exc)
                 self._state.clear()
-        self._triggered = sum(1 for v, _ in self._state.values() if v == "triggered")
+        self._triggered = sum(1 for v in self._state.values() if v[0] == "triggered")
         if path is not None:
             self._compact()
 
     def _load(self, data: bytes) -> None:
         if data.lstrip().startswith(b"{"):  # the former format: one JSON object
-            self._state.update({k: (str(v[0]), float(v[1])) for k, v in
-                                json.loads(data).items()})
+            for k, v in json.loads(data).items():
+                rec = _ledger_record([k, *v][:3])
+                if rec is not None:
+                    self._state[rec[0]] = rec[1]
             return
         for e in Journal.entries(data):  # (a torn last line: the lines before it stand)
-            try:
-                key, state, ts = str(e[0]), str(e[1]), float(e[2])
-            except (IndexError, ValueError, TypeError):
+            rec = _ledger_record(e)
+            if rec is None:
                 continue
-            self._state[key] = (state, ts)
-            self._state.move_to_end(key)
+            self._state[rec[0]] = rec[1]
+            self._state.move_to_end(rec[0])
 
     def wanted(self, key: str, event: str, ts: float) -> bool:
         """Whether ``event`` (trigger/resolve) for ``key`` at event time ``ts`` is news."""
         last = self._state.get(key)
         if last is None:
             return event == "trigger"  # a resolve of a key never triggered here: nothing to end
-        state, at = last
+        state, at = last[0], last[1]
         if event == "trigger":
             return state == "dead" or (state != "triggered" and ts > at)
         return state == "triggered"
+
+    def widened(self, key: str, event: str, action: str, action_was: str = "") -> str | None:
+        """The action last delivered for triggered ``key`` when a trigger naming ``action``
+        reaches further than it (None: not a widening).  ``action_was`` (the envelope's
+        evidence) stands in when the ledger does not know the delivered action."""
+        last = self._state.get(key)
+        if event != "trigger" or last is None or last[0] != "triggered":
+            return None
+        before = last[2] or action_was
+        return before if before and widening.widened(before, action) else None
 
     def state(self, key: str) -> str | None:
         last = self._state.get(key)
         return None if last is None else last[0]
 
-    def set(self, key: str, event: str, ts: float) -> None:
+    def open_key(self, key: str) -> str:
+        """The key ``key``'s problem is open under at the sink (itself unless widened)."""
+        last = self._state.get(key)
+        return (last[3] if last is not None else "") or key
+
+    def set(self, key: str, event: str, ts: float, *, action: str = "", open_key: str = ""
+            ) -> None:
         """``event``: trigger or resolve (delivered), or dead (a trigger dead-lettered)."""
         state = {"trigger": "triggered", "resolve": "resolved"}.get(event, event)
         old = self._state.get(key)
         self._triggered += (state == "triggered") - (old is not None and old[0] == "triggered")
-        self._state[key] = (state, ts)
+        if state != "triggered":
+            action, open_key = "", ""
+        rec = (state, ts, action[:ACTION_MAX_CHARS], open_key[:OPEN_KEY_MAX_CHARS])
+        self._state[key] = rec
         self._state.move_to_end(key)
         while len(self._state) > LEDGER_MAX:
-            _, (gone, _) = self._state.popitem(last=False)
-            self._triggered -= gone == "triggered"
+            _, gone = self._state.popitem(last=False)
+            self._triggered -= gone[0] == "triggered"
         if self._journal is not None:
-            self._journal.append([key, state, ts], len(self._state), self._lines)
+            self._journal.append([key, *rec], len(self._state), self._lines)
 
     def triggered(self) -> int:
         return self._triggered
 
     def dead(self) -> list[str]:
-        return [k for k, (v, _) in self._state.items() if v == "dead"]
+        return [k for k, v in self._state.items() if v[0] == "dead"]
 
     def _lines(self) -> Iterator[list[Any]]:
-        return ([k, state, ts] for k, (state, ts) in self._state.items())
+        return ([k, *rec] for k, rec in self._state.items())
 
     def _compact(self) -> None:
         """Rewrite the journal with one line per key (atomically), and append from there."""
         assert self._journal is not None
         self._journal.rewrite(self._lines())
+
+
+ACTION_MAX_CHARS = 64
+OPEN_KEY_MAX_CHARS = 512
+_LEDGER_STATES = ("triggered", "resolved", "dead")
+
+
+def _ledger_record(e: Any) -> tuple[str, tuple[str, float, str, str]] | None:
+    """One journal line as ``(key, (state, ts, action, open_key))``, or None when it is not
+    one (a wrong length, type, state or size: refused, not guessed at).
+
+    >>> _ledger_record(["k", "triggered", 1.0]), _ledger_record(["k", "gone", 1.0])
+    (('k', ('triggered', 1.0, '', '')), None)
+    >>> _ledger_record(["k", "triggered", 1.0, "drain_node", "k~drain_node"])[1][3]
+    'k~drain_node'
+    >>> _ledger_record(["k", "triggered", "1", "x", ""]), _ledger_record({"k": 1})
+    (None, None)
+    """
+    if type(e) is not list or len(e) not in (3, 5):
+        return None
+    key, state, ts, *rest = e
+    action, open_key = rest if rest else ("", "")
+    if (type(key) is not str or state not in _LEDGER_STATES or type(ts) not in (int, float)
+            or type(action) is not str or type(open_key) is not str
+            or len(key) > OPEN_KEY_MAX_CHARS or len(action) > ACTION_MAX_CHARS
+            or len(open_key) > OPEN_KEY_MAX_CHARS):
+        return None
+    return key, (state, float(ts), action, open_key)
 
 
 class Sink:
@@ -457,37 +514,70 @@ class _LedgerSink(Sink):
     def deliver(self, n: Notification) -> Outcome:
         key = self.key(n)
         ts = max((a.detected_ts for a in n.alerts()), default=0.0)
-        if not self.ledger.wanted(key, n.event, ts):
+        action = widening.action_of(n.alert)
+        was = self.ledger.widened(key, n.event, action, widening.action_was(n.alert))
+        if was is None and not self.ledger.wanted(key, n.event, ts):
             return Outcome.ok(skipped=True)
-        out = self.send(n)
+        out, open_key = self.send(n, was)
         if out.delivered:
-            self.ledger.set(key, n.event, ts)
+            self.ledger.set(key, n.event, ts, action=action, open_key=open_key)
             self.metrics.active(self.name, self.ledger.triggered())
             self.found([key, *(a.dedup_key for a in n.alerts())])
         return out
 
     def dead_lettered(self, n: Notification) -> None:
         super().dead_lettered(n)
-        if n.event == "trigger":
+        if n.event == "trigger" and self.ledger.state(self.key(n)) != "triggered":
+            # (A widened trigger given up: the one delivered before it stays open.)
             ts = max((a.detected_ts for a in n.alerts()), default=0.0)
             self.ledger.set(self.key(n), "dead", ts)
 
-    def send(self, n: Notification) -> Outcome:
+    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
+        """Post ``n`` (``was``: the action it widens, or None); the outcome, and the key the
+        problem is open under at the sink afterwards ("": its own)."""
         raise NotImplementedError
 
 
 class PagerDutySink(_LedgerSink):
-    """PagerDuty Events API v2: ``trigger`` and ``resolve`` by ``dedup_key``."""
+    """PagerDuty Events API v2: ``trigger`` and ``resolve`` by ``dedup_key``.
+
+    A trigger for an open dedup_key is added to its alert and notifies nobody (PagerDuty's
+    de-duplication), so a problem whose action widens is triggered under a key of its own
+    (:func:`~detector.pager.payloads.pd_widened_key`), which notifies, and the key it was
+    open under is resolved; the problem's resolve ends whichever key is open.
+    """
 
     def key(self, n: Notification) -> str:
         return pd_dedup_key(n.dedup_key)
 
-    def send(self, n: Notification) -> Outcome:
+    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
         assert self.config.routing_key is not None
-        ev = pagerduty_event(n, self.config.routing_key.reveal(), source=self.config.source,
-                             wall_now=self.wall(),
-                             details_max_bytes=self.config.details_max_bytes)
-        return self.post(self.config.urls[0], ev)
+        key = self.key(n)
+        open_key = self.ledger.open_key(key)
+        if n.event == "trigger" and was is not None:
+            new_key = pd_widened_key(n.dedup_key, widening.action_of(n.alert))
+            out = self.post(self.config.urls[0], self._event(n, new_key, was))
+            if not out.delivered:
+                return out, open_key
+            if open_key != new_key:
+                old = self.post(self.config.urls[0], self._event(
+                    Notification(n.sink, "resolve", n.dedup_key, n.severity, None), open_key,
+                    None))
+                if not old.delivered:
+                    log.warning("%s: %s widened to %s, but resolving %s failed: %s",
+                                self.name, was, widening.action_of(n.alert), open_key,
+                                old.reason)
+            return out, new_key
+        out = self.post(self.config.urls[0], self._event(
+            n, open_key if n.event == "resolve" else key, None))
+        return out, ""
+
+    def _event(self, n: Notification, key: str, was: str | None) -> dict[str, Any]:
+        assert self.config.routing_key is not None
+        return pagerduty_event(n, self.config.routing_key.reveal(), source=self.config.source,
+                               wall_now=self.wall(),
+                               details_max_bytes=self.config.details_max_bytes,
+                               dedup_key=key, action_was=was)
 
 
 class WebhookSink(_LedgerSink):
@@ -499,14 +589,14 @@ class WebhookSink(_LedgerSink):
             h["Authorization"] = f"Bearer {self.config.bearer_token.reveal()}"
         return h
 
-    def send(self, n: Notification) -> Outcome:
+    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
         body = webhook_body(n, wall_now=self.wall(),
-                            details_max_bytes=self.config.details_max_bytes)
+                            details_max_bytes=self.config.details_max_bytes, action_was=was)
         for url in self.config.urls:
             out = self.post(url, body)
             if not out.delivered:
-                return out
-        return Outcome.ok()
+                return out, ""
+        return Outcome.ok(), ""
 
 
 class AlertmanagerSink(Sink):
@@ -568,27 +658,31 @@ class AlertmanagerSink(Sink):
 
     def deliver(self, n: Notification) -> Outcome:
         batch: list[dict[str, Any]] = []
-        for a in ((n.alert,) if n.alert is not None else ()) + n.members + n.held_back:
+        alerts: list[FiredAlert] = []
+        for a in n.alerts():
             key = a.dedup_key
             old = self.active.get(key)
             if old is not None and a.status == "firing":
                 before = FiredAlert.from_record(old[0], old[1])
+                a = _never_narrower(a, before)
                 if alertmanager_labels(before, old[2]) != alertmanager_labels(a, n.severity):
-                    # Same problem, new identity (its cause changed): end the old one now.
+                    # Same problem, new identity (its cause changed, or its action widened:
+                    # the action is a label, so Alertmanager notifies of a new alert): end
+                    # the old one now.
                     batch.append(self._am(_resolved(before), old[2]))
+            alerts.append(a)
             batch.append(self._am(a, n.severity, n.summary))
         out = self._post_all(batch)
         if out.delivered:
             self.found(a.dedup_key for a in n.alerts())
         if out.delivered or out.failure == "exhausted":
             # Exhausted: Alertmanager is away; keep firing alerts to re-send when it is back.
-            for a in ((n.alert,) if n.alert is not None else ()) + n.members + n.held_back:
+            for a in alerts:
                 if a.status == "firing":
                     self.active[a.dedup_key] = (a.topic, a.raw, n.severity)
                 else:
                     self.active.pop(a.dedup_key, None)
-            self._save(a.dedup_key for a in ((n.alert,) if n.alert is not None else ())
-                       + n.members + n.held_back)
+            self._save(a.dedup_key for a in alerts)
         return out
 
     def idle(self) -> None:
@@ -611,6 +705,15 @@ class AlertmanagerSink(Sink):
 def _alerts_url(base: str) -> str:
     base = base.rstrip("/")
     return base if base.endswith("/api/v2/alerts") else base + "/api/v2/alerts"
+
+
+def _never_narrower(a: FiredAlert, before: FiredAlert) -> FiredAlert:
+    """``a``, with ``before``'s action when ``a``'s is not wider (a re-fire that narrows or
+    only renames the action is not a new alert in Alertmanager: its action is a label)."""
+    was, now = widening.action_of(before), widening.action_of(a)
+    if not was or was == now or widening.widened(was, now):
+        return a
+    return FiredAlert.from_record(a.topic, {**a.raw, "action": before.raw.get("action")})
 
 
 def _resolved(a: FiredAlert) -> FiredAlert:

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from detector.alerts import FiredAlert
+from detector.pager import widening
 from detector.pager.config import SEVERITIES, StormConfig
 from detector.pager.notification import Notification
 from detector.topology import Topology
@@ -177,6 +178,13 @@ class StormControl:
         if alert.status == "resolved":
             return self._resolve(alert, severity, ticket)
         key = alert.dedup_key
+        sent = self._sent.get(key)
+        if sent is not None and widening.widens(alert):
+            # Its action widened (drain_gpu -> drain_node): news for whoever was paged, at
+            # once, under the notification it went out in; the sink's ledger keeps a
+            # redelivery or a same-action re-fire from paging again.
+            return [Notification(self.sink, "trigger", sent.key, severity, alert,
+                                 tickets=[ticket])]
         if key in self._sent or key in self._held or key in self._pending_in:
             # Re-sent by the detector (more evidence) or redelivered: it is in hand already.
             if key in self._pending_in:

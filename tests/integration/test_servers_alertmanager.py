@@ -70,7 +70,7 @@ def test_alertmanager_groups_labels_and_resolves_faultline_alerts(tmp_path: Path
                 "alertname": "FaultlineIsolation", "topic": "isolation", "source": "faultline",
                 "kind": "network", "cause": "nic", "severity": "warning", "level": "nic",
                 "node": "node-000", "nic": "mlx5_0", "cluster": "c1", "tenant": "tenant-a",
-                "dedup_key": nics[0].dedup_key}
+                "action": "check_link", "dedup_key": nics[0].dedup_key}
             ann = first["annotations"]
             assert ann["summary"] == ("[faultline isolation] network/nic on "
                                       "nic:node-000/mlx5_0: signal=link_down")
