@@ -51,6 +51,22 @@ _CLUSTER, _TIMES, _MISSING = 0, 1, 2
 def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
          cluster: str | None) -> None:
     """A thermal or ECC record of ``node``'s ``gpu`` at ``ts`` (bounded: see the module)."""
+    try:
+        times = gone[node][_TIMES][topic][gpu]
+    except KeyError:
+        _first(gone, node, gpu, topic, ts, cluster)
+        return
+    if ts > times[-1]:
+        times.append(float(ts))
+        if len(times) > KEEP:
+            del times[0]
+    elif ts < times[-1] - BACK_S:  # its clock went back (an RTC reset): start afresh
+        times[:] = [float(ts)]
+
+
+def _first(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
+           cluster: str | None) -> None:
+    """The first record of a node, of its topic or of its GPU there."""
     entry = gone.get(node)
     if entry is None:
         if len(gone) >= MAX_NODES:
@@ -59,17 +75,8 @@ def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
     per = entry[_TIMES].get(topic)
     if per is None:
         per = entry[_TIMES][topic] = {}
-    times = per.get(gpu)
-    if times is None:
-        if len(per) >= MAX_GPUS:
-            return
+    if len(per) < MAX_GPUS:
         per[gpu] = [float(ts)]
-    elif ts > times[-1]:
-        times.append(float(ts))
-        if len(times) > KEEP:
-            del times[0]
-    elif ts < times[-1] - BACK_S:  # its clock went back (an RTC reset): start afresh
-        times[:] = [float(ts)]
 
 
 def _interval(times: list[float]) -> float:
