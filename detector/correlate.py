@@ -447,10 +447,12 @@ class Correlator:
             entry = self._gone[unit] = {}
         for t in topics:
             entry[t] = f
-        seen = self.seen
-        uses = [t for t in _GONE_TOPICS if seen(f.scope.node, t)] if seen is not None else []
-        if any(t not in entry for t in uses):
-            return  # another topic's source still hears it (the service: one source a topic)
+        if any(t not in entry for t in _GONE_TOPICS):
+            # Another topic's source still hears it (the service: one source a topic), or it
+            # never reported there: a GPU whose thermal rows alone stop may be a blank DCGM
+            # field under a rank that steps on (review round 13's four-GPU node) -- a card
+            # that does not enumerate sends neither.
+            return
         if self._firing_on(f.scope, "hardware"):
             self._attach_if_firing(f)  # the GPU off the bus is that isolation's evidence
         elif p is None or p.status != "firing":

@@ -100,6 +100,9 @@ def test_a_reboot_a_dark_node_a_dropped_row_and_a_small_node_page_nobody(tmp_pat
         "dropped": fleet(gone={("nvl-00", 3): (300, 330), ("nvl-01", 0): (600, 630)}),
         "small": fleet(gpus=2),
         "half": fleet(gone={("nvl-00", 0): (300, math.inf), ("nvl-00", 1): (300, math.inf)}),
+        # thermal rows alone (no ECC collector): a blank field is not a card gone
+        "thermal-only": [r for r in fleet(gone={("nvl-00", 2): (300, math.inf)})
+                         if r["topic"] == "telemetry.thermal"],
     }
     for name, recs in benign.items():
         assert missing(replay(tmp_path, recs, name)) == [], name
