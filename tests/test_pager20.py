@@ -220,3 +220,33 @@ def test_alertmanager_notifies_a_widened_action_and_not_a_same_action_refire(
 def _active(url: str) -> Any:
     from servers_harness import http_json
     return http_json(url + "/api/v2/alerts?active=true&silenced=false")
+
+
+def test_blind10_k6_replayed_pages_drain_node_on_pagerduty(tmp_path: Path) -> None:
+    # blind10's K6 case through `faultline replay`, its alerts in order into the pager.
+    # (Fails on main: one trigger for the isolation, drain_gpu; drain_node never pages.)
+    import contextlib
+    import io
+
+    from bench.blind10.score import alerts_of
+    from detector.cli import main as cli_main
+
+    case = Path(__file__).parents[1] / "bench/blind10/cases/K6-xid79-under-open-isolation.jsonl.gz"
+    out = tmp_path / "k6.alerts.jsonl"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
+    alerts = [FiredAlert.from_record(t, a) for t, a in alerts_of(out)]
+    iso = "fl:iso:hardware:gpu:hgx-b06/0"
+    with Receiver(default=202) as rx:
+        pager = _pager(tmp_path, _pd_sinks(rx.url))
+        try:
+            for a in alerts:
+                pager.submit(a, None)
+                _idle(pager)
+        finally:
+            pager.close(5)
+        got = [(e["event_action"], e["dedup_key"]) for e in _pd(rx)
+               if e["dedup_key"].startswith(iso)]
+        assert got == [("trigger", iso), ("trigger", f"{iso}~drain_node"), ("resolve", iso)]
+        page = next(e for e in _pd(rx) if e["dedup_key"] == f"{iso}~drain_node")
+        assert page["payload"]["summary"].startswith("ACTION WIDENED drain_gpu -> drain_node:")

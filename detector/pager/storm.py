@@ -182,7 +182,10 @@ class StormControl:
         if sent is not None and widening.widens(alert):
             # Its action widened (drain_gpu -> drain_node): news for whoever was paged, at
             # once, under the notification it went out in; the sink's ledger keeps a
-            # redelivery or a same-action re-fire from paging again.
+            # redelivery or a same-action re-fire from paging again.  Not held by the rate
+            # limit (a held alert's resolve would be dropped as cleared, and the page it
+            # widens is out), but it spends a token: groups after it feel it.
+            self._bucket.take(now)
             return [Notification(self.sink, "trigger", sent.key, severity, alert,
                                  tickets=[ticket])]
         if key in self._sent or key in self._held or key in self._pending_in:
