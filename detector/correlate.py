@@ -29,6 +29,9 @@ from detector import lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.findings import Finding
+from detector.gpu_missing import MAX_NODES as _MAX_GONE
+from detector.gpu_missing import TOPICS as _GONE_TOPICS
+from detector.gpu_missing import page_extra as _gone_extra
 from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
@@ -204,6 +207,9 @@ class Correlator:
         self._next_prune = -math.inf
         # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
         self._silent: dict[str, dict[str, Finding]] = {}
+        # GPU -> topic -> its active gpu_missing finding (detector.gpu_missing; in the service
+        # each topic's source tells its own; at most gpu_missing.MAX_NODES GPUs)
+        self._gone: dict[str, dict[str, Finding]] = {}
         self._lemon = lemon.new_state()  # GPUs failing job after job (detector.lemon)
         # leaf -> NIC unit -> its port's ``congested`` finding (bounded by the topology's
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
@@ -319,6 +325,9 @@ class Correlator:
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             _on_silent(self, f, out)
             return
+        if f.signal == "gpu_missing":  # a GPU gone while its siblings report (gpu_missing)
+            self._on_gpu_missing(f, out)
+            return
         if f.signal == "sm_clock":  # a busy GPU's clock with no clock-event reason
             clock = f.evidence.get("sm_clock_mhz")
             if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
@@ -403,6 +412,52 @@ class Correlator:
                 self._raise_verdict(f, out)
         else:
             self._attach_if_firing(f)
+
+    def _on_gpu_missing(self, f: Finding, out: list[Alert]) -> None:
+        """A GPU that stopped reporting while its siblings go on (detector.gpu_missing): one
+        escalation at the GPU, resolved when it reports again or its node left the fleet --
+        or, under an open hardware isolation of it (XID 79), that isolation's evidence."""
+        if f.scope.level != "gpu" or f.scope.node is None:
+            return
+        p = self.problems.get(self.dedup_key(ESCALATION, "unattributed", f.scope, f.cluster))
+        told = f.evidence.get("topics")
+        topics = [t for t in told if t in _GONE_TOPICS] if type(told) is list else []
+        unit = f.scope.key
+        if not f.active:
+            entry = self._gone.get(unit)
+            if entry is not None:
+                for t in topics:
+                    entry.pop(t, None)
+                if not entry:
+                    del self._gone[unit]
+            if p is not None and p.status == "firing":
+                p.add(f, self.cfg.evidence_items)
+                p.extra["resolved_because"] = (
+                    f"no telemetry from {f.scope.node} for {self.cfg.unit_idle_s:g} s: it left "
+                    "the fleet" if f.evidence.get("dropped") is True else
+                    f"GPU {f.scope.gpu} of {f.scope.node} reported again")
+                self._schedule_resolve(p, f.ts)
+            else:
+                self._attach_if_firing(f)
+            return
+        entry = self._gone.get(unit)
+        if entry is None:
+            if not topics or len(self._gone) >= _MAX_GONE:
+                return
+            entry = self._gone[unit] = {}
+        for t in topics:
+            entry[t] = f
+        if any(t not in entry for t in _GONE_TOPICS):
+            # Another topic's source still hears it (the service: one source a topic), or it
+            # never reported there: a GPU whose thermal rows alone stop may be a blank DCGM
+            # field under a rank that steps on (review round 13's four-GPU node) -- a card
+            # that does not enumerate sends neither.
+            return
+        if self._firing_on(f.scope, "hardware"):
+            self._attach_if_firing(f)  # the GPU off the bus is that isolation's evidence
+        elif p is None or p.status != "firing":
+            self._raise(ESCALATION, "unattributed", "unknown", f.scope, f, out, detected_ts=f.ts,
+                        extra={**_gone_extra(f), "missing_on": sorted(entry)}, own=False)
 
     def prune(self, now: float) -> None:
         """Drop per-unit memory no decision can use any more: state stays bounded as a fleet churns.

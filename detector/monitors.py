@@ -33,6 +33,9 @@ from detector.events import (
 )
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
+from detector.gpu_missing import check_restored as _gone_restored
+from detector.gpu_missing import note as _note_gpu
+from detector.gpu_missing import scan as _scan_gone
 from detector.job_comm import check_restored as _comm_restored
 from detector.job_comm import note as _note_comm
 from detector.liveness import SCAN_S
@@ -149,6 +152,9 @@ class Monitors:
         # node -> [cluster, {topic: [newest ts, interval, updates, silent]}] (detector.liveness)
         self._alive: dict[str, list[Any]] = {}
         self._fleet: dict[str, list[float]] = {}  # topic -> [newest ts, progress] (the same)
+        # node -> [cluster, {topic: {gpu: [newest times]}}, {gpu: onset}]: a GPU that does not
+        # come back (detector.gpu_missing; bounded there)
+        self._gone: dict[str, list[Any]] = {}
         # What went through, for counts: plain ints (an attribute increment costs half a
         # dict item's, and this runs for every record).
         self._n_step = self._n_ecc = self._n_nic = self._n_thermal = 0
@@ -164,6 +170,7 @@ class Monitors:
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
+        raw = ev.ts  # its node's own time (detector.gpu_missing compares a node's GPUs in it)
         if self._maker is not None:
             self._first_node(ev)
         if self._cand is not None:
@@ -244,6 +251,7 @@ class Monitors:
                 self._heard(e.node, "thermal", e.cluster)
             if not mon.quiet(e, self.cfg):
                 mon.update(e, self.cfg, findings)
+            _note_gpu(self._gone, e.node, e.gpu, "thermal", raw, e.cluster)
         elif t is EccSample:
             self._n_ecc += 1
             key = (e.node, e.gpu)
@@ -254,6 +262,7 @@ class Monitors:
                 self._heard(e.node, "ecc", e.cluster)
             if not ecc.quiet(e, self.cfg):
                 ecc.update(e, self.cfg, findings)
+            _note_gpu(self._gone, e.node, e.gpu, "ecc", raw, e.cluster)
         else:
             raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:
@@ -637,6 +646,9 @@ class Monitors:
             "Monitors._maker")
         refuse_unless(type(self.rewound) is bool, "Monitors.rewound")
         refuse_unless(_liveness_restored(self), "Monitors._alive: malformed")
+        if "_gone" not in self.__dict__:
+            self._gone = {}  # (a snapshot of round 19: no GPU set kept yet)
+        refuse_unless(_gone_restored(self._gone), "Monitors._gone: malformed")
         refuse_unless(type(self.unconfirmed) is int and 0 <= self.unconfirmed <= JUMP_AGREE,
                       "Monitors.unconfirmed")
         for name, key, value in (("_jobs", str, JobMonitor), ("_ecc", tuple, GpuHealth),
@@ -724,6 +736,7 @@ class Monitors:
             if self.clock >= self._live_at:
                 self._live_at = self.clock + SCAN_S
                 _scan_liveness(self, findings)
+                _scan_gone(self, findings)
             if self.clock < self._prune_at:
                 self._next_prune = min(self._prune_at, self._live_at)
                 return

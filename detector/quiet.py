@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from detector.events import EccSample, NicSample, StepSample, ThermalSample
+from detector.gpu_missing import note as note_gpu
 from detector.job_comm import MAX_VALUES as COMM_VALUES
 from detector.monitors import _SWEEP_S, AHEAD_S, SKEW_S
 
@@ -62,6 +63,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     thermal_units = mon._thermal
     nic_units = mon._nics
     ecc_units = mon._ecc
+    gone = mon._gone  # each GPU's newest record times (detector.gpu_missing), as process notes
     jobs = mon._jobs
     comm_bins, bin_s, comm_cap = mon._comm, cfg.comm_bin_s, COMM_VALUES
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
@@ -103,6 +105,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 break
             if not gpu.quiet(e, cfg):
                 break
+            note_gpu(gone, e.node, e.gpu, "thermal", ts, e.cluster)
             n_thermal += 1
         elif t is NicSample:
             try:
@@ -135,6 +138,7 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 break
             if not health.quiet(e, cfg):
                 break
+            note_gpu(gone, e.node, e.gpu, "ecc", ts, e.cluster)
             n_ecc += 1
         else:
             break
