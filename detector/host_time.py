@@ -129,9 +129,45 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
     if size.min() < 2:  # (a unit of one rank: its own link or shard, detector.steps host_late)
         two = size >= 2
         uid, val = uid[two], val[two]
+    return judge_units(table, uid.astype(np.intp), val, step_ms, ts, page_s)
+
+
+def regular(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """A job whose every slot has a unit and whose units are all ``k`` >= 2 ranks (the usual
+    layout): its slots ordered by unit, the units in that order and ``k`` -- a step with every
+    rank then takes its units' lower medians from one (units, k) view (:func:`judge_regular`);
+    None otherwise."""
+    if len(code) < 4 or code.min() < 0:
+        return None
+    counts = np.bincount(code)
+    k = int(counts.max())
+    if k < 2 or np.count_nonzero(counts) * k != len(code):
+        return None
+    perm = np.argsort(code, kind="stable")
+    return perm, code[perm[::k]].astype(np.intp), k
+
+
+def judge_regular(table: np.ndarray, layout: tuple[np.ndarray, np.ndarray, int],
+                  slots: np.ndarray, host_ms: np.ndarray, step_ms: float, ts: float,
+                  page_s: float) -> list[tuple[int, bool, float]]:
+    """:func:`judge` for a step with every rank of a :func:`regular` job (``slots``: each
+    rank's slot, a permutation)."""
+    if not step_ms > 0.0:
+        return []
+    perm, uid, k = layout
+    by_slot = np.empty(len(perm))
+    by_slot[slots] = host_ms
+    mid = (k - 1) // 2
+    val = np.partition(by_slot[perm].reshape(len(uid), k), mid, axis=1)[:, mid]
+    return judge_units(table, uid, np.clip(val, 0.0, MAX_HOST_MS), step_ms, ts, page_s)
+
+
+def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
+                ts: float, page_s: float) -> list[tuple[int, bool, float]]:
+    """The units ``uid`` (of two ranks or more) and their host times this step: each one's
+    excess over its stage's, smoothed, and its run (:func:`judge`'s return)."""
     if len(uid) < 2:
         return []
-    uid = uid.astype(np.intp)
     rows = table[uid]
     stage = rows[:, STAGE]
     if stage.min() == stage.max():  # (one stage: the usual job)

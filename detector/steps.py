@@ -383,6 +383,7 @@ class JobMonitor:
     _hs_code = np.zeros(0, dtype=np.int64)
     _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
     _hs_code_some = False
+    _hs_layout: tuple[np.ndarray, np.ndarray, int] | None = None  # (host_time.regular)
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -2573,8 +2574,14 @@ class JobMonitor:
                 or len(code) < len(self._rank_of)
                 or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
             code = self._host_units(slots, buf)
-        for i, up, at in host_time.judge(self._hs, code[slots], host, step_ms, ts,
-                                         self.cfg.host_node_page_s):
+        lay = self._hs_layout
+        if lay is not None and len(slots) == len(lay[0]):  # (every rank: the usual step)
+            found = host_time.judge_regular(self._hs, lay, slots, host, step_ms, ts,
+                                            self.cfg.host_node_page_s)
+        else:
+            found = host_time.judge(self._hs, code[slots], host, step_ms, ts,
+                                    self.cfg.host_node_page_s)
+        for i, up, at in found:
             if up and np.count_nonzero(self._host_rep[np.flatnonzero(code == i)]):
                 # Its ranks are host_late already (their own CUSUM, past the warm-up's
                 # offset): that path escalates them (_check_host, host_node_page_s); this
@@ -2614,6 +2621,7 @@ class JobMonitor:
             self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float))
         self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
         self._hs_code_some = len(slots) < len(self._rank_of)  # (made from some ranks only)
+        self._hs_layout = None if self._hs_code_some else host_time.regular(code)
         return code
 
     def _host_share_withdraw(self, now: float, out: list[Finding]) -> None:
