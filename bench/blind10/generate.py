@@ -18,6 +18,7 @@ import random
 from pathlib import Path
 
 from bench.blind10.stories import STORIES
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(story: str, seed: int, minutes: float = 20.0) -> list[dict]:
@@ -63,12 +64,6 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 20.0) -> Path:
     return path
 
 
-def seeds(spec: str) -> list[int]:
-    if ".." in spec:
-        a, b = spec.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in spec.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="store_true", help="both stories x --seeds")
     ap.add_argument("--seeds", default="0..3", help="with --corpus: 0..3 or 0,2,5")
     args = ap.parse_args(argv)
-    todo = ([(s, n) for n in seeds(args.seeds) for s in sorted(STORIES)] if args.corpus
+    todo = ([(s, n) for n in parse_seeds(args.seeds) for s in sorted(STORIES)] if args.corpus
             else [(args.story, args.seed)])
     for story, seed in todo:
         print(write(args.out, story, seed, args.minutes))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.blind11.stories import STORIES
 from bench.blind11.world import node_rows
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(story: str, seed: int, minutes: float = 20.0) -> list[dict]:
@@ -54,12 +55,6 @@ def write(out: Path, story: str, seed: int, minutes: float = 20.0) -> Path:
     return path
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -70,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="store_true", help="both stories x --seeds")
     ap.add_argument("--seeds", default="0..3")
     args = ap.parse_args(argv)
-    todo = ([(st, s) for s in _seeds(args.seeds) for st in sorted(STORIES)] if args.corpus
+    todo = ([(st, s) for s in parse_seeds(args.seeds) for st in sorted(STORIES)] if args.corpus
             else [(args.story, args.seed)])
     for st, s in todo:
         print(write(args.out, st, s, args.minutes))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import orjson
 
+from replay.evaluation.corpus import parse_seeds
+
 from .emit import Activity, emit_gpu_telemetry, emit_nic_telemetry, emit_steps
 from .shapes import CADENCES, SHAPES, assign_cadence
 from .story import STORIES
@@ -100,12 +102,6 @@ def log_name(shape: str, seed: int, cadence: str) -> str:
     return f"blind2-{shape}-{cadence}-s{seed:02d}.jsonl.gz"
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def corpus_cells() -> list[tuple[str, str]]:
     """Every shape at its mixed cadence and at one uniform cadence."""
@@ -128,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = []
     if args.corpus:
-        jobs = [(shape, seed, cad) for seed in _seeds(args.seeds) for shape, cad in corpus_cells()]
+        jobs = [(shape, seed, cad) for seed in parse_seeds(args.seeds)
+                for shape, cad in corpus_cells()]
     else:
         shape = args.shape or ("superpod" if args.seed % 2 == 0 else "nvl72")
         jobs = [(shape, args.seed, args.cadence or DEFAULT_CADENCE[shape])]

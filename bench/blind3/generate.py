@@ -16,6 +16,7 @@ import orjson
 
 from bench.blind3 import emit
 from bench.blind3.story import STORIES, Story
+from replay.evaluation.corpus import parse_seeds
 
 MAX_DISORDER_S = 4.8  # DESIGN allows 5 s; the margin is for the stamping jitter
 T_BASE = 1_789_000_000.0  # 2026-09-09 UTC: in the past, so no ts is ahead of wall clock
@@ -74,12 +75,6 @@ def write(path: Path, story: Story, seed: int) -> tuple[int, int]:
     return len(records), len(labels)
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.blind3.generate")
@@ -90,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0..3")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    seeds = _seeds(args.seeds) if args.corpus else [args.seed]
+    seeds = parse_seeds(args.seeds) if args.corpus else [args.seed]
     names = sorted(STORIES) if (args.corpus or args.story is None) else [args.story]
     for seed in seeds:
         for name in names:

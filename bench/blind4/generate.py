@@ -17,6 +17,7 @@ import orjson
 from bench.blind4 import jobs
 from bench.blind4.emit import sample_node
 from bench.blind4.story import STORIES
+from replay.evaluation.corpus import parse_seeds
 
 DUP_RATE = 0.002  # at-least-once delivery: a record sent twice
 EPOCH_S = 1_775_000_000.0  # 2026-03-31 UTC: logs sit in the past, never ahead of a worker's clock
@@ -93,12 +94,6 @@ def write_log(path: Path, story_name: str, seed: int) -> dict:
             fh.write(orjson.dumps({"topic": "labels", "value": lab}) + b"\n")
     return {"path": str(path), "records": len(recs), "labels": len(labels)}
 
-
-def parse_seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def main(argv: list[str] | None = None) -> int:

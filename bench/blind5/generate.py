@@ -22,6 +22,7 @@ from bench.blind5.emit import emit_ecc, emit_nic, emit_thermal
 from bench.blind5.fleet import simulate_gpu
 from bench.blind5.jobs import emit_steps, mark_busy
 from bench.blind5.story import STORIES, Story
+from replay.evaluation.corpus import parse_seeds
 
 NODE_TOPICS = ("telemetry.thermal", "telemetry.ecc", "telemetry.nic")
 
@@ -81,12 +82,6 @@ def write(path: Path, story: Story, seed: int) -> dict:
             "labels": [lab["fault_id"] for lab in labels],
             "faults": {f.fid: f.what for f in story.faults}, "notes": story.notes}
 
-
-def parse_seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def main(argv: list[str] | None = None) -> int:

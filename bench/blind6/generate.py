@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.blind6 import emit
 from bench.blind6.story import STORIES, Story
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(st: Story, seed: int) -> list[tuple[float, str, dict]]:
@@ -74,12 +75,6 @@ def write(st: Story, seed: int, path: Path) -> dict:
     return {"log": path.name, "story": st.name, "seed": seed, "records": len(recs),
             "labels": labels, "healthy": st.healthy}
 
-
-def parse_seeds(text: str) -> list[int]:
-    if ".." in text:
-        lo, hi = text.split("..")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 
 from bench.blind7.stories import STORIES, build
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(story: str, seed: int, minutes: float = 20.0) -> tuple[list[dict], dict]:
@@ -49,12 +50,6 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 20.0) -> Path:
     return path
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="store_true", help="both stories x --seeds")
     ap.add_argument("--minutes", type=float, default=20.0)
     args = ap.parse_args(argv)
-    jobs = ([(s, n) for n in _seeds(args.seeds or "0..3") for s in STORIES] if args.corpus
+    jobs = ([(s, n) for n in parse_seeds(args.seeds or "0..3") for s in STORIES] if args.corpus
             else [(args.story, args.seed)])
     for story, seed in jobs:
         print(write(args.out, story, seed, args.minutes))

@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 
 from bench.blind8.stories import STORIES, build
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(story: str, seed: int, minutes: float = 20.0) -> tuple[list[dict], dict]:
@@ -53,12 +54,6 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 20.0) -> Path:
     return path
 
 
-def seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="store_true", help="both stories x --seeds")
     ap.add_argument("--minutes", type=float, default=20.0)
     args = ap.parse_args(argv)
-    todo = ([(s, n) for n in seeds(args.seeds) for s in STORIES] if args.corpus
+    todo = ([(s, n) for n in parse_seeds(args.seeds) for s in STORIES] if args.corpus
             else [(args.story, args.seed)])
     for story, seed in todo:
         print(write(args.out, story, seed, args.minutes), flush=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.blind9.stories import STORIES
 from bench.blind9.world import World
+from replay.evaluation.corpus import parse_seeds
 
 
 def records(story: str, seed: int, minutes: float = 20.0) -> list[dict]:
@@ -53,12 +54,6 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 20.0) -> Path:
     return path
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -70,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", action="store_true", help="every story for every --seeds")
     args = ap.parse_args(argv)
     if args.corpus:
-        for seed in _seeds(args.seeds or "0..3"):
+        for seed in parse_seeds(args.seeds or "0..3"):
             for story in sorted(STORIES):
                 print(write(args.out, story, seed, args.minutes))
     else:
