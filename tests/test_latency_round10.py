@@ -87,31 +87,48 @@ def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
     snapshot_bytes = sum(len(encode_value(*p.snapshot(service.codec)))
                          for p in [*service.sources.values(), *service.correlators.values()])
     state_id = client_ids(settings)[1]
-    set_producer_quota(kafka_bootstrap, state_id, max(1, snapshot_bytes // 64))
     config = settings.kafka_config()
     state_topic, alert_topic = settings.topic(STATE), service.alert_topics[alert.topic]
 
-    async def scenario() -> tuple[int, int]:
+    async def scenario(state_before: int, alerts_before: int) -> tuple[int, int]:
         snap = asyncio.create_task(service.snapshot(parts, force=True))
         # Its messages are all enqueued (one loop, no await) once the first is appended.
-        await asyncio.to_thread(wait_for, "the snapshot's first message",
-                                lambda: read_to_end(config, state_topic), 60)
+        await asyncio.to_thread(
+            wait_for, "the snapshot's first message",
+            lambda: len(read_to_end(config, state_topic)) > state_before, 60)
         service._alerts([(alert, None)])
-        await asyncio.to_thread(wait_for, "the alert",
-                                lambda: read_to_end(config, alert_topic), 60)
-        held = len(read_to_end(config, state_topic))
+        await asyncio.to_thread(
+            wait_for, "the alert",
+            lambda: len(read_to_end(config, alert_topic)) > alerts_before, 60)
+        held = len(read_to_end(config, state_topic)) - state_before
         set_producer_quota(kafka_bootstrap, state_id, None)
         await asyncio.wait_for(snap, 120)
-        return held, len(read_to_end(config, state_topic))
+        return held, len(read_to_end(config, state_topic)) - state_before
 
+    # On a loaded machine the broker can apply the quota after the snapshot's requests
+    # were answered (the quota is a metadata record the broker picks up on its own time;
+    # CI once saw all 9 delivered before the alert was read back).  A try where the
+    # quota did not bite proves nothing either way, so it is tried again, at most three
+    # times: with the alert behind the snapshot on one connection, every try would see
+    # the whole snapshot held in front of it and the test fails as it should.
+    tries: list[tuple[int, int]] = []
     try:
-        held, delivered = asyncio.run(scenario())
+        for _ in range(3):
+            set_producer_quota(kafka_bootstrap, state_id, max(1, snapshot_bytes // 64))
+            time.sleep(1.0)
+            state_before = len(read_to_end(config, state_topic))
+            alerts_before = len(read_to_end(config, alert_topic))
+            tries.append(asyncio.run(scenario(state_before, alerts_before)))
+            set_producer_quota(kafka_bootstrap, state_id, None)
+            if tries[-1][0] < len(parts):
+                break
     finally:
         set_producer_quota(kafka_bootstrap, state_id, None)
+    held, delivered = tries[-1]
     # The alert was appended while the broker still held some of the snapshot ...
-    assert held < len(parts) == delivered
+    assert held < len(parts) == delivered, tries
     # ... and the snapshot is whole in the end (and counted).
-    assert service.counts["snapshots"] == len(parts)
+    assert service.counts["snapshots"] == len(parts) * len(tries)
 
 
 def test_the_bench_reports_what_the_output_producer_saw_while_a_snapshot_was_slow(
