@@ -38,6 +38,7 @@ from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
 from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
 from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
+from detector.steps import _TP_LOCKED as TP_LOCKED  # (one tolerance for "in step")
 from detector.thermal import PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology, compress_hostlist
@@ -797,18 +798,28 @@ class Correlator:
         join its page (blind5 E7: a fan failing beside GPU 5, its thermal isolation firing,
         and the node's 8 TP ranks escalated 'unknown' beside it -- two pages for one part).
         A mate counts when it is of the same job and slow alike too; a rank slow alone on
-        its GPU is its own problem."""
+        its GPU is its own problem.
+
+        Slow alike is also ranks found at the same step with the same deviation (within
+        steps' ``TP_LOCKED``: TP partners wait in one all-reduce, so their compute_ms are
+        one), told ``node_wide`` or not: a job's warm-up after a restart finds a node's ranks
+        all at once as gross outliers, where no mate is left to be told alike (blind8
+        scale-1k: the HBM-throttled gpu0124/5's rank joined its open thermal isolation, its 7
+        TP mates at 1.517-1.528x were escalated slow_node/unknown at node scope 12 min after
+        it -- a second page for one GPU's heat)."""
         node = f.scope.node
-        if not f.evidence.get("node_wide") or node is None:
+        if node is None:
             return None
-        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
-                                             f.cluster))
-        if p is not None and p.status == "firing" and p.cause in ("power", "thermal"):
-            return p
+        wide = bool(f.evidence.get("node_wide"))
+        if wide:
+            p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
+                                                 f.cluster))
+            if p is not None and p.status == "firing" and p.cause in ("power", "thermal"):
+                return p
         for unit in sorted(self._units_of_node.get(node, ())):
             mate = self._device.get(unit, {}).get("slow_rank")
-            if mate is None or mate is f or mate.job != f.job or not mate.evidence.get(
-                    "node_wide"):
+            if mate is None or mate is f or mate.job != f.job or not (
+                    (wide and mate.evidence.get("node_wide")) or _in_step(f, mate)):
                 continue
             key = self._owner.get(mate.key)
             p = self.problems.get(key) if key else None
@@ -3174,6 +3185,18 @@ def _interval(f: Finding) -> float:
     """How often ``f``'s unit is sampled (0.0: not known), as far as a shared part's window
     waits for it (:data:`_GROUP_INTERVAL_CAP_S`)."""
     return min(f.evidence.get("sample_interval_s", 0.0), _GROUP_INTERVAL_CAP_S)
+
+
+def _in_step(f: Finding, mate: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``mate`` were found at the same step of their job with the
+    same deviation from their peers (within ``TP_LOCKED`` of the larger's): in step, as TP
+    partners are (Correlator._mates_cause)."""
+    step = f.evidence.get("step")
+    if step is None or step != mate.evidence.get("step"):
+        return False
+    a = math.log(max(float(f.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
+    b = math.log(max(float(mate.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
+    return a > 0.0 and b > 0.0 and abs(a - b) <= TP_LOCKED * max(a, b)
 
 
 def _node_of(unit: str) -> str | None:
