@@ -698,11 +698,17 @@ class Correlator:
                 units.append(node)
         for unit in units:
             for signal, g in self._device.get(unit, {}).items():
-                if signal == "slow_rank" or not g.verdict:
+                if signal == "slow_rank" or not (g.verdict or signal in _THROTTLES):
                     continue
                 key = self._owner.get(g.key)
                 p = self.problems.get(key) if key else None
-                if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                if p is not None and p.status == "firing" and p.topic == ISOLATION and (
+                        g.verdict or p.kind == "slow_node"):
+                    # (A throttle that is evidence only explains the rank when an open
+                    # slow_node isolation has taken it: its node's own power limit, every busy
+                    # GPU capped -- blind5 pl-wrong, the node's ranks escalated slow_node/
+                    # unknown 3.5 s after the node's power isolation.  A routine cap nobody
+                    # paged still explains nothing.)
                     return p
         p = self._open_hardware(f.scope, f.cluster)
         if p is not None:
@@ -811,20 +817,25 @@ class Correlator:
         if node is None:
             return None
         wide = bool(f.evidence.get("node_wide"))
-        if wide:
-            p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
+        whole = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
                                                  f.cluster))
-            if p is not None and p.status == "firing" and p.cause in ("power", "thermal"):
-                return p
+        if whole is None or whole.status != "firing" or whole.cause not in ("power", "thermal"):
+            whole = None
+        elif wide:
+            return whole
         for unit in sorted(self._units_of_node.get(node, ())):
             mate = self._device.get(unit, {}).get("slow_rank")
-            if mate is None or mate is f or mate.job != f.job or not (
-                    (wide and mate.evidence.get("node_wide")) or _in_step(f, mate)):
+            if mate is None or mate is f or mate.job != f.job:
                 continue
             key = self._owner.get(mate.key)
             p = self.problems.get(key) if key else None
-            if (p is not None and p.status == "firing" and p.topic == ISOLATION
-                    and p.kind == "slow_node" and p.cause in ("power", "thermal")):
+            if (p is None or p.status != "firing" or p.topic != ISOLATION
+                    or p.kind != "slow_node" or p.cause not in ("power", "thermal")):
+                continue
+            if ((wide and mate.evidence.get("node_wide")) or _in_step(f, mate)
+                    or (p is whole and _alike(f, mate))):
+                # (under the node's own cap or heat every rank of the job on it slows alike,
+                # found steps apart or not: blind5 pl-wrong's eighth rank, 60 s after the rest)
                 return p
         return None
 
@@ -1297,8 +1308,9 @@ class Correlator:
             f") run free and no other node's cap began within {window:.0f} s: the node's own "
             f"power limit (a power supply lost and its BMC capping the node, a DCMI cap left "
             f"on) -- one node fault, not {gpus} GPU faults")
-        self._raise(ISOLATION, "slow_node", "power", scope, f, out, detected_ts=now,
-                    extra={"recommended_because": because})
+        p = self._raise(ISOLATION, "slow_node", "power", scope, f, out, detected_ts=now,
+                        extra={"recommended_because": because})
+        self._explain_waiting(scope, p, out)
 
     def _running_free(self, node: str) -> list[str]:
         """The nodes compared with ``node`` that have a busy GPU and no SW power cap on any
@@ -1449,7 +1461,10 @@ class Correlator:
         return True
 
     def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
-        """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated."""
+        """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated
+        (on a node: :meth:`_explain_node`)."""
+        if p.topic == ISOLATION and scope.level == "node" and p.kind == "slow_node":
+            self._explain_node(scope, p, out)
         if p.topic != ISOLATION or scope.level != "gpu":
             return
         slow = self._device.get(scope.key, {}).get("slow_rank")
@@ -1458,6 +1473,26 @@ class Correlator:
             p.add(slow, self.cfg.evidence_items)
             self._own(slow, p)
         self._supersede(scope, p, out)
+
+    def _explain_node(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
+        """A node's power or heat isolation ``p`` just raised takes the slow ranks it explains
+        on the node (:meth:`_explanation`: on a GPU whose throttle it holds; or slow alike with
+        such a rank, :meth:`_mates_cause`), waiting or escalated; a node escalation of their
+        slowness left with nothing else is resolved at once, pointing at ``p`` (blind5 held
+        pl-wrong: the node's ranks escalated slow_node/unknown 6 s before its power isolation,
+        then both open for 15 min -- two pages for one ``nvidia-smi -pl``)."""
+        node = scope.node or ""
+        slow = [g for unit in sorted(self._units_of_node.get(node, ()))
+                if (g := self._device.get(unit, {}).get("slow_rank")) is not None]
+        esc = self.problems.get(self.dedup_key(ESCALATION, "slow_node", scope, p.cluster))
+        for explains in (self._explanation, self._mates_cause):  # (mates: of those taken)
+            for g in [g for g in slow if self._owner.get(g.key) != p.key and explains(g) is p]:
+                self._slow_wait.pop(g.scope.key, None)
+                p.add(g, self.cfg.evidence_items)
+                self._own(g, p)
+        if esc is not None and esc.status == "firing" and not esc.active and not esc.latched:
+            self._superseded(esc, p, max(p.onset_ts, max(
+                (e.get("ts", 0.0) for e in p.evidence), default=0.0)), out)
 
     def _supersede(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
         """An escalation of GPU ``scope``'s slowness, firing, that the new isolation ``p`` of
@@ -3189,11 +3224,14 @@ def _interval(f: Finding) -> float:
 
 def _in_step(f: Finding, mate: Finding) -> bool:
     """Whether slow ranks ``f`` and ``mate`` were found at the same step of their job with the
-    same deviation from their peers (within ``TP_LOCKED`` of the larger's): in step, as TP
-    partners are (Correlator._mates_cause)."""
+    same deviation from their peers: in step, as TP partners are (Correlator._mates_cause)."""
     step = f.evidence.get("step")
-    if step is None or step != mate.evidence.get("step"):
-        return False
+    return step is not None and step == mate.evidence.get("step") and _alike(f, mate)
+
+
+def _alike(f: Finding, mate: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``mate`` deviate from their peers alike (within
+    ``TP_LOCKED`` of the larger deviation)."""
     a = math.log(max(float(f.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
     b = math.log(max(float(mate.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
     return a > 0.0 and b > 0.0 and abs(a - b) <= TP_LOCKED * max(a, b)

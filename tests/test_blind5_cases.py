@@ -43,7 +43,7 @@ def test_every_case_replays(tmp_path):
     want = {"twin-nics-one-leaf": 2, "power-limit-wrong-node": 1, "loss-sdc-one-replica": 1,
             "longctx-slow-gpu": 1, "rl-bimodal-healthy": 0, "fan-two-gpus-one-node": 1,
             "leaf-upgrade-second-flap": 1, "power-limit-gpu-pages": 1,
-            "job-power-limit-clock-behind": 0}
+            "job-power-limit-clock-behind": 0, "power-limit-node-ranks-join": 1}
     assert {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")} == set(want)
     for name, n in want.items():
         assert len(sc.labels_of(CASES / f"{name}.jsonl.gz")) == n, name
