@@ -42,7 +42,7 @@ from detector.liveness import note as _note_node
 from detector.liveness import scan as _scan_liveness
 from detector.network import NodeNics
 from detector.port_names import PortNames
-from detector.sample_hooks import SAMPLE_HOOKS
+from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
 from detector.statecodec import is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
 from detector.thermal import GpuThermal, NodeTemps
@@ -63,10 +63,6 @@ _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for b
 # SKEW_S of its own time, are its clock's error (behind), not a delivery (see Monitors._behind).
 _STEADY_S = SKEW_S / 4
 MAX_SKEWED = 4096      # nodes with an offset kept at most (each is a node heard from)
-# What each kind of record feeds beside its unit (detector.sample_hooks; quiet_run's too)
-_STEP_HOOKS, _NIC_HOOKS, _THERMAL_HOOKS, _ECC_HOOKS = (
-    tuple(h.note for h in SAMPLE_HOOKS[t]) for t in (StepSample, NicSample, ThermalSample,
-                                                      EccSample))
 
 
 class Monitors:
@@ -230,7 +226,7 @@ class Monitors:
                 awake = self._awake
                 if awake is not None:
                     awake[e.job] = job._order
-            for note in _STEP_HOOKS:
+            for note in _HOOKS[t]:
                 note(self, e, raw, findings)
         elif t is NicSample:
             self._n_nic += 1
@@ -241,7 +237,7 @@ class Monitors:
                 self._heard(e.node, "nic", e.cluster)
             if not nics.quiet(e, self.cfg):
                 nics.update(e, self.cfg, findings)
-            for note in _NIC_HOOKS:
+            for note in _HOOKS[t]:
                 note(self, e, raw, findings)
         elif t is ThermalSample:
             self._n_thermal += 1
@@ -256,7 +252,7 @@ class Monitors:
                 self._heard(e.node, "thermal", e.cluster)
             if not mon.quiet(e, self.cfg):
                 mon.update(e, self.cfg, findings)
-            for note in _THERMAL_HOOKS:
+            for note in _HOOKS[t]:
                 note(self, e, raw, findings)
         elif t is EccSample:
             self._n_ecc += 1
@@ -268,7 +264,7 @@ class Monitors:
                 self._heard(e.node, "ecc", e.cluster)
             if not ecc.quiet(e, self.cfg):
                 ecc.update(e, self.cfg, findings)
-            for note in _ECC_HOOKS:
+            for note in _HOOKS[t]:
                 note(self, e, raw, findings)
         else:
             raise TypeError(f"not a telemetry record: {t.__name__}")

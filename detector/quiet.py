@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from detector.events import EccSample, NicSample, StepSample, ThermalSample
 from detector.monitors import _SWEEP_S, AHEAD_S, SKEW_S
-from detector.sample_hooks import SAMPLE_HOOKS
+from detector.sample_hooks import ASKS, NOTES
 
 if TYPE_CHECKING:
     from detector.monitors import Monitors
@@ -45,12 +45,6 @@ _NEVER = float("-inf")
 # quiet_run's bound on a record's lead over the clock: AHEAD_S less a margin far over the
 # rounding of ``ts - clock`` (see there).
 _AHEAD_BOUND_S = AHEAD_S - 1e-3
-# Each kind's per-sample hooks (detector.sample_hooks, as Monitors.process feeds them): those
-# that may make a finding are asked first (before the unit's quiet, which takes the record),
-# then every one is fed.
-_ASK = {t: tuple(h.quiet for h in hooks if h.quiet is not None)
-        for t, hooks in SAMPLE_HOOKS.items()}
-_FEED = {t: tuple(h.note for h in hooks) for t, hooks in SAMPLE_HOOKS.items()}
 
 
 def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")) -> int:
@@ -72,10 +66,12 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     ecc_units = mon._ecc
     jobs = mon._jobs
     spill: list[Any] = []  # the hooks' findings: none (each one that may make one was asked)
+    # Each kind's per-sample hooks (detector.sample_hooks, as Monitors.process feeds them):
+    # those that may make a finding asked first (the unit's quiet takes the record), then fed.
     ask_step, ask_nic, ask_thermal, ask_ecc = (
-        _ASK[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
+        ASKS[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
     feed_step, feed_nic, feed_thermal, feed_ecc = (
-        _FEED[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
+        NOTES[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.

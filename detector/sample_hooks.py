@@ -43,3 +43,9 @@ SAMPLE_HOOKS: dict[type, tuple[SampleHook, ...]] = {
     EccSample: (SampleHook(gpu_missing.on_sample, None),),
     NicSample: (),
 }
+# What both paths read (looked up a record, so a hook put here reaches both): record type ->
+# every hook's note; -> the quiet checks of those that may make a finding.
+NOTES: dict[type, tuple[Callable[..., None], ...]] = {
+    t: tuple(h.note for h in hooks) for t, hooks in SAMPLE_HOOKS.items()}
+ASKS: dict[type, tuple[Callable[..., bool], ...]] = {
+    t: tuple(h.quiet for h in hooks if h.quiet is not None) for t, hooks in SAMPLE_HOOKS.items()}
