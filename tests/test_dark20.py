@@ -173,3 +173,31 @@ def test_a_node_drained_after_its_job_on_shared_nodes_is_not_paged_fast(tmp_path
     assert [a.scope.key for a in replayed] == [f"node:{DEAD}"]
     assert replayed[0].detected_ts - replayed[0].onset_ts >= liveness.SILENT_MIN_S
     assert firing(service(log).alerts) == []
+
+
+@pytest.mark.xfail(strict=True, reason="path21: the service's correlator knows only whether a "
+                   "node has a busy GPU, so a job sharing its nodes with another is judged by "
+                   "the 240 s path there while the replay (per-GPU idle) pages it in seconds: "
+                   "one rule (liveness._lost_jobs), two views of the data (_StepView, "
+                   "_LayoutView) -- open until the correlator holds each GPU's idle state")
+def test_a_node_lost_under_its_job_on_shared_nodes_is_paged_alike(tmp_path):
+    """job-1 (GPU 0 of every node) loses DEAD at 400 s, its other ranks spinning busy in the
+    collective, while job-2 steps on GPU 1 of the other nodes: the replay pages DEAD within
+    35 s; the service should too (one judgement, whoever sees the steps)."""
+    others = [n for n in NODES if n != DEAD]
+    recs = fleet(seconds=900, dead={DEAD: (400, 1e9)}, job=False)
+    for s in range(450):
+        t = T0 + 2.0 * s + 1.0
+        for k, node in enumerate(NODES):
+            for job, gpu in (("job-1", 0), ("job-2", 1)):
+                if (job == "job-1" and t >= T0 + 400) or (job == "job-2" and node == DEAD):
+                    continue
+                recs.append({"topic": "telemetry.step", "value": {
+                    "ts": t, "job": job, "step": s, "rank": k if job == "job-1" else
+                    others.index(node), "node": node, "gpu": gpu,
+                    "step_ms": 2000.0, "compute_ms": 1500.0, "comm_ms": 480.0}})
+    log = write(tmp_path, by_ts(recs))
+    replayed = silent_pages(replay_log(log).alerts)
+    assert [a.scope.key for a in replayed] == [f"node:{DEAD}"]
+    assert replayed[0].detected_ts - (T0 + 400) <= 35
+    assert pages_of(service(log).alerts) == pages_of(replayed)
