@@ -160,6 +160,12 @@ def fast_s(interval: float) -> float:
     return max(FAST_S, min(FAST_INTERVALS * interval, FAST_CAP_S))
 
 
+def stop_s(period: float) -> float:
+    """How long a job with steps ``period`` apart goes without one before it has stopped
+    stepping: :data:`FAST_S`, and three of its steps (an unmeasured period: none)."""
+    return max(FAST_S, 3 * period) if math.isfinite(period) else FAST_S
+
+
 def note(mon: Monitors, node: str, cluster: str | None) -> None:
     """A node's first unit on some topic (Monitors._heard): remember its cluster."""
     alive = mon._alive
@@ -459,7 +465,7 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
         if not math.isfinite(t):
             continue
         period = job._period if math.isfinite(job._period) else 0.0  # (nan: not measured)
-        if prev < t + max(FAST_S, 3 * period) <= clock:
+        if prev < t + stop_s(period) <= clock:
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
@@ -533,7 +539,7 @@ class _StepView:
         node, now = self.node, self.now
         for name, job in self.mon._jobs.items():
             t = job.clock
-            if t < since or now - t < max(FAST_S, 3 * job._period):
+            if t < since or now - t < stop_s(job._period):
                 continue
             hws = [(hw[0], hw[1]) for hw in job._hw if hw is not None]
             yield name, sum(1 for hw in hws if hw[0] == node), t, {
