@@ -4,16 +4,14 @@ xfail whose reason is the finding. Measured on main 03b193b (the freeze; detecto
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from bench.blind12.score import alerts_of, labels_of, score
-from detector.cli import main as cli_main
+from bench.blind12.measure import replay
+from bench.blind12.score import labels_of
 
 CASES = Path(__file__).resolve().parent.parent / "bench" / "blind12" / "cases"
 
@@ -64,13 +62,9 @@ EXPECT: dict[str, tuple] = {
 
 
 @functools.cache
-def _replay(name: str) -> dict:
-    """`faultline replay CASE --alerts-out F --quiet` in this process, once a case."""
-    case = CASES / f"{name}.jsonl.gz"
-    out = Path(tempfile.mkdtemp(prefix="blind12-")) / f"{name}.alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
-    return score(labels_of(case), alerts_of(out), name)
+def _scored(name: str) -> dict:
+    return replay(CASES / f"{name}.jsonl.gz",
+                  Path(tempfile.mkdtemp(prefix="blind12-")) / f"{name}.alerts.jsonl")
 
 
 def test_every_case_has_an_expectation_and_a_label():
@@ -80,11 +74,15 @@ def test_every_case_has_an_expectation_and_a_label():
         assert len(labels_of(CASES / f"{name}.jsonl.gz")) == 1, name
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
-    if why else n
-    for n, (_, why) in EXPECT.items()])
+def _known_error(why: str | None):
+    return [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
+                                                     reason=why)]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
+                                  for n, (_, why) in EXPECT.items()])
 def test_case(name):
-    check, _ = EXPECT[name]
-    sc = _replay(name)
-    assert check(sc), (sc["faults"], [p for p in sc["problems"] if not p["caught"]])
+    right, _ = EXPECT[name]
+    sc = _scored(name)
+    missed = [f for f in sc["faults"] if not f["caught"]]
+    assert right(sc), (missed, [p for p in sc["problems"] if not p["caught"]])
