@@ -129,7 +129,12 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 job = jobs[e.job]
             except KeyError:
                 break  # a new job
-            if (ask_step and not _asked(ask_step, mon, e)) or not job.quiet(e):
+            for ask in ask_step:  # (_asked, inline: one call less a step record)
+                if not ask(mon, e):
+                    break
+            else:
+                ask = None
+            if ask is not None or not job.quiet(e):
                 break
             for note in feed_step:
                 note(mon, e, ts, spill)
