@@ -1977,6 +1977,11 @@ class Correlator:
         hold every other NIC fault of its switch, or of a cluster without a topology, for an
         hour (room harden, 2026-12-02: 3,736 s).
         """
+        if what == "domain" and f.signal == "xid":
+            # An XID is an event, not a sample: there is no tray's sampling phase to wait out,
+            # and DESIGN pages a hardware event within 1 s -- it waits as a board's does
+            # (blind12 B4: an NVL72 GPU's XID 149 held the whole 6 s domain window).
+            return BOARD_WINDOW_S
         window = self.cfg.domain_window_s if what == "domain" else self.cfg.switch_window_s
         return max(window, 1.25 * _interval(f) + 1.0)
 

@@ -6,19 +6,20 @@ thermal or ECC row again and no XID says why: its node's other GPUs report as be
 REFERENCE 6).  blind11 L3: faultline sent nothing (0/8).
 
 Per node and telemetry topic (thermal, ecc) the newest :data:`KEEP` record times of each GPU
-its collectors report on (:func:`note`, from :meth:`Monitors.process`).  Every liveness scan
-(:func:`scan`, from :meth:`Monitors.sweep`) a GPU is **missing** when, on *every* topic it
-was seen on, at least :data:`MIN_SIBLINGS` of its node's other GPUs sent :data:`AFTER`
-records since its last one and :data:`INTERVALS` of their interval (at least :data:`MIN_S`)
-passed -- and the node's missing GPUs are at most a quarter of those it had (at least one):
-a node reinstalled with fewer cards, a MIG re-layout, are not one card gone.  Then one
-``gpu_missing`` finding (``unattributed``/``unknown``, GPU scope); the correlator pages it as
-one escalation (:meth:`Correlator._on_gpu_missing`), or adds it to an open hardware isolation
-of that GPU (XID 79: the missing GPU is its evidence).  Silent by construction for a node
-dark as a whole (no sibling reports: detector.liveness's job), a reboot with every GPU back
-(the siblings' first records after it are not :data:`AFTER` yet), a row dropped for one or two
-intervals, a node that never had more GPUs, an idle GPU (idle GPUs report).  It clears when
-the GPU reports again, or when its node left the fleet (no record for ``unit_idle_s``).
+its collectors report on (:func:`note`: every such record, detector.sample_hooks).  Every
+liveness scan (:func:`scan`, from :meth:`Monitors.sweep`) a GPU is **missing** when, on
+*every* topic it was seen on, at least :data:`MIN_SIBLINGS` of its node's other GPUs sent
+:data:`AFTER` records since its last one and :data:`INTERVALS` of their interval (at least
+:data:`MIN_S`) passed -- and the node's missing GPUs are at most a quarter of those it had
+(at least one): a node reinstalled with fewer cards, a MIG re-layout, are not one card gone.
+Then one ``gpu_missing`` finding (``unattributed``/``unknown``, GPU scope); the correlator
+pages it as one escalation (:meth:`Correlator._on_gpu_missing`), or adds it to an open
+hardware isolation of that GPU (XID 79: the missing GPU is its evidence).  Silent by
+construction for a node dark as a whole (no sibling reports: detector.liveness's job), a
+reboot with every GPU back (the siblings' first records after it are not :data:`AFTER` yet),
+a row dropped for one or two intervals, a node that never had more GPUs, an idle GPU (idle
+GPUs report).  It clears when the GPU reports again, or when its node left the fleet (no
+record for ``unit_idle_s``).
 
 State (``Monitors._gone``): plain data, node -> [cluster, {topic: {gpu: [times]}},
 {gpu: onset}]; at most :data:`MAX_NODES` nodes, :data:`MAX_GPUS` GPUs a node a topic,
@@ -31,6 +32,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from detector.alerts import Scope
+from detector.events import EccSample, ThermalSample
 from detector.findings import Finding
 
 if TYPE_CHECKING:
@@ -46,6 +48,13 @@ MAX_GPUS = 16         # GPUs tracked a node and topic (the node cap the codebase
 MAX_NODES = 1 << 16   # nodes tracked per source
 BACK_S = 300.0        # a GPU's record this far behind its newest: its node's clock went back
 _CLUSTER, _TIMES, _MISSING = 0, 1, 2
+_TOPIC = {ThermalSample: "thermal", EccSample: "ecc"}
+
+
+def on_sample(mon: Monitors, e: Any, ts: float, _findings: list[Finding]) -> None:
+    """The per-sample hook (detector.sample_hooks): a thermal or ECC record at ``ts``, its
+    node's own time (a node's GPUs are compared in it)."""
+    note(mon._gone, e.node, e.gpu, _TOPIC[type(e)], ts, e.cluster)
 
 
 def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,

@@ -19,12 +19,15 @@ values are a list anyway, and its sort is C (measured in BENCHMARKS "net19").
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from detector.alerts import Scope
 from detector.events import StepSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from detector.monitors import Monitors
 
 MAX_VALUES = 512  # comm times kept a bin (a 28-rank job at 2 s steps sends ~140)
 MAX_JOBS = 4096   # jobs kept (Monitors' own job bound is time: job_idle_s)
@@ -35,6 +38,22 @@ MAX_HIST = 1024   # calm medians a restored state may hold (comm_hist_bins is 30
 # A job's state: [bin, comm times of the bin, medians of its calm bins, onset of its wait (None:
 # not waiting), tenant, cluster].
 _BIN, _VALUES, _HIST, _SINCE, _TENANT, _CLUSTER = range(6)
+
+
+def on_sample(mon: Monitors, s: StepSample, _ts: float, out: list[Finding]) -> None:
+    """The per-sample hook (detector.sample_hooks): a step record, at the fleet's time."""
+    if s.comm_ms is not None:
+        note(mon._comm, s, mon.cfg, out)
+
+
+def quiet(mon: Monitors, s: StepSample) -> bool:
+    """Whether :func:`note` takes this record without a finding: no comm time, or one of
+    its job's open bin (a bin that closes may make one; a new job's first is taken so too,
+    but the batch path leaves a new job to the record path)."""
+    if s.comm_ms is None:
+        return True
+    st = mon._comm.get(s.job)
+    return st is not None and s.ts // mon.cfg.comm_bin_s == st[_BIN]
 
 
 def note(jobs: dict[str, list[Any]], s: StepSample, cfg: Thresholds,

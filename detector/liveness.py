@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, Scope
@@ -157,6 +158,12 @@ def fast_s(interval: float) -> float:
     """How long a node with records ``interval`` apart is quiet on a topic before its job's
     stall may say it was lost (:func:`_stalled`)."""
     return max(FAST_S, min(FAST_INTERVALS * interval, FAST_CAP_S))
+
+
+def stop_s(period: float) -> float:
+    """How long a job with steps ``period`` apart goes without one before it has stopped
+    stepping: :data:`FAST_S`, and three of its steps (an unmeasured period: none)."""
+    return max(FAST_S, 3 * period) if math.isfinite(period) else FAST_S
 
 
 def note(mon: Monitors, node: str, cluster: str | None) -> None:
@@ -458,7 +465,7 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
         if not math.isfinite(t):
             continue
         period = job._period if math.isfinite(job._period) else 0.0  # (nan: not measured)
-        if prev < t + max(FAST_S, 3 * period) <= clock:
+        if prev < t + stop_s(period) <= clock:
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
@@ -482,43 +489,85 @@ def _missed(entry: list[Any], newest: dict[str, dict[str, float]]) -> bool:
 def _stalled(mon: Monitors, node: str, last: float, now: float,
              newest: dict[str, dict[str, float]]) -> list[list[Any]]:
     """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
-    since ``last``; the records' time ``now``): each had ranks there and stepped until it
-    went quiet (within :data:`FAST_RUN_S`), has not stepped since (:data:`FAST_S`, three of
-    its steps), had ranks on other nodes, and those still heard wait for it -- their GPUs
-    busy (NCCL spinning on a dead peer: a job stopped or ended leaves them idle), no other
-    job stepping there -- or went dark with it (a part of the fleet).  A job on this node
-    alone ending as it goes quiet looks the same as its death: none."""
-    def heard(n: str) -> float:
-        return max(newest[w].get(n, -math.inf) for w in TOPICS)
+    since ``last``; the records' time ``now``), where the steps are: :func:`_lost_jobs`'s
+    rule on this source's step view (:class:`_StepView`)."""
+    return _lost_jobs(_StepView(mon, node, now, newest), last)
 
+
+def _lost_jobs(view: _StepView | _LayoutView, last: float) -> list[list[Any]]:
+    """[job, ranks on the node, its last step's time] of the jobs lost with a node quiet since
+    ``last`` -- the one rule, whoever sees the jobs (a source that sees their steps,
+    :class:`_StepView`; the correlator from every partition's layouts, stops and busy GPUs,
+    :class:`_LayoutView`): each had ranks there and stepped until it went quiet (within
+    :data:`FAST_RUN_S`), has stopped stepping since (:data:`FAST_S`, three of its steps),
+    had ranks on other nodes, and those still heard wait for it -- most of their GPUs known
+    since busy (NCCL spinning on a dead peer: a job stopped or ended leaves them idle), no
+    other job stepping there -- or went dark with it (a part of the fleet).  A job on this
+    node alone ending as it goes quiet looks the same as its death: none."""
     out = []
-    for name, job in mon._jobs.items():
-        t = job.clock
-        if t < last - FAST_RUN_S or now - t < max(FAST_S, 3 * job._period):
-            continue
-        hws = [(hw[0], hw[1]) for hw in job._hw if hw is not None]
-        mine = sum(1 for hw in hws if hw[0] == node)
-        others = {hw for hw in hws if hw[0] != node}
+    for name, mine, t, others in view.stopped(last - FAST_RUN_S):
         if not mine or not others:
             continue
-        up = {hw for hw in others if heard(hw[0]) > t + MOVED_S}
+        up = view.up(others, t)
         if up:
-            known = busy = 0
-            for hw in up:
-                m = mon._thermal.get(hw)
-                temps = mon._node_temps.get(hw[0])
-                if m is None or temps is None or m.last_ts <= t:
-                    continue  # (no sample since it stopped)
-                known += 1
-                busy += hw[1] not in temps.idle
-            if 2 * busy <= known or _moved(mon, name, up, t):
+            known, busy = view.waiting(name, up, t)
+            if 2 * busy <= known or view.moved(name, others, up, t):
                 continue
-        elif any(now - heard(hw[0]) <= FAST_S for hw in others):
+        elif not view.settled(others):
             continue  # (its other nodes not quiet long enough yet)
         out.append([name, mine, round(t, 3)])
         if len(out) >= MAX_JOBS:
             break
     return out
+
+
+class _StepView:
+    """The jobs on ``node`` as a source that sees their steps knows them (the in-process
+    engine's one source): each job's steps, the GPUs its ranks report from, each GPU's
+    thermal samples and idle state."""
+
+    def __init__(self, mon: Monitors, node: str, now: float,
+                 newest: dict[str, dict[str, float]]) -> None:
+        self.mon, self.node, self.now, self.newest = mon, node, now, newest
+
+    def heard(self, n: str) -> float:
+        return max(self.newest[w].get(n, -math.inf) for w in TOPICS)
+
+    def stopped(self, since: float) -> Iterator[tuple[str, int, float, set[Any]]]:
+        """(job, ranks on the node, its last step, its GPUs on other nodes) of the jobs that
+        stepped at ``since`` or later and have stopped."""
+        node, now = self.node, self.now
+        for name, job in self.mon._jobs.items():
+            t = job.clock
+            if t < since or now - t < stop_s(job._period):
+                continue
+            hws = [(hw[0], hw[1]) for hw in job._hw if hw is not None]
+            yield name, sum(1 for hw in hws if hw[0] == node), t, {
+                hw for hw in hws if hw[0] != node}
+
+    def up(self, others: set[Any], t: float) -> set[Any]:
+        """Its GPUs on nodes heard since it stopped."""
+        return {hw for hw in others if self.heard(hw[0]) > t + MOVED_S}
+
+    def waiting(self, _name: str, up: set[Any], t: float) -> tuple[int, int]:
+        """(GPUs with a thermal sample since it stopped, those of them busy)."""
+        mon = self.mon
+        known = busy = 0
+        for hw in up:
+            m = mon._thermal.get(hw)
+            temps = mon._node_temps.get(hw[0])
+            if m is None or temps is None or m.last_ts <= t:
+                continue  # (no sample since it stopped)
+            known += 1
+            busy += hw[1] not in temps.idle
+        return known, busy
+
+    def moved(self, name: str, _others: set[Any], up: set[Any], t: float) -> bool:
+        return _moved(self.mon, name, up, t)
+
+    def settled(self, others: set[Any]) -> bool:
+        """Its other nodes, dark with it, quiet :data:`FAST_S` at least."""
+        return not any(self.now - self.heard(hw[0]) <= FAST_S for hw in others)
 
 
 def check_restored(mon: Monitors) -> bool:
@@ -710,51 +759,64 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
 
 def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
     """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
-    since ``last``), as :func:`_stalled` judges them where the steps are, here from what
-    every partition tells the correlator: the job's layout (``job_layout``) had ranks there
-    and on other nodes; it stopped stepping (:func:`_stops`) within :data:`FAST_RUN_S` of
-    the node's last record; and its other nodes went quiet too, or most of those heard are
-    still busy (``gpus_busy``: NCCL spinning on a dead peer -- a job stopped or ended
-    leaves them idle; only nodes it had to itself count: a busy node says nothing of one
+    since ``last``), as :func:`_stalled` judges them where the steps are (the same rule,
+    :func:`_lost_jobs`), here from what every partition tells the correlator
+    (:class:`_LayoutView`)."""
+    return _lost_jobs(_LayoutView(corr, node, now), last)
+
+
+class _LayoutView:
+    """The jobs on ``node`` as the correlator knows them from every partition: the job's
+    layout (``job_layout``) had ranks there and on other nodes; it stopped stepping
+    (:func:`_stops`); its other nodes went quiet too (:func:`_dark`), or those heard are
+    busy (``gpus_busy``: only nodes it had to itself count -- a busy node says nothing of one
     job's GPUs where another runs too), judged once a thermal sample of theirs is due after
-    the stop (1.5 of their interval, at least :data:`FAST_S`), with no job stepping on its
-    GPUs since."""
-    stops = corr._silent.get(_STOPS) or {}
-    placement = corr._placement
-    here: dict[str, int] = {}
-    for (job, _rank) in placement.on_node.get(node, {}):
-        here[job] = here.get(job, 0) + 1
-    out = []
-    for job, mine in sorted(here.items()):
-        stop = stops.get(job)
-        if stop is None:
-            continue
-        t = stop.evidence["last_step_ts"]
-        if not _is_time(t) or t < last - FAST_RUN_S:
-            continue
-        gpus = {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
-                if hw[0] != node}
-        if not gpus:
-            continue
-        up = {n for n, _ in gpus if not _dark(corr, n)}
-        if up:
-            seen = corr.seen
-            # (a node busy says nothing of this job's GPUs when another job runs there too:
-            # only nodes it has to itself count -- the engine sees each GPU's idle state)
-            known = [n for n in up if (seen is None or seen(n, "thermal")) and all(
-                j == job for j, _ in placement.on_node.get(n, {}))]
-            if not known:
+    the stop (1.5 of their interval, at least :data:`FAST_S`)."""
+
+    def __init__(self, corr: Correlator, node: str, now: float) -> None:
+        self.corr, self.node, self.now = corr, node, now
+
+    def stopped(self, since: float) -> Iterator[tuple[str, int, float, set[Any]]]:
+        corr, node = self.corr, self.node
+        stops = corr._silent.get(_STOPS) or {}
+        placement = corr._placement
+        here: dict[str, int] = {}
+        for (job, _rank) in placement.on_node.get(node, {}):
+            here[job] = here.get(job, 0) + 1
+        for job, mine in sorted(here.items()):
+            stop = stops.get(job)
+            if stop is None:
                 continue
-            every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
-            if now < t + max(FAST_S, 1.5 * every) or \
-                    2 * sum(1 for n in known if n in corr._busy) <= len(known):
+            t = stop.evidence["last_step_ts"]
+            if not _is_time(t) or t < since:
                 continue
-            if _went_on(corr, job, gpus, t, stops):
-                continue
-        out.append([job, mine, round(t, 3)])
-        if len(out) >= MAX_JOBS:
-            break
-    return out
+            yield job, mine, t, {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
+                                 if hw[0] != node}
+
+    def up(self, others: set[Any], _t: float) -> set[str]:
+        """Its other nodes not quiet on every topic they used."""
+        return {n for n, _ in others if not _dark(self.corr, n)}
+
+    def waiting(self, name: str, up: set[str], t: float) -> tuple[int, int]:
+        """(its nodes up that it has to itself, those of them busy), once a thermal sample of
+        theirs is due after the stop; (0, 0) before."""
+        corr = self.corr
+        placement = corr._placement
+        seen = corr.seen
+        known = [n for n in up if (seen is None or seen(n, "thermal")) and all(
+            j == name for j, _ in placement.on_node.get(n, {}))]
+        if not known:
+            return 0, 0
+        every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
+        if self.now < t + max(FAST_S, 1.5 * every):
+            return 0, 0
+        return len(known), sum(1 for n in known if n in corr._busy)
+
+    def moved(self, name: str, others: set[Any], _up: set[str], t: float) -> bool:
+        return _went_on(self.corr, name, others, t, self.corr._silent.get(_STOPS) or {})
+
+    def settled(self, _others: set[Any]) -> bool:
+        return True  # (dark: quiet on every topic, as its sources judged it)
 
 
 def _dark(corr: Correlator, node: str) -> bool:

@@ -34,16 +34,15 @@ from detector.events import (
 from detector.findings import Finding
 from detector.gpu_health import GpuHealth
 from detector.gpu_missing import check_restored as _gone_restored
-from detector.gpu_missing import note as _note_gpu
 from detector.gpu_missing import scan as _scan_gone
 from detector.job_comm import check_restored as _comm_restored
-from detector.job_comm import note as _note_comm
 from detector.liveness import SCAN_S
 from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
 from detector.liveness import scan as _scan_liveness
 from detector.network import NodeNics
 from detector.port_names import PortNames
+from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
 from detector.statecodec import is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
 from detector.thermal import GpuThermal, NodeTemps
@@ -170,7 +169,7 @@ class Monitors:
 
     def process(self, ev: Event, findings: list[Finding]) -> None:
         """Feed one telemetry record; findings it causes are appended to ``findings``."""
-        raw = ev.ts  # its node's own time (detector.gpu_missing compares a node's GPUs in it)
+        raw = ev.ts  # its node's own time, the hooks' (gpu_missing compares a node's GPUs in it)
         if self._maker is not None:
             self._first_node(ev)
         if self._cand is not None:
@@ -227,8 +226,8 @@ class Monitors:
                 awake = self._awake
                 if awake is not None:
                     awake[e.job] = job._order
-            if e.comm_ms is not None:
-                _note_comm(self._comm, e, self.cfg, findings)  # a job waiting alike (G2)
+            for note in _HOOKS[t]:
+                note(self, e, raw, findings)
         elif t is NicSample:
             self._n_nic += 1
             try:
@@ -238,6 +237,8 @@ class Monitors:
                 self._heard(e.node, "nic", e.cluster)
             if not nics.quiet(e, self.cfg):
                 nics.update(e, self.cfg, findings)
+            for note in _HOOKS[t]:
+                note(self, e, raw, findings)
         elif t is ThermalSample:
             self._n_thermal += 1
             key = (e.node, e.gpu)
@@ -251,7 +252,8 @@ class Monitors:
                 self._heard(e.node, "thermal", e.cluster)
             if not mon.quiet(e, self.cfg):
                 mon.update(e, self.cfg, findings)
-            _note_gpu(self._gone, e.node, e.gpu, "thermal", raw, e.cluster)
+            for note in _HOOKS[t]:
+                note(self, e, raw, findings)
         elif t is EccSample:
             self._n_ecc += 1
             key = (e.node, e.gpu)
@@ -262,7 +264,8 @@ class Monitors:
                 self._heard(e.node, "ecc", e.cluster)
             if not ecc.quiet(e, self.cfg):
                 ecc.update(e, self.cfg, findings)
-            _note_gpu(self._gone, e.node, e.gpu, "ecc", raw, e.cluster)
+            for note in _HOOKS[t]:
+                note(self, e, raw, findings)
         else:
             raise TypeError(f"not a telemetry record: {t.__name__}")
         if ts >= self._next_sweep:

@@ -9,7 +9,9 @@ owns the rule for that: ``quiet(sample, cfg) -> bool``
 ``quiet(message)`` (:meth:`JobMonitor.quiet <detector.steps.JobMonitor.quiet>`)
 take a record that provably makes no finding and say so, and are the first
 thing the unit's ``update`` (the job's ``add``) does -- so the record path
-(:meth:`Monitors.process`) and this loop run the same code.  What is left here
+(:meth:`Monitors.process`) and this loop run the same code; the trackers every record
+feeds beside its unit are one hook list both call (:mod:`detector.sample_hooks`: a hook
+that may make a finding is asked first).  What is left here
 is what belongs to a batch: one loop over a fetched batch instead of a
 :meth:`Monitors.process` call a record, the clock, the sweep deadline and the
 counts kept in locals and stored once.
@@ -21,7 +23,7 @@ guard's, :meth:`Monitors._ahead`'s) or of a node taken at an offset, moves
 the clock to ``until`` or past it (the in-process Engine's next correlator
 release), needs a sweep that does more than move its own deadline (jobs to
 expire, units to prune), belongs to a unit or job not seen before (heard), or
-that its unit's ``quiet`` does not take (for a step message: a step's first
+that its unit's ``quiet`` or a hook does not take (for a step message: a step's first
 message, one that completes its step, a late one, an expiry due).  The caller
 sends that one through :meth:`Monitors.process` and calls again.
 ``tests/test_batch_samples.py`` runs random batches both ways and compares
@@ -33,9 +35,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from detector.events import EccSample, NicSample, StepSample, ThermalSample
-from detector.gpu_missing import note as note_gpu
-from detector.job_comm import MAX_VALUES as COMM_VALUES
 from detector.monitors import _SWEEP_S, AHEAD_S, SKEW_S
+from detector.sample_hooks import ASKS, NOTES
 
 if TYPE_CHECKING:
     from detector.monitors import Monitors
@@ -63,9 +64,14 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     thermal_units = mon._thermal
     nic_units = mon._nics
     ecc_units = mon._ecc
-    gone = mon._gone  # each GPU's newest record times (detector.gpu_missing), as process notes
     jobs = mon._jobs
-    comm_bins, bin_s, comm_cap = mon._comm, cfg.comm_bin_s, COMM_VALUES
+    spill: list[Any] = []  # the hooks' findings: none (each one that may make one was asked)
+    # Each kind's per-sample hooks (detector.sample_hooks, as Monitors.process feeds them):
+    # those that may make a finding asked first (the unit's quiet takes the record), then fed.
+    ask_step, ask_nic, ask_thermal, ask_ecc = (
+        ASKS[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
+    feed_step, feed_nic, feed_thermal, feed_ecc = (
+        NOTES[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
@@ -103,42 +109,40 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 gpu = thermal_units[(e.node, e.gpu)]
             except KeyError:
                 break
-            if not gpu.quiet(e, cfg):
+            if (ask_thermal and not _asked(ask_thermal, mon, e)) or not gpu.quiet(e, cfg):
                 break
-            note_gpu(gone, e.node, e.gpu, "thermal", ts, e.cluster)
+            for note in feed_thermal:
+                note(mon, e, ts, spill)
             n_thermal += 1
         elif t is NicSample:
             try:
                 nics = nic_units[e.node]
             except KeyError:
                 break
-            if not nics.quiet(e, cfg):
+            if (ask_nic and not _asked(ask_nic, mon, e)) or not nics.quiet(e, cfg):
                 break
+            for note in feed_nic:
+                note(mon, e, ts, spill)
             n_nic += 1
         elif t is StepSample:
             try:
                 job = jobs[e.job]
             except KeyError:
                 break  # a new job
-            comm = e.comm_ms
-            if comm is not None:
-                # Its job's comm bin (detector.job_comm): one that closes may make a finding.
-                bins = comm_bins.get(e.job)
-                if bins is None or ts // bin_s != bins[0]:
-                    break
-            if not job.quiet(e):
+            if (ask_step and not _asked(ask_step, mon, e)) or not job.quiet(e):
                 break
-            if comm is not None and len(bins[1]) < comm_cap:
-                bins[1].append(comm)
+            for note in feed_step:
+                note(mon, e, ts, spill)
             n_step += 1
         elif t is EccSample:
             try:
                 health = ecc_units[(e.node, e.gpu)]
             except KeyError:
                 break
-            if not health.quiet(e, cfg):
+            if (ask_ecc and not _asked(ask_ecc, mon, e)) or not health.quiet(e, cfg):
                 break
-            note_gpu(gone, e.node, e.gpu, "ecc", ts, e.cluster)
+            for note in feed_ecc:
+                note(mon, e, ts, spill)
             n_ecc += 1
         else:
             break
@@ -157,3 +161,12 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
         mon._n_ecc += n_ecc
         mon._n_step += n_step
     return i
+
+
+
+def _asked(checks: tuple[Any, ...], mon: Monitors, e: Any) -> bool:
+    """Whether every hook of the record's kind that may make a finding would make none."""
+    for quiet in checks:  # noqa: SIM110 - a loop: all() would build a generator a record
+        if not quiet(mon, e):
+            return False
+    return True

@@ -43,6 +43,18 @@ XID_CATALOG: dict[int, XidInfo] = {x.code: x for x in (
     XidInfo(119, "GSP RPC timeout", True, "gpu_hardware", "reset_gpu"),
     XidInfo(120, "GSP error", True, "gpu_hardware", "reset_gpu"),
     XidInfo(140, "unrecovered ECC error", True, "gpu_memory", "reset_gpu"),
+    # NVLink5 (Blackwell: B100/B200/GB200), NVIDIA's catalogue, resolution WORKFLOW_NVLINK5_ERR:
+    # the action hangs on the sub-code and error status in the message text, which the
+    # contract's `xid` does not carry.  Acted on where the catalogue's decode has fatal
+    # hardware rows that say RESET_GPU (as for XID 74); 147 and 148 decode to IGNORE in every
+    # row (software, "not in production code") and stay evidence.
+    XidInfo(144, "NVLink5 SAW error", True, "nvlink", "reset_gpu"),
+    XidInfo(145, "NVLink5 RLW error", True, "nvlink", "reset_gpu"),
+    XidInfo(146, "NVLink5 TLW error", True, "nvlink", "reset_gpu"),
+    XidInfo(147, "NVLink5 TREX error", False, "nvlink", "none"),
+    XidInfo(148, "NVLink5 NVLPW_CTRL error", False, "nvlink", "none"),
+    XidInfo(149, "NVLink5 NETIR error (link fatal / link down)", True, "nvlink", "reset_gpu"),
+    XidInfo(150, "NVLink5 MSE error", True, "nvlink", "reset_gpu"),
     XidInfo(154, "recovery action required", True, "gpu_hardware", "reset_gpu"),
 )}
 

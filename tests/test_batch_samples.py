@@ -561,3 +561,39 @@ def test_a_record_near_the_ahead_bound_ends_the_run_or_is_taken_alike(
     monkeypatch.setattr(detector.pipeline.source, "quiet_run", _none)
     slow = _run(THERMAL, batches)
     assert fast == slow
+
+
+def test_a_per_sample_hook_is_fed_alike_by_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tracker put in the one hook list (detector.sample_hooks) sees every record of its
+    kind, in order and at the same time, whichever path took it -- and one that may make a
+    finding (its quiet says when) ends a batch run there, so its findings come alike too."""
+    from detector import sample_hooks
+    from detector.alerts import Scope
+    from detector.events import EccSample, NicSample, StepSample, ThermalSample
+    from detector.findings import Finding
+
+    fed: list[tuple[Any, ...]] = []
+
+    def note(mon: Any, e: Any, ts: float, findings: list[Any]) -> None:
+        fed.append((type(e).__name__, e.node, ts))
+        if type(e) in (NicSample, StepSample) and int(ts) % 7 == 0:  # a finding now and then
+            findings.append(Finding(ts, ts, "hook", "slow_node", "unknown",
+                                    Scope.of_node(e.node), True, False, 0.0,
+                                    {}))
+
+    def quiet(mon: Any, e: Any) -> bool:
+        return type(e) not in (NicSample, StepSample) or int(e.ts) % 7 != 0
+
+    for t in (StepSample, NicSample, ThermalSample, EccSample):
+        monkeypatch.setitem(sample_hooks.NOTES, t, (*sample_hooks.NOTES[t], note))
+        monkeypatch.setitem(sample_hooks.ASKS, t, (*sample_hooks.ASKS[t], quiet))
+    evs = _log_order(1, (THERMAL, NIC, ECC, STEP))
+    fast = _engine_run(evs, True)
+    by_batch, fed[:] = list(fed), []
+    slow = _engine_run(evs, False)
+    assert fast == slow
+    assert fed == by_batch
+    assert {k for k, _, _ in fed} == {"StepSample", "NicSample", "ThermalSample", "EccSample"}
+    assert len(fed) > len(evs) * 0.9
+    assert fast[2]["findings"] > sum(1 for k, _, ts in fed if k in (
+        "NicSample", "StepSample") and int(ts) % 7 == 0) > 0

@@ -37,6 +37,14 @@ def _near_effects(prob: dict, alerts: list, effects: list) -> list[str]:
     return sorted(set(out))
 
 
+def replay(log: Path, out: Path) -> dict:
+    """`faultline replay LOG --alerts-out OUT --quiet` (a fresh process), then the score."""
+    exe = Path(sys.executable).with_name("faultline")
+    subprocess.run([str(exe), "replay", str(log), "--alerts-out", str(out), "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return score(labels_of(log), alerts_of(out), log.name.removesuffix(".jsonl.gz"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path)
@@ -46,16 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     alerts_dir = args.alerts.resolve()
     alerts_dir.mkdir(parents=True, exist_ok=True)
-    exe = Path(sys.executable).with_name("faultline")
     per_log, notes = {}, []
     for log in sorted(args.dir.glob("*.jsonl.gz")):
         name = log.name.removesuffix(".jsonl.gz")
         out = alerts_dir / f"{name}.alerts.jsonl"
-        if not args.no_run:
-            subprocess.run([str(exe), "replay", str(log), "--alerts-out", str(out), "--quiet"],
-                           check=True, stdout=subprocess.DEVNULL)
+        if args.no_run:
+            per_log[name] = score(labels_of(log), alerts_of(out), name)
+        else:
+            per_log[name] = replay(log, out)
         alerts = alerts_of(out)
-        per_log[name] = score(labels_of(log), alerts, name)
         fx = log.with_name(f"{name}.effects.json")
         effects = json.loads(fx.read_text()) if fx.exists() else []
         for p in per_log[name]["problems"]:
