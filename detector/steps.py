@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_time, sdc
+from detector import host_time, sdc, sku_class
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -209,7 +209,9 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sustained", False), ("_run_own", 0.0), ("_wshort", 0.0), ("_wlong", 0.0),
     ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False), ("_twin_hist", 0.0),
     ("_twins", 0), ("_twin_base", 0.0), ("_twin_short", 0.0), ("_twin_rep", False),
-    ("_pair_run", 0), ("_pair_rep", False))
+    ("_pair_run", 0), ("_pair_rep", False),
+    ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
+    ("_sku_first_se", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -477,6 +479,13 @@ class JobMonitor:
         #                                               bias and of its square (_check_sustained)
         self._sus_onset = np.zeros(0)                 # ts its mean began to stand out
         self._sustained = np.zeros(0, dtype=bool)     # reported slow as a sustained shift
+        # Classes of whole nodes alike from the start (detector.sku_class, _class_over): per
+        # rank its class (0: none), whether it was looked at, its class's offset (log).
+        self._sku = np.zeros(0, dtype=np.int64)
+        self._sku_seen = np.zeros(0, dtype=bool)
+        self._sku_off = np.zeros(0)
+        self._sku_first = np.zeros(0)                 # its mean over the typical rank at its
+        self._sku_first_se = np.zeros(0)              # first look, and that mean's error
         # Wandering workload (MoE routing, _wander_update): per rank its z smoothed over a few
         # steps and over many, the variance of the first about the second, its deviation over
         # its bias (log ratio) averaged over ~1 / _WANDER_MEAN_ALPHA steps, and whether it was
@@ -2362,7 +2371,7 @@ class JobMonitor:
         if job_spread < _SUS_SPREAD and not live:
             return
         se = np.maximum(spread, job_spread) / np.sqrt(n_eff)
-        over = mean - median(mean[ready], scratch=True) if np.count_nonzero(ready) else mean
+        over = self._class_over(r, mean, se, ready) if np.count_nonzero(ready) else mean
         t = over / np.maximum(se, 1e-12)
         standing = ready & (t >= 1.0)
         onset = self._sus_onset
@@ -2406,6 +2415,42 @@ class JobMonitor:
                          f"of the job's step-to-step spread over the typical rank's"}))
         for s in falling.tolist():
             self._rule_cleared(s, self._sustained, step, dp_of, decided_ts, out)
+
+    def _class_over(self, r: np.ndarray, mean: np.ndarray, se: np.ndarray,
+                    ready: np.ndarray) -> np.ndarray:
+        """Each rank's long ``mean`` over the job's typical rank, less its class's offset
+        (detector.sku_class): the typical rank is the median of the ready ranks' means with
+        each class's offset taken out; a rank's first look (its mean just weighs enough) is
+        kept, and a whole node in no class joins one, or forms one with another whole node
+        or more, when it stands out alike and where it stood at its first look (a second GPU
+        model in the job, slower from the start).  A rank in no class is judged as before;
+        a class's rank against its class's median."""
+        cls = self._sku[r]
+        over = mean - median((mean - self._sku_off[r])[ready], scratch=True)
+        seen = self._sku_seen[r]
+        new = ready & ~seen
+        if np.count_nonzero(new):
+            rn = r[new]
+            self._sku_first[rn] = over[new]
+            self._sku_first_se[rn] = se[new]
+            self._sku_seen[rn] = True
+            seen = seen | new
+        free = seen & ready & (cls == 0)
+        off, known = sku_class.offsets(cls - 1, over, se, ready)
+        if np.count_nonzero(free):
+            hw = self._hw
+            nodes = [None if hw[s] is None else hw[s][0] for s in r.tolist()]
+            found = sku_class.find(nodes, over - off, se, self._sku_first[r],
+                                   self._sku_first_se[r], free, known)
+            if found:
+                k = np.array([found.get(n, -1) if n is not None else -1 for n in nodes])
+                cls = np.where(k >= 0, k + 1, cls)
+                self._sku[r] = cls
+                off, _ = sku_class.offsets(cls - 1, over, se, ready)
+        if not np.count_nonzero(cls):
+            return over
+        self._sku_off[r] = off
+        return over - off
 
     def _rule_cleared(self, s: int, mine: np.ndarray, step: int, dp_of: dict[int, int | None],
                       decided_ts: float, out: list[Finding]) -> None:
