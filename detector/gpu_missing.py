@@ -51,19 +51,14 @@ _CLUSTER, _TIMES, _MISSING = 0, 1, 2
 _TOPIC = {ThermalSample: "thermal", EccSample: "ecc"}
 
 
-def on_sample(mon: Monitors, e: Any, ts: float, _findings: list[Finding]) -> None:
-    """The per-sample hook (detector.sample_hooks): a thermal or ECC record at ``ts``, its
-    node's own time (a node's GPUs are compared in it)."""
-    note(mon._gone, e.node, e.gpu, _TOPIC[type(e)], ts, e.cluster)
-
-
-def note(gone: dict[str, list[Any]], node: str, gpu: int, topic: str, ts: float,
-         cluster: str | None) -> None:
-    """A thermal or ECC record of ``node``'s ``gpu`` at ``ts`` (bounded: see the module)."""
+def note(mon: Monitors, e: Any, ts: float, _findings: list[Finding]) -> None:
+    """A thermal or ECC record of a GPU at ``ts``, its node's own time (a node's GPUs are
+    compared in it): the per-sample hook (detector.sample_hooks; bounded: see the module)."""
+    topic = _TOPIC[type(e)]
     try:
-        times = gone[node][_TIMES][topic][gpu]
+        times = mon._gone[e.node][_TIMES][topic][e.gpu]
     except KeyError:
-        _first(gone, node, gpu, topic, ts, cluster)
+        _first(mon._gone, e.node, e.gpu, topic, ts, e.cluster)
         return
     if ts > times[-1]:
         times.append(float(ts))

@@ -214,6 +214,15 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
     return out
 
 
+def late(row: np.ndarray) -> bool:
+    """Whether a unit's host time is up now: a run of two steps or more, most of them hot --
+    a host feeding its ranks late step after step (a slow CPU or input path: blind3's host
+    faults, 16-20 % of a step on every step), not one step's jitter.  An async checkpoint's
+    write-back is not this (it slows the node's compute, the module's docstring)."""
+    hot = float(row[HOT])
+    return not math.isnan(row[RUN_FROM]) and hot >= 2.0 and 2.0 * hot >= float(row[STEPS])
+
+
 def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
     """What a raised unit's finding says (its numbers and where to look)."""
     node = node_of(key)

@@ -40,12 +40,6 @@ MAX_HIST = 1024   # calm medians a restored state may hold (comm_hist_bins is 30
 _BIN, _VALUES, _HIST, _SINCE, _TENANT, _CLUSTER = range(6)
 
 
-def on_sample(mon: Monitors, s: StepSample, _ts: float, out: list[Finding]) -> None:
-    """The per-sample hook (detector.sample_hooks): a step record, at the fleet's time."""
-    if s.comm_ms is not None:
-        note(mon._comm, s, mon.cfg, out)
-
-
 def quiet(mon: Monitors, s: StepSample) -> bool:
     """Whether :func:`note` takes this record without a finding: no comm time, or one of
     its job's open bin (a bin that closes may make one; a new job's first is taken so too,
@@ -56,12 +50,13 @@ def quiet(mon: Monitors, s: StepSample) -> bool:
     return st is not None and s.ts // mon.cfg.comm_bin_s == st[_BIN]
 
 
-def note(jobs: dict[str, list[Any]], s: StepSample, cfg: Thresholds,
-         out: list[Finding]) -> None:
-    """One step record's comm_ms into its job's bin (closing the previous bin first)."""
+def note(mon: Monitors, s: StepSample, _ts: float, out: list[Finding]) -> None:
+    """One step record's comm_ms into its job's bin (closing the previous bin first), at the
+    fleet's time: the per-sample hook (detector.sample_hooks)."""
     comm = s.comm_ms
     if comm is None:
         return
+    jobs, cfg = mon._comm, mon.cfg
     b = int(s.ts // cfg.comm_bin_s)
     st = jobs.get(s.job)
     if st is None:

@@ -68,10 +68,11 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     spill: list[Any] = []  # the hooks' findings: none (each one that may make one was asked)
     # Each kind's per-sample hooks (detector.sample_hooks, as Monitors.process feeds them):
     # those that may make a finding asked first (the unit's quiet takes the record), then fed.
+    # (subscripts, not a generator: this runs for every run of a batch)
     ask_step, ask_nic, ask_thermal, ask_ecc = (
-        ASKS[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
+        ASKS[StepSample], ASKS[NicSample], ASKS[ThermalSample], ASKS[EccSample])
     feed_step, feed_nic, feed_thermal, feed_ecc = (
-        NOTES[t] for t in (StepSample, NicSample, ThermalSample, EccSample))
+        NOTES[StepSample], NOTES[NicSample], NOTES[ThermalSample], NOTES[EccSample])
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
@@ -129,7 +130,12 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 job = jobs[e.job]
             except KeyError:
                 break  # a new job
-            if (ask_step and not _asked(ask_step, mon, e)) or not job.quiet(e):
+            for ask in ask_step:  # (_asked, inline: one call less a step record)
+                if not ask(mon, e):
+                    break
+            else:
+                ask = None
+            if ask is not None or not job.quiet(e):
                 break
             for note in feed_step:
                 note(mon, e, ts, spill)

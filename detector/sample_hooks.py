@@ -38,9 +38,9 @@ class SampleHook(NamedTuple):
 
 # record type -> its hooks, in the order they are fed
 SAMPLE_HOOKS: dict[type, tuple[SampleHook, ...]] = {
-    StepSample: (SampleHook(job_comm.on_sample, job_comm.quiet),),
-    ThermalSample: (SampleHook(gpu_missing.on_sample, None),),
-    EccSample: (SampleHook(gpu_missing.on_sample, None),),
+    StepSample: (SampleHook(job_comm.note, job_comm.quiet),),
+    ThermalSample: (SampleHook(gpu_missing.note, None),),
+    EccSample: (SampleHook(gpu_missing.note, None),),
     NicSample: (),
 }
 # What both paths read (looked up a record, so a hook put here reaches both): record type ->

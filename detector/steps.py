@@ -1239,12 +1239,20 @@ class JobMonitor:
             self._hold_after_event(out, mark, decided_ts)
 
     def _hold_after_event(self, out: list[Finding], mark: int, now: float) -> None:
-        """Take back a slow rank found on this step (``out[mark:]``) under
-        ``_AFTER_EVENT_RATIO`` slower than its peers whose run began after a job-wide host
-        step (a checkpoint's snapshot; or a few steps before it), until ``_AFTER_EVENT_S``
-        after that step: the
-        write-back that follows the snapshot, node by node, fades (blind10 K3); a rank still
-        slow then is found again and reported (a node's ranks together: one hold for all)."""
+        """Take back a slow rank found on this step (``out[mark:]``) that looks like the
+        write-back following a job-wide host step (a checkpoint's snapshot) until
+        ``_AFTER_EVENT_S`` after that step: its run began after the step (or a few steps
+        before it), it is under ``_AFTER_EVENT_RATIO`` slower than its peers, its node's
+        ranks are slow with it (:meth:`_node_slow`: the write-back contends for the node's
+        PCIe and memory, every GPU it feeds) and their host time is not up
+        (:meth:`_host_up`).  The write-back, node by node, fades (blind10 K3); a rank still
+        slow then is found again and reported (a node's ranks together: one hold for all).
+
+        A fault is reported at once: one GPU slow among its node's mates (a thermal or
+        power slowdown that began during a checkpoint; round 20's hold took every one under
+        1.10x for up to 120 s: the reporting corpus' 10-15 % slowdowns median 7 -> 10
+        steps), or a node whose ranks arrive late (its host path: blind3's host faults,
+        held 10-30 s by round 20's hold)."""
         kept = []
         events = self._event_ts
         for f in out[mark:]:
@@ -1255,11 +1263,39 @@ class JobMonitor:
             if (s is None or f.signal != "slow_rank" or not f.active or ratio is None
                     or ratio >= _AFTER_EVENT_RATIO or not any(
                         0.0 <= onset - e <= _AFTER_EVENT_S and now - e < _AFTER_EVENT_S
-                        for e in events)):
+                        for e in events) or not self._node_slow(s) or self._host_up(s)):
                 kept.append(f)
                 continue
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
+
+    def _node_slow(self, slot: int) -> bool:
+        """Whether the job's other ranks on ``slot``'s node are slow with it: the median of
+        their deviations from their peers at least half of its own (a node-wide slowdown,
+        not one GPU among healthy mates; a node of one rank: False).  A rank's deviation is
+        its mean over its slow run (the CUSUM above zero), its latest step's outside one:
+        a write-back ending leaves the run's mean, not the latest step, slow."""
+        hw = self._hw
+        node = hw[slot][0] if hw[slot] is not None else None
+        at = [m for m, h in enumerate(hw[:len(self._rank_of)])
+              if h is not None and h[0] == node]
+        if len(at) < 2:
+            return False
+        n = self._run_n[at]
+        dev = np.where(n > 0, self._run_sum[at] / np.maximum(n, 1), self._slow_dev[at])
+        mine = float(dev[at.index(slot)])
+        return mine > 0.0 and float(np.median(np.delete(dev, at.index(slot)))) >= 0.5 * mine
+
+    def _host_up(self, slot: int) -> bool:
+        """Whether ``slot``'s unit (its node's ranks of its stage and replica,
+        detector.host_time) is late by its host now (:func:`host_time.late`); False before
+        the units are known or while they are stale (a move, a restart)."""
+        code = self._hs_code
+        if (slot >= len(code)
+                or self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))):
+            return False
+        u = int(code[slot])
+        return 0 <= u < len(self._hs) and host_time.late(self._hs[u])
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness

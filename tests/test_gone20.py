@@ -16,6 +16,7 @@ import orjson
 from detector import gpu_missing
 from detector.alerts import Alert, Scope
 from detector.correlate import Correlator
+from detector.events import ThermalSample
 from detector.findings import Finding
 from detector.monitors import Monitors
 from detector.statecodec import SnapshotRefused, decode_state, encode_state
@@ -116,10 +117,12 @@ def test_a_gpu_off_the_bus_under_its_isolation_is_not_a_second_page(tmp_path):
 
 
 def test_state_is_bounded_and_a_malformed_snapshot_is_refused():
-    gone: dict = {}
+    mon = Monitors()
     for g in range(gpu_missing.MAX_GPUS + 8):
         for k in range(gpu_missing.KEEP + 3):
-            gpu_missing.note(gone, "n", g, "thermal", T0 + k, None)
+            gpu_missing.note(mon, ThermalSample(T0 + k, "n", g, 60.0, 400.0, 1980.0, 0), T0 + k,
+                             [])
+    gone = mon._gone
     times = gone["n"][1]["thermal"]
     assert len(times) == gpu_missing.MAX_GPUS
     assert all(len(t) == gpu_missing.KEEP for t in times.values())

@@ -26,11 +26,13 @@ NODES = 4
 def job(steps: int, extra: Callable[[int], dict[int, float]], *, fields: bool = True,
         stages: int = 1, start: int = 0, t0: float = T0, seed: int = 0,
         step_ms_of: Callable[[float], float] | None = None,
-        slow: Callable[[int], dict[int, float]] | None = None) -> Iterator[StepSample]:
+        slow: Callable[[int], dict[int, float]] | None = None,
+        slow_gpu: Callable[[int], dict[tuple[int, int], float]] | None = None
+        ) -> Iterator[StepSample]:
     """A TP8 job on NODES nodes (one replica a node; ``stages`` > 1: a pipeline, node k
     stage k % stages, each stage its own loader time): ~2 s steps, 25-45 ms in neither a rank,
     ``extra(step)`` -> {node: ms more in neither on all its ranks}, ``slow(step)`` -> {node:
-    its ranks' compute factor}."""
+    its ranks' compute factor}, ``slow_gpu(step)`` -> {(node, gpu): that rank's}."""
     rng = np.random.default_rng(seed)
     n = 8 * NODES
     t = t0
@@ -43,6 +45,8 @@ def job(steps: int, extra: Callable[[int], dict[int, float]], *, fields: bool = 
             neither[8 * node:8 * node + 8] += ms
         for node, factor in (slow(k) if slow else {}).items():
             comp[8 * node:8 * node + 8] *= factor
+        for (node, gpu), factor in (slow_gpu(k) if slow_gpu else {}).items():
+            comp[8 * node + gpu] *= factor
         step_ms = float((comp + neither).max()) + 300.0
         t += step_ms / 1000.0
         for r in range(n):

@@ -144,11 +144,11 @@ def test_the_correlators_congestion_state_is_bounded() -> None:
 
 def test_a_job_slower_in_comm_for_good_is_learnt_afresh_after_ten_minutes() -> None:
     from detector.job_comm import note
-    from detector.thresholds import Thresholds
+    from detector.monitors import Monitors
 
-    cfg, jobs, out = Thresholds(), {}, []
+    mon, out = Monitors(), []
     for s in range(900):  # one rank, 2 s steps; comm 1.5x from 300 s on (a re-formed job)
-        note(jobs, step(T0 + 2.0 * s, 0, s, job="j", comm_ms=450.0 if s >= 150 else 300.0),
-             cfg, out)
+        e = step(T0 + 2.0 * s, 0, s, job="j", comm_ms=450.0 if s >= 150 else 300.0)
+        note(mon, e, e.ts, out)
     assert [(f.signal, f.active, f.ts - T0) for f in out] == [
         ("comm_wait", True, 310.0), ("comm_wait", False, 900.0)]
