@@ -112,3 +112,24 @@ def service_incident_topology() -> Path | None:
     """The topology of ``service_incident_log``: FAULTLINE_SERVICE_TEST_TOPOLOGY, or none."""
     chosen = os.environ.get("FAULTLINE_SERVICE_TEST_TOPOLOGY")
     return Path(chosen).resolve() if chosen else None
+
+
+# -- the bundled incident, replayed in process once a session ------------------------------
+
+BUNDLED_INCIDENT = Path(__file__).resolve().parent.parent / "replay" / "incidents" / \
+    "h100-128-all-faults.jsonl.gz"
+BUNDLED_TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "h100-128.topo"
+
+
+@pytest.fixture(scope="session")
+def bundled_incident_replay():  # noqa: ANN201 - replay.runner.LogResult, imported lazily
+    """The in-process replay of the bundled incident (h100-128-all-faults on its topology).
+
+    A minute or more of CPU on CI's two cores; test_replay_incidents and the service parity
+    test compare against it, so it is made once a session (read it, never change it).
+    """
+    from detector.topology import Topology
+    from replay.runner import replay_log
+
+    return replay_log(BUNDLED_INCIDENT, topology=Topology.load(BUNDLED_TOPOLOGY))
+

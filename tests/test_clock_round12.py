@@ -139,7 +139,17 @@ def test_a_collector_two_seconds_late_is_waited_for_through_kafka(
         wait_for("both collectors' clocks", lambda: sum(
             bool(s.get("clock")) for s in ((worker.status() or {}).get("sources") or {}
                                            ).values()) == 2, 60, on_timeout=worker.log_tail)
-        time.sleep(3.0)  # the worker has seen how late each collector is
+
+        def ecc_taken_in() -> int:
+            return sum(s.get("events") or 0 for name, s in (
+                (worker.status() or {}).get("sources") or {}).items()
+                if name.startswith(ECC + ":"))
+
+        # The worker has seen how late each collector is: three more of node-l's samples
+        # taken in (a count, not 3 s of a clock that a loaded box may spend elsewhere).
+        seen = ecc_taken_in()
+        wait_for("three more of node-l's samples taken in", lambda: ecc_taken_in() >= seen + 3,
+                 60, on_timeout=worker.log_tail)
         xid.set()  # node-l's next sample: XID 79
 
         def alerted() -> bool:

@@ -53,6 +53,26 @@ def set_producer_quota(bootstrap: str, client_id: str, bytes_per_s: float | None
     assert [e[0] for e in errors] == [0], errors
 
 
+def producer_quota(bootstrap: str, client_id: str) -> float | None:
+    """The produce quota the broker holds for one client id (DescribeClientQuotas v0).
+
+    Answered from the broker's metadata image, the one its quota managers are set from:
+    AlterClientQuotas returns once the controller has the record, the broker applies it
+    on its own time (round 20's CI: the quota not yet applied when the snapshot went).
+    """
+    broker = _load_broker_module()
+    body = (struct.pack(">i", 1) + broker._str("client-id") + struct.pack(">b", 0)
+            + broker._str(client_id) + struct.pack(">?", False))
+    r = broker._call(bootstrap, 48, 0, body, 10.0)
+    r.i32()  # throttle
+    error, message = r.i16(), r.str()
+    assert error == 0, message
+    entries = r.array(lambda: (r.array(lambda: (r.str(), r.str())),
+                               r.array(lambda: (r.str(), r._take(">d")))))
+    return next((v for _, values in entries for k, v in values if k == "producer_byte_rate"),
+                None)
+
+
 @pytest.mark.kafka
 def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
                                                        tmp_path: Path) -> None:
@@ -107,15 +127,18 @@ def test_an_alert_is_appended_while_a_snapshot_is_held(kafka_bootstrap: str,
 
     # On a loaded machine the broker can apply the quota after the snapshot's requests
     # were answered (the quota is a metadata record the broker picks up on its own time;
-    # CI once saw all 9 delivered before the alert was read back).  A try where the
-    # quota did not bite proves nothing either way, so it is tried again, at most three
-    # times: with the alert behind the snapshot on one connection, every try would see
-    # the whole snapshot held in front of it and the test fails as it should.
+    # CI once saw all 9 delivered before the alert was read back): each try starts once
+    # the broker holds it.  A try where the quota still did not bite proves nothing
+    # either way, so it is tried again, at most three times: with the alert behind the
+    # snapshot on one connection, every try would see the whole snapshot held in front
+    # of it and the test fails as it should.
+    rate = max(1, snapshot_bytes // 64)
     tries: list[tuple[int, int]] = []
     try:
         for _ in range(3):
-            set_producer_quota(kafka_bootstrap, state_id, max(1, snapshot_bytes // 64))
-            time.sleep(1.0)
+            set_producer_quota(kafka_bootstrap, state_id, rate)
+            wait_for("the broker holding the quota",
+                     lambda r=rate: producer_quota(kafka_bootstrap, state_id) == r, 30)
             state_before = len(read_to_end(config, state_topic))
             alerts_before = len(read_to_end(config, alert_topic))
             tries.append(asyncio.run(scenario(state_before, alerts_before)))

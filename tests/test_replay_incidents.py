@@ -43,8 +43,8 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def all_faults() -> LogResult:
-    return replay_log(ALL_FAULTS, topology=Topology.load(TOPOLOGY))
+def all_faults(bundled_incident_replay: LogResult) -> LogResult:
+    return bundled_incident_replay  # ALL_FAULTS on TOPOLOGY, once a session (conftest)
 
 
 def _evidence_step(a: FiredAlert) -> int | None:

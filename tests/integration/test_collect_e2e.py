@@ -167,10 +167,17 @@ def scenario(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
                 log.close()
                 sc.collect_log = tail()
                 # Prometheus has scraped the faults for as long as serve took; a few more
-                deadline = time.time() + 3
-                while time.time() < deadline:
+                # (3 s of its 1 s scrapes, both targets up: a count of scrapes, not 3 s of
+                # a clock a loaded box may spend elsewhere)
+                until = time.time() + 3
+
+                def scraped_past_until() -> bool:
                     node.traffic()
-                    time.sleep(0.5)
+                    res = promql(prom, "timestamp(up == 1)")["data"]["result"]
+                    return len(res) == 2 and min(float(r["value"][1]) for r in res) >= until
+
+                wait_for("three more seconds of scrapes by Prometheus", scraped_past_until,
+                         60, interval_s=0.5)
                 yield sc
             finally:
                 if collect is not None and collect.poll() is None:

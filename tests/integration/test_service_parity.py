@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from service_harness import Deployment, expected_problems, wait_for, wait_settled
+from conftest import BUNDLED_INCIDENT, BUNDLED_TOPOLOGY
+from service_harness import Deployment, expected_problems, firing, wait_for, wait_settled
+
+from replay.runner import LogResult
 
 pytestmark = pytest.mark.kafka
 
@@ -58,17 +61,16 @@ def test_a_restarted_worker_resumes_from_its_snapshots(
 
 
 def test_the_bundled_incident_raises_the_same_problems_through_kafka(
-        kafka_bootstrap: str, tmp_path: Path) -> None:
+        kafka_bootstrap: str, tmp_path: Path, bundled_incident_replay: LogResult) -> None:
     """Every fault kind and every benign event of the bundled incident, through one worker."""
-    root = Path(__file__).resolve().parents[2]
-    log = root / "replay" / "incidents" / "h100-128-all-faults.jsonl.gz"
-    topology = root / "topologies" / "h100-128.topo"
+    log, topology = BUNDLED_INCIDENT, BUNDLED_TOPOLOGY
     dep = Deployment(kafka_bootstrap, tmp_path, topology)
     try:
         dep.produce_all(log)
         worker = dep.start_worker("w1")
         wait_settled([worker], log)
-        expected = expected_problems(log, topology)
+        # expected_problems(log, topology), from the session's one in-process replay
+        expected = firing((a.topic, a.to_dict()) for a in bundled_incident_replay.alerts)
         assert len(expected) == 10
         assert dep.firing_problems() == expected
         assert worker.terminate() == 0, worker.log_tail()
