@@ -151,6 +151,14 @@ _TWIN_MIN = 2              # twins a rank needs to be judged against them (their
 #                            other node's 8, paged a node 1.07x once) ...
 _TWIN_MAX = 7              # ... and the most kept (the most alike)
 _TWIN_GROUP_MAX = 256      # peer groups larger than this are not searched (k^2 a look)
+# A job of two ranks (DP 2, JobMonitor._check_pair): no median referees, the collective does --
+# the slow rank computes longer and its partner waits for it (comm_ms up on the fast one only).
+# Slow: >= _PAIR_RATIO its partner's compute with the partner's extra wait making up at least
+# _PAIR_WAIT_SHARE of the gap, on _PAIR_STEPS steps in a row (a batch imbalance picks either
+# rank at random: 2^-19 a step for a run of 20); cleared after as many steps under half that.
+_PAIR_RATIO = 1.2
+_PAIR_WAIT_SHARE = 0.5
+_PAIR_STEPS = 20
 _TWIN_ALPHA = 0.2          # a rank's deviation from its twins' median, smoothed over ~5 steps
 _TWIN_BASE_ALPHA = 0.02    # its own offset from them, learned over ~50 steps
 _TWIN_Z = 8.0              # slow: that mean over the offset >= _WANDER_MIN_EFFECT and this many
@@ -201,6 +209,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sustained", False), ("_run_own", 0.0), ("_wshort", 0.0), ("_wlong", 0.0),
     ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False), ("_twin_hist", 0.0),
     ("_twins", 0), ("_twin_base", 0.0), ("_twin_short", 0.0), ("_twin_rep", False),
+    ("_pair_run", 0), ("_pair_rep", False),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0))
 
@@ -499,6 +508,9 @@ class JobMonitor:
         self._twin_base = np.zeros(0)
         self._twin_short = np.zeros(0)
         self._twin_rep = np.zeros(0, dtype=bool)
+        # A rank of a job of two ranks (_check_pair): its run of steps slow (or, reported, calm)
+        self._pair_run = np.zeros(0, dtype=np.int64)
+        self._pair_rep = np.zeros(0, dtype=bool)
         self._twin_n = 0
         self._twin_sigma = 0.0
         self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
@@ -843,6 +855,8 @@ class JobMonitor:
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
+        self._pair_rep[:] = False
+        self._pair_run[:] = 0
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -868,6 +882,8 @@ class JobMonitor:
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
+        self._pair_rep[:] = False
+        self._pair_run[:] = 0
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -1326,6 +1342,8 @@ class JobMonitor:
             else:
                 comparable, groups, n_comparable = self._comparable(x, groups, med, scale, size)
                 if not n_comparable:
+                    if ok is None:
+                        self._check_pair(step, slots, compute, buf, decided_ts, out)
                     return
                 step_sigma = median(scale if comparable is None else scale[comparable],
                                     scratch=True)
@@ -1675,6 +1693,44 @@ class JobMonitor:
             s = self._slot[f.rank]
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
+
+    def _check_pair(self, step: int, slots: np.ndarray, compute: np.ndarray, buf: _StepBuffer,
+                    decided_ts: float, out: list[Finding]) -> None:
+        """A job of two ranks (DP 2): with two peers the median is no referee, but the
+        collective is -- the rank that computes longer makes its partner wait for it, so the
+        fast one's ``comm_ms`` rises by about the gap and the slow one's does not (blind12 B5:
+        a GPU 1.22-1.38x slower went 183-369 steps unflagged).  A rank that is the waited-for
+        one, ``_PAIR_RATIO`` slower, ``_PAIR_STEPS`` steps in a row is slow; cleared after as
+        many steps under half that ratio."""
+        comm = _floats(buf.comm) if len(slots) == 2 else None
+        if comm is None or np.isnan(comm).any():
+            return
+        run, rep = self._pair_run, self._pair_rep
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for i in (0, 1):
+            s, o = int(slots[i]), int(slots[1 - i])
+            ratio = float(compute[i] / compute[1 - i])
+            gap = float(compute[i] - compute[1 - i])
+            waited = float(comm[1 - i] - comm[i])
+            if not rep[s]:
+                slow = ratio >= _PAIR_RATIO and waited >= _PAIR_WAIT_SHARE * gap
+                run[s] = run[s] + 1 if slow else 0
+                if run[s] >= _PAIR_STEPS and not self._reported[s]:
+                    rep[s] = self._reported[s] = True
+                    run[s] = 0
+                    rank = self._rank_of[s]
+                    out.append(self._rule_finding(
+                        rank, dp_of.get(rank), decided_ts, ratio, step, math.log(ratio),
+                        {"pair_ratio": round(ratio, 4), "partner": self._rank_of[o],
+                         "partner_wait_ms": round(waited, 2),
+                         "rule": f"of a job of two ranks, the one its partner waits for in "
+                                 f"the collective, >= {_PAIR_RATIO - 1.0:.0%} slower "
+                                 f"{_PAIR_STEPS} steps in a row"}))
+            else:
+                run[s] = run[s] + 1 if ratio < 1.0 + 0.5 * (_PAIR_RATIO - 1.0) else 0
+                if run[s] >= _PAIR_STEPS:
+                    run[s] = 0
+                    self._rule_cleared(s, rep, step, dp_of, decided_ts, out)
 
     def _twin_update(self, step: int, r: np.ndarray, groups: np.ndarray, d: np.ndarray,
                      med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -2439,7 +2495,7 @@ class JobMonitor:
         job's rule) still has it slow -- that one clears it."""
         mine[s] = False
         if (self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]
-                or self._wander_rep[s] or self._twin_rep[s]):
+                or self._wander_rep[s] or self._twin_rep[s] or self._pair_rep[s]):
             return
         rank = self._rank_of[s]
         self._reported[s] = False

@@ -8,7 +8,7 @@ import pytest
 
 from detector.alerts import ISOLATION, Alert
 from detector.engine import Engine
-from detector.testing import T0, ecc, feed
+from detector.testing import T0, ecc, feed, healthy_job
 from detector.topology import Topology
 
 NODE = "gb-b10"
@@ -54,3 +54,26 @@ def test_an_nvl72_gpus_xid_149_is_paged_within_a_second_not_the_domain_window() 
     alerts = feed(Engine(topology=NVL), sorted(events, key=lambda e: e.ts))
     assert firing(alerts) == [(ISOLATION, "hardware", "nvlink", "gpu:tray-02/1")]
     assert alerts[0].detection_latency_s <= 1.0
+
+
+# -- B5: a slow GPU of a job of two ranks (JobMonitor._check_pair) ----------------------------
+
+def test_the_rank_its_partner_waits_for_in_a_dp2_job_is_slow() -> None:
+    # Before: no alert in 300 steps (two peers: no median to compare with).
+    alerts = feed(Engine(), healthy_job(ranks=2, steps=300, slow={1: 1.3}))
+    fired = [a for a in alerts if a.status == "firing"]
+    assert [(a.kind, a.scope.key) for a in fired] == [("slow_node", "gpu:node-000/1")]
+    assert fired[0].evidence["signals"][0]["partner"] == 0
+    assert fired[0].detected_ts - T0 <= 25.0  # (one step a second: found within 25 steps)
+
+
+def test_a_dp2_slowdown_that_ends_is_cleared() -> None:
+    alerts = feed(Engine(), healthy_job(ranks=2, steps=200, slow={0: 1.35}, slow_to=60))
+    assert [(a.status, a.scope.key) for a in alerts] == [
+        ("firing", "gpu:node-000/0"), ("resolved", "gpu:node-000/0")]
+
+
+def test_a_dp2_jobs_batch_imbalance_is_no_slow_rank() -> None:
+    # Each step's batch makes either rank up to ~1.5x the other at random.
+    alerts = feed(Engine(), healthy_job(ranks=2, steps=2000, jitter=0.2, seed=3))
+    assert [a for a in alerts if a.status == "firing"] == []
