@@ -26,16 +26,23 @@ PLAN = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "cases")
+def make(plan: dict, write, cut, default_out: Path, doc: str,
+         argv: list[str] | None = None) -> int:
+    """Generate each case's seed log with ``write`` and cut it with ``cut`` into --out
+    (one driver for blind11's and blind12's plans)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=default_out)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (story, seed, how) in PLAN.items():
+        for name, (story, seed, how) in plan.items():
             log = write(Path(tmp), story, seed)
             n = cut(log, args.out / f"{name}.jsonl.gz", **how)
             print(f"{name}: {n} records")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return make(PLAN, write, cut, Path(__file__).parent / "cases", __doc__, argv)
 
 
 if __name__ == "__main__":

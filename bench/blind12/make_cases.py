@@ -8,10 +8,9 @@ log's first record); tests/test_blind12_cases.py says what faultline does wrong 
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from pathlib import Path
 
+from bench.blind11.make_cases import make
 from bench.blind12.cut import cut
 from bench.blind12.generate import write
 
@@ -40,15 +39,7 @@ PLAN: dict[str, tuple] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "cases")
-    args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, (story, seed, how) in PLAN.items():
-            log = write(Path(tmp), story, seed)
-            n = cut(log, args.out / f"{name}.jsonl.gz", **how)
-            print(f"{name}: {n} records")
-    return 0
+    return make(PLAN, write, cut, Path(__file__).parent / "cases", __doc__, argv)
 
 
 if __name__ == "__main__":
