@@ -833,7 +833,7 @@ class Correlator:
                     or p.kind != "slow_node" or p.cause not in ("power", "thermal")):
                 continue
             if ((wide and mate.evidence.get("node_wide")) or _in_step(f, mate)
-                    or (p is whole and _alike(f, mate))):
+                    or (p is whole and _alike(f, mate) and self._throttling_at(node, f))):
                 # (under the node's own cap or heat every rank of the job on it slows alike,
                 # found steps apart or not: blind5 pl-wrong's eighth rank, 60 s after the rest)
                 return p
@@ -845,6 +845,17 @@ class Correlator:
             return None
         seen = self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
         return seen if seen is not None and self._covers(f, seen) else None
+
+    def _throttling_at(self, node: str, f: Finding) -> bool:
+        """Whether node ``node``'s throttling was still on when slow rank ``f``'s run began:
+        a throttle signal of the node is on now, or the last one let go after the onset
+        (none let go: nothing says it ended).  A rank whose slow run began after the node's
+        cap or heat let go is its own fault, however alike its slowdown
+        (tests/test_cooling_round11.py, the rank found at 460 s from 340 s)."""
+        key = Scope.of_node(node).key
+        if any(s in _THROTTLES for s in self._device.get(key, {})):
+            return True
+        return f.onset_ts <= self._throttled.get(key, (None, math.inf))[1]
 
     def _covers(self, f: Finding, node: Finding) -> bool:
         """Whether a node-scope throttle ``node`` speaks for ``f``'s GPU: a brake is on every
