@@ -12,17 +12,9 @@ import pytest
 
 from bench.blind13.measure import replay
 from bench.blind13.score import labels_of
+from tests.test_blind12_cases import _caught_within_1s, _every_fault_caught, _known_error
 
 CASES = Path(__file__).resolve().parent.parent / "bench" / "blind13" / "cases"
-
-
-def _every_fault_caught(sc: dict) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
-
-
-def _caught_within_1s(sc: dict) -> bool:
-    """DESIGN's target for hardware events (XID, DBE, link down): <= 1 s after the event."""
-    return _every_fault_caught(sc) and all(f["latency_s"] <= 1.0 for f in sc["faults"])
 
 
 # case -> (what a right answer looks like, the strict-xfail reason or None)
@@ -47,21 +39,14 @@ def _scored(name: str) -> dict:
 
 
 def test_every_case_has_an_expectation_and_a_label():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
-    assert names == set(EXPECT)
-    for name in sorted(names):
-        assert len(labels_of(CASES / f"{name}.jsonl.gz")) == 1, name
-
-
-def _known_error(why: str | None):
-    return [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                     reason=why)]
+    names = sorted(p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz"))
+    assert set(names) == set(EXPECT)
+    assert [len(labels_of(CASES / f"{n}.jsonl.gz")) for n in names] == [1] * len(names)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
                                   for n, (_, why) in EXPECT.items()])
 def test_case(name):
-    right, _ = EXPECT[name]
     sc = _scored(name)
-    missed = [f for f in sc["faults"] if not f["caught"]]
-    assert right(sc), (missed, [p for p in sc["problems"] if not p["caught"]])
+    assert EXPECT[name][0](sc), ([f for f in sc["faults"] if not f["caught"]],
+                                 [p for p in sc["problems"] if not p["caught"]])
