@@ -28,6 +28,7 @@ from typing import Any
 from detector import lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
+from detector.domain_brake import on_seen as _domain_seen
 from detector.domain_brake import widen as _widen_to_domain
 from detector.findings import Finding
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
@@ -379,6 +380,8 @@ class Correlator:
             self._note_cap(unit, f)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
+            if f.scope.level == "node":
+                _domain_seen(self, f, out)  # (its NVLink domain braking: detector.domain_brake)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (
                 self._benign.get(unit, (f, 0.0))[0], f.ts)

@@ -67,26 +67,101 @@ def _never_routine(f: Finding) -> bool:
     return bool(bits & NEVER_ROUTINE)
 
 
-def braking(corr: Correlator, domain: str, since: float) -> tuple[set[str], set[str]]:
+def braking(corr: Correlator, domain: str, since: float
+            ) -> tuple[set[str], set[str], float]:
     """(the domain's nodes heard from on thermal telemetry, those of them whose every GPU --
     or, for heat, several -- showed a never-routine throttle at node scope at any time since
-    ``since``: active now, or let go at or after ``since``)."""
+    ``since``: active now, or let go at or after ``since``; the earliest onset of those runs,
+    ``since`` at the earliest)."""
     topo = corr.topology
     assert topo is not None
     heard, braked = set(), set()
+    first = math.inf
     for node in topo.nodes_in_domain(domain):
         if corr.seen is None or corr.seen(node, "thermal"):
             heard.add(node)
         key = Scope.of_node(node).key
-        signals = corr._device.get(key, {})
-        if any(s in _THROTTLE_SIGNALS and _never_routine(g) for s, g in signals.items()):
-            braked.add(node)
-            continue
+        runs = [g for s, g in corr._device.get(key, {}).items()
+                if s in _THROTTLE_SIGNALS and _never_routine(g)]
         gone, ended = corr._throttled.get(key, (None, -math.inf))
         if gone is not None and ended >= since and gone.signal in _THROTTLE_SIGNALS and (
                 _never_routine(gone)):
+            runs.append(gone)
+        if runs:
             braked.add(node)
-    return heard | braked, braked
+            first = min(first, *(g.onset_ts for g in runs))
+    return heard | braked, braked, max(first, since)
+
+
+def _need(corr: Correlator, heard: set[str], open_: bool) -> int:
+    """Nodes braking together that make the domain the unit (module docstring); once its
+    isolation is firing, ``switch_min_nodes``: a tray braking with another is more of it."""
+    if open_:
+        return corr.cfg.switch_min_nodes
+    return max(MIN_NODES, math.ceil(MIN_SHARE * len(heard)))
+
+
+def _open(corr: Correlator, domain: str, cluster: str | None):
+    p = corr.problems.get(corr.dedup_key(ISOLATION, "slow_node", Scope.of_domain(domain),
+                                         cluster))
+    return p if p is not None and p.status == "firing" else None
+
+
+def _interval(corr: Correlator, node: str) -> float:
+    return corr._interval.get(node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s
+
+
+def on_seen(corr: Correlator, f: Finding, out: list) -> None:
+    """A node-wide never-routine throttle seen on one sample (``throttle_seen`` at node scope):
+    the domain's isolation at once when the domain's brake is sustained -- a third of its nodes
+    (:func:`_need`) braking within the last ``throttle_samples`` sampling intervals, its
+    samples spanning ``throttle_samples - 1`` intervals (the span a node's own verdict takes:
+    that many samples in a row) -- without waiting for one tray's samples to fall in the
+    brake ``throttle_samples`` times in a row (blind12 B1: 74-222 s after the brake began);
+    a node's brake seen while the domain's isolation is firing, with another node of it
+    braking, is more of it (its evidence; the isolation resolves when the domain has been
+    quiet)."""
+    topo = corr.topology
+    node = f.scope.node
+    if (topo is None or not f.active or f.scope.level != "node" or node is None
+            or f.kind != "slow_node" or f.cause not in _CAUSES or not _never_routine(f)):
+        return
+    domain = topo.domain_of(node)
+    if domain is None:
+        return
+    interval = _interval(corr, node)
+    samples = corr.cfg.throttle_samples
+    since = f.ts - (samples * interval + 1.0)
+    heard, braked, first = braking(corr, domain, since)
+    p = _open(corr, domain, f.cluster)
+    if len(braked) < _need(corr, heard, p is not None):
+        return
+    if p is not None:
+        p.add(f, corr.cfg.evidence_items)
+        corr._own(f, p)
+        return
+    if f.ts - first < (samples - 1) * interval:
+        return
+    corr._raise_domain((Scope.of_domain(domain), _said(f.cause, domain, braked, heard,
+                                                         f.ts - first)),
+                       ISOLATION, "slow_node", f.cause, f, out, detected_ts=None, own=True)
+
+
+def _said(cause: str, domain: str, braked: set[str], heard: set[str], span: float
+          ) -> dict[str, Any]:
+    """The domain isolation's evidence: the nodes braking, and why the domain is the unit."""
+    what = "power brake" if cause == "power" else "thermal throttling"
+    named = sorted(braked)[:DOMAIN_NAMED]
+    where = (f"never-routine {what} on {len(braked)} of the {len(heard)} nodes of NVLink "
+             f"domain {domain} heard from within {span:.0f} s ({', '.join(named[:8])}"
+             f"{' ...' if len(braked) > 8 else ''})")
+    return {
+        "nodes_affected": len(braked), "nodes_heard_from": len(heard), "affected_nodes": named,
+        "recommended_because": (
+            f"{where}: one cause the domain shares -- its power shelves or rack power "
+            "controller" if cause == "power" else
+            f"{where}: the rack's cooling (its CDU, coolant flow or inlet), not each tray's"),
+    }
 
 
 def widen(corr: Correlator, topic: str, kind: str, cause: str, scope: Scope, f: Finding
@@ -101,31 +176,10 @@ def widen(corr: Correlator, topic: str, kind: str, cause: str, scope: Scope, f: 
     domain = topo.domain_of(scope.node)
     if domain is None:
         return None
-    interval = corr._interval.get(scope.node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s
-    since = min(f.onset_ts, f.ts) - (1.25 * interval + 1.0)
-    heard, braked = braking(corr, domain, since)
+    since = min(f.onset_ts, f.ts) - (1.25 * _interval(corr, scope.node) + 1.0)
+    heard, braked, first = braking(corr, domain, since)
     braked.add(scope.node)
     heard.add(scope.node)
-    wide = Scope.of_domain(domain)
-    open_ = corr.problems.get(corr.dedup_key(ISOLATION, kind, wide, f.cluster))
-    if open_ is not None and open_.status == "firing":
-        need = corr.cfg.switch_min_nodes
-    else:
-        need = max(MIN_NODES, math.ceil(MIN_SHARE * len(heard)))
-    if len(braked) < need:
+    if len(braked) < _need(corr, heard, _open(corr, domain, f.cluster) is not None):
         return None
-    what = "power brake" if cause == "power" else "thermal throttling"
-    named = sorted(braked)[:DOMAIN_NAMED]
-    extra = {
-        "nodes_affected": len(braked), "nodes_heard_from": len(heard),
-        "affected_nodes": named,
-        "recommended_because": (
-            f"never-routine {what} on {len(braked)} of the {len(heard)} nodes of NVLink domain "
-            f"{domain} heard from within {f.ts - since:.0f} s ({', '.join(named[:8])}"
-            f"{' ...' if len(braked) > 8 else ''}): one cause the domain shares -- its power "
-            "shelves or rack power controller" if cause == "power" else
-            f"never-routine {what} on {len(braked)} of the {len(heard)} nodes of NVLink domain "
-            f"{domain} heard from within {f.ts - since:.0f} s: the rack's cooling (its CDU, "
-            "coolant flow or inlet), not each tray's"),
-    }
-    return wide, extra
+    return Scope.of_domain(domain), _said(cause, domain, braked, heard, f.ts - first)

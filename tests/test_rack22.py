@@ -36,17 +36,18 @@ SwitchName=leaf0 Nodes=gb-a[01-18],gb-b[01-18]
 START, END = 120.0, 420.0  # the brake, s after T0
 
 
-def rack_brake(braked: set[str], *, bursts: bool = True, minutes: float = 8.0) -> list:
+def rack_brake(braked: set[str], *, bursts: bool = True, minutes: float = 8.0,
+               end: float = END, burst_s: float = 5.0) -> list:
     """Thermal samples every 10 s (each tray at its own phase) of 36 trays x 4 GPUs; the
-    ``braked`` trays show the power brake (0x88, SM clock 1.1 GHz) together from START to END
-    -- in 5 s bursts every 12 s (``bursts``), else all along."""
+    ``braked`` trays show the power brake (0x88, SM clock 1.1 GHz) together
+    -- in ``burst_s`` bursts every 12 s (``bursts``), else all along -- from START to ``end``."""
     out = []
     for n, node in enumerate(TRAYS):
         phase = 0.27 * n
         t = phase
         while t < minutes * 60.0:
-            on = node in braked and START <= t < END and (
-                not bursts or (t - START) % 12.0 < 5.0)
+            on = node in braked and START <= t < end and (
+                not bursts or (t - START) % 12.0 < burst_s)
             for g in range(4):
                 out.append(thermal(T0 + t + 0.01 * g, node, g, temp_c=55.0,
                                    clock_mhz=1100.0 if on else 1980.0,
@@ -110,3 +111,37 @@ def test_a_tray_paged_before_its_domain_braked_is_superseded_by_the_domain() -> 
                        ("resolved", "node:gb-b05")]
     assert alerts[2].evidence["superseded_by"] == alerts[1].dedup_key
     assert alerts[1].evidence["supersedes"] == [alerts[0].dedup_key]
+
+
+def test_a_domains_cooling_failing_is_one_thermal_page_at_the_domain() -> None:
+    # A CDU failing: every GPU of rack b's trays hot and throttling thermally (0x40) at once.
+    events = []
+    for n, node in enumerate(TRAYS):
+        for k in range(48):
+            t = 0.27 * n + 10.0 * k
+            hot = node in RACK_B and START <= t < END
+            for g in range(4):
+                events.append(thermal(T0 + t + 0.01 * g, node, g, temp_c=92.0 if hot else 55.0,
+                                      clock_mhz=1300.0 if hot else 1980.0,
+                                      throttle=0x40 if hot else 0))
+    alerts = feed(Engine(topology=PROJECT), sorted(events, key=lambda e: e.ts))
+    assert firing(alerts) == [(ISOLATION, "slow_node", "thermal", "domain:nvl72-b")]
+    assert alerts[0].action.name == "check_rack_cooling"
+
+
+def test_a_domain_braking_in_bursts_no_trays_samples_catch_three_times_running_is_paged(
+        ) -> None:
+    # 4 s bursts every 12 s, samples every 10 s: a tray's samples move 2 s back through the
+    # brake's period each time, so none falls in a burst three times in a row and no tray
+    # reaches its own verdict.  Before: no page at all; now the domain once a third of its
+    # trays braked over two sampling intervals.
+    events = rack_brake(RACK_B, burst_s=4.0)
+    alerts = feed(Engine(topology=PROJECT), events)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "domain:nvl72-b")]
+    first_braked = min(e.ts for e in events if e.throttle)
+    assert alerts[0].detected_ts - first_braked <= 3 * 10.0 + 1.0  # (three samples' span)
+
+
+def test_one_short_brake_across_a_domain_is_no_page() -> None:
+    # One 5 s burst on every tray of rack b: never-routine, but not sustained.
+    assert firing(feed(Engine(topology=PROJECT), rack_brake(RACK_B, end=START + 5.0))) == []
