@@ -90,6 +90,13 @@ _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: cle
 # out (blind5 E4); 3 blocked a GPU 45 % slow under +-20 % sequence imbalance (issue 10: gross
 # from the start within 3 steps; tests/test_detect_gross_batch.py).
 _GROSS_NOISE_Z = 2.0
+# A warm-up step counts as gross within this many noise units of the gross limit (clearly
+# slow's), by at most _GROSS_MARGIN (log ratio, ~3 %): a rank 30 % slow measures 30 % +- its
+# jitter, and a limit at 30 % itself counted one step in two (matrix scenario=slow_from_start
+# s2102: a GPU 1.28-1.32x its peers from step 1, two such steps in a row only at step 4, paged
+# after 7 steps).
+_GROSS_MARGIN_Z = _CLEARLY_SLOW_Z
+_GROSS_MARGIN = 0.03
 # A rank in none of the job's last _GONE_STEPS steps decided (the job stepping on without it)
 # has left the job: its slot is freed (JobMonitor._free_gone_slots), looked for every
 # _GONE_CHECK_STEPS steps.  As many as the late messages the job recognises (_DONE_KEPT).
@@ -2178,11 +2185,14 @@ class JobMonitor:
         # one replica of a long-context job (each replica's compute x lognormal(0, 0.42) a
         # step, noise ~0.2) drew +104 %, +57 %, +33 % on three steps and its node was paged
         # (blind5 E4).  With ordinary jitter (1-3 %) 2 sigma is far below 30 %: no change.
-        gross = (g >= limit) & (has | (g >= _GROSS_NOISE_Z * sigma))
+        # A step within the job's noise of the limit counts (_GROSS_MARGIN_Z): the limit names
+        # the slowdown, a measured step carries its jitter either side of it.
+        floor = limit - min(_GROSS_MARGIN_Z * sigma, _GROSS_MARGIN)
+        gross = (g >= floor) & (has | (g >= _GROSS_NOISE_Z * sigma))
         first = gross & (self._gross[r] == 0)
         self._gross_onset[r[first]] = ts[first]
         self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
-        need = np.where(~has & (whole >= limit), cfg.gross_steps + 1, cfg.gross_steps)
+        need = np.where(~has & (whole >= floor), cfg.gross_steps + 1, cfg.gross_steps)
         new = gross & (self._gross[r] >= need) & ~self._reported[r]
         if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
             hw, seen = self._hw, self._gross_nodes
