@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from detector.engine import Engine
-from detector.testing import T0, feed, step
+from detector.testing import T0, feed, healthy_job, step
 
 DP, PP, TP = 8, 2, 4
 
@@ -55,3 +55,26 @@ def test_a_gpu_clearly_under_the_gross_limit_waits_for_the_cusum() -> None:
     assert [a.scope.key for a in alerts] == ["gpu:node-001/5"]
     assert not any(s.get("gross_outlier") for s in alerts[0].evidence["signals"])
 
+
+
+# -- a job of two ranks (DP 2): JobMonitor._check_pair's gross, steady run ----------------------
+
+def test_a_gross_slow_gpu_of_a_dp2_job_from_its_first_step_is_found_in_about_five_steps() -> None:
+    # Before: found by the 20-steps-in-a-row rule only (t = 19 and its wait).
+    took = []
+    for seed in range(8):
+        alerts = firing(list(healthy_job(ranks=2, steps=60, slow={1: 1.3}, seed=seed)))
+        assert [a.scope.key for a in alerts] == ["gpu:node-000/1"], seed
+        sig = alerts[0].evidence["signals"][0]
+        assert sig["partner"] == 0 and sig["gross_outlier"] is True, seed
+        took.append(alerts[0].detected_ts - T0)
+    # decided at its fifth step (t = 4), + the 1 s a gross outlier waits for a cause; a step
+    # out of the steady band starts the run anew (seed 3: t = 9)
+    assert sorted(took)[4] <= 5.1 and max(took) <= 11.0, took
+
+
+def test_a_dp2_jobs_gross_but_unsteady_imbalance_is_no_slow_rank() -> None:
+    # Each step's batch makes either rank up to ~1.5x the other: gross steps come, unsteady.
+    for seed in range(3):
+        alerts = feed(Engine(), healthy_job(ranks=2, steps=3000, jitter=0.2, seed=seed))
+        assert [a for a in alerts if a.status == "firing"] == [], seed
