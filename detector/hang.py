@@ -15,7 +15,7 @@ Not a hang: a job that stops on purpose or ends (its GPUs idle together), a whol
 (a checkpoint, an evaluation: every GPU busy or every one idle), idle GPUs spread over nodes
 or half the job (no one place to name), a node whose idle GPUs its source does not tell (a
 source before round 22), a node gone dark (:mod:`detector.liveness` pages that), a node
-isolated already (a DBE's XID killed the rank: its cause is paged).  The wait
+whose hardware is isolated already (a DBE's XID killed the rank: its cause is paged).  The wait
 is long beside a step (a rank-0 checkpoint write holds its peers in a barrier for seconds
 to a minute, its own GPU idle): a page a few minutes before the watchdog, not at once.
 It resolves when the job's GPUs no longer show it (the job killed: all idle; resumed: all
@@ -83,9 +83,12 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     node, idle, total = found
     if any(_dark(corr, hw[0]) for hw in corr._placement.ranks.get(job, {}).values()):
         return  # a node gone dark: liveness's page
-    if any(p.status == "firing" and p.topic == ISOLATION and p.scope.node == node
-           for p in corr.problems.values()):
-        return  # its node isolated already (a DBE's XID killed the rank): that is the cause
+    if any(p.status == "firing" and p.topic == ISOLATION and p.kind == "hardware"
+           and p.scope.node == node for p in corr.problems.values()):
+        # Its node's hardware isolated already (a DBE's XID killed the rank): that is the
+        # cause.  (A slowdown's isolation is not: a rank hung on a GPU isolated for its pace
+        # is news -- blind13 grow-s2, gr-05/7 throttled, then its loader hung.)
+        return
     scope = Scope.of_gpu(node, idle[0]) if len(idle) == 1 else Scope.of_node(node)
     where = f"{node} GPU {idle[0]}" if len(idle) == 1 else f"{node} GPUs {idle[:MAX_NAMED]}"
     extra: dict[str, Any] = {

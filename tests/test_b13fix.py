@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from detector.alerts import ESCALATION, Scope
+from detector.alerts import ESCALATION, ISOLATION, Scope
 from detector.findings import Finding
 from detector.hang import hang_s
 from detector.liveness import stop_s
@@ -12,12 +12,12 @@ from detector.testing import T0
 
 # -- M1: a rank hung in its job (detector.hang) --------------------------------------------
 
-def _hung(idle: dict[str, list[int]], *, kill: bool = False) -> list:
+def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "") -> list:
     """A 16-rank job on node-a/node-b (8 GPUs each) steps every 2 s to T0 + 100, then stops;
     from then the nodes' GPUs ``idle`` (node -> its idle GPUs; a node absent: all idle) --
     the alerts of a correlator told so (as the sources tell it: job_layout, gpus_busy, the
     job's stop, its silence hang_s), advanced to T0 + 2000 (``kill``: every GPU idle at
-    T0 + 250, the watchdog's kill)."""
+    T0 + 250, the watchdog's kill; ``isolated``: node-a/1 isolated of that kind first)."""
     corr = CorrelatorPartition(0).correlator
     corr.seen = lambda node, topic: True  # (both nodes' thermal telemetry heard)
     out: list = []
@@ -40,6 +40,10 @@ def _hung(idle: dict[str, list[int]], *, kill: bool = False) -> list:
             busy(last + 5, n, None)
         else:
             busy(last + 5, n, idle.get(n, list(range(8))))
+    if isolated:
+        g = Finding(last, last, "x", isolated, "unknown", Scope.of_gpu("node-a", 1), True, True,
+                    0.9, {})
+        corr._raise(ISOLATION, isolated, "unknown", g.scope, g, [])
     for t, ev in ((last + stop_s(2.0), {}), (last + hang_s(2.0), {"hang_s": hang_s(2.0)})):
         # (the job's stop, then its source's word that it is silent hang_s: liveness._stops)
         corr.on_finding(Finding(t, last, "silent", "unattributed", "unknown", job, True, False,
@@ -69,6 +73,11 @@ def test_a_rank_hung_while_its_peers_spin_is_escalated_at_its_gpu() -> None:
     # Two idle on one node: the node.
     assert _pages(_hung({"node-a": [1, 5], "node-b": []})) == [
         ("firing", "unattributed", "node:node-a")]
+    # A GPU isolated for its pace first (blind13 grow-s2) hangs: still news; one whose
+    # hardware is isolated (a DBE's XID killed the rank): that isolation is the cause.
+    assert _pages(_hung({"node-a": [1], "node-b": []}, isolated="slow_node")) == [
+        ("firing", "unattributed", "gpu:node-a/1")]
+    assert _pages(_hung({"node-a": [1], "node-b": []}, isolated="hardware")) == []
     # The watchdog kills the job (every GPU idle): resolved.
     assert _pages(_hung({"node-a": [1], "node-b": []}, kill=True)) == [
         ("firing", "unattributed", "gpu:node-a/1"), ("resolved", "unattributed", "gpu:node-a/1")]
