@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.alibaba_replay import DATA, replay_job
+from bench.alibaba_replay import DATA, ratio_table, replay_job
 
 HERE = Path(__file__).parent / "data"
 
@@ -55,3 +55,11 @@ def test_the_whole_replay_pages_what_it_paged_when_last_judged(job: int, pages: 
     A change here is a change of what faultline says on the only real data it has: judge it on
     the data, then update this pin and say so in BENCHMARKS."""
     assert replay_job(DATA / f"job_{job}_norm.csv")["pages"] == pages
+
+
+def test_the_ratio_table_shows_job_3s_four_workers_slowing_against_the_steady_ones() -> None:
+    job = replay_job(HERE / "alibaba_job_3_excerpt.csv")
+    rows = {line.split()[0]: line.split()[1:]
+            for line in ratio_table(job["records"], 100, ref=[2, 3, 4, 5]).splitlines()[1:]}
+    assert rows["2000-2099"][6:] == ["1.00", "1.01", "0.99", "1.01"]
+    assert rows["2300-2399"][6:] == ["1.29", "1.32", "1.27", "1.30"]
