@@ -9,7 +9,11 @@ had resolved.  For job 1 it also says when worker 6 — Alibaba's straggler —
 was caught, counted from the first sampled iteration at which its time is
 >= 1.3x the median of the other workers (read from the data).
 
-    python bench/alibaba_replay.py [--data DIR] [--step-s 1.0]
+    python bench/alibaba_replay.py [--data DIR] [--step-s 1.0] [--ratios N [--ref 2,3,4,5]]
+
+``--ratios N`` prints, per job and per N iterations, each worker's time over the median of the
+reference workers (``--ref``; default every other worker), the median over the samples: the
+table a page is judged on (BENCHMARKS "ali22, round 22").
 
 There are no labels: Alibaba's notes say job 1 has one straggler (worker 6),
 job 2 stable differences between workers, jobs 3 and 4 several stragglers.
@@ -48,44 +52,82 @@ def straggler_onset(records: list[dict], worker: int, factor: float = 1.3) -> in
     return None
 
 
+def replay_job(csv_path: Path, step_s: float = 1.0) -> dict:
+    """What faultline says on one job's CSV: its records, its pages as ``(worker,
+    iteration)`` in order, its distinct problems, the pages that re-fired a resolved
+    problem, and the CSV's invalid rows (the bench's table and tests/test_alibaba_pages.py)."""
+    records, invalid, _ = import_files([csv_path], step_s=step_s)
+    with tempfile.TemporaryDirectory(prefix="detect-alibaba-") as tmp:
+        log = Path(tmp) / (csv_path.stem + ".jsonl")
+        write_records(log, records)
+        res = replay_log(log)
+    # iteration numbers from the first record's (the trace's ``time``; an excerpt's start)
+    first = min(records, key=lambda r: r["value"]["ts"])["value"]
+    t0 = first["ts"] - first["step"] * step_s
+    seen: set[str] = set()
+    refired = 0
+    resolved: set[str] = set()
+    for a in res.alerts:
+        if a.status == "resolved":
+            resolved.add(a.dedup_key)
+        elif a.dedup_key in resolved:
+            refired += 1
+            resolved.discard(a.dedup_key)
+        seen.add(a.dedup_key)
+    pages = [(int(a.scope.node.rsplit("-w", 1)[-1]), round((a.detected_ts - t0) / step_s))
+             for a in res.alerts if a.status == "firing" and a.scope.node]
+    return {"records": records, "pages": pages, "problems": len(seen), "refired": refired,
+            "invalid": invalid}
+
+
+def ratio_table(records: list[dict], every: int, ref: list[int] | None = None) -> str:
+    """Each worker's time over the median of ``ref``'s (None: of the other workers) on each
+    sampled iteration, the median of those ratios per ``every`` iterations, as a text table."""
+    by_step: dict[int, dict[int, float]] = defaultdict(dict)
+    for r in records:
+        v = r["value"]
+        by_step[v["step"]][v["rank"]] = v["compute_ms"]
+    workers = sorted({w for row in by_step.values() for w in row})
+    buckets: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for step, row in by_step.items():
+        for w, t in row.items():
+            base = [row[o] for o in (ref if ref is not None else row) if o in row and o != w]
+            if base:
+                buckets[step // every * every][w].append(t / statistics.median(base))
+    lines = [f"{'iterations':>13} " + " ".join(f"{'w' + str(w):>5}" for w in workers)]
+    for lo in sorted(buckets):
+        cells = (f"{statistics.median(buckets[lo][w]):5.2f}" if buckets[lo][w] else "    -"
+                 for w in workers)
+        lines.append(f"{lo:6}-{lo + every - 1:<6} " + " ".join(cells))
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--step-s", type=float, default=1.0)
+    ap.add_argument("--ratios", type=int, default=0, metavar="N",
+                    help="also print each worker's ratio to the reference per N iterations")
+    ap.add_argument("--ref", type=lambda t: [int(w) for w in t.split(",")], default=None,
+                    help="reference workers for --ratios (default: every other worker)")
     args = ap.parse_args()
     print(f"{'job':6} {'workers':>7} {'iters':>6} {'pages':>5} {'problems':>8} {'re-fired':>8}"
           "  workers paged (iteration of the page)")
     w6 = None
-    with tempfile.TemporaryDirectory(prefix="detect-alibaba-") as tmp:
-        for csv_path in sorted(args.data.glob("job_*_norm.csv")):
-            records, invalid, _ = import_files([csv_path], step_s=args.step_s)
-            log = Path(tmp) / (csv_path.stem + ".jsonl")
-            write_records(log, records)
-            res = replay_log(log)
-            t0 = min(r["value"]["ts"] for r in records)
-            firing = [a for a in res.alerts if a.status == "firing"]
-            seen: set[str] = set()
-            refired = 0
-            resolved: set[str] = set()
-            for a in res.alerts:
-                if a.status == "resolved":
-                    resolved.add(a.dedup_key)
-                elif a.dedup_key in resolved:
-                    refired += 1
-                    resolved.discard(a.dedup_key)
-                seen.add(a.dedup_key)
-            paged = ", ".join(
-                f"w{a.scope.node.rsplit('-w', 1)[-1]}@{(a.detected_ts - t0) / args.step_s + 1:.0f}"
-                for a in firing if a.scope.node)
-            workers = len({r["value"]["rank"] for r in records})
-            iters = max(r["value"]["step"] for r in records)
-            print(f"{csv_path.stem.removesuffix('_norm'):6} {workers:7} {iters:6} {len(firing):5} "
-                  f"{len(seen):8} {refired:8}  {paged}{'  invalid rows: ' if invalid else ''}"
-                  f"{sum(invalid.values()) or ''}")
-            if csv_path.stem == "job_1_norm":
-                onset = straggler_onset(records, 6)
-                hit = [a for a in firing if a.scope.node and a.scope.node.endswith("-w6")]
-                w6 = (onset, (hit[0].detected_ts - t0) / args.step_s + 1 if hit else None)
+    for csv_path in sorted(args.data.glob("job_*_norm.csv")):
+        job = replay_job(csv_path, args.step_s)
+        records, pages, invalid = job["records"], job["pages"], job["invalid"]
+        paged = ", ".join(f"w{w}@{it}" for w, it in pages)
+        workers = len({r["value"]["rank"] for r in records})
+        iters = max(r["value"]["step"] for r in records)
+        print(f"{csv_path.stem.removesuffix('_norm'):6} {workers:7} {iters:6} {len(pages):5} "
+              f"{job['problems']:8} {job['refired']:8}  {paged}"
+              f"{'  invalid rows: ' if invalid else ''}{sum(invalid.values()) or ''}")
+        if args.ratios > 0:
+            print(ratio_table(records, args.ratios, args.ref))
+        if csv_path.stem == "job_1_norm":
+            hit = [it for w, it in pages if w == 6]
+            w6 = (straggler_onset(records, 6), hit[0] if hit else None)
     if w6 is not None:
         onset, caught = w6
         late = f"{caught - onset:.0f} iterations after" if caught and onset else "n/a"

@@ -1252,10 +1252,15 @@ class JobMonitor:
         rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
         mark = len(out)
         self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
-        if len(out) > mark and (self._wandering or self._visiting(out, mark)):
+        # Routing is told from faults by the job's wander index once it can be read: a job
+        # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
+        # are faults (Alibaba PAI job 3: workers 6-9 1.3x their peers from iteration ~2200 of
+        # a job whose index read 0.8-1.1 -- held as visiting for good while they stayed slow).
+        may_wander = (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
+                      or self._wander >= _WANDER_OFF)
+        if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
             self._hold_wandering(out, mark)
-        elif len(out) > mark and (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
-                                  or self._wander >= _WANDER_OFF):
+        elif len(out) > mark and may_wander:
             self._hold_shared(out, mark, slots, groups)
         if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
             self._hold_after_event(out, mark, decided_ts)
