@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_time, sdc, sku_class
+from detector import host_time, overflow_source, sdc, sku_class
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -395,6 +395,9 @@ class JobMonitor:
     _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
     _hs_code_some = False
     _hs_layout: tuple[np.ndarray, np.ndarray, int] | None = None  # (host_time.regular)
+    # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
+    # _check_overflow); not state either: after a restore the first skip tells nothing.
+    _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -548,6 +551,7 @@ class JobMonitor:
         #                                               one of two replicas that disagree
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
+        self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
         self.late = 0
         self.duplicates = 0
         self.restarts = 0
@@ -745,6 +749,7 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")
         refuse_unless(type(self._majority) is dict and all(
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
             and type(v) is str for k, v in self._majority.items())
@@ -989,6 +994,11 @@ class JobMonitor:
         if host:
             self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
         self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
+        ov = self._overflow
+        ov.seq += 1
+        if ov.flagged or None in buf.grad:
+            self._check_overflow(step, buf, groups, decided_ts, out)
+        self._prev_ck = (step, buf.ranks, buf.checksum)
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
@@ -2913,6 +2923,39 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
+
+    def _check_overflow(self, step: int, buf: _StepBuffer, groups: np.ndarray,
+                        decided_ts: float, out: list[Finding]) -> None:
+        """A step some ranks sent no ``grad_norm`` on, others did, and the null ones kept
+        their checksums: a loss-scale skip, its null ranks the overflow's sources; a rank the
+        sole source beyond chance is escalated (detector.overflow_source).  Also resolves a
+        suspect quiet for the module's window."""
+        ov = self._overflow
+        for rank in ov.expired():
+            out.append(self._finding(rank, None, "overflow_source", "sdc", "unknown",
+                                     decided_ts, decided_ts, False, 0.0,
+                                     {"step": step, "note": "no sole non-finite grad norm for "
+                                      f"{overflow_source.WINDOW_STEPS} steps"}))
+        grad = buf.grad
+        nulls = grad.count(None)
+        prev_step, prev_ranks, prev_ck = self._prev_ck
+        if nulls == 0 or nulls == len(grad) or prev_step != step - 1:
+            return
+        at = [i for i, g in enumerate(grad) if g is None]
+        before = dict(zip(prev_ranks, prev_ck, strict=True))
+        ranks, checksum = buf.ranks, buf.checksum
+        if not all(checksum[i] is not None and before.get(ranks[i]) == checksum[i] for i in at):
+            return  # (a null without a skip: a field not sent -- DESIGN's missing)
+        peers = int(np.count_nonzero(groups == groups[at[0]]))
+        for rank, onset, counted, chance in ov.skipped(
+                step, [ranks[i] for i in at], peers, len(grad), float(buf.ts[at[0]])):
+            slot = self._slot.get(rank)
+            node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
+            out.append(self._finding(
+                rank, buf.dp[at[0]], "overflow_source", "sdc", "unknown", decided_ts, onset,
+                True, overflow_source.SEVERITY,
+                {"step": step, **overflow_source.evidence(
+                    rank, node, gpu, ov.sole_steps(rank), counted, peers, len(grad), chance)}))
 
     def _grad_within_replica(self, lg: np.ndarray, g: np.ndarray, dp: np.ndarray
                              ) -> tuple[np.ndarray, np.ndarray]:
