@@ -41,11 +41,10 @@ EXPECT: dict[str, tuple] = {
     # B2 (a rank's non-finite grads hidden by loss-scale skips: nothing sent) fixed by host22:
     # detector.overflow_source (the sole null rank of skipped steps, beyond chance).
     "B2-inf-grads-hidden-by-loss-scale": (_every_fault_caught, None),
-    "B3-cpu-hog-node": (_every_fault_caught, (
-        "B3: from 457 to 723 s every job on b200-06 (6 jobs, 1-8 GPUs) spends ~290-318 ms a "
-        "step in neither (15-40 ms before) and computes 8 % longer: faultline sends nothing "
-        "about b200-06 -- 0 of 8 cpu-hog caught (DESIGN has no host cause: an escalation "
-        "would do)")),
+    # B3 (a CPU hog under every job of b200-06: nothing sent) fixed by host22: detector.host_rise
+    # (each job's host time on a node against its own past / its other nodes) and
+    # detector.host_node (several jobs risen on one node, not elsewhere: the node's escalation).
+    "B3-cpu-hog-node": (_every_fault_caught, None),
     # B4 (XID 149 caught 8-31 s late at the next counter poll) fixed by b12fix: XIDs 144-150.
     "B4-xid149-not-an-event": (_caught_within_1s, None),
     # B5 (a slow GPU of a DP2 job unflagged 183-369 steps) fixed by b12fix: JobMonitor._check_pair.
