@@ -39,7 +39,7 @@ from detector.network import GROUP_WINDOW_S as _GROUP_WINDOW_S
 from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
 from detector.steps import _TP_LOCKED as TP_LOCKED  # (one tolerance for "in step")
-from detector.thermal import PAUSE_S
+from detector.thermal import MAX_IDLE_TOLD, PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology, compress_hostlist
 from detector.xid import lookup
@@ -192,6 +192,9 @@ class Correlator:
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
         # may run free beside one whose busy GPUs are all under one cap (_node_cap)
         self._busy: dict[str, float] = {}
+        # node in _busy -> its idle GPUs, as its source told them (gpus_busy's ``idle_gpus``):
+        # which of a job's GPUs wait busy for a lost peer (detector.liveness._LayoutView)
+        self._idle: dict[str, frozenset[int]] = {}
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._heat_wait: dict[str, Finding] = {}  # gpu -> its thermal verdict, held (_hold_heat)
@@ -339,10 +342,18 @@ class Correlator:
                 self._clocks[f.scope.key] = (float(clock), f.ts)
             return
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
-            if f.scope.node is not None and f.active:
-                self._busy[f.scope.node] = f.ts
-            elif f.scope.node is not None:
-                self._busy.pop(f.scope.node, None)
+            node = f.scope.node
+            if node is not None and f.active:
+                self._busy.setdefault(node, f.ts)  # (since: told again as its idle GPUs change)
+                idle = f.evidence.get("idle_gpus")
+                if type(idle) is list and len(idle) <= MAX_IDLE_TOLD and all(
+                        type(g) is int for g in idle):
+                    self._idle[node] = frozenset(idle)
+                else:  # (a source before round 22, or too many to name: the node's only)
+                    self._idle.pop(node, None)
+            elif node is not None:
+                self._busy.pop(node, None)
+                self._idle.pop(node, None)
             return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:
@@ -509,6 +520,7 @@ class Correlator:
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)
+            self._idle.pop(node, None)
         for unit in [u for u, (_, ts) in self._clocks.items() if ts < idle and (
                 seen is None or not seen(_node_of(u) or "", "thermal"))]:
             del self._clocks[unit]  # (the same)

@@ -768,10 +768,11 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
 class _LayoutView:
     """The jobs on ``node`` as the correlator knows them from every partition: the job's
     layout (``job_layout``) had ranks there and on other nodes; it stopped stepping
-    (:func:`_stops`); its other nodes went quiet too (:func:`_dark`), or those heard are
-    busy (``gpus_busy``: only nodes it had to itself count -- a busy node says nothing of one
-    job's GPUs where another runs too), judged once a thermal sample of theirs is due after
-    the stop (1.5 of their interval, at least :data:`FAST_S`)."""
+    (:func:`_stops`); its other nodes went quiet too (:func:`_dark`), or its GPUs on those
+    heard are busy (``gpus_busy`` and the node's ``idle_gpus``: a GPU, as the source that
+    sees its thermal samples knows it, whatever another job does on the node's other GPUs),
+    judged once a thermal sample of theirs is due after the stop (1.5 of their interval, at
+    least :data:`FAST_S`)."""
 
     def __init__(self, corr: Correlator, node: str, now: float) -> None:
         self.corr, self.node, self.now = corr, node, now
@@ -798,19 +799,23 @@ class _LayoutView:
         return {n for n, _ in others if not _dark(self.corr, n)}
 
     def waiting(self, name: str, up: set[str], t: float) -> tuple[int, int]:
-        """(its nodes up that it has to itself, those of them busy), once a thermal sample of
-        theirs is due after the stop; (0, 0) before."""
+        """(its GPUs on nodes up with thermal samples, those of them busy), once a sample of
+        theirs is due after the stop; (0, 0) before.  A busy node whose idle GPUs were not
+        told (a source before round 22) counts only if the job has it to itself."""
         corr = self.corr
         placement = corr._placement
         seen = corr.seen
-        known = [n for n in up if (seen is None or seen(n, "thermal")) and all(
-            j == name for j, _ in placement.on_node.get(n, {}))]
-        if not known:
+        busy, idle = corr._busy, corr._idle
+        gpus = {(hw[0], hw[1]) for hw in placement.ranks.get(name, {}).values()
+                if hw[0] in up and (seen is None or seen(hw[0], "thermal")) and (
+                    hw[0] not in busy or hw[0] in idle or all(
+                        j == name for j, _ in placement.on_node.get(hw[0], {})))}
+        if not gpus:
             return 0, 0
-        every = max((corr._interval.get(n, (0.0, 0.0))[0] for n in known), default=0.0)
+        every = max((corr._interval.get(n, (0.0, 0.0))[0] for n, _ in gpus), default=0.0)
         if self.now < t + max(FAST_S, 1.5 * every):
             return 0, 0
-        return len(known), sum(1 for n in known if n in corr._busy)
+        return len(gpus), sum(1 for n, g in gpus if n in busy and g not in idle.get(n, ()))
 
     def moved(self, name: str, others: set[Any], _up: set[str], t: float) -> bool:
         return _went_on(self.corr, name, others, t, self.corr._silent.get(_STOPS) or {})

@@ -103,8 +103,12 @@ from detector.throttle import (
 from detector.throttle import PAUSE_S as PAUSE_S  # (re-exported: the correlator's)
 from models.decay import DecayingCount
 
-__all__ = ["GpuThermal", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI", "SAME_INTERVAL_LO",
-           "tells_interval", "throttle_cause"]
+# The most idle GPUs one ``gpus_busy`` finding names (a node's; an untrusted collector may
+# report any number of GPU indices): the correlator takes a longer list as unknown.
+MAX_IDLE_TOLD = 64
+
+__all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",
+           "SAME_INTERVAL_LO", "tells_interval", "throttle_cause"]
 
 
 class GpuThermal:
@@ -465,8 +469,11 @@ class GpuThermal:
         """A GPU heard for the first time, or going idle (0x1) or loaded again: the node's idle
         set and when its load began (``NodeTemps.loaded``), and ``gpus_busy`` told when the
         node's having a busy GPU changes -- the correlator's view of which nodes run free
-        beside one under a power cap (Correlator._node_cap)."""
+        beside one under a power cap (Correlator._node_cap) -- and, while it has one, when
+        its idle GPUs change (``idle_gpus``): which of a job's GPUs wait busy for a lost peer
+        where another job shares the node (detector.liveness._LayoutView)."""
         node = self._node
+        was = gpu in node.idle
         node.gpus.add(gpu)
         if idle:
             node.idle.add(gpu)
@@ -474,11 +481,13 @@ class GpuThermal:
             node.idle.discard(gpu)
             node.loaded[gpu] = s.ts
         busy = len(node.idle) < len(node.gpus)
-        if busy != node.busy_told:
+        if busy != node.busy_told or (busy and was != idle):
             node.busy_told = busy
             out.append(Finding(s.ts, s.ts, "gpus_busy", "slow_node", "power",
                                Scope.of_node(self.scope.node),  # type: ignore[arg-type]
-                               busy, False, 0.0, {}, None, s.tenant, s.cluster))
+                               busy, False, 0.0,
+                               {"idle_gpus": sorted(node.idle)[:MAX_IDLE_TOLD]} if busy
+                               else {}, None, s.tenant, s.cluster))
 
     def _clear_throttle(self, s: ThermalSample, out: list[Finding]) -> None:
         """The GPU's throttle finding cleared (and its node's, when it was the last GPU of a

@@ -15,12 +15,15 @@ import orjson
 import pytest
 
 from detector import liveness
+from detector import thermal as thermal_mod
 from detector.alerts import Alert
 from detector.engine import Engine
 from detector.findings import Finding, decode_message, finding_of
 from detector.monitors import Monitors
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.statecodec import SnapshotRefused
+from detector.testing import thermal
+from detector.thermal import MAX_IDLE_TOLD
 from replay.runner import replay_log
 from tests.test_liveness import NODES, T0, _partition, firing, fleet, silent_pages, write
 from tests.test_service_stages import InMemoryCluster
@@ -148,9 +151,8 @@ def test_a_snapshot_of_the_stages_mid_quiet_restores(tmp_path):
 def test_a_node_drained_after_its_job_on_shared_nodes_is_not_paged_fast(tmp_path):
     """job-1 (GPU 0 of every node) is cancelled at 400 s -- its GPUs idle -- and DEAD goes
     dark then, while job-2 steps on GPU 1 of the other nodes: their nodes stay busy, but not
-    with job-1.  The replay sees GPU 0 idle and waits for the 240 s path; the service's
-    correlator, which only knows a node has a busy GPU, counts no node running another job
-    as evidence: no fast page either."""
+    with job-1.  The replay sees GPU 0 idle and waits for the 240 s path; so does the
+    service, whose correlator holds each busy node's idle GPUs (path22): no fast page."""
     recs = []
     for r in fleet(seconds=900, dead={DEAD: (400, 1e9)}, job=False):
         v = r["value"]
@@ -183,15 +185,11 @@ def two_jobs() -> list[dict]:
     return recs
 
 
-@pytest.mark.xfail(strict=True, reason="path21: the service's correlator knows only whether a "
-                   "node has a busy GPU, so a job sharing its nodes with another is judged by "
-                   "the 240 s path there while the replay (per-GPU idle) pages it in seconds: "
-                   "one rule (liveness._lost_jobs), two views of the data (_StepView, "
-                   "_LayoutView) -- open until the correlator holds each GPU's idle state")
 def test_a_node_lost_under_its_job_on_shared_nodes_is_paged_alike(tmp_path):
     """job-1 (GPU 0 of every node) loses DEAD at 400 s, its other ranks spinning busy in the
     collective, while job-2 steps on GPU 1 of the other nodes: the replay pages DEAD within
-    35 s; the service should too (one judgement, whoever sees the steps)."""
+    35 s; the service too (path22: the correlator counts the job's GPUs, busy or idle, as
+    the replay's source does -- round 21's counted only nodes the job had to itself)."""
     recs = fleet(seconds=900, dead={DEAD: (400, 1e9)}, job=False)
     recs += two_jobs()
     log = write(tmp_path, by_ts(recs))
@@ -199,3 +197,67 @@ def test_a_node_lost_under_its_job_on_shared_nodes_is_paged_alike(tmp_path):
     assert [a.scope.key for a in replayed] == [f"node:{DEAD}"]
     assert replayed[0].detected_ts - (T0 + 400) <= 35
     assert pages_of(service(log).alerts) == pages_of(replayed)
+
+
+def _busy_told(samples: list[tuple[float, int, int]]) -> list[tuple[bool, list[int] | None]]:
+    """(active, idle_gpus) of the ``gpus_busy`` findings of node-a's thermal ``samples``
+    (ts, gpu, throttle)."""
+    mon = Monitors()
+    found: list[Finding] = []
+    for ts, gpu, throttle in samples:
+        mon.process(thermal(ts, "node-a", gpu, throttle=throttle), found)
+    return [(f.active, f.evidence.get("idle_gpus")) for f in found if f.signal == "gpus_busy"]
+
+
+def test_a_busy_node_tells_its_idle_gpus_as_they_change():
+    """path22: ``gpus_busy`` is told again, with the node's idle GPUs, whenever they change
+    while the node has a busy GPU (a job sharing it ends, another goes on); an idle node's
+    GPUs coming and going tell nothing new, and the last busy GPU going idle ends it."""
+    told = _busy_told([(T0, 0, 0), (T0, 1, 0), (T0 + 10, 0, 1), (T0 + 10, 1, 0),
+                       (T0 + 20, 0, 0), (T0 + 30, 0, 1), (T0 + 30, 1, 1), (T0 + 40, 1, 1)])
+    assert told == [(True, []), (True, [0]), (True, []), (True, [0]), (False, None)]
+    assert _busy_told([(T0, 0, 1), (T0, 1, 1), (T0 + 10, 0, 1)]) == []
+
+
+def test_the_correlator_keeps_a_busy_nodes_idle_gpus_and_its_since():
+    """The correlator keeps when a node became busy across re-tells, its idle GPUs while it
+    is busy, and takes a list it cannot trust -- or none, a source before round 22 -- as not
+    told (the node-level rule: a node counts only for a job that has it to itself)."""
+    corr = CorrelatorPartition(0).correlator
+
+    def tell(ts: float, active: bool, ev: dict) -> None:
+        corr.on_finding(Finding(ts, ts, "gpus_busy", "slow_node", "power",
+                                liveness.Scope.of_node("node-a"), active, False, 0.0, ev), [])
+
+    tell(T0, True, {"idle_gpus": []})
+    tell(T0 + 10, True, {"idle_gpus": [1, 3]})
+    assert corr._busy == {"node-a": T0} and corr._idle == {"node-a": frozenset({1, 3})}
+    for bad in ({}, {"idle_gpus": ["1"]}, {"idle_gpus": list(range(MAX_IDLE_TOLD + 1))}):
+        tell(T0 + 20, True, {"idle_gpus": [0]})
+        tell(T0 + 30, True, bad)
+        assert corr._busy == {"node-a": T0} and corr._idle == {}
+    tell(T0 + 40, False, {})
+    assert corr._busy == {} and corr._idle == {}
+    f = Finding(T0, T0, "gpus_busy", "slow_node", "power", liveness.Scope.of_node("node-a"),
+                True, False, 0.0, {"idle_gpus": [0, 2]})
+    msg = decode_message(orjson.dumps({"type": "finding", "source": "s", "id": [1, 0],
+                                       "tag": T0, "finding": f.to_dict()}), wall_s=T0 + 60)
+    assert finding_of(msg.finding) == f
+
+
+def test_a_source_before_round_22_keeps_the_node_level_rule(tmp_path, monkeypatch):
+    """A thermal source that tells no ``idle_gpus`` (a rolling upgrade) leaves the
+    correlator the node-level rule: the shared-node loss waits for the 240 s path there, as on
+    round 21's main -- never a page on a busy node's word alone."""
+    recs = fleet(seconds=900, dead={DEAD: (400, 1e9)}, job=False)
+    recs += two_jobs()
+    log = write(tmp_path, by_ts(recs))
+    orig = thermal_mod.GpuThermal._load_changed
+
+    def without_idle(self, s, gpu, idle, out):
+        n = len(out)
+        orig(self, s, gpu, idle, out)
+        out[n:] = [f._replace(evidence={}) for f in out[n:]]
+
+    monkeypatch.setattr(thermal_mod.GpuThermal, "_load_changed", without_idle)
+    assert firing(service(log).alerts) == []
