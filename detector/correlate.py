@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from detector import lemon
+from detector import host_node, lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
@@ -221,6 +221,8 @@ class Correlator:
         # each topic's source tells its own; at most gpu_missing.MAX_NODES GPUs)
         self._gone: dict[str, dict[str, Finding]] = {}
         self._lemon = lemon.new_state()  # GPUs failing job after job (detector.lemon)
+        # node -> job -> its rise of host time there (detector.host_node, _on_host_rise)
+        self._host_rise = host_node.new_state()
         # leaf -> NIC unit -> its port's ``congested`` finding (bounded by the topology's
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
         self._congested: dict[str, dict[str, Finding]] = {}
@@ -298,6 +300,8 @@ class Correlator:
                 self._heat_due(key, due, out)
             elif what == "board":
                 self._board_due(key, due, out)
+            elif what == "hostnode":
+                self._host_node_due(key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -367,6 +371,10 @@ class Correlator:
                 self._placement.learn(f.job, f.evidence.get("placement"))
             elif f.job is not None:
                 self._placement.forget(f.job)
+                host_node.forget_job(self._host_rise, f.job)
+            return
+        if f.signal == "host_rise":  # a job's host time risen on a node: _on_host_rise
+            self._on_host_rise(f, out)
             return
         if f.signal in ("app_xid", "replica_split"):  # a GPU failing job after job
             self._lemon_strike(f, out)
@@ -1817,6 +1825,32 @@ class Correlator:
             "ruled_out": self._ruled_out(f),
             "next_diagnostic": f.evidence.get("next_diagnostic")
             or next_diagnostic("slow_node", f.scope)})
+
+    def _on_host_rise(self, f: Finding, out: list[Alert]) -> None:
+        """A job's host time risen on a node, or calm again (detector.host_rise): kept by
+        node; a node with rises of several jobs is decided after a hold (_host_node_due); a
+        node paged whose jobs are all calm again resolves after the quiet hold."""
+        due = host_node.note(self._host_rise, f)
+        node = f.scope.node
+        if due is not None and node is not None:
+            self._timer(due, "hostnode", node)
+        if not f.active and node is not None and not host_node.risen(self._host_rise, node):
+            p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_node(node),
+                                                 None))
+            if p is not None and p.status == "firing" and not p.active:
+                self._schedule_resolve(p, f.ts)
+
+    def _host_node_due(self, node: str, due: float, out: list[Alert]) -> None:
+        """Several jobs' host time risen on ``node``: its escalation if no shared cause
+        shows on the other nodes running jobs (detector.host_node)."""
+        busy = set(self._busy) | {n for n, ranks in self._placement.on_node.items() if ranks}
+        g = host_node.decide(self._host_rise, node, due, busy)
+        if g is None:
+            return
+        extra = {k: g.evidence[k] for k in ("recommended_because", "next_diagnostic",
+                                            "ruled_out")}
+        self._raise(ESCALATION, g.kind, g.cause, g.scope, g, out, detected_ts=due, extra=extra,
+                    own=False)
 
     def _unexplained_slow(self) -> list[Finding]:
         out = []

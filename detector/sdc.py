@@ -141,7 +141,7 @@ _MAD_TO_SIGMA = 1.4826
 _NODES_NAMED = 8
 
 
-def _tail(c: int, n: int, p: float) -> float:
+def binomial_tail(c: int, n: int, p: float) -> float:
     """P(X >= c) for X ~ Binomial(n, p)."""
     return min(1.0, sum(math.comb(n, k) * p ** k * (1.0 - p) ** (n - k) for k in range(c, n + 1)))
 
@@ -243,7 +243,7 @@ class ReplicaLoss:
             mine = [e for e in events if e[1] == d]
             if len(mine) < LOSS_MIN_SPIKES:
                 continue
-            chance = n_rep * _tail(len(mine), len(events), 1.0 / n_rep)
+            chance = n_rep * binomial_tail(len(mine), len(events), 1.0 / n_rep)
             if chance > LOSS_ALPHA:
                 continue
             # (its own outliers of the window left out: the rate is the rest of the job's)

@@ -217,6 +217,7 @@ def _register_state_classes() -> None:
     from detector.gpu_health import GpuHealth
     from detector.monitors import Monitors
     from detector.network import NodeNics, _Port
+    from detector.overflow_source import OverflowSource
     from detector.pipeline.correlator import _Source
     from detector.port_names import PortName, PortNames
     from detector.recovery import Placement
@@ -230,7 +231,7 @@ def _register_state_classes() -> None:
 
     for cls in (Scope, Finding, StepSample, EccSample, NicSample, ThermalSample, NonFinite,
                 Thresholds, Problem, GpuHealth, NodeNics, GpuThermal, NodeTemps,
-                CounterDeltas, DecayingCount, Placement, PortName, ReplicaLoss):
+                CounterDeltas, DecayingCount, Placement, PortName, ReplicaLoss, OverflowSource):
         register(cls)
     register(PortNames, fields_=("_names",), transient={"topology": None})
     register(_Port, "NicPort")

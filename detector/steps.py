@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_time, sdc, sku_class
+from detector import host_rise, host_time, overflow_source, sdc, sku_class
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -411,6 +411,13 @@ class JobMonitor:
     _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
     _hs_code_some = False
     _hs_layout: tuple[np.ndarray, np.ndarray, int] | None = None  # (host_time.regular)
+    # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
+    # _check_overflow); not state either: after a restore the first skip tells nothing.
+    _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
+    # Each slot's node of _hr_keys (detector.host_rise; -2: none), as made at (_moves,
+    # restarts, _hr_keys' identity); not state either: made again after a restore.
+    _hr_code = np.zeros(0, dtype=np.int64)
+    _hr_code_at: tuple[int, int, int] = (-1, -1, 0)
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -553,6 +560,10 @@ class JobMonitor:
         # node's ranks of one stage and replica) and a row of numbers each.
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        # Each node's host time in this job against its own past (detector.host_rise): the
+        # nodes' names and a row of numbers each.
+        self._hr_keys: list[str] = []
+        self._hr = np.zeros((0, host_rise.NCOLS))
         self._host_level = 0.0                        # the job's median host share, smoothed
         self._usual_step_ms = 0.0                     # and its step time, on other steps
         self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
@@ -568,6 +579,7 @@ class JobMonitor:
         #                                               one of two replicas that disagree
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
+        self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
         self.late = 0
         self.duplicates = 0
         self.restarts = 0
@@ -683,7 +695,8 @@ class JobMonitor:
         cfg = self.cfg
         if not quiet and now != math.inf and now - self._last_step_ts > max(
                 2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and (
-                self._reported.any() or self._host_rep.any()):
+                self._reported.any() or self._host_rep.any()
+                or (len(self._hr) and self._hr[:, host_rise.RAISED].any())):
             self._retract_slow(now, out)
         limit = now - cfg.lateness_s
         newest = max(self._pending, default=-1)
@@ -765,6 +778,8 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")
+        refuse_unless(host_rise.check_restored(self._hr_keys, self._hr), "JobMonitor._hr")
         refuse_unless(type(self._majority) is dict and all(
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
             and type(v) is str for k, v in self._majority.items())
@@ -871,6 +886,7 @@ class JobMonitor:
                                      now, now, False, 0.0, {"step": self._last_step},
                                      verdict=False))
         self._host_share_withdraw(now, out)
+        self._host_rise_withdraw(now, out)
         self._slow.reset(np.arange(len(self._slow.score)))
         self._reported[:] = False
         self._wander_rep[:] = False
@@ -918,6 +934,8 @@ class JobMonitor:
         self._reset_sustained(None)
         self._reset_host(None)
         self._host_share_reset()
+        self._hr_keys = []
+        self._hr = np.zeros((0, host_rise.NCOLS))
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -1010,7 +1028,14 @@ class JobMonitor:
             replica_split(self, buf, busy, decided_ts, out)  # (lemon18: detector.lemon)
         if host:
             self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
+            if self._evaluated > self.cfg.warmup_steps:
+                self._host_rise(step, slots, buf, busy, decided_ts, out)
         self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
+        ov = self._overflow
+        ov.seq += 1
+        if ov.flagged or None in buf.grad:
+            self._check_overflow(step, buf, groups, decided_ts, out)
+        self._prev_ck = (step, buf.ranks, buf.checksum)
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
@@ -2825,6 +2850,57 @@ class JobMonitor:
                                    self.cluster))
             raised[:] = 0.0
 
+    def _host_rise(self, step: int, slots: np.ndarray, buf: _StepBuffer, compute: np.ndarray,
+                   ts: float, out: list[Finding]) -> None:
+        """Each node's host time in this job against its own past and the job's other nodes
+        (detector.host_rise): a node risen, or calm again -- evidence for the correlator's
+        rule over the node's jobs (detector.host_node), any size of job."""
+        host = _floats(buf.step_ms) - _floats(buf.comm) - compute
+        if np.count_nonzero(np.isnan(host)):
+            return
+        np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
+        code = self._hr_code
+        if (self._hr_code_at != (self._moves, self.restarts, id(self._hr_keys))
+                or len(code) < len(self._rank_of)):
+            code = self._host_rise_nodes()
+        sm = buf.step_ms
+        step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike)
+        for i, up, at in host_rise.judge(self._hr, code[slots], host, step_ms, ts):
+            out.append(Finding(
+                ts, at, "host_rise", "slow_node", "unknown", Scope.of_node(self._hr_keys[i]),
+                up, False, 0.5 if up else 0.0,
+                {"step": step, **host_rise.evidence(self._hr[i], step_ms)} if up
+                else {"step": step}, self.job, self.tenant, self.cluster))
+
+    def _host_rise_nodes(self) -> np.ndarray:
+        """Each slot's node (detector.host_rise; new ones named, up to MAX_NODES)."""
+        keys = self._hr_keys
+        index = {k: i for i, k in enumerate(keys)}
+        code = np.full(len(self._rank_of), -2, dtype=np.int64)
+        for s, h in enumerate(self._hw[:len(self._rank_of)]):
+            if h is None:
+                continue
+            i = index.get(h[0])
+            if i is None and len(keys) < host_rise.MAX_NODES:
+                i = index[h[0]] = len(keys)
+                keys.append(h[0])
+            if i is not None:
+                code[s] = i
+        self._hr = host_rise.grow(self._hr, len(keys))
+        self._hr_code, self._hr_code_at = code, (self._moves, self.restarts, id(keys))
+        return code
+
+    def _host_rise_withdraw(self, now: float, out: list[Finding]) -> None:
+        """The job stopped stepping: its risen nodes are calm for it (their runs kept)."""
+        if len(self._hr):
+            raised = self._hr[:, host_rise.RAISED]
+            for i in np.flatnonzero(raised).tolist():
+                out.append(Finding(now, now, "host_rise", "slow_node", "unknown",
+                                   Scope.of_node(self._hr_keys[i]), False, False, 0.0,
+                                   {"step": self._last_step}, self.job, self.tenant,
+                                   self.cluster))
+            raised[:] = 0.0
+
     def _host_share_reset(self) -> None:
         """The job restarted: every unit learnt anew (its ranks may run elsewhere now)."""
         self._hs_keys = []
@@ -2963,6 +3039,39 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
+
+    def _check_overflow(self, step: int, buf: _StepBuffer, groups: np.ndarray,
+                        decided_ts: float, out: list[Finding]) -> None:
+        """A step some ranks sent no ``grad_norm`` on, others did, and the null ones kept
+        their checksums: a loss-scale skip, its null ranks the overflow's sources; a rank the
+        sole source beyond chance is escalated (detector.overflow_source).  Also resolves a
+        suspect quiet for the module's window."""
+        ov = self._overflow
+        for rank in ov.expired():
+            out.append(self._finding(rank, None, "overflow_source", "sdc", "unknown",
+                                     decided_ts, decided_ts, False, 0.0,
+                                     {"step": step, "note": "no sole non-finite grad norm for "
+                                      f"{overflow_source.WINDOW_STEPS} steps"}))
+        grad = buf.grad
+        nulls = grad.count(None)
+        prev_step, prev_ranks, prev_ck = self._prev_ck
+        if nulls == 0 or nulls == len(grad) or prev_step != step - 1:
+            return
+        at = [i for i, g in enumerate(grad) if g is None]
+        before = dict(zip(prev_ranks, prev_ck, strict=True))
+        ranks, checksum = buf.ranks, buf.checksum
+        if not all(checksum[i] is not None and before.get(ranks[i]) == checksum[i] for i in at):
+            return  # (a null without a skip: a field not sent -- DESIGN's missing)
+        peers = int(np.count_nonzero(groups == groups[at[0]]))
+        for rank, onset, counted, chance in ov.skipped(
+                step, [ranks[i] for i in at], peers, len(grad), float(buf.ts[at[0]])):
+            slot = self._slot.get(rank)
+            node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
+            out.append(self._finding(
+                rank, buf.dp[at[0]], "overflow_source", "sdc", "unknown", decided_ts, onset,
+                True, overflow_source.SEVERITY,
+                {"step": step, **overflow_source.evidence(
+                    rank, node, gpu, ov.sole_steps(rank), counted, peers, len(grad), chance)}))
 
     def _grad_within_replica(self, lg: np.ndarray, g: np.ndarray, dp: np.ndarray
                              ) -> tuple[np.ndarray, np.ndarray]:

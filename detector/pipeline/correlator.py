@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from detector import lemon
+from detector import host_node, lemon
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import (
@@ -65,6 +65,8 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(state.get("seen"), str, set), "seen: not a map of sets")
     refuse_unless(lemon.check(getattr(state.get("correlator"), "_lemon", None)),
                   "correlator._lemon: malformed (detector.lemon)")
+    refuse_unless(host_node.check(getattr(state.get("correlator"), "_host_rise", None)),
+                  "correlator._host_rise: malformed (detector.host_node)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
