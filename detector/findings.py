@@ -90,6 +90,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "replica_gpus": (list,),
     # a busy GPU's clock with no clock-event reason (detector.throttle, read by _held_clock)
     "sm_clock_mhz": (float, int),
+    # a busy node's idle GPUs (detector.thermal's gpus_busy, read by liveness._LayoutView)
+    "idle_gpus": (list,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

@@ -243,6 +243,10 @@ def test_the_correlator_keeps_a_busy_nodes_idle_gpus_and_its_since():
     msg = decode_message(orjson.dumps({"type": "finding", "source": "s", "id": [1, 0],
                                        "tag": T0, "finding": f.to_dict()}), wall_s=T0 + 60)
     assert finding_of(msg.finding) == f
+    bad = f._replace(evidence={"idle_gpus": "0,2"}).to_dict()
+    with pytest.raises(ValueError):
+        decode_message(orjson.dumps({"type": "finding", "source": "s", "id": [1, 0],
+                                     "tag": T0, "finding": bad}), wall_s=T0 + 60)
 
 
 def test_a_source_before_round_22_keeps_the_node_level_rule(tmp_path, monkeypatch):
