@@ -28,6 +28,8 @@ from typing import Any
 from detector import lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
+from detector.domain_brake import on_seen as _domain_seen
+from detector.domain_brake import widen as _widen_to_domain
 from detector.findings import Finding
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
@@ -159,7 +161,8 @@ class Problem:
             # (never narrowed while open: the action only widens, so a recovery action
             # flapping on the GPU re-fires its page once, not at every flap)
             self.recovery_action = f.evidence.get("recovery_action")
-        if self.job is None and f.job is not None:
+        if self.job is None and f.job is not None and self.scope.level != "domain":
+            # (an NVLink domain carries several jobs' and tenants' work: it names none)
             self.job, self.tenant = f.job, f.tenant
 
 
@@ -388,6 +391,8 @@ class Correlator:
             self._note_cap(unit, f)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
+            if f.scope.level == "node":
+                _domain_seen(self, f, out)  # (its NVLink domain braking: detector.domain_brake)
         if f.signal == "throttle_minor":
             self._benign[unit] = (f, math.inf) if f.active else (
                 self._benign.get(unit, (f, 0.0))[0], f.ts)
@@ -562,7 +567,13 @@ class Correlator:
         """Fire (or add to) the problem of this topic, kind and unit; ``f`` is its evidence.
 
         ``own=False`` when ``f`` is a summary made up here (it never clears by itself).
+        A power or heat isolation of a node or GPU whose NVLink domain brakes on most of its
+        nodes at once is raised at the domain (detector.domain_brake).
         """
+        widened = _widen_to_domain(self, topic, kind, cause, scope, f)
+        if widened is not None:
+            return self._raise_domain(widened, topic, kind, cause, f, out,
+                                      detected_ts=detected_ts, own=own)
         key = self.dedup_key(topic, kind, scope, f.cluster)
         p = self.problems.get(key)
         detected = f.ts if detected_ts is None else detected_ts
@@ -594,6 +605,41 @@ class Correlator:
             p.extra["action_was"] = before
         if refined or wider:
             out.append(self._alert(p, detected))
+        return p
+
+    def _raise_domain(self, widened: tuple[Scope, dict[str, Any]], topic: str, kind: str,
+                      cause: str, f: Finding, out: list[Alert], *,
+                      detected_ts: float | None, own: bool) -> Problem:
+        """One isolation for an NVLink domain braking (detector.domain_brake): ``f`` its
+        evidence; raised now, it supersedes the power or heat isolations of the same kind
+        already open on the domain's nodes and GPUs."""
+        scope, extra = widened
+        said = {k: extra[k] for k in ("nodes_affected", "nodes_heard_from", "recommended_because")}
+        summary = f._replace(scope=scope, tenant=None, job=None, rank=None, dp_rank=None,
+                             evidence={"throttle_reasons": f.evidence.get("throttle_reasons"),
+                                       **said})
+        key = self.dedup_key(topic, kind, scope, f.cluster)
+        before = self.problems.get(key)
+        fresh = before is None or before.status != "firing"
+        sent = len(out)
+        p = self._raise(topic, kind, cause, scope, summary, out, detected_ts=detected_ts,
+                        extra=extra if fresh else None, own=False)
+        p.add(f, self.cfg.evidence_items)
+        if own:
+            self._own(f, p)
+        for i in range(len(out) - 1, sent - 1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)  # (the page just made: with ``f``)
+                break
+        if fresh:
+            p.job = p.tenant = None  # (a shared part carries several jobs' and tenants' work)
+            topo = self.topology
+            nodes = set(topo.nodes_in_domain(scope.domain or "")) if topo is not None else set()
+            ts = f.ts if detected_ts is None else detected_ts
+            for q in [q for q in self.problems.values() if q is not p and q.status == "firing"
+                      and q.topic == topic and q.kind == kind and q.cause in ("power", "thermal")
+                      and q.scope.level in ("node", "gpu") and q.scope.node in nodes]:
+                self._superseded(q, p, ts, out)
         return p
 
     def _action_of(self, p: Problem) -> str:

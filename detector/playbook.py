@@ -82,6 +82,17 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                       "then exclude the port from NCCL (NCCL_IB_HCA) or drain the node",
                       f"re-enable the port; {_uncordon(scope)} if drained")
     if kind == "slow_node":
+        if scope.level == "domain" and cause in ("power", "thermal"):
+            # (a rack's shared supply or cooling: draining its trays one by one fixes nothing
+            # -- detector.domain_brake)
+            part = ("power shelves (PSU status, the rack power controller's and BMC logs)"
+                    if cause == "power" else "cooling (CDU, coolant flow and temperature)")
+            return Action(f"check_rack_{'power' if cause == 'power' else 'cooling'}",
+                          f"{where} brakes on most of its trays at once ({cause}): check the "
+                          f"rack's {part}; move jobs that cannot run slower off the domain "
+                          "rather than draining its trays one by one",
+                          f"nothing to roll back until jobs are moved; then return the trays "
+                          f"of {scope.domain} to service")
         if scope.level == "replica":
             return Action("isolate_replica", f"{where} is slow: restart the job without this "
                           "replica (or redistribute its micro-batches)",
@@ -97,7 +108,8 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
 # How much an action takes out of service, least first: an open isolation whose action comes
 # to reach further fires again with it (detector.correlate).  ``restart_job`` and ``none``
 # (the XID catalogue's) are never a problem's action.
-_REACH = {"investigate": 0, "reset_gpu": 1, "check_link": 1, "drain_gpu": 2,
+_REACH = {"investigate": 0, "reset_gpu": 1, "check_link": 1, "check_rack_power": 1,
+          "check_rack_cooling": 1, "drain_gpu": 2,
           "isolate_replica": 3, "drain_node": 3, "drain_switch": 4}
 
 

@@ -90,6 +90,13 @@ _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: cle
 # out (blind5 E4); 3 blocked a GPU 45 % slow under +-20 % sequence imbalance (issue 10: gross
 # from the start within 3 steps; tests/test_detect_gross_batch.py).
 _GROSS_NOISE_Z = 2.0
+# A warm-up step counts as gross within this many noise units of the gross limit (clearly
+# slow's), by at most _GROSS_MARGIN (log ratio, ~3 %): a rank 30 % slow measures 30 % +- its
+# jitter, and a limit at 30 % itself counted one step in two (matrix scenario=slow_from_start
+# s2102: a GPU 1.28-1.32x its peers from step 1, two such steps in a row only at step 4, paged
+# after 7 steps).
+_GROSS_MARGIN_Z = _CLEARLY_SLOW_Z
+_GROSS_MARGIN = 0.03
 # A rank in none of the job's last _GONE_STEPS steps decided (the job stepping on without it)
 # has left the job: its slot is freed (JobMonitor._free_gone_slots), looked for every
 # _GONE_CHECK_STEPS steps.  As many as the late messages the job recognises (_DONE_KEPT).
@@ -162,6 +169,14 @@ _TWIN_GROUP_MAX = 256      # peer groups larger than this are not searched (k^2 
 _PAIR_RATIO = 1.2
 _PAIR_WAIT_SHARE = 0.5
 _PAIR_STEPS = 20
+# ... or, gross (>= gross_slowdown, less _GROSS_MARGIN) and steady, on _PAIR_GROSS_STEPS steps in
+# a row whose log ratios lie within _PAIR_STEADY of each other: a GPU's slowdown holds its
+# ratio (+- its jitter, 1-3 %), a batch draws anew each step -- a job whose batches make either
+# rank up to 1.5x the other (lognormal 0.2 a rank) draws five such steps in a row about once
+# in 10^5 (a gross slow GPU of a DP2 job from its first step: 20 steps before, issue 10's
+# target 3).
+_PAIR_GROSS_STEPS = 5
+_PAIR_STEADY = 0.06
 _TWIN_ALPHA = 0.2          # a rank's deviation from its twins' median, smoothed over ~5 steps
 _TWIN_BASE_ALPHA = 0.02    # its own offset from them, learned over ~50 steps
 _TWIN_Z = 8.0              # slow: that mean over the offset >= _WANDER_MIN_EFFECT and this many
@@ -212,7 +227,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sustained", False), ("_run_own", 0.0), ("_wshort", 0.0), ("_wlong", 0.0),
     ("_wvar", 0.0), ("_wmean", 0.0), ("_wander_rep", False), ("_twin_hist", 0.0),
     ("_twins", 0), ("_twin_base", 0.0), ("_twin_short", 0.0), ("_twin_rep", False),
-    ("_pair_run", 0), ("_pair_rep", False),
+    ("_pair_run", 0), ("_pair_rep", False), ("_pair_gross", 0), ("_pair_lo", 0.0),
+    ("_pair_hi", 0.0),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0))
 
@@ -517,6 +533,10 @@ class JobMonitor:
         # A rank of a job of two ranks (_check_pair): its run of steps slow (or, reported, calm)
         self._pair_run = np.zeros(0, dtype=np.int64)
         self._pair_rep = np.zeros(0, dtype=bool)
+        # ... and its run of gross steady steps: how many, their lowest and highest log ratio
+        self._pair_gross = np.zeros(0, dtype=np.int64)
+        self._pair_lo = np.zeros(0)
+        self._pair_hi = np.zeros(0)
         self._twin_n = 0
         self._twin_sigma = 0.0
         self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
@@ -864,6 +884,7 @@ class JobMonitor:
         self._twin_rep[:] = False
         self._pair_rep[:] = False
         self._pair_run[:] = 0
+        self._pair_gross[:] = 0
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -891,6 +912,7 @@ class JobMonitor:
         self._twin_rep[:] = False
         self._pair_rep[:] = False
         self._pair_run[:] = 0
+        self._pair_gross[:] = 0
         self._gross[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
@@ -1743,7 +1765,8 @@ class JobMonitor:
         fast one's ``comm_ms`` rises by about the gap and the slow one's does not (blind12 B5:
         a GPU 1.22-1.38x slower went 183-369 steps unflagged).  A rank that is the waited-for
         one, ``_PAIR_RATIO`` slower, ``_PAIR_STEPS`` steps in a row is slow; cleared after as
-        many steps under half that ratio."""
+        many steps under half that ratio -- or ``_PAIR_GROSS_STEPS`` steps gross and steady
+        (:meth:`_pair_steady`)."""
         comm = _floats(buf.comm) if len(slots) == 2 else None
         if comm is None or np.isnan(comm).any():
             return
@@ -1755,24 +1778,43 @@ class JobMonitor:
             gap = float(compute[i] - compute[1 - i])
             waited = float(comm[1 - i] - comm[i])
             if not rep[s]:
-                slow = ratio >= _PAIR_RATIO and waited >= _PAIR_WAIT_SHARE * gap
+                waits = waited >= _PAIR_WAIT_SHARE * gap
+                slow = ratio >= _PAIR_RATIO and waits
                 run[s] = run[s] + 1 if slow else 0
-                if run[s] >= _PAIR_STEPS and not self._reported[s]:
+                gross = self._pair_steady(s, math.log(ratio) if waits and ratio > 0 else 0.0)
+                if (run[s] >= _PAIR_STEPS or gross) and not self._reported[s]:
                     rep[s] = self._reported[s] = True
-                    run[s] = 0
+                    run[s] = self._pair_gross[s] = 0
                     rank = self._rank_of[s]
+                    rule = (f">= {self.cfg.gross_slowdown:.0%} slower, steady, "
+                            f"{_PAIR_GROSS_STEPS}" if gross else
+                            f">= {_PAIR_RATIO - 1.0:.0%} slower {_PAIR_STEPS}")
                     out.append(self._rule_finding(
                         rank, dp_of.get(rank), decided_ts, ratio, step, math.log(ratio),
                         {"pair_ratio": round(ratio, 4), "partner": self._rank_of[o],
                          "partner_wait_ms": round(waited, 2),
+                         **({"gross_outlier": True} if gross else {}),
                          "rule": f"of a job of two ranks, the one its partner waits for in "
-                                 f"the collective, >= {_PAIR_RATIO - 1.0:.0%} slower "
-                                 f"{_PAIR_STEPS} steps in a row"}))
+                                 f"the collective, {rule} steps in a row"}))
             else:
                 run[s] = run[s] + 1 if ratio < 1.0 + 0.5 * (_PAIR_RATIO - 1.0) else 0
                 if run[s] >= _PAIR_STEPS:
                     run[s] = 0
                     self._rule_cleared(s, rep, step, dp_of, decided_ts, out)
+
+    def _pair_steady(self, s: int, lr: float) -> bool:
+        """Slot ``s`` of a job of two ranks at log ratio ``lr`` to its partner (which waits for
+        it): whether its run of gross steps within ``_PAIR_STEADY`` of each other has reached
+        ``_PAIR_GROSS_STEPS`` (a step out of the band starts a run of its own)."""
+        n, lo, hi = int(self._pair_gross[s]), float(self._pair_lo[s]), float(self._pair_hi[s])
+        if lr < math.log1p(self.cfg.gross_slowdown) - _GROSS_MARGIN:
+            n = 0
+        elif n and max(hi, lr) - min(lo, lr) <= _PAIR_STEADY:
+            n, lo, hi = n + 1, min(lo, lr), max(hi, lr)
+        else:
+            n, lo, hi = 1, lr, lr
+        self._pair_gross[s], self._pair_lo[s], self._pair_hi[s] = n, lo, hi
+        return n >= _PAIR_GROSS_STEPS
 
     def _twin_update(self, step: int, r: np.ndarray, groups: np.ndarray, d: np.ndarray,
                      med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -2220,11 +2262,14 @@ class JobMonitor:
         # one replica of a long-context job (each replica's compute x lognormal(0, 0.42) a
         # step, noise ~0.2) drew +104 %, +57 %, +33 % on three steps and its node was paged
         # (blind5 E4).  With ordinary jitter (1-3 %) 2 sigma is far below 30 %: no change.
-        gross = (g >= limit) & (has | (g >= _GROSS_NOISE_Z * sigma))
+        # A step within the job's noise of the limit counts (_GROSS_MARGIN_Z): the limit names
+        # the slowdown, a measured step carries its jitter either side of it.
+        floor = limit - min(_GROSS_MARGIN_Z * sigma, _GROSS_MARGIN)
+        gross = (g >= floor) & (has | (g >= _GROSS_NOISE_Z * sigma))
         first = gross & (self._gross[r] == 0)
         self._gross_onset[r[first]] = ts[first]
         self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
-        need = np.where(~has & (whole >= limit), cfg.gross_steps + 1, cfg.gross_steps)
+        need = np.where(~has & (whole >= floor), cfg.gross_steps + 1, cfg.gross_steps)
         new = gross & (self._gross[r] >= need) & ~self._reported[r]
         if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
             hw, seen = self._hw, self._gross_nodes

@@ -32,12 +32,9 @@ def _caught_within_1s(sc: dict) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None)
 EXPECT: dict[str, tuple] = {
-    "B1-rack-brake-as-tray-alerts": (_one_alert_for_the_domain, (
-        "B1: from 412 s every GPU of NVL72 rack nvl72-b shows the power brake (0x80|0x8, 36 % of "
-        "thermal rows, SM clock 1.0-1.18 GHz) and moe-fp16's rack-b ranks compute 1.6x their "
-        "rack-a peers on the braked steps (p90 1.597, median 1.004): faultline isolates trays "
-        "one by one (3 slow_node/power node alerts here; 3-15 a log, 36 FP on tune and 32 on "
-        "held) and never the domain -- 0 of 8 rack-brake caught")),
+    # B1 (a rack's power brake as 3-15 tray alerts, never the domain) fixed by rack22:
+    # detector.domain_brake, one isolation at the NVLink domain.
+    "B1-rack-brake-as-tray-alerts": (_one_alert_for_the_domain, None),
     "B2-inf-grads-hidden-by-loss-scale": (_every_fault_caught, (
         "B2: from 567 s gb-b08/0 is the only rank with a null (non-finite) local grad norm on "
         "11 of 85 steps, each one skipped by all 128 ranks (fp16 loss scaler; checksums agree "
