@@ -34,6 +34,7 @@ from detector.findings import Finding
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
 from detector.gpu_missing import page_extra as _gone_extra
+from detector.hang import on_gpus_busy, on_long_stop
 from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
@@ -198,6 +199,8 @@ class Correlator:
         # node in _busy -> its idle GPUs, as its source told them (gpus_busy's ``idle_gpus``):
         # which of a job's GPUs wait busy for a lost peer (detector.liveness._LayoutView)
         self._idle: dict[str, frozenset[int]] = {}
+        # Jobs whose hung rank was named (detector.hang): job -> [its scope, cluster].
+        self._hangs: dict[str, list[Any]] = {}
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._heat_wait: dict[str, Finding] = {}  # gpu -> its thermal verdict, held (_hold_heat)
@@ -330,6 +333,9 @@ class Correlator:
             self._on_congestion(f, out)
             return
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
+            if f.scope.level == "job" and "hang_s" in f.evidence:
+                on_long_stop(self, f, out)  # (a job silent long: a hung rank? detector.hang)
+                return
             _on_silent(self, f, out)
             return
         if f.signal == "gpu_missing":  # a GPU gone while its siblings report (gpu_missing)
@@ -353,6 +359,8 @@ class Correlator:
             elif node is not None:
                 self._busy.pop(node, None)
                 self._idle.pop(node, None)
+            if node is not None and self._hangs:
+                on_gpus_busy(self, node, f.ts)
             return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:

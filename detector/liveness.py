@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, Scope
 from detector.findings import Finding
+from detector.hang import hang_s
 
 if TYPE_CHECKING:
     from detector.alerts import Alert
@@ -470,6 +471,11 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
                 name, job.tenant, job.cluster))
+        if prev < t + hang_s(period) <= clock:  # (still silent: a hung rank? detector.hang)
+            findings.append(Finding(
+                clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
+                0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3),
+                      "hang_s": hang_s(period)}, name, job.tenant, job.cluster))
 
 
 def _newest(entry: list[Any]) -> float:

@@ -19,11 +19,9 @@ CASES = Path(__file__).resolve().parent.parent / "bench" / "blind13" / "cases"
 
 # case -> (what a right answer looks like, the strict-xfail reason or None)
 EXPECT: dict[str, tuple] = {
-    "M1-rank-hang-no-page": (_every_fault_caught, (
-        "M1: el-pt (TP8 x DP6, 48 ranks on gr-01..06) sends no step record from 615 s to the "
-        "NCCL watchdog's kill at 831 s; 47 GPUs spin at 150-200 W and full clock, gr-01/1 idles "
-        "(0x1, ~70 W): faultline sends nothing -- 0 of 8 rank-hang caught on tune + held (an "
-        "escalation at the idle GPU or its node would catch it; a job-level one is coarser)")),
+    # M1 (a rank hung, its 47 peers spinning: nothing paged) fixed by b13fix: detector.hang
+    # names the idle GPU once the job is silent hang_s (escalation at gr-01/1).
+    "M1-rank-hang-no-page": (_every_fault_caught, None),
     "M2-link-down-13s-late": (_caught_within_1s, (
         "M2: lk-14 mlx5_5 sampled down at 221.6 s (link_downed +1, 346 symbol errors): faultline "
         "decides 13.5 s later (the next 10 s sample + 3.5 s); every ib-flap in 8 logs is caught "

@@ -1,0 +1,128 @@
+"""A rank hung in its job: the job stops stepping, every GPU of it busy but one node's few.
+
+A rank that deadlocks (its data loader, a host-side lock, a CUDA call that never returns)
+never enters the next collective; every other rank of the job does, and waits there: NCCL's
+kernels spin on the GPU (busy, full clock, 150-200 W) until the watchdog (10 min by default)
+kills the job.  The hung rank's GPU has nothing queued: it idles.  So the job's silence of
+many step periods while every GPU of it is busy but a few on one node names those few --
+the one place to look (py-spy the rank's process, its host), which no record says (blind13
+M1: a 48-rank job silent 216 s until the watchdog, 47 GPUs spinning, gr-01/1 idle; nothing
+paged).  One escalation, ``unattributed``/``unknown``, at the idle GPU (several on one node:
+the node), once the job's source tells it silent :data:`HANG_S` (and :data:`HANG_STEPS` step
+periods) since its last step (detector.liveness._stops: a job that stepped again is not told).
+
+Not a hang: a job that stops on purpose or ends (its GPUs idle together), a whole-job pause
+(a checkpoint, an evaluation: every GPU busy or every one idle), idle GPUs spread over nodes
+or half the job (no one place to name), a node whose idle GPUs its source does not tell (a
+source before round 22), a node gone dark (:mod:`detector.liveness` pages that), a node
+whose hardware is isolated already (a DBE's XID killed the rank: its cause is paged).  The wait
+is long beside a step (a rank-0 checkpoint write holds its peers in a barrier for seconds
+to a minute, its own GPU idle): a page a few minutes before the watchdog, not at once.
+It resolves when the job's GPUs no longer show it (the job killed: all idle; resumed: all
+busy).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from detector.alerts import ESCALATION, ISOLATION, Scope
+
+if TYPE_CHECKING:
+    from detector.alerts import Alert
+    from detector.correlate import Correlator
+    from detector.findings import Finding
+
+HANG_S = 60.0      # the least silence of a job before a hung rank is named
+HANG_STEPS = 20    # ... and this many of its step periods
+MAX_NAMED = 8      # idle GPUs named in the evidence
+MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
+
+
+def hang_s(period: Any) -> float:
+    """How long a job with steps ``period`` apart is silent before a hung rank is named."""
+    ok = type(period) in (float, int) and math.isfinite(period) and period > 0
+    return max(HANG_S, HANG_STEPS * period) if ok else HANG_S
+
+
+def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
+    """(node, its idle GPUs, the job's GPUs) when every GPU of ``job`` is busy but a minority
+    on one node; None otherwise (or when a node's idle GPUs are not told)."""
+    busy, idle_of, seen = corr._busy, corr._idle, corr.seen
+    gpus = {(hw[0], hw[1]) for hw in corr._placement.ranks.get(job, {}).values()}
+    if len(gpus) < 2:
+        return None
+    idle: set[tuple[str, int]] = set()
+    for node, gpu in gpus:
+        if seen is not None and not seen(node, "thermal"):
+            return None  # (its GPUs not seen: nothing to say)
+        if node not in busy:
+            idle.add((node, gpu))
+        elif node not in idle_of:
+            return None  # (busy, its idle GPUs not told)
+        elif gpu in idle_of[node]:
+            idle.add((node, gpu))
+    nodes = {n for n, _ in idle}
+    if len(nodes) != 1 or 2 * len(idle) >= len(gpus):
+        return None
+    node = nodes.pop()
+    return node, sorted(g for _, g in idle), len(gpus)
+
+
+def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
+    """A job silent :func:`hang_s` (its source's word, detector.liveness._stops: it has not
+    stepped since): its hung rank named, if its GPUs show one."""
+    from detector.liveness import _dark
+    job, t, due = stop.job, stop.evidence.get("last_step_ts"), stop.ts
+    if job is None or not (type(t) in (float, int) and math.isfinite(t)):
+        return
+    found = _idle_few(corr, job) if len(corr._hangs) < MAX_HANGS else None
+    if found is None:
+        return
+    node, idle, total = found
+    if any(_dark(corr, hw[0]) for hw in corr._placement.ranks.get(job, {}).values()):
+        return  # a node gone dark: liveness's page
+    if any(p.status == "firing" and p.topic == ISOLATION and p.kind == "hardware"
+           and p.scope.node == node for p in corr.problems.values()):
+        # Its node's hardware isolated already (a DBE's XID killed the rank): that is the
+        # cause.  (A slowdown's isolation is not: a rank hung on a GPU isolated for its pace
+        # is news -- blind13 grow-s2, gr-05/7 throttled, then its loader hung.)
+        return
+    scope = Scope.of_gpu(node, idle[0]) if len(idle) == 1 else Scope.of_node(node)
+    where = f"{node} GPU {idle[0]}" if len(idle) == 1 else f"{node} GPUs {idle[:MAX_NAMED]}"
+    extra: dict[str, Any] = {
+        "job_silent_s": round(due - t, 1), "last_step_ts": round(t, 3),
+        "step_period_s": stop.evidence.get("step_period_s"),
+        "idle_gpus": {node: idle[:MAX_NAMED]}, "job_gpus": total,
+        "job_gpus_busy": total - len(idle),
+        "recommended_because": (
+            f"{job} has not stepped for {due - t:.0f} s while {total - len(idle)} of its "
+            f"{total} GPUs stay busy (its ranks waiting in a collective) and {where} idles: "
+            "a rank hung outside the collective (data loader, host-side lock, a call that "
+            "never returns); NCCL's watchdog will kill the job"),
+        "next_diagnostic": (
+            f"py-spy dump the rank on {where} (its Python stack), its host's dmesg and "
+            "load; restart the job from its last checkpoint without waiting for the watchdog"),
+    }
+    summary = stop._replace(ts=due, scope=scope, kind="unattributed", cause="unknown",
+                            severity=0.5)
+    corr._raise(ESCALATION, "unattributed", "unknown", scope, summary, out, detected_ts=due,
+                extra=extra, own=False)
+    corr._hangs[job] = [scope, stop.cluster]
+
+
+def on_gpus_busy(corr: Correlator, node: str, ts: float) -> None:
+    """A node's busy/idle GPUs changed: a hung rank named on a job with GPUs there resolves
+    once the job's GPUs no longer show it (killed: all idle; resumed: all busy)."""
+    for job, (scope, cluster) in list(corr._hangs.items()):
+        ranks = corr._placement.ranks.get(job)
+        if ranks and not any(hw[0] == node for hw in ranks.values()):
+            continue
+        if ranks and _idle_few(corr, job) is not None:
+            continue  # (a job ended and forgotten: resolved too)
+        del corr._hangs[job]
+        p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", scope, cluster))
+        if p is not None and p.status == "firing":
+            p.extra["resolved_because"] = f"{job}'s GPUs no longer show one rank hung"
+            corr._schedule_resolve(p, ts)
