@@ -167,8 +167,12 @@ class Monitors:
                 "thermal": self._n_thermal, "nonfinite": self._n_nonfinite,
                 "unknown_node": self._n_unknown_node, "findings": self._n_findings}
 
-    def process(self, ev: Event, findings: list[Finding]) -> None:
-        """Feed one telemetry record; findings it causes are appended to ``findings``."""
+    def process(self, ev: Event, findings: list[Finding],
+                through: list[tuple[float, int]] | None = None) -> None:
+        """Feed one telemetry record; findings it causes are appended to ``findings``.
+
+        ``through`` (a service's step partition: :meth:`_run_through`): where the clock is
+        run through a jump, (the clock of each sweep, ``len(findings)`` after it)."""
         raw = ev.ts  # its node's own time, the hooks' (gpu_missing compares a node's GPUs in it)
         if self._maker is not None:
             self._first_node(ev)
@@ -195,6 +199,8 @@ class Monitors:
                         ts = clock  # (held: a candidate's record, at its own time; _settle)
             elif self._jump and not self.unconfirmed:
                 self._jump.clear()
+            if through is not None and SCAN_S < ts - clock <= MAX_AHEAD_S and self._jobs:
+                self._run_through(clock, ts, findings, through)
             self.clock = ts
         else:
             if ts < clock - SKEW_S and not self._maker and clock - ts <= MAX_AHEAD_S:
@@ -692,6 +698,23 @@ class Monitors:
         job._order = self._made
         self._made += 1
         return job
+
+    def _run_through(self, clock: float, ts: float, findings: list[Finding],
+                     through: list[tuple[float, int]]) -> None:
+        """A service's step partition (keyed by job) whose next record is more than a scan
+        past its clock: its jobs stopped stepping in between (a job lost with a node, resumed
+        minutes later).  Live, the idle advance runs its clock on meanwhile and the stop is
+        told (liveness._stops) when it is due; read from a backlog (a restart, a consumer
+        behind) the records' time jumps over it and the stop was never told.  The sweeps the
+        idle advance would have made, a scan apart, before the record; ``through`` gets the
+        clock of each, for the findings' tags (svc22: blind9 nvl72's lone dead node, paged by
+        the in-process replay in 31-45 s, by the service stages in 254-267 s or not at all)."""
+        t = clock + SCAN_S
+        while t < ts:
+            self.clock = t
+            self.sweep(findings, quiet=True)
+            through.append((t, len(findings)))
+            t += SCAN_S
 
     def advance(self, now: float, findings: list[Finding]) -> None:
         """Move the clock without a record (a quiet stream) and decide overdue steps."""

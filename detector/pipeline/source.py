@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from detector.decoding import decode, decode_chunked
-from detector.events import JUMP_AGREE, MAX_AHEAD_S, Event, InvalidMessage
+from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
 from detector.quiet import quiet_run
@@ -362,6 +362,7 @@ class SourcePartition:
         offset, key, raw, arrived = record
         topic = self.topic
         mon = self.monitors
+        through: list[tuple[float, int]] | None = [] if topic == STEP else None
         try:
             if ev is None:
                 if raw is None or type(raw) is not bytes:
@@ -370,7 +371,7 @@ class SourcePartition:
                     if raw is None:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = self.decode(topic, raw, found)
-            mon.process(ev, found)  # InvalidMessage too: ts out of range (see admit)
+            mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
             self.invalid += 1
             dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
@@ -384,7 +385,7 @@ class SourcePartition:
             self._emit_seen(emits)
         if found:
             self._emit_findings(found, offset, 0, emits,
-                                None if arrived is None else arrived / arrivals_per_s)
+                                None if arrived is None else arrived / arrivals_per_s, through)
             found.clear()
 
     def _engine_error(self, exc: Exception, offset: int, key: bytes | None, raw: bytes | None,
@@ -397,12 +398,19 @@ class SourcePartition:
                                f"{type(exc).__name__}: {exc}"[:500]))
 
     def _emit_findings(self, found: list[Finding], offset: int, first: int,
-                       emits: list[Emit], arrived: float | None = None) -> None:
+                       emits: list[Emit], arrived: float | None = None,
+                       through: list[tuple[float, int]] | None = None) -> None:
+        """``through``: Monitors.process's marks -- the findings of a sweep run through a
+        jump of the clock are tagged with the clock of their sweep, not the record's."""
         clock = self.monitors.clock
         parts = self.findings_partitions
+        marks = iter(through or ())
+        mark = next(marks, None)
         for k, f in enumerate(found, first):
+            while mark is not None and k - first >= mark[1]:
+                mark = next(marks, None)
             cluster = f.cluster or DEFAULT_CLUSTER
-            tag = finding_tag(clock, f)
+            tag = finding_tag(clock if mark is None else mark[0], f)
             emits.append(Emit(findings_partition(cluster, parts), cluster.encode(), dumps(
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
