@@ -1105,6 +1105,19 @@ class Correlator:
             self._slow_wait.pop(unit, None)
             self._cleared(f, out)
             return
+        if "grown_from" in f.evidence:
+            # The same run told again, grown well past the pace it was told at
+            # (detector.steps' _grown_runs): a rank still held is weighed afresh on its
+            # pace now (a minor cap's excuse measured a ramp's first few percent); one paged
+            # or explained keeps its owner, the fresh evidence on the unit.
+            held = self._slow_wait.get(unit)
+            if held is not None:
+                self._slow_wait[unit] = f
+                if f.ts >= held.ts + self._explanation_wait(held):
+                    self._slow_due(unit, f.ts, out, grown=True)
+                else:  # (still waiting for its GPU's first sample: as long as for a new one)
+                    self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+            return
         seen = self._routine_cap.get(unit)
         if seen:
             # Capping seen since this slowdown began was not routine: the rank was already
@@ -1612,11 +1625,13 @@ class Correlator:
         out.append(self._alert(q, ts))
         self._timer(ts + self.cfg.forget_after_s, "forget", q.key)
 
-    def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False) -> None:
+    def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False,
+                  grown: bool = False) -> None:
         """Decide a slow rank whose wait for a cause is over (``ended``: its run has ended
-        while it was held, so there is no next sample to wait for)."""
+        while it was held, so there is no next sample to wait for; ``grown``: held past its
+        wait, its run told again at a larger pace -- its wait was over before)."""
         f = self._slow_wait.get(unit)
-        if f is None or (due < f.ts + self._explanation_wait(f)
+        if f is None or (not grown and due < f.ts + self._explanation_wait(f)
                          and "throttle_seen" not in self._device.get(unit, {})):
             return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
         p = self._explanation(f) or self._node_verdict(f)

@@ -137,6 +137,9 @@ _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation:
 _EVENT_SHARE = 0.05
 _AFTER_EVENT_S = 120.0
 _AFTER_EVENT_RATIO = 1.10
+# A CUSUM-reported run told again when its pace grows past twice the told excess plus this,
+# on this many steps in a row (StepMonitor._grown_runs: a ramp found early in its rise)
+_GROWN_MARGIN, _GROWN_STEPS = 0.05, 2
 _SHARED_PEERS = 2          # a slow rank's peers on other nodes as slow with it ...
 _SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the workload's
 #                            (JobMonitor._hold_shared; blind8 rail-moe: an expert's ranks in
@@ -227,7 +230,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_pair_run", 0), ("_pair_rep", False), ("_pair_gross", 0), ("_pair_lo", 0.0),
     ("_pair_hi", 0.0),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
-    ("_sku_first_se", 0.0))
+    ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -509,6 +512,9 @@ class JobMonitor:
         self._sku_off = np.zeros(0)
         self._sku_first = np.zeros(0)                 # its mean over the typical rank at its
         self._sku_first_se = np.zeros(0)              # first look, and that mean's error
+        self._told = np.zeros(0)                      # the pace a CUSUM run was told at (0: none),
+        self._told_onset = np.zeros(0)                # that run's onset, and steps grown past it
+        self._grown = np.zeros(0, dtype=np.int64)     # in a row (_grown_runs)
         # Wandering workload (MoE routing, _wander_update): per rank its z smoothed over a few
         # steps and over many, the variance of the first about the second, its deviation over
         # its bias (log ratio) averaged over ~1 / _WANDER_MEAN_ALPHA steps, and whether it was
@@ -541,6 +547,7 @@ class JobMonitor:
         self._twin_n = 0
         self._twin_sigma = 0.0
         self._gross_nodes: set[str] = set()           # warm-up: nodes with a gross step
+        self._told_was: dict[int, float] = {}  # slots told again this step -> pace told before
         self._found_nodes: dict[str, tuple[int, int]] = {}  # nodes found slow lately ->
         #                                               (when, in steps; the replica: -1 none)
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
@@ -1600,16 +1607,18 @@ class JobMonitor:
             cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
                               & ~self._sustained[cleared] & ~self._wander_rep[cleared]
                               & ~self._twin_rep[cleared]]
-        if len(new) == 0 and len(cleared) == 0:
+        grown = self._grown_runs(r, new)
+        if len(new) == 0 and len(cleared) == 0 and len(grown) == 0:
             return
         peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
-        for s in new.tolist():  # slots; findings name the rank
+        for s in [*new.tolist(), *grown.tolist()]:  # slots; findings name the rank
             rank = rank_of[s]
             self._reported[s] = True
             ratio = math.exp(float(self._slow_dev[s]))
             mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
+            self._told[s], self._told_onset[s] = ratio, self._slow.onset_ts[s]
             out.append(self._finding(
                 rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
                 float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
@@ -1626,12 +1635,45 @@ class JobMonitor:
                     if self._host_dev[s] != 0.0 else {}),
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {}),
-                 **({"node_wide": alike[s]} if s in alike else {})}))
+                 **({"node_wide": alike[s]} if s in alike else {}),
+                 **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
+                    else {})}))
+        self._told_was.clear()
         for s in cleared.tolist():
             rank = rank_of[s]
             self._reported[s] = False
+            self._told[s] = 0.0
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """Slots whose CUSUM-reported run now runs well beyond the pace it was told at: told
+        again (the same ``slow_rank``, fresh evidence and ``grown_from``), at most each time
+        its excess doubles.
+
+        A run is told once, at its alarm, with its pace of then; what the correlator weighs
+        against it later (a minor power cap's clock loss, :meth:`Correlator._benign_explanation`)
+        it weighs against that pace.  A slowdown ramping up is found early in its ramp, a few
+        percent slow: a GPU routinely capped 3 % held a rank that went on to 24 % slower
+        excused as power management until its run ended, never paged (22nd reporting corpus,
+        powercap=fleet: a silent_slow ramp to 24 % over 67 s).  Work slows at most as its
+        clock does, so a pace grown past twice the told excess plus ``_GROWN_MARGIN`` on
+        ``_GROWN_STEPS`` steps in a row is a slowdown that the told pace no longer describes.
+        Only the CUSUM's runs (the other rules report their own measures) of the same run."""
+        told = self._told[r]
+        if not np.count_nonzero(told):  # (the usual step: no run told)
+            return r[:0]
+        latest = np.exp(self._slow_dev[r])
+        mine = ((told > 0.0) & self._reported[r] & (self._told_onset[r] == self._slow.onset_ts[r])
+                & ~self._recurring[r] & ~self._sustained[r] & ~self._wander_rep[r]
+                & ~self._twin_rep[r])
+        over = mine & (latest - 1.0 >= 2.0 * (told - 1.0) + _GROWN_MARGIN)
+        self._grown[r] = np.where(over, self._grown[r] + 1, 0)
+        grown = r[(self._grown[r] >= _GROWN_STEPS) & ~np.isin(r, new)]
+        for s in grown.tolist():
+            self._told_was[s] = float(self._told[s])
+            self._grown[s] = 0
+        return grown
 
     def _wander_update(self, step: int, r: np.ndarray, groups: np.ndarray, z: np.ndarray,
                        over: np.ndarray, med: np.ndarray, buf: _StepBuffer, decided_ts: float,
