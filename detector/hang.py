@@ -50,9 +50,16 @@ def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
     """(node, its idle GPUs, the job's GPUs) when every GPU of ``job`` is busy but a minority
     on one node; None otherwise (or when a node's idle GPUs are not told)."""
     busy, idle_of, seen = corr._busy, corr._idle, corr.seen
-    gpus = {(hw[0], hw[1]) for hw in corr._placement.ranks.get(job, {}).values()}
+    place = corr._placement
+    gpus = {(hw[0], hw[1]) for hw in place.ranks.get(job, {}).values()}
     if len(gpus) < 2:
         return None
+    last: dict[tuple[str, int], str] = {}  # GPU -> the job laid out on it last
+    for node in {n for n, _ in gpus}:      # (on_node keeps the order layouts were learned)
+        for (j, _), (g, _) in place.on_node.get(node, {}).items():
+            last[(node, g)] = j
+    if any(last.get(hw, job) != job for hw in gpus):
+        return None  # (a GPU of it laid out for another job since: it ended, its GPUs reused)
     idle: set[tuple[str, int]] = set()
     for node, gpu in gpus:
         if seen is not None and not seen(node, "thermal"):

@@ -12,12 +12,14 @@ from detector.testing import T0
 
 # -- M1: a rank hung in its job (detector.hang) --------------------------------------------
 
-def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "") -> list:
+def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "",
+          reused: bool = False) -> list:
     """A 16-rank job on node-a/node-b (8 GPUs each) steps every 2 s to T0 + 100, then stops;
     from then the nodes' GPUs ``idle`` (node -> its idle GPUs; a node absent: all idle) --
     the alerts of a correlator told so (as the sources tell it: job_layout, gpus_busy, the
     job's stop, its silence hang_s), advanced to T0 + 2000 (``kill``: every GPU idle at
-    T0 + 250, the watchdog's kill; ``isolated``: node-a/1 isolated of that kind first)."""
+    T0 + 250, the watchdog's kill; ``isolated``: node-a/1 isolated of that kind first;
+    ``reused``: job-1 ended and job-2 took its GPUs but node-a/1 at T0 + 103)."""
     corr = CorrelatorPartition(0).correlator
     corr.seen = lambda node, topic: True  # (both nodes' thermal telemetry heard)
     out: list = []
@@ -35,6 +37,11 @@ def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "")
     for n in nodes:
         busy(T0, n, [])
     last = T0 + 100.0
+    if reused:  # (a pool: the next job laid out on the GPUs the ended one left)
+        again = [r for r in layout if (r[1], r[2]) != ("node-a", 1)]
+        corr.on_finding(Finding(last + 3, last + 3, "job_layout", "slow_node", "unknown",
+                                Scope.of_job("job-2"), True, False, 0.0,
+                                {"placement": again}, "job-2"), out)
     for n in nodes:
         if n in idle and len(idle[n]) == 8:
             busy(last + 5, n, None)
@@ -118,3 +125,10 @@ def test_a_job_silent_long_is_told_once_by_its_source_and_not_after_it_steps_aga
         assert len(hang) == (0 if resume else 1) and len(stops) >= 1, (resume, told)
         if not resume:
             assert hang[0].ts - hang[0].evidence["last_step_ts"] >= hang_s(2.0)
+
+
+def test_a_job_that_ended_and_whose_gpus_the_next_job_took_is_no_hang() -> None:
+    # A pool (blind12 pool: ~100 jobs in 15 min): job-1 ends, job-2 is laid out on 15 of its
+    # 16 GPUs and spins them; job-1's silence with "15 busy, node-a/1 idle" is job-2's work,
+    # not job-1's ranks waiting in a collective (16 false escalations on blind12 tune).
+    assert _pages(_hung({"node-a": [1], "node-b": []}, reused=True)) == []
