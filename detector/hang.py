@@ -84,6 +84,9 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     job, t, due = stop.job, stop.evidence.get("last_step_ts"), stop.ts
     if job is None or not (type(t) in (float, int) and math.isfinite(t)):
         return
+    period = stop.evidence.get("step_period_s")
+    if not (type(period) in (float, int) and math.isfinite(period) and period > 0):
+        return  # (its pace never measured -- a job of a few steps, ended: no cadence broken)
     found = _idle_few(corr, job) if len(corr._hangs) < MAX_HANGS else None
     if found is None:
         return

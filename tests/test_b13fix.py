@@ -13,7 +13,7 @@ from detector.testing import T0
 # -- M1: a rank hung in its job (detector.hang) --------------------------------------------
 
 def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "",
-          reused: bool = False) -> list:
+          reused: bool = False, period: float = 2.0) -> list:
     """A 16-rank job on node-a/node-b (8 GPUs each) steps every 2 s to T0 + 100, then stops;
     from then the nodes' GPUs ``idle`` (node -> its idle GPUs; a node absent: all idle) --
     the alerts of a correlator told so (as the sources tell it: job_layout, gpus_busy, the
@@ -54,7 +54,7 @@ def _hung(idle: dict[str, list[int]], *, kill: bool = False, isolated: str = "",
     for t, ev in ((last + stop_s(2.0), {}), (last + hang_s(2.0), {"hang_s": hang_s(2.0)})):
         # (the job's stop, then its source's word that it is silent hang_s: liveness._stops)
         corr.on_finding(Finding(t, last, "silent", "unattributed", "unknown", job, True, False,
-                                0.0, {"last_step_ts": last, "step_period_s": 2.0, **ev},
+                                0.0, {"last_step_ts": last, "step_period_s": period, **ev},
                                 "job-1"), out)
     corr.advance(T0 + 200, out)
     if kill:
@@ -132,3 +132,9 @@ def test_a_job_that_ended_and_whose_gpus_the_next_job_took_is_no_hang() -> None:
     # 16 GPUs and spins them; job-1's silence with "15 busy, node-a/1 idle" is job-2's work,
     # not job-1's ranks waiting in a collective (16 false escalations on blind12 tune).
     assert _pages(_hung({"node-a": [1], "node-b": []}, reused=True)) == []
+
+
+def test_a_job_whose_pace_was_never_measured_is_no_hang() -> None:
+    # blind12 pool-s6: sweep-6065 ran a few steps (step period not measured: 0.0) and ended;
+    # 3 of its 4 GPUs busy 65 s later is someone else's work -- no cadence was broken.
+    assert _pages(_hung({"node-a": [1], "node-b": []}, period=0.0)) == []
