@@ -35,7 +35,7 @@ from replay.importers.alibaba import import_files  # noqa: E402
 from replay.log import write_records  # noqa: E402
 from replay.runner import replay_log  # noqa: E402
 
-DATA = Path("/work/shared/data/alibaba-pai-minibatch")
+DATA = ROOT / "bench" / "data" / "alibaba-pai-minibatch"  # (a copy of ../shared/data's, CC BY 4.0)
 
 
 def straggler_onset(records: list[dict], worker: int, factor: float = 1.3) -> int | None:

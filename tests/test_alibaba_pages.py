@@ -41,7 +41,6 @@ def test_job_4s_five_workers_slow_from_the_start_are_paged_once_routing_is_ruled
     assert job["problems"] == 5 and job["refired"] == 0
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the Alibaba PAI CSVs are not in the repository")
 @pytest.mark.parametrize(("job", "pages"), [
     # worker 6, Alibaba's straggler, 33 iterations after it reaches 1.3x; worker 2 moves from
     # 1.01-1.04x its peers (its first 400 iterations) to 1.06-1.16x: a change after warm-up
