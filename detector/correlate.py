@@ -573,6 +573,14 @@ class Correlator:
 
     # -- problems ------------------------------------------------------------------------
 
+    def gpu_idle(self, node: str, gpu: int) -> bool | None:
+        """Whether ``gpu`` of ``node`` idles by its source's word (``gpus_busy``); None for a
+        busy node whose idle GPUs were not told (a source before round 22, or too many)."""
+        if node not in self._busy:
+            return True
+        idle = self._idle.get(node)
+        return None if idle is None else gpu in idle
+
     def dedup_key(self, topic: str, kind: str, scope: Scope, cluster: str | None) -> str:
         where = f"{cluster}:" if cluster else ""
         return f"fl:{where}{'iso' if topic == ISOLATION else 'esc'}:{kind}:{scope.key}"

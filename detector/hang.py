@@ -49,7 +49,7 @@ def hang_s(period: Any) -> float:
 def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
     """(node, its idle GPUs, the job's GPUs) when every GPU of ``job`` is busy but a minority
     on one node; None otherwise (or when a node's idle GPUs are not told)."""
-    busy, idle_of, seen = corr._busy, corr._idle, corr.seen
+    seen = corr.seen
     place = corr._placement
     gpus = {(hw[0], hw[1]) for hw in place.ranks.get(job, {}).values()}
     if len(gpus) < 2:
@@ -64,11 +64,10 @@ def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
     for node, gpu in gpus:
         if seen is not None and not seen(node, "thermal"):
             return None  # (its GPUs not seen: nothing to say)
-        if node not in busy:
-            idle.add((node, gpu))
-        elif node not in idle_of:
+        state = corr.gpu_idle(node, gpu)
+        if state is None:
             return None  # (busy, its idle GPUs not told)
-        elif gpu in idle_of[node]:
+        if state:
             idle.add((node, gpu))
     nodes = {n for n, _ in idle}
     if len(nodes) != 1 or 2 * len(idle) >= len(gpus):

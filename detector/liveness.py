@@ -811,17 +811,16 @@ class _LayoutView:
         corr = self.corr
         placement = corr._placement
         seen = corr.seen
-        busy, idle = corr._busy, corr._idle
         gpus = {(hw[0], hw[1]) for hw in placement.ranks.get(name, {}).values()
                 if hw[0] in up and (seen is None or seen(hw[0], "thermal")) and (
-                    hw[0] not in busy or hw[0] in idle or all(
+                    corr.gpu_idle(hw[0], hw[1]) is not None or all(
                         j == name for j, _ in placement.on_node.get(hw[0], {})))}
         if not gpus:
             return 0, 0
         every = max((corr._interval.get(n, (0.0, 0.0))[0] for n, _ in gpus), default=0.0)
         if self.now < t + max(FAST_S, 1.5 * every):
             return 0, 0
-        return len(gpus), sum(1 for n, g in gpus if n in busy and g not in idle.get(n, ()))
+        return len(gpus), sum(1 for n, g in gpus if corr.gpu_idle(n, g) is not True)
 
     def moved(self, name: str, others: set[Any], _up: set[str], t: float) -> bool:
         return _went_on(self.corr, name, others, t, self.corr._silent.get(_STOPS) or {})
