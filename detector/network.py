@@ -72,7 +72,7 @@ from detector.findings import Finding
 from detector.port_names import _DIGITS, MIXED, PortName, PortNames, standing
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
 from detector.thresholds import Thresholds
-from models.counters import CounterDeltas, delta_reader
+from models.counters import MAX_COUNTS_PER_S, CounterDeltas, delta_reader
 from models.decay import DecayingCount
 
 _IDX = {name: i for i, name in enumerate(NIC_COUNTERS)}
@@ -284,10 +284,12 @@ class NodeNics:
             r.rcv_errors
         v5, v6, v7, v8, v9, v10 = r.xmit_discards, r.xmit_wait, r.out_of_sequence, \
             r.packet_seq_err, r.np_cnp_sent, r.rp_cnp_handled
+        cap = (ts - counters._last_ts) * MAX_COUNTS_PER_S  # (a blank or a jump: update's)
         try:
             # Traffic counters on, error and flap counters still (and present).
-            if not (v0 >= b0 and v1 >= b1 and v5 >= b5 and v6 >= b6 and v9 >= b9
-                    and v10 >= b10 and v2 == b2 and v3 == b3 and v4 == b4 and v7 == b7
+            if not (b0 <= v0 <= b0 + cap and b1 <= v1 <= b1 + cap and b5 <= v5 <= b5 + cap
+                    and b6 <= v6 <= b6 + cap and b9 <= v9 <= b9 + cap
+                    and b10 <= v10 <= b10 + cap and v2 == b2 and v3 == b3 and v4 == b4 and v7 == b7
                     and v8 == b8 and v2 is not None and v3 is not None
                     and v4 is not None and v7 is not None and v8 is not None):
                 return False  # a reset, an error, a flap
