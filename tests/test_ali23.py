@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from detector import steps
 from detector.events import StepSample
 from detector.findings import Finding
-from detector import steps
 from detector.steps import JobMonitor
 from detector.testing import T0, step
 from tests.test_steps_round12 import CFG
