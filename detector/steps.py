@@ -126,6 +126,8 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+_TOLD_OUT = 2              # ranks of a peer group told slow that take the told out of its
+#                            reference (JobMonitor._untold_reference)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
 #                            (JobMonitor._node_alike; blind7 G3: 0.0703 and 0.0690)
 # After a step every rank spent in neither compute nor collectives (a checkpoint snapshot, an
@@ -1413,11 +1415,11 @@ class JobMonitor:
                     return
                 step_sigma = median(scale if comparable is None else scale[comparable],
                                     scratch=True)
-        told = None
+        told = None  # (the ranks out of the reference this step: _untold_reference)
         if comparable is None and np.count_nonzero(self._reported):
             told = self._reported[slots]
-            if np.count_nonzero(told):
-                med, step_sigma = self._untold_reference(x, groups, ~told, med, step_sigma)
+            if np.count_nonzero(told) >= _TOLD_OUT:
+                med, step_sigma, told = self._untold_reference(x, groups, told, med, step_sigma)
             else:
                 told = None
         if comparable is None:
@@ -1470,8 +1472,7 @@ class JobMonitor:
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
         # (over the ranks not told slow, as the reference above: a job's slow ranks are not
         # its noise)
-        spread = median(np.abs(z if told is None or np.count_nonzero(~told) < cfg.min_peers
-                               else z[~told]), scratch=True) / 0.6745
+        spread = median(np.abs(z if told is None else z[~told]), scratch=True) / 0.6745
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
@@ -1672,11 +1673,13 @@ class JobMonitor:
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
 
-    def _untold_reference(self, x: np.ndarray, groups: np.ndarray, keep: np.ndarray,
-                          med: np.ndarray, step_sigma: float) -> tuple[np.ndarray, float]:
+    def _untold_reference(self, x: np.ndarray, groups: np.ndarray, told: np.ndarray,
+                          med: np.ndarray, step_sigma: float
+                          ) -> tuple[np.ndarray, float, np.ndarray | None]:
         """Each rank's peer median and the job's noise this step (``med``, ``step_sigma`` of
-        all ranks) from its group's ranks not told slow (``keep``), in each group that keeps
-        ``min_peers`` of them.
+        all ranks) from its group's ranks not told slow, in each group with ``_TOLD_OUT`` or
+        more ranks told (``told``) that keeps ``min_peers`` others; and the ranks so taken out
+        (None: none).
 
         A rank told slow is a fault, not its job's normal: while it stays slow it is out of the
         reference its peers are judged against.  The median and the MAD break down with half of
@@ -1685,17 +1688,22 @@ class JobMonitor:
         between the steady and the slow, the noise went from 4 % to 13 % in 30 samples (and its
         rescale 0.8 -> 1.5), and workers 8 and 9, 1.27-1.30x the steady ones, scored under the
         CUSUM's allowance to the job's end.  A rank told slow that recovers is back at its
-        peers' median, and clears as before."""
+        peers' median, and clears as before.  One told rank in a group is left in: one moves a
+        median of three or more by half a gap at most, and a node's ranks (one a group under
+        TP) are judged as before (blind5's fan case: a node slow at a hot GPU's pace, joined
+        to that GPU's page)."""
         uniq, inv = np.unique(groups, return_inverse=True)
-        enough = np.bincount(inv[keep], minlength=len(uniq)) >= self.cfg.min_peers
+        keep = ~told
+        enough = ((np.bincount(inv[keep], minlength=len(uniq)) >= self.cfg.min_peers)
+                  & (np.bincount(inv[told], minlength=len(uniq)) >= _TOLD_OUT))
         if not np.count_nonzero(enough):
-            return med, step_sigma
+            return med, step_sigma, None
         kmed, kscale, _, _ = group_stats(x[keep], groups[keep])
         gmed, gscale, gall = np.empty(len(uniq)), np.empty(len(uniq)), np.empty(len(uniq))
         gmed[inv[keep]], gscale[inv[keep]] = kmed, kscale
         gall[inv] = group_stats(x, groups)[1]
         return (np.where(enough[inv], gmed[inv], med),
-                median(np.where(enough, gscale, gall), scratch=True))
+                median(np.where(enough, gscale, gall), scratch=True), told & enough[inv])
 
     def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Slots whose CUSUM-reported run now runs well beyond the pace it was told at: told
