@@ -281,6 +281,10 @@ def test_which_job_a_gpu_was_laid_out_for_last_is_by_the_layouts_time() -> None:
     assert lay.last_on("n", 1) == "new" and lay.since[("old", 0)] == 100.0
     lay.learn("new", [[0, "n", 2, 0]], 400.0)   # (moved: laid out anew)
     assert lay.last_on("n", 2) == "new" and lay.last_on("n", 1) == "old"
+    # A snapshot keeps it (detector.statecodec: the times, and the order learned).
+    from detector.statecodec import decode_state, encode_state
+    back = decode_state(encode_state({"p": lay}))["p"]
+    assert back.since == lay.since and back.last_on("n", 1) == "old"
     lay.forget("old")
     assert lay.last_on("n", 1) is None and ("old", 0) not in lay.since
     # Untimed (learned without a time): the order learned, as before.
