@@ -20,17 +20,16 @@ is long beside a step: a page a few minutes before the watchdog, not at once.
 It resolves when the job's GPUs no longer show it (the job killed: all idle; resumed: all
 busy).
 
-hang23: the wait is the peers' -- from the job's last step, or from when a GPU of it turned
-busy from idle later than its peers would have entered the collective: a GPU idle after the
-last step and busy again was let go (the job ended) and taken by the next job before its
-first step told its layout (blind8 held scale-1k-s7), or the whole job paused and resumed.
-The source looks every hang_s of silence (to :data:`LOOK_S`), so a wait too short at one
-look is judged again at the next.  Rank 0 idle alone is also rank 0 writing a checkpoint
-while every other rank waits in a barrier (``torch.save`` on slow storage: minutes); no
-record says which (no host I/O in DESIGN), so it is named after :data:`CKPT_S` -- a write
-that long holds the whole job and is worth a look too, and a hang still pages well before
-the watchdog's default 10 min.  Which job a GPU was laid out for last is by the layouts'
-event time (Placement.last_on), not the order they reached the correlator.
+hang23: a hung job's peers spin from its last step on, so a GPU of it that turned busy from
+idle after its peers would have entered the collective is not one of them: the job ended
+and other work took the GPU before its first step told its layout (blind8 held
+scale-1k-s7).  The source looks every hang_s of silence (to :data:`LOOK_S`).  Rank 0 idle
+alone is also rank 0 writing a checkpoint while every other rank waits in a barrier
+(``torch.save`` on slow storage: minutes); no record says which (DESIGN has no host I/O),
+so it is named after :data:`CKPT_S` -- a write that long holds the whole job and is worth
+a look too, and a hang still pages well before the watchdog's default 10 min.  Which job a
+GPU was laid out for last is by the layouts' event time (Placement.last_on), not the order
+they reached the correlator.
 """
 
 from __future__ import annotations
@@ -50,8 +49,8 @@ HANG_STEPS = 20    # ... and this many of its step periods
 LOOK_S = 900.0     # a silent job is looked at every hang_s until this long (the watchdog's
 #                    10 min by default, and a margin)
 CKPT_S = 300.0     # rank 0 idle alone: the least wait (a checkpoint rank 0 writes alone)
-WOKE_SAMPLES = 1.5  # a peer's GPU busy from idle this many samples (and a step) after the
-#                    job's last step woke for other work, or after a pause: its wait began then
+WOKE_SAMPLES = 1.5  # a GPU busy from idle this many samples (and a step) after the job's
+#                    last step woke for other work: not a peer waiting (_woke_since)
 MAX_NAMED = 8      # idle GPUs named in the evidence
 MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
 
@@ -114,11 +113,12 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     if found is None:
         return
     node, idle, total = found
-    need, rank0 = hang_s(period), _rank0_alone(corr, job, node, idle)
-    if rank0:
-        need = max(need, CKPT_S)
-    if due - _waiting_since(corr, job, t, period) < need:
-        return  # (not waiting long enough yet: the next look)
+    if _woke_since(corr, job, t, period):
+        return  # (GPUs of it idle after its last step, busy again: not its peers waiting)
+    rank0 = _rank0_alone(corr, job, node, idle)
+    need = max(hang_s(period), CKPT_S) if rank0 else hang_s(period)
+    if due - t < need:
+        return  # (rank 0 alone, not yet a checkpoint's length: the next look)
     if any(_dark(corr, hw[0]) for hw in corr._placement.ranks.get(job, {}).values()):
         return  # a node gone dark: liveness's page
     if any(p.status == "firing" and p.topic == ISOLATION and p.kind == "hardware"
@@ -153,24 +153,21 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     corr._hangs[job] = [scope, stop.cluster]
 
 
-def _waiting_since(corr: Correlator, job: str, last: float, period: float) -> float:
-    """Since when ``job``'s busy GPUs have waited in a collective: its last step -- or later,
-    when one of them turned busy from idle after its peers would all have entered the
-    collective (a step, and a sample of its GPU, after the last step: WOKE_SAMPLES).  A hung
-    job's peers spin from its last step on; GPUs idle after it and busy later were let go (the
-    job ended) and taken by another job not yet told (blind8 held scale-1k-s7: ft-4d18d1's
-    four GPUs idle 60 s, then the next job's first step -- three sampled busy before the
-    fourth), or the whole job paused (a checkpoint every rank writes) and resumed: the wait
-    counts from then."""
-    since = last
+def _woke_since(corr: Correlator, job: str, last: float, period: float) -> bool:
+    """Whether a busy GPU of ``job`` turned busy from idle later than its peers would all
+    have entered the collective after its last step (a step, and WOKE_SAMPLES samples of
+    its GPU: one sampled idle in the gap between steps is a peer).  A hung job's peers spin
+    from its last step on; a GPU idle after it and busy again was let go -- the job ended --
+    and taken by other work whose layout is not told yet (blind8 held scale-1k-s7: ft-4d18d1's
+    four GPUs idle 60 s, then the next job's first step, three sampled busy before the
+    fourth), or by work no step source reports.  (A whole-job pause then a hang in the first
+    step after it looks the same: not named -- nothing says those GPUs are its ranks'.)"""
     for node, gpu, _ in corr._placement.ranks.get(job, {}).values():
         woke = corr.busy_since(node, gpu)
-        if woke is None or woke <= since:
-            continue
-        dt = corr._interval.get(node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s
-        if woke > last + period + WOKE_SAMPLES * dt:
-            since = woke
-    return since
+        if woke is not None and woke > last + period + WOKE_SAMPLES * (
+                corr._interval.get(node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s):
+            return True
+    return False
 
 
 def _rank0_alone(corr: Correlator, job: str, node: str, idle: list[int]) -> bool:

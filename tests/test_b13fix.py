@@ -192,8 +192,8 @@ def test_a_job_that_ended_and_whose_gpus_the_next_job_wakes_before_its_layout_is
     # (its GPUs idle 10 s later), 60 s on the next job starts on them: the look at 68 s of
     # silence caught three of them sampled busy before the fourth, the next job's layout
     # told only with its first step, 4.5 s later.  A hung job's peers spin from its last
-    # step on; GPUs idle after it and busy again were let go and taken -- their wait counts
-    # from then, and by the next look the next job's layout is told.
+    # step on; GPUs idle after it and busy again were let go and taken (and by the next
+    # looks the next job's layout is told, or, not told, they still woke after it).
     for told in (True, False):
         corr, out = _job()
         last = T0 + 100.0
@@ -213,24 +213,22 @@ def test_a_job_that_ended_and_whose_gpus_the_next_job_wakes_before_its_layout_is
         assert out == []
 
 
-def test_a_rank_hung_after_a_pause_of_its_whole_job_is_named_once_its_peers_waited():
-    # A checkpoint every rank writes (every GPU idle 40 s after the last step), then the
-    # job goes on and node-a/1's loader hangs: its peers wait from when they woke -- named
-    # at the look after they waited hang_s (120 s of silence), not at the first (60 s).
+def test_gpus_idle_after_the_last_step_then_busy_are_not_its_peers_at_any_look() -> None:
+    # Every GPU of job-1 idle after its last step, 15 busy again 45 s on, node-a/1 idle: work
+    # no step source tells (a burn-in, an un-instrumented job) or a whole-job pause and a
+    # hang in the first step after it -- nothing says those GPUs are its ranks': no page at
+    # any look (the looks go on to LOOK_S).
     corr, out = _job()
     last = T0 + 100.0
     for n in _NODES:
         _busy(corr, out, last + 5, n, None)
     _busy(corr, out, last + 45, "node-a", [1])
     _busy(corr, out, last + 45, "node-b", [])
-    _looks(corr, out, last, last + 100.0)
+    _looks(corr, out, last, last + 900.0)
     assert out == []
-    _looks(corr, out, last, last + 130.0)
-    assert _pages(out) == [("firing", "unattributed", "gpu:node-a/1")]
-    assert out[0].detected_ts == last + 2 * hang_s(2.0)
 
 
-def test_a_peer_sampled_idle_between_steps_does_not_delay_a_hang() -> None:
+def test_a_peer_sampled_idle_between_steps_is_still_a_peer() -> None:
     # A peer's GPU sampled idle in the gap after the last step (its loader's turn) and busy
     # at its next sample: within a step and a sample (WOKE_SAMPLES) -- a spinning peer.
     corr, out = _job()
