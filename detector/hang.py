@@ -64,10 +64,10 @@ def hang_s(period: Any) -> float:
 def look_due(period: Any, before: float, now: float) -> bool:
     """Whether a job with steps ``period`` apart, silent ``before`` s at its source's last
     scan and ``now`` s at this one, is due a look (detector.liveness._stops): every
-    :func:`hang_s` of silence up to :data:`LOOK_S` -- a look that finds the peers not yet
-    waiting long enough (:func:`on_long_stop`) is made again later."""
+    :func:`hang_s` of silence up to :data:`LOOK_S` (a job of long steps: once) -- rank 0
+    idle alone is named only after :data:`CKPT_S` (:func:`on_long_stop`)."""
     h = hang_s(period)
-    k = math.floor(min(now, LOOK_S) / h)
+    k = math.floor(min(now, max(LOOK_S, h)) / h)
     return k >= 1 and k * h > before
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from detector.alerts import ESCALATION, ISOLATION, Scope
 from detector.findings import Finding
 from detector.hang import hang_s
@@ -185,6 +187,15 @@ def _looks(corr, out: list, last: float, until: float, period: float = 2.0) -> N
                                  "hang_s": hang_s(period)}, "job-1"), out)
         k += 1
     corr.advance(until, out)
+
+
+def test_a_silent_job_is_looked_at_every_hang_s_to_look_s_and_a_job_of_long_steps_once():
+    from detector.hang import LOOK_S, look_due
+    assert [k for k in range(1, 20) if look_due(2.0, 60.0 * k - 10, 60.0 * k + 5)] == list(
+        range(1, int(LOOK_S // 60) + 1))
+    assert not look_due(2.0, 0.0, 59.0) and look_due(2.0, -math.inf, 125.0)
+    # 90 s steps: hang_s 1800 s, beyond LOOK_S -- still one look.
+    assert look_due(90.0, 1790.0, 1801.0) and not look_due(90.0, 1801.0, 3700.0)
 
 
 def test_a_job_that_ended_and_whose_gpus_the_next_job_wakes_before_its_layout_is_no_hang():
