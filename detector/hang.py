@@ -117,7 +117,7 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
         return  # (GPUs of it idle after its last step, busy again: not its peers waiting)
     rank0 = _rank0_alone(corr, job, node, idle)
     need = max(hang_s(period), CKPT_S) if rank0 else hang_s(period)
-    if due - t < need:
+    if rank0 and due - t < need - 0.01:  # (the last step's time is told to the ms)
         return  # (rank 0 alone, not yet a checkpoint's length: the next look)
     if any(_dark(corr, hw[0]) for hw in corr._placement.ranks.get(job, {}).values()):
         return  # a node gone dark: liveness's page
