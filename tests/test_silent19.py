@@ -117,8 +117,8 @@ def test_a_job_on_the_lost_node_alone_waits_for_the_slow_path(tmp_path):
 
 
 def test_snapshot_after_the_fast_page_gives_the_same_alerts(tmp_path):
-    """Restored from a snapshot taken just after the fast judgment (a topic state of 3): the
-    same page and resolution."""
+    """Restored from a snapshot taken just after the fast judgment (the source's topic state
+    4, told quiet; the correlator's node judged): the same page and resolution."""
     recs = fleet(seconds=1300, dead={"node-003": (400, 1000)})
     whole = replay_log(write(tmp_path, recs))
     eng = Engine()
@@ -126,8 +126,9 @@ def test_snapshot_after_the_fast_page_gives_the_same_alerts(tmp_path):
     cut = next(k for k, r in enumerate(recs) if r["value"]["ts"] > T0 + 450)
     for k, r in enumerate(recs):
         if k == cut:
-            assert any(st[liveness._SILENT] == 3
+            assert all(st[liveness._SILENT] == 4
                        for st in eng.monitors._alive["node-003"][1].values())
+            assert liveness._JUDGED in eng.correlator._silent["node-003"]
             eng = Engine.restore(eng.snapshot())
         eng.ingest(r["topic"], r["value"], alerts)
     alerts += eng.finish()
