@@ -17,9 +17,7 @@ import pytest
 from detector import liveness
 from detector.alerts import Alert, Scope
 from detector.correlate import Correlator
-from detector.engine import Engine
 from detector.findings import Finding
-from detector.statecodec import SnapshotRefused
 from detector.thresholds import Thresholds
 from replay.runner import replay_log
 from tests.test_liveness import T0, TIER_NODES, TIERS, fleet, silent_pages, write
@@ -84,32 +82,6 @@ def test_a_node_judged_with_its_part_and_heard_again_before_the_page_is_left_out
     assert pages(replayed) == [("firing", "switch:leaf4", sorted(down))]
     [(status, scope, listed)] = pages(served)
     assert (status, scope) == ("firing", "switch:leaf4") and set(down) <= set(listed)
-
-
-def test_a_round_22_snapshot_after_the_fast_judgment_restores(tmp_path):
-    """A source snapshot of round 22 holds a fast-judged node's topics in state 3 (its own
-    judgment, gone): restored as told quiet (4), with the same page and resolution; a state
-    this build never wrote is refused, never a crash."""
-    recs = fleet(seconds=1300, dead={"node-003": (400, 1000)})
-    whole = replay_log(write(tmp_path, recs))
-    eng = Engine()
-    alerts: list[Alert] = []
-    cut = next(k for k, r in enumerate(recs) if r["value"]["ts"] > T0 + 450)
-    for k, r in enumerate(recs):
-        if k == cut:
-            for st in eng.monitors._alive["node-003"][1].values():
-                st[liveness._SILENT] = 3  # (what round 22's _fast left)
-            blob = eng.snapshot()
-            eng = Engine.restore(blob)
-            assert all(st[liveness._SILENT] == 4
-                       for st in eng.monitors._alive["node-003"][1].values())
-        eng.ingest(r["topic"], r["value"], alerts)
-    alerts += eng.finish()
-    assert [(a.dedup_key, a.status, round(a.detected_ts, 3)) for a in silent_pages(alerts)] \
-        == [(a.dedup_key, a.status, round(a.detected_ts, 3)) for a in silent_pages(whole.alerts)]
-    eng.monitors._alive["node-001"] = [None, {"ecc": [T0, 10.0, 5, 6, 100.0, None]}]
-    with pytest.raises(SnapshotRefused):
-        Engine.restore(eng.snapshot())
 
 
 def _quiet(node: str, ts: float, named: list[str]) -> Finding:
