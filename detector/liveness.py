@@ -610,7 +610,8 @@ def _retold(corr: Correlator, node: str, what: str, f: Finding, out: list[Alert]
     """A node judged in seconds, waiting for its part, told quiet again on ``what``: the
     nodes its source names now as going dark with it replace those it named (a node named
     for a record missed and heard since is no longer awaited); its part is paged when none
-    is still to come, or :data:`FAST_WAIT_S` after its judgement."""
+    is still to come, :data:`FAST_WAIT_S` after its judgement, or when this may be the
+    topic's last (:data:`FAST_WINDOW_S`)."""
     topics = corr._silent[node]
     g = topics[what]
     if g.evidence.get("dark_with") != f.evidence.get("dark_with"):
@@ -618,7 +619,8 @@ def _retold(corr: Correlator, node: str, what: str, f: Finding, out: list[Alert]
         if f.evidence.get("dark_with"):
             ev["dark_with"] = f.evidence["dark_with"]
         topics[what] = g._replace(evidence=ev)
-    if f.ts - topics[_WAIT].ts > FAST_WAIT_S or not _to_come(corr, node, f):
+    if f.ts - topics[_WAIT].ts > FAST_WAIT_S or _waited(f) + SCAN_S > FAST_WINDOW_S or \
+            not _to_come(corr, node, f):
         _flush(corr, node, f, out)
 
 
@@ -635,7 +637,8 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
     sources saw go dark with it that are quiet already -- else the 240 s bound decides.  A
     part going dark is paged together: once the nodes still to come with it (:func:`_to_come`)
     are judged too, else when one of those judged is told quiet again :data:`FAST_WAIT_S`
-    after its judgement (:func:`on_silent`)."""
+    after its judgement (:func:`_retold`) -- at once when no topic of it will be told again
+    (judged late in its :data:`FAST_WINDOW_S`: a job's stop told late)."""
     judged = _fast_judged(corr, node, now)
     if judged is None:
         return
@@ -645,7 +648,9 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
         for n in todo:  # (told quiet before a job was seen lost with it)
             tried.add(n)
             _fast_judged(corr, n, now)
-    if not _to_come(corr, node, judged):
+    if not _to_come(corr, node, judged) or not any(
+            math.isfinite(q := _waited(g)) and q + (now - g.ts) + SCAN_S <= FAST_WINDOW_S
+            for w, g in corr._silent[node].items() if w in TOPICS):
         _flush(corr, node, judged, out)
 
 
@@ -678,9 +683,9 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
             ev.update(steps_seen=True, job_stalled=True)
             if jobs:
                 ev["jobs"] = jobs
-            judged = topics[w] = g._replace(ts=now, evidence=ev)
+            judged = topics[w] = g._replace(evidence=ev)
     if judged is not None:
-        topics[_WAIT] = judged
+        judged = topics[_WAIT] = judged._replace(ts=now)  # (when its wait began)
     return judged
 
 

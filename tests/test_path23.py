@@ -84,46 +84,65 @@ def test_a_node_judged_with_its_part_and_heard_again_before_the_page_is_left_out
     assert (status, scope) == ("firing", "switch:leaf4") and set(down) <= set(listed)
 
 
-def _quiet(node: str, ts: float, named: list[str]) -> Finding:
+def _quiet(node: str, ts: float, named: list[str], late: float = 0.0) -> Finding:
     """A source's word that ``node`` (last record at 400 s, thermal every 10 s) is quiet at
-    ``ts``, naming the nodes it saw go dark with it."""
+    ``ts`` (``late`` s more past its bound: told late in its window), naming the nodes it
+    saw go dark with it."""
     ev = {"quiet": "thermal", "last_ts": T0 + 400, "interval_s": 10.0, "bound_s": 20.0,
-          "quiet_s": ts - 400.0, "nodes_heard_since": 5}
+          "quiet_s": ts - 400.0 + late, "nodes_heard_since": 5}
     if named:
         ev["dark_with"] = named
     return Finding(T0 + ts, T0 + 400, "silent", "unattributed", "unknown",
                    Scope.of_node(node), True, False, 0.9, ev)
 
 
-@pytest.mark.parametrize("still_named, paged_at", [(True, 443.0), (False, 432.0)])
-def test_a_part_waits_for_a_node_named_with_it_until_it_is_not_or_fast_wait_s(
-        still_named, paged_at):
-    """The correlator alone: job-1 on node-016..018 and node-000 stops as leaf4's three go
-    quiet, their source naming node-019 with them, which is never told quiet.  Judged at
-    422 s, the part waits: paged once a re-tell no longer names node-019 (432 s), else when
-    a re-tell comes FAST_WAIT_S after the judgement (443 s) -- one page at leaf4, not three
-    node pages and not the 240 s path."""
+DARK = ["node-016", "node-017", "node-018"]
+
+
+def _leaf4_judged(late: float = 0.0) -> tuple[Correlator, list[Alert]]:
+    """The correlator alone: job-1 on node-016..018 and node-000 (busy) stops as leaf4's
+    three go quiet (told at 422 s), their source naming node-019 with them, never told."""
     corr = Correlator(Thresholds(), TIERS)
     out: list[Alert] = []
-    dark = ["node-016", "node-017", "node-018"]
     corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown",
                             Scope.of_job("job-1"), True, False, 0.0, {"placement": [
-                                [k, n, 0, k] for k, n in enumerate([*dark, "node-000"])]},
+                                [k, n, 0, k] for k, n in enumerate([*DARK, "node-000"])]},
                             "job-1"), out)
     corr.on_finding(Finding(T0, T0, "gpus_busy", "slow_node", "power",
                             Scope.of_node("node-000"), True, False, 0.0, {"idle_gpus": []}),
                     out)
-    for n in dark:
-        corr.on_finding(_quiet(n, 422.0, [m for m in dark if m != n] + ["node-019"]), out)
+    for n in DARK:
+        corr.on_finding(_quiet(n, 422.0, [m for m in DARK if m != n] + ["node-019"], late),
+                        out)
     corr.on_finding(Finding(T0 + 422, T0 + 399, "silent", "unattributed", "unknown",
                             Scope.of_job("job-1"), True, False, 0.0,
                             {"last_step_ts": T0 + 399, "step_period_s": 2.0}, "job-1"), out)
-    assert out == [] and all(liveness._WAIT in corr._silent[n] for n in dark)
+    return corr, out
+
+
+def _paged(out: list[Alert]) -> list[tuple[str, float, list[str]]]:
+    return [(a.scope.key, a.detected_ts - T0, sorted(a.evidence["dark_nodes"])) for a in out]
+
+
+@pytest.mark.parametrize("still_named, paged_at", [(True, 443.0), (False, 432.0)])
+def test_a_part_waits_for_a_node_named_with_it_until_it_is_not_or_fast_wait_s(
+        still_named, paged_at):
+    """Judged at 422 s, the part waits for node-019: paged once a re-tell no longer names
+    it (432 s), else when a re-tell comes FAST_WAIT_S after the judgement (443 s) -- one page
+    at leaf4, not three node pages and not the 240 s path."""
+    corr, out = _leaf4_judged()
+    assert out == [] and all(liveness._WAIT in corr._silent[n] for n in DARK)
     for ts in (432.0, 443.0):
-        for n in dark:
-            corr.on_finding(_quiet(n, ts, [m for m in dark if m != n]
+        for n in DARK:
+            corr.on_finding(_quiet(n, ts, [m for m in DARK if m != n]
                                    + (["node-019"] if still_named else [])), out)
         if ts < paged_at:
             assert out == []
-    assert [(a.scope.key, a.detected_ts - T0, sorted(a.evidence["dark_nodes"]))
-            for a in out] == [("switch:leaf4", paged_at, dark)]
+    assert _paged(out) == [("switch:leaf4", paged_at, DARK)]
+
+
+def test_a_part_judged_at_the_end_of_its_quiet_window_waits_for_nobody():
+    """Judged when no re-tell is to come (told 55 s past the fast bound: the window ends at
+    60), the part is paged at once, not left to the 240 s path's confirm."""
+    _, out = _leaf4_judged(late=53.0)
+    assert _paged(out) == [("switch:leaf4", 422.0, DARK)]
