@@ -720,8 +720,9 @@ def _last(topics: dict[str, Finding]) -> float | None:
 def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
     """The nodes not judged yet that went dark with ``node`` and the nodes of its parts
     waiting with it: those their sources saw go dark with them (``dark_with``), and those of
-    its parts told quiet or silent on some topic within :data:`DARK_WITH_S` of them (another
-    source's word: a service partition names only its own nodes)."""
+    its parts told quiet past its fast bound or silent on some topic within
+    :data:`DARK_WITH_S` of them (another source's word: a service partition names only its
+    own nodes)."""
     silent = corr._silent
     group = _waiting(corr, node, f)
     out = {n for m in group for n in _with(corr, m)}
@@ -732,7 +733,8 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
         for n, t in silent.items():
             if n in out or n == _STOPS or _WAIT in t or _JUDGED in t:
                 continue
-            x = _last(t)
+            # (quiet past its fast bound: a 30 s ECC poll is told quiet at 20 s every poll)
+            x = _last({w: g for w, g in t.items() if not _is_quiet(g) or _waited(g) > 0})
             if x is not None and lo <= x <= hi and any(
                     g.cluster == f.cluster for w, g in t.items() if w in TOPICS) and \
                     mine & set(_parts(corr.topology, n)):
