@@ -720,7 +720,7 @@ def _last(topics: dict[str, Finding]) -> float | None:
 def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
     """The nodes not judged yet that went dark with ``node`` and the nodes of its parts
     waiting with it: those their sources saw go dark with them (``dark_with``), and those of
-    its parts told quiet past its fast bound or silent on some topic within
+    its parts told quiet past its interval or silent on some topic within
     :data:`DARK_WITH_S` of them (another source's word: a service partition names only its
     own nodes)."""
     silent = corr._silent
@@ -733,8 +733,10 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
         for n, t in silent.items():
             if n in out or n == _STOPS or _WAIT in t or _JUDGED in t:
                 continue
-            # (quiet past its fast bound: a 30 s ECC poll is told quiet at 20 s every poll)
-            x = _last({w: g for w, g in t.items() if not _is_quiet(g) or _waited(g) > 0})
+            # (quiet past its interval, a record missed: a 30 s ECC poll is told quiet at 20 s)
+            x = _last({w: g for w, g in t.items() if not _is_quiet(g) or (
+                _is_time(q := g.evidence.get("quiet_s")) and _is_time(
+                    i := g.evidence.get("interval_s")) and q > i)})
             if x is not None and lo <= x <= hi and any(
                     g.cluster == f.cluster for w, g in t.items() if w in TOPICS) and \
                     mine & set(_parts(corr.topology, n)):
