@@ -440,15 +440,11 @@ def _newest(entry: list[Any]) -> float:
 
 
 def _missed(entry: list[Any], newest: dict[str, dict[str, float]]) -> bool:
-    """Whether a node not told quiet or silent is quiet half its :func:`fast_s` and 1.5 of
-    its interval on every topic (a record missed everywhere), as a node going dark with
-    others is.  (Not half fast_s alone: a healthy node recording every 10 s, scanned every
-    10 s at the same phase, is 10-11 s behind at every scan -- a service partition, one
-    topic, named it for good, holding a lone node's page FAST_WAIT_S: nvl72's panics.)"""
+    """Whether a node not told quiet or silent is quiet half its :func:`fast_s` on every
+    topic (a record or more missed everywhere), as a node going dark with others is."""
     tops = entry[1]
     return bool(tops) and not any(st[_SILENT] for st in tops.values()) and all(
-        newest[w] and max(newest[w].values()) - st[_LAST] > max(fast_s(st[_GAP]) / 2,
-                                                                1.5 * st[_GAP])
+        newest[w] and max(newest[w].values()) - st[_LAST] > fast_s(st[_GAP]) / 2
         for w, st in tops.items())
 
 
