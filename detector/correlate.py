@@ -1616,6 +1616,13 @@ class Correlator:
         self._superseded(q, p, max(p.onset_ts, max((e.get("ts", 0.0) for e in p.evidence),
                                                     default=0.0)), out)
 
+    def _repage(self, p: Problem, out: list[Alert]) -> None:
+        """``p``'s firing message still in ``out``, rebuilt with what ``p`` holds now."""
+        for i in range(len(out) - 1, -1, -1):
+            if out[i].dedup_key == p.key and out[i].status == "firing":
+                out[i] = self._alert(p, out[i].detected_ts)
+                break
+
     def _superseded(self, q: Problem, p: Problem, ts: float, out: list[Alert]) -> None:
         """Resolve escalation ``q`` at ``ts``, pointing at ``p``, which takes what still
         stands on it (and names ``q`` in its page)."""
@@ -1629,10 +1636,7 @@ class Correlator:
         supersedes = p.extra.setdefault("supersedes", [])
         if q.key not in supersedes and len(supersedes) < _UNITS_TOLD:
             supersedes.append(q.key)
-        for i in range(len(out) - 1, -1, -1):
-            if out[i].dedup_key == p.key and out[i].status == "firing":
-                out[i] = self._alert(p, out[i].detected_ts)  # (its page names what it took)
-                break
+        self._repage(p, out)  # (its page names what it took)
         out.append(self._alert(q, ts))
         self._timer(ts + self.cfg.forget_after_s, "forget", q.key)
 
@@ -2194,6 +2198,26 @@ class Correlator:
                 == topo.stated_switch_of(node, nic)):
             return  # (only the file's word: Topology.stated_switch_of)
         self._member_due(key, f.ts, out, now=True)
+        q = self.problems.get(self.dedup_key(ISOLATION, g.kind, g.scope, g.cluster))
+        if key not in self._group_wait and q is not None and q.status == "firing":
+            # (named in its page; and a switch decided failing later supersedes it)
+            q.extra.setdefault("decided_beside", {
+                "switch": name, "nic": nic, "port": f.evidence.get("port"),
+                "since_down_s": f.evidence.get("since_down_s")})
+            self._repage(q, out)
+
+    def _supersede_beside(self, switch: str, p: Problem, window: float, due: float,
+                          out: list[Alert]) -> None:
+        """Link downs decided at once under ``switch`` (_up_beside) that its own isolation
+        ``p`` explains -- begun at most its ``window`` before the switch's first trouble
+        (the first port down may be the first the leaf's nodes show): resolved now, pointing
+        at ``p``.  A part of the leaf failing (a line card, a port group) spares siblings the
+        rule read as the leaf's word; one incident is one open page."""
+        since = p.onset_ts - window
+        for q in [q for q in self.problems.values() if q.status == "firing"
+                  and q.extra.get("decided_beside", {}).get("switch") == switch
+                  and q.cluster == p.cluster and q.onset_ts >= since]:
+            self._superseded(q, p, due, out)
 
     def _member_due(self, key: str, due: float, out: list[Alert], now: bool = False) -> None:
         """A finding sampled far more often than the one that opened its part's window has
@@ -2652,8 +2676,10 @@ class Correlator:
             return
         if what != "fabric" and len(troubled) >= need:
             cause = "switch" if what == "switch" else first.cause
-            self._raise_part(ISOLATION, first.kind, cause, self._group_scope((what, name)),
-                             first, heard, troubled, waiting, due, out)
+            p = self._raise_part(ISOLATION, first.kind, cause, self._group_scope((what, name)),
+                                 first, heard, troubled, waiting, due, out)
+            if what == "switch":
+                self._supersede_beside(name, p, self._window(what, first), due, out)
             return
         self._decide_units(waiting, due, out)
 
@@ -2683,9 +2709,10 @@ class Correlator:
 
     def _raise_part(self, topic: str, kind: str, cause: str, scope: Scope, first: Finding,
                     heard: set[str], troubled: set[str], held: list[tuple[str, Finding]],
-                    due: float, out: list[Alert], extra: dict[str, Any] | None = None) -> None:
+                    due: float, out: list[Alert], extra: dict[str, Any] | None = None
+                    ) -> Problem:
         """One alert for a shared part failing on ``troubled`` of the ``heard`` nodes behind
-        it, the findings ``held`` for it its evidence."""
+        it, the findings ``held`` for it its evidence; returns its problem."""
         extra = {"nodes_affected": len(troubled), "nodes_heard_from": len(heard),
                  "affected_nodes": sorted(troubled)[:16], **(extra or {})}
         summary = first._replace(scope=scope, tenant=None, job=None,
@@ -2695,6 +2722,7 @@ class Correlator:
         p.tenant = None  # a shared part carries several tenants' work
         self._take(p, held)
         self._quiet_if_cleared(p, due)
+        return p
 
     def _take(self, p: Problem, held: list[tuple[str, Finding]]) -> None:
         """Findings held for a shared part become ``p``'s evidence, the active ones its own."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from detector.engine import Engine
 from detector.testing import feed
 from detector.topology import Topology
+from tests.test_fabric_round11 import T_NEW, small_leaves
 from tests.test_nic_window import SLURM, fabric, firing
 
 # The project's format, NICs named: each node's mlx5_0 and mlx5_1 face its leaf (no Nics= on
@@ -69,3 +70,27 @@ def test_control_a_failing_leaf_is_one_switch_alert_not_nic_pages() -> None:
 def test_control_a_node_whose_every_port_goes_down_is_one_node_alert() -> None:
     down = {("node-005", f"mlx5_{k}"): [10, 11] for k in range(2)}
     assert _pages(STATED, down)[0] == [("network", "nic", "node:node-005")]
+
+
+def test_a_leaf_failing_in_part_after_a_link_down_was_paged_at_once_supersedes_it() -> None:
+    # A line card or port group of leaf0 fails: mlx5_0 of node-001 and node-002 goes down,
+    # their mlx5_1..3 (leaf0 too, by the file) stay up.  node-001's is paged at its sibling's
+    # sample (the rule cannot know the part spares siblings); when the window shows two of the
+    # leaf's four nodes in trouble the switch is paged and the NIC page resolves pointing at it
+    # -- one incident, one open page (rack22's superseded_by).
+    topo = Topology.from_text("""Topology=small Version=1
+NodeSet=node-[000-007] Gpus=8 Nics=mlx5_[0-3]
+SwitchName=leaf[0-1] Nodes=node-[000-007]
+SwitchName=spine0 Switches=leaf[0-1]
+""")
+    alerts = feed(Engine(topology=topo), small_leaves(
+        T_NEW + 200.0,
+        down=lambda node, name, ts: name == "mlx5_0" and node in ("node-001", "node-002")
+        and ts >= T_NEW))
+    told = [(a.status, a.scope.key) for a in alerts]
+    assert told == [("firing", "nic:node-001/mlx5_0:1"), ("firing", "switch:leaf0"),
+                    ("resolved", "nic:node-001/mlx5_0:1")]
+    nic, switch, gone = alerts
+    assert nic.detected_ts - T_NEW <= 1.0 and nic.evidence["decided_beside"]["nic"] == "mlx5_1"
+    assert gone.evidence["superseded_by"] == switch.dedup_key
+    assert gone.detected_ts == switch.detected_ts
