@@ -234,9 +234,9 @@ class NodeNics:
         # Most of the node's ports retrained lower together, told as one node finding
         # (_node_retrained): its family, or "" while nothing is told.
         self._retrained = ""
-        # Ports whose link_down was told, until a sibling port is sampled up after it (each
-        # such sibling told as "link_up_beside", :meth:`_up_beside`) or the switch window ends.
-        self._downs: list[tuple[_Port, float]] = []
+        # Ports whose link_down was told, with the siblings told up beside it since (each
+        # once, as "link_up_beside": :meth:`_up_beside`), until it is up or the window ends.
+        self._downs: list[tuple[_Port, float, set[tuple[str, int]]]] = []
 
     @property
     def last_ts(self) -> float:
@@ -379,7 +379,7 @@ class NodeNics:
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out, back)
         if self._downs:
-            self._up_beside(p, s, out)
+            self._up_beside(p, s, d, out)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
         if (p.rate < self._top or "link_rate" in active) and not p.down \
@@ -778,7 +778,7 @@ class NodeNics:
                 evidence["node_ports_down"] = sum(1 for o in self._ports.values() if o.down)
                 evidence["node_ports"] = len(self._ports)
                 self._emit(out, s, p, "link_down", True, 0.9, evidence, onset=onset)
-                self._downs.append((p, s.ts))
+                self._downs.append((p, s.ts, set()))
         elif s.link_state == "up":
             p.held_ts = 0.0
             if p.down:
@@ -808,7 +808,8 @@ class NodeNics:
             p.flaps.reset()
             self._emit(out, s, p, "link_flap", False, 0.0, {})
 
-    def _up_beside(self, p: _Port, s: NicSample, out: list[Finding]) -> None:
+    def _up_beside(self, p: _Port, s: NicSample, d: tuple[int, ...],
+                   out: list[Finding]) -> None:
         """A port sampled up after a sibling of its node was sampled down: told for the down
         port (``link_up_beside``, evidence only), so the correlator need not wait a switch
         window for the other nodes to tell whether the switch failed.
@@ -818,17 +819,21 @@ class NodeNics:
         switch (the correlator's topology says which it faces), says the switch is up and
         the down link is the port's own -- cable, optic, HCA (blind13 M2: a port down paged
         13.5 s later, its switch window of 1.25 sampling intervals + 1 s; the node's next
-        port was sampled up 1.0 s after it).  Told per sibling sampled up, until the down
-        port is up again or the switch window has passed.
+        port was sampled up 1.0 s after it).  Not a sibling whose ``link_downed`` moved
+        since its last sample: it bounced too, maybe with its switch.  Each sibling is told
+        once a down (the findings stay sparse: at most the node's ports a link down), until
+        the down port is up again or the longest switch window has passed.
         """
         ts = s.ts
         keep = []
-        for q, down_ts in self._downs:
+        here = (s.nic, s.port)
+        for q, down_ts, told in self._downs:
             if not q.down or ts - down_ts > GROUP_WINDOW_S:
                 continue  # up again (its clear told), or decided by its window by now
-            keep.append((q, down_ts))
+            keep.append((q, down_ts, told))
             if q is not p and ts > down_ts and s.link_state == "up" and not p.down \
-                    and p.role >= 0:
+                    and not d[_LINK_DOWNED] and p.role >= 0 and here not in told:
+                told.add(here)
                 out.append(Finding(ts, down_ts, "link_up_beside", "network", "nic", q.scope,
                                    True, False, 0.0,
                                    {"nic": p.scope.nic, "port": p.scope.port,

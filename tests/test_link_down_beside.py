@@ -7,7 +7,9 @@ window still decides."""
 from __future__ import annotations
 
 from detector.engine import Engine
-from detector.testing import feed
+from detector.network import NodeNics
+from detector.testing import T0, feed, nic
+from detector.thresholds import Thresholds
 from detector.topology import Topology
 from tests.test_fabric_round11 import T_NEW, small_leaves
 from tests.test_nic_window import SLURM, fabric, firing
@@ -94,3 +96,29 @@ SwitchName=spine0 Switches=leaf[0-1]
     assert nic.detected_ts - T_NEW <= 1.0 and nic.evidence["decided_beside"]["nic"] == "mlx5_1"
     assert gone.evidence["superseded_by"] == switch.dedup_key
     assert gone.detected_ts == switch.detected_ts
+
+
+def _beside(bounced: bool) -> list:
+    """One node's 8 ports at 1 Hz for 120 s, mlx5_0 down from 20 s to 80 s (``bounced``: its
+    siblings' link_downed moved on their samples just after it -- they bounced too): the
+    link_up_beside findings its NIC monitor tells."""
+    node, out, cfg = NodeNics("n1"), [], Thresholds()
+    for t in range(120):
+        for k in range(8):
+            down = k == 0 and 20 <= t < 80
+            flaps = int(k == 0 and t >= 20) + int(bounced and k > 0 and t >= 20)
+            node.update(nic(T0 + t + 0.01 * k, "n1", f"mlx5_{k}", tx=t * 10**9, rx=t * 10**9,
+                            link_downed=flaps, up=not down), cfg, out)
+    return [f for f in out if f.signal == "link_up_beside"]
+
+
+def test_each_sibling_is_told_once_a_down_and_not_when_it_bounced_too() -> None:
+    # A port down for 60 s at 1 Hz beside 7 siblings up: 7 findings (one each, at their first
+    # sample after the down), not 7 a second -- the findings topic stays sparse.
+    told = _beside(bounced=False)
+    assert sorted(f.evidence["nic"] for f in told) == [f"mlx5_{k}" for k in range(1, 8)]
+    assert {f.scope.key for f in told} == {"nic:n1/mlx5_0:1"}
+    assert max(f.evidence["since_down_s"] for f in told) <= 0.07
+    # Siblings whose link_downed moved since their last sample went down and up themselves
+    # (their switch rebooting its ports?): no word that the switch is up -- until their next.
+    assert min(f.evidence["since_down_s"] for f in _beside(bounced=True)) > 1.0
