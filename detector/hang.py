@@ -40,6 +40,14 @@ MAX_NAMED = 8      # idle GPUs named in the evidence
 MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
 
 
+def check(hangs: Any) -> bool:
+    """Whether a restored ``Correlator._hangs`` has the shape and bound :func:`on_long_stop`
+    gives it (job -> [its scope, cluster])."""
+    return type(hangs) is dict and len(hangs) <= MAX_HANGS and all(
+        type(j) is str and type(v) is list and len(v) == 2 and type(v[0]) is Scope
+        and (v[1] is None or type(v[1]) is str) for j, v in hangs.items())
+
+
 def hang_s(period: Any) -> float:
     """How long a job with steps ``period`` apart is silent before a hung rank is named."""
     ok = type(period) in (float, int) and math.isfinite(period) and period > 0

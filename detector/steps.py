@@ -2905,6 +2905,7 @@ class JobMonitor:
         if (self._hr_code_at != (self._moves, self.restarts, id(self._hr_keys))
                 or len(code) < len(self._rank_of)):
             code = self._host_rise_nodes()
+            self._host_rise_left(code, step, ts, out)
         sm = buf.step_ms
         step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike)
         for i, up, at in host_rise.judge(self._hr, code[slots], host, step_ms, ts):
@@ -2931,6 +2932,25 @@ class JobMonitor:
         self._hr = host_rise.grow(self._hr, len(keys))
         self._hr_code, self._hr_code_at = code, (self._moves, self.restarts, id(keys))
         return code
+
+    def _host_rise_left(self, code: np.ndarray, step: int, ts: float,
+                        out: list[Finding]) -> None:
+        """Nodes risen for this job that none of its ranks runs on any more (a rank moved off a
+        node, the job stepping on elsewhere): calm for it, their runs ended.  A node's judge
+        runs only on the job's steps there, so without this the rise stood until the job
+        stopped, and the node's later trouble of one other job made two (host_node)."""
+        table = self._hr
+        if not len(table) or not table[:, host_rise.RAISED].any():
+            return
+        here = np.zeros(len(table), dtype=bool)
+        mine = code[code >= 0]
+        here[mine[mine < len(table)]] = True
+        for i in np.flatnonzero((table[:, host_rise.RAISED] != 0.0) & ~here).tolist():
+            out.append(Finding(ts, ts, "host_rise", "slow_node", "unknown",
+                               Scope.of_node(self._hr_keys[i]), False, False, 0.0,
+                               {"step": step, "left": True}, self.job, self.tenant,
+                               self.cluster))
+            host_rise.forget(table, i)
 
     def _host_rise_withdraw(self, now: float, out: list[Finding]) -> None:
         """The job stopped stepping: its risen nodes are calm for it (their runs kept)."""

@@ -1,0 +1,106 @@
+"""Room review23 (round 23): a new maintainer's review of round 22's new modules (detector.hang,
+domain_brake, host_rise, host_node, overflow_source) as an attacker who controls telemetry or
+the state topic.  Each test fails on main 82565f4 without its fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from detector.alerts import Scope
+from detector.findings import Finding
+from detector.monitors import Monitors
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.statecodec import UNSIGNED, SnapshotRefused
+from detector.testing import T0, step
+
+# -- snapshots: Correlator._hangs and ._idle are checked on restore ---------------------------
+
+
+def _hung_partition() -> CorrelatorPartition:
+    """A correlator that named a hung rank (node-a/1 idle, its 15 peers busy; detector.hang)."""
+    part = CorrelatorPartition(0, now=T0)
+    corr = part.correlator
+    corr.seen = lambda node, topic: True
+    out: list = []
+    layout = [[8 * i + g, n, g, 8 * i + g] for i, n in enumerate(("node-a", "node-b"))
+              for g in range(8)]
+    corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job("job-1"),
+                            True, False, 0.0, {"placement": layout}, "job-1"), out)
+    for node, idle in (("node-a", [1]), ("node-b", [])):
+        corr.on_finding(Finding(T0 + 105, T0 + 105, "gpus_busy", "slow_node", "power",
+                                Scope.of_node(node), True, False, 0.0, {"idle_gpus": idle}), out)
+    corr.on_finding(Finding(T0 + 160, T0 + 100, "silent", "unattributed", "unknown",
+                            Scope.of_job("job-1"), True, False, 0.0,
+                            {"last_step_ts": T0 + 100, "step_period_s": 2.0, "hang_s": 60.0},
+                            "job-1"), out)
+    assert [(a.status, a.scope.key) for a in out] == [("firing", "gpu:node-a/1")]
+    return part
+
+
+def test_a_hung_rank_named_survives_a_snapshot_and_resolves_after_it() -> None:
+    part = _hung_partition()
+    offset, blob = part.snapshot(UNSIGNED)
+    back = CorrelatorPartition.restore(0, offset, blob, now=T0)
+    corr = back.correlator
+    corr.seen = lambda node, topic: True
+    assert corr._hangs == part.correlator._hangs and corr._idle == part.correlator._idle
+    out: list = []
+    for node in ("node-a", "node-b"):  # (the watchdog killed the job: every GPU idle)
+        corr.on_finding(Finding(T0 + 300, T0 + 300, "gpus_busy", "slow_node", "power",
+                                Scope.of_node(node), False, False, 0.0, {}), out)
+    corr.advance(T0 + 2000, out)
+    assert [(a.status, a.scope.key) for a in out] == [("resolved", "gpu:node-a/1")]
+
+
+@pytest.mark.parametrize(("attr", "value"), [
+    ("_idle", {"node-a": "x"}), ("_idle", {"node-a": frozenset({"a"})}), ("_idle", []),
+    ("_idle", {"node-a": frozenset(range(65))}),
+    ("_hangs", {"job-1": 5}), ("_hangs", {"job-1": ["x", None]}), ("_hangs", []),
+    ("_hangs", {f"j{i}": [Scope.of_node("n"), None] for i in range(4097)})],
+    ids=lambda v: str(v)[:40])
+def test_a_forged_hang_or_idle_gpus_state_is_refused(attr: str, value: Any) -> None:
+    # Before: restored as is, then every gpus_busy or job silence failed the correlator
+    # (TypeError / AttributeError in detector.hang), or held more than MAX_HANGS jobs.
+    part = _hung_partition()
+    setattr(part.correlator, attr, value)
+    offset, blob = part.snapshot(UNSIGNED)
+    with pytest.raises(SnapshotRefused) as exc:
+        CorrelatorPartition.restore(0, offset, blob, now=T0)
+    assert exc.value.reason == "malformed" and attr in str(exc.value)
+
+
+# -- host_rise: a node the job left is calm for it ---------------------------------------------
+
+
+def _moved_job(move_at: int | None, steps: int = 400) -> list[Finding]:
+    """A 4-rank job, one rank a node (n0..n3), 1 s steps; n0's host busy from step 100 (300 ms
+    more in neither); at ``move_at`` rank 0 is rescheduled on n4 (n0 drained), the job steps on."""
+    mon, found = Monitors(), []
+    rng = np.random.default_rng(0)
+    nodes = ["n0", "n1", "n2", "n3"]
+    for s in range(steps):
+        if s == move_at:
+            nodes[0] = "n4"
+        for r in range(4):
+            c = 600.0 * (1 + 0.01 * rng.standard_normal())
+            o = 30.0 * rng.uniform(0.8, 1.2) + (300.0 if nodes[r] == "n0" and s >= 100 else 0.0)
+            mon.process(step(T0 + s + 0.001 * r, r, s, node=nodes[r], gpu=r, step_ms=1000.0,
+                             compute_ms=round(c, 2), comm_ms=round(1000.0 - c - o, 2)), found)
+    return [f for f in found if f.signal == "host_rise"]
+
+
+def test_a_node_the_job_left_is_no_longer_risen_for_it() -> None:
+    # n0 risen (over the job's other nodes) at ~step 108; the rank moves off it at step 200.
+    # Before: the rise stood while the job stepped on elsewhere (told calm only when the job
+    # stopped), so the correlator counted job-1 on n0 for good: any other job's rise there
+    # later made "two jobs risen together" (detector.host_node) -- a node escalation naming a
+    # job that had left.
+    found = _moved_job(200)
+    assert [(f.scope.key, f.active) for f in found] == [("node:n0", True), ("node:n0", False)]
+    calm = found[-1]  # (told at the first step decided without it there)
+    assert T0 + 200 <= calm.ts < T0 + 205 and calm.evidence["left"] is True
+    # Control: without the move the rise stands as long as the host is busy.
+    assert [(f.scope.key, f.active) for f in _moved_job(None)] == [("node:n0", True)]
