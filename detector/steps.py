@@ -417,6 +417,9 @@ class JobMonitor:
     # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
     # _check_overflow); not state either: after a restore the first skip tells nothing.
     _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
+    # Whether the job's checksums moved on its latest step that every rank sent a grad norm
+    # on (over the step before it): only then is a step they keep a skip (_check_overflow).
+    _ck_moved = False
     # Each slot's node of _hr_keys (detector.host_rise; -2: none), as made at (_moves,
     # restarts, _hr_keys' identity); not state either: made again after a restore.
     _hr_code = np.zeros(0, dtype=np.int64)
@@ -1042,6 +1045,8 @@ class JobMonitor:
         ov.seq += 1
         if ov.flagged or None in buf.grad:
             self._check_overflow(step, buf, groups, decided_ts, out)
+        elif self._prev_ck[0] == step - 1 and buf.checksum[0] is not None:
+            self._ck_moved = self._moved(buf)
         self._prev_ck = (step, buf.ranks, buf.checksum)
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
@@ -3102,12 +3107,29 @@ class JobMonitor:
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
 
+    def _moved(self, buf: _StepBuffer) -> bool:
+        """Whether the step's first rank's checksum differs from its own on the step before
+        (an update moves every rank's; one is enough to tell the job's checksums live)."""
+        _, ranks, checksums = self._prev_ck
+        try:
+            i = ranks.index(buf.ranks[0])
+        except ValueError:
+            return self._ck_moved  # (not in the step before: nothing new)
+        return checksums[i] != buf.checksum[0]
+
     def _check_overflow(self, step: int, buf: _StepBuffer, groups: np.ndarray,
                         decided_ts: float, out: list[Finding]) -> None:
-        """A step some ranks sent no ``grad_norm`` on, others did, and the null ones kept
-        their checksums: a loss-scale skip, its null ranks the overflow's sources; a rank the
-        sole source beyond chance is escalated (detector.overflow_source).  Also resolves a
-        suspect quiet for the module's window."""
+        """A step some ranks sent no ``grad_norm`` on, others did, and every rank kept its
+        checksum -- the null ones' told -- in a job whose checksums moved on its latest step
+        with every grad norm: a loss-scale skip (every rank skips it), its null ranks the
+        overflow's sources; a rank the sole source beyond chance is escalated
+        (detector.overflow_source).  Also resolves a suspect quiet for the module's window.
+
+        Checksums that did not move on a step with every grad norm are not refreshed each
+        step (a collector that repeats its last value, a checksum of a frozen part): a step
+        that keeps them says nothing, and a rank whose collector leaves ``grad_norm`` out
+        (DESIGN: null is missing) is no source (review23: escalated ``sdc`` at a healthy GPU
+        after 4-5 such steps)."""
         ov = self._overflow
         for rank in ov.expired():
             out.append(self._finding(rank, None, "overflow_source", "sdc", "unknown",
@@ -3117,12 +3139,14 @@ class JobMonitor:
         grad = buf.grad
         nulls = grad.count(None)
         prev_step, prev_ranks, prev_ck = self._prev_ck
-        if nulls == 0 or nulls == len(grad) or prev_step != step - 1:
+        if nulls == 0 or nulls == len(grad) or prev_step != step - 1 or not self._ck_moved:
             return
         at = [i for i, g in enumerate(grad) if g is None]
         before = dict(zip(prev_ranks, prev_ck, strict=True))
         ranks, checksum = buf.ranks, buf.checksum
-        if not all(checksum[i] is not None and before.get(ranks[i]) == checksum[i] for i in at):
+        if not all(checksum[i] is not None for i in at) or any(
+                c is not None and before.get(r, c) != c
+                for r, c in zip(ranks, checksum, strict=True)):
             return  # (a null without a skip: a field not sent -- DESIGN's missing)
         peers = int(np.count_nonzero(groups == groups[at[0]]))
         for rank, onset, counted, chance in ov.skipped(

@@ -104,3 +104,36 @@ def test_a_node_the_job_left_is_no_longer_risen_for_it() -> None:
     assert T0 + 200 <= calm.ts < T0 + 205 and calm.evidence["left"] is True
     # Control: without the move the rise stands as long as the host is busy.
     assert [(f.scope.key, f.active) for f in _moved_job(None)] == [("node:n0", True)]
+
+
+# -- overflow_source: a skip is every rank's, in a job whose checksums move -------------------
+
+EVERY_9 = {40 + 9 * i for i in range(12)}
+
+
+def _missing_grad_norm(checksum) -> list:
+    """16 ranks, 400 steps; rank 5's collector leaves grad_norm out on 12 steps (DESIGN: null
+    is missing); ``checksum(step, rank, missing)`` its param_checksum."""
+    from detector.engine import Engine
+    from detector.testing import feed
+    events = [step(T0 + s + 0.001 * r, r, s, grad_norm=None if r == 5 and s in EVERY_9 else 1.0,
+                   checksum=checksum(s, r, r == 5 and s in EVERY_9))
+              for s in range(400) for r in range(16)]
+    return [(a.status, a.scope.key) for a in feed(Engine(), events) if a.kind == "sdc"]
+
+
+@pytest.mark.parametrize("checksum", [
+    lambda s, r, missing: "c0",                                  # never refreshed
+    lambda s, r, missing: f"c{s // 50}"],                        # refreshed every 50 steps
+    ids=["static", "every-50"])
+def test_a_rank_that_leaves_grad_norm_out_where_checksums_do_not_tell_a_skip_is_no_sdc(
+        checksum) -> None:
+    # Before: 4-5 steps with rank 5's grad_norm null and its checksum as the step before made
+    # it "the sole source of skipped steps" -- an sdc escalation at a healthy GPU.  A skip is
+    # every rank's (found_inf is all-reduced), in a job whose checksums move on a step with
+    # every grad norm.
+    assert _missing_grad_norm(checksum) == []
+    # Control: the same gaps as real skips (every rank keeps its checksum) are paged.
+    version = {s: sum(1 for k in range(s + 1) if k not in EVERY_9) for s in range(400)}
+    assert _missing_grad_norm(lambda s, r, missing: f"c{version[s]}") == [
+        ("firing", "gpu:node-000/5")]
