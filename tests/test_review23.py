@@ -55,6 +55,20 @@ def test_a_hung_rank_named_survives_a_snapshot_and_resolves_after_it() -> None:
     assert [(a.status, a.scope.key) for a in out] == [("resolved", "gpu:node-a/1")]
 
 
+def test_a_hung_rank_named_resolves_when_its_job_ends_without_a_gpu_change() -> None:
+    # The job's layout is forgotten (it ended; its GPUs' busy/idle unchanged, or their nodes
+    # no longer heard): before, the escalation waited for some node's next busy/idle change
+    # to look (hang.on_gpus_busy looked at every hung job at every change -- quadratic in a
+    # fleet with many named); now the job's end resolves it.
+    part = _hung_partition()
+    corr, out = part.correlator, []
+    corr.on_finding(Finding(T0 + 300, T0 + 300, "job_layout", "slow_node", "unknown",
+                            Scope.of_job("job-1"), False, False, 0.0, {}, "job-1"), out)
+    corr.advance(T0 + 2000, out)
+    assert [(a.status, a.scope.key) for a in out] == [("resolved", "gpu:node-a/1")]
+    assert corr._hangs == {}
+
+
 @pytest.mark.parametrize(("attr", "value"), [
     ("_idle", {"node-a": "x"}), ("_idle", {"node-a": frozenset({"a"})}), ("_idle", []),
     ("_idle", {"node-a": frozenset(range(65))}),
