@@ -151,3 +151,46 @@ def test_a_rank_that_leaves_grad_norm_out_where_checksums_do_not_tell_a_skip_is_
     version = {s: sum(1 for k in range(s + 1) if k not in EVERY_9) for s in range(400)}
     assert _missing_grad_norm(lambda s, r, missing: f"c{version[s]}") == [
         ("firing", "gpu:node-000/5")]
+
+
+# -- bounds: a flood of new ids ---------------------------------------------------------------
+
+
+def _hang_flood(corr, n: int) -> None:
+    out: list = []
+    for i in range(n):
+        job, node = f"j{i}", f"n{i}"
+        layout = [[r, node, r, r] for r in range(3)]
+        corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job(job),
+                                True, False, 0.0, {"placement": layout}, job), out)
+        corr.on_finding(Finding(T0, T0, "gpus_busy", "slow_node", "power", Scope.of_node(node),
+                                True, False, 0.0, {"idle_gpus": [1]}), out)
+        corr.on_finding(Finding(T0 + 100, T0, "silent", "unattributed", "unknown",
+                                Scope.of_job(job), True, False, 0.0,
+                                {"last_step_ts": T0, "step_period_s": 1.0, "hang_s": 60.0}, job),
+                        out)
+
+
+def test_hangs_named_are_bounded(monkeypatch) -> None:
+    from detector import hang
+    monkeypatch.setattr(hang, "MAX_HANGS", 8)
+    part = CorrelatorPartition(0, now=T0)
+    part.correlator.seen = lambda node, topic: True
+    _hang_flood(part.correlator, 20)
+    assert len(part.correlator._hangs) == 8
+
+
+def test_host_rises_kept_are_bounded_by_node_and_by_job() -> None:
+    from detector import host_node
+    state = host_node.new_state()
+
+    def rise(node: str, job: str) -> None:
+        host_node.note(state, Finding(T0, T0 - 9, "host_rise", "slow_node", "unknown",
+                                      Scope.of_node(node), True, False, 0.5,
+                                      {"host_excess_ms": 250.0}, job, "t"))
+    for i in range(host_node.MAX_NODES + 100):
+        rise(f"n{i}", "j")
+    for i in range(host_node.MAX_JOBS + 100):
+        rise("n-last", f"j{i}")
+    assert len(state) == host_node.MAX_NODES and len(state["n-last"]) == host_node.MAX_JOBS
+    assert "n0" not in state and host_node.check(state)  # (the oldest told went first)
