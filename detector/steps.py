@@ -788,6 +788,16 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
+        # restored failed the job's every step with an IndexError -- review23).
+        n = len(self._base) if type(self._base) is np.ndarray else -1
+        for name, fill in _SLOT_ARRAYS:
+            a = getattr(self, name, None)
+            kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
+            refuse_unless(type(a) is np.ndarray and a.ndim >= 1 and len(a) == n
+                          and a.dtype.kind == kind, f"JobMonitor.{name}: not a slot array")
+        refuse_unless(type(self._told_was) is dict and not self._told_was,
+                      "JobMonitor._told_was: not an empty map (it lives within a step)")
         refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")
         refuse_unless(host_rise.check_restored(self._hr_keys, self._hr), "JobMonitor._hr")
         refuse_unless(type(self._majority) is dict and all(

@@ -194,3 +194,27 @@ def test_host_rises_kept_are_bounded_by_node_and_by_job() -> None:
         rise("n-last", f"j{i}")
     assert len(state) == host_node.MAX_NODES and len(state["n-last"]) == host_node.MAX_JOBS
     assert "n0" not in state and host_node.check(state)  # (the oldest told went first)
+
+
+# -- snapshots: JobMonitor's per-slot arrays (six new in round 22) and _told_was --------------
+
+
+@pytest.mark.parametrize(("attr", "value"), [
+    ("_told", np.zeros(1)), ("_told_onset", "x"), ("_grown", np.zeros(4)),
+    ("_pair_gross", np.zeros(1, dtype=np.int64)), ("_pair_lo", None),
+    ("_told_was", 5), ("_told_was", {0: 1.0})], ids=lambda v: str(v)[:30])
+def test_a_forged_slot_array_or_grown_mark_of_a_job_is_refused(attr: str, value: Any) -> None:
+    # Before: a short _told restored, then every step of the job raised IndexError (a
+    # service's source dead-letters each of its records as an engine error).
+    from detector.statecodec import decode_state, encode_state
+    from detector.steps import JobMonitor
+    from detector.thresholds import Thresholds
+    mon, found = JobMonitor("job-1", Thresholds()), []
+    for s in range(40):
+        for r in range(4):
+            mon.add(step(T0 + s + 0.001 * r, r, s, checksum=f"c{s}"), found)
+    decode_state(encode_state(mon)).check_restored()  # (as it was: restores)
+    setattr(mon, attr, value)
+    with pytest.raises(SnapshotRefused) as exc:
+        decode_state(encode_state(mon)).check_restored()
+    assert attr in str(exc.value)
