@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.review23_flood import _hangs
 from detector.alerts import Scope
 from detector.findings import Finding
 from detector.monitors import Monitors
@@ -156,27 +157,12 @@ def test_a_rank_that_leaves_grad_norm_out_where_checksums_do_not_tell_a_skip_is_
 # -- bounds: a flood of new ids ---------------------------------------------------------------
 
 
-def _hang_flood(corr, n: int) -> None:
-    out: list = []
-    for i in range(n):
-        job, node = f"j{i}", f"n{i}"
-        layout = [[r, node, r, r] for r in range(3)]
-        corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job(job),
-                                True, False, 0.0, {"placement": layout}, job), out)
-        corr.on_finding(Finding(T0, T0, "gpus_busy", "slow_node", "power", Scope.of_node(node),
-                                True, False, 0.0, {"idle_gpus": [1]}), out)
-        corr.on_finding(Finding(T0 + 100, T0, "silent", "unattributed", "unknown",
-                                Scope.of_job(job), True, False, 0.0,
-                                {"last_step_ts": T0, "step_period_s": 1.0, "hang_s": 60.0}, job),
-                        out)
-
-
 def test_hangs_named_are_bounded(monkeypatch) -> None:
     from detector import hang
     monkeypatch.setattr(hang, "MAX_HANGS", 8)
     part = CorrelatorPartition(0, now=T0)
     part.correlator.seen = lambda node, topic: True
-    _hang_flood(part.correlator, 20)
+    _hangs(part.correlator, 20)  # (20 jobs, each a hung rank on a node of its own)
     assert len(part.correlator._hangs) == 8
 
 
