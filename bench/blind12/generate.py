@@ -20,8 +20,14 @@ from replay.evaluation.corpus import parse_seeds
 
 def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     world, topo = STORIES[story](seed, minutes)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{story}-s{seed}.jsonl.gz"
+    return save(out_dir / f"{story}-s{seed}.jsonl.gz", world, topo)
+
+
+def save(path: Path, world, topo: str) -> Path:
+    """``world``'s log at ``path`` (topology, its records in (arrival, sequence) order, the
+    labels its faults touched) and its routine shapes at ``path``'s ``.effects.json``; blind14's
+    writer too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fmt = "slurm" if topo.startswith("SwitchName") else "faultline"
     lines = [{"topic": "topology", "value": {"format": fmt, "text": topo}}]
     lines += [{"topic": topic, "value": value}
@@ -32,15 +38,17 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
         for rec in lines:
             fh.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
     effects = sorted(world.effects, key=lambda e: e["start_ts"])
-    path.with_name(f"{story}-s{seed}.effects.json").write_text(json.dumps(effects, indent=1))
+    name = path.name.removesuffix(".jsonl.gz")
+    path.with_name(f"{name}.effects.json").write_text(json.dumps(effects, indent=1))
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, doc: str = __doc__, stories=STORIES, write=write) -> int:
+    """The CLI over ``stories`` and ``write`` (blind14's too)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seeds", default="0", help="A..B or A,B,C")
-    ap.add_argument("--stories", default=",".join(STORIES))
+    ap.add_argument("--stories", default=",".join(stories))
     ap.add_argument("--minutes", type=float, default=15.0)
     args = ap.parse_args(argv)
     for seed in parse_seeds(args.seeds):
