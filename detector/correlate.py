@@ -199,6 +199,10 @@ class Correlator:
         # node in _busy -> its idle GPUs, as its source told them (gpus_busy's ``idle_gpus``):
         # which of a job's GPUs wait busy for a lost peer (detector.liveness._LayoutView)
         self._idle: dict[str, frozenset[int]] = {}
+        # node in _busy -> GPU -> when it left the node's idle GPUs (told idle, then busy while
+        # the node stayed busy; at most MAX_IDLE_TOLD): a GPU's busy run began then, the
+        # others' when the node's did (_busy) -- busy_since
+        self._woke: dict[str, dict[int, float]] = {}
         # Jobs whose hung rank was named (detector.hang): job -> [its scope, cluster].
         self._hangs: dict[str, list[Any]] = {}
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
@@ -353,22 +357,26 @@ class Correlator:
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
             node = f.scope.node
             if node is not None and f.active:
+                before = self._idle.get(node) if node in self._busy else None
                 self._busy.setdefault(node, f.ts)  # (since: told again as its idle GPUs change)
                 idle = f.evidence.get("idle_gpus")
                 if type(idle) is list and len(idle) <= MAX_IDLE_TOLD and all(
                         type(g) is int for g in idle):
-                    self._idle[node] = frozenset(idle)
+                    now = self._idle[node] = frozenset(idle)
+                    self._note_woke(node, before, now, f.ts)
                 else:  # (a source before round 22, or too many to name: the node's only)
                     self._idle.pop(node, None)
+                    self._woke.pop(node, None)
             elif node is not None:
                 self._busy.pop(node, None)
                 self._idle.pop(node, None)
+                self._woke.pop(node, None)
             if node is not None and self._hangs:
                 on_gpus_busy(self, node, f.ts)
             return
         if f.signal == "job_layout":  # where a job's ranks run (or, inactive: it ended)
             if f.job is not None and f.active:
-                self._placement.learn(f.job, f.evidence.get("placement"))
+                self._placement.learn(f.job, f.evidence.get("placement"), f.ts)
             elif f.job is not None:
                 self._placement.forget(f.job)
                 host_node.forget_job(self._host_rise, f.job)
@@ -535,6 +543,7 @@ class Correlator:
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)
             self._idle.pop(node, None)
+            self._woke.pop(node, None)
         for unit in [u for u, (_, ts) in self._clocks.items() if ts < idle and (
                 seen is None or not seen(_node_of(u) or "", "thermal"))]:
             del self._clocks[unit]  # (the same)
@@ -581,6 +590,31 @@ class Correlator:
             return True
         idle = self._idle.get(node)
         return None if idle is None else gpu in idle
+
+    def busy_since(self, node: str, gpu: int) -> float | None:
+        """Since when ``gpu`` of ``node`` has been busy without a break its source told
+        (``gpus_busy``): when it left the node's idle GPUs, or when the node got a busy GPU;
+        None when it idles or its idle state is not told (:meth:`gpu_idle`)."""
+        if self.gpu_idle(node, gpu) is not False:
+            return None
+        return self._woke.get(node, {}).get(gpu, self._busy[node])
+
+    def _note_woke(self, node: str, before: frozenset[int] | None, now: frozenset[int],
+                   ts: float) -> None:
+        """A busy node's idle GPUs told again (``before``: those told last while it was
+        busy; None: it was not, or they were not told): those that left them woke at ``ts``."""
+        woke = self._woke.get(node)
+        if before is None:  # (every GPU of it busy since the node's busy run began: _busy)
+            if woke is not None:
+                del self._woke[node]
+            return
+        if woke is None:
+            woke = self._woke[node] = {}
+        for g in now:
+            woke.pop(g, None)
+        for g in before - now:
+            if g in woke or len(woke) < MAX_IDLE_TOLD:
+                woke[g] = ts
 
     def dedup_key(self, topic: str, kind: str, scope: Scope, cluster: str | None) -> str:
         where = f"{cluster}:" if cluster else ""
@@ -3169,8 +3203,8 @@ class Correlator:
         if not f.active:
             return
         if f.signal == "app_xid":
-            on_node = self._placement.on_node.get(f.scope.node or "")
-            made = lemon.on_app_xid(self._lemon, f, lemon.job_on(on_node, f.scope.gpu or 0))
+            job = self._placement.last_on(f.scope.node or "", f.scope.gpu or 0)
+            made = lemon.on_app_xid(self._lemon, f, job)
         else:
             made = lemon.on_split(self._lemon, f, self._placement.ranks.get(f.job or ""))
         for g in made:

@@ -16,10 +16,20 @@ Not a hang: a job that stops on purpose or ends (its GPUs idle together), a whol
 or half the job (no one place to name), a node whose idle GPUs its source does not tell (a
 source before round 22), a node gone dark (:mod:`detector.liveness` pages that), a node
 whose hardware is isolated already (a DBE's XID killed the rank: its cause is paged).  The wait
-is long beside a step (a rank-0 checkpoint write holds its peers in a barrier for seconds
-to a minute, its own GPU idle): a page a few minutes before the watchdog, not at once.
+is long beside a step: a page a few minutes before the watchdog, not at once.
 It resolves when the job's GPUs no longer show it (the job killed: all idle; resumed: all
 busy).
+
+hang23: a hung job's peers spin from its last step on, so a GPU of it that turned busy from
+idle after its peers would have entered the collective is not one of them: the job ended
+and other work took the GPU before its first step told its layout (blind8 held
+scale-1k-s7).  The source looks every hang_s of silence (to :data:`LOOK_S`).  Rank 0 idle
+alone is also rank 0 writing a checkpoint while every other rank waits in a barrier
+(``torch.save`` on slow storage: minutes); no record says which (DESIGN has no host I/O),
+so it is named after :data:`CKPT_S` -- a write that long holds the whole job and is worth
+a look too, and a hang still pages well before the watchdog's default 10 min.  Which job a
+GPU was laid out for last is by the layouts' event time (Placement.last_on), not the order
+they reached the correlator.
 """
 
 from __future__ import annotations
@@ -36,6 +46,11 @@ if TYPE_CHECKING:
 
 HANG_S = 60.0      # the least silence of a job before a hung rank is named
 HANG_STEPS = 20    # ... and this many of its step periods
+LOOK_S = 900.0     # a silent job is looked at every hang_s until this long (the watchdog's
+#                    10 min by default, and a margin)
+CKPT_S = 300.0     # rank 0 idle alone: the least wait (a checkpoint rank 0 writes alone)
+WOKE_SAMPLES = 1.5  # a GPU busy from idle this many samples (and a step) after the job's
+#                    last step woke for other work: not a peer waiting (_woke_since)
 MAX_NAMED = 8      # idle GPUs named in the evidence
 MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
 
@@ -54,6 +69,16 @@ def hang_s(period: Any) -> float:
     return max(HANG_S, HANG_STEPS * period) if ok else HANG_S
 
 
+def look_due(period: Any, before: float, now: float) -> bool:
+    """Whether a job with steps ``period`` apart, silent ``before`` s at its source's last
+    scan and ``now`` s at this one, is due a look (detector.liveness._stops): every
+    :func:`hang_s` of silence up to :data:`LOOK_S` (a job of long steps: once) -- rank 0
+    idle alone is named only after :data:`CKPT_S` (:func:`on_long_stop`)."""
+    h = hang_s(period)
+    k = math.floor(min(now, max(LOOK_S, h)) / h)
+    return k >= 1 and k * h > before
+
+
 def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
     """(node, its idle GPUs, the job's GPUs) when every GPU of ``job`` is busy but a minority
     on one node; None otherwise (or when a node's idle GPUs are not told)."""
@@ -62,11 +87,7 @@ def _idle_few(corr: Correlator, job: str) -> tuple[str, list[int], int] | None:
     gpus = {(hw[0], hw[1]) for hw in place.ranks.get(job, {}).values()}
     if len(gpus) < 2:
         return None
-    last: dict[tuple[str, int], str] = {}  # GPU -> the job laid out on it last
-    for node in {n for n, _ in gpus}:      # (on_node keeps the order layouts were learned)
-        for (j, _), (g, _) in place.on_node.get(node, {}).items():
-            last[(node, g)] = j
-    if any(last.get(hw, job) != job for hw in gpus):
+    if any(place.last_on(*hw) not in (None, job) for hw in gpus):
         return None  # (a GPU of it laid out for another job since: it ended, its GPUs reused)
     idle: set[tuple[str, int]] = set()
     for node, gpu in gpus:
@@ -94,10 +115,18 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     period = stop.evidence.get("step_period_s")
     if not (type(period) in (float, int) and math.isfinite(period) and period > 0):
         return  # (its pace never measured -- a job of a few steps, ended: no cadence broken)
+    if job in corr._hangs:
+        return  # (named at an earlier look)
     found = _idle_few(corr, job) if len(corr._hangs) < MAX_HANGS else None
     if found is None:
         return
     node, idle, total = found
+    if _woke_since(corr, job, t, period):
+        return  # (GPUs of it idle after its last step, busy again: not its peers waiting)
+    rank0 = _rank0_alone(corr, job, node, idle)
+    need = max(hang_s(period), CKPT_S) if rank0 else hang_s(period)
+    if rank0 and due - t < need - 0.01:  # (the last step's time is told to the ms)
+        return  # (rank 0 alone, not yet a checkpoint's length: the next look)
     if any(_dark(corr, hw[0]) for hw in corr._placement.ranks.get(job, {}).values()):
         return  # a node gone dark: liveness's page
     if any(p.status == "firing" and p.topic == ISOLATION and p.kind == "hardware"
@@ -108,6 +137,9 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
         return
     scope = Scope.of_gpu(node, idle[0]) if len(idle) == 1 else Scope.of_node(node)
     where = f"{node} GPU {idle[0]}" if len(idle) == 1 else f"{node} GPUs {idle[:MAX_NAMED]}"
+    ckpt = (f"; rank 0 writing a checkpoint alone holds its peers in a barrier too, but not "
+            f"for {need:.0f} s: if its log says it is saving, its storage is the problem"
+            ) if rank0 else ""
     extra: dict[str, Any] = {
         "job_silent_s": round(due - t, 1), "last_step_ts": round(t, 3),
         "step_period_s": stop.evidence.get("step_period_s"),
@@ -117,7 +149,7 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
             f"{job} has not stepped for {due - t:.0f} s while {total - len(idle)} of its "
             f"{total} GPUs stay busy (its ranks waiting in a collective) and {where} idles: "
             "a rank hung outside the collective (data loader, host-side lock, a call that "
-            "never returns); NCCL's watchdog will kill the job"),
+            f"never returns); NCCL's watchdog will kill the job{ckpt}"),
         "next_diagnostic": (
             f"py-spy dump the rank on {where} (its Python stack), its host's dmesg and "
             "load; restart the job from its last checkpoint without waiting for the watchdog"),
@@ -127,6 +159,31 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     corr._raise(ESCALATION, "unattributed", "unknown", scope, summary, out, detected_ts=due,
                 extra=extra, own=False)
     corr._hangs[job] = [scope, stop.cluster]
+
+
+def _woke_since(corr: Correlator, job: str, last: float, period: float) -> bool:
+    """Whether a busy GPU of ``job`` turned busy from idle later than its peers would all
+    have entered the collective after its last step (a step, and WOKE_SAMPLES samples of
+    its GPU: one sampled idle in the gap between steps is a peer).  A hung job's peers spin
+    from its last step on; a GPU idle after it and busy again was let go -- the job ended --
+    and taken by other work whose layout is not told yet (blind8 held scale-1k-s7: ft-4d18d1's
+    four GPUs idle 60 s, then the next job's first step, three sampled busy before the
+    fourth), or by work no step source reports.  (A whole-job pause then a hang in the first
+    step after it looks the same: not named -- nothing says those GPUs are its ranks'.)"""
+    for node, gpu, _ in corr._placement.ranks.get(job, {}).values():
+        woke = corr.busy_since(node, gpu)
+        if woke is not None and woke > last + period + WOKE_SAMPLES * (
+                corr._interval.get(node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s):
+            return True
+    return False
+
+
+def _rank0_alone(corr: Correlator, job: str, node: str, idle: list[int]) -> bool:
+    """Whether the one idle GPU is the job's rank 0's: the rank that writes a checkpoint
+    alone by convention (``torch.save`` under ``if rank == 0``) while every other rank waits
+    in a barrier -- its GPU idle, theirs spinning, as in a hang, for as long as the write."""
+    hw = corr._placement.ranks.get(job, {}).get(0)
+    return len(idle) == 1 and hw is not None and (hw[0], hw[1]) == (node, idle[0])
 
 
 def on_gpus_busy(corr: Correlator, node: str, ts: float) -> None:

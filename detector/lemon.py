@@ -96,18 +96,6 @@ def check(state: Any) -> bool:
                for j, g in jobs.items())
 
 
-def job_on(on_node: dict[tuple[str, int], tuple[int, int]] | None, gpu: int) -> str | None:
-    """The job a placement (:class:`~detector.recovery.Placement`'s ``on_node`` of one node)
-    last put on ``gpu``: its entries are kept in the order they were learned (a rank that
-    moves is taken out and put back), so the last one on the GPU is the newest job there --
-    a job that died is remembered ``job_idle_s`` beside the one that took its GPU."""
-    found = None
-    for (job, _), (g, _) in (on_node or {}).items():
-        if g == gpu:
-            found = job
-    return found
-
-
 def on_app_xid(state: dict[str, Any], f: Finding, job: str | None) -> list[Finding]:
     """An application XID on ``f.scope``'s GPU under ``job``: the escalation it completes
     (one, or none)."""

@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, Scope
 from detector.findings import Finding
-from detector.hang import hang_s
+from detector.hang import hang_s, look_due
 
 if TYPE_CHECKING:
     from detector.alerts import Alert
@@ -456,7 +456,8 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
     steps, crossed since the last scan -- is a ``silent`` finding at the job's scope with its
     last step's time: what the correlator needs to judge a node that went quiet under it
     where that node's source sees no steps (:func:`_quiet`).  Told once a stop (the job's
-    clock is its last step's time), nothing kept but the last scan's clock."""
+    clock is its last step's time), nothing kept but the last scan's clock; and, while it
+    stays silent, a look for a hung rank every hang_s (detector.hang.look_due)."""
     mark = mon._fleet.get("steps")
     clock = mon.clock
     prev = mark[0] if mark is not None else -math.inf
@@ -471,7 +472,7 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
                 name, job.tenant, job.cluster))
-        if prev < t + hang_s(period) <= clock:  # (still silent: a hung rank? detector.hang)
+        if look_due(period, prev - t, clock - t):  # (still silent: a hung rank? detector.hang)
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3),

@@ -21,6 +21,7 @@ when a rank first appears or moves), so the correlator knows it on its own parti
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from detector.alerts import Granularity, Recovery, Scope
@@ -65,30 +66,54 @@ def estimate(action: str, kind: str, onset_ts: float, detected_ts: float,
 class Placement:
     """Where each rank of each job runs, and which replica it belongs to (plain data)."""
 
-    __slots__ = ("ranks", "on_node")
+    __slots__ = ("ranks", "on_node", "since")
 
     def __init__(self) -> None:
         self.ranks: dict[str, dict[int, tuple[str, int, int]]] = {}   # job -> rank -> hw, dp
         self.on_node: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}  # node ->
         #                                                   (job, rank) -> (gpu, dp)
+        # (job, rank) -> the event time of the layout that put the rank on its GPU (a rank
+        # told again where it was keeps its first): which job a GPU was laid out for last
+        self.since: dict[tuple[str, int], float] = {}
 
-    def learn(self, job: str, placement: Any) -> None:
-        """Take ``[[rank, node, gpu, dp], ...]`` (a job_layout finding's evidence)."""
+    def learn(self, job: str, placement: Any, ts: float = -math.inf) -> None:
+        """Take ``[[rank, node, gpu, dp], ...]`` (a job_layout finding's evidence, of event
+        time ``ts``)."""
         ranks = self.ranks.setdefault(job, {})
+        when = ts if type(ts) in (float, int) and not math.isnan(ts) else -math.inf
         for item in placement if isinstance(placement, list) else ():
             try:
                 rank, node, gpu, dp = int(item[0]), str(item[1]), int(item[2]), int(item[3])
             except (TypeError, ValueError, IndexError):
                 continue
             old = ranks.get(rank)
+            key = (job, rank)
             if old is not None:
-                self.on_node.get(old[0], {}).pop((job, rank), None)
+                self.on_node.get(old[0], {}).pop(key, None)
+            first = self.since.get(key, when) if old is not None and old[:2] == (node, gpu) \
+                else when
             ranks[rank] = (node, gpu, dp)
-            self.on_node.setdefault(node, {})[(job, rank)] = (gpu, dp)
+            self.on_node.setdefault(node, {})[key] = (gpu, dp)
+            self.since[key] = min(first, when)
 
     def forget(self, job: str) -> None:
         for rank, (node, _, _) in self.ranks.pop(job, {}).items():
             self.on_node.get(node, {}).pop((job, rank), None)
+            self.since.pop((job, rank), None)
+
+    def last_on(self, node: str, gpu: int) -> str | None:
+        """The job laid out on ``gpu`` of ``node`` last: by its layout's event time, not the
+        order layouts reached us (a lagging partition, a source that tells a layout late or
+        again); equal times (or none told) by the order learned.  A job that ended is
+        remembered ``job_idle_s`` beside the one that took its GPU."""
+        found, when = None, -math.inf
+        since = self.since
+        for key, (g, _) in self.on_node.get(node, {}).items():
+            if g == gpu:
+                t = since.get(key, -math.inf)
+                if t >= when:
+                    found, when = key[0], t
+        return found
 
     def granularity(self, scope: Scope, topology: Topology | None,
                     job: str | None) -> Granularity:

@@ -13,12 +13,9 @@ import pytest
 
 from bench.blind14.measure import replay
 from bench.blind14.score import labels_of
+from tests.test_blind12_cases import _every_fault_caught, _known_error
 
 CASES = Path(__file__).resolve().parent.parent / "bench" / "blind14" / "cases"
-
-
-def _every_fault_caught(sc: dict) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
 
 
 def _nothing_paged(sc: dict) -> bool:
@@ -90,11 +87,6 @@ def test_every_case_has_an_expectation_and_at_most_one_label():
     for name in sorted(names):
         labels = labels_of(CASES / f"{name}.jsonl.gz")
         assert len(labels) == (0 if EXPECT[name][0] is _nothing_paged else 1), name
-
-
-def _known_error(why: str | None):
-    return [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                     reason=why)]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
