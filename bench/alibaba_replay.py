@@ -54,8 +54,9 @@ def straggler_onset(records: list[dict], worker: int, factor: float = 1.3) -> in
 
 def replay_job(csv_path: Path, step_s: float = 1.0) -> dict:
     """What faultline says on one job's CSV: its records, its pages as ``(worker,
-    iteration)`` in order, its distinct problems, the pages that re-fired a resolved
-    problem, and the CSV's invalid rows (the bench's table and tests/test_alibaba_pages.py)."""
+    iteration)`` in order (its resolved messages so too), its distinct problems, the pages
+    that re-fired a resolved problem, and the CSV's invalid rows (the bench's table and
+    tests/test_alibaba_pages.py)."""
     records, invalid, _ = import_files([csv_path], step_s=step_s)
     with tempfile.TemporaryDirectory(prefix="detect-alibaba-") as tmp:
         log = Path(tmp) / (csv_path.stem + ".jsonl")
@@ -74,10 +75,11 @@ def replay_job(csv_path: Path, step_s: float = 1.0) -> dict:
             refired += 1
             resolved.discard(a.dedup_key)
         seen.add(a.dedup_key)
-    pages = [(int(a.scope.node.rsplit("-w", 1)[-1]), round((a.detected_ts - t0) / step_s))
-             for a in res.alerts if a.status == "firing" and a.scope.node]
-    return {"records": records, "pages": pages, "problems": len(seen), "refired": refired,
-            "invalid": invalid}
+    def at(status: str) -> list[tuple[int, int]]:
+        return [(int(a.scope.node.rsplit("-w", 1)[-1]), round((a.detected_ts - t0) / step_s))
+                for a in res.alerts if a.status == status and a.scope.node]
+    return {"records": records, "pages": at("firing"), "resolved": at("resolved"),
+            "problems": len(seen), "refired": refired, "invalid": invalid}
 
 
 def ratio_table(records: list[dict], every: int, ref: list[int] | None = None) -> str:

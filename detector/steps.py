@@ -126,6 +126,8 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+_TOLD_OUT = 2              # ranks of a peer group told slow that take the told out of its
+#                            reference (JobMonitor._untold_reference)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
 #                            (JobMonitor._node_alike; blind7 G3: 0.0703 and 0.0690)
 # After a step every rank spent in neither compute nor collectives (a checkpoint snapshot, an
@@ -531,6 +533,7 @@ class JobMonitor:
         self._wandering = False                       # in the wandering regime (hysteresis)
         self._wander_n = 0                            # steps the sums above have taken
         self._wander_hot = 0                          # steps the index was high (not low since)
+        self._wander_calm = 0                         # steps it read under _WANDER_OFF in a row
         # A rank against its twins (_twin_update): per rank its latest _TWIN_WINDOW deviations
         # from its peers (a ring), its twins (slot + 1; 0: none), its learned offset from their
         # median and its smoothed deviation over that offset, whether the rule reported it;
@@ -1303,8 +1306,14 @@ class JobMonitor:
         # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
         # are faults (Alibaba PAI job 3: workers 6-9 1.3x their peers from iteration ~2200 of
         # a job whose index read 0.8-1.1 -- held as visiting for good while they stayed slow).
+        # Once the index has read under _WANDER_OFF for _WANDER_HOLD_STEPS steps in a row the
+        # job does not route (routing is its workload's, from its start): an index lifted later
+        # is its slow ranks' own -- ranks going slow and staying slow move the peer median, and
+        # so every rank's deviation, once (Alibaba job 3: 0.8-1.1 for 200 samples, 4-6 from
+        # iteration ~2250 as workers 6-9 slowed; workers 8, 9 held as visiting for good).
+        # Entering the wandering regime (100 steps at _WANDER_ON) holds all the same.
         may_wander = (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
-                      or self._wander >= _WANDER_OFF)
+                      or self._wander >= _WANDER_OFF and self._wander_calm < _WANDER_HOLD_STEPS)
         if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
             self._hold_wandering(out, mark)
         elif len(out) > mark and may_wander:
@@ -1421,6 +1430,13 @@ class JobMonitor:
                     return
                 step_sigma = median(scale if comparable is None else scale[comparable],
                                     scratch=True)
+        told = None  # (the ranks out of the reference this step: _untold_reference)
+        if comparable is None and np.count_nonzero(self._reported):
+            told = self._reported[slots]
+            if np.count_nonzero(told) >= _TOLD_OUT:
+                med, step_sigma, told = self._untold_reference(x, groups, told, med, step_sigma)
+            else:
+                told = None
         if comparable is None:
             r, d, gc, tc, mc = slots, x - med, groups, ts, med
         else:
@@ -1469,7 +1485,9 @@ class JobMonitor:
             size, size_sigma = np.where(one, d, own), own_sigma
         # The MAD of a small peer group underestimates the spread, and real jitter has fatter
         # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
-        spread = median(np.abs(z), scratch=True) / 0.6745
+        # (over the ranks not told slow, as the reference above: a job's slow ranks are not
+        # its noise)
+        spread = median(np.abs(z if told is None else z[~told]), scratch=True) / 0.6745
         self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
         z /= max(self._zscale, 1.0)
         learn = np.abs(z) < 3.0
@@ -1611,7 +1629,16 @@ class JobMonitor:
                               * max(self._zscale, 1.0) / np.sqrt(n))
                 mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
             effect = np.exp(mean - margin) - 1.0
-            new = waiting[(effect >= cfg.slow_min_effect) & self._persistent(waiting)]
+            # Reported while its run goes on: its latest step adds to its score.  A run found
+            # late -- held while it was a checkpoint's write-back (_hold_after_event), or by
+            # another hold -- whose ranks are back at their peers' pace when the hold lets go
+            # is over: its CUSUM stays alarmed for a few healthy steps (the score drains at
+            # slow_k a step), and reporting it then paged a node whose write-back, 3.7 % over
+            # 8 steps, had ended two steps before (blind10 held life-s7 hgx-a01, 120 s after
+            # the snapshot).  A fresh alarm's latest step is always slow (it lifted the score
+            # over slow_h).
+            ongoing = cusum_z[at] > cfg.slow_k
+            new = waiting[(effect >= cfg.slow_min_effect) & ongoing & self._persistent(waiting)]
         else:
             new = waiting
         alike: dict[int, int] = {}
@@ -1660,6 +1687,38 @@ class JobMonitor:
             self._told[s] = 0.0
             out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+    def _untold_reference(self, x: np.ndarray, groups: np.ndarray, told: np.ndarray,
+                          med: np.ndarray, step_sigma: float
+                          ) -> tuple[np.ndarray, float, np.ndarray | None]:
+        """Each rank's peer median and the job's noise this step (``med``, ``step_sigma`` of
+        all ranks) from its group's ranks not told slow, in each group with ``_TOLD_OUT`` or
+        more ranks told (``told``) that keeps ``min_peers`` others; and the ranks so taken out
+        (None: none).
+
+        A rank told slow is a fault, not its job's normal: while it stays slow it is out of the
+        reference its peers are judged against.  The median and the MAD break down with half of
+        a group off its pace, and are dragged well before -- Alibaba job 3's four workers 1.3x
+        slower among ten (two more 1.1x from the start, their learned offsets): the median sat
+        between the steady and the slow, the noise went from 4 % to 13 % in 30 samples (and its
+        rescale 0.8 -> 1.5), and workers 8 and 9, 1.27-1.30x the steady ones, scored under the
+        CUSUM's allowance to the job's end.  A rank told slow that recovers is back at its
+        peers' median, and clears as before.  One told rank in a group is left in: one moves a
+        median of three or more by half a gap at most, and a node's ranks (one a group under
+        TP) are judged as before (blind5's fan case: a node slow at a hot GPU's pace, joined
+        to that GPU's page)."""
+        uniq, inv = np.unique(groups, return_inverse=True)
+        keep = ~told
+        enough = ((np.bincount(inv[keep], minlength=len(uniq)) >= self.cfg.min_peers)
+                  & (np.bincount(inv[told], minlength=len(uniq)) >= _TOLD_OUT))
+        if not np.count_nonzero(enough):
+            return med, step_sigma, None
+        kmed, kscale, _, _ = group_stats(x[keep], groups[keep])
+        gmed, gscale, gall = np.empty(len(uniq)), np.empty(len(uniq)), np.empty(len(uniq))
+        gmed[inv[keep]], gscale[inv[keep]] = kmed, kscale
+        gall[inv] = group_stats(x, groups)[1]
+        return (np.where(enough[inv], gmed[inv], med),
+                median(np.where(enough, gscale, gall), scratch=True), told & enough[inv])
 
     def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Slots whose CUSUM-reported run now runs well beyond the pace it was told at: told
@@ -1738,6 +1797,8 @@ class JobMonitor:
         # keeps it up (tests/test_steps_round13.py's heavy tail: 3.3 for ~60 steps).
         self._wander_hot = 0 if self._wander < _WANDER_OFF else (
             self._wander_hot + 1 if self._wander >= _WANDER_ON else self._wander_hot)
+        if self._wander_calm < _WANDER_HOLD_STEPS:  # (latched once reached: _check_slow)
+            self._wander_calm = self._wander_calm + 1 if self._wander < _WANDER_OFF else 0
         self._wandering = self._wander >= _WANDER_OFF and (
             self._wandering or self._wander_hot >= _WANDER_HOLD_STEPS)
         live = np.count_nonzero(self._wander_rep)
@@ -2443,11 +2504,17 @@ class JobMonitor:
             self._recur_onset[hr[fresh]] = ts[hit][fresh]
             recur[hr] += 1.0
             self._recur_live = True
-            n = len(self._rank_of)
-            total = float(recur[:n].sum())
             top = hr[(recur[hr] >= cfg.slow_recur_count) & ~self._reported[hr]]
-            rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio * (
-                total - recur[s]) / (n - 1)]
+            if len(top):
+                # (against the ranks that count: one told slow by another rule counts none,
+                # and five such among ten halved the others' mean -- Alibaba job 4)
+                n = len(self._rank_of)
+                counting = self._recurring[:n] | ~self._reported[:n]
+                total, n = float(recur[:n][counting].sum()), int(np.count_nonzero(counting))
+                rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio
+                          * (total - recur[s]) / (n - 1)]
+            else:
+                rising = []
         elif not self._recur_live:
             return  # (the usual step: no count)
         else:

@@ -34,6 +34,10 @@ PLAN = {
     # XID 79 on the GPU already isolated for its PCIe replays
     "K6-xid79-under-open-isolation": ("zero3", 0, 150, 470, {"ft-zero3"}, {"hgx-b06"},
                                       {"aer-xid79"}),
+    # (ali23, from the held seed 7 where the lead found it) hgx-a01's write-back after the
+    # step-145 snapshot: 3-7 % for 10 steps, held as one, ended, then paged as the hold let go
+    "K7-writeback-paged-after-hold": ("life", 7, 0, 920, {"pt-life"}, {"hgx-a01"},
+                                      {"locked-clocks", "nvme-stalls"}),
 }
 
 
