@@ -212,7 +212,7 @@ class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
     __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
-                 "_told_s", "_retrained")
+                 "_told_s", "_retrained", "_downs")
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
@@ -234,6 +234,9 @@ class NodeNics:
         # Most of the node's ports retrained lower together, told as one node finding
         # (_node_retrained): its family, or "" while nothing is told.
         self._retrained = ""
+        # Ports whose link_down was told, with the siblings told up beside it since (each
+        # once, as "link_up_beside": :meth:`_up_beside`), until it is up or the window ends.
+        self._downs: list[tuple[_Port, float, set[tuple[str, int]]]] = []
 
     @property
     def last_ts(self) -> float:
@@ -256,6 +259,8 @@ class NodeNics:
         most the port's throughput and the node's reference refreshed (again: the same
         value, a refresh no longer due at this ``ts``).
         """
+        if self._downs:
+            return False  # a port just went down: a sibling's sample up tells (_up_beside)
         try:
             p = self._ports[(s.nic, s.port)]
         except KeyError:
@@ -373,6 +378,8 @@ class NodeNics:
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out, back)
+        if self._downs:
+            self._up_beside(p, s, d, out)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
         if (p.rate < self._top or "link_rate" in active) and not p.down \
@@ -771,6 +778,7 @@ class NodeNics:
                 evidence["node_ports_down"] = sum(1 for o in self._ports.values() if o.down)
                 evidence["node_ports"] = len(self._ports)
                 self._emit(out, s, p, "link_down", True, 0.9, evidence, onset=onset)
+                self._downs.append((p, s.ts, set()))
         elif s.link_state == "up":
             p.held_ts = 0.0
             if p.down:
@@ -799,6 +807,39 @@ class NodeNics:
         elif "link_flap" in p.active and s.ts - p.last_flap_ts >= cfg.nic_quiet_s:
             p.flaps.reset()
             self._emit(out, s, p, "link_flap", False, 0.0, {})
+
+    def _up_beside(self, p: _Port, s: NicSample, d: tuple[int, ...],
+                   out: list[Finding]) -> None:
+        """A port sampled up after a sibling of its node was sampled down: told for the down
+        port (``link_up_beside``, evidence only), so the correlator need not wait a switch
+        window for the other nodes to tell whether the switch failed.
+
+        A switch that fails (power, firmware, a reboot) takes every port it faces down at
+        once, this node's others too: one of them up after the down sample, facing the same
+        switch (the correlator's topology says which it faces), says the switch is up and
+        the down link is the port's own -- cable, optic, HCA (blind13 M2: a port down paged
+        13.5 s later, its switch window of 1.25 sampling intervals + 1 s; the node's next
+        port was sampled up 1.0 s after it).  Not a sibling whose ``link_downed`` moved
+        since its last sample: it bounced too, maybe with its switch.  Each sibling is told
+        once a down (the findings stay sparse: at most the node's ports a link down), until
+        the down port is up again or the longest switch window has passed.
+        """
+        ts = s.ts
+        keep = []
+        here = (s.nic, s.port)
+        for q, down_ts, told in self._downs:
+            if not q.down or ts - down_ts > GROUP_WINDOW_S:
+                continue  # up again (its clear told), or decided by its window by now
+            keep.append((q, down_ts, told))
+            if q is not p and ts > down_ts and s.link_state == "up" and not p.down \
+                    and not d[_LINK_DOWNED] and p.role >= 0 and here not in told:
+                told.add(here)
+                out.append(Finding(ts, down_ts, "link_up_beside", "network", "nic", q.scope,
+                                   True, False, 0.0,
+                                   {"nic": p.scope.nic, "port": p.scope.port,
+                                    "since_down_s": round(ts - down_ts, 3)},
+                                   None, s.tenant, s.cluster))
+        self._downs = keep
 
     def _errors(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
                 out: list[Finding]) -> None:

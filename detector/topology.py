@@ -194,6 +194,13 @@ class Topology:
                 return switch
         return self._node_switch.get(node)
 
+    def stated_switch_of(self, node: str, nic: str) -> str | None:
+        """The switch the file says this NIC faces; None where it names no NICs (a Slurm
+        ``topology.conf``, a NodeSet without ``Nics=``), whose "every NIC faces the node's
+        leaf" (:meth:`switch_of`) is an assumption, not the operator's word: in a
+        rail-optimised fabric described by nodes alone each NIC faces another leaf."""
+        return self._nic_switch.get((node, nic))
+
     def nodes_under(self, switch: str) -> tuple[str, ...]:
         """Nodes with at least one NIC facing this switch directly, sorted; () for spines."""
         return self._nodes_under.get(switch, ())
