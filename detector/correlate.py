@@ -34,7 +34,7 @@ from detector.findings import Finding
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
 from detector.gpu_missing import page_extra as _gone_extra
-from detector.hang import on_gpus_busy, on_long_stop
+from detector.hang import on_gpus_busy, on_job_gone, on_long_stop
 from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.network import GROUP_INTERVAL_CAP_S as _GROUP_INTERVAL_CAP_S
@@ -383,6 +383,7 @@ class Correlator:
             elif f.job is not None:
                 self._placement.forget(f.job)
                 host_node.forget_job(self._host_rise, f.job)
+                on_job_gone(self, f.job, f.ts)
             return
         if f.signal == "host_rise":  # a job's host time risen on a node: _on_host_rise
             self._on_host_rise(f, out)

@@ -55,6 +55,14 @@ MAX_NAMED = 8      # idle GPUs named in the evidence
 MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
 
 
+def check(hangs: Any) -> bool:
+    """Whether a restored ``Correlator._hangs`` has the shape and bound :func:`on_long_stop`
+    gives it (job -> [its scope, cluster])."""
+    return type(hangs) is dict and len(hangs) <= MAX_HANGS and all(
+        type(j) is str and type(v) is list and len(v) == 2 and type(v[0]) is Scope
+        and (v[1] is None or type(v[1]) is str) for j, v in hangs.items())
+
+
 def hang_s(period: Any) -> float:
     """How long a job with steps ``period`` apart is silent before a hung rank is named."""
     ok = type(period) in (float, int) and math.isfinite(period) and period > 0
@@ -180,15 +188,25 @@ def _rank0_alone(corr: Correlator, job: str, node: str, idle: list[int]) -> bool
 
 def on_gpus_busy(corr: Correlator, node: str, ts: float) -> None:
     """A node's busy/idle GPUs changed: a hung rank named on a job with GPUs there resolves
-    once the job's GPUs no longer show it (killed: all idle; resumed: all busy)."""
-    for job, (scope, cluster) in list(corr._hangs.items()):
-        ranks = corr._placement.ranks.get(job)
-        if ranks and not any(hw[0] == node for hw in ranks.values()):
-            continue
-        if ranks and _idle_few(corr, job) is not None:
-            continue  # (a job ended and forgotten: resolved too)
-        del corr._hangs[job]
-        p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", scope, cluster))
-        if p is not None and p.status == "firing":
-            p.extra["resolved_because"] = f"{job}'s GPUs no longer show one rank hung"
-            corr._schedule_resolve(p, ts)
+    once the job's GPUs no longer show it (killed: all idle; resumed: all busy).  Only the
+    jobs laid out on ``node`` are looked at (a busy/idle change is told at every job start
+    and end: with thousands of hangs named, every hung job's every rank looked at, each
+    time, made it quadratic -- review23: 277 s of CPU for 20,000 forged hangs)."""
+    hangs = corr._hangs
+    for job in {j for j, _ in corr._placement.on_node.get(node, ())}:
+        if job in hangs and _idle_few(corr, job) is None:
+            _resolve(corr, job, ts)
+
+
+def on_job_gone(corr: Correlator, job: str, ts: float) -> None:
+    """A job's layout forgotten (it ended): its hung rank named, if any, resolves."""
+    if job in corr._hangs:
+        _resolve(corr, job, ts)
+
+
+def _resolve(corr: Correlator, job: str, ts: float) -> None:
+    scope, cluster = corr._hangs.pop(job)
+    p = corr.problems.get(corr.dedup_key(ESCALATION, "unattributed", scope, cluster))
+    if p is not None and p.status == "firing":
+        p.extra["resolved_because"] = f"{job}'s GPUs no longer show one rank hung"
+        corr._schedule_resolve(p, ts)

@@ -78,6 +78,13 @@ def grow(table: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([table, more])
 
 
+def forget(table: np.ndarray, i: int) -> None:
+    """Row ``i``'s run ended and its verdict dropped (its node left by the job); its learned
+    level and wander kept, for the job coming back."""
+    table[i, EWMA] = table[i, HOT] = table[i, RAISED] = 0.0
+    table[i, RUN_FROM] = math.nan
+
+
 def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: float,
           ts: float) -> list[tuple[int, bool, float]]:
     """One step: each rank's node (its row; -1: none) and host time; returns the nodes risen

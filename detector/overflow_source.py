@@ -11,9 +11,11 @@ A GPU that computes wrong is one rank, the sole source, step after step (REFEREN
 is ~1 % of SDC outcomes, and Megatron's rerun machine starts from a non-finite result).
 
 So a *skipped step* is a decided step on which some ranks sent no ``grad_norm``, some did,
-and the null ranks' ``param_checksum`` is the one they had on the step before (no update: a
-skip, not a field the collector left out -- a job without checksums tells no skip and is not
-judged).  A rank is a suspect when it was the **sole** null rank on ``k`` of the job's last
+and every rank's ``param_checksum`` (the null ranks' told) is the one it had on the step
+before, in a job whose checksums moved on its latest step with every grad norm (no update: a
+skip, not a field the collector left out -- a job without checksums, or whose checksums are
+not refreshed each step, tells no skip and is not judged: detector.steps' _check_overflow).
+A rank is a suspect when it was the **sole** null rank on ``k`` of the job's last
 ``n`` skipped steps and ``k`` is beyond chance: were each skip's source any one of the rank's
 peers alike (its peer group's size ``D``: a tensor-parallel shard may overflow more than
 another, a replica may not), ``P(X >= k)``, ``X ~ Binomial(n, 1 / D)``, times the job's ranks

@@ -419,6 +419,9 @@ class JobMonitor:
     # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
     # _check_overflow); not state either: after a restore the first skip tells nothing.
     _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
+    # Whether the job's checksums moved on its latest step that every rank sent a grad norm
+    # on (over the step before it): only then is a step they keep a skip (_check_overflow).
+    _ck_moved = False
     # Each slot's node of _hr_keys (detector.host_rise; -2: none), as made at (_moves,
     # restarts, _hr_keys' identity); not state either: made again after a restore.
     _hr_code = np.zeros(0, dtype=np.int64)
@@ -788,6 +791,16 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
+        # restored failed the job's every step with an IndexError -- review23).
+        n = len(self._base) if type(self._base) is np.ndarray else -1
+        for name, fill in _SLOT_ARRAYS:
+            a = getattr(self, name, None)
+            kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
+            refuse_unless(type(a) is np.ndarray and a.ndim >= 1 and len(a) == n
+                          and a.dtype.kind == kind, f"JobMonitor.{name}: not a slot array")
+        refuse_unless(type(self._told_was) is dict and not self._told_was,
+                      "JobMonitor._told_was: not an empty map (it lives within a step)")
         refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")
         refuse_unless(host_rise.check_restored(self._hr_keys, self._hr), "JobMonitor._hr")
         refuse_unless(type(self._majority) is dict and all(
@@ -1045,6 +1058,8 @@ class JobMonitor:
         ov.seq += 1
         if ov.flagged or None in buf.grad:
             self._check_overflow(step, buf, groups, decided_ts, out)
+        elif self._prev_ck[0] == step - 1 and buf.checksum[0] is not None:
+            self._ck_moved = self._moved(buf)
         self._prev_ck = (step, buf.ranks, buf.checksum)
         checksum = buf.checksum
         if checksum[0] is not None or checksum.count(None) != len(checksum):
@@ -2972,6 +2987,7 @@ class JobMonitor:
         if (self._hr_code_at != (self._moves, self.restarts, id(self._hr_keys))
                 or len(code) < len(self._rank_of)):
             code = self._host_rise_nodes()
+            self._host_rise_left(code, step, ts, out)
         sm = buf.step_ms
         step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike)
         for i, up, at in host_rise.judge(self._hr, code[slots], host, step_ms, ts):
@@ -2998,6 +3014,25 @@ class JobMonitor:
         self._hr = host_rise.grow(self._hr, len(keys))
         self._hr_code, self._hr_code_at = code, (self._moves, self.restarts, id(keys))
         return code
+
+    def _host_rise_left(self, code: np.ndarray, step: int, ts: float,
+                        out: list[Finding]) -> None:
+        """Nodes risen for this job that none of its ranks runs on any more (a rank moved off a
+        node, the job stepping on elsewhere): calm for it, their runs ended.  A node's judge
+        runs only on the job's steps there, so without this the rise stood until the job
+        stopped, and the node's later trouble of one other job made two (host_node)."""
+        table = self._hr
+        if not len(table) or not table[:, host_rise.RAISED].any():
+            return
+        here = np.zeros(len(table), dtype=bool)
+        mine = code[code >= 0]
+        here[mine[mine < len(table)]] = True
+        for i in np.flatnonzero((table[:, host_rise.RAISED] != 0.0) & ~here).tolist():
+            out.append(Finding(ts, ts, "host_rise", "slow_node", "unknown",
+                               Scope.of_node(self._hr_keys[i]), False, False, 0.0,
+                               {"step": step, "left": True}, self.job, self.tenant,
+                               self.cluster))
+            host_rise.forget(table, i)
 
     def _host_rise_withdraw(self, now: float, out: list[Finding]) -> None:
         """The job stopped stepping: its risen nodes are calm for it (their runs kept)."""
@@ -3149,12 +3184,29 @@ class JobMonitor:
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
 
+    def _moved(self, buf: _StepBuffer) -> bool:
+        """Whether the step's first rank's checksum differs from its own on the step before
+        (an update moves every rank's; one is enough to tell the job's checksums live)."""
+        _, ranks, checksums = self._prev_ck
+        try:
+            i = ranks.index(buf.ranks[0])
+        except ValueError:
+            return self._ck_moved  # (not in the step before: nothing new)
+        return checksums[i] != buf.checksum[0]
+
     def _check_overflow(self, step: int, buf: _StepBuffer, groups: np.ndarray,
                         decided_ts: float, out: list[Finding]) -> None:
-        """A step some ranks sent no ``grad_norm`` on, others did, and the null ones kept
-        their checksums: a loss-scale skip, its null ranks the overflow's sources; a rank the
-        sole source beyond chance is escalated (detector.overflow_source).  Also resolves a
-        suspect quiet for the module's window."""
+        """A step some ranks sent no ``grad_norm`` on, others did, and every rank kept its
+        checksum -- the null ones' told -- in a job whose checksums moved on its latest step
+        with every grad norm: a loss-scale skip (every rank skips it), its null ranks the
+        overflow's sources; a rank the sole source beyond chance is escalated
+        (detector.overflow_source).  Also resolves a suspect quiet for the module's window.
+
+        Checksums that did not move on a step with every grad norm are not refreshed each
+        step (a collector that repeats its last value, a checksum of a frozen part): a step
+        that keeps them says nothing, and a rank whose collector leaves ``grad_norm`` out
+        (DESIGN: null is missing) is no source (review23: escalated ``sdc`` at a healthy GPU
+        after 4-5 such steps)."""
         ov = self._overflow
         for rank in ov.expired():
             out.append(self._finding(rank, None, "overflow_source", "sdc", "unknown",
@@ -3164,12 +3216,14 @@ class JobMonitor:
         grad = buf.grad
         nulls = grad.count(None)
         prev_step, prev_ranks, prev_ck = self._prev_ck
-        if nulls == 0 or nulls == len(grad) or prev_step != step - 1:
+        if nulls == 0 or nulls == len(grad) or prev_step != step - 1 or not self._ck_moved:
             return
         at = [i for i, g in enumerate(grad) if g is None]
         before = dict(zip(prev_ranks, prev_ck, strict=True))
         ranks, checksum = buf.ranks, buf.checksum
-        if not all(checksum[i] is not None and before.get(ranks[i]) == checksum[i] for i in at):
+        if not all(checksum[i] is not None for i in at) or any(
+                c is not None and before.get(r, c) != c
+                for r, c in zip(ranks, checksum, strict=True)):
             return  # (a null without a skip: a field not sent -- DESIGN's missing)
         peers = int(np.count_nonzero(groups == groups[at[0]]))
         for rank, onset, counted, chance in ov.skipped(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from detector import host_node, lemon
+from detector import hang, host_node, lemon
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import (
@@ -27,6 +27,7 @@ from detector.findings import (
 )
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
+from detector.thermal import MAX_IDLE_TOLD
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -67,6 +68,12 @@ def _check_state(state: dict[str, Any]) -> None:
                   "correlator._lemon: malformed (detector.lemon)")
     refuse_unless(host_node.check(getattr(state.get("correlator"), "_host_rise", None)),
                   "correlator._host_rise: malformed (detector.host_node)")
+    refuse_unless(hang.check(getattr(state.get("correlator"), "_hangs", None)),
+                  "correlator._hangs: malformed (detector.hang)")
+    idle = getattr(state.get("correlator"), "_idle", None)
+    refuse_unless(is_map_of(idle, str, frozenset) and all(
+        len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
+        "correlator._idle: malformed (node -> its idle GPUs)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
