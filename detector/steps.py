@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_rise, host_time, overflow_source, sdc, sku_class
+from detector import host_events, host_rise, host_time, overflow_source, sdc, sku_class
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -126,6 +126,9 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+# A recurring straggler's count no likelier than this if the job's outlier steps fell on its
+# units alike (JobMonitor._recur_chance): one false page in a thousand looks at a workload's
+_RECUR_CHANCE = 1e-3
 _TOLD_OUT = 2              # ranks of a peer group told slow that take the told out of its
 #                            reference (JobMonitor._untold_reference)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
@@ -233,6 +236,27 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_pair_hi", 0.0),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0))
+
+
+def _binomial_tail(n: int, p: float, c: int) -> float:
+    """P(X >= c) for X ~ Binomial(n, p) (summed from c: the terms fall from there when c is
+    over the mean; at or under it, 1 is near enough for a test of a high count).
+
+    >>> round(_binomial_tail(18, 1 / 8, 8), 6), _binomial_tail(18, 1 / 8, 2)
+    (0.000811, 1.0)
+    """
+    if c <= n * p:
+        return 1.0
+    if c > n:
+        return 0.0
+    lp, lq, top = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    total = 0.0
+    for k in range(c, n + 1):
+        term = math.exp(top - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+        total += term
+        if term < 1e-12 * total:
+            break
+    return min(total, 1.0)
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -573,6 +597,8 @@ class JobMonitor:
         # node's ranks of one stage and replica) and a row of numbers each.
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        # ... and each unit's slow saves in a row at the job's host events (detector.host_events)
+        self._he = np.zeros((0, host_events.NCOLS))
         # Each node's host time in this job against its own past (detector.host_rise): the
         # nodes' names and a row of numbers each.
         self._hr_keys: list[str] = []
@@ -791,6 +817,7 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
         # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
         # restored failed the job's every step with an IndexError -- review23).
         n = len(self._base) if type(self._base) is np.ndarray else -1
@@ -2513,6 +2540,9 @@ class JobMonitor:
                 total, n = float(recur[:n][counting].sum()), int(np.count_nonzero(counting))
                 rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio
                           * (total - recur[s]) / (n - 1)]
+                if rising:
+                    rising = [s for s in rising
+                              if self._recur_chance(s, buf, counting) < _RECUR_CHANCE]
             else:
                 rising = []
         elif not self._recur_live:
@@ -2546,6 +2576,37 @@ class JobMonitor:
                          f">= {cfg.slow_recur_count:g}"}))
         for s in falling:
             self._rule_cleared(s, self._recurring, step, dp_of, decided_ts, out)
+
+    def _recur_chance(self, s: int, buf: _StepBuffer, counting: np.ndarray) -> float:
+        """The chance that the job's recent clear-outlier steps, falling on its units alike,
+        leave one of them with as many as slot ``s``'s unit has (Bonferroni over the units).
+
+        A unit is a tensor-parallel group (its ranks' stage and replica: a TP group steps at
+        its slowest member's pace, so one rank's pause makes every member an outlier at once;
+        its count is its members' highest); the count of outlier steps is the units' recurring
+        counts summed.  Uncoordinated Python GC (blind14 N6: each rank +150-400 ms on 1 step
+        in ~45, a TP4 group held up on ~9 % of steps) gives every unit outlier steps at one
+        rate, and over ~50 steps one of eight reaches 8.6 while the others' mean is 1.4 -- 4x
+        it, 0.6 % by this chance: the job's workload.  A straggler among quiet units holds
+        nearly all of them (8 of 8: 5e-7)."""
+        units: dict[tuple[Any, Any], float] = {}
+        mine = None
+        recur = self._recur
+        for rank, pp, dp in zip(buf.ranks, buf.pp, buf.dp, strict=True):
+            sl = self._slot.get(rank)
+            if sl is None or sl >= len(counting) or not counting[sl]:
+                continue
+            key = (pp, rank if dp is None else dp)
+            v = float(recur[sl])
+            if v > units.get(key, -1.0):
+                units[key] = v
+            if sl == s:
+                mine = key
+        k = len(units)
+        if mine is None or k < 2:
+            return 0.0
+        return min(1.0, k * _binomial_tail(int(round(sum(units.values()))), 1.0 / k,
+                                           int(units[mine])))
 
     def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
                          med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -2894,22 +2955,44 @@ class JobMonitor:
             # (from 5 usual steps before it: a CUSUM's run may begin a few steps early, on noise)
             at = float(ts.min()) - 0.005 * min(self._usual_step_ms or step_ms, step_ms)
             if at - ev[0] > 1.0:
+                since = at - ev[0]
                 ev[1], ev[0] = ev[0], at
+                self._host_at_event(step, slots, buf, host, at, since, decided_ts, out)
         else:
             self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
             self._usual_step_ms = _smoothed(self._usual_step_ms, step_ms, 0.1)
         if self._evaluated > self.cfg.warmup_steps:
             self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
 
-    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
-                    step_ms: float, ts: float, out: list[Finding]) -> None:
-        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
-        its ``host_share`` finding raised, or cleared."""
+    def _host_at_event(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                       event_ts: float, since_s: float, ts: float, out: list[Finding]) -> None:
+        """A job-wide host event (a checkpoint save, from ``event_ts``): a node slow at its every
+        one raised, or cleared when it is not (detector.host_events)."""
+        code = self._host_codes(slots, buf)
+        table = self._he = host_events.grow(self._he, len(self._hs_keys))
+        for i, up, at in host_events.judge(table, code[slots], self._hs[:, host_time.STAGE],
+                                           host, event_ts, since_s):
+            node = host_time.node_of(self._hs_keys[i])
+            out.append(Finding(
+                ts, at, "host_events", "slow_node", "unknown", Scope.of_node(node), up, True,
+                0.7 if up else 0.0,
+                {"step": step, **host_events.evidence(node, table[i], since_s)} if up
+                else {"step": step}, self.job, self.tenant, self.cluster))
+
+    def _host_codes(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
+        """Each slot's unit of detector.host_time, made again when the job's ranks moved."""
         code = self._hs_code
         if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
                 or len(code) < len(self._rank_of)
                 or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
             code = self._host_units(slots, buf)
+        return code
+
+    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                    step_ms: float, ts: float, out: list[Finding]) -> None:
+        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
+        its ``host_share`` finding raised, or cleared."""
+        code = self._host_codes(slots, buf)
         lay = self._hs_layout
         if lay is not None and len(slots) == len(lay[0]):  # (every rank: the usual step)
             found = host_time.judge_regular(self._hs, lay, slots, host, step_ms, ts,
@@ -2965,14 +3048,16 @@ class JobMonitor:
         among them): its raised nodes are cleared (a job gone for good must not leave a page
         open), their runs kept -- a run that goes on when the job steps again is raised again
         at once, within the correlator's quiet hold: the same page."""
-        if len(self._hs):
-            raised = self._hs[:, host_time.RAISED]
-            for i in np.flatnonzero(raised).tolist():
-                out.append(Finding(now, now, "host_share", "slow_node", "unknown",
-                                   Scope.of_node(host_time.node_of(self._hs_keys[i])), False,
-                                   True, 0.0, {"step": self._last_step}, self.job, self.tenant,
-                                   self.cluster))
-            raised[:] = 0.0
+        for signal, table, col in (("host_share", self._hs, host_time.RAISED),
+                                   ("host_events", self._he, host_events.RAISED)):
+            if len(table):
+                raised = table[:, col]
+                for i in np.flatnonzero(raised).tolist():
+                    out.append(Finding(now, now, signal, "slow_node", "unknown",
+                                       Scope.of_node(host_time.node_of(self._hs_keys[i])),
+                                       False, True, 0.0, {"step": self._last_step}, self.job,
+                                       self.tenant, self.cluster))
+                raised[:] = 0.0
 
     def _host_rise(self, step: int, slots: np.ndarray, buf: _StepBuffer, compute: np.ndarray,
                    ts: float, out: list[Finding]) -> None:
@@ -3049,6 +3134,7 @@ class JobMonitor:
         """The job restarted: every unit learnt anew (its ranks may run elsewhere now)."""
         self._hs_keys = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        self._he = np.zeros((0, host_events.NCOLS))
 
     def _host_page_after(self, r: np.ndarray) -> np.ndarray:
         """Per slot of ``r``: how long a raised host_late run lasts before it is told again to

@@ -37,10 +37,9 @@ EXPECT: dict[str, tuple] = {
     # N1 (b14fix): a DCGM blank in a counter is no value and a jump no hardware counts in
     # the interval is dropped, both in models.counters (GPU and NIC counters alike).
     "N1-dcgm-blank-counter": (_nothing_paged, None),
-    "N2-slow-checkpoint-writer": (_every_fault_caught, (
-        "N2: gx-05's synchronous checkpoint saves take 2.4-3.2x (8-12 s -> 19-38 s in neither, "
-        "once every 40 steps) while its ranks are otherwise perfect; the other 24 ranks wait for "
-        "it in comm: faultline sends nothing -- slow-ckpt-writer missed in 8 of 8 logs")),
+    # N2 (inter24): a node slow at its job's every host event (a checkpoint save), compared
+    # with its stage's other nodes at the same step, three events in a row (detector.host_events)
+    "N2-slow-checkpoint-writer": (_every_fault_caught, None),
     "N3-psu-brake-bursts-30s": (_caught_as_power, (
         "N3: gx-12's PSU brakes all 8 GPUs (0x80|0x8, clock 58 %) in 6-14 s bursts every "
         "36-84 s for 7 min; its ranks compute up to 1.6x in a burst; the 30 s collector shows "
@@ -58,11 +57,9 @@ EXPECT: dict[str, tuple] = {
         "('shows thermal throttling', drain_node) -- DESIGN: a temperature is evidence, a "
         "recommendation needs the unit to hurt the job or a never-routine reason; 2 of 8 pipe "
         "logs")),
-    "N6-gc-pauses-escalated": (_nothing_paged, (
-        "N6: pt-a's ranks each pause 150-400 ms for Python GC on 1 step in ~45, independently "
-        "(a TP4 group is held up on ~9 % of steps, every group alike): faultline escalates "
-        "gx-03 (ranks 22-23's 'recurring clear outlier' count 8.6 over 100 steps) -- 1 of 8 "
-        "fleet logs")),
+    # N6 (inter24): a recurring outlier count the job's outlier steps falling on its TP groups
+    # alike would give by chance (6e-3 here) is the workload's (JobMonitor._recur_chance)
+    "N6-gc-pauses-escalated": (_nothing_paged, None),
     "N7-cron-straggler-short-runs": (_every_fault_caught, (
         "N7: hx01's cron holds its 8 ranks at 1.06-1.10x compute + 80-200 ms in neither for "
         "31, 30 and 38 s, every 328 s: faultline sends nothing -- cron-straggler caught in 5 of "
