@@ -144,6 +144,11 @@ _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation:
 # memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
 # a different node each checkpoint), and fades; a fault stays and is reported after.
 _EVENT_SHARE = 0.05
+# A save (an evaluation pass) is a rare step: host events closer than this many of the job's
+# step periods are not judged as saves (detector.host_events) -- a job whose host share is
+# over _EVENT_SHARE from its first step never learns its level, and every step is an "event"
+# (tests/test_review_round12.py: a node 25 % late in its host path for 2 minutes paged)
+_SAVE_GAP_STEPS = 10
 _AFTER_EVENT_S = 120.0
 _AFTER_EVENT_RATIO = 1.10
 # A CUSUM-reported run told again when its pace grows past twice the told excess plus this,
@@ -3005,7 +3010,8 @@ class JobMonitor:
             if at - ev[0] > 1.0:
                 since = at - ev[0]
                 ev[1], ev[0] = ev[0], at
-                self._host_at_event(step, slots, buf, host, at, since, decided_ts, out)
+                if since >= _SAVE_GAP_STEPS * self._period:
+                    self._host_at_event(step, slots, buf, host, at, since, decided_ts, out)
         else:
             self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
             self._usual_step_ms = _smoothed(self._usual_step_ms, step_ms, 0.1)
