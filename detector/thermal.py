@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 from river import stats
 
 from detector.alerts import Scope
@@ -107,6 +108,37 @@ from models.decay import DecayingCount
 # report any number of GPU indices): the correlator takes a longer list as unknown.
 MAX_IDLE_TOLD = 64
 
+# Readings no GPU makes (review24): a temperature past any GPU's shutdown point (90-110 C) or
+# below a cold aisle's, a board drawing more than any GPU's limit (B200 1 kW, a GB300 superchip
+# 2.7 kW), an SM clock past any GPU's boost (under 3 GHz).  DCGM's blanks copied by a collector
+# are all past them: INT32 0x7ffffff0 (a temperature, a clock), FP64 2**47 (power).  Such a
+# value is no reading: taken as missing and counted (GpuThermal.unread) -- a blank
+# temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
+# fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
+TEMP_RANGE_C = (-40.0, 150.0)
+MAX_POWER_W = 5000.0
+MAX_CLOCK_MHZ = 10000.0
+
+
+def unreadable(s: ThermalSample) -> bool:
+    """Whether ``s`` holds a temperature, power or clock no GPU reads (see TEMP_RANGE_C)."""
+    t = s.gpu_temp_c
+    return (t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]) \
+        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ
+
+
+def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
+    """``s`` with the readings no GPU makes taken as missing, and how many there were."""
+    t, p, c = s.gpu_temp_c, s.power_w, s.sm_clock_mhz
+    bad_t = t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]
+    bad_p = p is not None and p > MAX_POWER_W
+    bad_c = c is not None and c > MAX_CLOCK_MHZ
+    return (msgspec.structs.replace(s, gpu_temp_c=None if bad_t else t,
+                                    power_w=None if bad_p else p,
+                                    sm_clock_mhz=None if bad_c else c),
+            bad_t + bad_p + bad_c)
+
+
 __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",
            "SAME_INTERVAL_LO", "tells_interval", "throttle_cause"]
 
@@ -118,7 +150,7 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told")
+                 "_clock_told", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -151,6 +183,7 @@ class GpuThermal:
         self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
         self._beside = False  # the hot run told as evidence of a hotter sibling's (_check_hot)
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
+        self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
     def last_ts(self) -> float:
@@ -181,6 +214,8 @@ class GpuThermal:
         last = self._last_ts
         if ts <= last:
             return True  # late or duplicate: state machines run on fresh samples only
+        if unreadable(s):
+            return False  # a DCGM blank or garbage: update takes it as missing
         gap = ts - last
         told = self._interval_s
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
@@ -217,6 +252,9 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
+        if unreadable(s):
+            s, n = readable(s)
+            self.unread += n
         # The general path: a sample that may raise or clear a signal.  It decides every
         # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
         # reference).

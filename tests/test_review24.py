@@ -1,0 +1,70 @@
+"""Round 24's review of round 23's changes: each test fails on main eba06ec."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from detector.engine import Engine
+from detector.metrics import WorkerMetrics
+from detector.monitors import unreadable
+from detector.testing import T0, ecc, feed, healthy_job, nic, thermal
+from models.counters import BLANK
+
+INT32_BLANK = 0x7FFFFFF0          # DCGM_INT32_BLANK: a temperature, a clock
+FP64_BLANK = 140737488355328.0    # DCGM_FP64_BLANK (2**47): power
+
+
+def _thermal_fleet(field: str, value: float, *, bad_from: int = 100) -> list:
+    """A healthy 16-rank job with both nodes' GPUs sampled every 5 s; from ``bad_from`` s
+    node-000's GPU 3 reports ``value`` in ``field`` (a collector copying a DCGM blank)."""
+    th = []
+    for k in range(0, 400, 5):
+        for node in ("node-000", "node-001"):
+            for g in range(8):
+                kw = {field: value} if (node, g, k >= bad_from) == ("node-000", 3, True) else {}
+                th.append(thermal(T0 + k + 0.1, node, g, **kw))
+    return sorted([*healthy_job(ranks=16, steps=400), *th], key=lambda e: e.ts)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("temp_c", float(INT32_BLANK)), ("temp_c", 1e300), ("power_w", FP64_BLANK),
+    ("clock_mhz", float(INT32_BLANK))])
+def test_a_dcgm_blank_in_a_thermal_field_isolates_nothing_and_is_counted(
+        field: str, value: float) -> None:
+    eng = Engine()
+    alerts = feed(eng, _thermal_fleet(field, value))
+    assert [a.scope.key for a in alerts if a.status == "firing"] == []
+    # main: a blank temperature read as 2e9 C isolated the healthy GPU (slow_node/thermal)
+    assert eng.stats()["unreadable"]["thermal"] == 60  # every sample of GPU 3 from 100 s
+
+
+def test_a_hot_gpu_is_still_found_beside_the_blank_guard() -> None:
+    alerts = feed(Engine(), _thermal_fleet("temp_c", 97.0))
+    assert [(a.cause, a.scope.key) for a in alerts if a.status == "firing"] == [
+        ("thermal", "gpu:node-000/3")]
+
+
+def test_a_blank_clock_leaves_the_baseline_alone() -> None:
+    """A blank clock learnt into the baseline would make every real clock after it a 99 %
+    drop: a HW slowdown sample then reads as a deep throttle."""
+    eng = Engine()
+    evs = _thermal_fleet("clock_mhz", float(INT32_BLANK))
+    feed(eng, evs, finish=False)
+    mon = eng.monitors._thermal[("node-000", 3)]
+    assert 1900.0 < mon._clock.get() < 2100.0
+
+
+def test_counter_blanks_and_jumps_are_counted_where_an_operator_sees_them() -> None:
+    eng = Engine()
+    evs = [ecc(T0, "node-000", 0, sbe=5), ecc(T0 + 10, "node-000", 0, sbe=BLANK + 1),
+           ecc(T0 + 20, "node-000", 0, sbe=2**62), ecc(T0 + 30, "node-000", 0, sbe=6),
+           nic(T0, "node-000", "mlx5_0", tx=100), nic(T0 + 10, "node-000", "mlx5_0", tx=BLANK),
+           thermal(T0 + 5, "node-000", 0, power_w=FP64_BLANK)]
+    feed(eng, evs)
+    counts = eng.stats()["unreadable"]
+    assert counts == {"counter_blank": 2, "counter_implausible": 1, "thermal": 1}
+    reg = CollectorRegistry()
+    WorkerMetrics(reg).unreadable(unreadable([eng.monitors, eng.monitors]))
+    assert reg.get_sample_value("faultline_unreadable_values", {"kind": "counter_blank"}) == 4
+    assert reg.get_sample_value("faultline_unreadable_values", {"kind": "thermal"}) == 2
