@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 from prometheus_client import CollectorRegistry
 
 from detector.engine import Engine
 from detector.metrics import WorkerMetrics
 from detector.monitors import unreadable
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.statecodec import UNSIGNED, SnapshotRefused
 from detector.testing import T0, ecc, feed, healthy_job, nic, thermal
 from models.counters import BLANK
 
@@ -68,3 +73,43 @@ def test_counter_blanks_and_jumps_are_counted_where_an_operator_sees_them() -> N
     WorkerMetrics(reg).unreadable(unreadable([eng.monitors, eng.monitors]))
     assert reg.get_sample_value("faultline_unreadable_values", {"kind": "counter_blank"}) == 4
     assert reg.get_sample_value("faultline_unreadable_values", {"kind": "thermal"}) == 2
+
+
+# -- snapshots: round 23's correlator state (_woke, Placement.since) checked on restore ------
+
+
+def _hung_partition():
+    from tests.test_review23 import _hung_partition as made
+    return made()
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    ("_woke", {"node-a": "x"}), ("_woke", {"node-a": {1: "t"}}), ("_woke", []),
+    ("_woke", {"node-a": {g: 1.0 for g in range(65)}}), ("_woke", {"node-a": {1: math.nan}}),
+    ("_placement.since", {("job-1", 0): "x"}), ("_placement.since", []),
+    ("_placement.since", {"job-1": 1.0}), ("_placement.on_node", {"node-a": 5}),
+    ("_placement.on_node", {"node-a": {("job-1", 0): (1,)}}),
+    ("_placement.ranks", {"job-1": {0: ["node-a", 0, 0]}})],
+    ids=lambda v: str(v)[:40])
+def test_a_forged_woke_or_placement_state_is_refused(path: str, value: Any) -> None:
+    # main: restored as is; then a gpus_busy (_note_woke), a hung-rank look (busy_since) or an
+    # application XID (Placement.last_on) raised in the correlator.
+    part = _hung_partition()
+    owner = part.correlator
+    *up, attr = path.split(".")
+    for name in up:
+        owner = getattr(owner, name)
+    setattr(owner, attr, value)
+    offset, blob = part.snapshot(UNSIGNED)
+    with pytest.raises(SnapshotRefused) as exc:
+        CorrelatorPartition.restore(0, offset, blob, now=T0)
+    assert exc.value.reason == "malformed" and path.split(".")[0] in str(exc.value)
+
+
+def test_a_sound_woke_and_placement_state_restores() -> None:
+    part = _hung_partition()
+    part.correlator._woke["node-a"] = {2: T0 + 50.0}
+    offset, blob = part.snapshot(UNSIGNED)
+    back = CorrelatorPartition.restore(0, offset, blob, now=T0)
+    assert back.correlator._woke == {"node-a": {2: T0 + 50.0}}
+    assert back.correlator._placement.last_on("node-a", 1) == "job-1"
