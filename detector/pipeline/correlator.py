@@ -77,8 +77,9 @@ def _check_state(state: dict[str, Any]) -> None:
         "correlator._idle: malformed (node -> its idle GPUs)")
     woke = getattr(state.get("correlator"), "_woke", None)
     refuse_unless(is_map_of(woke, str, dict) and all(
-        len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int)) and all(map(is_time, w.values()))
-        for w in woke.values()), "correlator._woke: malformed (node -> GPU -> since when)")
+        len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
+        and all(map(is_time, w.values())) for w in woke.values()),
+        "correlator._woke: malformed (node -> GPU -> since when)")
     placement = getattr(state.get("correlator"), "_placement", None)
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
