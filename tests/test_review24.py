@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -13,7 +14,7 @@ from detector.metrics import WorkerMetrics
 from detector.monitors import unreadable
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.statecodec import UNSIGNED, SnapshotRefused
-from detector.testing import T0, ecc, feed, healthy_job, nic, thermal
+from detector.testing import T0, ecc, feed, healthy_job, nic, step, thermal
 from models.counters import BLANK
 
 INT32_BLANK = 0x7FFFFFF0          # DCGM_INT32_BLANK: a temperature, a clock
@@ -113,3 +114,37 @@ def test_a_sound_woke_and_placement_state_restores() -> None:
     back = CorrelatorPartition.restore(0, offset, blob, now=T0)
     assert back.correlator._woke == {"node-a": {2: T0 + 50.0}}
     assert back.correlator._placement.last_on("node-a", 1) == "job-1"
+
+
+# -- steps: a compute_ms of no measurement is not compared -----------------------------------
+
+
+def _pair_job(partner_compute_ms: float, *, slow: float = 1.0, steps: int = 120) -> list:
+    """A job of two ranks (n0/0, n1/0), 1 s steps; from step 30 rank 1 reports
+    ``partner_compute_ms`` of compute and waits 980 ms; rank 0 computes 700 ms x ``slow``."""
+    rng = np.random.default_rng(0)
+    evs = []
+    for s in range(steps):
+        for r in (0, 1):
+            c = 700.0 * (1 + 0.01 * rng.standard_normal()) * (slow if r == 0 else 1.0)
+            if r == 1 and s >= 30 and partner_compute_ms >= 0:
+                c, comm = partner_compute_ms, 980.0 - 700.0 * (slow - 1.0)
+            else:
+                comm = 1000.0 * slow - c - 20.0
+            evs.append(step(T0 + s + 0.001 * r, r, s, node=f"n{r}", gpu=0,
+                            step_ms=1000.0 * slow, compute_ms=round(c, 2) if c >= 0.01 else c,
+                            comm_ms=round(comm, 2)))
+    return evs
+
+
+@pytest.mark.parametrize("tiny_ms", [1e-300, 5e-324])
+def test_a_partners_tiny_compute_ms_pages_no_one(tiny_ms: float) -> None:
+    # main: the pair rule's ratio 700 / 1e-300 (7e302; an overflow at 5e-324) made rank 0 the
+    # one its partner waits for: escalated slow_node at n0/0 (35 s, 52 s).
+    assert [a.scope.key for a in feed(Engine(), _pair_job(tiny_ms))
+            if a.status == "firing"] == []
+
+
+def test_a_pair_straggler_is_still_paged() -> None:
+    alerts = feed(Engine(), _pair_job(-1.0, slow=1.3))
+    assert "gpu:n0/0" in {a.scope.key for a in alerts if a.status == "firing"}
