@@ -148,3 +148,25 @@ def test_a_partners_tiny_compute_ms_pages_no_one(tiny_ms: float) -> None:
 def test_a_pair_straggler_is_still_paged() -> None:
     alerts = feed(Engine(), _pair_job(-1.0, slow=1.3))
     assert "gpu:n0/0" in {a.scope.key for a in alerts if a.status == "firing"}
+
+
+# -- network: link_up_beside stays sparse under a forged port list ---------------------------
+
+
+def test_siblings_told_up_beside_a_link_down_are_bounded() -> None:
+    # main: a node's collector naming 400 ports, 200 sampled down then 200 up, made 40,000
+    # link_up_beside findings (each down told each sibling): ports squared.
+    from detector.monitors import Monitors
+    from detector.network import BESIDE_KEPT
+    mon, found = Monitors(), []
+    n = 400
+    for k in range(3):
+        for i in range(n):
+            mon.process(nic(T0 + 10 * k + i * 1e-4, "node-x", f"mlx5_{i}", tx=1000 * k,
+                            rx=1000 * k), found)
+    for i in range(n):
+        mon.process(nic(T0 + 30 + (i >= n // 2) + i * 1e-4, "node-x", f"mlx5_{i}", tx=3000,
+                        rx=3000, up=i >= n // 2, link_downed=int(i < n // 2)), found)
+    beside = [f for f in found if f.signal == "link_up_beside"]
+    assert len(beside) == BESIDE_KEPT ** 2 and n * n // 4 > BESIDE_KEPT ** 2
+    assert len({f.scope.key for f in beside}) == BESIDE_KEPT
