@@ -118,25 +118,33 @@ MAX_IDLE_TOLD = 64
 TEMP_RANGE_C = (-40.0, 150.0)
 MAX_POWER_W = 5000.0
 MAX_CLOCK_MHZ = 10000.0
+# A clock-event reason word with bits far above every reason NVML defines (0x1 idle .. 0x100
+# display clock) is no bitmask a driver wrote: DCGM's INT32 / INT64 blank read as a mask sets
+# 0x20, 0x40 and 0x80 -- every GPU with a 4 % clock dip under it was isolated "thermal".
+MAX_THROTTLE = 1 << 16
 
 
 def unreadable(s: ThermalSample) -> bool:
-    """Whether ``s`` holds a temperature, power or clock no GPU reads (see TEMP_RANGE_C)."""
+    """Whether ``s`` holds a temperature, power, clock or reason word no GPU reads (see
+    TEMP_RANGE_C)."""
     t = s.gpu_temp_c
     return (t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]) \
-        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ
+        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ \
+        or (s.throttle or 0) >= MAX_THROTTLE
 
 
 def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
     """``s`` with the readings no GPU makes taken as missing, and how many there were."""
-    t, p, c = s.gpu_temp_c, s.power_w, s.sm_clock_mhz
+    t, p, c, r = s.gpu_temp_c, s.power_w, s.sm_clock_mhz, s.throttle
     bad_t = t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]
     bad_p = p is not None and p > MAX_POWER_W
     bad_c = c is not None and c > MAX_CLOCK_MHZ
+    bad_r = r is not None and r >= MAX_THROTTLE
     return (msgspec.structs.replace(s, gpu_temp_c=None if bad_t else t,
                                     power_w=None if bad_p else p,
-                                    sm_clock_mhz=None if bad_c else c),
-            bad_t + bad_p + bad_c)
+                                    sm_clock_mhz=None if bad_c else c,
+                                    throttle=None if bad_r else r),
+            bad_t + bad_p + bad_c + bad_r)
 
 
 __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",

@@ -170,3 +170,22 @@ def test_siblings_told_up_beside_a_link_down_are_bounded() -> None:
     beside = [f for f in found if f.signal == "link_up_beside"]
     assert len(beside) == BESIDE_KEPT ** 2 and n * n // 4 > BESIDE_KEPT ** 2
     assert len({f.scope.key for f in beside}) == BESIDE_KEPT
+
+
+@pytest.mark.parametrize("word", [0x7FFFFFFFFFFFFFF0, INT32_BLANK, 0xFFFFFFFF])
+def test_a_blank_reason_word_over_a_small_clock_dip_isolates_nothing(word: int) -> None:
+    # main: DCGM's blank read as a reason mask sets 0x20, 0x40 and 0x80 (SW/HW thermal, power
+    # brake): with the clock 4 % under its baseline the GPU was isolated slow_node/thermal.
+    evs = [e if not (type(e).__name__ == "ThermalSample" and e.node == "node-000"
+                     and e.gpu == 3 and e.ts >= T0 + 100)
+           else thermal(e.ts, e.node, e.gpu, throttle=word, clock_mhz=1900.0)
+           for e in _thermal_fleet("temp_c", 65.0)]
+    eng = Engine()
+    assert [a.scope.key for a in feed(eng, evs) if a.status == "firing"] == []
+    assert eng.stats()["unreadable"]["thermal"] == 60
+    # a real HW thermal slowdown under the same dip is still a verdict
+    real = [e if not (type(e).__name__ == "ThermalSample" and e.node == "node-000"
+                      and e.gpu == 3 and e.ts >= T0 + 100)
+            else thermal(e.ts, e.node, e.gpu, throttle=0x40, clock_mhz=1900.0) for e in evs]
+    assert [(a.cause, a.scope.key) for a in feed(Engine(), real) if a.status == "firing"] == [
+        ("thermal", "gpu:node-000/3")]
