@@ -115,7 +115,7 @@ MAX_IDLE_TOLD = 64
 # value is no reading: taken as missing and counted (GpuThermal.unread) -- a blank
 # temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
 # fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
-TEMP_RANGE_C = (-40.0, 150.0)
+TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
 MAX_POWER_W = 5000.0
 MAX_CLOCK_MHZ = 10000.0
 # A clock-event reason word with bits far above every reason NVML defines (0x1 idle .. 0x100
@@ -126,9 +126,9 @@ MAX_THROTTLE = 1 << 16
 
 def unreadable(s: ThermalSample) -> bool:
     """Whether ``s`` holds a temperature, power, clock or reason word no GPU reads (see
-    TEMP_RANGE_C)."""
+    TEMP_MIN_C).  (GpuThermal.quiet tests the same inline: it runs for every sample.)"""
     t = s.gpu_temp_c
-    return (t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]) \
+    return (t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C) \
         or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ \
         or (s.throttle or 0) >= MAX_THROTTLE
 
@@ -136,7 +136,7 @@ def unreadable(s: ThermalSample) -> bool:
 def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
     """``s`` with the readings no GPU makes taken as missing, and how many there were."""
     t, p, c, r = s.gpu_temp_c, s.power_w, s.sm_clock_mhz, s.throttle
-    bad_t = t is not None and not TEMP_RANGE_C[0] <= t <= TEMP_RANGE_C[1]
+    bad_t = t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C
     bad_p = p is not None and p > MAX_POWER_W
     bad_c = c is not None and c > MAX_CLOCK_MHZ
     bad_r = r is not None and r >= MAX_THROTTLE
@@ -222,20 +222,20 @@ class GpuThermal:
         last = self._last_ts
         if ts <= last:
             return True  # late or duplicate: state machines run on fresh samples only
-        if unreadable(s):
-            return False  # a DCGM blank or garbage: update takes it as missing
         gap = ts - last
         told = self._interval_s
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (tells_interval's first test)
         reasons = s.throttle or 0
+        clock = s.sm_clock_mhz
         if reasons & QUIET_BITS != self._quiet_bits or self._active or self._cap_active \
                 or self._seen or self._minor or self._warm or self._heat \
-                or cfg.throttle_samples <= 0:
-            return False
+                or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
+                or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
+            return False  # (the last three and the temperature's: unreadable's, inline)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
-            if self._hot or self._hot_active:
+            if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
                 return False
             node = self._node
             if node.pending:
@@ -247,7 +247,6 @@ class GpuThermal:
             self._excess = excess
         self._prev_gap = gap
         self._last_ts = ts
-        clock = s.sm_clock_mhz
         if clock is not None and not reasons & GPU_IDLE:
             # river's own estimator, without EWMean.update's one-line Python frame around it
             # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
