@@ -189,3 +189,13 @@ def test_a_blank_reason_word_over_a_small_clock_dip_isolates_nothing(word: int) 
             else thermal(e.ts, e.node, e.gpu, throttle=0x40, clock_mhz=1900.0) for e in evs]
     assert [(a.cause, a.scope.key) for a in feed(Engine(), real) if a.status == "firing"] == [
         ("thermal", "gpu:node-000/3")]
+
+
+def test_a_forged_unread_count_is_refused() -> None:
+    eng = Engine()
+    feed(eng, [thermal(T0, "node-000", 0, power_w=FP64_BLANK)], finish=False)
+    assert Engine.restore(eng.snapshot()).monitors._thermal[("node-000", 0)].unread == 1
+    eng.monitors._thermal[("node-000", 0)].unread = "x"
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert exc.value.reason == "malformed" and "unread" in str(exc.value)
