@@ -40,21 +40,15 @@ EXPECT: dict[str, tuple] = {
     # N2 (inter24): a node slow at its job's every host event (a checkpoint save), compared
     # with its stage's other nodes at the same step, three events in a row (detector.host_events)
     "N2-slow-checkpoint-writer": (_every_fault_caught, None),
-    "N3-psu-brake-bursts-30s": (_caught_as_power, (
-        "N3: gx-12's PSU brakes all 8 GPUs (0x80|0x8, clock 58 %) in 6-14 s bursts every "
-        "36-84 s for 7 min; its ranks compute up to 1.6x in a burst; the 30 s collector shows "
-        "0x88 on 16 of 240 rows: faultline sends nothing about gx-12 -- psu-brake-30s caught in "
-        "7 of 16 logs (2 of 8 in fleet's TP8 x DP2 job, 383 and 506 s late), as "
-        "slow_node/power in 2 (11.7, 13.5 s), as slow_node/unknown escalations in 5")),
+    # N3 (therm24): the brake on every GPU of gx-12 seen on two polls 120 s apart is sustained
+    # (detector.thermal's _brake_again, brake_repeat_s): slow_node/power at the node.
+    "N3-psu-brake-bursts-30s": (_caught_as_power, None),
     # N4 (inter24): a raised host_late run whose line grew to 15 % of a step's work from under
     # half that is escalated at once, not after host_page_s (JobMonitor._host_grew)
     "N4-loader-leak-caught-late": (_caught_within_200s, None),
-    "N5-hot-gpu-no-throttle": (_nothing_paged, (
-        "N5: hx06/1 runs 83 C against its node's 70 C median (a worn thermal interface) with no "
-        "clock-event reason and no slower step: faultline isolates it as slow_node/thermal "
-        "('shows thermal throttling', drain_node) -- DESIGN: a temperature is evidence, a "
-        "recommendation needs the unit to hurt the job or a never-routine reason; 2 of 8 pipe "
-        "logs")),
+    # N5 (therm24): a GPU hot against its node at its clock, no reason, below hot_gpu_c, its
+    # rank at its peers' pace is evidence (detector.thermal._hot_harm), no drain.
+    "N5-hot-gpu-no-throttle": (_nothing_paged, None),
     # N6 (inter24): a recurring outlier count the job's outlier steps falling on its TP groups
     # alike would give by chance (6e-3 here) is the workload's (JobMonitor._recur_chance)
     "N6-gc-pauses-escalated": (_nothing_paged, None),
