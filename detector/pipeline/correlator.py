@@ -74,6 +74,12 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(idle, str, frozenset) and all(
         len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
         "correlator._idle: malformed (node -> its idle GPUs)")
+    corr = state.get("correlator")
+    slept, calm = getattr(corr, "_slept", None), getattr(corr, "_calm", None)
+    refuse_unless(is_map_of(slept, str, dict) and all(
+        len(v) <= MAX_IDLE_TOLD and all(type(g) is int and is_time(t) for g, t in v.items())
+        for v in slept.values()) and is_map_of(calm, str, (float, int)) and all(
+        map(is_time, calm.values())), "correlator._slept/_calm: malformed (idle since when)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
