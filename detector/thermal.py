@@ -55,7 +55,13 @@ over a minute or so, and the first GPU's third sample can be its siblings' first
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
-``hot`` for ``hot_samples`` samples in a row is a recommendation on its own.  Hot for its
+``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
+(DESIGN; issue 10): a GPU hot at its clock, with no clock-event reason and its rank at its
+peers' pace, costs the job nothing yet -- a maintenance ticket for its thermal interface, not
+a drain (blind14 N5: 83 C beside a 70 C median).  It is a recommendation on its own at
+``hot_limit_c`` (past the GPU's maximum operating temperature: never routine) or with its
+clock down (:func:`_hot_harm`), and the correlator recommends it when the GPU's rank is
+slower than its peers (impact: ``Correlator._on_hot``).  Hot for its
 power: a GPU's temperature is its inlet air plus its thermal resistance times its power,
 lagged by its heat sink, so on a node whose GPUs carry unequal load (MIG slices, an inference
 server beside training, ranks starting one by one) a busier GPU is warmer and no fault
@@ -77,6 +83,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 from river import stats
 
 from detector.alerts import Scope
@@ -107,6 +114,45 @@ from models.decay import DecayingCount
 # report any number of GPU indices): the correlator takes a longer list as unknown.
 MAX_IDLE_TOLD = 64
 
+# Readings no GPU makes (review24): a temperature past any GPU's shutdown point (90-110 C) or
+# below a cold aisle's, a board drawing more than any GPU's limit (B200 1 kW, a GB300 superchip
+# 2.7 kW), an SM clock past any GPU's boost (under 3 GHz).  DCGM's blanks copied by a collector
+# are all past them: INT32 0x7ffffff0 (a temperature, a clock), FP64 2**47 (power).  Such a
+# value is no reading: taken as missing and counted (GpuThermal.unread) -- a blank
+# temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
+# fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
+TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
+MAX_POWER_W = 5000.0
+MAX_CLOCK_MHZ = 10000.0
+# A clock-event reason word with bits far above every reason NVML defines (0x1 idle .. 0x100
+# display clock) is no bitmask a driver wrote: DCGM's INT32 / INT64 blank read as a mask sets
+# 0x20, 0x40 and 0x80 -- every GPU with a 4 % clock dip under it was isolated "thermal".
+MAX_THROTTLE = 1 << 16
+
+
+def unreadable(s: ThermalSample) -> bool:
+    """Whether ``s`` holds a temperature, power, clock or reason word no GPU reads (see
+    TEMP_MIN_C).  (GpuThermal.quiet tests the same inline: it runs for every sample.)"""
+    t = s.gpu_temp_c
+    return (t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C) \
+        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ \
+        or (s.throttle or 0) >= MAX_THROTTLE
+
+
+def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
+    """``s`` with the readings no GPU makes taken as missing, and how many there were."""
+    t, p, c, r = s.gpu_temp_c, s.power_w, s.sm_clock_mhz, s.throttle
+    bad_t = t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C
+    bad_p = p is not None and p > MAX_POWER_W
+    bad_c = c is not None and c > MAX_CLOCK_MHZ
+    bad_r = r is not None and r >= MAX_THROTTLE
+    return (msgspec.structs.replace(s, gpu_temp_c=None if bad_t else t,
+                                    power_w=None if bad_p else p,
+                                    sm_clock_mhz=None if bad_c else c,
+                                    throttle=None if bad_r else r),
+            bad_t + bad_p + bad_c + bad_r)
+
+
 __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",
            "SAME_INTERVAL_LO", "tells_interval", "throttle_cause"]
 
@@ -118,7 +164,7 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told")
+                 "_clock_told", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -149,8 +195,10 @@ class GpuThermal:
         self._quiet_bits = 0  # what a sample's QUIET_BITS must be for quiet(): the latest's
         #                       GPU_IDLE (NodeTemps.idle), -1 while in NodeTemps.capping
         self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
-        self._beside = False  # the hot run told as evidence of a hotter sibling's (_check_hot)
+        self._beside = False  # the hot run told as evidence only: a hotter sibling's, or not
+        #                       harming yet (_check_hot, _hot_harm)
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
+        self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
     def last_ts(self) -> float:
@@ -186,13 +234,15 @@ class GpuThermal:
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (tells_interval's first test)
         reasons = s.throttle or 0
+        clock = s.sm_clock_mhz
         if reasons & QUIET_BITS != self._quiet_bits or self._active or self._cap_active \
                 or self._seen or self._minor or self._warm or self._heat \
-                or cfg.throttle_samples <= 0:
-            return False
+                or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
+                or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
+            return False  # (the last three and the temperature's: unreadable's, inline)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
-            if self._hot or self._hot_active:
+            if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
                 return False
             node = self._node
             if node.pending:
@@ -204,7 +254,6 @@ class GpuThermal:
             self._excess = excess
         self._prev_gap = gap
         self._last_ts = ts
-        clock = s.sm_clock_mhz
         if clock is not None and not reasons & GPU_IDLE:
             # river's own estimator, without EWMean.update's one-line Python frame around it
             # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
@@ -217,6 +266,9 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
+        if unreadable(s):
+            s, n = readable(s)
+            self.unread += n
         # The general path: a sample that may raise or clear a signal.  It decides every
         # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
         # reference).
@@ -327,7 +379,7 @@ class GpuThermal:
             # on any of them to the node.
             # (Told again as more GPUs heat: the correlator takes to the node only the slow
             # ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones is its own.)
-            node.seen_cause = seen_cause
+            was, node.seen_cause = node.seen_cause, seen_cause
             gpus = node.braking if seen_cause == "power" else node.heating
             node.seen_count = len(gpus) if seen_cause else 0
             out.append(Finding(
@@ -336,6 +388,12 @@ class GpuThermal:
                 0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
+            if seen_cause == "power":
+                self._brake_again(s, bits, cfg, out)
+            elif was == "power" and node.brake_repeat:
+                node.brake_repeat = False  # (the poll after a braked one: its brake let go)
+                if not node.node_fault_open():
+                    self._node_cleared(s, "power", out)
         told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
                 else bits) if seen else 0
         if told != self._seen:
@@ -565,6 +623,38 @@ class GpuThermal:
                 None, s.tenant, s.cluster))
         node.heat_gpus.add(gpu)
 
+    def _brake_again(self, s: ThermalSample, bits: int, cfg: Thresholds, out: list[Finding]
+                     ) -> None:
+        """The brake on every GPU of the node seen on a poll (a new run of them): when the
+        last such run began within ``brake_repeat_s``, one ``throttle`` finding at node scope.
+
+        A power supply or board that brakes in bursts shorter than the sampling interval
+        never shows on ``throttle_samples`` samples in a row; at dcgm-exporter's 30 s a 6-14 s
+        burst every 36-84 s falls in one poll in five or so (blind14 N3: gx-12's brake on 2
+        polls of 15, its ranks 1.6x through every burst, nothing paged).  A HW power brake
+        (0x80; 0x8 on a GPU that is not hot) on every GPU of a node at once is never routine
+        (DESIGN), and seen twice within ``brake_repeat_s`` -- dcgm-exporter's own window for
+        counting clock events -- it is sustained, not one sample's chance: a recommendation
+        on its own, cleared on the next poll without it (the correlator holds the problem
+        through its quiet time, and a brake seen again within the window returns to it)."""
+        node = self._node
+        last, node.brake_seen_ts = node.brake_seen_ts, s.ts
+        if s.ts - last > cfg.brake_repeat_s or node.node_fault_open():
+            return
+        node.brake_repeat = True
+        gpus = sorted(node.braking)
+        out.append(Finding(
+            s.ts, last, "throttle", "slow_node", "power",
+            Scope.of_node(self.scope.node), True, True, 0.8,  # type: ignore[arg-type]
+            {"throttle_reasons": hex(bits), "gpus_braking": len(gpus), "gpus": gpus,
+             "brake_seen_ts": [round(last, 3), round(s.ts, 3)],
+             "recommended_because": (
+                 f"never-routine power reason {hex(bits)} on every GPU of {self.scope.node} "
+                 f"({len(gpus)}) on two polls {s.ts - last:.0f} s apart (limit "
+                 f"{cfg.brake_repeat_s:g} s): its power supply or board braking in bursts "
+                 f"the sampling interval catches now and then, not one sample's chance")},
+            None, s.tenant, s.cluster))
+
     def _node_cleared(self, s: ThermalSample, cause: str, out: list[Finding]) -> None:
         """The node-scope throttle finding cleared: its last GPU is back at its clock."""
         out.append(Finding(s.ts, s.ts, "throttle", "slow_node", cause,
@@ -623,20 +713,37 @@ class GpuThermal:
             # heat: _node_heat), or the sibling is no longer the hotter (blind5 E7: a fan
             # failing beside GPU 5, GPU 4 ~10 C up was a thermal isolation of its own).
             hotter = node.hotter_sibling(gpu)
-            if self._hot_active and hotter is not None:
-                return  # (still beside it: told once)
+            harm = _hot_harm(s, temp_c, self._clock.get(), cfg) if hotter is None else None
+            if self._hot_active and harm is None:
+                return  # (still evidence: told once)
             self._hot_active = True
-            self._beside = hotter is not None
+            self._beside = harm is None
             evidence = {"gpu_temp_c": temp_c, "node_median_c": node.median_c,
                         "limit_above_median_c": cfg.hot_delta_c}
             if hotter is not None:
+                evidence["hotter_gpu"] = hotter
                 evidence["not_recommended_because"] = (
                     f"GPU {hotter} beside it is hotter ({node.temps.get(hotter)} C) and hot or "
                     f"throttling thermally itself: one cooling fault (a fan, the node's airflow) "
                     f"warming both, GPU {gpu} its evidence until it throttles itself")
+            elif harm is None:
+                # DESIGN (issue 10): a temperature is evidence.  A GPU hot against its node at
+                # its full clock, no clock-event reason, below the temperature its firmware
+                # starts to hold it at, costs the job nothing yet: a maintenance ticket (its
+                # thermal interface, its heat sink), not a drain -- until its rank is slower
+                # than its peers (the correlator's impact rule), the heat reaches hot_limit_c,
+                # or its clock drops (blind14 N5: hx06/1 at 83 C beside a 70 C median, its
+                # rank at its peers' pace, isolated with drain_node).
+                evidence["not_recommended_because"] = (
+                    f"{temp_c:g} C, {temp_c - node.median_c:.0f} C above its node's median, at "
+                    f"its clock with no clock-event reason and below {cfg.hot_limit_c:g} C: "
+                    f"evidence (its thermal interface or heat sink) until its rank is slower "
+                    f"than its peers, its clock drops or it reaches {cfg.hot_limit_c:g} C")
+            else:
+                evidence["recommended_because"] = harm
             out.append(Finding(
                 s.ts, self._hot_onset, "hot", "slow_node", "thermal", self.scope, True,
-                hotter is None, 0.8 if hotter is None else 0.3, evidence, None, s.tenant,
+                harm is not None, 0.8 if harm is not None else 0.3, evidence, None, s.tenant,
                 s.cluster))
         elif not hot and self._hot_active:
             self._hot_active = self._beside = False
@@ -717,6 +824,32 @@ class GpuThermal:
             if standing or warm:
                 out.append(_hot_seen(s, Scope.of_gpu(self.scope.node, gpu),  # type: ignore[arg-type]
                                      standing, temp_c, ref, prev))
+
+
+def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> str | None:
+    """Why a GPU hot against its node's others is a recommendation on its own, or None (then
+    it is evidence): at ``hot_limit_c`` or above -- past the GPU's maximum operating
+    temperature, a couple of degrees short of the firmware's slowdown: never routine -- or
+    its SM clock ``hw_clock_drop`` below its baseline while busy.
+
+    >>> cfg = Thresholds()
+    >>> s = ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1980.0, 0)
+    >>> _hot_harm(s, 83.0, 1980.0, cfg) is None
+    True
+    >>> _hot_harm(s, 85.0, 1980.0, cfg) is None
+    True
+    >>> _hot_harm(s, 88.0, 1980.0, cfg)
+    'hot and at 88 C, at or above 87 C: never routine'
+    >>> _hot_harm(ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1900.0, 0), 83.0, 1980.0, cfg)
+    'hot with its clock 4.0% below its baseline (1980 MHz)'
+    """
+    if temp_c >= cfg.hot_limit_c:
+        return f"hot and at {temp_c:g} C, at or above {cfg.hot_limit_c:g} C: never routine"
+    clock = s.sm_clock_mhz
+    if clock is not None and base > 0.0 and not (s.throttle or 0) & GPU_IDLE \
+            and 1.0 - clock / base >= cfg.hw_clock_drop:
+        return f"hot with its clock {1.0 - clock / base:.1%} below its baseline ({base:.0f} MHz)"
+    return None
 
 
 def _stands_out(excess: float, prev: float, cfg: Thresholds) -> bool:

@@ -26,6 +26,7 @@ from detector.findings import (
     finding_of,
 )
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
+from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
 from detector.thermal import MAX_IDLE_TOLD
 from detector.thresholds import Thresholds
@@ -75,11 +76,18 @@ def _check_state(state: dict[str, Any]) -> None:
         len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
         "correlator._idle: malformed (node -> its idle GPUs)")
     corr = state.get("correlator")
-    slept, calm = getattr(corr, "_slept", None), getattr(corr, "_calm", None)
-    refuse_unless(is_map_of(slept, str, dict) and all(
-        len(v) <= MAX_IDLE_TOLD and all(type(g) is int and is_time(t) for g, t in v.items())
-        for v in slept.values()) and is_map_of(calm, str, (float, int)) and all(
-        map(is_time, calm.values())), "correlator._slept/_calm: malformed (idle since when)")
+    for name in ("_woke", "_slept"):  # (node -> GPU -> since when it woke / idled)
+        since = getattr(corr, name, None)
+        refuse_unless(is_map_of(since, str, dict) and all(
+            len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
+            and all(map(is_time, w.values())) for w in since.values()),
+            f"correlator.{name}: malformed (node -> GPU -> since when)")
+    calm = getattr(corr, "_calm", None)
+    refuse_unless(is_map_of(calm, str, (float, int)) and all(map(is_time, calm.values())),
+                  "correlator._calm: malformed (node -> since when all its GPUs idle)")
+    placement = getattr(corr, "_placement", None)
+    refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
+                  "correlator._placement: malformed (detector.recovery.Placement)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
