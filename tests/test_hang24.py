@@ -7,9 +7,6 @@ are only those sampled before the kill (a 30 s sample is up to 30 s old)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,12 +15,12 @@ import pytest
 
 from detector import hang
 from detector.alerts import Scope
-from detector.cli import main as cli_main
 from detector.findings import Finding
 from detector.liveness import stop_s
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.statecodec import UNSIGNED, SnapshotRefused
 from detector.testing import T0
+from tests.test_hang23 import _replay
 
 ROOT = Path(__file__).resolve().parent.parent
 # blind2 tune superpod-slow-30-s01 (/tmp/blind2/corp/tune), [last - 90 s, last + 200 s] about
@@ -39,22 +36,10 @@ KILL = ROOT / "tests" / "data" / "blind2-superpod-slow-30-s01-watchdog-kill.json
 
 def test_a_job_the_watchdog_killed_read_before_every_node_is_sampled_is_no_hang(
         tmp_path, monkeypatch):
-    looks: list = []
-    seen = hang._idle_few
-
-    def spy(corr, job):
-        found = seen(corr, job)
-        looks.append((job, found))
-        return found
-
-    monkeypatch.setattr(hang, "_idle_few", spy)
-    out = tmp_path / "alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(KILL), "--alerts-out", str(out), "--quiet"]) == 0
+    alerts, looks = _replay(KILL, tmp_path, monkeypatch)
     # The shape the rule reads was there (su1-dgx13's 8 GPUs idle, the other 24 told busy) ...
     assert ("eval-sweep", ("su1-dgx13", list(range(8)), 32)) in looks
     # ... but those 8 had spun 120 s after the job's last step: peers let go, not a hung rank.
-    alerts = [json.loads(line)["value"] for line in out.read_text().splitlines()]
     assert [a for a in alerts if a["kind"] == "unattributed"] == []
 
 
