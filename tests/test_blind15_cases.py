@@ -36,11 +36,9 @@ def _no_page_on_the_late_node(sc: dict) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "O1-moved-node-ports-as-nic-alerts": (_caught_and_no_stray("network"), (
-        "O1: leaf-b's ASIC errors on every port of the 5 nodes really behind it; the file puts "
-        "pp04 on leaf-a: faultline isolates leaf-b (4 of its listed 4 nodes) and then pp04's 8 "
-        "ports as 8 nic alerts (check_link, same signature, same 10 s: ~5,000 seq errors each) "
-        "-- 8 false positives a log in 8 of 8 pipe logs (tune + held)"), 1),
+    # O1 fixed by b15fix (round 24): the node's every port erring with leaf-b's signature from
+    # the same moment is leaf-b's (its page notes pp04 and the stale file), not 8 NIC pages.
+    "O1-moved-node-ports-as-nic-alerts": (_caught_and_no_stray("network"), None, 1),
     "O2-stage-gpu-replica-escalated": (_caught_and_no_stray("slow_node"), (
         "O2: pp04/0 (stage 1) runs at 1455 MHz against 1980 with no throttle reason and ~30 % "
         "less power; the job's timer holds the p2p waits, so replica 2's 16 ranks on 4 nodes "
