@@ -1715,10 +1715,16 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
+        lone = self._lone_clock(f, group) if scope.level == "replica" else None
+        basis = f
+        if lone is not None:
+            scope, basis = lone[0].scope, lone[0]
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
-        extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
+        extra = {"ruled_out": self._ruled_out(basis), "next_diagnostic": basis.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
-        held = self._held_clock(f, group)
+        held = self._held_clock(f, [lone[0]] if lone is not None else group)
+        if lone is not None:
+            extra["replica_slow"] = lone[1]
         if held is not None:
             extra["ruled_out"].insert(0, held.pop("why"))
             extra["sm_clock"] = held
@@ -1787,6 +1793,27 @@ class Correlator:
                         f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
                         f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
                         "(application or locked clocks), not by power or heat")}
+
+    def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
+        """The one GPU among a slow replica's ranks ``group`` whose busy clock with no
+        clock-event reason is held ``CLOCK_HELD`` or more below its job's other GPUs'
+        (_held_clock), the rest at theirs; with what the replica shows.  None otherwise.
+
+        A pipeline's ranks wait for their slowest stage inside their step timer (Megatron's
+        forward-backward timer holds the p2p waits), so one GPU running a quarter slower makes
+        every rank of its replica look slow alike (blind15 O2: pp04/0 at 1455 MHz against
+        1980, replica 2's 16 ranks on 4 nodes 1.10-1.12x, escalated as the replica).  The
+        replica is the symptom; the one GPU of it under load below its peers is the
+        candidate (cause unknown).  A clock below peers alone pages nothing: only with its
+        replica slow, and only when it is the replica's one such GPU.
+        """
+        low = [g for g in group if g.scope.level == "gpu" and self._held_clock(f, [g])]
+        if len(low) != 1 or len(group) < 2:
+            return None
+        return low[0], {"dp_replica": f.dp_rank, "ranks_slow": len(group), "why": (
+            f"all {len(group)} slow ranks are replica {f.dp_rank}'s: its pipeline waits for "
+            f"its slowest stage inside the step timer, and {low[0].scope.key} is its one GPU "
+            "running well below the job's clock")}
 
     def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
         """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still
