@@ -673,6 +673,8 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
                 if _is_time(g.evidence.get("interval_s")) else math.inf)
     if _is_quiet(quick) and not _waited(quick) > 0:
         return None  # (told again next scan)
+    if not _in_window(found, now):
+        return None  # (the 240 s bound decides: a job's other nodes may have left since)
     jobs = _lost(corr, node, last, now)
     if not jobs and not _near_judged(corr, node, last, quick.cluster):
         return None
@@ -688,6 +690,17 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
     if judged is not None:
         judged = topics[_WAIT] = judged._replace(ts=now)  # (when its wait began)
     return judged
+
+
+def _in_window(found: list[Finding], now: float) -> bool:
+    """Whether a topic of a node is told quiet and, at ``now``, still within
+    :data:`FAST_WINDOW_S` (and a scan: partitions' clocks) of its fast bound -- where its
+    source judged it in seconds, looking at it no later.  A node's ``quiet`` findings stay
+    while it goes on to the 240 s bound: judged by them then, a job's other nodes may have
+    left the fleet since (the churning fleet: one replaced every 10 minutes) -- no job lost
+    with this node, whatever the rest of the fleet did after."""
+    return any(_is_quiet(g) and _waited(g) + (now - g.ts) <= FAST_WINDOW_S + SCAN_S
+               for g in found)
 
 
 def _near_judged(corr: Correlator, node: str, last: float, cluster: str | None) -> bool:
