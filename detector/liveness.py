@@ -735,7 +735,9 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
     own nodes)."""
     silent = corr._silent
     group = _waiting(corr, node, f)
-    out = {n for m in group for n in _with(corr, m)}
+    # (named on two of its topics: a service's one-topic partition reading a poll in bursts
+    # names a healthy node at every scan -- the lone node's page held FAST_WAIT_S for it)
+    out = {n for m in group for n in _with(corr, m, 2)}
     lasts = [x for m in group if (x := _last(silent[m])) is not None]
     mine = set(_parts(corr.topology, node))
     if lasts and mine:
@@ -862,21 +864,27 @@ def _went_on(corr: Correlator, name: str, gpus: set[tuple[str, int]], t: float,
     return False
 
 
-def _with(corr: Correlator, node: str) -> list[str]:
+def _with(corr: Correlator, node: str, least: int = 1) -> list[str]:
     """The nodes its sources saw stop with it, in its part of the fleet (its leaf or its
-    leaf's spine, as the topology gives them); none without a topology (no part to name)."""
+    leaf's spine, as the topology gives them); none without a topology (no part to name).
+    ``least``: named on that many of its topics at least (or on every one it was told on) --
+    a service's one-topic partition names a node for one record of it missed, which a poll
+    read in bursts does at every scan."""
     topo = corr.topology
     part = _parts(topo, node)
     if not part:
         return []
-    out: set[str] = set()
+    named: dict[str, int] = {}
+    told = 0
     for w, g in corr._silent.get(node, {}).items():
         if w not in TOPICS:
             continue  # (_WAIT, _JUDGED: one of these, as first told)
-        for n in g.evidence.get("dark_with") or ():
-            if type(n) is str and n != node and set(_parts(topo, n)) & set(part):
-                out.add(n)
-    return sorted(out)
+        told += 1
+        for n in {n for n in g.evidence.get("dark_with") or () if type(n) is str}:
+            if n != node and set(_parts(topo, n)) & set(part):
+                named[n] = named.get(n, 0) + 1
+    need = min(least, told)
+    return sorted(n for n, k in named.items() if k >= need)
 
 
 def _parts(topo: Any, node: str) -> list[Scope]:
