@@ -42,29 +42,31 @@ Two halves, one path for the service and the replay:
   (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
   the time and the contract has no maintenance field, so a machine that dies idle is not
   told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
-- **a node lost under its job, in seconds** (silent19, dark20; :func:`_quiet`,
-  :func:`_on_quiet`): the 240 s wait is for a node seen by its records alone.  Every source
-  -- the replay's one, which sees the steps, and a service's telemetry partitions, which do
-  not -- tells the correlator a node is ``quiet`` once it was quiet :data:`FAST_S` on every
-  topic of the source (and again each scan for :data:`FAST_WINDOW_S`), naming the nodes of
-  the source that went dark with it (quiet too, or a record missed everywhere, within
-  :data:`DARK_WITH_S`); step sources tell a job ``stopped`` (:func:`_stops`).  The correlator
-  -- one judgement, whoever the sources are -- holds the node's quickest topic to
-  :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at most
-  :data:`FAST_CAP_S`) and judges it at once when a job with ranks on it stepped up to then
-  and stopped stepping everywhere with it, while the job's GPUs on its other nodes stay busy
-  (NCCL spinning on a dead peer) with no other job stepping there, or went dark with it: the
-  job is lost, whatever the node does next (:func:`_lost`, from every partition's job
-  layouts, stops and busy GPUs).  A job ended, cancelled or stopped for a planned reboot
-  leaves its GPUs idle (replay/sim's reboot) or on to the next job (the churning fleet), a
-  node replaced under a running job leaves it stepping, a job on the node alone ending looks
-  like its death: those wait for the 240 s path (and the jobs it counts are those noted once
-  the node was quiet :data:`SUSPECT_S`, so a job whose GPUs went on to another job is none:
-  the churning fleet's 15 pages in 32 h -> 0).  A node of its part of the fleet that went
-  dark with a node judged so (within :data:`DARK_WITH_S`) is judged with it, job or not; the
-  part is paged once the nodes its sources saw go dark with them are judged too, or
-  :data:`FAST_WAIT_S` on (a part going dark is judged together: one page listing it).
-  blind9: 238-362 s -> 22-31 s.
+- **a node lost under its job, in seconds** (silent19, dark20; :func:`_quiet`, :func:`_on_quiet`):
+  the 240 s wait is for a node seen by its records alone.  Every source -- the replay's one, which
+  sees the steps, and a service's telemetry partitions, which do not -- tells the correlator a
+  node is ``quiet`` once it was quiet :data:`FAST_S` on every topic of the source (and again each
+  scan for :data:`FAST_WINDOW_S`), naming the nodes of the source that went dark with it (quiet
+  too, or a record missed everywhere, within :data:`DARK_WITH_S`); step sources tell a job
+  ``stopped`` (:func:`_stops`).  The correlator -- one judgement, whoever the sources are -- holds
+  the node's quickest topic to :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at
+  most :data:`FAST_CAP_S`) and judges it at once when a job with ranks on it stepped up to then
+  and stopped stepping everywhere with it -- within :data:`FAST_WINDOW_S`, as a source judged it;
+  past it the 240 s bound decides (a job's other node may have left the fleet since: round 23's
+  churning-fleet pages) -- while the job's GPUs on its other nodes stay busy (NCCL
+  spinning on a dead peer) with no other job stepping there, or went dark with it: the job is
+  lost, whatever the node does next (:func:`_lost`, from every partition's job layouts, stops and
+  busy GPUs).  A job ended, cancelled or stopped for a planned reboot leaves its GPUs idle
+  (replay/sim's reboot) or on to the next job (the churning fleet), a node replaced under a
+  running job leaves it stepping, a job on the node alone ending looks like its death: those wait
+  for the 240 s path (and the jobs it counts are those noted once the node was quiet
+  :data:`SUSPECT_S`, so a job whose GPUs went on to another job is none: the churning fleet's 15
+  pages in 32 h -> 0).  A node of its part of the fleet that went dark with a node judged so
+  (within :data:`DARK_WITH_S`) is judged with it, job or not; the part is paged once the nodes its
+  sources saw go dark with them (named on two of a node's topics, or its only one: a service's
+  one-topic partition reading a poll in bursts names a healthy node for a record missed) are
+  judged too, or :data:`FAST_WAIT_S` on (a part going dark is judged together: one page listing
+  it). blind9: 238-362 s -> 22-31 s.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
