@@ -432,6 +432,8 @@ class Correlator:
             self._on_power_cap(f, out)
         elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
             self._throttle_impact(self._slow_wait[unit], f.ts, out)
+        elif f.signal == "hot" and f.active and not f.verdict:
+            self._on_hot(f, out)
         elif f.signal == "slow_burst" and f.active:
             self._on_burst(f, out)
         elif f.kind == "network":
@@ -1251,7 +1253,11 @@ class Correlator:
             self._impact(slow, node, now, out)
             return True
         if seen is None:
-            return False
+            hot = self._device.get(slow.scope.key, {}).get("hot")
+            if hot is None or hot.verdict or not _harmless_heat(hot):
+                return False
+            self._impact(slow, hot, now, out)  # its heat hurts the job now: issue 10's impact
+            return True
         if seen.evidence.get("throttle_reasons") == hex(0x4):
             return self._power_impact(slow, now, out, seen)  # routine unless it explains
         self._impact(slow, seen, now, out)
@@ -1266,7 +1272,10 @@ class Correlator:
                f"compute for {slow.evidence.get('run_steps')} steps in a row" if burst else
                f"rank {slow.rank} slower than its peers")
         reasons = seen.evidence.get("throttle_reasons")
-        if seen.scope.level != "node":
+        if seen.signal == "hot":
+            because = (f"impact: {how} while its GPU runs {seen.evidence.get('gpu_temp_c')} C, "
+                       f"{_above(seen)} C above its node's median (no clock-event reason)")
+        elif seen.scope.level != "node":
             because = (f"impact: {how} while its GPU reports never-routine throttle reason "
                        f"{reasons}")
         elif seen.cause == "thermal":
@@ -1289,6 +1298,20 @@ class Correlator:
             self._slow_wait.pop(slow.scope.key, None)
         else:
             self._explain_waiting(seen.scope, p, out)
+
+    def _on_hot(self, f: Finding, out: list[Alert]) -> None:
+        """A GPU hot against its node's others told as evidence (detector.thermal: at its
+        clock, no reason, below ``hot_limit_c``): a slow rank on it -- waiting for a cause, or
+        escalated while the heat built up -- is the impact that makes the heat a
+        recommendation (:meth:`_throttle_impact`); otherwise it joins what fires there."""
+        unit = f.scope.key
+        slow = self._slow_wait.get(unit) or self._device.get(unit, {}).get("slow_rank")
+        if slow is not None and _harmless_heat(f):
+            owner = self.problems.get(self._owner.get(slow.key, ""))
+            if (owner is None or owner.topic == ESCALATION) and self._throttle_impact(
+                    slow, f.ts, out):
+                return
+        self._attach_if_firing(f)
 
     # A burst of slow steps (steps.JobMonitor._check_burst: a rank >= 30 % slower than its
     # peers for two steps in a row, over before the CUSUM alarms) is the rank measurably
@@ -3508,6 +3531,18 @@ def _node_wide_reason(seen: Finding) -> bool:
     """A throttle a node's power supply or board asserts on all its GPUs (detector.thermal):
     HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot."""
     return seen.cause == "power" and bool(_reason_bits(seen) & 0x88)
+
+
+def _harmless_heat(hot: Finding) -> bool:
+    """A GPU's ``hot`` evidence of its own heat (detector.thermal: not a recommendation yet),
+    not that of a hotter sibling's fault warming it (``hotter_gpu``)."""
+    return "hotter_gpu" not in hot.evidence
+
+
+def _above(hot: Finding) -> str:
+    """How far a ``hot`` finding's GPU stands above its node's median, in whole degrees."""
+    t, m = hot.evidence.get("gpu_temp_c"), hot.evidence.get("node_median_c")
+    return f"{t - m:.0f}" if isinstance(t, float | int) and isinstance(m, float | int) else "?"
 
 
 def _says_what_not_why(f: Finding) -> bool:

@@ -36,7 +36,8 @@ class NodeTemps:
     __slots__ = ("temps", "median_c", "median_ts", "braking", "brake_gpus", "seen_cause",
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
-                 "cap_depth", "cap_busy", "hot", "power", "fits", "raw")
+                 "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
+                 "brake_repeat")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -52,6 +53,9 @@ class NodeTemps:
         self.braking: set[int] = set()     # GPUs whose latest sample had a never-routine power
         #                                    reason with its clock down (0x80, 0x8 while cool)
         self.brake_gpus: set[int] = set()  # GPUs in the node's brake raised at node scope
+        self.brake_seen_ts = float("-inf")  # when the brake on every GPU was last seen anew
+        self.brake_repeat = False          # the node's brake raised for being seen again
+        #                                    within brake_repeat_s (GpuThermal._brake_again)
         self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
         #                                      never-routine thermal reason
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
@@ -113,7 +117,7 @@ class NodeTemps:
 
     def node_fault_open(self) -> bool:
         """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
-        return bool(self.brake_gpus or self.heat_gpus)
+        return bool(self.brake_gpus or self.heat_gpus or self.brake_repeat)
 
     def seen_now(self) -> str:
         """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""

@@ -55,7 +55,13 @@ over a minute or so, and the first GPU's third sample can be its siblings' first
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
-``hot`` for ``hot_samples`` samples in a row is a recommendation on its own.  Hot for its
+``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
+(DESIGN; issue 10): a GPU hot at its clock, with no clock-event reason and its rank at its
+peers' pace, costs the job nothing yet -- a maintenance ticket for its thermal interface, not
+a drain (blind14 N5: 83 C beside a 70 C median).  It is a recommendation on its own at
+``hot_limit_c`` (past the GPU's maximum operating temperature: never routine) or with its
+clock down (:func:`_hot_harm`), and the correlator recommends it when the GPU's rank is
+slower than its peers (impact: ``Correlator._on_hot``).  Hot for its
 power: a GPU's temperature is its inlet air plus its thermal resistance times its power,
 lagged by its heat sink, so on a node whose GPUs carry unequal load (MIG slices, an inference
 server beside training, ranks starting one by one) a busier GPU is warmer and no fault
@@ -149,7 +155,8 @@ class GpuThermal:
         self._quiet_bits = 0  # what a sample's QUIET_BITS must be for quiet(): the latest's
         #                       GPU_IDLE (NodeTemps.idle), -1 while in NodeTemps.capping
         self._shared = False  # the throttle raised is a SW cap shared by the node's busy GPUs
-        self._beside = False  # the hot run told as evidence of a hotter sibling's (_check_hot)
+        self._beside = False  # the hot run told as evidence only: a hotter sibling's, or not
+        #                       harming yet (_check_hot, _hot_harm)
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
 
     @property
@@ -327,7 +334,7 @@ class GpuThermal:
             # on any of them to the node.
             # (Told again as more GPUs heat: the correlator takes to the node only the slow
             # ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones is its own.)
-            node.seen_cause = seen_cause
+            was, node.seen_cause = node.seen_cause, seen_cause
             gpus = node.braking if seen_cause == "power" else node.heating
             node.seen_count = len(gpus) if seen_cause else 0
             out.append(Finding(
@@ -336,6 +343,12 @@ class GpuThermal:
                 0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
+            if seen_cause == "power":
+                self._brake_again(s, bits, cfg, out)
+            elif was == "power" and node.brake_repeat:
+                node.brake_repeat = False  # (the poll after a braked one: its brake let go)
+                if not node.node_fault_open():
+                    self._node_cleared(s, "power", out)
         told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
                 else bits) if seen else 0
         if told != self._seen:
@@ -565,6 +578,38 @@ class GpuThermal:
                 None, s.tenant, s.cluster))
         node.heat_gpus.add(gpu)
 
+    def _brake_again(self, s: ThermalSample, bits: int, cfg: Thresholds, out: list[Finding]
+                     ) -> None:
+        """The brake on every GPU of the node seen on a poll (a new run of them): when the
+        last such run began within ``brake_repeat_s``, one ``throttle`` finding at node scope.
+
+        A power supply or board that brakes in bursts shorter than the sampling interval
+        never shows on ``throttle_samples`` samples in a row; at dcgm-exporter's 30 s a 6-14 s
+        burst every 36-84 s falls in one poll in five or so (blind14 N3: gx-12's brake on 2
+        polls of 15, its ranks 1.6x through every burst, nothing paged).  A HW power brake
+        (0x80; 0x8 on a GPU that is not hot) on every GPU of a node at once is never routine
+        (DESIGN), and seen twice within ``brake_repeat_s`` -- dcgm-exporter's own window for
+        counting clock events -- it is sustained, not one sample's chance: a recommendation
+        on its own, cleared on the next poll without it (the correlator holds the problem
+        through its quiet time, and a brake seen again within the window returns to it)."""
+        node = self._node
+        last, node.brake_seen_ts = node.brake_seen_ts, s.ts
+        if s.ts - last > cfg.brake_repeat_s or node.node_fault_open():
+            return
+        node.brake_repeat = True
+        gpus = sorted(node.braking)
+        out.append(Finding(
+            s.ts, last, "throttle", "slow_node", "power",
+            Scope.of_node(self.scope.node), True, True, 0.8,  # type: ignore[arg-type]
+            {"throttle_reasons": hex(bits), "gpus_braking": len(gpus), "gpus": gpus,
+             "brake_seen_ts": [round(last, 3), round(s.ts, 3)],
+             "recommended_because": (
+                 f"never-routine power reason {hex(bits)} on every GPU of {self.scope.node} "
+                 f"({len(gpus)}) on two polls {s.ts - last:.0f} s apart (limit "
+                 f"{cfg.brake_repeat_s:g} s): its power supply or board braking in bursts "
+                 f"the sampling interval catches now and then, not one sample's chance")},
+            None, s.tenant, s.cluster))
+
     def _node_cleared(self, s: ThermalSample, cause: str, out: list[Finding]) -> None:
         """The node-scope throttle finding cleared: its last GPU is back at its clock."""
         out.append(Finding(s.ts, s.ts, "throttle", "slow_node", cause,
@@ -623,20 +668,37 @@ class GpuThermal:
             # heat: _node_heat), or the sibling is no longer the hotter (blind5 E7: a fan
             # failing beside GPU 5, GPU 4 ~10 C up was a thermal isolation of its own).
             hotter = node.hotter_sibling(gpu)
-            if self._hot_active and hotter is not None:
-                return  # (still beside it: told once)
+            harm = _hot_harm(s, temp_c, self._clock.get(), cfg) if hotter is None else None
+            if self._hot_active and harm is None:
+                return  # (still evidence: told once)
             self._hot_active = True
-            self._beside = hotter is not None
+            self._beside = harm is None
             evidence = {"gpu_temp_c": temp_c, "node_median_c": node.median_c,
                         "limit_above_median_c": cfg.hot_delta_c}
             if hotter is not None:
+                evidence["hotter_gpu"] = hotter
                 evidence["not_recommended_because"] = (
                     f"GPU {hotter} beside it is hotter ({node.temps.get(hotter)} C) and hot or "
                     f"throttling thermally itself: one cooling fault (a fan, the node's airflow) "
                     f"warming both, GPU {gpu} its evidence until it throttles itself")
+            elif harm is None:
+                # DESIGN (issue 10): a temperature is evidence.  A GPU hot against its node at
+                # its full clock, no clock-event reason, below the temperature its firmware
+                # starts to hold it at, costs the job nothing yet: a maintenance ticket (its
+                # thermal interface, its heat sink), not a drain -- until its rank is slower
+                # than its peers (the correlator's impact rule), the heat reaches hot_limit_c,
+                # or its clock drops (blind14 N5: hx06/1 at 83 C beside a 70 C median, its
+                # rank at its peers' pace, isolated with drain_node).
+                evidence["not_recommended_because"] = (
+                    f"{temp_c:g} C, {temp_c - node.median_c:.0f} C above its node's median, at "
+                    f"its clock with no clock-event reason and below {cfg.hot_limit_c:g} C: "
+                    f"evidence (its thermal interface or heat sink) until its rank is slower "
+                    f"than its peers, its clock drops or it reaches {cfg.hot_limit_c:g} C")
+            else:
+                evidence["recommended_because"] = harm
             out.append(Finding(
                 s.ts, self._hot_onset, "hot", "slow_node", "thermal", self.scope, True,
-                hotter is None, 0.8 if hotter is None else 0.3, evidence, None, s.tenant,
+                harm is not None, 0.8 if harm is not None else 0.3, evidence, None, s.tenant,
                 s.cluster))
         elif not hot and self._hot_active:
             self._hot_active = self._beside = False
@@ -717,6 +779,32 @@ class GpuThermal:
             if standing or warm:
                 out.append(_hot_seen(s, Scope.of_gpu(self.scope.node, gpu),  # type: ignore[arg-type]
                                      standing, temp_c, ref, prev))
+
+
+def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> str | None:
+    """Why a GPU hot against its node's others is a recommendation on its own, or None (then
+    it is evidence): at ``hot_limit_c`` or above -- past the GPU's maximum operating
+    temperature, a couple of degrees short of the firmware's slowdown: never routine -- or
+    its SM clock ``hw_clock_drop`` below its baseline while busy.
+
+    >>> cfg = Thresholds()
+    >>> s = ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1980.0, 0)
+    >>> _hot_harm(s, 83.0, 1980.0, cfg) is None
+    True
+    >>> _hot_harm(s, 85.0, 1980.0, cfg) is None
+    True
+    >>> _hot_harm(s, 88.0, 1980.0, cfg)
+    'hot and at 88 C, at or above 87 C: never routine'
+    >>> _hot_harm(ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1900.0, 0), 83.0, 1980.0, cfg)
+    'hot with its clock 4.0% below its baseline (1980 MHz)'
+    """
+    if temp_c >= cfg.hot_limit_c:
+        return f"hot and at {temp_c:g} C, at or above {cfg.hot_limit_c:g} C: never routine"
+    clock = s.sm_clock_mhz
+    if clock is not None and base > 0.0 and not (s.throttle or 0) & GPU_IDLE \
+            and 1.0 - clock / base >= cfg.hw_clock_drop:
+        return f"hot with its clock {1.0 - clock / base:.1%} below its baseline ({base:.0f} MHz)"
+    return None
 
 
 def _stands_out(excess: float, prev: float, cfg: Thresholds) -> bool:

@@ -122,10 +122,17 @@ class Thresholds:
     routine_cap_slot_s: float = 30.0    # SW power capping a GPU's rank ran through unslowed:
     routine_cap_slots: int = 120        # its largest clock loss per slot, this many slots kept
     throttle_clear_samples: int = 5
+    brake_repeat_s: float = 300.0       # a HW power brake on every GPU of a node seen on two
+    #                                     polls this close is sustained (dcgm-exporter counts
+    #                                     clock events over 5 min): GpuThermal._brake_again
     clock_baseline_fading: float = 0.05
     hot_gpu_c: float = 85.0             # HW slowdown (0x8) above this counts as thermal
     hot_delta_c: float = 12.0           # a GPU this much hotter than its node's median ...
-    hot_samples: int = 3                # ... for this many samples has a cooling problem
+    hot_samples: int = 3                # ... for this many samples has a cooling problem:
+    hot_limit_c: float = 87.0           # evidence below this (at its clock, its rank at its
+    #                                     peers' pace); at it a recommendation on its own: an
+    #                                     H100's maximum operating temperature (nvidia-smi's
+    #                                     "GPU Max Operating Temp"; slowdown 89-90 C)
     thermal_tau_s: float = 60.0         # a GPU's temperature follows its power this late
 
     # NIC ports.

@@ -41,23 +41,17 @@ EXPECT: dict[str, tuple] = {
         "N2: gx-05's synchronous checkpoint saves take 2.4-3.2x (8-12 s -> 19-38 s in neither, "
         "once every 40 steps) while its ranks are otherwise perfect; the other 24 ranks wait for "
         "it in comm: faultline sends nothing -- slow-ckpt-writer missed in 8 of 8 logs")),
-    "N3-psu-brake-bursts-30s": (_caught_as_power, (
-        "N3: gx-12's PSU brakes all 8 GPUs (0x80|0x8, clock 58 %) in 6-14 s bursts every "
-        "36-84 s for 7 min; its ranks compute up to 1.6x in a burst; the 30 s collector shows "
-        "0x88 on 16 of 240 rows: faultline sends nothing about gx-12 -- psu-brake-30s caught in "
-        "7 of 16 logs (2 of 8 in fleet's TP8 x DP2 job, 383 and 506 s late), as "
-        "slow_node/power in 2 (11.7, 13.5 s), as slow_node/unknown escalations in 5")),
+    # N3 (therm24): the brake on every GPU of gx-12 seen on two polls 120 s apart is sustained
+    # (detector.thermal's _brake_again, brake_repeat_s): slow_node/power at the node.
+    "N3-psu-brake-bursts-30s": (_caught_as_power, None),
     "N4-loader-leak-caught-late": (_caught_within_200s, (
         "N4: dp-c rank 0's loader time grows linearly from 161 s to 0.73 s a step at 900 s "
         "(20 % of its 0.9 s step 181 s after onset): faultline escalates gx-09/0 (host_late) "
         "only 606 s after onset, when the rank waits 0.65 s a step (its evidence: a 510-step "
         "run) -- every loader-leak of 8 logs caught 602-608 s after its onset")),
-    "N5-hot-gpu-no-throttle": (_nothing_paged, (
-        "N5: hx06/1 runs 83 C against its node's 70 C median (a worn thermal interface) with no "
-        "clock-event reason and no slower step: faultline isolates it as slow_node/thermal "
-        "('shows thermal throttling', drain_node) -- DESIGN: a temperature is evidence, a "
-        "recommendation needs the unit to hurt the job or a never-routine reason; 2 of 8 pipe "
-        "logs")),
+    # N5 (therm24): a GPU hot against its node at its clock, no reason, below hot_gpu_c, its
+    # rank at its peers' pace is evidence (detector.thermal._hot_harm), no drain.
+    "N5-hot-gpu-no-throttle": (_nothing_paged, None),
     "N6-gc-pauses-escalated": (_nothing_paged, (
         "N6: pt-a's ranks each pause 150-400 ms for Python GC on 1 step in ~45, independently "
         "(a TP4 group is held up on ~9 % of steps, every group alike): faultline escalates "

@@ -42,7 +42,7 @@ EXPECT: dict[str, tuple] = {
         "ports as 8 nic alerts (check_link, same signature, same 10 s: ~5,000 seq errors each) "
         "-- 8 false positives a log in 8 of 8 pipe logs (tune + held)"), 1),
     "O2-stage-gpu-replica-escalated": (_caught_and_no_stray("slow_node"), (
-        "O2: pp04/0 (stage 1) runs at 1455 MHz against 1980 with no throttle reason and ~30 % "
+        "O2: pp04/0 (stage 1) runs at 1470-1500 MHz against 1980 with no throttle reason and ~30 % "
         "less power; the job's timer holds the p2p waits, so replica 2's 16 ranks on 4 nodes "
         "all compute 1.10-1.12x their peers: faultline escalates replica 2 (the symptom) and "
         "never names the GPU or its node -- missed 8 of 8 pipe logs, the replica escalation a "
