@@ -33,6 +33,8 @@ from detector.statecodec import REASONS as SNAPSHOT_REFUSALS
 
 STATUSES = ("firing", "resolved")
 OTHER = "other"
+# Monitors.unreadable's kinds: values taken as no reading (DCGM blanks, impossible readings)
+UNREADABLE_KINDS = ("counter_blank", "counter_implausible", "thermal")
 
 # Why a message was dead-lettered, as a label: a small fixed set, never the message text.
 INVALID_REASONS = ("not_json", "not_object", "no_value", "unknown_topic", "missing_field",
@@ -187,6 +189,11 @@ class WorkerMetrics(_HoldsPartitions):
                                   registry=registry)
         self._gpus = Gauge("faultline_tracked_gpus", "GPUs this worker keeps models for",
                            registry=registry)
+        unreadable = Gauge("faultline_unreadable_values", "Telemetry values taken as no reading "
+                           "by the units this worker tracks, by kind: DCGM blank sentinels in "
+                           "counters, counter jumps no hardware counts, temperatures, powers "
+                           "and clocks no GPU reads", ["kind"], registry=registry)
+        self._unreadable = {k: unreadable.labels(k) for k in UNREADABLE_KINDS}
         self._lag = ConsumerLag(registry, topics)
         refused = Counter("faultline_snapshot_refused", "State snapshots not restored (the "
                           "partition started afresh from its committed position), by reason",
@@ -228,6 +235,11 @@ class WorkerMetrics(_HoldsPartitions):
         """The engine state this worker holds now: bytes (of its snapshots) and GPUs tracked."""
         self._state_bytes.set(state_bytes)
         self._gpus.set(gpus)
+
+    def unreadable(self, counts: dict[str, int]) -> None:
+        """Values taken as no reading, by kind (Monitors.unreadable, summed over partitions)."""
+        for kind, child in self._unreadable.items():
+            child.set(counts.get(kind, 0))
 
     def snapshot_refused(self, reason: str) -> None:
         """One partition's snapshot refused (see detector.statecodec.REASONS)."""

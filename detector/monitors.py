@@ -666,6 +666,8 @@ class Monitors:
                                  ("_dormant", str, tuple)):
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
+        refuse_unless(all(type(m.unread) is int for m in self._thermal.values()),
+                      "GpuThermal.unread: not an int")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:
@@ -856,8 +858,20 @@ class Monitors:
     def tracked_gpus(self) -> int:
         return len(self.gpu_keys())
 
+    def unreadable(self) -> dict[str, int]:
+        """Values taken as no reading by the units tracked now (review24): DCGM blank sentinels
+        in a GPU or NIC counter (``counter_blank``), counter increases no hardware counts
+        (``counter_implausible``), temperatures, powers and clocks no GPU reads (``thermal``).
+        Summed at scrape time (a unit forgotten takes its count with it)."""
+        counters = [m._counters for m in self._ecc.values()]
+        counters += [p.counters for n in self._nics.values() for p in n._ports.values()]
+        return {"counter_blank": sum(c.blanks for c in counters),
+                "counter_implausible": sum(c.implausible for c in counters),
+                "thermal": sum(m.unread for m in self._thermal.values())}
+
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, "jobs": len(self._jobs), "gpus": self.tracked_gpus(),
+        return {**self.counts, "unreadable": self.unreadable(), "jobs": len(self._jobs),
+                "gpus": self.tracked_gpus(),
                 "nodes_with_nics": len(self._nics), "nodes_seen": len(self._seen),
                 "late_steps": sum(j.late for j in self._jobs.values()),
                 "duplicate_steps": sum(j.duplicates for j in self._jobs.values()),
@@ -871,6 +885,15 @@ def out_of_range(ev: Event, clock: float) -> InvalidMessage:
 
 
 _TOPIC = {StepSample: STEP, ThermalSample: THERMAL, NicSample: NIC, EccSample: ECC}
+
+
+def unreadable(parts: Iterable[Monitors]) -> dict[str, int]:
+    """Values taken as no reading across partitions, by kind (Monitors.unreadable)."""
+    out: dict[str, int] = {}
+    for m in parts:
+        for kind, n in m.unreadable().items():
+            out[kind] = out.get(kind, 0) + n
+    return out
 
 
 def tracked_gpus(parts: Iterable[Monitors]) -> int:

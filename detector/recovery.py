@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from detector.alerts import Granularity, Recovery, Scope
+from detector.statecodec import is_map_of, is_time
 from detector.topology import Topology
 
 _RESTART_ACTIONS = {
@@ -63,6 +64,10 @@ def estimate(action: str, kind: str, onset_ts: float, detected_ts: float,
                     f"from the last checkpoint ({settings})")
 
 
+def _fits(x: tuple[Any, ...], types: tuple[type, ...]) -> bool:
+    return len(x) == len(types) and all(type(v) is t for v, t in zip(x, types, strict=True))
+
+
 class Placement:
     """Where each rank of each job runs, and which replica it belongs to (plain data)."""
 
@@ -95,6 +100,19 @@ class Placement:
             ranks[rank] = (node, gpu, dp)
             self.on_node.setdefault(node, {})[key] = (gpu, dp)
             self.since[key] = min(first, when)
+
+    def restored_ok(self) -> bool:
+        """Whether a restored placement has the shapes :meth:`learn` gives it (a snapshot is
+        rebuilt from fields of any type: a ``since`` time that is a string failed every
+        application XID's "which job is on this GPU", :meth:`last_on`)."""
+        ranks, on_node, since = (getattr(self, n, None) for n in self.__slots__)
+        return is_map_of(ranks, str, dict) and all(
+            is_map_of(r, int, tuple) and all(_fits(v, (str, int, int)) for v in r.values())
+            for r in ranks.values()) and is_map_of(on_node, str, dict) and all(
+            is_map_of(o, tuple, tuple) and all(
+                _fits(k, (str, int)) and _fits(v, (int, int)) for k, v in o.items())
+            for o in on_node.values()) and is_map_of(since, tuple, (float, int)) and all(
+            _fits(k, (str, int)) and is_time(t) for k, t in since.items())
 
     def forget(self, job: str) -> None:
         for rank, (node, _, _) in self.ranks.pop(job, {}).items():

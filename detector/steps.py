@@ -126,6 +126,10 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+# Less time than this in a step's own work is no measurement (a kernel launch alone takes
+# microseconds): like 0, not compared.  A partner's 1e-300 ms made the pair rule's ratio
+# 7e302 and paged the other rank of a job of two (review23's leftover; review24).
+_MIN_BUSY_MS = 1e-3
 _TOLD_OUT = 2              # ranks of a peer group told slow that take the told out of its
 #                            reference (JobMonitor._untold_reference)
 _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation: in step with it
@@ -1074,9 +1078,10 @@ class JobMonitor:
     @staticmethod
     def _busy(buf: _StepBuffer) -> tuple[np.ndarray, np.ndarray | None, bool]:
         """Each rank's time in its own work this step: ``compute_ms``, or, when a producer
-        sends no ``compute_ms``, ``step_ms - comm_ms``; which ranks have one (> 0, so not
-        NaN; None: all, the usual step); and whether every rank sent ``compute_ms`` (> 0)
-        and ``comm_ms``, so its host time is known (:meth:`_check_host`).
+        sends no ``compute_ms``, ``step_ms - comm_ms``; which ranks have one (at least
+        ``_MIN_BUSY_MS``, so not NaN; None: all, the usual step); and whether every rank sent
+        ``compute_ms`` (as much) and ``comm_ms``, so its host time is known
+        (:meth:`_check_host`).
 
         In synchronous training every rank's ``step_ms`` is about the same (the collectives
         make them wait for each other), but a slow rank is the one the others wait for: it
@@ -1087,7 +1092,7 @@ class JobMonitor:
         not compared).
         """
         busy = _floats(buf.compute)
-        ok = busy > 0.0
+        ok = busy >= _MIN_BUSY_MS
         if np.count_nonzero(ok) == len(ok):
             # (every rank sent a compute_ms: no NaN; comm_ms too when the first did -- a
             # producer sends it or not; _check_host makes sure)
@@ -1096,7 +1101,7 @@ class JobMonitor:
             comm = _floats(buf.comm)
             if not np.isnan(comm).all():
                 busy = _floats(buf.step_ms) - comm
-                ok = busy > 0.0
+                ok = busy >= _MIN_BUSY_MS
                 if np.count_nonzero(ok) == len(ok):
                     return busy, None, False
         return busy, ok, False

@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 from river import stats
 
 from detector.alerts import Scope
@@ -113,6 +114,45 @@ from models.decay import DecayingCount
 # report any number of GPU indices): the correlator takes a longer list as unknown.
 MAX_IDLE_TOLD = 64
 
+# Readings no GPU makes (review24): a temperature past any GPU's shutdown point (90-110 C) or
+# below a cold aisle's, a board drawing more than any GPU's limit (B200 1 kW, a GB300 superchip
+# 2.7 kW), an SM clock past any GPU's boost (under 3 GHz).  DCGM's blanks copied by a collector
+# are all past them: INT32 0x7ffffff0 (a temperature, a clock), FP64 2**47 (power).  Such a
+# value is no reading: taken as missing and counted (GpuThermal.unread) -- a blank
+# temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
+# fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
+TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
+MAX_POWER_W = 5000.0
+MAX_CLOCK_MHZ = 10000.0
+# A clock-event reason word with bits far above every reason NVML defines (0x1 idle .. 0x100
+# display clock) is no bitmask a driver wrote: DCGM's INT32 / INT64 blank read as a mask sets
+# 0x20, 0x40 and 0x80 -- every GPU with a 4 % clock dip under it was isolated "thermal".
+MAX_THROTTLE = 1 << 16
+
+
+def unreadable(s: ThermalSample) -> bool:
+    """Whether ``s`` holds a temperature, power, clock or reason word no GPU reads (see
+    TEMP_MIN_C).  (GpuThermal.quiet tests the same inline: it runs for every sample.)"""
+    t = s.gpu_temp_c
+    return (t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C) \
+        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ \
+        or (s.throttle or 0) >= MAX_THROTTLE
+
+
+def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
+    """``s`` with the readings no GPU makes taken as missing, and how many there were."""
+    t, p, c, r = s.gpu_temp_c, s.power_w, s.sm_clock_mhz, s.throttle
+    bad_t = t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C
+    bad_p = p is not None and p > MAX_POWER_W
+    bad_c = c is not None and c > MAX_CLOCK_MHZ
+    bad_r = r is not None and r >= MAX_THROTTLE
+    return (msgspec.structs.replace(s, gpu_temp_c=None if bad_t else t,
+                                    power_w=None if bad_p else p,
+                                    sm_clock_mhz=None if bad_c else c,
+                                    throttle=None if bad_r else r),
+            bad_t + bad_p + bad_c + bad_r)
+
+
 __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",
            "SAME_INTERVAL_LO", "tells_interval", "throttle_cause"]
 
@@ -124,7 +164,7 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told")
+                 "_clock_told", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -158,6 +198,7 @@ class GpuThermal:
         self._beside = False  # the hot run told as evidence only: a hotter sibling's, or not
         #                       harming yet (_check_hot, _hot_harm)
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
+        self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
     def last_ts(self) -> float:
@@ -193,13 +234,15 @@ class GpuThermal:
         if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
             return False  # maybe an interval to tell (tells_interval's first test)
         reasons = s.throttle or 0
+        clock = s.sm_clock_mhz
         if reasons & QUIET_BITS != self._quiet_bits or self._active or self._cap_active \
                 or self._seen or self._minor or self._warm or self._heat \
-                or cfg.throttle_samples <= 0:
-            return False
+                or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
+                or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
+            return False  # (the last three and the temperature's: unreadable's, inline)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
-            if self._hot or self._hot_active:
+            if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
                 return False
             node = self._node
             if node.pending:
@@ -211,7 +254,6 @@ class GpuThermal:
             self._excess = excess
         self._prev_gap = gap
         self._last_ts = ts
-        clock = s.sm_clock_mhz
         if clock is not None and not reasons & GPU_IDLE:
             # river's own estimator, without EWMean.update's one-line Python frame around it
             # (a third of this path's cost; tests/test_engine_fastpaths.py pins it).
@@ -224,6 +266,9 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
+        if unreadable(s):
+            s, n = readable(s)
+            self.unread += n
         # The general path: a sample that may raise or clear a signal.  It decides every
         # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
         # reference).

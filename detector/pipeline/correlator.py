@@ -26,6 +26,7 @@ from detector.findings import (
     finding_of,
 )
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
+from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
 from detector.thermal import MAX_IDLE_TOLD
 from detector.thresholds import Thresholds
@@ -74,6 +75,14 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(idle, str, frozenset) and all(
         len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
         "correlator._idle: malformed (node -> its idle GPUs)")
+    woke = getattr(state.get("correlator"), "_woke", None)
+    refuse_unless(is_map_of(woke, str, dict) and all(
+        len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
+        and all(map(is_time, w.values())) for w in woke.values()),
+        "correlator._woke: malformed (node -> GPU -> since when)")
+    placement = getattr(state.get("correlator"), "_placement", None)
+    refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
+                  "correlator._placement: malformed (detector.recovery.Placement)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")

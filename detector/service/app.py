@@ -60,7 +60,7 @@ from faust.types import TP
 from detector.alerts import ESCALATION, ISOLATION
 from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
-from detector.monitors import tracked_gpus
+from detector.monitors import tracked_gpus, unreadable
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.pipeline.worker import PipelineWorker, StageTrace, WorkerOutput
@@ -485,6 +485,7 @@ class DetectorService:
                 self._state_bytes.update({tp: len(blob) for tp, _, blob in captured})
                 self.metrics.state(sum(self._state_bytes.values()), tracked_gpus(
                     p.monitors for p in self.sources.values()))
+                self.metrics.unreadable(unreadable(p.monitors for p in self.sources.values()))
             await self._commit({tp: offset + 1 for tp, offset, _ in captured if offset >= 0})
 
     async def _commit(self, offsets: dict[TP, int]) -> None:
