@@ -438,7 +438,7 @@ class Correlator:
             self._on_burst(f, out)
         elif f.kind == "network":
             self._on_network(f, out)
-        elif f.signal == "host_share" and f.active:
+        elif f.signal in ("host_share", "host_events") and f.active:
             self._on_host_share(f, out)
         elif not f.active:
             self._group_wait.pop(f.key, None)

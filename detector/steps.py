@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_rise, host_time, overflow_source, sdc, sku_class
+from detector import host_events, host_rise, host_time, overflow_source, sdc, sku_class
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -126,6 +126,13 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+# A raised host_late run whose least-squares line has grown to this share of a step's work, from
+# under this fraction of it at the run's start, is escalated at once (JobMonitor._host_grew)
+_HOST_GROWN = 0.15
+_HOST_GROWN_FROM = 0.5
+# A recurring straggler's count no likelier than this if the job's outlier steps fell on its
+# units alike (JobMonitor._recur_chance): one false page in a thousand looks at a workload's
+_RECUR_CHANCE = 1e-3
 # Less time than this in a step's own work is no measurement (a kernel launch alone takes
 # microseconds): like 0, not compared.  A partner's 1e-300 ms made the pair rule's ratio
 # 7e302 and paged the other rank of a job of two (review23's leftover; review24).
@@ -141,6 +148,11 @@ _TP_LOCKED = 0.1           # a node mate this close to a found rank's deviation:
 # memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
 # a different node each checkpoint), and fades; a fault stays and is reported after.
 _EVENT_SHARE = 0.05
+# A save (an evaluation pass) is a rare step: host events closer than this many of the job's
+# step periods are not judged as saves (detector.host_events) -- a job whose host share is
+# over _EVENT_SHARE from its first step never learns its level, and every step is an "event"
+# (tests/test_review_round12.py: a node 25 % late in its host path for 2 minutes paged)
+_SAVE_GAP_STEPS = 10
 _AFTER_EVENT_S = 120.0
 _AFTER_EVENT_RATIO = 1.10
 # A CUSUM-reported run told again when its pace grows past twice the told excess plus this,
@@ -236,7 +248,29 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_pair_run", 0), ("_pair_rep", False), ("_pair_gross", 0), ("_pair_lo", 0.0),
     ("_pair_hi", 0.0),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
-    ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0))
+    ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
+    ("_host_tx", 0.0), ("_host_told", False))
+
+
+def _binomial_tail(n: int, p: float, c: int) -> float:
+    """P(X >= c) for X ~ Binomial(n, p) (summed from c: the terms fall from there when c is
+    over the mean; at or under it, 1 is near enough for a test of a high count).
+
+    >>> round(_binomial_tail(18, 1 / 8, 8), 6), _binomial_tail(18, 1 / 8, 2)
+    (0.000811, 1.0)
+    """
+    if c <= n * p:
+        return 1.0
+    if c > n:
+        return 0.0
+    lp, lq, top = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    total = 0.0
+    for k in range(c, n + 1):
+        term = math.exp(top - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+        total += term
+        if term < 1e-12 * total:
+            break
+    return min(total, 1.0)
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:
@@ -571,12 +605,16 @@ class JobMonitor:
         self._host_dev = np.zeros(0)                  # latest host excess over that offset
         self._host_sum = np.zeros(0)                  # sum of host excesses over the run
         self._host_n = np.zeros(0, dtype=np.int64)
+        self._host_tx = np.zeros(0)                   # sum of (its index in the run) x excess
+        self._host_told = np.zeros(0, dtype=bool)     # a raised run told again for its growth
         self._host_rep = np.zeros(0, dtype=bool)      # raised host_late (evidence)
         self._host_seen_ts = -math.inf                # decided ts of the last host check
         # A node's share of the job's host time (detector.host_time): its units' names (a
         # node's ranks of one stage and replica) and a row of numbers each.
         self._hs_keys: list[str] = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        # ... and each unit's slow saves in a row at the job's host events (detector.host_events)
+        self._he = np.zeros((0, host_events.NCOLS))
         # Each node's host time in this job against its own past (detector.host_rise): the
         # nodes' names and a row of numbers each.
         self._hr_keys: list[str] = []
@@ -795,6 +833,7 @@ class JobMonitor:
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
         # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
         # restored failed the job's every step with an IndexError -- review23).
         n = len(self._base) if type(self._base) is np.ndarray else -1
@@ -2518,6 +2557,9 @@ class JobMonitor:
                 total, n = float(recur[:n][counting].sum()), int(np.count_nonzero(counting))
                 rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio
                           * (total - recur[s]) / (n - 1)]
+                if rising:
+                    rising = [s for s in rising
+                              if self._recur_chance(s, buf, counting) < _RECUR_CHANCE]
             else:
                 rising = []
         elif not self._recur_live:
@@ -2551,6 +2593,37 @@ class JobMonitor:
                          f">= {cfg.slow_recur_count:g}"}))
         for s in falling:
             self._rule_cleared(s, self._recurring, step, dp_of, decided_ts, out)
+
+    def _recur_chance(self, s: int, buf: _StepBuffer, counting: np.ndarray) -> float:
+        """The chance that the job's recent clear-outlier steps, falling on its units alike,
+        leave one of them with as many as slot ``s``'s unit has (Bonferroni over the units).
+
+        A unit is a tensor-parallel group (its ranks' stage and replica: a TP group steps at
+        its slowest member's pace, so one rank's pause makes every member an outlier at once;
+        its count is its members' highest); the count of outlier steps is the units' recurring
+        counts summed.  Uncoordinated Python GC (blind14 N6: each rank +150-400 ms on 1 step
+        in ~45, a TP4 group held up on ~9 % of steps) gives every unit outlier steps at one
+        rate, and over ~50 steps one of eight reaches 8.6 while the others' mean is 1.4 -- 4x
+        it, 0.6 % by this chance: the job's workload.  A straggler among quiet units holds
+        nearly all of them (8 of 8: 5e-7)."""
+        units: dict[tuple[Any, Any], float] = {}
+        mine = None
+        recur = self._recur
+        for rank, pp, dp in zip(buf.ranks, buf.pp, buf.dp, strict=True):
+            sl = self._slot.get(rank)
+            if sl is None or sl >= len(counting) or not counting[sl]:
+                continue
+            key = (pp, rank if dp is None else dp)
+            v = float(recur[sl])
+            if v > units.get(key, -1.0):
+                units[key] = v
+            if sl == s:
+                mine = key
+        k = len(units)
+        if mine is None or k < 2:
+            return 0.0
+        return min(1.0, k * _binomial_tail(int(round(sum(units.values()))), 1.0 / k,
+                                           int(units[mine])))
 
     def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
                          med: np.ndarray, buf: _StepBuffer, decided_ts: float,
@@ -2814,6 +2887,7 @@ class JobMonitor:
         _, cleared, score = self._host.step(r, z, ts)
         in_run = score > 0.0
         self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)
+        self._host_tx[r] = np.where(in_run, self._host_tx[r] + self._host_n[r] * over, 0.0)
         self._host_n[r] = np.where(in_run, self._host_n[r] + 1, 0)
         new = r[:0]
         if np.count_nonzero(self._host.alarmed):
@@ -2838,10 +2912,14 @@ class JobMonitor:
         # (the correlator escalates it: Correlator._host_lasting) -- on the step that shows it,
         # so the end of the input (time run on without steps) confirms no duration.
         prev, self._host_seen_ts = self._host_seen_ts, decided_ts
-        lasting = r[:0]
+        lasting = grew = r[:0]
         if np.count_nonzero(self._host_rep):
             due = self._host.onset_ts[r] + self._host_page_after(r)
             lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
+            grew = self._host_grew(r)
+            if len(grew):
+                lasting = np.union1d(lasting, grew)
+                self._host_told[r[grew]] = True
             if len(cleared) and len(lasting):
                 lasting = lasting[~np.isin(r[lasting], cleared)]
         if len(new) == 0 and len(cleared) == 0 and len(lasting) == 0:
@@ -2877,13 +2955,49 @@ class JobMonitor:
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "
                          "its host path (PCIe link, CPU, data loading)",
                  **({"lasting_s": round(decided_ts - float(self._host.onset_ts[sl]), 1)}
-                    if again else {})}, verdict=False))
+                    if again else {}),
+                 **({"growing": self._host_trend(sl)} if again and i in grew else {})},
+                verdict=False))
         for sl in cleared.tolist():
             rank = rank_of[sl]
-            self._host_rep[sl] = False
+            self._host_rep[sl] = self._host_told[sl] = False
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+
+    def _host_trend(self, sl: int) -> dict[str, float]:
+        """A host_late run's least-squares line over its steps: its excess (shares of a step's
+        work) at the run's first step and now, and the run's steps."""
+        n = int(self._host_n[sl])
+        mean = float(self._host_sum[sl]) / max(n, 1)
+        half = (n - 1) / 2.0
+        sii = n * (n * n - 1) / 12.0
+        slope = (float(self._host_tx[sl]) - half * float(self._host_sum[sl])) / sii \
+            if sii > 0.0 else 0.0
+        return {"from_share": round(mean - slope * half, 4),
+                "to_share": round(mean + slope * half, 4), "run_steps": n}
+
+    def _host_grew(self, r: np.ndarray) -> np.ndarray:
+        """Indices into ``r`` of raised host_late runs, not yet told for it, whose line has
+        grown to ``_HOST_GROWN`` of a step's work from under ``_HOST_GROWN_FROM`` of that at
+        the run's start: told again now, escalated as a lasting one (Correlator._host_lasting).
+
+        A leak grows (blind14 N4: a rank's loader workers copying pages, its time in neither
+        rising linearly from 0 to 0.73 s of a 0.9 s step over 12 min): waiting host_page_s
+        (600 s) for it, as for a flat run, paged it at 70 % of the step, not when it became
+        material.  What the wait is for -- an input pipeline catching up (blind2's healthy
+        3-minute stall, +45 % of a step from its first step) -- starts at its height and
+        falls; a slow CPU or link (blind3) is flat: neither grows from little."""
+        at = np.flatnonzero(self._host_rep[r] & ~self._host_told[r])
+        if not len(at):
+            return at
+        keep = []
+        for i in at.tolist():
+            t = self._host_trend(int(r[i]))
+            if t["to_share"] >= _HOST_GROWN and t["from_share"] <= _HOST_GROWN_FROM \
+                    * t["to_share"]:
+                keep.append(i)
+        return np.array(keep, dtype=np.intp)
 
     def _host_events(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
                      host_med: float, ts: np.ndarray, decided_ts: float,
@@ -2899,22 +3013,45 @@ class JobMonitor:
             # (from 5 usual steps before it: a CUSUM's run may begin a few steps early, on noise)
             at = float(ts.min()) - 0.005 * min(self._usual_step_ms or step_ms, step_ms)
             if at - ev[0] > 1.0:
+                since = at - ev[0]
                 ev[1], ev[0] = ev[0], at
+                if since >= _SAVE_GAP_STEPS * self._period:
+                    self._host_at_event(step, slots, buf, host, at, since, decided_ts, out)
         else:
             self._host_level = _smoothed(self._host_level, min(share, 1.0), 0.1)
             self._usual_step_ms = _smoothed(self._usual_step_ms, step_ms, 0.1)
         if self._evaluated > self.cfg.warmup_steps:
             self._host_share(step, slots, buf, host, step_ms, decided_ts, out)
 
-    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
-                    step_ms: float, ts: float, out: list[Finding]) -> None:
-        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
-        its ``host_share`` finding raised, or cleared."""
+    def _host_at_event(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                       event_ts: float, since_s: float, ts: float, out: list[Finding]) -> None:
+        """A job-wide host event (a checkpoint save, from ``event_ts``): a node slow at its every
+        one raised, or cleared when it is not (detector.host_events)."""
+        code = self._host_codes(slots, buf)
+        table = self._he = host_events.grow(self._he, len(self._hs_keys))
+        for i, up, at in host_events.judge(table, code[slots], self._hs[:, host_time.STAGE],
+                                           host, event_ts, since_s):
+            node = host_time.node_of(self._hs_keys[i])
+            out.append(Finding(
+                ts, at, "host_events", "slow_node", "unknown", Scope.of_node(node), up, True,
+                0.7 if up else 0.0,
+                {"step": step, **host_events.evidence(node, table[i], since_s)} if up
+                else {"step": step}, self.job, self.tenant, self.cluster))
+
+    def _host_codes(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
+        """Each slot's unit of detector.host_time, made again when the job's ranks moved."""
         code = self._hs_code
         if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
                 or len(code) < len(self._rank_of)
                 or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
             code = self._host_units(slots, buf)
+        return code
+
+    def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
+                    step_ms: float, ts: float, out: list[Finding]) -> None:
+        """A node whose ranks carry the job's excess host time for minutes (detector.host_time):
+        its ``host_share`` finding raised, or cleared."""
+        code = self._host_codes(slots, buf)
         lay = self._hs_layout
         if lay is not None and len(slots) == len(lay[0]):  # (every rank: the usual step)
             found = host_time.judge_regular(self._hs, lay, slots, host, step_ms, ts,
@@ -2970,14 +3107,16 @@ class JobMonitor:
         among them): its raised nodes are cleared (a job gone for good must not leave a page
         open), their runs kept -- a run that goes on when the job steps again is raised again
         at once, within the correlator's quiet hold: the same page."""
-        if len(self._hs):
-            raised = self._hs[:, host_time.RAISED]
-            for i in np.flatnonzero(raised).tolist():
-                out.append(Finding(now, now, "host_share", "slow_node", "unknown",
-                                   Scope.of_node(host_time.node_of(self._hs_keys[i])), False,
-                                   True, 0.0, {"step": self._last_step}, self.job, self.tenant,
-                                   self.cluster))
-            raised[:] = 0.0
+        for signal, table, col in (("host_share", self._hs, host_time.RAISED),
+                                   ("host_events", self._he, host_events.RAISED)):
+            if len(table):
+                raised = table[:, col]
+                for i in np.flatnonzero(raised).tolist():
+                    out.append(Finding(now, now, signal, "slow_node", "unknown",
+                                       Scope.of_node(host_time.node_of(self._hs_keys[i])),
+                                       False, True, 0.0, {"step": self._last_step}, self.job,
+                                       self.tenant, self.cluster))
+                raised[:] = 0.0
 
     def _host_rise(self, step: int, slots: np.ndarray, buf: _StepBuffer, compute: np.ndarray,
                    ts: float, out: list[Finding]) -> None:
@@ -3054,6 +3193,7 @@ class JobMonitor:
         """The job restarted: every unit learnt anew (its ranks may run elsewhere now)."""
         self._hs_keys = []
         self._hs = np.zeros((0, host_time.NCOLS))
+        self._he = np.zeros((0, host_events.NCOLS))
 
     def _host_page_after(self, r: np.ndarray) -> np.ndarray:
         """Per slot of ``r``: how long a raised host_late run lasts before it is told again to
@@ -3077,13 +3217,13 @@ class JobMonitor:
         learned host offsets (None: every slot's runs, the job stopped or restarted)."""
         if m is None:
             self._host.reset(np.arange(len(self._host.score)))
-            self._host_rep[:] = False
-            self._host_sum[:] = 0.0
+            self._host_rep[:] = self._host_told[:] = False
+            self._host_sum[:] = self._host_tx[:] = 0.0
             self._host_n[:] = 0
             return
         self._host.reset(m)
-        self._host_rep[m] = False
-        self._host_sum[m] = 0.0
+        self._host_rep[m] = self._host_told[m] = False
+        self._host_sum[m] = self._host_tx[m] = 0.0
         self._host_n[m] = 0
         self._host_base[m] = 0.0
 

@@ -37,26 +37,21 @@ EXPECT: dict[str, tuple] = {
     # N1 (b14fix): a DCGM blank in a counter is no value and a jump no hardware counts in
     # the interval is dropped, both in models.counters (GPU and NIC counters alike).
     "N1-dcgm-blank-counter": (_nothing_paged, None),
-    "N2-slow-checkpoint-writer": (_every_fault_caught, (
-        "N2: gx-05's synchronous checkpoint saves take 2.4-3.2x (8-12 s -> 19-38 s in neither, "
-        "once every 40 steps) while its ranks are otherwise perfect; the other 24 ranks wait for "
-        "it in comm: faultline sends nothing -- slow-ckpt-writer missed in 8 of 8 logs")),
+    # N2 (inter24): a node slow at its job's every host event (a checkpoint save), compared
+    # with its stage's other nodes at the same step, three events in a row (detector.host_events)
+    "N2-slow-checkpoint-writer": (_every_fault_caught, None),
     # N3 (therm24): the brake on every GPU of gx-12 seen on two polls 120 s apart is sustained
     # (detector.thermal's _brake_again, brake_repeat_s): slow_node/power at the node.
     "N3-psu-brake-bursts-30s": (_caught_as_power, None),
-    "N4-loader-leak-caught-late": (_caught_within_200s, (
-        "N4: dp-c rank 0's loader time grows linearly from 161 s to 0.73 s a step at 900 s "
-        "(20 % of its 0.9 s step 181 s after onset): faultline escalates gx-09/0 (host_late) "
-        "only 606 s after onset, when the rank waits 0.65 s a step (its evidence: a 510-step "
-        "run) -- every loader-leak of 8 logs caught 602-608 s after its onset")),
+    # N4 (inter24): a raised host_late run whose line grew to 15 % of a step's work from under
+    # half that is escalated at once, not after host_page_s (JobMonitor._host_grew)
+    "N4-loader-leak-caught-late": (_caught_within_200s, None),
     # N5 (therm24): a GPU hot against its node at its clock, no reason, below hot_gpu_c, its
     # rank at its peers' pace is evidence (detector.thermal._hot_harm), no drain.
     "N5-hot-gpu-no-throttle": (_nothing_paged, None),
-    "N6-gc-pauses-escalated": (_nothing_paged, (
-        "N6: pt-a's ranks each pause 150-400 ms for Python GC on 1 step in ~45, independently "
-        "(a TP4 group is held up on ~9 % of steps, every group alike): faultline escalates "
-        "gx-03 (ranks 22-23's 'recurring clear outlier' count 8.6 over 100 steps) -- 1 of 8 "
-        "fleet logs")),
+    # N6 (inter24): a recurring outlier count the job's outlier steps falling on its TP groups
+    # alike would give by chance (6e-3 here) is the workload's (JobMonitor._recur_chance)
+    "N6-gc-pauses-escalated": (_nothing_paged, None),
     "N7-cron-straggler-short-runs": (_every_fault_caught, (
         "N7: hx01's cron holds its 8 ranks at 1.06-1.10x compute + 80-200 ms in neither for "
         "31, 30 and 38 s, every 328 s: faultline sends nothing -- cron-straggler caught in 5 of "
