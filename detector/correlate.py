@@ -203,6 +203,14 @@ class Correlator:
         # the node stayed busy; at most MAX_IDLE_TOLD): a GPU's busy run began then, the
         # others' when the node's did (_busy) -- busy_since
         self._woke: dict[str, dict[int, float]] = {}
+        # node -> GPU -> when it joined the node's idle GPUs (told busy, then idle; -inf: idle
+        # since before its node's busy run, or its source's first word); kept while the node
+        # is in _busy or _calm, for the GPUs of its last told idle set (at most MAX_IDLE_TOLD)
+        # -- idle_since
+        self._slept: dict[str, dict[int, float]] = {}
+        # node that had a busy GPU, its idle GPUs told, and has none any more -> since when:
+        # its GPUs not in _slept idle since then -- idle_since
+        self._calm: dict[str, float] = {}
         # Jobs whose hung rank was named (detector.hang): job -> [its scope, cluster].
         self._hangs: dict[str, list[Any]] = {}
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
@@ -367,12 +375,19 @@ class Correlator:
                         type(g) is int for g in idle):
                     now = self._idle[node] = frozenset(idle)
                     self._note_woke(node, before, now, f.ts)
+                    self._note_slept(node, before, now, f.ts)
                 else:  # (a source before round 22, or too many to name: the node's only)
                     self._idle.pop(node, None)
                     self._woke.pop(node, None)
+                    self._slept.pop(node, None)
+                self._calm.pop(node, None)
             elif node is not None:
                 self._busy.pop(node, None)
-                self._idle.pop(node, None)
+                if self._idle.pop(node, None) is not None:
+                    self._calm[node] = f.ts  # (the rest of its GPUs idle from now: _slept)
+                else:
+                    self._calm.pop(node, None)
+                    self._slept.pop(node, None)
                 self._woke.pop(node, None)
             if node is not None and self._hangs:
                 on_gpus_busy(self, node, f.ts)
@@ -549,6 +564,11 @@ class Correlator:
             del self._busy[node]  # (told on a change only: gone with its monitors)
             self._idle.pop(node, None)
             self._woke.pop(node, None)
+            self._slept.pop(node, None)
+        for node in [n for n, ts in self._calm.items()
+                     if ts < idle and (seen is None or not seen(n, "thermal"))]:
+            del self._calm[node]  # (the same)
+            self._slept.pop(node, None)
         for unit in [u for u, (_, ts) in self._clocks.items() if ts < idle and (
                 seen is None or not seen(_node_of(u) or "", "thermal"))]:
             del self._clocks[unit]  # (the same)
@@ -603,6 +623,35 @@ class Correlator:
         if self.gpu_idle(node, gpu) is not False:
             return None
         return self._woke.get(node, {}).get(gpu, self._busy[node])
+
+    def idle_since(self, node: str, gpu: int) -> float | None:
+        """Since when ``gpu`` of ``node`` has idled without a break its source told
+        (``gpus_busy``): when it joined the node's idle GPUs, or when the node's last busy GPU
+        idled; -inf when it idled before its source first told it; None when it is busy or
+        that is not told (:meth:`gpu_idle`)."""
+        if node in self._busy:
+            return self._slept.get(node, {}).get(gpu) if self.gpu_idle(node, gpu) else None
+        calm = self._calm.get(node)
+        return None if calm is None else self._slept.get(node, {}).get(gpu, calm)
+
+    def _note_slept(self, node: str, before: frozenset[int] | None, now: frozenset[int],
+                    ts: float) -> None:
+        """A busy node's idle GPUs told (``before``: those told last while it was busy; None:
+        it was not, or they were not told): those that joined them idled at ``ts``; at the
+        start of a busy run, those idle keep their time from the node's calm (_calm), if any."""
+        slept = self._slept.get(node)
+        if before is None:
+            calm = self._calm.get(node)
+            old = slept if calm is not None and slept is not None else {}
+            self._slept[node] = {g: old.get(g, -math.inf if calm is None else calm)
+                                 for g in now}
+            return
+        if slept is None:
+            slept = self._slept[node] = {}
+        for g in before - now:
+            slept.pop(g, None)
+        for g in now - before:
+            slept[g] = ts
 
     def _note_woke(self, node: str, before: frozenset[int] | None, now: frozenset[int],
                    ts: float) -> None:

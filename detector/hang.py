@@ -49,8 +49,8 @@ HANG_STEPS = 20    # ... and this many of its step periods
 LOOK_S = 900.0     # a silent job is looked at every hang_s until this long (the watchdog's
 #                    10 min by default, and a margin)
 CKPT_S = 300.0     # rank 0 idle alone: the least wait (a checkpoint rank 0 writes alone)
-WOKE_SAMPLES = 1.5  # a GPU busy from idle this many samples (and a step) after the job's
-#                    last step woke for other work: not a peer waiting (_woke_since)
+WOKE_SAMPLES = 1.5  # a GPU busy from idle (idle from busy) this many samples and a step
+#                    after the job's last step: not a hung job's GPU (_moved_since)
 MAX_NAMED = 8      # idle GPUs named in the evidence
 MAX_HANGS = 4096   # jobs with a hung rank named, kept to resolve them (Correlator._hangs)
 
@@ -121,8 +121,8 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     if found is None:
         return
     node, idle, total = found
-    if _woke_since(corr, job, t, period):
-        return  # (GPUs of it idle after its last step, busy again: not its peers waiting)
+    if _moved_since(corr, job, t, period):
+        return  # (GPUs of it woke or idled after its last step: not a hung job's)
     rank0 = _rank0_alone(corr, job, node, idle)
     need = max(hang_s(period), CKPT_S) if rank0 else hang_s(period)
     if rank0 and due - t < need - 0.01:  # (the last step's time is told to the ms)
@@ -161,18 +161,25 @@ def on_long_stop(corr: Correlator, stop: Finding, out: list[Alert]) -> None:
     corr._hangs[job] = [scope, stop.cluster]
 
 
-def _woke_since(corr: Correlator, job: str, last: float, period: float) -> bool:
-    """Whether a busy GPU of ``job`` turned busy from idle later than its peers would all
-    have entered the collective after its last step (a step, and WOKE_SAMPLES samples of
-    its GPU: one sampled idle in the gap between steps is a peer).  A hung job's peers spin
-    from its last step on; a GPU idle after it and busy again was let go -- the job ended --
-    and taken by other work whose layout is not told yet (blind8 held scale-1k-s7: ft-4d18d1's
-    four GPUs idle 60 s, then the next job's first step, three sampled busy before the
-    fourth), or by work no step source reports.  (A whole-job pause then a hang in the first
-    step after it looks the same: not named -- nothing says those GPUs are its ranks'.)"""
+def _moved_since(corr: Correlator, job: str, last: float, period: float) -> bool:
+    """Whether a GPU of ``job`` turned busy from idle, or idle from busy, later than its
+    ranks would all have settled after its last step (a step, and WOKE_SAMPLES samples of
+    its GPU: one sampled idle in the gap between steps is a peer; the hung rank's own work
+    drains within a step).  A hung job's GPUs hold still from its last step on -- its peers
+    spin, its hung rank idles -- until the watchdog kills it.  A GPU idle after it and busy
+    again was let go -- the job ended -- and taken by other work whose layout is not told
+    yet (blind8 held scale-1k-s7: ft-4d18d1's four GPUs idle 60 s, then the next job's first
+    step, three sampled busy before the fourth), or by work no step source reports.  A GPU
+    busy after it and idle since was a peer that spun, let go: the job killed or ended, and
+    its GPUs still told busy only sampled before that (blind2 superpod eval-sweep: 120 s
+    silent, its GPUs spinning, the watchdog's kill; su1-dgx13 sampled idle 4 s after it, the
+    other nodes' last samples, busy, up to 30 s older).  (A whole-job pause then a hang in the
+    first step after it looks the same: not named -- nothing says those GPUs are its ranks'.)"""
     for node, gpu, _ in corr._placement.ranks.get(job, {}).values():
-        woke = corr.busy_since(node, gpu)
-        if woke is not None and woke > last + period + WOKE_SAMPLES * (
+        since = corr.busy_since(node, gpu)
+        if since is None:
+            since = corr.idle_since(node, gpu)
+        if since is not None and since > last + period + WOKE_SAMPLES * (
                 corr._interval.get(node, (0.0, 0.0))[0] or corr.cfg.unknown_cadence_s):
             return True
     return False

@@ -75,12 +75,17 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(idle, str, frozenset) and all(
         len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
         "correlator._idle: malformed (node -> its idle GPUs)")
-    woke = getattr(state.get("correlator"), "_woke", None)
-    refuse_unless(is_map_of(woke, str, dict) and all(
-        len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
-        and all(map(is_time, w.values())) for w in woke.values()),
-        "correlator._woke: malformed (node -> GPU -> since when)")
-    placement = getattr(state.get("correlator"), "_placement", None)
+    corr = state.get("correlator")
+    for name in ("_woke", "_slept"):  # (node -> GPU -> since when it woke / idled)
+        since = getattr(corr, name, None)
+        refuse_unless(is_map_of(since, str, dict) and all(
+            len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
+            and all(map(is_time, w.values())) for w in since.values()),
+            f"correlator.{name}: malformed (node -> GPU -> since when)")
+    calm = getattr(corr, "_calm", None)
+    refuse_unless(is_map_of(calm, str, (float, int)) and all(map(is_time, calm.values())),
+                  "correlator._calm: malformed (node -> since when all its GPUs idle)")
+    placement = getattr(corr, "_placement", None)
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
     counts = state.get("counts")
