@@ -1787,10 +1787,16 @@ class Correlator:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
         else:
             scope, group = f.scope, [f]
+        lone = self._lone_clock(f, group) if scope.level == "replica" else None
+        basis = f
+        if lone is not None:
+            scope, basis = lone[0].scope, lone[0]
         # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
-        extra = {"ruled_out": self._ruled_out(f), "next_diagnostic": f.evidence.get(
+        extra = {"ruled_out": self._ruled_out(basis), "next_diagnostic": basis.evidence.get(
             "next_diagnostic") or next_diagnostic("slow_node", scope)}
-        held = self._held_clock(f, group)
+        held = self._held_clock(f, [lone[0]] if lone is not None else group)
+        if lone is not None:
+            extra["replica_slow"] = lone[1]
         if held is not None:
             extra["ruled_out"].insert(0, held.pop("why"))
             extra["sm_clock"] = held
@@ -1859,6 +1865,27 @@ class Correlator:
                         f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
                         f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
                         "(application or locked clocks), not by power or heat")}
+
+    def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
+        """The one GPU among a slow replica's ranks ``group`` whose busy clock with no
+        clock-event reason is held ``CLOCK_HELD`` or more below its job's other GPUs'
+        (_held_clock), the rest at theirs; with what the replica shows.  None otherwise.
+
+        A pipeline's ranks wait for their slowest stage inside their step timer (Megatron's
+        forward-backward timer holds the p2p waits), so one GPU running a quarter slower makes
+        every rank of its replica look slow alike (blind15 O2: pp04/0 at 1455 MHz against
+        1980, replica 2's 16 ranks on 4 nodes 1.10-1.12x, escalated as the replica).  The
+        replica is the symptom; the one GPU of it under load below its peers is the
+        candidate (cause unknown).  A clock below peers alone pages nothing: only with its
+        replica slow, and only when it is the replica's one such GPU.
+        """
+        low = [g for g in group if g.scope.level == "gpu" and self._held_clock(f, [g])]
+        if len(low) != 1 or len(group) < 2:
+            return None
+        return low[0], {"dp_replica": f.dp_rank, "ranks_slow": len(group), "why": (
+            f"all {len(group)} slow ranks are replica {f.dp_rank}'s: its pipeline waits for "
+            f"its slowest stage inside the step timer, and {low[0].scope.key} is its one GPU "
+            "running well below the job's clock")}
 
     def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
         """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still
@@ -2753,20 +2780,33 @@ class Correlator:
         if not waiting:
             self._group_open.discard((what, name))
             return
-        later = self._may_be_failing(what, name, [f for _, f in waiting], due)
+        # A node the file puts elsewhere, waiting here beside this switch (_whole_node_beside):
+        # the part is decided by its own nodes; the node goes with it, or alone.
+        own = [f for _, f in waiting if self._group_of(f) == (what, name)]
+        later = self._may_be_failing(what, name, own, due) if own else None
         if later is not None and later > due:
             # Opened by a faster collector: the part's slower nodes have not all been sampled
             # since (blind2 F5: 32 GPU NVLink isolations 5.6 s before domain:nvl2).
             self._timer(later, what, name)
             return
-        spread = self._spreading(name, [f for _, f in waiting], due) if (
-            later is None and what == "switch") else None
+        spread = self._spreading(name, own, due) if (
+            own and later is None and what == "switch") else None
         if spread is not None:
             self._timer(spread, what, name)
             return
         self._group_open.discard((what, name))
         for k, _ in waiting:
             del self._group_wait[k]
+        moved = [(k, f) for k, f in waiting if self._group_of(f) != (what, name)]
+        waiting = [(k, f) for k, f in waiting if self._group_of(f) == (what, name)]
+        if waiting:
+            self._group_decide(what, name, waiting, due, out)
+        if moved:
+            self._decide_units(moved, due, out)
+
+    def _group_decide(self, what: str, name: str, waiting: list[tuple[str, Finding]],
+                      due: float, out: list[Alert]) -> None:
+        """Part ``(what, name)``'s window closed on its ``waiting`` findings: failing or not."""
         heard, troubled, need = self._count(what, name, [f for _, f in waiting])
         first = min((f for _, f in waiting), key=lambda g: g.onset_ts)
         if what == "switch":
@@ -3181,10 +3221,92 @@ class Correlator:
             self._node_down(node, downs, due, out)
             gone = {id(f) for f in downs}
             held = [(k, f) for k, f in held if id(f) not in gone]
+        for node, (p, errs) in self._whole_node_beside(held).items():
+            gone = {id(f) for f in errs}
+            if isinstance(p, str):  # (a switch erring so, its window open: decided with it)
+                for k, f in held:
+                    if id(f) in gone:
+                        self._group_wait[k] = ("switch", p, f)
+            else:
+                self._stale_map(node, p, errs, due, out)
+            held = [(k, f) for k, f in held if id(f) not in gone]
         for _, f in sorted(held, key=lambda kf: kf[1].ts):
             if not (f.signal == "link_down" and f.kind == "network"
                     and self._node_down_across_parts(f, due, out)):
                 self._decide_alone(f, due, out)
+
+    def _whole_node_beside(self, held: list[tuple[str, Finding]]
+                           ) -> dict[str, tuple[Problem | str, list[Finding]]]:
+        """Nodes whose every fabric port errs among ``held`` (one signal of a port's quality),
+        begun within a switch window of a firing switch isolation erring with that signal
+        in the cluster: that switch's, the node behind it whatever the topology file says.
+
+        Eight ports of one node failing at once with one signature are never eight cables;
+        while a leaf erring that way is isolated, the node most likely faces it -- re-cabled
+        since the file was written (blind15 O1: pp04, listed on leaf-a, 8 NIC isolations
+        beside leaf-b's).  A node with some ports erring (two bad cables) keeps its NICs'.
+        A switch erring so on ``switch_min_nodes`` nodes whose window is still open (its
+        nodes sampled later) is named instead: the node's findings wait in it and are decided
+        with it (_group_due: its page notes the node), or alone when it is not failing.
+        """
+        byport: dict[tuple[str, str], dict[str, Finding]] = {}
+        for _, f in held:
+            if (f.kind == "network" and f.signal in _PORT_QUALITY and f.active
+                    and f.scope.node is not None and f.scope.nic is not None):
+                byport.setdefault((f.scope.node, f.signal), {})[f.scope.key] = f
+        found: dict[str, tuple[Problem | str, list[Finding]]] = {}
+        for (node, signal), ports in byport.items():
+            errs = list(ports.values())
+            if node in found or not (self._every_port(node, errs) or (
+                    not (self.topology is not None and self.topology.nics_of(node))
+                    and len(errs) >= 2 and all(_ports_told(f) == len(errs) for f in errs))):
+                continue  # (no NIC names -- a Slurm file: the node's own count of its ports)
+            onset = min(f.onset_ts for f in errs)
+            window = max(self._window("switch", f) for f in errs)
+            near = [p for p in self.problems.values() if (
+                p.status == "firing" and p.kind == "network" and p.scope.level == "switch"
+                and p.cluster == errs[0].cluster and abs(p.onset_ts - onset) <= window
+                and any(k.startswith(f"{signal}@") for k in p.active)
+                and self._still_failing(p))]
+            if near:
+                found[node] = (min(near, key=lambda p: abs(p.onset_ts - onset)), errs)
+                continue
+            stated = {self.topology.switch_of(node, f.scope.nic) for f in errs} if (
+                self.topology is not None) else set()
+            for what, name in sorted(self._group_open):
+                others = [g for w, n, g in self._group_wait.values() if (w, n) == (what, name)
+                          and g.signal == signal and g.scope.node != node
+                          and g.cluster == errs[0].cluster]
+                if (what == "switch" and name not in stated and others
+                        and abs(min(g.onset_ts for g in others) - onset) <= window
+                        and len({g.scope.node for g in others}) >= self.cfg.switch_min_nodes):
+                    found[node] = (name, errs)
+                    break
+        return found
+
+    def _stale_map(self, node: str, p: Problem, errs: list[Finding], due: float,
+                   out: list[Alert]) -> None:
+        """``node``'s every port erring beside switch isolation ``p`` (_whole_node_beside):
+        more of ``p``, its page naming the node and where the topology file puts it."""
+        topo = self.topology
+        stated = sorted({s for f in errs if topo is not None and f.scope.nic is not None
+                         for s in [topo.switch_of(node, f.scope.nic)] if s})
+        for f in errs:
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+        beside = p.extra.setdefault("nodes_beside_map", [])
+        if len(beside) >= _UNITS_TOLD or any(b.get("node") == node for b in beside):
+            self._repage(p, out)
+            return
+        beside.append({"node": node, "ports": len(errs), "stated_switch": (
+                ", ".join(stated) or None), "why": (
+                f"all {len(errs)} ports of {node} err with this switch's signature from the "
+                "same moment; the topology file puts it elsewhere: most likely it faces this "
+                "switch (the file is stale -- check its cabling)")})
+        if any(a.dedup_key == p.key and a.status == "firing" for a in out):
+            self._repage(p, out)
+        else:  # (re-sent, as a GPU found slow under a firing escalation is: _slow_due)
+            out.append(self._alert(p, due))
 
     def _node_down_across_parts(self, f: Finding, due: float, out: list[Alert]) -> bool:
         """A link down decided alone whose node has every port down, each held for (or

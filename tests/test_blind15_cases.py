@@ -36,17 +36,12 @@ def _no_page_on_the_late_node(sc: dict) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "O1-moved-node-ports-as-nic-alerts": (_caught_and_no_stray("network"), (
-        "O1: leaf-b's ASIC errors on every port of the 5 nodes really behind it; the file puts "
-        "pp04 on leaf-a: faultline isolates leaf-b (4 of its listed 4 nodes) and then pp04's 8 "
-        "ports as 8 nic alerts (check_link, same signature, same 10 s: ~5,000 seq errors each) "
-        "-- 8 false positives a log in 8 of 8 pipe logs (tune + held)"), 1),
-    "O2-stage-gpu-replica-escalated": (_caught_and_no_stray("slow_node"), (
-        "O2: pp04/0 (stage 1) runs at 1470-1500 MHz against 1980 with no throttle reason and ~30 % "
-        "less power; the job's timer holds the p2p waits, so replica 2's 16 ranks on 4 nodes "
-        "all compute 1.10-1.12x their peers: faultline escalates replica 2 (the symptom) and "
-        "never names the GPU or its node -- missed 8 of 8 pipe logs, the replica escalation a "
-        "false positive in 7"), 1),
+    # O1 fixed by b15fix (round 24): the node's every port erring with leaf-b's signature from
+    # the same moment is leaf-b's (its page notes pp04 and the stale file), not 8 NIC pages.
+    "O1-moved-node-ports-as-nic-alerts": (_caught_and_no_stray("network"), None, 1),
+    # O2 fixed by b15fix (round 24): the slow replica's one GPU under load well below the job's
+    # clock with no reason is escalated (the replica's slowness its evidence), not the replica.
+    "O2-stage-gpu-replica-escalated": (_caught_and_no_stray("slow_node"), None, 1),
     "O3-renumbered-hot-gpu": (_every_fault_caught, (
         "O3: fx10's collector writes NVML minor numbers: the hot GPU the job knows as 3 is "
         "'gpu 1' in its thermal rows (88 C against 71, 0x40, 1620 MHz); TP8 makes all 8 ranks "
