@@ -140,5 +140,14 @@ def test_a_burst_long_before_the_brake_sample_pages_nobody() -> None:
 
 def test_a_second_burst_is_no_page_without_a_sample_in_either() -> None:
     # Two bursts (+195..+205 s, +245..+255 s), the brake on the samples at +152.5 and
-    # +272.5 s, before and after them: never seen meanwhile.
-    assert _firing(_braked_job([(40, 42), (50, 52)]), _node_thermal({5, 9})) == []
+    # +482.5 s, before and after them and 330 s apart (beyond brake_repeat_s, so not one
+    # sustained brake either): never seen meanwhile.
+    assert _firing(_braked_job([(40, 42), (50, 52)]), _node_thermal({5, 16})) == []
+
+
+def test_a_brake_seen_on_two_polls_within_the_repeat_window_is_a_node_power_isolation() -> None:
+    # The same bursts with the brake on the samples at +152.5 and +272.5 s (120 s apart):
+    # a HW power brake on every GPU of the node twice within brake_repeat_s is sustained,
+    # never routine (therm24, blind14 N3) -- a page whether or not a sample fell in a burst.
+    assert _firing(_braked_job([(40, 42), (50, 52)]), _node_thermal({5, 9})) == [
+        (ISOLATION, "slow_node", "power", "node:node-000")]
