@@ -42,21 +42,31 @@ Two halves, one path for the service and the replay:
   (its jobs ended before it went quiet) or idle is no page: operators take nodes out all
   the time and the contract has no maintenance field, so a machine that dies idle is not
   told either (silent18: the churning fleet's 188 pages in 32 h -> 15).
-- **a node lost under its job, in seconds** (silent19; :func:`_fast`, :func:`_stalled`): the
-  240 s wait is for a node seen by its records alone.  A node quiet on every topic -- its
-  quickest :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at most
-  :data:`FAST_CAP_S`), the others :data:`FAST_S` -- is judged at once when a job with ranks
-  on it stepped up to then and stopped stepping everywhere with it, while the job's GPUs on
-  its other nodes stay busy (NCCL spinning on a dead peer) with no other job stepping there,
-  or went dark with it: the job is lost, whatever the node does next.  A job ended, cancelled
-  or stopped for a planned reboot leaves its GPUs idle (replay/sim's reboot) or on to the next
-  job (the churning fleet), a node replaced under a running job leaves it stepping, a job
-  on the node alone ending looks like its death: those wait for the 240 s path (and the
-  jobs it counts are those noted once the node was quiet :data:`SUSPECT_S`, so a job whose
-  GPUs went on to another job is none: the churning fleet's 15 pages in 32 h -> 0).  Nodes
-  of the source that went dark with it (within :data:`DARK_WITH_S`) are judged with it, job
-  or not, after at most :data:`FAST_WAIT_S` for those not quiet long enough yet: a part's
-  page.  blind9: 238-362 s -> 22-31 s; the confirm follows :data:`CONFIRM_S` later.
+- **a node lost under its job, in seconds** (silent19, dark20; :func:`_quiet`, :func:`_on_quiet`):
+  the 240 s wait is for a node seen by its records alone.  Every source -- the replay's one, which
+  sees the steps, and a service's telemetry partitions, which do not -- tells the correlator a
+  node is ``quiet`` once it was quiet :data:`FAST_S` on every topic of the source (and again each
+  scan for :data:`FAST_WINDOW_S`), naming the nodes of the source that went dark with it (quiet
+  too, or a record missed everywhere, within :data:`DARK_WITH_S`); step sources tell a job
+  ``stopped`` (:func:`_stops`).  The correlator -- one judgement, whoever the sources are -- holds
+  the node's quickest topic to :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at
+  most :data:`FAST_CAP_S`) and judges it at once when a job with ranks on it stepped up to then
+  and stopped stepping everywhere with it -- within :data:`FAST_WINDOW_S`, as a source judged it;
+  past it the 240 s bound decides (a job's other node may have left the fleet since: round 23's
+  churning-fleet pages) -- while the job's GPUs on its other nodes stay busy (NCCL
+  spinning on a dead peer) with no other job stepping there, or went dark with it: the job is
+  lost, whatever the node does next (:func:`_lost`, from every partition's job layouts, stops and
+  busy GPUs).  A job ended, cancelled or stopped for a planned reboot leaves its GPUs idle
+  (replay/sim's reboot) or on to the next job (the churning fleet), a node replaced under a
+  running job leaves it stepping, a job on the node alone ending looks like its death: those wait
+  for the 240 s path (and the jobs it counts are those noted once the node was quiet
+  :data:`SUSPECT_S`, so a job whose GPUs went on to another job is none: the churning fleet's 15
+  pages in 32 h -> 0).  A node of its part of the fleet that went dark with a node judged so
+  (within :data:`DARK_WITH_S`) is judged with it, job or not; the part is paged once the nodes its
+  sources saw go dark with them (named on two of a node's topics, or its only one: a service's
+  one-topic partition reading a poll in bursts names a healthy node for a record missed) are
+  judged too, or :data:`FAST_WAIT_S` on (a part going dark is judged together: one page listing
+  it). blind9: 238-362 s -> 22-31 s.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
@@ -67,7 +77,7 @@ Two halves, one path for the service and the replay:
   node pages; a node judged later joins it).  It
   resolves once every node of it reports again or left the fleet.  No topology: no part to
   name, a page a node.  (In the service each source names only its own nodes: a part
-  spread over partitions may be paged in pieces.)
+  spread over partitions waits :data:`FAST_WAIT_S` at most for those it does not name.)
 
 State: plain data.  Per source, one entry a node that has units there (dropped with
 them: :meth:`Monitors.prune_units`), at most :data:`MAX_NODES`; per correlator, one a node
@@ -128,13 +138,13 @@ MAX_DARK = 256           # nodes named in one finding's ``dark_with``
 # else stepping there) -- or its other nodes went dark with it.  Paged then, not after 240 s:
 # a drained node's job ended or moved first, a reboot planned under a stopped job leaves its
 # GPUs idle, a node replaced under a running job has its job stepping on.  Looked at for
-# FAST_WINDOW_S; the nodes of its source that went dark with it join it (a part's page).
+# FAST_WINDOW_S; the nodes of its part that went dark with it join it (a part's page).
 FAST_S = 20.0
 FAST_INTERVALS = 1.5
 FAST_CAP_S = 40.0
 FAST_RUN_S = 30.0
 FAST_WINDOW_S = 60.0
-FAST_WAIT_S = 2 * SCAN_S  # the most a judgment waits for nodes going dark with it
+FAST_WAIT_S = 2 * SCAN_S  # the most a part's judgment waits for nodes going dark with it
 # A job moved on from a node's going dark when another job stepped on its GPUs this long after
 # its own last step (the churning fleet's next job, starting as the node leaves).
 MOVED_S = 1.0
@@ -143,7 +153,8 @@ MOVED_S = 1.0
 _WAIT, _JUDGED = "wait", "judged"
 
 # A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent (0;
-# 1 silent; 2 its ``confirm`` sent), the topic's progress at that record, the jobs on the node
+# 1 silent; 2 its ``confirm`` sent; 4 told ``quiet``: _quiet; 3, round 22's fast judgment, is
+# restored as 4), the topic's progress at that record, the jobs on the node
 # once it was quiet SUSPECT_S (None before; _jobs_on's rows)]}]; the topic's:
 # [newest ts of any node, progress]
 # (progress: how long the fleet was seen reporting, gaps of the feed capped at JUMP_CAP_S).
@@ -157,7 +168,7 @@ def bound_s(interval: float) -> float:
 
 def fast_s(interval: float) -> float:
     """How long a node with records ``interval`` apart is quiet on a topic before its job's
-    stall may say it was lost (:func:`_stalled`)."""
+    stall may say it was lost (:func:`_on_quiet`)."""
     return max(FAST_S, min(FAST_INTERVALS * interval, FAST_CAP_S))
 
 
@@ -194,7 +205,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
     alive = mon._alive
     prog: dict[str, float] = {}
     times_of: dict[str, list[float]] = {}
-    quiet: set[str] = set()  # nodes quiet on a topic long enough for _fast to look at them
+    quiet: set[str] = set()  # nodes quiet on a topic long enough for _quiet to look at them
     for what in TOPICS:
         seen = newest[what]
         if not seen:
@@ -228,10 +239,10 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 if st[_SILENT]:
                     st[_SILENT] = 0
                     findings.append(_finding(mon, node, entry[0], what, st, clock, False, 0))
-                if not mon._jobs and st[_N] >= MIN_UPDATES and behind > FAST_S:
-                    # (a source without steps whose records come in bursts -- an ECC poll of
-                    # all nodes every 30 s -- scans at a burst's first record: a node's last,
-                    # noticed now, may be FAST_S behind the fleet already)
+                if st[_N] >= MIN_UPDATES and behind > FAST_S:
+                    # (a source whose records come in bursts -- an ECC poll of all nodes every
+                    # 30 s -- scans at a burst's first record: a node's last, noticed now, may
+                    # be FAST_S behind the fleet already)
                     quiet.add(node)
                 continue
             if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
@@ -242,16 +253,14 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 # it is re-formed on other nodes (NCCL's timeout, then a restart: minutes)
                 st[_JOBS] = _jobs_on(mon, node, -math.inf)
             bound = bound_s(st[_GAP])
-            if st[_SILENT] in (1, 3):
-                if progress - st[_AT] > (fast_s(st[_GAP]) if st[_SILENT] == 3 else bound) + \
-                        CONFIRM_S:  # still quiet: a part's wait ends
+            if st[_SILENT] == 1:
+                if progress - st[_AT] > bound + CONFIRM_S:  # still quiet: a part's wait ends
                     st[_SILENT] = 2
                     findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
                 continue
-            # (a source without steps -- one topic of a node in the service -- tells each of
-            # its topics quiet from FAST_S: the correlator holds it to its quickest topic's)
-            if (fast_s(st[_GAP]) if mon._jobs else FAST_S) < progress - st[_AT] <= \
-                    fast_s(st[_GAP]) + FAST_WINDOW_S:
+            # (each topic told quiet from FAST_S: the correlator holds a node to its quickest
+            # topic's fast_s -- one topic of a node is a service partition's whole view)
+            if FAST_S < progress - st[_AT] <= fast_s(st[_GAP]) + FAST_WINDOW_S:
                 quiet.add(node)
             if progress - st[_AT] <= bound:
                 continue
@@ -268,9 +277,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 if with_:
                     f.evidence["dark_with"] = with_[:MAX_DARK]
                 findings.append(f)
-    if quiet and mon._jobs:
-        _fast(mon, sorted(quiet), newest, prog, times_of, findings)
-    elif quiet:  # no step records here (a service's telemetry partition): the correlator judges
+    if quiet:  # the correlator judges them, with the jobs' stops (_stops) and layouts
         _quiet(mon, sorted(quiet), newest, prog, times_of, findings)
     if mon._jobs:
         _stops(mon, findings)
@@ -286,25 +293,16 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
 
 
 def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[Any],
-             clock: float, active: bool, later: int,
-             stalled: list[list[Any]] | None = None) -> Finding:
+             clock: float, active: bool, later: int) -> Finding:
     """``later``: other nodes heard past its silence (active; 0: still silent
     :data:`CONFIRM_S` later); -1: its monitors were dropped (silent for ``unit_idle_s``: it
-    left the fleet), 0: heard again.  ``stalled``: judged by :func:`_fast`, the jobs that
-    stalled with it (none: it went dark with a node that has some)."""
+    left the fleet), 0: heard again."""
     ev: dict[str, Any] = {"topic": what, "last_ts": round(st[_LAST], 3),
-                          "interval_s": round(st[_GAP], 3),
-                          "bound_s": fast_s(st[_GAP]) if st[_SILENT] == 3 else bound_s(st[_GAP])}
+                          "interval_s": round(st[_GAP], 3), "bound_s": bound_s(st[_GAP])}
     if later < 0:
         ev["dropped"] = True
     if active and later == 0:
         ev["confirm"] = True
-    elif active and stalled is not None:
-        ev["nodes_heard_since"] = later
-        ev["steps_seen"] = True
-        ev["job_stalled"] = True
-        if stalled:
-            ev["jobs"] = stalled
     elif active:
         ev["nodes_heard_since"] = later
         if mon._jobs:  # this source sees step records: which jobs ran on the node to the end
@@ -351,73 +349,25 @@ def _moved(mon: Monitors, name: str, gpus: set[tuple[str, int]], t: float) -> bo
     return False
 
 
-def _fast(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
-          prog: dict[str, float], times_of: dict[str, list[float]],
-          findings: list[Finding]) -> None:
-    """Judge now the nodes quiet :func:`fast_s` on every topic that were lost under a job
-    (:func:`_stalled`), and those of them that went dark with one (within
-    :data:`DARK_WITH_S`: a part of the fleet), without the :func:`bound_s` wait."""
-    alive = mon._alive
-    now = max(max(seen.values()) for seen in newest.values() if seen)
-    ready = _ready(mon, nodes, prog, times_of, (0,))
-    if not ready:
-        return
-    lost = {n: jobs for n, (last, _) in ready.items()
-            if (jobs := _stalled(mon, n, last, now, newest))}
-    # the nodes lost now or a little before (not yet confirmed): those that went dark with
-    # them join them, job or not (a rack's idle node; the correlator pages the part)
-    before = {n: max(st[_LAST] for st in e[1].values()) for n, e in alive.items()
-              if n not in ready and any(st[_SILENT] == 3 for st in e[1].values())}
-    anchors = [ready[n][0] for n in lost] + list(before.values())
-    judged = [n for n, (last, _) in ready.items() if n in lost or any(
-        abs(last - a) <= DARK_WITH_S for a in anchors)]
-    if not judged:
-        return
-    # nodes that missed a record near their going quiet but are not quiet long enough yet:
-    # wait for them (a scan or two), so that a part going dark is judged together
-    waited = max(max(prog[w] - st[_AT] - fast_s(st[_GAP]) for w, st in alive[n][1].items())
-                 for n in judged)
-    if waited <= FAST_WAIT_S and any(
-            n not in ready and any(abs(_newest(e) - ready[m][0]) <= DARK_WITH_S
-                                   for m in judged) and _missed(e, newest)
-            for n, e in alive.items()):
-        return
-    for node in judged:
-        last, later = ready[node]
-        jobs = lost.get(node)
-        entry = alive[node]
-        with_ = sorted({n for n in judged if n != node and abs(ready[n][0] - last) <=
-                        DARK_WITH_S} | {n for n, t in before.items()
-                                        if abs(t - last) <= DARK_WITH_S})
-        for what, st in entry[1].items():
-            st[_SILENT] = 3
-            f = _finding(mon, node, entry[0], what, st, mon.clock, True, later, jobs or [])
-            if with_:
-                f.evidence["dark_with"] = with_[:MAX_DARK]
-            findings.append(f)
-
-
 def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
-           times_of: dict[str, list[float]], states: tuple[int, ...], least: bool = False
-           ) -> dict[str, tuple[float, int]]:
-    """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet long enough on
-    every topic of this source (its quickest topic :func:`fast_s` of its interval, the others
-    :data:`FAST_S`: an ECC poll of 30-60 s would hold the page that long, its last record
-    may be a poll before; ``least``: every topic :data:`FAST_S`) while other nodes were heard
-    past it, each topic's state among ``states``."""
+           times_of: dict[str, list[float]]) -> dict[str, tuple[float, int]]:
+    """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet :data:`FAST_S`
+    on every topic of this source while other nodes were heard past it, each topic not
+    silent (0) or told quiet (4) -- the correlator holds the node to its quickest topic's
+    :func:`fast_s` (:func:`_on_quiet`: an ECC poll of 30-60 s would hold the page that long,
+    its last record may be a poll before)."""
     ready: dict[str, tuple[float, int]] = {}
     for node in nodes:
         entry = mon._alive.get(node)
         if entry is None or not entry[1]:
             continue
-        later, quick = 0, min(st[_GAP] for st in entry[1].values())
+        later = 0
         for what, st in entry[1].items():
-            q = fast_s(st[_GAP]) if st[_GAP] == quick and not least else FAST_S
-            if st[_SILENT] not in states or st[_N] < MIN_UPDATES or what not in prog or \
-                    prog[what] - st[_AT] <= q:
+            if st[_SILENT] not in (0, 4) or st[_N] < MIN_UPDATES or what not in prog or \
+                    prog[what] - st[_AT] <= FAST_S:
                 break
             times = times_of[what]
-            later = max(later, len(times) - bisect_right(times, st[_LAST] + q))
+            later = max(later, len(times) - bisect_right(times, st[_LAST] + FAST_S))
         else:
             if later:
                 ready[node] = (max(st[_LAST] for st in entry[1].values()), later)
@@ -427,17 +377,24 @@ def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
 def _quiet(mon: Monitors, nodes: list[str], newest: dict[str, dict[str, float]],
            prog: dict[str, float], times_of: dict[str, list[float]],
            findings: list[Finding]) -> None:
-    """dark20: a source that sees no step records (a service's telemetry partition) cannot
-    judge a node lost under its job (:func:`_fast`): it tells the correlator, which sees every
-    partition's job layouts, job stops and busy GPUs, that the node is quiet -- a ``silent``
-    finding with ``quiet`` at the fast bound, again each scan of :data:`FAST_WINDOW_S` (the
-    correlator's judgement may need the job's other GPUs to be seen idle or busy first) --
-    and keeps waiting for the 240 s bound (state 4).  :func:`on_silent` judges it."""
-    ready = _ready(mon, nodes, prog, times_of, (0, 4), least=True)
+    """Tell the correlator -- which sees every partition's job layouts, job stops and busy
+    GPUs, and every source's word on a node -- that a node is quiet: a ``silent`` finding
+    with ``quiet`` at the fast bound, again each scan of :data:`FAST_WINDOW_S` (the
+    correlator's judgement may need the job's other GPUs to be seen idle or busy first, and
+    a part's waits on these), naming the nodes of this source that went dark with it
+    (``dark_with``: quiet too, or a record missed on every topic, within
+    :data:`DARK_WITH_S`: its part's nodes not quiet long enough yet) -- and keep waiting for
+    the 240 s bound (state 4).  :func:`on_silent` judges it."""
+    ready = _ready(mon, nodes, prog, times_of)
+    if not ready:
+        return
+    dark = {n: t for n, (t, _) in ready.items()}
+    for n, e in mon._alive.items():
+        if n not in dark and _missed(e, newest):
+            dark[n] = _newest(e)
     for node, (last, later) in ready.items():
         entry = mon._alive[node]
-        with_ = sorted(n for n, (t, _) in ready.items()
-                       if n != node and abs(t - last) <= DARK_WITH_S)
+        with_ = sorted(n for n, t in dark.items() if n != node and abs(t - last) <= DARK_WITH_S)
         for what, st in entry[1].items():
             st[_SILENT] = 4
             f = _finding(mon, node, entry[0], what, st, mon.clock, True, later)
@@ -485,96 +442,12 @@ def _newest(entry: list[Any]) -> float:
 
 
 def _missed(entry: list[Any], newest: dict[str, dict[str, float]]) -> bool:
-    """Whether a node not yet judged is quiet half its :func:`fast_s` on every topic (a
-    record or more missed everywhere), as a node going dark with others is."""
+    """Whether a node not told quiet or silent is quiet half its :func:`fast_s` on every
+    topic (a record or more missed everywhere), as a node going dark with others is."""
     tops = entry[1]
     return bool(tops) and not any(st[_SILENT] for st in tops.values()) and all(
         newest[w] and max(newest[w].values()) - st[_LAST] > fast_s(st[_GAP]) / 2
         for w, st in tops.items())
-
-
-def _stalled(mon: Monitors, node: str, last: float, now: float,
-             newest: dict[str, dict[str, float]]) -> list[list[Any]]:
-    """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
-    since ``last``; the records' time ``now``), where the steps are: :func:`_lost_jobs`'s
-    rule on this source's step view (:class:`_StepView`)."""
-    return _lost_jobs(_StepView(mon, node, now, newest), last)
-
-
-def _lost_jobs(view: _StepView | _LayoutView, last: float) -> list[list[Any]]:
-    """[job, ranks on the node, its last step's time] of the jobs lost with a node quiet since
-    ``last`` -- the one rule, whoever sees the jobs (a source that sees their steps,
-    :class:`_StepView`; the correlator from every partition's layouts, stops and busy GPUs,
-    :class:`_LayoutView`): each had ranks there and stepped until it went quiet (within
-    :data:`FAST_RUN_S`), has stopped stepping since (:data:`FAST_S`, three of its steps),
-    had ranks on other nodes, and those still heard wait for it -- most of their GPUs known
-    since busy (NCCL spinning on a dead peer: a job stopped or ended leaves them idle), no
-    other job stepping there -- or went dark with it (a part of the fleet).  A job on this
-    node alone ending as it goes quiet looks the same as its death: none."""
-    out = []
-    for name, mine, t, others in view.stopped(last - FAST_RUN_S):
-        if not mine or not others:
-            continue
-        up = view.up(others, t)
-        if up:
-            known, busy = view.waiting(name, up, t)
-            if 2 * busy <= known or view.moved(name, others, up, t):
-                continue
-        elif not view.settled(others):
-            continue  # (its other nodes not quiet long enough yet)
-        out.append([name, mine, round(t, 3)])
-        if len(out) >= MAX_JOBS:
-            break
-    return out
-
-
-class _StepView:
-    """The jobs on ``node`` as a source that sees their steps knows them (the in-process
-    engine's one source): each job's steps, the GPUs its ranks report from, each GPU's
-    thermal samples and idle state."""
-
-    def __init__(self, mon: Monitors, node: str, now: float,
-                 newest: dict[str, dict[str, float]]) -> None:
-        self.mon, self.node, self.now, self.newest = mon, node, now, newest
-
-    def heard(self, n: str) -> float:
-        return max(self.newest[w].get(n, -math.inf) for w in TOPICS)
-
-    def stopped(self, since: float) -> Iterator[tuple[str, int, float, set[Any]]]:
-        """(job, ranks on the node, its last step, its GPUs on other nodes) of the jobs that
-        stepped at ``since`` or later and have stopped."""
-        node, now = self.node, self.now
-        for name, job in self.mon._jobs.items():
-            t = job.clock
-            if t < since or now - t < stop_s(job._period):
-                continue
-            hws = [(hw[0], hw[1]) for hw in job._hw if hw is not None]
-            yield name, sum(1 for hw in hws if hw[0] == node), t, {
-                hw for hw in hws if hw[0] != node}
-
-    def up(self, others: set[Any], t: float) -> set[Any]:
-        """Its GPUs on nodes heard since it stopped."""
-        return {hw for hw in others if self.heard(hw[0]) > t + MOVED_S}
-
-    def waiting(self, _name: str, up: set[Any], t: float) -> tuple[int, int]:
-        """(GPUs with a thermal sample since it stopped, those of them busy)."""
-        mon = self.mon
-        known = busy = 0
-        for hw in up:
-            m = mon._thermal.get(hw)
-            temps = mon._node_temps.get(hw[0])
-            if m is None or temps is None or m.last_ts <= t:
-                continue  # (no sample since it stopped)
-            known += 1
-            busy += hw[1] not in temps.idle
-        return known, busy
-
-    def moved(self, name: str, _others: set[Any], up: set[Any], t: float) -> bool:
-        return _moved(self.mon, name, up, t)
-
-    def settled(self, others: set[Any]) -> bool:
-        """Its other nodes, dark with it, quiet :data:`FAST_S` at least."""
-        return not any(self.now - self.heard(hw[0]) <= FAST_S for hw in others)
 
 
 def check_restored(mon: Monitors) -> bool:
@@ -590,10 +463,13 @@ def check_restored(mon: Monitors) -> bool:
         for what, st in entry[1].items():
             if type(st) is list and len(st) == 5:
                 st.append(None)  # (a source entry before round 18)
+            if type(st) is list and len(st) == 6 and type(st[_SILENT]) is int and \
+                    st[_SILENT] == 3:
+                st[_SILENT] = 4  # (round 22's fast judgment: its correlator has the node)
             if what not in TOPICS or type(st) is not list or len(st) != 6 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
                     and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
-                    and st[_SILENT] in (0, 1, 2, 3, 4)  # (a bool before round 18)
+                    and st[_SILENT] in (0, 1, 2, 4)  # (a bool before round 18)
                     and type(st[_AT]) is float and (st[_JOBS] is None or (
                         type(st[_JOBS]) is list and len(st[_JOBS]) <= MAX_JOBS and all(
                             type(j) is list and len(j) == 3 and type(j[0]) is str
@@ -652,8 +528,10 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             _flush(corr, node, f, out)
         return
     if _WAIT in topics or _JUDGED in topics:
-        topics[what] = f if not _is_quiet(f) or what not in topics \
-            else topics[what]
+        if not _is_quiet(f) or what not in topics:
+            topics[what] = f
+        elif _WAIT in topics and topics[_WAIT].evidence.get("job_stalled") is True:
+            _retold(corr, node, what, f, out)
         return
     topics[what] = f
     uses = _uses(corr, node, topics)
@@ -731,45 +609,179 @@ def _is_time(x: Any) -> bool:
     return type(x) in (float, int) and math.isfinite(x)
 
 
+def _retold(corr: Correlator, node: str, what: str, f: Finding, out: list[Alert]) -> None:
+    """A node judged in seconds, waiting for its part, told quiet again on ``what``: the
+    nodes its source names now as going dark with it replace those it named (a node named
+    for a record missed and heard since is no longer awaited); its part is paged when none
+    is still to come, :data:`FAST_WAIT_S` after its judgement, or when this may be the
+    topic's last (:data:`FAST_WINDOW_S`)."""
+    topics = corr._silent[node]
+    g = topics[what]
+    if g.evidence.get("dark_with") != f.evidence.get("dark_with"):
+        ev = {k: v for k, v in g.evidence.items() if k != "dark_with"}
+        if f.evidence.get("dark_with"):
+            ev["dark_with"] = f.evidence["dark_with"]
+        topics[what] = g._replace(evidence=ev)
+    if f.ts - topics[_WAIT].ts > FAST_WAIT_S or _waited(f) + SCAN_S > FAST_WINDOW_S or \
+            not _to_come(corr, node, f):
+        _flush(corr, node, f, out)
+
+
+def _waited(f: Finding) -> float:
+    """How long past its fast bound a ``quiet`` finding's topic is quiet (-inf: not told)."""
+    q, b = f.evidence.get("quiet_s"), f.evidence.get("bound_s")
+    return q - b if _is_time(q) and _is_time(b) else -math.inf
+
+
 def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None:
     """``node`` quiet on every topic it used (its sources' ``quiet`` findings, some maybe
-    silent past the 240 s bound already): paged now when a job was lost with it
-    (:func:`_lost`) -- its findings then say so, as the in-process engine's do -- else the
-    240 s bound decides."""
-    topics = corr._silent[node]
-    found = [g for w, g in topics.items() if w in TOPICS]
-    last = max((g.evidence.get("last_ts") for g in found
-                if _is_time(g.evidence.get("last_ts"))), default=None)
-    if last is None:
+    silent past the 240 s bound already): judged now when a job was lost with it, or it went
+    dark with a node of its part judged so (:func:`_fast_judged`) -- with the nodes its
+    sources saw go dark with it that are quiet already -- else the 240 s bound decides.  A
+    part going dark is paged together: once the nodes still to come with it (:func:`_to_come`)
+    are judged too, else when one of those judged is told quiet again :data:`FAST_WAIT_S`
+    after its judgement (:func:`_retold`) -- at once when no topic of it will be told again
+    (judged late in its :data:`FAST_WINDOW_S`: a job's stop told late)."""
+    judged = _fast_judged(corr, node, now)
+    if judged is None:
         return
-    # its quickest topic quiet fast_s of its interval (the others FAST_S), as _fast holds it
+    tried = {node}
+    while todo := [n for n in _to_come(corr, node, judged)
+                   if n not in tried and _dark(corr, n)]:
+        for n in todo:  # (told quiet before a job was seen lost with it)
+            tried.add(n)
+            _fast_judged(corr, n, now)
+    if not _to_come(corr, node, judged) or not any(
+            math.isfinite(q := _waited(g)) and q + (now - g.ts) + SCAN_S <= FAST_WINDOW_S
+            for w, g in corr._silent[node].items() if w in TOPICS):
+        _flush(corr, node, judged, out)
+
+
+def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
+    """Judge ``node``, quiet on every topic it used, in seconds: its findings, saying so (as
+    the 240 s path's, and with the jobs lost with it) at ``now``, under _WAIT; None (nothing
+    changed) when it is not quiet long enough yet or neither lost a job (:func:`_lost`) nor
+    went dark within :data:`DARK_WITH_S` of a node of its part judged so (a rack's idle
+    node)."""
+    topics = corr._silent.get(node)
+    if topics is None or _WAIT in topics or _JUDGED in topics:
+        return None
+    found = [g for w, g in topics.items() if w in TOPICS]
+    last = _last(topics)
+    if last is None:
+        return None
+    # its quickest topic quiet fast_s of its interval (the others FAST_S: its sources')
     quick = min(found, key=lambda g: g.evidence.get("interval_s")
                 if _is_time(g.evidence.get("interval_s")) else math.inf)
-    if _is_quiet(quick) and not (_is_time(q := quick.evidence.get("quiet_s")) and _is_time(
-            b := quick.evidence.get("bound_s")) and q > b):
-        return  # (told again next scan)
+    if _is_quiet(quick) and not _waited(quick) > 0:
+        return None  # (told again next scan)
+    if not _in_window(found, now):
+        return None  # (the 240 s bound decides: a job's other nodes may have left since)
     jobs = _lost(corr, node, last, now)
-    if not jobs:
-        return
+    if not jobs and not _near_judged(corr, node, last, quick.cluster):
+        return None
     judged = None
     for w, g in list(topics.items()):
         if w in TOPICS:
-            ev = {k: v for k, v in g.evidence.items() if k != "quiet"}
+            ev = {k: v for k, v in g.evidence.items() if k not in ("quiet", "jobs")}
             ev["topic"] = w
-            ev.update(steps_seen=True, job_stalled=True, jobs=jobs)
+            ev.update(steps_seen=True, job_stalled=True)
+            if jobs:
+                ev["jobs"] = jobs
             judged = topics[w] = g._replace(evidence=ev)
     if judged is not None:
-        _judge(corr, node, judged, out)
-        if _WAIT in topics:  # its part's other nodes may never be judged so: no wait
-            _flush(corr, node, judged, out)
+        judged = topics[_WAIT] = judged._replace(ts=now)  # (when its wait began)
+    return judged
+
+
+def _in_window(found: list[Finding], now: float) -> bool:
+    """Whether a topic of a node is told quiet and, at ``now``, still within
+    :data:`FAST_WINDOW_S` (and a scan: partitions' clocks) of its fast bound -- where its
+    source judged it in seconds, looking at it no later.  A node's ``quiet`` findings stay
+    while it goes on to the 240 s bound: judged by them then, a job's other nodes may have
+    left the fleet since (the churning fleet: one replaced every 10 minutes) -- no job lost
+    with this node, whatever the rest of the fleet did after."""
+    return any(_is_quiet(g) and _waited(g) + (now - g.ts) <= FAST_WINDOW_S + SCAN_S
+               for g in found)
+
+
+def _near_judged(corr: Correlator, node: str, last: float, cluster: str | None) -> bool:
+    """Whether a node of ``node``'s parts of the fleet judged lost in seconds went dark
+    within :data:`DARK_WITH_S` of ``last`` (its newest record)."""
+    mine = set(_parts(corr.topology, node))
+    if not mine:
+        return False
+    for n, t in corr._silent.items():
+        g = t.get(_WAIT) or t.get(_JUDGED)
+        if g is None or n == node or g.cluster != cluster or \
+                g.evidence.get("job_stalled") is not True:
+            continue
+        x = _last(t)
+        if x is not None and abs(x - last) <= DARK_WITH_S and \
+                mine & set(_parts(corr.topology, n)):
+            return True
+    return False
+
+
+def _last(topics: dict[str, Finding]) -> float | None:
+    """A node's newest record, as its silences and quiet findings tell it."""
+    return max((x for w, g in topics.items() if w in TOPICS
+                and _is_time(x := g.evidence.get("last_ts"))), default=None)
+
+
+def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
+    """The nodes not judged yet that went dark with ``node`` and the nodes of its parts
+    waiting with it: those their sources saw go dark with them (``dark_with``), and those of
+    its parts told quiet past its interval or silent on some topic within
+    :data:`DARK_WITH_S` of them (another source's word: a service partition names only its
+    own nodes)."""
+    silent = corr._silent
+    group = _waiting(corr, node, f)
+    # (named on two of its topics: a service's one-topic partition reading a poll in bursts
+    # names a healthy node at every scan -- the lone node's page held FAST_WAIT_S for it)
+    out = {n for m in group for n in _with(corr, m, 2)}
+    lasts = [x for m in group if (x := _last(silent[m])) is not None]
+    mine = set(_parts(corr.topology, node))
+    if lasts and mine:
+        lo, hi = min(lasts) - DARK_WITH_S, max(lasts) + DARK_WITH_S
+        for n, t in silent.items():
+            if n in out or n == _STOPS or _WAIT in t or _JUDGED in t:
+                continue
+            # (quiet past its interval, a record missed: a 30 s ECC poll is told quiet at 20 s)
+            x = _last({w: g for w, g in t.items() if not _is_quiet(g) or (
+                _is_time(q := g.evidence.get("quiet_s")) and _is_time(
+                    i := g.evidence.get("interval_s")) and q > i)})
+            if x is not None and lo <= x <= hi and any(
+                    g.cluster == f.cluster for w, g in t.items() if w in TOPICS) and \
+                    mine & set(_parts(corr.topology, n)):
+                out.add(n)
+    return sorted(n for n in out
+                  if _WAIT not in silent.get(n, ()) and _JUDGED not in silent.get(n, ()))
 
 
 def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
-    """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` (quiet
-    since ``last``), as :func:`_stalled` judges them where the steps are (the same rule,
-    :func:`_lost_jobs`), here from what every partition tells the correlator
-    (:class:`_LayoutView`)."""
-    return _lost_jobs(_LayoutView(corr, node, now), last)
+    """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` quiet
+    since ``last``, from what every partition tells the correlator (:class:`_LayoutView`):
+    each had ranks there and stepped until it went quiet (within :data:`FAST_RUN_S`), has
+    stopped stepping since (:data:`FAST_S`, three of its steps), had ranks on other nodes,
+    and those still heard wait for it -- most of their GPUs known since busy (NCCL spinning
+    on a dead peer: a job stopped or ended leaves them idle), no other job stepping there --
+    or went dark with it (a part of the fleet).  A job on this node alone ending as it goes
+    quiet looks the same as its death: none."""
+    view = _LayoutView(corr, node, now)
+    out = []
+    for name, mine, t, others in view.stopped(last - FAST_RUN_S):
+        if not mine or not others:
+            continue
+        up = view.up(others)
+        if up:
+            known, busy = view.waiting(name, up, t)
+            if 2 * busy <= known or view.moved(name, others, t):
+                continue
+        out.append([name, mine, round(t, 3)])
+        if len(out) >= MAX_JOBS:
+            break
+    return out
 
 
 class _LayoutView:
@@ -785,6 +797,8 @@ class _LayoutView:
         self.corr, self.node, self.now = corr, node, now
 
     def stopped(self, since: float) -> Iterator[tuple[str, int, float, set[Any]]]:
+        """(job, ranks on the node, its last step, its GPUs on other nodes) of the jobs
+        that stepped at ``since`` or later and have stopped."""
         corr, node = self.corr, self.node
         stops = corr._silent.get(_STOPS) or {}
         placement = corr._placement
@@ -801,7 +815,7 @@ class _LayoutView:
             yield job, mine, t, {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
                                  if hw[0] != node}
 
-    def up(self, others: set[Any], _t: float) -> set[str]:
+    def up(self, others: set[Any]) -> set[str]:
         """Its other nodes not quiet on every topic they used."""
         return {n for n, _ in others if not _dark(self.corr, n)}
 
@@ -823,11 +837,9 @@ class _LayoutView:
             return 0, 0
         return len(gpus), sum(1 for n, g in gpus if corr.gpu_idle(n, g) is not True)
 
-    def moved(self, name: str, others: set[Any], _up: set[str], t: float) -> bool:
+    def moved(self, name: str, others: set[Any], t: float) -> bool:
+        """Another job stepped on its GPUs since (:func:`_went_on`)."""
         return _went_on(self.corr, name, others, t, self.corr._silent.get(_STOPS) or {})
-
-    def settled(self, _others: set[Any]) -> bool:
-        return True  # (dark: quiet on every topic, as its sources judged it)
 
 
 def _dark(corr: Correlator, node: str) -> bool:
@@ -854,19 +866,27 @@ def _went_on(corr: Correlator, name: str, gpus: set[tuple[str, int]], t: float,
     return False
 
 
-def _with(corr: Correlator, node: str) -> list[str]:
+def _with(corr: Correlator, node: str, least: int = 1) -> list[str]:
     """The nodes its sources saw stop with it, in its part of the fleet (its leaf or its
-    leaf's spine, as the topology gives them); none without a topology (no part to name)."""
+    leaf's spine, as the topology gives them); none without a topology (no part to name).
+    ``least``: named on that many of its topics at least (or on every one it was told on) --
+    a service's one-topic partition names a node for one record of it missed, which a poll
+    read in bursts does at every scan."""
     topo = corr.topology
     part = _parts(topo, node)
     if not part:
         return []
-    out: set[str] = set()
-    for g in corr._silent.get(node, {}).values():
-        for n in g.evidence.get("dark_with") or ():
-            if type(n) is str and n != node and set(_parts(topo, n)) & set(part):
-                out.add(n)
-    return sorted(out)
+    named: dict[str, int] = {}
+    told = 0
+    for w, g in corr._silent.get(node, {}).items():
+        if w not in TOPICS:
+            continue  # (_WAIT, _JUDGED: one of these, as first told)
+        told += 1
+        for n in {n for n in g.evidence.get("dark_with") or () if type(n) is str}:
+            if n != node and set(_parts(topo, n)) & set(part):
+                named[n] = named.get(n, 0) + 1
+    need = min(least, told)
+    return sorted(n for n, k in named.items() if k >= need)
 
 
 def _parts(topo: Any, node: str) -> list[Scope]:
@@ -920,11 +940,12 @@ def _waiting(corr: Correlator, node: str, f: Finding) -> list[str]:
 
 def _choose(corr: Correlator, node: str, group: list[str]) -> Scope | None:
     """The part of ``node`` holding most of ``group`` and the nodes its sources saw stop
-    with them (a wait cut short), with more than half of its nodes among those: a rack (a
-    domain) before a switch over the same nodes, the smaller of two switches; None."""
+    with them, quiet on every topic (a wait cut short; a node named for a record missed by
+    chance is not), with more than half of its nodes among those: a rack (a domain) before a
+    switch over the same nodes, the smaller of two switches; None."""
     topo = corr.topology
     mine = _parts(topo, node)
-    dark = set(group).union(*(_with(corr, n) for n in group))
+    dark = set(group).union(n for m in group for n in _with(corr, m) if _dark(corr, n))
     best: tuple[int, int] | None = None
     for k, part in enumerate(mine if len(dark) > 1 else ()):
         under = sum(1 for n in dark if part in _parts(topo, n))

@@ -24,6 +24,7 @@ from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition
 from detector.pipeline.worker import PipelineWorker, WorkerOutput
 from detector.settings import Settings
+from detector.topology import Topology
 from replay.log import Record, read_records
 from replay.runner import replay_log
 
@@ -46,12 +47,15 @@ class InMemoryCluster:
     Telemetry is split into partitions by key as producers do; the worker is
     handed batches of random sizes from a seeded random choice of partitions,
     its findings go through an in-memory findings partition back into it, and
-    heartbeats come every second of fake time: the Faust adapter's job.
+    heartbeats come every second of fake time: the Faust adapter's job.  ``topology``: the
+    service's (``topology_file``), as ``replay_log`` takes it -- e.g. the log's own
+    (:func:`replay.log.log_topology`).
     """
 
     def __init__(self, log: Path, seed: int, *,
                  late_partitions: dict[str, float] | None = None,
-                 all_partitions: bool = False, local: bool = False) -> None:
+                 all_partitions: bool = False, local: bool = False,
+                 topology: Topology | None = None) -> None:
         self.rng = random.Random(seed)
         self.queues: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]] = {}
         if all_partitions:  # also those no key goes to: empty for good
@@ -74,7 +78,8 @@ class InMemoryCluster:
         self.worker = PipelineWorker(
             telemetry_topics={t: t for t in TELEMETRY_TOPICS}, findings_topic=FINDINGS,
             findings_partitions=1, expected_sources=[f"{t}:{p}" for t, p in self.queues],
-            hold_back_s=HOLD_BACK_S, idle_advance_s=IDLE_S, local_findings=local)
+            hold_back_s=HOLD_BACK_S, idle_advance_s=IDLE_S, local_findings=local,
+            topology=topology)
         self.worker.sources = {tp: self.worker.new_partition(tp, self.now)  # type: ignore[misc]
                                for tp in self.queues}
         self.worker.correlators = {(FINDINGS, 0): self.worker.new_partition(  # type: ignore[misc]

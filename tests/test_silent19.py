@@ -116,9 +116,12 @@ def test_a_job_on_the_lost_node_alone_waits_for_the_slow_path(tmp_path):
     assert pages[0].detected_ts - pages[0].onset_ts >= liveness.SILENT_MIN_S
 
 
-def test_snapshot_after_the_fast_page_gives_the_same_alerts(tmp_path):
-    """Restored from a snapshot taken just after the fast judgment (a topic state of 3): the
-    same page and resolution."""
+@pytest.mark.parametrize("of_round_22", [False, True])
+def test_snapshot_after_the_fast_page_gives_the_same_alerts(tmp_path, of_round_22):
+    """Restored from a snapshot taken just after the fast judgment (the source's topic state
+    4, told quiet; the correlator's node judged): the same page and resolution.  A round-22
+    source's snapshot holds state 3 there (its own judgment, gone since path23): restored
+    as 4, the same alerts."""
     recs = fleet(seconds=1300, dead={"node-003": (400, 1000)})
     whole = replay_log(write(tmp_path, recs))
     eng = Engine()
@@ -126,9 +129,15 @@ def test_snapshot_after_the_fast_page_gives_the_same_alerts(tmp_path):
     cut = next(k for k, r in enumerate(recs) if r["value"]["ts"] > T0 + 450)
     for k, r in enumerate(recs):
         if k == cut:
-            assert any(st[liveness._SILENT] == 3
+            assert all(st[liveness._SILENT] == 4
                        for st in eng.monitors._alive["node-003"][1].values())
+            assert liveness._JUDGED in eng.correlator._silent["node-003"]
+            if of_round_22:
+                for st in eng.monitors._alive["node-003"][1].values():
+                    st[liveness._SILENT] = 3
             eng = Engine.restore(eng.snapshot())
+            assert all(st[liveness._SILENT] == 4
+                       for st in eng.monitors._alive["node-003"][1].values())
         eng.ingest(r["topic"], r["value"], alerts)
     alerts += eng.finish()
     assert [(a.dedup_key, a.status, round(a.detected_ts, 3)) for a in silent_pages(alerts)] \
