@@ -340,7 +340,7 @@ class Correlator:
                 self._interval[f.scope.node] = (interval, f.ts)
                 # Slow ranks on this node that waited as for an unknown cadence: the wait is
                 # known now (their first timer, if later, finds them decided).
-                for unit in self._units_of_node.get(f.scope.node, ()):
+                for unit in sorted(self._units_of_node.get(f.scope.node, ())):
                     waiting = self._slow_wait.get(unit)
                     if waiting is not None:
                         self._timer(waiting.ts + self._explanation_wait(waiting), "slow", unit)
@@ -1379,7 +1379,7 @@ class Correlator:
         of a node) that it may explain."""
         units = (self._units_of_node.get(seen.scope.node or "", ()) if seen.scope.level == "node"
                  else (seen.scope.key,))
-        for unit in list(units):
+        for unit in sorted(units):
             burst = self._device.get(unit, {}).get("slow_burst")
             if burst is not None and self._explanation(burst) is None:
                 self._burst_impact(burst, seen.ts, out)
