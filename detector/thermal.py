@@ -118,7 +118,7 @@ MAX_IDLE_TOLD = 64
 # below a cold aisle's, a board drawing more than any GPU's limit (B200 1 kW, a GB300 superchip
 # 2.7 kW), an SM clock past any GPU's boost (under 3 GHz).  DCGM's blanks copied by a collector
 # are all past them: INT32 0x7ffffff0 (a temperature, a clock), FP64 2**47 (power).  Such a
-# value is no reading: taken as missing and counted (GpuThermal.unread) -- a blank
+# value is no reading: taken as missing and counted (readable, GpuThermal.unread) -- a blank
 # temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
 # fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
 TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
@@ -130,27 +130,22 @@ MAX_CLOCK_MHZ = 10000.0
 MAX_THROTTLE = 1 << 16
 
 
-def unreadable(s: ThermalSample) -> bool:
-    """Whether ``s`` holds a temperature, power, clock or reason word no GPU reads (see
-    TEMP_MIN_C).  (GpuThermal.quiet tests the same inline: it runs for every sample.)"""
-    t = s.gpu_temp_c
-    return (t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C) \
-        or (s.power_w or 0.0) > MAX_POWER_W or (s.sm_clock_mhz or 0.0) > MAX_CLOCK_MHZ \
-        or (s.throttle or 0) >= MAX_THROTTLE
-
-
 def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
-    """``s`` with the readings no GPU makes taken as missing, and how many there were."""
+    """``s`` with the readings no GPU makes (see TEMP_MIN_C) taken as missing, and how many
+    there were (``s`` itself when none).  (GpuThermal.quiet tests the same inline: it runs for
+    every sample.)"""
     t, p, c, r = s.gpu_temp_c, s.power_w, s.sm_clock_mhz, s.throttle
     bad_t = t is not None and not TEMP_MIN_C <= t <= TEMP_MAX_C
     bad_p = p is not None and p > MAX_POWER_W
     bad_c = c is not None and c > MAX_CLOCK_MHZ
     bad_r = r is not None and r >= MAX_THROTTLE
+    n = bad_t + bad_p + bad_c + bad_r
+    if not n:
+        return s, 0
     return (msgspec.structs.replace(s, gpu_temp_c=None if bad_t else t,
                                     power_w=None if bad_p else p,
                                     sm_clock_mhz=None if bad_c else c,
-                                    throttle=None if bad_r else r),
-            bad_t + bad_p + bad_c + bad_r)
+                                    throttle=None if bad_r else r), n)
 
 
 __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL_HI",
@@ -239,7 +234,7 @@ class GpuThermal:
                 or self._seen or self._minor or self._warm or self._heat \
                 or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
                 or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
-            return False  # (the last three and the temperature's: unreadable's, inline)
+            return False  # (the last three and the temperature's: readable's, inline)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
             if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
@@ -266,9 +261,8 @@ class GpuThermal:
     def update(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         if self.quiet(s, cfg):
             return
-        if unreadable(s):
-            s, n = readable(s)
-            self.unread += n
+        s, n = readable(s)
+        self.unread += n
         # The general path: a sample that may raise or clear a signal.  It decides every
         # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
         # reference).
