@@ -668,6 +668,9 @@ class Monitors:
                           f"Monitors.{name}: not a map of {value.__name__}")
         refuse_unless(all(type(m.unread) is int for m in self._thermal.values()),
                       "GpuThermal.unread: not an int")
+        refuse_unless(all(type(t.brake_seen_ts) is float and not math.isnan(t.brake_seen_ts)
+                          and type(t.brake_repeat) is bool for t in self._node_temps.values()),
+                      "NodeTemps.brake_seen_ts / brake_repeat: malformed")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:

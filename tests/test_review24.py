@@ -199,3 +199,17 @@ def test_a_forged_unread_count_is_refused() -> None:
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert exc.value.reason == "malformed" and "unread" in str(exc.value)
+
+
+@pytest.mark.parametrize("field, value", [("brake_seen_ts", "x"), ("brake_seen_ts", math.nan),
+                                          ("brake_repeat", 1)])
+def test_a_forged_node_brake_repeat_state_is_refused(field: str, value: Any) -> None:
+    # therm24's two NodeTemps fields: a string raised on the node's next braked poll
+    # (``s.ts - last``), a NaN read every later brake as "seen again within the window".
+    eng = Engine()
+    feed(eng, [thermal(T0, "node-000", 0)], finish=False)
+    assert Engine.restore(eng.snapshot()).monitors._node_temps["node-000"].brake_repeat is False
+    setattr(eng.monitors._node_temps["node-000"], field, value)
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert exc.value.reason == "malformed" and field in str(exc.value)
