@@ -130,7 +130,10 @@ TOPICS = ("ecc", "nic", "thermal")
 # theirs -- at most CONFIRM_S after the node's own silence (a ``confirm`` finding).
 DARK_WITH_S = 30.0
 CONFIRM_S = 30.0
-MAX_DARK = 256           # nodes named in one finding's ``dark_with``
+MAX_DARK = 256           # nodes named in one finding's ``dark_with`` (or ``nodes_absent``)
+# A job's ranks on a node that took part in none of its last ABSENT_STEPS decided steps while it
+# stepped on are absent from it: its steps prove nothing of that node (_stepping).
+ABSENT_STEPS = 3
 # A node lost under its job (silent19): every topic of the node quiet FAST_S (and
 # FAST_INTERVALS of its interval, counted at most FAST_CAP_S) while a job with ranks on it,
 # stepping up to then (within FAST_RUN_S of its last record), stopped stepping everywhere and
@@ -231,7 +234,10 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 continue
             if last > st[_LAST]:
                 gap = last - st[_LAST]
-                st[_GAP] = gap if gap > st[_GAP] else st[_GAP] + (gap - st[_GAP]) * GAP_DECAY
+                if st[_SILENT] not in (1, 2):  # (a silence told past its bound is no interval:
+                    #   a node back, or a collector's held rows sent at once -- blind15 O4)
+                    st[_GAP] = gap if gap > st[_GAP] else \
+                        st[_GAP] + (gap - st[_GAP]) * GAP_DECAY
                 st[_N] += 1
                 st[_LAST] = last
                 st[_AT] = progress - behind
@@ -424,16 +430,52 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
         if not math.isfinite(t):
             continue
         period = job._period if math.isfinite(job._period) else 0.0  # (nan: not measured)
+        if t > job.stop_told > -math.inf:
+            # it stepped again: its stop is over (the correlator's _stepping: a job that steps
+            # proves its nodes alive) -- under keys a correlator before round 25 passes over
+            findings.append(Finding(
+                clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), False, False,
+                0.0, {"resumed_ts": round(t, 3), "stopped_ts": round(job.stop_told, 3),
+                      "step_period_s": round(period, 3)}, name, job.tenant, job.cluster))
+            job.stop_told = -math.inf
         if prev < t + stop_s(period) <= clock:
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3)},
                 name, job.tenant, job.cluster))
+            job.stop_told = t
+        elif t + stop_s(period) > clock and (absent := _absent(job)) != job.absent_told:
+            # nodes whose ranks it steps on without (an elastic job that lost a node, its
+            # ranks' records lost): its steps prove nothing of them (_stepping)
+            findings.append(Finding(
+                clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), bool(absent),
+                False, 0.0, {"nodes_absent": absent}, name, job.tenant, job.cluster))
+            job.absent_told = absent
         if look_due(period, prev - t, clock - t):  # (still silent: a hung rank? detector.hang)
             findings.append(Finding(
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3),
                       "hang_s": hang_s(period)}, name, job.tenant, job.cluster))
+
+
+def _absent(job: Any) -> list[str]:
+    """The nodes (at most :data:`MAX_DARK`) none of whose ranks took part in the job's last
+    :data:`ABSENT_STEPS` decided steps (detector.steps: a slot's last step, counted in
+    evaluations; a step with every rank in it counts for all)."""
+    last = job._evaluated - ABSENT_STEPS
+    if last < 0 or job._whole_at >= last:
+        return []  # (every rank in a recent step: the usual job, one compare)
+    seen, hw = job._seen_at, job._hw
+    present: set[str] = set()
+    nodes: set[str] = set()
+    for s in range(min(len(job._rank_of), len(hw))):
+        h = hw[s]
+        if h is None:
+            continue
+        nodes.add(h[0])
+        if s < len(seen) and seen[s] >= last:
+            present.add(h[0])
+    return sorted(nodes - present)[:MAX_DARK]
 
 
 def _newest(entry: list[Any]) -> float:
@@ -551,9 +593,14 @@ def _uses(corr: Correlator, node: str, topics: dict[str, Finding]) -> list[str]:
 
 
 def _judge(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
-    """``node`` silent on every topic it used: judge it, with its part of the fleet."""
+    """``node`` silent on every topic it used: judge it, with its part of the fleet -- unless
+    a job with ranks on it stepped well past its silence (:func:`_stepping`: its collector's,
+    not the node's; judged again when that job stops, :func:`_on_stop`)."""
     silent = corr._silent
     topics = silent[node]
+    last = _last(topics)
+    if last is not None and _stepping(corr, node, topics, last, f.ts):
+        return
     topics[_WAIT] = f
     if not any(_WAIT not in silent.get(n, {}) and _JUDGED not in silent.get(n, {})
                for n in _with(corr, node)):
@@ -573,15 +620,32 @@ def _judge(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
 # job -> its latest stop (_stops), at most MAX_STOPS.
 _STOPS = "\0stops"
 MAX_STOPS = 4096
+# corr._silent's entry holding the jobs stepping on without some nodes' ranks: job -> its
+# ``nodes_absent`` finding (_stops), at most MAX_STOPS.
+_ABSENT = "\0absent"
+_JOBS_KEYS = (_STOPS, _ABSENT)
 
 
 def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A job stopped stepping (:func:`_stops`): kept, and the quiet nodes it has ranks on
-    judged again."""
+    judged again, and those silent on every topic whose judgement its steps held
+    (:func:`_judge`).  A job stepping again (inactive, ``resumed_ts``): kept, as its stop's
+    end."""
     job = f.job
-    if job is None or not _is_time(f.evidence.get("last_step_ts")):
-        return
     silent = corr._silent
+    if job is not None and "nodes_absent" in f.evidence:  # stepping on without their ranks
+        absent = silent.get(_ABSENT)
+        if not f.active or type(f.evidence["nodes_absent"]) is not list:
+            if absent is not None:
+                absent.pop(job, None)
+        elif absent is not None or len(silent) < MAX_NODES:
+            absent = silent.setdefault(_ABSENT, {})
+            if job in absent or len(absent) < MAX_STOPS:
+                absent[job] = f
+        return
+    if job is None or not _is_time(f.evidence.get(
+            "last_step_ts" if f.active else "resumed_ts")):
+        return
     stops = silent.get(_STOPS)
     if stops is None:
         if len(silent) >= MAX_NODES:
@@ -590,6 +654,8 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if job not in stops and len(stops) >= MAX_STOPS:
         return
     stops[job] = f
+    if not f.active:
+        return
     nodes = {hw[0] for hw in corr._placement.ranks.get(job, {}).values()}
     for node in sorted(nodes):
         topics = silent.get(node)
@@ -598,6 +664,43 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             if uses and all(w in topics and _is_quiet(topics[w])
                             for w in uses):
                 _on_quiet(corr, node, f.ts, out)
+            elif uses and all(w in topics and not _is_quiet(topics[w]) for w in uses):
+                _judge(corr, node, topics[uses[0]]._replace(ts=f.ts), out)
+
+
+def _stepping(corr: Correlator, node: str, topics: dict[str, Finding], last: float,
+              now: float) -> bool:
+    """Whether a job with ranks on ``node`` (the job layouts) stepped well past its newest
+    record ``last``: its ranks computed, so the node is alive and only its collector is silent
+    (a stuck exporter, a full buffer, a restarted sidecar sending minutes of rows at once
+    later: blind15 O4).  "Well past": beyond ``near`` -- :data:`FAST_RUN_S`, or two of the
+    node's record intervals (its last sample may be an interval older than its end) -- as
+    the job's stop says (it stopped later, :func:`_stops`), or because its source has told
+    no stop by ``now`` though a stall with the node would have been told (:func:`stop_s` of
+    its period, two scans) -- unless it stopped as the node went quiet and steps again since:
+    a job re-formed, maybe without the node (NCCL's timeout, a restart elsewhere)."""
+    stops = corr._silent.get(_STOPS) or {}
+    absent = corr._silent.get(_ABSENT) or {}
+    near = max([FAST_RUN_S] + [2.0 * i for g in topics.values() if _is_time(
+        i := g.evidence.get("interval_s"))])
+    for job in sorted({j for j, _ in corr._placement.on_node.get(node, {})}):
+        if job in absent and node in absent[job].evidence["nodes_absent"]:
+            continue  # (it steps on without the node's ranks)
+        stop = stops.get(job)
+        period = 0.0
+        if stop is not None:
+            ev = stop.evidence
+            if stop.active:  # stopped: stepping until its last step
+                if _is_time(t := ev.get("last_step_ts")) and t > last + near:
+                    return True
+                continue
+            if not _is_time(s0 := ev.get("stopped_ts")) or abs(s0 - last) <= near:
+                continue  # (stopped with the node, stepping since: re-formed)
+            if _is_time(p := ev.get("step_period_s")) and p > 0:
+                period = p
+        if now - last > max(RUNNING_S, stop_s(period) + 2 * SCAN_S + near):
+            return True
+    return False
 
 
 def _is_quiet(f: Finding) -> bool:
@@ -745,7 +848,7 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
     if lasts and mine:
         lo, hi = min(lasts) - DARK_WITH_S, max(lasts) + DARK_WITH_S
         for n, t in silent.items():
-            if n in out or n == _STOPS or _WAIT in t or _JUDGED in t:
+            if n in out or n in _JOBS_KEYS or _WAIT in t or _JUDGED in t:
                 continue
             # (quiet past its interval, a record missed: a 30 s ECC poll is told quiet at 20 s)
             x = _last({w: g for w, g in t.items() if not _is_quiet(g) or (
@@ -807,8 +910,8 @@ class _LayoutView:
             here[job] = here.get(job, 0) + 1
         for job, mine in sorted(here.items()):
             stop = stops.get(job)
-            if stop is None:
-                continue
+            if stop is None or not stop.active:
+                continue  # (stepping, or stepping again)
             t = stop.evidence["last_step_ts"]
             if not _is_time(t) or t < since:
                 continue
@@ -1075,7 +1178,7 @@ def prune(corr: Correlator, now: float) -> None:
     old = now - corr.cfg.unit_fault_idle_s
     for node in list(corr._silent):
         topics = corr._silent[node]
-        if node == _STOPS:  # a job's stop: kept while its layout is, and unit_fault_idle_s
+        if node in _JOBS_KEYS:  # a job's stop: kept while its layout is, and unit_fault_idle_s
             for job in [j for j, g in topics.items()
                         if g.ts < old or j not in corr._placement.ranks]:
                 del topics[job]

@@ -509,6 +509,11 @@ class JobMonitor:
         self._last_step = -1
         self._last_step_ts = float("-inf")
         self._period = 0.0                     # seconds between consecutive steps, smoothed
+        # The last step's time when the job was told stopped (detector.liveness._stops), until
+        # it steps again (told resumed); -inf while it steps
+        self.stop_told = float("-inf")
+        # The nodes told absent from its steps while it steps on (detector.liveness._stops)
+        self.absent_told: list[str] = []
         self._restart_step = -1                # a step number gone back: which, and the
         self._restart_ranks: set[int] = set()  # ranks that said so (see _restart_confirmed)
         self._restart_held: list[StepSample] = []  # their messages, the restarted step's own
@@ -824,6 +829,14 @@ class JobMonitor:
         shapes and bounds this class gives them: a forged snapshot must not make a worker fail
         on every record of the job, nor hold a rank set of millions."""
         ints = (int,)
+        if "stop_told" not in self.__dict__:
+            self.stop_told = -math.inf  # (a snapshot before round 25: told as stepping)
+        refuse_unless(type(self.stop_told) is float and not math.isnan(self.stop_told)
+                      and self.stop_told != math.inf, "JobMonitor.stop_told")
+        if "absent_told" not in self.__dict__:
+            self.absent_told = []  # (a snapshot before round 25)
+        refuse_unless(type(self.absent_told) is list and len(self.absent_told) <= 256 and all(
+            type(n) is str for n in self.absent_told), "JobMonitor.absent_told")
         refuse_unless(type(self._expected) in (int, float) and (
             0 <= self._expected <= 4 * _MAX_RANK or self._expected == math.inf),
             "JobMonitor._expected")

@@ -48,10 +48,9 @@ EXPECT: dict[str, tuple] = {
         "slow, so no step record can say which GPU: faultline isolates gpu fx10/1 (drain_node) "
         "-- the wrong GPU by DESIGN's rule, 8 of 8 fabric logs. Contract gap as much as a "
         "detector one: DESIGN's `gpu` names no numbering; a node scope would be safe"), 1),
-    "O4-late-batch-as-dead-node": (_no_page_on_the_late_node, (
-        "O4: pp01's thermal / ECC / NIC rows are held 283 s by its collector and sent at once "
-        "while its 8 ranks' steps arrive on time: faultline escalates pp01 as silent "
-        "(unattributed, 'check the BMC ... kernel panic?') 249 s in -- 5 of 8 pipe logs"), 0),
+    # O4 fixed by live25 (round 25): a job with ranks on pp01 stepping well past its silence
+    # holds the judgement (detector.liveness._stepping): its collector's, not the node's.
+    "O4-late-batch-as-dead-node": (_no_page_on_the_late_node, None, 0),
 }
 
 
