@@ -42,15 +42,18 @@ def test_a_step_partition_tells_a_stop_its_records_jump_over_at_its_time():
     emits: list = []
     part.process([(i, b"job-1", orjson.dumps(r["value"]), None) for i, r in enumerate(recs)],
                  0.0, emits, [])
-    stops = []
+    stops, resumed = [], []
     for e in emits:
         m = orjson.loads(e.value)
         if m.get("type") == "finding" and m["finding"]["scope"].get("job") == "job-1" \
                 and m["finding"]["signal"] == "silent" \
                 and "hang_s" not in m["finding"]["evidence"]:  # (b13fix's hang: later)
+            if "resumed_ts" in m["finding"]["evidence"]:  # (live25: stepping again at 300 s)
+                resumed.append(m["finding"]["evidence"]["stopped_ts"])
+                continue
             stops.append((m["tag"], m["finding"]["evidence"]["last_step_ts"]))
     last = T0 + 99.0
-    assert len(stops) == 1
+    assert len(stops) == 1 and resumed == [last]
     tag, told = stops[0]
     assert told == last
     assert last + stop_s(2.0) <= tag <= last + stop_s(2.0) + SCAN_S
