@@ -684,7 +684,9 @@ def _stepping(corr: Correlator, node: str, topics: dict[str, Finding], last: flo
     near = max([FAST_RUN_S] + [2.0 * i for g in topics.values() if _is_time(
         i := g.evidence.get("interval_s"))])
     for job in sorted({j for j, _ in corr._placement.on_node.get(node, {})}):
-        if job in absent and node in absent[job].evidence["nodes_absent"]:
+        gone = absent.get(job)
+        if gone is not None and type(ns := gone.evidence.get("nodes_absent")) is list and \
+                node in ns:
             continue  # (it steps on without the node's ranks)
         stop = stops.get(job)
         period = 0.0
