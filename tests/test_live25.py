@@ -96,6 +96,7 @@ def test_a_job_stopped_with_the_node_and_stepping_again_is_no_proof(tmp_path):
     recs += steps("job-1", NODES, 0, 400) + steps("job-1", others, 520, 1000, step0=200)
     pages = silent_pages(replay_log(write(tmp_path, by_ts(recs))).alerts)
     assert [(a.status, a.scope.key) for a in pages] == [("firing", "node:node-003")]
+    assert pages[0].detected_ts >= T0 + 399 + liveness.stop_s(100.0)  # (at the stop)
 
 
 def _stop(job: str, ts: float, active: bool, ev: dict) -> Finding:
@@ -150,3 +151,28 @@ def test_a_resumed_stop_is_stepping_and_a_stop_with_the_node_is_not():
     assert stepping(_stop("j", last + 150, False, {"resumed_ts": last - 20,
                                                    "stopped_ts": last - 80}))
     assert not liveness._stepping(corr, "n3", topics, last, now)  # (no job there)
+
+
+
+def test_a_held_judgement_is_made_at_the_jobs_stop():
+    """The correlator alone: n1 silent on every topic past its bound, its job laid out there
+    and no stop told (a job of long steps: its stop bound is three steps) -- held; the stop,
+    told later, names a last step as n1 went quiet: paged then (_on_stop -> _judge).  A stop
+    naming a step well past its silence (the job ran on, then ended) pages nothing."""
+    from detector.correlate import Correlator
+    from detector.thresholds import Thresholds
+    last = T0 + 400.0
+    for step, pages in ((last - 1.0, ["node:n1"]), (last + 200.0, [])):
+        corr = Correlator(Thresholds())
+        corr._placement.learn("j", [[0, "n1", 0, 0], [1, "n2", 0, 1]], T0)
+        out: list[Alert] = []
+        for w in TOPICS:
+            corr.on_finding(Finding(
+                last + 250.0, last, "silent", "unattributed", "unknown", Scope.of_node("n1"),
+                True, False, 0.9, {"topic": w, "last_ts": last, "interval_s": 10.0,
+                                   "bound_s": 240.0, "nodes_heard_since": 3,
+                                   "steps_seen": True, "jobs": [["j", 1, last - 1.0]]}), out)
+        assert out == []
+        corr.on_finding(_stop("j", last + 320.0, True, {"last_step_ts": step,
+                                                        "step_period_s": 100.0}), out)
+        assert [a.scope.key for a in out if a.status == "firing"] == pages
