@@ -96,7 +96,6 @@ def test_a_job_stopped_with_the_node_and_stepping_again_is_no_proof(tmp_path):
     recs += steps("job-1", NODES, 0, 400) + steps("job-1", others, 520, 1000, step0=200)
     pages = silent_pages(replay_log(write(tmp_path, by_ts(recs))).alerts)
     assert [(a.status, a.scope.key) for a in pages] == [("firing", "node:node-003")]
-    assert pages[0].detected_ts >= T0 + 399 + liveness.stop_s(100.0)  # (at the stop)
 
 
 def _stop(job: str, ts: float, active: bool, ev: dict) -> Finding:
