@@ -318,6 +318,8 @@ class Correlator:
                 self._board_due(key, due, out)
             elif what == "hostnode":
                 self._host_node_due(key, due, out)
+            elif what == "pace":
+                job_pace.on_due(self, key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -368,7 +370,7 @@ class Correlator:
             clock = f.evidence.get("sm_clock_mhz")
             if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
                 self._clocks[f.scope.key] = (float(clock), f.ts)
-                job_pace.on_clock(self, f, out)
+                job_pace.on_gpu(self, f, out)
             return
         if f.signal == "job_pace":  # a job's compute stepped up alike (detector.job_pace)
             job_pace.on_pace(self, f, out)
@@ -441,6 +443,8 @@ class Correlator:
             # no later slowdown -- _benign_explanation; ninth reporting corpus, powercap=fleet:
             # a 10.4 % ramp on such a GPU excused at every look until its run ended.)
             self._note_cap(unit, f)
+        if f.active and f.signal in ("throttle_seen", "power_cap") and f.scope.level == "gpu":
+            job_pace.on_gpu(self, f, out)  # (a GPU capped as its job stepped up alike)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
             if f.scope.level == "node":

@@ -20,7 +20,7 @@ import math
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from detector.alerts import ESCALATION, Scope
+from detector.alerts import ESCALATION, ISOLATION, Scope
 from detector.findings import Finding
 from detector.playbook import clock_diagnostic
 
@@ -92,14 +92,22 @@ def finding(st: list[float], med: float, ts: float, active: bool, job: str,
 
 
 # -- the correlator's side ---------------------------------------------------------------
-# A job's compute stepping up alike (``job_pace``) pages at the one GPU of the job whose busy
-# clock fell with no clock-event reason at that moment (detector.throttle's ``sm_clock``) to
-# CLOCK_HELD or more below the job's other GPUs: the job's step change is that GPU's slowness
-# shown by every rank.  A clock told this long before the step up, or after it, is no cause of
-# it (a GPU held low from the job's start is _held_clock's, with a slow rank).
+# A job's compute stepping up alike (``job_pace``) pages at the one GPU of the job slowed at
+# that moment: its busy clock fallen with no clock-event reason (detector.throttle's
+# ``sm_clock``) CLOCK_HELD or more below the job's other GPUs' -- an escalation, cause
+# unknown -- or a SW power cap (0x4 alone) holding its clock ``cap_clock_drop`` or more below
+# its own baseline -- a power isolation (blind16 P2: a power limit left at ~440 W, found by
+# the sustained-cap rule only, 140-360 s late).  The job's step change is that GPU's
+# slowness shown by every rank.  Lone: no other GPU of the job throttled nor low (a fleet's
+# or a rack's power capping caps many at once: routine, paged by nobody here).  Coincident:
+# the GPU's change told within NEAR_S of the step up (a GPU held low from the job's start is
+# _held_clock's, with a slow rank).  Decided HOLD_S after the GPU's change was seen: the
+# job's other GPUs' samples of that poll arrive too.
 NEAR_S = 60.0
-PEERS = 4           # GPUs of the job with a clock told, the low one among them
+HOLD_S = 15.0
+PEERS = 4           # GPUs of the job with a reasonless clock told, besides the slowed one
 MAX_PACES = 1024    # jobs' step ups kept (the oldest dropped first)
+_THROTTLED = ("throttle_seen", "power_cap", "throttle_minor", "throttle", "hot")
 
 
 def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
@@ -115,8 +123,9 @@ def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         _clear(corr, job, f.ts, out)
 
 
-def on_clock(corr: Correlator, f: Finding, out: list[Alert]) -> None:
-    """A GPU's busy reasonless clock told (``sm_clock``): the jobs on it with a step up."""
+def on_gpu(corr: Correlator, f: Finding, out: list[Alert]) -> None:
+    """A GPU's busy reasonless clock told (``sm_clock``) or its throttle seen: the jobs on it
+    with a step up."""
     node, gpu = f.scope.node, f.scope.gpu
     if not corr._paces or node is None or gpu is None:
         return
@@ -126,6 +135,11 @@ def on_clock(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         _page(corr, job, f.ts, out)
 
 
+def on_due(corr: Correlator, job: str, due: float, out: list[Alert]) -> None:
+    """The hold for a job's slowed GPU is over (the correlator's ``pace`` timer)."""
+    _page(corr, job, due, out)
+
+
 def on_job_gone(corr: Correlator, job: str, ts: float, out: list[Alert]) -> None:
     corr._paces.pop(job, None)
     _clear(corr, job, ts, out)
@@ -133,8 +147,13 @@ def on_job_gone(corr: Correlator, job: str, ts: float, out: list[Alert]) -> None
 
 def _clear(corr: Correlator, job: str, ts: float, out: list[Alert]) -> None:
     g = corr._pace_paged.pop(job, None)
-    if g is not None:
+    if g is not None and g.signal == "job_pace":
         corr._cleared(g._replace(ts=max(ts, g.ts), active=False), out)
+
+
+def _capped(f: Finding, deep: float) -> bool:
+    return f.evidence.get("throttle_reasons") == hex(0x4) and float(
+        f.evidence.get("clock_drop") or 0.0) >= deep
 
 
 def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
@@ -142,35 +161,63 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
     ranks = corr._placement.ranks.get(job)
     if pace is None or not ranks or job in corr._pace_paged:
         return
-    clocks = corr._clocks
-    told = []
+    told: list[tuple[float, float, str, int]] = []
+    caps: list[tuple[Finding, str, int]] = []
+    throttled = 0
     for node, gpu in sorted({(node, gpu) for node, gpu, _ in islice(ranks.values(), 4096)}):
-        c = clocks.get(Scope.of_gpu(node, gpu).key)
+        key = Scope.of_gpu(node, gpu).key
+        signals = corr._device.get(key, {})
+        seen = next((signals[s] for s in _THROTTLED if s in signals), None)
+        if seen is not None:
+            throttled += 1
+            cap = signals.get("power_cap") or signals.get("throttle_seen")
+            if cap is not None and _capped(cap, corr.cfg.cap_clock_drop):
+                caps.append((cap, node, gpu))
+            continue
+        c = corr._clocks.get(key)
         if c is not None:
             told.append((c[0], c[1], node, gpu))
-    if len(told) < PEERS:
+    if len(told) < PEERS or throttled > 1:
         return
     ref = sorted(c[0] for c in told)[len(told) // 2]
     low = [c for c in told if c[0] <= (1.0 - CLOCK_HELD) * ref]
-    if len(low) != 1:
+    if len(low) + len(caps) != 1 or throttled != len(caps):
         return
-    clock, since, node, gpu = low[0]
+    if caps:
+        cap, node, gpu = caps[0]
+        since = cap.onset_ts if cap.signal == "power_cap" else cap.ts
+    else:
+        cap, (_, since, node, gpu) = None, low[0]
     if not pace.onset_ts - NEAR_S <= since <= pace.onset_ts + NEAR_S:
         return
+    if now < since + HOLD_S:
+        corr._timer(since + HOLD_S, "pace", job)  # (the poll's other samples first)
+        return
     scope = Scope.of_gpu(node, gpu)
-    for unit in (scope, Scope.of_node(node)):
-        p = corr.problems.get(corr.dedup_key(ESCALATION, "slow_node", unit, pace.cluster))
-        if p is not None and p.status == "firing":
-            return  # (paged already: its slow ranks' page)
+    for topic, kind in ((ESCALATION, "slow_node"), (ISOLATION, "slow_node")):
+        for unit in (scope, Scope.of_node(node)):
+            p = corr.problems.get(corr.dedup_key(topic, kind, unit, pace.cluster))
+            if p is not None and p.status == "firing":
+                return  # (paged already: its slow ranks' page, its throttle's)
+    step = (f"every rank of {job} stepped up alike ({pace.evidence.get('usual_compute_ms')} "
+            f"-> {pace.evidence.get('compute_ms')} ms compute: its waits timed inside compute)")
+    if cap is not None:
+        drop = float(cap.evidence.get("clock_drop") or 0.0)
+        corr._raise(ISOLATION, "slow_node", "power", scope, cap, out, detected_ts=now, extra={
+            "recommended_because": (
+                f"impact: {step} as {scope.key} alone of the job's GPUs came under a SW power "
+                f"cap holding its clock {drop:.1%} below its baseline: the job runs at that "
+                "GPU's pace")})
+        corr._pace_paged[job] = cap
+        return
+    clock = low[0][0]
     ev = dict(pace.evidence)
     ev.update(sm_clock_mhz=clock, clock_told_ts=since, peers_median_mhz=ref,
               peers_told=len(told) - 1, throttle_reasons="0x0")
     g = Finding(now, min(since, pace.onset_ts), "job_pace", "slow_node", "unknown", scope,
                 True, True, 0.5, ev, job, pace.tenant, pace.cluster)
-    why = (f"every rank of {job} stepped up alike ({ev.get('usual_compute_ms')} -> "
-           f"{ev.get('compute_ms')} ms compute: its waits timed inside compute) as "
-           f"{scope.key}'s busy SM clock fell to {clock:g} MHz with no clock-event reason, "
-           f"{1.0 - clock / ref:.0%} below the job's other GPUs (median {ref:g} MHz of "
+    why = (f"{step} as {scope.key}'s busy SM clock fell to {clock:g} MHz with no clock-event "
+           f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs (median {ref:g} MHz of "
            f"{len(told) - 1}): the job runs at that GPU's pace")
     extra = {"ruled_out": [why, *corr._ruled_out(g)],
              "next_diagnostic": clock_diagnostic(scope, clock),
