@@ -74,7 +74,7 @@ def step(st: list[float], med: float, ts: float, warm: bool) -> bool | None:
         st[BASE] = base + LEARN * (med - base)
         return None
     if not st[RUN]:
-        st[SINCE] = ts
+        st[SINCE] = float(ts)
     st[RUN] += 1.0
     if st[RUN] >= STEPS:
         st[TOLD], st[BACK] = 1.0, 0.0
