@@ -30,7 +30,7 @@ from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
 from detector.domain_brake import widen as _widen_to_domain
-from detector.findings import Finding
+from detector.findings import Finding, keep_by_job
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
 from detector.gpu_missing import page_extra as _gone_extra
@@ -2152,12 +2152,7 @@ class Correlator:
         if topo is None:
             return
         if f.signal == "comm_wait":
-            job = f.job or f.scope.job or ""
-            self._comm_wait.pop(job, None)
-            if f.active:
-                if len(self._comm_wait) >= MAX_COMM_WAITS:
-                    del self._comm_wait[next(iter(self._comm_wait))]
-                self._comm_wait[job] = f
+            job = keep_by_job(self._comm_wait, f, MAX_COMM_WAITS)
             nodes = {node for node, _, _ in self._placement.ranks.get(job, {}).values()}
             leaves = [leaf for leaf, ports in self._congested.items()
                       if any(g.scope.node in nodes for g in ports.values())]

@@ -21,7 +21,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from detector.alerts import ESCALATION, ISOLATION, Scope
-from detector.findings import Finding
+from detector.findings import Finding, keep_by_job
 from detector.playbook import clock_diagnostic
 
 if TYPE_CHECKING:
@@ -112,12 +112,8 @@ _THROTTLED = ("throttle_seen", "power_cap", "throttle_minor", "throttle", "hot")
 
 def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A job's ``job_pace`` finding: kept while active; page its GPU (:func:`_page`)."""
-    job = f.job or f.scope.job or ""
-    corr._paces.pop(job, None)
+    job = keep_by_job(corr._paces, f, MAX_PACES)
     if f.active:
-        if len(corr._paces) >= MAX_PACES:
-            del corr._paces[next(iter(corr._paces))]
-        corr._paces[job] = f
         _page(corr, job, f.ts, out)
     else:
         _clear(corr, job, f.ts, out)
