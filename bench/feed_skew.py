@@ -23,6 +23,7 @@ record's delivery report (librdkafka's produce() -> ack time):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -75,7 +76,8 @@ def main() -> int:
     msgs = load(DEFAULT_LOG)
     measured = repeat_log(msgs, args.repeat)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    with FeedProcess({"measured": measured}) as feeder, Broker(None, lean=True) as broker:
+    feeder = FeedProcess({"measured": measured})  # forked before the broker
+    with feeder, Broker(None, lean=True) as broker, contextlib.closing(feeder):
         for shape in shapes:  # a warm-up each: the broker's JIT, the producers' connections
             kt.feed_alone_run(broker, msgs, args.rate, args.partitions, shape, feeder,
                               "measured")
