@@ -40,7 +40,7 @@ from detector.liveness import SCAN_S
 from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
 from detector.liveness import scan as _scan_liveness
-from detector.network import NodeNics
+from detector.network import MAX_PORTS, NodeNics
 from detector.node_temps import FIELDS as _NODE_TEMPS_FIELDS
 from detector.port_names import PortNames
 from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
@@ -676,6 +676,8 @@ class Monitors:
         for t in self._node_temps.values():
             bad = bad_field(t, _NODE_TEMPS_FIELDS)
             refuse_unless(bad is None, f"NodeTemps.{bad}: malformed")
+        refuse_unless(all(type(n._ports) is dict and len(n._ports) <= MAX_PORTS
+                          for n in self._nics.values()), "NodeNics._ports: over MAX_PORTS")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:

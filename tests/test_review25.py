@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from detector.engine import Engine
+from detector.events import InvalidMessage
 from detector.statecodec import SnapshotRefused
 from detector.testing import T0, feed, thermal
 
@@ -63,3 +64,41 @@ def test_a_sound_thermal_state_restores_and_runs() -> None:
     back = Engine.restore(eng.snapshot())
     assert back.monitors._thermal[("node-000", 1)]._node is back.monitors._node_temps["node-000"]
     _braked(back)  # (runs on without raising)
+
+
+# -- network: a node's ports are bounded --------------------------------------------------------
+
+
+def test_a_nodes_ports_past_the_bound_are_dead_lettered_not_tracked() -> None:
+    # main: every (nic, port) a node's collector named was tracked -- 4,000 NICs of one node,
+    # 4,000 ports, each new one scanning the others (_forget_silent).
+    from detector.network import MAX_PORTS
+    from detector.testing import nic
+    eng = Engine()
+    refused = []
+    for i in range(MAX_PORTS + 50):
+        try:
+            eng.process(nic(T0 + i * 0.001, "node-000", f"mlx5_{i}"))
+        except InvalidMessage as exc:  # (the service dead-letters it: SourcePartition._one)
+            refused.append(str(exc))
+    assert len(eng.monitors._nics["node-000"]._ports) == MAX_PORTS
+    assert len(refused) == 50 and all("too_many_ports" in r for r in refused)
+    # the tracked ports still judge: one of them erring is found
+    evs = [nic(T0 + 1 + k, "node-000", "mlx5_3", errors=50 * k, tx=10**9 * k, rx=10**9 * k)
+           for k in range(1, 60)]
+    alerts = feed(eng, evs)
+    assert any(a.scope.key.startswith("nic:node-000/mlx5_3") for a in alerts), alerts
+
+
+def test_a_restored_node_with_ports_past_the_bound_is_refused() -> None:
+    from detector.network import MAX_PORTS
+    from detector.testing import nic
+    eng = Engine()
+    feed(eng, [nic(T0, "node-000", "mlx5_0")], finish=False)
+    ports = eng.monitors._nics["node-000"]._ports
+    port = next(iter(ports.values()))
+    for i in range(MAX_PORTS):
+        ports[(f"x{i}", 1)] = port
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert "_ports" in str(exc.value)
