@@ -102,3 +102,27 @@ def test_a_restored_node_with_ports_past_the_bound_is_refused() -> None:
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert "_ports" in str(exc.value)
+
+
+# -- steps: the recurring straggler's binomial tail at extreme counts ---------------------------
+
+
+@pytest.mark.parametrize(("n", "k", "c", "want"), [
+    (10**6, 2, 600_000, 0.0), (10**6, 8, 200_000, 0.0), (72, 100_000, 72, 0.0),
+    (18, 8, 8, 0.0008106484697765204), (1000, 1000, 72, 4.762517687391337e-106),
+    (5000, 50, 120, 0.026965861672163326)])
+def test_the_binomial_tail_stops_where_its_terms_underflow(
+        n: int, k: int, c: int, want: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # main: a first term under the smallest float left the sum at 0, and `term < 1e-12 *
+    # total` (0 < 0) never stopped it: 400,000 terms at n = 1e6.  (scipy's binom.sf figures.)
+    import detector.steps as steps
+    calls = [0]
+    real = math.exp
+
+    def exp(x: float) -> float:
+        calls[0] += 1
+        return real(x)
+
+    monkeypatch.setattr(steps.math, "exp", exp)
+    got = steps._binomial_tail(n, 1.0 / k, c)
+    assert got == pytest.approx(want, rel=1e-9, abs=0.0) and calls[0] <= 200
