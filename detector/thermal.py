@@ -93,6 +93,7 @@ from detector.node_temps import NodeTemps
 from detector.statecodec import is_bool, is_int, is_real
 from detector.thresholds import Thresholds
 from detector.throttle import (
+    CLOCK_RETELL,
     DEEP_CAP,
     GPU_IDLE,
     HW_POWER_BRAKE,
@@ -236,6 +237,10 @@ class GpuThermal:
                 or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
                 or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
             return False  # (the last three and the temperature's: readable's, inline)
+        if clock is not None and not reasons & GPU_IDLE:
+            was = self._clock_told
+            if was and abs(clock - was) >= CLOCK_RETELL * was:
+                return False  # (a busy clock moved with no reason: told -- tell_clock)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
             if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:

@@ -163,3 +163,27 @@ def test_nodes_idle_alike_share_one_idle_set_and_keep_no_empty_maps() -> None:
     back = CorrelatorPartition.restore(0, *part.snapshot(UNSIGNED), now=T0).correlator
     assert len({id(v) for v in back._idle.values()}) == 2  # (shared again after a restore)
     assert back.idle_since("n1", 2) == T0 + 600
+
+
+# -- thermal: a busy GPU's clock moving with no reason is told, quiet or not ---------------------
+
+
+def test_a_reasonless_clock_drop_on_a_steady_busy_gpu_is_told() -> None:
+    # main: GpuThermal.quiet took every steady sample with no reason bit as quiet, clock
+    # included (its baseline learnt it), and only the general path tells a clock: GPU 1 held
+    # at 1455 MHz for a minute with no reason and no load change -- clocks locked by
+    # `nvidia-smi -lgc` on a running job, blind15 O2's shape -- was never told, so a slow rank
+    # on it got no held-clock evidence (_held_clock) and _lone_clock never saw it.
+    eng = Engine()
+    evs = [thermal(T0 + k, "node-000", g,
+                   clock_mhz=1455.0 if g == 1 and 200 <= k < 260 else 1980.0)
+           for k in range(0, 250, 5) for g in range(4)]
+    feed(eng, evs, finish=False)
+    assert eng.correlator._clocks["gpu:node-000/1"] == (1455.0, T0 + 200)
+    feed(eng, [thermal(T0 + k, "node-000", g) for k in range(250, 300, 5) for g in range(4)],
+         finish=False)
+    assert eng.correlator._clocks["gpu:node-000/1"] == (1980.0, T0 + 250)
+    # (a clock within CLOCK_RETELL of the told one stays quiet: nothing new told)
+    feed(eng, [thermal(T0 + k, "node-000", g, clock_mhz=1900.0)
+               for k in range(300, 400, 5) for g in range(4)], finish=False)
+    assert eng.correlator._clocks["gpu:node-000/2"] == (1980.0, T0)
