@@ -100,6 +100,13 @@ _FASTER = 0.5
 _CONGESTION = frozenset({"congested", "comm_wait"})
 MAX_COMM_WAITS = 1024  # jobs' comm_wait findings kept (the oldest dropped first)
 MAX_LEAF_PORTS = 4096  # congested ports kept a leaf (a 64-port leaf x 8 ports a node is 512)
+# The idle-GPU sets busy nodes are told with (Correlator._idle), one object each: a fleet's
+# nodes idle alike -- none, or the same few GPUs -- so a node holds a reference, not a set of
+# its own (review25: 216 B a node with none idle, 728 B with 8, 2,384 B with 64; 65,536
+# nodes).  At most _IDLE_KINDS sets are shared; a topic naming more kinds keeps its own.
+_IDLE_KINDS = 1024
+_IDLE_SETS: dict[frozenset[int], frozenset[int]] = {}
+_NEVER = -math.inf  # (one float for every "since before it was told": _note_slept)
 
 
 # A GPU's NVLink verdict waits this long for its node's mates (Correlator._hold_board): under
@@ -283,6 +290,7 @@ class Correlator:
         """Give a restored correlator what a snapshot never holds (see detector.statecodec)."""
         self.topology = topology
         self.seen = seen
+        self._idle = {n: _shared_idle(v) for n, v in self._idle.items()}  # (decoded apart)
 
     def advance(self, now: float, out: list[Alert], hold: float | None = None) -> None:
         """Fire every timer due at or before ``now`` -- but a slow rank's wait for an
@@ -383,7 +391,7 @@ class Correlator:
                 idle = f.evidence.get("idle_gpus")
                 if type(idle) is list and len(idle) <= MAX_IDLE_TOLD and all(
                         type(g) is int for g in idle):
-                    now = self._idle[node] = frozenset(idle)
+                    now = self._idle[node] = _shared_idle(frozenset(idle))
                     self._note_woke(node, before, now, f.ts)
                     self._note_slept(node, before, now, f.ts)
                 else:  # (a source before round 22, or too many to name: the node's only)
@@ -656,15 +664,22 @@ class Correlator:
         if before is None:
             calm = self._calm.get(node)
             old = slept if calm is not None and slept is not None else {}
-            self._slept[node] = {g: old.get(g, -math.inf if calm is None else calm)
-                                 for g in now}
+            if now:
+                since = _NEVER if calm is None else calm
+                self._slept[node] = {g: old.get(g, since) for g in now}
+            elif slept is not None:
+                del self._slept[node]  # (no GPU idle: no map kept -- proportionate, review25)
             return
         if slept is None:
+            if not now - before:
+                return
             slept = self._slept[node] = {}
         for g in before - now:
             slept.pop(g, None)
         for g in now - before:
             slept[g] = ts
+        if not slept:
+            del self._slept[node]
 
     def _note_woke(self, node: str, before: frozenset[int] | None, now: frozenset[int],
                    ts: float) -> None:
@@ -676,12 +691,16 @@ class Correlator:
                 del self._woke[node]
             return
         if woke is None:
+            if not before - now:
+                return  # (none woke: no map kept)
             woke = self._woke[node] = {}
         for g in now:
             woke.pop(g, None)
         for g in before - now:
             if g in woke or len(woke) < MAX_IDLE_TOLD:
                 woke[g] = ts
+        if not woke:
+            del self._woke[node]
 
     def dedup_key(self, topic: str, kind: str, scope: Scope, cluster: str | None) -> str:
         where = f"{cluster}:" if cluster else ""
@@ -3710,6 +3729,16 @@ def _node_wide_reason(seen: Finding) -> bool:
     """A throttle a node's power supply or board asserts on all its GPUs (detector.thermal):
     HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot."""
     return seen.cause == "power" and bool(_reason_bits(seen) & 0x88)
+
+
+def _shared_idle(idle: frozenset[int]) -> frozenset[int]:
+    """The one shared object equal to ``idle`` (see _IDLE_SETS), or ``idle`` itself."""
+    got = _IDLE_SETS.get(idle)
+    if got is None:
+        got = idle
+        if len(_IDLE_SETS) < _IDLE_KINDS:
+            _IDLE_SETS[idle] = idle
+    return got
 
 
 def _harmless_heat(hot: Finding) -> bool:

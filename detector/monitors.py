@@ -40,11 +40,13 @@ from detector.liveness import SCAN_S
 from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
 from detector.liveness import scan as _scan_liveness
-from detector.network import NodeNics
+from detector.network import MAX_PORTS, NodeNics
+from detector.node_temps import FIELDS as _NODE_TEMPS_FIELDS
 from detector.port_names import PortNames
 from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
-from detector.statecodec import is_map_of, is_time, refuse_unless
+from detector.statecodec import bad_field, is_map_of, is_time, refuse_unless
 from detector.steps import JobMonitor
+from detector.thermal import FIELDS as _THERMAL_FIELDS
 from detector.thermal import GpuThermal, NodeTemps
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -666,11 +668,16 @@ class Monitors:
                                  ("_dormant", str, tuple)):
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
-        refuse_unless(all(type(m.unread) is int for m in self._thermal.values()),
-                      "GpuThermal.unread: not an int")
-        refuse_unless(all(type(t.brake_seen_ts) is float and not math.isnan(t.brake_seen_ts)
-                          and type(t.brake_repeat) is bool for t in self._node_temps.values()),
-                      "NodeTemps.brake_seen_ts / brake_repeat: malformed")
+        for (node, _), m in self._thermal.items():  # (each field of its type; its node's)
+            bad = bad_field(m, _THERMAL_FIELDS)
+            refuse_unless(bad is None, f"GpuThermal.{bad}: malformed")
+            refuse_unless(m._node is self._node_temps.get(node),
+                          "GpuThermal._node: not its node's NodeTemps")
+        for t in self._node_temps.values():
+            bad = bad_field(t, _NODE_TEMPS_FIELDS)
+            refuse_unless(bad is None, f"NodeTemps.{bad}: malformed")
+        refuse_unless(all(type(n._ports) is dict and len(n._ports) <= MAX_PORTS
+                          for n in self._nics.values()), "NodeNics._ports: over MAX_PORTS")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:

@@ -67,7 +67,7 @@ from __future__ import annotations
 from typing import Any
 
 from detector.alerts import Scope
-from detector.events import MAX_RATE_GBPS, NIC_COUNTERS, NicSample
+from detector.events import MAX_RATE_GBPS, NIC, NIC_COUNTERS, InvalidMessage, NicSample
 from detector.findings import Finding
 from detector.port_names import _DIGITS, MIXED, PortName, PortNames, standing
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
@@ -96,6 +96,12 @@ _TROUBLE = frozenset({"errors_seen", "nic_errors", "link_flap"})
 # module must not import it, and both read them.)
 GROUP_INTERVAL_CAP_S = 60.0
 GROUP_WINDOW_S = 1.25 * GROUP_INTERVAL_CAP_S + 1.0
+# Ports tracked on one node (review25): a DGX H100 has 8 compute and 2-4 storage / frontend
+# ports, a GB200 tray 4-8, a host with SR-IOV virtual functions tens.  A port past it is
+# dead-lettered (``too_many_ports``), not tracked: a collector naming thousands of NICs of one
+# node grew its state without bound, and each new port's _forget_silent scan made their cost
+# quadratic (4,000 ports: 80 us a sample, 31 at 1,000).
+MAX_PORTS = 256
 # Link downs of a node followed for a sibling up at once, and siblings told each
 # (NodeNics._up_beside): more than a node's ports (a DGX or GB200 node: 8-18).
 BESIDE_KEPT = 32
@@ -347,6 +353,10 @@ class NodeNics:
             p = self._ports[(s.nic, s.port)]
         except KeyError:
             self._forget_silent(s.ts, cfg)
+            if len(self._ports) >= MAX_PORTS:
+                raise InvalidMessage(NIC, f"too_many_ports: node {s.node!r} has {MAX_PORTS} "
+                                     f"ports reporting; {s.nic!r} port {s.port} not tracked"
+                                     ) from None
             p = self._ports[(s.nic, s.port)] = _Port(s.node, s.nic, s.port, cfg)
             names = self._names
             p.name = names.join((s.cluster, s.nic, s.port), cfg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+from detector.statecodec import is_bool, is_int, is_int_set, is_real, is_real_map
 from detector.throttle import NO_REFERENCE
 
 # A GPU not sampled for this many of its node's polls is not waited for by a poll's median
@@ -297,3 +298,27 @@ class NodeTemps:
         idle = self.idle
         moved = sorted(t + c_per_w * (own - p) for p, t, _, g in pts if g not in idle)
         return moved[len(moved) // 2] if len(moved) >= 4 else median
+
+
+def _pending(x: object) -> bool:
+    return type(x) is dict and all(
+        type(g) is int and type(p) is list and len(p) == 5 and all(map(is_real, p))
+        for g, p in x.items())
+
+
+# Each field's check on snapshot restore (Monitors.check_restored): the codec rebuilds a
+# NodeTemps from fields of any type, and a forged one failed the node's next sample (a list
+# for ``braking``, a string for ``median_ts``, a pending entry short of its five numbers) --
+# review25; therm24's two fields were review24's.
+FIELDS = {
+    "gpus": is_int_set, "temps": is_real_map, "times": is_real_map, "pending": _pending,
+    "median_c": is_real, "median_ts": is_real, "braking": is_int_set,
+    "brake_gpus": is_int_set, "brake_seen_ts": is_real, "brake_repeat": is_bool,
+    "heating": is_real_map, "heat_gpus": is_int_set, "hot": is_int_set,
+    "seen_cause": lambda x: x in ("", "power", "thermal"), "seen_count": is_int,
+    "idle": is_int_set, "capping": is_real_map, "cap_drop": is_real_map,
+    "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
+    "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
+    "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
+}
+assert set(FIELDS) == set(NodeTemps.__slots__)

@@ -99,6 +99,38 @@ def is_map_of(x: Any, key: type | tuple[type, ...], value: type | tuple[type, ..
         isinstance(k, key) and isinstance(v, value) for k, v in x.items())
 
 
+def is_real(x: Any) -> bool:
+    """A float (or int) that is not NaN (an infinity may mean "none yet")."""
+    return type(x) in (float, int) and x == x
+
+
+def is_int_set(x: Any) -> bool:
+    """A set of ints (GPU indices)."""
+    return type(x) is set and all(type(g) is int for g in x)
+
+
+def is_real_map(x: Any) -> bool:
+    """A dict from ints (GPU indices) to reals (is_real)."""
+    return type(x) is dict and all(type(k) is int and is_real(v) for k, v in x.items())
+
+
+def is_bool(x: Any) -> bool:
+    return type(x) is bool
+
+
+def is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+def bad_field(obj: Any, spec: dict[str, Callable[[Any], bool]]) -> str | None:
+    """The first of ``obj``'s fields that fails its check in ``spec`` (None: every one
+    passes) -- a restored monitor's fields, each of the type its class gives it."""
+    for name, ok in spec.items():
+        if not ok(getattr(obj, name, None)):
+            return name
+    return None
+
+
 class StateTypeError(TypeError):
     """The state holds an object the registry does not know (a bug: register its class)."""
 

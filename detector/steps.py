@@ -262,7 +262,9 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
 
 def _binomial_tail(n: int, p: float, c: int) -> float:
     """P(X >= c) for X ~ Binomial(n, p) (summed from c: the terms fall from there when c is
-    over the mean; at or under it, 1 is near enough for a test of a high count).
+    over the mean; at or under it, 1 is near enough for a test of a high count).  A first
+    term under the smallest float is the sum's (the rest fall from it): 0, at once -- the sum
+    ran on to n, 0 < 1e-12 x 0 never true (review25: 400,000 terms, 0.15-0.3 s, at n = 1e6).
 
     >>> round(_binomial_tail(18, 1 / 8, 8), 6), _binomial_tail(18, 1 / 8, 2)
     (0.000811, 1.0)
@@ -276,7 +278,7 @@ def _binomial_tail(n: int, p: float, c: int) -> float:
     for k in range(c, n + 1):
         term = math.exp(top - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
         total += term
-        if term < 1e-12 * total:
+        if term <= 1e-12 * total:
             break
     return min(total, 1.0)
 

@@ -90,6 +90,7 @@ from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
 from detector.node_temps import NodeTemps
+from detector.statecodec import is_bool, is_int, is_real
 from detector.thresholds import Thresholds
 from detector.throttle import (
     CLOCK_RETELL,
@@ -823,6 +824,27 @@ class GpuThermal:
             if standing or warm:
                 out.append(_hot_seen(s, Scope.of_gpu(self.scope.node, gpu),  # type: ignore[arg-type]
                                      standing, temp_c, ref, prev))
+
+
+
+def _is_scope(x: object) -> bool:
+    return type(x) is Scope and x.level == "gpu"
+
+
+# Each field's check on snapshot restore (Monitors.check_restored; review25: only ``unread``
+# was checked -- review24's -- and a forged string in any other failed the GPU's next sample).
+FIELDS = {
+    "scope": _is_scope, "_clock": lambda x: type(x) is stats.EWMean,
+    "_last_ts": is_real, "_bad": is_int, "_good": is_int, "_run_onset": is_real,
+    "_active": is_bool, "_minor": is_bool, "_node": lambda x: type(x) is NodeTemps,
+    "_hot": is_int, "_hot_onset": is_real, "_hot_active": is_bool,
+    "_cap": lambda x: type(x) is DecayingCount, "_cap_onset": is_real, "_heavy": is_int,
+    "_heavy_onset": is_real, "_cap_active": is_bool, "_interval_s": is_real, "_seen": is_int,
+    "_prev_gap": is_real, "_excess": is_real, "_warm": is_int, "_heat": is_int,
+    "_quiet_bits": is_int, "_shared": is_bool, "_beside": is_bool, "_clock_told": is_real,
+    "unread": is_int,
+}
+assert set(FIELDS) == set(GpuThermal.__slots__)
 
 
 def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> str | None:

@@ -157,9 +157,9 @@ def test_siblings_told_up_beside_a_link_down_are_bounded() -> None:
     # main: a node's collector naming 400 ports, 200 sampled down then 200 up, made 40,000
     # link_up_beside findings (each down told each sibling): ports squared.
     from detector.monitors import Monitors
-    from detector.network import BESIDE_KEPT
+    from detector.network import BESIDE_KEPT, MAX_PORTS
     mon, found = Monitors(), []
-    n = 400
+    n = MAX_PORTS  # (400 on main; past a node's MAX_PORTS a port is dead-lettered: review25)
     for k in range(3):
         for i in range(n):
             mon.process(nic(T0 + 10 * k + i * 1e-4, "node-x", f"mlx5_{i}", tx=1000 * k,
