@@ -12,12 +12,9 @@ import pytest
 
 from bench.blind16.measure import replay
 from bench.blind16.score import labels_of
+from tests.test_blind15_cases import _every_fault_caught, _known_error
 
 CASES = Path(__file__).resolve().parent.parent / "bench" / "blind16" / "cases"
-
-
-def _every_fault_caught(sc: dict) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
 
 
 def _caught_within(seconds: float):
@@ -57,11 +54,6 @@ def test_every_case_has_an_expectation_and_its_labels():
     assert names == set(EXPECT)
     for name in sorted(names):
         assert len(labels_of(CASES / f"{name}.jsonl.gz")) == EXPECT[name][2], name
-
-
-def _known_error(why: str | None):
-    return [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                     reason=why)]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
