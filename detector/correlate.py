@@ -25,12 +25,12 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from detector import host_node, lemon
+from detector import host_node, job_pace, lemon
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
 from detector.domain_brake import widen as _widen_to_domain
-from detector.findings import Finding
+from detector.findings import Finding, keep_by_job
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
 from detector.gpu_missing import page_extra as _gone_extra
@@ -85,7 +85,7 @@ _UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlat
 # A slow rank's GPU busy this share below its job's other GPUs' clock with no clock-event
 # reason runs at a clock held by a setting (Correlator._held_clock): 10 %, twice the step
 # between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
-CLOCK_HELD = 0.10
+CLOCK_HELD = job_pace.CLOCK_HELD
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
@@ -243,6 +243,10 @@ class Correlator:
         # clock against its job's other GPUs' (_held_clock); gone with the node's thermal
         # monitors (prune)
         self._clocks: dict[str, tuple[float, float]] = {}
+        # job -> its compute stepped up on every rank alike (``job_pace``), and the GPU paged
+        # for it (detector.job_pace; at most MAX_PACES jobs each)
+        self._paces: dict[str, Finding] = {}
+        self._pace_paged: dict[str, Finding] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -314,6 +318,8 @@ class Correlator:
                 self._board_due(key, due, out)
             elif what == "hostnode":
                 self._host_node_due(key, due, out)
+            elif what == "pace":
+                job_pace.on_due(self, key, due, out)
             elif what == "cap":
                 f = self._device.get(key, {}).get("throttle")
                 if f is not None and "gpus_under_cap" in f.evidence:
@@ -364,6 +370,10 @@ class Correlator:
             clock = f.evidence.get("sm_clock_mhz")
             if f.scope.level == "gpu" and isinstance(clock, (int, float)) and clock > 0:
                 self._clocks[f.scope.key] = (float(clock), f.ts)
+                job_pace.on_gpu(self, f, out)
+            return
+        if f.signal == "job_pace":  # a job's compute stepped up alike (detector.job_pace)
+            job_pace.on_pace(self, f, out)
             return
         if f.signal == "gpus_busy":  # a node has a busy GPU, or has none any more
             node = f.scope.node
@@ -399,6 +409,7 @@ class Correlator:
                 self._placement.forget(f.job)
                 host_node.forget_job(self._host_rise, f.job)
                 on_job_gone(self, f.job, f.ts)
+                job_pace.on_job_gone(self, f.job, f.ts, out)
             return
         if f.signal == "host_rise":  # a job's host time risen on a node: _on_host_rise
             self._on_host_rise(f, out)
@@ -432,6 +443,8 @@ class Correlator:
             # no later slowdown -- _benign_explanation; ninth reporting corpus, powercap=fleet:
             # a 10.4 % ramp on such a GPU excused at every look until its run ended.)
             self._note_cap(unit, f)
+        if f.active and f.signal in ("throttle_seen", "power_cap") and f.scope.level == "gpu":
+            job_pace.on_gpu(self, f, out)  # (a GPU capped as its job stepped up alike)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
             if f.scope.level == "node":
@@ -2139,12 +2152,7 @@ class Correlator:
         if topo is None:
             return
         if f.signal == "comm_wait":
-            job = f.job or f.scope.job or ""
-            self._comm_wait.pop(job, None)
-            if f.active:
-                if len(self._comm_wait) >= MAX_COMM_WAITS:
-                    del self._comm_wait[next(iter(self._comm_wait))]
-                self._comm_wait[job] = f
+            job = keep_by_job(self._comm_wait, f, MAX_COMM_WAITS)
             nodes = {node for node, _, _ in self._placement.ranks.get(job, {}).values()}
             leaves = [leaf for leaf, ports in self._congested.items()
                       if any(g.scope.node in nodes for g in ports.values())]

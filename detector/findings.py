@@ -78,6 +78,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "compute_ratio_to_peers": (float, int), "mean_ratio_over_run": (float, int),
     "raw_confidence": (float, int), "sample_interval_s": (float, int), "run_steps": (int,),
     "xid": (int,), "gross_outlier": (bool,), "recovery_action": (str,),
+    # a job's compute stepped up alike (detector.job_pace)
+    "compute_ms": (float, int), "usual_compute_ms": (float, int),
     "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
     "placement": (list,), "gpus_under_cap": (int,), "node_ports": (int,),
     "node_ports_down": (int,),
@@ -243,3 +245,15 @@ def finding_of(w: _WireFinding) -> Finding:
     return Finding(w.ts, w.onset_ts, w.signal, w.kind, w.cause, Scope.from_dict(w.scope),
                    w.active, w.verdict, w.severity, w.evidence, w.job, w.tenant, w.cluster,
                    w.rank, w.dp_rank, w.escalate)
+
+
+def keep_by_job(kept: dict[str, Finding], f: Finding, limit: int) -> str:
+    """Keep an active job-scope finding ``f`` as its job's latest in ``kept`` (at most
+    ``limit`` jobs, the oldest dropped first), or forget its job's (``f`` inactive): its job."""
+    job = f.job or f.scope.job or ""
+    kept.pop(job, None)
+    if f.active:
+        if len(kept) >= limit:
+            del kept[next(iter(kept))]
+        kept[job] = f
+    return job

@@ -49,7 +49,15 @@ from typing import Any
 import numpy as np
 from msgspec.structs import astuple
 
-from detector import host_events, host_rise, host_time, overflow_source, sdc, sku_class
+from detector import (
+    host_events,
+    host_rise,
+    host_time,
+    job_pace,
+    overflow_source,
+    sdc,
+    sku_class,
+)
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
@@ -427,6 +435,7 @@ class JobMonitor:
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
     _imbalanced = False   # (likewise)
     _host_seen_ts = -math.inf  # (likewise)
+    _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -620,6 +629,7 @@ class JobMonitor:
         self._hr_keys: list[str] = []
         self._hr = np.zeros((0, host_rise.NCOLS))
         self._host_level = 0.0                        # the job's median host share, smoothed
+        self._pace = job_pace.new_state()             # its ranks' median compute (job_pace)
         self._usual_step_ms = 0.0                     # and its step time, on other steps
         self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
         #                                               host (newest first)
@@ -845,6 +855,7 @@ class JobMonitor:
         refuse_unless(type(self._told_was) is dict and not self._told_was,
                       "JobMonitor._told_was: not an empty map (it lives within a step)")
         refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")
+        refuse_unless(job_pace.check(self._pace), "JobMonitor._pace")
         refuse_unless(host_rise.check_restored(self._hr_keys, self._hr), "JobMonitor._hr")
         refuse_unless(type(self._majority) is dict and all(
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
@@ -1003,6 +1014,7 @@ class JobMonitor:
         self._hr_keys = []
         self._hr = np.zeros((0, host_rise.NCOLS))
         self._majority.clear()  # keyed by step numbers, which now repeat
+        self._pace = job_pace.new_state()  # (learnt again: the correlator keeps the onset)
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
         self._whole_at = 0
@@ -1089,6 +1101,8 @@ class JobMonitor:
         ts = _floats(buf.ts)
         self._evaluated += 1
         busy, ok, host = self._busy(buf)
+        if every:
+            self._check_pace(busy, ok, decided_ts, out)
         self._check_slow(step, slots, groups, ts, busy, ok, buf, decided_ts, out)
         if ok is None and self._evaluated % _SPLIT_EVERY == 0 and len(slot_of) <= 16:
             replica_split(self, buf, busy, decided_ts, out)  # (lemon18: detector.lemon)
@@ -1113,6 +1127,19 @@ class JobMonitor:
                                          self.tenant, self.cluster))
         if not every and self._evaluated % _GONE_CHECK_STEPS == 0:
             self._free_gone_slots(decided_ts, out)
+
+    def _check_pace(self, busy: np.ndarray, ok: np.ndarray | None, ts: float,
+                    out: list[Finding]) -> None:
+        """Tell the job's compute stepping up on every rank alike, or that step gone
+        (detector.job_pace): the ranks' median ``compute_ms`` of a step every rank is in."""
+        have = busy if ok is None else busy[ok]
+        if len(have) < job_pace.MIN_RANKS:
+            return
+        med = float(np.median(have))
+        said = job_pace.step(self._pace, med, ts, self._evaluated > self.cfg.warmup_steps)
+        if said is not None:
+            out.append(job_pace.finding(self._pace, med, ts, said, self.job, self.tenant,
+                                        self.cluster))
 
     @staticmethod
     def _busy(buf: _StepBuffer) -> tuple[np.ndarray, np.ndarray | None, bool]:

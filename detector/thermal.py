@@ -236,14 +236,10 @@ class GpuThermal:
                 or cfg.throttle_samples <= 0 or reasons >= MAX_THROTTLE \
                 or (clock or 0.0) > MAX_CLOCK_MHZ or (s.power_w or 0.0) > MAX_POWER_W:
             return False  # (the last three and the temperature's: readable's, inline)
-        told = self._clock_told
-        if clock is not None and not reasons & (SLOWDOWN_BITS | GPU_IDLE) and not (
-                (1.0 - CLOCK_RETELL) * told < clock < (1.0 + CLOCK_RETELL) * told):
-            # A busy clock moved with no reason (or never told): the general path tells it
-            # now (tell_clock), not on the first sample that leaves this path for another
-            # reason (blind15 held pipe-s6: pp05/3 at 1545 MHz from +242 s on 10 s rows, told
-            # at +272 s, after its slow replica had been paged as the replica -- O2).
-            return False
+        if clock is not None and not reasons & GPU_IDLE:
+            was = self._clock_told
+            if was and abs(clock - was) >= CLOCK_RETELL * was:
+                return False  # (a busy clock moved with no reason: told -- tell_clock)
         temp_c = s.gpu_temp_c
         if temp_c is not None:
             if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
