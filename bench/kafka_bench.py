@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -525,6 +527,18 @@ class FeedShape(NamedTuple):
     stats: bool = True
     queue_max: int = 2_000_000
     warm: bool = True
+    producers: int = 8
+
+    # ``producers``: the feed's records go through this many producers (kept ones, or fresh
+    # ones, as above), a record by its key's CRC-32 -- librdkafka's partitioner's hash, so
+    # with 8 partitions a topic producer k writes partition k of each topic, as a node's
+    # collector writes its node's one partition of each.  librdkafka puts one partition in
+    # a produce request and the broker answers a connection's requests one at a time: one
+    # producer for all 32 partitions sent them in turn, and the last topic's records
+    # reached Kafka 250-900 ms after the first's, stamped at the same moment (the lead's
+    # quiet run of round 24, every 50th record's delivery report): the correlator's clock
+    # waited for them, correctly -- they were older than the finding it held (BENCHMARKS.md
+    # "lat25, round 25").  A collector writes a few partitions, not the fleet's.
 
     # ``warm``: the run's topics (and its alert topics) were written to before the worker
     # starts, as a collector's and a worker's have been for days; the worker starts at
@@ -537,9 +551,10 @@ class FeedShape(NamedTuple):
         base = FEED_SHAPES.get(self.name.split(":")[0])
         if base is not None and base._replace(name=self.name) == self:
             return self.name
+        many = f"{self.producers} producers" if self.producers > 1 else "one producer"
         return (f"{self.name}: linger {self.linger_ms:g} ms, {self.compression}, "
                 + ("own process" if self.process else "in the bench's process")
-                + (", a producer a run" if self.fresh else ", one producer")
+                + (f", {many} a run" if self.fresh else f", {many}")
                 + ("" if self.stats else ", no statistics")
                 + f", queue {self.queue_max:,}" + ("" if self.warm else ", fresh topics"))
 
@@ -551,7 +566,7 @@ FEED_SHAPES = {
     # round 8's bench feed: a new producer for each run in the bench's process, beside
     # its sampler, 5 ms linger, no compression
     "bench": FeedShape("bench", linger_ms=5.0, compression="none", process=False,
-                       fresh=True, queue_max=100_000, warm=False),
+                       fresh=True, queue_max=100_000, warm=False, producers=1),
 }
 
 
@@ -569,6 +584,9 @@ def feed_shape(spec: str) -> FeedShape:
         old = getattr(shape, key)
         shape = shape._replace(**{key: (value.lower() in ("1", "true", "yes"))
                                   if isinstance(old, bool) else type(old)(value)})
+    if shape.producers < 1 or (shape.producers > 1 and not shape.process):
+        raise ValueError(f"feed shape {spec!r}: producers must be 1, or more in the feed's "
+                         "own process")
     return shape
 
 
@@ -629,7 +647,7 @@ def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
     for msgs in feeds.values():
         for m in msgs:
             m.value  # noqa: B018
-    producers: dict[tuple[Any, ...], Producer] = {}
+    producers: dict[tuple[Any, ...], list[Producer]] = {}
     sink: list[list[Any]] = [[]]  # where the kept producers' statistics go: the run's list
 
     def on_stats(text: str) -> None:
@@ -639,48 +657,58 @@ def _feed_main(conn: Any, feeds: dict[str, list[Msg]]) -> None:
     while True:
         while not conn.poll(0.05):
             sink[0] = None  # type: ignore[call-overload]  # between runs: read, dropped
-            for p in producers.values():
-                p.poll(0)
+            for ps in producers.values():
+                for p in ps:
+                    p.poll(0)
         cmd = conn.recv()
         if cmd is None:
             break
         try:
             shape, bootstrap, prefix, feed, speed, sample = cmd
             stats: list[Any] = []
-            key = (bootstrap, shape.linger_ms, shape.compression, shape.stats, shape.queue_max)
+            key = (bootstrap, shape.linger_ms, shape.compression, shape.stats, shape.queue_max,
+                   shape.producers)
             new = shape.fresh or key not in producers
             extra = {"queue.buffering.max.messages": shape.queue_max}
+            # Statistics from the first producer only: each report is a JSON document of
+            # every partition the producer knows, parsed here, and eight of them every
+            # 100 ms took the feed's CPU from the paced loop.
             if shape.fresh:
-                p = Producer({**_producer_conf(
+                ps = [Producer({**_producer_conf(
                     bootstrap, shape.linger_ms, shape.compression,
-                    _stats_into(stats) if shape.stats else None),
-                    **extra})
+                    _stats_into(stats) if shape.stats and k == 0 else None),
+                    **extra}) for k in range(shape.producers)]
             elif new:
-                p = producers[key] = Producer({**_producer_conf(
+                ps = producers[key] = [Producer({**_producer_conf(
                     bootstrap, shape.linger_ms, shape.compression,
-                    on_stats if shape.stats else None), **extra})
-                # Its producer id and connection before any run: one message to a topic
-                # of its own, delivered.
+                    on_stats if shape.stats and k == 0 else None), **extra})
+                    for k in range(shape.producers)]
+                # Their producer ids and connections before any run: one message each to a
+                # topic of its own, delivered.
                 sink[0] = None  # type: ignore[call-overload]
-                p.produce(f"{FEED_CLIENT_ID}.ready", b"ready")
-                if p.flush(60):
-                    raise RuntimeError("the feed's producer could not deliver")
+                for p in ps:
+                    p.produce(f"{FEED_CLIENT_ID}.ready", b"ready")
+                for p in ps:
+                    if p.flush(60):
+                        raise RuntimeError("the feed's producer could not deliver")
             else:
-                p = producers[key]
+                ps = producers[key]
             if not shape.fresh:
                 # The run's topics as a collector producing for hours knows them: their
                 # partitions' leaders in its metadata before the first record.
-                for t in TELEMETRY_TOPICS:
-                    p.list_topics(prefix + t, timeout=30)
-                p.poll(0)
+                for p in ps:
+                    for t in TELEMETRY_TOPICS:
+                        p.list_topics(prefix + t, timeout=30)
+                    p.poll(0)
             sink[0] = stats
             acked: list[Any] = []
             t0 = time.time()
-            secs = produce(p, prefix, feeds[feed], speed, acked=acked if sample else None)
-            p.poll(0)
+            secs = produce(ps, prefix, feeds[feed], speed, acked=acked if sample else None)
+            for p in ps:
+                p.poll(0)
             sink[0] = None  # type: ignore[call-overload]
             if shape.fresh:
-                del p
+                del ps, p
             conn.send({"t0": t0, "secs": secs, "acked": acked, "stats": stats,
                        "new_producer": new})
         except Exception as e:  # noqa: BLE001 - handed to the bench, which raises it
@@ -744,10 +772,13 @@ def create_topics(bootstrap: str, names: list[str], partitions: int,
         fut.result(30)
 
 
-def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = None,
-            tick_s: float = 0.002, acked: list[Any] | None = None,
+def produce(p: Producer | list[Producer], prefix: str, msgs: list[Msg],
+            speed: float | None = None, tick_s: float = 0.002, acked: list[Any] | None = None,
             sample_every: int = 50) -> float:
     """Produce in log order; paced by event time (``speed`` x real time) or at once; seconds.
+
+    ``p``: a producer, or several: a record goes through the one :func:`route` picks by
+    its key (FeedShape.producers).
 
     Paced, it wakes up at most every ``tick_s`` and produces what is due by then: the
     log's timestamps are nearly all distinct, and waking up for each message (25 µs
@@ -759,45 +790,58 @@ def produce(p: Producer, prefix: str, msgs: list[Msg], speed: float | None = Non
     measured it when the ack came, topic, partition, offset): the feed's own share of an
     input's way to the worker (linger, send, the broker's append and ack), apart from the
     broker-to-worker fetch."""
+    ps = p if isinstance(p, list) else [p]
+    n = len(ps)
+    by_key: dict[bytes | None, Producer] = {}
     topics = {t: prefix + t for t in TELEMETRY_TOPICS}
+    sample = acked is not None and speed is not None
     start = time.time()
-    if speed is None:
-        for i, m in enumerate(msgs):
-            while True:
-                try:
-                    p.produce(topics[m.topic], m.value, m.key)
-                    break
-                except BufferError:
-                    p.poll(0.01)
-            if i % 5000 == 0:
-                p.poll(0)
-    else:
-        ts0 = msgs[0].ts
-        i, n, high = 0, len(msgs), ts0
-        while i < n:
-            due = ts0 + (time.time() - start) * speed
-            while i < n and max(high, msgs[i].ts) <= due:
-                m = msgs[i]
-                high = max(high, m.ts)
-                try:
-                    if acked is not None and i % sample_every == 0:
-                        p.produce(topics[m.topic], m.value, m.key, on_delivery=partial(
-                            _acked, acked, time.time()))
-                    else:
-                        p.produce(topics[m.topic], m.value, m.key)
-                except BufferError:
-                    p.poll(0.01)  # the queue is full: let librdkafka send, try this one again
-                    continue
-                i += 1
-            p.poll(0)
-            if i < n:
-                wait = (max(high, msgs[i].ts) - ts0) / speed - (time.time() - start)
-                if wait > 0:
-                    time.sleep(min(max(wait, tick_s), 0.05))
-    left = p.flush(60)
+    ts0 = msgs[0].ts if msgs else 0.0
+    i, total, high = 0, len(msgs), ts0
+    while i < total:
+        due = math.inf if speed is None else ts0 + (time.time() - start) * speed
+        while i < total and max(high, msgs[i].ts) <= due:
+            m = msgs[i]
+            if n == 1:
+                q = ps[0]
+            else:
+                q = by_key.get(m.key)  # type: ignore[assignment]
+                if q is None:
+                    q = by_key[m.key] = ps[route(m.key, n)]
+            high = max(high, m.ts)
+            try:
+                if sample and i % sample_every == 0:
+                    q.produce(topics[m.topic], m.value, m.key, on_delivery=partial(
+                        _acked, acked, time.time()))
+                else:
+                    q.produce(topics[m.topic], m.value, m.key)
+            except BufferError:
+                q.poll(0.01)  # its queue is full: let librdkafka send, try this one again
+                continue
+            i += 1
+            if speed is None and i % 5000 == 0:
+                for q in ps:
+                    q.poll(0)
+        for q in ps:
+            q.poll(0)
+        if i < total:
+            wait = (max(high, msgs[i].ts) - ts0) / speed - (time.time() - start)  # type: ignore[operator]
+            if wait > 0:
+                time.sleep(min(max(wait, tick_s), 0.05))
+    deadline = time.time() + 60
+    left = sum(q.flush(max(0.0, deadline - time.time())) for q in ps)
     if left:
         raise RuntimeError(f"{left} messages not delivered")
     return time.time() - start
+
+
+def route(key: bytes | None, n: int) -> int:
+    """Which of ``n`` producers sends a record keyed ``key``: its CRC-32 (librdkafka's default
+    partitioner, consistent_random, takes the partition as CRC-32 modulo the partitions),
+    so with ``n`` dividing a topic's partitions a producer writes the partitions congruent
+    to it, and a node's records all go through one producer, as through its collector.
+    No key: the first."""
+    return 0 if key is None else zlib.crc32(key) % n
 
 
 def feed_stats(text: str) -> dict[str, Any]:

@@ -1141,7 +1141,9 @@ def main() -> int:
     ap.add_argument("--feed", action="append", default=None, metavar="SHAPE",
                     help="the paced feed of the latency runs, NAME[:KEY=VALUE,...] "
                     "(kafka_bench.FEED_SHAPES, FeedShape's fields): 'deployed' (default) is a "
-                    "collector's shape -- one long-lived producer in a process of its own, "
+                    "collectors' shape -- eight long-lived producers in a process of its own, "
+                    "a node's records through one (producer k writes partition k of each "
+                    "topic; 'deployed:producers=1' is rounds 9-24's single one), "
                     "linger.ms 50, lz4 as detector/collect/sinks.py; 'bench' is round 8's "
                     "(a new producer each run in this process, linger.ms 5, no compression). "
                     "Repeat the option to alternate shapes run by run, labelled (feed NAME). "

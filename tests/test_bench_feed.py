@@ -48,6 +48,14 @@ def test_feed_shapes_by_name_with_fields_replaced() -> None:
     mod = kb.feed_shape("deployed:linger_ms=5,compression=none,stats=0")
     assert (mod.linger_ms, mod.compression, mod.stats, mod.process) == (5.0, "none", False, True)
     assert "linger 5 ms" in mod.label() and "no statistics" in mod.label()
+    # the collectors' shape: several producers, a node's records through one; round 8's one
+    assert (dep.producers, old.producers) == (8, 1)
+    assert "one producer" in kb.feed_shape("deployed:producers=1").label()
+    assert "8 producers" in kb.feed_shape("deployed:linger_ms=5").label()
+    with pytest.raises(ValueError, match="producers"):
+        kb.feed_shape("bench:producers=2")  # in the bench's process: one producer
+    with pytest.raises(ValueError, match="producers"):
+        kb.feed_shape("deployed:producers=0")
     with pytest.raises(ValueError, match="unknown feed shape"):
         kb.feed_shape("nope")
     with pytest.raises(ValueError, match="field"):
@@ -74,6 +82,68 @@ def test_a_repeated_log_goes_on_in_time_and_steps() -> None:
     steps = [orjson.loads(m.value)["step"] for m in out if m.topic == STEP]
     assert steps == sorted(steps)  # the job goes on; it does not restart
     assert kb.repeat_log(log, 1) is log
+
+
+class _FakeProducer:
+    """What produce() calls of a confluent-kafka Producer, keeping what it was given."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, bytes | None, int]] = []
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, **kw: object) -> None:
+        self.got.append((topic, key, orjson.loads(value)["seq"]))
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float = 0) -> int:
+        return 0
+
+
+def test_several_producers_take_a_node_each_all_its_records_in_log_order() -> None:
+    """One producer for a fleet's partitions sent them in turn (librdkafka: a partition a
+    produce request), so records stamped together reached Kafka up to ~0.9 s apart; the
+    feed's records go through several, by key, so each writes a node's (a collector's)."""
+    nodes = [f"node-{k:03d}" for k in range(16)]
+    log = [kb.Msg(t, n.encode(), orjson.dumps({"ts": 1e9 + i, "seq": i}), 1e9 + i)
+           for i, (t, n) in enumerate((TELEMETRY_TOPICS[i % 3], nodes[i % 16])
+                                      for i in range(480))]
+    fakes = [_FakeProducer() for _ in range(4)]
+    kb.produce(fakes, "x.", log)  # type: ignore[arg-type]
+    assert sum(len(f.got) for f in fakes) == len(log)
+    owner = {}
+    for k, f in enumerate(fakes):
+        assert f.got, "every producer takes some nodes"
+        seqs = [seq for _, _, seq in f.got]
+        assert seqs == sorted(seqs)  # each in log order
+        for _, key, _ in f.got:
+            assert key is not None and owner.setdefault(key, k) == k  # a node: one producer
+            assert kb.route(key, 4) == k
+    assert kb.route(None, 4) == 0 and kb.route(b"node-001", 1) == 0
+    one = _FakeProducer()
+    kb.produce(one, "x.", log)  # type: ignore[arg-type]
+    assert [seq for _, _, seq in one.got] == list(range(480))
+
+
+@pytest.mark.kafka
+def test_a_producer_of_the_feed_writes_the_partitions_its_number_names(
+        kafka_bootstrap: str) -> None:
+    """route() is librdkafka's partitioner's hash: with 8 partitions a topic and 8 producers,
+    producer k writes partition k of every topic and nothing else -- a collector's few
+    partitions, not the fleet's."""
+    from confluent_kafka import Producer
+
+    topic = f"feedroute-{uuid.uuid4().hex[:8]}"
+    kb.create_topics(kafka_bootstrap, [topic], 8)
+    keys = [f"node-{k:03d}".encode() for k in range(128)] + [b"job-1", b"job-2"]
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for key in keys:
+        p.produce(topic, b"{}", key)
+    assert p.flush(30) == 0
+    got = {m.key(): m.partition() for m in kb.read_topic(kafka_bootstrap, topic)}
+    assert len(got) == len(keys)
+    assert {key: kb.route(key, 8) for key in keys} == got
+    assert len(set(got.values())) == 8
 
 
 def _read(bootstrap: str, topic: str) -> list[dict[str, object]]:
