@@ -24,6 +24,17 @@ still ``ON`` or more -- or half that for stalls that come and go (``RECUR_MIN``,
 correlator escalates it to a human, slow_node/unknown, Correlator._on_host_share).  It
 clears when the smoothed excess falls under ``OFF``.
 
+Short runs that recur page too (blind14 N7: a node's cron job, its 8 ranks +80-200 ms in the
+loader for 23-38 s every ~5.5 minutes; each run far under ``page_s``, and a run's smoothed
+excess ends it within ~16 steps, so nothing added up across runs).  ``EPISODE_HOT`` hot steps in
+a row are an episode; ``REPEATS`` episodes, each within ``REPEAT_GAP_S`` of the one before, on
+a node whose units hold ``SHARE_X`` times the mean episodes of the other nodes' units, raise it
+(a recurrence: cleared once ``REPEAT_GAP_S`` passes without one).  Counted are all hot streaks,
+not runs already found alarming, and the reference is the job's other nodes counted the same
+way: what the job does to every node (a checkpoint, an evaluation, a site agent on every
+node) moves the stage's reference or every node's count.  A save's one long step, one rank's
+loader stall (a unit's lower median) or GC (compute) is no streak.
+
 Physics, not tuning on the faults: a loader stall recurs on its node and grows; a write-back
 after an async checkpoint (blind10 K3) is compute, fades within tens of steps and moves to
 another node; a checkpoint, an evaluation pass, a batch ramp or a restart is every rank's
@@ -71,20 +82,38 @@ CLIP = 0.5         # one step's excess counts at most this (a 40 s first step on
 RECUR_MIN = 6
 RECUR_SHARE = 0.4
 RECUR_SPAN = 0.5
+# Short runs that recur on one node (a cron job: blind14 N7, 23-38 s every ~5.5 min): EPISODE_HOT
+# hot steps in a row are an episode (one an episode until the unit has been cool for QUIET
+# steps: ~1 / ALPHA); REPEATS episodes, each within REPEAT_GAP_S of the one before, on a node
+# whose units hold SHARE_X times the mean episodes of the other nodes' units (none elsewhere:
+# any), page -- raised as a recurrence (RAISED 2.0), cleared when REPEAT_GAP_S passes with none.
+EPISODE_HOT = 3
+QUIET = 16
+REPEATS = 3
+REPEAT_GAP_S = 600.0
+SHARE_X = 4.0
 # A unit's row: smoothed excess, ts of the run's first hot step (NaN: no run), ts of its latest
-# hot step, raised (1.0) or not, hot steps in the run, its pipeline stage, steps in the run.
-EWMA, RUN_FROM, LAST_HOT, RAISED, HOT, STAGE, STEPS = range(7)
-NCOLS = 7
+# hot step, raised (1.0; 2.0 as a recurrence) or not, hot steps in the run, its pipeline stage,
+# steps in the run; episodes in its chain, ts of the chain's first episode (its first hot step;
+# NaN: none) and of its latest, its streak (hot steps in a row; < 0: cool steps in a row) and
+# the ts the streak began, 1.0 while its current episode is counted, its node (an id in the job).
+(EWMA, RUN_FROM, LAST_HOT, RAISED, HOT, STAGE, STEPS, EPISODES, EP_FROM, EP_LAST, STREAK,
+ STREAK_FROM, EP_IN, NODE) = range(14)
+NCOLS = 14
 
 
-def grow(table: np.ndarray, n: int, stages: np.ndarray) -> np.ndarray:
-    """``table`` with rows for units up to ``n`` (new ones: no run, in ``stages``' stage)."""
+def grow(table: np.ndarray, n: int, stages: np.ndarray,
+         nodes: np.ndarray | None = None) -> np.ndarray:
+    """``table`` with rows for units up to ``n`` (new ones: no run, in ``stages``' stage and
+    on ``nodes``' node ids; without them each unit its own node)."""
     old = len(table)
     if n <= old:
         return table
     more = np.zeros((n - old, NCOLS))
     more[:, RUN_FROM] = math.nan
+    more[:, EP_FROM] = math.nan
     more[:, STAGE] = stages
+    more[:, NODE] = np.arange(old, n) if nodes is None else nodes
     return np.concatenate([table, more])
 
 
@@ -165,7 +194,15 @@ def judge_regular(table: np.ndarray, layout: tuple[np.ndarray, np.ndarray, int],
 def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
                 ts: float, page_s: float) -> list[tuple[int, bool, float]]:
     """The units ``uid`` (of two ranks or more) and their host times this step: each one's
-    excess over its stage's, smoothed, and its run (:func:`judge`'s return)."""
+    excess over its stage's, smoothed, its run and its episodes (:func:`judge`'s return)."""
+    found = _judge_units(table, uid, val, step_ms, ts, page_s)
+    if (table[:, RAISED] == 2.0).any():
+        found += [(i, False, ts) for i in _lapse(table, ts)]
+    return found
+
+
+def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
+                 ts: float, page_s: float) -> list[tuple[int, bool, float]]:
     if len(uid) < 2:
         return []
     rows = table[uid]
@@ -184,6 +221,9 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
     live = ~np.isnan(rows[:, RUN_FROM])
     if not hot.any() and not live.any():
         table[uid, EWMA] = ewma
+        streak = table[uid, STREAK]
+        if streak.max() > -QUIET:  # (cooling down from a streak: counted to QUIET, then still)
+            _cool(table, uid, streak)
         return []
     rows[:, EWMA] = ewma
     rows[hot, LAST_HOT] = ts
@@ -193,16 +233,24 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
     live |= start
     rows[live, STEPS] += 1.0
     out: list[tuple[int, bool, float]] = []
+    streak = rows[:, STREAK]
+    rows[hot & (streak <= 0.0), STREAK_FROM] = ts
+    streak[:] = np.where(hot, np.maximum(streak, 0.0) + 1.0,
+                         np.maximum(np.minimum(streak, 0.0) - 1.0, -QUIET))
+    rows[streak == -QUIET, EP_IN] = 0.0
+    counted = (streak >= EPISODE_HOT) & (rows[:, EP_IN] == 0.0)
+    if counted.any():
+        _episode(rows, counted, ts)
+    hot_n = rows[:, HOT]
     over = live & (ewma < OFF)
     if over.any():
-        for i in np.flatnonzero(over & (rows[:, RAISED] != 0.0)).tolist():
+        for i in np.flatnonzero(over & (rows[:, RAISED] == 1.0)).tolist():
             out.append((int(uid[i]), False, ts))
         rows[over, RUN_FROM] = math.nan
-        rows[over, RAISED] = 0.0
+        rows[over & (rows[:, RAISED] == 1.0), RAISED] = 0.0
         rows[over, HOT] = 0.0
         rows[over, STEPS] = 0.0
     span = rows[:, LAST_HOT] - rows[:, RUN_FROM]
-    hot_n = rows[:, HOT]
     due = ((rows[:, RAISED] == 0.0) & (ewma >= ON)
            & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
                                   & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
@@ -210,8 +258,61 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
         for i in np.flatnonzero(due).tolist():
             out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
         rows[due, RAISED] = 1.0
+    if counted.any():
+        for i in _recurring(rows, counted).tolist():
+            out.append((int(uid[i]), True, float(rows[i, EP_FROM])))
+            rows[i, RAISED] = 2.0
     table[uid] = rows
     return out
+
+
+def _cool(table: np.ndarray, uid: np.ndarray, streak: np.ndarray) -> None:
+    """A step on which none of ``uid`` is hot: their streaks cool (to -QUIET, where a unit's
+    episode is over)."""
+    streak = np.maximum(np.minimum(streak, 0.0) - 1.0, -QUIET)
+    table[uid, STREAK] = streak
+    done = uid[streak == -QUIET]
+    table[done, EP_IN] = 0.0
+
+
+def _episode(rows: np.ndarray, counted: np.ndarray, ts: float) -> None:
+    """Count the current hot streaks of ``rows[counted]`` as episodes: each joins its unit's
+    chain, or begins a new one when the chain's latest episode is over REPEAT_GAP_S old."""
+    gone = counted & ~(ts - rows[:, EP_LAST] <= REPEAT_GAP_S)
+    rows[gone, EPISODES] = 0.0
+    rows[gone, EP_FROM] = rows[gone, STREAK_FROM]
+    rows[counted, EPISODES] += 1.0
+    rows[counted, EP_LAST] = ts
+    rows[counted, EP_IN] = 1.0
+
+
+def _recurring(rows: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Indices of ``rows`` just counted an episode that make a recurrence on their node: not
+    raised, REPEATS episodes in the chain, and SHARE_X times the mean episodes of the units on
+    the job's other nodes (in this step's rows; their chains may be stale: a stale one only
+    counts against the unit)."""
+    at = np.flatnonzero(counted & (rows[:, RAISED] == 0.0) & (rows[:, EPISODES] >= REPEATS))
+    if not len(at):
+        return at
+    node, eps = rows[:, NODE], rows[:, EPISODES]
+    keep = []
+    for i in at.tolist():
+        other = node != node[i]
+        n = np.count_nonzero(other)
+        mean = float(eps[other].sum()) / n if n else 0.0
+        if eps[i] >= SHARE_X * mean:
+            keep.append(i)
+    return np.array(keep, dtype=np.intp)
+
+
+def _lapse(table: np.ndarray, ts: float) -> list[int]:
+    """Units raised as a recurrence whose chain has had no episode for REPEAT_GAP_S by ``ts``:
+    cleared (their chains end); returned."""
+    gone = np.flatnonzero((table[:, RAISED] == 2.0) & (ts - table[:, EP_LAST] > REPEAT_GAP_S))
+    table[gone, RAISED] = 0.0
+    table[gone, EPISODES] = 0.0
+    table[gone, EP_FROM] = math.nan
+    return gone.tolist()
 
 
 def late(row: np.ndarray) -> bool:
@@ -234,6 +335,13 @@ def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
         "host_excess_ms": round(float(row[EWMA]) * step_ms, 1),
         "job_step_ms": round(step_ms, 1), "hot_steps": int(row[HOT]),
         "recurring_for_s": round(float(row[LAST_HOT] - row[RUN_FROM]), 1),
+        **({"episodes": int(row[EPISODES]),
+            "episodes_for_s": round(float(row[EP_LAST] - row[EP_FROM]), 1),
+            "episode_rule": (f"{REPEATS} runs or more of >= {EPISODE_HOT} hot steps, each "
+                             f"within {REPEAT_GAP_S:.0f} s of the one before, on this node "
+                             f"alone (>= {SHARE_X:g}x the other nodes' units' mean): short "
+                             "runs that recur -- a cron job, a periodic agent")}
+           if row[RAISED] == 2.0 else {}),
         "rule": (f"time in neither compute nor collectives (step_ms - compute_ms - comm_ms) "
                  f"of its ranks over its stage's other ranks, >= {ON:.0%} of the job's step "
                  f"smoothed over ~{round(1 / ALPHA)} steps, recurring for the time given: "
@@ -253,4 +361,4 @@ def check_restored(keys: Any, table: Any) -> bool:
             and isinstance(table, np.ndarray) and table.dtype == np.float64
             and table.ndim == 2 and table.shape[1] == NCOLS and len(table) >= len(keys)
             and len(table) <= MAX_UNITS
-            and bool(np.isfinite(np.delete(table, RUN_FROM, axis=1)).all()))
+            and bool(np.isfinite(np.delete(table, (RUN_FROM, EP_FROM), axis=1)).all()))

@@ -633,6 +633,7 @@ class JobMonitor:
         self._usual_step_ms = 0.0                     # and its step time, on other steps
         self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
         #                                               host (newest first)
+        self._event_run = 0                           # steps in a row over the level by that
         self._recent = np.zeros((0, _RECENT))          # its latest deviations over its bias
         self._tail = np.zeros(len(_TAIL_EDGES))        # the job's tail (_tail_update)
         self._tail_n = 0
@@ -842,6 +843,8 @@ class JobMonitor:
         refuse_unless(is_map_of(self._partial, ints, set) and len(self._partial) <= _PARTIAL_KEPT
                       and all(len(r) <= 2 * _MAX_RANK and all(type(x) is int for x in r)
                               for r in self._partial.values()), "JobMonitor._partial")
+        refuse_unless(type(self._event_run) is int and 0 <= self._event_run <= 1 << 62,
+                      "JobMonitor._event_run")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
         # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
@@ -1037,7 +1040,9 @@ class JobMonitor:
         if step > self._last_step and (self._expected == math.inf
                                        or 2 * len(buf.ranks) >= self._expected):
             # (a stray message with a step number of its own does not move the job on)
-            if step == self._last_step + 1 and buf.last_ts > self._last_step_ts:
+            # (the job's first step has no step before it: a step 0 after the initial -1 gave
+            # an infinite gap, then a NaN period for good -- host_events never judged a save)
+            if step == self._last_step + 1 and -math.inf < self._last_step_ts < buf.last_ts:
                 gap = buf.last_ts - self._last_step_ts
                 self._period = gap if self._period == 0.0 else self._period + 0.1 * (
                     gap - self._period)
@@ -3035,7 +3040,12 @@ class JobMonitor:
         sm = buf.step_ms
         step_ms = sorted((sm[0], sm[len(sm) // 2], sm[-1]))[1]  # (all about alike: synchronous)
         share = host_med / max(step_ms, 1e-9)
-        if share - self._host_level >= _EVENT_SHARE:
+        # A save, an evaluation pass is a rare step: _SAVE_GAP_STEPS "events" in a row are the
+        # job's own level (a job loading 6 % of its step from its first step; a job-wide rise
+        # that stays), learnt as on any other step -- not every step an event for good.
+        run = self._event_run = (self._event_run + 1 if share - self._host_level >= _EVENT_SHARE
+                                 else 0)
+        if 0 < run < _SAVE_GAP_STEPS:
             ev = self._event_ts
             # (from 5 usual steps before it: a CUSUM's run may begin a few steps early, on noise)
             at = float(ts.min()) - 0.005 * min(self._usual_step_ms or step_ms, step_ms)
@@ -3110,6 +3120,8 @@ class JobMonitor:
         tp_any = any(buf.tp)
         hw = self._hw
         stages: list[int] = []
+        nodes: list[int] = []
+        node_id: dict[str, int] = {}
         for s, pp, dp in zip(slots.tolist(), buf.pp, buf.dp, strict=True):
             h = hw[s]
             key = host_time.unit_key(h[0], pp or 0, dp if tp_any else None) if h else None
@@ -3118,12 +3130,17 @@ class JobMonitor:
                 if len(keys) >= host_time.MAX_UNITS:
                     i = -2
                 else:
+                    if not node_id:  # (the nodes of the units named so far, in their order)
+                        for k, row in zip(keys, self._hs.tolist(), strict=False):
+                            node_id.setdefault(host_time.node_of(k), int(row[host_time.NODE]))
                     i = index[key] = len(keys)
                     keys.append(key)
                     stages.append(pp or 0)
+                    nodes.append(node_id.setdefault(h[0], len(keys) - 1))
             code[s] = i
         if stages:
-            self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float))
+            self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float),
+                                      np.array(nodes, dtype=float))
         self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
         self._hs_code_some = len(slots) < len(self._rank_of)  # (made from some ranks only)
         self._hs_layout = None if self._hs_code_some else host_time.regular(code)

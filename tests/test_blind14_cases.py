@@ -52,12 +52,11 @@ EXPECT: dict[str, tuple] = {
     # N6 (inter24): a recurring outlier count the job's outlier steps falling on its TP groups
     # alike would give by chance (6e-3 here) is the workload's (JobMonitor._recur_chance)
     "N6-gc-pauses-escalated": (_nothing_paged, None),
-    "N7-cron-straggler-short-runs": (_every_fault_caught, (
-        "N7: hx01's cron holds its 8 ranks at 1.06-1.10x compute + 80-200 ms in neither for "
-        "31, 30 and 38 s, every 328 s: faultline sends nothing -- cron-straggler caught in 5 of "
-        "8 logs, each 29-39 s into a 32-43 s run; runs of 23-31 s never page and the evidence "
-        "does not add up across runs (this log's 38 s third run is paged 30 s in when the "
-        "replay starts at 150 s, not with the job's first 150 s before it)")),
+    # N7 (inter25): short host-time runs that recur on one node -- 3 streaks of >= 3 hot steps,
+    # each within 600 s of the one before, none on the job's other nodes -- page the node at
+    # its third run (detector.host_time, REPEATS); was a strict xfail: "runs of 23-31 s never
+    # page and the evidence does not add up across runs".
+    "N7-cron-straggler-short-runs": (_every_fault_caught, None),
 }
 
 
