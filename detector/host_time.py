@@ -235,8 +235,7 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     out: list[tuple[int, bool, float]] = []
     streak = rows[:, STREAK]
     rows[hot & (streak <= 0.0), STREAK_FROM] = ts
-    streak[:] = np.where(hot, np.maximum(streak, 0.0) + 1.0,
-                         np.maximum(np.minimum(streak, 0.0) - 1.0, -QUIET))
+    streak[:] = np.where(hot, np.maximum(streak, 0.0) + 1.0, _cooled(streak))
     rows[streak == -QUIET, EP_IN] = 0.0
     counted = (streak >= EPISODE_HOT) & (rows[:, EP_IN] == 0.0)
     if counted.any():
@@ -266,10 +265,15 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     return out
 
 
+def _cooled(streak: np.ndarray) -> np.ndarray:
+    """Streaks after a cool step: a hot run ends (0), a cool one counts down to -QUIET."""
+    return np.maximum(np.minimum(streak, 0.0) - 1.0, -QUIET)
+
+
 def _cool(table: np.ndarray, uid: np.ndarray, streak: np.ndarray) -> None:
     """A step on which none of ``uid`` is hot: their streaks cool (to -QUIET, where a unit's
     episode is over)."""
-    streak = np.maximum(np.minimum(streak, 0.0) - 1.0, -QUIET)
+    streak = _cooled(streak)
     table[uid, STREAK] = streak
     done = uid[streak == -QUIET]
     table[done, EP_IN] = 0.0
