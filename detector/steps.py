@@ -43,7 +43,6 @@ import math
 import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -62,6 +61,7 @@ from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.statecodec import is_map_of, refuse_unless
+from detector.step_numerics import _NAN, NumericChecks, _pick
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
 from models.peer_stats import (
@@ -70,7 +70,6 @@ from models.peer_stats import (
     group_median,
     group_median_scale,
     group_stats,
-    layout,
     learn_layout,
     median,
     row_deviations,
@@ -79,20 +78,14 @@ from models.peer_stats import (
     row_stats,
     sorted_rows,
 )
-from models.vote import majority_vote
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
-_TP_MASK = (1 << 24) - 1  # a peer group's tp_rank (JobMonitor._evaluate)
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 # In a rank set of _partial: the step was decided complete, and the set holds only the ranks
 # that came after (JobMonitor._late).
 _LATE_ONLY = -1
-# A job's first steps after its monitor starts (a worker starting, a restart): their checksum
-# majorities are kept for stragglers even when decided complete (JobMonitor._check_checksums).
-_YOUNG_STEPS = 32
-_NAN = float("nan")
 _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
 # A warm-up step compared with its peers as a whole counts as gross only this many noise units
 # out (blind5 E4); 3 blocked a GPU 45 % slow under +-20 % sequence imbalance (issue 10: gross
@@ -322,14 +315,6 @@ def _ints(values: Sequence[int]) -> np.ndarray:
         return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
-def _pick(items: Any, keys: Sequence[Any]) -> tuple[Any, ...]:
-    """``tuple(map(items.__getitem__, keys))`` at C speed (``operator.itemgetter``: ~50
-    instructions an item instead of ~200 through map and a method wrapper)."""
-    if len(keys) >= 2:
-        return itemgetter(*keys)(items)  # type: ignore[no-any-return]
-    return tuple(map(items.__getitem__, keys))
-
-
 _ARANGES: dict[int, np.ndarray] = {}
 
 
@@ -431,7 +416,7 @@ class _StepBuffer:
             return self.dp_arr
 
 
-class JobMonitor:
+class JobMonitor(NumericChecks):
     """All step-derived state of one training job."""
 
     _replica_noise = 0.0  # (a snapshot written before it existed restores with this)
@@ -3312,336 +3297,6 @@ class JobMonitor:
                 others = [j for other, ks in by_node.items() if other != node for j in ks]
                 elsewhere[js] = median(d[others])
         return elsewhere, whole
-
-    def _check_grad(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
-                    grad: np.ndarray, buf: _StepBuffer, decided_ts: float,
-                    out: list[Finding]) -> None:
-        cfg = self.cfg
-        decay = 0.5 ** (1.0 / cfg.grad_half_life_steps)
-        self._spikes *= decay
-        ok = grad > 0.0
-        n_ok = np.count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
-        if n_ok < cfg.min_peers:
-            return
-        if n_ok == len(ok):  # (the usual step: no copies)
-            r, g, t, lg = slots, groups, ts, np.log(grad)
-        else:
-            r, g, t = slots[ok], groups[ok], ts[ok]
-            lg = np.log(grad[ok])
-        med, scale, size, k = group_stats(lg, g)
-        z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
-        if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
-            hit = z > cfg.grad_z
-        else:
-            hit = (z > cfg.grad_z) & (size >= cfg.min_peers)
-            small = size < cfg.min_peers
-            if small.any():
-                dp = buf.dp_array()[ok]
-                zs, comparable = self._grad_within_replica(lg[small], g[small], dp[small])
-                z[small] = zs
-                hit[small] = (zs > cfg.grad_z) & comparable
-        spikes, spiking = self._spikes, self._spiking
-        grew = False
-        if np.count_nonzero(hit):
-            # A replica that saw an unusual batch spikes on all its ranks at once; corruption
-            # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
-            dp = buf.dp_array()[ok]
-            spiking_dp, counts = np.unique(dp[hit], return_counts=True)
-            shared = spiking_dp[counts > 1]
-            if len(shared):
-                hit &= ~np.isin(dp, shared)
-            if np.count_nonzero(hit):
-                hr = r[hit]
-                fresh = spikes[hr] < 0.5
-                self._spike_onset[hr[fresh]] = t[hit][fresh]
-                spikes[hr] += 1.0
-                grew = True
-        # A rank starts spiking when its count reaches grad_spikes.  Once every slot has been
-        # looked at, every slot at or over it is spiking (set below), and a count only grows
-        # by a hit: decay (<= 1) and resets lower it, and one that stopped spiking (< 0.5)
-        # is under grad_spikes (>= 0.5).  So the whole look is needed only on a step with a
-        # hit -- the same slots, without four array operations on every healthy step.
-        if grew or not self._spikes_looked or not (decay <= 1.0 and cfg.grad_spikes >= 0.5):
-            rising = ((spikes >= cfg.grad_spikes) & ~spiking).nonzero()[0].tolist()
-            self._spikes_looked = True
-        else:
-            rising = []
-        falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if np.count_nonzero(
-            spiking) else []
-        if not rising and not falling:
-            return
-        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-        rank_of = self._rank_of
-        for s in rising:  # slots; findings name the rank
-            rank = rank_of[s]
-            spiking[s] = True
-            zr = z[r == s]
-            out.append(self._finding(
-                rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
-                "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
-                {"step": step, "rank": rank, "recent_spikes": round(float(spikes[s]), 2),
-                 "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
-        for s in falling:
-            rank = rank_of[s]
-            spiking[s] = False
-            out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
-                                     "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
-                                     False, 0.0, {"step": step}))
-
-    def _moved(self, buf: _StepBuffer) -> bool:
-        """Whether the step's first rank's checksum differs from its own on the step before
-        (an update moves every rank's; one is enough to tell the job's checksums live)."""
-        _, ranks, checksums = self._prev_ck
-        try:
-            i = ranks.index(buf.ranks[0])
-        except ValueError:
-            return self._ck_moved  # (not in the step before: nothing new)
-        return checksums[i] != buf.checksum[0]
-
-    def _check_overflow(self, step: int, buf: _StepBuffer, groups: np.ndarray,
-                        decided_ts: float, out: list[Finding]) -> None:
-        """A step some ranks sent no ``grad_norm`` on, others did, and every rank kept its
-        checksum -- the null ones' told -- in a job whose checksums moved on its latest step
-        with every grad norm: a loss-scale skip (every rank skips it), its null ranks the
-        overflow's sources; a rank the sole source beyond chance is escalated
-        (detector.overflow_source).  Also resolves a suspect quiet for the module's window.
-
-        Checksums that did not move on a step with every grad norm are not refreshed each
-        step (a collector that repeats its last value, a checksum of a frozen part): a step
-        that keeps them says nothing, and a rank whose collector leaves ``grad_norm`` out
-        (DESIGN: null is missing) is no source (review23: escalated ``sdc`` at a healthy GPU
-        after 4-5 such steps)."""
-        ov = self._overflow
-        for rank in ov.expired():
-            out.append(self._finding(rank, None, "overflow_source", "sdc", "unknown",
-                                     decided_ts, decided_ts, False, 0.0,
-                                     {"step": step, "note": "no sole non-finite grad norm for "
-                                      f"{overflow_source.WINDOW_STEPS} steps"}))
-        grad = buf.grad
-        nulls = grad.count(None)
-        prev_step, prev_ranks, prev_ck = self._prev_ck
-        if nulls == 0 or nulls == len(grad) or prev_step != step - 1 or not self._ck_moved:
-            return
-        at = [i for i, g in enumerate(grad) if g is None]
-        before = dict(zip(prev_ranks, prev_ck, strict=True))
-        ranks, checksum = buf.ranks, buf.checksum
-        if not all(checksum[i] is not None for i in at) or any(
-                c is not None and before.get(r, c) != c
-                for r, c in zip(ranks, checksum, strict=True)):
-            return  # (a null without a skip: a field not sent -- DESIGN's missing)
-        peers = int(np.count_nonzero(groups == groups[at[0]]))
-        for rank, onset, counted, chance in ov.skipped(
-                step, [ranks[i] for i in at], peers, len(grad), float(buf.ts[at[0]])):
-            slot = self._slot.get(rank)
-            node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
-            out.append(self._finding(
-                rank, buf.dp[at[0]], "overflow_source", "sdc", "unknown", decided_ts, onset,
-                True, overflow_source.SEVERITY,
-                {"step": step, **overflow_source.evidence(
-                    rank, node, gpu, ov.sole_steps(rank), counted, peers, len(grad), chance)}))
-
-    def _grad_within_replica(self, lg: np.ndarray, g: np.ndarray, dp: np.ndarray
-                             ) -> tuple[np.ndarray, np.ndarray]:
-        """Robust z of ``log(grad_norm)`` against the other shards of the rank's own replica.
-
-        With fewer than ``min_peers`` replicas no vote across replicas can say which one
-        spiked.  The shards of one replica (its tensor- and pipeline-parallel ranks) work on
-        the same batch at the same step, so what the batch does to the gradient (a hard
-        batch, a loss spike) moves them together; each shard's norm has a level of its own
-        (other layers, other slices), learned here per shard.  Corruption on one GPU moves
-        its shard alone: its norm, less its shard's level, stands out from the replica's
-        median.  Needs >= ``min_peers`` shards per replica (tp x pp >= 3): pure data
-        parallelism with two replicas stays blind to gradient-norm outliers.
-        Returns z and whether the rank's replica had enough shards to compare.
-        """
-        cfg = self.cfg
-        keys, inv = np.unique(g, return_inverse=True)
-        lvl = np.array([self._grad_level.get(int(k), _NAN) for k in keys.tolist()])
-        fresh = np.isnan(lvl)
-        if fresh.any():  # a shard seen for the first time: its level is its replicas' median
-            med_g, _, _ = group_median_scale(lg, g)
-            first = np.zeros(len(keys))
-            first[inv] = med_g
-            lvl[fresh] = first[fresh]
-        u = lg - lvl[inv]
-        center, _, size = group_median_scale(u, dp)
-        e = u - center
-        scale = max(median(np.abs(e), scratch=True) * 1.4826, cfg.grad_scale_floor)
-        z = e / scale
-        comparable = size >= cfg.min_peers
-        calm = np.abs(z) < 3.0
-        n = np.bincount(inv, weights=calm, minlength=len(keys))
-        move = np.bincount(inv, weights=np.where(calm, e, 0.0), minlength=len(keys))
-        lvl += 0.05 * np.where(n > 0, move / np.maximum(n, 1), 0.0)
-        level = self._grad_level
-        level.update(zip(keys.tolist(), lvl.tolist(), strict=True))
-        if len(level) > len(self._rank_of) + 64:
-            # More groups than the job has ranks: tp/pp ranks that changed (a re-layout, or a
-            # forged stream naming new ones every step) -- only this step's are kept.
-            self._grad_level = dict(zip(keys.tolist(), lvl.tolist(), strict=True))
-        return z, comparable
-
-    def _check_checksums(self, step: int, buf: _StepBuffer, decided_ts: float,
-                         out: list[Finding], complete: bool, groups: np.ndarray) -> None:
-        # A step decided complete keeps no majority for stragglers -- but for a job's first
-        # steps: their size may be a partial first step's, and a rank that comes after is
-        # then a straggler (_late), checked against its step's majority.
-        complete = complete and self._evaluated > _YOUNG_STEPS
-        disagreeing: set[int] = set()
-        paired: set[int] = set()
-        ties: list[list[int]] = []  # two-replica groups that disagree: one finding for all
-        split = False
-        by_group: dict[int, list[int] | None] = {}  # peer group -> its positions to vote
-        checksum = buf.checksum
-        rows = layout(groups)
-        if rows is not None:
-            # Each rank's peer group's last checksum, by the groups' rows (peer_stats): the
-            # row's last position (a row lists its members in arrival order), picked at C
-            # speed -- a dict over 128 ranks and a map over them cost ~100k instructions.
-            perm = rows.perm
-            ends = perm[:, -1] if rows.k else perm[rows.at, rows.counts - 1]
-            last_of = _pick(checksum, ends.tolist())  # per row
-            agree = _pick(last_of, rows.back.tolist()) == checksum
-        else:
-            gl = groups.tolist()
-            last = dict(zip(gl, checksum, strict=True))  # each peer group's last checksum
-            agree = _pick(last, gl) == checksum
-        if agree:
-            # Every peer group agrees (one checksum each, or none): the healthy step, told
-            # by C loops instead of a vote per group.  Nobody disagrees, nothing is split;
-            # an incomplete step leaves each group's value (groups of two or more, in order
-            # of first appearance, as the vote below) for its stragglers.
-            if not complete:
-                if rows is None:
-                    sizes = Counter(gl)
-                    kept = [(g, c, sizes[g]) for g, c in last.items()]
-                else:
-                    firsts = perm[:, 0]  # each row's first position: the order of appearance
-                    gv = groups[firsts].tolist()
-                    sizes_r = rows.counts.tolist() if not rows.k else [rows.k] * len(gv)
-                    kept = [(gv[r], last_of[r], sizes_r[r]) for r in firsts.argsort().tolist()]
-                for g, c, size in kept:
-                    if c is not None and size >= 2:
-                        self._majority[(step, g & _TP_MASK, g >> 24)] = c
-        else:
-            gl = groups.tolist()
-            last = dict(zip(gl, checksum, strict=True))
-            # Some peer group holds two checksums (a None is one).  Only such a group can find
-            # anything -- a group that agrees has its majority and no minority -- so the vote
-            # takes those alone, in the same order (first appearance); an incomplete step
-            # also keeps the majority of every group of two or more for its stragglers.
-            mixed, one = set(), set()
-            for g, _ in set(zip(gl, buf.checksum, strict=True)):
-                if g in one:
-                    mixed.add(g)
-                else:
-                    one.add(g)
-            if buf.checksum.count(None):  # (ranks without one: the vote is among the others)
-                for i, (g, c) in enumerate(zip(gl, buf.checksum, strict=True)):
-                    if c is not None and (not complete or g in mixed):
-                        by_group.setdefault(g, []).append(i)
-            else:
-                sizes = None if complete else Counter(gl)
-                for g in last:  # (groups in order of first appearance)
-                    if g in mixed:
-                        by_group[g] = [i for i, h in enumerate(gl) if h == g]
-                    elif sizes is not None and sizes[g] >= 2:
-                        by_group[g] = None  # agrees: its one checksum is its majority
-        for g, idx in by_group.items():
-            if idx is None:
-                self._majority[(step, g & _TP_MASK, g >> 24)] = last[g]  # type: ignore[assignment]
-                continue
-            if len(idx) < 2:
-                continue
-            sums = [buf.checksum[i] for i in idx]
-            majority, minority = majority_vote(sums)  # type: ignore[arg-type]
-            if majority is None and len(idx) == 2:
-                known = [i for i in idx if buf.ranks[i] in self._mismatch]
-                if known:
-                    # One of the two already lost a majority vote (a larger group, before
-                    # some replicas went away -- a node rebooting): its known fault is the
-                    # disagreement, the other replica is no candidate.
-                    disagreeing.update(buf.ranks[i] for i in known)
-                else:
-                    ties.append(idx)
-                continue
-            if majority is None:
-                split = True
-                continue
-            if not complete:
-                self._majority[(step, buf.tp[idx[0]], buf.pp[idx[0]])] = majority
-            for j in minority:
-                i = idx[j]
-                rank = buf.ranks[i]
-                disagreeing.add(rank)
-                if rank not in self._mismatch:
-                    self._mismatch[rank] = [buf.ts[i], 0]
-                    out.append(self._checksum_minority(
-                        rank, buf.dp[i], decided_ts, buf.ts[i], step, buf.checksum[i], majority,
-                        {"replicas_compared": len(idx)}))
-        if ties:
-            self._pair_disagree(step, buf, ties, decided_ts, paired, out)
-        self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
-                             step, buf, decided_ts, out)
-        if self._pair:  # a tie (detector.sdc): the job's, cleared as one
-            won = sdc.decided(self._pair, disagreeing)
-            self._clear_agreeing(self._pair, paired, "checksum_pair", "unknown", step, buf,
-                                 decided_ts, [])
-            if not self._pair:
-                out.append(sdc.tie_over(decided_ts, step, f"decided: rank {won[0]} lost a "
-                                        "majority vote" if won else "the replicas agree again",
-                                        self.job, self.tenant, self.cluster))
-        if split != self._split_active:
-            self._split_active = split
-            out.append(Finding(decided_ts, decided_ts, "checksum_split", "sdc", "unknown",
-                               Scope.of_job(self.job), split, True, 0.6,
-                               {"step": step, "note": "replicas disagree with no strict majority"},
-                               self.job, self.tenant, self.cluster))
-
-    def _checksum_minority(self, rank: int, dp: int | None, ts: float, onset: float, step: int,
-                           checksum: str | None, majority: str, more: dict[str, Any]
-                           ) -> Finding:
-        """A rank whose checksum lost a strict majority vote of its replicas: an escalation at
-        its GPU, not an isolation.  The vote says where the parameters went wrong, not why: a
-        transient upset (gone on a rerun in place: resync the replica, keep the GPU), a GPU
-        that computes wrong (reproduced there, not on another GPU: drain it) or the path to
-        it -- what Megatron's rerun state machine, Google's replay and Meta's SDC triage run
-        before any GPU is blamed (REFERENCE.md section 4; blind6 labels it unattributable)."""
-        f = self._finding(
-            rank, dp, "checksum_mismatch", "sdc", "gpu_hardware", ts, onset, True, 0.95,
-            {"step": step, "rank": rank, "checksum": checksum, "majority_checksum": majority,
-             **more})
-        where = f"GPU {f.scope.gpu} on {f.scope.node}"
-        f.evidence["next_diagnostic"] = (
-            f"rerun step {step} of rank {rank} in place and on another GPU (Megatron rerun "
-            f"state machine): not reproduced in place is a transient upset (restore the "
-            f"replica from a checkpoint before step {step}, keep the GPU); reproduced on "
-            f"{where} but not elsewhere is that GPU: drain it and run `dcgmi diag -r 4` on "
-            f"{f.scope.node}")
-        return f._replace(escalate=True)
-
-    def _clear_agreeing(self, active: dict[int, list[float]], still: set[int], signal: str,
-                        cause: str, step: int, buf: _StepBuffer, decided_ts: float,
-                        out: list[Finding]) -> None:
-        """Resolve the ranks of ``active`` (rank -> [onset_ts, agreeing steps]) that agreed
-        again for ``checksum_clear_steps`` steps they took part in (not in ``still``)."""
-        for rank in [r for r in active if r not in still and r in buf.seen]:
-            state = active[rank]
-            state[1] += 1
-            if state[1] >= self.cfg.checksum_clear_steps:
-                del active[rank]
-                i = buf.ranks.index(rank)
-                out.append(self._finding(rank, buf.dp[i], signal, "sdc", cause, decided_ts,
-                                         decided_ts, False, 0.0, {"step": step}))
-
-    def _pair_disagree(self, step: int, buf: _StepBuffer, ties: list[list[int]],
-                       decided_ts: float, paired: set[int], out: list[Finding]) -> None:
-        """Pairs of replicas whose checksums differ: one job escalation (detector.sdc)."""
-        f = sdc.tie(self._pair, paired, step,
-                    [[(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx]
-                     for idx in ties], decided_ts, self.job, self.tenant, self.cluster)
-        if f is not None:
-            out.append(f)
 
 
 # A job of two data-parallel replicas, one computing slower (replica_split): every

@@ -66,10 +66,13 @@ def test_the_check_sees_a_lazy_import(tmp_path: Path) -> None:
     assert offending(src, FORBIDDEN_IN_CORE) == ["confluent_kafka", "replay.log"]
 
 
-def test_the_correlators_part_windows_do_not_import_the_correlator() -> None:
-    # detector/part_window.py holds correlate.Correlator's shared-part windows (a mixin the
-    # Correlator's module imports): importing detector.correlate from it would be a cycle.
-    code = "import sys, detector.part_window; print('detector.correlate' in sys.modules)"
+@pytest.mark.parametrize(("mixin", "owner"), [("detector.part_window", "detector.correlate"),
+                                              ("detector.step_numerics", "detector.steps")])
+def test_a_mixin_does_not_import_the_module_of_its_class(mixin: str, owner: str) -> None:
+    # detector/part_window.py holds correlate.Correlator's shared-part windows, and
+    # detector/step_numerics.py steps.JobMonitor's numeric-fault checks (mixins the class's
+    # module imports): importing that module back from the mixin would be a cycle.
+    code = f"import sys, {mixin}; print({owner!r} in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True)
     assert run.stdout.strip() == "False"
