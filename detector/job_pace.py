@@ -110,6 +110,31 @@ MAX_PACES = 1024    # jobs' step ups kept (the oldest dropped first)
 _THROTTLED = ("throttle_seen", "power_cap", "throttle_minor", "throttle", "hot")
 
 
+def check_restored(corr: Any) -> str | None:
+    """The first of a restored correlator's fields this module reads that is malformed
+    (None: all sound): ``_paces`` / ``_pace_paged`` maps of job -> a Finding of times and an
+    evidence map (at most MAX_PACES), ``_clocks`` GPU -> (clock MHz, ts) of finite floats
+    (review26: each restored as any type, read on a GPU's next clock finding)."""
+    for name in ("_paces", "_pace_paged"):
+        kept = getattr(corr, name, None)
+        if not (type(kept) is dict and len(kept) <= MAX_PACES and all(
+                type(j) is str and _sound(f) for j, f in kept.items())):
+            return name
+    clocks = getattr(corr, "_clocks", None)
+    if not (type(clocks) is dict and all(
+            type(k) is str and type(v) is tuple and len(v) == 2
+            and all(type(x) is float and math.isfinite(x) for x in v)
+            for k, v in clocks.items())):
+        return "_clocks"
+    return None
+
+
+def _sound(f: Any) -> bool:
+    return (type(f) is Finding and type(f.scope) is Scope and type(f.evidence) is dict
+            and all(type(t) in (float, int) and math.isfinite(t) for t in (f.ts, f.onset_ts))
+            and all(x is None or type(x) is str for x in (f.job, f.tenant, f.cluster)))
+
+
 def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A job's ``job_pace`` finding: kept while active; page its GPU (:func:`_page`)."""
     job = keep_by_job(corr._paces, f, MAX_PACES)
@@ -204,7 +229,7 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
                 f"impact: {step} as {scope.key} alone of the job's GPUs came under a SW power "
                 f"cap holding its clock {drop:.1%} below its baseline: the job runs at that "
                 "GPU's pace")})
-        corr._pace_paged[job] = cap
+        _keep_paged(corr, job, cap, now, out)
         return
     clock = low[0][0]
     ev = dict(pace.evidence)
@@ -220,4 +245,12 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
              "sm_clock": {"sm_clock_mhz": clock, "gpus_told": 1, "peers_median_mhz": ref,
                           "peers_told": len(told) - 1, "throttle_reasons": "0x0"}}
     corr._raise(ESCALATION, "slow_node", "unknown", scope, g, out, detected_ts=now, extra=extra)
+    _keep_paged(corr, job, g, now, out)
+
+
+def _keep_paged(corr: Correlator, job: str, g: Finding, now: float, out: list[Alert]) -> None:
+    """Keep ``g`` as the page made for ``job``'s step up: at most MAX_PACES jobs' (the oldest
+    page resolved first -- a bound, as on _paces, that check_restored holds a snapshot to)."""
+    while len(corr._pace_paged) >= MAX_PACES:
+        _clear(corr, next(iter(corr._pace_paged)), now, out)
     corr._pace_paged[job] = g

@@ -1,0 +1,123 @@
+"""review26: a new maintainer's review of round 25's code (b16fix's job_pace, inter25's host-time
+episodes, live25's resumed / nodes_absent, the step-0 period fix).  Each case fails on main
+a34d01b; the controls pass on both."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from detector import host_time, job_pace
+from detector.alerts import Scope
+from detector.findings import Finding
+from detector.pipeline.correlator import CorrelatorPartition
+from detector.statecodec import UNSIGNED, SnapshotRefused
+from detector.testing import T0
+from tests.test_review23 import _hung_partition
+
+# -- inter25's 14-column host-time table: restored within its columns' domains -------------
+
+
+def _sound_table() -> tuple[list[str], np.ndarray]:
+    """Four units on two nodes after a short run of host-late steps (the restore control)."""
+    table = host_time.grow(np.zeros((0, host_time.NCOLS)), 4, np.zeros(4),
+                           np.array([0.0, 0.0, 2.0, 2.0]))
+    units = np.repeat(np.arange(4), 2)
+    for s in range(40):
+        host = np.full(len(units), 8.0)
+        if 10 <= s < 20:
+            host[:4] += 150.0
+        host_time.judge(table, units, host, 3200.0, 1000.0 + 3.2 * s, 240.0)
+    return [f"n{i // 2}/pp0/dp{i % 2}" for i in range(4)], table
+
+
+H = host_time
+FORGED = [  # (column, value): each a value no step can write there
+    (H.RAISED, 3.0), (H.RAISED, 0.5), (H.EP_IN, 0.5), (H.EP_IN, 2.0),
+    (H.EPISODES, -1.0), (H.EPISODES, 1e300), (H.EPISODES, 2.5),
+    (H.HOT, -4.0), (H.STEPS, 1e300), (H.STREAK, -1e9), (H.STREAK, 1e300),
+    (H.NODE, -1.0), (H.NODE, 1e9), (H.NODE, 0.5), (H.EWMA, 1e300),
+    (H.RUN_FROM, np.inf), (H.EP_FROM, -np.inf),
+]
+
+
+@pytest.mark.parametrize("col, value", FORGED)
+def test_a_forged_host_time_column_is_refused(col, value):
+    keys, table = _sound_table()
+    assert host_time.check_restored(keys, table)  # (the control: a table a job wrote)
+    table[1, col] = value
+    assert not host_time.check_restored(keys, table)
+
+
+# -- b16fix's correlator state (_paces, _pace_paged, _clocks): checked on restore -----------
+
+
+def _pace(job: str = "job-1", ts: float = T0 + 200.0) -> Finding:
+    return Finding(ts, ts - 6.0, "job_pace", "slow_node", "unknown", Scope.of_job(job), True,
+                   False, 0.0, {"compute_ms": 2170.0, "usual_compute_ms": 1735.0,
+                                "ratio": 1.2507}, job)
+
+
+def _paced_partition() -> CorrelatorPartition:
+    """hang's partition (job-1 on node-a, node-b) with a told step up and four GPUs' clocks."""
+    part = _hung_partition()
+    corr = part.correlator
+    corr._paces["job-1"] = _pace()
+    for g in range(4):
+        corr._clocks[Scope.of_gpu("node-b", g).key] = (1980.0, T0 + 150.0)
+    return part
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("_paces", {"job-1": "x"}), ("_paces", []), ("_paces", {"job-1": _pace()._replace(
+        onset_ts="t")}), ("_paces", {"job-1": _pace()._replace(evidence=[])}),
+    ("_paces", {f"job-{i}": _pace(f"job-{i}") for i in range(job_pace.MAX_PACES + 1)}),
+    ("_pace_paged", {"job-1": 5}), ("_pace_paged", {"job-1": _pace()._replace(ts=math.nan)}),
+    ("_clocks", {"gpu:node-b/0": ("x", T0)}), ("_clocks", {"gpu:node-b/0": (1980.0,)}),
+    ("_clocks", {"gpu:node-b/0": 1980.0}), ("_clocks", {"gpu:node-b/0": (math.nan, T0)})],
+    ids=lambda v: str(v)[:40])
+def test_a_forged_pace_or_clock_state_is_refused(name: str, value: Any) -> None:
+    # main a34d01b: restored as is; the next sm_clock finding of a GPU of a paced job
+    # (job_pace.on_gpu -> _page) or a slow rank's _held_clock raised in the correlator
+    part = _paced_partition()
+    setattr(part.correlator, name, value)
+    offset, blob = part.snapshot(UNSIGNED)
+    with pytest.raises(SnapshotRefused) as exc:
+        CorrelatorPartition.restore(0, offset, blob, now=T0)
+    assert exc.value.reason == "malformed" and name in str(exc.value)
+
+
+def test_a_sound_pace_state_restores_and_pages() -> None:
+    part = _paced_partition()
+    offset, blob = part.snapshot(UNSIGNED)
+    corr = CorrelatorPartition.restore(0, offset, blob, now=T0).correlator
+    corr.seen = lambda node, topic: True
+    assert corr._paces == part.correlator._paces and corr._clocks == part.correlator._clocks
+    out: list = []
+    corr.on_finding(Finding(T0 + 196.0, T0 + 196.0, "sm_clock", "slow_node", "unknown",
+                            Scope.of_gpu("node-a", 3), True, False, 0.0,
+                            {"sm_clock_mhz": 1500.0}), out)
+    corr.advance(T0 + 215.0, out)
+    assert [(a.status, a.scope.key, a.kind) for a in out] == [
+        ("firing", "gpu:node-a/3", "slow_node")]
+
+
+def test_the_gpus_paged_for_step_ups_are_bounded() -> None:
+    # main: _pace_paged grew with every job paged for a step up and not yet cleared (_paces
+    # dropped its oldest past MAX_PACES; the pages stayed) -- now the oldest page resolves
+    part = _paced_partition()
+    corr = part.correlator
+    corr.seen = lambda node, topic: True
+    corr._pace_paged.update({f"old-{i}": _pace(f"old-{i}")._replace(scope=Scope.of_gpu(
+        f"node-{i}", 0)) for i in range(job_pace.MAX_PACES)})
+    out: list = []
+    corr.on_finding(Finding(T0 + 196.0, T0 + 196.0, "sm_clock", "slow_node", "unknown",
+                            Scope.of_gpu("node-a", 3), True, False, 0.0,
+                            {"sm_clock_mhz": 1500.0}), out)
+    corr.advance(T0 + 215.0, out)
+    assert len(corr._pace_paged) == job_pace.MAX_PACES
+    assert "old-0" not in corr._pace_paged and corr._pace_paged["job-1"].scope.key == \
+        "gpu:node-a/3"
