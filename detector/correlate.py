@@ -254,6 +254,9 @@ class Correlator:
         # for it (detector.job_pace; at most MAX_PACES jobs each)
         self._paces: dict[str, Finding] = {}
         self._pace_paged: dict[str, Finding] = {}
+        # job -> when a GPU's finding may next look at its GPUs, and whether a look is set for
+        # then (detector.job_pace.on_gpu: at most one look a LOOK_S, as many jobs as _paces)
+        self._pace_look: dict[str, tuple[float, bool]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}

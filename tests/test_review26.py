@@ -5,6 +5,7 @@ a34d01b; the controls pass on both."""
 from __future__ import annotations
 
 import math
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -12,10 +13,12 @@ import pytest
 
 from detector import host_time, job_pace
 from detector.alerts import Scope
+from detector.correlate import Correlator
 from detector.findings import Finding
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.statecodec import UNSIGNED, SnapshotRefused
 from detector.testing import T0
+from detector.thresholds import Thresholds
 from tests.test_review23 import _hung_partition
 
 # -- inter25's 14-column host-time table: restored within its columns' domains -------------
@@ -77,7 +80,8 @@ def _paced_partition() -> CorrelatorPartition:
     ("_paces", {f"job-{i}": _pace(f"job-{i}") for i in range(job_pace.MAX_PACES + 1)}),
     ("_pace_paged", {"job-1": 5}), ("_pace_paged", {"job-1": _pace()._replace(ts=math.nan)}),
     ("_clocks", {"gpu:node-b/0": ("x", T0)}), ("_clocks", {"gpu:node-b/0": (1980.0,)}),
-    ("_clocks", {"gpu:node-b/0": 1980.0}), ("_clocks", {"gpu:node-b/0": (math.nan, T0)})],
+    ("_clocks", {"gpu:node-b/0": 1980.0}), ("_clocks", {"gpu:node-b/0": (math.nan, T0)}),
+    ("_pace_look", {"job-1": (T0, "yes")}), ("_pace_look", {"job-1": T0})],
     ids=lambda v: str(v)[:40])
 def test_a_forged_pace_or_clock_state_is_refused(name: str, value: Any) -> None:
     # main a34d01b: restored as is; the next sm_clock finding of a GPU of a paced job
@@ -121,3 +125,41 @@ def test_the_gpus_paged_for_step_ups_are_bounded() -> None:
     assert len(corr._pace_paged) == job_pace.MAX_PACES
     assert "old-0" not in corr._pace_paged and corr._pace_paged["job-1"].scope.key == \
         "gpu:node-a/3"
+
+
+# -- job_pace: a clock change on every GPU of a stepped-up job is no quadratic scan ---------
+
+
+def test_a_fleet_clock_change_on_a_stepped_up_job_reads_its_gpus_a_few_times(monkeypatch):
+    # A fleet's clocks lowered: every rank's compute steps up alike (job_pace) and each GPU's
+    # busy clock is told.  main a34d01b: each GPU's finding read the job's every GPU
+    # (job_pace._page) -- n^2 reads, 16.8 M and 32 s of CPU at 4,096 GPUs.  Now a job is
+    # looked at once a LOOK_S of findings, and the flood pages nobody (every GPU is low).
+    n = 512
+    corr = Correlator(Thresholds())
+    corr.seen = lambda node, topic: True
+    out: list = []
+    gpus = [(f"node-{r // 8:03d}", r % 8) for r in range(n)]
+    corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job("job-1"),
+                            True, False, 0.0, {"placement": [
+                                [r, node, g, r] for r, (node, g) in enumerate(gpus)]},
+                            "job-1"), out)
+    for node, g in gpus:
+        corr._clocks[Scope.of_gpu(node, g).key] = (1980.0, T0 + 100.0)
+    corr.on_finding(_pace(), out)
+    read = [0]
+
+    def counted(it, k):
+        for x in islice(it, k):
+            read[0] += 1
+            yield x
+
+    monkeypatch.setattr(job_pace, "islice", counted)
+    for r, (node, g) in enumerate(gpus):  # (one poll: 0.5 ms apart)
+        ts = T0 + 200.0 + 0.0005 * r
+        corr.fire_due(ts, out)
+        corr.on_finding(Finding(ts, ts, "sm_clock", "slow_node", "unknown", Scope.of_gpu(
+            node, g), True, False, 0.0, {"sm_clock_mhz": 1700.0}), out)
+    corr.advance(T0 + 300.0, out)
+    assert out == []
+    assert read[0] <= 8 * n  # (main: 262,656)
