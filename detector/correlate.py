@@ -82,10 +82,6 @@ _BY_PORT = _PORT_QUALITY | {"flap_seen"}
 # GB200 tray has 8, a DGX H100 12): read as never told (_ports_told).
 _MAX_TOLD_PORTS = 1024
 _UNITS_TOLD = 16  # GPUs a node's slow escalation keeps as re-sent for (Correlator._slow_due)
-# A slow rank's GPU busy this share below its job's other GPUs' clock with no clock-event
-# reason runs at a clock held by a setting (Correlator._held_clock): 10 %, twice the step
-# between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
-CLOCK_HELD = job_pace.CLOCK_HELD
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
 # A unit sampled at most this share of the interval of the slowest waiting for its shared
@@ -1874,25 +1870,25 @@ class Correlator:
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
 
     def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
-        """The slow ranks' GPUs running busy at a clock ``CLOCK_HELD`` or more below their
+        """The slow ranks' GPUs running busy at a clock ``job_pace.CLOCK_HELD`` or more below their
         job's other GPUs' with no clock-event reason (detector.throttle's ``sm_clock``): a
         clock held by a setting -- application or locked clocks left after a driver reload,
         not power or heat, which set a reason -- said with its numbers (blind10 K5: hgx-a03
         locked at 1395 MHz beside peers at 1973 was paged with "no thermal or power
         throttling" and `dcgmi diag -r 3`).  None when no such clock, or no peers' known."""
         clocks = self._clocks
-        mine = sorted(c[0] for g in group if (c := clocks.get(g.scope.key)) is not None)
+        mine = [c[0] for g in group if (c := clocks.get(g.scope.key)) is not None]
         ranks = self._placement.ranks.get(f.job or "")
         if not mine or not ranks:
             return None
         slow = {g.scope.node for g in group}
-        peers = sorted(c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
-                       if node not in slow
-                       and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None)
+        peers = [c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
+                 if node not in slow
+                 and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None]
         if len(peers) < 2:
             return None
-        clock, ref = mine[len(mine) // 2], peers[len(peers) // 2]
-        if clock > (1.0 - CLOCK_HELD) * ref:
+        clock, ref = job_pace.median_clock(mine), job_pace.median_clock(peers)
+        if not job_pace.held_below(clock, ref):
             return None
         return {"sm_clock_mhz": clock, "gpus_told": len(mine), "peers_median_mhz": ref,
                 "peers_told": len(peers), "throttle_reasons": "0x0",
@@ -1903,7 +1899,7 @@ class Correlator:
 
     def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
         """The one GPU among a slow replica's ranks ``group`` whose busy clock with no
-        clock-event reason is held ``CLOCK_HELD`` or more below its job's other GPUs'
+        clock-event reason is held ``job_pace.CLOCK_HELD`` or more below its job's other GPUs'
         (_held_clock), the rest at theirs; with what the replica shows.  None otherwise.
 
         A pipeline's ranks wait for their slowest stage inside their step timer (Megatron's

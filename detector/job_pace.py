@@ -17,6 +17,7 @@ sequence, a storage slowdown timed as compute -- it pages nothing on its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
     from detector.alerts import Alert
     from detector.correlate import Correlator
 
-CLOCK_HELD = 0.10  # (detector.correlate's: a busy GPU's clock this share below its job's)
+# A busy GPU's clock this share below its job's other GPUs' with no clock-event reason runs
+# at a clock held by a setting (held_below; here and Correlator._held_clock): 10 %, twice the
+# step between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
+CLOCK_HELD = 0.10
 
 RISE = 0.10      # the ranks' median compute this share over its usual: a step up ...
 STEPS = 3        # ... on this many steps in a row (a lone slow step -- a save -- is no step)
@@ -38,6 +42,19 @@ HOLD = 300       # steps a told step up lasts at most: then it is the job's usua
 # [usual median compute_ms (0: none yet), steps over it in a row, the first one's time,
 #  told (0/1), steps back under half the rise in a row]
 BASE, RUN, SINCE, TOLD, BACK = range(5)
+
+
+def median_clock(clocks: Iterable[float]) -> float:
+    """The (upper) median of busy clocks told: a job's GPUs' reference, or a group's own --
+    one rule for a GPU paged here and a slow rank's held clock (Correlator._held_clock)."""
+    told = sorted(clocks)
+    return told[len(told) // 2]
+
+
+def held_below(clock: float, ref: float) -> bool:
+    """Whether a busy clock with no clock-event reason is held CLOCK_HELD or more below the
+    median ``ref`` of its job's other GPUs (a setting's: locked or application clocks)."""
+    return clock <= (1.0 - CLOCK_HELD) * ref
 
 
 def new_state() -> list[float]:
@@ -229,8 +246,8 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
             told.append((c[0], c[1], node, gpu))
     if len(told) < PEERS or throttled > 1:
         return
-    ref = sorted(c[0] for c in told)[len(told) // 2]
-    low = [c for c in told if c[0] <= (1.0 - CLOCK_HELD) * ref]
+    ref = median_clock(c[0] for c in told)
+    low = [c for c in told if held_below(c[0], ref)]
     if len(low) + len(caps) != 1 or throttled != len(caps):
         return
     if caps:
