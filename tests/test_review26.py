@@ -8,6 +8,7 @@ import math
 from itertools import islice
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -17,9 +18,11 @@ from detector.correlate import Correlator
 from detector.findings import Finding
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.statecodec import UNSIGNED, SnapshotRefused
+from detector.steps import JobMonitor
 from detector.testing import T0
 from detector.thresholds import Thresholds
 from tests.test_review23 import _hung_partition
+from tests.test_steps_round12 import CFG, job
 
 # -- inter25's 14-column host-time table: restored within its columns' domains -------------
 
@@ -163,3 +166,25 @@ def test_a_fleet_clock_change_on_a_stepped_up_job_reads_its_gpus_a_few_times(mon
     corr.advance(T0 + 300.0, out)
     assert out == []
     assert read[0] <= 8 * n  # (main: 262,656)
+
+
+# -- steps: the period of a job restarted from step 0 --------------------------------------
+
+
+def test_a_job_restarted_from_step_0_keeps_its_step_period():
+    # inter25's fix gave a job's first step 0 no gap (its -1 had no time); a job restarted
+    # from step 0 (no checkpoint, or steps counted per launch) still took its restart's
+    # pause as one step's gap: main a34d01b's period 1.0 s -> 28 s after a 300 s restart,
+    # ~20 steps to come back -- a hang in them told stopped 10 periods later (minutes).
+    # A restart to a later step never learnt the gap (not step + 1); control below.
+    for back_to in (0, 50):
+        mon = JobMonitor("job-1", CFG)
+        out: list = []
+        for e in job(steps=200, ranks=16):
+            mon.add(e, out)
+        for e in job(steps=200, ranks=16, seed=1):
+            if e.step >= back_to:
+                mon.add(msgspec.structs.replace(e, ts=e.ts + 500.0), out)
+            if e.step == back_to + 2 and e.rank == 15:
+                assert mon.restarts == 1
+                assert 0.9 < mon._period < 1.1, (back_to, mon._period)
