@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from detector import host_time, job_pace
+from detector import host_time, job_pace, liveness
 from detector.alerts import Scope
 from detector.correlate import Correlator
 from detector.findings import Finding
@@ -188,3 +188,32 @@ def test_a_job_restarted_from_step_0_keeps_its_step_period():
             if e.step == back_to + 2 and e.rank == 15:
                 assert mon.restarts == 1
                 assert 0.9 < mon._period < 1.1, (back_to, mon._period)
+
+
+# -- liveness: a job stepping on without more nodes than nodes_absent names ----------------
+
+
+def test_a_job_stepping_on_without_more_nodes_than_its_finding_names_proves_none_alive():
+    # liveness._absent names at most MAX_DARK (256) nodes, sorted.  A 300-node job stepping
+    # on without 300 of them (a row's power lost under an elastic job) named node-0000 ..
+    # node-0255; main a34d01b's _stepping took node-0299's silence as its collector's (the
+    # job "steps on its ranks there"), holding its dark page until the job stopped.
+    corr = Correlator(Thresholds())
+    corr.seen = lambda node, topic: True
+    out: list = []
+    nodes = [f"node-{i:04d}" for i in range(300)]
+    corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job("job-1"),
+                            True, False, 0.0, {"placement": [
+                                [8 * i + g, n, g, 8 * i + g] for i, n in enumerate(nodes)
+                                for g in range(8)]}, "job-1"), out)
+    corr.on_finding(Finding(T0 + 100, T0 + 90, "silent", "unattributed", "unknown",
+                            Scope.of_job("job-1"), True, False, 0.0,
+                            {"nodes_absent": nodes[:liveness.MAX_DARK]}, "job-1"), out)
+    assert liveness._stepping(corr, "node-0299", {}, T0 + 60.0, T0 + 400.0) is False
+    assert liveness._stepping(corr, "node-0100", {}, T0 + 60.0, T0 + 400.0) is False
+    # control: a job that names one absent node still proves the others alive
+    corr.on_finding(Finding(T0 + 110, T0 + 90, "silent", "unattributed", "unknown",
+                            Scope.of_job("job-1"), True, False, 0.0,
+                            {"nodes_absent": ["node-0100"]}, "job-1"), out)
+    assert liveness._stepping(corr, "node-0299", {}, T0 + 60.0, T0 + 400.0) is True
+    assert liveness._stepping(corr, "node-0100", {}, T0 + 60.0, T0 + 400.0) is False
