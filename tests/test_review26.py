@@ -17,11 +17,11 @@ from detector.alerts import Scope
 from detector.correlate import Correlator
 from detector.findings import Finding
 from detector.pipeline.correlator import CorrelatorPartition
-from detector.statecodec import UNSIGNED, SnapshotRefused
+from detector.statecodec import UNSIGNED
 from detector.steps import JobMonitor
 from detector.testing import T0
 from detector.thresholds import Thresholds
-from tests.test_review23 import _hung_partition
+from tests.test_review23 import _hung_partition, assert_refused
 from tests.test_steps_round12 import CFG, job
 
 # -- inter25's 14-column host-time table: restored within its columns' domains -------------
@@ -89,12 +89,7 @@ def _paced_partition() -> CorrelatorPartition:
 def test_a_forged_pace_or_clock_state_is_refused(name: str, value: Any) -> None:
     # main a34d01b: restored as is; the next sm_clock finding of a GPU of a paced job
     # (job_pace.on_gpu -> _page) or a slow rank's _held_clock raised in the correlator
-    part = _paced_partition()
-    setattr(part.correlator, name, value)
-    offset, blob = part.snapshot(UNSIGNED)
-    with pytest.raises(SnapshotRefused) as exc:
-        CorrelatorPartition.restore(0, offset, blob, now=T0)
-    assert exc.value.reason == "malformed" and name in str(exc.value)
+    assert_refused(_paced_partition(), name, value)
 
 
 def test_a_sound_pace_state_restores_and_pages() -> None:
