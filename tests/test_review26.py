@@ -212,3 +212,22 @@ def test_a_job_stepping_on_without_more_nodes_than_its_finding_names_proves_none
                             {"nodes_absent": ["node-0100"]}, "job-1"), out)
     assert liveness._stepping(corr, "node-0299", {}, T0 + 60.0, T0 + 400.0) is True
     assert liveness._stepping(corr, "node-0100", {}, T0 + 60.0, T0 + 400.0) is False
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open (DESIGN's tenant rule): a job's step records name their node and GPU unverified "
+    "(Placement), so tenant A's job that steps up alike pages the one GPU of its layout "
+    "whose clock fell -- here one whose thermal rows are tenant B's.  Not job_pace's alone: "
+    "every layout rule (hang, liveness, host_time's units) trusts the same claim, and "
+    "a GPU's tenant is only the optional field of its own rows, compared by no rule"))
+def test_a_job_of_one_tenant_pages_no_gpu_of_another() -> None:
+    part = _paced_partition()
+    corr = part.correlator
+    corr.seen = lambda node, topic: True
+    corr._paces["job-1"] = _pace()._replace(tenant="tenant-a")
+    out: list = []
+    corr.on_finding(Finding(T0 + 196.0, T0 + 196.0, "sm_clock", "slow_node", "unknown",
+                            Scope.of_gpu("node-a", 3), True, False, 0.0,
+                            {"sm_clock_mhz": 1500.0}, tenant="tenant-b"), out)
+    corr.advance(T0 + 215.0, out)
+    assert [a.scope.key for a in out] == []
