@@ -166,11 +166,7 @@ def _sound(f: Any) -> bool:
 def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A job's ``job_pace`` finding: kept while active; page its GPU (:func:`_page`)."""
     job = keep_by_job(corr._paces, f, MAX_PACES)
-    look = corr._pace_look
-    look.pop(job, None)
-    if len(look) >= MAX_PACES:  # (jobs dropped from _paces: their looks with them)
-        for gone in [j for j in look if j not in corr._paces]:
-            del look[gone]
+    corr._pace_look.pop(job, None)
     if f.active:
         _page(corr, job, f.ts, out)
     else:
@@ -185,14 +181,18 @@ def on_gpu(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         return
     jobs = sorted({job for (job, _), (g, _) in corr._placement.on_node.get(node, {}).items()
                    if g == gpu and job in corr._paces})
+    look = corr._pace_look
     for job in jobs:
-        nxt, set_ = corr._pace_look.get(job, (-math.inf, False))
+        nxt, set_ = look.get(job, (-math.inf, False))
         if f.ts < nxt:  # (looked within LOOK_S: one look at nxt sees this finding too)
             if not set_:
-                corr._pace_look[job] = (nxt, True)
+                look[job] = (nxt, True)
                 corr._timer(nxt, "pace", job)
             continue
-        corr._pace_look[job] = (f.ts + LOOK_S, False)
+        if job not in look and len(look) >= MAX_PACES:  # (jobs _paces dropped: theirs go)
+            for gone in [j for j in look if j not in corr._paces]:
+                del look[gone]
+        look[job] = (f.ts + LOOK_S, False)
         _page(corr, job, f.ts, out)
 
 

@@ -231,3 +231,18 @@ def test_a_job_of_one_tenant_pages_no_gpu_of_another() -> None:
                             {"sm_clock_mhz": 1500.0}, tenant="tenant-b"), out)
     corr.advance(T0 + 215.0, out)
     assert [a.scope.key for a in out] == []
+
+
+def test_the_looks_at_stepped_up_jobs_stay_within_max_paces() -> None:
+    # _pace_look is held to MAX_PACES on restore: a look kept for a job _paces dropped must
+    # not take it over the bound (else a sound worker's snapshot is refused)
+    part = _paced_partition()
+    corr = part.correlator
+    corr.seen = lambda node, topic: True
+    corr._pace_look.update({f"gone-{i}": (T0, False) for i in range(job_pace.MAX_PACES)})
+    out: list = []
+    corr.on_finding(Finding(T0 + 196.0, T0 + 196.0, "sm_clock", "slow_node", "unknown",
+                            Scope.of_gpu("node-a", 3), True, False, 0.0,
+                            {"sm_clock_mhz": 1500.0}), out)
+    assert list(corr._pace_look) == ["job-1"]
+    assert job_pace.check_restored(corr) is None
