@@ -1412,6 +1412,10 @@ class JobMonitor:
         if len(out) > mark and not may_wander and not told and self._stirred(slots):
             self._wander_calm = 0  # (the calm ended with it: its holds are back, _wander_update)
             may_wander = True
+            # and the twins learnt in the calm are none (i.i.d. steps, a few routed ones:
+            # experts 5 and 7 correlated by chance paged 4 nodes) -- picked anew (_twin_update)
+            self._twin_n = 0
+            self._twins[:] = 0
         if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
             self._hold_wandering(out, mark)
         elif len(out) > mark and may_wander:

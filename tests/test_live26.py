@@ -14,6 +14,8 @@ that simply ended (its GPUs idle) keeps the hold, as before.
 
 from __future__ import annotations
 
+from detector.engine import Engine
+from detector.testing import feed
 from replay.runner import replay_log
 from tests.test_dark20 import DEAD, pages_of, service
 from tests.test_liveness import T0, firing, fleet, silent_pages, write
@@ -62,3 +64,16 @@ def test_a_job_ending_while_a_collector_holds_its_rows_pages_nobody(tmp_path):
     (every GPU idle after): the node lives, its job was not lost with it -- no page."""
     recs = dies_in_hold("node-003", 300.0, 700.0, seconds=1000.0, job_end=560.0)
     assert firing(replay_log(write(tmp_path, recs)).alerts) == []
+
+
+def test_a_slow_gpu_under_routing_that_started_late_is_found_alone() -> None:
+    """review25's late-routed MoE job (routing from step 250 after a calm), rank 42's GPU
+    (node-005) 1.18x slower from step 450: its node paged 3 steps in, no other (main: every
+    node paged from step 254 on; the twins learnt in the calm would name experts that do not
+    move together)."""
+    from tests.test_moe18 import pages
+    from tests.test_review25 import _late_routed_job
+    for seed in range(2):
+        got = pages(feed(Engine(), _late_routed_job(steps=520, seed=seed, route_from=250,
+                                                    slow_rank=42, slow_from=450)))
+        assert [u for u, _ in got] == ["node:node-005"] and 450 < got[0][1] < 470, (seed, got)
