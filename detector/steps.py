@@ -1670,7 +1670,7 @@ class JobMonitor:
         if not warm:  # (the gross prior's counters are the warm-up's)
             over_base = size - base_r
             self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out,
-                              None if common is not None else (d + mc, gc))
+                              None if common is not None else (d, gc))
             self._check_recurring(step, r, z, over_base, tc, mc, buf, decided_ts, out)
             self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
@@ -2542,10 +2542,10 @@ class JobMonitor:
         than its peers (Correlator._burst_impact); alone it pages nobody.  The warm-up's
         gross-prior counters count it (unused after warm-up).
 
-        "Its peers" is the group's median -- or, ``peers`` given (each rank's log compute
-        and peer group; not under replica imbalance, where a replica's batch is no
-        evidence), the lower median of its OTHER peers: a rank that much slower than half
-        of them or more.  A node that is half its group (TP8 x DP2 on two nodes; a pipeline
+        "Its peers" is the group's median -- or, ``peers`` given (each rank's deviation from
+        its group median ``med`` and its peer group; not under replica imbalance, where a
+        replica's batch is no evidence), the lower median of its OTHER peers: a rank that
+        much slower than half of them or more.  A node that is half its group (TP8 x DP2 on two nodes; a pipeline
         stage of 16 ranks on two nodes) puts the group's median between the halves: its
         ranks braked 1.6x were 1.26x the median, under the rule, and a brake seen on the
         one poll inside a burst explained nothing (blind14 psu-brake: fleet-s2 gx-11, pipe-s2
@@ -2555,10 +2555,11 @@ class JobMonitor:
         cfg = self.cfg
         limit = math.log1p(cfg.gross_slowdown)
         gross = g >= limit
-        if peers is not None:
+        if peers is not None and len(g) and float(g.max()) >= 0.5 * limit:
+            # (a rank half-way there: the usual step has none)
             near = np.flatnonzero(~gross & (g >= 0.5 * limit))
-            if len(near):  # (a rank half-way there: the usual step has none)
-                ref = _others_lower_median(peers[0], peers[1], near)
+            if len(near):
+                ref = _others_lower_median(peers[0] + med, peers[1], near)
                 lift = med[near] - ref  # (NaN alone in its group: no lift)
                 lift = np.where(lift > 0.0, lift, 0.0)
                 if np.count_nonzero(g[near] + lift >= limit):
