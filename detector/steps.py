@@ -2545,12 +2545,13 @@ class JobMonitor:
         "Its peers" is the group's median -- or, ``peers`` given (each rank's deviation from
         its group median ``med`` and its peer group; not under replica imbalance, where a
         replica's batch is no evidence), the lower median of its OTHER peers: a rank that
-        much slower than half of them or more.  A node that is half its group (TP8 x DP2 on two nodes; a pipeline
-        stage of 16 ranks on two nodes) puts the group's median between the halves: its
-        ranks braked 1.6x were 1.26x the median, under the rule, and a brake seen on the
-        one poll inside a burst explained nothing (blind14 psu-brake: fleet-s2 gx-11, pipe-s2
-        hx01, held pipe-s7 hx02 never paged).  The other half, at its normal pace, is the
-        reference; more than half the group slow alike is the group's pace, no burst.
+        much slower than half of them or more.  A node that is half its group (TP8 x DP2 on
+        two nodes; a pipeline stage of 16 ranks on two nodes) puts the group's median
+        between the halves: its ranks braked 1.6x were 1.26x the median, under the rule, and
+        a brake seen on the one poll inside a burst explained nothing (blind14 psu-brake:
+        fleet-s2 gx-11, pipe-s2 hx01, held pipe-s7 hx02 never paged).  The other half, at
+        its normal pace, is the reference; more than half the group slow alike is the
+        group's pace, no burst.
         """
         cfg = self.cfg
         limit = math.log1p(cfg.gross_slowdown)
