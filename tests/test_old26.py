@@ -15,8 +15,8 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from detector.alerts import ISOLATION
-from detector.engine import Engine
-from detector.testing import T0, feed, healthy_job, thermal
+from detector.testing import healthy_job
+from tests.test_cause_round10 import _firing, _node_thermal
 
 HALF = range(8)  # node-000's ranks / GPUs in a 16-rank job: half the job's one peer group
 
@@ -31,24 +31,10 @@ def _braked_half(bursts: list[tuple[int, int]], factor: float = 1.6, steps: int 
             for e in healthy_job(ranks=16, steps=steps, step_s=5.0)]
 
 
-def _polls(braked: set[int], bits: int = 0x88, clock: float = 1155.0, polls: int = 17) -> list:
+def _polls(braked: set[int], bits: int = 0x88, clock: float = 1155.0) -> list:
     """Both nodes' GPUs sampled every 30 s; on polls ``braked`` every GPU of node-000 reports
     ``bits`` at ``clock`` MHz (blind14's brake: 58 % of 1980)."""
-    out = []
-    for i in range(polls):
-        ts = T0 + 2.5 + 30.0 * i
-        for node in ("node-000", "node-001"):
-            for g in range(8):
-                on = node == "node-000" and i in braked
-                out.append(thermal(ts + 0.001 * g, node, g, temp_c=60.0,
-                                   clock_mhz=clock if on else 1980.0, throttle=bits if on else 0))
-    return out
-
-
-def _firing(*streams: list) -> list[tuple[str, str, str, str]]:
-    alerts = feed(Engine(), sorted([e for s in streams for e in s], key=lambda e: e.ts),
-                  finish=False)
-    return [(a.topic, a.kind, a.cause, a.scope.key) for a in alerts if a.status == "firing"]
+    return _node_thermal(braked, bits=bits, clock=clock)
 
 
 def test_a_brake_seen_once_during_a_burst_of_half_the_group_is_a_node_power_isolation() -> None:
