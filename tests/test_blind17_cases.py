@@ -4,35 +4,26 @@ xfail whose reason is the finding. Measured on main 33b85b5 (the freeze; detecto
 
 from __future__ import annotations
 
-import functools
-import tempfile
-from pathlib import Path
-
-import pytest
-
 from bench.blind17.measure import replay
 from bench.blind17.score import labels_of
-from tests.test_blind15_cases import _every_fault_caught, _known_error
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind17" / "cases"
+CASES = bc.cases_of("blind17")
 
 
 def _caught_with_cause(sc: dict) -> bool:
-    return _every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
-
-
-def _pages_nobody(sc: dict) -> bool:
-    return not sc["problems"]
+    """Every fault caught, each by an alert naming its cause."""
+    return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
 
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "Q1-xid-after-clock-step-dated-early": (_every_fault_caught, (
+    "Q1-xid-after-clock-step-dated-early": (bc.every_fault_caught, (
         "Q1: ck06 ran 19.9 s ahead (its skew learned), chrony stepped it back, and its XID 92 "
         "1.9 s later is dated by the stale correction: onset/detected 20.0 s before the row's "
         "own ts, outside the label's window -- a miss and a false positive by DESIGN's rule "
         "(right GPU, right cause); 7 of 8 clocks logs (tune and held)"), 2),
-    "Q2-host-ahead-darkens-the-fleet": (_pages_nobody, (
+    "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, (
         "Q2: ck05's clock 21.2 s ahead (ck06 8.1 s behind), no fault: at ~150 s the nine other "
         "hosts look silent against ck05's ts ('nodes_heard_since': 1) and spine-1 is escalated "
         "unattributed (detected 181 s, resolved 815 s later); 1 of 8 clocks logs (tune s1)"), 0),
@@ -45,23 +36,11 @@ EXPECT: dict[str, tuple] = {
 }
 
 
-@functools.cache
-def _scored(name: str) -> dict:
-    return replay(CASES / f"{name}.jsonl.gz",
-                  Path(tempfile.mkdtemp(prefix="blind17-")) / f"{name}.alerts.jsonl")
+_scored = bc.measure_scorer(CASES, replay)
 
 
 def test_every_case_has_an_expectation_and_its_labels():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
-    assert names == set(EXPECT)
-    for name in sorted(names):
-        assert len(labels_of(CASES / f"{name}.jsonl.gz")) == EXPECT[name][2], name
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
-                                  for n, (_, why, _) in EXPECT.items()])
-def test_case(name):
-    right, _, _ = EXPECT[name]
-    sc = _scored(name)
-    assert right(sc), ([f for f in sc["faults"] if not f["caught"]],
-                       [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _scored)
