@@ -362,6 +362,26 @@ def _correlations(h: np.ndarray) -> np.ndarray:
     return (h @ h.T) / np.outer(norm, norm)
 
 
+def _others_lower_median(x: np.ndarray, groups: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """For each position ``i`` of ``idx``: the lower median of the OTHER members of its peer
+    group (``x[j]``, ``groups[j] == groups[i]``, ``j != i``); NaN alone in its group.
+
+    A value at or below it is one that half the rank's peers or more are at or below
+    (JobMonitor._check_burst: a node that is half its group)."""
+    out = np.full(len(idx), _NAN)
+    gi = groups[idx]
+    for grp in np.unique(gi).tolist():
+        vals = np.sort(x[groups == grp])
+        n = len(vals)
+        if n < 2:
+            continue
+        at = gi == grp
+        m = (n - 2) // 2  # (the lower median's place among n - 1 others)
+        above = np.searchsorted(vals, x[idx[at]], side="left") > m
+        out[at] = np.where(above, vals[m], vals[m + 1])
+    return out
+
+
 def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """``y`` (deviations less each rank's replica batch) less its peer group's median of them.
 
@@ -1695,7 +1715,8 @@ class JobMonitor:
         self._twin_update(step, r, gc, d, mc, buf, decided_ts, out)
         if not warm:  # (the gross prior's counters are the warm-up's)
             over_base = size - base_r
-            self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out)
+            self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out,
+                              None if common is not None else (d, gc))
             self._check_recurring(step, r, z, over_base, tc, mc, buf, decided_ts, out)
             self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
@@ -2554,7 +2575,8 @@ class JobMonitor:
 
     def _check_burst(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
                      med: np.ndarray, buf: _StepBuffer, decided_ts: float,
-                     out: list[Finding]) -> None:
+                     out: list[Finding],
+                     peers: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """After warm-up: a burst -- a rank ``gross_slowdown`` slower than its peers (over its
         own learned bias ``g``) for ``gross_steps`` steps in a row, not reported slow -- is
         evidence (``slow_burst``), never a verdict; cleared on its first step back.
@@ -2565,9 +2587,33 @@ class JobMonitor:
         rank's GPU or node meanwhile, the correlator takes it as the rank measurably slower
         than its peers (Correlator._burst_impact); alone it pages nobody.  The warm-up's
         gross-prior counters count it (unused after warm-up).
+
+        "Its peers" is the group's median -- or, ``peers`` given (each rank's deviation from
+        its group median ``med`` and its peer group; not under replica imbalance, where a
+        replica's batch is no evidence), the lower median of its OTHER peers: a rank that
+        much slower than half of them or more.  A node that is half its group (TP8 x DP2 on
+        two nodes; a pipeline stage of 16 ranks on two nodes) puts the group's median
+        between the halves: its ranks braked 1.6x were 1.26x the median, under the rule, and
+        a brake seen on the one poll inside a burst explained nothing (blind14 psu-brake:
+        fleet-s2 gx-11, pipe-s2 hx01, held pipe-s7 hx02 never paged).  The other half, at
+        its normal pace, is the reference; more than half the group slow alike is the
+        group's pace, no burst.
         """
         cfg = self.cfg
-        gross = g >= math.log1p(cfg.gross_slowdown)
+        limit = math.log1p(cfg.gross_slowdown)
+        gross = g >= limit
+        if peers is not None and len(g) and float(g.max()) >= 0.5 * limit:
+            # (a rank half-way there: the usual step has none)
+            near = np.flatnonzero(~gross & (g >= 0.5 * limit))
+            if len(near):
+                ref = _others_lower_median(peers[0] + med, peers[1], near)
+                lift = med[near] - ref  # (NaN alone in its group: no lift)
+                lift = np.where(lift > 0.0, lift, 0.0)
+                if np.count_nonzero(g[near] + lift >= limit):
+                    g, med = g.copy(), med.copy()
+                    g[near] += lift
+                    med[near] -= lift
+                    gross = g >= limit
         counts = self._gross
         if not np.count_nonzero(gross) and not np.count_nonzero(counts):
             return  # (the usual step: no rank in a burst)

@@ -44,6 +44,11 @@ PLAN: dict[str, tuple] = {
     "N7-cron-straggler-short-runs": ("pipe", 3, dict(t_from=0, t_to=900, jobs={"pp-e"},
                                                      topics={STEP},
                                                      labels={"cron-straggler"})),
+    # fleet seed 2 (round 26, old26): gx-11's PSU brakes in bursts from 285 s; one poll of its
+    # 240 rows shows 0x88 (461.6 s, inside a burst); gx-11 is one of pt-d's two TP8 replicas
+    "N8-psu-brake-seen-once-half-the-group": ("fleet", 2, dict(
+        t_from=300, t_to=520, nodes={"gx-11", "gx-12"}, jobs={"pt-d"}, topics={STEP, THERMAL},
+        labels={"psu-brake-30s"})),
 }
 
 
