@@ -87,6 +87,7 @@ _MAJORITIES_KEPT = 4096
 # that came after (JobMonitor._late).
 _LATE_ONLY = -1
 _CLEARLY_SLOW_Z = 3.0  # a step this many noise units slower than its peers: clearly slow
+_REPLICA_APART_Z = 10.0  # a replica this many of the replicas' sigma off: not its batch
 # A warm-up step compared with its peers as a whole counts as gross only this many noise units
 # out (blind5 E4); 3 blocked a GPU 45 % slow under +-20 % sequence imbalance (issue 10: gross
 # from the start within 3 steps; tests/test_detect_gross_batch.py).
@@ -1606,7 +1607,20 @@ class JobMonitor(NumericChecks):
             # barely moves that median).  Counting z_rep there paged a healthy rank over
             # its replica mates when its 8-node replica drew the slowest batch on 10 of 21
             # steps (healthy fleet dp4-10s seed 55000).
+            # A replica spanning nodes whose median stands _REPLICA_APART_Z of the replicas'
+            # own spread over its peers on a step is no batch draw: the spread is what the
+            # batches do, step by step.  It is scored as a replica on one node is (its whole
+            # replica's deviation counts): blind15 O2 -- a pipeline's p2p waits held in
+            # ``compute_ms`` slow all 16 ranks of a stage's low-clock GPU's replica alike
+            # (17.5 %, 33-38 of the replicas' sigma, the sigma floored at slow_sigma_floor)
+            # while the job sat in this regime (its replicas 0.4 % apart, ranks 0.2 %), and
+            # no rank stood out of its replica mates: nothing paged in 700 s.  The CUSUM
+            # still needs such a step several times in a row (slow_h), which batches that
+            # move a replica by 5-20 % step to step (a spread this regime measures) do not do;
+            # not in the warm-up, while that spread is still one step's MAD of a few medians.
             one = self._one_node_replicas(buf, r)
+            if not warm:
+                one = one | (z_rep >= _REPLICA_APART_Z)
             z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
             # A run is sized as it is scored: on a replica spanning nodes by the rank's own
             # deviation (its replica's batch is no evidence), over its learned bias (below).

@@ -24,6 +24,11 @@ EXPECT: dict[str, tuple] = {
     # O2 fixed by b15fix (round 24): the slow replica's one GPU under load well below the job's
     # clock with no reason is escalated (the replica's slowness its evidence), not the replica.
     "O2-stage-gpu-replica-escalated": (bc.caught_and_no_stray("slow_node"), None, 1),
+    # O2b fixed by b15rest (round 26): tune pipe-s3's job sits in the replica-imbalance regime,
+    # where a replica spanning nodes was scored only by its ranks' deviation from their replica
+    # mates -- all 16 alike (p2p waits in compute_ms), so nothing paged in 700 s; a replica
+    # _REPLICA_APART_Z of the replicas' spread over its peers is no batch (detector.steps).
+    "O2b-stage-gpu-replica-read-as-batch": (bc.caught_and_no_stray("slow_node"), None, 1),
     "O3-renumbered-hot-gpu": (bc.every_fault_caught, (
         "O3: fx10's collector writes NVML minor numbers: the hot GPU the job knows as 3 is "
         "'gpu 1' in its thermal rows (88 C against 71, 0x40, 1620 MHz); TP8 makes all 8 ranks "

@@ -23,6 +23,12 @@ PLAN: dict[str, tuple] = {
     "O2-stage-gpu-replica-escalated": ("pipe", 1, dict(t_from=120, t_to=420,
                                                        topics={STEP, THERMAL},
                                                        labels={"stage-gpu-clock"})),
+    # pipe seed 3: pp04/1 (stage 1, replica 2) loses 29 % of its clock at 214 s; the job sits in
+    # the replica-imbalance regime (its replicas 0.4 % apart, ranks 0.2 %), so no rank stands
+    # out of its replica mates (b15rest, round 26)
+    "O2b-stage-gpu-replica-read-as-batch": ("pipe", 3, dict(t_from=0, t_to=420,
+                                                            topics={STEP, THERMAL},
+                                                            labels={"stage-gpu-clock"})),
     # fabric seed 0: fx10/3 (the job's index) hot from 208 s; fx10's collector calls it gpu 1
     "O3-renumbered-hot-gpu": ("fabric", 0, dict(t_from=120, t_to=420,
                                                 nodes={"fx09", "fx10", "fx11", "fx15"},
