@@ -649,7 +649,7 @@ def freeze_startup_objects() -> int:
 # no fetch out for its partition" and another third "fetched, waiting in the consumer's
 # buffer" (bench/kafka_throughput.py --stages).  bench/gil_convoy.py, the pipeline busy in
 # one thread and fetch-like round trips in another: 5 ms -> 0.5 ms took the round trips
-# p50 / p90 29 / 60 -> 22 / 37 ms and their count +30 %, for +4 % of the handler's CPU an
+# p50 / p90 ~28 / ~58 -> 22 / 36 ms and their count +30 %, for +4 % of the handler's CPU an
 # event (a loaded box; BENCHMARKS.md, lat26).
 SWITCH_INTERVAL_S = 0.0005
 
