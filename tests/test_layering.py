@@ -7,6 +7,8 @@ too), so a lazy import cannot slip past.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,12 @@ def test_the_check_sees_a_lazy_import(tmp_path: Path) -> None:
     src = tmp_path / "x.py"
     src.write_text("def f():\n    from confluent_kafka import Producer\n    import replay.log\n")
     assert offending(src, FORBIDDEN_IN_CORE) == ["confluent_kafka", "replay.log"]
+
+
+def test_the_correlators_part_windows_do_not_import_the_correlator() -> None:
+    # detector/part_window.py holds correlate.Correlator's shared-part windows (a mixin the
+    # Correlator's module imports): importing detector.correlate from it would be a cycle.
+    code = "import sys, detector.part_window; print('detector.correlate' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.strip() == "False"

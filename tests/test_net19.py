@@ -126,8 +126,9 @@ def test_the_batch_path_keeps_the_comm_bins_and_the_ports_learning_as_the_record
 
 def test_the_correlators_congestion_state_is_bounded() -> None:
     from detector.alerts import Scope
-    from detector.correlate import MAX_COMM_WAITS, MAX_LEAF_PORTS, Correlator
+    from detector.correlate import Correlator
     from detector.findings import Finding
+    from detector.part_window import MAX_COMM_WAITS, MAX_LEAF_PORTS
     from detector.thresholds import Thresholds
 
     c = Correlator(Thresholds(), TOPO)

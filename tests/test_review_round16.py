@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from detector import correlate, network
+from detector import network, part_window
 from detector.alerts import Scope
 from detector.engine import Engine
 from detector.findings import Finding, decode_message
@@ -43,9 +43,9 @@ def test_gb200_benign_events_are_planned_beside_an_nvswitch_domain_fault() -> No
 
 def test_flap_seen_is_kept_as_long_as_the_correlators_switch_window() -> None:
     # network.FLAP_SEEN_S was a literal 76 restating correlate's 1.25 x 60 s + 1 s window:
-    # one source now (detector.network, which the correlator imports).
-    assert network.FLAP_SEEN_S == correlate._GROUP_WINDOW_S == (
-        1.25 * correlate._GROUP_INTERVAL_CAP_S + 1.0)
+    # one source now (detector.network, which the correlator's part_window imports).
+    assert network.FLAP_SEEN_S == part_window._GROUP_WINDOW_S == (
+        1.25 * part_window._GROUP_INTERVAL_CAP_S + 1.0)
 
 
 # -- node_ports from the findings topic (untrusted) -----------------------------------------
@@ -62,7 +62,7 @@ def _nic_finding(told: object) -> Finding:
 def test_a_nodes_told_ports_are_read_in_one_place_and_bounded(told: object, ports: int) -> None:
     # Three hand-written guards read node_ports with isinstance(n, int): True counted as a
     # port, and 2**40 ports made a leaf's erring nodes a spine's small share (_spine_shape).
-    assert correlate._ports_told(_nic_finding(told)) == ports
+    assert part_window._ports_told(_nic_finding(told)) == ports
 
 
 def _wire(evidence: dict) -> bytes:
