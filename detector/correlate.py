@@ -53,10 +53,6 @@ _GENERIC = ("unknown", "gpu_hardware", "software")
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
 
-# A slow rank's GPU busy this share below its job's other GPUs' clock with no clock-event
-# reason runs at a clock held by a setting (Correlator._held_clock): 10 %, twice the step
-# between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
-CLOCK_HELD = job_pace.CLOCK_HELD
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
 
@@ -215,6 +211,9 @@ class Correlator(PartWindows):
         # for it (detector.job_pace; at most MAX_PACES jobs each)
         self._paces: dict[str, Finding] = {}
         self._pace_paged: dict[str, Finding] = {}
+        # job -> when a GPU's finding may next look at its GPUs, and whether a look is set for
+        # then (detector.job_pace.on_gpu: at most one look a LOOK_S, as many jobs as _paces)
+        self._pace_look: dict[str, tuple[float, bool]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__dict__}
@@ -1832,25 +1831,25 @@ class Correlator(PartWindows):
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
 
     def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
-        """The slow ranks' GPUs running busy at a clock ``CLOCK_HELD`` or more below their
+        """The slow ranks' GPUs running busy at a clock ``job_pace.CLOCK_HELD`` or more below their
         job's other GPUs' with no clock-event reason (detector.throttle's ``sm_clock``): a
         clock held by a setting -- application or locked clocks left after a driver reload,
         not power or heat, which set a reason -- said with its numbers (blind10 K5: hgx-a03
         locked at 1395 MHz beside peers at 1973 was paged with "no thermal or power
         throttling" and `dcgmi diag -r 3`).  None when no such clock, or no peers' known."""
         clocks = self._clocks
-        mine = sorted(c[0] for g in group if (c := clocks.get(g.scope.key)) is not None)
+        mine = [c[0] for g in group if (c := clocks.get(g.scope.key)) is not None]
         ranks = self._placement.ranks.get(f.job or "")
         if not mine or not ranks:
             return None
         slow = {g.scope.node for g in group}
-        peers = sorted(c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
-                       if node not in slow
-                       and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None)
+        peers = [c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
+                 if node not in slow
+                 and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None]
         if len(peers) < 2:
             return None
-        clock, ref = mine[len(mine) // 2], peers[len(peers) // 2]
-        if clock > (1.0 - CLOCK_HELD) * ref:
+        clock, ref = job_pace.median_clock(mine), job_pace.median_clock(peers)
+        if not job_pace.held_below(clock, ref):
             return None
         return {"sm_clock_mhz": clock, "gpus_told": len(mine), "peers_median_mhz": ref,
                 "peers_told": len(peers), "throttle_reasons": "0x0",
@@ -1861,7 +1860,7 @@ class Correlator(PartWindows):
 
     def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
         """The one GPU among a slow replica's ranks ``group`` whose busy clock with no
-        clock-event reason is held ``CLOCK_HELD`` or more below its job's other GPUs'
+        clock-event reason is held ``job_pace.CLOCK_HELD`` or more below its job's other GPUs'
         (_held_clock), the rest at theirs; with what the replica shows.  None otherwise.
 
         A pipeline's ranks wait for their slowest stage inside their step timer (Megatron's

@@ -365,4 +365,25 @@ def check_restored(keys: Any, table: Any) -> bool:
             and isinstance(table, np.ndarray) and table.dtype == np.float64
             and table.ndim == 2 and table.shape[1] == NCOLS and len(table) >= len(keys)
             and len(table) <= MAX_UNITS
-            and bool(np.isfinite(np.delete(table, (RUN_FROM, EP_FROM), axis=1)).all()))
+            and bool(np.isfinite(np.delete(table, (RUN_FROM, EP_FROM), axis=1)).all())
+            and _in_domains(table))
+
+
+_MAX_COUNT = float(1 << 53)  # (a count past this is no float's whole number: forged)
+
+
+def _in_domains(table: np.ndarray) -> bool:
+    """Whether each column of a restored table holds what a step can write there (review26:
+    a RAISED of 3.0 -- neither 0, a run's 1 nor a recurrence's 2 -- held a unit unjudged for
+    good; a chain of 1e300 episodes, a node id of -1).  Finite but for the two run starts,
+    which are NaN (none) or finite; checked by check_restored."""
+    def whole(col: int, lo: float, hi: float) -> bool:
+        x = table[:, col]
+        return bool(((x >= lo) & (x <= hi) & (x == np.floor(x))).all())
+
+    return (bool(np.isin(table[:, RAISED], (0.0, 1.0, 2.0)).all())
+            and bool(np.isin(table[:, EP_IN], (0.0, 1.0)).all())
+            and bool((np.abs(table[:, EWMA]) <= CLIP).all())
+            and all(whole(c, 0.0, _MAX_COUNT) for c in (HOT, STEPS, EPISODES))
+            and whole(STREAK, -QUIET, _MAX_COUNT) and whole(NODE, 0.0, MAX_UNITS - 1)
+            and not np.isinf(table[:, (RUN_FROM, EP_FROM)]).any())

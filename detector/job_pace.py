@@ -17,6 +17,7 @@ sequence, a storage slowdown timed as compute -- it pages nothing on its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
     from detector.alerts import Alert
     from detector.correlate import Correlator
 
-CLOCK_HELD = 0.10  # (detector.correlate's: a busy GPU's clock this share below its job's)
+# A busy GPU's clock this share below its job's other GPUs' with no clock-event reason runs
+# at a clock held by a setting (held_below; here and Correlator._held_clock): 10 %, twice the
+# step between an H100's boost clock and its clock under a routine SW power cap (1980 -> ~1900).
+CLOCK_HELD = 0.10
 
 RISE = 0.10      # the ranks' median compute this share over its usual: a step up ...
 STEPS = 3        # ... on this many steps in a row (a lone slow step -- a save -- is no step)
@@ -38,6 +42,19 @@ HOLD = 300       # steps a told step up lasts at most: then it is the job's usua
 # [usual median compute_ms (0: none yet), steps over it in a row, the first one's time,
 #  told (0/1), steps back under half the rise in a row]
 BASE, RUN, SINCE, TOLD, BACK = range(5)
+
+
+def median_clock(clocks: Iterable[float]) -> float:
+    """The (upper) median of busy clocks told: a job's GPUs' reference, or a group's own --
+    one rule for a GPU paged here and a slow rank's held clock (Correlator._held_clock)."""
+    told = sorted(clocks)
+    return told[len(told) // 2]
+
+
+def held_below(clock: float, ref: float) -> bool:
+    """Whether a busy clock with no clock-event reason is held CLOCK_HELD or more below the
+    median ``ref`` of its job's other GPUs (a setting's: locked or application clocks)."""
+    return clock <= (1.0 - CLOCK_HELD) * ref
 
 
 def new_state() -> list[float]:
@@ -107,12 +124,49 @@ NEAR_S = 60.0
 HOLD_S = 15.0
 PEERS = 4           # GPUs of the job with a reasonless clock told, besides the slowed one
 MAX_PACES = 1024    # jobs' step ups kept (the oldest dropped first)
+# A GPU's clock or throttle finding looks at its stepped-up jobs' GPUs at most once a LOOK_S a
+# job; one coming sooner sets a look for then (review26: a clock change told on every GPU of
+# a 4,096-GPU job that stepped up -- a fleet's clock lowered -- read the job's 4,096 GPUs once
+# a finding, 16.8 M reads and 32 s of CPU in one poll).  Under HOLD_S: the page's time is the
+# hold's, its own timer, unless a finding after the hold changes the verdict (<= LOOK_S later).
+LOOK_S = 1.0
 _THROTTLED = ("throttle_seen", "power_cap", "throttle_minor", "throttle", "hot")
+
+
+def check_restored(corr: Any) -> str | None:
+    """The first of a restored correlator's fields this module reads that is malformed
+    (None: all sound): ``_paces`` / ``_pace_paged`` maps of job -> a Finding of times and an
+    evidence map (at most MAX_PACES), ``_clocks`` GPU -> (clock MHz, ts) of finite floats
+    (review26: each restored as any type, read on a GPU's next clock finding)."""
+    for name in ("_paces", "_pace_paged"):
+        kept = getattr(corr, name, None)
+        if not (type(kept) is dict and len(kept) <= MAX_PACES and all(
+                type(j) is str and _sound(f) for j, f in kept.items())):
+            return name
+    look = getattr(corr, "_pace_look", None)
+    if not (type(look) is dict and len(look) <= MAX_PACES and all(
+            type(j) is str and type(v) is tuple and len(v) == 2 and type(v[0]) is float
+            and math.isfinite(v[0]) and type(v[1]) is bool for j, v in look.items())):
+        return "_pace_look"
+    clocks = getattr(corr, "_clocks", None)
+    if not (type(clocks) is dict and all(
+            type(k) is str and type(v) is tuple and len(v) == 2
+            and all(type(x) is float and math.isfinite(x) for x in v)
+            for k, v in clocks.items())):
+        return "_clocks"
+    return None
+
+
+def _sound(f: Any) -> bool:
+    return (type(f) is Finding and type(f.scope) is Scope and type(f.evidence) is dict
+            and all(type(t) in (float, int) and math.isfinite(t) for t in (f.ts, f.onset_ts))
+            and all(x is None or type(x) is str for x in (f.job, f.tenant, f.cluster)))
 
 
 def on_pace(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     """A job's ``job_pace`` finding: kept while active; page its GPU (:func:`_page`)."""
     job = keep_by_job(corr._paces, f, MAX_PACES)
+    corr._pace_look.pop(job, None)
     if f.active:
         _page(corr, job, f.ts, out)
     else:
@@ -127,17 +181,32 @@ def on_gpu(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         return
     jobs = sorted({job for (job, _), (g, _) in corr._placement.on_node.get(node, {}).items()
                    if g == gpu and job in corr._paces})
+    look = corr._pace_look
     for job in jobs:
+        nxt, set_ = look.get(job, (-math.inf, False))
+        if f.ts < nxt:  # (looked within LOOK_S: one look at nxt sees this finding too)
+            if not set_:
+                look[job] = (nxt, True)
+                corr._timer(nxt, "pace", job)
+            continue
+        if job not in look and len(look) >= MAX_PACES:  # (jobs _paces dropped: theirs go)
+            for gone in [j for j in look if j not in corr._paces]:
+                del look[gone]
+        look[job] = (f.ts + LOOK_S, False)
         _page(corr, job, f.ts, out)
 
 
 def on_due(corr: Correlator, job: str, due: float, out: list[Alert]) -> None:
-    """The hold for a job's slowed GPU is over (the correlator's ``pace`` timer)."""
+    """The hold for a job's slowed GPU is over, or a look set by :func:`on_gpu` is due (the
+    correlator's ``pace`` timer)."""
+    if job in corr._pace_look:
+        corr._pace_look[job] = (due + LOOK_S, False)
     _page(corr, job, due, out)
 
 
 def on_job_gone(corr: Correlator, job: str, ts: float, out: list[Alert]) -> None:
     corr._paces.pop(job, None)
+    corr._pace_look.pop(job, None)
     _clear(corr, job, ts, out)
 
 
@@ -166,6 +235,8 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
         seen = next((signals[s] for s in _THROTTLED if s in signals), None)
         if seen is not None:
             throttled += 1
+            if throttled > 1:
+                return  # (two of its GPUs throttled: a fleet's or rack's capping, below)
             cap = signals.get("power_cap") or signals.get("throttle_seen")
             if cap is not None and _capped(cap, corr.cfg.cap_clock_drop):
                 caps.append((cap, node, gpu))
@@ -175,8 +246,8 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
             told.append((c[0], c[1], node, gpu))
     if len(told) < PEERS or throttled > 1:
         return
-    ref = sorted(c[0] for c in told)[len(told) // 2]
-    low = [c for c in told if c[0] <= (1.0 - CLOCK_HELD) * ref]
+    ref = median_clock(c[0] for c in told)
+    low = [c for c in told if held_below(c[0], ref)]
     if len(low) + len(caps) != 1 or throttled != len(caps):
         return
     if caps:
@@ -204,7 +275,7 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
                 f"impact: {step} as {scope.key} alone of the job's GPUs came under a SW power "
                 f"cap holding its clock {drop:.1%} below its baseline: the job runs at that "
                 "GPU's pace")})
-        corr._pace_paged[job] = cap
+        _keep_paged(corr, job, cap, now, out)
         return
     clock = low[0][0]
     ev = dict(pace.evidence)
@@ -220,4 +291,12 @@ def _page(corr: Correlator, job: str, now: float, out: list[Alert]) -> None:
              "sm_clock": {"sm_clock_mhz": clock, "gpus_told": 1, "peers_median_mhz": ref,
                           "peers_told": len(told) - 1, "throttle_reasons": "0x0"}}
     corr._raise(ESCALATION, "slow_node", "unknown", scope, g, out, detected_ts=now, extra=extra)
+    _keep_paged(corr, job, g, now, out)
+
+
+def _keep_paged(corr: Correlator, job: str, g: Finding, now: float, out: list[Alert]) -> None:
+    """Keep ``g`` as the page made for ``job``'s step up: at most MAX_PACES jobs' (the oldest
+    page resolved first -- a bound, as on _paces, that check_restored holds a snapshot to)."""
+    while len(corr._pace_paged) >= MAX_PACES:
+        _clear(corr, next(iter(corr._pace_paged)), now, out)
     corr._pace_paged[job] = g

@@ -685,9 +685,10 @@ def _stepping(corr: Correlator, node: str, topics: dict[str, Finding], last: flo
         i := g.evidence.get("interval_s"))])
     for job in sorted({j for j, _ in corr._placement.on_node.get(node, {})}):
         gone = absent.get(job)
-        if gone is not None and type(ns := gone.evidence.get("nodes_absent")) is list and \
-                node in ns:
-            continue  # (it steps on without the node's ranks)
+        if gone is not None and type(ns := gone.evidence.get("nodes_absent")) is list and (
+                node in ns or len(ns) >= MAX_DARK):
+            continue  # (it steps on without the node's ranks -- or without more nodes than
+            #            its finding could name, this one maybe among them: review26)
         stop = stops.get(job)
         period = 0.0
         if stop is not None:

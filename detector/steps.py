@@ -1056,8 +1056,10 @@ class JobMonitor:
                                        or 2 * len(buf.ranks) >= self._expected):
             # (a stray message with a step number of its own does not move the job on)
             # (the job's first step has no step before it: a step 0 after the initial -1 gave
-            # an infinite gap, then a NaN period for good -- host_events never judged a save)
-            if step == self._last_step + 1 and -math.inf < self._last_step_ts < buf.last_ts:
+            # an infinite gap, then a NaN period for good -- host_events never judged a save;
+            # nor has a restart's first step 0: the restart's pause is no step -- review26)
+            if step == self._last_step + 1 and self._last_step >= 0 and -math.inf < \
+                    self._last_step_ts < buf.last_ts:
                 gap = buf.last_ts - self._last_step_ts
                 self._period = gap if self._period == 0.0 else self._period + 0.1 * (
                     gap - self._period)

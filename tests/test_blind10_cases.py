@@ -3,22 +3,17 @@ every reproducer of a faultline error it found replays (bench/blind10/cases, str
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gzip
-import io
 import json
 import math
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from bench.blind10 import generate
-from bench.blind10.score import alerts_of, labels_of, score
-from detector.cli import main as cli_main
+from bench.blind10 import score as scoring
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind10" / "cases"
+CASES = bc.cases_of("blind10")
 REQUIRED = {"telemetry.step": ("ts", "job", "step", "rank", "node", "gpu", "step_ms"),
             "telemetry.ecc": ("ts", "node", "gpu"), "telemetry.thermal": ("ts", "node", "gpu"),
             "telemetry.nic": ("ts", "node", "nic", "port")}
@@ -51,23 +46,16 @@ def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
     assert steps > 200 and labels >= 1
 
 
-def _caught(sc) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
-
-
-def _no_false_positive(sc) -> bool:
-    return all(p["caught"] for p in sc["problems"])
-
-
 def _one_page_a_fault(sc) -> bool:
     """Every fault caught, and by one problem: a second dedup_key for it pages twice."""
-    return _caught(sc) and sum(p["caught"] for p in sc["problems"]) <= len(sc["faults"])
+    return bc.every_fault_caught(sc) and sum(
+        p["caught"] for p in sc["problems"]) <= len(sc["faults"])
 
 
 def _names_the_clock(sc) -> bool:
     """Caught, and every alert that catches it shows the clock (the one field that differs)."""
     cat = [p for p in sc["problems"] if p["caught"]]
-    return _caught(sc) and all("clock" in json.dumps(p["evidence"]) for p in cat)
+    return bc.every_fault_caught(sc) and all("clock" in json.dumps(p["evidence"]) for p in cat)
 
 
 def _xid79_pages(sc) -> bool:
@@ -87,20 +75,20 @@ EXPECT: dict[str, tuple] = {
     # other 120 ranks waiting in comm): faultline sends nothing about hgx-a06 (in the full logs
     # it escalates 1 of 8 nvme-stalls, 857 s after onset)".  host20: detector.host_time, a
     # node's stalls that recur -- 6 hot steps over 2 minutes -- escalate the node.)
-    "K1-nvme-stalls-unseen": (_caught, None),
+    "K1-nvme-stalls-unseen": (bc.every_fault_caught, None),
     # (Was a strict xfail: "K2: pp-int's stage-2 DP-1 TP group (hgx-b12 ranks 4-7) computes
     # 1.10x its one DP peer (median, 1.08-1.13) with 283 ms in neither against 35 ms from the
     # first step, while the peer waits 885 ms in comm against 376 ms: faultline sends nothing
     # in 330 s (0 of 8 numa-bind caught in the full logs)".  host20: detector.host_time, the
     # TP group's host time over its stage's other one for 240 s escalates the node.)
-    "K2-numa-bind-unseen": (_caught, None),
+    "K2-numa-bind-unseen": (bc.every_fault_caught, None),
     # (Was a strict xfail: "K3: after pt-life's async checkpoint at step 50 two nodes'
     # write-backs run 12 steps longer than the rest (compute 1.05-1.07x, mean 1.03-1.04x, then
     # 1.00): faultline escalates hgx-a14 and hgx-a01 as slow_node/unknown at 198 s and 213 s
     # (the second when its ratio is back to 0.995) -- 6 such pages in the 8 life logs".  ep19:
     # in a job's first 130 steps a slow rank whose peers on 2 other nodes are as slow is held,
     # detector.steps JobMonitor._hold_shared.)
-    "K3-async-ckpt-writeback-pages": (_no_false_positive, None),
+    "K3-async-ckpt-writeback-pages": (bc.no_false_positive, None),
     # (Was a strict xfail: "K4: hgx-b05/6 is isolated as hardware/gpu_hardware at 68 s for
     # 1046 PCIe replays; at 233 s, the isolation still open, the same GPU is escalated again
     # as slow_node/unknown (compute 1.10x during the next storm): two pages for one GPU, the
@@ -129,34 +117,19 @@ EXPECT: dict[str, tuple] = {
     # snapshot, when the CUSUM, alarmed still though the run had ended two steps before,
     # found them again and the node was escalated slow_node/unknown (resolved 817 s later).
     # A run is reported while it goes on (its latest step adds to its score).
-    "K7-writeback-paged-after-hold": (_no_false_positive, None),
+    "K7-writeback-paged-after-hold": (bc.no_false_positive, None),
 }
 
 
-@functools.cache
-def _replay(name: str) -> dict:
-    """`faultline replay CASE --alerts-out F --quiet` in this process, once a case."""
-    case = CASES / f"{name}.jsonl.gz"
-    out = Path(tempfile.mkdtemp(prefix="blind10-")) / f"{name}.alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
-    alerts = alerts_of(out)
-    return {**score(labels_of(case), alerts, name), "alerts": alerts}
+_replay = bc.cli_scorer(CASES, scoring, with_alerts=True)  # (in this process, once a case)
 
 
 def test_every_case_has_an_expectation_and_replays():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
+    names = bc.names_of(CASES)
     assert names == set(EXPECT)
     for name in sorted(names):
         sc = _replay(name)
         assert sc["faults"] or sc["problems"] or EXPECT[name][1] is None, name
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
-    if why else n
-    for n, (_, why) in EXPECT.items()])
-def test_case(name):
-    check, _ = EXPECT[name]
-    sc = _replay(name)
-    assert check(sc), (sc["faults"], [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _replay)

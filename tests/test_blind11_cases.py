@@ -3,23 +3,18 @@ every reproducer of a faultline error it found replays (bench/blind11/cases, str
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gzip
-import io
 import json
 import math
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from bench.blind11 import generate
-from bench.blind11.score import alerts_of, labels_of, score
-from detector.cli import main as cli_main
+from bench.blind11 import score as scoring
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind11" / "cases"
+CASES = bc.cases_of("blind11")
 
 NEEDS = {"telemetry.step": {"ts", "job", "step", "rank", "node", "gpu", "step_ms"},
          "telemetry.ecc": {"ts", "node", "gpu"}, "telemetry.thermal": {"ts", "node", "gpu"},
@@ -62,17 +57,13 @@ def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
     assert topics["telemetry.step"] > 200 and topics["labels"] >= 1
 
 
-def _every_fault_caught(sc) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
-
-
 # case -> (what a right answer looks like, the strict-xfail reason or None). The cases are
 # rebuilt by `python -m bench.blind11.make_cases`; measured on main b965720 (6a502a2's
 # detector). Not here, because the label is arguable (BENCHMARKS "blind11, round 20", L1):
 # lc-pack's H100 nodes escalated as slow_node/unknown beside H200 peers -- DESIGN has no
 # field that names a GPU's model.
 EXPECT: dict[str, tuple] = {
-    "L2-h200-slow-at-h100-pace": (_every_fault_caught, (
+    "L2-h200-slow-at-h100-pace": (bc.every_fault_caught, (
         "L2: from 253 s h200-01's TP group computes 1.06x its four H200 peers (0.96x before: "
         "median of per-step ratios, one GPU 1.095x slower), now as slow as lc-pack's three "
         "H100 nodes (1.05-1.08x): faultline sends nothing about h200-01 in 500 s (it escalates "
@@ -82,33 +73,19 @@ EXPECT: dict[str, tuple] = {
     # 2 and 3 sending thermal rows every 15 s and ECC rows every 60 s, and GPU 1 -- which
     # reported until the node went dark -- never again: faultline sends nothing in 495 s (0 of
     # 8 gpu-missing caught in the full logs)"; detector.gpu_missing, gone20.)
-    "L3-gpu-missing-after-reboot": (_every_fault_caught, None),
+    "L3-gpu-missing-after-reboot": (bc.every_fault_caught, None),
 }
 
 
-@functools.cache
-def _replay(name: str) -> dict:
-    """`faultline replay CASE --alerts-out F --quiet` in this process, once a case."""
-    case = CASES / f"{name}.jsonl.gz"
-    out = Path(tempfile.mkdtemp(prefix="blind11-")) / f"{name}.alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
-    return score(labels_of(case), alerts_of(out), name)
+_replay = bc.cli_scorer(CASES, scoring)  # (in this process, once a case)
 
 
 def test_every_case_has_an_expectation_and_replays():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
+    names = bc.names_of(CASES)
     assert names == set(EXPECT)
     for name in sorted(names):
         sc = _replay(name)
         assert sc["faults"], name
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
-    if why else n
-    for n, (_, why) in EXPECT.items()])
-def test_case(name):
-    check, _ = EXPECT[name]
-    sc = _replay(name)
-    assert check(sc), (sc["faults"], [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _replay)

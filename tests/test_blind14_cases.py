@@ -5,79 +5,52 @@ Cases without a label hold only routine shapes: right is no firing problem at al
 
 from __future__ import annotations
 
-import functools
-import tempfile
-from pathlib import Path
-
-import pytest
-
 from bench.blind14.measure import replay
 from bench.blind14.score import labels_of
-from tests.test_blind12_cases import _every_fault_caught, _known_error
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind14" / "cases"
-
-
-def _nothing_paged(sc: dict) -> bool:
-    """Routine shapes only: no firing problem (a recommendation or an escalation) at all."""
-    return not sc["faults"] and not sc["problems"]
+CASES = bc.cases_of("blind14")
 
 
 def _caught_as_power(sc: dict) -> bool:
-    return _every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
-
-
-def _caught_within_200s(sc: dict) -> bool:
-    """The leak passes 0.18 s a step (a 0.9 s step 20 % slower) 181 s after its onset."""
-    return _every_fault_caught(sc) and all(f["latency_s"] <= 200.0 for f in sc["faults"])
+    return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
 
 
 # case -> (what a right answer looks like, the strict-xfail reason or None)
 EXPECT: dict[str, tuple] = {
     # N1 (b14fix): a DCGM blank in a counter is no value and a jump no hardware counts in
     # the interval is dropped, both in models.counters (GPU and NIC counters alike).
-    "N1-dcgm-blank-counter": (_nothing_paged, None),
+    "N1-dcgm-blank-counter": (bc.nothing_paged, None),
     # N2 (inter24): a node slow at its job's every host event (a checkpoint save), compared
     # with its stage's other nodes at the same step, three events in a row (detector.host_events)
-    "N2-slow-checkpoint-writer": (_every_fault_caught, None),
+    "N2-slow-checkpoint-writer": (bc.every_fault_caught, None),
     # N3 (therm24): the brake on every GPU of gx-12 seen on two polls 120 s apart is sustained
     # (detector.thermal's _brake_again, brake_repeat_s): slow_node/power at the node.
     "N3-psu-brake-bursts-30s": (_caught_as_power, None),
     # N4 (inter24): a raised host_late run whose line grew to 15 % of a step's work from under
     # half that is escalated at once, not after host_page_s (JobMonitor._host_grew)
-    "N4-loader-leak-caught-late": (_caught_within_200s, None),
+    # (the leak passes 0.18 s a step -- a 0.9 s step 20 % slower -- 181 s after its onset)
+    "N4-loader-leak-caught-late": (bc.caught_within(200.0), None),
     # N5 (therm24): a GPU hot against its node at its clock, no reason, below hot_gpu_c, its
     # rank at its peers' pace is evidence (detector.thermal._hot_harm), no drain.
-    "N5-hot-gpu-no-throttle": (_nothing_paged, None),
+    "N5-hot-gpu-no-throttle": (bc.nothing_paged, None),
     # N6 (inter24): a recurring outlier count the job's outlier steps falling on its TP groups
     # alike would give by chance (6e-3 here) is the workload's (JobMonitor._recur_chance)
-    "N6-gc-pauses-escalated": (_nothing_paged, None),
+    "N6-gc-pauses-escalated": (bc.nothing_paged, None),
     # N7 (inter25): short host-time runs that recur on one node -- 3 streaks of >= 3 hot steps,
     # each within 600 s of the one before, none on the job's other nodes -- page the node at
     # its third run (detector.host_time, REPEATS); was a strict xfail: "runs of 23-31 s never
     # page and the evidence does not add up across runs".
-    "N7-cron-straggler-short-runs": (_every_fault_caught, None),
+    "N7-cron-straggler-short-runs": (bc.every_fault_caught, None),
 }
 
 
-@functools.cache
-def _scored(name: str) -> dict:
-    return replay(CASES / f"{name}.jsonl.gz",
-                  Path(tempfile.mkdtemp(prefix="blind14-")) / f"{name}.alerts.jsonl")
+_scored = bc.measure_scorer(CASES, replay)
 
 
 def test_every_case_has_an_expectation_and_at_most_one_label():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
-    assert names == set(EXPECT)
-    for name in sorted(names):
-        labels = labels_of(CASES / f"{name}.jsonl.gz")
-        assert len(labels) == (0 if EXPECT[name][0] is _nothing_paged else 1), name
+    assert bc.label_counts(CASES, labels_of) == {
+        name: 0 if right is bc.nothing_paged else 1 for name, (right, _) in EXPECT.items()}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
-                                  for n, (_, why) in EXPECT.items()])
-def test_case(name):
-    right, _ = EXPECT[name]
-    sc = _scored(name)
-    missed = [f for f in sc["faults"] if not f["caught"]]
-    assert right(sc), (missed, [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _scored)

@@ -4,29 +4,11 @@ xfail whose reason is the finding. Measured on main 3849ae6 (the freeze; detecto
 
 from __future__ import annotations
 
-import functools
-import tempfile
-from pathlib import Path
-
-import pytest
-
 from bench.blind15.measure import replay
 from bench.blind15.score import labels_of
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind15" / "cases"
-
-
-def _every_fault_caught(sc: dict) -> bool:
-    return bool(sc["faults"]) and all(f["caught"] for f in sc["faults"])
-
-
-def _caught_and_no_stray(kind: str):
-    """Every fault caught and no `kind` problem beside it that catches nothing."""
-    def right(sc: dict) -> bool:
-        return _every_fault_caught(sc) and all(p["caught"] for p in sc["problems"]
-                                               if p["kind"] == kind)
-    right.__name__ = f"caught_and_no_stray_{kind}"
-    return right
+CASES = bc.cases_of("blind15")
 
 
 def _no_page_on_the_late_node(sc: dict) -> bool:
@@ -38,11 +20,11 @@ def _no_page_on_the_late_node(sc: dict) -> bool:
 EXPECT: dict[str, tuple] = {
     # O1 fixed by b15fix (round 24): the node's every port erring with leaf-b's signature from
     # the same moment is leaf-b's (its page notes pp04 and the stale file), not 8 NIC pages.
-    "O1-moved-node-ports-as-nic-alerts": (_caught_and_no_stray("network"), None, 1),
+    "O1-moved-node-ports-as-nic-alerts": (bc.caught_and_no_stray("network"), None, 1),
     # O2 fixed by b15fix (round 24): the slow replica's one GPU under load well below the job's
     # clock with no reason is escalated (the replica's slowness its evidence), not the replica.
-    "O2-stage-gpu-replica-escalated": (_caught_and_no_stray("slow_node"), None, 1),
-    "O3-renumbered-hot-gpu": (_every_fault_caught, (
+    "O2-stage-gpu-replica-escalated": (bc.caught_and_no_stray("slow_node"), None, 1),
+    "O3-renumbered-hot-gpu": (bc.every_fault_caught, (
         "O3: fx10's collector writes NVML minor numbers: the hot GPU the job knows as 3 is "
         "'gpu 1' in its thermal rows (88 C against 71, 0x40, 1620 MHz); TP8 makes all 8 ranks "
         "slow, so no step record can say which GPU: faultline isolates gpu fx10/1 (drain_node) "
@@ -54,28 +36,11 @@ EXPECT: dict[str, tuple] = {
 }
 
 
-@functools.cache
-def _scored(name: str) -> dict:
-    return replay(CASES / f"{name}.jsonl.gz",
-                  Path(tempfile.mkdtemp(prefix="blind15-")) / f"{name}.alerts.jsonl")
+_scored = bc.measure_scorer(CASES, replay)
 
 
 def test_every_case_has_an_expectation_and_its_labels():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
-    assert names == set(EXPECT)
-    for name in sorted(names):
-        assert len(labels_of(CASES / f"{name}.jsonl.gz")) == EXPECT[name][2], name
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
 
 
-def _known_error(why: str | None):
-    return [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                     reason=why)]
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_known_error(why))
-                                  for n, (_, why, _) in EXPECT.items()])
-def test_case(name):
-    right, _, _ = EXPECT[name]
-    sc = _scored(name)
-    missed = [f for f in sc["faults"] if not f["caught"]]
-    assert right(sc), (missed, [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _scored)

@@ -3,23 +3,19 @@ every reproducer of a faultline error it found replays (bench/blind8/cases, stri
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gzip
-import io
 import json
 import math
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from bench.blind8 import generate
-from bench.blind8.score import alerts_of, labels_of, score
-from detector.cli import main as cli_main
+from bench.blind8 import score as scoring
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind8" / "cases"
+CASES = bc.cases_of("blind8")
 REQUIRED = {"telemetry.step": ("ts", "job", "step", "rank", "node", "gpu", "step_ms"),
             "telemetry.ecc": ("ts", "node", "gpu"), "telemetry.thermal": ("ts", "node", "gpu"),
             "telemetry.nic": ("ts", "node", "nic", "port")}
@@ -56,14 +52,6 @@ def test_generator_is_deterministic_and_keeps_the_contract(story, minutes, tmp_p
     assert steps > 1000
 
 
-def _caught(sc) -> bool:
-    return all(f["caught"] for f in sc["faults"])
-
-
-def _no_false_positive(sc) -> bool:
-    return all(p["caught"] for p in sc["problems"])
-
-
 # name -> (what a right answer looks like, the strict-xfail reason or None). Built by
 # `python -m bench.blind8.make_cases`; numbers from the seed logs named there.
 EXPECT: dict[str, tuple] = {
@@ -73,7 +61,7 @@ EXPECT: dict[str, tuple] = {
     # warm-up') and 4 replicas at 100.6 s -- 19 pages for workload"; moe18: the gross prior
     # held once gross steps visit 3 nodes, slow ranks held once found on 2 nodes in 100 steps
     # or in a wandering job, detector.steps JobMonitor._wander_update.)
-    "H1-moe-routing-pages": (_no_false_positive, None),
+    "H1-moe-routing-pages": (bc.no_false_positive, None),
     # (Was a strict xfail: "H2: hgx-07 is escalated at 290 s for routing wander (its ranks
     # 1.11x); at 330 s its GPU 5 turns 1.15-1.22x slower for good (mean ratio 0.95 -> 1.09
     # under the wander) and faultline sends nothing new: the open escalation never re-fires
@@ -83,41 +71,35 @@ EXPECT: dict[str, tuple] = {
     # after this cut ends (268 s)"; ep19: each rank judged against its EP twins, the peers
     # whose compute moves with its own -- hgx-07 escalated at 343 s, 13 s after the onset,
     # detector.steps JobMonitor._twin_update.)
-    "H2-open-escalation-hides-slow-gpu": (_caught, None),
+    "H2-open-escalation-hides-slow-gpu": (bc.no_fault_missed, None),
     # (Was a strict xfail: "H3: an HGX NVSwitch fault: XID 74 on all 8 GPUs of hgx-01 within
     # 1.0 s and NVLink CRC 20-60/s on every one: faultline isolates 8 GPUs (reset_gpu) and never
     # names the node -- a miss and 8 false positives"; hw18: one node isolation at 0.9 s.)
-    "H3-nvswitch-eight-gpu-pages": (_caught, None),
+    "H3-nvswitch-eight-gpu-pages": (bc.no_fault_missed, None),
     # (Was a strict xfail: "H4: a reseated rail leaf's 8 ports retrain at 200 Gb/s: faultline
     # isolates 3 of them as network/nic at 591.9 s, 14 s before it names rail1-leaf0 at
     # 605.9 s; the NIC pages stay open beside the switch page (3 false positives)".  net18:
     # the leaf's window waits on while its trouble still reaches new nodes -- rail1-leaf0
     # alone at 598.7 s.)
-    "H4-rail-leaf-port-pages": (_no_false_positive, None),
+    "H4-rail-leaf-port-pages": (bc.no_false_positive, None),
     # (Was a strict xfail: "H5: gpu0133/6 logs XID 31 at 246, 488 and 797 s, each time under
     # a different job that dies of it: faultline sends nothing; the repetition across jobs
     # names the GPU and a human should hear of it (gpud: XID 31 = app + HW inspect)".)
-    "H5-lemon-xid31": (_caught, None),
+    "H5-lemon-xid31": (bc.no_fault_missed, None),
     # (Was a strict xfail: "H6: gpu0136/4 (TP pair 4-5) computes 1.28x its one DP peer from
     # the first step of each of 4 TP2 x DP2 jobs in a row while the peer waits 2.5-3.7x
     # longer in comm: faultline sends nothing".)
-    "H6-pool-dp2-slow": (_caught, None),
+    "H6-pool-dp2-slow": (bc.no_fault_missed, None),
 }
 
 
-@functools.cache
-def _replay(name: str) -> dict:
-    """`faultline replay CASE --alerts-out F --quiet` in this process (once a case for the
-    whole session), scored by bench/blind8/score.py."""
-    case = CASES / f"{name}.jsonl.gz"
-    out = Path(tempfile.mkdtemp(prefix="blind8-")) / f"{name}.alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
-    return score(labels_of(case), alerts_of(out), name)
+# `faultline replay CASE --alerts-out F --quiet` in this process, once a case for the whole
+# session, scored by bench/blind8/score.py
+_replay = bc.cli_scorer(CASES, scoring)
 
 
 def test_every_case_has_an_expectation_and_replays():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
+    names = bc.names_of(CASES)
     assert names == set(EXPECT)
     for name in sorted(names):
         sc = _replay(name)
@@ -126,11 +108,4 @@ def test_every_case_has_an_expectation_and_replays():
         assert sc["faults"] or sc["problems"] or EXPECT[name][1] is None, name
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
-    if why else n
-    for n, (_, why) in EXPECT.items()])
-def test_case(name):
-    check, _ = EXPECT[name]
-    sc = _replay(name)
-    assert check(sc), (sc["faults"], [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _replay)

@@ -3,22 +3,17 @@ every reproducer of a faultline error it found replays (bench/blind9/cases, stri
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gzip
-import io
 import json
 import math
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from bench.blind9 import generate
-from bench.blind9.score import alerts_of, labels_of, score
-from detector.cli import main as cli_main
+from bench.blind9 import score as scoring
+from tests import blindcases as bc
 
-CASES = Path(__file__).resolve().parent.parent / "bench" / "blind9" / "cases"
+CASES = bc.cases_of("blind9")
 NEED = {"telemetry.step": ("ts", "job", "step", "rank", "node", "gpu", "step_ms"),
         "telemetry.ecc": ("ts", "node", "gpu"), "telemetry.thermal": ("ts", "node", "gpu"),
         "telemetry.nic": ("ts", "node", "nic", "port")}
@@ -50,16 +45,8 @@ def test_generator_is_deterministic_and_keeps_the_contract(story, minutes, tmp_p
     assert steps > 1000
 
 
-def _caught(sc) -> bool:
-    return all(f["caught"] for f in sc["faults"])
-
-
-def _no_false_positive(sc) -> bool:
-    return all(p["caught"] for p in sc["problems"])
-
-
 def _right(sc) -> bool:
-    return _caught(sc) and _no_false_positive(sc)
+    return bc.no_fault_missed(sc) and bc.no_false_positive(sc)
 
 
 # name -> (what a right answer looks like, the strict-xfail reason or None). Built by
@@ -79,7 +66,7 @@ EXPECT: dict[str, tuple] = {
     # its collectors stop at 574 s; faultline escalates it as a silent node at 913.1 s -- an
     # operator's drain paged (a100-08 8/8 logs, nvl-r2-c18 8/8, h100-15 2/8 before its
     # return)".  silent18: no job ran on it to the end, no page.)
-    "G3-drained-idle-node-paged": (_no_false_positive, None),
+    "G3-drained-idle-node-paged": (bc.no_false_positive, None),
     # (Was a strict xfail: "G4 (measured on 3df6121, after silent18): ops-hgx-s7's rack r1
     # PDU trips at 851.4 s: h100-01..04 and leaf-r1 stay dark for the log's last 349 s and
     # faultline sends nothing -- no leaf, no node page (the other 7 logs' trips are named
@@ -88,30 +75,16 @@ EXPECT: dict[str, tuple] = {
 }
 
 
-@functools.cache
-def _replay(name: str) -> dict:
-    """`faultline replay CASE --alerts-out F --quiet` in this process, once a case."""
-    case = CASES / f"{name}.jsonl.gz"
-    out = Path(tempfile.mkdtemp(prefix="blind9-")) / f"{name}.alerts.jsonl"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["replay", str(case), "--alerts-out", str(out), "--quiet"]) in (0, None)
-    return score(labels_of(case), alerts_of(out), name)
+_replay = bc.cli_scorer(CASES, scoring)  # (in this process, once a case)
 
 
 def test_every_case_has_an_expectation_and_replays():
-    names = {p.name.removesuffix(".jsonl.gz") for p in CASES.glob("*.jsonl.gz")}
+    names = bc.names_of(CASES)
     assert names == set(EXPECT)
     for name in sorted(names):
         sc = _replay(name)
         # (a case pinning a false page has nothing left to score once it is mended: silent18)
-        assert sc["faults"] or sc["problems"] or EXPECT[name][0] is _no_false_positive, name
+        assert sc["faults"] or sc["problems"] or EXPECT[name][0] is bc.no_false_positive, name
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why))
-    if why else n
-    for n, (_, why) in EXPECT.items()])
-def test_case(name):
-    check, _ = EXPECT[name]
-    sc = _replay(name)
-    assert check(sc), (sc["faults"], [p for p in sc["problems"] if not p["caught"]])
+test_case = bc.case_test(EXPECT, _replay)

@@ -79,7 +79,12 @@ def test_a_hung_rank_named_resolves_when_its_job_ends_without_a_gpu_change() -> 
 def test_a_forged_hang_or_idle_gpus_state_is_refused(attr: str, value: Any) -> None:
     # Before: restored as is, then every gpus_busy or job silence failed the correlator
     # (TypeError / AttributeError in detector.hang), or held more than MAX_HANGS jobs.
-    part = _hung_partition()
+    assert_refused(_hung_partition(), attr, value)
+
+
+def assert_refused(part: CorrelatorPartition, attr: str, value: Any) -> None:
+    """``part``'s correlator with ``attr`` set to ``value``, snapshotted: refused on restore,
+    ``malformed``, the reason naming ``attr``."""
     setattr(part.correlator, attr, value)
     offset, blob = part.snapshot(UNSIGNED)
     with pytest.raises(SnapshotRefused) as exc:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from detector import hang, host_node, lemon
+from detector import hang, host_node, job_pace, lemon
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import (
@@ -88,6 +88,8 @@ def _check_state(state: dict[str, Any]) -> None:
     placement = getattr(corr, "_placement", None)
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
+    bad = job_pace.check_restored(corr)
+    refuse_unless(bad is None, f"correlator.{bad}: malformed (detector.job_pace)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
