@@ -678,11 +678,17 @@ def _stepping(corr: Correlator, node: str, topics: dict[str, Finding], last: flo
     the job's stop says (it stopped later, :func:`_stops`), or because its source has told
     no stop by ``now`` though a stall with the node would have been told (:func:`stop_s` of
     its period, two scans) -- unless it stopped as the node went quiet and steps again since:
-    a job re-formed, maybe without the node (NCCL's timeout, a restart elsewhere)."""
+    a job re-formed, maybe without the node (NCCL's timeout, a restart elsewhere).
+
+    A job that stopped lost with the node (:func:`_lost`: stopped everywhere, its GPUs on the
+    other nodes waiting in the collective) proves it alive up to its last step only: that is
+    the node's last sign of life, and the node died there -- a collector holding the node's
+    rows dies with it, and the job's stall is the death's (live26: never paged before)."""
     stops = corr._silent.get(_STOPS) or {}
     absent = corr._silent.get(_ABSENT) or {}
     near = max([FAST_RUN_S] + [2.0 * i for g in topics.values() if _is_time(
         i := g.evidence.get("interval_s"))])
+    lost: set[str] | None = None
     for job in sorted({j for j, _ in corr._placement.on_node.get(node, {})}):
         gone = absent.get(job)
         if gone is not None and type(ns := gone.evidence.get("nodes_absent")) is list and (
@@ -695,7 +701,10 @@ def _stepping(corr: Correlator, node: str, topics: dict[str, Finding], last: flo
             ev = stop.evidence
             if stop.active:  # stopped: stepping until its last step
                 if _is_time(t := ev.get("last_step_ts")) and t > last + near:
-                    return True
+                    if lost is None:
+                        lost = {j[0] for j in _lost(corr, node, last, now)}
+                    if job not in lost:
+                        return True
                 continue
             if not _is_time(s0 := ev.get("stopped_ts")) or abs(s0 - last) <= near:
                 continue  # (stopped with the node, stepping since: re-formed)

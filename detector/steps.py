@@ -1394,6 +1394,7 @@ class JobMonitor:
         In a wandering job (:meth:`_wander_update`) the step's slow ranks found by the other
         rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
         mark = len(out)
+        told = bool(self._reported[slots].any())  # (a rank told slow before this step)
         self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
         # Routing is told from faults by the job's wander index once it can be read: a job
         # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
@@ -1404,9 +1405,19 @@ class JobMonitor:
         # is its slow ranks' own -- ranks going slow and staying slow move the peer median, and
         # so every rank's deviation, once (Alibaba job 3: 0.8-1.1 for 200 samples, 4-6 from
         # iteration ~2250 as workers 6-9 slowed; workers 8, 9 held as visiting for good).
-        # Entering the wandering regime (100 steps at _WANDER_ON) holds all the same.
+        # Entering the wandering regime (100 steps at _WANDER_ON) holds all the same.  The calm
+        # ends when its reason does: routing that starts later moves the median rank at once,
+        # before the index reads it (_stirred); with no rank told slow such a step ends the
+        # calm and its holds are back (review25's latch: 44 node pages from step 254).
         may_wander = (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
                       or self._wander >= _WANDER_OFF and self._wander_calm < _WANDER_HOLD_STEPS)
+        if len(out) > mark and not may_wander and not told and self._stirred(slots):
+            self._wander_calm = 0  # (the calm ended with it: its holds are back, _wander_update)
+            may_wander = True
+            # and the twins learnt in the calm are none (i.i.d. steps, a few routed ones:
+            # experts 5 and 7 correlated by chance paged 4 nodes) -- picked anew (_twin_update)
+            self._twin_n = 0
+            self._twins[:] = 0
         if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
             self._hold_wandering(out, mark)
         elif len(out) > mark and may_wander:
@@ -1472,6 +1483,25 @@ class JobMonitor:
             return False
         u = int(code[slot])
         return 0 <= u < len(self._hs) and host_time.late(self._hs[u])
+
+    def _stirred(self, slots: np.ndarray) -> bool:
+        """Whether the job's median rank moves now: the index of :meth:`_wander_update` read
+        from this step's smoothed deviations (``_wshort`` about ``_wlong``, the ranks' median of
+        their square over the i.i.d. figure) without its ~20 steps of smoothing, at
+        ``_WANDER_ON`` or more.
+
+        A job's calm (its index under ``_WANDER_OFF`` for ``_WANDER_HOLD_STEPS`` steps) says
+        that it does not route *now*; routing that starts later (a gate's balance lost, a new
+        data mix) moves every rank's pace at once, and the ranks it makes slow are found
+        within ~5 steps, before the smoothed index reads it (1.5-2.0 on the step of the first
+        finds, this figure 5-11: tests/test_review25.py).  A fault moves its own ranks: the
+        median rank moves only once they move the peer median (Alibaba PAI job 3: 2.3 on
+        the step workers 6, 7 were found, 12 fifty iterations later), and by then they are
+        told -- :meth:`_check_slow` asks this only of a job with no rank told slow."""
+        if self._wander_n < _WANDER_MIN_STEPS or len(slots) < 2 * self.cfg.min_peers:
+            return False
+        move = (self._wshort[slots] - self._wlong[slots]) ** 2
+        return median(move, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT)) >= _WANDER_ON
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:
         """Whether the slow ranks found on this step (``out[mark:]``) make the job's slowness
@@ -1890,7 +1920,7 @@ class JobMonitor:
         # keeps it up (tests/test_steps_round13.py's heavy tail: 3.3 for ~60 steps).
         self._wander_hot = 0 if self._wander < _WANDER_OFF else (
             self._wander_hot + 1 if self._wander >= _WANDER_ON else self._wander_hot)
-        if self._wander_calm < _WANDER_HOLD_STEPS:  # (latched once reached: _check_slow)
+        if self._wander_calm < _WANDER_HOLD_STEPS:  # (latched once reached, till a stir: _stirred)
             self._wander_calm = self._wander_calm + 1 if self._wander < _WANDER_OFF else 0
         self._wandering = self._wander >= _WANDER_OFF and (
             self._wandering or self._wander_hot >= _WANDER_HOLD_STEPS)

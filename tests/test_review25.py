@@ -192,9 +192,11 @@ def test_a_reasonless_clock_drop_on_a_steady_busy_gpu_is_told() -> None:
 # -- steps: the MoE calm latch (review24's leftover) -------------------------------------------
 
 
-def _late_routed_job(*, steps: int, seed: int, route_from: int) -> list:
+def _late_routed_job(*, steps: int, seed: int, route_from: int, slow_rank: int | None = None,
+                     slow_from: int = 0) -> list:
     """tests/test_moe18's routed job, its routing off (every expert's share alike) until
-    ``route_from``, then blind8's AR(1) walk."""
+    ``route_from``, then blind8's AR(1) walk; ``slow_rank``'s GPU 1.18x slower from
+    ``slow_from``."""
     import numpy as np
 
     from detector.testing import parallel_step
@@ -214,19 +216,27 @@ def _late_routed_job(*, steps: int, seed: int, route_from: int) -> list:
         share = np.minimum(share / share.mean(axis=1, keepdims=True), 1.6)
         load = share[pp, dp % EP] * rng.lognormal(0.0, 0.01, n)
         compute = 1500.0 * (0.6 + 0.4 * load) * rng.lognormal(0.0, 0.01, n)
+        if slow_rank is not None and s >= slow_from:
+            compute[slow_rank] *= 1.18
         compute = np.maximum(compute, compute.reshape(-1, TP)[:, ::-1].reshape(-1))
         out += parallel_step(s, compute, tp=TP, pp=PP, step_s=STEP_S)
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (review24's leftover, constructed by review25): once a job's wander index read calm "
-    "for _WANDER_HOLD_STEPS steps the latch ends the may-wander holds (_visiting, _hold_shared) "
-    "for good -- Alibaba job 3's workers 6-9 slowing lift the index as routing does -- so an MoE "
-    "job whose routing starts after 250 calm steps pages every node (seed 0: 44 node pages "
-    "from step 254) until the wandering regime is entered 100 steps later.  Telling the two "
-    "apart needs time (routing moves, a slow rank stays): not fixed this round"))
+# (Was a strict xfail: "open (review24's leftover, constructed by review25): once a job's wander
+# index read calm for _WANDER_HOLD_STEPS steps the latch ends the may-wander holds (_visiting,
+# _hold_shared) for good -- Alibaba job 3's workers 6-9 slowing lift the index as routing does --
+# so an MoE job whose routing starts after 250 calm steps pages every node (seed 0: 44 node pages
+# from step 254) until the wandering regime is entered 100 steps later.  Telling the two apart
+# needs time (routing moves, a slow rank stays): not fixed this round".)  live26: the latch ends
+# when its reason does -- a step whose median rank moves now (JobMonitor._stirred: the index
+# without its smoothing, 5-11 on the first finds here, 2.3 on Alibaba's) in a job with no rank
+# told slow ends the calm; the ranks a fault makes slow are told before they move the median
+# rank (tests/test_alibaba_pages.py pins job 3's four pages, which fail without that guard).
+# The twins learnt in the calm are dropped with it (seed 3: picked on 98 calm steps and 30
+# routed ones, experts 5 and 7 as twins paged 4 nodes at steps 282-283).
 def test_routing_that_starts_late_pages_nobody() -> None:
     from tests.test_moe18 import pages
-    got = pages(feed(Engine(), _late_routed_job(steps=450, seed=0, route_from=250)))
-    assert len(got) <= 1, got
+    for seed in range(4):
+        got = pages(feed(Engine(), _late_routed_job(steps=450, seed=seed, route_from=250)))
+        assert len(got) <= 1, (seed, got)
