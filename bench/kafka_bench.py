@@ -527,7 +527,7 @@ class FeedShape(NamedTuple):
     stats: bool = True
     queue_max: int = 2_000_000
     warm: bool = True
-    producers: int = 8
+    producers: int = 2
 
     # ``producers``: the feed's records go through this many producers (kept ones, or fresh
     # ones, as above), a record by its key's CRC-32 -- librdkafka's partitioner's hash, so
@@ -539,6 +539,12 @@ class FeedShape(NamedTuple):
     # quiet run of round 24, every 50th record's delivery report): the correlator's clock
     # waited for them, correctly -- they were older than the finding it held (BENCHMARKS.md
     # "lat25, round 25").  A collector writes a few partitions, not the fleet's.
+    # Default 2 (lat26, round 26): in the lead's quiet-box A/B of 1, 2 and 8 producers
+    # (a34d01b, 9 + 9 runs each, /tmp/lead26/lat.json) the slowest alert of a run that
+    # kept the rate was ~355 / ~295 / ~366 ms (median run), the feed's own CPU 3.0 / 3.3 /
+    # 3.8 µs an event, and the feed fell below 95 % of its rate in 1 / 2 / 4 runs of 18:
+    # on this 2-core box eight producers' CPU is taken from the worker, and the spread
+    # across partitions lat25 removed is not what holds the tail (BENCHMARKS.md, lat26).
 
     # ``warm``: the run's topics (and its alert topics) were written to before the worker
     # starts, as a collector's and a worker's have been for days; the worker starts at

@@ -1141,9 +1141,10 @@ def main() -> int:
     ap.add_argument("--feed", action="append", default=None, metavar="SHAPE",
                     help="the paced feed of the latency runs, NAME[:KEY=VALUE,...] "
                     "(kafka_bench.FEED_SHAPES, FeedShape's fields): 'deployed' (default) is a "
-                    "collectors' shape -- eight long-lived producers in a process of its own, "
-                    "a node's records through one (producer k writes partition k of each "
-                    "topic; 'deployed:producers=1' is rounds 9-24's single one), "
+                    "collectors' shape -- two long-lived producers in a process of its own, "
+                    "a node's records through one (producer k writes the partitions k mod 2 "
+                    "of each topic; 'deployed:producers=8' is round 25's, one a partition, "
+                    "'deployed:producers=1' rounds 9-24's), "
                     "linger.ms 50, lz4 as detector/collect/sinks.py; 'bench' is round 8's "
                     "(a new producer each run in this process, linger.ms 5, no compression). "
                     "Repeat the option to alternate shapes run by run, labelled (feed NAME). "

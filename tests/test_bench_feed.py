@@ -49,9 +49,10 @@ def test_feed_shapes_by_name_with_fields_replaced() -> None:
     assert (mod.linger_ms, mod.compression, mod.stats, mod.process) == (5.0, "none", False, True)
     assert "linger 5 ms" in mod.label() and "no statistics" in mod.label()
     # the collectors' shape: several producers, a node's records through one; round 8's one
-    assert (dep.producers, old.producers) == (8, 1)
+    assert (dep.producers, old.producers) == (2, 1)
     assert "one producer" in kb.feed_shape("deployed:producers=1").label()
-    assert "8 producers" in kb.feed_shape("deployed:linger_ms=5").label()
+    assert "2 producers" in kb.feed_shape("deployed:linger_ms=5").label()
+    assert "8 producers" in kb.feed_shape("deployed:producers=8").label()
     with pytest.raises(ValueError, match="producers"):
         kb.feed_shape("bench:producers=2")  # in the bench's process: one producer
     with pytest.raises(ValueError, match="producers"):

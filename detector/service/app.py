@@ -48,6 +48,7 @@ import json
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from operator import attrgetter
@@ -638,6 +639,26 @@ def freeze_startup_objects() -> int:
     return gc.get_freeze_count()
 
 
+# How long a thread may hold the GIL while another waits for it (CPython's default: 5 ms).
+# The worker has two Python threads: the handler (decode, Monitors, correlator: CPU-bound
+# batches of 20-40 ms at half load) and aiokafka's consumer thread, whose fetch round is
+# mostly I/O -- each socket read, send and loop wake-up gives the GIL up and waits to take
+# it back, up to a whole interval while a batch is being processed (CPython's "convoy"
+# effect): a partition is fetched again only after that round.  Of the lead's slow alerts
+# (round 26, 167 over 250 ms in runs that kept the rate) a third of the time was "appended,
+# no fetch out for its partition" and another third "fetched, waiting in the consumer's
+# buffer" (bench/kafka_throughput.py --stages).  bench/gil_convoy.py, the pipeline busy in
+# one thread and fetch-like round trips in another: 5 ms -> 0.5 ms took the round trips
+# p50 / p90 ~28 / ~58 -> 22 / 36 ms and their count +30 %, for +4 % of the handler's CPU an
+# event (a loaded box; BENCHMARKS.md, lat26).
+SWITCH_INTERVAL_S = 0.0005
+
+
+def tune_interpreter() -> None:
+    """The worker process's interpreter settings (see SWITCH_INTERVAL_S); at start."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
 def _cpu_wait_s() -> float:
     """Seconds all of this process's threads have been runnable but waiting for a CPU
     (/proc/self/task/*/schedstat; 0.0 where that is not there)."""
@@ -665,6 +686,7 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
     """Create missing topics, start the worker, block until it stops; returns an exit code."""
     if settings.delivery == "batch":
         check_supported()  # loudly, before anything starts: the batch path leans on internals
+    tune_interpreter()
     topology = Topology.load(settings.topology) if settings.topology else None
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     partitions = ensure_topics(settings)
