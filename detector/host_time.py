@@ -298,15 +298,13 @@ def _recurring(rows: np.ndarray, counted: np.ndarray) -> np.ndarray:
     at = np.flatnonzero(counted & (rows[:, RAISED] == 0.0) & (rows[:, EPISODES] >= REPEATS))
     if not len(at):
         return at
-    node, eps = rows[:, NODE], rows[:, EPISODES]
-    keep = []
-    for i in at.tolist():
-        other = node != node[i]
-        n = np.count_nonzero(other)
-        mean = float(eps[other].sum()) / n if n else 0.0
-        if eps[i] >= SHARE_X * mean:
-            keep.append(i)
-    return np.array(keep, dtype=np.intp)
+    node, eps = rows[:, NODE].astype(np.intp), rows[:, EPISODES]
+    # the other nodes' units: all of them less the unit's node's (counts are whole numbers:
+    # the differences are exact), one pass over the rows rather than one a unit counted
+    units, total = np.bincount(node), np.bincount(node, weights=eps)
+    n = len(rows) - units[node[at]]
+    mean = np.divide(float(eps.sum()) - total[node[at]], n, out=np.zeros(len(at)), where=n > 0)
+    return at[eps[at] >= SHARE_X * mean]
 
 
 def _lapse(table: np.ndarray, ts: float) -> list[int]:
