@@ -84,7 +84,10 @@ def test_a_failing_sink_fires_the_pager_rule_through_prometheus_and_alertmanager
                     prom, 'count_over_time(faultline_pager_failures_total'
                           '{sink="pagerduty", reason="rejected"}[1m])') >= 2, 30,
                     on_timeout=prom.log_tail)
-                assert _value(prom, 'sum(up{job=~"faultline-.*"})') == 2
+                # Both targets up: waited for, not read once (one late scrape on a loaded box
+                # reads `up` 0 for that target until the next one).
+                wait_for("both faultline targets up", lambda: _value(
+                    prom, 'sum(up{job=~"faultline-.*"})') == 2, 30, on_timeout=prom.log_tail)
 
                 pager.submit(alert("node-007", topic=ESCALATION, kind="sdc",
                                    cause="unknown"), None)
