@@ -155,6 +155,19 @@ def _poisson_tail(c: int, mu: float) -> float:
     return max(0.0, 1.0 - total)
 
 
+def check_loss(x: Any) -> bool:
+    """Whether a restored :class:`ReplicaLoss` has this module's shapes and bounds (review27:
+    its fields came back as any type -- a ``rate`` of one number failed the job's next step)."""
+    def nums(v: Any, n: int) -> bool:  # (an event's grad-norm ratio may be NaN: none sent)
+        return type(v) is list and len(v) == n and all(type(u) in (int, float) for u in v)
+    return (type(x) is ReplicaLoss and type(x.seq) is int and type(x.scale) in (int, float)
+            and type(x.events) is list and len(x.events) <= LOSS_EVENTS_KEPT + 1
+            and all(nums(e, 6) and type(e[1]) is int for e in x.events)
+            and type(x.flagged) is dict and len(x.flagged) <= LOSS_FLAGGED_KEPT + 1
+            and all(type(k) is int and nums(v, 2) for k, v in x.flagged.items())
+            and nums(x.rate, 3) and type(x.rate[2]) is int)
+
+
 class ReplicaLoss:
     """A job's loss outliers by replica (the job monitor's ``_losses``): plain data, bounded.
 

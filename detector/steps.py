@@ -45,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 from msgspec.structs import astuple
 
@@ -60,7 +61,7 @@ from detector import (
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
-from detector.statecodec import is_map_of, refuse_unless
+from detector.statecodec import bad_field, is_map_of, refuse_unless
 from detector.step_numerics import _NAN, NumericChecks, _pick
 from detector.thresholds import Thresholds
 from models.cusum_bank import CusumBank
@@ -253,6 +254,10 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
     ("_host_tx", 0.0), ("_host_told", False))
 
+# ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
+_SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
+               "_twins": (_TWIN_MAX,)}
+
 
 def _binomial_tail(n: int, p: float, c: int) -> float:
     """P(X >= c) for X ~ Binomial(n, p) (summed from c: the terms fall from there when c is
@@ -435,6 +440,107 @@ class _StepBuffer:
         except AttributeError:
             self.dp_arr = _dp_array(self.dp)
             return self.dp_arr
+
+
+def _num(x: Any) -> bool:
+    """A number as a step writes one (NaN and the infinities are a state's own: none raises)."""
+    return type(x) in (int, float)
+
+
+def _count(x: Any) -> bool:
+    """A whole count, 0 or more (a step divides by some and indexes a ring with others)."""
+    return type(x) is int and 0 <= x <= 1 << 62
+
+
+def _nums(n: int) -> Callable[[Any], bool]:
+    return lambda x: type(x) is list and len(x) == n and all(_num(v) for v in x)
+
+
+def _step_record(e: Any) -> bool:
+    """A restored step message is one its decoder would have let in (the codec builds a
+    StepSample from fields of any type: a ``ts`` that is a string failed its step)."""
+    if type(e) is not StepSample:
+        return False
+    try:
+        msgspec.convert(msgspec.structs.asdict(e), StepSample)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+def _step_buffer(b: Any) -> bool:
+    return (type(b) is _StepBuffer and type(b.events) is list and len(b.events) <= _MAX_RANK
+            and all(_step_record(e) for e in b.events) and type(b.seen) is set
+            and all(type(r) is int for r in b.seen) and _num(b.first_ts) and _num(b.last_ts))
+
+
+def _cusum(c: Any) -> bool:
+    """A CusumBank whose four per-slot arrays are of one length and their kinds."""
+    return (type(c) is CusumBank and all(_num(getattr(c, k, None)) for k in (
+        "k", "h", "z_clip", "clear_after", "h_cap")) and all(
+        type(a) is np.ndarray and a.ndim == 1 and a.dtype.kind == kind
+        and len(a) == len(c.score) for a, kind in (
+            (c.score, "f"), (c.onset_ts, "f"), (c.alarmed, "b"), (c._quiet, "i"))))
+
+
+def _is_str(x: Any) -> bool:
+    return type(x) is str
+
+
+def _str_or_none(x: Any) -> bool:
+    return x is None or type(x) is str
+
+
+def _checked_below(x: Any) -> bool:
+    return True  # (JobMonitor.check_restored looks at it with its bounds)
+
+
+# What each field of a restored JobMonitor must be (review27: the codec rebuilds it from fields
+# of any type, and ~40 of them were restored unchecked -- a clock, a counter or a twin table
+# forged in a snapshot failed every later step of the job).  The slot arrays and the fields with
+# bounds are checked in check_restored; a new field needs an entry here (the assert below).
+_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "job": _is_str, "cfg": lambda x: type(x) is Thresholds, "tenant": _str_or_none,
+    "cluster": _str_or_none,
+    "_pending": lambda x: type(x) is dict and all(
+        type(k) is int and _step_buffer(b) for k, b in x.items()),
+    "_restart_ranks": lambda x: type(x) is set and len(x) <= _MAX_RANK and all(
+        type(r) is int for r in x),
+    "_restart_held": lambda x: type(x) is list and len(x) <= _MAX_RANK and all(
+        _step_record(e) for e in x),
+    "_last_step": lambda x: type(x) is int, "_restart_step": lambda x: type(x) is int,
+    "_slot": lambda x: is_map_of(x, int, int), "_rank_of": lambda x: type(x) is list and all(
+        type(r) is int for r in x),
+    "_hw": lambda x: type(x) is list and all(h is None or (
+        type(h) is tuple and len(h) == 2 and type(h[0]) is str and type(h[1]) is int)
+        for h in x),
+    "_slow": _cusum, "_host": _cusum,
+    "start_offsets": lambda x: is_map_of(x, int, (int, float)),
+    "_gross_nodes": lambda x: type(x) is set and all(type(n) is str for n in x),
+    "_found_nodes": lambda x: type(x) is dict and all(
+        type(n) is str and type(v) is tuple and len(v) == 2 and all(type(i) is int for i in v)
+        for n, v in x.items()),
+    "_warm_sigma": _nums(2), "_event_ts": _nums(2),
+    "_tail": lambda x: type(x) is np.ndarray and x.shape == _TAIL_EDGES.shape
+    and x.dtype.kind == "f",
+    "_grad_level": lambda x: is_map_of(x, int, (int, float)),
+    "_losses": sdc.check_loss,
+    "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
+    "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
+    **{name: _count for name in ("_evaluated", "_wander_n", "_wander_hot", "_wander_calm",
+                                 "_twin_n", "_tail_n")},
+    **{name: lambda x: type(x) is int for name in ("late", "duplicates", "restarts")},
+    **{name: lambda x: type(x) is bool for name in ("_imbalanced", "_recur_live", "_wandering",
+                                                    "_sus_on", "_split_active")},
+    **{name: _num for name in (
+        "clock", "_next_expire", "_last_step_ts", "_period", "_sigma", "_zscale",
+        "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma", "_sus_spread", "_sus_ms",
+        "_host_sigma", "_host_seen_ts", "_host_level", "_usual_step_ms")},
+    **{name: _checked_below for name in (
+        "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
+        "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair",
+        *(name for name, _ in _SLOT_ARRAYS))},
+}
 
 
 class JobMonitor(NumericChecks):
@@ -848,6 +954,8 @@ class JobMonitor(NumericChecks):
         shapes and bounds this class gives them: a forged snapshot must not make a worker fail
         on every record of the job, nor hold a rank set of millions."""
         ints = (int,)
+        bad = bad_field(self, _FIELDS)
+        refuse_unless(bad is None, f"JobMonitor.{bad}: malformed")
         if "stop_told" not in self.__dict__:
             self.stop_told = -math.inf  # (a snapshot before round 25: told as stepping)
         refuse_unless(type(self.stop_told) is float and not math.isnan(self.stop_told)
@@ -866,7 +974,8 @@ class JobMonitor(NumericChecks):
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(type(self._event_run) is int and 0 <= self._event_run <= 1 << 62,
                       "JobMonitor._event_run")
-        refuse_unless(host_time.check_restored(self._hs_keys, self._hs), "JobMonitor._hs")
+        refuse_unless(host_time.check_restored(self._hs_keys, self._hs)
+                      and len(self._hs) == len(self._hs_keys), "JobMonitor._hs / _hs_keys")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
         # Each per-slot array a slot an item, of its kind (round 22 added six: a short one
         # restored failed the job's every step with an IndexError -- review23).
@@ -875,7 +984,18 @@ class JobMonitor(NumericChecks):
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
             refuse_unless(type(a) is np.ndarray and a.ndim >= 1 and len(a) == n
-                          and a.dtype.kind == kind, f"JobMonitor.{name}: not a slot array")
+                          and a.dtype.kind == kind and a.shape[1:] == _SLOT_WIDTH.get(name, ()),
+                          f"JobMonitor.{name}: not a slot array")
+        # ... and what indexes them: slot + 1 (0: none) in the twin table, a rank's slot
+        # (review27: a twin of slot 10^9 or a row of one column failed every step)
+        refuse_unless(not len(self._twins) or 0 <= self._twins.min() <= self._twins.max() <= n,
+                      "JobMonitor._twins: a twin past the job's slots")
+        refuse_unless(len(self._hw) == n and len(self._rank_of) <= n
+                      and len(self._slot) <= len(self._rank_of)
+                      and all(0 <= s < len(self._rank_of) for s in self._slot.values()),
+                      "JobMonitor._slot/_rank_of/_hw: not the job's slots")
+        refuse_unless(len(self._slow.score) >= n and len(self._host.score) >= n,
+                      "JobMonitor._slow/_host: not a score a slot")  # (a bank grows by 8 at least)
         refuse_unless(type(self._told_was) is dict and not self._told_was,
                       "JobMonitor._told_was: not an empty map (it lives within a step)")
         refuse_unless(overflow_source.check(self._overflow), "JobMonitor._overflow")

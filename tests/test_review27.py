@@ -1,0 +1,107 @@
+"""review27: a new maintainer's review of round 26's code (live26's calm latch and twins,
+old26's burst reference, b15rest's replica rule, the mixins) and of what it rests on.  Each
+finding's test fails on main b211495; the controls pass on both."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+
+from detector.engine import Engine
+from detector.statecodec import SnapshotRefused
+from detector.steps import _FIELDS, JobMonitor
+from detector.testing import T0, feed, step
+from detector.thresholds import Thresholds
+
+# -- JobMonitor: every field checked on restore ----------------------------------------------
+
+RANKS = 32
+
+
+def _steps(a: int, b: int, seed: int = 1):
+    """A 32-rank job (TP4 x DP8 on 4 nodes), 1 s steps, rank 5 30 % slow from step 150."""
+    rng = np.random.default_rng(seed)
+    for s in range(a, b):
+        for r in range(RANKS):
+            c = 700.0 * rng.lognormal(0.0, 0.015) * (1.3 if r == 5 and s >= 150 else 1.0)
+            yield step(T0 + s + 0.001 * r, r, s, compute_ms=c, step_ms=1100.0, tp=r % 4,
+                       dp=r // 4, checksum=f"c{s}")
+
+
+@functools.cache
+def _blob() -> bytes:
+    """The job after 120 steps and half of step 120, its worker snapshotted (every field of
+    its monitor in use, a step pending)."""
+    eng = Engine()
+    feed(eng, _steps(0, 120), finish=False)
+    feed(eng, list(_steps(120, 121))[:RANKS // 2], finish=False)
+    return eng.snapshot()
+
+
+def _job(eng: Engine) -> JobMonitor:
+    return eng.monitors._jobs["job-1"]
+
+
+def _width(name: str, width: int):
+    return lambda m: np.zeros((len(m._base), width), dtype=getattr(m, name).dtype)
+
+
+def _bad_pending(m: JobMonitor) -> dict:
+    buf = m._pending[120]
+    e = buf.events[0]
+    buf.events[0] = msgspec.structs.replace(e, ts="x")  # (a ts that is a string)
+    return m._pending
+
+
+FORGED = [  # (field, value or a function of the monitor): each failed the job's next steps
+    ("clock", "x"), ("_last_step", "x"), ("_evaluated", 1.5), ("_period", "x"),
+    ("_pending", {1: "b"}), ("_pending", _bad_pending), ("_slot", {1: "b"}),
+    ("_rank_of", [1]), ("_hw", [1]), ("_slow", "x"), ("start_offsets", "x"),
+    ("_found_nodes", {"a": "b"}), ("_event_ts", ["a"] * 5), ("_tail", np.zeros(1)),
+    ("_tail_n", -7), ("_losses", "x"),
+    # live26's latch and twins
+    ("_wander_n", -7), ("_wander_calm", "x"), ("_twin_n", 1.5),
+    ("_twins", _width("_twins", 1)), ("_twin_hist", _width("_twin_hist", 1)),
+    ("_twins", lambda m: np.full(m._twins.shape, 10 ** 9, dtype=np.int64)),
+    ("_twins", lambda m: np.full(m._twins.shape, -1, dtype=np.int64)),
+    ("_sus", _width("_sus", 1)), ("_recent", _width("_recent", 2)),
+    # a host-time table of more units than it names
+    ("_hs_keys", ["a", "b", "c", "d", "e"]),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), FORGED, ids=lambda v: str(v)[:24])
+def test_a_forged_job_monitor_field_is_refused(field: str, value: Any) -> None:
+    # main b211495: restored as is (check_restored looked at 21 of the monitor's 80 fields and
+    # at no slot array's width); the job's next step raised (TypeError, IndexError,
+    # ZeroDivisionError ...), so a service dead-letters each of its records as an engine error
+    eng = Engine.restore(_blob())
+    mon = _job(eng)
+    setattr(mon, field, value(mon) if callable(value) else value)
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert exc.value.reason == "malformed" and field in str(exc.value)
+
+
+def test_a_forged_replica_loss_rate_is_refused() -> None:
+    eng = Engine.restore(_blob())
+    _job(eng)._losses.rate = [0.0]
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert "_losses" in str(exc.value)
+
+
+def test_every_field_of_a_job_monitor_has_a_restore_check() -> None:
+    # (a field added without one restores as any type: add its check to steps._FIELDS)
+    assert set(_FIELDS) == set(JobMonitor("j", Thresholds()).__dict__)
+
+
+def test_a_sound_job_restores_and_pages_its_slow_rank() -> None:
+    eng = Engine.restore(_blob())
+    alerts = feed(eng, _steps(120, 260), finish=False)
+    assert [(a.status, a.scope.key) for a in alerts if a.status == "firing"] == [
+        ("firing", "gpu:node-000/5")]
