@@ -105,3 +105,21 @@ def test_a_sound_job_restores_and_pages_its_slow_rank() -> None:
     alerts = feed(eng, _steps(120, 260), finish=False)
     assert [(a.status, a.scope.key) for a in alerts if a.status == "firing"] == [
         ("firing", "gpu:node-000/5")]
+
+
+# -- the correlator: each field of the kind a fresh one holds ----------------------------------
+
+CORRELATOR_FORGED = [  # each, a string, restored on main and raised on the next findings
+    "problems", "_owner", "_device", "_units_of_node", "_timers", "_seq", "_slow_wait",
+    "_group_wait", "_group_open", "_benign", "_routine_cap", "_busy", "_why_wait",
+    "_throttled", "_cooling_nodes", "_interval", "_nic_interval", "_next_prune", "_silent",
+    "cfg"]
+
+
+@pytest.mark.parametrize("field", CORRELATOR_FORGED)
+def test_a_correlator_field_of_another_kind_is_refused(field: str) -> None:
+    # main b211495: the partition's checks named 12 of the correlator's 41 fields; a string
+    # in any of these restored, and its next finding (a slow rank, an SBE, a hot GPU) or
+    # timer raised in the correlator -- a worker failing every batch
+    from tests.test_review23 import _hung_partition, assert_refused
+    assert_refused(_hung_partition(), field, "x")

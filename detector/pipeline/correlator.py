@@ -6,6 +6,7 @@ messages this reads.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import math
@@ -54,11 +55,33 @@ def _is_entry(e: Any) -> bool:
             and type(e[4]) is Finding and (e[5] is None or type(e[5]) in (float, int)))
 
 
+@functools.cache
+def _fresh_kinds() -> dict[str, type]:
+    """Each field of a fresh Correlator and the type it holds there (None ones: transient)."""
+    return {k: type(v) for k, v in vars(Correlator(Thresholds())).items() if v is not None}
+
+
+def _unlike_fresh(corr: Any) -> str | None:
+    """The first field of a restored correlator not of the kind a fresh one holds there (a map
+    a map, a clock a number), or None.  review27: 20 of its 41 fields were restored as any
+    type -- a string for ``problems``, ``_timers``, ``_device`` or ``_next_prune`` failed its
+    next finding; what a field's items hold is checked for those the checks below name."""
+    if type(corr) is not Correlator:
+        return "correlator"
+    for name, kind in _fresh_kinds().items():
+        got = type(getattr(corr, name, None))
+        if not (got is kind or kind in (int, float) and got in (int, float)):
+            return f"correlator.{name}"
+    return None
+
+
 def _check_state(state: dict[str, Any]) -> None:
     """:class:`SnapshotRefused` unless the restored fields a release reads have their types
     (the codec rebuilds classes from fields of any type: a clock that is a string, a heap
     entry that is a list, would fail the worker's every batch)."""
     refuse_unless(is_time(state.get("released")), "released: not a time")
+    bad = _unlike_fresh(state.get("correlator"))
+    refuse_unless(bad is None, f"{bad}: not of its kind")
     heap = state.get("heap")
     refuse_unless(type(heap) is list and all(map(_is_entry, heap)), "heap: malformed entry")
     refuse_unless(is_map_of(state.get("sources"), str, _Source), "sources: not a map")
