@@ -123,3 +123,22 @@ def test_a_correlator_field_of_another_kind_is_refused(field: str) -> None:
     # timer raised in the correlator -- a worker failing every batch
     from tests.test_review23 import _hung_partition, assert_refused
     assert_refused(_hung_partition(), field, "x")
+
+
+# -- tests/blindcases.py: a broken replay is no known detection error ---------------------------
+
+
+def test_a_case_whose_replay_fails_is_an_error_not_an_expected_failure(tmp_path) -> None:
+    # main b211495: cli_scorer asserted the replay's exit code, so a case file the replay could
+    # not read (truncated, a Git LFS pointer) raised AssertionError -- what a strict xfail of
+    # blind8-11 (raises=AssertionError: blind11 L2's) takes as its detection error: the case
+    # stayed "xfailed" with nothing replayed.  Now it is an error of its own kind.
+    import gzip
+
+    from bench.blind8 import score
+    from tests.blindcases import cli_scorer
+    good = gzip.compress(b'{"topic": "telemetry.step", "value": {}}\n' * 200)
+    (tmp_path / "broken.jsonl.gz").write_bytes(good[: len(good) // 2])
+    with pytest.raises(Exception) as exc:
+        cli_scorer(tmp_path, score)("broken")
+    assert not isinstance(exc.value, AssertionError), exc.value
