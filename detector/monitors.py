@@ -205,8 +205,11 @@ class Monitors:
                 self._run_through(clock, ts, findings, through)
             self.clock = ts
         else:
-            if ts < clock - SKEW_S and not self._maker and clock - ts <= MAX_AHEAD_S:
-                ev = self._behind(ev)  # a late delivery, or one node's clock behind
+            if ts < clock - SKEW_S and not self._maker and clock - ts <= MAX_AHEAD_S \
+                    and ev.node not in self._skew:
+                # a late delivery, or one node's clock behind (a record of a node at an
+                # offset, late at it, is a re-sent one: _deskew)
+                ev = self._behind(ev)
                 ts = ev.ts
                 if ts > clock:
                     self.clock = ts
@@ -318,8 +321,12 @@ class Monitors:
         spacing (:meth:`_deskew`, which measures it again when it jumps further: a clock
         that gets ahead in steps).  The fleet's time moving on is told apart three ways:
         the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it:
-        collectors in phase, a sparse partition); a second node that kept the clock jumps
-        with the first, ``SKEW_S`` alike, before the clock moved ``AHEAD_S`` (a log's gap) --
+        collectors in phase, a sparse partition) or leads by ``SKEW_S`` at most (a pause),
+        and the next node's record comes at the new time (a candidate, :meth:`_settle`;
+        at the old time it is this node's offset -- round 27: a node ahead right after the
+        partition's first seconds moved the clock took it, blind17 Q2); a second node that
+        kept the clock jumps with the first, ``SKEW_S`` alike, before the clock moved
+        ``AHEAD_S`` (a log's gap) --
         nodes first heard ahead are no such evidence: two nodes that follow one bad NTP
         relay agree with each other and not with the nodes that keep the time (review13 C1);
         or nobody else is near (no other node's unit took a record within ``SKEW_S`` of the
@@ -331,13 +338,14 @@ class Monitors:
         cand = self._cand
         if cand is not None:
             return ev  # (its own record: held; _settle ended any other node's)
-        if clock - self._moved <= AHEAD_S:
-            self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
-            return ev
         skew = self._skew
-        if lead <= SKEW_S:
+        if lead <= SKEW_S or clock - self._moved <= AHEAD_S:
             # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
-            # gap) looks the same on this record alone -- the next node's record tells.
+            # gap) looks the same on this record alone -- the next node's record tells.  So
+            # it does when the clock got here by such a jump (the stream moves in jumps:
+            # collectors in phase, a sparse partition), however far: a node ahead by more
+            # than SKEW_S just after the fleet's time moved (a partition's first record was
+            # a node behind) is told by the others' records at the old time (blind17 Q2).
             if len(skew) < MAX_SKEWED and self._others_near(node):
                 self._cand = [node, lead, clock, ev.ts]
             else:
@@ -514,9 +522,12 @@ class Monitors:
         newest among them (chrony got its source back and stepped the clock), or none of
         them new for ``SKEW_S`` of the clock, drop the offset, as does the node alone: every
         ``_ALONE_S`` of its time, no unit of another node took a record within ``SKEW_S`` of
-        the clock (nobody else keeps it: its time is the time; the clock moves to it).
-        A record older than its node's newest while that one keeps up with the clock (a
-        collector re-sending its last minute) is only shifted."""
+        the clock (nobody else keeps it: its time is the time; the clock moves to it), and a
+        record of a node ahead whose own ``ts`` is the clock's, within ``AHEAD_S``, where its
+        offset would date it more than ``AHEAD_S`` earlier (stepped back onto the fleet's
+        time: blind17 Q1).  A record older than its node's newest while that one keeps up
+        with the clock (a collector re-sending its last minute) is only shifted -- and not
+        taken for a clock behind (:meth:`_behind`) when that is far behind the clock."""
         node = ev.node
         st = self._skew[node]
         raw = ev.ts
@@ -530,6 +541,16 @@ class Monitors:
         if ts > clock + (AHEAD_S if st[0] > 0 else _STEADY_S):
             # Its records are far past the fleet's with the offset off; behind, its records
             # come less behind than they did (a backlog catching up, its clock stepped on).
+            del self._skew[node]
+            return ev
+        if st[0] > 0.0 and abs(raw - clock) <= AHEAD_S and raw < clock + st[0] - AHEAD_S:
+            # Its own time is the fleet's again, within DESIGN's disorder bound, where a
+            # clock ahead by its offset could not stamp it: stepped back (chrony found its
+            # source: `makestep`; at the offset an XID just after the step was dated 20 s
+            # early, blind17 Q1), or the offset was learnt against a clock that was not the
+            # fleet's (a partition's first record a node behind: Q2).  Taken as it is.  (A
+            # clock stepped back by part is still ahead: re-sent, below, until it is dropped
+            # and measured again.)
             del self._skew[node]
             return ev
         if raw < st[1]:

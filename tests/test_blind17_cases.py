@@ -18,15 +18,17 @@ def _caught_with_cause(sc: dict) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "Q1-xid-after-clock-step-dated-early": (bc.every_fault_caught, (
-        "Q1: ck06 ran 19.9 s ahead (its skew learned), chrony stepped it back, and its XID 92 "
-        "1.9 s later is dated by the stale correction: onset/detected 20.0 s before the row's "
-        "own ts, outside the label's window -- a miss and a false positive by DESIGN's rule "
-        "(right GPU, right cause); 7 of 8 clocks logs (tune and held)"), 2),
-    "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, (
-        "Q2: ck05's clock 21.2 s ahead (ck06 8.1 s behind), no fault: at ~150 s the nine other "
-        "hosts look silent against ck05's ts ('nodes_heard_since': 1) and spine-1 is escalated "
-        "unattributed (detected 181 s, resolved 815 s later); 1 of 8 clocks logs (tune s1)"), 0),
+    # Q1 (fixed by b17clock, round 27): ck06 ran 19.9 s ahead (its skew learned), chrony
+    # stepped it back, and its XID 92 1.9 s later was dated by the stale correction, 20 s
+    # early -- a miss and a false positive (7 of 8 clocks logs, tune and held).  Since: a
+    # record of a node ahead whose own ts is the clock's again drops the offset (_deskew).
+    "Q1-xid-after-clock-step-dated-early": (bc.every_fault_caught, None, 2),
+    # Q2 (fixed by b17clock, round 27): ck05's clock 21.2 s ahead (ck06 8.1 s behind and the
+    # partition's first record), no fault: ck05 took the clock ("the stream moves in jumps"
+    # just after it moved from ck06's), the nine other hosts looked silent against its ts
+    # ('nodes_heard_since': 1) and spine-1 was escalated unattributed (tune s1).  Since: a
+    # record ahead just after a jump is a candidate the next node's record tells (_ahead).
+    "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, None, 0),
     "N1-fqdn-named-dcgm-rows": (_caught_with_cause, (
         "N1: dcgm-exporter names gn06/gn07 'gnNN.pod2.corp.example', the job and the topology "
         "'gnNN': the XID 74 is isolated at gpu gn07.pod2.corp.example/1 (a miss and a false "
