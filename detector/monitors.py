@@ -41,6 +41,7 @@ from detector.liveness import check_restored as _liveness_restored
 from detector.liveness import note as _note_node
 from detector.liveness import scan as _scan_liveness
 from detector.network import MAX_PORTS, NodeNics
+from detector.node_names import NodeNames
 from detector.node_temps import FIELDS as _NODE_TEMPS_FIELDS
 from detector.port_names import PortNames
 from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
@@ -137,6 +138,9 @@ class Monitors:
         self._thermal: dict[tuple[str, int], GpuThermal] = {}
         self._nics: dict[str, NodeNics] = {}
         self._port_names = PortNames(topology)  # shared by the NodeNics: names across nodes
+        # The names records give nodes -> the node each is (an FQDN the topology knows by its
+        # short name: detector.node_names); every record's name is resolved first (process).
+        self._names = NodeNames(topology)
         self._node_temps: dict[str, NodeTemps] = {}
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
         # What the correlator's view of "seen" must learn (detector.pipeline.source passes
@@ -176,6 +180,8 @@ class Monitors:
         ``through`` (a service's step partition: :meth:`_run_through`): where the clock is
         run through a jump, (the clock of each sweep, ``len(findings)`` after it)."""
         raw = ev.ts  # its node's own time, the hooks' (gpu_missing compares a node's GPUs in it)
+        if ev.node not in self._names.plain:
+            ev = self._names.resolve(ev, self._seen)  # one host, one node (detector.node_names)
         if self._maker is not None:
             self._first_node(ev)
         if self._cand is not None:
@@ -227,6 +233,8 @@ class Monitors:
         e: Any = ev  # (narrowed by t, which mypy does not follow)
         if t is StepSample:
             self._n_step += 1
+            if e.node not in self._names.steps:
+                self._names.learn_step(e.node)
             try:
                 job = self._jobs[e.job]
             except KeyError:
@@ -707,6 +715,8 @@ class Monitors:
         refuse_unless(type(self._port_names) is PortNames and self._port_names.valid(self.cfg)
                       and all(n._names is self._port_names for n in self._nics.values()),
                       "Monitors._port_names: not one bounded table shared by the nodes")
+        refuse_unless(type(self._names) is NodeNames and self._names.valid(),
+                      "Monitors._names: not a bounded table of names")
         refuse_unless(type(self.heard) is list and type(self.forgotten) is list,
                       "Monitors.heard/forgotten: not lists")
         refuse_unless(all(type(getattr(self, n)) is int for n in (
@@ -719,10 +729,13 @@ class Monitors:
         self.topology = topology
         self.wall_clock = wall_clock
         self._port_names.topology = topology
+        self._names.attach(topology)
 
     def process_nonfinite(self, nf: NonFinite, findings: list[Finding]) -> None:
         """A step message dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
         self._n_nonfinite += 1
+        if nf.node in self._names.alias:
+            nf = nf._replace(node=self._names.alias[nf.node])
         job = self._jobs.get(nf.job) or self._new_job(nf.job)
         job.add_nonfinite(nf, findings)
 
@@ -811,6 +824,9 @@ class Monitors:
                 findings.append(Finding(
                     self.clock, self.clock, "job_layout", "slow_node", "unknown",
                     Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))
+            if idle:  # the step names the jobs kept use (a job's next step learns its again)
+                self._names.keep_steps({hw[0] for j in self._jobs.values() for hw in j._hw
+                                        if hw is not None}, self._seen)
             self.prune_units()
 
     def prune_units(self) -> None:
@@ -846,6 +862,7 @@ class Monitors:
                 self.forgotten.append((node, source))
             if not sources:
                 del self._seen[node]
+                self._names.forget(node)  # no unit left under it: its name is decided afresh
 
     def _drop_units(self, gone: Callable[[Any], bool]) -> set[str]:
         """Forget the GPU and node monitors ``gone`` says are; returns their nodes."""

@@ -22,8 +22,9 @@ undecided message), is more than ``AHEAD_S`` ahead of the clock (the event-time
 guard's, :meth:`Monitors._ahead`'s) or of a node taken at an offset, moves
 the clock to ``until`` or past it (the in-process Engine's next correlator
 release), needs a sweep that does more than move its own deadline (jobs to
-expire, units to prune), belongs to a unit or job not seen before (heard), or
-that its unit's ``quiet`` or a hook does not take (for a step message: a step's first
+expire, units to prune), belongs to a unit or job not seen before (heard) -- or, a step, to
+a node name its stream's steps did not use as it is (detector.node_names: resolved or learnt
+there) --, or that its unit's ``quiet`` or a hook does not take (for a step message: a step's first
 message, one that completes its step, a late one, an expiry due).  The caller
 sends that one through :meth:`Monitors.process` and calls again.
 ``tests/test_batch_samples.py`` runs random batches both ways and compares
@@ -74,6 +75,9 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
     feed_step, feed_nic, feed_thermal, feed_ecc = (
         NOTES[StepSample], NOTES[NicSample], NOTES[ThermalSample], NOTES[EccSample])
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
+    # A step's name must be one its stream's steps used, as it is (detector.node_names: not
+    # another form of a node's name); a sample's unit is keyed by its node's own name already.
+    step_names = mon._names.steps
     next_sweep = mon._next_sweep
     # A sweep with no job to expire and no prune due only moves its own deadline.
     next_prune = -_NEVER if not jobs else _NEVER
@@ -130,6 +134,8 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 job = jobs[e.job]
             except KeyError:
                 break  # a new job
+            if e.node not in step_names:
+                break  # a name to resolve or learn (Monitors.process)
             for ask in ask_step:  # (_asked, inline: one call less a step record)
                 if not ask(mon, e):
                     break

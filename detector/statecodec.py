@@ -249,6 +249,7 @@ def _register_state_classes() -> None:
     from detector.gpu_health import GpuHealth
     from detector.monitors import Monitors
     from detector.network import NodeNics, _Port
+    from detector.node_names import NodeNames
     from detector.overflow_source import OverflowSource
     from detector.pipeline.correlator import _Source
     from detector.port_names import PortName, PortNames
@@ -266,6 +267,8 @@ def _register_state_classes() -> None:
                 CounterDeltas, DecayingCount, Placement, PortName, ReplicaLoss, OverflowSource):
         register(cls)
     register(PortNames, fields_=("_names",), transient={"topology": None})
+    register(NodeNames, fields_=("alias", "plain", "steps"),
+             transient={"topology": None, "_labels": None, "_taken": None})
     register(_Port, "NicPort")
     register(_StepBuffer, "StepBuffer")
     register(_Source, "CorrelatorSource", fields_=("wm", "idle", "heard", "last_id"))

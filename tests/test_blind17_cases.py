@@ -29,12 +29,9 @@ EXPECT: dict[str, tuple] = {
     # ('nodes_heard_since': 1) and spine-1 was escalated unattributed (tune s1).  Since: a
     # record ahead just after a jump is a candidate the next node's record tells (_ahead).
     "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, None, 0),
-    "N1-fqdn-named-dcgm-rows": (_caught_with_cause, (
-        "N1: dcgm-exporter names gn06/gn07 'gnNN.pod2.corp.example', the job and the topology "
-        "'gnNN': the XID 74 is isolated at gpu gn07.pod2.corp.example/1 (a miss and a false "
-        "positive by the rule), the hot GPU's thermal alert names the FQDN too and the step-row "
-        "straggler on gn06 is escalated slow_node/unknown (the 0x60 at 90 C never joined); "
-        "8 of 8 names logs"), 2),
+    # N1 (fixed by b17name, round 27: detector/node_names.py): dcgm-exporter names gn06/gn07
+    # 'gnNN.pod2.corp.example', the job and the topology 'gnNN' -- one host, one node.
+    "N1-fqdn-named-dcgm-rows": (_caught_with_cause, None, 2),
 }
 
 
