@@ -61,7 +61,7 @@ _DNS = re.compile(r"[A-Za-z0-9_-]{1,63}(?:\.[A-Za-z0-9_-]{1,63})+")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
 _MAX_DNS_CHARS = 253
 _AMBIGUOUS = ""      # a first label of two or more known dotted names: no short name maps
-_KIND = {ThermalSample: "thermal", EccSample: "ecc", NicSample: "nic"}
+_KIND: dict[type, str] = {ThermalSample: "thermal", EccSample: "ecc", NicSample: "nic"}
 
 
 def dns_name(name: str) -> bool:
@@ -106,7 +106,7 @@ class NodeNames:
         ``seen``: the kinds each node reported so far (Monitors._seen), for the rule that a
         known name reporting the record's kind itself is another host's."""
         name = ev.node
-        target = self.alias.get(name)
+        target: str | None = self.alias.get(name)
         if target is not None:
             return replace(ev, node=target)
         if name in self.plain or len(self.plain) >= MAX_NAMES:
@@ -150,9 +150,10 @@ class NodeNames:
         else:
             if _LABEL.fullmatch(name) is None:
                 return None
-            target = self.labels().get(name)
-            if not target:  # none, or _AMBIGUOUS
+            found = self.labels().get(name)
+            if not found:  # none, or _AMBIGUOUS
                 return None
+            target = found
         if target in self._taken:
             return None  # it has its other name already
         return target

@@ -7,6 +7,7 @@ reports the same telemetry itself) stay apart; the table is bounded and survives
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 import detector.node_names as nn
@@ -14,7 +15,9 @@ from detector.engine import Engine
 from detector.events import StepSample
 from detector.monitors import Monitors
 from detector.node_names import NodeNames, dns_name
+from detector.pipeline.source import SourcePartition
 from detector.quiet import quiet_run
+from detector.statecodec import SnapshotRefused
 from detector.testing import T0, ecc, feed, healthy_job, step, thermal
 from detector.topology import Topology
 
@@ -144,7 +147,6 @@ def test_the_aliases_survive_a_snapshot() -> None:
 
 
 def test_a_restored_table_that_is_not_one_is_refused() -> None:
-    from detector.statecodec import SnapshotRefused
     eng = Engine(topology=SHORT)
     feed(eng, _xid74(FQDN), finish=False)
     eng.monitors._names.alias = {FQDN: 7}
@@ -172,3 +174,18 @@ def test_a_step_sample_keeps_its_fields_when_renamed() -> None:
     r = names.resolve(s, {})
     assert type(r) is StepSample and r.node == "gn02"
     assert r._replace(node=FQDN) == s
+
+
+def test_the_services_sample_partition_names_the_node_as_the_topology_does() -> None:
+    # the service's way in (a fetched batch of message bytes: decode_chunked, quiet_run, the
+    # record path), as the replay's: the finding and the "seen" notice name gn02
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=SHORT)
+    rows = [orjson.dumps({"ts": T0 + 10 * k, "node": FQDN, "gpu": g})
+            for k in range(3) for g in range(8)]
+    rows.append(orjson.dumps({"ts": T0 + 30, "node": FQDN, "gpu": 1, "xid": 74,
+                              "nvlink_crc_errors": 400}))
+    emits: list = []
+    src.process([(k, FQDN.encode(), raw, None) for k, raw in enumerate(rows)], 0.0, emits, [])
+    msgs = [orjson.loads(e.value) for e in emits]
+    assert {m["node"] for m in msgs if m["type"] == "seen"} == {"gn02"}
+    assert {m["finding"]["scope"]["node"] for m in msgs if m["type"] == "finding"} == {"gn02"}
