@@ -30,8 +30,11 @@ never orphaned by a later answer): with no topology, an FQDN heard before any st
 of its host named the short form stays itself.  Bounded against untrusted names: at most
 ``MAX_NAMES`` names decided and kept, as many step names and as many aliases (at most one
 a known name); past that a new name is itself (a decision not kept would not be stable) and
-is not learnt.  State (:mod:`detector.statecodec`): the three tables; the topology's index of
-first labels is rebuilt from the topology on restore.
+is not learnt.  A node whose units are all pruned forgets its names (Monitors.prune_units), and
+the step names follow the jobs kept.  State (:mod:`detector.statecodec`): the three tables; the
+index of first labels and the reverse of the aliases are rebuilt on restore.  One table a
+Monitors: in the service a sample partition resolves by the topology (it sees no steps), and
+"reports the kind itself" is judged within the partition.
 
 >>> from detector.events import ThermalSample
 >>> from detector.topology import Topology
