@@ -675,6 +675,15 @@ class Correlator(PartWindows):
         A power or heat isolation of a node or GPU whose NVLink domain brakes on most of its
         nodes at once is raised at the domain (detector.domain_brake).
         """
+        told = None  # (the GPU's number, when raised at its node: _gpu_unconfirmed)
+        if topic == ISOLATION and kind == "slow_node" and cause in ("power", "thermal") and (
+                scope.level == "gpu"):
+            open_ = self.problems.get(self.dedup_key(topic, kind, scope, f.cluster))
+            why = None if open_ is not None and open_.status == "firing" else (
+                self._gpu_unconfirmed(scope))  # (a GPU page open stays the GPU's)
+            if why is not None:
+                told, scope = scope.gpu, Scope.of_node(scope.node)  # type: ignore[arg-type]
+                extra = {**(extra or {}), **why}
         widened = _widen_to_domain(self, topic, kind, cause, scope, f)
         if widened is not None:
             return self._raise_domain(widened, topic, kind, cause, f, out,
@@ -697,6 +706,17 @@ class Correlator(PartWindows):
             p.cause = cause
         p.latched = p.latched or latched
         p.add(f, self.cfg.evidence_items)
+        another = False
+        if told is not None and extra:
+            # Another GPU of the node raised into its open page: the page names it and fires
+            # again (a second GPU's heat is news, as its own GPU page was before).
+            first = p.extra.get("gpu_in_telemetry")
+            gpus = p.extra.get("gpus_in_telemetry") or ([] if first is None else [first])
+            another = told not in gpus
+            extra = {k: v for k, v in extra.items()
+                     if k not in ("gpu_in_telemetry", "scope_because") or k not in p.extra}
+            if another and len(gpus) < _UNITS_TOLD:
+                extra["gpus_in_telemetry"] = sorted([*gpus, told])
         if extra:
             p.extra.update(extra)
         if own:
@@ -708,9 +728,55 @@ class Correlator(PartWindows):
             # the problem fires again at once with it -- not only in its resolved message
             # (blind10 K6: drain_gpu -> drain_node said 300 s later, at resolution).
             p.extra["action_was"] = before
-        if refined or wider:
+        if refined or wider or another:
             out.append(self._alert(p, detected))
         return p
+
+    def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
+        """Why a power or heat isolation of GPU ``scope`` is raised at its node: the GPU's
+        rank shares its replica with other ranks of its job on the node (TP -- or pipeline
+        stages -- inside the node), and the step records do not single its rank out (found
+        slow alone).  None when they can or do: no job laid out on the GPU, its rank a
+        replica of its own there (pure data parallelism), or its rank slow alone.
+
+        Slow alike, the node's ranks say the node, not the GPU; and the GPU's number comes from
+        the telemetry's collector alone, whose numbering DESIGN does not name: one writing
+        NVML minor numbers (or PCI bus order) names another GPU than the job's index (blind15
+        O3: fx10's hot GPU, the job's 3, was 'gpu 1' in its thermal rows; TP8 slowed the
+        node's 8 ranks alike; gpu fx10/1 was isolated -- the wrong GPU).  The node holds the
+        GPU whichever number is right; its action is the one a GPU's heat or power already
+        gets (drain_node, detector.playbook), and its granularity says what that takes out.
+        The number told stays in the evidence."""
+        node, gpu = scope.node, scope.gpu
+        if node is None or gpu is None:
+            return None
+        on = self._placement.on_node.get(node, {})
+        job = self._placement.last_on(node, gpu)
+        if job is None:
+            return None
+        mine = [(rank, g, dp) for (j, rank), (g, dp) in on.items() if j == job]
+        ranks = [(rank, dp) for rank, g, dp in mine if g == gpu]
+        if not ranks:
+            return None
+        rank, dp = ranks[0]
+        mates = sorted({g for _, g, d in mine if d == dp and g != gpu})
+        if not mates:
+            return None  # (its rank a replica of its own on the node: its slowness its own)
+        own = self._device.get(scope.key, {}).get("slow_rank")
+        if own is not None and own.job == job and not own.evidence.get("node_wide") and not any(
+                (m := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
+                is not None and m.job == job and _alike(own, m) for g in mates):
+            return None  # (its rank slow alone: the step records confirm the GPU)
+        slow = sorted(g for g in (gpu, *mates) if (m := self._device.get(
+            Scope.of_gpu(node, g).key, {}).get("slow_rank")) is not None and m.job == job)
+        seen = (f"ranks on GPUs {slow} slow alike" if len(slow) > 1 else
+                "no rank of it found slow alone")
+        return {"gpu_in_telemetry": gpu, "scope_because": (
+            f"the telemetry names GPU {gpu} of {node}, but its rank {rank} of {job} shares "
+            f"replica {dp} with the job's ranks on GPUs {mates[:_UNITS_TOLD]} of {node} ({seen}): "
+            "no step record can say which GPU, and a collector may number GPUs otherwise "
+            "than the job (NVML minor numbers, PCI bus order) -- the node holds it either "
+            "way")}
 
     def _raise_domain(self, widened: tuple[Scope, dict[str, Any]], topic: str, kind: str,
                       cause: str, f: Finding, out: list[Alert], *,
@@ -1670,7 +1736,11 @@ class Correlator(PartWindows):
 
     def _explain_waiting(self, scope: Scope, p: Problem, out: list[Alert]) -> None:
         """A new isolation problem on a GPU takes over slow ranks on it, waiting or escalated
-        (on a node: :meth:`_explain_node`)."""
+        (on a node: :meth:`_explain_node`; a GPU's raised at its node, :meth:`_gpu_unconfirmed`:
+        both)."""
+        if scope.level == "gpu" and p.scope.level == "node" and p.scope.node == scope.node:
+            self._supersede(scope, p, out)  # (an escalation of its slowness on the GPU)
+            scope = p.scope
         if p.topic == ISOLATION and scope.level == "node" and p.kind == "slow_node":
             self._explain_node(scope, p, out)
         if p.topic != ISOLATION or scope.level != "gpu":

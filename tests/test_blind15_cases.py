@@ -29,12 +29,12 @@ EXPECT: dict[str, tuple] = {
     # mates -- all 16 alike (p2p waits in compute_ms), so nothing paged in 700 s; a replica
     # _REPLICA_APART_Z of the replicas' spread over its peers is no batch (detector.steps).
     "O2b-stage-gpu-replica-read-as-batch": (bc.caught_and_no_stray("slow_node"), None, 1),
-    "O3-renumbered-hot-gpu": (bc.every_fault_caught, (
-        "O3: fx10's collector writes NVML minor numbers: the hot GPU the job knows as 3 is "
-        "'gpu 1' in its thermal rows (88 C against 71, 0x40, 1620 MHz); TP8 makes all 8 ranks "
-        "slow, so no step record can say which GPU: faultline isolates gpu fx10/1 (drain_node) "
-        "-- the wrong GPU by DESIGN's rule, 8 of 8 fabric logs. Contract gap as much as a "
-        "detector one: DESIGN's `gpu` names no numbering; a node scope would be safe"), 1),
+    # O3 fixed by o3node (round 27): fx10's collector writes NVML minor numbers (the job's
+    # GPU 3 is 'gpu 1' in its thermal rows) and TP8 slows the node's 8 ranks alike, so no step
+    # record can say which GPU: a GPU's heat or power whose rank shares its replica with the
+    # node's other ranks, not found slow alone, is paged at the node (the number told in its
+    # evidence) -- was gpu fx10/1, the wrong GPU, on 8 of 8 fabric logs.
+    "O3-renumbered-hot-gpu": (bc.every_fault_caught, None, 1),
     # O4 fixed by live25 (round 25): a job with ranks on pp01 stepping well past its silence
     # holds the judgement (detector.liveness._stepping): its collector's, not the node's.
     "O4-late-batch-as-dead-node": (_no_page_on_the_late_node, None, 0),
