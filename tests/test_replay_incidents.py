@@ -28,8 +28,10 @@ TOPOLOGY = ROOT / "topologies" / "h100-128.topo"
 EXPECTED = {
     # (15.0 s since therm24: its GPU hot below 87 C at its clock is evidence; the thermal
     # reason two samples later is the verdict -- was 13.0, the hot rule alone)
-    "s7-f00-thermal": ("isolation", "slow_node", "thermal", "gpu:node-008/0", 15.0, None),
-    "s7-f01-power": ("isolation", "slow_node", "power", "gpu:node-000/4", 2.0, None),
+    # (o3node, round 27: a GPU's heat or power whose rank shares its replica with its node's
+    # other ranks, none found slow alone, is paged at the node -- was gpu:node-008/0, 000/4)
+    "s7-f00-thermal": ("isolation", "slow_node", "thermal", "node:node-008", 15.0, None),
+    "s7-f01-power": ("isolation", "slow_node", "power", "node:node-000", 2.0, None),
     "s7-f02-hbm_dbe": ("isolation", "hardware", "gpu_memory", "gpu:node-007/6", 0.0, None),
     "s7-f03-row_remap_failure": ("isolation", "hardware", "gpu_memory", "gpu:node-015/6", 0.0,
                                  None),
