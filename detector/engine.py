@@ -65,7 +65,7 @@ class Engine:
 
     @property
     def clock(self) -> float:
-        return self.source.monitors.clock
+        return self.source.clock
 
     @property
     def rejected(self) -> list[InvalidMessage]:
@@ -86,6 +86,9 @@ class Engine:
             admitted = src.admit(ev)
             if len(admitted) != 1:  # held, or let in with the ones held before it
                 return self._process_all(admitted)
+        c = ev.cluster
+        if c is not None and c != src.cluster:  # (a unit is (cluster, node): SourcePartition)
+            mon = src.monitors_for(ev)
         alerts: list[Alert] = []
         found = self._found
         if found:
@@ -98,7 +101,7 @@ class Engine:
             found.clear()
         else:
             stage = self.stage
-            clock = mon.clock
+            clock = mon.clock if not src.others else src.clock
             if clock >= stage.due_at:
                 stage.release_to(clock, alerts)
             elif clock > stage.released:  # nothing due: release_to would only do this
@@ -121,8 +124,9 @@ class Engine:
         stage = self.stage
         n = len(events)
         i = 0
+        batch = src.batch_of_one_cluster(events)  # (else every record through process())
         while i < n:
-            if not src.held:
+            if batch and not src.held:
                 j = quiet_run(mon, events, i, stage.due_at)
                 if j > i:
                     # What process() does after a record with no finding, nothing due.
@@ -165,13 +169,13 @@ class Engine:
         ``rewound``, ``seen`` and ``forget`` messages: SourcePartition.pass_notices)."""
         stage = self.stage
         self.source.pass_notices(lambda clock: stage.rewound(SOURCE, clock),
-                                 lambda _cluster, node, what: stage.seen(node, what),
-                                 stage.forget)
+                                 lambda cluster, node, what: stage.seen(node, what, cluster),
+                                 lambda cluster, node, what: stage.forget(node, what, cluster))
 
     def _correlate(self, found: list[Finding], alerts: list[Alert]) -> None:
         """Findings to the correlator partition in memory (the findings topic's work)."""
         src, stage = self.source, self.stage
-        clock = src.monitors.clock
+        clock = src.clock
         # Ids only order one source's findings: a count of the records that made any.
         src.offset = offset = src.offset + 1
         name, state = src.source, self._src
@@ -184,7 +188,7 @@ class Engine:
     def process_nonfinite(self, nf: NonFinite) -> list[Alert]:
         """A step dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
         found: list[Finding] = []
-        self.source.monitors.process_nonfinite(nf, found)
+        self.source.monitors.process_nonfinite(nf, found)  # (NonFinite has no cluster)
         alerts: list[Alert] = []
         self._correlate(found, alerts)
         return alerts
@@ -230,4 +234,9 @@ class Engine:
         return eng
 
     def stats(self) -> dict[str, Any]:
-        return {**self.monitors.stats(), "problems": len(self.correlator.problems)}
+        stats = {**self.monitors.stats(), "problems": len(self.correlator.problems)}
+        if self.source.others:
+            stats["clusters"] = 1 + len(self.source.others)
+            stats["too_many_clusters"] = self.source.too_many_clusters
+            stats["problems"] = self.stage.stats(0.0)["problems"]
+        return stats

@@ -143,6 +143,8 @@ class _NodeNote(msgspec.Struct, tag_field="type", forbid_unknown_fields=True):
     source: Name
     node: Name
     what: Literal["ecc", "nic", "thermal"]
+    # The node's cluster (clusters27: a correlator partition may keep clusters apart).
+    cluster: Name | None = None
 
 
 class SeenMessage(_NodeNote, tag="seen"):

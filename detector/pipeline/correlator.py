@@ -26,7 +26,13 @@ from detector.findings import (
     decode_message,
     finding_of,
 )
-from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
+from detector.pipeline.source import (
+    MAX_CLUSTERS,
+    SNAPSHOT_VERSION,
+    dumps,
+    finite,
+    partition_state,
+)
 from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
 from detector.thermal import MAX_IDLE_TOLD
@@ -168,6 +174,13 @@ class CorrelatorPartition:
         # topic ("telemetry.step") -> wall time a source of it first had a clock (not state)
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
+        # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the first cluster's --
+        # the first `cluster` value of a finding, every finding with none, and the
+        # topology's; each other value has its own in ``others`` (correlator, seen; no
+        # topology), made at its first finding (SourcePartition.others).  Findings of a
+        # cluster past MAX_CLUSTERS are counted in ``invalid`` and dropped.
+        self.cluster: str | None = None
+        self.others: dict[str, tuple[Correlator, dict[str, set[str]]]] = {}
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its
         # clock (a watermarks message's ``explain``: a source later than the 5 s the clock
@@ -199,6 +212,25 @@ class CorrelatorPartition:
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
 
+    def correlator_for(self, cluster: str | None) -> Correlator | None:
+        """The correlator of ``cluster`` (see ``others``); None past MAX_CLUSTERS."""
+        if cluster is None or cluster == self.cluster:
+            return self.correlator
+        if self.cluster is None:
+            self.cluster = cluster
+            return self.correlator
+        other = self.others.get(cluster)
+        if other is None:
+            if len(self.others) + 1 >= MAX_CLUSTERS:
+                return None
+            seen: dict[str, set[str]] = {}
+            corr = Correlator(self.cfg, None, _seen_in(seen))
+            other = self.others[cluster] = (corr, seen)
+        return other[0]
+
+    def _correlators(self) -> list[Correlator]:
+        return [self.correlator, *(c for c, _ in self.others.values())]
+
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self, codec: StateCodec = UNSIGNED) -> tuple[int, bytes]:
@@ -207,9 +239,13 @@ class CorrelatorPartition:
 
     def state(self) -> dict[str, Any]:
         """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
-        return {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
-                "heap": self._heap, "released": self.released, "seen": self._seen,
-                "counts": (self.findings, self.duplicates, self.late, self.invalid)}
+        state = {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
+                 "heap": self._heap, "released": self.released, "seen": self._seen,
+                 "counts": (self.findings, self.duplicates, self.late, self.invalid)}
+        if self.others:
+            state["cluster"] = self.cluster
+            state["others"] = [[c, corr, seen] for c, (corr, seen) in self.others.items()]
+        return state
 
     @classmethod
     def restore(cls, partition: int, offset: int, blob: bytes,
@@ -245,6 +281,21 @@ class CorrelatorPartition:
         part._seen = state["seen"]
         part.findings, part.duplicates, part.late, part.invalid = state["counts"]
         part.offset = offset
+        others = state.get("others")
+        if others is not None:
+            cluster = state.get("cluster")
+            refuse_unless(type(cluster) is str and type(others) is list
+                          and 0 < len(others) < MAX_CLUSTERS, "a cluster split is malformed")
+            part.cluster = cluster
+            for entry in others:
+                refuse_unless(type(entry) is list and len(entry) == 3
+                              and type(entry[0]) is str and entry[0] != cluster
+                              and entry[0] not in part.others
+                              and type(entry[1]) is Correlator, "a cluster split is malformed")
+                _check_state({"released": 0.0, "heap": [], "sources": {}, "seen": entry[2],
+                              "correlator": entry[1], "counts": (0, 0, 0, 0)})
+                entry[1].attach(None, _seen_in(entry[2]))
+                part.others[entry[0]] = (entry[1], entry[2])
         for name, src in part.sources.items():
             if src.wm is not None:
                 part._data_since = now
@@ -304,14 +355,14 @@ class CorrelatorPartition:
                 self.take(src, msg.source, fid, msg.tag, f, msg.arrived)
             elif t is SeenMessage:
                 self._heard(msg.source, now)
-                self.seen(msg.node, msg.what)
+                self.seen(msg.node, msg.what, msg.cluster)
             elif t is RewoundMessage:
                 self._heard(msg.source, now)
                 if not replayed:  # (the state restored is past what its previous owner took)
                     self.rewound(msg.source, msg.ts, now)
             else:
                 self._heard(msg.source, now)
-                self.forget(msg.node, msg.what)
+                self.forget(msg.node, msg.what, msg.cluster)
         except Exception as exc:  # noqa: BLE001
             # Written by our own stage 1, so this is a bug or a foreign producer: count, go on.
             self.invalid += 1
@@ -334,17 +385,24 @@ class CorrelatorPartition:
         if self.taken is not None:
             self.taken(name, fid, tag)
 
-    def seen(self, node: str, what: str) -> None:
+    def seen(self, node: str, what: str, cluster: str | None = None) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
-        self._seen.setdefault(node, set()).add(what)
+        seen = self._seen
+        if cluster is not None and cluster != self.cluster and self.correlator_for(
+                cluster) is not None and cluster in self.others:
+            seen = self.others[cluster][1]
+        seen.setdefault(node, set()).add(what)
 
-    def forget(self, node: str, what: str) -> None:
+    def forget(self, node: str, what: str, cluster: str | None = None) -> None:
         """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
-        sources = self._seen.get(node)
+        seen = self._seen
+        if cluster is not None and cluster in self.others:
+            seen = self.others[cluster][1]
+        sources = seen.get(node)
         if sources is not None:
             sources.discard(what)
             if not sources:
-                del self._seen[node]
+                del seen[node]
 
     def _heard(self, name: str, now: float) -> _Source:
         src = self.sources.get(name)
@@ -441,6 +499,10 @@ class CorrelatorPartition:
                 self._guarded(corr.advance, clock, alerts, hold)
             if clock > self.released:
                 self.released = clock
+        for corr, _ in self.others.values():
+            timers = corr._timers
+            if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
+                self._guarded(corr.advance, clock, alerts, hold)
         self._refresh_due()
         if arrivals is not None:
             arrivals.extend([None] * (len(alerts) - len(arrivals)))
@@ -465,7 +527,8 @@ class CorrelatorPartition:
         """The clock it was released to was one node's, found ahead of the others
         (Monitors._first_node, a partition's first records): back to ``clock`` while
         nothing is held or timed yet, else left (what was decided stays decided)."""
-        if clock < self.released and not self._heap and not self.correlator._timers:
+        if clock < self.released and not self._heap and not any(
+                c._timers for c in self._correlators()):
             self.released = clock
             self._refresh_due()
 
@@ -475,6 +538,12 @@ class CorrelatorPartition:
         timers = corr._timers
         if timers and timers[0][0] < due:
             due = timers[0][0]
+        for corr, _ in self.others.values():
+            timers = corr._timers
+            if corr._next_prune < due:
+                due = corr._next_prune
+            if timers and timers[0][0] < due:
+                due = timers[0][0]
         heap = self._heap
         if heap and heap[0][0] < due:
             due = heap[0][0]
@@ -490,12 +559,19 @@ class CorrelatorPartition:
             tag, name, off, k, f, arrived = heapq.heappop(heap)
             if tag > self.released:  # timers due before this finding's time go first
                 self._guarded(corr.fire_due, tag, alerts, hold)
+                for other, _ in self.others.values():
+                    self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
+            c = f.cluster
+            on = corr if c is None or c == self.cluster else self.correlator_for(c)
+            if on is None:
+                self.invalid += 1  # a cluster past MAX_CLUSTERS
+                continue
             if arrivals is not None:
                 if causes is not None:
                     causes.extend([None] * (len(alerts) - len(arrivals)))
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))
-            self._guarded(corr.on_finding, f, alerts)
+            self._guarded(on.on_finding, f, alerts)
             if arrivals is not None:
                 if causes is not None:
                     causes.extend([(name, off, k)] * (len(alerts) - len(arrivals)))
@@ -503,12 +579,12 @@ class CorrelatorPartition:
 
     def run_out(self, alerts: list[Alert]) -> None:
         """End of input: time runs on until no timer is left; each fires at its due time."""
-        corr = self.correlator
-        while (due := corr.due()) < math.inf:
-            self.released = max(self.released, due)
-            self._guarded(corr.advance, self.released, alerts)
-            if corr.due() <= self.released:
-                break  # the timer failed (logged and counted): do not spin on it
+        for corr in self._correlators():
+            while (due := corr.due()) < math.inf:
+                self.released = max(self.released, due)
+                self._guarded(corr.advance, self.released, alerts)
+                if corr.due() <= self.released:
+                    break  # the timer failed (logged and counted): do not spin on it
         self._refresh_due()
 
     def _guarded(self, step: Any, arg: Any, alerts: list[Alert], *more: Any) -> None:
@@ -528,10 +604,15 @@ class CorrelatorPartition:
                 "waiting": len(self._heap), "findings": self.findings,
                 "duplicates": self.duplicates, "late": self.late, "invalid": self.invalid,
                 "errors": self.errors,
-                "problems": len(self.correlator.problems),
+                "problems": sum(len(c.problems) for c in self._correlators()),
                 "sources": len(self.sources),
                 "live_sources": sum(now - s.heard <= self.source_timeout_s
                                     for s in self.sources.values())}
+
+
+def _seen_in(seen: dict[str, set[str]]) -> Callable[[str, str], bool]:
+    """was_seen over one cluster's ``seen`` (CorrelatorPartition.others)."""
+    return lambda node, what: what in seen.get(node, ())
 
 
 def _topic(source: str) -> str:

@@ -70,6 +70,9 @@ DEFAULT_CLUSTER = "default"
 # record they follow: offset, then this plus a counter.
 _IDLE_BASE = 1 << 30
 SNAPSHOT_VERSION = 1
+# Distinct `cluster` values one stage keeps apart (its first and this many less one others): a
+# record of one more is refused ("too_many_clusters": dead-lettered, counted), changing nothing.
+MAX_CLUSTERS = 16
 _OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
 
 
@@ -164,6 +167,16 @@ class SourcePartition:
         self.findings_partitions = findings_partitions
         # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
         self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
+        # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the first
+        # cluster's -- the first `cluster` value read, every record with none (a trainer's
+        # step rows may lack it beside DCGM rows with it: one cluster is never split in
+        # two), and the topology's (a topology has no cluster); each other value has
+        # monitors of its own in ``others`` (no topology), made at its first record.  With
+        # zero or one value nothing changes: no key of the split in the state or messages.
+        self.cluster: str | None = None
+        self.others: dict[str, Monitors] = {}
+        self.too_many_clusters = 0
+        self._wall_clock = wall_clock
         self.offset = -1                    # last input offset processed
         self._idle_seq = 0                  # findings made by idle advances since that offset
         self.last_input = now               # wall time of the last input (or of assignment)
@@ -183,8 +196,13 @@ class SourcePartition:
 
     def state(self) -> dict[str, Any]:
         """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
-        return {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
-                "events": self.events, "invalid": self.invalid, "held": self.held}
+        state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
+                 "events": self.events, "invalid": self.invalid, "held": self.held}
+        if self.others:
+            state["cluster"] = self.cluster
+            state["others"] = [[c, m] for c, m in self.others.items()]
+            state["too_many_clusters"] = self.too_many_clusters
+        return state
 
     @classmethod
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
@@ -213,11 +231,58 @@ class SourcePartition:
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
         part.held = list(state.get("held", ()))
+        others = state.get("others")
+        if others is not None:
+            cluster, too_many = state.get("cluster"), state.get("too_many_clusters")
+            refuse_unless(type(cluster) is str and type(others) is list
+                          and 0 < len(others) < MAX_CLUSTERS and type(too_many) is int
+                          and too_many >= 0, "a cluster split is malformed")
+            part.cluster, part.too_many_clusters = cluster, too_many
+            for entry in others:
+                refuse_unless(type(entry) is list and len(entry) == 2
+                              and type(entry[0]) is str and entry[0] != cluster
+                              and entry[0] not in part.others
+                              and type(entry[1]) is Monitors, "a cluster split is malformed")
+                entry[1].check_restored()
+                entry[1].attach(None, wall_clock)
+                part.others[entry[0]] = entry[1]
         return part
 
     @property
     def clock(self) -> float:
-        return self.monitors.clock
+        if not self.others:
+            return self.monitors.clock
+        return max(self.monitors.clock, *(m.clock for m in self.others.values()))
+
+    def monitors_for(self, ev: Event) -> Monitors:
+        """The monitors of ``ev``'s cluster (see ``others``); :class:`InvalidMessage`
+        "too_many_clusters" for a cluster past MAX_CLUSTERS (nothing changed)."""
+        c = ev.cluster
+        if c is None or c == self.cluster:
+            return self.monitors
+        if self.cluster is None:
+            self.cluster = c
+            return self.monitors
+        mon = self.others.get(c)
+        if mon is None:
+            if len(self.others) + 1 >= MAX_CLUSTERS:
+                self.too_many_clusters += 1
+                raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
+            mon = self.others[c] = Monitors(self.monitors.cfg, None,
+                                            wall_clock=self._wall_clock)
+        return mon
+
+    def batch_of_one_cluster(self, evs: list[Any]) -> bool:
+        """Whether every record of ``evs`` goes to ``monitors`` (the batch path may take
+        them: detector.quiet); sets the first cluster from them."""
+        clusters = {e.cluster for e in evs if e is not None}
+        clusters.discard(None)
+        if not clusters or clusters == {self.cluster}:
+            return True
+        if self.cluster is None and len(clusters) == 1:
+            self.cluster = clusters.pop()
+            return True
+        return False
 
     # -- the way in (shared by the service and the in-process Engine) ----------------------
 
@@ -301,10 +366,11 @@ class SourcePartition:
         """
         if self.held:
             self.refuse_held()
-        if until == math.inf:
-            self.monitors.finish(found)
-        else:
-            self.monitors.advance(until, found)
+        for mon in (self.monitors, *self.others.values()):
+            if until == math.inf:
+                mon.finish(found)
+            else:
+                mon.advance(until, found)
 
     # -- processing ----------------------------------------------------------------------
 
@@ -329,7 +395,8 @@ class SourcePartition:
         i = 0
         if n:
             offsets = list(map(_OFFSET, records))
-            if offsets[0] > self.offset and all(map(lt, offsets, islice(offsets, 1, None))):
+            if offsets[0] > self.offset and all(map(lt, offsets, islice(offsets, 1, None))) \
+                    and self.batch_of_one_cluster(evs):
                 # Offsets new and in order: runs of records that make no finding (healthy
                 # samples, step messages that only wait for their step's other ranks) in one
                 # loop (detector.quiet), the rest one by one as below.
@@ -371,6 +438,8 @@ class SourcePartition:
                     if raw is None:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = self.decode(topic, raw, found)
+            if ev.cluster is not None and ev.cluster != self.cluster:
+                mon = self.monitors_for(ev)
             mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
             self.invalid += 1
@@ -402,7 +471,7 @@ class SourcePartition:
                        through: list[tuple[float, int]] | None = None) -> None:
         """``through``: Monitors.process's marks -- the findings of a sweep run through a
         jump of the clock are tagged with the clock of their sweep, not the record's."""
-        clock = self.monitors.clock
+        clock = self.clock
         parts = self.findings_partitions
         marks = iter(through or ())
         mark = next(marks, None)
@@ -417,11 +486,12 @@ class SourcePartition:
 
     def pass_notices(self, rewound: Callable[[float], None],
                      seen: Callable[[str | None, str, str], None],
-                     forget: Callable[[str, str], None]) -> None:
+                     forget: Callable[[str | None, str, str], None]) -> None:
         """What the correlators must learn of the monitors after a record, drained, before
         its findings: the clock went back (``Monitors.rewound``: ``rewound(clock)``), a
         node's telemetry of a kind heard from (``seen(cluster, node, what)``) or pruned
-        (``forget(node, what)``).  One path for both drivers: the service puts them on the
+        (``forget(cluster, node, what)``: the cluster only from a source keeping two or
+        more apart).  One path for both drivers: the service puts them on the
         findings topic (:meth:`_emit_seen`), the in-process Engine hands them to its
         correlator partition; either way CorrelatorPartition.rewound / .seen / .forget."""
         mon = self.monitors
@@ -432,8 +502,17 @@ class SourcePartition:
             seen(cluster, node, what)
         mon.heard.clear()
         for node, what in mon.forgotten:
-            forget(node, what)
+            forget(self.cluster, node, what)
         mon.forgotten.clear()
+        for c, mon in self.others.items():
+            # (a rewind of another cluster's first node: the source's clock is the first's)
+            mon.rewound = False
+            for _, node, what in mon.heard:
+                seen(c, node, what)
+            mon.heard.clear()
+            for node, what in mon.forgotten:
+                forget(c, node, what)
+            mon.forgotten.clear()
 
     def _emit_seen(self, emits: list[Emit]) -> None:
         """The notices of :meth:`pass_notices` as findings-topic messages."""
@@ -444,13 +523,17 @@ class SourcePartition:
                 {"type": "rewound", "source": source, "ts": clock})))
 
         def seen(cluster: str | None, node: str, what: str) -> None:
-            emits.append(Emit(findings_partition(cluster, parts), b"seen", dumps(
-                {"type": "seen", "source": source, "node": node, "what": what})))
+            msg = {"type": "seen", "source": source, "node": node, "what": what}
+            if cluster is not None:  # (its correlator partition may keep clusters apart)
+                msg["cluster"] = cluster
+            emits.append(Emit(findings_partition(cluster, parts), b"seen", dumps(msg)))
 
-        def forget(node: str, what: str) -> None:
+        def forget(cluster: str | None, node: str, what: str) -> None:
             # A forgotten node's cluster is not known any more: every correlator hears it.
-            emits.append(Emit(None, b"seen", dumps(
-                {"type": "forget", "source": source, "node": node, "what": what})))
+            msg = {"type": "forget", "source": source, "node": node, "what": what}
+            if cluster is not None:
+                msg["cluster"] = cluster
+            emits.append(Emit(None, b"seen", dumps(msg)))
 
         self.pass_notices(rewound, seen, forget)
 
@@ -464,9 +547,9 @@ class SourcePartition:
         if not self.is_idle(now, idle_after_s) or not math.isfinite(self.monitors.clock):
             return
         found: list[Finding] = []
-        self.run_on(self.monitors.clock + (now - self._advanced_at), found)
+        self.run_on(self.clock + (now - self._advanced_at), found)
         self._advanced_at = now
-        if self.monitors.heard or self.monitors.forgotten:
+        if any(m.heard or m.forgotten for m in (self.monitors, *self.others.values())):
             self._emit_seen(emits)
         if found:
             self._emit_findings(found, self.offset, _IDLE_BASE + self._idle_seq, emits)
@@ -484,13 +567,18 @@ class SourcePartition:
                     ) -> list[Any]:
         """[source, clock, idle] for a watermarks message; ``clock``: what to report instead
         of the monitors' own (PipelineWorker.reported_clock)."""
-        return [self.source, finite(self.monitors.clock if clock is None else clock),
+        return [self.source, finite(self.clock if clock is None else clock),
                 self.is_idle(now, idle_after_s)]
 
     def stats(self) -> dict[str, Any]:
-        return {"offset": self.offset, "clock": finite(self.monitors.clock),
-                "events": self.events, "invalid": self.invalid,
-                "findings": self.monitors.counts["findings"]}
+        stats = {"offset": self.offset, "clock": finite(self.clock),
+                 "events": self.events, "invalid": self.invalid,
+                 "findings": self.monitors.counts["findings"]}
+        if self.others:
+            stats["findings"] += sum(m.counts["findings"] for m in self.others.values())
+            stats["clusters"] = 1 + len(self.others)
+            stats["too_many_clusters"] = self.too_many_clusters
+        return stats
 
 
 def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float,
