@@ -23,10 +23,12 @@ from detector.pager.storm import StormControl
 from detector.testing import T0, ecc, feed, healthy_job
 
 
-def _engine_alerts() -> list[Alert]:
+def _engine_alerts(hw_cluster: str = "c1") -> list[Alert]:
     """Three double-bit ECC errors on three nodes of cluster c1 (tenant t-a), and a slow rank
-    with no cause in cluster c2 (tenant t-b): isolations and an escalation, from the engine."""
-    hw = [ecc(T0 + 5.0 + i, f"node-00{i}", 2, dbe=1, xid=48)._replace(cluster="c1",
+    with no cause in cluster c2 (tenant t-b): isolations and an escalation, from the engine.
+    (A unit is (cluster, node): c1's node-000 is not c2's, where the job runs -- ``hw_cluster``
+    "c2" puts the errors on the job's GPUs.)"""
+    hw = [ecc(T0 + 5.0 + i, f"node-00{i}", 2, dbe=1, xid=48)._replace(cluster=hw_cluster,
                                                                         tenant="t-a")
           for i in range(3)]
     steps = [s._replace(cluster="c2", tenant="t-b")
@@ -213,10 +215,15 @@ def test_a_node_takes_out_its_gpus_and_a_switch_the_nodes_behind_it() -> None:
 def test_the_pager_shows_the_three_figures(alerts: list[Alert]) -> None:
     from detector.pager.notification import Notification
 
-    a = next(x for x in alerts if x.kind == "hardware" and x.status == "firing")
+    # (the errors on the job's own GPUs: its cluster's; c1's hosts run no job -- "1 GPU")
+    a = next(_as_the_pager_reads_it(x) for x in _engine_alerts("c2")
+             if x.kind == "hardware" and x.status == "firing")
     ann = alertmanager_alert(a, "warning", wall_now=T0, ttl_s=240.0)["annotations"]
     assert ann["detection_latency_s"] == "0.000"
     assert ann["granularity"] == "1 GPU, 1 rank, 1 DP replica (6.2 % of the job)"
+    c1 = next(x for x in alerts if x.kind == "hardware" and x.status == "firing")
+    assert c1.cluster == "c1" and alertmanager_alert(
+        c1, "warning", wall_now=T0, ttl_s=240.0)["annotations"]["granularity"] == "1 GPU"
     assert ann["recovery"].startswith("~20 min: drain the GPU + restart from the last checkpoint")
     d = details(Notification("pd", "trigger", a.dedup_key, "warning", a), 65536)
     assert d["granularity"] == {"gpus": 1, "ranks": 1, "dp_replicas": 1,
