@@ -89,6 +89,8 @@ class Engine:
         c = ev.cluster
         if c is not None and c != src.cluster:  # (a unit is (cluster, node): SourcePartition)
             mon = src.monitors_for(ev)
+            if self.stage.cluster is None:  # the topology's cluster: the same in both stages
+                self.stage.cluster = src.cluster
         alerts: list[Alert] = []
         found = self._found
         if found:
@@ -125,6 +127,8 @@ class Engine:
         n = len(events)
         i = 0
         batch = src.batch_of_one_cluster(events)  # (else every record through process())
+        if self.stage.cluster is None:
+            self.stage.cluster = src.cluster
         while i < n:
             if batch and not src.held:
                 j = quiet_run(mon, events, i, stage.due_at)

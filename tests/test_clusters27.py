@@ -195,3 +195,23 @@ def test_the_service_worker_keeps_two_clusters_apart(case: str, seed: int):
         assert expected == set()
     else:
         assert any(p[0].startswith("fl:west:") for p in expected), expected
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_the_topology_is_the_first_clusters_in_both_stages(many: bool):
+    """The first record is east's step row (which no correlator notice follows), then west's
+    and east's ECC rows: the topology's cluster is east in the monitors and the correlator
+    alike (blind18 held s6 gave west's alerts the topology and east's none before this)."""
+    from detector.testing import healthy_job
+    # (half of a step's ranks: rows that make no finding and no notice, as a job's mid-run
+    # rows of blind18 held s6 before west's first thermal row)
+    steps = sorted((s._replace(cluster="east") for s in healthy_job(steps=3, t0=1_000.0)),
+                   key=lambda e: e.ts)[:8]
+    evs = [*steps, _healthy_ecc(steps[-1].ts + 1.0, "west"),
+           _healthy_ecc(steps[-1].ts + 2.0, "east")]
+    eng = Engine()
+    if many:
+        eng.process_many(evs)
+    else:
+        _run(eng, evs)
+    assert eng.source.cluster == eng.stage.cluster == "east"
