@@ -1623,10 +1623,18 @@ class JobMonitor(NumericChecks):
         finds, this figure 5-11: tests/test_review25.py).  A fault moves its own ranks: the
         median rank moves only once they move the peer median (Alibaba PAI job 3: 2.3 on
         the step workers 6, 7 were found, 12 fifty iterations later), and by then they are
-        told -- :meth:`_check_slow` asks this only of a job with no rank told slow."""
+        told -- :meth:`_check_slow` asks this only of a job with no rank told slow.
+
+        Each rank's move is read about the ranks' median move: routing moves each rank its own
+        way, while ranks a fault slows together lift the peer median and so move every other
+        rank's deviation down alike -- one common move, no stir (review27: three of eight
+        nodes ramping to 1.15x in a calm job read 3.2-4.5 uncentred, and their first finds,
+        on three nodes at once, were held as visiting: paged 40-43 s after the onset, 21-27 s
+        before live26; centred 1.0-1.3; late routing 5.2-11.3, Alibaba's jobs <= 2.6)."""
         if self._wander_n < _WANDER_MIN_STEPS or len(slots) < 2 * self.cfg.min_peers:
             return False
-        move = (self._wshort[slots] - self._wlong[slots]) ** 2
+        move = self._wshort[slots] - self._wlong[slots]
+        move = (move - median(move)) ** 2
         return median(move, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT)) >= _WANDER_ON
 
     def _visiting(self, out: list[Finding], mark: int) -> bool:

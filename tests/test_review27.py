@@ -142,3 +142,35 @@ def test_a_case_whose_replay_fails_is_an_error_not_an_expected_failure(tmp_path)
     with pytest.raises(Exception) as exc:
         cli_scorer(tmp_path, score)("broken")
     assert not isinstance(exc.value, AssertionError), exc.value
+
+
+# -- live26's stir: a fault on a third of the job is no routing --------------------------------
+
+
+def _ramped(nodes: tuple[int, ...], seed: int, ranks: int = 64, start: int = 300,
+            steps: int = 360):
+    """A calm data-parallel job of 64 ranks on 8 nodes, 1 s steps; ``nodes``' ranks slow down
+    from step ``start``, reaching 1.15x 40 steps later (a power cap or cooling taking hold)."""
+    rng = np.random.default_rng(seed)
+    slow = [r for n in nodes for r in range(8 * n, 8 * n + 8)]
+    for s in range(steps):
+        c = 700.0 * rng.lognormal(0.0, 0.015, ranks)
+        c[slow] *= 1.0 + 0.15 * min(1.0, max(0.0, (s - start) / 40.0))
+        step_ms = float(c.max()) + 250.0
+        for r in range(ranks):
+            yield step(T0 + s + 0.001 * r, r, s, compute_ms=float(c[r]), step_ms=step_ms)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_three_nodes_slowing_together_in_a_calm_job_are_paged_as_soon_as_before_live26(
+        seed: int) -> None:
+    # main b211495: paged 40-43 s after the onset (a34d01b, before live26: 21-27 s).  The three
+    # nodes' 24 ranks lift the peer median, so every other rank's smoothed deviation moves down
+    # alike: _stirred read that common move as routing (3.2-4.5 >= _WANDER_ON), ended the calm,
+    # and the first finds -- on three nodes at once -- were held as slowness visiting unit after
+    # unit until the ramp ended.  Routing moves each rank its own way; a common move is none:
+    # the index is now read about the ranks' median move (here 1.0-1.3; late routing 5.2-11.3).
+    alerts = feed(Engine(), _ramped((0, 1, 2), seed), finish=False)
+    paged = {a.scope.key: a.detected_ts - T0 - 300 for a in alerts if a.status == "firing"}
+    assert set(paged) == {"node:node-000", "node:node-001", "node:node-002"}, paged
+    assert max(paged.values()) <= 32.0, paged
