@@ -361,6 +361,12 @@ def _plot(r: Report, a: Alert, p: Problem, t0: float, t1: float) -> str:
                              "#8e44ad"))
         return plots.band_plot(peer_band(js, rank, field_, since, until), what, unit, marks, t0)
     if name in _THERMAL or (a.kind == "slow_node" and a.cause in ("thermal", "power")):
+        if gpu is None:
+            # A GPU's heat or power raised at its node (the step records could not confirm
+            # the collector's GPU number, detector.correlate._gpu_unconfirmed): plot the GPU
+            # the telemetry named.
+            told = a.evidence.get("gpu_in_telemetry")
+            gpu = told if isinstance(told, int) and not isinstance(told, bool) else None
         if node is None or gpu is None:
             return '<p class="note">not a GPU</p>'
         own = s.thermal.get((node, gpu), [])
