@@ -1,0 +1,31 @@
+"""Writes blind19 incident logs: topology first, telemetry in arrival order, labels last
+(blind12's writer and CLI).
+
+    python -m bench.blind19.generate --out DIR --seeds 0..3 [--stories ops,replicas] \
+        [--minutes M]
+
+Each log is DIR/STORY-sSEED.jsonl.gz (byte-identical for the same arguments); beside it
+STORY-sSEED.effects.json lists the routine shapes in it (a rolling driver upgrade, a job
+drained and requeued, a job requeued after a death, an operator's GPU reset, dcgmi diag -r 2 /
+-r 3 on idle nodes, cold starts, one-replica bad samples, a bad batch) that should page nobody.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from bench.blind12.generate import main as _main
+from bench.blind12.generate import save
+from bench.blind19.stories import STORIES
+
+
+def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
+    return save(out_dir / f"{story}-s{seed}.jsonl.gz", *STORIES[story](seed, minutes))
+
+
+main = functools.partial(_main, doc=__doc__, stories=STORIES, write=write)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
