@@ -70,7 +70,7 @@ def test_ops_reset_clears_one_gpu_and_the_diag_runs_without_a_job(tmp_path):
                 and hw["start_ts"] <= v["ts"] <= hw["end_ts"]]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_replicas_sdc_repeats_on_one_replica_bad_samples_do_not(seed, tmp_path):
     """The SDC replica's loss spikes again and again; each bad sample spikes another replica
     once; the corrupted tp-r rank's checksum differs from its one peer's at every checksum
@@ -83,7 +83,7 @@ def test_replicas_sdc_repeats_on_one_replica_bad_samples_do_not(seed, tmp_path):
     on_sdc = [v for v in spiked if (v["node"], v["gpu"]) == (sdc["node"], sdc["gpu"])]
     assert len(on_sdc) >= 5
     others = [v["dp_rank"] for v in spiked if v not in on_sdc]
-    assert all(others.count(d) <= 2 for d in others)
+    assert others and all(others.count(d) == 1 for d in others)
     c = lab["dp2-checksum"]["scope"]["gpu"]
     ck = [v for v in steps if v["job"] == "tp-r" and "param_checksum" in v
           and v["ts"] >= lab["dp2-checksum"]["start_ts"]]

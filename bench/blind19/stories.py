@@ -168,8 +168,12 @@ def replicas(seed: int, minutes: float = 15.0):
     while s < last:
         spikes[(sdc_dp, s)] = (r.uniform(2.5, 8.0), r.uniform(4.0, 20.0), sdc)
         s += r.randrange(15, 41)
-    for _ in range(r.randrange(6, 13)):   # bad samples: one replica, one step, anywhere
+    hit: set = set()
+    for _ in range(r.randrange(6, 13)):   # bad samples: one step each, each on its own replica
         d, s = r.choice([k for k in range(24) if k != sdc_dp]), r.randrange(step0 + 30, last)
+        while d in hit or d == sdc_dp:    # (the same draws as the freeze: only a repeat moves)
+            d = (d + 1) % 24
+        hit.add(d)
         if (d, s) not in spikes:
             spikes[(d, s)] = (r.uniform(1.8, 4.0), r.uniform(2.5, 8.0), None)
             t = (s - step0) * est
