@@ -87,7 +87,7 @@ class Engine:
             if len(admitted) != 1:  # held, or let in with the ones held before it
                 return self._process_all(admitted)
         c = ev.cluster
-        if c is not None and c != src.cluster:  # (a unit is (cluster, node): SourcePartition)
+        if c is not None and c != src.clusters.cluster:  # (a unit is (cluster, node))
             mon = src.monitors_for(ev)
             if self.stage.cluster is None:  # the topology's cluster: the same in both stages
                 self.stage.cluster = src.cluster

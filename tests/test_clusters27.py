@@ -13,7 +13,7 @@ import pytest
 
 from detector.engine import Engine
 from detector.events import EccSample, InvalidMessage, NicSample
-from detector.pipeline.source import MAX_CLUSTERS
+from detector.pipeline.clusters import MAX_CLUSTERS
 from detector.statecodec import UNSIGNED, SnapshotRefused
 
 

@@ -26,13 +26,8 @@ from detector.findings import (
     decode_message,
     finding_of,
 )
-from detector.pipeline.source import (
-    MAX_CLUSTERS,
-    SNAPSHOT_VERSION,
-    dumps,
-    finite,
-    partition_state,
-)
+from detector.pipeline.clusters import ClusterSlots
+from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
 from detector.thermal import MAX_IDLE_TOLD
@@ -174,13 +169,15 @@ class CorrelatorPartition:
         # topic ("telemetry.step") -> wall time a source of it first had a clock (not state)
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
-        # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the first cluster's --
+        # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the home cluster's --
         # the first `cluster` value of a finding, every finding with none, and the
         # topology's; each other value has its own in ``others`` (correlator, seen; no
-        # topology), made at its first finding (SourcePartition.others).  Findings of a
-        # cluster past MAX_CLUSTERS are counted in ``invalid`` and dropped.
-        self.cluster: str | None = None
-        self.others: dict[str, tuple[Correlator, dict[str, set[str]]]] = {}
+        # topology), made at its first finding (detector.pipeline.clusters, as
+        # SourcePartition's).  Findings of a cluster past MAX_CLUSTERS are counted in
+        # ``invalid`` and dropped.
+        self.clusters: ClusterSlots[tuple[Correlator, dict[str, set[str]]]] = ClusterSlots(
+            self._new_correlator)
+        self.others = self.clusters.others  # (the same dict)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its
         # clock (a watermarks message's ``explain``: a source later than the 5 s the clock
@@ -212,21 +209,25 @@ class CorrelatorPartition:
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
 
+    @property
+    def cluster(self) -> str | None:
+        """The home cluster: ``correlator``'s (see ``clusters``)."""
+        return self.clusters.cluster
+
+    @cluster.setter
+    def cluster(self, cluster: str | None) -> None:
+        self.clusters.cluster = cluster
+
+    def _new_correlator(self, cluster: str) -> tuple[Correlator, dict[str, set[str]]]:
+        seen: dict[str, set[str]] = {}
+        return Correlator(self.cfg, None, _seen_in(seen)), seen
+
     def correlator_for(self, cluster: str | None) -> Correlator | None:
-        """The correlator of ``cluster`` (see ``others``); None past MAX_CLUSTERS."""
-        if cluster is None or cluster == self.cluster:
+        """The correlator of ``cluster`` (see ``clusters``); None past MAX_CLUSTERS."""
+        if self.clusters.is_home(cluster):
             return self.correlator
-        if self.cluster is None:
-            self.cluster = cluster
-            return self.correlator
-        other = self.others.get(cluster)
-        if other is None:
-            if len(self.others) + 1 >= MAX_CLUSTERS:
-                return None
-            seen: dict[str, set[str]] = {}
-            corr = Correlator(self.cfg, None, _seen_in(seen))
-            other = self.others[cluster] = (corr, seen)
-        return other[0]
+        other = self.clusters.other(cluster)  # type: ignore[arg-type]
+        return None if other is None else other[0]
 
     def _correlators(self) -> list[Correlator]:
         return [self.correlator, *(c for c, _ in self.others.values())]
@@ -242,9 +243,7 @@ class CorrelatorPartition:
         state = {"v": SNAPSHOT_VERSION, "correlator": self.correlator, "sources": self.sources,
                  "heap": self._heap, "released": self.released, "seen": self._seen,
                  "counts": (self.findings, self.duplicates, self.late, self.invalid)}
-        if self.others:
-            state["cluster"] = self.cluster
-            state["others"] = [[c, corr, seen] for c, (corr, seen) in self.others.items()]
+        self.clusters.put(state, lambda c, other: [c, *other])
         return state
 
     @classmethod
@@ -281,21 +280,14 @@ class CorrelatorPartition:
         part._seen = state["seen"]
         part.findings, part.duplicates, part.late, part.invalid = state["counts"]
         part.offset = offset
-        others = state.get("others")
-        if others is not None:
-            cluster = state.get("cluster")
-            refuse_unless(type(cluster) is str and type(others) is list
-                          and 0 < len(others) < MAX_CLUSTERS, "a cluster split is malformed")
-            part.cluster = cluster
-            for entry in others:
-                refuse_unless(type(entry) is list and len(entry) == 3
-                              and type(entry[0]) is str and entry[0] != cluster
-                              and entry[0] not in part.others
-                              and type(entry[1]) is Correlator, "a cluster split is malformed")
-                _check_state({"released": 0.0, "heap": [], "sources": {}, "seen": entry[2],
-                              "correlator": entry[1], "counts": (0, 0, 0, 0)})
-                entry[1].attach(None, _seen_in(entry[2]))
-                part.others[entry[0]] = (entry[1], entry[2])
+        def correlator(entry: list[Any]) -> tuple[Correlator, dict[str, set[str]]]:
+            refuse_unless(type(entry[1]) is Correlator, "a cluster split is malformed")
+            _check_state({"released": 0.0, "heap": [], "sources": {}, "seen": entry[2],
+                          "correlator": entry[1], "counts": (0, 0, 0, 0)})
+            entry[1].attach(None, _seen_in(entry[2]))
+            return entry[1], entry[2]
+
+        part.clusters.take(state, 3, correlator)
         for name, src in part.sources.items():
             if src.wm is not None:
                 part._data_since = now
@@ -388,7 +380,7 @@ class CorrelatorPartition:
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
         seen = self._seen
-        if cluster is not None and cluster != self.cluster and self.correlator_for(
+        if cluster is not None and cluster != self.clusters.cluster and self.correlator_for(
                 cluster) is not None and cluster in self.others:
             seen = self.others[cluster][1]
         seen.setdefault(node, set()).add(what)
@@ -563,7 +555,7 @@ class CorrelatorPartition:
                     self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
             c = f.cluster
-            on = corr if c is None or c == self.cluster else self.correlator_for(c)
+            on = corr if c is None or c == self.clusters.cluster else self.correlator_for(c)
             if on is None:
                 self.invalid += 1  # a cluster past MAX_CLUSTERS
                 continue

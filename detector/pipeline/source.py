@@ -58,6 +58,7 @@ from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
+from detector.pipeline.clusters import ClusterSlots
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec, refuse_unless
 from detector.thresholds import Thresholds
@@ -70,9 +71,6 @@ DEFAULT_CLUSTER = "default"
 # record they follow: offset, then this plus a counter.
 _IDLE_BASE = 1 << 30
 SNAPSHOT_VERSION = 1
-# Distinct `cluster` values one stage keeps apart (its first and this many less one others): a
-# record of one more is refused ("too_many_clusters": dead-lettered, counted), changing nothing.
-MAX_CLUSTERS = 16
 _OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
 
 
@@ -167,14 +165,13 @@ class SourcePartition:
         self.findings_partitions = findings_partitions
         # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
         self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
-        # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the first
-        # cluster's -- the first `cluster` value read, every record with none (a trainer's
-        # step rows may lack it beside DCGM rows with it: one cluster is never split in
-        # two), and the topology's (a topology has no cluster); each other value has
-        # monitors of its own in ``others`` (no topology), made at its first record.  With
-        # zero or one value nothing changes: no key of the split in the state or messages.
-        self.cluster: str | None = None
-        self.others: dict[str, Monitors] = {}
+        # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the home
+        # cluster's -- the first `cluster` value read, every record with none, and the
+        # topology's; each other value has monitors of its own in ``others`` (no topology),
+        # made at its first record (detector.pipeline.clusters).  With zero or one value
+        # nothing changes: no key of the split in the state or messages.
+        self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors)
+        self.others = self.clusters.others  # (the same dict)
         self.too_many_clusters = 0
         self._wall_clock = wall_clock
         self.offset = -1                    # last input offset processed
@@ -199,8 +196,7 @@ class SourcePartition:
         state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
                  "events": self.events, "invalid": self.invalid, "held": self.held}
         if self.others:
-            state["cluster"] = self.cluster
-            state["others"] = [[c, m] for c, m in self.others.items()]
+            self.clusters.put(state, lambda c, m: [c, m])
             state["too_many_clusters"] = self.too_many_clusters
         return state
 
@@ -231,22 +227,23 @@ class SourcePartition:
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
         part.held = list(state.get("held", ()))
-        others = state.get("others")
-        if others is not None:
-            cluster, too_many = state.get("cluster"), state.get("too_many_clusters")
-            refuse_unless(type(cluster) is str and type(others) is list
-                          and 0 < len(others) < MAX_CLUSTERS and type(too_many) is int
-                          and too_many >= 0, "a cluster split is malformed")
-            part.cluster, part.too_many_clusters = cluster, too_many
-            for entry in others:
-                refuse_unless(type(entry) is list and len(entry) == 2
-                              and type(entry[0]) is str and entry[0] != cluster
-                              and entry[0] not in part.others
-                              and type(entry[1]) is Monitors, "a cluster split is malformed")
-                entry[1].check_restored()
-                entry[1].attach(None, wall_clock)
-                part.others[entry[0]] = entry[1]
+        def monitors(entry: list[Any]) -> Monitors:
+            refuse_unless(type(entry[1]) is Monitors, "a cluster split is malformed")
+            entry[1].check_restored()
+            entry[1].attach(None, wall_clock)
+            return entry[1]
+
+        if part.clusters.take(state, 2, monitors):
+            too_many = state.get("too_many_clusters")
+            refuse_unless(type(too_many) is int and too_many >= 0,
+                          "a cluster split is malformed")
+            part.too_many_clusters = too_many
         return part
+
+    @property
+    def cluster(self) -> str | None:
+        """The home cluster: ``monitors``' (see ``clusters``)."""
+        return self.clusters.cluster
 
     @property
     def clock(self) -> float:
@@ -254,35 +251,25 @@ class SourcePartition:
             return self.monitors.clock
         return max(self.monitors.clock, *(m.clock for m in self.others.values()))
 
+    def _new_monitors(self, cluster: str) -> Monitors:
+        return Monitors(self.monitors.cfg, None, wall_clock=self._wall_clock)
+
     def monitors_for(self, ev: Event) -> Monitors:
-        """The monitors of ``ev``'s cluster (see ``others``); :class:`InvalidMessage`
+        """The monitors of ``ev``'s cluster (see ``clusters``); :class:`InvalidMessage`
         "too_many_clusters" for a cluster past MAX_CLUSTERS (nothing changed)."""
         c = ev.cluster
-        if c is None or c == self.cluster:
+        if self.clusters.is_home(c):
             return self.monitors
-        if self.cluster is None:
-            self.cluster = c
-            return self.monitors
-        mon = self.others.get(c)
+        mon = self.clusters.other(c)  # type: ignore[arg-type]
         if mon is None:
-            if len(self.others) + 1 >= MAX_CLUSTERS:
-                self.too_many_clusters += 1
-                raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
-            mon = self.others[c] = Monitors(self.monitors.cfg, None,
-                                            wall_clock=self._wall_clock)
+            self.too_many_clusters += 1
+            raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
         return mon
 
     def batch_of_one_cluster(self, evs: list[Any]) -> bool:
         """Whether every record of ``evs`` goes to ``monitors`` (the batch path may take
-        them: detector.quiet); sets the first cluster from them."""
-        clusters = {e.cluster for e in evs if e is not None}
-        clusters.discard(None)
-        if not clusters or clusters == {self.cluster}:
-            return True
-        if self.cluster is None and len(clusters) == 1:
-            self.cluster = clusters.pop()
-            return True
-        return False
+        them: detector.quiet); sets the home cluster from them."""
+        return self.clusters.one_value({e.cluster for e in evs if e is not None})
 
     # -- the way in (shared by the service and the in-process Engine) ----------------------
 
@@ -438,7 +425,7 @@ class SourcePartition:
                     if raw is None:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = self.decode(topic, raw, found)
-            if ev.cluster is not None and ev.cluster != self.cluster:
+            if ev.cluster is not None and ev.cluster != self.clusters.cluster:
                 mon = self.monitors_for(ev)
             mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
