@@ -155,6 +155,10 @@ class Settings:
         "service", "libraries allowed to log below INFO, by logger name (e.g. aiokafka)"))
     topology: str | None = field(default=None, metadata=_opt(
         "service", "topology file (faultline format or Slurm topology.conf)"))
+    home_cluster: str | None = field(default=None, metadata=_opt(
+        "service", "the `cluster` value of the records the topology describes, which records "
+        "without `cluster` join too; unset: each partition's first value read (set it when "
+        "one stream carries several clusters)"))
     snapshot_interval_s: float = field(default=5.0, metadata=_opt(
         "service", "wall seconds between state snapshots of each partition"))
     heartbeat_interval_s: float = field(default=1.0, metadata=_opt(

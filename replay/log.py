@@ -24,6 +24,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
+from detector.pipeline.clusters import check_home
 from detector.topology import Topology, TopologyError
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
@@ -139,13 +140,28 @@ def log_topology(path: str | os.PathLike[str]) -> Topology | None:
     Only the first record is looked at: a recorder writes the topology at the head.
     A topology record that does not parse raises :class:`TopologyError` naming the log.
     """
+    return log_head(path)[0]
+
+
+def log_head(path: str | os.PathLike[str]) -> tuple[Topology | None, str | None]:
+    """:func:`log_topology`, and the record's own ``cluster``: the `cluster` value of the
+    records that topology describes (DESIGN's common optional field, on the topology record
+    too; home28), or None.  A ``cluster`` that is no `cluster` value raises TopologyError."""
     for rec in read_records(path):
         if isinstance(rec, Record) and rec.topic == TOPOLOGY_TOPIC:
+            where = f"{path} (topology record)"
             value = rec.value if isinstance(rec.value, dict) else {}
             text, fmt = value.get("text"), value.get("format")
             if not isinstance(text, str) or fmt not in ("faultline", "slurm"):
-                raise TopologyError(f"{path} (topology record)", rec.line, None,
+                raise TopologyError(where, rec.line, None,
                                     "needs 'format' (faultline or slurm) and 'text'")
-            return Topology.from_text(text, source=f"{path} (topology record)", fmt=fmt)
-        return None
+            cluster = value.get("cluster")
+            if cluster is not None:
+                try:
+                    check_home(cluster)
+                except ValueError as exc:
+                    raise TopologyError(where, rec.line, "cluster", str(exc)) from None
+            return Topology.from_text(text, source=where, fmt=fmt), cluster
+        return None, None
+    return None, None
     return None

@@ -61,10 +61,11 @@ class LogResult:
 def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None,
                thresholds: Thresholds | None = None,
                on_alert: Callable[[Alert, float], None] | None = None,
-               on_progress: Callable[[int], None] | None = None) -> LogResult:
-    """Replay one log through a fresh engine."""
+               on_progress: Callable[[int], None] | None = None,
+               home_cluster: str | None = None) -> LogResult:
+    """Replay one log through a fresh engine (``home_cluster``: see Engine)."""
     res = LogResult(str(path))
-    eng = Engine(thresholds, topology)
+    eng = Engine(thresholds, topology, home_cluster)
     t0 = time.perf_counter()
     telemetry = frozenset(TELEMETRY_TOPICS)
 

@@ -26,6 +26,10 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topology", default=env("FAULTLINE_TOPOLOGY"),
                    help="topology file: faultline format or Slurm topology.conf "
                    "[env FAULTLINE_TOPOLOGY]")
+    p.add_argument("--home-cluster", default=env("FAULTLINE_HOME_CLUSTER"),
+                   help="the `cluster` value of the records the topology describes (records "
+                   "without one join it; default: the log's topology record's `cluster`, else "
+                   "the first value read) [env FAULTLINE_HOME_CLUSTER]")
     p.add_argument("--alerts-out", default=env("FAULTLINE_ALERTS_OUT"),
                    help="write alert records here (.jsonl or .jsonl.gz) [env FAULTLINE_ALERTS_OUT]")
     p.add_argument("--quiet", action="store_true", help="print only the scorecard")
@@ -57,14 +61,15 @@ def _run_replay(args: argparse.Namespace) -> int:
 
     thresholds = Settings.load(args.config).engine_thresholds()  # [thresholds], [recovery]
     topology = load_topology(args.topology)
-    from replay.log import log_files, log_topology
+    from replay.log import log_files, log_head
     files = log_files(args.logs)
     if not files:
         raise ValueError(f"no incident logs found in {' '.join(args.logs)}")
     all_alerts: list[Alert] = []
     unreadable = 0
     for path in files:
-        topo = topology or log_topology(path)  # --topology wins over the log's own
+        topo, home = log_head(path) if topology is None else (topology, None)
+        home = args.home_cluster or home  # --topology / --home-cluster win over the log's own
         where = "" if topo is None else f"  (topology {topo.name}" + (
             ", from the log)" if topology is None else ")")
         print(f"== {path}{where}", flush=True)
@@ -75,7 +80,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
         with progress(f"replay {path.name}") as on_progress:
             res = replay_log(path, topology=topo, thresholds=thresholds, on_alert=on_alert,
-                             on_progress=on_progress)
+                             on_progress=on_progress, home_cluster=home)
         why = res.unreadable()
         if why:
             print(f"faultline replay: {path}: nothing could be read: {why}", file=sys.stderr)

@@ -22,6 +22,7 @@ _SERVE_FLAGS = (
     ("--group-id", "group_id", str, "consumer group shared by the workers"),
     ("--topic-prefix", "topic_prefix", str, "prepended to every topic name"),
     ("--topology", "topology", str, "topology file"),
+    ("--home-cluster", "home_cluster", str, "the `cluster` value the topology describes"),
     ("--workdir", "state_dir", str, "working directory (status file, Faust data)"),
     ("--metrics-port", "metrics_port", int, "Prometheus /metrics port; 0: none"),
     ("--metrics-addr", "metrics_addr", str, "address /metrics listens on (default 127.0.0.1)"),

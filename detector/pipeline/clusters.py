@@ -10,6 +10,17 @@ one cluster is never split in two); each other value has a unit of its own, made
 record, without the topology.  :class:`ClusterSlots` is that bookkeeping: which value is home,
 the others' units, at most :data:`MAX_CLUSTERS` in all, and their part of a snapshot.
 
+Which value is home (home28, round 28), the same rule in every stage and both drivers:
+
+1. the configured one (``faultline replay --home-cluster``, ``[service] home_cluster``: the
+   `cluster` value of the records the topology describes);
+2. else a log's topology record's own ``cluster`` (:func:`replay.log.log_head`; replay);
+3. else the first value the stage reads (round 27's rule) -- which in the service each
+   partition decides alone: with several cluster values and a topology, configure it.
+
+A home once known is kept in the snapshot (key ``cluster``), split or not: a stage restored
+mid-stream does not take the next value it reads for its home.
+
 >>> slots = ClusterSlots(lambda c: f"unit of {c}")
 >>> slots.is_home(None), slots.is_home("east"), slots.cluster   # the first value read
 (True, True, 'east')
@@ -22,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from detector.events import MAX_NAME_CHARS
 from detector.statecodec import refuse_unless
 
 # Distinct `cluster` values one stage keeps apart (its home and this many less one others): a
@@ -29,6 +41,16 @@ from detector.statecodec import refuse_unless
 MAX_CLUSTERS = 16
 
 U = TypeVar("U")
+
+
+def check_home(home: str) -> str:
+    """``home`` if it is a `cluster` value the contract allows (DESIGN's bounds on a name),
+    else ValueError: a configured home cluster that no record could carry is a typo."""
+    if type(home) is not str or not home or len(home) > MAX_NAME_CHARS \
+            or not home.isprintable():
+        raise ValueError(f"home cluster {home!r}: not a `cluster` value (a name of 1 to "
+                         f"{MAX_NAME_CHARS} printable characters)")
+    return home
 
 
 class ClusterSlots(Generic[U]):
@@ -40,8 +62,11 @@ class ClusterSlots(Generic[U]):
 
     __slots__ = ("cluster", "others", "_make")
 
-    def __init__(self, make: Callable[[str], U]) -> None:
-        self.cluster: str | None = None   # the home cluster (None: no value read yet)
+    def __init__(self, make: Callable[[str], U], home: str | None = None) -> None:
+        if home is not None:
+            check_home(home)
+        # the home cluster: the configured one, else the first value read (None: none yet)
+        self.cluster: str | None = home
         self.others: dict[str, U] = {}    # every other value's unit, in order of first record
         self._make = make
 
@@ -79,20 +104,24 @@ class ClusterSlots(Generic[U]):
     # -- state ---------------------------------------------------------------------------
 
     def put(self, state: dict[str, Any], entry: Callable[[str, U], list[Any]]) -> None:
-        """The split into a stage's ``state`` (keys ``cluster``, ``others``: only when split);
-        ``entry(cluster, unit)``: a unit's list, its cluster first."""
-        if self.others:
+        """The split into a stage's ``state``: ``cluster`` once a home is known, ``others`` only
+        when split; ``entry(cluster, unit)``: a unit's list, its cluster first.  (A state of
+        round 27 has ``cluster`` only when split: its home is taken afresh, as it was.)"""
+        if self.cluster is not None:
             state["cluster"] = self.cluster
+        if self.others:
             state["others"] = [entry(c, u) for c, u in self.others.items()]
 
     def take(self, state: dict[str, Any], width: int, unit: Callable[[list[Any]], U]) -> bool:
         """The split a stage's ``state`` holds, if any (whether it holds one);
         :class:`~detector.statecodec.SnapshotRefused` when it is malformed.  ``unit(entry)``:
         the unit of an entry of ``width`` items whose cluster is checked (refuses the rest)."""
-        others = state.get("others")
+        others, cluster = state.get("others"), state.get("cluster")
         if others is None:
+            if "cluster" in state:
+                refuse_unless(type(cluster) is str, "a cluster split is malformed")
+                self.cluster = cluster  # (the snapshot's home wins over a configured one)
             return False
-        cluster = state.get("cluster")
         refuse_unless(type(cluster) is str and type(others) is list
                       and 0 < len(others) < MAX_CLUSTERS, "a cluster split is malformed")
         self.cluster = cluster

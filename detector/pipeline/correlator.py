@@ -158,7 +158,8 @@ class CorrelatorPartition:
     def __init__(self, partition: int, thresholds: Thresholds | None = None,
                  topology: Topology | None = None, *, expected: Iterable[str] = (),
                  now: float = 0.0, source_timeout_s: float = 30.0,
-                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25) -> None:
+                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
+                 home: str | None = None) -> None:
         self.partition = partition
         self.cfg = thresholds or Thresholds()
         self.topology = topology
@@ -170,13 +171,13 @@ class CorrelatorPartition:
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
         # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the home cluster's --
-        # the first `cluster` value of a finding, every finding with none, and the
-        # topology's; each other value has its own in ``others`` (correlator, seen; no
+        # ``home`` (configured) or the first `cluster` value of a finding, every finding with
+        # none, and the topology's; each other value has its own in ``others`` (correlator, seen; no
         # topology), made at its first finding (detector.pipeline.clusters, as
         # SourcePartition's).  Findings of a cluster past MAX_CLUSTERS are counted in
         # ``invalid`` and dropped.
         self.clusters: ClusterSlots[tuple[Correlator, dict[str, set[str]]]] = ClusterSlots(
-            self._new_correlator)
+            self._new_correlator, home)
         self.others = self.clusters.others  # (the same dict)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its
@@ -251,25 +252,26 @@ class CorrelatorPartition:
                 topology: Topology | None = None, *, expected: Iterable[str] = (),
                 now: float = 0.0, source_timeout_s: float = 30.0,
                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
-                codec: StateCodec = UNSIGNED) -> CorrelatorPartition:
+                codec: StateCodec = UNSIGNED, home: str | None = None) -> CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
                                 Correlator, "not a findings partition's state")
         return cls.from_state(state, partition, offset, topology, expected=expected, now=now,
                               source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
-                              fed_grace_s=fed_grace_s)
+                              fed_grace_s=fed_grace_s, home=home)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], partition: int, offset: int,
                    topology: Topology | None = None, *, expected: Iterable[str] = (),
                    now: float = 0.0, source_timeout_s: float = 30.0,
-                   empty_grace_s: float = 5.0, fed_grace_s: float = 0.25
-                   ) -> CorrelatorPartition:
-        """The partition :meth:`state` described, with what a snapshot never holds given back."""
+                   empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
+                   home: str | None = None) -> CorrelatorPartition:
+        """The partition :meth:`state` described, with what a snapshot never holds given back
+        (``home``: the configured home cluster; a home the state names wins)."""
         _check_state(state)
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
-                   fed_grace_s=fed_grace_s)
+                   fed_grace_s=fed_grace_s, home=home)
         part.correlator = state["correlator"]
         part.correlator.attach(topology, part.was_seen)
         for name, src in state["sources"].items():

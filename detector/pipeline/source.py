@@ -158,7 +158,7 @@ class SourcePartition:
     def __init__(self, topic: str, partition: int, findings_partitions: int,
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
                  *, now: float = 0.0, wall_clock: Callable[[], float] | None = None,
-                 hold_ahead: bool = False) -> None:
+                 hold_ahead: bool = False, home: str | None = None) -> None:
         self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
         self.partition = partition
         self.source = f"{topic}:{partition}"
@@ -166,11 +166,14 @@ class SourcePartition:
         # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
         self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
         # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the home
-        # cluster's -- the first `cluster` value read, every record with none, and the
-        # topology's; each other value has monitors of its own in ``others`` (no topology),
-        # made at its first record (detector.pipeline.clusters).  With zero or one value
-        # nothing changes: no key of the split in the state or messages.
-        self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors)
+        # cluster's -- ``home`` (configured) or the first `cluster` value read, every record
+        # with none, and the topology's; each other value has monitors of its own in
+        # ``others`` (no topology), made at its first record (detector.pipeline.clusters).
+        self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors, home)
+        # The findings partition of a finding with no `cluster` (a trainer's step rows): the
+        # configured home's, where its cluster's findings meet (not each source's own guess).
+        self.home_key = (home or DEFAULT_CLUSTER).encode()
+        self._home_partition = findings_partition(home, findings_partitions)
         self.others = self.clusters.others  # (the same dict)
         self.too_many_clusters = 0
         self._wall_clock = wall_clock
@@ -195,8 +198,8 @@ class SourcePartition:
         """What :meth:`snapshot` saves, as data (also a part of the Engine's snapshot)."""
         state = {"v": SNAPSHOT_VERSION, "monitors": self.monitors, "idle_seq": self._idle_seq,
                  "events": self.events, "invalid": self.invalid, "held": self.held}
+        self.clusters.put(state, lambda c, m: [c, m])
         if self.others:
-            self.clusters.put(state, lambda c, m: [c, m])
             state["too_many_clusters"] = self.too_many_clusters
         return state
 
@@ -204,23 +207,25 @@ class SourcePartition:
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
                 codec: StateCodec = UNSIGNED, wall_clock: Callable[[], float] | None = None,
-                hold_ahead: bool = False) -> SourcePartition:
+                hold_ahead: bool = False, home: str | None = None) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"{topic}:{partition}@{offset}", "monitors",
                                 Monitors, "not a telemetry partition's state")
         return cls.from_state(state, topic, partition, findings_partitions, offset, topology,
-                              now=now, wall_clock=wall_clock, hold_ahead=hold_ahead)
+                              now=now, wall_clock=wall_clock, hold_ahead=hold_ahead, home=home)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], topic: str, partition: int,
                    findings_partitions: int, offset: int, topology: Topology | None, *,
                    now: float = 0.0, wall_clock: Callable[[], float] | None = None,
-                   hold_ahead: bool = False) -> SourcePartition:
-        """The partition :meth:`state` described, with what a snapshot never holds given back."""
+                   hold_ahead: bool = False, home: str | None = None) -> SourcePartition:
+        """The partition :meth:`state` described, with what a snapshot never holds given back
+        (``home``: the configured home cluster; a home the state names wins)."""
         refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
                       and type(state.get("held", [])) is list, "a count or held is malformed")
         state["monitors"].check_restored()
-        part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead)
+        part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead,
+                   home=home)
         part.monitors = state["monitors"]
         part.monitors.attach(topology, wall_clock)
         part.offset = offset
@@ -465,9 +470,13 @@ class SourcePartition:
         for k, f in enumerate(found, first):
             while mark is not None and k - first >= mark[1]:
                 mark = next(marks, None)
-            cluster = f.cluster or DEFAULT_CLUSTER
+            cluster = f.cluster
             tag = finding_tag(clock if mark is None else mark[0], f)
-            emits.append(Emit(findings_partition(cluster, parts), cluster.encode(), dumps(
+            if cluster is None:
+                part, key = self._home_partition, self.home_key
+            else:
+                part, key = findings_partition(cluster, parts), cluster.encode()
+            emits.append(Emit(part, key, dumps(
                 {"type": "finding", "source": self.source, "id": [offset, k], "tag": tag,
                  "arrived": arrived, "finding": f.to_dict()})))
 
@@ -513,7 +522,10 @@ class SourcePartition:
             msg = {"type": "seen", "source": source, "node": node, "what": what}
             if cluster is not None:  # (its correlator partition may keep clusters apart)
                 msg["cluster"] = cluster
-            emits.append(Emit(findings_partition(cluster, parts), b"seen", dumps(msg)))
+                part = findings_partition(cluster, parts)
+            else:
+                part = self._home_partition
+            emits.append(Emit(part, b"seen", dumps(msg)))
 
         def forget(cluster: str | None, node: str, what: str) -> None:
             # A forgotten node's cluster is not known any more: every correlator hears it.

@@ -147,7 +147,8 @@ class DetectorService:
             thresholds=self.thresholds, topology=topology, hold_back_s=settings.hold_back_s,
             idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
             wall_clock=wall, codec=self.codec,
-            trace=StageTrace() if settings.trace_stages else None, local_findings=True)
+            trace=StageTrace() if settings.trace_stages else None, local_findings=True,
+            home_cluster=settings.home_cluster)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
