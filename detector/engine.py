@@ -24,6 +24,7 @@ Its whole state goes to bytes and back as data (detector.statecodec).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from detector.alerts import Alert
@@ -46,16 +47,18 @@ class Engine:
     """The pipeline in one process: telemetry records in, alerts out."""
 
     def __init__(self, thresholds: Thresholds | None = None,
-                 topology: Topology | None = None, home_cluster: str | None = None) -> None:
+                 topology: Topology | None = None, home_cluster: str | None = None,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
         """``home_cluster``: the `cluster` value of the records ``topology`` describes (and
-        of those without one); None: the first value read (detector.pipeline.clusters)."""
+        of those without one); None: the first value read (detector.pipeline.clusters).
+        ``topologies``: other clusters' topologies, by `cluster` value (home_cluster named)."""
         self.cfg = thresholds or Thresholds()
         self.topology = topology
         # A log has its own time: records far ahead of it wait for others to agree (admit).
         self.source = SourcePartition(SOURCE, 0, 1, self.cfg, topology, hold_ahead=True,
-                                      home=home_cluster)
+                                      home=home_cluster, topologies=topologies)
         self.stage = CorrelatorPartition(0, self.cfg, topology, expected=(self.source.source,),
-                                         home=home_cluster)
+                                         home=home_cluster, topologies=topologies)
         self._src = self.stage.sources[self.source.source]
         self._found: list[Finding] = []  # process()'s, reused (one allocation less per record)
 
@@ -222,7 +225,8 @@ class Engine:
 
     @classmethod
     def restore(cls, blob: bytes, topology: Topology | None = None,
-                codec: StateCodec = UNSIGNED, home_cluster: str | None = None) -> Engine:
+                codec: StateCodec = UNSIGNED, home_cluster: str | None = None,
+                topologies: Mapping[str, Topology] | None = None) -> Engine:
         """The engine a :meth:`snapshot` saved; :class:`SnapshotRefused` if it is not one."""
         what = "not an engine's state"
         state = codec.decode(blob, "engine")
@@ -232,10 +236,11 @@ class Engine:
         stage = checked_state(state.get("correlator"), "correlator", Correlator, what)
         eng = cls.__new__(cls)
         eng.source = SourcePartition.from_state(source, SOURCE, 0, 1, state["offset"],
-                                                topology, hold_ahead=True, home=home_cluster)
+                                                topology, hold_ahead=True, home=home_cluster,
+                                                topologies=topologies)
         eng.stage = CorrelatorPartition.from_state(stage, 0, -1, topology,
                                                    expected=(eng.source.source,),
-                                                   home=home_cluster)
+                                                   home=home_cluster, topologies=topologies)
         eng.cfg = eng.source.monitors.cfg
         eng.topology = topology
         eng._src = eng.stage.sources[eng.source.source]

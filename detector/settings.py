@@ -159,6 +159,9 @@ class Settings:
         "service", "the `cluster` value of the records the topology describes, which records "
         "without `cluster` join too; unset: each partition's first value read (set it when "
         "one stream carries several clusters)"))
+    cluster_topologies: tuple[str, ...] = field(default=(), metadata=_opt(
+        "service", "other clusters' topology files, CLUSTER=FILE each (home_cluster named; the "
+        "home's is topology); a cluster without one runs without a topology"))
     snapshot_interval_s: float = field(default=5.0, metadata=_opt(
         "service", "wall seconds between state snapshots of each partition"))
     heartbeat_interval_s: float = field(default=1.0, metadata=_opt(

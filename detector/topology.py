@@ -63,7 +63,8 @@ from dataclasses import dataclass, replace
 from detector import hostlist as _hostlist
 from detector.hostlist import TooManyNames, compress_hostlist, expand_hostlist
 
-__all__ = ["Topology", "TopologyError", "compress_hostlist", "expand_hostlist"]
+__all__ = ["Topology", "TopologyError", "compress_hostlist", "expand_hostlist",
+           "load_by_cluster"]
 
 FAULTLINE, SLURM = "faultline", "slurm"
 GPU_LIMIT = 1 << 24  # GPUs a node: the contract's bound on a GPU index
@@ -267,6 +268,23 @@ class Topology:
         return (f"<Topology {self.name!r}: {len(self._nodes)} nodes, "
                 f"{sum(self._gpus.values())} GPUs, {len(self._switches)} switches, "
                 f"{len(self._domain_nodes)} NVLink domains>")
+
+
+def load_by_cluster(entries: Iterator[str] | list[str] | tuple[str, ...]
+                    ) -> dict[str, Topology]:
+    """``CLUSTER=FILE`` entries (``--cluster-topology``, ``[service] cluster_topologies``):
+    each other cluster's topology, by its `cluster` value; ValueError for an entry that is
+    not one, or a cluster named twice."""
+    out: dict[str, Topology] = {}
+    for entry in entries:
+        cluster, eq, path = entry.partition("=")
+        cluster, path = cluster.strip(), path.strip()
+        if not eq or not cluster or not path:
+            raise ValueError(f"cluster topology {entry!r}: expected CLUSTER=FILE")
+        if cluster in out:
+            raise ValueError(f"cluster topology {entry!r}: cluster {cluster!r} named twice")
+        out[cluster] = Topology.load(path)
+    return out
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -143,25 +143,41 @@ def log_topology(path: str | os.PathLike[str]) -> Topology | None:
     return log_head(path)[0]
 
 
-def log_head(path: str | os.PathLike[str]) -> tuple[Topology | None, str | None]:
-    """:func:`log_topology`, and the record's own ``cluster``: the `cluster` value of the
+class LogHead(NamedTuple):
+    """The topology records at a log's head (:func:`log_head`)."""
+
+    topology: Topology | None            # the first one's: the home cluster's
+    cluster: str | None                  # its own ``cluster``: the home cluster, if it says
+    others: dict[str, Topology]          # the ones after it, each naming its ``cluster``
+
+
+def log_head(path: str | os.PathLike[str]) -> LogHead:
+    """:func:`log_topology`, with the record's own ``cluster`` -- the `cluster` value of the
     records that topology describes (DESIGN's common optional field, on the topology record
-    too; home28), or None.  A ``cluster`` that is no `cluster` value raises TopologyError."""
+    too; home28) -- and the other clusters' topologies: topology records right after it, each
+    with its ``cluster``.  A record that does not parse, a ``cluster`` that is no `cluster`
+    value, or a later record without one (or naming a cluster twice) raises TopologyError."""
+    head = LogHead(None, None, {})
     for rec in read_records(path):
-        if isinstance(rec, Record) and rec.topic == TOPOLOGY_TOPIC:
-            where = f"{path} (topology record)"
-            value = rec.value if isinstance(rec.value, dict) else {}
-            text, fmt = value.get("text"), value.get("format")
-            if not isinstance(text, str) or fmt not in ("faultline", "slurm"):
-                raise TopologyError(where, rec.line, None,
-                                    "needs 'format' (faultline or slurm) and 'text'")
-            cluster = value.get("cluster")
-            if cluster is not None:
-                try:
-                    check_home(cluster)
-                except ValueError as exc:
-                    raise TopologyError(where, rec.line, "cluster", str(exc)) from None
-            return Topology.from_text(text, source=where, fmt=fmt), cluster
-        return None, None
-    return None, None
-    return None
+        if not (isinstance(rec, Record) and rec.topic == TOPOLOGY_TOPIC):
+            break
+        where = f"{path} (topology record)"
+        value = rec.value if isinstance(rec.value, dict) else {}
+        text, fmt = value.get("text"), value.get("format")
+        if not isinstance(text, str) or fmt not in ("faultline", "slurm"):
+            raise TopologyError(where, rec.line, None,
+                                "needs 'format' (faultline or slurm) and 'text'")
+        cluster = value.get("cluster")
+        if cluster is not None or head.topology is not None:
+            try:
+                check_home(cluster)
+            except ValueError as exc:
+                raise TopologyError(where, rec.line, "cluster", str(exc)) from None
+        if head.topology is not None and (cluster == head.cluster or cluster in head.others):
+            raise TopologyError(where, rec.line, "cluster", f"{cluster!r}: a second topology")
+        topo = Topology.from_text(text, source=where, fmt=fmt)
+        if head.topology is None:
+            head = LogHead(topo, cluster, {})
+        else:
+            head.others[cluster] = topo
+    return head

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from detector.alerts import ALERT_TOPICS, Alert, FiredAlert, Label
@@ -62,10 +62,11 @@ def replay_log(path: str | os.PathLike[str], *, topology: Topology | None = None
                thresholds: Thresholds | None = None,
                on_alert: Callable[[Alert, float], None] | None = None,
                on_progress: Callable[[int], None] | None = None,
-               home_cluster: str | None = None) -> LogResult:
-    """Replay one log through a fresh engine (``home_cluster``: see Engine)."""
+               home_cluster: str | None = None,
+               topologies: Mapping[str, Topology] | None = None) -> LogResult:
+    """Replay one log through a fresh engine (``home_cluster``, ``topologies``: see Engine)."""
     res = LogResult(str(path))
-    eng = Engine(thresholds, topology, home_cluster)
+    eng = Engine(thresholds, topology, home_cluster, topologies)
     t0 = time.perf_counter()
     telemetry = frozenset(TELEMETRY_TOPICS)
 

@@ -157,6 +157,10 @@ def _service_run(home: str | None) -> tuple[PipelineWorker, list]:
     """Partition 1 holds west's rows, partition 0 east's; the findings partition reads west's
     DBE first (its worker fetched partition 1 first) while the topology is east's."""
     w = _worker(home)
+    return w, _drive(w)
+
+
+def _drive(w: PipelineWorker) -> list:
     findings: list[tuple[bytes, bytes]] = []
     alerts: list = []
     pos = 0
@@ -182,7 +186,7 @@ def _service_run(home: str | None) -> tuple[PipelineWorker, list]:
             take(w.process({("findings", 0): new}, now, lambda tp, off: True))
         else:
             take(w.release_all(now))
-    return w, alerts
+    return alerts
 
 
 def test_the_service_stages_take_the_configured_home():
@@ -266,3 +270,104 @@ def test_the_setting_reaches_the_worker():
     s = Settings.load(env={"FAULTLINE_HOME_CLUSTER": "east"})
     assert s.home_cluster == "east"
     assert "home_cluster" in s.to_toml()
+
+
+# -- one topology per cluster ----------------------------------------------------------------
+
+WEST = Topology.from_text("""Topology=west Version=1
+NodeSet=gpu-[001-008] Gpus=8 Nics=mlx5_[0-7]
+SwitchName=leaf-w1 Nodes=gpu-[001-008]
+""")
+
+
+def test_another_cluster_runs_with_its_own_topology():
+    eng = Engine(topology=EAST, home_cluster="east", topologies={"west": WEST})
+    alerts = []
+    for ev in _west_first():
+        alerts += eng.process(ev)
+    assert eng.source.others["west"].topology is WEST
+    assert eng.stage.others["west"][0].topology is WEST
+    assert _topology_of(alerts) == {"west": "full", "east": "full"}
+
+
+def test_a_restored_other_cluster_gets_its_topology_back():
+    eng = Engine(topology=EAST, home_cluster="east", topologies={"west": WEST})
+    eng.process(_ecc(1_000.0, "west"))
+    eng = Engine.restore(eng.snapshot(), EAST, home_cluster="east", topologies={"west": WEST})
+    assert eng.source.others["west"].topology is WEST
+    assert eng.stage.others["west"][0].topology is WEST
+    assert _topology_of(eng.process(_ecc(1_001.0, "west", dbe=True))) == {"west": "full"}
+
+
+@pytest.mark.parametrize(("home", "topologies"), [
+    (None, {"west": WEST}),      # no home named: the first value read could be west
+    ("east", {"east": WEST}),    # the home's topology is the topology
+    ("east", {"": WEST}),        # no cluster value
+])
+def test_a_topology_per_cluster_is_refused_when_it_cannot_be_placed(home, topologies):
+    with pytest.raises(ValueError):
+        Engine(topology=EAST, home_cluster=home, topologies=topologies)
+    with pytest.raises(ValueError):
+        PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic="findings",
+                       findings_partitions=1, home_cluster=home, topologies=topologies)
+
+
+def test_the_service_stages_give_each_cluster_its_topology():
+    w = _worker("east")
+    w.topologies = {"west": WEST}
+    w.sources = {(ECC, p): w.new_partition((ECC, p), 0.0) for p in (0, 1)}  # type: ignore
+    w.correlators = {("findings", 0): w.new_partition(("findings", 0), 0.0)}  # type: ignore
+    alerts = _drive(w)
+    assert _topology_of(alerts) == {"west": "full", "east": "full"}
+
+
+def test_replay_reads_a_topology_record_per_cluster(tmp_path):
+    from detector.cli.main import main
+    from replay.log import log_head, read_records
+    path = tmp_path / "two.jsonl"
+    recs = [{"topic": "topology", "value": {"format": "faultline", "text": EAST.text,
+                                            "cluster": "east"}},
+            {"topic": "topology", "value": {"format": "faultline", "text": WEST.text,
+                                            "cluster": "west"}}]
+    recs += [{"topic": ECC, "value": orjson.loads(_msg(ev))} for ev in _west_first()]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    head = log_head(path)
+    assert head.cluster == "east" and list(head.others) == ["west"]
+    out = tmp_path / "alerts.jsonl"
+    assert main(["replay", str(path), "--quiet", "--alerts-out", str(out)]) == 0
+    got = {r.value["cluster"]: r.value["evidence"]["conditions"]["topology"]
+           for r in read_records(out) if r.value.get("status") == "firing"}
+    assert got == {"west": "full", "east": "full"}
+    # --cluster-topology, with --topology and --home-cluster: the same
+    (tmp_path / "east.topo").write_text(EAST.text)
+    (tmp_path / "west.topo").write_text(WEST.text)
+    out2 = tmp_path / "alerts2.jsonl"
+    assert main(["replay", str(path), "--quiet", "--alerts-out", str(out2), "--topology",
+                 str(tmp_path / "east.topo"), "--home-cluster", "east", "--cluster-topology",
+                 f"west={tmp_path / 'west.topo'}"]) == 0
+    assert {r.value["cluster"]: r.value["evidence"]["conditions"]["topology"]
+            for r in read_records(out2) if r.value.get("status") == "firing"} == got
+
+
+def test_a_second_topology_record_must_name_its_cluster(tmp_path):
+    from detector.topology import TopologyError
+    from replay.log import log_head
+    path = tmp_path / "x.jsonl"
+    recs = [{"topic": "topology", "value": {"format": "faultline", "text": EAST.text,
+                                            "cluster": "east"}},
+            {"topic": "topology", "value": {"format": "faultline", "text": WEST.text}}]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    with pytest.raises(TopologyError, match="cluster"):
+        log_head(path)
+
+
+def test_cluster_topologies_setting_and_entries(tmp_path):
+    from detector.settings import Settings
+    from detector.topology import load_by_cluster
+    (tmp_path / "west.topo").write_text(WEST.text)
+    s = Settings.load(env={"FAULTLINE_HOME_CLUSTER": "east",
+                           "FAULTLINE_CLUSTER_TOPOLOGIES": f"west={tmp_path / 'west.topo'}"})
+    assert load_by_cluster(s.cluster_topologies)["west"].name == "west"
+    for bad in (["west"], ["=x"], [f"west={tmp_path / 'west.topo'}"] * 2):
+        with pytest.raises(ValueError):
+            load_by_cluster(bad)

@@ -30,6 +30,10 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    help="the `cluster` value of the records the topology describes (records "
                    "without one join it; default: the log's topology record's `cluster`, else "
                    "the first value read) [env FAULTLINE_HOME_CLUSTER]")
+    p.add_argument("--cluster-topology", action="append", metavar="CLUSTER=FILE", default=[],
+                   help="another cluster's topology file (repeatable; --home-cluster named, its "
+                   "topology --topology): default, the log's topology records after its "
+                   "first, each with its `cluster`")
     p.add_argument("--alerts-out", default=env("FAULTLINE_ALERTS_OUT"),
                    help="write alert records here (.jsonl or .jsonl.gz) [env FAULTLINE_ALERTS_OUT]")
     p.add_argument("--quiet", action="store_true", help="print only the scorecard")
@@ -56,11 +60,13 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.speed is not None:
         raise ValueError("--speed paces production into Kafka: use it with --to-kafka")
     from detector.settings import Settings
+    from detector.topology import load_by_cluster
     from replay.log import write_records
     from replay.runner import replay_log
 
     thresholds = Settings.load(args.config).engine_thresholds()  # [thresholds], [recovery]
     topology = load_topology(args.topology)
+    cluster_topologies = load_by_cluster(args.cluster_topology)
     from replay.log import log_files, log_head
     files = log_files(args.logs)
     if not files:
@@ -68,8 +74,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     all_alerts: list[Alert] = []
     unreadable = 0
     for path in files:
-        topo, home = log_head(path) if topology is None else (topology, None)
+        topo, home, others = log_head(path) if topology is None else (topology, None, {})
         home = args.home_cluster or home  # --topology / --home-cluster win over the log's own
+        others = {**others, **cluster_topologies}
         where = "" if topo is None else f"  (topology {topo.name}" + (
             ", from the log)" if topology is None else ")")
         print(f"== {path}{where}", flush=True)
@@ -80,7 +87,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
         with progress(f"replay {path.name}") as on_progress:
             res = replay_log(path, topology=topo, thresholds=thresholds, on_alert=on_alert,
-                             on_progress=on_progress, home_cluster=home)
+                             on_progress=on_progress, home_cluster=home, topologies=others)
         why = res.unreadable()
         if why:
             print(f"faultline replay: {path}: nothing could be read: {why}", file=sys.stderr)

@@ -30,11 +30,14 @@ mid-stream does not take the next value it reads for its home.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from detector.events import MAX_NAME_CHARS
 from detector.statecodec import refuse_unless
+
+if TYPE_CHECKING:
+    from detector.topology import Topology
 
 # Distinct `cluster` values one stage keeps apart (its home and this many less one others): a
 # record of one more is refused ("too_many_clusters": dead-lettered, counted), changing nothing.
@@ -51,6 +54,23 @@ def check_home(home: str) -> str:
         raise ValueError(f"home cluster {home!r}: not a `cluster` value (a name of 1 to "
                          f"{MAX_NAME_CHARS} printable characters)")
     return home
+
+
+def other_topologies(home: str | None, topologies: Mapping[str, Topology] | None
+                     ) -> dict[str, Topology]:
+    """The topologies of clusters other than the home one, by `cluster` value (a stage's
+    ``topologies``: each other cluster's units get theirs); ValueError unless the home is
+    configured and not among them (the home's is the stage's ``topology``)."""
+    if not topologies:
+        return {}
+    if home is None:
+        raise ValueError("a topology per cluster needs the home cluster named (home_cluster): "
+                         "else the first value read would be home, whatever its topology")
+    if home in topologies:
+        raise ValueError(f"cluster {home!r} is the home cluster: its topology is the topology")
+    for name in topologies:
+        check_home(name)
+    return dict(topologies)
 
 
 class ClusterSlots(Generic[U]):

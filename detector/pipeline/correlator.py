@@ -11,7 +11,7 @@ import heapq
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from detector import hang, host_node, job_pace, lemon
@@ -26,7 +26,7 @@ from detector.findings import (
     decode_message,
     finding_of,
 )
-from detector.pipeline.clusters import ClusterSlots
+from detector.pipeline.clusters import ClusterSlots, other_topologies
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
@@ -159,7 +159,8 @@ class CorrelatorPartition:
                  topology: Topology | None = None, *, expected: Iterable[str] = (),
                  now: float = 0.0, source_timeout_s: float = 30.0,
                  empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
-                 home: str | None = None) -> None:
+                 home: str | None = None,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
         self.partition = partition
         self.cfg = thresholds or Thresholds()
         self.topology = topology
@@ -178,6 +179,8 @@ class CorrelatorPartition:
         # ``invalid`` and dropped.
         self.clusters: ClusterSlots[tuple[Correlator, dict[str, set[str]]]] = ClusterSlots(
             self._new_correlator, home)
+        # Other clusters' topologies, by cluster value (not state: given back on restore).
+        self.topologies = other_topologies(home, topologies)
         self.others = self.clusters.others  # (the same dict)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its
@@ -221,7 +224,7 @@ class CorrelatorPartition:
 
     def _new_correlator(self, cluster: str) -> tuple[Correlator, dict[str, set[str]]]:
         seen: dict[str, set[str]] = {}
-        return Correlator(self.cfg, None, _seen_in(seen)), seen
+        return Correlator(self.cfg, self.topologies.get(cluster), _seen_in(seen)), seen
 
     def correlator_for(self, cluster: str | None) -> Correlator | None:
         """The correlator of ``cluster`` (see ``clusters``); None past MAX_CLUSTERS."""
@@ -252,26 +255,28 @@ class CorrelatorPartition:
                 topology: Topology | None = None, *, expected: Iterable[str] = (),
                 now: float = 0.0, source_timeout_s: float = 30.0,
                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
-                codec: StateCodec = UNSIGNED, home: str | None = None) -> CorrelatorPartition:
+                codec: StateCodec = UNSIGNED, home: str | None = None,
+                topologies: Mapping[str, Topology] | None = None) -> CorrelatorPartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
                                 Correlator, "not a findings partition's state")
         return cls.from_state(state, partition, offset, topology, expected=expected, now=now,
                               source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
-                              fed_grace_s=fed_grace_s, home=home)
+                              fed_grace_s=fed_grace_s, home=home, topologies=topologies)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], partition: int, offset: int,
                    topology: Topology | None = None, *, expected: Iterable[str] = (),
                    now: float = 0.0, source_timeout_s: float = 30.0,
                    empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
-                   home: str | None = None) -> CorrelatorPartition:
+                   home: str | None = None,
+                   topologies: Mapping[str, Topology] | None = None) -> CorrelatorPartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back
         (``home``: the configured home cluster; a home the state names wins)."""
         _check_state(state)
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
-                   fed_grace_s=fed_grace_s, home=home)
+                   fed_grace_s=fed_grace_s, home=home, topologies=topologies)
         part.correlator = state["correlator"]
         part.correlator.attach(topology, part.was_seen)
         for name, src in state["sources"].items():
@@ -286,7 +291,7 @@ class CorrelatorPartition:
             refuse_unless(type(entry[1]) is Correlator, "a cluster split is malformed")
             _check_state({"released": 0.0, "heap": [], "sources": {}, "seen": entry[2],
                           "correlator": entry[1], "counts": (0, 0, 0, 0)})
-            entry[1].attach(None, _seen_in(entry[2]))
+            entry[1].attach(part.topologies.get(entry[0]), _seen_in(entry[2]))
             return entry[1], entry[2]
 
         part.clusters.take(state, 3, correlator)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import math
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from operator import itemgetter, lt
 from typing import Any, NamedTuple
@@ -58,7 +58,7 @@ from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
-from detector.pipeline.clusters import ClusterSlots
+from detector.pipeline.clusters import ClusterSlots, other_topologies
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec, refuse_unless
 from detector.thresholds import Thresholds
@@ -158,7 +158,8 @@ class SourcePartition:
     def __init__(self, topic: str, partition: int, findings_partitions: int,
                  thresholds: Thresholds | None = None, topology: Topology | None = None,
                  *, now: float = 0.0, wall_clock: Callable[[], float] | None = None,
-                 hold_ahead: bool = False, home: str | None = None) -> None:
+                 hold_ahead: bool = False, home: str | None = None,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
         self.topic = topic                  # the contract name, e.g. "telemetry.ecc"
         self.partition = partition
         self.source = f"{topic}:{partition}"
@@ -170,6 +171,8 @@ class SourcePartition:
         # with none, and the topology's; each other value has monitors of its own in
         # ``others`` (no topology), made at its first record (detector.pipeline.clusters).
         self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors, home)
+        # Other clusters' topologies, by cluster value (not state: given back on restore).
+        self.topologies = other_topologies(home, topologies)
         # The findings partition of a finding with no `cluster` (a trainer's step rows): the
         # configured home's, where its cluster's findings meet (not each source's own guess).
         self.home_key = (home or DEFAULT_CLUSTER).encode()
@@ -207,25 +210,28 @@ class SourcePartition:
     def restore(cls, topic: str, partition: int, findings_partitions: int, offset: int,
                 blob: bytes, topology: Topology | None = None, *, now: float = 0.0,
                 codec: StateCodec = UNSIGNED, wall_clock: Callable[[], float] | None = None,
-                hold_ahead: bool = False, home: str | None = None) -> SourcePartition:
+                hold_ahead: bool = False, home: str | None = None,
+                topologies: Mapping[str, Topology] | None = None) -> SourcePartition:
         """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
         state = partition_state(codec, blob, f"{topic}:{partition}@{offset}", "monitors",
                                 Monitors, "not a telemetry partition's state")
         return cls.from_state(state, topic, partition, findings_partitions, offset, topology,
-                              now=now, wall_clock=wall_clock, hold_ahead=hold_ahead, home=home)
+                              now=now, wall_clock=wall_clock, hold_ahead=hold_ahead, home=home,
+                              topologies=topologies)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], topic: str, partition: int,
                    findings_partitions: int, offset: int, topology: Topology | None, *,
                    now: float = 0.0, wall_clock: Callable[[], float] | None = None,
-                   hold_ahead: bool = False, home: str | None = None) -> SourcePartition:
+                   hold_ahead: bool = False, home: str | None = None,
+                   topologies: Mapping[str, Topology] | None = None) -> SourcePartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back
         (``home``: the configured home cluster; a home the state names wins)."""
         refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
                       and type(state.get("held", [])) is list, "a count or held is malformed")
         state["monitors"].check_restored()
         part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead,
-                   home=home)
+                   home=home, topologies=topologies)
         part.monitors = state["monitors"]
         part.monitors.attach(topology, wall_clock)
         part.offset = offset
@@ -235,7 +241,7 @@ class SourcePartition:
         def monitors(entry: list[Any]) -> Monitors:
             refuse_unless(type(entry[1]) is Monitors, "a cluster split is malformed")
             entry[1].check_restored()
-            entry[1].attach(None, wall_clock)
+            entry[1].attach(part.topologies.get(entry[0]), wall_clock)
             return entry[1]
 
         if part.clusters.take(state, 2, monitors):
@@ -257,7 +263,8 @@ class SourcePartition:
         return max(self.monitors.clock, *(m.clock for m in self.others.values()))
 
     def _new_monitors(self, cluster: str) -> Monitors:
-        return Monitors(self.monitors.cfg, None, wall_clock=self._wall_clock)
+        return Monitors(self.monitors.cfg, self.topologies.get(cluster),
+                        wall_clock=self._wall_clock)
 
     def monitors_for(self, ev: Event) -> Monitors:
         """The monitors of ``ev``'s cluster (see ``clusters``); :class:`InvalidMessage`

@@ -35,6 +35,7 @@ from detector.pipeline.arrival import (
     Lateness,
     median,
 )
+from detector.pipeline.clusters import other_topologies
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
 from detector.statecodec import UNSIGNED, StateCodec
@@ -151,7 +152,8 @@ class PipelineWorker:
                  hold_back_s: float = 0.25, idle_advance_s: float = 5.0,
                  source_timeout_s: float = 30.0, wall_clock: Callable[[], float] | None = None,
                  codec: StateCodec = UNSIGNED, trace: StageTrace | None = None,
-                 local_findings: bool = False, home_cluster: str | None = None) -> None:
+                 local_findings: bool = False, home_cluster: str | None = None,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
         self.telemetry_topics = dict(telemetry_topics)  # topic name -> contract name
         self.findings_topic = findings_topic
         self.findings_partitions = findings_partitions
@@ -161,6 +163,8 @@ class PipelineWorker:
         # The `cluster` value the topology describes, and records without one join: every
         # stage's home (detector.pipeline.clusters); None: each stage's first value read.
         self.home_cluster = home_cluster
+        # other clusters' topologies, by value (checked here: a worker refuses to start)
+        self.topologies = other_topologies(home_cluster, topologies)
         self.hold_back_s = hold_back_s
         self.idle_advance_s = idle_advance_s
         self.source_timeout_s = source_timeout_s
@@ -206,10 +210,12 @@ class PipelineWorker:
             return self._traced(CorrelatorPartition(
                 tp[1], self.thresholds, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
-                fed_grace_s=self.hold_back_s, home=self.home_cluster))
+                fed_grace_s=self.hold_back_s, home=self.home_cluster,
+                topologies=self.topologies))
         return SourcePartition(self.telemetry_topics[tp[0]], tp[1], self.findings_partitions,
                                self.thresholds, self.topology, now=now,
-                               wall_clock=self.wall_clock, home=self.home_cluster)
+                               wall_clock=self.wall_clock, home=self.home_cluster,
+                               topologies=self.topologies)
 
     def restore_partition(self, tp: TopicPartition, offset: int, blob: bytes, now: float
                           ) -> SourcePartition | CorrelatorPartition:
@@ -218,11 +224,12 @@ class PipelineWorker:
             return self._traced(CorrelatorPartition.restore(
                 tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
-                fed_grace_s=self.hold_back_s, codec=self.codec, home=self.home_cluster))
+                fed_grace_s=self.hold_back_s, codec=self.codec, home=self.home_cluster,
+                topologies=self.topologies))
         return SourcePartition.restore(self.telemetry_topics[tp[0]], tp[1],
                                        self.findings_partitions, offset, blob, self.topology,
                                        now=now, codec=self.codec, wall_clock=self.wall_clock,
-                                       home=self.home_cluster)
+                                       home=self.home_cluster, topologies=self.topologies)
 
     def _traced(self, part: CorrelatorPartition) -> CorrelatorPartition:
         if self.trace is not None:

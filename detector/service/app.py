@@ -50,7 +50,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,7 +86,7 @@ from detector.service.kafka_io import (
 from detector.service.state_store import StateStore, encode_value, snapshot_key, start_positions
 from detector.settings import Settings
 from detector.statecodec import SnapshotRefused
-from detector.topology import Topology
+from detector.topology import Topology, load_by_cluster
 
 if TYPE_CHECKING:
     from detector.metrics import WorkerMetrics
@@ -108,6 +108,7 @@ class DetectorService:
     """The worker's partitions, output and snapshots, wired to a Faust app."""
 
     def __init__(self, settings: Settings, *, topology: Topology | None = None,
+                 topologies: Mapping[str, Topology] | None = None,
                  partitions: dict[str, int], metrics: WorkerMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
@@ -148,7 +149,7 @@ class DetectorService:
             idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
             wall_clock=wall, codec=self.codec,
             trace=StageTrace() if settings.trace_stages else None, local_findings=True,
-            home_cluster=settings.home_cluster)
+            home_cluster=settings.home_cluster, topologies=topologies)
         self._held: dict[TP, SourcePartition | CorrelatorPartition] = {}
         self._snapped: dict[TP, tuple[int, float]] = {}
         self._state_bytes: dict[TP, int] = {}
@@ -689,6 +690,7 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
         check_supported()  # loudly, before anything starts: the batch path leans on internals
     tune_interpreter()
     topology = Topology.load(settings.topology) if settings.topology else None
+    topologies = load_by_cluster(settings.cluster_topologies)
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     partitions = ensure_topics(settings)
     metrics = None
@@ -701,8 +703,8 @@ def run(settings: Settings, *, on_force: Callable[[int], None]) -> int:
         metrics = WorkerMetrics(registry, topics=[settings.topic(t) for t in TELEMETRY_TOPICS])
         serve_metrics(registry, settings.metrics_port, settings.metrics_addr)
         log.info("metrics on %s:%d/metrics", settings.metrics_addr, settings.metrics_port)
-    service = DetectorService(settings, topology=topology, partitions=partitions,
-                              metrics=metrics)
+    service = DetectorService(settings, topology=topology, topologies=topologies,
+                              partitions=partitions, metrics=metrics)
     # override_logging=False: keep detector.logs' handler (caps, redaction, rate limit)
     # instead of mode's, which would print aiokafka's SASL exchange at debug.
     worker = ServiceWorker(service.app, loglevel=settings.log_level.upper(), quiet=True,
