@@ -18,6 +18,14 @@ first W records warmed the engine; creation and warm-up out of the count):
 ``--many``: the same records through ``Engine.process_many`` in chunks of 500 (the
 batch path of samples, detector.quiet) instead of ``Engine.process`` one by one.
 
+``--worker``: the service's worker instead of the Engine -- the records as Kafka message bytes,
+cut into 8 partitions a topic and handed to a fresh ``PipelineWorker`` a pass as
+bench/pipeline_throughput.py does (batches of 40 a partition, a heartbeat every 20 batches, the
+findings messages fed back): decode, the partitions' monitors, the findings codec and the
+correlator, everything the worker spends an event but Kafka's client (3 passes - 1 pass):
+
+    python bench/engine_callgrind.py --worker             # ~2 minutes of CPU
+
 (``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
 in two worktrees; about 2 minutes of CPU each run at the default prefix.
 """
@@ -90,15 +98,43 @@ def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
     return len(events)
 
 
-def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False
-          ) -> tuple[int, int]:
+def worker_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--worker``: ``n`` passes of a fresh PipelineWorker over the first
+    ``prefix`` telemetry records (as bench/pipeline_throughput.py feeds it)."""
+    import orjson
+
+    from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
+    from bench.pipeline_throughput import partitioned, run_pipeline
+    from detector.events import TELEMETRY_TOPICS
+    from detector.topology import Topology
+    from replay.log import open_log
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    msgs = []
+    telemetry = set(TELEMETRY_TOPICS)
+    with open_log(DEFAULT_LOG) as f:
+        for line in f:
+            rec = orjson.loads(line)
+            if rec["topic"] in telemetry:
+                msgs.append((rec["topic"], orjson.dumps(rec["value"])))
+                if len(msgs) == prefix:
+                    break
+    queues = partitioned(msgs, 8)
+    for _ in range(n):
+        run_pipeline(queues, topo, 40, 20)
+    return len(msgs)
+
+
+def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
+          worker: bool = False) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
     toggle = ["--toggle-collect=functools_reduce"] if warm else []
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
          sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
-         "--warm", str(warm), *(["--many"] if many else [])],
+         "--warm", str(warm), *(["--many"] if many else []),
+         *(["--worker"] if worker else [])],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -113,10 +149,21 @@ def main() -> int:
                     "WARM..prefix alone, after WARM records warmed one engine")
     ap.add_argument("--many", action="store_true", help="Engine.process_many in chunks of "
                     "500 instead of Engine.process a record")
+    ap.add_argument("--worker", action="store_true", help="the service's PipelineWorker "
+                    "on the records' message bytes (decode, monitors, findings codec, "
+                    "correlator) instead of the Engine on decoded records")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
-        print(passes(args.passes, args.prefix, args.warm, args.many))
+        print(worker_passes(args.passes, args.prefix) if args.worker
+              else passes(args.passes, args.prefix, args.warm, args.many))
+        return 0
+    if args.worker:
+        with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
+            one, records = count(1, args.prefix, Path(tmp) / "one.out", worker=True)
+            three, _ = count(3, args.prefix, Path(tmp) / "three.out", worker=True)
+        print(f"worker: {(three - one) / (2 * records):,.0f} instructions/event "
+              f"({records:,} records, 1 pass {one:,}, 3 passes {three:,})")
         return 0
     if args.warm:
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:

@@ -92,6 +92,9 @@ def _absent(per: dict[int, list[float]], gpu: int, now: float) -> bool:
     """``gpu`` absent on this topic: MIN_SIBLINGS siblings reported AFTER times past it, the
     newest (``now``, the node's own time) long enough after it."""
     last = per[gpu][-1]
+    if now - last < MIN_S:
+        return False  # (no sibling can count: each needs now - last >= MIN_S at least -- the
+        #              usual GPU, heard within the scan; the loop was 1 % of the worker's CPU)
     n = 0
     for g, times in per.items():
         if g != gpu and len(times) >= AFTER and times[-AFTER] > last and now - last >= max(
