@@ -174,3 +174,17 @@ def test_absent_shortcut_is_the_sibling_loop() -> None:
             kinds[want] += 1
             assert gpu_missing._absent(per, g, now) is want
     assert min(kinds) > 100  # (both answers, many times)
+
+
+def test_bench_worker_pass_and_ab_inner_run() -> None:
+    # The two bench entry points this room added run on a small prefix: engine_callgrind's
+    # --worker pass (the PipelineWorker over the incident's message bytes) and engine_ab's
+    # inner run in a checkout (this one), which reports both parts' CPU seconds.
+    from pathlib import Path
+
+    from bench import engine_ab, engine_callgrind
+
+    assert engine_callgrind.worker_passes(1, 3000) == 3000
+    res = engine_ab.run(Path(engine_ab.ROOT), 3000)
+    assert res["records"] == 3000
+    assert all(res[p] > 0.0 for p in engine_ab.PARTS)
