@@ -196,7 +196,11 @@ class Monitors:
         if ts > clock:
             if ts - clock > AHEAD_S:
                 if ts - clock > MAX_AHEAD_S:
-                    self.check_ahead(ev)  # raises unless the jump is real
+                    try:
+                        self.check_ahead(ev)  # raises unless the jump is real
+                    except InvalidMessage:
+                        self._names.refused(ev.node, self._seen)  # (it decides no name)
+                        raise
                     self._maker = [ev.node, {}, ev.ts]  # a first clock: one node's so far
                 elif clock > -math.inf:
                     if ts - clock <= SKEW_S and self._jump and not self.unconfirmed:

@@ -30,11 +30,13 @@ never orphaned by a later answer): with no topology, an FQDN heard before any st
 of its host named the short form stays itself.  Bounded against untrusted names: at most
 ``MAX_NAMES`` names decided and kept, as many step names and as many aliases (at most one
 a known name); past that a new name is itself (a decision not kept would not be stable) and
-is not learnt.  A node whose units are all pruned forgets its names (Monitors.prune_units), and
-the step names follow the jobs kept.  State (:mod:`detector.statecodec`): the three tables; the
-index of first labels and the reverse of the aliases are rebuilt on restore.  One table a
-Monitors: in the service a sample partition resolves by the topology (it sees no steps), and
-"reports the kind itself" is judged within the partition.
+is not learnt; a record refused for its time keeps no decision of a name no unit is under
+(:meth:`NodeNames.refused`).  A node whose units are all pruned forgets its names
+(Monitors.prune_units), and the step names follow the jobs kept.  State
+(:mod:`detector.statecodec`): the three tables (of names a record could carry, or the restore
+is refused); the index of first labels and the reverse of the aliases are rebuilt on restore.
+One table a Monitors: in the service a sample partition resolves by the topology (it sees no
+steps), and "reports the kind itself" is judged within the partition.
 
 >>> from detector.events import ThermalSample
 >>> from detector.topology import Topology
@@ -56,7 +58,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from detector.events import EccSample, NicSample, ThermalSample
+from detector.events import MAX_NAME_CHARS, EccSample, NicSample, ThermalSample
 from detector.topology import Topology
 
 MAX_NAMES = 65536    # names decided and kept (each a name heard from); as many step names
@@ -65,6 +67,13 @@ _LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
 _MAX_DNS_CHARS = 253
 _AMBIGUOUS = ""      # a first label of two or more known dotted names: no short name maps
 _KIND: dict[type, str] = {ThermalSample: "thermal", EccSample: "ecc", NicSample: "nic"}
+
+
+def _name(x: Any) -> bool:
+    """A node name a record could carry (DESIGN's bounds: 1-256 characters, printable): an
+    alias's target is written into every later record of its name, so into alert scopes and
+    dedup keys (review28: a forged one put escapes, bidi overrides, '' or 100 kB there)."""
+    return type(x) is str and 0 < len(x) <= MAX_NAME_CHARS and x.isprintable()
 
 
 def dns_name(name: str) -> bool:
@@ -131,6 +140,15 @@ class NodeNames:
         if other is not None:
             del self.alias[other]
 
+    def refused(self, node: str, seen: dict[str, set[str]]) -> None:
+        """A record under ``node`` (its name resolved) was refused (Monitors.check_ahead:
+        ``ts_out_of_range``): what it decided is not kept when no unit is under the name
+        (``seen``: Monitors._seen; nor a step name) -- DESIGN: an invalid record changes no
+        state (review28: a flood of refused records under new names filled ``plain`` for
+        good, and every later name was itself: no FQDN rule)."""
+        if node not in seen and node not in self.steps:
+            self.forget(node)
+
     def keep_steps(self, names: set[str], seen: dict[str, set[str]]) -> None:
         """Only the step names the jobs kept use (Monitors.sweep dropped idle jobs); a name
         dropped that no unit is kept under (``seen``: Monitors._seen) is forgotten."""
@@ -185,9 +203,8 @@ class NodeNames:
         return (type(self.alias) is dict and type(self.plain) is set and type(self.steps) is set
                 and len(self.plain) <= MAX_NAMES and len(self.steps) <= MAX_NAMES
                 and len(self.alias) <= MAX_NAMES
-                and all(type(k) is str and type(v) is str for k, v in self.alias.items())
-                and all(type(n) is str for n in self.plain)
-                and all(type(n) is str for n in self.steps))
+                and all(_name(k) and _name(v) for k, v in self.alias.items())
+                and all(map(_name, self.plain)) and all(map(_name, self.steps)))
 
     def stats(self) -> dict[str, int]:
         return {"node_aliases": len(self.alias)}

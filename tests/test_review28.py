@@ -1,0 +1,154 @@
+"""review28: a new maintainer's review of round 27's code (clusters27's per-cluster split,
+b17name's node names, o3node, b17clock Q1, review27's restore checks).  Each finding's test fails
+on main 1541298; a finding in a file another room owns this round is a strict xfail that says
+what is wrong; the controls pass on both."""
+
+from __future__ import annotations
+
+import pytest
+
+import detector.node_names as nn
+from detector.engine import Engine
+from detector.events import EccSample, InvalidMessage
+from detector.monitors import Monitors
+from detector.statecodec import SnapshotRefused
+from detector.testing import T0, ecc, feed, step, thermal
+from tests.test_b17name import FQDN, SHORT, _xid74
+
+# -- node_names: a refused record decides no name ---------------------------------------------
+
+FAR = 10 ** 6  # s past the clock: a ts no partition takes (MAX_AHEAD_S is 300 s)
+
+
+def _refused(mon: Monitors, names: list[str]) -> None:
+    """A record under each name, each too far ahead of the clock (and of the one before it: no
+    three agree on a jump): every one refused, ts_out_of_range."""
+    for k, name in enumerate(names):
+        with pytest.raises(InvalidMessage, match="ts_out_of_range"):
+            mon.process(thermal(T0 + FAR * (k + 1), name, 0), [])
+
+
+def test_a_record_refused_for_its_time_keeps_no_name() -> None:
+    # main 1541298: Monitors.process resolves a record's name before its time is checked, so
+    # each refused record left its name in NodeNames.plain -- no unit under it, so no prune
+    # ever forgot it (DESIGN: an invalid record "changes no state").
+    mon = Monitors(topology=SHORT)
+    mon.process(thermal(T0, "gn01", 0), [])
+    _refused(mon, [f"junk-{k}.example.org" for k in range(50)] + [FQDN])
+    assert mon._names.plain == {"gn01"} and mon._names.alias == {}
+
+
+def test_a_flood_of_refused_names_leaves_the_fqdn_rule_working() -> None:
+    # main 1541298: MAX_NAMES refused records under new names filled `plain` for good; every
+    # later name was then itself -- gn02's FQDN rows a node of their own (blind17 N1 again).
+    mon = Monitors(topology=SHORT)
+    mon.process(thermal(T0, "gn01", 0), [])
+    _refused(mon, [f"junk-{k}" for k in range(nn.MAX_NAMES)])
+    mon.process(thermal(T0 + 1, FQDN, 3), [])
+    assert (FQDN, 3) not in mon._thermal and ("gn02", 3) in mon._thermal
+
+
+def test_a_name_with_a_unit_under_it_keeps_its_decision_when_a_record_is_refused() -> None:
+    # (the control: a refused record of a node heard from forgets nothing -- its unit would be
+    # orphaned under a name decided afresh)
+    mon = Monitors(topology=SHORT)
+    mon.process(thermal(T0, FQDN, 3), [])
+    _refused(mon, [FQDN, "gn02"])
+    assert mon._names.alias == {FQDN: "gn02"}
+    mon.process(thermal(T0 + 1, FQDN, 3), [])
+    assert ("gn02", 3) in mon._thermal and len(mon._thermal) == 1
+
+
+def test_an_fqdn_refused_before_the_job_named_its_host_joins_the_node_later() -> None:
+    # With no topology the job's step records name the node.  An FQDN row too far ahead,
+    # before any step of its host: main 1541298 kept the decision the refused row made
+    # (itself: nothing knew gn02 yet) -- the XID after the job named gn02 paged a node of
+    # its own (what test_b17name's no-topology case pages without the refused row: gn02)
+    eng = Engine()
+    eng.process(ecc(T0 - 5, "gn01", 0))
+    with pytest.raises(InvalidMessage):
+        eng.monitors.process(ecc(T0 + FAR, FQDN, 1), [])
+    jobs = [step(T0 + k, r, k, node="gn02", gpu=r) for k in range(3) for r in range(2)]
+    alerts = feed(eng, [*jobs, *_xid74(FQDN, T0 + 30)])
+    assert [(a.kind, a.scope.key) for a in alerts if a.status == "firing"] == [
+        ("hardware", "gpu:gn02/1")]
+
+
+# -- node_names: a forged table's names ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("where", "name"), [
+    ("target", "\x1b[2Jgn02"), ("target", "gn\u202e20"), ("target", ""), ("target", "x" * 257),
+    ("key", "\x07" + FQDN), ("plain", "a\nb"), ("steps", "")])
+def test_a_forged_name_table_naming_no_possible_node_is_refused(where: str, name: str) -> None:
+    # main 1541298: NodeNames.valid checked the tables' types only; a forged alias target is
+    # written into every later record of its name, so into alert scopes and dedup keys -- an
+    # escape sequence, a bidi override, '' or 100 kB (DESIGN bars them from every record)
+    eng = Engine(topology=SHORT)
+    feed(eng, [ecc(T0, FQDN, 1), ecc(T0 + 10, FQDN, 1)], finish=False)
+    names = eng.monitors._names
+    if where == "target":
+        names.alias = {FQDN: name}
+    elif where == "key":
+        names.alias = {**names.alias, name: "gn03"}
+    else:
+        getattr(names, where).add(name)
+    with pytest.raises(SnapshotRefused, match="Monitors._names"):
+        Engine.restore(eng.snapshot(), SHORT)
+
+
+def test_a_sound_name_table_restores() -> None:
+    eng = Engine(topology=SHORT)
+    feed(eng, [ecc(T0, FQDN, 1), ecc(T0 + 10, FQDN, 1), ecc(T0, "x" * 256, 1)], finish=False)
+    assert Engine.restore(eng.snapshot(), SHORT).monitors._names.alias == {FQDN: "gn02"}
+
+
+# -- clusters27's split: the first cluster's name in the snapshot (home28's file: not fixed) -----
+
+
+def _dbe(ts: float, cluster: str) -> EccSample:
+    return EccSample(ts, "gpu-004", 3, 0, 1, 0, 1, True, False, 48, 0, 0, 0, 0, "none",
+                     cluster=cluster)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "review28, open (home28's per-cluster slots, detector/pipeline/source.py + correlator.py): "
+    "SourcePartition.state / CorrelatorPartition.state save `cluster` only with `others`, so a "
+    "snapshot taken while one cluster value was read restores with no first cluster; the next "
+    "value read becomes the first and takes the first cluster's monitors and correlator -- "
+    "east's units and open page go to west (west's rows read on east's counters), and east's "
+    "next DBE row opens a second page in a fresh correlator (DESIGN: a worker kill "
+    "doubles no page).  Fix: save `cluster` whenever it is set (an optional key: old "
+    "snapshots restore as before)"))
+def test_a_snapshot_of_one_cluster_value_keeps_the_clusters_apart() -> None:
+    first = [_dbe(1_000.0 + 30 * k, "east") for k in range(4)]
+    rest = [_dbe(1_150.0, "west"), *(_dbe(1_150.0 + 30 * k, "east") for k in range(1, 4))]
+    whole = Engine()
+    expected = [(a.status, a.scope.key, a.cluster) for a in feed(whole, first + rest)]
+    assert expected == [("firing", "gpu:gpu-004/3", "east"), ("firing", "gpu:gpu-004/3", "west"),
+                        *expected[2:]]
+    eng = Engine()
+    got = feed(eng, first, finish=False)
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    eng = Engine.restore(eng.snapshot())
+    got += feed(eng, rest)
+    assert [(a.status, a.scope.key, a.cluster) for a in got] == expected
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "review28, open (home28's per-cluster slots, detector/pipeline/correlator.py): "
+    "CorrelatorPartition.seen of a cluster past MAX_CLUSTERS (correlator_for: None; a findings "
+    "partition of the service hears the clusters of many source partitions, each keeping 16) "
+    "adds the node to the first cluster's `seen`: its was_seen then says the first cluster's "
+    "node of that name reports the kind, though only another cluster's does (its findings "
+    "are dropped as invalid; its notices should be too)"))
+def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
+    from detector.pipeline.correlator import CorrelatorPartition
+    from detector.pipeline.source import MAX_CLUSTERS
+    from detector.thresholds import Thresholds
+    part = CorrelatorPartition(0, Thresholds())
+    for k in range(MAX_CLUSTERS):
+        part.seen(f"node-{k}", "ecc", f"c{k}")
+    assert part.cluster == "c0" and len(part.others) == MAX_CLUSTERS - 1
+    part.seen("node-x", "ecc", "one-more")
+    assert not part.was_seen("node-x", "ecc")
