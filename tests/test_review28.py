@@ -5,6 +5,8 @@ what is wrong; the controls pass on both."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 import detector.node_names as nn
@@ -152,3 +154,67 @@ def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
     assert part.cluster == "c0" and len(part.others) == MAX_CLUSTERS - 1
     part.seen("node-x", "ecc", "one-more")
     assert not part.was_seen("node-x", "ecc")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "review28, open (home28's per-cluster slots, detector/pipeline/source.py): "
+    "SourcePartition.monitors_for makes a cluster's Monitors before its record is checked, and "
+    "keeps them for good: a record refused ts_out_of_range (the service's path) takes one of "
+    "the MAX_CLUSTERS slots (DESIGN: an invalid record changes no state), so 15 such records "
+    "under new cluster values dead-letter every record of a real second cluster as "
+    "too_many_clusters -- for good, and in the snapshot.  (A slot is never given back either: a "
+    "cluster heard once holds it after its units would be pruned -- its Monitors' clock "
+    "moves only with its own records.)"))
+def test_a_record_refused_for_its_time_takes_no_cluster_slot() -> None:
+    import orjson
+
+    from detector.pipeline.source import MAX_CLUSTERS, SourcePartition
+
+    def row(ts: float, cluster: str) -> bytes:
+        return orjson.dumps({"ts": ts, "node": "gpu-004", "gpu": 3, "cluster": cluster})
+
+    src = SourcePartition("telemetry.ecc", 0, 1, wall_clock=lambda: T0)  # (the service's)
+    rows = [row(T0, "east")] + [row(T0 + FAR * (k + 1), f"junk-{k}") for k in range(MAX_CLUSTERS)]
+    rows.append(row(T0 + 1, "west"))
+    dead: list = []
+    for k, raw in enumerate(rows):  # (one by one: the record path)
+        src.process([(k, b"gpu-004", raw, None)], 0.0, [], dead)
+    assert ["ts_out_of_range" in d.reason for d in dead] == [True] * MAX_CLUSTERS
+    assert sorted(src.others) == ["west"]
+
+
+def _nan_loss_on_west(clusters: tuple[str, ...]) -> list[tuple]:
+    """A job of one name on node-000 in each of ``clusters`` (8 ranks, healthy); west's rank 3
+    reports a NaN loss from step 40 (dead-lettered, salvaged as a NonFinite: SDC evidence)."""
+    import msgspec
+
+    from detector.testing import healthy_job
+    evs = sorted(((s.ts, c, s) for c in clusters for s in healthy_job(
+        ranks=8, steps=60, t0=T0 + (0.3 if c == "west" else 0.0))), key=lambda x: x[0])
+    eng, alerts = Engine(), []
+    for _, c, s in evs:
+        value = {k: v for k, v in msgspec.structs.asdict(s).items() if v is not None}
+        value["cluster"] = c
+        if c == "west" and s.rank == 3 and s.step >= 40:
+            value["loss"] = float("nan")
+        with contextlib.suppress(InvalidMessage):  # (the NaN rows: dead-lettered, salvaged)
+            eng.ingest("telemetry.step", value, alerts)
+    return [(a.kind, a.scope.key, a.cluster) for a in alerts + eng.finish()
+            if a.status == "firing"]
+
+
+def test_a_nan_loss_of_one_cluster_alone_pages_its_gpu() -> None:
+    # (the control: west alone)
+    assert _nan_loss_on_west(("west",)) == [("sdc", "gpu:node-000/3", "west")]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "review28, open (the per-cluster split's NaN path: detector/decoding._salvage, "
+    "events.NonFinite, SourcePartition.process / Engine.process_nonfinite -- home28's routing): "
+    "a step dead-lettered for a NaN loss is salvaged as a NonFinite that drops `cluster`, and "
+    "goes to the first cluster's monitors: west's NaN loss, in a job whose name east's job "
+    "shares (blind18's odd seeds), is paged as east's node-000/3 -- an SDC drain of east's "
+    "healthy GPU, west's unsaid.  (NonFinite is in the snapshot schema: a field there is a "
+    "schema change; the cluster can travel beside it instead)"))
+def test_a_nan_loss_of_one_cluster_is_paged_in_that_cluster() -> None:
+    assert _nan_loss_on_west(("east", "west")) == [("sdc", "gpu:node-000/3", "west")]
