@@ -218,3 +218,45 @@ def test_a_nan_loss_of_one_cluster_alone_pages_its_gpu() -> None:
     "schema change; the cluster can travel beside it instead)"))
 def test_a_nan_loss_of_one_cluster_is_paged_in_that_cluster() -> None:
     assert _nan_loss_on_west(("east", "west")) == [("sdc", "gpu:node-000/3", "west")]
+
+
+def _quiet_then_dbe(west: str) -> tuple[list[tuple], int]:
+    """east's gpu-004 reports every 10 s for 2,000 s; gpu-005 of cluster ``west`` reports for
+    a minute, is quiet 940 s (its collector paused, the node rebooting), then a DBE (XID 48)."""
+    def row(ts: float, node: str, cluster: str, dbe: int = 0) -> EccSample:
+        return EccSample(ts, node, 3, 0, dbe, 0, dbe, bool(dbe), False, 48 if dbe else None,
+                         0, 0, 0, 0, "none", cluster=cluster)
+    evs = [row(1_000.0 + 10 * k, "gpu-004", "east") for k in range(200)]
+    evs += [row(1_001.0 + 10 * k, "gpu-005", west) for k in range(6)]
+    evs += [row(2_001.0, "gpu-005", west, dbe=1),
+            *(row(2_001.0 + 10 * k, "gpu-005", west, dbe=1) for k in range(1, 6))]
+    evs.sort(key=lambda e: e.ts)
+    eng, alerts, refused = Engine(), [], 0
+    for ev in evs:
+        try:
+            alerts += eng.process(ev)
+        except InvalidMessage:
+            refused += 1
+    return [(a.kind, a.scope.key, a.cluster, a.detected_ts) for a in alerts + eng.finish()
+            if a.status == "firing"], refused
+
+
+def test_a_dbe_after_a_quiet_spell_is_paged_within_one_cluster() -> None:
+    # (the control: gpu-005 in east's cluster -- the stream's clock is its clock)
+    assert _quiet_then_dbe("east") == ([("hardware", "gpu:gpu-005/3", "east", 2_001.0)], 0)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "review28, open (home28's per-cluster slots, detector/pipeline/source.py): each cluster's "
+    "Monitors keep a clock of their own that moves only with that cluster's records, and the "
+    "event-time guard (admit / Monitors.check_ahead: MAX_AHEAD_S) judges a record against it: "
+    "a cluster quiet for more than 300 s while another keeps the stream's time has its next "
+    "records refused ts_out_of_range until three agree on a 'jump' -- here west's DBE row "
+    "(XID 48) after 940 s of quiet and the next are dead-lettered, and the DBE is paged 20 s "
+    "late from the third row's counters (target <= 1 s; an XID no counter repeats is lost: "
+    "DESIGN, no timestamp loses a fault).  Before clusters27 the partition's one clock moved "
+    "with every record.  The "
+    "Engine holds only the first cluster's records (SourcePartition.admit reads `monitors`); "
+    "the service refuses at once on every cluster"))
+def test_a_dbe_after_a_quiet_spell_of_another_cluster_is_paged() -> None:
+    assert _quiet_then_dbe("west") == ([("hardware", "gpu:gpu-005/3", "west", 2_001.0)], 0)
