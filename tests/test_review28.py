@@ -105,7 +105,7 @@ def test_a_sound_name_table_restores() -> None:
     assert Engine.restore(eng.snapshot(), SHORT).monitors._names.alias == {FQDN: "gn02"}
 
 
-# -- clusters27's split: the first cluster's name in the snapshot (home28's file: not fixed) -----
+# -- clusters27's split (home28's files this round: findings not fixed here) -----------------
 
 
 def _dbe(ts: float, cluster: str) -> EccSample:
@@ -113,16 +113,12 @@ def _dbe(ts: float, cluster: str) -> EccSample:
                      cluster=cluster)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (home28's per-cluster slots, detector/pipeline/source.py + correlator.py): "
-    "SourcePartition.state / CorrelatorPartition.state save `cluster` only with `others`, so a "
-    "snapshot taken while one cluster value was read restores with no first cluster; the next "
-    "value read becomes the first and takes the first cluster's monitors and correlator -- "
-    "east's units and open page go to west (west's rows read on east's counters), and east's "
-    "next DBE row opens a second page in a fresh correlator (DESIGN: a worker kill "
-    "doubles no page).  Fix: save `cluster` whenever it is set (an optional key: old "
-    "snapshots restore as before)"))
 def test_a_snapshot_of_one_cluster_value_keeps_the_clusters_apart() -> None:
+    # main 1541298: Source/CorrelatorPartition.state saved `cluster` only with `others`; a
+    # snapshot taken while one value was read restored with no first cluster, the next value
+    # read took the first cluster's monitors and correlator, and east's next DBE row opened a
+    # second page (DESIGN: a worker kill doubles no page).  Fixed by home28 (7adb780: the home
+    # cluster kept in the snapshot, split or not) while this review was written: a pin.
     first = [_dbe(1_000.0 + 30 * k, "east") for k in range(4)]
     rest = [_dbe(1_150.0, "west"), *(_dbe(1_150.0 + 30 * k, "east") for k in range(1, 4))]
     whole = Engine()
@@ -145,8 +141,8 @@ def test_a_snapshot_of_one_cluster_value_keeps_the_clusters_apart() -> None:
     "node of that name reports the kind, though only another cluster's does (its findings "
     "are dropped as invalid; its notices should be too)"))
 def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
+    from detector.pipeline.clusters import MAX_CLUSTERS
     from detector.pipeline.correlator import CorrelatorPartition
-    from detector.pipeline.source import MAX_CLUSTERS
     from detector.thresholds import Thresholds
     part = CorrelatorPartition(0, Thresholds())
     for k in range(MAX_CLUSTERS):
@@ -157,8 +153,9 @@ def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (home28's per-cluster slots, detector/pipeline/source.py): "
-    "SourcePartition.monitors_for makes a cluster's Monitors before its record is checked, and "
+    "review28, open (home28's per-cluster slots, detector/pipeline/source.py + clusters.py): "
+    "SourcePartition.monitors_for (ClusterSlots.other) makes a cluster's Monitors before its "
+    "record is checked, and "
     "keeps them for good: a record refused ts_out_of_range (the service's path) takes one of "
     "the MAX_CLUSTERS slots (DESIGN: an invalid record changes no state), so 15 such records "
     "under new cluster values dead-letter every record of a real second cluster as "
@@ -168,7 +165,8 @@ def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
 def test_a_record_refused_for_its_time_takes_no_cluster_slot() -> None:
     import orjson
 
-    from detector.pipeline.source import MAX_CLUSTERS, SourcePartition
+    from detector.pipeline.clusters import MAX_CLUSTERS
+    from detector.pipeline.source import SourcePartition
 
     def row(ts: float, cluster: str) -> bytes:
         return orjson.dumps({"ts": ts, "node": "gpu-004", "gpu": 3, "cluster": cluster})
