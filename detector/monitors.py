@@ -332,9 +332,11 @@ class Monitors:
         taken at ``ts - offset`` (about when they arrived in the fleet's time), on its own
         spacing (:meth:`_deskew`, which measures it again when it jumps further: a clock
         that gets ahead in steps).  The fleet's time moving on is told apart three ways:
-        the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it:
-        collectors in phase, a sparse partition -- so a node ahead just after such a jump
-        takes the clock: blind17 Q2, open); or it leads by ``SKEW_S`` at most (a pause),
+        the stream moves in such jumps (the clock got here by one, within ``AHEAD_S`` of it,
+        that a node which kept the clock made with it: collectors in phase, a sparse
+        partition; a move settled by a node first heard at the new time, or by one taken
+        ahead, is none -- blind17 Q2, :meth:`_settle`); or it leads by ``SKEW_S`` at most
+        (a pause),
         and the next node's record comes at the new time (a candidate, :meth:`_settle`;
         at the old time it is this node's offset); a second node that
         kept the clock jumps with the first, ``SKEW_S`` alike, before the clock moved
@@ -359,7 +361,8 @@ class Monitors:
             # gap) looks the same on this record alone -- the next node's record tells.
             # (Round 27 made a record far ahead just after a jump a candidate too, for
             # blind17 Q2; reverted: a sparse in-phase stream -- tests/test_state_bounds'
-            # churning fleet, 120 s samples -- then paged 15 unattributed escalations.)
+            # churning fleet, 120 s samples -- then paged 15 unattributed escalations, each
+            # tick's first node held at the old time.  Q2 is told by the move before: _settle.)
             if len(skew) < MAX_SKEWED and self._others_near(node):
                 self._cand = [node, lead, clock, ev.ts]
             else:
@@ -414,7 +417,14 @@ class Monitors:
         ahead, at its lead as its offset (:meth:`_deskew` from its next record; the records
         held went at its own time); one at the new time is the fleet's time moving (a pause:
         the clock moves to it), as is the candidate's own time moving on ``AHEAD_S`` with no
-        other node's record."""
+        other node's record.  A stream that moves in jumps (:meth:`_ahead`) it is only when
+        the node whose record moved the clock kept it (a unit of it took a record within
+        ``SKEW_S`` of the old time, and it is not taken at an offset): a node first heard at
+        the new time, or one taken ahead (its records came at the new time before the move),
+        says the fleet's time is there, not that the stream got there by a jump -- the old
+        time may have been one node's, behind (blind17 Q2: a partition's first record ck06's,
+        8 s behind, ck07's at the fleet's time settled by ck01's, taken ahead; ck05's record
+        21 s ahead a second later then took the clock as the stream's next jump)."""
         node, lead, clock, raw = self._cand  # type: ignore[misc]
         if ev.node == node:
             if ev.ts <= raw + AHEAD_S:
@@ -425,7 +435,8 @@ class Monitors:
                 self._skew[node] = [lead, raw, clock + _ALONE_S]
             return
         self._cand = None
-        self._moved = raw
+        if ev.node == node or (ev.node not in self._skew and self._near(ev.node, mine=True)):
+            self._moved = raw  # (a jump of the stream: _ahead)
         if raw > self.clock:
             self.clock = raw
 

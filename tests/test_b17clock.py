@@ -92,15 +92,13 @@ def _opened_by_a_node_behind(skew: float, *, ahead_learnt: bool = False,
     return head + sorted(rest, key=lambda e: e.ts - lag.get(e.node, 0.0))
 
 
-@pytest.mark.xfail(strict=True, raises=(AssertionError, KeyError), reason=(
-    "blind17 Q2, open (node-009 is never taken as skewed: KeyError): the fix (a record far ahead just after a jump is a candidate) was "
-    "reverted in round 27 -- it paged 15 unattributed escalations on test_state_bounds' "
-    "churning fleet"))
 def test_a_node_ahead_just_after_the_time_moved_is_no_clock() -> None:
     # node-009 21 s ahead from the start; the partition's clock first node-005's (8 s behind),
     # moved to the fleet's by node-000/001's records.  main b211495: node-009's first record
     # came while the clock was "moving in jumps" and took it -- job-1's steps decided 21 s
-    # early, node-009 taken at its own time.
+    # early, node-009 taken at its own time.  (Fixed in round 27, reverted -- the churning
+    # fleet -- and fixed again by q2clock, round 28: a stream that moves in jumps moves by
+    # its period, and 21 s is past the 8 s move that brought the clock here.)
     eng = Engine()
     alerts = feed(eng, _opened_by_a_node_behind(21.0))
     assert eng.monitors._skew[SKEWED][0] == pytest.approx(21.0, abs=1.0)

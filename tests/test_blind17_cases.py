@@ -23,13 +23,14 @@ EXPECT: dict[str, tuple] = {
     # early -- a miss and a false positive (7 of 8 clocks logs, tune and held).  Since: a
     # record of a node ahead whose own ts is the clock's again drops the offset (_deskew).
     "Q1-xid-after-clock-step-dated-early": (bc.every_fault_caught, None, 2),
-    "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, (
-        "Q2: ck05's clock 21.2 s ahead (ck06 8.1 s behind and the partition's first record), "
-        "no fault: ck05 takes the clock ('the stream moves in jumps' just after it moved from "
-        "ck06's), the nine other hosts look silent against its ts ('nodes_heard_since': 1) and "
-        "spine-1 is escalated unattributed (tune s1). b17clock's fix (a record far ahead just "
-        "after a jump is a candidate) was reverted in round 27: it paged 15 unattributed "
-        "escalations on test_state_bounds' churning fleet (sparse in-phase 120 s samples)"), 0),
+    # Q2 (fixed by b17clock, round 27, reverted; fixed by q2clock, round 28): ck05's clock
+    # 21.2 s ahead (ck06 8.1 s behind and the partition's first record), no fault: ck05 took
+    # the clock ("the stream moves in jumps" just after it moved 8.3 s from ck06's), the nine
+    # other hosts looked silent against its ts ('nodes_heard_since': 1) and spine-1 was
+    # escalated unattributed (tune s1).  Since: a stream that moves in jumps moves by its
+    # period -- a lead past the move that brought the clock here, by more than AHEAD_S, is
+    # judged as any record ahead (Monitors._ahead), and ck05 is taken at its offset.
+    "Q2-host-ahead-darkens-the-fleet": (bc.nothing_paged, None, 0),
     # N1 (fixed by b17name, round 27: detector/node_names.py): dcgm-exporter names gn06/gn07
     # 'gnNN.pod2.corp.example', the job and the topology 'gnNN' -- one host, one node.
     "N1-fqdn-named-dcgm-rows": (_caught_with_cause, None, 2),
