@@ -196,3 +196,21 @@ def test_a_jittered_churning_fleet_pages_nothing() -> None:
         alerts += eng.process(replace(ev, ts=ev.ts + phase[k]))
     assert sum(a.kind == "unattributed" and a.status == "firing" for a in alerts) == 0
     assert sum(a.kind == "hardware" and a.status == "firing" for a in alerts) == 12
+
+
+def test_the_service_worker_agrees_with_the_replay_on_q2() -> None:
+    # The same Monitors path runs in the service's worker, a partition at a time (telemetry
+    # keyed by node: ck05's records in partitions of their own topic, with a few other hosts'):
+    # the in-memory worker over the Q2 case pages nothing, as the replay now does (main 1541298:
+    # the replay escalated spine-1, the worker -- each partition its own clock -- did not).
+    from replay.log import log_topology
+    from replay.runner import replay_log
+    from tests.blindcases import cases_of
+    from tests.test_service_stages import InMemoryCluster, problems
+    log = cases_of("blind17") / "Q2-host-ahead-darkens-the-fleet.jsonl.gz"
+    topology = log_topology(log)
+    expected = problems(replay_log(log, topology=topology).alerts)
+    svc = InMemoryCluster(log, 0, topology=topology)
+    svc.run()
+    assert problems(svc.alerts) == expected == set()
+    assert svc.dead == []
