@@ -880,9 +880,11 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
     each had ranks there and stepped until it went quiet (within :data:`FAST_RUN_S`), has
     stopped stepping since (:data:`FAST_S`, three of its steps), had ranks on other nodes,
     and those still heard wait for it -- most of their GPUs known since busy (NCCL spinning
-    on a dead peer: a job stopped or ended leaves them idle), no other job stepping there --
-    or went dark with it (a part of the fleet).  A job on this node alone ending as it goes
-    quiet looks the same as its death: none."""
+    on a dead peer: a job stopped or ended leaves them idle), busy without a break since its
+    last step (a GPU that idled after it and is busy again runs new work: the job stopped, a
+    drain, and was requeued before the quiet node was judged -- blind19 O1, b19fix), no other
+    job stepping there -- or went dark with it (a part of the fleet).  A job on this node
+    alone ending as it goes quiet looks the same as its death: none."""
     view = _LayoutView(corr, node, now)
     out = []
     for name, mine, t, others in view.stopped(last - FAST_RUN_S):
@@ -935,9 +937,11 @@ class _LayoutView:
         return {n for n, _ in others if not _dark(self.corr, n)}
 
     def waiting(self, name: str, up: set[str], t: float) -> tuple[int, int]:
-        """(its GPUs on nodes up with thermal samples, those of them busy), once a sample of
-        theirs is due after the stop; (0, 0) before.  A busy node whose idle GPUs were not
-        told (a source before round 22) counts only if the job has it to itself."""
+        """(its GPUs on nodes up with thermal samples, those of them busy since the stop --
+        a busy run begun more than a sample after its last step followed an idle spell: the
+        job stopped there, whatever runs now), once a sample of theirs is due after the stop;
+        (0, 0) before.  A busy node whose idle GPUs were not told (a source before round 22)
+        counts only if the job has it to itself."""
         corr = self.corr
         placement = corr._placement
         seen = corr.seen
@@ -950,7 +954,8 @@ class _LayoutView:
         every = max((corr._interval.get(n, (0.0, 0.0))[0] for n, _ in gpus), default=0.0)
         if self.now < t + max(FAST_S, 1.5 * every):
             return 0, 0
-        return len(gpus), sum(1 for n, g in gpus if corr.gpu_idle(n, g) is not True)
+        return len(gpus), sum(1 for n, g in gpus if corr.gpu_idle(n, g) is not True and not (
+            _is_time(s := corr.busy_since(n, g)) and s > t + max(MOVED_S, every)))
 
     def moved(self, name: str, others: set[Any], t: float) -> bool:
         """Another job stepped on its GPUs since (:func:`_went_on`)."""

@@ -14,12 +14,11 @@ CASES = bc.cases_of("blind19")
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "O1-drained-node-rebooted-paged-silent": (bc.nothing_paged, (
-        "O1: a node the scheduler drained (its job saved on SIGTERM, exited, and is requeued "
-        "elsewhere 40-70 s later) that goes dark 10-25 s after the job's last step for a "
-        "driver upgrade is escalated as a silent node with a stalled job (unattributed, node "
-        "op08, 57 s after it went quiet), and the page stays firing after the node's rows "
-        "return (3 of 4 tune, 1 of 4 held ops logs)"), 0),
+    # O1 fixed by b19fix (round 28): a node drained off its job (it saved on SIGTERM, exited,
+    # and was requeued elsewhere 40-70 s later) that went dark 10-25 s after the job's last
+    # step for a driver upgrade was escalated as a silent node with a stalled job -- its
+    # requeued job's GPUs, busy again, were taken for ranks waiting on a lost peer
+    "O1-drained-node-rebooted-paged-silent": (bc.nothing_paged, None, 0),
     "O2-diag-hw-slowdown-unraised": (bc.every_fault_caught, (
         "O2: HW slowdown 0x8 held for 210 s on one GPU of a drained node under `dcgmi diag -r "
         "3` (clock 1224 MHz against its seven siblings' 1852 at 0x4, power 479 W) raises "
