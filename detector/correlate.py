@@ -679,8 +679,9 @@ class Correlator(PartWindows):
         if topic == ISOLATION and kind == "slow_node" and cause in ("power", "thermal") and (
                 scope.level == "gpu"):
             open_ = self.problems.get(self.dedup_key(topic, kind, scope, f.cluster))
-            why = None if open_ is not None and open_.status == "firing" else (
-                self._gpu_unconfirmed(scope))  # (a GPU page open stays the GPU's)
+            why = (None if open_ is not None and open_.status == "firing"  # (stays the GPU's)
+                   else {} if self._named_by_node_page(scope, f.cluster)  # (stays the node's)
+                   else self._gpu_unconfirmed(scope))
             if why is not None:
                 told, scope = scope.gpu, Scope.of_node(scope.node)  # type: ignore[arg-type]
                 extra = {**(extra or {}), **why}
@@ -731,6 +732,22 @@ class Correlator(PartWindows):
         if refined or wider or another:
             out.append(self._alert(p, detected))
         return p
+
+    def _named_by_node_page(self, scope: Scope, cluster: str | None) -> bool:
+        """GPU ``scope`` is one its node's power or heat page, firing, was raised for
+        (:meth:`_gpu_unconfirmed`: its number in the page's ``gpu_in_telemetry`` /
+        ``gpus_in_telemetry``).  A later raise of that GPU joins the node's page even when
+        the step records now single the GPU out (its rank found slow alone after the page):
+        the same fault, already paged at the unit that holds it, with the GPU named -- a
+        second page at the GPU would page one fault twice (ojoin, round 28: the
+        twenty-seventh reporting corpus's slow_node problems 164 -> 186 after o3node; an
+        intermittent brake's next episode once its rank was slow alone)."""
+        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(
+            scope.node or ""), cluster))
+        if p is None or p.status != "firing":
+            return False
+        told = p.extra.get("gpus_in_telemetry") or [p.extra.get("gpu_in_telemetry")]
+        return scope.gpu in told
 
     def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
         """Why a power or heat isolation of GPU ``scope`` is raised at its node: the GPU's
