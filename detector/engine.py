@@ -102,7 +102,10 @@ class Engine:
         found = self._found
         if found:
             found.clear()  # left by a record the monitors raised on
-        mon.process(ev, found)
+        if mon is src.monitors:
+            mon.process(ev, found)
+        else:
+            src.process_other(mon, ev, found)
         if mon.heard or mon.forgotten or mon.rewound:
             self._pass_seen()
         if found:

@@ -152,17 +152,13 @@ def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
     assert not part.was_seen("node-x", "ecc")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (home28's per-cluster slots, detector/pipeline/source.py + clusters.py): "
-    "SourcePartition.monitors_for (ClusterSlots.other) makes a cluster's Monitors before its "
-    "record is checked, and "
-    "keeps them for good: a record refused ts_out_of_range (the service's path) takes one of "
-    "the MAX_CLUSTERS slots (DESIGN: an invalid record changes no state), so 15 such records "
-    "under new cluster values dead-letter every record of a real second cluster as "
-    "too_many_clusters -- for good, and in the snapshot.  (A slot is never given back either: a "
-    "cluster heard once holds it after its units would be pruned -- its Monitors' clock "
-    "moves only with its own records.)"))
 def test_a_record_refused_for_its_time_takes_no_cluster_slot() -> None:
+    # main 5e7a1ed (review28's finding 6, fixed by clu28): SourcePartition.monitors_for made a
+    # cluster's Monitors before its record was checked and kept them: a record refused
+    # ts_out_of_range (the service's path) took one of the MAX_CLUSTERS slots (DESIGN: an invalid
+    # record changes no state), so 15 of them under new cluster values dead-lettered every record
+    # of a real second cluster as too_many_clusters -- for good, and in the snapshot.  (A slot
+    # of a cluster heard once is still never given back when its units are pruned.)
     import orjson
 
     from detector.pipeline.clusters import MAX_CLUSTERS
@@ -179,6 +175,24 @@ def test_a_record_refused_for_its_time_takes_no_cluster_slot() -> None:
         src.process([(k, b"gpu-004", raw, None)], 0.0, [], dead)
     assert ["ts_out_of_range" in d.reason for d in dead] == [True] * MAX_CLUSTERS
     assert sorted(src.others) == ["west"]
+
+
+def test_a_refused_record_of_a_cluster_heard_from_keeps_its_slot() -> None:
+    # (clu28's control: only monitors made for a refused record give their slot back -- a
+    # cluster with a record taken keeps its units, and the Engine's path gives back too)
+    import orjson
+
+    from detector.pipeline.source import SourcePartition
+
+    def row(ts: float, cluster: str) -> bytes:
+        return orjson.dumps({"ts": ts, "node": "gpu-004", "gpu": 3, "cluster": cluster})
+
+    src = SourcePartition("telemetry.ecc", 0, 1, wall_clock=lambda: T0)
+    dead: list = []
+    for k, raw in enumerate([row(T0, "east"), row(T0, "west"), row(T0 + FAR, "west")]):
+        src.process([(k, b"gpu-004", raw, None)], 0.0, [], dead)
+    assert len(dead) == 1 and sorted(src.others) == ["west"]
+    assert ("gpu-004", 3) in src.others["west"]._ecc
 
 
 def _nan_loss_on_west(clusters: tuple[str, ...]) -> list[tuple]:

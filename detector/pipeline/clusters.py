@@ -110,6 +110,11 @@ class ClusterSlots(Generic[U]):
             unit = self.others[cluster] = self._make(cluster)
         return unit
 
+    def give_back(self, cluster: str) -> None:
+        """Forget the unit :meth:`other` made for ``cluster``'s record when the unit refused
+        it (DESIGN: an invalid record changes no state -- it takes no slot either)."""
+        del self.others[cluster]
+
     def one_value(self, clusters: set[str | None]) -> bool:
         """Whether every record of a batch whose `cluster` values are ``clusters`` goes home
         (sets the home from them when it is the batch's one value)."""

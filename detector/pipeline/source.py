@@ -278,6 +278,18 @@ class SourcePartition:
             raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
         return mon
 
+    def process_other(self, mon: Monitors, ev: Event, found: list[Finding],
+                      through: list[tuple[float, int]] | None = None) -> None:
+        """``ev`` through ``mon``, its cluster's monitors (:meth:`monitors_for`): monitors
+        that refuse it with no record ever taken (made for it) give their slot back -- an
+        invalid record changes no state, and 15 of them must not shut a real cluster out."""
+        try:
+            mon.process(ev, found, through)
+        except InvalidMessage:
+            if mon.clock == -math.inf and mon is not self.monitors:
+                self.clusters.give_back(ev.cluster)  # type: ignore[arg-type]
+            raise
+
     def batch_of_one_cluster(self, evs: list[Any]) -> bool:
         """Whether every record of ``evs`` goes to ``monitors`` (the batch path may take
         them: detector.quiet); sets the home cluster from them."""
@@ -439,7 +451,9 @@ class SourcePartition:
                 ev = self.decode(topic, raw, found)
             if ev.cluster is not None and ev.cluster != self.clusters.cluster:
                 mon = self.monitors_for(ev)
-            mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
+                self.process_other(mon, ev, found, through)
+            else:
+                mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
             self.invalid += 1
             dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))
