@@ -133,14 +133,12 @@ def test_a_snapshot_of_one_cluster_value_keeps_the_clusters_apart() -> None:
     assert [(a.status, a.scope.key, a.cluster) for a in got] == expected
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (home28's per-cluster slots, detector/pipeline/correlator.py): "
-    "CorrelatorPartition.seen of a cluster past MAX_CLUSTERS (correlator_for: None; a findings "
-    "partition of the service hears the clusters of many source partitions, each keeping 16) "
-    "adds the node to the first cluster's `seen`: its was_seen then says the first cluster's "
-    "node of that name reports the kind, though only another cluster's does (its findings "
-    "are dropped as invalid; its notices should be too)"))
 def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
+    # main 5e7a1ed (review28's finding 7, fixed by clu28): CorrelatorPartition.seen of a cluster
+    # past MAX_CLUSTERS (correlator_for: None) added the node to the first cluster's `seen` --
+    # its was_seen then said the first cluster's node of that name reports the kind.  A findings
+    # partition hears the clusters of many source partitions; the cluster's findings are
+    # dropped as invalid, and so now are its notices.
     from detector.pipeline.clusters import MAX_CLUSTERS
     from detector.pipeline.correlator import CorrelatorPartition
     from detector.thresholds import Thresholds
@@ -150,6 +148,20 @@ def test_a_notice_of_a_cluster_past_the_cap_is_no_first_clusters_node() -> None:
     assert part.cluster == "c0" and len(part.others) == MAX_CLUSTERS - 1
     part.seen("node-x", "ecc", "one-more")
     assert not part.was_seen("node-x", "ecc")
+
+
+def test_a_forget_of_another_partitions_cluster_keeps_the_home_node_seen() -> None:
+    # (clu28, finding 7's mirror) a source's `forget` goes to every findings partition; on
+    # main 5e7a1ed one of a cluster a partition does not keep (its findings meet elsewhere)
+    # discarded the home cluster's node of the same name (node-000 is in every cluster)
+    from detector.pipeline.correlator import CorrelatorPartition
+    from detector.thresholds import Thresholds
+    part = CorrelatorPartition(0, Thresholds())
+    part.seen("node-000", "ecc", "east")
+    part.forget("node-000", "ecc", "west")
+    assert part.was_seen("node-000", "ecc")
+    part.forget("node-000", "ecc", "east")
+    assert not part.was_seen("node-000", "ecc")
 
 
 def test_a_record_refused_for_its_time_takes_no_cluster_slot() -> None:

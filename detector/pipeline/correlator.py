@@ -387,15 +387,20 @@ class CorrelatorPartition:
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
         seen = self._seen
-        if cluster is not None and cluster != self.clusters.cluster and self.correlator_for(
-                cluster) is not None and cluster in self.others:
-            seen = self.others[cluster][1]
+        if cluster is not None and cluster != self.clusters.cluster:
+            if self.correlator_for(cluster) is None:
+                return  # a cluster past MAX_CLUSTERS: dropped, as its findings are
+            if cluster in self.others:
+                seen = self.others[cluster][1]
         seen.setdefault(node, set()).add(what)
 
     def forget(self, node: str, what: str, cluster: str | None = None) -> None:
         """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
         seen = self._seen
-        if cluster is not None and cluster in self.others:
+        if cluster is not None and cluster != self.clusters.cluster \
+                and self.clusters.cluster is not None:
+            if cluster not in self.others:
+                return  # (a forget goes to every partition: not this one's cluster)
             seen = self.others[cluster][1]
         sources = seen.get(node)
         if sources is not None:
