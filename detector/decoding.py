@@ -278,7 +278,7 @@ def _check_parsed(topic: str, value: Any) -> Event:
     except _Bad as bad:
         nf = _salvage(value) if topic == STEP and bad.problem.startswith(_NON_FINITE) else None
         raise InvalidMessage(topic, f"field {bad.field!r}: {bad.problem}{_identify(value)}",
-                             bad.field, nf) from None
+                             bad.field, *(nf or (None, None))) from None
 
 
 class _Bad(Exception):
@@ -447,7 +447,8 @@ def _slow(topic: str, d: dict[str, Any]) -> Event:
     return RECORD_TYPES[topic](*vals)  # type: ignore[return-value]
 
 
-def _salvage(value: dict[str, Any]) -> NonFinite | None:
+def _salvage(value: dict[str, Any]) -> tuple[NonFinite, str | None] | None:
+    """A NaN step's NonFinite and its `cluster` value (None: no record to salvage)."""
     bad = [f for f in ("loss", "grad_norm")
            if isinstance(value.get(f), float) and not math.isfinite(value[f])]
     if not bad:
@@ -458,7 +459,7 @@ def _salvage(value: dict[str, Any]) -> NonFinite | None:
         return None
     assert isinstance(s, StepSample)
     return NonFinite(s.ts, s.job, s.step, s.rank, s.node, s.gpu, bad[0],
-                     s.tp_rank, s.pp_rank, s.dp_rank)  # type: ignore[arg-type]
+                     s.tp_rank, s.pp_rank, s.dp_rank), s.cluster  # type: ignore[arg-type]
 
 
 _ID_FIELDS = ("job", "step", "rank", "node", "gpu", "nic", "ts")

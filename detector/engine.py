@@ -94,18 +94,18 @@ class Engine:
             if len(admitted) != 1:  # held, or let in with the ones held before it
                 return self._process_all(admitted)
         c = ev.cluster
-        if c is not None and c != src.clusters.cluster:  # (a unit is (cluster, node))
-            mon = src.monitors_for(ev)
-            if self.stage.cluster is None:  # the topology's cluster: the same in both stages
-                self.stage.cluster = src.cluster
         alerts: list[Alert] = []
         found = self._found
         if found:
             found.clear()  # left by a record the monitors raised on
-        if mon is src.monitors:
-            mon.process(ev, found)
+        if c is not None and c != src.clusters.cluster:  # (a unit is (cluster, node))
+            try:
+                mon = src.process_other(ev, found)
+            finally:
+                if self.stage.cluster is None:  # the topology's cluster: the same in both
+                    self.stage.cluster = src.cluster
         else:
-            src.process_other(mon, ev, found)
+            mon.process(ev, found)
         if mon.heard or mon.forgotten or mon.rewound:
             self._pass_seen()
         if found:
@@ -199,10 +199,15 @@ class Engine:
             stage.take(state, name, (offset, k), tag, f, None)
         stage.release_to(max(clock, tag), alerts)
 
-    def process_nonfinite(self, nf: NonFinite) -> list[Alert]:
-        """A step dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite)."""
+    def process_nonfinite(self, nf: NonFinite, cluster: str | None = None) -> list[Alert]:
+        """A step dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite), of
+        the `cluster` value ``cluster`` (InvalidMessage.cluster; NonFinite has none)."""
         found: list[Finding] = []
-        self.source.monitors.process_nonfinite(nf, found)  # (NonFinite has no cluster)
+        mon = self.source.monitors_of(cluster)
+        if mon is not None:
+            mon.process_nonfinite(nf, found)
+            if self.stage.cluster is None:
+                self.stage.cluster = self.source.cluster
         alerts: list[Alert] = []
         self._correlate(found, alerts)
         return alerts

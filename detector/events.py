@@ -61,16 +61,18 @@ class InvalidMessage(ValueError):
     """A message that breaks the contract; ``reason`` goes to the dead-letter topic.
 
     ``nonfinite`` is set when a step message was rejected only for a NaN or
-    infinite ``loss``/``grad_norm`` (see :class:`NonFinite`).
+    infinite ``loss``/``grad_norm`` (see :class:`NonFinite`), and ``cluster`` to its
+    `cluster` value (the NonFinite's cluster: not a field of it, which is snapshot schema).
     """
 
     def __init__(self, topic: str, reason: str, field: str | None = None,
-                 nonfinite: NonFinite | None = None) -> None:
+                 nonfinite: NonFinite | None = None, cluster: str | None = None) -> None:
         super().__init__(f"{topic}: {reason}")
         self.topic = topic
         self.reason = reason
         self.field = field
         self.nonfinite = nonfinite
+        self.cluster = cluster
 
 
 def names_printable(ev: Any) -> bool:

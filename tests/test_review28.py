@@ -232,15 +232,13 @@ def test_a_nan_loss_of_one_cluster_alone_pages_its_gpu() -> None:
     assert _nan_loss_on_west(("west",)) == [("sdc", "gpu:node-000/3", "west")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (the per-cluster split's NaN path: detector/decoding._salvage, "
-    "events.NonFinite, SourcePartition.process / Engine.process_nonfinite -- home28's routing): "
-    "a step dead-lettered for a NaN loss is salvaged as a NonFinite that drops `cluster`, and "
-    "goes to the first cluster's monitors: west's NaN loss, in a job whose name east's job "
-    "shares (blind18's odd seeds), is paged as east's node-000/3 -- an SDC drain of east's "
-    "healthy GPU, west's unsaid.  (NonFinite is in the snapshot schema: a field there is a "
-    "schema change; the cluster can travel beside it instead)"))
 def test_a_nan_loss_of_one_cluster_is_paged_in_that_cluster() -> None:
+    # main 5e7a1ed (review28's finding 5, fixed by clu28): a step dead-lettered for a NaN loss
+    # was salvaged as a NonFinite that dropped `cluster` and went to the first cluster's
+    # monitors: west's NaN loss, in a job whose name east's job shares (blind18's odd seeds),
+    # was paged as east's node-000/3 -- an SDC drain of east's healthy GPU, west's unsaid.  The
+    # cluster now travels beside the NonFinite (InvalidMessage.cluster: NonFinite is snapshot
+    # schema) into SourcePartition.monitors_of.
     assert _nan_loss_on_west(("east", "west")) == [("sdc", "gpu:node-000/3", "west")]
 
 
@@ -305,3 +303,33 @@ def test_a_set_with_a_history_snapshots_to_the_same_bytes_after_a_restore() -> N
     blob = encode_state(state)
     assert decode_state(blob) == state
     assert encode_state(decode_state(blob)) == blob
+
+
+def test_a_nan_loss_of_another_cluster_goes_to_its_findings_partition() -> None:
+    # (clu28: finding 5 in the service's path -- SourcePartition.process of message bytes: the
+    # NaN row of west's rank 3 is salvaged into west's monitors, its finding keyed by west)
+    import msgspec
+    import orjson
+
+    from detector.pipeline.source import SourcePartition, findings_partition
+
+    def raw(s: object, cluster: str, loss: float | None = None) -> bytes:
+        value = {k: v for k, v in msgspec.structs.asdict(s).items() if v is not None}
+        value["cluster"] = cluster
+        if loss is not None:
+            value["loss"] = loss
+        return orjson.dumps(value).replace(b'"loss":"NaN"', b'"loss":NaN')
+
+    rows = [raw(step(T0, r, 1), c) for c in ("east", "west") for r in range(4)]
+    rows.append(raw(step(T0 + 1, 3, 2), "west", loss="NaN"))  # type: ignore[arg-type]
+    src = SourcePartition("telemetry.step", 0, 3)  # (east's findings partition 1, west's 2)
+    emits: list = []
+    dead: list = []
+    src.process([(k, b"job-1", r, None) for k, r in enumerate(rows)], 0.0, emits, dead)
+    assert len(dead) == 1 and "loss" in dead[0].reason
+    found = [(e.partition, orjson.loads(e.value)["finding"]) for e in emits
+             if orjson.loads(e.value)["type"] == "finding"]
+    assert [(p, f["kind"], f["cluster"], f["scope"]) for p, f in found] == [
+        (findings_partition("west", 3), "sdc", "west",
+         {"level": "gpu", "node": "node-000", "gpu": 3})]
+    assert src.monitors.counts["nonfinite"] == 0 and src.others["west"].counts["nonfinite"] == 1

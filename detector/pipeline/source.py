@@ -269,26 +269,36 @@ class SourcePartition:
     def monitors_for(self, ev: Event) -> Monitors:
         """The monitors of ``ev``'s cluster (see ``clusters``); :class:`InvalidMessage`
         "too_many_clusters" for a cluster past MAX_CLUSTERS (nothing changed)."""
-        c = ev.cluster
-        if self.clusters.is_home(c):
-            return self.monitors
-        mon = self.clusters.other(c)  # type: ignore[arg-type]
+        mon = self.monitors_of(ev.cluster)
         if mon is None:
             self.too_many_clusters += 1
             raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
         return mon
 
-    def process_other(self, mon: Monitors, ev: Event, found: list[Finding],
-                      through: list[tuple[float, int]] | None = None) -> None:
-        """``ev`` through ``mon``, its cluster's monitors (:meth:`monitors_for`): monitors
-        that refuse it with no record ever taken (made for it) give their slot back -- an
-        invalid record changes no state, and 15 of them must not shut a real cluster out."""
+    def process_other(self, ev: Event, found: list[Finding],
+                      through: list[tuple[float, int]] | None = None) -> Monitors:
+        """``ev``, whose `cluster` is not the home's (as far as known), through its cluster's
+        monitors (:meth:`monitors_for`), which it returns; InvalidMessage as they raise it.
+        Monitors made for a record they refuse give their slot back: an invalid record
+        changes no state, and 15 of them must not shut a real cluster out."""
+        c = ev.cluster
+        fresh = c not in self.others
+        mon = self.monitors_for(ev)
+        if not fresh or mon is self.monitors:
+            mon.process(ev, found, through)
+            return mon
         try:
             mon.process(ev, found, through)
         except InvalidMessage:
-            if mon.clock == -math.inf and mon is not self.monitors:
-                self.clusters.give_back(ev.cluster)  # type: ignore[arg-type]
+            self.clusters.give_back(c)  # type: ignore[arg-type]
             raise
+        return mon
+
+    def monitors_of(self, cluster: str | None) -> Monitors | None:
+        """The monitors of ``cluster`` (see ``clusters``), None past MAX_CLUSTERS."""
+        if self.clusters.is_home(cluster):
+            return self.monitors
+        return self.clusters.other(cluster)  # type: ignore[arg-type]
 
     def batch_of_one_cluster(self, evs: list[Any]) -> bool:
         """Whether every record of ``evs`` goes to ``monitors`` (the batch path may take
@@ -310,7 +320,10 @@ class SourcePartition:
             return decoder(topic, value)
         except InvalidMessage as exc:
             if exc.nonfinite is not None:
-                self.monitors.process_nonfinite(exc.nonfinite, found)
+                # (in its cluster's monitors: the job of that name there; none past the cap)
+                mon = self.monitors_of(exc.cluster)
+                if mon is not None:
+                    mon.process_nonfinite(exc.nonfinite, found)
             raise
 
     def admit(self, ev: Event) -> tuple[Event, ...]:
@@ -450,8 +463,7 @@ class SourcePartition:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = self.decode(topic, raw, found)
             if ev.cluster is not None and ev.cluster != self.clusters.cluster:
-                mon = self.monitors_for(ev)
-                self.process_other(mon, ev, found, through)
+                mon = self.process_other(ev, found, through)
             else:
                 mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
