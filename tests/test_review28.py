@@ -268,19 +268,14 @@ def test_a_dbe_after_a_quiet_spell_is_paged_within_one_cluster() -> None:
     assert _quiet_then_dbe("east") == ([("hardware", "gpu:gpu-005/3", "east", 2_001.0)], 0)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "review28, open (home28's per-cluster slots, detector/pipeline/source.py): each cluster's "
-    "Monitors keep a clock of their own that moves only with that cluster's records, and the "
-    "event-time guard (admit / Monitors.check_ahead: MAX_AHEAD_S) judges a record against it: "
-    "a cluster quiet for more than 300 s while another keeps the stream's time has its next "
-    "records refused ts_out_of_range until three agree on a 'jump' -- here west's DBE row "
-    "(XID 48) after 940 s of quiet and the next are dead-lettered, and the DBE is paged 20 s "
-    "late from the third row's counters (target <= 1 s; an XID no counter repeats is lost: "
-    "DESIGN, no timestamp loses a fault).  Before clusters27 the partition's one clock moved "
-    "with every record.  The "
-    "Engine holds only the first cluster's records (SourcePartition.admit reads `monitors`); "
-    "the service refuses at once on every cluster"))
 def test_a_dbe_after_a_quiet_spell_of_another_cluster_is_paged() -> None:
+    # main 5e7a1ed (review28's finding 4, fixed by clu28): each cluster's Monitors keep a clock
+    # of their own that moves only with that cluster's records, and the event-time guard judged
+    # a record against it: a cluster quiet for more than 300 s while another kept the stream's
+    # time had its next records refused ts_out_of_range until three agreed on a 'jump' -- west's
+    # DBE row (XID 48) after 940 s of quiet and the next dead-lettered, the DBE paged 20 s late
+    # (an XID no counter repeats: lost).  Now a cluster's monitors far behind the partition's
+    # clock run on to it before such a record (SourcePartition._catch_up).
     assert _quiet_then_dbe("west") == ([("hardware", "gpu:gpu-005/3", "west", 2_001.0)], 0)
 
 
@@ -333,3 +328,74 @@ def test_a_nan_loss_of_another_cluster_goes_to_its_findings_partition() -> None:
         (findings_partition("west", 3), "sdc", "west",
          {"level": "gpu", "node": "node-000", "gpu": 3})]
     assert src.monitors.counts["nonfinite"] == 0 and src.others["west"].counts["nonfinite"] == 1
+
+
+def _quiet_west_in_the_service(home: str | None) -> tuple[list, list]:
+    """west's gpu-005 quiet 940 s then a DBE row, east keeping the time, through a service
+    partition (a wall clock, nothing held): (dead letters, findings' signal/cluster/node/ts)."""
+    import msgspec
+    import orjson
+
+    from detector.pipeline.source import SourcePartition
+
+    def row(ts: float, node: str, cluster: str, dbe: int = 0) -> EccSample:
+        return EccSample(ts, node, 3, 0, dbe, 0, dbe, bool(dbe), False, 48 if dbe else None,
+                         0, 0, 0, 0, "none", cluster=cluster)
+    evs = [row(1_000.0 + 10 * k, "gpu-004", "east") for k in range(110)]
+    evs += [row(1_001.0 + 10 * k, "gpu-005", "west") for k in range(6)]
+    evs += [row(2_001.0, "gpu-005", "west", dbe=1)]
+    evs.sort(key=lambda e: e.ts)
+    src = SourcePartition("telemetry.ecc", 0, 1, wall_clock=lambda: 2_010.0, home=home)
+    emits: list = []
+    dead: list = []
+    for k, ev in enumerate(evs):
+        value = {k: v for k, v in msgspec.structs.asdict(ev).items() if v is not None}
+        src.process([(k, b"x", orjson.dumps(value), None)], 0.0, emits, dead)
+    found = [orjson.loads(e.value)["finding"] for e in emits
+             if orjson.loads(e.value)["type"] == "finding"]
+    return dead, [(f["signal"], f["cluster"], f["scope"]["node"], f["ts"]) for f in found][:2]
+
+
+def test_a_dbe_after_a_quiet_spell_of_another_cluster_is_a_finding_in_the_service() -> None:
+    # (clu28: finding 4 in the service's path -- no records held, a wall clock: west's DBE
+    # row after 940 s of quiet is taken at once, not dead-lettered ts_out_of_range)
+    assert _quiet_west_in_the_service(None) == ([], [
+        ("xid", "west", "gpu-005", 2_001.0), ("dbe", "west", "gpu-005", 2_001.0)])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "clu28, open (finding 4's other half, detector/pipeline/source.py + engine.py admit): the "
+    "home cluster's monitors are the partition's clock only while the home keeps the time -- "
+    "a home cluster quiet > 300 s while another cluster keeps the stream's time has its next "
+    "records judged against its own clock: the service dead-letters them ts_out_of_range "
+    "until three agree (the Engine holds them and lets them in with the third: late, not "
+    "lost).  SourcePartition._catch_up runs only other clusters' monitors on; the home's "
+    "path (and the Engine's admit, which reads the home's clock) is the hot one and the "
+    "event-time guard's: left for a round with time to measure it"))
+def test_a_dbe_after_a_quiet_spell_of_the_home_cluster_is_a_finding_in_the_service() -> None:
+    assert _quiet_west_in_the_service("west") == ([], [
+        ("xid", "west", "gpu-005", 2_001.0), ("dbe", "west", "gpu-005", 2_001.0)])
+
+
+def test_a_record_far_ahead_of_the_stream_is_refused_in_a_quiet_cluster_too() -> None:
+    # (clu28's control for finding 4: only the stream's time is taken -- west's row 940 s past
+    # west's clock *and* 600 s past the stream's is still refused, and west's clock stays)
+    import msgspec
+    import orjson
+
+    from detector.pipeline.source import SourcePartition
+
+    def raw(ts: float, node: str, cluster: str) -> bytes:
+        ev = EccSample(ts, node, 3, 0, 0, 0, 0, False, False, None, 0, 0, 0, 0, "none",
+                       cluster=cluster)
+        return orjson.dumps({k: v for k, v in msgspec.structs.asdict(ev).items()
+                             if v is not None})
+    rows = [raw(1_000.0 + 10 * k, "gpu-004", "east") for k in range(50)]
+    rows.insert(1, raw(1_001.0, "gpu-005", "west"))
+    rows.append(raw(2_090.0, "gpu-005", "west"))
+    src = SourcePartition("telemetry.ecc", 0, 1)
+    dead: list = []
+    for k, r in enumerate(rows):
+        src.process([(k, b"x", r, None)], 0.0, [], dead)
+    assert len(dead) == 1 and "ts_out_of_range" in dead[0].reason
+    assert src.others["west"].clock == 1_001.0

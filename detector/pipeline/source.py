@@ -285,6 +285,8 @@ class SourcePartition:
         fresh = c not in self.others
         mon = self.monitors_for(ev)
         if not fresh or mon is self.monitors:
+            if ev.ts - mon.clock > MAX_AHEAD_S and mon is not self.monitors:
+                self._catch_up(mon, ev.ts, found)
             mon.process(ev, found, through)
             return mon
         try:
@@ -293,6 +295,17 @@ class SourcePartition:
             self.clusters.give_back(c)  # type: ignore[arg-type]
             raise
         return mon
+
+    def _catch_up(self, mon: Monitors, ts: float, found: list[Finding]) -> None:
+        """A record far ahead of its cluster's clock but not of the stream's (the partition's
+        clock, :attr:`clock`): that cluster was quiet while another kept the time, and its
+        monitors' clock runs on to the stream's first, as the idle advance would have run it
+        (Monitors.advance), so the record is judged against the stream's time -- not refused
+        ts_out_of_range until three agree on a jump that no clock made (review28 finding 4).
+        A record far ahead of the stream too is left to the event-time guard."""
+        clock = self.clock
+        if mon.clock > -math.inf and ts - clock <= MAX_AHEAD_S:
+            mon.advance(clock, found)
 
     def monitors_of(self, cluster: str | None) -> Monitors | None:
         """The monitors of ``cluster`` (see ``clusters``), None past MAX_CLUSTERS."""
