@@ -711,8 +711,7 @@ class Correlator(PartWindows):
         if told is not None and extra:
             # Another GPU of the node raised into its open page: the page names it and fires
             # again (a second GPU's heat is news, as its own GPU page was before).
-            first = p.extra.get("gpu_in_telemetry")
-            gpus = p.extra.get("gpus_in_telemetry") or ([] if first is None else [first])
+            gpus = _gpus_told(p)
             another = told not in gpus
             extra = {k: v for k, v in extra.items()
                      if k not in ("gpu_in_telemetry", "scope_because") or k not in p.extra}
@@ -746,8 +745,7 @@ class Correlator(PartWindows):
             scope.node or ""), cluster))
         if p is None or p.status != "firing":
             return False
-        told = p.extra.get("gpus_in_telemetry") or [p.extra.get("gpu_in_telemetry")]
-        return scope.gpu in told
+        return scope.gpu in _gpus_told(p)
 
     def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
         """Why a power or heat isolation of GPU ``scope`` is raised at its node: the GPU's
@@ -2384,6 +2382,13 @@ def _in_step(f: Finding, mate: Finding) -> bool:
     same deviation from their peers: in step, as TP partners are (Correlator._mates_cause)."""
     step = f.evidence.get("step")
     return step is not None and step == mate.evidence.get("step") and _alike(f, mate)
+
+
+def _gpus_told(p: Problem) -> list[int]:
+    """The GPUs a node's power or heat page was raised for (:meth:`Correlator._gpu_unconfirmed`):
+    ``gpus_in_telemetry`` once a second joined it, else its one ``gpu_in_telemetry``."""
+    first = p.extra.get("gpu_in_telemetry")
+    return p.extra.get("gpus_in_telemetry") or ([] if first is None else [first])
 
 
 def _alike(f: Finding, mate: Finding) -> bool:
