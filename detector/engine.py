@@ -100,12 +100,12 @@ class Engine:
             found.clear()  # left by a record the monitors raised on
         if c is not None and c != src.clusters.cluster:  # (a unit is (cluster, node))
             try:
-                mon = src.process_other(ev, found)
+                mon = src.feed(ev, found)
             finally:
                 if self.stage.cluster is None:  # the topology's cluster: the same in both
                     self.stage.cluster = src.cluster
         else:
-            mon.process(ev, found)
+            mon = src.feed(ev, found)
         if mon.heard or mon.forgotten or mon.rewound:
             self._pass_seen()
         if found:

@@ -363,15 +363,6 @@ def test_a_dbe_after_a_quiet_spell_of_another_cluster_is_a_finding_in_the_servic
         ("xid", "west", "gpu-005", 2_001.0), ("dbe", "west", "gpu-005", 2_001.0)])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "clu28, open (finding 4's other half, detector/pipeline/source.py + engine.py admit): the "
-    "home cluster's monitors are the partition's clock only while the home keeps the time -- "
-    "a home cluster quiet > 300 s while another cluster keeps the stream's time has its next "
-    "records judged against its own clock: the service dead-letters them ts_out_of_range "
-    "until three agree (the Engine holds them and lets them in with the third: late, not "
-    "lost).  SourcePartition._catch_up runs only other clusters' monitors on; the home's "
-    "path (and the Engine's admit, which reads the home's clock) is the hot one and the "
-    "event-time guard's: left for a round with time to measure it"))
 def test_a_dbe_after_a_quiet_spell_of_the_home_cluster_is_a_finding_in_the_service() -> None:
     assert _quiet_west_in_the_service("west") == ([], [
         ("xid", "west", "gpu-005", 2_001.0), ("dbe", "west", "gpu-005", 2_001.0)])

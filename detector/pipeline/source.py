@@ -275,6 +275,24 @@ class SourcePartition:
             raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
         return mon
 
+    def feed(self, ev: Event, found: list[Finding],
+             through: list[tuple[float, int]] | None = None) -> Monitors:
+        """``ev`` through its unit's monitors, which it returns; InvalidMessage as they raise
+        it.  The one way a record admitted goes in, in both drivers (the service's
+        :meth:`process`, the Engine's ``process``): its cluster's monitors
+        (:meth:`process_other` for another cluster's), run on to the stream's time first when
+        that cluster was quiet while another kept it (:meth:`_catch_up`) -- the home cluster's
+        as much as another's (home29: a home quiet > 300 s had its next records refused
+        ts_out_of_range in the service, held in the Engine)."""
+        c = ev.cluster
+        if c is not None and c != self.clusters.cluster:
+            return self.process_other(ev, found, through)
+        mon = self.monitors
+        if self.others and ev.ts - mon.clock > MAX_AHEAD_S:
+            self._catch_up(mon, ev.ts, found)
+        mon.process(ev, found, through)
+        return mon
+
     def process_other(self, ev: Event, found: list[Finding],
                       through: list[tuple[float, int]] | None = None) -> Monitors:
         """``ev``, whose `cluster` is not the home's (as far as known), through its cluster's
@@ -285,7 +303,7 @@ class SourcePartition:
         fresh = c not in self.others
         mon = self.monitors_for(ev)
         if not fresh or mon is self.monitors:
-            if ev.ts - mon.clock > MAX_AHEAD_S and mon is not self.monitors:
+            if ev.ts - mon.clock > MAX_AHEAD_S:
                 self._catch_up(mon, ev.ts, found)
             mon.process(ev, found, through)
             return mon
@@ -364,7 +382,10 @@ class SourcePartition:
           then the record goes in and they stay held (a vote the majority wins).
         """
         mon = self.monitors
-        if not self.hold_ahead or ev.ts - mon.clock <= MAX_AHEAD_S or mon.clock == -math.inf:
+        # (judged against the stream's time, every cluster's: a home cluster quiet while
+        # another keeps the time is run on to it as its next record goes in -- feed)
+        clock = mon.clock if not self.others else self.clock
+        if not self.hold_ahead or ev.ts - clock <= MAX_AHEAD_S or clock == -math.inf:
             if self.held and (not mon.unconfirmed
                               or JUMP_AGREE - mon.unconfirmed + 1 > len(self.held)):
                 self.refuse_held()
@@ -388,7 +409,7 @@ class SourcePartition:
         self.monitors.forget_jump()
 
     def _refuse(self) -> None:
-        self.refused.extend(out_of_range(e, self.monitors.clock) for e in self.held)
+        self.refused.extend(out_of_range(e, self.clock) for e in self.held)
         self.held = []
 
     def run_on(self, until: float, found: list[Finding]) -> None:
@@ -475,10 +496,7 @@ class SourcePartition:
                     if raw is None:
                         raise InvalidMessage(topic, "message has no value (a tombstone?)")
                 ev = self.decode(topic, raw, found)
-            if ev.cluster is not None and ev.cluster != self.clusters.cluster:
-                mon = self.process_other(ev, found, through)
-            else:
-                mon.process(ev, found, through)  # InvalidMessage too: ts out of range (admit)
+            mon = self.feed(ev, found, through)  # InvalidMessage too: ts out of range (admit)
         except InvalidMessage as exc:
             self.invalid += 1
             dead.append(DeadLetter(topic, self.partition, offset, key, raw, str(exc)))

@@ -1,0 +1,99 @@
+"""home29 (round 29): the service's cluster split, open ends (issue 14: one path).
+
+1. A home cluster quiet > 300 s while another cluster keeps the stream's time: its next record
+   is judged against the stream's time, in both drivers -- :meth:`SourcePartition.feed` is the
+   one way an admitted record goes into its unit's monitors (the service's ``process``, the
+   Engine's ``process``), and the Engine's event-time guard (``admit``) reads the stream's
+   clock, not the home's.  (The service's case is tests/test_review28.py's, no longer xfail.)
+"""
+
+from __future__ import annotations
+
+import msgspec
+import orjson
+
+from detector.engine import Engine
+from detector.events import ECC, EccSample
+from detector.pipeline.source import SourcePartition
+
+
+def _ecc(ts: float, node: str, cluster: str | None, dbe: int = 0) -> EccSample:
+    return EccSample(ts, node, 3, 0, dbe, 0, dbe, bool(dbe), False, 48 if dbe else None,
+                     0, 0, 0, 0, "none", cluster=cluster)
+
+
+def _raw(ev: EccSample) -> bytes:
+    return orjson.dumps({k: v for k, v in msgspec.structs.asdict(ev).items() if v is not None})
+
+
+def _west_quiet() -> list[EccSample]:
+    """east keeps the time (a row each 10 s from 1000; a DBE from 1370 on, while west is quiet
+    since 1051), west's gpu-005 quiet 940 s then a DBE row at 2001."""
+    evs = [_ecc(1_000.0 + 10 * k, "gpu-004", "east", dbe=int(k >= 37)) for k in range(110)]
+    evs += [_ecc(1_001.0 + 10 * k, "gpu-005", "west") for k in range(6)]
+    evs += [_ecc(2_001.0, "gpu-005", "west", dbe=1)]
+    evs.sort(key=lambda e: e.ts)
+    return evs
+
+
+# -- 1. a quiet home cluster ------------------------------------------------------------------
+
+
+def _engine_alerts(home: str | None) -> list[tuple[float, str, str | None]]:
+    """(ts of the record whose process() returned it, scope, cluster) of each alert."""
+    eng = Engine(home_cluster=home)
+    out = []
+    for ev in _west_quiet():
+        out += [(ev.ts, a.scope.key, a.cluster) for a in eng.process(ev)]
+    assert not eng.rejected and not eng.source.held
+    return out
+
+
+def test_the_engine_takes_another_clusters_record_at_once_while_the_home_is_quiet() -> None:
+    # On main the Engine's guard read the home's clock: east's rows more than 300 s past
+    # west's (quiet) clock were held until three agreed, and east's DBE at 1370 was told
+    # with the row of 1380 -- late, not lost.  The stream's time is east's: nothing waits.
+    want = [(1_370.0, "gpu:gpu-004/3", "east"), (2_001.0, "gpu:gpu-005/3", "west")]
+    assert _engine_alerts("west") == want
+    assert _engine_alerts(None) == want   # (east home: the control, the same on main)
+
+
+def test_the_engine_runs_a_quiet_home_on_to_the_streams_time() -> None:
+    eng = Engine(home_cluster="west")
+    evs = [e for e in _west_quiet() if e.ts <= 2_001.0]
+    for ev in evs[:-1]:
+        eng.process(ev)
+    assert evs[-1].cluster == "west"
+    assert eng.monitors.clock == 1_051.0   # west's own clock: no record of east moves it
+    eng.process(evs[-1])
+    assert eng.monitors.clock == 2_001.0
+
+
+def _service(home: str | None, evs: list[EccSample]) -> tuple[list, list]:
+    src = SourcePartition(ECC, 0, 1, wall_clock=lambda: 2_010.0, home=home)
+    emits: list = []
+    dead: list = []
+    for k, ev in enumerate(evs):
+        src.process([(k, b"x", _raw(ev), None)], 0.0, emits, dead)
+    found = [orjson.loads(e.value)["finding"] for e in emits
+             if orjson.loads(e.value)["type"] == "finding"]
+    return dead, [(f["signal"], f["cluster"], f["scope"]["node"], f["ts"]) for f in found
+                  if f["signal"] == "dbe"]
+
+
+def test_the_service_and_the_engine_agree_whichever_cluster_is_home() -> None:
+    want = [("dbe", "east", "gpu-004", 1_370.0), ("dbe", "west", "gpu-005", 2_001.0)]
+    assert _service("west", _west_quiet()) == ([], want)
+    assert _service("east", _west_quiet()) == ([], want)
+
+
+def test_a_record_far_ahead_of_the_stream_is_still_refused_in_a_quiet_home() -> None:
+    # (the control: only the stream's time is taken -- west's row 600 s past the stream's
+    # clock is refused, and west's clock stays)
+    evs = [e for e in _west_quiet() if e.ts < 2_000.0] + [_ecc(2_690.0, "gpu-005", "west")]
+    src = SourcePartition(ECC, 0, 1, home="west")
+    dead: list = []
+    for k, ev in enumerate(evs):
+        src.process([(k, b"x", _raw(ev), None)], 0.0, [], dead)
+    assert [d.reason.split(":")[1].strip()[:15] for d in dead] == ["ts_out_of_range"]
+    assert src.monitors.clock == 1_051.0
