@@ -60,14 +60,21 @@ def _west_first() -> list[EccSample]:
 # -- the in-process Engine ------------------------------------------------------------------
 
 
+# (the same fabric as a Slurm topology.conf, which names no cluster: home29)
+EAST_SLURM = Topology.from_text("SwitchName=leaf-e1 Nodes=gpu-[001-004]\n"
+                                "SwitchName=leaf-e2 Nodes=gpu-[005-008]\n"
+                                "SwitchName=spine-e Switches=leaf-e[1-2]\n")
+
+
 def test_first_value_read_is_home_without_configuration():
-    """Round 27's rule, kept when nothing says otherwise: the control of the test below."""
-    eng = Engine(topology=EAST)
+    """Round 27's rule, kept when nothing says otherwise -- a topology that names no cluster
+    (home29: a faultline topology's `Topology=NAME` does): the control of the test below."""
+    eng = Engine(topology=EAST_SLURM)
     alerts = []
     for ev in _west_first():
         alerts += eng.process(ev)
     assert eng.source.cluster == eng.stage.cluster == "west"
-    assert _topology_of(alerts) == {"west": "full", "east": "none"}
+    assert _topology_of(alerts) == {"west": "nodes", "east": "none"}  # (no NICs named)
 
 
 def test_a_configured_home_takes_the_topology_whoever_comes_first():
@@ -119,7 +126,7 @@ def test_a_round27_snapshot_restores_and_a_forged_home_is_refused():
 
 
 def test_a_stream_without_cluster_snapshots_as_before():
-    eng = Engine(topology=EAST)
+    eng = Engine(topology=EAST_SLURM)  # (EAST names its cluster: its home is known at once)
     eng.process(_ecc(1_000.0, None))
     state = UNSIGNED.decode(eng.snapshot(), "engine")
     assert "cluster" not in state["source"] and "cluster" not in state["correlator"]
@@ -197,12 +204,10 @@ def test_the_service_stages_take_the_configured_home():
     assert _topology_of(alerts) == {"west": "none", "east": "full"}
 
 
-@pytest.mark.xfail(strict=True, reason="without a configured home cluster each service "
-                   "partition takes the first `cluster` value it reads (round 27's rule): the "
-                   "findings partition that reads west's DBE first gives west east's topology "
-                   "and east none -- set [service] home_cluster when a stream carries several "
-                   "clusters and a topology")
 def test_the_service_stages_without_configuration_agree():
+    # (home29: unconfigured, every stage takes the topology's own name -- `Topology=east` --
+    # for its home; round 27's first value read made the findings partition that read west's
+    # DBE first give west east's topology)
     _, alerts = _service_run(None)
     assert _topology_of(alerts) == {"west": "none", "east": "full"}
 
@@ -210,9 +215,10 @@ def test_the_service_stages_without_configuration_agree():
 def test_a_finding_without_cluster_goes_to_the_homes_findings_partition():
     parts = 8
     assert findings_partition("east", parts) != findings_partition(None, parts)
-    for home, want in ((None, findings_partition(None, parts)),
-                       ("east", findings_partition("east", parts))):
-        src = SourcePartition(ECC, 0, parts, topology=EAST, home=home)
+    for topo, home, want in ((EAST_SLURM, None, findings_partition(None, parts)),
+                             (EAST, None, findings_partition("east", parts)),  # (its name)
+                             (EAST, "east", findings_partition("east", parts))):
+        src = SourcePartition(ECC, 0, parts, topology=topo, home=home)
         emits: list = []
         src.process([(0, b"gpu-004", _msg(_ecc(1_000.0, None, dbe=True)), None)], 1.0,
                     emits, [])
@@ -237,7 +243,7 @@ def _log(tmp_path, *, cluster: str | None) -> str:
 
 
 @pytest.mark.parametrize(("record", "flag", "home"), [
-    (None, None, "west"),        # round 27: the first value read
+    (None, None, "east"),        # the topology's own name (Topology=east; home29)
     ("east", None, "east"),      # the topology record's own cluster
     (None, "east", "east"),      # --home-cluster
     ("west", "east", "east"),    # --home-cluster wins over the record's
@@ -300,13 +306,13 @@ def test_a_restored_other_cluster_gets_its_topology_back():
 
 
 @pytest.mark.parametrize(("home", "topologies"), [
-    (None, {"west": WEST}),      # no home named: the first value read could be west
+    (None, {"west": WEST}),      # no home named (nor by the topology): the first value read
     ("east", {"east": WEST}),    # the home's topology is the topology
     ("east", {"": WEST}),        # no cluster value
 ])
 def test_a_topology_per_cluster_is_refused_when_it_cannot_be_placed(home, topologies):
     with pytest.raises(ValueError):
-        Engine(topology=EAST, home_cluster=home, topologies=topologies)
+        Engine(topology=EAST_SLURM, home_cluster=home, topologies=topologies)
     with pytest.raises(ValueError):
         PipelineWorker(telemetry_topics={ECC: ECC}, findings_topic="findings",
                        findings_partitions=1, home_cluster=home, topologies=topologies)

@@ -5,16 +5,28 @@
    one way an admitted record goes into its unit's monitors (the service's ``process``, the
    Engine's ``process``), and the Engine's event-time guard (``admit``) reads the stream's
    clock, not the home's.  (The service's case is tests/test_review28.py's, no longer xfail.)
+2. Unconfigured, every stage takes the same home without coordination: the topology's own name
+   when it names itself (a faultline topology's ``Topology=NAME``; the simulator stamps its
+   records with it), else the first value read -- and a stage whose home nobody named says
+   so once in the log when it keeps a second cluster apart while it has a topology.
+   (The service's case is tests/test_home28.py's _service_run, no longer xfail.)
 """
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import orjson
+import pytest
 
+import detector.pipeline.clusters as clusters
 from detector.engine import Engine
 from detector.events import ECC, EccSample
+from detector.pipeline.clusters import ClusterSlots, home_of, topology_home
 from detector.pipeline.source import SourcePartition
+from detector.topology import Topology
+from tests.test_home28 import EAST, EAST_SLURM, _log, _topology_of, _west_first
 
 
 def _ecc(ts: float, node: str, cluster: str | None, dbe: int = 0) -> EccSample:
@@ -97,3 +109,94 @@ def test_a_record_far_ahead_of_the_stream_is_still_refused_in_a_quiet_home() -> 
         src.process([(k, b"x", _raw(ev), None)], 0.0, [], dead)
     assert [d.reason.split(":")[1].strip()[:15] for d in dead] == ["ts_out_of_range"]
     assert src.monitors.clock == 1_051.0
+
+
+# -- 2. the home nobody configured ------------------------------------------------------------
+
+WEST = Topology.from_text("""Topology=west Version=1
+NodeSet=gpu-[001-008] Gpus=8 Nics=mlx5_[0-7]
+SwitchName=leaf-w Nodes=gpu-[001-008]
+""")
+
+
+def test_a_faultline_topology_names_its_cluster_and_a_slurm_one_does_not() -> None:
+    assert topology_home(EAST) == "east" and EAST.format == "faultline"
+    assert topology_home(EAST_SLURM) is None and topology_home(None) is None
+    assert home_of(None, EAST) == "east" and home_of("west", EAST) == "west"
+    assert home_of(None, EAST_SLURM) is None
+    slots = ClusterSlots(lambda c: c, None, EAST)
+    assert not slots.is_home("west") and slots.cluster == "east"
+
+
+def test_the_engine_takes_the_topologys_name_whoever_comes_first() -> None:
+    eng = Engine(topology=EAST)
+    alerts = []
+    for ev in _west_first():
+        alerts += eng.process(ev)
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    assert _topology_of(alerts) == {"west": "none", "east": "full"}
+
+
+def test_a_named_topology_places_the_other_clusters_topologies() -> None:
+    # (home28 refused other clusters' topologies without a home named: the topology names it)
+    eng = Engine(topology=EAST, topologies={"west": WEST})
+    alerts = []
+    for ev in _west_first():
+        alerts += eng.process(ev)
+    assert eng.source.others["west"].topology is WEST
+    assert _topology_of(alerts) == {"west": "full", "east": "full"}
+
+
+def test_a_restored_engine_keeps_the_topologys_name_for_its_home() -> None:
+    eng = Engine(topology=EAST)
+    eng.process(_ecc(1_000.0, "gpu-004", None))
+    eng = Engine.restore(eng.snapshot(), EAST)
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    assert _topology_of(eng.process(_ecc(1_001.0, "gpu-004", "west", dbe=1))) == {
+        "west": "none"}
+
+
+@pytest.mark.parametrize(("topo", "home"), [(EAST, "east"), (EAST_SLURM, "west")])
+def test_replay_without_configuration_takes_the_topologys_name_else_the_first(
+        tmp_path, topo: Topology, home: str) -> None:
+    from detector.cli.main import main
+    from replay.log import read_records
+    path = _log(tmp_path, cluster=None)
+    if topo is EAST_SLURM:  # (the log's topology record: the Slurm text)
+        recs = list(read_records(path))
+        lines = [orjson.dumps({"topic": "topology",
+                               "value": {"format": "slurm", "text": EAST_SLURM.text}})]
+        lines += [orjson.dumps({"topic": r.topic, "value": r.value}) for r in recs[1:]]
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+    out = tmp_path / "alerts.jsonl"
+    assert main(["replay", path, "--quiet", "--alerts-out", str(out)]) == 0
+    got = {r.value["cluster"]: r.value["evidence"]["conditions"]["topology"]
+           for r in read_records(out) if r.value.get("status") == "firing"}
+    assert got[home] != "none" and all(v == "none" for c, v in got.items() if c != home)
+
+
+@pytest.mark.parametrize(("topo", "apart", "why"), [
+    (EAST, "west", "the topology's name"), (EAST_SLURM, "east", "the first value read")])
+def test_an_unnamed_home_says_so_once_when_it_keeps_a_second_cluster_apart(
+        caplog, monkeypatch, topo: Topology, apart: str, why: str) -> None:
+    monkeypatch.setattr(clusters, "_said", False)
+    with caplog.at_level(logging.WARNING, logger="detector.pipeline.clusters"):
+        for _ in range(2):  # (two engines, four stages: once a process)
+            eng = Engine(topology=topo)
+            for ev in _west_first():
+                eng.process(ev)
+    said = [r.getMessage() for r in caplog.records if r.name == "detector.pipeline.clusters"]
+    assert len(said) == 1 and f"cluster {apart!r}" in said[0] and why in said[0]
+    assert "set home_cluster" in said[0]
+
+
+@pytest.mark.parametrize(("home", "topo"), [("east", EAST_SLURM), (None, None)])
+def test_a_named_home_or_no_topology_says_nothing(caplog, monkeypatch, home, topo) -> None:
+    monkeypatch.setattr(clusters, "_said", False)
+    with caplog.at_level(logging.WARNING, logger="detector.pipeline.clusters"):
+        eng = Engine(topology=topo, home_cluster=home)
+        for ev in _west_first():
+            eng.process(ev)
+    assert eng.stats()["clusters"] == 2
+    assert not [r for r in caplog.records if r.name == "detector.pipeline.clusters"]

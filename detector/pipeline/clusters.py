@@ -10,13 +10,20 @@ one cluster is never split in two); each other value has a unit of its own, made
 record, without the topology.  :class:`ClusterSlots` is that bookkeeping: which value is home,
 the others' units, at most :data:`MAX_CLUSTERS` in all, and their part of a snapshot.
 
-Which value is home (home28, round 28), the same rule in every stage and both drivers:
+Which value is home (home28, round 28; home29), the same rule in every stage and both
+drivers -- each decides alone, from what every stage is given, so all agree:
 
 1. the configured one (``faultline replay --home-cluster``, ``[service] home_cluster``: the
    `cluster` value of the records the topology describes);
 2. else a log's topology record's own ``cluster`` (:func:`replay.log.log_head`; replay);
-3. else the first value the stage reads (round 27's rule) -- which in the service each
-   partition decides alone: with several cluster values and a topology, configure it.
+3. else the topology's own name when it names itself (a faultline topology's
+   ``Topology=NAME``, :func:`topology_home`; the simulator stamps its records with it);
+4. else (no topology, or a Slurm ``topology.conf``, which names no cluster) the first value
+   the stage reads (round 27's rule) -- which in the service each partition decides alone.
+
+A stage whose home nobody named (3 or 4) that keeps a second value apart while it has a
+topology says so, once a process, in the log: the topology may be another cluster's than
+the records'; ``home_cluster`` settles it.
 
 A home once known is kept in the snapshot (key ``cluster``), split or not: a stage restored
 mid-stream does not take the next value it reads for its home.
@@ -30,6 +37,7 @@ mid-stream does not take the next value it reads for its home.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -45,6 +53,9 @@ MAX_CLUSTERS = 16
 
 U = TypeVar("U")
 
+log = logging.getLogger(__name__)
+_said = False  # the warning of an unnamed home's split: once a process (ClusterSlots.other)
+
 
 def check_home(home: str) -> str:
     """``home`` if it is a `cluster` value the contract allows (DESIGN's bounds on a name),
@@ -54,6 +65,25 @@ def check_home(home: str) -> str:
         raise ValueError(f"home cluster {home!r}: not a `cluster` value (a name of 1 to "
                          f"{MAX_NAME_CHARS} printable characters)")
     return home
+
+
+def topology_home(topology: Topology | None) -> str | None:
+    """The `cluster` value a topology names as its own, if any: a faultline topology's
+    ``Topology=NAME`` (when NAME could be a `cluster` value); None for a Slurm
+    ``topology.conf`` (its name is only its file's) or no topology."""
+    if topology is None or topology.format != "faultline":
+        return None
+    try:
+        return check_home(topology.name)
+    except ValueError:
+        return None
+
+
+def home_of(home: str | None, topology: Topology | None) -> str | None:
+    """A stage's home before it reads anything: ``home`` (named: configured, or a log's
+    topology record's own ``cluster``), else the topology's own name (:func:`topology_home`),
+    else None (the first value read)."""
+    return check_home(home) if home is not None else topology_home(topology)
 
 
 def other_topologies(home: str | None, topologies: Mapping[str, Topology] | None
@@ -76,19 +106,27 @@ def other_topologies(home: str | None, topologies: Mapping[str, Topology] | None
 class ClusterSlots(Generic[U]):
     """Which `cluster` value is a stage's home, and the units of the others.
 
-    ``make(cluster)``: a new unit for another cluster (no topology).  With zero or one value
-    read nothing of the split shows: :meth:`put` writes no key.
+    ``make(cluster)``: a new unit for another cluster (no topology).  ``home``: the named one
+    (configured, or a log's topology record's); ``topology``: the stage's (its own name is the
+    home when none is named: :func:`home_of`).  With zero or one value read nothing of the
+    split shows: :meth:`put` writes no key.
     """
 
-    __slots__ = ("cluster", "others", "_make")
+    __slots__ = ("cluster", "others", "_make", "_unnamed")
 
-    def __init__(self, make: Callable[[str], U], home: str | None = None) -> None:
-        if home is not None:
-            check_home(home)
-        # the home cluster: the configured one, else the first value read (None: none yet)
-        self.cluster: str | None = home
+    def __init__(self, make: Callable[[str], U], home: str | None = None,
+                 topology: Topology | None = None) -> None:
+        # the home cluster: the named one, else the topology's name, else the first value
+        # read (None: none yet)
+        self.cluster: str | None = home_of(home, topology)
         self.others: dict[str, U] = {}    # every other value's unit, in order of first record
         self._make = make
+        # what the warning of a split says the home is, when nobody named it and the stage
+        # has a topology (None: named, or nothing to misapply); not state
+        self._unnamed: str | None = None
+        if home is None and topology is not None:
+            self._unnamed = "the topology's name" if self.cluster is not None \
+                else "the first value read"
 
     def is_home(self, cluster: str | None) -> bool:
         """Whether a record of ``cluster`` goes to the home unit: no value, the home's, or the
@@ -107,8 +145,20 @@ class ClusterSlots(Generic[U]):
         if unit is None:
             if len(self.others) + 1 >= MAX_CLUSTERS:
                 return None
+            if self._unnamed is not None and not self.others:
+                self._say(cluster)
             unit = self.others[cluster] = self._make(cluster)
         return unit
+
+    def _say(self, cluster: str) -> None:
+        global _said
+        if not _said:
+            _said = True
+            log.warning("records of cluster %r are kept apart from the home cluster %r, which "
+                        "the topology describes, and nobody named the home (it is %s): if "
+                        "the topology is %r's, set home_cluster (serve --home-cluster, "
+                        "[service] home_cluster, replay --home-cluster)", cluster,
+                        self.cluster, self._unnamed, cluster)
 
     def give_back(self, cluster: str) -> None:
         """Forget the unit :meth:`other` made for ``cluster``'s record when the unit refused

@@ -172,15 +172,15 @@ class CorrelatorPartition:
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
         # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the home cluster's --
-        # ``home`` (configured) or the first `cluster` value of a finding, every finding with
-        # none, and the topology's; each other value has its own in ``others`` (correlator, seen; no
-        # topology), made at its first finding (detector.pipeline.clusters, as
-        # SourcePartition's).  Findings of a cluster past MAX_CLUSTERS are counted in
-        # ``invalid`` and dropped.
+        # ``home`` (named), else the topology's own name, else the first `cluster` value of a
+        # finding; every finding with none, and the topology's -- each other value has its
+        # own in ``others`` (correlator, seen; no topology), made at its first finding
+        # (detector.pipeline.clusters, as SourcePartition's).  Findings of a cluster past
+        # MAX_CLUSTERS are counted in ``invalid`` and dropped.
         self.clusters: ClusterSlots[tuple[Correlator, dict[str, set[str]]]] = ClusterSlots(
-            self._new_correlator, home)
+            self._new_correlator, home, topology)
         # Other clusters' topologies, by cluster value (not state: given back on restore).
-        self.topologies = other_topologies(home, topologies)
+        self.topologies = other_topologies(self.clusters.cluster, topologies)
         self.others = self.clusters.others  # (the same dict)
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its

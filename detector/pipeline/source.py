@@ -167,14 +167,17 @@ class SourcePartition:
         # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
         self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
         # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the home
-        # cluster's -- ``home`` (configured) or the first `cluster` value read, every record
-        # with none, and the topology's; each other value has monitors of its own in
-        # ``others`` (no topology), made at its first record (detector.pipeline.clusters).
-        self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors, home)
+        # cluster's -- ``home`` (named), else the topology's own name, else the first
+        # `cluster` value read; every record with none, and the topology's -- each other value
+        # has monitors of its own in ``others`` (no topology), made at its first record
+        # (detector.pipeline.clusters).
+        self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors, home, topology)
+        home = self.clusters.cluster
         # Other clusters' topologies, by cluster value (not state: given back on restore).
         self.topologies = other_topologies(home, topologies)
         # The findings partition of a finding with no `cluster` (a trainer's step rows): the
-        # configured home's, where its cluster's findings meet (not each source's own guess).
+        # home's when every stage knows it, where its cluster's findings meet (not each
+        # source's own guess).
         self.home_key = (home or DEFAULT_CLUSTER).encode()
         self._home_partition = findings_partition(home, findings_partitions)
         self.others = self.clusters.others  # (the same dict)
@@ -230,8 +233,8 @@ class SourcePartition:
         refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
                       and type(state.get("held", [])) is list, "a count or held is malformed")
         state["monitors"].check_restored()
-        part = cls(topic, partition, findings_partitions, now=now, hold_ahead=hold_ahead,
-                   home=home, topologies=topologies)
+        part = cls(topic, partition, findings_partitions, topology=topology, now=now,
+                   hold_ahead=hold_ahead, home=home, topologies=topologies)
         part.monitors = state["monitors"]
         part.monitors.attach(topology, wall_clock)
         part.offset = offset
