@@ -10,6 +10,11 @@
    records with it), else the first value read -- and a stage whose home nobody named says
    so once in the log when it keeps a second cluster apart while it has a topology.
    (The service's case is tests/test_home28.py's _service_run, no longer xfail.)
+3. A slot given back: with every one of MAX_CLUSTERS taken, a record of one more cluster takes
+   the slot of another that is spent -- quiet long enough, nothing open: in the source, its
+   monitors, run on to the stream's time, hold no unit or job (all pruned after their silence);
+   in the correlator, no node of it seen, no finding for unit_idle_s, no timer, no page
+   firing.  What it knew goes with it: if it comes back, it starts afresh.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import pytest
 
 import detector.pipeline.clusters as clusters
 from detector.engine import Engine
-from detector.events import ECC, EccSample
-from detector.pipeline.clusters import ClusterSlots, home_of, topology_home
+from detector.events import ECC, EccSample, InvalidMessage
+from detector.monitors import Monitors
+from detector.pipeline.clusters import MAX_CLUSTERS, ClusterSlots, home_of, topology_home
 from detector.pipeline.source import SourcePartition
+from detector.statecodec import UNSIGNED, SnapshotRefused
 from detector.topology import Topology
 from tests.test_home28 import EAST, EAST_SLURM, _log, _topology_of, _west_first
 
@@ -81,8 +88,9 @@ def test_the_engine_runs_a_quiet_home_on_to_the_streams_time() -> None:
     assert eng.monitors.clock == 2_001.0
 
 
-def _service(home: str | None, evs: list[EccSample]) -> tuple[list, list]:
-    src = SourcePartition(ECC, 0, 1, wall_clock=lambda: 2_010.0, home=home)
+def _service(home: str | None, evs: list[EccSample], wall: float = 2_010.0,
+             signal: str = "dbe") -> tuple[list, list]:
+    src = SourcePartition(ECC, 0, 1, wall_clock=lambda: wall, home=home)
     emits: list = []
     dead: list = []
     for k, ev in enumerate(evs):
@@ -90,7 +98,7 @@ def _service(home: str | None, evs: list[EccSample]) -> tuple[list, list]:
     found = [orjson.loads(e.value)["finding"] for e in emits
              if orjson.loads(e.value)["type"] == "finding"]
     return dead, [(f["signal"], f["cluster"], f["scope"]["node"], f["ts"]) for f in found
-                  if f["signal"] == "dbe"]
+                  if f["signal"] == signal]
 
 
 def test_the_service_and_the_engine_agree_whichever_cluster_is_home() -> None:
@@ -200,3 +208,98 @@ def test_a_named_home_or_no_topology_says_nothing(caplog, monkeypatch, home, top
             eng.process(ev)
     assert eng.stats()["clusters"] == 2
     assert not [r for r in caplog.records if r.name == "detector.pipeline.clusters"]
+
+
+# -- 3. a slot given back ---------------------------------------------------------------------
+
+OTHERS = [f"c{k:02d}" for k in range(1, MAX_CLUSTERS)]  # 15: every slot beside the home's
+
+
+def _fill(eng: Engine, dbe: set[str] = frozenset()) -> list:  # type: ignore[assignment]
+    """The home (east) and 15 others each send a row at 1000-1001 (a DBE for those in ``dbe``),
+    then only east goes on, a row every 100 s to 1000 + 4000: the others quiet past
+    unit_idle_s (3600 s)."""
+    alerts = eng.process(_ecc(1_000.0, "gpu-001", "east"))
+    for c in OTHERS:
+        alerts += eng.process(_ecc(1_000.5, "gpu-001", c, dbe=int(c in dbe)))
+    for k in range(1, 41):
+        alerts += eng.process(_ecc(1_000.0 + 100 * k, "gpu-001", "east"))
+    return alerts
+
+
+def test_a_quiet_clusters_slot_is_given_back_to_a_new_one() -> None:
+    eng = Engine(home_cluster="east")
+    eng.process(_ecc(1_000.0, "gpu-001", "east"))
+    for c in OTHERS:
+        eng.process(_ecc(1_000.5, "gpu-001", c))
+    with pytest.raises(InvalidMessage, match="too_many_clusters"):  # (all of them live)
+        eng.process(_ecc(1_001.0, "gpu-001", "new"))
+    eng = Engine(home_cluster="east")
+    _fill(eng)
+    first = eng.source.others["c01"]
+    alerts = eng.process(_ecc(5_001.0, "gpu-002", "new", dbe=1))
+    assert [(a.cluster, a.scope.key) for a in alerts] == [("new", "gpu:gpu-002/3")]
+    # the first quiet one's slot, in both stages; the others keep theirs (nobody needed them)
+    assert list(eng.source.others) == [*OTHERS[1:], "new"] == list(eng.stage.others)
+    assert eng.stats()["clusters"] == MAX_CLUSTERS and eng.source.too_many_clusters == 0
+    # c01 comes back: a slot of its own again (c02's), its monitors afresh
+    eng.process(_ecc(5_002.0, "gpu-001", "c01"))
+    assert "c02" not in eng.source.others and eng.source.others["c01"] is not first
+    assert eng.source.others["c01"].counts["ecc"] == 1
+
+
+def test_a_cluster_with_a_page_open_keeps_its_slot() -> None:
+    eng = Engine(home_cluster="east")
+    alerts = _fill(eng, dbe=set(OTHERS))  # a latched DBE page on every other cluster
+    assert {a.cluster for a in alerts if a.status == "firing"} == set(OTHERS)
+    with pytest.raises(InvalidMessage, match="too_many_clusters"):
+        eng.process(_ecc(5_001.0, "gpu-002", "new", dbe=1))
+    assert list(eng.source.others) == OTHERS == list(eng.stage.others)
+    # one without a page: its slot is the one given back (the rest are open)
+    eng = Engine(home_cluster="east")
+    _fill(eng, dbe=set(OTHERS) - {"c07"})
+    eng.process(_ecc(5_001.0, "gpu-002", "new"))
+    assert "c07" not in eng.source.others and "new" in eng.source.others
+    assert "c07" not in eng.stage.others and "new" in eng.stage.others
+
+
+def test_a_flood_of_one_more_cluster_does_not_run_the_others_on_each_record(
+        monkeypatch) -> None:
+    eng = Engine(home_cluster="east")
+    eng.process(_ecc(1_000.0, "gpu-001", "east"))
+    for c in OTHERS:
+        eng.process(_ecc(1_000.5, "gpu-001", c))
+    runs = []
+    real = Monitors.advance
+    monkeypatch.setattr(Monitors, "advance", lambda m, now, f: (runs.append(now), real(m, now, f)))
+    for k in range(50):  # (50 records within a minute: the others looked at once)
+        with pytest.raises(InvalidMessage, match="too_many_clusters"):
+            eng.process(_ecc(1_001.0 + k, "gpu-009", "new"))
+    assert len(runs) <= len(OTHERS) and eng.source.too_many_clusters == 50
+
+
+def test_the_service_gives_a_quiet_clusters_slot_back_as_the_engine_does() -> None:
+    evs = [_ecc(1_000.0, "gpu-001", "east")]
+    evs += [_ecc(1_000.5, "gpu-001", c) for c in OTHERS]
+    evs += [_ecc(1_000.0 + 100 * k, "gpu-001", "east") for k in range(1, 41)]
+    evs += [_ecc(5_001.0, "gpu-002", "new", dbe=1)]
+    dead, found = _service("east", evs, wall=5_010.0, signal="xid")
+    assert dead == [] and found == [("xid", "new", "gpu-002", 5_001.0)]
+
+
+def test_a_restored_correlator_knows_when_each_cluster_last_had_a_finding() -> None:
+    eng = Engine(home_cluster="east")
+    eng.process(_ecc(1_000.0, "gpu-001", "east"))
+    eng.process(_ecc(1_000.5, "gpu-001", "c01", dbe=1))
+    eng.process(_ecc(1_001.0, "gpu-001", "c01"))
+    blob = eng.snapshot()
+    state = UNSIGNED.decode(blob, "engine")
+    last = state["correlator"]["last"]
+    assert list(last) == ["c01"] and last["c01"] >= 1_000.5
+    assert Engine.restore(blob).stage._last == last
+    state["correlator"]["last"] = {"c09": 1_000.5}  # (a cluster it does not keep)
+    with pytest.raises(SnapshotRefused):
+        Engine.restore(UNSIGNED.encode(state, "engine"))
+    del state["correlator"]["last"]  # (round 28's: none -- as of the restore)
+    eng = Engine.restore(UNSIGNED.encode(state, "engine"))
+    assert eng.stage._last == {} and eng.stage._taken_at == eng.stage.released

@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from detector.topology import Topology
 
 # Distinct `cluster` values one stage keeps apart (its home and this many less one others): a
-# record of one more is refused ("too_many_clusters": dead-lettered, counted), changing nothing.
+# record of one more is refused ("too_many_clusters": dead-lettered, counted), changing nothing
+# -- unless another cluster's slot is spent (quiet long enough, nothing open:
+# ClusterSlots.give_back_spent), which it then takes (home29).
 MAX_CLUSTERS = 16
 
 U = TypeVar("U")
@@ -164,6 +166,20 @@ class ClusterSlots(Generic[U]):
         """Forget the unit :meth:`other` made for ``cluster``'s record when the unit refused
         it (DESIGN: an invalid record changes no state -- it takes no slot either)."""
         del self.others[cluster]
+
+    def give_back_spent(self, spent: Callable[[str, U], bool], to: str
+                        ) -> tuple[str, U] | None:
+        """With every slot taken and a record of cluster ``to`` wanting one: give back the
+        slot of the first other cluster (in order of first record) whose unit ``spent(cluster,
+        unit)`` says is spent -- quiet long enough, nothing open (each stage says what that
+        is) -- and return it, (cluster, unit); None when none is.  Its unit is forgotten: the
+        cluster starts afresh if it comes back, as a unit pruned after its silence does."""
+        for c, unit in list(self.others.items()):
+            if spent(c, unit):
+                del self.others[c]
+                log.info("cluster %r quiet, nothing open: its slot goes to cluster %r", c, to)
+                return c, unit
+        return None
 
     def one_value(self, clusters: set[str | None]) -> bool:
         """Whether every record of a batch whose `cluster` values are ``clusters`` goes home

@@ -182,6 +182,11 @@ class CorrelatorPartition:
         # Other clusters' topologies, by cluster value (not state: given back on restore).
         self.topologies = other_topologies(self.clusters.cluster, topologies)
         self.others = self.clusters.others  # (the same dict)
+        # Another cluster -> the tag of its newest finding (_spent; in the snapshot, "last");
+        # one with none: since _taken_at, -inf for a fresh partition, its clock then for one
+        # restored from a snapshot without it (round 28's).
+        self._last: dict[str, float] = {}
+        self._taken_at = -math.inf
         self.sources: dict[str, _Source] = {s: _Source(now) for s in expected}
         # source -> how far a wait for an explanation waits for it, where that is below its
         # clock (a watermarks message's ``explain``: a source later than the 5 s the clock
@@ -227,11 +232,30 @@ class CorrelatorPartition:
         return Correlator(self.cfg, self.topologies.get(cluster), _seen_in(seen)), seen
 
     def correlator_for(self, cluster: str | None) -> Correlator | None:
-        """The correlator of ``cluster`` (see ``clusters``); None past MAX_CLUSTERS."""
+        """The correlator of ``cluster`` (see ``clusters``) -- with every slot taken, a spent
+        cluster's given back for it (:meth:`_spent`); None past MAX_CLUSTERS."""
         if self.clusters.is_home(cluster):
             return self.correlator
         other = self.clusters.other(cluster)  # type: ignore[arg-type]
+        if other is None:
+            gone = self.clusters.give_back_spent(self._spent, cluster)  # type: ignore[arg-type]
+            if gone is None:
+                return None
+            self._last.pop(gone[0], None)
+            other = self.clusters.other(cluster)  # type: ignore[arg-type]
         return None if other is None else other[0]
+
+    def _spent(self, cluster: str, other: tuple[Correlator, dict[str, set[str]]]) -> bool:
+        """Whether another cluster's correlator may give its slot back: no telemetry of it
+        seen any more (every source forgot its nodes after ``unit_idle_s`` of silence), no
+        finding of it for ``unit_idle_s`` of this stage's clock, no timer waiting and no
+        problem firing -- quiet that long, nothing open.  (What it knew goes with it: a
+        cluster that comes back starts afresh, its resolved problems and GPU histories
+        forgotten.)"""
+        corr, seen = other
+        return (not seen and not corr._timers
+                and self._last.get(cluster, self._taken_at) < self.released - self.cfg.unit_idle_s
+                and all(p.status != "firing" for p in corr.problems.values()))
 
     def _correlators(self) -> list[Correlator]:
         return [self.correlator, *(c for c, _ in self.others.values())]
@@ -248,6 +272,8 @@ class CorrelatorPartition:
                  "heap": self._heap, "released": self.released, "seen": self._seen,
                  "counts": (self.findings, self.duplicates, self.late, self.invalid)}
         self.clusters.put(state, lambda c, other: [c, *other])
+        if self._last:
+            state["last"] = self._last
         return state
 
     @classmethod
@@ -295,6 +321,12 @@ class CorrelatorPartition:
             return entry[1], entry[2]
 
         part.clusters.take(state, 3, correlator)
+        last = state.get("last", {})
+        refuse_unless(type(last) is dict and all(
+            c in part.others and is_time(t) for c, t in last.items()),
+            "a cluster's newest finding is malformed")
+        part._last = last
+        part._taken_at = part.released  # (a snapshot of round 28 has none: as of now)
         for name, src in part.sources.items():
             if src.wm is not None:
                 part._data_since = now
@@ -567,10 +599,14 @@ class CorrelatorPartition:
                     self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
             c = f.cluster
-            on = corr if c is None or c == self.clusters.cluster else self.correlator_for(c)
-            if on is None:
-                self.invalid += 1  # a cluster past MAX_CLUSTERS
-                continue
+            if c is None or c == self.clusters.cluster:
+                on = corr
+            else:
+                on = self.correlator_for(c)
+                if on is None:
+                    self.invalid += 1  # a cluster past MAX_CLUSTERS
+                    continue
+                self._last[c] = tag
             if arrivals is not None:
                 if causes is not None:
                     causes.extend([None] * (len(alerts) - len(arrivals)))

@@ -57,6 +57,7 @@ import orjson
 from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
+from detector.liveness import scan as scan_liveness
 from detector.monitors import Monitors, out_of_range
 from detector.pipeline.clusters import ClusterSlots, other_topologies
 from detector.quiet import quiet_run
@@ -70,6 +71,9 @@ DEFAULT_CLUSTER = "default"
 # Findings made by an idle advance (no input record) are numbered after the
 # record they follow: offset, then this plus a counter.
 _IDLE_BASE = 1 << 30
+# With every cluster slot taken and none spent, how long (the stream's time) before a record of
+# one more cluster looks for one again (SourcePartition._give_back_spent).
+SPENT_EVERY_S = 60.0
 SNAPSHOT_VERSION = 1
 _OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
 
@@ -182,6 +186,11 @@ class SourcePartition:
         self._home_partition = findings_partition(home, findings_partitions)
         self.others = self.clusters.others  # (the same dict)
         self.too_many_clusters = 0
+        # Clusters whose slot was given back (_give_back_spent), with their monitors, until
+        # their last notices are passed (pass_notices); and the stream time before which no
+        # slot is looked for again.  Not state.
+        self._parting: list[tuple[str, Monitors]] = []
+        self._spent_after = -math.inf
         self._wall_clock = wall_clock
         self.offset = -1                    # last input offset processed
         self._idle_seq = 0                  # findings made by idle advances since that offset
@@ -269,14 +278,47 @@ class SourcePartition:
         return Monitors(self.monitors.cfg, self.topologies.get(cluster),
                         wall_clock=self._wall_clock)
 
-    def monitors_for(self, ev: Event) -> Monitors:
-        """The monitors of ``ev``'s cluster (see ``clusters``); :class:`InvalidMessage`
-        "too_many_clusters" for a cluster past MAX_CLUSTERS (nothing changed)."""
+    def monitors_for(self, ev: Event, found: list[Finding] | None = None) -> Monitors:
+        """The monitors of ``ev``'s cluster (see ``clusters``) -- with every slot taken, a
+        spent cluster's given back for it (:meth:`_give_back_spent`, when ``found`` takes
+        what running the others on finds); :class:`InvalidMessage` "too_many_clusters" for
+        a cluster past MAX_CLUSTERS (nothing changed)."""
         mon = self.monitors_of(ev.cluster)
+        if mon is None and found is not None and self._give_back_spent(ev.cluster, found):
+            mon = self.monitors_of(ev.cluster)
         if mon is None:
             self.too_many_clusters += 1
             raise InvalidMessage(self.topic, "too_many_clusters", "cluster")
         return mon
+
+    def _give_back_spent(self, cluster: str | None, found: list[Finding]) -> bool:
+        """Every slot taken: give back another cluster's whose monitors, run on to the
+        stream's time (as the service's idle advance runs them; findings into ``found``),
+        hold nothing any more -- every unit and job pruned after its silence (``unit_idle_s``;
+        ``unit_fault_idle_s`` for a unit with a fault raised; ``job_idle_s``): quiet that
+        long, nothing open.  Its last notices (forget) are passed with the record's
+        (:attr:`_parting`); if it comes back, it starts afresh.  Tried at most once a
+        :data:`SPENT_EVERY_S` of the stream's time while none is spent (a flood of a
+        17th cluster's records does not run the 15 on each)."""
+        clock = self.clock
+        if clock < self._spent_after:
+            return False
+
+        def spent(_: str, mon: Monitors) -> bool:
+            if mon.clock < clock:
+                mon.advance(clock, found)
+            if mon._seen or mon._jobs or mon._gone:
+                return False
+            if mon._alive:  # (its nodes' units pruned: the next scan's work, done now --
+                scan_liveness(mon, found)  # a silence there is over, and told)
+            return not mon._alive
+
+        gone = self.clusters.give_back_spent(spent, cluster)  # type: ignore[arg-type]
+        if gone is None:
+            self._spent_after = clock + SPENT_EVERY_S
+            return False
+        self._parting.append(gone)
+        return True
 
     def feed(self, ev: Event, found: list[Finding],
              through: list[tuple[float, int]] | None = None) -> Monitors:
@@ -304,7 +346,7 @@ class SourcePartition:
         changes no state, and 15 of them must not shut a real cluster out."""
         c = ev.cluster
         fresh = c not in self.others
-        mon = self.monitors_for(ev)
+        mon = self.monitors_for(ev, found)
         if not fresh or mon is self.monitors:
             if ev.ts - mon.clock > MAX_AHEAD_S:
                 self._catch_up(mon, ev.ts, found)
@@ -509,7 +551,7 @@ class SourcePartition:
             self.events += 1
         self.offset = offset
         self._idle_seq = 0
-        if mon.heard or mon.forgotten or mon.rewound:
+        if mon.heard or mon.forgotten or mon.rewound or self._parting:
             self._emit_seen(emits)
         if found:
             self._emit_findings(found, offset, 0, emits,
@@ -567,7 +609,7 @@ class SourcePartition:
         for node, what in mon.forgotten:
             forget(self.cluster, node, what)
         mon.forgotten.clear()
-        for c, mon in self.others.items():
+        for c, mon in (*self._parting, *self.others.items()):
             # (a rewind of another cluster's first node: the source's clock is the first's)
             mon.rewound = False
             for _, node, what in mon.heard:
@@ -576,6 +618,7 @@ class SourcePartition:
             for node, what in mon.forgotten:
                 forget(c, node, what)
             mon.forgotten.clear()
+        self._parting.clear()
 
     def _emit_seen(self, emits: list[Emit]) -> None:
         """The notices of :meth:`pass_notices` as findings-topic messages."""
