@@ -61,6 +61,10 @@ class Engine:
                                          home=home_cluster, topologies=topologies)
         self._src = self.stage.sources[self.source.source]
         self._found: list[Finding] = []  # process()'s, reused (one allocation less per record)
+        # Alerts of findings made before a record was refused (running other clusters on to
+        # the stream's time: SourcePartition._give_back_spent, _catch_up), which process()
+        # raising could not return: the caller gets them from ingest() or finish().  Not state.
+        self._kept: list[Alert] = []
 
     @property
     def monitors(self) -> Monitors:
@@ -101,6 +105,11 @@ class Engine:
         if c is not None and c != src.clusters.cluster:  # (a unit is (cluster, node))
             try:
                 mon = src.feed(ev, found)
+            except InvalidMessage:
+                if found:  # (the service emits them with its dead letter: _one)
+                    self._correlate(found, self._kept)
+                    found.clear()
+                raise
             finally:
                 if self.stage.cluster is None:  # the topology's cluster: the same in both
                     self.stage.cluster = src.cluster
@@ -175,7 +184,12 @@ class Engine:
         finally:
             if found:
                 self._correlate(found, alerts)
-        alerts.extend(self.process(ev))
+        try:
+            alerts.extend(self.process(ev))
+        finally:
+            if self._kept:
+                alerts.extend(self._kept)
+                self._kept.clear()
         return ev
 
     def _pass_seen(self) -> None:
@@ -217,7 +231,7 @@ class Engine:
         step and timer is decided."""
         found: list[Finding] = []
         self.source.run_on(math.inf, found)
-        alerts: list[Alert] = []
+        alerts, self._kept = self._kept, []
         self._correlate(found, alerts)
         self.stage.run_out(alerts)
         return alerts
@@ -253,6 +267,7 @@ class Engine:
         eng.topology = topology
         eng._src = eng.stage.sources[eng.source.source]
         eng._found = []
+        eng._kept = []
         return eng
 
     def stats(self) -> dict[str, Any]:

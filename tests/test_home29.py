@@ -303,3 +303,27 @@ def test_a_restored_correlator_knows_when_each_cluster_last_had_a_finding() -> N
     del state["correlator"]["last"]  # (round 28's: none -- as of the restore)
     eng = Engine.restore(UNSIGNED.encode(state, "engine"))
     assert eng.stage._last == {} and eng.stage._taken_at == eng.stage.released
+
+
+def test_what_running_the_others_on_finds_is_kept_when_the_record_is_refused() -> None:
+    # Every other cluster has a DBE (its GPU's monitors kept unit_fault_idle_s: not spent) and
+    # a job that stopped; the new cluster's record runs them on to the stream's time -- each
+    # job forgotten (a finding) -- and is refused.  The service emits those findings with its
+    # dead letter; the Engine's process() raises, and ingest() gives their alerts all the same.
+    import msgspec
+
+    from detector.testing import step
+    eng = Engine(home_cluster="east")
+    eng.process(_ecc(1_000.0, "gpu-001", "east"))
+    for c in OTHERS:
+        eng.process(_ecc(1_000.5, "gpu-001", c, dbe=1))
+        for r in range(2):
+            eng.process(msgspec.structs.replace(step(1_000.6, r, 1), cluster=c))
+    for k in range(1, 41):
+        eng.process(_ecc(1_000.0 + 100 * k, "gpu-001", "east"))
+    before = eng.stage.findings
+    alerts: list = []
+    with pytest.raises(InvalidMessage, match="too_many_clusters"):
+        eng.ingest(ECC, orjson.loads(_raw(_ecc(5_001.0, "gpu-002", "new"))), alerts)
+    assert eng.stage.findings - before >= len(OTHERS) and not eng._kept
+    assert not eng.source.others["c01"]._jobs and eng.source.others["c01"]._ecc
