@@ -599,14 +599,14 @@ class CorrelatorPartition:
                     self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
             c = f.cluster
-            if c is None or c == self.clusters.cluster:
-                on = corr
-            else:
-                on = self.correlator_for(c)
-                if on is None:
+            on = corr
+            if c is not None and c != self.clusters.cluster:
+                theirs = self.correlator_for(c)
+                if theirs is None:
                     self.invalid += 1  # a cluster past MAX_CLUSTERS
                     continue
                 self._last[c] = tag
+                on = theirs
             if arrivals is not None:
                 if causes is not None:
                     causes.extend([None] * (len(alerts) - len(arrivals)))
