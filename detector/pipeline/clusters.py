@@ -158,9 +158,9 @@ class ClusterSlots(Generic[U]):
             _said = True
             log.warning("records of cluster %r are kept apart from the home cluster %r, which "
                         "the topology describes, and nobody named the home (it is %s): if "
-                        "the topology is %r's, set home_cluster (serve --home-cluster, "
-                        "[service] home_cluster, replay --home-cluster)", cluster,
-                        self.cluster, self._unnamed, cluster)
+                        "the topology describes cluster %r, set home_cluster (serve "
+                        "--home-cluster, [service] home_cluster, replay --home-cluster)",
+                        cluster, self.cluster, self._unnamed, cluster)
 
     def give_back(self, cluster: str) -> None:
         """Forget the unit :meth:`other` made for ``cluster``'s record when the unit refused
