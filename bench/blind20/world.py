@@ -96,7 +96,8 @@ class Gpu:
                 clock = CLOCK_MAX_MHZ * math.sqrt(POWER_LIMIT_W / want)
             ratio = clock / CLOCK_MAX_MHZ
             steady = inlet_c + self.rth_c_per_w * power
-            if steady > 87.0:          # SW thermal slowdown holds the GPU near its limit
+            if steady > 87.0 and self.temp_c >= 86.5:   # SW thermal slowdown once the GPU
+                #                                         is at its limit: held there
                 allowed = max(150.0, (87.0 - inlet_c) / self.rth_c_per_w)
                 if allowed < power:
                     thr |= THROTTLE_SW_THERMAL
