@@ -39,7 +39,7 @@ EXPECT: dict[str, tuple] = {
         "P1: one PCIe switch replaying on both GPUs under it (2-3 of an HGX board, +10-60 "
         "each per 30 s row), their ranks host-late and the node's TP group waiting: an "
         "escalation at the node (slow_node/unknown, 11-112 s), then two GPU isolations "
-        "(hardware/gpu_hardware, pcie_replay) 2-5 min later that are not joined to it -- the "
+        "(hardware/gpu_hardware, pcie_replay) 1-4 min after the onset, not joined to it -- the "
         "node's cause stays unknown and the GPU pages are finer than the fault (8 of 8 board "
         "logs: 16 false positives)"), 1),
     "C1-rack-cooling-three-nodes": (_caught_right_and_alone, None, 3),
