@@ -91,6 +91,92 @@ def tie(pair: dict[int, list[float]], paired: set[int], step: int,
         job, tenant, cluster)
 
 
+# -- a tie broken: the candidate whose own gradient norm jumped on the step they split -------
+#
+# A copy of the weights corrupted on one GPU moves that rank's own gradient norm on the very
+# step its checksum leaves its peer's (blind19 R1: x1.2-1.5) -- evidence of its own, on the
+# same step, that the checksums do not give.  A rank names its GPU when its norm jumped against
+# its own history (and, with two or more replica mates, beyond their move that step: a hard
+# batch moves every shard of a replica alike) and over its peer's, while the peer's stays
+# ordinary against its own.  Both ordinary, both jumped, or either without a history yet: no
+# tiebreak -- the job escalation stays (nothing is guessed).  Each rank's history is the
+# JobMonitor's ``_gmean`` / ``_gdev`` / ``_gown`` / ``_gn`` (by slot), kept only in jobs whose
+# peer groups are pairs (:func:`grad_track`), for the step the checksums split on alone.
+TIE_GRAD_ALPHA = 1.0 / 32.0  # smoothing of a rank's own history of log(grad_norm)
+TIE_GRAD_WARM = 16           # steps of its history before its jump can break a tie
+TIE_GRAD_Z = 5.0             # the jump: robust sigmas of its history, less its replica's move
+TIE_GRAD_CALM = 2.0          # the peer's: within this many of its own
+TIE_GRAD_RATIO = 1.1         # ... and at least this ratio over its history and over its peer's
+TIE_GRAD_FLOOR = 0.01        # floor of a history's spread (log(grad_norm))
+TIE_GRAD_SEVERITY = 0.8      # the GPU escalation a tiebreak makes (a strict majority's: 0.95)
+_TRACK_CAP = 1 << 20         # (a history's step count stops there)
+_MEAN_ABS_TO_SIGMA = 1.2533
+
+
+def grad_track(mean: np.ndarray, dev: np.ndarray, own: np.ndarray, n: np.ndarray,
+               r: np.ndarray, lg: np.ndarray, dp: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Move the own histories of the ranks in slots ``r`` (replicas ``dp``) on by this step's
+    ``log(grad_norm)`` ``lg``: ``mean``, ``dev``, ``own``, ``n`` are per slot the smoothed
+    level, the mean absolute deviation from it, that of the deviation less its replica's
+    median one (a replica of three ranks or more: a batch moves its shards alike; else the
+    deviation itself) and the steps taken.  Returns, per rank, its deviation from its history
+    before this step, the spread of its own part (a robust sigma, floored) and its steps.  A
+    step off by more than four sigmas moves the history as four would: a jump is seen whole
+    on its step, and a persistent one learned over a few dozen steps.
+
+    >>> m, d, o, n = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64)
+    >>> at, dp = np.zeros(1, dtype=int), np.zeros(1, dtype=int)
+    >>> for g in (1.0, 1.1, 0.9, 1.0): _ = grad_track(m, d, o, n, at, np.log([g]), dp)
+    >>> dev, sig, k = grad_track(m, d, o, n, at, np.log([1.5]), dp)
+    >>> int(k[0]), bool(dev[0] / sig[0] > 5.0)
+    (4, True)
+    """
+    m, s, so, k = mean[r], dev[r], own[r], n[r]
+    d = lg - m
+    shift, _, size = group_median_scale(d, dp)
+    e = np.where(size >= 3, d - shift, d)
+    first = k == 0
+    lim = 4.0 * np.maximum(s * _MEAN_ABS_TO_SIGMA, TIE_GRAD_FLOOR)
+    sig = np.maximum(so * _MEAN_ABS_TO_SIGMA, TIE_GRAD_FLOOR)
+    lim_own = 4.0 * sig
+    a = np.maximum(1.0 / (k + 1.0), TIE_GRAD_ALPHA)
+    b = np.maximum(1.0 / np.maximum(k, 1.0), TIE_GRAD_ALPHA)
+    mean[r] = np.where(first, lg, m + a * np.clip(d, -lim, lim))
+    dev[r] = np.where(first, 0.0, s + b * (np.minimum(np.abs(d), lim) - s))
+    own[r] = np.where(first, 0.0, so + b * (np.minimum(np.abs(e), lim_own) - so))
+    n[r] = np.minimum(k + 1, _TRACK_CAP)
+    return d, sig, k
+
+
+def tiebreak(pair: list[int], dev: np.ndarray, sig: np.ndarray, steps: np.ndarray,
+             dp: np.ndarray) -> tuple[int, dict[str, Any]] | None:
+    """Of a tie's two candidates (``pair``: their positions in the step), the one whose own
+    gradient norm jumped on this step while the other's stayed ordinary (the rule above),
+    with what says so; None when nothing breaks the tie.  ``dev``, ``sig``, ``steps``: per
+    position of the step its :func:`grad_track` deviation (NaN: none sent), spread and
+    history; ``dp`` its replica (a replica's move, its other ranks' median deviation when
+    it has two or more, is taken off each candidate's)."""
+    own: list[tuple[float, float]] = []
+    for i in pair:
+        if not steps[i] >= TIE_GRAD_WARM or dev[i] != dev[i]:
+            return None
+        mates = (dp == dp[i]) & (dev == dev)
+        mates[i] = False
+        shift = float(np.median(dev[mates])) if np.count_nonzero(mates) >= 2 else 0.0
+        d = float(dev[i]) - shift
+        own.append((d, d / float(sig[i])))
+    for j, k in ((0, 1), (1, 0)):
+        (d, z), (dq, zq) = own[j], own[k]
+        if (z >= TIE_GRAD_Z and d >= math.log(TIE_GRAD_RATIO) and abs(zq) <= TIE_GRAD_CALM
+                and d - dq >= math.log(TIE_GRAD_RATIO)):
+            return j, {"grad_norm_jump": round(math.exp(d), 3),
+                       "grad_norm_jump_z": round(z, 1),
+                       "peer_grad_norm_change": round(math.exp(dq), 3),
+                       "peer_grad_norm_z": round(zq, 1)}
+    return None
+
+
 def decided(pair: dict[int, list[float]], losers: set[int]) -> list[int]:
     """Candidates of a tie that lost a majority vote (``losers``): each leaves ``pair`` with
     its partner (the other candidate agrees with the majority: healthy).  Returns them."""

@@ -55,6 +55,8 @@ class NumericChecks:
         ok = grad > 0.0
         n_ok = np.count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
         if n_ok < cfg.min_peers:
+            if n_ok == 2 == len(ok):  # (a job of two ranks: a pair, perhaps)
+                self._track_own(slots, np.log(grad), ok, buf)
             return
         if n_ok == len(ok):  # (the usual step: no copies)
             r, g, t, lg = slots, groups, ts, np.log(grad)
@@ -62,6 +64,8 @@ class NumericChecks:
             r, g, t = slots[ok], groups[ok], ts[ok]
             lg = np.log(grad[ok])
         med, scale, size, k = group_stats(lg, g)
+        if k == 2:  # peer groups of two: a checksum tie's tiebreak needs each one's history
+            self._track_own(r, lg, ok, buf)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
         if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
             hit = z > cfg.grad_z
@@ -120,6 +124,20 @@ class NumericChecks:
             out.append(self._finding(rank, dp_of.get(rank, rank) if dp_of else rank,
                                      "grad_outlier", "sdc", "unknown", decided_ts, decided_ts,
                                      False, 0.0, {"step": step}))
+
+    def _track_own(self, r: np.ndarray, lg: np.ndarray, ok: np.ndarray, buf: _StepBuffer
+                   ) -> None:
+        """Each rank's own history of ``log(grad_norm)`` moved on (slots ``r``, the step's
+        ranks that sent one, ``ok``), and this step's deviations kept for a tie decided on it
+        (detector.sdc.grad_track, tiebreak)."""
+        dp = buf.dp_array()
+        d, sig, k = sdc.grad_track(self._gmean, self._gdev, self._gown, self._gn, r, lg,
+                                   dp if len(r) == len(ok) else dp[ok])
+        if len(d) != len(ok):
+            full = np.full((3, len(ok)), np.nan)
+            full[0, ok], full[1, ok], full[2, ok] = d, sig, k
+            d, sig, k = full
+        self._grad_now = (self._evaluated, d, sig, k)
 
     def _moved(self, buf: _StepBuffer) -> bool:
         """Whether the step's first rank's checksum differs from its own on the step before
@@ -292,10 +310,11 @@ class NumericChecks:
                 known = [i for i in idx if buf.ranks[i] in self._mismatch]
                 if known:
                     # One of the two already lost a majority vote (a larger group, before
-                    # some replicas went away -- a node rebooting): its known fault is the
-                    # disagreement, the other replica is no candidate.
+                    # some replicas went away -- a node rebooting), or lost a tie to its own
+                    # gradient norm: its known fault is the disagreement, the other replica
+                    # is no candidate.
                     disagreeing.update(buf.ranks[i] for i in known)
-                else:
+                elif not self._tie_broken(step, buf, idx, decided_ts, disagreeing, out):
                     ties.append(idx)
                 continue
             if majority is None:
@@ -366,6 +385,37 @@ class NumericChecks:
                 i = buf.ranks.index(rank)
                 out.append(self._finding(rank, buf.dp[i], signal, "sdc", cause, decided_ts,
                                          decided_ts, False, 0.0, {"step": step}))
+
+    def _tie_broken(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
+                    disagreeing: set[int], out: list[Finding]) -> bool:
+        """Two replicas' checksums split on this step (``idx``: their positions), neither a
+        candidate of an open tie: when one candidate's own gradient norm jumped on this very
+        step and the other's stayed ordinary (detector.sdc.tiebreak), that rank's GPU is
+        escalated as a vote's loser is -- the split and the grad norm its evidence -- and
+        True; else False (the tie, at job scope)."""
+        now = self._grad_now
+        if now is None or now[0] != self._evaluated or len(now[1]) != len(buf.ranks) or any(
+                buf.ranks[i] in self._pair for i in idx):
+            return False
+        broken = sdc.tiebreak(idx, now[1], now[2], now[3], buf.dp_array())
+        if broken is None:
+            return False
+        j, why = broken
+        i, q = idx[j], idx[1 - j]
+        rank = buf.ranks[i]
+        disagreeing.add(rank)
+        self._mismatch[rank] = [buf.ts[i], 0]
+        f = self._checksum_minority(
+            rank, buf.dp[i], decided_ts, buf.ts[i], step, buf.checksum[i],
+            buf.checksum[q], {"replicas_compared": 2, "peer_rank": buf.ranks[q],
+                              "grad_norm": buf.grad[i], "peer_grad_norm": buf.grad[q], **why,
+                              "loss": buf.loss[i], "peer_loss": buf.loss[q],
+                              "tiebreak": "two replicas disagree (no majority); this rank's "
+                              "own gradient norm jumped on the step they split, its peer's "
+                              "did not"})
+        f.evidence["peer_checksum"] = f.evidence.pop("majority_checksum")
+        out.append(f._replace(severity=sdc.TIE_GRAD_SEVERITY))
+        return True
 
     def _pair_disagree(self, step: int, buf: _StepBuffer, ties: list[list[int]],
                        decided_ts: float, paired: set[int], out: list[Finding]) -> None:

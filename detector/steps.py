@@ -252,7 +252,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_pair_hi", 0.0),
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
-    ("_host_tx", 0.0), ("_host_told", False))
+    ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
+    ("_gn", 0))
 
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
@@ -580,6 +581,10 @@ class JobMonitor(NumericChecks):
     # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
     # _check_overflow); not state either: after a restore the first skip tells nothing.
     _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
+    # The latest step's grad norms against each rank's own history, in a job whose peer
+    # groups are pairs (_check_grad: the step's _evaluated, per position its deviation,
+    # spread and history steps), for a checksum tie split on it (sdc.tiebreak); not state.
+    _grad_now: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
     # Whether the job's checksums moved on its latest step that every rank sent a grad norm
     # on (over the step before it): only then is a step they keep a skip (_check_overflow).
     _ck_moved = False
@@ -666,6 +671,13 @@ class JobMonitor(NumericChecks):
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
+        # Each rank's own history of log(grad_norm), in jobs whose peer groups are pairs (a
+        # checksum tie's tiebreak, detector.sdc.grad_track): level, mean |deviation|, that of
+        # its own part (less its replica's move), steps.
+        self._gmean = np.zeros(0)
+        self._gdev = np.zeros(0)
+        self._gown = np.zeros(0)
+        self._gn = np.zeros(0, dtype=np.int64)
         self._recur = np.zeros(0)                     # decayed counts of clear-outlier steps
         self._recur_onset = np.zeros(0)               # ts of the count's first step lately
         self._recurring = np.zeros(0, dtype=bool)     # reported slow as a recurring straggler
@@ -1149,6 +1161,7 @@ class JobMonitor(NumericChecks):
         self._run_n[:] = 0
         self._run_since[:] = 0.0
         self._spikes[:] = 0.0
+        self._gn[:] = 0
         self._recur[:] = 0.0
         self._recurring[:] = False
         self._recur_last[:] = False

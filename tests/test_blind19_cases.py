@@ -24,11 +24,11 @@ EXPECT: dict[str, tuple] = {
         "3` (clock 1224 MHz against its seven siblings' 1852 at 0x4, power 479 W) raises "
         "nothing; the same shape at clock ratios 0.565-0.697 is isolated in the other 7 of 8 "
         "ops logs (ops seed 3)"), 1),
-    "R1-dp2-checksum-pair-escalated-as-job": (bc.every_fault_caught, (
-        "R1: in a TP4 x DP2 job a corrupted copy's checksum differs from its only peer's (1:1, "
-        "no majority) and is escalated at job scope ('rank 0 vs rank 4'); the corrupted rank's "
-        "own grad norm x1.2-1.5 and its replica's loss x1.02-1.06 from the same step are not "
-        "used to name the GPU (8 of 8 replicas logs)"), 1),
+    # R1 fixed by sdc19 (round 29): in a TP4 x DP2 job a corrupted copy's checksum differed
+    # from its only peer's (1:1, no majority) and was escalated at job scope ('rank 0 vs rank
+    # 4'); the corrupted rank's own grad norm, jumping x1.2-1.5 on the split step while its
+    # peer's stayed ordinary, now names its GPU (tests/test_sdc19.py)
+    "R1-dp2-checksum-pair-escalated-as-job": (bc.every_fault_caught, None, 1),
     "R2-one-gpu-replica-sdc-paged-twice": (bc.caught_and_no_stray("sdc"), (
         "R2: with TP1 a replica is one GPU; its repeated SDC loss spikes are escalated at the "
         "GPU (grad_outlier), then 53-127 s later again at replica scope (loss_outlier, a new "
