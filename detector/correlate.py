@@ -447,6 +447,8 @@ class Correlator(PartWindows):
             self._attach_if_firing(f)  # evidence, not a page: _facility_cap
         elif self._group_of(f) is not None:
             self._hold_for_group(f, out)
+        elif f.verdict and f.kind == "sdc" and self._sdc_joins_gpu(f):
+            pass  # (a one-GPU replica's SDC: evidence of its GPU's open page)
         elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
             self._why_wait[f.key] = f
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
@@ -854,6 +856,36 @@ class Correlator(PartWindows):
                 if p is not None and p.status == "firing":
                     p.add(f, self.cfg.evidence_items)
                     return
+
+    def _sdc_joins_gpu(self, f: Finding) -> bool:
+        """A replica's SDC verdict (a loss outlier again and again, detector.sdc) when the
+        replica is one GPU (TP1 x PP1: its placement names one rank) and that GPU's SDC page
+        is open: the replica and the GPU are the same hardware, so the finding joins that page
+        as its evidence -- one problem, one ``dedup_key`` (blind19 R2: paged at the GPU for its
+        grad norm, then 53-127 s later again at the replica for its loss).  True when it
+        joined."""
+        if f.scope.level != "replica" or f.job is None or f.dp_rank is None:
+            return False
+        ranks = self._placement.ranks.get(f.job)
+        if not ranks:
+            return False
+        hw = None
+        for node, gpu, dp in ranks.values():
+            if dp == f.dp_rank:
+                if hw is not None:
+                    return False  # (a replica of two GPUs or more: its own unit)
+                hw = (node, gpu)
+        if hw is None:
+            return False
+        gpu = Scope.of_gpu(*hw)
+        for topic in (ESCALATION, ISOLATION):
+            p = self.problems.get(self.dedup_key(topic, "sdc", gpu, f.cluster))
+            if p is not None and p.status == "firing":
+                p.add(f, self.cfg.evidence_items)
+                self._own(f, p)
+                p.extra["replica_is_gpu"] = f"replica {f.dp_rank} of {f.job} is this GPU alone"
+                return True
+        return False
 
     def _cleared(self, f: Finding, out: list[Alert]) -> None:
         key = self._owner.pop(f.key, None)

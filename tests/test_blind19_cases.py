@@ -29,11 +29,11 @@ EXPECT: dict[str, tuple] = {
     # 4'); the corrupted rank's own grad norm, jumping x1.2-1.5 on the split step while its
     # peer's stayed ordinary, now names its GPU (tests/test_sdc19.py)
     "R1-dp2-checksum-pair-escalated-as-job": (bc.every_fault_caught, None, 1),
-    "R2-one-gpu-replica-sdc-paged-twice": (bc.caught_and_no_stray("sdc"), (
-        "R2: with TP1 a replica is one GPU; its repeated SDC loss spikes are escalated at the "
-        "GPU (grad_outlier), then 53-127 s later again at replica scope (loss_outlier, a new "
-        "dedup_key for the same problem: a false positive by DESIGN's rule; 8 of 8 replicas "
-        "logs)"), 2),
+    # R2 fixed by sdc19 (round 29): with TP1 a replica is one GPU; its repeated SDC loss spikes
+    # were escalated at the GPU (grad_outlier), then 53-127 s later again at replica scope
+    # (loss_outlier, a new dedup_key for the same problem); the replica's finding now joins the
+    # GPU's open page as evidence (correlate._sdc_joins_gpu, tests/test_sdc19.py)
+    "R2-one-gpu-replica-sdc-paged-twice": (bc.caught_and_no_stray("sdc"), None, 2),
     "R3-node-cap-paged-at-one-gpu-first": (bc.caught_and_no_stray("slow_node"), (
         "R3: a BMC power cap on every GPU of a node (0x4 at ~500 W on all eight, its eight "
         "TP1 ranks x1.12) is isolated first at one GPU, then 20 s later at the node; the GPU "

@@ -123,3 +123,83 @@ def test_a_restored_worker_keeps_each_ranks_history() -> None:
     got = [(f.signal, f.rank, f.evidence["step"]) for f in found
            if f.kind == "sdc" and f.active]
     assert got == [("checksum_mismatch", 1, 60)]
+
+
+# -- R2: a one-GPU replica's SDC, paged once ------------------------------------------------
+#
+# With TP1 a replica is one GPU.  Its repeated SDC spikes were escalated at the GPU for its grad
+# norm (grad_outlier), then 53-127 s later again at the replica for its loss (loss_outlier): a
+# second page -- a new dedup_key -- for the same hardware.  The replica's finding now joins the
+# GPU's open SDC page as evidence; a replica of several GPUs, or one with no GPU page open, is
+# raised at the replica as before.
+
+
+def _corr_run(dp_of_rank: dict[int, int], events: list[tuple[str, int, float, bool]]
+              ) -> list:
+    """A correlator told the job's placement (rank -> its replica, rank r on GPU r of
+    node-000), then ``events``: (signal, rank or replica, ts, active) -- grad_outlier at the
+    rank's GPU, loss_outlier at the replica.  Returns its alerts."""
+    from detector.alerts import Scope
+    from detector.correlate import Correlator
+    from detector.findings import Finding
+    from detector.thresholds import Thresholds
+
+    corr = Correlator(Thresholds())
+    out: list = []
+    place = [[r, "node-000", r, d] for r, d in sorted(dp_of_rank.items())]
+    corr.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_job("job-1"),
+                            True, False, 0.0, {"placement": place}, "job-1"), out)
+    for signal, who, ts, active in events:
+        if signal == "grad_outlier":
+            f = Finding(T0 + ts, T0 + ts - 30, signal, "sdc", "unknown",
+                        Scope.of_gpu("node-000", who), active, True, 0.6 if active else 0.0,
+                        {"rank": who}, "job-1", None, None, who, dp_of_rank[who])
+        else:
+            f = Finding(T0 + ts, T0 + ts - 60, signal, "sdc", "unknown",
+                        Scope.of_replica("job-1", who), active, True, 0.6 if active else 0.0,
+                        {"replica": who}, "job-1", None, None, None, who)
+        corr.on_finding(f, out)
+        corr.advance(T0 + ts, out)
+    corr.advance(T0 + 5000.0, out)
+    return out
+
+
+def test_a_one_gpu_replicas_loss_page_joins_its_gpus_open_page() -> None:
+    # TP1 x DP8: replica 3 is GPU 3.  Its grad norm paged first (GPU), its loss 90 s later:
+    # one problem, one dedup_key, the loss outliers its evidence.  On main bb06987 a second
+    # page at replica:job-1/3.
+    alerts = _corr_run({r: r for r in range(8)}, [
+        ("grad_outlier", 3, 100.0, True), ("loss_outlier", 3, 190.0, True),
+        ("grad_outlier", 3, 300.0, False), ("loss_outlier", 3, 400.0, False)])
+    firing = [a for a in alerts if a.status == "firing"]
+    assert [(a.kind, a.scope.key) for a in firing] == [("sdc", "gpu:node-000/3")]
+    assert {a.dedup_key for a in alerts} == {firing[0].dedup_key}
+    last = alerts[-1]
+    assert last.status == "resolved"
+    assert [e["signal"] for e in last.evidence["signals"]] == ["grad_outlier", "loss_outlier"]
+
+
+def test_the_joined_page_stays_open_while_the_replicas_loss_does() -> None:
+    # The grad norm's finding clears at 300 s, the loss's at 900 s: the one page resolves
+    # after the last, not after the first.
+    alerts = _corr_run({r: r for r in range(8)}, [
+        ("grad_outlier", 3, 100.0, True), ("loss_outlier", 3, 190.0, True),
+        ("grad_outlier", 3, 300.0, False), ("loss_outlier", 3, 900.0, False)])
+    resolved = [a for a in alerts if a.status == "resolved"]
+    assert len(resolved) == 1 and resolved[0].detected_ts > T0 + 900.0
+
+
+def test_a_replica_of_several_gpus_keeps_its_own_page() -> None:
+    # TP2 x DP4: replica 1 is GPUs 2 and 3; a grad-norm page at GPU 3 and the replica's loss
+    # page are two units (the loss does not say which of its GPUs): two pages, as before.
+    alerts = _corr_run({r: r // 2 for r in range(8)}, [
+        ("grad_outlier", 3, 100.0, True), ("loss_outlier", 1, 190.0, True)])
+    assert [a.scope.key for a in alerts if a.status == "firing"] == [
+        "gpu:node-000/3", "replica:job-1/1"]
+
+
+def test_a_one_gpu_replica_with_no_gpu_page_open_is_paged_at_the_replica() -> None:
+    alerts = _corr_run({r: r for r in range(8)}, [
+        ("grad_outlier", 5, 100.0, True), ("loss_outlier", 3, 190.0, True)])
+    assert [a.scope.key for a in alerts if a.status == "firing"] == [
+        "gpu:node-000/5", "replica:job-1/3"]
