@@ -2,7 +2,7 @@
 replays (bench/blind20/cases, rebuilt by `python -m bench.blind20.make_cases`), each a strict
 xfail whose reason is the finding; two guards (a shared file system's stall, a rack's cooling)
 pass. Measured on main cc5e188 (the freeze; detector of e9d74d4) with the generator fix
-'0x20 at 87 C' (288eaa5; no case's finding depends on it): tune 24/28 P 25/44, held-out 24/28
+'0x20 at 87 C' (68e5518; no case's finding depends on it): tune 24/28 P 25/44, held-out 24/28
 P 25/43 (BENCHMARKS.md "blind20, round 29")."""
 
 from __future__ import annotations
