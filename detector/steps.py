@@ -1268,9 +1268,9 @@ class JobMonitor(NumericChecks):
         if ok is None and self._evaluated % _SPLIT_EVERY == 0 and len(slot_of) <= 16:
             replica_split(self, buf, busy, decided_ts, out)  # (lemon18: detector.lemon)
         if host:
-            self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
-            if self._evaluated > self.cfg.warmup_steps:
-                self._host_rise(step, slots, buf, busy, decided_ts, out)
+            host_ms = self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
+            if host_ms is not None and self._evaluated > self.cfg.warmup_steps:
+                self._host_rise(step, slots, buf, host_ms, decided_ts, out)
         self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
         ov = self._overflow
         ov.seq += 1
@@ -3077,7 +3077,7 @@ class JobMonitor(NumericChecks):
 
     def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
                     compute: np.ndarray, buf: _StepBuffer, decided_ts: float,
-                    out: list[Finding]) -> None:
+                    out: list[Finding]) -> np.ndarray | None:
         """A rank late by its host path while its compute is normal: ``host_late``, evidence.
 
         A rank's time in neither compute nor collectives, ``step_ms - compute_ms - comm_ms``
@@ -3116,16 +3116,21 @@ class JobMonitor(NumericChecks):
         scored on ``step_ms - comm_ms`` by the compute CUSUM already (host time included);
         one without ``comm_ms`` tells no rank's host time (every ``step_ms`` is the
         slowest rank's): not checked.
+
+        Returns the ranks' host times (at least 0; read only), or None when a rank has none
+        (NaN): what :meth:`_host_rise` judges, computed here once (it computed them again).
         """
         cfg = self.cfg
         busy = _floats(buf.step_ms) - _floats(buf.comm)  # compute + host: not waiting
         host = busy - compute
-        if np.count_nonzero(np.isnan(host)) or len(host) < cfg.min_peers:
-            return  # (a rank without comm_ms: no host times this step)
+        if np.count_nonzero(np.isnan(host)):
+            return None  # (a rank without comm_ms: no host times this step)
         np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
+        if len(host) < cfg.min_peers:
+            return host
         scale = median(busy)
         if not scale > 0.0:
-            return
+            return host
         pp = buf.pp
         if pp.count(pp[0]) != len(pp):  # (a C loop over the tuple: no numpy call)
             # (the medians alone: group_median_scale's MADs were half of this method's cost)
@@ -3149,7 +3154,7 @@ class JobMonitor(NumericChecks):
             # (rank 0 logs, a rank on the far socket); beyond it, a path slow from before
             # the job began (blind3 K4: a link trained down before the log) still shows.
             self._host_base[r] = np.clip(base + 0.2 * over, 0.0, cfg.host_offset_max)
-            return
+            return host
         z = over / sigma
         learn = np.abs(z) < 3.0
         if np.count_nonzero(self._host.alarmed):
@@ -3195,7 +3200,7 @@ class JobMonitor(NumericChecks):
             if len(cleared) and len(lasting):
                 lasting = lasting[~np.isin(r[lasting], cleared)]
         if len(new) == 0 and len(cleared) == 0 and len(lasting) == 0:
-            return
+            return host
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         rank_of = self._rank_of
         for i, again in [(i, False) for i in new.tolist()] + [(i, True) for i in lasting.tolist()]:
@@ -3236,6 +3241,7 @@ class JobMonitor(NumericChecks):
             out.append(self._finding(rank, dp_of.get(rank), "host_late", "slow_node", "unknown",
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
+        return host
 
     def _host_trend(self, sl: int) -> dict[str, float]:
         """A host_late run's least-squares line over its steps: its excess (shares of a step's
@@ -3402,15 +3408,12 @@ class JobMonitor(NumericChecks):
                                        self.tenant, self.cluster))
                 raised[:] = 0.0
 
-    def _host_rise(self, step: int, slots: np.ndarray, buf: _StepBuffer, compute: np.ndarray,
+    def _host_rise(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.ndarray,
                    ts: float, out: list[Finding]) -> None:
         """Each node's host time in this job against its own past and the job's other nodes
         (detector.host_rise): a node risen, or calm again -- evidence for the correlator's
-        rule over the node's jobs (detector.host_node), any size of job."""
-        host = _floats(buf.step_ms) - _floats(buf.comm) - compute
-        if np.count_nonzero(np.isnan(host)):
-            return
-        np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
+        rule over the node's jobs (detector.host_node), any size of job.  ``host``: the
+        ranks' host times, at least 0 (:meth:`_check_host`'s, which computes them once)."""
         code = self._hr_code
         if (self._hr_code_at != (self._moves, self.restarts, id(self._hr_keys))
                 or len(code) < len(self._rank_of)):
