@@ -96,7 +96,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
         code, host_ms = code[ok], host_ms[ok]
         if not len(code):
             return []
-    uid, val, _ = _lower_medians(np.clip(host_ms, 0.0, MAX_HOST_MS), code)
+    uid, val, _ = _lower_medians(host_ms.clip(0.0, MAX_HOST_MS), code)
     uid = uid.astype(np.intp)
     rows = table[uid]
     base, noise, learned = rows[:, BASE], rows[:, NOISE], rows[:, LEARNED]
@@ -110,7 +110,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
         rows[:, BASIS] = peers > own
     else:
         excess = own
-    np.clip(excess, -CLIP, CLIP, out=excess)
+    excess.clip(-CLIP, CLIP, out=excess)
     rows[:, VALUE] = val
     rows[:, EWMA] += ALPHA * (excess - rows[:, EWMA])
     hot = excess >= ON
@@ -123,7 +123,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
     rows[:, LEARNED] = learned + ~hot
     live = ~np.isnan(rows[:, RUN_FROM])
     out: list[tuple[int, bool, float]] = []
-    if hot.any() or live.any():
+    if np.count_nonzero(hot) or np.count_nonzero(live):
         start = hot & ~live
         rows[start, RUN_FROM] = ts
         rows[start, HOT] = 0.0

@@ -154,7 +154,7 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
     if len(units) < 4:
         return []
     # (at most MAX_HOST_MS: a forged step's time never overflows the sort's key)
-    uid, val, size = _lower_medians(np.clip(host_ms, 0.0, MAX_HOST_MS), units)
+    uid, val, size = _lower_medians(host_ms.clip(0.0, MAX_HOST_MS), units)
     if size.min() < 2:  # (a unit of one rank: its own link or shard, detector.steps host_late)
         two = size >= 2
         uid, val = uid[two], val[two]
@@ -188,7 +188,7 @@ def judge_regular(table: np.ndarray, layout: tuple[np.ndarray, np.ndarray, int],
     by_slot[slots] = host_ms
     mid = (k - 1) // 2
     val = np.partition(by_slot[perm].reshape(len(uid), k), mid, axis=1)[:, mid]
-    return judge_units(table, uid, np.clip(val, 0.0, MAX_HOST_MS), step_ms, ts, page_s)
+    return judge_units(table, uid, val.clip(0.0, MAX_HOST_MS), step_ms, ts, page_s)
 
 
 def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
@@ -196,7 +196,7 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
     """The units ``uid`` (of two ranks or more) and their host times this step: each one's
     excess over its stage's, smoothed, its run and its episodes (:func:`judge`'s return)."""
     found = _judge_units(table, uid, val, step_ms, ts, page_s)
-    if (table[:, RAISED] == 2.0).any():
+    if np.count_nonzero(table[:, RAISED] == 2.0):
         found += [(i, False, ts) for i in _lapse(table, ts)]
     return found
 
@@ -214,12 +214,12 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
         sid, ref, n = _lower_medians(val, stage)
         at = np.searchsorted(sid, stage)
         excess = np.where(n[at] >= 2, (val - ref[at]) / step_ms, 0.0)
-    np.clip(excess, -CLIP, CLIP, out=excess)
+    excess.clip(-CLIP, CLIP, out=excess)
     ewma = rows[:, EWMA]
     ewma += ALPHA * (excess - ewma)
     hot = excess >= ON
     live = ~np.isnan(rows[:, RUN_FROM])
-    if not hot.any() and not live.any():
+    if not np.count_nonzero(hot) and not np.count_nonzero(live):
         table[uid, EWMA] = ewma
         streak = table[uid, STREAK]
         if streak.max() > -QUIET:  # (cooling down from a streak: counted to QUIET, then still)
@@ -238,11 +238,11 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     streak[:] = np.where(hot, np.maximum(streak, 0.0) + 1.0, _cooled(streak))
     rows[streak == -QUIET, EP_IN] = 0.0
     counted = (streak >= EPISODE_HOT) & (rows[:, EP_IN] == 0.0)
-    if counted.any():
+    if np.count_nonzero(counted):
         _episode(rows, counted, ts)
     hot_n = rows[:, HOT]
     over = live & (ewma < OFF)
-    if over.any():
+    if np.count_nonzero(over):
         for i in np.flatnonzero(over & (rows[:, RAISED] == 1.0)).tolist():
             out.append((int(uid[i]), False, ts))
         rows[over, RUN_FROM] = math.nan
@@ -253,11 +253,11 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     due = ((rows[:, RAISED] == 0.0) & (ewma >= ON)
            & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
                                   & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
-    if due.any():
+    if np.count_nonzero(due):
         for i in np.flatnonzero(due).tolist():
             out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
         rows[due, RAISED] = 1.0
-    if counted.any():
+    if np.count_nonzero(counted):
         for i in _recurring(rows, counted).tolist():
             out.append((int(uid[i]), True, float(rows[i, EP_FROM])))
             rows[i, RAISED] = 2.0

@@ -1533,7 +1533,7 @@ class JobMonitor(NumericChecks):
         In a wandering job (:meth:`_wander_update`) the step's slow ranks found by the other
         rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
         mark = len(out)
-        told = bool(self._reported[slots].any())  # (a rank told slow before this step)
+        told = bool(np.count_nonzero(self._reported[slots]))  # (a rank told slow before this step)
         self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
         # Routing is told from faults by the job's wander index once it can be read: a job
         # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
@@ -1794,8 +1794,8 @@ class JobMonitor(NumericChecks):
             # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
             # not there at the job's start is a change, not a baseline.
             f = r[self._fresh[r]]
-            self._cap[f] = np.clip(self._base[f] + cfg.slow_baseline_clip,
-                                   cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
+            self._cap[f] = (self._base[f] + cfg.slow_baseline_clip).clip(
+                cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
             if self._evaluated == cfg.warmup_steps:
                 self._note_offsets(f)
                 self._fresh[r] = False
@@ -2060,7 +2060,7 @@ class JobMonitor(NumericChecks):
         back under half the first margin.
         """
         ws, wl, wv = self._wshort[r], self._wlong[r], self._wvar[r]
-        zc = np.clip(z, -self.cfg.slow_z_clip, self.cfg.slow_z_clip)
+        zc = z.clip(-self.cfg.slow_z_clip, self.cfg.slow_z_clip)
         # (running means over the first steps: no start from zero to climb out of, and a
         # steady offset is its own from the start)
         first = 1.0 / (self._wander_n + 1)
@@ -2256,8 +2256,8 @@ class JobMonitor(NumericChecks):
         short += _TWIN_ALPHA * (over - short)
         self._twin_short[ro] = short
         learn = ~self._reported[ro] & (np.abs(over) < 3.0 * sigma)
-        self._twin_base[ro] = np.clip(np.where(learn, base + _TWIN_BASE_ALPHA * over, base),
-                                      -cfg.slow_baseline_clip, cfg.slow_baseline_clip)
+        self._twin_base[ro] = np.where(learn, base + _TWIN_BASE_ALPHA * over, base).clip(
+            -cfg.slow_baseline_clip, cfg.slow_baseline_clip)
         need = max(math.log1p(_WANDER_MIN_EFFECT),
                    _TWIN_Z * sigma * math.sqrt(_TWIN_ALPHA / (2.0 - _TWIN_ALPHA)))
         rising = ro[(short >= need) & ~self._reported[ro]]
@@ -2757,7 +2757,7 @@ class JobMonitor(NumericChecks):
         counts[r] = now
         told = (now == cfg.gross_steps) & ~self._reported[r]
         ended = ~gross & (prev >= cfg.gross_steps)
-        if not told.any() and not ended.any():
+        if not np.count_nonzero(told) and not np.count_nonzero(ended):
             return
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         for i in np.flatnonzero(told | ended).tolist():
@@ -3153,14 +3153,14 @@ class JobMonitor(NumericChecks):
             # An offset from the job's start, up to host_offset_max, is this rank's own
             # (rank 0 logs, a rank on the far socket); beyond it, a path slow from before
             # the job began (blind3 K4: a link trained down before the log) still shows.
-            self._host_base[r] = np.clip(base + 0.2 * over, 0.0, cfg.host_offset_max)
+            self._host_base[r] = (base + 0.2 * over).clip(0.0, cfg.host_offset_max)
             return host
         z = over / sigma
         learn = np.abs(z) < 3.0
         if np.count_nonzero(self._host.alarmed):
             learn &= ~self._host.alarmed[r]
-        self._host_base[r] = np.where(learn, np.clip(base + cfg.slow_baseline_alpha * over, 0.0,
-                                                     cfg.host_offset_max), base)
+        self._host_base[r] = np.where(learn, (base + cfg.slow_baseline_alpha * over).clip(
+            0.0, cfg.host_offset_max), base)
         _, cleared, score = self._host.step(r, z, ts)
         in_run = score > 0.0
         self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)

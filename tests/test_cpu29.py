@@ -21,6 +21,24 @@ def _bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a, dtype=np.float64).tobytes()
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_clip_method_is_np_clip(seed: int) -> None:
+    # ``x.clip(lo, hi)`` for ``np.clip(x, lo, hi)`` (np.clip is three Python frames around the
+    # method): the same bits, NaN, -0.0, the infinities and an inverted range included, into
+    # a new array and in place (``out=`` the input).
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 2.0, 257)
+    x[rng.choice(257, 40, replace=False)] = rng.choice(
+        [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e300, -1e300, 0.5, -0.5], 40)
+    for lo, hi in ((0.0, 1e12), (-0.5, 0.5), (-0.0, 0.0), (0.0, -0.0), (0.3, -0.3),
+                   (float(rng.normal()), float(rng.normal()) + 1.0)):
+        assert _bits(x.clip(lo, hi)) == _bits(np.clip(x, lo, hi))
+        a, b = x.copy(), x.copy()
+        a.clip(lo, hi, out=a)
+        np.clip(b, lo, hi, out=b)
+        assert _bits(a) == _bits(b)
+
+
 def _job(seed: int, steps: int) -> list[StepSample]:
     """A 16-rank job (2 pipeline stages, TP 2, 4 nodes of 4 ranks): host times that wander,
     a node whose host time rises a third of a step from step 90 (host_late and host_rise
@@ -94,3 +112,16 @@ def test_host_times_once_are_the_host_times_host_rise_made(seed: int,
     signals = {f.signal for f in out}
     assert {"host_rise", "host_late"} <= signals, signals  # (the judges found the node)
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_count_nonzero_is_any(seed: int) -> None:
+    # ``np.count_nonzero(x)`` for ``x.any()`` (a Python frame around a reduction) where a
+    # boolean array (or a float column: NaN counts as set in both) is tested for truth.
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 7, 128):
+        for p in (0.0, 0.01, 0.5, 1.0):
+            b = rng.random(n) < p
+            assert bool(np.count_nonzero(b)) == bool(b.any())
+            f = np.where(b, rng.choice([1.0, 2.0, np.nan, -0.0 + 1e-300], n), 0.0)
+            f[rng.random(n) < 0.1] = -0.0
+            assert bool(np.count_nonzero(f)) == bool(f.any())
