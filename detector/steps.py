@@ -2395,7 +2395,7 @@ class JobMonitor(NumericChecks):
         v = v[prev == 0.0]
         if not len(v):
             return
-        over = np.bincount(np.searchsorted(_TAIL_EDGES, v, side="right"),
+        over = np.bincount(_TAIL_EDGES.searchsorted(v, side="right"),
                            minlength=len(_TAIL_EDGES) + 1)[:0:-1].cumsum()[::-1] / len(v)
         self._tail_n += 1
         self._tail += max(1.0 / self._tail_n, _TAIL_ALPHA) * (over - self._tail)

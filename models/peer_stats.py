@@ -101,7 +101,7 @@ def _rows(groups: np.ndarray, cache: dict[bytes, _Rows | None] = _LAYOUTS) -> _R
     except KeyError:
         pass
     n = len(groups)
-    perm = np.argsort(groups, kind="stable")
+    perm = groups.argsort(kind="stable")  # (np.argsort: this method behind a Python wrapper)
     g = groups[perm]
     k = int(g.searchsorted(g[0], side="right"))  # the first group's size
     rows = None

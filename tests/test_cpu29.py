@@ -125,3 +125,50 @@ def test_count_nonzero_is_any(seed: int) -> None:
             f = np.where(b, rng.choice([1.0, 2.0, np.nan, -0.0 + 1e-300], n), 0.0)
             f[rng.random(n) < 0.1] = -0.0
             assert bool(np.count_nonzero(f)) == bool(f.any())
+
+
+def _reference_lower_medians(values: np.ndarray, groups: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """host_time._lower_medians as it was before cpu29 (main bb06987)."""
+    top = 2.0 * float(values.max()) + 1.0
+    key = np.sort(groups + values / top)
+    g = np.floor(key)
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    sizes = np.diff(np.append(starts, len(g)))
+    at = starts + (sizes - 1) // 2
+    return g[starts], (key[at] - g[at]) * top, sizes
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lower_medians_without_wrappers_are_the_old(seed: int) -> None:
+    # The groups' starts and sizes by slices and ndarray methods: the same ids, lower medians
+    # and sizes, bit for bit and dtype for dtype -- int and float group ids (ranks' units,
+    # units' stages), one group, one value, every group of one, ties, zeros, 1e12.
+    from detector.host_time import _lower_medians
+
+    rng = np.random.default_rng(seed)
+    for n in (1, 2, 3, 8, 16, 127, 128, 300):
+        for n_groups in {1, max(1, n // 8), max(1, n // 2), n}:
+            groups = rng.integers(0, 2 * n_groups, n)
+            if seed % 2:
+                groups = groups.astype(np.float64)
+            values = rng.lognormal(3.0, 1.5, n)
+            values[rng.random(n) < 0.2] = 0.0
+            values[rng.random(n) < 0.1] = 40.0
+            if seed % 3 == 0:
+                values[rng.integers(n)] = 1e12
+            got, want = _lower_medians(values, groups), _reference_lower_medians(values, groups)
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype and a.shape == b.shape
+                assert a.tobytes() == b.tobytes()
+
+
+def test_tail_and_rows_methods_are_the_wrapped_functions() -> None:
+    # np.searchsorted and np.argsort as the ndarray methods they call (steps._tail_update,
+    # peer_stats._rows): the same indices.
+    rng = np.random.default_rng(5)
+    v = np.concatenate([rng.normal(2.0, 5.0, 500), st._TAIL_EDGES, [np.nan, np.inf, -0.0]])
+    assert np.array_equal(st._TAIL_EDGES.searchsorted(v, side="right"),
+                          np.searchsorted(st._TAIL_EDGES, v, side="right"))
+    groups = rng.integers(0, 9, 300)
+    assert np.array_equal(groups.argsort(kind="stable"), np.argsort(groups, kind="stable"))
