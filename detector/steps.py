@@ -350,7 +350,7 @@ def _correlations(h: np.ndarray) -> np.ndarray:
     h = h - h.mean(axis=1, keepdims=True)
     norm = np.sqrt(np.einsum("ij,ij->i", h, h))
     norm[norm == 0.0] = math.inf
-    return (h @ h.T) / np.outer(norm, norm)
+    return (h @ h.T) / (norm[:, None] * norm[None, :])  # (np.outer's product, no wrapper)
 
 
 def _others_lower_median(x: np.ndarray, groups: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -2297,22 +2297,24 @@ class JobMonitor(NumericChecks):
         hist, hw = self._twin_hist[:, :n], self._hw
         last = (self._twin_n - 1) % _TWIN_WINDOW  # (the ring's newest column: no change across it)
         clip = self.cfg.slow_baseline_clip
-        for g in np.unique(groups).tolist():
+        # (np.unique, np.diff, np.delete and np.fill_diagonal as the set, subtraction, slices
+        # and strided store they come to: no Python wrappers, the same values -- cpu29)
+        for g in sorted(set(groups.tolist())):
             idx = r[groups == g]
             k = len(idx)
             if k <= _TWIN_MIN or k > _TWIN_GROUP_MAX:
                 continue
             h = hist[idx]
-            dh = np.diff(h, axis=1)
+            dh = h[:, 1:] - h[:, :-1]
             if n == _TWIN_WINDOW and last < n - 1:
-                dh = np.delete(dh, last, axis=1)
+                dh = np.concatenate((dh[:, :last], dh[:, last + 1:]), axis=1)
             corr = _correlations(dh)
             # The ranks with no peer correlated enough (the usual, i.i.d. deviations) and no
             # twins now: the loop below would find none and change nothing.  One matrix
             # compare for the group instead of ~20 Python and numpy calls a rank (cpu28:
             # bench/steps_callgrind.py whole, 36,966 -> 34,396 instructions a step record).
             close = corr >= _TWIN_CORR
-            np.fill_diagonal(close, False)
+            close.flat[::k + 1] = False  # (the diagonal)
             look = (close.any(axis=1) | self._twins[idx].any(axis=1)).tolist()
             node = [None if hw[s] is None else hw[s][0] for s in idx.tolist()]
             for i, s in enumerate(idx.tolist()):

@@ -172,3 +172,34 @@ def test_tail_and_rows_methods_are_the_wrapped_functions() -> None:
                           np.searchsorted(st._TAIL_EDGES, v, side="right"))
     groups = rng.integers(0, 9, 300)
     assert np.array_equal(groups.argsort(kind="stable"), np.argsort(groups, kind="stable"))
+
+
+def _reference_correlations(h: np.ndarray) -> np.ndarray:
+    """steps._correlations as it was before cpu29 (main bb06987)."""
+    h = h - h.mean(axis=1, keepdims=True)
+    norm = np.sqrt(np.einsum("ij,ij->i", h, h))
+    norm[norm == 0.0] = math.inf
+    return (h @ h.T) / np.outer(norm, norm)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_twin_look_without_wrappers(seed: int) -> None:
+    # _twin_pick's numpy without wrappers (its result against the code before cpu28 is
+    # tests/test_cpu28.py's): the correlations with np.outer's product written out, the
+    # diagonal by a strided store, np.diff and np.delete by slices -- the same bits.
+    rng = np.random.default_rng(seed)
+    for k in (2, 5, 8, 16, 33):
+        h = rng.normal(0.0, 0.05, (k, 128))
+        h[rng.integers(k)] = 0.25  # (a constant row: correlation 0)
+        assert st._correlations(h).tobytes() == _reference_correlations(h).tobytes()
+        a, b = h[:, :k] >= 0.0, h[:, :k] >= 0.0
+        a.flat[::k + 1] = False
+        np.fill_diagonal(b, False)
+        assert np.array_equal(a, b)
+        last = int(rng.integers(127))
+        dh = h[:, 1:] - h[:, :-1]
+        assert dh.tobytes() == np.diff(h, axis=1).tobytes()
+        assert np.concatenate((dh[:, :last], dh[:, last + 1:]), axis=1).tobytes() == \
+            np.delete(np.diff(h, axis=1), last, axis=1).tobytes()
+    g = rng.integers(0, 40, 128)
+    assert sorted(set(g.tolist())) == np.unique(g).tolist()
