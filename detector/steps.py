@@ -605,8 +605,9 @@ class JobMonitor(NumericChecks):
 
     @property
     def _whole_layouts(self) -> dict[int, Any]:
-        """The job's peer groups (0) and replicas (1) by slot and their rows, as the last step
-        with every rank had them (peer_stats.derive_layout; not state, as _fixed_rows)."""
+        """The job's peer groups (0), replicas (1) and pipeline stages (2) by slot and their
+        rows, as the last step with every rank had them (peer_stats.derive_layout; not state,
+        as _fixed_rows)."""
         try:
             return self._layouts_whole
         except AttributeError:
@@ -1230,7 +1231,15 @@ class JobMonitor(NumericChecks):
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
         n = len(slot_of)
-        kinds = (groups, buf.dp_array()) if self.cfg.replica_noise_ratio > 0.0 else (groups,)
+        # The groupings whose layouts are found by slot (peer_stats.learn_layout): the peer
+        # groups (0), the replicas (1), and with pipeline stages the stages (2: _check_host's
+        # medians by stage, ``groups >> 24``, whose layout _rows made anew every step -- cpu29).
+        kinds = [(0, groups)]
+        if self.cfg.replica_noise_ratio > 0.0:
+            kinds.append((1, buf.dp_array()))
+        pp = buf.pp
+        if pp.count(pp[0]) != len(pp):
+            kinds.append((2, groups >> 24))
         whole = self._whole_layouts
         every = n == len(self._rank_of)
         if every:
@@ -1244,14 +1253,14 @@ class JobMonitor(NumericChecks):
             fixed = self._fixed_rows
             if len(fixed) > 8:
                 fixed.clear()
-            for i, values in enumerate(kinds):
+            for i, values in kinds:
                 found = learn_layout(values, order, fixed)
                 if found is not None:
                     whole[i] = found
         else:
             # A step missing a straggler or two: its rows are the job's, less the absent
             # (peer_stats.derive_layout).
-            for i, values in enumerate(kinds):
+            for i, values in kinds:
                 if i in whole and len(whole[i][0]) == len(self._rank_of):  # (every slot in it)
                     derive_layout(values, slots, whole[i])
             seen = self._seen_at

@@ -203,3 +203,37 @@ def test_twin_look_without_wrappers(seed: int) -> None:
             np.delete(np.diff(h, axis=1), last, axis=1).tobytes()
     g = rng.integers(0, 40, 128)
     assert sorted(set(g.tolist())) == np.unique(g).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stage_layout_learnt_by_slot_is_rows(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A job with pipeline stages has its stages' layout found by slot like its peer groups'
+    # (peer_stats.learn_layout, derive_layout on steps a rank missed), where _check_host's
+    # medians by stage had peer_stats._rows make it anew every step.  The reference run clears
+    # the layouts' cache before each _check_host (its medians by _rows, as before): the same
+    # findings, evidence and host state.
+    from models import peer_stats
+
+    records = _job(seed, 300)
+    runs = []
+    check_host = st.JobMonitor._check_host
+
+    def fresh(self: st.JobMonitor, *a: object) -> np.ndarray | None:
+        peer_stats._LAYOUTS.clear()
+        return check_host(self, *a)  # type: ignore[arg-type]
+
+    for reference in (False, True):
+        peer_stats._LAYOUTS.clear()
+        if reference:
+            monkeypatch.setattr(st.JobMonitor, "_check_host", fresh)
+        mon = st.JobMonitor("job", Thresholds())
+        out: list = []
+        for e in records:
+            mon.add(e, out)
+        mon.expire(math.inf, out)
+        runs.append(([(f.signal, f.active, f.scope, f.ts, f.rank, repr(f.evidence))
+                      for f in out],
+                     [_bits(a) for a in (mon._host_base, mon._host_dev, mon._host_sum,
+                                         mon._hs, mon._hr)]))
+    assert runs[0] == runs[1]
+    assert {"host_late", "host_rise"} <= {f[0] for f in runs[0][0]}
