@@ -217,7 +217,7 @@ class Engine:
         """A step dead-lettered for a NaN/inf loss or grad_norm (see events.NonFinite), of
         the `cluster` value ``cluster`` (InvalidMessage.cluster; NonFinite has none)."""
         found: list[Finding] = []
-        mon = self.source.monitors_of(cluster)
+        mon = self.source.monitors_of(cluster, make=False)  # (none: a cluster with no units)
         if mon is not None:
             mon.process_nonfinite(nf, found)
             if self.stage.cluster is None:

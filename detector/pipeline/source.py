@@ -370,10 +370,15 @@ class SourcePartition:
         if mon.clock > -math.inf and ts - clock <= MAX_AHEAD_S:
             mon.advance(clock, found)
 
-    def monitors_of(self, cluster: str | None) -> Monitors | None:
-        """The monitors of ``cluster`` (see ``clusters``), None past MAX_CLUSTERS."""
+    def monitors_of(self, cluster: str | None, *, make: bool = True) -> Monitors | None:
+        """The monitors of ``cluster`` (see ``clusters``), None past MAX_CLUSTERS -- or, not
+        ``make``, for another cluster with no units yet (a NaN step's salvage: a dead-lettered
+        row takes no cluster slot; review29 -- 15 of them under new values shut every later
+        cluster out, too_many_clusters)."""
         if self.clusters.is_home(cluster):
             return self.monitors
+        if not make:
+            return self.others.get(cluster)  # type: ignore[arg-type]
         return self.clusters.other(cluster)  # type: ignore[arg-type]
 
     def batch_of_one_cluster(self, evs: list[Any]) -> bool:
@@ -396,8 +401,9 @@ class SourcePartition:
             return decoder(topic, value)
         except InvalidMessage as exc:
             if exc.nonfinite is not None:
-                # (in its cluster's monitors: the job of that name there; none past the cap)
-                mon = self.monitors_of(exc.cluster)
+                # (in its cluster's monitors: the job of that name there; none of a cluster
+                # with no units yet, or past the cap)
+                mon = self.monitors_of(exc.cluster, make=False)
                 if mon is not None:
                     mon.process_nonfinite(exc.nonfinite, found)
             raise
