@@ -311,6 +311,14 @@ class Settings:
         if self.security_protocol.startswith("SASL") and (
                 self.sasl_username is None or self.sasl_password is None):
             raise bad("security_protocol", "SASL needs sasl_username and sasl_password")
+        if self.home_cluster is not None:
+            # (checked here, not first at a partition's assignment: there a bad one was taken
+            # for a malformed snapshot, each discarded, before the partition failed; review29)
+            from detector.pipeline.clusters import check_home
+            try:
+                check_home(self.home_cluster)
+            except ValueError as exc:
+                raise bad("home_cluster", str(exc)) from None
         if self.snapshot_key_previous is not None and self.snapshot_key is None:
             raise bad("snapshot_key_previous", "is for a rotation: set snapshot_key too")
         try:
