@@ -76,6 +76,10 @@ def _run_replay(args: argparse.Namespace) -> int:
     unreadable = 0
     for path in files:
         topo, home, others = log_head(path) if topology is None else (topology, None, {})
+        if args.home_cluster in others:  # one of the log's own clusters: its topology is home's
+            # (review29: exited 2, "its topology is the topology"); the first goes to its own
+            others = {**others, **({} if home is None else {home: topo})}
+            topo = others.pop(args.home_cluster)
         home = args.home_cluster or home  # --topology / --home-cluster win over the log's own
         others = {**others, **cluster_topologies}
         where = "" if topo is None else f"  (topology {topo.name}" + (
