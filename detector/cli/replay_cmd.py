@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from detector.alerts import Alert
 from detector.cli.common import EXIT_UNREADABLE, env, env_float, format_alert, load_topology
 from detector.cli.progress import progress
+
+if TYPE_CHECKING:
+    from detector.topology import Topology
 
 
 def register(sub: argparse._SubParsersAction) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -55,6 +60,18 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    "and Kafka security with --to-kafka [env FAULTLINE_CONFIG]")
 
 
+def _clusters_of(path: Path) -> tuple[str | None, dict[str, Topology]]:
+    """The clusters a log's topology records name (its home's, the others' topologies), when
+    --topology stands for the first record's text; none when those records do not parse."""
+    from detector.topology import TopologyError
+    from replay.log import log_head
+    try:
+        head = log_head(path)
+    except TopologyError:
+        return None, {}  # (--topology given: the log's own topology is not needed)
+    return head.cluster, head.others
+
+
 def _run_replay(args: argparse.Namespace) -> int:
     if args.to_kafka:
         return _run_replay_to_kafka(args)
@@ -75,13 +92,16 @@ def _run_replay(args: argparse.Namespace) -> int:
     all_alerts: list[Alert] = []
     unreadable = 0
     for path in files:
-        topo, home, others = log_head(path) if topology is None else (topology, None, {})
-        if args.home_cluster in others:  # one of the log's own clusters: its topology is home's
-            # (review29: exited 2, "its topology is the topology"); the first goes to its own
-            others = {**others, **({} if home is None else {home: topo})}
-            topo = others.pop(args.home_cluster)
-        home = args.home_cluster or home  # --topology / --home-cluster win over the log's own
-        others = {**others, **cluster_topologies}
+        if topology is None:
+            topo, home, others = log_head(path)
+            if args.home_cluster in others:  # one of the log's clusters: its topology is home's
+                # (review29: exited 2, "its topology is the topology"); the first, its own's
+                others = {**others, **({} if home is None or topo is None else {home: topo})}
+                topo = others.pop(args.home_cluster)
+        else:  # --topology wins over the log's first topology, not over the cluster it names
+            topo, home, others = topology, *_clusters_of(path)  # (review29: else first read)
+        home = args.home_cluster or home  # --home-cluster wins over the log's own
+        others = {**{c: t for c, t in others.items() if c != home}, **cluster_topologies}
         where = "" if topo is None else f"  (topology {topo.name}" + (
             ", from the log)" if topology is None else ")")
         print(f"== {path}{where}", flush=True)
