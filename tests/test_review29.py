@@ -1,7 +1,8 @@
 """review29: a new maintainer's review of round 28's code (home28's home cluster and ClusterSlots,
-b19fix's `_LayoutView.waiting`, q2clock, ojoin, review28's node-name / statecodec fixes).  Each
-finding's test fails on main bb06987; a finding left open is a strict xfail that says what is
-wrong and where; the controls pass on both.  Ordered by what they would cost a user."""
+b19fix's `_LayoutView.waiting`, q2clock, ojoin, review28's node-name / statecodec fixes), and
+one of home29's rules landed meanwhile (1b).  Each finding's test fails on main d17c886 (round
+29, home29's landings in); a finding left open is a strict xfail that says what is wrong and
+where; the controls pass on both.  Ordered by what they would cost a user."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from detector.pipeline.clusters import MAX_CLUSTERS
 from detector.pipeline.source import SourcePartition
 from detector.testing import T0, step
 from replay.runner import replay_log
-from tests.test_home28 import EAST, WEST, _ecc, _msg, _topology_of
+from tests.test_home28 import EAST, EAST_SLURM, WEST, _ecc, _msg, _topology_of
 from tests.test_liveness import NODES, fleet, silent_pages, write
 from tests.test_silent19 import by_ts, steps
 
@@ -57,15 +58,52 @@ def test_a_node_lost_in_its_jobs_idle_spell_is_paged_in_seconds(tmp_path) -> Non
     assert pages[0].detected_ts - (T0 + 405) <= 60
 
 
+# -- 1b. home29's rule (this round): one cluster value not named like the topology loses it -----
+
+
+def _one_cluster(cluster: str | None) -> dict:
+    """A stream whose records all carry ``cluster`` (or none), a faultline topology named
+    `Topology=east` (as every bundled one is named after its hardware: h100-128 ...): a DBE --
+    cluster -> the alert's topology."""
+    eng = Engine(topology=EAST)
+    alerts = []
+    for ev in (_ecc(1_000.0, cluster), _ecc(1_001.0, cluster, dbe=True, node="gpu-002")):
+        alerts += eng.process(ev)
+    return _topology_of(alerts + eng.finish())
+
+
+@pytest.mark.parametrize("cluster", [None, "east"])
+def test_a_stream_of_the_topologys_own_cluster_keeps_the_topology(cluster) -> None:
+    # (the controls: no `cluster` field, or the topology's own name)
+    assert _one_cluster(cluster) == {cluster: "full"}
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "home29 (this round, e1e69b0 on main), open -- home29's area: "
+    "detector/pipeline/clusters.py home_of takes a faultline topology's `Topology=NAME` for the "
+    "home cluster when none is configured; a stream whose records carry ONE cluster value "
+    "other than that name (the bundled topologies are named after their hardware, h100-128 "
+    "...; an exporter's `cluster` label is the site's) now runs its only cluster with no "
+    "topology -- no switch, rail or NVLink-domain aggregation, alerts `topology: none`, one "
+    "warning line in the log; bb06987 (first value read): `full`.  README's 'a stream with "
+    "zero or one cluster value runs as before' no longer holds, and its advice to set "
+    "home_cluster speaks of several clusters only.  Every single-cluster deployment with a "
+    "cluster label loses the topology on upgrade unless it renames the topology or sets "
+    "home_cluster"))
+def test_a_stream_of_one_cluster_value_keeps_the_topology_whatever_its_name() -> None:
+    assert _one_cluster("prod") == {"prod": "full"}
+
+
 # -- 2. a configured home cluster is ignored after a restore ------------------------------------
 
 
 def _restored(home: str | None) -> list:
-    """A stage that read west first (no home configured: west took the topology), restored with
-    ``home`` configured, then a DBE in each cluster: cluster -> the alert's topology."""
-    eng = Engine(topology=EAST)
+    """A stage that read west first (no home configured, a topology naming no cluster -- a Slurm
+    topology.conf: west took it), restored with ``home`` configured, then a DBE in each
+    cluster: cluster -> the alert's topology."""
+    eng = Engine(topology=EAST_SLURM)
     eng.process(_ecc(1_000.0, "west"))
-    eng = Engine.restore(eng.snapshot(), EAST, home_cluster=home)
+    eng = Engine.restore(eng.snapshot(), EAST_SLURM, home_cluster=home)
     alerts = []
     for ev in [_ecc(1_001.0, "east", dbe=True, node="gpu-002"), _ecc(1_002.0, "west", dbe=True)]:
         alerts += eng.process(ev)
@@ -74,7 +112,7 @@ def _restored(home: str | None) -> list:
 
 def test_a_restore_with_no_home_configured_keeps_the_snapshots_home() -> None:
     # (the control: home28's rule -- a home once known is kept in the snapshot)
-    assert _restored(None) == {"west": "full", "east": "none"}
+    assert _restored(None) == {"west": "nodes", "east": "none"}  # ("nodes": a Slurm topology's)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
@@ -89,7 +127,7 @@ def test_a_restore_with_no_home_configured_keeps_the_snapshots_home() -> None:
     "topology, if any) -- in SourcePartition and CorrelatorPartition alike -- or the restore "
     "says it loudly"))
 def test_a_configured_home_wins_over_a_snapshot_that_took_another() -> None:
-    assert _restored("east") == {"east": "full", "west": "none"}
+    assert _restored("east") == {"east": "nodes", "west": "none"}
 
 
 # -- 3. the in-process Engine refuses a cluster the service takes --------------------------------
@@ -120,13 +158,15 @@ def _two_clocks() -> tuple[list, list]:
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "home28/clu28, open -- home29's area (its item 1, the one place for the event-time guard): "
-    "detector/engine.py Engine.process sends a record into SourcePartition.admit when it is "
-    "more than MAX_AHEAD_S ahead of the *home* cluster's monitors, whatever its cluster; with "
-    "hold_ahead (the replay) another cluster whose clock runs > 300 s ahead of the home's has "
-    "every record held as a stray and refused (each home record between resets the count): "
-    "west's DBE is never paged by `faultline replay` -- the service's stages, whose clusters "
-    "keep a clock each, find it.  admit should read the clock of the record's own cluster"))
+    "home28/clu28, open -- home29's area: detector/pipeline/source.py SourcePartition.admit "
+    "(the replay's event-time guard, hold_ahead) judges a record of a cluster with no units "
+    "yet against the stream's clock (home29's 70003f1: the home's before), while the service "
+    "stage takes a cluster's first record at its own time (its units' clock is empty; only "
+    "the wall clock bounds it): another cluster whose clock runs > 300 s ahead of the home's "
+    "(its NTP source off) has its first records held as strays and refused, each home record "
+    "between resetting the count, so it never gets units and every later record is judged "
+    "the same way -- west's DBE is never paged by `faultline replay`, the service finds it.  "
+    "One rule for a new cluster's first record in both drivers"))
 def test_the_replay_takes_a_cluster_whose_clock_runs_ahead_of_the_home_as_the_service_does(
         ) -> None:
     engine, service = _two_clocks()
@@ -225,29 +265,29 @@ def test_replay_home_cluster_may_name_a_cluster_whose_topology_the_log_holds(tmp
 
 
 def test_replay_topology_flag_keeps_the_cluster_the_logs_topology_record_names(tmp_path) -> None:
-    # main bb06987: `faultline replay LOG --topology east.topo` -- the very topology the log's
-    # record carries, for east -- dropped the cluster the record names (README: the home is the
-    # one named, "else a log's topology record's own cluster", else the first value read): the
-    # home became the first value read, west's DBE row, and east's topology went to west
-    # (west's alerts `topology: full`, east's `none`).  --topology now stands for the record's
+    # main bb06987: `faultline replay LOG --topology topology.conf` -- the very topology the
+    # log's record carries, for east -- dropped the cluster the record names (README: the home
+    # is the one named, "else a log's topology record's own cluster", ...): the home became
+    # the first value read, west's DBE row, and east's topology went to west
+    # (west's alerts `topology: nodes`, east's `none`).  --topology now stands for the record's
     # text only (and the log's other clusters' records still count).
     from detector.cli.main import main
     from replay.log import read_records
-    path = tmp_path / "one.jsonl"
-    recs = [{"topic": "topology", "value": {"format": "faultline", "text": EAST.text,
+    path = tmp_path / "one.jsonl"  # (a Slurm topology.conf names no cluster: only the record)
+    recs = [{"topic": "topology", "value": {"format": "slurm", "text": EAST_SLURM.text,
                                             "cluster": "east"}}]
     recs += [{"topic": "telemetry.ecc", "value": orjson.loads(_msg(ev))} for ev in (
         _ecc(1_000.0, "west", dbe=True), _ecc(1_001.0, "east"),
         _ecc(1_030.0, "east", dbe=True, node="gpu-002"))]
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
-    (tmp_path / "east.topo").write_text(EAST.text)
+    (tmp_path / "topology.conf").write_text(EAST_SLURM.text)
     got = {}
-    for flags in ([], ["--topology", str(tmp_path / "east.topo")]):
+    for flags in ([], ["--topology", str(tmp_path / "topology.conf")]):
         out = tmp_path / f"alerts{len(flags)}.jsonl"
         assert main(["replay", str(path), "--quiet", "--alerts-out", str(out), *flags]) == 0
         got[len(flags)] = {r.value["cluster"]: r.value["evidence"]["conditions"]["topology"]
                            for r in read_records(out) if r.value.get("status") == "firing"}
-    assert got[0] == {"east": "full", "west": "none"}  # (the log's own topology: east's)
+    assert got[0] == {"east": "nodes", "west": "none"}  # (the log's own topology: east's)
     assert got[2] == got[0]
 
 
@@ -264,7 +304,7 @@ def test_replay_topology_flag_keeps_the_cluster_the_logs_topology_record_names(t
     "topology (no switch, rail or NVLink-domain aggregation).  DESIGN: an invalid record "
     "changes no state; clu28 gave a refused record's *other* slot back, not the home"))
 def test_a_refused_record_decides_no_home_cluster() -> None:
-    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST, wall_clock=lambda: 1_000.0)
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM, wall_clock=lambda: 1_000.0)
     dead: list = []
     src.process([(0, b"x", _msg(_ecc(1_000.0 + 10 ** 6, "junk")), None)], 0.0, [], dead)
     assert len(dead) == 1 and "ts_out_of_range" in dead[0].reason
