@@ -38,7 +38,7 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat")
+                 "brake_repeat", "cap_clocks")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -84,11 +84,15 @@ class NodeTemps:
         #                                    (for_power), until the median's next refresh
         self.raw: dict[int, float] = {}    # GPU -> its latest sample's power (W): within
         #                                    STEADY of ``power``, its temperature settled at it
+        self.cap_clocks: dict[int, float] = {}  # GPU -> its clock on its latest sample, when
+        #   that was busy under a SW power cap alone (0x4): the reference of a sibling with a
+        #   never-routine reason and no clock of its own to judge it by (sibling_cap_clock)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
         self.gpus.discard(gpu)
         self.cap_drop.pop(gpu, None)
+        self.cap_clocks.pop(gpu, None)
         self.sw_cap.pop(gpu, None)
         self.loaded.pop(gpu, None)
         self.temps.pop(gpu, None)
@@ -115,6 +119,18 @@ class NodeTemps:
             if g != gpu and self.temps.get(g, own) > own:
                 return g
         return None
+
+    def sibling_cap_clock(self, gpu: int) -> tuple[float, int]:
+        """The median clock of ``gpu``'s siblings busy under a SW power cap alone on their
+        latest samples, and how many they are ((0.0, n) when fewer than two: one sibling's
+        reading is no node's).  Asked only by a GPU with a never-routine reason and no clock
+        of its own to judge it by (GpuThermal._reference): under `dcgmi diag`'s targeted
+        power every GPU sits at its limit, and one that is held by HW slowdown from its first
+        loaded sample has only its siblings' clock to say how far down it is."""
+        clocks = sorted(c for g, c in self.cap_clocks.items() if g != gpu)
+        if len(clocks) < 2:
+            return 0.0, len(clocks)
+        return clocks[len(clocks) // 2], len(clocks)
 
     def node_fault_open(self) -> bool:
         """A node-scope throttle finding raised and not cleared (a brake or the node's heat)."""
@@ -320,5 +336,6 @@ FIELDS = {
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
+    "cap_clocks": is_real_map,
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)

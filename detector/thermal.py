@@ -8,7 +8,14 @@ ever routine:
 
 - **never routine** (0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80
   HW power brake): the clock ``hw_clock_drop`` below baseline for
-  ``throttle_samples`` samples in a row is a recommendation on its own;
+  ``throttle_samples`` samples in a row is a recommendation on its own.  A GPU
+  busy only ever at its power limit (0x4 on every loaded sample: no baseline)
+  is judged against the clock its own SW cap held it at (``_cap_clock``), one
+  under the reason from its first loaded sample against its siblings' clock
+  under their cap -- either a floor under its free clock, since a cap only
+  lowers it (blind19 O2: 0x8 at 1224 MHz under `dcgmi diag` on a GPU whose
+  job had held it at 0x4 on 40 of 40 samples, its siblings at 1852, was
+  evidence only, never a verdict; :meth:`GpuThermal._reference`);
 - **0x4 SW power cap**: a GPU at its power limit is normal operation.  A
   clock ``clock_drop`` below baseline for ``throttle_samples`` samples is
   ``power_cap`` *evidence*: the correlator recommends isolation only if the
@@ -161,7 +168,7 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told", "unread")
+                 "_clock_told", "_cap_clock", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -195,6 +202,8 @@ class GpuThermal:
         self._beside = False  # the hot run told as evidence only: a hotter sibling's, or not
         #                       harming yet (_check_hot, _hot_harm)
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
+        self._cap_clock = 0.0  # its busy clock under a SW power cap alone, averaged (0: none):
+        #                        a never-routine reason's reference while it has no baseline
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
@@ -303,6 +312,8 @@ class GpuThermal:
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False
+        if bits != SW_POWER_CAP and self._node.cap_clocks:
+            self._node.cap_clocks.pop(self.scope.gpu, None)  # type: ignore[arg-type]
         if not bits:
             if clock is not None and not self._active and not (s.throttle or 0) & GPU_IDLE:
                 # (An idle GPU's parked clock is no baseline: five idle minutes at 345 MHz made
@@ -311,12 +322,22 @@ class GpuThermal:
             bad = False
         elif bits & ~SW_POWER_CAP:
             bad = drop >= cfg.hw_clock_drop  # HW thermal/slowdown/brake, SW thermal: never routine
+            if base <= 0.0 and clock is not None:
+                ref = self._reference()[0]  # (no baseline: what its own cap or its
+                bad = ref > 0.0 and 1.0 - clock / ref >= cfg.hw_clock_drop  # siblings' says)
         else:
             # A SW power cap is routine under load: a large dip is evidence (the correlator
             # asks whether the rank is slower), a long one a fault (a supply that can't keep up).
             bad = False
             heavy = drop >= cfg.clock_drop
             capped = drop >= cfg.cap_clock_drop
+            if clock is not None and not (s.throttle or 0) & GPU_IDLE:
+                was = self._cap_clock
+                self._cap_clock = clock if was <= 0.0 else (
+                    was + cfg.clock_baseline_fading * (clock - was))
+                self._node.cap_clocks[self.scope.gpu] = clock  # type: ignore[index]
+            elif self._node.cap_clocks:
+                self._node.cap_clocks.pop(self.scope.gpu, None)  # type: ignore[arg-type]
         if heavy or self._cap_active:
             self._power_cap(s, heavy, bits, drop, base, cfg, out)
         else:  # (_power_cap's common case, inline: this runs for every sample)
@@ -445,8 +466,12 @@ class GpuThermal:
             self._good = 0
             never_routine = self._bad >= cfg.throttle_samples
             onset = self._run_onset if never_routine else self._cap_onset
-            because = (f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below "
-                       f"baseline for {self._bad} samples" if never_routine else
+            under = ""
+            if never_routine and base <= 0.0 and clock is not None:
+                base, under = self._reference()
+                drop = 1.0 - clock / base
+            because = (f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below"
+                       f"{under or ' baseline'} for {self._bad} samples" if never_routine else
                        f"SW power cap with clock loss sustained past the limit: >= "
                        f"{cfg.cap_clock_drop:.1%} below baseline on "
                        f"{self._cap.value(s.ts):.1f} recent samples (limit "
@@ -455,6 +480,8 @@ class GpuThermal:
                         "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
                         "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
                         "recommended_because": because}
+            if under:
+                evidence["baseline_under_cap"] = "own" if self._cap_clock > 0.0 else "siblings"
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c)
             own = True  # this GPU's verdict, or evidence of its node's brake
             if never_routine and gpu in node.braking and (node.brake_gpus or node.all_braking()):
@@ -510,6 +537,22 @@ class GpuThermal:
             self._clear_throttle(s, out)
         elif self._active and self._good >= cfg.throttle_clear_samples:
             self._clear_throttle(s, out)
+
+    def _reference(self) -> tuple[float, str]:
+        """The clock a never-routine reason is measured against on a GPU with no baseline
+        (busy only ever under a SW power cap, or from its first loaded sample under the
+        reason), and the words that say so ((0.0, "") when there is none): the clock its own
+        SW cap held it at, else the median of its siblings' under theirs on their latest
+        samples (NodeTemps.sibling_cap_clock).  A cap only lowers a clock, so either is a
+        floor under the clock the GPU runs free at: a drop below it is a drop (blind19 O2)."""
+        if self._cap_clock > 0.0:
+            return self._cap_clock, (" its clock under its own SW power cap (no free-running "
+                                     "baseline: busy only ever at its limit)")
+        ref, n = self._node.sibling_cap_clock(self.scope.gpu)  # type: ignore[arg-type]
+        if ref <= 0.0:
+            return 0.0, ""
+        return ref, (f" the median clock of its {n} siblings under their SW power cap (no "
+                     f"clock of its own: under the reason from its first loaded sample)")
 
     def _cap_limit(self, cfg: Thresholds) -> float:
         """The decayed count of capped samples that makes a SW cap's clock loss sustained:
@@ -842,6 +885,7 @@ FIELDS = {
     "_heavy_onset": is_real, "_cap_active": is_bool, "_interval_s": is_real, "_seen": is_int,
     "_prev_gap": is_real, "_excess": is_real, "_warm": is_int, "_heat": is_int,
     "_quiet_bits": is_int, "_shared": is_bool, "_beside": is_bool, "_clock_told": is_real,
+    "_cap_clock": is_real,
     "unread": is_int,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)
