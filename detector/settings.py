@@ -157,8 +157,8 @@ class Settings:
         "service", "topology file (faultline format or Slurm topology.conf)"))
     home_cluster: str | None = field(default=None, metadata=_opt(
         "service", "the `cluster` value of the records the topology describes, which records "
-        "without `cluster` join too; unset: a faultline topology's own name (Topology=NAME), "
-        "else each partition's first value read (set it when one stream carries several "
+        "without `cluster` join too; unset: each partition's first value read "
+        "(set it when one stream carries several "
         "clusters)"))
     cluster_topologies: tuple[str, ...] = field(default=(), metadata=_opt(
         "service", "other clusters' topology files, CLUSTER=FILE each (home_cluster named; the "

@@ -167,7 +167,8 @@ def _service_run(home: str | None) -> tuple[PipelineWorker, list]:
     return w, _drive(w)
 
 
-def _drive(w: PipelineWorker) -> list:
+def _drive(w: PipelineWorker, feeds: list[dict] | None = None) -> list:
+    """``feeds`` (batches of telemetry partitions' rows): west's then east's by default."""
     findings: list[tuple[bytes, bytes]] = []
     alerts: list = []
     pos = 0
@@ -177,11 +178,12 @@ def _drive(w: PipelineWorker) -> list:
         findings.extend((e.key, e.value) for e in out.findings)
         alerts.extend(a for a, _ in out.alerts)
 
-    feeds = [{(ECC, 1): [(0, b"gpu-004", _msg(_ecc(1_000.0, "west", dbe=True)), None)]},
-             {(ECC, 0): [(0, b"gpu-004", _msg(_ecc(1_001.0, "east")), None),
-                         (1, b"gpu-002", _msg(_ecc(1_030.0, "east", dbe=True,
-                                                   node="gpu-002")), None)]},
-             {(ECC, 1): [(1, b"gpu-004", _msg(_ecc(1_031.0, "west")), None)]}]
+    feeds = feeds or [
+        {(ECC, 1): [(0, b"gpu-004", _msg(_ecc(1_000.0, "west", dbe=True)), None)]},
+        {(ECC, 0): [(0, b"gpu-004", _msg(_ecc(1_001.0, "east")), None),
+                    (1, b"gpu-002", _msg(_ecc(1_030.0, "east", dbe=True,
+                                              node="gpu-002")), None)]},
+        {(ECC, 1): [(1, b"gpu-004", _msg(_ecc(1_031.0, "west")), None)]}]
     for batch in feeds + [{}] * 40:
         now += 0.5
         if batch:
@@ -204,10 +206,14 @@ def test_the_service_stages_take_the_configured_home():
     assert _topology_of(alerts) == {"west": "none", "east": "full"}
 
 
+@pytest.mark.xfail(strict=True, reason="without a configured home cluster each service "
+                   "partition takes the first `cluster` value it reads (round 27's rule; "
+                   "home29b restored it: a topology's own `Topology=NAME` is not the home, so "
+                   "a single-cluster stream keeps its topology whatever its name): the "
+                   "findings partition that reads west's DBE first gives west east's topology "
+                   "and east none -- set [service] home_cluster when a stream carries several "
+                   "clusters and a topology")
 def test_the_service_stages_without_configuration_agree():
-    # (home29: unconfigured, every stage takes the topology's own name -- `Topology=east` --
-    # for its home; round 27's first value read made the findings partition that read west's
-    # DBE first give west east's topology)
     _, alerts = _service_run(None)
     assert _topology_of(alerts) == {"west": "none", "east": "full"}
 
@@ -216,7 +222,7 @@ def test_a_finding_without_cluster_goes_to_the_homes_findings_partition():
     parts = 8
     assert findings_partition("east", parts) != findings_partition(None, parts)
     for topo, home, want in ((EAST_SLURM, None, findings_partition(None, parts)),
-                             (EAST, None, findings_partition("east", parts)),  # (its name)
+                             (EAST, None, findings_partition(None, parts)),  # (home29b)
                              (EAST, "east", findings_partition("east", parts))):
         src = SourcePartition(ECC, 0, parts, topology=topo, home=home)
         emits: list = []
@@ -243,7 +249,7 @@ def _log(tmp_path, *, cluster: str | None) -> str:
 
 
 @pytest.mark.parametrize(("record", "flag", "home"), [
-    (None, None, "east"),        # the topology's own name (Topology=east; home29)
+    (None, None, "west"),        # the first value read (not Topology=east: home29b)
     ("east", None, "east"),      # the topology record's own cluster
     (None, "east", "east"),      # --home-cluster
     ("west", "east", "east"),    # --home-cluster wins over the record's

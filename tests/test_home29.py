@@ -127,27 +127,29 @@ SwitchName=leaf-w Nodes=gpu-[001-008]
 """)
 
 
-def test_a_faultline_topology_names_its_cluster_and_a_slurm_one_does_not() -> None:
+def test_a_faultline_topology_names_itself_but_not_the_home() -> None:
+    # (home29 took `Topology=NAME` for the home; home29b: the home is named or first read)
     assert topology_home(EAST) == "east" and EAST.format == "faultline"
     assert topology_home(EAST_SLURM) is None and topology_home(None) is None
-    assert home_of(None, EAST) == "east" and home_of("west", EAST) == "west"
-    assert home_of(None, EAST_SLURM) is None
+    assert home_of(None) is None and home_of("west") == "west"
     slots = ClusterSlots(lambda c: c, None, EAST)
-    assert not slots.is_home("west") and slots.cluster == "east"
+    assert slots.is_home("west") and slots.cluster == "west" and not slots.is_home("east")
 
 
-def test_the_engine_takes_the_topologys_name_whoever_comes_first() -> None:
+def test_the_engine_takes_the_first_value_read_whatever_the_topologys_name() -> None:
     eng = Engine(topology=EAST)
     alerts = []
     for ev in _west_first():
         alerts += eng.process(ev)
-    assert eng.source.cluster == eng.stage.cluster == "east"
-    assert _topology_of(alerts) == {"west": "none", "east": "full"}
+    assert eng.source.cluster == eng.stage.cluster == "west"
+    assert _topology_of(alerts) == {"west": "full", "east": "none"}
 
 
-def test_a_named_topology_places_the_other_clusters_topologies() -> None:
-    # (home28 refused other clusters' topologies without a home named: the topology names it)
-    eng = Engine(topology=EAST, topologies={"west": WEST})
+def test_a_topology_name_does_not_place_the_other_clusters_topologies() -> None:
+    # (home28's rule again, home29b: other clusters' topologies need the home named)
+    with pytest.raises(ValueError):
+        Engine(topology=EAST, topologies={"west": WEST})
+    eng = Engine(topology=EAST, home_cluster="east", topologies={"west": WEST})
     alerts = []
     for ev in _west_first():
         alerts += eng.process(ev)
@@ -155,17 +157,18 @@ def test_a_named_topology_places_the_other_clusters_topologies() -> None:
     assert _topology_of(alerts) == {"west": "full", "east": "full"}
 
 
-def test_a_restored_engine_keeps_the_topologys_name_for_its_home() -> None:
+def test_a_restored_engine_keeps_its_first_value_read_for_its_home() -> None:
     eng = Engine(topology=EAST)
     eng.process(_ecc(1_000.0, "gpu-004", None))
+    eng.process(_ecc(1_000.5, "gpu-004", "prod"))
     eng = Engine.restore(eng.snapshot(), EAST)
-    assert eng.source.cluster == eng.stage.cluster == "east"
-    assert _topology_of(eng.process(_ecc(1_001.0, "gpu-004", "west", dbe=1))) == {
-        "west": "none"}
+    assert eng.source.cluster == eng.stage.cluster == "prod"
+    assert _topology_of(eng.process(_ecc(1_001.0, "gpu-004", "east", dbe=1))) == {
+        "east": "none"}
 
 
-@pytest.mark.parametrize(("topo", "home"), [(EAST, "east"), (EAST_SLURM, "west")])
-def test_replay_without_configuration_takes_the_topologys_name_else_the_first(
+@pytest.mark.parametrize(("topo", "home"), [(EAST, "west"), (EAST_SLURM, "west")])
+def test_replay_without_configuration_takes_the_first_value_read(
         tmp_path, topo: Topology, home: str) -> None:
     from detector.cli.main import main
     from replay.log import read_records
@@ -185,7 +188,8 @@ def test_replay_without_configuration_takes_the_topologys_name_else_the_first(
 
 
 @pytest.mark.parametrize(("topo", "apart", "why"), [
-    (EAST, "west", "the topology's name"), (EAST_SLURM, "east", "the first value read")])
+    (EAST, "east", "the topology names itself 'east'"),
+    (EAST_SLURM, "east", "the first value read")])
 def test_an_unnamed_home_says_so_once_when_it_keeps_a_second_cluster_apart(
         caplog, monkeypatch, topo: Topology, apart: str, why: str) -> None:
     monkeypatch.setattr(clusters, "_said", False)

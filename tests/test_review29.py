@@ -78,18 +78,7 @@ def test_a_stream_of_the_topologys_own_cluster_keeps_the_topology(cluster) -> No
     assert _one_cluster(cluster) == {cluster: "full"}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "home29 (this round, e1e69b0 on main), open -- home29's area: "
-    "detector/pipeline/clusters.py home_of takes a faultline topology's `Topology=NAME` for the "
-    "home cluster when none is configured; a stream whose records carry ONE cluster value "
-    "other than that name (the bundled topologies are named after their hardware, h100-128 "
-    "...; an exporter's `cluster` label is the site's) now runs its only cluster with no "
-    "topology -- no switch, rail or NVLink-domain aggregation, alerts `topology: none`, one "
-    "warning line in the log; bb06987 (first value read): `full`.  README's 'a stream with "
-    "zero or one cluster value runs as before' no longer holds, and its advice to set "
-    "home_cluster speaks of several clusters only.  Every single-cluster deployment with a "
-    "cluster label loses the topology on upgrade unless it renames the topology or sets "
-    "home_cluster"))
+# (was a strict xfail on e1e69b0; home29b: the first value read is home again)
 def test_a_stream_of_one_cluster_value_keeps_the_topology_whatever_its_name() -> None:
     assert _one_cluster("prod") == {"prod": "full"}
 

@@ -10,20 +10,26 @@ one cluster is never split in two); each other value has a unit of its own, made
 record, without the topology.  :class:`ClusterSlots` is that bookkeeping: which value is home,
 the others' units, at most :data:`MAX_CLUSTERS` in all, and their part of a snapshot.
 
-Which value is home (home28, round 28; home29), the same rule in every stage and both
-drivers -- each decides alone, from what every stage is given, so all agree:
+Which value is home (home28, round 28; home29, home29b), the same rule in every stage and
+both drivers:
 
 1. the configured one (``faultline replay --home-cluster``, ``[service] home_cluster``: the
    `cluster` value of the records the topology describes);
 2. else a log's topology record's own ``cluster`` (:func:`replay.log.log_head`; replay);
-3. else the topology's own name when it names itself (a faultline topology's
-   ``Topology=NAME``, :func:`topology_home`; the simulator stamps its records with it);
-4. else (no topology, or a Slurm ``topology.conf``, which names no cluster) the first value
-   the stage reads (round 27's rule) -- which in the service each partition decides alone.
+3. else the first value the stage reads (round 27's rule) -- which in the service each
+   partition decides alone.
 
-A stage whose home nobody named (3 or 4) that keeps a second value apart while it has a
-topology says so, once a process, in the log: the topology may be another cluster's than
-the records'; ``home_cluster`` settles it.
+A faultline topology's own ``Topology=NAME`` (:func:`topology_home`) does NOT name the home
+(home29b): the bundled topologies are named after their hardware (h100-128 ...) while records
+carry the site's label (``cluster: prod-a``), and a stream of one cluster value -- the common
+case -- must keep its topology whatever its name (home29's e1e69b0 took the name for the home
+and ran such a stream with no topology: review29 1b).  The cost, as before e1e69b0: an
+unconfigured stream of several clusters gives the topology to the first value read (in the
+service, to whichever each partition reads first) -- set ``home_cluster``.
+
+A stage whose home nobody named that keeps a second value apart while it has a topology says
+so, once a process, in the log (naming the topology's own name when it has one): the topology
+may be another cluster's than the records'; ``home_cluster`` settles it.
 
 A home once known is kept in the snapshot (key ``cluster``), split or not: a stage restored
 mid-stream does not take the next value it reads for its home.
@@ -81,11 +87,11 @@ def topology_home(topology: Topology | None) -> str | None:
         return None
 
 
-def home_of(home: str | None, topology: Topology | None) -> str | None:
+def home_of(home: str | None) -> str | None:
     """A stage's home before it reads anything: ``home`` (named: configured, or a log's
-    topology record's own ``cluster``), else the topology's own name (:func:`topology_home`),
-    else None (the first value read)."""
-    return check_home(home) if home is not None else topology_home(topology)
+    topology record's own ``cluster``), else None (the first value read; a topology's own
+    name is not the home: home29b)."""
+    return check_home(home) if home is not None else None
 
 
 def other_topologies(home: str | None, topologies: Mapping[str, Topology] | None
@@ -109,26 +115,26 @@ class ClusterSlots(Generic[U]):
     """Which `cluster` value is a stage's home, and the units of the others.
 
     ``make(cluster)``: a new unit for another cluster (no topology).  ``home``: the named one
-    (configured, or a log's topology record's); ``topology``: the stage's (its own name is the
-    home when none is named: :func:`home_of`).  With zero or one value read nothing of the
-    split shows: :meth:`put` writes no key.
+    (configured, or a log's topology record's), else the first value read; ``topology``: the
+    stage's (only for the warning of an unnamed home's split).  With zero or one value read
+    nothing of the split shows: :meth:`put` writes no key.
     """
 
     __slots__ = ("cluster", "others", "_make", "_unnamed")
 
     def __init__(self, make: Callable[[str], U], home: str | None = None,
                  topology: Topology | None = None) -> None:
-        # the home cluster: the named one, else the topology's name, else the first value
-        # read (None: none yet)
-        self.cluster: str | None = home_of(home, topology)
+        # the home cluster: the named one, else the first value read (None: none yet)
+        self.cluster: str | None = home_of(home)
         self.others: dict[str, U] = {}    # every other value's unit, in order of first record
         self._make = make
         # what the warning of a split says the home is, when nobody named it and the stage
         # has a topology (None: named, or nothing to misapply); not state
         self._unnamed: str | None = None
         if home is None and topology is not None:
-            self._unnamed = "the topology's name" if self.cluster is not None \
-                else "the first value read"
+            named = topology_home(topology)
+            self._unnamed = "the first value read" if named is None else (
+                f"the first value read; the topology names itself {named!r}")
 
     def is_home(self, cluster: str | None) -> bool:
         """Whether a record of ``cluster`` goes to the home unit: no value, the home's, or the

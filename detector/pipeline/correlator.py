@@ -172,8 +172,8 @@ class CorrelatorPartition:
         self._topic_since: dict[str, float] = {}
         self.correlator = Correlator(self.cfg, topology, self.was_seen)
         # A unit is (cluster, node): ``correlator`` (and ``_seen``) are the home cluster's --
-        # ``home`` (named), else the topology's own name, else the first `cluster` value of a
-        # finding; every finding with none, and the topology's -- each other value has its
+        # ``home`` (named), else the first `cluster` value of a finding; every finding with
+        # none, and the topology's -- each other value has its
         # own in ``others`` (correlator, seen; no topology), made at its first finding
         # (detector.pipeline.clusters, as SourcePartition's).  Findings of a cluster past
         # MAX_CLUSTERS are counted in ``invalid`` and dropped.

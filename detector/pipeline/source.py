@@ -171,8 +171,8 @@ class SourcePartition:
         # wall_clock (epoch seconds): a partition's first records may not be far ahead of it
         self.monitors = Monitors(thresholds, topology, wall_clock=wall_clock)
         # A unit is (cluster, node) (DESIGN's optional `cluster`): ``monitors`` are the home
-        # cluster's -- ``home`` (named), else the topology's own name, else the first
-        # `cluster` value read; every record with none, and the topology's -- each other value
+        # cluster's -- ``home`` (named), else the first `cluster` value read; every record
+        # with none, and the topology's -- each other value
         # has monitors of its own in ``others`` (no topology), made at its first record
         # (detector.pipeline.clusters).
         self.clusters: ClusterSlots[Monitors] = ClusterSlots(self._new_monitors, home, topology)

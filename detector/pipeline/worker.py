@@ -161,11 +161,10 @@ class PipelineWorker:
         self.thresholds = thresholds or Thresholds()
         self.topology = topology
         # The `cluster` value the topology describes, and records without one join: every
-        # stage's home (detector.pipeline.clusters); None: the topology's own name, else each
-        # stage's first value read.
+        # stage's home (detector.pipeline.clusters); None: each stage's first value read.
         self.home_cluster = home_cluster
         # other clusters' topologies, by value (checked here: a worker refuses to start)
-        self.topologies = other_topologies(home_of(home_cluster, topology), topologies)
+        self.topologies = other_topologies(home_of(home_cluster), topologies)
         self.hold_back_s = hold_back_s
         self.idle_advance_s = idle_advance_s
         self.source_timeout_s = source_timeout_s
