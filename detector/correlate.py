@@ -1679,6 +1679,15 @@ class Correlator(PartWindows):
         # "Before" is a few steps before the run's onset (the CUSUM's onset can trail the real
         # change): the cap that came with the slowdown is not routine.
         routine = self._routine_loss(slow)
+        if routine and self._capped_alone(slow, cap):
+            # A cap cap_clock_drop deep on this GPU alone, its node's other GPUs free of any
+            # SW cap, is not the routine capping its GPU showed before: the peers' comparison
+            # (its siblings, the same load and supply) rules that out, so the whole clock loss
+            # counts (twenty-ninth reporting corpus, seed 2902: a 19.3 % cap begun with the
+            # slowdown, the rank 23.1 % slow -- within the 23.9 % the clock explains, but past
+            # the 20.7 % left after a 2.6 % routine dip minutes before: escalated 'unknown'
+            # "no throttling" until the sustained rule isolated it 3.7 s later).
+            routine = 0.0
         explained = (1.0 - min(routine, drop)) / (1.0 - min(drop, 0.5)) - 1.0
         if ratio and ratio - 1.0 > explained + 0.02:
             # Work slows at most in proportion to the clock: a rank slower than its clock
@@ -1733,6 +1742,24 @@ class Correlator(PartWindows):
                     gpus.append(g.scope.gpu)
                     break
         return sorted(gpus)
+
+    def _capped_alone(self, slow: Finding, cap: Finding) -> bool:
+        """The slow rank's GPU under a SW power cap (0x4 alone) ``cap_clock_drop`` or deeper
+        while every other GPU of its node heard from shows no SW cap."""
+        if _reason_bits(cap) != 0x4 or float(
+                cap.evidence.get("clock_drop") or 0.0) < self.cfg.cap_clock_drop:
+            return False
+        node, own = slow.scope.node, slow.scope.key
+        if node is None:
+            return False
+        for unit in self._units_of_node.get(node, ()):
+            if unit == own or not unit.startswith("gpu:"):
+                continue
+            signals = self._device.get(unit, {})
+            if "power_cap" in signals or any(
+                    _reason_bits(signals[s]) & 0x4 for s in _CAP_SIGNALS if s in signals):
+                return False
+        return True
 
     def _routine_loss(self, slow: Finding) -> float:
         """The largest clock loss SW capping caused on the slow rank's GPU, before its run,
@@ -2156,6 +2183,8 @@ class Correlator(PartWindows):
             elif any((g.kind == "hardware" and g.verdict) or g.signal == "throttle"
                      for g in signals.values()):
                 continue
+            elif source == "thermal" and (now := self._throttled_now(signals)):
+                checks.append(now)  # (before an ended one: the GPU's state now comes first)
             elif past:
                 checks.append(past)
             else:
@@ -2166,6 +2195,20 @@ class Correlator(PartWindows):
                       else f"no NIC errors, flaps or throughput loss on {node}")
         checks.append("not a whole-job slowdown: compared with peers at the same step")
         return checks
+
+    @staticmethod
+    def _throttled_now(signals: dict[str, Finding]) -> str | None:
+        """A throttle reason the GPU shows now that no verdict stands on (a SW power cap
+        whose clock loss the impact rule found too small for the slowdown, short of the
+        sustained rule), said as such: not ruled out (twenty-ninth reporting corpus, seed
+        2902: "no thermal or power throttling on the GPU" while it was at 0x4, 19 % down)."""
+        for signal in ("power_cap", "throttle_seen", "throttle_minor"):
+            g = signals.get(signal)
+            if g is not None and g.active and g.evidence.get("throttle_reasons"):
+                return (f"not ruled out: throttle reasons {g.evidence['throttle_reasons']} on "
+                        f"the GPU now, clock {float(g.evidence.get('clock_drop') or 0.0):.1%} "
+                        f"below its baseline (since {g.onset_ts:.1f})")
+        return None
 
     def _throttled_near(self, f: Finding) -> str | None:
         """Throttling the slow rank's GPU (or its node) showed and that has ended, within
