@@ -180,6 +180,9 @@ class Correlator(PartWindows):
         self._clock = -math.inf  # the newest record time fire_due was given (_node_cap)
         self._why_wait: dict[str, Finding] = {}   # recovery actions waiting for their cause
         self._heat_wait: dict[str, Finding] = {}  # gpu -> its thermal verdict, held (_hold_heat)
+        # node -> until when a capped GPU's page waits for its siblings' samples of the same
+        # poll, the node's other slow ranks with it (_hold_for_poll)
+        self._poll_hold: dict[str, float] = {}
         # node -> finding key -> NVLink verdict held while its mates may join (_hold_board)
         self._board_wait: dict[str, dict[str, Finding]] = {}
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
@@ -557,6 +560,8 @@ class Correlator(PartWindows):
             del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for node in [n for n, until in self._poll_hold.items() if until < now]:
+            del self._poll_hold[node]
         for rack, group in list(self._cooling_nodes.items()):
             for node in [n for n in group if Scope.of_node(n).key not in self._device]:
                 del group[node]  # (its findings pruned above)
@@ -1702,6 +1707,8 @@ class Correlator(PartWindows):
                    ) if ratio else "impact: rank slower than its peers"
         gpus = self._capped_with(slow, cap)
         if len(gpus) < 2:
+            if self._hold_for_poll(slow, cap, now):
+                return True
             p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
                             detected_ts=max(now, cap.ts, slow.ts),
                             extra={"recommended_because": because})
@@ -1722,6 +1729,30 @@ class Correlator(PartWindows):
         p.add(slow, self.cfg.evidence_items)
         self._own(slow, p)
         self._slow_wait.pop(slow.scope.key, None)
+        return True
+
+    def _hold_for_poll(self, slow: Finding, cap: Finding, now: float) -> bool:
+        """Hold the page of a capped GPU whose rank is slow alike with its node's others
+        (``node_wide``) and a replica of its own there (the page would stay at the GPU:
+        :meth:`_gpu_unconfirmed`) until ``why_wait_s`` after the cap's sample -- the allowed
+        disorder: its siblings' samples of the same poll may still be on their way.  A
+        second GPU's cap begun with it raises the node's page on that sample
+        (:meth:`_power_impact`, the same detected_ts); none, and the GPU is paged when the
+        wait ends.  The node's other slow ranks wait with it (:meth:`_slow_due`), so they
+        join the page rather than escalate the node before it.  blind19 R3: a BMC capping
+        all eight GPUs of a node, their eight TP1 ranks x1.12, was isolated at the GPU whose
+        sample came first, the node 20 s later, and the GPU's page stayed (finer than the
+        fault: a false positive no later resolve undoes).  A rank slow alone on its capped
+        GPU is paged at once, as before."""
+        node = slow.scope.node
+        until = cap.ts + self.cfg.why_wait_s
+        if (node is None or now >= until or not slow.evidence.get("node_wide")
+                or slow.key in self._owner or self._firing_on(cap.scope, "slow_node")
+                or self._gpu_unconfirmed(cap.scope) is not None):
+            return False
+        self._slow_wait[slow.scope.key] = slow
+        self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
+        self._timer(until, "slow", slow.scope.key)
         return True
 
     def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
@@ -1892,6 +1923,10 @@ class Correlator(PartWindows):
         if f is None or (not grown and due < f.ts + self._explanation_wait(f)
                          and "throttle_seen" not in self._device.get(unit, {})):
             return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
+        hold = self._poll_hold.get(f.scope.node or "")
+        if hold is not None and due < hold and not ended:
+            self._timer(hold, "slow", unit)  # (a capped GPU's page waits for its poll)
+            return
         p = self._explanation(f) or self._node_verdict(f)
         if p is not None:
             del self._slow_wait[unit]

@@ -35,10 +35,11 @@ EXPECT: dict[str, tuple] = {
     # (loss_outlier, a new dedup_key for the same problem); the replica's finding now joins the
     # GPU's open page as evidence (correlate._sdc_joins_gpu, tests/test_sdc19.py)
     "R2-one-gpu-replica-sdc-paged-twice": (bc.caught_and_no_stray("sdc"), None, 2),
-    "R3-node-cap-paged-at-one-gpu-first": (bc.caught_and_no_stray("slow_node"), (
-        "R3: a BMC power cap on every GPU of a node (0x4 at ~500 W on all eight, its eight "
-        "TP1 ranks x1.12) is isolated first at one GPU, then 20 s later at the node; the GPU "
-        "page stays (finer than the fault: a false positive; 2 of 4 capped logs)"), 2),
+    # R3 fixed by cap19 (round 29): a BMC power cap on every GPU of a node (0x4 at ~500 W on
+    # all eight, its eight TP1 ranks x1.12) was isolated first at the GPU whose sample of the
+    # poll came first, then 20 s later at the node, and the GPU page stayed (2 of 4 capped
+    # logs); the capped GPU's page now waits for the poll (Correlator._hold_for_poll)
+    "R3-node-cap-paged-at-one-gpu-first": (bc.caught_and_no_stray("slow_node"), None, 2),
 }
 
 
