@@ -35,6 +35,7 @@ from detector.gpu_missing import MAX_NODES as _MAX_GONE
 from detector.gpu_missing import TOPICS as _GONE_TOPICS
 from detector.gpu_missing import page_extra as _gone_extra
 from detector.hang import on_gpus_busy, on_job_gone, on_long_stop
+from detector.liveness import is_dark_page as _is_dark_page
 from detector.liveness import on_silent as _on_silent
 from detector.liveness import prune as _prune_silent
 from detector.part_window import _UNITS_TOLD, BOARD_WINDOW_S, PartWindows
@@ -906,7 +907,7 @@ class Correlator(PartWindows):
         clear on a counter; soft signals (a rank a few percent slow, NIC errors, gradient
         spikes) that stop and return within ``flap_window_s`` are one incident, not a page
         each time (Alibaba PAI job 1: workers 0-2, ~8 % slower, stopped and returned)."""
-        if p.kind == "hardware":
+        if p.kind == "hardware" or _is_dark_page(p):  # (a node heard again: liveness)
             return self.cfg.resolve_after_s
         return max(self.cfg.resolve_after_s, self.cfg.flap_window_s)
 

@@ -555,6 +555,8 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
                 # the part's other nodes are still dark (a new list: a sent alert holds the old)
                 p.extra["dark_nodes"] = [n for n in dark if n != node]
                 return
+            if node in silent and any(w in TOPICS for w in silent[node]):
+                return  # (not steady yet: still silent on a topic it went silent on)
             p.extra["resolved_because"] = (
                 f"no telemetry from {node} for {corr.cfg.unit_idle_s:g} s: it left the fleet"
                 if f.evidence.get("dropped") is True else f"{node} reported on {what} again")
@@ -583,6 +585,16 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
         _on_quiet(corr, node, f.ts, out)
         return
     _judge(corr, node, f, out)
+
+
+def is_dark_page(p: Any) -> bool:
+    """Whether problem ``p`` is a silent page (:func:`_page`: a node, or a part of the fleet,
+    gone dark under its jobs).  It resolves ``resolve_after_s`` after its node reports again
+    on every topic it went silent on (:func:`on_silent`), not after a soft signal's
+    ``flap_window_s``: a node heard again is back -- there is no limit it hovers near -- and
+    an operator watching a rebooted node wants its page gone once it reports steadily (it
+    was 600 s); a node that goes dark again is paged again, under the same dedup_key."""
+    return p.topic == ESCALATION and p.kind == "unattributed" and "silent_s" in p.extra
 
 
 def _uses(corr: Correlator, node: str, topics: dict[str, Finding]) -> list[str]:

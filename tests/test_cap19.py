@@ -13,6 +13,7 @@ the wait.  A rank slow alone on its capped GPU is paged at once, as before.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from detector.alerts import ISOLATION
 from detector.engine import Engine
@@ -96,3 +97,40 @@ def test_a_cap_on_one_gpu_beside_ranks_slow_alike_still_pages_that_gpu_once() ->
     pages = _pages(_run({4}, slow=set(range(8))))
     assert [p[:4] for p in pages] == [(ISOLATION, "slow_node", "power", "gpu:node-000/4")], pages
     assert SAMPLE <= pages[0][4] <= SAMPLE + Thresholds().why_wait_s, pages
+
+
+# -- a fired silent-node page resolves resolve_after_s after the node reports again ----------
+
+
+def _dark(tmp_path, **kw) -> list:
+    from replay.runner import replay_log
+    from tests.test_liveness import fleet, silent_pages, write
+    return silent_pages(replay_log(write(tmp_path, fleet(**kw))).alerts)
+
+
+def test_a_silent_node_page_resolves_within_resolve_after_s_of_the_node_reporting_again(
+        tmp_path) -> None:
+    # node-003 dark 400-1000 s (its job stalled with it), then reporting on every topic: its
+    # page resolves ~30 s after it is heard again -- not 600 s later, as a soft slow_node
+    # signal's flap window would have it (an operator watching a rebooted node).
+    pages = _dark(tmp_path, seconds=1800, dead={"node-003": (400, 1000)})
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", "node:node-003"), ("resolved", "node:node-003")], pages
+    back = pages[1].evidence["quiet_since_ts"]
+    assert T0 + 1000 <= back <= T0 + 1000 + 30
+    assert pages[1].detected_ts == pytest.approx(back + Thresholds().resolve_after_s, abs=0.01)
+    assert "reported on" in pages[1].evidence["resolved_because"]
+
+
+def test_a_silent_node_page_waits_until_the_node_reports_on_every_topic_it_went_silent_on(
+        tmp_path) -> None:
+    # Back on ecc and NIC at 1000 s, its thermal collector (dcgm-exporter) only at 1200 s:
+    # not steady yet -- the page resolves resolve_after_s after its last topic is back.
+    pages = _dark(tmp_path, seconds=1800, dead={"node-003": (400, 1000)},
+                  quiet={"node-003": (1000, 1200, ("thermal",))})
+    assert [(a.status, a.scope.key) for a in pages] == [
+        ("firing", "node:node-003"), ("resolved", "node:node-003")], pages
+    back = pages[1].evidence["quiet_since_ts"]
+    assert back >= T0 + 1200
+    assert pages[1].detected_ts == pytest.approx(back + Thresholds().resolve_after_s, abs=0.01)
+    assert "thermal" in pages[1].evidence["resolved_because"]
