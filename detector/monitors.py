@@ -779,6 +779,18 @@ class Monitors:
             through.append((t, len(findings)))
             t += SCAN_S
 
+    def holds_nothing(self, findings: list[Finding]) -> bool:
+        """Whether these monitors keep nothing any more -- every unit, job and silence pruned
+        after its silence (``unit_idle_s``, ``unit_fault_idle_s``, ``job_idle_s``): quiet that
+        long, nothing open.  A node whose units are pruned but whose liveness entry waits for
+        the next scan is scanned now (its silence is over, and told into ``findings``).  What
+        a cluster's slot may be given back for (detector.pipeline.source)."""
+        if self._seen or self._jobs or self._gone:
+            return False
+        if self._alive:
+            _scan_liveness(self, findings)
+        return not self._alive
+
     def advance(self, now: float, findings: list[Finding]) -> None:
         """Move the clock without a record (a quiet stream) and decide overdue steps."""
         if now > self.clock:

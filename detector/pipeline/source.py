@@ -57,7 +57,6 @@ import orjson
 from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
-from detector.liveness import scan as scan_liveness
 from detector.monitors import Monitors, out_of_range
 from detector.pipeline.clusters import ClusterSlots, other_topologies
 from detector.quiet import quiet_run
@@ -307,11 +306,7 @@ class SourcePartition:
         def spent(_: str, mon: Monitors) -> bool:
             if mon.clock < clock:
                 mon.advance(clock, found)
-            if mon._seen or mon._jobs or mon._gone:
-                return False
-            if mon._alive:  # (its nodes' units pruned: the next scan's work, done now --
-                scan_liveness(mon, found)  # a silence there is over, and told)
-            return not mon._alive
+            return mon.holds_nothing(found)
 
         gone = self.clusters.give_back_spent(spent, cluster)  # type: ignore[arg-type]
         if gone is None:
