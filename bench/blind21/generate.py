@@ -1,0 +1,65 @@
+"""Writes blind21 incident logs: topology first, telemetry in arrival order, labels last.
+
+    python -m bench.blind21.generate --out DIR --seeds 0..3 [--stories facility,model] [--minutes M]
+
+Each log is DIR/STORY-sSEED.jsonl.gz (byte-identical for the same arguments); beside it
+STORY-sSEED.effects.json lists the routine shapes in it (a demand-response power cap on a row,
+a rolling firmware flash of idle nodes, a warm afternoon on one aisle, a job ending, MoE expert
+load moving between ranks, context-parallel ranks reported as data-parallel, an NCCL teardown
+and a requeue's cold start, checkpoint saves) that should page nobody. Faults: a node's PSU
+failing (HW power brake in bursts), a GPU's heat sink losing contact over tens of minutes, a GPU
+falling off the bus (XID 79) under an MoE job, a GPU of a long-context job silently slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+from bench.blind21.stories import STORIES, build
+
+
+def _line(topic: str, value: dict) -> bytes:
+    return json.dumps({"topic": topic, "value": value}, separators=(",", ":")).encode() + b"\n"
+
+
+def write(out: Path, story: str, seed: int, minutes: float | None = None) -> Path:
+    """One log (and its effects file) into ``out``; returns the log's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    b = build(story, seed, minutes)
+    log = out / f"{story}-s{seed}.jsonl.gz"
+    with gzip.GzipFile(log, "wb", mtime=0) as fh:
+        fh.write(_line("topology", b.topology))
+        for topic, value in b.records:
+            fh.write(_line(topic, value))
+        for lab in b.labels:
+            fh.write(_line("labels", lab))
+    (out / f"{story}-s{seed}.effects.json").write_text(json.dumps(b.effects, indent=1))
+    return log
+
+
+def _seeds(text: str) -> list[int]:
+    if ".." in text:
+        a, b = text.split("..")
+        return list(range(int(a), int(b) + 1))
+    return [int(x) for x in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seeds", default="0..3")
+    ap.add_argument("--stories", default=",".join(STORIES))
+    ap.add_argument("--minutes", type=float)
+    args = ap.parse_args(argv)
+    for seed in _seeds(args.seeds):
+        for story in args.stories.split(","):
+            print(write(args.out, story, seed, args.minutes))
+    (args.out / ".done").write_text("")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
