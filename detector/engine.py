@@ -152,6 +152,10 @@ class Engine:
             if batch and not src.held:
                 j = quiet_run(mon, events, i, stage.due_at)
                 if j > i:
+                    if src._first is not None:  # (no home known yet: it may be now)
+                        src.took(events, i, j)
+                        if stage.cluster is None:
+                            stage.cluster = src.cluster
                     # What process() does after a record with no finding, nothing due.
                     if mon.clock > stage.released:
                         stage.released = mon.clock

@@ -283,15 +283,7 @@ def test_replay_topology_flag_keeps_the_cluster_the_logs_topology_record_names(t
 # -- 8. a refused record decides the home cluster ------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "home28 (round 28), open -- home29's area (its item 2, the unconfigured rule): "
-    "detector/pipeline/clusters.py ClusterSlots.is_home / one_value make a record's `cluster` "
-    "the home before the record is checked, and keep it when the record is refused: with no "
-    "home configured one forged row (any cluster value, a ts > 300 s past the wall clock: "
-    "dead-lettered ts_out_of_range -- or a NaN step row) makes its value the partition's home "
-    "for good (it is in the snapshot), and the real cluster's records run without the "
-    "topology (no switch, rail or NVLink-domain aggregation).  DESIGN: an invalid record "
-    "changes no state; clu28 gave a refused record's *other* slot back, not the home"))
+# (was a strict xfail on main e2bf9ae; home30: the home is settled once a record went in)
 def test_a_refused_record_decides_no_home_cluster() -> None:
     src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM, wall_clock=lambda: 1_000.0)
     dead: list = []

@@ -137,14 +137,29 @@ class ClusterSlots(Generic[U]):
                 f"the first value read; the topology names itself {named!r}")
 
     def is_home(self, cluster: str | None) -> bool:
-        """Whether a record of ``cluster`` goes to the home unit: no value, the home's, or the
-        first value read (which becomes the home's)."""
+        """Whether a finding of ``cluster`` goes to the home unit: no value, the home's, or the
+        first value read (which becomes the home's: :meth:`settle`).  A finding is made of a
+        record that went in; a record may yet be refused -- its stage asks :meth:`goes_home`
+        and settles the home once the record went in."""
         if cluster is None or cluster == self.cluster:
             return True
         if self.cluster is None:
             self.cluster = cluster
             return True
         return False
+
+    def goes_home(self, cluster: str | None) -> bool:
+        """:meth:`is_home` deciding nothing: a record of ``cluster`` is tried on the home unit
+        (no value, the home's, or any while no home is known), which is the home only once
+        the record went in (:meth:`settle`; review29 8: one refused row -- a ts past the wall
+        clock, a NaN loss -- made its value the home for good)."""
+        return cluster is None or cluster == self.cluster or self.cluster is None
+
+    def settle(self, cluster: str | None) -> None:
+        """A record of ``cluster`` went into the home unit: with no home known yet, its value
+        is the home's (the first value read)."""
+        if self.cluster is None and cluster is not None:
+            self.cluster = cluster
 
     def other(self, cluster: str) -> U | None:
         """The unit of ``cluster`` (not the home's), made at its first record; None for a
@@ -187,15 +202,15 @@ class ClusterSlots(Generic[U]):
                 return c, unit
         return None
 
-    def one_value(self, clusters: set[str | None]) -> bool:
-        """Whether every record of a batch whose `cluster` values are ``clusters`` goes home
-        (sets the home from them when it is the batch's one value)."""
+    def one_value(self, clusters: set[str | None]) -> str | bool:
+        """Whether every record of a batch whose `cluster` values are ``clusters`` goes to the
+        home unit (:meth:`goes_home`): True, or -- no home known yet and one value in the
+        batch -- that value, home once a record of it went in (the caller settles it)."""
         clusters.discard(None)
         if not clusters or clusters == {self.cluster}:
             return True
         if self.cluster is None and len(clusters) == 1:
-            self.cluster = clusters.pop()
-            return True
+            return clusters.pop()  # type: ignore[return-value]
         return False
 
     # -- state ---------------------------------------------------------------------------

@@ -200,6 +200,9 @@ class SourcePartition:
         self.invalid = 0
         self.hold_ahead = hold_ahead        # see admit()
         self.held: list[Event] = []         # far ahead of the clock, waiting for others to agree
+        # No home known: the one `cluster` value of the batch the batch path is taking, home
+        # once a record of it went in (batch_of_one_cluster, took).  Not state.
+        self._first: str | None = None
         self.refused: list[InvalidMessage] = []  # held records refused after all; caller drains
 
     # -- state ---------------------------------------------------------------------------
@@ -326,7 +329,14 @@ class SourcePartition:
         ts_out_of_range in the service, held in the Engine)."""
         c = ev.cluster
         if c is not None and c != self.clusters.cluster:
-            return self.process_other(ev, found, through)
+            if self.clusters.cluster is not None:
+                return self.process_other(ev, found, through)
+            # No home known: the first value read is home once a record of it went in -- a
+            # refused one decides nothing (review29 8; DESIGN: an invalid record changes no
+            # state).  (No other cluster's units yet: nothing to catch up with.)
+            self.monitors.process(ev, found, through)
+            self.clusters.settle(c)
+            return self.monitors
         mon = self.monitors
         if self.others and ev.ts - mon.clock > MAX_AHEAD_S:
             self._catch_up(mon, ev.ts, found)
@@ -370,16 +380,30 @@ class SourcePartition:
         ``make``, for another cluster with no units yet (a NaN step's salvage: a dead-lettered
         row takes no cluster slot; review29 -- 15 of them under new values shut every later
         cluster out, too_many_clusters)."""
-        if self.clusters.is_home(cluster):
-            return self.monitors
+        if self.clusters.goes_home(cluster):
+            # (with no home known, a NaN row of a value goes nowhere: it would decide the
+            # home -- review29 8 -- or salvage into another cluster's units)
+            return self.monitors if make or cluster is None or self.cluster is not None \
+                else None
         if not make:
             return self.others.get(cluster)  # type: ignore[arg-type]
         return self.clusters.other(cluster)  # type: ignore[arg-type]
 
     def batch_of_one_cluster(self, evs: list[Any]) -> bool:
         """Whether every record of ``evs`` goes to ``monitors`` (the batch path may take
-        them: detector.quiet); sets the home cluster from them."""
-        return self.clusters.one_value({e.cluster for e in evs if e is not None})
+        them: detector.quiet).  With no home known and one value among them, that value is
+        home once a record of it went in (:meth:`took`, :meth:`feed`)."""
+        one = self.clusters.one_value({e.cluster for e in evs if e is not None})
+        self._first = one if type(one) is str else None
+        return one is not False
+
+    def took(self, evs: list[Any], i: int, j: int) -> None:
+        """``evs[i:j]`` went into ``monitors`` by the batch path (detector.quiet): the first
+        value read is home if a record of it is among them (ClusterSlots.settle)."""
+        first = self._first
+        if first is not None and any(e.cluster == first for e in islice(evs, i, j)):
+            self.clusters.settle(first)
+            self._first = None
 
     # -- the way in (shared by the service and the in-process Engine) ----------------------
 
@@ -507,6 +531,8 @@ class SourcePartition:
                 while i < n:
                     j = quiet_run(mon, evs, i)
                     if j > i:
+                        if self._first is not None:
+                            self.took(evs, i, j)
                         n_in += j - i
                         self.events += j - i
                         self.offset = offsets[j - 1]

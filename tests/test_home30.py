@@ -1,0 +1,96 @@
+"""home30 (round 30): the home cluster -- review29's findings 8, 2 and 3 (strict xfails in
+tests/test_review29.py on main e2bf9ae), each test here failing on main; controls pass on both.
+
+A unit is (cluster, node) (clusters27): each stage keeps its *home* cluster's monitors /
+correlator -- the topology's, and every record's with no `cluster` -- and one per other value
+(detector.pipeline.clusters).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import msgspec
+import orjson
+import pytest
+
+from detector.engine import Engine
+from detector.events import InvalidMessage
+from detector.pipeline.source import SourcePartition
+from detector.testing import T0, step
+from tests.test_home28 import EAST_SLURM, _ecc, _msg, _topology_of
+
+# -- review29 8: a refused record decides no home ---------------------------------------------
+
+
+def _nan_row(cluster: str) -> dict:
+    value = {f: v for f, v in msgspec.structs.asdict(step(T0 + 1, 0, 1)).items()
+             if v is not None}
+    value.update(cluster=cluster, loss=float("nan"))
+    return value
+
+
+def _nan_bytes(cluster: str) -> bytes:
+    # (orjson writes a NaN as null: the bytes a producer sent)
+    return orjson.dumps({**_nan_row(cluster), "loss": "NaN"}).replace(
+        b'"loss":"NaN"', b'"loss":NaN')
+
+
+def test_a_nan_row_decides_no_home_in_the_service() -> None:
+    # main e2bf9ae: the salvage (SourcePartition.decode -> monitors_of(make=False) ->
+    # ClusterSlots.is_home) made the dead-lettered row's value the home
+    src = SourcePartition("telemetry.step", 0, 1, topology=EAST_SLURM)
+    dead: list = []
+    src.process([(0, b"job-1", _nan_bytes("junk"), None)], 0.0, [], dead)
+    assert len(dead) == 1 and "loss" in dead[0].reason
+    assert src.cluster is None and src.state().get("cluster") is None
+
+
+def test_a_nan_row_decides_no_home_in_the_replay() -> None:
+    # the Engine (faultline replay): the junk row first, then east's records -- east keeps
+    # the topology (main e2bf9ae: junk was home, east's DBE ran without it)
+    eng = Engine(topology=EAST_SLURM)
+    with pytest.raises(InvalidMessage, match="loss"):
+        eng.ingest("telemetry.step", _nan_row("junk"), [])
+    alerts = eng.process(_ecc(T0 + 2, "east"))
+    alerts += eng.process(_ecc(T0 + 3, "east", dbe=True, node="gpu-002"))
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    assert _topology_of(alerts + eng.finish()) == {"east": "nodes"}
+
+
+def test_a_row_past_the_wall_clock_decides_no_home_in_a_batch() -> None:
+    # the batch path (batch_of_one_cluster: main set the home from the batch's one value
+    # before any record of it went in)
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM, wall_clock=lambda: 1_000.0)
+    dead: list = []
+    src.process([(k, b"x", _msg(_ecc(1_000.0 + 10 ** 6 + k, "junk")), None) for k in range(3)],
+                0.0, [], dead)
+    assert len(dead) == 3 and all("ts_out_of_range" in d.reason for d in dead)
+    assert src.cluster is None
+    src.process([(3, b"x", _msg(_ecc(1_000.0, "east")), None)], 0.0, [], dead)
+    assert src.cluster == "east"
+
+
+def test_the_first_value_that_goes_in_is_home_whichever_path_takes_it() -> None:
+    # (the control: records taken by the batch path -- detector.quiet -- settle the home as
+    # the record path does; on main too)
+    recs = [_ecc(1_000.0 + k, "east", node=f"gpu-00{1 + k % 2}") for k in range(40)]
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM)
+    src.process([(k, b"x", _msg(ev), None) for k, ev in enumerate(recs)], 0.0, [], [])
+    assert src.cluster == "east" and src.state()["cluster"] == "east"
+    eng = Engine(topology=EAST_SLURM)
+    eng.process_many(recs)
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    eng.process_many([_ecc(1_100.0, "west")])
+    assert list(eng.source.others) == ["west"]
+
+
+def test_a_nan_row_of_the_home_is_still_salvaged() -> None:
+    # (the control: DESIGN's one exception -- the salvage of a NaN row of a cluster heard from)
+    eng = Engine(topology=EAST_SLURM)
+    eng.ingest("telemetry.step", {**_nan_row("east"), "loss": 2.0}, [])
+    alerts: list = []
+    with contextlib.suppress(InvalidMessage):
+        eng.ingest("telemetry.step", {**_nan_row("east"), "step": 2}, alerts)
+    assert eng.source.cluster == "east"
+    assert eng.source.monitors._n_nonfinite == 1
