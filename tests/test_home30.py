@@ -9,6 +9,7 @@ correlator -- the topology's, and every record's with no `cluster` -- and one pe
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import msgspec
 import orjson
@@ -16,6 +17,7 @@ import pytest
 
 from detector.engine import Engine
 from detector.events import InvalidMessage
+from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import SourcePartition
 from detector.testing import T0, step
 from tests.test_home28 import EAST_SLURM, _ecc, _msg, _topology_of
@@ -94,3 +96,52 @@ def test_a_nan_row_of_the_home_is_still_salvaged() -> None:
         eng.ingest("telemetry.step", {**_nan_row("east"), "step": 2}, alerts)
     assert eng.source.cluster == "east"
     assert eng.source.monitors._n_nonfinite == 1
+
+
+# -- review29 2: a configured home wins over a snapshot's -----------------------------------
+
+
+def _west_home_snapshots() -> tuple[bytes, bytes]:
+    """A telemetry partition and a findings partition that ran unconfigured and read west
+    first (a Slurm topology names no cluster: west took it), then east: their snapshots."""
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM)
+    emits: list = []
+    src.process([(0, b"x", _msg(_ecc(1_000.0, "west")), None),
+                 (1, b"x", _msg(_ecc(1_001.0, "east", node="gpu-002")), None)], 0.0, emits, [])
+    corr = CorrelatorPartition(0, topology=EAST_SLURM, expected=[src.source])
+    for k, e in enumerate(emits):
+        corr.on_message(k, e.value, 0.0)
+    corr.release(0.0, [])
+    assert src.cluster == corr.cluster == "west" and list(corr.others) == ["east"]
+    return src.snapshot()[1], corr.snapshot()[1]
+
+
+def test_a_configured_home_wins_over_the_service_stages_snapshots(caplog) -> None:
+    blob, cblob = _west_home_snapshots()
+    with caplog.at_level(logging.WARNING, logger="detector.pipeline.clusters"):
+        src = SourcePartition.restore("telemetry.ecc", 0, 1, 1, blob, EAST_SLURM, home="east")
+        corr = CorrelatorPartition.restore(0, 1, cblob, EAST_SLURM, expected=[src.source],
+                                           home="east")
+    assert src.cluster == corr.cluster == "east"
+    assert list(src.others) == list(corr.others) == ["west"]
+    assert src.monitors.topology is EAST_SLURM and src.others["west"].topology is None
+    assert corr.correlator.topology is EAST_SLURM and corr.others["west"][0].topology is None
+    assert src.stats()["home_moves"] == corr.stats(0.0)["home_moves"] == 1
+    assert "home cluster moved from 'west' to 'east' (configured)" in caplog.text
+    # the units moved with their state: east's node is east's, west's west's
+    assert corr.was_seen("gpu-002", "ecc") and not corr.was_seen("gpu-004", "ecc")
+    # and the move is kept: the next snapshot holds east as home, restored as is
+    again = SourcePartition.restore("telemetry.ecc", 0, 1, 1, src.snapshot()[1], EAST_SLURM,
+                                    home="east")
+    assert again.cluster == "east" and "home_moves" not in again.stats()
+
+
+def test_a_configured_home_new_to_the_snapshot_takes_the_topology() -> None:
+    # (the snapshot's home west, east never read: east's unit is made, west's kept apart)
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST_SLURM)
+    src.process([(0, b"x", _msg(_ecc(1_000.0, "west")), None)], 0.0, [], [])
+    src = SourcePartition.restore("telemetry.ecc", 0, 1, 0, src.snapshot()[1], EAST_SLURM,
+                                  home="east")
+    assert src.cluster == "east" and list(src.others) == ["west"]
+    assert src.monitors.topology is EAST_SLURM and src.others["west"].clock == 1_000.0
+

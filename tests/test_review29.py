@@ -104,17 +104,7 @@ def test_a_restore_with_no_home_configured_keeps_the_snapshots_home() -> None:
     assert _restored(None) == {"west": "nodes", "east": "none"}  # ("nodes": a Slurm topology's)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "home28 (round 28), open -- home29's area: detector/pipeline/clusters.py ClusterSlots.take "
-    "lets the snapshot's home win over a configured one, silently: a deployment that ran "
-    "unconfigured (each partition's first value read) and then follows README's advice "
-    "('set home_cluster when one stream carries several clusters') keeps the topology on the "
-    "cluster the snapshot took for home -- east's topology applied to west, east's alerts "
-    "`topology: none`, for good (the snapshot keeps it), with no log line or metric.  The "
-    "configured home should win: its unit (in `others`, or new) becomes the stage's "
-    "monitors/correlator and the old home's an other cluster's (re-attached with its own "
-    "topology, if any) -- in SourcePartition and CorrelatorPartition alike -- or the restore "
-    "says it loudly"))
+# (was a strict xfail on main e2bf9ae; home30: configuration wins, the units trade places)
 def test_a_configured_home_wins_over_a_snapshot_that_took_another() -> None:
     assert _restored("east") == {"east": "nodes", "west": "none"}
 

@@ -32,7 +32,12 @@ so, once a process, in the log (naming the topology's own name when it has one):
 may be another cluster's than the records'; ``home_cluster`` settles it.
 
 A home once known is kept in the snapshot (key ``cluster``), split or not: a stage restored
-mid-stream does not take the next value it reads for its home.
+mid-stream does not take the next value it reads for its home -- unless its configuration names
+another (review29 2: a deployment that ran unconfigured, then set ``home_cluster`` as README
+says): the configured one wins, the units trade places (:meth:`ClusterSlots.move`: the named
+cluster's unit becomes the stage's own, with the topology; the snapshot's home's an other
+cluster's, with its own topology if any), logged (once a process) and counted
+(``home_moves`` in the stage's stats).
 
 >>> slots = ClusterSlots(lambda c: f"unit of {c}")
 >>> slots.is_home(None), slots.is_home("east"), slots.cluster   # the first value read
@@ -63,6 +68,7 @@ U = TypeVar("U")
 
 log = logging.getLogger(__name__)
 _said = False  # the warning of an unnamed home's split: once a process (ClusterSlots.other)
+_moved = False  # the warning of a home moved: once a process (ClusterSlots.move)
 
 
 def check_home(home: str) -> str:
@@ -120,12 +126,16 @@ class ClusterSlots(Generic[U]):
     nothing of the split shows: :meth:`put` writes no key.
     """
 
-    __slots__ = ("cluster", "others", "_make", "_unnamed")
+    __slots__ = ("cluster", "others", "named", "moves", "_make", "_unnamed")
 
     def __init__(self, make: Callable[[str], U], home: str | None = None,
                  topology: Topology | None = None) -> None:
         # the home cluster: the named one, else the first value read (None: none yet)
         self.cluster: str | None = home_of(home)
+        # the home the stage was given (configured, or a log's topology record's): it wins
+        # over a snapshot's (:meth:`move`); not state
+        self.named = self.cluster
+        self.moves = 0  # homes moved (:meth:`move`) since the stage was made; not state
         self.others: dict[str, U] = {}    # every other value's unit, in order of first record
         self._make = make
         # what the warning of a split says the home is, when nobody named it and the stage
@@ -213,6 +223,34 @@ class ClusterSlots(Generic[U]):
             return clusters.pop()  # type: ignore[return-value]
         return False
 
+    def move(self, to: str, own: U) -> U | None:
+        """Make ``to`` the home: ``own`` (the stage's own unit, the home's till now) becomes
+        the old home's other unit, and the unit returned -- ``to``'s, or a new one -- the
+        stage's own.  The stage gives each its topology (the stage's to the new home's unit,
+        the old home's own, if any, to ``own``).  None, nothing changed, with no slot left
+        for the old home (a snapshot holding :data:`MAX_CLUSTERS` values, ``to`` not among
+        them: logged)."""
+        old = self.cluster
+        unit = self.others.pop(to, None)
+        if unit is None:
+            if len(self.others) + 1 >= MAX_CLUSTERS:
+                log.error("home cluster %r is named, but cluster %r is home and no slot is "
+                          "left to keep it apart: %r stays home (every %d taken)", to, old,
+                          old, MAX_CLUSTERS)
+                return None
+            unit = self._make(to)
+        if old is not None:
+            self.others[old] = own
+        self.cluster = to
+        self.moves += 1
+        global _moved
+        if not _moved:
+            _moved = True
+            log.warning("home cluster moved from %r to %r (%s): the topology now describes "
+                        "%r, and %r runs without it (or with its own) from here on", old, to,
+                        "configured" if to == self.named else "the topology names it", to, old)
+        return unit
+
     # -- state ---------------------------------------------------------------------------
 
     def put(self, state: dict[str, Any], entry: Callable[[str, U], list[Any]]) -> None:
@@ -232,7 +270,7 @@ class ClusterSlots(Generic[U]):
         if others is None:
             if "cluster" in state:
                 refuse_unless(type(cluster) is str, "a cluster split is malformed")
-                self.cluster = cluster  # (the snapshot's home wins over a configured one)
+                self.cluster = cluster  # (a configured one wins after: the stage's move)
             return False
         refuse_unless(type(cluster) is str and type(others) is list
                       and 0 < len(others) < MAX_CLUSTERS, "a cluster split is malformed")

@@ -257,6 +257,20 @@ class CorrelatorPartition:
                 and self._last.get(cluster, self._taken_at) < self.released - self.cfg.unit_idle_s
                 and all(p.status != "firing" for p in corr.problems.values()))
 
+    def move_home(self, to: str) -> None:
+        """Make cluster ``to`` the home (ClusterSlots.move): its correlator and seen --
+        another cluster's till now, or new -- become ``correlator`` / ``_seen`` and take the
+        topology; the old home's become another cluster's, with its own topology if any."""
+        old = self.cluster
+        unit = self.clusters.move(to, (self.correlator, self._seen))
+        if unit is None:
+            return
+        self._last.pop(to, None)
+        self.correlator.attach(self.topologies.get(old),  # type: ignore[arg-type]
+                               _seen_in(self._seen))
+        self.correlator, self._seen = unit
+        self.correlator.attach(self.topology, self.was_seen)
+
     def _correlators(self) -> list[Correlator]:
         return [self.correlator, *(c for c, _ in self.others.values())]
 
@@ -326,6 +340,9 @@ class CorrelatorPartition:
             c in part.others and is_time(t) for c, t in last.items()),
             "a cluster's newest finding is malformed")
         part._last = last
+        named = part.clusters.named
+        if named is not None and part.cluster not in (None, named):
+            part.move_home(named)  # (configuration wins: review29 2)
         part._taken_at = part.released  # (a snapshot of round 28 has none: as of now)
         for name, src in part.sources.items():
             if src.wm is not None:
@@ -647,7 +664,8 @@ class CorrelatorPartition:
                 "problems": sum(len(c.problems) for c in self._correlators()),
                 "sources": len(self.sources),
                 "live_sources": sum(now - s.heard <= self.source_timeout_s
-                                    for s in self.sources.values())}
+                                    for s in self.sources.values()),
+                **({"home_moves": self.clusters.moves} if self.clusters.moves else {})}
 
 
 def _seen_in(seen: dict[str, set[str]]) -> Callable[[str, str], bool]:

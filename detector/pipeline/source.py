@@ -263,7 +263,23 @@ class SourcePartition:
             refuse_unless(type(too_many) is int and too_many >= 0,
                           "a cluster split is malformed")
             part.too_many_clusters = too_many
+        named = part.clusters.named
+        if named is not None and part.cluster not in (None, named):
+            part.move_home(named, topology)  # (configuration wins: review29 2)
         return part
+
+    def move_home(self, to: str, topology: Topology | None) -> None:
+        """Make cluster ``to`` the home (ClusterSlots.move): its monitors -- another
+        cluster's till now, or new -- become ``monitors`` and take ``topology``; the old
+        home's become another cluster's, with its own topology if any."""
+        old = self.cluster
+        mon = self.clusters.move(to, self.monitors)
+        if mon is None:
+            return
+        wall_clock = self._wall_clock
+        mon.attach(topology, wall_clock)
+        self.monitors.attach(self.topologies.get(old), wall_clock)  # type: ignore[arg-type]
+        self.monitors = mon
 
     @property
     def cluster(self) -> str | None:
@@ -714,6 +730,8 @@ class SourcePartition:
             stats["findings"] += sum(m.counts["findings"] for m in self.others.values())
             stats["clusters"] = 1 + len(self.others)
             stats["too_many_clusters"] = self.too_many_clusters
+        if self.clusters.moves:
+            stats["home_moves"] = self.clusters.moves
         return stats
 
 
