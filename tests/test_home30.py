@@ -145,3 +145,57 @@ def test_a_configured_home_new_to_the_snapshot_takes_the_topology() -> None:
     assert src.cluster == "east" and list(src.others) == ["west"]
     assert src.monitors.topology is EAST_SLURM and src.others["west"].clock == 1_000.0
 
+
+# -- review29 3: the replay takes a cluster whose clock runs ahead, as the service does ---------
+
+
+def _engine_run(evs: list, eng: Engine | None = None) -> tuple[Engine, list]:
+    eng = eng or Engine(topology=EAST_SLURM, home_cluster="east")
+    alerts: list = []
+    for ev in evs:
+        with contextlib.suppress(InvalidMessage):
+            alerts += eng.process(ev)
+    return eng, alerts
+
+
+def _ahead(k0: int, k1: int) -> list:
+    """east (home) and west alternate, west's records stamped 400 s ahead of east's; each
+    cluster's DBE from its 41st record (review29 3's stream)."""
+    evs = []
+    for k in range(k0, k1):
+        evs.append(_ecc(1_000.0 + 10 * k, "east", dbe=k >= 40, node="gpu-002"))
+        evs.append(_ecc(1_400.0 + 10 * k, "west", dbe=k >= 40, node="gpu-003"))
+    return evs
+
+
+def test_the_replay_pages_a_cluster_whose_clock_runs_ahead() -> None:
+    # main e2bf9ae: west's records were held against east's clock and refused, each east
+    # record between resetting the count: no units, no page
+    eng, alerts = _engine_run(_ahead(0, 60))
+    alerts += eng.finish()
+    assert sorted({a.cluster for a in alerts if a.status == "firing"}) == ["east", "west"]
+    assert list(eng.source.others) == ["west"] and not eng.rejected
+
+
+def test_a_held_cluster_survives_a_snapshot() -> None:
+    # (west's first two records held when the snapshot is taken: they go in with the third)
+    eng, _ = _engine_run(_ahead(0, 2))
+    assert [e.ts for e in eng.source.held_new["west"]] == [1_400.0, 1_410.0]
+    eng = Engine.restore(eng.snapshot(), EAST_SLURM, home_cluster="east")
+    eng, alerts = _engine_run(_ahead(2, 60), eng)
+    alerts += eng.finish()
+    assert sorted({a.cluster for a in alerts if a.status == "firing"}) == ["east", "west"]
+
+
+def test_a_lone_stray_of_a_new_cluster_moves_no_clock_in_the_replay() -> None:
+    # (the control of the rule: one record of a new value stamped a day ahead -- a node's
+    # clock off -- takes no units and moves no clock; refused when its cluster's records
+    # come on the stream's time, or at the end)
+    evs = [_ecc(1_000.0 + k, "east") for k in range(5)]
+    evs.insert(2, _ecc(90_000.0, "ghost"))
+    eng, _ = _engine_run(evs)
+    assert eng.clock == 1_004.0 and "ghost" not in eng.source.others
+    eng.finish()
+    assert [r.field for r in eng.rejected] == ["ts"]
+    eng, _ = _engine_run([*evs, _ecc(1_006.0, "ghost")])
+    assert "ghost" in eng.source.others and len(eng.rejected) == 1

@@ -136,16 +136,7 @@ def _two_clocks() -> tuple[list, list]:
     return engine, service
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "home28/clu28, open -- home29's area: detector/pipeline/source.py SourcePartition.admit "
-    "(the replay's event-time guard, hold_ahead) judges a record of a cluster with no units "
-    "yet against the stream's clock (home29's 70003f1: the home's before), while the service "
-    "stage takes a cluster's first record at its own time (its units' clock is empty; only "
-    "the wall clock bounds it): another cluster whose clock runs > 300 s ahead of the home's "
-    "(its NTP source off) has its first records held as strays and refused, each home record "
-    "between resetting the count, so it never gets units and every later record is judged "
-    "the same way -- west's DBE is never paged by `faultline replay`, the service finds it.  "
-    "One rule for a new cluster's first record in both drivers"))
+# (was a strict xfail on main e2bf9ae; home30: SourcePartition.admit_new)
 def test_the_replay_takes_a_cluster_whose_clock_runs_ahead_of_the_home_as_the_service_does(
         ) -> None:
     engine, service = _two_clocks()

@@ -204,6 +204,11 @@ class SourcePartition:
         # once a record of it went in (batch_of_one_cluster, took).  Not state.
         self._first: str | None = None
         self.refused: list[InvalidMessage] = []  # held records refused after all; caller drains
+        # hold_ahead: records of a cluster with no units yet, far ahead of the stream's clock,
+        # by cluster, waiting for that cluster's own records to agree (admit_new); and the
+        # cluster whose first record, so agreed, is let in next.  (held_new is state.)
+        self.held_new: dict[str, list[Event]] = {}
+        self._let_in: str | None = None
 
     # -- state ---------------------------------------------------------------------------
 
@@ -218,6 +223,8 @@ class SourcePartition:
         self.clusters.put(state, lambda c, m: [c, m])
         if self.others:
             state["too_many_clusters"] = self.too_many_clusters
+        if self.held_new:
+            state["held_new"] = [e for held in self.held_new.values() for e in held]
         return state
 
     @classmethod
@@ -241,8 +248,11 @@ class SourcePartition:
                    topologies: Mapping[str, Topology] | None = None) -> SourcePartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back
         (``home``: the configured home cluster; a home the state names wins)."""
+        held_new = state.get("held_new", [])
         refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
-                      and type(state.get("held", [])) is list, "a count or held is malformed")
+                      and type(state.get("held", [])) is list and type(held_new) is list
+                      and all(type(getattr(e, "cluster", None)) is str for e in held_new),
+                      "a count or held is malformed")
         state["monitors"].check_restored()
         part = cls(topic, partition, findings_partitions, topology=topology, now=now,
                    hold_ahead=hold_ahead, home=home, topologies=topologies)
@@ -252,6 +262,8 @@ class SourcePartition:
         part._idle_seq = state["idle_seq"]
         part.events, part.invalid = state["events"], state["invalid"]
         part.held = list(state.get("held", ()))
+        for e in held_new:
+            part.held_new.setdefault(e.cluster, []).append(e)
         def monitors(entry: list[Any]) -> Monitors:
             refuse_unless(type(entry[1]) is Monitors, "a cluster split is malformed")
             entry[1].check_restored()
@@ -378,6 +390,8 @@ class SourcePartition:
         except InvalidMessage:
             self.clusters.give_back(c)  # type: ignore[arg-type]
             raise
+        if self.held_new:
+            self._refuse_new(c)  # (held far ahead of the time its units now start at)
         return mon
 
     def _catch_up(self, mon: Monitors, ts: float, found: list[Finding]) -> None:
@@ -467,6 +481,10 @@ class SourcePartition:
           reporting 1970) and has, with this record, no more records than they are:
           then the record goes in and they stay held (a vote the majority wins).
         """
+        c = ev.cluster
+        if c is not None and c != self.clusters.cluster and c not in self.others \
+                and self.hold_ahead and self.clusters.cluster is not None:
+            return self.admit_new(ev)
         mon = self.monitors
         # (judged against the stream's time, every cluster's: a home cluster quiet while
         # another keeps the time is run on to it as its next record goes in -- feed)
@@ -489,6 +507,45 @@ class SourcePartition:
         mon.clock = held[0].ts  # the jump is real
         return held
 
+    def admit_new(self, ev: Event) -> tuple[Event, ...]:
+        """:meth:`admit` (hold_ahead) for a record of a cluster with no units yet: that
+        cluster's time is its own (review29 3: one whose clock runs > 300 s ahead of the
+        stream's -- its NTP source off -- had its first records held against the stream's
+        clock, each record of another cluster between resetting the count: never any units,
+        never a page, while the service takes its first record at its own time).  Far ahead
+        of the stream's clock, it waits (:attr:`held_new`) for ``JUMP_AGREE`` records of its
+        own cluster agreeing on its time -- other clusters' records between do not count --
+        and goes in with them, its units made at its time (a lone stray of a new value, a
+        node's clock in 2100, moves no clock: refused when its cluster's records come on the
+        stream's time, or at the end)."""
+        c: str = ev.cluster  # type: ignore[assignment]
+        if c == self._let_in:
+            self._let_in = None
+            return (ev,)
+        clock = self.clock
+        held = self.held_new.get(c)
+        if ev.ts - clock <= MAX_AHEAD_S or clock == -math.inf:
+            if held:
+                self._refuse_new(c)  # (its own records on the stream's time: strays)
+            return (ev,)
+        if held is None:
+            held = self.held_new[c] = []
+        elif abs(ev.ts - held[-1].ts) > MAX_AHEAD_S:
+            self._refuse_new(c)  # it disagrees with them: they were strays
+            held = self.held_new[c] = []
+        held.append(ev)
+        if len(held) < JUMP_AGREE:
+            return ()
+        del self.held_new[c]
+        self._let_in = c
+        return tuple(held)
+
+    def _refuse_new(self, cluster: str | None = None) -> None:
+        """Records :meth:`admit_new` held, of ``cluster`` (None: every one), refused."""
+        for c in [cluster] if cluster is not None else list(self.held_new):
+            held = self.held_new.pop(c, ())  # type: ignore[arg-type]
+            self.refused.extend(out_of_range(e, self.clock) for e in held)
+
     def refuse_held(self) -> None:
         """The held records were strays: refused (see :meth:`admit`), the jump count reset."""
         self._refuse()
@@ -510,6 +567,8 @@ class SourcePartition:
         """
         if self.held:
             self.refuse_held()
+        if self.held_new:
+            self._refuse_new()
         for mon in (self.monitors, *self.others.values()):
             if until == math.inf:
                 mon.finish(found)
