@@ -157,9 +157,9 @@ class Settings:
         "service", "topology file (faultline format or Slurm topology.conf)"))
     home_cluster: str | None = field(default=None, metadata=_opt(
         "service", "the `cluster` value of the records the topology describes, which records "
-        "without `cluster` join too; unset: each partition's first value read "
-        "(set it when one stream carries several "
-        "clusters)"))
+        "without `cluster` join too; unset: each partition's first value read, moved to the "
+        "cluster a faultline topology names itself when that one is read (set it when one "
+        "stream carries several clusters)"))
     cluster_topologies: tuple[str, ...] = field(default=(), metadata=_opt(
         "service", "other clusters' topology files, CLUSTER=FILE each (home_cluster named; the "
         "home's is topology); a cluster without one runs without a topology"))

@@ -17,10 +17,11 @@ import pytest
 
 from detector.engine import Engine
 from detector.events import InvalidMessage
+from detector.pipeline import clusters
 from detector.pipeline.correlator import CorrelatorPartition
 from detector.pipeline.source import SourcePartition
 from detector.testing import T0, step
-from tests.test_home28 import EAST_SLURM, _ecc, _msg, _topology_of
+from tests.test_home28 import EAST, EAST_SLURM, _ecc, _msg, _topology_of
 
 # -- review29 8: a refused record decides no home ---------------------------------------------
 
@@ -116,7 +117,8 @@ def _west_home_snapshots() -> tuple[bytes, bytes]:
     return src.snapshot()[1], corr.snapshot()[1]
 
 
-def test_a_configured_home_wins_over_the_service_stages_snapshots(caplog) -> None:
+def test_a_configured_home_wins_over_the_service_stages_snapshots(caplog, monkeypatch) -> None:
+    monkeypatch.setattr(clusters, "_moved", False)
     blob, cblob = _west_home_snapshots()
     with caplog.at_level(logging.WARNING, logger="detector.pipeline.clusters"):
         src = SourcePartition.restore("telemetry.ecc", 0, 1, 1, blob, EAST_SLURM, home="east")
@@ -134,6 +136,9 @@ def test_a_configured_home_wins_over_the_service_stages_snapshots(caplog) -> Non
     again = SourcePartition.restore("telemetry.ecc", 0, 1, 1, src.snapshot()[1], EAST_SLURM,
                                     home="east")
     assert again.cluster == "east" and "home_moves" not in again.stats()
+    back = CorrelatorPartition.restore(0, 1, corr.snapshot()[1], EAST_SLURM,
+                                       expected=[src.source], home="east")
+    assert back.cluster == "east" and list(back.others) == ["west"]
 
 
 def test_a_configured_home_new_to_the_snapshot_takes_the_topology() -> None:
@@ -199,3 +204,46 @@ def test_a_lone_stray_of_a_new_cluster_moves_no_clock_in_the_replay() -> None:
     assert [r.field for r in eng.rejected] == ["ts"]
     eng, _ = _engine_run([*evs, _ecc(1_006.0, "ghost")])
     assert "ghost" in eng.source.others and len(eng.rejected) == 1
+
+
+# -- the home move: the cluster the topology names itself (home28's strict xfail) ----------------
+
+
+def test_a_stage_moves_its_home_to_the_cluster_the_topology_names(caplog, monkeypatch) -> None:
+    # (no home configured, `Topology=east`: west read first is home -- its units get the
+    # topology -- until east's first record goes in; then east's are the stage's own)
+    monkeypatch.setattr(clusters, "_moved", False)
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST)
+    with caplog.at_level(logging.WARNING, logger="detector.pipeline.clusters"):
+        src.process([(0, b"x", _msg(_ecc(1_000.0, "west")), None)], 0.0, [], [])
+        assert src.cluster == "west" and src.monitors.topology is EAST
+        src.process([(1, b"x", _msg(_ecc(1_001.0, "east", node="gpu-002")), None)], 0.0, [], [])
+    assert src.cluster == "east" and list(src.others) == ["west"]
+    assert src.monitors.topology is EAST and src.others["west"].topology is None
+    assert src.monitors.clock == 1_001.0 and src.others["west"].clock == 1_000.0
+    assert src.stats()["home_moves"] == 1
+    assert "home cluster moved from 'west' to 'east' (the topology names it)" in caplog.text
+    # once: the home is the topology's own now
+    src.process([(2, b"x", _msg(_ecc(1_002.0, "north")), None)], 0.0, [], [])
+    assert src.cluster == "east" and src.stats()["home_moves"] == 1
+
+
+def test_a_refused_record_of_the_topologys_cluster_moves_nothing() -> None:
+    src = SourcePartition("telemetry.ecc", 0, 1, topology=EAST, wall_clock=lambda: 1_000.0)
+    dead: list = []
+    src.process([(0, b"x", _msg(_ecc(1_000.0, "west")), None),
+                 (1, b"x", _msg(_ecc(1_000.0 + 10 ** 6, "east")), None)], 0.0, [], dead)
+    assert len(dead) == 1 and src.cluster == "west" and not src.others
+
+
+def test_a_stage_restored_unconfigured_moves_to_the_topologys_cluster_it_holds() -> None:
+    # (a snapshot of a stage that kept west home with east apart -- round 29's rule -- restored
+    # under `Topology=east`: east is home at once, as it would have been from its first record)
+    eng = Engine(topology=EAST_SLURM)
+    for ev in (_ecc(1_000.0, "west"), _ecc(1_001.0, "east", node="gpu-002")):
+        eng.process(ev)
+    assert eng.source.cluster == "west"
+    eng = Engine.restore(eng.snapshot(), EAST)
+    assert eng.source.cluster == eng.stage.cluster == "east"
+    assert _topology_of(eng.process(_ecc(1_002.0, "east", dbe=True, node="gpu-002"))) == {
+        "east": "full"}

@@ -34,7 +34,8 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--home-cluster", default=env("FAULTLINE_HOME_CLUSTER"),
                    help="the `cluster` value of the records the topology describes (records "
                    "without one join it; default: the log's topology record's `cluster`, else "
-                   "the first value read) "
+                   "the first value read, moved to the cluster a faultline topology names "
+                   "itself when that one is read) "
                    "[env FAULTLINE_HOME_CLUSTER]")
     p.add_argument("--cluster-topology", action="append", metavar="CLUSTER=FILE", default=[],
                    help="another cluster's topology file (repeatable; --home-cluster named, its "

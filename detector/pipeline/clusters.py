@@ -16,16 +16,18 @@ both drivers:
 1. the configured one (``faultline replay --home-cluster``, ``[service] home_cluster``: the
    `cluster` value of the records the topology describes);
 2. else a log's topology record's own ``cluster`` (:func:`replay.log.log_head`; replay);
-3. else the first value the stage reads (round 27's rule) -- which in the service each
-   partition decides alone.
+3. else the cluster a faultline topology names itself (``Topology=NAME``,
+   :func:`topology_home`) once a record of it went in -- till then, and when no record of it
+   comes, the first value the stage reads (round 27's rule; in the service each partition
+   decides alone).  A stage whose first value read was another moves its home to NAME at
+   NAME's first record (home30: :meth:`ClusterSlots.move`, logged once a process, counted).
 
-A faultline topology's own ``Topology=NAME`` (:func:`topology_home`) does NOT name the home
-(home29b): the bundled topologies are named after their hardware (h100-128 ...) while records
-carry the site's label (``cluster: prod-a``), and a stream of one cluster value -- the common
-case -- must keep its topology whatever its name (home29's e1e69b0 took the name for the home
-and ran such a stream with no topology: review29 1b).  The cost, as before e1e69b0: an
-unconfigured stream of several clusters gives the topology to the first value read (in the
-service, to whichever each partition reads first) -- set ``home_cluster``.
+So a stream of one cluster value keeps its topology whatever either is named (the bundled
+topologies are named after their hardware, h100-128 ..., records after the site: review29 1b,
+home29b), and a stream of several, one of them the topology's NAME, gives it the topology in
+every stage that reads it -- from NAME's first record on: before it, the first value read had
+the topology (its pages of that time say so), and a telemetry partition of the service that
+never reads NAME keeps the first value it read.  Set ``home_cluster``.
 
 A stage whose home nobody named that keeps a second value apart while it has a topology says
 so, once a process, in the log (naming the topology's own name when it has one): the topology
@@ -126,7 +128,7 @@ class ClusterSlots(Generic[U]):
     nothing of the split shows: :meth:`put` writes no key.
     """
 
-    __slots__ = ("cluster", "others", "named", "moves", "_make", "_unnamed")
+    __slots__ = ("cluster", "others", "named", "hint", "moves", "_make", "_unnamed")
 
     def __init__(self, make: Callable[[str], U], home: str | None = None,
                  topology: Topology | None = None) -> None:
@@ -141,8 +143,11 @@ class ClusterSlots(Generic[U]):
         # what the warning of a split says the home is, when nobody named it and the stage
         # has a topology (None: named, or nothing to misapply); not state
         self._unnamed: str | None = None
+        # nobody named the home: the cluster the topology names itself, which the home
+        # moves to when a record of it goes in (rule 3; :meth:`due`); not state
+        self.hint: str | None = None
         if home is None and topology is not None:
-            named = topology_home(topology)
+            named = self.hint = topology_home(topology)
             self._unnamed = "the first value read" if named is None else (
                 f"the first value read; the topology names itself {named!r}")
 
@@ -178,8 +183,8 @@ class ClusterSlots(Generic[U]):
         if unit is None:
             if len(self.others) + 1 >= MAX_CLUSTERS:
                 return None
-            if self._unnamed is not None and not self.others:
-                self._say(cluster)
+            if self._unnamed is not None and not self.others and cluster != self.hint:
+                self._say(cluster)  # (the topology's own is home next: ClusterSlots.move)
             unit = self.others[cluster] = self._make(cluster)
         return unit
 
@@ -222,6 +227,18 @@ class ClusterSlots(Generic[U]):
         if self.cluster is None and len(clusters) == 1:
             return clusters.pop()  # type: ignore[return-value]
         return False
+
+    def due(self) -> str | None:
+        """The cluster the home should move to now, if any: the named one over a snapshot's
+        home; else the topology's own name once it has a unit, while another value is home
+        (after a restore: both were read before)."""
+        home = self.cluster
+        if home is None:
+            return None
+        if self.named is not None:
+            return self.named if home != self.named else None
+        hint = self.hint
+        return hint if hint is not None and hint != home and hint in self.others else None
 
     def move(self, to: str, own: U) -> U | None:
         """Make ``to`` the home: ``own`` (the stage's own unit, the home's till now) becomes

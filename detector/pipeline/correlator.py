@@ -236,7 +236,11 @@ class CorrelatorPartition:
         cluster's given back for it (:meth:`_spent`); None past MAX_CLUSTERS."""
         if self.clusters.is_home(cluster):
             return self.correlator
+        fresh = cluster not in self.others
         other = self.clusters.other(cluster)  # type: ignore[arg-type]
+        if fresh and other is not None and cluster == self.clusters.hint:
+            self.move_home(cluster)  # type: ignore[arg-type]  # the topology's own: home now
+            return self.correlator
         if other is None:
             gone = self.clusters.give_back_spent(self._spent, cluster)  # type: ignore[arg-type]
             if gone is None:
@@ -266,6 +270,8 @@ class CorrelatorPartition:
         if unit is None:
             return
         self._last.pop(to, None)
+        if old is not None and math.isfinite(self.released):
+            self._last[old] = self.released  # (its slot is spent unit_idle_s from now at most)
         self.correlator.attach(self.topologies.get(old),  # type: ignore[arg-type]
                                _seen_in(self._seen))
         self.correlator, self._seen = unit
@@ -340,9 +346,9 @@ class CorrelatorPartition:
             c in part.others and is_time(t) for c, t in last.items()),
             "a cluster's newest finding is malformed")
         part._last = last
-        named = part.clusters.named
-        if named is not None and part.cluster not in (None, named):
-            part.move_home(named)  # (configuration wins: review29 2)
+        to = part.clusters.due()
+        if to is not None:
+            part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
         part._taken_at = part.released  # (a snapshot of round 28 has none: as of now)
         for name, src in part.sources.items():
             if src.wm is not None:
@@ -439,8 +445,8 @@ class CorrelatorPartition:
         if cluster is not None and cluster != self.clusters.cluster:
             if self.correlator_for(cluster) is None:
                 return  # a cluster past MAX_CLUSTERS: dropped, as its findings are
-            if cluster in self.others:
-                seen = self.others[cluster][1]
+            # (another's, or the home's: a first value read, or the topology's own, moved to)
+            seen = self.others[cluster][1] if cluster in self.others else self._seen
         seen.setdefault(node, set()).add(what)
 
     def forget(self, node: str, what: str, cluster: str | None = None) -> None:
@@ -622,7 +628,10 @@ class CorrelatorPartition:
                 if theirs is None:
                     self.invalid += 1  # a cluster past MAX_CLUSTERS
                     continue
-                self._last[c] = tag
+                if theirs is self.correlator:  # (the home moved to it: the topology's own)
+                    corr = theirs
+                else:
+                    self._last[c] = tag
                 on = theirs
             if arrivals is not None:
                 if causes is not None:

@@ -275,16 +275,17 @@ class SourcePartition:
             refuse_unless(type(too_many) is int and too_many >= 0,
                           "a cluster split is malformed")
             part.too_many_clusters = too_many
-        named = part.clusters.named
-        if named is not None and part.cluster not in (None, named):
-            part.move_home(named, topology)  # (configuration wins: review29 2)
+        to = part.clusters.due()
+        if to is not None:
+            part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
         return part
 
-    def move_home(self, to: str, topology: Topology | None) -> None:
+    def move_home(self, to: str) -> None:
         """Make cluster ``to`` the home (ClusterSlots.move): its monitors -- another
-        cluster's till now, or new -- become ``monitors`` and take ``topology``; the old
+        cluster's till now, or new -- become ``monitors`` and take the topology; the old
         home's become another cluster's, with its own topology if any."""
         old = self.cluster
+        topology = self.monitors.topology
         mon = self.clusters.move(to, self.monitors)
         if mon is None:
             return
@@ -392,6 +393,8 @@ class SourcePartition:
             raise
         if self.held_new:
             self._refuse_new(c)  # (held far ahead of the time its units now start at)
+        if c == self.clusters.hint:
+            self.move_home(c)  # type: ignore[arg-type]  # the topology's own: home now
         return mon
 
     def _catch_up(self, mon: Monitors, ts: float, found: list[Finding]) -> None:
