@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from bench.blind21.stories import STORIES, build
+from replay.evaluation.corpus import parse_seeds
 
 
 def _line(topic: str, value: dict) -> bytes:
@@ -40,13 +41,6 @@ def write(out: Path, story: str, seed: int, minutes: float | None = None) -> Pat
     return log
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -54,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stories", default=",".join(STORIES))
     ap.add_argument("--minutes", type=float)
     args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
+    for seed in parse_seeds(args.seeds):
         for story in args.stories.split(","):
             print(write(args.out, story, seed, args.minutes))
     (args.out / ".done").write_text("")
