@@ -30,7 +30,7 @@ def _fx(log, story: str, seed: int) -> list[dict]:
 
 @pytest.mark.parametrize("story", ["facility", "model"])
 def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
-    logs = [generate.write(tmp_path / d, story, 5, minutes=6.0) for d in ("one", "two")]
+    logs = [generate.write(tmp_path / d, story, 5, minutes=4.0) for d in ("one", "two")]
     assert logs[0].read_bytes() == logs[1].read_bytes()
     recs = _records(logs[0])
     assert _breaches(recs) == []
@@ -126,7 +126,7 @@ def test_healthy_jitter_plants_no_straggler():
 
 
 def test_seeds_differ(tmp_path):
-    a, b = (_records(generate.write(tmp_path, "model", k, minutes=5.0)) for k in (1, 2))
+    a, b = (_records(generate.write(tmp_path, "model", k, minutes=3.0)) for k in (1, 2))
     assert _labels(a) != _labels(b)
 
 

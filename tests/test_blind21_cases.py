@@ -1,0 +1,66 @@
+"""blind21 (round 30): every reproducer of a faultline error the twenty-first blind generator
+found replays (bench/blind21/cases, rebuilt by `python -m bench.blind21.make_cases`), each a
+strict xfail whose reason is the finding; four guards (an XID 79 teardown, a PSU's brake bursts,
+a warm aisle, an idle spare's firmware flash) pass. Measured on main 162db22 (the freeze;
+detector of e2bf9ae) and the generator fix 9eeaeb6 (PAI job 2 noise only; the cases come from
+it): BENCHMARKS.md "blind21, round 30"."""
+
+from __future__ import annotations
+
+from bench.blind21.measure import replay
+from bench.blind21.score import labels_of
+from tests import blindcases as bc
+
+CASES = bc.cases_of("blind21")
+
+
+def _caught_right_and_alone(sc: bc.Score) -> bool:
+    """Every fault caught with its cause, and no firing problem that catches nothing."""
+    return (bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
+            and bc.no_false_positive(sc))
+
+
+def _caught_at_once_and_alone(sc: bc.Score) -> bool:
+    """Every fault caught within 1 s (DESIGN's hardware target), nothing else paged."""
+    return bc.caught_within(1.0)(sc) and _caught_right_and_alone(sc)
+
+
+# case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
+EXPECT: dict[str, tuple] = {
+    "D1-dr-cap-row-paged-as-node-power": (bc.nothing_paged, (
+        "D1: a demand-response power cap on a row (every busy GPU's limit ~500 W within 25 s, "
+        "0x4, clocks ~10 % down, every job on the row ~8-10 % slower) is paged as node "
+        "isolations slow_node/power ('the node's power limit, one node fault') -- each GPU's cap "
+        "depth follows its own demand, so some nodes' ranks fall 3-8 % behind capped peers, and "
+        "where the row cuts a job its capped half is slower than the rest: 8 of 8 facility "
+        "logs, 18 isolations tune + held"), 0),
+    "F1-flash-after-job-end-paged-silent": (bc.nothing_paged, (
+        "F1: a node Slurm reboots for a firmware flash 45-90 s after its job ended (dark 3-5 "
+        "min on every topic) is escalated unattributed/unknown as gone silent -- the job's last "
+        "step before its silence counts as a job on it: 4 of 8 facility logs, every one whose "
+        "flash began 45-87 s after the job's end (122-177 s: none)"), 0),
+    "M1-moe-hot-expert-four-nodes-escalated": (bc.nothing_paged, (
+        "M1: an MoE job's hot expert (+8-25 % of one EP index's expert work, +3.6-11 % on its "
+        "ranks, the same index in all four EP groups, held 10-40 steps then moving; EP ranks "
+        "are dp % 8, four to a node) is escalated slow_node/unknown at four nodes at once: 5 of "
+        "8 model logs, 41 escalations tune + held (fixed generator)"), 0),
+    "N2-one-rank-real-noise-run-escalated": (bc.nothing_paged, (
+        "N2: one healthy rank's real PAI job-2 residual run (4-6 steps at +4-6 %, the job's "
+        "noise ~1 %) is escalated slow_node/unknown at its GPU -- blind20 N1's runs, on one rank "
+        "instead of a TP8 node's max (here compute_ms is each rank's own): 67 escalations in "
+        "the 8 facility logs tune + held (fixed generator)"), 0),
+    "G1-xid79-teardown": (_caught_at_once_and_alone, None, 1),
+    "G2-psu-brake-bursts": (_caught_right_and_alone, None, 1),
+    "G3-warm-aisle-thermal": (bc.nothing_paged, None, 0),
+    "G4-spare-firmware-flash": (bc.nothing_paged, None, 0),
+}
+
+
+_scored = bc.measure_scorer(CASES, replay)
+
+
+def test_every_case_has_an_expectation_and_its_labels():
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
+
+
+test_case = bc.case_test(EXPECT, _scored)
