@@ -374,6 +374,28 @@ def _others_lower_median(x: np.ndarray, groups: np.ndarray, idx: np.ndarray) -> 
     return out
 
 
+def _row_nanmedians(vals: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(vals, axis=1)`` of a 2-d float64 array, bit for bit, at a sixth of
+    the cost: numpy takes the median of rows under 600 long through a masked array
+    (``np.ma.median`` of ``vals`` masked where NaN: ~1.4 ms for 128 rows of 7 on this box),
+    whose steps these are without it -- each row sorted with its NaNs filled as +inf (the
+    same argsort: the same order of equal values, a real inf among them), its two middle
+    values of its ``n`` numbers (one, twice, when ``n`` is odd) summed as numpy sums them
+    (a reduction from +0.0: -0.0 twice is +0.0) and halved; a row of NaNs only is NaN."""
+    nan = np.isnan(vals)
+    filled = np.where(nan, np.inf, vals)
+    srt = np.take_along_axis(filled, filled.argsort(axis=1), axis=1)
+    n = vals.shape[1] - np.count_nonzero(nan, axis=1)
+    hi = n // 2
+    lo = np.where(n % 2 == 1, hi, hi - 1)
+    at = _arange(len(vals))
+    out = np.add.reduce(np.stack((srt[at, lo], srt[at, hi]), axis=1), axis=1)
+    out /= 2.0
+    if not n.all():
+        out[n == 0] = np.nan
+    return out
+
+
 def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """``y`` (deviations less each rank's replica batch) less its peer group's median of them.
 
@@ -2282,7 +2304,7 @@ class JobMonitor(NumericChecks):
         if not np.count_nonzero(ok):
             return
         ro = r[ok]
-        res = d[ok] - np.nanmedian(vals[ok], axis=1)
+        res = d[ok] - _row_nanmedians(vals[ok])  # (np.nanmedian(.., axis=1), a sixth)
         base = self._twin_base[ro]
         over = res - base
         cfg = self.cfg
