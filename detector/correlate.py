@@ -184,6 +184,9 @@ class Correlator(PartWindows):
         # node -> until when a capped GPU's page waits for its siblings' samples of the same
         # poll, the node's other slow ranks with it (_hold_for_poll)
         self._poll_hold: dict[str, float] = {}
+        # node -> the ts of the sample that brought in the last poll a GPU braked alone on
+        # (detector.thermal's poll_in): a brake seen then waits for no sibling (_throttle_impact)
+        self._polled: dict[str, float] = {}
         # node -> finding key -> NVLink verdict held while its mates may join (_hold_board)
         self._board_wait: dict[str, dict[str, Finding]] = {}
         # gpu or node -> (its last throttle finding, when it cleared): throttling a slow rank's
@@ -334,6 +337,9 @@ class Correlator(PartWindows):
                 on_long_stop(self, f, out)  # (a job silent long: a hung rank? detector.hang)
                 return
             _on_silent(self, f, out)
+            return
+        if f.signal == "poll_in":  # a poll a GPU braked alone on is in (detector.thermal)
+            self._poll_in(f, out)
             return
         if f.signal == "gpu_missing":  # a GPU gone while its siblings report (gpu_missing)
             self._on_gpu_missing(f, out)
@@ -563,6 +569,8 @@ class Correlator(PartWindows):
             del self._routine_cap[unit]
         for node in [n for n, until in self._poll_hold.items() if until < now]:
             del self._poll_hold[node]
+        for node in [n for n, ts in self._polled.items() if ts < now - self.cfg.why_wait_s]:
+            del self._polled[node]  # (a brake seen by then waited its why_wait_s out)
         for rack, group in list(self._cooling_nodes.items()):
             for node in [n for n in group if Scope.of_node(n).key not in self._device]:
                 del group[node]  # (its findings pruned above)
@@ -1403,9 +1411,11 @@ class Correlator(PartWindows):
         seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
         node = self._node_throttle(slow)
         if node is None and seen is not None and _node_wide_reason(seen) and (
-                now < seen.ts + self.cfg.why_wait_s):
+                now < seen.ts + self.cfg.why_wait_s) and seen.ts > self._polled.get(
+                    slow.scope.node or "", -math.inf):
             # A reason a node's supply or board asserts on all its GPUs: its other GPUs' samples
-            # of the same poll may still be on their way (the allowed disorder).  Decided then.
+            # of the same poll may still be on their way (the allowed disorder).  Decided then,
+            # or once they are all in (_poll_in).
             self._slow_wait[slow.scope.key] = slow
             self._timer(seen.ts + self.cfg.why_wait_s, "slow", slow.scope.key)
             return True
@@ -1422,6 +1432,23 @@ class Correlator(PartWindows):
             return self._power_impact(slow, now, out, seen)  # routine unless it explains
         self._impact(slow, seen, now, out)
         return True
+
+    def _poll_in(self, f: Finding, out: list[Alert]) -> None:
+        """Every GPU of a node has sent its sample of a poll on which one or more of them
+        braked and the others did not (detector.thermal's ``poll_in``): a slow rank waiting
+        on a GPU's brake for its siblings' samples (:meth:`_throttle_impact`) has them all --
+        the brake is its GPU's, decided now, not ``why_wait_s`` after the sample (int30: at
+        30 s every GPU of a node comes in one scrape, and the wait cost 3 steps)."""
+        node = f.scope.node
+        if node is None:
+            return
+        self._polled[node] = max(f.ts, self._polled.get(node, f.ts))
+        for unit in sorted(self._units_of_node.get(node, ())):
+            slow = self._slow_wait.get(unit)
+            seen = self._device.get(unit, {}).get("throttle_seen")
+            if slow is not None and seen is not None and _node_wide_reason(seen) and (
+                    seen.ts <= f.ts):
+                self._throttle_impact(slow, f.ts, out)
 
     def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) -> None:
         """Recommend isolating the unit of a never-routine throttle seen (``seen``: on the

@@ -38,7 +38,7 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat", "cap_clocks")
+                 "brake_repeat", "cap_clocks", "brake_poll")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -57,6 +57,9 @@ class NodeTemps:
         self.brake_seen_ts = float("-inf")  # when the brake on every GPU was last seen anew
         self.brake_repeat = False          # the node's brake raised for being seen again
         #                                    within brake_repeat_s (GpuThermal._brake_again)
+        self.brake_poll = 0.0  # the ts of a poll whose sample of a GPU told a brake while
+        #   the node's others did not: its siblings' samples of that poll are watched for
+        #   until every GPU's is in (GpuThermal._poll_in); 0.0: none
         self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
         #                                      never-routine thermal reason
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
@@ -336,6 +339,6 @@ FIELDS = {
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
-    "cap_clocks": is_real_map,
+    "cap_clocks": is_real_map, "brake_poll": is_real,
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)

@@ -255,8 +255,9 @@ class GpuThermal:
             if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
                 return False
             node = self._node
-            if node.pending:
-                return False  # a sibling's sample to judge against (_check_warm)
+            if node.pending or node.brake_poll:
+                return False  # a sibling's sample to judge against (_check_warm), or one a
+                #              GPU's brake waits for (_poll_in)
             excess = temp_c - node.take(s.gpu, temp_c, ts, s.power_w,
                                         1.0 - math.exp(-gap / cfg.thermal_tau_s))
             if excess >= 0.5 * cfg.hot_delta_c:
@@ -428,12 +429,17 @@ class GpuThermal:
             # past cap_clock_drop: many nodes' caps deepening at once is facility power
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
+            cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
             out.append(Finding(
-                s.ts, s.ts, "throttle_seen", "slow_node",
-                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal",
+                s.ts, s.ts, "throttle_seen", "slow_node", cause,
                 self.scope, seen, False, 0.6 if seen else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpu_temp_c": s.gpu_temp_c} if seen else {}, None, s.tenant, s.cluster))
+            if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
+                    node.all_braking()) and ts - node.brake_poll > self._poll_s():
+                node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)
+        if node.brake_poll:
+            self._poll_in(s, out)
         if capped:
             if self._cap.value(s.ts) < 0.5:
                 self._cap_onset = s.ts
@@ -840,6 +846,38 @@ class GpuThermal:
         # Told again on every sample it stands out on: each is a reason to wait one more.
         self._warm = int(standing)
         out.append(_hot_seen(s, self.scope, standing, temp_c, ref, prev))
+
+    def _poll_in(self, s: ThermalSample, out: list[Finding]) -> None:
+        """Tell the correlator when the poll of a GPU's brake (``NodeTemps.brake_poll``) is in.
+
+        A power brake (0x80, or HW slowdown on a GPU that is not hot) is a reason a node's
+        supply or board asserts on all its GPUs, so a slow rank on a GPU showing it waits for
+        its siblings' samples of the same poll before it is paged at the GPU (the
+        correlator's _throttle_impact) -- ``why_wait_s`` of the allowed disorder.  At
+        dcgm-exporter's 30 s they come in the same scrape, with the same ts, right after it:
+        the wait cost 3 steps on a third of the power faults of int30's seeds.  So once every
+        GPU of the node has a sample of that poll (its temperature's time within half an
+        interval of the brake's) and not every GPU brakes, ``poll_in`` says so, once.  A GPU
+        whose sample is not in -- late, dropped, or with no temperature to time it by --
+        keeps the wait: a sample of the next poll ends the watch, telling nothing."""
+        node = self._node
+        first = node.brake_poll
+        within = self._poll_s()
+        if s.ts > first + within:
+            node.brake_poll = 0.0  # the next poll: whoever is not in was not in that one
+            return
+        lo = first - within
+        times = node.times
+        if any(times.get(g, NO_REFERENCE) < lo for g in node.gpus):
+            return
+        node.brake_poll = 0.0
+        if node.all_braking():
+            return  # (the node's brake is told: throttle_seen at node scope)
+        out.append(Finding(
+            s.ts, first, "poll_in", "slow_node", "power",
+            Scope.of_node(self.scope.node),  # type: ignore[arg-type]
+            True, False, 0.0, {"gpus": len(node.gpus), "gpus_braking": sorted(node.braking)},
+            None, s.tenant, s.cluster))
 
     def _poll_s(self) -> float:
         """How far apart two samples of one poll of the node may be: half the interval."""

@@ -20,7 +20,6 @@ What this pins (BENCHMARKS.md "int30, round 28" has the numbers):
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from detector.alerts import ESCALATION, ISOLATION, FiredAlert, Label, Scope
 from detector.engine import Engine
@@ -106,12 +105,10 @@ def test_scoring_a_silent_slowdown_is_right_only_as_an_escalation_naming_no_caus
     assert not card.faults[0].caught and card.total.false_positives == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "int30: a power brake (0x80, a reason a node's supply asserts on all its GPUs) on the "
-    "slow rank's GPU waits why_wait_s (3 s) for the node's other GPUs' samples of the same poll "
-    "(Correlator._throttle_impact), though at 30 s they come in the same scrape, with the same "
-    "ts: 3 steps on 6 of 20 power faults (seeds 2880-2899). Clean samples tell the correlator "
-    "nothing, so it cannot know the poll is in; a fix needs the thermal source to say so"))
+# (A strict xfail until xf30, round 30: the brake waited why_wait_s (3 s) for its node's other
+# GPUs' samples of the same poll, which at 30 s come in the same scrape with the same ts -- 3
+# steps on 6 of 20 power faults, seeds 2880-2899.  detector.thermal's poll_in now says when
+# every GPU's sample of the poll is in: tests/test_xf30.py.)
 def test_a_power_brake_is_decided_once_its_nodes_poll_is_in() -> None:
     first = _first(_run(0x80))
     assert first[:3] == (ISOLATION, "slow_node", "power")
