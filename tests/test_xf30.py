@@ -14,7 +14,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from detector.alerts import ISOLATION
+from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, feed, parallel_step, thermal
 
@@ -94,3 +94,60 @@ def test_a_sibling_with_no_temperature_keeps_the_wait() -> None:
     first = _first(_run({3: 0.0}, no_temp=6))
     assert first == (ISOLATION, "slow_node", "power", "gpu:node-000/3",
                      round(NEXT_SAMPLE + 3.0, 1))
+
+
+# 2. powercap-fleet-s2902: a single GPU's SW power cap inside a fleet-wide cap.  node-005 GPU 4
+#    at 0x4 28 % below its baseline, its rank 38 % slower than its peers, a 2.6 % routine dip
+#    on it 100 s before -- and GPU 3 beside it capped 3.5 % all along (the fleet's routine
+#    capping on ~40 % of GPUs).  pcap29's _capped_alone drops the routine discount only when no
+#    sibling shows 0x4 at all, so the rank was escalated 'unknown' (38 % > 34.7 % + 2 %) and the
+#    sustained rule isolated power 2 s later: caught with the wrong cause.  A sibling's cap
+#    cap_clock_drop (10 points) shallower is not the same limit (thermal's cap_shared reads
+#    depth so: P2/P5) -- the peers' comparison still rules routine capping out.
+
+PC_GPU, PC_RANK = 4, 4  # node-000 GPU 4 runs rank 4 (detector.testing.step)
+PC_FROM, PC_TO, PC_STEPS = 300, 420, 480
+PC_DROP, PC_SLOWER, PC_ROUTINE = 0.28, 1.48, 0.026
+
+
+def _pc_polls(sibling_drop: float) -> list:
+    """Every GPU of node-000/001 sampled each second; node-000 GPU 4 capped PC_DROP deep for
+    its rank's slow run, dipped PC_ROUTINE 100 s before; node-000 GPU 3 and node-001 GPUs 0, 5
+    under a SW cap ``sibling_drop`` deep but for 6 s a minute (0: none)."""
+    out = []
+    for i in range(PC_STEPS):
+        t = T0 + i + 0.5
+        for n in range(2):
+            for g in range(8):
+                clock, bits, power = 1980.0, 0, 640.0
+                if n == 0 and g == PC_GPU and PC_FROM <= i < PC_TO:
+                    clock, bits, power = 1980.0 * (1.0 - PC_DROP), 0x4, 549.0
+                elif n == 0 and g == PC_GPU and 200 <= i < 206:
+                    clock, bits, power = 1980.0 * (1.0 - PC_ROUTINE), 0x4, 620.0
+                elif sibling_drop and (n, g) in ((0, 3), (1, 0), (1, 5)) and (i + 30) % 60 >= 6:
+                    clock, bits, power = 1980.0 * (1.0 - sibling_drop), 0x4, 699.0
+                out.append(thermal(t + 0.001 * g, f"node-{n:03d}", g, clock_mhz=clock,
+                                   throttle=bits, power_w=power))
+    return out
+
+
+def _pc_alerts(sibling_drop: float) -> list:
+    from detector.testing import healthy_job
+    steps = list(healthy_job(steps=PC_STEPS, slow={PC_RANK: PC_SLOWER}, slow_from=PC_FROM,
+                             slow_to=PC_TO))
+    events = sorted(steps + _pc_polls(sibling_drop), key=lambda e: e.ts)
+    return [a for a in feed(Engine(), events) if a.status == "firing"]
+
+
+def test_a_gpus_own_cap_inside_a_fleets_shallow_cap_is_paged_power_first() -> None:
+    fired = _pc_alerts(0.035)
+    assert fired, "the capped GPU's slow rank was never paged"
+    first = fired[0]
+    assert (first.topic, first.kind, first.cause, first.scope.key) == (
+        ISOLATION, "slow_node", "power", f"gpu:node-000/{PC_GPU}"), fired
+    assert not [a for a in fired if a.topic == ESCALATION], fired
+
+
+def test_the_same_cap_with_no_sibling_capped_was_already_power_first() -> None:
+    fired = _pc_alerts(0.0)  # pcap29's case: unchanged
+    assert [(a.topic, a.cause) for a in fired][:1] == [(ISOLATION, "power")], fired
