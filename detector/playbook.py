@@ -61,6 +61,11 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
             return Action("drain_node", f"NVLink errors on most GPUs of {where} at once: drain "
                           f"{scope.node}; check the NVSwitch baseboard (fabric manager SXIDs, "
                           "`dcgmi diag -r 3`) before returning it", _uncordon(scope))
+        if scope.level == "node":  # (PCIe replays on several of its GPUs at once: p1pcie)
+            return Action("drain_node", f"hardware trouble on several GPUs of {where} at once "
+                          "(a part they share on the baseboard: a PCIe switch): drain "
+                          f"{scope.node}; check its PCIe links (`lspci -vvv`, `nvidia-smi -q -d "
+                          "PCIE`) and run `dcgmi diag -r 3` before returning it", _uncordon(scope))
         if cause == "nvlink":
             return Action("reset_gpu", f"NVLink errors on {where}: reset the GPU when the job "
                           "allows, drain the node if errors continue after the reset",

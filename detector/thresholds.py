@@ -103,6 +103,11 @@ class Thresholds:
     pcie_rate_per_min: float = 8.0
     pcie_rate_half_life_s: float = 300.0
     pcie_rate_samples: float = 6.0
+    pcie_evidence: float = 8.0          # replays counted with pcie_half_life_s (DCGM's 8/min,
+    #                                     within about a minute): evidence (gpu_health's
+    #                                     ``pcie_seen``), a cause for a rank -- or its node's
+    #                                     TP group -- slow meanwhile, never a page on its own
+    #                                     (healthy GPUs trickle 0-20 an hour)
     hw_quiet_s: float = 60.0            # a rate signal clears after this long without errors
 
     # Thermal and power throttling.

@@ -36,13 +36,10 @@ EXPECT: dict[str, tuple] = {
     # the run scores on z whitened by the job's lag-1 too (JobMonitor._ar_step).
     "N1-node-wide-excursion-escalated": (bc.nothing_paged, None, 0),
     "S1-storage-stall-saves": (bc.nothing_paged, None, 0),
-    "P1-pcie-switch-pair-paged-as-two-gpus": (_caught_right_and_alone, (
-        "P1: one PCIe switch replaying on both GPUs under it (2-3 of an HGX board, +10-60 "
-        "each per 30 s row), their ranks host-late and the node's TP group waiting: an "
-        "escalation at the node (slow_node/unknown, 11-112 s), then two GPU isolations "
-        "(hardware/gpu_hardware, pcie_replay) 1-4 min after the onset, not joined to it -- the "
-        "node's cause stays unknown and the GPU pages are finer than the fault (8 of 8 board "
-        "logs: 16 false positives)"), 1),
+    # P1 (fixed by p1pcie, round 30: the replays' evidence at the first judgement, one node
+    # page for both GPUs): one PCIe switch replaying on both GPUs under it, escalated at the
+    # node slow_node/unknown, then two GPU isolations not joined to it.
+    "P1-pcie-switch-pair-paged-as-two-gpus": (_caught_right_and_alone, None, 1),
     "C1-rack-cooling-three-nodes": (_caught_right_and_alone, None, 3),
 }
 
