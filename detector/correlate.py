@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from detector import host_node, job_pace, lemon
+from detector import host_node, job_pace, lemon, nic_cnp
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
@@ -210,6 +210,9 @@ class Correlator(PartWindows):
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
         self._congested: dict[str, dict[str, Finding]] = {}
         self._comm_wait: dict[str, Finding] = {}
+        # finding key -> a port's told ``cnp_sent`` / ``cnp_handled`` (at most
+        # nic_cnp.MAX_KEPT): a NIC its job waits on (detector.nic_cnp)
+        self._cnp: dict[str, Finding] = {}
         # gpu -> (its busy SM clock with no clock-event reason, when told): a slow rank's
         # clock against its job's other GPUs' (_held_clock); gone with the node's thermal
         # monitors (prune)
@@ -283,6 +286,8 @@ class Correlator(PartWindows):
                 self._member_due(key, due, out)
             elif what == "congest":
                 self._congestion_due(key, due, out)
+            elif what == "cnp":
+                nic_cnp.on_due(self, key, due, out)
             elif what == "forget":
                 self._forget_due(key, due)
             elif what == "why":
@@ -333,6 +338,9 @@ class Correlator(PartWindows):
             return
         if f.signal in _CONGESTION:  # a leaf congested, a job waiting: _on_congestion
             self._on_congestion(f, out)
+            return
+        if f.signal in nic_cnp.SIGNALS:  # a port's CNPs far above its siblings' (nic_cnp)
+            nic_cnp.on_finding(self, f, out)
             return
         if f.signal == "silent":  # a node's records stopped on a topic (detector.liveness)
             if f.scope.level == "job" and "hang_s" in f.evidence:
@@ -556,6 +564,7 @@ class Correlator(PartWindows):
                 # ranks then escalated as on a 30 s one).  Without that view, after
                 # unit_idle_s.
                 del cadence[node]
+        nic_cnp.prune(self, idle)
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)

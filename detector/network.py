@@ -125,7 +125,7 @@ class _Port:
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
                  "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi",
-                 "wait_mean", "cnp_mean", "cong_n", "cong_ts")
+                 "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -174,6 +174,12 @@ class _Port:
         self.wait_mean = self.cnp_mean = 0.0
         self.cong_n = 0
         self.cong_ts = 0.0
+        # Its CNPs sent (np_cnp_sent) and handled (rp_cnp_handled) per second on its latest
+        # sample (-1.0: unknown), and its runs of samples standing far above its node's other
+        # ports in each, with the first one's time: [sent run, its ts, handled run, its ts]
+        # (NodeNics._cnps; None while neither runs nor is told: quiet's one test).
+        self.np_s = self.rp_s = -1.0
+        self.cnp_run: list[Any] | None = None
 
 
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
@@ -317,6 +323,9 @@ class NodeNics:
             if wait >= cfg.nic_congested_wait_per_s and p.cong_n >= cfg.nic_congested_learn \
                     and wait >= cfg.nic_congested_wait_ratio * p.wait_mean:
                 return False  # its wait jumped: congested? (_congestion)
+            if (v9 - b9) >= cfg.nic_cnp_per_s * dt or (v10 - b10) >= cfg.nic_cnp_per_s * dt \
+                    or p.cnp_run is not None:
+                return False  # CNPs far above DCQCN's everyday: above its siblings'? (_cnps)
             p.gbps = gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
             if (gbps >= cfg.nic_busy_gbps) != p.busy:
                 _traffic(p, ts, cfg)
@@ -336,6 +345,7 @@ class NodeNics:
                 if p.vote <= 0:
                     self._vote(p, 1, cfg)
         if dt > 0:
+            p.np_s, p.rp_s = (v9 - b9) / dt, (v10 - b10) / dt  # (its siblings' reference)
             _learn_wait(p, wait, ((v9 - b9) + (v10 - b10)) / dt, cfg)  # (taken: nothing to tell)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
@@ -409,6 +419,7 @@ class NodeNics:
                 p.gbps = (d[_TX] + d[_RX]) * 8e-9 / dt
                 if (p.gbps >= cfg.nic_busy_gbps) != p.busy:
                     _traffic(p, ts, cfg)
+                self._cnps(p, s, d, dt, cfg, out)
             if ts - self._ref_ts >= 1.0:
                 self._refresh_ref(ts, cfg)
             ref = self._ref_gbps
@@ -453,6 +464,72 @@ class NodeNics:
         _learn_wait(p, wait, cnps, cfg)
         if "congested" in p.active and s.ts - p.cong_ts >= cfg.nic_congested_quiet_s:
             self._emit(out, s, p, "congested", False, 0.0, {}, verdict=False)
+
+    def _cnps(self, p: _Port, s: NicSample, d: tuple[Any, ...], dt: float, cfg: Thresholds,
+              out: list[Finding]) -> None:
+        """The port's CNPs against its node's other ports' (x1nic, round 30): ``cnp_sent`` while
+        it sends far more than they do -- the ECN-marked packets it receives say the queue
+        towards it fills: a receiver that drains slower than its siblings (a NIC trained at
+        PCIe x8, blind20 X1), moving no more bytes than they do -- and ``cnp_handled`` while it
+        handles far more (its sends rate-limited: it waits on a slow receiver elsewhere).
+        Evidence, never a verdict: the correlator joins a sender with its job's ports on other
+        nodes handling (detector.nic_cnp).
+
+        Its node's other ports are its peers, not its own past: a port bad from its job's
+        first step was never calm (the running mean of :meth:`_congestion` learns it).  DCQCN's
+        everyday marks (0-80/s a port), a leaf or fabric congested (every port of the node up
+        together), an idle port and a port of another family or of storage by the topology
+        stand out of nothing here."""
+        c1, c2 = d[_NP_CNP], d[_RP_CNP]
+        if c1 is None or c2 is None:
+            p.np_s = p.rp_s = -1.0
+            return
+        p.np_s, p.rp_s = np_s, rp_s = c1 / dt, c2 / dt
+        run = p.cnp_run
+        floor = cfg.nic_cnp_per_s
+        if run is None:
+            if np_s < floor and rp_s < floor:
+                return  # the healthy common case
+            run = p.cnp_run = [0, 0.0, 0, 0.0]
+        ts = s.ts
+        recent = ts - cfg.nic_gap_s
+        peers = [o for o in self._ports.values()
+                 if o is not p and o.busy and o.np_s >= 0.0 and o.family == p.family
+                 and o.role >= 0 and not o.down and o.last_ts >= recent]
+        sent = handled = False
+        ref: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        if p.busy and p.role >= 0 and len(peers) >= ALONE_PEERS:
+            n = len(peers) // 2
+            ref = (sorted(o.np_s for o in peers)[n], sorted(o.rp_s for o in peers)[n],
+                   sorted(o.gbps or 0.0 for o in peers)[n])
+            least = cfg.nic_cnp_peer_floor_s
+            sent = (np_s >= floor and np_s >= cfg.nic_cnp_ratio * max(ref[0], least)
+                    and (p.gbps or 0.0) <= cfg.nic_cnp_bytes_ratio * ref[2])
+            handled = rp_s >= floor and rp_s >= cfg.nic_cnp_ratio * max(ref[1], least)
+        for signal, i, hot, rate, peer in (("cnp_sent", 0, sent, np_s, ref[0]),
+                                           ("cnp_handled", 2, handled, rp_s, ref[1])):
+            if hot:
+                if run[i] <= 0:
+                    run[i], run[i + 1] = 0, ts
+                run[i] += 1
+                if run[i] >= cfg.nic_cnp_samples and signal not in p.active:
+                    self._emit(out, s, p, signal, True, 0.5, {
+                        "cnps_per_s": round(rate, 1), "peers_median_cnps_per_s": round(peer, 1),
+                        "peers": len(peers), "gbps": round(p.gbps or 0.0, 2),
+                        "peers_median_gbps": round(ref[2], 2),
+                        "xmit_wait_per_s": round((d[_WAIT] or 0) / dt),
+                        "rate_gbps": p.rate}, verdict=False, onset=run[i + 1])
+            else:
+                if run[i] > 0:
+                    run[i] = 0
+                run[i] -= 1
+                if signal in p.active and -run[i] >= cfg.nic_cnp_samples:
+                    run[i] = 0
+                    self._emit(out, s, p, signal, False, 0.0, {}, verdict=False)
+                elif signal not in p.active:
+                    run[i] = 0
+        if not run[0] and not run[2]:
+            p.cnp_run = None  # (neither runs nor is told: quiet takes its samples again)
 
     def _tell_interval(self, p: _Port, s: NicSample, gap: float, out: list[Finding]) -> None:
         """How often the node's NIC ports are sampled, told to the correlator once (and again

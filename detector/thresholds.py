@@ -185,6 +185,20 @@ class Thresholds:
     nic_congested_learn: int = 6
     nic_congested_span: int = 30
     nic_congested_quiet_s: float = 20.0
+    # A NIC whose congestion signal stands far above its peers' (x1nic, round 30; blind20 X1: a
+    # NIC behind PCIe x8 under a job that starts on it -- never calm, so the running mean above
+    # never tells it).  A port *sends* CNPs (np_cnp_sent: ECN-marked packets received -- the
+    # queue towards it fills) or *handles* them (rp_cnp_handled: its sends are rate-limited)
+    # at least nic_cnp_per_s and nic_cnp_ratio times the median of its node's other busy ports
+    # of its family (at least nic_cnp_peer_floor_s taken as that median: DCQCN's everyday
+    # 0-80/s), on nic_cnp_samples samples in a row; a sender's bytes at most nic_cnp_bytes_ratio
+    # times its siblings' (more is an incast it receives, not a slow drain).  Evidence only:
+    # detector.nic_cnp joins them (a sender with its job's ports on other nodes handling).
+    nic_cnp_per_s: float = 100.0
+    nic_cnp_ratio: float = 10.0
+    nic_cnp_peer_floor_s: float = 10.0
+    nic_cnp_samples: int = 3
+    nic_cnp_bytes_ratio: float = 1.25
     # A job waiting in its collectives (detector.job_comm): the median comm_ms of its ranks'
     # steps in a comm_bin_s bin at least comm_wait_ratio times the median of its previous
     # comm_base_bins..comm_hist_bins calm bins (blind7 G2: x1.30-1.45 on every rank; net18's

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from detector import hang, host_node, job_pace, lemon
+from detector import hang, host_node, job_pace, lemon, nic_cnp
 from detector.alerts import Alert
 from detector.correlate import Correlator
 from detector.findings import (
@@ -112,6 +112,7 @@ def _check_state(state: dict[str, Any]) -> None:
     placement = getattr(corr, "_placement", None)
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
+    refuse_unless(nic_cnp.check_restored(corr), "correlator._cnp: malformed (detector.nic_cnp)")
     bad = job_pace.check_restored(corr)
     refuse_unless(bad is None, f"correlator.{bad}: malformed (detector.job_pace)")
     counts = state.get("counts")
