@@ -847,6 +847,11 @@ class Monitors:
                     if job.clock < self.clock - self.cfg.job_idle_s]
             for name in idle:  # a job that ended: its ranks' history is no use any more
                 job = self._jobs.pop(name)
+                # Its stop is sure now (no step for job_idle_s), whatever ran the clock on (a
+                # quiet cluster run on by another's records, the service's idle advance): its
+                # slow ranks are withdrawn (expire not quiet: _retract_slow) -- forgotten with
+                # them reported, their pages fired for ever (review30).
+                job.expire(self.clock, findings)
                 dormant.pop(name, None)
                 self._comm.pop(name, None)
                 awake.pop(name, None)
