@@ -556,7 +556,16 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
                 p.extra["dark_nodes"] = [n for n in dark if n != node]
                 return
             if node in silent and any(w in TOPICS for w in silent[node]):
-                return  # (not steady yet: still silent on a topic it went silent on)
+                # Not steady yet: still silent on a topic it went silent on -- or that topic's
+                # collector did not come back with the node (a NIC exporter not restarted):
+                # then the page resolves flap_window_s after this topic came back (the rule
+                # before cap19), not when the silent topic's unit is pruned an hour later as
+                # "left the fleet" (review30).  Every topic back first: 30 s after the last.
+                p.extra["resolved_because"] = f"{node} reported on {what} again"
+                p.quiet_since = f.ts
+                corr._timer(f.ts + max(corr.cfg.flap_window_s, corr.cfg.resolve_after_s),
+                            "resolve", p.key)
+                return
             p.extra["resolved_because"] = (
                 f"no telemetry from {node} for {corr.cfg.unit_idle_s:g} s: it left the fleet"
                 if f.evidence.get("dropped") is True else f"{node} reported on {what} again")
