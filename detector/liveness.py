@@ -572,6 +572,12 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             corr._schedule_resolve(p, f.ts)
         return
     topics = silent.get(node)
+    if topics is not None and what not in topics and any(w in TOPICS for w in topics):
+        # Silent again on a topic it came back on, others still silent: not back -- the
+        # resolve its return set (flap_window_s on) is called off (review30).
+        p = _page_of(corr, node, f.cluster)
+        if p is not None and p.status == "firing":
+            p.quiet_since = math.inf
     if topics is None:
         if len(silent) >= MAX_NODES:
             return
