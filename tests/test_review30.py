@@ -10,7 +10,6 @@ import msgspec
 import pytest
 
 from detector.engine import Engine
-from detector.events import InvalidMessage
 from detector.testing import T0, ecc, healthy_job
 from replay.runner import replay_log
 from tests.test_home29 import OTHERS, _ecc
@@ -138,33 +137,38 @@ def test_a_quiet_clusters_stopped_job_resolves_while_another_keeps_the_time() ->
     "detector/pipeline/correlator.py CorrelatorPartition._spent judge a cluster spent by two "
     "rules: the source when its monitors, run on to the stream's time, hold nothing; the "
     "correlator when it has no page firing, no timer and no finding for unit_idle_s.  Running "
-    "the monitors on is itself what clears (and forgets) a quiet cluster's open page, so at "
-    "that moment the correlator still has it firing (then a resolve timer, then a forget timer "
-    "and the new finding's tag: an hour and more).  The source gives c01's slot to the new "
+    "the monitors on is itself what forgets a quiet cluster's job (a finding: its newest, now), "
+    "and a problem resolved within forget_after_s still has its forget timer, a page firing "
+    "(a stopped job's slow rank, withdrawn only at that run-on) its resolve.  The source gives "
+    "c01's slot to the new "
     "cluster and takes its records -- no dead letter -- while the correlator keeps c01 and "
     "drops every finding of the new cluster (counted in `invalid` only): its DBE is never "
     "paged.  The source should give back only what the correlator can (or the correlator "
     "take a cluster the sources gave back beside its own slots until its pages close)"))
 def test_a_new_clusters_dbe_is_paged_when_a_quiet_clusters_slot_is_given_back() -> None:
+    # c01's job (rank 3 slow from step 80 to 150: paged, resolved at 1,772 s) ends at ~1,200
+    # s; east and c02..c15 go on reporting, every slot taken.  At 5,001 s a new cluster's GPU
+    # has a DBE.  The source runs c01 on: its job is forgotten (job_idle_s), nothing held --
+    # its slot goes to the new cluster, whose record is taken.  The correlator still has c01's
+    # resolved problem's forget timer (forget_after_s: 5,372 s), then c01's parting findings
+    # as its newest (5,001 s): not spent for another hour -- the DBE finding is dropped.
     eng = Engine(home_cluster="east")
-    evs = list(_slow_job("c01"))
-    for k in range(80):  # (east and c02..c15 keep reporting; c01 is quiet after its job)
+    evs = [msgspec.structs.replace(e, cluster="c01") for e in healthy_job(
+        steps=200, t0=1_001.0, slow={3: 1.3}, slow_from=80, slow_to=150)]
+    for k in range(41):
         evs.append(_ecc(1_000.0 + 100 * k, "gpu-001", "east"))
         evs += [_ecc(1_000.5 + 100 * k, "gpu-001", c) for c in OTHERS[1:]]
     alerts = []
     for ev in sorted(evs, key=lambda e: e.ts):
         alerts += eng.process(ev)
-    assert _pages(alerts)[0] == ("firing", "gpu:node-000/3", "c01")
+    assert _pages(alerts) == [("firing", "gpu:node-000/3", "c01"),
+                              ("resolved", "gpu:node-000/3", "c01")]
     for k in range(40):  # the new cluster: a DBE, then a row every 100 s for over an hour
-        try:
-            alerts += eng.process(_ecc(9_001.0 + 100 * k, "gpu-002", "new", dbe=int(k == 0)))
-        except InvalidMessage:  # (refused at the source: a dead letter -- not what happens)
-            pass
-        alerts += eng.process(_ecc(9_001.0 + 100 * k, "gpu-001", "east"))
+        alerts += eng.process(_ecc(5_001.0 + 100 * k, "gpu-002", "new", dbe=int(k == 0)))
+        alerts += eng.process(_ecc(5_001.0 + 100 * k, "gpu-001", "east"))
     assert "new" in eng.source.others  # (the source took it: no dead letter)
     assert ("firing", "gpu:gpu-002/3", "new") in [
-        (a.status, a.scope.key, a.cluster) for a in alerts if a.cause == "dbe" or
-        a.scope.key == "gpu:gpu-002/3"]
+        (a.status, a.scope.key, a.cluster) for a in alerts]
 
 
 # -- 3. cap19: a node back on some of its topics keeps its dark page an hour -----------------
