@@ -4,7 +4,8 @@ rules, o2diag, Monitors.holds_nothing) and of the paths round 29 opened to older
 monitors run on without records).  Each finding's test fails on main e2bf9ae; a finding left
 open is a strict xfail that says what is wrong and where; the controls pass on both.  Ordered
 by what they would cost a user: 1 and 3 fixed (detector/monitors.py, detector/liveness.py), 2
-and 4 open in home30's files (detector/pipeline/), 5 open (a design choice)."""
+and 4 open in home30's files (detector/pipeline/), 5 open (a design choice), 6 open
+(sdc19's tiebreak)."""
 
 from __future__ import annotations
 
@@ -220,3 +221,42 @@ def test_the_service_withdraws_a_stopped_jobs_slow_rank_as_the_replay_does(
         tmp_path_factory, monkeypatch) -> None:
     alerts = _service_alone(tmp_path_factory, monkeypatch)
     assert alerts[-1].status == "resolved" and alerts[-1].detected_ts <= 1_200.0 + 900.0
+
+
+# -- 6. sdc19: one step's grad-norm spike on the innocent replica names its GPU for good --------
+
+
+def _split_with_a_spike(spike: float) -> list[tuple[str, str, str]]:
+    """sdc19's TP1 x DP2 job (tests/test_sdc19.py): rank 0's copy corrupted at step 60 (its
+    checksum splits from rank 1's from then on, its grad norm ordinary: a flip that moves no
+    norm); rank 1's grad norm x``spike`` on step 60 alone (a hard batch in its own shard -- or
+    one forged step record).  (scope, cause, signal) of every firing alert."""
+    import tests.test_sdc19 as sdc19
+    from detector.testing import feed
+    evs = [msgspec.structs.replace(e, grad_norm=e.grad_norm * spike)
+           if e.step == 60 and e.rank == 1 else e
+           for e in sdc19._job(1, 2, 200, bad=0, bad_grad=False)]
+    return [(a.scope.key, a.cause, a.evidence["signals"][0]["signal"])
+            for a in feed(Engine(), evs) if a.status == "firing"]
+
+
+def test_a_split_with_no_grad_norm_evidence_is_the_jobs_tie() -> None:
+    # (the control: nothing tells the two apart -- one job escalation naming both)
+    assert _split_with_a_spike(1.0) == [("job:job-1", "unknown", "checksum_pair")]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "sdc19 (round 29), open: detector/step_numerics.py NumericChecks._tie_broken / detector/sdc.py "
+    "tiebreak judge the split step alone: the innocent replica's grad norm x1.4 on that one step "
+    "(in DP-2 each replica has its own batch: a hard batch there is independent of the other's "
+    "corrupted copy -- or one forged step record) while the corrupted rank's norm stays ordinary "
+    "escalates the innocent GPU as gpu_hardware, and, that rank now a known mismatch "
+    "(_mismatch), no later step revisits it: the checksums stay split for 140 more steps and "
+    "the job escalation naming both candidates and the rerun never comes (detector/sdc.py: "
+    "'nothing is guessed').  A discriminator to measure on blind19 R1: the corrupted copy's "
+    "norm stays off on the following steps (R1: x1.2-1.5 from the split on) while a batch's "
+    "spike is one step -- or the tie's job escalation kept beside the GPU's until the norm "
+    "confirms it"))
+def test_one_steps_grad_norm_spike_does_not_name_the_innocent_gpu() -> None:
+    alerts = _split_with_a_spike(1.4)
+    assert ("gpu:node-000/1", "gpu_hardware", "checksum_mismatch") not in alerts, alerts
