@@ -2,7 +2,7 @@
 found replays (bench/blind21/cases, rebuilt by `python -m bench.blind21.make_cases`), each a
 strict xfail whose reason is the finding; four guards (an XID 79 teardown, a PSU's brake bursts,
 a warm aisle, an idle spare's firmware flash) pass. Measured on main 162db22 (the freeze;
-detector of e2bf9ae) and the generator fix 9eeaeb6 (PAI job 2 noise only; the cases come from
+detector of e2bf9ae) and the generator fix e440e17 (PAI job 2 noise only; the cases come from
 it): BENCHMARKS.md "blind21, round 30"."""
 
 from __future__ import annotations

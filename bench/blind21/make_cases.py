@@ -4,7 +4,7 @@
 
 PLAN names, for each case, the story and seed it comes from and the cut (seconds after the
 log's first record); tests/test_blind21_cases.py says what faultline does wrong in each, or
-which routine shape it keeps quiet. Built from the fixed generator (9eeaeb6: PAI job 2 noise).
+which routine shape it keeps quiet. Built from the fixed generator (e440e17: PAI job 2 noise).
 """
 
 from __future__ import annotations
