@@ -58,7 +58,7 @@ from detector.decoding import decode, decode_chunked
 from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
-from detector.pipeline.clusters import ClusterSlots, other_topologies
+from detector.pipeline.clusters import MAX_CLUSTERS, ClusterSlots, other_topologies
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec, refuse_unless
 from detector.thresholds import Thresholds
@@ -251,6 +251,7 @@ class SourcePartition:
         held_new = state.get("held_new", [])
         refuse_unless(all(type(state.get(k)) is int for k in ("idle_seq", "events", "invalid"))
                       and type(state.get("held", [])) is list and type(held_new) is list
+                      and len(held_new) <= MAX_CLUSTERS * JUMP_AGREE
                       and all(type(getattr(e, "cluster", None)) is str for e in held_new),
                       "a count or held is malformed")
         state["monitors"].check_restored()
@@ -532,6 +533,11 @@ class SourcePartition:
                 self._refuse_new(c)  # (its own records on the stream's time: strays)
             return (ev,)
         if held is None:
+            if len(self.held_new) >= MAX_CLUSTERS:
+                # (bounded: far-ahead rows each under a new value -- a forged or garbled
+                # log -- would hold one list a value; no more new clusters than slots wait)
+                self.refused.append(out_of_range(ev, clock))
+                return ()
             held = self.held_new[c] = []
         elif abs(ev.ts - held[-1].ts) > MAX_AHEAD_S:
             self._refuse_new(c)  # it disagrees with them: they were strays
