@@ -724,6 +724,8 @@ class Monitors:
             refuse_unless(bad is None, f"NodeTemps.{bad}: malformed")
         refuse_unless(all(type(n._ports) is dict and len(n._ports) <= MAX_PORTS
                           for n in self._nics.values()), "NodeNics._ports: over MAX_PORTS")
+        refuse_unless(all(n.cnp_valid() for n in self._nics.values()),
+                      "NodeNics._ports: a port's CNP fields malformed")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:

@@ -70,6 +70,7 @@ from detector.alerts import Scope
 from detector.events import MAX_RATE_GBPS, NIC, NIC_COUNTERS, InvalidMessage, NicSample
 from detector.findings import Finding
 from detector.port_names import _DIGITS, MIXED, PortName, PortNames, standing
+from detector.statecodec import is_real
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
 from detector.thresholds import Thresholds
 from models.counters import MAX_COUNTS_PER_S, CounterDeltas, delta_reader
@@ -126,6 +127,14 @@ class _Port:
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
                  "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi",
                  "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run")
+
+    def cnp_valid(self) -> bool:
+        """A restored port's CNP fields (x1nic's :meth:`NodeNics._cnps`) of their shapes: a
+        forged ``cnp_run`` read as ``run[i]`` would make each later sample of the port raise."""
+        run = getattr(self, "cnp_run", ())
+        return (is_real(getattr(self, "np_s", None)) and is_real(getattr(self, "rp_s", None))
+                and (run is None or (type(run) is list and len(run) == 4
+                                     and all(map(is_real, run)))))
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -228,6 +237,10 @@ class NodeNics:
 
     __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
                  "_told_s", "_retrained", "_downs")
+
+    def cnp_valid(self) -> bool:
+        """Each restored port a port, its CNP fields of their shapes (:meth:`_Port.cnp_valid`)."""
+        return all(type(p) is _Port and p.cnp_valid() for p in self._ports.values())
 
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from detector.statecodec import is_bool, is_int, is_int_set, is_real, is_real_map
+from detector.statecodec import is_bool, is_int, is_int_set, is_real, is_real_map, is_time
 from detector.throttle import NO_REFERENCE
 
 # A GPU not sampled for this many of its node's polls is not waited for by a poll's median
@@ -339,6 +339,6 @@ FIELDS = {
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
-    "cap_clocks": is_real_map, "brake_poll": is_real,
+    "cap_clocks": is_real_map, "brake_poll": is_time,
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)
