@@ -1155,8 +1155,7 @@ class JobMonitor(NumericChecks):
                                      verdict=False))
         self._host_share_withdraw(now, out)
         self._host_rise_withdraw(now, out)
-        self._slow.reset(np.arange(len(self._slow.score)))
-        self._ar_score[:] = 0.0
+        self._reset_slow(None)
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
@@ -1184,8 +1183,7 @@ class JobMonitor(NumericChecks):
         self._evaluated = 0
         self._gross_nodes.clear()
         self._found_nodes.clear()
-        self._slow.reset(np.arange(len(self._slow.score)))
-        self._ar_score[:] = 0.0
+        self._reset_slow(None)
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
@@ -1500,8 +1498,7 @@ class JobMonitor(NumericChecks):
         moved = [buf.ranks[i] for i in at]
         self._moves += 1
         m = _ints(slots)[at]
-        self._slow.reset(m)
-        self._ar_score[m] = 0.0
+        self._reset_slow(m)
         self._reported[m] = False
         self._twin_rep[m] = False
         self._twins[m] = 0
@@ -1751,8 +1748,8 @@ class JobMonitor(NumericChecks):
         told = None  # (the ranks out of the reference this step: _untold_reference)
         # Under runs (the job's lag-1 in force: _ar_held) a rank whose CUSUM alarmed and is not
         # told yet is out of the reference as a told one is
-        ar_on = lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n)) > 0.0
-        held = ar_on and bool(np.count_nonzero(self._slow.alarmed))
+        ar_on = self._ar_on()
+        held = self._ar_held(ar_on)
         if comparable is None and (held or np.count_nonzero(self._reported)):
             told = self._reported[slots]
             if held:
@@ -2448,15 +2445,36 @@ class JobMonitor(NumericChecks):
         unit = size_sigma * max(self._zscale, 1.0)
         return np.where(fresh, z - (prior - base_r) / unit, z)
 
-    def _ar_held(self) -> bool:
-        """Whether the job's lag-1 is in force (:meth:`_ar_step`) and some rank's CUSUM
-        alarmed.  Such a rank, not told yet (held until its run outlasts the job's runs, or by
-        the size and tail tests), is taken as told slow: out of the job's reference
-        (:meth:`_untold_reference`) and no stir of its median (:meth:`_check_slow`).  Four of
-        PAI job 3's ten workers slowing to 1.3x together, held, lifted the job's noise from
-        4 % to 12 % and its wander index (held as visiting) until none was ever told."""
-        return (lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n)) > 0.0
-                and bool(np.count_nonzero(self._slow.alarmed)))
+    def _ar_on(self) -> bool:
+        """Whether the job's lag-1 is in force (models.lag1.in_force; :meth:`_ar_step`)."""
+        return lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n)) > 0.0
+
+    def _ar_held(self, on: bool | None = None) -> bool:
+        """Whether the job's lag-1 is in force (``on``: :meth:`_ar_on`, when the caller has
+        it) and some rank's CUSUM alarmed.  Such a rank, not told yet (held until its run
+        outlasts the job's runs, or by the size and tail tests), is taken as told slow: out of
+        the job's reference (:meth:`_untold_reference`) and no stir of its median
+        (:meth:`_check_slow`).  Four of PAI job 3's ten workers slowing to 1.3x together,
+        held, lifted the job's noise from 4 % to 12 % and its wander index (held as visiting)
+        until none was ever told."""
+        return (self._ar_on() if on is None else on) and bool(
+            np.count_nonzero(self._slow.alarmed))
+
+    def _reset_slow(self, slots: np.ndarray | None) -> None:
+        """Forget the step CUSUMs of ``slots`` (None: every slot): the plain one (``_slow``)
+        and the one under the job's lag-1 (``_ar_score``, :meth:`_ar_step`), always together.
+
+        The two are sized apart: ``_ar_score`` is a slot array (:meth:`_grow`, its length the
+        job's slots), the bank grows to at least that and often more (CusumBank.ensure: by 8
+        at least, doubling its own length), so the bank's slots past the slot arrays hold no
+        rank.  Indexing ``_ar_score`` by the bank's slots raised IndexError
+        (tests/test_batch_samples.py); only the slots both have are the ranks'."""
+        if slots is None:
+            self._slow.reset(np.arange(len(self._slow.score)))
+            self._ar_score[:] = 0.0
+        else:
+            self._slow.reset(slots)
+            self._ar_score[slots[slots < len(self._ar_score)]] = 0.0
 
     def _ar_step(self, r: np.ndarray, z: np.ndarray, prev_score: np.ndarray) -> None:
         """After warm-up: learn the job's lag-1 autocorrelation from its healthy ranks' ``z``
@@ -2489,10 +2507,13 @@ class JobMonitor(NumericChecks):
         rho = lag1.in_force(state)
         if rho == 0.0:
             return
-        cfg = self.cfg
-        score = prev_score if was == 0.0 else self._ar_score[r]  # (from the plain one's)
-        x = np.minimum(lag1.whiten(z, prev, rho), cfg.slow_z_clip) - cfg.slow_k
-        self._ar_score[r] = (score + x).clip(0.0, 1.2 * cfg.slow_h)
+        # The plain bank's update (CusumBank.step: its k, z_clip and alarmed cap h_cap, here
+        # always), seeded from its score the step the lag-1 comes into force (the sum's order
+        # is this one's since round 30: a snapshot's scores are the same to the bit)
+        bank = self._slow
+        score = prev_score if was == 0.0 else self._ar_score[r]
+        x = np.minimum(lag1.whiten(z, prev, rho), bank.z_clip) - bank.k
+        self._ar_score[r] = (score + x).clip(0.0, bank.h_cap)
 
     def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
         """The job's tail: the share of rank-steps at or above each of ``_TAIL_EDGES`` (a

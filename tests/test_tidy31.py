@@ -1,0 +1,138 @@
+"""Behaviour-identical refactors of round 30's review (room tidy31, round 31).
+
+detector/steps.py: the step CUSUM's two scores -- the plain bank (``_slow``) and the one under
+the job's lag-1 (``_ar_score``) -- are reset by one helper (``_reset_slow``), whatever slots it
+is given.  A first try (round 30) reset ``_ar_score`` at ``arange(len(_slow.score))`` and raised
+IndexError (tests/test_batch_samples.py): the bank grows by 8 at least and doubles its own
+length, the slot arrays theirs, so the bank is often longer than ``_ar_score``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from detector.findings import Finding
+from detector.steps import _GONE_CHECK_STEPS, _GONE_STEPS, JobMonitor
+from detector.testing import T0, step
+from detector.thresholds import Thresholds
+
+
+def _ar_steps(first: int, last: int, ranks: list[int], rho: float = 0.7, seed: int = 0,
+              numbered_from: int | None = None, node: str = "node-000") -> list:
+    """Steps of a data-parallel job whose ranks' compute times come in runs (an AR(1) of
+    lag-1 ``rho`` on the log), 1 s a step; ``numbered_from``: a restart from a checkpoint."""
+    rng = np.random.default_rng(seed + first)
+    shift = 0 if numbered_from is None else numbered_from - first
+    z = rng.standard_normal(len(ranks))
+    out = []
+    for s in range(first, last):
+        z = rho * z + np.sqrt(1.0 - rho * rho) * rng.standard_normal(len(ranks))
+        for i, r in enumerate(ranks):
+            compute = 700.0 * float(np.exp(0.03 * z[i]))
+            out.append(step(T0 + s + 0.001 * r, r, s + shift, compute_ms=round(compute, 2),
+                            step_ms=1000.0, node=node, gpu=r % 8))
+    return out
+
+
+def _run(job: JobMonitor, events: list) -> list[Finding]:
+    out: list[Finding] = []
+    for e in events:
+        job.add(e, out)
+    return out
+
+
+def _sizes_hold(job: JobMonitor) -> None:
+    """Every slot a rank holds has its plain score and its lag-1 score; the bank is never
+    shorter than the slot arrays (it may be longer: its slots past them hold no rank)."""
+    n = len(job._base)
+    assert len(job._ar_score) == len(job._zprev) == n
+    assert len(job._slow.score) >= n
+    assert all(s < n for s in job._slot.values())
+    assert len(job._rank_of) <= n
+
+
+def test_the_bank_can_be_longer_than_the_lag1_score_and_the_reset_takes_any_bank_slot() -> None:
+    job = JobMonitor("job-1", Thresholds())
+    _run(job, _ar_steps(0, 3, [0, 1, 2, 3, 4]))
+    _sizes_hold(job)
+    assert len(job._slow.score) > len(job._ar_score)  # (8 against 5: the shape that raised)
+    job._slow.score[:] = 3.0
+    job._ar_score[:] = 3.0
+    job._reset_slow(np.arange(len(job._slow.score)))  # (round 30's broken helper raised here)
+    assert not job._slow.score.any() and not job._ar_score.any()
+
+
+def test_the_reset_forgets_both_scores_of_the_slots_given_and_no_other() -> None:
+    job = JobMonitor("job-1", Thresholds())
+    _run(job, _ar_steps(0, 3, list(range(6))))
+    job._slow.score[:] = 3.0
+    job._slow.alarmed[:] = True
+    job._ar_score[:] = 3.0
+    job._reset_slow(np.array([1, 4]))
+    assert job._slow.score[:6].tolist() == [3.0, 0.0, 3.0, 3.0, 0.0, 3.0]
+    assert job._slow.alarmed[:6].tolist() == [True, False, True, True, False, True]
+    assert job._ar_score.tolist() == [3.0, 0.0, 3.0, 3.0, 0.0, 3.0]
+    job._reset_slow(None)
+    assert not job._slow.score.any() and not job._slow.alarmed.any()
+    assert not job._ar_score.any()
+
+
+def test_the_two_scores_grow_and_shrink_together_as_ranks_come_and_go() -> None:
+    job = JobMonitor("job-1", Thresholds())
+    _sizes_hold(job)
+    for first, ranks in ((0, [0, 1, 2]), (3, list(range(9))), (6, list(range(17))),
+                         (9, list(range(5)))):
+        _run(job, _ar_steps(first, first + 3, ranks))
+        _sizes_hold(job)
+    # the ranks past 4 leave (_free_gone_slots): both kept at the ranks that stayed
+    away = 12 + _GONE_STEPS + _GONE_CHECK_STEPS
+    _run(job, _ar_steps(12, away, list(range(5))))
+    _sizes_hold(job)
+    assert sorted(job._rank_of) == list(range(5))
+    _run(job, _ar_steps(away, away + 3, list(range(11))))
+    _sizes_hold(job)
+
+
+def test_a_restart_and_a_move_forget_the_lag1_score_as_the_plain_one() -> None:
+    job = JobMonitor("job-1", Thresholds())
+    _run(job, _ar_steps(0, 300, list(range(16))))
+    assert job._ar_on() and job._ar_score.any()  # (runs: the job's lag-1 in force)
+    assert job._ar_held() == job._ar_held(job._ar_on())
+    # rank 3 moves to another GPU: its slot's two scores start afresh, the others' go on
+    moved = [e if e.rank != 3 else step(e.ts, 3, e.step, compute_ms=e.compute_ms,
+                                        step_ms=1000.0, node="node-001", gpu=0)
+             for e in _ar_steps(300, 301, list(range(16)))]
+    before = job._ar_score.copy()
+    job._ar_score[:] = 5.0
+    job._slow.score[:] = 5.0
+    _run(job, moved)
+    s = job._slot[3]
+    assert before.any()
+    assert job._ar_score[s] < 1.0 and job._slow.score[s] < 1.0
+    assert np.delete(job._ar_score[:16], s).mean() > 2.0  # (kept, one step's innovation on)
+    assert np.delete(job._slow.score[:16], s).mean() > 2.0
+    # a restart from a checkpoint: every slot's two scores start afresh
+    job._ar_score[:] = 5.0
+    job._slow.score[:] = 5.0
+    _run(job, _ar_steps(310, 311, list(range(16)), numbered_from=250))
+    assert job.restarts == 1
+    assert not job._ar_score.any() or job._ar_score.max() < 5.0
+    assert job._slow.score.max() < 5.0
+
+
+def test_the_lag1_score_is_the_plain_banks_update_with_its_cap() -> None:
+    # _ar_step scores as the bank does (its k, z_clip, h_cap): a rank slow for good sits at
+    # the bank's cap in both scores (main held the lag-1 one at 1.2 slow_h of the thresholds,
+    # the same number written twice)
+    job = JobMonitor("job-1", Thresholds())
+    _run(job, _ar_steps(0, 300, list(range(16))))
+    assert job._ar_on()
+    job._slow.h_cap = 10.5
+    slow = [e if e.rank != 5 else step(e.ts, 5, e.step, compute_ms=1.3 * e.compute_ms,
+                                       step_ms=1000.0, node="node-000", gpu=5)
+            for e in _ar_steps(300, 340, list(range(16)))]
+    _run(job, slow)
+    s = job._slot[5]
+    assert job._slow.score[s] == 10.5
+    assert job._ar_score[s] == 10.5
+    assert job._ar_score.max() <= 10.5
