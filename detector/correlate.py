@@ -81,6 +81,11 @@ BOARD_SPREAD_S = 5.0
 # The most NVLink verdicts held for one node (any board has 8-16 GPUs, two signals a GPU).
 _BOARD_HELD_MAX = 64
 
+
+def _listed(gpus: list[int]) -> str:
+    """A node page's GPUs as its text names them: the first 16, then ``...``."""
+    return f"{', '.join(map(str, gpus[:16]))}{' ...' if len(gpus) > 16 else ''}"
+
 # NVML recovery actions that drain the node (detector.playbook.action_for)
 _DRAINS = ("node_reboot", "drain_and_reset")
 
@@ -1048,11 +1053,10 @@ class Correlator(PartWindows):
         if not f.evidence.get("node_wide") or f.scope.node is None:
             return None
         node = Scope.of_node(f.scope.node).key
-        mine = {Scope.of_gpu(f.scope.node, gpu).key for (job, _), (gpu, _) in
-                self._placement.on_node.get(f.scope.node, {}).items() if job == f.job}
+        mine = self._job_units(f.scope.node, f.job)
         for unit in sorted(self._units_of_node.get(f.scope.node, ())):
             signals = self._device.get(unit, {})
-            if unit != node and unit not in mine and not self._slow_with(f, unit):
+            if unit != node and not self._of_job(f, unit, mine):
                 continue
             for g in signals.values():
                 if g.kind != "hardware" or not g.verdict:
@@ -1063,9 +1067,25 @@ class Correlator(PartWindows):
                     return p
         return None
 
+    def _job_gpus(self, node: str, job: str | None) -> list[tuple[int, int | None]]:
+        """The GPU and replica (dp) of each rank of ``job`` on ``node``, as placed
+        (``job_layout``; in the placement's order, a GPU once a rank)."""
+        return [(g, dp) for (j, _), (g, dp) in self._placement.on_node.get(node, {}).items()
+                if j == job]
+
+    def _job_units(self, node: str, job: str | None) -> set[str]:
+        """The units (GPU keys) of ``node`` where ranks of ``job`` run (:meth:`_job_gpus`)."""
+        return {Scope.of_gpu(node, g).key for g, _ in self._job_gpus(node, job)}
+
+    def _of_job(self, f: Finding, unit: str, mine: set[str]) -> bool:
+        """Whether GPU ``unit`` of the slow rank ``f``'s node is its job's: a rank of the job
+        runs there (``mine``: :meth:`_job_units`), or it is ``f``'s own or holds another slow
+        rank of the job (:meth:`_slow_with`: where the job's layout is not known)."""
+        return unit in mine or self._slow_with(f, unit)
+
     def _slow_with(self, f: Finding, unit: str) -> bool:
         """Whether GPU ``unit`` is the slow rank ``f``'s own or holds another slow rank of its
-        job (:meth:`_node_verdict`, where the job's layout is not known)."""
+        job (:meth:`_of_job`, where the job's layout is not known)."""
         if unit == f.scope.key:
             return True
         g = self._device.get(unit, {}).get("slow_rank")
@@ -1222,7 +1242,7 @@ class Correlator(PartWindows):
                        ) -> None:
         """Page a monitor's verdict on its own unit: an isolation, or an escalation when its
         cause is unknown or the monitor says a human must look."""
-        if detected_ts is None and self._hold_board(f, out):
+        if detected_ts is None and (self._pcie_verdict(f, out) or self._hold_board(f, out)):
             return
         topic = ESCALATION if f.cause == "unknown" or f.escalate else ISOLATION
         # (a detector that knows the next diagnostic better than the playbook names it)
@@ -2180,7 +2200,7 @@ class Correlator(PartWindows):
         if self._firing_on(g.scope, "hardware"):
             self._attach_if_firing(g)
             return
-        board = self._pcie_node_page(g.scope.node, g.cluster)
+        board = self._board_page(g.scope.node, g.cluster, "gpu_hardware")
         if board is not None and g.scope.gpu in board.extra.get("gpus", ()):
             board.add(g, self.cfg.evidence_items)  # (its GPU's replays: the node's PCIe page)
             self._own(g, board)
@@ -2392,12 +2412,6 @@ class Correlator(PartWindows):
         """Hold a GPU's NVLink verdict while its node's mates may show the same trouble, or
         join it to its node's NVLink page: True when held or joined."""
         node = f.scope.node
-        if f.signal == "pcie_replay" and f.scope.level == "gpu" and node is not None:
-            gpus = self._pcie_troubled(node)
-            if len(gpus) < BOARD_MIN_GPUS and self._pcie_node_page(node, f.cluster) is None:
-                return False  # (one GPU's link: its own page)
-            self._pcie_page(node, gpus, f, f.ts, out)
-            return True
         if f.cause != "nvlink" or f.kind != "hardware" or f.signal == "repeat_xid" or (
                 f.scope.level != "gpu" or node is None):
             return False
@@ -2411,18 +2425,34 @@ class Correlator(PartWindows):
         held.setdefault(f.key, f)
         return True
 
-    def _join_board(self, f: Finding) -> bool:
-        """Add a finding on a GPU to its node's NVLink page if that is firing: True if so."""
+    def _board_page(self, node: str | None, cluster: str | None, cause: str | None = None
+                    ) -> Problem | None:
+        """``node``'s page of its GPUs at once, firing -- of its NVLink baseboard (cause
+        nvlink, :meth:`_board_due`) or of its GPUs replaying over PCIe (gpu_hardware naming its
+        ``gpus``, :meth:`_pcie_page`); both are the node's hardware isolation (one dedup key).
+        ``cause``: that page only."""
+        if node is None:
+            return None
+        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node), cluster))
+        if p is None or p.status != "firing" or not (
+                p.cause == "nvlink" or p.cause == "gpu_hardware" and "gpus" in p.extra):
+            return None
+        return p if cause is None or p.cause == cause else None
+
+    def _join_board(self, f: Finding, cause: str = "nvlink") -> bool:
+        """Add a finding on a GPU to its node's page of ``cause`` (:meth:`_board_page`: NVLink,
+        or gpu_hardware: PCIe, which names the GPU too) if that is firing: True if so."""
         node = f.scope.node
         if node is None or f.scope.level != "gpu" or f.kind != "hardware":
             return False
-        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node),
-                                             f.cluster))
-        if p is None or p.status != "firing" or p.cause != "nvlink":
+        p = self._board_page(node, f.cluster, cause)
+        if p is None:
             return False
         p.add(f, self.cfg.evidence_items)
         if f.active:
             self._own(f, p)
+        if cause != "nvlink":
+            p.extra["gpus"] = sorted({*p.extra["gpus"], f.scope.gpu})[:_BOARD_HELD_MAX]
         return True
 
     def _board_due(self, node: str, due: float, out: list[Alert]) -> None:
@@ -2446,8 +2476,7 @@ class Correlator(PartWindows):
         gpus = sorted(troubled)[:_BOARD_HELD_MAX]
         spread = max(g.ts for g in ready) - min(g.ts for g in ready)
         extra = {"gpus": gpus, "recommended_because": (
-            f"NVLink errors on {len(gpus)} GPUs of {node} at once (GPUs "
-            f"{', '.join(map(str, gpus[:16]))}{' ...' if len(gpus) > 16 else ''}; "
+            f"NVLink errors on {len(gpus)} GPUs of {node} at once (GPUs {_listed(gpus)}; "
             "XID 74 or CRC/replay counters, "
             f"{spread:.1f} s apart): every GPU of an HGX board links through the NVSwitch "
             "chips on its baseboard -- the node, not each GPU; check the fabric manager's "
@@ -2507,10 +2536,8 @@ class Correlator(PartWindows):
         node, unit = f.scope.node, f.scope.key
         if node is None:
             return
-        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node),
-                                             f.cluster))
-        if p is None or p.status != "firing" or not p.latched or (
-                p.cause != "nvlink" and p is not self._pcie_node_page(node, f.cluster)):
+        p = self._board_page(node, f.cluster)
+        if p is None or not p.latched:
             return
         p.active = {k for k in p.active if not k.endswith("@" + unit)}
         if p.cause != "nvlink" and not any(
@@ -2550,13 +2577,19 @@ class Correlator(PartWindows):
                 gpus.add(g.scope.gpu)
         return sorted(gpus)
 
-    def _pcie_node_page(self, node: str | None, cluster: str | None) -> Problem | None:
-        """The firing isolation of ``node``'s GPUs replaying at once (:meth:`_pcie_page`)."""
-        if node is None:
-            return None
-        p = self.problems.get(self.dedup_key(ISOLATION, "hardware", Scope.of_node(node), cluster))
-        return p if (p is not None and p.status == "firing" and p.cause == "gpu_hardware"
-                     and "gpus" in p.extra) else None
+    def _pcie_verdict(self, f: Finding, out: list[Alert]) -> bool:
+        """A GPU's PCIe replay verdict (``pcie_replay``) while two or more GPUs of its node
+        replay, or its node's PCIe page is open: the node's page takes it (:meth:`_pcie_page`,
+        as an NVLink verdict joins its board's, :meth:`_hold_board`).  True when so; else it
+        is its own GPU's link's page."""
+        node = f.scope.node
+        if f.signal != "pcie_replay" or f.scope.level != "gpu" or node is None:
+            return False
+        gpus = self._pcie_troubled(node)
+        if len(gpus) < BOARD_MIN_GPUS and self._board_page(node, f.cluster, "gpu_hardware") is None:
+            return False  # (one GPU's link: its own page)
+        self._pcie_page(node, gpus, f, f.ts, out)
+        return True
 
     def _pcie_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         """A slow rank explained by PCIe replays: its own GPU's, or -- slow alike with its
@@ -2572,10 +2605,8 @@ class Correlator(PartWindows):
         if gpu not in gpus:
             if not slow.evidence.get("node_wide"):
                 return False  # (a rank slow alone: its own GPU's link is clean)
-            mine = {g for (job, _), (g, _) in self._placement.on_node.get(node, {}).items()
-                    if job == slow.job}
-            if not any(g in mine or self._slow_with(slow, Scope.of_gpu(node, g).key)
-                       for g in gpus):
+            mine = self._job_units(node, slow.job)
+            if not any(self._of_job(slow, Scope.of_gpu(node, g).key, mine) for g in gpus):
                 return False  # (replays on a GPU outside its job)
         self._pcie_page(node, gpus, slow, now, out)
         return True
@@ -2588,7 +2619,7 @@ class Correlator(PartWindows):
         slow ranks on the node it explains; a node page supersedes the GPUs' replay pages
         firing (the upgrade) and the escalations of the node's slowness."""
         cluster = f.cluster
-        board = self._pcie_node_page(node, cluster)
+        board = self._board_page(node, cluster, "gpu_hardware")
         wide = board is not None or len(gpus) >= BOARD_MIN_GPUS
         found = [g for gpu in gpus for signal in ("pcie_replay", "pcie_seen")
                  if (g := self._device.get(Scope.of_gpu(node, gpu).key, {}).get(signal))
@@ -2598,8 +2629,7 @@ class Correlator(PartWindows):
         extra: dict[str, Any] | None = None
         if wide:
             extra = {"gpus": told, "recommended_because": (
-                f"PCIe replays on {len(told)} GPUs of {node} at once (GPUs "
-                f"{', '.join(map(str, told[:16]))}{' ...' if len(told) > 16 else ''}; at "
+                f"PCIe replays on {len(told)} GPUs of {node} at once (GPUs {_listed(told)}; at "
                 f"{self.cfg.pcie_evidence:g}+ within about a minute, DCGM's rate): GPUs that "
                 "share a PCIe switch on the baseboard (with their NICs) -- the node, not each "
                 "GPU; `lspci -vvv` link status and `nvidia-smi -q -d PCIE` on each, "
@@ -2656,13 +2686,7 @@ class Correlator(PartWindows):
         firing, takes it (and names the GPU); else the node's slow ranks are weighed against it
         once its siblings' samples of the same poll can be in (BOARD_WINDOW_S: _pcie_due)."""
         node = f.scope.node
-        if node is None or f.scope.level != "gpu":
-            return
-        board = self._pcie_node_page(node, f.cluster)
-        if board is not None:
-            board.add(f, self.cfg.evidence_items)
-            self._own(f, board)
-            board.extra["gpus"] = sorted({*board.extra["gpus"], f.scope.gpu})[:_BOARD_HELD_MAX]
+        if node is None or f.scope.level != "gpu" or self._join_board(f, "gpu_hardware"):
             return
         self._timer(f.ts + BOARD_WINDOW_S, "pcie", node)
 
@@ -2673,12 +2697,13 @@ class Correlator(PartWindows):
         still firing, is the replays' (:meth:`_pcie_impact`): the attributed page supersedes
         it (blind20 P1: the node escalated slow_node/unknown, the GPUs' pages beside it)."""
         gpus = self._pcie_troubled(node)
-        for unit in sorted(self._units_of_node.get(node, ())):
+        units = sorted(self._units_of_node.get(node, ()))
+        for unit in units:
             g = self._slow_wait.get(unit)
             if g is not None and (g.evidence.get("node_wide") or g.scope.gpu in gpus) and (
                     due >= g.ts + self._explanation_wait(g)):
                 self._slow_due(unit, due, out)
-        for unit in sorted(self._units_of_node.get(node, ())):
+        for unit in units:
             g = self._device.get(unit, {}).get("slow_rank")
             q = self.problems.get(self._owner.get(g.key, "")) if g is not None else None
             if (g is not None and q is not None and q.topic == ESCALATION
@@ -2703,8 +2728,7 @@ class Correlator(PartWindows):
         if (node is None or f.job is None or not f.evidence.get("node_wide")
                 or (self.seen is not None and not self.seen(node, "ecc"))):
             return False
-        mine = [g for (job, _), (g, dp) in self._placement.on_node.get(node, {}).items()
-                if job == f.job and dp == f.dp_rank]
+        mine = [g for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank]
         if not any((s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
                    is None or s.job != f.job for g in mine):
             return False

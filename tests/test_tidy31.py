@@ -136,3 +136,54 @@ def test_the_lag1_score_is_the_plain_banks_update_with_its_cap() -> None:
     assert job._slow.score[s] == 10.5
     assert job._ar_score[s] == 10.5
     assert job._ar_score.max() <= 10.5
+
+
+# -- detector/correlate.py's PCIe code on the NVLink board's helpers ----------------------------
+#
+# _job_gpus / _job_units / _of_job (the job's GPUs on a node: _node_verdict, _pcie_impact,
+# _hold_for_ecc), _board_page (one lookup of a node's NVLink or PCIe page: _join_board,
+# _board_reset, the PCIe code), _pcie_verdict (out of the NVLink _hold_board, into its caller)
+# and _listed (a node page's GPUs as its text names them).  Pinned: every alert of the p1pcie
+# and hw18 scenarios, message for message, as main at 67fce37 wrote them (sha256 of each
+# alert's to_dict, in order).
+
+_PINNED = {"a": "7b2f6165ac3561d8", "b": "59415c24c989477e", "c": "5336ae24925df7e6",
+           "d": "777959efb49a1bd4", "e": "580655c40cd8b325", "nv1": "0863b03aea78ff72",
+           "nv2": "b6652b2b44f57980"}
+
+
+def _digest(alerts: list) -> str:
+    import hashlib
+    import json
+    h = hashlib.sha256()
+    for a in alerts:
+        h.update(json.dumps(a.to_dict(), sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def test_the_pcie_and_nvlink_board_pages_are_main_s_message_for_message() -> None:
+    from detector.engine import Engine
+    from detector.testing import ecc, feed
+    from tests.test_hw18 import baseline, tail, xids
+    from tests.test_p1pcie import _run as pcie_run
+    got = {}
+    for name, kw in (("a", {"replaying": {2, 3}, "ecc_phase": 22.0}),
+                     ("b", {"replaying": {2, 3}, "ecc_phase": 11.0, "reset_at": 200}),
+                     ("c", {"replaying": {5}, "ecc_phase": 22.0}),
+                     ("d", {"replaying": {2, 3, 6}, "ecc_phase": 30.0, "ecc_every": 60.0}),
+                     ("e", {"replaying": {4}, "ecc_phase": 11.0, "per_poll": 0,
+                            "trickle": {1: [40.0, 130.0, 131.0, 250.0]}})):
+        got[name] = _digest(pcie_run(every=True, **kw))
+    ev = (baseline() + xids({0: 0.0, 2: 1.5, 3: 1.6, 4: 1.7, 5: 1.8}) + tail(T0 + 20)
+          + tail(T0 + 80))
+    got["nv1"] = _digest(feed(Engine(), ev))
+    ev = baseline() + xids({g: 0.05 * g for g in range(8)}) + tail(T0 + 20)
+    ev += [ecc(T0 + 100 + 0.01 * g, "hgx-01", g, sbe=0) for g in range(8)]
+    got["nv2"] = _digest(feed(Engine(), ev + tail(T0 + 400)))
+    assert got == _PINNED
+
+
+def test_a_node_page_names_its_first_16_gpus_then_dots() -> None:
+    from detector.correlate import _listed
+    assert _listed([2, 3]) == "2, 3"
+    assert _listed(list(range(17))) == ", ".join(map(str, range(16))) + " ..."
