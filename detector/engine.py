@@ -115,7 +115,7 @@ class Engine:
                     self.stage.cluster = src.cluster
         else:
             mon = src.feed(ev, found)
-        if mon.heard or mon.forgotten or mon.rewound or src._parting:
+        if mon.heard or mon.forgotten or mon.rewound or src._parting or src._told:
             self._pass_seen()
         if found:
             self._correlate(found, alerts)

@@ -793,11 +793,13 @@ class Monitors:
             _scan_liveness(self, findings)
         return not self._alive
 
-    def advance(self, now: float, findings: list[Finding]) -> None:
-        """Move the clock without a record (a quiet stream) and decide overdue steps."""
+    def advance(self, now: float, findings: list[Finding], *, quiet: bool = True) -> None:
+        """Move the clock without a record (a quiet stream) and decide overdue steps.
+        ``quiet`` False: other records moved the time (another cluster's, kept apart in
+        the same stream: detector.pipeline.source's _run_on_quiet) -- see :meth:`sweep`."""
         if now > self.clock:
             self.clock = now
-        self.sweep(findings, quiet=True)
+        self.sweep(findings, quiet=quiet)
 
     def sweep(self, findings: list[Finding], *, quiet: bool = False) -> None:
         """Evaluate steps that have waited past the allowed lateness, in every job.

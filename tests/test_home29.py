@@ -83,7 +83,9 @@ def test_the_engine_runs_a_quiet_home_on_to_the_streams_time() -> None:
     for ev in evs[:-1]:
         eng.process(ev)
     assert evs[-1].cluster == "west"
-    assert eng.monitors.clock == 1_051.0   # west's own clock: no record of east moves it
+    # west's own clock stood at 1051 (home29: no record of east moved it); home31 runs it on
+    # with east's records once quiet QUIET_S (review30 4), at a look every RUN_ON_EVERY_S
+    assert 2_000.0 - 10.0 <= eng.monitors.clock <= 2_000.0
     eng.process(evs[-1])
     assert eng.monitors.clock == 2_001.0
 
@@ -116,7 +118,9 @@ def test_a_record_far_ahead_of_the_stream_is_still_refused_in_a_quiet_home() -> 
     for k, ev in enumerate(evs):
         src.process([(k, b"x", _raw(ev), None)], 0.0, [], dead)
     assert [d.reason.split(":")[1].strip()[:15] for d in dead] == ["ts_out_of_range"]
-    assert src.monitors.clock == 1_051.0
+    # (west's clock stays the stream's: run on with east's rows once quiet -- home31, review30
+    # 4 -- to 1,990 s at most, never to the refused row's 2,690 s)
+    assert 1_980.0 <= src.monitors.clock <= 1_990.0
 
 
 # -- 2. the home nobody configured ------------------------------------------------------------
@@ -324,14 +328,21 @@ def test_a_restored_correlator_knows_when_each_cluster_last_had_a_finding() -> N
     assert eng.stage._last == {} and eng.stage._taken_at == eng.stage.released
 
 
-def test_what_running_the_others_on_finds_is_kept_when_the_record_is_refused() -> None:
+def test_what_running_the_others_on_finds_is_kept_when_the_record_is_refused(
+        monkeypatch) -> None:
     # Every other cluster has a DBE (its GPU's monitors kept unit_fault_idle_s: not spent) and
     # a job that stopped; the new cluster's record runs them on to the stream's time -- each
     # job forgotten (a finding) -- and is refused.  The service emits those findings with its
     # dead letter; the Engine's process() raises, and ingest() gives their alerts all the same.
+    # (home31 runs quiet clusters on with east's rows -- review30 4 -- which forgets their jobs
+    # before the record: with that look off, the record's give-back runs them on, as before.)
+    import math
+
     import msgspec
 
+    from detector.pipeline import source
     from detector.testing import step
+    monkeypatch.setattr(source, "QUIET_S", math.inf)
     eng = Engine(home_cluster="east")
     eng.process(_ecc(1_000.0, "gpu-001", "east"))
     for c in OTHERS:

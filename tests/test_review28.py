@@ -389,4 +389,6 @@ def test_a_record_far_ahead_of_the_stream_is_refused_in_a_quiet_cluster_too() ->
     for k, r in enumerate(rows):
         src.process([(k, b"x", r, None)], 0.0, [], dead)
     assert len(dead) == 1 and "ts_out_of_range" in dead[0].reason
-    assert src.others["west"].clock == 1_001.0
+    # (west's clock stays the stream's: run on with east's rows once quiet -- home31, review30
+    # 4 -- to 1,490 s at most, never to the refused row's 2,090 s)
+    assert 1_480.0 <= src.others["west"].clock <= 1_490.0

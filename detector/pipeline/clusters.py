@@ -65,6 +65,16 @@ if TYPE_CHECKING:
 # -- unless another cluster's slot is spent (quiet long enough, nothing open:
 # ClusterSlots.give_back_spent), which it then takes (home29).
 MAX_CLUSTERS = 16
+# Distinct `cluster` values a correlator partition keeps apart.  The sources decide which
+# clusters have units (each MAX_CLUSTERS at most, a spent one's slot given back when its
+# monitors hold nothing); a correlator takes a correlator for every cluster whose findings
+# come -- a source took its records -- and, past MAX_CLUSTERS, first gives back the one of a
+# cluster it judges spent (no page firing, no timer, no finding for unit_idle_s).  So a
+# cluster a source gave back whose pages are still open (a resolve due, a forget timer) keeps
+# its correlator beside the new cluster's until they close (review30 2: the source gave its
+# slot to a new cluster, the correlator kept it and dropped every finding of the new one --
+# a DBE never paged).  This bound is only against a foreign producer's flood (logged).
+MAX_KEPT = 4 * MAX_CLUSTERS
 
 U = TypeVar("U")
 
@@ -128,10 +138,13 @@ class ClusterSlots(Generic[U]):
     nothing of the split shows: :meth:`put` writes no key.
     """
 
-    __slots__ = ("cluster", "others", "named", "hint", "moves", "_make", "_unnamed")
+    __slots__ = ("cluster", "others", "named", "hint", "moves", "limit", "_make", "_unnamed")
 
     def __init__(self, make: Callable[[str], U], home: str | None = None,
-                 topology: Topology | None = None) -> None:
+                 topology: Topology | None = None, *, limit: int = MAX_CLUSTERS) -> None:
+        # the values kept apart at most, the home's among them (MAX_CLUSTERS; a correlator
+        # partition's MAX_KEPT)
+        self.limit = limit
         # the home cluster: the named one, else the first value read (None: none yet)
         self.cluster: str | None = home_of(home)
         # the home the stage was given (configured, or a log's topology record's): it wins
@@ -181,7 +194,7 @@ class ClusterSlots(Generic[U]):
         value past :data:`MAX_CLUSTERS` (nothing changed: the caller counts it)."""
         unit = self.others.get(cluster)
         if unit is None:
-            if len(self.others) + 1 >= MAX_CLUSTERS:
+            if len(self.others) + 1 >= self.limit:
                 return None
             if self._unnamed is not None and not self.others and cluster != self.hint:
                 self._say(cluster)  # (the topology's own is home next: ClusterSlots.move)
@@ -250,10 +263,10 @@ class ClusterSlots(Generic[U]):
         old = self.cluster
         unit = self.others.pop(to, None)
         if unit is None:
-            if len(self.others) + 1 >= MAX_CLUSTERS:
+            if len(self.others) + 1 >= self.limit:
                 log.error("home cluster %r is named, but cluster %r is home and no slot is "
                           "left to keep it apart: %r stays home (every %d taken)", to, old,
-                          old, MAX_CLUSTERS)
+                          old, self.limit)
                 return None
             unit = self._make(to)
         if old is not None:
@@ -290,7 +303,7 @@ class ClusterSlots(Generic[U]):
                 self.cluster = cluster  # (a configured one wins after: the stage's move)
             return False
         refuse_unless(type(cluster) is str and type(others) is list
-                      and 0 < len(others) < MAX_CLUSTERS, "a cluster split is malformed")
+                      and 0 < len(others) < self.limit, "a cluster split is malformed")
         self.cluster = cluster
         for entry in others:
             refuse_unless(type(entry) is list and len(entry) == width

@@ -26,7 +26,7 @@ from detector.findings import (
     decode_message,
     finding_of,
 )
-from detector.pipeline.clusters import ClusterSlots, other_topologies
+from detector.pipeline.clusters import MAX_CLUSTERS, MAX_KEPT, ClusterSlots, other_topologies
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.recovery import Placement
 from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
@@ -35,6 +35,7 @@ from detector.thresholds import Thresholds
 from detector.topology import Topology
 
 log = logging.getLogger(__name__)
+_said_full = False  # the error of a cluster's findings dropped past MAX_KEPT: once a process
 
 
 class _Source:
@@ -176,10 +177,11 @@ class CorrelatorPartition:
         # ``home`` (named), else the first `cluster` value of a finding; every finding with
         # none, and the topology's -- each other value has its
         # own in ``others`` (correlator, seen; no topology), made at its first finding
-        # (detector.pipeline.clusters, as SourcePartition's).  Findings of a cluster past
-        # MAX_CLUSTERS are counted in ``invalid`` and dropped.
+        # (detector.pipeline.clusters, as SourcePartition's) -- for every cluster a source
+        # took records of, a spent one's given back past MAX_CLUSTERS (correlator_for).
+        # Findings of a cluster past MAX_KEPT are counted in ``invalid`` and dropped (logged).
         self.clusters: ClusterSlots[tuple[Correlator, dict[str, set[str]]]] = ClusterSlots(
-            self._new_correlator, home, topology)
+            self._new_correlator, home, topology, limit=MAX_KEPT)
         # Other clusters' topologies, by cluster value (not state: given back on restore).
         self.topologies = other_topologies(self.clusters.cluster, topologies)
         self.others = self.clusters.others  # (the same dict)
@@ -233,22 +235,31 @@ class CorrelatorPartition:
         return Correlator(self.cfg, self.topologies.get(cluster), _seen_in(seen)), seen
 
     def correlator_for(self, cluster: str | None) -> Correlator | None:
-        """The correlator of ``cluster`` (see ``clusters``) -- with every slot taken, a spent
-        cluster's given back for it (:meth:`_spent`); None past MAX_CLUSTERS."""
+        """The correlator of ``cluster`` (see ``clusters``): a new cluster's is made -- its
+        findings come from records a source took (the sources decide which clusters have
+        units: MAX_CLUSTERS) -- after giving back a spent cluster's (:meth:`_spent`) when
+        MAX_CLUSTERS are kept; one not spent (a source gave its slot back, its pages still
+        open) is kept beside it (MAX_KEPT: review30 2).  None past MAX_KEPT (logged)."""
         if self.clusters.is_home(cluster):
             return self.correlator
         fresh = cluster not in self.others
+        if fresh and len(self.others) + 1 >= MAX_CLUSTERS:
+            gone = self.clusters.give_back_spent(self._spent, cluster)  # type: ignore[arg-type]
+            if gone is not None:
+                self._last.pop(gone[0], None)
         other = self.clusters.other(cluster)  # type: ignore[arg-type]
-        if fresh and other is not None and cluster == self.clusters.hint:
+        if other is None:
+            global _said_full
+            if not _said_full:
+                _said_full = True
+                log.error("findings partition %d: findings of cluster %r dropped: %d clusters "
+                          "kept apart, none spent (counted in `invalid`)", self.partition,
+                          cluster, MAX_KEPT)
+            return None
+        if fresh and cluster == self.clusters.hint:
             self.move_home(cluster)  # type: ignore[arg-type]  # the topology's own: home now
             return self.correlator
-        if other is None:
-            gone = self.clusters.give_back_spent(self._spent, cluster)  # type: ignore[arg-type]
-            if gone is None:
-                return None
-            self._last.pop(gone[0], None)
-            other = self.clusters.other(cluster)  # type: ignore[arg-type]
-        return None if other is None else other[0]
+        return other[0]
 
     def _spent(self, cluster: str, other: tuple[Correlator, dict[str, set[str]]]) -> bool:
         """Whether another cluster's correlator may give its slot back: no telemetry of it
@@ -445,7 +456,7 @@ class CorrelatorPartition:
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster:
             if self.correlator_for(cluster) is None:
-                return  # a cluster past MAX_CLUSTERS: dropped, as its findings are
+                return  # a cluster past MAX_KEPT: dropped, as its findings are
             # (another's, or the home's: a first value read, or the topology's own, moved to)
             seen = self.others[cluster][1] if cluster in self.others else self._seen
         seen.setdefault(node, set()).add(what)
@@ -627,7 +638,7 @@ class CorrelatorPartition:
             if c is not None and c != self.clusters.cluster:
                 theirs = self.correlator_for(c)
                 if theirs is None:
-                    self.invalid += 1  # a cluster past MAX_CLUSTERS
+                    self.invalid += 1  # a cluster past MAX_KEPT
                     continue
                 if theirs is self.correlator:  # (the home moved to it: the topology's own)
                     corr = theirs

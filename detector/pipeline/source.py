@@ -73,6 +73,12 @@ _IDLE_BASE = 1 << 30
 # With every cluster slot taken and none spent, how long (the stream's time) before a record of
 # one more cluster looks for one again (SourcePartition._give_back_spent).
 SPENT_EVERY_S = 60.0
+# With two or more clusters kept apart: how often (the stream's time) the units are looked at,
+# and how long a unit's clock stands still while another cluster's records move the stream's
+# time before it is run on with them (SourcePartition._run_on_quiet; the same 300 s after
+# which a cluster's next record runs it on: _catch_up).
+RUN_ON_EVERY_S = 10.0
+QUIET_S = MAX_AHEAD_S
 SNAPSHOT_VERSION = 1
 _OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
 
@@ -190,6 +196,14 @@ class SourcePartition:
         # slot is looked for again.  Not state.
         self._parting: list[tuple[str, Monitors]] = []
         self._spent_after = -math.inf
+        # Quiet units run on as the stream's time passes (_run_on_quiet): the stream's time of
+        # the next look; each cluster's (its units' clock at the last look, the stream's time
+        # since which that clock stood still); whether a run-on left notices to pass (those of
+        # a unit other than the record's).  Not state: after a restore a quiet unit waits
+        # QUIET_S afresh.
+        self._run_on_at = -math.inf
+        self._still: dict[str | None, tuple[float, float]] = {}
+        self._told = False
         self._wall_clock = wall_clock
         self.offset = -1                    # last input offset processed
         self._idle_seq = 0                  # findings made by idle advances since that offset
@@ -359,19 +373,49 @@ class SourcePartition:
         ts_out_of_range in the service, held in the Engine)."""
         c = ev.cluster
         if c is not None and c != self.clusters.cluster:
-            if self.clusters.cluster is not None:
-                return self.process_other(ev, found, through)
-            # No home known: the first value read is home once a record of it went in -- a
-            # refused one decides nothing (review29 8; DESIGN: an invalid record changes no
-            # state).  (No other cluster's units yet: nothing to catch up with.)
-            self.monitors.process(ev, found, through)
-            self.clusters.settle(c)
-            return self.monitors
-        mon = self.monitors
-        if self.others and ev.ts - mon.clock > MAX_AHEAD_S:
-            self._catch_up(mon, ev.ts, found)
-        mon.process(ev, found, through)
+            if self.clusters.cluster is None:
+                # No home known: the first value read is home once a record of it went in -- a
+                # refused one decides nothing (review29 8; DESIGN: an invalid record changes
+                # no state).  (No other cluster's units yet: nothing to catch up with.)
+                self.monitors.process(ev, found, through)
+                self.clusters.settle(c)
+                return self.monitors
+            mon = self.process_other(ev, found, through)
+        else:
+            mon = self.monitors
+            if self.others and ev.ts - mon.clock > MAX_AHEAD_S:
+                self._catch_up(mon, ev.ts, found)
+            mon.process(ev, found, through)
+        if self.others and mon.clock >= self._run_on_at:
+            self._run_on_quiet(found)
         return mon
+
+    def _run_on_quiet(self, found: list[Finding]) -> None:
+        """Every cluster's units run on as the stream's time passes (review30 4): a cluster
+        whose units' clock stood still for :data:`QUIET_S` of the stream's time (the
+        partition's clock, moved by the other clusters' records) is run on to it -- as a
+        one-cluster stream's other nodes' records run a stopped job's on (not quiet: the
+        records are the evidence that the stream is live and the cluster's job stopped;
+        Monitors.advance), looked at every :data:`RUN_ON_EVERY_S` of the stream's time (at
+        most :data:`MAX_CLUSTERS` units a look).  Before, a quiet cluster's stopped job was
+        decided only at its own next record (_catch_up) or when its slot was wanted
+        (_give_back_spent): its slow rank's page fired as long as the others reported.  A
+        unit whose clock moves (its own records) is never run on; findings into ``found``."""
+        clock = self.clock
+        self._run_on_at = clock + RUN_ON_EVERY_S
+        last = self._still
+        still: dict[str | None, tuple[float, float]] = {}
+        for c, mon in ((self.cluster, self.monitors), *self.others.items()):
+            seen = last.get(c)
+            if seen is None or seen[0] != mon.clock:
+                still[c] = (mon.clock, clock)
+                continue
+            if clock - seen[1] >= QUIET_S and mon.clock < clock:
+                mon.advance(clock, found, quiet=False)
+                if mon.forgotten or mon.heard:
+                    self._told = True
+            still[c] = (mon.clock, seen[1])
+        self._still = still
 
     def process_other(self, ev: Event, found: list[Finding],
                       through: list[tuple[float, int]] | None = None) -> Monitors:
@@ -662,7 +706,7 @@ class SourcePartition:
             self.events += 1
         self.offset = offset
         self._idle_seq = 0
-        if mon.heard or mon.forgotten or mon.rewound or self._parting:
+        if mon.heard or mon.forgotten or mon.rewound or self._parting or self._told:
             self._emit_seen(emits)
         if found:
             self._emit_findings(found, offset, 0, emits,
@@ -730,6 +774,7 @@ class SourcePartition:
                 forget(c, node, what)
             mon.forgotten.clear()
         self._parting.clear()
+        self._told = False
 
     def _emit_seen(self, emits: list[Emit]) -> None:
         """The notices of :meth:`pass_notices` as findings-topic messages."""
