@@ -243,12 +243,13 @@ class GpuHealth:
                                            "recovery": d[_NVL_RECOVERY]},
                        self._nvl_replayed(s.ts, nvl, d[_NVL_REPLAY] + d[_NVL_RECOVERY], cfg))
         if d[_PCIE] or "pcie_replay" in active or "pcie_seen" in active:
-            self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie, d[_PCIE],
-                       cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]},
-                       self._pcie_rate(s.ts, d[_PCIE], cfg))
-            self._pcie_seen(out, s, d[_PCIE], cfg)
+            level = self._rate(out, s, cfg, "pcie_replay", "gpu_hardware", self._pcie,
+                               d[_PCIE], cfg.pcie_replays, {"pcie_replay_increase": d[_PCIE]},
+                               self._pcie_rate(s.ts, d[_PCIE], cfg))
+            self._pcie_seen(out, s, d[_PCIE], cfg, level)
 
-    def _pcie_seen(self, out: list[Finding], s: EccSample, n: int, cfg: Thresholds) -> None:
+    def _pcie_seen(self, out: list[Finding], s: EccSample, n: int, cfg: Thresholds,
+                   level: float | None) -> None:
         """Raise ``pcie_seen`` -- evidence, never a verdict -- once the replays counted with
         ``pcie_half_life_s`` reach ``pcie_evidence`` (DCGM's PCIe health limit, 8 a minute,
         within about a minute); clear it after ``hw_quiet_s`` without a replay.
@@ -258,11 +259,13 @@ class GpuHealth:
         ranks late by their host path, was escalated ``unknown`` long before either (blind20
         P1).  This is what the correlator weighs a slow rank -- or its node's TP group --
         against at its first judgement (Correlator._pcie_impact); on its own it pages nobody:
-        healthy GPUs trickle 0-20 replays an hour, one or two a poll."""
+        healthy GPUs trickle 0-20 replays an hour, one or two a poll.  ``level``: the count
+        as :meth:`_rate` left it at ``s.ts`` (None: it counted nothing, ``n`` is 0)."""
         active = self._active
         if "pcie_seen" not in active:
-            level = self._pcie.value(s.ts)
-            if n and level >= cfg.pcie_evidence:
+            if n and level is None:  # (not so: _rate counts every replay)
+                level = self._pcie.value(s.ts)
+            if n and level is not None and level >= cfg.pcie_evidence:
                 active.add("pcie_seen")
                 self._emit(out, s, "pcie_seen", "gpu_hardware", verdict=False, severity=0.5,
                            evidence={"pcie_replay_increase": n,
@@ -316,14 +319,15 @@ class GpuHealth:
 
     def _rate(self, out: list[Finding], s: EccSample, cfg: Thresholds, signal: str, cause: str,
               count: DecayingCount, n: int, limit: float, evidence: dict[str, Any],
-              held: dict[str, Any] | None = None, verdict: bool = True) -> None:
+              held: dict[str, Any] | None = None, verdict: bool = True) -> float | None:
         """Raise at ``limit`` recent errors, or with ``held`` (evidence of a rate held for
         minutes, :meth:`_pcie_rate`); clear after ``hw_quiet_s`` without a new one.  Not
-        ``verdict``: raised as evidence only (a single-bit error rate alone)."""
+        ``verdict``: raised as evidence only (a single-bit error rate alone).  Returns the
+        count at ``s.ts`` as it leaves it (0 when cleared), None when it counted nothing."""
         if n:
             self._last_error[signal] = s.ts
         elif signal not in self._active:
-            return  # nothing new and nothing raised: the common case
+            return None  # nothing new and nothing raised: the common case
         level = count.add(s.ts, n)
         if signal not in self._active:
             if level >= limit or held is not None:
@@ -339,6 +343,8 @@ class GpuHealth:
                 self._pcie_samples.reset()
             self._active.discard(signal)
             self._emit(out, s, signal, cause, active=False, severity=0.0)
+            return 0.0
+        return level
 
     def _on_flags(self, s: EccSample, out: list[Finding]) -> None:
         if s.row_remap_failure and not self._remap_failure:

@@ -191,6 +191,12 @@ class _Port:
         self.cnp_run: list[Any] | None = None
 
 
+def _upper_median(values: list[float]) -> float:
+    """The middle value of ``values`` (of an even count, the upper of the two middle ones):
+    the siblings' reference of a port's rates."""
+    return sorted(values)[len(values) // 2]
+
+
 def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
     """The port's traffic started or stopped.  From a start after a long idle (its first
     traffic, or quiet for longer than its routine rate's half-life: a new job), its routine
@@ -326,8 +332,8 @@ class NodeNics:
                     and v10 >= b10 and v2 == b2 and v3 == b3 and v4 == b4 and v7 == b7
                     and v8 == b8 and v2 is not None and v3 is not None
                     and v4 is not None and v7 is not None and v8 is not None
-                    and (v0 - b0) + (v1 - b1) + (v5 - b5) + (v6 - b6) + (v9 - b9)
-                    + (v10 - b10) <= cap):
+                    and (v0 - b0) + (v1 - b1) + (v5 - b5) + (v6 - b6) + (d9 := v9 - b9)
+                    + (d10 := v10 - b10) <= cap):
                 return False  # a reset, an error, a flap (or a blank, a jump)
         except TypeError:
             return False  # a counter missing, now or before
@@ -336,7 +342,7 @@ class NodeNics:
             if wait >= cfg.nic_congested_wait_per_s and p.cong_n >= cfg.nic_congested_learn \
                     and wait >= cfg.nic_congested_wait_ratio * p.wait_mean:
                 return False  # its wait jumped: congested? (_congestion)
-            if (v9 - b9) >= cfg.nic_cnp_per_s * dt or (v10 - b10) >= cfg.nic_cnp_per_s * dt \
+            if d9 >= cfg.nic_cnp_per_s * dt or d10 >= cfg.nic_cnp_per_s * dt \
                     or p.cnp_run is not None:
                 return False  # CNPs far above DCQCN's everyday: above its siblings'? (_cnps)
             p.gbps = gbps = ((v0 - b0) + (v1 - b1)) * 8e-9 / dt
@@ -358,8 +364,8 @@ class NodeNics:
                 if p.vote <= 0:
                     self._vote(p, 1, cfg)
         if dt > 0:
-            p.np_s, p.rp_s = (v9 - b9) / dt, (v10 - b10) / dt  # (its siblings' reference)
-            _learn_wait(p, wait, ((v9 - b9) + (v10 - b10)) / dt, cfg)  # (taken: nothing to tell)
+            p.np_s, p.rp_s = d9 / dt, d10 / dt  # (its siblings' reference)
+            _learn_wait(p, wait, (d9 + d10) / dt, cfg)  # (taken: nothing to tell)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
         p.interval_s = dt
@@ -512,9 +518,8 @@ class NodeNics:
         sent = handled = False
         ref: tuple[float, float, float] = (0.0, 0.0, 0.0)
         if p.busy and p.role >= 0 and len(peers) >= ALONE_PEERS:
-            n = len(peers) // 2
-            ref = (sorted(o.np_s for o in peers)[n], sorted(o.rp_s for o in peers)[n],
-                   sorted(o.gbps or 0.0 for o in peers)[n])
+            ref = (_upper_median([o.np_s for o in peers]), _upper_median([o.rp_s for o in peers]),
+                   _upper_median([o.gbps or 0.0 for o in peers]))
             least = cfg.nic_cnp_peer_floor_s
             sent = (np_s >= floor and np_s >= cfg.nic_cnp_ratio * max(ref[0], least)
                     and (p.gbps or 0.0) <= cfg.nic_cnp_bytes_ratio * ref[2])
@@ -1006,8 +1011,7 @@ class NodeNics:
                  o.peer >= share or o.role > 0 or (not o.role and standing(o) > 0))]
         if len(rates) < 2:
             rates = [o.gbps for o in self._ports.values() if o.gbps is not None]
-        rates.sort()
-        self._ref_gbps = rates[len(rates) // 2] if len(rates) > 1 else 0.0
+        self._ref_gbps = _upper_median(rates) if len(rates) > 1 else 0.0
         self._ref_ts = ts
 
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:

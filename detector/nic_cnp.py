@@ -68,10 +68,13 @@ def on_finding(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if f.signal == "cnp_sent":
         corr._timer(f.ts + corr._window("switch", f), "cnp", key)
         return
+    told: _Told | None = None  # (read once for all its senders: _judge changes no kept one)
     for g in list(kept.values()):  # a port handling: a sender waited for may page now
         if g.signal == "cnp_sent" and g.cluster == f.cluster \
                 and f.ts >= g.ts + corr._window("switch", g):
-            _judge(corr, g, f.ts, out)
+            if told is None:
+                told = _told(corr, f.cluster)
+            _judge(corr, g, f.ts, out, told)
 
 
 def on_due(corr: Correlator, key: str, due: float, out: list[Alert]) -> None:
@@ -81,7 +84,28 @@ def on_due(corr: Correlator, key: str, due: float, out: list[Alert]) -> None:
         _judge(corr, g, due, out)
 
 
-def _judge(corr: Correlator, g: Finding, now: float, out: list[Alert]) -> None:
+# The nodes of a cluster whose ports send CNPs far above their siblings, and its ports handling
+# CNPs far above theirs with their nodes, in the kept order (:func:`_told`).
+_Told = tuple[set[str], list[tuple[str, str, Finding]]]
+
+
+def _told(corr: Correlator, cluster: str | None) -> _Told:
+    """The kept ports' findings of ``cluster`` that :func:`_judge` weighs, read once."""
+    senders: set[str] = set()
+    handling: list[tuple[str, str, Finding]] = []
+    for key, h in corr._cnp.items():
+        if h.cluster == cluster:
+            if h.signal == "cnp_sent":
+                senders.add(h.scope.node)  # type: ignore[arg-type]
+            elif h.signal == "cnp_handled":
+                handling.append((h.scope.node, key, h))  # type: ignore[arg-type]
+    return senders, handling
+
+
+def _judge(corr: Correlator, g: Finding, now: float, out: list[Alert],
+           told: _Told | None = None) -> None:
+    """Page sender ``g``'s NIC if its job waits on it (the module's rules).  ``told``: the
+    cluster's kept findings (:func:`_told`), when the caller has read them."""
     node = g.scope.node
     assert node is not None
     p = corr.problems.get(corr.dedup_key(ISOLATION, "network", g.scope, g.cluster))
@@ -91,8 +115,7 @@ def _judge(corr: Correlator, g: Finding, now: float, out: list[Alert]) -> None:
     jobs = sorted({job for job, _ in placement.on_node.get(node, {})})
     if not jobs:
         return  # no job on the node: nobody waits on it
-    senders = {h.scope.node for h in corr._cnp.values()
-               if h.signal == "cnp_sent" and h.cluster == g.cluster}
+    senders, handling = _told(corr, g.cluster) if told is None else told
     if len(senders) >= MAX_NODES:
         return  # many nodes at once: the fabric's pattern, no NIC's
     topo = corr.topology
@@ -104,18 +127,20 @@ def _judge(corr: Correlator, g: Finding, now: float, out: list[Alert]) -> None:
         # leaf "congested" by detector.part_window's count: the ports waiting on this NIC are
         # congested by their own running mean, and in a small fabric they are half its leaf.)
         return
-    mates: list[Finding] = []
+    by_key: dict[str, Finding] = {}  # (kept once each, in the order first found)
     waiting: list[str] = []
     for job in jobs:
         nodes = {n for n, _, _ in placement.ranks.get(job, {}).values()} - {node}
-        told = [h for h in corr._cnp.values() if h.signal == "cnp_handled"
-                and h.cluster == g.cluster and h.scope.node in nodes]
-        if told:
+        found = False
+        for n, key, h in handling:
+            if n in nodes:
+                found = True
+                by_key.setdefault(key, h)
+        if found:
             waiting.append(job)
-            mates.extend(h for h in told if h not in mates)
-    if not mates:
+    if not by_key:
         return  # no port of its job handles its CNPs: nobody waits on it
-    mates.sort(key=lambda h: h.scope.key)
+    mates = sorted(by_key.values(), key=lambda h: h.scope.key)
     ev = g.evidence
     sent, peer = ev.get("cnps_per_s"), ev.get("peers_median_cnps_per_s")
     named = ", ".join(f"{h.scope.node}:{h.scope.nic} ({h.evidence.get('cnps_per_s')}/s)"

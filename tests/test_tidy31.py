@@ -187,3 +187,66 @@ def test_a_node_page_names_its_first_16_gpus_then_dots() -> None:
     from detector.correlate import _listed
     assert _listed([2, 3]) == "2, 3"
     assert _listed(list(range(17))) == ", ".join(map(str, range(16))) + " ..."
+
+
+# -- detector/nic_cnp.py: a port handling CNPs judges every sender waiting on one read -------
+
+
+class _Reads(dict):
+    """The correlator's kept CNP findings, counting the walks over them."""
+
+    walks = 0
+
+    def values(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().items()
+
+
+def test_a_port_handling_cnps_reads_the_kept_findings_once_for_all_its_senders() -> None:
+    # 200 ports of n01 sending (n01, n02 the job's), then one port of n02 handling: each
+    # sender is judged (and paged: the job waits on it); main walked the kept findings twice a
+    # sender (its senders, then its job's ports handling): 401 walks for one finding.
+    from detector.alerts import Scope
+    from detector.correlate import Correlator
+    from tests.test_x1nic import TOPO
+    c = Correlator(Thresholds(), TOPO)
+    out: list = []
+    c.on_finding(Finding(T0, T0, "job_layout", "slow_node", "unknown", Scope.of_node("n01"),
+                         True, False, 0.0, {"placement": [[0, "n01", 0, 0], [1, "n02", 0, 1]]},
+                         "train"), out)
+    c._cnp = _Reads(c._cnp)
+    for port in range(200):
+        c.on_finding(Finding(T0, T0, "cnp_sent", "network", "nic",
+                             Scope.of_nic("n01", "mlx5_2", port), True, False, 0.5,
+                             {"cnps_per_s": 3000.0}), out)
+    _Reads.walks = 0
+    c.on_finding(Finding(T0 + 100.0, T0 + 100.0, "cnp_handled", "network", "nic",
+                         Scope.of_nic("n02", "mlx5_2", 1), True, False, 0.5,
+                         {"cnps_per_s": 1000.0}), out)
+    pages = [a for a in out if a.status == "firing" and a.cause == "nic"]
+    assert len(pages) == 200 and {a.evidence["ports_handling"][0] for a in pages} == {
+        "nic:n02/mlx5_2:1"}
+    assert _Reads.walks <= 2
+
+
+# (alerts of tests/test_x1nic.py's scenarios as main 67fce37 wrote them; e3b0...: none)
+_PINNED_NIC = {"comm": "1aea1aee7c1a3847", "fabric": "e3b0c44298fc1c14",
+               "incast": "e3b0c44298fc1c14", "x8": "1aea1aee7c1a3847",
+               "x8_30": "b193582ecf0c0954"}
+
+
+def test_the_nic_pages_are_main_s_message_for_message() -> None:
+    from tests.test_x1nic import job, ports, run, x8
+    got = {"x8": _digest(run(x8())), "x8_30": _digest(run(x8(every=30.0))),
+           "incast": _digest(run(ports(
+               sent={("n02", f"mlx5_{k}"): 3000.0 for k in range(4)},
+               handled={(n, f"mlx5_{k}"): 1000.0 for n in ("n01", "n04") for k in range(4)}))),
+           "fabric": _digest(run(ports(
+               sent={(n, "mlx5_2"): 3000.0 for n in ("n01", "n02", "n03")},
+               handled={(n, "mlx5_1"): 1000.0 for n in ("n01", "n02", "n03", "n04")}))),
+           "comm": _digest(run(x8(), job(comm=900.0)))}
+    assert got == _PINNED_NIC
