@@ -569,7 +569,7 @@ class Correlator(PartWindows):
                 # ranks then escalated as on a 30 s one).  Without that view, after
                 # unit_idle_s.
                 del cadence[node]
-        nic_cnp.prune(self, idle)
+        nic_cnp.prune(self, idle, now)
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
             del self._busy[node]  # (told on a change only: gone with its monitors)

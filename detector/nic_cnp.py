@@ -165,14 +165,17 @@ def _judge(corr: Correlator, g: Finding, now: float, out: list[Alert],
         p.add(h, corr.cfg.evidence_items)
 
 
-def prune(corr: Correlator, idle: float) -> None:
-    """Forget the told CNPs of ports whose node's NIC monitors are gone (told before ``idle``;
-    findings come on a change only, so their age says nothing while the node reports)."""
+def prune(corr: Correlator, idle: float, now: float) -> None:
+    """Forget the told CNPs of ports whose node's NIC monitors are gone (told before ``idle``,
+    or stamped more than ``now - idle`` ahead of ``now``: a port told from a clock far ahead
+    was never forgotten -- review30; findings come on a change only, so their age says
+    nothing while the node reports)."""
     seen = corr.seen
     if seen is None:
         return  # (bounded by MAX_KEPT)
+    ahead = now + (now - idle)
     for key in [k for k, f in corr._cnp.items()
-                if f.ts < idle and not seen(f.scope.node or "", "nic")]:
+                if not idle <= f.ts <= ahead and not seen(f.scope.node or "", "nic")]:
         del corr._cnp[key]
 
 

@@ -250,3 +250,22 @@ def test_the_nic_pages_are_main_s_message_for_message() -> None:
                handled={(n, "mlx5_1"): 1000.0 for n in ("n01", "n02", "n03", "n04")}))),
            "comm": _digest(run(x8(), job(comm=900.0)))}
     assert got == _PINNED_NIC
+
+
+def test_told_cnps_stamped_far_ahead_of_a_node_gone_are_forgotten_too() -> None:
+    # (Fails on main: a port told from a clock a day ahead stayed kept until the fleet's time
+    # passed it -- prune forgot only those told more than unit_idle_s before.)
+    from detector.alerts import Scope
+    from detector.correlate import Correlator
+    from tests.test_x1nic import TOPO
+    heard = {"n05"}
+    c = Correlator(Thresholds(), TOPO, seen=lambda node, source: node in heard)
+    out: list = []
+    idle_s = Thresholds().unit_idle_s
+    for node, ts in (("n05", T0 + 86400.0), ("n06", T0 + 86400.0), ("n07", T0 + idle_s)):
+        c.on_finding(Finding(ts, ts, "cnp_handled", "network", "nic",
+                             Scope.of_nic(node, "mlx5_0", 1), True, False, 0.5, {}), out)
+    c.prune(T0 + idle_s)
+    # n05 still reports (kept, however stamped); n06 is gone and a day ahead; n07 is gone but
+    # told within unit_idle_s of now
+    assert sorted(f.scope.node for f in c._cnp.values()) == ["n05", "n07"]
