@@ -15,6 +15,7 @@ from detector.findings import Finding
 from detector.steps import _GONE_CHECK_STEPS, _GONE_STEPS, JobMonitor
 from detector.testing import T0, step
 from detector.thresholds import Thresholds
+from tests.test_bounds_ranks import _run
 
 
 def _ar_steps(first: int, last: int, ranks: list[int], rho: float = 0.7, seed: int = 0,
@@ -31,13 +32,6 @@ def _ar_steps(first: int, last: int, ranks: list[int], rho: float = 0.7, seed: i
             compute = 700.0 * float(np.exp(0.03 * z[i]))
             out.append(step(T0 + s + 0.001 * r, r, s + shift, compute_ms=round(compute, 2),
                             step_ms=1000.0, node=node, gpu=r % 8))
-    return out
-
-
-def _run(job: JobMonitor, events: list) -> list[Finding]:
-    out: list[Finding] = []
-    for e in events:
-        job.add(e, out)
     return out
 
 
