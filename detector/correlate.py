@@ -937,9 +937,11 @@ class Correlator(PartWindows):
             return self.cfg.resolve_after_s
         return max(self.cfg.resolve_after_s, self.cfg.flap_window_s)
 
-    def _schedule_resolve(self, p: Problem, ts: float) -> None:
+    def _schedule_resolve(self, p: Problem, ts: float, wait: float | None = None) -> None:
+        """``p`` quiet since ``ts``: resolved once quiet :meth:`_quiet_needed` -- looked at
+        ``wait`` on instead, when given (a longer hold: liveness's partial return)."""
         p.quiet_since = ts
-        self._timer(ts + self._quiet_needed(p), "resolve", p.key)
+        self._timer(ts + (self._quiet_needed(p) if wait is None else wait), "resolve", p.key)
 
     def _resolve_due(self, key: str, due: float, out: list[Alert]) -> None:
         p = self.problems.get(key)

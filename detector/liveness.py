@@ -35,7 +35,9 @@ Two halves, one path for the service and the replay:
   :data:`SUSPECT_S` -- a job that stalled with it is re-formed elsewhere only minutes
   later, a node replaced under a running job has them moved at once: the node's source's
   step view, or where
-  the source sees no steps -- the service -- the job layouts, and a busy GPU) is one
+  the source sees no steps -- the service -- the job layouts, and a busy GPU; not one whose
+  stop was due while the node still reported, unless its GPUs elsewhere wait for the node:
+  :func:`_ended_first`, blind21 F1's firmware flash after the job's end) is one
   escalation, ``unattributed``/``unknown`` at the node, with the last record time per
   topic, the jobs and the next diagnostic (BMC, console, power).  A node heard again
   resolves it.  A node replaced under a running job (its ranks run elsewhere), drained
@@ -562,9 +564,8 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
                 # before cap19), not when the silent topic's unit is pruned an hour later as
                 # "left the fleet" (review30).  Every topic back first: 30 s after the last.
                 p.extra["resolved_because"] = f"{node} reported on {what} again"
-                p.quiet_since = f.ts
-                corr._timer(f.ts + max(corr.cfg.flap_window_s, corr.cfg.resolve_after_s),
-                            "resolve", p.key)
+                corr._schedule_resolve(
+                    p, f.ts, max(corr.cfg.flap_window_s, corr.cfg.resolve_after_s))
                 return
             p.extra["resolved_because"] = (
                 f"no telemetry from {node} for {corr.cfg.unit_idle_s:g} s: it left the fleet"
@@ -963,12 +964,13 @@ class _LayoutView:
         """Its other nodes not quiet on every topic they used."""
         return {n for n, _ in others if not _dark(self.corr, n)}
 
-    def waiting(self, name: str, up: set[str], t: float) -> tuple[int, int]:
+    def waiting(self, name: str, up: set[str], t: float, since_stop: bool = True
+                ) -> tuple[int, int]:
         """(its GPUs on nodes up with thermal samples, those of them busy since the stop --
         a busy run begun more than a sample after its last step followed an idle spell: the
-        job stopped there, whatever runs now), once a sample of theirs is due after the stop;
-        (0, 0) before.  A busy node whose idle GPUs were not told (a source before round 22)
-        counts only if the job has it to itself."""
+        job stopped there, whatever runs now; not ``since_stop``: busy now), once a sample of
+        theirs is due after the stop; (0, 0) before.  A busy node whose idle GPUs were not
+        told (a source before round 22) counts only if the job has it to itself."""
         corr = self.corr
         placement = corr._placement
         seen = corr.seen
@@ -982,7 +984,7 @@ class _LayoutView:
         if self.now < t + max(FAST_S, 1.5 * every):
             return 0, 0
         return len(gpus), sum(1 for n, g in gpus if corr.gpu_idle(n, g) is not True and not (
-            _is_time(s := corr.busy_since(n, g)) and s > t + max(MOVED_S, every)))
+            since_stop and _is_time(s := corr.busy_since(n, g)) and s > t + max(MOVED_S, every)))
 
     def moved(self, name: str, others: set[Any], t: float) -> bool:
         """Another job stepped on its GPUs since (:func:`_went_on`)."""
@@ -1120,7 +1122,7 @@ def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
                     p.add(g, corr.cfg.evidence_items)
                 return
     jobs = [j for n in group for j in _running(corr, n, [g for w, g in silent[n].items()
-                                                          if w in TOPICS])]
+                                                          if w in TOPICS], f.ts)]
     if not jobs:
         return  # nothing ran on it to the end: drained, replaced, taken out -- or idle
     scope = part if part is not None else Scope.of_node(node)
@@ -1183,16 +1185,51 @@ def _page_of(corr: Correlator, node: str, cluster: str | None) -> Any:
     return None
 
 
-def _running(corr: Correlator, node: str, found: list[Finding]) -> list[Any]:
+def _running(corr: Correlator, node: str, found: list[Finding], now: float) -> list[Any]:
     """The jobs that ran on ``node`` to its end: as its sources saw them (the engine's one
     source sees steps: jobs that stepped within the bound of its last record and whose ranks
     stayed there), else as the correlator's job layouts place them, when its GPUs were busy
-    (a drained node's GPUs report idle)."""
+    (a drained node's GPUs report idle) -- either way not one that ended first
+    (:func:`_ended_first`)."""
     if any(g.evidence.get("steps_seen") is True for g in found):
-        return _jobs_of(corr, node, found, placed=False)
-    if corr.seen is not None and corr.seen(node, "thermal") and node not in corr._busy:
+        jobs = _jobs_of(corr, node, found, placed=False)
+    elif corr.seen is not None and corr.seen(node, "thermal") and node not in corr._busy:
         return []
-    return _jobs_of(corr, node, found)
+    else:
+        jobs = _jobs_of(corr, node, found)
+    last = max((x for g in found if _is_time(x := g.evidence.get("last_ts"))), default=None)
+    if last is None or any(g.evidence.get("job_stalled") is True for g in found):
+        return jobs  # (judged in seconds: its jobs were lost with it, _lost)
+    view = _LayoutView(corr, node, now)
+    return [j for j in jobs if not _ended_first(view, j["job"], last)]
+
+
+def _ended_first(view: _LayoutView, name: str, last: float) -> bool:
+    """Whether job ``name`` stopped stepping while its node still reported (blind21 F1: Slurm
+    reboots a node for a firmware flash a minute after its job ended -- nothing lost): its
+    source told it stopped (:func:`_stops`) and that stop was due -- :func:`stop_s` of its
+    period (three steps, :data:`FAST_S` at least) after its last step -- before ``last``, the
+    node's newest record on any topic; and it does not wait for the node now: none of its GPUs
+    on its other nodes still heard are busy with no other job stepping there (its ranks
+    spinning in the collective for a node that died in the job's save or an eval's idle
+    spell -- unlike :func:`_lost`'s, busy now whatever idled between).  A node dying under
+    its job has the job's last step at its silence, a step period or so before it: kept."""
+    corr = view.corr
+    stop = (corr._silent.get(_STOPS) or {}).get(name)
+    if stop is None or not stop.active:
+        return False  # (no stop told, or stepping again: as before)
+    t, period = stop.evidence.get("last_step_ts"), stop.evidence.get("step_period_s")
+    if not _is_time(t) or t + stop_s(period if _is_time(period) and period > 0 else math.nan) \
+            >= last:
+        return False
+    others = {(hw[0], hw[1]) for hw in corr._placement.ranks.get(name, {}).values()
+              if hw[0] != view.node}
+    up = view.up(others)
+    if up:
+        known, busy = view.waiting(name, up, t, since_stop=False)
+        if 2 * busy > known and not view.moved(name, others, t):
+            return False
+    return True
 
 
 def _jobs_of(corr: Correlator, node: str, found: Any, placed: bool = True) -> list[Any]:

@@ -83,6 +83,13 @@ from models.peer_stats import (
 
 _MAX_RANK = 1 << 24  # as the decoder's bound (DESIGN.md "Bounds")
 _DONE_KEPT = 256  # evaluated steps remembered, to recognise late messages
+# A job whose clock was run on without records (``expire(quiet=True)``: the service's idle
+# advance of a step partition holding only this job, a backlog's run-through) and that decided
+# no step for this long has stopped: its slow ranks are withdrawn, as another record's clock
+# would have after job_stopped_steps periods -- not left to page until the job is forgotten
+# (job_idle_s: review30 finding 5).  A broker hiccup this long withdraws them too; a slow rank
+# still slow is found again within a few steps once the steps come back.
+STOPPED_QUIET_S = 240.0
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 # In a rank set of _partial: the step was decided complete, and the set holds only the ranks
@@ -918,12 +925,14 @@ class JobMonitor(NumericChecks):
 
         A job whose steps stopped while other records moved the clock on has its slow ranks
         withdrawn (:meth:`_retract_slow`); a clock run on without records (``quiet``: a
-        stream gone idle, the end of the input) is no evidence of that.
+        stream gone idle, a broker hiccup) is evidence of that only after
+        :data:`STOPPED_QUIET_S` (the end of the input, never).
         """
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
-        if not quiet and now != math.inf and now - self._last_step_ts > max(
-                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period) and (
+        if now != math.inf and now - self._last_step_ts > max(
+                2 * cfg.lateness_s, cfg.job_stopped_steps * self._period,
+                STOPPED_QUIET_S if quiet else 0.0) and (
                 self._reported.any() or self._host_rep.any()
                 or (len(self._hr) and self._hr[:, host_rise.RAISED].any())):
             self._retract_slow(now, out)

@@ -34,11 +34,11 @@ EXPECT: dict[str, tuple] = {
         "depth follows its own demand, so some nodes' ranks fall 3-8 % behind capped peers, and "
         "where the row cuts a job its capped half is slower than the rest: 8 of 8 facility "
         "logs, 18 isolations tune + held"), 0),
-    "F1-flash-after-job-end-paged-silent": (bc.nothing_paged, (
-        "F1: a node Slurm reboots for a firmware flash 45-90 s after its job ended (dark 3-5 "
-        "min on every topic) is escalated unattributed/unknown as gone silent -- the job's last "
-        "step before its silence counts as a job on it: 4 of 8 facility logs, every one whose "
-        "flash began 45-87 s after the job's end (122-177 s: none)"), 0),
+    # (was a strict xfail -- F1: a node Slurm reboots for a firmware flash 45-90 s after its
+    # job ended was escalated unattributed/unknown as gone silent, the job's last step before
+    # its silence counting as a job on it: 4 of 8 facility logs.  life31: a job whose stop
+    # was due while the node still reported ended first -- liveness._ended_first)
+    "F1-flash-after-job-end-paged-silent": (bc.nothing_paged, None, 0),
     "M1-moe-hot-expert-four-nodes-escalated": (bc.nothing_paged, (
         "M1: an MoE job's hot expert (+8-25 % of one EP index's expert work, +3.6-11 % on its "
         "ranks, the same index in all four EP groups, held 10-40 steps then moving; EP ranks "

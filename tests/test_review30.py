@@ -4,7 +4,7 @@ rules, o2diag, Monitors.holds_nothing) and of the paths round 29 opened to older
 monitors run on without records).  Each finding's test fails on main e2bf9ae; a finding left
 open is a strict xfail that says what is wrong and where; the controls pass on both.  Ordered
 by what they would cost a user: 1 and 3 fixed (detector/monitors.py, detector/liveness.py), 2
-and 4 open in home30's files (detector/pipeline/), 5 open (a design choice), 6 open
+and 4 open in home30's files (detector/pipeline/), 5 settled by a bound (life31, round 31), 6 open
 (sdc19's tiebreak)."""
 
 from __future__ import annotations
@@ -188,17 +188,14 @@ def test_a_quiet_clusters_stopped_job_resolves_while_another_keeps_the_time() ->
 
 
 # -- 5. the service withdraws a stopped job's slow ranks an hour after the replay ------------
+# (was a strict xfail, "a design choice to settle": detector/steps.py JobMonitor.expire withdrew
+# a stopped job's slow ranks only on a clock moved by records, so a job alone in its service
+# step partition had them withdrawn only when forgotten, job_idle_s on -- resolved at 6,102 s
+# where the replay resolves at 2,000 s.  life31: a quiet clock withdraws them too once the job
+# decided no step for STOPPED_QUIET_S (240 s), README says the bound -- resolved at 2,040 s;
+# tests/test_life31.py holds the control, a shorter quiet spell keeps the page)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "open (a design choice to settle, not a slip): detector/steps.py JobMonitor.expire withdraws "
-    "a stopped job's slow ranks only on a clock moved by records (README: 'a job that decides no "
-    "step for 10 step periods has its slow ranks withdrawn'); the service's idle advance is "
-    "quiet (a broker hiccup must not withdraw them), so a job alone in its step partition has "
-    "them withdrawn only when it is forgotten, job_idle_s (3,600 s) on -- resolved 5,510 + 600 "
-    "s where `faultline replay` of the same steps beside any other record resolves at 2,000 s. "
-    "The liveness scan tells the correlator the job stopped at ~1,220 s in both (dark20); the "
-    "correlator could withdraw them on that, or README say the service's bound"))
 def test_the_service_withdraws_a_stopped_jobs_slow_rank_as_the_replay_does(
         tmp_path_factory, monkeypatch) -> None:
     alerts = _service_alone(tmp_path_factory, monkeypatch)
