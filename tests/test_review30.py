@@ -4,8 +4,8 @@ rules, o2diag, Monitors.holds_nothing) and of the paths round 29 opened to older
 monitors run on without records).  Each finding's test fails on main e2bf9ae; a finding left
 open is a strict xfail that says what is wrong and where; the controls pass on both.  Ordered
 by what they would cost a user: 1 and 3 fixed (detector/monitors.py, detector/liveness.py), 2
-and 4 open in home30's files (detector/pipeline/), 5 settled by a bound (life31, round 31), 6 open
-(sdc19's tiebreak)."""
+and 4 fixed in round 31 (home31, detector/pipeline/), 5 settled by a bound (life31, round 31), 6
+open (sdc19's tiebreak)."""
 
 from __future__ import annotations
 
