@@ -154,6 +154,20 @@ def test_sched_elastic_preemption_gsp_and_remap():
         r["scope"]["node"], r["scope"]["gpu"])}
 
 
+def test_every_save_effect_lies_in_its_jobs_life():
+    """A checkpoint-save effect lies between its job's first and last step (the freeze listed
+    hp-c's saves from before hp-c existed: effects.json only, the logs unchanged)."""
+    path, recs = _log("sched", 0, 12.0)
+    steps = defaultdict(list)
+    for v in _tele(recs, "step"):
+        steps[v["job"]].append(v["ts"])
+    fx = json.loads(path.with_name("sched-s0.effects.json").read_text())
+    saves = [e for e in fx if e["effect"] == "checkpoint-save"]
+    assert {e["scope"]["job"] for e in saves} == {"el-a", "hp-c", "ft-d"}
+    assert [e for e in saves if not min(steps[e["scope"]["job"]]) <= e["start_ts"] <= max(
+        steps[e["scope"]["job"]])] == []
+
+
 def test_sdc_minority_is_the_label_gpu_alone():
     """Odd seeds: from the label's start the label GPU's checksum stands alone against its DP
     peers (same job, tp_rank, pp_rank, step); before it, and everywhere else, they agree."""

@@ -264,6 +264,8 @@ def sched(seed: int, minutes: float = 20.0):
              port_bytes_s=7e9, checksum=True, loss=True)
     saves(H, float(rng.uniform(260, 340)), (4000.0, 6000.0))
     H.saves = [s for s in H.saves if s[0] > h_begin + 120]
+    effects[:] = [e for e in effects if e["effect"] != "checkpoint-save" or e["scope"].get(
+        "job") != "hp-c" or e["start_ts"] > h_begin + 120]     # (after the freeze: see README)
     effects += [
         _effect("preemption", {"job": "lp-b"}, tp_, tp_ + 2.0,
                 "the scheduler preempts the low-priority job mid-step: its last step "
