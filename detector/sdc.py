@@ -101,13 +101,19 @@ def tie(pair: dict[int, list[float]], paired: set[int], step: int,
 # ordinary against its own.  Both ordinary, both jumped, or either without a history yet: no
 # tiebreak -- the job escalation stays (nothing is guessed).  Each rank's history is the
 # JobMonitor's ``_gmean`` / ``_gdev`` / ``_gown`` / ``_gn`` (by slot), kept only in jobs whose
-# peer groups are pairs (:func:`grad_track`), for the step the checksums split on alone.
+# peer groups are pairs (:func:`grad_track`).  One step's jump is no proof: the other replica
+# trains on its own batch (a hard one moves its norm once), and one forged step record can
+# move any -- so a split the rule leans on is held and judged again on the pair's next
+# TIE_SPLITS - 1 split steps against the two levels and spreads from before it
+# (detector.step_numerics ``_tie_lean``): a corrupted copy's norm stays off, a batch's or a
+# forgery's does not repeat (review30 6).  Undone on any of them, the pair is the job's tie.
 TIE_GRAD_ALPHA = 1.0 / 32.0  # smoothing of a rank's own history of log(grad_norm)
 TIE_GRAD_WARM = 16           # steps of its history before its jump can break a tie
 TIE_GRAD_Z = 5.0             # the jump: robust sigmas of its history, less its replica's move
 TIE_GRAD_CALM = 2.0          # the peer's: within this many of its own
 TIE_GRAD_RATIO = 1.1         # ... and at least this ratio over its history and over its peer's
 TIE_GRAD_FLOOR = 0.01        # floor of a history's spread (log(grad_norm))
+TIE_SPLITS = 3              # split steps a tiebreak holds through before naming the GPU
 TIE_GRAD_SEVERITY = 0.8      # the GPU escalation a tiebreak makes (a strict majority's: 0.95)
 _TRACK_CAP = 1 << 20         # (a history's step count stops there)
 _MEAN_ABS_TO_SIGMA = 1.2533
