@@ -24,51 +24,40 @@ from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.monitors import Monitors
 from detector.statecodec import SnapshotRefused, decode_state, encode_state
-from detector.testing import T0, feed, healthy_job, thermal
+from detector.testing import T0, feed, healthy_job
 
-GPU, RANK = 4, 4  # node-000 GPU 4 runs rank 4 (detector.testing.step)
-SLOW_FROM, SLOW_TO, STEPS = 300, 420, 480
 DROP = 0.289  # the overlap case's clock loss
 
 
-def _polls() -> list:
-    """Two nodes' GPUs sampled every second; node-000/4 at 0x4, DROP below 1980 MHz, for the
-    slowdown's steps; every other GPU free."""
-    out = []
-    for i in range(STEPS):
-        t = T0 + i + 0.5
-        for n in range(2):
-            for g in range(8):
-                clock, bits, power = 1980.0, 0, 680.0
-                if n == 0 and g == GPU and SLOW_FROM <= i < SLOW_TO:
-                    clock, bits, power = round(1980.0 * (1.0 - DROP)), 0x4, 540.0
-                out.append(thermal(t + 0.001 * g, f"node-{n:03d}", g, clock_mhz=clock,
-                                   throttle=bits, power_w=power))
-    return out
-
-
-def _fired(slower: float, seed: int) -> list:
-    steps = list(healthy_job(steps=STEPS, slow={RANK: slower}, slow_from=SLOW_FROM,
-                             slow_to=SLOW_TO, seed=seed))
-    events = sorted(steps + _polls(), key=lambda e: e.ts)
+def _fired(slower: float, seed: int, monkeypatch: pytest.MonkeyPatch) -> list:
+    """test_pcap29's two nodes, node-000/4 at 0x4 DROP below 1980 MHz for the slowdown's
+    steps (no routine dip, every other GPU free), its rank ``slower`` with step noise
+    ``seed``."""
+    import tests.test_pcap29 as pcap29
+    monkeypatch.setattr(pcap29, "DROP", DROP)
+    steps = list(healthy_job(steps=pcap29.STEPS, slow={pcap29.RANK: slower},
+                             slow_from=pcap29.SLOW_FROM, slow_to=pcap29.SLOW_TO, seed=seed))
+    events = sorted(steps + pcap29._polls(routine_dip=False), key=lambda e: e.ts)
     return [a for a in feed(Engine(), events) if a.status == "firing"]
 
 
-def test_a_deep_cap_whose_rank_is_within_the_step_noise_of_its_clock_is_paged_power() -> None:
+def test_a_deep_cap_whose_rank_is_within_the_step_noise_of_its_clock_is_paged_power(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # seed 4, x1.44: the run's mean 1.4331 over 4 steps (sigma 0.0145) -- 1.9 % over the
     # 1.4065 the clock explains, as the overlap case's 1.4309 was 1.7 % over it.
-    fired = _fired(1.44, seed=4)
+    fired = _fired(1.44, 4, monkeypatch)
     assert fired, "the capped GPU's slow rank was never paged"
     first = fired[0]
     assert (first.topic, first.kind, first.cause, first.scope.key) == (
-        ISOLATION, "slow_node", "power", f"gpu:node-000/{GPU}"), fired
+        ISOLATION, "slow_node", "power", "gpu:node-000/4"), fired
     assert not [a for a in fired if a.topic == ESCALATION], fired
-    assert first.detected_ts - (T0 + SLOW_FROM) < 5.0  # the impact rule, not the sustain
+    assert first.detected_ts - (T0 + 300) < 5.0  # the impact rule, not the sustain
 
 
-def test_a_rank_well_past_what_its_cap_explains_is_still_escalated_first() -> None:
+def test_a_rank_well_past_what_its_cap_explains_is_still_escalated_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # x1.55 under the same cap: 10 % past the clock's 1.4065, something else is wrong.
-    fired = _fired(1.55, seed=4)
+    fired = _fired(1.55, 4, monkeypatch)
     assert fired and (fired[0].topic, fired[0].cause) == (ESCALATION, "unknown"), fired
     ruled = fired[0].evidence["ruled_out"]
     assert any(r.startswith("not ruled out: throttle reasons 0x4") for r in ruled), ruled
