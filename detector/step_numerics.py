@@ -58,6 +58,8 @@ class NumericChecks:
         if n_ok < cfg.min_peers:
             if n_ok == 2 == len(ok):  # (a job of two ranks: a pair, perhaps)
                 self._track_own(slots, np.log(grad), ok, buf)
+                if self._tie_lean:
+                    self._tie_steps(step, buf, decided_ts, out)
             return
         if n_ok == len(ok):  # (the usual step: no copies)
             r, g, t, lg = slots, groups, ts, np.log(grad)
@@ -67,6 +69,8 @@ class NumericChecks:
         med, scale, size, k = group_stats(lg, g)
         if k == 2:  # peer groups of two: a checksum tie's tiebreak needs each one's history
             self._track_own(r, lg, ok, buf)
+            if self._tie_lean:
+                self._tie_steps(step, buf, decided_ts, out)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
         if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
             hit = z > cfg.grad_z
@@ -396,15 +400,13 @@ class NumericChecks:
         """Two replicas' checksums split on this step (``idx``: their positions), neither a
         candidate of an open tie.  When one candidate's own gradient norm jumped on the step
         they split and the other's stayed ordinary (detector.sdc.tiebreak), the split is held
-        (``_tie_lean``: each one's level and spread before it) and judged again on each of the
-        pair's next split steps against those levels: the corrupted copy's norm stays off, a
-        hard batch on the other replica (or one forged step record) does not repeat.  Held
-        through ``sdc.TIE_SPLITS`` split steps, that rank's GPU is escalated as a vote's loser
-        is -- the split and the grad norm its evidence; the lean undone on one of them, the
-        pair is the job's tie from the first split (``tied``: its onset).  True while the
-        split is held or once the GPU is named; else False (the tie, at job scope).  review30
-        6: judged on the split step alone, the innocent replica's norm x1.4 on that one step
-        named its GPU gpu_hardware, and as a known mismatch nothing revisited it."""
+        (``_tie_lean``: each one's level and spread before it) and judged again on the job's
+        next steps' grad norms against those levels (:meth:`_tie_steps`): the corrupted copy's
+        norm stays off, a hard batch on the other replica (or one forged step record) does not
+        repeat.  True while the split is held (a later split step of a held pair: nothing new)
+        or once the GPU is named; else False (the tie, at job scope; ``tied``: its onset).
+        review30 6: judged on the split step alone, the innocent replica's norm x1.4 on that
+        one step named its GPU gpu_hardware, and as a known mismatch nothing revisited it."""
         ranks = [buf.ranks[i] for i in idx]
         for i in idx:
             tied[buf.ranks[i]] = buf.ts[i]
@@ -413,7 +415,16 @@ class NumericChecks:
         leans = self._tie_lean
         held = next((r for r in ranks if r in leans), None)
         if held is not None:
-            return self._tie_judged(step, buf, idx, held, decided_ts, disagreeing, tied, out)
+            lean = leans[held]
+            if step < int(lean[7]) + sdc.TIE_STEPS and sorted(ranks) == sorted(
+                    (held, int(lean[2]))):
+                return True  # (being judged on its steps' grad norms)
+            # Held past the steps that would have judged it (their grad norms not sent): the
+            # job's tie from the first split -- nothing is guessed.
+            self._tie_lean = {r: v for r, v in leans.items() if r != held}
+            for r in ranks:
+                tied[r] = lean[0]
+            return False
         if not fresh or any(r in self._pair for r in ranks):
             return False
         assert now is not None
@@ -426,47 +437,54 @@ class NumericChecks:
         lean = [float(buf.ts[i]), 1, buf.ranks[q],
                 math.log(grad[i]) - float(now[1][i]), math.log(grad[q]) - float(now[1][q]),
                 float(now[2][i]), float(now[2][q]), step, buf.checksum[i], buf.checksum[q]]
-        if sdc.TIE_SPLITS <= 1:
+        if sdc.TIE_STEPS <= 1:
             self._tie_named(step, buf, i, q, lean, why, decided_ts, disagreeing, out)
         else:
             self._tie_lean = {**leans, buf.ranks[i]: lean}  # (replaced, never changed in place)
         return True
 
-    def _tie_judged(self, step: int, buf: _StepBuffer, idx: list[int], held: int,
-                    decided_ts: float, disagreeing: set[int], tied: dict[int, float],
-                    out: list[Finding]) -> bool:
-        """A held split (:meth:`_tie_broken`) split again: the rank it leans to still jumped
-        against its level before the split and its peer still calm against its own (the
-        same rule, sdc.tiebreak, on the levels and spreads kept then) -- one more split step
-        held, or its GPU named once ``sdc.TIE_SPLITS`` are; else the lean is dropped and the
-        pair is the job's tie from the first split."""
-        leans = self._tie_lean
-        lean = leans[held]
-        self._tie_lean = {r: v for r, v in leans.items() if r != held}
-        peer = int(lean[2])
-        ranks = [buf.ranks[i] for i in idx]
+    def _tie_steps(self, step: int, buf: _StepBuffer, decided_ts: float, out: list[Finding]
+                   ) -> None:
+        """The held splits (:meth:`_tie_broken`) judged on this step's grad norms (the step
+        after the split's, and on): the rank each leans to still jumped against its level
+        before the split and over its peer (sdc.still_off, on the levels and spreads kept
+        then) -- one more step held, or its GPU named once ``sdc.TIE_STEPS`` steps are; else
+        the lean is dropped and the pair is the job's tie from the first split.  A step
+        without both ranks' grad norms judges none."""
         now = self._grad_now
-        grad = buf.grad
-        if (now is not None and now[0] == self._evaluated and len(now[1]) == len(buf.ranks)
-                and sorted(ranks) == sorted((held, peer))
-                and all(g is not None and g > 0.0 for g in (grad[idx[0]], grad[idx[1]]))):
-            j = ranks.index(held)
-            i, q = idx[j], idx[1 - j]
+        if now is None or now[0] != self._evaluated or len(now[1]) != len(buf.ranks):
+            return
+        keep = dict(self._tie_lean)
+        for held, lean in self._tie_lean.items():
+            if step <= int(lean[7]):
+                continue  # (the split's own step: judged when it was held)
+            peer = int(lean[2])
+            try:
+                i, q = buf.ranks.index(held), buf.ranks.index(peer)
+            except ValueError:
+                continue
+            gi, gq = buf.grad[i], buf.grad[q]
+            if gi is None or gq is None or not (gi > 0.0 and gq > 0.0):
+                continue
             dev, sig = now[1].copy(), now[2].copy()
-            dev[i], dev[q] = math.log(grad[i]) - lean[3], math.log(grad[q]) - lean[4]
+            dev[i], dev[q] = math.log(gi) - lean[3], math.log(gq) - lean[4]
             sig[i], sig[q] = lean[5], lean[6]
-            broken = sdc.tiebreak(idx, dev, sig, now[3], buf.dp_array())
-            if broken is not None and broken[0] == j:
-                lean[1] += 1
-                if lean[1] >= sdc.TIE_SPLITS:
-                    self._tie_named(step, buf, i, q, lean, broken[1], decided_ts, disagreeing,
-                                    out)
-                else:
-                    self._tie_lean = {**self._tie_lean, held: lean}
-                return True
-        for r in ranks:
-            tied[r] = lean[0]
-        return False
+            off = sdc.still_off([i, q], dev, sig, buf.dp_array())
+            del keep[held]
+            if off is None:
+                f = sdc.tie(self._pair, set(), int(lean[7]),
+                            [[(r, *buf.hw[k], c, lean[0])
+                              for r, k, c in ((held, i, lean[8]), (peer, q, lean[9]))]],
+                            decided_ts, self.job, self.tenant, self.cluster)
+                if f is not None:
+                    out.append(f)
+                continue
+            lean = [*lean[:1], lean[1] + 1, *lean[2:]]
+            if lean[1] >= sdc.TIE_STEPS:
+                self._tie_named(step, buf, i, q, lean, off, decided_ts, set(), out)
+            else:
+                keep[held] = lean
+        self._tie_lean = keep
 
     def _tie_named(self, step: int, buf: _StepBuffer, i: int, q: int, lean: list[Any],
                    why: dict[str, Any], decided_ts: float, disagreeing: set[int],
@@ -480,11 +498,11 @@ class NumericChecks:
             rank, buf.dp[i], decided_ts, lean[0], int(lean[7]), lean[8], lean[9],
             {"replicas_compared": 2, "peer_rank": buf.ranks[q],
              "grad_norm": buf.grad[i], "peer_grad_norm": buf.grad[q], **why,
-             "loss": buf.loss[i], "peer_loss": buf.loss[q], "split_steps_judged": int(lean[1]),
+             "loss": buf.loss[i], "peer_loss": buf.loss[q], "steps_judged": int(lean[1]),
              "judged_to_step": step,
              "tiebreak": "two replicas disagree (no majority); this rank's own gradient norm "
-             f"jumped on the step they split and stayed off against its level before it on "
-             f"{int(lean[1])} split steps (to step {step}), its peer's did not"})
+             f"jumped on the step they split and stayed off against its level before it to "
+             f"step {step} ({int(lean[1])} steps), its peer's did not"})
         f.evidence["peer_checksum"] = f.evidence.pop("majority_checksum")
         out.append(f._replace(severity=sdc.TIE_GRAD_SEVERITY))
 

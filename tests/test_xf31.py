@@ -69,7 +69,7 @@ def test_a_rank_well_past_what_its_cap_explains_is_still_escalated_first(
 # named the rank whose own grad norm jumped on the split step while its peer's stayed ordinary.
 # One step is no proof: the other replica trains on its own batch (a hard one moves its norm
 # once) and one forged step record can move any.  The split is now held and judged again on
-# the pair's next split steps against both ranks' levels from before it (sdc.TIE_SPLITS).
+# the job's next steps' grad norms against both ranks' levels from before it (sdc.TIE_STEPS).
 
 def _sdc_job(**kw: Any) -> list:
     import tests.test_sdc19 as sdc19
@@ -94,29 +94,38 @@ def test_one_forged_grad_norm_on_the_split_step_names_no_innocent_gpu() -> None:
 
 
 def test_the_tie_undone_later_is_the_jobs_from_the_first_split() -> None:
-    # The corrupted rank's norm x1.3 on the split step only (at 70 its own again): the lean
-    # is undone on the second split step -- the job's tie, its onset the first split's.
+    # The corrupted rank's norm x1.3 on the split step only (from 61 its own again): the lean
+    # is undone on step 61 -- the job's tie, its onset the first split's.
     events = [msgspec.structs.replace(e, grad_norm=e.grad_norm / 1.3)
               if e.rank == 1 and e.step > 60 else e for e in _sdc_job(bad=1)]
     alerts = [a for a in feed(Engine(), events) if a.status == "firing"]
     assert [(a.scope.key, a.cause) for a in alerts] == [("job:job-1", "unknown")], alerts
     assert alerts[0].onset_ts == T0 + 60 + 1e-4 * 1
-    assert alerts[0].detected_ts == T0 + 70 + 1e-4 * 7
+    assert alerts[0].detected_ts == T0 + 61 + 1e-4 * 7
 
 
 def test_copies_that_agree_again_before_the_split_is_judged_are_still_paged() -> None:
-    # The split on step 60 alone (the copies agree again at 70): held, never judged again --
-    # still paged, as the job's tie, not dropped.
+    # Checksums every step, the split on step 60 alone (the copies agree again at 61, the
+    # norm still x1.3): held, never judged through -- still paged, as the job's tie.
     events = [msgspec.structs.replace(e, param_checksum=f"c{e.step}-{e.rank % 4}")
-              if e.rank == 1 and e.step > 60 and e.param_checksum is not None else e
-              for e in _sdc_job(bad=1)]
+              if e.rank == 1 and e.step > 60 else e for e in _sdc_job(bad=1, every=1)]
     fired = _sdc_fired(events)
     assert fired == [("job:job-1", "unknown", "checksum_pair")], fired
 
 
+def test_a_split_held_without_grad_norms_after_it_is_the_jobs_tie() -> None:
+    # No grad norm from step 61 on (a collector that stopped sending them): nothing can judge
+    # the lean -- the job's tie at the next split step, not a split held for ever.
+    events = [msgspec.structs.replace(e, grad_norm=None) if e.step > 60 else e
+              for e in _sdc_job(bad=1)]
+    alerts = [a for a in feed(Engine(), events) if a.status == "firing"]
+    assert [(a.scope.key, a.cause) for a in alerts] == [("job:job-1", "unknown")], alerts
+    assert alerts[0].detected_ts == T0 + 70 + 1e-4 * 7
+
+
 def test_a_worker_restored_mid_hold_names_the_gpu_as_one_that_never_stopped() -> None:
     events = _sdc_job(bad=1)
-    cut = 65 * 8
+    cut = 61 * 8 + 4
     a = Monitors()
     found: list = []
     for e in events[:cut]:
@@ -128,11 +137,11 @@ def test_a_worker_restored_mid_hold_names_the_gpu_as_one_that_never_stopped() ->
         b.process(e, found)
     got = [(f.signal, f.rank, f.evidence["step"], f.evidence.get("judged_to_step"))
            for f in found if f.kind == "sdc" and f.active]
-    assert got == [("checksum_mismatch", 1, 60, 80)]
+    assert got == [("checksum_mismatch", 1, 60, 62)]
 
 
 @pytest.mark.parametrize("lean", [
-    [T0, 0, 5, 0.1, 0.1, 0.01, 0.01, 60, "a", "b"],           # no split step held
+    [T0, 0, 5, 0.1, 0.1, 0.01, 0.01, 60, "a", "b"],           # no step held
     [T0, 1, 5, 0.1, 0.1, 0.0, 0.01, 60, "a", "b"],            # a spread of zero
     [math.nan, 1, 5, 0.1, 0.1, 0.01, 0.01, 60, "a", "b"],     # no onset
     [T0, 1, 5, 0.1, 0.1, 0.01, 0.01, 60, "a", None],          # no checksum
@@ -141,7 +150,7 @@ def test_a_worker_restored_mid_hold_names_the_gpu_as_one_that_never_stopped() ->
 def test_a_forged_held_tiebreak_is_refused_at_restore(lean: Any) -> None:
     a = Monitors()
     found: list = []
-    for e in _sdc_job(bad=1)[:65 * 8]:
+    for e in _sdc_job(bad=1)[:61 * 8 + 4]:
         a.process(e, found)
     for m in a._jobs.values():
         m._tie_lean = {1: lean}
