@@ -163,6 +163,13 @@ class Correlator(PartWindows):
         # (onset, node) of SW power caps seen at cap_clock_drop or deeper, by onset,
         # kept FACILITY_CAP_MEMORY half-lives: many nodes at once is facility power management
         self._deep_caps: list[tuple[float, str]] = []
+        # node -> [onset, depth, last capped] of the SW power cap begun together on most of
+        # its busy GPUs (its cap's wave), kept while the node is capped and
+        # FACILITY_CAP_MEMORY half-lives after: several nodes' waves begun together are the
+        # site's power management (_fleet_cap); gpu -> when such a cap last explained its
+        # slow rank (_fleet_explains), the rank held unpaged meanwhile
+        self._cap_waves: dict[str, list[float]] = {}
+        self._fleet_held: dict[str, float] = {}
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
         # may run free beside one whose busy GPUs are all under one cap (_node_cap)
         self._busy: dict[str, float] = {}
@@ -438,6 +445,8 @@ class Correlator(PartWindows):
             self._note_cap(unit, f)
         if f.active and f.signal in ("throttle_seen", "power_cap") and f.scope.level == "gpu":
             job_pace.on_gpu(self, f, out)  # (a GPU capped as its job stepped up alike)
+            if _reason_bits(f) == 0x4:
+                self._note_wave(f)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
             if f.scope.level == "node":
@@ -585,6 +594,14 @@ class Correlator(PartWindows):
             del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        over = now - FACILITY_CAP_MEMORY * cfg.cap_half_life_s
+        for node, wave in list(self._cap_waves.items()):
+            if self._capped(node):
+                wave[2] = now
+            elif wave[2] < over:
+                del self._cap_waves[node]
+        for unit in [u for u, ts in self._fleet_held.items() if ts < idle]:
+            del self._fleet_held[unit]
         for node in [n for n, until in self._poll_hold.items() if until < now]:
             del self._poll_hold[node]
         for node in [n for n, ts in self._polled.items() if ts < now - self.cfg.why_wait_s]:
@@ -1345,8 +1362,9 @@ class Correlator(PartWindows):
         unit = f.scope.key
         if not f.active:
             waiting = self._slow_wait.get(unit)
+            held = self._fleet_held.pop(unit, None)  # (a site's cap explained the run)
             if (waiting is not None and f.ts >= waiting.ts + self._explanation_wait(waiting)
-                    and self._benign_explanation(waiting, f.ts) is None):
+                    and self._benign_explanation(waiting, f.ts) is None and held is None):
                 # Held past its wait only for its hot GPU's next sample (_warming), and the
                 # run ended first: a hot GPU delays a page, never cancels one (reproducer
                 # interval-30 s9944: a GPU 26 C over its node's median, its rank 13 % slow
@@ -1686,6 +1704,11 @@ class Correlator(PartWindows):
             if other != node:
                 self._attach_if_firing(f)  # the same cap on another node: not this one's
                 return
+        wave = self._cap_waves.get(node)
+        if self._fleet_cap(node, wave[0] if wave is not None else f.onset_ts, float(
+                f.evidence.get("clock_drop") or 0.0)):
+            self._attach_if_firing(f)  # (a cap as shallow begun with another node's: the same)
+            return
         free = self._running_free(node) if gpus > 1 else []
         if gpus > 1 and not free:
             self._attach_if_firing(f)  # no node to compare with runs free: a shared limit
@@ -1742,6 +1765,10 @@ class Correlator(PartWindows):
         if ratio:
             ratio = ratio / base
         drop = cap.evidence.get("clock_drop", 0.0)
+        if _reason_bits(cap) == 0x4 and (not ratio or ratio - 1.0 <= 1.0 / (
+                1.0 - min(drop, 0.5)) - 1.0 + 0.02) and self._fleet_explains(
+                    slow, cap, float(drop), now):
+            return True  # (a site's cap: no routine discount -- its own capping is no routine)
         # A GPU capped before its rank slowed down, the rank at its peers' speed meanwhile,
         # showed what its routine capping costs the job: nothing.  Only the clock loss beyond
         # that routine loss can explain the slowdown (a cap's slowdown is bounded by it).
@@ -1762,7 +1789,8 @@ class Correlator(PartWindows):
             # Work slows at most in proportion to the clock: a rank slower than its clock
             # loss explains (beyond its steps' noise) has something else wrong with it.
             return False
-        if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s:
+        if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s or (
+                self._before_fleet_cap(slow, cap, float(drop))):
             return False  # the cap did not start with the slowdown: routine capping, not why
         because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers "
                    + (f"beyond its own baseline ({base - 1.0:.1%} from the start) "
@@ -1818,6 +1846,113 @@ class Correlator(PartWindows):
         self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
         self._timer(until, "slow", slow.scope.key)
         return True
+
+    def _note_wave(self, f: Finding) -> None:
+        """A GPU's SW power cap (0x4 alone, ``clock_drop`` or deeper) told: when most of its
+        node's busy GPUs (two at least) are under such a cap begun within ``impact_onset_s``
+        of it, the node's cap wave (``_cap_waves``): begun then, this deep.  A wave begun
+        ``impact_onset_s`` after the one kept replaces it (the node capped anew)."""
+        node = f.scope.node
+        if node is None:
+            return
+        window = self.cfg.impact_onset_s
+        caps = []
+        for unit in self._units_of_node.get(node, ()):
+            signals = self._device.get(unit, {})
+            g = signals.get("power_cap") or signals.get("throttle_seen")
+            if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
+                    g.onset_ts - f.onset_ts) <= window:
+                caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
+        busy = {g for g, _ in self._placement.on_node.get(node, {}).values()}
+        wave = self._cap_waves.get(node)
+        if len(caps) < max(2, (len(busy) + 1) // 2):
+            if wave is not None:
+                wave[2] = max(wave[2], f.ts)
+            return
+        onset = min(o for o, _ in caps)
+        depth = sum(d for _, d in caps) / len(caps)
+        if wave is None or onset > wave[0] + window:
+            self._cap_waves[node] = [onset, depth, f.ts]
+        elif abs(onset - wave[0]) <= window:
+            wave[1], wave[2] = depth, max(wave[2], f.ts)
+
+    def _fleet_cap(self, node: str, onset: float, depth: float) -> list[str]:
+        """Other nodes whose cap wave (:meth:`_note_wave`) began within ``impact_onset_s``
+        of ``onset`` and is not ``cap_clock_drop`` shallower than ``depth`` (at most 4)."""
+        window, alike = self.cfg.impact_onset_s, depth - self.cfg.cap_clock_drop
+        return list(islice((n for n, (o, d, _) in self._cap_waves.items()
+                            if n != node and abs(o - onset) <= window and d >= alike), 4))
+
+    def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) -> bool:
+        """Whether a slow rank whose GPU's SW power cap (0x4 alone) explains it is left
+        unpaged for the site's power management: True when explained so, or held until
+        that can be told.
+
+        A limit lowered on most busy GPUs of several nodes at once -- a demand-response
+        event, a rack's PDU budget, a scheduler's power capping -- is a facility action, no
+        node's fault: isolating a node takes work out and the cap stays (blind21 D1: a row's
+        GPUs capped to ~500 W within 25 s for 12-15 min, each GPU's depth following its own
+        demand, isolated node by node as 'the node's power limit').  So a cap that is part of
+        its node's wave, begun within ``impact_onset_s`` of another node's wave as deep (two
+        nodes: a shared limit, as :meth:`_node_cap` reads it), explains a rank slow alike
+        with its node's others (``node_wide``: the node's clock, not one GPU's), slow since
+        the wave began (``impact_onset_s`` allowed) and within the clock loss -- with no
+        routine discount: capping noted as routine during the wave, before the rank was found
+        slow under its moving peer median, is the wave's.  Nobody is paged; the rank is
+        looked at again every ``benign_grace_s`` / 2 until its run ends, and escalated if
+        still slow ``flap_window_s`` after the cap last explained it (_slow_due).
+
+        Not the site's: a cap ``cap_clock_drop`` deeper than its node's wave (a GPU's own), a
+        GPU capped alone on its node (pcap29), a rank slow alone under its node's shared cap
+        (power round 12), any never-routine reason (0x80: blind21 G2's PSU).  Held: the
+        node's wave with no other yet -- until another node's wave begun within
+        ``impact_onset_s`` can have been seen (its next sample after that, as the
+        sustained-cap rule decides, :meth:`_node_cap`); a GPU's cap while its node has no wave
+        (yet) -- ``why_wait_s`` for its siblings' samples of the same poll (the page is its
+        node's anyway: its ranks are slow alike), as a TP1 node's (:meth:`_hold_for_poll`).
+        A node capped alone is paged so ~75 s after its cap's sample (at 10 s), a GPU capped
+        alone in a TP node 3 s after; both were paged on that sample before."""
+        node, unit = slow.scope.node, slow.scope.key
+        if node is None or not slow.evidence.get("node_wide"):
+            return False
+        window = self.cfg.impact_onset_s
+        active = self._device.get(unit, {}).get("slow_rank") is slow
+        wave = self._cap_waves.get(node)
+        if wave is not None and drop <= wave[1] + self.cfg.cap_clock_drop and (
+                slow.onset_ts >= wave[0] - window) and (
+                abs(wave[0] - cap.onset_ts) <= window or unit in self._fleet_held):
+            if self._fleet_cap(node, wave[0], drop):
+                self._fleet_held[unit] = now
+                if active and slow.key not in self._owner:
+                    self._slow_wait[unit] = slow
+                    self._timer(now + self.cfg.benign_grace_s / 2, "slow", unit)
+                return True
+            interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+            until = wave[0] + window + 1.25 * interval + 1.0
+        elif wave is None:
+            until = cap.ts + self.cfg.why_wait_s
+        else:
+            return False
+        if not active or slow.key in self._owner or max(now, self._clock) >= until:
+            return False
+        self._slow_wait[unit] = slow
+        self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
+        self._timer(until, "slow", unit)
+        return True
+
+    def _before_fleet_cap(self, slow: Finding, cap: Finding, drop: float) -> bool:
+        """The slow rank was found slow (``slow.ts``) a sampling interval or more before its
+        node's share of a site's cap began (its wave, another node's as deep begun with it,
+        the GPU's cap part of it): the cap did not start its slowdown, so it explains
+        nothing -- its page stays what it was (blind21 tune s3: a rank's noise run escalated
+        at dc09/3 20 s before the row's cap reached dc09, then isolated slow_node/power there
+        on the cap's verdict)."""
+        node = slow.scope.node
+        wave = self._cap_waves.get(node or "")
+        if node is None or wave is None or abs(wave[0] - cap.onset_ts) > self.cfg.impact_onset_s:
+            return False
+        interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+        return slow.ts < wave[0] - interval and bool(self._fleet_cap(node, wave[0], drop))
 
     def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
         """The GPUs of the slow rank's node whose SW power cap (0x4 alone, ``clock_drop`` or
@@ -2009,11 +2144,20 @@ class Correlator(PartWindows):
         if (self._power_impact(f, due, out) or self._throttle_impact(f, due, out)
                 or self._pcie_impact(f, due, out)):
             return
+        held = self._fleet_held.get(unit)
+        if held is not None and due < held + self.cfg.flap_window_s and not ended:
+            # A site's cap explained it lately (_fleet_explains): looked at again until its run
+            # ends -- 1-80 s after the cap let go in blind21's tune logs (a run clears only
+            # after slow_clear_steps steps at its peers' pace); still slow flap_window_s after
+            # the cap last explained it is a fault.
+            self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+            return
         if self._benign_explanation(f, due) is not None:
             # Look again later: still slow once power management has let go is a fault.
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
             return
-        if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)):
+        if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
+                          or self._node_sample_due(f, due)):
             return
         del self._slow_wait[unit]
         # Group only with the same job's slow ranks (evidence never mixes tenants), and not
@@ -2082,6 +2226,27 @@ class Correlator(PartWindows):
                     p.add(h, self.cfg.evidence_items)
         if len(out) > sent:
             out[sent] = self._alert(p, due)  # the page itself carries what was added to it
+
+    def _node_sample_due(self, f: Finding, due: float) -> bool:
+        """Hold a rank slow alike with its node's others (``node_wide``) until the sample
+        most of them wait for is due: the median of their waits' ends (_explanation_wait).
+        Each rank's wait ends at the first sample after its own clearly slow step, and one
+        chance slow step before the node's slowdown puts that sample before it -- the node
+        was escalated 'unknown' 2-5 s before the sample showing its GPUs' SW power cap
+        (blind21 D1: rank 15 at +3.4 % twice, 4 s before the cap).  The node's page waits
+        for the sample after its slowdown began, as a rank's does; at most one interval
+        more.  True when held."""
+        node = f.scope.node
+        if node is None or not f.evidence.get("node_wide"):
+            return False
+        ends = sorted(g.ts + self._explanation_wait(g) for unit in self._units_of_node.get(
+            node, ()) if (g := self._slow_wait.get(unit)) is not None and g.job == f.job
+            and g.evidence.get("node_wide"))
+        until = ends[len(ends) // 2] if ends else due
+        if due >= until:
+            return False
+        self._timer(until, "slow", f.scope.key)
+        return True
 
     def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
         """The slow ranks' GPUs running busy at a clock ``job_pace.CLOCK_HELD`` or more below their

@@ -27,13 +27,11 @@ def _caught_at_once_and_alone(sc: bc.Score) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "D1-dr-cap-row-paged-as-node-power": (bc.nothing_paged, (
-        "D1: a demand-response power cap on a row (every busy GPU's limit ~500 W within 25 s, "
-        "0x4, clocks ~10 % down, every job on the row ~8-10 % slower) is paged as node "
-        "isolations slow_node/power ('the node's power limit, one node fault') -- each GPU's cap "
-        "depth follows its own demand, so some nodes' ranks fall 3-8 % behind capped peers, and "
-        "where the row cuts a job its capped half is slower than the rest: 8 of 8 facility "
-        "logs, 18 isolations tune + held"), 0),
+    # (was a strict xfail -- D1: a demand-response power cap on a row (every busy GPU's limit
+    # ~500 W within 25 s, 0x4, clocks ~10 % down, each GPU's depth following its own demand)
+    # was paged as node isolations slow_node/power: 18 tune + held.  d1cap: a site's cap on
+    # several nodes at once -- correlate._fleet_explains)
+    "D1-dr-cap-row-paged-as-node-power": (bc.nothing_paged, None, 0),
     # (was a strict xfail -- F1: a node Slurm reboots for a firmware flash 45-90 s after its
     # job ended was escalated unattributed/unknown as gone silent, the job's last step before
     # its silence counting as a job on it: 4 of 8 facility logs.  life31: a job whose stop
