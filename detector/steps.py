@@ -173,6 +173,9 @@ _SHARED_PEERS = 2          # a slow rank's peers on other nodes as slow with it 
 _SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the workload's
 #                            (JobMonitor._hold_shared; blind8 rail-moe: an expert's ranks in
 #                            4 EP groups hot together)
+_PLACE_NODES = 2           # a slow rank's place (its GPU index, its peer group) slow alike on
+#                            this many other nodes, its node's other ranks of the group not:
+#                            the workload's (JobMonitor._hold_same_place; blind21 M1)
 # A rank against its twins (JobMonitor._twin_update, blind8 H2: a GPU slowing under routing).
 _TWIN_WINDOW = 128         # steps of each rank's deviation kept to find its twins ...
 _TWIN_FIRST = 64           # ... looked at once this many are kept ...
@@ -1604,6 +1607,8 @@ class JobMonitor(NumericChecks):
         if not told and self._ar_held():  # (or held by the run test: as told, _ar_step)
             told = bool(np.count_nonzero(self._slow.alarmed[slots]))
         self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
+        # (the same place slow on several nodes: read before the holds below take any back)
+        place = self._same_place(out, mark, slots, groups) if len(out) > mark else []
         # Routing is told from faults by the job's wander index once it can be read: a job
         # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
         # are faults (Alibaba PAI job 3: workers 6-9 1.3x their peers from iteration ~2200 of
@@ -1630,6 +1635,8 @@ class JobMonitor(NumericChecks):
             self._hold_wandering(out, mark)
         elif len(out) > mark and may_wander:
             self._hold_shared(out, mark, slots, groups)
+        if place:
+            self._hold_same_place(out, mark, place)
         if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
             self._hold_after_event(out, mark, decided_ts)
 
@@ -2450,6 +2457,76 @@ class JobMonitor(NumericChecks):
                 continue
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
+
+    def _same_place(self, out: list[Finding], mark: int, slots: np.ndarray,
+                    groups: np.ndarray) -> list[int]:
+        """The slots of the slow ranks found on this step (``out[mark:]``) whose place is slow
+        on other nodes too: the rank of its peer group on the same GPU index of
+        ``_PLACE_NODES`` other nodes with a smoothed z (``_wshort``, ~10 steps) at least
+        ``_SHARED_SHARE`` of its own, while its own node's other ranks of the group are not
+        (fewer than half of them at that share; a node holding one rank of the group has no
+        place to tell).
+
+        An MoE router makes one expert hot at a time, the same EP index in every EP group:
+        with EP over the data-parallel ranks (EP rank = dp % 8) and four replicas to a node,
+        the same two GPUs of four nodes, each node's other replicas at their pace, for 10-40
+        steps, then another index (blind21 M1: escalated slow_node/unknown at the four nodes
+        at once, 41 times in 5 of 8 logs, in a job whose wander index read calm -- one expert
+        in eight leaves the median rank where it is -- so neither the wandering rules nor the
+        stir test held it).  DESIGN has no ep_rank: the place is read from the hardware the
+        ranks report.  A fault is on its own unit: one GPU, one node (its other ranks slow with
+        it), a TP group; it does not slow the same GPU of three nodes together and leave their
+        other GPUs alone."""
+        hw, ws = self._hw, self._wshort
+        place: list[int] = []
+        for f in out[mark:]:
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            if (s is None or s in place or f.signal != "slow_rank" or not f.active
+                    or hw[s] is None or "wander_mean_ratio" in f.evidence
+                    or "twin_ratio" in f.evidence or ws[s] <= 0.0):
+                continue
+            at = np.flatnonzero(slots == s)
+            if not len(at):
+                continue
+            node, gpu = hw[s]
+            bar = _SHARED_SHARE * ws[s]
+            mates = elsewhere = slow_mates = 0
+            for p in slots[groups == groups[at[0]]].tolist():
+                h = hw[p]
+                if p == s or h is None:
+                    continue
+                if h[0] == node:
+                    mates += 1
+                    slow_mates += ws[p] >= bar
+                elif h[1] == gpu:
+                    elsewhere += ws[p] >= bar
+            if mates and 2 * slow_mates < mates and elsewhere >= _PLACE_NODES:
+                place.append(s)
+        return place
+
+    def _hold_same_place(self, out: list[Finding], mark: int, place: list[int]) -> None:
+        """Take back the slow ranks found on this step whose place is slow on other nodes too
+        (``place``: :meth:`_same_place`'s slots), whichever rule found them, and start their
+        runs anew (the CUSUMs and the run's sums at zero), held by another rule already or
+        not: the place's slowness is its workload's, not a run to carry past the expert's
+        move.  Held alarmed (as :meth:`_hold_shared` holds), the run went on scoring the
+        rank's noise after the expert moved, and was reported on a later noise step over
+        slow_k, its run's mean the expert's (blind21 model-s3: mx04's GPUs 4-5, an expert's
+        for 40 steps, reported 10 steps after it moved).  A fault on a held rank is found on
+        its new run once its place is no more slow elsewhere."""
+        kept = []
+        for f in out[mark:]:
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            if (s not in place or f.signal != "slow_rank" or not f.active
+                    or "wander_mean_ratio" in f.evidence or "twin_ratio" in f.evidence):
+                kept.append(f)
+        out[mark:] = kept
+        m = _ints(place)
+        self._reported[m] = self._sustained[m] = self._recurring[m] = False
+        self._slow.reset(m)
+        self._ar_score[m] = 0.0
+        self._run_sum[m] = self._run_own[m] = self._run_since[m] = 0.0
+        self._run_n[m] = 0
 
     def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
                     size_sigma: float) -> np.ndarray:
