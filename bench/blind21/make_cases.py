@@ -39,6 +39,11 @@ PLAN: dict[str, tuple] = {
     # at ~+5 %, noise 1 %) around 90 s. No fault
     "N2-one-rank-real-noise-run-escalated": ("facility", 0, dict(
         t_from=0, t_to=200, jobs={"llm-a"}, topics={"telemetry.step"}, labels=set())),
+    # facility seed 0: llm-a's rank on dc08 GPU 6 runs a real PAI job-2 residual run (6 steps
+    # at +2-5 %, mean 3.9 %, noise 0.94 %) at steps 138-143, the job's lag-1 (0.54) in force.
+    # No fault (moe31, round 31: cut from the tune log; N2's shape after the lag-1 is used)
+    "N3-real-noise-run-under-lag1-escalated": ("facility", 0, dict(
+        t_from=0, t_to=470, jobs={"llm-a"}, topics={"telemetry.step"}, labels=set())),
     # model seed 2: XID 79 on mx04 GPU 5 at ~386 s; torchrun kills mx04's ranks, srun the rest
     # in 5-15 s; the GPU reports nothing after
     "G1-xid79-teardown": ("model", 2, dict(
