@@ -97,23 +97,13 @@ def test_the_same_gpu_slow_on_three_nodes_with_their_mates_is_paged(seed: int) -
 N2_RUN = (0.050, 0.052, 0.058, 0.046)   # blind21 N2's rank, steps 26-29 (its log ratios)
 
 
-def _runs_job(*, seed: int, ranks: int, rho: float = 0.6, steps: int = 90, start: int = 26,
+def _runs_job(*, seed: int, ranks: int, start: int = 26,
               shift: tuple[float, ...] | float = N2_RUN) -> list:
     """``ranks`` ranks, each its own replica (GPU r % 8 of node-(r // 8)), each rank's log
-    compute an AR(1) at lag-1 ``rho`` (spread 1 %); rank 5 slowed by ``shift`` (a log ratio a
-    step, or one for good) from step ``start``."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal(ranks)
-    e = np.sqrt(1.0 - rho * rho)
-    out = []
-    for s in range(steps):
-        z = rho * z + e * rng.standard_normal(ranks)
-        x = SIGMA * z
-        k = s - start
-        if k >= 0:
-            x[5] += (shift[k] if k < len(shift) else 0.0) if isinstance(shift, tuple) else shift
-        out += parallel_step(s, 700.0 * np.exp(x), tp=1, pp=1)
-    return out
+    compute an AR(1) at lag-1 0.6 (spread 1 %); rank 5 slowed by ``shift`` (a log ratio a
+    step, or one for good) from step ``start`` (n1run's job, 90 steps)."""
+    from tests.test_n1run import _job as n1run_job
+    return n1run_job(0.6, seed=seed, steps=90, start=start, shift=shift, ranks=ranks)
 
 
 def _pages(alerts: list) -> list[tuple[str, int]]:

@@ -34,15 +34,16 @@ N1_RUN = (0.067, 0.053, 0.079, 0.025)   # blind20 N1's node, steps 106-109 (its 
 
 
 def _job(rho: float, *, seed: int, steps: int = 200, rank: int = 5, start: int = 120,
-         shift: tuple[float, ...] | float = 0.0, until: int | None = None) -> list:
-    """The job's step records; ``rank`` slowed by ``shift`` (a log ratio, or one a step) from
-    step ``start`` (to ``until``)."""
+         shift: tuple[float, ...] | float = 0.0, until: int | None = None,
+         ranks: int = RANKS) -> list:
+    """The job's step records (``ranks`` ranks); ``rank`` slowed by ``shift`` (a log ratio, or
+    one a step) from step ``start`` (to ``until``)."""
     rng = np.random.default_rng(seed)
-    z = rng.standard_normal(RANKS)
+    z = rng.standard_normal(ranks)
     e = np.sqrt(1.0 - rho * rho)
     out = []
     for s in range(steps):
-        z = rho * z + e * rng.standard_normal(RANKS)
+        z = rho * z + e * rng.standard_normal(ranks)
         x = SIGMA * z
         k = s - start
         if k >= 0 and (until is None or s < until):
