@@ -101,19 +101,13 @@ def tie(pair: dict[int, list[float]], paired: set[int], step: int,
 # ordinary against its own.  Both ordinary, both jumped, or either without a history yet: no
 # tiebreak -- the job escalation stays (nothing is guessed).  Each rank's history is the
 # JobMonitor's ``_gmean`` / ``_gdev`` / ``_gown`` / ``_gn`` (by slot), kept only in jobs whose
-# peer groups are pairs (:func:`grad_track`).  One step's jump is no proof: the other replica
-# trains on its own batch (a hard one moves its norm once), and one forged step record can
-# move any -- so a split the rule leans on is held and judged again on the job's next
-# TIE_STEPS - 1 steps' grad norms against the two levels and spreads from before it
-# (detector.step_numerics ``_tie_lean``): a corrupted copy's norm stays off, a batch's or a
-# forgery's does not repeat (review30 6).  Undone on any of them, the pair is the job's tie.
+# peer groups are pairs (:func:`grad_track`), for the step the checksums split on alone.
 TIE_GRAD_ALPHA = 1.0 / 32.0  # smoothing of a rank's own history of log(grad_norm)
 TIE_GRAD_WARM = 16           # steps of its history before its jump can break a tie
 TIE_GRAD_Z = 5.0             # the jump: robust sigmas of its history, less its replica's move
 TIE_GRAD_CALM = 2.0          # the peer's: within this many of its own
 TIE_GRAD_RATIO = 1.1         # ... and at least this ratio over its history and over its peer's
 TIE_GRAD_FLOOR = 0.01        # floor of a history's spread (log(grad_norm))
-TIE_STEPS = 3               # steps a tiebreak holds through (the split's and on) before naming
 TIE_GRAD_SEVERITY = 0.8      # the GPU escalation a tiebreak makes (a strict majority's: 0.95)
 _TRACK_CAP = 1 << 20         # (a history's step count stops there)
 _MEAN_ABS_TO_SIGMA = 1.2533
@@ -163,11 +157,15 @@ def tiebreak(pair: list[int], dev: np.ndarray, sig: np.ndarray, steps: np.ndarra
     position of the step its :func:`grad_track` deviation (NaN: none sent), spread and
     history; ``dp`` its replica (a replica's move, its other ranks' median deviation when
     it has two or more, is taken off each candidate's)."""
-    if any(not steps[i] >= TIE_GRAD_WARM for i in pair):
-        return None
-    own = _own_moves(pair, dev, sig, dp)
-    if own is None:
-        return None
+    own: list[tuple[float, float]] = []
+    for i in pair:
+        if not steps[i] >= TIE_GRAD_WARM or dev[i] != dev[i]:
+            return None
+        mates = (dp == dp[i]) & (dev == dev)
+        mates[i] = False
+        shift = float(np.median(dev[mates])) if np.count_nonzero(mates) >= 2 else 0.0
+        d = float(dev[i]) - shift
+        own.append((d, d / float(sig[i])))
     for j, k in ((0, 1), (1, 0)):
         (d, z), (dq, zq) = own[j], own[k]
         if (z >= TIE_GRAD_Z and d >= math.log(TIE_GRAD_RATIO) and abs(zq) <= TIE_GRAD_CALM
@@ -177,43 +175,6 @@ def tiebreak(pair: list[int], dev: np.ndarray, sig: np.ndarray, steps: np.ndarra
                        "peer_grad_norm_change": round(math.exp(dq), 3),
                        "peer_grad_norm_z": round(zq, 1)}
     return None
-
-
-def still_off(pair: list[int], dev: np.ndarray, sig: np.ndarray, dp: np.ndarray
-              ) -> dict[str, Any] | None:
-    """A held tiebreak judged on a later step (detector.step_numerics ``_tie_steps``): the
-    jump of the rank it leans to (``pair[0]``; its peer ``pair[1]``) still there -- its
-    deviation from its level before the split (``dev``, in ``sig`` of that level's spread,
-    less its replica's move as :func:`tiebreak` takes it) at least TIE_GRAD_RATIO and
-    TIE_GRAD_Z, and TIE_GRAD_RATIO over its peer's -- with what says so; None when it is
-    gone (a hard batch's or a forged record's jump is one step).  The peer's own calm was
-    judged on the split step; on the later ones a few percent of its shard's noise against
-    the spread of one level is no sign of anything (a corrupted copy's peer trains on)."""
-    own = _own_moves(pair, dev, sig, dp)
-    if own is None:
-        return None
-    (d, z), (dq, zq) = own
-    if z >= TIE_GRAD_Z and d >= math.log(TIE_GRAD_RATIO) and d - dq >= math.log(TIE_GRAD_RATIO):
-        return {"grad_norm_jump": round(math.exp(d), 3), "grad_norm_jump_z": round(z, 1),
-                "peer_grad_norm_change": round(math.exp(dq), 3),
-                "peer_grad_norm_z": round(zq, 1)}
-    return None
-
-
-def _own_moves(pair: list[int], dev: np.ndarray, sig: np.ndarray, dp: np.ndarray
-               ) -> list[tuple[float, float]] | None:
-    """Each of ``pair``'s deviation less its replica's move (its other ranks' median
-    deviation when it has two or more), and that in its spread; None when one sent none."""
-    own: list[tuple[float, float]] = []
-    for i in pair:
-        if dev[i] != dev[i]:
-            return None
-        mates = (dp == dp[i]) & (dev == dev)
-        mates[i] = False
-        shift = float(np.median(dev[mates])) if np.count_nonzero(mates) >= 2 else 0.0
-        d = float(dev[i]) - shift
-        own.append((d, d / float(sig[i])))
-    return own
 
 
 def decided(pair: dict[int, list[float]], losers: set[int]) -> list[int]:

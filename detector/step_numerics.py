@@ -12,7 +12,6 @@ as methods of detector.steps' ``JobMonitor`` (a mixin: their state -- ``_grad_le
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from operator import itemgetter
@@ -58,8 +57,6 @@ class NumericChecks:
         if n_ok < cfg.min_peers:
             if n_ok == 2 == len(ok):  # (a job of two ranks: a pair, perhaps)
                 self._track_own(slots, np.log(grad), ok, buf)
-                if self._tie_lean:
-                    self._tie_steps(step, buf, decided_ts, out)
             return
         if n_ok == len(ok):  # (the usual step: no copies)
             r, g, t, lg = slots, groups, ts, np.log(grad)
@@ -69,8 +66,6 @@ class NumericChecks:
         med, scale, size, k = group_stats(lg, g)
         if k == 2:  # peer groups of two: a checksum tie's tiebreak needs each one's history
             self._track_own(r, lg, ok, buf)
-            if self._tie_lean:
-                self._tie_steps(step, buf, decided_ts, out)
         z = (lg - med) / np.maximum(scale, cfg.grad_scale_floor)
         if k >= cfg.min_peers:  # every group of one size, large enough (the usual step)
             hit = z > cfg.grad_z
@@ -246,7 +241,6 @@ class NumericChecks:
         disagreeing: set[int] = set()
         paired: set[int] = set()
         ties: list[list[int]] = []  # two-replica groups that disagree: one finding for all
-        tied: dict[int, float] = {}  # their ranks -> the tie's onset (a split held: its first)
         split = False
         by_group: dict[int, list[int] | None] = {}  # peer group -> its positions to vote
         checksum = buf.checksum
@@ -320,8 +314,7 @@ class NumericChecks:
                     # gradient norm: its known fault is the disagreement, the other replica
                     # is no candidate.
                     disagreeing.update(buf.ranks[i] for i in known)
-                elif not self._tie_broken(step, buf, idx, decided_ts, disagreeing, tied,
-                                          out):
+                elif not self._tie_broken(step, buf, idx, decided_ts, disagreeing, out):
                     ties.append(idx)
                 continue
             if majority is None:
@@ -339,9 +332,7 @@ class NumericChecks:
                         rank, buf.dp[i], decided_ts, buf.ts[i], step, buf.checksum[i], majority,
                         {"replicas_compared": len(idx)}))
         if ties:
-            self._pair_disagree(step, buf, ties, decided_ts, paired, tied, out)
-        if self._tie_lean:
-            self._tie_unjudged(step, buf, tied, decided_ts, out)
+            self._pair_disagree(step, buf, ties, decided_ts, paired, out)
         self._clear_agreeing(self._mismatch, disagreeing, "checksum_mismatch", "gpu_hardware",
                              step, buf, decided_ts, out)
         if self._pair:  # a tie (detector.sdc): the job's, cleared as one
@@ -396,154 +387,41 @@ class NumericChecks:
                                          decided_ts, False, 0.0, {"step": step}))
 
     def _tie_broken(self, step: int, buf: _StepBuffer, idx: list[int], decided_ts: float,
-                    disagreeing: set[int], tied: dict[int, float], out: list[Finding]) -> bool:
+                    disagreeing: set[int], out: list[Finding]) -> bool:
         """Two replicas' checksums split on this step (``idx``: their positions), neither a
-        candidate of an open tie.  When one candidate's own gradient norm jumped on the step
-        they split and the other's stayed ordinary (detector.sdc.tiebreak), the split is held
-        (``_tie_lean``: each one's level and spread before it) and judged again on the job's
-        next steps' grad norms against those levels (:meth:`_tie_steps`): the corrupted copy's
-        norm stays off, a hard batch on the other replica (or one forged step record) does not
-        repeat.  True while the split is held (a later split step of a held pair: nothing new)
-        or once the GPU is named; else False (the tie, at job scope; ``tied``: its onset).
-        review30 6: judged on the split step alone, the innocent replica's norm x1.4 on that
-        one step named its GPU gpu_hardware, and as a known mismatch nothing revisited it."""
-        ranks = [buf.ranks[i] for i in idx]
-        for i in idx:
-            tied[buf.ranks[i]] = buf.ts[i]
+        candidate of an open tie: when one candidate's own gradient norm jumped on this very
+        step and the other's stayed ordinary (detector.sdc.tiebreak), that rank's GPU is
+        escalated as a vote's loser is -- the split and the grad norm its evidence -- and
+        True; else False (the tie, at job scope)."""
         now = self._grad_now
-        fresh = now is not None and now[0] == self._evaluated and len(now[1]) == len(buf.ranks)
-        leans = self._tie_lean
-        held = next((r for r in ranks if r in leans), None)
-        if held is not None:
-            lean = leans[held]
-            if step < int(lean[7]) + sdc.TIE_STEPS and sorted(ranks) == sorted(
-                    (held, int(lean[2]))):
-                return True  # (being judged on its steps' grad norms)
-            # Held past the steps that would have judged it (their grad norms not sent): the
-            # job's tie from the first split -- nothing is guessed.
-            self._tie_lean = {r: v for r, v in leans.items() if r != held}
-            for r in ranks:
-                tied[r] = lean[0]
+        if now is None or now[0] != self._evaluated or len(now[1]) != len(buf.ranks) or any(
+                buf.ranks[i] in self._pair for i in idx):
             return False
-        if not fresh or any(r in self._pair for r in ranks):
-            return False
-        assert now is not None
         broken = sdc.tiebreak(idx, now[1], now[2], now[3], buf.dp_array())
         if broken is None:
             return False
         j, why = broken
         i, q = idx[j], idx[1 - j]
-        grad = buf.grad
-        lean = [float(buf.ts[i]), 1, buf.ranks[q],
-                math.log(grad[i]) - float(now[1][i]), math.log(grad[q]) - float(now[1][q]),
-                float(now[2][i]), float(now[2][q]), step, buf.checksum[i], buf.checksum[q]]
-        if sdc.TIE_STEPS <= 1:
-            self._tie_named(step, buf, i, q, lean, why, decided_ts, disagreeing, out)
-        else:
-            self._tie_lean = {**leans, buf.ranks[i]: lean}  # (replaced, never changed in place)
-        return True
-
-    def _tie_steps(self, step: int, buf: _StepBuffer, decided_ts: float, out: list[Finding]
-                   ) -> None:
-        """The held splits (:meth:`_tie_broken`) judged on this step's grad norms (the step
-        after the split's, and on): the rank each leans to still jumped against its level
-        before the split and over its peer (sdc.still_off, on the levels and spreads kept
-        then) -- one more step held, or its GPU named once ``sdc.TIE_STEPS`` steps are; else
-        the lean is dropped and the pair is the job's tie from the first split.  A step
-        without both ranks' grad norms judges none."""
-        now = self._grad_now
-        if now is None or now[0] != self._evaluated or len(now[1]) != len(buf.ranks):
-            return
-        keep = dict(self._tie_lean)
-        for held, lean in self._tie_lean.items():
-            if step <= int(lean[7]):
-                continue  # (the split's own step: judged when it was held)
-            peer = int(lean[2])
-            try:
-                i, q = buf.ranks.index(held), buf.ranks.index(peer)
-            except ValueError:
-                continue
-            gi, gq = buf.grad[i], buf.grad[q]
-            if gi is None or gq is None or not (gi > 0.0 and gq > 0.0):
-                continue
-            dev, sig = now[1].copy(), now[2].copy()
-            dev[i], dev[q] = math.log(gi) - lean[3], math.log(gq) - lean[4]
-            sig[i], sig[q] = lean[5], lean[6]
-            off = sdc.still_off([i, q], dev, sig, buf.dp_array())
-            del keep[held]
-            if off is None:
-                f = sdc.tie(self._pair, set(), int(lean[7]),
-                            [[(r, *buf.hw[k], c, lean[0])
-                              for r, k, c in ((held, i, lean[8]), (peer, q, lean[9]))]],
-                            decided_ts, self.job, self.tenant, self.cluster)
-                if f is not None:
-                    out.append(f)
-                continue
-            lean = [*lean[:1], lean[1] + 1, *lean[2:]]
-            if lean[1] >= sdc.TIE_STEPS:
-                self._tie_named(step, buf, i, q, lean, off, decided_ts, set(), out)
-            else:
-                keep[held] = lean
-        self._tie_lean = keep
-
-    def _tie_named(self, step: int, buf: _StepBuffer, i: int, q: int, lean: list[Any],
-                   why: dict[str, Any], decided_ts: float, disagreeing: set[int],
-                   out: list[Finding]) -> None:
-        """The held split's rank (position ``i``; its peer ``q``) escalated at its GPU, as a
-        vote's loser is, from the split's first step (``lean``)."""
         rank = buf.ranks[i]
         disagreeing.add(rank)
-        self._mismatch[rank] = [lean[0], 0]
+        self._mismatch[rank] = [buf.ts[i], 0]
         f = self._checksum_minority(
-            rank, buf.dp[i], decided_ts, lean[0], int(lean[7]), lean[8], lean[9],
-            {"replicas_compared": 2, "peer_rank": buf.ranks[q],
-             "grad_norm": buf.grad[i], "peer_grad_norm": buf.grad[q], **why,
-             "loss": buf.loss[i], "peer_loss": buf.loss[q], "steps_judged": int(lean[1]),
-             "judged_to_step": step,
-             "tiebreak": "two replicas disagree (no majority); this rank's own gradient norm "
-             f"jumped on the step they split and stayed off against its level before it to "
-             f"step {step} ({int(lean[1])} steps), its peer's did not"})
+            rank, buf.dp[i], decided_ts, buf.ts[i], step, buf.checksum[i],
+            buf.checksum[q], {"replicas_compared": 2, "peer_rank": buf.ranks[q],
+                              "grad_norm": buf.grad[i], "peer_grad_norm": buf.grad[q], **why,
+                              "loss": buf.loss[i], "peer_loss": buf.loss[q],
+                              "tiebreak": "two replicas disagree (no majority); this rank's "
+                              "own gradient norm jumped on the step they split, its peer's "
+                              "did not"})
         f.evidence["peer_checksum"] = f.evidence.pop("majority_checksum")
         out.append(f._replace(severity=sdc.TIE_GRAD_SEVERITY))
-
-    def _tie_unjudged(self, step: int, buf: _StepBuffer, tied: dict[int, float],
-                      decided_ts: float, out: list[Finding]) -> None:
-        """Held splits (``_tie_lean``) whose pair sent checksums on this step that did not
-        split (the copies agree again before the split was judged: the job's tie, from its
-        first step, cleared as any tie); one whose rank lost a vote or left the job, dropped."""
-        keep = {}
-        for held, lean in self._tie_lean.items():
-            peer = int(lean[2])
-            if held in tied:
-                keep[held] = lean
-                continue
-            if held in self._mismatch or peer in self._mismatch or held not in self._slot or (
-                    peer not in self._slot):
-                continue
-            try:
-                at = (buf.ranks.index(held), buf.ranks.index(peer))
-            except ValueError:
-                keep[held] = lean
-                continue
-            if any(buf.checksum[i] is None for i in at):
-                keep[held] = lean
-                continue
-            f = sdc.tie(self._pair, set(), int(lean[7]),
-                        [[(r, *buf.hw[i], c, lean[0])
-                          for r, i, c in ((held, at[0], lean[8]), (peer, at[1], lean[9]))]],
-                        decided_ts, self.job, self.tenant, self.cluster)
-            if f is not None:
-                out.append(f)
-        self._tie_lean = keep
+        return True
 
     def _pair_disagree(self, step: int, buf: _StepBuffer, ties: list[list[int]],
-                       decided_ts: float, paired: set[int], tied: dict[int, float],
-                       out: list[Finding]) -> None:
-        """Pairs of replicas whose checksums differ: one job escalation (detector.sdc), each
-        pair from its onset in ``tied`` (a split held since an earlier step: its first)."""
+                       decided_ts: float, paired: set[int], out: list[Finding]) -> None:
+        """Pairs of replicas whose checksums differ: one job escalation (detector.sdc)."""
         f = sdc.tie(self._pair, paired, step,
-                    [[(buf.ranks[i], *buf.hw[i], buf.checksum[i],
-                       tied.get(buf.ranks[i], buf.ts[i])) for i in idx]
+                    [[(buf.ranks[i], *buf.hw[i], buf.checksum[i], buf.ts[i]) for i in idx]
                      for idx in ties], decided_ts, self.job, self.tenant, self.cluster)
         if f is not None:
             out.append(f)

@@ -481,13 +481,6 @@ def _num(x: Any) -> bool:
     return type(x) in (int, float)
 
 
-def _tie_lean_ok(v: Any) -> bool:
-    """A held tiebreak as _tie_broken writes one (detector.step_numerics)."""
-    return (type(v) is list and len(v) == 10 and all(_num(x) and x == x for x in v[:7])
-            and all(type(x) is int for x in (v[1], v[2], v[7])) and v[1] >= 1
-            and v[5] > 0.0 and v[6] > 0.0 and all(type(x) is str for x in v[8:]))
-
-
 def _count(x: Any) -> bool:
     """A whole count, 0 or more (a step divides by some and indexes a ring with others)."""
     return type(x) is int and 0 <= x <= 1 << 62
@@ -580,7 +573,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair",
-        "_tie_lean", *(name for name, _ in _SLOT_ARRAYS))},
+        *(name for name, _ in _SLOT_ARRAYS))},
 }
 
 
@@ -593,7 +586,6 @@ class JobMonitor(NumericChecks):
     _ar_xy = _ar_xx = 0.0      # (likewise: a snapshot before round 30 learns its lag-1 anew)
     _ar_n = 0
     _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
-    _tie_lean: dict[int, list[Any]] = {}       # (likewise; replaced, never changed in place)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -824,10 +816,6 @@ class JobMonitor(NumericChecks):
         #                                                     for stragglers of partial steps
         self._pair: dict[int, list[float]] = {}       # rank -> [onset_ts, agreeing steps]:
         #                                               one of two replicas that disagree
-        # A checksum split between two replicas held for a tiebreak (detector.step_numerics
-        # _tie_broken): its rank -> [onset_ts, split steps held, peer rank, level, peer's level,
-        # spread, peer's spread, first step, checksum, peer's checksum]
-        self._tie_lean: dict[int, list[Any]] = {}
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
         self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
@@ -1076,9 +1064,6 @@ class JobMonitor(NumericChecks):
             type(k) is tuple and len(k) == 3 and all(x is None or type(x) is int for x in k)
             and type(v) is str for k, v in self._majority.items())
             and len(self._majority) <= 2 * _MAJORITIES_KEPT, "JobMonitor._majority")
-        refuse_unless(type(self._tie_lean) is dict and len(self._tie_lean) <= len(self._rank_of)
-                      and all(type(k) is int and _tie_lean_ok(v)
-                              for k, v in self._tie_lean.items()), "JobMonitor._tie_lean")
         for name, size in (("_mismatch", 2), ("_pair", 3)):
             refuse_unless(type(getattr(self, name)) is dict and all(
                 type(k) is int and type(v) is list and 2 <= len(v) <= size
