@@ -971,11 +971,15 @@ class Correlator(PartWindows):
         self._timer(due + self.cfg.forget_after_s, "forget", key)
 
     def _firing_on(self, scope: Scope, kind: str) -> bool:
+        return self._firing_isolation(scope, kind) is not None
+
+    def _firing_isolation(self, scope: Scope, kind: str) -> Problem | None:
+        """The isolation of ``kind`` firing on ``scope`` (any cluster's), if any."""
         p = self.problems.get(self.dedup_key(ISOLATION, kind, scope, None))
         if p is None:
             p = next((q for q in self.problems.values() if q.scope == scope and q.kind == kind
                       and q.topic == ISOLATION), None)
-        return p is not None and p.status == "firing"
+        return p if p is not None and p.status == "firing" else None
 
     def _why_due(self, key: str, due: float, out: list[Alert]) -> None:
         """The wait for a cause is over: raise the recovery action alone, or join its cause."""
@@ -1878,10 +1882,23 @@ class Correlator(PartWindows):
 
     def _fleet_cap(self, node: str, onset: float, depth: float) -> list[str]:
         """Other nodes whose cap wave (:meth:`_note_wave`) began within ``impact_onset_s``
-        of ``onset`` and is not ``cap_clock_drop`` shallower than ``depth`` (at most 4)."""
+        of ``onset``, is not ``cap_clock_drop`` shallower than ``depth``, overlaps this one
+        (capped now, or last seen capped at ``onset`` or after) and is no node's own power
+        page (at most 4).  A wave that ended before this one began shares no limit with it:
+        kept up to ``FACILITY_CAP_MEMORY`` half-lives for the sustained rule, it read a node's
+        own BMC cap 25 s after another node's routine dip as the site's and held its page
+        ~12 min, past the cap's end (the lead's round-31 review, revB31 1); a node paged for
+        its own cap is no partner of a site's (revB31 2)."""
         window, alike = self.cfg.impact_onset_s, depth - self.cfg.cap_clock_drop
-        return list(islice((n for n, (o, d, _) in self._cap_waves.items()
-                            if n != node and abs(o - onset) <= window and d >= alike), 4))
+        return list(islice((n for n, (o, d, last) in self._cap_waves.items()
+                            if n != node and abs(o - onset) <= window and d >= alike
+                            and (last >= onset or self._capped(n))
+                            and not self._own_power_page(n)), 4))
+
+    def _own_power_page(self, node: str) -> bool:
+        """An isolation slow_node/power firing on ``node`` (its own cap, brake or PSU)."""
+        p = self._firing_isolation(Scope.of_node(node), "slow_node")
+        return p is not None and p.cause == "power"
 
     def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) -> bool:
         """Whether a slow rank whose GPU's SW power cap (0x4 alone) explains it is left
@@ -2931,10 +2948,15 @@ def _pace_noise(slow: Finding) -> float:
     scenario-overlap-s3002-f01, a GPU capped 28.9 % (1.4065x explained) under a rank 1.4326x
     over 4 steps (sigma 0.014: its steps 1.437-1.480x), was escalated 'unknown' beyond 2
     points (1.4265x) and isolated power by the sustained rule 3.6 s later."""
-    sigma = float(slow.evidence.get("noise_sigma") or 0.0)
+    sigma = min(max(float(slow.evidence.get("noise_sigma") or 0.0), 0.0), _MAX_NOISE_SIGMA)
     steps = int(slow.evidence.get("run_steps") or 0) if slow.evidence.get(
         "mean_ratio_over_run") else 1
     return max(0.02, 3.0 * sigma / math.sqrt(max(steps, 1)))
+
+
+# A step noise past this (a share of the step) is no rank's: a forged or broken finding's, so
+# it cannot make every cap explain every slowdown (revB31 3).
+_MAX_NOISE_SIGMA = 0.2
 
 
 # A step this much slower than its peers is a spike (detector.steps' burst rule takes two in a

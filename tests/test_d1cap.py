@@ -26,20 +26,21 @@ STEPS = 420
 CAP_FROM, CAP_TO = 100.0, 360.0   # s after T0: the cap's window (each node's own start below)
 
 
-def _run(caps: dict[int, tuple[float, float]], *, nodes: int = 8,
+def _run(caps: dict[int, tuple[float, ...]], *, nodes: int = 8,
          brake: tuple[int, float, float] | None = None) -> list:
     """A TP8 job on ``nodes`` nodes (one replica a node), 1 s steps; every GPU sampled every
     10 s at its node's phase.  ``caps``: node -> (its BMC's start, s after CAP_FROM; mean
-    clock drop): 0x4 at ~500 W from then to CAP_TO, each GPU's drop the mean +- 2.5 points
+    clock drop[; its end, s after T0]): 0x4 at ~500 W from then to CAP_TO (or its end), each
+    GPU's drop the mean +- 2.5 points
     (its own demand), its rank's compute x (1 - drop) ** -0.85.  ``brake``: (node, from,
     to) -- 0x80 on all its GPUs (plus 0x4 if capped), the clock and its ranks halved."""
     rng = np.random.default_rng(31)
     drops = {n: np.clip(mean + rng.uniform(-0.025, 0.025, 8), 0.05, None)
-             for n, (_, mean) in caps.items()}
+             for n, (_, mean, *_) in caps.items()}
 
     def state(n: int, g: int, t: float) -> tuple[int, float]:
         bits, drop = 0, 0.0
-        if n in caps and CAP_FROM + caps[n][0] <= t < CAP_TO:
+        if n in caps and CAP_FROM + caps[n][0] <= t < (caps[n][2:] or (CAP_TO,))[0]:
             bits, drop = 0x4, float(drops[n][g])
         if brake is not None and n == brake[0] and brake[1] <= t < brake[2]:
             bits, drop = bits | 0x80, 0.5
