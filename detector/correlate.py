@@ -1691,7 +1691,7 @@ class Correlator(PartWindows):
             return
         window = self.cfg.impact_onset_s
         gpus = int(f.evidence.get("gpus_under_cap") or 0)
-        interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+        interval = self._cadence(node)
         if gpus > 1 and not decide:
             self._timer(max(self._clock, now) + window + 1.25 * max(
                 interval, self.cfg.unknown_cadence_s), "cap", f.scope.key)
@@ -1944,7 +1944,7 @@ class Correlator(PartWindows):
                     self._slow_wait[unit] = slow
                     self._timer(now + self.cfg.benign_grace_s / 2, "slow", unit)
                 return True
-            interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+            interval = self._cadence(node)
             until = wave[0] + window + 1.25 * interval + 1.0
         elif wave is None:
             until = cap.ts + self.cfg.why_wait_s
@@ -1968,7 +1968,7 @@ class Correlator(PartWindows):
         wave = self._cap_waves.get(node or "")
         if node is None or wave is None or abs(wave[0] - cap.onset_ts) > self.cfg.impact_onset_s:
             return False
-        interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+        interval = self._cadence(node)
         return slow.ts < wave[0] - interval and bool(self._fleet_cap(node, wave[0], drop))
 
     def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
@@ -2524,6 +2524,11 @@ class Correlator(PartWindows):
         return None
 
     # -- alerts --------------------------------------------------------------------------
+
+    def _cadence(self, node: str) -> float:
+        """``node``'s telemetry sampling interval as learned (``_interval``), else the
+        cadence assumed for a node not learned yet (``unknown_cadence_s``)."""
+        return self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
 
     def _interval_of(self, p: Problem) -> float | None:
         """Thermal sampling interval of the problem's node (of its first evidence, if wider)."""

@@ -481,6 +481,14 @@ def _num(x: Any) -> bool:
     return type(x) in (int, float)
 
 
+def _holdable(f: Finding) -> bool:
+    """A slow rank told on this step that a hold may take back (_hold_wandering,
+    _hold_shared, _same_place / _hold_same_place): active, found by a rule other than the
+    wandering job's and the twins' (those are already the workload's reading)."""
+    return (f.signal == "slow_rank" and f.active and "wander_mean_ratio" not in f.evidence
+            and "twin_ratio" not in f.evidence)
+
+
 def _count(x: Any) -> bool:
     """A whole count, 0 or more (a step divides by some and indexes a ring with others)."""
     return type(x) is int and 0 <= x <= 1 << 62
@@ -2212,9 +2220,7 @@ class JobMonitor(NumericChecks):
         only by the wandering job's rule (:meth:`_wander_update`)."""
         kept = []
         for f in out[mark:]:
-            if (f.signal != "slow_rank" or not f.active or "wander_mean_ratio" in f.evidence
-                    or "twin_ratio" in f.evidence
-                    or f.rank is None or f.rank not in self._slot):
+            if not _holdable(f) or f.rank is None or f.rank not in self._slot:
                 kept.append(f)
                 continue
             s = self._slot[f.rank]
@@ -2428,9 +2434,7 @@ class JobMonitor(NumericChecks):
         hw, ws = self._hw, self._wshort
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
-            if (s is None or f.signal != "slow_rank" or not f.active
-                    or "wander_mean_ratio" in f.evidence or "twin_ratio" in f.evidence
-                    or ws[s] <= 0.0):
+            if s is None or not _holdable(f) or ws[s] <= 0.0:
                 kept.append(f)
                 continue
             at = np.flatnonzero(slots == s)
@@ -2466,9 +2470,7 @@ class JobMonitor(NumericChecks):
         place: list[int] = []
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
-            if (s is None or s in place or f.signal != "slow_rank" or not f.active
-                    or hw[s] is None or "wander_mean_ratio" in f.evidence
-                    or "twin_ratio" in f.evidence or ws[s] <= 0.0):
+            if s is None or s in place or not _holdable(f) or hw[s] is None or ws[s] <= 0.0:
                 continue
             at = np.flatnonzero(slots == s)
             if not len(at):
@@ -2502,8 +2504,7 @@ class JobMonitor(NumericChecks):
         kept = []
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
-            if (s not in place or f.signal != "slow_rank" or not f.active
-                    or "wander_mean_ratio" in f.evidence or "twin_ratio" in f.evidence):
+            if s not in place or not _holdable(f):
                 kept.append(f)
         out[mark:] = kept
         m = _ints(place)
