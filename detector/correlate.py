@@ -41,6 +41,7 @@ from detector.liveness import prune as _prune_silent
 from detector.part_window import _UNITS_TOLD, BOARD_WINDOW_S, PartWindows
 from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
+from detector.statecodec import is_map_of, is_time
 from detector.steps import _TP_LOCKED as TP_LOCKED  # (one tolerance for "in step")
 from detector.thermal import MAX_IDLE_TOLD, PAUSE_S
 from detector.thresholds import Thresholds
@@ -2934,6 +2935,40 @@ FACILITY_CAP_MEMORY = 4.0
 
 
 _CAP_SIGNALS = ("throttle_seen", "throttle_minor", "throttle")  # (Correlator._capped)
+
+
+def check_power_restored(corr: Any) -> str | None:
+    """The first of a restored correlator's power-cap fields that is malformed (None: all
+    sound): ``_cap_waves`` node -> [onset, depth, last capped] (a list: kept up to date in
+    place), ``_fleet_held`` unit -> when, ``_deep_caps`` (onset, node) sorted by onset (it is
+    bisected), ``_routine_cap`` GPU -> its non-empty slots (first, last, drop).  Each was
+    checked as a map (a list) alone: a wave ``[t, d]`` failed ``_fleet_cap``'s unpacking on
+    every 0x4 finding, a string time every prune (revB31 4) -- refused now instead."""
+    waves = getattr(corr, "_cap_waves", None)
+    if not (type(waves) is dict and all(
+            type(n) is str and type(w) is list and len(w) == 3 and is_time(w[0])
+            and _is_drop(w[1]) and is_time(w[2]) for n, w in waves.items())):
+        return "_cap_waves"
+    held = getattr(corr, "_fleet_held", None)
+    if not (is_map_of(held, str, (float, int)) and all(map(is_time, held.values()))):
+        return "_fleet_held"
+    deep = getattr(corr, "_deep_caps", None)
+    if not (type(deep) is list and all(
+            type(c) is tuple and len(c) == 2 and is_time(c[0]) and type(c[1]) is str
+            for c in deep) and all(a <= b for a, b in zip(deep, deep[1:]))):
+        return "_deep_caps"
+    routine = getattr(corr, "_routine_cap", None)
+    if not (type(routine) is dict and all(
+            type(u) is str and type(seen) is list and seen and all(
+                type(c) is tuple and len(c) == 3 and is_time(c[0]) and is_time(c[1])
+                and _is_drop(c[2]) for c in seen) for u, seen in routine.items())):
+        return "_routine_cap"
+    return None
+
+
+def _is_drop(x: Any) -> bool:
+    """A clock drop as told (a finite share)."""
+    return type(x) in (float, int) and math.isfinite(x)
 
 
 def _baseline(slow: Finding) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 from detector import hang, host_node, job_pace, lemon, nic_cnp
 from detector.alerts import Alert
-from detector.correlate import Correlator
+from detector.correlate import Correlator, check_power_restored
 from detector.findings import (
     Finding,
     FindingMessage,
@@ -116,6 +116,8 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(nic_cnp.check_restored(corr), "correlator._cnp: malformed (detector.nic_cnp)")
     bad = job_pace.check_restored(corr)
     refuse_unless(bad is None, f"correlator.{bad}: malformed (detector.job_pace)")
+    bad = check_power_restored(corr)
+    refuse_unless(bad is None, f"correlator.{bad}: malformed (detector.correlate's power caps)")
     counts = state.get("counts")
     refuse_unless(type(counts) in (tuple, list) and len(counts) == 4 and all(
         type(n) is int for n in counts), "counts: malformed")
