@@ -156,11 +156,23 @@ MOVED_S = 1.0
 # A correlator's node entry holds, beside its topics' findings, the one that made it silent
 # on every topic: under _WAIT while its part's other nodes are awaited, _JUDGED once judged.
 _WAIT, _JUDGED = "wait", "judged"
+# defer32 (revA31 2): a node judged silent whose jobs all stopped stepping while it still
+# reported (_ended_first: blind21 F1's firmware flash after its job's end -- or a node that died
+# in its job's checkpoint save, the same telemetry until it stays dark) is not dropped: its
+# judgement is deferred (under _DEFER, the jobs it excused) until every topic of it is still
+# dark DEFER_S after its last record (the records' time, as the 240 s bound: a log's end or a
+# feed stopping proves nothing), then paged.  15 minutes: a reboot or a firmware flash's
+# activation is back within minutes (the simulator's reboot 60-120 s, blind21 F1's flashes
+# 180-300 s, a DGX-class host's POST with its memory training some 5-10 min), and under
+# unit_idle_s (an hour: its monitors, and the silence, are dropped then).
+DEFER_S = 900.0
+_DEFER = "defer"
+_NODE_KEYS = frozenset((*TOPICS, _WAIT, _JUDGED, _DEFER))  # a correlator's node entry's keys
 
 # A source's entry for one node: [cluster, {topic: [newest ts, interval, updates, silent (0;
-# 1 silent; 2 its ``confirm`` sent; 4 told ``quiet``: _quiet; 3, round 22's fast judgment, is
-# restored as 4), the topic's progress at that record, the jobs on the node
-# once it was quiet SUSPECT_S (None before; _jobs_on's rows)]}]; the topic's:
+# 1 silent; 2 its ``confirm`` sent; 4 told ``quiet``: _quiet; 5 told ``still_dark`` DEFER_S
+# on; 3, round 22's fast judgment, is restored as 4), the topic's progress at that record,
+# the jobs on the node once it was quiet SUSPECT_S (None before; _jobs_on's rows)]}]; the topic's:
 # [newest ts of any node, progress]
 # (progress: how long the fleet was seen reporting, gaps of the feed capped at JUMP_CAP_S).
 _LAST, _GAP, _N, _SILENT, _AT, _JOBS = range(6)
@@ -236,7 +248,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                 continue
             if last > st[_LAST]:
                 gap = last - st[_LAST]
-                if st[_SILENT] not in (1, 2):  # (a silence told past its bound is no interval:
+                if st[_SILENT] not in (1, 2, 5):  # (a silence told past its bound is no interval:
                     #   a node back, or a collector's held rows sent at once -- blind15 O4)
                     st[_GAP] = gap if gap > st[_GAP] else \
                         st[_GAP] + (gap - st[_GAP]) * GAP_DECAY
@@ -253,7 +265,17 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                     # be FAST_S behind the fleet already)
                     quiet.add(node)
                 continue
-            if st[_SILENT] == 2 or st[_N] < MIN_UPDATES:
+            if st[_SILENT] == 2 and progress - st[_AT] > DEFER_S:
+                # still dark a reboot's or a firmware flash's minutes on: told once more, for
+                # a node whose judgement a job's end deferred (on_silent, _still_dark)
+                st[_SILENT] = 5
+                f = _finding(mon, node, entry[0], what, st, clock, True, max(
+                    1, len(times) - bisect_right(times, last + DEFER_S)))
+                f.evidence["still_dark"] = True
+                f.evidence["dark_s"] = round(progress - st[_AT], 3)
+                findings.append(f)
+                continue
+            if st[_SILENT] in (2, 5) or st[_N] < MIN_UPDATES:
                 continue
             if st[_JOBS] is None and mon._jobs and progress - st[_AT] > max(
                     SUSPECT_S, 2 * st[_GAP]):
@@ -513,7 +535,7 @@ def check_restored(mon: Monitors) -> bool:
             if what not in TOPICS or type(st) is not list or len(st) != 6 or not (
                     type(st[_LAST]) is float and type(st[_GAP]) is float
                     and type(st[_N]) is int and type(st[_SILENT]) in (int, bool)
-                    and st[_SILENT] in (0, 1, 2, 4)  # (a bool before round 18)
+                    and st[_SILENT] in (0, 1, 2, 4, 5)  # (a bool before round 18)
                     and type(st[_AT]) is float and (st[_JOBS] is None or (
                         type(st[_JOBS]) is list and len(st[_JOBS]) <= MAX_JOBS and all(
                             type(j) is list and len(j) == 3 and type(j[0]) is str
@@ -524,6 +546,34 @@ def check_restored(mon: Monitors) -> bool:
     return type(fleet) is dict and all(
         (w in TOPICS or w == "steps") and type(tp) is list and len(tp) == 2
         and all(type(x) is float for x in tp) for w, tp in fleet.items())
+
+
+def check_corr_restored(corr: Any) -> bool:
+    """Whether a restored correlator's ``_silent`` has the shape :func:`on_silent` reads:
+    node -> {topic, _WAIT, _JUDGED or _DEFER: a finding} (a deferral naming at most
+    :data:`MAX_JOBS` jobs), and the jobs' entries (_STOPS, _ABSENT) job -> a finding, each
+    bounded."""
+    silent = getattr(corr, "_silent", None)
+    if type(silent) is not dict or len(silent) > MAX_NODES:
+        return False
+    for node, topics in silent.items():
+        if type(node) is not str or type(topics) is not dict:
+            return False
+        if node in _JOBS_KEYS:
+            if len(topics) > MAX_STOPS or not all(
+                    type(j) is str and type(g) is Finding and type(g.evidence) is dict
+                    for j, g in topics.items()):
+                return False
+            continue
+        if not all(w in _NODE_KEYS and type(g) is Finding and type(g.evidence) is dict
+                   for w, g in topics.items()):
+            return False
+        held = topics.get(_DEFER)
+        if held is not None and not (type(jobs := held.evidence.get("jobs")) is list and len(
+                jobs) <= MAX_JOBS and all(type(j) is dict and type(j.get("job")) is str
+                                          for j in jobs)):
+            return False
+    return True
 
 
 # -- the correlator's half ---------------------------------------------------------------
@@ -547,6 +597,7 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             topics.pop(what, None)
             topics.pop(_WAIT, None)
             topics.pop(_JUDGED, None)
+            topics.pop(_DEFER, None)  # (heard again: its flash or reboot is over)
             if not any(w in TOPICS for w in topics):
                 del silent[node]
         p = _page_of(corr, node, f.cluster)
@@ -590,6 +641,8 @@ def on_silent(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if _WAIT in topics or _JUDGED in topics:
         if not _is_quiet(f) or what not in topics:
             topics[what] = f
+            if _DEFER in topics and f.evidence.get("still_dark") is True:
+                _still_dark(corr, node, f, out)
         elif _WAIT in topics and topics[_WAIT].evidence.get("job_stalled") is True:
             _retold(corr, node, what, f, out)
         return
@@ -1105,9 +1158,10 @@ def _choose(corr: Correlator, node: str, group: list[str]) -> Scope | None:
 
 
 def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
-          out: list[Alert]) -> None:
+          out: list[Alert], deferred: list[Any] | None = None) -> None:
     """One escalation at ``part`` (a switch, a domain) over ``group``, or at the node
-    ``group[0]``; a node alone joins its part's page when one is firing."""
+    ``group[0]``; a node alone joins its part's page when one is firing.  ``deferred``: the
+    jobs whose end deferred the node's judgement (:func:`_still_dark`), paging it now."""
     silent = corr._silent
     node = group[0]
     found = [g for n in group for w, g in silent[n].items() if w in TOPICS]
@@ -1121,10 +1175,17 @@ def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
                 for g in found:
                     p.add(g, corr.cfg.evidence_items)
                 return
-    jobs = [j for n in group for j in _running(corr, n, [g for w, g in silent[n].items()
-                                                          if w in TOPICS], f.ts)]
+    excused: dict[str, list[Any]] = {}
+    jobs = deferred if deferred is not None else [
+        j for n in group for j in _running(corr, n, [g for w, g in silent[n].items()
+                                                    if w in TOPICS], f.ts, excused)]
     if not jobs:
-        return  # nothing ran on it to the end: drained, replaced, taken out -- or idle
+        # nothing ran on it to the end: drained, replaced, taken out -- or idle; or its jobs
+        # stopped stepping while it still reported: deferred, paged if it stays dark
+        for n, held in excused.items():
+            silent[n][_DEFER] = f._replace(evidence={"jobs": held[:MAX_JOBS]})
+            _still_dark(corr, n, f, out)  # (told still dark already: a correlator restarted)
+        return
     scope = part if part is not None else Scope.of_node(node)
     name = None if part is None else part.switch or part.domain
     key = corr.dedup_key(ESCALATION, "unattributed", scope, f.cluster)
@@ -1148,13 +1209,18 @@ def _page(corr: Correlator, part: Scope | None, group: list[str], f: Finding,
                       "reported past its silence)",
                       "a collector's lag on one topic (silent on every topic it used)",
                       "a job ending, or a node drained or replaced (jobs ran on it to the "
-                      "end and did not move)"],
+                      "end and did not move)" if deferred is None else
+                      f"a reboot or firmware flash after its job's end (still dark "
+                      f"{DEFER_S:g} s after its last record; those are back within minutes)"],
         "recommended_because": (
             f"{where} stopped sending every record at {first.onset_ts:.1f} with no XID, "
             "while the rest of the fleet kept reporting and jobs ran on it"
             + (" (they stopped stepping with it, their other ranks busy waiting in the "
                "collective)" if any(g.evidence.get("job_stalled") is True for g in found)
-               else "") + ": "
+               else "")
+            + (" -- they had stopped stepping shortly before it went dark (a checkpoint "
+               "save, an eval, or their end), so it was judged again once still dark "
+               f"{DEFER_S:g} s on" if deferred is not None else "") + ": "
             + ("a host that went dark (kernel panic, PSU, hung BMC)" if part is None else
                "a part of the fleet that went dark together (its switch, its rack's power)")),
         "next_diagnostic": (
@@ -1185,23 +1251,65 @@ def _page_of(corr: Correlator, node: str, cluster: str | None) -> Any:
     return None
 
 
-def _running(corr: Correlator, node: str, found: list[Finding], now: float) -> list[Any]:
+def _running(corr: Correlator, node: str, found: list[Finding], now: float,
+             excused: dict[str, list[Any]] | None = None) -> list[Any]:
     """The jobs that ran on ``node`` to its end: as its sources saw them (the engine's one
     source sees steps: jobs that stepped within the bound of its last record and whose ranks
     stayed there), else as the correlator's job layouts place them, when its GPUs were busy
     (a drained node's GPUs report idle) -- either way not one that ended first
-    (:func:`_ended_first`)."""
+    (:func:`_ended_first`).  Those that ended first, or left its GPUs idle, having stepped
+    within the bound of its last record (as their stops tell) go to ``excused[node]``: its
+    judgement deferred (:func:`_still_dark`) -- a save's idle GPUs are a job's end's too."""
+    last = max((x for g in found if _is_time(x := g.evidence.get("last_ts"))), default=None)
+    since = -math.inf if last is None else last - max([RUNNING_S] + [
+        2.0 * i for g in found if _is_time(i := g.evidence.get("interval_s"))])
     if any(g.evidence.get("steps_seen") is True for g in found):
         jobs = _jobs_of(corr, node, found, placed=False)
     elif corr.seen is not None and corr.seen(node, "thermal") and node not in corr._busy:
+        if excused is not None and last is not None and not any(
+                g.evidence.get("job_stalled") is True for g in found):
+            held = [j for j in _jobs_of(corr, node, found) if _stopped_at(corr, j["job"]) >= since]
+            if held:
+                excused[node] = held
         return []
     else:
         jobs = _jobs_of(corr, node, found)
-    last = max((x for g in found if _is_time(x := g.evidence.get("last_ts"))), default=None)
     if last is None or any(g.evidence.get("job_stalled") is True for g in found):
         return jobs  # (judged in seconds: its jobs were lost with it, _lost)
     view = _LayoutView(corr, node, now)
-    return [j for j in jobs if not _ended_first(view, j["job"], last)]
+    kept = []
+    for j in jobs:
+        if not _ended_first(view, j["job"], last):
+            kept.append(j)
+        elif excused is not None and _stopped_at(corr, j["job"]) >= since:
+            excused.setdefault(node, []).append(j)
+    return kept
+
+
+def _stopped_at(corr: Correlator, name: str) -> float:
+    """Job ``name``'s last step as its stop was told (-inf: none told)."""
+    stop = (corr._silent.get(_STOPS) or {}).get(name)
+    t = None if stop is None else stop.evidence.get("last_step_ts")
+    return t if _is_time(t) else -math.inf
+
+
+def _still_dark(corr: Correlator, node: str, f: Finding, out: list[Alert]) -> None:
+    """A node whose judgement its jobs' end deferred (:func:`_page`), told ``still_dark``
+    (:data:`DEFER_S` after its last record) on every topic it used, and heard on none since:
+    no reboot or flash takes this long -- paged now, naming the jobs (a node alone joins its
+    part's page when one is firing), unless a page names it already."""
+    topics = corr._silent.get(node)
+    held = None if topics is None else topics.get(_DEFER)
+    if held is None:
+        return
+    uses = _uses(corr, node, topics)
+    if not uses or any(w not in topics or topics[w].evidence.get("still_dark") is not True
+                       for w in uses):
+        return
+    del topics[_DEFER]
+    if _page_of(corr, node, f.cluster) is None:
+        jobs = [j for j in held.evidence.get("jobs") or () if type(j) is dict]
+        _page(corr, None, [node], f, out, jobs)
 
 
 def _ended_first(view: _LayoutView, name: str, last: float) -> bool:

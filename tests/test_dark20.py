@@ -127,7 +127,7 @@ def test_stops_are_bounded_and_restore_checks_a_quiet_state(monkeypatch):
     mon._alive["node-001"] = [None, {"ecc": [T0, 10.0, 5, 4, 100.0, None]}]
     mon._fleet["steps"] = [T0, 0.0]
     assert liveness.check_restored(mon)
-    mon._alive["node-001"][1]["ecc"][3] = 5
+    mon._alive["node-001"][1]["ecc"][3] = 6  # (5: told still_dark, defer32)
     assert not liveness.check_restored(mon)
 
 

@@ -64,14 +64,8 @@ def test_a_huge_noise_sigma_cannot_make_every_cap_explain_every_slowdown() -> No
 # -- revA31 2: life31's F1 rule against a node that dies in a lone job's save ----------------
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revA31 2, open (life31's F1 trade, stated in its commit): detector/liveness.py "
-    "_ended_first drops a job whose stop was due while its node still reported, so a node "
-    "that dies 40 s into its one-node job's checkpoint save (GPUs idle as after a job's end, "
-    "no other node of the job to see wait) and never comes back is never paged -- the same "
-    "telemetry as blind21 F1's flash until the node stays dark.  The fix to build: defer, "
-    "not drop -- a node still dark past a flash/reboot window (~10-15 min) is judged again "
-    "and paged (67fce37 paged it at the 240 s path)"))
+# revA31 2, mended by defer32 (round 32): the node's judgement deferred, not dropped -- paged
+# once still dark liveness.DEFER_S after its last record (tests/test_defer32.py).
 def test_a_node_dying_in_a_lone_jobs_save_and_never_back_is_paged(tmp_path) -> None:
     from tests.test_life31 import DARK, fleet, job_steps, pages
     recs = fleet(seconds=2400, dead={DARK: (440.0, 1e9)}, job=False, idle=(400.0, 460.0))

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from detector import hang, host_node, job_pace, lemon, nic_cnp
+from detector import hang, host_node, job_pace, lemon, liveness, nic_cnp
 from detector.alerts import Alert
 from detector.correlate import Correlator, check_power_restored
 from detector.findings import (
@@ -114,6 +114,8 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
     refuse_unless(nic_cnp.check_restored(corr), "correlator._cnp: malformed (detector.nic_cnp)")
+    refuse_unless(liveness.check_corr_restored(corr),
+                  "correlator._silent: malformed (detector.liveness)")
     bad = job_pace.check_restored(corr)
     refuse_unless(bad is None, f"correlator.{bad}: malformed (detector.job_pace)")
     bad = check_power_restored(corr)
