@@ -486,6 +486,8 @@ class Correlator(PartWindows):
             self._hold_for_group(f, out)
         elif f.verdict and f.kind == "sdc" and self._sdc_joins_gpu(f):
             pass  # (a one-GPU replica's SDC: evidence of its GPU's open page)
+        elif f.verdict and f.kind == "sdc" and f.active and self._sdc_tie(f, out):
+            pass  # (a DP-2 tie judged: its job page narrowed to the GPU, or widened back)
         elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
             self._why_wait[f.key] = f
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
@@ -936,6 +938,37 @@ class Correlator(PartWindows):
                 p.extra["replica_is_gpu"] = f"replica {f.dp_rank} of {f.job} is this GPU alone"
                 return True
         return False
+
+    def _sdc_tie(self, f: Finding, out: list[Alert]) -> bool:
+        """A checksum tie of two replicas is paged at its job on the split step (detector.sdc);
+        when the job's next steps judge it, its GPU's finding (evidence ``tie_judged``) comes
+        just after the tie's end: the job's page, firing on nothing else, is narrowed to that
+        GPU and fires again -- one incident, one dedup_key, its scope and cause refined as a
+        cause is (DESIGN: re-sending a firing alert is not a new problem).  A new tie of the
+        job while that page names a GPU widens it back to the job: nothing is lost under it.
+        True when ``f`` went so."""
+        if f.job is None or f.signal not in ("checksum_mismatch", "checksum_pair"):
+            return False
+        p = self.problems.get(self.dedup_key(ESCALATION, "sdc", Scope.of_job(f.job), f.cluster))
+        if p is None or p.status != "firing":
+            return False
+        if f.signal == "checksum_mismatch":
+            if "tie_judged" not in f.evidence or p.scope.level != "job" or p.active:
+                return False
+            p.scope, p.cause = f.scope, f.cause
+        elif p.scope.level != "job":
+            p.extra["named_before"] = p.scope.key
+            p.scope, p.cause = f.scope, f.cause
+        else:
+            return False
+        diag = f.evidence.get("next_diagnostic")
+        if diag:
+            p.extra["next_diagnostic"] = diag
+        p.quiet_since = math.inf  # (its tie's end just scheduled a resolve: not quiet)
+        p.add(f, self.cfg.evidence_items)
+        self._own(f, p)
+        out.append(self._alert(p, f.ts))
+        return True
 
     def _cleared(self, f: Finding, out: list[Alert]) -> None:
         key = self._owner.pop(f.key, None)

@@ -580,7 +580,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
         "_host_sigma", "_host_seen_ts", "_host_level", "_usual_step_ms", "_ar_xy", "_ar_xx")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
-        "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair",
+        "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
         *(name for name, _ in _SLOT_ARRAYS))},
 }
 
@@ -594,6 +594,7 @@ class JobMonitor(NumericChecks):
     _ar_xy = _ar_xx = 0.0      # (likewise: a snapshot before round 30 learns its lag-1 anew)
     _ar_n = 0
     _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
+    _tie_lean: dict[int, list[Any]] = {}       # (likewise; replaced, never changed in place)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
     # JobMonitor's fields from a fresh one); a restored monitor starts from these defaults.
     _moves = 0                                 # ranks moved to other hardware (a counter)
@@ -824,6 +825,10 @@ class JobMonitor(NumericChecks):
         #                                                     for stragglers of partial steps
         self._pair: dict[int, list[float]] = {}       # rank -> [onset_ts, agreeing steps]:
         #                                               one of two replicas that disagree
+        # A tie held to be judged on the next steps' grad norms (detector.step_numerics
+        # _tie_open, sdc.lean_ok): its rank -> [onset_ts, run, peer, level, peer's level,
+        # spread, peer's spread, split step, judged steps]
+        self._tie_lean: dict[int, list[Any]] = {}
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
         self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
@@ -1077,6 +1082,10 @@ class JobMonitor(NumericChecks):
                 type(k) is int and type(v) is list and 2 <= len(v) <= size
                 and all(type(x) in (int, float) and x == x for x in v)
                 for k, v in getattr(self, name).items()), f"JobMonitor.{name}")
+        last = max(self._last_step, max(self._done, default=-1))
+        refuse_unless(type(self._tie_lean) is dict and len(self._tie_lean) <= len(self._rank_of)
+                      and all(sdc.lean_ok(k, v, last, self.clock)
+                              for k, v in self._tie_lean.items()), "JobMonitor._tie_lean")
 
     def _missed(self, rank: int, step: int) -> bool:
         """Whether ``rank`` surely took no part in ``step``, decided complete: it has no slot
@@ -1226,6 +1235,7 @@ class JobMonitor(NumericChecks):
         self._hr_keys = []
         self._hr = np.zeros((0, host_rise.NCOLS))
         self._majority.clear()  # keyed by step numbers, which now repeat
+        self._tie_lean = {}     # (likewise; its tie stays paged)
         self._pace = job_pace.new_state()  # (learnt again: the correlator keeps the onset)
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)

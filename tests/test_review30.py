@@ -5,12 +5,11 @@ monitors run on without records).  Each finding's test fails on main e2bf9ae; a 
 open is a strict xfail that says what is wrong and where; the controls pass on both.  Ordered
 by what they would cost a user: 1 and 3 fixed (detector/monitors.py, detector/liveness.py), 2
 and 4 fixed in round 31 (home31, detector/pipeline/), 5 settled by a bound (life31, round 31), 6
-open (sdc19's tiebreak)."""
+fixed in round 32 (tie32: the tie paged at its split, judged on the next steps)."""
 
 from __future__ import annotations
 
 import msgspec
-import pytest
 
 from detector.engine import Engine
 from detector.testing import T0, ecc, healthy_job
@@ -224,18 +223,10 @@ def test_a_split_with_no_grad_norm_evidence_is_the_jobs_tie() -> None:
     assert _split_with_a_spike(1.0) == [("job:job-1", "unknown", "checksum_pair")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "sdc19 (round 29), open: detector/step_numerics.py NumericChecks._tie_broken / detector/sdc.py "
-    "tiebreak judge the split step alone: the innocent replica's grad norm x1.4 on that one step "
-    "(in DP-2 each replica has its own batch: a hard batch there is independent of the other's "
-    "corrupted copy -- or one forged step record) while the corrupted rank's norm stays ordinary "
-    "escalates the innocent GPU as gpu_hardware, and, that rank now a known mismatch "
-    "(_mismatch), no later step revisits it: the checksums stay split for 140 more steps and "
-    "the job escalation naming both candidates and the rerun never comes (detector/sdc.py: "
-    "'nothing is guessed').  A discriminator to measure on blind19 R1: the corrupted copy's "
-    "norm stays off on the following steps (R1: x1.2-1.5 from the split on) while a batch's "
-    "spike is one step -- or the tie's job escalation kept beside the GPU's until the norm "
-    "confirms it"))
+# (was a strict xfail: the tiebreak judged the split step alone.  tie32, round 32: the tie is the
+# job's page on the split step and a GPU is named only when its norm stays off on the next
+# steps -- the innocent replica's one-step x1.4 names nothing; tests/test_tie32.py)
 def test_one_steps_grad_norm_spike_does_not_name_the_innocent_gpu() -> None:
     alerts = _split_with_a_spike(1.4)
     assert ("gpu:node-000/1", "gpu_hardware", "checksum_mismatch") not in alerts, alerts
+    assert alerts == [("job:job-1", "unknown", "checksum_pair")]
