@@ -175,7 +175,15 @@ _SHARED_SHARE = 0.5        # ... at least this share of its smoothed z: the work
 #                            4 EP groups hot together)
 _PLACE_NODES = 2           # a slow rank's place (its GPU index, its peer group) slow alike on
 #                            this many other nodes, its node's other ranks of the group not:
-#                            the workload's (JobMonitor._hold_same_place; blind21 M1)
+#                            the workload's (JobMonitor._hold_same_place; blind21 M1) ...
+_PLACE_SHARE = 0.125       # ... and on this share of the other nodes holding its place (an
+#                            expert is one EP index in 8: half of moe-a's nodes; a 128-node
+#                            pure-DP job's noise put 2 of the 127 over half a 10 % rank's
+#                            early smoothed z -- revA31 4) ...
+_PLACE_MARGIN = 1.0        # ... each within this much (smoothed z) of the rank's own: a place
+#                            explains its rank up to its own level, not a fault on top of it
+#                            (revA31 4: every node's GPU 2 +3 % held a +5 % fault on one of them
+#                            17-21 steps, its smoothed z 3.0 over peers' 1.6-1.9)
 # A rank against its twins (JobMonitor._twin_update, blind8 H2: a GPU slowing under routing).
 _TWIN_WINDOW = 128         # steps of each rank's deviation kept to find its twins ...
 _TWIN_FIRST = 64           # ... looked at once this many are kept ...
@@ -2460,11 +2468,15 @@ class JobMonitor(NumericChecks):
     def _same_place(self, out: list[Finding], mark: int, slots: np.ndarray,
                     groups: np.ndarray) -> list[int]:
         """The slots of the slow ranks found on this step (``out[mark:]``) whose place is slow
-        on other nodes too: the rank of its peer group on the same GPU index of
-        ``_PLACE_NODES`` other nodes with a smoothed z (``_wshort``, ~10 steps) at least
-        ``_SHARED_SHARE`` of its own, while its own node's other ranks of the group are not
+        on other nodes too: the ranks of its peer group on the same GPU index of other nodes
+        -- ``_PLACE_NODES`` distinct nodes and ``_PLACE_SHARE`` of those holding that index --
+        with a smoothed z (``_wshort``, ~10 steps) at least ``_SHARED_SHARE`` of its own and
+        within ``_PLACE_MARGIN`` of it, while its own node's other ranks of the group are not
         (fewer than half of them at that share; a node holding one rank of the group has no
-        place to tell).
+        place to tell).  Nodes, not ranks: two processes on one GPU of a node slow as a whole
+        are one node.  A share: a large pure-DP job's noise lifts 2 of 127 peers over half a
+        real slowdown's early smoothed z.  The margin: a place explains its rank up to its
+        own level, not a fault on top of it (revA31 4, tests/test_tail32.py).
 
         An MoE router makes one expert hot at a time, the same EP index in every EP group:
         with EP over the data-parallel ranks (EP rank = dp % 8) and four replicas to a node,
@@ -2487,7 +2499,10 @@ class JobMonitor(NumericChecks):
                 continue
             node, gpu = hw[s]
             bar = _SHARED_SHARE * ws[s]
-            mates = elsewhere = slow_mates = 0
+            alike = max(bar, ws[s] - _PLACE_MARGIN)
+            mates = slow_mates = 0
+            nodes: set[str] = set()
+            elsewhere: set[str] = set()
             for p in slots[groups == groups[at[0]]].tolist():
                 h = hw[p]
                 if p == s or h is None:
@@ -2496,8 +2511,11 @@ class JobMonitor(NumericChecks):
                     mates += 1
                     slow_mates += ws[p] >= bar
                 elif h[1] == gpu:
-                    elsewhere += ws[p] >= bar
-            if mates and 2 * slow_mates < mates and elsewhere >= _PLACE_NODES:
+                    nodes.add(h[0])
+                    if ws[p] >= alike:
+                        elsewhere.add(h[0])
+            if mates and 2 * slow_mates < mates and len(elsewhere) >= max(
+                    _PLACE_NODES, math.ceil(_PLACE_SHARE * len(nodes))):
                 place.append(s)
         return place
 
