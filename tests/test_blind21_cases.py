@@ -45,16 +45,11 @@ EXPECT: dict[str, tuple] = {
     # in the tune logs.
     "M1-moe-hot-expert-four-nodes-escalated": (bc.nothing_paged, None, 0),
     "N2-one-rank-real-noise-run-escalated": (bc.nothing_paged, None, 0),
-    "N3-real-noise-run-under-lag1-escalated": (bc.nothing_paged, (
-        "N3 (moe31, round 31): N2's shape once the job's lag-1 is used -- one llm-a rank's "
-        "real PAI job-2 run, 6 steps at +2-5 % (mean 3.9 %, the job's noise 0.94 %, lag-1 "
-        "0.54), escalated slow_node/unknown at dc08 GPU 6: 7 of the 11 N2 escalations of the "
-        "tune logs.  Not longer runs than AR(1) makes (PAI job 2's ACF at lags 1-3 is its "
-        "lag-1's powers) but bigger ones: |z| > 4 job sigmas in 0.46 % of samples (Gaussian "
-        "0.006 %), 4-sample means over 4 sigmas in 0.17 % of windows (Gaussian AR(1) at 0.59: "
-        "8e-8) -- whitening removes the correlation, not the heavy tail; the Fisher tail test "
-        "counts the run's correlated steps as independent (Brown's correction cleared it but "
-        "paged a 10 % slowdown past n1run's 7 steps)"), 0),
+    # (was a strict xfail -- N3: N2's shape once the job's lag-1 is used, one llm-a rank's
+    # real PAI job-2 run, 6 steps at +2-5 %, escalated slow_node/unknown: 7 of the 11 N2
+    # escalations of the tune logs.  tail32: under a heavy tail and runs a modest run lasts
+    # past the noise's episodes -- steps._HEAVY_STEPS)
+    "N3-real-noise-run-under-lag1-escalated": (bc.nothing_paged, None, 0),
     "G1-xid79-teardown": (_caught_at_once_and_alone, None, 1),
     "G2-psu-brake-bursts": (_caught_right_and_alone, None, 1),
     "G3-warm-aisle-thermal": (bc.nothing_paged, None, 0),
