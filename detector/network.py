@@ -243,7 +243,7 @@ class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
     __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
-                 "_told_s", "_retrained", "_downs")
+                 "_told_s", "_retrained", "_downs", "_retrains")
 
     def cnp_valid(self) -> bool:
         """Each restored port a port, its CNP fields of their shapes (:meth:`_Port.cnp_valid`)."""
@@ -272,6 +272,10 @@ class NodeNics:
         # Ports whose link_down was told, with the siblings told up beside it since (each
         # once, as "link_up_beside": :meth:`_up_beside`), until it is up or the window ends.
         self._downs: list[tuple[_Port, float, set[tuple[str, int]]]] = []
+        # Ports that bounced and came back lower, waiting for a sibling of their family sampled
+        # in the same scrape to say the node did not reset (_retrained_lower): each with its
+        # sample, its rate before and its link_downed increment.
+        self._retrains: list[tuple[_Port, NicSample, float, int]] = []
 
     @property
     def last_ts(self) -> float:
@@ -294,8 +298,10 @@ class NodeNics:
         most the port's throughput and the node's reference refreshed (again: the same
         value, a refresh no longer due at this ``ts``).
         """
-        if self._downs:
-            return False  # a port just went down: a sibling's sample up tells (_up_beside)
+        if self._downs or self._retrains:
+            # A port just went down, or came back lower: a sibling's sample up tells
+            # (_up_beside, _retrain_beside).
+            return False
         try:
             p = self._ports[(s.nic, s.port)]
         except KeyError:
@@ -421,7 +427,8 @@ class NodeNics:
         rate = s.rate_gbps or 0.0
         if rate > MAX_RATE_GBPS:
             rate = 0.0  # no link trains at it: unknown, never a reference (decode refuses it)
-        if rate != p.rate and s.link_state != "down":  # (IB reports 10 Gb/s while down)
+        old = p.rate
+        if rate != old and s.link_state != "down":  # (IB reports 10 Gb/s while down)
             self._new_rate(p, rate, ts, cfg)
             if self._retrained == p.family and not self._fell_together(p.family, cfg):
                 self._tell_retrained(s, out)
@@ -431,6 +438,11 @@ class NodeNics:
         active = p.active
         if active or p.down or p.held_ts or d[_LINK_DOWNED] or s.link_state == "down":
             self._link(p, s, d, cfg, out, back)
+        if self._retrains:
+            self._retrain_beside(p, s, d, out)
+        if d[_LINK_DOWNED] and 0.0 < rate < old and not back and s.link_state == "up" \
+                and p.role >= 0 and "link_rate" not in active:
+            self._retrained_lower(p, s, old, d[_LINK_DOWNED], dt, out)
         if self._downs:
             self._up_beside(p, s, d, out)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
@@ -927,6 +939,73 @@ class NodeNics:
         elif "link_flap" in p.active and s.ts - p.last_flap_ts >= cfg.nic_quiet_s:
             p.flaps.reset()
             self._emit(out, s, p, "link_flap", False, 0.0, {})
+
+    def _retrained_lower(self, p: _Port, s: NicSample, old: float, downed: int, dt: float,
+                         out: list[Finding]) -> None:
+        """The port's ``link_downed`` moved and it is up again below the rate it had (blind22
+        W1: 400 -> 100 Gb/s, a width 4x -> 1x): a degraded link, told at once as ``link_rate``
+        -- errors or not, DESIGN pages a link down within 1 s -- once a sibling of its family
+        (not storage or management by the topology) sampled in the same scrape (since half
+        the port's interval) or after it is up at the old rate with no bounce of its own: the
+        node's HCAs did not reset (every port of a node retraining lower together is the
+        node's: _fell_together), and a switch that failed brings its ports back at the rate
+        they had.  A sibling down or bounced in the same scrape: the node's or its switch's
+        event, left to the rate rules and the correlator's window (nothing told here).  A
+        port without such a sibling waits for one's sample until its own next one
+        (_retrain_beside); a node back from a reporting gap (a reboot) trains its links, and
+        the rate rules' minute decides (update does not call this then).
+
+        A bounce back at the old rate is not this: ``flap_seen`` evidence (a healthy link's
+        rare bounce, a leaf's firmware upgrade), a page only when it repeats (``link_flap``)."""
+        since = s.ts - 0.5 * dt
+        beside = None
+        for o in self._ports.values():
+            if o is p or o.family != p.family or o.role < 0 or o.last_ts < since:
+                continue
+            if o.down or o.last_flap_ts == o.last_ts:
+                return  # a sibling down or bounced in this scrape too
+            if beside is None and o.rate >= old:
+                beside = o
+        if beside is not None:
+            self._tell_retrain(p, s, s, old, downed, beside, out)
+        elif len(self._retrains) < BESIDE_KEPT:
+            self._retrains.append((p, s, old, downed))
+
+    def _retrain_beside(self, p: _Port, s: NicSample, d: tuple[int, ...],
+                        out: list[Finding]) -> None:
+        """A sample of ``p`` while ports that came back lower wait for a sibling's word
+        (_retrained_lower): ``p`` up at a waiting port's old rate, of its family, without a
+        bounce, tells it; ``p`` bounced or down ends its wait, as it would have before it (the
+        node's event, maybe); a waiting port's own next sample ends its own (the rate rules
+        decide it)."""
+        keep = []
+        for q, s0, old, downed in self._retrains:
+            if q is p or "link_rate" in q.active or q.rate >= old:
+                continue
+            if q.family != p.family or p.role < 0:
+                keep.append((q, s0, old, downed))
+            elif d[_LINK_DOWNED] or p.down or s.link_state != "up":
+                continue  # a sibling bounced or down in the scrape too: not one link's
+            elif p.rate >= old:
+                self._tell_retrain(q, s0, s, old, downed, p, out)
+            else:
+                keep.append((q, s0, old, downed))  # (a sibling below its old rate says nothing)
+        self._retrains = keep
+
+    def _tell_retrain(self, p: _Port, s0: NicSample, s: NicSample, old: float, downed: int,
+                      beside: _Port, out: list[Finding]) -> None:
+        """``p``'s retrain from ``old`` (its sample ``s0``), told at sample ``s`` (``s0``
+        itself, or its sibling ``beside``'s in the same scrape)."""
+        rate = p.rate
+        self._emit(out, s, p, "link_rate", True, 0.85, {
+            "rate_gbps": rate, "rate_before_gbps": old, "peer_rate_gbps": beside.rate,
+            "link_downed": downed, "beside_nic": beside.scope.nic,
+            "beside_port": beside.scope.port,
+            "judged_because": (
+                f"it went down and retrained {old:g} -> {rate:g} Gb/s between two samples "
+                f"(link_downed +{downed}) while {beside.scope.nic} of its node was sampled up "
+                f"at {beside.rate:g} Gb/s without a bounce: a degraded link (lanes or speed "
+                "lost), not its node's HCAs nor its switch")}, onset=s0.ts)
 
     def _up_beside(self, p: _Port, s: NicSample, d: tuple[int, ...],
                    out: list[Finding]) -> None:

@@ -120,6 +120,45 @@ class PartWindows:
             self._raise(ISOLATION, "network", "nic", f.scope, f, out)
         else:
             self._hold_for_group(f, out)
+            if f.signal == "link_rate" and "rate_before_gbps" in f.evidence:
+                self._retrained_beside(f, out)
+
+    def _retrained_beside(self, f: Finding, out: list[Alert]) -> None:
+        """A port that bounced and came back lower than it ran, beside a sibling of its node
+        sampled up at that rate without a bounce (detector.network's _retrained_lower: blind22
+        W1, 400 -> 100 Gb/s, paged 38.5 s late by its switch's window): decided now, as a link
+        down beside a sibling up is (_up_beside) -- a switch that fails brings its ports back
+        at the rate they had, not at a quarter of it -- unless its part is failing by the
+        other nodes' word already; a switch decided failing later supersedes it (its page
+        names the sibling: ``decided_beside``).
+
+        Not where the topology file states the port and its sibling face different switches
+        (a rail fabric): the sibling then says nothing of the port's rail leaf, whose cable
+        bundle reseated retrains its ports lower one node after another (blind8 H4, labelled
+        the switch) -- the window decides.  A file naming no NICs (a Slurm topology.conf) is
+        read as it is everywhere else: the node's NICs face its leaf."""
+        held = self._group_wait.get(f.key)
+        if held is None:
+            return  # more of a part's incident, or its own isolation firing already
+        what, name, _ = held
+        topo, node, nic = self.topology, f.scope.node, f.scope.nic
+        sibling = f.evidence.get("beside_nic")
+        if node is None or nic is None or not isinstance(sibling, str):
+            return  # (no sibling named: the window decides)
+        if topo is not None:
+            here, there = topo.stated_switch_of(node, nic), topo.stated_switch_of(node, sibling)
+            if (here or there) and here != there:
+                return  # (the file's word: another rail -- the window decides)
+        self._member_due(f.key, f.ts, out, now=True)
+        q = self.problems.get(self.dedup_key(ISOLATION, f.kind, f.scope, f.cluster))
+        if f.key not in self._group_wait and q is not None and q.status == "firing" \
+                and what == "switch":
+            q.extra.setdefault("decided_beside", {
+                "switch": name, "nic": f.evidence.get("beside_nic"),
+                "port": f.evidence.get("beside_port"),
+                "retrained": f"{f.evidence['rate_before_gbps']} -> "
+                             f"{f.evidence.get('rate_gbps')} Gb/s"})
+            self._repage(q, out)
 
     def _on_congestion(self, f: Finding, out: list[Alert]) -> None:
         """A port's ``congested`` or a job's ``comm_wait`` changed: a leaf whose congestion
