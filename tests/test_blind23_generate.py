@@ -22,6 +22,7 @@ import pytest
 from bench.blind23 import generate
 from detector.cli import main as cli_main
 from tests.test_blind12_generate import _breaches, _label_breaches, _records
+from tests.test_blind22_generate import _labels, _one, _tele
 
 
 @functools.cache
@@ -30,22 +31,9 @@ def _log(story: str, seed: int, minutes: float) -> tuple[Path, list[dict]]:
     return path, _records(path)
 
 
-def _tele(recs: list[dict], topic: str) -> list[dict]:
-    return [r["value"] for r in recs if r["topic"] == f"telemetry.{topic}"]
-
-
-def _labels(recs: list[dict]) -> dict[str, dict]:
-    return {r["value"]["fault_id"]: r["value"] for r in recs if r["topic"] == "labels"}
-
-
-def _one(lab: dict[str, dict], prefix: str) -> dict:
-    (v,) = [v for k, v in lab.items() if k.startswith(prefix)]
-    return v
-
-
 @pytest.mark.parametrize("story", ["fleet", "loop"])
 def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
-    logs = [generate.write(tmp_path / d, story, 5, minutes=3.0) for d in ("one", "two")]
+    logs = [generate.write(tmp_path / d, story, 5, minutes=2.0) for d in ("one", "two")]
     assert logs[0].read_bytes() == logs[1].read_bytes()
     recs = _records(logs[0])
     assert _breaches(recs) == []
@@ -53,14 +41,14 @@ def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
     fx = json.loads(logs[0].with_name(f"{story}-s5.effects.json").read_text())
     assert fx and all(e["start_ts"] <= e["end_ts"] and e["expect"] == "pages nobody"
                       for e in fx)
-    other = _records(generate.write(tmp_path / "six", story, 6, minutes=3.0))
+    other = _records(generate.write(tmp_path / "six", story, 6, minutes=2.0))
     assert _labels(other) != _labels(recs)
 
 
 def test_fleet_labels_and_per_type_normal():
     """Three faults with their units and causes; an L40S at its cap and ~80 C is normal, an
     A100 runs at 1410 MHz, and neither is labelled."""
-    _, recs = _log("fleet", 2, 8.0)
+    _, recs = _log("fleet", 2, 6.0)
     lab = _labels(recs)
     assert sorted(k.split("-")[0] for k in lab) == ["clock", "fan", "numa"]
     assert (_one(lab, "clock")["scope"]["level"], _one(lab, "clock")["cause"]) == (
@@ -82,7 +70,7 @@ def test_fleet_labels_and_per_type_normal():
 
 
 def test_fleet_requeue_rewinds_and_replaces_and_the_stuck_clock_shows_under_load():
-    _, recs = _log("fleet", 2, 8.0)
+    _, recs = _log("fleet", 2, 6.0)
     steps = [v for v in _tele(recs, "step") if v["job"] == "llm-a"]
     seen: dict[tuple, set] = defaultdict(set)
     for v in steps:
@@ -100,7 +88,7 @@ def test_fleet_requeue_rewinds_and_replaces_and_the_stuck_clock_shows_under_load
 
 
 def test_fleet_numa_ranks_late_in_neither_part():
-    _, recs = _log("fleet", 2, 8.0)
+    _, recs = _log("fleet", 2, 6.0)
     node = _one(_labels(recs), "numa")["scope"]["node"]
     rest = defaultdict(list)
     for v in _tele(recs, "step"):
@@ -110,7 +98,7 @@ def test_fleet_numa_ranks_late_in_neither_part():
 
 
 def test_loop_slurm_30s_cdu_rack_throttles_together_and_the_cpu_node_looks_healthy():
-    _, recs = _log("loop", 3, 8.0)
+    _, recs = _log("loop", 3, 6.0)
     assert recs[0]["value"]["format"] == "slurm"
     lab = _labels(recs)
     cdu = [v for k, v in lab.items() if k.startswith("cdu-")]
@@ -135,7 +123,7 @@ def test_loop_slurm_30s_cdu_rack_throttles_together_and_the_cpu_node_looks_healt
 
 
 def test_a_small_log_replays():
-    path, _ = _log("loop", 1, 2.0)
+    path, _ = _log("loop", 1, 1.5)
     out = path.with_name("alerts.jsonl")
     with contextlib.redirect_stdout(io.StringIO()):
         rc = cli_main(["replay", str(path), "--alerts-out", str(out), "--quiet"])

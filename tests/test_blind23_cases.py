@@ -1,0 +1,80 @@
+"""blind23 (round 32): every reproducer of a faultline error the twenty-third blind generator
+found replays (bench/blind23/cases, rebuilt by `python -m bench.blind23.make_cases`), each a
+strict xfail whose reason is the finding; seven guards (a crash requeued from its checkpoint onto
+other nodes with a slower container, a rolling upgrade's reboot, the L40S's hot and capped
+normal, a CDU pump switchover, a rack's CDU failing on four nodes, an L40S fan, a host CPU
+throttle) pass. Measured on main fe960c8 (the freeze): BENCHMARKS.md "blind23, round 32"."""
+
+from __future__ import annotations
+
+from bench.blind23 import score
+from bench.blind23.score import labels_of
+from tests import blindcases as bc
+
+CASES = bc.cases_of("blind23")
+
+
+def _alone_and_right(sc: bc.Score) -> bool:
+    """Every fault caught with its cause, and no firing problem that catches nothing."""
+    return (bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
+            and bc.no_false_positive(sc))
+
+
+def _soon_and_alone(seconds: float) -> bc.Right:
+    """Caught within ``seconds`` of the label's start, right and alone."""
+    def right(sc: bc.Score) -> bool:
+        return bc.caught_within(seconds)(sc) and _alone_and_right(sc)
+    right.__name__ = f"caught_within_{seconds:g}_s_alone"
+    return right
+
+
+# case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
+EXPECT: dict[str, tuple] = {
+    "D1-node-flow-fault-paged-at-a-gpu-too": (_alone_and_right, (
+        "D1: a node-wide thermal fault (all 8 GPUs of one node at 0x20/0x40, its coolant flow "
+        "restricted) is isolated at the node and, in the same second, at one of its GPUs -- "
+        "two pages for one fault, the GPU page never resolved (DESIGN: the smallest unit that "
+        "contains the fault; a finer alert catches nothing): 8 of 48 node thermal faults tune "
+        "+ held (5 tune: a fan, 3 flows, a CDU node; 3 held: a flow, 2 CDU nodes)"), 1),
+    "D2-host-cpu-throttle-escalated-at-a-gpu-first": (_alone_and_right, (
+        "D2: a host CPU throttle slowing all 8 ranks of a node alike is escalated first at one "
+        "GPU (68 s before the node escalation that supersedes it, the GPU's page resolved -- "
+        "still a second page): 2 of 4 CPU throttles tune; 2 of 4 NUMA faults held the same "
+        "way (one of the four slow GPUs first, 21-222 s before the node)"), 1),
+    "C1-stuck-clock-escalated-unknown": (_alone_and_right, (
+        "C1: a GPU stuck at 1590 MHz with no clock-event reason while its 7 mates run 1965 and "
+        "its rank computes ~20 % slower is escalated slow_node/unknown with the clock in the "
+        "evidence -- DESIGN: a clock loss sustained past a stated limit is a recommendation, "
+        "and the alert says which; a reason-less clock loss is the GPU's (gpu_hardware): 8 of "
+        "8 stuck clocks tune + held"), 1),
+    "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), (
+        "L1: four ranks of one node 10-17 % late in neither part (loaders pinned to the far "
+        "socket) from the job's first step are escalated at the node 236-265 s (~110-125 "
+        "steps) after it -- DESIGN: a 10 % slowdown of one rank, median <= 10 steps: 8 of 8 "
+        "NUMA faults tune + held"), 1),
+    "N1-pai-noise-run-at-the-log-start-escalated": (bc.nothing_paged, (
+        "N1 (= blind22 N1 / blind21 N3 on another generator, at a log's start): one healthy "
+        "rank's run of real PAI residuals, 4 steps at +3.8 % (noise ~0.8 %) 27-36 s into the "
+        "log, escalated at its GPU: 1 of 8 held logs"), 0),
+    "N2-cold-start-drift-escalated": (bc.nothing_paged, (
+        "N2: one healthy A100 rank at +2-5 % for ~25 steps from its job's cold start (its "
+        "noise and the board's routine power cap) escalated at its GPU; also a 4-step +4.2 % "
+        "run of an H100 rank in the same held log: 2 of 8 held logs"), 0),
+    "G1-requeue-from-checkpoint-onto-new-nodes-container-5pct": (bc.nothing_paged, None, 0),
+    "G2-rolling-upgrade-reboot-of-a-spare": (bc.nothing_paged, None, 0),
+    "G3-l40s-hot-and-capped-is-normal": (bc.nothing_paged, None, 0),
+    "G4-cdu-pump-switchover": (bc.nothing_paged, None, 0),
+    "G5-cdu-rack-four-nodes-throttle-together": (_alone_and_right, None, 4),
+    "G6-l40s-fan-node": (_alone_and_right, None, 1),
+    "G7-host-cpu-throttle-escalated-at-the-node": (_alone_and_right, None, 1),
+}
+
+
+_scored = bc.cli_scorer(CASES, score)
+
+
+def test_every_case_has_an_expectation_and_its_labels():
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
+
+
+test_case = bc.case_test(EXPECT, _scored)
