@@ -150,7 +150,8 @@ class Engine:
             self.stage.cluster = src.cluster
         while i < n:
             if batch and not src.held:
-                j = quiet_run(mon, events, i, stage.due_at)
+                due = src.run_on_due  # (a quiet cluster's run-on: at the same record)
+                j = quiet_run(mon, events, i, due if due < stage.due_at else stage.due_at)
                 if j > i:
                     if src._first is not None:  # (no home known yet: it may be now)
                         src.took(events, i, j)

@@ -12,6 +12,8 @@ back within the window (a flash, a reboot) is not; the end of a log is no eviden
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from detector import liveness
@@ -139,3 +141,111 @@ def test_the_service_defers_and_pages_as_the_replay_does(tmp_path) -> None:
         pages = silent_pages(svc.alerts)
         assert [(a.status, a.scope.key) for a in pages] == want
         assert all(a.detected_ts - a.onset_ts >= liveness.DEFER_S for a in pages)
+
+
+# -- revA31 5: a quiet cluster is run on at the same record whatever the batching --------------
+
+
+def _two_clusters() -> list:
+    """review30 4's c01 job (rank 3 x1.3 slow, paged ~1,087 s, its last step ~1,200 s) while
+    the home cluster east keeps the stream's time with thermal rows (revA31's probe p4)."""
+    import msgspec
+
+    from detector.testing import thermal
+    from tests.test_review30 import _slow_job
+    home = [msgspec.structs.replace(thermal(1_000.0 + 1.0 * k, f"gpu-{k % 4:03d}", 0),
+                                    cluster="east") for k in range(3_000)]
+    return sorted(_slow_job("c01") + home, key=lambda e: e.ts)
+
+
+def _slow_pages(alerts: list) -> list[tuple[str, str, float]]:
+    return [(a.status, a.scope.key, round(a.detected_ts, 3)) for a in alerts
+            if a.kind == "slow_node"]
+
+
+def test_a_quiet_clusters_resolve_does_not_move_with_the_batches() -> None:
+    """Record by record (the replay) and Engine.process_many in batches of 7, 64, 500: the same
+    resolve at the same time (main: 2,101 s one by one, 2,110 s through process_many -- the
+    batch path ran past the run-on's look, which only feed() made)."""
+    evs = _two_clusters()
+    one = Engine(home_cluster="east")
+    want: list = []
+    for e in evs:
+        want += one.process(e)
+    want = _slow_pages(want)
+    assert [s for s, _, _ in want] == ["firing", "resolved"]
+    for size in (7, 64, 500):
+        many = Engine(home_cluster="east")
+        got: list = []
+        for i in range(0, len(evs), size):
+            got += many.process_many(evs[i:i + size])
+        assert _slow_pages(got) == want, size
+
+
+def test_the_services_batch_path_runs_a_quiet_cluster_on_at_the_same_record() -> None:
+    """A thermal partition holding c01's node (quiet from ~1,200 s) and east's (ten rows a
+    second): through SourcePartition.process in batches of 1, 7, 120 and 500 records, c01's
+    clock (where its run-on took it) and the next look agree at every batch's end (main:
+    up to ~10 s apart -- the look made at the batch path's first break past it)."""
+    import msgspec
+    import orjson
+
+    from detector.pipeline.source import SourcePartition
+    from detector.testing import thermal
+    from detector.thresholds import Thresholds
+    c01 = [msgspec.structs.replace(thermal(1_003.3 + 2.0 * k, "c01-n0", 0), cluster="c01")
+           for k in range(100)]
+    east = [msgspec.structs.replace(thermal(1_000.05 + 0.1 * k, f"gpu-{k % 4:03d}", k // 4 % 8),
+                                    cluster="east") for k in range(20_000)]
+    recs = [(k, b"k", orjson.dumps({n: v for n, v in msgspec.structs.asdict(e).items()
+                                    if v is not None}), None)
+            for k, e in enumerate(sorted(c01 + east, key=lambda e: e.ts))]
+
+    def trace(size: int) -> dict[int, tuple]:
+        sp = SourcePartition("telemetry.thermal", 0, 1, Thresholds(unit_idle_s=700.0),
+                             home="east")
+        out: dict[int, tuple] = {}
+        for i in range(0, len(recs), size):
+            sp.process(recs[i:i + size], 0.0, [], [])
+            c = sp.others.get("c01")
+            out[min(i + size, len(recs))] = (None if c is None else c.clock, sp._run_on_at)
+        return out
+
+    want = trace(1)
+    for size in (7, 120, 500):
+        got = trace(size)
+        assert {k: v for k, v in got.items() if v != want[k]} == {}, size
+
+
+def test_a_restored_engine_runs_a_quiet_cluster_on_when_an_uninterrupted_one_would() -> None:
+    """Snapshot at 1,300 s (c01 quiet 100 s): the same resolve at the same time (main: the
+    restored partition waited QUIET_S afresh -- _still and _run_on_at were not state)."""
+    evs = _two_clusters()
+    whole = Engine(home_cluster="east")
+    want: list = []
+    for e in evs:
+        want += whole.process(e)
+    eng = Engine(home_cluster="east")
+    got: list = []
+    cut = next(k for k, e in enumerate(evs) if e.ts >= 1_300.0)
+    for k, e in enumerate(evs):
+        if k == cut:
+            eng = Engine.restore(eng.snapshot(), home_cluster="east")
+        got += eng.process(e)
+    assert _slow_pages(got) == _slow_pages(want)
+
+
+@pytest.mark.parametrize("run_on", [
+    "x", [1.0], [float("nan"), []], [1.0, [["c01", 1.0]]], [1.0, [[3, 1.0, 1.0]]],
+    [1.0, [["c01", 1.0, "1"]]], [1.0, [["c", 1.0, 1.0]] * 18]])
+def test_a_malformed_run_on_is_refused(run_on) -> None:
+    from detector.pipeline.source import SourcePartition
+    from detector.statecodec import SnapshotRefused
+    sp = SourcePartition("telemetry.thermal", 0, 1)
+    state = sp.state()
+    state["run_on"] = run_on
+    with pytest.raises(SnapshotRefused):
+        SourcePartition.from_state(state, "telemetry.thermal", 0, 1, 0, None)
+    state["run_on"] = [1.0, [["c01", 1.0, 0.5], [None, -math.inf, 2.0]]]
+    assert SourcePartition.from_state(state, "telemetry.thermal", 0, 1, 0, None)._still == {
+        "c01": (1.0, 0.5), None: (-math.inf, 2.0)}

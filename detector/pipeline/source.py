@@ -131,6 +131,11 @@ def _fallback(obj: Any) -> Any:
         return str(obj)
 
 
+def _is_clock(x: Any) -> bool:
+    """A clock of the state: a number, -inf before the first record (not NaN, not +inf)."""
+    return type(x) in (float, int) and x == x and x != math.inf
+
+
 def finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
@@ -198,9 +203,10 @@ class SourcePartition:
         self._spent_after = -math.inf
         # Quiet units run on as the stream's time passes (_run_on_quiet): the stream's time of
         # the next look; each cluster's (its units' clock at the last look, the stream's time
-        # since which that clock stood still); whether a run-on left notices to pass (those of
-        # a unit other than the record's).  Not state: after a restore a quiet unit waits
-        # QUIET_S afresh.
+        # since which that clock stood still) -- both state (defer32, revA31 5: a restored
+        # partition runs a quiet cluster on when an uninterrupted one would, not QUIET_S
+        # afresh); whether a run-on left notices to pass (those of a unit other than the
+        # record's: not state, drained with the record's).
         self._run_on_at = -math.inf
         self._still: dict[str | None, tuple[float, float]] = {}
         self._told = False
@@ -239,6 +245,8 @@ class SourcePartition:
             state["too_many_clusters"] = self.too_many_clusters
         if self.held_new:
             state["held_new"] = [e for held in self.held_new.values() for e in held]
+        if self._still:
+            state["run_on"] = [self._run_on_at, [[c, *v] for c, v in self._still.items()]]
         return state
 
     @classmethod
@@ -290,6 +298,16 @@ class SourcePartition:
             refuse_unless(type(too_many) is int and too_many >= 0,
                           "a cluster split is malformed")
             part.too_many_clusters = too_many
+        run_on = state.get("run_on")
+        if run_on is not None:  # (none before round 32, or no other cluster: as fresh)
+            refuse_unless(type(run_on) is list and len(run_on) == 2 and _is_clock(run_on[0])
+                          and type(run_on[1]) is list and len(run_on[1]) <= MAX_CLUSTERS + 1
+                          and all(type(e) is list and len(e) == 3
+                                  and (e[0] is None or type(e[0]) is str)
+                                  and _is_clock(e[1]) and _is_clock(e[2]) for e in run_on[1]),
+                          "run_on: malformed (the quiet clusters' run-on)")
+            part._run_on_at = float(run_on[0])
+            part._still = {e[0]: (float(e[1]), float(e[2])) for e in run_on[1]}
         to = part.clusters.due()
         if to is not None:
             part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
@@ -389,6 +407,16 @@ class SourcePartition:
         if self.others and mon.clock >= self._run_on_at:
             self._run_on_quiet(found)
         return mon
+
+    @property
+    def run_on_due(self) -> float:
+        """The stream's time of the next look for quiet clusters (:meth:`_run_on_quiet`; inf:
+        one cluster, none): the batch path (detector.quiet's ``until``) ends its runs before
+        it, so the record that reaches it goes through :meth:`feed` -- the look, and what it
+        runs on, at the same record whatever the batching (revA31 5: a quiet cluster's
+        resolve moved with the batch boundaries, 2101 s record by record, 2110 s through
+        Engine.process_many)."""
+        return self._run_on_at if self.others else math.inf
 
     def _run_on_quiet(self, found: list[Finding]) -> None:
         """Every cluster's units run on as the stream's time passes (review30 4): a cluster
@@ -657,7 +685,7 @@ class SourcePartition:
                 # samples, step messages that only wait for their step's other ranks) in one
                 # loop (detector.quiet), the rest one by one as below.
                 while i < n:
-                    j = quiet_run(mon, evs, i)
+                    j = quiet_run(mon, evs, i, self.run_on_due)
                     if j > i:
                         if self._first is not None:
                             self.took(evs, i, j)
