@@ -22,7 +22,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import replace
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 
 from detector import host_node, job_pace, lemon, nic_cnp
@@ -167,8 +167,9 @@ class Correlator(PartWindows):
         # node -> [onset, depth, last capped] of the SW power cap begun together on most of
         # its busy GPUs (its cap's wave), kept while the node is capped and
         # FACILITY_CAP_MEMORY half-lives after: several nodes' waves begun together are the
-        # site's power management (_fleet_cap); gpu -> when such a cap last explained its
-        # slow rank (_fleet_explains), the rank held unpaged meanwhile
+        # site's power management (_fleet_cap); gpu -> when such a cap on facility_cap_nodes
+        # nodes or more last explained its slow rank, or two nodes' cap first did
+        # (_fleet_explains), the rank held unpaged meanwhile
         self._cap_waves: dict[str, list[float]] = {}
         self._fleet_held: dict[str, float] = {}
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
@@ -1950,19 +1951,28 @@ class Correlator(PartWindows):
         the wave began (``impact_onset_s`` allowed) and within the clock loss -- with no
         routine discount: capping noted as routine during the wave, before the rank was found
         slow under its moving peer median, is the wave's.  Nobody is paged; the rank is
-        looked at again every ``benign_grace_s`` / 2 until its run ends, and escalated if
-        still slow ``flap_window_s`` after the cap last explained it (_slow_due).
+        looked at again every ``benign_grace_s`` / 2 until its run ends, and paged if still
+        slow ``flap_window_s`` after a cap on ``facility_cap_nodes`` nodes or more last
+        explained it (_slow_due).  Two nodes' caps begun together explain it for
+        ``flap_window_s`` from the first explanation, then each is its node's own (this
+        explained nothing more: :meth:`_power_impact` pages the node's power limit) -- the
+        hold was re-armed at every look before, so a node's own cap begun with one
+        unrelated node's was never paged while both lasted (revB31 2); blind21 D1's row caps
+        (4-5 nodes) last 12-15 min, its ranks' runs 1-80 s more.
 
         Not the site's: a cap ``cap_clock_drop`` deeper than its node's wave (a GPU's own), a
         GPU capped alone on its node (pcap29), a rank slow alone under its node's shared cap
         (power round 12), any never-routine reason (0x80: blind21 G2's PSU).  Held: the
-        node's wave with no other yet -- until another node's wave begun within
-        ``impact_onset_s`` can have been seen (its next sample after that, as the
-        sustained-cap rule decides, :meth:`_node_cap`); a GPU's cap while its node has no wave
+        node's wave with no other yet -- ``site_cap_join_s`` and its next sample after that
+        for another node's wave to be seen (a site's cap reaches its nodes within ~25 s:
+        blind21 D1's tune logs show the first partner wave 1-5 s after the first, the last
+        30 s; it waited ``impact_onset_s``, as the sustained-cap rule :meth:`_node_cap`
+        does, before -- blind19 replicas-s0/s2 a node's own cap paged 76-80 s after it
+        began, 2.7-6.5 s before d1cap); a GPU's cap while its node has no wave
         (yet) -- ``why_wait_s`` for its siblings' samples of the same poll (the page is its
         node's anyway: its ranks are slow alike), as a TP1 node's (:meth:`_hold_for_poll`).
-        A node capped alone is paged so ~75 s after its cap's sample (at 10 s), a GPU capped
-        alone in a TP node 3 s after; both were paged on that sample before."""
+        A node capped alone is paged so ~44 s after its cap's sample (at 10 s; ~69 s at
+        30 s), a GPU capped alone in a TP node 3 s after."""
         node, unit = slow.scope.node, slow.scope.key
         if node is None or not slow.evidence.get("node_wide"):
             return False
@@ -1972,14 +1982,19 @@ class Correlator(PartWindows):
         if wave is not None and drop <= wave[1] + self.cfg.cap_clock_drop and (
                 slow.onset_ts >= wave[0] - window) and (
                 abs(wave[0] - cap.onset_ts) <= window or unit in self._fleet_held):
-            if self._fleet_cap(node, wave[0], drop):
-                self._fleet_held[unit] = now
+            partners = self._fleet_cap(node, wave[0], drop)
+            if partners:
+                held = self._fleet_held.get(unit)
+                if held is None or len(partners) + 1 >= self.cfg.facility_cap_nodes:
+                    self._fleet_held[unit] = now
+                elif now >= held + self.cfg.flap_window_s:
+                    return False  # (two nodes' caps this long: each its own -- revB31 2)
                 if active and slow.key not in self._owner:
                     self._slow_wait[unit] = slow
                     self._timer(now + self.cfg.benign_grace_s / 2, "slow", unit)
                 return True
             interval = self._cadence(node)
-            until = wave[0] + window + 1.25 * interval + 1.0
+            until = wave[0] + self.cfg.site_cap_join_s + 1.25 * interval + 1.0
         elif wave is None:
             until = cap.ts + self.cfg.why_wait_s
         else:
@@ -2200,7 +2215,7 @@ class Correlator(PartWindows):
             # A site's cap explained it lately (_fleet_explains): looked at again until its run
             # ends -- 1-80 s after the cap let go in blind21's tune logs (a run clears only
             # after slow_clear_steps steps at its peers' pace); still slow flap_window_s after
-            # the cap last explained it is a fault.
+            # the cap last explained it (two nodes' cap: first) is a fault.
             self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
             return
         if self._benign_explanation(f, due) is not None:
@@ -2988,7 +3003,7 @@ def check_power_restored(corr: Any) -> str | None:
     deep = getattr(corr, "_deep_caps", None)
     if not (type(deep) is list and all(
             type(c) is tuple and len(c) == 2 and is_time(c[0]) and type(c[1]) is str
-            for c in deep) and all(a <= b for a, b in zip(deep, deep[1:]))):
+            for c in deep) and all(a <= b for a, b in pairwise(deep))):
         return "_deep_caps"
     routine = getattr(corr, "_routine_cap", None)
     if not (type(routine) is dict and all(

@@ -124,6 +124,10 @@ class Thresholds:
     facility_cap_nodes: int = 3         # a SW cap as deep as cap_clock_drop beginning within
     #                                     impact_onset_s on this many nodes: facility power
     #                                     management (a site or rack limit), no GPU's fault
+    site_cap_join_s: float = 30.0       # a node's cap wave with no other node's yet waits
+    #                                     this (and a sample) for the site's cap to reach
+    #                                     another node before it is its own (a demand-response
+    #                                     cap reaches a row's BMCs within ~25 s)
     routine_cap_slot_s: float = 30.0    # SW power capping a GPU's rank ran through unslowed:
     routine_cap_slots: int = 120        # its largest clock loss per slot, this many slots kept
     throttle_clear_samples: int = 5
