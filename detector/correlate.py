@@ -46,7 +46,7 @@ from detector.steps import _TP_LOCKED as TP_LOCKED  # (one tolerance for "in ste
 from detector.thermal import MAX_IDLE_TOLD, PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology
-from detector.xid import lookup
+from detector.xid import REMAP_PENDING_XID, lookup
 
 # Causes that say more than "something on the GPU": a problem's cause is refined
 # towards these, never away from them.
@@ -116,6 +116,7 @@ class Problem:
     def add(self, f: Finding, limit: int) -> None:
         """Record ``f`` as evidence (bounded: the first ``limit - 1`` items and the latest)."""
         item = {"signal": f.signal, "unit": f.scope.key, "ts": round(f.ts, 3), **f.evidence}
+        first = not self.evidence
         if len(self.evidence) >= limit:
             self.evidence[-1] = item
         else:
@@ -123,12 +124,19 @@ class Problem:
         self.confidence = max(self.confidence, f.severity)
         if f.onset_ts < self.onset_ts:
             self.onset_ts = f.onset_ts
-        if f.signal == "xid" and (self.xid is None or reach(lookup(f.evidence.get("xid", 0))
-                                                            .action) > reach(lookup(self.xid)
-                                                                             .action)):
+        code = (f.evidence.get("xid") if f.signal == "xid" else
+                REMAP_PENDING_XID if f.signal == "row_remap_pending" else None)
+        if (self.xid == REMAP_PENDING_XID and f.verdict and f.kind == "hardware"
+                and code != REMAP_PENDING_XID and f.signal != "sbe_burst"):
+            # (a row remap pending -- XID 63 or its flag -- names the action, a reset at the
+            # job's end, only while it is the problem's only verdict: an SBE burst resting on
+            # it needs that reset too; any other verdict names its own -- remap32)
+            self.xid = None
+        if code is not None and (first or code != REMAP_PENDING_XID) and (
+                self.xid is None or reach(lookup(code).action) > reach(lookup(self.xid).action)):
             # (the XID whose remedy reaches furthest names the action: a GPU off the bus
             # under an open PCIe-replay isolation drains its node -- blind10 K6)
-            self.xid = f.evidence.get("xid")
+            self.xid = code
         if f.signal == "recovery_action" and self.recovery_action not in _DRAINS:
             # (never narrowed while open: the action only widens, so a recovery action
             # flapping on the GPU re-fires its page once, not at every flap)

@@ -2,8 +2,11 @@
 
 Hardware verdicts are decided on the sample that carries them (the target is
 one second of event time; here it is zero): an XID from the catalogue's
-hardware set, a double-bit error, a row-remap failure, a recovery action
-NVML asks for.  Rates (single-bit bursts, NVLink and PCIe errors) use decaying
+hardware set, a double-bit error, a row remap pending (XID 63 or the flag), a
+row-remap failure, a recovery action NVML asks for.  A row remap pending is the
+mildest of them: the memory stays correct until the GPU's next reset activates
+the remap, so its page asks for that reset at the job's end (detector.playbook),
+and any other verdict on the GPU names the action instead (detector.correlate).  Rates (single-bit bursts, NVLink and PCIe errors) use decaying
 counts so a lone correctable error is never a fault.  A single-bit (corrected) error
 rate is evidence, not a verdict (:meth:`GpuHealth._sbe_grounds`): ECC corrected them, and
 neither NVIDIA's catalogue (XID 92 "high SBE rate": IGNORE) nor DCGM's memory health
@@ -352,8 +355,13 @@ class GpuHealth:
         if s.row_remap_failure is not None:
             self._remap_failure = s.row_remap_failure
         if s.row_remap_pending and not self._remap_pending:
-            # A remap waits for the next reset: worth knowing, not worth a page on its own.
-            self._emit(out, s, "row_remap_pending", "gpu_memory", verdict=False, severity=0.4)
+            # A remap waits for the next reset (XID 63 says so too, when the collector sends
+            # it): the memory is correct until then, and the page asks for that reset at the
+            # job's end -- blind22 R1: left as evidence, the GPU was paged only at its SBE
+            # burst, 113-319 s after its XID 63.
+            self._emit(out, s, "row_remap_pending", "gpu_memory", severity=0.9, evidence={
+                "row_remap_pending": True,
+                "needs": "a GPU reset to activate the remap (row remap pending)"})
         if s.row_remap_pending is not None:
             self._remap_pending = s.row_remap_pending
         ra = s.recovery_action

@@ -15,7 +15,7 @@ can approve it knowing how to take it back.
 from __future__ import annotations
 
 from detector.alerts import Action, Scope
-from detector.xid import lookup
+from detector.xid import REMAP_PENDING_XID, lookup
 
 
 def _where(scope: Scope) -> str:
@@ -57,6 +57,19 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
             "job from the last checkpoint taken before the onset, without this GPU",
             f"return the GPU to service after `dcgmi diag -r 4` passes on {scope.node}")
     if kind == "hardware":
+        if xid == REMAP_PENDING_XID and cause == "gpu_memory" and scope.level == "gpu":
+            # (a row remap pending, its problem's only verdict: NVIDIA's row-remapping docs --
+            # the flag means the remap happens at the next GPU reset, and the running and new
+            # work stays correct until then -- so the reset waits for the job: remap32)
+            return Action("reset_gpu", f"a row remap is pending on {where} (XID 63 / "
+                          "row_remap_pending): the memory stays correct until the GPU's next "
+                          "reset activates the remap -- let the running job finish, start no "
+                          f"new one on the GPU, then reset it (`nvidia-smi -r -i {scope.gpu}` "
+                          f"on {scope.node}); drain it at once if an uncorrectable error or a "
+                          "remap failure (XID 64) follows",
+                          "no rollback needed for a reset; return the GPU to scheduling once "
+                          f"`nvidia-smi -q -d ROW_REMAPPER` on {scope.node} shows no remap "
+                          "pending")
         if cause == "nvlink" and scope.level == "node":  # (its NVSwitch baseboard: hw18)
             return Action("drain_node", f"NVLink errors on most GPUs of {where} at once: drain "
                           f"{scope.node}; check the NVSwitch baseboard (fabric manager SXIDs, "

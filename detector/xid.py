@@ -1,8 +1,10 @@
 """The XID catalogue: which XID codes mean hardware, what they point at, and what to do.
 
 From DESIGN.md and NVIDIA's XID catalogue (REFERENCE.md): hardware codes are
-acted on; the application's codes (13, 31, 43, 45) are evidence, not a verdict;
-63 (a row remap happened) is informational.
+acted on; the application's codes (13, 31, 43, 45) are evidence, not a verdict.
+63 ("row remapper: new row marked for remapping, reset GPU to activate") is acted on
+as DESIGN lists it, with the least remedy: a reset at the job's end (detector.playbook;
+NVIDIA's IGNORE means the running work is safe, not that the remap needs no reset).
 
 >>> XID_CATALOG[48].cause, XID_CATALOG[48].hardware
 ('gpu_memory', True)
@@ -33,7 +35,8 @@ XID_CATALOG: dict[int, XidInfo] = {x.code: x for x in (
     XidInfo(48, "double-bit ECC error", True, "gpu_memory", "drain_gpu"),
     XidInfo(61, "PMU breakpoint", True, "gpu_hardware", "reset_gpu"),
     XidInfo(62, "PMU halt", True, "gpu_hardware", "reset_gpu"),
-    XidInfo(63, "row remap / page retirement event", False, "gpu_memory", "reset_gpu"),
+    XidInfo(63, "row remap pending: a row marked for remapping, a GPU reset activates it",
+            True, "gpu_memory", "reset_gpu"),
     XidInfo(64, "row remap failure", True, "gpu_memory", "drain_gpu"),
     XidInfo(74, "NVLink error", True, "nvlink", "reset_gpu"),
     XidInfo(79, "GPU fell off the bus", True, "gpu_hardware", "drain_node"),
@@ -57,6 +60,12 @@ XID_CATALOG: dict[int, XidInfo] = {x.code: x for x in (
     XidInfo(150, "NVLink5 MSE error", True, "nvlink", "reset_gpu"),
     XidInfo(154, "recovery action required", True, "gpu_hardware", "reset_gpu"),
 )}
+
+
+# XID 63, and the ``row_remap_pending`` flag that says the same: the remap waits for a GPU
+# reset, the memory stays correct until then (error containment and dynamic page
+# blacklisting).  Its page recommends the reset at the job's end (detector.playbook).
+REMAP_PENDING_XID = 63
 
 
 def lookup(code: int) -> XidInfo:
