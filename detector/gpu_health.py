@@ -6,7 +6,8 @@ hardware set, a double-bit error, a row remap pending (XID 63 or the flag), a
 row-remap failure, a recovery action NVML asks for.  A row remap pending is the
 mildest of them: the memory stays correct until the GPU's next reset activates
 the remap, so its page asks for that reset at the job's end (detector.playbook),
-and any other verdict on the GPU names the action instead (detector.correlate).  Rates (single-bit bursts, NVLink and PCIe errors) use decaying
+and any other verdict on the GPU names the action instead (detector.correlate).
+Rates (single-bit bursts, NVLink and PCIe errors) use decaying
 counts so a lone correctable error is never a fault.  A single-bit (corrected) error
 rate is evidence, not a verdict (:meth:`GpuHealth._sbe_grounds`): ECC corrected them, and
 neither NVIDIA's catalogue (XID 92 "high SBE rate": IGNORE) nor DCGM's memory health

@@ -14,10 +14,9 @@ remap GPUs were paged only at their corrected-error burst, 113-319 s after the f
 
 from __future__ import annotations
 
-from detector.alerts import ISOLATION
+from detector.alerts import ISOLATION, Scope
 from detector.engine import Engine
 from detector.playbook import action_for
-from detector.alerts import Scope
 from detector.testing import T0, ecc, feed
 
 NODE, GPU = "sx11", 4
