@@ -26,7 +26,7 @@ from detector.alerts import Scope
 from detector.events import ECC_COUNTERS, EccSample
 from detector.findings import Finding
 from detector.thresholds import Thresholds
-from detector.xid import lookup
+from detector.xid import REMAP_PENDING_XID, lookup
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
 
@@ -151,14 +151,21 @@ class GpuHealth:
         # The general path: a sample that may raise or clear a signal.  It decides every
         # sample alike, quiet or not (tests/test_batch_samples.py runs it alone as quiet's
         # reference).
-        if s.xid is not None:
+        remap = s.xid == REMAP_PENDING_XID
+        if s.xid is not None and not remap:
             self._on_xid(s, out)
         resets = self._counters.resets
         deltas = _read_deltas(self._counters, s.ts, s)
         if deltas is None:
-            return  # late or duplicate sample: its XID (above) still counts, its counters do not
+            if remap:
+                self._on_xid(s, out)
+            return  # late or duplicate sample: its XID still counts, its counters do not
         self._on_counters(s, deltas, cfg, out)
         self._on_flags(s, out)
+        if remap:
+            # (after the sample's counters: a DBE the same sample counts opens the page with
+            # its own action, the remap joins it -- blind5's XID 63 sample carries the DBE)
+            self._on_xid(s, out)
         if self._counters.resets != resets or (
                 s.recovery_action == "none" and self._recovery != "none"):
             self._gpu_reset(s, out)

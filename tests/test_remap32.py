@@ -120,3 +120,16 @@ def test_the_playbook_says_reset_at_the_jobs_end_only_for_a_gpu_memory_remap() -
     assert action_for("hardware", "gpu_memory", gpu).name == "drain_gpu"
     assert action_for("hardware", "gpu_memory", gpu, xid=63,
                       recovery_action="drain_and_reset").name == "drain_node"
+
+
+def test_a_63_on_the_sample_that_counts_a_dbe_is_one_drain_page() -> None:
+    # blind5's shape: the XID 63 record carries the DBE count, the flag and NVML's reset; its
+    # XID 48 follows at the same instant.  Paged reset_gpu then drain_gpu at the same time
+    # before the remap was handled after the sample's counters.
+    events = [*_quiet(0.0, 60.0),
+              ecc(T0 + 75.0, NODE, GPU, dbe=1, pending=True, xid=63, recovery="gpu_reset"),
+              ecc(T0 + 75.0, NODE, GPU, dbe=1, xid=48, recovery="gpu_reset"),
+              *_quiet(90.0, 200.0, dbe=1, pending=True, recovery="gpu_reset")]
+    alerts = feed(Engine(), events)
+    assert [(a.action.name, a.detected_ts) for a in _firing(alerts)] == [
+        ("drain_gpu", T0 + 75.0)]
