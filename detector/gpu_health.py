@@ -131,8 +131,9 @@ class GpuHealth:
             return False  # a counter missing, now or before
         failure = s.row_remap_failure
         pending = s.row_remap_pending
-        if (failure and not self._remap_failure) or (pending and not self._remap_pending):
-            return False
+        if (failure and not self._remap_failure) or (pending and not self._remap_pending) or (
+                pending is False and self._remap_pending):
+            return False  # (a pending remap cleared: the GPU's reset, revB32 3)
         action = s.recovery_action
         if action is not None and action != self._recovery:
             return False  # a recovery action asked for, or one back to none (a reset)
@@ -161,12 +162,17 @@ class GpuHealth:
                 self._on_xid(s, out)
             return  # late or duplicate sample: its XID still counts, its counters do not
         self._on_counters(s, deltas, cfg, out)
+        # A pending remap clears only at the GPU reset that activates it (NVIDIA's row
+        # remapping): that reset, even when it moves no counter (volatile counters at 0 or not
+        # sent) -- else the reset_gpu page it asked for stayed open (revB32 3).
+        remapped = (self._remap_pending and s.row_remap_pending is False
+                    and not s.row_remap_failure)
         self._on_flags(s, out)
         if remap:
             # (after the sample's counters: a DBE the same sample counts opens the page with
             # its own action, the remap joins it -- blind5's XID 63 sample carries the DBE)
             self._on_xid(s, out)
-        if self._counters.resets != resets or (
+        if self._counters.resets != resets or remapped or (
                 s.recovery_action == "none" and self._recovery != "none"):
             self._gpu_reset(s, out)
         if s.recovery_action is not None:
@@ -214,7 +220,9 @@ class GpuHealth:
         self._emit(out, s, "xid" if info.hardware else "app_xid", info.cause,
                    verdict=info.hardware, severity=0.95 if info.hardware else 0.3,
                    evidence={"xid": s.xid, "meaning": info.meaning})
-        if not info.hardware:
+        if not info.hardware or info.code == REMAP_PENDING_XID:
+            # (a reset is a pending remap's remedy, and a later XID 63 a new row -- bank
+            # exhaustion is XID 64's and the failure flag's: no inspection for it, revB32 2)
             return
         resets = self._resets_since.setdefault(info.code, 0)
         if resets >= _RESETS_BEFORE_INSPECTION:

@@ -161,11 +161,16 @@ _WAIT, _JUDGED = "wait", "judged"
 # in its job's checkpoint save, the same telemetry until it stays dark) is not dropped: its
 # judgement is deferred (under _DEFER, the jobs it excused) until every topic of it is still
 # dark DEFER_S after its last record (the records' time, as the 240 s bound: a log's end or a
-# feed stopping proves nothing), then paged.  15 minutes: a reboot or a firmware flash's
-# activation is back within minutes (the simulator's reboot 60-120 s, blind21 F1's flashes
-# 180-300 s, a DGX-class host's POST with its memory training some 5-10 min), and under
-# unit_idle_s (an hour: its monitors, and the silence, are dropped then).
-DEFER_S = 900.0
+# feed stopping proves nothing), then paged.  45 minutes (defer32 chose 15; the lead's review,
+# revA32 2, found the routine shape that paged): a reboot or a firmware flash's activation is
+# back within minutes (the simulator's reboot 60-120 s, blind21 F1's flashes 180-300 s, a
+# DGX-class host's POST with its memory training some 5-10 min), but the scheduler's own
+# "reboot when the job ends" (Slurm's `scontrol reboot ASAP`), a firmware bundle or a re-image
+# keeps an HGX host dark 20-40 min -- each one a page at 15 min, one per node of a rolling
+# update.  A node dead in its job's save is paged late, not never (the scheduler marks it down
+# itself at its own timeout); under unit_idle_s (an hour: its monitors, and the silence, are
+# dropped then).
+DEFER_S = 2700.0
 _DEFER = "defer"
 _NODE_KEYS = frozenset((*TOPICS, _WAIT, _JUDGED, _DEFER))  # a correlator's node entry's keys
 
@@ -554,7 +559,7 @@ def check_corr_restored(corr: Any) -> bool:
     :data:`MAX_JOBS` jobs), and the jobs' entries (_STOPS, _ABSENT) job -> a finding, each
     bounded."""
     silent = getattr(corr, "_silent", None)
-    if type(silent) is not dict or len(silent) > MAX_NODES:
+    if type(silent) is not dict or len(silent) > MAX_NODES + len(_JOBS_KEYS):
         return False
     for node, topics in silent.items():
         if type(node) is not str or type(topics) is not dict:
@@ -570,10 +575,18 @@ def check_corr_restored(corr: Any) -> bool:
             return False
         held = topics.get(_DEFER)
         if held is not None and not (type(jobs := held.evidence.get("jobs")) is list and len(
-                jobs) <= MAX_JOBS and all(type(j) is dict and type(j.get("job")) is str
-                                          for j in jobs)):
+                jobs) <= MAX_JOBS and all(_job_row(j) for j in jobs)):
             return False
     return True
+
+
+def _job_row(j: Any) -> bool:
+    """A deferral's job row as :func:`_jobs_of` writes it (it goes verbatim into a page's
+    evidence: revA32 4): its job's name, its ranks there, when it last stepped."""
+    return (type(j) is dict and type(j.get("job")) is str and len(j["job"]) <= 256
+            and j.keys() <= {"job", "ranks", "last_step_ts"}
+            and all(type(v := j.get(k, 0)) in (int, float) and v == v
+                    for k in ("ranks", "last_step_ts")))
 
 
 # -- the correlator's half ---------------------------------------------------------------

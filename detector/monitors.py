@@ -726,6 +726,8 @@ class Monitors:
                           for n in self._nics.values()), "NodeNics._ports: over MAX_PORTS")
         refuse_unless(all(n.cnp_valid() for n in self._nics.values()),
                       "NodeNics._ports: a port's CNP fields malformed")
+        refuse_unless(all(n.waits_valid() for n in self._nics.values()),
+                      "NodeNics._downs/_retrains: malformed")
         for job in self._jobs.values():
             job.check_restored()
         if "_comm" not in self.__dict__:

@@ -249,6 +249,21 @@ class NodeNics:
         """Each restored port a port, its CNP fields of their shapes (:meth:`_Port.cnp_valid`)."""
         return all(type(p) is _Port and p.cnp_valid() for p in self._ports.values())
 
+    def waits_valid(self) -> bool:
+        """The restored waits (:attr:`_downs`, :attr:`_retrains`) of the shapes they are made
+        in, at most :data:`BESIDE_KEPT` each (revB32 5: a forged one failed the node's next
+        sample)."""
+        downs, retrains = self._downs, self._retrains
+        return (type(downs) is list and len(downs) <= BESIDE_KEPT and all(
+            type(d) in (tuple, list) and len(d) == 3 and type(d[0]) is _Port
+            and type(d[1]) is float and type(d[2]) is set and len(d[2]) <= MAX_PORTS
+            and all(type(k) is tuple and len(k) == 2 and type(k[0]) is str
+                    and type(k[1]) is int for k in d[2]) for d in downs)
+            and type(retrains) is list and len(retrains) <= BESIDE_KEPT and all(
+                type(r) in (tuple, list) and len(r) == 4 and type(r[0]) is _Port
+                and type(r[1]) is NicSample and type(r[2]) in (int, float)
+                and type(r[3]) is int for r in retrains))
+
     def __init__(self, node: str, names: PortNames | None = None) -> None:
         self.node = node
         self._ports: dict[tuple[str, int], _Port] = {}

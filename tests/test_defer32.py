@@ -5,7 +5,7 @@ revA31 2: life31's ``_ended_first`` (blind21 F1: Slurm reboots a node for a firm
 minute after its job ended) excused a node whose jobs stopped stepping while it still reported,
 judged once at the 240 s path and never again -- so a node dying 40 s into its lone job's save
 (its GPUs idle as after a job's end) and never back was never paged.  Now its judgement is
-deferred: once every topic of it is still dark :data:`liveness.DEFER_S` (15 min) after its last
+deferred: once every topic of it is still dark :data:`liveness.DEFER_S` (45 min; 15 until the lead's revA32 2) after its last
 record -- by the records' time, as the 240 s bound -- it is paged, the cause saying so.  A node
 back within the window (a flash, a reboot) is not; the end of a log is no evidence.
 """
@@ -38,14 +38,14 @@ def _lone_save(seconds: float, back: float = 1e9) -> list[dict]:
 def test_a_node_dying_in_its_lone_jobs_save_is_paged_once_still_dark(tmp_path) -> None:
     """revA31 2's probe: main [] (the job's stop was due at 420 s, before DARK's last record):
     paged DEFER_S after its last record, the cause and the latency honest."""
-    pages = _alerts(_lone_save(2400.0), tmp_path)
+    pages = _alerts(_lone_save(3600.0), tmp_path)
     assert [(a.status, a.scope.key) for a in pages] == [("firing", f"node:{DARK}")]
     a = pages[0]
     assert T0 + 430.0 <= a.onset_ts <= T0 + 440.0
     assert liveness.DEFER_S <= a.detected_ts - a.onset_ts <= liveness.DEFER_S + 3 * liveness.SCAN_S
     assert a.detection_latency_s == pytest.approx(a.detected_ts - a.onset_ts, abs=1e-3)
     assert [j["job"] for j in a.evidence["jobs_on_node"]] == ["job-1"]
-    assert "judged again once still dark 900 s on" in a.evidence["recommended_because"]
+    assert "judged again once still dark 2700 s on" in a.evidence["recommended_because"]
     assert any("firmware flash" in r for r in a.evidence["ruled_out"])
 
 
@@ -53,44 +53,45 @@ def test_a_node_dying_as_its_job_is_killed_everywhere_is_paged_once_still_dark(t
                                                                                 ) -> None:
     """revA31 2's second probe: job-1 on 8 nodes stops at 400 s, every GPU idle from then (the
     job killed), DARK dark from 440 s for good: main [], now paged after the window."""
-    recs = fleet(seconds=2400, dead={DARK: (440.0, 1e9)}, job=False, idle=(400.0, 1e9))
+    recs = fleet(seconds=3600, dead={DARK: (440.0, 1e9)}, job=False, idle=(400.0, 1e9))
     pages = _alerts(recs + job_steps(NODES, 0.0, 400.0), tmp_path)
     assert [(a.status, a.scope.key) for a in pages] == [("firing", f"node:{DARK}")]
     assert pages[0].detected_ts - pages[0].onset_ts >= liveness.DEFER_S
 
 
-@pytest.mark.parametrize("dark_s", [250.0, 600.0, 850.0])
+@pytest.mark.parametrize("dark_s", [250.0, 600.0, 850.0, 1500.0, 2400.0])
 def test_a_node_back_within_the_window_is_not_paged(tmp_path, dark_s: float) -> None:
-    """blind21 F1 and a slower reboot: DARK dark ``dark_s`` from 440 s, then back -- no page
+    """blind21 F1, a slower reboot, and a firmware bundle or re-image (25 and 40 min: revA32 2,
+    paged at 15 min before the lead's mend): DARK dark ``dark_s`` from 440 s, then back -- no page
     (its deferral dropped when heard again: nothing fires later either)."""
-    assert _alerts(_lone_save(2400.0, 440.0 + dark_s), tmp_path) == []
+    assert _alerts(_lone_save(3600.0, 440.0 + dark_s), tmp_path) == []
 
 
 def test_the_end_of_the_log_inside_the_window_pages_nobody(tmp_path) -> None:
-    """The log ends 800 s after DARK's last record: no evidence it stayed dark (the records'
+    """The log ends 2400 s after DARK's last record: no evidence it stayed dark (the records'
     time decides, not the timers a log's end runs out)."""
-    assert _alerts(_lone_save(1240.0), tmp_path) == []
+    assert _alerts(_lone_save(2840.0), tmp_path) == []
 
 
 def test_a_node_back_after_the_window_is_paged_then_resolved(tmp_path) -> None:
-    pages = _alerts(_lone_save(2400.0, 440.0 + 1200.0), tmp_path)
+    pages = _alerts(_lone_save(3600.0, 440.0 + 3000.0), tmp_path)
     assert [(a.status, a.scope.key) for a in pages] == [
         ("firing", f"node:{DARK}"), ("resolved", f"node:{DARK}")]
-    assert pages[1].detected_ts >= T0 + 440.0 + 1200.0
+    assert pages[1].detected_ts >= T0 + 440.0 + 3000.0
 
 
 def test_a_drained_node_taken_out_later_is_still_no_page(tmp_path) -> None:
     """The job ended 200 s before the node left for good (drained, then taken out): no job
     stepped within RUNNING_S of its last record, nothing deferred -- no page, also after the
     window."""
-    recs = fleet(seconds=2400, dead={DARK: (600.0, 1e9)}, job=False, idle=(400.0, 1e9))
+    recs = fleet(seconds=3600, dead={DARK: (600.0, 1e9)}, job=False, idle=(400.0, 1e9))
     assert _alerts(recs + job_steps(NODES, 0.0, 400.0), tmp_path) == []
 
 
 def test_a_snapshot_inside_the_deferral_gives_the_same_page(tmp_path) -> None:
     """Restored between the 240 s judgement (deferred) and the window's end: the same page at
     the same time (the deferral is state: the correlator's _silent, the source's state 5)."""
-    recs = by_ts(_lone_save(2400.0))
+    recs = by_ts(_lone_save(3600.0))
     whole = [(a.dedup_key, a.status, round(a.detected_ts, 3)) for a in silent_pages(
         replay_log(write(tmp_path, recs)).alerts)]
     assert len(whole) == 1
@@ -133,9 +134,9 @@ def test_the_service_defers_and_pages_as_the_replay_does(tmp_path) -> None:
     there the node's idle GPUs in the save excused it (no busy GPU: "drained") -- deferred the
     same way, paged once still dark; the F1 control (back 250 s on) is not."""
     from tests.test_service_stages import InMemoryCluster
-    keep = job_steps(["node-000", "node-004"], 0.0, 2400.0, job="job-3")  # (job-1's partition)
+    keep = job_steps(["node-000", "node-004"], 0.0, 3600.0, job="job-3")  # (job-1's partition)
     for back, want in ((1e9, [("firing", f"node:{DARK}")]), (440.0 + 250.0, [])):
-        log = write(tmp_path, by_ts(_lone_save(2400.0, back) + keep), f"svc{back:g}")
+        log = write(tmp_path, by_ts(_lone_save(3600.0, back) + keep), f"svc{back:g}")
         svc = InMemoryCluster(log, seed=1)
         svc.run()
         pages = silent_pages(svc.alerts)
@@ -246,6 +247,7 @@ def test_a_malformed_run_on_is_refused(run_on) -> None:
     state["run_on"] = run_on
     with pytest.raises(SnapshotRefused):
         SourcePartition.from_state(state, "telemetry.thermal", 0, 1, 0, None)
-    state["run_on"] = [1.0, [["c01", 1.0, 0.5], [None, -math.inf, 2.0]]]
+    # (a fresh partition's clock is -inf: a look and a "still since" at most that -- revA32 1)
+    state["run_on"] = [-math.inf, [["c01", 1.0, -math.inf], [None, -math.inf, -math.inf]]]
     assert SourcePartition.from_state(state, "telemetry.thermal", 0, 1, 0, None)._still == {
-        "c01": (1.0, 0.5), None: (-math.inf, 2.0)}
+        "c01": (1.0, -math.inf), None: (-math.inf, -math.inf)}

@@ -68,7 +68,7 @@ def test_a_huge_noise_sigma_cannot_make_every_cap_explain_every_slowdown() -> No
 # once still dark liveness.DEFER_S after its last record (tests/test_defer32.py).
 def test_a_node_dying_in_a_lone_jobs_save_and_never_back_is_paged(tmp_path) -> None:
     from tests.test_life31 import DARK, fleet, job_steps, pages
-    recs = fleet(seconds=2400, dead={DARK: (440.0, 1e9)}, job=False, idle=(400.0, 460.0))
+    recs = fleet(seconds=3600, dead={DARK: (440.0, 1e9)}, job=False, idle=(400.0, 460.0))
     recs += job_steps([DARK], 0.0, 400.0)
     assert pages(recs, tmp_path) == [("firing", f"node:{DARK}")]
 

@@ -306,6 +306,12 @@ class SourcePartition:
                                   and (e[0] is None or type(e[0]) is str)
                                   and _is_clock(e[1]) and _is_clock(e[2]) for e in run_on[1]),
                           "run_on: malformed (the quiet clusters' run-on)")
+            # (a look or a "still since" past the partition's clock never comes: the quiet
+            # cluster would never be run on again -- revA32 1)
+            clock = part.clock
+            refuse_unless(run_on[0] <= clock + RUN_ON_EVERY_S
+                          and all(e[2] <= clock for e in run_on[1]),
+                          "run_on: past the partition's clock")
             part._run_on_at = float(run_on[0])
             part._still = {e[0]: (float(e[1]), float(e[2])) for e in run_on[1]}
         to = part.clusters.due()
