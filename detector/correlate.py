@@ -964,12 +964,14 @@ class Correlator(PartWindows):
         if f.signal == "checksum_mismatch":
             if "tie_judged" not in f.evidence or p.scope.level != "job" or p.active:
                 return False
-            p.scope, p.cause = f.scope, f.cause
         elif p.scope.level != "job":
             p.extra["named_before"] = p.scope.key
-            p.scope, p.cause = f.scope, f.cause
         else:
             return False
+        # (the scope it re-fires from: news for a pager that de-duplicates by key --
+        # detector.pager.widening.rescoped, revB32 1)
+        p.extra["scope_was"] = p.scope.key
+        p.scope, p.cause = f.scope, f.cause
         diag = f.evidence.get("next_diagnostic")
         if diag:
             p.extra["next_diagnostic"] = diag

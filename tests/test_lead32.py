@@ -136,17 +136,12 @@ def test_a_nodes_forged_nic_waits_are_refused_and_honest_ones_restore() -> None:
         setattr(nics, field, honest)
 
 
-# revB32 1 (open; the next round's first): tie32 narrows a DP-2 tie's job page to the judged GPU
-# by re-firing the same dedup_key (scope gpu, cause gpu_hardware, action investigate as before).
-# Alertmanager hears it (its labels change: the job alert resolved, the GPU's posted), but storm
-# control (on by default for PagerDuty and webhooks) lets a re-fire of a sent key through only
-# when its action widens, and the sinks' ledger skips a trigger of a triggered key: PagerDuty
-# and webhook users get the job page at the split ("rank 1 vs rank 5") and never the judged GPU.
-# The fix: a scope narrowing is news in both gates (PagerDuty under a key of its own, as a
-# widened action is), idempotent on redelivery.
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revB32 1: a DP-2 tie's narrowing to the judged GPU (same dedup_key) is dropped by storm "
-    "control and the PagerDuty/webhook ledger as a duplicate; only Alertmanager hears it"))
+# revB32 1: tie32 narrows a DP-2 tie's job page to the judged GPU by re-firing the same
+# dedup_key (scope gpu, cause gpu_hardware, action investigate as before).  Alertmanager heard it
+# (its labels change), but storm control (on by default for PagerDuty and webhooks) let a re-fire
+# of a sent key through only when its action widened, and the sinks' ledger skipped a trigger of
+# a triggered key: PagerDuty and webhook users got the job page and never the judged GPU.  Now
+# the re-fire says the unit it leaves (evidence scope_was), which both gates take as news.
 def test_the_narrowing_of_a_tie_to_its_gpu_reaches_storm_controlled_sinks() -> None:
     import tests.test_sdc19 as sdc19
     from detector.alerts import FiredAlert
@@ -183,3 +178,54 @@ def test_a_remap_page_resolves_when_the_reset_clears_the_flag(xid63: bool) -> No
     assert [g[:2] for g in got] == [("firing", f"gpu:{node}/{gpu}"),
                                     ("resolved", f"gpu:{node}/{gpu}")], got
     assert got[1][2] >= 330
+
+
+def _tie_alerts() -> list:
+    import tests.test_sdc19 as sdc19
+    from detector.alerts import FiredAlert
+    from detector.testing import feed
+    return [FiredAlert.from_record(a.topic, a.to_dict())
+            for a in feed(Engine(), sdc19._job(4, 2, 140, bad=1)) if a.kind == "sdc"]
+
+
+@pytest.mark.parametrize("kind", ["pagerduty", "webhook"])
+def test_a_ledger_sink_delivers_the_narrowing_once(kind: str, tmp_path) -> None:
+    """revB32 1, the sinks' half (storm control off): the narrowed re-fire is posted -- to
+    PagerDuty under a key of its own, the job's key resolved -- and its redelivery is not."""
+    import json
+    import threading
+    from pathlib import Path
+
+    from prometheus_client import CollectorRegistry
+
+    from detector.metrics import PagerMetrics
+    from detector.pager.config import PagerConfig
+    from detector.pager.notification import Notification
+    from detector.pager.sinks import make_sink
+    from detector.pager.testing import Receiver
+    fired = [a for a in _tie_alerts() if a.status == "firing"]
+    assert [a.scope.key for a in fired] == ["job:job-1", "gpu:node-000/1"]
+    with Receiver() as rx:
+        sink = {"type": kind, "url": rx.url + ("/v2/enqueue" if kind == "pagerduty" else "/hook"),
+                "timeout_s": 2.0, "backoff_initial_s": 0.01, "backoff_max_s": 0.02,
+                "retry_for_s": 0.1, "storm": {"enabled": False}}
+        if kind == "pagerduty":
+            sink["routing_key"] = "k" * 32
+        cfg = PagerConfig.from_dict({"sinks": {"s": sink}, "state_dir": str(tmp_path),
+                                     "deadletter_file": str(tmp_path / "d.jsonl")}, env={})
+        s = make_sink(cfg.sinks["s"], PagerMetrics(CollectorRegistry(), cfg.sinks),
+                      state_dir=Path(tmp_path), stop=threading.Event())
+        outs = [s.deliver(Notification("s", "trigger", a.dedup_key, "critical", a))
+                for a in (*fired, fired[-1])]
+        assert [o.delivered and not o.skipped for o in outs] == [True, True, False]
+        bodies = [json.loads(r.body) for r in rx.requests]
+    if kind == "pagerduty":
+        assert [(b["event_action"], b["dedup_key"]) for b in bodies] == [
+            ("trigger", "fl:esc:sdc:job:job-1"),
+            ("trigger", "fl:esc:sdc:job:job-1@gpu:node-000/1"),
+            ("resolve", "fl:esc:sdc:job:job-1")]
+        assert bodies[1]["payload"]["summary"].startswith(
+            "NOW AT gpu:node-000/1 (was job:job-1):")
+    else:
+        assert len(bodies) == 2 and bodies[1]["scope_was"] == "job:job-1"
+        assert bodies[1]["title"].startswith("NOW AT gpu:node-000/1 (was job:job-1):")

@@ -263,12 +263,24 @@ def pd_widened_key(key: str, action: str) -> str:
     return pd_dedup_key(f"{clean_text(key)}~{clean_text(action, max_chars=64)}")
 
 
+def rescoped_key(key: str, scope: str) -> str:
+    """The key a problem is open under at a ledger sink once it moved to unit ``scope``
+    (detector.pager.widening.rescoped): PagerDuty's dedup_key of it, a webhook's marker.
+
+    >>> rescoped_key("fl:esc:sdc:job:job-1", "gpu:node-000/1")
+    'fl:esc:sdc:job:job-1@gpu:node-000/1'
+    """
+    return pd_dedup_key(f"{clean_text(key)}@{clean_text(scope, max_chars=128)}")
+
+
 def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
                     wall_now: float, details_max_bytes: int, dedup_key: str | None = None,
-                    action_was: str | None = None) -> dict[str, Any]:
+                    action_was: str | None = None, scope_was: str | None = None
+                    ) -> dict[str, Any]:
     """An Events API v2 event: ``trigger`` with a payload, or ``resolve``
     (``dedup_key``: another key than the notification's; ``action_was``: the action a
-    widened trigger replaces, said in its summary and details)."""
+    widened trigger replaces, ``scope_was``: the unit a re-scoped one leaves -- each said in
+    its summary and details)."""
     ev: dict[str, Any] = {"routing_key": routing_key, "event_action": n.event,
                           "dedup_key": dedup_key or pd_dedup_key(clean_text(n.dedup_key))}
     if n.event != "trigger":
@@ -277,6 +289,8 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
     text = title(a) if a is not None else n.summary
     if a is not None and action_was:
         text = f"{_widened_line(a, action_was)} {text}"
+    elif a is not None and scope_was:
+        text = f"{_rescoped_line(a, scope_was)} {text}"
     if a is not None and n.summary:
         text = f"{text} [{n.summary}]"
     primary = a if a is not None else (n.held_back[0] if n.held_back else None)
@@ -292,6 +306,8 @@ def pagerduty_event(n: Notification, routing_key: str, *, source: str | None,
     }
     if action_was:
         ev["payload"]["custom_details"]["action_was"] = action_was
+    if scope_was:
+        ev["payload"]["custom_details"]["scope_was"] = scope_was
     ev["client"] = "faultline"
     return clean(ev)
 
@@ -304,8 +320,13 @@ def _widened_line(a: FiredAlert, action_was: str) -> str:
     return f"ACTION WIDENED {action_was} -> {name}:"
 
 
+def _rescoped_line(a: FiredAlert, scope_was: str) -> str:
+    return f"NOW AT {a.scope.key} (was {scope_was}):"
+
+
 def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int,
-                 action_was: str | None = None) -> dict[str, Any]:
+                 action_was: str | None = None, scope_was: str | None = None
+                 ) -> dict[str, Any]:
     """A JSON body for a ticket queue or a chat bridge: the envelope itself, plus storm info
     (``action_was``: the action a widened trigger replaces)."""
     a = n.alert
@@ -331,4 +352,7 @@ def webhook_body(n: Notification, *, wall_now: float, details_max_bytes: int,
     if action_was and a is not None:
         body["action_was"] = action_was
         body["title"] = f"{_widened_line(a, action_was)} {body['title']}"[:SUMMARY_MAX_CHARS]
+    elif scope_was and a is not None:
+        body["scope_was"] = scope_was
+        body["title"] = f"{_rescoped_line(a, scope_was)} {body['title']}"[:SUMMARY_MAX_CHARS]
     return clean(body)

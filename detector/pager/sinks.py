@@ -59,6 +59,7 @@ from detector.pager.payloads import (
     pagerduty_event,
     pd_dedup_key,
     pd_widened_key,
+    rescoped_key,
     webhook_body,
 )
 
@@ -516,9 +517,10 @@ class _LedgerSink(Sink):
         ts = max((a.detected_ts for a in n.alerts()), default=0.0)
         action = widening.action_of(n.alert)
         was = self.ledger.widened(key, n.event, action, widening.action_was(n.alert))
-        if was is None and not self.ledger.wanted(key, n.event, ts):
+        moved = None if was is not None else self._moved(key, n)
+        if was is None and moved is None and not self.ledger.wanted(key, n.event, ts):
             return Outcome.ok(skipped=True)
-        out, open_key = self.send(n, was)
+        out, open_key = self.send(n, was, moved)
         if out.delivered:
             self.ledger.set(key, n.event, ts, action=action, open_key=open_key)
             self.metrics.active(self.name, self.ledger.triggered())
@@ -532,9 +534,23 @@ class _LedgerSink(Sink):
             ts = max((a.detected_ts for a in n.alerts()), default=0.0)
             self.ledger.set(self.key(n), "dead", ts)
 
-    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
-        """Post ``n`` (``was``: the action it widens, or None); the outcome, and the key the
-        problem is open under at the sink afterwards ("": its own)."""
+    def _moved(self, key: str, n: Notification) -> str | None:
+        """The unit a trigger of triggered ``key`` moves its problem from, when that move
+        was not delivered yet (:func:`~detector.pager.widening.rescoped`; None: no news).
+        The move's own key (:func:`rescoped_key`) is what the ledger keeps it open under,
+        so a redelivery of it is no news."""
+        a = n.alert
+        if (n.event != "trigger" or a is None or not widening.rescoped(a)
+                or self.ledger.state(key) != "triggered"
+                or self.ledger.open_key(key) == rescoped_key(n.dedup_key, a.scope.key)):
+            return None
+        return widening.scope_was(a)
+
+    def send(self, n: Notification, was: str | None, moved: str | None = None
+             ) -> tuple[Outcome, str]:
+        """Post ``n`` (``was``: the action it widens, ``moved``: the unit it moves from, or
+        None); the outcome, and the key the problem is open under at the sink afterwards
+        ("": its own)."""
         raise NotImplementedError
 
 
@@ -550,13 +566,16 @@ class PagerDutySink(_LedgerSink):
     def key(self, n: Notification) -> str:
         return pd_dedup_key(n.dedup_key)
 
-    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
+    def send(self, n: Notification, was: str | None, moved: str | None = None
+             ) -> tuple[Outcome, str]:
         assert self.config.routing_key is not None
         key = self.key(n)
         open_key = self.ledger.open_key(key)
-        if n.event == "trigger" and was is not None:
-            new_key = pd_widened_key(n.dedup_key, widening.action_of(n.alert))
-            out = self.post(self.config.urls[0], self._event(n, new_key, was))
+        if n.event == "trigger" and (was is not None or moved is not None):
+            assert n.alert is not None
+            new_key = (pd_widened_key(n.dedup_key, widening.action_of(n.alert))
+                       if was is not None else rescoped_key(n.dedup_key, n.alert.scope.key))
+            out = self.post(self.config.urls[0], self._event(n, new_key, was, moved))
             if not out.delivered:
                 return out, open_key
             if open_key != new_key:
@@ -572,12 +591,13 @@ class PagerDutySink(_LedgerSink):
             n, open_key if n.event == "resolve" else key, None))
         return out, ""
 
-    def _event(self, n: Notification, key: str, was: str | None) -> dict[str, Any]:
+    def _event(self, n: Notification, key: str, was: str | None, moved: str | None = None
+               ) -> dict[str, Any]:
         assert self.config.routing_key is not None
         return pagerduty_event(n, self.config.routing_key.reveal(), source=self.config.source,
                                wall_now=self.wall(),
                                details_max_bytes=self.config.details_max_bytes,
-                               dedup_key=key, action_was=was)
+                               dedup_key=key, action_was=was, scope_was=moved)
 
 
 class WebhookSink(_LedgerSink):
@@ -589,14 +609,18 @@ class WebhookSink(_LedgerSink):
             h["Authorization"] = f"Bearer {self.config.bearer_token.reveal()}"
         return h
 
-    def send(self, n: Notification, was: str | None) -> tuple[Outcome, str]:
+    def send(self, n: Notification, was: str | None, moved: str | None = None
+             ) -> tuple[Outcome, str]:
         body = webhook_body(n, wall_now=self.wall(),
-                            details_max_bytes=self.config.details_max_bytes, action_was=was)
+                            details_max_bytes=self.config.details_max_bytes, action_was=was,
+                            scope_was=moved)
         for url in self.config.urls:
             out = self.post(url, body)
             if not out.delivered:
                 return out, ""
-        return Outcome.ok(), ""
+        # (a move delivered: kept under its own key, so that its redelivery is no news)
+        return Outcome.ok(), (rescoped_key(n.dedup_key, n.alert.scope.key)
+                              if moved is not None and n.alert is not None else "")
 
 
 class AlertmanagerSink(Sink):

@@ -179,7 +179,7 @@ class StormControl:
             return self._resolve(alert, severity, ticket)
         key = alert.dedup_key
         sent = self._sent.get(key)
-        if sent is not None and widening.widens(alert):
+        if sent is not None and widening.news(alert):
             # Its action widened (drain_gpu -> drain_node): news for whoever was paged, at
             # once, under the notification it went out in; the sink's ledger keeps a
             # redelivery or a same-action re-fire from paging again.  Not held by the rate

@@ -40,3 +40,25 @@ def action_was(a: FiredAlert | None) -> str:
 def widens(a: FiredAlert) -> bool:
     """A firing re-send whose own evidence says its action widened."""
     return a.status == "firing" and widened(action_was(a), action_of(a))
+
+
+def scope_was(a: FiredAlert | None) -> str:
+    """The scope key the correlator says this re-fire moved from ("" when it says none):
+    a DP-2 checksum tie paged at its job, then named at the GPU the job's next steps judged
+    (detector.correlate's _sdc_tie) -- same dedup_key, a new unit to act on."""
+    if a is None or not isinstance(a.evidence, dict):
+        return ""
+    was = a.evidence.get("scope_was")
+    return was if isinstance(was, str) and len(was) <= 256 else ""
+
+
+def rescoped(a: FiredAlert) -> bool:
+    """A firing re-send whose own evidence says its unit changed (revB32 1: PagerDuty and
+    webhooks never heard a tie named at its GPU): news, as a widened action is."""
+    was = scope_was(a)
+    return a.status == "firing" and bool(was) and was != a.scope.key
+
+
+def news(a: FiredAlert) -> bool:
+    """A firing re-send of a delivered problem that whoever was paged must hear."""
+    return widens(a) or rescoped(a)
