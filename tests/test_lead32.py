@@ -229,3 +229,20 @@ def test_a_ledger_sink_delivers_the_narrowing_once(kind: str, tmp_path) -> None:
     else:
         assert len(bodies) == 2 and bodies[1]["scope_was"] == "job:job-1"
         assert bodies[1]["title"].startswith("NOW AT gpu:node-000/1 (was job:job-1):")
+
+
+@pytest.mark.parametrize("bad", [123, ["job:job-1"], {"a": 1}, "x" * 300, None])
+def test_a_malformed_scope_was_from_the_alerts_topic_is_no_news(bad) -> None:
+    """``scope_was`` is read from an alert's evidence (bytes off the alerts topic): anything
+    but a short string is ignored -- no re-trigger, no crash."""
+    import tests.test_sdc19 as sdc19
+    from detector.alerts import FiredAlert
+    from detector.pager import widening
+    from detector.testing import feed
+    narrowed = [a for a in feed(Engine(), sdc19._job(4, 2, 140, bad=1))
+                if a.kind == "sdc" and a.status == "firing"][-1]
+    d = narrowed.to_dict()
+    assert widening.news(FiredAlert.from_record(narrowed.topic, d))
+    d["evidence"]["scope_was"] = bad
+    a = FiredAlert.from_record(narrowed.topic, d)
+    assert widening.scope_was(a) == "" and not widening.rescoped(a) and not widening.news(a)
