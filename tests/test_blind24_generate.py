@@ -34,15 +34,15 @@ def _log(story: str, seed: int, minutes: float) -> tuple[Path, list[dict]]:
 
 @pytest.mark.parametrize("story", ["drift", "churn"])
 def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
-    path, recs = _log(story, 5, 2.0)
-    again = generate.write(tmp_path, story, 5, 2.0)
+    path, recs = _log(story, 5, 1.5)
+    again = generate.write(tmp_path, story, 5, 1.5)
     assert again.read_bytes() == path.read_bytes()
     assert _breaches(recs) == []
     assert _label_breaches(recs) == []
     fx = json.loads(path.with_name(f"{story}-s5.effects.json").read_text())
     assert fx and all(e["start_ts"] <= e["end_ts"] and e["expect"] == "pages nobody"
                       for e in fx)
-    other = _records(generate.write(tmp_path / "six", story, 6, 2.0))
+    other = _records(generate.write(tmp_path / "six", story, 6, 1.0))
     assert _labels(other) != _labels(recs)
 
 
@@ -130,7 +130,7 @@ def test_churn_labels_sweep_and_bursts():
 
 
 def test_a_small_log_replays(tmp_path):
-    log = generate.write(tmp_path, "churn", 3, 2.0)
+    log = generate.write(tmp_path, "churn", 3, 1.0)
     out = tmp_path / "alerts.jsonl"
     with contextlib.redirect_stdout(io.StringIO()):
         rc = cli_main(["replay", str(log), "--alerts-out", str(out), "--quiet"])
