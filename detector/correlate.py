@@ -441,6 +441,10 @@ class Correlator(PartWindows):
                 gone = signals.pop(f.signal, None)
                 if gone is not None and f.signal in _THROTTLES:
                     self._throttled[unit] = (gone, f.ts)
+                wave = self._cap_waves.get(f.scope.node or "")
+                if wave is not None and gone is not None and (f.signal == "power_cap" or (
+                        f.signal in _CAP_SIGNALS and _reason_bits(gone) & 0x4)):
+                    wave[2] = max(wave[2], f.ts)  # (its cap let go then: _fleet_cap)
                 if not signals:
                     del self._device[unit]
         if f.scope.level == "node" and f.signal in ("throttle", "throttle_seen"):
@@ -455,8 +459,8 @@ class Correlator(PartWindows):
             self._note_cap(unit, f)
         if f.active and f.signal in ("throttle_seen", "power_cap") and f.scope.level == "gpu":
             job_pace.on_gpu(self, f, out)  # (a GPU capped as its job stepped up alike)
-            if _reason_bits(f) == 0x4:
-                self._note_wave(f)
+            if _reason_bits(f) == 0x4 and self._note_wave(f):
+                self._site_joined(f.scope.node or "", f.ts, out)
         if f.signal == "throttle_seen" and f.active:
             self._bursts_under(f, out)
             if f.scope.level == "node":
@@ -1755,7 +1759,7 @@ class Correlator(PartWindows):
                 return
         wave = self._cap_waves.get(node)
         if self._fleet_cap(node, wave[0] if wave is not None else f.onset_ts, float(
-                f.evidence.get("clock_drop") or 0.0)):
+                f.evidence.get("clock_drop") or 0.0), now):
             self._attach_if_firing(f)  # (a cap as shallow begun with another node's: the same)
             return
         free = self._running_free(node) if gpus > 1 else []
@@ -1839,7 +1843,7 @@ class Correlator(PartWindows):
             # loss explains (beyond its steps' noise) has something else wrong with it.
             return False
         if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s or (
-                self._before_fleet_cap(slow, cap, float(drop))):
+                self._before_fleet_cap(slow, cap, float(drop), now)):
             return False  # the cap did not start with the slowdown: routine capping, not why
         because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers "
                    + (f"beyond its own baseline ({base - 1.0:.1%} from the start) "
@@ -1896,14 +1900,15 @@ class Correlator(PartWindows):
         self._timer(until, "slow", slow.scope.key)
         return True
 
-    def _note_wave(self, f: Finding) -> None:
+    def _note_wave(self, f: Finding) -> bool:
         """A GPU's SW power cap (0x4 alone, ``clock_drop`` or deeper) told: when most of its
         node's busy GPUs (two at least) are under such a cap begun within ``impact_onset_s``
         of it, the node's cap wave (``_cap_waves``): begun then, this deep.  A wave begun
-        ``impact_onset_s`` after the one kept replaces it (the node capped anew)."""
+        ``impact_onset_s`` after the one kept replaces it (the node capped anew).  True when
+        a wave begins (a site's cap may have reached another node: :meth:`_site_joined`)."""
         node = f.scope.node
         if node is None:
-            return
+            return False
         window = self.cfg.impact_onset_s
         caps = []
         for unit in self._units_of_node.get(node, ()):
@@ -1917,27 +1922,118 @@ class Correlator(PartWindows):
         if len(caps) < max(2, (len(busy) + 1) // 2):
             if wave is not None:
                 wave[2] = max(wave[2], f.ts)
-            return
+            return False
         onset = min(o for o, _ in caps)
         depth = sum(d for _, d in caps) / len(caps)
         if wave is None or onset > wave[0] + window:
             self._cap_waves[node] = [onset, depth, f.ts]
-        elif abs(onset - wave[0]) <= window:
+            return True
+        if abs(onset - wave[0]) <= window:
             wave[1], wave[2] = depth, max(wave[2], f.ts)
+        return False
 
-    def _fleet_cap(self, node: str, onset: float, depth: float) -> list[str]:
+    def _site_joined(self, node: str, now: float, out: list[Alert]) -> None:
+        """``node``'s cap wave began: a node paged for its own cap (its join wait over with
+        no other node's wave) whose wave began within ``impact_onset_s`` of this one may now
+        be the site's.  Its page is withdrawn -- resolved at once, saying why -- when the
+        site's cap on ``facility_cap_nodes`` nodes or more (with it) explains every slow rank
+        it holds, as :meth:`_fleet_explains` would have had the wave been seen before the
+        page; the ranks are held as the site's from then on.  revB32 4: a site's cap rolled
+        out node by node (a BMC/Redfish loop), its second node 45 s after its first, paged
+        the first at +49.7 s and nothing undid it -- a four-node site cap pages nobody.  A
+        wait of ``impact_onset_s`` would undo no page, but hold every node capped alone
+        ~15 s more (blind19 replicas-s0/s2); this costs a page that fires for seconds on a
+        slow roll-out only.  Two nodes' caps stay each node's own (revB31 2's S2)."""
+        wave = self._cap_waves.get(node)
+        if wave is None:
+            return
+        window = self.cfg.impact_onset_s
+        near = {n for n, (onset, _, _) in self._cap_waves.items()
+                if n != node and abs(onset - wave[0]) <= window}
+        if len(near) + 1 < self.cfg.facility_cap_nodes:
+            return  # (no site's yet)
+        for p in [p for p in self.problems.values() if p.scope.node in near
+                  and p.scope.level == "node" and p.status == "firing"
+                  and p.topic == ISOLATION and p.kind == "slow_node" and p.cause == "power"]:
+            self._withdraw_for_site(p, now, out)
+
+    def _withdraw_for_site(self, p: Problem, now: float, out: list[Alert]) -> None:
+        """Resolve ``p``, a node's power page, at once when the site's cap explains all it
+        holds now (:meth:`_site_joined`); its slow ranks go back to the site's hold."""
+        if p.latched:
+            return
+        slows: list[tuple[Finding, Finding]] = []
+        partners: list[str] = []
+        for key in p.active:
+            signal, _, unit = key.partition("@")
+            g = self._device.get(unit, {}).get(signal)
+            if g is None:
+                continue
+            if signal == "slow_rank":
+                cap = self._device.get(unit, {}).get("power_cap")
+                site = self._site_explains(g, cap, now) if cap is not None else []
+                if not site or cap is None:
+                    return  # (a rank the site does not explain: the page stands)
+                slows.append((g, cap))
+                partners = site
+            elif not (signal in _THROTTLES and _reason_bits(g) == 0x4):
+                return  # (anything else under the page: it stands)
+        if not slows:
+            return
+        for key in p.active:
+            self._owner.pop(key, None)
+        p.active.clear()
+        p.quiet_since = min(p.quiet_since, now)
+        p.status = "resolved"
+        node = p.scope.node
+        p.extra["resolved_because"] = (
+            f"withdrawn: SW power caps as deep began on {', '.join(partners)} within "
+            f"{self.cfg.impact_onset_s:.0f} s of {node}'s, seen after this page -- the "
+            f"site's power management rolled out node by node, not {node}'s own limit: "
+            f"nothing to drain")
+        out.append(self._alert(p, now))
+        self._timer(now + self.cfg.forget_after_s, "forget", p.key)
+        for slow, cap in slows:
+            self._fleet_explains(slow, cap, float(cap.evidence.get("clock_drop") or 0.0), now)
+
+    def _site_explains(self, slow: Finding, cap: Finding, now: float) -> list[str]:
+        """The other nodes of a site's cap (``facility_cap_nodes`` with the slow rank's) that
+        explain ``slow`` under its GPU's SW cap ``cap``, by :meth:`_power_impact` and
+        :meth:`_fleet_explains`'s terms ([] when it does not)."""
+        node = slow.scope.node
+        wave = self._cap_waves.get(node or "")
+        drop = float(cap.evidence.get("clock_drop") or 0.0)
+        ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
+            "compute_ratio_to_peers")
+        window = self.cfg.impact_onset_s
+        if (node is None or wave is None or _reason_bits(cap) != 0x4
+                or not slow.evidence.get("node_wide")
+                or (ratio and ratio / _baseline(slow) - 1.0 > 1.0 / (
+                    1.0 - min(drop, 0.5)) - 1.0 + 0.02)
+                or drop > wave[1] + self.cfg.cap_clock_drop
+                or slow.onset_ts < wave[0] - window or abs(wave[0] - cap.onset_ts) > window):
+            return []
+        partners = self._fleet_cap(node, wave[0], drop, now)
+        return partners if len(partners) + 1 >= self.cfg.facility_cap_nodes else []
+
+    def _fleet_cap(self, node: str, onset: float, depth: float, now: float) -> list[str]:
         """Other nodes whose cap wave (:meth:`_note_wave`) began within ``impact_onset_s``
         of ``onset``, is not ``cap_clock_drop`` shallower than ``depth``, overlaps this one
-        (capped now, or last seen capped at ``onset`` or after) and is no node's own power
-        page (at most 4).  A wave that ended before this one began shares no limit with it:
-        kept up to ``FACILITY_CAP_MEMORY`` half-lives for the sustained rule, it read a node's
-        own BMC cap 25 s after another node's routine dip as the site's and held its page
-        ~12 min, past the cap's end (the lead's round-31 review, revB31 1); a node paged for
-        its own cap is no partner of a site's (revB31 2)."""
+        and lasts (capped at ``now``, or last capped at ``onset`` or after and within
+        ``impact_onset_s`` of ``now``) and is no node's own power page (at most 4).  A wave
+        that ended before this one began shares no limit with it: kept up to
+        ``FACILITY_CAP_MEMORY`` half-lives for the sustained rule, it read a node's own BMC
+        cap 25 s after another node's routine dip as the site's and held its page ~12 min,
+        past the cap's end (the lead's round-31 review, revB31 1); a node paged for its own
+        cap is no partner of a site's (revB31 2).  Nor is one whose cap ended a minute ago
+        while this one goes on: the site let go, what stays capped is the node's own (it was
+        held as the site's until the ended waves were pruned, 480-1380 s later -- cap32's
+        open item)."""
         window, alike = self.cfg.impact_onset_s, depth - self.cfg.cap_clock_drop
+        recent = max(onset, now - window)
         return list(islice((n for n, (o, d, last) in self._cap_waves.items()
                             if n != node and abs(o - onset) <= window and d >= alike
-                            and (last >= onset or self._capped(n))
+                            and (last >= recent or self._capped(n))
                             and not self._own_power_page(n)), 4))
 
     def _own_power_page(self, node: str) -> bool:
@@ -1982,7 +2078,9 @@ class Correlator(PartWindows):
         (yet) -- ``why_wait_s`` for its siblings' samples of the same poll (the page is its
         node's anyway: its ranks are slow alike), as a TP1 node's (:meth:`_hold_for_poll`).
         A node capped alone is paged so ~44 s after its cap's sample (at 10 s; ~69 s at
-        30 s), a GPU capped alone in a TP node 3 s after."""
+        30 s), a GPU capped alone in a TP node 3 s after; the site's other nodes' waves
+        begun within ``impact_onset_s`` of its own but seen after that withdraw the node's
+        page (:meth:`_site_joined`: a cap rolled out node by node, revB32 4)."""
         node, unit = slow.scope.node, slow.scope.key
         if node is None or not slow.evidence.get("node_wide"):
             return False
@@ -1992,7 +2090,7 @@ class Correlator(PartWindows):
         if wave is not None and drop <= wave[1] + self.cfg.cap_clock_drop and (
                 slow.onset_ts >= wave[0] - window) and (
                 abs(wave[0] - cap.onset_ts) <= window or unit in self._fleet_held):
-            partners = self._fleet_cap(node, wave[0], drop)
+            partners = self._fleet_cap(node, wave[0], drop, now)
             if partners:
                 held = self._fleet_held.get(unit)
                 if held is None or len(partners) + 1 >= self.cfg.facility_cap_nodes:
@@ -2016,7 +2114,7 @@ class Correlator(PartWindows):
         self._timer(until, "slow", unit)
         return True
 
-    def _before_fleet_cap(self, slow: Finding, cap: Finding, drop: float) -> bool:
+    def _before_fleet_cap(self, slow: Finding, cap: Finding, drop: float, now: float) -> bool:
         """The slow rank was found slow (``slow.ts``) a sampling interval or more before its
         node's share of a site's cap began (its wave, another node's as deep begun with it,
         the GPU's cap part of it): the cap did not start its slowdown, so it explains
@@ -2028,7 +2126,7 @@ class Correlator(PartWindows):
         if node is None or wave is None or abs(wave[0] - cap.onset_ts) > self.cfg.impact_onset_s:
             return False
         interval = self._cadence(node)
-        return slow.ts < wave[0] - interval and bool(self._fleet_cap(node, wave[0], drop))
+        return slow.ts < wave[0] - interval and bool(self._fleet_cap(node, wave[0], drop, now))
 
     def _capped_with(self, slow: Finding, cap: Finding) -> list[int]:
         """The GPUs of the slow rank's node whose SW power cap (0x4 alone, ``clock_drop`` or
