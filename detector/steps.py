@@ -129,11 +129,18 @@ _FISHER_ALPHA = 1e-6
 # (JobMonitor._ar_step) and whose healthy rank-steps reach _TAIL_EDGES[_HEAVY_EDGE] (3 sigma)
 # _HEAVY_SHARE of the time or more (a normal: 1.3e-3 before its runs are left out, n1run's
 # Gaussian AR(1) jobs <= 5e-4; blind21 N3's job 2.8e-3), a run whose effect is under
-# _HEAVY_EFFECT is reported only once it has lasted _HEAVY_STEPS steps.
+# _HEAVY_EFFECT is reported only once it has lasted _HEAVY_STEPS steps.  So too while the
+# job's noise is not measured (JobMonitor._heavy): before its lag-1 is known (models.lag1.known:
+# 8-32 steps past the warm-up, by the job's size) or its tail read on _HEAVY_KNOWN rank-steps
+# (two at the share: 16 steps of 64 ranks, 125 of 8) -- taken for real noise's runs and tail, not a
+# Gaussian's (start33: PAI episodes 5-7 steps after the warm-up, blind23 N1 at a log's start,
+# were escalated at their GPU).  A 10 % slowdown is over _HEAVY_EFFECT; a 5 % one early in a
+# job waits for its run's 7th step.
 _HEAVY_EDGE = 4
 _HEAVY_SHARE = 2e-3
 _HEAVY_EFFECT = 0.06
 _HEAVY_STEPS = 7
+_HEAVY_KNOWN = 2.0 / _HEAVY_SHARE
 # A wandering job (JobMonitor._wander_update, blind8 H1: MoE routing moves per-rank compute).
 _WANDER_SHORT = 0.1        # a rank's z smoothed over ~10 steps ...
 _WANDER_LONG = 0.005       # ... about its own mean over ~200
@@ -154,6 +161,19 @@ _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
 # under this fraction of it at the run's start, is escalated at once (JobMonitor._host_grew)
 _HOST_GROWN = 0.15
 _HOST_GROWN_FROM = 0.5
+# Two or more ranks of one node late by their host path from the job's (re)start -- over
+# host_offset_max through the warm-up, their run unbroken since -- are escalated once that run
+# has lasted _START_STEPS steps past the warm-up (JobMonitor._host_from_start), not after
+# host_hold_s and host_node_page_s: the holds wait for a stall mid-job to catch up (blind2's
+# healthy input pipeline: it starts at its height and falls) and for one GPU's PCIe replay rate
+# (six DCGM samples); a host the node's ranks share, late from before its job's first step,
+# has no backlog to catch up and no one link (blind23 L1: loaders on the far socket, paged
+# ~115 steps after the job's first).  Unbroken: the run began within _START_SLACK steps of the
+# warm-up's end; flat: its line's end at least _START_KEPT of its start (a loader warming up
+# falls).
+_START_STEPS = 10
+_START_SLACK = 2
+_START_KEPT = 0.5
 # A recurring straggler's count no likelier than this if the job's outlier steps fell on its
 # units alike (JobMonitor._recur_chance): one false page in a thousand looks at a workload's
 _RECUR_CHANCE = 1e-3
@@ -2023,7 +2043,7 @@ class JobMonitor(NumericChecks):
                               * max(self._zscale, 1.0) / np.sqrt(n))
                 mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
             effect = np.exp(mean - margin) - 1.0
-            if ar_on and self._tail[_HEAVY_EDGE] >= _HEAVY_SHARE:
+            if self._heavy(ar_on):
                 # (a heavy tail under runs: a modest run lasts past the noise's episodes)
                 effect = np.where((effect >= _HEAVY_EFFECT) | (n >= _HEAVY_STEPS), effect, 0.0)
             # Reported while its run goes on: its latest step adds to its score.  A run found
@@ -2578,6 +2598,19 @@ class JobMonitor(NumericChecks):
     def _ar_on(self) -> bool:
         """Whether the job's lag-1 is in force (models.lag1.in_force; :meth:`_ar_step`)."""
         return lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n), len(self._rank_of)) > 0.0
+
+    def _heavy(self, ar_on: bool) -> bool:
+        """Whether a modest run must outlast the job's noise episodes (``_HEAVY_*``): under
+        runs (``ar_on``: :meth:`_ar_on`) in a job whose tail reaches ``_HEAVY_SHARE`` at
+        3 sigma; and while the job's noise is not measured -- its lag-1 not known yet
+        (models.lag1.known) or its tail not read on ``_HEAVY_KNOWN`` rank-steps since the
+        warm-up -- whatever it reads so far: a job's noise unmeasured is taken for real noise,
+        runs and tail (Alibaba PAI job 2), not a Gaussian's."""
+        ranks = len(self._rank_of)
+        if self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
+                (self._ar_xy, self._ar_xx, self._ar_n), ranks):
+            return True
+        return ar_on and self._tail[_HEAVY_EDGE] >= _HEAVY_SHARE
 
     def _ar_held(self, on: bool | None = None) -> bool:
         """Whether the job's lag-1 is in force (``on``: :meth:`_ar_on`, when the caller has
@@ -3426,7 +3459,7 @@ class JobMonitor(NumericChecks):
         self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)
         self._host_tx[r] = np.where(in_run, self._host_tx[r] + self._host_n[r] * over, 0.0)
         self._host_n[r] = np.where(in_run, self._host_n[r] + 1, 0)
-        new = r[:0]
+        new = start = r[:0]
         if np.count_nonzero(self._host.alarmed):
             at = (self._host.alarmed[r] & ~self._host_rep[r] & ~self._reported[r]
                   & ~self._slow.alarmed[r]).nonzero()[0]
@@ -3443,6 +3476,8 @@ class JobMonitor(NumericChecks):
                 # node's).
                 if np.count_nonzero(big & held):
                     new = at[big]
+                elif np.count_nonzero(big) >= 2:
+                    start = new = self._host_from_start(r, at[big], z[at[big]])
         if len(cleared):
             cleared = cleared[self._host_rep[cleared]]
         # A raised host_late whose run has now lasted host_page_s is told again, with how long
@@ -3459,6 +3494,10 @@ class JobMonitor(NumericChecks):
                 self._host_told[r[grew]] = True
             if len(cleared) and len(lasting):
                 lasting = lasting[~np.isin(r[lasting], cleared)]
+        if len(start):
+            # (raised and told lasting on one step: the host they share, late from the start)
+            lasting = np.union1d(lasting, start)
+            self._host_told[r[start]] = True
         if len(new) == 0 and len(cleared) == 0 and len(lasting) == 0:
             return host
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
@@ -3502,6 +3541,36 @@ class JobMonitor(NumericChecks):
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
         return host
+
+    def _host_from_start(self, r: np.ndarray, big: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Indices into ``r`` (of ``big``: alarmed host runs, not raised, averaging
+        host_min_effect; ``z`` their scores this step) of ranks late by their host path since
+        the job's (re)start, two or more on one node: each learnt the most host offset it may
+        (``host_offset_max``) in the warm-up, its run began within ``_START_SLACK`` steps of
+        the warm-up's end and has lasted ``_START_STEPS`` steps, goes on (this step over the
+        CUSUM's allowance: a loader back at its peers' pace leaves its score up a few steps),
+        and its line has not fallen under ``_START_KEPT`` of its start (:meth:`_host_trend`).
+        Raised at once and told lasting (the correlator's escalation, at the node: the host
+        they share) -- see ``_START_STEPS``.
+
+        A rank alone keeps the holds (rank 0's logging, one loader's shard, one GPU's link: a
+        PCIe replay rate names it); a node's ranks late only from mid-job keep them too (an
+        input pipeline stalled and catching up: blind2's healthy 3 minutes)."""
+        past = self._evaluated - self.cfg.warmup_steps
+        if past < _START_STEPS:
+            return big[:0]
+        sl = r[big]
+        ok = ((self._host_n[sl] >= max(past - _START_SLACK, _START_STEPS))
+              & (self._host_base[sl] >= self.cfg.host_offset_max) & (z > self.cfg.slow_k))
+        keep = []
+        for i in np.flatnonzero(ok).tolist():
+            t = self._host_trend(int(sl[i]))
+            if t["to_share"] >= _START_KEPT * t["from_share"]:
+                keep.append(i)
+        hw = self._hw
+        nodes = Counter(hw[int(sl[i])][0] for i in keep if hw[int(sl[i])] is not None)
+        return np.array([big[i] for i in keep if hw[int(sl[i])] is not None
+                         and nodes[hw[int(sl[i])][0]] >= 2], dtype=np.intp)
 
     def _host_trend(self, sl: int) -> dict[str, float]:
         """A host_late run's least-squares line over its steps: its excess (shares of a step's

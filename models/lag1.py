@@ -85,11 +85,18 @@ def in_force(state: tuple[float, float, int], ranks: int = 0) -> float:
     0.58 from step 15, escalated at step 29, 13 steps before it was used).  A job of 16 ranks
     or fewer waits ``MIN_STEPS`` as before (PAI's jobs of 10 workers: unchanged).
     """
-    n = state[2]
-    if n < MIN_STEPS and (n < MIN_FEW or n * ranks < MIN_PAIRS):
+    if not known(state, ranks):
         return 0.0
     rho = rho_of(state)
     return min(rho, MAX) - ON if rho > ON else 0.0
+
+
+def known(state: tuple[float, float, int], ranks: int = 0) -> bool:
+    """Whether the estimate is used (:func:`in_force`): ``MIN_STEPS`` steps estimated, or
+    ``MIN_FEW`` steps of a job of ``ranks`` ranks, ``MIN_PAIRS`` pairs.  Before, the job's runs
+    are not known: neither that it has them nor that it has none."""
+    n = state[2]
+    return n >= MIN_STEPS or (n >= MIN_FEW and n * ranks >= MIN_PAIRS)
 
 
 def whiten(z: np.ndarray, prev: np.ndarray, rho: float) -> np.ndarray:

@@ -47,19 +47,18 @@ EXPECT: dict[str, tuple] = {
         "evidence -- DESIGN: a clock loss sustained past a stated limit is a recommendation, "
         "and the alert says which; a reason-less clock loss is the GPU's (gpu_hardware): 8 of "
         "8 stuck clocks tune + held"), 1),
-    "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), (
-        "L1: four ranks of one node 10-17 % late in neither part (loaders pinned to the far "
-        "socket) from the job's first step are escalated at the node 236-265 s (~110-125 "
-        "steps) after it -- DESIGN: a 10 % slowdown of one rank, median <= 10 steps: 8 of 8 "
-        "NUMA faults tune + held"), 1),
-    "N1-pai-noise-run-at-the-log-start-escalated": (bc.nothing_paged, (
-        "N1 (= blind22 N1 / blind21 N3 on another generator, at a log's start): one healthy "
-        "rank's run of real PAI residuals, 4 steps at +3.8 % (noise ~0.8 %) 27-36 s into the "
-        "log, escalated at its GPU: 1 of 8 held logs"), 0),
+    # L1 fixed by start33 (round 33): the node's ranks late from the first step are escalated
+    # ~10 steps past the warm-up (42 s after the first step; main 236-265 s)
+    "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), None, 1),
+    # N1 fixed by start33 (round 33): before the job's noise is measured a modest run waits
+    # for its 7th step (steps.JobMonitor._heavy)
+    "N1-pai-noise-run-at-the-log-start-escalated": (bc.nothing_paged, None, 0),
     "N2-cold-start-drift-escalated": (bc.nothing_paged, (
         "N2: one healthy A100 rank at +2-5 % for ~25 steps from its job's cold start (its "
-        "noise and the board's routine power cap) escalated at its GPU; also a 4-step +4.2 % "
-        "run of an H100 rank in the same held log: 2 of 8 held logs"), 0),
+        "noise and the board's routine power cap; no throttle bit on its GPU meanwhile) "
+        "escalated at its GPU on a 16-step run averaging +3.1 % -- over the size test by any "
+        "measure of the job's noise (a 4-5 % slowdown's shape); the 4-step +4.2 % H100 run "
+        "in the same held log is N1's (held since start33)"), 0),
     "G1-requeue-from-checkpoint-onto-new-nodes-container-5pct": (bc.nothing_paged, None, 0),
     "G2-rolling-upgrade-reboot-of-a-spare": (bc.nothing_paged, None, 0),
     "G3-l40s-hot-and-capped-is-normal": (bc.nothing_paged, None, 0),
