@@ -26,6 +26,13 @@ correlator, everything the worker spends an event but Kafka's client (3 passes -
 
     python bench/engine_callgrind.py --worker             # ~2 minutes of CPU
 
+``--nic``: the NIC path alone -- the prefix's NIC samples (decoded, in log order) through a
+fresh ``NodeNics`` a node per pass, as ``Monitors.process`` takes them (``quiet``, else
+``update``); instructions per NIC sample (3 passes - 1 pass): the share a change of that path
+moves, apart from the rest of the worker (round 33's prototype, BENCHMARKS "fast33"):
+
+    python bench/engine_callgrind.py --nic                # ~1 minute of CPU
+
 (``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
 in two worktrees; about 2 minutes of CPU each run at the default prefix.
 """
@@ -125,8 +132,53 @@ def worker_passes(n: int, prefix: int) -> int:
     return len(msgs)
 
 
+def nic_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--nic``: ``n`` passes of fresh NodeNics (one PortNames of the
+    topology shared, as Monitors does) over the NIC samples of the first ``prefix`` records."""
+    import orjson
+
+    from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
+    from detector.decoding import decode
+    from detector.events import NIC, TELEMETRY_TOPICS, InvalidMessage
+    from detector.network import NodeNics
+    from detector.port_names import PortNames
+    from detector.thresholds import Thresholds
+    from detector.topology import Topology
+    from replay.log import open_log
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    cfg = Thresholds()
+    samples = []
+    telemetry = set(TELEMETRY_TOPICS)
+    seen = 0
+    with open_log(DEFAULT_LOG) as f:
+        for line in f:
+            rec = orjson.loads(line)
+            if rec["topic"] not in telemetry:
+                continue
+            seen += 1
+            if seen > prefix:
+                break
+            if rec["topic"] == NIC:
+                try:  # noqa: SIM105 - as the other benchmarks
+                    samples.append(decode(NIC, orjson.dumps(rec["value"])))
+                except InvalidMessage:
+                    pass
+    for _ in range(n):
+        names = PortNames(topo)
+        nodes: dict[str, NodeNics] = {}
+        out: list = []
+        for s in samples:
+            nics = nodes.get(s.node)
+            if nics is None:
+                nics = nodes[s.node] = NodeNics(s.node, names)
+            if not nics.quiet(s, cfg):
+                nics.update(s, cfg, out)
+    return len(samples)
+
+
 def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
-          worker: bool = False) -> tuple[int, int]:
+          worker: bool = False, nic: bool = False) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
     toggle = ["--toggle-collect=functools_reduce"] if warm else []
@@ -134,7 +186,7 @@ def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
         ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
          sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
          "--warm", str(warm), *(["--many"] if many else []),
-         *(["--worker"] if worker else [])],
+         *(["--worker"] if worker else []), *(["--nic"] if nic else [])],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -152,11 +204,22 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help="the service's PipelineWorker "
                     "on the records' message bytes (decode, monitors, findings codec, "
                     "correlator) instead of the Engine on decoded records")
+    ap.add_argument("--nic", action="store_true", help="the NIC path alone: the prefix's "
+                    "NIC samples through NodeNics (quiet, else update)")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
         print(worker_passes(args.passes, args.prefix) if args.worker
+              else nic_passes(args.passes, args.prefix) if args.nic
               else passes(args.passes, args.prefix, args.warm, args.many))
+        return 0
+    if args.nic:
+        with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
+            one, samples = count(1, args.prefix, Path(tmp) / "one.out", nic=True)
+            three, _ = count(3, args.prefix, Path(tmp) / "three.out", nic=True)
+        print(f"nic: {(three - one) / (2 * samples):,.0f} instructions/NIC sample "
+              f"({samples:,} samples of {args.prefix:,} records, 1 pass {one:,}, "
+              f"3 passes {three:,})")
         return 0
     if args.worker:
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:

@@ -10,13 +10,20 @@ partitions' monitors, the findings codec, the correlator; PYTHONHASHSEED=0):
     pip install cython            # into any venv of this interpreter: not a faultline dependency
     python bench/engine_compiled.py [--cythonize PATH] [--typed] [--modules a.py,b.py]
                                     [--prefix 20000] [--throughput N] [--keep DIR]
+                                    [--prototype] [--nic]
 
 ``--typed`` lets Cython read the annotations as C types (its default; ``float`` becomes a C
 double: a behaviour change to audit); without it the annotations are ignored
 (``annotation_typing=False``), the compiled modules' semantics are the plain ones.
 ``--throughput N`` adds N interleaved rounds of bench/pipeline_throughput.py (plain,
 compiled, plain, ...; process CPU time) and prints the compiled/plain events/s ratio.
-The scratch trees are removed unless ``--keep``.  Round 32's figures: BENCHMARKS "cpu32".
+``--prototype`` (round 33): the compiled tree also gets the augmenting ``.pxd`` files of
+bench/engine_pxd/ beside their modules (by default only those modules are compiled): the
+NIC path's classes as C structs with typed fields, NodeNics.quiet a C method -- the .py
+files unchanged; each class a .pxd declares is checked to be an extension type after the
+build (a .pxd Cython did not apply leaves a plain class: the figure would be the untyped
+one).  ``--nic`` adds engine_callgrind's ``--nic`` line (the NIC path alone) to each arm.
+The scratch trees are removed unless ``--keep``.  Figures: BENCHMARKS "cpu32", "fast33".
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PXD = ROOT / "bench" / "engine_pxd"  # the prototype's augmenting .pxd files, by module path
 
 # The quiet paths of cpu31's map (~60 % of the worker's bytecodes) and what they call a record.
 HOT = ("detector/network.py", "detector/quiet.py", "detector/thermal.py",
@@ -69,9 +77,43 @@ def compile_tree(dest: Path, cythonize: str, modules: list[str], typed: bool) ->
     return secs
 
 
-def instructions(dest: Path, prefix: int) -> str:
-    """engine_callgrind --worker's line, run in ``dest``."""
-    run = subprocess.run([sys.executable, "bench/engine_callgrind.py", "--worker",
+def prototype_files() -> dict[str, Path]:
+    """The prototype's .py modules (relative paths) -> their augmenting .pxd files."""
+    return {str(f.relative_to(PXD).with_suffix(".py")): f for f in sorted(PXD.rglob("*.pxd"))}
+
+
+def augment(dest: Path, pxds: dict[str, Path]) -> None:
+    """Put each .pxd beside its module in ``dest``."""
+    for module, pxd in pxds.items():
+        if not (dest / module).is_file():
+            raise SystemExit(f"{pxd} augments {module}, which is not in the tree")
+        shutil.copyfile(pxd, (dest / module).with_suffix(".pxd"))
+
+
+def check_cclasses(dest: Path, pxds: dict[str, Path]) -> list[str]:
+    """The classes the .pxd files declare (``cdef class NAME``), each checked to be an
+    extension type in the built ``dest`` (not a heap type: Python's own classes are);
+    raises SystemExit naming those that are not."""
+    want = [(m.removesuffix(".py").replace("/", "."), name)
+            for m, pxd in pxds.items()
+            for name in re.findall(r"^cdef class (\w+)", pxd.read_text(), re.M)]
+    check = ("import importlib, sys\n"
+             "HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE\n"
+             "args = sys.argv[1:]\n"
+             "bad = [f'{m}.{c}' for m, c in zip(args[::2], args[1::2])\n"
+             "       if getattr(importlib.import_module(m), c).__flags__ & HEAP]\n"
+             "print(' '.join(bad))")
+    bad = subprocess.run([sys.executable, "-c", check, *[x for mc in want for x in mc]],
+                         cwd=dest, check=True, env={**os.environ, "PYTHONPATH": str(dest)},
+                         capture_output=True, text=True).stdout.split()
+    if bad:
+        raise SystemExit(f"not a C struct class (its .pxd did not apply): {bad}")
+    return [f"{m}.{c}" for m, c in want]
+
+
+def instructions(dest: Path, prefix: int, mode: str = "--worker") -> str:
+    """engine_callgrind's line in ``mode`` (--worker, --nic), run in ``dest``."""
+    run = subprocess.run([sys.executable, "bench/engine_callgrind.py", mode,
                           "--prefix", str(prefix)], cwd=dest,
                          env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(dest)},
                          check=True, capture_output=True, text=True)
@@ -93,7 +135,11 @@ def main() -> int:
     ap.add_argument("--cythonize", default=shutil.which("cythonize") or "cythonize",
                     help="the cythonize script of a venv of this interpreter")
     ap.add_argument("--typed", action="store_true", help="annotations as C types")
-    ap.add_argument("--modules", default=",".join(HOT), help="comma-separated .py paths")
+    ap.add_argument("--modules", default=None, help="comma-separated .py paths (default: "
+                    "the hot modules, or with --prototype those bench/engine_pxd augments)")
+    ap.add_argument("--prototype", action="store_true", help="the compiled tree augmented "
+                    "by bench/engine_pxd's .pxd files (C struct classes)")
+    ap.add_argument("--nic", action="store_true", help="also engine_callgrind --nic in each")
     ap.add_argument("--prefix", type=int, default=20000, help="engine_callgrind's records")
     ap.add_argument("--throughput", type=int, default=0, metavar="N",
                     help="N interleaved rounds of pipeline_throughput.py")
@@ -103,11 +149,19 @@ def main() -> int:
     try:
         plain = tree(scratch / "plain")
         compiled = tree(scratch / "compiled")
-        secs = compile_tree(compiled, args.cythonize, args.modules.split(","), args.typed)
-        print(f"build: {secs:.0f} s wall ({len(args.modules.split(','))} modules, "
-              f"{'typed' if args.typed else 'annotation_typing=False'})")
+        pxds = prototype_files() if args.prototype else {}
+        modules = args.modules.split(",") if args.modules else list(pxds or HOT)
+        augment(compiled, pxds)
+        secs = compile_tree(compiled, args.cythonize, modules, args.typed)
+        print(f"build: {secs:.0f} s wall ({len(modules)} modules, "
+              f"{'typed' if args.typed else 'annotation_typing=False'}"
+              f"{', prototype .pxd' if pxds else ''})")
+        if pxds:
+            print(f"C struct classes: {', '.join(check_cclasses(compiled, pxds))}")
         for name, dest in (("plain", plain), ("compiled", compiled)):
             print(f"{name:>9}: {instructions(dest, args.prefix)}")
+            if args.nic:
+                print(f"{name:>9}: {instructions(dest, args.prefix, '--nic')}")
         if args.throughput:
             rates: dict[str, list[float]] = {"plain": [], "compiled": []}
             for _ in range(args.throughput):
