@@ -51,21 +51,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
-    """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records; with
-    ``warm``, one Engine fed the first ``warm`` records, then the rest inside a reduce."""
-    import functools
-
+def decoded(prefix: int) -> list:
+    """The first ``prefix`` telemetry records of the bundled incident, decoded (those that
+    decode)."""
     import orjson
 
-    from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
+    from bench.engine_throughput import DEFAULT_LOG
     from detector.decoding import decode
-    from detector.engine import Engine
     from detector.events import TELEMETRY_TOPICS, InvalidMessage
-    from detector.topology import Topology
     from replay.log import open_log
 
-    topo = Topology.load(str(DEFAULT_TOPOLOGY))
     events = []
     telemetry = set(TELEMETRY_TOPICS)
     seen = 0
@@ -81,6 +76,20 @@ def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
                 events.append(decode(rec["topic"], orjson.dumps(rec["value"])))
             except InvalidMessage:
                 pass
+    return events
+
+
+def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
+    """The inner run: ``n`` passes of a fresh Engine over the first ``prefix`` records; with
+    ``warm``, one Engine fed the first ``warm`` records, then the rest inside a reduce."""
+    import functools
+
+    from bench.engine_throughput import DEFAULT_TOPOLOGY
+    from detector.engine import Engine
+    from detector.topology import Topology
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    events = decoded(prefix)
     if warm:
         eng = Engine(topology=topo)
         for ev in events[:warm]:
@@ -135,35 +144,16 @@ def worker_passes(n: int, prefix: int) -> int:
 def nic_passes(n: int, prefix: int) -> int:
     """The inner run of ``--nic``: ``n`` passes of fresh NodeNics (one PortNames of the
     topology shared, as Monitors does) over the NIC samples of the first ``prefix`` records."""
-    import orjson
-
-    from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
-    from detector.decoding import decode
-    from detector.events import NIC, TELEMETRY_TOPICS, InvalidMessage
+    from bench.engine_throughput import DEFAULT_TOPOLOGY
+    from detector.events import NicSample
     from detector.network import NodeNics
     from detector.port_names import PortNames
     from detector.thresholds import Thresholds
     from detector.topology import Topology
-    from replay.log import open_log
 
     topo = Topology.load(str(DEFAULT_TOPOLOGY))
     cfg = Thresholds()
-    samples = []
-    telemetry = set(TELEMETRY_TOPICS)
-    seen = 0
-    with open_log(DEFAULT_LOG) as f:
-        for line in f:
-            rec = orjson.loads(line)
-            if rec["topic"] not in telemetry:
-                continue
-            seen += 1
-            if seen > prefix:
-                break
-            if rec["topic"] == NIC:
-                try:  # noqa: SIM105 - as the other benchmarks
-                    samples.append(decode(NIC, orjson.dumps(rec["value"])))
-                except InvalidMessage:
-                    pass
+    samples = [e for e in decoded(prefix) if type(e) is NicSample]
     for _ in range(n):
         names = PortNames(topo)
         nodes: dict[str, NodeNics] = {}
