@@ -1207,8 +1207,8 @@ def main() -> int:
                     help="a broker of our own: lean (serial GC, 1 network thread, "
                     "2 request handlers; deploy/kafka/broker.py LEAN_*) or the tests' settings")
     ap.add_argument("--warm-serve", action="store_true", help="one untimed `faultline serve` "
-                    "of the backlog before the measured ones: the broker's first serve runs "
-                    "~30 %% longer wall whichever code it is (BENCHMARKS fast33, round 33)")
+                    "of the backlog before the measured ones: the broker's first serve ran "
+                    "6-30 %% longer wall whichever code it was (BENCHMARKS fast33, round 33)")
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
                     "this one's, and the latency runs alternate the two (same rate)")
@@ -1269,9 +1269,9 @@ def main() -> int:
                 res[mode]["broker_cpu_s"] = broker.cpu_s() - cpu0
                 say(f"  {mode}: {n / res[mode]['wall_s']:,.0f} events/s")
         if "faultline" not in skip and args.warm_serve:
-            # Untimed: the first `faultline serve` on a fresh broker runs ~30 % longer wall
+            # Untimed: the first `faultline serve` on a fresh broker ran 6-30 % longer wall
             # than the same code right after (its own CPU per event within 3 %; the broker's
-            # CPU 3.8 vs 1.5 s: its first produce/create/group paths, JIT) -- BENCHMARKS fast33.
+            # CPU 3.5-4.8 vs 1.5-2.1 s: its first produce/create/group paths) -- BENCHMARKS fast33.
             warm = serve(broker, prefix, n, 1, topology, args.partitions, tmp)
             res["warm-serve"] = {"wall_s": warm["wall_s"], "broker_cpu_s": warm["broker_cpu_s"]}
             say(f"  faultline (warm-up, not counted): {n / warm['wall_s']:,.0f} events/s")
