@@ -149,6 +149,8 @@ class PartWindows:
             here, there = topo.stated_switch_of(node, nic), topo.stated_switch_of(node, sibling)
             if (here or there) and here != there:
                 return  # (the file's word: another rail -- the window decides)
+        if self._rail_retrained(f, (what, name), out):
+            return  # (the same port of another node too, within one poll: the window decides)
         self._member_due(f.key, f.ts, out, now=True)
         q = self.problems.get(self.dedup_key(ISOLATION, f.kind, f.scope, f.cluster))
         if f.key not in self._group_wait and q is not None and q.status == "firing" \
@@ -159,6 +161,71 @@ class PartWindows:
                 "retrained": f"{f.evidence['rate_before_gbps']} -> "
                              f"{f.evidence.get('rate_gbps')} Gb/s"})
             self._repage(q, out)
+
+    def _rail_retrained(self, f: Finding, group: tuple[str, str], out: list[Alert]) -> bool:
+        """Whether the port of ``f`` (a retrain beside a sibling: _retrained_beside) retrained
+        lower on another node behind the same part too, within one poll: a rail's part, its
+        ports to one NIC name of each node, not two degraded links -- the window decides them
+        (revB32 6: a rail leaf retraining mlx5_2 of hgx001-008 400 -> 200, described by a
+        Slurm topology.conf, paged nic:hgx001/mlx5_2 at once and the switch 38.5 s later;
+        with no topology, 7 NIC isolations).
+
+        One poll: each node samples once an interval at its own phase, so one event on a
+        rail shows on every node's next sample, up to an interval after the first (30 s at
+        dcgm-exporter's default cadence, 10 s at 10 s): the part's window, an interval and a
+        quarter plus a second.  Behind the same part (a Slurm leaf, or the fabric no topology
+        names): a rail leaf serves the nodes the file puts under one leaf, and each part's
+        window decides only its own.  The first node's retrain has no other beside it yet -- a lone
+        port's (blind22 W1) until a second shows: decided at once, and taken back into its
+        window when a second comes (_retake_retrain), usually before a pager's group wait
+        (10 s) sends it."""
+        node, nic, span = f.scope.node, f.scope.nic, self._window(group[0], f)
+
+        def same_port(g: Finding) -> bool:
+            return (g.signal == "link_rate" and "rate_before_gbps" in g.evidence
+                    and g.scope.nic == nic and g.scope.node != node
+                    and g.cluster == f.cluster and abs(f.ts - g.ts) <= span
+                    and self._group_of(g) == group)
+
+        rail = any(same_port(g) for _, _, g in self._group_wait.values())
+        for q in [q for q in self.problems.values() if q.status == "firing"
+                  and q.topic == ISOLATION and q.kind == "network" and q.scope.nic == nic
+                  and q.scope.node != node and q.cluster == f.cluster]:
+            g = self._device.get(q.scope.key, {}).get("link_rate")
+            if g is not None and same_port(g) and q.evidence and (
+                    q.evidence[0].get("signal") == "link_rate"):
+                rail = True
+                self._retake_retrain(q, f, out)
+        return rail
+
+    def _retake_retrain(self, q: Problem, f: Finding, out: list[Alert]) -> None:
+        """The NIC page ``q``, decided at once on its port's retrain (_retrained_beside), taken
+        back at ``f`` -- the same port of another node retrained lower within one poll
+        (_rail_retrained): resolved, its findings held again for their part's window, which
+        decides them with ``f`` (the part, or each unit alone).  Not when anything on it is
+        not a network finding its part's window would take."""
+        held = []
+        for k in q.active:
+            signal, _, unit = k.partition("@")
+            g = self._device.get(unit, {}).get(signal)
+            group = self._group_of(g) if g is not None and g.kind == "network" else None
+            if g is None or group is None:
+                return
+            held.append((k, group, g))
+        for k, (what, name), g in held:
+            self._group_wait[k] = (what, name, g)
+            self._owner.pop(k, None)
+            if (what, name) not in self._group_open:
+                self._group_open.add((what, name))
+                self._timer(max(f.ts, g.ts + self._window(what, g)), what, name)
+        q.active.clear()
+        q.quiet_since = min(q.quiet_since, f.ts)
+        q.status = "resolved"
+        q.extra["withdrawn"] = (
+            f"{f.scope.nic} of {f.scope.node} retrained lower too within one poll: the rail's "
+            "part, decided by its window")
+        out.append(self._alert(q, f.ts))
+        self._timer(f.ts + self.cfg.forget_after_s, "forget", q.key)
 
     def _on_congestion(self, f: Finding, out: list[Alert]) -> None:
         """A port's ``congested`` or a job's ``comm_wait`` changed: a leaf whose congestion

@@ -1,0 +1,196 @@
+"""rail33 (round 33): a rail leaf retraining its ports lower is the switch's, whatever the
+topology names (revB32 6); remap32's loose ends (issue 10).
+
+link32 (round 32) pages a port that bounced and came back lower beside a sibling of its node
+up at the old rate at that poll (blind22 W1: 400 -> 100 Gb/s): the sibling says the node's
+HCAs did not reset and its switch did not fail.  In a rail-optimised fabric the sibling faces
+another switch, so it says nothing of the port's rail leaf -- and a rail fabric described by
+a plain Slurm topology.conf (a leaf per node, no NICs named), or by no topology at all, is
+common.  revB32 6: a rail leaf retraining mlx5_2 of hgx001-008 400 -> 200 paged
+nic:hgx001/mlx5_2 at once and switch:leaf1 38.5 s later on a Slurm file (one extra firing
+page), 7 NIC isolations with no topology; stated rails: the switch alone.
+
+The same port name retrained lower on another node within one poll is the rail's: the window
+decides them.  One poll: each node samples once an interval at its own phase, so one event
+on a rail shows on every node's next sample up to an interval after the first sighting (10 s
+or 30 s) -- the part's window, an interval and a quarter plus a second.  The first node's
+retrain has nothing beside it yet, the same as a lone port's (blind22 W1, kept at its poll):
+decided at once, and taken back when a second node shows the same port within the poll --
+before a pager's group wait (10 s) sends it, at the phases these fabrics have.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from detector.alerts import ESCALATION, ISOLATION, FiredAlert
+from detector.engine import Engine
+from detector.events import NicSample
+from detector.pager.config import StormConfig
+from detector.pager.storm import StormControl
+from detector.testing import T0, feed
+from detector.topology import Topology
+from tests.test_link32 import _topology, fabric, poll_ts
+
+SLURM = Topology.from_text("SwitchName=leaf1 Nodes=hgx[001-008]\n"
+                           "SwitchName=leaf2 Nodes=hgx[009-016]\n"
+                           "SwitchName=spine Switches=leaf[1-2]\n")
+PORTS = [f"mlx5_{k}" for k in range(8)]
+RAIL = {(f"hgx{n:03d}", "mlx5_2"): (10, 200.0, 100) for n in range(1, 9)}  # revB32's probe
+
+
+def phased(poll: float, polls: int, retrain: dict, seed: int = 3360, nodes: int = 16
+           ) -> list[NicSample]:
+    """``nodes`` x 8 ports at 400 Gb/s polled every ``poll`` s, each node at its own random
+    phase (blind22's fabric: phases spread over the whole interval).  ``retrain[(node, nic)]
+    = (ts, rate)``: the port bounced at ``T0 + ts`` and is up at ``rate`` from then on."""
+    rng = random.Random(seed)
+    out = []
+    for n in range(nodes):
+        node, phase = f"hgx{n + 1:03d}", rng.uniform(0.0, poll)
+        state = {p: [0, 0] for p in PORTS}  # bytes, link_downed
+        for i in range(polls):
+            base = T0 + phase + i * poll
+            for j, p in enumerate(PORTS):
+                st, rate = state[p], 400.0
+                r = retrain.get((node, p))
+                if r is not None and base >= T0 + r[0]:
+                    rate = r[1]
+                    if base - poll < T0 + r[0]:
+                        st[1] += 1
+                st[0] += int(min(rate, 300.0) * poll / 8 * 1e9)
+                half = st[0] // 2
+                out.append(NicSample(base + 0.005 * j, node, p, 1, "up", rate, half, half, 0,
+                                     st[1], 0, 0, 0, None, None, None, None))
+    return sorted(out, key=lambda s: s.ts)
+
+
+def seen_lower(recs: list[NicSample], node: str, nic: str) -> float:
+    """When ``nic`` of ``node`` was first sampled after its bounce."""
+    return min(s.ts for s in recs if (s.node, s.nic) == (node, nic) and s.link_downed)
+
+
+def isolations(alerts: list, level: str | None = None) -> list:
+    return [a for a in alerts if a.topic == ISOLATION
+            and (level is None or a.scope.level == level)]
+
+
+def paged(alerts: list) -> list[str]:
+    """The dedup keys a storm-controlled sink (PagerDuty, webhook: default settings) sends a
+    trigger for, the alerts offered at their event time."""
+    storm, sent = StormControl("pd", StormConfig(), now=T0), []
+    for a in alerts:
+        now = a.detected_ts
+        sent += storm.due(now)
+        sent += storm.offer(FiredAlert.from_record(a.topic, a.to_dict()), "critical", None,
+                            now=now)
+    sent += storm.due(max(a.detected_ts for a in alerts) + 3600.0)
+    return [n.alert.scope.key for n in sent if n.event == "trigger" and n.alert is not None]
+
+
+# -- 1. revB32 6: the rail leaf on a Slurm file, or on none ------------------------------
+
+def test_a_rail_leaf_on_a_slurm_file_is_the_switch_and_the_first_nic_is_taken_back() -> None:
+    recs = fabric(20, retrain=RAIL)
+    alerts = feed(Engine(topology=SLURM), recs)
+    first, second = seen_lower(recs, "hgx001", "mlx5_2"), seen_lower(recs, "hgx002", "mlx5_2")
+    nics = isolations(alerts, "nic")
+    # hgx001 alone has nothing beside it yet (a lone port's shape, paged at its poll) ...
+    assert [(a.status, a.scope.key) for a in nics] == [
+        ("firing", "nic:hgx001/mlx5_2:1"), ("resolved", "nic:hgx001/mlx5_2:1")]
+    assert nics[0].detected_ts - first <= 1.0
+    # ... and is taken back at hgx002's poll, the same port lower within one poll.
+    assert 0.0 <= nics[1].detected_ts - second <= 0.1
+    assert "withdrawn" in nics[1].evidence
+    assert [(a.status, a.scope.key) for a in isolations(alerts, "switch")] == [
+        ("firing", "switch:leaf1")]
+    # Storm control drops a page resolved inside its group wait: PagerDuty sees the switch.
+    assert paged(alerts) == ["switch:leaf1"]
+
+
+def test_with_no_topology_the_rail_is_one_escalation_not_seven_nics() -> None:
+    recs = fabric(20, retrain=RAIL)
+    alerts = feed(Engine(), recs)
+    assert [a.scope.key for a in isolations(alerts) if a.status == "firing"] == [
+        "nic:hgx001/mlx5_2:1"]
+    resolved = [a for a in isolations(alerts) if a.status == "resolved"]
+    assert [a.scope.key for a in resolved] == ["nic:hgx001/mlx5_2:1"]
+    assert resolved[0].detected_ts - seen_lower(recs, "hgx002", "mlx5_2") <= 0.1
+    esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"]
+    assert [a.scope.key for a in esc] == ["switch:unknown"]
+    assert esc[0].evidence["rail"].startswith("mlx5_2 on 8 of")
+    assert paged(alerts) == ["switch:unknown"]
+
+
+def test_control_stated_rails_stay_the_switch_alone() -> None:
+    alerts = feed(Engine(topology=_topology(rails=True)), fabric(20, retrain=RAIL))
+    assert [(a.status, a.scope.key) for a in isolations(alerts)] == [
+        ("firing", "switch:rail2-leaf0")]
+
+
+@pytest.mark.parametrize("poll", [10.0, 30.0])
+@pytest.mark.parametrize("topo", ["slurm", "none"])
+def test_at_10_and_30_s_with_per_node_phases_one_poll_is_one_rail(poll: float, topo: str
+                                                                   ) -> None:
+    # The leaf retrains mlx5_2 of hgx001-008 at one instant; each node shows it at its own
+    # phase, over up to one interval.  At most the first sighting pages (and is taken back
+    # at the second); the part is decided by its window.
+    retrain = {(f"hgx{n:03d}", "mlx5_2"): (300.0 + 0.3, 200.0) for n in range(1, 9)}
+    recs = phased(poll, int(900 / poll), retrain)
+    alerts = feed(Engine(topology=SLURM if topo == "slurm" else None), recs)
+    seen = sorted(seen_lower(recs, f"hgx{n:03d}", "mlx5_2") for n in range(1, 9))
+    nics = isolations(alerts, "nic")
+    assert len([a for a in nics if a.status == "firing"]) <= 1
+    for a in nics:
+        if a.status == "firing":
+            assert a.detected_ts - seen[0] <= 1.0
+        else:
+            assert a.detected_ts - seen[1] <= 0.1
+    part = "switch:leaf1" if topo == "slurm" else "switch:unknown"
+    fired = [a.scope.key for a in alerts if a.status == "firing" and a.scope.level == "switch"]
+    assert fired == [part]
+    assert all(a.status == "resolved" or a.detected_ts < seen[1]
+               for a in nics)  # nothing NIC-level fires once two nodes show the rail
+
+
+# -- the lone port (blind22 W1) keeps its latency ----------------------------------------
+
+@pytest.mark.parametrize("poll", [10.0, 30.0])
+@pytest.mark.parametrize("topo", ["slurm", "none"])
+def test_a_lone_port_retrained_lower_is_still_paged_at_its_poll(poll: float, topo: str
+                                                                 ) -> None:
+    recs = phased(poll, int(900 / poll), {("hgx007", "mlx5_2"): (300.3, 100.0)})
+    alerts = feed(Engine(topology=SLURM if topo == "slurm" else None), recs)
+    fired = [a for a in alerts if a.status == "firing"]
+    assert [a.scope.key for a in fired] == ["nic:hgx007/mlx5_2:1"]
+    assert fired[0].detected_ts - seen_lower(recs, "hgx007", "mlx5_2") <= 1.0
+    assert not [a for a in alerts if a.status == "resolved"]
+
+
+def test_control_the_same_port_of_two_nodes_minutes_apart_is_two_links() -> None:
+    # Two cables of the same rail degrading 5 min apart: not one poll, each paged at its own.
+    recs = fabric(30, retrain={("hgx003", "mlx5_2"): (8, 100.0, 0),
+                               ("hgx011", "mlx5_2"): (18, 100.0, 0)})
+    alerts = feed(Engine(topology=SLURM), recs)
+    fired = [a for a in alerts if a.status == "firing"]
+    assert [a.scope.key for a in fired] == ["nic:hgx003/mlx5_2:1", "nic:hgx011/mlx5_2:1"]
+    assert fired[0].detected_ts - poll_ts(recs, "hgx003", "mlx5_2", 8) <= 1.0
+    assert fired[1].detected_ts - poll_ts(recs, "hgx011", "mlx5_2", 18) <= 1.0
+    assert not [a for a in alerts if a.status == "resolved"]
+
+
+@pytest.mark.parametrize("other", ["mlx5_6", "mlx5_2"])
+def test_control_ports_of_two_leaves_in_one_poll_are_two_links(other: str) -> None:
+    # hgx003 (leaf1) and hgx012 (leaf2) retrained in the same poll: each part's window decides
+    # only its own nodes -- one port behind each is a lone port's, paged at its poll, whether
+    # their names differ or not.
+    recs = fabric(20, retrain={("hgx003", "mlx5_2"): (10, 100.0, 0),
+                               ("hgx012", other): (10, 100.0, 0)})
+    alerts = feed(Engine(topology=SLURM), recs)
+    fired = [a for a in alerts if a.status == "firing"]
+    assert [a.scope.key for a in fired] == ["nic:hgx003/mlx5_2:1", f"nic:hgx012/{other}:1"]
+    assert fired[0].detected_ts - poll_ts(recs, "hgx003", "mlx5_2", 10) <= 1.0
+    assert fired[1].detected_ts - poll_ts(recs, "hgx012", other, 10) <= 1.0
+    assert not [a for a in alerts if a.status == "resolved"]
