@@ -89,6 +89,10 @@ def _listed(gpus: list[int]) -> str:
 
 # NVML recovery actions that drain the node (detector.playbook.action_for)
 _DRAINS = ("node_reboot", "drain_and_reset")
+# Records of one ts are one instant: a row remap pending that would open a page waits until
+# the event clock passes its ts by this much (the next record of a later ts), then is paged
+# at its own ts -- unless a worse verdict of the instant opened the page first (_why_due).
+_INSTANT_S = 0.001
 
 
 class Problem:
@@ -504,6 +508,13 @@ class Correlator(PartWindows):
         elif f.verdict and _says_what_not_why(f) and not self._firing_on(f.scope, "hardware"):
             self._why_wait[f.key] = f
             self._timer(f.ts + self.cfg.why_wait_s, "why", f.key)
+        elif f.verdict and f.active and _remap_pending(f) and not self._firing_on(
+                f.scope, "hardware"):
+            # A row remap pending opening a page (reset at the job's end) waits out the rest of
+            # its instant: a worse verdict of the same ts (blind3: XID 92's record after the
+            # flag's sample) names the action of the first message -- rail33
+            self._why_wait[f.key] = f
+            self._timer(f.ts + _INSTANT_S, "why", f.key)
         elif f.verdict:
             if not self._hold_heat(f, out):
                 self._raise_verdict(f, out)
@@ -1031,8 +1042,12 @@ class Correlator(PartWindows):
         return p if p is not None and p.status == "firing" else None
 
     def _why_due(self, key: str, due: float, out: list[Alert]) -> None:
-        """The wait for a cause is over: raise the recovery action alone, or join its cause."""
+        """The wait for a cause is over: raise the recovery action alone, or join its cause
+        (a remap pending: its instant is over -- paged at its own ts, as it was at once)."""
         f = self._why_wait.pop(key, None)
+        if f is not None and _remap_pending(f):
+            self._raise_verdict(f, out, detected_ts=f.ts)  # (as it would have at once)
+            return
         if f is None or self._join_board(f):
             return
         p = self._raise(ISOLATION, f.kind, f.cause, f.scope, f, out, latched=True,
@@ -2712,7 +2727,8 @@ class Correlator(PartWindows):
         evidence["conditions"] = conds
         conf = confidence(p.topic, p.kind, p.cause, p.confidence, conds)
         recovery = estimate(action.name, p.kind, p.onset_ts, detected_ts,
-                            self.cfg.checkpoint_interval_s, self.cfg.restart_s)
+                            self.cfg.checkpoint_interval_s, self.cfg.restart_s,
+                            at_jobs_end=action.name == "reset_gpu" and p.xid == REMAP_PENDING_XID)
         if p.status == "resolved":
             recovery = replace(recovery, measured_s=round(detected_ts - p.onset_ts, 3))
         return Alert(p.topic, p.key, p.status, p.kind, p.cause, p.scope, action, p.onset_ts,
@@ -3241,6 +3257,12 @@ def _above(hot: Finding) -> str:
     """How far a ``hot`` finding's GPU stands above its node's median, in whole degrees."""
     t, m = hot.evidence.get("gpu_temp_c"), hot.evidence.get("node_median_c")
     return f"{t - m:.0f}" if isinstance(t, float | int) and isinstance(m, float | int) else "?"
+
+
+def _remap_pending(f: Finding) -> bool:
+    """A row remap pending: XID 63 or the flag (detector.gpu_health)."""
+    return f.kind == "hardware" and (f.signal == "row_remap_pending" or (
+        f.signal == "xid" and f.evidence.get("xid") == REMAP_PENDING_XID))
 
 
 def _says_what_not_why(f: Finding) -> bool:

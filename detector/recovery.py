@@ -36,18 +36,25 @@ _RESTART_ACTIONS = {
 
 
 def estimate(action: str, kind: str, onset_ts: float, detected_ts: float,
-             checkpoint_interval_s: float, restart_s: float) -> Recovery:
+             checkpoint_interval_s: float, restart_s: float, *, at_jobs_end: bool = False
+             ) -> Recovery:
     """Time until the job trains again if the action is taken now.
 
     Every recommendation ends in a restart from a checkpoint without the unit: the
     restart itself plus, on average, half a checkpoint interval of work redone.  Silent
     data corruption must go back to the last checkpoint *before* its onset, so the time
     since the onset is redone as well.  An escalation adds the time a human takes to
-    decide, which is not known here.
+    decide, which is not known here.  ``at_jobs_end``: the action waits for the running
+    job to end (a row remap pending: the GPU reset that activates it, detector.playbook),
+    so the job loses nothing -- no restart, no work redone.
     """
     half = checkpoint_interval_s / 2
     settings = (f"checkpoint interval {checkpoint_interval_s:.0f} s, restart "
                 f"{restart_s:.0f} s")
+    if at_jobs_end and kind != "sdc":
+        what = _RESTART_ACTIONS.get(action, "act")
+        return Recovery(0.0, f"{what} at the job's end: the running job is not stopped, "
+                        "nothing is redone (the next job on the unit waits for it)")
     if kind == "sdc":
         since = max(0.0, detected_ts - onset_ts)
         what = _RESTART_ACTIONS.get(action, "once a human confirms the GPU, drain it")

@@ -194,3 +194,86 @@ def test_control_ports_of_two_leaves_in_one_poll_are_two_links(other: str) -> No
     assert fired[0].detected_ts - poll_ts(recs, "hgx003", "mlx5_2", 10) <= 1.0
     assert fired[1].detected_ts - poll_ts(recs, "hgx012", other, 10) <= 1.0
     assert not [a for a in alerts if a.status == "resolved"]
+
+
+# -- 2a. remap32's loose end: a remap's page and a worse verdict of the same instant -----
+
+REMAP_NODE, REMAP_GPU = "sx11", 4
+
+
+def _ecc_quiet(t0: float, t1: float, **kw) -> list:
+    from detector.testing import ecc
+    out, t = [], t0
+    while t <= t1:
+        out.append(ecc(T0 + t, REMAP_NODE, REMAP_GPU, **kw))
+        t += 30.0
+    return out
+
+
+@pytest.mark.parametrize("worse", [92, 48, 64])
+def test_a_remap_flag_and_a_worse_xid_of_one_instant_are_one_page(worse: int) -> None:
+    # blind3 k8s-mixed-s2: the sample that sets row_remap_pending, then XID 92's record at
+    # the same ts -- paged reset_gpu, then drain_gpu at that ts: two messages of one problem.
+    # Records of one ts are one instant: the worse verdict's action is its first message.
+    from detector.testing import ecc
+    events = [*_ecc_quiet(0.0, 60.0),
+              ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True),
+              ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True, xid=worse,
+                  failure=worse == 64),
+              *_ecc_quiet(90.0, 300.0, pending=True, failure=worse == 64)]
+    alerts = feed(Engine(), events)
+    fired = [a for a in alerts if a.status == "firing"]
+    assert [(a.action.name, a.detected_ts) for a in fired] == [("drain_gpu", T0 + 75.0)]
+    signals = [s["signal"] for s in fired[0].evidence["signals"]]
+    assert "row_remap_pending" in signals  # (the remap is its evidence)
+
+
+@pytest.mark.parametrize("first", ["flag", "xid63"])
+def test_a_lone_remap_is_paged_at_its_instant_once_the_next_record_comes(first: str) -> None:
+    # The remap waits only for the rest of its instant: decided before any record of a later
+    # ts is taken (here another GPU's sample 0.2 s later), detected at its own ts.
+    from detector.testing import ecc
+    engine = Engine()
+    out = []
+    for ev in _ecc_quiet(0.0, 60.0):
+        out += engine.process(ev)
+    out += engine.process(ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=first == "flag",
+                              xid=63 if first == "xid63" else None))
+    out += engine.process(ecc(T0 + 75.2, "sx12", 0))
+    fired = [a for a in out if a.status == "firing"]
+    assert [(a.action.name, a.detected_ts) for a in fired] == [("reset_gpu", T0 + 75.0)]
+
+
+def test_control_a_worse_xid_a_second_later_still_widens_the_remap_page() -> None:
+    # Not one instant: the remap's page first, then the drain (remap32's widening).
+    from detector.testing import ecc
+    events = [*_ecc_quiet(0.0, 60.0),
+              ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True),
+              ecc(T0 + 76.0, REMAP_NODE, REMAP_GPU, pending=True, xid=92),
+              *_ecc_quiet(90.0, 300.0, pending=True)]
+    fired = [a for a in feed(Engine(), events) if a.status == "firing"]
+    assert [(a.action.name, a.detected_ts) for a in fired] == [
+        ("reset_gpu", T0 + 75.0), ("drain_gpu", T0 + 76.0)]
+    assert fired[1].evidence.get("action_was") == "reset_gpu"
+
+
+# -- 2b. a reset at the job's end costs the job nothing ----------------------------------
+
+def test_a_remap_pages_recovery_estimate_is_no_restart() -> None:
+    from detector.testing import ecc
+    events = [*_ecc_quiet(0.0, 60.0), ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, xid=63),
+              *_ecc_quiet(90.0, 300.0, pending=True)]
+    fired = [a for a in feed(Engine(), events) if a.status == "firing"]
+    assert [a.action.name for a in fired] == ["reset_gpu"]
+    assert fired[0].recovery.estimate_s == 0.0
+    assert "job's end" in fired[0].recovery.basis
+
+
+def test_control_other_resets_and_drains_keep_the_restart_estimate() -> None:
+    from detector.recovery import estimate
+    # An NVLink reset stops the job (reset when the job allows): restart + half an interval.
+    assert estimate("reset_gpu", "hardware", 0.0, 1.0, 1800.0, 300.0).estimate_s == 1200.0
+    assert estimate("drain_gpu", "hardware", 0.0, 1.0, 1800.0, 300.0,
+                    at_jobs_end=False).estimate_s == 1200.0
+    assert estimate("reset_gpu", "hardware", 0.0, 1.0, 1800.0, 300.0,
+                    at_jobs_end=True).estimate_s == 0.0
