@@ -89,10 +89,13 @@ def _listed(gpus: list[int]) -> str:
 
 # NVML recovery actions that drain the node (detector.playbook.action_for)
 _DRAINS = ("node_reboot", "drain_and_reset")
-# Records of one ts are one instant: a row remap pending that would open a page waits until
-# the event clock passes its ts by this much (the next record of a later ts), then is paged
-# at its own ts -- unless a worse verdict of the instant opened the page first (_why_due).
-_INSTANT_S = 0.001
+# Records of one ts are one instant: a row remap pending that would open a page (a reset at
+# the job's end) waits this long of the stream's clock -- from its ts, or from the clock when
+# its record came late -- for a worse verdict of the same instant (blind3: XID 92's record 20
+# records after the flag's, the clock 1.5 s ahead of both), which then names the page's first
+# message; else it is paged this much after its ts (_why_due).  Half of DESIGN's 1 s for a
+# hardware event.
+REMAP_INSTANT_S = 0.5
 
 
 class Problem:
@@ -512,9 +515,9 @@ class Correlator(PartWindows):
                 f.scope, "hardware"):
             # A row remap pending opening a page (reset at the job's end) waits out the rest of
             # its instant: a worse verdict of the same ts (blind3: XID 92's record after the
-            # flag's sample) names the action of the first message -- rail33
+            # flag's sample) names the action of the first message (REMAP_INSTANT_S) -- rail33
             self._why_wait[f.key] = f
-            self._timer(f.ts + _INSTANT_S, "why", f.key)
+            self._timer(max(f.ts, self._clock) + REMAP_INSTANT_S, "why", f.key)
         elif f.verdict:
             if not self._hold_heat(f, out):
                 self._raise_verdict(f, out)
@@ -1043,10 +1046,12 @@ class Correlator(PartWindows):
 
     def _why_due(self, key: str, due: float, out: list[Alert]) -> None:
         """The wait for a cause is over: raise the recovery action alone, or join its cause
-        (a remap pending: its instant is over -- paged at its own ts, as it was at once)."""
+        (a remap pending: its instant is over -- paged as it was at once, REMAP_INSTANT_S
+        later)."""
         f = self._why_wait.pop(key, None)
         if f is not None and _remap_pending(f):
-            self._raise_verdict(f, out, detected_ts=f.ts)  # (as it would have at once)
+            # (as it was at once, its wait added: decided at its ts + the wait)
+            self._raise_verdict(f, out, detected_ts=f.ts + REMAP_INSTANT_S)
             return
         if f is None or self._join_board(f):
             return

@@ -210,13 +210,18 @@ def _ecc_quiet(t0: float, t1: float, **kw) -> list:
     return out
 
 
+@pytest.mark.parametrize("late", [False, True])
 @pytest.mark.parametrize("worse", [92, 48, 64])
-def test_a_remap_flag_and_a_worse_xid_of_one_instant_are_one_page(worse: int) -> None:
+def test_a_remap_flag_and_a_worse_xid_of_one_instant_are_one_page(worse: int, late: bool
+                                                                   ) -> None:
     # blind3 k8s-mixed-s2: the sample that sets row_remap_pending, then XID 92's record at
     # the same ts -- paged reset_gpu, then drain_gpu at that ts: two messages of one problem.
     # Records of one ts are one instant: the worse verdict's action is its first message.
+    # ``late``: as in blind3, another node's record 1.5 s ahead came first (the stream's
+    # clock ahead of both records of the instant).
     from detector.testing import ecc
-    events = [*_ecc_quiet(0.0, 60.0),
+    ahead = [ecc(T0 + 76.5, "sx12", 0)] if late else []
+    events = [*_ecc_quiet(0.0, 60.0), *ahead,
               ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True),
               ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True, xid=worse,
                   failure=worse == 64),
@@ -229,23 +234,28 @@ def test_a_remap_flag_and_a_worse_xid_of_one_instant_are_one_page(worse: int) ->
 
 
 @pytest.mark.parametrize("first", ["flag", "xid63"])
-def test_a_lone_remap_is_paged_at_its_instant_once_the_next_record_comes(first: str) -> None:
-    # The remap waits only for the rest of its instant: decided before any record of a later
-    # ts is taken (here another GPU's sample 0.2 s later), detected at its own ts.
+def test_a_lone_remap_is_paged_within_a_second_of_its_instant(first: str) -> None:
+    # The remap waits REMAP_INSTANT_S (half of DESIGN's 1 s) of the stream's clock for a
+    # worse verdict of its instant, then pages as before, that much later.
+    from detector.correlate import REMAP_INSTANT_S
     from detector.testing import ecc
     engine = Engine()
-    out = []
     for ev in _ecc_quiet(0.0, 60.0):
-        out += engine.process(ev)
-    out += engine.process(ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=first == "flag",
-                              xid=63 if first == "xid63" else None))
+        engine.process(ev)
+    out = engine.process(ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=first == "flag",
+                             xid=63 if first == "xid63" else None))
     out += engine.process(ecc(T0 + 75.2, "sx12", 0))
+    assert [a for a in out if a.status == "firing"] == []  # (still its instant's wait)
+    out += engine.process(ecc(T0 + 75.6, "sx12", 1))
     fired = [a for a in out if a.status == "firing"]
-    assert [(a.action.name, a.detected_ts) for a in fired] == [("reset_gpu", T0 + 75.0)]
+    assert [(a.action.name, a.detected_ts) for a in fired] == [
+        ("reset_gpu", T0 + 75.0 + REMAP_INSTANT_S)]
+    assert REMAP_INSTANT_S < 1.0
 
 
 def test_control_a_worse_xid_a_second_later_still_widens_the_remap_page() -> None:
     # Not one instant: the remap's page first, then the drain (remap32's widening).
+    from detector.correlate import REMAP_INSTANT_S
     from detector.testing import ecc
     events = [*_ecc_quiet(0.0, 60.0),
               ecc(T0 + 75.0, REMAP_NODE, REMAP_GPU, pending=True),
@@ -253,7 +263,7 @@ def test_control_a_worse_xid_a_second_later_still_widens_the_remap_page() -> Non
               *_ecc_quiet(90.0, 300.0, pending=True)]
     fired = [a for a in feed(Engine(), events) if a.status == "firing"]
     assert [(a.action.name, a.detected_ts) for a in fired] == [
-        ("reset_gpu", T0 + 75.0), ("drain_gpu", T0 + 76.0)]
+        ("reset_gpu", T0 + 75.0 + REMAP_INSTANT_S), ("drain_gpu", T0 + 76.0)]
     assert fired[1].evidence.get("action_was") == "reset_gpu"
 
 
