@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import islice, pairwise
 from typing import Any
 
-from detector import host_node, job_pace, lemon, nic_cnp
+from detector import host_node, job_pace, lemon, nic_cnp, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
@@ -2368,6 +2368,8 @@ class Correlator(PartWindows):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
+        elif stuck_clock.page(self, f, due, out) is not None:
+            return  # (its own GPU's clock stuck low with no reason, its mates free)
         else:
             scope, group = f.scope, [f]
         lone = self._lone_clock(f, group) if scope.level == "replica" else None

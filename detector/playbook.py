@@ -111,6 +111,18 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                           "rather than draining its trays one by one",
                           f"nothing to roll back until jobs are moved; then return the trays "
                           f"of {scope.domain} to service")
+        if cause == "gpu_hardware" and scope.level == "gpu":
+            # (a GPU's clock stuck low with no clock-event reason: detector.stuck_clock.  A
+            # reset re-initialises its clocks and clears any clock setting, the least that
+            # can mend it; a GPU still low under load after it is drained for repair.)
+            return Action("reset_gpu", f"{where} runs slow at a clock nothing reports holding: "
+                          "move the job off it (restart from the last checkpoint without it), "
+                          f"reset it (`nvidia-smi -r -i {scope.gpu}` on {scope.node}) and "
+                          "check its clock under load against its node's other GPUs "
+                          f"(`dcgmi diag -r 3`, `nvidia-smi -q -d CLOCK`); drain it for repair "
+                          "if still low", "no rollback needed for a reset; return the GPU to "
+                          "scheduling once its clock under load matches its node's other "
+                          f"GPUs; {_uncordon(scope)} if drained")
         if scope.level == "replica":
             return Action("isolate_replica", f"{where} is slow: restart the job without this "
                           "replica (or redistribute its micro-batches)",

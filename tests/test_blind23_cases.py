@@ -41,12 +41,8 @@ EXPECT: dict[str, tuple] = {
         "GPU (68 s before the node escalation that supersedes it, the GPU's page resolved -- "
         "still a second page): 2 of 4 CPU throttles tune; 2 of 4 NUMA faults held the same "
         "way (one of the four slow GPUs first, 21-222 s before the node)"), 1),
-    "C1-stuck-clock-escalated-unknown": (_alone_and_right, (
-        "C1: a GPU stuck at 1590 MHz with no clock-event reason while its 7 mates run 1965 and "
-        "its rank computes ~20 % slower is escalated slow_node/unknown with the clock in the "
-        "evidence -- DESIGN: a clock loss sustained past a stated limit is a recommendation, "
-        "and the alert says which; a reason-less clock loss is the GPU's (gpu_hardware): 8 of "
-        "8 stuck clocks tune + held"), 1),
+    # (C1, fixed by clock33 in round 33: detector.stuck_clock isolates the GPU gpu_hardware)
+    "C1-stuck-clock-escalated-unknown": (_alone_and_right, None, 1),
     # L1 fixed by start33 (round 33): the node's ranks late from the first step are escalated
     # ~10 steps past the warm-up (42 s after the first step; main 236-265 s)
     "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), None, 1),
