@@ -483,6 +483,9 @@ class Correlator(PartWindows):
             self._on_power_cap(f, out)
         elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
             self._throttle_impact(self._slow_wait[unit], f.ts, out)
+        elif f.signal == "throttle_seen" and f.active and f.scope.level == "node" and (
+                self._heat_joined(f, out)):
+            pass  # (a GPU's slow rank held for its node's heat: its node's page now)
         elif f.signal == "hot" and f.active and not f.verdict:
             self._on_hot(f, out)
         elif f.signal == "slow_burst" and f.active:
@@ -1557,8 +1560,57 @@ class Correlator(PartWindows):
             return True
         if seen.evidence.get("throttle_reasons") == hex(0x4):
             return self._power_impact(slow, now, out, seen)  # routine unless it explains
+        if self._heat_held(slow, seen, now):
+            return True
         self._impact(slow, seen, now, out)
         return True
+
+    def _heat_held(self, slow: Finding, seen: Finding, now: float) -> bool:
+        """Hold a slow rank whose GPU throttles thermally while its mates are warm with it
+        (detector.thermal's ``node_warm``: it is not ``hot_delta_c`` above their median) while
+        they may join it: True when held.
+
+        A node's cooling failing (its coolant flow restricted, its fan, its rack's CDU) heats
+        its GPUs together, and the first to reach its slowdown point shows its reason a scrape
+        slot or a few polls before its mates: its slow rank paged at that GPU, the node's page
+        following 0-48 s later, was two pages for one fault (blind23 D1: 8 of 48 node thermal
+        faults).  DESIGN's unit is the smallest that contains the fault, and throttling begun
+        within ``impact_onset_s`` of each other is one (as a cap's is): the rank waits that
+        long from its GPU's first throttling sample (``throttling_since``; at least its node's
+        next poll), and the node's heat naming the GPU meanwhile takes it to the node's page
+        (:meth:`_heat_joined`).  A GPU still throttling alone then is its own fault; its
+        throttle verdict, on its own rules meanwhile (:meth:`_hold_heat`), pages it sooner.
+        A GPU hot against cool mates (a failed thermal interface) is paged at once, as
+        before."""
+        if (seen.scope.level != "gpu" or seen.cause != "thermal"
+                or seen.evidence.get("node_warm") is not True):
+            return False
+        since = seen.evidence.get("throttling_since")
+        since = since if is_time(since) and since <= seen.ts else seen.ts
+        interval = self._interval.get(slow.scope.node or "", (0.0, 0.0))[0] or (
+            self.cfg.unknown_cadence_s)
+        until = since + max(self.cfg.impact_onset_s, interval) + 0.25 * interval + 1.0
+        if now >= until:
+            return False
+        self._slow_wait[slow.scope.key] = slow
+        self._timer(until, "slow", slow.scope.key)
+        return True
+
+    def _heat_joined(self, f: Finding, out: list[Alert]) -> bool:
+        """A node's heat told (``throttle_seen`` at node scope, thermal): the slow ranks held
+        on its GPUs it names (:meth:`_heat_held`) are decided now -- its page, not their
+        GPUs' a timer later.  True when one was."""
+        node, named = f.scope.node, f.evidence.get("gpus")
+        if node is None or f.cause != "thermal" or type(named) is not list:
+            return False
+        decided = False
+        for unit in sorted(self._units_of_node.get(node, ())):
+            slow = self._slow_wait.get(unit)
+            seen = self._device.get(unit, {}).get("throttle_seen")
+            if (slow is not None and seen is not None and slow.scope.gpu in named
+                    and seen.evidence.get("node_warm") is True):
+                decided = self._throttle_impact(slow, f.ts, out) or decided
+        return decided
 
     def _poll_in(self, f: Finding, out: list[Alert]) -> None:
         """Every GPU of a node has sent its sample of a poll on which one or more of them

@@ -60,6 +60,11 @@ verdict alone on a node that is hot as a whole (it is not ``hot_delta_c`` above 
 median: its siblings are warm too) waits one more sample for them -- a rack's nodes heat
 over a minute or so, and the first GPU's third sample can be its siblings' first.  A GPU
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
+The same holds for the one sample a slow rank is explained by (``throttle_seen``): a GPU's
+thermal reason seen beside warm mates says so (``node_warm``, and ``throttling_since``: its
+run's first sample), and the correlator holds its slow rank's page up to ``impact_onset_s``
+from then for its mates to join it -- one node page (Correlator._heat_held; blind23 D1: the
+first GPU of a node whose coolant flow failed paged 0-48 s before its node).
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
 ``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
@@ -430,11 +435,21 @@ class GpuThermal:
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
+            told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
+                       "gpu_temp_c": s.gpu_temp_c} if seen else {}
+            if seen and cause == "thermal" and self._waits_for_siblings(
+                    s.gpu_temp_c, cfg, alone=False):
+                # Its mates warm with it (not hot_delta_c below it): its node's cooling, maybe,
+                # their reasons a scrape slot or a few polls behind -- its slow rank's page
+                # waits for them a while from its run's first sample (Correlator._heat_held;
+                # blind23 D1).
+                told_ev["node_warm"] = True
+                told_ev["throttling_since"] = round(
+                    node.heating.get(gpu, s.ts), 3)  # type: ignore[arg-type]
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node", cause,
-                self.scope, seen, False, 0.6 if seen else 0.0,
-                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
-                 "gpu_temp_c": s.gpu_temp_c} if seen else {}, None, s.tenant, s.cluster))
+                self.scope, seen, False, 0.6 if seen else 0.0, told_ev, None, s.tenant,
+                s.cluster))
             if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
                     node.all_braking()) and ts - node.brake_poll > self._poll_s():
                 node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)

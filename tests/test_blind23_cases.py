@@ -30,12 +30,10 @@ def _soon_and_alone(seconds: float) -> bc.Right:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "D1-node-flow-fault-paged-at-a-gpu-too": (_alone_and_right, (
-        "D1: a node-wide thermal fault (all 8 GPUs of one node at 0x20/0x40, its coolant flow "
-        "restricted) is isolated at the node and, in the same second, at one of its GPUs -- "
-        "two pages for one fault, the GPU page never resolved (DESIGN: the smallest unit that "
-        "contains the fault; a finer alert catches nothing): 8 of 48 node thermal faults tune "
-        "+ held (5 tune: a fan, 3 flows, a CDU node; 3 held: a flow, 2 CDU nodes)"), 1),
+    # D1 (fixed by therm33, round 33: Correlator._heat_held): a node-wide thermal fault (all 8
+    # GPUs of one node at 0x20/0x40, its coolant flow restricted) was isolated at the node and,
+    # in the same second, at one of its GPUs -- 8 of 48 node thermal faults tune + held.
+    "D1-node-flow-fault-paged-at-a-gpu-too": (_alone_and_right, None, 1),
     "D2-host-cpu-throttle-escalated-at-a-gpu-first": (_alone_and_right, (
         "D2: a host CPU throttle slowing all 8 ranks of a node alike is escalated first at one "
         "GPU (68 s before the node escalation that supersedes it, the GPU's page resolved -- "
