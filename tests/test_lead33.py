@@ -1,0 +1,55 @@
+"""The lead's end-of-round review of round 33 (revA33, revB33): each test failed on main before
+its mend (the commit that adds it says which)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detector.engine import Engine
+from detector.testing import T0, feed
+from tests.test_steps_round12 import COMPUTE, _on, job
+
+
+def _pages(alerts: list) -> list[tuple[str, str, float]]:
+    return [(a.topic, a.scope.key, round(a.detected_ts - T0, 1)) for a in alerts
+            if a.status == "firing"]
+
+
+# -- revA33 1: start33's from-the-start host rule paged a node's cold start --------------------
+
+
+@pytest.mark.parametrize("stop", [25, 40, 60])
+@pytest.mark.parametrize("extra", [0.10, 0.30])
+def test_a_node_cold_for_its_jobs_first_minute_pages_nobody(extra: float, stop: int) -> None:
+    """revA33 1: node-001's 8 ranks +10/30 % of a step's compute in host time from step 0 until
+    step 25/40/60 (a cold page cache or dataset shard on one node), then at pace.  Main
+    (_START_STEPS 10): escalated at the node at step 19, held up ~10 minutes; 3cb6b2b: nothing."""
+    got = _pages(feed(Engine(), job(ranks=32, steps=400,
+                                    host=_on(set(range(8, 16)), extra * COMPUTE, 0, stop))))
+    assert got == [], got
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_loaders_warming_up_over_thirty_five_steps_page_nobody(seed: int) -> None:
+    """revA33 1: node-001's loaders back at pace one by one, each at a step between 15 and 35."""
+    rng = np.random.default_rng(seed)
+    stop = {r: int(rng.integers(15, 36)) for r in range(8, 16)}
+    late = lambda s, r: 0.3 * COMPUTE if r in stop and s < stop[r] else 0.0  # noqa: E731
+    assert _pages(feed(Engine(), job(ranks=32, steps=300, seed=seed, host=late))) == []
+
+
+def test_a_node_catching_up_from_the_first_step_seen_pages_nobody() -> None:
+    """revA33 1: +30 % falling linearly to 0 over 120 steps from the first step seen (a replay or
+    a consumer joining mid-stall; blind2's healthy pipeline catching up): not flat."""
+    late = lambda s, r: 0.3 * COMPUTE * max(0.0, 1 - s / 120) if 8 <= r < 16 else 0.0  # noqa: E731
+    assert _pages(feed(Engine(), job(ranks=32, steps=400, host=late))) == []
+
+
+def test_a_node_late_from_the_start_past_seventy_steps_is_paged_at_the_node() -> None:
+    """The trade, pinned: node-001's ranks +30 % from step 0 to 120 -- paged at the node once,
+    about 60 steps past the warm-up (held for ever on 3cb6b2b: a 120-step run is under its
+    420 s holds; at step 19 on start33's main)."""
+    got = _pages(feed(Engine(), job(ranks=32, steps=400,
+                                    host=_on(set(range(8, 16)), 0.3 * COMPUTE, 0, 120))))
+    assert [p[1] for p in got] == ["node:node-001"] and 60 <= got[0][2] <= 75, got
