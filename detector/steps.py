@@ -201,6 +201,9 @@ _EVENT_SHARE = 0.05
 # (tests/test_review_round12.py: a node 25 % late in its host path for 2 minutes paged)
 _SAVE_GAP_STEPS = 10
 _AFTER_EVENT_S = 120.0
+# A rank found slow alone whose node has this many of the job's ranks (itself counted) in
+# alarmed slow runs alike is told so (JobMonitor._node_alarmed: evidence for the correlator)
+_NODE_ALARMED = 3
 _AFTER_EVENT_RATIO = 1.10
 # A CUSUM-reported run told again when its pace grows past twice the told excess plus this,
 # on this many steps in a row (StepMonitor._grown_runs: a ramp found early in its rise)
@@ -1718,6 +1721,29 @@ class JobMonitor(NumericChecks):
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
 
+    def _node_alarmed(self, slot: int) -> int:
+        """How many of the job's ranks on ``slot``'s node (itself counted) are in a slow run
+        whose CUSUM has alarmed -- each over its own noise -- by at least half ``slot``'s run
+        mean, told slow already or not; 0 for a rank of no node, 1 alone.
+
+        A rank found slow alone may have mates alarmed beside it that wait only on their
+        effect size (``slow_min_effect``, :meth:`_node_alike`'s floor): a host fault ramping
+        up slows the node's ranks alike, and the one over the bar first was escalated at its
+        GPU, the node 17 s later when the rest passed it (blind23 D2, loop-s3: gpu08/6 found
+        at +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  Told ``node_alarmed`` at
+        ``_NODE_ALARMED`` or more, for the correlator (host33, Correlator._slow_due's node
+        rule): what finds ranks is unchanged."""
+        hw = self._hw
+        node = hw[slot][0] if hw[slot] is not None else None
+        if node is None:
+            return 0
+        at = [m for m, h in enumerate(hw[:len(self._rank_of)]) if h is not None and h[0] == node]
+        n = self._run_n[at]
+        mean = self._run_sum[at] / np.maximum(n, 1)
+        mine = float(self._run_sum[slot]) / max(int(self._run_n[slot]), 1)
+        ok = (n >= 2) & self._slow.alarmed[at] & (mean > 0.0) & (mean >= 0.5 * mine)
+        return int(np.count_nonzero(ok | (np.array(at) == slot)))
+
     def _node_slow(self, slot: int) -> bool:
         """Whether the job's other ranks on ``slot``'s node are slow with it: the median of
         their deviations from their peers at least half of its own (a node-wide slowdown,
@@ -2100,6 +2126,8 @@ class JobMonitor(NumericChecks):
                  **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
                     else {}),
                  **({"node_wide": alike[s]} if s in alike else {}),
+                 **({"node_alarmed": k} if s not in alike
+                    and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
                  **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
                     else {})}))
         self._told_was.clear()
