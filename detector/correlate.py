@@ -54,6 +54,7 @@ _GENERIC = ("unknown", "gpu_hardware", "software")
 
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
+_NODE_ALARMED = 3  # a lone slow rank's node's ranks in alarmed runs alike: the node (_found_alike)
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
@@ -2416,7 +2417,7 @@ class Correlator(PartWindows):
         whole = self._replica_across(f, members, node, len(replica))
         if whole is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
-        elif len(node) >= 2 or self._node_escalated(f):
+        elif len(node) >= 2 or self._node_escalated(f) or _found_alike(f):
             scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
         elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
             scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
@@ -3253,6 +3254,32 @@ def _pace(slow: Finding) -> float:
         return last
     rest = (runs * math.log(mean) - math.log(last)) / (runs - 1)
     return math.exp(rest) if rest < math.log(last) else last
+
+
+def _found_alike(f: Finding) -> bool:
+    """Whether the GPU's slow rank ``f`` was found with other ranks of its job on its node
+    slow alike (``node_wide``, detector.steps' JobMonitor._node_alike: how many of the node's
+    ranks, itself counted), whether or not their own findings have reached the correlator.
+
+    A hold in detector.steps can take the mates' findings back while the first one's goes
+    on: the write-back hold after a checkpoint (JobMonitor._hold_after_event) holds a rank
+    whose node's others are slow by half its own deviation, which the first found one's
+    were not yet -- blind23 D2 (loop-s2): a host CPU throttle's gpu07/2 found with 2 mates
+    at +3.1 %, the mates held 90 s, the GPU escalated alone and the node when they came,
+    two pages for one host.  Two ranks or more slow alike are the node's (the rule for
+    ranks found together), told at the first one's decision.
+
+    So are ``_NODE_ALARMED`` ranks (itself counted) in alarmed slow runs alike (detector.steps'
+    ``node_alarmed``: each over its own noise, at least half the found rank's excess, the
+    mates waiting only on their effect size): a host fault ramping up, its first rank over
+    the bar escalated at its GPU and the node 17 s later (blind23 D2, loop-s3: gpu08/6 at
+    +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  One mate alarmed is not enough: a lone GPU's
+    fault with a healthy mate's chance run beside it stays the GPU's."""
+    if f.scope.level != "gpu" or f.scope.node is None:
+        return False
+    wide, alarmed = f.evidence.get("node_wide"), f.evidence.get("node_alarmed")
+    return ((type(wide) is int and wide >= 2)
+            or (type(alarmed) is int and alarmed >= _NODE_ALARMED))
 
 
 def _in_step(f: Finding, mate: Finding) -> bool:

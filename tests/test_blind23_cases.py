@@ -34,11 +34,10 @@ EXPECT: dict[str, tuple] = {
     # GPUs of one node at 0x20/0x40, its coolant flow restricted) was isolated at the node and,
     # in the same second, at one of its GPUs -- 8 of 48 node thermal faults tune + held.
     "D1-node-flow-fault-paged-at-a-gpu-too": (_alone_and_right, None, 1),
-    "D2-host-cpu-throttle-escalated-at-a-gpu-first": (_alone_and_right, (
-        "D2: a host CPU throttle slowing all 8 ranks of a node alike is escalated first at one "
-        "GPU (68 s before the node escalation that supersedes it, the GPU's page resolved -- "
-        "still a second page): 2 of 4 CPU throttles tune; 2 of 4 NUMA faults held the same "
-        "way (one of the four slow GPUs first, 21-222 s before the node)"), 1),
+    # D2 (host33, round 33: the node when the first rank's node mates are slow alike with it,
+    # found or alarmed -- tests/test_host33.py)
+    "D2-host-cpu-throttle-escalated-at-a-gpu-first": (_alone_and_right, None, 1),
+    "D2-host-cpu-throttle-ramp-escalated-at-a-gpu-first": (_alone_and_right, None, 1),
     # (C1, fixed by clock33 in round 33: detector.stuck_clock isolates the GPU gpu_hardware)
     "C1-stuck-clock-escalated-unknown": (_alone_and_right, None, 1),
     "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), (

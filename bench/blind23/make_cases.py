@@ -31,6 +31,11 @@ PLAN: dict[str, tuple] = {
     # GPUs healthy); lm-d's steps
     "D2-host-cpu-throttle-escalated-at-a-gpu-first": ("loop", 2, dict(
         t_from=380, t_to=560, jobs={"lm-d"}, topics={STEP}, labels={"cpu-gpu07"})),
+    # loop seed 3: gpu08's host CPU throttling from ~440 s, ramping (gpu08/6 over the effect
+    # bar first, its 7 mates alarmed beside it); lm-d's steps without gpu04 (its coolant flow)
+    "D2-host-cpu-throttle-ramp-escalated-at-a-gpu-first": ("loop", 3, dict(
+        t_from=400, t_to=560, nodes={f"gpu{i:02d}" for i in range(1, 13)} - {"gpu04"},
+        jobs={"lm-d"}, topics={STEP}, labels={"cpu-gpu08"})),
     # fleet seed 0: h100-07 GPU 0 stuck at 1590 MHz (no reason bit) once llm-a is requeued onto
     # it (~718 s); llm-a's steps and the thermal of its nodes
     "C1-stuck-clock-escalated-unknown": ("fleet", 0, dict(
