@@ -115,9 +115,16 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
             # (a GPU's clock stuck low with no clock-event reason: detector.stuck_clock.  A
             # reset re-initialises its clocks and clears any clock setting, the least that
             # can mend it; a GPU still low under load after it is drained for repair.)
+            # (revB33 2: locked or application clocks set on this GPU alone show no reason
+            # bit in DESIGN's ``throttle`` field, which has no 0x2: looked for first.)
             return Action("reset_gpu", f"{where} runs slow at a clock nothing reports holding: "
-                          "move the job off it (restart from the last checkpoint without it), "
-                          f"reset it (`nvidia-smi -r -i {scope.gpu}` on {scope.node}) and "
+                          f"first see whether a clock setting holds it (`nvidia-smi -q -d CLOCK "
+                          f"-i {scope.gpu}` on {scope.node}: application or locked clocks below "
+                          f"its node's other GPUs'; if so clear them, `nvidia-smi -rgc -i "
+                          f"{scope.gpu}` and `nvidia-smi -rac -i {scope.gpu}`, and watch its "
+                          "rank); otherwise move the job off it (restart from the last "
+                          "checkpoint without it), reset it "
+                          f"(`nvidia-smi -r -i {scope.gpu}` on {scope.node}) and "
                           "check its clock under load against its node's other GPUs "
                           f"(`dcgmi diag -r 3`, `nvidia-smi -q -d CLOCK`); drain it for repair "
                           "if still low", "no rollback needed for a reset; return the GPU to "

@@ -53,3 +53,18 @@ def test_a_node_late_from_the_start_past_seventy_steps_is_paged_at_the_node() ->
     got = _pages(feed(Engine(), job(ranks=32, steps=400,
                                     host=_on(set(range(8, 16)), 0.3 * COMPUTE, 0, 120))))
     assert [p[1] for p in got] == ["node:node-001"] and 60 <= got[0][2] <= 75, got
+
+
+# -- revB33 2: a GPU's own locked/application clocks read as hardware --------------------------
+
+
+def test_a_stuck_clock_page_says_to_look_for_a_clock_setting_on_the_gpu_first() -> None:
+    """revB33 2: locked or application clocks set on one GPU alone (``nvidia-smi -lgc``) show
+    no reason bit in DESIGN's ``throttle`` field (0x2 is not in it): clock33's page names
+    the GPU's hardware and a reset.  The reset clears a setting too, but the operator is told
+    to check for one first and how to clear it alone (main: not a word of it)."""
+    from detector.alerts import Scope
+    from detector.playbook import action_for
+    a = action_for("slow_node", "gpu_hardware", Scope.of_gpu("node-000", 3))
+    assert "nvidia-smi -q -d CLOCK" in a.detail and "nvidia-smi -rgc -i 3" in a.detail
+    assert a.detail.index("-rgc") < a.detail.index("nvidia-smi -r -i 3"), a.detail
