@@ -188,6 +188,7 @@ class PartWindows:
                     and self._group_of(g) == group)
 
         rail = any(same_port(g) for _, _, g in self._group_wait.values())
+        paged: list[tuple[Problem, Finding]] = []
         for q in [q for q in self.problems.values() if q.status == "firing"
                   and q.topic == ISOLATION and q.kind == "network" and q.scope.nic == nic
                   and q.scope.node != node and q.cluster == f.cluster]:
@@ -195,7 +196,17 @@ class PartWindows:
             if g is not None and same_port(g) and q.evidence and (
                     q.evidence[0].get("signal") == "link_rate"):
                 rail = True
-                self._retake_retrain(q, f, out)
+                paged.append((q, g))
+        if paged:
+            # Taken back only once the part is failing by its window's own count (revB33 1:
+            # two nodes of a leaf are two links -- withdrawn at the second and paged again
+            # when the window decided each alone, one key fired, resolved, fired).  Short of
+            # it the page stays open and the window decides the others.
+            waiting = [g for w, n, g in self._group_wait.values() if (w, n) == group]
+            _, troubled, need = self._count(*group, waiting + [g for _, g in paged])
+            if len(troubled) >= need:
+                for q, _ in paged:
+                    self._retake_retrain(q, f, out)
         return rail
 
     def _retake_retrain(self, q: Problem, f: Finding, out: list[Alert]) -> None:

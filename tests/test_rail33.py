@@ -101,8 +101,11 @@ def test_a_rail_leaf_on_a_slurm_file_is_the_switch_and_the_first_nic_is_taken_ba
     assert [(a.status, a.scope.key) for a in nics] == [
         ("firing", "nic:hgx001/mlx5_2:1"), ("resolved", "nic:hgx001/mlx5_2:1")]
     assert nics[0].detected_ts - first <= 1.0
-    # ... and is taken back at hgx002's poll, the same port lower within one poll.
-    assert 0.0 <= nics[1].detected_ts - second <= 0.1
+    # ... and is taken back within one poll, at the sighting that makes the leaf failing by
+    # its window's count (railfix33: not at hgx002's alone -- two nodes are two links).
+    seen = sorted(seen_lower(recs, f"hgx{n:03d}", "mlx5_2") for n in range(1, 9))
+    assert second < nics[1].detected_ts
+    assert any(0.0 <= nics[1].detected_ts - s <= 0.1 for s in seen[2:])
     assert "withdrawn" in nics[1].evidence
     assert [(a.status, a.scope.key) for a in isolations(alerts, "switch")] == [
         ("firing", "switch:leaf1")]
@@ -117,11 +120,16 @@ def test_with_no_topology_the_rail_is_one_escalation_not_seven_nics() -> None:
         "nic:hgx001/mlx5_2:1"]
     resolved = [a for a in isolations(alerts) if a.status == "resolved"]
     assert [a.scope.key for a in resolved] == ["nic:hgx001/mlx5_2:1"]
-    assert resolved[0].detected_ts - seen_lower(recs, "hgx002", "mlx5_2") <= 0.1
+    # Withdrawn at the sighting that makes the rail a share of the fabric (railfix33: not at
+    # hgx002's alone), 13.3 s after the first -- past a pager's group wait, so PagerDuty
+    # sends the first NIC too, resolved before the escalation fires.
+    seen = sorted(seen_lower(recs, f"hgx{n:03d}", "mlx5_2") for n in range(1, 9))
+    assert any(0.0 <= resolved[0].detected_ts - s <= 0.1 for s in seen[2:])
     esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"]
     assert [a.scope.key for a in esc] == ["switch:unknown"]
     assert esc[0].evidence["rail"].startswith("mlx5_2 on 8 of")
-    assert paged(alerts) == ["switch:unknown"]
+    assert paged(alerts)[-1:] == ["switch:unknown"]
+    assert set(paged(alerts)) <= {"nic:hgx001/mlx5_2:1", "switch:unknown"}
 
 
 def test_control_stated_rails_stay_the_switch_alone() -> None:
@@ -136,7 +144,7 @@ def test_at_10_and_30_s_with_per_node_phases_one_poll_is_one_rail(poll: float, t
                                                                    ) -> None:
     # The leaf retrains mlx5_2 of hgx001-008 at one instant; each node shows it at its own
     # phase, over up to one interval.  At most the first sighting pages (and is taken back
-    # at the second); the part is decided by its window.
+    # once the part is failing by its window's count); the part is decided by its window.
     retrain = {(f"hgx{n:03d}", "mlx5_2"): (300.0 + 0.3, 200.0) for n in range(1, 9)}
     recs = phased(poll, int(900 / poll), retrain)
     alerts = feed(Engine(topology=SLURM if topo == "slurm" else None), recs)
@@ -147,7 +155,8 @@ def test_at_10_and_30_s_with_per_node_phases_one_poll_is_one_rail(poll: float, t
         if a.status == "firing":
             assert a.detected_ts - seen[0] <= 1.0
         else:
-            assert a.detected_ts - seen[1] <= 0.1
+            # taken back at a later sighting within the poll, once the part's count is met
+            assert any(0.0 <= a.detected_ts - s <= 0.1 for s in seen[1:])
     part = "switch:leaf1" if topo == "slurm" else "switch:unknown"
     fired = [a.scope.key for a in alerts if a.status == "firing" and a.scope.level == "switch"]
     assert fired == [part]
