@@ -188,6 +188,9 @@ class Correlator(PartWindows):
         # (_fleet_explains), the rank held unpaged meanwhile
         self._cap_waves: dict[str, list[float]] = {}
         self._fleet_held: dict[str, float] = {}
+        # node -> the onset of its cap wave whose node page was withdrawn as the site's
+        # (_withdraw_for_site): its ranks stay the site's while that wave lasts (revA33 2)
+        self._site_withdrawn: dict[str, float] = {}
         # node -> since when it has a busy GPU (detector.thermal's gpus_busy): the nodes that
         # may run free beside one whose busy GPUs are all under one cap (_node_cap)
         self._busy: dict[str, float] = {}
@@ -634,6 +637,7 @@ class Correlator(PartWindows):
                 wave[2] = now
             elif wave[2] < over:
                 del self._cap_waves[node]
+                self._site_withdrawn.pop(node, None)
         for unit in [u for u, ts in self._fleet_held.items() if ts < idle]:
             del self._fleet_held[unit]
         for node in [n for n, until in self._poll_hold.items() if until < now]:
@@ -2032,7 +2036,10 @@ class Correlator(PartWindows):
 
     def _withdraw_for_site(self, p: Problem, now: float, out: list[Alert]) -> None:
         """Resolve ``p``, a node's power page, at once when the site's cap explains all it
-        holds now (:meth:`_site_joined`); its slow ranks go back to the site's hold."""
+        holds now (:meth:`_site_joined`); its slow ranks go back to the site's hold, and stay
+        there while the node's cap wave lasts (``_site_withdrawn``): the site's caps ending
+        before the node's re-fired the page -- fire / resolve / fire on one key for one cap
+        (revA33 2).  A new wave on the node may page it again."""
         if p.latched:
             return
         slows: list[tuple[Finding, Finding]] = []
@@ -2066,6 +2073,9 @@ class Correlator(PartWindows):
             f"nothing to drain")
         out.append(self._alert(p, now))
         self._timer(now + self.cfg.forget_after_s, "forget", p.key)
+        wave = self._cap_waves.get(node or "")
+        if wave is not None:
+            self._site_withdrawn[node or ""] = wave[0]
         for slow, cap in slows:
             self._fleet_explains(slow, cap, float(cap.evidence.get("clock_drop") or 0.0), now)
 
@@ -2101,9 +2111,14 @@ class Correlator(PartWindows):
         cap is no partner of a site's (revB31 2).  Nor is one whose cap ended a minute ago
         while this one goes on: the site let go, what stays capped is the node's own (it was
         held as the site's until the ended waves were pruned, 480-1380 s later -- cap32's
-        open item)."""
+        open item).  Ended within ``impact_onset_s`` and the cap-clear telling delay
+        (``throttle_clear_samples`` samples) of this node's own cap's end as told, or of
+        ``now`` while it is capped: both ends are told that late, so a site let go node by
+        node 100 s apart paged its last node 9 s after its own cap ended (revA33 3)."""
         window, alike = self.cfg.impact_onset_s, depth - self.cfg.cap_clock_drop
-        recent = max(onset, now - window)
+        own = self._cap_waves.get(node)
+        ref = now if own is None or self._capped(node) else min(now, own[2])
+        recent = max(onset, ref - window - self.cfg.throttle_clear_samples * self._cadence(node))
         return list(islice((n for n, (o, d, last) in self._cap_waves.items()
                             if n != node and abs(o - onset) <= window and d >= alike
                             and (last >= recent or self._capped(n))
@@ -2164,9 +2179,10 @@ class Correlator(PartWindows):
                 slow.onset_ts >= wave[0] - window) and (
                 abs(wave[0] - cap.onset_ts) <= window or unit in self._fleet_held):
             partners = self._fleet_cap(node, wave[0], drop, now)
-            if partners:
+            withdrawn = self._site_withdrawn.get(node) == wave[0]
+            if partners or withdrawn:
                 held = self._fleet_held.get(unit)
-                if held is None or len(partners) + 1 >= self.cfg.facility_cap_nodes:
+                if held is None or withdrawn or len(partners) + 1 >= self.cfg.facility_cap_nodes:
                     self._fleet_held[unit] = now
                 elif now >= held + self.cfg.flap_window_s:
                     return False  # (two nodes' caps this long: each its own -- revB31 2)
@@ -3172,10 +3188,11 @@ _CAP_SIGNALS = ("throttle_seen", "throttle_minor", "throttle")  # (Correlator._c
 def check_power_restored(corr: Any) -> str | None:
     """The first of a restored correlator's power-cap fields that is malformed (None: all
     sound): ``_cap_waves`` node -> [onset, depth, last capped] (a list: kept up to date in
-    place), ``_fleet_held`` unit -> when, ``_deep_caps`` (onset, node) sorted by onset (it is
-    bisected), ``_routine_cap`` GPU -> its non-empty slots (first, last, drop).  Each was
-    checked as a map (a list) alone: a wave ``[t, d]`` failed ``_fleet_cap``'s unpacking on
-    every 0x4 finding, a string time every prune (revB31 4) -- refused now instead."""
+    place), ``_fleet_held`` unit -> when, ``_site_withdrawn`` node -> wave onset,
+    ``_deep_caps`` (onset, node) sorted by onset (it is bisected), ``_routine_cap`` GPU ->
+    its non-empty slots (first, last, drop).  Each was checked as a map (a list) alone: a
+    wave ``[t, d]`` failed ``_fleet_cap``'s unpacking on every 0x4 finding, a string time
+    every prune (revB31 4) -- refused now instead."""
     waves = getattr(corr, "_cap_waves", None)
     if not (type(waves) is dict and all(
             type(n) is str and type(w) is list and len(w) == 3 and is_time(w[0])
@@ -3184,6 +3201,9 @@ def check_power_restored(corr: Any) -> str | None:
     held = getattr(corr, "_fleet_held", None)
     if not (is_map_of(held, str, (float, int)) and all(map(is_time, held.values()))):
         return "_fleet_held"
+    withdrawn = getattr(corr, "_site_withdrawn", None)
+    if not (is_map_of(withdrawn, str, (float, int)) and all(map(is_time, withdrawn.values()))):
+        return "_site_withdrawn"
     deep = getattr(corr, "_deep_caps", None)
     if not (type(deep) is list and all(
             type(c) is tuple and len(c) == 2 and is_time(c[0]) and type(c[1]) is str
