@@ -2182,10 +2182,12 @@ class Correlator(PartWindows):
             withdrawn = self._site_withdrawn.get(node) == wave[0]
             if partners or withdrawn:
                 held = self._fleet_held.get(unit)
-                if held is None or withdrawn or len(partners) + 1 >= self.cfg.facility_cap_nodes:
+                if held is None or len(partners) + 1 >= self.cfg.facility_cap_nodes:
                     self._fleet_held[unit] = now
                 elif now >= held + self.cfg.flap_window_s:
-                    return False  # (two nodes' caps this long: each its own -- revB31 2)
+                    # (two nodes' caps this long: each its own -- revB31 2; a withdrawn node
+                    # capped on flap_window_s past the site's last say: its own, paged again)
+                    return False
                 if active and slow.key not in self._owner:
                     self._slow_wait[unit] = slow
                     self._timer(now + self.cfg.benign_grace_s / 2, "slow", unit)

@@ -68,3 +68,24 @@ def test_a_stuck_clock_page_says_to_look_for_a_clock_setting_on_the_gpu_first() 
     a = action_for("slow_node", "gpu_hardware", Scope.of_gpu("node-000", 3))
     assert "nvidia-smi -q -d CLOCK" in a.detail and "nvidia-smi -rgc -i 3" in a.detail
     assert a.detail.index("-rgc") < a.detail.index("nvidia-smi -r -i 3"), a.detail
+
+
+# -- capfix33: a withdrawn page's node held the site's for as long as its own cap lasted -------
+
+
+def test_a_withdrawn_node_still_capped_long_after_the_site_is_paged_again(monkeypatch) -> None:
+    """capfix33 kept a node whose page was withdrawn as the site's held for as long as its own
+    cap wave lasts: node-004 capped 0-1500 s (a PSU lost, its BMC's cap), the site's
+    roll-out reaching 11/7/2 at 45-52 s and letting go at T0+200 -- never paged again (623042d).
+    Held as the two-node case is (revB31 2): flap_window_s after the site last explained it,
+    paged once more, late but not never."""
+    from tests.test_cap33 import _all, _rel, _story
+    caps = {4: (0.0, 0.085, 1500.0), 11: (45.0, 0.085, 200.0), 7: (50.0, 0.085, 200.0),
+            2: (52.0, 0.085, 200.0)}
+    alerts = [a for a in _all(monkeypatch, caps, steps=1600, nodes=16)
+              if a.scope.key == "node:node-004"]
+    story = _story(alerts)
+    # (fired, withdrawn at the site's third node, fired again 650 s after the site let go,
+    # resolved after its own cap's end)
+    assert [s[0] for s in story] == ["firing", "resolved", "firing", "resolved"], story
+    assert 600.0 <= _rel(alerts[2]) - 200.0 <= 900.0, story
