@@ -1560,7 +1560,7 @@ class Correlator(PartWindows):
         if seen is None:
             hot = self._device.get(slow.scope.key, {}).get("hot")
             if hot is None or hot.verdict or not _harmless_heat(hot):
-                return False
+                return self._mate_heat_held(slow, now)
             self._impact(slow, hot, now, out)  # its heat hurts the job now: issue 10's impact
             return True
         if seen.evidence.get("throttle_reasons") == hex(0x4):
@@ -1587,14 +1587,40 @@ class Correlator(PartWindows):
         throttle verdict, on its own rules meanwhile (:meth:`_hold_heat`), pages it sooner.
         A GPU hot against cool mates (a failed thermal interface) is paged at once, as
         before."""
+        until = self._heat_until(slow, seen)
+        if until is None or now >= until:
+            return False
+        self._slow_wait[slow.scope.key] = slow
+        self._timer(until, "slow", slow.scope.key)
+        return True
+
+    def _heat_until(self, slow: Finding, seen: Finding) -> float | None:
+        """Until when :meth:`_heat_held` holds ``slow`` on its GPU's thermal ``seen``, or None."""
         if (seen.scope.level != "gpu" or seen.cause != "thermal"
                 or seen.evidence.get("node_warm") is not True):
-            return False
+            return None
         since = seen.evidence.get("throttling_since")
         since = since if is_time(since) and since <= seen.ts else seen.ts
         interval = self._interval.get(slow.scope.node or "", (0.0, 0.0))[0] or (
             self.cfg.unknown_cadence_s)
-        until = since + max(self.cfg.impact_onset_s, interval) + 0.25 * interval + 1.0
+        return since + max(self.cfg.impact_onset_s, interval) + 0.25 * interval + 1.0
+
+    def _mate_heat_held(self, slow: Finding, now: float) -> bool:
+        """A slow rank with no heat or cap of its own, slow alike with its node's others
+        (``node_wide``), while a mate's rank is held by :meth:`_heat_held` for the node's heat:
+        held as long (True), so the node's thermal page takes it rather than an escalation
+        with no cause a few seconds in (revC33: blind16 fleet-s1's CDU-hot node escalated
+        slow_node/unknown 6.9 s in, its thermal page 39.7 s later, once therm33 held the
+        first throttling GPU's rank -- the node's page at 0.0 s before)."""
+        node = slow.scope.node
+        if node is None or not slow.evidence.get("node_wide"):
+            return False
+        until = -math.inf
+        for unit in sorted(self._units_of_node.get(node, ())):
+            held = self._slow_wait.get(unit)
+            seen = self._device.get(unit, {}).get("throttle_seen")
+            if unit != slow.scope.key and held is not None and seen is not None:
+                until = max(until, self._heat_until(held, seen) or -math.inf)
         if now >= until:
             return False
         self._slow_wait[slow.scope.key] = slow

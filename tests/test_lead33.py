@@ -89,3 +89,26 @@ def test_a_withdrawn_node_still_capped_long_after_the_site_is_paged_again(monkey
     # resolved after its own cap's end)
     assert [s[0] for s in story] == ["firing", "resolved", "firing", "resolved"], story
     assert 600.0 <= _rel(alerts[2]) - 200.0 <= 900.0, story
+
+
+# -- revC33: therm33's heat hold left a node's other slow ranks to an unknown escalation -------
+
+
+def test_a_node_slow_as_one_behind_its_first_throttling_gpu_is_one_thermal_page() -> None:
+    """blind16 fleet-s1's CDU-hot node: its 8 ranks slow alike behind GPU 7 (its node's
+    ranks wait on it), GPU 7 throttling (0x20) beside warm mates.  therm33 held GPU 7's rank
+    for its mates' heat; its mates' ranks, no heat of their own, went to a node escalation
+    slow_node/unknown a few seconds in (9dfb88e; the thermal page 39.7 s later superseding
+    it -- the first catch's cause wrong).  Held as long as GPU 7's rank: one page, thermal."""
+    from detector.engine import Engine
+    from tests.test_therm33 import cooling, firing
+    events = cooling({7: 6}, polls=14)
+    lead = {e.step: e.compute_ms for e in events if getattr(e, "rank", None) == 7
+            and getattr(e, "compute_ms", None) is not None}
+    tied = [e.__class__(**{**{f: getattr(e, f) for f in e.__struct_fields__},
+                           "compute_ms": lead[e.step]})
+            if getattr(e, "rank", None) in range(7) and getattr(e, "compute_ms", None)
+            else e for e in events]
+    got = firing(feed(Engine(), tied))
+    assert got and got[0][1:3] == ("slow_node", "thermal"), got
+    assert [g for g in got if g[2] == "unknown"] == [], got
