@@ -42,6 +42,7 @@ from detector.part_window import _UNITS_TOLD, BOARD_WINDOW_S, PartWindows
 from detector.playbook import action_for, clock_diagnostic, next_diagnostic, reach
 from detector.recovery import Placement, estimate
 from detector.statecodec import is_map_of, is_time
+from detector.steps import _NODE_ALARMED  # (what steps tells node_alarmed at: _found_alike)
 from detector.steps import _TP_LOCKED as TP_LOCKED  # (one tolerance for "in step")
 from detector.thermal import MAX_IDLE_TOLD, PAUSE_S
 from detector.thresholds import Thresholds
@@ -54,7 +55,6 @@ _GENERIC = ("unknown", "gpu_hardware", "software")
 
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
-_NODE_ALARMED = 3  # a lone slow rank's node's ranks in alarmed runs alike: the node (_found_alike)
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 
@@ -2088,17 +2088,12 @@ class Correlator(PartWindows):
             return
         for key in p.active:
             self._owner.pop(key, None)
-        p.active.clear()
-        p.quiet_since = min(p.quiet_since, now)
-        p.status = "resolved"
         node = p.scope.node
-        p.extra["resolved_because"] = (
+        self._resolve_now(p, now, out, "resolved_because", (
             f"withdrawn: SW power caps as deep began on {', '.join(partners)} within "
             f"{self.cfg.impact_onset_s:.0f} s of {node}'s, seen after this page -- the "
             f"site's power management rolled out node by node, not {node}'s own limit: "
-            f"nothing to drain")
-        out.append(self._alert(p, now))
-        self._timer(now + self.cfg.forget_after_s, "forget", p.key)
+            f"nothing to drain"))
         wave = self._cap_waves.get(node or "")
         if wave is not None:
             self._site_withdrawn[node or ""] = wave[0]
@@ -2402,14 +2397,21 @@ class Correlator(PartWindows):
         for k in q.active:
             self._owner[k] = p.key
             p.active.add(k)
-        q.active.clear()
-        q.quiet_since = min(q.quiet_since, ts)
-        q.status = "resolved"
-        q.extra["superseded_by"] = p.key
         supersedes = p.extra.setdefault("supersedes", [])
         if q.key not in supersedes and len(supersedes) < _UNITS_TOLD:
             supersedes.append(q.key)
         self._repage(p, out)  # (its page names what it took)
+        self._resolve_now(q, ts, out, "superseded_by", p.key)
+
+    def _resolve_now(self, q: Problem, ts: float, out: list[Alert], why: str, said: str
+                     ) -> None:
+        """Resolve firing ``q`` at ``ts`` at once, its ``why`` in its evidence: superseded
+        (:meth:`_superseded`), withdrawn as a site's cap (:meth:`_withdraw_for_site`) or as a
+        rail's retrain (PartWindows._retake_retrain).  What it held is the caller's to move."""
+        q.active.clear()
+        q.quiet_since = min(q.quiet_since, ts)
+        q.status = "resolved"
+        q.extra[why] = said
         out.append(self._alert(q, ts))
         self._timer(ts + self.cfg.forget_after_s, "forget", q.key)
 

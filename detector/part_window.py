@@ -229,14 +229,9 @@ class PartWindows:
             if (what, name) not in self._group_open:
                 self._group_open.add((what, name))
                 self._timer(max(f.ts, g.ts + self._window(what, g)), what, name)
-        q.active.clear()
-        q.quiet_since = min(q.quiet_since, f.ts)
-        q.status = "resolved"
-        q.extra["withdrawn"] = (
+        self._resolve_now(q, f.ts, out, "withdrawn", (
             f"{f.scope.nic} of {f.scope.node} retrained lower too within one poll: the rail's "
-            "part, decided by its window")
-        out.append(self._alert(q, f.ts))
-        self._timer(f.ts + self.cfg.forget_after_s, "forget", q.key)
+            "part, decided by its window"))
 
     def _on_congestion(self, f: Finding, out: list[Alert]) -> None:
         """A port's ``congested`` or a job's ``comm_wait`` changed: a leaf whose congestion
