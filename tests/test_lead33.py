@@ -112,3 +112,36 @@ def test_a_node_slow_as_one_behind_its_first_throttling_gpu_is_one_thermal_page(
     got = firing(feed(Engine(), tied))
     assert got and got[0][1:3] == ("slow_node", "thermal"), got
     assert [g for g in got if g[2] == "unknown"] == [], got
+
+
+# -- untrusted findings: a forged throttling_since (the findings topic crosses Kafka) ----------
+
+
+@pytest.mark.parametrize("since", [T0 + 2.5e9, "x", float("nan"), -1e18, None],
+                         ids=["year-2100", "string", "nan", "far-past", "none"])
+def test_a_forged_throttling_since_holds_no_longer_than_from_its_sample(since: object) -> None:
+    """therm33's heat hold reads ``throttling_since`` off a GPU's ``throttle_seen``: a value
+    that is no time, or one after the sample, counts from the sample itself (a year-2100 one
+    would otherwise hold the rank for ever); one far in the past holds nothing.  Paged at the
+    GPU, thermal, within the hold from the sample, and nothing raises."""
+    from detector.alerts import Scope
+    from detector.correlate import Correlator
+    from detector.findings import Finding
+    from detector.thresholds import Thresholds
+    gpu = Scope.of_gpu("node-000", 3)
+    seen = Finding(T0, T0, "throttle_seen", "slow_node", "thermal", gpu, True, False, 0.6,
+                   {"throttle_reasons": "0x20", "clock_drop": 0.12, "gpu_temp_c": 88.0,
+                    "node_warm": True, "throttling_since": since}, None, None, None)
+    slow = Finding(T0 + 5.0, T0 - 10.0, "slow_rank", "slow_node", "unknown", gpu, True, False,
+                   0.6, {"step": 100, "rank": 3, "compute_ratio_to_peers": 1.14,
+                         "mean_ratio_over_run": 1.13, "run_steps": 11,
+                         "clearly_slow_since": T0 - 5.0}, job="job-1", rank=3, dp_rank=3)
+    c, out = Correlator(Thresholds()), []
+    c.on_finding(seen, out)
+    c.fire_due(T0 + 5.0, out)
+    c.on_finding(slow, out)
+    for t in range(6, 200):
+        c.fire_due(T0 + t, out)
+    fired = [a for a in out if a.status == "firing"]
+    assert fired and fired[0].cause == "thermal" and fired[0].scope.key == gpu.key, fired
+    assert fired[0].detected_ts - T0 <= Thresholds().impact_onset_s + 60.0, fired[0].detected_ts
