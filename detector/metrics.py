@@ -251,7 +251,7 @@ class WorkerMetrics(_HoldsPartitions):
 
 
 PAGER_OUTCOMES = ("rejected", "exhausted")
-HELD_REASONS = ("grouped", "rate_limited", "duplicate", "cleared")
+HELD_REASONS = ("grouped", "rate_limited", "duplicate", "cleared", "withdrawn")
 
 
 class PagerMetrics(_HoldsPartitions):
@@ -296,7 +296,8 @@ class PagerMetrics(_HoldsPartitions):
         family(Counter, "faultline_pager_deadletters", "Notifications written to the dead-letter "
                "topic or file")
         family(Counter, "faultline_pager_held_back", "Alerts not sent on their own: folded into "
-               "a group, held by the rate limit, already delivered, or cleared before sending",
+               "a group, held by the rate limit, already delivered, cleared before sending, or "
+               "withdrawn: resolved inside storm control's hold",
                ("reason",), HELD_REASONS)
         family(Gauge, "faultline_pager_active_alerts", "Firing alerts a sink keeps re-sending "
                "(Alertmanager) or remembers as triggered")

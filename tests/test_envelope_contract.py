@@ -111,7 +111,7 @@ def test_the_pager_delivers_engine_alerts_by_their_cluster_and_tenant(
 
 
 def test_storm_control_groups_engine_alerts_by_cluster(alerts: list[Alert]) -> None:
-    storm = StormControl("oncall", StormConfig(group_wait_s=5.0), now=0.0)
+    storm = StormControl("oncall", StormConfig(hold_s=0.0, group_wait_s=5.0), now=0.0)
     firing = [a for a in alerts if a.status == "firing"]
     out = []
     for a in firing:

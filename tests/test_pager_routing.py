@@ -188,7 +188,7 @@ def test_every_sink_and_storm_field_is_read_from_the_file_with_its_type() -> Non
 
     from detector.pager.config import SinkConfig, StormConfig
 
-    storm = {"enabled": True, "group_by": ["node", "kind"], "group_wait_s": 3,
+    storm = {"enabled": True, "group_by": ["node", "kind"], "hold_s": 8, "group_wait_s": 3,
              "group_interval_s": 7, "burst": 4, "per_minute": 5, "max_listed": 6}
     assert {f.name for f in fields(StormConfig)} == set(storm)
     sink = {"type": "webhook", "url": "http://h:1/x", "routing_key": "k", "bearer_token": "b",

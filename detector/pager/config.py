@@ -58,6 +58,10 @@ class StormConfig:
     # Alerts alike in these fields within the window are one notification.
     # "switch" is the scope's switch, or the leaf of the scope's node in the topology.
     group_by: tuple[str, ...] = ("cluster", "topic", "kind", "cause")
+    # A firing alert waits this long before it is grouped; its resolve inside the hold drops
+    # both (a page the detector took back seconds after it fired wakes nobody).  Hardware
+    # events' pages (detector.pager.hold.held) are never held.
+    hold_s: float = 20.0
     group_wait_s: float = 10.0       # the first alert of a group waits this long for others
     group_interval_s: float = 300.0  # later alerts of a group go out at most this often
     burst: int = 10                  # token bucket: notifications at once ...
@@ -438,8 +442,9 @@ def _storm(table: dict[str, Any], where: str, *, enabled_default: bool) -> Storm
                              f"(fields: {', '.join(GROUP_FIELDS)})")
         values["group_by"] = tuple(values["group_by"])
     cfg = StormConfig(**values)
-    if cfg.group_wait_s < 0 or cfg.group_interval_s < 0:
-        raise ValueError(f"{where}: group_wait_s and group_interval_s must be >= 0")
+    if cfg.group_wait_s < 0 or cfg.group_interval_s < 0 or not 0 <= cfg.hold_s <= 3600:
+        raise ValueError(f"{where}: group_wait_s and group_interval_s must be >= 0, "
+                         f"hold_s between 0 and 3600")
     if cfg.burst < 1 or not cfg.per_minute > 0 or cfg.max_listed < 1:
         raise ValueError(f"{where}: burst and max_listed must be >= 1, per_minute > 0")
     return cfg

@@ -2,6 +2,13 @@
 
 Two mechanisms, both on an injected clock (wall seconds, monotonic):
 
+- **Hold.**  A firing alert waits ``hold_s`` (20 s) before it is grouped; if its
+  resolve comes inside the hold, neither goes anywhere and it is counted
+  (``withdrawn``): a page the detector took back seconds after it fired -- a finer
+  unit superseded by a coarser one, a node's power page withdrawn when its site's
+  cap shows, a NIC page withdrawn when its rail retrains -- wakes nobody.  A
+  hardware event's page (an XID, a DBE, a link down, a checksum mismatch:
+  :func:`detector.pager.hold.held`) is never held.
 - **Grouping.**  Firing alerts alike in the configured fields (by default
   cluster, topic, kind and cause; ``switch`` groups by leaf switch) are held
   for ``group_wait_s`` after the first one, then go out as one notification:
@@ -29,7 +36,7 @@ is out.
 ...         "dedup_key": f"fl:iso:network:nic:{node}/mlx5_0", "status": status,
 ...         "kind": "network", "cause": "nic", "onset_ts": 0.0, "detected_ts": 0.0,
 ...         "scope": {"level": "nic", "node": node, "nic": "mlx5_0"}, "cluster": "c1"})
->>> storm = StormControl("oncall", StormConfig(group_wait_s=5.0), now=0.0)
+>>> storm = StormControl("oncall", StormConfig(hold_s=0.0, group_wait_s=5.0), now=0.0)
 >>> out = []
 >>> for i in range(64):
 ...     out += storm.offer(nic(f"node-{i:03d}"), "warning", None, now=0.01 * i)
@@ -59,6 +66,7 @@ from typing import Any
 from detector.alerts import FiredAlert
 from detector.pager import widening
 from detector.pager.config import SEVERITIES, StormConfig
+from detector.pager.hold import held
 from detector.pager.notification import Notification
 from detector.topology import Topology
 
@@ -139,6 +147,9 @@ class StormControl:
         self._groups: dict[tuple[str, ...], _Group] = {}
         self._pending_in: dict[str, tuple[str, ...]] = {}
         self._held: OrderedDict[str, _Item] = OrderedDict()
+        # In the hold, by key: the alert and when it goes on (in release order: the hold is
+        # one length, the clock never goes back).
+        self._hold: OrderedDict[str, tuple[_Item, float]] = OrderedDict()
         self._sent: OrderedDict[str, _Sent] = OrderedDict()
         # Delivered notifications with alerts still firing, kept on disk so that after a
         # restart a group still resolves as one (a notification made but not delivered is
@@ -188,27 +199,51 @@ class StormControl:
             self._bucket.take(now)
             return [Notification(self.sink, "trigger", sent.key, severity, alert,
                                  tickets=[ticket])]
-        if key in self._sent or key in self._held or key in self._pending_in:
+        in_hold = self._hold.get(key)
+        if (key in self._sent or key in self._held or key in self._pending_in
+                or in_hold is not None):
             # Re-sent by the detector (more evidence) or redelivered: it is in hand already.
             if key in self._pending_in:
                 item = self._groups[self._pending_in[key]].pending[key]
                 item.alert = alert  # the newest evidence goes out
             _done(ticket)
             self._on_held("duplicate", 1)
-            return []
-        gkey = self.group_key(alert)
+            if in_hold is None:
+                return []
+            in_hold[0].alert = alert
+            if held(alert):
+                return []
+            del self._hold[key]  # it turned out a hardware event's: no longer held
+            self._group(in_hold[0], now)
+            return self.due(now)
+        item = _Item(alert, severity, ticket)
+        if self.config.hold_s > 0 and held(alert):
+            self._hold[key] = (item, now + self.config.hold_s)
+        else:
+            self._group(item, now)
+        return self.due(now)
+
+    def _group(self, item: _Item, now: float) -> None:
+        """Into its group, to go out with it (no sooner than ``group_wait_s`` from now)."""
+        key = item.alert.dedup_key
+        gkey = self.group_key(item.alert)
         group = self._groups.get(gkey)
         if group is None:
             group = self._groups[gkey] = _Group()
         if not group.pending:
             group.flush_at = max(now + self.config.group_wait_s,
                                  group.last_sent + self.config.group_interval_s)
-        group.pending[key] = _Item(alert, severity, ticket)
+        group.pending[key] = item
         self._pending_in[key] = gkey
-        return self.due(now)
 
     def _resolve(self, alert: FiredAlert, severity: str, ticket: Any) -> list[Notification]:
         key = alert.dedup_key
+        in_hold = self._hold.pop(key, None)
+        if in_hold is not None:  # taken back inside the hold: nobody is paged
+            _done(in_hold[0].ticket)
+            _done(ticket)
+            self._on_held("withdrawn", 1)
+            return []
         gkey = self._pending_in.pop(key, None)
         if gkey is not None:  # resolved before it was sent: nobody needs to hear of it
             item = self._groups[gkey].pending.pop(key)
@@ -243,6 +278,12 @@ class StormControl:
     def due(self, now: float) -> list[Notification]:
         """Notifications whose time has come: held-back summaries first, then groups."""
         out: list[Notification] = []
+        while self._hold:
+            key, (item, release_at) = next(iter(self._hold.items()))
+            if release_at > now:
+                break
+            del self._hold[key]
+            self._group(item, release_at)  # (its group's wait counted from its release)
         if self._held and self._bucket.take(now):
             out.append(self._summary(list(self._held.values())))
             self._held.clear()
@@ -266,6 +307,8 @@ class StormControl:
     def next_due(self, now: float) -> float:
         """When :meth:`due` may next have something (inf: nothing waiting)."""
         t = min((g.flush_at for g in self._groups.values() if g.pending), default=math.inf)
+        if self._hold:
+            t = min(t, next(iter(self._hold.values()))[1])
         if self._held:
             t = min(t, self._bucket.next_token_at(now))
         return t
