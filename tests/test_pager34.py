@@ -43,7 +43,8 @@ from detector.pager.testing import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent / "integration"))
-from servers_harness import Server, free_port, require, wait_for  # noqa: E402
+from servers_harness import Server, alertmanager, wait_for  # noqa: E402
+from test_servers_alertmanager import AM_CONFIG  # noqa: E402 - its route and receiver
 
 KEY = "R0ut1ngKeyR0ut1ngKeyR0ut1ngKey00"
 
@@ -219,16 +220,20 @@ def test_the_hold_is_a_setting_of_storm_control_and_zero_turns_it_off() -> None:
 # -- the direct PagerDuty path, against PagerDuty's documented Events v2 schema ----------
 
 
+def make_pager(tmp: Path, sinks: dict[str, Any], clock: FakeClock | None = None
+               ) -> tuple[Pager, CollectorRegistry]:
+    cfg = PagerConfig.from_dict({"sinks": sinks, "deadletter_file": str(tmp / "dead.jsonl"),
+                                 "state_dir": str(tmp / "state")}, env={})
+    reg = CollectorRegistry()
+    return Pager(cfg, PagerMetrics(reg, cfg.sinks), FileDeadLetters(tmp / "dead.jsonl"),
+                 **({"clock": clock} if clock is not None else {})), reg
+
+
 def pd_pager(tmp: Path, url: str, clock: FakeClock, **storm_cfg: Any
              ) -> tuple[Pager, CollectorRegistry]:
-    cfg = PagerConfig.from_dict({
-        "sinks": {"pagerduty": {"url": url + "/v2/enqueue", "routing_key": KEY,
-                                "backoff_initial_s": 0.02, "backoff_max_s": 0.1,
-                                "storm": storm_cfg}},
-        "deadletter_file": str(tmp / "dead.jsonl"), "state_dir": str(tmp / "state")}, env={})
-    reg = CollectorRegistry()
-    pager = Pager(cfg, PagerMetrics(reg, cfg.sinks), FileDeadLetters(tmp / "dead.jsonl"),
-                  clock=clock)
+    pager, reg = make_pager(tmp, {"pagerduty": {
+        "url": url + "/v2/enqueue", "routing_key": KEY, "backoff_initial_s": 0.02,
+        "backoff_max_s": 0.1, "storm": storm_cfg}}, clock)
     pager.start()
     return pager, reg
 
@@ -287,32 +292,9 @@ def test_pagerduty_gets_a_hardware_event_at_once_while_a_held_page_waits(tmp_pat
 
 # -- the real Alertmanager: a fire + resolve inside its group_wait notifies nobody -------
 
-AM_HOLD_CONFIG = """
-route:
-  receiver: hook
-  group_by: [cluster, kind, cause]
-  group_wait: 3s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: hook
-    webhook_configs:
-      - url: {url}/alertmanager
-        send_resolved: true
-"""
-
-
-def _am_debug(tmp: Path, config_yaml: str) -> Server:
-    """Alertmanager on loopback with debug logs: its aggregation groups log each flush."""
-    binary = require("prometheus-alertmanager")
-    d = tmp / "alertmanager"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "alertmanager.yml").write_text(config_yaml)
-    port = free_port()
-    return Server("alertmanager", [
-        binary, f"--config.file={d / 'alertmanager.yml'}", f"--storage.path={d / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=",
-        "--log.level=debug"], port, d)
+# test_servers_alertmanager's route (one webhook receiver, send_resolved), its group wait
+# long enough for the pager's fire and resolve to land inside it on a loaded machine.
+AM_HOLD_CONFIG = AM_CONFIG.replace("group_wait: 1s", "group_wait: 3s")
 
 
 def _flushes(am: Server) -> list[str]:
@@ -323,13 +305,11 @@ def _flushes(am: Server) -> list[str]:
 @pytest.mark.servers
 def test_alertmanager_sends_nothing_for_a_fire_and_resolve_inside_its_group_wait(
         tmp_path: Path) -> None:
-    with Receiver() as rx, _am_debug(tmp_path, AM_HOLD_CONFIG.format(url=rx.url)) as am:
-        cfg = PagerConfig.from_dict({
-            "sinks": {"alertmanager": {"url": am.url, "backoff_initial_s": 0.05}},
-            "deadletter_file": str(tmp_path / "dead.jsonl"),
-            "state_dir": str(tmp_path / "state")}, env={})
-        pager = Pager(cfg, PagerMetrics(CollectorRegistry(), cfg.sinks),
-                      FileDeadLetters(tmp_path / "dead.jsonl"))
+    assert "group_wait: 3s" in AM_HOLD_CONFIG
+    with Receiver() as rx, alertmanager(tmp_path, AM_HOLD_CONFIG.format(url=rx.url),
+                                        log_level="debug") as am:
+        pager, _ = make_pager(tmp_path, {"alertmanager": {"url": am.url,
+                                                          "backoff_initial_s": 0.05}})
         try:
             # Live alerts (detected now: one older than group_wait is flushed at once).
             gone = power("node-001", detected_ts=time.time())

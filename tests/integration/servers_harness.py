@@ -102,8 +102,9 @@ class Server:
         self.close()
 
 
-def alertmanager(tmp: Path, config_yaml: str) -> Server:
-    """Alertmanager on a free loopback port, gossip off (else it binds 0.0.0.0:9094)."""
+def alertmanager(tmp: Path, config_yaml: str, log_level: str = "warn") -> Server:
+    """Alertmanager on a free loopback port, gossip off (else it binds 0.0.0.0:9094);
+    ``log_level="debug"``: its aggregation groups log each flush (tests wait on it)."""
     binary = require("prometheus-alertmanager")
     d = tmp / "alertmanager"
     d.mkdir(parents=True, exist_ok=True)
@@ -112,7 +113,7 @@ def alertmanager(tmp: Path, config_yaml: str) -> Server:
     return Server("alertmanager", [
         binary, f"--config.file={d / 'alertmanager.yml'}", f"--storage.path={d / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=",
-        "--log.level=warn"], port, d)
+        f"--log.level={log_level}"], port, d)
 
 
 def prometheus(tmp: Path, config_yaml: str) -> Server:
