@@ -1,0 +1,158 @@
+"""The reliability row, checked on the blind reproducers (bench/metamorphic.py; meta34).
+
+DESIGN: "no message, timestamp, broker restart, worker kill or sink outage loses a fault or a
+page, or doubles a page"; "Messages may arrive duplicated, and out of event-time order by up to
+5 s; neither may raise or hide an alert".  Each invariant runs on a seeded sample of the
+reproducers, one case a blind family (``metamorphic.sample``): its alerts disturbed -- a worker
+killed and restored from bytes, restarted from its last snapshot, records delivered twice,
+streams delayed within the bound, the service's partitions -- against its plain replay.
+``python bench/metamorphic.py`` runs every case.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from bench import metamorphic as mm
+from detector.alerts import Alert
+
+# metamorphic.sample() of round 34's families (blind, blind2..24), pinned: a family added
+# later (its cases may break a bound by design) joins here once its cases are looked at.
+SAMPLE = (
+    "blind/frontend-nic-switch",
+    "blind10/K5-locked-clocks-unnamed",
+    "blind11/L3-gpu-missing-after-reboot",
+    "blind12/B4-xid149-not-an-event",
+    "blind13/M2-link-down-13s-late",
+    "blind14/N6-gc-pauses-escalated",
+    "blind15/O1-moved-node-ports-as-nic-alerts",
+    "blind16/P1-overlap-straggler-unseen",
+    "blind17/Q1-xid-after-clock-step-dated-early",
+    "blind18/C2-west-port-errors-under-east-names",
+    "blind19/R1-dp2-checksum-pair-escalated-as-job",
+    "blind2/hot-gpu-escalated-unknown",
+    "blind20/X1-nic-pcie-x8-from-job-start-unseen",
+    "blind21/G3-warm-aisle-thermal",
+    "blind22/G1-preempt-and-reuse-by-another-tenant",
+    "blind23/C1-stuck-clock-escalated-unknown",
+    "blind24/N1-sweep-young-job-noise-run-escalated",
+    "blind3/intermittent-straggler-0.3s",
+    "blind4/dp2-checksum-tie",
+    "blind5/longctx-slow-gpu",
+    "blind6/F3-sdc-late-start",
+    "blind7/G5-loader-pressure",
+    "blind8/H3-nvswitch-eight-gpu-pages",
+    "blind9/G3-drained-idle-node-paged",
+)
+# case id -> invariant -> the finding that makes it a strict xfail (none: must hold)
+KNOWN: dict[str, dict[str, str]] = {
+    "blind11/L3-gpu-missing-after-reboot": {
+        "disorder": "the missing GPU is paged 11.3 s early (bound 5 s); not traced -- "
+                    "detector.gpu_missing judges a node's GPUs at its newest record's time, "
+                    "which the disorder moves",
+        "partitions": "the service pages the missing GPU 12.9 s before the replay (bound "
+                      "5 s): its thermal and ECC sources each judge the GPU on their own "
+                      "topic's records (one Monitors a partition), the replay on both at once",
+    },
+    "blind17/Q1-xid-after-clock-step-dated-early": {
+        "disorder": "the thermal slow node ck06 is paged at its GPU 0 instead (a new unit, "
+                    "the node's page lost): the case's own clock step already dates ck06's "
+                    "records early, so 5 s more of disorder puts them beyond DESIGN's bound",
+        "partitions": "the service pages ck06's thermal slowdown 10.0 s after the replay "
+                      "(bound 5 s; not traced: the node's clock step is the likely lever)",
+    },
+    "blind7/G5-loader-pressure": {
+        "disorder": "hgx-08's loader slowdown is escalated 44.7 s early (bound 5 s) when "
+                    "its nodes' step messages come up to 5 s apart (not traced yet)",
+    },
+}
+
+
+@functools.cache
+def case_of(name: str) -> mm.Case:
+    family, case = name.split("/")
+    return mm.load_case(mm.BENCH / family / "cases" / f"{case}.jsonl.gz")
+
+
+@functools.cache
+def baseline(name: str) -> list[Alert]:
+    return mm.run(case_of(name))
+
+
+def params(invariant: str) -> list:
+    out = []
+    for name in SAMPLE:
+        why = KNOWN.get(name, {}).get(invariant)
+        marks = [] if why is None else [pytest.mark.xfail(strict=True, raises=AssertionError,
+                                                          reason=why)]
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+def test_the_sample_is_the_seeded_pick_of_one_case_a_family() -> None:
+    """SAMPLE is metamorphic.sample() over its families: one case each, every one of them."""
+    families = {n.split("/")[0] for n in SAMPLE}
+    assert len(families) == len(SAMPLE) == 24
+    picked = [f"{p.parent.parent.name}/{p.name.removesuffix('.jsonl.gz')}"
+              for p in mm.sample() if p.parent.parent.name in families]
+    assert tuple(picked) == SAMPLE
+
+
+def test_the_disturbances_disturb_and_the_checks_can_fail(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: duplicates and disorder change the input (disorder within the bound, each
+    stream's own order kept), and a restore that loses the state fails the kill check."""
+    name = "blind6/F3-sdc-late-start"
+    case = mm.load_case(mm.BENCH / f"{name.split('/')[0]}/cases/{name.split('/')[1]}.jsonl.gz")
+    n = len(case.records)
+    assert 1.02 * n < len(mm.duplicated(case)) < 1.1 * n
+    moved = mm.disordered(case)
+    assert sorted(map(repr, moved)) == sorted(map(repr, case.records)) and moved != case.records
+    ts = [v["ts"] for _, v in moved]
+    assert max(max(ts[:i + 1]) - t for i, t in enumerate(ts)) <= mm.DISORDER_S
+    for stream in {(t, v["node"]) for t, v in case.records}:
+        assert [v for t, v in moved if (t, v["node"]) == stream] == [
+            v for t, v in case.records if (t, v["node"]) == stream]
+    base = mm.run(case)
+    assert any(a.status == "firing" for a in base)
+    assert mm.check(case, "kill", base).ok
+    monkeypatch.setattr(mm.Replay, "restore", lambda self, blob: setattr(
+        self, "engine", mm.Engine(None, case.topology, case.home, case.others)))
+    assert not mm.check(case, "kill", base).ok
+
+
+def verdict(name: str, invariant: str) -> mm.Verdict:
+    return mm.check(case_of(name), invariant, baseline(name))
+
+
+@pytest.mark.parametrize("name", params("kill"))
+def test_a_worker_killed_and_restored_from_bytes_sends_the_same_alerts(name: str) -> None:
+    v = verdict(name, "kill")
+    assert v.ok, v.first
+
+
+@pytest.mark.parametrize("name", params("restart"))
+def test_a_restart_from_the_last_snapshot_neither_loses_nor_doubles_a_page(name: str) -> None:
+    v = verdict(name, "restart")
+    assert v.ok, v.first
+
+
+@pytest.mark.parametrize("name", params("duplicates"))
+def test_records_delivered_twice_change_no_alert(name: str) -> None:
+    v = verdict(name, "duplicates")
+    assert v.ok, v.first
+
+
+@pytest.mark.parametrize("name", params("disorder"))
+def test_streams_out_of_order_within_the_bound_page_the_same_units(name: str) -> None:
+    v = verdict(name, "disorder")
+    assert v.ok, v.first
+
+
+@pytest.mark.parametrize("name", params("partitions"))
+def test_the_service_on_two_partitions_pages_as_the_replay_does(name: str) -> None:
+    v = verdict(name, "partitions")
+    assert v.ok, v.first
+
