@@ -669,16 +669,10 @@ class JobMonitor(NumericChecks):
     _hs_code_at: tuple[int, int, int] = (-1, -1, 0)
     _hs_code_some = False
     _hs_layout: tuple[np.ndarray, np.ndarray, int] | None = None  # (host_time.regular)
-    # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
-    # _check_overflow); not state either: after a restore the first skip tells nothing.
-    _prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
     # The latest step's grad norms against each rank's own history, in a job whose peer
     # groups are pairs (_check_grad: the step's _evaluated, per position its deviation,
     # spread and history steps), for a checksum tie split on it (sdc.tiebreak); not state.
     _grad_now: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
-    # Whether the job's checksums moved on its latest step that every rank sent a grad norm
-    # on (over the step before it): only then is a step they keep a skip (_check_overflow).
-    _ck_moved = False
     # Each slot's node of _hr_keys (detector.host_rise; -2: none), as made at (_moves,
     # restarts, _hr_keys' identity); not state either: made again after a restore.
     _hr_code = np.zeros(0, dtype=np.int64)
@@ -878,6 +872,13 @@ class JobMonitor(NumericChecks):
         self._tie_lean: dict[int, list[Any]] = {}
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
+        # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
+        # _check_overflow), and whether the checksums moved on its latest step every rank sent a
+        # grad norm on (over the step before it): only then is a step they keep a skip.  State:
+        # kept out of it, a restore between two steps of an overflow run took the next skip for
+        # nothing and escalated its source one skip late (meta34: blind12 B1, 4.6 s).
+        self._prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
+        self._ck_moved = False
         self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
         self.late = 0
         self.duplicates = 0
@@ -1090,6 +1091,15 @@ class JobMonitor(NumericChecks):
                               for r in self._partial.values()), "JobMonitor._partial")
         refuse_unless(type(self._event_run) is int and 0 <= self._event_run <= 1 << 62,
                       "JobMonitor._event_run")
+        if "_prev_ck" not in self.__dict__:  # (a snapshot before round 34)
+            self._prev_ck, self._ck_moved = (-1, (), ()), False
+        ck = self._prev_ck
+        refuse_unless(type(ck) is tuple and len(ck) == 3 and type(ck[0]) is int
+                      and type(ck[1]) is tuple and type(ck[2]) is tuple
+                      and len(ck[1]) == len(ck[2]) <= 2 * _MAX_RANK
+                      and all(type(r) is int for r in ck[1])
+                      and all(c is None or type(c) is str for c in ck[2])
+                      and type(self._ck_moved) is bool, "JobMonitor._prev_ck / _ck_moved")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs)
                       and len(self._hs) == len(self._hs_keys), "JobMonitor._hs / _hs_keys")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")

@@ -156,3 +156,39 @@ def test_the_service_on_two_partitions_pages_as_the_replay_does(name: str) -> No
     v = verdict(name, "partitions")
     assert v.ok, v.first
 
+
+def test_a_restore_inside_an_overflow_run_keeps_the_job_s_checksum_history() -> None:
+    """blind12 B1's MoE job, 20 s of its steps, killed and restored between two steps of
+    its loss-scale skips: the skips' sole source (an SDC suspect) is escalated as without
+    the restore.  The job's last checksums and whether they moved (steps.JobMonitor
+    _prev_ck, _ck_moved) were no state: the restored monitor took the next skip for nothing,
+    and the escalation came a skip late (4.6 s, the whole case) or, here, never."""
+    case = mm.load_case(mm.BENCH / "blind12/cases/B1-rack-brake-as-tray-alerts.jsonl.gz")
+    cut_ts = case.records[21991][1]["ts"]
+    case.records = [(t, v) for t, v in case.records if t == "telemetry.step"
+                    and v["job"] == "moe-fp16" and v["ts"] >= cut_ts - 20.0]
+    cut = sum(1 for _, v in case.records if v["ts"] <= cut_ts)
+    want = [mm.msg(a) for a in mm.run(case)]
+    assert [(m[1], m[3], m[5]) for m in want] == [("firing", "sdc", "gpu:gb-b08/0")]
+    r = mm.Replay(case)
+    r.feed(case.records[:cut])
+    r.restore(r.snapshot())
+    r.feed(case.records[cut:])
+    assert [mm.msg(a) for a in r.finish()] == want
+
+
+@pytest.mark.parametrize("forged", [(1, (0, 1), ("a",)), (1, [0], ["a"]), (1, ("0",), ("a",)),
+                                    (1, (0,), (7,)), "x"])
+def test_a_forged_checksum_history_is_refused_on_restore(forged: object) -> None:
+    """The state _prev_ck joined (above) is checked as it is restored: one whose ranks and
+    checksums do not pair would fail every step of the job that skips one."""
+    from detector.engine import Engine
+    from detector.statecodec import SnapshotRefused
+    from detector.testing import feed, healthy_job
+
+    eng = Engine()
+    feed(eng, healthy_job(ranks=4, steps=5), finish=False)
+    eng.monitors._jobs["job-1"]._prev_ck = forged
+    with pytest.raises(SnapshotRefused, match="_prev_ck"):
+        Engine.restore(eng.snapshot())
+
