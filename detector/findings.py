@@ -68,7 +68,11 @@ _Text = Annotated[str, Meta(max_length=4096)]
 _Scalar = Finite | int | bool | None | _Text
 _Item = _Scalar | Annotated[list[_Scalar], Meta(max_length=64)]
 _List = Annotated[list[_Item], Meta(max_length=MAX_EVIDENCE_LIST)]
-_Evidence = Annotated[dict[_Key, _Scalar | _List], Meta(max_length=MAX_EVIDENCE_ITEMS)]
+# ... and a record of a few named numbers (a host_late run's line: steps' JobMonitor._host_trend;
+# refused, the worker dropped the finding telling a leak's growth that the replay escalates on)
+_Record = Annotated[dict[_Key, _Scalar], Meta(max_length=16)]
+_Evidence = Annotated[dict[_Key, _Scalar | _List | _Record],
+                      Meta(max_length=MAX_EVIDENCE_ITEMS)]
 _Id = Annotated[int, Meta(ge=-(1 << 62), le=1 << 62)]
 _Severity = Annotated[float, Meta(ge=0.0, le=1.0)]
 
@@ -224,7 +228,12 @@ def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMe
         if want is not None and v is not None and (type(v) not in want):
             raise ValueError(f"evidence {k!r} must be {' or '.join(w.__name__ for w in want)}, "
                              f"got {type(v).__name__}")
-        if type(v) is str:
+        if type(v) is dict:
+            for kk, vv in v.items():
+                _printable(f"evidence {k!r} key", kk)
+                if type(vv) is str:
+                    _printable(f"evidence {k!r}", vv)
+        elif type(v) is str:
             _printable(f"evidence {k!r}", v)
             form = EVIDENCE_FORMS.get(k)
             if form is not None and not form.fullmatch(v):

@@ -192,3 +192,28 @@ def test_a_forged_checksum_history_is_refused_on_restore(forged: object) -> None
     with pytest.raises(SnapshotRefused, match="_prev_ck"):
         Engine.restore(eng.snapshot())
 
+
+def test_a_host_late_told_growing_crosses_the_findings_topic() -> None:
+    """blind14 N4 through the service: the re-told host_late of a growing run carries its
+    line as a record of numbers (steps.JobMonitor._host_trend), which the findings decoder
+    refused ("got `object`"): the worker dropped the finding the replay escalates the leak
+    on.  Taken now, with the record's names as printable as any evidence key."""
+    import orjson
+
+    from detector.alerts import Scope
+    from detector.findings import Finding, decode_message, finding_of
+
+    growing = {"from_share": 0.0059, "to_share": 0.2308, "run_steps": 184}
+    f = Finding(1.0e9, 1.0e9 - 100.0, "host_late", "slow_node", "unknown",
+                Scope("gpu", node="node-001", gpu=3), True, False, 0.8,
+                {"step": 900, "lasting_s": 100.0, "growing": growing}, "job-1", None, None,
+                11, 1, False)
+    msg = {"type": "finding", "source": "telemetry.step:0", "id": [7, 0], "tag": 1.0e9,
+           "finding": f.to_dict()}
+    assert finding_of(decode_message(orjson.dumps(msg)).finding).evidence["growing"] == growing
+    msg["finding"]["evidence"]["growing"] = {"from\u202eshare": 0.1}
+    with pytest.raises(ValueError, match="control or bidirectional"):
+        decode_message(orjson.dumps(msg))
+    msg["finding"]["evidence"]["growing"] = {"deeper": {"x": 1}}
+    with pytest.raises(ValueError):
+        decode_message(orjson.dumps(msg))
