@@ -136,11 +136,24 @@ _FISHER_ALPHA = 1e-6
 # Gaussian's (start33: PAI episodes 5-7 steps after the warm-up, blind23 N1 at a log's start,
 # were escalated at their GPU).  A 10 % slowdown is over _HEAVY_EFFECT; a 5 % one early in a
 # job waits for its run's 7th step.
+# Under runs the tail is taken as light only once its read rules the share out (start34, blind24
+# N1): a job's 3-sigma rank-steps counted at _HEAVY_SHARE's rate would come as few as read with a
+# chance under _HEAVY_SURE (Poisson, on the rank-steps the smoothed share stands on: at most
+# _TAIL_STEPS steps of the job's ranks).  _HEAVY_KNOWN rank-steps put two at the share: one read
+# (blind24 N1's sweep job, 16 ranks, 1,136 rank-steps, 9e-4) is as likely under a tail at the
+# share as under a light one -- and its healthy rank's 4 steps at +4 % (7 standard errors of a
+# Gaussian AR(1) at lag-1 0.6: only a tail makes them) were escalated.  A Gaussian AR(1) job
+# (<= 5e-4) is known light after ~3,000 rank-steps (~50 steps of 64 ranks); a job of 8 ranks
+# only on a read of none (its share stands on 1,600 at most): else its modest runs wait
+# _HEAVY_STEPS for good.  (Exceedances of runs come in episodes, so the count is worth fewer
+# independent ones than it says: the bound errs towards "light", as start33's did.)
 _HEAVY_EDGE = 4
 _HEAVY_SHARE = 2e-3
 _HEAVY_EFFECT = 0.06
 _HEAVY_STEPS = 7
 _HEAVY_KNOWN = 2.0 / _HEAVY_SHARE
+_HEAVY_SURE = 0.05
+_TAIL_STEPS = (2.0 - _TAIL_ALPHA) / _TAIL_ALPHA  # (the smoothed mean's steps' worth)
 # A wandering job (JobMonitor._wander_update, blind8 H1: MoE routing moves per-rank compute).
 _WANDER_SHORT = 0.1        # a rank's z smoothed over ~10 steps ...
 _WANDER_LONG = 0.005       # ... about its own mean over ~200
@@ -157,6 +170,10 @@ _WANDER_GROSS_NODES = 3    # warm-up gross steps on this many nodes: the workloa
 _WANDER_NODES = 2          # slow ranks found on this many nodes (of 2 replicas or more) ...
 _WANDER_PLACE_STEPS = 5    # ... within this many steps: the workload's
 _WANDER_NODES_KEPT = 16    # (nodes remembered for it)
+# A rank joining a job past its warm-up is cold while its excess over its peers falls by this
+# many of the job's noise a step (JobMonitor._cold_steps): E1's x2.6, 1.7, 1.25, 1.1, 1.0 fall
+# by 12-50 sigma a step; a rank that stays slow falls by more than 2 in 1 step of 12.
+_COLD_FALL_Z = 2.0
 # A raised host_late run whose least-squares line has grown to this share of a step's work, from
 # under this fraction of it at the run's start, is escalated at once (JobMonitor._host_grew)
 _HOST_GROWN = 0.15
@@ -311,11 +328,34 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
     ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
-    ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0))
+    ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0))
 
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
                "_twins": (_TWIN_MAX,)}
+
+
+def _tail_light(share: float, n: float) -> bool:
+    """Whether a job's tail read at ``share`` on ``n`` rank-steps is known under
+    ``_HEAVY_SHARE``: a Poisson count at that share's rate comes as low as the one read
+    (``share * n``, rounded) with a chance under ``_HEAVY_SURE`` (a normal's above 50 expected).
+
+    >>> _tail_light(9e-4, 1136.0), _tail_light(0.0, 1000.0), _tail_light(0.0, 1600.0)
+    (False, False, True)
+    >>> _tail_light(5e-4, 3200.0), _tail_light(1.9e-3, 1e6), _tail_light(1.99e-3, 1e6)
+    (True, True, False)
+    """
+    if share >= _HEAVY_SHARE:
+        return False
+    lam = _HEAVY_SHARE * n
+    c = math.floor(share * n + 0.5)
+    if lam > 50.0:
+        return 0.5 * math.erfc((lam - c - 0.5) / math.sqrt(2.0 * lam)) < _HEAVY_SURE
+    term = cdf = math.exp(-lam)
+    for k in range(1, c + 1):
+        term *= lam / k
+        cdf += term
+    return cdf < _HEAVY_SURE
 
 
 def _binomial_tail(n: int, p: float, c: int) -> float:
@@ -860,6 +900,7 @@ class JobMonitor(NumericChecks):
         self._ar_n = 0
         self._zprev = np.zeros(0)
         self._ar_score = np.zeros(0)                  # its CUSUM on z whitened by it (_ar_step)
+        self._cold = np.zeros(0, dtype=np.int64)      # steps its cold start may last (_cold_steps)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -1109,6 +1150,8 @@ class JobMonitor(NumericChecks):
         for name in ("_zprev", "_ar_score"):
             if name not in self.__dict__ and n >= 0:
                 setattr(self, name, np.zeros(n))  # (a snapshot before round 30: none yet)
+        if "_cold" not in self.__dict__ and n >= 0:
+            self._cold = np.zeros(n, dtype=np.int64)  # (a snapshot before round 34: none cold)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
@@ -1270,6 +1313,7 @@ class JobMonitor(NumericChecks):
         self._gross_nodes.clear()
         self._found_nodes.clear()
         self._reset_slow(None)
+        self._cold[:] = 0
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
@@ -1602,6 +1646,9 @@ class JobMonitor(NumericChecks):
         # slow learned as the offset of a fresh start, paged 13-39 steps later) -- beyond
         # the offset it keeps (_offsets_kept).
         self._fresh[m] = self.restarts == 0
+        # A rank that joins the job past its warm-up starts cold (_cold_steps); in the
+        # warm-up (a start, a restart) every rank does, alike.
+        self._cold[m] = self.cfg.warmup_steps if self._evaluated >= self.cfg.warmup_steps else 0
         if kept is not None:
             self._base[m], self._cap[m] = kept
         self._spikes[m] = 0.0
@@ -1879,8 +1926,10 @@ class JobMonitor(NumericChecks):
             tc, mc = ts[comparable], med[comparable]
         self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
         sigma = max(self._sigma, cfg.slow_sigma_floor)
-        self._slow_dev[r] = d
         warm = self._evaluated <= cfg.warmup_steps
+        cold = (self._cold_steps(r, d, sigma) if not warm and np.count_nonzero(self._cold)
+                else None)
+        self._slow_dev[r] = d
         mates, imbalanced = self._replica_common(d, buf, ok, comparable, warm)
         common = mates if imbalanced else None
         base_r = self._base[r]  # (each rank's bias before this step's learning)
@@ -1967,6 +2016,8 @@ class JobMonitor(NumericChecks):
         else:
             if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
                 learn &= ~self._slow.alarmed[r]
+            if cold is not None:
+                learn &= ~cold
             # base_r is self._base[r]: nothing learned since; kept where not learning
             self._base[r] = np.where(learn, base_r + cfg.slow_baseline_alpha * (own - base_r),
                                      base_r)
@@ -2000,19 +2051,27 @@ class JobMonitor(NumericChecks):
             cusum_z = self._over_prior(fresh, z, base_r, size_sigma)
         else:
             cusum_z, fresh = z, None
+            if cold is not None:  # (a cold step adds nothing to a rank's runs)
+                cusum_z = np.where(cold, np.minimum(z, 0.0), z)
         prev_score = self._slow.score[r]
         _, cleared, score = self._slow.step(r, cusum_z, tc)
         if warm:
             self._zprev[r] = z
         else:
             self._ar_step(r, z, prev_score)
+            if cold is not None:
+                self._ar_score[r[cold]] = 0.0
         self._wander_update(step, r, gc, z, d, mc, buf, decided_ts, out)
         self._twin_update(step, r, gc, d, mc, buf, decided_ts, out)
         if not warm:  # (the gross prior's counters are the warm-up's)
             over_base = size - base_r
+            zr = z
+            if cold is not None:
+                over_base = np.where(cold, np.minimum(over_base, 0.0), over_base)
+                zr = cusum_z
             self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out,
                               None if common is not None else (d, gc))
-            self._check_recurring(step, r, z, over_base, tc, mc, buf, decided_ts, out)
+            self._check_recurring(step, r, zr, over_base, tc, mc, buf, decided_ts, out)
             self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
         # The mean slowdown of the current run (since the score left zero): an alarm is
         # reported only when the run is slow by a meaningful amount on average, not just
@@ -2023,6 +2082,8 @@ class JobMonitor(NumericChecks):
             # (the job's tail is measured on ranks whose bias is known: one still learning
             # its offset has a z of its learning, not of the job's noise)
             self._tail_update(z[~fresh], prev_score[~fresh])
+        elif cold is not None:  # (nor is a cold start's)
+            self._tail_update(z[~cold], prev_score[~cold])
         else:
             self._tail_update(z, prev_score)
         self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
@@ -2618,6 +2679,26 @@ class JobMonitor(NumericChecks):
         self._run_sum[m] = self._run_own[m] = self._run_since[m] = 0.0
         self._run_n[m] = 0
 
+    def _cold_steps(self, r: np.ndarray, d: np.ndarray, sigma: float) -> np.ndarray | None:
+        """Which of ``r`` (slots; ``d`` their deviations from their peers this step, the job's
+        noise ``sigma``) are in a cold start: joined the job past its warm-up (an elastic job
+        taking a node back after a re-rendezvous, a spare without a restart:
+        :meth:`_track_hardware`), at their first step there or slower than their peers by
+        ``_COLD_FALL_Z`` sigma less than on their step before, within ``warmup_steps`` of the
+        join (None: none).  A cold step adds nothing to the rank's runs and teaches it no
+        offset; the first step that is not falling so ends the cold start.
+
+        A process new on its GPU pays for a CUDA context, an allocator and autotuning: its
+        first steps are slow and fall back to its peers' pace (blind24 E1: x2.6, 1.7, 1.25,
+        1.1 on the rejoined node's 8 ranks, escalated at the node 3-7 s after the rejoin).
+        Its peers are warm: at a job's start every rank is cold alike and the peer median
+        takes it.  A rank that stays slow stops falling, and its steps score from there."""
+        left = self._cold[r]
+        cold = (left > 0) & ((left == self.cfg.warmup_steps)
+                             | (d < self._slow_dev[r] - _COLD_FALL_Z * sigma))
+        self._cold[r] = np.where(cold, left - 1, 0)
+        return cold if np.count_nonzero(cold) else None
+
     def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
                     size_sigma: float) -> np.ndarray:
         """Warm-up scores ``z``, for ranks in their first warm-up on their GPU (``fresh``)
@@ -2651,7 +2732,8 @@ class JobMonitor(NumericChecks):
         if self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
                 (self._ar_xy, self._ar_xx, self._ar_n), ranks):
             return True
-        return ar_on and self._tail[_HEAVY_EDGE] >= _HEAVY_SHARE
+        return ar_on and not _tail_light(float(self._tail[_HEAVY_EDGE]),
+                                         min(self._tail_n, _TAIL_STEPS) * ranks)
 
     def _ar_held(self, on: bool | None = None) -> bool:
         """Whether the job's lag-1 is in force (``on``: :meth:`_ar_on`, when the caller has

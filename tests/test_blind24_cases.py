@@ -35,15 +35,17 @@ EXPECT: dict[str, tuple] = {
         "becomes a recommendation when the unit measurably hurts the job; the power isolation "
         "comes 265 s later, only once the clock loss passes 10 %: 4 of 4 tune power drifts "
         "attributed unknown first"), 1),
-    "E1-elastic-rejoin-cold-steps-escalated": (bc.nothing_paged, (
-        "E1: an elastic job taking a node back (hx-13 rejoins as ranks 24-31 after a "
-        "re-rendezvous) whose first four steps there are cold (x2.6, 1.7, 1.25, 1.1: a fresh "
-        "CUDA context, allocator and autotuning) is escalated at the node 3-7 s after the "
-        "rejoin -- routine, pages nobody: 3 of 4 tune logs"), 0),
-    "N1-sweep-young-job-noise-run-escalated": (bc.nothing_paged, (
-        "N1 (blind23 N1/N2's class, in a hyper-parameter sweep's young jobs): one healthy rank's "
-        "run of real PAI residuals, 4 steps at +4 % (noise ~0.8 %), ~125 steps into a one-node "
-        "job, escalated at its GPU: 2 of 4 tune churn logs (sweep jobs of 8-16 ranks)"), 0),
+    # (E1 was a strict xfail: "an elastic job taking a node back (hx-13 rejoins as ranks 24-31
+    # after a re-rendezvous) whose first four steps there are cold (x2.6, 1.7, 1.25, 1.1) is
+    # escalated at the node 3-7 s after the rejoin: 3 of 4 tune logs"; fixed by start34: a rank
+    # joining past the job's warm-up is cold while it falls back to its peers' pace,
+    # JobMonitor._cold_steps)
+    "E1-elastic-rejoin-cold-steps-escalated": (bc.nothing_paged, None, 0),
+    # (N1 was a strict xfail: "one healthy rank's run of real PAI residuals, 4 steps at +4 %
+    # (noise ~0.8 %), ~125 steps into a one-node job, escalated at its GPU: 2 of 4 tune churn
+    # logs"; fixed by start34: under runs the tail is light only once its read rules the heavy
+    # share out, steps._tail_light)
+    "N1-sweep-young-job-noise-run-escalated": (bc.nothing_paged, None, 0),
     "T1-inference-gpu-throttling-in-bursts-never-paged": (_alone_and_right, (
         "T1: an inference server's GPU (no job, no steps) whose die heats too fast -- SW "
         "thermal slowdown (0x20) in 8 of its 25 30-s samples after onset, its clock cut to "
