@@ -48,15 +48,15 @@ def _late_ok(recs: list[dict], fx: list[dict], breach: str) -> bool:
 
 @pytest.mark.parametrize("story", ["fabric", "mixed"])
 def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
-    path, recs = _log(story, 5, 2.5)
-    again = generate.write(tmp_path, story, 5, 2.5)
+    path, recs = _log(story, 5, 1.5)
+    again = generate.write(tmp_path, story, 5, 1.5)
     assert again.read_bytes() == path.read_bytes()
     fx = _effects(path)
     assert [b for b in _breaches(recs) if not _late_ok(recs, fx, b)] == []
     assert _label_breaches(recs) == []
     assert fx and all(e["start_ts"] <= e["end_ts"] and e["expect"] == "pages nobody"
                       for e in fx)
-    other = _records(generate.write(tmp_path / "six", story, 6, 1.0))
+    other = _records(generate.write(tmp_path / "six", story, 6, 0.5))
     assert _labels(other) != _labels(recs)
 
 
@@ -68,7 +68,7 @@ def test_fabric_nvlink_and_pcie_faults():
     """The degraded NVLink: its GPU's CRC / replay counters climb, its node's ranks' comm grows
     and their compute does not. The PCIe link at x8: that rank's time in neither part grows,
     its replay counter creeps; both at one GPU with a cause."""
-    _, recs = _log("fabric", 1, 6.0)
+    _, recs = _log("fabric", 1, 5.0)
     lab = _labels(recs)
     assert sorted(k.split("-")[0] for k in lab) == ["nvl", "pcie"]
     nvl, pcie = _one(lab, "nvl"), _one(lab, "pcie")
@@ -148,7 +148,7 @@ def test_collectors_restart_reload_rename_and_deliver_late():
            and v.get("xid") is None]
     assert any(v["pcie_replay"] for v in ecc if v["ts"] < gr["start_ts"])
     assert not any(v["pcie_replay"] for v in ecc if v["ts"] > gr["end_ts"])
-    fpath, frecs = _log("fabric", 1, 6.0)
+    fpath, frecs = _log("fabric", 1, 5.0)
     (late,) = [e for e in _effects(fpath) if e["effect"].startswith("collector batch")]
     newest, lags = -1e18, []
     for r in frecs[1:]:
