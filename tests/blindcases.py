@@ -110,6 +110,17 @@ def caught_within(seconds: float) -> Right:
     return right
 
 
+def alone_and_right(sc: Score) -> bool:
+    """Every fault caught with its cause, and no firing problem that catches nothing."""
+    return every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"]) and (
+        no_false_positive(sc))
+
+
+def at_once_and_alone(sc: Score) -> bool:
+    """Caught at the first changed record (within a second), right and alone."""
+    return caught_within(1.0)(sc) and alone_and_right(sc)
+
+
 def caught_and_no_stray(kind: str) -> Right:
     """Every fault caught and no ``kind`` problem beside it that catches nothing (DESIGN:
     nothing coarser or finer counts)."""

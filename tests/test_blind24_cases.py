@@ -15,20 +15,9 @@ from tests import blindcases as bc
 CASES = bc.cases_of("blind24")
 
 
-def _alone_and_right(sc: bc.Score) -> bool:
-    """Every fault caught with its cause, and no firing problem that catches nothing."""
-    return (bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
-            and bc.no_false_positive(sc))
-
-
-def _at_once_and_alone(sc: bc.Score) -> bool:
-    """Caught at the first changed record (same step), right and alone."""
-    return bc.caught_within(1.0)(sc) and _alone_and_right(sc)
-
-
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "P1-power-capped-drift-escalated-unknown": (_alone_and_right, (
+    "P1-power-capped-drift-escalated-unknown": (bc.alone_and_right, (
         "P1: a GPU whose draw creeps up until it sits at its 700 W cap (0x4) with its clock "
         "giving way and its rank 5 % slower than its 23 peers is escalated slow_node/unknown "
         "('not ruled out: 0x4 ..., clock 6.8 % below its baseline') -- DESIGN: a throttle "
@@ -46,7 +35,7 @@ EXPECT: dict[str, tuple] = {
     # logs"; fixed by start34: under runs the tail is light only once its read rules the heavy
     # share out, steps._tail_light)
     "N1-sweep-young-job-noise-run-escalated": (bc.nothing_paged, None, 0),
-    "T1-inference-gpu-throttling-in-bursts-never-paged": (_alone_and_right, (
+    "T1-inference-gpu-throttling-in-bursts-never-paged": (bc.alone_and_right, (
         "T1: an inference server's GPU (no job, no steps) whose die heats too fast -- SW "
         "thermal slowdown (0x20) in 8 of its 25 30-s samples after onset, its clock cut to "
         "810-1350 MHz, up to 22 C hotter than its 7 mates under the same load -- is never "
@@ -54,13 +43,13 @@ EXPECT: dict[str, tuple] = {
         "here it recurs with every burst instead of holding): 2 of 4 held (tune 4/4, caught "
         "145-870 s after onset)"), 1),
     "G1-elastic-shrink-ranks-renumbered": (bc.nothing_paged, None, 0),
-    "G2-ntp-step-on-the-sdc-node-blinds-nothing": (_at_once_and_alone, None, 1),
+    "G2-ntp-step-on-the-sdc-node-blinds-nothing": (bc.at_once_and_alone, None, 1),
     "G3-bad-batch-on-every-replica": (bc.nothing_paged, None, 0),
     "G4-inference-bursts-at-the-cap": (bc.nothing_paged, None, 0),
-    "G5-hot-hbm-under-each-sweep-job": (_alone_and_right, None, 1),
-    "G6-reasonless-drift-escalated-at-its-gpu": (_alone_and_right, None, 1),
-    "G7-intermittent-sdc-caught-at-its-first-hit": (_at_once_and_alone, None, 1),
-    "G8-inference-gpu-throttling-in-bursts": (_alone_and_right, None, 1),
+    "G5-hot-hbm-under-each-sweep-job": (bc.alone_and_right, None, 1),
+    "G6-reasonless-drift-escalated-at-its-gpu": (bc.alone_and_right, None, 1),
+    "G7-intermittent-sdc-caught-at-its-first-hit": (bc.at_once_and_alone, None, 1),
+    "G8-inference-gpu-throttling-in-bursts": (bc.alone_and_right, None, 1),
 }
 
 

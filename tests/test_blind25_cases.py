@@ -15,17 +15,6 @@ from tests import blindcases as bc
 CASES = bc.cases_of("blind25")
 
 
-def _alone_and_right(sc: bc.Score) -> bool:
-    """Every fault caught with its cause, and no firing problem that catches nothing."""
-    return (bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
-            and bc.no_false_positive(sc))
-
-
-def _at_once_and_alone(sc: bc.Score) -> bool:
-    """Caught within a second of its first changed record, right and alone."""
-    return bc.caught_within(1.0)(sc) and _alone_and_right(sc)
-
-
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
     "P1-pcie-x8-loader-straggler-unseen-in-steps": (bc.caught_within(30.0), (
@@ -37,10 +26,10 @@ EXPECT: dict[str, tuple] = {
         "(tune + held, 7-10 min after onset each, step +12-23 %): every catch came from the "
         "PCIe replay counter, 77-381 s after onset; a link trained down without replays would "
         "never be paged (DESIGN: a 10 % slowdown of one rank within a median 10 steps)"), 1),
-    "G1-pcie-x8-caught-by-its-replays": (_alone_and_right, None, 1),
-    "G2-nvlink-degraded-caught-at-its-gpu": (_alone_and_right, None, 1),
-    "G3-xid79-hang-and-watchdog": (_at_once_and_alone, None, 1),
-    "G4-xid74-under-a-pure-dp-job": (_at_once_and_alone, None, 1),
+    "G1-pcie-x8-caught-by-its-replays": (bc.alone_and_right, None, 1),
+    "G2-nvlink-degraded-caught-at-its-gpu": (bc.alone_and_right, None, 1),
+    "G3-xid79-hang-and-watchdog": (bc.at_once_and_alone, None, 1),
+    "G4-xid74-under-a-pure-dp-job": (bc.at_once_and_alone, None, 1),
     "G5-dcgm-exporter-restart-partial-scrape": (bc.nothing_paged, None, 0),
     "G6-dcgm-exporter-restart-on-a-busy-b200": (bc.nothing_paged, None, 0),
     "G7-collector-batch-30-90-s-late": (bc.nothing_paged, None, 0),
