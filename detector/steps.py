@@ -2668,16 +2668,38 @@ class JobMonitor(NumericChecks):
         for 40 steps, reported 10 steps after it moved).  A fault on a held rank is found on
         its new run once its place is no more slow elsewhere."""
         kept = []
+        gone: Counter[str | None] = Counter()
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
             if s not in place or not _holdable(f):
                 kept.append(f)
+            elif f.evidence.get("node_wide"):
+                gone[f.scope.node] += 1
         out[mark:] = kept
         m = _ints(place)
         self._reported[m] = self._sustained[m] = self._recurring[m] = False
         self._reset_slow(m)
         self._run_sum[m] = self._run_own[m] = self._run_since[m] = 0.0
         self._run_n[m] = 0
+        if gone:  # (moe34: mates taken back as their place's are not its node's)
+            out[mark:] = [self._alike_without(f, gone[f.scope.node]) for f in kept]
+
+    def _alike_without(self, f: Finding, gone: int) -> Finding:
+        """``f`` found with ``gone`` fewer node mates slow alike (``node_wide``): they were
+        taken back as their place's (:meth:`_hold_same_place`), the workload's, not the node's.
+        Under two it is alone: told ``node_alarmed`` as one found alone is (moe34: a GPU slow
+        for good found with a moving MoE expert's two GPUs of its node, node_wide 3, was paged
+        at the node by the correlator's node rule, Correlator._slow_due)."""
+        wide = f.evidence.get("node_wide")
+        s = self._slot.get(f.rank) if f.rank is not None else None
+        if not gone or not wide or s is None:
+            return f
+        ev = {k: v for k, v in f.evidence.items() if k != "node_wide"}
+        if wide - gone >= 2:
+            ev["node_wide"] = wide - gone
+        elif (k := self._node_alarmed(s)) >= _NODE_ALARMED:
+            ev["node_alarmed"] = k
+        return f._replace(evidence=ev)
 
     def _cold_steps(self, r: np.ndarray, d: np.ndarray, sigma: float) -> np.ndarray | None:
         """Which of ``r`` (slots; ``d`` their deviations from their peers this step, the job's

@@ -75,11 +75,6 @@ def test_a_hot_expert_on_the_same_gpus_of_four_nodes_is_not_paged(seed: int,
     assert _units(feed(Engine(), _job(seed=seed, rho=rho, hot=MOVES))) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "round 33 (host33's node rule, f0a79a4, Correlator._found_alike): the GPU's slow rank "
-    "is found with node_wide 3 beside the moving expert's ranks and paged at node:node-005, "
-    "not its GPU -- a coarser unit than the fault's; found by the lead's final CI, no time "
-    "left to mend (first in the next queue)"))
 @pytest.mark.parametrize("seed", range(3))
 def test_one_gpu_slow_for_good_beside_the_moving_expert_is_still_paged(seed: int) -> None:
     """A fault does not move: GPU 3 of node-005 (rank 43, replica 21 = EP index 5) 8 % slower
