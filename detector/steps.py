@@ -2626,36 +2626,42 @@ class JobMonitor(NumericChecks):
         ranks report.  A fault is on its own unit: one GPU, one node (its other ranks slow with
         it), a TP group; it does not slow the same GPU of three nodes together and leave their
         other GPUs alone."""
-        hw, ws = self._hw, self._wshort
         place: list[int] = []
         for f in out[mark:]:
             s = self._slot.get(f.rank) if f.rank is not None else None
-            if s is None or s in place or not _holdable(f) or hw[s] is None or ws[s] <= 0.0:
-                continue
-            at = np.flatnonzero(slots == s)
-            if not len(at):
-                continue
-            node, gpu = hw[s]
-            bar = _SHARED_SHARE * ws[s]
-            alike = max(bar, ws[s] - _PLACE_MARGIN)
-            mates = slow_mates = 0
-            nodes: set[str] = set()
-            elsewhere: set[str] = set()
-            for p in slots[groups == groups[at[0]]].tolist():
-                h = hw[p]
-                if p == s or h is None:
-                    continue
-                if h[0] == node:
-                    mates += 1
-                    slow_mates += ws[p] >= bar
-                elif h[1] == gpu:
-                    nodes.add(h[0])
-                    if ws[p] >= alike:
-                        elsewhere.add(h[0])
-            if mates and 2 * slow_mates < mates and len(elsewhere) >= max(
-                    _PLACE_NODES, math.ceil(_PLACE_SHARE * len(nodes))):
+            if s is not None and s not in place and _holdable(f) and self._place_slow(
+                    s, slots, groups):
                 place.append(s)
         return place
+
+    def _place_slow(self, s: int, slots: np.ndarray, groups: np.ndarray) -> bool:
+        """Whether slot ``s``'s place is slow alike on other nodes, its node's other ranks of
+        its peer group not (:meth:`_same_place`'s test, for one slot of this step's)."""
+        hw, ws = self._hw, self._wshort
+        if hw[s] is None or ws[s] <= 0.0:
+            return False
+        at = np.flatnonzero(slots == s)
+        if not len(at):
+            return False
+        node, gpu = hw[s]
+        bar = _SHARED_SHARE * ws[s]
+        alike = max(bar, ws[s] - _PLACE_MARGIN)
+        mates = slow_mates = 0
+        nodes: set[str] = set()
+        elsewhere: set[str] = set()
+        for p in slots[groups == groups[at[0]]].tolist():
+            h = hw[p]
+            if p == s or h is None:
+                continue
+            if h[0] == node:
+                mates += 1
+                slow_mates += ws[p] >= bar
+            elif h[1] == gpu:
+                nodes.add(h[0])
+                if ws[p] >= alike:
+                    elsewhere.add(h[0])
+        return bool(mates and 2 * slow_mates < mates and len(elsewhere) >= max(
+            _PLACE_NODES, math.ceil(_PLACE_SHARE * len(nodes))))
 
     def _hold_same_place(self, out: list[Finding], mark: int, place: list[int]) -> None:
         """Take back the slow ranks found on this step whose place is slow on other nodes too
