@@ -1744,6 +1744,8 @@ class JobMonitor(NumericChecks):
             self._hold_shared(out, mark, slots, groups)
         if place:
             self._hold_same_place(out, mark, place)
+        if len(out) > mark:
+            self._alarmed_without_places(out, mark, slots, groups)
         if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
             self._hold_after_event(out, mark, decided_ts)
 
@@ -1778,7 +1780,7 @@ class JobMonitor(NumericChecks):
             self._reported[s] = self._sustained[s] = self._recurring[s] = False
         out[mark:] = kept
 
-    def _node_alarmed(self, slot: int) -> int:
+    def _node_alarmed(self, slot: int, place: Callable[[int], bool] | None = None) -> int:
         """How many of the job's ranks on ``slot``'s node (itself counted) are in a slow run
         whose CUSUM has alarmed -- each over its own noise -- by at least half ``slot``'s run
         mean, told slow already or not; 0 for a rank of no node, 1 alone.
@@ -1789,7 +1791,8 @@ class JobMonitor(NumericChecks):
         GPU, the node 17 s later when the rest passed it (blind23 D2, loop-s3: gpu08/6 found
         at +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  Told ``node_alarmed`` at
         ``_NODE_ALARMED`` or more, for the correlator (host33, Correlator._slow_due's node
-        rule): what finds ranks is unchanged."""
+        rule): what finds ranks is unchanged.  ``place``: a mate it says True of is not
+        counted (:meth:`_alarmed_without_places`)."""
         hw = self._hw
         node = hw[slot][0] if hw[slot] is not None else None
         if node is None:
@@ -1799,7 +1802,27 @@ class JobMonitor(NumericChecks):
         mean = self._run_sum[at] / np.maximum(n, 1)
         mine = float(self._run_sum[slot]) / max(int(self._run_n[slot]), 1)
         ok = (n >= 2) & self._slow.alarmed[at] & (mean > 0.0) & (mean >= 0.5 * mine)
+        if place is not None:  # (a mate slow as its place: the workload's, not the node's)
+            ok &= np.array([m == slot or not place(m) for m in at], dtype=bool)
         return int(np.count_nonzero(ok | (np.array(at) == slot)))
+
+    def _alarmed_without_places(self, out: list[Finding], mark: int, slots: np.ndarray,
+                                groups: np.ndarray) -> None:
+        """Tell the slow ranks found on this step (``out[mark:]``) ``node_alarmed`` counting no
+        mate whose place is slow alike on other nodes (:meth:`_place_slow`): an MoE expert's
+        GPUs, alarmed on every node that holds it, are the workload's, not evidence that the
+        node is slow (moe34: a GPU 4.5 % slow for good beside a +2.5 % expert's two GPUs of its
+        node, told node_alarmed 3, was paged at its node by the correlator's node rule)."""
+        for i in range(mark, len(out)):
+            f = out[i]
+            s = self._slot.get(f.rank) if f.rank is not None else None
+            if s is None or not f.evidence.get("node_alarmed"):
+                continue
+            k = self._node_alarmed(s, lambda m: self._place_slow(m, slots, groups))
+            ev = {key: v for key, v in f.evidence.items() if key != "node_alarmed"}
+            if k >= _NODE_ALARMED:
+                ev["node_alarmed"] = k
+            out[i] = f._replace(evidence=ev)
 
     def _node_slow(self, slot: int) -> bool:
         """Whether the job's other ranks on ``slot``'s node are slow with it: the median of

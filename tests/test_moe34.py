@@ -125,6 +125,18 @@ def test_a_larger_fault_beside_the_expert(seed: int) -> None:
     assert _units(feed(Engine(), _job(seed=seed, slow=_fault(extra=0.12)))) == GPU_PAGE
 
 
+WEAK = tuple((s, x, 0.025 if x else 0.0) for s, x, _ in MOVES)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_weak_expert_alarmed_beside_the_fault(seed: int) -> None:
+    """The expert +2.5 % (its GPUs' CUSUMs alarmed, under the effect bar), the fault +4.5 %:
+    the mates are not found with it but counted alarmed (``node_alarmed`` 3 on seed 3412),
+    though their place is slow on three other nodes -- the GPU."""
+    got = _units(feed(Engine(), _job(seed=seed, hot=WEAK, slow=_fault(extra=0.045))))
+    assert got == GPU_PAGE
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_data_loader_blip_on_two_mates_is_host_time(seed: int) -> None:
     """GPUs 0-1 of node-005 wait 60 ms more in their data loader at steps 168-175 (their
