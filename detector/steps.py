@@ -668,6 +668,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
+        "_prev_ck", "_ck_moved",
         *(name for name, _ in _SLOT_ARRAYS))},
 }
 
