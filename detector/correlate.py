@@ -188,6 +188,10 @@ class Correlator(PartWindows):
         # (_fleet_explains), the rank held unpaged meanwhile
         self._cap_waves: dict[str, list[float]] = {}
         self._fleet_held: dict[str, float] = {}
+        # gpu -> (since when, last seen) its SW power capping (0x4 alone: throttle_minor's 1 %
+        # or deeper) has gone on, gaps shorter than a cap's clearing allowed: the capping a
+        # creeping cap's slowdown began with (_note_capping, _cap_began_apart)
+        self._cap_since: dict[str, tuple[float, float]] = {}
         # node -> the onset of its cap wave whose node page was withdrawn as the site's
         # (_withdraw_for_site): its ranks stay the site's while that wave lasts (revA33 2)
         self._site_withdrawn: dict[str, float] = {}
@@ -442,6 +446,7 @@ class Correlator(PartWindows):
         unit = f.scope.key
         if f.ts >= self._next_prune:
             self.prune(f.ts)
+        gone: Finding | None = None
         if f.active:
             self._device.setdefault(unit, {})[f.signal] = f
             if f.scope.node is not None:
@@ -460,6 +465,8 @@ class Correlator(PartWindows):
                     del self._device[unit]
         if f.scope.level == "node" and f.signal in ("throttle", "throttle_seen"):
             self._note_cooling(f)
+        if f.signal in _CAPPING and f.scope.level == "gpu":
+            self._note_capping(f, gone)
         if f.active and (f.signal == "power_cap" or (
                 f.signal in ("throttle_seen", "throttle_minor")
                 and f.evidence.get("throttle_reasons") == hex(0x4))):
@@ -631,6 +638,11 @@ class Correlator(PartWindows):
             del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for unit, (since, last) in list(self._cap_since.items()):
+            if self._capping_now(unit):
+                self._cap_since[unit] = (since, now)
+            elif last < idle:
+                del self._cap_since[unit]
         over = now - FACILITY_CAP_MEMORY * cfg.cap_half_life_s
         for node, wave in list(self._cap_waves.items()):
             if self._capped(node):
@@ -1472,7 +1484,13 @@ class Correlator(PartWindows):
         if seen:
             # Capping seen since this slowdown began was not routine: the rank was already
             # slow, just not yet found so (an intermittent power fault's first episode).
-            seen[:] = [c for c in seen if c[1] < f.onset_ts - self.cfg.routine_cap_slot_s]
+            # Nor was the capping the slowdown began with (_cap_began_apart's): a cap creeping
+            # in cost its rank a point or less at first, and the CUSUM finds the run later.
+            since = self._cap_since.get(unit)
+            began = since[0] if since is not None and (
+                since[0] >= f.onset_ts - self.cfg.impact_onset_s) else math.inf
+            seen[:] = [c for c in seen if c[1] < min(
+                began, f.onset_ts - self.cfg.routine_cap_slot_s)]
             if not seen:
                 del self._routine_cap[unit]
         p = self._explanation(f) or self._node_verdict(f)
@@ -1921,9 +1939,8 @@ class Correlator(PartWindows):
         if ratio:
             ratio = ratio / base
         drop = cap.evidence.get("clock_drop", 0.0)
-        if _reason_bits(cap) == 0x4 and (not ratio or ratio - 1.0 <= 1.0 / (
-                1.0 - min(drop, 0.5)) - 1.0 + 0.02) and self._fleet_explains(
-                    slow, cap, float(drop), now):
+        if _reason_bits(cap) == 0x4 and _within_cap(slow, drop) and self._fleet_explains(
+                slow, cap, float(drop), now):
             return True  # (a site's cap: no routine discount -- its own capping is no routine)
         # A GPU capped before its rank slowed down, the rank at its peers' speed meanwhile,
         # showed what its routine capping costs the job: nothing.  Only the clock loss beyond
@@ -1940,13 +1957,12 @@ class Correlator(PartWindows):
             # the 20.7 % left after a 2.6 % routine dip minutes before: escalated 'unknown'
             # "no throttling" until the sustained rule isolated it 3.7 s later).
             routine = 0.0
-        explained = (1.0 - min(routine, drop)) / (1.0 - min(drop, 0.5)) - 1.0
-        if ratio and ratio > (1.0 + explained) * (1.0 + _pace_noise(slow)):
+        if ratio and ratio > _explained(routine, drop) * (1.0 + _pace_noise(slow)):
             # Work slows at most in proportion to the clock: a rank slower than its clock
             # loss explains (beyond its steps' noise) has something else wrong with it.
             return False
-        if abs(cap.onset_ts - slow.onset_ts) > self.cfg.impact_onset_s or (
-                self._before_fleet_cap(slow, cap, float(drop), now)):
+        if self._cap_began_apart(slow, cap, ratio, routine) or self._before_fleet_cap(
+                slow, cap, float(drop), now):
             return False  # the cap did not start with the slowdown: routine capping, not why
         because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers "
                    + (f"beyond its own baseline ({base - 1.0:.1%} from the start) "
@@ -1978,6 +1994,72 @@ class Correlator(PartWindows):
         self._own(slow, p)
         self._slow_wait.pop(slow.scope.key, None)
         return True
+
+    def _note_capping(self, f: Finding, gone: Finding | None) -> None:
+        """Follow a GPU's SW power capping (``_cap_since``): a SW cap finding (0x4 alone:
+        ``throttle_minor`` at 1 % of clock or more, ``throttle_seen`` / ``power_cap`` at
+        ``clock_drop``) goes on the GPU's capping begun before unless it comes more than
+        ``throttle_clear_samples`` samples after that capping was last seen with none of it
+        left on the GPU -- the gap after which detector.thermal calls a cap over; one
+        cleared (``gone``) was seen until now."""
+        unit = f.scope.key
+        since = self._cap_since.get(unit)
+        if f.active and _reason_bits(f) == 0x4:
+            gap = self.cfg.throttle_clear_samples * self._cadence(f.scope.node or "")
+            if since is None or (f.onset_ts > since[1] + gap and not self._capping_now(
+                    unit, but=f.signal)):
+                since = (f.onset_ts, f.ts)
+            self._cap_since[unit] = (since[0], max(since[1], f.ts))
+        elif since is not None and gone is not None and _reason_bits(gone) == 0x4:
+            self._cap_since[unit] = (since[0], max(since[1], f.ts))
+
+    def _capping_now(self, unit: str, but: str = "") -> bool:
+        """A SW power cap finding (0x4 alone) active on ``unit``, ``but`` that signal."""
+        signals = self._device.get(unit, {})
+        return any(s != but and s in signals and _reason_bits(signals[s]) == 0x4
+                   for s in _CAPPING)
+
+    def _cap_began_apart(self, slow: Finding, cap: Finding, ratio: float | None,
+                         routine: float) -> bool:
+        """Whether the SW cap ``cap`` and the rank's slowdown began more than
+        ``impact_onset_s`` apart -- the cap did not start it: routine capping, not why.
+
+        The cap begins when the GPU's capping did (:meth:`_note_capping`), not only at its
+        ``clock_drop`` run's first sample: a cap that creeps (a board's draw rising into its
+        limit, the clock giving way a point or two a minute) slows its rank from its first
+        points, and the CUSUM finds that run while the clock is 1-4 % down -- 100-190 s
+        before the clock is 5 % down (blind24 P1: rank 47 found from +243 s, its GPU capped
+        1.5 % from +232 s, 5 % only at +352 s, a save's idle sample between them restarting
+        the run: escalated 'unknown' at a 6.8 % clock loss, isolated power 265 s later by
+        the sustained verdict at 12.9 %).  Capping that went on long before the slowdown is
+        still routine (:meth:`_routine_loss` says what it cost: nothing).
+
+        Begun with the capping but found before the cap was this deep, the rank's pace was
+        measured (``ratio``, at ``slow.ts``) under the capping of then: it must be within what
+        that capping explains (:meth:`_cap_depth_at`), not only within today's deeper cap --
+        a rank 8 % slower found under a 1.5 % cap is not explained by the 5 % its GPU
+        reaches three minutes later."""
+        window = self.cfg.impact_onset_s
+        if abs(cap.onset_ts - slow.onset_ts) <= window:
+            return False
+        unit = slow.scope.key
+        since = self._cap_since.get(unit)
+        if since is None or since[0] > cap.onset_ts or abs(since[0] - slow.onset_ts) > window:
+            return True
+        depth = self._cap_depth_at(unit, slow.ts)
+        return bool(ratio) and ratio > _explained(routine, depth) * (1.0 + _pace_noise(slow))
+
+    def _cap_depth_at(self, unit: str, ts: float) -> float:
+        """The deepest SW power cap (0x4 alone) told on ``unit`` at ``ts`` or before and not
+        cleared before ``ts``: a cap finding on the GPU, or its last minor cap or throttle
+        gone since (``_benign``, ``_throttled``) -- 0.0 when none is known."""
+        signals = self._device.get(unit, {})
+        told = [(g, math.inf) for s, g in signals.items() if s in _CAPPING]
+        for kept in (self._benign.get(unit), self._throttled.get(unit)):
+            if kept is not None:
+                told.append(kept)
+        return max((float(g.evidence.get("clock_drop") or 0.0) for g, ended in told
+                    if g.ts <= ts <= ended and _reason_bits(g) == 0x4), default=0.0)
 
     def _hold_for_poll(self, slow: Finding, cap: Finding, now: float) -> bool:
         """Hold the page of a capped GPU whose rank is slow alike with its node's others
@@ -2107,13 +2189,9 @@ class Correlator(PartWindows):
         node = slow.scope.node
         wave = self._cap_waves.get(node or "")
         drop = float(cap.evidence.get("clock_drop") or 0.0)
-        ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
-            "compute_ratio_to_peers")
         window = self.cfg.impact_onset_s
         if (node is None or wave is None or _reason_bits(cap) != 0x4
-                or not slow.evidence.get("node_wide")
-                or (ratio and ratio / _baseline(slow) - 1.0 > 1.0 / (
-                    1.0 - min(drop, 0.5)) - 1.0 + 0.02)
+                or not slow.evidence.get("node_wide") or not _within_cap(slow, drop)
                 or drop > wave[1] + self.cfg.cap_clock_drop
                 or slow.onset_ts < wave[0] - window or abs(wave[0] - cap.onset_ts) > window):
             return []
@@ -3213,6 +3291,7 @@ FACILITY_CAP_MEMORY = 4.0
 
 
 _CAP_SIGNALS = ("throttle_seen", "throttle_minor", "throttle")  # (Correlator._capped)
+_CAPPING = ("throttle_minor", "throttle_seen", "power_cap")  # (Correlator._note_capping)
 
 
 def check_power_restored(corr: Any) -> str | None:
@@ -3220,9 +3299,10 @@ def check_power_restored(corr: Any) -> str | None:
     sound): ``_cap_waves`` node -> [onset, depth, last capped] (a list: kept up to date in
     place), ``_fleet_held`` unit -> when, ``_site_withdrawn`` node -> wave onset,
     ``_deep_caps`` (onset, node) sorted by onset (it is bisected), ``_routine_cap`` GPU ->
-    its non-empty slots (first, last, drop).  Each was checked as a map (a list) alone: a
-    wave ``[t, d]`` failed ``_fleet_cap``'s unpacking on every 0x4 finding, a string time
-    every prune (revB31 4) -- refused now instead."""
+    its non-empty slots (first, last, drop), ``_cap_since`` GPU -> (since, last seen).
+    Each was checked as a map (a list) alone: a wave ``[t, d]`` failed ``_fleet_cap``'s
+    unpacking on every 0x4 finding, a string time every prune (revB31 4) -- refused now
+    instead."""
     waves = getattr(corr, "_cap_waves", None)
     if not (type(waves) is dict and all(
             type(n) is str and type(w) is list and len(w) == 3 and is_time(w[0])
@@ -3245,6 +3325,11 @@ def check_power_restored(corr: Any) -> str | None:
                 type(c) is tuple and len(c) == 3 and is_time(c[0]) and is_time(c[1])
                 and _is_drop(c[2]) for c in seen) for u, seen in routine.items())):
         return "_routine_cap"
+    since = getattr(corr, "_cap_since", None)
+    if not (type(since) is dict and all(
+            type(u) is str and type(c) is tuple and len(c) == 2 and is_time(c[0])
+            and is_time(c[1]) and c[0] <= c[1] for u, c in since.items())):
+        return "_cap_since"
     return None
 
 
@@ -3260,6 +3345,23 @@ def _baseline(slow: Finding) -> float:
     anything else happened to it: a cause found later explains only the change beyond it.
     """
     return max(float(slow.evidence.get("baseline_ratio") or 1.0), 1.0)
+
+
+def _explained(routine: float, drop: float) -> float:
+    """The pace a SW cap ``drop`` deep explains (>= 1), beyond the ``routine`` clock loss its
+    GPU showed costing the job nothing: work slows at most in proportion to the clock."""
+    return (1.0 - min(routine, drop)) / (1.0 - min(drop, 0.5))
+
+
+def _within_cap(slow: Finding, drop: float) -> bool:
+    """Whether a rank's slowdown beyond its baseline (its run's mean pace, else its latest
+    step's) is within what a SW cap ``drop`` deep explains, two points allowed, no routine
+    discount -- a site's cap (Correlator._power_impact, _site_explains).  A pace not told
+    (None, 0) is within; one that is no number (NaN) explains nothing (_site_explains read
+    it as within, and withdrew a page on it)."""
+    ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
+        "compute_ratio_to_peers")
+    return not ratio or ratio / _baseline(slow) - 1.0 <= _explained(0.0, drop) - 1.0 + 0.02
 
 
 def _pace_noise(slow: Finding) -> float:
