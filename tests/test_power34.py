@@ -172,3 +172,10 @@ def test_the_capping_state_is_checked_at_restore() -> None:
                 {"gpu:n/1": (math.nan, T0)}, []):
         corr._cap_since = bad  # type: ignore[assignment]
         assert check_power_restored(corr) == "_cap_since", bad
+
+
+def test_the_capping_state_survives_a_snapshot() -> None:
+    from tests.test_cap32 import _restore
+    corr = Correlator(Thresholds())
+    corr._cap_since = {"gpu:node-a/1": (T0 + 10.0, T0 + 130.0)}
+    assert _restore(corr)._cap_since == corr._cap_since
