@@ -19,6 +19,7 @@ trigger and a resolve -- a human woken for nothing -- unless the pager holds it
     python bench/withdrawn.py ALERT_DIR... [--within 60] [--holds 10,20,30,45,60]
     python bench/withdrawn.py --replay CORPUS --alerts FRESHDIR   # replay a corpus first
     python bench/withdrawn.py --latency [--rounds 20]   # the pager's added latency, held or not
+    python bench/withdrawn.py --probes 8   # the rooms' probes of the paths (tests/ builds them)
 
 An ALERT_DIR holds ``*.alerts.jsonl`` files, or folders of them (one per corpus).
 """
@@ -179,11 +180,72 @@ def report(eps: list[Episode], within: float, holds: list[float], group_wait: fl
         hw = sum(not e.held for e in withdrawn)
         lines.append(f"  {h:>6g} {kept:>3}/{len(withdrawn):<3} {kept_gw:>6}/{len(withdrawn):<3} "
                      f"{q_gw:>6}/{len(quick) - len(withdrawn):<3} {hw:>11} "
-                     f"{n_held:>6} by {h:g} s {len(eps) - n_held:>17}")
+                     f"{n_held if h > 0 else 0:>6} by {h:g} s {len(eps) - n_held:>17}")
     lines.append(f"  (+gw: a page that opens its storm group waits group_wait_s = {group_wait:g} "
                  "s more, and a resolve then still clears it; a page joining a pending group "
                  "waits less)")
     return "\n".join(lines)
+
+
+def episodes_of(alerts: list[Any], corpus: str, log: str) -> list[Episode]:
+    """:func:`episodes` of alert messages in hand (the engine's, in order)."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".alerts.jsonl", delete=False) as f:
+        for a in alerts:
+            f.write(json.dumps({"topic": a.topic, "value": a.to_dict()}) + "\n")
+    path = Path(f.name)
+    try:
+        out = episodes(path, corpus)
+    finally:
+        path.unlink()
+    for e in out:
+        e.log = log
+    return out
+
+
+# -- the shapes the withdrawals were written for -----------------------------------------
+
+
+def probes(seeds: int) -> list[Episode]:
+    """The rooms' own probes of the withdrawing paths, swept (tests/ builds them):
+
+    - rail (rail33/railfix33, tests/test_rail33.py ``phased``): mlx5_2 of hgx001-008
+      retrained 400 -> 200 Gb/s at one instant, 16 nodes polled every 10 s or 30 s at random
+      per-node phases (``seeds`` draws), a Slurm file (leaf per node) or no topology;
+    - site cap (cap33, tests/test_d1cap.py ``_run``): node-004 capped first, three more
+      nodes 45-58 s after it (a BMC loop reaching its second node late), 16 nodes.
+    """
+    import tests.test_d1cap as d1cap
+    from detector.engine import Engine
+    from detector.testing import feed
+    from tests.test_rail33 import SLURM, phased
+
+    out: list[Episode] = []
+    for poll in (10.0, 30.0):
+        for name, topo in (("slurm", SLURM), ("none", None)):
+            for seed in range(seeds):
+                retrain = {(f"hgx{n:03d}", "mlx5_2"): (300.3, 200.0) for n in range(1, 9)}
+                alerts = feed(Engine(topology=topo), phased(poll, int(900 / poll), retrain,
+                                                            seed=3450 + seed))
+                out += episodes_of(alerts, f"rail {poll:g}s {name}", f"seed {3450 + seed}")
+    seen: list[Any] = []
+    plain = d1cap.feed
+
+    def keep(*a: Any, **k: Any) -> list[Any]:
+        seen[:] = list(plain(*a, **k))
+        return seen
+
+    d1cap.feed = keep
+    try:
+        for first in (45.0, 48.0, 51.0, 54.0):
+            caps = {4: (0.0, 0.085), 11: (first, 0.085), 7: (first + 5.0, 0.085),
+                    2: (first + 7.0, 0.085)}
+            d1cap._run(caps, nodes=16)
+            out += episodes_of([a for a in seen if a.topic != "finding"], "site cap",
+                               f"others at +{first:g} s")
+    finally:
+        d1cap.feed = plain
+    return out
 
 
 # -- replaying a corpus ------------------------------------------------------------------
@@ -286,12 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", type=Path, help="alert folders (or folders of them)")
     ap.add_argument("--within", type=float, default=60.0)
-    ap.add_argument("--holds", default="5,10,15,20,25,30,45,60")
+    ap.add_argument("--holds", default="0,5,10,15,20,25,30,45,60")
     ap.add_argument("--group-wait", type=float, default=10.0,
                     help="storm control's group_wait_s (default 10, the pager's default)")
     ap.add_argument("--replay", type=Path, help="a corpus folder to replay first")
     ap.add_argument("--alerts", type=Path, help="a fresh folder for --replay's alert files")
     ap.add_argument("--latency", action="store_true", help="measure the pager's added latency")
+    ap.add_argument("--probes", type=int, metavar="SEEDS", default=0,
+                    help="also the rooms' probes of the withdrawing paths, SEEDS phase draws")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--hold-s", type=float, default=None,
                     help="--latency: the hold (default: the pager's)")
@@ -307,9 +371,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--replay needs --alerts FRESHDIR")
         replay_corpus(args.replay, args.alerts)
         dirs.append(args.alerts)
-    if not dirs:
-        ap.error("give alert folders, or --replay CORPUS --alerts DIR, or --latency")
-    eps: list[Episode] = []
+    if not dirs and not args.probes:
+        ap.error("give alert folders, or --replay CORPUS --alerts DIR, --probes N or --latency")
+    eps: list[Episode] = probes(args.probes) if args.probes else []
     for d in dirs:
         for corpus, files in alert_files(d).items():
             for f in files:
