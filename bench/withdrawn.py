@@ -13,8 +13,8 @@ trigger and a resolve -- a human woken for nothing -- unless the pager holds it
    (event time: the pager reads the resolve about that much later);
 3. for each hold: the withdrawn pages it keeps from PagerDuty -- with the hold alone and
    with the hold plus storm control's ``group_wait_s`` (10) for a page that opens its group
-   -- and the pages it delays, splitting off hardware events' pages, which are never held
-   (:func:`detector.pager.hold.held`).
+   -- and the pages it delays, splitting off the pages never held: hardware events' and
+   those no withdrawal path takes back (:func:`detector.pager.hold.held`).
 
     python bench/withdrawn.py ALERT_DIR... [--within 60] [--holds 10,20,30,45,60]
     python bench/withdrawn.py --replay CORPUS --alerts FRESHDIR   # replay a corpus first
@@ -159,7 +159,8 @@ def report(eps: list[Episode], within: float, holds: list[float], group_wait: fl
         kinds = Counter(f"{e.topic.removeprefix('alerts.')[:3]} {e.kind}/{e.cause}@{e.level}"
                         for e in es)
         hw = sum(not e.held for e in es)
-        lines.append(f"  {path}: {len(es)} ({hw} hardware events', never held)")
+        lines.append(f"  {path}: {len(es)} ({hw} never held: hardware events' or no "
+                     "withdrawal path)")
         lines.append(f"      {_dist(xs)}")
         lines.append(f"      {_bins(xs)}")
         lines.append("      " + ", ".join(f"{n} {k}" for k, n in kinds.most_common(8)))
@@ -170,7 +171,7 @@ def report(eps: list[Episode], within: float, holds: list[float], group_wait: fl
     lines.append("what a hold keeps from PagerDuty (W: withdrawn pages, superseded / site cap / "
                  "rail retrain; Q: other pages resolved within the minute) and what it delays:")
     lines.append(f"  {'hold_s':>6} {'W kept':>7} {'W kept +gw':>10} {'Q kept +gw':>10} "
-                 f"{'W sent (hw)':>11} {'pages delayed':>13} {'hw pages not held':>17}")
+                 f"{'W not held':>11} {'pages delayed':>13} {'pages not held':>17}")
     n_held = sum(e.held for e in eps)
     for h in holds:
         kept = sum(e.held and (e.resolved_after_s or 0.0) < h for e in withdrawn)

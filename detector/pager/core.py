@@ -62,6 +62,11 @@ class OffsetTicket:
         self._part = part
         self.offset = offset
 
+    @property
+    def live(self) -> bool:
+        """False once its partition was revoked (:meth:`OffsetTracker.forget`)."""
+        return self._part.live
+
     def hold(self, n: int = 1) -> None:
         """``n`` more deliveries owed before this message is done."""
         with self._tracker.lock:
@@ -349,6 +354,18 @@ class Pager:
                 if t is not None:
                     t.done()
             self._route(alert, tickets[-1])
+        return n
+
+    def drop_revoked(self) -> int:
+        """After a revoke: drop what storm control and the backlog still hold from the
+        revoked partitions (their tickets no longer live; uncommitted, the new owner reads
+        them again), so that no trigger goes out here whose resolve the new owner gets
+        (revA34 F3).  Returns how many alert messages were dropped."""
+        n = sum(storm.drop_revoked() for storm in self.storms.values())
+        for key in [k for k, (_, tickets) in self._backlog.items()
+                    if not any(getattr(t, "live", True) for t in tickets)]:
+            del self._backlog[key]
+            n += 1
         return n
 
     def backlog_size(self) -> int:

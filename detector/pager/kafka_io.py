@@ -4,7 +4,8 @@ A plain confluent-kafka consumer (no Faust: the pager has no state to
 partition, only offsets to hold back).  Auto-commit is off; every second the
 pager commits, per partition, the oldest offset whose alert is not yet
 delivered (:class:`~detector.pager.core.OffsetTracker`).  On a rebalance the
-revoked partitions are committed first.  On SIGTERM/SIGINT (``stop`` set)
+revoked partitions are committed first, and the alerts from them that storm control still
+holds are dropped (the new owner reads them again).  On SIGTERM/SIGINT (``stop`` set)
 consumption stops, queued deliveries finish (up to ``drain_timeout_s``),
 the delivered offsets are committed, and the process exits 0; alerts still
 held by storm control are read again by the next run.
@@ -141,6 +142,12 @@ class _Loop:
             self.tracker.forget((p.topic, p.partition))
             self.committed.pop((p.topic, p.partition), None)
             self.metrics.forget_partition((self.real_topics.get(p.topic, p.topic), p.partition))
+        # Their alerts still held or waiting here are uncommitted: the new owner reads them
+        # again and sends them (or sees their resolve): dropped here (revA34 F3).
+        dropped = self.pager.drop_revoked()
+        if dropped:
+            log.info("revoked: %d alerts held or waiting dropped (the new owner reads them)",
+                     dropped)
 
     # -- the loop ------------------------------------------------------------------------
 

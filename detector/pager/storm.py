@@ -6,9 +6,11 @@ Two mechanisms, both on an injected clock (wall seconds, monotonic):
   resolve comes inside the hold, neither goes anywhere and it is counted
   (``withdrawn``): a page the detector took back seconds after it fired -- a finer
   unit superseded by a coarser one, a node's power page withdrawn when its site's
-  cap shows, a NIC page withdrawn when its rail retrains -- wakes nobody.  A
-  hardware event's page (an XID, a DBE, a link down, a checksum mismatch:
-  :func:`detector.pager.hold.held`) is never held.
+  cap shows, a NIC page withdrawn when its rail retrains -- wakes nobody.  Only
+  those pages are held (:func:`detector.pager.hold.held`); a hardware event's page
+  (an XID, a DBE, a link down, a checksum mismatch) never is.  A held page whose
+  group was notified while it was held waits ``group_wait_s`` after the hold, not
+  the group interval.
 - **Grouping.**  Firing alerts alike in the configured fields (by default
   cluster, topic, kind and cause; ``switch`` groups by leaf switch) are held
   for ``group_wait_s`` after the first one, then go out as one notification:
@@ -79,6 +81,7 @@ class _Item:
     alert: FiredAlert
     severity: str
     ticket: Any
+    arrived: float = -math.inf  # when storm control took it (the hold's start)
 
 
 @dataclass(slots=True)
@@ -216,7 +219,7 @@ class StormControl:
             del self._hold[key]  # it turned out a hardware event's: no longer held
             self._group(in_hold[0], now)
             return self.due(now)
-        item = _Item(alert, severity, ticket)
+        item = _Item(alert, severity, ticket, now)
         if self.config.hold_s > 0 and held(alert):
             self._hold[key] = (item, now + self.config.hold_s)
         else:
@@ -224,15 +227,22 @@ class StormControl:
         return self.due(now)
 
     def _group(self, item: _Item, now: float) -> None:
-        """Into its group, to go out with it (no sooner than ``group_wait_s`` from now)."""
+        """Into its group, to go out with it (no sooner than ``group_wait_s`` from now).
+
+        A page released from the hold into a group notified after it arrived would have
+        gone out in that notification without the hold: it waits ``group_wait_s`` only,
+        not the group interval (revA34 F1), so no page waits longer than ``hold_s +
+        group_wait_s`` from its arrival for the hold's sake."""
         key = item.alert.dedup_key
         gkey = self.group_key(item.alert)
         group = self._groups.get(gkey)
         if group is None:
             group = self._groups[gkey] = _Group()
-        if not group.pending:
-            group.flush_at = max(now + self.config.group_wait_s,
-                                 group.last_sent + self.config.group_interval_s)
+        wait = now + self.config.group_wait_s
+        if item.arrived < now and group.last_sent >= item.arrived:  # (sent while it was held)
+            group.flush_at = min(group.flush_at, wait) if group.pending else wait
+        elif not group.pending:
+            group.flush_at = max(wait, group.last_sent + self.config.group_interval_s)
         group.pending[key] = item
         self._pending_in[key] = gkey
 
@@ -272,6 +282,26 @@ class StormControl:
             _done(ticket)
             return []
         return [Notification(self.sink, "resolve", sent.key, severity, alert, tickets=[ticket])]
+
+    def drop_revoked(self) -> int:
+        """Drop the alerts held, waiting for their group or rate limited whose tickets are no
+        longer live (their Kafka partition was revoked: uncommitted, the new owner reads them
+        again and sends them, or sees their resolve) -- so this pager sends no trigger whose
+        resolve goes to another (revA34 F3).  Returns how many were dropped."""
+        n = 0
+        for key in [k for k, (it, _) in self._hold.items() if not _live(it.ticket)]:
+            del self._hold[key]
+            n += 1
+        for key in [k for k, it in self._held.items() if not _live(it.ticket)]:
+            del self._held[key]
+            n += 1
+        for key, gkey in list(self._pending_in.items()):
+            group = self._groups[gkey]
+            if not _live(group.pending[key].ticket):
+                del group.pending[key]
+                del self._pending_in[key]
+                n += 1
+        return n
 
     # -- time ----------------------------------------------------------------------------
 
@@ -397,6 +427,11 @@ def _listing(alerts: list[FiredAlert], limit: int) -> str:
     shown = ", ".join(a.scope.key for a in alerts[:limit])
     more = len(alerts) - limit
     return shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def _live(ticket: Any) -> bool:
+    """Whether the ticket's partition is still this pager's (no ticket: yes)."""
+    return bool(getattr(ticket, "live", True))
 
 
 def _done(ticket: Any) -> None:
