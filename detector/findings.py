@@ -65,7 +65,10 @@ MAX_EVIDENCE_ITEMS = 64           # keys of one finding's evidence
 MAX_EVIDENCE_LIST = 1 << 17       # items of one evidence list (a 100k-rank job's layout)
 _Key = Annotated[str, Meta(min_length=1, max_length=64)]
 _Text = Annotated[str, Meta(max_length=4096)]
-_Scalar = Finite | int | bool | None | _Text
+# an integer a snapshot can hold (msgpack: 64 bits, signed here); 10**30 was taken, and the next snapshot
+# of the correlator holding it refused (revA34 F4)
+_Int = Annotated[int, Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_Scalar = Finite | _Int | bool | None | _Text
 _Item = _Scalar | Annotated[list[_Scalar], Meta(max_length=64)]
 _List = Annotated[list[_Item], Meta(max_length=MAX_EVIDENCE_LIST)]
 # ... and a record of a few named numbers (a host_late run's line: steps' JobMonitor._host_trend;
