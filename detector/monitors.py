@@ -715,7 +715,7 @@ class Monitors:
             refuse_unless(is_map_of(getattr(self, name), key, value),
                           f"Monitors.{name}: not a map of {value.__name__}")
         for (node, _), m in self._thermal.items():  # (each field of its type; its node's)
-            bad = bad_field(m, _THERMAL_FIELDS)
+            bad = bad_field(m, _THERMAL_FIELDS) or m.recur_valid(self.cfg)
             refuse_unless(bad is None, f"GpuThermal.{bad}: malformed")
             refuse_unless(m._node is self._node_temps.get(node),
                           "GpuThermal._node: not its node's NodeTemps")

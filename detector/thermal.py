@@ -15,7 +15,11 @@ ever routine:
   under their cap -- either a floor under its free clock, since a cap only
   lowers it (blind19 O2: 0x8 at 1224 MHz under `dcgmi diag` on a GPU whose
   job had held it at 0x4 on 40 of 40 samples, its siblings at 1852, was
-  evidence only, never a verdict; :meth:`GpuThermal._reference`);
+  evidence only, never a verdict; :meth:`GpuThermal._reference`).  A GPU's own thermal
+  reason in bursts shorter than the sampling interval -- never ``throttle_samples`` in a
+  row -- is sustained when seen with its clock down on as many samples within
+  ``brake_repeat_s``, each half ``hot_delta_c`` over its node's median, none of its mates
+  throttling (:meth:`GpuThermal._recurs`; blind24 T1: a jobless inference GPU);
 - **0x4 SW power cap**: a GPU at its power limit is normal operation.  A
   clock ``clock_drop`` below baseline for ``throttle_samples`` samples is
   ``power_cap`` *evidence*: the correlator recommends isolation only if the
@@ -173,7 +177,7 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told", "_cap_clock", "unread")
+                 "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -209,6 +213,12 @@ class GpuThermal:
         self._clock_told = 0.0  # the busy clock with no reason last told (tell_clock), 0: none
         self._cap_clock = 0.0  # its busy clock under a SW power cap alone, averaged (0: none):
         #                        a never-routine reason's reference while it has no baseline
+        self._recur: list[float] = []  # when its latest samples throttled thermally alone
+        #   and hot against its mates (_recurs), within brake_repeat_s: throttle_samples at most
+        self._recur_wait: list[float] = []  # [ts, temp, reasons] of a sample _recurs could
+        #   not judge yet (its poll's other samples not in): judged on its next one
+        self._recurred = False  # its throttle raised for recurring (_recurs): cleared once it
+        #   has not recurred for brake_repeat_s
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
@@ -469,6 +479,8 @@ class GpuThermal:
             if not capped:
                 self._good += 1
         sustained = capped and self._cap.value(s.ts) >= self._cap_limit(cfg)
+        recurring = self._recurs(s, bits if bad and heat else 0, cfg) if (
+            bad and heat or self._recur_wait) else 0  # (the reasons it recurs with)
         minor = (bool(bits) and not bad and not heavy and not sustained
                  and drop >= cfg.clock_drop / 5)
         if minor != self._minor:
@@ -480,18 +492,30 @@ class GpuThermal:
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
                 if minor else {}, None, s.tenant, s.cluster))
-        if not self._active and (self._bad >= cfg.throttle_samples or sustained) and not (
+        if not self._active and (self._bad >= cfg.throttle_samples or sustained or recurring
+                                 ) and not (
                 self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
                     s.gpu_temp_c, cfg)):
             self._active = True
             self._good = 0
-            never_routine = self._bad >= cfg.throttle_samples
-            onset = self._run_onset if never_routine else self._cap_onset
+            if recurring and self._bad < cfg.throttle_samples:
+                bits = recurring  # (on a sample judged late: the one it was judged for)
+            else:
+                recurring = 0
+            self._recurred = bool(recurring)
+            never_routine = self._bad >= cfg.throttle_samples or recurring
+            onset = (self._recur[0] if recurring else self._run_onset if never_routine
+                     else self._cap_onset)
             under = ""
             if never_routine and base <= 0.0 and clock is not None:
                 base, under = self._reference()
                 drop = 1.0 - clock / base
-            because = (f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below"
+            because = (f"never-routine thermal throttle reason recurring: its clock down "
+                       f"{cfg.hw_clock_drop:.1%} or more on {len(self._recur)} samples within "
+                       f"{cfg.brake_repeat_s:g} s, not in a row, each "
+                       f"{0.5 * cfg.hot_delta_c:g} C or more above its node's median, none "
+                       f"of its mates throttling: its own heat, sustained" if recurring else
+                       f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below"
                        f"{under or ' baseline'} for {self._bad} samples" if never_routine else
                        f"SW power cap with clock loss sustained past the limit: >= "
                        f"{cfg.cap_clock_drop:.1%} below baseline on "
@@ -556,8 +580,67 @@ class GpuThermal:
             # supply that cannot keep up is a clock loss sustained as an exception, and the
             # poll on which a cap lifts may find one GPU a sample behind its siblings.
             self._clear_throttle(s, out)
-        elif self._active and self._good >= cfg.throttle_clear_samples:
+        elif self._active and self._good >= cfg.throttle_clear_samples and not (
+                self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
+
+    def _recurs(self, s: ThermalSample, bits: int, cfg: Thresholds) -> int:
+        """Whether a GPU's own thermal slowdown recurs: a sample throttling thermally with its
+        clock down (``s``, its slowdown ``bits``; 0: not), none of its mates throttling
+        thermally, and it half the hot margin (``hot_delta_c``) or more above its node's
+        median is counted (``_recur``); ``throttle_samples`` such samples within
+        ``brake_repeat_s`` recur: their latest's reasons (0: not).
+
+        DESIGN: a never-routine reason sustained past a stated limit is a recommendation on
+        its own.  A GPU throttling in bursts shorter than the sampling interval never shows
+        ``throttle_samples`` samples in a row (blind24 T1: an inference server's GPU whose die
+        heats too fast, 0x20 in 8 of its 25 30-s samples, its clock cut to 810-1350 MHz, up
+        to 22 C over its seven mates under the same load, with no job and so no slow rank --
+        never paged in 13 minutes); seen on as many samples within dcgm-exporter's 5-minute
+        window for clock events (as the node's brake is: _brake_again), it is sustained.
+        Its mates are the baseline: under the same load and air, not throttling and cooler,
+        the heat is this GPU's -- a node whose cooling fails heats them with it (its heat:
+        _node_heat), and a GPU warm with its mates is not counted.  The mates' samples of
+        the same poll are the comparison (an inference node's load moves from poll to poll):
+        a sample come before most of them is judged on the GPU's next sample, against the
+        node's median then (refreshed on that poll's first sample: the earlier poll's)."""
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        margin = 0.5 * cfg.hot_delta_c
+        counted: list[float] = []
+        told = 0
+        wait = self._recur_wait
+        if wait:
+            self._recur_wait = []
+            if wait[1] - node.median_c >= margin:
+                counted.append(wait[0])
+                told = int(wait[2])
+        temp_c = s.gpu_temp_c
+        if bits and temp_c is not None and not node.heat_gpus and not any(
+                g != gpu for g in node.heating):
+            ref = node.poll_median(s.ts, self._poll_s())
+            if ref is None:
+                self._recur_wait = [s.ts, temp_c, float(bits)]
+            elif temp_c - ref >= margin:
+                counted.append(s.ts)
+                told = bits
+        if not counted:
+            return 0
+        recur = [t for t in self._recur if s.ts - t <= cfg.brake_repeat_s]
+        recur.extend(counted)
+        self._recur = recur[-cfg.throttle_samples:]
+        return told if len(recur) >= cfg.throttle_samples else 0
+
+    def recur_valid(self, cfg: Thresholds) -> str | None:
+        """The first of the recurring rule's fields (_recurs) at odds with the rest or with
+        ``cfg`` (None: sound) -- checked on restore after FIELDS (revB34 F3): it keeps
+        ``throttle_samples`` counted samples at most, and a throttle raised for recurring is
+        raised, on samples it counted."""
+        if len(self._recur) > cfg.throttle_samples:
+            return "_recur"
+        if self._recurred and not (self._active and self._recur):
+            return "_recurred"
+        return None
 
     def _reference(self) -> tuple[float, str]:
         """The clock a never-routine reason is measured against on a GPU with no baseline
@@ -618,6 +701,7 @@ class GpuThermal:
         gpu = self.scope.gpu
         self._active = False
         self._shared = False
+        self._recurred = False
         self._cap.reset()
         if gpu in node.brake_gpus:
             node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
@@ -927,6 +1011,12 @@ def _is_scope(x: object) -> bool:
     return type(x) is Scope and x.level == "gpu"
 
 
+def _is_finite(x: object) -> bool:
+    """A float (or int) neither NaN nor infinite (an event time the rule counted, a
+    temperature: revB34 F3, an infinite reasons mask raised OverflowError in _recurs)."""
+    return type(x) in (float, int) and math.isfinite(x)  # type: ignore[arg-type]
+
+
 # Each field's check on snapshot restore (Monitors.check_restored; review25: only ``unread``
 # was checked -- review24's -- and a forged string in any other failed the GPU's next sample).
 FIELDS = {
@@ -939,6 +1029,10 @@ FIELDS = {
     "_prev_gap": is_real, "_excess": is_real, "_warm": is_int, "_heat": is_int,
     "_quiet_bits": is_int, "_shared": is_bool, "_beside": is_bool, "_clock_told": is_real,
     "_cap_clock": is_real,
+    "_recur": lambda x: type(x) is list and all(map(_is_finite, x)) and x == sorted(x),
+    "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and all(
+        map(_is_finite, x)) and x[2] == int(x[2]) and 0 < x[2] < 2 ** 64),
+    "_recurred": is_bool,
     "unread": is_int,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)
