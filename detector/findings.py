@@ -65,8 +65,8 @@ MAX_EVIDENCE_ITEMS = 64           # keys of one finding's evidence
 MAX_EVIDENCE_LIST = 1 << 17       # items of one evidence list (a 100k-rank job's layout)
 _Key = Annotated[str, Meta(min_length=1, max_length=64)]
 _Text = Annotated[str, Meta(max_length=4096)]
-# an integer a snapshot can hold (msgpack: 64 bits, signed here); 10**30 was taken, and the next snapshot
-# of the correlator holding it refused (revA34 F4)
+# an integer a snapshot can hold (msgpack: 64 bits, signed here); 10**30 was taken, and the
+# next snapshot of the correlator holding it refused (revA34 F4)
 _Int = Annotated[int, Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Scalar = Finite | _Int | bool | None | _Text
 _Item = _Scalar | Annotated[list[_Scalar], Meta(max_length=64)]
