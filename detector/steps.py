@@ -668,7 +668,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
-        "_prev_ck", "_ck_moved",
+        "_prev_ck", "_ck_moved", "_split",
         *(name for name, _ in _SLOT_ARRAYS))},
 }
 
@@ -921,6 +921,12 @@ class JobMonitor(NumericChecks):
         # nothing and escalated its source one skip late (meta34: blind12 B1, 4.6 s).
         self._prev_ck: tuple[int, tuple[int, ...], tuple[str | None, ...]] = (-1, (), ())
         self._ck_moved = False
+        # A two-replica job's slow-replica run (replica_split): [peer-group keys, smoothed log
+        # ratio a group, bias weight, looks in a row, onset ts, told].  State: kept out of it, a
+        # restore inside the run looked again from zero, and the slow replica's lemon page came
+        # its 15 looks after the restore (meta35: blind8 H6, up to 51 s; a restarted worker
+        # re-fired the page at another detected_ts).
+        self._split: list[Any] | None = None
         self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
         self.late = 0
         self.duplicates = 0
@@ -1142,6 +1148,9 @@ class JobMonitor(NumericChecks):
                       and all(type(r) is int for r in ck[1])
                       and all(c is None or type(c) is str for c in ck[2])
                       and type(self._ck_moved) is bool, "JobMonitor._prev_ck / _ck_moved")
+        if "_split" not in self.__dict__:  # (a snapshot before round 35: looks again)
+            self._split = None
+        refuse_unless(_split_ok(self._split), "JobMonitor._split")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs)
                       and len(self._hs) == len(self._hs_keys), "JobMonitor._hs / _hs_keys")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
@@ -4054,6 +4063,22 @@ class JobMonitor(NumericChecks):
 _SPLIT_EVERY, _SPLIT_ALPHA, _SPLIT_RATIO, _SPLIT_LOOKS = 4, 0.1, math.log(1.12), 15
 
 
+def _split_ok(s: Any) -> bool:
+    """A restored replica_split run: none, or its six items of their kinds, an item a group."""
+    if s is None:
+        return True
+    if type(s) is not list or len(s) != 6:
+        return False
+    keys, level, weight, looks, onset, told = s
+    return (type(keys) is list and len(keys) <= _MAX_RANK and all(
+        type(k) is tuple and len(k) == 2 and all(type(x) is int for x in k) for k in keys)
+        and type(level) is np.ndarray and level.shape == (len(keys),)
+        and level.dtype.kind == "f" and bool(np.isfinite(level).all())
+        and type(weight) is float and 0.0 <= weight <= 1.0
+        and type(looks) is int and 0 <= looks <= 1 << 62 and _num(onset)
+        and type(told) is bool)
+
+
 def replica_split(job: JobMonitor, buf: _StepBuffer, busy: np.ndarray, ts: float,
                   out: list[Finding]) -> None:
     """Evidence only: in a job of exactly two data-parallel replicas, the GPUs of the one
@@ -4064,8 +4089,7 @@ def replica_split(job: JobMonitor, buf: _StepBuffer, busy: np.ndarray, ts: float
     name the GPU -- the TP partner waits in the TP all-reduce and reports the same
     ``compute_ms`` -- nor tell a slow GPU from a replica's own work.  The correlator's
     memory across jobs can (detector.lemon): the same GPU in the slow replica of job after
-    job.  Its state is not snapshotted (set outside ``__init__``, as ``_parked``): a
-    restored monitor looks again from there.
+    job.  Its run is state (``JobMonitor._split``): a restore goes on with it.
     """
     cfg = job.cfg
     if job._evaluated <= cfg.warmup_steps:
@@ -4082,10 +4106,10 @@ def replica_split(job: JobMonitor, buf: _StepBuffer, busy: np.ndarray, ts: float
         pairs.setdefault((pp or 0, tp or 0), [-1, -1])[d == hi] = i
     if any(a < 0 or b < 0 for a, b in pairs.values()):
         return
-    state = job.__dict__.get("_split")
+    state = job._split
     keys = sorted(pairs)
     if state is None or state[0] != keys:
-        state = job._split = [keys, np.zeros(len(keys)), 0.0, 0, ts, False]  # type: ignore[attr-defined]
+        state = job._split = [keys, np.zeros(len(keys)), 0.0, 0, ts, False]
     if state[5]:
         return  # told once a job
     idx = np.array([pairs[k] for k in keys])
