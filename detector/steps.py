@@ -192,6 +192,17 @@ _HOST_GROWN_FROM = 0.5
 # ~10 minutes; blind23 L1 is now paged ~70 steps after the job's first (was ~115 before start33).
 # A node late 70 steps and more from the start is paged (the trade: tests/test_lead33.py).
 _START_STEPS = 60
+# A part of a node late so, the rest of it on time from the start, is escalated _START_PART_STEPS
+# past the warm-up (start35, blind23 L1: a NUMA mis-binding, one socket's GPUs 10-17 % late): a
+# node's cold start is the node's -- its page cache, filesystem client, container image and CPU
+# clocks are shared by every rank on it (revA33 1's shapes: all its ranks late from step 0, or
+# its loaders back at their pace one by one) -- while a part late alike with its mates on time
+# from the first step has a host of its own: one socket's CPUs, memory and PCIe root (a process
+# bound to the far socket), or one PCIe switch.  The trade: a cold start of a part of a node
+# alone (a few ranks' shards cold while their mates' are cached) lasting past the warm-up's 10th
+# step is paged (tests/test_start35.py).
+_START_PART_STEPS = 10
+_PART_LEARNT = 0.5  # (late from the start: this share of host_offset_max learnt; on time: less)
 _START_SLACK = 2
 _START_KEPT = 0.75
 # A recurring straggler's count no likelier than this if the job's outlier steps fell on its
@@ -3741,10 +3752,10 @@ class JobMonitor(NumericChecks):
         PCIe replay rate names it); a node's ranks late only from mid-job keep them too (an
         input pipeline stalled and catching up: blind2's healthy 3 minutes)."""
         past = self._evaluated - self.cfg.warmup_steps
-        if past < _START_STEPS:
+        if past < _START_PART_STEPS:
             return big[:0]
         sl = r[big]
-        ok = ((self._host_n[sl] >= max(past - _START_SLACK, _START_STEPS))
+        ok = ((self._host_n[sl] >= max(past - _START_SLACK, _START_PART_STEPS))
               & (self._host_base[sl] >= self.cfg.host_offset_max) & (z > self.cfg.slow_k))
         keep = []
         for i in np.flatnonzero(ok).tolist():
@@ -3752,9 +3763,31 @@ class JobMonitor(NumericChecks):
             if t["to_share"] >= _START_KEPT * t["from_share"]:
                 keep.append(i)
         hw = self._hw
-        nodes = Counter(hw[int(sl[i])][0] for i in keep if hw[int(sl[i])] is not None)
-        return np.array([big[i] for i in keep if hw[int(sl[i])] is not None
-                         and nodes[hw[int(sl[i])][0]] >= 2], dtype=np.intp)
+        keep = [i for i in keep if hw[int(sl[i])] is not None]
+        # (a whole node: its runs _START_STEPS long; a part of one: _START_PART_STEPS)
+        whole = [i for i in keep if self._host_n[sl[i]] >= _START_STEPS]
+        nodes = Counter(hw[int(sl[i])][0] for i in whole)
+        part = Counter(hw[int(sl[i])][0] for i in keep)
+        parts = {n for n, k in part.items() if k >= 2 and nodes[n] < 2 and self._host_part(r, n)}
+        return np.array([big[i] for i in keep if nodes[hw[int(sl[i])][0]] >= 2 and i in whole
+                         or hw[int(sl[i])][0] in parts], dtype=np.intp)
+
+    def _host_part(self, r: np.ndarray, node: str) -> bool:
+        """Whether ranks of ``node`` late from the start (:meth:`_host_from_start`) are a part of
+        it whose mates were on time from the start: of the job's ranks on it this step (``r``)
+        each is either late so (``_PART_LEARNT`` of the most host offset, ``host_offset_max``,
+        learnt in the warm-up -- a noisy host's quiet steps teach a little back after it -- and
+        its host CUSUM alarmed) or on time (less learnt, no alarm), and some are on time.  A
+        loader back at its pace keeps most of its learnt offset (it unlearns slow_baseline_alpha
+        a step, only while within 3 sigma: ~35 steps to half) with no alarm: neither, so its
+        node's cold start is not a part's -- see ``_START_PART_STEPS``."""
+        hw = self._hw
+        mine = np.array([s for s in r.tolist() if hw[s] is not None and hw[s][0] == node],
+                        dtype=np.intp)
+        learnt = self._host_base[mine] >= _PART_LEARNT * self.cfg.host_offset_max
+        alarmed = self._host.alarmed[mine]
+        on_time = int(np.count_nonzero(~learnt & ~alarmed))
+        return on_time > 0 and on_time + int(np.count_nonzero(learnt & alarmed)) == len(mine)
 
     def _host_trend(self, sl: int) -> dict[str, float]:
         """A host_late run's least-squares line over its steps: its excess (shares of a step's

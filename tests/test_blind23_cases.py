@@ -28,6 +28,12 @@ def _soon_and_alone(seconds: float) -> bc.Right:
     return right
 
 
+def _the_planted_straggler_at_its_gpu(sc: bc.Score) -> bool:
+    """N2: one problem, an escalation at a100-00 GPU 6 (PAI job 3 worker 9's straggle)."""
+    return not sc["faults"] and [(p["topic"], p["scope"]) for p in sc["problems"]] == [
+        ("alerts.escalation", {"level": "gpu", "node": "a100-00", "gpu": 6})]
+
+
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
     # D1 (fixed by therm33, round 33: Correlator._heat_held): a node-wide thermal fault (all 8
@@ -40,21 +46,25 @@ EXPECT: dict[str, tuple] = {
     "D2-host-cpu-throttle-ramp-escalated-at-a-gpu-first": (_alone_and_right, None, 1),
     # (C1, fixed by clock33 in round 33: detector.stuck_clock isolates the GPU gpu_hardware)
     "C1-stuck-clock-escalated-unknown": (_alone_and_right, None, 1),
-    "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), (
-        "L1 (start33 then the lead's revA33 1, round 33): four ranks of one node 10-17 % late "
-        "from the job's first step are escalated at the node 60 steps past the warm-up (158.5 s "
-        "after the first step; 236-265 s before round 33; 42 s at start33's 10 steps, which paged "
-        "a node's cold start of 20-60 steps) -- DESIGN's 10 % target is 10 steps; a slowdown "
-        "from the first step has no past of its own to tell it from a cold start sooner"), 1),
+    # L1 (start35, round 35: steps._START_PART_STEPS): four ranks of one node 10-17 % late from
+    # the job's first step, their four mates on time, escalated at the node 10 steps past the
+    # warm-up (44.4 s after the label's start; 158.5 s at revA33 1's 60 steps).  A node's cold
+    # start is the whole node's (revA33 1's shapes still page nobody: tests/test_lead33.py).
+    "L1-numa-half-node-late-from-the-first-step-paged-late": (_soon_and_alone(60.0), None, 1),
     # N1 fixed by start33 (round 33): before the job's noise is measured a modest run waits
     # for its 7th step (steps.JobMonitor._heavy)
     "N1-pai-noise-run-at-the-log-start-escalated": (bc.nothing_paged, None, 0),
-    "N2-cold-start-drift-escalated": (bc.nothing_paged, (
-        "N2: one healthy A100 rank at +2-5 % for ~25 steps from its job's cold start (its "
-        "noise and the board's routine power cap; no throttle bit on its GPU meanwhile) "
-        "escalated at its GPU on a 16-step run averaging +3.1 % -- over the size test by any "
-        "measure of the job's noise (a 4-5 % slowdown's shape); the 4-step +4.2 % H100 run "
-        "in the same held log is N1's (held since start33)"), 0),
+    # N2 (start35, round 35): not cold-start drift -- a real straggler planted in a healthy
+    # rank.  The generator's noise pool (bench/blind23/world.pai_pool) leaves out PAI job 3's
+    # workers 6 and 7 but keeps 8 and 9, stragglers too from iteration ~2190 (1.09-1.37x the
+    # median of workers 0-5: `python bench/alibaba_replay.py --ratios 10 --ref 0,1,2,3,4,5`;
+    # Alibaba's notes: several stragglers; the replay pages them, w8@2364 and w9@2394).  a100-00
+    # GPU 6 drew job 3 worker 9's residuals 200-246 (iterations 2011-2471) for its first 47
+    # steps: normal to step 17, w9's straggle from step 18 (iteration 2191) to the window's end.
+    # The board's cap added nothing (1410 MHz, no reason bit).  Its page at the GPU is what the
+    # replay says of the same numbers; blind21 fixed the same pool in its generator ("an
+    # unlabelled straggler planted in a healthy rank").  A guard: paged at its GPU, alone.
+    "N2-cold-start-drift-escalated": (_the_planted_straggler_at_its_gpu, None, 0),
     "G1-requeue-from-checkpoint-onto-new-nodes-container-5pct": (bc.nothing_paged, None, 0),
     "G2-rolling-upgrade-reboot-of-a-spare": (bc.nothing_paged, None, 0),
     "G3-l40s-hot-and-capped-is-normal": (bc.nothing_paged, None, 0),

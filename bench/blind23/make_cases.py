@@ -49,8 +49,9 @@ PLAN: dict[str, tuple] = {
     # the log; lm-d's steps. No fault
     "N1-pai-noise-run-at-the-log-start-escalated": ("loop", 4, dict(
         t_from=0, t_to=80, jobs={"lm-d"}, topics={STEP}, labels=set())),
-    # fleet seed 6 (held): a100-00 GPU 6 at +2-5 % for ~25 steps from rec-b's cold start (its
-    # noise and the A100's power cap); rec-b's steps without the NUMA node a100-05. No fault
+    # fleet seed 6 (held): a100-00 GPU 6 at +2-5 % for ~30 steps from rec-b's 18th step -- not
+    # cold-start drift: its noise there is PAI job 3 worker 9's straggle, which world.pai_pool
+    # keeps (start35, tests/test_blind23_cases.py); rec-b's steps without the NUMA node a100-05
     "N2-cold-start-drift-escalated": ("fleet", 6, dict(
         t_from=100, t_to=260, nodes={f"a100-{i:02d}" for i in range(5)}, jobs={"rec-b"},
         topics={STEP}, labels=set())),
