@@ -493,7 +493,12 @@ class Correlator(PartWindows):
         elif f.signal == "power_cap":
             self._on_power_cap(f, out)
         elif f.signal == "throttle_seen" and f.active and unit in self._slow_wait:
+            if unit in self._heat_wait and f.evidence.get("node_warm") is not True:
+                self._heat_due(unit, f.ts, out)  # (its verdict, held for its mates: now)
             self._throttle_impact(self._slow_wait[unit], f.ts, out)
+        elif f.signal == "throttle_seen" and f.active and unit in self._heat_wait and (
+                f.evidence.get("node_warm") is not True):
+            self._heat_due(unit, f.ts, out)  # (its mates shown level: its verdict now)
         elif f.signal == "throttle_seen" and f.active and f.scope.level == "node" and (
                 self._heat_joined(f, out)):
             pass  # (a GPU's slow rank held for its node's heat: its node's page now)
@@ -1403,11 +1408,14 @@ class Correlator(PartWindows):
         (the node's ``throttle_seen``), until the node's verdict can have come: one page for
         the node's cooling, the GPU's verdict its evidence -- not a GPU page 0.8 s before the
         node's (blind7 G6: a failed fan wall held all 8 GPUs of hgx-02 at 87 C with 0x20, GPU
-        3 paged first).  A node's thermal page firing takes it at once.  Held only when the
-        thermal monitor says its mates are warm with it (``node_warm``: it is not
-        ``hot_delta_c`` over their median): a GPU hot against its node's others (its own heat
-        sink or fan), or one whose mates report no temperature, is its own and pages at once,
-        as before."""
+        3 paged first) -- or, its mates not shown level at their load, as long as its slow
+        rank would be (:meth:`_heat_until`; revB34 F1: a node whose cooling fails slowly, its
+        mates four samples behind at 10 s).  A node's thermal page firing takes it at once.
+        Held only when the thermal monitor says its mates are warm with it (``node_warm``: it
+        is not ``hot_delta_c`` over their median, and they are not shown level at their
+        load): a GPU hot against its node's others (its own heat sink or fan), one beside
+        mates level at their load, or one whose mates report no temperature, is its own and
+        pages at once."""
         node = f.scope.node
         if f.signal != "throttle" or f.cause != "thermal" or f.scope.level != "gpu" or (
                 node is None):
@@ -1443,6 +1451,17 @@ class Correlator(PartWindows):
                 self._heat_wait[unit] = f
                 self._timer(until, "heat", unit)
                 return
+        own = self._device.get(unit, {}).get("throttle_seen")
+        until = self._heat_until(f, own) if own is not None else None
+        if until is not None and due < until:
+            # Its mates still not shown level at their load (detector.thermal's
+            # ``node_warm``): waits for them as its slow rank does (_heat_held) -- a node
+            # whose cooling fails slowly has its mates a few samples behind (revB34 F1: at
+            # 10 s, four samples behind, the GPU's verdict paged it, then the node).  Told
+            # level meanwhile, it is paged then (_on_finding: the GPU's throttle_seen anew).
+            self._heat_wait[unit] = f
+            self._timer(until, "heat", unit)
+            return
         self._raise_verdict(f, out, detected_ts=due)
 
     def _node_heat_page(self, f: Finding) -> Problem | None:
@@ -1602,9 +1621,10 @@ class Correlator(PartWindows):
         long from its GPU's first throttling sample (``throttling_since``; at least its node's
         next poll), and the node's heat naming the GPU meanwhile takes it to the node's page
         (:meth:`_heat_joined`).  A GPU still throttling alone then is its own fault; its
-        throttle verdict, on its own rules meanwhile (:meth:`_hold_heat`), pages it sooner.
+        throttle verdict meanwhile waits as long (:meth:`_hold_heat`, :meth:`_heat_due`).
         A GPU hot against cool mates (a failed thermal interface) is paged at once, as
-        before."""
+        before; so is one beside mates shown level at their load (no ``node_warm``, or its
+        ``throttle_seen`` told again without it: therm35, blind24's hot HBM)."""
         until = self._heat_until(slow, seen)
         if until is None or now >= until:
             return False

@@ -23,6 +23,14 @@ LOAD_RATIO = 1.25
 MAX_C_PER_W = 0.25
 FIT_GPUS = 32  # more GPUs on one node than this: no fit (its pairs grow as n^2)
 STEADY = 0.1   # a GPU whose power is within this share of its low-passed power holds its heat
+# A GPU's level at its load (NodeTemps.calm): its temperature is compared with the one it had
+# this long ago at most (half of it at least, once its load has held that long) -- a
+# reference old enough to show a slow climb, young enough that a day's inlet drift is not one.
+CALM_SPAN_S = 300.0
+# A temperature still moving by more than this a sample within ``settle_s`` of its load's
+# change is following that load (a temperature lags its power), not yet its level at it: an
+# integer reading's step.
+SETTLED_STEP_C = 1.0
 
 
 class NodeTemps:
@@ -38,7 +46,7 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat", "cap_clocks", "brake_poll")
+                 "brake_repeat", "cap_clocks", "brake_poll", "calm")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -90,6 +98,10 @@ class NodeTemps:
         self.cap_clocks: dict[int, float] = {}  # GPU -> its clock on its latest sample, when
         #   that was busy under a SW power cap alone (0x4): the reference of a sibling with a
         #   never-routine reason and no clock of its own to judge it by (sibling_cap_clock)
+        self.calm: dict[int, list[float]] = {}  # GPU -> [power, start, ts_a, temp_a, ts_b,
+        #   temp_b]: the power its current run of samples holds (within STEADY of it), when the
+        #   run began, and two of the run's samples once its temperature settled, ``a``
+        #   CALM_SPAN_S / 2 to CALM_SPAN_S old once the run is (mates_steady)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
@@ -103,6 +115,7 @@ class NodeTemps:
         self.power.pop(gpu, None)
         self.fits.pop(gpu, None)
         self.raw.pop(gpu, None)
+        self.calm.pop(gpu, None)
         self.pending.pop(gpu, None)
         self.idle.discard(gpu)
         self.capping.pop(gpu, None)
@@ -246,21 +259,31 @@ class NodeTemps:
         return self.median_c
 
     def take(self, gpu: int, temp_c: float, ts: float, power_w: float | None,
-             share: float) -> float:
+             share: float, settle_s: float) -> float:
         """A GPU's sample: its temperature, its time and its power taken into its heat --
         ``share`` (1 - e^(-gap/tau)) of the way from the last to ``power_w``, its first sample
-        (or one after a gap of no power) as is; the node's median refreshed once a second.
-        Returns that median (:meth:`reference`)."""
+        (or one after a gap of no power) as is -- and into its level at its load (``calm``:
+        its temperature followed for ``settle_s`` after its load changed); the node's median
+        refreshed once a second.  Returns that median (:meth:`reference`)."""
+        was = self.temps.get(gpu, temp_c)
         self.temps[gpu] = temp_c
         self.times[gpu] = ts
         power = self.power
         if power_w is None:
             power.pop(gpu, None)
             self.raw.pop(gpu, None)
+            self.calm.pop(gpu, None)
         else:
             p = power.get(gpu)
             power[gpu] = power_w if p is None else p + (power_w - p) * share
             self.raw[gpu] = power_w
+            c = self.calm.get(gpu)
+            if c is None or abs(power_w - c[0]) > STEADY * c[0]:
+                self.calm[gpu] = [power_w, ts, ts, temp_c, ts, temp_c]  # (a load anew)
+            elif ts - c[1] < settle_s and abs(temp_c - was) > SETTLED_STEP_C:
+                c[2], c[3], c[4], c[5] = ts, temp_c, ts, temp_c  # (still following its load)
+            elif ts - c[4] >= 0.5 * CALM_SPAN_S:
+                c[2], c[3], c[4], c[5] = c[4], c[5], ts, temp_c
         return self.reference(ts) if ts - self.median_ts >= 1.0 else self.median_c
 
     def _steady(self, gpu: int) -> bool:
@@ -268,6 +291,44 @@ class NodeTemps:
         settled at it)."""
         p = self.power.get(gpu)
         return p is not None and abs(self.raw[gpu] - p) <= STEADY * p
+
+    def mates_steady(self, gpu: int, ts: float, within_s: float, history_s: float,
+                     rise_c: float) -> tuple[int, float] | None:
+        """Whether ``gpu``'s busy mates are shown to stay where their load puts them: (how many,
+        their largest rise) when at least two of them, and three in four of those heard within
+        ``HEARD_POLLS`` polls (``within_s``: half an interval), have held their power (within
+        STEADY) for ``history_s`` or more, their temperature settled at it for half that, and
+        are ``rise_c`` or less above it (``calm``'s older sample: CALM_SPAN_S / 2 to
+        CALM_SPAN_S old once the run is that long), and none is more; None when not shown.
+
+        A node's cooling failing (its coolant flow, its fans, its inlet air) heats every GPU
+        of it, the mates of the first to throttle climbing at an unchanged power; a fault of
+        one GPU's own cooling (its thermal interface, an HBM pad, its heat sink's fan) heats
+        that GPU alone, its mates level at their load.  A mate whose load changed lately
+        (its temperature still following its power) or that reports no power is no evidence
+        either way -- a GPU first heard already busy has no history yet (blind23 D1 cut
+        10 s before the fault: its mates climbing from their first samples)."""
+        times, idle, calm = self.times, self.idle, self.calm
+        heard_since = ts - 2.0 * HEARD_POLLS * within_s
+        steady = heard = 0
+        top = 0.0
+        for g, t in self.temps.items():
+            at = times.get(g, heard_since - 1.0)
+            if g == gpu or g in idle or at < heard_since:
+                continue
+            heard += 1
+            c = calm.get(g)
+            if c is None:
+                continue
+            rise = t - min(c[3], c[5])
+            if rise > rise_c:
+                return None  # a mate climbing at its load: the node's heat, maybe
+            if at - c[1] >= history_s and at - c[2] >= 0.5 * history_s:
+                steady += 1
+                top = max(top, rise)
+        if steady < 2 or 4 * steady < 3 * heard:
+            return None
+        return steady, top
 
     def for_power(self, gpu: int, within_s: float) -> float:
         """The temperature ``gpu`` would have with its node's other busy GPUs' cooling at its
@@ -340,5 +401,8 @@ FIELDS = {
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
     "cap_clocks": is_real_map, "brake_poll": is_time,
+    "calm": lambda x: type(x) is dict and all(
+        type(g) is int and type(c) is list and len(c) == 6 and all(map(is_real, c))
+        for g, c in x.items()),
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)

@@ -66,9 +66,17 @@ over a minute or so, and the first GPU's third sample can be its siblings' first
 hot against cool siblings (a failed thermal interface) is its own fault and never waits.
 The same holds for the one sample a slow rank is explained by (``throttle_seen``): a GPU's
 thermal reason seen beside warm mates says so (``node_warm``, and ``throttling_since``: its
-run's first sample), and the correlator holds its slow rank's page up to ``impact_onset_s``
-from then for its mates to join it -- one node page (Correlator._heat_held; blind23 D1: the
-first GPU of a node whose coolant flow failed paged 0-48 s before its node).
+run's first sample), and the correlator holds its slow rank's page (and its verdict) up to
+``impact_onset_s`` from then for its mates to join it -- one node page (Correlator._heat_held;
+blind23 D1: the first GPU of a node whose coolant flow failed paged 0-48 s before its node).
+Warm mates are ambiguous only while they may be heating: a node's cooling heats every GPU of
+it, the mates climbing at an unchanged power, while one GPU's own cooling fault (a cracked HBM
+pad, its thermal interface) leaves them level at their load.  Mates shown level -- their load
+held ``steady_history_s``, their temperature settled at it and ``steady_rise_c`` or less above
+it (NodeTemps.mates_steady) -- make it the GPU's own: no ``node_warm``, and a GPU told with it
+is told again without it once they are (blind24 hbm: paged 68.5 s after its first 0x20 beside
+mates level for minutes).  Mates with no history at their load (first heard busy, or loaded
+anew), climbing, or levelled off after a climb within ``CALM_SPAN_S`` still hold it.
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
 ``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
@@ -177,7 +185,8 @@ class GpuThermal:
                  "_minor", "_node", "_hot", "_hot_onset", "_hot_active", "_cap", "_cap_onset",
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
-                 "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "unread")
+                 "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "_warm_told",
+                 "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -219,6 +228,8 @@ class GpuThermal:
         #   not judge yet (its poll's other samples not in): judged on its next one
         self._recurred = False  # its throttle raised for recurring (_recurs): cleared once it
         #   has not recurred for brake_repeat_s
+        self._warm_told = False  # its thermal reason told seen beside warm mates not shown
+        #   steady (``node_warm``): told again once they are (_mates_shown_steady)
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
@@ -274,7 +285,8 @@ class GpuThermal:
                 return False  # a sibling's sample to judge against (_check_warm), or one a
                 #              GPU's brake waits for (_poll_in)
             excess = temp_c - node.take(s.gpu, temp_c, ts, s.power_w,
-                                        1.0 - math.exp(-gap / cfg.thermal_tau_s))
+                                        1.0 - math.exp(-gap / cfg.thermal_tau_s),
+                                        cfg.thermal_tau_s)
             if excess >= 0.5 * cfg.hot_delta_c:
                 return False  # maybe warming faster than its node (_check_warm)
             self._excess = excess
@@ -317,7 +329,7 @@ class GpuThermal:
         if temp_c is not None:
             node = self._node
             median = node.take(self.scope.gpu, temp_c, ts, s.power_w,  # type: ignore[arg-type]
-                               1.0 - math.exp(-gap / cfg.thermal_tau_s))
+                               1.0 - math.exp(-gap / cfg.thermal_tau_s), cfg.thermal_tau_s)
             if self._hot or self._hot_active or temp_c >= median + cfg.hot_delta_c:
                 self._check_hot(s, temp_c, cfg, out)
             self._check_warm(s, temp_c, cfg, out)
@@ -447,15 +459,18 @@ class GpuThermal:
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
             told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                        "gpu_temp_c": s.gpu_temp_c} if seen else {}
-            if seen and cause == "thermal" and self._waits_for_siblings(
-                    s.gpu_temp_c, cfg, alone=False):
-                # Its mates warm with it (not hot_delta_c below it): its node's cooling, maybe,
-                # their reasons a scrape slot or a few polls behind -- its slow rank's page
-                # waits for them a while from its run's first sample (Correlator._heat_held;
-                # blind23 D1).
+            self._warm_told = False
+            if seen and cause == "thermal" and self._waits_for_siblings(s, cfg, alone=False):
+                # Its mates warm with it (not hot_delta_c below it) and not shown steady: its
+                # node's cooling, maybe, their reasons a scrape slot or a few polls behind --
+                # its slow rank's page waits for them a while from its run's first sample
+                # (Correlator._heat_held; blind23 D1).
                 told_ev["node_warm"] = True
                 told_ev["throttling_since"] = round(
                     node.heating.get(gpu, s.ts), 3)  # type: ignore[arg-type]
+                self._warm_told = True
+            elif seen and cause == "thermal":
+                self._tell_steady(s, cfg, told_ev)
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node", cause,
                 self.scope, seen, False, 0.6 if seen else 0.0, told_ev, None, s.tenant,
@@ -463,6 +478,19 @@ class GpuThermal:
             if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
                     node.all_braking()) and ts - node.brake_poll > self._poll_s():
                 node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)
+        elif self._warm_told and seen and len(node.heating) < 2 and (
+                gpu not in node.heat_gpus) and self._mates_steady(s, cfg) is not None:
+            # Told beside warm mates, which are now shown steady at their load: its own
+            # heat -- told again, its slow rank's page no longer waiting for them (blind24
+            # hbm: a cracked HBM pad's GPU throttling beside mates level at their load, paged
+            # 68.5 s after its first 0x20 once the mates' history showed them so).
+            self._warm_told = False
+            told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
+                       "gpu_temp_c": s.gpu_temp_c}
+            self._tell_steady(s, cfg, told_ev)
+            out.append(Finding(
+                s.ts, s.ts, "throttle_seen", "slow_node", "thermal", self.scope, True, False,
+                0.6, told_ev, None, s.tenant, s.cluster))
         if node.brake_poll:
             self._poll_in(s, out)
         if capped:
@@ -495,7 +523,7 @@ class GpuThermal:
         if not self._active and (self._bad >= cfg.throttle_samples or sustained or recurring
                                  ) and not (
                 self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
-                    s.gpu_temp_c, cfg)):
+                    s, cfg)):
             self._active = True
             self._good = 0
             if recurring and self._bad < cfg.throttle_samples:
@@ -547,7 +575,7 @@ class GpuThermal:
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
             elif gpu in node.heat_gpus:
                 own = False  # evidence of its node's heat
-            elif heat and self._waits_for_siblings(s.gpu_temp_c, cfg, alone=False):
+            elif heat and self._waits_for_siblings(s, cfg, alone=False):
                 evidence["node_warm"] = True  # its mates may throttle with it (_hold_heat)
             elif not never_routine:
                 alike = node.cap_shared(gpu, self._heavy_onset, drop, s.ts, cfg.impact_onset_s,
@@ -713,17 +741,38 @@ class GpuThermal:
         out.append(Finding(s.ts, s.ts, "throttle", "slow_node", "thermal", self.scope, False,
                            own, 0.0, {}, None, s.tenant, s.cluster))
 
-    def _waits_for_siblings(self, temp_c: float | None, cfg: Thresholds, alone: bool = True
+    def _waits_for_siblings(self, s: ThermalSample, cfg: Thresholds, alone: bool = True
                             ) -> bool:
         """Whether a GPU throttling thermally, alone on its node, waits one more sample before
         its own verdict: its siblings are warm too (it is not ``hot_delta_c`` above the node's
-        median), so they may be a sample or so from throttling with it -- one cooling fault.
-        (``alone=False``: warm siblings, whether or not another throttles already -- the
-        verdict says so, and the correlator holds it for their samples of the same poll.)"""
+        median) and not shown steady at their load (:meth:`_mates_steady`), so they may be a
+        sample or so from throttling with it -- one cooling fault.  (``alone=False``: warm
+        siblings, whether or not another throttles already -- the verdict says so, and the
+        correlator holds it for their samples of the same poll.)"""
         node = self._node
+        temp_c = s.gpu_temp_c
         return ((len(node.heating) < 2 or not alone) and len(node.temps) >= 2
                 and self.scope.gpu not in node.heat_gpus
-                and temp_c is not None and temp_c < node.median_c + cfg.hot_delta_c)
+                and temp_c is not None and temp_c < node.median_c + cfg.hot_delta_c
+                and (len(node.heating) >= 2 or self._mates_steady(s, cfg) is None))
+
+    def _mates_steady(self, s: ThermalSample, cfg: Thresholds) -> tuple[int, float] | None:
+        """Its mates shown level at their load (NodeTemps.mates_steady): (how many, their
+        largest rise), or None.  A node's cooling failing heats every GPU of it, the mates
+        of the first to throttle climbing at an unchanged power; a GPU throttling beside
+        mates that hold their temperature at their load for ``steady_history_s`` (two polls
+        at least) is its own fault -- its thermal interface, an HBM pad, its heat sink's fan
+        -- and waits for them no longer (issue 10: blind24's hot HBM)."""
+        return self._node.mates_steady(
+            self.scope.gpu, s.ts, self._poll_s(),  # type: ignore[arg-type]
+            max(cfg.steady_history_s, 2.0 * self._interval_s), cfg.steady_rise_c)
+
+    def _tell_steady(self, s: ThermalSample, cfg: Thresholds, ev: dict) -> None:
+        """Say in ``ev`` that its mates are shown steady, when they are (the page's why)."""
+        steady = self._mates_steady(s, cfg)
+        if steady is not None:
+            ev["mates_steady"] = steady[0]
+            ev["mates_rise_c"] = round(steady[1], 1)
 
     def _node_heat(self, s: ThermalSample, heat: bool, bits: int, drop: float, cfg: Thresholds,
                    out: list[Finding]) -> None:
@@ -1032,7 +1081,7 @@ FIELDS = {
     "_recur": lambda x: type(x) is list and all(map(_is_finite, x)) and x == sorted(x),
     "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and all(
         map(_is_finite, x)) and x[2] == int(x[2]) and 0 < x[2] < 2 ** 64),
-    "_recurred": is_bool,
+    "_recurred": is_bool, "_warm_told": is_bool,
     "unread": is_int,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)

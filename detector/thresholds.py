@@ -143,6 +143,10 @@ class Thresholds:
     #                                     H100's maximum operating temperature (nvidia-smi's
     #                                     "GPU Max Operating Temp"; slowdown 89-90 C)
     thermal_tau_s: float = 60.0         # a GPU's temperature follows its power this late
+    steady_history_s: float = 60.0      # a GPU's mates at their load this long (two polls at
+    steady_rise_c: float = 3.0          # least) and this little warmer: shown steady, so a
+    #                                     GPU throttling thermally beside them is its own
+    #                                     fault, not its node's cooling (GpuThermal._mates_steady)
 
     # NIC ports.
     nic_errors: float = 50.0            # symbol + receive + sequence errors within ~a half-life

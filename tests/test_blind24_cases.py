@@ -15,6 +15,13 @@ from tests import blindcases as bc
 CASES = bc.cases_of("blind24")
 
 
+def _hbm_right(sc) -> bool:
+    """G5: the hot HBM paged at its GPU alone, right, and 60 s after the fault began (its
+    GPU's first 0x20, 60 s in, beside mates level at their load for minutes: therm35) --
+    128.5 s on 1c3cd5d, whose heat hold waited a minute for the mates to join it."""
+    return bc.caught_within(61.0)(sc) and bc.alone_and_right(sc)
+
+
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
     # P1 (power34): a GPU whose draw creeps up until it sits at its 700 W cap (0x4) with its
@@ -41,7 +48,7 @@ EXPECT: dict[str, tuple] = {
     "G2-ntp-step-on-the-sdc-node-blinds-nothing": (bc.at_once_and_alone, None, 1),
     "G3-bad-batch-on-every-replica": (bc.nothing_paged, None, 0),
     "G4-inference-bursts-at-the-cap": (bc.nothing_paged, None, 0),
-    "G5-hot-hbm-under-each-sweep-job": (bc.alone_and_right, None, 1),
+    "G5-hot-hbm-under-each-sweep-job": (_hbm_right, None, 1),
     "G6-reasonless-drift-escalated-at-its-gpu": (bc.alone_and_right, None, 1),
     "G7-intermittent-sdc-caught-at-its-first-hit": (bc.at_once_and_alone, None, 1),
     "G8-inference-gpu-throttling-in-bursts": (bc.alone_and_right, None, 1),

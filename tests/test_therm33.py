@@ -66,8 +66,16 @@ def cooling(first: dict[int, int], *, heat_from: int | None = 4, polls: int = 16
                                throttle=0x20 if throttling else 0, power_w=650.0))
             out.append(thermal(t + 0.2 + 0.01 * i, "node-001", g, temp_c=60.0 + 0.3 * g,
                                power_w=650.0))
-    steps = int(polls * interval / STEP_S)
-    for s in range(steps):
+    out += job_steps(first, polls, interval, rng)
+    out.sort(key=lambda e: e.ts)
+    return out
+
+
+def job_steps(first: dict[int, int], polls: int, interval: float, rng) -> list:
+    """The 16-rank job's steps over ``polls`` polls: rank g's compute follows its GPU's clock
+    (``_clock``) from half an interval before poll first[g]'s sample."""
+    out = []
+    for s in range(int(polls * interval / STEP_S)):
         end = T0 + 1.0 + s * STEP_S
         k = int((end + 0.5 * interval - T0) // interval)  # the next sample's poll
         compute = 700.0 * rng.lognormal(0.0, 0.015, 16)
@@ -77,7 +85,6 @@ def cooling(first: dict[int, int], *, heat_from: int | None = 4, polls: int = 16
         for r in range(16):
             out.append(step(end + 0.001 * r, r, s, step_ms=round(step_ms, 2),
                             compute_ms=round(float(compute[r]), 2)))
-    out.sort(key=lambda e: e.ts)
     return out
 
 
