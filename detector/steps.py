@@ -251,6 +251,11 @@ _PLACE_MARGIN = 1.0        # ... each within this much (smoothed z) of the rank'
 #                            explains its rank up to its own level, not a fault on top of it
 #                            (revA31 4: every node's GPU 2 +3 % held a +5 % fault on one of them
 #                            17-21 steps, its smoothed z 3.0 over peers' 1.6-1.9)
+_PLACE_NOW = 3             # ... and a node mate slow with it over its smoothed z and its
+#                            latest steps' mean z both (JobMonitor._place_slow: the last
+#                            expert's GPU reads slow in the first, at its pace in the second)
+_BESIDE_Z = 2.5            # a node's ranks slow beside an expert's GPUs of it: their latest
+#                            steps this many noise units over their pace (JobMonitor._slow_beside)
 # A rank against its twins (JobMonitor._twin_update, blind8 H2: a GPU slowing under routing).
 _TWIN_WINDOW = 128         # steps of each rank's deviation kept to find its twins ...
 _TWIN_FIRST = 64           # ... looked at once this many are kept ...
@@ -1833,13 +1838,20 @@ class JobMonitor(NumericChecks):
         mate whose place is slow alike on other nodes (:meth:`_place_slow`): an MoE expert's
         GPUs, alarmed on every node that holds it, are the workload's, not evidence that the
         node is slow (moe34: a GPU 4.5 % slow for good beside a +2.5 % expert's two GPUs of its
-        node, told node_alarmed 3, was paged at its node by the correlator's node rule)."""
+        node, told node_alarmed 3, was paged at its node by the correlator's node rule) -- unless
+        its node's other ranks are slow beside them (:meth:`_slow_beside`, revB34 F2: a host
+        fault reads on the expert's GPUs too)."""
+        def placed(m: int) -> bool:
+            return self._place_slow(m, slots, groups)
+
         for i in range(mark, len(out)):
             f = out[i]
             s = self._slot.get(f.rank) if f.rank is not None else None
             if s is None or not f.evidence.get("node_alarmed"):
                 continue
-            k = self._node_alarmed(s, lambda m: self._place_slow(m, slots, groups))
+            k = self._node_alarmed(s, placed)
+            if k < f.evidence["node_alarmed"] and self._slow_beside(s, placed):
+                k = f.evidence["node_alarmed"]  # (its node slow beside its place mates)
             ev = {key: v for key, v in f.evidence.items() if key != "node_alarmed"}
             if k >= _NODE_ALARMED:
                 ev["node_alarmed"] = k
@@ -2680,7 +2692,15 @@ class JobMonitor(NumericChecks):
 
     def _place_slow(self, s: int, slots: np.ndarray, groups: np.ndarray) -> bool:
         """Whether slot ``s``'s place is slow alike on other nodes, its node's other ranks of
-        its peer group not (:meth:`_same_place`'s test, for one slot of this step's)."""
+        its peer group not (:meth:`_same_place`'s test, for one slot of this step's).
+
+        A mate is slow with ``s`` when its smoothed z and the mean of its latest
+        ``_PLACE_NOW`` steps' are both at the bar: a fault that slows the node slows each of
+        its steps, while an expert that left a mate's GPU leaves it at its pace at once and its
+        smoothed z fading for ~10 steps.  An expert moving every ~10 steps (the smoothed
+        window) put the last expert's GPU over the bar with the next one's -- beside a GPU
+        slow for good, half the mates -- and the next expert's GPU was found beside the slow
+        GPU, its node paged 30-40 s after it (tests/test_moe34.py)."""
         hw, ws = self._hw, self._wshort
         if hw[s] is None or ws[s] <= 0.0:
             return False
@@ -2697,9 +2717,9 @@ class JobMonitor(NumericChecks):
             h = hw[p]
             if p == s or h is None:
                 continue
-            if h[0] == node:
+            if h[0] == node:  # (a mate slow now, not one its last expert left: below)
                 mates += 1
-                slow_mates += ws[p] >= bar
+                slow_mates += ws[p] >= bar and self._z_now(p) >= bar
             elif h[1] == gpu:
                 nodes.add(h[0])
                 if ws[p] >= alike:
@@ -2726,13 +2746,64 @@ class JobMonitor(NumericChecks):
             elif f.evidence.get("node_wide"):
                 gone[f.scope.node] += 1
         out[mark:] = kept
+        # (read before the runs below are reset: a node slow beside its place mates, revB34 F2)
+        placed = set(place).__contains__
+        beside = {f.rank: self._slow_beside(s, placed) for f in kept
+                  if gone[f.scope.node] and (s := self._slot.get(f.rank)) is not None}
         m = _ints(place)
         self._reported[m] = self._sustained[m] = self._recurring[m] = False
         self._reset_slow(m)
         self._run_sum[m] = self._run_own[m] = self._run_since[m] = 0.0
         self._run_n[m] = 0
-        if gone:  # (moe34: mates taken back as their place's are not its node's)
-            out[mark:] = [self._alike_without(f, gone[f.scope.node]) for f in kept]
+        if gone:  # (moe34: mates taken back as their place's are not its node's ...)
+            out[mark:] = [f if beside.get(f.rank) else  # (... unless its node is slow)
+                          self._alike_without(f, gone[f.scope.node]) for f in kept]
+
+    def _slow_beside(self, slot: int, place: Callable[[int], bool]) -> bool:
+        """Whether the job's other ranks on ``slot``'s node -- neither ``slot`` nor one
+        ``place`` says True of (slow as its place on other nodes, :meth:`_place_slow`) -- are
+        slow beside it: at least one and half of them each in a slow run averaging
+        ``slow_min_effect`` or more, its CUSUM half way to the alarm (over its own noise) or
+        its latest steps (up to ``_PLACE_NOW``) ``_BESIDE_Z`` noise units or more over its
+        pace (:meth:`_z_now`: a run's first step).
+
+        A host fault (a CPU throttle, a NUMA mis-binding) slows every rank its host feeds, an
+        MoE expert's GPUs on it too: those read host + expert, their node mates the host's
+        share, so a share of the expert's GPUs' slowness leaves the mates under any bar their
+        place's tests put (:meth:`_place_slow`), and the expert's GPUs read as their place's.
+        With the node's other ranks slow beside them they are evidence of the node as much as
+        of the workload, and are not discounted from it (revB34 F2: the expert's two GPUs taken
+        back as their place's, the rank found first with them told alone -- a healthy GPU paged
+        3 s before its node).  Not relative to ``slot``'s own run: an expert's GPU found with
+        its host's slowness reads both.  A host fault slows the mates on the same steps, so
+        from its first step: an expert's GPU found on it was paged alone before its mates'
+        runs were two steps long.  An expert beside one slow GPU leaves the node's other ranks
+        at their pace: one of them past ``_BESIDE_Z`` on a step is a few in a thousand, in a
+        run half way to the alarm past the effect floor a few in a hundred, three of five at
+        once <= 1e-4 -- discounted, the GPU is paged (tests/test_moe34.py)."""
+        hw = self._hw
+        node = hw[slot][0] if hw[slot] is not None else None
+        if node is None:
+            return False
+        at = [m for m, h in enumerate(hw[:len(self._rank_of)])
+              if h is not None and h[0] == node and m != slot and not place(m)]
+        if not at:
+            return False
+        n = self._run_n[at]
+        mean = self._run_sum[at] / np.maximum(n, 1)
+        bank = self._slow
+        slow = (n >= 1) & (mean >= math.log1p(self.cfg.slow_min_effect))
+        k = sum(bool(ok) and (score >= 0.5 * bank.h or self._z_now(m, int(n_m)) >= _BESIDE_Z)
+                for m, ok, n_m, score in zip(at, slow, n, bank.score[at], strict=True))
+        return 2 * k >= len(at) and k > 0
+
+    def _z_now(self, slot: int, run: int = _PLACE_NOW) -> float:
+        """The mean of ``slot``'s latest steps' deviations in noise units (the CUSUM's), at
+        most ``_PLACE_NOW`` of them and at most ``run`` (its run's: steps before it are at its
+        pace)."""
+        col = self._evaluated % _RECENT
+        k = max(1, min(run, _PLACE_NOW))
+        return float(self._recent[slot, [(col - j) % _RECENT for j in range(k)]].mean())
 
     def _alike_without(self, f: Finding, gone: int) -> Finding:
         """``f`` found with ``gone`` fewer node mates slow alike (``node_wide``): they were

@@ -13,12 +13,13 @@ import pytest
 
 from detector.engine import Engine
 from detector.testing import feed
-from tests.test_moe34 import NODE5, _job
+from tests.moejob import MOVES, moe_job
+from tests.test_moe34 import NODE5
 
 
 def _firing(seed: int, x: float) -> list[str]:
     slow = tuple((170, 10**6, r, x) for r in NODE5)  # x: extra log ratio of compute
-    return [a.scope.key for a in feed(Engine(), _job(seed=seed, slow=slow))
+    return [a.scope.key for a in feed(Engine(), moe_job(seed=seed, hot=MOVES, slow=slow))
             if a.status == "firing"]
 
 
@@ -28,13 +29,6 @@ def test_a_host_fault_beside_the_moving_expert_pages_its_node(seed: int) -> None
     assert set(_firing(seed, 0.05)) == {"node:node-005"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revB34 F2 (round 34, moe34's _place_slow / _alike_without): the expert's two GPUs on the "
-    "host-faulty node read host + expert, their mates only the host's share, so the mates fall "
-    "under _place_slow's bar (a share of the found rank's own slowness), the expert's GPUs are "
-    "taken back as their place's and the rank found first is told alone -- gpu:node-005/1 (or /4) "
-    "paged 3 s before node:node-005; 215f711 paged the node alone. Fix idea: discount a place "
-    "mate only when the rank's other node mates are not slow alike with it"))
 @pytest.mark.parametrize(("seed", "x"), [(3410, 0.05), (3413, 0.06)])
 def test_a_host_fault_beside_the_moving_expert_pages_no_gpu(seed: int, x: float) -> None:
     assert set(_firing(seed, x)) == {"node:node-005"}

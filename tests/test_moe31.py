@@ -26,45 +26,19 @@ import numpy as np
 import pytest
 
 from detector.engine import Engine
-from detector.testing import feed, parallel_step
-
-RANKS = 64
-SIGMA = 0.01
+from detector.testing import feed
+from tests.moejob import MOVES, moe_job, units
 
 
-def _job(*, seed: int, rho: float = 0.0, steps: int = 320,
-         hot: tuple[tuple[int, int, float], ...] = (),
+def _job(*, seed: int, rho: float = 0.0, hot: tuple[tuple[int, int, float], ...] = (),
          slow: tuple[tuple[int, int, float], ...] = ()) -> list:
-    """The job's step records.  ``hot``: (first step, EP index, extra) -- that index's ranks
-    (dp % 8 == index) carry ``extra`` (a log ratio) from the step to the next entry's;
-    ``slow``: (first step, rank, extra) -- a rank slowed from the step on for good."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal(RANKS)
-    e = np.sqrt(1.0 - rho * rho)
-    dp = np.arange(RANKS) // 2
-    out = []
-    for s in range(steps):
-        z = rho * z + e * rng.standard_normal(RANKS)
-        x = SIGMA * z
-        now = [h for h in hot if h[0] <= s]
-        if now:
-            _, index, extra = now[-1]
-            x[dp % 8 == index] += extra
-        for start, rank, extra in slow:
-            if s >= start:
-                x[rank] += extra
-        out += parallel_step(s, 700.0 * np.exp(x), tp=2, pp=1)
-    return out
+    """tests/moejob.py's job; ``slow``: (first step, rank, extra log ratio) -- a rank slowed
+    from the step on for good."""
+    return moe_job(seed=seed, rho=rho, hot=hot,
+                   slow=tuple((start, 10**9, rank, x) for start, rank, x in slow))
 
 
-def _units(alerts: list) -> list[str]:
-    return sorted({a.scope.key for a in alerts if a.status == "firing"})
-
-
-# a hot expert from step 140 (after the job's index read calm for 100 steps), moving every
-# 20-35 steps to another index: each one two GPUs of four nodes
-MOVES = ((140, 5, 0.06), (165, 6, 0.08), (200, 1, 0.05), (220, 3, 0.07), (255, 6, 0.06),
-         (285, 0, 0.0))
+_units = units
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.5])
