@@ -3289,14 +3289,22 @@ class Correlator(PartWindows):
         (``pcie_seen``, which ends the hold: :meth:`_on_pcie_seen`).  blind20 P1 board-s2:
         the node's six waiting ranks escalated slow_node/unknown 3 s before the poll showed
         GPUs 2 and 3 replaying.  A run ending while held is paged then (_on_slow), as before;
-        a node without ECC telemetry, or a replica slow on all its ranks there, is not held."""
+        a node without ECC telemetry, or a replica slow on all its ranks there, is not held.
+
+        A rank straggling alone by its host path (``basis`` ``host_time``: detector.steps
+        _page_lone, its compute normal) is held the same way: its own GPU's PCIe link is the
+        one cause telemetry can name there (blind25 P1: a link trained down x16 -> x8,
+        replaying 0.2-1 a second), and the poll that shows it attributes the page
+        (``gpu_hardware``, :meth:`_pcie_impact`); without it, an escalation."""
         node = f.scope.node
-        if (node is None or f.job is None or not f.evidence.get("node_wide")
+        own = f.evidence.get("basis") == "host_time"  # (a rank late alone by its host path)
+        if (node is None or f.job is None or not (own or f.evidence.get("node_wide"))
                 or (self.seen is not None and not self.seen(node, "ecc"))):
             return False
         mine = [g for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank]
-        if not any((s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
-                   is None or s.job != f.job for g in mine):
+        if not own and not any(
+                (s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
+                is None or s.job != f.job for g in mine):
             return False
         since = f.evidence.get("clearly_slow_since") or f.onset_ts
         until = float(since) + 1.25 * self.cfg.unknown_cadence_s + 1.0

@@ -52,6 +52,7 @@ from msgspec.structs import astuple
 from detector import (
     host_events,
     host_rise,
+    host_straggler,
     host_time,
     job_pace,
     overflow_source,
@@ -344,7 +345,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sku", 0), ("_sku_seen", False), ("_sku_off", 0.0), ("_sku_first", 0.0),
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
     ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
-    ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0))
+    ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0), ("_lone_rep", False),
+    ("_lone_streak", 0))
 
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
@@ -918,6 +920,8 @@ class JobMonitor(NumericChecks):
         self._zprev = np.zeros(0)
         self._ar_score = np.zeros(0)                  # its CUSUM on z whitened by it (_ar_step)
         self._cold = np.zeros(0, dtype=np.int64)      # steps its cold start may last (_cold_steps)
+        self._lone_rep = np.zeros(0, dtype=bool)      # paged alone by its host path (_page_lone)
+        self._lone_streak = np.zeros(0, dtype=np.int64)  # steps in a row late by its host path
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -1178,6 +1182,9 @@ class JobMonitor(NumericChecks):
                 setattr(self, name, np.zeros(n))  # (a snapshot before round 30: none yet)
         if "_cold" not in self.__dict__ and n >= 0:
             self._cold = np.zeros(n, dtype=np.int64)  # (a snapshot before round 34: none cold)
+        if "_lone_rep" not in self.__dict__ and n >= 0:
+            self._lone_rep = np.zeros(n, dtype=bool)  # (a snapshot before round 35: none paged)
+            self._lone_streak = np.zeros(n, dtype=np.int64)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
@@ -3721,6 +3728,7 @@ class JobMonitor(NumericChecks):
         self._host_base[r] = np.where(learn, (base + cfg.slow_baseline_alpha * over).clip(
             0.0, cfg.host_offset_max), base)
         _, cleared, score = self._host.step(r, z, ts)
+        self._lone_streak[r] = np.where(over >= cfg.host_min_effect, self._lone_streak[r] + 1, 0)
         in_run = score > 0.0
         self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)
         self._host_tx[r] = np.where(in_run, self._host_tx[r] + self._host_n[r] * over, 0.0)
@@ -3736,6 +3744,11 @@ class JobMonitor(NumericChecks):
                 margin = cfg.slow_effect_z * sigma / np.sqrt(n)
                 big = mean - margin >= cfg.host_min_effect
                 held = decided_ts - self._host.onset_ts[s_at] >= cfg.host_hold_s
+                paged = self._page_lone(step, r, at[big], host, over, z, groups, buf, sigma,
+                                        decided_ts, out) if np.count_nonzero(big) else at[:0]
+                if len(paged):  # (paged as slow ranks: not host_late evidence as well)
+                    rest = ~np.isin(at, paged)
+                    at, big, held = at[rest], big[rest], held[rest]
                 # Once one rank's run is held long enough, every rank late enough goes with it
                 # on this step: a node's ranks leave zero a step or two apart by their noise
                 # (when this paged, blind3_hostonly k8s-mixed s8: a GPU escalation beside its
@@ -3745,6 +3758,7 @@ class JobMonitor(NumericChecks):
                 elif np.count_nonzero(big) >= 2:
                     start = new = self._host_from_start(r, at[big], z[at[big]])
         if len(cleared):
+            self._clear_lone(step, cleared, buf, decided_ts, out)
             cleared = cleared[self._host_rep[cleared]]
         # A raised host_late whose run has now lasted host_page_s is told again, with how long
         # (the correlator escalates it: Correlator._host_lasting) -- on the step that shows it,
@@ -3772,26 +3786,16 @@ class JobMonitor(NumericChecks):
             sl = int(r[i])
             rank = rank_of[sl]
             self._host_rep[sl] = True
-            node, gpu = self._hw[sl] or ("?", 0)
-            runs = int(max(self._host_n[sl], 1))
-            mean = float(self._host_sum[sl]) / runs
+            mean = float(self._host_sum[sl]) / int(max(self._host_n[sl], 1))
             out.append(self._finding(
                 rank, dp_of[rank], "host_late", "slow_node", "unknown", decided_ts,
                 float(self._host.onset_ts[sl]), True, min(0.95, 0.5 + mean * 3),
                 {"step": step, "rank": rank, "basis": "host_time",
-                 "host_ms": round(float(host[i]), 2),
-                 "peer_median_host_ms": round(float(med if np.ndim(med) == 0 else med[i]), 2),
-                 "host_excess_over_run": round(mean, 4), "run_steps": runs,
+                 **self._host_evidence(sl, float(host[i]), float(
+                     med if np.ndim(med) == 0 else med[i]), sigma, "every rank of the node late "
+                     "alike: the node's CPU clocks (`turbostat`) and its input pipeline"),
                  "peer_median_busy_ms": round(scale, 2),
-                 "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[sl])), 4),
                  "baseline_ratio": round(math.exp(float(self._base[sl])), 4),
-                 "host_baseline": round(float(self._host_base[sl]), 4),
-                 "noise_sigma": round(sigma, 4), "cusum": round(float(self._host.score[sl]), 2),
-                 "next_diagnostic": (
-                     f"its host path: `nvidia-smi -q -d PCIE -i {gpu}` on {node} (link "
-                     "generation and width below the maximum: reseat or RMA the link), "
-                     f"`dcgmi diag -r 2` on {node} (PCIe bandwidth); every rank of the node "
-                     "late alike: the node's CPU clocks (`turbostat`) and its input pipeline"),
                  "rule": f"time in neither compute nor collectives (step_ms - compute_ms - "
                          f"comm_ms) over its stage's median, averaging >= "
                          f"{cfg.host_min_effect:.0%} of a step's work, its compute normal: "
@@ -3807,6 +3811,89 @@ class JobMonitor(NumericChecks):
                                      decided_ts, decided_ts, False, 0.0, {"step": step},
                                      verdict=False))
         return host
+
+    def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarray,
+                   over: np.ndarray, z: np.ndarray, groups: np.ndarray, buf: _StepBuffer,
+                   sigma: float, decided_ts: float, out: list[Finding]) -> np.ndarray:
+        """Page, as ``slow_rank`` findings, the ranks of ``cand`` (indices into ``r``: alarmed
+        host runs averaging host_min_effect, not reported) that straggle alone by their own
+        host path while the job waits for them (:mod:`detector.host_straggler`); returns
+        their indices.  Only a run that is new (the rank had not learned the most host offset
+        a rank may own: a rank late from the job's start keeps host_late's holds) and still
+        going (this step over the CUSUM's allowance, late ``host_straggler.STEPS`` steps in a
+        row) is paged."""
+        cfg = self.cfg
+        sl = r[cand]
+        cand = cand[(self._host_base[sl] < cfg.host_offset_max) & (z[cand] > cfg.slow_k)
+                    & (self._lone_streak[sl] >= host_straggler.STEPS)]
+        if not len(cand):
+            return cand
+        hw = buf.hw
+        names: dict[str, int] = {}
+        node = _ints([names.setdefault(h[0], len(names)) for h in hw])
+        comm = _floats(buf.comm)
+        n_run = self._host_n[r]
+        run = np.where(n_run > 0, self._host_sum[r] / np.maximum(n_run, 1), 0.0)
+        paged = host_straggler.lone(cand, node, host, comm, over, run, self._host.alarmed[r],
+                                    groups, cfg.host_min_effect)
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for i in paged.tolist():
+            s = int(r[i])
+            rank = self._rank_of[s]
+            self._reported[s] = self._lone_rep[s] = True
+            peers = np.flatnonzero(groups == groups[i])
+            peers = peers[peers != i]
+            mean = float(self._host_sum[s]) / int(max(self._host_n[s], 1))
+            out.append(self._finding(
+                rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+                float(self._host.onset_ts[s]), True, min(0.95, 0.5 + mean * 3),
+                {"step": step, "rank": rank, "basis": "host_time",
+                 **self._host_evidence(s, float(host[i]), float(np.median(host[peers])), sigma,
+                                       "then its loader process (CPU affinity, NUMA node, "
+                                       "storage reads)"),
+                 "comm_ms": round(float(comm[i]), 2),
+                 "peer_median_comm_ms": round(float(np.median(comm[peers])), 2),
+                 "rule": "time in neither compute nor collectives (step_ms - compute_ms - "
+                         "comm_ms) over its peers', its node's other ranks not, the job "
+                         "waiting for it (its comm_ms the lowest): its own host path "
+                         "(PCIe link, loader)"}))
+        return paged
+
+    def _host_evidence(self, sl: int, host_ms: float, peer_ms: float, sigma: float,
+                       then: str) -> dict[str, Any]:
+        """What a finding of slot ``sl``'s host run says (``host_ms`` its host time this
+        step, ``peer_ms`` its peers', ``sigma`` the job's host noise; ``then``: the diagnostic
+        after its link's)."""
+        node, gpu = self._hw[sl] or ("?", 0)
+        runs = int(max(self._host_n[sl], 1))
+        return {"host_ms": round(host_ms, 2), "peer_median_host_ms": round(peer_ms, 2),
+                "host_excess_over_run": round(float(self._host_sum[sl]) / runs, 4),
+                "run_steps": runs,
+                "compute_ratio_to_peers": round(math.exp(float(self._slow_dev[sl])), 4),
+                "host_baseline": round(float(self._host_base[sl]), 4),
+                "noise_sigma": round(sigma, 4), "cusum": round(float(self._host.score[sl]), 2),
+                "next_diagnostic": (
+                    f"its host path: `nvidia-smi -q -d PCIE -i {gpu}` on {node} (link "
+                    "generation and width below the maximum: reseat or RMA the link), "
+                    f"`dcgmi diag -r 2` on {node} (PCIe bandwidth); {then}")}
+
+    def _clear_lone(self, step: int, cleared: np.ndarray, buf: _StepBuffer,
+                    decided_ts: float, out: list[Finding]) -> None:
+        """Clear the lone stragglers (:meth:`_page_lone`) among ``cleared`` (slots whose host
+        run cleared) still reported slow (another path may have withdrawn them: a restart, a
+        move)."""
+        mine = cleared[self._lone_rep[cleared]]
+        if not len(mine):
+            return
+        dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+        for s in mine.tolist():
+            self._lone_rep[s] = False
+            if self._reported[s]:
+                self._reported[s] = False
+                rank = self._rank_of[s]
+                out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node",
+                                         "unknown", decided_ts, decided_ts, False, 0.0,
+                                         {"step": step}))
 
     def _host_from_start(self, r: np.ndarray, big: np.ndarray, z: np.ndarray) -> np.ndarray:
         """Indices into ``r`` (of ``big``: alarmed host runs, not raised, averaging
@@ -4121,14 +4208,14 @@ class JobMonitor(NumericChecks):
         learned host offsets (None: every slot's runs, the job stopped or restarted)."""
         if m is None:
             self._host.reset(np.arange(len(self._host.score)))
-            self._host_rep[:] = self._host_told[:] = False
+            self._host_rep[:] = self._host_told[:] = self._lone_rep[:] = False
             self._host_sum[:] = self._host_tx[:] = 0.0
-            self._host_n[:] = 0
+            self._host_n[:] = self._lone_streak[:] = 0
             return
         self._host.reset(m)
-        self._host_rep[m] = self._host_told[m] = False
+        self._host_rep[m] = self._host_told[m] = self._lone_rep[m] = False
         self._host_sum[m] = self._host_tx[m] = 0.0
-        self._host_n[m] = 0
+        self._host_n[m] = self._lone_streak[m] = 0
         self._host_base[m] = 0.0
 
     @staticmethod

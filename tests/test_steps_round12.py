@@ -75,19 +75,20 @@ def _host_fired(found: list[Finding]) -> dict[int, Finding]:
 
 def test_one_rank_late_by_its_host_path_is_slow_its_compute_normal():
     # A downtrained PCIe link: the rank's copies take +10 % of a step's compute (blind3 K4),
-    # from step 100.  The compute CUSUM sees nothing (its compute is its peers').
+    # from step 100.  The compute CUSUM sees nothing (its compute is its peers').  Alone on its
+    # node, the job waiting for it, it is a slow rank within steps (round 35, loader35:
+    # detector.host_straggler; it was host_late evidence, held host_hold_s, 180 s).
     found = findings(job(host=_on({5}, 0.10 * COMPUTE, start=100)))
-    fired = _host_fired(found)
-    assert list(fired) == [5], found
-    f = fired[5]
-    assert not f.verdict and f.kind == "slow_node" and f.cause == "unknown"
-    assert f.scope.key == "gpu:node-000/5"
-    # held host_hold_s (180 s) for a PCIe replay rate to name it (the next test), no longer
-    assert CFG.host_hold_s <= f.ts - f.onset_ts <= CFG.host_hold_s + 2.0
+    assert _host_fired(found) == {}, found
+    fired = [f for f in found if f.active and f.signal == "slow_rank"]
+    assert [f.rank for f in fired] == [5], found
+    f = fired[0]
+    assert f.verdict and f.kind == "slow_node" and f.cause == "unknown"
+    assert f.scope.key == "gpu:node-000/5" and f.evidence["basis"] == "host_time"
+    assert f.ts - f.onset_ts <= 10.0
     assert T0 + 99 <= f.onset_ts <= T0 + 110
     assert 0.07 <= f.evidence["host_excess_over_run"] <= 0.11
-    assert 0.98 <= f.evidence["compute_ratio_to_peers"] <= 1.02
-    assert not any(g.active and g.signal == "slow_rank" for g in found), "not by its compute"
+    assert 0.98 <= f.evidence["compute_ratio_to_peers"] <= 1.02, "not by its compute"
 
 
 def test_every_rank_of_a_node_late_by_its_host_is_slow_each():
@@ -114,10 +115,14 @@ def test_a_path_slow_from_before_the_job_began_is_not_learned_as_normal():
     assert fired[3].evidence["step"] <= 20 + CFG.host_hold_s
 
 
-def test_the_engine_pages_nobody_on_host_time_alone():
-    # Evidence, not a verdict: blind2's healthy slow input pipeline on one tray is this.
-    assert [a for a in feed(Engine(), job(host=_on({5}, 0.10 * COMPUTE, start=100)))
-            if a.status == "firing"] == []
+def test_the_engine_pages_nobody_on_a_nodes_host_time_alone():
+    # Evidence, not a verdict: blind2's healthy slow input pipeline on one tray is this (a
+    # node's every rank late alike: paged by detector.host_time only after minutes).  One
+    # rank late alone, its node's others not, is its own path's: escalated at its GPU
+    # (loader35, tests/test_loader35.py).
+    assert [(a.topic, a.scope.key) for a in feed(Engine(), job(
+        host=_on({5}, 0.10 * COMPUTE, start=100))) if a.status == "firing"] == [
+        ("alerts.escalation", "gpu:node-000/5")]
     assert [a for a in feed(Engine(), job(ranks=32, host=_on(set(range(8, 16)),
                                                                 0.16 * COMPUTE, 100), seed=5))
             if a.status == "firing"] == []
@@ -136,7 +141,7 @@ def test_with_pcie_replays_on_its_gpu_the_late_rank_is_the_gpus_hardware():
     assert {k for _, _, k in firing} == {"gpu:node-000/5"}
     # the late rank joined the link's problem as its evidence
     p = next(p for p in eng.correlator.problems.values() if p.status == "firing")
-    late = [e for e in p.evidence if e["signal"] == "host_late"]
+    late = [e for e in p.evidence if e["signal"] == "slow_rank"]  # (host_late till round 35)
     assert late and late[0]["unit"] == "gpu:node-000/5" and late[0]["basis"] == "host_time"
 
 

@@ -1,0 +1,104 @@
+"""A rank slowed alone in its host path, the job waiting for it: a straggler to page.
+
+A rank's time in neither compute nor collectives, ``step_ms - compute_ms - comm_ms`` (DESIGN:
+data loading, host-to-device copies, the CPU), is what it adds to every step besides its
+compute.  In synchronous data parallelism every rank's step is the slowest rank's: the others
+wait for it in the all-reduce, so when one rank's host time grows, its ``comm_ms`` becomes the
+job's lowest (it never waits) while its peers' grows by as much, and the whole job's
+``step_ms`` with it.  A GPU whose PCIe link trained down (x16 -> x8) copies every batch at half
+the bandwidth: its loader time x1.5-1.9, its compute unchanged (blind25 P1: 127 -> 239 ms, every
+step of a 24-rank job +23 %) -- neither the compute CUSUM nor the replay counter (minutes
+later, if the link replays at all) sees it soon.
+
+:mod:`detector.steps` feeds each rank's host excess over its stage's median to a CUSUM
+(``host_late``: evidence, held minutes, since a node's input pipeline catching up is routine --
+blind2's healthy 3-minute stall of a tray's loaders).  Here an alarmed run is a straggler to
+page at once when the physics shows it is one rank's own path, not its host's or its job's:
+
+- **late now as its run is**: this step's excess at least half its run's mean (a host whose
+  loaders stall in bursts has quiet steps in between: those tell nothing of one rank);
+- **alone on its node**: the job's other ranks on its node keep their peers' host time, now
+  and over their runs, none of them alarmed (a node's input pipeline, CPUs, page cache or
+  storage feed all its ranks: those stay with the node rules, :mod:`detector.host_time`, and
+  blind2's healthy stall is one of them), and there is at least one such mate to tell it (a
+  node running one rank of the job cannot tell its host from the rank's link);
+- **the job waits for it**: its ``comm_ms`` under its peers' median by at least ``WAIT_SHARE``
+  of its host excess in milliseconds -- what synchronous steps do with a late rank; a rank
+  whose extra time its peers do not wait for (their steps overlapped with it) slows nobody;
+- **persistent**: late ``STEPS`` steps in a row;
+- **new**: it had not learned the most host offset a rank may own (``host_offset_max``) when
+  its run began -- a rank late from the job's start (rank 0's logging, its own shard, a link
+  trained down before the job) keeps host_late's holds.
+
+Its unit is the rank's GPU (its link, its loader process); its cause is for the correlator to
+name: a PCIe replay rate or a PCIe XID on that GPU is ``gpu_hardware``, else an escalation
+(slow_node/unknown: the loader's CPU, storage or NUMA placement are the host's, no telemetry
+names which), waiting for the node's ECC poll first (Correlator._hold_for_ecc).
+
+What it must not page: a one-step loader stall (the CUSUM clips it), sequence-length imbalance
+(compute and comm move, not host time), a checkpoint (every rank's host time: the median
+moves), a pipeline stage slower (stages are compared apart), a job without ``comm_ms`` (no host
+time: not judged), comm overlapped in compute (host time is still what the rank adds).
+
+>>> import numpy as np
+>>> node = np.array([0, 0, 1, 1, 2, 2])          # three nodes, two ranks each, one stage
+>>> host = np.array([127.0, 125, 126, 239, 128, 127])
+>>> comm = np.array([160.0, 158, 163, 50, 161, 165])
+>>> over = np.array([0.0, 0.0, 0.0, 0.41, 0.0, 0.0])   # excess over each rank's offset
+>>> run, alarmed, groups = over.copy(), over > 0.0, np.zeros(6, dtype=int)
+>>> lone(np.array([3]), node, host, comm, over, run, alarmed, groups, 0.04).tolist()
+[3]
+>>> alarmed[2] = True                             # its node mate late too: the node's host
+>>> lone(np.array([3]), node, host, comm, over, run, alarmed, groups, 0.04).tolist()
+[]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# The rank's comm under its peers' median by at least this share of its host excess (ms): the
+# others wait for it.  Synchronous steps make it ~1 (blind25 P1: 113 of 112 ms); half leaves
+# room for the peers' own jitter.
+WAIT_SHARE = 0.5
+# A run is paged once its rank has been late (host_min_effect or more) this many steps in a
+# row: routine loader jitter -- a batch of bigger images, a page-cache miss -- lands on a rank
+# now and then, seldom six steps running (a rank late on 15 % of its steps: ~1e-5 a step);
+# a link or a loader slowed for good is late on every step (blind25 P1: from the first).
+STEPS = 6
+# A node mate whose host excess (over its offset, shares of a step's work) reaches this share of
+# the candidate's, or the effect floor, is late with it: the node's trouble, not the rank's.
+MATE_SHARE = 0.25
+
+
+def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
+         over: np.ndarray, run: np.ndarray, alarmed: np.ndarray, groups: np.ndarray,
+         min_effect: float) -> np.ndarray:
+    """Of ``cand`` (indices into the step's ranks: alarmed host runs, large enough), those
+    late now by their run's pace, alone on their node and waited for by their peers.  Per rank
+    of the step: ``node`` an id of its node, ``host`` its host time (ms), ``comm`` its
+    ``comm_ms``, ``over`` its host excess over its learned offset and ``run`` its host run's
+    mean excess (0: none; shares of a step's work), ``alarmed`` its host run alarmed,
+    ``groups`` its peer group."""
+    keep = []
+    for i in cand.tolist():
+        pace = float(run[i])
+        if float(over[i]) < max(min_effect, 0.5 * pace):
+            continue  # (not late this step as its run is: a bursty host's quiet step)
+        mates = np.flatnonzero(node == node[i])
+        mates = mates[mates != i]
+        if not len(mates):
+            continue  # (one rank of the job on its node: its host or its link, untold)
+        bar = max(MATE_SHARE * pace, min_effect)
+        if (np.count_nonzero(alarmed[mates]) or float(over[mates].max()) >= bar
+                or float(run[mates].max()) >= bar):
+            continue  # (its node's ranks late with it: the host they share)
+        peers = np.flatnonzero(groups == groups[i])
+        peers = peers[peers != i]
+        if len(peers) < 2:
+            continue
+        excess_ms = float(host[i]) - float(np.median(host[peers]))
+        waited_ms = float(np.median(comm[peers])) - float(comm[i])
+        if excess_ms > 0.0 and waited_ms >= WAIT_SHARE * excess_ms:
+            keep.append(i)
+    return np.array(keep, dtype=np.intp)
