@@ -18,10 +18,12 @@ page at once when the physics shows it is one rank's own path, not its host's or
 - **late now as its run is**: this step's excess at least half its run's mean (a host whose
   loaders stall in bursts has quiet steps in between: those tell nothing of one rank);
 - **alone on its node**: the job's other ranks on its node keep their peers' host time, now
-  and over their runs, none of them alarmed (a node's input pipeline, CPUs, page cache or
-  storage feed all its ranks: those stay with the node rules, :mod:`detector.host_time`, and
-  blind2's healthy stall is one of them), and there is at least one such mate to tell it (a
-  node running one rank of the job cannot tell its host from the rank's link);
+  and over their runs, none of them alarmed in host time or in compute (a node's input
+  pipeline, CPUs, page cache or storage feed all its ranks: those stay with the node rules,
+  :mod:`detector.host_time`, and blind2's healthy stall is one of them; with tensor
+  parallelism inside the node its mates wait for it inside their compute: the node's PCIe
+  rules), and there is at least one such mate to tell it (a node running one rank of the job
+  cannot tell its host from the rank's link);
 - **the job waits for it**: its ``comm_ms`` under its peers' median by at least ``WAIT_SHARE``
   of its host excess in milliseconds -- what synchronous steps do with a late rank; a rank
   whose extra time its peers do not wait for (their steps overlapped with it) slows nobody;
@@ -78,8 +80,8 @@ def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
     late now by their run's pace, alone on their node and waited for by their peers.  Per rank
     of the step: ``node`` an id of its node, ``host`` its host time (ms), ``comm`` its
     ``comm_ms``, ``over`` its host excess over its learned offset and ``run`` its host run's
-    mean excess (0: none; shares of a step's work), ``alarmed`` its host run alarmed,
-    ``groups`` its peer group."""
+    mean excess (0: none; shares of a step's work), ``alarmed`` its host run (or its compute
+    run) alarmed, ``groups`` its peer group."""
     keep = []
     for i in cand.tolist():
         pace = float(run[i])

@@ -3834,8 +3834,11 @@ class JobMonitor(NumericChecks):
         comm = _floats(buf.comm)
         n_run = self._host_n[r]
         run = np.where(n_run > 0, self._host_sum[r] / np.maximum(n_run, 1), 0.0)
-        paged = host_straggler.lone(cand, node, host, comm, over, run, self._host.alarmed[r],
-                                    groups, cfg.host_min_effect)
+        # (a mate slow in compute counts as late too: with TP inside the node its mates wait
+        # for the late rank inside their compute -- the node's PCIe rules, _hold_for_ecc)
+        paged = host_straggler.lone(cand, node, host, comm, over, run,
+                                    self._host.alarmed[r] | self._slow.alarmed[r], groups,
+                                    cfg.host_min_effect)
         dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
         for i in paged.tolist():
             s = int(r[i])
