@@ -65,6 +65,9 @@ _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for b
 # A node's records behind the clock by more than SKEW_S, steady within this of each other for
 # SKEW_S of its own time, are its clock's error (behind), not a delivery (see Monitors._behind).
 _STEADY_S = SKEW_S / 4
+# A stream that moves in jumps takes a record as its time after one only as far as this many
+# of its last jump (or SKEW_S): a job's steps 6 s apart are no sparse poll of 120 s (meta35).
+_JUMP_LIKE = 4.0
 MAX_SKEWED = 4096      # nodes with an offset kept at most (each is a node heard from)
 
 
@@ -112,9 +115,10 @@ class Monitors:
         # SKEW_S of the clock (_keeps).
         self._vote: list[Any] | None = None
         # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
-        # one record: a stream that moves in such jumps (collectors in phase, a sparse
-        # partition) is not judged ahead on its next one (_ahead).
+        # one record, and by how much: a stream that moves in such jumps (collectors in
+        # phase, a sparse partition) is not judged ahead on its next one of their size (_ahead).
         self._moved = -math.inf
+        self._moved_by = 0.0
         # [node, lead, clock, raw ts]: a node whose record came AHEAD_S to SKEW_S ahead of the
         # clock, its records held at their own time (the clock stays) until another node's
         # record says whose time it is (_settle): one record, in a dense stream.
@@ -353,8 +357,13 @@ class Monitors:
         if cand is not None:
             return ev  # (its own record: held; _settle ended any other node's)
         skew = self._skew
-        if clock - self._moved <= AHEAD_S:
-            self._moved = ev.ts  # (the stream moves in jumps: this one is its time too)
+        if clock - self._moved <= AHEAD_S and (lead <= max(SKEW_S, _JUMP_LIKE * self._moved_by)
+                                               or self._near(node, mine=True)):
+            # (the stream moves in jumps: this one is its time too -- one of their size, or
+            # from a node that kept the old time (a poll lost: two periods on).  A service's
+            # step partition moves a step at a time, and a node first heard 170 s ahead right
+            # after one was taken as the time, its other job's findings held 67 s: blind4)
+            self._moved, self._moved_by = ev.ts, lead
             return ev
         if lead <= SKEW_S:
             # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
@@ -366,7 +375,7 @@ class Monitors:
             if len(skew) < MAX_SKEWED and self._others_near(node):
                 self._cand = [node, lead, clock, ev.ts]
             else:
-                self._moved = ev.ts
+                self._moved, self._moved_by = ev.ts, lead
             return ev
         vote = self._vote
         alike = vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S
@@ -407,8 +416,11 @@ class Monitors:
         keepers = vote[4]  # type: ignore[index]
         if self.clock > vote[2] + SKEW_S or vote[0] not in self._skew:  # type: ignore[index]
             self._vote = None
-        elif ev.ts <= vote[2] + AHEAD_S and ev.node not in keepers \
-                and len(keepers) < MAX_SKEWED:  # type: ignore[index]
+        elif ev.ts <= vote[2] + max(AHEAD_S, _JUMP_LIKE * self._moved_by) \
+                and ev.node not in keepers and len(keepers) < MAX_SKEWED:  # type: ignore[index]
+            # (at the old time: within DESIGN's disorder of it, or a jump of a stream that
+            # moves in jumps -- a job's next step 6 s on keeps it as well: blind4's node 170 s
+            # ahead otherwise moved a service's step partition's clock with it)
             keepers.append(ev.node)
 
     def _settle(self, ev: Event) -> None:
@@ -436,7 +448,7 @@ class Monitors:
             return
         self._cand = None
         if ev.node == node or (ev.node not in self._skew and self._near(ev.node, mine=True)):
-            self._moved = raw  # (a jump of the stream: _ahead)
+            self._moved, self._moved_by = raw, lead  # (a jump of the stream: _ahead)
         if raw > self.clock:
             self.clock = raw
 
@@ -449,7 +461,7 @@ class Monitors:
             for n in [n for n, st in skew.items() if abs(vote[1] - st[0]) <= SKEW_S]:
                 del skew[n]
         self._vote = None
-        self._moved = ev.ts
+        self._moved, self._moved_by = ev.ts, max(0.0, ev.ts - self.clock)
         if ev.ts > self.clock:
             self.clock = ev.ts
         return ev
@@ -687,6 +699,10 @@ class Monitors:
             and type(self._vote[4]) is list and len(self._vote[4]) <= MAX_SKEWED
             and all(type(n) is str for n in self._vote[4])), "Monitors._vote")
         refuse_unless(is_time(self._moved), "Monitors._moved: not a time")
+        if "_moved_by" not in self.__dict__:
+            self._moved_by = 0.0  # (a snapshot before round 35)
+        refuse_unless(type(self._moved_by) is float and 0.0 <= self._moved_by <= MAX_AHEAD_S,
+                      "Monitors._moved_by")
         if "_cand" not in self.__dict__:
             self._cand = None  # (a snapshot of round 14)
         refuse_unless(self._cand is None or (

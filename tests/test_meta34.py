@@ -60,12 +60,19 @@ KNOWN: dict[str, dict[str, str]] = {
         "disorder": "the thermal slow node ck06 is paged at its GPU 0 instead (a new unit, "
                     "the node's page lost): the case's own clock step already dates ck06's "
                     "records early, so 5 s more of disorder puts them beyond DESIGN's bound",
-        "partitions": "the service pages ck06's thermal slowdown 10.0 s after the replay "
-                      "(bound 5 s; not traced: the node's clock step is the likely lever)",
+        "partitions": "the service escalates ck06 'unknown' (a new page) 1.8 s before its "
+                      "thermal isolation, 10.0 s after the replay's (bound 5 s): the replay "
+                      "takes ck06's stepped clock at an offset measured against the 15 other "
+                      "nodes of its one stream (monitors' _behind/_deskew), the service's "
+                      "thermal partition does not, so ck06's heat is dated 20 s later and "
+                      "its slow ranks find no thermal cause in time (meta35, traced)",
     },
     "blind7/G5-loader-pressure": {
         "disorder": "hgx-08's loader slowdown is escalated 44.7 s early (bound 5 s) when "
-                    "its nodes' step messages come up to 5 s apart (not traced yet)",
+                    "its nodes' step messages come up to 5 s apart: step 2275 is decided "
+                    "with 26 of 32 ranks (steps.JobMonitor.expire: a step's first record "
+                    "5 s old, its last ranks' records later than it and delayed up to 5 s), "
+                    "and the slow-rank CUSUM crosses 15 steps sooner (meta35, traced)",
     },
 }
 

@@ -9,6 +9,7 @@ must not change alerts").
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
 
@@ -76,3 +77,79 @@ def test_a_forged_slow_replica_run_is_refused_on_restore(forged: object) -> None
         Engine.restore(eng.snapshot())
     eng.monitors._jobs["job-1"]._split = [[(0, 0), (0, 1)], np.zeros(2), 0.5, 3, 1.0, False]
     Engine.restore(eng.snapshot())
+
+
+# -- partitions: a node's clock ahead moves no step partition's clock ----------------------
+
+
+def test_a_node_ahead_right_after_a_step_is_not_the_time_of_a_jumpy_stream() -> None:
+    """A service's step partition moves a step at a time (a job's step messages come
+    together, 6 s apart): the stream moves in jumps, and a record right after one was taken
+    as its time however far ahead -- blind4's node 170 s ahead (its own one-node job in the
+    same partition) took the partition's clock, and every finding of the other job there was
+    tagged 170 s ahead, held until the other partitions' time got there (its straggler's page
+    +53.9 s).  A jump is the stream's time only as far as its jumps go (and the job's next
+    step, 6 s on, keeps the old time): the node is taken at an offset, the clock stays."""
+    from detector.monitors import Monitors
+    from detector.testing import healthy_job, step
+
+    mon = Monitors()
+    found: list = []
+    fleet = -math.inf
+    for e in healthy_job(ranks=16, steps=40, step_s=6.0):
+        mon.process(e, found)
+        fleet = max(fleet, e.ts)
+        if e.step >= 10 and e.rank == 15:
+            mon.process(step(e.ts + 0.4 + 170.0, 0, e.step - 10, job="dbg", node="node-015",
+                             gpu=0), found)
+        assert mon.clock - fleet <= 5.0, (e.step, mon.clock - fleet)
+    assert "node-015" in mon._skew
+
+
+def test_a_sparse_stream_still_moves_in_its_jumps() -> None:
+    """The other side: a poll every 120 s of a few nodes in phase (the churning fleet's
+    shape) moves the clock with each poll, as before."""
+    from detector.monitors import Monitors
+    from detector.testing import T0, thermal
+
+    mon = Monitors()
+    found: list = []
+    for k in range(12):
+        for n in range(3):
+            mon.process(thermal(T0 + 120.0 * k + 0.01 * n, f"node-{n:03d}", 0), found)
+        assert mon.clock == pytest.approx(T0 + 120.0 * k + 0.02)
+    assert not mon._skew
+
+
+def test_the_service_pages_blind4_s_straggler_when_the_replay_does() -> None:
+    """blind4 clock-ahead-other-node through the two-partition service: gpu-sjc4-002's
+    escalation within the bound of the replay's (was +53.9 s: the step partition's clock
+    taken 170 s ahead by node 15's job, above)."""
+    v = mm.check(case_of("blind4/clock-ahead-other-node"), "partitions")
+    assert v.ok, v.first
+
+
+def test_a_record_ahead_of_the_fleet_arrives_at_the_fleet_s_time() -> None:
+    """The harness's arrival model: a record arrives at its ts, in file order -- one more
+    than 5 s ahead of the records around it is its node's clock and arrives at theirs,
+    moving no later record (it made every later record arrive 170 s late: a broker lag)."""
+    recs = [("telemetry.thermal", {"ts": 100.0 + i, "node": f"n{i % 4}", "gpu": 0})
+            for i in range(40)]
+    recs.insert(20, ("telemetry.thermal", {"ts": 290.0, "node": "ahead", "gpu": 0}))
+    recs.insert(30, ("telemetry.thermal", {"ts": "bad", "node": "n1", "gpu": 0}))
+    case = mm.Case("t", "t", recs, None, None, {})
+    at = mm.arrivals(case)
+    assert at[:20] == [100.0 + i for i in range(20)]
+    assert at[20] < 130.0 and at[21] == 120.0 and at[30] == at[29] and at[-1] == 139.0
+    assert at == sorted(at)
+
+
+def test_faster_than_real_time_the_service_keeps_the_pages() -> None:
+    """blind5 longctx through the service at 4x: its page is the replay's (meta34 saw it
+    lost -- the harness's wall clock ran at a quarter of the log's pace, and every finding
+    300 s ahead of it was refused ts_out_of_range; a faster replay is an older log's)."""
+    case = case_of("blind5/longctx-slow-gpu")
+    end = mm._last_ts(case)
+    want = [m[:6] for m in mm.pages(mm.run(case), end + mm.TAIL_S / 2)]
+    assert want and [m[:6] for m in mm.pages(mm.run_partitioned(case, speed=4.0),
+                                             end + mm.TAIL_S)] == want
