@@ -1,0 +1,297 @@
+"""revA35 (round 35, issue 10): adversarial review of the round's detector changes.
+
+Probes built with the rooms' own generators (tests/test_loader35.py's job, made here with a
+node size, a loader jitter and per-step missing ``comm_ms``; tests/test_therm35.py's node_log;
+tests/test_start35.py's _job; tests/moejob.py), varying what the rooms did not tune on.  Each
+finding is a strict xfail whose reason gives the numbers (n of m probe runs, on this round's
+main 34b2176 and on its start 1c3cd5d) and a fix idea; the guards pass.  Ranked by harm:
+
+1. loader35: a six-step host blip on one rank (2.7 s, +6 %) escalates its GPU.
+2. therm35: a node's cooling failing fast pages its hottest GPU, then the node.
+3. start35: a node's cold start with one rank's shard cached is escalated at the node.
+4. loader35: persistent per-rank loader noise (AR(1)) escalates healthy GPUs.
+5. loader35: a 10 % loader straggler in a noisy loader, or late 2 steps in 3, is not paged.
+6. loader35: a two-rank job (DP 2 on one node) and one rank per node are never paged.
+7. moe35: a GPU fault beside an expert moving every 10 steps on 4-GPU nodes: GPU + node.
+8. a job starting on a GPU whose loader path is slow from step 0: not paged in 225 s.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from detector.engine import Engine
+from detector.events import StepSample
+from detector.testing import T0, ecc, feed, step
+from tests.moejob import moe_job, units
+from tests.test_moe34 import FASTER
+from tests.test_start35 import _job as start_job
+from tests.test_steps_round12 import findings
+from tests.test_therm35 import NODE, firing, gpu_page, node_log
+
+COMPUTE, LOADER, ALLREDUCE = 270.0, 127.0, 50.0   # (tests/test_loader35.py's job)
+STEP_S = 0.45
+WORK = COMPUTE + LOADER + ALLREDUCE
+Extra = Callable[[int, int], float]
+
+
+def _none(s: int, r: int) -> float:
+    return 0.0
+
+
+def job(*, steps: int = 400, ranks: int = 24, gpn: int = 8, loader: Extra = _none,
+        seed: int = 0, jitter: float = 0.05,
+        no_comm: Callable[[int, int], bool] = lambda s, r: False) -> Iterator[StepSample]:
+    """tests/test_loader35.py's synchronous data-parallel job, ``gpn`` ranks a node, each
+    rank's loader ``LOADER`` x U(1 -+ ``jitter``) plus ``loader(step, rank)`` ms;
+    ``no_comm(step, rank)``: that record has no ``comm_ms``."""
+    rng = random.Random(seed)
+    for s in range(steps):
+        parts = []
+        for r in range(ranks):
+            c = COMPUTE * rng.gauss(1.0, 0.01)
+            parts.append((c, LOADER * rng.uniform(1 - jitter, 1 + jitter) + loader(s, r)))
+        top = max(c + h for c, h in parts)
+        ar = ALLREDUCE * rng.gauss(1.0, 0.03)
+        for r, (c, h) in enumerate(parts):
+            cm = max(top - (c + h) + ar, 0.0)
+            yield step(T0 + s * STEP_S + 0.001 * r, r, s, step_ms=round(c + h + cm + 0.001, 3),
+                       compute_ms=round(c, 3), comm_ms=None if no_comm(s, r) else round(cm, 3),
+                       dp=r, pp=0, node=f"node-{r // gpn:03d}", gpu=r % gpn)
+
+
+def _on(ranks: set[int], ms: float, start: int = 0, stop: int = 10**9) -> Extra:
+    return lambda s, r: ms if r in ranks and start <= s < stop else 0.0
+
+
+def fired(events) -> list[tuple[str, str, str]]:
+    return [(a.topic.split(".")[1], a.cause, a.scope.key)
+            for a in feed(Engine(), events) if a.status == "firing"]
+
+
+def paged_step(events, rank: int) -> int | None:
+    """The step a lone host straggler (detector.host_straggler) was paged at, at ``rank``."""
+    got = [f for f in findings(iter(events)) if f.active and f.signal == "slow_rank"
+           and f.evidence.get("basis") == "host_time" and f.rank == rank]
+    return got[0].evidence["step"] if got else None
+
+
+# -- 1. loader35: a few steps of one rank's host path escalate its GPU ------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 1 (loader35, healthy paged): one rank's host path +6-10 % of a step for 6-12 steps "
+    "mid-job (2.7-5.4 s: rank 0's async checkpoint staging, a profiler window, a cold shard, a "
+    "GC pause in its loader) escalates slow_node/unknown at its GPU: 60/60 probe runs (K 6/7/8/"
+    "12/20/40 steps x +6/10(/20) % x seeds 0-4) on 34b2176, 0/30 (K 6/7/8) on 1c3cd5d; "
+    "K=5: 0/10.  "
+    "host_straggler.STEPS=6 decides at the 6th step and the escalation needs only "
+    "escalate_after_s; with ECC polls the hold pages a run that ended while held "
+    "(_hold_for_ecc: 'a run ending while held is paged then') -- K=6 still escalates "
+    "(102.6 s).  Fix idea: page a lone host run only once it outlasts a routine burst (tens "
+    "of seconds, not steps: e.g. STEPS as max(6, 15 s / step)), and drop a host_time run that "
+    "cleared while held instead of paging it"))
+@pytest.mark.parametrize(("k", "share", "seed", "polls"), [
+    (6, 0.06, 0, False), (12, 0.10, 2, False), (10, 0.10, 1, True)],
+    ids=["6-steps", "12-steps", "10-steps-ecc-polled"])
+def test_a_few_steps_of_one_ranks_host_path_page_nobody(k: int, share: float, seed: int,
+                                                        polls: bool) -> None:
+    events = list(job(loader=_on({0}, share * WORK, 200, 200 + k), seed=seed))
+    if polls:
+        events = sorted([*events, *(ecc(T0 + t, f"node-{n:03d}", g) for t in range(0, 200, 10)
+                                    for n in range(3) for g in range(8))], key=lambda e: e.ts)
+    assert fired(events) == []
+
+
+# -- 2. therm35: a node's cooling failing fast pages its hottest GPU first ---------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 2 (therm35, wrong unit): a node's cooling failing fast (every GPU +3 C a 30 s poll, "
+    "+1 C a 10 s poll, at an unchanged power), its hottest GPU (+6 C, near its limit) "
+    "throttling on the climb's first or second poll and three mates 1-3 polls later: "
+    "gpu:node-000/7 paged, then the node -- 16/16 probe runs (30 s: +3/+2 C a poll, lead 1-2, "
+    "lag 1-2; 10 s: +1 C, lag 3; seeds 5-6) on 34b2176, one node page in 16/16 on 1c3cd5d.  "
+    "NodeTemps.mates_steady judges the mates on their previous poll's sample (the first GPU is "
+    "scraped first), when their rise is still <= steady_rise_c, and releases the GPU at once.  "
+    "Fix idea: judge the mates on their samples of the throttling GPU's own poll (wait for "
+    "them: HEARD), and call them level only when their rise per poll since the reference is ~0, "
+    "not under a 3 C total"))
+@pytest.mark.parametrize(("interval", "rate", "lag"), [(30.0, 3.0, 1), (10.0, 1.0, 3)],
+                         ids=["30s", "10s"])
+def test_a_node_whose_cooling_fails_fast_is_one_node_page(interval: float, rate: float,
+                                                          lag: int) -> None:
+    k0 = int(600 / interval)
+
+    def temp(k: int, g: int) -> float:
+        return 70.0 + 0.4 * g + rate * max(0, k - k0) + (6.0 if g == 7 else 0.0)
+
+    first = {7: k0 + 1, 0: k0 + 1 + lag, 1: k0 + 1 + lag, 2: k0 + 2 + lag}
+    alerts = feed(Engine(), node_log(temp, first, polls=k0 + 1 + lag + int(120 / interval),
+                                     interval=interval), finish=False)
+    assert firing(alerts) == [NODE]
+
+
+def test_guard_a_gpu_hot_beside_mates_level_at_30s_is_its_own() -> None:
+    # (therm35's own shape, off its seeds: its hottest GPU's die level, its HBM at 95 C)
+    alerts = feed(Engine(), node_log(lambda k, g: 62.0 + 0.4 * g, {5: 12}, polls=18, seed=9,
+                                     mem=lambda k, g: 95 if g == 5 and k >= 12 else 68),
+                  finish=False)
+    assert firing(alerts) == [gpu_page(5)]
+
+
+# -- 3. start35: a node's cold start with one rank's shard cached ------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 3 (start35, healthy paged): a node's cold start (its page cache) on every rank but "
+    "one or two whose shards were cached from the job before (on time from step 0), +10/20 % "
+    "of a step's compute until step 30/45: escalated at node:node-001 at step 19 -- 24/24 "
+    "probe runs (8 GPUs: 7 or 6 cold; 4 GPUs: 3 cold; seeds 7-8) on 34b2176, 0/4 on 1c3cd5d.  "
+    "JobMonitor._host_part asks only that some mate be on time; a socket's or a switch's "
+    "part is at most half the node.  Fix idea: a part is no more than half the node's ranks "
+    "(or matches a socket / PCIe switch of the topology), the rest on time"))
+@pytest.mark.parametrize(("gpus", "extra", "stop", "seed"), [(8, 0.10, 30, 7), (4, 0.20, 45, 8)],
+                         ids=["8-gpus", "4-gpus"])
+def test_a_node_cold_start_with_one_rank_cached_pages_nobody(gpus: int, extra: float,
+                                                             stop: int, seed: int) -> None:
+    late = {(1, g) for g in range(1, gpus)}
+    alerts = feed(Engine(), start_job(seed, gpus=gpus, dp=32, late=late, extra=extra, stop=stop))
+    assert [a.scope.key for a in alerts if a.status == "firing"] == []
+
+
+# -- 4. loader35: persistent loader noise ---------------------------------------------------------
+
+
+def _ar_loader(seed: int, rho: float, sigma: float, ranks: int = 24,
+               steps: int = 1000) -> Extra:
+    """Each rank's loader time an AR(1) of lag-1 ``rho``, spread ``sigma`` of LOADER (its page
+    cache and storage state last a few steps)."""
+    rng = random.Random(seed + 999)
+    x, tab = [0.0] * ranks, []
+    e = sigma * math.sqrt(1.0 - rho * rho)
+    for _ in range(steps):
+        x = [rho * v + rng.gauss(0.0, e) for v in x]
+        tab.append([max(v, -0.5) for v in x])
+    return lambda s, r: LOADER * tab[s][r]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 4 (loader35, healthy paged): every rank's loader time an AR(1) (lag-1 0.95, spread "
+    "20 % of its loader time, ~5.7 % of a step; no fault): a GPU escalated slow_node/unknown "
+    "in 3/4 seeds on 34b2176 (0/4 on 1c3cd5d); lag-1 0.9 / 15 %: 4/4 (main 1/4, at a node).  "
+    "Six steps in a row over host_min_effect is a few seconds of a persistent loader's "
+    "wander.  Fix idea: scale the lone rule's persistence with the job's host noise (its "
+    "lag-1 autocorrelation, as steps' _ar_step whitens compute), or ask STEPS in seconds"))
+def test_persistent_loader_noise_escalates_no_gpu() -> None:
+    got = fired(job(steps=1000, loader=_ar_loader(0, 0.95, 0.2), seed=0, jitter=0.0))
+    assert [u for u in got if u[2].startswith("gpu:")] == []
+
+
+# -- 5. loader35: a real loader straggler in a noisy or flapping loader -----------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 5 (loader35, missed): a 10 % loader straggler from step 100 is paged at step 5 "
+    "with loader jitter +-5 %, but with +-30 % (i.i.d.) it was paged in 1/4 seeds (49 steps) "
+    "and not at all in 3/4 (300 steps); late 15 % on 2 steps in 3 (a link retraining, mean "
+    "10 %): 0/4.  _lone_streak resets on any step under host_min_effect.  Fix idea: count "
+    "late steps in a window (e.g. 6 of the last 8) or lean on the CUSUM run's own length"))
+@pytest.mark.parametrize("shape", ["noisy", "flapping"])
+def test_a_loader_straggler_in_a_noisy_loader_is_paged_within_ten_steps(shape: str) -> None:
+    f = 0.10 * WORK
+    if shape == "noisy":
+        events = list(job(loader=_on({5}, f, 100), jitter=0.3, seed=0))
+    else:
+        events = list(job(loader=lambda s, r: 1.5 * f if r == 5 and s >= 100 and s % 3 else 0.0,
+                          seed=0))
+    at = paged_step(events, 5)
+    assert at is not None and at - 100 <= 10, at
+
+
+# -- 6. loader35: small jobs --------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 6 (loader35, missed): a 10 % loader straggler in a two-rank job (DP 2, one node) "
+    "is never paged from steps (0/4 seeds, 300 steps after onset): host_straggler.lone skips "
+    "a rank with under two peers, though one peer's comm_ms shows the wait as well.  Eight "
+    "ranks one a node: 0/4 too (documented: 'a node running one rank of the job cannot tell "
+    "its host from the rank's link') -- yet the node is a right unit for a GPU fault "
+    "(DESIGN's scoring).  Fix idea: one peer is enough to read the wait; a lone rank on its "
+    "node escalated at the node"))
+@pytest.mark.parametrize(("ranks", "gpn"), [(2, 8), (8, 1)], ids=["dp2-one-node", "one-a-node"])
+def test_a_loader_straggler_in_a_small_job_is_paged(ranks: int, gpn: int) -> None:
+    events = list(job(ranks=ranks, gpn=gpn, loader=_on({1}, 0.10 * WORK, 100)))
+    assert fired(events) != []
+
+
+@pytest.mark.parametrize(("ranks", "gpn", "key"), [
+    (4, 4, "gpu:node-000/3"), (16, 4, "gpu:node-000/3"), (16, 8, "gpu:node-000/3")],
+    ids=["dp4-gpn4", "dp16-gpn4", "dp16-gpn8"])
+def test_guard_a_loader_straggler_on_other_layouts_is_paged_at_step_five(
+        ranks: int, gpn: int, key: str) -> None:
+    events = list(job(ranks=ranks, gpn=gpn, loader=_on({3}, 0.10 * WORK, 100), seed=3))
+    assert paged_step(events, 3) == 105
+    assert fired(events) == [("escalation", "unknown", key)]
+
+
+def test_guard_missing_comm_ms_on_a_rank_and_some_steps_neither_crashes_nor_hides_it() -> None:
+    events = list(job(loader=_on({5}, 0.10 * WORK, 100),
+                      no_comm=lambda s, r: r == 7 or s % 17 == 0))
+    assert paged_step(events, 5) is not None
+    assert fired(events) == [("escalation", "unknown", "gpu:node-000/5")]
+
+
+@pytest.mark.parametrize("gap", [1, 2, 3])
+def test_guard_one_step_stalls_on_one_rank_page_nobody(gap: int) -> None:
+    at = {200 + gap * i for i in range(4)}
+    assert fired(job(loader=lambda s, r: 2000.0 if r == 3 and s in at else 0.0)) == []
+
+
+# -- 7. moe35 -------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 7 (moe35, a second page: a node isolated for a GPU): a GPU 8 % slow for good "
+    "(rank 43 from step 170) beside an expert moving every 10 steps (moe34 (b)'s shape) on "
+    "4-GPU nodes: gpu:node-010/3 and then node:node-010 in 11/12 probe runs on 34b2176 "
+    "(seeds 9101-9106, lag-1 0 and 0.5; 5/6 on 1c3cd5d's 3+3) -- moe34 (b)'s fix holds on "
+    "8-GPU nodes only; there, under lag-1 0.5 runs, 1/6 (seed 9105) still pages the node too "
+    "(5/6 on 1c3cd5d).  Seed 9101: the GPU escalated at 187 s; at step 210 the expert lands "
+    "on node-010's GPUs 0-1 and rank 41 is found with node_wide 3 (GPUs 0, 1 and the faulty "
+    "3: three of four) -- the node escalated at 218 s.  _place_slow reads (as it seems) "
+    "the faulty GPU as a mate slow with it, so the expert's GPUs are not taken back as "
+    "their place's.  Fix idea: a mate already paged as its own slow rank (its GPU's page "
+    "firing) is not evidence of the node in _place_slow / _node_alarmed"))
+@pytest.mark.parametrize(("gpus", "rho", "seed"), [(4, 0.0, 9101), (8, 0.5, 9105)],
+                         ids=["4-gpu-nodes", "8-gpu-nodes-runs"])
+def test_a_gpu_fault_beside_a_fast_expert_is_its_gpu(gpus: int, rho: float, seed: int) -> None:
+    node = "node-010" if gpus == 4 else "node-005"
+    got = units(feed(Engine(), moe_job(seed=seed, rho=rho, hot=FASTER, gpus=gpus,
+                                       slow=((170, 10**6, 43, 0.08),))))
+    assert [u for u in got if node in u] == [f"gpu:{node}/3"]
+
+
+def test_guard_a_host_fault_beside_a_fast_expert_under_runs_is_its_node() -> None:
+    slow = tuple((170, 10**6, r, 0.05) for r in range(40, 48))
+    got = units(feed(Engine(), moe_job(seed=9101, rho=0.5, hot=FASTER, slow=slow)))
+    assert [u for u in got if "node-005" in u] == ["node:node-005"]
+
+
+# -- 8. a job starting on a GPU whose loader path is slow ------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 8 (missed; by design so far): a job starting on a GPU whose host path is slow "
+    "from step 0 (a link trained x8 before the job: +10 % of a step) pages nothing in 500 "
+    "steps (225 s), 4/4 seeds on 34b2176 and 1c3cd5d: _page_lone asks a new run, "
+    "_host_from_start a part of two or more; one rank keeps host_page_s (600 s).  Fix idea: "
+    "one rank late from the start whose peers wait for it (comm_ms) and whose node mates are "
+    "on time is the blind23 L1 shape of one GPU -- escalate it past the warm-up as a part is"))
+def test_a_job_starting_on_a_slow_link_is_paged() -> None:
+    assert fired(job(steps=500, loader=_on({5}, 0.10 * WORK, 0))) != []
