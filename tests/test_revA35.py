@@ -14,6 +14,8 @@ main 34b2176 and on its start 1c3cd5d) and a fix idea; the guards pass.  Ranked 
 6. loader35: a two-rank job (DP 2 on one node) and one rank per node are never paged.
 7. moe35: a GPU fault beside an expert moving every 10 steps on 4-GPU nodes: GPU + node.
 8. a job starting on a GPU whose loader path is slow from step 0: not paged in 225 s.
+9. a TP-in-node job's six-step host blip on one rank escalates its node (pre-existing).
+10. therm35: a hot HBM beside mates whose power wanders is paged at the old minute.
 """
 
 from __future__ import annotations
@@ -295,3 +297,70 @@ def test_guard_a_host_fault_beside_a_fast_expert_under_runs_is_its_node() -> Non
     "on time is the blind23 L1 shape of one GPU -- escalate it past the warm-up as a part is"))
 def test_a_job_starting_on_a_slow_link_is_paged() -> None:
     assert fired(job(steps=500, loader=_on({5}, 0.10 * WORK, 0))) != []
+
+
+# -- 9. a TP-in-node job's one-rank host blip (pre-existing; loader35's 34b2176 routes it) -----
+
+
+def _tp_job(*, seed: int, loader: Extra, steps: int = 400, nodes: int = 4,
+            gpn: int = 8) -> Iterator[StepSample]:
+    """tests/test_loader35.py's job with tensor parallelism inside each node (TP 8 x DP 4):
+    a node's ranks enter their TP collectives when its latest loader is done, so its mates
+    wait for a late rank inside their ``compute_ms``; the replicas' all-reduce in comm_ms."""
+    rng = random.Random(seed)
+    ranks = nodes * gpn
+    for s in range(steps):
+        c = [COMPUTE * rng.gauss(1.0, 0.01) for _ in range(ranks)]
+        h = [LOADER * rng.uniform(0.95, 1.05) + loader(s, r) for r in range(ranks)]
+        done = {}
+        for r in range(ranks):
+            first = r - r % gpn
+            c[r] += max(h[first:first + gpn]) - h[r]  # (its TP wait)
+            done[r] = h[r] + c[r]
+        top = max(done.values())
+        ar = ALLREDUCE * rng.gauss(1.0, 0.03)
+        for r in range(ranks):
+            cm = top - done[r] + ar
+            yield step(T0 + s * STEP_S + 0.001 * r, r, s, step_ms=round(done[r] + cm + 0.001, 3),
+                       compute_ms=round(c[r], 3), comm_ms=round(cm, 3), tp=r % gpn, dp=r // gpn,
+                       pp=0, node=f"node-{r // gpn:03d}", gpu=r % gpn)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 9 (healthy paged, pre-existing): a job with TP 8 inside each node (DP 4), one "
+    "rank's host path +10 % of a step for 6 steps (its TP mates wait inside compute): "
+    "node:node-001 escalated slow_node/unknown 3/3 seeds, on 34b2176 and on 1c3cd5d alike "
+    "(+6 %, 3-5 steps: nothing) -- revA35 1's shape through the compute rules' node_wide; "
+    "34b2176 keeps such a rank off the lone rule on purpose (its mates alarmed in compute).  "
+    "A real link fault there pages the node at ~10 steps (49.4 s, 83.5 s with ECC polls): "
+    "right.  Fix idea: as revA35 1 -- a run of a few seconds is no page, however many ranks"))
+def test_a_six_step_host_blip_in_a_tp_node_pages_nobody() -> None:
+    events = _tp_job(seed=0, loader=_on({13}, 0.10 * WORK, 200, 206))
+    assert fired(events) == []
+
+
+def test_guard_a_loader_straggler_in_a_tp_node_pages_its_node() -> None:
+    events = _tp_job(seed=1, loader=_on({13}, 0.10 * WORK, 100))
+    assert fired(events) == [("escalation", "unknown", "node:node-001")]
+
+
+# -- 10. therm35: a hot HBM beside mates whose power wanders -----------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA35 10 (therm35, paged late): blind24's hot HBM (die level, HBM 95 C, 0x20) beside "
+    "mates whose power wanders 12-20 % poll to poll (routine power capping, a job's phases) "
+    "at a level temperature: paged 68.5 s (30 s polls) / 63.5 s (10 s) after its first 0x20 "
+    "-- 4/4 probe runs, therm33's old hold -- against 0.0 / 1.0 s with the mates' power "
+    "flat.  NodeTemps.calm restarts a mate's run whenever its raw power leaves STEADY (10 %) "
+    "of the run's: no mate ever has history.  Fix idea: hold a run on the low-passed power "
+    "(NodeTemps.power, thermal_tau_s), which is what sets the temperature"))
+@pytest.mark.parametrize("interval", [30.0, 10.0])
+def test_a_hot_hbm_beside_mates_whose_power_wanders_is_paged_at_once(interval: float) -> None:
+    first = int(300 / interval)
+    alerts = feed(Engine(), node_log(
+        lambda k, g: 60.0 + 0.4 * g, {3: first}, polls=first + int(150 / interval),
+        interval=interval, power=lambda k, g: 650.0 * (1.0 - 0.12 * ((k + g) % 2)),
+        mem=lambda k, g: 95 if g == 3 and k >= first else 66), finish=False)
+    assert firing(alerts) == [gpu_page(3)]
+    assert alerts[0].detected_ts <= T0 + first * interval + interval
