@@ -364,3 +364,13 @@ def test_a_hot_hbm_beside_mates_whose_power_wanders_is_paged_at_once(interval: f
         mem=lambda k, g: 95 if g == 3 and k >= first else 66), finish=False)
     assert firing(alerts) == [gpu_page(3)]
     assert alerts[0].detected_ts <= T0 + first * interval + interval
+
+
+def test_guard_a_loader_straggler_under_disorder_within_5_s_is_paged_at_its_gpu() -> None:
+    # DESIGN's disorder: each record arrives up to 5 s late (uniform), out of order.
+    rng = random.Random(1)
+    events = [e for _, e in sorted(((e.ts + rng.uniform(0.0, 5.0), e) for e in job(
+        loader=_on({13}, 0.10 * WORK, 100))), key=lambda x: x[0])]
+    alerts = [a for a in feed(Engine(), events) if a.status == "firing"]
+    assert [(a.topic, a.scope.key) for a in alerts] == [("alerts.escalation", "gpu:node-001/5")]
+    assert alerts[0].detected_ts - (T0 + 100 * STEP_S) <= 10 * STEP_S + 3.0 + 5.0
