@@ -218,3 +218,29 @@ def test_a_rank_its_peers_do_not_wait_for_is_no_straggler():
     # Its extra time comes after the collective, in a step of its own length: nobody waits.
     found = findings(job(loader=_on({13}, 112.0, ONSET), waits=False))
     assert lone(found) == []
+
+
+def test_with_tensor_parallelism_inside_the_node_its_mates_waiting_in_compute_keep_it():
+    # TP4 x DP8, a TP group on half a node: a rank late in its loader holds its TP mates
+    # inside their compute (each layer's all-reduce waits for it) -- its mates slow in compute,
+    # the node's PCIe rules' shape (Correlator._hold_for_ecc), not a lone straggler's.
+    rng = random.Random(5)
+    events = []
+    for s in range(300):
+        late = 112.0 if s >= ONSET else 0.0
+        parts = []
+        for g in range(8):  # replicas
+            host = [LOADER * rng.uniform(0.95, 1.05) + (late if g * 4 + t == 13 else 0.0)
+                    for t in range(4)]
+            start = max(host)  # (the group's first layer waits for its latest rank)
+            comp = COMPUTE * rng.gauss(1.0, 0.01)
+            parts.append([(h, start - h + comp) for h in host])
+        top = max(h + c for grp in parts for h, c in grp)
+        for g, grp in enumerate(parts):
+            for t, (h, c) in enumerate(grp):
+                r = g * 4 + t
+                cm = top - (h + c) + ALLREDUCE
+                events.append(step(T0 + s * STEP_S + 0.001 * r, r, s, step_ms=round(
+                    h + c + cm + 0.001, 3), compute_ms=round(c, 3), comm_ms=round(cm, 3),
+                    tp=t, dp=g, node=f"node-{r // 8:03d}", gpu=r % 8))
+    assert lone(findings(events)) == []
