@@ -13,9 +13,99 @@ import numpy as np
 import pytest
 from msgspec.structs import replace
 
+from bench import metamorphic as mm
 from detector.engine import Engine
+from detector.events import InvalidMessage
 from detector.monitors import Monitors
-from detector.testing import T0, feed, healthy_job, step
+from detector.statecodec import SnapshotRefused
+from detector.testing import T0, feed, healthy_job, step, thermal
+
+Y2100 = 4102444800.0  # 2100-01-01T00:00:00Z
+
+# -- F0: a node taken ahead moves its partition's clock anywhere, past every bound --------
+
+
+def _taken_ahead_then(second_ts: float) -> tuple[Monitors, list[float], str]:
+    """Eight nodes polled every 30 s (a service's thermal partition, the wall clock live);
+    node-009 first heard 280 s ahead (valid by DESIGN: its NTP source lost) is taken at an
+    offset while the move is watched (Monitors._vote, no keeper yet); its next record comes
+    before any other node's: at ``second_ts``."""
+    wall = [T0]
+    mon = Monitors()
+    mon.wall_clock = lambda: wall[0]
+    out: list = []
+    for k in range(10):
+        for n in range(8):
+            wall[0] = T0 + 30.0 * k + 0.5
+            mon.process(thermal(T0 + 30.0 * k + 0.1 * n, f"node-{n:03d}", 0), out)
+    t = T0 + 30.0 * 9 + 1.0
+    wall[0] = t + 0.3
+    mon.process(thermal(t + 280.0, "node-009", 0), out)
+    assert "node-009" in mon._skew and mon._vote is not None
+    wall[0] = t + 30.3
+    try:
+        mon.process(thermal(second_ts(t) if callable(second_ts) else second_ts, "node-009", 0),
+                    out)
+        what = "accepted"
+    except InvalidMessage as exc:
+        what = str(exc)
+    return mon, wall, what
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "revB35 F0 (untrusted input moves a live partition's clock to 2100): a record of a node "
+    "taken ahead (Monitors._skew, a move watched with no keeper yet) goes to _deskew before "
+    "process() bounds its ts, and _deskew's 'nobody keeps the old time' branch calls _moves, "
+    "which sets the clock to the record's raw ts -- no MAX_AHEAD_S bound, no check_ahead, no "
+    "wall clock: one record stamped 2100 from such a node sets the service partition's clock "
+    "to 2100 (accepted, not dead-lettered).  Every later record of the partition is then "
+    "75 years behind, its watermarks are refused ts_out_of_range by the correlator, and its "
+    "pages are lost (test below: blind25 G4's XID 74 isolation).  Pre-existing path (1c3cd5d "
+    "has it); meta35's _moved_by makes it also unrestorable.  Fix: in _deskew, take the "
+    "'moves' branch only when raw - clock <= MAX_AHEAD_S (else fall through to process()'s "
+    "check_ahead: refused ts_out_of_range, counted, dead-lettered)"))
+def test_a_node_taken_ahead_moves_no_clock_past_the_wall_clock() -> None:
+    mon, wall, what = _taken_ahead_then(Y2100)
+    assert mon.clock <= wall[0] + 300.0, (mon.clock - T0, what)
+    assert "ts_out_of_range" in what, what
+
+
+@pytest.mark.xfail(strict=True, raises=SnapshotRefused, reason=(
+    "revB35 F0b (a worker refuses its own snapshot): the same _deskew -> _moves branch sets "
+    "Monitors._moved_by (meta35) to the record's raw lead over the clock, unbounded -- here "
+    "node-009's ordinary next poll (30 s on, 310 s ahead of a clock its quiet mates left) "
+    "makes it 310.3 s, and check_restored (0 <= _moved_by <= MAX_AHEAD_S) refuses the "
+    "state: a restart or rebalance then starts the partition afresh (every learned baseline, "
+    "hold and open unit lost) until the next jump overwrites it.  Fix: bound it where it is "
+    "set (min(MAX_AHEAD_S, lead)) and bound the branch as F0 says"))
+def test_a_node_taken_ahead_leaves_a_state_its_restore_accepts() -> None:
+    mon, _, what = _taken_ahead_then(lambda t: t + 310.0)
+    assert what == "accepted"
+    mon.check_restored()
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "revB35 F0 through the service (bench/metamorphic's Kafka-free worker): two records of "
+    "a node not in the log, the first 280 s ahead of the ECC partition's time, the second "
+    "stamped 2100, put beside blind25 G4's XID 74: the replay pages the GPU (its source "
+    "holds the far record), the service pages nothing -- the ECC partition's clock went to "
+    "2100 and each of its watermarks is refused 'more than 300 s ahead of the wall clock'. "
+    "Fix: as F0"))
+def test_the_service_keeps_an_xid_page_beside_a_node_stamping_2100() -> None:
+    import dataclasses
+
+    case = mm.load_case(mm.BENCH / "blind25" / "cases" / "G4-xid74-under-a-pure-dp-job.jsonl.gz")
+    recs = list(case.records)
+    at = [i for i, r in enumerate(recs) if r[0] == "telemetry.ecc"]
+    i = at[len(at) // 4]
+    first = {**recs[i][1], "node": "zz-ahead", "gpu": 0, "ts": recs[i][1]["ts"] + 280.0}
+    out = recs[:i + 1] + [("telemetry.ecc", first),
+                          ("telemetry.ecc", {**first, "ts": Y2100})] + recs[i + 1:]
+    forged = dataclasses.replace(case, records=out)
+    end = mm._last_ts(case)
+    want = [m[:6] for m in mm.pages(mm.run(case), end + mm.TAIL_S / 2)]
+    assert want and [m[:6] for m in mm.pages(mm.run(forged), end + mm.TAIL_S / 2)] == want
+    assert [m[:6] for m in mm.pages(mm.run_partitioned(forged), end + mm.TAIL_S)] == want
 
 # -- F1: a rank's learned start offset, parked while it is away, is no state ---------------
 
