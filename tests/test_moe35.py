@@ -12,6 +12,7 @@ seeds (352x), sizes and layouts were chosen before the change was run on them.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from detector.engine import Engine
@@ -46,3 +47,35 @@ def test_a_host_fault_beside_an_expert_on_a_four_gpu_node(seed: int, x: float,
     """Four GPUs a node (the expert on GPUs 0-1 of node-011): the found rank's one other
     mate slow beside it is half the node's others."""
     assert _node_pages(seed, x, hot, 4) == ["node:node-011"]
+
+
+# -- an expert moving every 6-15 steps (about the smoothed z's ~10-step window) ---------------
+
+
+def _moving(seed: int, period: int) -> tuple[tuple[int, int, float], ...]:
+    """An expert +7 % moving to another EP index every ``period`` steps from step 140 to 280,
+    its indices drawn with ``seed`` (no index twice in a row)."""
+    rng = np.random.default_rng(seed + 1000 * period)
+    idx: list[int] = []
+    while len(idx) < 140 // period + 1:
+        i = int(rng.integers(8))
+        if not idx or i != idx[-1]:
+            idx.append(i)
+    return tuple((140 + period * k, i, 0.07) for k, i in enumerate(idx)) + ((280, 0, 0.0),)
+
+
+@pytest.mark.parametrize(("seed", "period"), [(3523, 8), (3522, 10), (3525, 12)])
+def test_an_expert_moving_fast_alone_is_not_paged(seed: int, period: int) -> None:
+    """No fault: the last expert's GPU read slow in its smoothed z beside the next one's, so
+    the next was not its place's and was paged (main: 8 of 30 probe runs paged a GPU or a
+    node with no fault at all; JobMonitor._place_slow now asks the mates' latest steps too)."""
+    assert units(feed(Engine(), moe_job(seed=seed, hot=_moving(seed, period)))) == []
+
+
+@pytest.mark.parametrize(("seed", "period"), [(3520, 8), (3523, 12), (3520, 15)])
+def test_a_gpu_slow_for_good_beside_an_expert_moving_fast(seed: int, period: int) -> None:
+    """GPU 3 of node-005 8 % slower from step 170: its GPU alone (main: its node or another
+    node's expert GPU paged too in 21 of 30 probe runs)."""
+    alerts = feed(Engine(), moe_job(seed=seed, hot=_moving(seed, period),
+                                    slow=((170, 10**6, 43, 0.08),)))
+    assert units(alerts) == ["gpu:node-005/3"]
