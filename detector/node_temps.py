@@ -293,13 +293,15 @@ class NodeTemps:
         return p is not None and abs(self.raw[gpu] - p) <= STEADY * p
 
     def mates_steady(self, gpu: int, ts: float, within_s: float, history_s: float,
-                     rise_c: float) -> tuple[int, float] | None:
+                     rise_c: float, below_c: float) -> tuple[int, float] | None:
         """Whether ``gpu``'s busy mates are shown to stay where their load puts them: (how many,
         their largest rise) when at least two of them, and three in four of those heard within
         ``HEARD_POLLS`` polls (``within_s``: half an interval), have held their power (within
         STEADY) for ``history_s`` or more, their temperature settled at it for half that, and
         are ``rise_c`` or less above it (``calm``'s older sample: CALM_SPAN_S / 2 to
-        CALM_SPAN_S old once the run is that long), and none is more; None when not shown.
+        CALM_SPAN_S old once the run is that long), and none is more or at ``below_c`` or
+        above (near its own slowdown point: a node at its cooling's limit, its mates a sample
+        from throttling however level they sat); None when not shown.
 
         A node's cooling failing (its coolant flow, its fans, its inlet air) heats every GPU
         of it, the mates of the first to throttle climbing at an unchanged power; a fault of
@@ -321,7 +323,7 @@ class NodeTemps:
             if c is None:
                 continue
             rise = t - min(c[3], c[5])
-            if rise > rise_c:
+            if rise > rise_c or t >= below_c:
                 return None  # a mate climbing at its load: the node's heat, maybe
             if at - c[1] >= history_s and at - c[2] >= 0.5 * history_s:
                 steady += 1

@@ -761,11 +761,13 @@ class GpuThermal:
         largest rise), or None.  A node's cooling failing heats every GPU of it, the mates
         of the first to throttle climbing at an unchanged power; a GPU throttling beside
         mates that hold their temperature at their load for ``steady_history_s`` (two polls
-        at least) is its own fault -- its thermal interface, an HBM pad, its heat sink's fan
-        -- and waits for them no longer (issue 10: blind24's hot HBM)."""
+        at least), half the hot margin or more below ``hot_gpu_c``, is its own fault -- its
+        thermal interface, an HBM pad, its heat sink's fan -- and waits for them no longer
+        (issue 10: blind24's hot HBM)."""
         return self._node.mates_steady(
             self.scope.gpu, s.ts, self._poll_s(),  # type: ignore[arg-type]
-            max(cfg.steady_history_s, 2.0 * self._interval_s), cfg.steady_rise_c)
+            max(cfg.steady_history_s, 2.0 * self._interval_s), cfg.steady_rise_c,
+            cfg.hot_gpu_c - 0.5 * cfg.hot_delta_c)
 
     def _tell_steady(self, s: ThermalSample, cfg: Thresholds, ev: dict) -> None:
         """Say in ``ev`` that its mates are shown steady, when they are (the page's why)."""

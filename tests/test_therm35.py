@@ -157,3 +157,14 @@ def test_a_node_whose_mates_climb_slowly_at_10_s_is_one_node_page():
     alerts = feed(Engine(), node_log(temp, {7: 30, 0: 34, 1: 35}, polls=48, interval=10.0),
                   finish=False)
     assert firing(alerts) == [NODE]
+
+
+def test_a_node_whose_mates_sat_level_near_their_slowdown_for_minutes_is_one_node_page():
+    # A node's cooling degraded to just short of its GPUs' slowdown point: the mates sat level
+    # at 84 C for six minutes at their load, GPU 7 throttles first, two mates a poll later.
+    # Level, but a sample from throttling themselves: held for them as before.
+    def temp(k: int, g: int) -> float:
+        return _level(g) + min(22.0, 8.0 * max(0, k - 2)) + (3.0 if g == 7 else 0.0)
+
+    alerts = feed(Engine(), node_log(temp, {7: 18, 0: 19, 4: 19}, polls=24), finish=False)
+    assert firing(alerts) == [NODE]
