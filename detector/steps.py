@@ -199,7 +199,9 @@ _START_STEPS = 60
 # clocks are shared by every rank on it (revA33 1's shapes: all its ranks late from step 0, or
 # its loaders back at their pace one by one) -- while a part late alike with its mates on time
 # from the first step has a host of its own: one socket's CPUs, memory and PCIe root (a process
-# bound to the far socket), or one PCIe switch.  The trade: a cold start of a part of a node
+# bound to the far socket), or one PCIe switch -- half the node's ranks at most, the rest on
+# time (most of a node late is its cold start with a few ranks' shards cached: revA35 3).  The
+# trade: a cold start of a part of a node
 # alone (a few ranks' shards cold while their mates' are cached) lasting past the warm-up's 10th
 # step is paged (tests/test_start35.py).
 _START_PART_STEPS = 10
@@ -3938,17 +3940,20 @@ class JobMonitor(NumericChecks):
         it whose mates were on time from the start: of the job's ranks on it this step (``r``)
         each is either late so (``_PART_LEARNT`` of the most host offset, ``host_offset_max``,
         learnt in the warm-up -- a noisy host's quiet steps teach a little back after it -- and
-        its host CUSUM alarmed) or on time (less learnt, no alarm), and some are on time.  A
-        loader back at its pace keeps most of its learnt offset (it unlearns slow_baseline_alpha
-        a step, only while within 3 sigma: ~35 steps to half) with no alarm: neither, so its
-        node's cold start is not a part's -- see ``_START_PART_STEPS``."""
+        its host CUSUM alarmed) or on time (less learnt, no alarm), and at least as many on time
+        as late: a socket's GPUs are half its node's, a PCIe switch's fewer (a node's cold start
+        with one or two ranks' shards cached is most of it late: revA35 3).  A loader back at its
+        pace keeps most of its learnt offset (it unlearns slow_baseline_alpha a step, only while
+        within 3 sigma: ~35 steps to half) with no alarm: neither, so its node's cold start is
+        not a part's -- see ``_START_PART_STEPS``."""
         hw = self._hw
         mine = np.array([s for s in r.tolist() if hw[s] is not None and hw[s][0] == node],
                         dtype=np.intp)
         learnt = self._host_base[mine] >= _PART_LEARNT * self.cfg.host_offset_max
         alarmed = self._host.alarmed[mine]
         on_time = int(np.count_nonzero(~learnt & ~alarmed))
-        return on_time > 0 and on_time + int(np.count_nonzero(learnt & alarmed)) == len(mine)
+        late = int(np.count_nonzero(learnt & alarmed))
+        return on_time >= late and on_time + late == len(mine)
 
     def _host_trend(self, sl: int) -> dict[str, float]:
         """A host_late run's least-squares line over its steps: its excess (shares of a step's

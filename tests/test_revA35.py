@@ -149,14 +149,8 @@ def test_guard_a_gpu_hot_beside_mates_level_at_30s_is_its_own() -> None:
 # -- 3. start35: a node's cold start with one rank's shard cached ------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA35 3 (start35, healthy paged): a node's cold start (its page cache) on every rank but "
-    "one or two whose shards were cached from the job before (on time from step 0), +10/20 % "
-    "of a step's compute until step 30/45: escalated at node:node-001 at step 19 -- 24/24 "
-    "probe runs (8 GPUs: 7 or 6 cold; 4 GPUs: 3 cold; seeds 7-8) on 34b2176, 0/4 on 1c3cd5d.  "
-    "JobMonitor._host_part asks only that some mate be on time; a socket's or a switch's "
-    "part is at most half the node.  Fix idea: a part is no more than half the node's ranks "
-    "(or matches a socket / PCIe switch of the topology), the rest on time"))
+# revA35 3 (start35's first rule paged it at step 19, 24/24 probe runs): fixed by start35 -- a
+# part is at most half the node's ranks, the rest on time (steps.JobMonitor._host_part)
 @pytest.mark.parametrize(("gpus", "extra", "stop", "seed"), [(8, 0.10, 30, 7), (4, 0.20, 45, 8)],
                          ids=["8-gpus", "4-gpus"])
 def test_a_node_cold_start_with_one_rank_cached_pages_nobody(gpus: int, extra: float,
