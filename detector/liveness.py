@@ -68,7 +68,9 @@ Two halves, one path for the service and the replay:
   sources saw go dark with them (named on two of a node's topics, or its only one: a service's
   one-topic partition reading a poll in bursts names a healthy node for a record missed) are
   judged too, or :data:`FAST_WAIT_S` on (a part going dark is judged together: one page listing
-  it). blind9: 238-362 s -> 22-31 s.
+  it). blind9: 238-362 s -> 22-31 s.  A node one of whose topics was overdue (1.5 of its own
+  interval) while another still reported is a collector's outage, not the node (:func:`_outage`,
+  live35: blind26 F1's rolling dcgm-exporter upgrade across a checkpoint): the 240 s bound decides.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
   spine over its leaves, as the topology gives them: a rack's power, the switch itself, or
   the collection path of its nodes): a node's source names the nodes whose records
@@ -884,6 +886,10 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
                 if _is_time(g.evidence.get("interval_s")) else math.inf)
     if _is_quiet(quick) and not _waited(quick) > 0:
         return None  # (told again next scan)
+    if _outage(found, last):
+        return None  # (a collector's outage: the 240 s bound decides)
+    if not all(_overdue(g) for g in found if _is_quiet(g)):
+        return None  # (a topic not due yet: told again next scan)
     if not _in_window(found, now):
         return None  # (the 240 s bound decides: a job's other nodes may have left since)
     jobs = _lost(corr, node, last, now)
@@ -901,6 +907,30 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
     if judged is not None:
         judged = topics[_WAIT] = judged._replace(ts=now)  # (when its wait began)
     return judged
+
+
+def _outage(found: list[Finding], last: float) -> bool:
+    """Whether a topic of a node was quiet while the node still spoke on another (live35,
+    blind26 F1): its last record more than :data:`FAST_INTERVALS` of its own interval (at least
+    :data:`FAST_S`) older than the node's newest record ``last``.  A node going dark stops every
+    channel at once -- each topic's last record within an interval of its end -- while a
+    collector's outage (a rolling dcgm-exporter upgrade: its GPU rows missing 35-70 s, the
+    port counters and the steps flowing) leaves one topic dark while another reports: that
+    collector is out, not the node, and a job's checkpoint stall then is the job's own pause.
+    Not judged in seconds then (the 240 s bound, every topic silent, still decides)."""
+    for g in found:
+        t, i = g.evidence.get("last_ts"), g.evidence.get("interval_s")
+        if _is_time(t) and _is_time(i) and last - t > max(FAST_S, FAST_INTERVALS * i):
+            return True
+    return False
+
+
+def _overdue(f: Finding) -> bool:
+    """Whether a ``quiet`` finding's topic has missed a record at its own cadence: quiet
+    longer than its interval (live35: port counters polled every 30 s, quiet 26 s as a
+    node's GPU collector restarts across a checkpoint, say nothing of the node)."""
+    q, i = f.evidence.get("quiet_s"), f.evidence.get("interval_s")
+    return not (_is_time(q) and _is_time(i)) or q > i
 
 
 def _in_window(found: list[Finding], now: float) -> bool:

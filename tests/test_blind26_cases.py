@@ -25,14 +25,10 @@ def caught_alone(sc: bc.Score) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "F1-rolling-exporter-upgrade-across-a-checkpoint-pages-silent-nodes": (bc.nothing_paged, (
-        "F1: a rolling dcgm-exporter upgrade (64 nodes a wave every 45 s, each node's DCGM "
-        "rows missing 35-70 s, its steps and port rows flowing) that runs into the job's "
-        "synchronous checkpoint (35-45 s without a step) escalates nodes as silent "
-        "(unattributed/unknown at the node, evidence 'silent', steps_seen true) in one batch "
-        "when the checkpoint ends -- here gpu-0098; in the full logs 6-17 nodes in every "
-        "pretrain log (48 of 48 false positives on the tune corpus): a collector's rollout is "
-        "no node's fault, and the node's own steps and ports say it is alive"), 0),
+    # F1 (live35): a rolling dcgm-exporter upgrade across the job's checkpoint -- the node's
+    # port rows went on past its overdue DCGM rows: a collector's outage (liveness._outage)
+    "F1-rolling-exporter-upgrade-across-a-checkpoint-pages-silent-nodes": (
+        bc.nothing_paged, None, 0),
     "G1-thermal-interface-gpu-at-0x20-caught-at-its-gpu": (bc.alone_and_right, None, 1),
     "G2-failing-rail-leaf-one-switch-alert": (bc.alone_and_right, None, 1),
     "G3-xid48-crash-and-restart-on-a-spare": (bc.at_once_and_alone, None, 1),
