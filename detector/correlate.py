@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import islice, pairwise
 from typing import Any
 
-from detector import host_node, job_pace, lemon, nic_cnp, stuck_clock
+from detector import host_node, host_straggler, job_pace, lemon, nic_cnp, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.domain_brake import on_seen as _domain_seen
@@ -1476,7 +1476,8 @@ class Correlator(PartWindows):
             waiting = self._slow_wait.get(unit)
             held = self._fleet_held.pop(unit, None)  # (a site's cap explained the run)
             if (waiting is not None and f.ts >= waiting.ts + self._explanation_wait(waiting)
-                    and self._benign_explanation(waiting, f.ts) is None and held is None):
+                    and self._benign_explanation(waiting, f.ts) is None and held is None
+                    and not self._lone_dropped(waiting, f.ts)):
                 # Held past its wait only for its hot GPU's next sample (_warming), and the
                 # run ended first: a hot GPU delays a page, never cancels one (reproducer
                 # interval-30 s9944: a GPU 26 C over its node's median, its rank 13 % slow
@@ -3288,30 +3289,50 @@ class Correlator(PartWindows):
         cause telemetry can name there, PCIe replays, comes with the next ECC poll
         (``pcie_seen``, which ends the hold: :meth:`_on_pcie_seen`).  blind20 P1 board-s2:
         the node's six waiting ranks escalated slow_node/unknown 3 s before the poll showed
-        GPUs 2 and 3 replaying.  A run ending while held is paged then (_on_slow), as before;
+        GPUs 2 and 3 replaying.  Such a run ending while held is paged then (_on_slow);
         a node without ECC telemetry, or a replica slow on all its ranks there, is not held.
 
         A rank straggling alone by its host path (``basis`` ``host_time``: detector.steps
         _page_lone, its compute normal) is held the same way: its own GPU's PCIe link is the
         one cause telemetry can name there (blind25 P1: a link trained down x16 -> x8,
         replaying 0.2-1 a second), and the poll that shows it attributes the page
-        (``gpu_hardware``, :meth:`_pcie_impact`); without it, an escalation."""
-        node = f.scope.node
-        own = f.evidence.get("basis") == "host_time"  # (a rank late alone by its host path)
-        if (node is None or f.job is None or not (own or f.evidence.get("node_wide"))
-                or (self.seen is not None and not self.seen(node, "ecc"))):
+        (``gpu_hardware``, :meth:`_pcie_impact`); without it, an escalation -- and only once
+        its run has lasted ``host_straggler.LONE_S`` from its onset, with or without ECC
+        telemetry: a host path slow for a few seconds is routine (revA35 1), and such a run
+        that ends while held pages nothing (:meth:`_lone_dropped`)."""
+        until = self._lone_due(f)
+        if until is None:
             return False
-        mine = [g for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank]
-        if not own and not any(
-                (s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
-                is None or s.job != f.job for g in mine):
-            return False
-        since = f.evidence.get("clearly_slow_since") or f.onset_ts
-        until = float(since) + 1.25 * self.cfg.unknown_cadence_s + 1.0
         if due >= until:
             return False
         self._timer(until, "slow", f.scope.key)
         return True
+
+    def _lone_due(self, f: Finding) -> float | None:
+        """When :meth:`_hold_for_ecc` lets the slow rank ``f`` be escalated without a cause
+        (None: not held)."""
+        node = f.scope.node
+        own = f.evidence.get("basis") == "host_time"  # (a rank late alone by its host path)
+        if node is None or f.job is None or not (own or f.evidence.get("node_wide")):
+            return None
+        lasted = f.onset_ts + host_straggler.LONE_S if own else -math.inf
+        if self.seen is not None and not self.seen(node, "ecc"):
+            return lasted if own else None
+        mine = [g for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank]
+        if not own and not any(
+                (s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
+                is None or s.job != f.job for g in mine):
+            return None
+        since = f.evidence.get("clearly_slow_since") or f.onset_ts
+        return max(lasted, float(since) + 1.25 * self.cfg.unknown_cadence_s + 1.0)
+
+    def _lone_dropped(self, waiting: Finding, ended: float) -> bool:
+        """Whether a lone host straggler's run (``waiting``: basis ``host_time``) ended at
+        ``ended`` before its escalation was due (:meth:`_hold_for_ecc`): a burst, no page."""
+        if waiting.evidence.get("basis") != "host_time":
+            return False
+        until = self._lone_due(waiting)
+        return until is not None and ended < until
 
 # How long a deep cap's onset is kept, in cap half-lives: the sustained-cap verdict comes a
 # decayed count of cap_samples samples after its onset (~55 s at 5 s, ~140 s at 10 s).

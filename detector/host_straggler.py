@@ -27,7 +27,9 @@ page at once when the physics shows it is one rank's own path, not its host's or
 - **the job waits for it**: its ``comm_ms`` under its peers' median by at least ``WAIT_SHARE``
   of its host excess in milliseconds -- what synchronous steps do with a late rank; a rank
   whose extra time its peers do not wait for (their steps overlapped with it) slows nobody;
-- **persistent**: late ``STEPS`` steps in a row;
+- **persistent**: late ``STEPS`` steps in a row once the job's host noise is measured (its
+  lag-1 known, models.lag1), more under a job whose host time comes in runs (:func:`steps_for`:
+  a loader's wander lasts as long as its lag-1 makes it);
 - **new**: it had not learned the most host offset a rank may own (``host_offset_max``) when
   its run began -- a rank late from the job's start (rank 0's logging, its own shard, a link
   trained down before the job) keeps host_late's holds.
@@ -35,7 +37,8 @@ page at once when the physics shows it is one rank's own path, not its host's or
 Its unit is the rank's GPU (its link, its loader process); its cause is for the correlator to
 name: a PCIe replay rate or a PCIe XID on that GPU is ``gpu_hardware``, else an escalation
 (slow_node/unknown: the loader's CPU, storage or NUMA placement are the host's, no telemetry
-names which), waiting for the node's ECC poll first (Correlator._hold_for_ecc).
+names which), waiting for the node's ECC poll first and for its run to have lasted ``LONE_S``
+(Correlator._hold_for_ecc): a run that ends before pages nothing.
 
 What it must not page: a one-step loader stall (the CUSUM clips it), sequence-length imbalance
 (compute and comm move, not host time), a checkpoint (every rank's host time: the median
@@ -57,7 +60,11 @@ time: not judged), comm overlapped in compute (host time is still what the rank 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from models import lag1
 
 # The rank's comm under its peers' median by at least this share of its host excess (ms): the
 # others wait for it.  Synchronous steps make it ~1 (blind25 P1: 113 of 112 ms); half leaves
@@ -68,6 +75,19 @@ WAIT_SHARE = 0.5
 # now and then, seldom six steps running (a rank late on 15 % of its steps: ~1e-5 a step);
 # a link or a loader slowed for good is late on every step (blind25 P1: from the first).
 STEPS = 6
+# Under a job whose host excess comes in runs (its healthy ranks' lag-1 autocorrelation
+# ``rho``, models.lag1, over ``lag1.ON``) a run of STEPS steps is no rarer than STEPS
+# independent steps' worth of it: STEPS x (1 + rho) / (1 - rho) steps in a row, rho at most
+# RHO_MAX (revA35 4: every rank's loader an AR(1) at 0.95, 5.7 % of a step -- its wander
+# escalated a GPU in 3/4 seeds at six steps).
+RHO_MAX = 0.95
+# Without the GPU's PCIe replays (or a PCIe XID) to name it, a lone run is escalated only once
+# it has lasted this long from its onset, and one that ends before pages nothing
+# (Correlator._hold_for_ecc): a host path slow for a few seconds is routine -- rank 0's async
+# checkpoint staging, a profiler window, a cold shard, a GC pause in its loader (revA35 1:
+# +6-10 % for 6-40 steps, 2.7-18 s, was escalated) -- a link trained down or a mis-bound
+# loader is slow for good.  Corroborated (replays on that GPU) it is paged at once.
+LONE_S = 30.0
 # A node mate whose host excess (over its offset, shares of a step's work) reaches this share of
 # the candidate's, or the effect floor, is late with it: the node's trouble, not the rank's.
 MATE_SHARE = 0.25
@@ -104,3 +124,12 @@ def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
         if excess_ms > 0.0 and waited_ms >= WAIT_SHARE * excess_ms:
             keep.append(i)
     return np.array(keep, dtype=np.intp)
+
+
+def steps_for(rho: float) -> int:
+    """Steps in a row a lone run must be late under a job's host lag-1 ``rho`` (``STEPS``
+    under independent noise or ``rho`` up to models.lag1.ON)."""
+    if rho <= lag1.ON:
+        return STEPS
+    rho = min(rho, RHO_MAX)
+    return math.ceil(STEPS * (1.0 + rho) / (1.0 - rho))

@@ -348,7 +348,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
     ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
     ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0), ("_lone_rep", False),
-    ("_lone_streak", 0))
+    ("_lone_streak", 0), ("_host_dev_z", 0.0))
 
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
@@ -677,14 +677,15 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     **{name: _count for name in ("_evaluated", "_wander_n", "_wander_hot", "_wander_calm",
-                                 "_twin_n", "_tail_n", "_ar_n")},
+                                 "_twin_n", "_tail_n", "_ar_n", "_hl_n")},
     **{name: lambda x: type(x) is int for name in ("late", "duplicates", "restarts")},
     **{name: lambda x: type(x) is bool for name in ("_imbalanced", "_recur_live", "_wandering",
                                                     "_sus_on", "_split_active")},
     **{name: _num for name in (
         "clock", "_next_expire", "_last_step_ts", "_period", "_sigma", "_zscale",
         "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma", "_sus_spread", "_sus_ms",
-        "_host_sigma", "_host_seen_ts", "_host_level", "_usual_step_ms", "_ar_xy", "_ar_xx")},
+        "_host_sigma", "_host_seen_ts", "_host_level", "_usual_step_ms", "_ar_xy", "_ar_xx",
+        "_hl_xy", "_hl_xx")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
@@ -701,6 +702,8 @@ class JobMonitor(NumericChecks):
     _host_seen_ts = -math.inf  # (likewise)
     _ar_xy = _ar_xx = 0.0      # (likewise: a snapshot before round 30 learns its lag-1 anew)
     _ar_n = 0
+    _hl_xy = _hl_xx = 0.0      # (likewise, round 35: the host excess's lag-1 learnt anew)
+    _hl_n = 0
     _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
     _tie_lean: dict[int, list[Any]] = {}       # (likewise; replaced, never changed in place)
     # Not state (set outside __init__, so never in a snapshot: detector/statecodec.py takes
@@ -919,11 +922,16 @@ class JobMonitor(NumericChecks):
         # means of z_t z_(t-1) and z_(t-1)^2, steps) and each rank's last z (_ar_step)
         self._ar_xy = self._ar_xx = 0.0
         self._ar_n = 0
+        # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
+        # sums): how long a lone host run must last (_page_lone)
+        self._hl_xy = self._hl_xx = 0.0
+        self._hl_n = 0
         self._zprev = np.zeros(0)
         self._ar_score = np.zeros(0)                  # its CUSUM on z whitened by it (_ar_step)
         self._cold = np.zeros(0, dtype=np.int64)      # steps its cold start may last (_cold_steps)
         self._lone_rep = np.zeros(0, dtype=bool)      # paged alone by its host path (_page_lone)
         self._lone_streak = np.zeros(0, dtype=np.int64)  # steps in a row late by its host path
+        self._host_dev_z = np.zeros(0)                # its last host excess in the job's sigmas
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -1187,6 +1195,8 @@ class JobMonitor(NumericChecks):
         if "_lone_rep" not in self.__dict__ and n >= 0:
             self._lone_rep = np.zeros(n, dtype=bool)  # (a snapshot before round 35: none paged)
             self._lone_streak = np.zeros(n, dtype=np.int64)
+        if "_host_dev_z" not in self.__dict__ and n >= 0:
+            self._host_dev_z = np.zeros(n)  # (a snapshot before loaderfix35: its lag-1 anew)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
@@ -3724,6 +3734,10 @@ class JobMonitor(NumericChecks):
             self._host_base[r] = (base + 0.2 * over).clip(0.0, cfg.host_offset_max)
             return host
         z = over / sigma
+        healthy = ~self._reported[r] & ~self._host.alarmed[r]
+        self._hl_xy, self._hl_xx, self._hl_n = lag1.update(
+            (self._hl_xy, self._hl_xx, self._hl_n), z[healthy], self._host_dev_z[r][healthy])
+        self._host_dev_z[r] = z
         learn = np.abs(z) < 3.0
         if np.count_nonzero(self._host.alarmed):
             learn &= ~self._host.alarmed[r]
@@ -3826,8 +3840,14 @@ class JobMonitor(NumericChecks):
         row) is paged."""
         cfg = self.cfg
         sl = r[cand]
+        # (the job's host noise not measured yet -- its lag-1 not known: nothing paged, the
+        # streak counted on; measured, the steps its runs ask for)
+        hl = (self._hl_xy, self._hl_xx, self._hl_n)
+        if not lag1.known(hl, len(self._rank_of)):
+            return cand[:0]
+        steps = host_straggler.steps_for(lag1.rho_of(hl))
         cand = cand[(self._host_base[sl] < cfg.host_offset_max) & (z[cand] > cfg.slow_k)
-                    & (self._lone_streak[sl] >= host_straggler.STEPS)]
+                    & (self._lone_streak[sl] >= steps)]
         if not len(cand):
             return cand
         hw = buf.hw

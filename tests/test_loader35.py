@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Iterator
 
+from detector import host_straggler
 from detector.engine import Engine
 from detector.events import Event, StepSample
 from detector.findings import Finding
@@ -109,7 +110,10 @@ def test_without_telemetry_naming_a_cause_it_is_escalated_at_its_gpu():
     alerts = firing(job(loader=_on({13}, 112.0, ONSET, 300)))
     assert [(t, c, k) for t, c, k, _ in alerts] == [
         ("escalation", "unknown", "gpu:node-001/5")], alerts
-    assert alerts[0][3] - AT <= 10 * STEP_S + CFG.escalate_after_s
+    # (no replay names it: escalated once its run has lasted host_straggler.LONE_S --
+    # loaderfix35, revA35 1: a host path slow for a few seconds is routine)
+    assert host_straggler.LONE_S <= alerts[0][3] - AT <= (
+        host_straggler.LONE_S + 10 * STEP_S + CFG.escalate_after_s)
 
 
 def test_with_pcie_replays_on_its_gpu_it_is_that_gpus_hardware():
