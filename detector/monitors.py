@@ -461,7 +461,9 @@ class Monitors:
             for n in [n for n, st in skew.items() if abs(vote[1] - st[0]) <= SKEW_S]:
                 del skew[n]
         self._vote = None
-        self._moved, self._moved_by = ev.ts, max(0.0, ev.ts - self.clock)
+        # (bounded as check_restored bounds it: a lead past it made a worker refuse its own
+        # snapshot, revB35 F0b)
+        self._moved, self._moved_by = ev.ts, min(MAX_AHEAD_S, max(0.0, ev.ts - self.clock))
         if ev.ts > self.clock:
             self.clock = ev.ts
         return ev
@@ -571,7 +573,13 @@ class Monitors:
         vote = self._vote
         if vote is not None and not vote[4] and raw > vote[3] + AHEAD_S:
             # The nodes taken ahead went on AHEAD_S of their time and no other node's record
-            # came at the old time: nobody keeps it, the fleet's time moved (_ahead).
+            # came at the old time: nobody keeps it, the fleet's time moved (_ahead) -- as far
+            # as MAX_AHEAD_S of the clock, or of the wall clock where there is one (a record
+            # stamped 2100 moved a live partition there: revB35 F0); past that it is
+            # process()'s to judge (check_ahead: refused ts_out_of_range, dead-lettered).
+            wall = self.wall_clock() if self.wall_clock is not None else -math.inf
+            if raw - self.clock > MAX_AHEAD_S and raw - wall > MAX_AHEAD_S:
+                return ev
             return self._moves(ev)
         clock = self.clock
         ts = raw - st[0]

@@ -689,7 +689,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
-        "_prev_ck", "_ck_moved", "_split",
+        "_prev_ck", "_ck_moved", "_split", "_parked_offsets",
         *(name for name, _ in _SLOT_ARRAYS))},
 }
 
@@ -745,12 +745,8 @@ class JobMonitor(NumericChecks):
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
         """Ranks that left the job having learned a start offset -> (hardware, bias, cap):
-        theirs again if they come back on that hardware (not state: made on first use)."""
-        try:
-            return self._parked_offsets
-        except AttributeError:
-            self._parked_offsets: dict[int, tuple[tuple[str, int] | None, float, float]] = {}
-            return self._parked_offsets
+        theirs again if they come back on that hardware (state: ``_parked_offsets``)."""
+        return self._parked_offsets
 
     @property
     def _whole_layouts(self) -> dict[int, Any]:
@@ -957,6 +953,11 @@ class JobMonitor(NumericChecks):
         # its 15 looks after the restore (meta35: blind8 H6, up to 51 s; a restarted worker
         # re-fired the page at another detected_ts).
         self._split: list[Any] | None = None
+        # Ranks that left the job having learned a start offset (_parked).  State: made on
+        # first use (outside __init__) it was never snapshotted, and a restore while a rank was
+        # away forgot its offset: back as slow as it always was, the rank was paged slow_node
+        # at its GPU (revB35 F1, 811 s; the replay pages nothing).
+        self._parked_offsets: dict[int, tuple[tuple[str, int] | None, float, float]] = {}
         self._overflow = overflow_source.OverflowSource()  # skipped steps' lone sources
         self.late = 0
         self.duplicates = 0
@@ -1181,6 +1182,9 @@ class JobMonitor(NumericChecks):
         if "_split" not in self.__dict__:  # (a snapshot before round 35: looks again)
             self._split = None
         refuse_unless(_split_ok(self._split), "JobMonitor._split")
+        if "_parked_offsets" not in self.__dict__:  # (a snapshot before round 35)
+            self._parked_offsets = {}
+        refuse_unless(_parked_ok(self._parked_offsets), "JobMonitor._parked_offsets")
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs)
                       and len(self._hs) == len(self._hs_keys), "JobMonitor._hs / _hs_keys")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
@@ -4280,6 +4284,17 @@ class JobMonitor(NumericChecks):
 # job).  Per-GPU spread is +-3 % (a replica at most ~6 % from its peer); sequence-length
 # imbalance of +-20 % a step averages to ~4 % at this smoothing (sd; 3 sd to the limit).
 _SPLIT_EVERY, _SPLIT_ALPHA, _SPLIT_RATIO, _SPLIT_LOOKS = 4, 0.1, math.log(1.12), 15
+
+
+def _parked_ok(p: Any) -> bool:
+    """Restored parked start offsets: at most ``_PARKED_KEPT`` of int rank -> (hardware or
+    None, finite bias, finite cap)."""
+    return type(p) is dict and len(p) <= _PARKED_KEPT and all(
+        type(r) is int and type(v) is tuple and len(v) == 3
+        and (v[0] is None or (type(v[0]) is tuple and len(v[0]) == 2 and type(v[0][0]) is str
+                              and type(v[0][1]) is int))
+        and all(type(x) in (int, float) and math.isfinite(x) for x in v[1:])
+        for r, v in p.items())
 
 
 def _split_ok(s: Any) -> bool:

@@ -17,7 +17,6 @@ from bench import metamorphic as mm
 from detector.engine import Engine
 from detector.events import InvalidMessage
 from detector.monitors import Monitors
-from detector.statecodec import SnapshotRefused
 from detector.testing import T0, feed, healthy_job, step, thermal
 
 Y2100 = 4102444800.0  # 2100-01-01T00:00:00Z
@@ -52,45 +51,18 @@ def _taken_ahead_then(second_ts: float) -> tuple[Monitors, list[float], str]:
     return mon, wall, what
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revB35 F0 (untrusted input moves a live partition's clock to 2100): a record of a node "
-    "taken ahead (Monitors._skew, a move watched with no keeper yet) goes to _deskew before "
-    "process() bounds its ts, and _deskew's 'nobody keeps the old time' branch calls _moves, "
-    "which sets the clock to the record's raw ts -- no MAX_AHEAD_S bound, no check_ahead, no "
-    "wall clock: one record stamped 2100 from such a node sets the service partition's clock "
-    "to 2100 (accepted, not dead-lettered).  Every later record of the partition is then "
-    "75 years behind, its watermarks are refused ts_out_of_range by the correlator, and its "
-    "pages are lost (test below: blind25 G4's XID 74 isolation).  Pre-existing path (1c3cd5d "
-    "has it); meta35's _moved_by makes it also unrestorable.  Fix: in _deskew, take the "
-    "'moves' branch only when raw - clock <= MAX_AHEAD_S (else fall through to process()'s "
-    "check_ahead: refused ts_out_of_range, counted, dead-lettered)"))
 def test_a_node_taken_ahead_moves_no_clock_past_the_wall_clock() -> None:
     mon, wall, what = _taken_ahead_then(Y2100)
     assert mon.clock <= wall[0] + 300.0, (mon.clock - T0, what)
     assert "ts_out_of_range" in what, what
 
 
-@pytest.mark.xfail(strict=True, raises=SnapshotRefused, reason=(
-    "revB35 F0b (a worker refuses its own snapshot): the same _deskew -> _moves branch sets "
-    "Monitors._moved_by (meta35) to the record's raw lead over the clock, unbounded -- here "
-    "node-009's ordinary next poll (30 s on, 310 s ahead of a clock its quiet mates left) "
-    "makes it 310.3 s, and check_restored (0 <= _moved_by <= MAX_AHEAD_S) refuses the "
-    "state: a restart or rebalance then starts the partition afresh (every learned baseline, "
-    "hold and open unit lost) until the next jump overwrites it.  Fix: bound it where it is "
-    "set (min(MAX_AHEAD_S, lead)) and bound the branch as F0 says"))
 def test_a_node_taken_ahead_leaves_a_state_its_restore_accepts() -> None:
     mon, _, what = _taken_ahead_then(lambda t: t + 310.0)
     assert what == "accepted"
     mon.check_restored()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revB35 F0 through the service (bench/metamorphic's Kafka-free worker): two records of "
-    "a node not in the log, the first 280 s ahead of the ECC partition's time, the second "
-    "stamped 2100, put beside blind25 G4's XID 74: the replay pages the GPU (its source "
-    "holds the far record), the service pages nothing -- the ECC partition's clock went to "
-    "2100 and each of its watermarks is refused 'more than 300 s ahead of the wall clock'. "
-    "Fix: as F0"))
 def test_the_service_keeps_an_xid_page_beside_a_node_stamping_2100() -> None:
     import dataclasses
 
@@ -133,16 +105,6 @@ def _firing(alerts: list) -> list[tuple[str, str, str]]:
     return [(a.scope.key, a.kind, a.cause) for a in alerts if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revB35 F1 (restart changes alerts: a false escalation): JobMonitor._parked "
-    "(_parked_offsets, steps.py: 'not state: made on first use') holds the learned start "
-    "offset of a rank that left the job, for its return on the same GPU (_unpark).  It is "
-    "made lazily, outside __init__, so the codec never snapshots it: a worker restored while "
-    "the rank is away forgets the offset, and when the rank comes back as slow as it always "
-    "was it is paged slow_node/unknown at its GPU (811 s; the replay pages nothing).  The same "
-    "class as meta35's _split (1b145d9).  Fix: make _parked_offsets a field set in __init__, "
-    "add it to steps._FIELDS with a check (int rank -> (hw or None, finite bias, finite cap), "
-    "at most _PARKED_KEPT), and look for other lazily made state the same way"))
 def test_a_rank_away_from_its_job_across_a_restore_keeps_its_start_offset() -> None:
     evs = _away_and_back()
     want = _firing(feed(Engine(), evs))

@@ -100,6 +100,31 @@ def test_every_field_of_a_job_monitor_has_a_restore_check() -> None:
     assert set(_FIELDS) == set(JobMonitor("j", Thresholds()).__dict__)
 
 
+# Made on first use and deliberately not state: layouts derived from the job's steps (a
+# restored monitor derives them again).  Any other attribute a run leaves on a job is a
+# field (steps._FIELDS, snapshotted and checked) or a class-level default documented as not
+# state -- revB35 F1: a rank's parked start offset, made lazily, was lost by every restore.
+_DERIVED_CACHES = {"_layouts_whole", "_rows_by_slot"}
+
+
+def _away_and_back():
+    """16 ranks, rank 5 away from step 100 to 400 (parked) and back on its GPU."""
+    for s in range(520):
+        for r in range(16):
+            if r != 5 or not 100 <= s < 400:
+                yield step(T0 + 2.0 * s + 0.001 * r, r, s, compute_ms=700.0, step_ms=1000.0)
+
+
+@pytest.mark.parametrize("run", [lambda: _steps(0, 260), _away_and_back],
+                         ids=["slow-rank", "rank-away"])
+def test_no_job_monitor_state_is_made_outside_its_fields(run) -> None:
+    eng = Engine()
+    feed(eng, run())
+    extra = set(_job(eng).__dict__) - set(_FIELDS) - _DERIVED_CACHES
+    assert all(k in vars(JobMonitor) for k in extra), sorted(
+        k for k in extra if k not in vars(JobMonitor))
+
+
 def test_a_sound_job_restores_and_pages_its_slow_rank() -> None:
     eng = Engine.restore(_blob())
     alerts = feed(eng, _steps(120, 260), finish=False)
