@@ -73,12 +73,15 @@ def test_a_lone_node_is_not_held_for_a_node_one_topic_of_it_names(named_on):
     corr = Correlator(Thresholds(), TIERS)
     out: list[Alert] = []
     _job(corr, out, ["node-016", "node-000"], [])
+    # Told at 432 s: both topics quiet past their own interval (ECC's 30 s) -- since live35
+    # (31bae4c) a node is dark in seconds only when every quiet topic has missed a row
+    # (at 422 s its ECC was 22 s quiet, its next poll not yet due: no page).
     for what in ("thermal", "ecc"):
-        corr.on_finding(_quiet("node-016", what, 422.0,
+        corr.on_finding(_quiet("node-016", what, 432.0,
                                ["node-017"] if what in named_on else None), out)
-    _stop(corr, out, 422.0)
+    _stop(corr, out, 432.0)
     if named_on == ("ecc",):
-        assert [(a.scope.key, a.detected_ts - T0) for a in out] == [("node:node-016", 422.0)]
+        assert [(a.scope.key, a.detected_ts - T0) for a in out] == [("node:node-016", 432.0)]
         assert out[0].evidence["jobs_on_node"][0]["job"] == "job-1"
     else:
         assert out == [] and liveness._WAIT in corr._silent["node-016"]
