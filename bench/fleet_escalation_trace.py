@@ -53,7 +53,7 @@ def _instrument() -> None:
             out.append(ind + "_REC_Z(self, r, z)")
     if len(out) != len(inspect.getsource(steps.JobMonitor._check_slow).splitlines()) + 3:
         raise SystemExit("JobMonitor._check_slow changed: the recording lines found no place")
-    ns = vars(steps)
+    ns = steps.JobMonitor._check_slow.__globals__  # (its module's)
     ns["_REC_M"], ns["_REC_A"], ns["_REC_Z"] = _rec_m, _rec_a, _rec_z
     exec(compile("\n".join(out), steps.__file__, "exec"), ns)  # noqa: S102 (a diagnosis copy)
     steps.JobMonitor._check_slow = ns["_check_slow"]

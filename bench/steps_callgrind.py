@@ -97,7 +97,8 @@ def inner(part: str) -> tuple[int, int]:
         st.JobMonitor._busy = staticmethod(_reduced(st.JobMonitor._busy))  # type: ignore[method-assign]
     elif part in _FUNCS:
         fn = _reduced(getattr(peer_stats, part, None) or getattr(st, part))
-        for mod in (peer_stats, st):
+        for mod in (peer_stats, *[m for n, m in sys.modules.items()
+                                  if n.startswith("detector.steps")]):
             if hasattr(mod, part):
                 setattr(mod, part, fn)
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
-from detector import steps
 from detector.events import StepSample
 from detector.findings import Finding
 from detector.steps import JobMonitor
@@ -73,7 +72,7 @@ def test_a_straggler_among_the_fast_half_of_a_half_slow_job_is_found(monkeypatch
     # half's 10 % spread), so the twins rule (a rank against the peers whose deviation moves
     # with its own) finds worker 2 even so; in job 4's samples it did not (worker 3 at 16,700:
     # no page before): the twins rule is off here, the peer reference is what is tested.
-    monkeypatch.setattr(steps, "_TWIN_CORR", 2.0)
+    monkeypatch.setattr("detector.steps.twins._TWIN_CORR", 2.0)
 
     def slow(s: int, r: int) -> float:
         return 4.0 if r >= 5 else 1.30 if r == 2 and 800 <= s < 900 else 1.0

@@ -83,7 +83,7 @@ def test_twin_job_runs_as_with_nanmedian(seed: int, monkeypatch: pytest.MonkeyPa
     events = routed_job(steps=140, seed=seed, slow_rank=42, slow_from=90)
     runs = []
     for impl in (counted, _reference_row_nanmedians):
-        monkeypatch.setattr(st, "_row_nanmedians", impl)
+        monkeypatch.setattr("detector.steps.twins._row_nanmedians", impl)
         eng = Engine()
         alerts = [a.to_dict() for a in feed(eng, events)]
         jobs = list(eng.source.monitors._jobs.values())

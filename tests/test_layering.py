@@ -19,7 +19,8 @@ DETECTOR = ROOT / "detector"
 # The metrics endpoint is the core's one adapter (Prometheus), kept beside the
 # metrics it defines; it is imported only by the service and the pager.
 CORE_ADAPTERS = {"metrics.py"}
-CORE = sorted(p for p in [*DETECTOR.glob("*.py"), *DETECTOR.glob("pipeline/*.py")]
+CORE = sorted(p for p in [*DETECTOR.glob("*.py"), *DETECTOR.glob("pipeline/*.py"),
+                          *DETECTOR.glob("correlate/*.py"), *DETECTOR.glob("steps/*.py")]
               if p.name not in CORE_ADAPTERS)
 MODELS = sorted((ROOT / "models").glob("*.py"))
 FORBIDDEN_IN_CORE = ("faust", "mode", "aiokafka", "confluent_kafka", "kafka", "prometheus_client",
@@ -76,3 +77,43 @@ def test_a_mixin_does_not_import_the_module_of_its_class(mixin: str, owner: str)
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True)
     assert run.stdout.strip() == "False"
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports when it runs (``if TYPE_CHECKING:`` blocks left out)."""
+    tree = ast.parse(path.read_text(), str(path))
+    skip = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"):
+            skip.update(id(n) for n in ast.walk(node))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize(("package", "owner"), [("correlate", "correlator"), ("steps", "job")])
+def test_a_concern_module_imports_neither_its_package_nor_its_class(package: str,
+                                                                    owner: str) -> None:
+    # detector/correlate/ and detector/steps/ are one class each (Correlator in correlator.py,
+    # JobMonitor in job.py) whose methods are functions of a module a concern, bound in its
+    # class body, and common.py, what several of them read: a concern importing the package
+    # (its __init__ imports every module) or the class's module back would be a cycle, and
+    # common.py imports none of its siblings.
+    pkg = f"detector.{package}"
+    for path in sorted((DETECTOR / package).glob("*.py")):
+        if path.stem in ("__init__", owner):
+            continue
+        got = runtime_imports(path)
+        assert pkg not in got and f"{pkg}.{owner}" not in got, path.name
+        if path.stem == "common":
+            assert not [n for n in got if n.startswith(pkg + ".")], path.name
+        else:
+            assert not [n for n in got if n.startswith(pkg + ".")
+                        and n != f"{pkg}.common"], path.name

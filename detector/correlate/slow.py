@@ -1,0 +1,733 @@
+"""Slow ranks: the explanation a slow rank finds on its GPU or node, its wait for
+one, and its escalation when none comes; a rank or node late by its host.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import islice
+from typing import Any
+
+from detector import host_node, job_pace, stuck_clock
+from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
+from detector.correlate.common import _THROTTLES, Problem, _alike
+from detector.findings import Finding
+from detector.part_window import _UNITS_TOLD
+from detector.playbook import clock_diagnostic, next_diagnostic
+from detector.steps import _NODE_ALARMED
+
+_CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
+
+
+def _found_alike(f: Finding) -> bool:
+    """Whether the GPU's slow rank ``f`` was found with other ranks of its job on its node
+    slow alike (``node_wide``, detector.steps' JobMonitor._node_alike: how many of the node's
+    ranks, itself counted), whether or not their own findings have reached the correlator.
+
+    A hold in detector.steps can take the mates' findings back while the first one's goes
+    on: the write-back hold after a checkpoint (JobMonitor._hold_after_event) holds a rank
+    whose node's others are slow by half its own deviation, which the first found one's
+    were not yet -- blind23 D2 (loop-s2): a host CPU throttle's gpu07/2 found with 2 mates
+    at +3.1 %, the mates held 90 s, the GPU escalated alone and the node when they came,
+    two pages for one host.  Two ranks or more slow alike are the node's (the rule for
+    ranks found together), told at the first one's decision.
+
+    So are ``_NODE_ALARMED`` ranks (itself counted) in alarmed slow runs alike (detector.steps'
+    ``node_alarmed``: each over its own noise, at least half the found rank's excess, the
+    mates waiting only on their effect size): a host fault ramping up, its first rank over
+    the bar escalated at its GPU and the node 17 s later (blind23 D2, loop-s3: gpu08/6 at
+    +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  One mate alarmed is not enough: a lone GPU's
+    fault with a healthy mate's chance run beside it stays the GPU's."""
+    if f.scope.level != "gpu" or f.scope.node is None:
+        return False
+    wide, alarmed = f.evidence.get("node_wide"), f.evidence.get("node_alarmed")
+    return ((type(wide) is int and wide >= 2)
+            or (type(alarmed) is int and alarmed >= _NODE_ALARMED))
+
+
+def _in_step(f: Finding, mate: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``mate`` were found at the same step of their job with the
+    same deviation from their peers: in step, as TP partners are (Correlator._mates_cause)."""
+    step = f.evidence.get("step")
+    return step is not None and step == mate.evidence.get("step") and _alike(f, mate)
+
+
+# -- slow ranks: attribution and escalation ------------------------------------------
+
+def _explanation(self, f: Finding) -> Problem | None:
+    """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
+    its node: a power brake on every GPU of the node, or several GPUs of it throttling
+    thermally, raised at node scope), or a throttle on either that let go after the slow
+    run began (:meth:`_ended_throttle`)."""
+    units = [f.scope.key]
+    if f.scope.level == "gpu" and f.scope.node is not None:
+        node = Scope.of_node(f.scope.node).key
+        verdict = self._device.get(node, {}).get("throttle")
+        if self._node_throttle(f) is not None or (
+                verdict is not None and self._covers(f, verdict)):
+            units.append(node)
+    for unit in units:
+        for signal, g in self._device.get(unit, {}).items():
+            if signal == "slow_rank" or not (g.verdict or signal in _THROTTLES):
+                continue
+            key = self._owner.get(g.key)
+            p = self.problems.get(key) if key else None
+            if p is not None and p.status == "firing" and p.topic == ISOLATION and (
+                    g.verdict or p.kind == "slow_node"):
+                # (A throttle that is evidence only explains the rank when an open
+                # slow_node isolation has taken it: its node's own power limit, every busy
+                # GPU capped -- blind5 pl-wrong, the node's ranks escalated slow_node/
+                # unknown 3.5 s after the node's power isolation.  A routine cap nobody
+                # paged still explains nothing.)
+                return p
+    p = self._open_hardware(f.scope, f.cluster)
+    if p is not None:
+        return p
+    return self._ended_throttle(f) if self._throttled else None
+
+
+def _open_hardware(self, scope: Scope, cluster: str | None) -> Problem | None:
+    """The hardware isolation still open on GPU ``scope``, whatever its findings now.
+
+    It is latched until the GPU's reset, but its findings clear between episodes (a
+    PCIe link's replay storms come and go, the counter still between them): a slow rank
+    on that GPU in the next episode, before the next ECC poll shows its replays, is the
+    same fault -- evidence of the open page, not a second page for the GPU (blind10
+    K4: hgx-b05/6 isolated for its replays at 68 s, escalated slow_node/unknown at 233 s
+    while the isolation was open)."""
+    if scope.level != "gpu":
+        return None
+    p = self.problems.get(self.dedup_key(ISOLATION, "hardware", scope, cluster))
+    return p if p is not None and p.status == "firing" else None
+
+
+def _node_verdict(self, f: Finding) -> Problem | None:
+    """A hardware isolation firing on a GPU of the slow rank's node, when the rank is
+    slow with its node's others alike (``node_wide``, detector.steps: TP inside the
+    node, its ranks at the pace of its slowest GPU): they are that GPU's consequence and
+    join its verdict (blind4 D3: an NVLink fault's slowed TP group was escalated as
+    ``slow_node/unknown`` beside the ``hardware/nvlink`` isolation).  A rank slow alone
+    on its GPU is its own problem.
+
+    Only a fault that can be theirs explains them: on the node as a whole, or on a GPU
+    of their job there (where its ranks run, ``job_layout``; or one with a slow rank of
+    it) -- not on any GPU of the node: a GPU outside the job, off the bus minutes
+    before, swallowed the job's TP group slowed alike and its slowness was paged nowhere
+    (review13 S1)."""
+    if not f.evidence.get("node_wide") or f.scope.node is None:
+        return None
+    node = Scope.of_node(f.scope.node).key
+    mine = self._job_units(f.scope.node, f.job)
+    for unit in sorted(self._units_of_node.get(f.scope.node, ())):
+        signals = self._device.get(unit, {})
+        if unit != node and not self._of_job(f, unit, mine):
+            continue
+        for g in signals.values():
+            if g.kind != "hardware" or not g.verdict:
+                continue
+            key = self._owner.get(g.key)
+            p = self.problems.get(key) if key else None
+            if p is not None and p.status == "firing" and p.topic == ISOLATION:
+                return p
+    return None
+
+
+def _job_gpus(self, node: str, job: str | None) -> list[tuple[int, int | None]]:
+    """The GPU and replica (dp) of each rank of ``job`` on ``node``, as placed
+    (``job_layout``; in the placement's order, a GPU once a rank)."""
+    return [(g, dp) for (j, _), (g, dp) in self._placement.on_node.get(node, {}).items()
+            if j == job]
+
+
+def _job_units(self, node: str, job: str | None) -> set[str]:
+    """The units (GPU keys) of ``node`` where ranks of ``job`` run (:meth:`_job_gpus`)."""
+    return {Scope.of_gpu(node, g).key for g, _ in self._job_gpus(node, job)}
+
+
+def _of_job(self, f: Finding, unit: str, mine: set[str]) -> bool:
+    """Whether GPU ``unit`` of the slow rank ``f``'s node is its job's: a rank of the job
+    runs there (``mine``: :meth:`_job_units`), or it is ``f``'s own or holds another slow
+    rank of the job (:meth:`_slow_with`: where the job's layout is not known)."""
+    return unit in mine or self._slow_with(f, unit)
+
+
+def _slow_with(self, f: Finding, unit: str) -> bool:
+    """Whether GPU ``unit`` is the slow rank ``f``'s own or holds another slow rank of its
+    job (:meth:`_of_job`, where the job's layout is not known)."""
+    if unit == f.scope.key:
+        return True
+    g = self._device.get(unit, {}).get("slow_rank")
+    return g is not None and g.job == f.job
+
+
+def _node_escalated(self, f: Finding) -> bool:
+    """The slow rank's node is escalated slow and still firing (its ranks found together
+    earlier, some since back at their peers' pace): a rank of it slow again joins the
+    node's page rather than paging its GPU (blind4 D3: a bad spare's ranks, each
+    re-found alone over the next 10-40 min, were each a new GPU escalation)."""
+    if f.scope.node is None:
+        return False
+    p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_node(
+        f.scope.node), f.cluster))
+    return p is not None and p.status == "firing"
+
+
+def _ended_throttle(self, f: Finding) -> Problem | None:
+    """A throttle isolation on the slow rank's GPU or node, still firing (waiting out its
+    quiet time), whose throttling was on when the rank's slow run began: a slow run found
+    after its cause let go -- a 78 s step's CUSUM takes minutes -- is that cause's (blind3
+    B3: a cooling node's slow rank escalated 'unknown' a minute after its GPUs stopped
+    throttling, beside the node's thermal isolation)."""
+    if f.scope.node is None:
+        return None
+    for unit in (f.scope.key, Scope.of_node(f.scope.node).key):
+        g, ended = self._throttled.get(unit, (None, -math.inf))
+        if g is None or ended < f.onset_ts or not self._covers(f, g):
+            continue
+        p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", g.scope, g.cluster))
+        if p is not None and p.status == "firing":
+            return p
+    return None
+
+
+def _mates_cause(self, f: Finding) -> Problem | None:
+    """A slow_node isolation for power or heat firing on the slow rank's node -- at node
+    scope, or the one that explains a mate's rank on another GPU of it -- when the rank is
+    slow alike with its node's others (``node_wide``, detector.steps: TP inside the node,
+    every rank at the pace of its slowest GPU): the ranks are that GPU's consequence and
+    join its page (blind5 E7: a fan failing beside GPU 5, its thermal isolation firing,
+    and the node's 8 TP ranks escalated 'unknown' beside it -- two pages for one part).
+    A mate counts when it is of the same job and slow alike too; a rank slow alone on
+    its GPU is its own problem.
+
+    Slow alike is also ranks found at the same step with the same deviation (within
+    steps' ``TP_LOCKED``: TP partners wait in one all-reduce, so their compute_ms are
+    one), told ``node_wide`` or not: a job's warm-up after a restart finds a node's ranks
+    all at once as gross outliers, where no mate is left to be told alike (blind8
+    scale-1k: the HBM-throttled gpu0124/5's rank joined its open thermal isolation, its 7
+    TP mates at 1.517-1.528x were escalated slow_node/unknown at node scope 12 min after
+    it -- a second page for one GPU's heat)."""
+    node = f.scope.node
+    if node is None:
+        return None
+    wide = bool(f.evidence.get("node_wide"))
+    whole = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
+                                             f.cluster))
+    if whole is None or whole.status != "firing" or whole.cause not in ("power", "thermal"):
+        whole = None
+    elif wide:
+        return whole
+    for unit in sorted(self._units_of_node.get(node, ())):
+        mate = self._device.get(unit, {}).get("slow_rank")
+        if mate is None or mate is f or mate.job != f.job:
+            continue
+        key = self._owner.get(mate.key)
+        p = self.problems.get(key) if key else None
+        if (p is None or p.status != "firing" or p.topic != ISOLATION
+                or p.kind != "slow_node" or p.cause not in ("power", "thermal")):
+            continue
+        if ((wide and mate.evidence.get("node_wide")) or _in_step(f, mate)
+                or (p is whole and _alike(f, mate) and self._throttling_at(node, f))):
+            # (under the node's own cap or heat every rank of the job on it slows alike,
+            # found steps apart or not: blind5 pl-wrong's eighth rank, 60 s after the rest)
+            return p
+    return None
+
+
+def _on_slow(self, f: Finding, out: list[Alert]) -> None:
+    unit = f.scope.key
+    if not f.active:
+        waiting = self._slow_wait.get(unit)
+        held = self._fleet_held.pop(unit, None)  # (a site's cap explained the run)
+        if (waiting is not None and f.ts >= waiting.ts + self._explanation_wait(waiting)
+                and self._benign_explanation(waiting, f.ts) is None and held is None
+                and not self._lone_dropped(waiting, f.ts)):
+            # Held past its wait only for its hot GPU's next sample (_warming), and the
+            # run ended first: a hot GPU delays a page, never cancels one (reproducer
+            # interval-30 s9944: a GPU 26 C over its node's median, its rank 13 % slow
+            # for 38 s, the 30 s sample in between in an intermittent throttle's off
+            # phase -- the fault was never paged).
+            self._slow_due(unit, f.ts, out, ended=True)
+        self._slow_wait.pop(unit, None)
+        self._cleared(f, out)
+        return
+    if "grown_from" in f.evidence:
+        # The same run told again, grown well past the pace it was told at
+        # (detector.steps' _grown_runs): a rank still held is weighed afresh on its
+        # pace now (a minor cap's excuse measured a ramp's first few percent); one paged
+        # or explained keeps its owner, the fresh evidence on the unit.
+        held = self._slow_wait.get(unit)
+        if held is not None:
+            self._slow_wait[unit] = f
+            if f.ts >= held.ts + self._explanation_wait(held):
+                self._slow_due(unit, f.ts, out, grown=True)
+            else:  # (still waiting for its GPU's first sample: as long as for a new one)
+                self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+        return
+    seen = self._routine_cap.get(unit)
+    if seen:
+        # Capping seen since this slowdown began was not routine: the rank was already
+        # slow, just not yet found so (an intermittent power fault's first episode).
+        # Nor was the capping the slowdown began with (_cap_began_apart's): a cap creeping
+        # in cost its rank a point or less at first, and the CUSUM finds the run later.
+        since = self._cap_since.get(unit)
+        began = since[0] if since is not None and (
+            since[0] >= f.onset_ts - self.cfg.impact_onset_s) else math.inf
+        seen[:] = [c for c in seen if c[1] < min(
+            began, f.onset_ts - self.cfg.routine_cap_slot_s)]
+        if not seen:
+            del self._routine_cap[unit]
+    p = self._explanation(f) or self._node_verdict(f)
+    if p is not None:
+        p.add(f, self.cfg.evidence_items)
+        self._own(f, p)
+        return
+    if (self._power_impact(f, f.ts, out) or self._throttle_impact(f, f.ts, out)
+            or self._pcie_impact(f, f.ts, out)):
+        return
+    self._slow_wait[unit] = f
+    self._timer(f.ts + self._explanation_wait(f), "slow", unit)
+
+
+def _explanation_wait(self, f: Finding) -> float:
+    """How long a slow rank waits for a cause before a human is paged.
+
+    What could explain it is its GPU's thermal telemetry (a throttle raises
+    throttle_seen on the first sample that shows it), so the wait ends once the first
+    sample taken after the slowdown began is due: a collector samples on a fixed cadence,
+    the node's phase known from the sample that reported its interval.  "After the
+    slowdown began" is the end of the run's first clearly slow step (``clearly_slow_since``:
+    a step's ``ts`` is its end, so a cause that slowed that step had begun by then), or,
+    without one, two steps past the run's onset (the CUSUM's onset can lead the real
+    change by a step or two: a chance slow step just before it); a gross outlier from a
+    job's start was slow from its first step.  Never longer than one interval and a
+    quarter plus a second (a sample lost or late), never shorter than ``escalate_after_s``
+    for an ordinary slow rank (other explanations, an XID, a NIC, arrive at their own
+    pace).
+    """
+    gross = bool(f.evidence.get("gross_outlier"))
+    wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
+    interval, phase_ts = self._interval.get(f.scope.node or "", (0.0, 0.0))
+    if interval <= 0.0:
+        if not gross and self.seen is not None and f.scope.node and self.seen(
+                f.scope.node, "thermal"):
+            # Thermal telemetry comes, at a cadence not known yet (a collector's interval
+            # is told after two like gaps: 60-90 s into a 30 s collector's life): wait as
+            # for dcgm-exporter's default until it is (the "sampling" finding re-arms).
+            return max(wait, 1.25 * self.cfg.unknown_cadence_s + 1.0)
+        return wait  # no thermal telemetry from this node (yet)
+    longest = max(wait, 1.25 * interval + 1.0)
+    runs = int(f.evidence.get("run_steps") or 0)
+    period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
+    since = f.evidence.get("clearly_slow_since")
+    after = f.onset_ts if gross else since if since else f.onset_ts + 2.0 * period
+    if interval >= 5.0:
+        # Collectors are configured in whole seconds (dcgm-exporter's 30 s, a scrape
+        # interval): one measured gap carries the samples' jitter, which would add up
+        # over the many intervals since the phase was seen.
+        interval = float(round(interval))
+        sample = phase_ts + math.ceil((after - phase_ts) / interval) * interval
+        slack = max(1.0, 0.05 * interval)  # jitter of the sample and of its delivery
+    else:
+        sample, slack = after + interval, 0.25 * interval
+    return min(longest, max(0.0 if gross else wait, sample + slack - f.ts))
+
+
+def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False,
+              grown: bool = False) -> None:
+    """Decide a slow rank whose wait for a cause is over (``ended``: its run has ended
+    while it was held, so there is no next sample to wait for; ``grown``: held past its
+    wait, its run told again at a larger pace -- its wait was over before)."""
+    f = self._slow_wait.get(unit)
+    if f is None or (not grown and due < f.ts + self._explanation_wait(f)
+                     and "throttle_seen" not in self._device.get(unit, {})):
+        return  # (a throttle seen explains it now: _throttle_impact's wait for the node)
+    hold = self._poll_hold.get(f.scope.node or "")
+    if hold is not None and due < hold and not ended:
+        self._timer(hold, "slow", unit)  # (a capped GPU's page waits for its poll)
+        return
+    p = self._explanation(f) or self._node_verdict(f)
+    if p is not None:
+        del self._slow_wait[unit]
+        p.add(f, self.cfg.evidence_items)
+        self._own(f, p)
+        return
+    if (self._power_impact(f, due, out) or self._throttle_impact(f, due, out)
+            or self._pcie_impact(f, due, out)):
+        return
+    held = self._fleet_held.get(unit)
+    if held is not None and due < held + self.cfg.flap_window_s and not ended:
+        # A site's cap explained it lately (_fleet_explains): looked at again until its run
+        # ends -- 1-80 s after the cap let go in blind21's tune logs (a run clears only
+        # after slow_clear_steps steps at its peers' pace); still slow flap_window_s after
+        # the cap last explained it (two nodes' cap: first) is a fault.
+        self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+        return
+    if self._benign_explanation(f, due) is not None:
+        # Look again later: still slow once power management has let go is a fault.
+        self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+        return
+    if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
+                      or self._node_sample_due(f, due)):
+        return
+    del self._slow_wait[unit]
+    # Group only with the same job's slow ranks (evidence never mixes tenants), and not
+    # with ranks that power management explains.
+    members = [g for g in self._unexplained_slow() if g.job == f.job
+               and self._benign_explanation(g, due) is None]
+    node = [g for g in members if g.scope.node == f.scope.node]
+    replica = {g.scope.node: g for g in members
+               if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
+    whole = self._replica_across(f, members, node, len(replica))
+    if whole is not None:
+        scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
+    elif len(node) >= 2 or self._node_escalated(f) or _found_alike(f):
+        scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
+    elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
+        scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
+    elif stuck_clock.page(self, f, due, out) is not None:
+        return  # (its own GPU's clock stuck low with no reason, its mates free)
+    else:
+        scope, group = f.scope, [f]
+    lone = self._lone_clock(f, group) if scope.level == "replica" else None
+    basis = f
+    if lone is not None:
+        scope, basis = lone[0].scope, lone[0]
+    # (a rank late by its host path names its own: the PCIe link, the host's CPUs)
+    extra = {"ruled_out": self._ruled_out(basis), "next_diagnostic": basis.evidence.get(
+        "next_diagnostic") or next_diagnostic("slow_node", scope)}
+    held = self._held_clock(f, [lone[0]] if lone is not None else group)
+    if lone is not None:
+        extra["replica_slow"] = lone[1]
+    if held is not None:
+        extra["ruled_out"].insert(0, held.pop("why"))
+        extra["sm_clock"] = held
+        extra["next_diagnostic"] = clock_diagnostic(scope, held["sm_clock_mhz"])
+    sent = len(out)
+    told = self._units_told(scope, f)
+    p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
+                    extra=extra)
+    if told is not None and f.scope.key not in told and len(out) == sent:
+        # A GPU of a node escalated and still firing, slow from after the page's first
+        # finding (not one of the ranks that slowed with it, found a step or two later):
+        # the same problem (its dedup_key, one page), re-sent with the new evidence --
+        # DESIGN lets a firing alert be re-sent, and a human must hear that the node now
+        # has a slow GPU it did not have (blind8 H2: a routing escalation open for
+        # 37-290 s hid a GPU 15-22 % slow; the node holds it, so the re-sent page names
+        # it).  Each GPU once: ``units_found_slow``.
+        told.append(f.scope.key)
+        p.extra["units_found_slow"] = told[-_UNITS_TOLD:]
+        out.append(self._alert(p, due))
+    for g in group:
+        self._slow_wait.pop(g.scope.key, None)
+        if g is not f:
+            p.add(g, self.cfg.evidence_items)
+        q = self.problems.get(self._owner.get(g.key, ""))
+        self._own(g, p)
+        if (q is not None and q is not p and q.topic == ESCALATION and q.status == "firing"
+                and not q.active and not q.latched and p.scope.contains(q.scope)):
+            # A GPU's escalation the node's (or its replica's) now takes: one page
+            # (blind10 K5: hgx-a03/0 paged alone 19 s before the node, then both open
+            # for 10 min).
+            self._superseded(q, p, due, out)
+        for h in self._device.get(g.scope.key, {}).values():
+            if h.kind == "hardware" and not h.verdict:
+                # Evidence the GPU's own monitors raised without a verdict (a corrected
+                # single-bit error rate alone: detector.gpu_health) goes to the human
+                # with the slow rank it may explain; a later one joins by
+                # _attach_if_firing.
+                p.add(h, self.cfg.evidence_items)
+    if len(out) > sent:
+        out[sent] = self._alert(p, due)  # the page itself carries what was added to it
+
+
+def _node_sample_due(self, f: Finding, due: float) -> bool:
+    """Hold a rank slow alike with its node's others (``node_wide``) until the sample
+    most of them wait for is due: the median of their waits' ends (_explanation_wait).
+    Each rank's wait ends at the first sample after its own clearly slow step, and one
+    chance slow step before the node's slowdown puts that sample before it -- the node
+    was escalated 'unknown' 2-5 s before the sample showing its GPUs' SW power cap
+    (blind21 D1: rank 15 at +3.4 % twice, 4 s before the cap).  The node's page waits
+    for the sample after its slowdown began, as a rank's does; at most one interval
+    more.  True when held."""
+    node = f.scope.node
+    if node is None or not f.evidence.get("node_wide"):
+        return False
+    ends = sorted(g.ts + self._explanation_wait(g) for unit in self._units_of_node.get(
+        node, ()) if (g := self._slow_wait.get(unit)) is not None and g.job == f.job
+        and g.evidence.get("node_wide"))
+    until = ends[len(ends) // 2] if ends else due
+    if due >= until:
+        return False
+    self._timer(until, "slow", f.scope.key)
+    return True
+
+
+def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None:
+    """The slow ranks' GPUs running busy at a clock ``job_pace.CLOCK_HELD`` or more below their
+    job's other GPUs' with no clock-event reason (detector.throttle's ``sm_clock``): a
+    clock held by a setting -- application or locked clocks left after a driver reload,
+    not power or heat, which set a reason -- said with its numbers (blind10 K5: hgx-a03
+    locked at 1395 MHz beside peers at 1973 was paged with "no thermal or power
+    throttling" and `dcgmi diag -r 3`).  None when no such clock, or no peers' known."""
+    clocks = self._clocks
+    mine = [c[0] for g in group if (c := clocks.get(g.scope.key)) is not None]
+    ranks = self._placement.ranks.get(f.job or "")
+    if not mine or not ranks:
+        return None
+    slow = {g.scope.node for g in group}
+    peers = [c[0] for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS)
+             if node not in slow
+             and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None]
+    if len(peers) < 2:
+        return None
+    clock, ref = job_pace.median_clock(mine), job_pace.median_clock(peers)
+    if not job_pace.held_below(clock, ref):
+        return None
+    return {"sm_clock_mhz": clock, "gpus_told": len(mine), "peers_median_mhz": ref,
+            "peers_told": len(peers), "throttle_reasons": "0x0",
+            "why": (f"not ruled out: SM clock {clock:g} MHz busy with no clock-event "
+                    f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
+                    f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
+                    "(application or locked clocks), not by power or heat")}
+
+
+def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
+    """The one GPU among a slow replica's ranks ``group`` whose busy clock with no
+    clock-event reason is held ``job_pace.CLOCK_HELD`` or more below its job's other GPUs'
+    (_held_clock), the rest at theirs; with what the replica shows.  None otherwise.
+
+    A pipeline's ranks wait for their slowest stage inside their step timer (Megatron's
+    forward-backward timer holds the p2p waits), so one GPU running a quarter slower makes
+    every rank of its replica look slow alike (blind15 O2: pp04/0 at 1455 MHz against
+    1980, replica 2's 16 ranks on 4 nodes 1.10-1.12x, escalated as the replica).  The
+    replica is the symptom; the one GPU of it under load below its peers is the
+    candidate (cause unknown).  A clock below peers alone pages nothing: only with its
+    replica slow, and only when it is the replica's one such GPU.
+    """
+    low = [g for g in group if g.scope.level == "gpu" and self._held_clock(f, [g])]
+    if len(low) != 1 or len(group) < 2:
+        return None
+    return low[0], {"dp_replica": f.dp_rank, "ranks_slow": len(group), "why": (
+        f"all {len(group)} slow ranks are replica {f.dp_rank}'s: its pipeline waits for "
+        f"its slowest stage inside the step timer, and {low[0].scope.key} is its one GPU "
+        "running well below the job's clock")}
+
+
+def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
+    """The GPUs already named by the node escalation ``scope`` that ``f`` joins, still
+    firing (None: no such page, or ``f`` is no GPU's): its evidence's, its active
+    findings', and those it was re-sent for (:meth:`_slow_due`)."""
+    if scope.level != "node" or f.scope.level != "gpu":
+        return None
+    p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", scope, f.cluster))
+    if p is None or p.status != "firing" or not p.evidence or not (
+            f.onset_ts > p.evidence[0].get("ts", math.inf)):
+        return None
+    told = list(p.extra.get("units_found_slow") or ())
+    for unit in [e.get("unit") for e in p.evidence] + [k.partition("@")[2]
+                                                       for k in p.active]:
+        if isinstance(unit, str) and unit.startswith("gpu:") and unit not in told:
+            told.append(unit)
+    return told
+
+
+def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
+                    nodes: int) -> list[Finding] | None:
+    """The slow ranks of ``f``'s replica, when its slowness is that replica's across
+    nodes: ranks of it slow on ``nodes`` >= 2 nodes and every slow rank on ``f``'s node
+    (``node``) of it -- or when that replica is escalated slow already and still
+    firing.  None otherwise (the node rule's, or the rank's own).
+
+    A TP group spanning nodes (a GB200 tray of 4 GPUs under TP 8) runs at the pace of its
+    slowest GPU: every rank of it is slow alike on each of its nodes, and the node rule
+    (>= 2 slow ranks on a node) paged each node -- one fault, two pages (review13 S3).
+    Its smallest unit is the replica (PP 1: the TP group is the replica).  A node whose
+    slow ranks belong to several replicas (pure DP, a node's own fault) is the node's.
+    """
+    if f.job is None or f.dp_rank is None:
+        return None
+    mine = [g for g in members if g.dp_rank == f.dp_rank]
+    p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_replica(
+        f.job, f.dp_rank), f.cluster))
+    if p is not None and p.status == "firing":
+        return mine
+    if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
+        return None
+    return mine
+
+
+def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
+    """A rank late by its host path (detector.steps ``host_late``: its compute normal, its
+    time in neither compute nor collectives over its stage's) for ``host_page_s`` since
+    its run began: an escalation to a human, never an isolation.
+
+    Late by its host path for minutes, the rank makes every step of its job late (review
+    round 12, S1: a node +25 % for 20 minutes, 160 GPU-minutes of a 32-GPU job, reached
+    nobody).  A lasting cause -- a throttled or starved CPU, a runaway host process, a
+    PCIe link trained down without replays, NUMA mis-pinning -- needs a look
+    (``nvidia-smi -q -d PCIE``, ``turbostat``, the input pipeline), which a drain does
+    not replace; an input pipeline catching up (blind2's healthy 3-minute stall on one
+    tray) ends first.  Every rank of its job late this way on its node counts: two or
+    more are the node (the host they share), one alone its GPU (its own link and loader).
+    A rank whose GPU has a firing isolation has its cause (a PCIe replay rate's
+    ``gpu_hardware``): its host_late is that problem's evidence already.  (detector.steps
+    tells the host_late again, with ``lasting_s``, on the step its run passes
+    ``host_page_s``.)
+    """
+    if g.scope.node is None:
+        self._attach_if_firing(g)
+        return
+    due = g.ts
+    key = self._owner.get(g.key)
+    p = self.problems.get(key) if key else None
+    if p is not None and p.status == "firing":
+        return  # (found with its node's others already)
+    if self._firing_on(g.scope, "hardware"):
+        self._attach_if_firing(g)
+        return
+    board = self._board_page(g.scope.node, g.cluster, "gpu_hardware")
+    if board is not None and g.scope.gpu in board.extra.get("gpus", ()):
+        board.add(g, self.cfg.evidence_items)  # (its GPU's replays: the node's PCIe page)
+        self._own(g, board)
+        return
+    late = []
+    for u in sorted(self._units_of_node.get(g.scope.node, ())):
+        h = self._device.get(u, {}).get("host_late")
+        if h is not None and h.job == g.job and not self._firing_on(h.scope, "hardware"):
+            late.append(h)
+    scope = Scope.of_node(g.scope.node) if len(late) >= 2 else g.scope
+    extra = {"ruled_out": self._ruled_out(g),
+             "next_diagnostic": g.evidence.get("next_diagnostic")
+             or next_diagnostic("slow_node", scope),
+             "host_late_for_s": round(due - g.onset_ts, 1)}
+    p = self._raise(ESCALATION, "slow_node", "unknown", scope, g, out, detected_ts=due,
+                    extra=extra)
+    for h in late:
+        if h is not g:
+            p.add(h, self.cfg.evidence_items)
+        self._own(h, p)
+
+
+def _on_host_share(self, f: Finding, out: list[Alert]) -> None:
+    """A node whose ranks carry their job's excess host time for minutes (detector.host_time
+    ``host_share``: a loader stalling on its local disk, ranks bound to the wrong socket):
+    an escalation at the node, slow_node/unknown -- no telemetry names the host's trouble,
+    a human looks where the evidence says.  A node under a firing isolation has its cause
+    already (a GPU's PCIe link): the finding is that problem's evidence."""
+    node = f.scope.node
+    if any(p.status == "firing" and p.topic == ISOLATION and p.scope.node == node
+           for p in self.problems.values()):
+        self._attach_if_firing(f)
+        return
+    self._raise(ESCALATION, "slow_node", "unknown", f.scope, f, out, extra={
+        "ruled_out": self._ruled_out(f),
+        "next_diagnostic": f.evidence.get("next_diagnostic")
+        or next_diagnostic("slow_node", f.scope)})
+
+
+def _on_host_rise(self, f: Finding, out: list[Alert]) -> None:
+    """A job's host time risen on a node, or calm again (detector.host_rise): kept by
+    node; a node with rises of several jobs is decided after a hold (_host_node_due); a
+    node paged whose jobs are all calm again resolves after the quiet hold."""
+    due = host_node.note(self._host_rise, f)
+    node = f.scope.node
+    if due is not None and node is not None:
+        self._timer(due, "hostnode", node)
+    if not f.active and node is not None and not host_node.risen(self._host_rise, node):
+        p = self.problems.get(self.dedup_key(ESCALATION, "slow_node", Scope.of_node(node),
+                                             None))
+        if p is not None and p.status == "firing" and not p.active:
+            self._schedule_resolve(p, f.ts)
+
+
+def _host_node_due(self, node: str, due: float, out: list[Alert]) -> None:
+    """Several jobs' host time risen on ``node``: its escalation if no shared cause
+    shows on the other nodes running jobs (detector.host_node)."""
+    busy = set(self._busy) | {n for n, ranks in self._placement.on_node.items() if ranks}
+    g = host_node.decide(self._host_rise, node, due, busy)
+    if g is None:
+        return
+    extra = {k: g.evidence[k] for k in ("recommended_because", "next_diagnostic",
+                                        "ruled_out")}
+    self._raise(ESCALATION, g.kind, g.cause, g.scope, g, out, detected_ts=due, extra=extra,
+                own=False)
+
+
+def _unexplained_slow(self) -> list[Finding]:
+    out = []
+    for signals in self._device.values():
+        g = signals.get("slow_rank")
+        if g is None:
+            continue
+        key = self._owner.get(g.key)
+        p = self.problems.get(key) if key else None
+        if p is None or p.topic == ESCALATION:
+            out.append(g)
+    return out
+
+
+def _ruled_out(self, f: Finding) -> list[str]:
+    """What was checked and found clean, to tell a human where not to look."""
+    node, unit = f.scope.node or "", f.scope.key
+    signals = self._device.get(unit, {})
+    checks = []
+    for source, what in (("ecc", "XID/ECC/NVLink/PCIe errors on the GPU"),
+                         ("thermal", "thermal or power throttling on the GPU")):
+        seen = self.seen(node, source) if self.seen else True
+        past = self._throttled_near(f) if source == "thermal" else None
+        clue = [g for g in signals.values() if g.kind == "hardware" and not g.verdict]
+        if not seen:
+            checks.append(f"not checked: no {source} telemetry from {node}")
+        elif source == "ecc" and clue:
+            checks.extend(f"not ruled out: {g.signal} on the GPU "
+                          f"({g.evidence.get('rests_on') or 'evidence, not a verdict'})"
+                          for g in clue)
+        elif any((g.kind == "hardware" and g.verdict) or g.signal == "throttle"
+                 for g in signals.values()):
+            continue
+        elif source == "thermal" and (now := self._throttled_now(signals)):
+            checks.append(now)  # (before an ended one: the GPU's state now comes first)
+        elif past:
+            checks.append(past)
+        else:
+            checks.append(f"no {what}")
+    nic_trouble = [u for u in self._units_of_node.get(node, ()) if u.startswith("nic:")
+                   and u in self._device]
+    checks.append(f"NIC trouble on {node}: {', '.join(sorted(nic_trouble))}" if nic_trouble
+                  else f"no NIC errors, flaps or throughput loss on {node}")
+    checks.append("not a whole-job slowdown: compared with peers at the same step")
+    return checks
+
+
+@staticmethod
+def _throttled_now(signals: dict[str, Finding]) -> str | None:
+    """A throttle reason the GPU shows now that no verdict stands on (a SW power cap
+    whose clock loss the impact rule found too small for the slowdown, short of the
+    sustained rule), said as such: not ruled out (twenty-ninth reporting corpus, seed
+    2902: "no thermal or power throttling on the GPU" while it was at 0x4, 19 % down)."""
+    for signal in ("power_cap", "throttle_seen", "throttle_minor"):
+        g = signals.get(signal)
+        if g is not None and g.active and g.evidence.get("throttle_reasons"):
+            return (f"not ruled out: throttle reasons {g.evidence['throttle_reasons']} on "
+                    f"the GPU now, clock {float(g.evidence.get('clock_drop') or 0.0):.1%} "
+                    f"below its baseline (since {g.onset_ts:.1f})")
+    return None
+
+
+def _throttled_near(self, f: Finding) -> str | None:
+    """Throttling the slow rank's GPU (or its node) showed and that has ended, within
+    ``flap_window_s`` before the slow run began or since, said as such: not ruled out
+    (blind3 B3: a node's GPUs throttled thermally until a minute before its slow ranks'
+    escalation said "no thermal or power throttling on the GPU").  None when none."""
+    units = [f.scope.key] + ([Scope.of_node(f.scope.node).key] if f.scope.node else [])
+    for unit in units:
+        g, ended = self._throttled.get(unit, (None, -math.inf))
+        if g is not None and ended >= f.onset_ts - self.cfg.flap_window_s:
+            on = "the GPU" if unit == f.scope.key else f"its node {f.scope.node}"
+            gpus = f" (GPUs {g.evidence['gpus']})" if g.evidence.get("gpus") else ""
+            return (f"not ruled out: {g.cause} throttling on {on}{gpus}, reasons "
+                    f"{g.evidence.get('throttle_reasons', '?')}, from {g.onset_ts:.1f} until "
+                    f"{ended:.1f} ({f.ts - ended:.0f} s before this, "
+                    f"{ended - f.onset_ts:+.0f} s from the slowdown's onset)")
+    return None

@@ -1,0 +1,282 @@
+"""A job's noise: wandering slowness (MoE routing), its lag-1, its tail, cold
+starts and the warm-up prior.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from detector.findings import Finding
+from detector.steps.common import (
+    _HEAVY_EDGE,
+    _HEAVY_KNOWN,
+    _HEAVY_SHARE,
+    _HEAVY_SURE,
+    _TAIL_ALPHA,
+    _TAIL_EDGES,
+    _TAIL_STEPS,
+    _WANDER_ALONE,
+    _WANDER_HOLD_STEPS,
+    _WANDER_LONG,
+    _WANDER_MEAN_ALPHA,
+    _WANDER_MIN_EFFECT,
+    _WANDER_MIN_STEPS,
+    _WANDER_OFF,
+    _WANDER_ON,
+    _WANDER_READY_STEPS,
+    _WANDER_SHORT,
+    _WANDER_VAR,
+    _StepBuffer,
+)
+from models import lag1
+from models.peer_stats import median
+
+# A rank joining a job past its warm-up is cold while its excess over its peers falls by this
+# many of the job's noise a step (JobMonitor._cold_steps): E1's x2.6, 1.7, 1.25, 1.1, 1.0 fall
+# by 12-50 sigma a step; a rank that stays slow falls by more than 2 in 1 step of 12.
+_COLD_FALL_Z = 2.0
+
+
+def _tail_light(share: float, n: float) -> bool:
+    """Whether a job's tail read at ``share`` on ``n`` rank-steps is known under
+    ``_HEAVY_SHARE``: a Poisson count at that share's rate comes as low as the one read
+    (``share * n``, rounded) with a chance under ``_HEAVY_SURE`` (a normal's above 50 expected).
+
+    >>> _tail_light(9e-4, 1136.0), _tail_light(0.0, 1000.0), _tail_light(0.0, 1600.0)
+    (False, False, True)
+    >>> _tail_light(5e-4, 3200.0), _tail_light(1.9e-3, 1e6), _tail_light(1.99e-3, 1e6)
+    (True, True, False)
+    """
+    if share >= _HEAVY_SHARE:
+        return False
+    lam = _HEAVY_SHARE * n
+    c = math.floor(share * n + 0.5)
+    if lam > 50.0:
+        return 0.5 * math.erfc((lam - c - 0.5) / math.sqrt(2.0 * lam)) < _HEAVY_SURE
+    term = cdf = math.exp(-lam)
+    for k in range(1, c + 1):
+        term *= lam / k
+        cdf += term
+    return cdf < _HEAVY_SURE
+
+
+def _wander_update(self, step: int, r: np.ndarray, groups: np.ndarray, z: np.ndarray,
+                   over: np.ndarray, med: np.ndarray, buf: _StepBuffer, decided_ts: float,
+                   out: list[Finding]) -> None:
+    """Whether the job's slowness wanders between its ranks (MoE expert routing), and in
+    such a job its rule for a slow rank: slow for good, and alone.
+
+    Token routing makes a few expert-parallel ranks 10-35 % heavier for tens of steps,
+    then others (blind8 H1: an AR(1) walk of each EP rank's load, ~20 steps of memory):
+    slower and more persistent than sequence-length imbalance, whose draw is new every
+    step, so the CUSUM (made for i.i.d. steps), the sustained rule (its standard error
+    taken from i.i.d. steps) and the gross prior all paged it, on every node in turn.
+    What names it: every rank's deviation is persistent over a few steps and moves over
+    many.  Each rank's ``z`` smoothed over ~10 steps (``_WANDER_SHORT``) varies about its
+    own long mean, over i.i.d. steps, by ``_WANDER_SHORT / (2 - _WANDER_SHORT)`` of z's
+    variance; the job's index is the ranks' median of that variance over it (~1 for
+    jitter and batch imbalance, a steady offset or one slow rank leaving the median
+    alone; 3-8 under routing).  At ``_WANDER_ON`` (left under ``_WANDER_OFF``) the job
+    wanders: its ranks found slow by the other rules are held (:meth:`_hold_wandering`).
+    There a rank is slow when its deviation from its peers over its bias, averaged over
+    ~``1 / _WANDER_MEAN_ALPHA`` steps (a wandering rank's returns to zero, a slow GPU's
+    does not: a rank against its own history, as NVIDIA's straggler detection), is
+    ``_WANDER_MIN_EFFECT`` over the ranks' median, and ``_WANDER_ALONE`` over every peer
+    of its group on another node: routing makes the ranks holding one expert in every EP
+    group hot together (4 nodes at a time in blind8), a fault is on one unit.  It clears
+    back under half the first margin.
+    """
+    ws, wl, wv = self._wshort[r], self._wlong[r], self._wvar[r]
+    zc = z.clip(-self.cfg.slow_z_clip, self.cfg.slow_z_clip)
+    # (running means over the first steps: no start from zero to climb out of, and a
+    # steady offset is its own from the start)
+    first = 1.0 / (self._wander_n + 1)
+    ws += max(_WANDER_SHORT, first) * (zc - ws)
+    wl += max(_WANDER_LONG, first) * (zc - wl)
+    wv += max(_WANDER_VAR, first) * ((ws - wl) ** 2 - wv)
+    self._wshort[r], self._wlong[r], self._wvar[r] = ws, wl, wv
+    wm = self._wmean[r]
+    wm += max(_WANDER_MEAN_ALPHA, first) * (over - wm)
+    self._wmean[r] = wm
+    self._wander_n += 1
+    if self._wander_n < _WANDER_MIN_STEPS or len(r) < 2 * self.cfg.min_peers:
+        return
+    self._wander = median(wv, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT))
+    # Entered only after _WANDER_HOLD_STEPS steps at _WANDER_ON or more: one move of every
+    # rank's deviation (a GPU of four peers slowing moves its peers' median, and so each
+    # peer's deviation, once) lifts the index for tens of steps, then it decays; routing
+    # keeps it up (tests/test_steps_round13.py's heavy tail: 3.3 for ~60 steps).
+    self._wander_hot = 0 if self._wander < _WANDER_OFF else (
+        self._wander_hot + 1 if self._wander >= _WANDER_ON else self._wander_hot)
+    if self._wander_calm < _WANDER_HOLD_STEPS:  # (latched once reached, till a stir: _stirred)
+        self._wander_calm = self._wander_calm + 1 if self._wander < _WANDER_OFF else 0
+    self._wandering = self._wander >= _WANDER_OFF and (
+        self._wandering or self._wander_hot >= _WANDER_HOLD_STEPS)
+    live = np.count_nonzero(self._wander_rep)
+    if not self._wandering and not live:
+        return
+    mid = median(wm)
+    lead = wm - mid
+    ready = self._wander_n >= _WANDER_READY_STEPS
+    cand = (lead >= math.log1p(_WANDER_MIN_EFFECT)) & ~self._reported[r] \
+        if self._wandering and ready else np.zeros(len(r), dtype=bool)
+    hw = self._hw
+    rising = []
+    for i in np.flatnonzero(cand).tolist():
+        node = hw[r[i]][0] if hw[r[i]] is not None else None
+        peers = np.flatnonzero((groups == groups[i]) & (np.arange(len(r)) != i))
+        others = [float(wm[j]) for j in peers.tolist()
+                  if hw[r[j]] is None or hw[r[j]][0] != node]
+        if others and float(wm[i]) - max(others) >= math.log1p(_WANDER_ALONE):
+            rising.append(int(r[i]))
+    falling = r[self._wander_rep[r] & (lead < math.log1p(0.5 * _WANDER_MIN_EFFECT))] \
+        if live else r[:0]
+    if not rising and not len(falling):
+        return
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+    for s in rising:
+        rank, i = self._rank_of[s], at[s]
+        self._reported[s] = self._wander_rep[s] = True
+        ratio = math.exp(float(lead[i]))
+        out.append(self._rule_finding(
+            rank, dp_of[rank], decided_ts, ratio, step, float(self._slow_dev[s]),
+            {"wander_mean_ratio": round(ratio, 4), "wander_index": round(self._wander, 2),
+             "peer_median_compute_ms": round(math.exp(float(med[i])), 2),
+             "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+             "rule": f"a job whose slow ranks wander (routing): its mean over its bias, "
+                     f"weighed over ~{1.0 / _WANDER_MEAN_ALPHA:.0f} steps, "
+                     f">= {_WANDER_MIN_EFFECT:.0%} over the ranks' median and "
+                     f">= {_WANDER_ALONE:.0%} over its peers' on other nodes"}))
+    for s in falling.tolist():
+        self._rule_cleared(s, self._wander_rep, step, dp_of, decided_ts, out)
+
+
+def _cold_steps(self, r: np.ndarray, d: np.ndarray, sigma: float) -> np.ndarray | None:
+    """Which of ``r`` (slots; ``d`` their deviations from their peers this step, the job's
+    noise ``sigma``) are in a cold start: joined the job past its warm-up (an elastic job
+    taking a node back after a re-rendezvous, a spare without a restart:
+    :meth:`_track_hardware`), at their first step there or slower than their peers by
+    ``_COLD_FALL_Z`` sigma less than on their step before, within ``warmup_steps`` of the
+    join (None: none).  A cold step adds nothing to the rank's runs and teaches it no
+    offset; the first step that is not falling so ends the cold start.
+
+    A process new on its GPU pays for a CUDA context, an allocator and autotuning: its
+    first steps are slow and fall back to its peers' pace (blind24 E1: x2.6, 1.7, 1.25,
+    1.1 on the rejoined node's 8 ranks, escalated at the node 3-7 s after the rejoin).
+    Its peers are warm: at a job's start every rank is cold alike and the peer median
+    takes it.  A rank that stays slow stops falling, and its steps score from there."""
+    left = self._cold[r]
+    cold = (left > 0) & ((left == self.cfg.warmup_steps)
+                         | (d < self._slow_dev[r] - _COLD_FALL_Z * sigma))
+    self._cold[r] = np.where(cold, left - 1, 0)
+    return cold if np.count_nonzero(cold) else None
+
+
+def _over_prior(self, fresh: np.ndarray, z: np.ndarray, base_r: np.ndarray,
+                size_sigma: float) -> np.ndarray:
+    """Warm-up scores ``z``, for ranks in their first warm-up on their GPU (``fresh``)
+    taken over the prior: the most slowness a healthy rank may bring from the job's start
+    (``start_offset_max``) instead of the bias learned so far.
+
+    Below that prior a rank's steady offset is its own (learned, reported, never paged:
+    Alibaba PAI's workers up to 11 % slower from the start on shared GPUs); above it
+    the excess is scored from the first step, in the units the run is scored in, so a
+    node 19 % slow from a job's first step is found within the warm-up rather than
+    learned for ten steps and found ten later (blind4 D5 without the job's history).
+    """
+    if not np.count_nonzero(fresh):
+        return z
+    prior = math.log1p(self.cfg.start_offset_max)
+    unit = size_sigma * max(self._zscale, 1.0)
+    return np.where(fresh, z - (prior - base_r) / unit, z)
+
+
+def _ar_on(self) -> bool:
+    """Whether the job's lag-1 is in force (models.lag1.in_force; :meth:`_ar_step`)."""
+    return lag1.in_force((self._ar_xy, self._ar_xx, self._ar_n), len(self._rank_of)) > 0.0
+
+
+def _heavy(self, ar_on: bool) -> bool:
+    """Whether a modest run must outlast the job's noise episodes (``_HEAVY_*``): under
+    runs (``ar_on``: :meth:`_ar_on`) in a job whose tail reaches ``_HEAVY_SHARE`` at
+    3 sigma; and while the job's noise is not measured -- its lag-1 not known yet
+    (models.lag1.known) or its tail not read on ``_HEAVY_KNOWN`` rank-steps since the
+    warm-up -- whatever it reads so far: a job's noise unmeasured is taken for real noise,
+    runs and tail (Alibaba PAI job 2), not a Gaussian's."""
+    ranks = len(self._rank_of)
+    if self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
+            (self._ar_xy, self._ar_xx, self._ar_n), ranks):
+        return True
+    return ar_on and not _tail_light(float(self._tail[_HEAVY_EDGE]),
+                                     min(self._tail_n, _TAIL_STEPS) * ranks)
+
+
+def _ar_held(self, on: bool | None = None) -> bool:
+    """Whether the job's lag-1 is in force (``on``: :meth:`_ar_on`, when the caller has
+    it) and some rank's CUSUM alarmed.  Such a rank, not told yet (held until its run
+    outlasts the job's runs, or by the size and tail tests), is taken as told slow: out of
+    the job's reference (:meth:`_untold_reference`) and no stir of its median
+    (:meth:`_check_slow`).  Four of PAI job 3's ten workers slowing to 1.3x together,
+    held, lifted the job's noise from 4 % to 12 % and its wander index (held as visiting)
+    until none was ever told."""
+    return (self._ar_on() if on is None else on) and bool(
+        np.count_nonzero(self._slow.alarmed))
+
+
+def _ar_step(self, r: np.ndarray, z: np.ndarray, prev_score: np.ndarray) -> None:
+    """After warm-up: learn the job's lag-1 autocorrelation from its healthy ranks' ``z``
+    (slots ``r``; not told slow, not alarmed, its CUSUM at most half way to slow_h before
+    this step) and, while it is in force (models.lag1: over ``lag1.ON``), score each
+    rank's run as the step CUSUM does (slow_k, slow_h, slow_z_clip) on its ``z``
+    pre-whitened at the estimate less ``lag1.ON`` (``_ar_score``): an alarm is reported
+    only once that score is over slow_h too (:meth:`_check_slow_rules`, while the lag-1
+    was in force before the step).  Under independent noise (the simulator's) nothing
+    changes.
+
+    Real step times come in runs (Alibaba PAI job 2: lag-1 0.45-0.71 a worker, blind20's
+    noise): scored as independent, a chance run of 4 steps at +5-8 % of one rank of a TP8
+    node lifted the CUSUM over slow_h and escalated the node (blind20 N1: 21 of its 37
+    false positives), and PAI job 1's worker 2, +3.8-8.2 % over its peers for 8 samples,
+    was paged.  A score's innovation is what its step brings that its last did not: a run
+    that decays back pays for its return, and a sustained slowdown still scores two thirds
+    of its size a step at the 0.4 used at lag-1 0.6 (tests/test_n1run.py).  The plain
+    CUSUM still finds the run first, and its alarm takes the rank out of the job's
+    reference while it is held (:meth:`_ar_held`)."""
+    prev = self._zprev[r]
+    self._zprev[r] = z
+    healthy = ~self._reported[r] & (prev_score <= 0.5 * self.cfg.slow_h)
+    if np.count_nonzero(self._slow.alarmed):
+        healthy &= ~self._slow.alarmed[r]
+    state = (self._ar_xy, self._ar_xx, self._ar_n)
+    ranks = len(self._rank_of)
+    was = lag1.in_force(state, ranks)
+    state = lag1.update(state, z[healthy], prev[healthy])
+    self._ar_xy, self._ar_xx, self._ar_n = state
+    rho = lag1.in_force(state, ranks)
+    if rho == 0.0:
+        return
+    # The plain bank's update (CusumBank.step: its k, z_clip and alarmed cap h_cap, here
+    # always), seeded from its score the step the lag-1 comes into force (the sum's order
+    # is this one's since round 30: a snapshot's scores are the same to the bit)
+    bank = self._slow
+    score = prev_score if was == 0.0 else self._ar_score[r]
+    x = np.minimum(lag1.whiten(z, prev, rho), bank.z_clip) - bank.k
+    self._ar_score[r] = (score + x).clip(0.0, bank.h_cap)
+
+
+def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
+    """The job's tail: the share of rank-steps at or above each of ``_TAIL_EDGES`` (a
+    deviation over the rank's bias), from ranks whose CUSUM was at zero before this step
+    (so a slow rank's run does not count as the job's noise, and for i.i.d. noise the
+    choice is independent of the step's value); the mean of the steps seen, then a mean
+    over the last ~``1 / _TAIL_ALPHA`` steps."""
+    v = v[prev == 0.0]
+    if not len(v):
+        return
+    over = np.bincount(_TAIL_EDGES.searchsorted(v, side="right"),
+                       minlength=len(_TAIL_EDGES) + 1)[:0:-1].cumsum()[::-1] / len(v)
+    self._tail_n += 1
+    self._tail += max(1.0 / self._tail_n, _TAIL_ALPHA) * (over - self._tail)

@@ -1,0 +1,742 @@
+"""A step's slow ranks: the CUSUMs on each rank's deviation from its peers and
+the rules' judgement of the step (node alike, runs grown, persistent).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from detector import host_time
+from detector.findings import Finding
+from detector.step_numerics import _pick
+from detector.steps.common import (
+    _AFTER_EVENT_S,
+    _CLEARLY_SLOW_Z,
+    _FISHER_ALPHA,
+    _GROWN_MARGIN,
+    _GROWN_STEPS,
+    _HEAVY_EFFECT,
+    _HEAVY_STEPS,
+    _NODE_ALARMED,
+    _RECENT,
+    _REPLICA_APART_Z,
+    _TAIL_EDGES,
+    _TAIL_FLOOR,
+    _TOLD_OUT,
+    _TP_LOCKED,
+    _WANDER_HOLD_STEPS,
+    _WANDER_MIN_STEPS,
+    _WANDER_OFF,
+    _WANDER_ON,
+    _WANDER_SHORT,
+    _smoothed,
+    _StepBuffer,
+)
+from models.peer_stats import (
+    MAD_TO_SIGMA,
+    group_median_scale,
+    group_stats,
+    median,
+    row_mads,
+    row_stats,
+    sorted_rows,
+)
+
+
+def _gamma_tail_quantile(k: int, alpha: float) -> float:
+    """T with P(Gamma(k, 1) > T) = alpha: what the sum of k i.i.d. ``ln(1 / p)`` passes by
+    chance that rarely (Fisher's method; the tail of an integer-shape gamma in closed form)."""
+    lo, hi = 0.0, 200.0
+    for _ in range(60):
+        t = 0.5 * (lo + hi)
+        term, tail = 1.0, 1.0
+        for i in range(1, k):
+            term *= t / i
+            tail += term
+        lo, hi = (t, hi) if math.exp(-t) * tail > alpha else (lo, t)
+    return hi
+
+
+_FISHER = [0.0] + [_gamma_tail_quantile(k, _FISHER_ALPHA) for k in range(1, _RECENT + 1)]
+
+
+def _peer_centred(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``y`` (deviations less each rank's replica batch) less its peer group's median of them.
+
+    A rank's deviation from its DP peers' median carries how its replica's batch ranks
+    among theirs: at DP 4 the median of four is the mean of the middle two, so a rank 4 %
+    slower than its replica mates shows 2 % when its replica's batch sits in the middle and
+    4 % when it is the slowest -- a steady offset seen at full size on exactly the steps
+    its replica draws the slowest batch.  With the batches taken out first the peers
+    differ by their own offsets and noise only, and one more median (one step of Tukey's
+    median polish) gives each rank its offset at the same size whatever its batch.
+    """
+    return y - group_median_scale(y, groups)[0]
+
+
+def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
+                compute: np.ndarray, ok: np.ndarray | None, buf: _StepBuffer,
+                decided_ts: float, out: list[Finding]) -> None:
+    """``compute``: :meth:`_busy`'s times, ``ok`` its ranks with one (None: all).
+
+    In a wandering job (:meth:`_wander_update`) the step's slow ranks found by the other
+    rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
+    mark = len(out)
+    told = bool(np.count_nonzero(self._reported[slots]))  # (a rank told slow before this step)
+    if not told and self._ar_held():  # (or held by the run test: as told, _ar_step)
+        told = bool(np.count_nonzero(self._slow.alarmed[slots]))
+    self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
+    # (the same place slow on several nodes: read before the holds below take any back)
+    place = self._same_place(out, mark, slots, groups) if len(out) > mark else []
+    # Routing is told from faults by the job's wander index once it can be read: a job
+    # that reads under _WANDER_OFF there does not wander, and ranks slowing together in it
+    # are faults (Alibaba PAI job 3: workers 6-9 1.3x their peers from iteration ~2200 of
+    # a job whose index read 0.8-1.1 -- held as visiting for good while they stayed slow).
+    # Once the index has read under _WANDER_OFF for _WANDER_HOLD_STEPS steps in a row the
+    # job does not route (routing is its workload's, from its start): an index lifted later
+    # is its slow ranks' own -- ranks going slow and staying slow move the peer median, and
+    # so every rank's deviation, once (Alibaba job 3: 0.8-1.1 for 200 samples, 4-6 from
+    # iteration ~2250 as workers 6-9 slowed; workers 8, 9 held as visiting for good).
+    # Entering the wandering regime (100 steps at _WANDER_ON) holds all the same.  The calm
+    # ends when its reason does: routing that starts later moves the median rank at once,
+    # before the index reads it (_stirred); with no rank told slow such a step ends the
+    # calm and its holds are back (review25's latch: 44 node pages from step 254).
+    may_wander = (self._wander_n < _WANDER_MIN_STEPS + _WANDER_HOLD_STEPS
+                  or self._wander >= _WANDER_OFF and self._wander_calm < _WANDER_HOLD_STEPS)
+    if len(out) > mark and not may_wander and not told and self._stirred(slots):
+        self._wander_calm = 0  # (the calm ended with it: its holds are back, _wander_update)
+        may_wander = True
+        # and the twins learnt in the calm are none (i.i.d. steps, a few routed ones:
+        # experts 5 and 7 correlated by chance paged 4 nodes) -- picked anew (_twin_update)
+        self._twin_n = 0
+        self._twins[:] = 0
+    if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
+        self._hold_wandering(out, mark)
+    elif len(out) > mark and may_wander:
+        self._hold_shared(out, mark, slots, groups)
+    if place:
+        self._hold_same_place(out, mark, place)
+    if len(out) > mark:
+        self._alarmed_without_places(out, mark, slots, groups)
+    if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
+        self._hold_after_event(out, mark, decided_ts)
+
+
+def _node_alarmed(self, slot: int, place: Callable[[int], bool] | None = None) -> int:
+    """How many of the job's ranks on ``slot``'s node (itself counted) are in a slow run
+    whose CUSUM has alarmed -- each over its own noise -- by at least half ``slot``'s run
+    mean, told slow already or not; 0 for a rank of no node, 1 alone.
+
+    A rank found slow alone may have mates alarmed beside it that wait only on their
+    effect size (``slow_min_effect``, :meth:`_node_alike`'s floor): a host fault ramping
+    up slows the node's ranks alike, and the one over the bar first was escalated at its
+    GPU, the node 17 s later when the rest passed it (blind23 D2, loop-s3: gpu08/6 found
+    at +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  Told ``node_alarmed`` at
+    ``_NODE_ALARMED`` or more, for the correlator (host33, Correlator._slow_due's node
+    rule): what finds ranks is unchanged.  ``place``: a mate it says True of is not
+    counted (:meth:`_alarmed_without_places`)."""
+    hw = self._hw
+    node = hw[slot][0] if hw[slot] is not None else None
+    if node is None:
+        return 0
+    at = [m for m, h in enumerate(hw[:len(self._rank_of)]) if h is not None and h[0] == node]
+    n = self._run_n[at]
+    mean = self._run_sum[at] / np.maximum(n, 1)
+    mine = float(self._run_sum[slot]) / max(int(self._run_n[slot]), 1)
+    ok = (n >= 2) & self._slow.alarmed[at] & (mean > 0.0) & (mean >= 0.5 * mine)
+    if place is not None:  # (a mate slow as its place: the workload's, not the node's)
+        ok &= np.array([m == slot or not place(m) for m in at], dtype=bool)
+    return int(np.count_nonzero(ok | (np.array(at) == slot)))
+
+
+def _node_slow(self, slot: int) -> bool:
+    """Whether the job's other ranks on ``slot``'s node are slow with it: the median of
+    their deviations from their peers at least half of its own (a node-wide slowdown,
+    not one GPU among healthy mates; a node of one rank: False).  A rank's deviation is
+    its mean over its slow run (the CUSUM above zero), its latest step's outside one:
+    a write-back ending leaves the run's mean, not the latest step, slow."""
+    hw = self._hw
+    node = hw[slot][0] if hw[slot] is not None else None
+    at = [m for m, h in enumerate(hw[:len(self._rank_of)])
+          if h is not None and h[0] == node]
+    if len(at) < 2:
+        return False
+    n = self._run_n[at]
+    dev = np.where(n > 0, self._run_sum[at] / np.maximum(n, 1), self._slow_dev[at])
+    mine = float(dev[at.index(slot)])
+    return mine > 0.0 and float(np.median(np.delete(dev, at.index(slot)))) >= 0.5 * mine
+
+
+def _host_up(self, slot: int) -> bool:
+    """Whether ``slot``'s unit (its node's ranks of its stage and replica,
+    detector.host_time) is late by its host now (:func:`host_time.late`); False before
+    the units are known or while they are stale (a move, a restart)."""
+    code = self._hs_code
+    if (slot >= len(code)
+            or self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))):
+        return False
+    u = int(code[slot])
+    return 0 <= u < len(self._hs) and host_time.late(self._hs[u])
+
+
+def _stirred(self, slots: np.ndarray) -> bool:
+    """Whether the job's median rank moves now: the index of :meth:`_wander_update` read
+    from this step's smoothed deviations (``_wshort`` about ``_wlong``, the ranks' median of
+    their square over the i.i.d. figure) without its ~20 steps of smoothing, at
+    ``_WANDER_ON`` or more.
+
+    A job's calm (its index under ``_WANDER_OFF`` for ``_WANDER_HOLD_STEPS`` steps) says
+    that it does not route *now*; routing that starts later (a gate's balance lost, a new
+    data mix) moves every rank's pace at once, and the ranks it makes slow are found
+    within ~5 steps, before the smoothed index reads it (1.5-2.0 on the step of the first
+    finds, this figure 5-11: tests/test_review25.py).  A fault moves its own ranks: the
+    median rank moves only once they move the peer median (Alibaba PAI job 3: 2.3 on
+    the step workers 6, 7 were found, 12 fifty iterations later), and by then they are
+    told -- :meth:`_check_slow` asks this only of a job with no rank told slow.
+
+    Each rank's move is read about the ranks' median move: routing moves each rank its own
+    way, while ranks a fault slows together lift the peer median and so move every other
+    rank's deviation down alike -- one common move, no stir (review27: three of eight
+    nodes ramping to 1.15x in a calm job read 3.2-4.5 uncentred, and their first finds,
+    on three nodes at once, were held as visiting: paged 40-43 s after the onset, 21-27 s
+    before live26; centred 1.0-1.3; late routing 5.2-11.3, Alibaba's jobs <= 2.6)."""
+    if self._wander_n < _WANDER_MIN_STEPS or len(slots) < 2 * self.cfg.min_peers:
+        return False
+    move = self._wshort[slots] - self._wlong[slots]
+    move = (move - median(move)) ** 2
+    return median(move, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT)) >= _WANDER_ON
+
+
+def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
+                      ts: np.ndarray, compute: np.ndarray, ok: np.ndarray | None,
+                      buf: _StepBuffer, decided_ts: float, out: list[Finding]) -> None:
+    cfg = self.cfg
+    if ok is not None:
+        slots, groups, ts, compute = slots[ok], groups[ok], ts[ok], compute[ok]
+    if len(slots) == 0:
+        return
+    x = np.log(compute)
+    sr = sorted_rows(x, groups)
+    comparable: np.ndarray | None = None  # (None: all comparable)
+    if sr is not None and sr[2].k >= cfg.min_peers:
+        # Every peer group of one size, large enough (the usual step): all comparable.
+        # The job's noise is the median of the groups' scales, taken over a row a group.
+        v, mid, rows = sr
+        step_sigma = median(row_mads(v, mid, rows) * MAD_TO_SIGMA, scratch=True)
+        med = mid[rows.back]
+    else:
+        med, scale, size, k = group_stats(x, groups) if sr is None else row_stats(sr)
+        if k >= cfg.min_peers:  # (the general path: only with min_peers <= 0)
+            step_sigma = median(scale, scratch=True)
+        else:
+            comparable, groups, n_comparable = self._comparable(x, groups, med, scale, size)
+            if not n_comparable:
+                if ok is None:
+                    self._check_pair(step, slots, compute, buf, decided_ts, out)
+                return
+            step_sigma = median(scale if comparable is None else scale[comparable],
+                                scratch=True)
+    told = None  # (the ranks out of the reference this step: _untold_reference)
+    # Under runs (the job's lag-1 in force: _ar_held) a rank whose CUSUM alarmed and is not
+    # told yet is out of the reference as a told one is
+    ar_on = self._ar_on()
+    held = self._ar_held(ar_on)
+    if comparable is None and (held or np.count_nonzero(self._reported)):
+        told = self._reported[slots]
+        if held:
+            told = told | self._slow.alarmed[slots]
+        if np.count_nonzero(told) >= _TOLD_OUT:
+            med, step_sigma, told = self._untold_reference(x, groups, told, med, step_sigma)
+        else:
+            told = None
+    if comparable is None:
+        r, d, gc, tc, mc = slots, x - med, groups, ts, med
+    else:
+        r, d, gc = slots[comparable], (x - med)[comparable], groups[comparable]
+        tc, mc = ts[comparable], med[comparable]
+    self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
+    sigma = max(self._sigma, cfg.slow_sigma_floor)
+    warm = self._evaluated <= cfg.warmup_steps
+    cold = (self._cold_steps(r, d, sigma) if not warm and np.count_nonzero(self._cold)
+            else None)
+    self._slow_dev[r] = d
+    mates, imbalanced = self._replica_common(d, buf, ok, comparable, warm)
+    common = mates if imbalanced else None
+    base_r = self._base[r]  # (each rank's bias before this step's learning)
+    if common is None:
+        own = d
+        z = (d - base_r) / sigma
+        size, size_sigma, one = d, sigma, None
+    else:
+        # Each rank's deviation is its replica's share (the batch it drew this step) and
+        # its own: one statistic from the two, each in units of its own noise, so a rank
+        # slower than its replica mates stands out of the replica-wide noise, and a whole
+        # replica slower than its peers (a node) is still counted, at its own noise --
+        # for a replica on one node only (below).  ``own`` is the rank's deviation from
+        # its replica mates, peer-centred (_peer_centred).
+        own = _peer_centred(d - common, gc)
+        over = own - base_r
+        own_sigma = max(median(np.abs(over), scratch=True) * 1.4826, cfg.slow_sigma_floor)
+        z_own = over / own_sigma
+        # The replicas' spread is a property of the workload, not of one step: with few
+        # replicas (DP 4) one step's MAD of 4 medians ranges from a tenth of it to twice
+        # it, and a step whose other replicas happen to sit close together would make an
+        # ordinary batch a 4-sigma surprise.  Smoothed like the job's noise scale.
+        step_rep = median(np.abs(common), scratch=True) * 1.4826
+        self._rep_sigma = _smoothed(self._rep_sigma, step_rep, cfg.slow_sigma_alpha)
+        z_rep = common / max(self._rep_sigma, cfg.slow_sigma_floor)
+        # A whole replica slower than its peers is a unit only when its ranks share one
+        # node (a node's fault).  A replica spanning nodes is slow as a whole by its
+        # batch: a bad GPU or node slows its own ranks, which stand out of their
+        # replica's median by z_own alone (a node slows 8 of a 64-rank replica and
+        # barely moves that median).  Counting z_rep there paged a healthy rank over
+        # its replica mates when its 8-node replica drew the slowest batch on 10 of 21
+        # steps (healthy fleet dp4-10s seed 55000).
+        # A replica spanning nodes whose median stands _REPLICA_APART_Z of the replicas'
+        # own spread over its peers on a step is no batch draw: the spread is what the
+        # batches do, step by step.  It is scored as a replica on one node is (its whole
+        # replica's deviation counts): blind15 O2 -- a pipeline's p2p waits held in
+        # ``compute_ms`` slow all 16 ranks of a stage's low-clock GPU's replica alike
+        # (17.5 %, 33-38 of the replicas' sigma, the sigma floored at slow_sigma_floor)
+        # while the job sat in this regime (its replicas 0.4 % apart, ranks 0.2 %), and
+        # no rank stood out of its replica mates: nothing paged in 700 s.  The CUSUM
+        # still needs such a step several times in a row (slow_h), which batches that
+        # move a replica by 5-20 % step to step (a spread this regime measures) do not do;
+        # not in the warm-up, while that spread is still one step's MAD of a few medians.
+        one = self._one_node_replicas(buf, r)
+        if not warm:
+            one = one | (z_rep >= _REPLICA_APART_Z)
+        z = np.where(one, (z_own + z_rep) * math.sqrt(0.5), z_own)
+        # A run is sized as it is scored: on a replica spanning nodes by the rank's own
+        # deviation (its replica's batch is no evidence), over its learned bias (below).
+        size, size_sigma = np.where(one, d, own), own_sigma
+    # The MAD of a small peer group underestimates the spread, and real jitter has fatter
+    # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
+    # (over the ranks not told slow, as the reference above: a job's slow ranks are not
+    # its noise)
+    spread = median(np.abs(z if told is None else z[~told]), scratch=True) / 0.6745
+    self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
+    z /= max(self._zscale, 1.0)
+    learn = np.abs(z) < 3.0
+    if warm:
+        fresh: np.ndarray | None = self._fresh[r]  # (before the last warm-up step)
+        if common is None and mates is not None:
+            # Learn the start offset against the rank's replica mates on a replica that
+            # spans nodes, also before imbalance is recognised (its smoothed ratio takes
+            # tens of steps to pass replica_noise_ratio): against its DP peers a rank's
+            # offset is buried under its replica's batches, and a healthy GPU 3.4 % over
+            # its replica mates was left with the 2 % cap and paged hours later under
+            # imbalance (healthy fleet dp4-10s seed 55000).  Without imbalance the
+            # replica's median is ~0 and this is the same figure.  A replica on one node
+            # keeps its deviation from its peers: that whole replica slow from the start
+            # is its node's offset.
+            own = np.where(self._one_node_replicas(buf, r), own,
+                           _peer_centred(d - mates, gc))
+        self._base[r] += 0.2 * (own - self._base[r])  # fast start, then slow tracking
+        # An offset present from the job's first steps is this rank's normal (a shared
+        # or slightly slower GPU, an uneven data shard): learned up to start_offset_max.
+        # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
+        # not there at the job's start is a change, not a baseline.
+        f = r[self._fresh[r]]
+        self._cap[f] = (self._base[f] + cfg.slow_baseline_clip).clip(
+            cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
+        if self._evaluated == cfg.warmup_steps:
+            self._note_offsets(f)
+            self._fresh[r] = False
+    else:
+        if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
+            learn &= ~self._slow.alarmed[r]
+        if cold is not None:
+            learn &= ~cold
+        # base_r is self._base[r]: nothing learned since; kept where not learning
+        self._base[r] = np.where(learn, base_r + cfg.slow_baseline_alpha * (own - base_r),
+                                 base_r)
+    # Only "this GPU is a little slower than its peers" is learned as normal: learning
+    # "faster" would make its return to the median look like a slowdown.  After warm-up
+    # no more slowness is learned than the rank showed from the start (at least 2 %):
+    # a change after warm-up is a change, and pages.
+    self._base.clip(0.0, self._cap, out=self._base)
+    if warm:
+        # The job's noise for the gross prior: its steps' spreads so far weighed alike --
+        # the smoothed one is its first step's (alpha 0.05) through the warm-up, and one
+        # step of 3-8 replicas drawing close together is a tenth of their spread (review16:
+        # long-context DP 3 x TP 4 and DP 8 x TP 4, x lognormal(0, 0.42) a replica a step,
+        # paged a healthy node at steps 3-5 with the smoothed noise at 0.07-0.16, 0.4 real).
+        if self._evaluated <= 1:
+            self._warm_sigma = [0.0, 0.0]
+        acc_sigma = self._warm_sigma
+        acc_sigma[0] += step_sigma
+        acc_sigma[1] += 1
+        pos = np.arange(len(compute)) if ok is None else ok.nonzero()[0]
+        self._gross_prior(step, r, d, tc, mc, max(sigma, acc_sigma[0] / acc_sigma[1]), buf,
+                          pos if comparable is None else pos[comparable], decided_ts, out)
+        # The CUSUM runs from the first step: the warm-up (alike on every rank) moves the
+        # peer median, not the ratio, so a GPU slow from it is a ratio from it (blind4 D5:
+        # a spare 15-22 % slow found 13-39 steps after the restart).  After a restart the
+        # job's noise and its ranks' offsets are known (a rank moved to other hardware
+        # learns no more than slow_baseline_clip, _track_hardware).  A rank in its first
+        # warm-up on its GPU has no history: it is scored under a conservative prior --
+        # over the most a healthy rank may be slower from the start (start_offset_max,
+        # what it may learn as its own) -- not left silent until its offset is learned.
+        cusum_z = self._over_prior(fresh, z, base_r, size_sigma)
+    else:
+        cusum_z, fresh = z, None
+        if cold is not None:  # (a cold step adds nothing to a rank's runs)
+            cusum_z = np.where(cold, np.minimum(z, 0.0), z)
+    prev_score = self._slow.score[r]
+    _, cleared, score = self._slow.step(r, cusum_z, tc)
+    if warm:
+        self._zprev[r] = z
+    else:
+        self._ar_step(r, z, prev_score)
+        if cold is not None:
+            self._ar_score[r[cold]] = 0.0
+    self._wander_update(step, r, gc, z, d, mc, buf, decided_ts, out)
+    self._twin_update(step, r, gc, d, mc, buf, decided_ts, out)
+    if not warm:  # (the gross prior's counters are the warm-up's)
+        over_base = size - base_r
+        zr = z
+        if cold is not None:
+            over_base = np.where(cold, np.minimum(over_base, 0.0), over_base)
+            zr = cusum_z
+        self._check_burst(step, r, over_base, tc, mc, buf, decided_ts, out,
+                          None if common is not None else (d, gc))
+        self._check_recurring(step, r, zr, over_base, tc, mc, buf, decided_ts, out)
+        self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
+    # The mean slowdown of the current run (since the score left zero): an alarm is
+    # reported only when the run is slow by a meaningful amount on average, not just
+    # unusually noisy (the CUSUM measures surprise; this measures size).
+    in_run = score > 0.0
+    self._recent[r, self._evaluated % _RECENT] = cusum_z
+    if fresh is not None and np.count_nonzero(fresh):
+        # (the job's tail is measured on ranks whose bias is known: one still learning
+        # its offset has a z of its learning, not of the job's noise)
+        self._tail_update(z[~fresh], prev_score[~fresh])
+    elif cold is not None:  # (nor is a cold start's)
+        self._tail_update(z[~cold], prev_score[~cold])
+    else:
+        self._tail_update(z, prev_score)
+    self._run_sum[r] = np.where(in_run, self._run_sum[r] + size, 0.0)
+    if one is not None:  # (its replica's share apart: only a replica on one node differs)
+        self._run_own[r] = np.where(in_run, self._run_own[r] + own, 0.0)
+    self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
+    # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
+    # end): the CUSUM's onset is where the score left zero, which a chance slow step
+    # just before the change can lead by a step or two; this says from when a throttle
+    # would show on the GPU's telemetry (the correlator waits for the first sample taken
+    # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
+    # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
+    clearly = z >= _CLEARLY_SLOW_Z
+    if np.count_nonzero(clearly):
+        since = self._run_since[r]
+        since = np.where((since == 0.0) & clearly, tc, since)
+        self._run_since[r] = np.where(in_run, since, 0.0)
+    elif np.count_nonzero(self._run_since):  # (no run clearly slow: the usual step)
+        self._run_since[r] = np.where(in_run, self._run_since[r], 0.0)
+    if np.count_nonzero(self._slow.alarmed):
+        alarmed = self._slow.alarmed[r]
+        at = (alarmed & ~self._reported[r]).nonzero()[0]
+        waiting = r[at]
+    else:  # (the usual step: no rank alarmed)
+        waiting = r[:0]
+    if len(waiting):
+        # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
+        # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
+        # +3.5 % over 8 steps, mean of the draws 1.78 sigma) alarms the CUSUM and has a
+        # mean above any small effect.  Its size is the mean less its standard error
+        # margin; a real 10 % slowdown clears it by far at its alarm, a sustained 3 % one
+        # after tens of steps, and a chance run ends (back to the median) first.
+        # Under batch imbalance a rank whose replica spans nodes is scored on its own
+        # deviation from its replica mates over its learned bias, and its run is sized
+        # so: the mean of ``own`` less that bias and the margin.  Sized on ``d`` with no
+        # margin (as it was), a healthy rank 2.3 % over its mates from the start paged
+        # on 8 steps of its own deviation at +3.9-8.4 % whose ``d`` averaged +7.2 %
+        # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
+        # one node is scored on its replica's deviation too (below).
+        n = np.maximum(self._run_n[waiting], 1)
+        margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
+        mean = self._run_sum[waiting] / n
+        if one is not None:
+            # A replica on one node is sized two ways, and counts if either is large
+            # enough: as a rank on a replica spanning nodes is (its own deviation from its
+            # replica mates over its bias, less its margin: a GPU slow inside its replica),
+            # and on ``d``, its whole replica's deviation from its peers (a node slow as a
+            # whole, TP keeping its ranks together), less the margin of that deviation's
+            # noise: the replicas' spread with the rank's own.  Sized on ``d`` with no
+            # margin (as it was), a 4-step run of a healthy node 1.5 % over its DP peers
+            # with +-1 % a step (TP 8: its replica paced by its slowest GPU's offset)
+            # averaged 2.7 % and paged (blind5 held workloads-s5, h100n009; the replicas'
+            # spread 0.9 %).
+            spans = ~one[at]
+            by_own = np.where(spans, mean, self._run_own[waiting] / n) - self._base[waiting]
+            rep_margin = (cfg.slow_effect_z * math.hypot(size_sigma, self._rep_sigma)
+                          * max(self._zscale, 1.0) / np.sqrt(n))
+            mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
+        effect = np.exp(mean - margin) - 1.0
+        if self._heavy(ar_on):
+            # (a heavy tail under runs: a modest run lasts past the noise's episodes)
+            effect = np.where((effect >= _HEAVY_EFFECT) | (n >= _HEAVY_STEPS), effect, 0.0)
+        # Reported while its run goes on: its latest step adds to its score.  A run found
+        # late -- held while it was a checkpoint's write-back (_hold_after_event), or by
+        # another hold -- whose ranks are back at their peers' pace when the hold lets go
+        # is over: its CUSUM stays alarmed for a few healthy steps (the score drains at
+        # slow_k a step), and reporting it then paged a node whose write-back, 3.7 % over
+        # 8 steps, had ended two steps before (blind10 held life-s7 hgx-a01, 120 s after
+        # the snapshot).  A fresh alarm's latest step is always slow (it lifted the score
+        # over slow_h).
+        ongoing = cusum_z[at] > cfg.slow_k
+        if ar_on:  # (a run under the job's lag-1: :meth:`_ar_step`)
+            ongoing &= self._ar_score[waiting] > cfg.slow_h
+        new = waiting[(effect >= cfg.slow_min_effect) & ongoing & self._persistent(waiting)]
+    else:
+        new = waiting
+    alike: dict[int, int] = {}
+    if len(new):
+        new, alike = self._node_alike(new, r)
+    if len(cleared):
+        # (a rank reported as a recurring straggler clears as one: _check_recurring)
+        cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
+                          & ~self._sustained[cleared] & ~self._wander_rep[cleared]
+                          & ~self._twin_rep[cleared]]
+    grown = self._grown_runs(r, new)
+    if len(new) == 0 and len(cleared) == 0 and len(grown) == 0:
+        return
+    peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+    rank_of = self._rank_of
+    for s in [*new.tolist(), *grown.tolist()]:  # slots; findings name the rank
+        rank = rank_of[s]
+        self._reported[s] = True
+        ratio = math.exp(float(self._slow_dev[s]))
+        mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
+        self._told[s], self._told_onset[s] = ratio, self._slow.onset_ts[s]
+        out.append(self._finding(
+            rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
+            float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
+            {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
+             "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
+             "peer_median_compute_ms": round(peer_med[s], 2),
+             "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
+             "baseline_ratio": round(math.exp(float(self._base[s])), 4),
+             **({"clearly_slow_since": round(float(self._run_since[s]), 3)}
+                if self._run_since[s] > 0.0 else {}),
+             # its host time over its stage's at its latest step (share of a step's work; over
+             # its learned offset): a node's host path slows compute and host alike
+             **({"host_excess": round(float(self._host_dev[s]), 4)}
+                if self._host_dev[s] != 0.0 else {}),
+             **({"start_offset": self.start_offsets[rank]} if rank in self.start_offsets
+                else {}),
+             **({"node_wide": alike[s]} if s in alike else {}),
+             **({"node_alarmed": k} if s not in alike
+                and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
+             **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
+                else {})}))
+    self._told_was.clear()
+    for s in cleared.tolist():
+        rank = rank_of[s]
+        self._reported[s] = False
+        self._told[s] = 0.0
+        out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
+                                 decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+
+def _untold_reference(self, x: np.ndarray, groups: np.ndarray, told: np.ndarray,
+                      med: np.ndarray, step_sigma: float
+                      ) -> tuple[np.ndarray, float, np.ndarray | None]:
+    """Each rank's peer median and the job's noise this step (``med``, ``step_sigma`` of
+    all ranks) from its group's ranks not told slow, in each group with ``_TOLD_OUT`` or
+    more ranks told (``told``) that keeps ``min_peers`` others; and the ranks so taken out
+    (None: none).
+
+    A rank told slow is a fault, not its job's normal: while it stays slow it is out of the
+    reference its peers are judged against.  The median and the MAD break down with half of
+    a group off its pace, and are dragged well before -- Alibaba job 3's four workers 1.3x
+    slower among ten (two more 1.1x from the start, their learned offsets): the median sat
+    between the steady and the slow, the noise went from 4 % to 13 % in 30 samples (and its
+    rescale 0.8 -> 1.5), and workers 8 and 9, 1.27-1.30x the steady ones, scored under the
+    CUSUM's allowance to the job's end.  A rank told slow that recovers is back at its
+    peers' median, and clears as before.  One told rank in a group is left in: one moves a
+    median of three or more by half a gap at most, and a node's ranks (one a group under
+    TP) are judged as before (blind5's fan case: a node slow at a hot GPU's pace, joined
+    to that GPU's page)."""
+    uniq, inv = np.unique(groups, return_inverse=True)
+    keep = ~told
+    enough = ((np.bincount(inv[keep], minlength=len(uniq)) >= self.cfg.min_peers)
+              & (np.bincount(inv[told], minlength=len(uniq)) >= _TOLD_OUT))
+    if not np.count_nonzero(enough):
+        return med, step_sigma, None
+    kmed, kscale, _, _ = group_stats(x[keep], groups[keep])
+    gmed, gscale, gall = np.empty(len(uniq)), np.empty(len(uniq)), np.empty(len(uniq))
+    gmed[inv[keep]], gscale[inv[keep]] = kmed, kscale
+    gall[inv] = group_stats(x, groups)[1]
+    return (np.where(enough[inv], gmed[inv], med),
+            median(np.where(enough, gscale, gall), scratch=True), told & enough[inv])
+
+
+def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Slots whose CUSUM-reported run now runs well beyond the pace it was told at: told
+    again (the same ``slow_rank``, fresh evidence and ``grown_from``), at most each time
+    its excess doubles.
+
+    A run is told once, at its alarm, with its pace of then; what the correlator weighs
+    against it later (a minor power cap's clock loss, :meth:`Correlator._benign_explanation`)
+    it weighs against that pace.  A slowdown ramping up is found early in its ramp, a few
+    percent slow: a GPU routinely capped 3 % held a rank that went on to 24 % slower
+    excused as power management until its run ended, never paged (22nd reporting corpus,
+    powercap=fleet: a silent_slow ramp to 24 % over 67 s).  Work slows at most as its
+    clock does, so a pace grown past twice the told excess plus ``_GROWN_MARGIN`` on
+    ``_GROWN_STEPS`` steps in a row is a slowdown that the told pace no longer describes.
+    Only the CUSUM's runs (the other rules report their own measures) of the same run."""
+    told = self._told[r]
+    if not np.count_nonzero(told):  # (the usual step: no run told)
+        return r[:0]
+    latest = np.exp(self._slow_dev[r])
+    mine = ((told > 0.0) & self._reported[r] & (self._told_onset[r] == self._slow.onset_ts[r])
+            & ~self._recurring[r] & ~self._sustained[r] & ~self._wander_rep[r]
+            & ~self._twin_rep[r])
+    over = mine & (latest - 1.0 >= 2.0 * (told - 1.0) + _GROWN_MARGIN)
+    self._grown[r] = np.where(over, self._grown[r] + 1, 0)
+    grown = r[(self._grown[r] >= _GROWN_STEPS) & ~np.isin(r, new)]
+    for s in grown.tolist():
+        self._told_was[s] = float(self._told[s])
+        self._grown[s] = 0
+    return grown
+
+
+def _rule_finding(self, rank: int, dp: int | None, ts: float, ratio: float, step: int,
+                  dev: float, evidence: dict[str, Any]) -> Finding:
+    """A slow rank found by a rule sized by ``ratio`` (the wandering job's, the twins'):
+    onset at ``ts``, its confidence from the ratio, ``dev`` its log ratio to its peers."""
+    return self._finding(rank, dp, "slow_rank", "slow_node", "unknown", ts, ts, True,
+                         min(0.95, 0.5 + (ratio - 1.0) * 3),
+                         {"step": step, "rank": rank,
+                          "compute_ratio_to_peers": round(math.exp(dev), 4), **evidence})
+
+
+def _reset_slow(self, slots: np.ndarray | None) -> None:
+    """Forget the step CUSUMs of ``slots`` (None: every slot): the plain one (``_slow``)
+    and the one under the job's lag-1 (``_ar_score``, :meth:`_ar_step`), always together.
+
+    The two are sized apart: ``_ar_score`` is a slot array (:meth:`_grow`, its length the
+    job's slots), the bank grows to at least that and often more (CusumBank.ensure: by 8
+    at least, doubling its own length), so the bank's slots past the slot arrays hold no
+    rank.  Indexing ``_ar_score`` by the bank's slots raised IndexError
+    (tests/test_batch_samples.py); only the slots both have are the ranks'."""
+    if slots is None:
+        self._slow.reset(np.arange(len(self._slow.score)))
+        self._ar_score[:] = 0.0
+    else:
+        self._slow.reset(slots)
+        self._ar_score[slots[slots < len(self._ar_score)]] = 0.0
+
+
+def _persistent(self, waiting: np.ndarray) -> np.ndarray:
+    """Per slot of ``waiting`` (alarmed, effect large enough): whether its run is more than
+    the job's own tail can make by chance.
+
+    MoE expert imbalance gives every TP group a heavy-tailed extra drawn anew each step
+    (``0.02 x (Pareto(2) - 1)``: p90 +4 %, p99 +18 %); four steps at +5.5-10 % in a row
+    happen to some rank by chance, cross a CUSUM scaled for Gaussian-like jitter, and
+    paged healthy ranks (blind4 D4).  So the run's last ``_RECENT`` steps (at most) are
+    scored on the job's measured tail (:meth:`_tail_update`): Fisher's sum of
+    ``ln(1 / p)``, p the share of the job's rank-steps at least as slow (at least
+    ``_TAIL_FLOOR``), must pass what chance gives k i.i.d. steps once in
+    ``1 / _FISHER_ALPHA`` (``_FISHER``).  Under Gaussian jitter a 10 % slowdown has p at
+    the floor on every step and passes in 3; a chance MoE run of 4 steps sums ~12 of 23.
+    """
+    col = self._evaluated % _RECENT
+    ok = np.ones(len(waiting), dtype=bool)
+    if self._tail_n == 0:
+        return ok
+    tail = np.maximum(self._tail, _TAIL_FLOOR)
+    for i, s in enumerate(waiting.tolist()):
+        k = min(max(int(self._run_n[s]), 1), _RECENT)
+        vals = self._recent[s, [(col - j) % _RECENT for j in range(k)]]
+        at = np.searchsorted(_TAIL_EDGES, vals, side="right")
+        surprise = float(-np.log(np.where(at > 0, tail[at - 1], 1.0)).sum())
+        ok[i] = surprise >= _FISHER[k]
+    return ok
+
+
+def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+    """Ranks found slow on this step (``new``, slots), with the job's other ranks on their
+    nodes that are in a slow run alike, not reported yet: found with them, each told
+    ``node_wide`` (how many of its node's ranks in this step are slow alike).
+
+    With TP inside a node, ``compute_ms`` holds the TP all-reduces: one slow GPU (an
+    NVLink fault, the host) makes every rank of the node slower than its DP peers by the
+    same share, and their CUSUMs cross a step or two apart.  Found one by one, the first
+    was paged alone at its GPU and each later one a new problem (blind4 D3: 6-7 GPU
+    escalations beside the node's).  A mate counts when its run (the CUSUM above zero) is
+    at least two steps long, its score half way to the alarm, and averages
+    ``slow_min_effect`` and half the found rank's mean; it enters its CUSUM alarmed, so it
+    clears by the same hysteresis as any slow rank.  A mate whose deviation this step is
+    the found rank's (within ``_TP_LOCKED`` of it: a TP partner waits in the TP
+    all-reduce, so their compute_ms are one) counts at any score: blind7 G3, an aged GPU
+    (gh-03/1, 0x4 at a lower clock) and its partner gh-03/0 both 1.07x with start offsets
+    of 4.3-4.7 %; the partner's CUSUM alarmed first and was escalated alone, the wrong GPU,
+    while the aged one's score was 3.4 of 10 (found 5 steps later).  A lone slow GPU (its
+    TP mates at the peers' pace) is found alone, as before.
+    """
+    hw = self._hw
+    node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
+        if len(r) > 1 else []
+    n = np.maximum(self._run_n[r], 1)
+    mean = self._run_sum[r] / n
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    bank = self._slow
+    more: list[int] = []
+    alike: dict[int, int] = {}
+    for s in new.tolist():
+        node = hw[s][0] if hw[s] is not None else None
+        if node is None or s in alike:
+            continue
+        mine = [i for i, x in enumerate(node_of) if x == node]
+        if len(mine) < 2:
+            continue
+        floor = max(math.log1p(self.cfg.slow_min_effect), 0.5 * float(mean[at[s]]))
+        idx = np.array(mine)
+        dev = self._slow_dev[s]
+        locked = np.abs(self._slow_dev[r[idx]] - dev) <= _TP_LOCKED * abs(dev)
+        slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)
+                   & ((bank.score[r[idx]] >= 0.5 * bank.h) | locked)]
+        group = set(r[slow].tolist()) | {s}
+        if len(group) < 2:
+            continue
+        for m in group:
+            alike[m] = len(group)
+            if m != s and not self._reported[m] and m not in new:
+                more.append(m)
+    if more:
+        m = np.array(more, dtype=np.int64)
+        bank.alarmed[m] = True
+        bank.score[m] = np.maximum(bank.score[m], bank.h)
+        new = np.concatenate([new, m])
+    return new, alike
+
+
+def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
+                scale: np.ndarray, size: np.ndarray
+                ) -> tuple[np.ndarray | None, np.ndarray, int]:
+    """Peer groups of different sizes or too small (:meth:`_check_slow`): ``med``,
+    ``scale``, ``size`` in place for the stage where a group is too small; returns the
+    ranks that have enough peers (None: all), each rank's group used, and how many
+    ranks have enough peers."""
+    cfg = self.cfg
+    small = size < cfg.min_peers
+    if np.count_nonzero(small):
+        # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
+        # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
+        # does the same compute as its data-parallel peers; a stage is still never
+        # compared with another stage.  A rank's steady offset from the stage (a shard
+        # a little heavier) is learned as its own bias, like any GPU's.
+        smed, sscale, ssize = group_median_scale(x[small], groups[small] >> 24)
+        med[small], scale[small], size[small] = smed, sscale, ssize
+        groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
+    comparable = size >= cfg.min_peers
+    n = np.count_nonzero(comparable)
+    return (None if n == len(size) else comparable), groups, n
