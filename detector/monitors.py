@@ -66,8 +66,11 @@ _ALONE_S = 4 * SKEW_S  # how much of its own time a skewed node is watched for b
 # SKEW_S of its own time, are its clock's error (behind), not a delivery (see Monitors._behind).
 _STEADY_S = SKEW_S / 4
 # A stream that moves in jumps takes a record as its time after one only as far as this many
-# of its last jump (or SKEW_S): a job's steps 6 s apart are no sparse poll of 120 s (meta35).
+# of its usual jump (or SKEW_S): a job's steps 6 s apart are no sparse poll of 120 s (meta35).
 _JUMP_LIKE = 4.0
+# Its usual jump is the lower median of its last this many: one inflated by a pause (a 60 s
+# checkpoint makes a job's next step a 66 s jump) or a lost poll is not its rhythm (revB35 F2).
+_RHYTHM = 5
 MAX_SKEWED = 4096      # nodes with an offset kept at most (each is a node heard from)
 
 
@@ -115,9 +118,11 @@ class Monitors:
         # SKEW_S of the clock (_keeps).
         self._vote: list[Any] | None = None
         # Where the clock landed the last time the fleet's time moved by more than AHEAD_S in
-        # one record, and by how much: a stream that moves in such jumps (collectors in
-        # phase, a sparse partition) is not judged ahead on its next one of their size (_ahead).
+        # one record, the sizes of the last _RHYTHM such moves, and their lower median (the
+        # stream's usual jump): a stream that moves in such jumps (collectors in phase, a
+        # sparse partition) is not judged ahead on its next one of their size (_ahead).
         self._moved = -math.inf
+        self._jumps_by: list[float] = []
         self._moved_by = 0.0
         # [node, lead, clock, raw ts]: a node whose record came AHEAD_S to SKEW_S ahead of the
         # clock, its records held at their own time (the clock stays) until another node's
@@ -363,7 +368,7 @@ class Monitors:
             # from a node that kept the old time (a poll lost: two periods on).  A service's
             # step partition moves a step at a time, and a node first heard 170 s ahead right
             # after one was taken as the time, its other job's findings held 67 s: blind4)
-            self._moved, self._moved_by = ev.ts, lead
+            self._jumped(ev.ts, lead)
             return ev
         if lead <= SKEW_S:
             # Within SKEW_S: a pause of the whole fleet (a job between iterations, a poll's
@@ -375,7 +380,7 @@ class Monitors:
             if len(skew) < MAX_SKEWED and self._others_near(node):
                 self._cand = [node, lead, clock, ev.ts]
             else:
-                self._moved, self._moved_by = ev.ts, lead
+                self._jumped(ev.ts, lead)
             return ev
         vote = self._vote
         alike = vote is not None and vote[0] != node and abs(lead - vote[1]) <= SKEW_S
@@ -448,7 +453,7 @@ class Monitors:
             return
         self._cand = None
         if ev.node == node or (ev.node not in self._skew and self._near(ev.node, mine=True)):
-            self._moved, self._moved_by = raw, lead  # (a jump of the stream: _ahead)
+            self._jumped(raw, lead)  # (a jump of the stream: _ahead)
         if raw > self.clock:
             self.clock = raw
 
@@ -461,12 +466,26 @@ class Monitors:
             for n in [n for n, st in skew.items() if abs(vote[1] - st[0]) <= SKEW_S]:
                 del skew[n]
         self._vote = None
-        # (bounded as check_restored bounds it: a lead past it made a worker refuse its own
-        # snapshot, revB35 F0b)
-        self._moved, self._moved_by = ev.ts, min(MAX_AHEAD_S, max(0.0, ev.ts - self.clock))
+        self._jumped(ev.ts, ev.ts - self.clock)
         if ev.ts > self.clock:
             self.clock = ev.ts
         return ev
+
+    def _jumped(self, ts: float, by: float) -> None:
+        """The stream's time moved to ``ts`` in one record, ``by`` seconds: its usual jump
+        (:attr:`_moved_by`, which :meth:`_ahead` and :meth:`_keeps` measure a record right
+        after it against) is the lower median of its last ``_RHYTHM`` -- a job's step period,
+        a collector's interval.  Not the last one: a synchronous checkpoint of 60 s makes the
+        job's next step a 66 s jump, and four of it let a node first heard 170 s ahead right
+        after take a service's step partition's clock (revB35 F2, blind4's shape); a lost poll
+        or a log's gap is one move among the last few, not the stream's size."""
+        # (bounded as check_restored bounds it: a lead past it made a worker refuse its own
+        # snapshot, revB35 F0b)
+        jumps = self._jumps_by
+        jumps.append(min(MAX_AHEAD_S, max(0.0, by)))
+        if len(jumps) > _RHYTHM:
+            del jumps[0]
+        self._moved, self._moved_by = ts, sorted(jumps)[(len(jumps) - 1) // 2]
 
     def _behind(self, ev: Event) -> Event:
         """A record more than ``SKEW_S`` behind the clock: a late delivery, or its node's clock
@@ -711,6 +730,12 @@ class Monitors:
             self._moved_by = 0.0  # (a snapshot before round 35)
         refuse_unless(type(self._moved_by) is float and 0.0 <= self._moved_by <= MAX_AHEAD_S,
                       "Monitors._moved_by")
+        if "_jumps_by" not in self.__dict__:
+            # (a snapshot before round 36: its last move is all it knows of the rhythm)
+            self._jumps_by = [self._moved_by] if self._moved_by > 0.0 else []
+        jumps = self._jumps_by
+        refuse_unless(type(jumps) is list and len(jumps) <= _RHYTHM and all(
+            type(x) is float and 0.0 <= x <= MAX_AHEAD_S for x in jumps), "Monitors._jumps_by")
         if "_cand" not in self.__dict__:
             self._cand = None  # (a snapshot of round 14)
         refuse_unless(self._cand is None or (

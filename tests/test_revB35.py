@@ -121,19 +121,13 @@ def test_a_rank_away_from_its_job_across_a_restore_keeps_its_start_offset() -> N
 # -- F2: meta35's jump rule, after a checkpoint pause --------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "revB35 F2 (the service's step partition, blind4's shape after a routine pause): "
-    "Monitors._ahead takes a record right after a jump as the stream's time when its lead is "
-    "at most _JUMP_LIKE (4) x the last jump (_moved_by).  A synchronous checkpoint of 60 s "
-    "makes the job's next step a 66 s jump, and a node first heard 170 s ahead right after "
-    "it (its own one-node job in the same step partition) leads by less than 4 x 66 s: it "
-    "takes the partition's clock, and every finding of the other job there is tagged 170 s "
-    "ahead (held until the other partitions get there) -- the blind4 failure meta35 fixed "
-    "(a 30 s pause still passes).  Fix idea: measure the stream's jump size by the moves "
-    "its streams make in their usual rhythm (a job's step period, a collector's interval: "
-    "median of the last few moves), not the last move, which a pause or lost poll inflates; "
-    "or require a node that kept the old time to confirm a lead beyond SKEW_S"))
 def test_a_node_ahead_right_after_a_checkpoint_pause_is_not_the_time() -> None:
+    """revB35 F2 (the service's step partition, blind4's shape after a routine pause): a
+    synchronous checkpoint of 60 s makes the job's next step a 66 s jump; a node first heard
+    170 s ahead right after it (its own one-node job in the same partition) led by less than
+    _JUMP_LIKE (4) x that last jump and took the clock -- every finding of the other job
+    tagged 170 s ahead.  The bound is 4 x the stream's usual jump now (the lower median of
+    its last _RHYTHM: the 6 s step period), so the node is taken at its offset."""
     mon = Monitors()
     found: list = []
     fleet = -math.inf
@@ -166,3 +160,42 @@ def test_a_node_ahead_right_after_a_30_s_pause_is_not_the_time() -> None:
                              gpu=0), found)
         assert mon.clock - fleet <= 5.0
     assert "node-015" in mon._skew
+
+
+@pytest.mark.parametrize("pause_s", [60.0, 120.0, 250.0])
+def test_a_job_s_next_steps_after_a_pause_keep_the_clock_and_the_node_ahead_its_offset(
+        pause_s: float) -> None:
+    """The job's own steps after the pause go on moving the clock in its rhythm (each from a
+    node that kept the old time), and its ranks page nothing; a second pause later is taken
+    as the first was."""
+    mon = Monitors()
+    found: list = []
+    fleet = -math.inf
+    for e in healthy_job(ranks=16, steps=60, step_s=6.0):
+        e = replace(e, ts=e.ts + pause_s * ((e.step >= 10) + (e.step >= 40)))
+        mon.process(e, found)
+        fleet = max(fleet, e.ts)
+        if e.step >= 10 and e.rank == 15:
+            mon.process(step(e.ts + 0.4 + 170.0, 0, e.step - 10, job="dbg", node="node-015",
+                             gpu=0), found)
+        assert mon.clock - fleet <= 5.0, (e.step, mon.clock - fleet)
+    assert "node-015" in mon._skew and mon._moved_by == pytest.approx(6.0, abs=0.1)
+    assert not [f for f in found if f.job == "job-1" and f.signal != "job_layout"]
+
+
+def test_the_stream_s_jumps_survive_a_restore_and_a_forged_one_is_refused() -> None:
+    from detector.statecodec import SnapshotRefused
+
+    eng = Engine()
+    feed(eng, [replace(e, ts=e.ts + 60.0 * (e.step >= 10))
+               for e in healthy_job(ranks=4, steps=12, step_s=6.0)], finish=False)
+    mon = Engine.restore(eng.snapshot()).monitors
+    assert mon._jumps_by == eng.monitors._jumps_by and len(mon._jumps_by) == 5
+    assert mon._moved_by == pytest.approx(6.0, abs=0.1)  # (the 66 s jump is one of five)
+    for bad in ([1.0] * 6, [float("nan")], [-1.0], [400.0], (6.0,), [6]):
+        mon._jumps_by = bad
+        with pytest.raises(SnapshotRefused, match="_jumps_by"):
+            mon.check_restored()
+    del mon._jumps_by  # a snapshot of round 35: its last move is its rhythm
+    mon.check_restored()
+    assert mon._jumps_by == [mon._moved_by]
