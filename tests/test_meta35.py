@@ -160,13 +160,30 @@ def test_faster_than_real_time_the_service_keeps_the_pages() -> None:
 OPEN = [
     # (blind17/Q2 "partitions": ck05 cut 21 s before the log's end paged dark by the service --
     #  mended by live35: its topics' last records are not all overdue at their own cadences)
+    # Both rows below were traced again by meta36 (BENCHMARKS "meta36, round 36"): each is the
+    # input's arrival order meeting a threshold, the same engine on both sides -- not a second
+    # path.  They stay pinned so a change that moves them is seen.
     ("blind5/power-limit-gpu-pages", "disorder",
-     "+233.7 s: the replay's catch rests on two steps decided without a straggler (the file "
-     "writes rank 2 after the next step); with every rank, the whole slow replica of the "
-     "2-replica job reads as sequence-length imbalance (steps._replica_common) and the CUSUM "
-     "stalls at 6 of 12: the sustained cap verdict pages the node"),
+     "+233.7 s, the input's order: TP8 x DP2 on two nodes, min_peers 3, so each rank's peers "
+     "are its whole stage, whose median of 8 capped and 8 free ranks sits between them -- "
+     "steps alone cannot say which node is slow (steps.replicas.replica_split), and the "
+     "stage's spread, the job's noise, is the gap itself (sigma 0.008 -> 0.058 in 17 steps; "
+     "the CUSUM stalls at 6 of h=10).  The replay's page at 189.4 s rests on the file "
+     "writing two of h100n007's step messages (steps 2880, 2882) 1.9 s late, after the next "
+     "step's: decided with 15 ranks (straggler_wait_s), the median is a free rank's and the "
+     "capped ranks stand 12 % out (+3 a step).  Disordered, other steps lose other ranks; "
+     "the node is paged by the sustained cap verdict (the throttle finding at 325.7 s, "
+     "then impact_onset_s + 1.25 x 30 s: 423.2 s).  A faster node power page from the "
+     "cap evidence alone is the correlator's (correlate.power._node_cap), not the clock's"),
     ("blind7/G3-tp-partner-named", "partitions",
-     "gh-03 escalated 42.3 s before the replay (not traced this round)"),
+     "-42.3 s, the input's order: the file writes one rank's step message 1.0-2.7 s after "
+     "other topics' records (steps 5572, 5893, 5923: within DESIGN's 5 s); the replay's "
+     "clock, moved by those records, decides the step without it (straggler_wait_s 0.5 s), "
+     "the service's step partition -- moved by steps only -- has every rank.  Step 5923's "
+     "missing rank is gh-03/1's TP peer: gh-03/0's CUSUM reads 9.98 at step 5934 in the "
+     "replay, 10.04 (h=10) through the service, whose node-mate rule then finds gh-03/1 "
+     "with it (a node page at 779.9 s); the replay finds gh-03/1 11 steps later (822.2 s).  "
+     "Both page node gh-03, slow_node/unknown: the service 42 s earlier"),
 ]
 
 
