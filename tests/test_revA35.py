@@ -237,21 +237,19 @@ def test_guard_one_step_stalls_on_one_rank_page_nobody(gap: int) -> None:
 # -- 7. moe35 -------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA35 7 (moe35, a second page: a node isolated for a GPU): a GPU 8 % slow for good "
-    "(rank 43 from step 170) beside an expert moving every 10 steps (moe34 (b)'s shape) on "
-    "4-GPU nodes: gpu:node-010/3 and then node:node-010 in 11/12 probe runs on 34b2176 "
-    "(seeds 9101-9106, lag-1 0 and 0.5; 5/6 on 1c3cd5d's 3+3) -- moe34 (b)'s fix holds on "
-    "8-GPU nodes only; there, under lag-1 0.5 runs, 1/6 (seed 9105) still pages the node too "
-    "(5/6 on 1c3cd5d).  Seed 9101: the GPU escalated at 187 s; at step 210 the expert lands "
-    "on node-010's GPUs 0-1 and rank 41 is found with node_wide 3 (GPUs 0, 1 and the faulty "
-    "3: three of four) -- the node escalated at 218 s.  _place_slow reads (as it seems) "
-    "the faulty GPU as a mate slow with it, so the expert's GPUs are not taken back as "
-    "their place's.  Fix idea: a mate already paged as its own slow rank (its GPU's page "
-    "firing) is not evidence of the node in _place_slow / _node_alarmed"))
-@pytest.mark.parametrize(("gpus", "rho", "seed"), [(4, 0.0, 9101), (8, 0.5, 9105)],
-                         ids=["4-gpu-nodes", "8-gpu-nodes-runs"])
+@pytest.mark.parametrize(("gpus", "rho", "seed"), [
+    (4, 0.0, 9101), (8, 0.5, 9105), (4, 0.0, 3630), (4, 0.5, 3631), (8, 0.5, 3632)],
+    ids=["4-gpu-nodes", "8-gpu-nodes-runs", "4-gpu-3630", "4-gpu-runs-3631", "8-gpu-runs-3632"])
 def test_a_gpu_fault_beside_a_fast_expert_is_its_gpu(gpus: int, rho: float, seed: int) -> None:
+    """revA35 7 (a strict xfail of round 35): a GPU 8 % slow for good (rank 43 from step 170)
+    beside an expert moving every 10 steps (moe34 (b)'s shape).  On 4-GPU nodes (TP 2: two
+    ranks of a peer group a node) the expert landing on node-010's GPUs 0-1 at step 210 found
+    rank 41 with node_wide 3 (GPUs 0, 1 and the faulty 3) and its only mate of its group, the
+    faulty GPU, read as slow with it, so it was not its place's: the node escalated at 218 s,
+    after the GPU at 187 s (11/12 probe runs, seeds 9101-9106, lag-1 0 and 0.5; 8-GPU nodes
+    under runs 1/6).  A mate told slow on a run of its own that began well before the rank's
+    is not slow with it (moe36, JobMonitor._slow_before): 24/24 (17/24 before), fresh seeds
+    3630-3635 24/24 (10/24 before)."""
     node = "node-010" if gpus == 4 else "node-005"
     got = units(feed(Engine(), moe_job(seed=seed, rho=rho, hot=FASTER, gpus=gpus,
                                        slow=((170, 10**6, 43, 0.08),))))

@@ -29,6 +29,11 @@ from detector.steps.common import (
     _ints,
 )
 
+# A node mate told slow on a run this many steps longer than a rank's was slow on its own
+# before the rank's run began (JobMonitor._slow_before): about the smoothed window (_wshort,
+# ~10 steps); a host fault's ranks begin their runs within a few steps of each other
+_OWN_RUN_STEPS = 10
+
 
 def _holdable(f: Finding) -> bool:
     """A slow rank told on this step that a hold may take back (_hold_wandering,
@@ -205,7 +210,8 @@ def _place_slow(self, s: int, slots: np.ndarray, groups: np.ndarray) -> bool:
     smoothed z fading for ~10 steps.  An expert moving every ~10 steps (the smoothed
     window) put the last expert's GPU over the bar with the next one's -- beside a GPU
     slow for good, half the mates -- and the next expert's GPU was found beside the slow
-    GPU, its node paged 30-40 s after it (tests/test_moe34.py)."""
+    GPU, its node paged 30-40 s after it (tests/test_moe34.py).  Nor is a mate slow on its
+    own from well before ``s``'s run (:meth:`_slow_before`: a GPU's fault paged alone)."""
     hw, ws = self._hw, self._wshort
     if hw[s] is None or ws[s] <= 0.0:
         return False
@@ -224,13 +230,31 @@ def _place_slow(self, s: int, slots: np.ndarray, groups: np.ndarray) -> bool:
             continue
         if h[0] == node:  # (a mate slow now, not one its last expert left: below)
             mates += 1
-            slow_mates += ws[p] >= bar and self._z_now(p) >= bar
+            slow_mates += (ws[p] >= bar and self._z_now(p) >= bar
+                           and not self._slow_before(p, s))
         elif h[1] == gpu:
             nodes.add(h[0])
             if ws[p] >= alike:
                 elsewhere.add(h[0])
     return bool(mates and 2 * slow_mates < mates and len(elsewhere) >= max(
         _PLACE_NODES, math.ceil(_PLACE_SHARE * len(nodes))))
+
+
+def _slow_before(self, mate: int, slot: int) -> bool:
+    """Whether node mate ``mate`` was told slow (a finding of its own, still alarmed) on a run
+    ``_OWN_RUN_STEPS`` or more steps longer than ``slot``'s: slow on its own well before
+    ``slot``'s run began, so no evidence that their node slowed ``slot``.
+
+    A host fault (a CPU throttle, a NUMA mis-binding) slows its ranks from the same step: their
+    runs begin within a few steps of each other, however a ramp spreads their alarms.  A GPU
+    slow for good was found alone, paged at its GPU; an MoE expert landing on its node 30-40
+    steps later read the faulty GPU as a mate slow with it (:meth:`_place_slow`), and on 4-GPU
+    nodes under TP 2 -- two ranks of a peer group a node -- that mate was half the node's, the
+    expert's GPUs were not taken back as their place's and were found with the faulty one
+    (``node_wide`` 3): the node was paged after the GPU, 11 of 12 probe runs (revA35 7)."""
+    n = self._run_n
+    return bool(self._reported[mate] and self._slow.alarmed[mate]
+                and n[mate] >= n[slot] + _OWN_RUN_STEPS)
 
 
 def _hold_same_place(self, out: list[Finding], mark: int, place: list[int]) -> None:

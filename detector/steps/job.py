@@ -1073,6 +1073,7 @@ class JobMonitor(NumericChecks):
         _hold_wandering,
         _place_slow,
         _same_place,
+        _slow_before,
         _slow_beside,
         _visiting,
         _z_now,
