@@ -25,6 +25,7 @@ in its ``__init__``):
 - ``thermal``: throttles and heat -- a slow rank's brake, a node's cooling;
 - ``power``: SW power caps -- routine, a node's, a site's;
 - ``explain``: a new isolation taking over the slow ranks it explains;
+- ``narrow``: a node's slow page narrowed to its one GPU still slow, its other ranks back;
 - ``hardware``: a GPU failing job after job, NVLink baseboards, PCIe replays;
 - ``common``: :class:`Problem` and what several of these read;
 - detector.part_window: shared-part windows (a switch, a domain).

@@ -714,6 +714,7 @@ class Correlator(PartWindows):
         _pcie_troubled,
         _pcie_verdict,
     )
+    from detector.correlate.narrow import _narrow_node_page
     from detector.correlate.power import (
         _before_fleet_cap,
         _benign_explanation,

@@ -251,6 +251,9 @@ def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         self._slow_wait.pop(unit, None)
         self._cleared(f, out)
         return
+    if "alone_on_node" in f.evidence:  # (told again: slow alone on its node, steps.alone)
+        self._narrow_node_page(f, out)
+        return
     if "grown_from" in f.evidence:
         # The same run told again, grown well past the pace it was told at
         # (detector.steps' _grown_runs): a rank still held is weighed afresh on its

@@ -50,6 +50,8 @@ its class body, detector/steps/job.py), their state the JobMonitor's (made in it
 - ``replicas``: replica-wide slowness, and a replica slow against the other;
 - ``rules``: warm-up, burst, recurring and sustained stragglers;
 - ``host``: a rank or a node late by its host path;
+- ``alone``: a rank told slow with its node's others, told again slow alone once they are
+  back at their pace (the correlator narrows a node's page to its GPU on it);
 - ``common``: the step buffer and what several of these read;
 - detector.step_numerics: gradient norms, overflows and checksums (SDC).
 """

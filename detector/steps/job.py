@@ -426,6 +426,8 @@ class JobMonitor(NumericChecks):
         self._lone_rep = np.zeros(0, dtype=bool)      # paged alone by its host path (_page_lone)
         self._lone_streak = np.zeros(0, dtype=np.int64)  # steps in a row late by its host path
         self._host_dev_z = np.zeros(0)                # its last host excess in the job's sigmas
+        self._with_mates = np.zeros(0, dtype=bool)    # told slow with its node's (_tell_alone)
+        self._alone_told = np.zeros(0, dtype=bool)    # told again slow alone on its node
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -699,6 +701,9 @@ class JobMonitor(NumericChecks):
             self._lone_streak = np.zeros(n, dtype=np.int64)
         if "_host_dev_z" not in self.__dict__ and n >= 0:
             self._host_dev_z = np.zeros(n)  # (a snapshot before loaderfix35: its lag-1 anew)
+        if "_with_mates" not in self.__dict__ and n >= 0:
+            self._with_mates = np.zeros(n, dtype=bool)  # (a snapshot before moe36: none told)
+            self._alone_told = np.zeros(n, dtype=bool)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
@@ -1064,6 +1069,10 @@ class JobMonitor(NumericChecks):
 
     # Its other methods, a module a concern (see detector/steps/__init__.py): functions of those
     # modules bound here -- one class, one MRO, every lookup as when they stood here.
+    from detector.steps.alone import (
+        _mark_with_mates,
+        _tell_alone,
+    )
     from detector.steps.holds import (
         _alarmed_without_places,
         _alike_without,

@@ -124,6 +124,9 @@ def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
         self._alarmed_without_places(out, mark, slots, groups)
     if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
         self._hold_after_event(out, mark, decided_ts)
+    if len(out) > mark:
+        self._mark_with_mates(out, mark)
+    self._tell_alone(step, slots, groups, buf, decided_ts, out)  # (moe36: detector.steps.alone)
 
 
 def _node_alarmed(self, slot: int, place: Callable[[int], bool] | None = None) -> int:
