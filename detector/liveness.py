@@ -50,10 +50,11 @@ Two halves, one path for the service and the replay:
   node is ``quiet`` once it was quiet :data:`FAST_S` on every topic of the source (and again each
   scan for :data:`FAST_WINDOW_S`), naming the nodes of the source that went dark with it (quiet
   too, or a record missed everywhere, within :data:`DARK_WITH_S`); step sources tell a job
-  ``stopped`` (:func:`_stops`).  The correlator -- one judgement, whoever the sources are -- holds
-  the node's quickest topic to :data:`FAST_INTERVALS` of its interval (at least :data:`FAST_S`, at
-  most :data:`FAST_CAP_S`) and judges it at once when a job with ranks on it stepped up to then
-  and stopped stepping everywhere with it -- within :data:`FAST_WINDOW_S`, as a source judged it;
+  ``stopped`` (:func:`_stops`).  The correlator -- one judgement, whoever the sources are -- waits
+  until every topic of the node has missed its rows (:func:`_overdue`: quiet, at the
+  correlator's clock, past its own interval -- the one rule, live36) and judges it at once when a
+  job with ranks on it stepped up to then and stopped stepping everywhere with it -- within
+  :data:`FAST_WINDOW_S` of its :func:`fast_s`, as a source tells it (:func:`_window_left`);
   past it the 240 s bound decides (a job's other node may have left the fleet since: round 23's
   churning-fleet pages) -- while the job's GPUs on its other nodes stay busy (NCCL
   spinning on a dead peer) with no other job stepping there, or went dark with it: the job is
@@ -68,7 +69,7 @@ Two halves, one path for the service and the replay:
   sources saw go dark with them (named on two of a node's topics, or its only one: a service's
   one-topic partition reading a poll in bursts names a healthy node for a record missed) are
   judged too, or :data:`FAST_WAIT_S` on (a part going dark is judged together: one page listing
-  it). blind9: 238-362 s -> 22-31 s.  A node one of whose topics was overdue (1.5 of its own
+  it). blind9: 238-362 s -> 22-31 s.  A node one of whose topics went quiet (1.5 of its own
   interval) while another still reported is a collector's outage, not the node (:func:`_outage`,
   live35: blind26 F1's rolling dcgm-exporter upgrade across a checkpoint): the 240 s bound decides.
 - **a part of the fleet going dark** (an NVLink domain -- a rack of trays --, a leaf, or a
@@ -138,14 +139,15 @@ MAX_DARK = 256           # nodes named in one finding's ``dark_with`` (or ``node
 # A job's ranks on a node that took part in none of its last ABSENT_STEPS decided steps while it
 # stepped on are absent from it: its steps prove nothing of that node (_stepping).
 ABSENT_STEPS = 3
-# A node lost under its job (silent19): every topic of the node quiet FAST_S (and
-# FAST_INTERVALS of its interval, counted at most FAST_CAP_S) while a job with ranks on it,
+# A node lost under its job (silent19): every topic of the node quiet FAST_S, and past its own
+# interval at the correlator's clock (_overdue), while a job with ranks on it,
 # stepping up to then (within FAST_RUN_S of its last record), stopped stepping everywhere and
 # its ranks on the other nodes wait in the collective (their GPUs busy with no step, nothing
 # else stepping there) -- or its other nodes went dark with it.  Paged then, not after 240 s:
 # a drained node's job ended or moved first, a reboot planned under a stopped job leaves its
 # GPUs idle, a node replaced under a running job has its job stepping on.  Looked at for
-# FAST_WINDOW_S; the nodes of its part that went dark with it join it (a part's page).
+# FAST_WINDOW_S past a topic's fast_s (FAST_INTERVALS of its interval, at least FAST_S, at most
+# FAST_CAP_S); the nodes of its part that went dark with it join it (a part's page).
 FAST_S = 20.0
 FAST_INTERVALS = 1.5
 FAST_CAP_S = 40.0
@@ -191,8 +193,8 @@ def bound_s(interval: float) -> float:
 
 
 def fast_s(interval: float) -> float:
-    """How long a node with records ``interval`` apart is quiet on a topic before its job's
-    stall may say it was lost (:func:`_on_quiet`)."""
+    """How long a node with records ``interval`` apart is quiet on a topic before its source's
+    window of telling it ``quiet`` (:data:`FAST_WINDOW_S`, :func:`_window_left`) begins."""
     return max(FAST_S, min(FAST_INTERVALS * interval, FAST_CAP_S))
 
 
@@ -295,8 +297,8 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
                     st[_SILENT] = 2
                     findings.append(_finding(mon, node, entry[0], what, st, clock, True, 0))
                 continue
-            # (each topic told quiet from FAST_S: the correlator holds a node to its quickest
-            # topic's fast_s -- one topic of a node is a service partition's whole view)
+            # (each topic told quiet from FAST_S: the correlator judges a node once every topic
+            # missed its rows, _overdue -- one topic of a node is a service partition's whole view)
             if FAST_S < progress - st[_AT] <= fast_s(st[_GAP]) + FAST_WINDOW_S:
                 quiet.add(node)
             if progress - st[_AT] <= bound:
@@ -390,9 +392,9 @@ def _ready(mon: Monitors, nodes: list[str], prog: dict[str, float],
            times_of: dict[str, list[float]]) -> dict[str, tuple[float, int]]:
     """node -> (its newest record, nodes heard past it) of the ``nodes`` quiet :data:`FAST_S`
     on every topic of this source while other nodes were heard past it, each topic not
-    silent (0) or told quiet (4) -- the correlator holds the node to its quickest topic's
-    :func:`fast_s` (:func:`_on_quiet`: an ECC poll of 30-60 s would hold the page that long,
-    its last record may be a poll before)."""
+    silent (0) or told quiet (4) -- the correlator waits until every topic has missed its
+    rows (:func:`_overdue`: an ECC poll of 30 s is told quiet from 20 s, its last record may be
+    a poll before)."""
     ready: dict[str, tuple[float, int]] = {}
     for node in nodes:
         entry = mon._alive.get(node)
@@ -833,15 +835,36 @@ def _retold(corr: Correlator, node: str, what: str, f: Finding, out: list[Alert]
         if f.evidence.get("dark_with"):
             ev["dark_with"] = f.evidence["dark_with"]
         topics[what] = g._replace(evidence=ev)
-    if f.ts - topics[_WAIT].ts > FAST_WAIT_S or _waited(f) + SCAN_S > FAST_WINDOW_S or \
+    if f.ts - topics[_WAIT].ts > FAST_WAIT_S or _window_left(corr, f, f.ts) < SCAN_S or \
             not _to_come(corr, node, f):
         _flush(corr, node, f, out)
 
 
-def _waited(f: Finding) -> float:
-    """How long past its fast bound a ``quiet`` finding's topic is quiet (-inf: not told)."""
-    q, b = f.evidence.get("quiet_s"), f.evidence.get("bound_s")
-    return q - b if _is_time(q) and _is_time(b) else -math.inf
+def _quiet_at(corr: Correlator, f: Finding, now: float) -> float:
+    """How long a ``quiet`` finding's topic has been quiet at the correlator's ``now`` (-inf:
+    not told).  Its source counts ``quiet_s`` on the topic's own progress: up to the fleet's
+    newest record on that topic, ``last_ts + quiet_s`` -- a topic polled in bursts (the
+    fleet's ECC rows every 30 s, within seconds of each other) lags the source's clock by up
+    to an interval, and a finding is judged later than told (a job's stop, another partition's
+    word).  The time since is counted too, less DESIGN's disorder (``lateness_s``: a row
+    stamped then may still come): the correlator's clock moves on the records of every
+    source, so that time passed with the fleet reporting (live36: blind9 G2's rack, one
+    node's 30 s ECC poll told 29 s quiet for two scans, judged a scan late).  A gap in the
+    feed counted so makes a topic look quiet longer: past its window (:func:`_window_left`),
+    the 240 s bound decides."""
+    q, t = f.evidence.get("quiet_s"), f.evidence.get("last_ts")
+    if not (_is_time(q) and _is_time(t)):
+        return -math.inf
+    return q + max(0.0, now - (t + q) - corr.cfg.lateness_s)
+
+
+def _window_left(corr: Correlator, f: Finding, now: float) -> float:
+    """How long, at ``now``, a ``quiet`` finding's source still tells its topic quiet: its
+    window, :data:`FAST_WINDOW_S` past its fast bound (``bound_s``, :func:`_quiet`), less
+    the time it has been quiet (:func:`_quiet_at`); -inf: not told.  Past it, the 240 s
+    bound decides (:func:`_in_window`), and a part waits no more (:func:`_retold`)."""
+    b = f.evidence.get("bound_s")
+    return b + FAST_WINDOW_S - _quiet_at(corr, f, now) if _is_time(b) else -math.inf
 
 
 def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None:
@@ -863,7 +886,7 @@ def _on_quiet(corr: Correlator, node: str, now: float, out: list[Alert]) -> None
             tried.add(n)
             _fast_judged(corr, n, now)
     if not _to_come(corr, node, judged) or not any(
-            math.isfinite(q := _waited(g)) and q + (now - g.ts) + SCAN_S <= FAST_WINDOW_S
+            _window_left(corr, g, now) >= SCAN_S
             for w, g in corr._silent[node].items() if w in TOPICS):
         _flush(corr, node, judged, out)
 
@@ -881,19 +904,14 @@ def _fast_judged(corr: Correlator, node: str, now: float) -> Finding | None:
     last = _last(topics)
     if last is None:
         return None
-    # its quickest topic quiet fast_s of its interval (the others FAST_S: its sources')
-    quick = min(found, key=lambda g: g.evidence.get("interval_s")
-                if _is_time(g.evidence.get("interval_s")) else math.inf)
-    if _is_quiet(quick) and not _waited(quick) > 0:
-        return None  # (told again next scan)
     if _outage(found, last):
         return None  # (a collector's outage: the 240 s bound decides)
-    if not all(_overdue(g) for g in found if _is_quiet(g)):
+    if not all(_overdue(corr, g, now) > 0 for g in found if _is_quiet(g)):
         return None  # (a topic not due yet: told again next scan)
-    if not _in_window(found, now):
+    if not _in_window(corr, found, now):
         return None  # (the 240 s bound decides: a job's other nodes may have left since)
     jobs = _lost(corr, node, last, now)
-    if not jobs and not _near_judged(corr, node, last, quick.cluster):
+    if not jobs and not _near_judged(corr, node, last, found[0].cluster):
         return None
     judged = None
     for w, g in list(topics.items()):
@@ -925,23 +943,31 @@ def _outage(found: list[Finding], last: float) -> bool:
     return False
 
 
-def _overdue(f: Finding) -> bool:
-    """Whether a ``quiet`` finding's topic has missed a record at its own cadence: quiet
-    longer than its interval (live35: port counters polled every 30 s, quiet 26 s as a
-    node's GPU collector restarts across a checkpoint, say nothing of the node)."""
-    q, i = f.evidence.get("quiet_s"), f.evidence.get("interval_s")
-    return not (_is_time(q) and _is_time(i)) or q > i
+def _overdue(corr: Correlator, f: Finding, now: float) -> float:
+    """How long past its due a ``quiet`` finding's topic is quiet at ``now`` (> 0: it has
+    missed its rows; -inf: not told) -- the one rule for "this topic of this node stopped"
+    (live36; before, a node's quickest topic was held to its fast bound and the others to
+    their interval, two readings of the same evidence).  It reads the time quiet, re-aged to
+    the correlator's clock (:func:`_quiet_at`), against its due: the topic's own interval
+    (``interval_s``: the largest gap between its records lately, its jitter in it -- quiet
+    longer, a row missed at its own cadence) and at least :data:`FAST_S` (two scans of the
+    fleet heard past it).  Not paged by it: port counters polled every 30 s, quiet 26-29 s
+    while a node's GPU collector restarts across a checkpoint (blind26 F1: the node's other
+    channels still spoke -- :func:`_outage` -- and this one has not missed a row yet); a
+    topic whose fleet is polled in bursts, between two bursts (its due counts from the
+    node's own last row)."""
+    i = f.evidence.get("interval_s")
+    return _quiet_at(corr, f, now) - max(FAST_S, i if _is_time(i) else 0.0)
 
 
-def _in_window(found: list[Finding], now: float) -> bool:
-    """Whether a topic of a node is told quiet and, at ``now``, still within
-    :data:`FAST_WINDOW_S` (and a scan: partitions' clocks) of its fast bound -- where its
-    source judged it in seconds, looking at it no later.  A node's ``quiet`` findings stay
-    while it goes on to the 240 s bound: judged by them then, a job's other nodes may have
-    left the fleet since (the churning fleet: one replaced every 10 minutes) -- no job lost
-    with this node, whatever the rest of the fleet did after."""
-    return any(_is_quiet(g) and _waited(g) + (now - g.ts) <= FAST_WINDOW_S + SCAN_S
-               for g in found)
+def _in_window(corr: Correlator, found: list[Finding], now: float) -> bool:
+    """Whether a topic of a node is told quiet and, at ``now``, still within its window (a
+    scan past it at most: partitions' clocks, :func:`_window_left`) -- where its source
+    judged it in seconds, looking at it no later.  A node's ``quiet`` findings stay while it
+    goes on to the 240 s bound: judged by them then, a job's other nodes may have left the
+    fleet since (the churning fleet: one replaced every 10 minutes) -- no job lost with this
+    node, whatever the rest of the fleet did after."""
+    return any(_is_quiet(g) and _window_left(corr, g, now) >= -SCAN_S for g in found)
 
 
 def _near_judged(corr: Correlator, node: str, last: float, cluster: str | None) -> bool:
@@ -986,10 +1012,9 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
         for n, t in silent.items():
             if n in out or n in _JOBS_KEYS or _WAIT in t or _JUDGED in t:
                 continue
-            # (quiet past its interval, a record missed: a 30 s ECC poll is told quiet at 20 s)
-            x = _last({w: g for w, g in t.items() if not _is_quiet(g) or (
-                _is_time(q := g.evidence.get("quiet_s")) and _is_time(
-                    i := g.evidence.get("interval_s")) and q > i)})
+            # (a record missed: a 30 s ECC poll is told quiet at 20 s -- _overdue)
+            x = _last({w: g for w, g in t.items()
+                       if not _is_quiet(g) or _overdue(corr, g, f.ts) > 0})
             if x is not None and lo <= x <= hi and any(
                     g.cluster == f.cluster for w, g in t.items() if w in TOPICS) and \
                     mine & set(_parts(corr.topology, n)):
