@@ -13,6 +13,8 @@ rate is evidence, not a verdict (:meth:`GpuHealth._sbe_grounds`): ECC corrected 
 neither NVIDIA's catalogue (XID 92 "high SBE rate": IGNORE) nor DCGM's memory health
 watch (DBEs, pending retirements, retired pages past the limit, row-remap failures) acts
 on a rate; with a row remap pending or failed, or retired pages past the limit, it is.
+A rate *climbing* by multiples in minutes is HBM failing (:meth:`GpuHealth._sbe_climbing`):
+a verdict of its own, before the driver's XID 92.
 A GPU reset — counters falling back, or NVML's recovery action returning to ``none`` —
 is reported so latched hardware problems on that GPU can resolve.
 """
@@ -29,6 +31,7 @@ from detector.thresholds import Thresholds
 from detector.xid import REMAP_PENDING_XID, lookup
 from models.counters import CounterDeltas, delta_reader
 from models.decay import DecayingCount
+from models.rising import RisingRate
 
 _RESETS_BEFORE_INSPECTION = 2  # gpud's DefaultRebootThreshold
 _SBE_ALONE = ("corrected single-bit errors alone: evidence, not a verdict (no DBE, remap or "
@@ -49,7 +52,7 @@ class GpuHealth:
     __slots__ = ("scope", "_counters", "_sbe", "_nvlink", "_pcie", "_active", "_xids",
                  "_remap_pending", "_remap_failure", "_recovery", "_retired_sbe", "_last_error",
                  "_resets_since", "_faulted", "_pcie_long", "_pcie_samples", "_sbe_evidence",
-                 "_nvl_replay_ts")
+                 "_nvl_replay_ts", "_sbe_ts", "_sbe_rise", "_sbe_climbed")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_gpu(node, gpu)
@@ -70,6 +73,9 @@ class GpuHealth:
         self._faulted = False  # raised a hardware verdict since the last reset
         self._sbe_evidence = False  # sbe_burst raised as evidence only (no verdict yet)
         self._nvl_replay_ts = -math.inf  # last NVLink replay or recovery error counted
+        self._sbe_ts = -math.inf  # last sample that read the SBE counter
+        self._sbe_rise: RisingRate | None = None  # its rate, once it counted an error
+        self._sbe_climbed = False  # paged the rate climbing since the last reset
 
     @property
     def last_ts(self) -> float:
@@ -100,10 +106,10 @@ class GpuHealth:
 
         The common case of :meth:`update`, which calls it first; the batch path of samples
         (detector.quiet) calls it alone.  It takes a late or duplicate sample without an XID
-        (nothing to do) and one with no XID, no rate raised, no error counted, no counter
-        missing or fallen back, retired pages short of the limit, no remap flag newly set
-        and no recovery action changed: the counters' baseline moves on.  False changes
-        nothing.
+        (nothing to do) and one with no XID, no rate raised, no corrected-error run open, no
+        error counted, no counter missing or fallen back, retired pages short of the limit,
+        no remap flag newly set and no recovery action changed: the counters' baseline moves
+        on.  False changes nothing.
         """
         if s.xid is not None:
             return False
@@ -113,6 +119,9 @@ class GpuHealth:
             return True  # late or duplicate
         if self._active:
             return False
+        rise = self._sbe_rise
+        if rise is not None and rise.running:
+            return False  # (a corrected-error run counts its quiet polls too: _sbe_climbing)
         # The counters by position (ECC_COUNTERS' order: _SBE .. _NVL_RECOVERY).
         b0, b1, b2, b3, b4, b5, b6, b7 = counters._last
         r: Any = s  # (a counter may be None: the comparisons' TypeError tells)
@@ -139,6 +148,7 @@ class GpuHealth:
             return False  # a recovery action asked for, or one back to none (a reset)
         counters._last_ts = ts
         counters._last = [v0, v1, v2, v3, v4, v5, v6, v7]
+        self._sbe_ts = ts
         self._retired_sbe = v2
         if failure is not None:
             self._remap_failure = failure
@@ -161,6 +171,12 @@ class GpuHealth:
             if remap:
                 self._on_xid(s, out)
             return  # late or duplicate sample: its XID still counts, its counters do not
+        if s.sbe_volatile is not None:
+            # (before the burst's rate: a climb found now is the burst's grounds too)
+            rise = self._sbe_rise
+            if deltas[_SBE] or (rise is not None and rise.running):
+                self._sbe_climbing(s, deltas[_SBE], cfg, out)
+            self._sbe_ts = s.ts
         self._on_counters(s, deltas, cfg, out)
         # A pending remap clears only at the GPU reset that activates it (NVIDIA's row
         # remapping): that reset, even when it moves no counter (volatile counters at 0 or not
@@ -201,6 +217,8 @@ class GpuHealth:
         """
         failure = self._remap_failure if s.row_remap_failure is None else s.row_remap_failure
         pending = self._remap_pending if s.row_remap_pending is None else s.row_remap_pending
+        if self._sbe_climbed:
+            return "corrected single-bit errors climbing by multiples (sbe_rising)"
         if failure:
             return "corrected single-bit errors with a row-remap failure"
         if pending:
@@ -209,6 +227,50 @@ class GpuHealth:
             return (f"corrected single-bit errors with {self._retired_sbe} retired pages "
                     f"(limit {cfg.retired_sbe_pages})")
         return None
+
+    def _sbe_climbing(self, s: EccSample, n: int, cfg: Thresholds, out: list[Finding]) -> None:
+        """Page the GPU (``sbe_rising``: hardware/gpu_memory, a verdict) when its corrected
+        errors climb by multiples in minutes (models.rising, thresholds.sbe_rise_*).
+
+        Reads ``sbe_volatile`` poll by poll (``n`` errors since the last sample that read it).
+        An HBM stack failing corrects ever more errors as its weak cells multiply, until the
+        driver reports XID 92 ("high single-bit error rate") and remaps the rows (XID 63):
+        blind26 tenants ``sbe-*``, +15-200 a 60 s poll, XID 92 150-240 s in, paged only then
+        (138-205 s); blind20's SBEs a row 3 -> 400 in 5 min.  DCGM has no SBE-rate check and
+        the catalogue's XID 92 is IGNORE alone: corrected errors are what ECC is for.  So the
+        rate alone pages nothing -- a steady trickle for weeks, a lone error, one burst, a
+        storm at a steady rate (blind6's healthy MIG GPU, 0.5-2 a second for minutes, even
+        when its first poll caught only its start), a rate that falls back; what pages is the
+        climb: in bins of a minute's polls, the last of three bins holding ``sbe_burst``
+        (100) errors 1.25x and a Poisson standard error above every earlier bin, three above
+        the first, and ten times the GPU's own rate before (an hour's half-life).  At 60 s
+        polls that is the third poll of the climb, 120 s after its first changed row.  The
+        driver's XID 92 and 63 after it are the same GPU's hardware problem (one dedup key:
+        one incident, one page).  Latched like an XID until the GPU's reset.  (Not compared
+        with the node's or the fleet's GPUs: no corpus shows SBEs climbing on many GPUs at
+        once, and a node's eight climbing together would still be eight failing stacks.)
+        """
+        rise = self._sbe_rise
+        if rise is None:
+            rise = self._sbe_rise = RisingRate(
+                cfg.sbe_rise_bin_s, cfg.sbe_rise_bins, cfg.sbe_burst, cfg.sbe_rise_step,
+                cfg.sbe_rise_step_z, cfg.sbe_rise_z, cfg.sbe_history_half_life_s,
+                cfg.sbe_rise_history)
+        if not math.isfinite(self._sbe_ts):
+            return  # (no reading before this one: no span to count over)
+        seen = rise.add(self._sbe_ts, s.ts, n)
+        if seen is None or self._sbe_climbed:
+            return
+        self._sbe_climbed = True
+        rates = " -> ".join(f"{r:g}" for r in seen["per_min"])
+        self._emit(out, s, "sbe_rising", "gpu_memory", severity=0.85, onset=rise.onset_ts,
+                   evidence={**seen, "recommended_because": (
+                       f"corrected (single-bit) ECC errors climbing: {rates} a minute over "
+                       f"the last {len(seen['per_min'])} bins, from "
+                       f"{seen['before_per_min']:g} a minute before -- an HBM stack failing "
+                       "ever faster (what precedes the driver's XID 92 and row remaps); "
+                       "drain the GPU, reset it, and run `dcgmi diag -r 3` before returning "
+                       "it")})
 
     def _on_xid(self, s: EccSample, out: list[Finding]) -> None:
         event = (s.ts, s.xid)
@@ -392,5 +454,7 @@ class GpuHealth:
         self._remap_pending = False
         self._faulted = False
         self._sbe_evidence = False
+        self._sbe_climbed = False
+        self._sbe_rise = None
         self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,
                    severity=0.0, evidence={"counter_resets": self._counters.resets})

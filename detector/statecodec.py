@@ -273,10 +273,12 @@ def _register_state_classes() -> None:
     from models.counters import CounterDeltas
     from models.cusum_bank import CusumBank
     from models.decay import DecayingCount
+    from models.rising import RisingRate
 
     for cls in (Scope, Finding, StepSample, EccSample, NicSample, ThermalSample, NonFinite,
                 Thresholds, Problem, GpuHealth, NodeNics, GpuThermal, NodeTemps,
-                CounterDeltas, DecayingCount, Placement, PortName, ReplicaLoss, OverflowSource):
+                CounterDeltas, DecayingCount, RisingRate, Placement, PortName, ReplicaLoss,
+                OverflowSource):
         register(cls)
     register(PortNames, fields_=("_names",), transient={"topology": None})
     register(NodeNames, fields_=("alias", "plain", "steps"),

@@ -89,6 +89,17 @@ class Thresholds:
     # GPU health (ECC / XID / interconnect counters).
     sbe_burst: float = 100.0            # single-bit errors within ~a half-life
     sbe_half_life_s: float = 300.0
+    # ... a corrected-error rate climbing (GpuHealth._sbe_climbing, models.rising): bins of at
+    # least a minute's polls (at DCGM's 60 s ECC poll, one), the last of sbe_rise_bins (with
+    # sbe_burst errors in them) sbe_rise_step x and a standard error above every earlier one,
+    # sbe_rise_z above the first, sbe_rise_history x the GPU's rate before (an hour's half-life).
+    sbe_rise_bin_s: float = 50.0
+    sbe_rise_bins: int = 3
+    sbe_rise_step: float = 1.25
+    sbe_rise_step_z: float = 1.0
+    sbe_rise_z: float = 3.0
+    sbe_rise_history: float = 10.0
+    sbe_history_half_life_s: float = 3600.0
     retired_sbe_pages: int = 10         # as Meta GCM's gpu_retired_pages check
     nvlink_errors: float = 50.0         # CRC + replay + recovery errors within ~a half-life
     nvlink_half_life_s: float = 60.0

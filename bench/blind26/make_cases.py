@@ -68,6 +68,11 @@ PLAN: dict[str, tuple] = {
     "G7-sbe-storm-then-xid92": ("tenants", 0, dict(
         t_from=500, t_to=900, nodes={"hgx-039"}, topics={ECC},
         labels={"sbe-hgx-039-g2"})),
+    # tenants seed 0: the same storm with the two polls before it (sbe36, round 36): the
+    # climb 27 -> 66 -> 87 a minute, paged at its third poll (120 s), XID 92 at 168 s
+    "G13-sbe-climb-paged-at-its-third-poll": ("tenants", 0, dict(
+        t_from=420, t_to=900, nodes={"hgx-039"}, topics={ECC},
+        labels={"sbe-hgx-039-g2"})),
     # tenants seed 0: hgx-393 GPU 0 at HW slowdown (0x8) from sw-21's first step (~500 s)
     "G8-hw-slowdown-from-a-short-jobs-first-step": ("tenants", 0, dict(
         t_from=460, t_to=700, nodes=_hgx(392, 396), topics={STEP, THERMAL},

@@ -1,0 +1,158 @@
+"""Whether an error count's rate is climbing: a part failing, not a part erring.
+
+A healthy part may err at a steady rate for weeks (a GPU trickling corrected errors), or in
+one burst; a failing one errs ever faster -- weak HBM cells multiplying in the minutes before
+the driver's XID 92 ("high single-bit error rate") and a row remap.  Readings are counted in
+bins of at least ``bin_s`` (a rate needs time enough per bin to be more than counting noise:
+one 60 s poll is a bin, two 30 s polls, five 10 s polls), and the last ``bins`` bins of a run
+-- consecutive bins, each with events -- are judged at each bin's close.  The rate climbs
+when all of these hold:
+
+- the last bin's rate is at least ``step`` times every earlier bin's and ``step_z`` Poisson
+  standard errors above the highest of them: a steady rate whose first bin caught its start
+  mid-poll rises once, from that partial bin, then stays level -- this is what it fails;
+- it is ``z`` standard errors above the run's first bin: the whole rise is beyond noise (a
+  burst, a lull and a burst are not a climb);
+- the bins judged hold ``events`` or more: a trickle of a few a poll is no storm, however it
+  wanders;
+- it is ``history_factor`` times the rate before the run (the events of earlier runs and of
+  bins past the window, counted decaying with ``history_half_life_s``): a part erring at some
+  steady rate for weeks must leave it far behind.
+
+A reading's span with no event as long as a bin (a poll without one, at 60 s), or a bin
+closing empty, ends the run: its events become history.
+
+>>> def rising():
+...     return RisingRate(bin_s=50.0, bins=3, events=100, step=1.25, step_z=1.0, z=3.0,
+...                       history_half_life_s=3600.0, history_factor=10.0)
+>>> r = rising()
+>>> [r.add(t - 60.0, t, n) is not None for t, n in ((60.0, 27), (120.0, 66), (180.0, 87))]
+[False, False, True]
+>>> r.onset_ts, r.add(240.0, 300.0, 0) is None, r.running
+(60.0, True, False)
+
+A steady storm whose first poll caught its start, a burst, and a lull between bursts:
+
+>>> r = rising()
+>>> [r.add(t - 60.0, t, n) for t, n in ((60.0, 30), (120.0, 100), (180.0, 104), (240.0, 98))]
+[None, None, None, None]
+>>> [r.add(t - 60.0, t, n) for t, n in ((600.0, 400), (660.0, 60), (720.0, 450))]
+[None, None, None]
+
+Two 30 s polls make a bin, and a poll without an error inside one is part of it; two in a
+row end the run:
+
+>>> r = rising()
+>>> [r.add(t - 30.0, t, n) for t, n in ((30.0, 20), (60.0, 20), (120.0, 40))], r.running
+([None, None, None], True)
+>>> r.add(180.0, 210.0, 50), r.onset_ts
+(None, 210.0)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from models.decay import DecayingCount
+
+
+def _rise_z(n0: float, span0: float, n1: float, span1: float) -> float:
+    """How many Poisson standard errors the second rate is above the first (0 for none)."""
+    var = n0 / (span0 * span0) + n1 / (span1 * span1)
+    return 0.0 if var <= 0.0 else (n1 / span1 - n0 / span0) / math.sqrt(var)
+
+
+class RisingRate:
+    """Judge a count's rate, bin by bin: climbing by orders of magnitude, or not."""
+
+    __slots__ = ("bin_s", "bins", "events", "step", "step_z", "z", "history_factor",
+                 "_history", "_edges", "_counts", "_open", "_last_ts", "_first_ts")
+
+    def __init__(self, bin_s: float, bins: int, events: float, step: float, step_z: float,
+                 z: float, history_half_life_s: float, history_factor: float) -> None:
+        self.bin_s = bin_s
+        self.bins = bins
+        self.events = events
+        self.step = step
+        self.step_z = step_z
+        self.z = z
+        self.history_factor = history_factor
+        self._history = DecayingCount(history_half_life_s)  # events before the bins judged
+        self._edges: list[float] = []  # the run's bins: its start, then each closed bin's end
+        self._counts: list[int] = []   # events of the closed bins (the last ``bins``)
+        self._open = 0                 # events since the last edge
+        self._last_ts = -math.inf      # the latest reading counted
+        self._first_ts = math.nan      # the run's first reading with an event
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is open (its next reading must be counted, with an event or not)."""
+        return bool(self._edges)
+
+    @property
+    def onset_ts(self) -> float:
+        """Time of the run's first reading with an event (nan with no run)."""
+        return self._first_ts
+
+    def add(self, start_ts: float, ts: float, n: int) -> dict[str, Any] | None:
+        """Count ``n`` events read at ``ts`` since the reading before (``start_ts``): the
+        evidence of a climbing rate when the bin this closes shows one, else None."""
+        if ts <= start_ts or ts <= self._last_ts:
+            return None  # (no span, or late: readings come in order)
+        if self._edges and start_ts - self._last_ts >= self.bin_s:
+            self._end_run()  # (a bin's span went by without an event)
+        if not self._edges:
+            if n <= 0:
+                return None
+            self._edges.append(start_ts)
+            self._first_ts = ts
+        self._open += n
+        self._last_ts = ts
+        if ts - self._edges[-1] < self.bin_s:
+            return None
+        if not self._open:
+            self._end_run()
+            return None
+        self._edges.append(ts)
+        self._counts.append(self._open)
+        self._open = 0
+        if len(self._counts) > self.bins:
+            self._history.add(self._edges[1], self._counts.pop(0))
+            del self._edges[0]
+        return self._judge()
+
+    def _end_run(self) -> None:
+        self._history.add(self._last_ts, sum(self._counts) + self._open)
+        self._edges.clear()
+        self._counts.clear()
+        self._open = 0
+        self._first_ts = math.nan
+
+    def _judge(self) -> dict[str, Any] | None:
+        counts, edges = self._counts, self._edges
+        if len(counts) < self.bins or sum(counts) < self.events:
+            return None
+        spans = [b - a for a, b in zip(edges, edges[1:], strict=False)]
+        rates = [n / s for n, s in zip(counts, spans, strict=True)]
+        top = max(range(len(rates) - 1), key=rates.__getitem__)  # the highest earlier bin
+        last = rates[-1]
+        if (last < self.step * rates[top]
+                or _rise_z(counts[top], spans[top], counts[-1], spans[-1]) < self.step_z
+                or _rise_z(counts[0], spans[0], counts[-1], spans[-1]) < self.z):
+            return None
+        before = self._history.value(edges[0]) * math.log(2) / self._history.half_life_s
+        if last < self.history_factor * before:
+            return None
+        return {"per_min": [round(r * 60.0, 1) for r in rates],
+                "bins_s": [round(s, 1) for s in spans], "errors": sum(counts),
+                "before_per_min": round(before * 60.0, 3)}
+
+    def reset(self) -> None:
+        """Forget the run and the history (the part was reset or replaced)."""
+        self._edges.clear()
+        self._counts.clear()
+        self._open = 0
+        self._last_ts = -math.inf
+        self._first_ts = math.nan
+        self._history.reset()
