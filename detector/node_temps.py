@@ -99,9 +99,11 @@ class NodeTemps:
         #   that was busy under a SW power cap alone (0x4): the reference of a sibling with a
         #   never-routine reason and no clock of its own to judge it by (sibling_cap_clock)
         self.calm: dict[int, list[float]] = {}  # GPU -> [power, start, ts_a, temp_a, ts_b,
-        #   temp_b]: the power its current run of samples holds (within STEADY of it), when the
-        #   run began, and two of the run's samples once its temperature settled, ``a``
-        #   CALM_SPAN_S / 2 to CALM_SPAN_S old once the run is (mates_steady)
+        #   temp_b, heat]: the draw its current run of samples began at, when the run began,
+        #   two of the run's samples once its temperature settled, ``a`` CALM_SPAN_S / 2 to
+        #   CALM_SPAN_S old once the run is (mates_steady), and its low-passed power (``power``)
+        #   then.  The run holds while its draw is within STEADY of the first or its low-passed
+        #   power within STEADY of the last: that sets the temperature (revA35 10)
 
     def forget(self, gpu: int) -> bool:
         """Drop a GPU no longer heard from; True when the node has none left."""
@@ -275,11 +277,15 @@ class NodeTemps:
             self.calm.pop(gpu, None)
         else:
             p = power.get(gpu)
-            power[gpu] = power_w if p is None else p + (power_w - p) * share
+            heat = power[gpu] = power_w if p is None else p + (power_w - p) * share
             self.raw[gpu] = power_w
             c = self.calm.get(gpu)
-            if c is None or abs(power_w - c[0]) > STEADY * c[0]:
-                self.calm[gpu] = [power_w, ts, ts, temp_c, ts, temp_c]  # (a load anew)
+            if c is None or (abs(power_w - c[0]) > STEADY * c[0]
+                             and abs(heat - c[6]) > STEADY * c[6]):
+                # (A load anew: its draw and its heat both moved.  A draw wandering poll to
+                # poll about one level -- routine capping, a job's phases -- leaves the heat
+                # where it was, and the temperature with it: revA35 10.)
+                self.calm[gpu] = [power_w, ts, ts, temp_c, ts, temp_c, heat]
             elif ts - c[1] < settle_s and abs(temp_c - was) > SETTLED_STEP_C:
                 c[2], c[3], c[4], c[5] = ts, temp_c, ts, temp_c  # (still following its load)
             elif ts - c[4] >= 0.5 * CALM_SPAN_S:
@@ -296,12 +302,13 @@ class NodeTemps:
                      rise_c: float, below_c: float) -> tuple[int, float] | None:
         """Whether ``gpu``'s busy mates are shown to stay where their load puts them: (how many,
         their largest rise) when at least two of them, and three in four of those heard within
-        ``HEARD_POLLS`` polls (``within_s``: half an interval), have held their power (within
-        STEADY) for ``history_s`` or more, their temperature settled at it for half that, and
-        are ``rise_c`` or less above it (``calm``'s older sample: CALM_SPAN_S / 2 to
-        CALM_SPAN_S old once the run is that long), and none is more or at ``below_c`` or
-        above (near its own slowdown point: a node at its cooling's limit, its mates a sample
-        from throttling however level they sat); None when not shown.
+        ``HEARD_POLLS`` polls (``within_s``: half an interval), have held their load (``calm``:
+        their draw, or their low-passed power, within STEADY) for ``history_s`` or more, their
+        temperature settled at it for half that, and are ``rise_c`` or less above it
+        (``calm``'s older sample: CALM_SPAN_S / 2 to CALM_SPAN_S old once the run is that
+        long), and none is more or at ``below_c`` or above (near its own slowdown point: a node
+        at its cooling's limit, its mates a sample from throttling however level they sat);
+        None when not shown.
 
         A node's cooling failing (its coolant flow, its fans, its inlet air) heats every GPU
         of it, the mates of the first to throttle climbing at an unchanged power; a fault of
@@ -404,7 +411,7 @@ FIELDS = {
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
     "cap_clocks": is_real_map, "brake_poll": is_time,
     "calm": lambda x: type(x) is dict and all(
-        type(g) is int and type(c) is list and len(c) == 6 and all(map(is_real, c))
+        type(g) is int and type(c) is list and len(c) == 7 and all(map(is_real, c))
         for g, c in x.items()),
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)
