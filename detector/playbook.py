@@ -112,12 +112,16 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                           f"nothing to roll back until jobs are moved; then return the trays "
                           f"of {scope.domain} to service")
         if cause == "gpu_hardware" and scope.level == "gpu":
-            # (a GPU's clock stuck low with no clock-event reason: detector.stuck_clock.  A
-            # reset re-initialises its clocks and clears any clock setting, the least that
-            # can mend it; a GPU still low under load after it is drained for repair.)
+            # (a GPU's clock stuck low with no clock-event reason: detector.stuck_clock; or
+            # held by HW slowdown, 0x8, with neither heat nor a power limit behind it: its
+            # regulator or board -- GpuThermal._own_cause.  A reset re-initialises its clocks
+            # and clears any clock setting, the least that can mend it; a GPU still low under
+            # load after it is drained for repair.)
             # (revB33 2: locked or application clocks set on this GPU alone show no reason
             # bit in DESIGN's ``throttle`` field, which has no 0x2: looked for first.)
-            return Action("reset_gpu", f"{where} runs slow at a clock nothing reports holding: "
+            return Action("reset_gpu", f"{where} runs slow at a clock its own hardware holds "
+                          "down (HW slowdown 0x8 with neither heat nor a power limit behind it, "
+                          "or a clock nothing reports holding): "
                           f"first see whether a clock setting holds it (`nvidia-smi -q -d CLOCK "
                           f"-i {scope.gpu}` on {scope.node}: application or locked clocks below "
                           f"its node's other GPUs'; if so clear them, `nvidia-smi -rgc -i "

@@ -457,6 +457,7 @@ class GpuThermal:
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
+            named = self._own_cause(cause, bits)
             told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                        "gpu_temp_c": s.gpu_temp_c} if seen else {}
             self._warm_told = False
@@ -472,7 +473,7 @@ class GpuThermal:
             elif seen and cause == "thermal":
                 self._tell_steady(s, cfg, told_ev)
             out.append(Finding(
-                s.ts, s.ts, "throttle_seen", "slow_node", cause,
+                s.ts, s.ts, "throttle_seen", "slow_node", named,
                 self.scope, seen, False, 0.6 if seen else 0.0, told_ev, None, s.tenant,
                 s.cluster))
             if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
@@ -598,7 +599,8 @@ class GpuThermal:
                         f"({because})")
                 elif not alike:
                     del evidence["gpus_under_cap"]
-            out.append(Finding(s.ts, onset, "throttle", "slow_node", cause, self.scope, True,
+            out.append(Finding(s.ts, onset, "throttle", "slow_node",
+                               self._own_cause(cause, bits) if own else cause, self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
         elif self._shared and (not heavy or not node.cap_shared(
@@ -611,6 +613,37 @@ class GpuThermal:
         elif self._active and self._good >= cfg.throttle_clear_samples and not (
                 self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
+
+    def _own_cause(self, cause: str, bits: int) -> str:
+        """The cause a GPU's own throttle names: ``cause`` (throttle_cause's), except for HW
+        slowdown (0x8) with no other never-routine reason on a GPU that is not hot, at no
+        power limit, none of its node's GPUs braking with it: ``gpu_hardware``.
+
+        NVML's 0x8 is "temperature too high, external power brake, or power draw too high"
+        (newer drivers report the first two apart as 0x40 / 0x80).  Heat is ruled out by its
+        temperature (throttle_cause: under ``hot_gpu_c``); a node's supply or board braking
+        sets it on the node's GPUs together (one of them braking beside it: ``power``, and
+        every GPU of the node at once is the node's brake, raised at the node as before); a
+        draw too high takes a load at the board's limit -- the GPU under its own SW power
+        cap (0x4) on this sample or on every loaded sample so far, or most of its busy
+        siblings under theirs now (blind19 O2: `dcgmi diag`'s targeted power).  With none
+        of these, one GPU slowed by its own hardware is left -- its voltage regulator, its
+        board -- and its remedy is the GPU's (a reset, diagnostics, repair), not its power
+        feed's (blind26 hwslow: a VRM fault, clock x0.78-0.84 and its power down with it,
+        paged ``power``).  A cause only: the unit and the timing are the throttle's."""
+        if cause != "power" or bits & (SW_POWER_CAP | HW_POWER_BRAKE) or not bits & HW_SLOWDOWN:
+            return cause
+        node = self._node
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        if len(node.braking) > (gpu in node.braking):
+            return cause  # (a sibling braking too: its node's supply or board, maybe)
+        if self._clock.get() <= 0.0 and self._cap_clock > 0.0:
+            return cause  # (busy only ever at its SW power cap: a load at its limit)
+        busy = len(node.gpus) - len(node.idle) - (gpu not in node.idle)
+        capped = len(node.sw_cap) - (gpu in node.sw_cap)
+        if busy > 0 and 2 * capped > busy:
+            return cause  # (its siblings' load at their limit: so is its own)
+        return "gpu_hardware"
 
     def _recurs(self, s: ThermalSample, bits: int, cfg: Thresholds) -> int:
         """Whether a GPU's own thermal slowdown recurs: a sample throttling thermally with its

@@ -16,6 +16,14 @@ from detector.xid import REMAP_PENDING_XID, lookup
 # Findings of throttling a slow rank's escalation never calls ruled out while recent.
 _THROTTLES = ("throttle", "throttle_seen", "power_cap")
 
+# The causes of a slow_node isolation standing on a GPU's clock held down: a power limit or
+# brake, heat, or the GPU's own hardware (HW slowdown 0x8 with neither: detector.thermal's
+# GpuThermal._own_cause; a clock stuck with no reason: detector.stuck_clock).  Its node's
+# ranks slow alike with it are its consequence (Correlator._mates_cause), and one raised at a
+# GPU whose rank shares its replica inside the node is raised at the node
+# (Correlator._gpu_unconfirmed).
+_HELD_CLOCK = ("power", "thermal", "gpu_hardware")
+
 # NVML recovery actions that drain the node (detector.playbook.action_for)
 _DRAINS = ("node_reboot", "drain_and_reset")
 # Records of one ts are one instant: a row remap pending that would open a page (a reset at

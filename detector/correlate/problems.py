@@ -11,7 +11,14 @@ from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
-from detector.correlate.common import REMAP_INSTANT_S, Problem, _alike, _node_of, _remap_pending
+from detector.correlate.common import (
+    _HELD_CLOCK,
+    REMAP_INSTANT_S,
+    Problem,
+    _alike,
+    _node_of,
+    _remap_pending,
+)
 from detector.domain_brake import widen as _widen_to_domain
 from detector.findings import Finding
 from detector.liveness import is_dark_page as _is_dark_page
@@ -55,7 +62,7 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
     nodes at once is raised at the domain (detector.domain_brake).
     """
     told = None  # (the GPU's number, when raised at its node: _gpu_unconfirmed)
-    if topic == ISOLATION and kind == "slow_node" and cause in ("power", "thermal") and (
+    if topic == ISOLATION and kind == "slow_node" and cause in _HELD_CLOCK and (
             scope.level == "gpu"):
         open_ = self.problems.get(self.dedup_key(topic, kind, scope, f.cluster))
         why = (None if open_ is not None and open_.status == "firing"  # (stays the GPU's)
@@ -129,7 +136,7 @@ def _named_by_node_page(self, scope: Scope, cluster: str | None) -> bool:
 
 
 def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
-    """Why a power or heat isolation of GPU ``scope`` is raised at its node: the GPU's
+    """Why a power, heat or HW slowdown isolation of GPU ``scope`` is raised at its node: the GPU's
     rank shares its replica with other ranks of its job on the node (TP -- or pipeline
     stages -- inside the node), and the step records do not single its rank out (found
     slow alone).  None when they can or do: no job laid out on the GPU, its rank a

@@ -10,7 +10,7 @@ from typing import Any
 
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
-from detector.correlate.common import _THROTTLES, Problem, _alike
+from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
@@ -213,7 +213,7 @@ def _mates_cause(self, f: Finding) -> Problem | None:
     wide = bool(f.evidence.get("node_wide"))
     whole = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(node),
                                              f.cluster))
-    if whole is None or whole.status != "firing" or whole.cause not in ("power", "thermal"):
+    if whole is None or whole.status != "firing" or whole.cause not in _HELD_CLOCK:
         whole = None
     elif wide:
         return whole
@@ -224,7 +224,7 @@ def _mates_cause(self, f: Finding) -> Problem | None:
         key = self._owner.get(mate.key)
         p = self.problems.get(key) if key else None
         if (p is None or p.status != "firing" or p.topic != ISOLATION
-                or p.kind != "slow_node" or p.cause not in ("power", "thermal")):
+                or p.kind != "slow_node" or p.cause not in _HELD_CLOCK):
             continue
         if ((wide and mate.evidence.get("node_wide")) or _in_step(f, mate)
                 or (p is whole and _alike(f, mate) and self._throttling_at(node, f))):

@@ -16,8 +16,10 @@ from detector.statecodec import is_time
 
 def _node_wide_reason(seen: Finding) -> bool:
     """A throttle a node's power supply or board asserts on all its GPUs (detector.thermal):
-    HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot."""
-    return seen.cause == "power" and bool(_reason_bits(seen) & 0x88)
+    HW power brake 0x80, or HW slowdown 0x8 on a GPU that is not hot -- told ``power``, or
+    ``gpu_hardware`` while none of its siblings brakes with it (GpuThermal._own_cause: the
+    first GPU of a node's brake is told before its siblings' samples of the poll)."""
+    return seen.cause in ("power", "gpu_hardware") and bool(_reason_bits(seen) & 0x88)
 
 
 def _harmless_heat(hot: Finding) -> bool:

@@ -1,0 +1,97 @@
+"""therm36 (round 36, issue 10): the cause of HW slowdown (0x8) alone on one GPU.
+
+NVML's 0x8 is "temperature too high, external power brake, or power draw too high"; newer
+drivers report the first two apart (0x40, 0x80).  faultline read every 0x8 on a GPU that is
+not hot as ``power``.  One GPU asserting it under load with its temperature ordinary, no SW
+power cap on it or on most of its siblings (no load at the board's limit), none of its node's
+GPUs braking with it, is explained by neither heat nor power: its own hardware -- a voltage
+regulator, its board (blind26 hwslow: a VRM fault, clock x0.78-0.84, its power down with
+it, paged ``slow_node/power``; labelled ``gpu_hardware``).  Every GPU of a node at once is
+its supply's or board's brake (``power``, at the node); 0x8 on a hot GPU is ``thermal``; a
+GPU at its power limit is ``power`` (tests/test_o2diag.py: blind19 O2 under `dcgmi diag`'s
+targeted power).  A cause only: the unit and the timing stay the throttle's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detector.alerts import ISOLATION
+from detector.engine import Engine
+from detector.events import ThermalSample
+from detector.testing import T0, feed, step
+from tests.test_therm33 import CLOCK, _clock, job_steps
+from tests.test_therm35 import firing
+
+
+def node_polls(first: dict[int, int], *, bits: int = 0x8, polls: int = 24,
+               interval: float = 10.0, temp_c: float = 62.0, seed: int = 3) -> list:
+    """node-000's GPUs (ranks 0-7 of a 16-rank data-parallel job; node-001 runs ranks 8-15)
+    sampled every ``interval`` s at 640 W and ``temp_c``; GPU g of ``first`` asserts ``bits``
+    from poll first[g], its clock 12 % lower each poll down to 65 % and its power down with
+    it (x clock^2.5, as a regulator holding its voltage down does); its rank's compute
+    follows its clock."""
+    rng = np.random.default_rng(seed)
+    out: list = []
+    for k in range(polls):
+        t = T0 + k * interval
+        for i, g in enumerate((7, 0, 1, 2, 3, 4, 5, 6)):
+            f = first.get(g)
+            on = f is not None and k >= f
+            clock = _clock(k, f)
+            out.append(ThermalSample(
+                t + 0.01 * i, "node-000", g, temp_c if on else 62.0 + 0.4 * g,
+                (temp_c if on else 62.0) + 6.0, round(640.0 * (clock / CLOCK) ** 2.5, 1),
+                clock, bits if on else 0, None, None))
+            out.append(ThermalSample(t + 0.2 + 0.01 * i, "node-001", g, 61, 67, 640.0, CLOCK,
+                                     0, None, None))
+    out += job_steps(first, polls, interval, rng)
+    out.sort(key=lambda e: e.ts)
+    return out
+
+
+@pytest.mark.parametrize("interval", [10.0, 30.0])
+def test_hw_slowdown_alone_on_one_cool_gpu_is_its_hardware(interval: float) -> None:
+    # main 6ab4ebd: slow_node/power (0x8 on a GPU that is not hot read as a power brake).
+    alerts = feed(Engine(), node_polls({3: 6}, interval=interval), finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "gpu_hardware", "gpu:node-000/3")]
+    assert alerts[0].action.name == "reset_gpu"
+    assert alerts[0].detected_ts <= T0 + 6 * interval + 3 * interval  # (the throttle's timing)
+
+
+def test_hw_slowdown_on_every_gpu_of_a_node_at_once_is_its_power() -> None:
+    # (a node's supply or board braking on older drivers, which report no 0x80: the node)
+    alerts = feed(Engine(), node_polls({g: 6 for g in range(8)}), finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "node:node-000")]
+
+
+def test_hw_slowdown_on_a_hot_gpu_is_its_heat() -> None:
+    alerts = feed(Engine(), node_polls({3: 6}, temp_c=88.0), finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "thermal", "gpu:node-000/3")]
+
+
+def test_a_power_brake_on_one_gpu_stays_power() -> None:
+    # 0x80 names the power brake itself (and 0x88, its HW slowdown with it): power, as before.
+    alerts = feed(Engine(), node_polls({3: 6}, bits=0x88), finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
+
+
+def test_hw_slowdown_under_tp_inside_the_node_is_one_page() -> None:
+    # blind13 grow-hw-slowdown's layout: TP 8 inside each node, so the node's eight ranks
+    # compute at the pace of its slowed GPU and no step record singles its rank out -- one
+    # page at the node (Correlator._gpu_unconfirmed), the eight ranks its evidence, as a
+    # power page was (_HELD_CLOCK), not a GPU page beside the ranks' escalation.
+    rng = np.random.default_rng(4)
+    events = [e for e in node_polls({3: 6}) if type(e) is ThermalSample]
+    for s in range(int(24 * 10.0 / 2.0)):
+        end = T0 + 1.0 + s * 2.0
+        k = int((end + 5.0 - T0) // 10.0)
+        slow = CLOCK / _clock(k, 6)
+        for r in range(16):
+            c = 700.0 * float(rng.lognormal(0.0, 0.015)) * (slow if r < 8 else 1.0)
+            events.append(step(end + 0.001 * r, r, s, step_ms=round(700.0 * slow + 250.0, 2),
+                               compute_ms=round(c, 2), tp=r % 8, dp=r // 8))
+    events.sort(key=lambda e: e.ts)
+    alerts = feed(Engine(), events, finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "gpu_hardware", "node:node-000")]
