@@ -31,6 +31,11 @@ CALM_SPAN_S = 300.0
 # change is following that load (a temperature lags its power), not yet its level at it: an
 # integer reading's step.
 SETTLED_STEP_C = 1.0
+# A GPU's mates moved this much on average since their previous samples are climbing, however
+# little they have risen in all (NodeTemps.mates_steady): a node's cooling failing fast moves
+# every GPU of it a degree or more a poll, while mates level at their load flicker about their
+# integer reading (+1 on one, -1 or 0 on another: revA35 2).
+LEVEL_STEP_C = 0.5
 
 
 class NodeTemps:
@@ -46,13 +51,19 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat", "cap_clocks", "brake_poll", "calm")
+                 "brake_repeat", "cap_clocks", "brake_poll", "calm", "prev", "steady_wait")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
         #                              gpu_temp_c optional -- review round 12 P3)
         self.temps: dict[int, float] = {}
         self.times: dict[int, float] = {}  # GPU -> time of its latest temperature (``temps``)
+        self.prev: dict[int, float] = {}   # GPU -> its temperature on the sample before
+        self.steady_wait: dict[int, list[float]] = {}  # GPU -> [ts, since, state, reasons,
+        #   clock drop, temp_c]: its thermal reason told beside warm mates (``node_warm``)
+        #   before their samples of its poll (from ``since`` on) were in -- its mates judged
+        #   level or not on a sibling's sample once they are (GpuThermal._settle_steady;
+        #   state 0: not yet, 1: told steady, -1: not shown steady)
         self.pending: dict[int, list[float]] = {}  # GPU -> [ts, temp_c, excess before, state,
         #   hot_seen told before]: a GPU standing out against a median of mostly the previous
         #   poll, judged once most of its siblings' samples of its poll are in (state 0:
@@ -114,6 +125,8 @@ class NodeTemps:
         self.loaded.pop(gpu, None)
         self.temps.pop(gpu, None)
         self.times.pop(gpu, None)
+        self.prev.pop(gpu, None)
+        self.steady_wait.pop(gpu, None)
         self.power.pop(gpu, None)
         self.fits.pop(gpu, None)
         self.raw.pop(gpu, None)
@@ -268,6 +281,9 @@ class NodeTemps:
         its temperature followed for ``settle_s`` after its load changed); the node's median
         refreshed once a second.  Returns that median (:meth:`reference`)."""
         was = self.temps.get(gpu, temp_c)
+        if self.times.get(gpu) != ts:
+            self.prev[gpu] = was  # (a sample taken again -- GpuThermal.quiet's, then update's
+            #                       general path -- is not a sample before)
         self.temps[gpu] = temp_c
         self.times[gpu] = ts
         power = self.power
@@ -298,8 +314,23 @@ class NodeTemps:
         p = self.power.get(gpu)
         return p is not None and abs(self.raw[gpu] - p) <= STEADY * p
 
+    def mates_in(self, gpu: int, ts: float, within_s: float, since: float) -> bool:
+        """Whether three in four of ``gpu``'s busy mates heard within ``HEARD_POLLS`` polls
+        (``within_s``: half an interval) have a sample taken at ``since`` or later -- of its
+        poll, when ``since`` is half an interval before its sample (mates_steady's)."""
+        times, idle = self.times, self.idle
+        heard_since = ts - 2.0 * HEARD_POLLS * within_s
+        heard = fresh = 0
+        for g in self.temps:
+            at = times.get(g, heard_since - 1.0)
+            if g == gpu or g in idle or at < heard_since:
+                continue
+            heard += 1
+            fresh += at >= since
+        return 4 * fresh >= 3 * heard
+
     def mates_steady(self, gpu: int, ts: float, within_s: float, history_s: float,
-                     rise_c: float, below_c: float) -> tuple[int, float] | None:
+                     rise_c: float, below_c: float, since: float) -> tuple[int, float] | None:
         """Whether ``gpu``'s busy mates are shown to stay where their load puts them: (how many,
         their largest rise) when at least two of them, and three in four of those heard within
         ``HEARD_POLLS`` polls (``within_s``: half an interval), have held their load (``calm``:
@@ -308,7 +339,12 @@ class NodeTemps:
         (``calm``'s older sample: CALM_SPAN_S / 2 to CALM_SPAN_S old once the run is that
         long), and none is more or at ``below_c`` or above (near its own slowdown point: a node
         at its cooling's limit, its mates a sample from throttling however level they sat);
-        None when not shown.
+        None when not shown.  Only a mate's sample taken at ``since`` or later counts (the
+        poll of ``gpu``'s first throttling sample, or later: :meth:`mates_in`), and the mates
+        counted must not have moved ``LEVEL_STEP_C`` or more on average since their previous
+        samples: a node's cooling failing fast heats every GPU of it a few degrees a poll, and
+        the first GPU to throttle is sampled before its mates on the poll they begin to climb
+        -- their previous samples show them level (revA35 2: the GPU paged, then the node).
 
         A node's cooling failing (its coolant flow, its fans, its inlet air) heats every GPU
         of it, the mates of the first to throttle climbing at an unchanged power; a fault of
@@ -317,17 +353,17 @@ class NodeTemps:
         (its temperature still following its power) or that reports no power is no evidence
         either way -- a GPU first heard already busy has no history yet (blind23 D1 cut
         10 s before the fault: its mates climbing from their first samples)."""
-        times, idle, calm = self.times, self.idle, self.calm
+        times, idle, calm, prev = self.times, self.idle, self.calm, self.prev
         heard_since = ts - 2.0 * HEARD_POLLS * within_s
         steady = heard = 0
-        top = 0.0
+        top = moved = 0.0
         for g, t in self.temps.items():
             at = times.get(g, heard_since - 1.0)
             if g == gpu or g in idle or at < heard_since:
                 continue
             heard += 1
             c = calm.get(g)
-            if c is None:
+            if c is None or at < since:
                 continue
             rise = t - min(c[3], c[5])
             if rise > rise_c or t >= below_c:
@@ -335,7 +371,8 @@ class NodeTemps:
             if at - c[1] >= history_s and at - c[2] >= 0.5 * history_s:
                 steady += 1
                 top = max(top, rise)
-        if steady < 2 or 4 * steady < 3 * heard:
+                moved += t - prev.get(g, t)
+        if steady < 2 or 4 * steady < 3 * heard or moved >= LEVEL_STEP_C * steady:
             return None
         return steady, top
 
@@ -409,7 +446,10 @@ FIELDS = {
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
-    "cap_clocks": is_real_map, "brake_poll": is_time,
+    "cap_clocks": is_real_map, "brake_poll": is_time, "prev": is_real_map,
+    "steady_wait": lambda x: type(x) is dict and all(
+        type(g) is int and type(w) is list and len(w) == 6 and all(map(is_real, w))
+        for g, w in x.items()),
     "calm": lambda x: type(x) is dict and all(
         type(g) is int and type(c) is list and len(c) == 7 and all(map(is_real, c))
         for g, c in x.items()),

@@ -76,7 +76,12 @@ held ``steady_history_s``, their temperature settled at it and ``steady_rise_c``
 it (NodeTemps.mates_steady) -- make it the GPU's own: no ``node_warm``, and a GPU told with it
 is told again without it once they are (blind24 hbm: paged 68.5 s after its first 0x20 beside
 mates level for minutes).  Mates with no history at their load (first heard busy, or loaded
-anew), climbing, or levelled off after a climb within ``CALM_SPAN_S`` still hold it.
+anew), climbing, or levelled off after a climb within ``CALM_SPAN_S`` still hold it.  They are
+judged on their samples of the GPU's first throttling poll or later -- a GPU scraped before
+them waits for them (``NodeTemps.steady_wait``, :meth:`GpuThermal._settle_steady`) -- and
+moving ``LEVEL_STEP_C`` a poll on average they are climbing, however little in all (revA35 2:
+a node's cooling failing fast, +3 C a poll, paged its first GPU on its mates' level samples of
+the poll before, then the node).
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
 ``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
@@ -281,9 +286,9 @@ class GpuThermal:
             if self._hot or self._hot_active or not TEMP_MIN_C <= temp_c <= TEMP_MAX_C:
                 return False
             node = self._node
-            if node.pending or node.brake_poll:
+            if node.pending or node.brake_poll or node.steady_wait:
                 return False  # a sibling's sample to judge against (_check_warm), or one a
-                #              GPU's brake waits for (_poll_in)
+                #              GPU's brake (_poll_in) or its warm mates (_settle_steady) wait for
             excess = temp_c - node.take(s.gpu, temp_c, ts, s.power_w,
                                         1.0 - math.exp(-gap / cfg.thermal_tau_s),
                                         cfg.thermal_tau_s)
@@ -335,6 +340,8 @@ class GpuThermal:
             self._check_warm(s, temp_c, cfg, out)
             if node.pending:
                 self._settle_warm(s, cfg, out)
+            if node.steady_wait:
+                self._settle_steady(s, cfg, out)
         bits = (s.throttle or 0) & SLOWDOWN_BITS
         clock = s.sm_clock_mhz
         base = self._clock.get()
@@ -445,6 +452,8 @@ class GpuThermal:
                     self._node_cleared(s, "power", out)
         told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
                 else bits) if seen else 0
+        wait = node.steady_wait.pop(gpu, None) if node.steady_wait else None  # (its own
+        #   sample: a wait for its poll's mates is over, judged or not -- _settle_steady)
         if told != self._seen:
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
@@ -470,6 +479,12 @@ class GpuThermal:
                 told_ev["throttling_since"] = round(
                     node.heating.get(gpu, s.ts), 3)  # type: ignore[arg-type]
                 self._warm_told = True
+                since = self._since(s)
+                if not node.mates_in(gpu, s.ts, self._poll_s(), since):
+                    # Its mates not heard on its poll yet (it was sampled before them): judged
+                    # on their samples of it, as they come (_settle_steady).
+                    node.steady_wait[gpu] = [s.ts, since, 0.0, float(bits), round(drop, 3),
+                                             float(s.gpu_temp_c)]  # type: ignore[arg-type]
             elif seen and cause == "thermal":
                 self._tell_steady(s, cfg, told_ev)
             out.append(Finding(
@@ -479,6 +494,8 @@ class GpuThermal:
             if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
                     node.all_braking()) and ts - node.brake_poll > self._poll_s():
                 node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)
+        elif self._warm_told and seen and wait is not None and wait[2] > 0.0:
+            self._warm_told = False  # (told steady on a sibling's sample: _settle_steady)
         elif self._warm_told and seen and len(node.heating) < 2 and (
                 gpu not in node.heat_gpus) and self._mates_steady(s, cfg) is not None:
             # Told beside warm mates, which are now shown steady at their load: its own
@@ -800,7 +817,46 @@ class GpuThermal:
         return self._node.mates_steady(
             self.scope.gpu, s.ts, self._poll_s(),  # type: ignore[arg-type]
             max(cfg.steady_history_s, 2.0 * self._interval_s), cfg.steady_rise_c,
-            cfg.hot_gpu_c - 0.5 * cfg.hot_delta_c)
+            cfg.hot_gpu_c - 0.5 * cfg.hot_delta_c, self._since(s))
+
+    def _since(self, s: ThermalSample) -> float:
+        """From when its mates' samples say how they stand beside its heat: the poll of the
+        first sample of its run throttling thermally (half an interval before it), or of
+        ``s``'s (revA35 2: their samples of the poll before may show them level while the
+        node's cooling has just begun to fail)."""
+        start = self._node.heating.get(self.scope.gpu, s.ts)  # type: ignore[arg-type]
+        return min(start, s.ts) - self._poll_s()
+
+    def _settle_steady(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
+        """Judge the GPUs whose thermal reason was told beside warm mates before those
+        mates' samples of its poll came (``NodeTemps.steady_wait``), once three in four are
+        in: shown level at their load (NodeTemps.mates_steady), the GPU's ``throttle_seen``
+        is told again without ``node_warm`` -- its own heat, its slow rank's page no longer
+        waiting -- as the GPU's own next sample would a whole interval later (blind24 hbm,
+        revA35 10: paged at its first throttle's poll); not shown level, it waits as told.
+        A poll that ends without them tells nothing (the GPU's next sample judges)."""
+        node = self._node
+        within = self._poll_s()
+        history = max(cfg.steady_history_s, 2.0 * self._interval_s)
+        for gpu, w in list(node.steady_wait.items()):
+            if s.ts - w[0] > 4.0 * within:
+                del node.steady_wait[gpu]  # (its own next sample missed: it judges anew)
+                continue
+            if w[2] or gpu == self.scope.gpu or not node.mates_in(gpu, s.ts, within, w[1]):
+                continue
+            steady = None if len(node.heating) >= 2 or gpu in node.heat_gpus else (
+                node.mates_steady(gpu, s.ts, within, history, cfg.steady_rise_c,
+                                  cfg.hot_gpu_c - 0.5 * cfg.hot_delta_c, w[1]))
+            if steady is None:
+                w[2] = -1.0
+                continue
+            w[2] = 1.0
+            out.append(Finding(
+                s.ts, s.ts, "throttle_seen", "slow_node", "thermal",
+                Scope.of_gpu(self.scope.node, gpu), True, False, 0.6,  # type: ignore[arg-type]
+                {"throttle_reasons": hex(int(w[3])), "clock_drop": w[4], "gpu_temp_c": w[5],
+                 "mates_steady": steady[0], "mates_rise_c": round(steady[1], 1)},
+                None, s.tenant, s.cluster))
 
     def _tell_steady(self, s: ThermalSample, cfg: Thresholds, ev: dict) -> None:
         """Say in ``ev`` that its mates are shown steady, when they are (the page's why)."""

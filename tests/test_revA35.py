@@ -101,17 +101,12 @@ def test_a_few_steps_of_one_ranks_host_path_page_nobody(k: int, share: float, se
 # -- 2. therm35: a node's cooling failing fast pages its hottest GPU first ---------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA35 2 (therm35, wrong unit): a node's cooling failing fast (every GPU +3 C a 30 s poll, "
-    "+1 C a 10 s poll, at an unchanged power), its hottest GPU (+6 C, near its limit) "
-    "throttling on the climb's first or second poll and three mates 1-3 polls later: "
-    "gpu:node-000/7 paged, then the node -- 16/16 probe runs (30 s: +3/+2 C a poll, lead 1-2, "
-    "lag 1-2; 10 s: +1 C, lag 3; seeds 5-6) on 34b2176, one node page in 16/16 on 1c3cd5d.  "
-    "NodeTemps.mates_steady judges the mates on their previous poll's sample (the first GPU is "
-    "scraped first), when their rise is still <= steady_rise_c, and releases the GPU at once.  "
-    "Fix idea: judge the mates on their samples of the throttling GPU's own poll (wait for "
-    "them: HEARD), and call them level only when their rise per poll since the reference is ~0, "
-    "not under a 3 C total"))
+# (Was a strict xfail: "revA35 2 (therm35, wrong unit): ... gpu:node-000/7 paged, then the node
+# -- 16/16 probe runs on 34b2176.  NodeTemps.mates_steady judges the mates on their previous
+# poll's sample (the first GPU is scraped first), when their rise is still <= steady_rise_c."
+# Fixed by therm36: the mates are judged on their samples of the throttling GPU's poll or
+# later (waited for: GpuThermal._settle_steady), and not level when they moved LEVEL_STEP_C
+# or more on average since their previous samples.)
 @pytest.mark.parametrize(("interval", "rate", "lag"), [(30.0, 3.0, 1), (10.0, 1.0, 3)],
                          ids=["30s", "10s"])
 def test_a_node_whose_cooling_fails_fast_is_one_node_page(interval: float, rate: float,

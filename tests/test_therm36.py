@@ -1,4 +1,6 @@
-"""therm36 (round 36, issue 10): the cause of HW slowdown (0x8) alone on one GPU.
+"""therm36 (round 36, issue 10): the cause of HW slowdown (0x8) alone on one GPU; a GPU
+scraped first in its poll waits for its mates' samples of that poll (revA35 2's fix:
+tests/test_revA35.py).
 
 NVML's 0x8 is "temperature too high, external power brake, or power draw too high"; newer
 drivers report the first two apart (0x40, 0x80).  faultline read every 0x8 on a GPU that is
@@ -22,7 +24,7 @@ from detector.engine import Engine
 from detector.events import ThermalSample
 from detector.testing import T0, feed, step
 from tests.test_therm33 import CLOCK, _clock, job_steps
-from tests.test_therm35 import firing
+from tests.test_therm35 import firing, gpu_page, node_log
 
 
 def node_polls(first: dict[int, int], *, bits: int = 0x8, polls: int = 24,
@@ -95,3 +97,21 @@ def test_hw_slowdown_under_tp_inside_the_node_is_one_page() -> None:
     events.sort(key=lambda e: e.ts)
     alerts = feed(Engine(), events, finish=False)
     assert firing(alerts) == [(ISOLATION, "slow_node", "gpu_hardware", "node:node-000")]
+
+
+# -- revA35 2: a GPU sampled first in its poll waits for its mates' samples of that poll --------
+
+
+@pytest.mark.parametrize("interval", [30.0, 10.0])
+def test_a_hot_hbm_sampled_first_in_its_poll_is_paged_once_its_mates_are_in(
+        interval: float) -> None:
+    # blind24 hbm's shape on the GPU the collector scrapes first (GPU 7): its mates' samples
+    # of its poll come 0.01-0.07 s after it.  They are waited for (GpuThermal._settle_steady),
+    # not a whole interval (the GPU's next sample): paged within its own poll.
+    first = int(300 / interval)
+    alerts = feed(Engine(), node_log(
+        lambda k, g: 60.0 + 0.4 * g, {7: first}, polls=first + int(150 / interval),
+        interval=interval, mem=lambda k, g: 95 if g == 7 and k >= first else 66),
+        finish=False)
+    assert firing(alerts) == [gpu_page(7)]
+    assert alerts[0].detected_ts <= T0 + first * interval + 0.5 * interval
