@@ -61,11 +61,14 @@ KNOWN: dict[str, dict[str, str]] = {
                     "the node's page lost): the case's own clock step already dates ck06's "
                     "records early, so 5 s more of disorder puts them beyond DESIGN's bound",
         "partitions": "the service escalates ck06 'unknown' (a new page) 1.8 s before its "
-                      "thermal isolation, 10.0 s after the replay's (bound 5 s): the replay "
-                      "takes ck06's stepped clock at an offset measured against the 15 other "
-                      "nodes of its one stream (monitors' _behind/_deskew), the service's "
-                      "thermal partition does not, so ck06's heat is dated 20 s later and "
-                      "its slow ranks find no thermal cause in time (meta35, traced)",
+                      "thermal isolation, 10.0 s after the replay's (bound 5 s): the cut "
+                      "holds 3 nodes and ck06 (20 s ahead) is alone on its partition of every "
+                      "node-keyed topic (crc32 of the key, 2 partitions), so that partition's "
+                      "time is ck06's own clock -- nothing there to measure its offset "
+                      "against; the replay measures it against ck01/ck02 in its one stream "
+                      "(monitors' _ahead/_deskew).  ck06's heat is dated 20 s later and its "
+                      "slow ranks find no thermal cause in time (meta35; meta36 traced: the "
+                      "cut's, a fleet's partition holds many nodes)",
     },
     "blind7/G5-loader-pressure": {
         "disorder": "hgx-08's loader slowdown is escalated 44.7 s early (bound 5 s) when "
