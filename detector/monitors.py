@@ -362,12 +362,14 @@ class Monitors:
         if cand is not None:
             return ev  # (its own record: held; _settle ended any other node's)
         skew = self._skew
-        if clock - self._moved <= AHEAD_S and (lead <= max(SKEW_S, _JUMP_LIKE * self._moved_by)
-                                               or self._near(node, mine=True)):
+        if clock - self._moved <= AHEAD_S and (
+                lead <= max(SKEW_S, _JUMP_LIKE * self._moved_by)
+                or self._near(node, mine=True) and not self._mid_step(ev, lead)):
             # (the stream moves in jumps: this one is its time too -- one of their size, or
-            # from a node that kept the old time (a poll lost: two periods on).  A service's
-            # step partition moves a step at a time, and a node first heard 170 s ahead right
-            # after one was taken as the time, its other job's findings held 67 s: blind4)
+            # from a node that kept the old time (a poll lost: two periods on; a job's
+            # checkpoint pause).  A service's step partition moves a step at a time, and a
+            # node first heard 170 s ahead right after one was taken as the time, its other
+            # job's findings held 67 s: blind4)
             self._jumped(ev.ts, lead)
             return ev
         if lead <= SKEW_S:
@@ -412,6 +414,19 @@ class Monitors:
             if ahead >= 3 and ahead > 2 * len(vote[4]):
                 return self._moves(ev)
         return replace(ev, ts=clock)
+
+    def _mid_step(self, ev: Event, lead: float) -> bool:
+        """Whether ``ev`` is a rank's message of a step its job is still waiting on, leading
+        the clock by more than its step's length and ``AHEAD_S``: a step's ranks report
+        within their step (a rank that hung reports its hang in its ``step_ms``), so such a
+        lead is its node's clock ahead, not the stream's time moving on -- however well the
+        node kept the old time.  (A node's clock stepped ahead mid-run -- NTP lost -- right
+        after a step partition's jump was taken as the time: the partition's clock 170 s
+        ahead for good, every step of its job decided in two parts, meta36.)"""
+        if not isinstance(ev, StepSample):
+            return False
+        job = self._jobs.get(ev.job)
+        return job is not None and ev.step in job._pending and lead > ev.step_ms / 1000.0 + AHEAD_S
 
     def _keeps(self, ev: Event) -> None:
         """A record of a node not taken ahead while a move is watched (:meth:`_ahead`): one
