@@ -40,14 +40,14 @@ def _effects(path: Path) -> list[dict]:
                       .read_text())
 
 
-@pytest.mark.parametrize("story", ["spot", "serve"])
+@pytest.mark.parametrize("story", ["spot", "serve", "churn"])
 def test_generator_is_deterministic_and_keeps_the_contract(story, tmp_path):
     path, recs = _log(story, 5, 8.0)
     again = generate.write(tmp_path, story, 5, 8.0)
     assert again.read_bytes() == path.read_bytes()
     assert _breaches(recs) == []
     assert _label_breaches(recs) == []
-    assert len(_labels(recs)) == 4
+    assert len(_labels(recs)) == (3 if story == "churn" else 4)
     fx = _effects(path)
     assert fx and all(e["start_ts"] <= e["end_ts"] and e["expect"] == "pages nobody"
                       and ("node" in e["scope"] or "job" in e["scope"]) for e in fx)
@@ -144,6 +144,42 @@ def test_serve_traffic_autoscaling_and_faults():
                               and v["node"] != pcie["scope"]["node"])
     assert me > 1.07 * peers
     assert {v["node"] for v in steps} == {f"trn-{i:02d}" for i in range(8)}
+
+
+def test_churn_reclaims_reused_names_and_hidden_stragglers():
+    path, recs = _log("churn", 1, 10.0)
+    lab = _labels(recs)
+    assert sorted(k.split("-")[0] for k in lab) == ["remap", "slow", "straggler"]
+    fx = _effects(path)
+    assert sum(e["effect"].startswith("spot-reclaim") for e in fx) >= 3
+    # a reused host name: one node's port counters start over mid-log
+    t_end = max(v["ts"] for v in _tele(recs, "nic"))
+    reused = {e["scope"]["node"] for e in fx if e["effect"].startswith("new-vm-reused")
+              and e["start_ts"] < t_end - 30.0}
+    assert reused
+    node = sorted(reused)[0]
+    tx = [v["tx_bytes"] for v in _tele(recs, "nic") if (v["node"], v["nic"]) == (node, "mlx5_0")]
+    assert any(b < a for a, b in zip(tx, tx[1:], strict=False))
+    steps = _tele(recs, "step")
+    homes = {}
+    for v in steps:
+        homes.setdefault((v["node"], v["gpu"]), set()).add(v["rank"])
+    assert max(len(r) for r in homes.values()) >= 3
+    for key, at_least in (("slow", 1.07), ("straggler", 1.3)):
+        f = _one(lab, key)
+        late = [v for v in steps if v["ts"] >= f["start_ts"]]
+        me = statistics.median(v["compute_ms"] for v in _gpu(late, f["scope"]))
+        peers = statistics.median(v["compute_ms"] for v in late
+                                  if v["gpu"] == f["scope"]["gpu"] and v["node"] != f["scope"][
+                                      "node"])
+        assert me > at_least * peers, key
+    # the VM handed over needing a reset: pending on every ECC row of that GPU, no XID at all
+    rm = _one(lab, "remap")
+    rows = [v for v in _gpu(_tele(recs, "ecc"), rm["scope"]) if v["ts"] >= rm["start_ts"]]
+    assert rows and all(v["row_remap_pending"] and v["recovery_action"] == "gpu_reset"
+                        for v in rows)
+    assert not [v for v in _tele(recs, "ecc") if v.get("xid")]
+    assert not [v for v in _tele(recs, "thermal") if v["throttle"] & ~0x5]
 
 
 def test_pai_noise_keeps_its_autocorrelation():

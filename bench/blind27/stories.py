@@ -327,4 +327,108 @@ def serve(seed: int, minutes: float) -> Log:
     return log
 
 
-STORIES = {"spot": spot, "serve": serve}
+# -- churn (freeze 2) ---------------------------------------------------------------------
+
+
+def churn(seed: int, minutes: float) -> Log:
+    """sp-churn (tenant `spotlab`), TP8 x DP12 on spot VMs sp-00..11 under heavy churn: a
+    reclaim every 90-140 s with a 30 s notice (a quick save, a re-form without the VM and with
+    the new VMs that are ready, ranks renumbered, cold steps), a new VM 60-110 s later -- half
+    of them under a reclaimed VM's host name again (the cloud reuses it; counters start over).
+    Faults: a GPU ~11 % slow with nothing in telemetry on a VM that stays through every
+    re-form, a new VM handed over with a GPU waiting for a reset (row remap pending, no XID in
+    the log), a new VM with a GPU ~40 % slow from its first step."""
+    rng = random.Random(27_700 + seed)
+    T = minutes * 60.0
+    t0 = T0 + seed * 100_000.0 + 25_000.0
+    topo = ("Topology=spot-churn Version=1\n"
+            "NodeSet=sp-[00-31] Gpus=8 Nics=mlx5_[0-7]\n"
+            "SwitchName=leaf[0-3] Nodes=sp-[00-31]\n"
+            "SwitchName=spine[0-1] Switches=leaf[0-3]\n")
+    log = Log(rng, {"format": "faultline", "text": topo})
+    nodes = [Node(f"sp-{i:02d}", random.Random(rng.random())) for i in range(12)]
+    members = list(nodes)
+    rng.shuffle(members)
+    job = Job("sp-churn", "spotlab", log, rng, compute_ms=rng.uniform(2000.0, 2400.0),
+              comm_ms=rng.uniform(300.0, 400.0), ref_dp=12, ckpt_every=40)
+    slow_node = nodes[rng.randrange(12)]
+    g_s = rng.randrange(8)
+    t_s = t0 + rng.uniform(0.15, 0.25) * T
+    fid_s = log.fault(f"slow-{slow_node.name}-g{g_s}", "slow_node", "unknown",
+                      {"level": "gpu", "node": slow_node.name, "gpu": g_s}, attributable=False)
+    f_s = rng.uniform(1.10, 1.13)
+    slow_node.hooks(g_s).append(Hook(fid_s, t_s, slow=lambda t: f_s))
+
+    everyone = list(nodes)
+    faulty: list[Node] = []
+    free = iter(range(12, 32))
+    ready: list[Node] = []      # new VMs up and checked, joining at the next re-form
+    arrivals = 0
+    t, step = t0, 1
+    t_r = t0 + rng.uniform(60.0, 100.0)
+    while t < t0 + T:
+        if t_r >= t0 + T - 30.0:
+            job.segment(members, t, step, t0 + T, final_save=False)
+            break
+        end, step = job.segment(members, t, step, t_r)
+        rdzv = rng.uniform(20.0, 35.0)
+        pool = [m for m in members if m is not slow_node and m not in faulty]
+        node = rng.choice(pool)
+        node.down = t_r + 30.0
+        joining = [m for m in ready if m.up + 20.0 <= end]
+        ready = [m for m in ready if m not in joining]
+        members = [m for m in members if m is not node] + joining
+        log.effect("spot-reclaim-30s-notice", {"node": node.name}, t_r, node.down)
+        log.effect("elastic-re-form" + ("-and-grow" if joining else ""), {"job": job.name},
+                   t_r, end + rdzv + 30.0)
+        up = t_r + rng.uniform(60.0, 110.0)
+        reuse = rng.random() < 0.5
+        name = node.name if reuse else f"sp-{next(free):02d}"
+        new = Node(name, random.Random(rng.random()), up=up)
+        everyone.append(new)
+        ready.append(new)
+        log.effect("new-vm-reused-name-counters-restart" if reuse else "new-vm",
+                   {"node": name}, up, up + 150.0)
+        arrivals += 1
+        if arrivals == 1:
+            _straggler_vm(log, rng, new)
+            faulty.append(new)
+        elif arrivals == 2:
+            _reset_pending_vm(log, rng, new)
+            faulty.append(new)
+        rng.shuffle(members)
+        t = end + rdzv
+        t_r += rng.uniform(90.0, 140.0)
+    for n in everyone:
+        collect(log, n, t0, t0 + T)
+    log.effect("checkpoints-every-40-steps", {"job": job.name}, t0, t0 + T)
+    log.effect("gc-pauses-and-host-stalls", {"job": job.name}, t0, t0 + T)
+    return log
+
+
+def _straggler_vm(log: Log, rng: random.Random, node: Node) -> None:
+    """A new VM whose GPU computes 1.35-1.45x from its first step; its rows look healthy."""
+    g = rng.randrange(8)
+    fid = log.fault(f"straggler-{node.name}-g{g}", "slow_node", "unknown",
+                    {"level": "gpu", "node": node.name, "gpu": g}, attributable=False)
+    f = rng.uniform(1.35, 1.45)
+    node.hooks(g).append(Hook(fid, node.up, slow=lambda t: f))
+
+
+def _reset_pending_vm(log: Log, rng: random.Random, node: Node) -> None:
+    """A new VM handed over with a GPU that needs a reset: an uncorrectable error retired a
+    row before the VM was ours (no XID in this log), `row_remap_pending` and `recovery_action`
+    `gpu_reset` on every ECC row from the first."""
+    g = rng.randrange(8)
+    fid = log.fault(f"remap-{node.name}-g{g}", "hardware", "gpu_memory",
+                    {"level": "gpu", "node": node.name, "gpu": g})
+
+    def pending(topic: str, t: float, row: dict) -> bool:
+        if topic != "ecc":
+            return False
+        row.update(retired_pages_dbe=1, row_remap_pending=True, recovery_action="gpu_reset")
+        return True
+    node.hooks(g).append(Hook(fid, node.up, row=pending))
+
+
+STORIES = {"spot": spot, "serve": serve, "churn": churn}
