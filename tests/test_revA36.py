@@ -1,0 +1,104 @@
+"""revA36: adversarial review of round 36's detector changes (issue 10).
+
+Probes built with the repo's own generators (tests/moejob.py: moe31's 64-rank TP-2 job with a
+moving MoE expert; tests/test_liveness.py's fleet), varying what the rooms did not tune on:
+rank noise under runs (lag-1 0.5-0.8), 4-GPU nodes, no ``compute_ms``, a host fault's ranks
+recovering apart, a GPU fault told alone long before a host fault of its node.  Strict xfails
+are findings left open (their reasons: what, n of m probe runs, a fix idea); the other tests
+are guards that held.  Probe scripts: /tmp/revA36/narrow_probe.py, /tmp/revA36/live_probe.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from detector.engine import Engine
+from detector.testing import feed
+from tests.moejob import MOVES, moe_job, units
+
+NODE5 = tuple(range(40, 48))
+NODE_PAGE = ["node:node-005"]
+
+
+def _host(x: float, end: int = 10**6, ranks: tuple[int, ...] = NODE5) -> tuple:
+    """A host fault (a CPU throttle, a NUMA mis-binding): ``ranks`` +x from step 170."""
+    return tuple((170, end, r, x) for r in ranks)
+
+
+def _narrowed(alerts: list) -> list[tuple[str, str]]:
+    return sorted({(a.scope.key, a.evidence["narrowed_from"]) for a in alerts
+                   if "narrowed_from" in a.evidence})
+
+
+# -- finding 1: a host fault beside the moving expert, rank noise under long runs ----------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA36 F1 (healthy GPU paged / node missed): a host fault on node-005 (its 8 ranks "
+    "+6 % or +10 % from step 170, lasting or ending at 230) while moe31's expert moves, each "
+    "rank's log compute an AR(1) of lag-1 0.8: paged at a GPU of node-005 that has no fault "
+    "(/3, /2, /4 -- /4 the expert's) in 8 of 8 runs at +10 % (seeds 3680-3683, lasting "
+    "and ending), the node missed in 1 of them (GPU alone); at +6 %: nothing paged in 6 of 8, "
+    "a GPU alone (the node missed) in 2 of 8 (seed 3682: gpu:node-005/3 at step ~193).  "
+    "Lag-1 0.7 lasting: a GPU beside the node 2 of 8; 0.6: the node 8 of 8.  The same "
+    "faults without the expert: the node, 16 of 16.  Pre-existing (the same on 5ddb0a0^, "
+    "before moe36): moe36's narrowing never fired here.  Mechanism not traced: under long "
+    "runs the node's ranks' alarms come and go at different steps, and the expert's place "
+    "holds (_same_place / _alike_without) take mates out of node_wide while one rank's run "
+    "goes on.  Fix idea: weigh node-alike over the rank's whole run (its mates' run means "
+    "over the same steps) before a place hold takes a mate out, and hold a lone rank's "
+    "page until its node's others' findings are decided"))
+@pytest.mark.parametrize(("seed", "x", "end"), [
+    (3682, 0.06, 230),      # gpu:node-005/3 alone, the node missed
+    (3680, 0.10, 10**6),    # gpu:node-005/3 + the node
+    (3681, 0.10, 230),      # gpu:node-005/4 (the expert's GPU) alone
+])
+def test_f1_a_host_fault_beside_the_expert_under_long_runs_is_its_node(
+        seed: int, x: float, end: int) -> None:
+    alerts = feed(Engine(), moe_job(seed=seed, hot=MOVES, rho=0.8, slow=_host(x, end)))
+    assert [u for u in units(alerts) if "node-005" in u] == NODE_PAGE
+
+
+@pytest.mark.parametrize("seed", (3682, 3683))
+def test_f1_guard_the_same_fault_without_the_expert_is_its_node(seed: int) -> None:
+    alerts = feed(Engine(), moe_job(seed=seed, rho=0.8, slow=_host(0.06, 230)))
+    assert units(alerts) == NODE_PAGE
+
+
+# -- guards of moe36's narrowing (detector.steps.alone, detector.correlate.narrow) ---------
+
+
+@pytest.mark.parametrize("seed", (3680, 3682))
+def test_a_work_blip_at_a_gpu_fault_start_on_4_gpu_nodes_is_narrowed_to_the_gpu(
+        seed: int) -> None:
+    """moe34 (a) on 4-GPU nodes (node-010 = ranks 40-43): narrowed, 6 of 6 probe runs."""
+    blip = ((168, 176, 40, 0.08), (168, 176, 41, 0.08))
+    alerts = feed(Engine(), moe_job(seed=seed, hot=MOVES, gpus=4,
+                                    slow=((170, 10**6, 43, 0.08), *blip)))
+    assert _narrowed(alerts) == [("gpu:node-010/3", "node:node-010")]
+
+
+@pytest.mark.parametrize("tail", (6, 15))
+def test_a_host_fault_whose_last_rank_recovers_late_is_not_narrowed(tail: int) -> None:
+    """node-005's host fault (+10 %) ends at 230, GPU 3's rank ``tail`` steps later (its
+    process the last moved back): the node, never narrowed (18 of 18 probe runs)."""
+    slow = tuple((170, 230 + (tail if r == 43 else 0), r, 0.10) for r in NODE5)
+    alerts = feed(Engine(), moe_job(seed=3681, hot=MOVES, slow=slow))
+    assert units(alerts) == NODE_PAGE and _narrowed(alerts) == []
+
+
+def test_a_host_fault_ending_under_runs_or_without_compute_ms_is_not_narrowed() -> None:
+    """Lag-1 0.5, and no ``compute_ms`` (work = step less collectives): the node, never
+    narrowed (12 of 12 probe runs)."""
+    for kw in ({"rho": 0.5}, {"compute": False}):
+        alerts = feed(Engine(), moe_job(seed=3680, hot=MOVES, slow=_host(0.10, 230), **kw))
+        assert units(alerts) == NODE_PAGE and _narrowed(alerts) == [], kw
+
+
+def test_a_gpu_told_alone_long_before_a_host_fault_of_its_node_leaves_the_node_paged() -> None:
+    """da59198's _slow_before: GPU 3's rank +8 % from step 100 (paged alone), then the node's
+    host fault from 170 -- the mate slow long before is not counted with the host fault's
+    ranks, and the node is still paged (12 of 12 probe runs, expert or not)."""
+    slow = ((100, 10**6, 43, 0.08), *_host(0.06))
+    alerts = feed(Engine(), moe_job(seed=3681, hot=MOVES, slow=slow))
+    assert units(alerts) == ["gpu:node-005/3", "node:node-005"]
