@@ -17,7 +17,9 @@ from detector.engine import Engine
 from detector.events import ThermalSample
 from detector.testing import T0, ecc, feed
 from tests.moejob import MOVES, moe_job, units
+from tests.test_revA35 import NODE
 from tests.test_therm33 import CLOCK, job_steps
+from tests.test_therm35 import firing, node_log
 
 NODE5 = tuple(range(40, 48))
 NODE_PAGE = ["node:node-005"]
@@ -201,3 +203,31 @@ def test_f3_hw_slowdown_on_a_gpu_drawing_hard_is_its_power(interval: float) -> N
     alerts = feed(Engine(), _hw8_polls(interval=interval), finish=False)
     assert {(a.scope.key, a.cause) for a in alerts if a.status == "firing"} == {
         ("gpu:node-000/3", "power")}
+
+
+# -- finding: therm36's fast cooling fault (revA35 2) with its sensors' noise ---------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA36 F5 (wrong unit: a GPU paged beside its node): revA35 2's node whose cooling fails "
+    "fast (+1 C a 10 s poll, GPU 7 the hottest and first to throttle) with each die reading "
+    "+-0.5-1 C of sensor noise (a normal sd 0.5 / 1.0, then rounded as DCGM reports) pages "
+    "gpu:node-000/7 and then the node: 1 of 6 seeds at sd 0.5, 2 of 6 at sd 1.0 (30 s polls, "
+    "+3 C a poll: the node alone, 12 of 12).  therm36's LEVEL_STEP_C (0.5 C) reads the mates' "
+    "average move since their previous samples: at +1 C a poll a noisy reading's move is "
+    "-1..+3 C, and one poll whose mates' average move is under 0.5 C shows them level.  Fix "
+    "idea: judge the mates' rise over two or three polls (a slope over their recent samples, "
+    "against the noise of their own history), not one poll's move"))
+@pytest.mark.parametrize(("seed", "sd"), [(1, 0.5), (2, 1.0)])
+def test_f5_a_fast_cooling_fault_with_noisy_sensors_is_one_node_page(seed: int,
+                                                                    sd: float) -> None:
+    tab = np.random.default_rng(seed).normal(0.0, sd, (400, 8))
+    k0, lag = 60, 3
+
+    def temp(k: int, g: int) -> float:
+        return 70.0 + 0.4 * g + max(0, k - k0) + (6.0 if g == 7 else 0.0) + tab[k, g]
+
+    first = {7: k0 + 1, 0: k0 + 1 + lag, 1: k0 + 1 + lag, 2: k0 + 2 + lag}
+    alerts = feed(Engine(), node_log(temp, first, polls=k0 + 1 + lag + 12, interval=10.0),
+                  finish=False)
+    assert firing(alerts) == [NODE]
