@@ -10,13 +10,18 @@ are guards that held.  Probe scripts: /tmp/revA36/narrow_probe.py, /tmp/revA36/l
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
 from detector.engine import Engine
 from detector.events import ThermalSample
 from detector.testing import T0, ecc, feed
+from replay.runner import replay_log
 from tests.moejob import MOVES, moe_job, units
+from tests.test_liveness import firing as live_firing
+from tests.test_liveness import fleet, write
 from tests.test_revA35 import NODE
 from tests.test_therm33 import CLOCK, job_steps
 from tests.test_therm35 import firing, node_log
@@ -231,3 +236,19 @@ def test_f5_a_fast_cooling_fault_with_noisy_sensors_is_one_node_page(seed: int,
     alerts = feed(Engine(), node_log(temp, first, polls=k0 + 1 + lag + 12, interval=10.0),
                   finish=False)
     assert firing(alerts) == [NODE]
+
+
+# -- guard of live36's one liveness rule (liveness._overdue, _quiet_at) ----------------------
+
+
+def test_a_job_hung_everywhere_under_designs_disorder_pages_no_dark_node(tmp_path) -> None:
+    """The job stops stepping on every node at 400 s (a hang; GPUs busy) while every node
+    reports on (dcgm-exporter's 30 s, no NIC), each row up to 5 s late and out of order
+    (DESIGN's disorder): no node is quiet past its rows -- none paged (12 of 12 probe runs,
+    10 and 30 s polls).  (A node dying so is paged 51-57 s on at 30 s, as before live36.)"""
+    rng = random.Random(2)
+    recs = [r for r in fleet(seconds=900, interval=30.0, nic_interval=None, seed=2)
+            if r["topic"] != "telemetry.step" or r["value"]["ts"] - T0 < 400]
+    recs = [r for _, _, r in sorted(((r["value"]["ts"] + rng.uniform(0, 5.0), i, r)
+                                     for i, r in enumerate(recs)), key=lambda x: x[:2])]
+    assert live_firing(replay_log(write(tmp_path, recs)).alerts) == []
