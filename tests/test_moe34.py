@@ -131,6 +131,21 @@ def test_a_work_blip_on_two_mates_at_the_fault_start(seed: int) -> None:
     assert max(a.detected_ts for a in node if a.status == "firing") <= gpu[0].detected_ts
 
 
+def test_the_narrowing_survives_a_restore_between_the_node_page_and_the_mates_back() -> None:
+    """The work-blip shape with the engine snapshotted and restored at step 195 (the node
+    paged at 174 s, one blip mate cleared, the expert's GPU not yet): the same pages as one
+    run -- what the steps noted (a rank told with its node's others) is state."""
+    recs = _job(seed=3410, slow=_fault() + ((168, 176, 40, 0.08), (168, 176, 41, 0.08)))
+    cut = 195 * 64
+    eng = Engine()
+    first = feed(eng, recs[:cut], finish=False)
+    rest = feed(Engine.restore(eng.snapshot()), recs[cut:])
+    whole = feed(Engine(), recs)
+    assert [(a.status, a.scope.key, a.detected_ts) for a in first + rest] == [
+        (a.status, a.scope.key, a.detected_ts) for a in whole]
+    assert any("narrowed_from" in a.evidence for a in rest)
+
+
 @pytest.mark.parametrize(("seed", "half", "end"), [
     (3524, NODE5, 260), (3524, NODE5[:4], 230), (3520, NODE5, 230), (3632, NODE5, 260)])
 def test_a_host_fault_ending_beside_the_expert_is_not_narrowed(
