@@ -18,8 +18,9 @@ page at once when the physics shows it is one rank's own path, not its host's or
 - **late now as its run is**: this step's excess at least half its run's mean (a host whose
   loaders stall in bursts has quiet steps in between: those tell nothing of one rank);
 - **alone on its node**: the job's other ranks on its node keep their peers' host time, now
-  and over their runs, none of them alarmed in host time or in compute (a node's input
-  pipeline, CPUs, page cache or storage feed all its ranks: those stay with the node rules,
+  (beyond their noise) and over their latest steps, none of them alarmed in host time or in
+  compute (a node's input pipeline, CPUs, page cache or storage feed all its ranks: those stay
+  with the node rules,
   :mod:`detector.host_time`, and blind2's healthy stall is one of them; with tensor
   parallelism inside the node its mates wait for it inside their compute: the node's PCIe
   rules), and there is at least one such mate to tell it (a node running one rank of the job
@@ -27,9 +28,13 @@ page at once when the physics shows it is one rank's own path, not its host's or
 - **the job waits for it**: its ``comm_ms`` under its peers' median by at least ``WAIT_SHARE``
   of its host excess in milliseconds -- what synchronous steps do with a late rank; a rank
   whose extra time its peers do not wait for (their steps overlapped with it) slows nobody;
-- **persistent**: late ``STEPS`` steps in a row once the job's host noise is measured (its
-  lag-1 known, models.lag1), more under a job whose host time comes in runs (:func:`steps_for`:
-  a loader's wander lasts as long as its lag-1 makes it);
+- **persistent**: late on ``STEPS`` steps of its host run (the CUSUM's: from the step its
+  score left zero), half its steps or more, once the job's host noise is measured (its lag-1
+  known, models.lag1), more under a job whose host time comes in runs (:func:`steps_for`: a
+  loader's wander lasts as long as its lag-1 makes it) -- not in a row: a loader jittering
+  +-30 % or a link late on 2 steps in 3 misses a step now and then (revA35 5); and the run's
+  mean clear of the effect floor by ``slow_effect_z`` standard errors (:func:`spread` under
+  runs), whether or not its CUSUM has reached its alarm yet;
 - **new**: it had not learned the most host offset a rank may own (``host_offset_max``) when
   its run began -- a rank late from the job's start (rank 0's logging, its own shard, a link
   trained down before the job) keeps host_late's holds.
@@ -51,10 +56,11 @@ time: not judged), comm overlapped in compute (host time is still what the rank 
 >>> comm = np.array([160.0, 158, 163, 50, 161, 165])
 >>> over = np.array([0.0, 0.0, 0.0, 0.41, 0.0, 0.0])   # excess over each rank's offset
 >>> run, alarmed, groups = over.copy(), over > 0.0, np.zeros(6, dtype=int)
->>> lone(np.array([3]), node, host, comm, over, run, alarmed, groups, 0.04).tolist()
+>>> recent = over / 2                             # its excess smoothed over a few steps
+>>> lone(np.array([3]), node, host, comm, over, run, recent, alarmed, groups, 0.04, 0.01).tolist()
 [3]
 >>> alarmed[2] = True                             # its node mate late too: the node's host
->>> lone(np.array([3]), node, host, comm, over, run, alarmed, groups, 0.04).tolist()
+>>> lone(np.array([3]), node, host, comm, over, run, recent, alarmed, groups, 0.04, 0.01).tolist()
 []
 """
 
@@ -89,19 +95,24 @@ RHO_MAX = 0.95
 # loader is slow for good.  Corroborated (replays on that GPU) it is paged at once.
 LONE_S = 30.0
 # A node mate whose host excess (over its offset, shares of a step's work) reaches this share of
-# the candidate's, or the effect floor, is late with it: the node's trouble, not the rank's.
+# the candidate's, or the effect floor, is late with it: the node's trouble, not the rank's --
+# smoothed over its latest few steps, or on this step alone when it is also MATE_Z of the job's
+# host noise (one step of a loader jittering +-30 % lands over the floor on a mate or two of
+# eight every step: revA35 5; a node's stall is late on every mate at once).
 MATE_SHARE = 0.25
+MATE_Z = 3.0
 
 
 def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
-         over: np.ndarray, run: np.ndarray, alarmed: np.ndarray, groups: np.ndarray,
-         min_effect: float) -> np.ndarray:
-    """Of ``cand`` (indices into the step's ranks: alarmed host runs, large enough), those
+         over: np.ndarray, run: np.ndarray, recent: np.ndarray, alarmed: np.ndarray,
+         groups: np.ndarray, min_effect: float, sigma: float) -> np.ndarray:
+    """Of ``cand`` (indices into the step's ranks: host runs late and large enough), those
     late now by their run's pace, alone on their node and waited for by their peers.  Per rank
     of the step: ``node`` an id of its node, ``host`` its host time (ms), ``comm`` its
-    ``comm_ms``, ``over`` its host excess over its learned offset and ``run`` its host run's
-    mean excess (0: none; shares of a step's work), ``alarmed`` its host run (or its compute
-    run) alarmed, ``groups`` its peer group."""
+    ``comm_ms``, ``over`` its host excess over its learned offset, ``run`` its host run's
+    mean excess (0: none) and ``recent`` its excess smoothed over its latest few steps
+    (shares of a step's work), ``alarmed`` its host run (or its compute run) alarmed,
+    ``groups`` its peer group; ``sigma`` the job's host noise a step (shares)."""
     keep = []
     for i in cand.tolist():
         pace = float(run[i])
@@ -112,8 +123,8 @@ def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
         if not len(mates):
             continue  # (one rank of the job on its node: its host or its link, untold)
         bar = max(MATE_SHARE * pace, min_effect)
-        if (np.count_nonzero(alarmed[mates]) or float(over[mates].max()) >= bar
-                or float(run[mates].max()) >= bar):
+        if (np.count_nonzero(alarmed[mates]) or float(recent[mates].max()) >= bar
+                or float(over[mates].max()) >= max(bar, MATE_Z * sigma)):
             continue  # (its node's ranks late with it: the host they share)
         peers = np.flatnonzero(groups == groups[i])
         peers = peers[peers != i]
@@ -124,6 +135,16 @@ def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
         if excess_ms > 0.0 and waited_ms >= WAIT_SHARE * excess_ms:
             keep.append(i)
     return np.array(keep, dtype=np.intp)
+
+
+def spread(rho: float) -> float:
+    """How much wider the mean of a run of host excesses is under a job's lag-1 ``rho`` than
+    under independent steps' (1.0 up to models.lag1.ON; rho at most RHO_MAX): the square
+    root of (1 + rho) / (1 - rho), the steps' effective number shrunk by its inverse square."""
+    if rho <= lag1.ON:
+        return 1.0
+    rho = min(rho, RHO_MAX)
+    return math.sqrt((1.0 + rho) / (1.0 - rho))
 
 
 def steps_for(rho: float) -> int:

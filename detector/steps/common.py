@@ -171,7 +171,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_sku_first_se", 0.0), ("_told", 0.0), ("_told_onset", 0.0), ("_grown", 0),
     ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
     ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0), ("_lone_rep", False),
-    ("_lone_streak", 0), ("_host_dev_z", 0.0), ("_with_mates", False), ("_alone_told", False))
+    ("_lone_streak", 0), ("_host_dev_z", 0.0), ("_with_mates", False), ("_alone_told", False),
+    ("_host_base0", 0.0), ("_host_recent", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:

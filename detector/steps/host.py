@@ -58,6 +58,10 @@ _START_KEPT = 0.75
 # memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
 # a different node each checkpoint), and fades; a fault stays and is reported after.
 _EVENT_SHARE = 0.05
+# Each rank's host excess smoothed over ~4 steps (_host_recent): what its node mates are
+# judged on beside a lone straggler (host_straggler.lone) -- one step of a noisy loader is not
+# a mate late with it; a node's shared trouble lasting a few steps is.
+_RECENT_ALPHA = 0.25
 
 
 def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.ndarray,
@@ -151,13 +155,24 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     self._host_base[r] = np.where(learn, (base + cfg.slow_baseline_alpha * over).clip(
         0.0, cfg.host_offset_max), base)
     _, cleared, score = self._host.step(r, z, ts)
-    self._lone_streak[r] = np.where(over >= cfg.host_min_effect, self._lone_streak[r] + 1, 0)
     in_run = score > 0.0
+    n_was = self._host_n[r]
+    # (each run's offset at its start: a run is judged new by what was learnt before it)
+    self._host_base0[r] = np.where(in_run & (n_was == 0), base, self._host_base0[r])
+    self._lone_streak[r] = np.where(in_run, self._lone_streak[r]
+                                    + (over >= cfg.host_min_effect), 0)
+    self._host_recent[r] += _RECENT_ALPHA * (over - self._host_recent[r])
     self._host_sum[r] = np.where(in_run, self._host_sum[r] + over, 0.0)
-    self._host_tx[r] = np.where(in_run, self._host_tx[r] + self._host_n[r] * over, 0.0)
-    self._host_n[r] = np.where(in_run, self._host_n[r] + 1, 0)
+    self._host_tx[r] = np.where(in_run, self._host_tx[r] + n_was * over, 0.0)
+    self._host_n[r] = np.where(in_run, n_was + 1, 0)
     new = start = r[:0]
+    # A lone straggler is judged on its run's steps, alarmed or not yet (_page_lone)
+    lone_at = np.flatnonzero((self._lone_streak[r] >= host_straggler.STEPS)
+                             & ~self._host_rep[r] & ~self._reported[r] & ~self._slow.alarmed[r])
+    if len(lone_at):
+        self._page_lone(step, r, lone_at, host, over, z, groups, buf, sigma, decided_ts, out)
     if np.count_nonzero(self._host.alarmed):
+        # (a rank paged alone just now is reported: not host_late evidence as well)
         at = (self._host.alarmed[r] & ~self._host_rep[r] & ~self._reported[r]
               & ~self._slow.alarmed[r]).nonzero()[0]
         if len(at):
@@ -167,11 +182,6 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
             margin = cfg.slow_effect_z * sigma / np.sqrt(n)
             big = mean - margin >= cfg.host_min_effect
             held = decided_ts - self._host.onset_ts[s_at] >= cfg.host_hold_s
-            paged = self._page_lone(step, r, at[big], host, over, z, groups, buf, sigma,
-                                    decided_ts, out) if np.count_nonzero(big) else at[:0]
-            if len(paged):  # (paged as slow ranks: not host_late evidence as well)
-                rest = ~np.isin(at, paged)
-                at, big, held = at[rest], big[rest], held[rest]
             # Once one rank's run is held long enough, every rank late enough goes with it
             # on this step: a node's ranks leave zero a step or two apart by their noise
             # (when this paged, blind3_hostonly k8s-mixed s8: a GPU escalation beside its
@@ -239,23 +249,33 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
 def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarray,
                over: np.ndarray, z: np.ndarray, groups: np.ndarray, buf: _StepBuffer,
                sigma: float, decided_ts: float, out: list[Finding]) -> np.ndarray:
-    """Page, as ``slow_rank`` findings, the ranks of ``cand`` (indices into ``r``: alarmed
-    host runs averaging host_min_effect, not reported) that straggle alone by their own
-    host path while the job waits for them (:mod:`detector.host_straggler`); returns
+    """Page, as ``slow_rank`` findings, the ranks of ``cand`` (indices into ``r``: host runs
+    late ``host_straggler.STEPS`` steps or more, not reported) that straggle alone by their
+    own host path while the job waits for them (:mod:`detector.host_straggler`); returns
     their indices.  Only a run that is new (the rank had not learned the most host offset
-    a rank may own: a rank late from the job's start keeps host_late's holds) and still
-    going (this step over the CUSUM's allowance, late ``host_straggler.STEPS`` steps in a
-    row) is paged."""
+    a rank may own when it began: a rank late from the job's start keeps host_late's
+    holds), late on enough of its steps (``host_straggler.steps_for`` of them, half its
+    steps or more) and still going (this step over the CUSUM's allowance) whose mean is
+    clear of host_min_effect by ``slow_effect_z`` standard errors is paged -- alarmed in
+    its CUSUM or not yet: the run's own mean is the test (a rank +10 % of a step under
+    +-30 % loader jitter reaches the CUSUM's h in ~15 steps, its mean clear in 7-10:
+    revA35 5).  A rank paged so is held alarmed: it clears as an alarmed run does."""
     cfg = self.cfg
     sl = r[cand]
     # (the job's host noise not measured yet -- its lag-1 not known: nothing paged, the
-    # streak counted on; measured, the steps its runs ask for)
+    # count kept on; measured, the steps its runs ask for)
     hl = (self._hl_xy, self._hl_xx, self._hl_n)
     if not lag1.known(hl, len(self._rank_of)):
         return cand[:0]
-    steps = host_straggler.steps_for(lag1.rho_of(hl))
-    cand = cand[(self._host_base[sl] < cfg.host_offset_max) & (z[cand] > cfg.slow_k)
-                & (self._lone_streak[sl] >= steps)]
+    rho = lag1.rho_of(hl)
+    late = self._lone_streak[sl]
+    n = np.maximum(self._host_n[sl], 1)
+    # (a run's mean over n steps of noise whose lag-1 is rho has the spread of n (1-rho)/(1+rho)
+    # independent steps': host_straggler.spread)
+    margin = cfg.slow_effect_z * sigma * host_straggler.spread(rho) / np.sqrt(n)
+    cand = cand[(self._host_base0[sl] < cfg.host_offset_max) & (z[cand] > cfg.slow_k)
+                & (late >= host_straggler.steps_for(rho)) & (2 * late >= n)
+                & (self._host_sum[sl] / n - margin >= cfg.host_min_effect)]
     if not len(cand):
         return cand
     hw = buf.hw
@@ -266,14 +286,17 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
     run = np.where(n_run > 0, self._host_sum[r] / np.maximum(n_run, 1), 0.0)
     # (a mate slow in compute counts as late too: with TP inside the node its mates wait
     # for the late rank inside their compute -- the node's PCIe rules, _hold_for_ecc)
-    paged = host_straggler.lone(cand, node, host, comm, over, run,
+    paged = host_straggler.lone(cand, node, host, comm, over, run, self._host_recent[r],
                                 self._host.alarmed[r] | self._slow.alarmed[r], groups,
-                                cfg.host_min_effect)
+                                cfg.host_min_effect, sigma)
     dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
     for i in paged.tolist():
         s = int(r[i])
         rank = self._rank_of[s]
         self._reported[s] = self._lone_rep[s] = True
+        # (paged before its CUSUM reached h: alarmed now, so it clears as an alarmed run
+        # does -- slow_clear_steps quiet steps -- and teaches its offset nothing meanwhile)
+        self._host.alarmed[s] = True
         peers = np.flatnonzero(groups == groups[i])
         peers = peers[peers != i]
         mean = float(self._host_sum[s]) / int(max(self._host_n[s], 1))
@@ -666,9 +689,10 @@ def _reset_host(self, m: np.ndarray | None) -> None:
         self._host_rep[:] = self._host_told[:] = self._lone_rep[:] = False
         self._host_sum[:] = self._host_tx[:] = 0.0
         self._host_n[:] = self._lone_streak[:] = 0
+        self._host_recent[:] = 0.0
         return
     self._host.reset(m)
     self._host_rep[m] = self._host_told[m] = self._lone_rep[m] = False
     self._host_sum[m] = self._host_tx[m] = 0.0
     self._host_n[m] = self._lone_streak[m] = 0
-    self._host_base[m] = 0.0
+    self._host_base[m] = self._host_recent[m] = 0.0

@@ -424,7 +424,9 @@ class JobMonitor(NumericChecks):
         self._ar_score = np.zeros(0)                  # its CUSUM on z whitened by it (_ar_step)
         self._cold = np.zeros(0, dtype=np.int64)      # steps its cold start may last (_cold_steps)
         self._lone_rep = np.zeros(0, dtype=bool)      # paged alone by its host path (_page_lone)
-        self._lone_streak = np.zeros(0, dtype=np.int64)  # steps in a row late by its host path
+        self._lone_streak = np.zeros(0, dtype=np.int64)  # steps late by its host path in its run
+        self._host_base0 = np.zeros(0)                # its host offset when its run began
+        self._host_recent = np.zeros(0)               # its host excess over it, smoothed (~4 steps)
         self._host_dev_z = np.zeros(0)                # its last host excess in the job's sigmas
         self._with_mates = np.zeros(0, dtype=bool)    # told slow with its node's (_tell_alone)
         self._alone_told = np.zeros(0, dtype=bool)    # told again slow alone on its node
@@ -704,6 +706,9 @@ class JobMonitor(NumericChecks):
         if "_with_mates" not in self.__dict__ and n >= 0:
             self._with_mates = np.zeros(n, dtype=bool)  # (a snapshot before moe36: none told)
             self._alone_told = np.zeros(n, dtype=bool)
+        if "_host_base0" not in self.__dict__ and n >= 0:
+            self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
+            self._host_recent = np.zeros(n)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
