@@ -4,7 +4,6 @@ baseboard, PCIe replays on a node's GPUs.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from detector import host_straggler, lemon
@@ -383,25 +382,28 @@ def _hold_for_ecc(self, f: Finding, due: float) -> bool:
     """Hold the escalation of a rank slow alike with its node's others (``node_wide``)
     while ranks of its replica on that node keep their peers' pace, until the node's ECC
     poll after the slowdown can have come (``unknown_cadence_s``: DCGM's 30 s, the
-    correlator is told no ECC cadence): True when held.
+    correlator is told no ECC cadence) and its run has lasted ``host_straggler.LONE_S``:
+    True when held.
 
     With TP inside the node every rank of the replica runs at the pace of its slowest; the
     ranks slow in compute wait inside it for the ones that are not -- late by their host
-    path (a PCIe link or switch replaying, a CPU), which no step record names.  The one
-    cause telemetry can name there, PCIe replays, comes with the next ECC poll
+    path (a PCIe link or switch replaying, a CPU, a loader), which no step record names.
+    The one cause telemetry can name there, PCIe replays, comes with the next ECC poll
     (``pcie_seen``, which ends the hold: :meth:`_on_pcie_seen`).  blind20 P1 board-s2:
     the node's six waiting ranks escalated slow_node/unknown 3 s before the poll showed
-    GPUs 2 and 3 replaying.  Such a run ending while held is paged then (_on_slow);
-    a node without ECC telemetry, or a replica slow on all its ranks there, is not held.
+    GPUs 2 and 3 replaying.  A replica slow on all its ranks there is not held.
 
     A rank straggling alone by its host path (``basis`` ``host_time``: detector.steps
     _page_lone, its compute normal) is held the same way: its own GPU's PCIe link is the
     one cause telemetry can name there (blind25 P1: a link trained down x16 -> x8,
     replaying 0.2-1 a second), and the poll that shows it attributes the page
-    (``gpu_hardware``, :meth:`_pcie_impact`); without it, an escalation -- and only once
-    its run has lasted ``host_straggler.LONE_S`` from its onset, with or without ECC
-    telemetry: a host path slow for a few seconds is routine (revA35 1), and such a run
-    that ends while held pages nothing (:meth:`_lone_dropped`)."""
+    (``gpu_hardware``, :meth:`_pcie_impact`).
+
+    Without a cause either is escalated only once its run has lasted ``LONE_S`` from its
+    onset, with or without ECC telemetry: a host path slow for a few seconds is routine
+    (revA35 1: one rank's; revA35 9: the same on a TP-in-node job, its seven mates waiting
+    for it in compute, was escalated at the node 3.9 s after onset), and such a run that
+    ends before pages nothing (:meth:`_lone_dropped`)."""
     until = self._lone_due(f)
     if until is None:
         return False
@@ -418,22 +420,26 @@ def _lone_due(self, f: Finding) -> float | None:
     own = f.evidence.get("basis") == "host_time"  # (a rank late alone by its host path)
     if node is None or f.job is None or not (own or f.evidence.get("node_wide")):
         return None
-    lasted = f.onset_ts + host_straggler.LONE_S if own else -math.inf
-    if self.seen is not None and not self.seen(node, "ecc"):
-        return lasted if own else None
-    mine = [g for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank]
     if not own and not any(
             (s := self._device.get(Scope.of_gpu(node, g).key, {}).get("slow_rank"))
-            is None or s.job != f.job for g in mine):
-        return None
+            is None or s.job != f.job
+            for g, dp in self._job_gpus(node, f.job) if dp == f.dp_rank):
+        return None  # (its replica slow on all its ranks there: nothing waited for)
+    lasted = f.onset_ts + host_straggler.LONE_S
+    if self.seen is not None and not self.seen(node, "ecc"):
+        return lasted
     since = f.evidence.get("clearly_slow_since") or f.onset_ts
     return max(lasted, float(since) + 1.25 * self.cfg.unknown_cadence_s + 1.0)
 
 
 def _lone_dropped(self, waiting: Finding, ended: float) -> bool:
-    """Whether a lone host straggler's run (``waiting``: basis ``host_time``) ended at
-    ``ended`` before its escalation was due (:meth:`_hold_for_ecc`): a burst, no page."""
-    if waiting.evidence.get("basis") != "host_time":
-        return False
+    """Whether a held slow rank's run (``waiting``: :meth:`_hold_for_ecc`) ended at ``ended``
+    before it could be escalated: a burst, no page -- a lone host straggler's before its
+    escalation was due, a TP mate waiting for one's before ``LONE_S`` (a run that lasted
+    that long and ended while its ECC poll was awaited is paged)."""
     until = self._lone_due(waiting)
-    return until is not None and ended < until
+    if until is None:
+        return False
+    if waiting.evidence.get("basis") == "host_time":
+        return ended < until
+    return ended < waiting.onset_ts + host_straggler.LONE_S
