@@ -120,15 +120,13 @@ def lone(cand: np.ndarray, node: np.ndarray, host: np.ndarray, comm: np.ndarray,
             continue  # (not late this step as its run is: a bursty host's quiet step)
         mates = np.flatnonzero(node == node[i])
         mates = mates[mates != i]
-        if not len(mates):
-            continue  # (one rank of the job on its node: its host or its link, untold)
         bar = max(MATE_SHARE * pace, min_effect)
-        if (np.count_nonzero(alarmed[mates]) or float(recent[mates].max()) >= bar
-                or float(over[mates].max()) >= max(bar, MATE_Z * sigma)):
+        if len(mates) and (np.count_nonzero(alarmed[mates]) or float(recent[mates].max()) >= bar
+                           or float(over[mates].max()) >= max(bar, MATE_Z * sigma)):
             continue  # (its node's ranks late with it: the host they share)
         peers = np.flatnonzero(groups == groups[i])
         peers = peers[peers != i]
-        if len(peers) < 2:
+        if not len(peers):
             continue
         excess_ms = float(host[i]) - float(np.median(host[peers]))
         waited_ms = float(np.median(comm[peers])) - float(comm[i])

@@ -45,6 +45,15 @@ def _found_alike(f: Finding) -> bool:
             or (type(alarmed) is int and alarmed >= _NODE_ALARMED))
 
 
+def _host_alone(f: Finding) -> bool:
+    """Whether ``f`` is a rank late by its own host path (``basis`` ``host_time``: detector.
+    host_straggler) with no other rank of its job on its node (``node_mates`` 0): nothing
+    there tells its GPU's link from its host's CPUs, storage or NUMA placement, and its node
+    holds both -- the unit to escalate without a cause (revA35 6: eight ranks one a node);
+    its GPU's PCIe replays still name the GPU (Correlator._pcie_impact, before this)."""
+    return f.evidence.get("basis") == "host_time" and f.evidence.get("node_mates") == 0
+
+
 def _in_step(f: Finding, mate: Finding) -> bool:
     """Whether slow ranks ``f`` and ``mate`` were found at the same step of their job with the
     same deviation from their peers: in step, as TP partners are (Correlator._mates_cause)."""
@@ -384,7 +393,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
     whole = self._replica_across(f, members, node, len(replica))
     if whole is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
-    elif len(node) >= 2 or self._node_escalated(f) or _found_alike(f):
+    elif len(node) >= 2 or self._node_escalated(f) or _found_alike(f) or _host_alone(f):
         scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
     elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())

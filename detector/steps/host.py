@@ -309,6 +309,8 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
                                    "storage reads)"),
              "comm_ms": round(float(comm[i]), 2),
              "peer_median_comm_ms": round(float(np.median(comm[peers])), 2),
+             # (none: its host or its link, untold -- escalated at the node, Correlator)
+             "node_mates": int(np.count_nonzero(node == node[i])) - 1,
              "rule": "time in neither compute nor collectives (step_ms - compute_ms - "
                      "comm_ms) over its peers', its node's other ranks not, the job "
                      "waiting for it (its comm_ms the lowest): its own host path "
