@@ -23,8 +23,7 @@ page at once when the physics shows it is one rank's own path, not its host's or
   with the node rules,
   :mod:`detector.host_time`, and blind2's healthy stall is one of them; with tensor
   parallelism inside the node its mates wait for it inside their compute: the node's PCIe
-  rules), and there is at least one such mate to tell it (a node running one rank of the job
-  cannot tell its host from the rank's link);
+  rules) -- a rank with no such mate is its node's (below);
 - **the job waits for it**: its ``comm_ms`` under its peers' median by at least ``WAIT_SHARE``
   of its host excess in milliseconds -- what synchronous steps do with a late rank; a rank
   whose extra time its peers do not wait for (their steps overlapped with it) slows nobody;
@@ -36,19 +35,24 @@ page at once when the physics shows it is one rank's own path, not its host's or
   mean clear of the effect floor by ``slow_effect_z`` standard errors (:func:`spread` under
   runs), whether or not its CUSUM has reached its alarm yet;
 - **new**: it had not learned the most host offset a rank may own (``host_offset_max``) when
-  its run began -- a rank late from the job's start (rank 0's logging, its own shard, a link
-  trained down before the job) keeps host_late's holds.
+  its run began -- or, late so from the job's start, its run unbroken and flat 60 steps past
+  the warm-up and it is not rank 0 (JobMonitor._lone_from_start: a link trained down before
+  the job, revA35 8); rank 0's logging and a shard cold for the job's first minute keep
+  host_late's holds.
 
-Its unit is the rank's GPU (its link, its loader process); its cause is for the correlator to
-name: a PCIe replay rate or a PCIe XID on that GPU is ``gpu_hardware``, else an escalation
-(slow_node/unknown: the loader's CPU, storage or NUMA placement are the host's, no telemetry
-names which), waiting for the node's ECC poll first and for its run to have lasted ``LONE_S``
-(Correlator._hold_for_ecc): a run that ends before pages nothing.
+Its unit is the rank's GPU (its link, its loader process) -- its node when no other rank of
+its job runs there (nothing tells its link from its host: Correlator._host_alone); its cause
+is for the correlator to name: a PCIe replay rate or a PCIe XID on that GPU is
+``gpu_hardware``, else an escalation (slow_node/unknown: the loader's CPU, storage or NUMA
+placement are the host's, no telemetry names which), waiting for the node's ECC poll first
+and for its run to have lasted ``LONE_S`` (Correlator._hold_for_ecc): a run that ends before
+pages nothing.
 
 What it must not page: a one-step loader stall (the CUSUM clips it), sequence-length imbalance
 (compute and comm move, not host time), a checkpoint (every rank's host time: the median
 moves), a pipeline stage slower (stages are compared apart), a job without ``comm_ms`` (no host
-time: not judged), comm overlapped in compute (host time is still what the rank adds).
+time: not judged), comm overlapped in compute (host time is still what the rank adds), loader
+jitter however wide (the run's mean, not its steps), a few seconds' slow host path (``LONE_S``).
 
 >>> import numpy as np
 >>> node = np.array([0, 0, 1, 1, 2, 2])          # three nodes, two ranks each, one stage

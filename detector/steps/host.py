@@ -253,13 +253,14 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
     late ``host_straggler.STEPS`` steps or more, not reported) that straggle alone by their
     own host path while the job waits for them (:mod:`detector.host_straggler`); returns
     their indices.  Only a run that is new (the rank had not learned the most host offset
-    a rank may own when it began: a rank late from the job's start keeps host_late's
-    holds), late on enough of its steps (``host_straggler.steps_for`` of them, half its
-    steps or more) and still going (this step over the CUSUM's allowance) whose mean is
-    clear of host_min_effect by ``slow_effect_z`` standard errors is paged -- alarmed in
-    its CUSUM or not yet: the run's own mean is the test (a rank +10 % of a step under
-    +-30 % loader jitter reaches the CUSUM's h in ~15 steps, its mean clear in 7-10:
-    revA35 5).  A rank paged so is held alarmed: it clears as an alarmed run does."""
+    a rank may own when it began; a rank late from the job's start keeps host_late's
+    holds unless :meth:`_lone_from_start`), late on enough of its steps
+    (``host_straggler.steps_for`` of them, half its steps or more) and still going (this
+    step over the CUSUM's allowance) whose mean is clear of host_min_effect by
+    ``slow_effect_z`` standard errors is paged -- alarmed in its CUSUM or not yet: the run's
+    own mean is the test (a rank +10 % of a step under +-30 % loader jitter reaches the
+    CUSUM's h in ~15 steps, its mean clear in 7-10: revA35 5).  A rank paged so is held
+    alarmed: it clears as an alarmed run does."""
     cfg = self.cfg
     sl = r[cand]
     # (the job's host noise not measured yet -- its lag-1 not known: nothing paged, the
@@ -273,9 +274,12 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
     # (a run's mean over n steps of noise whose lag-1 is rho has the spread of n (1-rho)/(1+rho)
     # independent steps': host_straggler.spread)
     margin = cfg.slow_effect_z * sigma * host_straggler.spread(rho) / np.sqrt(n)
-    cand = cand[(self._host_base0[sl] < cfg.host_offset_max) & (z[cand] > cfg.slow_k)
-                & (late >= host_straggler.steps_for(rho)) & (2 * late >= n)
-                & (self._host_sum[sl] / n - margin >= cfg.host_min_effect)]
+    keep = ((z[cand] > cfg.slow_k) & (late >= host_straggler.steps_for(rho)) & (2 * late >= n)
+            & (self._host_sum[sl] / n - margin >= cfg.host_min_effect))
+    old = keep & (self._host_base0[sl] >= cfg.host_offset_max)
+    if np.count_nonzero(old):
+        keep &= ~old | self._lone_from_start(sl)
+    cand = cand[keep]
     if not len(cand):
         return cand
     hw = buf.hw
@@ -316,6 +320,31 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
                      "waiting for it (its comm_ms the lowest): its own host path "
                      "(PCIe link, loader)"}))
     return paged
+
+
+def _lone_from_start(self, sl: np.ndarray) -> np.ndarray:
+    """Per slot of ``sl`` (host runs of ranks that learnt the most host offset a rank may own
+    in the warm-up): whether it is a rank late alone from the job's (re)start to page as a
+    lone straggler (:meth:`_page_lone`) -- its run unbroken since the warm-up's end
+    (``_START_SLACK``), ``_START_STEPS`` steps long, its line not fallen under ``_START_KEPT``
+    of its start (:meth:`_host_trend`), and not the job's rank 0.
+
+    A link trained down before the job, a loader bound to the far socket, one GPU's PCIe
+    switch: late from the first step and for good, its peers waiting for it, its node mates
+    on time (host_straggler.lone, as for a run begun mid-job) -- was held host_page_s (600 s:
+    revA35 8, not paged in 225 s).  What the holds are for stays held: a cold shard or a
+    loader warming up (late for its job's first 20-60 steps, falling: revA33 1's bound), and
+    rank 0, which logs, evaluates and writes the checkpoint's metadata for the job in every
+    framework -- its own host time from the start is the application's (tests/test_start33.py:
+    +8 % of a step, never paged).  The trade: one rank's shard cold for longer than the
+    warm-up's 60th step is paged."""
+    past = self._evaluated - self.cfg.warmup_steps
+    ok = ((self._host_n[sl] >= max(past - _START_SLACK, _START_STEPS))
+          & np.array([self._rank_of[s] != 0 for s in sl.tolist()], dtype=bool))
+    for i in np.flatnonzero(ok).tolist():
+        t = self._host_trend(int(sl[i]))
+        ok[i] = t["to_share"] >= _START_KEPT * t["from_share"]
+    return ok
 
 
 def _host_evidence(self, sl: int, host_ms: float, peer_ms: float, sigma: float,

@@ -1112,6 +1112,7 @@ class JobMonitor(NumericChecks):
         _host_share_withdraw,
         _host_trend,
         _host_units,
+        _lone_from_start,
         _page_lone,
         _reset_host,
     )
