@@ -109,8 +109,12 @@ def test_every_rank_of_a_node_late_by_its_host_is_slow_each():
 
 def test_a_path_slow_from_before_the_job_began_is_not_learned_as_normal():
     # blind3 K4: the link trained down before the log; the rank's host time is +10 % of a
-    # step's compute from its first step.  Only host_offset_max of it is learned.
-    fired = _host_fired(findings(job(host=_on({3}, 0.10 * COMPUTE))))
+    # step's compute from its first step.  Only host_offset_max of it is learned.  Alone on
+    # its node, its peers waiting for it, it is a lone straggler once its run has lasted 60
+    # steps past the warm-up (loader36, revA35 8: JobMonitor._lone_from_start), else host_late.
+    found = findings(job(host=_on({3}, 0.10 * COMPUTE)))
+    fired = _host_fired(found) or {f.rank: f for f in found if f.active
+                                   and f.evidence.get("basis") == "host_time"}
     assert list(fired) == [3]
     assert fired[3].evidence["step"] <= 20 + CFG.host_hold_s
 
