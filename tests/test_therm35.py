@@ -38,12 +38,12 @@ def firing(alerts: list[Alert]) -> list[tuple[str, str, str, str]]:
 
 
 def node_log(temp, first: dict[int, int], *, polls: int, interval: float = 30.0,
-             power=lambda k, g: 650.0, mem=None, seed: int = 5) -> list:
+             power=lambda k, g: 650.0, mem=None, seed: int = 5, bits: int = 0x20) -> list:
     """node-000's GPUs (ranks 0-7 of a 16-rank data-parallel job; node-001 runs ranks 8-15
     level at 60 C) sampled every ``interval`` s, GPU 7 first in the scrape: GPU g's die at
     ``temp(k, g)`` C on poll k (an integer, as DCGM reports), its power ``power(k, g)``, its
-    HBM ``mem(k, g)`` (the die's + 6 C when None).  GPU g of ``first`` throttles (0x20, its
-    clock 12 % lower each poll down to 35 %) from poll first[g]; its rank's compute follows
+    HBM ``mem(k, g)`` (the die's + 6 C when None).  GPU g of ``first`` throttles (``bits``,
+    its clock 12 % lower each poll down to 35 %) from poll first[g]; its rank's compute follows
     its clock from half an interval before that poll's sample."""
     rng = np.random.default_rng(seed)
     out: list = []
@@ -55,7 +55,7 @@ def node_log(temp, first: dict[int, int], *, polls: int, interval: float = 30.0,
             hbm = die + 6 if mem is None else int(round(mem(k, g)))
             out.append(ThermalSample(
                 t + 0.01 * i, "node-000", g, die, hbm, power(k, g), _clock(k, f),
-                0x20 if f is not None and k >= f else 0, None, None))
+                bits if f is not None and k >= f else 0, None, None))
             out.append(ThermalSample(t + 0.2 + 0.01 * i, "node-001", g, 60, 66, 650.0, CLOCK,
                                      0, None, None))
     out += job_steps(first, polls, interval, rng)

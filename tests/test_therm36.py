@@ -23,34 +23,22 @@ from detector.alerts import ISOLATION
 from detector.engine import Engine
 from detector.events import ThermalSample
 from detector.testing import T0, feed, step
-from tests.test_therm33 import CLOCK, _clock, job_steps
+from tests.test_therm33 import CLOCK, _clock
 from tests.test_therm35 import firing, gpu_page, node_log
 
 
 def node_polls(first: dict[int, int], *, bits: int = 0x8, polls: int = 24,
                interval: float = 10.0, temp_c: float = 62.0, seed: int = 3) -> list:
-    """node-000's GPUs (ranks 0-7 of a 16-rank data-parallel job; node-001 runs ranks 8-15)
-    sampled every ``interval`` s at 640 W and ``temp_c``; GPU g of ``first`` asserts ``bits``
-    from poll first[g], its clock 12 % lower each poll down to 65 % and its power down with
-    it (x clock^2.5, as a regulator holding its voltage down does); its rank's compute
-    follows its clock."""
-    rng = np.random.default_rng(seed)
-    out: list = []
-    for k in range(polls):
-        t = T0 + k * interval
-        for i, g in enumerate((7, 0, 1, 2, 3, 4, 5, 6)):
-            f = first.get(g)
-            on = f is not None and k >= f
-            clock = _clock(k, f)
-            out.append(ThermalSample(
-                t + 0.01 * i, "node-000", g, temp_c if on else 62.0 + 0.4 * g,
-                (temp_c if on else 62.0) + 6.0, round(640.0 * (clock / CLOCK) ** 2.5, 1),
-                clock, bits if on else 0, None, None))
-            out.append(ThermalSample(t + 0.2 + 0.01 * i, "node-001", g, 61, 67, 640.0, CLOCK,
-                                     0, None, None))
-    out += job_steps(first, polls, interval, rng)
-    out.sort(key=lambda e: e.ts)
-    return out
+    """tests/test_therm35.py's node_log at 10 s: GPU g of ``first`` asserts ``bits`` from poll
+    first[g] at ``temp_c``, its power down with its clock (x clock^2.5, as a regulator
+    holding its voltage down does); its mates level at 62-65 C and 640 W."""
+    def on(k: int, g: int) -> bool:
+        return g in first and k >= first[g]
+
+    return node_log(lambda k, g: temp_c if on(k, g) else 62.0 + 0.4 * g, first, polls=polls,
+                    interval=interval, seed=seed, bits=bits,
+                    power=lambda k, g: round(640.0 * (_clock(k, first.get(g)) / CLOCK) ** 2.5, 1),
+                    mem=lambda k, g: (temp_c if on(k, g) else 62.0) + 6.0)
 
 
 @pytest.mark.parametrize("interval", [10.0, 30.0])
