@@ -155,6 +155,9 @@ MAX_IDLE_TOLD = 64
 TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
 MAX_POWER_W = 5000.0
 MAX_CLOCK_MHZ = 10000.0
+# A GPU at HW slowdown (0x8) drawing under this share of its busy mates' median power has its
+# draw down with its clock (GpuThermal._own_cause): not a draw too high.
+DRAW_BELOW = 0.9
 # A clock-event reason word with bits far above every reason NVML defines (0x1 idle .. 0x100
 # display clock) is no bitmask a driver wrote: DCGM's INT32 / INT64 blank read as a mask sets
 # 0x20, 0x40 and 0x80 -- every GPU with a 4 % clock dip under it was isolated "thermal".
@@ -466,7 +469,7 @@ class GpuThermal:
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
-            named = self._own_cause(cause, bits)
+            named = self._own_cause(cause, bits, s.power_w)
             told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                        "gpu_temp_c": s.gpu_temp_c} if seen else {}
             self._warm_told = False
@@ -617,7 +620,8 @@ class GpuThermal:
                 elif not alike:
                     del evidence["gpus_under_cap"]
             out.append(Finding(s.ts, onset, "throttle", "slow_node",
-                               self._own_cause(cause, bits) if own else cause, self.scope, True,
+                               self._own_cause(cause, bits, s.power_w) if own else cause,
+                               self.scope, True,
                                own, min(0.95, 0.6 + drop * 2), evidence, None, s.tenant,
                                s.cluster))
         elif self._shared and (not heavy or not node.cap_shared(
@@ -631,7 +635,7 @@ class GpuThermal:
                 self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
 
-    def _own_cause(self, cause: str, bits: int) -> str:
+    def _own_cause(self, cause: str, bits: int, power_w: float | None) -> str:
         """The cause a GPU's own throttle names: ``cause`` (throttle_cause's), except for HW
         slowdown (0x8) with no other never-routine reason on a GPU that is not hot, at no
         power limit, none of its node's GPUs braking with it: ``gpu_hardware``.
@@ -643,7 +647,10 @@ class GpuThermal:
         every GPU of the node at once is the node's brake, raised at the node as before); a
         draw too high takes a load at the board's limit -- the GPU under its own SW power
         cap (0x4) on this sample or on every loaded sample so far, or most of its busy
-        siblings under theirs now (blind19 O2: `dcgmi diag`'s targeted power).  With none
+        siblings under theirs now (blind19 O2: `dcgmi diag`'s targeted power) -- or its draw
+        (``power_w``) not down below its busy mates' (DRAW_BELOW of their median): a GPU
+        braking while it draws as hard as they do is its draw's excursion, a regulator holding
+        its voltage down takes its power down with its clock (revA36 F3).  With none
         of these, one GPU slowed by its own hardware is left -- its voltage regulator, its
         board -- and its remedy is the GPU's (a reset, diagnostics, repair), not its power
         feed's (blind26 hwslow: a VRM fault, clock x0.78-0.84 and its power down with it,
@@ -660,6 +667,10 @@ class GpuThermal:
         capped = len(node.sw_cap) - (gpu in node.sw_cap)
         if busy > 0 and 2 * capped > busy:
             return cause  # (its siblings' load at their limit: so is its own)
+        idle = node.idle
+        mates = sorted(p for g, p in node.raw.items() if g != gpu and g not in idle)
+        if power_w is None or not mates or power_w >= DRAW_BELOW * mates[len(mates) // 2]:
+            return cause  # (drawing as hard as its mates, or no draw to tell: power)
         return "gpu_hardware"
 
     def _recurs(self, s: ThermalSample, bits: int, cfg: Thresholds) -> int:

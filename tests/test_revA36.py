@@ -199,16 +199,9 @@ def _hw8_polls(*, interval: float, power_w: float = 700.0, polls: int = 24) -> l
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F3 (a cause: reset_gpu for a power brake): HW slowdown (0x8) alone on one cool "
-    "GPU whose draw stays at 700 W -- above its mates' 640 W and not down with its clock "
-    "(x0.88) -- is paged cause gpu_hardware, action reset_gpu (therm36, 0d99c33), 4 of 4 "
-    "probe runs (10/30 s polls; at 640 W flat too).  NVML's 0x8 includes 'power draw too "
-    "high' (an EDP excursion under a heavier kernel: the workload's draw, which a reset does "
-    "not fix); blind26 hwslow's VRM fault had its power fall with its clock (x clock^2.5), "
-    "which _own_cause does not read.  Before therm36: power.  Fix idea: gpu_hardware only "
-    "when the GPU's draw fell with its clock since 0x8 came (below its own loaded level "
-    "before, or its mates'); a draw at or above its mates' while it brakes stays power"))
+# (Was a strict xfail, revA36 F3: "HW slowdown (0x8) alone on one cool GPU whose draw stays at
+# 700 W -- above its mates' 640 W and not down with its clock -- is paged cause gpu_hardware".
+# Fixed by therm36: gpu_hardware only when its draw is under DRAW_BELOW of its mates'.)
 @pytest.mark.parametrize("interval", [10.0, 30.0])
 def test_f3_hw_slowdown_on_a_gpu_drawing_hard_is_its_power(interval: float) -> None:
     alerts = feed(Engine(), _hw8_polls(interval=interval), finish=False)
