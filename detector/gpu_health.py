@@ -241,10 +241,12 @@ class GpuHealth:
         rate alone pages nothing -- a steady trickle for weeks, a lone error, one burst, a
         storm at a steady rate (blind6's healthy MIG GPU, 0.5-2 a second for minutes, even
         when its first poll caught only its start), a rate that falls back; what pages is the
-        climb: in bins of a minute's polls, the last of three bins holding ``sbe_burst``
-        (100) errors 1.25x and a Poisson standard error above every earlier bin, three above
-        the first, and ten times the GPU's own rate before (an hour's half-life).  At 60 s
-        polls that is the third poll of the climb, 120 s after its first changed row.  The
+        climb: in bins of a minute's polls cut at the counter's changes, the run's first
+        (partial) bin left out, three bins holding ``sbe_burst`` (100) errors each 1.25x and
+        a Poisson standard error above the one before (two rises in a row: one is a steady
+        storm's noise one time in six -- revA36 F2), the last three above the first, and ten
+        times the GPU's own rate before (an hour's half-life).  At 60 s polls that is the
+        fourth poll of the climb, 180 s after its first changed row.  The
         driver's XID 92 and 63 after it are the same GPU's hardware problem (one dedup key:
         one incident, one page).  Latched like an XID until the GPU's reset.  (Not compared
         with the node's or the fleet's GPUs: no corpus shows SBEs climbing on many GPUs at

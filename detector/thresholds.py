@@ -90,9 +90,10 @@ class Thresholds:
     sbe_burst: float = 100.0            # single-bit errors within ~a half-life
     sbe_half_life_s: float = 300.0
     # ... a corrected-error rate climbing (GpuHealth._sbe_climbing, models.rising): bins of at
-    # least a minute's polls (at DCGM's 60 s ECC poll, one), the last of sbe_rise_bins (with
-    # sbe_burst errors in them) sbe_rise_step x and a standard error above every earlier one,
-    # sbe_rise_z above the first, sbe_rise_history x the GPU's rate before (an hour's half-life).
+    # least a minute's polls (at DCGM's 60 s ECC poll, one) cut at the counter's changes, the
+    # run's first left out; sbe_rise_bins (with sbe_burst errors in them) each sbe_rise_step x
+    # and a standard error above the one before, the last sbe_rise_z above the first,
+    # sbe_rise_history x the GPU's rate before (an hour's half-life).
     sbe_rise_bin_s: float = 50.0
     sbe_rise_bins: int = 3
     sbe_rise_step: float = 1.25

@@ -2,16 +2,21 @@
 
 A healthy part may err at a steady rate for weeks (a GPU trickling corrected errors), or in
 one burst; a failing one errs ever faster -- weak HBM cells multiplying in the minutes before
-the driver's XID 92 ("high single-bit error rate") and a row remap.  Readings are counted in
-bins of at least ``bin_s`` (a rate needs time enough per bin to be more than counting noise:
-one 60 s poll is a bin, two 30 s polls, five 10 s polls), and the last ``bins`` bins of a run
--- consecutive bins, each with events -- are judged at each bin's close.  The rate climbs
+the driver's XID 92 ("high single-bit error rate") and a row remap.  A steady rate, however
+high, is flat in expectation: bin to bin its counts wander by their Poisson spread (~8 in 60),
+so one bin above the one before is noise one time in six.  Readings are counted in bins of at
+least ``bin_s`` (a rate needs time enough per bin to be more than counting noise: one 60 s
+poll is a bin, two 30 s polls, five 10 s polls), cut only at readings that changed the count
+(a counter the driver or DCGM refreshes every 30 s, read every 10 s, changes at one reading of
+three: the readings that repeat it are no edge).  The run's first bin is no rate, only its
+start: its events began somewhere in its span (a steady rate caught mid-bin reads as a rise
+from it).  The last ``bins`` full bins of a run are judged at each bin's close; the rate climbs
 when all of these hold:
 
-- the last bin's rate is at least ``step`` times every earlier bin's and ``step_z`` Poisson
-  standard errors above the highest of them: a steady rate whose first bin caught its start
-  mid-poll rises once, from that partial bin, then stays level -- this is what it fails;
-- it is ``z`` standard errors above the run's first bin: the whole rise is beyond noise (a
+- every bin's rate is at least ``step`` times the bin's before and ``step_z`` Poisson standard
+  errors above it: a rise bin over bin, ``bins - 1`` times in a row (a steady rate's noise
+  rises twice in a row by that much a few times in a thousand bins);
+- the last is ``z`` standard errors above the first judged: the whole rise is beyond noise (a
   burst, a lull and a burst are not a climb);
 - the bins judged hold ``events`` or more: a trickle of a few a poll is no storm, however it
   wanders;
@@ -19,34 +24,36 @@ when all of these hold:
   bins past the window, counted decaying with ``history_half_life_s``): a part erring at some
   steady rate for weeks must leave it far behind.
 
-A reading's span with no event as long as a bin (a poll without one, at 60 s), or a bin
-closing empty, ends the run: its events become history.
+A reading's span with no reading as long as a bin, or two bins' span without a change, ends
+the run: its events become history.
 
 >>> def rising():
 ...     return RisingRate(bin_s=50.0, bins=3, events=100, step=1.25, step_z=1.0, z=3.0,
 ...                       history_half_life_s=3600.0, history_factor=10.0)
 >>> r = rising()
->>> [r.add(t - 60.0, t, n) is not None for t, n in ((60.0, 27), (120.0, 66), (180.0, 87))]
-[False, False, True]
->>> r.onset_ts, r.add(240.0, 300.0, 0) is None, r.running
-(60.0, True, False)
+>>> polls = ((60.0, 29), (120.0, 39), (180.0, 92), (240.0, 136))
+>>> [r.add(t - 60.0, t, n) is not None for t, n in polls]
+[False, False, False, True]
+>>> r.onset_ts, r.add(240.0, 300.0, 0) is None, r.running, r.add(300.0, 360.0, 0), r.running
+(60.0, True, True, None, False)
 
-A steady storm whose first poll caught its start, a burst, and a lull between bursts:
+A steady storm whose first poll caught its start, one rise then level, a burst, and a lull
+between bursts:
 
 >>> r = rising()
->>> [r.add(t - 60.0, t, n) for t, n in ((60.0, 30), (120.0, 100), (180.0, 104), (240.0, 98))]
+>>> [r.add(t - 60.0, t, n) for t, n in ((60.0, 27), (120.0, 66), (180.0, 87), (240.0, 71))]
 [None, None, None, None]
 >>> [r.add(t - 60.0, t, n) for t, n in ((600.0, 400), (660.0, 60), (720.0, 450))]
 [None, None, None]
 
-Two 30 s polls make a bin, and a poll without an error inside one is part of it; two in a
-row end the run:
+Two 30 s polls make a bin, and a poll without an error inside one is part of it; so are the
+readings of a counter refreshed every 30 s that repeat it:
 
 >>> r = rising()
 >>> [r.add(t - 30.0, t, n) for t, n in ((30.0, 20), (60.0, 20), (120.0, 40))], r.running
 ([None, None, None], True)
->>> r.add(180.0, 210.0, 50), r.onset_ts
-(None, 210.0)
+>>> [r.add(t - 10.0, t, n) for t, n in ((130.0, 0), (140.0, 0), (150.0, 30), (160.0, 0))]
+[None, None, None, None]
 """
 
 from __future__ import annotations
@@ -67,7 +74,8 @@ class RisingRate:
     """Judge a count's rate, bin by bin: climbing by orders of magnitude, or not."""
 
     __slots__ = ("bin_s", "bins", "events", "step", "step_z", "z", "history_factor",
-                 "_history", "_edges", "_counts", "_open", "_last_ts", "_first_ts")
+                 "_history", "_edges", "_counts", "_open", "_last_ts", "_first_ts", "_lead",
+                 "_changed_ts")
 
     def __init__(self, bin_s: float, bins: int, events: float, step: float, step_z: float,
                  z: float, history_half_life_s: float, history_factor: float) -> None:
@@ -84,6 +92,8 @@ class RisingRate:
         self._open = 0                 # events since the last edge
         self._last_ts = -math.inf      # the latest reading counted
         self._first_ts = math.nan      # the run's first reading with an event
+        self._lead = -1                # events of the run's first bin (-1: still open)
+        self._changed_ts = -math.inf   # the latest reading with an event
 
     @property
     def running(self) -> bool:
@@ -101,18 +111,30 @@ class RisingRate:
         if ts <= start_ts or ts <= self._last_ts:
             return None  # (no span, or late: readings come in order)
         if self._edges and start_ts - self._last_ts >= self.bin_s:
-            self._end_run()  # (a bin's span went by without an event)
+            self._end_run()  # (a bin's span went by without a reading)
         if not self._edges:
             if n <= 0:
                 return None
             self._edges.append(start_ts)
             self._first_ts = ts
-        self._open += n
         self._last_ts = ts
+        if n <= 0:
+            # (a reading repeating the counter is no bin's edge: a counter refreshed every
+            # 30 s and read every 10 s changes at one reading of three; two bins' span
+            # without a change ends the run)
+            if ts - self._changed_ts >= 2.0 * self.bin_s:
+                self._end_run()
+            return None
+        self._open += n
+        self._changed_ts = ts
         if ts - self._edges[-1] < self.bin_s:
             return None
-        if not self._open:
-            self._end_run()
+        if self._lead < 0:
+            # (the run's first bin: its errors began somewhere in its span -- a steady rate
+            # caught mid-bin reads as a rise from it -- so it is no rate, only a start)
+            self._lead = self._open
+            self._open = 0
+            self._edges[-1] = ts
             return None
         self._edges.append(ts)
         self._counts.append(self._open)
@@ -123,7 +145,8 @@ class RisingRate:
         return self._judge()
 
     def _end_run(self) -> None:
-        self._history.add(self._last_ts, sum(self._counts) + self._open)
+        self._history.add(self._last_ts, sum(self._counts) + self._open + max(self._lead, 0))
+        self._lead = -1
         self._edges.clear()
         self._counts.clear()
         self._open = 0
@@ -135,11 +158,12 @@ class RisingRate:
             return None
         spans = [b - a for a, b in zip(edges, edges[1:], strict=False)]
         rates = [n / s for n, s in zip(counts, spans, strict=True)]
-        top = max(range(len(rates) - 1), key=rates.__getitem__)  # the highest earlier bin
+        for k in range(1, len(rates)):  # (every bin a rise over the bin before it)
+            if (rates[k] < self.step * rates[k - 1]
+                    or _rise_z(counts[k - 1], spans[k - 1], counts[k], spans[k]) < self.step_z):
+                return None
         last = rates[-1]
-        if (last < self.step * rates[top]
-                or _rise_z(counts[top], spans[top], counts[-1], spans[-1]) < self.step_z
-                or _rise_z(counts[0], spans[0], counts[-1], spans[-1]) < self.z):
+        if _rise_z(counts[0], spans[0], counts[-1], spans[-1]) < self.z:
             return None
         before = self._history.value(edges[0]) * math.log(2) / self._history.half_life_s
         if last < self.history_factor * before:
@@ -155,4 +179,6 @@ class RisingRate:
         self._open = 0
         self._last_ts = -math.inf
         self._first_ts = math.nan
+        self._lead = -1
+        self._changed_ts = -math.inf
         self._history.reset()

@@ -143,26 +143,16 @@ def _steady_storm(seed: int, *, rate: float = 1.0, refresh_s: float = 0.0, poll_
     return rows
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F2 (healthy GPU paged, drain_gpu): a steady corrected-error storm -- 1 error a "
-    "second, Poisson, from a quiet start (blind6's healthy MIG GPU's shape; test_sbe36's "
-    "steady-storm guard is one hand-picked sequence) -- is paged sbe_rising, hardware/"
-    "gpu_memory, 'an HBM stack failing ever faster': DCGM's 60 s ECC poll 4 of 40 seeds "
-    "(121-179 s in: the partial first poll, then Poisson noise of ~8 in 60 makes a 1.25x "
-    "step one standard error up; 2 a second: 2 of 40, 4 a second: 0 of 40; 30 s polls at "
-    "1 a second: 3 of 40); a counter refreshed every 30 s read by a 10 s scrape "
-    "(dcgm-exporter's collect interval under a faster Prometheus scrape: 0,0,30,0,0,30) "
-    "9 of 40 (264-599 s in), every 60 s by a 15 s scrape 11 of 40 at 2 a second.  The "
-    "RisingRate model with its own thresholds: 61 of 200 (30 s refresh, 10 s poll), 52 of "
-    "200 (60 s / 30 s).  A counter read current every 10 s: 0 of 40.  Fix idea: a climb is "
-    "a rate rising bin over bin more than once (each of the last two steps 1.25x and a "
-    "standard error up, not one step over noise), the run's first (partial) bin left out "
-    "of the z test, and bins cut at the counter's own changes (its refresh cadence: "
-    "readings that repeat the value are one reading), not the polls"))
 @pytest.mark.parametrize(("seed", "refresh_s", "poll_s"), [
     (17, 0.0, 60.0), (24, 0.0, 60.0), (1, 30.0, 10.0)])
 def test_f2_a_steady_corrected_error_storm_is_no_climb(seed: int, refresh_s: float,
                                                         poll_s: float) -> None:
+    """revA36 F2, fixed (sbefix36): a steady storm (1 a second, Poisson, from a quiet start)
+    was paged sbe_rising -- the partial first poll, then one noisy step.  Now the first bin is
+    no rate, bins are cut at the counter's changes, and a climb is two rises in a row
+    (models.rising): /tmp/sbefix36/probe.py, 200 seeds: 60 s polls 1/200 (was 4/40), 30 s
+    0/200 (3/40), 30 s refresh at 10 s 0/200 (9/40), 60 s refresh at 15 s at 2/s 0/200
+    (11/40); 3 fail before."""
     rows = _steady_storm(seed, refresh_s=refresh_s, poll_s=poll_s)
     assert [a.scope.key for a in feed(Engine(), rows) if a.status == "firing"] == []
 

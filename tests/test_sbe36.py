@@ -41,9 +41,10 @@ def _polls(counts, *, every: float = 60.0, quiet: int = 8, start: float = 4.0):
     return rows, first
 
 
-def test_a_climbing_storm_is_paged_at_its_third_poll_before_xid_92() -> None:
+def test_a_climbing_storm_is_paged_at_its_fourth_poll_before_xid_92() -> None:
     # blind26 tenants-s1 hgx-202 GPU 7, its counts and XIDs.  Failed before: the first page
-    # came with the XID 92, 190.3 s after the first changed row.
+    # came with the XID 92, 190.3 s after the first changed row.  (The first poll is the
+    # storm's start, no rate: 78 -> 99 -> 155, two rises, at the fourth poll, 180 s.)
     rows, first = _polls([54, 78, 99, 155])
     xid92 = first + 190.3
     rows += [ecc(xid92, NODE, GPU, sbe=386, xid=92), ecc(xid92 + 1.5, NODE, GPU, sbe=386, xid=63),
@@ -54,20 +55,28 @@ def test_a_climbing_storm_is_paged_at_its_third_poll_before_xid_92() -> None:
         (ISOLATION, "hardware", "gpu_memory", f"gpu:{NODE}/{GPU}")}
     assert len({a.dedup_key for a in fired}) == 1  # (the XIDs after it: the same incident)
     a = fired[0]
-    assert a.detected_ts == first + 120.0 and a.onset_ts == first
-    assert a.evidence["signals"][0]["per_min"] == [54.0, 78.0, 99.0]
+    assert a.detected_ts == first + 180.0 and a.onset_ts == first
+    assert a.evidence["signals"][0]["per_min"] == [78.0, 99.0, 155.0]
     assert a.action.name == "drain_gpu"
 
 
-@pytest.mark.parametrize("counts", [
-    [44, 45, 114],          # tenants-s2: two polls level, then the climb
-    [29, 39, 92],           # tenants-s3
-    [27, 66, 87],           # tenants-s0
-])
-def test_every_blind26_climb_is_paged_at_its_third_poll(counts) -> None:
-    rows, first = _polls(counts)
+def test_blind26_s3s_climb_is_paged_at_its_fourth_poll() -> None:
+    # tenants-s3: 39 -> 92 -> 136 after its first poll (29), two rises (XID 92 at 205 s)
+    rows, first = _polls([29, 39, 92, 136, 148])
     fired = _firing(feed(Engine(), rows))
-    assert [(a.cause, a.detected_ts - first) for a in fired] == [("gpu_memory", 120.0)]
+    assert [(a.cause, a.detected_ts - first) for a in fired] == [("gpu_memory", 180.0)]
+
+
+@pytest.mark.parametrize("counts", [
+    [44, 45, 114, 74, 79],  # tenants-s2: two polls level, one rise, then level
+    [27, 66, 87, 71, 68],   # tenants-s0: 66 -> 87 -> 71, a steady 70 a minute's noise
+])
+def test_one_rise_then_level_is_no_climb(counts) -> None:
+    # revA36 F2: one rise after the storm's first (partial) poll, then level, is what a
+    # steady storm looks like (~8 in 60 of Poisson spread); these two are paged at their
+    # XID 92 (138 s, 168 s), as before sbe36.
+    rows, _ = _polls(counts)
+    assert _firing(feed(Engine(), rows)) == []
 
 
 @pytest.mark.parametrize("every", [10.0, 30.0, 60.0])
@@ -107,10 +116,11 @@ def test_a_burst_or_a_rate_falling_back_pages_nothing(counts) -> None:
 
 def test_a_climb_after_a_long_steady_rate_needs_to_leave_it_far_behind() -> None:
     # An hour at ~40 a minute, then 40 -> 60 -> 80: climbing, but not far above its own
-    # history (10x) -- a storm that went on is no new failure; 40 -> 400 -> 1600 is, at its 400.
+    # history (10x) -- a storm that went on is no new failure; 40 -> 400 -> 1600 is, at its
+    # 1600 (two rises).
     counts = list(np.random.default_rng(3661).poisson(40.0, 60))
     rows, _ = _polls(counts + [40, 60, 80], quiet=1)
     assert _firing(feed(Engine(), rows)) == []
     rows, first = _polls(counts + [40, 400, 1600], quiet=1)
     fired = _firing(feed(Engine(), rows))
-    assert [a.detected_ts for a in fired] == [first + 61 * 60.0]
+    assert [a.detected_ts for a in fired] == [first + 62 * 60.0]
