@@ -36,9 +36,9 @@ page at once when the physics shows it is one rank's own path, not its host's or
   runs), whether or not its CUSUM has reached its alarm yet;
 - **new**: it had not learned the most host offset a rank may own (``host_offset_max``) when
   its run began -- or, late so from the job's start, its run unbroken and flat 60 steps past
-  the warm-up and it is not rank 0 (JobMonitor._lone_from_start: a link trained down before
-  the job, revA35 8); rank 0's logging and a shard cold for the job's first minute keep
-  host_late's holds.
+  the warm-up and it is neither rank 0 nor the job's last rank (JobMonitor._lone_from_start:
+  a link trained down before the job, revA35 8); the logging ranks (rank 0; Megatron's last
+  rank, revA36 F4) and a shard cold for the job's first minute keep host_late's holds.
 
 Its unit is the rank's GPU (its link, its loader process) -- its node when no other rank of
 its job runs there (nothing tells its link from its host: Correlator._host_alone); its cause

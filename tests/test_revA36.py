@@ -313,19 +313,12 @@ def test_f7_a_collector_restart_during_a_job_hang_is_no_dark_node(tmp_path) -> N
 # -- finding: loader36's rank-0 exception (JobMonitor._lone_from_start) ---------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F4 (healthy GPU paged): the job's last rank late by its host path from the first "
-    "step, +8 % of a step for good -- the logging rank of Megatron-LM (print_rank_last: the "
-    "loss lives on the last pipeline stage), test_start33's 'rank 0's logging' shape on the "
-    "other end -- is escalated at its GPU (gpu:node-003/7, 72-73 s in: loader36's "
-    "_lone_from_start, 297d8ea), 3 of 3 seeds at +8 %, 2 of 2 at +12 %; rank 0 the same: "
-    "nothing, 3 of 3.  Which rank logs is the framework's (DeepSpeed/HF: 0; Megatron: the "
-    "last), and nothing in a rank's host time says it is a link trained down rather than the "
-    "application's own work.  Fix idea: treat the last rank as rank 0 is (or any rank whose "
-    "excess is its own from the first step and flat), and page a lone from-start rank only "
-    "with its GPU's PCIe evidence (replays, an XID) -- else host_page_s as before"))
 @pytest.mark.parametrize("seed", (0, 1))
 def test_f4_the_last_rank_logging_from_the_first_step_pages_nobody(seed: int) -> None:
+    """revA36 F4 (fixed, loaderfix36): the job's last rank -- Megatron-LM's logging rank
+    (print_rank_last) -- late by its host path +8 % of a step from the first step pages
+    nobody, as rank 0 with the same shape does (it was escalated at gpu:node-003/7 ~72 s in,
+    3/3 seeds: loader36's _lone_from_start exempted rank 0 only)."""
     if not hasattr(JobMonitor, "_lone_from_start"):
         pytest.skip("loader36's _lone_from_start not on this tree")
     alerts = feed(Engine(), job(ranks=32, steps=400, seed=seed, host=_on({31}, 0.08 * COMPUTE)))

@@ -327,7 +327,7 @@ def _lone_from_start(self, sl: np.ndarray) -> np.ndarray:
     in the warm-up): whether it is a rank late alone from the job's (re)start to page as a
     lone straggler (:meth:`_page_lone`) -- its run unbroken since the warm-up's end
     (``_START_SLACK``), ``_START_STEPS`` steps long, its line not fallen under ``_START_KEPT``
-    of its start (:meth:`_host_trend`), and not the job's rank 0.
+    of its start (:meth:`_host_trend`), and neither the job's rank 0 nor its last rank.
 
     A link trained down before the job, a loader bound to the far socket, one GPU's PCIe
     switch: late from the first step and for good, its peers waiting for it, its node mates
@@ -336,11 +336,18 @@ def _lone_from_start(self, sl: np.ndarray) -> np.ndarray:
     loader warming up (late for its job's first 20-60 steps, falling: revA33 1's bound), and
     rank 0, which logs, evaluates and writes the checkpoint's metadata for the job in every
     framework -- its own host time from the start is the application's (tests/test_start33.py:
-    +8 % of a step, never paged).  The trade: one rank's shard cold for longer than the
-    warm-up's 60th step is paged."""
+    +8 % of a step, never paged), and the job's last rank, which is Megatron-LM's logging
+    rank (``print_rank_last``: the loss lives on the last pipeline stage) with the same
+    application-own host time (revA36 F4: +8 % from the first step escalated at its GPU,
+    3/3 seeds).  Which of the two logs is the framework's; nothing in host time tells a link
+    trained down from the application's own work, so both keep the holds -- a link whose
+    replays DCGM counts is still named on its GPU through host_late's path (gpu_health's
+    replay rate).  The trade: one rank's shard cold for longer than the warm-up's 60th step
+    is paged; a link trained down under rank 0 or the last rank is held host_page_s."""
     past = self._evaluated - self.cfg.warmup_steps
+    last = max(self._rank_of)
     ok = ((self._host_n[sl] >= max(past - _START_SLACK, _START_STEPS))
-          & np.array([self._rank_of[s] != 0 for s in sl.tolist()], dtype=bool))
+          & np.array([self._rank_of[s] not in (0, last) for s in sl.tolist()], dtype=bool))
     for i in np.flatnonzero(ok).tolist():
         t = self._host_trend(int(sl[i]))
         ok[i] = t["to_share"] >= _START_KEPT * t["from_share"]
