@@ -32,6 +32,24 @@ from detector.xid import REMAP_PENDING_XID
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
 
+def _another_fault(p: Problem, kind: str, cause: str) -> bool:
+    """Whether a slow_node verdict of ``cause`` raised into firing ``p`` of the same unit is
+    another fault rather than ``p``'s return: ``p`` is quiet (every finding it stood on has
+    cleared; it waits out the flap window, :meth:`_quiet_needed`, before resolving) and the
+    two name different specific causes.  Issue 10's rule -- a problem that resolves and
+    returns within a stated window is one incident -- is about the same fault coming back
+    (a rank slow, then not, then slow again; a GPU hot again): an operator reading "node-006
+    hot again" for a power brake on another of its GPUs, with the first GPU's stale heat as
+    its evidence and the first fault's onset, is misled (reporting corpus 36: a 0x80 brake
+    on GPU 5, 165 s after GPU 2's heat had cleared, paged ``thermal`` with onset 220 s
+    earlier).  Not another fault: ``p`` still active (a node's GPUs throttling 0x40 and
+    0x80 together as its cooling or supply fails is one node page), a latched page, a
+    generic cause on either side (``unknown`` refined to a cause is the same incident)."""
+    return (kind == "slow_node" and p.kind == kind and p.status == "firing" and not p.active
+            and not p.latched and p.quiet_since != math.inf and p.cause != cause
+            and p.cause not in _GENERIC and cause not in _GENERIC)
+
+
 def _gpus_told(p: Problem) -> list[int]:
     """The GPUs a node's power or heat page was raised for (:meth:`Correlator._gpu_unconfirmed`):
     ``gpus_in_telemetry`` once a second joined it, else its one ``gpu_in_telemetry``."""
@@ -78,6 +96,11 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
     key = self.dedup_key(topic, kind, scope, f.cluster)
     p = self.problems.get(key)
     detected = f.ts if detected_ts is None else detected_ts
+    if p is not None and _another_fault(p, kind, cause):
+        p.extra["quiet_since_ts"] = round(p.quiet_since, 3)
+        self._resolve_now(p, detected, out, "ended_before", (
+            f"{cause} raised on {scope.key} while this {p.cause} page was quiet: another "
+            "fault, not its return"))
     if p is None or p.status == "resolved":
         p = Problem(key, topic, kind, cause, scope, f, latched)
         p.add(f, self.cfg.evidence_items)
