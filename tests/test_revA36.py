@@ -19,7 +19,6 @@ from msgspec.structs import replace
 from detector.engine import Engine
 from detector.events import ThermalSample
 from detector.monitors import Monitors
-from detector.steps import JobMonitor
 from detector.testing import T0, ecc, feed, healthy_job, step
 from replay.runner import replay_log
 from tests.moejob import MOVES, moe_job, units
@@ -319,7 +318,5 @@ def test_f4_the_last_rank_logging_from_the_first_step_pages_nobody(seed: int) ->
     (print_rank_last) -- late by its host path +8 % of a step from the first step pages
     nobody, as rank 0 with the same shape does (it was escalated at gpu:node-003/7 ~72 s in,
     3/3 seeds: loader36's _lone_from_start exempted rank 0 only)."""
-    if not hasattr(JobMonitor, "_lone_from_start"):
-        pytest.skip("loader36's _lone_from_start not on this tree")
     alerts = feed(Engine(), job(ranks=32, steps=400, seed=seed, host=_on({31}, 0.08 * COMPUTE)))
     assert [a.scope.key for a in alerts if a.status == "firing"] == []

@@ -842,6 +842,11 @@ class JobMonitor(NumericChecks):
         self._host_share_withdraw(now, out)
         self._host_rise_withdraw(now, out)
         self._reset_slow(None)
+        self._clear_runs()
+
+    def _clear_runs(self) -> None:
+        """The per-rank run state a job's stop or its restart leaves behind: reported flags,
+        pair and gross counts, run sums, recurrences, sustained and host runs."""
         self._reported[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
@@ -871,24 +876,9 @@ class JobMonitor(NumericChecks):
         self._found_nodes.clear()
         self._reset_slow(None)
         self._cold[:] = 0
-        self._reported[:] = False
-        self._wander_rep[:] = False
-        self._twin_rep[:] = False
-        self._pair_rep[:] = False
-        self._pair_run[:] = 0
-        self._pair_gross[:] = 0
-        self._gross[:] = 0
-        self._run_sum[:] = 0.0
-        self._run_own[:] = 0.0
-        self._run_n[:] = 0
-        self._run_since[:] = 0.0
         self._spikes[:] = 0.0
         self._gn[:] = 0
-        self._recur[:] = 0.0
-        self._recurring[:] = False
-        self._recur_last[:] = False
-        self._reset_sustained(None)
-        self._reset_host(None)
+        self._clear_runs()
         self._host_share_reset()
         self._hr_keys = []
         self._hr = np.zeros((0, host_rise.NCOLS))
