@@ -42,6 +42,11 @@ another node; a checkpoint, an evaluation pass, a batch ramp or a restart is eve
 time.  A job whose collectors send no ``compute_ms`` or ``comm_ms`` tells no host time: not
 judged (detector.steps calls this only when every rank sent both).
 
+A run is one unit's steps in a row: when a job re-forms (an elastic job renumbers its
+replicas) a unit whose ranks left it ends its run (:func:`end_runs`) -- left standing, it joined
+a one-step stall before the re-form to one ~400 s later, when the node came back to that
+replica, as a run "recurring for 400 s" of two hot steps (blind27 F4).
+
 State is plain data on the job's monitor (detector/statecodec.py walks it): the units' keys
 (a list of strings, at most ``MAX_UNITS``) and one row of floats a unit.
 
@@ -324,6 +329,19 @@ def _lapse(table: np.ndarray, ts: float) -> list[int]:
     table[gone, EPISODES] = 0.0
     table[gone, EP_FROM] = math.nan
     return gone.tolist()
+
+
+def end_runs(table: np.ndarray, units: np.ndarray) -> None:
+    """The runs and streaks of ``units`` that are not raised end: their ranks left them (a
+    job's re-form), so their next step is judged as a first one.  Their chains of episodes
+    stay (the chain is the node's, judged by its gaps in time)."""
+    idle = units[table[units, RAISED] == 0.0]
+    table[idle, EWMA] = 0.0
+    table[idle, RUN_FROM] = math.nan
+    table[idle, HOT] = 0.0
+    table[idle, STEPS] = 0.0
+    table[idle, STREAK] = 0.0
+    table[idle, EP_IN] = 0.0
 
 
 def late(row: np.ndarray) -> bool:

@@ -48,12 +48,13 @@ EXPECT: dict[str, tuple] = {
         "stopped -- is escalated 240 s later as 'a host that went dark ... jobs ran on it to the "
         "end and did not move': the job did move (its later steps name 11 other VMs); a "
         "re-form that swaps one VM for another is not read as the job leaving the node", 0),
-    "F4-two-one-step-host-stalls-400s-apart-escalated": (
-        quiet_on("sp-06"),
-        "blind27 F4: a healthy VM with two one-step host stalls (1.1 s and 1.4 s, 400 s apart, "
-        "among ~150 steps) is escalated slow_node/unknown at the node by the host-share rule "
-        "('recurring for 400 s', hot_steps 2) while a VM with five stalls is not: DESIGN's "
-        "one-step loader stall pages nobody, and two stalls 400 s apart are not a recurrence", 0),
+    # (Was a strict xfail: "blind27 F4: a healthy VM with two one-step host stalls (1.1 s and
+    # 1.4 s, 400 s apart, among ~150 steps) is escalated slow_node/unknown at the node by the
+    # host-share rule ('recurring for 400 s', hot_steps 2) ...".  The job re-formed between the
+    # stalls and the VM's unit (its replica) went unjudged for 55 steps with its run standing;
+    # fixed by host37: a unit whose ranks leave it at a re-form ends its run,
+    # host_time.end_runs.)
+    "F4-two-one-step-host-stalls-400s-apart-escalated": (quiet_on("sp-06"), None, 0),
     "G1-nvlink-errors-climbing": (bc.alone_and_right, None, 1),
     "G2-spot-gpu-cooling-degrading-to-0x20": (bc.alone_and_right, None, 1),
     "G3-xid79-crash-and-elastic-restart": (bc.at_once_and_alone, None, 1),

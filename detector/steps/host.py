@@ -599,7 +599,16 @@ def _host_units(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
     if stages:
         self._hs = host_time.grow(self._hs, len(keys), np.array(stages, dtype=float),
                                   np.array(nodes, dtype=float))
-    self._hs_code, self._hs_code_at = code, (self._moves, self.restarts, id(keys))
+    at = (self._moves, self.restarts, id(keys))
+    if self._hs_code_at[1:] == at[1:] and self._hs_code_at[0] != at[0]:
+        # The job's ranks moved (an elastic re-form renumbers its replicas): a unit that had
+        # ranks before and has none now ends its run -- a run is one unit's steps in a row, and
+        # one left standing would join a stall before the move to one after it (blind27 F4).
+        old = self._hs_code
+        gone = np.setdiff1d(old[old >= 0], code[code >= 0])
+        if len(gone):
+            host_time.end_runs(self._hs, gone)
+    self._hs_code, self._hs_code_at = code, at
     self._hs_code_some = len(slots) < len(self._rank_of)  # (made from some ranks only)
     self._hs_layout = None if self._hs_code_some else host_time.regular(code)
     return code
