@@ -744,6 +744,7 @@ class Correlator(PartWindows):
     from detector.correlate.problems import (
         _action_of,
         _alert,
+        _apart_from_node_page,
         _attach_if_firing,
         _cadence,
         _cleared,

@@ -86,7 +86,10 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
         why = (None if open_ is not None and open_.status == "firing"  # (stays the GPU's)
                else {} if self._named_by_node_page(scope, f.cluster)  # (stays the node's)
                else self._gpu_unconfirmed(scope))
-        if why is not None:
+        apart = self._apart_from_node_page(scope, cause, f) if why else None
+        if apart is not None:
+            extra = {**(extra or {}), **apart}  # (its own page, at the GPU)
+        elif why is not None:
             told, scope = scope.gpu, Scope.of_node(scope.node)  # type: ignore[arg-type]
             extra = {**(extra or {}), **why}
     widened = _widen_to_domain(self, topic, kind, cause, scope, f)
@@ -156,6 +159,62 @@ def _named_by_node_page(self, scope: Scope, cluster: str | None) -> bool:
     if p is None or p.status != "firing":
         return False
     return scope.gpu in _gpus_told(p)
+
+
+def _apart_from_node_page(self, scope: Scope, cause: str, f: Finding
+                          ) -> dict[str, Any] | None:
+    """Why a power, heat or HW slowdown verdict ``f`` of ``cause`` on GPU ``scope``, which
+    the unit rules would raise at its node (:meth:`_gpu_unconfirmed`), is paged at the GPU
+    instead: its node's slow_node isolation is firing for another fault that still stands
+    -- another specific cause, told for other GPUs, standing on GPUs' findings, none of
+    this GPU's but its slow rank (taken for that page while nothing else explained it: its
+    own fault explains it now, and its page takes it, :meth:`_explain_waiting`) -- and this
+    GPU is not hot beside that heat.  None: raised at the node as the unit rules say
+    (joining the node's page, or the quiet page's end: _another_fault).
+
+    One dedup_key a unit: raised at the node, a cool GPU's power brake (0x80) while another
+    GPU's heat still stands on the node's page would be that page's evidence, "thermal",
+    its onset the heat's (reporting corpus 36: GPU 5 braking at +392 s, its rank +32 %,
+    joined GPU 2's heat page of +172 s in 8 of 27 cells).  A different cause on a different
+    GPU is a different fault, and the operator acts on it apart (the board's power, not the
+    node's air): its page is the GPU's, where its telemetry names it -- the node page
+    already holds the node, and a GPU's power or heat page drains the node all the same
+    (detector.playbook), so a collector's GPU numbering cannot mislead the action.
+
+    One page, as before (None here): a node's cooling -- GPUs throttling 0x40, then 0x80
+    while hot, beside a heat page (this GPU ``hot_gpu_c`` or more, or told ``hot``, and the
+    page's cause thermal or its GPUs hot): one fault of the node's air; the same cause
+    again on another GPU (the node's page names it too); a generic cause either side (a
+    slow rank refined: the same incident); a GPU the page already names (its rank's
+    returns, a flapping rank); a page standing on a node-wide finding (every GPU braking).
+    The power limit is not in the contract (DESIGN's thermal topic): a cool GPU braking
+    under 0x80 is read as its board's power, whatever its draw."""
+    if scope.node is None or scope.gpu is None or cause in _GENERIC:
+        return None
+    node = Scope.of_node(scope.node)
+    p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", node, f.cluster))
+    if (p is None or p.status != "firing" or p.latched or not p.active
+            or p.cause == cause or p.cause in _GENERIC):
+        return None  # (no page, a quiet one -- _another_fault --, or the same cause)
+    gpus = _gpus_told(p)
+    if not gpus or scope.gpu in gpus:
+        return None
+    for signal, _, unit in (k.partition("@") for k in p.active):
+        if not unit.startswith("gpu:") or (unit == scope.key and signal != "slow_rank"):
+            return None  # (it stands on the node, or on this GPU's own signal: one fault)
+
+    def hot(unit: str, g: Finding | None) -> bool:
+        temp = g.evidence.get("gpu_temp_c") if g is not None else None
+        return (isinstance(temp, (int, float)) and temp >= self.cfg.hot_gpu_c) or (
+            "hot" in self._device.get(unit, {}))
+
+    if hot(scope.key, f) and (p.cause == "thermal" or any(
+            hot(Scope.of_gpu(scope.node, g).key, None) for g in gpus)):
+        return None  # (hot beside heat: the node's cooling)
+    return {"apart_from": p.key, "scope_because": (
+        f"{cause} on GPU {scope.gpu} of {scope.node} while {scope.node}'s {p.cause} page "
+        f"still stands for GPU{'s' if len(gpus) > 1 else ''} {gpus}: another fault on "
+        "another GPU, paged where its telemetry names it (the node's page holds the node)")}
 
 
 def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
