@@ -34,13 +34,15 @@ EXPECT: dict[str, tuple] = {
         "('hot with its clock 1.5% below its baseline'): unequal load on one node is routine in "
         "inference; the temperature rule should weigh temperature against power (rise per "
         "watt) and leave a 0x4 clock loss alone", 0),
-    "F2-new-vm-gpu-40pct-slow-from-its-first-step-missed": (
-        bc.caught_within(30.0),
-        "blind27 F2: a new spot VM's GPU computes 1.35-1.45x its peers from its first step in an "
-        "elastic job that re-forms every ~2 min (ranks renumbered, cold steps, saves): faultline "
-        "never pages it here (DESIGN: >= 30 % slower from the first step, <= 3 steps); on the "
-        "churn corpus (tune + held) 3 of 8 such GPUs are missed, 4 paged 465-502 s late, and of "
-        "8 GPUs 11 % slow through the re-forms one is missed and one paged 493 s late", 1),
+    # (Was a strict xfail: "blind27 F2: a new spot VM's GPU computes 1.35-1.45x its peers from
+    # its first step in an elastic job that re-forms every ~2 min (ranks renumbered, cold
+    # steps, saves): faultline never pages it here (DESIGN: >= 30 % slower from the first
+    # step, <= 3 steps); on the churn corpus (tune + held) 3 of 8 such GPUs are missed, 4
+    # paged 465-502 s late, and of 8 GPUs 11 % slow through the re-forms one is missed and
+    # one paged 493 s late"; elastic37: a re-formed job's slots follow their GPUs
+    # (detector.steps.ranks._follow_hardware), so the 11 % GPU stays told through the re-form
+    # and the new VM's GPU is found alone, not read as slowness visiting two nodes.)
+    "F2-new-vm-gpu-40pct-slow-from-its-first-step-missed": (bc.caught_within(30.0), None, 1),
     "F3-reclaimed-vm-replaced-in-one-re-form-escalated-as-dark": (
         quiet_on("sp-06"),
         "blind27 F3: a spot VM reclaimed with a 30 s notice -- the job saved and re-formed "

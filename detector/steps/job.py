@@ -927,8 +927,8 @@ class JobMonitor(NumericChecks):
                     self._rank_of.append(r)
             self._grow(len(self._rank_of))
             slot_of = _pick(slot, buf.ranks)
+        slot_of, moved, placed = self._track_hardware(buf, slot_of, decided_ts, out)
         slots = buf.slots = _ints(slot_of)
-        moved = self._track_hardware(buf, slot_of, decided_ts, out)
         self._note_in_step(step, slots)
         n = len(slot_of)
         if n > self._expected or n < self._expected != math.inf and n == len(self._rank_of):
@@ -936,10 +936,10 @@ class JobMonitor(NumericChecks):
             # step): it has them all.  Fewer, but every rank the job has a slot for: the
             # count held a rank that never took part in a step (a forged late message).
             self._expected = n
-        if moved:
-            if self._parked:
+        if moved or placed:
+            if moved and self._parked:
                 self._unpark(moved)
-            out.append(self._layout_finding(buf, moved, decided_ts))
+            out.append(self._layout_finding(buf, moved + placed, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
         n = len(slot_of)
@@ -1117,9 +1117,12 @@ class JobMonitor(NumericChecks):
         _wander_update,
     )
     from detector.steps.ranks import (
+        _afresh,
+        _follow_hardware,
         _free_gone_slots,
         _grow,
         _layout_finding,
+        _left_gpu,
         _note_offsets,
         _offsets_kept,
         _track_hardware,

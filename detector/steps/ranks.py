@@ -103,6 +103,86 @@ def _free_gone_slots(self, ts: float, out: list[Finding]) -> None:
     self._spikes_looked = False
 
 
+def _follow_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
+                     out: list[Finding]) -> tuple[tuple[int, ...], list[int]]:
+    """A job that re-formed (an elastic resize, a VM swapped: the members re-ranked in
+    rendezvous order, step numbers going on) keeps each GPU's evidence: a rank now on a GPU
+    another slot of the job holds takes that slot; returns the step's slots and those ranks
+    (placed anew: their ``job_layout`` is sent, :meth:`_layout_finding`).
+
+    A slot is a rank's only as a key: what it holds -- the CUSUM and its run, the learned
+    bias, a slow rank told, the host path's and the wander index's sums -- is the GPU's
+    (a slow GPU is slow in every shape it is in; renumbering says nothing of the hardware).
+    Keyed by rank, a job that re-forms every ~2 min started every rank afresh at every
+    re-form (:meth:`_track_hardware`): a slow GPU told slow was withdrawn and found again
+    after each one, and found on the same steps as another slow GPU found again likewise
+    the pair read as slowness visiting node after node (:meth:`_visiting`) and was held for
+    good (blind27 F2: a new VM's GPU 40 % slow never paged, others 465-502 s late); the
+    wander index, each slot's history now another GPU's, read 2.2 and never let the job
+    calm.  What is the rank's work, not its GPU's -- its twins (the ranks whose pace moves
+    with its own, detector.steps.twins) and its gradient history -- starts afresh.
+
+    Not after a restart (the job's first step, step numbers gone back): the restart starts
+    every run afresh and :meth:`_offsets_kept` weighs what a moved rank keeps.  A rank on a
+    GPU no slot holds (a new VM), or that another rank of this step claimed first (a
+    forged duplicate), keeps its slot and is :meth:`_track_hardware`'s, as before."""
+    if self._evaluated == 0:
+        return slots, []
+    hw, rank_of, slot = self._hw, self._rank_of, self._slot
+    n = len(rank_of)
+    # (a GPU in two slots -- a rank that left, kept on the GPU it was last on, below --
+    # is the slot that took part in a step last)
+    seen = self._seen_at
+    held: dict[tuple[str, int], int] = {}
+    for s, h in enumerate(hw[:n]):
+        if h is not None:
+            t = held.get(h)
+            if t is None or s < len(seen) and (t >= len(seen) or seen[s] > seen[t]):
+                held[h] = s
+    claims: dict[int, int] = {}  # slot -> the rank now on its GPU
+    for r, s, h in zip(buf.ranks, slots, buf.hw, strict=True):
+        if hw[s] != h:
+            t = held.get(h)
+            if t is not None and t not in claims and rank_of[t] != r:
+                claims[t] = r
+    if not claims:
+        return slots, []
+    movers = list(claims.values())
+    free = [slot[r] for r in movers if slot[r] not in claims]
+    moving = set(movers)
+    displaced = [rank_of[t] for t in claims if rank_of[t] not in moving]
+    for t, r in claims.items():
+        rank_of[t] = r
+        slot[r] = t
+    # A rank whose GPU another rank took now holds a GPU the job left (as many: rank_of is
+    # one-to-one).  One not in this step (the job shrank) is kept as before the re-form, on
+    # the GPU it was last on (detector.liveness reads where the job's ranks are from the
+    # slots): the GPU that left is withdrawn and its slot starts afresh.  One in this step is
+    # on a new GPU: _track_hardware's, below.
+    here = set(buf.ranks)
+    for r, s in zip(displaced, free, strict=True):
+        last = hw[slot[r]]
+        rank_of[s] = r
+        slot[r] = s
+        if r not in here:
+            self._left_gpu(s, r, "the job re-formed without its GPU", ts, out)
+            self._afresh(_ints([s]))
+            hw[s] = last
+    m = _ints(sorted(claims))
+    self._twins[np.isin(self._twins, m + 1)] = 0  # (twins are slots + 1)
+    self._twins[m] = 0
+    self._twin_rep[m] = False
+    self._spikes[m] = 0.0
+    self._spiking[m] = False
+    self._gn[m] = 0
+    # Layouts and caches learned by slot are void (slots renumbered): learned again.
+    self._moves += 1
+    self._fixed_rows.clear()
+    self._whole_layouts.clear()
+    self._spikes_looked = False
+    return _pick(slot, buf.ranks), movers
+
+
 def _unpark(self, moved: list[int]) -> None:
     """Ranks that come back on the GPU they left from take their learned start offset
     again (:meth:`_track_hardware` started them afresh, as on other hardware)."""
@@ -117,43 +197,33 @@ def _unpark(self, moved: list[int]) -> None:
 
 
 def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
-                    out: list[Finding]) -> list[int]:
-    """A rank that now runs on other hardware starts its history afresh; returns those.
+                    out: list[Finding]) -> tuple[tuple[int, ...], list[int], list[int]]:
+    """A rank that now runs on other hardware starts its history afresh -- unless a slot of
+    the job holds that GPU's (a re-form, :meth:`_follow_hardware`): it takes that slot.
+    Returns the step's slots, the ranks started afresh and the ranks that took a GPU's slot.
 
-    What it had reported on its old GPU is withdrawn there (nothing will clear it: the
-    rank's steps now name another GPU), as for a rank that left the job."""
+    What a rank started afresh had reported on its old GPU is withdrawn there (nothing will
+    clear it: the rank's steps now name another GPU), as for a rank that left the job."""
     hw = self._hw
     now = _pick(hw, slots)
     if now == buf.hw:
-        return []
+        return slots, [], []
+    slots, placed = self._follow_hardware(buf, slots, ts, out)
+    if placed:
+        now = _pick(hw, slots)
+        if now == buf.hw:
+            return slots, [], placed
     at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
     kept = self._offsets_kept(buf, slots, now, at) if self.restarts else None
     for i in at:
         s = slots[i]
-        if now[i] is not None and (self._reported[s] or self._host_rep[s]):
-            note = {"step": self._last_step, "rank": buf.ranks[i],
-                    "note": f"the rank moved to {buf.hw[i][0]} GPU {buf.hw[i][1]}"}
-            for signal, was in (("slow_rank", self._reported[s]),
-                                ("host_late", self._host_rep[s])):
-                if was:
-                    out.append(self._finding(buf.ranks[i], None, signal, "slow_node",
-                                             "unknown", ts, ts, False, 0.0, note,
-                                             verdict=signal == "slow_rank"))
+        self._left_gpu(s, buf.ranks[i], f"the rank moved to {buf.hw[i][0]} GPU {buf.hw[i][1]}",
+                       ts, out)
         hw[s] = buf.hw[i]
     moved = [buf.ranks[i] for i in at]
     self._moves += 1
     m = _ints(slots)[at]
-    self._reset_slow(m)
-    self._reported[m] = False
-    self._twin_rep[m] = False
-    self._twins[m] = 0
-    self._gross[m] = 0
-    self._run_sum[m] = 0.0
-    self._run_own[m] = 0.0
-    self._run_n[m] = 0
-    self._run_since[m] = 0.0
-    self._base[m] = 0.0
-    self._cap[m] = self.cfg.slow_baseline_clip
+    self._afresh(m)
     # A start offset is learned only in the job's first start: a rank the job moved to
     # other hardware after a restart (a spare for a failed node) ran at its peers' pace
     # before, so a slowness the new GPU brings is a change (blind4 D5: a spare 15-22 %
@@ -165,13 +235,40 @@ def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
     self._cold[m] = self.cfg.warmup_steps if self._evaluated >= self.cfg.warmup_steps else 0
     if kept is not None:
         self._base[m], self._cap[m] = kept
+    return slots, moved, placed
+
+
+def _left_gpu(self, s: int, rank: int, why: str, ts: float, out: list[Finding]) -> None:
+    """Withdraw what slot ``s`` had reported at its GPU, which its rank left (``why``):
+    nothing will clear it there."""
+    if self._hw[s] is None or not (self._reported[s] or self._host_rep[s]):
+        return
+    note = {"step": self._last_step, "rank": rank, "note": why}
+    for signal, was in (("slow_rank", self._reported[s]), ("host_late", self._host_rep[s])):
+        if was:
+            out.append(self._finding(rank, None, signal, "slow_node", "unknown", ts, ts, False,
+                                     0.0, note, verdict=signal == "slow_rank"))
+
+
+def _afresh(self, m: np.ndarray) -> None:
+    """Slots ``m`` start their runs and learned bias afresh (their rank on other hardware)."""
+    self._reset_slow(m)
+    self._reported[m] = False
+    self._twin_rep[m] = False
+    self._twins[m] = 0
+    self._gross[m] = 0
+    self._run_sum[m] = 0.0
+    self._run_own[m] = 0.0
+    self._run_n[m] = 0
+    self._run_since[m] = 0.0
+    self._base[m] = 0.0
+    self._cap[m] = self.cfg.slow_baseline_clip
     self._spikes[m] = 0.0
     self._recur[m] = 0.0
     self._recurring[m] = False
     self._recur_last[m] = False
     self._reset_sustained(m)
     self._reset_host(m)
-    return moved
 
 
 def _offsets_kept(self, buf: _StepBuffer, slots: tuple[int, ...],
