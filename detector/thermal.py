@@ -523,6 +523,16 @@ class GpuThermal:
                 self._run_onset = s.ts
             self._bad += 1
             self._good = 0
+            if self._recurred and self._bad >= cfg.throttle_samples:
+                # Raised for recurring a sample or two into a run that is now as long as
+                # any run raised: sustained in a row, so it ends as a run does, after
+                # ``throttle_clear_samples`` clean samples -- not held ``brake_repeat_s``
+                # past its last recurrence, a hold for bursts shorter than the sampling
+                # interval (reporting corpus 36: GPU 2's heat, three runs of 3-11 1-s
+                # samples, its second raised as recurring on its second sample, stood
+                # 300 s after the GPU was back at its mates' temperature -- its node's page
+                # still standing when another GPU's power brake came).
+                self._recurred = False
         else:
             self._bad = 0
             if not capped:

@@ -24,10 +24,11 @@ Window = tuple[int, int]
 
 def _log(*, seed: int, hot: Window, brake: Window, poll_s: int = 1, gpn: int = 8, tp: int = 4,
          floats: bool = True, brake_hot: bool = False, brake_slow: float = 1.32,
-         steps: int = 660) -> list[Event]:
+         runs: tuple[Window, ...] = (), steps: int = 660) -> list[Event]:
     """A job on two nodes of ``gpn`` GPUs (TP ``tp``, 1 s steps); node-000's telemetry every
     ``poll_s`` s.  GPU 2 hot (90 C) over ``hot``, from its fourth sample on throttling (0x40,
-    its rank +8 %: the page is the heat's, no rank slow alone yet); the node's last GPU
+    its rank +8 %: the page is the heat's, no rank slow alone yet) -- or over ``runs``, when
+    given; the node's last GPU
     braking (0x80, clock -25 %, 450 W, its rank ``brake_slow`` slower; 90 C when
     ``brake_hot``) over ``brake``."""
     rng = np.random.default_rng(seed)
@@ -36,7 +37,8 @@ def _log(*, seed: int, hot: Window, brake: Window, poll_s: int = 1, gpn: int = 8
     for s in range(steps):
         c = 700.0 * rng.lognormal(0.0, 0.015, ranks)
         is_hot, is_braking = hot[0] <= s < hot[1], brake[0] <= s < brake[1]
-        throttling = hot[0] + 4 * poll_s <= s < hot[1]
+        throttling = (any(a <= s < b for a, b in runs) if runs else
+                      hot[0] + 4 * poll_s <= s < hot[1])
         if throttling:
             c[2] *= 1.08
         if is_braking:
@@ -99,3 +101,20 @@ def test_guard_a_hot_gpu_braking_beside_the_node_heat_is_one_node_page(poll_s: i
                         brake_hot=True, brake_slow=1.08))
     assert pages and all(p[2] == "node:node-000" for p in pages), pages
     assert [p[0] for p in pages].count("resolved") <= 1, pages  # (never resolved between)
+
+
+def test_a_heat_in_runs_ends_with_its_last_run_not_300_s_later() -> None:
+    # Reporting corpus 36's heat at 1 s: GPU 2 at 90 C over 166..227 s, throttling 0x40 in
+    # runs of 3, 10 and 11 samples; the second run is raised as recurring on its second
+    # sample (three thermal samples within brake_repeat_s).  In a row, it ends as a run does:
+    # the node's page is quiet from the heat's end, resolved a flap window later (600 s),
+    # not held 300 s more for a recurrence (detector.thermal's hold for bursts shorter than
+    # the sampling interval), and a brake on another GPU 165 s after the heat is a power page.
+    events = _log(seed=3, hot=(166, 227), runs=((181, 184), (198, 208), (216, 227)),
+                  brake=(392, 425), steps=1000)
+    alerts = [a for a in feed(Engine(), events) if a.scope.node == "node-000"]
+    heat = [a for a in alerts if a.cause == "thermal"]
+    assert [a.status for a in heat] == ["firing", "resolved"], alerts
+    assert heat[1].detected_ts - T0 <= 227 + 60 + 600, alerts  # (held: 227 + 300 + 600)
+    power = [a for a in alerts if a.cause == "power" and a.status == "firing"]
+    assert power and 390 <= power[0].onset_ts - T0 <= 396, alerts
