@@ -118,3 +118,20 @@ def test_a_heat_in_runs_ends_with_its_last_run_not_300_s_later() -> None:
     assert heat[1].detected_ts - T0 <= 227 + 60 + 600, alerts  # (held: 227 + 300 + 600)
     power = [a for a in alerts if a.cause == "power" and a.status == "firing"]
     assert power and 390 <= power[0].onset_ts - T0 <= 396, alerts
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "return37 OPEN: at 10 s polls a heat's throttle, one sample a run (three within 300 s: "
+    "detector.thermal's recurring rule), is held brake_repeat_s past its last sample though "
+    "the GPU is back at its mates' temperature from the next one: its page resolves ~900 s "
+    "after the heat (hold 300 s + flap window 600 s), not ~600 s; the hold is for bursts "
+    "shorter than the sampling interval (blind24 T1), which the throttle bits alone cannot "
+    "tell from a heat that is over -- the GPU's temperature can (not done: a counter of cool "
+    "samples is new snapshot state, and therm37 owns noisy sensors this round)"))
+def test_open_a_heat_in_single_sample_runs_at_10_s_ends_with_the_gpus_temperature() -> None:
+    events = _log(seed=3, hot=(166, 227), runs=((180, 183), (200, 203), (220, 223)),
+                  brake=(0, 0), poll_s=10, steps=1000)
+    heat = [a for a in feed(Engine(), events)
+            if a.scope.node == "node-000" and a.cause == "thermal"]
+    assert [a.status for a in heat] == ["firing", "resolved"], heat
+    assert heat[1].detected_ts - T0 <= 227 + 60 + 600, heat
