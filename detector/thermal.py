@@ -1203,7 +1203,14 @@ def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> 
     """Why a GPU hot against its node's others is a recommendation on its own, or None (then
     it is evidence): at ``hot_limit_c`` or above -- past the GPU's maximum operating
     temperature, a couple of degrees short of the firmware's slowdown: never routine -- or
-    its SM clock ``hw_clock_drop`` below its baseline while busy.
+    its SM clock ``hw_clock_drop`` below its baseline while busy -- unless the only reason
+    set is the SW power cap (0x4) and the loss is under ``cap_clock_drop``: a board at its
+    power limit trims its clock a few percent as routine (DESIGN), and the busiest GPU of a
+    serving node, an MoE hot expert or a pipeline's last stage draws the most watts, runs the
+    warmest at the same degrees per watt as its mates and sits at the cap -- hot for its load,
+    not for its cooling (blind27 F1: 13 C over its node's median at 700 W beside mates at
+    450-570 W, clock -1.5 % under 0x4, isolated thermal).  A cap holding it deeper is past
+    routine capping, as the power-cap rule says.
 
     >>> cfg = Thresholds()
     >>> s = ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1980.0, 0)
@@ -1215,12 +1222,19 @@ def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> 
     'hot and at 88 C, at or above 87 C: never routine'
     >>> _hot_harm(ThermalSample(0.0, "n", 1, 83.0, None, 600.0, 1900.0, 0), 83.0, 1980.0, cfg)
     'hot with its clock 4.0% below its baseline (1980 MHz)'
+    >>> _hot_harm(ThermalSample(0.0, "n", 1, 83.0, None, 700.0, 1900.0, 0x4), 83.0, 1980.0,
+    ...           cfg) is None
+    True
     """
     if temp_c >= cfg.hot_limit_c:
         return f"hot and at {temp_c:g} C, at or above {cfg.hot_limit_c:g} C: never routine"
     clock = s.sm_clock_mhz
-    if clock is not None and base > 0.0 and not (s.throttle or 0) & GPU_IDLE \
-            and 1.0 - clock / base >= cfg.hw_clock_drop:
+    reasons = s.throttle or 0
+    if clock is None or base <= 0.0 or reasons & GPU_IDLE:
+        return None
+    drop = 1.0 - clock / base
+    if drop >= (cfg.cap_clock_drop if reasons & SLOWDOWN_BITS == SW_POWER_CAP
+                else cfg.hw_clock_drop):
         return f"hot with its clock {1.0 - clock / base:.1%} below its baseline ({base:.0f} MHz)"
     return None
 
