@@ -242,18 +242,10 @@ def test_a_job_hung_everywhere_under_designs_disorder_pages_no_dark_node(tmp_pat
     assert live_firing(replay_log(write(tmp_path, recs)).alerts) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F6 (wrong unit: 8 GPUs drained for one): test_therm36's TP-8-in-node layout -- "
-    "GPU 3 alone asserts HW slowdown (0x8), cool, its clock down to 65 %, its node's eight "
-    "ranks computing at its pace -- is paged an isolation at node:node-000, cause "
-    "gpu_hardware, action drain_node (granularity 8 GPUs), 1 of 1 (therm36's own test asserts "
-    "it).  The cause now says the fault is the GPU's own hardware (its VRM: reset it, run "
-    "diagnostics), and the thermal rows name that GPU; the node unit was consistent with the "
-    "cause it had before therm36 (power: the node's supply), not with gpu_hardware.  A TP-8 "
-    "job leaves the node either way, but its seven healthy GPUs stay usable for other jobs.  "
-    "Fix idea: under TP-in-node a held-clock page whose cause is one GPU's own (gpu_hardware) "
-    "is raised at that GPU with the eight ranks as its evidence (explained), as heat on one "
-    "GPU would be; power/heat of the node stay the node's"))
+# (Was a strict xfail, revA36 F6: under TP-8-in-node GPU 3 alone at HW slowdown (0x8), cool,
+# its clock 65 %, was paged node:node-000 gpu_hardware, drain_node -- 8 GPUs for one.  Fixed by
+# therm37: a gpu_hardware page stays at its GPU, the node's ranks its consequence
+# (detector.correlate.problems._NODE_HELD).)
 def test_f6_hw_slowdown_of_one_gpu_under_tp_in_node_is_that_gpus_page() -> None:
     rng = np.random.default_rng(4)
     events = [e for e in node_polls({3: 6}) if type(e) is ThermalSample]

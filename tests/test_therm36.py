@@ -70,8 +70,9 @@ def test_a_power_brake_on_one_gpu_stays_power() -> None:
 def test_hw_slowdown_under_tp_inside_the_node_is_one_page() -> None:
     # blind13 grow-hw-slowdown's layout: TP 8 inside each node, so the node's eight ranks
     # compute at the pace of its slowed GPU and no step record singles its rank out -- one
-    # page at the node (Correlator._gpu_unconfirmed), the eight ranks its evidence, as a
-    # power page was (_HELD_CLOCK), not a GPU page beside the ranks' escalation.
+    # page, the eight ranks its consequence (_HELD_CLOCK), not a GPU page beside the ranks'
+    # escalation.  At the GPU (therm37, revA36 F6): its own hardware, named by its own
+    # telemetry row, is no node's supply or cooling (problems._NODE_HELD).
     rng = np.random.default_rng(4)
     events = [e for e in node_polls({3: 6}) if type(e) is ThermalSample]
     for s in range(int(24 * 10.0 / 2.0)):
@@ -84,7 +85,7 @@ def test_hw_slowdown_under_tp_inside_the_node_is_one_page() -> None:
                                compute_ms=round(c, 2), tp=r % 8, dp=r // 8))
     events.sort(key=lambda e: e.ts)
     alerts = feed(Engine(), events, finish=False)
-    assert firing(alerts) == [(ISOLATION, "slow_node", "gpu_hardware", "node:node-000")]
+    assert firing(alerts) == [(ISOLATION, "slow_node", "gpu_hardware", "gpu:node-000/3")]
 
 
 # -- revA35 2: a GPU sampled first in its poll waits for its mates' samples of that poll --------

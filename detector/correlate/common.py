@@ -19,9 +19,9 @@ _THROTTLES = ("throttle", "throttle_seen", "power_cap")
 # The causes of a slow_node isolation standing on a GPU's clock held down: a power limit or
 # brake, heat, or the GPU's own hardware (HW slowdown 0x8 with neither: detector.thermal's
 # GpuThermal._own_cause; a clock stuck with no reason: detector.stuck_clock).  Its node's
-# ranks slow alike with it are its consequence (Correlator._mates_cause), and one raised at a
-# GPU whose rank shares its replica inside the node is raised at the node
-# (Correlator._gpu_unconfirmed).
+# ranks slow alike with it are its consequence (Correlator._mates_cause), and a power or heat
+# one raised at a GPU whose rank shares its replica inside the node is raised at the node
+# (Correlator._gpu_unconfirmed; problems._NODE_HELD -- a GPU's own hardware stays the GPU's).
 _HELD_CLOCK = ("power", "thermal", "gpu_hardware")
 
 # NVML recovery actions that drain the node (detector.playbook.action_for)

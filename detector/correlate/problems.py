@@ -12,7 +12,6 @@ from typing import Any
 from detector.alerts import ESCALATION, ISOLATION, Action, Alert, Scope
 from detector.calibration import conditions, confidence
 from detector.correlate.common import (
-    _HELD_CLOCK,
     REMAP_INSTANT_S,
     Problem,
     _alike,
@@ -50,6 +49,16 @@ def _another_fault(p: Problem, kind: str, cause: str) -> bool:
             and p.cause not in _GENERIC and cause not in _GENERIC)
 
 
+# The held-clock causes a GPU's page is raised at its node for when its rank shares its replica
+# there (_gpu_unconfirmed): a power limit or heat, which the node's supply or cooling may
+# share.  ``gpu_hardware`` is the GPU's own (its regulator, its board: HW slowdown 0x8 with
+# neither heat nor a power limit behind it, or a clock stuck with no reason) and named by its
+# own telemetry row, the number `nvidia-smi -r -i` takes: raised at that GPU, its TP mates'
+# ranks its consequence (_mates_cause) -- a drain of the node would take out seven healthy
+# GPUs other jobs can use (revA36 F6).
+_NODE_HELD = ("power", "thermal")
+
+
 def _gpus_told(p: Problem) -> list[int]:
     """The GPUs a node's power or heat page was raised for (:meth:`Correlator._gpu_unconfirmed`):
     ``gpus_in_telemetry`` once a second joined it, else its one ``gpu_in_telemetry``."""
@@ -80,7 +89,7 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
     nodes at once is raised at the domain (detector.domain_brake).
     """
     told = None  # (the GPU's number, when raised at its node: _gpu_unconfirmed)
-    if topic == ISOLATION and kind == "slow_node" and cause in _HELD_CLOCK and (
+    if topic == ISOLATION and kind == "slow_node" and cause in _NODE_HELD and (
             scope.level == "gpu"):
         open_ = self.problems.get(self.dedup_key(topic, kind, scope, f.cluster))
         why = (None if open_ is not None and open_.status == "firing"  # (stays the GPU's)
@@ -218,7 +227,7 @@ def _apart_from_node_page(self, scope: Scope, cause: str, f: Finding
 
 
 def _gpu_unconfirmed(self, scope: Scope) -> dict[str, Any] | None:
-    """Why a power, heat or HW slowdown isolation of GPU ``scope`` is raised at its node: the GPU's
+    """Why a power or heat isolation of GPU ``scope`` is raised at its node (_NODE_HELD): the GPU's
     rank shares its replica with other ranks of its job on the node (TP -- or pipeline
     stages -- inside the node), and the step records do not single its rank out (found
     slow alone).  None when they can or do: no job laid out on the GPU, its rank a
