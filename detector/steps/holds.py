@@ -23,6 +23,7 @@ from detector.steps.common import (
     _RECENT,
     _SHARED_PEERS,
     _SHARED_SHARE,
+    _WANDER_GROSS_NODES,
     _WANDER_NODES,
     _WANDER_NODES_KEPT,
     _WANDER_PLACE_STEPS,
@@ -114,7 +115,8 @@ def _visiting(self, out: list[Finding], mark: int) -> bool:
     found = self._found_nodes
     now = self._evaluated
     for f in out[mark:]:
-        if f.signal == "slow_rank" and f.active and f.scope.node is not None:
+        if f.signal == "slow_rank" and f.active and f.scope.node is not None \
+                and not self._gross_start(f):
             found.pop(f.scope.node, None)
             found[f.scope.node] = (now, -1 if f.dp_rank is None else f.dp_rank)
     while found and (now - next(iter(found.values()))[0] > _WANDER_PLACE_STEPS
@@ -129,12 +131,27 @@ def _hold_wandering(self, out: list[Finding], mark: int) -> None:
     only by the wandering job's rule (:meth:`_wander_update`)."""
     kept = []
     for f in out[mark:]:
-        if not _holdable(f) or f.rank is None or f.rank not in self._slot:
+        if not _holdable(f) or f.rank is None or f.rank not in self._slot or (
+                not self._wandering and self._gross_start(f)):
             kept.append(f)
             continue
         s = self._slot[f.rank]
         self._reported[s] = self._sustained[s] = self._recurring[s] = False
     out[mark:] = kept
+
+
+def _gross_start(self, f: Finding) -> bool:
+    """Whether ``f`` is the warm-up's gross prior's (a rank >= 30 % slower than its peers from
+    the job's first steps) while the warm-up's gross steps are on fewer than
+    ``_WANDER_GROSS_NODES`` nodes: :meth:`_gross_prior` judged it a fault, and neither
+    :meth:`_visiting` nor :meth:`_hold_wandering` takes it back.
+
+    The gross prior tells the workload by its spread -- routing caught mid-run is gross on
+    3 nodes or more at once (blind8 H1: 11 on the second step) -- and a fault by staying on
+    its unit.  Two GPUs gross from the start on two nodes are two faults (DESIGN: each paged
+    within 3 steps); read as slowness visiting two nodes, both were held until the job's
+    wandering could be read (130 steps: tests/test_elastic37.py, 390 s at 3 s a step)."""
+    return bool(f.evidence.get("gross_outlier")) and len(self._gross_nodes) < _WANDER_GROSS_NODES
 
 
 def _hold_shared(self, out: list[Finding], mark: int, slots: np.ndarray,

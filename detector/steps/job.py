@@ -1071,6 +1071,7 @@ class JobMonitor(NumericChecks):
     from detector.steps.holds import (
         _alarmed_without_places,
         _alike_without,
+        _gross_start,
         _hold_after_event,
         _hold_same_place,
         _hold_shared,
