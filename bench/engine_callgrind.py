@@ -170,7 +170,10 @@ def nic_passes(n: int, prefix: int) -> int:
 def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
           worker: bool = False, nic: bool = False) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+    # (OpenBLAS's idle worker threads spin, and callgrind counts every thread: +-400
+    # instructions an event between two runs of one tree, perf37 -- one thread, none spin)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT),
+           "OPENBLAS_NUM_THREADS": "1"}
     toggle = ["--toggle-collect=functools_reduce"] if warm else []
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
