@@ -280,22 +280,37 @@ class NodeTemps:
         (or one after a gap of no power) as is -- and into its level at its load (``calm``:
         its temperature followed for ``settle_s`` after its load changed); the node's median
         refreshed once a second.  Returns that median (:meth:`reference`)."""
-        was = self.temps.get(gpu, temp_c)
-        if self.times.get(gpu) != ts:
+        temps, times = self.temps, self.times
+        # (subscripts, not dict.get's calls: a GPU's every sample after its first comes here,
+        # its entries there -- perf37)
+        try:
+            was = temps[gpu]
+            then = times[gpu]
+        except KeyError:
+            was = temps.get(gpu, temp_c)
+            then = times.get(gpu)
+        if then != ts:
             self.prev[gpu] = was  # (a sample taken again -- GpuThermal.quiet's, then update's
             #                       general path -- is not a sample before)
-        self.temps[gpu] = temp_c
-        self.times[gpu] = ts
+        temps[gpu] = temp_c
+        times[gpu] = ts
         power = self.power
         if power_w is None:
             power.pop(gpu, None)
             self.raw.pop(gpu, None)
             self.calm.pop(gpu, None)
         else:
-            p = power.get(gpu)
-            heat = power[gpu] = power_w if p is None else p + (power_w - p) * share
+            try:
+                p = power[gpu]
+            except KeyError:
+                heat = power[gpu] = power_w
+            else:
+                heat = power[gpu] = p + (power_w - p) * share
             self.raw[gpu] = power_w
-            c = self.calm.get(gpu)
+            try:
+                c = self.calm[gpu]
+            except KeyError:
+                c = None
             if c is None or (abs(power_w - c[0]) > STEADY * c[0]
                              and abs(heat - c[6]) > STEADY * c[6]):
                 # (A load anew: its draw and its heat both moved.  A draw wandering poll to
