@@ -232,7 +232,8 @@ FINDINGS = "faultline.findings"
 
 
 def run_partitioned(case: Case, seed: int | None = None, *, tail_s: float = TAIL_S,
-                    tick_s: float = 0.25, speed: float = 1.0) -> list[Alert]:
+                    tick_s: float = 0.25, speed: float = 1.0,
+                    starved: Starved | None = None) -> list[Alert]:
     """The case through one :class:`PipelineWorker` holding every partition, as a live
     cluster feeds it (``replay --to-kafka --speed``): telemetry keyed as producers key it
     (``job``, ``node``) on :data:`PARTITIONS` partitions a topic, each record reaching its
@@ -247,9 +248,44 @@ def run_partitioned(case: Case, seed: int | None = None, *, tail_s: float = TAIL
     Faster than real time it is an older log's replay, the wall clock ending at the log's
     last record: never behind the event time read (meta34's ``--speed 4`` lost blind5
     longctx's and blind11 L3's pages to it: every finding and watermark more than 300 s
-    ahead of a wall clock at a quarter of the log's pace, refused ts_out_of_range)."""
+    ahead of a wall clock at a quarter of the log's pace, refused ts_out_of_range).
+
+    ``starved``: what a starved CPU varies instead (:class:`Starved`): several workers
+    sharing the partitions, the log produced as a backlog, stalls, batch sizes."""
     with _fake_wall_clock() as wall:
-        return _run_partitioned(case, seed, tail_s, tick_s, speed, wall)
+        return _run_partitioned(case, seed, tail_s, tick_s, speed, wall, starved)
+
+
+@dataclasses.dataclass(frozen=True)
+class Starved:
+    """A service on a starved CPU (svc37; tests/integration/test_service_scaleout.py paged an
+    extra escalation at load ~5): what changes when processes wait for a core.
+
+    - ``workers``: the telemetry partitions split, seeded, between this many workers (the
+      first holds the findings partition; the others' findings reach it through the topic,
+      read when it runs);
+    - ``rate``: records a second of wall time the producer writes the log at, as
+      ``faultline replay --to-kafka`` does with no ``--speed`` (a backlog: event time runs
+      far ahead of the wall clock); 0: live, at the records' event time (:func:`arrivals`);
+    - ``stall_s``: each worker, and the producer, stops for up to this long (wall), seeded,
+      now and then (``stall_share`` of the ticks start one; a worker runs once between two)
+      -- a process that got no core.  Longer than ``source_timeout_s`` it is a worker gone
+      (the correlator lets its sources go: CorrelatorPartition.clocks), not a slow one;
+    - ``batch``: the most records a fetch takes of one partition (1..``batch``, seeded);
+    - ``skew_s``: each partition's records reach Kafka up to this much later than produced
+      (librdkafka sends a request a partition, the broker answers them in turn);
+    - the service's settings of the broker tests (tests/integration/service_harness:
+      idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
+
+    workers: int = 2
+    rate: float = 0.0
+    stall_s: float = 0.0
+    stall_share: float = 0.05
+    batch: int = 200
+    skew_s: float = 0.0
+    idle_advance_s: float = 2.0
+    source_timeout_s: float = 10.0
+    heartbeat_s: float = 0.5
 
 
 class _Wall:
@@ -315,14 +351,26 @@ def _last_ts(case: Case) -> float:
 
 
 def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
-                     speed: float, wall: _Wall) -> list[Alert]:
+                     speed: float, wall: _Wall, starved: Starved | None = None) -> list[Alert]:
     settings = Settings()
     rng = random.Random(case.seed("partitions") if seed is None else seed)
+    # (stalls, batches and the split: their own generator, so the plain run's is as it was)
+    srng = random.Random(rng.random()) if starved is not None else rng
     # (topic, partition) -> [(ts it becomes visible at, key, value)], in file order
     plan: dict[tuple[str, int], list[tuple[float, bytes, bytes]]] = {
         (t, p): [] for t in TELEMETRY_TOPICS for p in range(PARTITIONS)}
     first = last = None
-    for (topic, value), at in zip(case.records, arrivals(case), strict=True):
+    backlog = starved is not None and starved.rate > 0
+    seen_at = arrivals(case)
+    if backlog:  # produced as fast as the producer goes, stalls included: a wall time each
+        assert starved is not None
+        seen_at, t = [], 0.0
+        for _ in case.records:
+            if starved.stall_s and srng.random() < starved.stall_share / 100.0:
+                t += srng.uniform(0.0, starved.stall_s)
+            t += 1.0 / starved.rate
+            seen_at.append(t)
+    for (topic, value), at in zip(case.records, seen_at, strict=True):
         field = "job" if topic == STEP else "node"
         k = value.get(field) if isinstance(value, dict) else None
         key = b"" if k is None else str(k).encode()  # (unkeyed: the service dead-letters it)
@@ -332,6 +380,19 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
         plan[(topic, zlib.crc32(key) % PARTITIONS)].append((at, key, orjson.dumps(value)))
     if first is None or last is None:
         return []
+    if backlog:  # wall time: a day after the log's last record, the backlog's arrival on
+        end_ts = _last_ts(case)
+        plan = {tp: [(end_ts + 86400.0 + at, k, v) for at, k, v in recs]
+                for tp, recs in plan.items()}
+        first, last, speed = end_ts + 86400.0 + first, end_ts + 86400.0 + last, 1.0
+    if starved is not None and starved.skew_s:
+        for tp, recs in plan.items():  # each partition's deliveries, later and in its order
+            late, out = 0.0, []
+            for at, k, v in recs:
+                late = max(0.0, min(starved.skew_s, late + srng.uniform(-0.2, 0.2)
+                                    * starved.skew_s))
+                out.append((max(out[-1][0] if out else -math.inf, at + late), k, v))
+            plan[tp] = out
     # The wall clock's reading at the log's first record: the log's start, live (speed 1);
     # faster, an older log replayed, ending at its last record's time -- never behind the
     # event time it reaches (the decoders refuse a clock 300 s ahead of the wall's)
@@ -339,19 +400,32 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
     wall.now = now = start
 
     def wall_at(ts: float) -> float:
+        if backlog:
+            return ts
         return start + (ts - first) / speed if ts > -math.inf else start
 
     queues: dict[tuple[str, int], list[tuple[int, bytes, bytes, float]]] = {
         tp: [] for tp in plan}
-    w = PipelineWorker(
+    st = starved or Starved(workers=1, idle_advance_s=settings.idle_advance_s,
+                            source_timeout_s=settings.source_timeout_s, heartbeat_s=1.0)
+    workers = [PipelineWorker(
         telemetry_topics={t: t for t in TELEMETRY_TOPICS}, findings_topic=FINDINGS,
         findings_partitions=1, expected_sources=[f"{t}:{p}" for t, p in plan],
         thresholds=None, topology=case.topology, hold_back_s=settings.hold_back_s,
-        idle_advance_s=settings.idle_advance_s, source_timeout_s=settings.source_timeout_s,
+        idle_advance_s=st.idle_advance_s, source_timeout_s=st.source_timeout_s,
         wall_clock=wall, codec=CODEC, local_findings=True, home_cluster=case.home,
-        topologies=case.others)
-    w.sources = {tp: w.new_partition(tp, now) for tp in plan}  # type: ignore[misc]
-    w.correlators = {(FINDINGS, 0): w.new_partition((FINDINGS, 0), now)}  # type: ignore[misc]
+        topologies=case.others) for _ in range(st.workers)]
+    tps = list(plan)
+    holder = {tp: 0 for tp in tps}
+    if st.workers > 1:
+        order = list(tps)
+        srng.shuffle(order)
+        holder = {tp: i % st.workers for i, tp in enumerate(order)}
+    for k, w in enumerate(workers):
+        w.sources = {tp: w.new_partition(tp, now)  # type: ignore[misc]
+                     for tp in plan if holder[tp] == k}
+    w0 = workers[0]
+    w0.correlators = {(FINDINGS, 0): w0.new_partition((FINDINGS, 0), now)}  # type: ignore[misc]
     produced = dict.fromkeys(plan, 0)
     pos = dict.fromkeys(plan, 0)
     findings: list[tuple[bytes, bytes]] = []
@@ -361,15 +435,28 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
     def caught_up(tp: Any, offset: int) -> bool:
         return tp == (FINDINGS, 0) or pos[tp] >= len(queues[tp])
 
+    # Starved: as the service's fetcher notes them (detector.service.faust_io.FETCH_ENDS),
+    # (when a fetch was sent, the end it found) by partition; at_end as DetectorService's
+    ends: dict[Any, tuple[float, int]] = {}
+
+    def at_end_of(tp: Any, offset: int) -> float | None:
+        end = ends.get(tp)
+        return end[0] if end is not None and offset + 1 >= end[1] else None
+
+    at_end = at_end_of if starved is not None else None
+
     def take(out: WorkerOutput) -> None:
         tag = out.local.get(0, b"")
         findings.extend((tag + e.key, e.value) for e in out.findings)
         alerts.extend(a for a, _ in out.alerts)
 
-    beat = now
+    beats = [now] * len(workers)
+    stalled = [-math.inf] * len(workers)  # wall time each worker gets a core again
     end = wall_at(last) + tail_s / speed
-    tps = list(plan)
     while now <= end:
+        if backlog and now + tick_s > end and any(
+                pos[tp] < len(recs) for tp, recs in plan.items()):
+            end = now + tail_s  # (a backlog: its tail counts from when it is read)
         for tp, recs in plan.items():  # what reached Kafka by now
             q, i = queues[tp], produced[tp]
             while i < len(recs) and wall_at(recs[i][0]) <= now:
@@ -377,20 +464,33 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
                 i += 1
             produced[tp] = i
         rng.shuffle(tps)
-        batch = {}
-        for tp in tps[:rng.randint(1, len(tps))]:
-            got = queues[tp][pos[tp]:pos[tp] + rng.randint(1, 200)]
-            pos[tp] += len(got)
-            if got:
-                batch[tp] = got
-        if batch:
-            take(w.process(batch, now, caught_up))
-        if now >= beat:
-            beat += 1.0
-            take(w.heartbeat(now, caught_up))
-        new = [(i, *findings[i], None) for i in range(read, len(findings))]
-        read = len(findings)
-        take(w.process({(FINDINGS, 0): new}, now, caught_up) if new else w.release_all(now))
+        for k, w in enumerate(workers):
+            if starved is not None:
+                if now < stalled[k]:
+                    continue
+                if st.stall_s and stalled[k] < now - tick_s and srng.random() < st.stall_share:
+                    stalled[k] = now + srng.uniform(0.0, st.stall_s)
+                    continue
+            mine = [tp for tp in tps if holder[tp] == k]
+            if starved is not None:  # a fetch asks every partition held: each one's end now
+                for tp in mine:
+                    ends[tp] = (now, len(queues[tp]))
+            batch = {}
+            for tp in mine[:rng.randint(1, len(mine))]:
+                got = queues[tp][pos[tp]:pos[tp] + rng.randint(1, st.batch)]
+                pos[tp] += len(got)
+                if got:
+                    batch[tp] = got
+            if batch:
+                take(w.process(batch, now, caught_up, at_end=at_end))
+            if now >= beats[k]:
+                beats[k] += st.heartbeat_s
+                take(w.heartbeat(now, caught_up, at_end))
+        if starved is None or now >= stalled[0]:
+            new = [(i, *findings[i], None) for i in range(read, len(findings))]
+            read = len(findings)
+            take(w0.process({(FINDINGS, 0): new}, now, caught_up) if new
+                 else w0.release_all(now))
         now = wall.now = now + tick_s
     return alerts
 

@@ -399,7 +399,13 @@ class PipelineWorker:
             return clock, clock  # no arrival noted for it: nothing to go on
         sent = self._at_end.get(tp)
         if sent is None:
-            if not part.is_idle(now, self.hold_back_s):
+            # Not known to be at its end.  With fetch ends that is what the fetches say (the
+            # last one found records past its offset, or none answered yet): it holds --
+            # its caught-up flag is as of its last hand-over, and a worker back from a stall
+            # hands over some partitions' records before others', their inputs reaching far
+            # past its clock (svc37: a thermal partition's watermark taken 20 s past records
+            # of it in Kafka, a slow rank escalated unknown before its throttle arrived).
+            if self._fetch_ends or not part.is_idle(now, self.hold_back_s):
                 return clock, clock
             sent = self.wall_clock() if self.wall_clock is not None else now
             sent -= self.hold_back_s
