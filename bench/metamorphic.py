@@ -229,6 +229,7 @@ def disordered(case: Case, bound_s: float = DISORDER_S) -> list[tuple[str, Any]]
 
 
 FINDINGS = "faultline.findings"
+FLUSH_S = 0.05  # Starved(skew_s=...): how often the producer sends what it holds
 
 
 def run_partitioned(case: Case, seed: int | None = None, *, tail_s: float = TAIL_S,
@@ -272,8 +273,9 @@ class Starved:
       -- a process that got no core.  Longer than ``source_timeout_s`` it is a worker gone
       (the correlator lets its sources go: CorrelatorPartition.clocks), not a slow one;
     - ``batch``: the most records a fetch takes of one partition (1..``batch``, seeded);
-    - ``skew_s``: each partition's records reach Kafka up to this much later than produced
-      (librdkafka sends a request a partition, the broker answers them in turn);
+    - ``skew_s``: the producer sends what it holds every :data:`FLUSH_S`, its partitions'
+      batches in a seeded order over this long (librdkafka sends a request a partition, the
+      broker answers them in turn; a starved producer spreads them);
     - the service's settings of the broker tests (tests/integration/service_harness:
       idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
 
@@ -386,12 +388,21 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
                 for tp, recs in plan.items()}
         first, last, speed = end_ts + 86400.0 + first, end_ts + 86400.0 + last, 1.0
     if starved is not None and starved.skew_s:
-        for tp, recs in plan.items():  # each partition's deliveries, later and in its order
-            late, out = 0.0, []
+        # The producer sends what it holds every FLUSH_S, a partition after another in a
+        # seeded order, the last ``skew_s`` after the first (librdkafka: a request a
+        # partition's batch, the broker answering them in turn; a starved producer spreads
+        # them): each partition's records later, in their order.
+        turns: dict[int, dict[tuple[str, int], int]] = {}
+        for tp, recs in plan.items():
+            out: list[tuple[float, bytes, bytes]] = []
             for at, k, v in recs:
-                late = max(0.0, min(starved.skew_s, late + srng.uniform(-0.2, 0.2)
-                                    * starved.skew_s))
-                out.append((max(out[-1][0] if out else -math.inf, at + late), k, v))
+                flush = math.ceil(at / FLUSH_S)
+                if flush not in turns:
+                    order = list(plan)
+                    srng.shuffle(order)
+                    turns[flush] = {o: i for i, o in enumerate(order)}
+                sent = flush * FLUSH_S + turns[flush][tp] / len(plan) * starved.skew_s
+                out.append((max(out[-1][0] if out else -math.inf, sent), k, v))
             plan[tp] = out
     # The wall clock's reading at the log's first record: the log's start, live (speed 1);
     # faster, an older log replayed, ending at its last record's time -- never behind the
