@@ -276,6 +276,10 @@ class Starved:
     - ``skew_s``: the producer sends what it holds every :data:`FLUSH_S`, its partitions'
       batches in a seeded order over this long (librdkafka sends a request a partition, the
       broker answers them in turn; a starved producer spreads them);
+    - ``warmup_s``: the workers run this long before the feed (the broker test waits for
+      the split), so their empty sources have said they are at their ends;
+    - ``late_start_s``: the workers but the first get no core from the feed's start for
+      this long;
     - the service's settings of the broker tests (tests/integration/service_harness:
       idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
 
@@ -288,6 +292,8 @@ class Starved:
     idle_advance_s: float = 2.0
     source_timeout_s: float = 10.0
     heartbeat_s: float = 0.5
+    warmup_s: float = 3.0
+    late_start_s: float = 0.0
 
 
 class _Wall:
@@ -408,7 +414,7 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
     # faster, an older log replayed, ending at its last record's time -- never behind the
     # event time it reaches (the decoders refuse a clock 300 s ahead of the wall's)
     start = first + max(0.0, (last - first) * (1.0 - 1.0 / speed))
-    wall.now = now = start
+    wall.now = now = start - (starved.warmup_s if starved is not None else 0.0)
 
     def wall_at(ts: float) -> float:
         if backlog:
@@ -444,6 +450,10 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
     alerts: list[Alert] = []
 
     def caught_up(tp: Any, offset: int) -> bool:
+        if starved is not None and tp != (FINDINGS, 0):
+            # DetectorService._caught_up: the high watermark its worker's last fetch found
+            end = ends.get(tp)
+            return end is not None and offset + 1 >= end[1]
         return tp == (FINDINGS, 0) or pos[tp] >= len(queues[tp])
 
     # Starved: as the service's fetcher notes them (detector.service.faust_io.FETCH_ENDS),
@@ -463,6 +473,8 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
 
     beats = [now] * len(workers)
     stalled = [-math.inf] * len(workers)  # wall time each worker gets a core again
+    if starved is not None and starved.late_start_s:
+        stalled[1:] = [start + starved.late_start_s] * (len(workers) - 1)
     end = wall_at(last) + tail_s / speed
     while now <= end:
         if backlog and now + tick_s > end and any(
