@@ -132,3 +132,18 @@ def test_two_starved_workers_raise_the_replay_s_problems(k: int, tmp_path: Path)
 
 def _problems(alerts: list) -> set[tuple[str, str, str]]:
     return {(a.topic, a.dedup_key, a.cause) for a in alerts if a.status == "firing"}
+
+
+def test_a_worker_starved_from_the_feed_s_start_holds_its_empty_partitions(
+        tmp_path: Path) -> None:
+    """The broker test's extra escalation at load 12, in process: the worker holding
+    node-000's thermal partition said each of its empty partitions was at its end before the
+    feed began, then had no core for 3 s; the correlator let those partitions go
+    ``empty_grace_s`` (2 s) after the feed's first clock on that word from before it, ran to
+    46 s, and escalated gpu:node-000/3's slow rank unknown before its throttle sample (30.2 s)
+    came -- the thermal isolation followed, the escalation resolved.  An empty source is let go
+    on what it said after the feed began (CorrelatorPartition._said_since).  (Fails before:
+    the extra fl:esc:slow_node:gpu:node-000/3.)"""
+    case = mm.load_case(write_service_incident(tmp_path / "small.jsonl"))
+    starved = mm.Starved(rate=20000.0, stall_s=3.0, stall_share=0.3, batch=500)
+    assert _problems(mm.run_partitioned(case, 27, starved=starved)) == _problems(mm.run(case))

@@ -517,7 +517,7 @@ class CorrelatorPartition:
                 continue  # its worker is gone, or the partition is not assigned to anyone
             wm = src.wm
             if wm is None:
-                if src.idle and not (hold_empty and not self._fed(name, src)):
+                if src.idle and (self._fed(name, src) or not hold_empty and self._said_since(src)):
                     continue  # empty and fetched to its end: nothing to wait for
                 return None, None
             if wm < low:
@@ -529,6 +529,16 @@ class CorrelatorPartition:
         if low == math.inf:
             return None, None
         return low, (xlow if xlow < low else low)
+
+    def _said_since(self, src: _Source) -> bool:
+        """An empty source said it was at its end ``fed_grace_s`` after any source had data:
+        what it said before the feed began is no news of the feed's records for it.  A worker
+        starved from then on (no core for seconds at load 12, its empty partitions' last word
+        "at its end" from before the feed) was let go ``empty_grace_s`` later, and the
+        correlator ran past records still in its partitions: a slow rank escalated unknown
+        before its throttle sample came (svc37; tests/integration/test_service_scaleout.py's
+        extra escalation).  A live worker says it again each heartbeat."""
+        return self._data_since is not None and src.heard - self._data_since >= self.fed_grace_s
 
     def _fed(self, name: str, src: _Source) -> bool:
         """An empty source reported at its end ``fed_grace_s`` after its topic had data."""
