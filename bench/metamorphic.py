@@ -280,6 +280,8 @@ class Starved:
       the split), so their empty sources have said they are at their ends;
     - ``late_start_s``: the workers but the first get no core from the feed's start for
       this long;
+    - ``fetch_lag_s``: the workers but the first see what reached Kafka this late (their
+      fetcher thread starved, their heartbeats not);
     - the service's settings of the broker tests (tests/integration/service_harness:
       idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
 
@@ -294,6 +296,7 @@ class Starved:
     heartbeat_s: float = 0.5
     warmup_s: float = 3.0
     late_start_s: float = 0.0
+    fetch_lag_s: float = 0.0
 
 
 class _Wall:
@@ -495,12 +498,16 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
                     stalled[k] = now + srng.uniform(0.0, st.stall_s)
                     continue
             mine = [tp for tp in tps if holder[tp] == k]
-            if starved is not None:  # a fetch asks every partition held: each one's end now
+            lag = st.fetch_lag_s if k else 0.0
+            seen = {tp: len(queues[tp]) for tp in mine}
+            if lag:  # its fetches answered lag late: what had reached Kafka by then
+                seen = {tp: sum(1 for r in queues[tp] if r[3] <= now - lag) for tp in mine}
+            if starved is not None:  # a fetch asks every partition held: each one's end
                 for tp in mine:
-                    ends[tp] = (now, len(queues[tp]))
+                    ends[tp] = (now - lag, seen[tp])
             batch = {}
             for tp in mine[:rng.randint(1, len(mine))]:
-                got = queues[tp][pos[tp]:pos[tp] + rng.randint(1, st.batch)]
+                got = queues[tp][pos[tp]:min(seen[tp], pos[tp] + rng.randint(1, st.batch))]
                 pos[tp] += len(got)
                 if got:
                     batch[tp] = got
