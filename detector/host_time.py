@@ -35,6 +35,16 @@ way: what the job does to every node (a checkpoint, an evaluation, a site agent 
 node) moves the stage's reference or every node's count.  A save's one long step, one rank's
 loader stall (a unit's lower median) or GC (compute) is no streak.
 
+A step is hot at ``ON`` of the job's step and beyond the job's own noise: ``NOISE_K`` times
+the lower median of its units' spreads (each one's mean absolute move of its excess from its
+smoothed level, ~``1 / ALPHA`` steps).  Streaks are only a fault's signature when chance does
+not make them: a job whose every loader wanders +-30 % i.i.d. moves a node's lower median ~2.5 %
+of its step, step to step -- over ``ON`` one step in four, so streaks of three are routine and
+three of them fell on one of three nodes in 2 of 8 runs (loader36, a node escalated with no
+fault).  The lower median is the healthy units' noise: a faulty unit's own spread (a stall
+that comes and goes) moves it not, and a job whose host time is steady (the usual: spreads
+well under ``ON / NOISE_K``) is judged at ``ON`` as before.
+
 Physics, not tuning on the faults: a loader stall recurs on its node and grows; a write-back
 after an async checkpoint (blind10 K3) is compute, fades within tens of steps and moves to
 another node; a checkpoint, an evaluation pass, a batch ramp or a restart is every rank's
@@ -97,14 +107,21 @@ QUIET = 16
 REPEATS = 3
 REPEAT_GAP_S = 600.0
 SHARE_X = 4.0
+# A step is hot only beyond the job's own noise too: NOISE_K times the lower median of its units'
+# spreads (loader36: every rank's loader +-30 % i.i.d. moves a unit's lower median ~2.5 % of the
+# step, step to step -- over ON one step in four, streaks of three routine, three of them on one
+# of three nodes by chance).  A job whose host time is steady (the usual: spreads well under ON)
+# is judged at ON.
+NOISE_K = 2.5
 # A unit's row: smoothed excess, ts of the run's first hot step (NaN: no run), ts of its latest
 # hot step, raised (1.0; 2.0 as a recurrence) or not, hot steps in the run, its pipeline stage,
 # steps in the run; episodes in its chain, ts of the chain's first episode (its first hot step;
 # NaN: none) and of its latest, its streak (hot steps in a row; < 0: cool steps in a row) and
-# the ts the streak began, 1.0 while its current episode is counted, its node (an id in the job).
+# the ts the streak began, 1.0 while its current episode is counted, its node (an id in the job),
+# its spread (the mean absolute step-to-step move of its excess, smoothed as the excess is).
 (EWMA, RUN_FROM, LAST_HOT, RAISED, HOT, STAGE, STEPS, EPISODES, EP_FROM, EP_LAST, STREAK,
- STREAK_FROM, EP_IN, NODE) = range(14)
-NCOLS = 14
+ STREAK_FROM, EP_IN, NODE, SPREAD) = range(15)
+NCOLS = 15
 
 
 def grow(table: np.ndarray, n: int, stages: np.ndarray,
@@ -230,11 +247,15 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
         excess = np.where(n[at] >= 2, (val - ref[at]) / step_ms, 0.0)
     excess.clip(-CLIP, CLIP, out=excess)
     ewma = rows[:, EWMA]
+    spread = rows[:, SPREAD]
+    spread += ALPHA * (np.abs(excess - ewma) - spread)
     ewma += ALPHA * (excess - ewma)
-    hot = excess >= ON
+    k = (len(spread) - 1) // 2
+    hot = excess >= max(ON, NOISE_K * float(np.partition(spread, k)[k]))
     live = ~np.isnan(rows[:, RUN_FROM])
     if not np.count_nonzero(hot) and not np.count_nonzero(live):
         table[uid, EWMA] = ewma
+        table[uid, SPREAD] = spread
         streak = table[uid, STREAK]
         if streak.max() > -QUIET:  # (cooling down from a streak: counted to QUIET, then still)
             _cool(table, uid, streak)
@@ -362,6 +383,7 @@ def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
         **({"dp_rank": int(parts[2])} if len(parts) > 2 else {}),
         "host_excess_share": round(float(row[EWMA]), 4),
         "host_excess_ms": round(float(row[EWMA]) * step_ms, 1),
+        "host_spread_share": round(float(row[SPREAD]), 4),
         "job_step_ms": round(step_ms, 1), "hot_steps": int(row[HOT]),
         "recurring_for_s": round(float(row[LAST_HOT] - row[RUN_FROM]), 1),
         **({"episodes": int(row[EPISODES]),
@@ -373,6 +395,7 @@ def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
            if row[RAISED] == 2.0 else {}),
         "rule": (f"time in neither compute nor collectives (step_ms - compute_ms - comm_ms) "
                  f"of its ranks over its stage's other ranks, >= {ON:.0%} of the job's step "
+                 f"(a hot step: that and >= {NOISE_K:g}x the units' step-to-step spread) "
                  f"smoothed over ~{round(1 / ALPHA)} steps, recurring for the time given: "
                  "its host (data loader and local disk, CPU binding), not its GPUs"),
         "next_diagnostic": (
@@ -381,6 +404,15 @@ def evidence(key: str, row: np.ndarray, step_ms: float) -> dict[str, Any]:
             "(`numactl --show` and `taskset -cp` of each rank, `nvidia-smi topo -m` for the "
             "GPUs' sockets), the CPUs' clocks (`turbostat`)"),
     }
+
+
+def widen(table: Any) -> Any:
+    """A restored table of a snapshot before round 37 (no SPREAD column) with its units'
+    spreads none yet (learnt again in ~1 / ALPHA steps; ON judges meanwhile); any other
+    value as it is (check_restored judges it)."""
+    if isinstance(table, np.ndarray) and table.ndim == 2 and table.shape[1] == SPREAD:
+        return np.concatenate([table, np.zeros((len(table), NCOLS - SPREAD))], axis=1)
+    return table
 
 
 def check_restored(keys: Any, table: Any) -> bool:
@@ -409,6 +441,7 @@ def _in_domains(table: np.ndarray) -> bool:
     return (bool(np.isin(table[:, RAISED], (0.0, 1.0, 2.0)).all())
             and bool(np.isin(table[:, EP_IN], (0.0, 1.0)).all())
             and bool((np.abs(table[:, EWMA]) <= CLIP).all())
+            and bool(((table[:, SPREAD] >= 0.0) & (table[:, SPREAD] <= 2.0 * CLIP)).all())
             and all(whole(c, 0.0, _MAX_COUNT) for c in (HOT, STEPS, EPISODES))
             and whole(STREAK, -QUIET, _MAX_COUNT) and whole(NODE, 0.0, MAX_UNITS - 1)
             and not np.isinf(table[:, (RUN_FROM, EP_FROM)]).any())

@@ -152,8 +152,18 @@ def test_a_restart_relearns_and_a_snapshot_keeps_the_run():
     assert mon.restarts == 1 and np.isnan(mon._hs[:, host_time.RUN_FROM]).all()
 
 
+def test_a_snapshot_before_the_units_spread_restores_with_none_learnt():
+    # (round 37 added host_time.SPREAD: a snapshot of round 36 has one column fewer)
+    eng = Engine()
+    feed(eng, job(30, lambda k: {}), finish=False)
+    mon = eng.monitors._jobs["job-1"]
+    mon._hs = mon._hs[:, :host_time.SPREAD].copy()
+    back = Engine.restore(eng.snapshot()).monitors._jobs["job-1"]._hs
+    assert back.shape == (len(mon._hs), host_time.NCOLS) and not back[:, host_time.SPREAD].any()
+
+
 @pytest.mark.parametrize("keys,table", [
-    (["a"], np.zeros((1, host_time.NCOLS - 1))),
+    (["a"], np.zeros((1, host_time.NCOLS + 1))),  # (a width no version wrote)
     (["a"] * (host_time.MAX_UNITS + 1), np.zeros((host_time.MAX_UNITS + 1, host_time.NCOLS))),
     (["a", 3], np.zeros((2, host_time.NCOLS))),
     (["a"], np.full((1, host_time.NCOLS), np.inf)),

@@ -698,6 +698,7 @@ class JobMonitor(NumericChecks):
         if "_parked_offsets" not in self.__dict__:  # (a snapshot before round 35)
             self._parked_offsets = {}
         refuse_unless(_parked_ok(self._parked_offsets), "JobMonitor._parked_offsets")
+        self._hs = host_time.widen(self._hs)  # (a snapshot before round 37: no spreads)
         refuse_unless(host_time.check_restored(self._hs_keys, self._hs)
                       and len(self._hs) == len(self._hs_keys), "JobMonitor._hs / _hs_keys")
         refuse_unless(host_events.check_restored(self._he), "JobMonitor._he")
