@@ -47,21 +47,14 @@ def _narrowed(alerts: list) -> list[tuple[str, str]]:
 # -- finding 1: a host fault beside the moving expert, rank noise under long runs ----------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F1 (healthy GPU paged / node missed): a host fault on node-005 (its 8 ranks "
-    "+6 % or +10 % from step 170, lasting or ending at 230) while moe31's expert moves, each "
-    "rank's log compute an AR(1) of lag-1 0.8: paged at a GPU of node-005 that has no fault "
-    "(/3, /2, /4 -- /4 the expert's) in 8 of 8 runs at +10 % (seeds 3680-3683, lasting "
-    "and ending), the node missed in 1 of them (GPU alone); at +6 %: nothing paged in 6 of 8, "
-    "a GPU alone (the node missed) in 2 of 8 (seed 3682: gpu:node-005/3 at step ~193).  "
-    "Lag-1 0.7 lasting: a GPU beside the node 2 of 8; 0.6: the node 8 of 8.  The same "
-    "faults without the expert: the node, 16 of 16.  Pre-existing (the same on 5ddb0a0^, "
-    "before moe36): moe36's narrowing never fired here.  Mechanism not traced: under long "
-    "runs the node's ranks' alarms come and go at different steps, and the expert's place "
-    "holds (_same_place / _alike_without) take mates out of node_wide while one rank's run "
-    "goes on.  Fix idea: weigh node-alike over the rank's whole run (its mates' run means "
-    "over the same steps) before a place hold takes a mate out, and hold a lone rank's "
-    "page until its node's others' findings are decided"))
+# (Was a strict xfail: "revA36 F1 (healthy GPU paged / node missed): a host fault on node-005
+# (its 8 ranks +6 % or +10 % from step 170, lasting or ending at 230) while moe31's expert
+# moves, each rank's log compute an AR(1) of lag-1 0.8: paged at a GPU of node-005 that has no
+# fault (/3, /2, /4 -- /4 the expert's) in 8 of 8 runs at +10 % ...".  The job wanders (its
+# CUSUM findings held, JobMonitor._hold_wandering); the GPU was the expert's rank found by its
+# twins (JobMonitor._twin_update), told with nothing of its 7 mates alarmed alike beside it.
+# Fixed by host37: a rule's finding (twins, wandering, pair) is told node_alarmed as the
+# CUSUM's are (JobMonitor._rule_finding).)
 @pytest.mark.parametrize(("seed", "x", "end"), [
     (3682, 0.06, 230),      # gpu:node-005/3 alone, the node missed
     (3680, 0.10, 10**6),    # gpu:node-005/3 + the node

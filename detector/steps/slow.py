@@ -613,11 +613,20 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
 def _rule_finding(self, rank: int, dp: int | None, ts: float, ratio: float, step: int,
                   dev: float, evidence: dict[str, Any]) -> Finding:
     """A slow rank found by a rule sized by ``ratio`` (the wandering job's, the twins'):
-    onset at ``ts``, its confidence from the ratio, ``dev`` its log ratio to its peers."""
+    onset at ``ts``, its confidence from the ratio, ``dev`` its log ratio to its peers.
+
+    Told ``node_alarmed`` as the CUSUM's findings are (:meth:`_node_alarmed`): these rules
+    judge a rank against its peers on other nodes, and a host fault slows its node's every
+    rank -- under a moving MoE expert only the expert's ranks have twins, so one GPU of the
+    slow node was found by its twins and paged alone, its 7 mates alarmed beside it and held
+    as the wandering job's (revA36 F1)."""
+    s = self._slot.get(rank)
+    k = self._node_alarmed(s) if s is not None else 0
     return self._finding(rank, dp, "slow_rank", "slow_node", "unknown", ts, ts, True,
                          min(0.95, 0.5 + (ratio - 1.0) * 3),
                          {"step": step, "rank": rank,
-                          "compute_ratio_to_peers": round(math.exp(dev), 4), **evidence})
+                          "compute_ratio_to_peers": round(math.exp(dev), 4), **evidence,
+                          **({"node_alarmed": k} if k >= _NODE_ALARMED else {})})
 
 
 def _reset_slow(self, slots: np.ndarray | None) -> None:
