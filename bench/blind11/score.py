@@ -71,7 +71,9 @@ def score(labels: list[dict], alerts: list[tuple[str, dict]], log: str = "") -> 
     firing = [(tp, a) for tp, a in alerts if a.get("status") == "firing"]
     faults = []
     for lab in labels:
-        hits = sorted((a["detected_ts"], tp, a) for tp, a in firing if catches(tp, a, lab))
+        # (ties in time and topic keep the alerts' file order: dicts do not compare)
+        hits = sorted(((a["detected_ts"], tp, a) for tp, a in firing if catches(tp, a, lab)),
+                      key=lambda h: h[:2])
         first = hits[0] if hits else None
         faults.append({
             "log": log, "fault_id": lab["fault_id"], "kind": lab["kind"], "cause": lab["cause"],

@@ -128,14 +128,19 @@ class Log:
         with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5,
                                                     mtime=0) as gz, \
                 io.TextIOWrapper(gz, encoding="utf-8") as fh:
-            fh.write(json.dumps({"topic": "topology", "value": topology}) + "\n")
+            fh.write(_line({"topic": "topology", "value": topology}))
             for _, _, topic, value in sorted(self.recs, key=lambda x: (x[0], x[1])):
-                fh.write(json.dumps({"topic": topic, "value": value}) + "\n")
+                fh.write(_line({"topic": topic, "value": value}))
             for lab in self.labels():
-                fh.write(json.dumps({"topic": "labels", "value": lab}) + "\n")
+                fh.write(_line({"topic": "labels", "value": lab}))
         fx = path.with_name(path.name.replace(".jsonl.gz", ".effects.json"))
         fx.write_text(json.dumps(sorted(self.effects, key=lambda e: e["start_ts"]), indent=1))
         return path
+
+
+def _line(rec: dict) -> str:
+    """One record, compact (blind11's scorer finds labels by their line's first bytes)."""
+    return json.dumps(rec, separators=(",", ":")) + "\n"
 
 
 def _in(spans, t: float) -> bool:
@@ -389,7 +394,8 @@ class World:
                 while t < self.t1:
                     fid = None
                     load = self.nic_load(n, nic, t)
-                    moved = load * NIC_S * 1e9 * rng.uniform(0.97, 1.03)
+                    # a port moves at most its line rate; the rest waits (xmit_wait)
+                    moved = min(load, 0.97 * LINE_GBS) * NIC_S * 1e9 * rng.uniform(0.97, 1.03)
                     state = "up"
                     for a, b, kind, x, f in bad:
                         if a <= t < b:
