@@ -1,0 +1,100 @@
+"""Rebuilds bench/blind28/cases from the seed logs: generate the log, cut the reproducer.
+
+    python -m bench.blind28.make_cases [--out bench/blind28/cases]
+
+PLAN names, for each case, the story and seed it comes from and the cut (seconds after the
+log's first record); tests/test_blind28_cases.py says what faultline does wrong in each, or
+which routine shape it keeps quiet. Built from the freeze 08fada9 and its writer fix cb266d3
+(compact lines, a port's bytes capped at line rate), no fix since. F cases are findings (strict
+xfails), G cases guards.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from bench.blind11.make_cases import make
+from bench.blind28.cut import cut
+from bench.blind28.generate import write
+
+STEP, THERMAL, ECC, NIC = ("telemetry.step", "telemetry.thermal", "telemetry.ecc",
+                           "telemetry.nic")
+
+
+def _n(prefix: str, *idx: int) -> set[str]:
+    return {f"{prefix}{i:02d}" for i in idx}
+
+
+PLAN: dict[str, tuple] = {
+    # packed seed 0: on gpu-r07-n02..04 mlx5_2 carries asr-b's GPU 4 and a fine-tune's GPU 5
+    # (8 GB/s) while mlx5_0 carries rec-emb and llm-a (14 GB/s, 59 during an upload); isolated
+    # at ~348 s as a port with low throughput. Their port rows only
+    "F1-light-tenant-port-isolated-as-degraded-nic": ("packed", 0, dict(
+        t_from=200, t_to=520, nodes=_n("gpu-r07-n", 2, 3, 4), topics={NIC}, labels=set())),
+    # packed seed 2: the same reading on four r08 nodes becomes a leaf alert at ~291 s;
+    # gpu-r08-n01 mlx5_1 starts losing symbols at ~304 s and is never paged. r08's port rows
+    "F2-false-leaf-alert-hides-a-port-losing-symbols": ("packed", 2, dict(
+        t_from=0, t_to=600, nodes=_n("gpu-r08-n", *range(1, 9)), topics={NIC},
+        labels={"ber-gpu-r08-n01-mlx5_1"})),
+    # packed seed 0: gpu-r08-n05's power supply: 0x80 on all 8 GPUs from ~423 s (four
+    # tenants' jobs): the node isolated, and five GPUs beside it. Every rank's steps, that
+    # node's thermal rows (gpu-r08-n07 GPU 3's hidden slowdown is a fault too: its label is
+    # left out, its page a stray)
+    "F3-power-brake-under-four-tenants-isolated-gpu-by-gpu": ("packed", 0, dict(
+        t_from=380, t_to=600, topics={STEP, THERMAL}, sampled=_n("gpu-r08-n", 5),
+        labels={"brake-gpu-r08-n05"})),
+    # packed seed 2: rec-emb's rank on gpu-r07-n06 GPU 0 +9-15 % for 4 steps at ~37 s (the
+    # real PAI tail at a 2 % CoV), escalated. rec-emb's steps
+    "F4-four-step-noise-excursion-escalated": ("packed", 2, dict(
+        t_from=0, t_to=120, topics={STEP}, jobs={"rec-emb"}, labels=set())),
+    # packed seed 0: llm-a GPU 1 of gpu-r08-n04 leaves its TP rank's checksum at ~614 s;
+    # llm-a's steps on every node but gpu-r08-n05 (its power brake is another fault)
+    "G1-checksum-minority-on-a-shared-node": ("packed", 0, dict(
+        t_from=580, t_to=700, topics={STEP}, jobs={"llm-a"},
+        nodes=_n("gpu-r07-n", *range(1, 9)) | _n("gpu-r08-n", 1, 2, 3, 4, 6, 7, 8),
+        labels={"sdc-gpu-r08-n04-g1"})),
+    # packed seed 3: gpu-r08-n05 mlx5_1 (llm-a's and asr-b's) losing symbols from ~198 s (its
+    # node's light mlx5_3 is isolated too: F1)
+    "G2-shared-port-losing-symbols": ("packed", 3, dict(
+        t_from=150, t_to=450, nodes=_n("gpu-r08-n", 5), topics={NIC},
+        labels={"ber-gpu-r08-n05-mlx5_1"})),
+    # packed seed 1: asr-b GPU 3 of gpu-r08-n04 12-18 % slow from ~129 s, nothing in telemetry
+    "G3-hidden-slow-gpu-beside-other-tenants": ("packed", 1, dict(
+        t_from=80, t_to=400, topics={STEP}, jobs={"asr-b"}, labels={"slow-gpu-r08-n04-g3"})),
+    # packed seed 3: rec-emb's checkpoint uploads slow llm-a's all-reduce; both jobs' steps
+    "G4-neighbour-checkpoint-upload": ("packed", 3, dict(
+        t_from=0, t_to=190, topics={STEP}, jobs={"llm-a", "rec-emb"}, labels=set())),
+    # spread seed 0: XID 94 on hgx-a10 GPU 4 at ~474 s, sft-c dies
+    "G5-xid94-kills-one-tenants-job": ("spread", 0, dict(
+        t_from=440, t_to=600, nodes=_n("hgx-a", 10), topics={ECC, THERMAL},
+        labels={"xid94-hgx-a10-g4"})),
+    # spread seed 0: hgx-a04 mlx5_1 (pt-7b's and sft-c's) flapping from ~522 s
+    "G6-shared-port-flapping": ("spread", 0, dict(
+        t_from=480, t_to=800, nodes=_n("hgx-a", 4), topics={NIC},
+        labels={"flap-hgx-a04-mlx5_1"})),
+    # spread seed 0: hgx-a02's fans failing from ~287 s, 0x20 on its busiest GPUs
+    "G7-node-fans-failing-under-three-jobs": ("spread", 0, dict(
+        t_from=250, t_to=700, nodes=_n("hgx-a", 2), topics={THERMAL},
+        labels={"fan-hgx-a02"})),
+    # spread seed 0: ft-new starts at ~311 s on hgx-a05..08, hgx-a07 GPU 6 x1.35-1.45
+    "G8-new-jobs-gpu-slow-from-its-first-step": ("spread", 0, dict(
+        t_from=290, t_to=500, topics={STEP}, jobs={"ft-new"},
+        labels={"straggler-hgx-a07-g6"})),
+}
+
+
+def only(names: list[str], out: Path | None = None) -> None:
+    """Rebuild only ``names`` (a quicker loop while a case's cut is being chosen)."""
+    out = out or Path(__file__).parent / "cases"
+    make({n: PLAN[n] for n in names}, functools.cache(write), cut, out, __doc__, [
+        "--out", str(out)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    return make(PLAN, functools.cache(write), cut, Path(__file__).parent / "cases", __doc__,
+                argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""blind28 (round 37): every reproducer of a faultline error the twenty-eighth blind generator
+found replays (bench/blind28/cases, rebuilt by `python -m bench.blind28.make_cases`), each a
+strict xfail whose reason is the finding; the guards (a checksum minority on a shared node, a
+shared port losing symbols, a hidden slow GPU beside other tenants, a neighbour's checkpoint
+upload, XID 94 killing one tenant's job, a shared port flapping, a node's fans failing under
+three jobs, a new job's GPU slow from its first step) pass. Measured on the freeze 08fada9 and
+its writer fix cb266d3: BENCHMARKS.md "blind28, round 37"."""
+
+from __future__ import annotations
+
+from bench.blind28 import score
+from bench.blind28.score import labels_of
+from tests import blindcases as bc
+
+CASES = bc.cases_of("blind28")
+
+
+def node_caught_and_no_gpu_of_it(node: str) -> bc.Right:
+    """The node's fault caught with its cause, and no GPU of that node paged on its own (its
+    cut holds faults elsewhere whose labels are out)."""
+    def right(sc: bc.Score) -> bool:
+        return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"]) and not [
+            p for p in sc["problems"] if p["scope"].get("level") == "gpu"
+            and p["scope"].get("node") == node]
+    right.__name__ = f"node_caught_and_no_gpu_of_{node}"
+    return right
+
+
+def caught_with_cause(sc: bc.Score) -> bool:
+    """Every fault caught, its first catch with the label's cause (strays elsewhere aside)."""
+    return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
+
+# case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
+EXPECT: dict[str, tuple] = {
+    "F1-light-tenant-port-isolated-as-degraded-nic": (
+        bc.nothing_paged,
+        "blind28 F1: on a node that several tenants' jobs share, a port carries only the jobs "
+        "behind it (mlx5_2: a speech rank and a fine-tune, 8 GB/s) while its mates carry heavier "
+        "ones (mlx5_0: a recommender's and an LLM's ranks, and the recommender's checkpoint "
+        "uploads): faultline isolates the light port network/nic by nic_throughput (its Gb/s "
+        "under half its node's median; in this cut three such nodes of one leaf make it a "
+        "network/switch isolation) -- a port's throughput is its tenants' demand, not its "
+        "health; with no errors, no rate change and no flap it is no evidence of a bad port "
+        "(tune: 26 such NIC isolations in 8 logs)", 0),
+    "F2-false-leaf-alert-hides-a-port-losing-symbols": (
+        bc.alone_and_right,
+        "blind28 F2: the same nic_throughput reading on four nodes of one leaf (their light "
+        "ports in step: one fine-tune spans the four) becomes a network/switch isolation of "
+        "ib-leaf-r08-u41 (tune: 11 leaf isolations in 8 logs), and 12 s later a port under it "
+        "that starts losing symbols (thousands a poll, receive errors) is never paged: the "
+        "false leaf alert absorbs the real NIC fault (the only miss on the tune corpus)", 1),
+    "F3-power-brake-under-four-tenants-isolated-gpu-by-gpu": (
+        node_caught_and_no_gpu_of_it("gpu-r08-n05"),
+        "blind28 F3: a node's power supply failing puts HW power brake (0x80) on all 8 GPUs, "
+        "which four tenants' jobs share; faultline isolates the node (right) and also 4-5 of "
+        "its GPUs one by one as slow_node/power (each its own job's rank), finer than the "
+        "fault: a throttle reason on every GPU of a node is the node's, whichever jobs run "
+        "there (tune: 10 GPU isolations beside 4 node catches)", 1),
+    "F4-four-step-noise-excursion-escalated": (
+        bc.nothing_paged,
+        "blind28 F4: a rank 9-15 % over its peers for 4 steps, then back (real PAI job-2 "
+        "noise, window-demeaned and scaled to a 2 % CoV: its tail reaches 6 sd), is escalated "
+        "slow_node/unknown at the GPU (tune: 13 such escalations in 8 logs). Caveat: the tail "
+        "height is my scaling of PAI's shared-GPU noise to whole H100s; an operator would "
+        "want no page for a 4-step blip", 0),
+    "G1-checksum-minority-on-a-shared-node": (bc.at_once_and_alone, None, 1),
+    "G2-shared-port-losing-symbols": (caught_with_cause, None, 1),
+    "G3-hidden-slow-gpu-beside-other-tenants": (bc.alone_and_right, None, 1),
+    "G4-neighbour-checkpoint-upload": (bc.nothing_paged, None, 0),
+    "G5-xid94-kills-one-tenants-job": (bc.at_once_and_alone, None, 1),
+    "G6-shared-port-flapping": (bc.alone_and_right, None, 1),
+    "G7-node-fans-failing-under-three-jobs": (bc.alone_and_right, None, 1),
+    "G8-new-jobs-gpu-slow-from-its-first-step": (bc.alone_and_right, None, 1),
+}
+
+
+_scored = bc.cli_scorer(CASES, score)
+
+
+def test_every_case_has_an_expectation_and_its_labels():
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
+
+
+test_case = bc.case_test(EXPECT, _scored)
