@@ -33,7 +33,12 @@ Two halves, one path for the service and the replay:
   going dark) *with a job on it to the end* (it stepped within :data:`RUNNING_S` of the
   node's last record and its ranks were still there once the node was quiet
   :data:`SUSPECT_S` -- a job that stalled with it is re-formed elsewhere only minutes
-  later, a node replaced under a running job has them moved at once: the node's source's
+  later, a node replaced under a running job has them moved at once; a rank is there when it
+  took part in the job's recent steps, not a slot still naming the node after the job shrank
+  (:func:`_ranks_on`, dark37: blind27 F3); and not a job that stopped before the node went
+  quiet -- its last step over a step period and ``lateness_s`` before the node's last record
+  -- and stepped on without it (:func:`_went_on_without`: a save, then a re-form without a
+  reclaimed VM; a crash restart without it stays the node's page): the node's source's
   step view, or where
   the source sees no steps -- the service -- the job layouts, and a busy GPU; not one whose
   stop was due while the node still reported, unless its GPUs elsewhere wait for the node:
@@ -53,7 +58,10 @@ Two halves, one path for the service and the replay:
   ``stopped`` (:func:`_stops`).  The correlator -- one judgement, whoever the sources are -- waits
   until every topic of the node has missed its rows (:func:`_overdue`: quiet, at the
   correlator's clock, past its own interval -- the one rule, live36) and judges it at once when a
-  job with ranks on it stepped up to then and stopped stepping everywhere with it -- within
+  job with ranks on it stepped up to then (:func:`_ran_to`: its last step within a step period
+  and ``lateness_s`` of the node's last record, as a node's death stops its jobs -- a job hung
+  before, its collectors restarting during the hang, is not the node's: revA36 F7, dark37)
+  and stopped stepping everywhere with it -- within
   :data:`FAST_WINDOW_S` of its :func:`fast_s`, as a source tells it (:func:`_window_left`);
   past it the 240 s bound decides (a job's other node may have left the fleet since: round 23's
   churning-fleet pages) -- while the job's GPUs on its other nodes stay busy (NCCL
@@ -141,7 +149,8 @@ MAX_DARK = 256           # nodes named in one finding's ``dark_with`` (or ``node
 ABSENT_STEPS = 3
 # A node lost under its job (silent19): every topic of the node quiet FAST_S, and past its own
 # interval at the correlator's clock (_overdue), while a job with ranks on it,
-# stepping up to then (within FAST_RUN_S of its last record), stopped stepping everywhere and
+# stepping up to then (within a step period and lateness_s of its last record, FAST_RUN_S at
+# most: _ran_to), stopped stepping everywhere and
 # its ranks on the other nodes wait in the collective (their GPUs busy with no step, nothing
 # else stepping there) -- or its other nodes went dark with it.  Paged then, not after 240 s:
 # a drained node's job ended or moved first, a reboot planned under a stopped job leaves its
@@ -350,7 +359,7 @@ def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[
             # as noted once it was quiet SUSPECT_S (the job's GPUs may have gone on to other
             # jobs, and its other nodes left, since: the churning fleet), else as now
             jobs = _jobs_on(mon, node, since) if st[_JOBS] is None else [
-                j for j in st[_JOBS] if j[2] >= since]
+                j for j in st[_JOBS] if j[2] >= since and not _went_on_without(mon, node, j)]
             if jobs:
                 ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
@@ -362,19 +371,46 @@ def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
     ranks there and stepped at ``since`` or later -- running when the node went quiet (the
     in-process engine's one source sees them; a service's step partitions do not).  A job
     that ended before (a node drained, then taken out), whose ranks moved to other nodes
-    (a node replaced under a running job), or whose other GPUs went on with another job
-    (it ended as the node left: the churning fleet) is not."""
+    (a node replaced under a running job), that steps on without its ranks there (an elastic
+    job re-formed without the node: :func:`_ranks_on`), or whose other GPUs went on with
+    another job (it ended as the node left: the churning fleet) is not."""
     out = []
     for name, job in mon._jobs.items():
         if job.clock < since:
             continue
-        n = sum(1 for hw in job._hw if hw is not None and hw[0] == node)
+        n = _ranks_on(job, node)
         if n and not _moved(mon, name, {(hw[0], hw[1]) for hw in job._hw
                                         if hw is not None and hw[0] != node}, job.clock):
             out.append([name, n, round(job.clock, 3)])
             if len(out) >= MAX_JOBS:
                 break
     return out
+
+
+def _ranks_on(job: Any, node: str) -> int:
+    """How many of the job's ranks run on ``node``: its slots there that took part in its
+    recent steps (:func:`_present`) -- a rank's slot still naming the node long after the job
+    re-formed without it is not one (blind27 F3 and the churn corpus's two other dark pages:
+    a 96-rank job shrunk to 88 kept eight slots on a VM reclaimed 60 steps later)."""
+    present = _present(job)
+    return sum(1 for s, hw in enumerate(job._hw) if hw is not None and hw[0] == node and (
+        present is None or s in present))
+
+
+def _went_on_without(mon: Monitors, node: str, row: list[Any]) -> bool:
+    """Whether the job of a row noted once ``node`` was quiet (:func:`_jobs_on`: [job, ranks,
+    its last step then]) stepped on since without ranks there, having stopped before the node
+    went quiet: its last step as noted more than a step period and ``lateness_s`` before the
+    node's newest record -- a save, then a re-form without the node (blind27 F3: a spot VM
+    reclaimed during its job's rendezvous; noted while the job paused, its ranks still
+    there).  A node's death stops its job within a step of its last row: a job restarted
+    without it after a crash had its last step then, and stays the node's."""
+    job = mon._jobs.get(row[0])
+    entry = mon._alive.get(node)
+    if job is None or entry is None or not job.clock > row[2]:
+        return False
+    period = job._period if math.isfinite(job._period) else 0.0
+    return row[2] + period + mon.cfg.lateness_s < _newest(entry) and not _ranks_on(job, node)
 
 
 def _moved(mon: Monitors, name: str, gpus: set[tuple[str, int]], t: float) -> bool:
@@ -493,22 +529,28 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
 
 def _absent(job: Any) -> list[str]:
     """The nodes (at most :data:`MAX_DARK`) none of whose ranks took part in the job's last
-    :data:`ABSENT_STEPS` decided steps (detector.steps: a slot's last step, counted in
-    evaluations; a step with every rank in it counts for all)."""
+    :data:`ABSENT_STEPS` decided steps (:func:`_present`)."""
+    present = _present(job)
+    if present is None:
+        return []  # (every rank in a recent step: the usual job, one compare)
+    hw = job._hw
+    nodes = {h[0] for s in range(min(len(job._rank_of), len(hw))) if (h := hw[s]) is not None}
+    return sorted(nodes - {hw[s][0] for s in present})[:MAX_DARK]
+
+
+def _present(job: Any) -> set[int] | None:
+    """The job's slots whose ranks took part in one of its last :data:`ABSENT_STEPS` decided
+    steps (detector.steps: a slot's last step, counted in evaluations; a step with every rank
+    in it counts for all); None: every slot (such a step, or too few steps yet).  A slot whose
+    rank has not stepped since is a rank that left -- an elastic job that shrank or re-formed
+    keeps its slot, naming the hardware it last ran on, until ``_GONE_STEPS`` (256) steps on:
+    blind27 F3 -- or whose records were lost."""
     last = job._evaluated - ABSENT_STEPS
     if last < 0 or job._whole_at >= last:
-        return []  # (every rank in a recent step: the usual job, one compare)
+        return None
     seen, hw = job._seen_at, job._hw
-    present: set[str] = set()
-    nodes: set[str] = set()
-    for s in range(min(len(job._rank_of), len(hw))):
-        h = hw[s]
-        if h is None:
-            continue
-        nodes.add(h[0])
-        if s < len(seen) and seen[s] >= last:
-            present.add(h[0])
-    return sorted(nodes - present)[:MAX_DARK]
+    return {s for s in range(min(len(job._rank_of), len(hw), len(seen)))
+            if hw[s] is not None and seen[s] >= last}
 
 
 def _newest(entry: list[Any]) -> float:
@@ -1026,17 +1068,19 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
 def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
     """[job, ranks on the node, its last step's time] of the jobs lost with ``node`` quiet
     since ``last``, from what every partition tells the correlator (:class:`_LayoutView`):
-    each had ranks there and stepped until it went quiet (within :data:`FAST_RUN_S`), has
-    stopped stepping since (:data:`FAST_S`, three of its steps), had ranks on other nodes,
-    and those still heard wait for it -- most of their GPUs known since busy (NCCL spinning
-    on a dead peer: a job stopped or ended leaves them idle), busy without a break since its
-    last step (a GPU that idled after it and is busy again runs new work: the job stopped, a
-    drain, and was requeued before the quiet node was judged -- blind19 O1, b19fix), no other
-    job stepping there -- or went dark with it (a part of the fleet).  A job on this node
-    alone ending as it goes quiet looks the same as its death: none."""
+    each had ranks there and stepped until it went quiet (:func:`_ran_to`: within a step
+    period and ``lateness_s`` of its newest record -- a job stopped before, a hang of its own,
+    was lost to something else: revA36 F7), has stopped stepping since (:data:`FAST_S`, three
+    of its steps), had ranks on other nodes, and those still heard wait for it -- most of
+    their GPUs known since busy (NCCL spinning on a dead peer: a job stopped or ended leaves
+    them idle), busy without a break since its last step (a GPU that idled after it and is
+    busy again runs new work: the job stopped, a drain, and was requeued before the quiet
+    node was judged -- blind19 O1, b19fix), no other job stepping there -- or went dark with
+    it (a part of the fleet).  A job on this node alone ending as it goes quiet looks the
+    same as its death: none."""
     view = _LayoutView(corr, node, now)
     out = []
-    for name, mine, t, others in view.stopped(last - FAST_RUN_S):
+    for name, mine, t, others in view.stopped(last):
         if not mine or not others:
             continue
         up = view.up(others)
@@ -1048,6 +1092,21 @@ def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any
         if len(out) >= MAX_JOBS:
             break
     return out
+
+
+def _ran_to(corr: Correlator, stop: Finding, last: float) -> bool:
+    """Whether a job's stop (:func:`_stops`) says it stepped until ``last``, a node's newest
+    record: its last step at most a step period (``step_period_s``) and DESIGN's disorder
+    (``lateness_s``) before it, and :data:`FAST_RUN_S` at most.  A node's death stops its
+    jobs' steps within a step of its last row (the step in flight never ends); a job whose
+    last step came earlier stopped while the node still reported -- a hang of its own (revA36
+    F7: NCCL waiting on every node, a collector restart on one of them 20 s on), a save, a
+    re-form -- and the node's silence did not stop it."""
+    t, period = stop.evidence.get("last_step_ts"), stop.evidence.get("step_period_s")
+    if not _is_time(t):
+        return False
+    period = period if _is_time(period) and period > 0 else 0.0
+    return t >= last - min(FAST_RUN_S, period + corr.cfg.lateness_s)
 
 
 class _LayoutView:
@@ -1062,9 +1121,10 @@ class _LayoutView:
     def __init__(self, corr: Correlator, node: str, now: float) -> None:
         self.corr, self.node, self.now = corr, node, now
 
-    def stopped(self, since: float) -> Iterator[tuple[str, int, float, set[Any]]]:
+    def stopped(self, last: float) -> Iterator[tuple[str, int, float, set[Any]]]:
         """(job, ranks on the node, its last step, its GPUs on other nodes) of the jobs
-        that stepped at ``since`` or later and have stopped."""
+        that stepped until ``last``, the node's newest record (:func:`_ran_to`), and have
+        stopped."""
         corr, node = self.corr, self.node
         stops = corr._silent.get(_STOPS) or {}
         placement = corr._placement
@@ -1076,7 +1136,7 @@ class _LayoutView:
             if stop is None or not stop.active:
                 continue  # (stepping, or stepping again)
             t = stop.evidence["last_step_ts"]
-            if not _is_time(t) or t < since:
+            if not _is_time(t) or not _ran_to(corr, stop, last):
                 continue
             yield job, mine, t, {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
                                  if hw[0] != node}

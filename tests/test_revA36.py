@@ -275,19 +275,11 @@ def test_rank_zero_reporting_its_step_after_a_checkpoint_save_takes_no_offset(
     assert ("slow_rank", "gpu:node-002/4") in {(f.signal, f.scope.key) for f in found}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA36 F7 (healthy node paged dark; pre-existing, the same before live36): a job hung on "
-    "every node (NCCL waiting, GPUs busy) from 380 s, and node-003's collectors restart 20 s "
-    "later (every topic quiet 400-440 s: a DaemonSet rollout, a config push) -- node-003 is "
-    "paged an unattributed escalation 'stopped stepping' at 419-431 s, 3 of 3 seeds at 10 s "
-    "polls and 3 of 3 at dcgm's 30 s (hang 10-20 s before; 30 s before: 2 of 3; 60 s: 0).  "
-    "The node reported for 20 s after its job's last step: its silence did not stop the job "
-    "(a node's death stops its job's steps after its last row, within a step and DESIGN's "
-    "5 s).  FAST_RUN_S (30 s) only asks that the job stepped within 30 s of the node's last "
-    "record.  Fix idea: _lost asks the job's last step at or after the node's last record "
-    "less a step period and lateness_s -- a job stopped before the node went quiet was lost "
-    "to something else (its hang is the job's page, not the node's)"))
 def test_f7_a_collector_restart_during_a_job_hang_is_no_dark_node(tmp_path) -> None:
+    """revA36 F7 (fixed, dark37: liveness._ran_to): a job hung on every node from 380 s (NCCL
+    waiting, GPUs busy), node-003's collectors restart 20 s later (every topic quiet 400-440
+    s): its silence did not stop the job -- no page (paged 'stopped stepping' at 419 s
+    before; varied in tests/test_dark37.py)."""
     recs = [r for r in fleet(seconds=900, interval=10.0, nic_interval=10.0, seed=0,
                              quiet={"node-003": (400.0, 440.0, ("thermal", "ecc", "nic"))})
             if r["topic"] != "telemetry.step" or r["value"]["ts"] - T0 < 380.0]
