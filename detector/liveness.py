@@ -388,13 +388,28 @@ def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
 
 
 def _ranks_on(job: Any, node: str) -> int:
-    """How many of the job's ranks run on ``node``: its slots there that took part in its
-    recent steps (:func:`_present`) -- a rank's slot still naming the node long after the job
-    re-formed without it is not one (blind27 F3 and the churn corpus's two other dark pages:
-    a 96-rank job shrunk to 88 kept eight slots on a VM reclaimed 60 steps later)."""
+    """How many of the job's ranks run on ``node``: its slots there, but those of ranks that
+    left it (:func:`_left`) -- a slot still naming the node long after the job re-formed
+    without it is not one (blind27 F3 and the churn corpus's other dark page: a 96-rank job
+    shrunk to 88 kept eight slots on a VM reclaimed 60 steps later)."""
+    left = _left(job)
+    return sum(1 for s, hw in enumerate(job._hw) if hw is not None and hw[0] == node
+               and s not in left)
+
+
+def _left(job: Any) -> set[int]:
+    """The job's slots whose ranks left it: in none of its last :data:`ABSENT_STEPS` decided
+    steps (:func:`_present`) nor in any since its ranks last moved to other hardware (a
+    re-form: ``JobMonitor._moved_at``).  A slot absent with no re-form since is a rank whose
+    records are lost while the job steps on (its node's steps prove nothing of it:
+    ``nodes_absent``), still a rank there."""
     present = _present(job)
-    return sum(1 for s, hw in enumerate(job._hw) if hw is not None and hw[0] == node and (
-        present is None or s in present))
+    moved = job._moved_at
+    if present is None or moved <= job._whole_at:
+        return set()
+    seen = job._seen_at
+    return {s for s in range(min(len(job._rank_of), len(job._hw))) if s not in present
+            and (s >= len(seen) or seen[s] < moved)}
 
 
 def _went_on_without(mon: Monitors, node: str, row: list[Any]) -> bool:

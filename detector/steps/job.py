@@ -218,6 +218,9 @@ class JobMonitor(NumericChecks):
     # slot last took part in one.  Not state either: a restored monitor counts from there.
     _seen_at = np.zeros(0, dtype=np.int64)
     _whole_at = 0
+    # ... and when its ranks last moved to other hardware (a re-form), counted alike: a slot
+    # in no step since is a rank that left, not one whose records are lost (detector.liveness).
+    _moved_at = 0
     # The latest step each slot's rank was decided in (-1: none since ``_in_step_from``), to
     # tell a rank missing from a step decided "complete" from a duplicate (_late).  Not state
     # either: after a restore, a restart or slots renumbered (``_moves``) it starts again.
@@ -900,6 +903,7 @@ class JobMonitor(NumericChecks):
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
         self._whole_at = 0
+        self._moved_at = 0
 
     # -- analysis ------------------------------------------------------------------------
 
@@ -949,6 +953,7 @@ class JobMonitor(NumericChecks):
             # count held a rank that never took part in a step (a forged late message).
             self._expected = n
         if moved or placed:
+            self._moved_at = self._evaluated
             if moved and self._parked:
                 self._unpark(moved)
             out.append(self._layout_finding(buf, moved + placed, decided_ts))
