@@ -4,7 +4,7 @@ strict xfail whose reason is the finding; the guards (a checksum minority on a s
 shared port losing symbols, a hidden slow GPU beside other tenants, a neighbour's checkpoint
 upload, XID 94 killing one tenant's job, a shared port flapping, a node's fans failing under
 three jobs, a new job's GPU slow from its first step) pass. Measured on the freeze 08fada9 and
-its writer fix cb266d3: BENCHMARKS.md "blind28, round 37"."""
+its writer fix 4a43c6d: BENCHMARKS.md "blind28, round 37"."""
 
 from __future__ import annotations
 

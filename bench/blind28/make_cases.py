@@ -4,7 +4,7 @@
 
 PLAN names, for each case, the story and seed it comes from and the cut (seconds after the
 log's first record); tests/test_blind28_cases.py says what faultline does wrong in each, or
-which routine shape it keeps quiet. Built from the freeze 08fada9 and its writer fix cb266d3
+which routine shape it keeps quiet. Built from the freeze 08fada9 and its writer fix 4a43c6d
 (compact lines, a port's bytes capped at line rate), no fix since. F cases are findings (strict
 xfails), G cases guards.
 """
