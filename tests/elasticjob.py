@@ -10,7 +10,7 @@ re-form: the step before it saves, 8 s outside compute on every rank; step numbe
 rank); the global batch is fixed, so compute scales with 1 / the members' count.  Every GPU
 has a stable offset of its own (1 % spread) and each step a 2 % jitter; ``slow`` maps
 (node, gpu) -> its compute factor, in every segment it is in (a pair (factor, step): from that
-step number on).  TP ``tp`` (1: pure data
+step number on; (factor, step, end): until step number ``end``).  TP ``tp`` (1: pure data
 parallelism): tp rank ``r % tp``, replica ``r // tp``.
 """
 
@@ -25,7 +25,7 @@ COLD = (2.4, 1.5, 1.15, 1.04)
 
 def elastic_job(segments: list[tuple[list[str], int, str]], *, gpus: int = 8, tp: int = 1,
                 compute_ms: float = 2000.0, ref_nodes: int = 8, seed: int = 0,
-                slow: dict[tuple[str, int], float | tuple[float, int]] | None = None,
+                slow: dict[tuple[str, int], float | tuple] | None = None,
                 pause_s: float = 25.0,
                 save_every: int = 40, t0: float = T0) -> list:
     """The job's step records, in time order (see the module's docstring)."""
@@ -60,7 +60,7 @@ def elastic_job(segments: list[tuple[list[str], int, str]], *, gpus: int = 8, tp
     return out
 
 
-def _factor(f: float | tuple[float, int], s: int) -> float:
+def _factor(f: float | tuple[float, int] | tuple[float, int, int], s: int) -> float:
     if isinstance(f, tuple):
-        return f[0] if s >= f[1] else 1.0
+        return f[0] if f[1] <= s < (f[2] if len(f) > 2 else s + 1) else 1.0
     return f

@@ -30,6 +30,10 @@ from detector.steps.common import (
     _ints,
 )
 
+# A GPU that joined the job after its warm-up is judged as from its start this many steps
+# (_gross_joiner): its cold steps (a rank joining cold: _cold_steps) and a few steps past them
+_JOIN_STEPS = 20
+
 # A node mate told slow on a run this many steps longer than a rank's was slow on its own
 # before the rank's run began (JobMonitor._slow_before): about the smoothed window (_wshort,
 # ~10 steps); a host fault's ranks begin their runs within a few steps of each other
@@ -151,7 +155,34 @@ def _gross_start(self, f: Finding) -> bool:
     its unit.  Two GPUs gross from the start on two nodes are two faults (DESIGN: each paged
     within 3 steps); read as slowness visiting two nodes, both were held until the job's
     wandering could be read (130 steps: tests/test_elastic37.py, 390 s at 3 s a step)."""
-    return bool(f.evidence.get("gross_outlier")) and len(self._gross_nodes) < _WANDER_GROSS_NODES
+    if f.evidence.get("gross_outlier"):
+        return len(self._gross_nodes) < _WANDER_GROSS_NODES
+    return self._gross_joiner(f)
+
+
+def _gross_joiner(self, f: Finding) -> bool:
+    """Whether ``f`` tells slow a GPU that joined the job after its warm-up (a new VM the job
+    grew onto: :meth:`_track_hardware`'s ``_joined``) at most ``_JOIN_STEPS`` steps ago,
+    ``gross_slowdown`` slower than its peers on every step of its run (its gross count as long
+    as its run) -- while such joiners are on fewer than ``_WANDER_GROSS_NODES`` nodes.
+
+    A VM that joins late is "from its start" (DESIGN's <= 3 steps for >= 30 %): judged as
+    the warm-up's gross prior judges a job's first steps.  Found on the same steps as
+    another GPU turning slow at that re-form, the pair read as slowness visiting two nodes
+    and was held until the job's wandering could be read (blind27 held churn-s4: the new
+    VM's GPU x1.4 and sp-03's x1.11 both 492.7 s late; tests/test_elastic37.py E1)."""
+    joined = self._joined
+    s = self._slot.get(f.rank) if f.rank is not None else None
+    if not joined or s is None or s >= len(self._hw):
+        return False
+    at = joined.get(self._hw[s])
+    if at is None or self._evaluated - at > _JOIN_STEPS:
+        return False
+    mean = f.evidence.get("mean_ratio_over_run")
+    if mean is None or mean < 1.0 + self.cfg.gross_slowdown or self._gross[s] < self._run_n[s]:
+        return False
+    nodes = {h[0] for h, t in joined.items() if self._evaluated - t <= _JOIN_STEPS}
+    return len(nodes) < _WANDER_GROSS_NODES
 
 
 def _hold_shared(self, out: list[Finding], mark: int, slots: np.ndarray,

@@ -218,6 +218,8 @@ class JobMonitor(NumericChecks):
     # slot last took part in one.  Not state either: a restored monitor counts from there.
     _seen_at = np.zeros(0, dtype=np.int64)
     _whole_at = 0
+    # GPUs that joined the job past its warm-up (_joined; made on first use, per monitor)
+    _joined_at: dict[tuple[str, int], int] | None = None
     # ... and when its ranks last moved to other hardware (a re-form), counted alike: a slot
     # in no step since is a rank that left, not one whose records are lost (detector.liveness).
     _moved_at = 0
@@ -259,6 +261,15 @@ class JobMonitor(NumericChecks):
         except AttributeError:
             self._layouts_whole: dict[int, Any] = {}
             return self._layouts_whole
+
+    @property
+    def _joined(self) -> dict[tuple[str, int], int]:
+        """GPUs that joined the job past its warm-up -> its steps evaluated then
+        (steps.ranks._track_hardware, steps.holds._gross_joiner; not state, as _seen_at:
+        a restored monitor judges a GPU that joined before the restore as before this)."""
+        if self._joined_at is None:
+            self._joined_at = {}
+        return self._joined_at
 
     @property
     def _fixed_rows(self) -> dict[bytes, Any]:
@@ -889,6 +900,7 @@ class JobMonitor(NumericChecks):
         self._evaluated = 0
         self._gross_nodes.clear()
         self._found_nodes.clear()
+        self._joined.clear()  # (counted in evaluations, now from 0)
         self._reset_slow(None)
         self._cold[:] = 0
         self._spikes[:] = 0.0
@@ -1088,6 +1100,7 @@ class JobMonitor(NumericChecks):
     from detector.steps.holds import (
         _alarmed_without_places,
         _alike_without,
+        _gross_joiner,
         _gross_start,
         _hold_after_event,
         _hold_same_place,

@@ -17,6 +17,9 @@ from detector.findings import Finding
 from detector.step_numerics import _pick
 from detector.steps.common import _GONE_STEPS, _PARKED_KEPT, _SLOT_ARRAYS, _ints, _StepBuffer
 
+_JOINED_KEPT = 64  # GPUs that joined a job lately, remembered (JobMonitor._joined)
+_LIVE_STEPS = 3    # a slot in none of the job's last this many steps holds no GPU of the job
+
 
 def _grow(self, n: int) -> None:
     old = len(self._base)
@@ -130,14 +133,19 @@ def _follow_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
         return slots, []
     hw, rank_of, slot = self._hw, self._rank_of, self._slot
     n = len(rank_of)
-    # (a GPU in two slots -- a rank that left, kept on the GPU it was last on, below --
-    # is the slot that took part in a step last)
-    seen = self._seen_at
+    # The GPUs of the slots in the job's latest steps: a slot whose rank left with its GPU
+    # (a VM reclaimed) holds a GPU that is no longer the job's -- a VM that comes later under
+    # that host name is a new machine (cloud host names are reused), new to the job.  (A GPU
+    # in two slots -- a rank that left, kept on the GPU it was last on, below -- is the slot
+    # that took part in a step last.)
+    seen, whole = self._seen_at, self._whole_at
+    last = [max(int(seen[s]), whole) if s < len(seen) else whole for s in range(n)]
+    live = self._evaluated - _LIVE_STEPS
     held: dict[tuple[str, int], int] = {}
     for s, h in enumerate(hw[:n]):
-        if h is not None:
+        if h is not None and last[s] >= live:
             t = held.get(h)
-            if t is None or s < len(seen) and (t >= len(seen) or seen[s] > seen[t]):
+            if t is None or last[s] > last[t]:
                 held[h] = s
     claims: dict[int, int] = {}  # slot -> the rank now on its GPU
     for r, s, h in zip(buf.ranks, slots, buf.hw, strict=True):
@@ -215,6 +223,15 @@ def _track_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
             return slots, [], placed
     at = [i for i, (h, b) in enumerate(zip(now, buf.hw, strict=True)) if h != b]
     kept = self._offsets_kept(buf, slots, now, at) if self.restarts else None
+    if self._evaluated >= self.cfg.warmup_steps:
+        # GPUs new to the job past its warm-up (no slot held them: _follow_hardware), when
+        # (steps.holds._gross_joiner); the oldest forgotten
+        joined = self._joined
+        for i in at:
+            joined.pop(buf.hw[i], None)
+            joined[buf.hw[i]] = self._evaluated
+        while len(joined) > _JOINED_KEPT:
+            del joined[next(iter(joined))]
     for i in at:
         s = slots[i]
         self._left_gpu(s, buf.ranks[i], f"the rank moved to {buf.hw[i][0]} GPU {buf.hw[i][1]}",
