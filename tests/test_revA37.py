@@ -10,6 +10,11 @@ without it (torchelastic onto a spare or on fewer nodes, step numbers going on o
 checkpoint) is never paged dark: 18 of 24 probe runs missed and 2 paged 230 s late (10/30 s
 polls, spare or not, pause 10/20/40 s, seeds 0-1); 20 of 24 missed with a checkpoint restart
 (steps back 100).  dark37's crash guard re-forms after 70 s; at 40 s and 10 s polls it pages.
+
+F2 (wrong cause; pre-existing -- the same on 0dfd18e, before return37): a node's cooling under
+pure data parallelism (tests/test_return37.py's log, TP 1: GPU 2 at 90 C throttling 0x40, then
+GPU 7 at 90 C too braking 0x80) pages GPU 7 ``power`` at 10 and 30 s polls (8 of 8 probe runs:
+seeds 5-6, rank +8/+15 %), ``thermal`` at 1 s polls (4 of 4) -- the cause hangs on the poll.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from tests.elasticjob import elastic_job
 from tests.test_dark37 import DARK, SPARE, _reform, _steps
 from tests.test_elastic37 import churn
 from tests.test_liveness import NODES, T0, firing, fleet, silent_pages, write
+from tests.test_return37 import _log, _pages
 from tests.test_revA35 import WORK, job
 
 
@@ -59,6 +65,27 @@ def test_a_node_dead_mid_step_is_paged_though_its_job_re_forms_at_once(
     pages = silent_pages(replay_log(write(tmp_path, recs)).alerts)
     assert [(a.status, a.scope.key) for a in pages][:1] == [("firing", f"node:{DARK}")]
     assert pages[0].detected_ts < T0 + 380.0 + 3 * interval + 30.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA37 F2 (wrong cause, pre-existing: same on 0dfd18e): under pure DP a second GPU hot "
+    "(90 C) and braking 0x80 beside a GPU throttling 0x40 at 90 C on its node is paged power at "
+    "10/30 s polls (8/8 probe runs), thermal at 1 s polls (4/4): the cause depends on the poll.  "
+    "Fix idea: read 0x80 on a GPU hot against its mates (hot_delta_c at its power) beside a "
+    "standing heat of its node as the heat's (as 0x8 is when hot), whatever the poll."))
+@pytest.mark.parametrize("poll_s", [10, 30])
+def test_a_hot_gpus_brake_beside_its_nodes_heat_under_pure_dp_is_thermal_at_any_poll(
+        poll_s: int) -> None:
+    pages = _pages(_log(seed=5, hot=(100, 600), brake=(330, 520), poll_s=poll_s, gpn=8, tp=1,
+                        floats=False, brake_hot=True, brake_slow=1.08))
+    seven = [p for p in pages if p[0] == "firing" and p[2] == "gpu:node-000/7"]
+    assert seven and all(p[1] == "thermal" for p in seven), pages
+
+
+def test_guard_the_same_at_1_s_polls_is_thermal() -> None:
+    pages = _pages(_log(seed=5, hot=(100, 600), brake=(330, 520), poll_s=1, gpn=8, tp=1,
+                        floats=False, brake_hot=True, brake_slow=1.08))
+    assert ("firing", "thermal", "gpu:node-000/7", 330) in pages, pages
 
 
 # -- guards that hold -------------------------------------------------------------------------
