@@ -15,6 +15,11 @@ F2 (wrong cause; pre-existing -- the same on 0dfd18e, before return37): a node's
 pure data parallelism (tests/test_return37.py's log, TP 1: GPU 2 at 90 C throttling 0x40, then
 GPU 7 at 90 C too braking 0x80) pages GPU 7 ``power`` at 10 and 30 s polls (8 of 8 probe runs:
 seeds 5-6, rank +8/+15 %), ``thermal`` at 1 s polls (4 of 4) -- the cause hangs on the poll.
+
+F3 (wrong unit, noisy; pre-existing -- the same on 0dfd18e): HW slowdown 0x8 on cool GPUs spreading
+over a node one GPU a poll (its supply or board failing; tests/test_therm36.py's node_polls) pages
+GPU 0 gpu_hardware and then power, GPUs 1-4 power each, then the node: 7 pages for one node's
+fault at 10 and 30 s polls; four GPUs at once (0-3 or 0/2/4/6) 4-5 GPU pages and no node page.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from tests.test_elastic37 import churn
 from tests.test_liveness import NODES, T0, firing, fleet, silent_pages, write
 from tests.test_return37 import _log, _pages
 from tests.test_revA35 import WORK, job
+from tests.test_therm36 import node_polls
 
 
 def _fast_reform(*, interval: float, swap: bool, seed: int, pause: float,
@@ -86,6 +92,21 @@ def test_guard_the_same_at_1_s_polls_is_thermal() -> None:
     pages = _pages(_log(seed=5, hot=(100, 600), brake=(330, 520), poll_s=1, gpn=8, tp=1,
                         floats=False, brake_hot=True, brake_slow=1.08))
     assert ("firing", "thermal", "gpu:node-000/7", 330) in pages, pages
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA37 F3 (wrong unit, pre-existing: same on 0dfd18e): 0x8 on cool GPUs spreading over a "
+    "node one GPU a poll pages GPU 0 gpu_hardware then power, GPUs 1-4 power, then the node "
+    "(7 pages, 10 and 30 s polls: 2/2); 4 GPUs at once: 4-5 GPU pages, no node page (4/4).  "
+    "Fix idea: a second GPU of the node with 0x8 and no heat while the first's stands makes the "
+    "node's power page (therm36's all-at-once rule over the throttle's window) and takes the "
+    "GPU pages into it; a GPU's page keeps one cause (no gpu_hardware then power)."))
+@pytest.mark.parametrize("interval", [10.0, 30.0])
+def test_hw_slowdown_spreading_over_a_nodes_gpus_is_one_node_page(interval: float) -> None:
+    alerts = feed(Engine(), node_polls({g: 6 + g for g in range(8)}, interval=interval,
+                                       polls=30), finish=False)
+    keys = {a.scope.key for a in alerts if a.status == "firing"}
+    assert keys == {"node:node-000"}, sorted(keys)
 
 
 # -- guards that hold -------------------------------------------------------------------------
