@@ -36,6 +36,17 @@ SETTLED_STEP_C = 1.0
 # every GPU of it a degree or more a poll, while mates level at their load flicker about their
 # integer reading (+1 on one, -1 or 0 on another: revA35 2).
 LEVEL_STEP_C = 0.5
+# Mates are judged level over the polls since the throttling GPU's run began, up to this many
+# (NodeTemps.mates_steady): one poll's move of a noisy sensor (+-0.5-1 C a reading) cannot
+# tell a node beginning to climb a degree a poll from one flickering about its level; three
+# can (revA36 F5).
+LEVEL_POLLS = 3
+# How far (in standard errors of the mates' own moves, NodeTemps.noise) their rise must stay
+# below the climb of a failing cooling (2 x LEVEL_STEP_C a poll) to show them level.
+LEVEL_Z = 3.0
+# The weight of a sample's move in a GPU's mean square move while settled at its load
+# (NodeTemps.noise): ~10 samples.
+NOISE_SHARE = 0.1
 
 
 class NodeTemps:
@@ -51,14 +62,17 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat", "cap_clocks", "brake_poll", "calm", "prev", "steady_wait")
+                 "brake_repeat", "cap_clocks", "brake_poll", "calm", "back", "noise", "steady_wait")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
         #                              gpu_temp_c optional -- review round 12 P3)
         self.temps: dict[int, float] = {}
         self.times: dict[int, float] = {}  # GPU -> time of its latest temperature (``temps``)
-        self.prev: dict[int, float] = {}   # GPU -> its temperature on the sample before
+        self.back: dict[int, list[float]] = {}  # GPU -> its temperatures on the samples
+        #   before its latest, LEVEL_POLLS at most, oldest first
+        self.noise: dict[int, float] = {}  # GPU -> the mean square of its temperature's move
+        #   sample to sample (weight NOISE_SHARE): its sensor's noise and its load's wander
         self.steady_wait: dict[int, list[float]] = {}  # GPU -> [ts, since, state, reasons,
         #   clock drop, temp_c]: its thermal reason told beside warm mates (``node_warm``)
         #   before their samples of its poll (from ``since`` on) were in -- its mates judged
@@ -125,7 +139,8 @@ class NodeTemps:
         self.loaded.pop(gpu, None)
         self.temps.pop(gpu, None)
         self.times.pop(gpu, None)
-        self.prev.pop(gpu, None)
+        self.back.pop(gpu, None)
+        self.noise.pop(gpu, None)
         self.steady_wait.pop(gpu, None)
         self.power.pop(gpu, None)
         self.fits.pop(gpu, None)
@@ -285,13 +300,16 @@ class NodeTemps:
         # its entries there -- perf37)
         try:
             was = temps[gpu]
-            then = times[gpu]
+            fresh = times[gpu] != ts  # (a sample taken again -- GpuThermal.quiet's, then
+            #                          update's general path -- is not a sample before)
         except KeyError:
             was = temps.get(gpu, temp_c)
-            then = times.get(gpu)
-        if then != ts:
-            self.prev[gpu] = was  # (a sample taken again -- GpuThermal.quiet's, then update's
-            #                       general path -- is not a sample before)
+            fresh = False
+        if fresh:
+            back = self.back.setdefault(gpu, [])
+            back.append(was)
+            if len(back) > LEVEL_POLLS:
+                del back[0]
         temps[gpu] = temp_c
         times[gpu] = ts
         power = self.power
@@ -319,8 +337,13 @@ class NodeTemps:
                 self.calm[gpu] = [power_w, ts, ts, temp_c, ts, temp_c, heat]
             elif ts - c[1] < settle_s and abs(temp_c - was) > SETTLED_STEP_C:
                 c[2], c[3], c[4], c[5] = ts, temp_c, ts, temp_c  # (still following its load)
-            elif ts - c[4] >= 0.5 * CALM_SPAN_S:
-                c[2], c[3], c[4], c[5] = c[4], c[5], ts, temp_c
+            else:
+                if fresh:  # (settled at its load: its moves are its sensor's and its air's)
+                    sq = (temp_c - was) ** 2
+                    v = self.noise.get(gpu)
+                    self.noise[gpu] = sq if v is None else v + NOISE_SHARE * (sq - v)
+                if ts - c[4] >= 0.5 * CALM_SPAN_S:
+                    c[2], c[3], c[4], c[5] = c[4], c[5], ts, temp_c
         return self.reference(ts) if ts - self.median_ts >= 1.0 else self.median_c
 
     def _steady(self, gpu: int) -> bool:
@@ -356,10 +379,16 @@ class NodeTemps:
         at its cooling's limit, its mates a sample from throttling however level they sat);
         None when not shown.  Only a mate's sample taken at ``since`` or later counts (the
         poll of ``gpu``'s first throttling sample, or later: :meth:`mates_in`), and the mates
-        counted must not have moved ``LEVEL_STEP_C`` or more on average since their previous
-        samples: a node's cooling failing fast heats every GPU of it a few degrees a poll, and
-        the first GPU to throttle is sampled before its mates on the poll they begin to climb
-        -- their previous samples show them level (revA35 2: the GPU paged, then the node).
+        counted must not be climbing: over the polls since ``since`` (its run's first poll
+        counts one; LEVEL_POLLS at most) they must have moved less than ``LEVEL_STEP_C`` a poll
+        on average, and ``LEVEL_Z`` standard errors of their own moves (``noise``) less than a
+        failing cooling's degree a poll.  A node's cooling failing fast heats every GPU of it
+        a few degrees a poll, and the first GPU to throttle is sampled before its mates on the
+        poll they begin to climb -- their previous samples show them level (revA35 2: the GPU
+        paged, then the node); at a degree a poll under a sensor's +-0.5-1 C noise one poll's
+        move may show them level (revA36 F5: the GPU paged, then the node, 3 of 12 seeds), two
+        or three polls' rise does not.  Mates flickering about an integer reading show their
+        level at the first poll as before; noisy ones take a poll or two more.
 
         A node's cooling failing (its coolant flow, its fans, its inlet air) heats every GPU
         of it, the mates of the first to throttle climbing at an unchanged power; a fault of
@@ -368,10 +397,10 @@ class NodeTemps:
         (its temperature still following its power) or that reports no power is no evidence
         either way -- a GPU first heard already busy has no history yet (blind23 D1 cut
         10 s before the fault: its mates climbing from their first samples)."""
-        times, idle, calm, prev = self.times, self.idle, self.calm, self.prev
+        times, idle, calm, back, noise = self.times, self.idle, self.calm, self.back, self.noise
         heard_since = ts - 2.0 * HEARD_POLLS * within_s
-        steady = heard = 0
-        top = moved = 0.0
+        steady = heard = polls = 0
+        top = moved = var = 0.0
         for g, t in self.temps.items():
             at = times.get(g, heard_since - 1.0)
             if g == gpu or g in idle or at < heard_since:
@@ -386,8 +415,19 @@ class NodeTemps:
             if at - c[1] >= history_s and at - c[2] >= 0.5 * history_s:
                 steady += 1
                 top = max(top, rise)
-                moved += t - prev.get(g, t)
-        if steady < 2 or 4 * steady < 3 * heard or moved >= LEVEL_STEP_C * steady:
+                before = back.get(g)
+                # (its samples since the run's first poll -- one on that poll, and one more a
+                # poll; within_s is half an interval -- and since it settled at its load: a
+                # load's step is no climb, its settling over once level -- blind24 hbm)
+                n = min(len(before or ()), LEVEL_POLLS,
+                        1 + int((at - since) / (2.0 * within_s)),
+                        int((at - c[2]) / (2.0 * within_s) + 0.5))
+                if n > 0:
+                    moved += t - before[-n]
+                    polls += n
+                    var += noise.get(g, 0.0)
+        if steady < 2 or 4 * steady < 3 * heard or moved >= LEVEL_STEP_C * max(polls, steady) \
+                or moved + LEVEL_Z * var ** 0.5 >= 2.0 * LEVEL_STEP_C * polls > 0:
             return None
         return steady, top
 
@@ -461,7 +501,10 @@ FIELDS = {
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
     "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
-    "cap_clocks": is_real_map, "brake_poll": is_time, "prev": is_real_map,
+    "cap_clocks": is_real_map, "brake_poll": is_time,
+    "back": lambda x: type(x) is dict and all(
+        type(g) is int and type(b) is list and len(b) <= LEVEL_POLLS and all(map(is_real, b))
+        for g, b in x.items()), "noise": is_real_map,
     "steady_wait": lambda x: type(x) is dict and all(
         type(g) is int and type(w) is list and len(w) == 6 and all(map(is_real, w))
         for g, w in x.items()),

@@ -81,7 +81,9 @@ judged on their samples of the GPU's first throttling poll or later -- a GPU scr
 them waits for them (``NodeTemps.steady_wait``, :meth:`GpuThermal._settle_steady`) -- and
 moving ``LEVEL_STEP_C`` a poll on average they are climbing, however little in all (revA35 2:
 a node's cooling failing fast, +3 C a poll, paged its first GPU on its mates' level samples of
-the poll before, then the node).
+the poll before, then the node) -- over the polls since its run began, and short of a degree a
+poll by ``LEVEL_Z`` standard errors of their own moves: a noisy sensor's one poll is no level
+(revA36 F5: +1 C a 10 s poll under +-0.5-1 C of noise, NodeTemps.mates_steady).
 
 Heat against the node's other GPUs (the same inlet air) is the other sign of a cooling fault:
 ``hot`` for ``hot_samples`` samples in a row.  It is evidence, as a throttle reason is
