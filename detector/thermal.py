@@ -1237,7 +1237,7 @@ def _hot_harm(s: ThermalSample, temp_c: float, base: float, cfg: Thresholds) -> 
     drop = 1.0 - clock / base
     if drop >= (cfg.cap_clock_drop if reasons & SLOWDOWN_BITS == SW_POWER_CAP
                 else cfg.hw_clock_drop):
-        return f"hot with its clock {1.0 - clock / base:.1%} below its baseline ({base:.0f} MHz)"
+        return f"hot with its clock {drop:.1%} below its baseline ({base:.0f} MHz)"
     return None
 
 
