@@ -141,10 +141,13 @@ class WatermarksMessage(msgspec.Struct, tag="watermarks", tag_field="type",
                         forbid_unknown_fields=True):
     """Each source's clock (None: no record yet) and whether it is idle; ``explain``: of the
     sources later than the correlator's clock waits for, how far a wait for an explanation
-    waits for them (lower than their clock; see CorrelatorPartition.release_to)."""
+    waits for them (lower than their clock; see CorrelatorPartition.release_to); ``ended``:
+    of the idle sources with no record yet, when the fetch that found each at its end was
+    sent (wall, epoch seconds; see CorrelatorPartition._said)."""
 
     clocks: Annotated[list[tuple[Name, OptFinite, bool]], Meta(max_length=1 << 16)]
     explain: Annotated[list[tuple[Name, Finite]], Meta(max_length=1 << 16)] = []
+    ended: Annotated[list[tuple[Name, Finite]], Meta(max_length=1 << 16)] = []
 
 
 class _NodeNote(msgspec.Struct, tag_field="type", forbid_unknown_fields=True):
@@ -209,6 +212,8 @@ def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMe
         for name, ts in msg.explain:
             _printable("source", name)
             _not_ahead("watermark", ts, latest)
+        for name, _ in msg.ended:  # (a wall time: the correlator takes it no later than now)
+            _printable("source", name)
         return msg
     _printable("source", msg.source)
     if t is RewoundMessage:

@@ -126,3 +126,39 @@ def test_a_replayed_message_older_than_the_state_never_makes_a_source_idle() -> 
     # its worker reports how far an idle source can have got (PipelineWorker.reported_clock);
     # before, "idle" let the clock run to the other sources' T+9.
     assert plain.clock(2.0) == T + 2.0
+
+
+def test_an_at_its_end_of_a_fetch_sent_before_the_feed_holds_however_late_heard() -> None:
+    """svc37: a worker whose fetcher thread is starved (its fetch answers 3 s late) while its
+    heartbeats run says "step:0 at its end" each heartbeat -- of a fetch sent before the feed
+    began, whose high watermark is older than the feed's records.  The word counts as of when
+    that fetch was sent (the message's ``ended``), not as of when it was heard; a fetch sent
+    after the feed began lets it go, and one claiming to be sent later than it is heard counts
+    as heard.  (Fails before: let go at 1.0 + FED_GRACE_S on the fetch sent at 0.5.)"""
+    part = corr()
+    feed = Feed(part)
+    others = (("telemetry.step:1", T + 3.0, False), ("telemetry.ecc:0", T + 1.0, False),
+              ("telemetry.ecc:1", T + 2.0, False))
+
+    def report(now: float, sent: float) -> None:
+        part.on_message(feed.offset, orjson.dumps(
+            {"type": "watermarks", "clocks": [["telemetry.step:0", None, True],
+                                              *map(list, others)],
+             "ended": [["telemetry.step:0", sent]]}), now)
+        feed.offset += 1
+
+    report(1.0, 0.5)  # the feed's first data
+    for now in (1.0 + FED_GRACE_S, 2.0, 1.0 + EMPTY_GRACE_S + 1.0):
+        report(now, 0.5)  # the same stale fetch: held past both graces
+        assert part.clock(now) is None
+    report(7.0, 1.0 + FED_GRACE_S)  # a fetch sent after the feed began, answered late
+    assert part.clock(7.0) == T + 1.0
+
+    fresh = corr()
+    feed = Feed(fresh)
+    part = fresh
+    report(1.0, 0.5)
+    report(1.1, 1e12)  # (sent "later" than heard: as of when heard, within the skew)
+    assert part.clock(1.1) is None
+    report(1.0 + FED_GRACE_S, 1e12)
+    assert part.clock(1.0 + FED_GRACE_S) == T + 1.0

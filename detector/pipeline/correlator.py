@@ -199,6 +199,10 @@ class CorrelatorPartition:
         # clock (a watermarks message's ``explain``: a source later than the 5 s the clock
         # allows; see release_to).  Not state: every watermarks message says it afresh.
         self._explain: dict[str, float] = {}
+        # Empty source -> when the fetch that found it at its end was sent (a watermarks
+        # message's ``ended``; capped at when it was heard), what _said reads in place of
+        # when it was heard.  Not state: every watermarks message says it afresh.
+        self._ended: dict[str, float] = {}
         self.offset = -1
         self.released = -math.inf   # the correlator's clock: everything up to it is decided
         # Event time from which release_to has work (a finding, a timer or a prune due); up to
@@ -406,15 +410,21 @@ class CorrelatorPartition:
             msg = decode_message(raw)
             t = type(msg)
             if t is WatermarksMessage:
-                explain = self._explain
+                explain, ended = self._explain, self._ended
                 for name, ts, idle in msg.clocks:
                     self._watermark(name, self._heard(name, now), ts, idle, now, replayed)
                     if explain:
                         explain.pop(name, None)
+                    if ended:
+                        ended.pop(name, None)
                 if msg.explain and not replayed:
                     for name, ts in msg.explain:
                         if name in self.sources:
                             explain[name] = ts
+                if msg.ended and not replayed:
+                    for name, sent in msg.ended:
+                        if name in self.sources:
+                            ended[name] = sent if sent < now else now
             elif t is FindingMessage:
                 f = finding_of(msg.finding)
                 src = self._heard(msg.source, now)
@@ -517,7 +527,8 @@ class CorrelatorPartition:
                 continue  # its worker is gone, or the partition is not assigned to anyone
             wm = src.wm
             if wm is None:
-                if src.idle and (self._fed(name, src) or not hold_empty and self._said_since(src)):
+                if src.idle and (self._fed(name, src)
+                                 or not hold_empty and self._said_since(name, src)):
                     continue  # empty and fetched to its end: nothing to wait for
                 return None, None
             if wm < low:
@@ -530,7 +541,7 @@ class CorrelatorPartition:
             return None, None
         return low, (xlow if xlow < low else low)
 
-    def _said_since(self, src: _Source) -> bool:
+    def _said_since(self, name: str, src: _Source) -> bool:
         """An empty source said it was at its end ``fed_grace_s`` after any source had data:
         what it said before the feed began is no news of the feed's records for it.  A worker
         starved from then on (no core for seconds at load 12, its empty partitions' last word
@@ -538,12 +549,23 @@ class CorrelatorPartition:
         correlator ran past records still in its partitions: a slow rank escalated unknown
         before its throttle sample came (svc37; tests/integration/test_service_scaleout.py's
         extra escalation).  A live worker says it again each heartbeat."""
-        return self._data_since is not None and src.heard - self._data_since >= self.fed_grace_s
+        return self._data_since is not None \
+            and self._said(name, src) - self._data_since >= self.fed_grace_s
 
     def _fed(self, name: str, src: _Source) -> bool:
         """An empty source reported at its end ``fed_grace_s`` after its topic had data."""
         since = self._topic_since.get(_topic(name))
-        return since is not None and src.heard - since >= self.fed_grace_s
+        return since is not None and self._said(name, src) - since >= self.fed_grace_s
+
+    def _said(self, name: str, src: _Source) -> float:
+        """As of when an empty source is known to be at its end: when the fetch that found it
+        so was sent (``ended``), else when its word was heard.  A worker whose fetcher thread
+        is starved while its heartbeats run (fetch answers 3 s late under load 10-12) says
+        "at its end" now of a fetch sent before the feed began, whose high watermark is
+        older than the feed's records: taken as of when it was heard, the claim let node-000's
+        thermal partition go and a slow rank was escalated unknown before its throttle sample
+        came (svc37; tests/integration/test_service_scaleout.py's extra escalation)."""
+        return self._ended.get(name, src.heard)
 
     def release(self, now: float, alerts: list[Alert],
                 arrivals: list[float | None] | None = None,

@@ -883,21 +883,30 @@ class SourcePartition:
 
 
 def watermarks(parts: Iterable[SourcePartition], now: float, idle_after_s: float,
-               clocks: Iterable[tuple[float, float]] | None = None) -> Emit:
+               clocks: Iterable[tuple[float, float]] | None = None,
+               ended: Mapping[str, float] | None = None) -> Emit:
     """The clocks of several sources in one message, for every findings partition;
     ``clocks``: one (clock, explain) pair per part, reported instead of their own: ``clock``
     in ``clocks``, and ``explain`` in ``explain`` where it is lower (a source later than the
     5 s the correlator's clock allows, which a wait for an explanation is held for: see
-    PipelineWorker.reported_clock and CorrelatorPartition.release_to)."""
+    PipelineWorker.reported_clock and CorrelatorPartition.release_to).  ``ended``: source ->
+    when the fetch that found it at its end was sent; in ``ended`` for an idle source with no
+    record yet (the correlator lets it go on what that fetch saw: CorrelatorPartition._said)."""
+    explain: list[list[Any]] = []
     if clocks is None:
         entries = [p.clock_entry(now, idle_after_s) for p in parts]
-        return Emit(None, b"watermark", dumps({"type": "watermarks", "clocks": entries}))
-    entries, explain = [], []
-    for p, (c, x) in zip(parts, clocks, strict=True):
-        entries.append(p.clock_entry(now, idle_after_s, c))
-        if x < c:
-            explain.append([p.source, x])
+    else:
+        entries = []
+        for p, (c, x) in zip(parts, clocks, strict=True):
+            entries.append(p.clock_entry(now, idle_after_s, c))
+            if x < c:
+                explain.append([p.source, x])
     msg: dict[str, Any] = {"type": "watermarks", "clocks": entries}
     if explain:
         msg["explain"] = explain
+    if ended:
+        said = [[name, ended[name]] for name, ts, idle in entries
+                if ts is None and idle and name in ended]
+        if said:
+            msg["ended"] = said
     return Emit(None, b"watermark", dumps(msg))

@@ -433,14 +433,22 @@ class PipelineWorker:
         return main, wait if wait > clock else clock
 
     def _watermarks(self, now: float) -> Emit:
-        """The watermarks of every source (see reported_clock)."""
+        """The watermarks of every source (see reported_clock), with when the fetch that found
+        each empty one at its end was sent (``ended``: the correlator lets an empty source go
+        on what a fetch sent after the feed began found, not on when it was told: a starved
+        fetcher's answers come seconds late -- svc37)."""
+        ended = None
+        if self._at_end:
+            sources = self.sources
+            ended = {sources[tp].source: sent for tp, sent in self._at_end.items()
+                     if tp in sources and sources[tp].clock == -math.inf}
         if not self._late:
-            return watermarks(self.sources.values(), now, self.hold_back_s)
+            return watermarks(self.sources.values(), now, self.hold_back_s, ended=ended)
         caps = self.late_caps()
         reached_by: dict[float, float] = {}
         return watermarks(self.sources.values(), now, self.hold_back_s,
                           [self.reported_clock(tp, part, now, caps, reached_by)
-                           for tp, part in self.sources.items()])
+                           for tp, part in self.sources.items()], ended)
 
     def _take_local(self, out: WorkerOutput, now: float) -> None:
         """Hand ``out.findings`` to the correlators held here, in order, then release them."""
