@@ -9,13 +9,12 @@ skips, a tenant's XID 13) that should page nobody, with their spans, to explain 
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind12.stories import STORIES
-from replay.evaluation.corpus import parse_seeds
 
 
 def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
@@ -43,19 +42,8 @@ def save(path: Path, world, topo: str) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None, doc: str = __doc__, stories=STORIES, write=write) -> int:
-    """The CLI over ``stories`` and ``write`` (blind14's too)."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0", help="A..B or A,B,C")
-    ap.add_argument("--stories", default=",".join(stories))
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for seed in parse_seeds(args.seeds):
-        for story in args.stories.split(","):
-            path = write(args.out, story, seed, args.minutes)
-            print(path)
-    return 0
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Writes blind14 incident logs: topology first, telemetry in arrival order, labels last.
 
-blind12's writer and CLI (`bench.blind12.generate.save` and `main`, one copy).
+blind12's writer (`bench.blind12.generate.save`) and the generators' CLI (`bench.blind.cli`).
 
     python -m bench.blind14.generate --out DIR --seeds 0..3 [--stories fleet,pipe] [--minutes M]
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.blind12.generate import main as cli
+from bench.blind import cli
 from bench.blind12.generate import save
 from bench.blind14.stories import STORIES
 
@@ -24,7 +24,7 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cli(argv, __doc__, STORIES, write)
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,11 @@ labels last; `STORY-sSEED.effects.json` beside it lists the routine shapes (what
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind15.stories import STORIES
 from bench.blind15.world import Log
 
@@ -38,24 +38,8 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return save(out_dir / f"{story}-s{seed}.jsonl.gz", STORIES[story](seed, minutes))
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        lo, hi = text.split("..")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default=",".join(STORIES))
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for story in args.stories.split(","):
-        for seed in _seeds(args.seeds):
-            print(write(args.out, story, seed, args.minutes))
-    return 0
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Writes blind16 incident logs: topology first, telemetry in arrival order, labels last
-(blind12's writer and CLI).
+(blind12's writer, the generators' CLI `bench.blind.cli`).
 
     python -m bench.blind16.generate --out DIR --seeds 0..3 [--stories overlap,fleet] [--minutes M]
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.blind12.generate import main as _main
+from bench.blind import cli
 from bench.blind12.generate import save
 from bench.blind16.stories import STORIES
 
@@ -23,7 +23,7 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return _main(argv, __doc__, STORIES, write)
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

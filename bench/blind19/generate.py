@@ -1,5 +1,5 @@
 """Writes blind19 incident logs: topology first, telemetry in arrival order, labels last
-(blind12's writer and CLI).
+(blind12's writer, the generators' CLI `bench.blind.cli`).
 
     python -m bench.blind19.generate --out DIR --seeds 0..3 [--stories ops,replicas] \
         [--minutes M]
@@ -12,10 +12,9 @@ drained and requeued, a job requeued after a death, an operator's GPU reset, dcg
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-from bench.blind12.generate import main as _main
+from bench.blind import cli
 from bench.blind12.generate import save
 from bench.blind19.stories import STORIES
 
@@ -24,7 +23,8 @@ def write(out_dir: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return save(out_dir / f"{story}-s{seed}.jsonl.gz", *STORIES[story](seed, minutes))
 
 
-main = functools.partial(_main, doc=__doc__, stories=STORIES, write=write)
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ a rack's lost rear-door cooling.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind20.stories import STORIES
 from bench.blind20.world import T0
 
@@ -44,24 +44,8 @@ def write(out: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return log
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default="fabric,board")
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            print(write(args.out, story, seed, args.minutes))
-    return 0
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ falling off the bus (XID 79) under an MoE job, a GPU of a long-context job silen
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind21.stories import STORIES, build
-from replay.evaluation.corpus import parse_seeds
 
 
 def _line(topic: str, value: dict) -> bytes:
@@ -42,17 +41,7 @@ def write(out: Path, story: str, seed: int, minutes: float | None = None) -> Pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default=",".join(STORIES))
-    ap.add_argument("--minutes", type=float)
-    args = ap.parse_args(argv)
-    for seed in parse_seeds(args.seeds):
-        for story in args.stories.split(","):
-            print(write(args.out, story, seed, args.minutes))
-    (args.out / ".done").write_text("")
-    return 0
+    return cli.main(argv, __doc__, STORIES, write, minutes=None, done=True)
 
 
 if __name__ == "__main__":

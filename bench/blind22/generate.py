@@ -17,21 +17,14 @@ errors climb under one tenant and whose row remap fails (XID 64) under the next.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 from pathlib import Path
 
 import numpy as np
 
+from bench.blind import cli
 from bench.blind22.stories import STORIES
-
-
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def write(out: Path, story: str, seed: int, minutes: float | None = None) -> Path:
@@ -70,16 +63,7 @@ def write(out: Path, story: str, seed: int, minutes: float | None = None) -> Pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default="fabric,sched")
-    ap.add_argument("--minutes", type=float)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            print(write(args.out, story, seed, args.minutes))
-    return 0
+    return cli.main(argv, __doc__, STORIES, write, minutes=None)
 
 
 if __name__ == "__main__":

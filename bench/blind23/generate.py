@@ -14,13 +14,13 @@ host CPU thermal-throttling while its GPUs look healthy.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 from pathlib import Path
 
 import numpy as np
 
+from bench.blind import cli
 from bench.blind23.stories import STORIES
 
 
@@ -50,26 +50,8 @@ def write(out: Path, story: str, seed: int, minutes: float = 18.0) -> Path:
     return path
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default="fleet,loop")
-    ap.add_argument("--minutes", type=float, default=18.0)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            path = write(args.out, story, seed, args.minutes)
-            print(path)
-    (args.out / ".done").write_text("")
-    return 0
+    return cli.main(argv, __doc__, STORIES, write, minutes=18.0, done=True)
 
 
 if __name__ == "__main__":

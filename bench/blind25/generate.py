@@ -22,7 +22,7 @@ import json
 import math
 from pathlib import Path
 
-from bench.blind12.generate import main as _main
+from bench.blind import cli
 from bench.blind25.stories import STORIES
 
 
@@ -49,8 +49,7 @@ def write(out: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """blind12's CLI over blind25's stories and writer."""
-    return _main(argv, __doc__, STORIES, write)
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ after its time, 0.4 % 0.4-2.5 s late, 0.1 % twice up to 1.5 s later -- labels la
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from bench.blind import cli
 from bench.blind26.stories import STORIES
 
 FORMAT = {"pretrain": "faultline", "tenants": "slurm"}
@@ -58,25 +58,8 @@ def write(out: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return path
 
 
-def _seeds(text: str) -> list[int]:
-    if ".." in text:
-        a, b = text.split("..")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default="pretrain,tenants")
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            path = write(args.out, story, seed, args.minutes)
-            print(path)
-    return 0
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":

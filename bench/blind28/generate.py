@@ -9,9 +9,9 @@ each `"expect": "pages nobody"`).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind28.stories import STORIES
 
 
@@ -20,22 +20,8 @@ def write(out: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return STORIES[story](seed, minutes).write(Path(out) / f"{story}-s{seed}.jsonl.gz")
 
 
-def _seeds(text: str) -> list[int]:
-    a, _, b = text.partition("..")
-    return list(range(int(a), int(b or a) + 1))
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3", help="A..B or N")
-    ap.add_argument("--stories", default=",".join(STORIES))
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            print(write(args.out, story, seed, args.minutes))
-    return 0
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":
