@@ -41,14 +41,19 @@ EXPECT: dict[str, tuple] = {
         "under half its node's median; in this cut three such nodes of one leaf make it a "
         "network/switch isolation) -- a port's throughput is its tenants' demand, not its "
         "health; with no errors, no rate change and no flap it is no evidence of a bad port "
-        "(tune: 26 such NIC isolations in 8 logs)", 0),
+        "(tune: 26 such NIC isolations in 8 logs). nic38 (round 38): with the jobs' steps the "
+        "correlator no longer compares ports of different jobs (G9 passes; tune 0 such "
+        "isolations); this cut holds the port rows alone, and they still page", 0),
     "F2-false-leaf-alert-hides-a-port-losing-symbols": (
         bc.alone_and_right,
         "blind28 F2: the same nic_throughput reading on four nodes of one leaf (their light "
         "ports in step: one fine-tune spans the four) becomes a network/switch isolation of "
         "ib-leaf-r08-u41 (tune: 11 leaf isolations in 8 logs), and 12 s later a port under it "
         "that starts losing symbols (thousands a poll, receive errors) is never paged: the "
-        "false leaf alert absorbs the real NIC fault (the only miss on the tune corpus)", 1),
+        "false leaf alert absorbs the real NIC fault (the only miss on the tune corpus). nic38 "
+        "(round 38): with the jobs' steps no leaf forms and the port pages on its own (G10 "
+        "passes; tune 32/32); this cut holds the port rows alone, and the leaf still absorbs "
+        "it", 1),
     "F3-power-brake-under-four-tenants-isolated-gpu-by-gpu": (
         node_caught_and_no_gpu_of_it("gpu-r08-n05"),
         "blind28 F3: a node's power supply failing puts HW power brake (0x80) on all 8 GPUs, "
@@ -71,6 +76,8 @@ EXPECT: dict[str, tuple] = {
     "G6-shared-port-flapping": (bc.alone_and_right, None, 1),
     "G7-node-fans-failing-under-three-jobs": (bc.alone_and_right, None, 1),
     "G8-new-jobs-gpu-slow-from-its-first-step": (bc.alone_and_right, None, 1),
+    "G9-light-tenant-ports-beside-their-jobs-steps": (bc.nothing_paged, None, 0),
+    "G10-port-losing-symbols-beside-light-tenant-ports": (bc.alone_and_right, None, 1),
 }
 
 

@@ -81,6 +81,17 @@ PLAN: dict[str, tuple] = {
     "G8-new-jobs-gpu-slow-from-its-first-step": ("spread", 0, dict(
         t_from=290, t_to=500, topics={STEP}, jobs={"ft-new"},
         labels={"straggler-hgx-a07-g6"})),
+    # nic38 (round 38): F1 and F2 with the steps of the jobs on those nodes (their layout says
+    # which jobs run behind which port: detector/correlate/ports.py). F1's three nodes, every
+    # job's steps there; F2's r08 nodes to 420 s, all jobs but asr-b (its hidden slow GPU on
+    # gpu-r08-n06 is another fault, its label left out), mlx5_1 of gpu-r08-n01 losing symbols
+    "G9-light-tenant-ports-beside-their-jobs-steps": ("packed", 0, dict(
+        t_from=200, t_to=520, nodes=_n("gpu-r07-n", 2, 3, 4), topics={NIC, STEP},
+        labels=set())),
+    "G10-port-losing-symbols-beside-light-tenant-ports": ("packed", 2, dict(
+        t_from=0, t_to=420, nodes=_n("gpu-r08-n", *range(1, 9)), topics={NIC, STEP},
+        jobs={"rec-emb", "llm-a", "ft-r-00", "ft-r-01", "ft-s-00", "ft-s-01"},
+        labels={"ber-gpu-r08-n01-mlx5_1"})),
 }
 
 

@@ -24,6 +24,7 @@ in its ``__init__``):
 - ``slow``: a slow rank's explanation, wait and escalation; host-time slowness;
 - ``thermal``: throttles and heat -- a slow rank's brake, a node's cooling;
 - ``power``: SW power caps -- routine, a node's, a site's;
+- ``ports``: a port's throughput against its mates only where they carry the same jobs;
 - ``explain``: a new isolation taking over the slow ranks it explains;
 - ``narrow``: a node's slow page narrowed to its one GPU still slow, its other ranks back;
 - ``hardware``: a GPU failing job after job, NVLink baseboards, PCIe replays;
