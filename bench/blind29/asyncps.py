@@ -24,7 +24,7 @@ SPARE = "gpu-07"
 TOPOLOGY = "\n".join([
     "SwitchName=leaf-a Nodes=gpu-[01-04]",
     "SwitchName=leaf-b Nodes=gpu-[05-07]",
-    "SwitchName=spine Switches=leaf-[a-b]",
+    "SwitchName=spine Switches=leaf-a,leaf-b",
     ""])
 COLD = (2.3, 1.5, 1.15, 1.04)
 
