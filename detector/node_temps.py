@@ -44,6 +44,18 @@ LEVEL_POLLS = 3
 # How far (in standard errors of the mates' own moves, NodeTemps.noise) their rise must stay
 # below the climb of a failing cooling (2 x LEVEL_STEP_C a poll) to show them level.
 LEVEL_Z = 3.0
+# GPUs of one node with a never-routine power reason (0x80 HW power brake; 0x8 HW slowdown on a
+# GPU that is not hot) on their latest samples at once that make the brake the node's: two.
+# Power brake is a signal the node's baseboard asserts (a power supply lost or failing, the
+# BMC's brake line, a board regulator feeding several GPUs); a GPU's own part (its VRM, its
+# board) slows that GPU alone, and two GPUs failing so independently within one poll does not
+# happen as a routine shape -- the same count therm36's rule takes for the node's heat.  Idle
+# GPUs (0x1, a parked clock) and GPUs running free are not asked: an idle GPU has no clock for a
+# brake to take (blind28 F3: seven busy GPUs braking under four tenants' jobs, the eighth idle,
+# read as seven GPU faults), and a board failing shows on one GPU after another (revA37 F3:
+# 0x8 spreading one GPU a poll was 7 pages).  0x4 (SW power cap) is never a brake: a
+# node-wide cap is power management (detector.correlate.power).
+BRAKE_MIN_GPUS = 2
 # The weight of a sample's move in a GPU's mean square move while settled at its load
 # (NodeTemps.noise): ~10 samples.
 NOISE_SHARE = 0.1
@@ -184,17 +196,14 @@ class NodeTemps:
 
     def seen_now(self) -> str:
         """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""
-        if self.braking and self.all_braking():
+        if len(self.braking) >= BRAKE_MIN_GPUS:
             return "power"
         return "thermal" if len(self.heating) >= 2 else ""
 
-    def all_braking(self) -> bool:
-        """Every GPU of the node (>= 2 known) has the brake on its latest sample.  The sizes
-        first: on the usual sample (a GPU or two braking of many) it costs no pass over the
-        node's GPUs, whose number the input decides (review, round 9: 78 µs a sample at
-        4,000 GPUs on one node)."""
-        b = self.braking
-        return len(b) >= 2 and len(b) >= len(self.temps) and b.issuperset(self.temps)
+    def node_braking(self) -> bool:
+        """``BRAKE_MIN_GPUS`` or more GPUs of the node have the brake on their latest samples:
+        the node's supply or board braking (see BRAKE_MIN_GPUS)."""
+        return len(self.braking) >= BRAKE_MIN_GPUS
 
     def cap_shared(self, gpu: int, onset: float, drop: float, ts: float, window_s: float,
                    margin: float) -> int:

@@ -47,11 +47,15 @@ other nodes run free -- only the nodes compared say: the verdict carries
 ``gpus_under_cap`` and the correlator decides (``Correlator._node_cap``).
 
 A never-routine *power* reason (0x80 HW power brake, 0x8 HW slowdown on a GPU that is not
-hot) on every GPU of a node at once is one node fault -- the node's power supply or board
-asserting the brake, not eight GPUs failing together -- and its remedy drains the node: the
-first GPU whose run reaches the verdict while every GPU's latest sample shows it raises one
-``throttle`` finding at node scope, and each GPU's own verdict becomes evidence of it
-(DESIGN's rule: a node fault reported as N GPU alerts is a miss and N false positives).
+hot) on two or more GPUs of a node at once (each one's latest sample: one sampling interval;
+detector.node_temps.BRAKE_MIN_GPUS) is one node fault -- the node's power supply or board
+asserting the brake, not GPUs failing together -- and its remedy drains the node: the first
+GPU whose run reaches the verdict while two or more GPUs' latest samples show it raises one
+``throttle`` finding at node scope, and each braking GPU's own verdict becomes evidence of it
+(DESIGN's rule: a node fault reported as N GPU alerts is a miss and N false positives).  Idle
+GPUs are not asked (a parked clock shows no brake: blind28 F3, seven GPUs of four tenants'
+jobs braking beside an idle one, paged GPU by GPU when the rule asked for every GPU), nor is
+SW power cap (0x4): policy, never a brake.
 
 A never-routine *thermal* reason (0x20, 0x40, 0x8 on a hot GPU) on two or more GPUs of a node
 at once is the node's cooling (its inlet air, a rack's cooling, its fans), not as many GPUs
@@ -433,13 +437,14 @@ class GpuThermal:
         if heat or self._heat:
             self._node_heat(s, heat, bits, drop, cfg, out)
         seen_cause = node.seen_now() if node.braking or node.heating else ""
-        if node.seen_cause != seen_cause or (
-                seen_cause == "thermal" and len(node.heating) > node.seen_count):
-            # The brake on every GPU of the node in one sample, or a thermal reason on two or
-            # more (evidence, as throttle_seen is for a GPU): the correlator takes a slow rank
-            # on any of them to the node.
-            # (Told again as more GPUs heat: the correlator takes to the node only the slow
-            # ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones is its own.)
+        if node.seen_cause != seen_cause or seen_cause and len(
+                node.braking if seen_cause == "power" else node.heating) > node.seen_count:
+            # The brake on two or more GPUs of the node at once (BRAKE_MIN_GPUS), or a thermal
+            # reason on two or more (evidence, as throttle_seen is for a GPU): the correlator
+            # takes a slow rank on any of them to the node.
+            # (Told again as more GPUs brake or heat: the correlator takes to the node only the
+            # slow ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones, or
+            # beside two braking, is its own.)
             was, node.seen_cause = node.seen_cause, seen_cause
             gpus = node.braking if seen_cause == "power" else node.heating
             node.seen_count = len(gpus) if seen_cause else 0
@@ -449,7 +454,7 @@ class GpuThermal:
                 0.6 if seen_cause else 0.0,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                  "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
-            if seen_cause == "power":
+            if seen_cause == "power" and was != "power":
                 self._brake_again(s, bits, cfg, out)
             elif was == "power" and node.brake_repeat:
                 node.brake_repeat = False  # (the poll after a braked one: its brake let go)
@@ -497,7 +502,7 @@ class GpuThermal:
                 self.scope, seen, False, 0.6 if seen else 0.0, told_ev, None, s.tenant,
                 s.cluster))
             if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
-                    node.all_braking()) and ts - node.brake_poll > self._poll_s():
+                    node.node_braking()) and ts - node.brake_poll > self._poll_s():
                 node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)
         elif self._warm_told and seen and wait is not None and wait[2] > 0.0:
             self._warm_told = False  # (told steady on a sibling's sample: _settle_steady)
@@ -514,6 +519,12 @@ class GpuThermal:
             out.append(Finding(
                 s.ts, s.ts, "throttle_seen", "slow_node", "thermal", self.scope, True, False,
                 0.6, told_ev, None, s.tenant, s.cluster))
+        if (self._bad == 1 and bits & HW_SLOWDOWN and not bits & (
+                HW_POWER_BRAKE | SW_POWER_CAP) and gpu in node.braking
+                and not node.node_braking() and ts - node.brake_poll > self._poll_s()):
+            # (HW slowdown's second poll, still alone: the correlator holds its slow rank for
+            # its siblings' samples of this poll too -- a board failing one GPU a poll.)
+            node.brake_poll = ts
         if node.brake_poll:
             self._poll_in(s, out)
         if capped:
@@ -590,7 +601,7 @@ class GpuThermal:
                 evidence["baseline_under_cap"] = "own" if self._cap_clock > 0.0 else "siblings"
             cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c)
             own = True  # this GPU's verdict, or evidence of its node's brake
-            if never_routine and gpu in node.braking and (node.brake_gpus or node.all_braking()):
+            if never_routine and gpu in node.braking and (node.brake_gpus or node.node_braking()):
                 own = False
                 if not node.brake_gpus:
                     gpus = sorted(node.braking)
@@ -600,10 +611,10 @@ class GpuThermal:
                         True, True, min(0.95, 0.6 + drop * 2),
                         {**evidence, "gpus_braking": len(gpus), "gpus": gpus,
                          "recommended_because": (
-                             f"never-routine power reason {hex(bits)} on every GPU of "
-                             f"{self.scope.node} ({len(gpus)}) in the same sample: one node "
-                             f"fault (power supply or board), not {len(gpus)} GPU faults; "
-                             f"{because}")},
+                             f"never-routine power reason {hex(bits)} on {len(gpus)} GPUs "
+                             f"of {self.scope.node} at once (GPUs "
+                             f"{', '.join(map(str, gpus))}): one node fault (power supply or "
+                             f"board), not {len(gpus)} GPU faults; {because}")},
                         None, s.tenant, s.cluster))
                 node.brake_gpus.add(gpu)  # type: ignore[arg-type]
             elif gpu in node.heat_gpus:
@@ -936,7 +947,7 @@ class GpuThermal:
 
     def _brake_again(self, s: ThermalSample, bits: int, cfg: Thresholds, out: list[Finding]
                      ) -> None:
-        """The brake on every GPU of the node seen on a poll (a new run of them): when the
+        """The node's brake seen on a poll (two GPUs or more: a new run of them): when the
         last such run began within ``brake_repeat_s``, one ``throttle`` finding at node scope.
 
         A power supply or board that brakes in bursts shorter than the sampling interval
@@ -960,8 +971,8 @@ class GpuThermal:
             {"throttle_reasons": hex(bits), "gpus_braking": len(gpus), "gpus": gpus,
              "brake_seen_ts": [round(last, 3), round(s.ts, 3)],
              "recommended_because": (
-                 f"never-routine power reason {hex(bits)} on every GPU of {self.scope.node} "
-                 f"({len(gpus)}) on two polls {s.ts - last:.0f} s apart (limit "
+                 f"never-routine power reason {hex(bits)} on {len(gpus)} GPUs of "
+                 f"{self.scope.node} on two polls {s.ts - last:.0f} s apart (limit "
                  f"{cfg.brake_repeat_s:g} s): its power supply or board braking in bursts "
                  f"the sampling interval catches now and then, not one sample's chance")},
             None, s.tenant, s.cluster))
@@ -1133,7 +1144,7 @@ class GpuThermal:
         if any(times.get(g, NO_REFERENCE) < lo for g in node.gpus):
             return
         node.brake_poll = 0.0
-        if node.all_braking():
+        if node.node_braking():
             return  # (the node's brake is told: throttle_seen at node scope)
         out.append(Finding(
             s.ts, first, "poll_in", "slow_node", "power",

@@ -55,12 +55,7 @@ EXPECT: dict[str, tuple] = {
         "passes; tune 32/32); this cut holds the port rows alone, and the leaf still absorbs "
         "it", 1),
     "F3-power-brake-under-four-tenants-isolated-gpu-by-gpu": (
-        node_caught_and_no_gpu_of_it("gpu-r08-n05"),
-        "blind28 F3: a node's power supply failing puts HW power brake (0x80) on all 8 GPUs, "
-        "which four tenants' jobs share; faultline isolates the node (right) and also 4-5 of "
-        "its GPUs one by one as slow_node/power (each its own job's rank), finer than the "
-        "fault: a throttle reason on every GPU of a node is the node's, whichever jobs run "
-        "there (tune: 10 GPU isolations beside 4 node catches)", 1),
+        node_caught_and_no_gpu_of_it("gpu-r08-n05"), None, 1),
     "F4-four-step-noise-excursion-escalated": (
         bc.nothing_paged,
         "blind28 F4: a rank 9-15 % over its peers for 4 steps, then back (real PAI job-2 "

@@ -20,6 +20,7 @@ F3 (wrong unit, noisy; pre-existing -- the same on 0dfd18e): HW slowdown 0x8 on 
 over a node one GPU a poll (its supply or board failing; tests/test_therm36.py's node_polls) pages
 GPU 0 gpu_hardware and then power, GPUs 1-4 power each, then the node: 7 pages for one node's
 fault at 10 and 30 s polls; four GPUs at once (0-3 or 0/2/4/6) 4-5 GPU pages and no node page.
+Fixed by brake38 (round 38): two GPUs braking at once are the node's (tests/test_brake38.py).
 """
 
 from __future__ import annotations
@@ -94,15 +95,9 @@ def test_guard_the_same_at_1_s_polls_is_thermal() -> None:
     assert ("firing", "thermal", "gpu:node-000/7", 330) in pages, pages
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA37 F3 (wrong unit, pre-existing: same on 0dfd18e): 0x8 on cool GPUs spreading over a "
-    "node one GPU a poll pages GPU 0 gpu_hardware then power, GPUs 1-4 power, then the node "
-    "(7 pages, 10 and 30 s polls: 2/2); 4 GPUs at once: 4-5 GPU pages, no node page (4/4).  "
-    "Fix idea: a second GPU of the node with 0x8 and no heat while the first's stands makes the "
-    "node's power page (therm36's all-at-once rule over the throttle's window) and takes the "
-    "GPU pages into it; a GPU's page keeps one cause (no gpu_hardware then power)."))
 @pytest.mark.parametrize("interval", [10.0, 30.0])
 def test_hw_slowdown_spreading_over_a_nodes_gpus_is_one_node_page(interval: float) -> None:
+    # (brake38: 7 pages before -- GPU 0 gpu_hardware then power, GPUs 1-4 power, the node)
     alerts = feed(Engine(), node_polls({g: 6 + g for g in range(8)}, interval=interval,
                                        polls=30), finish=False)
     keys = {a.scope.key for a in alerts if a.status == "firing"}

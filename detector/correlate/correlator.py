@@ -801,6 +801,7 @@ class Correlator(PartWindows):
         _units_told,
     )
     from detector.correlate.thermal import (
+        _brake_until,
         _burst_impact,
         _bursts_under,
         _cooling,

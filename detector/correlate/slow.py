@@ -65,7 +65,7 @@ def _in_step(f: Finding, mate: Finding) -> bool:
 
 def _explanation(self, f: Finding) -> Problem | None:
     """A firing isolation problem whose signals on the same GPU explain a slow rank (or on
-    its node: a power brake on every GPU of the node, or several GPUs of it throttling
+    its node: a power brake on two GPUs or more of the node, or several GPUs of it throttling
     thermally, raised at node scope), or a throttle on either that let go after the slow
     run began (:meth:`_ended_throttle`)."""
     units = [f.scope.key]

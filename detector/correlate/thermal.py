@@ -35,7 +35,8 @@ def _above(hot: Finding) -> str:
 
 
 def _node_throttle(self, f: Finding) -> Finding | None:
-    """The node-wide throttle seen (every GPU of the node braking) on ``f``'s node."""
+    """The node-wide throttle seen (GPUs of the node braking, or heating, with ``f``'s) on
+    ``f``'s node."""
     if f.scope.node is None:
         return None
     seen = self._device.get(Scope.of_node(f.scope.node).key, {}).get("throttle_seen")
@@ -55,16 +56,20 @@ def _throttling_at(self, node: str, f: Finding) -> bool:
 
 
 def _covers(self, f: Finding, node: Finding) -> bool:
-    """Whether a node-scope throttle ``node`` speaks for ``f``'s GPU: a brake is on every
-    GPU; a node's heat only on the GPUs throttling thermally (those it names, or one whose
-    own throttle is seen) -- a slow rank on a cool GPU beside two hot ones is its own
-    (review round 11)."""
-    if node.scope.level != "node" or node.cause != "thermal" or f.scope.gpu is None:
+    """Whether a node-scope throttle ``node`` speaks for ``f``'s GPU: a node's brake or heat
+    only on the GPUs braking or throttling thermally with it (those it names, or one whose
+    own throttle of the same kind is seen) -- a slow rank on a cool GPU beside two hot ones
+    is its own (review round 11), and so is one running free beside GPUs braking (the brake
+    is the node's from two GPUs on: detector.node_temps.BRAKE_MIN_GPUS)."""
+    if node.scope.level != "node" or f.scope.gpu is None:
         return True
     if f.scope.gpu in node.evidence.get("gpus", ()):
         return True
     own = self._device.get(f.scope.key, {})
-    return any(g.cause == "thermal" for s, g in own.items()
+    if node.cause == "thermal":
+        return any(g.cause == "thermal" for s, g in own.items()
+                   if s in ("throttle", "throttle_seen"))
+    return any(_node_wide_reason(g) for s, g in own.items()
                if s in ("throttle", "throttle_seen"))
 
 
@@ -197,8 +202,8 @@ def _node_heat_page(self, f: Finding) -> Problem | None:
 def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
     """A never-routine throttle seen on the slow rank's GPU explains it: recommend.
 
-    When it is on every GPU of the node at once (a power brake the node's supply or board
-    asserts: detector.thermal), the node is the unit: one node isolation takes every slow
+    When it is on two GPUs or more of the node at once (a power brake the node's supply or
+    board asserts: detector.thermal), the node is the unit: one node isolation takes every slow
     rank on it.  A rank slow alike with its node's others joins the throttle isolation
     firing on its node (:meth:`_mates_cause`).
     """
@@ -210,15 +215,12 @@ def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         return True
     seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
     node = self._node_throttle(slow)
-    if node is None and seen is not None and _node_wide_reason(seen) and (
-            now < seen.ts + self.cfg.why_wait_s) and seen.ts > self._polled.get(
-                slow.scope.node or "", -math.inf):
-        # A reason a node's supply or board asserts on all its GPUs: its other GPUs' samples
-        # of the same poll may still be on their way (the allowed disorder).  Decided then,
-        # or once they are all in (_poll_in).
-        self._slow_wait[slow.scope.key] = slow
-        self._timer(seen.ts + self.cfg.why_wait_s, "slow", slow.scope.key)
-        return True
+    if node is None and seen is not None and _node_wide_reason(seen):
+        until = self._brake_until(seen)
+        if until is not None and now < until:
+            self._slow_wait[slow.scope.key] = slow
+            self._timer(until, "slow", slow.scope.key)
+            return True
     if node is not None:
         self._impact(slow, node, now, out)
         return True
@@ -234,6 +236,33 @@ def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         return True
     self._impact(slow, seen, now, out)
     return True
+
+
+def _brake_until(self, seen: Finding) -> float | None:
+    """Until when a slow rank on a GPU braking alone (``seen``: a reason a node's supply or
+    board asserts, detector.thermal -- 0x80, or 0x8 on a GPU that is not hot) waits for its
+    siblings: None once they are in with none braking beside it.
+
+    A brake on two or more GPUs of a node at once is the node's (BRAKE_MIN_GPUS,
+    detector.node_temps).  Its siblings' samples of the same poll may still be on their way
+    (the allowed disorder): the rank waits for them -- their samples all in (``poll_in``,
+    detector.thermal), or ``why_wait_s`` after ``seen``.  HW slowdown (0x8) on one cool GPU
+    alone, told ``gpu_hardware`` (its own regulator or board: GpuThermal._own_cause), waits
+    for the node's next poll too: a board or supply failing shows 0x8 on one GPU after
+    another, a poll apart, and the two readings' remedies differ (reset the GPU, or drain the
+    node for its power) -- revA37 F3: 0x8 spreading one GPU a poll paged GPU 0 gpu_hardware,
+    then power, GPUs 1-4, then the node, 7 pages for one fault.  Still alone then, it is the
+    GPU's own, paged a poll later than at its first sample (its own verdict takes
+    ``throttle_samples`` polls anyway).  0x80 names the external brake itself, which a
+    board asserts on its GPUs together: its poll's samples decide (int30, xf30)."""
+    node = seen.scope.node or ""
+    polled = self._polled.get(node, -math.inf)
+    if seen.cause != "gpu_hardware":
+        return None if polled >= seen.ts else seen.ts + self.cfg.why_wait_s
+    interval = self._cadence(node)
+    if polled > seen.ts + 0.5 * interval:
+        return None
+    return seen.ts + 1.25 * interval + self.cfg.why_wait_s
 
 
 def _heat_held(self, slow: Finding, seen: Finding, now: float) -> bool:
