@@ -42,7 +42,9 @@ Two halves, one path for the service and the replay:
   step view, or where
   the source sees no steps -- the service -- the job layouts, and a busy GPU; not one whose
   stop was due while the node still reported, unless its GPUs elsewhere wait for the node:
-  :func:`_ended_first`, blind21 F1's firmware flash after the job's end) is one
+  :func:`_ended_first`, blind21 F1's firmware flash after the job's end; nor one that re-formed
+  without it after a stop that left its GPUs elsewhere idle -- a save and a rendezvous, the
+  node dark after: :func:`_left_cleanly`, blind27 held churn-s6 -- both deferred) is one
   escalation, ``unattributed``/``unknown`` at the node, with the last record time per
   topic, the jobs and the next diagnostic (BMC, console, power).  A node heard again
   resolves it.  A node replaced under a running job (its ranks run elsewhere), drained
@@ -67,9 +69,14 @@ Two halves, one path for the service and the replay:
   churning-fleet pages) -- while the job's GPUs on its other nodes stay busy (NCCL
   spinning on a dead peer) with no other job stepping there, or went dark with it: the job is
   lost, whatever the node does next (:func:`_lost`, from every partition's job layouts, stops and
-  busy GPUs).  A job ended, cancelled or stopped for a planned reboot leaves its GPUs idle
-  (replay/sim's reboot) or on to the next job (the churning fleet), a node replaced under a
-  running job leaves it stepping, a job on the node alone ending looks like its death: those wait
+  busy GPUs).  A job that re-formed without the node before it was judged (torchelastic onto a
+  spare or on fewer nodes 10-40 s on: no rank names the node any more, no stop may have been
+  told) says so (:func:`_reforms`: the nodes it left, its last step before, the step it moved
+  in) and is lost the same way when that step ran to the node's last record and the re-form
+  came after a stall (:func:`_left_lost`, revA37 F1: 18 of 24 probe runs never paged).  A job
+  ended, cancelled or stopped for a planned reboot leaves its GPUs idle (replay/sim's reboot)
+  or on to the next job (the churning fleet), a node replaced under a running job leaves it
+  stepping, a job on the node alone ending looks like its death: those wait
   for the 240 s path (and the jobs it counts are those noted once the node was quiet
   :data:`SUSPECT_S`, so a job whose GPUs went on to another job is none: the churning fleet's 15
   pages in 32 h -> 0).  A node of its part of the fleet that went dark with a node judged so
@@ -329,6 +336,7 @@ def scan(mon: Monitors, findings: list[Finding]) -> None:
         _quiet(mon, sorted(quiet), newest, prog, times_of, findings)
     if mon._jobs:
         _stops(mon, findings)
+        _reforms(mon, findings)
     # Topics whose units were pruned (Monitors.prune_units): a silence there is over.
     for node in list(alive):
         entry = alive[node]
@@ -540,6 +548,44 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
                 clock, t, "silent", "unattributed", "unknown", Scope.of_job(name), True, False,
                 0.0, {"last_step_ts": round(t, 3), "step_period_s": round(period, 3),
                       "hang_s": hang_s(period)}, name, job.tenant, job.cluster))
+
+
+def _reforms(mon: Monitors, findings: list[Finding]) -> None:
+    """revA37 F1: a job whose ranks moved to other hardware since the last scan and left some
+    nodes altogether (an elastic re-form without them: torchelastic onto a spare, or on fewer
+    nodes) is a ``silent`` finding at the job's scope naming those nodes (``nodes_left``:
+    [node, its slots]) with the job's last step before the move (``left_step_ts``) and the
+    step it moved in (``reformed_ts``; ``JobMonitor._moved_gap``).  Its ranks no longer name
+    the node, so a node that died in the step in flight and whose job re-formed before the
+    node was told quiet had no job on it any more (18 of 24 probe runs never paged); the
+    correlator judges the node with this (:func:`_left_lost`).  What the source keeps is the
+    job's nodes as last looked at (``JobMonitor._live_nodes``, not state: a re-form across a
+    restore is not told), made again only when its ranks moved; a node it left long ago
+    leaves nothing (its slots stay until ``_GONE_STEPS`` on: the next re-form tells it then,
+    its last step long before the node's end)."""
+    for name, job in mon._jobs.items():
+        mark = (job._moves, job.restarts)
+        was = job._live_nodes
+        if was is not None and was[:2] == mark:
+            continue
+        nodes: dict[str, int] = {}
+        for hw in job._hw:
+            if hw is not None:
+                nodes[hw[0]] = nodes.get(hw[0], 0) + 1
+        job._live_nodes = (*mark, nodes)
+        if was is None:
+            continue
+        left = [[n, k] for n, k in sorted(was[2].items()) if n not in nodes]
+        before, at = job._moved_gap
+        if left and math.isfinite(before) and math.isfinite(at):
+            period = job._period if math.isfinite(job._period) else 0.0
+            findings.append(Finding(
+                mon.clock, before, "silent", "unattributed", "unknown", Scope.of_job(name),
+                True, False, 0.0, {"nodes_left": left[:MAX_DARK],
+                                   "left_step_ts": round(before, 3),
+                                   "reformed_ts": round(at, 3),
+                                   "step_period_s": round(period, 3)},
+                name, job.tenant, job.cluster))
 
 
 def _absent(job: Any) -> list[str]:
@@ -778,7 +824,15 @@ MAX_STOPS = 4096
 # corr._silent's entry holding the jobs stepping on without some nodes' ranks: job -> its
 # ``nodes_absent`` finding (_stops), at most MAX_STOPS.
 _ABSENT = "\0absent"
-_JOBS_KEYS = (_STOPS, _ABSENT)
+# ... and the jobs re-formed without some nodes: job -> its latest ``nodes_left`` finding
+# (_reforms), at most MAX_STOPS.
+_LEFT = "\0left"
+_JOBS_KEYS = (_STOPS, _ABSENT, _LEFT)
+# revA37 F1: a job re-formed without a node after a stall lost it (_left_lost) -- the re-form
+# came this long (and three of its steps) after the job's last step: the step in flight never
+# ended, its ranks waited in the collective (NCCL's timeout, torchelastic's rendezvous).  A node
+# replaced under a running job has its ranks go on at once (a cold first step at most).
+REFORM_GAP_S = 10.0
 
 
 def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
@@ -788,6 +842,15 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     end."""
     job = f.job
     silent = corr._silent
+    if job is not None and "nodes_left" in f.evidence:  # re-formed without them (_reforms)
+        left = silent.get(_LEFT)
+        if f.active and _is_time(f.evidence.get("left_step_ts")) and (
+                left is not None or len(silent) < MAX_NODES):
+            left = silent.setdefault(_LEFT, {})
+            if job in left or len(left) < MAX_STOPS:
+                left[job] = f
+                _judge_again(corr, _left_ranks(f), f, out)
+        return
     if job is not None and "nodes_absent" in f.evidence:  # stepping on without their ranks
         absent = silent.get(_ABSENT)
         if not f.active or type(f.evidence["nodes_absent"]) is not list:
@@ -811,7 +874,14 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     stops[job] = f
     if not f.active:
         return
-    nodes = {hw[0] for hw in corr._placement.ranks.get(job, {}).values()}
+    _judge_again(corr, {hw[0] for hw in corr._placement.ranks.get(job, {}).values()}, f, out)
+
+
+def _judge_again(corr: Correlator, nodes: Any, f: Finding, out: list[Alert]) -> None:
+    """The ``nodes`` of a job told stopped or re-formed without them (``f``), judged again:
+    those quiet on every topic they used (:func:`_on_quiet`), and those silent on every one
+    whose judgement a job's steps held (:func:`_judge`)."""
+    silent = corr._silent
     for node in sorted(nodes):
         topics = silent.get(node)
         if topics is not None and _WAIT not in topics and _JUDGED not in topics:
@@ -1117,11 +1187,44 @@ def _ran_to(corr: Correlator, stop: Finding, last: float) -> bool:
     last step came earlier stopped while the node still reported -- a hang of its own (revA36
     F7: NCCL waiting on every node, a collector restart on one of them 20 s on), a save, a
     re-form -- and the node's silence did not stop it."""
-    t, period = stop.evidence.get("last_step_ts"), stop.evidence.get("step_period_s")
+    return _stepped_to(corr, stop.evidence.get("last_step_ts"),
+                       stop.evidence.get("step_period_s"), last)
+
+
+def _stepped_to(corr: Correlator, t: Any, period: Any, last: float) -> bool:
+    """Whether a job's last step at ``t`` (steps ``period`` apart) came at most a step period
+    and ``lateness_s`` (:data:`FAST_RUN_S` at most) before ``last``, a node's newest record."""
     if not _is_time(t):
         return False
     period = period if _is_time(period) and period > 0 else 0.0
     return t >= last - min(FAST_RUN_S, period + corr.cfg.lateness_s)
+
+
+def _left_ranks(f: Finding) -> dict[str, int]:
+    """node -> its slots, of a job's ``nodes_left`` finding (:func:`_reforms`)."""
+    rows = f.evidence.get("nodes_left")
+    return {r[0]: r[1] for r in rows if type(r) is list and len(r) == 2 and type(r[0]) is str
+            and type(r[1]) is int and r[1] > 0} if type(rows) is list else {}
+
+
+def _left_lost(corr: Correlator, f: Finding, last: float) -> bool:
+    """Whether a job re-formed without a node (``f``, :func:`_reforms`) lost it, the node's
+    newest record at ``last``: the job's last step before the re-form ran to that record
+    (:func:`_stepped_to`: a node's death stops its jobs within a step) and the re-form came
+    after a stall -- :data:`REFORM_GAP_S` and three of its steps on: the step in flight never
+    ended, its ranks waited in the collective until a timeout re-formed the job without the
+    dead node (revA37 F1: re-formed within 10-40 s, before the node was told quiet, never
+    paged).  :func:`_lost` asks, as of a stop, that its GPUs elsewhere stayed busy through
+    the stall (waiting on the dead peer).  Not lost so: a node replaced under a running job
+    (its ranks go on at once), a job that saved or idled before its re-form (its GPUs idle:
+    blind27's reclaims), a node gone quiet well after the job's last step with it (a VM
+    reclaimed during its job's rendezvous: blind27 F3)."""
+    ev = f.evidence
+    t, at, period = ev.get("left_step_ts"), ev.get("reformed_ts"), ev.get("step_period_s")
+    if not (_is_time(t) and _is_time(at)):
+        return False
+    p = period if _is_time(period) and period > 0 else 0.0
+    return at - t > max(REFORM_GAP_S, 3 * p) and _stepped_to(corr, t, period, last)
 
 
 class _LayoutView:
@@ -1146,13 +1249,20 @@ class _LayoutView:
         here: dict[str, int] = {}
         for (job, _rank) in placement.on_node.get(node, {}):
             here[job] = here.get(job, 0) + 1
-        for job, mine in sorted(here.items()):
+        found: dict[str, tuple[int, float]] = {}
+        for job, mine in here.items():
             stop = stops.get(job)
             if stop is None or not stop.active:
                 continue  # (stepping, or stepping again)
             t = stop.evidence["last_step_ts"]
-            if not _is_time(t) or not _ran_to(corr, stop, last):
-                continue
+            if _is_time(t) and _ran_to(corr, stop, last):
+                found[job] = (mine, t)
+        for job, g in (corr._silent.get(_LEFT) or {}).items():
+            # (re-formed without the node: its ranks no longer name it -- revA37 F1)
+            mine = _left_ranks(g).get(node, 0)
+            if job not in found and mine and _left_lost(corr, g, last):
+                found[job] = (mine, g.evidence["left_step_ts"])
+        for job, (mine, t) in sorted(found.items()):
             yield job, mine, t, {(hw[0], hw[1]) for hw in placement.ranks.get(job, {}).values()
                                  if hw[0] != node}
 
@@ -1422,11 +1532,36 @@ def _running(corr: Correlator, node: str, found: list[Finding], now: float,
     view = _LayoutView(corr, node, now)
     kept = []
     for j in jobs:
-        if not _ended_first(view, j["job"], last):
+        if _ended_first(view, j["job"], last):
+            if excused is not None and _stopped_at(corr, j["job"]) >= since:
+                excused.setdefault(node, []).append(j)
+        elif _left_cleanly(view, j["job"], since):
+            if excused is not None:
+                excused.setdefault(node, []).append(j)
+        else:
             kept.append(j)
-        elif excused is not None and _stopped_at(corr, j["job"]) >= since:
-            excused.setdefault(node, []).append(j)
     return kept
+
+
+def _left_cleanly(view: _LayoutView, name: str, since: float) -> bool:
+    """Whether job ``name`` re-formed without the node (:func:`_reforms`), its last step
+    before at ``since`` or later, after a stop that left its GPUs elsewhere idle -- a save and
+    a rendezvous, not ranks waiting on a dead peer (:func:`_lost` asks the converse): the job
+    left the node, which went dark idle after (blind27 held churn-s6: a spot VM reclaimed with
+    a 30 s notice, its job saving and re-forming without it through the notice, the VM's last
+    row 1.8 s after the job's last step -- paged 240 s on).  The node's judgement is deferred
+    (:func:`_still_dark`: a node dead in its job's save is paged late, not never)."""
+    corr = view.corr
+    g = (corr._silent.get(_LEFT) or {}).get(name)
+    if g is None or not _left_ranks(g).get(view.node):
+        return False
+    t = g.evidence.get("left_step_ts")
+    if not _is_time(t) or t < since:
+        return False
+    up = view.up({(hw[0], hw[1]) for hw in corr._placement.ranks.get(name, {}).values()
+                  if hw[0] != view.node})
+    known, busy = view.waiting(name, up, t) if up else (0, 0)
+    return known > 0 and 2 * busy <= known
 
 
 def _stopped_at(corr: Correlator, name: str) -> float:

@@ -223,6 +223,12 @@ class JobMonitor(NumericChecks):
     # ... and when its ranks last moved to other hardware (a re-form), counted alike: a slot
     # in no step since is a rank that left, not one whose records are lost (detector.liveness).
     _moved_at = 0
+    # ... with the job's last step before them and the step they moved in (event times): a
+    # re-form's gap, which detector.liveness reads (_reforms); not state either.
+    _moved_gap = (-math.inf, -math.inf)
+    # (_moves, restarts, node -> its slots) as detector.liveness._reforms last looked: the
+    # nodes a re-form took the job off; not state either (a restored job's are learnt anew).
+    _live_nodes: tuple[int, int, dict[str, int]] | None = None
     # The latest step each slot's rank was decided in (-1: none since ``_in_step_from``), to
     # tell a rank missing from a step decided "complete" from a duplicate (_late).  Not state
     # either: after a restore, a restart or slots renumbered (``_moves``) it starts again.
@@ -923,6 +929,7 @@ class JobMonitor(NumericChecks):
                   complete: bool = True) -> None:
         buf = self._pending.pop(step)
         buf.columns()
+        before = self._last_step_ts
         self._done[step] = len(buf.ranks) if complete else -len(buf.ranks)
         if len(self._done) > _DONE_KEPT:
             del self._done[next(iter(self._done))]
@@ -966,6 +973,7 @@ class JobMonitor(NumericChecks):
             self._expected = n
         if moved or placed:
             self._moved_at = self._evaluated
+            self._moved_gap = (before, buf.last_ts)
             if moved and self._parked:
                 self._unpark(moved)
             out.append(self._layout_finding(buf, moved + placed, decided_ts))
