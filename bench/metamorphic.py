@@ -282,6 +282,8 @@ class Starved:
       this long;
     - ``fetch_lag_s``: the workers but the first see what reached Kafka this late (their
       fetcher thread starved, their heartbeats not);
+    - ``behind_s``: the stages' ``now`` is the wall clock less this (the service's is
+      ``time.monotonic()``, seconds since boot; its fetch ends and wall clock epoch seconds);
     - the service's settings of the broker tests (tests/integration/service_harness:
       idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
 
@@ -297,6 +299,7 @@ class Starved:
     warmup_s: float = 3.0
     late_start_s: float = 0.0
     fetch_lag_s: float = 0.0
+    behind_s: float = 1.7e9
 
 
 class _Wall:
@@ -441,11 +444,13 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
         order = list(tps)
         srng.shuffle(order)
         holder = {tp: i % st.workers for i, tp in enumerate(order)}
+    behind = starved.behind_s if starved is not None else 0.0
     for k, w in enumerate(workers):
-        w.sources = {tp: w.new_partition(tp, now)  # type: ignore[misc]
+        w.sources = {tp: w.new_partition(tp, now - behind)  # type: ignore[misc]
                      for tp in plan if holder[tp] == k}
     w0 = workers[0]
-    w0.correlators = {(FINDINGS, 0): w0.new_partition((FINDINGS, 0), now)}  # type: ignore[misc]
+    w0.correlators = {(FINDINGS, 0): w0.new_partition(  # type: ignore[misc]
+        (FINDINGS, 0), now - behind)}
     produced = dict.fromkeys(plan, 0)
     pos = dict.fromkeys(plan, 0)
     findings: list[tuple[bytes, bytes]] = []
@@ -512,15 +517,15 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
                 if got:
                     batch[tp] = got
             if batch:
-                take(w.process(batch, now, caught_up, at_end=at_end))
+                take(w.process(batch, now - behind, caught_up, at_end=at_end))
             if now >= beats[k]:
                 beats[k] += st.heartbeat_s
-                take(w.heartbeat(now, caught_up, at_end))
+                take(w.heartbeat(now - behind, caught_up, at_end))
         if starved is None or now >= stalled[0]:
             new = [(i, *findings[i], None) for i in range(read, len(findings))]
             read = len(findings)
-            take(w0.process({(FINDINGS, 0): new}, now, caught_up) if new
-                 else w0.release_all(now))
+            take(w0.process({(FINDINGS, 0): new}, now - behind, caught_up) if new
+                 else w0.release_all(now - behind))
         now = wall.now = now + tick_s
     return alerts
 

@@ -10,6 +10,7 @@ one of a topic with no data yet, or one not known to be at its end, still holds.
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from detector.pipeline.correlator import CorrelatorPartition
 
@@ -128,25 +129,39 @@ def test_a_replayed_message_older_than_the_state_never_makes_a_source_idle() -> 
     assert plain.clock(2.0) == T + 2.0
 
 
-def test_an_at_its_end_of_a_fetch_sent_before_the_feed_holds_however_late_heard() -> None:
+@pytest.mark.parametrize("wall_ahead_s", [None, 1.8e9])
+def test_an_at_its_end_of_a_fetch_sent_before_the_feed_holds_however_late_heard(
+        wall_ahead_s: float | None) -> None:
     """svc37: a worker whose fetcher thread is starved (its fetch answers 3 s late) while its
     heartbeats run says "step:0 at its end" each heartbeat -- of a fetch sent before the feed
     began, whose high watermark is older than the feed's records.  The word counts as of when
     that fetch was sent (the message's ``ended``), not as of when it was heard; a fetch sent
     after the feed began lets it go, and one claiming to be sent later than it is heard counts
-    as heard.  (Fails before: let go at 1.0 + FED_GRACE_S on the fetch sent at 0.5.)"""
-    part = corr()
-    feed = Feed(part)
+    as heard.  ``ended`` is wall time, ``now`` the service's monotonic clock
+    (``wall_ahead_s``: the wall clock that far ahead of it; None: ``now`` is wall time).
+    (Fails before: let go at 1.0 + FED_GRACE_S on the fetch sent at 0.5; with the clocks
+    apart, a7b5ca0 took every fetch for sent now.)"""
+    ahead = wall_ahead_s or 0.0
     others = (("telemetry.step:1", T + 3.0, False), ("telemetry.ecc:0", T + 1.0, False),
               ("telemetry.ecc:1", T + 2.0, False))
 
+    def fresh() -> tuple[CorrelatorPartition, Feed]:
+        part = corr()
+        if wall_ahead_s is not None:
+            part.wall_clock = lambda: heard[0] + ahead
+        return part, Feed(part)
+
+    heard = [0.0]
+
     def report(now: float, sent: float) -> None:
+        heard[0] = now
         part.on_message(feed.offset, orjson.dumps(
             {"type": "watermarks", "clocks": [["telemetry.step:0", None, True],
                                               *map(list, others)],
-             "ended": [["telemetry.step:0", sent]]}), now)
+             "ended": [["telemetry.step:0", sent + ahead]]}), now)
         feed.offset += 1
 
+    part, feed = fresh()
     report(1.0, 0.5)  # the feed's first data
     for now in (1.0 + FED_GRACE_S, 2.0, 1.0 + EMPTY_GRACE_S + 1.0):
         report(now, 0.5)  # the same stale fetch: held past both graces
@@ -154,11 +169,9 @@ def test_an_at_its_end_of_a_fetch_sent_before_the_feed_holds_however_late_heard(
     report(7.0, 1.0 + FED_GRACE_S)  # a fetch sent after the feed began, answered late
     assert part.clock(7.0) == T + 1.0
 
-    fresh = corr()
-    feed = Feed(fresh)
-    part = fresh
+    part, feed = fresh()
     report(1.0, 0.5)
-    report(1.1, 1e12)  # (sent "later" than heard: as of when heard, within the skew)
+    report(1.1, 1e9)  # (sent "later" than heard: as of when heard, within the skew)
     assert part.clock(1.1) is None
-    report(1.0 + FED_GRACE_S, 1e12)
+    report(1.0 + FED_GRACE_S, 1e9)
     assert part.clock(1.0 + FED_GRACE_S) == T + 1.0

@@ -159,8 +159,11 @@ def test_a_worker_whose_fetches_lag_does_not_let_its_empty_partitions_go(
     heard, the word let node-000's thermal partition go and gpu:node-000/3's slow rank was
     escalated unknown before its throttle sample came.  The word carries when the fetch that
     found the partition empty was sent (the watermarks' ``ended``), and counts as of then
-    (CorrelatorPartition._said).  (Fails before: seed 2, at 3 s and at 6 s, the extra
-    fl:esc:slow_node:gpu:node-000/3; seeds 0-7 at 1, 3, 6 s, backlog and live: 2 of 48.)"""
+    (CorrelatorPartition._said), on the correlator's own clock: the service's stages run on
+    a monotonic clock, the fetch ends on the wall's (Starved.behind_s).  (Fails before: seed
+    2, at 3 s and at 6 s, the extra fl:esc:slow_node:gpu:node-000/3 -- seeds 0-7 at 1, 3, 6
+    s, backlog and live: 2 of 48 -- also with a7b5ca0, which took the wall time of a fetch
+    for the monotonic clock's: every fetch as sent when heard.)"""
     case = mm.load_case(write_service_incident(tmp_path / "small.jsonl"))
     want = _problems(mm.run(case))
     starved = mm.Starved(rate=5000.0, fetch_lag_s=lag_s)

@@ -200,9 +200,13 @@ class CorrelatorPartition:
         # allows; see release_to).  Not state: every watermarks message says it afresh.
         self._explain: dict[str, float] = {}
         # Empty source -> when the fetch that found it at its end was sent (a watermarks
-        # message's ``ended``; capped at when it was heard), what _said reads in place of
-        # when it was heard.  Not state: every watermarks message says it afresh.
+        # message's ``ended``), on this partition's clock (``now``: the service's is
+        # monotonic) -- what _said reads in place of when it was heard.  Not state: every
+        # watermarks message says it afresh.
         self._ended: dict[str, float] = {}
+        # Wall time (epoch seconds), what ``ended`` is in: its age is taken off ``now`` as the
+        # message is read (None: ``now`` is wall time -- the tests').  Set by its worker.
+        self.wall_clock: Callable[[], float] | None = None
         self.offset = -1
         self.released = -math.inf   # the correlator's clock: everything up to it is decided
         # Event time from which release_to has work (a finding, a timer or a prune due); up to
@@ -422,9 +426,10 @@ class CorrelatorPartition:
                         if name in self.sources:
                             explain[name] = ts
                 if msg.ended and not replayed:
+                    wall = now if self.wall_clock is None else self.wall_clock()
                     for name, sent in msg.ended:
-                        if name in self.sources:
-                            ended[name] = sent if sent < now else now
+                        if name in self.sources:  # (a fetch "sent" after now: as of now)
+                            ended[name] = now - (wall - sent) if sent < wall else now
             elif t is FindingMessage:
                 f = finding_of(msg.finding)
                 src = self._heard(msg.source, now)

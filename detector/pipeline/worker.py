@@ -207,7 +207,7 @@ class PipelineWorker:
                       ) -> SourcePartition | CorrelatorPartition:
         """A fresh stage for ``tp`` (not yet held: the caller puts it in place)."""
         if self.is_findings(tp):
-            return self._traced(CorrelatorPartition(
+            return self._wired(CorrelatorPartition(
                 tp[1], self.thresholds, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
                 fed_grace_s=self.hold_back_s, home=self.home_cluster,
@@ -221,7 +221,7 @@ class PipelineWorker:
                           ) -> SourcePartition | CorrelatorPartition:
         """The stage a snapshot saved; raises (SnapshotRefused, ...) if it is not one of ours."""
         if self.is_findings(tp):
-            return self._traced(CorrelatorPartition.restore(
+            return self._wired(CorrelatorPartition.restore(
                 tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
                 fed_grace_s=self.hold_back_s, codec=self.codec, home=self.home_cluster,
@@ -231,7 +231,10 @@ class PipelineWorker:
                                        now=now, codec=self.codec, wall_clock=self.wall_clock,
                                        home=self.home_cluster, topologies=self.topologies)
 
-    def _traced(self, part: CorrelatorPartition) -> CorrelatorPartition:
+    def _wired(self, part: CorrelatorPartition) -> CorrelatorPartition:
+        """``part`` with this worker's wall clock (a watermarks message's ``ended`` is wall
+        time, the stages' ``now`` the service's monotonic clock) and stage tracing."""
+        part.wall_clock = self.wall_clock
         if self.trace is not None:
             part.taken = self.trace.taken
         return part
