@@ -9,9 +9,9 @@ nobody). Every choice comes from the seed.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from bench.blind import cli
 from bench.blind29 import asyncps, diloco
 
 STORIES = {"diloco": diloco.story, "async": asyncps.story}
@@ -24,25 +24,8 @@ def write(out: Path, story: str, seed: int, minutes: float = 15.0) -> Path:
     return log.save(Path(out), f"{story}-s{seed}")
 
 
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("..")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="0..3")
-    ap.add_argument("--stories", default=",".join(STORIES))
-    ap.add_argument("--minutes", type=float, default=15.0)
-    args = ap.parse_args(argv)
-    for seed in _seeds(args.seeds):
-        for story in args.stories.split(","):
-            print(write(args.out, story, seed, args.minutes))
-    return 0
+    return cli.main(argv, __doc__, STORIES, write)
 
 
 if __name__ == "__main__":
