@@ -68,6 +68,21 @@ MAX_LEAF_PORTS = 4096  # congested ports kept a leaf (a 64-port leaf x 8 ports a
 BOARD_WINDOW_S = 0.9
 
 
+def _own_counters_beside_low_ports(shared: Problem, f: Finding) -> bool:
+    """Whether ``f`` is a port's own trouble (its errors, its rate, its link: not its
+    throughput) while the shared part's firing problem stands on ports low against their
+    node's other ports alone (``nic_throughput``).
+
+    Such a part's suspicion is a reading of traffic -- a port group carrying less than its
+    nodes' other ports (review13 F2), or, on nodes several jobs share, light tenants' ports
+    (blind28 F2) -- not of the part's counters: a port under it that starts losing symbols
+    by the thousand a poll is no more of that incident, and taken into it, it is never
+    paged (blind28 F2: the leaf's page absorbed the only real fault, 12 s after it).  It
+    waits its own window: most nodes erring make it the part's, one port its own."""
+    return f.signal != "nic_throughput" and bool(shared.active) and all(
+        key.startswith("nic_throughput@") for key in shared.active)
+
+
 class PartWindows:
     """The Correlator's shared-part windows (a mixin of detector.correlate.Correlator)."""
 
@@ -367,7 +382,8 @@ class PartWindows:
             # cable's (review13 F3: a port pulled mid-incident was the spine's, never paged,
             # and kept the spine's isolation firing after its errors stopped).
             shared = self._firing_above(name, f.cluster)
-        if shared is not None and shared.status == "firing" and self._still_failing(shared):
+        if shared is not None and shared.status == "firing" and self._still_failing(shared) \
+                and not _own_counters_beside_low_ports(shared, f):
             # The part is still failing: more of the same incident.  Once it has recovered
             # (quiet, waiting out its flap window, or its trouble left on one node only)
             # trouble on one unit behind it is a new fault of that unit unless most nodes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bench.blind28 import score
 from detector.alerts import Scope
 from detector.correlate import Correlator
 from detector.engine import Engine
@@ -18,12 +19,14 @@ from detector.findings import Finding
 from detector.testing import T0, feed, nic, step
 from detector.thresholds import Thresholds
 from detector.topology import Topology
+from tests import blindcases as bc
 
 MAPPED = Topology.from_text(
     "Topology=t Version=1\nNodeSet=n[1-2] Gpus=8 Nics=mlx5_[0-3]\n"
     "SwitchName=leaf1 Nodes=n[1-2]\n", fmt="faultline")
 SLURM = Topology.from_text("SwitchName=leaf1 Nodes=n[1-2]\n", fmt="slurm")
 NODES = ("n1", "n2")
+_blind28 = bc.cli_scorer(bc.cases_of("blind28"), score)
 
 # (node, nic, seconds since T0) -> Gb/s on that port
 Rate = Callable[[str, str, float], float]
@@ -104,3 +107,12 @@ def test_which_ports_carry_the_same_jobs() -> None:
     assert _placed(None, split)._tenants_apart(_low("mlx5_1"))
     # No layout told for the node (port telemetry alone): the ports' word stands.
     assert not _placed(MAPPED, [])._tenants_apart(_low("mlx5_3"))
+
+
+def test_a_port_losing_symbols_under_a_leaf_paged_on_low_ports_pages_on_its_own() -> None:
+    # blind28 F2's cut (port rows alone): four r08 nodes' light mlx5_2 make a false leaf
+    # isolation (still a strict xfail there), and 12 s later gpu-r08-n01's mlx5_1 starts
+    # losing symbols by the thousand a poll.  Main: absorbed into the leaf's page, never paged.
+    sc = _blind28("F2-false-leaf-alert-hides-a-port-losing-symbols")
+    assert [(f["caught"], f["cause_ok"]) for f in sc["faults"]] == [(True, True)]
+    assert sc["faults"][0]["latency_s"] <= 40.0
