@@ -420,8 +420,7 @@ class GpuThermal:
         # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
         # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
         if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
-                HW_POWER_BRAKE | HW_SLOWDOWN) and throttle_cause(
-                bits, s.gpu_temp_c, cfg.hot_gpu_c) == "power":
+                HW_POWER_BRAKE | HW_SLOWDOWN) and self._cause(bits, s.gpu_temp_c, cfg) == "power":
             # (A GPU capped on every sample so far has no clock baseline to measure a drop
             # against: the reason alone says it, as it does on its siblings.)
             node.braking.add(gpu)  # type: ignore[arg-type]
@@ -475,7 +474,7 @@ class GpuThermal:
             # past cap_clock_drop: many nodes' caps deepening at once is facility power
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
-            cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if seen else "thermal"
+            cause = self._cause(bits, s.gpu_temp_c, cfg) if seen else "thermal"
             named = self._own_cause(cause, bits, s.power_w)
             told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
                        "gpu_temp_c": s.gpu_temp_c} if seen else {}
@@ -560,7 +559,7 @@ class GpuThermal:
             self._minor = minor
             out.append(Finding(
                 s.ts, s.ts, "throttle_minor", "slow_node",
-                throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c) if minor else "power",
+                self._cause(bits, s.gpu_temp_c, cfg) if minor else "power",
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
                 if minor else {}, None, s.tenant, s.cluster))
@@ -599,7 +598,7 @@ class GpuThermal:
                         "recommended_because": because}
             if under:
                 evidence["baseline_under_cap"] = "own" if self._cap_clock > 0.0 else "siblings"
-            cause = throttle_cause(bits, s.gpu_temp_c, cfg.hot_gpu_c)
+            cause = self._cause(bits, s.gpu_temp_c, cfg)
             own = True  # this GPU's verdict, or evidence of its node's brake
             if never_routine and gpu in node.braking and (node.brake_gpus or node.node_braking()):
                 own = False
@@ -657,6 +656,27 @@ class GpuThermal:
         elif self._active and self._good >= cfg.throttle_clear_samples and not (
                 self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
+
+    def _cause(self, bits: int, temp_c: float | None, cfg: Thresholds) -> str:
+        """The cause a GPU's clock-event ``bits`` name (throttle_cause), except for HW power
+        brake (0x80) on a GPU at ``hot_gpu_c`` or over while another GPU of its node throttles
+        thermally: ``thermal``, the node's standing heat's, as 0x8 on a hot GPU is.
+
+        A board asserts the brake for its supply, but a GPU that hot beside a heat already
+        throttling its node names its cooling first: read as power it was paged so at 10 and
+        30 s polls, where its brake's sample comes before its own heat verdict, and thermal at
+        1 s polls, where the heat's came first -- the cause hung on the poll (revA37 F2: pure
+        DP, GPU 2 at 90 C throttling 0x40, GPU 7 at 90 C braking 0x80).  Its findings say
+        thermal and it joins no brake of the node's; nor does it count in the node's heat
+        (detector.node_temps: ``heating``) -- its mates cool beside it, each hot GPU is its
+        own, as at 1 s polls.  A cool GPU's 0x80 beside the heat stays power (return37: its
+        board's, its own page)."""
+        cause = throttle_cause(bits, temp_c, cfg.hot_gpu_c)
+        if (cause != "power" or not bits & HW_POWER_BRAKE or bits & SW_POWER_CAP
+                or temp_c is None or temp_c < cfg.hot_gpu_c):
+            return cause
+        heating = self._node.heating
+        return "thermal" if len(heating) > (self.scope.gpu in heating) else cause
 
     def _own_cause(self, cause: str, bits: int, power_w: float | None) -> str:
         """The cause a GPU's own throttle names: ``cause`` (throttle_cause's), except for HW

@@ -17,6 +17,8 @@ F2 (wrong cause; pre-existing -- the same on 0dfd18e, before return37): a node's
 pure data parallelism (tests/test_return37.py's log, TP 1: GPU 2 at 90 C throttling 0x40, then
 GPU 7 at 90 C too braking 0x80) pages GPU 7 ``power`` at 10 and 30 s polls (8 of 8 probe runs:
 seeds 5-6, rank +8/+15 %), ``thermal`` at 1 s polls (4 of 4) -- the cause hangs on the poll.
+Fixed by brake38 (round 38): 0x80 on a GPU at hot_gpu_c beside its node's heat is the heat's
+(GpuThermal._cause).
 
 F3 (wrong unit, noisy; pre-existing -- the same on 0dfd18e): HW slowdown 0x8 on cool GPUs spreading
 over a node one GPU a poll (its supply or board failing; tests/test_therm36.py's node_polls) pages
@@ -67,12 +69,6 @@ def test_a_node_dead_mid_step_is_paged_though_its_job_re_forms_at_once(
     assert pages[0].detected_ts < T0 + 380.0 + 3 * interval + 30.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA37 F2 (wrong cause, pre-existing: same on 0dfd18e): under pure DP a second GPU hot "
-    "(90 C) and braking 0x80 beside a GPU throttling 0x40 at 90 C on its node is paged power at "
-    "10/30 s polls (8/8 probe runs), thermal at 1 s polls (4/4): the cause depends on the poll.  "
-    "Fix idea: read 0x80 on a GPU hot against its mates (hot_delta_c at its power) beside a "
-    "standing heat of its node as the heat's (as 0x8 is when hot), whatever the poll."))
 @pytest.mark.parametrize("poll_s", [10, 30])
 def test_a_hot_gpus_brake_beside_its_nodes_heat_under_pure_dp_is_thermal_at_any_poll(
         poll_s: int) -> None:

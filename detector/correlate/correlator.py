@@ -459,6 +459,8 @@ class Correlator(PartWindows):
         elif f.verdict:
             if not self._hold_heat(f, out):
                 self._raise_verdict(f, out)
+                if f.signal == "throttle" and f.scope.level == "node":
+                    self._take_gpu_brakes(f, f.ts, out)  # (its GPUs paged alone before)
         else:
             self._attach_if_firing(f)
 
@@ -821,6 +823,7 @@ class Correlator(PartWindows):
         _on_hot,
         _poll_in,
         _rack,
+        _take_gpu_brakes,
         _throttle_impact,
         _throttling_at,
         _warming,

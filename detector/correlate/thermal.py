@@ -394,8 +394,36 @@ def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) ->
         p.add(slow, self.cfg.evidence_items)
         self._own(slow, p)
         self._slow_wait.pop(slow.scope.key, None)
+        self._take_gpu_brakes(seen, max(now, seen.ts), out)
     else:
         self._explain_waiting(seen.scope, p, out)
+
+
+def _take_gpu_brakes(self, seen: Finding, now: float, out: list[Alert]) -> None:
+    """The node's brake paged (``seen``: its finding at node scope, naming the GPUs braking):
+    the power pages still firing on those GPUs for their own brake -- raised while each
+    braked alone, a poll or more before a sibling joined (0x80 is decided at its poll:
+    :meth:`_brake_until`) -- are superseded by the node's page, which takes what stands on
+    them: one fault, one page open (revA37 F3's shape under 0x80: GPU 2 paged at its poll,
+    the node a poll later).  Not taken: a page standing on another unit's finding, latched,
+    or of another cause (a GPU's heat beside its node's brake is another fault)."""
+    node = seen.scope.node
+    if node is None or seen.cause != "power":
+        return
+    p = self._firing_isolation(Scope.of_node(node), "slow_node")
+    if p is None or p.cause != "power":
+        return
+    for g in seen.evidence.get("gpus", ()):
+        if type(g) is not int:
+            continue
+        unit = Scope.of_gpu(node, g).key
+        q = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_gpu(node, g),
+                                             seen.cluster))
+        if (q is None or q is p or q.status != "firing" or q.latched
+                or q.cause not in ("power", "gpu_hardware")
+                or not all(k.endswith("@" + unit) for k in q.active)):
+            continue
+        self._superseded(q, p, now, out)
 
 
 def _on_hot(self, f: Finding, out: list[Alert]) -> None:
