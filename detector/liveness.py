@@ -42,9 +42,7 @@ Two halves, one path for the service and the replay:
   step view, or where
   the source sees no steps -- the service -- the job layouts, and a busy GPU; not one whose
   stop was due while the node still reported, unless its GPUs elsewhere wait for the node:
-  :func:`_ended_first`, blind21 F1's firmware flash after the job's end; nor one that re-formed
-  without it after a stop that left its GPUs elsewhere idle -- a save and a rendezvous, the
-  node dark after: :func:`_left_cleanly`, blind27 held churn-s6 -- both deferred) is one
+  :func:`_ended_first`, blind21 F1's firmware flash after the job's end) is one
   escalation, ``unattributed``/``unknown`` at the node, with the last record time per
   topic, the jobs and the next diagnostic (BMC, console, power).  A node heard again
   resolves it.  A node replaced under a running job (its ranks run elsewhere), drained
@@ -553,29 +551,37 @@ def _stops(mon: Monitors, findings: list[Finding]) -> None:
 def _reforms(mon: Monitors, findings: list[Finding]) -> None:
     """revA37 F1: a job whose ranks moved to other hardware since the last scan and left some
     nodes altogether (an elastic re-form without them: torchelastic onto a spare, or on fewer
-    nodes) is a ``silent`` finding at the job's scope naming those nodes (``nodes_left``:
-    [node, its slots]) with the job's last step before the move (``left_step_ts``) and the
-    step it moved in (``reformed_ts``; ``JobMonitor._moved_gap``).  Its ranks no longer name
-    the node, so a node that died in the step in flight and whose job re-formed before the
-    node was told quiet had no job on it any more (18 of 24 probe runs never paged); the
-    correlator judges the node with this (:func:`_left_lost`).  What the source keeps is the
-    job's nodes as last looked at (``JobMonitor._live_nodes``, not state: a re-form across a
-    restore is not told), made again only when its ranks moved; a node it left long ago
-    leaves nothing (its slots stay until ``_GONE_STEPS`` on: the next re-form tells it then,
-    its last step long before the node's end)."""
+    nodes) -- or that steps on without a node's ranks (``nodes_absent``, :func:`_stops`: a
+    re-form on fewer nodes that dropped the top ranks, no rank moving) -- is a ``silent``
+    finding at the job's scope naming those nodes (``nodes_left``: [node, its slots]) with the
+    job's last step before the move or its first step without them (``left_step_ts``) and
+    that step (``reformed_ts``; ``JobMonitor._moved_gap``).  Its ranks no longer name (or
+    step on) the node, so a node that died in the step in flight and whose job re-formed
+    before the node was told quiet had no job on it any more (18 of 24 probe runs never
+    paged); the correlator judges the node with this (:func:`_left_lost`).  What the source
+    keeps is the job's nodes as last looked at (``JobMonitor._live_nodes``, not state: a
+    re-form across a restore is not told), made again only when its ranks moved; a node it
+    left long ago leaves nothing (its slots stay until ``_GONE_STEPS`` on: the next re-form
+    tells it then, its last step long before the node's end)."""
     for name, job in mon._jobs.items():
         mark = (job._moves, job.restarts)
         was = job._live_nodes
+        absent = job.absent_told
         if was is not None and was[:2] == mark:
-            continue
-        nodes: dict[str, int] = {}
-        for hw in job._hw:
-            if hw is not None:
-                nodes[hw[0]] = nodes.get(hw[0], 0) + 1
-        job._live_nodes = (*mark, nodes)
+            if was[3] == absent:
+                continue
+            nodes = was[2]
+        else:
+            nodes = {}
+            for hw in job._hw:
+                if hw is not None:
+                    nodes[hw[0]] = nodes.get(hw[0], 0) + 1
+        job._live_nodes = (*mark, nodes, absent)
         if was is None:
             continue
-        left = [[n, k] for n, k in sorted(was[2].items()) if n not in nodes]
+        # (absent: a shrink that dropped the top ranks, the others' slots kept -- _stops)
+        left = [[n, k] for n, k in sorted(was[2].items())
+                if n not in nodes or (n in absent and n not in was[3])]
         before, at = job._moved_gap
         if left and math.isfinite(before) and math.isfinite(at):
             period = job._period if math.isfinite(job._period) else 0.0
@@ -1216,9 +1222,9 @@ def _left_lost(corr: Correlator, f: Finding, last: float) -> bool:
     dead node (revA37 F1: re-formed within 10-40 s, before the node was told quiet, never
     paged).  :func:`_lost` asks, as of a stop, that its GPUs elsewhere stayed busy through
     the stall (waiting on the dead peer).  Not lost so: a node replaced under a running job
-    (its ranks go on at once), a job that saved or idled before its re-form (its GPUs idle:
-    blind27's reclaims), a node gone quiet well after the job's last step with it (a VM
-    reclaimed during its job's rendezvous: blind27 F3)."""
+    (its ranks go on at once), a node gone quiet well after the job's last step with it (a VM
+    reclaimed during its job's rendezvous: blind27 F3); a job whose GPUs idled in the stall
+    (a save, or workers that gave up at once: blind7 G4) is left to the 240 s path."""
     ev = f.evidence
     t, at, period = ev.get("left_step_ts"), ev.get("reformed_ts"), ev.get("step_period_s")
     if not (_is_time(t) and _is_time(at)):
@@ -1532,36 +1538,11 @@ def _running(corr: Correlator, node: str, found: list[Finding], now: float,
     view = _LayoutView(corr, node, now)
     kept = []
     for j in jobs:
-        if _ended_first(view, j["job"], last):
-            if excused is not None and _stopped_at(corr, j["job"]) >= since:
-                excused.setdefault(node, []).append(j)
-        elif _left_cleanly(view, j["job"], since):
-            if excused is not None:
-                excused.setdefault(node, []).append(j)
-        else:
+        if not _ended_first(view, j["job"], last):
             kept.append(j)
+        elif excused is not None and _stopped_at(corr, j["job"]) >= since:
+            excused.setdefault(node, []).append(j)
     return kept
-
-
-def _left_cleanly(view: _LayoutView, name: str, since: float) -> bool:
-    """Whether job ``name`` re-formed without the node (:func:`_reforms`), its last step
-    before at ``since`` or later, after a stop that left its GPUs elsewhere idle -- a save and
-    a rendezvous, not ranks waiting on a dead peer (:func:`_lost` asks the converse): the job
-    left the node, which went dark idle after (blind27 held churn-s6: a spot VM reclaimed with
-    a 30 s notice, its job saving and re-forming without it through the notice, the VM's last
-    row 1.8 s after the job's last step -- paged 240 s on).  The node's judgement is deferred
-    (:func:`_still_dark`: a node dead in its job's save is paged late, not never)."""
-    corr = view.corr
-    g = (corr._silent.get(_LEFT) or {}).get(name)
-    if g is None or not _left_ranks(g).get(view.node):
-        return False
-    t = g.evidence.get("left_step_ts")
-    if not _is_time(t) or t < since:
-        return False
-    up = view.up({(hw[0], hw[1]) for hw in corr._placement.ranks.get(name, {}).values()
-                  if hw[0] != view.node})
-    known, busy = view.waiting(name, up, t) if up else (0, 0)
-    return known > 0 and 2 * busy <= known
 
 
 def _stopped_at(corr: Correlator, name: str) -> float:

@@ -223,12 +223,14 @@ class JobMonitor(NumericChecks):
     # ... and when its ranks last moved to other hardware (a re-form), counted alike: a slot
     # in no step since is a rank that left, not one whose records are lost (detector.liveness).
     _moved_at = 0
-    # ... with the job's last step before them and the step they moved in (event times): a
-    # re-form's gap, which detector.liveness reads (_reforms); not state either.
+    # ... with the job's last step before them -- or before its first step that lacked ranks
+    # after one with all -- and that step (event times): a re-form's gap, which
+    # detector.liveness reads (_reforms); not state either.
     _moved_gap = (-math.inf, -math.inf)
-    # (_moves, restarts, node -> its slots) as detector.liveness._reforms last looked: the
-    # nodes a re-form took the job off; not state either (a restored job's are learnt anew).
-    _live_nodes: tuple[int, int, dict[str, int]] | None = None
+    _was_whole = False  # (whether its latest step evaluated had every rank)
+    # (_moves, restarts, node -> its slots, nodes absent) as detector.liveness._reforms last
+    # looked: the nodes a re-form took the job off; not state either (learnt anew on restore).
+    _live_nodes: tuple[int, int, dict[str, int], list[str]] | None = None
     # The latest step each slot's rank was decided in (-1: none since ``_in_step_from``), to
     # tell a rank missing from a step decided "complete" from a duplicate (_late).  Not state
     # either: after a restore, a restart or slots renumbered (``_moves``) it starts again.
@@ -1017,6 +1019,9 @@ class JobMonitor(NumericChecks):
                 seen = self._seen_at = np.concatenate([seen, np.full(
                     len(self._rank_of) - len(seen), self._evaluated, dtype=np.int64)])
             seen[slots] = self._evaluated
+            if self._was_whole:  # (fewer ranks from here on: a shrink?)
+                self._moved_gap = (before, buf.last_ts)
+        self._was_whole = every
         ts = _floats(buf.ts)
         self._evaluated += 1
         busy, ok, host = self._busy(buf)
