@@ -328,10 +328,12 @@ def test_guard_ranks_swapping_gpus_at_re_forms_page_the_slow_gpu(swaps, how: str
 _SLURM2 = "SwitchName=leaf1 Nodes=n[1-2]\n"
 
 
-def _jobs_in_turn(jobs: dict[str, tuple[range, int, int]], seconds: int = 600) -> list:
+def _jobs_in_turn(jobs: dict[str, tuple[range, int, int]], seconds: int = 600,
+                  idle_from: float | None = None) -> list:
     """tests/test_nic38.py's two nodes of 8 GPUs and 4 NICs (10 s port samples): each job's
     ranks on its GPUs of both nodes, stepping every second from ``start`` to ``end`` s;
-    n1's mlx5_3 falls from 100 to 30 Gb/s at 300 s (every other port 100)."""
+    n1's mlx5_3 falls from 100 to 30 Gb/s at 300 s -- or, ``idle_from``, carries 3 Gb/s from
+    then (no rank behind it) -- every other port 100."""
     events: list = []
     for job, (gpus, a, b) in jobs.items():
         ranks = [(node, g) for node in ("n1", "n2") for g in gpus]
@@ -340,8 +342,10 @@ def _jobs_in_turn(jobs: dict[str, tuple[range, int, int]], seconds: int = 600) -
     sent = dict.fromkeys(((node, k) for node in ("n1", "n2") for k in range(4)), 0.0)
     for i in range(seconds // 10):
         for node, k in sent:
-            low = (node, k) == ("n1", 3) and 10.0 * i >= 300.0
-            sent[(node, k)] += (30.0 if low else 100.0) * 10.0 / 16.0 * 1e9 if i else 0.0
+            low = (node, k) == ("n1", 3) and 10.0 * i >= (300.0 if idle_from is None
+                                                          else idle_from)
+            gbps = (30.0 if idle_from is None else 3.0) if low else 100.0
+            sent[(node, k)] += gbps * 10.0 / 16.0 * 1e9 if i else 0.0
             n = int(sent[(node, k)])
             events.append(nic(T0 + 10.0 * i + 0.5, node, f"mlx5_{k}", tx=n, rx=n))
     return sorted(events, key=lambda e: e.ts)
@@ -370,6 +374,24 @@ def test_guard_a_ports_loss_under_one_job_all_along_is_paged() -> None:
     alerts = feed(Engine(topology=Topology.from_text(_SLURM2, fmt="slurm")),
                   _jobs_in_turn({"a": (range(8), 0, 600)}))
     assert [a.scope.key for a in alerts if a.status == "firing"] == ["nic:n1/mlx5_3:1"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA38 F8 (healthy paged, pre-existing: the same on 0dfd18e; nic38 fixed it with the "
+    "GPU-to-NIC map only): one job on 6 of a node's 8 GPUs, its 2 GPUs idle, their port "
+    "mlx5_3 at 3 Gb/s beside its mates' 100 from the job's start: isolated network/nic at "
+    "74 s with a Slurm topology or none (2 of 2; with the map: nothing).  With no map "
+    "_tenants_apart asks only that the node run one job, so a port no rank uses is judged "
+    "by the job's ports.  (A job on 8 GPUs re-formed onto 6 is not paged on main only "
+    "because of F4's stale layout: two jobs; 0dfd18e paged it at 264 s.)  Fix idea: with no "
+    "map, a node whose job leaves GPUs idle has as many ports of unknown demand; a port "
+    "that never carried the job's traffic since the job began is idle, not slow."))
+@pytest.mark.parametrize("topo", ["slurm", "none"])
+def test_an_idle_port_beside_a_jobs_ports_without_a_nic_map_is_not_paged(topo: str) -> None:
+    events = _jobs_in_turn({"a": (range(6), 0, 600)}, idle_from=0.0)
+    top = Topology.from_text(_SLURM2, fmt="slurm") if topo == "slurm" else None
+    assert [a.scope.key for a in feed(Engine(topology=top), events)
+            if a.status == "firing"] == []
 
 
 # -- noise38: a run told after its 7th step under runs in the noise ---------------------------
