@@ -23,6 +23,7 @@ from detector.events import NonFinite, StepSample
 from detector.findings import Finding
 from detector.statecodec import bad_field, is_map_of, refuse_unless
 from detector.step_numerics import NumericChecks, _pick
+from detector.steps.asynchronous import _Async
 from detector.steps.common import (
     _DONE_KEPT,
     _GONE_CHECK_STEPS,
@@ -252,6 +253,9 @@ class JobMonitor(NumericChecks):
     # restarts, _hr_keys' identity); not state either: made again after a restore.
     _hr_code = np.zeros(0, dtype=np.int64)
     _hr_code_at: tuple[int, int, int] = (-1, -1, 0)
+    # A job whose steps no two ranks share: its windows (detector.steps.asynchronous); not
+    # state either (made on first use; a restored monitor learns them anew).
+    _async: _Async | None = None
 
     @property
     def _parked(self) -> dict[int, tuple[tuple[str, int] | None, float, float]]:
@@ -539,6 +543,7 @@ class JobMonitor(NumericChecks):
             return
         # The general path: it decides every message alike, quiet or not
         # (tests/test_batch_samples.py runs it alone as quiet's reference).
+        self._async_see(e, out)  # (steps no two ranks share: detector.steps.asynchronous)
         ts = e.ts
         if ts > self.clock:
             self.clock = ts
@@ -598,6 +603,8 @@ class JobMonitor(NumericChecks):
         """
         self._next_expire = now + 0.25  # checked a few times a second, not per message
         cfg = self.cfg
+        if self._async is not None:
+            self._async_expire(now, out)
         if now != math.inf and now - self._last_step_ts > max(
                 2 * cfg.lateness_s, cfg.job_stopped_steps * self._period,
                 STOPPED_QUIET_S if quiet else 0.0) and (
@@ -1109,6 +1116,13 @@ class JobMonitor(NumericChecks):
     from detector.steps.alone import (
         _mark_with_mates,
         _tell_alone,
+    )
+    from detector.steps.asynchronous import (
+        _async_expire,
+        _async_finding,
+        _async_judge,
+        _async_see,
+        _async_withdraw,
     )
     from detector.steps.holds import (
         _alarmed_without_places,
