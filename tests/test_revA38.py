@@ -351,20 +351,17 @@ def _jobs_in_turn(jobs: dict[str, tuple[range, int, int]], seconds: int = 600,
     return sorted(events, key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F4 (real fault missed, new with nic38 4d8651b: paged on c71662c): a node's jobs "
-    "in turn -- one job on its 8 GPUs until 120 s, the next on the same 8 GPUs from 130 s -- "
-    "and its port mlx5_3 falling 100 -> 30 Gb/s at 300 s (the one job's traffic): never paged "
-    "with a Slurm topology or none (2 of 2; one job all along: paged at 354 s), nor with the "
-    "GPU-to-NIC map when the first jobs' layout differed (x on GPUs 0-5, old on 6-7, then one "
-    "job on all 8: missed); the same with the port falling 30 min after the first job left.  "
-    "detector.recovery.Placement never forgets a job that left a node, so "
-    "correlate.ports._tenants_apart counts every job the node ever ran.  Fix idea: a job "
-    "whose ranks on the node stepped not within a few step periods (or that re-formed off it, "
-    "or ended) is no tenant of its ports; judge the tenants of the port's own window."))
+# revA38 F4 (fixed by the lead, round 38: correlate.ports reads each GPU's tenant as the job laid
+# out on it last): a node's jobs in turn -- one job on its 8 GPUs until 120 s, the next on the
+# same GPUs from 130 s -- and its port mlx5_3 falling 100 -> 30 Gb/s at 300 s were never paged
+# with nic38's 4d8651b (Placement keeps an ended job until its layout is withdrawn, so
+# _tenants_apart counted two tenants); paged on c71662c and now again.
 @pytest.mark.parametrize("topo", ["slurm", "none"])
-def test_a_ports_loss_after_its_nodes_job_changed_is_paged(topo: str) -> None:
-    jobs = {"old": (range(8), 0, 120), "a": (range(8), 130, 600)}
+@pytest.mark.parametrize("before", ["one", "two"])
+def test_a_ports_loss_after_its_nodes_job_changed_is_paged(topo: str, before: str) -> None:
+    first = {"old": (range(8), 0, 120)} if before == "one" else {
+        "x": (range(6), 0, 120), "old": (range(6, 8), 0, 120)}
+    jobs = {**first, "a": (range(8), 130, 600)}
     top = Topology.from_text(_SLURM2, fmt="slurm") if topo == "slurm" else None
     alerts = feed(Engine(topology=top), _jobs_in_turn(jobs))
     assert [a.scope.key for a in alerts if a.status == "firing"] == ["nic:n1/mlx5_3:1"]
