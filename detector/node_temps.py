@@ -3,10 +3,22 @@ SW power cap held by every busy GPU (detector.thermal judges each GPU against th
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from typing import Any
 
+from detector.events import INDEX_LIMIT
 from detector.statecodec import is_bool, is_int, is_int_set, is_real, is_real_map, is_time
 from detector.throttle import NO_REFERENCE
+
+# Readings no GPU makes (detector.thermal.readable takes them as missing, so NodeTemps never
+# holds one; a restored NodeTemps is held to them: FIELDS): a temperature past any GPU's
+# shutdown point or below a cold aisle's, a board drawing more than any GPU's limit.
+TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
+MAX_POWER_W = 5000.0
+# The most a mean square move (NodeTemps.noise) of temperatures within those bounds can be.
+MAX_NOISE = (TEMP_MAX_C - TEMP_MIN_C) ** 2
 
 # A GPU not sampled for this many of its node's polls is not waited for by a poll's median
 # (NodeTemps.poll_median): a collector that lost one sample is still heard; one off the bus
@@ -496,24 +508,52 @@ def _pending(x: object) -> bool:
         for g, p in x.items())
 
 
+def _gpu(g: object) -> bool:
+    """A GPU index within the decoder's bound (DESIGN's ``gpu``: 0 <= gpu < INDEX_LIMIT)."""
+    return type(g) is int and 0 <= g < INDEX_LIMIT
+
+
+def _gpus(x: object) -> bool:
+    """A set of GPU indices (_gpu)."""
+    return is_int_set(x) and all(map(_gpu, x))  # type: ignore[arg-type]
+
+
+def _per_gpu(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A dict from GPU indices (_gpu) to values ``ok`` takes."""
+    return lambda x: type(x) is dict and all(_gpu(g) and ok(v) for g, v in x.items())
+
+
+def _within(lo: float, hi: float) -> Callable[[Any], bool]:
+    """A float (or int) from ``lo`` to ``hi`` (so finite: NaN and infinities fail)."""
+    return lambda v: type(v) in (float, int) and lo <= v <= hi
+
+
+_temp = _within(TEMP_MIN_C, TEMP_MAX_C)
+_watts = _within(0.0, MAX_POWER_W)
+_ts = _within(-sys.float_info.max, sys.float_info.max)  # (an event time: finite)
+
+
 # Each field's check on snapshot restore (Monitors.check_restored): the codec rebuilds a
 # NodeTemps from fields of any type, and a forged one failed the node's next sample (a list
 # for ``braking``, a string for ``median_ts``, a pending entry short of its five numbers) --
-# review25; therm24's two fields were review24's.
+# review25; therm24's two fields were review24's.  A reading is held to the bounds the live
+# code keeps (state38: a forged ``noise`` of 1e308 or inf restored and hid every climb of the
+# mates, a negative one read them level; an infinite ``back`` or temperature, a GPU index past
+# the decoder's bound restored as well): temperatures and their moves within readable()'s
+# range, powers from 0 to its limit, sample times finite, every GPU an index DESIGN allows.
 FIELDS = {
-    "gpus": is_int_set, "temps": is_real_map, "times": is_real_map, "pending": _pending,
-    "median_c": is_real, "median_ts": is_real, "braking": is_int_set,
-    "brake_gpus": is_int_set, "brake_seen_ts": is_real, "brake_repeat": is_bool,
-    "heating": is_real_map, "heat_gpus": is_int_set, "hot": is_int_set,
+    "gpus": _gpus, "temps": _per_gpu(_temp), "times": _per_gpu(_ts), "pending": _pending,
+    "median_c": is_real, "median_ts": is_real, "braking": _gpus,
+    "brake_gpus": _gpus, "brake_seen_ts": is_real, "brake_repeat": is_bool,
+    "heating": is_real_map, "heat_gpus": _gpus, "hot": _gpus,
     "seen_cause": lambda x: x in ("", "power", "thermal"), "seen_count": is_int,
-    "idle": is_int_set, "capping": is_real_map, "cap_drop": is_real_map,
+    "idle": _gpus, "capping": is_real_map, "cap_drop": is_real_map,
     "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
     "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
-    "cap_busy": is_int, "power": is_real_map, "fits": is_real_map, "raw": is_real_map,
-    "cap_clocks": is_real_map, "brake_poll": is_time,
-    "back": lambda x: type(x) is dict and all(
-        type(g) is int and type(b) is list and len(b) <= LEVEL_POLLS and all(map(is_real, b))
-        for g, b in x.items()), "noise": is_real_map,
+    "cap_busy": is_int, "power": _per_gpu(_watts), "fits": is_real_map,
+    "raw": _per_gpu(_watts), "cap_clocks": is_real_map, "brake_poll": is_time,
+    "back": _per_gpu(lambda b: type(b) is list and len(b) <= LEVEL_POLLS and all(map(_temp, b))),
+    "noise": _per_gpu(_within(0.0, MAX_NOISE)),
     "steady_wait": lambda x: type(x) is dict and all(
         type(g) is int and type(w) is list and len(w) == 6 and all(map(is_real, w))
         for g, w in x.items()),

@@ -124,7 +124,7 @@ from river import stats
 from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
-from detector.node_temps import NodeTemps
+from detector.node_temps import MAX_POWER_W, TEMP_MAX_C, TEMP_MIN_C, NodeTemps
 from detector.statecodec import is_bool, is_int, is_real
 from detector.thresholds import Thresholds
 from detector.throttle import (
@@ -158,8 +158,8 @@ MAX_IDLE_TOLD = 64
 # value is no reading: taken as missing and counted (readable, GpuThermal.unread) -- a blank
 # temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
 # fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
-TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
-MAX_POWER_W = 5000.0
+# (TEMP_MIN_C, TEMP_MAX_C and MAX_POWER_W live in detector.node_temps: a restored NodeTemps is
+# held to them too -- state38.)
 MAX_CLOCK_MHZ = 10000.0
 # A GPU at HW slowdown (0x8) drawing under this share of its busy mates' median power has its
 # draw down with its clock (GpuThermal._own_cause): not a draw too high.
