@@ -37,7 +37,6 @@ counter-borne port fault on a shared node (blind28 G2 symbols, G6 flaps).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
@@ -58,23 +57,19 @@ def _tenants_apart(self: Correlator, f: Finding) -> bool:
     # that ended or re-formed off the node stays in the placement until its layout is
     # withdrawn (job_idle_s), and a node's jobs in turn on the same GPUs are one tenant at a
     # time (revA38 F4: the old job counted beside its successor hid a port's loss).
-    since = self._placement.since
-    latest: dict[int, tuple[float, str]] = {}  # GPU -> (layout time, job)
-    for key, (gpu, _) in on.items():
-        t = since.get(key, -math.inf)
-        if gpu not in latest or t >= latest[gpu][0]:
-            latest[gpu] = (t, key[0])
+    last_on = self._placement.last_on
+    latest = {gpu: last_on(node or "", gpu) or "" for gpu, _ in on.values()}  # GPU -> its job
     topo = self.topology
     behind: dict[str, set[str]] = {}  # NIC -> the jobs with a rank on a GPU it serves
     mapped = topo is not None
-    for gpu, (_, job) in latest.items():
+    for gpu, job in latest.items():
         port = topo.nic_for_gpu(node or "", gpu) if topo is not None else None
         if port is None:
             mapped = False
             break
         behind.setdefault(port, set()).add(job)
     if not mapped:
-        return len({job for _, job in latest.values()}) > 1
+        return len(set(latest.values())) > 1
     mine = behind.pop(nic, None)
     alike = sum(1 for jobs in behind.values() if jobs == mine)
     return mine is None or 2 * alike <= len(behind)
