@@ -9,7 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 from detector.events import INDEX_LIMIT
-from detector.statecodec import is_bool, is_int, is_int_set, is_real, is_real_map, is_time
+from detector.statecodec import (
+    is_bool,
+    is_count,
+    is_finite,
+    is_int_set,
+    is_time,
+    list_of,
+    one_of,
+    within,
+)
 from detector.throttle import NO_REFERENCE
 
 # Readings no GPU makes (detector.thermal.readable takes them as missing, so NodeTemps never
@@ -17,6 +26,7 @@ from detector.throttle import NO_REFERENCE
 # shutdown point or below a cold aisle's, a board drawing more than any GPU's limit.
 TEMP_MIN_C, TEMP_MAX_C = -40.0, 150.0
 MAX_POWER_W = 5000.0
+MAX_CLOCK_MHZ = 10000.0  # (detector.thermal's comment says why; a restored clock is held to it)
 # The most a mean square move (NodeTemps.noise) of temperatures within those bounds can be.
 MAX_NOISE = (TEMP_MAX_C - TEMP_MIN_C) ** 2
 
@@ -502,12 +512,6 @@ class NodeTemps:
         return moved[len(moved) // 2] if len(moved) >= 4 else median
 
 
-def _pending(x: object) -> bool:
-    return type(x) is dict and all(
-        type(g) is int and type(p) is list and len(p) == 5 and all(map(is_real, p))
-        for g, p in x.items())
-
-
 def _gpu(g: object) -> bool:
     """A GPU index within the decoder's bound (DESIGN's ``gpu``: 0 <= gpu < INDEX_LIMIT)."""
     return type(g) is int and 0 <= g < INDEX_LIMIT
@@ -523,14 +527,26 @@ def _per_gpu(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda x: type(x) is dict and all(_gpu(g) and ok(v) for g, v in x.items())
 
 
-def _within(lo: float, hi: float) -> Callable[[Any], bool]:
-    """A float (or int) from ``lo`` to ``hi`` (so finite: NaN and infinities fail)."""
-    return lambda v: type(v) in (float, int) and lo <= v <= hi
+_watts = within(0.0, MAX_POWER_W)
+is_temp = within(TEMP_MIN_C, TEMP_MAX_C)  # (a temperature readable() keeps)
+is_mhz = within(0.0, MAX_CLOCK_MHZ)       # (a clock readable() keeps)
+# A clock's share below its baseline (1 - clock / baseline): at most all of it.
+_drop = within(-sys.float_info.max, 1.0)
+# A temperature less another (above the node's median): within the readable span.
+_above = within(TEMP_MIN_C - TEMP_MAX_C, TEMP_MAX_C - TEMP_MIN_C)
+_FIT_C = MAX_C_PER_W * MAX_POWER_W  # (for_power moves a temperature this far at most)
 
 
-_temp = _within(TEMP_MIN_C, TEMP_MAX_C)
-_watts = _within(0.0, MAX_POWER_W)
-_ts = _within(-sys.float_info.max, sys.float_info.max)  # (an event time: finite)
+def is_excess(x: Any) -> bool:
+    """Degrees above a node's median (GpuThermal._excess): within the readable span, or
+    NO_REFERENCE (-inf: no median yet)."""
+    return x == NO_REFERENCE or _above(x)
+
+
+def is_reasons(x: Any) -> bool:
+    """A clock-event reason word as kept (a float in ``steady_wait``, an int elsewhere): a whole
+    number from 0 below MAX_THROTTLE's 2^16 (readable() takes a larger one as missing)."""
+    return type(x) in (float, int) and 0 <= x < 1 << 16 and x == int(x)
 
 
 # Each field's check on snapshot restore (Monitors.check_restored): the codec rebuilds a
@@ -541,24 +557,32 @@ _ts = _within(-sys.float_info.max, sys.float_info.max)  # (an event time: finite
 # mates, a negative one read them level; an infinite ``back`` or temperature, a GPU index past
 # the decoder's bound restored as well): temperatures and their moves within readable()'s
 # range, powers from 0 to its limit, sample times finite, every GPU an index DESIGN allows.
+# svc39: the rest likewise -- an onset is an event time (finite; -inf where the live code
+# keeps "none yet": ``capping``'s uncounted depth, ``median_ts``, ``peers_ts``,
+# ``brake_seen_ts``), the median a temperature or +inf (fewer than four GPUs), ``fits`` a
+# temperature moved along at most MAX_C_PER_W over the power range (or the median's +inf),
+# a clock drop at most 1, clocks within MAX_CLOCK_MHZ, a state flag one of its values,
+# counts from 0, ``peers`` sorted (cap_shared bisects it): a forged 1e308 median read every
+# GPU cool, an onset of +inf held a cap's run unborn, a state of 7 judged no wait.
 FIELDS = {
-    "gpus": _gpus, "temps": _per_gpu(_temp), "times": _per_gpu(_ts), "pending": _pending,
-    "median_c": is_real, "median_ts": is_real, "braking": _gpus,
-    "brake_gpus": _gpus, "brake_seen_ts": is_real, "brake_repeat": is_bool,
-    "heating": is_real_map, "heat_gpus": _gpus, "hot": _gpus,
-    "seen_cause": lambda x: x in ("", "power", "thermal"), "seen_count": is_int,
-    "idle": _gpus, "capping": is_real_map, "cap_drop": is_real_map,
-    "sw_cap": is_real_map, "loaded": is_real_map, "busy_told": is_bool, "peers_ts": is_real,
-    "peers": lambda x: type(x) is list and all(map(is_real, x)), "cap_depth": is_real,
-    "cap_busy": is_int, "power": _per_gpu(_watts), "fits": is_real_map,
-    "raw": _per_gpu(_watts), "cap_clocks": is_real_map, "brake_poll": is_time,
-    "back": _per_gpu(lambda b: type(b) is list and len(b) <= LEVEL_POLLS and all(map(_temp, b))),
-    "noise": _per_gpu(_within(0.0, MAX_NOISE)),
-    "steady_wait": lambda x: type(x) is dict and all(
-        type(g) is int and type(w) is list and len(w) == 6 and all(map(is_real, w))
-        for g, w in x.items()),
-    "calm": lambda x: type(x) is dict and all(
-        type(g) is int and type(c) is list and len(c) == 7 and all(map(is_real, c))
-        for g, c in x.items()),
+    "gpus": _gpus, "temps": _per_gpu(is_temp), "times": _per_gpu(is_finite),
+    "pending": _per_gpu(list_of(is_finite, is_temp, is_excess, one_of(-1, 0, 1), one_of(0, 1))),
+    "median_c": lambda x: x == float("inf") or is_temp(x), "median_ts": is_time,
+    "braking": _gpus, "brake_gpus": _gpus, "brake_seen_ts": is_time, "brake_repeat": is_bool,
+    "heating": _per_gpu(is_finite), "heat_gpus": _gpus, "hot": _gpus,
+    "seen_cause": lambda x: x in ("", "power", "thermal"), "seen_count": is_count,
+    "idle": _gpus, "capping": _per_gpu(is_time), "cap_drop": _per_gpu(_drop),
+    "sw_cap": _per_gpu(is_finite), "loaded": _per_gpu(is_finite), "busy_told": is_bool,
+    "peers_ts": is_time,
+    "peers": lambda x: type(x) is list and all(map(is_time, x)) and x == sorted(x),
+    "cap_depth": _drop, "cap_busy": is_count, "power": _per_gpu(_watts),
+    "fits": _per_gpu(lambda v: v == float("inf") or within(
+        TEMP_MIN_C - _FIT_C, TEMP_MAX_C + _FIT_C)(v)),
+    "raw": _per_gpu(_watts), "cap_clocks": _per_gpu(is_mhz), "brake_poll": is_finite,
+    "back": _per_gpu(lambda b: type(b) is list and len(b) <= LEVEL_POLLS and all(map(is_temp, b))),
+    "noise": _per_gpu(within(0.0, MAX_NOISE)),
+    "steady_wait": _per_gpu(list_of(is_finite, is_finite, one_of(-1.0, 0.0, 1.0), is_reasons, _drop,
+                                     is_temp)),
+    "calm": _per_gpu(list_of(_watts, is_finite, is_finite, is_temp, is_finite, is_temp, _watts)),
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)

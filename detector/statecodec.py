@@ -104,6 +104,38 @@ def is_real(x: Any) -> bool:
     return type(x) in (float, int) and x == x
 
 
+def is_finite(x: Any) -> bool:
+    """A float (or int) neither NaN nor infinite: an event time a rule counted, a reading."""
+    return type(x) in (float, int) and math.isfinite(x)
+
+
+def within(lo: float, hi: float) -> Callable[[Any], bool]:
+    """A float (or int) from ``lo`` to ``hi`` (so finite when they are: NaN fails)."""
+    return lambda v: type(v) in (float, int) and lo <= v <= hi
+
+
+def one_of(*values: float) -> Callable[[Any], bool]:
+    """One of these numbers (a state flag), of a numeric type (a bool is not one)."""
+    return lambda v: type(v) in (float, int) and v in values
+
+
+def list_of(*oks: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A list of ``len(oks)`` items, each taken by its own check."""
+    n = len(oks)
+    return lambda x: type(x) is list and len(x) == n and all(
+        ok(v) for ok, v in zip(oks, x, strict=True))
+
+
+def is_count(x: Any) -> bool:
+    """A count (of samples, of GPUs): an int from 0 below DESIGN's counter bound (2^63)."""
+    return type(x) is int and 0 <= x < 1 << 63
+
+
+def is_signed_count(x: Any) -> bool:
+    """A count that runs down as well as up (negative: samples since): an int within 2^63."""
+    return type(x) is int and -(1 << 63) < x < 1 << 63
+
+
 def is_int_set(x: Any) -> bool:
     """A set of ints (GPU indices)."""
     return type(x) is set and all(type(g) is int for g in x)

@@ -124,8 +124,26 @@ from river import stats
 from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
-from detector.node_temps import MAX_POWER_W, TEMP_MAX_C, TEMP_MIN_C, NodeTemps
-from detector.statecodec import is_bool, is_int, is_real
+from detector.node_temps import (
+    MAX_CLOCK_MHZ,
+    MAX_POWER_W,
+    TEMP_MAX_C,
+    TEMP_MIN_C,
+    NodeTemps,
+    is_excess,
+    is_mhz,
+    is_reasons,
+    is_temp,
+)
+from detector.statecodec import (
+    is_bool,
+    is_count,
+    is_finite,
+    is_signed_count,
+    is_time,
+    one_of,
+    within,
+)
 from detector.thresholds import Thresholds
 from detector.throttle import (
     CLOCK_RETELL,
@@ -158,9 +176,8 @@ MAX_IDLE_TOLD = 64
 # value is no reading: taken as missing and counted (readable, GpuThermal.unread) -- a blank
 # temperature read as 2e9 C was a thermal isolation of a healthy GPU; the sample's other
 # fields stand (a GPU whose memory temperature is always blank keeps its throttle verdicts).
-# (TEMP_MIN_C, TEMP_MAX_C and MAX_POWER_W live in detector.node_temps: a restored NodeTemps is
-# held to them too -- state38.)
-MAX_CLOCK_MHZ = 10000.0
+# (TEMP_MIN_C, TEMP_MAX_C, MAX_POWER_W and MAX_CLOCK_MHZ live in detector.node_temps: a
+# restored NodeTemps is held to them too -- state38, svc39.)
 # A GPU at HW slowdown (0x8) drawing under this share of its busy mates' median power has its
 # draw down with its clock (GpuThermal._own_cause): not a draw too high.
 DRAW_BELOW = 0.9
@@ -1200,34 +1217,49 @@ class GpuThermal:
                                      standing, temp_c, ref, prev))
 
 
-
 def _is_scope(x: object) -> bool:
     return type(x) is Scope and x.level == "gpu"
 
 
-def _is_finite(x: object) -> bool:
-    """A float (or int) neither NaN nor infinite (an event time the rule counted, a
-    temperature: revB34 F3, an infinite reasons mask raised OverflowError in _recurs)."""
-    return type(x) in (float, int) and math.isfinite(x)  # type: ignore[arg-type]
+def _clock_baseline(x: object) -> bool:
+    """A clock baseline: river's EWMean of clocks readable() keeps (0..MAX_CLOCK_MHZ)."""
+    return type(x) is stats.EWMean and is_mhz(x.get())
+
+
+def _decaying(x: object) -> bool:
+    """A DecayingCount of samples: a half-life > 0 (value() divides by it), a count >= 0, its
+    time an event time or -inf (none yet)."""
+    return type(x) is DecayingCount and x.half_life_s > 0.0 and is_finite(x.half_life_s) \
+        and x._value >= 0.0 and is_finite(x._value) and is_time(x._ts)
 
 
 # Each field's check on snapshot restore (Monitors.check_restored; review25: only ``unread``
 # was checked -- review24's -- and a forged string in any other failed the GPU's next sample).
+# svc39: each held to what the live code keeps, as NodeTemps' are (state38): times finite
+# (-inf for ``_last_ts``, "none yet"), counts from 0 (``_heavy`` and ``_heat`` count down
+# too), a flag one of its values, clocks within MAX_CLOCK_MHZ, ``_excess`` a temperature's
+# span or -inf, the interval below PAUSE_S, the gap >= 0 (inf before the second sample), the
+# reasons told a subset of the slowdown bits.  A forged ``_last_ts`` of +inf took every later
+# sample as late (the GPU blind), a ``_bad`` of -10^9 held its throttle a billion samples, an
+# infinite clock baseline read every clock as a 100 % drop, a zero half-life divided by zero.
+_SEEN_BITS = SLOWDOWN_BITS | DEEP_CAP
 FIELDS = {
-    "scope": _is_scope, "_clock": lambda x: type(x) is stats.EWMean,
-    "_last_ts": is_real, "_bad": is_int, "_good": is_int, "_run_onset": is_real,
+    "scope": _is_scope, "_clock": _clock_baseline,
+    "_last_ts": is_time, "_bad": is_count, "_good": is_count, "_run_onset": is_finite,
     "_active": is_bool, "_minor": is_bool, "_node": lambda x: type(x) is NodeTemps,
-    "_hot": is_int, "_hot_onset": is_real, "_hot_active": is_bool,
-    "_cap": lambda x: type(x) is DecayingCount, "_cap_onset": is_real, "_heavy": is_int,
-    "_heavy_onset": is_real, "_cap_active": is_bool, "_interval_s": is_real, "_seen": is_int,
-    "_prev_gap": is_real, "_excess": is_real, "_warm": is_int, "_heat": is_int,
-    "_quiet_bits": is_int, "_shared": is_bool, "_beside": is_bool, "_clock_told": is_real,
-    "_cap_clock": is_real,
-    "_recur": lambda x: type(x) is list and all(map(_is_finite, x)) and x == sorted(x),
-    "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and all(
-        map(_is_finite, x)) and x[2] == int(x[2]) and 0 < x[2] < 2 ** 64),
+    "_hot": is_count, "_hot_onset": is_finite, "_hot_active": is_bool,
+    "_cap": _decaying, "_cap_onset": is_finite, "_heavy": is_signed_count,
+    "_heavy_onset": is_finite, "_cap_active": is_bool, "_interval_s": within(0.0, PAUSE_S),
+    "_seen": lambda x: is_count(x) and not x & ~_SEEN_BITS,
+    "_prev_gap": lambda x: type(x) in (float, int) and x >= 0,  # (NaN fails)
+    "_excess": is_excess, "_warm": one_of(0, 1), "_heat": is_signed_count,
+    "_quiet_bits": one_of(-1, 0, GPU_IDLE), "_shared": is_bool, "_beside": is_bool,
+    "_clock_told": is_mhz, "_cap_clock": is_mhz,
+    "_recur": lambda x: type(x) is list and all(map(is_finite, x)) and x == sorted(x),
+    "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and is_finite(
+        x[0]) and is_temp(x[1]) and is_reasons(x[2]) and x[2] > 0),
     "_recurred": is_bool, "_warm_told": is_bool,
-    "unread": is_int,
+    "unread": is_count,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)
 
