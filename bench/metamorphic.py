@@ -284,6 +284,9 @@ class Starved:
       fetcher thread starved, their heartbeats not);
     - ``behind_s``: the stages' ``now`` is the wall clock less this (the service's is
       ``time.monotonic()``, seconds since boot; its fetch ends and wall clock epoch seconds);
+    - ``rebalance_s``: wall seconds after the feed's start at which every worker's partitions
+      are revoked and assigned back to it (DetectorService.on_revoked / on_assigned: kept,
+      their ``last_input`` set to now, and the sources announced at once);
     - the service's settings of the broker tests (tests/integration/service_harness:
       idle advance 2 s, source timeout 10 s, heartbeat 0.5 s)."""
 
@@ -300,6 +303,7 @@ class Starved:
     late_start_s: float = 0.0
     fetch_lag_s: float = 0.0
     behind_s: float = 1.7e9
+    rebalance_s: tuple[float, ...] = ()
 
 
 class _Wall:
@@ -484,6 +488,7 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
     if starved is not None and starved.late_start_s:
         stalled[1:] = [start + starved.late_start_s] * (len(workers) - 1)
     end = wall_at(last) + tail_s / speed
+    rebalances = sorted(start + r for r in (starved.rebalance_s if starved is not None else ()))
     while now <= end:
         if backlog and now + tick_s > end and any(
                 pos[tp] < len(recs) for tp, recs in plan.items()):
@@ -495,6 +500,10 @@ def _run_partitioned(case: Case, seed: int | None, tail_s: float, tick_s: float,
                 i += 1
             produced[tp] = i
         rng.shuffle(tps)
+        if rebalances and now >= rebalances[0]:
+            del rebalances[0]
+            for w in workers:  # (DetectorService.on_assigned, partitions kept)
+                take(w.assigned(now - behind, caught_up, at_end))
         for k, w in enumerate(workers):
             if starved is not None:
                 if now < stalled[k]:

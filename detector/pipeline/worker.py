@@ -579,6 +579,21 @@ class PipelineWorker:
             self._take_local(out, now)
         return out
 
+    def assigned(self, now: float, caught_up: Callable[[Any, int], bool],
+                 at_end: AtEnd | None = None) -> WorkerOutput:
+        """The sources announced at a (re)assignment, before anything of them is fetched, so
+        no correlator runs ahead of one: each one's input taken as of now (a kept partition's
+        quiet time starts over), then :meth:`heartbeat` -- its caught-up flag and fetch end
+        asked afresh, the clocks reported as every heartbeat reports them.  The service's own
+        message said an empty kept source idle on its flag from before the rebalance with no
+        ``ended``: the correlator took the word as of when it heard it, let the source go
+        while a lagging fetch had not yet seen its records, and a slow rank was escalated
+        unknown before its throttle sample came (svc39: bench.metamorphic.Starved's
+        ``rebalance_s``)."""
+        for part in self.sources.values():
+            part.last_input = now
+        return self.heartbeat(now, caught_up, at_end)
+
     def release_all(self, now: float) -> WorkerOutput:
         out = WorkerOutput()
         for part in self.correlators.values():

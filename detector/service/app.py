@@ -63,7 +63,7 @@ from detector.audit import audited
 from detector.events import TELEMETRY_TOPICS
 from detector.monitors import tracked_gpus, unreadable
 from detector.pipeline.correlator import CorrelatorPartition, alert_message
-from detector.pipeline.source import DeadLetter, Emit, SourcePartition, watermarks
+from detector.pipeline.source import DeadLetter, Emit, SourcePartition
 from detector.pipeline.worker import PipelineWorker, StageTrace, WorkerOutput
 from detector.service import faust_io
 from detector.service.faust_io import (
@@ -534,7 +534,6 @@ class DetectorService:
                 if part.offset < 0 and (tp.topic, tp.partition) in starts:
                     part.offset = starts[(tp.topic, tp.partition)] - 1
             if isinstance(part, SourcePartition):
-                part.last_input = now
                 sources[tp] = part
             else:
                 correlators[tp] = part
@@ -549,7 +548,7 @@ class DetectorService:
                             if p.offset >= 0})
         # Announce the sources at once, so no correlator runs ahead of one not yet fetched.
         if sources:
-            self._send([watermarks(sources.values(), now, self.settings.hold_back_s)])
+            self._emit(self.pipeline.assigned(now, self._caught_up, self._at_end))
         self.out.poll()
         log.info("assigned: %d telemetry partitions, %d findings partitions (%d restored)",
                  len(sources), len(correlators), len(snaps))
