@@ -1,0 +1,1 @@
+"""blind30: a thirtieth blind generator -- a fleet in the middle of a driver rollout (README)."""
