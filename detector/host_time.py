@@ -35,6 +35,23 @@ way: what the job does to every node (a checkpoint, an evaluation, a site agent 
 node) moves the stage's reference or every node's count.  A save's one long step, one rank's
 loader stall (a unit's lower median) or GC (compute) is no streak.
 
+A job with one rank a node (DP 4-16 on one-GPU nodes) has units of one rank, whose lower
+median is that rank's own loader: a lasting run of one rank is its own link's or shard's
+(host_late and :mod:`detector.host_straggler` judge it, the lone rule pages it at its node) and
+is not raised here.  Its recurrence is (revA38 F3: a node's loader stalling +8-20 % of a step
+for 3-6 steps every 2-4 minutes was never paged, 0 of 12 runs, against 18 of 18 with two ranks
+a node): an operator reads a node whose rank is hit by short stalls again and again, far more
+often than the other nodes' ranks, as that host's trouble (its loader, CPUs, page cache)
+whatever its GPU count -- the node is the unit, as Correlator._host_alone pages a lone rank's
+lasting run.  So a one-rank unit alone on its node (no other unit of the job there) is judged
+for recurrences only, among the job's other such units when there are ``LONE_MIN`` of them, each
+over the lower median of its stage's *other* units (:func:`_over_others`: one loader's own time
+as its reference would read 0 one step in n and shrink the units' spreads below a loader's
+jitter -- every loader +-30 % i.i.d. then paged a node in 2 of 6 runs of 3,000 steps).  What it
+must not page: a save or an evaluation pause, a shared filesystem's hiccup (every node at once:
+the others' median moves with it), one loader's wide jitter or wander (its own spread and the
+other nodes' chance streaks), an AR(1)-wandering GPU (compute, not host time).
+
 A step is hot at ``ON`` of the job's step and beyond the job's own noise: ``NOISE_K`` times
 the lower median of its units' spreads (each one's mean absolute move of its excess from its
 smoothed level, ~``1 / ALPHA`` steps).  Streaks are only a fault's signature when chance does
@@ -113,6 +130,17 @@ SHARE_X = 4.0
 # of three nodes by chance).  A job whose host time is steady (the usual: spreads well under ON)
 # is judged at ON.
 NOISE_K = 2.5
+# A unit of one rank (a job with one rank a node) is judged for recurrences only, among the
+# job's other one-rank units alone on their nodes, when there are LONE_MIN of them or more
+# (its reference the median of three at least: another node's, never its own).
+LONE_MIN = 3
+# ... and its recurrence one the other nodes' mean count of episodes makes a chance of at most
+# LONE_ALPHA, shared among the units (Poisson's tail: :func:`_by_chance`).  One rank's loader is
+# the unit's: its routine bursts (a batch of big samples, a page-cache miss: 2-6 steps at +5-15 %
+# every minute or two, on every node alike) are episodes on every node, where a unit of several
+# ranks -- a lower median -- sees none; at small counts SHARE_X alone let chance pile three on
+# one node (3 against 5 on seven others: 1 run in 2 of 8-16 one-rank nodes).
+LONE_ALPHA = 0.01
 # A unit's row: smoothed excess, ts of the run's first hot step (NaN: no run), ts of its latest
 # hot step, raised (1.0; 2.0 as a recurrence) or not, hot steps in the run, its pipeline stage,
 # steps in the run; episodes in its chain, ts of the chain's first episode (its first hot step;
@@ -186,10 +214,20 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
         return []
     # (at most MAX_HOST_MS: a forged step's time never overflows the sort's key)
     uid, val, size = _lower_medians(host_ms.clip(0.0, MAX_HOST_MS), units)
-    if size.min() < 2:  # (a unit of one rank: its own link or shard, detector.steps host_late)
-        two = size >= 2
-        uid, val = uid[two], val[two]
-    return judge_units(table, uid.astype(np.intp), val, step_ms, ts, page_s)
+    uid = uid.astype(np.intp)
+    if size.min() >= 2:
+        return judge_units(table, uid, val, step_ms, ts, page_s)
+    # A unit of one rank: its run is its own link or shard's (detector.steps host_late); alone
+    # on its node (no other unit of the job there) its recurrence is its node's (LONE_MIN).
+    two = size >= 2
+    node = table[uid, NODE].astype(np.intp)
+    alone = ~two & (np.bincount(node)[node] == 1)
+    found = _judge_units(table, uid[two], val[two], step_ms, ts, page_s)
+    if np.count_nonzero(alone) >= LONE_MIN:
+        found += _judge_units(table, uid[alone], val[alone], step_ms, ts, page_s, runs=False)
+    if np.count_nonzero(table[:, RAISED] == 2.0):
+        found += [(i, False, ts) for i in _lapse(table, ts)]
+    return found
 
 
 def regular(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
@@ -233,12 +271,16 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
 
 
 def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
-                 ts: float, page_s: float) -> list[tuple[int, bool, float]]:
+                 ts: float, page_s: float, runs: bool = True) -> list[tuple[int, bool, float]]:
+    """:func:`judge_units` but for the lapse of recurrences; without ``runs`` (units of one
+    rank) only their recurrences are raised, not their runs."""
     if len(uid) < 2:
         return []
     rows = table[uid]
     stage = rows[:, STAGE]
-    if stage.min() == stage.max():  # (one stage: the usual job)
+    if not runs:
+        excess = _over_others(val, stage) / step_ms
+    elif stage.min() == stage.max():  # (one stage: the usual job)
         k = (len(val) - 1) // 2
         excess = (val - np.partition(val, k)[k]) / step_ms
     else:
@@ -285,7 +327,7 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
         rows[over, HOT] = 0.0
         rows[over, STEPS] = 0.0
     span = rows[:, LAST_HOT] - rows[:, RUN_FROM]
-    due = ((rows[:, RAISED] == 0.0) & (ewma >= ON)
+    due = (runs & (rows[:, RAISED] == 0.0) & (ewma >= ON)
            & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
                                   & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
     if np.count_nonzero(due):
@@ -293,10 +335,30 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
             out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
         rows[due, RAISED] = 1.0
     if np.count_nonzero(counted):
-        for i in _recurring(rows, counted).tolist():
+        for i in _recurring(rows, counted, runs).tolist():
             out.append((int(uid[i]), True, float(rows[i, EP_FROM])))
             rows[i, RAISED] = 2.0
     table[uid] = rows
+    return out
+
+
+def _over_others(val: np.ndarray, stage: np.ndarray) -> np.ndarray:
+    """Each unit's value over the lower median of its stage's *other* units' (0 in a stage of
+    under three): one rank's own time is never its reference (a one-rank unit at its stage's
+    lower median would read 0 one step in n, and the units' spreads, shrunk so, would let
+    a single loader's routine jitter through as hot steps)."""
+    out = np.zeros(len(val))
+    for s in np.unique(stage).tolist():
+        at = np.flatnonzero(stage == s)
+        n = len(at)
+        if n < 3:
+            continue
+        order = at[np.argsort(val[at], kind="stable")]
+        k = (n - 2) // 2  # (the lower median of the n - 1 others)
+        sv = val[order]
+        # the others' k-th: the k-th of all below a unit's own place, the (k + 1)-th above
+        ref = np.where(np.arange(n) > k, sv[k], sv[k + 1])
+        out[order] = sv - ref
     return out
 
 
@@ -325,11 +387,12 @@ def _episode(rows: np.ndarray, counted: np.ndarray, ts: float) -> None:
     rows[counted, EP_IN] = 1.0
 
 
-def _recurring(rows: np.ndarray, counted: np.ndarray) -> np.ndarray:
+def _recurring(rows: np.ndarray, counted: np.ndarray, runs: bool = True) -> np.ndarray:
     """Indices of ``rows`` just counted an episode that make a recurrence on their node: not
     raised, REPEATS episodes in the chain, and SHARE_X times the mean episodes of the units on
     the job's other nodes (in this step's rows; their chains may be stale: a stale one only
-    counts against the unit)."""
+    counts against the unit) -- for units of one rank (not ``runs``) a count the other nodes'
+    mean makes a chance under LONE_ALPHA among the units too (:func:`_by_chance`)."""
     at = np.flatnonzero(counted & (rows[:, RAISED] == 0.0) & (rows[:, EPISODES] >= REPEATS))
     if not len(at):
         return at
@@ -339,7 +402,27 @@ def _recurring(rows: np.ndarray, counted: np.ndarray) -> np.ndarray:
     units, total = np.bincount(node), np.bincount(node, weights=eps)
     n = len(rows) - units[node[at]]
     mean = np.divide(float(eps.sum()) - total[node[at]], n, out=np.zeros(len(at)), where=n > 0)
-    return at[eps[at] >= SHARE_X * mean]
+    keep = eps[at] >= SHARE_X * mean
+    if not runs:
+        keep &= [_by_chance(int(k), m) * len(rows) <= LONE_ALPHA
+                 for k, m in zip(eps[at].tolist(), mean.tolist(), strict=True)]
+    return at[keep]
+
+
+def _by_chance(k: int, rate: float) -> float:
+    """The chance of ``k`` episodes or more on a node whose episodes come as the other nodes'
+    do, at ``rate`` (their mean) in the same time: Poisson's upper tail (0 at rate 0).
+
+    >>> round(_by_chance(3, 5 / 7), 3), _by_chance(3, 0.0)   # (bursty loaders: 3 vs 5 in 7)
+    (0.036, 0.0)
+    """
+    if rate <= 0.0:
+        return 0.0
+    term, below = math.exp(-rate), 0.0
+    for i in range(k):
+        below += term
+        term *= rate / (i + 1)
+    return max(1.0 - below, 0.0)
 
 
 def _lapse(table: np.ndarray, ts: float) -> list[int]:

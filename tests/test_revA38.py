@@ -12,7 +12,8 @@ F1 (healthy paged): a site's SW power cap (0x4, clock -6 %, ranks 6 % slower) on
 at once, in waves: nodes escalated slow_node/unknown, GPUs isolated power.
 F2 (healthy paged): a DP-4 job whose GPUs' compute wanders as an AR(1) (lag-1 0.9-0.95, 1.5 %):
 a GPU escalated slow_node/unknown.
-F3 (real fault missed): a node's data loader stalling every 2-4 min with one rank a node.
+F3 (real fault missed; fixed by host39): a node's data loader stalling every 2-4 min with one
+rank a node.
 """
 
 from __future__ import annotations
@@ -186,18 +187,14 @@ def test_compute_wandering_in_a_dp4_job_pages_no_gpu() -> None:
 # -- F3 and host37's guards: a node's recurring loader stall ----------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F3 (real fault missed, pre-existing: the same on 0dfd18e): a node's data loader "
-    "stalling every 2-4 min (+8-20 % of a step for 3-6 steps) in a job with one rank a node "
-    "(DP 4 or 8, gpn 1) is never paged in 30 min: 0 of 12 runs (AR(1) compute 0 or 0.8); two "
-    "ranks a node or more: paged at the node 18 of 18 (step 853-955).  host_time judges units "
-    "of two ranks or more (a lone rank's lower median is its own loader), and the lone rule "
-    "(host_straggler) needs a lasting run.  Fix idea: a one-rank unit's recurrence counted as "
-    "the others' (episodes of EPISODE_HOT steps, SHARE_X times the other nodes'), paged at its "
-    "node as Correlator._host_alone does."))
+# (Was a strict xfail: "revA38 F3 (real fault missed ...): a node's data loader stalling every
+# 2-4 min (+8-20 % of a step for 3-6 steps) in a job with one rank a node (DP 4 or 8, gpn 1) is
+# never paged in 30 min: 0 of 12 runs".  Fixed by host39: a one-rank unit alone on its node is
+# judged for recurrences over its stage's other units (detector.host_time); 18 of 18 probe runs
+# paged node-001 alone at step 853-955, DP 4/8/16, AR(1) compute 0 or 0.8, seeds 0-2.)
 def test_a_recurring_loader_stall_with_one_rank_a_node_is_paged() -> None:
-    assert ("escalation", "unknown", "node:node-001") in pages(
-        loader_job(ranks=4, gpn=1, steps=4000, seed=0, rho=0.0, sigma=0.01))
+    assert pages(loader_job(ranks=4, gpn=1, steps=4000, seed=0, rho=0.0, sigma=0.01)) == [
+        ("escalation", "unknown", "node:node-001")]
 
 
 @pytest.mark.parametrize(("ranks", "gpn"), [(16, 4), (32, 8)])
