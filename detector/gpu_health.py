@@ -25,8 +25,9 @@ import math
 from typing import Any
 
 from detector.alerts import Scope
-from detector.events import ECC_COUNTERS, EccSample
+from detector.events import ECC_COUNTERS, RECOVERY_ACTIONS, EccSample
 from detector.findings import Finding
+from detector.statecodec import is_bool, is_count, is_finite, is_time
 from detector.thresholds import Thresholds
 from detector.xid import REMAP_PENDING_XID, lookup
 from models.counters import CounterDeltas, delta_reader
@@ -460,3 +461,34 @@ class GpuHealth:
         self._sbe_rise = None
         self._emit(out, s, "gpu_reset", "gpu_hardware", active=False, verdict=False,
                    severity=0.0, evidence={"counter_resets": self._counters.resets})
+
+
+def _decaying(x: object) -> bool:
+    return type(x) is DecayingCount and x.restored_ok()
+
+
+# Each field's check on snapshot restore (Monitors.check_restored): the codec rebuilds a
+# GpuHealth from fields of any type, and none was checked (svc39: a forged string in
+# ``_recovery``, a ``_retired_sbe`` of -1, a counter baseline past the blank restored as they
+# were).  Held to what the live code keeps: its counters' baselines (CounterDeltas), decaying
+# counts, XIDs seen (the last 8, each (ts, code)), a recovery action DESIGN names, times finite
+# (-inf: none yet), counts from 0.
+FIELDS = {
+    "scope": lambda x: type(x) is Scope and x.level == "gpu",
+    "_counters": lambda x: type(x) is CounterDeltas and x.restored_ok(len(ECC_COUNTERS)),
+    "_sbe": _decaying, "_nvlink": _decaying, "_pcie": _decaying, "_pcie_long": _decaying,
+    "_pcie_samples": _decaying,
+    "_active": lambda x: type(x) is set and all(type(k) is str for k in x),
+    "_xids": lambda x: type(x) is list and len(x) <= 8 and all(
+        type(e) is tuple and len(e) == 2 and is_finite(e[0]) and is_count(e[1]) for e in x),
+    "_remap_pending": is_bool, "_remap_failure": is_bool,
+    "_recovery": lambda x: x in RECOVERY_ACTIONS, "_retired_sbe": is_count,
+    "_last_error": lambda x: type(x) is dict and all(
+        type(k) is str and is_finite(t) for k, t in x.items()),
+    "_resets_since": lambda x: type(x) is dict and all(
+        is_count(k) and is_count(n) for k, n in x.items()),
+    "_faulted": is_bool, "_sbe_evidence": is_bool, "_nvl_replay_ts": is_time,
+    "_sbe_ts": is_time, "_sbe_rise": lambda x: x is None or type(x) is RisingRate,
+    "_sbe_climbed": is_bool,
+}
+assert set(FIELDS) == set(GpuHealth.__slots__)

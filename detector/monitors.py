@@ -32,6 +32,7 @@ from detector.events import (
     ThermalSample,
 )
 from detector.findings import Finding
+from detector.gpu_health import FIELDS as _GPU_HEALTH_FIELDS
 from detector.gpu_health import GpuHealth
 from detector.gpu_missing import check_restored as _gone_restored
 from detector.gpu_missing import scan as _scan_gone
@@ -783,13 +784,17 @@ class Monitors:
             refuse_unless(bad is None, f"GpuThermal.{bad}: malformed")
             refuse_unless(m._node is self._node_temps.get(node),
                           "GpuThermal._node: not its node's NodeTemps")
+        for h in self._ecc.values():
+            bad = bad_field(h, _GPU_HEALTH_FIELDS)
+            refuse_unless(bad is None, f"GpuHealth.{bad}: malformed")
         for t in self._node_temps.values():
             bad = bad_field(t, _NODE_TEMPS_FIELDS)
             refuse_unless(bad is None, f"NodeTemps.{bad}: malformed")
         refuse_unless(all(type(n._ports) is dict and len(n._ports) <= MAX_PORTS
                           for n in self._nics.values()), "NodeNics._ports: over MAX_PORTS")
-        refuse_unless(all(n.cnp_valid() for n in self._nics.values()),
-                      "NodeNics._ports: a port's CNP fields malformed")
+        for n in self._nics.values():
+            bad = n.ports_valid()
+            refuse_unless(bad is None, f"NicPort.{bad}: malformed")
         refuse_unless(all(n.waits_valid() for n in self._nics.values()),
                       "NodeNics._downs/_retrains: malformed")
         for job in self._jobs.values():

@@ -70,7 +70,17 @@ from detector.alerts import Scope
 from detector.events import MAX_RATE_GBPS, NIC, NIC_COUNTERS, InvalidMessage, NicSample
 from detector.findings import Finding
 from detector.port_names import _DIGITS, MIXED, PortName, PortNames, standing
-from detector.statecodec import is_real
+from detector.statecodec import (
+    bad_field,
+    is_bool,
+    is_count,
+    is_finite,
+    is_signed_count,
+    is_time,
+    list_of,
+    one_of,
+    within,
+)
 from detector.thermal import SAME_INTERVAL_HI, SAME_INTERVAL_LO, tells_interval
 from detector.thresholds import Thresholds
 from models.counters import MAX_COUNTS_PER_S, CounterDeltas, delta_reader
@@ -127,14 +137,6 @@ class _Port:
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
                  "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi",
                  "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run")
-
-    def cnp_valid(self) -> bool:
-        """A restored port's CNP fields (x1nic's :meth:`NodeNics._cnps`) of their shapes: a
-        forged ``cnp_run`` read as ``run[i]`` would make each later sample of the port raise."""
-        run = getattr(self, "cnp_run", ())
-        return (is_real(getattr(self, "np_s", None)) and is_real(getattr(self, "rp_s", None))
-                and (run is None or (type(run) is list and len(run) == 4
-                                     and all(map(is_real, run)))))
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -245,9 +247,18 @@ class NodeNics:
     __slots__ = ("node", "_ports", "_ref_gbps", "_ref_ts", "_names", "_paced", "_top",
                  "_told_s", "_retrained", "_downs", "_retrains")
 
-    def cnp_valid(self) -> bool:
-        """Each restored port a port, its CNP fields of their shapes (:meth:`_Port.cnp_valid`)."""
-        return all(type(p) is _Port and p.cnp_valid() for p in self._ports.values())
+    def ports_valid(self) -> str | None:
+        """The first field of a restored port at odds with what the live code keeps
+        (:data:`PORT_FIELDS`; None: every one sound)."""
+        for p in self._ports.values():
+            if type(p) is not _Port:
+                return "a port"
+            bad = bad_field(p, PORT_FIELDS)
+            if bad is not None:
+                return bad
+            if not _told(p):
+                return "told_lo"
+        return None
 
     def waits_valid(self) -> bool:
         """The restored waits (:attr:`_downs`, :attr:`_retrains`) of the shapes they are made
@@ -1137,3 +1148,47 @@ class NodeNics:
             self._emit(out, s, p, "nic_throughput", True, 0.75, evidence, onset=p.low_onset)
         elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
             self._emit(out, s, p, "nic_throughput", False, 0.0, {})
+
+
+def _rate(x: Any) -> bool:
+    """A rate per second (Gbit/s, waits, CNPs): >= 0 and finite."""
+    return is_finite(x) and x >= 0.0
+
+
+def _told(p: Any) -> bool:
+    """The interval told last and the gaps taken for it (NodeNics._tell_interval): the bounds
+    its multiples, as the quiet path reads them."""
+    s, lo, hi = p.told_s, p.told_lo, p.told_hi
+    return _rate(s) and lo == SAME_INTERVAL_LO * s and hi == SAME_INTERVAL_HI * s
+
+
+# Each field of a NIC port on snapshot restore (Monitors.check_restored): the codec rebuilds a
+# port from fields of any type, and only its CNP fields were checked (revB32 5) -- svc39: a
+# forged string ``last_ts`` restored and failed the node's every later sample (TypeError), a
+# ``low`` of -10^9 held a port's low-throughput run a billion samples, an infinite ``told_hi``
+# took every gap for the interval told.  Each is held to what the live code keeps: times
+# finite (-inf where "never"), counts from 0 (``cnp_run``'s count down), rates and shares
+# within their range, flags one of their values, the counters' baselines below the blank.
+PORT_FIELDS = {
+    "scope": lambda x: type(x) is Scope and x.level == "nic",
+    "counters": lambda x: type(x) is CounterDeltas and x.restored_ok(len(NIC_COUNTERS)),
+    "errors": lambda x: type(x) is DecayingCount and x.restored_ok(),
+    "flaps": lambda x: type(x) is DecayingCount and x.restored_ok(),
+    "usual_errors": lambda x: type(x) is DecayingCount and x.restored_ok(),
+    "gbps": lambda x: x is None or _rate(x), "last_ts": is_time, "down": is_bool,
+    "low": is_count, "low_onset": is_finite, "ok": is_count,
+    "active": lambda x: type(x) is set and all(type(k) is str for k in x),
+    "last_error_ts": is_time, "err_onset": is_finite, "last_flap_ts": is_time,
+    "interval_s": _rate, "peer": within(0.0, 1.0), "odd_error_ts": is_time,
+    "held_ts": is_finite, "learn_ts": is_finite, "busy": is_bool, "idle_ts": is_time,
+    "name": lambda x: type(x) is PortName, "vote": one_of(-1, 0, 1),
+    "rate": within(0.0, MAX_RATE_GBPS), "role": one_of(-1, 0, 1),
+    "family": lambda x: type(x) is str and len(x) <= 256, "rate_low": is_count,
+    "rate_ts": is_finite, "rate_since": is_finite, "held": within(0.0, MAX_RATE_GBPS),
+    "told_s": _rate, "told_lo": _rate, "told_hi": _rate,
+    "wait_mean": _rate, "cnp_mean": _rate, "cong_n": is_count, "cong_ts": is_finite,
+    "np_s": lambda x: x == -1.0 or _rate(x), "rp_s": lambda x: x == -1.0 or _rate(x),
+    "cnp_run": lambda x: x is None or list_of(is_signed_count, is_finite, is_signed_count,
+                                              is_finite)(x),
+}
+assert set(PORT_FIELDS) == set(_Port.__slots__)

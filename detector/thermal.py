@@ -1226,13 +1226,6 @@ def _clock_baseline(x: object) -> bool:
     return type(x) is stats.EWMean and is_mhz(x.get())
 
 
-def _decaying(x: object) -> bool:
-    """A DecayingCount of samples: a half-life > 0 (value() divides by it), a count >= 0, its
-    time an event time or -inf (none yet)."""
-    return type(x) is DecayingCount and x.half_life_s > 0.0 and is_finite(x.half_life_s) \
-        and x._value >= 0.0 and is_finite(x._value) and is_time(x._ts)
-
-
 # Each field's check on snapshot restore (Monitors.check_restored; review25: only ``unread``
 # was checked -- review24's -- and a forged string in any other failed the GPU's next sample).
 # svc39: each held to what the live code keeps, as NodeTemps' are (state38): times finite
@@ -1248,7 +1241,8 @@ FIELDS = {
     "_last_ts": is_time, "_bad": is_count, "_good": is_count, "_run_onset": is_finite,
     "_active": is_bool, "_minor": is_bool, "_node": lambda x: type(x) is NodeTemps,
     "_hot": is_count, "_hot_onset": is_finite, "_hot_active": is_bool,
-    "_cap": _decaying, "_cap_onset": is_finite, "_heavy": is_signed_count,
+    "_cap": lambda x: type(x) is DecayingCount and x.restored_ok(), "_cap_onset": is_finite,
+    "_heavy": is_signed_count,
     "_heavy_onset": is_finite, "_cap_active": is_bool, "_interval_s": within(0.0, PAUSE_S),
     "_seen": lambda x: is_count(x) and not x & ~_SEEN_BITS,
     "_prev_gap": lambda x: type(x) in (float, int) and x >= 0,  # (NaN fails)

@@ -44,6 +44,7 @@ A blank sentinel and a jump no hardware counts leave the baseline alone:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from keyword import iskeyword
 from operator import sub
@@ -69,6 +70,17 @@ class CounterDeltas:
         self.resets = 0
         self.blanks = 0       # DCGM blank values taken as missing
         self.implausible = 0  # increases beyond MAX_COUNTS_PER_S dropped
+
+    def restored_ok(self, n: int) -> bool:
+        """Its fields as the live code keeps them (a snapshot restored from fields of any
+        type): ``n`` baselines, each None or a counter below :data:`BLANK` (a blank is never
+        kept), its time finite or -inf (none yet), its counts ints >= 0."""
+        last, ts = self._last, self._last_ts
+        return (type(last) is list and len(last) == n
+                and all(v is None or type(v) is int and 0 <= v < BLANK for v in last)
+                and type(ts) in (float, int) and -math.inf <= ts < math.inf
+                and all(type(c) is int and c >= 0
+                        for c in (self.resets, self.blanks, self.implausible)))
 
     @property
     def last_ts(self) -> float:

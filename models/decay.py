@@ -33,6 +33,15 @@ class DecayingCount:
             return self._value
         return self._value * math.exp2(-(ts - self._ts) / self.half_life_s)
 
+    def restored_ok(self) -> bool:
+        """Its fields as the live code keeps them (a snapshot restored from fields of any
+        type): a half-life > 0 (``value`` divides by it), a count >= 0, its time finite or
+        -inf (none yet) -- all finite, NaN failing every comparison."""
+        h, v, t = self.half_life_s, self._value, self._ts
+        return (type(h) in (float, int) and 0.0 < h < math.inf
+                and type(v) in (float, int) and 0.0 <= v < math.inf
+                and type(t) in (float, int) and -math.inf <= t < math.inf)
+
     def reset(self) -> None:
         """Forget everything counted so far (a signal cleared: the next burst starts from zero)."""
         self._value = 0.0

@@ -22,7 +22,7 @@ from river import stats
 from detector.engine import Engine
 from detector.events import INDEX_LIMIT
 from detector.statecodec import SnapshotRefused
-from detector.testing import T0, feed, thermal
+from detector.testing import T0, ecc, feed, nic, thermal
 from models.decay import DecayingCount
 
 NODE = "node-000"
@@ -64,12 +64,14 @@ def _warm_engine() -> Engine:
 
 
 def _refused(eng: Engine, obj: Any, field: str, value: Any) -> None:
-    """``eng``'s snapshot with ``obj``'s ``field`` forged to ``value`` is refused, naming it."""
+    """``eng``'s snapshot with ``obj``'s ``field`` forged to ``value`` is refused, naming it
+    (a NIC port by its registered name, NicPort)."""
     setattr(obj, field, value)
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert exc.value.reason == "malformed"
-    assert f"{type(obj).__name__}.{field}" in str(exc.value)
+    name = {"_Port": "NicPort"}.get(type(obj).__name__, type(obj).__name__)
+    assert f"{name}.{field}" in str(exc.value)
 
 
 def _ewmean(x: float) -> stats.EWMean:
@@ -176,4 +178,137 @@ def test_a_real_snapshot_restores_and_pages_the_same(cut: int) -> None:
     back = Engine.restore(eng.snapshot())
     got = feed(back, _samples(cut, 400))
     before = feed(Engine(), _samples(0, cut), finish=False)
+    assert before + got == straight
+
+
+# -- a NIC port (detector.network._Port): no field was checked but its CNP ones ---------------
+
+
+def _nic_samples(start: int, stop: int) -> list[Any]:
+    """Two ports of node-000 and two of node-001 at 1 s, busy at ~100 Gbit/s each; node-000's
+    mlx5_1 counts symbol errors in bursts from 60 s on (a failing link: paged)."""
+    out = []
+    for k in range(start, stop):
+        for node in ("node-000", "node-001"):
+            for port in ("mlx5_0", "mlx5_1"):
+                bad = node == "node-000" and port == "mlx5_1" and k >= 60
+                out.append(nic(T0 + k, node, port, tx=k * 12_500_000_000,
+                               rx=k * 12_500_000_000, errors=(k - 59) * 500 if bad else 0))
+    return out
+
+
+NIC_CUT = 70
+
+
+def _warm_nic_engine() -> tuple[Engine, Any]:
+    eng = Engine()
+    feed(eng, _nic_samples(0, NIC_CUT), finish=False)
+    port = eng.monitors._nics["node-000"]._ports[("mlx5_1", 1)]
+    assert port.last_ts > T0 and port.interval_s == 1.0 and port.told_s == 1.0  # (live)
+    return eng, port
+
+
+NIC_FORGED = [
+    ("last_ts", "x"), ("last_ts", INF), ("low_onset", INF), ("err_onset", "s"),
+    ("last_flap_ts", INF), ("idle_ts", math.nan), ("held_ts", -INF), ("learn_ts", INF),
+    ("rate_ts", INF), ("rate_since", -INF), ("cong_ts", INF),
+    ("low", -10 ** 9), ("ok", 1.5), ("rate_low", -1), ("cong_n", -3),
+    ("gbps", INF), ("gbps", -1.0), ("interval_s", math.nan), ("interval_s", -1.0),
+    ("peer", 2.0), ("peer", -0.5), ("rate", 1e6), ("held", INF), ("wait_mean", -1.0),
+    ("cnp_mean", INF), ("np_s", -2.0), ("rp_s", INF), ("told_s", INF), ("told_hi", INF),
+    ("told_lo", 7.0), ("down", 3), ("busy", "yes"), ("vote", 5), ("role", 2),
+    ("family", 7), ("family", "x" * 300), ("active", {1}), ("active", ["nic_errors"]),
+    ("name", "mlx5_1"), ("cnp_run", [0, INF, 0, 0.0]), ("cnp_run", [0.5, 0.0, 0, 0.0]),
+    ("errors", _decaying(0.0, 1.0, T0)), ("flaps", _decaying(60.0, -1.0, T0)),
+    ("usual_errors", _decaying(60.0, 1.0, INF)), ("counters", None),
+    # (refused before as well: the CNP fields of their shapes, revB32 5)
+    ("cnp_run", [0, 0.0]),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), NIC_FORGED, ids=lambda v: repr(v)[:28])
+def test_a_forged_nic_port_field_is_refused(field: str, value: Any) -> None:
+    # 46 fail before (the last on its message alone: refused as "a port's CNP fields"): only
+    # np_s, rp_s and cnp_run were checked, for their types -- a string last_ts restored and
+    # failed the node's every later sample (TypeError).
+    eng, port = _warm_nic_engine()
+    _refused(eng, port, field, value)
+
+
+@pytest.mark.parametrize(("field", "at", "value"), [
+    ("_last", 0, -5), ("_last", 0, 1 << 63), ("_last", 0, "7"), ("_last", None, [0]),
+    ("_last_ts", None, INF), ("resets", None, -1), ("blanks", None, 1.0)])
+def test_a_forged_counter_baseline_is_refused(field: str, at: int | None, value: Any) -> None:
+    # 7 fail before: a port's (and a GPU's) CounterDeltas restored as it was.
+    eng, port = _warm_nic_engine()
+    counters = port.counters
+    if at is None:
+        setattr(counters, field, value)
+    else:
+        getattr(counters, field)[at] = value
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert exc.value.reason == "malformed" and "NicPort.counters" in str(exc.value)
+
+
+@pytest.mark.parametrize("cut", [30, 62, NIC_CUT, 90])
+def test_a_real_snapshot_of_nic_ports_restores_and_pages_the_same(cut: int) -> None:
+    straight = feed(Engine(), _nic_samples(0, 150))
+    assert any(a.status == "firing" and a.scope.key == "nic:node-000/mlx5_1:1"
+               for a in straight)
+    eng = Engine()
+    before = feed(eng, _nic_samples(0, cut), finish=False)
+    got = feed(Engine.restore(eng.snapshot()), _nic_samples(cut, 150))
+    assert before + got == straight
+
+
+# -- a GPU's hardware state (detector.gpu_health.GpuHealth): no field was checked -------------
+
+
+def _ecc_samples(start: int, stop: int) -> list[Any]:
+    """Two GPUs of node-000 at 5 s: GPU 1 counts corrected errors from 20 s on, an
+    application XID 13 at 40 s and XID 79 (fallen off the bus: paged) at 120 s."""
+    out = []
+    for k in range(start, stop, 5):
+        for g in (0, 1):
+            xid = (13 if k == 40 else 79 if k == 120 else None) if g == 1 else None
+            out.append(ecc(T0 + k, NODE, g, sbe=max(0, k - 20) * 3 if g == 1 else 0,
+                           pcie=k // 10 if g == 1 else 0, xid=xid))
+    return out
+
+
+def _warm_ecc_engine() -> tuple[Engine, Any]:
+    eng = Engine()
+    feed(eng, _ecc_samples(0, 100), finish=False)
+    health = eng.monitors._ecc[(NODE, 1)]
+    assert health._xids and health._sbe_ts > T0  # (the fields are live)
+    return eng, health
+
+
+GPU_HEALTH_FORGED = [
+    ("_recovery", "reboot_the_rack"), ("_recovery", None), ("_retired_sbe", -1),
+    ("_retired_sbe", 2.0), ("_xids", [(INF, 13)]), ("_xids", [(T0, -1)]),
+    ("_xids", [(T0, 13)] * 9), ("_xids", [[T0, 13]]), ("_last_error", {"sbe": INF}),
+    ("_last_error", {1: T0}), ("_resets_since", {79: -1}), ("_resets_since", {"79": 1}),
+    ("_active", ["sbe_burst"]), ("_active", {7}), ("_nvl_replay_ts", INF),
+    ("_sbe_ts", "now"), ("_faulted", 1), ("_sbe_climbed", None), ("_sbe_rise", 3.0),
+    ("_sbe", _decaying(0.0, 1.0, T0)), ("_pcie", _decaying(60.0, INF, T0)),
+    ("_pcie_long", _decaying(60.0, 1.0, INF)), ("_counters", None),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), GPU_HEALTH_FORGED, ids=lambda v: repr(v)[:28])
+def test_a_forged_gpu_health_field_is_refused(field: str, value: Any) -> None:
+    # 23 fail before: no GpuHealth field was checked on restore.
+    eng, health = _warm_ecc_engine()
+    _refused(eng, health, field, value)
+
+
+@pytest.mark.parametrize("cut", [30, 45, 100, 125])
+def test_a_real_snapshot_of_gpu_health_restores_and_pages_the_same(cut: int) -> None:
+    straight = feed(Engine(), _ecc_samples(0, 200))
+    assert any(a.status == "firing" and a.scope.key == f"gpu:{NODE}/1" for a in straight)
+    eng = Engine()
+    before = feed(eng, _ecc_samples(0, cut), finish=False)
+    got = feed(Engine.restore(eng.snapshot()), _ecc_samples(cut, 200))
     assert before + got == straight
