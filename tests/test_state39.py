@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from river import stats
 
+from detector.alerts import Alert
 from detector.engine import Engine
 from detector.events import INDEX_LIMIT
 from detector.statecodec import SnapshotRefused
-from detector.testing import T0, ecc, feed, nic, thermal
+from detector.testing import T0, ecc, feed, healthy_job, nic, thermal
 from models.decay import DecayingCount
 
 NODE = "node-000"
@@ -65,12 +66,13 @@ def _warm_engine() -> Engine:
 
 def _refused(eng: Engine, obj: Any, field: str, value: Any) -> None:
     """``eng``'s snapshot with ``obj``'s ``field`` forged to ``value`` is refused, naming it
-    (a NIC port by its registered name, NicPort)."""
+    (a NIC port by its registered name, NicPort; the correlator as its partition names it)."""
     setattr(obj, field, value)
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert exc.value.reason == "malformed"
-    name = {"_Port": "NicPort"}.get(type(obj).__name__, type(obj).__name__)
+    name = {"_Port": "NicPort", "Correlator": "correlator"}.get(type(obj).__name__,
+                                                                type(obj).__name__)
     assert f"{name}.{field}" in str(exc.value)
 
 
@@ -311,4 +313,56 @@ def test_a_real_snapshot_of_gpu_health_restores_and_pages_the_same(cut: int) -> 
     eng = Engine()
     before = feed(eng, _ecc_samples(0, cut), finish=False)
     got = feed(Engine.restore(eng.snapshot()), _ecc_samples(cut, 200))
+    assert before + got == straight
+
+
+# -- a job's step statistics and the correlator's clocks: any number went -------------------
+
+
+def _job_engine(cut: int) -> tuple[Engine, list[Alert]]:
+    """A 16-rank job whose rank 3 runs 1.3x slow from step 30, fed to step ``cut``."""
+    eng = Engine()
+    return eng, feed(eng, _job_steps(0, cut), finish=False)
+
+
+def _job_steps(start: int, stop: int) -> list[Any]:
+    return [e for e in healthy_job(steps=120, slow={3: 1.3}, slow_from=30)
+            if start <= e.step < stop]
+
+
+JOB_FORGED = [
+    ("clock", INF), ("_next_expire", INF), ("_last_step_ts", INF), ("_host_seen_ts", INF),
+    ("_sigma", INF), ("_sigma", -1.0), ("_sigma", math.nan), ("_zscale", INF),
+    ("_zscale", -0.5), ("_period", -1.0), ("_replica_noise", INF), ("_rep_sigma", -2.0),
+    ("_wander", math.nan), ("_twin_sigma", INF), ("_sus_spread", -1.0), ("_sus_ms", INF),
+    ("_host_sigma", -INF), ("_usual_step_ms", INF), ("_ar_xx", -1.0), ("_hl_xx", INF),
+    ("_host_level", math.nan), ("_ar_xy", INF), ("_hl_xy", -INF),
+    # (refused before as well: not a number)
+    ("_sigma", "0.1"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), JOB_FORGED, ids=lambda v: repr(v)[:28])
+def test_a_forged_job_statistic_is_refused(field: str, value: Any) -> None:
+    # 23 of 24 fail before (all but the last): any int or float went, NaN and the infinities
+    # among them -- a +inf clock made every later step late, an infinite sigma hid every rank.
+    eng, _ = _job_engine(50)
+    _refused(eng, eng.monitors._jobs["job-1"], field, value)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("_seq", INF), ("_seq", -1), ("_seq", 2.0), ("_clock", INF), ("_next_prune", INF),
+    ("_next_prune", math.nan)])
+def test_a_forged_correlator_clock_is_refused(field: str, value: Any) -> None:
+    # 6 fail before: "of its kind" took any number for a number, NaN among them.
+    eng, _ = _job_engine(50)
+    _refused(eng, eng.correlator, field, value)
+
+
+@pytest.mark.parametrize("cut", [20, 35, 60])
+def test_a_real_snapshot_of_a_job_restores_and_pages_the_same(cut: int) -> None:
+    straight = feed(Engine(), _job_steps(0, 120))
+    assert any(a.status == "firing" and a.scope.gpu == 3 for a in straight)
+    eng, before = _job_engine(cut)
+    got = feed(Engine.restore(eng.snapshot()), _job_steps(cut, 120))
     assert before + got == straight

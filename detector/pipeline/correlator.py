@@ -84,6 +84,12 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_time(state.get("released")), "released: not a time")
     bad = _unlike_fresh(state.get("correlator"))
     refuse_unless(bad is None, f"{bad}: not of its kind")
+    corr = state.get("correlator")
+    # (svc39: "of its kind" takes a float for an int and any number for a time -- a +inf
+    # _clock or _next_prune restored as is: every timer after it, every prune never.)
+    refuse_unless(type(corr._seq) is int and corr._seq >= 0, "correlator._seq: not a count")
+    for name in ("_clock", "_next_prune"):
+        refuse_unless(is_time(getattr(corr, name)), f"correlator.{name}: not a time")
     heap = state.get("heap")
     refuse_unless(type(heap) is list and all(map(_is_entry, heap)), "heap: malformed entry")
     refuse_unless(is_map_of(state.get("sources"), str, _Source), "sources: not a map")
@@ -100,7 +106,6 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(idle, str, frozenset) and all(
         len(v) <= MAX_IDLE_TOLD and all(type(g) is int for g in v) for v in idle.values()),
         "correlator._idle: malformed (node -> its idle GPUs)")
-    corr = state.get("correlator")
     for name in ("_woke", "_slept"):  # (node -> GPU -> since when it woke / idled)
         since = getattr(corr, name, None)
         refuse_unless(is_map_of(since, str, dict) and all(

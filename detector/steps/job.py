@@ -21,7 +21,7 @@ from detector import host_events, host_rise, host_time, job_pace, overflow_sourc
 from detector.alerts import Scope
 from detector.events import NonFinite, StepSample
 from detector.findings import Finding
-from detector.statecodec import bad_field, is_map_of, refuse_unless
+from detector.statecodec import bad_field, is_finite, is_map_of, is_time, refuse_unless
 from detector.step_numerics import NumericChecks, _pick
 from detector.steps.asynchronous import _Async
 from detector.steps.common import (
@@ -65,6 +65,13 @@ _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,
 def _num(x: Any) -> bool:
     """A number as a step writes one (NaN and the infinities are a state's own: none raises)."""
     return type(x) in (int, float)
+
+
+def _spread(x: Any) -> bool:
+    """A spread, a mean square, a period or a sum of squares as the rules keep them: finite and
+    0 or more (svc39: an infinite or negative one restored as is widened or narrowed every
+    judgement of the job -- a 1e308 sigma hid every slow rank)."""
+    return type(x) in (int, float) and 0.0 <= x < math.inf
 
 
 def _count(x: Any) -> bool:
@@ -152,11 +159,13 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: lambda x: type(x) is int for name in ("late", "duplicates", "restarts")},
     **{name: lambda x: type(x) is bool for name in ("_imbalanced", "_recur_live", "_wandering",
                                                     "_sus_on", "_split_active")},
-    **{name: _num for name in (
-        "clock", "_next_expire", "_last_step_ts", "_period", "_sigma", "_zscale",
-        "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma", "_sus_spread", "_sus_ms",
-        "_host_sigma", "_host_seen_ts", "_host_level", "_usual_step_ms", "_ar_xy", "_ar_xx",
-        "_hl_xy", "_hl_xx")},
+    # (svc39: a time finite or -inf -- none yet; +inf made every later step late: the job
+    # blind -- the rest finite, the spreads from 0.)
+    **{name: is_time for name in ("clock", "_next_expire", "_last_step_ts", "_host_seen_ts")},
+    **{name: _spread for name in (
+        "_period", "_sigma", "_zscale", "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma",
+        "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx", "_hl_xx")},
+    **{name: is_finite for name in ("_host_level", "_ar_xy", "_hl_xy")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
