@@ -142,6 +142,7 @@ RUNNING_S = 120.0
 # has them moved at once (the churning fleet).
 SUSPECT_S = 30.0
 MAX_JOBS = 8             # jobs named in a finding's evidence
+_ROUNDED = 1e-3          # a job's last step time as a row holds it (rounded to the ms)
 TOPICS = ("ecc", "nic", "thermal")
 # A part of the fleet going dark (a switch, a rack's PDU): nodes whose records stopped this
 # close together are named with a node's silence (``dark_with``) and its page waits for
@@ -387,7 +388,11 @@ def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
         n = _ranks_on(job, node)
         if n and not _moved(mon, name, {(hw[0], hw[1]) for hw in job._hw
                                         if hw is not None and hw[0] != node}, job.clock):
-            out.append([name, n, round(job.clock, 3)])
+            # (its last step decided: a re-form's first steps, still waiting for the ranks
+            # the node held, are no step of it there -- job.clock, their messages' time, made
+            # a node dark 40 s into its job's save look stepped past: dark39)
+            t = job._last_step_ts
+            out.append([name, n, round(t if math.isfinite(t) else job.clock, 3)])
             if len(out) >= MAX_JOBS:
                 break
     return out
@@ -420,18 +425,36 @@ def _left(job: Any) -> set[int]:
 
 def _went_on_without(mon: Monitors, node: str, row: list[Any]) -> bool:
     """Whether the job of a row noted once ``node`` was quiet (:func:`_jobs_on`: [job, ranks,
-    its last step then]) stepped on since without ranks there, having stopped before the node
-    went quiet: its last step as noted more than a step period and ``lateness_s`` before the
-    node's newest record -- a save, then a re-form without the node (blind27 F3: a spot VM
-    reclaimed during its job's rendezvous; noted while the job paused, its ranks still
-    there).  A node's death stops its job within a step of its last row: a job restarted
-    without it after a crash had its last step then, and stays the node's."""
+    its last step then]) stepped on since without ranks there, from where it stopped, having
+    stopped before the node went quiet -- its last step as noted more than a step period and
+    ``lateness_s`` before the node's newest record: a save, then a re-form without the node
+    (blind27 F3: a spot VM reclaimed during its job's rendezvous; noted while the job paused,
+    its ranks still there) -- or in a save: its last step far over its period
+    (``JobMonitor._moved_gap``'s last: a checkpoint written in it) and the re-form going on from
+    it (dark39: blind27 held churn-s6, a VM reclaimed with a 30 s notice while its job saves
+    through the notice, dark 1.8 s after the save's step).  A node's death stops its job within
+    a step of its last row: a job restarted without it after a crash had its last step then,
+    a routine one (blind7 G4), and stays the node's.  So does a job that went back to an
+    older checkpoint since (``JobMonitor._went_back``, a step or more behind the step it
+    stopped at: the save never finished -- revA38 F6, the node dead 8-40 s into its job's
+    save, 0 of 24 paged in 600 s): that is what a crash looks like, not a planned leave."""
     job = mon._jobs.get(row[0])
     entry = mon._alive.get(node)
-    if job is None or entry is None or not job.clock > row[2]:
+    if job is None or entry is None or not job.clock > row[2] or _ranks_on(job, node):
+        return False
+    if _went_back(job, row[2]):
         return False
     period = job._period if math.isfinite(job._period) else 0.0
-    return row[2] + period + mon.cfg.lateness_s < _newest(entry) and not _ranks_on(job, node)
+    before, _at, saved = job._moved_gap
+    return row[2] + period + mon.cfg.lateness_s < _newest(entry) or (
+        saved and before >= row[2] - _ROUNDED)
+
+
+def _went_back(job: Any, t: float) -> int:
+    """How many steps job ``job`` went back when it restarted after its step at ``t`` (a
+    checkpoint behind the step it stopped at; 0: none since, or it resumed where it stopped)."""
+    at, back = job._went_back
+    return back if at >= t and back >= 1 else 0
 
 
 def _moved(mon: Monitors, name: str, gpus: set[tuple[str, int]], t: float) -> bool:
@@ -582,16 +605,16 @@ def _reforms(mon: Monitors, findings: list[Finding]) -> None:
         # (absent: a shrink that dropped the top ranks, the others' slots kept -- _stops)
         left = [[n, k] for n, k in sorted(was[2].items())
                 if n not in nodes or (n in absent and n not in was[3])]
-        before, at = job._moved_gap
+        before, at, _saved = job._moved_gap
         if left and math.isfinite(before) and math.isfinite(at):
             period = job._period if math.isfinite(job._period) else 0.0
+            ev = {"nodes_left": left[:MAX_DARK], "left_step_ts": round(before, 3),
+                  "reformed_ts": round(at, 3), "step_period_s": round(period, 3)}
+            if back := _went_back(job, before):
+                ev["steps_back"] = back  # (restarted from an older checkpoint: a crash)
             findings.append(Finding(
                 mon.clock, before, "silent", "unattributed", "unknown", Scope.of_job(name),
-                True, False, 0.0, {"nodes_left": left[:MAX_DARK],
-                                   "left_step_ts": round(before, 3),
-                                   "reformed_ts": round(at, 3),
-                                   "step_period_s": round(period, 3)},
-                name, job.tenant, job.cluster))
+                True, False, 0.0, ev, name, job.tenant, job.cluster))
 
 
 def _absent(job: Any) -> list[str]:
@@ -856,6 +879,7 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
             if job in left or len(left) < MAX_STOPS:
                 left[job] = f
                 _judge_again(corr, _left_ranks(f), f, out)
+                _undefer(corr, f, out)
         return
     if job is not None and "nodes_absent" in f.evidence:  # stepping on without their ranks
         absent = silent.get(_ABSENT)
@@ -881,6 +905,20 @@ def _on_stop(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     if not f.active:
         return
     _judge_again(corr, {hw[0] for hw in corr._placement.ranks.get(job, {}).values()}, f, out)
+
+
+def _undefer(corr: Correlator, f: Finding, out: list[Alert]) -> None:
+    """The nodes whose judgement their job's end deferred (:func:`_page`, ``_DEFER``) that the
+    job, re-formed without them (``f``), went back to an older checkpoint for
+    (:func:`_back_without`: it crashed with them, the re-form later than the 240 s bound):
+    paged now, unless a page names them already."""
+    for node in sorted(_left_ranks(f)):
+        topics = corr._silent.get(node)
+        last = None if topics is None or _DEFER not in topics else _last(topics)
+        if last is not None and _back_without(corr, f, last):
+            del topics[_DEFER]
+            if _page_of(corr, node, f.cluster) is None:
+                _page(corr, None, [node], f, out)
 
 
 def _judge_again(corr: Correlator, nodes: Any, f: Finding, out: list[Alert]) -> None:
@@ -1154,6 +1192,35 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
                 out.add(n)
     return sorted(n for n in out
                   if _WAIT not in silent.get(n, ()) and _JUDGED not in silent.get(n, ()))
+
+
+def _back_without(corr: Correlator, f: Finding, last: float) -> bool:
+    """Whether a job re-formed without a node (``f``, :func:`_reforms`) went back to an older
+    checkpoint (``steps_back``: ``JobMonitor._went_back``, a step or more behind the step it
+    stopped at) while the node, its newest record at ``last``, was there when the job stopped
+    (within :data:`FAST_RUN_S` of its last step) and dark before the re-form: the save in
+    flight never finished -- what a crash looks like, not a job's end (dark39, revA38 F6: a
+    node dead 8-40 s into its job's save, the job back 100 steps without it, was excused as
+    a reclaimed VM's: 0 of 24 runs paged in 600 s).  Not judged in seconds by it: a node
+    drained off its job and rebooted while the job is requeued from its last checkpoint
+    without it has the same telemetry (b19fix) until it stays dark past the 240 s bound -- a
+    reboot is back within it.  A planned leave that the job saved for (a spot VM reclaimed
+    after its job's save, blind27 F3 and held churn-s6) has the job go on from where it
+    stopped: no ``steps_back``."""
+    ev = f.evidence
+    t, at, back = ev.get("left_step_ts"), ev.get("reformed_ts"), ev.get("steps_back")
+    return type(back) is int and back >= 1 and _is_time(t) and _is_time(at) and (
+        t - FAST_RUN_S <= last <= at)
+
+
+def _crashed_with(corr: Correlator, node: str, last: float) -> list[dict[str, Any]]:
+    """The jobs that re-formed without ``node`` (its newest record at ``last``) back to an
+    older checkpoint (:func:`_back_without`), as :func:`_jobs_of`'s rows: they ran on it to
+    its end, whatever its sources noted once it was quiet (a 30 s poll's node is noted after
+    the re-form, its ranks gone) or its GPUs did after the job's stop."""
+    return [{"job": job, "ranks": n, "last_step_ts": g.evidence["left_step_ts"]}
+            for job, g in sorted((corr._silent.get(_LEFT) or {}).items())
+            if (n := _left_ranks(g).get(node)) and _back_without(corr, g, last)][:MAX_JOBS]
 
 
 def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
@@ -1522,9 +1589,12 @@ def _running(corr: Correlator, node: str, found: list[Finding], now: float,
     last = max((x for g in found if _is_time(x := g.evidence.get("last_ts"))), default=None)
     since = -math.inf if last is None else last - max([RUNNING_S] + [
         2.0 * i for g in found if _is_time(i := g.evidence.get("interval_s"))])
+    crashed = [] if last is None else _crashed_with(corr, node, last)
     if any(g.evidence.get("steps_seen") is True for g in found):
         jobs = _jobs_of(corr, node, found, placed=False)
     elif corr.seen is not None and corr.seen(node, "thermal") and node not in corr._busy:
+        if crashed:
+            return crashed  # (idle in its job's save, which never finished: _back_without)
         if excused is not None and last is not None and not any(
                 g.evidence.get("job_stalled") is True for g in found):
             held = [j for j in _jobs_of(corr, node, found) if _stopped_at(corr, j["job"]) >= since]
@@ -1533,6 +1603,7 @@ def _running(corr: Correlator, node: str, found: list[Finding], now: float,
         return []
     else:
         jobs = _jobs_of(corr, node, found)
+    jobs += [j for j in crashed if all(j["job"] != k["job"] for k in jobs)]
     if last is None or any(g.evidence.get("job_stalled") is True for g in found):
         return jobs  # (judged in seconds: its jobs were lost with it, _lost)
     view = _LayoutView(corr, node, now)
@@ -1582,6 +1653,9 @@ def _ended_first(view: _LayoutView, name: str, last: float) -> bool:
     spell -- unlike :func:`_lost`'s, busy now whatever idled between).  A node dying under
     its job has the job's last step at its silence, a step period or so before it: kept."""
     corr = view.corr
+    g = (corr._silent.get(_LEFT) or {}).get(name)
+    if g is not None and view.node in _left_ranks(g) and _back_without(corr, g, last):
+        return False  # (it crashed with the node: back to an older checkpoint without it)
     stop = (corr._silent.get(_STOPS) or {}).get(name)
     if stop is None or not stop.active:
         return False  # (no stop told, or stepping again: as before)

@@ -9,7 +9,8 @@ a node left after a stall that began at its last record, the job's GPUs busy thr
 the node's loss (liveness._left_lost) -- also when the re-form dropped the top ranks and
 moved none (the job's last node dead).  A death whose job's GPUs idle at once (blind7 G4) is
 still paged, on the 240 s path; blind27 held churn-s6 (a VM reclaimed while its job saves,
-dark 1.8 s after the job's last step) stays paged: pinned as a strict xfail.  Built on
+dark 1.8 s after the job's last step -- a save's step, and the job went on from it) is not
+(a strict xfail here until dark39).  Built on
 tests/test_revA37.py's and tests/test_dark37.py's logs (tests/test_liveness.py's fleet: 8
 nodes of two GPUs, a rank a GPU, 2 s steps).
 """
@@ -74,16 +75,13 @@ def test_a_node_dead_as_its_jobs_gpus_go_idle_then_re_formed_without_is_still_pa
         assert [(a.status, a.scope.key) for a in pages][:1] == [("firing", f"node:{DARK}")], seed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dark38 OPEN (blind27 held churn-s6 sp-02, pre-existing): a spot VM reclaimed with a 30 s "
-    "notice while its job saves through the notice (its last two steps 11-14 s, its GPUs at "
-    "save power) and re-forms without it; the VM's last row 1.8 s after the job's last step "
-    "is, by timing, a death in the step in flight: paged 240 s on.  Idle GPUs after the stop "
-    "do not tell it from a death (blind7 G4's workers go idle at once); fix idea: a job whose "
-    "last completed step was a save (its step far over its period, the node's GPUs at save "
-    "power) and that re-formed without the node left it -- defer as a job's end."))
 def test_a_vm_reclaimed_while_its_job_saves_and_re_forms_without_it_is_not_paged(
         tmp_path) -> None:
+    """blind27 held churn-s6 sp-02 (a strict xfail in round 38, fixed by dark39): a spot VM
+    reclaimed with a 30 s notice while its job saves through the notice (its last step 13 s
+    after the one before, its period 2 s) and re-forms without it, going on from that step:
+    dark 1.8 s after the save's step, it left a job that saved for it -- no page
+    (liveness._went_on_without reads the save, JobMonitor._moved_gap)."""
     stop, resume = 388.0, 450.0
     recs = fleet(seconds=1000, interval=10.0, nic_interval=10.0, job=False, seed=0,
                  dead={DARK: (stop + 1.8, 1e9)}, idle=(stop + 1.0, resume))

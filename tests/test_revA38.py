@@ -422,19 +422,13 @@ def _dead_in_save(*, interval: float, back: int, seed: int = 0) -> list[dict]:
     return sorted(recs, key=lambda r: r["value"]["ts"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F6 (real fault missed / 45 min late, pre-existing: the same on f3e6f2f, before "
-    "dark38): a node dead 8-40 s into its job's save (every GPU idle), the job restarting "
-    "without it from its previous checkpoint (its step numbers back 100: the save never "
-    "finished) is not paged in the 600 s after the death: 0 of 24 runs (10/30 s polls, spare "
-    "or not, dead 8/20/40 s into the save, seeds 0-1) -- its judgement deferred DEFER_S "
-    "(2700 s) as a reclaimed VM's; with the step numbers going on it is the reclaim shape "
-    "(blind27 held churn-s6, on record as ambiguous).  Fix idea: liveness._left_cleanly only "
-    "when the re-formed job steps on from its last step (a save that finished); a restart "
-    "behind it is a crash -- the node's death, paged as _left_lost pages a death mid-step."))
 @pytest.mark.parametrize("interval", [10.0, 30.0])
 def test_a_node_dead_during_its_jobs_save_restarting_behind_it_is_paged(
         tmp_path, interval: float) -> None:
+    """revA38 F6 (a strict xfail until dark39): a node dead 20 s into its job's save (every
+    GPU idle), the job restarting without it from its previous checkpoint (step numbers back
+    100: the save never finished) -- a crash, not a planned leave: paged on the 240 s path,
+    not deferred as a reclaimed VM's (liveness._back_without)."""
     pages_ = silent_pages(replay_log(write(tmp_path, _dead_in_save(interval=interval,
                                                                    back=100))).alerts)
     assert [(a.status, a.scope.key) for a in pages_][:1] == [("firing", f"node:{DARK}")]

@@ -54,6 +54,9 @@ from models.peer_stats import derive_layout, learn_layout, median
 # (job_idle_s: review30 finding 5).  A broker hiccup this long withdraws them too; a slow rank
 # still slow is found again within a few steps once the steps come back.
 STOPPED_QUIET_S = 240.0
+# A step this many of the job's periods after the one before holds more than its work: a
+# checkpoint save, an evaluation pass (blind27 held churn-s6's saves: 2.4-3.8 of its period).
+LONG_STEP = 2.0
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 
@@ -234,10 +237,18 @@ class JobMonitor(NumericChecks):
     # in no step since is a rank that left, not one whose records are lost (detector.liveness).
     _moved_at = 0
     # ... with the job's last step before them -- or before its first step that lacked ranks
-    # after one with all -- and that step (event times): a re-form's gap, which
-    # detector.liveness reads (_reforms); not state either.
-    _moved_gap = (-math.inf, -math.inf)
+    # after one with all -- and that step (event times), and whether that last step was far
+    # over the job's period (a save in it: _long_step_ts): a re-form's gap, which
+    # detector.liveness reads (_reforms, _went_on_without); not state either.
+    _moved_gap: tuple[float, float, bool] = (-math.inf, -math.inf, False)
     _was_whole = False  # (whether its latest step evaluated had every rank)
+    # The latest step far over the job's period (LONG_STEP of it after the step before: a
+    # checkpoint save, an evaluation pass, in it) and, at its latest restart, its last step's
+    # time and how many steps the restart went back -- what detector.liveness reads of a job
+    # that re-formed without a node (a save finished and the job went on from it, or a crash:
+    # the job back to an older checkpoint); not state either (learnt anew after a restore).
+    _long_step_ts = -math.inf
+    _went_back: tuple[float, int] = (-math.inf, 0)
     # (_moves, restarts, node -> its slots, nodes absent) as detector.liveness._reforms last
     # looked: the nodes a re-form took the job off; not state either (learnt anew on restore).
     _live_nodes: tuple[int, int, dict[str, int], list[str]] | None = None
@@ -568,7 +579,7 @@ class JobMonitor(NumericChecks):
                     self.late -= len(held)  # (counted while unconfirmed: not late after all)
                     if self._reported.any() or self._host_rep.any():
                         self._retract_slow(ts, out)  # (no step of the old run will clear them)
-                    self._restart()
+                    self._restart(step)
                 else:
                     self._late(e, out)
                     return
@@ -914,9 +925,11 @@ class JobMonitor(NumericChecks):
         self._reset_sustained(None)
         self._reset_host(None)
 
-    def _restart(self) -> None:
-        """Step numbers went back while time went on: the job restarted from a checkpoint."""
+    def _restart(self, step: int) -> None:
+        """Step numbers went back (to ``step``) while time went on: the job restarted from a
+        checkpoint."""
         self.restarts += 1
+        self._went_back = (self._last_step_ts, self._last_step - step)
         self._pending.clear()
         self._done.clear()
         self._partial.clear()
@@ -948,6 +961,7 @@ class JobMonitor(NumericChecks):
         buf = self._pending.pop(step)
         buf.columns()
         before = self._last_step_ts
+        saved = self._long_step_ts == before  # (the step before this one was long)
         self._done[step] = len(buf.ranks) if complete else -len(buf.ranks)
         if len(self._done) > _DONE_KEPT:
             del self._done[next(iter(self._done))]
@@ -966,6 +980,8 @@ class JobMonitor(NumericChecks):
             if step == self._last_step + 1 and self._last_step >= 0 and -math.inf < \
                     self._last_step_ts < buf.last_ts:
                 gap = buf.last_ts - self._last_step_ts
+                if self._period > 0.0 and gap > LONG_STEP * self._period:
+                    self._long_step_ts = buf.last_ts
                 self._period = gap if self._period == 0.0 else self._period + 0.1 * (
                     gap - self._period)
             self._last_step = step
@@ -991,7 +1007,7 @@ class JobMonitor(NumericChecks):
             self._expected = n
         if moved or placed:
             self._moved_at = self._evaluated
-            self._moved_gap = (before, buf.last_ts)
+            self._moved_gap = (before, buf.last_ts, saved)
             if moved and self._parked:
                 self._unpark(moved)
             out.append(self._layout_finding(buf, moved + placed, decided_ts))
@@ -1036,7 +1052,7 @@ class JobMonitor(NumericChecks):
                     len(self._rank_of) - len(seen), self._evaluated, dtype=np.int64)])
             seen[slots] = self._evaluated
             if self._was_whole:  # (fewer ranks from here on: a shrink?)
-                self._moved_gap = (before, buf.last_ts)
+                self._moved_gap = (before, buf.last_ts, saved)
         self._was_whole = every
         ts = _floats(buf.ts)
         self._evaluated += 1
