@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from detector.engine import Engine
-from detector.testing import T0, feed, healthy_job, nic, step
+from detector.testing import T0, feed, healthy_job, nic, step, thermal
 from detector.topology import Topology
 from replay.runner import replay_log
 from tests.test_dark37 import DARK, _steps
@@ -193,3 +194,226 @@ def test_guard_a_node_its_job_left_on_purpose_is_not_paged(
     alerts = replay_log(write(tmp_path, _left(interval=interval, seed=0, dead_from=dead_from,
                                               save=save, resume=resume))).alerts
     assert [a.scope.key for a in alerts if a.status == "firing"] == []
+
+
+# == pass 2: this round's landings ============================================================
+
+# -- host39: a one-rank unit's recurrences ----------------------------------------------------
+
+_LOADER, _COMPUTE, _ALLREDUCE, _STEP_S = 127.0, 270.0, 50.0, 0.45  # (tests/test_revA35.py's job)
+
+
+def _one_rank_a_node(*, ranks: int, steps: int, seed: int, who: tuple[int, ...] = (0,),
+                     every: int = 100, extra: tuple[float, float] = (0.10, 0.20),
+                     dur: tuple[int, int] = (1, 3)) -> list:
+    """tests/test_revA38.py's loader_job with one rank a node (DP ``ranks``, 0.45 s steps,
+    compute +-1 %, loaders +-5 %), healthy: ranks ``who`` spend ``extra`` of a step's work more
+    in host time on ``dur`` steps every ``every`` (rank 0's metrics flush, evaluation, a
+    checkpoint's metadata -- the framework's own work on its logging rank)."""
+    rng = random.Random(seed)
+    work = _COMPUTE + _LOADER + _ALLREDUCE
+    hit: dict[tuple[int, int], float] = {}
+    out = []
+    for st in range(steps):
+        if st % every == every - 1:
+            a, d = rng.uniform(*extra), rng.randint(*dur)
+            hit.update({(r, st + k): a for r in who for k in range(d)})
+        parts = [(_COMPUTE * (1 + rng.gauss(0, 0.01)),
+                  _LOADER * rng.uniform(0.95, 1.05) + hit.get((r, st), 0.0) * work)
+                 for r in range(ranks)]
+        top = max(c + h for c, h in parts)
+        ar = _ALLREDUCE * rng.gauss(1.0, 0.03)
+        for r, (c, h) in enumerate(parts):
+            cm = max(top - (c + h) + ar, 0.0)
+            out.append(step(T0 + st * _STEP_S + 0.001 * r, r, st,
+                            step_ms=round(c + h + cm + 0.001, 3), compute_ms=round(c, 3),
+                            comm_ms=round(cm, 3), dp=r, pp=0, node=f"node-{r:03d}", gpu=0))
+    return out
+
+
+def _has(module: str, name: str) -> bool:
+    """Whether this tree has a room's rule (a pass-2 finding's xfail holds only with it: before
+    it the test is a guard of the old behaviour, which passes)."""
+    import importlib
+    return hasattr(importlib.import_module(module), name)
+
+
+@pytest.mark.xfail(_has("detector.host_time", "LONE_MIN"), strict=True, reason=(
+    "revA39 F4 (healthy paged, new with host39's f4fb9b0; a2e2c2e pages nothing: 0 of 18): in a "
+    "job with one rank a node, rank 0's routine host work -- +10-20 % of a step on 1-3 steps "
+    "every 100 steps (its metrics flush, evaluation, a checkpoint's metadata; host.py's own "
+    "docstring calls rank 0's and the last rank's host time the application's) -- escalates "
+    "its node slow_node/unknown: 9 of 9 runs (DP 4/8/16, seeds 0-2, 225-540 s in: step "
+    "500-1200); the job's last rank (Megatron's logging rank) the same, 9 of 9.  A strictly "
+    "periodic burst on one rank is no loader stalling by chance: host39's Poisson test "
+    "(_by_chance) reads it as "
+    "a rate the other nodes lack.  (+5-10 % on 1-2 steps every 50: nothing, 6 of 6.)  Fix "
+    "idea: keep _lone_from_start's exemption (rank 0 and the last rank are the framework's) "
+    "for the recurrence rule too, or ask the episodes to be irregular (a loader's stalls are "
+    "not periodic to the step)."))
+@pytest.mark.parametrize("who", ["rank-0", "last-rank"])
+def test_rank_0s_periodic_logging_in_a_one_rank_a_node_job_pages_no_node(who: str) -> None:
+    ranks = 8
+    rank = 0 if who == "rank-0" else ranks - 1
+    assert _firing(_one_rank_a_node(ranks=ranks, steps=600, seed=2, who=(rank,))) == []
+
+
+# -- cap39: a site's power cap in waves -------------------------------------------------------
+
+
+def _site(*, seed: int = 0, gpn: int = 8, poll_s: int = 10, steps: int = 500,
+          waves: list[tuple[int, int, set[int]]],
+          hidden: tuple[int, int, int, float] | None = None) -> list:
+    """tests/test_revA38.py's capped_log shape, uncapped but for a site's cap waves (0x4, clock
+    -6 %, the capped ranks 6 % slower): 8 nodes of ``gpn`` GPUs, 1 s steps, integer
+    temperatures every ``poll_s`` s; ``hidden``: (node, gpu, from step, factor) a GPU slow with
+    nothing in its telemetry (its clock and reasons its node mates')."""
+    rng = np.random.default_rng(seed)
+    ranks = 8 * gpn
+    base = {(n, g): 66 + rng.normal(0, 1.0) for n in range(8) for g in range(gpn)}
+    ev: list = []
+    for s in range(steps):
+        fac = np.ones(ranks)
+        polls = []
+        for (n, g), b in base.items():
+            capped = any(a <= s < z and n in ns for a, z, ns in waves)
+            clock = 1860.0 if capped else 1980.0
+            polls.append((n, g, b + rng.normal(0, 0.5), clock, 0x4 if capped else 0,
+                          700.0 if capped else 640.0))
+            fac[n * gpn + g] = 1980.0 / clock * (hidden[3] if hidden and (n, g) == hidden[:2]
+                                                 and s >= hidden[2] else 1.0)
+        c = 700.0 * fac * rng.lognormal(0.0, 0.015, ranks)
+        step_ms = round(float(c.max()) + 250.0, 2)
+        ev += [step(T0 + s + 0.001 * r, r, s, node=f"node-{r // gpn:03d}", gpu=r % gpn,
+                    step_ms=step_ms, compute_ms=round(float(c[r]), 2), dp=r)
+               for r in range(ranks)]
+        if s % poll_s == 0:
+            ev += [thermal(T0 + s + 0.5 + 0.01 * g, f"node-{n:03d}", g, temp_c=float(round(t)),
+                           clock_mhz=round(clock), throttle=reason, power_w=power)
+                   for n, g, t, clock, reason, power in polls]
+    return sorted(ev, key=lambda e: e.ts)
+
+
+def _firing_at(events) -> list[tuple[str, str, str, float]]:
+    return [(a.topic.split(".")[1], a.cause, a.scope.key, round(a.detected_ts - T0))
+            for a in feed(Engine(), events) if a.status == "firing"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA39 F5 (real fault missed with cap39's 5c81f0e; wrong cause before): a GPU 12-20 % "
+    "slow with nothing in its telemetry (a hidden fault, from step 200) on a node of a site's "
+    "cap wave (0x4 on nodes 2, 3, 6 from 100 to 400 s, clock -6 %): cap39 pages nothing in "
+    "1,100 s -- 20 of 20 runs (4/8 GPUs a node, 10/30 s polls, seeds 0-1, +9/12/20 %), not "
+    "after the wave ends either (700 s of the fault uncapped); a2e2c2e isolated it "
+    "slow_node/power at +1 s (16 of 16: the cap's cause for a slowdown twice the cap's).  "
+    "The same fault after the waves, or with none: escalated unknown in 6 steps.  The site's "
+    "hold (_fleet_explains/_site_explains, _found_alike) takes the rank for its node's cap "
+    "and keeps it.  Fix idea: a rank is the cap's only while its excess over its capped "
+    "node mates is under slow_min_effect (the cap slows them alike); past it, or once its "
+    "node's cap ended, its run is its own (escalated unknown)."))
+def test_a_hidden_fault_on_a_node_of_a_site_cap_wave_is_paged() -> None:
+    got = _firing_at(_site(waves=[(100, 400, {2, 3, 6})], hidden=(2, 1, 200, 1.2)))
+    assert ("escalation", "unknown", "gpu:node-002/1") in [g[:3] for g in got], got
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA39 F6 (real fault late, pre-existing: the same on a2e2c2e and with cap39): a GPU 12 % "
+    "slow with nothing in telemetry on a node never capped, while a site's cap wave (0x4, "
+    "clock -6 %) holds two other nodes, is escalated 83 steps after its onset (three nodes "
+    "capped: 203 steps; no wave: 6 steps; DESIGN: a 10 % slowdown's median <= 10).  The capped "
+    "ranks' 6 % runs count as the job's noise (their episodes make it heavy / unmeasured), so "
+    "a real run must outlast them.  Fix idea: ranks explained by a cap (their node's 0x4 and "
+    "clock loss) leave the job's noise reading and its peer median while capped."))
+def test_a_hidden_fault_beside_a_site_cap_wave_elsewhere_is_paged_in_time() -> None:
+    got = _firing_at(_site(waves=[(100, 400, {3, 6})], hidden=(0, 1, 200, 1.12), steps=320))
+    assert [g for g in got if g[2] == "gpu:node-000/1" and g[3] <= 200 + 20], got
+
+
+def test_guard_a_hidden_fault_with_no_cap_is_paged_in_six_steps() -> None:
+    assert _firing_at(_site(waves=[], hidden=(0, 1, 200, 1.12), steps=260)) == [
+        ("escalation", "unknown", "gpu:node-000/1", 206)]
+
+
+# -- nic39: a port's throughput is its GPUs' demand -------------------------------------------
+
+
+def _low_from_start(rate: float = 30.0, seconds: int = 400) -> list:
+    """One job on the 8 GPUs of both nodes (steps every second); n1's mlx5_3 at ``rate`` Gb/s
+    from its first sample (a link trained down before the job), every other port at 100."""
+    events: list = [step(T0 + s + 0.01 * r, r, s, job="a", node=node, gpu=g)
+                    for s in range(seconds)
+                    for r, (node, g) in enumerate((n, g) for n in ("n1", "n2") for g in range(8))]
+    for i in range(seconds // 10):
+        for node in ("n1", "n2"):
+            for k in range(4):
+                gbps = rate if (node, k) == ("n1", 3) else 100.0
+                n = int(gbps * 10.0 * i / 16.0 * 1e9)
+                events.append(nic(T0 + 10.0 * i + 0.5, node, f"mlx5_{k}", tx=n, rx=n))
+    return sorted(events, key=lambda e: e.ts)
+
+
+@pytest.mark.xfail(_has("detector.correlate.ports", "_demand_unknown"), strict=True, reason=(
+    "revA39 F7 (real fault missed, new with nic39's _demand_unknown; a2e2c2e isolates the port "
+    "at 74 s): a port trained down before its job began (30 Gb/s from its first sample beside "
+    "its mates' 100), under one job that runs on all 8 GPUs of its node, is never paged with a "
+    "Slurm topology or none (2 of 2; with the GPU-to-NIC map: paged at 74 s).  A port that "
+    "never ran at its node's pace is judged only where the map puts the job behind it -- but a "
+    "node whose every GPU runs the one job has that job behind every port, map or not.  Fix "
+    "idea: with no map, take the verdict when the job layout puts one job on every GPU of the "
+    "node (revA38 F8's node had 2 idle GPUs)."))
+@pytest.mark.parametrize("topo", ["slurm", ""], ids=["slurm", "none"])
+def test_a_port_slow_from_its_jobs_start_on_a_node_the_job_fills_is_paged(topo: str) -> None:
+    assert _firing(_low_from_start(), _topo(topo, 4)) == [("isolation", "nic", "nic:n1/mlx5_3:1")]
+
+
+def test_guard_a_port_slow_from_its_jobs_start_with_the_map_is_paged() -> None:
+    assert _firing(_low_from_start(), _topo("map", 4)) == [("isolation", "nic", "nic:n1/mlx5_3:1")]
+
+
+# -- noise39 and dark39: guards that held ------------------------------------------------------
+
+
+def _dp_fault(*, ranks: int, gpn: int, seed: int, factor: float = 1.09, at: int = 20,
+              steps: int = 80, sigma: float = 0.015) -> list:
+    """A synchronous DP job (1 s steps, compute 700 ms +-``sigma``) whose rank 1 is ``factor``
+    slower from step ``at`` for 40 steps (a real fault early in the job, its noise unmeasured)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in range(steps):
+        c = 700.0 * rng.lognormal(0.0, sigma, ranks)
+        if at <= s < at + 40:
+            c[1] *= factor
+        step_ms = round(float(c.max()) + 250.0, 2)
+        out += [step(T0 + s + 0.001 * r, r, s, step_ms=step_ms, compute_ms=round(float(c[r]), 2),
+                     dp=r, node=f"node-{r // gpn:03d}", gpu=r % gpn) for r in range(ranks)]
+    return out
+
+
+@pytest.mark.parametrize(("ranks", "gpn"), [(4, 2), (16, 8)])
+def test_guard_a_9_percent_fault_early_in_a_job_is_paged_within_ten_steps(ranks: int,
+                                                                          gpn: int) -> None:
+    # (noise39's wait while the job's noise is unmeasured: 9-12 % for 40 steps from step 20,
+    # DP 4/16/32, i.i.d. 1.5-2 % or AR(1) 0.8: paged 6-9 steps in, 72 of 72 probe runs; main
+    # 6-9 steps)
+    got = _firing_at(_dp_fault(ranks=ranks, gpn=gpn, seed=0))
+    assert [g[:3] for g in got] == [("escalation", "unknown", f"gpu:node-000/{1 % gpn}"
+                                     if gpn > 1 else "gpu:node-001/0")]
+    assert got[0][3] <= 20 + 10
+
+
+def test_guard_a_node_dead_right_after_its_jobs_save_step_is_paged(tmp_path) -> None:
+    # (dark39's "a save, then going on" is a reclaim only when the node reported past the
+    # job's stop: node-003 dead 1.5-3 s after a 31 s save step, the others busy, the job
+    # re-formed going on 30 s later -- paged in 24-56 s, 8 of 8 probe runs, main and dark39)
+    recs = fleet(seconds=700, interval=10.0, nic_interval=10.0, job=False, seed=0, nodes=NODES,
+                 dead={DARK: (381.5, 1e9)})
+    spans = [(0.0, 350.0, NODES, 0), (410.0, 700.0, [n for n in NODES if n != DARK], 176)]
+    recs += _steps(spans)
+    recs += [{"topic": "telemetry.step", "value": {
+        "ts": T0 + 380.0, "job": "job-1", "step": 175, "rank": 2 * k + g, "node": node, "gpu": g,
+        "step_ms": 31000.0, "compute_ms": 1500.0, "comm_ms": 29480.0}}
+        for k, node in enumerate(NODES) for g in range(2)]
+    recs.sort(key=lambda r: r["value"]["ts"])
+    alerts = replay_log(write(tmp_path, recs)).alerts
+    got = [(a.scope.key, a.detected_ts - T0) for a in alerts if a.status == "firing"]
+    assert got[:1] and got[0][0] == f"node:{DARK}" and got[0][1] < 381.5 + 60.0, got
