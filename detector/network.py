@@ -10,7 +10,12 @@ though: a DGX H100 has storage and in-band ports beside its compute-fabric
 ones, and an HGX node a frontend NIC on another network.  Only a port with a
 history of running at its node's pace (``nic_peer_share`` of its busy samples)
 is judged low -- a port that has always been quiet did not go quiet -- and the
-node's reference is the median of those ports.
+node's reference is the median of those ports.  A port's Gb/s is the demand of the ranks
+behind it, so one that ran at its own level (``own_gbps``, its pace while at its node's) is
+judged low only below half of that too (:func:`_fell`): a light tenant's port that loses one
+of its jobs settles at its remaining job's level, not far below it (blind28 F1).  Whether a
+verdict is evidence of the port at all -- its demand known to be its mates' -- is the
+correlator's (detector.correlate.ports).
 
 A port slow from its first sample never ran at its node's pace (a link that trained
 degraded after a reboot, a worker started afresh beside it), so its own history cannot
@@ -136,7 +141,8 @@ class _Port:
                  "interval_s", "peer", "usual_errors", "odd_error_ts", "held_ts", "learn_ts",
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
                  "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi",
-                 "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run")
+                 "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run",
+                 "own_gbps")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -191,6 +197,10 @@ class _Port:
         # (NodeNics._cnps; None while neither runs nor is told: quiet's one test).
         self.np_s = self.rp_s = -1.0
         self.cnp_run: list[Any] | None = None
+        # Its own Gb/s while it ran at its node's pace (an EWMA of those samples, fading
+        # nic_peer_fading; 0.0: never did): the demand its GPUs put on it, its own reference
+        # (_fell).
+        self.own_gbps = 0.0
 
 
 def _upper_median(values: list[float]) -> float:
@@ -213,6 +223,27 @@ def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
     elif ts - p.idle_ts >= cfg.nic_error_base_half_life_s:
         p.usual_errors.reset()
         p.learn_ts = ts
+
+
+def _at_pace(p: _Port, cfg: Thresholds) -> None:
+    """A busy sample of the port at its node's pace: into its own pace (``own_gbps``)."""
+    g = p.gbps or 0.0
+    p.own_gbps = p.own_gbps + cfg.nic_peer_fading * (g - p.own_gbps) if p.own_gbps else g
+
+
+def _fell(p: _Port, cfg: Thresholds) -> bool:
+    """Whether the port, low against its node, is below its own pace too (by the same
+    ``nic_throughput_ratio``), or has none (it never ran at its node's pace).
+
+    A port's Gb/s is the demand of the ranks behind it.  On a node several workloads share,
+    ports run at their own levels (a light tenant's at 128 Gb/s beside a recommender's at
+    225): one that loses a tenant, or whose job pauses a stream, moves to a lower level of its
+    own and may dip under half its node's median while it still carries its remaining work at
+    full speed (blind28 F1: 128 -> 80 Gb/s, median 175, on four nodes of a leaf in step).  A
+    degraded port (a link trained at a lower width, an HCA that stops draining its queue)
+    falls far below what it carried itself: 75 -> 4, 20 GB/s -> 3 %."""
+    own = p.own_gbps
+    return not own or p.gbps < cfg.nic_throughput_ratio * own  # type: ignore[operator]
 
 
 def _learn_wait(p: _Port, wait: float, cnps: float, cfg: Thresholds) -> None:
@@ -386,7 +417,7 @@ class NodeNics:
         ref = self._ref_gbps
         if ref >= cfg.nic_busy_gbps:
             if p.gbps < cfg.nic_throughput_ratio * ref:  # type: ignore[operator]
-                if (p.peer >= cfg.nic_peer_share or self._judged(p)) \
+                if (p.peer >= cfg.nic_peer_share or self._judged(p)) and _fell(p, cfg) \
                         and not self._in_class(p, ts, ref, cfg):
                     return False  # slow against its siblings
                 p.peer -= cfg.nic_peer_fading * p.peer
@@ -394,6 +425,7 @@ class NodeNics:
                     self._vote(p, -1, cfg)
             else:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
+                _at_pace(p, cfg)
                 if p.vote <= 0:
                     self._vote(p, 1, cfg)
         if dt > 0:
@@ -488,15 +520,19 @@ class NodeNics:
             ref = self._ref_gbps
             busy = ref >= cfg.nic_busy_gbps
             slow = busy and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
-            if "nic_throughput" in active or (p.low and not slow) or (slow and (
+            low = slow and _fell(p, cfg)
+            if "nic_throughput" in active or (p.low and not low) or (low and (
                     p.peer >= cfg.nic_peer_share or self._judged(p))
                     and not self._in_class(p, ts, ref, cfg)):
                 self._throughput(p, s, cfg, out)
             elif busy:
-                # Not judged (at its node's pace, or not known to carry the job's traffic --
-                # a run of low samples counts only while it is): its history moves on.
+                # Not judged (at its node's pace, or not known to carry the job's traffic, or
+                # not below its own pace -- a run of low samples counts only while it is):
+                # its history moves on.
                 p.low = 0
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
+                if not slow:
+                    _at_pace(p, cfg)
             if busy and p.vote != (-1 if slow else 1):
                 self._vote(p, -1 if slow else 1, cfg)
 
@@ -1128,7 +1164,8 @@ class NodeNics:
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port low against the node's median (refreshed by the caller), or one recovering."""
         ref = self._ref_gbps
-        low = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref  # type: ignore[operator]
+        low = ref >= cfg.nic_busy_gbps and p.gbps < cfg.nic_throughput_ratio * ref \
+            and _fell(p, cfg)  # type: ignore[operator]
         if low:
             if p.low == 0:
                 p.low_onset = s.ts
@@ -1141,7 +1178,10 @@ class NodeNics:
             p.ok += 1
         if "nic_throughput" not in p.active and p.low >= cfg.nic_throughput_samples:
             evidence: dict[str, Any] = {"gbps": round(p.gbps, 2),  # type: ignore[arg-type]
-                                        "node_median_gbps": round(ref, 2)}
+                                        "node_median_gbps": round(ref, 2),
+                                        # (0.0: it never ran at its node's pace -- its demand
+                                        # is unknown: correlate.ports)
+                                        "own_gbps": round(p.own_gbps, 2)}
             why = self._why(p, cfg)
             if why is not None:
                 evidence["judged_because"] = why
@@ -1190,5 +1230,6 @@ PORT_FIELDS = {
     "np_s": lambda x: x == -1.0 or _rate(x), "rp_s": lambda x: x == -1.0 or _rate(x),
     "cnp_run": lambda x: x is None or list_of(is_signed_count, is_finite, is_signed_count,
                                               is_finite)(x),
+    "own_gbps": _rate,
 }
 assert set(PORT_FIELDS) == set(_Port.__slots__)

@@ -29,13 +29,11 @@ EXPECT: dict[str, tuple] = {
     # before.)
     "F1-stuck-clock-never-paged": (caught_with_cause, None, 1),
     "F2-async-hidden-slow-worker-never-paged": (bc.every_fault_caught, None, 1),
-    "F3-dead-workers-idle-port-isolated": (
-        bc.alone_and_right,
-        "blind29 F3: XID 48 kills a worker (isolated at once, right); its GPU's port then idles "
-        "(0.02-0.4 Gb/s against its node's 72-84) and is isolated network/nic by "
-        "nic_throughput 55 s later, a healthy port with no errors, no flap, no rate change "
-        "(tune: 4 such isolations in 4 logs) -- blind28 F1's root: a port's throughput is its "
-        "GPU's demand, and a dead worker's GPU has none", 1),
+    # (F3, fixed by nic39 in round 39: correlate.ports takes no nic_throughput verdict of a
+    # port whose low run began just after a GPU of its node was isolated by a hardware verdict
+    # -- the dead worker's port lost its demand.  Was a strict xfail: XID 48 kills a worker,
+    # its port idles at 0.02-0.4 Gb/s beside 72-84 and was isolated network/nic 55 s later.)
+    "F3-dead-workers-idle-port-isolated": (bc.alone_and_right, None, 1),
     "F4-node-wide-noise-run-escalated": (
         bc.nothing_paged,
         "blind29 F4: a TP8 node's ranks 3-5 % over their 15 peers for 7-11 steps (each step the "

@@ -370,16 +370,11 @@ def test_guard_a_ports_loss_under_one_job_all_along_is_paged() -> None:
     assert [a.scope.key for a in alerts if a.status == "firing"] == ["nic:n1/mlx5_3:1"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F8 (healthy paged, pre-existing: the same on 0dfd18e; nic38 fixed it with the "
-    "GPU-to-NIC map only): one job on 6 of a node's 8 GPUs, its 2 GPUs idle, their port "
-    "mlx5_3 at 3 Gb/s beside its mates' 100 from the job's start: isolated network/nic at "
-    "74 s with a Slurm topology or none (2 of 2; with the map: nothing).  With no map "
-    "_tenants_apart asks only that the node run one job, so a port no rank uses is judged "
-    "by the job's ports.  (A job on 8 GPUs re-formed onto 6 is not paged on main only "
-    "because of F4's stale layout: two jobs; 0dfd18e paged it at 264 s.)  Fix idea: with no "
-    "map, a node whose job leaves GPUs idle has as many ports of unknown demand; a port "
-    "that never carried the job's traffic since the job began is idle, not slow."))
+# revA38 F8 (fixed by nic39, round 39: a port that never ran at its node's pace is judged only
+# where the job layout and the GPU-to-NIC map say its GPUs run its mates' job -- correlate.ports
+# _demand_unknown).  Was a strict xfail: one job on 6 of a node's 8 GPUs, their port mlx5_3 at
+# 3 Gb/s beside its mates' 100 from the job's start, isolated network/nic at 74 s with a Slurm
+# topology or none.
 @pytest.mark.parametrize("topo", ["slurm", "none"])
 def test_an_idle_port_beside_a_jobs_ports_without_a_nic_map_is_not_paged(topo: str) -> None:
     events = _jobs_in_turn({"a": (range(6), 0, 600)}, idle_from=0.0)

@@ -290,8 +290,8 @@ class Correlator(PartWindows):
         if f.signal == "link_up_beside":  # a port up beside a link down (detector.network)
             self._up_beside(f, out)
             return
-        if f.signal == "nic_throughput" and f.active and self._tenants_apart(f):
-            return  # its Gb/s is its own jobs' demand, not its mates' (correlate.ports)
+        if f.signal == "nic_throughput" and f.active and self._demand_unknown(f):
+            return  # its Gb/s is its own GPUs' demand, not its mates' (correlate.ports)
         if f.signal in _CONGESTION:  # a leaf congested, a job waiting: _on_congestion
             self._on_congestion(f, out)
             return
@@ -719,7 +719,7 @@ class Correlator(PartWindows):
         _pcie_verdict,
     )
     from detector.correlate.narrow import _narrow_node_page
-    from detector.correlate.ports import _tenants_apart
+    from detector.correlate.ports import _demand_unknown, _tenants_apart
     from detector.correlate.power import (
         _before_fleet_cap,
         _benign_explanation,

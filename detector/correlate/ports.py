@@ -33,6 +33,23 @@ What it must not page: two tenants' ports at their own jobs' paces, an idle GPU'
 busy ones, a neighbour's checkpoint upload filling one port.  What still pages: one job's
 port far below its mates (tests/test_review_round9.py, test_blind_network.py), every
 counter-borne port fault on a shared node (blind28 G2 symbols, G6 flaps).
+
+Round 39 (nic39, :func:`_demand_unknown`): the verdict is the port's evidence only where its
+demand is known -- two more ways it is not:
+
+- the port never ran at its node's pace (``own_gbps`` 0 in the verdict: detector.network
+  keeps each port's own pace): a port low from its first sample carries what its GPUs ask,
+  and without the layout *and* the GPU-to-NIC map saying its GPUs run the job its mates run,
+  nobody knows they ask anything -- the idle GPUs' port of a job on 6 of 8 GPUs (revA38 F8),
+  a light tenant's port seen on port rows alone.  (A port that fell from its own pace is
+  judged as before: detector.network asks it to fall below half of that, too.)
+- a GPU of its node was isolated by a hardware verdict (an XID killing its worker, a DBE,
+  a GPU off the bus) just before the port's low run began -- at most two of its sampling
+  intervals before it, or one after: the dead worker's port goes quiet with it (blind29 F3:
+  XID 48, the port at 0.02 Gb/s beside 72, isolated network/nic 55 s later).  With the map,
+  only the dead GPU's own port; without it, any of its node's (the GPU's page already names
+  the node).  A port that falls on its own, minutes after a GPU's fault or on a node with
+  none, still pages.
 """
 
 from __future__ import annotations
@@ -40,6 +57,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
+from detector.network import GROUP_INTERVAL_CAP_S
 
 if TYPE_CHECKING:
     from detector.correlate.correlator import Correlator
@@ -73,3 +91,55 @@ def _tenants_apart(self: Correlator, f: Finding) -> bool:
     mine = behind.pop(nic, None)
     alike = sum(1 for jobs in behind.values() if jobs == mine)
     return mine is None or 2 * alike <= len(behind)
+
+
+def _demand_unknown(self: Correlator, f: Finding) -> bool:
+    """Whether ``f`` (an active ``nic_throughput`` verdict) says nothing of its port, its
+    demand not known to be its mates' (module docstring): never at its node's pace without
+    the layout and the map to vouch for it, a dead GPU's port, or other tenants' than its
+    mates'."""
+    own = f.evidence.get("own_gbps")
+    if own == 0.0 and not _same_work(self, f):
+        return True
+    return _dead_gpu_before(self, f) or _tenants_apart(self, f)
+
+
+def _same_work(self: Correlator, f: Finding) -> bool:
+    """Whether the node's job layout and the topology's GPU-to-NIC map put the jobs that
+    run on most of its other GPU NICs behind the port of ``f`` too."""
+    node, nic, topo = f.scope.node or "", f.scope.nic, self.topology
+    on = self._placement.on_node.get(node)
+    if not on or nic is None or topo is None:
+        return False
+    behind: dict[str, set[str]] = {}
+    for gpu, _ in on.values():
+        port = topo.nic_for_gpu(node, gpu)
+        if port is None:
+            return False
+        behind.setdefault(port, set()).add(self._placement.last_on(node, gpu) or "")
+    mine = behind.pop(nic, None)
+    return mine is not None and 2 * sum(1 for jobs in behind.values() if jobs == mine) > len(
+        behind)
+
+
+def _dead_gpu_before(self: Correlator, f: Finding) -> bool:
+    """Whether a GPU of the port's node (with the map: one behind the port) holds a hardware
+    verdict whose onset lies at most two of the port's sampling intervals (and 1 s) before
+    the start of its low run, or one after it (an XID stamped late): its worker died, and
+    the port lost its demand."""
+    node, nic, topo = f.scope.node or "", f.scope.nic, self.topology
+    interval = f.evidence.get("sample_interval_s")
+    if not isinstance(interval, (int, float)) or not 0.0 < interval <= GROUP_INTERVAL_CAP_S:
+        interval = GROUP_INTERVAL_CAP_S
+    start = f.onset_ts
+    for unit in self._units_of_node.get(node, ()):
+        if not unit.startswith("gpu:"):
+            continue
+        for g in self._device.get(unit, {}).values():
+            if not (g.verdict and g.active and g.kind == "hardware" and g.scope.gpu is not None
+                    and start - 2.0 * interval - 1.0 <= g.onset_ts <= start + interval):
+                continue
+            mapped = topo.nic_for_gpu(node, g.scope.gpu) if topo is not None else None
+            if mapped is None or mapped == nic:
+                return True
+    return False
