@@ -21,7 +21,7 @@ import pytest
 
 from detector.engine import Engine
 from detector.events import Event, StepSample
-from detector.testing import T0, ecc, feed
+from detector.testing import T0, ecc, feed, thermal
 from detector.topology import Topology
 from tests.test_nic38 import MAPPED, SLURM, Rate, _fleet
 
@@ -79,6 +79,31 @@ def test_guard_with_the_map_another_gpus_port_going_quiet_beside_a_dead_gpu_is_p
     events = _with_xid(_fleet(_ALL8, _falls("mlx5_1", 150.0, 1.0)), 149.5, 6)
     assert _pages(MAPPED, events) == [("hardware", "gpu_memory", "gpu:n1/6"),
                                       ("network", "nic", "nic:n1/mlx5_1:1")]
+
+
+def _with_idle(events: list[Event], at_s: float, gpu: int) -> list[Event]:
+    """``events`` and n1's thermal rows every 10 s, ``gpu`` idle (0x1, 210 MHz, 70 W) from
+    ``at_s`` -- its worker gone -- the others busy."""
+    rows: list[Event] = [
+        thermal(T0 + 10.0 * i + 0.3, "n1", g, **(
+            {"throttle": 0x1, "clock_mhz": 210.0, "power_w": 70.0}
+            if g == gpu and 10.0 * i >= at_s else {})) for i in range(30) for g in range(8)]
+    return sorted(events + rows, key=lambda e: e.ts)
+
+
+@pytest.mark.parametrize("topo", ["mapped", "slurm"])
+def test_a_port_going_quiet_as_its_gpu_goes_idle_is_not_a_bad_nic(topo: str) -> None:
+    # n1's GPU 6 idle from 150 s (its worker exited: no XID), mlx5_3 at 1 Gb/s from 150 s.
+    # Main: mlx5_3 isolated network/nic.
+    events = _with_idle(_fleet(_ALL8, _falls("mlx5_3", 150.0, 1.0)), 150.0, 6)
+    assert [p for p in _pages(TOPOS[topo], events) if p[0] == "network"] == []
+
+
+@pytest.mark.parametrize("topo", ["mapped", "slurm"])
+def test_guard_a_port_going_quiet_beside_busy_gpus_with_thermal_rows_is_paged(
+        topo: str) -> None:
+    events = _with_idle(_fleet(_ALL8, _falls("mlx5_3", 150.0, 1.0)), 1e9, 6)
+    assert _pages(TOPOS[topo], events) == [("network", "nic", "nic:n1/mlx5_3:1")]
 
 
 # -- a port never at its node's pace (revA38 F8; port rows alone) ------------------------------

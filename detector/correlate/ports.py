@@ -43,13 +43,14 @@ demand is known -- two more ways it is not:
   nobody knows they ask anything -- the idle GPUs' port of a job on 6 of 8 GPUs (revA38 F8),
   a light tenant's port seen on port rows alone.  (A port that fell from its own pace is
   judged as before: detector.network asks it to fall below half of that, too.)
-- a GPU of its node was isolated by a hardware verdict (an XID killing its worker, a DBE,
-  a GPU off the bus) just before the port's low run began -- at most two of its sampling
-  intervals before it, or one after: the dead worker's port goes quiet with it (blind29 F3:
-  XID 48, the port at 0.02 Gb/s beside 72, isolated network/nic 55 s later).  With the map,
-  only the dead GPU's own port; without it, any of its node's (the GPU's page already names
-  the node).  A port that falls on its own, minutes after a GPU's fault or on a node with
-  none, still pages.
+- a GPU of its node stopped just before the port's low run began -- at most two of its
+  sampling intervals before it, or one after: isolated by a hardware verdict (an XID killing
+  its worker, a DBE, a GPU off the bus), or told idle by its thermal rows (no kernel: its
+  worker exited) -- the dead worker's port goes quiet with it (blind29 F3: XID 48, the port
+  at 0.02 Gb/s beside 72, isolated network/nic 55 s later).  With the map, only the stopped
+  GPU's own port; without it, any of its node's (a GPU's fault is paged by itself).  A port
+  that falls on its own -- its GPUs busy, minutes after a GPU's fault, or on a node with
+  none -- still pages: a degraded port's ranks wait in their collectives, busy.
 """
 
 from __future__ import annotations
@@ -96,12 +97,12 @@ def _tenants_apart(self: Correlator, f: Finding) -> bool:
 def _demand_unknown(self: Correlator, f: Finding) -> bool:
     """Whether ``f`` (an active ``nic_throughput`` verdict) says nothing of its port, its
     demand not known to be its mates' (module docstring): never at its node's pace without
-    the layout and the map to vouch for it, a dead GPU's port, or other tenants' than its
+    the layout and the map to vouch for it, a stopped GPU's port, or other tenants' than its
     mates'."""
     own = f.evidence.get("own_gbps")
     if own == 0.0 and not _same_work(self, f):
         return True
-    return _dead_gpu_before(self, f) or _tenants_apart(self, f)
+    return _gpu_stopped_before(self, f) or _tenants_apart(self, f)
 
 
 def _same_work(self: Correlator, f: Finding) -> bool:
@@ -122,24 +123,30 @@ def _same_work(self: Correlator, f: Finding) -> bool:
         behind)
 
 
-def _dead_gpu_before(self: Correlator, f: Finding) -> bool:
-    """Whether a GPU of the port's node (with the map: one behind the port) holds a hardware
-    verdict whose onset lies at most two of the port's sampling intervals (and 1 s) before
-    the start of its low run, or one after it (an XID stamped late): its worker died, and
-    the port lost its demand."""
+def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:
+    """Whether a GPU of the port's node (with the map: one behind the port) stopped just
+    before the port's low run began -- a hardware verdict on it, or its node's thermal rows
+    telling it idle (its clock-event reasons 0x1: no kernel running) -- at most two of the
+    port's sampling intervals (and 1 s) before the run's start, or one after it (an XID
+    stamped late; the GPU's idle told on its node's thermal cadence): its worker died or
+    left, and the port lost its demand."""
     node, nic, topo = f.scope.node or "", f.scope.nic, self.topology
     interval = f.evidence.get("sample_interval_s")
     if not isinstance(interval, (int, float)) or not 0.0 < interval <= GROUP_INTERVAL_CAP_S:
         interval = GROUP_INTERVAL_CAP_S
     start = f.onset_ts
+    stopped: list[tuple[int, float]] = []
     for unit in self._units_of_node.get(node, ()):
-        if not unit.startswith("gpu:"):
-            continue
-        for g in self._device.get(unit, {}).values():
-            if not (g.verdict and g.active and g.kind == "hardware" and g.scope.gpu is not None
-                    and start - 2.0 * interval - 1.0 <= g.onset_ts <= start + interval):
-                continue
-            mapped = topo.nic_for_gpu(node, g.scope.gpu) if topo is not None else None
+        if unit.startswith("gpu:"):
+            stopped += [(g.scope.gpu, g.onset_ts) for g in self._device.get(unit, {}).values()
+                        if g.verdict and g.active and g.kind == "hardware"
+                        and g.scope.gpu is not None]
+    thermal = self._interval.get(node, (0.0, 0.0))[0]
+    for gpu, ts in self._slept.get(node, {}).items():
+        stopped.append((gpu, ts - min(thermal, GROUP_INTERVAL_CAP_S)))  # (told a poll late)
+    for gpu, ts in stopped:
+        if start - 2.0 * interval - 1.0 <= ts <= start + interval:
+            mapped = topo.nic_for_gpu(node, gpu) if topo is not None else None
             if mapped is None or mapped == nic:
                 return True
     return False
