@@ -238,19 +238,9 @@ def _has(module: str, name: str) -> bool:
     return hasattr(importlib.import_module(module), name)
 
 
-@pytest.mark.xfail(_has("detector.host_time", "LONE_MIN"), strict=True, reason=(
-    "revA39 F4 (healthy paged, new with host39's f4fb9b0; a2e2c2e pages nothing: 0 of 18): in a "
-    "job with one rank a node, rank 0's routine host work -- +10-20 % of a step on 1-3 steps "
-    "every 100 steps (its metrics flush, evaluation, a checkpoint's metadata; host.py's own "
-    "docstring calls rank 0's and the last rank's host time the application's) -- escalates "
-    "its node slow_node/unknown: 9 of 9 runs (DP 4/8/16, seeds 0-2, 225-540 s in: step "
-    "500-1200); the job's last rank (Megatron's logging rank) the same, 9 of 9.  A strictly "
-    "periodic burst on one rank is no loader stalling by chance: host39's Poisson test "
-    "(_by_chance) reads it as "
-    "a rate the other nodes lack.  (+5-10 % on 1-2 steps every 50: nothing, 6 of 6.)  Fix "
-    "idea: keep _lone_from_start's exemption (rank 0 and the last rank are the framework's) "
-    "for the recurrence rule too, or ask the episodes to be irregular (a loader's stalls are "
-    "not periodic to the step)."))
+# (Was a strict xfail, revA39 F4: rank 0's or the last rank's periodic host work in a job with
+# one rank a node escalated its node, 18 of 18 with host39's f4fb9b0.  Fixed by host39: a
+# one-rank unit that is the job's rank 0 or last rank is not raised (steps.host _host_share).)
 @pytest.mark.parametrize("who", ["rank-0", "last-rank"])
 def test_rank_0s_periodic_logging_in_a_one_rank_a_node_job_pages_no_node(who: str) -> None:
     ranks = 8
