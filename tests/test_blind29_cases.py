@@ -43,20 +43,7 @@ EXPECT: dict[str, tuple] = {
         "GPU; related to blind28 F4", 0),
     "F5-gpu-missing-paged-beside-its-xid79": (
         bc.alone_and_right,
-        "blind29 F5: a GPU falls off the bus (XID 79, isolated hardware/gpu_hardware at once, "
-        "right); 93 s later faultline pages the same GPU again, unattributed gpu_missing (its "
-        "thermal and ECC rows stopped), a second problem for one fault: the XID already says "
-        "why the rows stopped (tune: 1 of 4 diloco logs, held: 2 of 4; it needs the other "
-        "site's rows in the cut -- the two sites carry two `cluster` values under one "
-        "topology).  Root cause (dark39): the XID row carries no `cluster` while the node's "
-        "DCGM rows carry 'west'; a row without `cluster` is the home's ('east', the first "
-        "value read), so the isolation is raised by east's correlator and west's, which sees "
-        "the GPU's rows stop, cannot see it (in the service, findings are partitioned by "
-        "cluster).  Sending a node's cluster-less row to the cluster its units are in fixes "
-        "it but breaks tests/test_home28.py::test_records_without_cluster_join_the_configured"
-        "_home (a row without `cluster` joins the configured home even when a node of that "
-        "name reports under another value): a contract question for the lead -- whether a "
-        "node's rows are one cluster's (blind30 F1, every XID paged twice, is the same root)", 2),
+        None, 2),  # (clu39: the XID row without `cluster` is its node's site's; dark39 traced it)
     "F6-hot-gpu-escalated-unknown-before-its-thermal-page": (
         caught_with_cause,
         "blind29 F6: a GPU's cold plate failing under a TP8 node of a power-capped site (`0x4` "

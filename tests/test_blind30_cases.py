@@ -30,17 +30,10 @@ def paged_once_at_once(sc: bc.Score) -> bool:
 EXPECT: dict[str, tuple] = {
     "F1-xid94-paged-twice-cluster-on-its-rows-not-on-the-event": (
         paged_once_at_once,
-        "blind30 F1: a GPU's XID 94 is isolated hardware/gpu_memory at once under dedup key "
-        "fl:iso:hardware:gpu:NODE/G (the XID event row carries no `cluster`: DESIGN's XID "
-        "event is ts, node, gpu, xid) and again 9-25 s later on the same GPU's DBE counters "
-        "under fl:CLUSTER:iso:hardware:gpu:NODE/G (its ECC rows carry `cluster`): two "
-        "problems, two pages, for one fault (tune: every XID, 8 of 8 logs; the key takes the "
-        "cluster from the record, not from the unit)", 1),
+        None, 1),
     "F1b-xid119-paged-twice-on-the-recovery-action": (
         paged_once_at_once,
-        "blind30 F1: as F1, XID 119 (GSP) then `recovery_action` gpu_reset on a new-driver "
-        "GPU: isolated on the XID (no cluster in its key) and again on the recovery action "
-        "(cluster in its key)", 1),
+        None, 1),
     "F2-node-clock-lock-escalated-unknown": (
         caught_with_cause,
         "blind30 F2: every GPU of a node held at 1,200-1,290 MHz while busy (a firmware tool's "

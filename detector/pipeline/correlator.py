@@ -34,6 +34,10 @@ from detector.thermal import MAX_IDLE_TOLD
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
+# Nodes whose cluster a findings partition remembers (CorrelatorPartition.cluster_of): past it
+# a node's first `cluster` value is not kept (counted), and its findings without one stay so.
+MAX_NODE_CLUSTERS = 1 << 16
+
 log = logging.getLogger(__name__)
 _said_full = False  # the error of a cluster's findings dropped past MAX_KEPT: once a process
 
@@ -221,6 +225,10 @@ class CorrelatorPartition:
         # (tag, source, offset, index, finding, arrival): unique up to the finding
         self._heap: list[tuple[float, str, int, int, Finding, float | None]] = []
         self._seen: dict[str, set[str]] = {}
+        # node -> the first `cluster` value a record or finding of it carried (cluster_of).
+        self._cluster_of: dict[str, str] = {}
+        self.cluster_moves = 0    # a node named under another cluster than its first: kept
+        self.cluster_over = 0     # a node's cluster not kept: MAX_NODE_CLUSTERS known
         self.findings = 0
         self.duplicates = 0
         self.late = 0
@@ -234,6 +242,30 @@ class CorrelatorPartition:
         # every object (a restore, a fresh assignment): a message another object took --
         # before a restart or a rebalance -- is read as usual.  Not state.
         self.local_tag = b"\0" + os.urandom(6).hex().encode() + b"|"
+
+    def cluster_of(self, node: str | None, cluster: str | None) -> str | None:
+        """The cluster a record or finding of ``node`` that names ``cluster`` (or none) is of:
+        a node belongs to one cluster, the first its telemetry (a ``seen`` notice) or a
+        finding named.  DESIGN makes ``cluster`` optional on every message: an XID event row
+        without it and the same GPU's ECC rows with it are one fault, and a dedup key made of
+        the record's own value would page it twice (blind30 F1) -- one without is that
+        node's known cluster's.  A later value that differs (a misconfigured or forged row)
+        does not move the node: counted (``cluster_moves``), the first kept; the finding keeps
+        the value it names (its own cluster's correlator, as before).  Bounded: past
+        MAX_NODE_CLUSTERS nodes a new one is not remembered (``cluster_over``)."""
+        if node is None:
+            return cluster
+        known = self._cluster_of.get(node)
+        if cluster is None:
+            return known
+        if known is None:
+            if len(self._cluster_of) < MAX_NODE_CLUSTERS:
+                self._cluster_of[node] = cluster
+            else:
+                self.cluster_over += 1
+        elif known != cluster:
+            self.cluster_moves += 1
+        return cluster
 
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
@@ -323,6 +355,8 @@ class CorrelatorPartition:
         self.clusters.put(state, lambda c, other: [c, *other])
         if self._last:
             state["last"] = self._last
+        if self._cluster_of:
+            state["cluster_of"] = self._cluster_of
         return state
 
     @classmethod
@@ -375,6 +409,10 @@ class CorrelatorPartition:
             c in part.others and is_time(t) for c, t in last.items()),
             "a cluster's newest finding is malformed")
         part._last = last
+        cluster_of = state.get("cluster_of", {})  # (a snapshot of round 38 has none)
+        refuse_unless(is_map_of(cluster_of, str, str)
+                      and len(cluster_of) <= MAX_NODE_CLUSTERS, "cluster_of: malformed")
+        part._cluster_of = cluster_of
         to = part.clusters.due()
         if to is not None:
             part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
@@ -477,6 +515,7 @@ class CorrelatorPartition:
 
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
+        self.cluster_of(node, cluster)
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster:
             if self.correlator_for(cluster) is None:
@@ -679,7 +718,9 @@ class CorrelatorPartition:
                 for other, _ in self.others.values():
                     self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
-            c = f.cluster
+            c = self.cluster_of(f.scope.node, f.cluster)
+            if c != f.cluster:
+                f = f._replace(cluster=c)  # (its node's cluster, named by its other rows)
             on = corr
             if c is not None and c != self.clusters.cluster:
                 theirs = self.correlator_for(c)
@@ -732,7 +773,9 @@ class CorrelatorPartition:
                 "sources": len(self.sources),
                 "live_sources": sum(now - s.heard <= self.source_timeout_s
                                     for s in self.sources.values()),
-                **({"home_moves": self.clusters.moves} if self.clusters.moves else {})}
+                **({"home_moves": self.clusters.moves} if self.clusters.moves else {}),
+                **({"cluster_moves": self.cluster_moves} if self.cluster_moves else {}),
+                **({"cluster_over": self.cluster_over} if self.cluster_over else {})}
 
 
 def _seen_in(seen: dict[str, set[str]]) -> Callable[[str, str], bool]:
