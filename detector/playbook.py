@@ -134,6 +134,18 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                           "if still low", "no rollback needed for a reset; return the GPU to "
                           "scheduling once its clock under load matches its node's other "
                           f"GPUs; {_uncordon(scope)} if drained")
+        if cause == "software" and scope.level in ("node", "gpu"):
+            # (busy GPUs at a clock a setting holds -- application or locked clocks, no
+            # clock-event reason: Correlator._held_by_setting.  Resetting them stops nothing.)
+            gpu = "" if scope.gpu is None else f" -i {scope.gpu}"
+            return Action("reset_clocks", f"{where} runs busy at a clock held by a setting "
+                          "(application or locked clocks, no power or heat reason): check "
+                          f"`nvidia-smi -q -d CLOCK{gpu}` on {scope.node}, reset them "
+                          f"(`nvidia-smi -rgc{gpu}`, `nvidia-smi -rac{gpu}`) and see its ranks "
+                          "back at their peers' pace; if still low, move the job off "
+                          f"{scope.node} and run `dcgmi diag -r 3`",
+                          "re-apply the previous clock settings (`nvidia-smi -lgc` / `-ac`) "
+                          "if they were wanted; nothing else was changed")
         if scope.level == "replica":
             return Action("isolate_replica", f"{where} is slow: restart the job without this "
                           "replica (or redistribute its micro-batches)",
@@ -149,8 +161,8 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
 # How much an action takes out of service, least first: an open isolation whose action comes
 # to reach further fires again with it (detector.correlate).  ``restart_job`` and ``none``
 # (the XID catalogue's) are never a problem's action.
-_REACH = {"investigate": 0, "reset_gpu": 1, "check_link": 1, "check_rack_power": 1,
-          "check_rack_cooling": 1, "drain_gpu": 2,
+_REACH = {"investigate": 0, "reset_clocks": 1, "reset_gpu": 1, "check_link": 1,
+          "check_rack_power": 1, "check_rack_cooling": 1, "drain_gpu": 2,
           "isolate_replica": 3, "drain_node": 3, "drain_switch": 4}
 
 

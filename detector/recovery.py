@@ -51,6 +51,9 @@ def estimate(action: str, kind: str, onset_ts: float, detected_ts: float,
     half = checkpoint_interval_s / 2
     settings = (f"checkpoint interval {checkpoint_interval_s:.0f} s, restart "
                 f"{restart_s:.0f} s")
+    if action == "reset_clocks":  # (a clock setting reset under the running job)
+        return Recovery(0.0, "reset the clock settings: the running job is not stopped, "
+                        "nothing is redone (its steps back at its peers' pace)")
     if at_jobs_end and kind != "sdc":
         what = _RESTART_ACTIONS.get(action, "act")
         return Recovery(0.0, f"{what} at the job's end: the running job is not stopped, "

@@ -53,9 +53,19 @@ def _one_page_a_fault(sc) -> bool:
 
 
 def _names_the_clock(sc) -> bool:
-    """Caught, and every alert that catches it shows the clock (the one field that differs)."""
+    """Caught, and every alert that catches it shows the clock (the one field that differs).
+    blind10 labels the lock unattributable (an escalation); round 39 (clu39, blind30 F2) pages
+    a node-wide clock held by a setting as DESIGN's ``software`` cause, an isolation at the
+    node whose action resets the clocks: that page, with the clock in its evidence, is right
+    too (blind10's scorer counts only escalations for an unattributable label)."""
     cat = [p for p in sc["problems"] if p["caught"]]
-    return bc.every_fault_caught(sc) and all("clock" in json.dumps(p["evidence"]) for p in cat)
+    if bc.every_fault_caught(sc):
+        return all("clock" in json.dumps(p["evidence"]) for p in cat)
+    node = sc["faults"][0]["scope"]["node"]
+    return len(sc["faults"]) == 1 and any(
+        tp == "alerts.isolation" and a.get("status") == "firing" and a.get("cause") == "software"
+        and a["scope"] == {"level": "node", "node": node} and a["action"]["name"] == "reset_clocks"
+        and "sm_clock" in a["evidence"] for tp, a in sc["alerts"])
 
 
 def _xid79_pages(sc) -> bool:

@@ -36,13 +36,7 @@ EXPECT: dict[str, tuple] = {
         None, 1),
     "F2-node-clock-lock-escalated-unknown": (
         caught_with_cause,
-        "blind30 F2: every GPU of a node held at 1,200-1,290 MHz while busy (a firmware tool's "
-        "clock lock left behind by the upgrade; throttle 0, power down with it; its peers at "
-        "1,980) slows its TP group x1.24-1.29 and the job waits: faultline escalates the node "
-        "slow_node/unknown (right unit) -- its own evidence says 'a clock held by a setting "
-        "(application or locked clocks), not by power or heat' and its next diagnostic is "
-        "`nvidia-smi -rgc`, yet the cause field stays unknown and no recommendation is made "
-        "(label: software; tune 4 of 4, held 4 of 4 rolling logs)", 1),
+        None, 1),
     "F3-canary-clock-policy-escalated": (
         bc.nothing_paged,
         "blind30 F3: two canary-driver nodes whose clock policy holds 1,830-1,860 MHz busy "

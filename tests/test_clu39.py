@@ -92,3 +92,15 @@ def test_a_malformed_map_is_refused():
     state["correlator"]["cluster_of"] = {"gpu-004": 7}
     with pytest.raises(SnapshotRefused):
         Engine.restore(UNSIGNED.encode(state, "engine"))
+
+
+def test_a_clock_held_by_a_setting_is_reset_not_drained():
+    """blind30 F2's page: slow_node/software at a node resets its clocks, nothing restarts."""
+    from detector.alerts import Scope
+    from detector.playbook import action_for, reach
+    from detector.recovery import estimate
+
+    a = action_for("slow_node", "software", Scope.of_node("r-09"))
+    assert a.name == "reset_clocks" and "nvidia-smi -rgc" in a.detail
+    assert reach(a.name) < reach("drain_gpu")
+    assert estimate(a.name, "slow_node", 0.0, 10.0, 1800.0, 300.0).estimate_s == 0.0

@@ -114,11 +114,14 @@ def _clocks(locked_mhz: float, seconds: float = 300.0):
 def test_a_node_slow_at_a_clock_held_with_no_reason_is_paged_with_the_clock() -> None:
     # (Fails on main: the node's escalation says "no thermal or power throttling" and
     # `dcgmi diag -r 3`, and no clock anywhere -- blind10 K5.)
+    # (clu39, blind30 F2: every slow GPU of the node held so is DESIGN's `software` cause --
+    # an isolation at the node whose action resets the clocks, no longer an escalation.)
     job = healthy_job(ranks=32, steps=240, slow={r: 1.3 for r in range(8)}, slow_from=120)
     alerts = _run([*job, *_clocks(1395.0)])
-    esc = [a for a in alerts if a.topic == ESCALATION and a.status == "firing"
-           and a.scope.key == "node:node-000"]
+    esc = [a for a in alerts if a.topic == ISOLATION and a.status == "firing"
+           and a.scope.key == "node:node-000" and a.cause == "software"]
     assert esc, [(a.topic, a.scope.key, a.status) for a in alerts]
+    assert esc[0].action.name == "reset_clocks" and "-rgc" in esc[0].action.detail
     ev = esc[0].evidence
     assert ev["sm_clock"]["sm_clock_mhz"] == 1395.0 and ev["sm_clock"]["peers_median_mhz"] == 1980.0
     assert ev["ruled_out"][0].startswith("not ruled out: SM clock 1395 MHz")

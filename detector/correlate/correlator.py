@@ -778,6 +778,7 @@ class Correlator(PartWindows):
         _ended_throttle,
         _explanation,
         _explanation_wait,
+        _held_by_setting,
         _held_clock,
         _host_lasting,
         _host_node_due,

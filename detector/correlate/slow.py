@@ -17,6 +17,7 @@ from detector.playbook import clock_diagnostic, next_diagnostic
 from detector.steps import _NODE_ALARMED
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
+HELD_GPUS = 2        # a node's slow GPUs held by a setting, at least, for a software page
 
 
 def _found_alike(f: Finding) -> bool:
@@ -416,6 +417,18 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         extra["sm_clock"] = held
         extra["next_diagnostic"] = clock_diagnostic(scope, held["sm_clock_mhz"])
     sent = len(out)
+    if held is not None and lone is None and self._held_by_setting(scope, group):
+        # (every slow GPU of the node at a clock a setting holds: software, reset its clocks)
+        p = self._raise(ISOLATION, "slow_node", "software", scope, f, out, detected_ts=due,
+                        extra=extra)
+        for g in group:
+            self._slow_wait.pop(g.scope.key, None)
+            if g is not f:
+                p.add(g, self.cfg.evidence_items)
+            self._own(g, p)
+        if len(out) > sent:
+            out[sent] = self._alert(p, due)
+        return
     told = self._units_told(scope, f)
     p = self._raise(ESCALATION, "slow_node", "unknown", scope, f, out, detected_ts=due,
                     extra=extra)
@@ -502,6 +515,27 @@ def _held_clock(self, f: Finding, group: list[Finding]) -> dict[str, Any] | None
                     f"reason, {1.0 - clock / ref:.0%} below the job's other GPUs "
                     f"(median {ref:g} MHz of {len(peers)}): a clock held by a setting "
                     "(application or locked clocks), not by power or heat")}
+
+
+def _held_by_setting(self, scope: Scope, group: list[Finding]) -> bool:
+    """Whether a node's slowness is a clock a setting holds: ``scope`` a node, HELD_GPUS or
+    more of its slow ranks' GPUs each busy at a clock ``job_pace.CLOCK_HELD`` or more below
+    the job's GPUs on other nodes with no clock-event reason (:meth:`_held_clock`, each GPU
+    on its own, not a median).  NVML names everything the driver holds a clock down for --
+    power, heat, a hardware slowdown -- except application or locked clocks (0x2, which
+    DESIGN's ``throttle`` does not carry): every GPU of one node low alike and reason-less is
+    that setting, left by a tool or a driver reload (blind10 K5; blind30 F2: a firmware
+    tool's 1,200-1,290 MHz lock against 1,980).  DESIGN's ``software`` cause, an isolation
+    at the node whose action resets the clocks (`nvidia-smi -rgc`, ``reset_clocks``;
+    nothing restarts).  Not this rule's: one GPU low beside free mates (detector.stuck_clock,
+    the GPU's own), a replica's one low GPU (_lone_clock), a clock 3-9 % low (a cohort's
+    clock policy, a newer driver: below CLOCK_HELD, stays the escalation it was), a node
+    whose GPUs' reason bits say power or heat (those never reach here as held)."""
+    if scope.level != "node" or len(group) < HELD_GPUS:
+        return False
+    gpus = [g for g in group if g.scope.level == "gpu" and g.scope.node == scope.node]
+    return len(gpus) == len(group) and all(
+        self._held_clock(g, [g]) is not None for g in gpus)
 
 
 def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
