@@ -249,7 +249,11 @@ class CorrelatorPartition:
         finding named.  DESIGN makes ``cluster`` optional on every message: an XID event row
         without it and the same GPU's ECC rows with it are one fault, and a dedup key made of
         the record's own value would page it twice (blind30 F1) -- one without is that
-        node's known cluster's.  A later value that differs (a misconfigured or forged row)
+        node's known cluster's.  The home's topology knows its nodes first: where the home
+        is the topology's (configured, or the cluster the topology names itself) and the
+        topology has ``node``, a record without a value stays the home's (home28: two
+        clusters naming their hosts alike; blind29's two sites under a topology of its own
+        name are not that).  A later value that differs (a misconfigured or forged row)
         does not move the node: counted (``cluster_moves``), the first kept; the finding keeps
         the value it names (its own cluster's correlator, as before).  Bounded: past
         MAX_NODE_CLUSTERS nodes a new one is not remembered (``cluster_over``)."""
@@ -257,6 +261,12 @@ class CorrelatorPartition:
             return cluster
         known = self._cluster_of.get(node)
         if cluster is None:
+            slots = self.clusters
+            home = slots.cluster
+            if (known is not None and known != home and self.topology is not None
+                    and home is not None and home in (slots.named, slots.hint)
+                    and self.topology.has_node(node)):
+                return None  # (the home's topology has it: the home's, unnamed as before)
             return known
         if known is None:
             if len(self._cluster_of) < MAX_NODE_CLUSTERS:
