@@ -44,13 +44,11 @@ EXPECT: dict[str, tuple] = {
     "F5-gpu-missing-paged-beside-its-xid79": (
         bc.alone_and_right,
         None, 2),  # (clu39: the XID row without `cluster` is its node's site's; dark39 traced it)
-    "F6-hot-gpu-escalated-unknown-before-its-thermal-page": (
-        caught_with_cause,
-        "blind29 F6: a GPU's cold plate failing under a TP8 node of a power-capped site (`0x4` "
-        "all the time, then `0x20` at 88 C): faultline first escalates the node slow_node/"
-        "unknown from its ranks' steps, and isolates it slow_node/thermal 17 s later -- the "
-        "first page has the wrong cause while the thermal rows already show the GPU at 88 C "
-        "(held: 1 of 4 diloco logs; tune: 0 of 4)", 1),
+    # (F6, fixed by cap39 in round 39: a rank slow alike with its node's others waits for
+    # any GPU of its node hot on its latest sample, correlate.thermal._warming -- the TP8
+    # node is isolated slow_node/thermal at GPU 2's first 0x20, 10 s sooner, and nothing
+    # before it.  Xfailed before.)
+    "F6-hot-gpu-escalated-unknown-before-its-thermal-page": (caught_with_cause, None, 1),
     "G1-checksum-minority-at-an-outer-sync": (bc.at_once_and_alone, None, 1),
     "G2-port-flapping-under-one-site": (bc.alone_and_right, None, 1),
     "G3-xid79-one-site-down-the-other-runs-on": (bc.at_once_and_alone, None, 1),

@@ -136,19 +136,11 @@ def pages(events) -> list[tuple[str, str, str]]:
 # -- F1: a site's power cap in waves ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F1 (healthy paged, pre-existing: the same on 0dfd18e): a site's SW power cap "
-    "(0x4 alone, clock -6 %: routine depth, under cap_clock_drop) on 2-5 of 8 nodes at once, in "
-    "waves of 2-5 min over 30 min, their ranks 6 % slower with their clocks: at 30 s polls "
-    "4 of 8 runs paged (seed 1: node-002 escalated slow_node/unknown, 0x4 'not ruled out'; "
-    "seed 5: node-007 isolated power + nodes 004, 002 escalated unknown; seeds 3, 6: one "
-    "node), 0 of 4 at 10 s polls; one 5-min wave on 3 nodes at once: 2 of its 12 alike GPUs "
-    "isolated power (seeds 0, 2, 4 of 6; 10 and 30 s).  The facility rule "
-    "(facility_cap_nodes) reads only caps as deep as cap_clock_drop; a slow rank told long "
-    "after its cap began (CUSUM run 116 steps) is not explained by it (impact_onset_s).  Fix "
-    "idea: a cap beginning on several nodes within impact_onset_s at any depth is the site's; "
-    "a node's slow ranks whose GPUs all hold 0x4 with a clock loss matching their slowdown "
-    "are explained by it whenever they were told (never 'unknown')."))
+# (revA38 F1, fixed by cap39 in round 39 -- xfailed before: 4 of 8 runs paged at 30 s polls.
+# detector.correlate.power: a node's new cap wave read on either of its GPUs' findings begun
+# with it (the sustained verdict outlives a pause of the cap), a cap begun after its node's
+# last wave held for its siblings' samples as one with no wave, and a run told again grown
+# -- node_alarmed, not node_wide -- still the node's for the site's cap.)
 @pytest.mark.parametrize("shape", ["waves-30s", "one-wave"])
 def test_a_site_power_cap_over_several_nodes_pages_nobody(shape: str) -> None:
     if shape == "waves-30s":

@@ -44,6 +44,7 @@ from detector.correlate.common import (
     REMAP_INSTANT_S,
     Problem,
     _alike,
+    _found_alike,
     _node_of,
     _reason_bits,
     _remap_pending,
@@ -81,7 +82,6 @@ from detector.correlate.problems import (
 )
 from detector.correlate.slow import (
     _CLOCK_PEERS,
-    _found_alike,
     _in_step,
 )
 from detector.correlate.thermal import (

@@ -16,6 +16,7 @@ from detector.correlate.common import (
     _THROTTLES,
     FACILITY_CAP_MEMORY,
     Problem,
+    _found_alike,
     _reason_bits,
 )
 from detector.findings import Finding
@@ -460,7 +461,13 @@ def _note_wave(self, f: Finding) -> bool:
     node's busy GPUs (two at least) are under such a cap begun within ``impact_onset_s``
     of it, the node's cap wave (``_cap_waves``): begun then, this deep.  A wave begun
     ``impact_onset_s`` after the one kept replaces it (the node capped anew).  True when
-    a wave begins (a site's cap may have reached another node: :meth:`_site_joined`)."""
+    a wave begins (a site's cap may have reached another node: :meth:`_site_joined`).
+
+    A GPU's cap is read on either of its findings begun with ``f``: its sustained verdict
+    (``power_cap``) outlives a pause of minutes in its cap, so a site capping its nodes in
+    waves, 2-5 minutes on and 30-200 s off, kept each node's first wave while its new one
+    began on ``throttle_seen`` alone -- the new wave's partners were not seen and a node
+    capped with them was escalated 'unknown' (revA38 F1, seed 1: node-002 at +1208 s)."""
     node = f.scope.node
     if node is None:
         return False
@@ -468,10 +475,13 @@ def _note_wave(self, f: Finding) -> bool:
     caps = []
     for unit in self._units_of_node.get(node, ()):
         signals = self._device.get(unit, {})
-        g = signals.get("power_cap") or signals.get("throttle_seen")
-        if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
-                g.onset_ts - f.onset_ts) <= window:
-            caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
+        # (either finding: a sustained verdict outlives a pause of its cap, so a GPU capped
+        # anew after minutes free tells its new beginning on throttle_seen only)
+        for g in (signals.get("power_cap"), signals.get("throttle_seen")):
+            if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
+                    g.onset_ts - f.onset_ts) <= window:
+                caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
+                break
     busy = {g for g, _ in self._placement.on_node.get(node, {}).values()}
     wave = self._cap_waves.get(node)
     if len(caps) < max(2, (len(busy) + 1) // 2):
@@ -564,7 +574,7 @@ def _site_explains(self, slow: Finding, cap: Finding, now: float) -> list[str]:
     drop = float(cap.evidence.get("clock_drop") or 0.0)
     window = self.cfg.impact_onset_s
     if (node is None or wave is None or _reason_bits(cap) != 0x4
-            or not slow.evidence.get("node_wide") or not _within_cap(slow, drop)
+            or not _found_alike(slow) or not _within_cap(slow, drop)
             or drop > wave[1] + self.cfg.cap_clock_drop
             or slow.onset_ts < wave[0] - window or abs(wave[0] - cap.onset_ts) > window):
         return []
@@ -616,7 +626,10 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     demand, isolated node by node as 'the node's power limit').  So a cap that is part of
     its node's wave, begun within ``impact_onset_s`` of another node's wave as deep (two
     nodes: a shared limit, as :meth:`_node_cap` reads it), explains a rank slow alike
-    with its node's others (``node_wide``: the node's clock, not one GPU's), slow since
+    with its node's others (``node_wide``, or ``node_alarmed`` -- what a run told again
+    grown carries, its mates no longer new: common._found_alike; revA38 F1, a site's cap on
+    3 of 8 nodes at 30 s polls: a rank held as the site's, told again at 1.09x on one
+    noisy step, was isolated power at its GPU -- the node's clock, not one GPU's), slow since
     the wave began (``impact_onset_s`` allowed) and within the clock loss -- with no
     routine discount: capping noted as routine during the wave, before the rank was found
     slow under its moving peer median, is the wave's.  Nobody is paged; the rank is
@@ -645,7 +658,7 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     begun within ``impact_onset_s`` of its own but seen after that withdraw the node's
     page (:meth:`_site_joined`: a cap rolled out node by node, revB32 4)."""
     node, unit = slow.scope.node, slow.scope.key
-    if node is None or not slow.evidence.get("node_wide"):
+    if node is None or not _found_alike(slow):
         return False
     window = self.cfg.impact_onset_s
     active = self._device.get(unit, {}).get("slow_rank") is slow
@@ -669,7 +682,10 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
             return True
         interval = self._cadence(node)
         until = wave[0] + self.cfg.site_cap_join_s + 1.25 * interval + 1.0
-    elif wave is None:
+    elif wave is None or cap.onset_ts > wave[0] + window:
+        # (no wave of this cap yet: the node's last ended before it, its new one is formed
+        # when its siblings' samples of the same poll come -- revA38 F1 seed 2, two of a
+        # node's eight GPUs told first and the node isolated power beside the site's wave)
         until = cap.ts + self.cfg.why_wait_s
     else:
         return False

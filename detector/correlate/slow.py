@@ -10,40 +10,13 @@ from typing import Any
 
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
-from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike
+from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike, _found_alike
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
-from detector.steps import _NODE_ALARMED
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 HELD_GPUS = 2        # a node's slow GPUs held by a setting, at least, for a software page
-
-
-def _found_alike(f: Finding) -> bool:
-    """Whether the GPU's slow rank ``f`` was found with other ranks of its job on its node
-    slow alike (``node_wide``, detector.steps' JobMonitor._node_alike: how many of the node's
-    ranks, itself counted), whether or not their own findings have reached the correlator.
-
-    A hold in detector.steps can take the mates' findings back while the first one's goes
-    on: the write-back hold after a checkpoint (JobMonitor._hold_after_event) holds a rank
-    whose node's others are slow by half its own deviation, which the first found one's
-    were not yet -- blind23 D2 (loop-s2): a host CPU throttle's gpu07/2 found with 2 mates
-    at +3.1 %, the mates held 90 s, the GPU escalated alone and the node when they came,
-    two pages for one host.  Two ranks or more slow alike are the node's (the rule for
-    ranks found together), told at the first one's decision.
-
-    So are ``_NODE_ALARMED`` ranks (itself counted) in alarmed slow runs alike (detector.steps'
-    ``node_alarmed``: each over its own noise, at least half the found rank's excess, the
-    mates waiting only on their effect size): a host fault ramping up, its first rank over
-    the bar escalated at its GPU and the node 17 s later (blind23 D2, loop-s3: gpu08/6 at
-    +3.1 %, its 7 mates alarmed at +1.4-2.3 %).  One mate alarmed is not enough: a lone GPU's
-    fault with a healthy mate's chance run beside it stays the GPU's."""
-    if f.scope.level != "gpu" or f.scope.node is None:
-        return False
-    wide, alarmed = f.evidence.get("node_wide"), f.evidence.get("node_alarmed")
-    return ((type(wide) is int and wide >= 2)
-            or (type(alarmed) is int and alarmed >= _NODE_ALARMED))
 
 
 def _host_alone(f: Finding) -> bool:

@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
-from detector.correlate.common import _THROTTLES, Problem, _reason_bits
+from detector.correlate.common import _THROTTLES, Problem, _found_alike, _reason_bits
 from detector.findings import Finding
 from detector.statecodec import is_time
 
@@ -497,8 +497,20 @@ def _warming(self, slow: Finding, due: float) -> bool:
     """The slow rank's GPU stood out hot against its node's others on its latest sample
     (detector.thermal's ``hot_seen``: warming faster, or a hot run short of its verdict):
     wait for its next sample -- a thermal reason, the ``hot`` verdict, or the GPU back
-    with its node -- before paging a human; never past ``hot_samples`` more samples."""
+    with its node -- before paging a human; never past ``hot_samples`` more samples.
+
+    A rank slow alike with its node's others (common._found_alike: TP inside the node, its
+    ranks computing at the pace of its slowest GPU) waits so for any GPU of its node hot
+    on its latest sample: the heat of one GPU is the whole node's pace, and the rank whose
+    wait ends first need not be the hot GPU's (blind29 F6: a TP8 node of a power-capped
+    site, its GPU 2 at 83 C beside mates at 60 C, escalated slow_node/unknown 'no thermal
+    or power throttling on the GPU' from GPU 4's rank, 13 s before GPU 2's thermal page)."""
     warm = self._device.get(slow.scope.key, {}).get("hot_seen")
+    node = slow.scope.node
+    if warm is None and node is not None and _found_alike(slow):
+        warm = max((g for unit in self._units_of_node.get(node, ())
+                    if (g := self._device.get(unit, {}).get("hot_seen")) is not None
+                    and g.active), key=lambda g: g.ts, default=None)
     if warm is None:
         return False
     interval = 1.25 * (self._interval.get(slow.scope.node or "", (0.0, 0.0))[0]
