@@ -461,13 +461,7 @@ def _note_wave(self, f: Finding) -> bool:
     node's busy GPUs (two at least) are under such a cap begun within ``impact_onset_s``
     of it, the node's cap wave (``_cap_waves``): begun then, this deep.  A wave begun
     ``impact_onset_s`` after the one kept replaces it (the node capped anew).  True when
-    a wave begins (a site's cap may have reached another node: :meth:`_site_joined`).
-
-    A GPU's cap is read on either of its findings begun with ``f``: its sustained verdict
-    (``power_cap``) outlives a pause of minutes in its cap, so a site capping its nodes in
-    waves, 2-5 minutes on and 30-200 s off, kept each node's first wave while its new one
-    began on ``throttle_seen`` alone -- the new wave's partners were not seen and a node
-    capped with them was escalated 'unknown' (revA38 F1, seed 1: node-002 at +1208 s)."""
+    a wave begins (a site's cap may have reached another node: :meth:`_site_joined`)."""
     node = f.scope.node
     if node is None:
         return False
@@ -475,13 +469,10 @@ def _note_wave(self, f: Finding) -> bool:
     caps = []
     for unit in self._units_of_node.get(node, ()):
         signals = self._device.get(unit, {})
-        # (either finding: a sustained verdict outlives a pause of its cap, so a GPU capped
-        # anew after minutes free tells its new beginning on throttle_seen only)
-        for g in (signals.get("power_cap"), signals.get("throttle_seen")):
-            if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
-                    g.onset_ts - f.onset_ts) <= window:
-                caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
-                break
+        g = signals.get("power_cap") or signals.get("throttle_seen")
+        if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
+                g.onset_ts - f.onset_ts) <= window:
+            caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
     busy = {g for g, _ in self._placement.on_node.get(node, {}).values()}
     wave = self._cap_waves.get(node)
     if len(caps) < max(2, (len(busy) + 1) // 2):
