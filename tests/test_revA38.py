@@ -141,12 +141,13 @@ _F1_OPEN = pytest.mark.xfail(strict=True, reason=(
     "2-5 of 8 nodes in waves of 2-5 min, 30-200 s apart, at 30 s polls: a node capped anew "
     "after minutes free keeps its first wave (_note_wave reads the GPU's sustained power_cap "
     "verdict, which outlives the pause; the new beginning is told on throttle_seen only), so "
-    "its new wave has no partners and the node is escalated unknown or isolated power (seed "
-    "1: node-002 +1208 s; seeds 3, 5, 6 alike: 8 of 16 runs at 30 s, 4 and 8 GPUs a node).  cap39 read the newer "
-    "throttle_seen and fixed these, but a demand-response cap whose throttle_seen flickers "
-    "for minutes while the cap goes on (blind21 tune facility-s1 dc04) then replaced its wave "
-    "and the node was isolated power: reverted.  Fix idea: the thermal monitor tells when a "
-    "GPU's 0x4 let go (not when its clock_drop run ended), and the wave reads that."))
+    "its new wave has no partners and the node is escalated unknown or isolated power (seed 1: "
+    "node-002 +1208 s; seeds 3, 5, 6 alike: 8 of 16 runs at 30 s, 4 and 8 GPUs a node).  cap39 "
+    "read the newer throttle_seen and fixed these, but a demand-response cap whose "
+    "throttle_seen flickers for minutes while the cap goes on (blind21 tune facility-s1 dc04) "
+    "then replaced its wave and the node was isolated power: reverted.  Fix idea: the thermal "
+    "monitor tells when a GPU's 0x4 let go (not when its clock_drop run ended), and the wave "
+    "reads that."))
 
 
 # (revA38 F1's one-wave shape fixed by cap39 in round 39 -- xfailed before: a run told again
