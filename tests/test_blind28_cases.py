@@ -42,13 +42,11 @@ EXPECT: dict[str, tuple] = {
     "F2-false-leaf-alert-hides-a-port-losing-symbols": (bc.alone_and_right, None, 1),
     "F3-power-brake-under-four-tenants-isolated-gpu-by-gpu": (
         node_caught_and_no_gpu_of_it("gpu-r08-n05"), None, 1),
-    "F4-four-step-noise-excursion-escalated": (
-        bc.nothing_paged,
-        "blind28 F4: a rank 9-15 % over its peers for 4 steps, then back (real PAI job-2 "
-        "noise, window-demeaned and scaled to a 2 % CoV: its tail reaches 6 sd), is escalated "
-        "slow_node/unknown at the GPU (tune: 13 such escalations in 8 logs). Caveat: the tail "
-        "height is my scaling of PAI's shared-GPU noise to whole H100s; an operator would "
-        "want no page for a 4-step blip", 0),
+    # (was a strict xfail, blind28 F4: a rank 9-15 % over its peers for 4 steps, then back --
+    # real PAI job-2 noise scaled to a 2 % CoV -- escalated slow_node/unknown at the GPU; fixed
+    # by noise38, round 38: under such noise a run under _HEAVY_EPISODE_Z of it waits for its
+    # _HEAVY_STEPS-th step)
+    "F4-four-step-noise-excursion-escalated": (bc.nothing_paged, None, 0),
     "G1-checksum-minority-on-a-shared-node": (bc.at_once_and_alone, None, 1),
     "G2-shared-port-losing-symbols": (caught_with_cause, None, 1),
     "G3-hidden-slow-gpu-beside-other-tenants": (bc.alone_and_right, None, 1),

@@ -68,10 +68,21 @@ _FISHER_ALPHA = 1e-6
 # only on a read of none (its share stands on 1,600 at most): else its modest runs wait
 # _HEAVY_STEPS for good.  (Exceedances of runs come in episodes, so the count is worth fewer
 # independent ones than it says: the bound errs towards "light", as start33's did.)
+# An episode is told from a fault by its length, not its height, up to a height real noise does
+# not reach (noise38, blind28 F4): scaled PAI job-2 noise at a 2 % CoV makes 4-step episodes at
+# +9-15 % (5-6 sd; 3.1-5.9 of the job's noise less their margin) on healthy ranks, escalated at
+# their alarm -- over _HEAVY_EFFECT, as a 10 % slowdown is.  PAI's own workers reach 6.2 sigma
+# on one sample, 5.0 over four (tests/test_noise38.py).  So while a job's noise is not measured
+# (JobMonitor._unmeasured) a run is told before _HEAVY_STEPS only when its mean less its margin
+# is also _HEAVY_EPISODE_Z of the job's noise (a 30 % straggler on 2 % noise: 13), after it only
+# while slow throughout (JobMonitor._still_slow, its last _HEAVY_TRAIL steps and those before);
+# a 10 % slowdown on 2 % noise waits for its 7th step.  Measured heavy: the rule above.
 _HEAVY_EDGE = 4
 _HEAVY_SHARE = 2e-3
 _HEAVY_EFFECT = 0.06
+_HEAVY_EPISODE_Z = 8.0
 _HEAVY_STEPS = 7
+_HEAVY_TRAIL = 3
 _HEAVY_KNOWN = 2.0 / _HEAVY_SHARE
 _HEAVY_SURE = 0.05
 _TAIL_STEPS = (2.0 - _TAIL_ALPHA) / _TAIL_ALPHA  # (the smoothed mean's steps' worth)

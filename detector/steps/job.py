@@ -1197,6 +1197,7 @@ class JobMonitor(NumericChecks):
         _heavy,
         _over_prior,
         _tail_update,
+        _unmeasured,
         _wander_update,
     )
     from detector.steps.ranks import (
@@ -1239,8 +1240,10 @@ class JobMonitor(NumericChecks):
         _persistent,
         _reset_slow,
         _rule_finding,
+        _still_slow,
         _stirred,
         _untold_reference,
+        _waited,
     )
     from detector.steps.twins import (
         _check_pair,

@@ -200,18 +200,27 @@ def _ar_on(self) -> bool:
 
 
 def _heavy(self, ar_on: bool) -> bool:
-    """Whether a modest run must outlast the job's noise episodes (``_HEAVY_*``): under
+    """Whether a modest run must outlast the job's noise episodes (``_HEAVY_*``; while the
+    noise is not measured, :meth:`_unmeasured`, a run not far over it -- under
+    ``_HEAVY_EPISODE_Z`` of it or ``_HEAVY_EFFECT`` -- and only while its latest steps are
+    still slow, :meth:`_still_slow`; a finding told so says it waited): under
     runs (``ar_on``: :meth:`_ar_on`) in a job whose tail reaches ``_HEAVY_SHARE`` at
     3 sigma; and while the job's noise is not measured -- its lag-1 not known yet
     (models.lag1.known) or its tail not read on ``_HEAVY_KNOWN`` rank-steps since the
     warm-up -- whatever it reads so far: a job's noise unmeasured is taken for real noise,
     runs and tail (Alibaba PAI job 2), not a Gaussian's."""
-    ranks = len(self._rank_of)
-    if self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
-            (self._ar_xy, self._ar_xx, self._ar_n), ranks):
+    if self._unmeasured():
         return True
     return ar_on and not _tail_light(float(self._tail[_HEAVY_EDGE]),
-                                     min(self._tail_n, _TAIL_STEPS) * ranks)
+                                     min(self._tail_n, _TAIL_STEPS) * len(self._rank_of))
+
+
+def _unmeasured(self) -> bool:
+    """Whether the job's noise is not measured yet: its lag-1 not known (models.lag1.known)
+    or its tail not read on ``_HEAVY_KNOWN`` rank-steps since the warm-up (:meth:`_heavy`)."""
+    ranks = len(self._rank_of)
+    return self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
+        (self._ar_xy, self._ar_xx, self._ar_n), ranks)
 
 
 def _ar_held(self, on: bool | None = None) -> bool:
