@@ -385,6 +385,12 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
     if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
                       or self._node_sample_due(f, due)):
         return
+    if "noise_hold" in f.evidence:
+        # Evidence only: a run held for its job's noise (detector.steps' JobMonitor._held_runs,
+        # told as no verdict) is paged with a cause, above; none without one until it is told
+        # again unmarked -- it waits here, where a cause told later still finds it (a throttle
+        # seen).
+        return
     del self._slow_wait[unit]
     # Group only with the same job's slow ranks (evidence never mixes tenants), and not
     # with ranks that power management explains.
@@ -706,7 +712,7 @@ def _unexplained_slow(self) -> list[Finding]:
     out = []
     for signals in self._device.values():
         g = signals.get("slow_rank")
-        if g is None:
+        if g is None or "noise_hold" in g.evidence:  # (held for its job's noise: not yet)
             continue
         key = self._owner.get(g.key)
         p = self.problems.get(key) if key else None

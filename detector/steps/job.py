@@ -476,6 +476,7 @@ class JobMonitor(NumericChecks):
         self._host_dev_z = np.zeros(0)                # its last host excess in the job's sigmas
         self._with_mates = np.zeros(0, dtype=bool)    # told slow with its node's (_tell_alone)
         self._alone_told = np.zeros(0, dtype=bool)    # told again slow alone on its node
+        self._held = np.zeros(0, dtype=bool)          # of a told run: told held (_held_runs)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -767,6 +768,8 @@ class JobMonitor(NumericChecks):
         if "_with_mates" not in self.__dict__ and n >= 0:
             self._with_mates = np.zeros(n, dtype=bool)  # (a snapshot before moe36: none told)
             self._alone_told = np.zeros(n, dtype=bool)
+        if "_held" not in self.__dict__ and n >= 0:
+            self._held = np.zeros(n, dtype=bool)  # (a snapshot before noise39: none held)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -909,6 +912,7 @@ class JobMonitor(NumericChecks):
         """The per-rank run state a job's stop or its restart leaves behind: reported flags,
         pair and gross counts, run sums, recurrences, sustained and host runs."""
         self._reported[:] = False
+        self._held[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
         self._pair_rep[:] = False
@@ -1229,10 +1233,12 @@ class JobMonitor(NumericChecks):
         _sustained_alike,
     )
     from detector.steps.slow import (
+        _beside_told,
         _check_slow,
         _check_slow_rules,
         _comparable,
         _grown_runs,
+        _held_runs,
         _host_up,
         _node_alarmed,
         _node_alike,

@@ -444,11 +444,15 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         self._run_since[r] = np.where(in_run, self._run_since[r], 0.0)
     if np.count_nonzero(self._slow.alarmed):
         alarmed = self._slow.alarmed[r]
-        at = (alarmed & ~self._reported[r]).nonzero()[0]
+        told = self._reported[r]
+        if np.count_nonzero(self._held):  # (a run told held is judged again: _held_runs)
+            told = told & ~self._held[r]
+        at = (alarmed & ~told).nonzero()[0]
         waiting = r[at]
     else:  # (the usual step: no rank alarmed)
         waiting = r[:0]
     outlasted = waiting[:0]  # (runs told only once they outlasted the job's noise episodes)
+    hold = waiting[:0]  # (runs told before that, for a cause only: _held_runs)
     if len(waiting):
         # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
         # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
@@ -492,8 +496,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             lasting = n >= _HEAVY_STEPS
             if np.count_nonzero(lasting):
                 lasting[lasting] = self._still_slow(waiting[lasting], n[lasting])
+            # (a run beside a node mate told slow is no episode of the job's noise alone)
+            high |= self._beside_told(waiting)
             outlasted = waiting[~high & lasting & (effect >= cfg.slow_min_effect)]
-            effect = np.where(high | lasting, effect, 0.0)
+            hold = waiting[~(high | lasting)]
         elif self._heavy(ar_on):  # (measured heavy under runs: a modest run lasts past them)
             effect = np.where((effect >= _HEAVY_EFFECT) | (n >= _HEAVY_STEPS), effect, 0.0)
         # Reported while its run goes on: its latest step adds to its score.  A run found
@@ -512,8 +518,16 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         new = waiting
     waited = self._waited(outlasted, new)
     alike: dict[int, int] = {}
+    held: set[int] = set()
+    if len(hold) and len(new):
+        new, held = self._held_runs(new, hold)
     if len(new):
+        found = len(new)
         new, alike = self._node_alike(new, r)
+        if held and len(new) > found:  # (its node's mates found with a held run: held too)
+            nodes = {self._hw[m][0] for m in held if self._hw[m] is not None}
+            held |= {m for m in new[found:].tolist()
+                     if self._hw[m] is not None and self._hw[m][0] in nodes}
     if len(cleared):
         # (a rank reported as a recurring straggler clears as one: _check_recurring)
         cleared = cleared[self._reported[cleared] & ~self._recurring[cleared]
@@ -528,6 +542,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     for s in [*new.tolist(), *grown.tolist()]:  # slots; findings name the rank
         rank = rank_of[s]
         self._reported[s] = True
+        self._held[s] = s in held
         ratio = math.exp(float(self._slow_dev[s]))
         mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
         self._told[s], self._told_onset[s] = ratio, self._slow.onset_ts[s]
@@ -552,7 +567,9 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
              **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
                 else {}),
-             **({"waited": waited[s]} if s in waited else {})}))
+             **({"waited": waited[s]} if s in waited else {}),
+             **({"noise_hold": _held_for(int(self._run_n[s]))} if s in held else {})},
+            verdict=s not in held))
     self._told_was.clear()
     for s in cleared.tolist():
         rank = rank_of[s]
@@ -560,6 +577,72 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         self._told[s] = 0.0
         out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                  decided_ts, decided_ts, False, 0.0, {"step": step}))
+
+
+def _beside_told(self, waiting: np.ndarray) -> np.ndarray:
+    """Per slot of ``waiting`` (alarmed, not told): whether a mate on its node is told slow and
+    still in its alarmed run at a mean of at least half its own -- the mate counted by
+    :meth:`_node_alarmed` that has itself been told.
+
+    Read while the job's noise is not measured (:meth:`_unmeasured`), where a run under
+    ``_HEAVY_EPISODE_Z`` of the noise waits ``_HEAVY_STEPS`` steps to outlast the noise's
+    episodes: an episode is one rank's (blind28 F4: one healthy rank at a time, 9-15 % for 4
+    steps), while a node's fault reaches its GPUs one after the other -- a board braking one
+    GPU a poll (tests/test_brake38.py: GPU 2 told at +30 %, GPU 5's run at +12 % on 1.5 %
+    noise alarmed 6 s later and held 4 s more, its node's power page with it: 75 s, the pin
+    72 s, main 71 s).  A run beside a told mate is told at its alarm, as it was before
+    noise38; its size still has to pass ``slow_min_effect`` and the job's tail
+    (:meth:`_persistent`).  Not a mate merely alarmed: two episodes at once on one node
+    are still two episodes, each waits."""
+    out = np.zeros(len(waiting), dtype=bool)
+    ranks = len(self._rank_of)
+    if not np.count_nonzero(self._reported[:ranks]):
+        return out
+    hw = self._hw
+    told = [m for m in np.flatnonzero(self._reported[:ranks] & ~self._held[:ranks]
+                                      & self._slow.alarmed[:ranks]).tolist()
+            if hw[m] is not None]
+    if not told:
+        return out
+    for i, s in enumerate(waiting.tolist()):
+        if hw[s] is None:
+            continue
+        mine = float(self._run_sum[s]) / max(int(self._run_n[s]), 1)
+        out[i] = any(m != s and hw[m][0] == hw[s][0] and self._run_n[m] >= 1
+                     and float(self._run_sum[m]) / int(self._run_n[m]) >= 0.5 * mine
+                     for m in told)
+    return out
+
+
+def _held_runs(self, new: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, set[int]]:
+    """``new`` (slots found slow this step) less the runs told held already, and those of it
+    to tell held (``hold``: runs that have not outlasted the job's noise episodes yet, while
+    its noise is not measured -- :meth:`_unmeasured`).
+
+    A run held for the noise is told at its alarm all the same, as evidence (not a verdict),
+    marked ``noise_hold`` (:func:`_held_for`): the correlator pages it if its GPU's or node's
+    own telemetry names a cause (a power brake's 0x80 on its GPU: tests/test_brake38.py, the
+    page at the brake's poll), and escalates none without a cause (Correlator._slow_due) until
+    the run is told again, a verdict -- once it stands over the noise's episodes, has outlasted them
+    (:meth:`_still_slow`) or a node mate is told (:meth:`_beside_told`), or the job's noise
+    is measured.  A noise episode the GPU explains is a page with a cause either way; what
+    waits is a human woken for an unexplained one (blind28 F4).  Told held, the rank is a
+    told rank to every other rule, as it was before noise38 (out of its peers' reference,
+    withdrawn when the job stops, cleared when its run ends); its run is not told grown
+    (:meth:`_grown_runs`): told again it is told whole."""
+    again = self._reported[new] & self._held[new] & np.isin(new, hold)
+    if np.count_nonzero(again):
+        new = new[~again]
+    return new, set(np.intersect1d(new, hold).tolist())
+
+
+def _held_for(steps: int) -> dict[str, Any]:
+    """A held run's ``noise_hold`` evidence (:meth:`_held_runs`): what it waits for."""
+    return {"steps": steps,
+            "for": f"a cause on its GPU or node only: the job's noise is not measured yet and "
+                   f"taken for real noise (runs, a heavy tail), so a run under "
+                   f"{_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} escalates without "
+                   f"a cause once it has lasted {_HEAVY_STEPS} steps, slow throughout"}
 
 
 def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -598,7 +681,8 @@ def _waited(self, outlasted: np.ndarray, new: np.ndarray) -> dict[int, dict[str,
                 "for": f"its run to outlast the job's noise episodes: the job's noise is not "
                        f"measured yet and taken for real noise (runs, a heavy tail), so a run "
                        f"under {_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} is told "
-                       f"once it has lasted {_HEAVY_STEPS} steps, slow throughout"}
+                       f"for a cause only (noise_hold) until it has lasted {_HEAVY_STEPS} "
+                       f"steps, slow throughout"}
             for s in np.intersect1d(outlasted, new).tolist()}
 
 
@@ -653,7 +737,8 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
     if not np.count_nonzero(told):  # (the usual step: no run told)
         return r[:0]
     latest = np.exp(self._slow_dev[r])
-    mine = ((told > 0.0) & self._reported[r] & (self._told_onset[r] == self._slow.onset_ts[r])
+    mine = ((told > 0.0) & self._reported[r] & ~self._held[r]
+            & (self._told_onset[r] == self._slow.onset_ts[r])
             & ~self._recurring[r] & ~self._sustained[r] & ~self._wander_rep[r]
             & ~self._twin_rep[r])
     over = mine & (latest - 1.0 >= 2.0 * (told - 1.0) + _GROWN_MARGIN)
