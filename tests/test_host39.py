@@ -11,7 +11,6 @@ node.
 
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np
@@ -20,7 +19,7 @@ import pytest
 from detector import host_time
 from detector.engine import Engine
 from detector.testing import T0, feed
-from tests.test_revA35 import LOADER, WORK, fired, job
+from tests.test_revA35 import WORK, _ar_loader, fired, job
 from tests.test_revA38 import loader_job
 
 
@@ -43,17 +42,6 @@ def test_a_recurring_loader_stall_with_one_rank_a_node_is_paged_at_its_node(
 
 
 # -- what it must not page -------------------------------------------------------------------
-
-
-def _ar(seed: int, rho: float, sigma: float, ranks: int, steps: int):
-    """Each rank's loader an AR(1) of lag-1 ``rho``, spread ``sigma`` of LOADER."""
-    rng = random.Random(seed + 999)
-    x, tab = [0.0] * ranks, []
-    e = sigma * math.sqrt(1.0 - rho * rho)
-    for _ in range(steps):
-        x = [rho * v + rng.gauss(0.0, e) for v in x]
-        tab.append([max(v, -0.5) for v in x])
-    return lambda s, r: LOADER * tab[s][r]
 
 
 def _bursts(seed: int, ranks: int, steps: int, p: float = 0.01):
@@ -86,7 +74,7 @@ def test_one_loaders_wide_jitter_on_every_one_rank_node_pages_nobody(ranks: int,
 def test_wandering_or_bursty_loaders_on_one_rank_nodes_page_no_node(ranks: int,
                                                                     seed: int) -> None:
     wander = job(steps=2000, ranks=ranks, gpn=1, jitter=0.0, seed=seed,
-                 loader=_ar(seed, 0.9, 0.15, ranks, 2000))
+                 loader=_ar_loader(seed, 0.9, 0.15, ranks, 2000))
     assert [p for p in fired(wander) if p[2].startswith("node:")] == []
     bursty = job(steps=2000, ranks=ranks, gpn=1, seed=seed, loader=_bursts(seed, ranks, 2000))
     assert [p for p in fired(bursty) if p[2].startswith("node:")] == []
