@@ -1,0 +1,1 @@
+"""blind31: a thirty-first blind generator -- multimodal training whose work follows its data."""
