@@ -15,7 +15,10 @@ behind it, so one that ran at its own level (``own_gbps``, its pace while at its
 judged low only below half of that too (:func:`_fell`): a light tenant's port that loses one
 of its jobs settles at its remaining job's level, not far below it (blind28 F1).  Whether a
 verdict is evidence of the port at all -- its demand known to be its mates' -- is the
-correlator's (detector.correlate.ports).
+correlator's (detector.correlate.ports), from what the port's telemetry tells here: the
+verdict's ``demand`` (:func:`_demand`: it fell from its own pace, or its name runs at its
+node's pace on the other nodes -- a job's rails) and its mates' Gb/s (``mates_gbps``: the
+correlator compares a port with the mates that carry its own job, by the jobs' layout).
 
 A port slow from its first sample never ran at its node's pace (a link that trained
 degraded after a reboot, a worker started afresh beside it), so its own history cannot
@@ -118,6 +121,13 @@ GROUP_WINDOW_S = 1.25 * GROUP_INTERVAL_CAP_S + 1.0
 # node grew its state without bound, and each new port's _forget_silent scan made their cost
 # quadratic (4,000 ports: 80 us a sample, 31 at 1,000).
 MAX_PORTS = 256
+# Other nodes whose port of a name must run at their node's pace before that name's port,
+# never at its own node's pace, is known to carry demand (_demand: a job's rails): one or two
+# other nodes may be a bin-packed fleet's tenants at their own levels (revA38 F8, blind28 F1).
+RAIL_NODES = 3
+# Mates' Gb/s a nic_throughput verdict carries (NodeNics._mates_gbps): more than a node's
+# GPU NICs (8 on an HGX node, 18 on a GB200 tray's netdevs); the evidence is bounded.
+MATES_KEPT = 32
 # Link downs of a node followed for a sibling up at once, and siblings told each
 # (NodeNics._up_beside): more than a node's ports (a DGX or GB200 node: 8-18).
 BESIDE_KEPT = 32
@@ -244,6 +254,26 @@ def _fell(p: _Port, cfg: Thresholds) -> bool:
     falls far below what it carried itself: 75 -> 4, 20 GB/s -> 3 %."""
     own = p.own_gbps
     return not own or p.gbps < cfg.nic_throughput_ratio * own  # type: ignore[operator]
+
+
+def _demand(p: _Port) -> str | None:
+    """What the port's own telemetry says of its demand, for a ``nic_throughput`` verdict
+    (the correlator takes the verdict as the port's only where its demand is known:
+    detector.correlate.ports): ``"own_pace"`` -- it ran at its node's pace, and fell below
+    half of its own level too (:func:`_fell`); ``"rails"`` -- it never did, but its name runs
+    at its node's pace on at least ``RAIL_NODES`` other nodes with at most one in ``MIXED``
+    below it: the rails of one job, each node's port of that name carrying that job's
+    collectives (a bad cable from the job's start, one node's rail slow beside fifteen);
+    ``None`` -- neither (a light tenant's or an idle GPU's port, which runs at no pace of
+    its node's; one other node's port at pace is one node's tenants, not a job's rails)."""
+    if p.own_gbps:
+        return "own_pace"
+    e = p.name
+    if not e.kept:
+        return None
+    v = p.vote
+    pace, low = e.pace - (v > 0), e.low - (v < 0)
+    return "rails" if pace >= RAIL_NODES and low * MIXED <= pace else None
 
 
 def _learn_wait(p: _Port, wait: float, cnps: float, cfg: Thresholds) -> None:
@@ -1161,6 +1191,17 @@ class NodeNics:
         self._ref_gbps = _upper_median(rates) if len(rates) > 1 else 0.0
         self._ref_ts = ts
 
+    def _mates_gbps(self, p: _Port, ts: float, cfg: Thresholds) -> list[list[Any]]:
+        """The node's other ports' Gb/s on their latest samples (``[nic, gbps]``, at most
+        ``MATES_KEPT``; none the topology calls storage or management, none silent for
+        ``nic_gap_s``): the correlator compares the port with the mates that carry its own
+        job (correlate.ports), where the node's median mixes other tenants' demand."""
+        recent = ts - cfg.nic_gap_s
+        mates = [[o.scope.nic, round(o.gbps, 2)] for o in self._ports.values()
+                 if o is not p and o.gbps is not None and o.role >= 0 and not o.down
+                 and o.last_ts >= recent]
+        return mates[:MATES_KEPT]
+
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port low against the node's median (refreshed by the caller), or one recovering."""
         ref = self._ref_gbps
@@ -1185,6 +1226,12 @@ class NodeNics:
             why = self._why(p, cfg)
             if why is not None:
                 evidence["judged_because"] = why
+            demand = _demand(p)
+            if demand is not None:
+                evidence["demand"] = demand
+            mates = self._mates_gbps(p, s.ts, cfg)
+            if mates:
+                evidence["mates_gbps"] = mates
             self._emit(out, s, p, "nic_throughput", True, 0.75, evidence, onset=p.low_onset)
         elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
             self._emit(out, s, p, "nic_throughput", False, 0.0, {})

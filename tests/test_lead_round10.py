@@ -7,8 +7,6 @@ pace on (nearly) every other node is still judged from its first sample.
 
 from __future__ import annotations
 
-import pytest
-
 from detector.engine import Engine
 from detector.testing import feed
 from tests.test_review_round9 import RAIL, SLURM
@@ -21,16 +19,10 @@ def _slow_on(bad: set[str]):
     return gbps
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "round 39 regression (nic39, ad1192c/cb2f08b; found by the lead's fresh-clone make test "
-    "after the landing -- this file names no module nic39 changed, so no landing gate ran it): "
-    "a port slow from its first sample is no longer judged unless the job layout and the "
-    "GPU-to-NIC map put its mates' job behind it (detector.correlate.ports._demand_unknown: "
-    "a port never at its node's pace is a light tenant's) -- a bad cable from the job's start "
-    "goes unpaged, here a rail port under the rail topology.  The same shape as revA39 F7 "
-    "(tests/test_revA39.py).  Fix idea: "
-    "a port whose name runs at its node's pace on the other nodes that report it (one job's "
-    "rails) carries demand, as before nic39"))
+# (Were strict xfails, round 39's regression: nic39's _demand_unknown judged a port never at
+# its node's pace only where the job layout and the GPU-to-NIC map put its mates' job behind
+# it, and these have port rows alone.  nic40: its name at its node's pace on at least
+# network.RAIL_NODES other nodes -- one job's rails -- is its demand known: ``demand`` "rails".)
 def test_a_rail_port_slow_from_its_first_sample_on_one_node_is_paged() -> None:
     ports = {f"mlx5_{k}": busy for k in range(8)}
     ports["mlx5_5"] = _slow_on({"node-006"})
@@ -38,17 +30,6 @@ def test_a_rail_port_slow_from_its_first_sample_on_one_node_is_paged() -> None:
     assert ("network", "nic", "nic:node-006/mlx5_5:1") in firing(alerts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "round 39 regression (nic39, ad1192c/cb2f08b; found by the lead's fresh-clone make test "
-    "after the landing -- this file names no module nic39 changed, so no landing gate ran it): "
-    "a port slow from its first sample is no longer judged unless the job layout and the "
-    "GPU-to-NIC map put its mates' job behind it (detector.correlate.ports._demand_unknown: "
-    "a port never at its node's pace is a light tenant's) -- a bad cable from the job's start "
-    "goes unpaged, here two of sixteen nodes' mlx5_2 with no topology.  The same shape as "
-    "revA39 F7 "
-    "(tests/test_revA39.py).  Fix idea: "
-    "a port whose name runs at its node's pace on the other nodes that report it (one job's "
-    "rails) carries demand, as before nic39"))
 def test_the_same_port_slow_on_two_of_sixteen_nodes_is_still_two_bad_ports() -> None:
     # One in 4 of the name's other nodes below its pace is still "the name carries traffic":
     # two bad cables (each sees 1 low of 14 at pace elsewhere) are both paged.

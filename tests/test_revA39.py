@@ -141,17 +141,11 @@ def _topo(kind: str, nics: int) -> Topology | None:
     return Topology.from_text("SwitchName=leaf1 Nodes=n[1-2]\n", fmt="slurm") if kind else None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA39 F2 (real fault missed, new with nic38's 4d8651b: c71662c isolates the port at 354 "
-    "s in all 6 shapes): two jobs on each node (GPUs 0-3 and 4-7), n1's mlx5_3 falling from "
-    "100 to 30 Gb/s with no errors is never paged: 6 of 6 (4 NICs 2 GPUs each, or 8 rails; "
-    "the GPU-to-NIC map, a Slurm topology, none).  With no map _tenants_apart gives up on any "
-    "node of two jobs; with the map it asks a majority of the port's mates to carry its jobs "
-    "(2 * alike <= len(mates)), so job b's mlx5_2 at 100 Gb/s beside its mlx5_3 at 30 -- the "
-    "port's own loss under one demand -- is no evidence.  Fix idea: judge the port against "
-    "the mates that carry exactly its jobs whenever there is one (their median as the "
-    "reference), and only when none does hold the verdict; with no map, a port that fell "
-    "from its own level while its node's jobs stepped on at their pace is the port's."))
+# (Was a strict xfail, revA39 F2 (new with nic38's 4d8651b: c71662c isolated the port at 354 s
+# in all 6 shapes): never paged, 6 of 6.  nic40 (correlate.ports): with the map, the port is
+# judged beside the mates that carry exactly its jobs (job b's mlx5_2 at 100 is the reference
+# of b's mlx5_3 at 30: _low_beside); with none, a port that fell from its own level alone, on a
+# node whose every job has more GPUs than one port serves, is the port's (_fell_alone).)
 @pytest.mark.parametrize(("topo", "nics"), [("map", 4), ("map", 8), ("slurm", 4), ("", 4)],
                          ids=["map-4", "rails-8", "slurm", "none"])
 def test_a_ports_loss_on_a_node_shared_by_two_jobs_is_paged(topo: str, nics: int) -> None:
@@ -229,13 +223,6 @@ def _one_rank_a_node(*, ranks: int, steps: int, seed: int, who: tuple[int, ...] 
                             step_ms=round(c + h + cm + 0.001, 3), compute_ms=round(c, 3),
                             comm_ms=round(cm, 3), dp=r, pp=0, node=f"node-{r:03d}", gpu=0))
     return out
-
-
-def _has(module: str, name: str) -> bool:
-    """Whether this tree has a room's rule (a pass-2 finding's xfail holds only with it: before
-    it the test is a guard of the old behaviour, which passes)."""
-    import importlib
-    return hasattr(importlib.import_module(module), name)
 
 
 # (Was a strict xfail, revA39 F4: rank 0's or the last rank's periodic host work in a job with
@@ -342,15 +329,9 @@ def _low_from_start(rate: float = 30.0, seconds: int = 400) -> list:
     return sorted(events, key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(_has("detector.correlate.ports", "_demand_unknown"), strict=True, reason=(
-    "revA39 F7 (real fault missed, new with nic39's _demand_unknown; a2e2c2e isolates the port "
-    "at 74 s): a port trained down before its job began (30 Gb/s from its first sample beside "
-    "its mates' 100), under one job that runs on all 8 GPUs of its node, is never paged with a "
-    "Slurm topology or none (2 of 2; with the GPU-to-NIC map: paged at 74 s).  A port that "
-    "never ran at its node's pace is judged only where the map puts the job behind it -- but a "
-    "node whose every GPU runs the one job has that job behind every port, map or not.  Fix "
-    "idea: with no map, take the verdict when the job layout puts one job on every GPU of the "
-    "node (revA38 F8's node had 2 idle GPUs)."))
+# (Was a strict xfail, revA39 F7 (new with nic39's _demand_unknown; a2e2c2e isolated the port at
+# 74 s): never paged with a Slurm topology or none.  nic40: one job on every GPU of the node is
+# behind every port, map or not (correlate.ports._one_job_fills).)
 @pytest.mark.parametrize("topo", ["slurm", ""], ids=["slurm", "none"])
 def test_a_port_slow_from_its_jobs_start_on_a_node_the_job_fills_is_paged(topo: str) -> None:
     assert _firing(_low_from_start(), _topo(topo, 4)) == [("isolation", "nic", "nic:n1/mlx5_3:1")]

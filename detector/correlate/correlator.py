@@ -27,6 +27,7 @@ from detector.correlate.common import (
     _reason_bits,
     _remap_pending,
 )
+from detector.correlate.ports import _without_mates
 from detector.domain_brake import on_seen as _domain_seen
 from detector.findings import Finding
 from detector.gpu_missing import MAX_NODES as _MAX_GONE
@@ -290,8 +291,10 @@ class Correlator(PartWindows):
         if f.signal == "link_up_beside":  # a port up beside a link down (detector.network)
             self._up_beside(f, out)
             return
-        if f.signal == "nic_throughput" and f.active and self._demand_unknown(f):
-            return  # its Gb/s is its own GPUs' demand, not its mates' (correlate.ports)
+        if f.signal == "nic_throughput" and f.active:
+            if self._demand_unknown(f):
+                return  # its Gb/s is its own GPUs' demand, not its mates' (correlate.ports)
+            f = _without_mates(f)
         if f.signal in _CONGESTION:  # a leaf congested, a job waiting: _on_congestion
             self._on_congestion(f, out)
             return

@@ -34,27 +34,42 @@ busy ones, a neighbour's checkpoint upload filling one port.  What still pages: 
 port far below its mates (tests/test_review_round9.py, test_blind_network.py), every
 counter-borne port fault on a shared node (blind28 G2 symbols, G6 flaps).
 
-Round 39 (nic39, :func:`_demand_unknown`): the verdict is the port's evidence only where its
-demand is known -- two more ways it is not:
+Round 39 (nic39) and round 40 (nic40), :func:`_demand_unknown`: the verdict is the port's
+evidence only where its demand is known to be its mates' kind.  A port's Gb/s is what its
+GPUs ask; that is known when (detector.network's ``demand`` on the verdict, else here):
 
-- the port never ran at its node's pace (``own_gbps`` 0 in the verdict: detector.network
-  keeps each port's own pace): a port low from its first sample carries what its GPUs ask,
-  and without the layout *and* the GPU-to-NIC map saying its GPUs run the job its mates run,
-  nobody knows they ask anything -- the idle GPUs' port of a job on 6 of 8 GPUs (revA38 F8),
-  a light tenant's port seen on port rows alone.  (A port that fell from its own pace is
-  judged as before: detector.network asks it to fall below half of that, too.)
-- a GPU of its node stopped just before the port's low run began -- at most two of its
-  sampling intervals before it, or one after: isolated by a hardware verdict (an XID killing
-  its worker, a DBE, a GPU off the bus), or told idle by its thermal rows (no kernel: its
-  worker exited) -- the dead worker's port goes quiet with it (blind29 F3: XID 48, the port
-  at 0.02 Gb/s beside 72, isolated network/nic 55 s later).  With the map, only the stopped
-  GPU's own port; without it, any of its node's (a GPU's fault is paged by itself).  A port
-  that falls on its own -- its GPUs busy, minutes after a GPU's fault, or on a node with
-  none -- still pages: a degraded port's ranks wait in their collectives, busy.
+- (a) the port ran at its node's pace and fell below half of its own level (``own_pace``;
+  detector.network asks that of every port that has a pace of its own);
+- (c) never at its node's pace, its name runs at its node's pace on at least
+  ``network.RAIL_NODES`` other nodes (``rails``: one job's rails, each node's port of the
+  name carrying its collectives -- a cable trained down before the job, one node's rail slow
+  beside fifteen; tests/test_lead_round10.py).  One other node's port at pace is not enough:
+  a fleet's tenants differ node by node (revA38 F8's idle port beside one other node);
+- (d) with the map, the layout puts the jobs of the mates it is compared with behind it
+  (above; on a node its jobs split, the mates carrying exactly its jobs: revA39 F2);
+- (b) with no map, one job runs on every GPU of the node (:func:`_one_job_fills`): every one
+  of its GPU NICs carries that job, map or not (revA39 F7).
+
+Not known -- the verdict is dropped: a port low from its first sample with none of these
+(the idle GPUs' port of a job on 6 of 8 GPUs, revA38 F8; a light tenant's port seen on port
+rows alone beside one other node); and, whatever it did before, a port whose GPU stopped just
+before its low run began -- at most two of its sampling intervals before it, or one after:
+isolated by a hardware verdict (an XID killing its worker, a DBE, a GPU off the bus), or told
+idle by its thermal rows (no kernel: its worker exited) -- the dead worker's port goes quiet
+with it (blind29 F3: XID 48, the port at 0.02 Gb/s beside 72, isolated network/nic 55 s
+later).  With the map, only the stopped GPU's own port; without it, any of its node's (a GPU's
+fault is paged by itself).  A port that falls on its own -- its GPUs busy, minutes after a
+GPU's fault, or on a node with none -- still pages: a degraded port's ranks wait in their
+collectives, busy.
+
+With no map on a node its jobs share, a port that fell from its own level pages only where
+it fell alone and every job there has more GPUs than one port serves (:func:`_fell_alone`):
+one job's demand moves all of its ports together.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
@@ -66,61 +81,176 @@ if TYPE_CHECKING:
 
 def _tenants_apart(self: Correlator, f: Finding) -> bool:
     """Whether the port of ``f`` (an active ``nic_throughput`` verdict) carries other jobs
-    than its node's other ports, by the node's job layout (module docstring): then its Gb/s
-    against theirs is demand against demand, and ``f`` is no evidence of the port."""
-    node, nic = f.scope.node, f.scope.nic
-    on = self._placement.on_node.get(node or "")
-    if not on or nic is None:
+    than the mates it is compared with, by the node's job layout (module docstring): then its
+    Gb/s against theirs is demand against demand, and ``f`` is no evidence of the port."""
+    node, nic = f.scope.node or "", f.scope.nic
+    latest = _tenants(self, node)
+    if not latest or nic is None:
         return False
-    # Each GPU's tenant is the job laid out on it last (by its layout's event time): a job
-    # that ended or re-formed off the node stays in the placement until its layout is
-    # withdrawn (job_idle_s), and a node's jobs in turn on the same GPUs are one tenant at a
-    # time (revA38 F4: the old job counted beside its successor hid a port's loss).
-    last_on = self._placement.last_on
-    latest = {gpu: last_on(node or "", gpu) or "" for gpu, _ in on.values()}  # GPU -> its job
+    behind = _ports_behind(self, node, latest)
+    if behind is None:
+        return len(set(latest.values())) > 1 and not _fell_alone(self, f, node, latest)
+    return not _alike_behind(self, f, behind)
+
+
+def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str]) -> bool:
+    """With no map, on a node its jobs share: whether the port of ``f`` fell below half of
+    its own level (``demand`` ``own_pace``) alone -- every mate carrying traffic still at the
+    node's pace -- while every job on the node has more GPUs than one port serves (the node's
+    GPUs over its ports carrying traffic), so each job's collectives cross two ports or more.
+    One job's ranks put the same traffic on each of its NICs: its demand falling moves all
+    its ports together, and a port falling alone under it is the port's (revA39 F2: jobs on
+    GPUs 0-3 and 4-7, mlx5_3 100 -> 30 Gb/s beside three at 100).  A job on no more GPUs
+    than one port serves may have that port to itself: its demand is its own, and its fall
+    is no evidence (tests/test_nic38.py: a 2-GPU job's port at 30 beside the others' 100)."""
+    mates = f.evidence.get("mates_gbps")
+    median = f.evidence.get("node_median_gbps")
+    if f.evidence.get("demand") != "own_pace" or not isinstance(mates, list) \
+            or not _number(median):
+        return False
+    cfg = self.cfg
+    busy = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and _number(m[1])
+            and m[1] >= cfg.nic_busy_gbps]
+    if not busy or min(busy) < cfg.nic_throughput_ratio * median:  # type: ignore[operator]
+        return False  # (another port low too: a workload's class, or the jobs' own levels)
+    ports = len(busy) + 1
+    gpus = _gpu_count(self, node, latest)
+    per_job: dict[str, int] = {}
+    for job in latest.values():
+        per_job[job] = per_job.get(job, 0) + 1
+    return all(n * ports > gpus for n in per_job.values())
+
+
+def _gpu_count(self: Correlator, node: str, latest: dict[int, str]) -> int:
+    """The node's GPUs: the topology's count where it gives one, else its highest laid-out
+    GPU's index rounded up to a power of two (GPU servers carry 1, 2, 4 or 8)."""
     topo = self.topology
-    behind: dict[str, set[str]] = {}  # NIC -> the jobs with a rank on a GPU it serves
-    mapped = topo is not None
+    count = topo.gpus_of(node) if topo is not None else 0
+    top = max(latest)
+    return count or (1 << top.bit_length() if top > 0 else 1)
+
+
+def _tenants(self: Correlator, node: str) -> dict[int, str]:
+    """Each laid-out GPU of ``node`` and its tenant: the job laid out on it last (by its
+    layout's event time).  A job that ended or re-formed off the node stays in the placement
+    until its layout is withdrawn (job_idle_s), and a node's jobs in turn on the same GPUs are
+    one tenant at a time (revA38 F4: the old job counted beside its successor hid a port's
+    loss).  Empty: no layout told for the node."""
+    on = self._placement.on_node.get(node)
+    if not on:
+        return {}
+    last_on = self._placement.last_on
+    return {gpu: last_on(node, gpu) or "" for gpu, _ in on.values()}
+
+
+def _ports_behind(self: Correlator, node: str, latest: dict[int, str]
+                  ) -> dict[str, set[str]] | None:
+    """NIC -> the jobs with a rank on a GPU it serves, by the topology's GPU-to-NIC map; None
+    where it maps not every laid-out GPU (a Slurm topology, none)."""
+    topo = self.topology
+    if topo is None:
+        return None
+    behind: dict[str, set[str]] = {}
     for gpu, job in latest.items():
-        port = topo.nic_for_gpu(node or "", gpu) if topo is not None else None
+        port = topo.nic_for_gpu(node, gpu)
         if port is None:
-            mapped = False
-            break
+            return None
         behind.setdefault(port, set()).add(job)
-    if not mapped:
-        return len(set(latest.values())) > 1
-    mine = behind.pop(nic, None)
-    alike = sum(1 for jobs in behind.values() if jobs == mine)
-    return mine is None or 2 * alike <= len(behind)
+    return behind
+
+
+def _alike_behind(self: Correlator, f: Finding, behind: dict[str, set[str]]) -> bool:
+    """With the map: whether the port of ``f`` carries the jobs of the mates its verdict
+    compares it with -- most of the node's other GPU NICs that carry any job (one job over the
+    node's GPUs; a job on six GPUs beside another's two, judged on its three ports) -- or, on
+    a node its jobs split (two jobs on four GPUs each), it is low beside the mates that carry
+    exactly its own jobs (revA39 F2: job b's mlx5_2 at 100 Gb/s is the reference of b's
+    mlx5_3 at 30, not job a's ports).  A port with no job behind it is idle, not slow."""
+    mine = behind.pop(f.scope.nic or "", None)
+    if mine is None:
+        return False
+    alike = {port for port, jobs in behind.items() if jobs == mine}
+    return 2 * len(alike) > len(behind) or _low_beside(self, f, alike)
+
+
+def _low_beside(self: Correlator, f: Finding, alike: set[str]) -> bool:
+    """Whether the port of ``f`` runs below ``nic_throughput_ratio`` of the mates in
+    ``alike`` (their upper median, from the verdict's ``mates_gbps``; detector.network)
+    while they carry traffic (``nic_busy_gbps``)."""
+    mates = f.evidence.get("mates_gbps")
+    gbps = f.evidence.get("gbps")
+    if not alike or not isinstance(mates, list) or not _number(gbps):
+        return False
+    ref = sorted(m[1] for m in mates if isinstance(m, list) and len(m) == 2
+                 and m[0] in alike and _number(m[1]))
+    if not ref:
+        return False
+    mid = ref[len(ref) // 2]
+    cfg = self.cfg
+    return mid >= cfg.nic_busy_gbps and gbps < cfg.nic_throughput_ratio * mid  # type: ignore
+
+
+def _number(x: object) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]
 
 
 def _demand_unknown(self: Correlator, f: Finding) -> bool:
     """Whether ``f`` (an active ``nic_throughput`` verdict) says nothing of its port, its
-    demand not known to be its mates' (module docstring): never at its node's pace without
-    the layout and the map to vouch for it, a stopped GPU's port, or other tenants' than its
-    mates'."""
-    own = f.evidence.get("own_gbps")
-    if own == 0.0 and not _same_work(self, f):
+    demand not known to be its mates' (module docstring): a stopped GPU's port, other tenants'
+    than its mates', or a port never at its node's pace whose demand nothing else vouches for
+    (:func:`_demand_known`)."""
+    if _gpu_stopped_before(self, f):
         return True
-    return _gpu_stopped_before(self, f) or _tenants_apart(self, f)
+    node = f.scope.node or ""
+    latest = _tenants(self, node)
+    if not _demand_known(self, f, node, latest):
+        return True
+    return _tenants_apart(self, f)
 
 
-def _same_work(self: Correlator, f: Finding) -> bool:
-    """Whether the node's job layout and the topology's GPU-to-NIC map put the jobs that
-    run on most of its other GPU NICs behind the port of ``f`` too."""
-    node, nic, topo = f.scope.node or "", f.scope.nic, self.topology
-    on = self._placement.on_node.get(node)
-    if not on or nic is None or topo is None:
+def _demand_known(self: Correlator, f: Finding, node: str, latest: dict[int, str]) -> bool:
+    """Whether the port of ``f`` is known to carry its mates' kind of demand: (a) it ran at
+    its node's pace and fell from its own level, or (c) its name runs at its node's pace on
+    the other nodes (a job's rails) -- the verdict's ``demand`` (detector.network) -- or,
+    never at its node's pace, (d) the map and the layout put its mates' jobs behind it, or
+    (b) with no map, one job runs on every GPU of the node (:func:`_one_job_fills`)."""
+    demand = f.evidence.get("demand")
+    if demand in ("own_pace", "rails"):
+        return True
+    if "demand" not in f.evidence and f.evidence.get("own_gbps") not in (None, 0, 0.0):
+        return True  # (a verdict from a worker before round 40: its own pace, as "own_pace")
+    if not latest:
         return False
-    behind: dict[str, set[str]] = {}
-    for gpu, _ in on.values():
-        port = topo.nic_for_gpu(node, gpu)
-        if port is None:
-            return False
-        behind.setdefault(port, set()).add(self._placement.last_on(node, gpu) or "")
-    mine = behind.pop(nic, None)
-    return mine is not None and 2 * sum(1 for jobs in behind.values() if jobs == mine) > len(
-        behind)
+    behind = _ports_behind(self, node, latest)
+    if behind is not None:
+        return _alike_behind(self, f, behind)
+    return _one_job_fills(self, node, latest)
+
+
+def _one_job_fills(self: Correlator, node: str, latest: dict[int, str]) -> bool:
+    """Whether one job is laid out on every GPU of ``node``: then every one of its GPU NICs
+    carries that job's collectives, map or not (revA39 F7: a port trained down before its job
+    began, one job on all 8 GPUs, a Slurm topology or none).  The node's GPUs: the topology's
+    count where it gives one, else its highest laid-out GPU's index rounded up to a power of
+    two (:func:`_gpu_count`: a job on GPUs 0-5 leaves two idle -- revA38 F8's idle port), and
+    none its thermal rows tell idle.  Two jobs, or idle GPUs, leave a port's
+    demand unknown (a light tenant's, an idle GPU's port)."""
+    if len(set(latest.values())) != 1:
+        return False
+    count = _gpu_count(self, node, latest)
+    if any(g not in latest for g in range(count)):
+        return False
+    idle = self._idle.get(node) if node in self._busy else None
+    return not idle or not any(g in idle for g in range(count))
+
+
+def _without_mates(f: Finding) -> Finding:
+    """``f`` without its mates' Gb/s (``mates_gbps``): they served the comparison
+    (:func:`_low_beside`, :func:`_fell_alone`); a page's evidence keeps the port's own figures
+    and its node's median, not each neighbour port's (other tenants' traffic)."""
+    if "mates_gbps" not in f.evidence:
+        return f
+    return f._replace(evidence={k: v for k, v in f.evidence.items() if k != "mates_gbps"})
 
 
 def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:
