@@ -99,6 +99,23 @@ def known(state: tuple[float, float, int], ranks: int = 0) -> bool:
     return n >= MIN_STEPS or (n >= MIN_FEW and n * ranks >= MIN_PAIRS)
 
 
+def mean_factor(rho: float, n: np.ndarray) -> np.ndarray:
+    """How many times the variance of a mean of ``n`` steps of an AR(1) of lag-1 ``rho`` is that
+    of ``n`` independent ones: ``n Var(mean) / Var(step) = 1 + 2 sum_(j<n) (1 - j/n) rho^j``, in
+    closed form -- 1 at ``rho`` 0 or one step, towards ``(1 + rho) / (1 - rho)`` over long runs
+    (``n`` over it: the run's effective steps).  A run's mean of correlated steps wanders that
+    much more than the step-to-step spread says: at 0.95 a 17-step run's mean is worth 1.3
+    independent steps, at 0.8 a 7-step one's 1.6, at 0.55 (PAI job 2) a 7-step one's 2.6.
+
+    >>> [round(float(f), 2) for f in mean_factor(0.8, np.array([1, 7, 1000]))]
+    [1.0, 4.48, 8.96]
+    """
+    if rho <= 0.0:
+        return np.ones(np.shape(n))
+    k = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return 1.0 + 2.0 * (rho / (1.0 - rho) - rho * (1.0 - rho ** k) / (k * (1.0 - rho) ** 2))
+
+
 def whiten(z: np.ndarray, prev: np.ndarray, rho: float) -> np.ndarray:
     """Each score's innovation over its last at lag-1 ``rho`` (``z`` itself at 0)."""
     if rho == 0.0:

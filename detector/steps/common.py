@@ -81,6 +81,15 @@ _FISHER_ALPHA = 1e-6
 # ``noise_hold`` (JobMonitor._held_runs), paged there with a cause its GPU or node names (a
 # power brake: tests/test_brake38.py), and a run beside a node mate told slow is no episode of
 # one rank's noise (JobMonitor._beside_told): told whole at its alarm.
+# A slow run's mean is read at its job's lag-1 (JobMonitor._lag1_read, noise39: revA38 F2, F5):
+# at most _LAG1_READ_MAX (a mean's variance factor grows without bound towards 1), and before
+# the estimate has lag1.MIN_FEW steps at least _LAG1_PRIOR, PAI job 2's median worker
+# (tests/test_noise29.py: 0.45-0.71, median 0.587), as the job's noise unmeasured is taken;
+# only while the run is shorter than _LAG1_MEMORIES of the noise's memory ((1 + rho) / (1 - rho)
+# steps, noise40): a longer run is no single excursion of the noise.
+_LAG1_PRIOR = 0.587
+_LAG1_READ_MAX = 0.95
+_LAG1_MEMORIES = 2.0
 _HEAVY_EDGE = 4
 _HEAVY_SHARE = 2e-3
 _HEAVY_EFFECT = 0.06

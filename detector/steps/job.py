@@ -1199,6 +1199,7 @@ class JobMonitor(NumericChecks):
         _ar_step,
         _cold_steps,
         _heavy,
+        _lag1_read,
         _over_prior,
         _tail_update,
         _unmeasured,

@@ -14,6 +14,8 @@ from detector.steps.common import (
     _HEAVY_KNOWN,
     _HEAVY_SHARE,
     _HEAVY_SURE,
+    _LAG1_PRIOR,
+    _LAG1_READ_MAX,
     _TAIL_ALPHA,
     _TAIL_EDGES,
     _TAIL_STEPS,
@@ -221,6 +223,40 @@ def _unmeasured(self) -> bool:
     ranks = len(self._rank_of)
     return self._tail_n * ranks < _HEAVY_KNOWN or not lag1.known(
         (self._ar_xy, self._ar_xx, self._ar_n), ranks)
+
+
+def _lag1_read(self) -> float:
+    """The lag-1 a slow run's mean is read with (:meth:`_check_slow_rules`,
+    models.lag1.mean_factor): the job's estimate so far from its healthy ranks' scores
+    (:meth:`_ar_step`), at most ``_LAG1_READ_MAX``; before ``lag1.MIN_FEW`` steps of it -- the
+    warm-up, the first steps after it -- at least ``_LAG1_PRIOR``, the job's noise taken for real
+    noise's runs (:meth:`_heavy`); under ``lag1.ON`` none (independent noise, whose estimate
+    wanders around zero by a few hundredths: the simulator's jobs read as before).
+
+    A run's mean of correlated steps wanders more than the step-to-step spread (the job's
+    noise) says, and its margin (``slow_effect_z`` standard errors) is of that mean.  Clocks
+    following power and heat (revA38 F2: a DP-4 job at lag-1 0.95, 1.5 %) made a GPU 3.0 %
+    over its peers for 11 steps on 0.9 % step noise: 11 standard errors of a mean of
+    independent steps, 4.1 of one at the 0.88 read -- its size less its margin 1.2 %, under
+    ``slow_min_effect`` (escalated before: 5 of 6 runs).  F5 (lag-1 0.8, 2 %, 32 ranks): +4.8 %
+    for 7 steps in the warm-up, at the 0.74 read 1.7 % (before: 3.2 %, escalated in 4 of 12
+    runs).  A real 10 % slowdown stands far over either.  Read from the job's own ranks, not
+    a generator's shape; unlike the whitened CUSUM (``lag1.in_force``, the estimate less
+    ``lag1.ON``) at the full estimate -- what a mean's spread is.
+
+    Read so only while the run is shorter than ``_LAG1_MEMORIES`` of the noise's memory,
+    ``(1 + rho) / (1 - rho)`` steps -- what one independent sample of it spans, about an
+    excursion's length (noise40).  Read so at any length, a real straggler at PAI's lag-1
+    (0.59: memory 3.9 steps) of 3-5 % -- 4-5 times the job's noise -- waited 7-17 steps more
+    for its margin (tests/test_n1run.py's 5 % at 8 and 11 steps, pin < 8; blind23 N2's 3.4 %
+    straggler told 7 steps later, beside a node mate's run and so paged at its node; host33's
+    ramp); F2's 17-step run (memory 14 at 0.87) and F5's 7-step one (6.7 at 0.74) are read so
+    still.  What it must not hold: a run that outlasts two excursions, the physics of a fault
+    (a slow GPU stays slow), not of a wander (which reverts within its memory)."""
+    rho = lag1.rho_of((self._ar_xy, self._ar_xx, self._ar_n))
+    if self._ar_n < lag1.MIN_FEW:
+        rho = max(rho, _LAG1_PRIOR)
+    return min(rho, _LAG1_READ_MAX) if rho >= lag1.ON else 0.0
 
 
 def _ar_held(self, on: bool | None = None) -> bool:

@@ -23,6 +23,7 @@ from detector.steps.common import (
     _HEAVY_EPISODE_Z,
     _HEAVY_STEPS,
     _HEAVY_TRAIL,
+    _LAG1_MEMORIES,
     _NODE_ALARMED,
     _RECENT,
     _REPLICA_APART_Z,
@@ -38,6 +39,8 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
+from detector.thresholds import Thresholds
+from models import lag1
 from models.peer_stats import (
     MAD_TO_SIGMA,
     group_median_scale,
@@ -452,6 +455,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     else:  # (the usual step: no rank alarmed)
         waiting = r[:0]
     outlasted = waiting[:0]  # (runs told only once they outlasted the job's noise episodes)
+    rho = 0.0  # (the lag-1 their means are read at: _lag1_read)
     hold = waiting[:0]  # (runs told before that, for a cause only: _held_runs)
     if len(waiting):
         # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
@@ -470,6 +474,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         n = np.maximum(self._run_n[waiting], 1)
         margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
         mean = self._run_sum[waiting] / n
+        rep_margin = margin
         if one is not None:
             # A replica on one node is sized two ways, and counts if either is large
             # enough: as a rank on a replica spanning nodes is (its own deviation from its
@@ -485,9 +490,33 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             by_own = np.where(spans, mean, self._run_own[waiting] / n) - self._base[waiting]
             rep_margin = (cfg.slow_effect_z * math.hypot(size_sigma, self._rep_sigma)
                           * max(self._zscale, 1.0) / np.sqrt(n))
-            mean = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
-        effect = np.exp(mean - margin) - 1.0
-        if self._unmeasured():
+            sized = np.where(spans, by_own, np.maximum(by_own, mean - rep_margin + margin))
+        else:
+            spans = sized = by_own = None
+        effect = np.exp((mean if sized is None else sized) - margin) - 1.0
+        # Its mean read at the job's lag-1 (_lag1_read): the same margins, of a mean of
+        # correlated steps.  A run under slow_min_effect so is told held (_held_runs) -- until
+        # it has lasted _LAG1_MEMORIES of the noise's memory, (1 + rho) / (1 - rho) steps (the
+        # steps one independent sample of it spans): an excursion of the noise is about one
+        # memory long, so a run of two is no single excursion, and the margin is again that
+        # of its steps (noise40: a real 3-5 % straggler at PAI's lag-1 0.59, memory 3.9
+        # steps, was held 7-17 steps longer -- tests/test_n1run.py, blind23 N2, host33's
+        # ramp; revA38 F2's 17-step run at 0.87, memory 14, and F5's 7-step one at 0.74 are
+        # held still).
+        hold_at = np.zeros(len(waiting), dtype=bool)
+        rho = self._lag1_read()
+        if rho:
+            wide = np.where(n < _LAG1_MEMORIES * (1.0 + rho) / (1.0 - rho),
+                            np.sqrt(lag1.mean_factor(rho, n)), 1.0)
+            worn = mean - margin * wide if by_own is None else np.where(
+                spans, by_own - margin * wide,
+                np.maximum(by_own - margin * wide, mean - rep_margin * wide))
+            hold_at = np.exp(worn) - 1.0 < cfg.slow_min_effect
+        unmeasured = self._unmeasured()
+        # (a run beside a node mate told slow is no episode of the job's noise alone)
+        beside = (self._beside_told(waiting) if unmeasured or np.count_nonzero(hold_at)
+                  else hold_at)
+        if unmeasured:
             # (noise not measured yet, taken for real noise's runs and tail: a run lasts past
             # its episodes unless it stands over what an episode reaches, in the job's noise
             # and in share -- blind28 F4: 4-step episodes at +9-15 % of a 2 % CoV job)
@@ -496,12 +525,12 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             lasting = n >= _HEAVY_STEPS
             if np.count_nonzero(lasting):
                 lasting[lasting] = self._still_slow(waiting[lasting], n[lasting])
-            # (a run beside a node mate told slow is no episode of the job's noise alone)
-            high |= self._beside_told(waiting)
+            high |= beside
             outlasted = waiting[~high & lasting & (effect >= cfg.slow_min_effect)]
-            hold = waiting[~(high | lasting)]
+            hold_at |= ~(high | lasting)
         elif self._heavy(ar_on):  # (measured heavy under runs: a modest run lasts past them)
             effect = np.where((effect >= _HEAVY_EFFECT) | (n >= _HEAVY_STEPS), effect, 0.0)
+        hold = waiting[hold_at & ~beside]
         # Reported while its run goes on: its latest step adds to its score.  A run found
         # late -- held while it was a checkpoint's write-back (_hold_after_event), or by
         # another hold -- whose ranks are back at their peers' pace when the hold lets go
@@ -516,7 +545,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         new = waiting[(effect >= cfg.slow_min_effect) & ongoing & self._persistent(waiting)]
     else:
         new = waiting
-    waited = self._waited(outlasted, new)
+    waited = self._waited(outlasted, new[self._held[new] & self._reported[new]], new, rho)
     alike: dict[int, int] = {}
     held: set[int] = set()
     if len(hold) and len(new):
@@ -567,8 +596,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
              **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
                 else {}),
-             **({"waited": waited[s]} if s in waited else {}),
-             **({"noise_hold": _held_for(int(self._run_n[s]))} if s in held else {})},
+             **({"waited": waited[s]} if s in waited and s not in held else {}),
+             **({"run_lag1": round(rho, 3)} if rho else {}),
+             **({"noise_hold": _held_for(int(self._run_n[s]), rho, cfg)} if s in held
+                else {})},
             verdict=s not in held))
     self._told_was.clear()
     for s in cleared.tolist():
@@ -636,13 +667,18 @@ def _held_runs(self, new: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, set
     return new, set(np.intersect1d(new, hold).tolist())
 
 
-def _held_for(steps: int) -> dict[str, Any]:
+def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
     """A held run's ``noise_hold`` evidence (:meth:`_held_runs`): what it waits for."""
     return {"steps": steps,
-            "for": f"a cause on its GPU or node only: the job's noise is not measured yet and "
-                   f"taken for real noise (runs, a heavy tail), so a run under "
+            "for": f"a cause on its GPU or node only: the job's noise is taken for real noise "
+                   f"(runs, a heavy tail) -- while it is not measured, a run under "
                    f"{_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} escalates without "
-                   f"a cause once it has lasted {_HEAVY_STEPS} steps, slow throughout"}
+                   f"a cause once it has lasted {_HEAVY_STEPS} steps, slow throughout"
+                   + (f"; and once its mean clears {cfg.slow_min_effect:.1%} by "
+                      f"{cfg.slow_effect_z:g} standard errors of a mean of the job's correlated "
+                      f"steps (lag-1 {rho:.2f}), or once it has lasted "
+                      f"{_LAG1_MEMORIES * (1.0 + rho) / (1.0 - rho):.0f} steps, "
+                      f"{_LAG1_MEMORIES:g} of the noise's memory" if rho else "")}
 
 
 def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -670,20 +706,35 @@ def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
             & (head >= np.maximum(bar / np.sqrt(k - _HEAVY_TRAIL), 0.5 * run)))
 
 
-def _waited(self, outlasted: np.ndarray, new: np.ndarray) -> dict[int, dict[str, Any]]:
-    """What each slot of ``new`` (told slow this step) that was held until its run outlasted
-    the job's noise episodes (``outlasted``: the rule for a job whose noise is unmeasured,
-    :meth:`_unmeasured`, :meth:`_still_slow`) waited for, for its
-    finding's evidence: a page that came later than the run's alarm says why."""
-    if not len(outlasted) or not len(new):
+def _waited(self, outlasted: np.ndarray, again: np.ndarray, new: np.ndarray,
+            rho: float) -> dict[int, dict[str, Any]]:
+    """What each slot of ``new`` (told slow this step) that waited past its alarm waited for,
+    for its finding's evidence: a page that came later than the run's alarm says why.
+    ``outlasted``: held until its run outlasted the job's noise episodes (the rule for a job
+    whose noise is unmeasured, :meth:`_unmeasured`, :meth:`_still_slow`); ``again``: told held
+    before (:meth:`_held_runs`), now whole; ``rho``: the lag-1 its mean was read at
+    (:meth:`_lag1_read`)."""
+    if not len(new) or not (len(outlasted) or len(again)):
         return {}
-    return {s: {"steps": int(self._run_n[s]),
-                "for": f"its run to outlast the job's noise episodes: the job's noise is not "
+    cfg = self.cfg
+    out: dict[int, dict[str, Any]] = {}
+    for s in new.tolist():
+        why = []
+        if s in outlasted:
+            why.append(f"its run to outlast the job's noise episodes: the job's noise is not "
                        f"measured yet and taken for real noise (runs, a heavy tail), so a run "
                        f"under {_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} is told "
                        f"for a cause only (noise_hold) until it has lasted {_HEAVY_STEPS} "
-                       f"steps, slow throughout"}
-            for s in np.intersect1d(outlasted, new).tolist()}
+                       f"steps, slow throughout")
+        if rho and (s in outlasted or s in again):
+            why.append(f"its mean to clear {cfg.slow_min_effect:.1%} by "
+                       f"{cfg.slow_effect_z:g} standard errors of a mean of the job's "
+                       f"correlated steps (lag-1 {rho:.2f})")
+        if not why and s in again:
+            why.append("a cause on its GPU or node, or its run to outlast the job's noise")
+        if why:
+            out[s] = {"steps": int(self._run_n[s]), "for": "; and ".join(why)}
+    return out
 
 
 def _untold_reference(self, x: np.ndarray, groups: np.ndarray, told: np.ndarray,
