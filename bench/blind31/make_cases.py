@@ -43,9 +43,11 @@ PLAN: dict[str, tuple] = {
     "F4-real-fault-masked-by-a-firing-swing-escalation": ("vlm", 4, dict(
         t_from=0, t_to=900, jobs={"vlm-pt"}, topics={STEP}, labels={"loader-v-07"})),
     # diffusion seed 5 (held): d-03's power brake from ~432 s: escalated slow_node/unknown at
-    # ~445 s, isolated slow_node/power 2 s later (two dedup keys, the first catch unknown)
+    # ~445 s, isolated slow_node/power 2 s later (two dedup keys, the first catch unknown).
+    # Not d-05 (its hot GPU)
     "F5-brake-escalated-unknown-before-its-power-page": ("diffusion", 5, dict(
-        t_from=380, t_to=500, topics={STEP, THERMAL}, sampled={"d-03", "d-04"},
+        t_from=380, t_to=500, nodes={"d-01", "d-02", "d-03", "d-04", "d-06"},
+        topics={STEP, THERMAL}, sampled={"d-03", "d-04"},
         labels={"brake-d-03"})),
     # vlm seed 1: v-01 GPU 6 (stage 0) x(1.05 + 0.3 v) from ~241 s: escalated at its node 28 s
     # later. vlm-pt's steps
