@@ -428,16 +428,9 @@ def _late(events: list, seed: int, bound_s: float = 4.0) -> list:
                                  key=lambda x: x[0])]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA38 F7 (extra page, wrong cause; pre-existing: the same on f3e6f2f, before brake38): "
-    "a node's brake at 30 s polls (0x80 on two GPUs at once, or 0x8 spreading one GPU a poll; "
-    "tests/test_therm36.py's node_polls) with its records delivered up to 4 s late (DESIGN's "
-    "5 s of disorder) escalates slow_node/unknown at the node or its first GPU before the "
-    "node's power isolation, which comes 30-60 s later than in order (240 s vs 180-210 s): 3 "
-    "of 6 disordered runs (seeds 0-2); in order, and at 10 s polls (6 of 6), one node page.  "
-    "The slow ranks' escalation does not wait for the node's poll that the disorder delays.  "
-    "Fix idea: a slow rank on a node with a GPU throttling (or a poll in flight) waits for "
-    "that poll's last sample plus the 5 s disorder before it is escalated unknown."))
+# (revA38 F7, fixed by cap39 in round 39 -- xfailed before: 3 of 6 disordered runs escalated
+# unknown before the node's power page.  A slow rank's wait for its GPU's next sample covers
+# how late its node's rows have come: detector.correlate.slow._note_late_row.)
 @pytest.mark.parametrize(("first", "bits", "seed"), [({2: 6, 5: 6}, 0x80, 2),
                                                      ({g: 6 + g for g in range(8)}, 0x8, 1)],
                          ids=["two-0x80", "spreading-0x8"])

@@ -151,6 +151,9 @@ class Correlator(PartWindows):
         self._cooling_nodes: dict[tuple[str, str, str], dict[str, None]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
+        # node -> the most one of its thermal rows was seen behind its source's clock (s, at
+        # most lateness_s): a slow rank's wait for a sample covers its delivery (_note_late_row)
+        self._late_rows: dict[str, float] = {}
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
         # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
@@ -551,6 +554,8 @@ class Correlator(PartWindows):
                 # ranks then escalated as on a 30 s one).  Without that view, after
                 # unit_idle_s.
                 del cadence[node]
+        for node in [n for n in self._late_rows if n not in self._interval]:
+            del self._late_rows[node]  # (a node's delivery told with its cadence: gone with it)
         nic_cnp.prune(self, idle, now)
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:
@@ -792,6 +797,7 @@ class Correlator(PartWindows):
         _node_escalated,
         _node_sample_due,
         _node_verdict,
+        _note_late_row,
         _of_job,
         _on_host_rise,
         _on_host_share,

@@ -294,6 +294,7 @@ def _explanation_wait(self, f: Finding) -> float:
     gross = bool(f.evidence.get("gross_outlier"))
     wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
     interval, phase_ts = self._interval.get(f.scope.node or "", (0.0, 0.0))
+    late = self._late_rows.get(f.scope.node or "", 0.0)  # (its rows' delivery: _note_late_row)
     if interval <= 0.0:
         if not gross and self.seen is not None and f.scope.node and self.seen(
                 f.scope.node, "thermal"):
@@ -302,7 +303,7 @@ def _explanation_wait(self, f: Finding) -> float:
             # for dcgm-exporter's default until it is (the "sampling" finding re-arms).
             return max(wait, 1.25 * self.cfg.unknown_cadence_s + 1.0)
         return wait  # no thermal telemetry from this node (yet)
-    longest = max(wait, 1.25 * interval + 1.0)
+    longest = max(wait, 1.25 * interval + 1.0 + late)
     runs = int(f.evidence.get("run_steps") or 0)
     period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
     since = f.evidence.get("clearly_slow_since")
@@ -313,10 +314,49 @@ def _explanation_wait(self, f: Finding) -> float:
         # over the many intervals since the phase was seen.
         interval = float(round(interval))
         sample = phase_ts + math.ceil((after - phase_ts) / interval) * interval
-        slack = max(1.0, 0.05 * interval)  # jitter of the sample and of its delivery
+        slack = max(1.0, 0.05 * interval) + late  # jitter of the sample and of its delivery
     else:
-        sample, slack = after + interval, 0.25 * interval
+        sample, slack = after + interval, 0.25 * interval + late
     return min(longest, max(0.0 if gross else wait, sample + slack - f.ts))
+
+
+# The thermal monitor's findings, each made on one row at the row's own time (detector.thermal,
+# detector.throttle): how far behind its source's clock such a finding was made is how late
+# that row was delivered.
+_ROW_SIGNALS = frozenset({"sampling", "sm_clock", "gpus_busy", "hot", "hot_seen", "power_cap",
+                          "throttle", "throttle_seen", "throttle_minor"})
+
+
+def _note_late_row(self, f: Finding, tag: float) -> None:
+    """Note how late a thermal row of ``f``'s node came: ``f`` made on it at the row's time,
+    ``tag`` its source's clock then (CorrelatorPartition._release_findings; the same in the
+    service and in process).  A slow rank's wait for its GPU's next sample ends that much
+    later (:meth:`_explanation_wait`): DESIGN lets a record come 5 s out of order, and a
+    node's collector that delivers so delivers its next poll so.  revA38 F7: a node's brake
+    at 30 s polls, every record up to 4 s late -- the ranks' wait ended 1.5 s after the
+    sample, the sample still on its way, and the node was escalated slow_node/unknown 60 s
+    before its power isolation (3 of 6 runs).  A node delivering in order (its rows never
+    behind the clock) waits as before; the most noted is kept (at most ``lateness_s``,
+    DESIGN's bound: a row later than that is no delivery of this poll), gone with the
+    node's cadence (prune)."""
+    node = f.scope.node
+    if node is None or f.signal not in _ROW_SIGNALS or (
+            f.signal == "sampling" and f.kind == "network"):
+        return
+    late = min(tag - f.ts, self.cfg.lateness_s)
+    if late <= self._late_rows.get(node, 0.0):
+        return
+    # The node's slow ranks still in their first wait wait longer now: re-armed at its new
+    # end (their timer at the old end finds them not yet due, _slow_due, and leaves them).
+    # Without it a rank armed before the figure grew was never decided (blind28 held
+    # spread-s6: hgx-a07/6's wait grew 5.31 -> 5.34 s, its straggler never paged).
+    waiting = [(unit, g, g.ts + self._explanation_wait(g))
+               for unit in sorted(self._units_of_node.get(node, ()))
+               if (g := self._slow_wait.get(unit)) is not None]
+    self._late_rows[node] = late
+    for unit, g, end in waiting:
+        if end > self._clock:  # (a rank past its first wait is held by its own timers)
+            self._timer(g.ts + self._explanation_wait(g), "slow", unit)
 
 
 def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False,

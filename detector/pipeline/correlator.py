@@ -116,6 +116,10 @@ def _check_state(state: dict[str, Any]) -> None:
             len(w) <= MAX_IDLE_TOLD and is_map_of(w, int, (float, int))
             and all(map(is_time, w.values())) for w in since.values()),
             f"correlator.{name}: malformed (node -> GPU -> since when)")
+    late = getattr(corr, "_late_rows", None)
+    refuse_unless(is_map_of(late, str, (float, int)) and all(
+        type(v) in (float, int) and 0.0 <= v <= 300.0 for v in late.values()),
+        "correlator._late_rows: malformed (node -> how late its rows came, s)")
     calm = getattr(corr, "_calm", None)
     refuse_unless(is_map_of(calm, str, (float, int)) and all(map(is_time, calm.values())),
                   "correlator._calm: malformed (node -> since when all its GPUs idle)")
@@ -746,6 +750,8 @@ class CorrelatorPartition:
                 if causes is not None:
                     causes.extend([None] * (len(alerts) - len(arrivals)))
                 arrivals.extend([None] * (len(alerts) - len(arrivals)))
+            if tag > f.ts:  # (made behind its source's clock: a row delivered late)
+                on._note_late_row(f, tag)
             self._guarded(on.on_finding, f, alerts)
             if arrivals is not None:
                 if causes is not None:
