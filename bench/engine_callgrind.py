@@ -33,6 +33,14 @@ moves, apart from the rest of the worker (round 33's prototype, BENCHMARKS "fast
 
     python bench/engine_callgrind.py --nic                # ~1 minute of CPU
 
+``--thermal``: the thermal path alone -- the prefix's thermal samples (decoded, in log order)
+cut into 8 partitions by node and handed to a fresh ``Monitors`` a partition in batches of 40 as
+the worker does (:func:`detector.quiet.quiet_run`, the record it stops at through
+``Monitors.process``); instructions per thermal sample (3 passes - 1 pass): the share a change
+of the thermal quiet path (GpuThermal.quiet, NodeTemps.take, the thermal hooks) moves:
+
+    python bench/engine_callgrind.py --thermal            # ~1 minute of CPU
+
 (``--passes N`` is the inner mode the script runs under valgrind.)  Run A/B by running it
 in two worktrees; about 2 minutes of CPU each run at the default prefix.
 """
@@ -167,8 +175,39 @@ def nic_passes(n: int, prefix: int) -> int:
     return len(samples)
 
 
+def thermal_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--thermal``: ``n`` passes of fresh Monitors, one a partition, over
+    the thermal samples of the first ``prefix`` records (batches of 40 a partition in turn)."""
+    import zlib
+
+    from bench.engine_throughput import DEFAULT_TOPOLOGY
+    from detector.events import ThermalSample
+    from detector.monitors import Monitors
+    from detector.quiet import quiet_run
+    from detector.topology import Topology
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    parts: list[list] = [[] for _ in range(8)]
+    for e in decoded(prefix):
+        if type(e) is ThermalSample:
+            parts[zlib.crc32(e.node.encode()) % 8].append(e)
+    batches = [p[k:k + 40] for k in range(0, max(map(len, parts)), 40) for p in parts]
+    for _ in range(n):
+        mons = [Monitors(topology=topo) for _ in parts]
+        out: list = []
+        for k, evs in enumerate(batches):
+            mon = mons[k % len(parts)]
+            i = 0
+            while i < len(evs):
+                i = quiet_run(mon, evs, i)
+                if i < len(evs):
+                    mon.process(evs[i], out)
+                    i += 1
+    return sum(map(len, parts))
+
+
 def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
-          worker: bool = False, nic: bool = False) -> tuple[int, int]:
+          worker: bool = False, nic: bool = False, thermal: bool = False) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     # (OpenBLAS's idle worker threads spin, and callgrind counts every thread: +-400
     # instructions an event between two runs of one tree, perf37 -- one thread, none spin)
@@ -179,7 +218,8 @@ def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
         ["valgrind", "--tool=callgrind", *toggle, f"--callgrind-out-file={out}",
          sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
          "--warm", str(warm), *(["--many"] if many else []),
-         *(["--worker"] if worker else []), *(["--nic"] if nic else [])],
+         *(["--worker"] if worker else []), *(["--nic"] if nic else []),
+         *(["--thermal"] if thermal else [])],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -199,20 +239,24 @@ def main() -> int:
                     "correlator) instead of the Engine on decoded records")
     ap.add_argument("--nic", action="store_true", help="the NIC path alone: the prefix's "
                     "NIC samples through NodeNics (quiet, else update)")
+    ap.add_argument("--thermal", action="store_true", help="the thermal path alone: the "
+                    "prefix's thermal samples through Monitors' batch path (quiet_run)")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
         print(worker_passes(args.passes, args.prefix) if args.worker
               else nic_passes(args.passes, args.prefix) if args.nic
+              else thermal_passes(args.passes, args.prefix) if args.thermal
               else passes(args.passes, args.prefix, args.warm, args.many))
         return 0
-    if args.nic:
+    if args.nic or args.thermal:
+        kind = "nic" if args.nic else "thermal"
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
-            one, samples = count(1, args.prefix, Path(tmp) / "one.out", nic=True)
-            three, _ = count(3, args.prefix, Path(tmp) / "three.out", nic=True)
-        print(f"nic: {(three - one) / (2 * samples):,.0f} instructions/NIC sample "
-              f"({samples:,} samples of {args.prefix:,} records, 1 pass {one:,}, "
-              f"3 passes {three:,})")
+            one, samples = count(1, args.prefix, Path(tmp) / "one.out", **{kind: True})
+            three, _ = count(3, args.prefix, Path(tmp) / "three.out", **{kind: True})
+        print(f"{kind}: {(three - one) / (2 * samples):,.0f} instructions/"
+              f"{'NIC' if args.nic else kind} sample ({samples:,} samples of "
+              f"{args.prefix:,} records, 1 pass {one:,}, 3 passes {three:,})")
         return 0
     if args.worker:
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:

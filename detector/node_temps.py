@@ -337,7 +337,10 @@ class NodeTemps:
             was = temps.get(gpu, temp_c)
             fresh = False
         if fresh:
-            back = self.back.setdefault(gpu, [])
+            try:  # (by subscript: setdefault made and dropped a list a sample)
+                back = self.back[gpu]
+            except KeyError:
+                back = self.back[gpu] = []
             back.append(was)
             if len(back) > LEVEL_POLLS:
                 del back[0]
@@ -371,8 +374,13 @@ class NodeTemps:
             else:
                 if fresh:  # (settled at its load: its moves are its sensor's and its air's)
                     sq = (temp_c - was) ** 2
-                    v = self.noise.get(gpu)
-                    self.noise[gpu] = sq if v is None else v + NOISE_SHARE * (sq - v)
+                    noise = self.noise
+                    try:
+                        v = noise[gpu]
+                    except KeyError:
+                        noise[gpu] = sq
+                    else:
+                        noise[gpu] = v + NOISE_SHARE * (sq - v)
                 if ts - c[4] >= 0.5 * CALM_SPAN_S:
                     c[2], c[3], c[4], c[5] = c[4], c[5], ts, temp_c
         return self.reference(ts) if ts - self.median_ts >= 1.0 else self.median_c

@@ -74,6 +74,10 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
         ASKS[StepSample], ASKS[NicSample], ASKS[ThermalSample], ASKS[EccSample])
     feed_step, feed_nic, feed_thermal, feed_ecc = (
         NOTES[StepSample], NOTES[NicSample], NOTES[ThermalSample], NOTES[EccSample])
+    # A kind with one hook (each but NIC's) has it called, not looped over: no iterator a record.
+    note_step = feed_step[0] if len(feed_step) == 1 else None
+    note_thermal = feed_thermal[0] if len(feed_thermal) == 1 else None
+    note_ecc = feed_ecc[0] if len(feed_ecc) == 1 else None
     skew = mon._skew  # nodes whose records are taken at an offset (Monitors._deskew)
     # A step's name must be one its stream's steps used, as it is (detector.node_names: not
     # another form of a node's name); a sample's unit is keyed by its node's own name already.
@@ -116,8 +120,11 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 break
             if (ask_thermal and not _asked(ask_thermal, mon, e)) or not gpu.quiet(e, cfg):
                 break
-            for note in feed_thermal:
-                note(mon, e, ts, spill)
+            if note_thermal is not None:
+                note_thermal(mon, e, ts, spill)
+            else:
+                for note in feed_thermal:
+                    note(mon, e, ts, spill)
             n_thermal += 1
         elif t is NicSample:
             try:
@@ -143,8 +150,11 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 ask = None
             if ask is not None or not job.quiet(e):
                 break
-            for note in feed_step:
-                note(mon, e, ts, spill)
+            if note_step is not None:
+                note_step(mon, e, ts, spill)
+            else:
+                for note in feed_step:
+                    note(mon, e, ts, spill)
             n_step += 1
         elif t is EccSample:
             try:
@@ -153,8 +163,11 @@ def quiet_run(mon: Monitors, evs: list[Any], i: int, until: float = float("inf")
                 break
             if (ask_ecc and not _asked(ask_ecc, mon, e)) or not health.quiet(e, cfg):
                 break
-            for note in feed_ecc:
-                note(mon, e, ts, spill)
+            if note_ecc is not None:
+                note_ecc(mon, e, ts, spill)
+            else:
+                for note in feed_ecc:
+                    note(mon, e, ts, spill)
             n_ecc += 1
         else:
             break
