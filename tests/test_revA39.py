@@ -69,17 +69,9 @@ def _ps_job(*, workers: int, gpn: int = 8, seconds: float = 300.0, seed: int = 0
         nxt[r] = ts + (c + 200.0) / 1000.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA39 F1 (healthy paged, new with async38: c71662c pages nothing): an asynchronous job "
-    "on two GPU models -- 48 workers on 6 nodes, two whole nodes' workers 1.11-1.13x the others' "
-    "compute from their first step (blind11 L1's H100 beside H200) -- escalates both nodes "
-    "slow_node/unknown at 63 s: 9 of 9 runs (seeds 0-2; also 1.15 and 1.3x, and 2 of 8 nodes of "
-    "4 GPUs at 1.2x); the same two nodes in a synchronous job (healthy_job) page nothing: "
-    "detector.sku_class takes whole nodes alike slower from the start as a class.  "
-    "asynchronous._async_judge compares each worker with the median of all workers, whatever "
-    "its node.  Fix idea: read classes in the async windows as the synchronous path does "
-    "(sku_class.find over the workers' first windows' medians: >= 2 whole nodes alike, under "
-    "MAX_OFFSET) and judge a worker against its class's median."))
+# (Was a strict xfail, revA39 F1: an asynchronous job on two GPU models -- two whole nodes
+# 1.11-1.13x from the first step -- escalated both nodes, 9 of 9.  Fixed by async40: the
+# asynchronous windows read classes with detector.sku_class as the synchronous path does.)
 @pytest.mark.parametrize("factor", [1.11, 1.13])
 def test_an_async_job_on_two_gpu_models_pages_no_node(factor: float) -> None:
     assert _firing(_ps_job(workers=48, model={r: factor for r in range(32, 48)})) == []
@@ -89,14 +81,9 @@ def test_guard_the_same_two_nodes_in_a_synchronous_job_are_a_class() -> None:
     assert _firing(healthy_job(ranks=48, steps=300, slow={r: 1.12 for r in range(32, 48)})) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA39 F3 (real fault missed, pre-existing: no asynchronous rule before async38): an "
-    "asynchronous job of 3, 4 or 5 workers (two a node) with a worker 20 % or 40 % slow from "
-    "60 s is never paged in 400 s: 0 of 12 runs (seeds 0-1); 6 workers: paged at 124 s.  "
-    "asynchronous.MIN_RANKS (6 workers with 5 steps in a window) keeps a small job's windows "
-    "unjudged -- PAI's parameter-server jobs are mostly a handful of workers.  Fix idea: with "
-    "fewer workers, judge a worker against the others' median by the ratio alone "
-    "(SLOW_RATIO, its spread from its own steps' MAD over the window) and ask more windows."))
+# (Was a strict xfail, revA39 F3: an asynchronous job of 3-5 workers never judged a worker, 0
+# of 12.  Fixed by async40: 3-5 workers are each judged against the others' median less
+# its own start offset, in its own steps' standard errors, five windows in a row.)
 def test_a_slow_worker_of_a_four_worker_async_job_is_paged() -> None:
     assert _firing(_ps_job(workers=4, gpn=2, seconds=400.0, slow={1: 1.4})) == [
         ("escalation", "unknown", "gpu:n0/1")]

@@ -12,26 +12,54 @@ F1: a GPU's clock stuck at 62-70 % of its maximum, its worker 1.4-1.55x slower).
 What this reads: the step messages of the general path of :meth:`JobMonitor.add` (a
 synchronous job's quiet path never comes here: its steps' middle messages are the quiet path's).
 A window of WINDOW_S on the job's clock is **asynchronous** when it had at least MIN_MSGS step
-messages of at least MIN_RANKS workers and at most SHARED_MAX of them carried a step number seen
+messages of at least MIN_SMALL workers and at most SHARED_MAX of them carried a step number seen
 before (a synchronous job's completing message always does: half of its general-path messages).
-In such a window each worker's median log busy time is compared with the median of the
-workers' medians, in units of their spread (MAD, floored at MAD_FLOOR): a worker SLOW_RATIO or
+
+With MIN_RANKS workers or more the median referees: each worker's median log busy time over the
+window is compared with the median of the workers' medians, in units of their spread (MAD,
+floored at MAD_FLOOR), after its **class**'s offset is taken out: whole nodes alike slower from
+their first judged window -- another GPU model in the job, H100 beside H200 -- are read as a
+class by detector.sku_class exactly as the synchronous path reads them (two whole nodes at
+least, under its MAX_OFFSET, where they stood at their first look), and a class's worker is
+judged against its class's median (revA39 F1: such nodes were escalated a minute in).  One node
+slower from the start is not a class (it is a fault, as in the synchronous path); a GPU of a
+class node, or the whole node, slowing later stands out of its class.  A worker SLOW_RATIO or
 more above and SLOW_Z spreads out is slow in that window; slow in WINDOWS windows in a row (a
-minute: the persistence a slow rank needs elsewhere, ~a few dozen of its own steps) it is
-told ``slow_rank`` -- the same finding the synchronous rules make, so the correlator's one path
+minute: the persistence a slow rank needs elsewhere, ~a few dozen of its own steps) it is told.
+
+With MIN_SMALL to MIN_RANKS - 1 workers (PAI's parameter-server jobs are mostly a handful;
+revA39 F3: they were never judged) there is no spread of medians to referee: each worker's median
+is compared with the median of the *others'*, less its own standing at its first judged window
+(a heavier data shard, a slower GPU steady from the start: up to the synchronous path's
+``start_offset_max``, 10 %), in units of the standard errors of the three, each from its own
+steps' spread over its window; SLOW_RATIO and SLOW_Z over that, SMALL_WINDOWS windows in a row.
+A worker slower from the start than its start offset and SLOW_RATIO together (~21 %) is still
+told, as the synchronous path's gross prior tells a rank 30 % slow from its first step.
+
+Told ``slow_rank`` -- the same finding the synchronous rules make, so the correlator's one path
 decides its page (its GPU's clock stuck low with no reason: detector.stuck_clock, gpu_hardware;
 otherwise an escalation, cause unknown).  Back within CLEAR_RATIO for WINDOWS windows, or the
 job's async windows over (stopped, too few messages), it is withdrawn.
 
 Routine shapes it must not page: a worker's noise (a median over a window's ~25 steps, then
-compared with a spread of the workers' medians); a whole-job slowdown (a hot parameter-server
-shard, a save, the chief's evaluation pause: the median moves, not one worker against it); a
-worker that reports less often (a median of its own steps, MIN_SAMPLES of them at least);
-every synchronous job (its windows are never asynchronous).
+compared with a spread of the workers' medians, or with its own steps' standard error); a
+whole-job slowdown (a hot parameter-server shard, a save, the chief's evaluation pause: the
+median moves, not one worker against it); a worker that reports less often (a median of its own
+steps, MIN_SAMPLES of them at least); nodes of another GPU model (a class); in a small job, a
+worker steady at its own pace from the start (PAI's workers differ by up to ~12 % from their
+first iteration: bench/data/alibaba-pai-minibatch jobs 1-3); every synchronous job (its windows
+are never asynchronous).
+
+Limits: a class or a start offset is read at a worker's first judged window, so two whole nodes
+alike faulty from the job's start (under MAX_OFFSET), or a small job's worker faulty from its
+start by less than ~20 %, are taken as their own pace (as the synchronous path takes a class,
+and a rank's offset from the start in its CUSUM); a worker added later to a class's node is
+judged against the job's typical worker (a node joins a class whole, as in sku_class.find); and
+a restored monitor reads them anew from its first window.
 
 State: not in a snapshot (set on first use, like ``_joined_at``): a restored monitor learns its
-windows anew, a minute at most.  Bounded: STEPS_KEPT step numbers, RANKS_KEPT workers,
-SAMPLES_KEPT samples a worker a window.
+windows anew, a minute at most.  Bounded: STEPS_KEPT step numbers, RANKS_KEPT workers (first
+looks and classes too), SAMPLES_KEPT samples a worker a window.
 """
 
 from __future__ import annotations
@@ -40,6 +68,9 @@ import math
 from statistics import median
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from detector import sku_class
 from detector.alerts import Scope
 from detector.events import StepSample
 from detector.findings import Finding
@@ -50,7 +81,9 @@ if TYPE_CHECKING:
 
 WINDOW_S = 20.0       # one judgement per this much of the job's clock
 MIN_MSGS = 60         # step messages in a window, at least
-MIN_RANKS = 6         # workers with MIN_SAMPLES in a window, at least (the median referees)
+MIN_RANKS = 6         # workers with MIN_SAMPLES in a window for the median to referee; ...
+MIN_SMALL = 3         # ... with this many to MIN_RANKS - 1, each against its own pace ...
+SMALL_WINDOWS = 5     # ... for this many windows in a row
 MIN_SAMPLES = 5       # a worker's steps in a window for its median to count
 SHARED_MAX = 0.05     # share of a window's messages whose step number was seen before
 SLOW_RATIO = 1.10     # a worker's median busy time over the workers' median, at least ...
@@ -67,7 +100,7 @@ class _Async:
     """One job's windows (not snapshot state: see the module docstring)."""
 
     __slots__ = ("start", "last_ts", "msgs", "shared", "seen", "samples", "where", "runs",
-                 "onset", "told", "ok_runs")
+                 "onset", "told", "ok_runs", "first", "cls", "off")
 
     def __init__(self, ts: float) -> None:
         self.start = ts
@@ -81,6 +114,9 @@ class _Async:
         self.onset: dict[int, float] = {}
         self.told: dict[int, float] = {}   # rank -> its ratio when told
         self.ok_runs: dict[int, int] = {}
+        self.first: dict[int, tuple[str | None, float, float]] = {}  # rank -> node, first look
+        self.cls: dict[int, int] = {}      # rank -> its class (detector.sku_class)
+        self.off: dict[int, float] = {}    # rank -> its class's offset (log), last window
 
 
 def _async_see(self: JobMonitor, e: StepSample, out: list[Finding]) -> None:
@@ -121,9 +157,14 @@ def _async_see(self: JobMonitor, e: StepSample, out: list[Finding]) -> None:
 
 def _async_judge(self: JobMonitor, a: _Async, ts: float, out: list[Finding]) -> None:
     """Judge the window that ended before ``ts`` and start the next."""
-    meds = {r: median(xs) for r, xs in a.samples.items() if len(xs) >= MIN_SAMPLES}
+    meds: dict[int, float] = {}
+    ses: dict[int, float] = {}
+    for r, xs in a.samples.items():
+        if len(xs) >= MIN_SAMPLES:
+            meds[r] = m = median(xs)
+            ses[r] = _own_se(xs, m)
     is_async = (a.msgs >= MIN_MSGS and a.shared <= SHARED_MAX * a.msgs
-                and len(meds) >= MIN_RANKS)
+                and len(meds) >= MIN_SMALL)
     a.start, a.msgs, a.shared = ts, 0, 0
     a.samples = {}
     if not is_async:
@@ -132,23 +173,25 @@ def _async_judge(self: JobMonitor, a: _Async, ts: float, out: list[Finding]) -> 
         _async_withdraw(self, a, ts, "its steps are no longer one worker's each, or too few",
                         out)
         return
-    ref = median(list(meds.values()))
-    spread = max(MAD_FLOOR, MAD_TO_SIGMA * median([abs(m - ref) for m in meds.values()]))
+    if len(meds) >= MIN_RANKS:
+        judged, need = _against_classes(a, meds, ses), WINDOWS
+    else:
+        judged = _against_own_pace(a, meds, ses, math.log1p(self.cfg.start_offset_max))
+        need = SMALL_WINDOWS
     slow_at, clear_at = math.log(SLOW_RATIO), math.log(CLEAR_RATIO)
-    for rank, m in meds.items():
-        dev = m - ref
-        if dev >= slow_at and dev >= SLOW_Z * spread:
+    for rank, (dev, z, basis) in judged.items():
+        if dev >= slow_at and z >= SLOW_Z:
             a.ok_runs.pop(rank, None)
             run = a.runs[rank] = a.runs.get(rank, 0) + 1
             a.onset.setdefault(rank, ts - WINDOW_S)
-            if run >= WINDOWS and rank not in a.told:
+            if run >= need and rank not in a.told:
                 ratio = math.exp(dev)
                 a.told[rank] = ratio
                 _async_finding(self, a, rank, ts, True, min(0.95, 0.5 + (ratio - 1.0) * 3), {
                     "rank": rank, "asynchronous": True,
                     "compute_ratio_to_peers": round(ratio, 4),
-                    "z": round(dev / spread, 2), "peers": len(meds) - 1,
-                    "window_s": WINDOW_S, "windows": run}, out)
+                    "z": round(z, 2), "peers": len(meds) - 1,
+                    "window_s": WINDOW_S, "windows": run, **basis}, out)
             continue
         a.runs.pop(rank, None)
         a.onset.pop(rank, None)
@@ -161,6 +204,89 @@ def _async_judge(self: JobMonitor, a: _Async, ts: float, out: list[Finding]) -> 
                     "rank": rank, "asynchronous": True,
                     "compute_ratio_to_peers": round(math.exp(dev), 4),
                     "note": f"back at its peers' pace for {WINDOWS} windows"}, out)
+
+
+def _own_se(xs: list[float], m: float) -> float:
+    """The standard error of a worker's window median ``m`` of its log busy times ``xs``: from
+    its own steps' spread (MAD, floored at MAD_FLOOR), times the median's ~1.25 over a mean."""
+    sigma = max(MAD_FLOOR, MAD_TO_SIGMA * median([abs(x - m) for x in xs]))
+    return 1.2533 * sigma / math.sqrt(len(xs))
+
+
+def _first_look(a: _Async, rank: int, over: float, se: float) -> tuple[float, float]:
+    """The worker's standing at its first judged window on its node (kept; a worker moved to
+    another node looks anew and leaves its class): ``(over, se)``."""
+    where = a.where.get(rank)
+    node = where[0] if where is not None else None
+    f = a.first.get(rank)
+    if f is None or f[0] != node:
+        a.cls.pop(rank, None)
+        a.off.pop(rank, None)
+        if rank not in a.first and len(a.first) >= RANKS_KEPT:
+            return over, se
+        f = a.first[rank] = (node, over, se)
+    return f[1], f[2]
+
+
+def _against_classes(a: _Async, meds: dict[int, float],
+                     ses: dict[int, float]) -> dict[int, tuple[float, float, dict]]:
+    """Each worker's window median over its class's pace (detector.sku_class, as the
+    synchronous path reads it: two or more whole nodes alike slower from their first look,
+    under MAX_OFFSET, are another GPU model; a worker in no class is judged against the job's
+    typical worker), in units of the workers' spread: rank -> ``(dev, z, evidence)``."""
+    ranks = list(meds)
+    m = np.fromiter((meds[r] for r in ranks), float, len(ranks))
+    se = np.fromiter((ses[r] for r in ranks), float, len(ranks))
+    nodes = [a.where[r][0] if r in a.where else None for r in ranks]
+    prev = np.fromiter((a.off.get(r, 0.0) for r in ranks), float, len(ranks))
+    over = m - float(np.median(m - prev))
+    looks = [_first_look(a, r, float(over[i]), float(se[i])) for i, r in enumerate(ranks)]
+    first = np.array([f[0] for f in looks])
+    first_se = np.array([f[1] for f in looks])
+    cls = np.fromiter((a.cls.get(r, -1) for r in ranks), np.int64, len(ranks))
+    ready = np.ones(len(ranks), dtype=bool)
+    off, known = sku_class.offsets(cls, over, se, ready)
+    free = cls < 0
+    if np.count_nonzero(free):
+        found = sku_class.find(nodes, over - off, se, first, first_se, free, known)
+        if found:
+            for i, n in enumerate(nodes):
+                if n in found and free[i] and len(a.cls) < RANKS_KEPT:
+                    cls[i] = a.cls[ranks[i]] = found[n]
+            off, _ = sku_class.offsets(cls, over, se, ready)
+    adj = m - off
+    dev = adj - float(np.median(adj))
+    spread = max(MAD_FLOOR, MAD_TO_SIGMA * float(np.median(np.abs(dev))))
+    judged: dict[int, tuple[float, float, dict]] = {}
+    for i, r in enumerate(ranks):
+        o = float(off[i])
+        if o > 0.0:
+            a.off[r] = o
+        judged[r] = (float(dev[i]), float(dev[i]) / spread,
+                     {"class_offset_ratio": round(math.exp(o), 4)} if o > 0.0 else {})
+    return judged
+
+
+def _against_own_pace(a: _Async, meds: dict[int, float], ses: dict[int, float],
+                      cap: float) -> dict[int, tuple[float, float, dict]]:
+    """A few workers (MIN_SMALL to MIN_RANKS - 1): no referee to spread, so each worker's
+    window median over the median of the others', less its own standing at its first look
+    (a heavier shard, a slower GPU steady from the start: up to ``cap``, the synchronous path's
+    start offset), in units of the standard errors of the three from their own steps: rank ->
+    ``(dev, z, evidence)``."""
+    judged: dict[int, tuple[float, float, dict]] = {}
+    for r, m in meds.items():
+        others = [v for q, v in meds.items() if q != r]
+        ref = median(others)
+        ref_se = median([ses[q] for q in meds if q != r])
+        over = m - ref
+        f, f_se = _first_look(a, r, over, ses[r])
+        base = min(max(f, 0.0), cap)
+        dev = over - base
+        z = dev / math.hypot(ses[r], ref_se, f_se if base > 0.0 else 0.0)
+        judged[r] = (dev, z, {"start_offset_ratio": round(math.exp(base), 4)} if base > 0.0
+                     else {})
+    return judged
 
 
 def _async_expire(self: JobMonitor, now: float, out: list[Finding]) -> None:
