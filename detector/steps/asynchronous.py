@@ -159,12 +159,12 @@ def _async_judge(self: JobMonitor, a: _Async, ts: float, out: list[Finding]) -> 
     """Judge the window that ended before ``ts`` and start the next."""
     meds: dict[int, float] = {}
     ses: dict[int, float] = {}
-    for r, xs in a.samples.items():
-        if len(xs) >= MIN_SAMPLES:
-            meds[r] = m = median(xs)
-            ses[r] = _own_se(xs, m)
-    is_async = (a.msgs >= MIN_MSGS and a.shared <= SHARED_MAX * a.msgs
-                and len(meds) >= MIN_SMALL)
+    if a.msgs >= MIN_MSGS and a.shared <= SHARED_MAX * a.msgs:   # (a synchronous job: never)
+        for r, xs in a.samples.items():
+            if len(xs) >= MIN_SAMPLES:
+                meds[r] = m = median(xs)
+                ses[r] = _own_se(xs, m)
+    is_async = len(meds) >= MIN_SMALL
     a.start, a.msgs, a.shared = ts, 0, 0
     a.samples = {}
     if not is_async:
