@@ -11,6 +11,10 @@ was caught, counted from the first sampled iteration at which its time is
 
     python bench/alibaba_replay.py [--data DIR] [--step-s 1.0] [--ratios N [--ref 2,3,4,5]]
 
+``--asynchronous`` also replays each job as an asynchronous one (:func:`as_asynchronous`: one
+global step count, no two workers sharing a number), with all its workers and with seeded
+subsets of 3-5 of them, and prints the pages (steps.asynchronous; BENCHMARKS "async40").
+
 ``--ratios N`` prints, per job and per N iterations, each worker's time over the median of the
 reference workers (``--ref``; default every other worker), the median over the samples: the
 table a page is judged on (BENCHMARKS "ali22, round 22").
@@ -22,6 +26,7 @@ job 2 stable differences between workers, jobs 3 and 4 several stragglers.
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
@@ -50,6 +55,43 @@ def straggler_onset(records: list[dict], worker: int, factor: float = 1.3) -> in
         if worker in row and others and row[worker] >= factor * statistics.median(others):
             return step
     return None
+
+
+def as_asynchronous(records: list[dict], workers: set[int] | None = None, gap_s: float = 0.7,
+                    seed: int = 0) -> list[dict]:
+    """``records`` (one job's, from ``import_files``) as an asynchronous job's: each worker's
+    sampled iterations ``gap_s`` apart on its own clock from a seeded phase, and the step
+    numbers one global count in event-time order, as parameter servers hand them out (no two
+    workers share one).  ``workers``: only these (None: all).  Each worker's times and order
+    are the trace's; only who-waits-for-whom is changed."""
+    rng = random.Random(seed)
+    mine: dict[int, list[dict]] = defaultdict(list)
+    for r in records:
+        if workers is None or r["value"]["rank"] in workers:
+            mine[r["value"]["rank"]].append(r)
+    t0 = min(r["value"]["ts"] for r in records)
+    out = []
+    for w in sorted(mine):
+        phase = rng.uniform(0.0, gap_s)
+        for i, r in enumerate(sorted(mine[w], key=lambda r: r["value"]["step"])):
+            ts = t0 + phase + i * gap_s + rng.uniform(-0.1, 0.1) * gap_s
+            out.append({**r, "value": {**r["value"], "ts": round(ts, 3)}})
+    out.sort(key=lambda r: r["value"]["ts"])
+    for g, r in enumerate(out):
+        r["value"]["step"] = 1_000_000 + g
+    return out
+
+
+def async_pages(records: list[dict]) -> list[tuple[int, float]]:
+    """The firing pages of ``records`` replayed (an :func:`as_asynchronous` job's): (worker,
+    seconds after its first record)."""
+    with tempfile.TemporaryDirectory(prefix="detect-alibaba-") as tmp:
+        log = Path(tmp) / "async.jsonl"
+        write_records(log, records)
+        res = replay_log(log)
+    t0 = records[0]["value"]["ts"]
+    return [(int(a.scope.node.rsplit("-w", 1)[-1]), round(a.detected_ts - t0, 1))
+            for a in res.alerts if a.status == "firing" and a.scope.node]
 
 
 def replay_job(csv_path: Path, step_s: float = 1.0) -> dict:
@@ -112,6 +154,9 @@ def main() -> int:
                     help="also print each worker's ratio to the reference per N iterations")
     ap.add_argument("--ref", type=lambda t: [int(w) for w in t.split(",")], default=None,
                     help="reference workers for --ratios (default: every other worker)")
+    ap.add_argument("--asynchronous", action="store_true",
+                    help="also replay each job as an asynchronous one, all its workers and "
+                         "seeded subsets of 3-5")
     args = ap.parse_args()
     print(f"{'job':6} {'workers':>7} {'iters':>6} {'pages':>5} {'problems':>8} {'re-fired':>8}"
           "  workers paged (iteration of the page)")
@@ -127,6 +172,14 @@ def main() -> int:
               f"{'  invalid rows: ' if invalid else ''}{sum(invalid.values()) or ''}")
         if args.ratios > 0:
             print(ratio_table(records, args.ratios, args.ref))
+        if args.asynchronous:
+            ranks = sorted({r["value"]["rank"] for r in records})
+            rng = random.Random(csv_path.stem)
+            sets = [set(ranks)] + [set(rng.sample(ranks, k)) for k in (3, 4, 5) for _ in range(3)
+                                   if k < len(ranks)]
+            for ws in sets:
+                print(f"  asynchronous, workers {sorted(ws)}: pages "
+                      f"{async_pages(as_asynchronous(records, ws))}")
         if csv_path.stem == "job_1_norm":
             hit = [it for w, it in pages if w == 6]
             w6 = (straggler_onset(records, 6), hit[0] if hit else None)

@@ -12,10 +12,14 @@ tests/test_revA39.py's (revA39 F1 and F3 are its tests).
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from bench.alibaba_replay import DATA, as_asynchronous, async_pages
 from detector.engine import Engine
 from detector.testing import T0, feed
+from replay.importers.alibaba import import_files
 from tests.test_revA39 import _ps_job
 
 SECOND_MODEL = {r: 1.12 for r in range(32, 48)}   # n4 and n5: another GPU model
@@ -81,3 +85,14 @@ def test_guard_a_small_async_job_healthy_or_slower_alike_pages_nothing(seed: int
     assert _scopes(_ps_job(workers=4, gpn=2, seconds=400.0, seed=seed)) == []
     assert _scopes(_ps_job(workers=3, gpn=2, seconds=300.0, seed=seed,
                            slow={r: 1.3 for r in range(3)})) == []
+
+
+@pytest.mark.parametrize("job", [1, 2, 3])
+def test_guard_pai_workers_replayed_as_an_async_job_page_nothing(job: int) -> None:
+    # Real per-worker times (Alibaba PAI, bench/alibaba_replay.py --asynchronous): workers up to
+    # ~12 % apart from their first iteration (job 1's 0-2, job 2's 5, job 3's 0-1), all ten and
+    # subsets of 3-5 of them, as asynchronous jobs: no worker is paged.
+    records, _, _ = import_files([DATA / f"job_{job}_norm.csv"])
+    rng = random.Random(job)
+    for ws in [None] + [set(rng.sample(range(10), k)) for k in (3, 4, 5)]:
+        assert async_pages(as_asynchronous(records, ws)) == [], ws
