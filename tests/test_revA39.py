@@ -263,18 +263,10 @@ def _firing_at(events) -> list[tuple[str, str, str, float]]:
             for a in feed(Engine(), events) if a.status == "firing"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA39 F5 (real fault missed with cap39's 5c81f0e; wrong cause before): a GPU 12-20 % "
-    "slow with nothing in its telemetry (a hidden fault, from step 200) on a node of a site's "
-    "cap wave (0x4 on nodes 2, 3, 6 from 100 to 400 s, clock -6 %): cap39 pages nothing in "
-    "1,100 s -- 20 of 20 runs (4/8 GPUs a node, 10/30 s polls, seeds 0-1, +9/12/20 %), not "
-    "after the wave ends either (700 s of the fault uncapped); a2e2c2e isolated it "
-    "slow_node/power at +1 s (16 of 16: the cap's cause for a slowdown twice the cap's).  "
-    "The same fault after the waves, or with none: escalated unknown in 6 steps.  The site's "
-    "hold (_fleet_explains/_site_explains, _found_alike) takes the rank for its node's cap "
-    "and keeps it.  Fix idea: a rank is the cap's only while its excess over its capped "
-    "node mates is under slow_min_effect (the cap slows them alike); past it, or once its "
-    "node's cap ended, its run is its own (escalated unknown)."))
+# (revA39 F5, fixed by cap40 in round 40 -- xfailed before: a hidden 9-20 % fault on a node of a
+# site's cap wave was never paged, 24 of 24 runs; a run grown past what the cap explains is its
+# GPU's own, and so is one still slow a minute after its node's cap let go:
+# detector.correlate.power._grown_past_cap, _held_for_site; tests/test_cap40.py.)
 def test_a_hidden_fault_on_a_node_of_a_site_cap_wave_is_paged() -> None:
     got = _firing_at(_site(waves=[(100, 400, {2, 3, 6})], hidden=(2, 1, 200, 1.2)))
     assert ("escalation", "unknown", "gpu:node-002/1") in [g[:3] for g in got], got

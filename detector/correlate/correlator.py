@@ -740,6 +740,8 @@ class Correlator(PartWindows):
         _facility_cap,
         _fleet_cap,
         _fleet_explains,
+        _grown_past_cap,
+        _held_for_site,
         _hold_for_poll,
         _node_cap,
         _note_cap,
@@ -752,6 +754,7 @@ class Correlator(PartWindows):
         _running_free,
         _site_explains,
         _site_joined,
+        _site_lately,
         _withdraw_for_site,
     )
     from detector.correlate.problems import (

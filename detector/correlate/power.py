@@ -82,12 +82,43 @@ def _explained(routine: float, drop: float) -> float:
     return (1.0 - min(routine, drop)) / (1.0 - min(drop, 0.5))
 
 
+def _grown_pace(slow: Finding) -> float | None:
+    """A run told again grown (``grown_from``: detector.steps' _grown_runs, its pace past
+    twice the told excess on several steps in a row): its pace now, its latest step's
+    ratio, when that is a number above its run's mean (None otherwise).  A run begun under a
+    cap's few percent and grown past it (a fault under the cap) has a mean over its whole run
+    that the cap's steps dilute: revA39 F5, a GPU 20 % slow from 100 s into a site's 6 % cap,
+    told again at 1.30x with a run mean of 1.066x -- within the cap's 1.064x and two points,
+    held as the site's for good (a2e2c2e: isolated power, the cap's cause for a slowdown
+    three times its depth)."""
+    mean, now = slow.evidence.get("mean_ratio_over_run"), slow.evidence.get(
+        "compute_ratio_to_peers")
+    if slow.evidence.get("grown_from") and _is_drop(now) and (
+            not _is_drop(mean) or now > mean):
+        return float(now)
+    return None
+
+
+def _past_cap_now(slow: Finding, drop: float) -> bool:
+    """A run told again grown whose pace now (:func:`_grown_pace`, one step: three of its
+    steps' ``noise_sigma`` allowed, two points at least) is past what a SW cap ``drop`` deep
+    explains: a cap slows work at most as its clock."""
+    now = _grown_pace(slow)
+    if now is None:
+        return False
+    sigma = min(max(float(slow.evidence.get("noise_sigma") or 0.0), 0.0), _MAX_NOISE_SIGMA)
+    return now / _baseline(slow) > _explained(0.0, drop) * (1.0 + max(0.02, 3.0 * sigma))
+
+
 def _within_cap(slow: Finding, drop: float) -> bool:
     """Whether a rank's slowdown beyond its baseline (its run's mean pace, else its latest
-    step's) is within what a SW cap ``drop`` deep explains, two points allowed, no routine
-    discount -- a site's cap (Correlator._power_impact, _site_explains).  A pace not told
-    (None, 0) is within; one that is no number (NaN) explains nothing (_site_explains read
-    it as within, and withdrew a page on it)."""
+    step's; a run grown past the cap since it was told: not, :func:`_past_cap_now`) is
+    within what a SW cap ``drop`` deep explains, two points allowed, no routine discount --
+    a site's cap (Correlator._power_impact, _site_explains).  A pace not told (None, 0) is
+    within; one that is no number (NaN) explains nothing (_site_explains read it as within,
+    and withdrew a page on it)."""
+    if _past_cap_now(slow, drop):
+        return False  # (grown past the cap since it was told: _grown_pace)
     ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
         "compute_ratio_to_peers")
     return not ratio or ratio / _baseline(slow) - 1.0 <= _explained(0.0, drop) - 1.0 + 0.02
@@ -322,7 +353,8 @@ def _power_impact(self, slow: Finding, now: float, out: list[Alert],
         # the 20.7 % left after a 2.6 % routine dip minutes before: escalated 'unknown'
         # "no throttling" until the sustained rule isolated it 3.7 s later).
         routine = 0.0
-    if ratio and ratio > _explained(routine, drop) * (1.0 + _pace_noise(slow)):
+    if ratio and ratio > _explained(routine, drop) * (1.0 + _pace_noise(slow)) or (
+            _past_cap_now(slow, float(drop) if _is_drop(drop) else 0.0)):
         # Work slows at most in proportion to the clock: a rank slower than its clock
         # loss explains (beyond its steps' noise) has something else wrong with it.
         return False
@@ -667,7 +699,9 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
                 # (two nodes' caps this long: each its own -- revB31 2; a withdrawn node
                 # capped on flap_window_s past the site's last say: its own, paged again)
                 return False
-            if active and slow.key not in self._owner:
+            if (active or self._slow_wait.get(unit) is slow) and slow.key not in self._owner:
+                # (the waiting finding looked at again, its run told again since -- slow
+                # alone on its node, detector.steps.alone: held on, not dropped untimed)
                 self._slow_wait[unit] = slow
                 self._timer(now + self.cfg.benign_grace_s / 2, "slow", unit)
             return True
@@ -686,6 +720,39 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
     self._timer(until, "slow", unit)
     return True
+
+
+def _grown_past_cap(self, slow: Finding) -> bool:
+    """A run told again grown past what its GPU's SW power cap explained when it grew
+    (:func:`_past_cap_now` at the depth told then, :meth:`_cap_depth_at`) -- no longer the
+    site's: a rank slowed twice a site's 6 % cap has a fault of its own (revA39 F5: held as
+    the site's, looked at again until ``flap_window_s`` past the cap's last say, and never
+    paged).  A run within the cap (a ramp the cap's depth explains, blind21 D1's row caps,
+    a capped rank's two noisy steps) stays held as before."""
+    if not slow.evidence.get("grown_from"):
+        return False
+    return _past_cap_now(slow, self._cap_depth_at(slow.scope.key, slow.ts))
+
+
+def _held_for_site(self, slow: Finding, now: float) -> bool:
+    """A slow rank a site's cap explained lately (``_fleet_held``: within ``flap_window_s``
+    of its last say, :meth:`_fleet_explains`) and not grown past it since
+    (:meth:`_grown_past_cap`): the site's, no fault -- looked at again, never grouped with a
+    rank paged beside it (revA39 F5: a GPU's hidden fault on a node of a site's cap wave,
+    its seven capped mates held as the site's, was escalated as the node)."""
+    held = self._fleet_held.get(slow.scope.key)
+    return (held is not None and now < held + self.cfg.flap_window_s
+            and not self._grown_past_cap(slow))
+
+
+def _site_lately(self, slow: Finding, now: float) -> bool:
+    """A slow rank a site's cap explained within ``flap_window_s`` (``_fleet_held``): the
+    node mates it was found slow alike with (``node_wide``, ``node_alarmed``) were the
+    cap's, so that is no host fault's sign -- paged, it is its GPU's (revA39 F5: a hidden
+    fault grown past a site's cap, or still slow a minute after the cap let go, was
+    escalated as its node, its mates capped with it and explained)."""
+    held = self._fleet_held.get(slow.scope.key)
+    return held is not None and now < held + self.cfg.flap_window_s
 
 
 def _before_fleet_cap(self, slow: Finding, cap: Finding, drop: float, now: float) -> bool:

@@ -381,8 +381,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
     if (self._power_impact(f, due, out) or self._throttle_impact(f, due, out)
             or self._pcie_impact(f, due, out)):
         return
-    held = self._fleet_held.get(unit)
-    if held is not None and due < held + self.cfg.flap_window_s and not ended:
+    if not ended and self._held_for_site(f, due):
         # A site's cap explained it lately (_fleet_explains): looked at again until its run
         # ends -- 1-80 s after the cap let go in blind21's tune logs (a run clears only
         # after slow_clear_steps steps at its peers' pace); still slow flap_window_s after
@@ -406,14 +405,16 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
     # Group only with the same job's slow ranks (evidence never mixes tenants), and not
     # with ranks that power management explains.
     members = [g for g in self._unexplained_slow() if g.job == f.job
-               and self._benign_explanation(g, due) is None]
+               and self._benign_explanation(g, due) is None
+               and (g is f or not self._held_for_site(g, due))]
     node = [g for g in members if g.scope.node == f.scope.node]
     replica = {g.scope.node: g for g in members
                if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
     whole = self._replica_across(f, members, node, len(replica))
     if whole is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
-    elif len(node) >= 2 or self._node_escalated(f) or _found_alike(f) or _host_alone(f):
+    elif len(node) >= 2 or self._node_escalated(f) or _host_alone(f) or (
+            _found_alike(f) and not self._site_lately(f, due)):
         scope, group = Scope.of_node(f.scope.node), node  # type: ignore[arg-type]
     elif len(replica) >= 2 and f.job is not None and f.dp_rank is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), list(replica.values())
