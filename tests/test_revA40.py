@@ -347,17 +347,20 @@ def test_a_port_shared_by_two_jobs_under_the_nic_map_is_paged() -> None:
 
 
 def _ar_job(*, seed: int, gpn: int, at: int, factor: float = 1.09, ranks: int = 16,
-            steps: int = 260, rho: float = 0.8, sigma: float = 0.02) -> list:
+            steps: int = 260, rho: float = 0.8, sigma: float = 0.02,
+            common: float = 0.0) -> list:
     """A synchronous DP job (1 s steps, compute 700 ms) whose every GPU's compute wanders as an
-    AR(1) of lag-1 ``rho`` and spread ``sigma`` (revA38 F2's wander), rank 1 ``factor`` slower
-    for 40 steps from step ``at`` (a real fault)."""
+    AR(1) of lag-1 ``rho`` and spread ``sigma`` (revA38 F2's wander), plus a job-wide AR(1)
+    of lag-1 0.9 and spread ``common`` (its input's pace: the same on every rank), rank 1
+    ``factor`` slower for 40 steps from step ``at`` (a real fault)."""
     rng = np.random.default_rng(seed)
-    x = np.zeros(ranks)
+    x, y = np.zeros(ranks), 0.0
     e = sigma * np.sqrt(1 - rho * rho)
     out = []
     for s in range(steps):
         x = rho * x + rng.normal(0, e, ranks)
-        c = 700.0 * np.exp(x)
+        y = 0.9 * y + rng.normal(0, common * np.sqrt(1 - 0.81))
+        c = 700.0 * np.exp(x + y)
         if at <= s < at + 40:
             c[1] *= factor
         step_ms = round(float(c.max()) + 250.0, 2)
@@ -394,3 +397,23 @@ def test_ar1_wander_in_a_dp16_jobs_warm_up_pages_no_gpu(gpn: int) -> None:
 def test_a_9_percent_fault_under_ar1_wander_is_paged(seed: int) -> None:
     got = _fired(_ar_job(seed=seed, gpn=8, at=200))
     assert [g[2] for g in got if g[3] >= 200] == ["gpu:node-000/1"], got
+
+
+# -- perf40: the thermal rows' batch path must change no page -----------------------------------
+
+
+def test_guard_a_hot_gpu_and_a_nodes_brake_page_as_on_e72792d() -> None:
+    # (14 thermal probe runs -- a capped node's hot GPU, an uncapped one heating at 10/30 s
+    # polls and 4/8 GPUs a node, a node's 0x80 brake, a cap wave, a clock lock -- gave the same
+    # alerts, dedup keys and times on e72792d and perf40's e187e5b: /tmp/revA40/p2_thermal.py)
+    def heating(n: int, g: int, s: int) -> tuple[float, int, float, float, float]:
+        if (n, g) != (3, 2) or s < 50:
+            return FREE
+        dt = min(0.1 * (s - 50), 30.0)
+        return (1980.0 * (1 - 0.004 * max(66 + dt - 75, 0.0)), 0x20 if 66 + dt >= 88 else 0,
+                1.0, dt, 640.0)
+    assert _fired(_job(heating, gpn=4, steps=300)) == [
+        ("isolation", "thermal", "gpu:node-003/2", 191)]
+    brake = _job(lambda n, g, s: (1400.0, 0x80, 1.0, 0.0, 300.0) if n == 5 and 120 <= s < 180
+                 else FREE, steps=300)
+    assert _fired(brake) == [("isolation", "power", "node:node-005", 121)]
