@@ -25,7 +25,7 @@ from tests.test_dark37 import _steps
 from tests.test_dark39 import STOP, _save_then_dark
 from tests.test_liveness import NODES, fleet, write
 from tests.test_revA38 import loader_job
-from tests.test_revA39 import _firing, _topo
+from tests.test_revA39 import _firing, _ps_job, _topo
 
 # (clock MHz, clock-event reasons, slowness beyond the clock's, temperature offset C, power W)
 State = Callable[[int, int, int], tuple[float, int, float, float, float]]
@@ -398,6 +398,19 @@ def test_a_9_percent_fault_under_ar1_wander_is_paged(seed: int) -> None:
     got = _fired(_ar_job(seed=seed, gpn=8, at=200))
     assert [g[2] for g in got if g[3] >= 200] == ["gpu:node-000/1"], got
 
+
+
+# -- async40: workers judged against their class; 3-5 workers -----------------------------------
+
+
+def test_guard_async_classes_keep_a_fault_in_the_slower_class_and_page_no_healthy_few() -> None:
+    # (async40 e1ff1b5: 3-5 workers healthy at 3 % or 8 % spread for 600 s, 24 runs, and a
+    # slower model on 2 of 4 workers' nodes: no page; a 20 % fault on a worker of the slower
+    # class of two: paged at its GPU at 123 s, 2 of 2; 4 GPUs a node: no page)
+    assert _firing(_ps_job(workers=4, gpn=2, seconds=600.0, seed=1)) == []
+    assert _firing(_ps_job(workers=48, model={r: 1.12 for r in range(32, 48)},
+                           slow={40: 1.2})) == [("escalation", "unknown", "gpu:n5/0")]
+    assert _firing(_ps_job(workers=24, gpn=4, model={r: 1.12 for r in range(16, 24)})) == []
 
 # -- perf40: the thermal rows' batch path must change no page -----------------------------------
 
