@@ -84,9 +84,10 @@ def _dark_pages(tmp_path, recs: list[dict]) -> list[tuple[str, int]]:
     "unattributed at the requeue (681-750 s), 4 of 6 runs (10/30 s polls; released 200 s "
     "after: 0 of 2).  A node that reported a minute or two past its job's stop did not stop "
     "that job; liveness._back_without reads any restart behind as a crash the dark node "
-    "shared, however long the node outlived the job's last step.  (Near the on-record remark "
-    "'drain-with-requeue looks like a crash during a save', but here the node outlived the "
-    "stop by 6-12 polls.)  Fix idea: a save moves bytes -- the node's NIC tx during the gap; "
+    "shared, however long the node outlived the job's last step.  (revA39 put the drained "
+    "form -- dark 20-60 s after the stop -- on record as the contract's ambiguity, "
+    "'drain-with-requeue looks like a crash during a save'; here the node outlived the stop "
+    "by 6-12 polls.)  Fix idea: a save moves bytes -- the node's NIC tx during the gap; "
     "a node whose ports went quiet with its job's stop and that reported on for more than a "
     "few polls was idle, not saving: no crash of its."))
 @pytest.mark.parametrize(("interval", "off", "resume", "swap"), [
