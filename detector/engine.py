@@ -33,7 +33,7 @@ from detector.decoding import decode_value
 from detector.events import MAX_AHEAD_S, Event, InvalidMessage, NonFinite
 from detector.findings import Finding
 from detector.monitors import Monitors
-from detector.pipeline.correlator import CorrelatorPartition
+from detector.pipeline.correlator import CorrelatorPartition, check_times
 from detector.pipeline.source import SourcePartition, checked_state, finding_tag
 from detector.quiet import quiet_run
 from detector.statecodec import UNSIGNED, SnapshotRefused, StateCodec
@@ -268,6 +268,10 @@ class Engine:
         eng.stage = CorrelatorPartition.from_state(stage, 0, -1, topology,
                                                    expected=(eng.source.source,),
                                                    home=home_cluster, topologies=topologies)
+        # (the correlator is fed by the source alone: none of its times past the source's
+        # clocks -- each cluster's monitors keep their own)
+        clock = max(m.clock for m in (eng.source.monitors, *eng.source.others.values()))
+        check_times(stage, clock + MAX_AHEAD_S if clock > -math.inf else None)
         eng.cfg = eng.source.monitors.cfg
         eng.topology = topology
         eng._src = eng.stage.sources[eng.source.source]

@@ -472,7 +472,7 @@ def _decaying(x: object) -> bool:
 # ``_recovery``, a ``_retired_sbe`` of -1, a counter baseline past the blank restored as they
 # were).  Held to what the live code keeps: its counters' baselines (CounterDeltas), decaying
 # counts, XIDs seen (the last 8, each (ts, code)), a recovery action DESIGN names, times finite
-# (-inf: none yet), counts from 0.
+# (-inf: none yet), counts from 0, its SBE rate's bins (RisingRate.restored_ok; hard40: type only).
 FIELDS = {
     "scope": lambda x: type(x) is Scope and x.level == "gpu",
     "_counters": lambda x: type(x) is CounterDeltas and x.restored_ok(len(ECC_COUNTERS)),
@@ -488,7 +488,8 @@ FIELDS = {
     "_resets_since": lambda x: type(x) is dict and all(
         is_count(k) and is_count(n) for k, n in x.items()),
     "_faulted": is_bool, "_sbe_evidence": is_bool, "_nvl_replay_ts": is_time,
-    "_sbe_ts": is_time, "_sbe_rise": lambda x: x is None or type(x) is RisingRate,
+    "_sbe_ts": is_time,
+    "_sbe_rise": lambda x: x is None or type(x) is RisingRate and x.restored_ok(),
     "_sbe_climbed": is_bool,
 }
 assert set(FIELDS) == set(GpuHealth.__slots__)

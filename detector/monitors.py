@@ -10,7 +10,7 @@ the same findings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from msgspec.structs import replace
@@ -46,7 +46,14 @@ from detector.node_names import NodeNames
 from detector.node_temps import FIELDS as _NODE_TEMPS_FIELDS
 from detector.port_names import PortNames
 from detector.sample_hooks import NOTES as _HOOKS  # what each kind feeds beside its unit
-from detector.statecodec import bad_field, is_map_of, is_time, refuse_unless
+from detector.statecodec import (
+    DEADLINE_S,
+    bad_field,
+    first_past,
+    is_map_of,
+    is_time,
+    refuse_unless,
+)
 from detector.steps import JobMonitor
 from detector.thermal import FIELDS as _THERMAL_FIELDS
 from detector.thermal import GpuThermal, NodeTemps
@@ -812,6 +819,50 @@ class Monitors:
         refuse_unless(all(type(getattr(self, n)) is int for n in (
             "_n_step", "_n_ecc", "_n_nic", "_n_thermal", "_n_nonfinite", "_n_unknown_node",
             "_n_findings")), "Monitors: a count is not an int")
+
+    def check_times(self, limit: float) -> None:
+        """:class:`~detector.statecodec.SnapshotRefused` if a restored time lies past ``limit``
+        (its restoring worker's wall clock + ``MAX_AHEAD_S``; without one, this state's own
+        clock + ``MAX_AHEAD_S``) or a deadline ``DEADLINE_S`` past it.  A live record that far
+        ahead is refused (check_ahead); a state holding one -- year 2100 in a clock or a GPU's
+        newest sample (hard40: finite, so ``is_time`` took it) -- took every live record of
+        its partition, job or GPU as late, forever."""
+        bad = first_past(limit, self._restored_times()) or first_past(
+            limit + DEADLINE_S, self._restored_deadlines())
+        refuse_unless(bad is None, f"{bad}: a time past the restoring worker's clock")
+
+    def _restored_times(self) -> Iterator[tuple[str, Any]]:
+        """The newest-seen times a later record is judged late against (check_times)."""
+        yield "Monitors.clock", self.clock
+        for job in self._jobs.values():
+            yield from (("JobMonitor.clock", job.clock),
+                        ("JobMonitor._last_step_ts", job._last_step_ts),
+                        ("JobMonitor._host_seen_ts", job._host_seen_ts))
+        for m in self._thermal.values():
+            yield "GpuThermal._last_ts", m._last_ts
+        for h in self._ecc.values():
+            yield from (("GpuHealth._counters", h._counters.last_ts),
+                        ("GpuHealth._sbe_ts", h._sbe_ts),
+                        ("GpuHealth._nvl_replay_ts", h._nvl_replay_ts))
+            yield from (("GpuHealth._xids", t) for t, _ in h._xids)
+            yield from (("GpuHealth._last_error", t) for t in h._last_error.values())
+            if h._sbe_rise is not None:
+                yield "RisingRate._last_ts", h._sbe_rise._last_ts
+        for n in self._nics.values():
+            yield "NodeNics._ref_ts", n._ref_ts
+            for p in n._ports.values():
+                yield from (("NicPort.last_ts", p.last_ts),
+                            ("NicPort.counters", p.counters.last_ts))
+        for t in self._node_temps.values():
+            yield "NodeTemps.median_ts", t.median_ts
+            yield from (("NodeTemps.times", x) for x in t.times.values())
+
+    def _restored_deadlines(self) -> Iterator[tuple[str, Any]]:
+        """The times a restored state waits for (check_times): a sweep, a prune, a job's expiry."""
+        for name in ("_next_sweep", "_next_prune", "_prune_at", "_live_at"):
+            yield f"Monitors.{name}", getattr(self, name)
+        for job in self._jobs.values():
+            yield "JobMonitor._next_expire", job._next_expire
 
     def attach(self, topology: Topology | None,
                wall_clock: Callable[[], float] | None = None) -> None:

@@ -41,7 +41,7 @@ import hashlib
 import hmac
 import math
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -107,6 +107,22 @@ def is_real(x: Any) -> bool:
 def is_finite(x: Any) -> bool:
     """A float (or int) neither NaN nor infinite: an event time a rule counted, a reading."""
     return type(x) in (float, int) and math.isfinite(x)
+
+
+# How far past its clock a restored deadline (a prune, a sweep, a timer) may lie: a day, longer
+# than any wait the code sets (forget_after_s, unit_idle_s: an hour).
+DEADLINE_S = 86_400.0
+
+
+def first_past(limit: float, times: Iterable[tuple[str, Any]]) -> str | None:
+    """The name of the first time after ``limit``, or None: for a restored state's event times
+    held to the restoring worker's clock (hard40: a *finite* far-future time -- year 2100 in a
+    clock or a ``ts`` -- passed ``is_time``, and a clock restored there took every live record
+    as late: the partition blind).  Non-numbers are the type checks' to refuse."""
+    for name, t in times:
+        if type(t) in (float, int) and t > limit:
+            return name
+    return None
 
 
 def within(lo: float, hi: float) -> Callable[[Any], bool]:

@@ -95,6 +95,33 @@ class RisingRate:
         self._lead = -1                # events of the run's first bin (-1: still open)
         self._changed_ts = -math.inf   # the latest reading with an event
 
+    def restored_ok(self) -> bool:
+        """Its fields as the live code keeps them (a snapshot restored from fields of any type;
+        hard40: only its type was checked): settings finite, a bin's span and ``step`` > 0
+        (``_judge`` divides by the spans), ``bins`` from 1; a run's bin edges finite and rising,
+        one more than its closed bins' counts (ints >= 0, at most ``bins``) or none at all; its
+        times finite or "none yet" (-inf; NaN for the onset of no run); its history sound."""
+        real = (float, int)
+        settings = (self.bin_s, self.events, self.step, self.step_z, self.z, self.history_factor)
+        if not (all(type(x) in real and math.isfinite(x) for x in settings)
+                and self.bin_s > 0.0 and self.step > 0.0 and self.events >= 0.0
+                and self.history_factor >= 0.0 and type(self.bins) is int and self.bins >= 1):
+            return False
+        edges, counts = self._edges, self._counts
+        if not (type(edges) is list and type(counts) is list and len(counts) <= self.bins
+                and (len(edges) == len(counts) + 1 if edges else not counts)
+                and all(type(t) in real and math.isfinite(t) for t in edges)
+                and all(a < b for a, b in zip(edges, edges[1:], strict=False))
+                and all(type(n) is int and n >= 0 for n in counts)):
+            return False
+        first = self._first_ts
+        return (type(self._open) is int and self._open >= 0
+                and type(self._lead) is int and self._lead >= -1
+                and all(type(t) in real and -math.inf <= t < math.inf
+                        for t in (self._last_ts, self._changed_ts))
+                and type(first) in real and (math.isfinite(first) or math.isnan(first))
+                and type(self._history) is DecayingCount and self._history.restored_ok())
+
     @property
     def running(self) -> bool:
         """Whether a run is open (its next reading must be counted, with an event or not)."""

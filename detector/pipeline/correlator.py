@@ -17,6 +17,7 @@ from typing import Any
 from detector import hang, host_node, job_pace, lemon, liveness, nic_cnp
 from detector.alerts import Alert
 from detector.correlate import Correlator, check_power_restored
+from detector.events import MAX_AHEAD_S
 from detector.findings import (
     Finding,
     FindingMessage,
@@ -29,7 +30,15 @@ from detector.findings import (
 from detector.pipeline.clusters import MAX_CLUSTERS, MAX_KEPT, ClusterSlots, other_topologies
 from detector.pipeline.source import SNAPSHOT_VERSION, dumps, finite, partition_state
 from detector.recovery import Placement
-from detector.statecodec import UNSIGNED, StateCodec, is_map_of, is_time, refuse_unless
+from detector.statecodec import (
+    DEADLINE_S,
+    UNSIGNED,
+    StateCodec,
+    first_past,
+    is_map_of,
+    is_time,
+    refuse_unless,
+)
 from detector.thermal import MAX_IDLE_TOLD
 from detector.thresholds import Thresholds
 from detector.topology import Topology
@@ -39,6 +48,9 @@ from detector.topology import Topology
 MAX_NODE_CLUSTERS = 1 << 16
 
 log = logging.getLogger(__name__)
+# A node's cluster in CorrelatorPartition._cluster_of when it is the home's and unnamed, whatever
+# its later rows name (cluster_of: its first page went out under a key naming no cluster).
+_HOME = ""
 _said_full = False  # the error of a cluster's findings dropped past MAX_KEPT: once a process
 
 
@@ -79,6 +91,37 @@ def _unlike_fresh(corr: Any) -> str | None:
         if not (got is kind or kind in (int, float) and got in (int, float)):
             return f"correlator.{name}"
     return None
+
+
+def check_times(state: dict[str, Any], limit: float | None) -> None:
+    """:class:`SnapshotRefused` if a restored time of a findings partition lies past ``limit``
+    (the restoring worker's wall clock + ``MAX_AHEAD_S``; None: no wall clock, the deadlines
+    alone held to its newest time) or a deadline ``DEADLINE_S`` past it.  ``state``: what
+    :meth:`CorrelatorPartition.state` saves, or a cluster split's correlator alone.  svc39
+    refused +inf and NaN; a finite year 2100 in ``_clock`` or a source's watermark still went
+    (hard40) -- and a correlator at 2100 took every finding as late, a watermark there
+    released every finding at once, unordered."""
+    corr = state["correlator"]
+    times: list[tuple[str, Any]] = [("correlator._clock", corr._clock)]
+    if "released" in state:
+        times.append(("released", state["released"]))
+    times += [("sources: a watermark", s.wm) for s in state.get("sources", {}).values()]
+    for name in ("last", "cluster_at"):  # (their shapes checked in from_state)
+        kept = state.get(name)
+        times += [(name, t) for t in (kept.values() if type(kept) is dict else ())]
+    times += [("heap: a finding's ts", e[4].ts) for e in state.get("heap", ())]
+    times += [("correlator.problems: an onset", getattr(p, "onset_ts", None))
+              for p in corr.problems.values()]
+    if limit is None:
+        # (no wall clock: its newest time is all it can be held to -- its deadlines only)
+        limit = max((t for _, t in times if type(t) in (float, int)), default=-math.inf)
+        if limit == -math.inf:
+            return  # (nothing told yet that a deadline could be far past)
+    bad = first_past(limit, times) or first_past(limit + DEADLINE_S, [
+        ("correlator._next_prune", corr._next_prune),
+        *(("correlator._timers", t[0] if type(t) is tuple and t else None)
+          for t in corr._timers)])
+    refuse_unless(bad is None, f"{bad}: a time past the restoring worker's clock")
 
 
 def _check_state(state: dict[str, Any]) -> None:
@@ -231,6 +274,9 @@ class CorrelatorPartition:
         self._seen: dict[str, set[str]] = {}
         # node -> the first `cluster` value a record or finding of it carried (cluster_of).
         self._cluster_of: dict[str, str] = {}
+        # node -> the released clock when a record or finding of it last named it (or none):
+        # its entry in _cluster_of goes with its other state (_prune_nodes).
+        self._cluster_at: dict[str, float] = {}
         self.cluster_moves = 0    # a node named under another cluster than its first: kept
         self.cluster_over = 0     # a node's cluster not kept: MAX_NODE_CLUSTERS known
         self.findings = 0
@@ -259,21 +305,32 @@ class CorrelatorPartition:
         clusters naming their hosts alike; blind29's two sites under a topology of its own
         name are not that).  A later value that differs (a misconfigured or forged row)
         does not move the node: counted (``cluster_moves``), the first kept; the finding keeps
-        the value it names (its own cluster's correlator, as before).  Bounded: past
+        the value it names (its own cluster's correlator, as before).  But a node whose
+        first rows named none and whose fault the home's correlator already holds (its first
+        row an XID event without ``cluster``, paged at once under a key naming none) is the
+        home's, unnamed (``_HOME``; counted a move): its later rows' value would make a
+        second key, a second page of the one fault (hard40, clu39's open case).  Bounded: past
         MAX_NODE_CLUSTERS nodes a new one is not remembered (``cluster_over``)."""
         if node is None:
             return cluster
         known = self._cluster_of.get(node)
+        if known is not None:
+            self._cluster_at[node] = self.released
+            if known == _HOME:
+                if cluster is not None:
+                    self.cluster_moves += 1
+                return None
         if cluster is None:
-            slots = self.clusters
-            home = slots.cluster
-            if (known is not None and known != home and self.topology is not None
-                    and home is not None and home in (slots.named, slots.hint)
-                    and self.topology.has_node(node)):
+            if known is not None and known != self.clusters.cluster and self._homes(node):
                 return None  # (the home's topology has it: the home's, unnamed as before)
             return known
         if known is None:
             if len(self._cluster_of) < MAX_NODE_CLUSTERS:
+                self._cluster_at[node] = self.released
+                if node in self.correlator._units_of_node and not self._homes(node):
+                    self._cluster_of[node] = _HOME
+                    self.cluster_moves += 1
+                    return None
                 self._cluster_of[node] = cluster
             else:
                 self.cluster_over += 1
@@ -281,8 +338,36 @@ class CorrelatorPartition:
             self.cluster_moves += 1
         return cluster
 
+    def _homes(self, node: str) -> bool:
+        """The home is the topology's (configured, or the cluster it names itself) and the
+        topology has ``node``: a row without ``cluster`` is the home's node, one naming
+        another cluster that cluster's (home28: two clusters naming their hosts alike)."""
+        slots = self.clusters
+        home = slots.cluster
+        return (self.topology is not None and home is not None
+                and home in (slots.named, slots.hint) and self.topology.has_node(node))
+
     def was_seen(self, node: str, what: str) -> bool:
         return what in self._seen.get(node, ())
+
+    def _prune_nodes(self, now: float) -> None:
+        """Forget the cluster of each node gone with its other state (run with the home
+        correlator's prune): no word of it -- a record's notice or a finding -- for
+        ``unit_idle_s``, its monitors forgotten by every source (no ``seen``), and no
+        correlator holding a signal of it (a firing problem keeps its signals: a latched
+        XID waits for its GPU's reset, its node's rows must still find its cluster).  Bounded
+        at MAX_NODE_CLUSTERS, the map still kept a node gone for a day for ever (clu39)."""
+        idle = now - self.cfg.unit_idle_s
+        gone = [n for n, t in self._cluster_at.items() if t < idle]
+        if not gone:
+            return
+        seen = [self._seen, *(s for _, s in self.others.values())]
+        corrs = self._correlators()
+        for node in gone:
+            if not any(node in s for s in seen) and not any(
+                    node in c._units_of_node for c in corrs):
+                del self._cluster_at[node]
+                self._cluster_of.pop(node, None)
 
     @property
     def cluster(self) -> str | None:
@@ -371,6 +456,7 @@ class CorrelatorPartition:
             state["last"] = self._last
         if self._cluster_of:
             state["cluster_of"] = self._cluster_of
+            state["cluster_at"] = self._cluster_at
         return state
 
     @classmethod
@@ -379,13 +465,16 @@ class CorrelatorPartition:
                 now: float = 0.0, source_timeout_s: float = 30.0,
                 empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
                 codec: StateCodec = UNSIGNED, home: str | None = None,
-                topologies: Mapping[str, Topology] | None = None) -> CorrelatorPartition:
-        """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours."""
+                topologies: Mapping[str, Topology] | None = None,
+                wall_clock: Callable[[], float] | None = None) -> CorrelatorPartition:
+        """The partition a snapshot saved; :class:`SnapshotRefused` if it is not one of ours
+        (``wall_clock``: the restoring worker's, which no restored time may be far past)."""
         state = partition_state(codec, blob, f"findings:{partition}@{offset}", "correlator",
                                 Correlator, "not a findings partition's state")
         return cls.from_state(state, partition, offset, topology, expected=expected, now=now,
                               source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
-                              fed_grace_s=fed_grace_s, home=home, topologies=topologies)
+                              fed_grace_s=fed_grace_s, home=home, topologies=topologies,
+                              wall_clock=wall_clock)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], partition: int, offset: int,
@@ -393,10 +482,13 @@ class CorrelatorPartition:
                    now: float = 0.0, source_timeout_s: float = 30.0,
                    empty_grace_s: float = 5.0, fed_grace_s: float = 0.25,
                    home: str | None = None,
-                   topologies: Mapping[str, Topology] | None = None) -> CorrelatorPartition:
+                   topologies: Mapping[str, Topology] | None = None,
+                   wall_clock: Callable[[], float] | None = None) -> CorrelatorPartition:
         """The partition :meth:`state` described, with what a snapshot never holds given back
         (``home``: the configured home cluster; a home the state names wins)."""
         _check_state(state)
+        limit = None if wall_clock is None else wall_clock() + MAX_AHEAD_S
+        check_times(state, limit)
         part = cls(partition, state["correlator"].cfg, topology, expected=expected, now=now,
                    source_timeout_s=source_timeout_s, empty_grace_s=empty_grace_s,
                    fed_grace_s=fed_grace_s, home=home, topologies=topologies)
@@ -414,6 +506,7 @@ class CorrelatorPartition:
             refuse_unless(type(entry[1]) is Correlator, "a cluster split is malformed")
             _check_state({"released": 0.0, "heap": [], "sources": {}, "seen": entry[2],
                           "correlator": entry[1], "counts": (0, 0, 0, 0)})
+            check_times({"correlator": entry[1]}, limit)
             entry[1].attach(part.topologies.get(entry[0]), _seen_in(entry[2]))
             return entry[1], entry[2]
 
@@ -427,6 +520,12 @@ class CorrelatorPartition:
         refuse_unless(is_map_of(cluster_of, str, str)
                       and len(cluster_of) <= MAX_NODE_CLUSTERS, "cluster_of: malformed")
         part._cluster_of = cluster_of
+        # (a snapshot of round 39 has no times: its nodes as of the clock it was taken at)
+        cluster_at = state.get("cluster_at", dict.fromkeys(cluster_of, part.released))
+        refuse_unless(is_map_of(cluster_at, str, (float, int)) and cluster_at.keys()
+                      == cluster_of.keys() and all(map(is_time, cluster_at.values())),
+                      "cluster_at: malformed")
+        part._cluster_at = cluster_at
         to = part.clusters.due()
         if to is not None:
             part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
@@ -530,6 +629,8 @@ class CorrelatorPartition:
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
         """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
         self.cluster_of(node, cluster)
+        if self._cluster_of.get(node) == _HOME:
+            cluster = None  # (the home's node: seen there, as its findings go there)
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster:
             if self.correlator_for(cluster) is None:
@@ -540,6 +641,8 @@ class CorrelatorPartition:
 
     def forget(self, node: str, what: str, cluster: str | None = None) -> None:
         """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
+        if self._cluster_of.get(node) == _HOME:
+            cluster = None
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster \
                 and self.clusters.cluster is not None:
@@ -666,6 +769,8 @@ class CorrelatorPartition:
         if clock > self.released or (hold is not None and timers and timers[0][0] <= clock):
             # corr.advance(clock) when it has anything to do (a timer due, a prune)
             if clock >= corr._next_prune or (timers and timers[0][0] <= clock):
+                if clock >= corr._next_prune and self._cluster_at:
+                    self._prune_nodes(clock)
                 self._guarded(corr.advance, clock, alerts, hold)
             if clock > self.released:
                 self.released = clock

@@ -276,7 +276,14 @@ class SourcePartition:
                       and len(held_new) <= MAX_CLUSTERS * JUMP_AGREE
                       and all(type(getattr(e, "cluster", None)) is str for e in held_new),
                       "a count or held is malformed")
-        state["monitors"].check_restored()
+        def checked(mon: Monitors) -> None:
+            # (its times held to the worker's wall clock where there is one, else to its own)
+            mon.check_restored()
+            ref = mon.clock if wall_clock is None else wall_clock()
+            if ref > -math.inf:  # (no wall clock and no record yet: nothing to hold it to)
+                mon.check_times(ref + MAX_AHEAD_S)
+
+        checked(state["monitors"])
         part = cls(topic, partition, findings_partitions, topology=topology, now=now,
                    hold_ahead=hold_ahead, home=home, topologies=topologies)
         part.monitors = state["monitors"]
@@ -289,7 +296,7 @@ class SourcePartition:
             part.held_new.setdefault(e.cluster, []).append(e)
         def monitors(entry: list[Any]) -> Monitors:
             refuse_unless(type(entry[1]) is Monitors, "a cluster split is malformed")
-            entry[1].check_restored()
+            checked(entry[1])
             entry[1].attach(part.topologies.get(entry[0]), wall_clock)
             return entry[1]
 

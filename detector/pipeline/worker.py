@@ -225,7 +225,7 @@ class PipelineWorker:
                 tp[1], offset, blob, self.topology, expected=self.expected_sources, now=now,
                 source_timeout_s=self.source_timeout_s, empty_grace_s=self.idle_advance_s,
                 fed_grace_s=self.hold_back_s, codec=self.codec, home=self.home_cluster,
-                topologies=self.topologies))
+                topologies=self.topologies, wall_clock=self.wall_clock))
         return SourcePartition.restore(self.telemetry_topics[tp[0]], tp[1],
                                        self.findings_partitions, offset, blob, self.topology,
                                        now=now, codec=self.codec, wall_clock=self.wall_clock,
