@@ -392,6 +392,31 @@ def _clear_lone(self, step: int, cleared: np.ndarray, buf: _StepBuffer,
                                      {"step": step}))
 
 
+def _lone_unlasted(self, out: list[Finding]) -> None:
+    """The end of the input (:meth:`expire` at +inf, its waiting steps decided): a lone
+    straggler (:meth:`_page_lone`) whose run had not lasted ``host_straggler.LONE_S`` by the
+    job's last step is withdrawn as of that step.  The correlator escalates such a rank only
+    once its run has lasted LONE_S (Correlator._hold_for_ecc), and time run on without steps
+    shows no duration -- as host_late's lasting is told on the step that shows it.  A live
+    worker's job stopping there has the rank withdrawn (:meth:`_retract_slow`) and the run
+    dropped (Correlator._lone_dropped); the replay's end of input escalated it when the
+    hold's timer came (host39, open: a per-rank loader burst in a one-rank-a-node job's last
+    30 steps escalated at its node 17 s after the job's last step).  A run that lasted
+    LONE_S of its job's steps is left to page."""
+    n = len(self._rank_of)
+    last = self._last_step_ts
+    for s in np.flatnonzero(self._lone_rep[:n] & self._reported[:n]).tolist():
+        if float(self._host.onset_ts[s]) + host_straggler.LONE_S <= last:
+            continue
+        self._lone_rep[s] = self._reported[s] = False
+        rank = self._rank_of[s]
+        out.append(self._finding(
+            rank, None, "slow_rank", "slow_node", "unknown", last, last, False, 0.0,
+            {"step": self._last_step, "rank": rank,
+             "note": "the input ended before its run lasted "
+                     f"{host_straggler.LONE_S:g} s of its job's steps"}))
+
+
 def _host_from_start(self, r: np.ndarray, big: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Indices into ``r`` (of ``big``: alarmed host runs, not raised, averaging
     host_min_effect; ``z`` their scores this step) of ranks late by their host path since

@@ -671,6 +671,8 @@ class JobMonitor(NumericChecks):
                     self._evaluate(step, now, out, False)
             elif n >= exp - max(1, int(exp * cfg.straggler_share)):
                 self._evaluate(step, now, out, n >= exp)
+        if now == math.inf and self._lone_rep.any():
+            self._lone_unlasted(out)
 
     def _late(self, e: StepSample, out: list[Finding]) -> None:
         self.late += 1
@@ -1190,6 +1192,7 @@ class JobMonitor(NumericChecks):
         _host_trend,
         _host_units,
         _lone_from_start,
+        _lone_unlasted,
         _page_lone,
         _reset_host,
     )
