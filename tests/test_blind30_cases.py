@@ -37,14 +37,9 @@ EXPECT: dict[str, tuple] = {
     "F2-node-clock-lock-escalated-unknown": (
         caught_with_cause,
         None, 1),
-    "F3-canary-clock-policy-escalated": (
-        bc.nothing_paged,
-        "blind30 F3: two canary-driver nodes whose clock policy holds 1,830-1,860 MHz busy "
-        "(no reason bit; their ranks 2.5-3.5 % slower from the log's first record, a cohort "
-        "of 2 of 8 replicas) are escalated slow_node/unknown, each node (tune: 4 escalations "
-        "in 2 of 4 canary logs). Arguable: DESIGN makes a clock loss that hurts the job a "
-        "recommendation; I label a deliberate cohort policy routine. Either way 'unknown' "
-        "with the clock 7 % low in its rows is not the right answer", 0),
+    # (hard40: a cohort's clock policy is routine -- Correlator._clock_policy; escalated
+    # slow_node/unknown at each node before)
+    "F3-canary-clock-policy-escalated": (bc.nothing_paged, None, 0),
     "F4-pure-dp-noise-run-escalated": (
         bc.nothing_paged,
         "blind30 F4: a pure-DP rank (32 peers, PAI noise at a 1.5-2 % CoV, lag-1 ~0.5) 6 % "

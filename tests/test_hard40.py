@@ -320,3 +320,41 @@ def test_the_nodes_times_survive_a_snapshot() -> None:
     back = Engine.restore(UNSIGNED.encode(state, "engine"))
     assert set(back.stage._cluster_at) == {"gpu-001"}
 
+
+# -- 5. a cohort's clock policy (blind30 F3) ------------------------------------------------
+
+
+def _cohort(low_nodes: tuple[int, ...], clock_low: float, slow: float) -> list[tuple]:
+    """Eight nodes of 8 GPUs, one 64-rank job; ``low_nodes``' GPUs busy at ``clock_low``
+    with no clock-event reason (the others at 1,980 MHz) and their ranks ``slow`` times
+    their peers' compute from step 40."""
+    ranks = {r: slow for n in low_nodes for r in range(n * 8, n * 8 + 8)}
+    evs: list[Any] = list(healthy_job(ranks=64, steps=150, slow=ranks, slow_from=40))
+    for k in range(0, 150, 5):
+        for n in range(8):
+            clock = clock_low if n in low_nodes else 1980.0
+            evs += [thermal(T0 + k, f"node-{n:03d}", g, clock_mhz=clock, power_w=650.0)
+                    for g in range(8)]
+    evs.sort(key=lambda e: e.ts)
+    return [(a.topic.split(".")[1], a.cause, a.scope.key)
+            for a in feed(Engine(), evs) if a.status == "firing"]
+
+
+def test_two_nodes_at_a_cohorts_lower_clock_page_nobody() -> None:
+    # Fails before: both escalated slow_node/unknown (blind30 F3's shape: 1,845 MHz against
+    # 1,980, no reason bit, their ranks 6 % slow -- within the clock's 7 % share).
+    assert _cohort((2, 3), 1845.0, 1.06) == []
+
+
+@pytest.mark.parametrize(("low", "clock", "slow", "pages"), [
+    ((2,), 1845.0, 1.06, [("escalation", "unknown", "node:node-002")]),  # one node: no cohort
+    ((2, 3), 1845.0, 1.15, [("escalation", "unknown", "node:node-002"),  # beyond its clock
+                            ("escalation", "unknown", "node:node-003")]),
+    ((2, 3), 1700.0, 1.08, [("isolation", "software", "node:node-002"),  # held: clu39's
+                            ("isolation", "software", "node:node-003")]),
+    ((2, 3), 1980.0, 1.06, [("escalation", "unknown", "node:node-002"),  # no clock lost
+                            ("escalation", "unknown", "node:node-003")]),
+], ids=["alone", "beyond-its-clock", "held", "no-clock-loss"])
+def test_guard_what_a_clock_policy_does_not_explain(low: tuple[int, ...], clock: float,
+                                                    slow: float, pages: list) -> None:
+    assert _cohort(low, clock, slow) == pages

@@ -786,6 +786,7 @@ class Correlator(PartWindows):
         dedup_key,
     )
     from detector.correlate.slow import (
+        _clock_policy,
         _ended_throttle,
         _explanation,
         _explanation_wait,

@@ -11,12 +11,18 @@ from typing import Any
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
 from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike, _found_alike
+from detector.correlate.power import _within_cap
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
 HELD_GPUS = 2        # a node's slow GPUs held by a setting, at least, for a software page
+# A cohort's clock policy (_clock_policy): a node's busy clock POLICY_MIN or more below its job's
+# other GPUs' (a boost clock wanders ~1 %: 3 % is a setting, not chance), shared within
+# POLICY_BAND of the reference by another node of the job.
+POLICY_MIN = 0.03
+POLICY_BAND = 0.02
 
 
 def _host_alone(f: Finding) -> bool:
@@ -436,6 +442,10 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         extra["ruled_out"].insert(0, held.pop("why"))
         extra["sm_clock"] = held
         extra["next_diagnostic"] = clock_diagnostic(scope, held["sm_clock_mhz"])
+    if held is None and lone is None and self._clock_policy(f, scope, group):
+        for g in group:  # (a cohort's clock policy: routine, nobody paged)
+            self._slow_wait.pop(g.scope.key, None)
+        return
     sent = len(out)
     if held is not None and lone is None and self._held_by_setting(scope, group):
         # (every slow GPU of the node at a clock a setting holds: software, reset its clocks)
@@ -549,13 +559,59 @@ def _held_by_setting(self, scope: Scope, group: list[Finding]) -> bool:
     at the node whose action resets the clocks (`nvidia-smi -rgc`, ``reset_clocks``;
     nothing restarts).  Not this rule's: one GPU low beside free mates (detector.stuck_clock,
     the GPU's own), a replica's one low GPU (_lone_clock), a clock 3-9 % low (a cohort's
-    clock policy, a newer driver: below CLOCK_HELD, stays the escalation it was), a node
+    clock policy, a newer driver: below CLOCK_HELD, :meth:`_clock_policy`'s), a node
     whose GPUs' reason bits say power or heat (those never reach here as held)."""
     if scope.level != "node" or len(group) < HELD_GPUS:
         return False
     gpus = [g for g in group if g.scope.level == "gpu" and g.scope.node == scope.node]
     return len(gpus) == len(group) and all(
         self._held_clock(g, [g]) is not None for g in gpus)
+
+
+def _clock_policy(self, f: Finding, scope: Scope, group: list[Finding]) -> bool:
+    """Whether a node's slowness is a clock policy its cohort shares: routine, no page.
+
+    Reads the slow ranks' GPUs' busy clocks with no clock-event reason (``sm_clock``,
+    detector.throttle) against the job's GPUs on other nodes.  True when ``scope`` is a node,
+    HELD_GPUS or more of its slow ranks' GPUs (all the group) each run POLICY_MIN or more below
+    the job's others but less than ``job_pace.CLOCK_HELD`` (a deeper hold is a setting to
+    reset: :meth:`_held_by_setting`), another node of the job runs its GPUs at that clock too
+    (within POLICY_BAND: a cohort), and each rank's slowdown beyond its baseline is within
+    what the clock loss explains (work slows at most in proportion to the clock, two points
+    allowed: power.py's ``_within_cap``).  Several nodes' GPUs held alike, by no power or
+    heat NVML would name, is an operator's setting applied to a cohort -- a canary driver's
+    clock policy, a power-performance profile (blind30 F3: two canary nodes at 1,830-1,860
+    MHz against 1,980, their ranks 2.5-4 % slow, escalated unknown each) -- and DESIGN makes
+    a policy routine; the job runs at the cohort's pace by its operator's choice.  Not this
+    rule's: one node low alone (no cohort: a stray setting or a fault, escalated as before),
+    a rank slower than its clock explains (something besides the clock), a clock that
+    carries a reason (power, heat: their own rules), ranks of the node at their peers' pace
+    beside the slow ones (a group short of the node's GPUs told)."""
+    if scope.level != "node" or len(group) < HELD_GPUS or f.job is None:
+        return False
+    clocks = self._clocks
+    mine = [c[0] for g in group if g.scope.level == "gpu" and g.scope.node == scope.node
+            and (c := clocks.get(g.scope.key)) is not None]
+    ranks = self._placement.ranks.get(f.job)
+    if len(mine) < len(group) or not ranks:
+        return False
+    others: dict[str, list[float]] = {}
+    for node, gpu, _ in islice(ranks.values(), _CLOCK_PEERS):
+        if node != scope.node and (c := clocks.get(Scope.of_gpu(node, gpu).key)) is not None:
+            others.setdefault(node, []).append(c[0])
+    peers = [c for cs in others.values() for c in cs]
+    if len(peers) < 2:
+        return False
+    ref = job_pace.median_clock(peers)
+    lo, hi = (1.0 - job_pace.CLOCK_HELD) * ref, (1.0 - POLICY_MIN) * ref
+    if not all(lo < c <= hi for c in mine):
+        return False
+    clock = job_pace.median_clock(mine)
+    if not any(abs(job_pace.median_clock(cs) - clock) <= POLICY_BAND * ref
+               for cs in others.values()):
+        return False
+    drop = 1.0 - clock / ref
+    return all(_within_cap(g, drop) for g in group)
 
 
 def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
