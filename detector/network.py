@@ -1193,9 +1193,12 @@ class NodeNics:
 
     def _mates_gbps(self, p: _Port, ts: float, cfg: Thresholds) -> list[list[Any]]:
         """The node's other ports' Gb/s on their latest samples (``[nic, gbps]``, at most
-        ``MATES_KEPT``; none the topology calls storage or management, none silent for
+        ``MATES_KEPT``; none the topology calls storage or management, none down or silent for
         ``nic_gap_s``): the correlator compares the port with the mates that carry its own
-        job (correlate.ports), where the node's median mixes other tenants' demand."""
+        job (correlate.ports), where the node's median mixes other tenants' demand.  Every
+        such port, not only those with a history at the node's pace: a mate that fell with
+        the port long enough ago to have lost that history fell too (a job's demand gone from
+        both its ports)."""
         recent = ts - cfg.nic_gap_s
         mates = [[o.scope.nic, round(o.gbps, 2)] for o in self._ports.values()
                  if o is not p and o.gbps is not None and o.role >= 0 and not o.down

@@ -16,9 +16,9 @@ import pytest
 from msgspec.structs import replace
 
 from detector.engine import Engine
-from detector.events import NicSample
+from detector.events import NicSample, StepSample
 from detector.network import MATES_KEPT, RAIL_NODES
-from detector.testing import feed
+from detector.testing import T0, feed, step
 from tests.test_revA39 import _ports, _topo
 from tests.test_review_round10 import busy, firing, traffic
 
@@ -61,3 +61,50 @@ def test_a_page_keeps_no_neighbour_ports_figures() -> None:
     assert signal["gbps"] == 30.0 and signal["node_median_gbps"] == 100.0
     assert signal["demand"] == "own_pace" and "mates_gbps" not in signal
     assert MATES_KEPT >= 18  # (a GB200 tray's netdevs)
+
+
+def _rails_fleet(gpus_on_first: range) -> list:
+    """Five nodes of 8 GPUs and 4 NICs (GPUs 2k, 2k+1 on mlx5_k), port rows every 10 s: one
+    job on ``gpus_on_first`` of node-000 and all 8 GPUs of the other four, stepping every
+    second; node-000's mlx5_3 at 3 Gb/s from its first sample, every other port at 75."""
+    nodes = [f"node-{n:03d}" for n in range(5)]
+    ranks = [(nodes[0], g) for g in gpus_on_first] + [(n, g) for n in nodes[1:] for g in range(8)]
+    events: list = [step(T0 + s + 0.001 * r, r, s, job="a", node=node, gpu=g)
+                    for s in range(400) for r, (node, g) in enumerate(ranks)]
+    ports = {f"mlx5_{k}": busy for k in range(4)}
+    ports["mlx5_3"] = lambda node, i: 3.0 if node == "node-000" else 75.0
+    return sorted(events + traffic(nodes, ports, 40), key=lambda e: e.ts)
+
+
+def test_an_idle_gpus_port_is_not_judged_by_its_names_rails_on_other_nodes() -> None:
+    # node-000's job leaves GPUs 6-7 idle (revA38 F8's node): its mlx5_3 at 3 Gb/s is theirs,
+    # whatever the other nodes' mlx5_3 carry (8-GPU jobs): the layout decides over the rails.
+    assert firing(feed(Engine(), _rails_fleet(range(6)))) == []
+    # (the guard: the job on all 8 GPUs of node-000 -- the port is its, and slow)
+    assert firing(feed(Engine(), _rails_fleet(range(8)))) == [
+        ("network", "nic", "nic:node-000/mlx5_3:1")]
+
+
+def test_a_job_leaving_a_node_it_shared_is_not_a_bad_port() -> None:
+    # Jobs a (GPUs 0-3) and b (GPUs 4-7) on n1 and n2; b stops at 300 s and its ports
+    # (mlx5_2, mlx5_3) fall to 0.5 Gb/s on both nodes while a's carry on at 100.  A port of b
+    # fell with its twin: b's demand gone, not a bad port (map, Slurm, none).
+    events = _ports({"a": range(4), "b": range(4, 8)}, nics=4, bad="none", seconds=600)
+    events = [e for e in events if not (isinstance(e, StepSample) and e.job == "b"
+                                        and e.ts >= T0 + 300.0)]
+    out = []
+    sent: dict[tuple[str, str], float] = {}
+    last: dict[tuple[str, str], float] = {}
+    for e in events:
+        if isinstance(e, NicSample) and e.nic in ("mlx5_2", "mlx5_3"):
+            key = (e.node, e.nic)
+            t = e.ts - T0
+            dt = t - last.get(key, t)
+            last[key] = t
+            sent[key] = sent.get(key, 0.0) + (0.5 if t >= 300.0 else 100.0) * dt / 16.0 * 1e9
+            n = int(sent[key])
+            e = replace(e, tx_bytes=n, rx_bytes=n)
+        out.append(e)
+    for topo in ("map", "slurm", ""):
+        alerts = feed(Engine(topology=_topo(topo, 4)), out)
+        assert [a.scope.key for a in alerts if a.status == "firing"] == [], topo

@@ -43,8 +43,10 @@ GPUs ask; that is known when (detector.network's ``demand`` on the verdict, else
 - (c) never at its node's pace, its name runs at its node's pace on at least
   ``network.RAIL_NODES`` other nodes (``rails``: one job's rails, each node's port of the
   name carrying its collectives -- a cable trained down before the job, one node's rail slow
-  beside fifteen; tests/test_lead_round10.py).  One other node's port at pace is not enough:
-  a fleet's tenants differ node by node (revA38 F8's idle port beside one other node);
+  beside fifteen; tests/test_lead_round10.py), and no layout is told for its node (where one
+  is, it decides: the other nodes' port of the name carries their jobs, this node's may serve
+  GPUs its job leaves idle).  One other node's port at pace is not enough: a fleet's tenants
+  differ node by node (revA38 F8's idle port beside one other node);
 - (d) with the map, the layout puts the jobs of the mates it is compared with behind it
   (above; on a node its jobs split, the mates carrying exactly its jobs: revA39 F2);
 - (b) with no map, one job runs on every GPU of the node (:func:`_one_job_fills`): every one
@@ -95,9 +97,10 @@ def _tenants_apart(self: Correlator, f: Finding) -> bool:
 
 def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str]) -> bool:
     """With no map, on a node its jobs share: whether the port of ``f`` fell below half of
-    its own level (``demand`` ``own_pace``) alone -- every mate carrying traffic still at the
-    node's pace -- while every job on the node has more GPUs than one port serves (the node's
-    GPUs over its ports carrying traffic), so each job's collectives cross two ports or more.
+    its own level (``demand`` ``own_pace``) alone -- every other port of the node
+    (``mates_gbps``) still at the node's pace: an idle frontend port beside it holds the
+    verdict too, the cautious side -- while every job on the node has more GPUs than one port
+    serves (the node's GPUs over its ports), so each job's collectives cross two ports or more.
     One job's ranks put the same traffic on each of its NICs: its demand falling moves all
     its ports together, and a port falling alone under it is the port's (revA39 F2: jobs on
     GPUs 0-3 and 4-7, mlx5_3 100 -> 30 Gb/s beside three at 100).  A job on no more GPUs
@@ -109,11 +112,10 @@ def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str])
             or not _number(median):
         return False
     cfg = self.cfg
-    busy = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and _number(m[1])
-            and m[1] >= cfg.nic_busy_gbps]
-    if not busy or min(busy) < cfg.nic_throughput_ratio * median:  # type: ignore[operator]
-        return False  # (another port low too: a workload's class, or the jobs' own levels)
-    ports = len(busy) + 1
+    rates = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and _number(m[1])]
+    if not rates or min(rates) < cfg.nic_throughput_ratio * median:  # type: ignore[operator]
+        return False  # (another port low too: a job's demand falling, or the jobs' own levels)
+    ports = len(rates) + 1
     gpus = _gpu_count(self, node, latest)
     per_job: dict[str, int] = {}
     for job in latest.values():
@@ -211,16 +213,19 @@ def _demand_unknown(self: Correlator, f: Finding) -> bool:
 def _demand_known(self: Correlator, f: Finding, node: str, latest: dict[int, str]) -> bool:
     """Whether the port of ``f`` is known to carry its mates' kind of demand: (a) it ran at
     its node's pace and fell from its own level, or (c) its name runs at its node's pace on
-    the other nodes (a job's rails) -- the verdict's ``demand`` (detector.network) -- or,
-    never at its node's pace, (d) the map and the layout put its mates' jobs behind it, or
-    (b) with no map, one job runs on every GPU of the node (:func:`_one_job_fills`)."""
+    the other nodes (a job's rails) and no layout is told for its node -- the verdict's
+    ``demand`` (detector.network) -- or, never at its node's pace, (d) the map and the layout
+    put its mates' jobs behind it, or (b) with no map, one job runs on every GPU of the node
+    (:func:`_one_job_fills`)."""
     demand = f.evidence.get("demand")
-    if demand in ("own_pace", "rails"):
+    if demand == "own_pace":
         return True
     if "demand" not in f.evidence and f.evidence.get("own_gbps") not in (None, 0, 0.0):
         return True  # (a verdict from a worker before round 40: its own pace, as "own_pace")
     if not latest:
-        return False
+        return demand == "rails"
+    # (A layout told for the node decides over the name's rails elsewhere: the other nodes'
+    # port of that name carries their jobs, this node's may serve GPUs its job leaves idle.)
     behind = _ports_behind(self, node, latest)
     if behind is not None:
         return _alike_behind(self, f, behind)
