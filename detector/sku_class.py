@@ -84,6 +84,20 @@ def find(nodes: Sequence[str | None], over: np.ndarray, se: np.ndarray, first: n
     return out
 
 
+def joins(over: float, se: float, first: float, first_se: float, offset: float,
+          offset_se: float) -> bool:
+    """Whether a rank new on a node whose ranks are a class's (a worker added to the job, or
+    moved there) is of that class: where it stands now (``over``, ``se``) and where it stood
+    at its first look (``first``, ``first_se``) both within ``_ALIKE_Z`` standard errors of
+    the class's ``offset`` -- at its node mates' pace from its first step, not slowed since.
+
+    >>> joins(0.11, 0.01, 0.11, 0.01, 0.12, 0.01), joins(0.30, 0.01, 0.11, 0.01, 0.12, 0.01)
+    (True, False)
+    """
+    return (abs(over - offset) <= _ALIKE_Z * math.hypot(se, offset_se)
+            and abs(first - offset) <= _ALIKE_Z * math.hypot(first_se, offset_se))
+
+
 def offsets(cls: np.ndarray, over: np.ndarray, se: np.ndarray, ready: np.ndarray,
             max_offset: float = MAX_OFFSET) -> tuple[np.ndarray, dict[int, tuple[float, float]]]:
     """Each rank's class offset (log): its class's lower median ``over`` among its ready

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 
 from bench.alibaba_replay import DATA, as_asynchronous, async_pages
@@ -52,6 +53,29 @@ def test_a_whole_second_model_node_slowing_is_paged_alone() -> None:
 def test_guard_one_node_slower_from_the_start_is_still_paged() -> None:
     # (a class is two whole nodes or more: one alone cannot be told from a fault)
     assert _scopes(_ps_job(workers=48, model={r: 1.12 for r in range(40, 48)})) == ["node:n5"]
+
+
+def _joins_late(*, seconds: float = 300.0, at: float = 120.0, slow: float = 1.0) -> list:
+    """48 worker places, n4 and n5 another GPU model (1.12x); rank 47 (n5's GPU 7) joins the
+    job at ``at`` s (a worker added, or restarted there), at ``slow`` x its node mates' pace."""
+    out = []
+    for e in _ps_job(workers=48, seconds=seconds, model=SECOND_MODEL):
+        if e.rank == 47:
+            if e.ts < T0 + at:
+                continue
+            c = round(e.compute_ms * slow, 2)
+            e = msgspec.structs.replace(e, compute_ms=c, step_ms=c + 200.0)
+        out.append(e)
+    return out
+
+
+def test_a_worker_joining_a_second_model_node_later_pages_nothing() -> None:
+    # (before: escalated 60 s after it joined, 3 of 3 seeds -- a node joins a class whole)
+    assert _scopes(_joins_late()) == []
+
+
+def test_a_worker_joining_a_second_model_node_slow_is_paged() -> None:
+    assert _scopes(_joins_late(slow=1.25)) == ["gpu:n5/7"]
 
 
 @pytest.mark.parametrize("workers", [3, 5])

@@ -53,9 +53,9 @@ are never asynchronous).
 Limits: a class or a start offset is read at a worker's first judged window, so two whole nodes
 alike faulty from the job's start (under MAX_OFFSET), or a small job's worker faulty from its
 start by less than ~20 %, are taken as their own pace (as the synchronous path takes a class,
-and a rank's offset from the start in its CUSUM); a worker added later to a class's node is
-judged against the job's typical worker (a node joins a class whole, as in sku_class.find); and
-a restored monitor reads them anew from its first window.
+and a rank's offset from the start in its CUSUM); a worker added later to a class's node joins
+its class only at its node mates' pace (sku_class.joins); and a restored monitor reads them anew
+from its first window.
 
 State: not in a snapshot (set on first use, like ``_joined_at``): a restored monitor learns its
 windows anew, a minute at most.  Bounded: STEPS_KEPT step numbers, RANKS_KEPT workers (first
@@ -253,6 +253,8 @@ def _against_classes(a: _Async, meds: dict[int, float],
             for i, n in enumerate(nodes):
                 if n in found and free[i] and len(a.cls) < RANKS_KEPT:
                     cls[i] = a.cls[ranks[i]] = found[n]
+            off, known = sku_class.offsets(cls, over, se, ready)
+        if _join_node_class(a, ranks, nodes, cls, over, se, first, first_se, known):
             off, _ = sku_class.offsets(cls, over, se, ready)
     adj = m - off
     dev = adj - float(np.median(adj))
@@ -265,6 +267,30 @@ def _against_classes(a: _Async, meds: dict[int, float],
         judged[r] = (float(dev[i]), float(dev[i]) / spread,
                      {"class_offset_ratio": round(math.exp(o), 4)} if o > 0.0 else {})
     return judged
+
+
+def _join_node_class(a: _Async, ranks: list[int], nodes: list[str | None], cls: np.ndarray,
+                     over: np.ndarray, se: np.ndarray, first: np.ndarray, first_se: np.ndarray,
+                     known: dict[int, tuple[float, float]]) -> bool:
+    """A worker in no class on a node whose other workers are one class's (added to the job
+    later, or restarted there) joins it when it runs at their pace from its first look
+    (sku_class.joins): a node joins a class whole, so it could not join with its node.
+    Whether one joined."""
+    joined = False
+    of_node: dict[str, set[int]] = {}
+    for i, n in enumerate(nodes):
+        if n is not None and cls[i] >= 0:
+            of_node.setdefault(n, set()).add(int(cls[i]))
+    for i, n in enumerate(nodes):
+        ks = of_node.get(n) if n is not None and cls[i] < 0 else None
+        if ks is None or len(ks) != 1 or len(a.cls) >= RANKS_KEPT:
+            continue
+        k = next(iter(ks))
+        if k in known and sku_class.joins(float(over[i]), float(se[i]), float(first[i]),
+                                          float(first_se[i]), *known[k]):
+            cls[i] = a.cls[ranks[i]] = k
+            joined = True
+    return joined
 
 
 def _against_own_pace(a: _Async, meds: dict[int, float], ses: dict[int, float],
