@@ -303,7 +303,7 @@ def _demand(first: int) -> Callable[[str, int, int], float]:
     return gbps
 
 
-@pytest.mark.xfail(strict=True, reason=(
+_F7 = pytest.mark.xfail(strict=True, reason=(
     "revA40 F7 (healthy paged: a switch isolated, new with nic40's 1b240ad: e72792d pages "
     "nothing in the same 15 runs, a2e2c2e in 3): two jobs on two nodes of 8 GPUs and 4 NICs -- a"
     " on GPUs 0-3 or 0-4, b on the rest -- and b ends at 300 s as jobs do: its GPUs' ports fall "
@@ -316,10 +316,14 @@ def _demand(first: int) -> Callable[[str, int, int], float]:
     "whose node had a job stop within a poll of its fall is no evidence (for a port or the "
     "switch above it) until it stays low under the jobs still there for a few polls; the switch "
     "rule should need its ports' falls unexplained by any job's end."))
-@pytest.mark.parametrize(("first", "poll", "topo"), [(5, 10, "slurm"), (4, 30, "slurm"),
-                                                     (5, 10, "")], ids=["b3-10s-slurm",
-                                                                        "b4-30s-slurm",
-                                                                        "b3-10s-none"])
+
+
+# (b4-30s-slurm: fixed by nic40's 0025b50 -- _fell_alone reads every other port of the node;
+# the lead split the marks when landing it.)
+@pytest.mark.parametrize(("first", "poll", "topo"), [
+    pytest.param(5, 10, "slurm", id="b3-10s-slurm", marks=_F7),
+    pytest.param(4, 30, "slurm", id="b4-30s-slurm"),
+    pytest.param(5, 10, "", id="b3-10s-none", marks=_F7)])
 def test_a_job_ending_on_part_of_two_nodes_pages_no_switch(first: int, poll: int,
                                                              topo: str) -> None:
     events = _two_jobs({"a": (range(first), 0, 600), "b": (range(first, 8), 0, 300)},

@@ -733,6 +733,7 @@ class Correlator(PartWindows):
         _benign_explanation,
         _cap_began_apart,
         _cap_depth_at,
+        _cap_explains,
         _capped,
         _capped_alone,
         _capped_with,

@@ -124,6 +124,12 @@ def _within_cap(slow: Finding, drop: float) -> bool:
     return not ratio or ratio / _baseline(slow) - 1.0 <= _explained(0.0, drop) - 1.0 + 0.02
 
 
+def _cap_explains(self, slow: Finding, drop: float) -> bool:
+    """:func:`_within_cap` as the Correlator's method, for the concerns that read it (slow.py's
+    clock policy: a clock held ``drop`` low explains a slowdown as a cap that deep does)."""
+    return _within_cap(slow, drop)
+
+
 def _pace_noise(slow: Finding) -> float:
     """How far a slow rank's measured pace may stand above the pace its cause explains by
     noise alone, as a factor: 2 %, or three standard errors of its run's mean ratio (its

@@ -11,7 +11,6 @@ from typing import Any
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
 from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike, _found_alike
-from detector.correlate.power import _within_cap
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
@@ -578,7 +577,7 @@ def _clock_policy(self, f: Finding, scope: Scope, group: list[Finding]) -> bool:
     reset: :meth:`_held_by_setting`), another node of the job runs its GPUs at that clock too
     (within POLICY_BAND: a cohort), and each rank's slowdown beyond its baseline is within
     what the clock loss explains (work slows at most in proportion to the clock, two points
-    allowed: power.py's ``_within_cap``).  Several nodes' GPUs held alike, by no power or
+    allowed: power.py's ``_cap_explains``).  Several nodes' GPUs held alike, by no power or
     heat NVML would name, is an operator's setting applied to a cohort -- a canary driver's
     clock policy, a power-performance profile (blind30 F3: two canary nodes at 1,830-1,860
     MHz against 1,980, their ranks 2.5-4 % slow, escalated unknown each) -- and DESIGN makes
@@ -611,7 +610,7 @@ def _clock_policy(self, f: Finding, scope: Scope, group: list[Finding]) -> bool:
                for cs in others.values()):
         return False
     drop = 1.0 - clock / ref
-    return all(_within_cap(g, drop) for g in group)
+    return all(self._cap_explains(g, drop) for g in group)
 
 
 def _lone_clock(self, f: Finding, group: list[Finding]) -> tuple[Finding, dict] | None:
