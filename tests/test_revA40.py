@@ -464,16 +464,16 @@ def test_a_job_ending_on_two_nodes_of_a_leaf_of_four_pages_no_switch() -> None:
     assert _firing(events, _leaf(4)) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F11 (healthy paged: a NIC isolated, new with nic40's 1b240ad: e72792d 0 of 8): "
-    "job a on GPUs 0-4 (or 0-5) of 4 nodes, job b on GPUs 5-7 (6-7) of 3 of them (or of 7 of "
-    "8 nodes): the node b is not on has those GPUs idle from the start, its mlx5_3 (GPUs 6-7) "
-    "at a 1 Gb/s background -- isolated network/nic at 74 s, Slurm topology or none, 6 of 8 "
-    "runs (b on GPUs 4-7: none).  A port with no job behind it is read against the same "
-    "port of the job's other nodes, as if b ran there: a placement, not a link (revA38 F8's "
-    "idle port, now across nodes).  Fix idea: without a map, a port's expected demand is "
-    "its own node's jobs' (a node whose GPUs behind the port index run nothing expects "
-    "nothing); only a node whose every GPU runs the port's job may borrow its mates' rate."))
+# (Was a strict xfail; fixed by nic40's 0025b50 -- rails count only where no job layout is known
+# for the node -- the lead, landing it.) revA40 F11 (healthy paged: a NIC isolated, new with
+# nic40's 1b240ad: e72792d 0 of 8):  job a on GPUs 0-4 (or 0-5) of 4 nodes, job b on GPUs 5-7
+# (6-7) of 3 of them (or of 7 of  8 nodes): the node b is not on has those GPUs idle from the
+# start, its mlx5_3 (GPUs 6-7)  at a 1 Gb/s background -- isolated network/nic at 74 s, Slurm
+# topology or none, 6 of 8  runs (b on GPUs 4-7: none).  A port with no job behind it is read
+# against the same  port of the job's other nodes, as if b ran there: a placement, not a link
+# (revA38 F8's  idle port, now across nodes).  Fix idea: without a map, a port's expected demand
+# is  its own node's jobs' (a node whose GPUs behind the port index run nothing expects  nothing);
+# only a node whose every GPU runs the port's job may borrow its mates' rate.
 @pytest.mark.parametrize("topo", ["slurm", ""], ids=["slurm", "none"])
 def test_an_idle_gpus_port_beside_a_job_on_the_other_nodes_is_not_paged(topo: str) -> None:
     def gbps(n: str, k: int, t: int) -> float:  # (50 Gb/s a busy GPU, GPU g on mlx5_{g // 2})
