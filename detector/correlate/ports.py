@@ -71,11 +71,11 @@ one job's demand moves all of its ports together.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
 from detector.network import GROUP_INTERVAL_CAP_S
+from detector.statecodec import is_finite
 
 if TYPE_CHECKING:
     from detector.correlate.correlator import Correlator
@@ -109,10 +109,10 @@ def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str])
     mates = f.evidence.get("mates_gbps")
     median = f.evidence.get("node_median_gbps")
     if f.evidence.get("demand") != "own_pace" or not isinstance(mates, list) \
-            or not _number(median):
+            or not is_finite(median):
         return False
     cfg = self.cfg
-    rates = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and _number(m[1])]
+    rates = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and is_finite(m[1])]
     if not rates or min(rates) < cfg.nic_throughput_ratio * median:  # type: ignore[operator]
         return False  # (another port low too: a job's demand falling, or the jobs' own levels)
     ports = len(rates) + 1
@@ -181,19 +181,16 @@ def _low_beside(self: Correlator, f: Finding, alike: set[str]) -> bool:
     while they carry traffic (``nic_busy_gbps``)."""
     mates = f.evidence.get("mates_gbps")
     gbps = f.evidence.get("gbps")
-    if not alike or not isinstance(mates, list) or not _number(gbps):
+    if not alike or not isinstance(mates, list) or not is_finite(gbps):
         return False
     ref = sorted(m[1] for m in mates if isinstance(m, list) and len(m) == 2
-                 and m[0] in alike and _number(m[1]))
+                 and m[0] in alike and is_finite(m[1]))
     if not ref:
         return False
     mid = ref[len(ref) // 2]
     cfg = self.cfg
     return mid >= cfg.nic_busy_gbps and gbps < cfg.nic_throughput_ratio * mid  # type: ignore
 
-
-def _number(x: object) -> bool:
-    return type(x) in (int, float) and math.isfinite(x)  # type: ignore[arg-type]
 
 
 def _demand_unknown(self: Correlator, f: Finding) -> bool:
