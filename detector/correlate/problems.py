@@ -31,22 +31,54 @@ from detector.xid import REMAP_PENDING_XID
 _GENERIC = ("unknown", "gpu_hardware", "software")
 
 
-def _another_fault(p: Problem, kind: str, cause: str) -> bool:
-    """Whether a slow_node verdict of ``cause`` raised into firing ``p`` of the same unit is
-    another fault rather than ``p``'s return: ``p`` is quiet (every finding it stood on has
-    cleared; it waits out the flap window, :meth:`_quiet_needed`, before resolving) and the
-    two name different specific causes.  Issue 10's rule -- a problem that resolves and
-    returns within a stated window is one incident -- is about the same fault coming back
-    (a rank slow, then not, then slow again; a GPU hot again): an operator reading "node-006
+def _path(signal: str, evidence: dict[str, Any]) -> str | None:
+    """Which part of a rank's step a slow_node finding (or a problem's evidence item) reads:
+    ``host`` -- its time in neither compute nor collectives (its loader, CPUs, PCIe link:
+    detector.steps ``host_late``, detector.host_time, detector.host_events, detector.host_node,
+    a lone straggler's ``basis`` ``host_time``) --, ``compute`` -- its time in compute over its
+    peers' (``slow_rank``) --, or None (a throttle, a clock, hardware: a cause of its own)."""
+    if signal in _HOST_SIGNALS or evidence.get("basis") == "host_time":
+        return "host"
+    return "compute" if signal == "slow_rank" else None
+
+
+_HOST_SIGNALS = ("host_late", "host_share", "host_events", "host_rise")
+
+
+def _another_fault(p: Problem, kind: str, cause: str, f: Finding) -> str | None:
+    """Why a slow_node verdict ``f`` of ``cause`` raised into firing ``p`` of the same unit is
+    another fault rather than ``p``'s return (None: its return, or ``p`` still active): ``p``
+    is quiet (every finding it stood on has cleared; it waits out the flap window,
+    :meth:`_quiet_needed`, before resolving) and either the two name different specific
+    causes, or ``f`` reads another part of the step than every finding ``p`` stood on
+    (:func:`_path`: its host path late where ``p`` was slow in compute, or the reverse).
+
+    Issue 10's rule -- a problem that resolves and returns within a stated window is one
+    incident -- is about the same fault coming back (a rank slow, then not, then slow
+    again; a GPU hot again; a loader stalling on and off): an operator reading "node-006
     hot again" for a power brake on another of its GPUs, with the first GPU's stale heat as
     its evidence and the first fault's onset, is misled (reporting corpus 36: a 0x80 brake
     on GPU 5, 165 s after GPU 2's heat had cleared, paged ``thermal`` with onset 220 s
-    earlier).  Not another fault: ``p`` still active (a node's GPUs throttling 0x40 and
-    0x80 together as its cooling or supply fails is one node page), a latched page, a
-    generic cause on either side (``unknown`` refined to a cause is the same incident)."""
-    return (kind == "slow_node" and p.kind == kind and p.status == "firing" and not p.active
-            and not p.latched and p.quiet_since != math.inf and p.cause != cause
-            and p.cause not in _GENERIC and cause not in _GENERIC)
+    earlier).  So is one who never hears of a starved loader because the node's page for a
+    run of heavy batches in compute, over minutes before, was still waiting out its flap
+    window: compute and host time are different paths of the hardware, and a page on one
+    says nothing of the other (blind31 F4: a node escalated for a data-mix run at 344 s,
+    its host late from 446 s joined that quiet page silently -- the loader never paged).
+    Not another fault: ``p`` still active (a node's GPUs throttling 0x40 and 0x80 together
+    as its cooling or supply fails is one node page; a rank slow in compute and its host
+    late at once), a latched page, a generic cause refined (``unknown`` to a cause is the
+    same incident), the same part of the step again."""
+    if not (kind == "slow_node" and p.kind == kind and p.status == "firing" and not p.active
+            and not p.latched and p.quiet_since != math.inf):
+        return None
+    if p.cause != cause and p.cause not in _GENERIC and cause not in _GENERIC:
+        return f"{cause} raised on {p.scope.key} while this {p.cause} page was quiet"
+    path = _path(f.signal, f.evidence)
+    stood = {_path(str(e.get("signal")), e) for e in p.evidence}
+    if path is None or None in stood or path in stood:
+        return None
+    return (f"{p.scope.key}'s {path} time over its peers' ({f.signal}) while this page, "
+            f"raised for its {stood.pop()} time, was quiet")
 
 
 # The held-clock causes a GPU's page is raised at its node for when its rank shares its replica
@@ -108,11 +140,11 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
     key = self.dedup_key(topic, kind, scope, f.cluster)
     p = self.problems.get(key)
     detected = f.ts if detected_ts is None else detected_ts
-    if p is not None and _another_fault(p, kind, cause):
+    ended = _another_fault(p, kind, cause, f) if p is not None else None
+    if p is not None and ended is not None:
         p.extra["quiet_since_ts"] = round(p.quiet_since, 3)
-        self._resolve_now(p, detected, out, "ended_before", (
-            f"{cause} raised on {scope.key} while this {p.cause} page was quiet: another "
-            "fault, not its return"))
+        self._resolve_now(p, detected, out, "ended_before",
+                          f"{ended}: another fault, not its return")
     if p is None or p.status == "resolved":
         p = Problem(key, topic, kind, cause, scope, f, latched)
         p.add(f, self.cfg.evidence_items)
