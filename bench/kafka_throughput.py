@@ -1129,9 +1129,11 @@ def slow_report(lat: dict[str, Any], label: str) -> None:
 
 def ratio_sitting(broker: Broker, prefix: str, topics: list[str], n: int,
                   topology: str | None, partitions: int, tmp: Path, runs: int,
-                  say: Callable[[str], None]) -> dict[str, Any]:
+                  say: Callable[[str], None], base: Path | None = None) -> dict[str, Any]:
     """Issue 14's ratio in one sitting: raw, Faust's batch transport and one worker, taking
-    turns ``runs`` times on the same backlog after one untimed serve.
+    turns ``runs`` times on the same backlog after one untimed serve.  With ``base`` (another
+    checkout, ``--baseline``) its worker takes a turn before this one's each time: an A/B in
+    the same sitting, "faultline-base" beside "faultline".
 
     raw's speed moves 293k-372k events/s between runs on this box (rounds 34-37) and one pair
     moved the ratio 0.34-0.53, so each consumer's best run of the sitting is kept (the run the
@@ -1140,9 +1142,14 @@ def ratio_sitting(broker: Broker, prefix: str, topics: list[str], n: int,
     """
     serve(broker, prefix, n, 1, topology, partitions, tmp)  # untimed: a fresh broker's first
     rows: dict[str, list[dict[str, Any]]] = {"raw": [], "faust-batch": [], "faultline": []}
+    if base is not None:
+        rows["faultline-base"] = []
     for k in range(runs):
         for mode in ("raw", "faust-batch"):
             rows[mode].append(reference_consumer(mode, broker.bootstrap, topics, n))  # type: ignore[arg-type]
+        if base is not None:
+            rows["faultline-base"].append(serve(broker, prefix, n, 1, topology, partitions,
+                                                tmp, code=base))
         rows["faultline"].append(serve(broker, prefix, n, 1, topology, partitions, tmp))
         say(f"  turn {k + 1}: " + ", ".join(f"{m} {n / r[-1]['wall_s']:,.0f} events/s"
                                          for m, r in rows.items())
@@ -1162,6 +1169,15 @@ def ratio_sitting(broker: Broker, prefix: str, topics: list[str], n: int,
         f"{1e6 * cpu['raw'] / n:.2f}, faust-batch {1e6 * cpu['faust-batch'] / n:.2f}, "
         f"faultline {1e6 * cpu['faultline'] / n:.2f}); turns "
         + ", ".join(f"{x:.3f}" for x in out["turn_wall_ratios"]))
+    if base is not None:
+        out["base_wall_ratio"] = best["raw"]["wall_s"] / best["faultline-base"]["wall_s"]
+        out["base_cpu_ratio"] = cpu["raw"] / cpu["faultline-base"]
+        say(f"  baseline: best {n / best['faultline-base']['wall_s']:,.0f} events/s, "
+            f"worker/raw {out['base_wall_ratio']:.3f} by wall, {out['base_cpu_ratio']:.3f} by "
+            f"CPU (CPU µs an event {1e6 * cpu['faultline-base'] / n:.2f}); turns (base, this) "
+            + ", ".join(f"{n / b['wall_s']:,.0f} / {n / t['wall_s']:,.0f} "
+                        f"({1e6 * b['cpu_s'] / n:.2f} / {1e6 * t['cpu_s'] / n:.2f} µs)"
+                        for b, t in zip(rows["faultline-base"], rows["faultline"], strict=True)))
     return out
 
 
@@ -1257,7 +1273,8 @@ def main() -> int:
                     "6-30 %% longer wall whichever code it was (BENCHMARKS fast33, round 33)")
     ap.add_argument("--baseline", default=None, help="another checkout of faultline (e.g. "
                     "`git archive main | tar -x -C DIR`): its worker is measured too, before "
-                    "this one's, and the latency runs alternate the two (same rate)")
+                    "this one's (with --ratio: a turn each, before this one's), and the "
+                    "latency runs alternate the two (same rate)")
     ap.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting for every measured worker, baseline's too (repeatable), "
                     "e.g. FAULTLINE_SNAPSHOT_INTERVAL_S=1: snapshots every second, so more "
@@ -1310,7 +1327,7 @@ def main() -> int:
         say(f"produced the backlog ({prefix}*) in {secs:.1f}s")
         if args.ratio:
             res["ratio"] = ratio_sitting(broker, prefix, topics, n, topology, args.partitions,
-                                         tmp, args.ratio, say)
+                                         tmp, args.ratio, say, base)
             res.update(res["ratio"]["best"])  # the latency runs' maximum: the best worker run
             skip |= {"raw", "faust-batch", "faultline"}
         for mode in ("raw", "faust-agent", "faust-batch"):
