@@ -102,6 +102,28 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "sm_clock_mhz": (float, int),
     # a busy node's idle GPUs (detector.thermal's gpus_busy, read by liveness._LayoutView)
     "idle_gpus": (list,),
+    # -- the rest of what the correlator side reads (perf41: every ``f.evidence`` key read
+    # outside the monitors' own modules is declared; tests/test_perf41.py fails on one not)
+    # a slow rank's node: its mates alike / alarmed, their count (detector.steps)
+    "node_wide": (int,), "node_alarmed": (int,), "node_mates": (int,), "alone_on_node": (int,),
+    "grown_from": (float, int), "step": (int,), "basis": (str,),
+    "host_excess_ms": (float, int), "host_excess_share": (float, int),
+    # a NIC port's throughput verdict and its mates (detector.network, read by correlate.ports)
+    "gbps": (float, int), "own_gbps": (float, int), "node_median_gbps": (float, int),
+    "demand": (str,), "mates_gbps": (list,), "cnps_per_s": (float, int),
+    # a link's retrain / flap (detector.network, read by part_window)
+    "rate_gbps": (float, int), "rate_before_gbps": (float, int), "beside_nic": (str,),
+    "beside_port": (int,), "nic": (str,), "port": (int,), "since_down_s": (float, int),
+    "comm_ratio": (float, int),  # a job's comm time over its usual (detector.job_comm)
+    # heat and brakes (detector.thermal; gpus: the GPUs braking, or a node's GPU count)
+    "gpu_temp_c": (float, int), "node_median_c": (float, int), "node_warm": (bool,),
+    "throttling_since": (float, int), "gpus": (list, int),
+    "rests_on": (str,),  # a corrected-error burst's grounds (detector.gpu_health)
+    # a GPU's or a job's silence (detector.gpu_missing, detector.liveness)
+    "topics": (list,), "dropped": (bool,), "step_period_s": (float, int),
+    "nodes_left": (list,), "left_step_ts": (float, int), "nodes_absent": (list,),
+    "dark_with": (list,), "still_dark": (bool,), "confirm": (bool,), "job_stalled": (bool,),
+    "steps_seen": (bool,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}
