@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import ast
 import math
+import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -130,3 +132,61 @@ def test_the_declared_types_hold_for_the_findings_the_detectors_write(
     replay_log(case, topology=log_topology(case))
     assert not refused, refused[:5]
     assert seen  # (the case made findings with declared keys)
+
+
+# -- a backlog is handed over in larger batches (faust_io.CATCH_UP_BATCHES) ------------------
+
+def _thread_and_consumer(live: bool, backlog_s: float) -> tuple[Any, Any, list[int | None]]:
+    """The service's consumer thread (faust_io's FetchingThread, not started) and a fetcher
+    whose one buffered partition's records are ``backlog_s`` old; the ``max_records`` of each
+    fetch it is asked for."""
+    import contextlib
+    import time
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    import faust
+    from faust.types import TP
+
+    from detector.service.faust_io import batch_transport
+
+    app = faust.App(f"perf41-{uuid.uuid4().hex[:6]}", broker="kafka://127.0.0.1:1")
+    cls = batch_transport(app, lambda *_: None, frozenset({"t.step"})).Consumer.fetching_thread
+    thread = cls.__new__(cls)
+    thread.live = live
+    thread.consumer = SimpleNamespace(flow_active=True)
+    asked: list[int | None] = []
+    tp = TP("t.step", 0)
+    ts_ms = int((time.time() - backlog_s) * 1000)
+
+    async def fetched_records(parts: Any, timeout: Any = None, max_records: Any = None) -> Any:
+        asked.append(max_records)
+        return {tp: [(0, None, b"{}", ts_ms)]}
+
+    fetcher = SimpleNamespace(
+        _records=OrderedDict(), _prefetch_backoff=0.1, _closed=False,
+        fetched_records=fetched_records,
+        _subscriptions=SimpleNamespace(fetch_context=contextlib.nullcontext,
+                                       reassignment_in_progress=False))
+    return thread, SimpleNamespace(_fetcher=fetcher, _closed=False), asked
+
+
+def test_a_backlog_is_handed_over_catch_up_batches_at_a_time_a_live_feed_batch_size() -> None:
+    import asyncio
+
+    from detector.service.faust_io import CATCH_UP_BATCHES, CATCH_UP_S, hand_over_size
+
+    assert CATCH_UP_BATCHES > 1
+    assert hand_over_size(2_000, live=True) == 2_000
+    assert hand_over_size(2_000, live=False) == 2_000 * CATCH_UP_BATCHES
+    assert hand_over_size(None, live=False) is None
+    # catching up: the fetch asks for CATCH_UP_BATCHES x batch_size; the records it handed
+    # over were seconds old, so the next one does too
+    thread, consumer, asked = _thread_and_consumer(False, 10 * CATCH_UP_S)
+    asyncio.run(thread._fetch_records(consumer, None, 0.0, 2_000))
+    assert asked == [2_000 * CATCH_UP_BATCHES] and not thread.live
+    # the backlog caught up (records a moment old): live, and the next fetch asks batch_size
+    thread, consumer, asked = _thread_and_consumer(False, 0.0)
+    for _ in range(2):
+        asyncio.run(thread._fetch_records(consumer, None, 0.0, 2_000))
+    assert asked == [2_000 * CATCH_UP_BATCHES, 2_000] and thread.live
