@@ -396,16 +396,18 @@ class PartWindows:
             self._raise(ISOLATION, f.kind, f.cause, f.scope, f, out, latched=f.kind == "hardware")
             return
         self._group_wait[f.key] = (what, name, f)
+        # (A port low on a node its jobs share waits for a job's stop there: _stop_wait.)
+        window = max(self._window(what, f), self._stop_wait(f))
         if (what, name) not in self._group_open:
             self._group_open.add((what, name))
-            self._timer(f.ts + self._window(what, f), what, name)
+            self._timer(f.ts + window, what, name)
             return
         # The window is the first finding's: a unit sampled far more often than that one
         # waits only its own (a 1 s port behind a 60 s one was held 76 s; room harden).
         interval = _interval(f)
         if interval > 0.0 and interval <= _FASTER * max(
                 _interval(g) for w, n, g in self._group_wait.values() if (w, n) == group):
-            self._timer(f.ts + self._window(what, f), "member", f.key)
+            self._timer(f.ts + window, "member", f.key)
 
     def _window(self, what: str, f: Finding) -> float:
         """How long ``f`` waits for the rest of its shared part's nodes to show trouble.

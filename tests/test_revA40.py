@@ -298,27 +298,16 @@ def _demand(first: int) -> Callable[[str, int, int], float]:
     return gbps
 
 
-_F7 = pytest.mark.xfail(strict=True, reason=(
-    "revA40 F7 (healthy paged: a switch isolated, new with nic40's 1b240ad: e72792d pages "
-    "nothing in the same 15 runs, a2e2c2e in 3): two jobs on two nodes of 8 GPUs and 4 NICs -- a"
-    " on GPUs 0-3 or 0-4, b on the rest -- and b ends at 300 s as jobs do: its GPUs' ports fall "
-    "to their remaining demand (half, or a 1 Gb/s background) on both nodes at once.  With a "
-    "Slurm topology leaf1 is isolated network/switch at 354-519 s; with none, switch:unknown is "
-    "escalated -- 6 of 8 runs (b on 3 or 4 GPUs, 10/30 s polls; b on 2 GPUs: none; the GPU-to-"
-    "NIC map: none).  The ports' fall is their jobs' demand gone -- b's ranks stopped stepping "
-    "in that very poll -- not a link: nic40's reading of a port's demand from its own job's pace"
-    " leaves b's end unexplained when no map says which GPUs feed the port.  Fix idea: a port "
-    "whose node had a job stop within a poll of its fall is no evidence (for a port or the "
-    "switch above it) until it stays low under the jobs still there for a few polls; the switch "
-    "rule should need its ports' falls unexplained by any job's end."))
-
-
-# (b4-30s-slurm: fixed by nic40's 0025b50 -- _fell_alone reads every other port of the node;
-# the lead split the marks when landing it.)
+# (Were strict xfails, revA40 F7: job b's end on GPUs 5-7 (or 4-7) of two nodes of a leaf -- its
+# ports falling to their remaining demand on both at once -- isolated leaf1 (Slurm) or escalated
+# switch:unknown (none), 6 of 8 runs, new with nic40's 1b240ad.  Fixed by nic41: a port whose
+# node had a job stop (its steps' stop, told by detector.liveness) within a poll of its fall lost
+# that job's demand -- no evidence of the port nor of its leaf (correlate.ports._jobs_stopped_on).
+# b4-30s-slurm: fixed by nic40's 0025b50 -- _fell_alone reads every other port of the node.)
 @pytest.mark.parametrize(("first", "poll", "topo"), [
-    pytest.param(5, 10, "slurm", id="b3-10s-slurm", marks=_F7),
+    pytest.param(5, 10, "slurm", id="b3-10s-slurm"),
     pytest.param(4, 30, "slurm", id="b4-30s-slurm"),
-    pytest.param(5, 10, "", id="b3-10s-none", marks=_F7)])
+    pytest.param(5, 10, "", id="b3-10s-none")])
 def test_a_job_ending_on_part_of_two_nodes_pages_no_switch(first: int, poll: int,
                                                              topo: str) -> None:
     events = _two_jobs({"a": (range(first), 0, 600), "b": (range(first, 8), 0, 300)},
@@ -333,19 +322,16 @@ def test_guard_a_job_ending_under_the_nic_map_or_on_two_gpus_pages_nothing() -> 
     assert _firing(events, _topo("slurm", 4)) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F8 (real fault missed with the GPU-to-NIC map, pre-existing: e72792d the same; "
-    "nic40 fixed the Slurm / no-topology runs): job a on GPUs 0-4 and b on 5-7 of two nodes "
-    "(4 NICs, two GPUs a NIC: n1's mlx5_2 carries a's GPU 4 and b's GPU 5), n1's mlx5_2 "
-    "falling from 100 to 30 Gb/s at 300 s with no errors is never paged with the map, 2 of 2 "
-    "(10/30 s polls); with a Slurm topology or none it is isolated at 354 / 459 s.  A port "
-    "the map puts under two jobs has no mate carrying exactly its jobs (mlx5_1 is a's alone, "
-    "mlx5_3 b's alone), so it is never judged -- though n2's mlx5_2 carries the same two jobs "
-    "at full rate.  Fix idea: a port's reference may be the same-index port of another node "
-    "of the same jobs (its twin across nodes), as a rail's is."))
-def test_a_port_shared_by_two_jobs_under_the_nic_map_is_paged() -> None:
+# (Was a strict xfail, revA40 F8: job a on GPUs 0-4 and b on 5-7 of two nodes (n1's mlx5_2 carries
+# a's GPU 4 and b's GPU 5), n1's mlx5_2 100 -> 30 Gb/s at 300 s never paged with the map, 2 of 2
+# (10/30 s polls): no mate carries exactly its two jobs.  Fixed by nic41: a port under several
+# jobs that fell from its own level is judged beside the mates carrying each of its jobs
+# (correlate.ports._fell_beside_each): isolated at 354 s (10 s polls), 459 s (30 s).)
+@pytest.mark.parametrize("poll", [10, 30])
+def test_a_port_shared_by_two_jobs_under_the_nic_map_is_paged(poll: int) -> None:
     events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 600)},
-                       lambda n, k, t: 30.0 if (n, k) == ("n1", 2) and t >= 300 else 100.0)
+                       lambda n, k, t: 30.0 if (n, k) == ("n1", 2) and t >= 300 else 100.0,
+                       poll=poll)
     assert _firing(events, _topo("map", 4)) == [("isolation", "nic", "nic:n1/mlx5_2:1")]
 
 
@@ -445,12 +431,8 @@ def _leaf(nodes: int) -> Topology:
     return Topology.from_text(f"SwitchName=leaf1 Nodes=n[1-{nodes}]\n", fmt="slurm")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F7b (healthy paged: a switch isolated, new with nic40's 1b240ad: e72792d 0 of 8): "
-    "F7 on a bigger leaf -- job a on GPUs 0-4 of 4 (or 8) nodes under leaf1, job b on GPUs 5-7 "
-    "of 2 of them (or 4 or 8 of 8), b ending at 300 s: leaf1 isolated network/switch at 354 s "
-    "(Slurm topology), switch:unknown escalated (none) -- 8 of 8 runs.  A job's end on a "
-    "quarter of a leaf's nodes takes the leaf out.  Fix idea: as F7's."))
+# (Was a strict xfail, revA40 F7b: F7 on a leaf of four nodes -- job a on GPUs 0-4 of all four,
+# b on GPUs 5-7 of two, ending at 300 s -- leaf1 isolated at 354 s, 8 of 8 runs.  Fixed with F7.)
 def test_a_job_ending_on_two_nodes_of_a_leaf_of_four_pages_no_switch() -> None:
     events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 300)},
                        lambda n, k, t: _demand(5)(n, k, t) if n in ("n1", "n2")

@@ -309,6 +309,8 @@ class Correlator(PartWindows):
                 on_long_stop(self, f, out)  # (a job silent long: a hung rank? detector.hang)
                 return
             _on_silent(self, f, out)
+            if f.active and f.scope.level == "job" and "last_step_ts" in f.evidence:
+                self._ports_lost_job(f, out)  # (ports low since its end: correlate.ports)
             return
         if f.signal == "poll_in":  # a poll a GPU braked alone on is in (detector.thermal)
             self._poll_in(f, out)
@@ -727,7 +729,12 @@ class Correlator(PartWindows):
         _pcie_verdict,
     )
     from detector.correlate.narrow import _narrow_node_page
-    from detector.correlate.ports import _demand_unknown, _tenants_apart
+    from detector.correlate.ports import (
+        _demand_unknown,
+        _ports_lost_job,
+        _stop_wait,
+        _tenants_apart,
+    )
     from detector.correlate.power import (
         _before_fleet_cap,
         _benign_explanation,

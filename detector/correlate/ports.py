@@ -67,18 +67,43 @@ collectives, busy.
 With no map on a node its jobs share, a port that fell from its own level pages only where
 it fell alone and every job there has more GPUs than one port serves (:func:`_fell_alone`):
 one job's demand moves all of its ports together.
+
+Round 41 (nic41): **a job's end is its ports' fall.**  A job that ended (cancelled, finished,
+crashed) removed its demand from every port that carried it, on every node it ran on, when its
+steps stopped: on a node it shared, those ports fall to their remaining jobs' demand (half, or
+an idle background) while the others' ports carry on -- the shape of a bad port on each node,
+and of a leaf on a quarter of its nodes (revA40 F7/F7b: leaf1 isolated, switch:unknown
+escalated).  A job's stop (detector.liveness's job ``silent``, its last step's time) is read as
+its GPUs stopping (:func:`_jobs_stopped_on`, in :func:`_gpu_stopped_before`'s window), whichever
+comes first: a verdict after the stop is dropped; one before it (ports sampled every few
+seconds) waits for it in its shared part's window on a node its jobs share
+(:func:`_stop_wait`) and is withdrawn when it comes (:func:`_ports_lost_job`).  A leaf's fault
+is its ports falling while their jobs step on.  The trade: a port that degrades in the very
+poll a job on its node stops (with no map: any job of the node) is not paged by its
+throughput -- its counters still page it.  With the map, a port under two jobs or more (a GPU
+of each behind it) that fell from its own level is judged beside the mates carrying each of
+its jobs (:func:`_fell_beside_each`, revA40 F8).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
+from detector.liveness import FAST_S, SCAN_S, _stopped_at
 from detector.network import GROUP_INTERVAL_CAP_S
 from detector.statecodec import is_finite
 
 if TYPE_CHECKING:
+    from detector.alerts import Alert
     from detector.correlate.correlator import Correlator
+
+# How long after a port's low run began a job's stop on its node may still come (detector.
+# liveness: a job's stop is told after FAST_S without a step -- three of its steps, at steps up
+# to FAST_S / 3 long -- at the next scan of SCAN_S): a port's verdict on a node its jobs share
+# waits that long in its shared part's window (_stop_wait).
+STOP_TOLD_S = FAST_S + SCAN_S
 
 
 def _tenants_apart(self: Correlator, f: Finding) -> bool:
@@ -172,7 +197,30 @@ def _alike_behind(self: Correlator, f: Finding, behind: dict[str, set[str]]) -> 
     if mine is None:
         return False
     alike = {port for port, jobs in behind.items() if jobs == mine}
-    return 2 * len(alike) > len(behind) or _low_beside(self, f, alike)
+    return 2 * len(alike) > len(behind) or _low_beside(self, f, alike) \
+        or _fell_beside_each(self, f, mine, behind)
+
+
+def _fell_beside_each(self: Correlator, f: Finding, mine: set[str],
+                      behind: dict[str, set[str]]) -> bool:
+    """With the map: whether the port of ``f``, under two jobs or more (a GPU of each behind
+    it), fell from its own level (``demand`` ``own_pace``) below ``nic_throughput_ratio`` of
+    the mates carrying each of its jobs -- for every job of its, the mates that carry it and
+    no job the port does not (their upper median: :func:`_low_beside`).  Such a port has no
+    mate carrying exactly its jobs, so :func:`_low_beside` never judges it (revA40 F8: job a's
+    GPU 4 and b's GPU 5 on ``mlx5_2``, 100 -> 30 Gb/s beside a's two ports and b's one at 100,
+    never paged with the map).  A healthy port of g GPUs carries at least g times its
+    lightest job's one-GPU demand; a mate of g GPUs of one job carries g of that job's: below
+    half of such mates for every job of its, the port carries less than half of what its
+    GPUs ask at the least -- while each job's demand holds (its mates still busy; a job that
+    stopped there was read first: :func:`_gpu_stopped_before`).  It must not page a port
+    whose job's demand fell with its mates' (a lighter phase of one job: its mates fall too,
+    no reference), nor one beside a job's light mates (below ``nic_busy_gbps``)."""
+    if len(mine) < 2 or f.evidence.get("demand") != "own_pace":
+        return False
+    only = {port: jobs for port, jobs in behind.items() if jobs and jobs <= mine}
+    return all(_low_beside(self, f, {port for port, jobs in only.items() if job in jobs})
+               for job in mine)
 
 
 def _low_beside(self: Correlator, f: Finding, alike: set[str]) -> bool:
@@ -276,9 +324,70 @@ def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:
     thermal = self._interval.get(node, (0.0, 0.0))[0]
     for gpu, ts in self._slept.get(node, {}).items():
         stopped.append((gpu, ts - min(thermal, GROUP_INTERVAL_CAP_S)))  # (told a poll late)
+    stopped += _jobs_stopped_on(self, node)
     for gpu, ts in stopped:
         if start - 2.0 * interval - 1.0 <= ts <= start + interval:
             mapped = topo.nic_for_gpu(node, gpu) if topo is not None else None
             if mapped is None or mapped == nic:
                 return True
     return False
+
+
+def _jobs_stopped_on(self: Correlator, node: str) -> list[tuple[int, float]]:
+    """Each GPU of ``node`` a job is laid out on whose stop was told (detector.liveness's job
+    ``silent``: no step for ``stop_s`` of its period; not one that stepped again since), with
+    its last step's time: the job ended, was cancelled or crashed there, and the ports that
+    carried its collectives lost that demand at that time, on every node it ran on at once
+    (revA40 F7: job b's end on GPUs 5-7 of two nodes of a leaf -- their mlx5_3 at 1 Gb/s beside
+    job a's ports at 100 -- isolated the leaf).  The correlator knows it from any stream: the
+    stop comes from the job's steps, the port's fall from its node's NIC rows."""
+    on = self._placement.on_node.get(node)
+    if not on:
+        return []
+    last: dict[str, float] = {}
+    out = []
+    for (job, _), (gpu, _) in on.items():
+        t = last.get(job)
+        if t is None:
+            t = last[job] = _stopped_at(self, job)
+        if t > -math.inf:
+            out.append((gpu, t))
+    return out
+
+
+def _ports_lost_job(self: Correlator, f: Finding, out: list[Alert]) -> None:
+    """A job's stop told (``f``: detector.liveness's job ``silent`` with its last step's time,
+    already kept): the ``nic_throughput`` verdicts taken on its nodes' ports that its stop
+    explains (:func:`_gpu_stopped_before`, reading it now) are withdrawn -- out of their shared
+    part's window (``_group_wait``), out of the unit's findings, and their own page, if one
+    fired, cleared.  A stop is told ``stop_s`` (20 s and three steps) after the job's last
+    step; a port sampled every few seconds is low for its five samples before that (revA40
+    F7 at 2 s polls: leaf1 isolated at 312 s, the stop told at 320 s), and its verdict, taken
+    when nothing yet explained it, would count for its leaf."""
+    job = f.job
+    nodes = {hw[0] for hw in self._placement.ranks.get(job or "", {}).values()}
+    for node in sorted(nodes):
+        for unit in sorted(self._units_of_node.get(node, ())):
+            signals = self._device.get(unit)
+            g = signals.get("nic_throughput") if signals is not None else None
+            if g is None or not g.active or not _gpu_stopped_before(self, g):
+                continue
+            del signals["nic_throughput"]  # type: ignore[union-attr]
+            if not signals:
+                del self._device[unit]
+            self._group_wait.pop(g.key, None)
+            self._cleared(g._replace(active=False, ts=max(f.ts, g.ts)), out)
+
+
+def _stop_wait(self: Correlator, f: Finding) -> float:
+    """How long past its own time ``f`` (a network verdict held for its shared part's window)
+    waits for a job's stop on its node: a ``nic_throughput`` verdict on a node two jobs or more
+    share, until ``STOP_TOLD_S`` after its low run began -- a port sampled every second or two
+    is low for its five samples before the stop of the job that left it is told, and its
+    switch window (1.25 of its interval + 1 s) closed on it (revA40 F7 at 2 s polls: leaf1
+    isolated at 312 s, b's stop told at 320 s; :func:`_ports_lost_job` withdraws it then).
+    A port sampled every 10 s or more is past it already; a node one job fills loses all its
+    ports' demand together (no port low against its node)."""
+    if f.signal != "nic_throughput" or len(set(_tenants(self, f.scope.node or "").values())) < 2:
+        return 0.0
+    return f.onset_ts + STOP_TOLD_S - f.ts

@@ -1,0 +1,97 @@
+"""nic41 (round 41, issue 10): a job's end on part of a leaf is not a switch fault; a port of
+two jobs is judged.
+
+A port's Gb/s is its GPUs' demand (detector/correlate/ports.py).  A job that ended removed its
+demand from every port that carried it, on every node it ran on, when its steps stopped: that
+fall is no evidence of the ports nor of their leaf (revA40 F7/F7b, tests/test_revA40.py).  The
+correlator reads the job's stop (detector.liveness's job ``silent``) beside the port's verdict,
+whichever comes first.  A leaf's fault is its ports falling while their jobs step on.  With the
+GPU-to-NIC map, a port under two jobs is judged beside the mates carrying each of them (revA40
+F8).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from detector.engine import Engine
+from detector.testing import T0, feed
+from tests.test_revA39 import _topo
+from tests.test_revA40 import _demand, _two_jobs
+
+
+def _fired(events, topo: str) -> list[tuple[str, str, str, int]]:
+    return [(a.topic.split(".")[1], a.cause, a.scope.key, round(a.detected_ts - T0))
+            for a in feed(Engine(topology=_topo(topo, 4)), events) if a.status == "firing"]
+
+
+@pytest.mark.parametrize("poll", [1, 2, 5])
+@pytest.mark.parametrize("topo", ["slurm", ""], ids=["slurm", "none"])
+def test_a_job_ending_on_part_of_a_fast_sampled_leaf_pages_no_switch(poll: int,
+                                                                      topo: str) -> None:
+    # revA40 F7's shape (job a on GPUs 0-4, b on 5-7 of two nodes, b ending at 300 s) with
+    # ports sampled every 1-5 s: their five low samples come before b's stop is told (20 s
+    # without a step, at the next 10 s scan) -- leaf1 isolated (Slurm) or switch:unknown
+    # escalated (none) at 308-328 s before (1 and 2 s: fail before; 5 s: fixed by the stop
+    # read at the verdict).  The verdict waits for a stop on a node its jobs share.
+    events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 300)}, _demand(5),
+                       poll=poll)
+    assert _fired(events, topo) == []
+
+
+@pytest.mark.parametrize("poll", [2, 10, 30])
+def test_guard_the_same_fall_while_both_jobs_step_on_pages_the_leaf(poll: int) -> None:
+    # The same ports falling on both nodes (mlx5_3 to 1 Gb/s, mlx5_2 to 50) while b steps on:
+    # no job's end explains them -- the leaf's (as before; 2 s polls: held for a stop that
+    # never comes, paged at 330 s rather than 312).
+    events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 600)}, _demand(5),
+                       poll=poll)
+    got = _fired(events, "slurm")
+    assert [g[:3] for g in got] == [("isolation", "switch", "switch:leaf1")]
+    assert got[0][3] <= {2: 330, 10: 354, 30: 459}[poll]
+
+
+@pytest.mark.parametrize("poll", [2, 10, 30])
+def test_a_port_under_two_jobs_is_judged_beside_each_jobs_mates(poll: int) -> None:
+    # revA40 F8 (map): n1's mlx5_2 carries a's GPU 4 and b's GPU 5; it falls 100 -> 30 Gb/s
+    # while a's mlx5_0-1 and b's mlx5_3 carry on at 100.  Never paged before (no mate carries
+    # exactly its two jobs); below half of each job's mates now.
+    events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 600)},
+                       lambda n, k, t: 30.0 if (n, k) == ("n1", 2) and t >= 300 else 100.0,
+                       poll=poll)
+    got = _fired(events, "map")
+    assert [g[:3] for g in got] == [("isolation", "nic", "nic:n1/mlx5_2:1")]
+    assert got[0][3] <= {2: 330, 10: 354, 30: 459}[poll]
+
+
+@pytest.mark.parametrize("level", [(75.0, 50.0), (55.0, 10.0)], ids=["b-half", "b-tenth"])
+def test_guard_one_jobs_demand_falling_on_a_shared_port_pages_nothing_with_the_map(
+        level: tuple[float, float]) -> None:
+    # Job b's traffic falls (a lighter phase) on its ports -- the shared mlx5_2 (a's GPU 4,
+    # b's GPU 5) and b's own mlx5_3 -- while a's carry on: b's mate fell with it, so the
+    # shared port is not below each job's mates (and neither is a's demand falling: below).
+    shared, own = level
+
+    def b_light(n: str, k: int, t: int) -> float:
+        return 100.0 if t < 300 else (100.0, 100.0, shared, own)[k]
+
+    def a_light(n: str, k: int, t: int) -> float:
+        return 100.0 if t < 300 else (10.0, 10.0, 55.0, 100.0)[k]
+
+    for gbps in (b_light, a_light):
+        for poll in (2, 10, 30):
+            events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 600)}, gbps,
+                               poll=poll)
+            assert _fired(events, "map") == [], (gbps.__name__, poll)
+
+
+def test_guard_a_port_falling_minutes_after_a_jobs_end_on_its_node_is_paged() -> None:
+    # b ends at 300 s (its ports fall: not a fault); at 450 s a's own mlx5_0 on n1 falls to
+    # 20 Gb/s beside a's mlx5_1 at 100: the stop explains nothing of it (map).
+    def gbps(n: str, k: int, t: int) -> float:
+        if (n, k) == ("n1", 0) and t >= 450:
+            return 20.0
+        return _demand(5)(n, k, t)
+    events = _two_jobs({"a": (range(5), 0, 700), "b": (range(5, 8), 0, 300)}, gbps,
+                       seconds=700)
+    assert [g[:3] for g in _fired(events, "map")] == [("isolation", "nic", "nic:n1/mlx5_0:1")]
