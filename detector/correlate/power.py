@@ -728,16 +728,114 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     return True
 
 
-def _grown_past_cap(self, slow: Finding) -> bool:
-    """A run told again grown past what its GPU's SW power cap explained when it grew
-    (:func:`_past_cap_now` at the depth told then, :meth:`_cap_depth_at`) -- no longer the
-    site's: a rank slowed twice a site's 6 % cap has a fault of its own (revA39 F5: held as
-    the site's, looked at again until ``flap_window_s`` past the cap's last say, and never
-    paged).  A run within the cap (a ramp the cap's depth explains, blind21 D1's row caps,
-    a capped rank's two noisy steps) stays held as before."""
+def _grown_past_cap(self, slow: Finding, now: float) -> bool:
+    """A run told again grown past what its GPU's SW power cap explains
+    (:func:`_past_cap_now`) -- no longer the site's: a rank slowed twice a site's 6 % cap has a
+    fault of its own (revA39 F5: held as the site's, looked at again until ``flap_window_s``
+    past the cap's last say, and never paged).  A run within the cap (a ramp the cap's depth
+    explains, blind21 D1's row caps, a capped rank's two noisy steps) stays held as before.
+
+    The cap's depth is the deepest told on the GPU when it grew (:meth:`_cap_depth_at`) or
+    told by the GPU's first sample after its growth began (:meth:`_cap_deepened`): a site
+    whose budget is cut again deepens every capped GPU's cap at once -- the same move a
+    second time, the clock and every capped rank's pace stepping together -- and the run's
+    growth is that step, not a fault (revA40 F5: a site's 6 % wave deepened to 12 %, its
+    ranks told grown at 1.15x against the 6 % told when the wave began: 1-3 capped nodes
+    escalated slow_node/unknown in 8 of 8 runs, at the growth (30 s polls: the step's rows
+    came before the sample showing the deeper clock) or at the wave's end (10 s polls: the
+    deeper cap's verdict, cleared, no longer counted)).  So a grown run on a GPU still
+    capped (0x4) is not past its cap ``now`` while :meth:`_deepening_wait` holds it -- until
+    that sample when its node's mates or its wave grew with it, a growth's telling more
+    alone: one sampling interval at most, and only where the GPU's reason is a SW power cap;
+    a fault grown under a cap that stays as deep is paged when the sample shows it.  What must
+    not page: a site's cap deepened or re-tightened on every GPU of its wave alike."""
     if not slow.evidence.get("grown_from"):
         return False
-    return _past_cap_now(slow, self._cap_depth_at(slow.scope.key, slow.ts))
+    unit = slow.scope.key
+    grew = _grew_at(slow)
+    due = self._sample_due(slow.scope.node or "", grew)
+    depth = max(self._cap_depth_at(unit, slow.ts), self._cap_deepened(unit, grew, due))
+    return _past_cap_now(slow, depth) and self._deepening_wait(slow, now) is None
+
+
+def _deepening_wait(self, slow: Finding, now: float) -> float | None:
+    """Until when a run grown past its GPU's SW cap as told (:meth:`_grown_past_cap`) stays
+    the site's while the cap may have deepened with it (None: not held).
+
+    A site's budget cut again deepens its wave's every capped GPU at once, and every capped
+    rank's pace steps with it: another capped rank of the job held as the site's lately
+    (``_fleet_held``) told grown past its own cap since the GPU's last sample before the
+    growth (:meth:`_wave_grew_with`) is the wave moving -- held until the GPU's first sample
+    after its growth is here (its depth then: :meth:`_cap_deepened`).  None yet: held a
+    growth's telling more (``_GROWN_BACK_STEPS`` of its steps) for the wave's other ranks'
+    growth to be told -- a fault of the GPU's own grows alone, and is paged then.  Only while
+    the GPU is still capped (0x4) and that sample is not in.  Its node's other ranks stepped
+    up with it (``node_grown``, detector.steps) are the same move seen on one node."""
+    node, unit = slow.scope.node or "", slow.scope.key
+    grew = _grew_at(slow)
+    due = self._sample_due(node, grew)
+    if due is None or now >= due or not self._capping_now(unit):
+        return None
+    if slow.evidence.get("node_grown") or self._wave_grew_with(slow, grew - self._cadence(node)):
+        return due
+    told = slow.ts + (slow.ts - grew)  # (as long again as its growth took to be told)
+    return told if now < told else None
+
+
+# Ranks held as a site's (``_fleet_held``) read for a wave's growth (a bound per look).
+_WAVE_RANKS = 4096
+
+
+def _wave_grew_with(self, slow: Finding, since: float) -> bool:
+    """Whether another rank of ``slow``'s job held as a site's lately (``_fleet_held``) was
+    told grown past its GPU's SW cap as told (:func:`_past_cap_now`) at ``since`` or later:
+    the site's wave moving, not one GPU (:meth:`_deepening_wait`)."""
+    for unit in islice(self._fleet_held, _WAVE_RANKS):
+        g = self._device.get(unit, {}).get("slow_rank")
+        if (g is not None and g is not slow and g.job == slow.job and g.ts >= since
+                and g.evidence.get("grown_from")
+                and _past_cap_now(g, self._cap_depth_at(unit, g.ts))):
+            return True
+    return False
+
+
+def _site_look(self, slow: Finding, now: float) -> float:
+    """When a slow rank held as the site's (:meth:`_held_for_site`) is looked at again: every
+    ``benign_grace_s`` / 2, or sooner when its growth's hold ends (:meth:`_deepening_wait`)."""
+    again = now + self.cfg.benign_grace_s / 2
+    until = self._deepening_wait(slow, now)
+    return again if until is None else min(again, until)
+
+
+# A run is told grown after detector.steps' _GROWN_STEPS (2) steps in a row past twice its
+# told excess: its growth began about this many of its steps before the finding's time (the
+# step before the first counted one allowed for).
+_GROWN_BACK_STEPS = 3
+
+
+def _grew_at(slow: Finding) -> float:
+    """About when a run told again grown (``grown_from``) began its growth: its finding's time
+    less :data:`_GROWN_BACK_STEPS` of its steps (its run's mean step period)."""
+    runs = int(slow.evidence.get("run_steps") or 0)
+    period = (slow.ts - slow.onset_ts) / (runs - 1) if runs > 1 else 0.0
+    return slow.ts - _GROWN_BACK_STEPS * period
+
+
+def _cap_deepened(self, unit: str, grew: float, due: float | None) -> float:
+    """The deepest SW power cap (0x4 alone) on ``unit`` begun by the GPU's first sample after
+    ``grew`` (``due``: when that sample is here; None: any) and on, or let go, at ``grew`` or
+    after -- a cap finding on the GPU (its sustained ``throttle`` verdict too), or the last
+    one cleared (``_benign``, ``_throttled``, kept with when it ended): the cap a run grown
+    at ``grew`` ran under (:meth:`_grown_past_cap`).  0.0 when none is known."""
+    signals = self._device.get(unit, {})
+    told = [(g, math.inf) for s, g in signals.items() if s in _CAPPING or s == "throttle"]
+    for kept in (self._benign.get(unit), self._throttled.get(unit)):
+        if kept is not None:
+            told.append(kept)
+    last = math.inf if due is None else due
+    return max((float(g.evidence.get("clock_drop") or 0.0) for g, ended in told
+                if ended >= grew and g.onset_ts <= last and _reason_bits(g) == 0x4),
+               default=0.0)
 
 
 def _held_for_site(self, slow: Finding, now: float) -> bool:
@@ -748,7 +846,7 @@ def _held_for_site(self, slow: Finding, now: float) -> bool:
     its seven capped mates held as the site's, was escalated as the node)."""
     held = self._fleet_held.get(slow.scope.key)
     return (held is not None and now < held + self.cfg.flap_window_s
-            and not self._grown_past_cap(slow))
+            and not self._grown_past_cap(slow, now))
 
 
 def _site_lately(self, slow: Finding, now: float) -> bool:

@@ -313,16 +313,32 @@ def _explanation_wait(self, f: Finding) -> float:
     period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
     since = f.evidence.get("clearly_slow_since")
     after = f.onset_ts if gross else since if since else f.onset_ts + 2.0 * period
+    sample = _next_sample(interval, phase_ts, late, after)
+    return min(longest, max(0.0 if gross else wait, sample - f.ts))
+
+
+def _next_sample(interval: float, phase_ts: float, late: float, after: float) -> float:
+    """When a collector sampling every ``interval`` s in phase with ``phase_ts``, its rows
+    delivered up to ``late`` s behind, has delivered its first sample taken at ``after`` or
+    later: the sample's jitter and its delivery allowed."""
     if interval >= 5.0:
         # Collectors are configured in whole seconds (dcgm-exporter's 30 s, a scrape
         # interval): one measured gap carries the samples' jitter, which would add up
         # over the many intervals since the phase was seen.
         interval = float(round(interval))
         sample = phase_ts + math.ceil((after - phase_ts) / interval) * interval
-        slack = max(1.0, 0.05 * interval) + late  # jitter of the sample and of its delivery
-    else:
-        sample, slack = after + interval, 0.25 * interval + late
-    return min(longest, max(0.0 if gross else wait, sample + slack - f.ts))
+        return sample + max(1.0, 0.05 * interval) + late
+    return after + interval + 0.25 * interval + late
+
+
+def _sample_due(self, node: str, after: float) -> float | None:
+    """When ``node``'s first thermal sample taken at ``after`` or later is here
+    (:func:`_next_sample` by its cadence and its rows' lateness) -- None while its cadence is
+    not known."""
+    interval, phase_ts = self._interval.get(node, (0.0, 0.0))
+    if interval <= 0.0:
+        return None
+    return _next_sample(interval, phase_ts, self._late_rows.get(node, 0.0), after)
 
 
 # The thermal monitor's findings, each made on one row at the row's own time (detector.thermal,
@@ -391,7 +407,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         # ends -- 1-80 s after the cap let go in blind21's tune logs (a run clears only
         # after slow_clear_steps steps at its peers' pace); still slow flap_window_s after
         # the cap last explained it (two nodes' cap: first) is a fault.
-        self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
+        self._timer(self._site_look(f, due), "slow", unit)
         return
     if self._benign_explanation(f, due) is not None:
         # Look again later: still slow once power management has let go is a fault.

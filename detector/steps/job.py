@@ -1246,6 +1246,7 @@ class JobMonitor(NumericChecks):
         _host_up,
         _node_alarmed,
         _node_alike,
+        _node_grown,
         _node_slow,
         _persistent,
         _reset_slow,

@@ -179,6 +179,25 @@ def _node_slow(self, slot: int) -> bool:
     return mine > 0.0 and float(np.median(np.delete(dev, at.index(slot)))) >= 0.5 * mine
 
 
+def _node_grown(self, slot: int, told: float) -> int:
+    """How many of the job's ranks on ``slot``'s node (itself counted) stepped up with its run
+    grown past its ``told`` pace (:meth:`_grown_runs`): each at least half way from the told
+    pace to ``slot``'s latest step, when most of its mates are (0 otherwise; a node of one
+    rank: 0).  A limit lowered on the node's GPUs together -- a site's power budget cut
+    again, every capped GPU's clock down alike -- grows every rank's pace with it; a fault
+    of the GPU's own grows its rank alone (Correlator._deepening_wait reads it)."""
+    hw = self._hw
+    node = hw[slot][0] if hw[slot] is not None else None
+    at = [m for m, h in enumerate(hw[:len(self._rank_of)])
+          if h is not None and h[0] == node and m != slot]
+    if node is None or not at:
+        return 0
+    base = math.log(told) if told > 0.0 else 0.0
+    half = base + 0.5 * (float(self._slow_dev[slot]) - base)
+    k = int(np.count_nonzero(self._slow_dev[at] >= half))
+    return k + 1 if 2 * k >= len(at) else 0
+
+
 def _host_up(self, slot: int) -> bool:
     """Whether ``slot``'s unit (its node's ranks of its stage and replica,
     detector.host_time) is late by its host now (:func:`host_time.late`); False before
@@ -596,6 +615,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
              **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
                 else {}),
+             **({"node_grown": k} if s in self._told_was
+                and (k := self._node_grown(s, self._told_was[s])) else {}),
              **({"waited": waited[s]} if s in waited and s not in held else {}),
              **({"run_lag1": round(rho, 3)} if rho else {}),
              **({"noise_hold": _held_for(int(self._run_n[s]), rho, cfg)} if s in held
