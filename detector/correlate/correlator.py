@@ -832,6 +832,7 @@ class Correlator(PartWindows):
     from detector.correlate.thermal import (
         _brake_until,
         _burst_impact,
+        _burst_sample_due,
         _bursts_under,
         _cooling,
         _cooling_key,

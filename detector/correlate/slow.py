@@ -414,7 +414,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
         return
     if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
-                      or self._node_sample_due(f, due)):
+                      or self._node_sample_due(f, due) or self._burst_sample_due(f, due)):
         return
     if "noise_hold" in f.evidence:
         # Evidence only: a run held for its job's noise (detector.steps' JobMonitor._held_runs,

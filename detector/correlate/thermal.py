@@ -521,3 +521,33 @@ def _warming(self, slow: Finding, due: float) -> bool:
         return False
     self._timer(until, "slow", slow.scope.key)
     return True
+
+
+def _burst_sample_due(self, slow: Finding, due: float) -> bool:
+    """Hold a slow rank whose GPU -- or, slow alike with its node's others
+    (common._found_alike), a GPU of its node -- is in a burst of gross slow steps
+    (``slow_burst``, detector.steps' rules): until the node's first sample taken during the
+    burst is here (correlate.slow's _sample_due, by its cadence: one sampling interval at
+    most).  True when held.
+
+    A limit that acts on the GPU's load -- a PSU brake (0x80) or a cap asserted only on a
+    job's heavy batches -- slows the heavy steps 1.3x and more and leaves the light ones
+    alone, and only a sample taken under load names it: the sample after the slowdown began
+    may fall between bursts, showing no reason (blind31 F5: a diffusion node's brake on its
+    heavy buckets only, its 8 ranks escalated slow_node/unknown 0.7 s before the poll that
+    showed 0x84 and isolated it power -- two pages, the first with the wrong cause).  What
+    must not wait: a rank with no burst in its run (a steady slowdown is named by any
+    sample), or one whose burst its node's poll has sampled already, showing no reason."""
+    node = slow.scope.node
+    if node is None:
+        return False
+    units = self._units_of_node.get(node, ()) if _found_alike(slow) else (slow.scope.key,)
+    onsets = [b.onset_ts for unit in units
+              if (b := self._device.get(unit, {}).get("slow_burst")) is not None]
+    if not onsets:
+        return False
+    until = self._sample_due(node, min(onsets))
+    if until is None or due >= until:
+        return False
+    self._timer(until, "slow", slow.scope.key)
+    return True
