@@ -92,6 +92,37 @@ PLAN: dict[str, tuple] = {
         t_from=0, t_to=420, nodes=_n("gpu-r08-n", *range(1, 9)), topics={NIC, STEP},
         jobs={"rec-emb", "llm-a", "ft-r-00", "ft-r-01", "ft-s-00", "ft-s-01"},
         labels={"ber-gpu-r08-n01-mlx5_1"})),
+    # tenant41 (round 41): the GPU-level slow_node/unknown escalations left in tune (seeds 0..3)
+    # beside routine shapes, each with its job's steps alone from the log's start (routine all).
+    # packed seed 1: a one-step host stall on gpu-r08-n08 at ~250 s slows both of ft-s-01's
+    # ranks there (GPUs 5, 6) x2.2 for its steps 9-10, in its warm-up: GPU 6 escalated
+    "H1-host-stall-in-a-new-jobs-warm-up": ("packed", 1, dict(
+        t_from=0, t_to=300, topics={STEP}, jobs={"ft-s-01"}, labels=set())),
+    # packed seed 2: rec-emb's rank on gpu-r08-n05 GPU 0 +11-14 % for 4 steps at ~302 s
+    "H2-rec-emb-four-step-excursion": ("packed", 2, dict(
+        t_from=0, t_to=340, topics={STEP}, jobs={"rec-emb"}, labels=set())),
+    # packed seed 2: ft-r-02's rank on gpu-r08-n02 GPU 5 +5 % for 8 steps at ~805 s
+    "H3-fine-tune-eight-step-run": ("packed", 2, dict(
+        t_from=0, t_to=880, topics={STEP}, jobs={"ft-r-02"}, labels=set())),
+    # packed seed 2: gpu-r07-n01's power supply (0x80 from ~516 s, paged power at its node at
+    # ~520 s): a brake episode at ~868 s slows ft-p-02's two ranks there x1.9 and its GPU 6 is
+    # escalated unknown. ft-p-02's and rec-emb's steps, that node's thermal rows
+    "H4-brake-episode-under-a-new-fine-tune": ("packed", 2, dict(
+        t_from=480, t_to=905, topics={STEP, THERMAL}, jobs={"ft-p-02", "rec-emb"},
+        sampled=_n("gpu-r07-n", 1), labels={"brake-gpu-r07-n01"})),
+    # packed seed 3: ft-q-01's rank on gpu-r07-n06 GPU 6 +5 % for 10 steps at ~630 s
+    "H5-fine-tune-ten-step-run": ("packed", 3, dict(
+        t_from=0, t_to=660, topics={STEP}, jobs={"ft-q-01"}, labels=set())),
+    # spread seed 2: dpo-s's rank on hgx-a01 GPU 5 +11 % for 4 steps at ~690 s
+    "H6-dpo-four-step-excursion": ("spread", 2, dict(
+        t_from=0, t_to=720, topics={STEP}, jobs={"dpo-s"}, labels=set())),
+    # spread seed 2: ft-new's rank on hgx-a08 GPU 6 +11 % for 4 steps at ~720 s (its hgx-a05
+    # GPU 5 slow from its first step is a fault: caught)
+    "H7-fine-tune-four-step-excursion": ("spread", 2, dict(
+        t_from=0, t_to=750, topics={STEP}, jobs={"ft-new"}, labels={"straggler-hgx-a05-g5"})),
+    # spread seed 3: ft-n-00's rank on hgx-a09 GPU 6 +3.6 % over 27 steps at ~245-275 s
+    "H8-fine-tune-long-shallow-run": ("spread", 3, dict(
+        t_from=0, t_to=340, topics={STEP}, jobs={"ft-n-00"}, labels=set())),
 }
 
 
