@@ -30,17 +30,10 @@ def caught_with_cause(sc: bc.Score) -> bool:
     """Every fault caught, its first catch with the label's cause (strays elsewhere aside)."""
     return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
 
-_H1 = ("tenant41 H1: a one-step host stall slows both of a new fine-tune's ranks on the node "
-       "x2.2 for its steps 9-10, in its warm-up: GPU 6 escalated slow_node/unknown (gross prior)")
-_H2 = ("tenant41 H2: rec-emb's rank +11-14 % for 4 steps (PAI tail, job measured light): "
-       "escalated slow_node/unknown at the GPU")
+
+# tenant41 open: long shallow runs of the PAI noise (3-5 %, 8-27 steps) in fine-tunes of 8 ranks
 _H3 = ("tenant41 H3: a fine-tune's rank +5 % for 8 steps: escalated slow_node/unknown at the GPU")
-_H4 = ("tenant41 H4: a power brake's next episode slows a new fine-tune's ranks on a node "
-       "paged for power 350 s before: GPU 6 escalated slow_node/unknown before the next poll")
 _H5 = ("tenant41 H5: a fine-tune's rank +5 % for 10 steps: escalated slow_node/unknown at the GPU")
-_H6 = ("tenant41 H6: dpo-s's rank +11 % for 4 steps: escalated slow_node/unknown at the GPU")
-_H7 = ("tenant41 H7: a fine-tune's rank +11 % for 4 steps escalated slow_node/unknown at the GPU "
-       "beside the job's real straggler")
 _H8 = ("tenant41 H8: a fine-tune's rank +3.6 % over 27 steps: escalated slow_node/unknown")
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
@@ -71,15 +64,21 @@ EXPECT: dict[str, tuple] = {
     "G9-light-tenant-ports-beside-their-jobs-steps": (bc.nothing_paged, None, 0),
     "G10-port-losing-symbols-beside-light-tenant-ports": (bc.alone_and_right, None, 1),
     # tenant41 (round 41): the GPU-level slow_node/unknown escalations left in tune, each its
-    # job's steps alone (bench/blind28/make_cases.py says where each comes from)
-    "H1-host-stall-in-a-new-jobs-warm-up": (bc.nothing_paged, _H1, 0),
-    "H2-rec-emb-four-step-excursion": (bc.nothing_paged, _H2, 0),
+    # job's steps alone (bench/blind28/make_cases.py says where each comes from). Fixed by
+    # tenant41 (were strict xfails): H1 a one-step host stall slowing both of a new fine-tune's
+    # ranks on the node x2.2 for its steps 9-10, in its warm-up, GPU 6 escalated by the gross
+    # prior (now only for a rank slow from its start); H2, H6, H7 4-step PAI-tail episodes at
+    # +9-14 % in jobs whose tail was measured heavy, told at their alarm by their share (now
+    # noise38's episode rule there too); H4 a power brake's next episode under a new fine-tune,
+    # GPU 6 escalated unknown before the next poll (now its node's firing power page's)
+    "H1-host-stall-in-a-new-jobs-warm-up": (bc.nothing_paged, None, 0),
+    "H2-rec-emb-four-step-excursion": (bc.nothing_paged, None, 0),
     "H3-fine-tune-eight-step-run": (bc.nothing_paged, _H3, 0),
     "H4-brake-episode-under-a-new-fine-tune": (
-        node_caught_and_no_gpu_of_it("gpu-r07-n01"), _H4, 1),
+        node_caught_and_no_gpu_of_it("gpu-r07-n01"), None, 1),
     "H5-fine-tune-ten-step-run": (bc.nothing_paged, _H5, 0),
-    "H6-dpo-four-step-excursion": (bc.nothing_paged, _H6, 0),
-    "H7-fine-tune-four-step-excursion": (bc.alone_and_right, _H7, 1),
+    "H6-dpo-four-step-excursion": (bc.nothing_paged, None, 0),
+    "H7-fine-tune-four-step-excursion": (bc.alone_and_right, None, 1),
     "H8-fine-tune-long-shallow-run": (bc.nothing_paged, _H8, 0),
 }
 

@@ -818,6 +818,7 @@ class Correlator(PartWindows):
         _on_host_rise,
         _on_host_share,
         _on_slow,
+        _open_brake,
         _open_hardware,
         _replica_across,
         _ruled_out,

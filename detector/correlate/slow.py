@@ -11,6 +11,7 @@ from typing import Any
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
 from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike, _found_alike
+from detector.correlate.problems import _gpus_told
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
@@ -68,7 +69,7 @@ def _explanation(self, f: Finding) -> Problem | None:
                 # unknown 3.5 s after the node's power isolation.  A routine cap nobody
                 # paged still explains nothing.)
                 return p
-    p = self._open_hardware(f.scope, f.cluster)
+    p = self._open_hardware(f.scope, f.cluster) or self._open_brake(f)
     if p is not None:
         return p
     return self._ended_throttle(f) if self._throttled else None
@@ -87,6 +88,32 @@ def _open_hardware(self, scope: Scope, cluster: str | None) -> Problem | None:
         return None
     p = self.problems.get(self.dedup_key(ISOLATION, "hardware", scope, cluster))
     return p if p is not None and p.status == "firing" else None
+
+
+def _open_brake(self, f: Finding) -> Problem | None:
+    """The power page still firing on the slow rank's node that names its GPU (a GPU of the
+    page's throttle evidence, or told it: ``gpus_in_telemetry``).
+
+    A power supply or board brakes in episodes (0x80 for 15-40 s every minute or two): its
+    page stands between them, its throttle rows clear.  A rank of a GPU the page names slow
+    in the next episode, before the node's next poll shows the brake, is the same fault --
+    evidence of the open page, as a slow rank under a GPU's open hardware isolation is
+    (:meth:`_open_hardware`), not a second page at the GPU (tenant41 H4, blind28: a new
+    fine-tune's rank on gpu-r07-n01, its node paged for power 350 s before, x2.1 from an
+    episode's first step, escalated unknown 2 s before the poll that showed 0x80 on all 8
+    GPUs)."""
+    if f.scope.level != "gpu" or f.scope.node is None or f.scope.gpu is None:
+        return None
+    p = self.problems.get(self.dedup_key(ISOLATION, "slow_node", Scope.of_node(f.scope.node),
+                                         f.cluster))
+    if p is None or p.status != "firing" or p.cause != "power":
+        return None
+    if f.scope.gpu in _gpus_told(p) or any(
+            item.get("signal") in _THROTTLES and (item.get("unit") == f.scope.key or (
+                isinstance(item.get("gpus"), list) and f.scope.gpu in item["gpus"]))
+            for item in p.evidence):
+        return p
+    return None
 
 
 def _node_verdict(self, f: Finding) -> Problem | None:

@@ -477,6 +477,7 @@ class JobMonitor(NumericChecks):
         self._with_mates = np.zeros(0, dtype=bool)    # told slow with its node's (_tell_alone)
         self._alone_told = np.zeros(0, dtype=bool)    # told again slow alone on its node
         self._held = np.zeros(0, dtype=bool)          # of a told run: told held (_held_runs)
+        self._paced = np.zeros(0, dtype=np.int64)     # warm-up steps at its peers' pace
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -772,6 +773,8 @@ class JobMonitor(NumericChecks):
             self._alone_told = np.zeros(n, dtype=bool)
         if "_held" not in self.__dict__ and n >= 0:
             self._held = np.zeros(n, dtype=bool)  # (a snapshot before noise39: none held)
+        if "_paced" not in self.__dict__ and n >= 0:
+            self._paced = np.zeros(n, dtype=np.int64)  # (before tenant41: none at pace yet)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -921,6 +924,7 @@ class JobMonitor(NumericChecks):
         self._pair_run[:] = 0
         self._pair_gross[:] = 0
         self._gross[:] = 0
+        self._paced[:] = 0
         self._run_sum[:] = 0.0
         self._run_own[:] = 0.0
         self._run_n[:] = 0

@@ -274,6 +274,7 @@ def _afresh(self, m: np.ndarray) -> None:
     self._twin_rep[m] = False
     self._twins[m] = 0
     self._gross[m] = 0
+    self._paced[m] = 0
     self._run_sum[m] = 0.0
     self._run_own[m] = 0.0
     self._run_n[m] = 0

@@ -108,6 +108,14 @@ def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
     steps (still within 3 steps of the start): the batch moves on, a node does not.
     The rank enters its CUSUM already alarmed, so it clears through the same hysteresis
     as any other slow rank once it keeps pace.
+
+    The prior is for a rank slow from its start (a job landing on a bad GPU, DESIGN's "from
+    the job's first step"): a rank that kept its peers' pace -- under half the limit over
+    them -- for ``gross_steps`` warm-up steps before its gross run has no such start, and a
+    change after it is judged by its CUSUM as after the warm-up.  A host stall pauses every
+    process of a node for the same second or two: a fine-tune's two ranks there x2.2 for its
+    steps 9-10 of 1 s, at pace before and after, escalated GPU 6 (tenant41 H1, blind28's
+    one-step host stall on a shared node).
     """
     cfg = self.cfg
     limit = math.log1p(cfg.gross_slowdown)
@@ -128,8 +136,10 @@ def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
     first = gross & (self._gross[r] == 0)
     self._gross_onset[r[first]] = ts[first]
     self._gross[r] = np.where(gross, self._gross[r] + 1, 0)
+    self._paced[r] += g < 0.5 * limit
     need = np.where(~has & (whole >= floor), cfg.gross_steps + 1, cfg.gross_steps)
-    new = gross & (self._gross[r] >= need) & ~self._reported[r]
+    new = gross & (self._gross[r] >= need) & ~self._reported[r] & (
+        self._paced[r] < cfg.gross_steps)
     if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
         hw, seen = self._hw, self._gross_nodes
         for s in r[gross].tolist():  # (bounded: _WANDER_GROSS_NODES names at most)

@@ -531,24 +531,27 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 spans, by_own - margin * wide,
                 np.maximum(by_own - margin * wide, mean - rep_margin * wide))
             hold_at = np.exp(worn) - 1.0 < cfg.slow_min_effect
-        unmeasured = self._unmeasured()
+        # (noise not measured yet, or measured heavy under runs: _heavy)
+        episodic = self._heavy(ar_on)
         # (a run beside a node mate told slow is no episode of the job's noise alone)
-        beside = (self._beside_told(waiting) if unmeasured or np.count_nonzero(hold_at)
+        beside = (self._beside_told(waiting) if episodic or np.count_nonzero(hold_at)
                   else hold_at)
-        if unmeasured:
-            # (noise not measured yet, taken for real noise's runs and tail: a run lasts past
-            # its episodes unless it stands over what an episode reaches, in the job's noise
-            # and in share -- blind28 F4: 4-step episodes at +9-15 % of a 2 % CoV job)
+        if episodic:
+            # (the job's noise taken for real noise's runs and tail -- while it is not
+            # measured, or measured so: a run lasts past its episodes unless it stands over
+            # what an episode reaches, in the job's noise and in share, at its latest step
+            # too -- blind28 F4: 4-step episodes at +9-15 % of a 2 % CoV job; tenant41 H2,
+            # H6, H7: the same in jobs whose tail was measured heavy, told at their alarm by
+            # their share alone; H1: a host stall's two steps at x2.2 carrying a 4-step run)
             unit = size_sigma * max(self._zscale, 1.0)
-            high = (effect >= _HEAVY_EFFECT) & (mean - margin >= _HEAVY_EPISODE_Z * unit)
+            high = ((effect >= _HEAVY_EFFECT) & (mean - margin >= _HEAVY_EPISODE_Z * unit)
+                    & (cusum_z[at] >= _HEAVY_EPISODE_Z))
             lasting = n >= _HEAVY_STEPS
             if np.count_nonzero(lasting):
                 lasting[lasting] = self._still_slow(waiting[lasting], n[lasting])
             high |= beside
             outlasted = waiting[~high & lasting & (effect >= cfg.slow_min_effect)]
             hold_at |= ~(high | lasting)
-        elif self._heavy(ar_on):  # (measured heavy under runs: a modest run lasts past them)
-            effect = np.where((effect >= _HEAVY_EFFECT) | (n >= _HEAVY_STEPS), effect, 0.0)
         hold = waiting[hold_at & ~beside]
         # Reported while its run goes on: its latest step adds to its score.  A run found
         # late -- held while it was a checkpoint's write-back (_hold_after_event), or by
@@ -692,7 +695,7 @@ def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
     """A held run's ``noise_hold`` evidence (:meth:`_held_runs`): what it waits for."""
     return {"steps": steps,
             "for": f"a cause on its GPU or node only: the job's noise is taken for real noise "
-                   f"(runs, a heavy tail) -- while it is not measured, a run under "
+                   f"(runs, a heavy tail) -- while it is not measured, or measured so, a run under "
                    f"{_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} escalates without "
                    f"a cause once it has lasted {_HEAVY_STEPS} steps, slow throughout"
                    + (f"; and once its mean clears {cfg.slow_min_effect:.1%} by "
@@ -743,7 +746,8 @@ def _waited(self, outlasted: np.ndarray, again: np.ndarray, new: np.ndarray,
         why = []
         if s in outlasted:
             why.append(f"its run to outlast the job's noise episodes: the job's noise is not "
-                       f"measured yet and taken for real noise (runs, a heavy tail), so a run "
+                       f"measured yet, or measured heavy, and taken for real noise (runs, a "
+                       f"heavy tail), so a run "
                        f"under {_HEAVY_EPISODE_Z:g} sigma of it or {_HEAVY_EFFECT:.0%} is told "
                        f"for a cause only (noise_hold) until it has lasted {_HEAVY_STEPS} "
                        f"steps, slow throughout")
