@@ -90,6 +90,8 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "compute_ms": (float, int), "usual_compute_ms": (float, int),
     "throttle_reasons": (str,), "next_diagnostic": (str,), "recommended_because": (str,),
     "placement": (list,), "gpus_under_cap": (int,), "node_ports": (int,),
+    # a rank's told slowness grew with its node's others (detector.steps.slow._node_grown)
+    "node_grown": (int,),
     "node_ports_down": (int,),
     # a node's silence on a topic (detector.liveness)
     "topic": (str,), "last_ts": (float, int), "nodes_heard_since": (int,), "jobs": (list,),

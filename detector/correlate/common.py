@@ -151,3 +151,10 @@ def _found_alike(f: Finding) -> bool:
     wide, alarmed = f.evidence.get("node_wide"), f.evidence.get("node_alarmed")
     return ((type(wide) is int and wide >= 2)
             or (type(alarmed) is int and alarmed >= _NODE_ALARMED))
+
+
+def _gpus_told(p: Problem) -> list[int]:
+    """The GPUs a node's power or heat page was raised for (:meth:`Correlator._gpu_unconfirmed`):
+    ``gpus_in_telemetry`` once a second joined it, else its one ``gpu_in_telemetry``."""
+    first = p.extra.get("gpu_in_telemetry")
+    return p.extra.get("gpus_in_telemetry") or ([] if first is None else [first])

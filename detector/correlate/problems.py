@@ -15,6 +15,7 @@ from detector.correlate.common import (
     REMAP_INSTANT_S,
     Problem,
     _alike,
+    _gpus_told,
     _node_of,
     _remap_pending,
 )
@@ -89,13 +90,6 @@ def _another_fault(p: Problem, kind: str, cause: str, f: Finding) -> str | None:
 # ranks its consequence (_mates_cause) -- a drain of the node would take out seven healthy
 # GPUs other jobs can use (revA36 F6).
 _NODE_HELD = ("power", "thermal")
-
-
-def _gpus_told(p: Problem) -> list[int]:
-    """The GPUs a node's power or heat page was raised for (:meth:`Correlator._gpu_unconfirmed`):
-    ``gpus_in_telemetry`` once a second joined it, else its one ``gpu_in_telemetry``."""
-    first = p.extra.get("gpu_in_telemetry")
-    return p.extra.get("gpus_in_telemetry") or ([] if first is None else [first])
 
 
 def _summary(p: Problem) -> str:

@@ -10,8 +10,14 @@ from typing import Any
 
 from detector import host_node, job_pace, stuck_clock
 from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
-from detector.correlate.common import _HELD_CLOCK, _THROTTLES, Problem, _alike, _found_alike
-from detector.correlate.problems import _gpus_told
+from detector.correlate.common import (
+    _HELD_CLOCK,
+    _THROTTLES,
+    Problem,
+    _alike,
+    _found_alike,
+    _gpus_told,
+)
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
