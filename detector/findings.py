@@ -126,6 +126,9 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "nodes_left": (list,), "left_step_ts": (float, int), "nodes_absent": (list,),
     "dark_with": (list,), "still_dark": (bool,), "confirm": (bool,), "job_stalled": (bool,),
     "steps_seen": (bool,),
+    # the clusters a GPU row naming none may be of (pipeline.source's _unnamed, read by
+    # pipeline.correlator: no cluster's key)
+    "clusters_named": (list,),
 }
 # ... and the strings it parses, the form they must have (detector.thermal writes hex()).
 EVIDENCE_FORMS: dict[str, re.Pattern[str]] = {"throttle_reasons": re.compile(r"0x[0-9a-f]{1,16}")}

@@ -1056,6 +1056,17 @@ class Monitors:
         if self.topology is not None and not self.topology.has_node(node):
             self._n_unknown_node += 1
 
+    def heard_at(self, ev: Event) -> float | None:
+        """When these monitors took the newest sample of ``ev``'s GPU on ``ev``'s topic (ECC
+        or thermal), None when they hold no such GPU (or ``ev`` is not such a sample): which
+        cluster a row naming none is of (detector.pipeline.source's ``_unnamed``)."""
+        t = type(ev)
+        unit: GpuHealth | GpuThermal | None = (
+            self._ecc.get((ev.node, ev.gpu)) if t is EccSample  # type: ignore[union-attr]
+            else self._thermal.get((ev.node, ev.gpu)) if t is ThermalSample  # type: ignore
+            else None)
+        return None if unit is None else unit.last_ts
+
     def gpu_keys(self) -> set[tuple[str, int]]:
         """Every (node, gpu) this worker keeps a model for, from any telemetry."""
         gpus = set(self._ecc) | set(self._thermal)

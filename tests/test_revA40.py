@@ -119,17 +119,9 @@ def _keys(alerts) -> set[str]:
     return {a.dedup_key for a in alerts if a.status == "firing"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F2 (healthy paged at the wrong site, new with clu39's de5aefd): two sites' "
-    "telemetry in one detector, both naming a host gpu-004 (east's and west's, each row with "
-    "its `cluster`); west's gpu-004/3 sends an XID 94 row without `cluster`, then DBE rows "
-    "naming west: east's healthy gpu-004/3 is isolated hardware "
-    "(fl:east:iso:hardware:gpu:gpu-004/3) beside west's page -- 1 of 1 (deterministic).  "
-    "a2e2c2e paged the XID under the unnamed key (a second page, naming no site).  "
-    "CorrelatorPartition.cluster_of gives an unnamed row its node's first cluster, though two "
-    "clusters have named that node.  Fix idea: a node two clusters have named is ambiguous -- "
-    "an unnamed row of it keeps no cluster (the unnamed key, as before) or waits for the "
-    "GPU's next named row (the DBE 9 s on) before paging."))
+# (was revA40 F2, fixed by esc41: 1 fails before -- the XID row's GPU held by both sites'
+# monitors, each with a row of it in the last minute: paged under no cluster's key, the sites
+# named in its evidence, ``clusters_named``; west's DBE rows under west's -- pipeline.source)
 def test_an_unnamed_xid_of_a_host_name_two_sites_share_pages_no_healthy_gpu() -> None:
     eng = Engine()
     _run(eng, sorted([_ecc(1000.0 + 10 * k, "gpu-004", g, c) for k in range(12)
@@ -137,21 +129,17 @@ def test_an_unnamed_xid_of_a_host_name_two_sites_share_pages_no_healthy_gpu() ->
     alerts = _run(eng, [_ecc(1125.0, "gpu-004", 3, None, xid=94)] + [
         _ecc(1129.0 + 10 * k, "gpu-004", 3, "west", dbe=1) for k in range(3)]) + eng.finish()
     assert "fl:east:iso:hardware:gpu:gpu-004/3" not in _keys(alerts)
+    unnamed = [a for a in alerts if a.dedup_key == "fl:iso:hardware:gpu:gpu-004/3"]
+    assert unnamed and unnamed[0].evidence["signals"][0]["clusters_named"] == ["east", "west"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F3 (one fault paged twice, one page at the old site; pre-existing as a double "
-    "page: a2e2c2e paged the XID under the unnamed key): gpu-004 re-racked from cluster east "
-    "to west (its rows name east, then -- 0 s, 200 s or an hour later -- only west); its "
-    "XID 94 row without `cluster` and its DBE rows naming west page twice, the XID as "
-    "fl:east:iso:... (the site the node left) -- 3 of 3 gaps.  clu39 keeps a node's first "
-    "cluster for good (a later value counted in cluster_moves, never taken).  Fix idea: the "
-    "node's latest named cluster once every row of it names the new one for a while (or "
-    "after a silence), cluster_moves still counting a one-off row."))
-def test_an_unnamed_xid_of_a_re_racked_node_pages_once() -> None:
+# (was revA40 F3, fixed by esc41: 3 fail before -- gpu-004's GPU 3 held by east's monitors
+# (rows to 1050 s) and west's (from 1260 s): west's alone took a row of it in the last minute,
+# so the XID row is west's -- pipeline.source; and after an hour's gap east's forgot it)
+@pytest.mark.parametrize("t1", [1060.0, 1260.0, 4700.0], ids=["0s", "200s", "1h"])
+def test_an_unnamed_xid_of_a_re_racked_node_pages_once(t1: float) -> None:
     eng = Engine()
     _run(eng, [_ecc(1000.0 + 10 * k, "gpu-004", g, "east") for k in range(6) for g in range(8)])
-    t1 = 1260.0
     _run(eng, [_ecc(t1 + 10 * k, "gpu-004", g, "west") for k in range(6) for g in range(8)])
     alerts = _run(eng, [_ecc(t1 + 70.0, "gpu-004", 3, None, xid=94)] + [
         _ecc(t1 + 79.0 + 10 * k, "gpu-004", 3, "west", dbe=1) for k in range(3)]) + eng.finish()

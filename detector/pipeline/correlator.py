@@ -837,7 +837,10 @@ class CorrelatorPartition:
                 for other, _ in self.others.values():
                     self._guarded(other.fire_due, tag, alerts, hold)
                 self.released = tag
-            c = self.cluster_of(f.scope.node, f.cluster)
+            # (a GPU row two clusters' hosts of its name may have sent: no cluster's key,
+            # SourcePartition._unnamed)
+            c = None if f.cluster is None and f.evidence.get("clusters_named") else (
+                self.cluster_of(f.scope.node, f.cluster))
             if c != f.cluster:
                 f = f._replace(cluster=c)  # (its node's cluster, named by its other rows)
             on = corr

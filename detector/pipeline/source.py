@@ -53,9 +53,18 @@ from operator import itemgetter, lt
 from typing import Any, NamedTuple
 
 import orjson
+from msgspec.structs import replace
 
 from detector.decoding import decode, decode_chunked
-from detector.events import JUMP_AGREE, MAX_AHEAD_S, STEP, Event, InvalidMessage
+from detector.events import (
+    JUMP_AGREE,
+    MAX_AHEAD_S,
+    STEP,
+    EccSample,
+    Event,
+    InvalidMessage,
+    ThermalSample,
+)
 from detector.findings import Finding
 from detector.monitors import Monitors, out_of_range
 from detector.pipeline.clusters import MAX_CLUSTERS, ClusterSlots, other_topologies
@@ -78,6 +87,13 @@ SPENT_EVERY_S = 60.0
 # time before it is run on with them (SourcePartition._run_on_quiet; the same 300 s after
 # which a cluster's next record runs it on: _catch_up).
 RUN_ON_EVERY_S = 10.0
+# A GPU row naming no `cluster` whose GPU two clusters' monitors hold (_unnamed): of the one that
+# alone took a row of that GPU within the last MOVED_S -- a node re-racked from one site to
+# another names its new site only from then on -- else of neither: two sites' hosts of one name
+# report at each one's cadence (dcgm-exporter's 30 s default, a poll lost), and such a row could
+# be either's (revA40 F2 / F3).
+MOVED_S = 60.0
+_GPU_ROWS = (EccSample, ThermalSample)
 QUIET_S = MAX_AHEAD_S
 SNAPSHOT_VERSION = 1
 _OFFSET, _VALUE = itemgetter(0), itemgetter(2)  # a record's (offset, key, value, arrival)
@@ -402,6 +418,10 @@ class SourcePartition:
         that cluster was quiet while another kept it (:meth:`_catch_up`) -- the home cluster's
         as much as another's (home29: a home quiet > 300 s had its next records refused
         ts_out_of_range in the service, held in the Engine)."""
+        named: list[str] | None = None
+        if ev.cluster is None and self.others and type(ev) in _GPU_ROWS:
+            ev, named = self._unnamed(ev)
+        n0 = len(found)
         c = ev.cluster
         if c is not None and c != self.clusters.cluster:
             if self.clusters.cluster is None:
@@ -417,9 +437,42 @@ class SourcePartition:
             if self.others and ev.ts - mon.clock > MAX_AHEAD_S:
                 self._catch_up(mon, ev.ts, found)
             mon.process(ev, found, through)
+        if named is not None:
+            for i in range(n0, len(found)):
+                f = found[i]
+                if f.cluster is None and f.scope.node == ev.node:
+                    found[i] = f._replace(evidence={**f.evidence, "clusters_named": named})
         if self.others and mon.clock >= self._run_on_at:
             self._run_on_quiet(found)
         return mon
+
+    def _unnamed(self, ev: Event) -> tuple[Event, list[str] | None]:
+        """A GPU row naming no ``cluster`` (DESIGN makes it optional; an XID event row of a
+        collector that names none) while this partition keeps two clusters or more: named
+        after the cluster whose monitors alone took a row of its GPU within MOVED_S (a node
+        re-racked: its old site's monitors keep its GPUs an hour, its rows name the new one
+        only -- the old site's key would page a fault it no longer holds, revA40 F3), or
+        after the only one holding the GPU, when not the home's; left unnamed otherwise,
+        with the clusters whose rows of the GPU are that recent (``clusters_named``: told in
+        its findings' evidence, which the correlator partition pages under no cluster's key
+        rather than the node's first one -- two sites' hosts of one name, revA40 F2: its
+        healthy namesake's).  The home's alone holding it: unnamed as before (the node's
+        known cluster: CorrelatorPartition.cluster_of), and so where the home is the
+        topology's and the topology has the node (home28: its hosts' names are the home's,
+        CorrelatorPartition._homes)."""
+        slots, topo = self.clusters, self.monitors.topology
+        if topo is not None and slots.cluster in (slots.named, slots.hint) and (
+                slots.cluster is not None and topo.has_node(ev.node)):
+            return ev, None
+        heard = [(t, c) for c, mon in ((self.cluster, self.monitors), *self.others.items())
+                 if c is not None and (t := mon.heard_at(ev)) is not None]
+        if not heard:
+            return ev, None
+        recent = sorted(c for t, c in heard if t > ev.ts - MOVED_S)
+        if len(heard) == 1 or len(recent) == 1:
+            c = heard[0][1] if len(heard) == 1 else recent[0]
+            return (ev, None) if c == self.cluster else (replace(ev, cluster=c), None)
+        return ev, recent or sorted(c for _, c in heard)
 
     @property
     def run_on_due(self) -> float:
