@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from detector.engine import Engine
-from detector.testing import T0, feed
+from detector.testing import T0, feed, nic, step
 from tests.test_revA39 import _topo
 from tests.test_revA40 import _demand, _two_jobs
 
@@ -37,6 +37,37 @@ def test_a_job_ending_on_part_of_a_fast_sampled_leaf_pages_no_switch(poll: int,
     events = _two_jobs({"a": (range(5), 0, 600), "b": (range(5, 8), 0, 300)}, _demand(5),
                        poll=poll)
     assert _fired(events, topo) == []
+
+
+def _slow_steps(period: float, poll: int, *, seconds: int = 600) -> list:
+    """revA40 F7's two jobs (a on GPUs 0-4, b on 5-7 of n1 and n2; b ends at 300 s; each busy
+    GPU 50 Gb/s on mlx5_{g // 2}, an idle port 1 Gb/s), stepping every ``period`` s, their
+    ports sampled every ``poll`` s."""
+    events: list = []
+    for job, gpus, end in (("a", range(5), seconds), ("b", range(5, 8), 300)):
+        ranks = [(n, g) for n in ("n1", "n2") for g in gpus]
+        events += [step(T0 + s * period + 0.01 * r, r, s, job=job, node=n, gpu=g,
+                        step_ms=900.0 * period)
+                   for s in range(int(end / period)) for r, (n, g) in enumerate(ranks)]
+    sent: dict[tuple[str, int], float] = {}
+    for i in range(seconds // poll):
+        for n in ("n1", "n2"):
+            for k in range(4):
+                rate = _demand(5)(n, k, i * poll)
+                sent[(n, k)] = sent.get((n, k), 0.0) + (rate * poll / 16.0 * 1e9 if i else 0.0)
+                events.append(nic(T0 + i * poll + 0.5, n, f"mlx5_{k}", tx=int(sent[(n, k)]),
+                                  rx=int(sent[(n, k)])))
+    return sorted(events, key=lambda e: e.ts)
+
+
+@pytest.mark.parametrize("period", [5.0, 10.0])
+def test_a_job_of_long_steps_ending_on_part_of_a_fast_sampled_leaf_pages_no_switch(
+        period: float) -> None:
+    # b's last step row is stamped a step before its demand ended (its collectives ran to the
+    # step's end): at 2 s port polls its last step at 295 / 290 s was more than two polls and
+    # a second before the ports' fall at 300.5 s -- leaf1 isolated at 330 s before (2 fail
+    # before).  Its demand ended up to a step period after its last row.
+    assert _fired(_slow_steps(period, 2), "slurm") == []
 
 
 @pytest.mark.parametrize("poll", [2, 10, 30])

@@ -91,7 +91,7 @@ import math
 from typing import TYPE_CHECKING
 
 from detector.findings import Finding
-from detector.liveness import FAST_S, SCAN_S, _stopped_at
+from detector.liveness import _STOPS, FAST_S, SCAN_S, _stopped_at
 from detector.network import GROUP_INTERVAL_CAP_S
 from detector.statecodec import is_finite
 
@@ -324,7 +324,7 @@ def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:
     thermal = self._interval.get(node, (0.0, 0.0))[0]
     for gpu, ts in self._slept.get(node, {}).items():
         stopped.append((gpu, ts - min(thermal, GROUP_INTERVAL_CAP_S)))  # (told a poll late)
-    stopped += _jobs_stopped_on(self, node)
+    stopped += _jobs_stopped_on(self, node, start)
     for gpu, ts in stopped:
         if start - 2.0 * interval - 1.0 <= ts <= start + interval:
             mapped = topo.nic_for_gpu(node, gpu) if topo is not None else None
@@ -333,26 +333,43 @@ def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:
     return False
 
 
-def _jobs_stopped_on(self: Correlator, node: str) -> list[tuple[int, float]]:
+def _jobs_stopped_on(self: Correlator, node: str, start: float) -> list[tuple[int, float]]:
     """Each GPU of ``node`` a job is laid out on whose stop was told (detector.liveness's job
     ``silent``: no step for ``stop_s`` of its period; not one that stepped again since), with
-    its last step's time: the job ended, was cancelled or crashed there, and the ports that
-    carried its collectives lost that demand at that time, on every node it ran on at once
-    (revA40 F7: job b's end on GPUs 5-7 of two nodes of a leaf -- their mlx5_3 at 1 Gb/s beside
-    job a's ports at 100 -- isolated the leaf).  The correlator knows it from any stream: the
-    stop comes from the job's steps, the port's fall from its node's NIC rows."""
+    when its demand ended: the job ended, was cancelled or crashed there, and the ports that
+    carried its collectives lost that demand then, on every node it ran on at once (revA40 F7:
+    job b's end on GPUs 5-7 of two nodes of a leaf -- their mlx5_3 at 1 Gb/s beside job a's
+    ports at 100 -- isolated the leaf).  The correlator knows it from any stream: the stop
+    comes from the job's steps, the port's fall from its node's NIC rows.  Its demand ended
+    at its last step's time, or up to one step period after it (a step's row may be stamped
+    at its start; its collectives run to its end: 5-10 s steps at 2 s port polls) -- the
+    nearest of those to ``start``, the port's low run's beginning."""
     on = self._placement.on_node.get(node)
     if not on:
         return []
-    last: dict[str, float] = {}
+    ended: dict[str, float] = {}
     out = []
     for (job, _), (gpu, _) in on.items():
-        t = last.get(job)
+        t = ended.get(job)
         if t is None:
-            t = last[job] = _stopped_at(self, job)
+            t = ended[job] = _demand_ended(self, job, start)
         if t > -math.inf:
             out.append((gpu, t))
     return out
+
+
+def _demand_ended(self: Correlator, job: str, start: float) -> float:
+    """When job ``job``'s demand ended, by its told stop (-inf: none), nearest ``start``: its
+    last step's time, or up to its ``step_period_s`` (at most ``GROUP_INTERVAL_CAP_S``) later
+    (:func:`_jobs_stopped_on`)."""
+    last = _stopped_at(self, job)
+    if last >= start or last == -math.inf:
+        return last
+    stop = (self._silent.get(_STOPS) or {}).get(job)
+    period = stop.evidence.get("step_period_s") if stop is not None else None
+    if not is_finite(period) or not 0.0 <= period <= GROUP_INTERVAL_CAP_S:  # type: ignore
+        return last
+    return min(last + period, start)  # type: ignore[operator]
 
 
 def _ports_lost_job(self: Correlator, f: Finding, out: list[Alert]) -> None:
