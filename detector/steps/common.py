@@ -89,6 +89,14 @@ _FISHER_ALPHA = 1e-6
 # (tests/test_noise29.py: 0.45-0.71, median 0.587), as the job's noise unmeasured is taken;
 # only while the run is shorter than _LAG1_MEMORIES of the noise's memory ((1 + rho) / (1 - rho)
 # steps, noise40): a longer run is no single excursion of the noise.
+# A run within the job's excursions (JobMonitor._excursion_held) is under this many of the spread
+# of its peers' means of its length: over it, it is no excursion the job makes (a normal's tail
+# there is one in ~290,000; a job of 64 ranks makes ~4 windows of 16 steps a step).  Healthy runs
+# read 3.6-3.9 (blind31 F1, tune vlm-s2 v-07; revA40 F9); a real 3 % straggler in PAI noise 8-9
+# (blind23 N2: held under a margin on the spread instead); a memory-bound GPU on the VLM's vision
+# stage, whose 31-step means spread by 3 %, 4.2-4.6 at its 6th-7th step (blind31 G1)
+_EXC_Z = 4.5
+
 _LAG1_PRIOR = 0.587
 _LAG1_READ_MAX = 0.95
 _LAG1_MEMORIES = 2.0
@@ -198,7 +206,8 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_host_tx", 0.0), ("_host_told", False), ("_gmean", 0.0), ("_gdev", 0.0), ("_gown", 0.0),
     ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0), ("_lone_rep", False),
     ("_lone_streak", 0), ("_host_dev_z", 0.0), ("_with_mates", False), ("_alone_told", False),
-    ("_host_base0", 0.0), ("_host_recent", 0.0), ("_held", False), ("_paced", 0))
+    ("_host_base0", 0.0), ("_host_recent", 0.0), ("_held", False), ("_paced", 0),
+    ("_exc_s", 0.0), ("_exc_v", 0.0))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:

@@ -129,18 +129,35 @@ def _visiting(self, out: list[Finding], mark: int) -> bool:
     return len(found) >= _WANDER_NODES and len({dp for _, dp in found.values()}) > 1
 
 
-def _hold_wandering(self, out: list[Finding], mark: int) -> None:
+def _hold_wandering(self, out: list[Finding], mark: int, slots: np.ndarray,
+                    groups: np.ndarray) -> None:
     """Take back the slow ranks the other rules found on this step of a wandering job
-    (``out[mark:]``): not reported, so found again while they stay slow, and reported
-    only by the wandering job's rule (:meth:`_wander_update`)."""
+    (``out[mark:]``; the step's ``slots`` and their ``groups``): not reported, so found again
+    while they stay slow, and reported only by the wandering job's rule
+    (:meth:`_wander_update`) -- but a run clear of the job's measured wander
+    (:meth:`_clear_of_wander`), told ``node_wide`` only of its node's ranks kept with it
+    (a wandering mate found alike with it is taken back: revA40 F10 seed 2, node_wide 2
+    escalated the node)."""
     kept = []
+    clear = False
     for f in out[mark:]:
         if not _holdable(f) or f.rank is None or f.rank not in self._slot or (
                 not self._wandering and self._gross_start(f)):
             kept.append(f)
             continue
+        if self._wandering and self._clear_of_wander(f, slots, groups):
+            kept.append(f)
+            clear = True
+            continue
         s = self._slot[f.rank]
         self._reported[s] = self._sustained[s] = self._recurring[s] = False
+    if clear and len(kept) < len(out) - mark:
+        wide = Counter(f.scope.node for f in kept if "node_wide" in f.evidence)
+        kept = [f if "node_wide" not in f.evidence or wide[f.scope.node] >= f.evidence[
+            "node_wide"] else f._replace(evidence={
+                **{k: v for k, v in f.evidence.items() if k != "node_wide"},
+                **({"node_wide": wide[f.scope.node]} if wide[f.scope.node] >= 2 else {})})
+            for f in kept]
     out[mark:] = kept
 
 

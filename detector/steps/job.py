@@ -44,6 +44,7 @@ from detector.steps.common import (
 )
 from detector.steps.replicas import replica_split
 from detector.thresholds import Thresholds
+from models import excursion
 from models.cusum_bank import CusumBank
 from models.peer_stats import derive_layout, learn_layout, median
 
@@ -62,7 +63,8 @@ _MAJORITIES_KEPT = 4096
 
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
-               "_twins": (_TWIN_MAX,)}
+               "_twins": (_TWIN_MAX,), "_exc_s": (len(excursion.ALPHAS),),
+               "_exc_v": (len(excursion.ALPHAS),)}
 
 
 def _num(x: Any) -> bool:
@@ -158,7 +160,8 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     **{name: _count for name in ("_evaluated", "_wander_n", "_wander_hot", "_wander_calm",
-                                 "_twin_n", "_tail_n", "_ar_n", "_hl_n")},
+                                 "_twin_n", "_tail_n", "_ar_n", "_hl_n",
+                                 "_exc_n")},
     **{name: lambda x: type(x) is int for name in ("late", "duplicates", "restarts")},
     **{name: lambda x: type(x) is bool for name in ("_imbalanced", "_recur_live", "_wandering",
                                                     "_sus_on", "_split_active")},
@@ -213,6 +216,7 @@ class JobMonitor(NumericChecks):
     _host_seen_ts = -math.inf  # (likewise)
     _ar_xy = _ar_xx = 0.0      # (likewise: a snapshot before round 30 learns its lag-1 anew)
     _ar_n = 0
+    _exc_n = 0                 # (likewise, round 41: the job's excursions measured anew)
     _hl_xy = _hl_xx = 0.0      # (likewise, round 35: the host excess's lag-1 learnt anew)
     _hl_n = 0
     _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
@@ -462,6 +466,11 @@ class JobMonitor(NumericChecks):
         # means of z_t z_(t-1) and z_(t-1)^2, steps) and each rank's last z (_ar_step)
         self._ar_xy = self._ar_xx = 0.0
         self._ar_n = 0
+        # The job's excursions (models.excursion, _excursion_update): per rank its deviation
+        # over its bias smoothed at a few spans and their mean squares; per job the steps
+        self._exc_s = np.zeros((0, len(excursion.ALPHAS)))
+        self._exc_v = np.zeros((0, len(excursion.ALPHAS)))
+        self._exc_n = 0
         # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
         # sums): how long a lone host run must last (_page_lone)
         self._hl_xy = self._hl_xx = 0.0
@@ -771,6 +780,9 @@ class JobMonitor(NumericChecks):
         if "_with_mates" not in self.__dict__ and n >= 0:
             self._with_mates = np.zeros(n, dtype=bool)  # (a snapshot before moe36: none told)
             self._alone_told = np.zeros(n, dtype=bool)
+        if "_exc_s" not in self.__dict__ and n >= 0:  # (a snapshot before noise41: anew)
+            self._exc_s = np.zeros((n, len(excursion.ALPHAS)))
+            self._exc_v = np.zeros((n, len(excursion.ALPHAS)))
         if "_held" not in self.__dict__ and n >= 0:
             self._held = np.zeros(n, dtype=bool)  # (a snapshot before noise39: none held)
         if "_paced" not in self.__dict__ and n >= 0:
@@ -1204,7 +1216,10 @@ class JobMonitor(NumericChecks):
         _ar_held,
         _ar_on,
         _ar_step,
+        _clear_of_wander,
         _cold_steps,
+        _excursion_held,
+        _excursion_update,
         _heavy,
         _lag1_read,
         _over_prior,

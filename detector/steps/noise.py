@@ -1,5 +1,5 @@
-"""A job's noise: wandering slowness (MoE routing), its lag-1, its tail, cold
-starts and the warm-up prior.
+"""A job's noise: wandering slowness (MoE routing), its lag-1, its excursions, its tail,
+cold starts and the warm-up prior.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 
 from detector.findings import Finding
 from detector.steps.common import (
+    _EXC_Z,
     _HEAVY_EDGE,
     _HEAVY_KNOWN,
     _HEAVY_SHARE,
@@ -32,7 +33,7 @@ from detector.steps.common import (
     _WANDER_VAR,
     _StepBuffer,
 )
-from models import lag1
+from models import excursion, lag1
 from models.peer_stats import median
 
 # A rank joining a job past its warm-up is cold while its excess over its peers falls by this
@@ -325,3 +326,92 @@ def _tail_update(self, v: np.ndarray, prev: np.ndarray) -> None:
                        minlength=len(_TAIL_EDGES) + 1)[:0:-1].cumsum()[::-1] / len(v)
     self._tail_n += 1
     self._tail += max(1.0 / self._tail_n, _TAIL_ALPHA) * (over - self._tail)
+
+
+def _excursion_update(self, r: np.ndarray, x: np.ndarray, unit: float) -> None:
+    """After warm-up: each rank's deviation over its bias ``x`` (slots ``r``; log ratio, as a
+    run is sized) into the job's excursions (models.excursion), each step taken at most at
+    ``slow_z_clip`` of the job's noise ``unit`` (as the CUSUM takes it: one spike is no
+    excursion); learnt on ranks neither told slow nor alarmed.  A run learnt up to its alarm
+    is the job's noise as far as anything knows then; past it, a slowdown that stays would
+    teach the job that it is routine: a site's cap wave on 3 of 8 nodes, learnt whole,
+    lifted every peer's spread for 150 steps and held a hidden 9-20 % fault beside it
+    (tests/test_cap40.py, revA39 F6's probe: 6 of 6 paged late or never)."""
+    lim = self.cfg.slow_z_clip * unit
+    learn = ~self._reported[r]
+    if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
+        learn &= ~self._slow.alarmed[r]
+    self._exc_n += 1
+    self._exc_s[r], self._exc_v[r] = excursion.update(
+        self._exc_s[r], self._exc_v[r], x.clip(-lim, lim), self._exc_n, learn)
+
+
+def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
+                    r: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per slot of ``waiting`` (alarmed; ``n`` its runs' lengths, ``mean`` their sizes, log):
+    whether its run is one of the job's own excursions -- its mean under ``_EXC_Z`` of the
+    spread an ``n``-step mean of its peers' deviations has (models.excursion.sd_of_mean of
+    its peers' mean variances -- the variance's unbiased estimate; a median of three peers'
+    is low, their variances skewed -- on this step's group ``groups`` of ``r``; none measured
+    yet: no).  Such a run is told held (:meth:`_held_runs`): paged with a cause on its GPU or
+    node only, until its mean stands out of what the job's ranks do at its length.
+
+    The run's standard error read from the step-to-step spread and the job's lag-1
+    (:meth:`_lag1_read`) holds for noise of one AR(1)'s memory, at its job's spread.  A VLM
+    replica's batches run video-heavy for tens of steps (the data's; blind31 F1: a stage-0
+    node x1.07 over its 3 peers for 18 steps, escalated): the job's lag-1 read 0.43 (its
+    memory 2.5 steps), its noise 3 % where its vision stage's is 5 %, and the run was read
+    as 4.6 standard errors of 18 independent steps.  Its peers' own 16-step means spread by
+    1.8 %: the run is 3.7 of those, one of theirs.  A slow GPU stays slow: its mean holds
+    while the spread falls with its length (a 10 % slowdown on a simulator's independent
+    1-2 % noise stands 10-20 of it out at its alarm; blind31 G1's memory-bound GPU on the
+    vision stage, 4.6 at its 7th step, paged 52 s later than before -- the price of that
+    stage's wander, as large as the fault)."""
+    out = np.zeros(len(waiting), dtype=bool)
+    if not excursion.ready(self._exc_n).any():
+        return out
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    for j, s in enumerate(waiting.tolist()):
+        i = at.get(s)
+        if i is None:
+            continue
+        peers = r[(groups == groups[i]) & (r != s)]
+        if len(peers) < 2:
+            continue
+        sd = excursion.sd_of_mean(self._exc_v[peers].mean(axis=0), self._exc_n, int(n[j]))
+        x = float(mean[j])
+        out[j] = sd > 0.0 and x < _EXC_Z * sd
+    return out
+
+
+def _clear_of_wander(self, f: Finding, slots: np.ndarray, groups: np.ndarray) -> bool:
+    """Whether ``f``, a slow rank told on this step of a wandering job (:meth:`_wander_update`),
+    is no wander: a CUSUM run told as a verdict while the job's excursions are measured (so
+    its mean cleared them at its length: :meth:`_excursion_held`), its mean
+    ``_WANDER_ALONE`` or more over every peer of its group (``groups`` of ``slots``) on
+    another node, each read smoothed over ~7 steps (models.excursion's second span).  Such
+    a run is not taken back (:meth:`_hold_wandering`).
+
+    The wandering regime holds every other rule's finding for the wander rule's (a mean over
+    ~100 steps 7 % over the ranks'): routing's excursions are long, and the rules of i.i.d.
+    steps paged them on every node in turn.  An AR(1) wander (revA40 F10: lag-1 0.8, 2 %)
+    lifts the index as routing does (3.3-5.8), and a rank 9 % slow for 40 steps -- its
+    100-step mean 3.6 % -- was never paged (4 of 16 runs).  Measured, the job's excursions
+    are what the run is judged against already; and routing makes the ranks holding one
+    expert hot together on several nodes (blind8 H1), a fault is on its unit alone."""
+    ev = f.evidence
+    s = self._slot.get(f.rank) if f.rank is not None else None
+    if (s is None or not f.verdict or "run_steps" not in ev or "rule" in ev
+            or "noise_hold" in ev or not excursion.ready(self._exc_n)[1]):
+        return False
+    at = np.flatnonzero(slots == s)
+    if not len(at) or self._hw[s] is None:
+        return False
+    node = self._hw[s][0]
+    hw = self._hw
+    peers = [m for m in slots[groups == groups[at[0]]].tolist()
+             if m != s and hw[m] is not None and hw[m][0] != node]
+    if not peers:
+        return False
+    mean = float(self._run_sum[s]) / max(int(self._run_n[s]), 1)
+    return mean - float(self._exc_s[peers, 1].max()) >= math.log1p(_WANDER_ALONE)

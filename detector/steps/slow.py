@@ -16,6 +16,7 @@ from detector.step_numerics import _pick
 from detector.steps.common import (
     _AFTER_EVENT_S,
     _CLEARLY_SLOW_Z,
+    _EXC_Z,
     _FISHER_ALPHA,
     _GROWN_MARGIN,
     _GROWN_STEPS,
@@ -120,7 +121,7 @@ def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
         self._twin_n = 0
         self._twins[:] = 0
     if len(out) > mark and (self._wandering or (self._visiting(out, mark) and may_wander)):
-        self._hold_wandering(out, mark)
+        self._hold_wandering(out, mark, slots, groups)
     elif len(out) > mark and may_wander:
         self._hold_shared(out, mark, slots, groups)
     if place:
@@ -434,6 +435,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                           None if common is not None else (d, gc))
         self._check_recurring(step, r, zr, over_base, tc, mc, buf, decided_ts, out)
         self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
+        self._excursion_update(r, over_base, size_sigma * max(self._zscale, 1.0))
     # The mean slowdown of the current run (since the score left zero): an alarm is
     # reported only when the run is slow by a meaningful amount on average, not just
     # unusually noisy (the CUSUM measures surprise; this measures size).
@@ -531,6 +533,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 spans, by_own - margin * wide,
                 np.maximum(by_own - margin * wide, mean - rep_margin * wide))
             hold_at = np.exp(worn) - 1.0 < cfg.slow_min_effect
+        # (and under the job's own excursions at its length, measured: _excursion_held)
+        hold_at |= self._excursion_held(waiting, n, mean if sized is None else sized, r, gc)
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
         # (a run beside a node mate told slow is no episode of the job's noise alone)
@@ -702,7 +706,9 @@ def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
                       f"{cfg.slow_effect_z:g} standard errors of a mean of the job's correlated "
                       f"steps (lag-1 {rho:.2f}), or once it has lasted "
                       f"{_LAG1_MEMORIES * (1.0 + rho) / (1.0 - rho):.0f} steps, "
-                      f"{_LAG1_MEMORIES:g} of the noise's memory" if rho else "")}
+                      f"{_LAG1_MEMORIES:g} of the noise's memory" if rho else "")
+                   + f"; and once its mean stands {_EXC_Z:g} times the spread its peers' own "
+                     f"means of as many steps have (the job's excursions, measured)"}
 
 
 def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -908,7 +914,11 @@ def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[
     (gh-03/1, 0x4 at a lower clock) and its partner gh-03/0 both 1.07x with start offsets
     of 4.3-4.7 %; the partner's CUSUM alarmed first and was escalated alone, the wrong GPU,
     while the aged one's score was 3.4 of 10 (found 5 steps later).  A lone slow GPU (its
-    TP mates at the peers' pace) is found alone, as before.
+    TP mates at the peers' pace) is found alone, as before.  A mate told held
+    (:meth:`_held_runs`) is told again with it, whole: a node's run let go one rank a step
+    was paged at the node by its first rank alone, before the correlator could read the
+    node's group (blind30 F3's cohort clock policy, its runs held by the job's excursions,
+    :meth:`_excursion_held`, let go at steps 3411-3412).
     """
     hw = self._hw
     node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
@@ -937,7 +947,7 @@ def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[
             continue
         for m in group:
             alike[m] = len(group)
-            if m != s and not self._reported[m] and m not in new:
+            if m != s and (not self._reported[m] or self._held[m]) and m not in new:
                 more.append(m)
     if more:
         m = np.array(more, dtype=np.int64)
