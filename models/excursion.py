@@ -46,20 +46,31 @@ READY = 2.0        # a span read once the job has this many of it: the smoothed 
 #                    from zero forgotten (its first span of steps is not learnt from)
 
 
-def update(smooth: np.ndarray, var: np.ndarray, x: np.ndarray, n: int, learn: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
+def update(smooth: np.ndarray, var: np.ndarray, x: np.ndarray, n: int,
+           learn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``smooth`` and ``var`` (rows: ranks; columns: ``ALPHAS``) after a step of the ranks'
     deviations ``x``, the job's ``n``-th step measured (from 1); ``var`` learns on ranks
-    ``learn`` only, each span once the job has had that many steps."""
+    ``learn`` only (None: all), each span once the job has had that many steps.  New arrays:
+    the inputs are not changed."""
     smooth = smooth + ALPHAS * (x[:, None] - smooth)
-    k = n - SPANS  # (steps each span has learnt)
-    on = k > 0.0
-    if not on.any() or not learn.any():
+    if n <= SPANS[0]:
         return smooth, var
-    w = np.where(on, np.maximum(VAR_ALPHA, 1.0 / np.maximum(k, 1.0)), 0.0)
-    var = var.copy()
-    var[learn] += w * (smooth[learn] ** 2 - var[learn])
-    return smooth, var
+    d = smooth * smooth
+    d -= var
+    d *= _STEADY if n >= _STEADY_N else _weights(n)
+    if learn is not None:
+        d *= learn[:, None]
+    return smooth, var + d
+
+
+def _weights(n: int) -> np.ndarray:
+    """Each span's learning weight at the job's ``n``-th step: none before its span, then the
+    mean of the steps since (the first ones weighed alike), then ``VAR_ALPHA``."""
+    return np.array([0.0 if n <= k else max(VAR_ALPHA, 1.0 / (n - k)) for k in SPANS.tolist()])
+
+
+_STEADY_N = int(SPANS[-1] + 1.0 / VAR_ALPHA) + 1  # (from this step every weight is VAR_ALPHA)
+_STEADY = _weights(_STEADY_N)
 
 
 def ready(n: int) -> np.ndarray:

@@ -338,12 +338,20 @@ def _excursion_update(self, r: np.ndarray, x: np.ndarray, unit: float) -> None:
     lifted every peer's spread for 150 steps and held a hidden 9-20 % fault beside it
     (tests/test_cap40.py, revA39 F6's probe: 6 of 6 paged late or never)."""
     lim = self.cfg.slow_z_clip * unit
-    learn = ~self._reported[r]
-    if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
-        learn &= ~self._slow.alarmed[r]
     self._exc_n += 1
+    x = x.clip(-lim, lim)
+    n = len(self._exc_s)
+    if len(r) == n:  # (every slot in the step, the usual one: whole arrays, no gathers)
+        xs = np.empty(n)
+        xs[r] = x
+        learn = None if not (np.count_nonzero(self._slow.alarmed) or np.count_nonzero(
+            self._reported)) else ~(self._reported | self._slow.alarmed[:n])
+        self._exc_s, self._exc_v = excursion.update(self._exc_s, self._exc_v, xs,
+                                                    self._exc_n, learn)
+        return
+    learn = ~(self._reported[r] | self._slow.alarmed[r])
     self._exc_s[r], self._exc_v[r] = excursion.update(
-        self._exc_s[r], self._exc_v[r], x.clip(-lim, lim), self._exc_n, learn)
+        self._exc_s[r], self._exc_v[r], x, self._exc_n, learn)
 
 
 def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
