@@ -46,6 +46,10 @@ EXPECT: dict[str, tuple] = {
     # (TP8 x DP2): a burst is a rank 30 % slower than half its other peers or more
     # (steps.JobMonitor._check_burst), no longer the group's median between the halves.
     "N8-psu-brake-seen-once-half-the-group": (_caught_as_power, None),
+    # N9 (esc42, round 42): hx01's cron, paged for its compute, then for its host share (a
+    # run begun beside the compute run) under the same key -- the pager's messages are
+    # counted in tests/test_esc42.py; here the score (caught either way).
+    "N9-cron-straggler-paged-twice": (bc.every_fault_caught, None),
 }
 
 

@@ -49,6 +49,13 @@ PLAN: dict[str, tuple] = {
     "N8-psu-brake-seen-once-half-the-group": ("fleet", 2, dict(
         t_from=300, t_to=520, nodes={"gx-11", "gx-12"}, jobs={"pt-d"}, topics={STEP, THERMAL},
         labels={"psu-brake-30s"})),
+    # pipe seed 0 (esc42, round 42): hx01's cron from 153.5 s, escalated for its compute at
+    # 186 s; its host_share run, from 0.1 s after the compute run's onset, told at 799 s
+    # while the page was quiet -- resolved and fired again under one dedup_key (esc41's
+    # "another part of the step"); hx04 (a PSU brake) left out
+    "N9-cron-straggler-paged-twice": ("pipe", 0, dict(
+        t_from=0, t_to=820, nodes={"hx01", "hx02", "hx03", "hx05", "hx06", "hx07", "hx08"},
+        jobs={"pp-e"}, topics={STEP}, labels={"cron-straggler"})),
 }
 
 

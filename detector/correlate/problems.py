@@ -68,7 +68,14 @@ def _another_fault(p: Problem, kind: str, cause: str, f: Finding) -> str | None:
     Not another fault: ``p`` still active (a node's GPUs throttling 0x40 and 0x80 together
     as its cooling or supply fails is one node page; a rank slow in compute and its host
     late at once), a latched page, a generic cause refined (``unknown`` to a cause is the
-    same incident), the same part of the step again."""
+    same incident), the same part of the step again, nor a run on the other part that
+    began before ``p`` went quiet (its ``onset_ts`` before ``quiet_since``): it ran beside
+    the page's own run -- the rank slow in compute and late on its host at once, only
+    told later (a host share's verdict waits minutes for its evidence) -- and is that
+    episode's, added to the page's evidence.  Paged anew, a pager de-duplicating by key
+    sees the page resolve and fire again: a human paged twice for one episode (blind14
+    pipe-s0..s2: a node's compute page, its host_share run from 0.1-9 s after the compute
+    run's onset, told 470-610 s after the page while it was quiet)."""
     if not (kind == "slow_node" and p.kind == kind and p.status == "firing" and not p.active
             and not p.latched and p.quiet_since != math.inf):
         return None
@@ -76,7 +83,7 @@ def _another_fault(p: Problem, kind: str, cause: str, f: Finding) -> str | None:
         return f"{cause} raised on {p.scope.key} while this {p.cause} page was quiet"
     path = _path(f.signal, f.evidence)
     stood = {_path(str(e.get("signal")), e) for e in p.evidence}
-    if path is None or None in stood or path in stood:
+    if path is None or None in stood or path in stood or f.onset_ts < p.quiet_since:
         return None
     return (f"{p.scope.key}'s {path} time over its peers' ({f.signal}) while this page, "
             f"raised for its {stood.pop()} time, was quiet")
