@@ -48,6 +48,14 @@ PLAN: dict[str, tuple] = {
     # peers for 8 steps, escalated slow_node/unknown at ~81 s. lm-b's steps
     "F4-pure-dp-noise-run-escalated": ("canary", 1, dict(
         t_from=0, t_to=150, nodes=set(LM_B), topics={STEP}, labels=set())),
+    # canary seed 7 (held; esc42, round 42): c-12 GPU 1 12-18 % slow from ~264 s, nothing in
+    # telemetry (pure DP), escalated at its GPU at ~272 s; lm-b restarted cold at ~754 s (an
+    # XID on c-10), GPU 1's rank slow again from the first steps and GPU 3's 4-step noise run
+    # (x1.05-1.08, steps 757-760 s) beside it: node c-12 escalated at ~763 s -- a second page
+    # for GPU 1's one fault.  lm-b's steps on c-09..c-12
+    "F5-paged-gpus-node-escalated-at-the-restart": ("canary", 7, dict(
+        t_from=200, t_to=850, nodes=set(LM_B), jobs={"lm-b"}, topics={STEP},
+        labels={"slow-c-12-g1"})),
     # rolling seed 0: r-11 back from its upgrade (~150 s) with mlx5_7 at 200 Gb/s losing
     # symbols, idle: isolated network/nic at ~167 s
     "G1-port-retrained-at-half-rate-after-the-reboot": ("rolling", 0, dict(
