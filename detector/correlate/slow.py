@@ -23,6 +23,13 @@ from detector.part_window import _UNITS_TOLD
 from detector.playbook import clock_diagnostic, next_diagnostic
 
 _CLOCK_PEERS = 4096  # ranks of the job read for its peers' clock (a bound per escalation)
+# A replica is one unit slow across its nodes when they slowed together: a TP group spanning
+# nodes runs at its slowest GPU's pace from the same step on every node of it (review13 S3:
+# onsets on one step).  A node of the replica whose slow ranks began more than this before or
+# after is a fault of its own (peer42, blind32 F4: a replica's stage-2 node capped at 355 s, its
+# stage-3 node's GPU slow from 548 s, the second escalated as the replica -- a miss and a false
+# positive).  A minute holds a CUSUM's onset estimate a few steps either way on slow steps.
+REPLICA_ONSET_S = 60.0
 HELD_GPUS = 2        # a node's slow GPUs held by a setting, at least, for a software page
 # A cohort's clock policy (_clock_policy): a node's busy clock POLICY_MIN or more below its job's
 # other GPUs' (a boost clock wanders ~1 %: 3 % is a setting, not chance), shared within
@@ -463,7 +470,8 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
                and (g is f or not self._held_for_site(g, due))]
     node = [g for g in members if g.scope.node == f.scope.node]
     replica = {g.scope.node: g for g in members
-               if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank}
+               if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank
+               and abs(g.onset_ts - f.onset_ts) <= REPLICA_ONSET_S}
     whole = self._replica_across(f, members, node, len(replica))
     if whole is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
@@ -705,9 +713,9 @@ def _units_told(self, scope: Scope, f: Finding) -> list[str] | None:
 def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding],
                     nodes: int) -> list[Finding] | None:
     """The slow ranks of ``f``'s replica, when its slowness is that replica's across
-    nodes: ranks of it slow on ``nodes`` >= 2 nodes and every slow rank on ``f``'s node
-    (``node``) of it -- or when that replica is escalated slow already and still
-    firing.  None otherwise (the node rule's, or the rank's own).
+    nodes: ranks of it slow on ``nodes`` >= 2 nodes (slow since within REPLICA_ONSET_S of
+    ``f``) and every slow rank on ``f``'s node (``node``) of it -- or when that replica is
+    escalated slow already and still firing.  None otherwise (the node rule's, or the rank's own).
 
     A TP group spanning nodes (a GB200 tray of 4 GPUs under TP 8) runs at the pace of its
     slowest GPU: every rank of it is slow alike on each of its nodes, and the node rule
@@ -724,7 +732,8 @@ def _replica_across(self, f: Finding, members: list[Finding], node: list[Finding
         return mine
     if nodes < 2 or len(node) < 2 or any(g.dp_rank != f.dp_rank for g in node):
         return None
-    return mine
+    return [g for g in mine if g.scope.node == f.scope.node
+            or abs(g.onset_ts - f.onset_ts) <= REPLICA_ONSET_S]
 
 
 def _host_lasting(self, g: Finding, out: list[Alert]) -> None:
