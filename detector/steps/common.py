@@ -207,7 +207,9 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_gn", 0), ("_zprev", 0.0), ("_ar_score", 0.0), ("_cold", 0), ("_lone_rep", False),
     ("_lone_streak", 0), ("_host_dev_z", 0.0), ("_with_mates", False), ("_alone_told", False),
     ("_host_base0", 0.0), ("_host_recent", 0.0), ("_held", False), ("_paced", 0),
-    ("_exc_s", 0.0), ("_exc_v", 0.0))
+    ("_exc_s", 0.0), ("_exc_v", 0.0),
+    ("_past_base", 0.0), ("_past_short", 0.0), ("_past_n", 0), ("_past_run", 0),
+    ("_past_rep", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:

@@ -161,7 +161,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     **{name: _count for name in ("_evaluated", "_wander_n", "_wander_hot", "_wander_calm",
                                  "_twin_n", "_tail_n", "_ar_n", "_hl_n",
-                                 "_exc_n")},
+                                 "_exc_n", "_past_hold")},
     **{name: lambda x: type(x) is int for name in ("late", "duplicates", "restarts")},
     **{name: lambda x: type(x) is bool for name in ("_imbalanced", "_recur_live", "_wandering",
                                                     "_sus_on", "_split_active")},
@@ -170,8 +170,9 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: is_time for name in ("clock", "_next_expire", "_last_step_ts", "_host_seen_ts")},
     **{name: _spread for name in (
         "_period", "_sigma", "_zscale", "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma",
-        "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx", "_hl_xx")},
-    **{name: is_finite for name in ("_host_level", "_ar_xy", "_hl_xy")},
+        "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx", "_hl_xx",
+        "_past_sigma")},
+    **{name: is_finite for name in ("_host_level", "_ar_xy", "_hl_xy", "_past_level")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
         "_told_was", "_overflow", "_pace", "_hr", "_majority", "_mismatch", "_pair", "_tie_lean",
@@ -217,6 +218,8 @@ class JobMonitor(NumericChecks):
     _ar_xy = _ar_xx = 0.0      # (likewise: a snapshot before round 30 learns its lag-1 anew)
     _ar_n = 0
     _exc_n = 0                 # (likewise, round 41: the job's excursions measured anew)
+    _past_level = _past_sigma = 0.0  # (likewise, round 42: own pasts learned anew)
+    _past_hold = 0
     _hl_xy = _hl_xx = 0.0      # (likewise, round 35: the host excess's lag-1 learnt anew)
     _hl_n = 0
     _pace: list[float] = job_pace.new_state()  # (likewise; replaced, never changed in place)
@@ -471,6 +474,18 @@ class JobMonitor(NumericChecks):
         self._exc_s = np.zeros((0, len(excursion.ALPHAS)))
         self._exc_v = np.zeros((0, len(excursion.ALPHAS)))
         self._exc_n = 0
+        # A rank against its own past pace (detector.steps.past): per rank its level of log
+        # compute over the job's common change, its change over that smoothed, steps learned,
+        # its run of steps slow so and whether the rule reported it; per job the common
+        # change's level, the smoothed change's noise and the steps its levels are held anew.
+        self._past_base = np.zeros(0)
+        self._past_short = np.zeros(0)
+        self._past_n = np.zeros(0, dtype=np.int64)
+        self._past_run = np.zeros(0, dtype=np.int64)
+        self._past_rep = np.zeros(0, dtype=bool)
+        self._past_level = 0.0
+        self._past_sigma = 0.0
+        self._past_hold = 0
         # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
         # sums): how long a lone host run must last (_page_lone)
         self._hl_xy = self._hl_xx = 0.0
@@ -780,6 +795,11 @@ class JobMonitor(NumericChecks):
         if "_with_mates" not in self.__dict__ and n >= 0:
             self._with_mates = np.zeros(n, dtype=bool)  # (a snapshot before moe36: none told)
             self._alone_told = np.zeros(n, dtype=bool)
+        if "_past_base" not in self.__dict__ and n >= 0:  # (a snapshot before peer42: anew)
+            self._past_base, self._past_short = np.zeros(n), np.zeros(n)
+            self._past_n = np.zeros(n, dtype=np.int64)
+            self._past_run = np.zeros(n, dtype=np.int64)
+            self._past_rep = np.zeros(n, dtype=bool)
         if "_exc_s" not in self.__dict__ and n >= 0:  # (a snapshot before noise41: anew)
             self._exc_s = np.zeros((n, len(excursion.ALPHAS)))
             self._exc_v = np.zeros((n, len(excursion.ALPHAS)))
@@ -932,6 +952,8 @@ class JobMonitor(NumericChecks):
         self._held[:] = False
         self._wander_rep[:] = False
         self._twin_rep[:] = False
+        self._past_rep[:] = False
+        self._past_run[:] = 0
         self._pair_rep[:] = False
         self._pair_run[:] = 0
         self._pair_gross[:] = 0
@@ -1227,6 +1249,7 @@ class JobMonitor(NumericChecks):
         _unmeasured,
         _wander_update,
     )
+    from detector.steps.past import _past_update
     from detector.steps.ranks import (
         _afresh,
         _follow_hardware,

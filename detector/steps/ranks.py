@@ -273,6 +273,9 @@ def _afresh(self, m: np.ndarray) -> None:
     self._reported[m] = False
     self._twin_rep[m] = False
     self._twins[m] = 0
+    self._past_n[m] = 0
+    self._past_run[m] = 0
+    self._past_rep[m] = False
     self._gross[m] = 0
     self._paced[m] = 0
     self._run_sum[m] = 0.0

@@ -425,6 +425,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             self._ar_score[r[cold]] = 0.0
     self._wander_update(step, r, gc, z, d, mc, buf, decided_ts, out)
     self._twin_update(step, r, gc, d, mc, buf, decided_ts, out)
+    self._past_update(step, r, gc, d + mc, buf, decided_ts, out)  # (peer42: its own past)
     if not warm:  # (the gross prior's counters are the warm-up's)
         over_base = size - base_r
         zr = z

@@ -1,0 +1,131 @@
+"""A rank against its own past pace, where its peers' median moved with it: the peers that
+are slow are most of them.
+
+The step rules judge a rank against its peer group's median (same tp_rank and pp_rank).
+When half or more of a group turns slow, the median is a slow one: blind32 F3 -- two of a
+stage's three data-parallel peers slow (a hidden x1.07-1.10 GPU and a power limit left low,
+x1.12, 10 s apart), the median moved to the slower pace, neither paged in minutes.  Each
+node's own history still says it changed, and the job's other ranks say the work did not.
+
+So each rank keeps its own level of ``log(compute)`` (``_past_base``) against the job's
+common change (``m``: the median over every rank of the job of its change from its level --
+a save, a context extension, a new data phase move it, not a rank's ratio).  A rank whose
+change over ``m``, smoothed over ~5 steps, is ``_PAST_EFFECT`` and ``_PAST_Z`` of its noise,
+``_PAST_STEPS`` steps in a row, is slow when its peer group moved with it (the group's median
+of the same is at least half that: else the peer rule judges it) and a peer of the group held
+its pace (the group's least changed is that much under it: a stage's work that changed moves
+every peer of it alike -- blind31's data mix, a context doubling's stage that scales more).
+Groups of three ranks or more (DP 2: two replicas that disagree are the pair's and the
+replica split's).  A job-wide change (``m`` off its level by ``_PAST_JOB_MOVE``) is the job's
+work (blind32 G4: a context doubling x1.55-1.75 on every rank): the levels are taken anew and
+nothing is judged for ``_PAST_HOLD`` steps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from detector.findings import Finding
+from detector.steps.common import _StepBuffer
+from models.peer_stats import MAD_TO_SIGMA, median
+
+_PAST_ALPHA = 0.2         # a rank's change over the job's, smoothed over ~5 steps
+_PAST_BASE_ALPHA = 0.02   # its own level, learned over ~50 steps
+_PAST_FIRST = 30          # steps of its own level learned before it is judged
+_PAST_EFFECT = 0.05       # at least this much slower than its own past (log1p)
+_PAST_Z = 8.0             # ... and this many of the smoothed change's noise
+_PAST_STEPS = 3           # ... this many steps in a row
+_PAST_GROUP_MIN = 3       # peer groups of at least this many ranks
+_PAST_JOB_MOVE = 0.03     # the job's common change off its level by this: the work changed
+_PAST_HOLD = 10           # steps after it with the levels learned fast, nothing judged
+
+
+def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarray,
+                 buf: _StepBuffer, decided_ts: float, out: list[Finding]) -> None:
+    """Slots ``r`` of this step at log compute ``x``, peer groups ``groups``: their own
+    past's rule (the module's docstring)."""
+    n = self._past_n[r]
+    new = n == 0
+    base = self._past_base[r]
+    known = ~new
+    m = median(x[known] - base[known]) if np.count_nonzero(known) else 0.0
+    if np.count_nonzero(new):
+        base = np.where(new, x - m, base)
+    self._past_n[r] = n + 1
+    change = x - base - m
+    cfg = self.cfg
+    reported = self._reported[r]
+    if abs(m - self._past_level) > _PAST_JOB_MOVE:
+        # (the job's work changed: levels anew, a reported rank's kept at its distance from
+        # the job's)
+        moved = m - self._past_level
+        self._past_base[r] = np.where(self._past_rep[r], base + moved, x - m)
+        self._past_short[r] = np.where(self._past_rep[r], self._past_short[r], 0.0)
+        self._past_run[r] = 0
+        self._past_level = m
+        self._past_hold = _PAST_HOLD
+        return
+    self._past_level += _PAST_ALPHA * (m - self._past_level)
+    spread = median(np.abs(change), scratch=True) * MAD_TO_SIGMA
+    self._past_sigma = spread if self._past_sigma == 0.0 else self._past_sigma + (
+        cfg.slow_sigma_alpha * (spread - self._past_sigma))
+    short = self._past_short[r]
+    short += _PAST_ALPHA * (change - short)
+    self._past_short[r] = short
+    if self._past_hold > 0:
+        self._past_hold -= 1
+        self._past_base[r] = np.where(self._past_rep[r], base, base + _PAST_ALPHA * change)
+        return
+    sigma = max(self._past_sigma, cfg.slow_sigma_floor)
+    need = max(math.log1p(_PAST_EFFECT),
+               _PAST_Z * sigma * math.sqrt(_PAST_ALPHA / (2.0 - _PAST_ALPHA)))
+    hot = short >= 0.5 * need
+    learn = ~hot & ~reported & ~self._past_rep[r]
+    rising = np.zeros(len(r), dtype=bool)
+    if np.count_nonzero(hot):
+        for g in set(groups[hot].tolist()):
+            at = groups == g
+            vals = short[at]
+            if len(vals) < _PAST_GROUP_MIN:
+                learn |= at & ~reported & ~self._past_rep[r]
+                continue
+            low = float(vals.min())
+            if low >= 0.5 * need:  # (the whole group moved: its work, learned)
+                learn |= at & ~reported & ~self._past_rep[r]
+                continue
+            if float(np.median(vals)) >= 0.5 * need:
+                rising |= at & (short >= need) & (short - low >= need)
+    self._past_base[r] = np.where(learn, base + _PAST_BASE_ALPHA * change, base)
+    eligible = rising & (n >= _PAST_FIRST) & ~reported & (self._evaluated > cfg.warmup_steps)
+    run = self._past_run[r]
+    self._past_run[r] = np.where(eligible, run + 1, 0)
+    now = eligible & (run + 1 >= _PAST_STEPS)
+    if np.count_nonzero(now):
+        # (its node's other ranks on the way there are told with it: a TP group slows alike,
+        # and one GPU told a step before its mates was paged alone, then its node)
+        hw = self._hw
+        nodes = {hw[s][0] for s in r[now].tolist() if hw[s] is not None}
+        now |= eligible & np.fromiter((hw[s] is not None and hw[s][0] in nodes
+                                       for s in r.tolist()), dtype=bool, count=len(r))
+    due = r[now]
+    falling = r[self._past_rep[r] & (short < 0.5 * need)]
+    if not len(due) and not len(falling):
+        return
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+    rank_of = self._rank_of
+    for s in due.tolist():
+        rank, i = rank_of[s], at[s]
+        self._reported[s] = self._past_rep[s] = True
+        ratio = math.exp(float(short[i]))
+        out.append(self._rule_finding(
+            rank, dp_of[rank], decided_ts, ratio, step, float(short[i]),
+            {"past_ratio": round(ratio, 4), "job_change": round(math.exp(m), 4),
+             "rule": f"against its own past pace over the job's: >= {_PAST_EFFECT:.0%} "
+                     f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, "
+                     f"{_PAST_STEPS} steps in a row, with most of its peers slower alike "
+                     f"(their median moved) and one at its pace"}))
+    for s in falling.tolist():
+        self._rule_cleared(s, self._past_rep, step, dp_of, decided_ts, out)
