@@ -72,3 +72,12 @@ def test_the_jobs_work_growing_with_a_spread_pages_nobody() -> None:
     # blind32 G4's shape: every rank x1.65 from step 80 (a context doubling), the last
     # stage's 6 % more
     assert _fired(_job({}, job_work=(80, 1.65), jitter=0.06)) == []
+
+
+def test_a_gpu_slow_just_after_the_jobs_work_changed_beside_a_told_peer_is_paged() -> None:
+    # blind32 zb-s0: stage 1's replica 1 slow (x1.10) from step 40, told by the peer rule; every
+    # rank x1.6 from step 100, the last stage's 6 % less; replica 2's GPU x1.10 from step 105,
+    # within the steps the levels are learned anew -- its told peer keeps its excess
+    fired = _fired(_job({(1, 1): (40, 1.10), (1, 2): (105, 1.10)}, job_work=(100, 1.6),
+                        jitter=-0.06, steps=180))
+    assert fired == [("slow_node", "node:n-11"), ("slow_node", "node:n-12")]
