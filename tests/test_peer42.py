@@ -20,18 +20,23 @@ STAGE_MS = (1500.0, 1800.0)   # stage 1 the slower one
 
 def _job(slow: dict[tuple[int, int], tuple[int, float]], *, stage_work: tuple[int, float] | None
          = None, job_work: tuple[int, float] | None = None, steps: int = 160, seed: int = 420501,
-         jitter: float = 0.0) -> list:
+         jitter: float = 0.0, data_wander: float = 0.0) -> list:
     """TP2 x PP2 x DP3 on 6 nodes (a node a (stage, replica): its TP pair), a step every 3 s,
     1 % noise a rank a step.  ``slow``: (stage, replica) -> (from step, factor) for its TP
     pair; ``stage_work``: (from step, factor) on every rank of stage 1; ``job_work``: (from
     step, factor) on every rank, stage 1's ``jitter`` more (a context doubling's last stage:
-    blind32 G4)."""
+    blind32 G4); ``data_wander``: each replica's stage 0 x exp(an AR(1) of lag-1 0.85 and this
+    spread) a step (blind31's vision stage: video batches in runs)."""
     rng = np.random.default_rng(seed)
+    mix = np.zeros(DP)
     out = []
     for s in range(steps):
+        mix = 0.85 * mix + data_wander * np.sqrt(1 - 0.85 ** 2) * rng.standard_normal(DP)
         for r in range(TP * PP * DP):
             tp, pp, dp = r % TP, (r // TP) % PP, r // (TP * PP)
             c = STAGE_MS[pp] * float(rng.lognormal(0.0, 0.01))
+            if pp == 0:
+                c *= float(np.exp(mix[dp]))
             at = slow.get((pp, dp))
             if at is not None and s >= at[0]:
                 c *= at[1]
@@ -81,3 +86,12 @@ def test_a_gpu_slow_just_after_the_jobs_work_changed_beside_a_told_peer_is_paged
     fired = _fired(_job({(1, 1): (40, 1.10), (1, 2): (105, 1.10)}, job_work=(100, 1.6),
                         jitter=-0.06, steps=180))
     assert fired == [("slow_node", "node:n-11"), ("slow_node", "node:n-12")]
+
+
+def test_a_stage_whose_replicas_work_wanders_with_its_data_pages_nobody() -> None:
+    # blind31 vlm-s1's vision stage: each replica's batches video-heavy or not in runs of
+    # steps (here 4 % a step, lag-1 0.85): two of its peers above their past while one is
+    # below is its data, not two slow nodes -- each rank is judged against its own wander
+    # too (without it: node:n-02 paged on both seeds; the peer rule pages neither)
+    for seed in (420514, 420519):
+        assert _fired(_job({}, data_wander=0.04, steps=200, seed=seed)) == []

@@ -483,6 +483,7 @@ class JobMonitor(NumericChecks):
         self._past_n = np.zeros(0, dtype=np.int64)
         self._past_run = np.zeros(0, dtype=np.int64)
         self._past_rep = np.zeros(0, dtype=bool)
+        self._past_var = np.zeros(0)                  # ... and its smoothed change's wander
         self._past_level = 0.0
         self._past_sigma = 0.0
         self._past_hold = 0
@@ -800,6 +801,7 @@ class JobMonitor(NumericChecks):
             self._past_n = np.zeros(n, dtype=np.int64)
             self._past_run = np.zeros(n, dtype=np.int64)
             self._past_rep = np.zeros(n, dtype=bool)
+            self._past_var = np.zeros(n)
         if "_exc_s" not in self.__dict__ and n >= 0:  # (a snapshot before noise41: anew)
             self._exc_s = np.zeros((n, len(excursion.ALPHAS)))
             self._exc_v = np.zeros((n, len(excursion.ALPHAS)))

@@ -10,15 +10,17 @@ node's own history still says it changed, and the job's other ranks say the work
 So each rank keeps its own level of ``log(compute)`` (``_past_base``) against the job's
 common change (``m``: the median over every rank of the job of its change from its level --
 a save, a context extension, a new data phase move it, not a rank's ratio).  A rank whose
-change over ``m``, smoothed over ~5 steps, is ``_PAST_EFFECT`` and ``_PAST_Z`` of its noise,
-``_PAST_STEPS`` steps in a row, is slow when its peer group moved with it (the group's median
-of the same is at least half that: else the peer rule judges it) and a peer of the group held
-its pace (the group's least changed is that much under it: a stage's work that changed moves
-every peer of it alike -- blind31's data mix, a context doubling's stage that scales more).
+change over ``m``, smoothed over ~5 steps, is ``_PAST_EFFECT``, ``_PAST_Z`` of the job's noise
+and ``_PAST_WANDER_Z`` of its own wander (its group's, if larger: a stage whose work follows
+its data wanders by 5-15 %, blind31's vision stage), ``_PAST_STEPS`` steps in a row, is slow
+when its peer group moved with it (the group's median of the same is at least half that:
+else the peer rule judges it) and a peer of the group held its pace (the group's least
+changed is that much under it: a stage's work that changed moves every peer of it alike --
+blind31's data mix, a context doubling's stage that scales more).
 Groups of three ranks or more (DP 2: two replicas that disagree are the pair's and the
 replica split's).  A job-wide change (``m`` off its level by ``_PAST_JOB_MOVE``) is the job's
-work (blind32 G4: a context doubling x1.55-1.75 on every rank): the levels are taken anew and
-nothing is judged for ``_PAST_HOLD`` steps.
+work (blind32 G4: a context doubling x1.55-1.75 on every rank): the levels are taken anew (a
+told rank's with its excess) and nothing is judged for ``_PAST_HOLD`` steps.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ _PAST_STEPS = 3           # ... this many steps in a row
 _PAST_GROUP_MIN = 3       # peer groups of at least this many ranks
 _PAST_JOB_MOVE = 0.03     # the job's common change off its level by this: the work changed
 _PAST_HOLD = 10           # steps after it with the levels learned fast, nothing judged
+_PAST_WANDER_Z = 6.0      # slow: this many of its own smoothed change's wander, too
+_PAST_VAR_ALPHA = 0.02    # that wander's mean square, over ~50 steps (its first: their mean)
 
 
 def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarray,
@@ -76,10 +80,20 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
     short += _PAST_ALPHA * (change - short)
     self._past_short[r] = short
     sigma = max(self._past_sigma, cfg.slow_sigma_floor)
-    need = max(math.log1p(_PAST_EFFECT),
-               _PAST_Z * sigma * math.sqrt(_PAST_ALPHA / (2.0 - _PAST_ALPHA)))
+    floor = max(math.log1p(_PAST_EFFECT),
+                _PAST_Z * sigma * math.sqrt(_PAST_ALPHA / (2.0 - _PAST_ALPHA)))
+    # Each rank's own wander of its smoothed change (a stage whose work follows its data --
+    # blind31's vision stage, video batches in runs -- wanders by 5-15 %, a stage of text
+    # batches by well under 1 %): measured over its first _PAST_FIRST steps whatever it did,
+    # then while it is not on its way to slow (a slowdown is no wander of its work).
+    var = self._past_var[r]
+    need = np.maximum(floor, _PAST_WANDER_Z * np.sqrt(var))
     hot = short >= 0.5 * need
-    learn = ~hot & ~reported & ~self._past_rep[r]
+    told = reported | self._past_rep[r]
+    wander = ((n < _PAST_FIRST) | ~hot) & ~told
+    self._past_var[r] = np.where(wander, var + np.maximum(_PAST_VAR_ALPHA, 1.0 / (n + 1.0)) * (
+        short * short - var), var)
+    learn = ~hot & ~told
     if self._past_hold > 0:
         # (levels taken on one step are learned fast -- but not a rank's that turns slow
         # meanwhile, nor a rank's told slow: blind32 zb-s0, a GPU x1.10 five steps after the
@@ -94,26 +108,31 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
             at = groups == g
             vals = short[at]
             if len(vals) < _PAST_GROUP_MIN:
-                learn |= at & ~reported & ~self._past_rep[r]
+                learn |= at & ~told
                 continue
+            # (a group's peers do one work: the most its ranks wander, by their median, is
+            # each one's -- a rank whose wander was measured calm is not judged tighter)
+            need_g = np.maximum(need[at], _PAST_WANDER_Z * math.sqrt(float(np.median(var[at]))))
             low = float(vals.min())
-            if low >= 0.5 * need:  # (the whole group moved: its work, learned)
-                learn |= at & ~reported & ~self._past_rep[r]
+            if low >= 0.5 * float(need_g.min()):  # (the whole group moved: its work, learned)
+                learn |= at & ~told
                 continue
-            if float(np.median(vals)) >= 0.5 * need:
-                rising |= at & (short >= need) & (short - low >= need)
+            if float(np.median(vals)) >= 0.5 * float(np.median(need_g)):
+                rising[at] = (vals >= need_g) & (vals - low >= need_g)
     self._past_base[r] = np.where(learn, base + _PAST_BASE_ALPHA * change, base)
     eligible = rising & (n >= _PAST_FIRST) & ~reported & (self._evaluated > cfg.warmup_steps)
     run = self._past_run[r]
     self._past_run[r] = np.where(eligible, run + 1, 0)
     now = eligible & (run + 1 >= _PAST_STEPS)
     if np.count_nonzero(now):
-        # (its node's other ranks on the way there are told with it: a TP group slows alike,
-        # and one GPU told a step before its mates was paged alone, then its node)
+        # (its node's other ranks on the way there, half-way at least, are told with it: a TP
+        # group slows alike, and one GPU told a step before its mates was paged alone, then
+        # its node)
         hw = self._hw
         nodes = {hw[s][0] for s in r[now].tolist() if hw[s] is not None}
-        now |= eligible & np.fromiter((hw[s] is not None and hw[s][0] in nodes
-                                       for s in r.tolist()), dtype=bool, count=len(r))
+        mates = np.fromiter((hw[s] is not None and hw[s][0] in nodes for s in r.tolist()),
+                            dtype=bool, count=len(r))
+        now |= hot & ~reported & (n >= _PAST_FIRST) & mates
     due = r[now]
     falling = r[self._past_rep[r] & (short < 0.5 * need)]
     if not len(due) and not len(falling):
