@@ -779,6 +779,7 @@ class Correlator(PartWindows):
         _firing_isolation,
         _firing_on,
         _forget_due,
+        _gpu_page_returns,
         _gpu_reset,
         _gpu_unconfirmed,
         _interval_of,

@@ -187,6 +187,45 @@ def _raise(self, topic: str, kind: str, cause: str, scope: Scope, f: Finding,
     return p
 
 
+def _gpu_page_returns(self, f: Finding, node: list[Finding], due: float,
+                      out: list[Alert]) -> bool:
+    """The node rule's pair (``node``: the slow ranks of ``f``'s job on its node, ``f`` among
+    them) when one of them is a GPU whose own slow escalation is quiet -- its run cleared, the
+    page waiting out its flap window -- and at most one other rank is slow beside it: the
+    GPU's rank slow again is its page's return (issue 10's flap rule), and the one mate found
+    with it is named in that page (``units_found_slow``, re-sent under its key), not made a
+    node page.  True when the pair went so.
+
+    Blind30 held canary-s7: c-12's GPU 1, 12-18 % slow with nothing in telemetry, escalated
+    at its GPU; at its job's cold restart its page went quiet, its rank was found slow from
+    the new run's first steps, and GPU 3's 4-step noise run beside it (x1.05-1.08, back at
+    its peers' pace from the fifth step) made the two the node's: node c-12 escalated 490 s
+    after the GPU's page -- a human paged twice for one GPU's fault.  One slow GPU and one
+    mate do not say the node; a node's own fault slows more of its ranks, and a third one
+    found makes the node's page (the GPU's superseded by it) as before.  An active GPU page
+    is left to that rule too (blind10 K5: its node's page takes it)."""
+    if len(node) > 2 or f.scope.node is None:
+        return False
+    paged = [q for g in node if g.scope.level == "gpu" and (q := self.problems.get(
+        self.dedup_key(ESCALATION, "slow_node", g.scope, g.cluster))) is not None
+        and q.status == "firing" and q.scope == g.scope and q.job == g.job
+        and not q.active and not q.latched]
+    if len(paged) != 1:
+        return False
+    p = paged[0]
+    mates = [g.scope.key for g in node if g.scope != p.scope]
+    for g in node:
+        self._slow_wait.pop(g.scope.key, None)
+        p.add(g, self.cfg.evidence_items)
+        self._own(g, p)
+    told = list(p.extra.get("units_found_slow") or ())
+    if any(m not in told for m in mates):
+        p.extra["units_found_slow"] = [*told, *(m for m in mates if m not in told)][
+            -_UNITS_TOLD:]
+        out.append(self._alert(p, due))
+    return True
+
+
 def _named_by_node_page(self, scope: Scope, cluster: str | None) -> bool:
     """GPU ``scope`` is one its node's power or heat page, firing, was raised for
     (:meth:`_gpu_unconfirmed`: its number in the page's ``gpu_in_telemetry`` /

@@ -473,6 +473,9 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
                if g.job == f.job and g.dp_rank is not None and g.dp_rank == f.dp_rank
                and abs(g.onset_ts - f.onset_ts) <= REPLICA_ONSET_S}
     whole = self._replica_across(f, members, node, len(replica))
+    if whole is None and (len(node) >= 2 or _found_alike(f)) and not (
+            self._node_escalated(f)) and self._gpu_page_returns(f, node, due, out):
+        return  # (a quiet GPU page's return with one mate: problems._gpu_page_returns)
     if whole is not None:
         scope, group = Scope.of_replica(f.job, f.dp_rank), whole  # type: ignore[arg-type]
     elif len(node) >= 2 or self._node_escalated(f) or _host_alone(f) or (
