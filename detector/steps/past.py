@@ -103,8 +103,9 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
         self._past_base[r] = np.where(learn, base + _PAST_ALPHA * change, base)
         return
     rising = np.zeros(len(r), dtype=bool)
-    if np.count_nonzero(hot):
-        for g in set(groups[hot].tolist()):
+    look = hot  # (a told rank's group too: its mates may be half told, half not)
+    if np.count_nonzero(look):
+        for g in set(groups[look].tolist()):
             at = groups == g
             vals = short[at]
             if len(vals) < _PAST_GROUP_MIN:
@@ -112,12 +113,12 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
                 continue
             # (a group's peers do one work: the most its ranks wander, by their median, is
             # each one's -- a rank whose wander was measured calm is not judged tighter)
-            need_g = np.maximum(need[at], _PAST_WANDER_Z * math.sqrt(float(np.median(var[at]))))
+            need_g = np.maximum(need[at], _PAST_WANDER_Z * math.sqrt(median(var[at], scratch=True)))
             low = float(vals.min())
             if low >= 0.5 * float(need_g.min()):  # (the whole group moved: its work, learned)
                 learn |= at & ~told
                 continue
-            if float(np.median(vals)) >= 0.5 * float(np.median(need_g)):
+            if median(vals) >= 0.5 * median(need_g):
                 # (and slow on this step: one spike's smoothed tail is no slowdown, and a
                 # few on a group's ranks in a row -- 1.5-3x one-step spikes, one in six steps
                 # of DP 8 -- lifted its median for steps on end: tests/test_steps_round11.py)
