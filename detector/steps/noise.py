@@ -360,9 +360,10 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     whether its run is one of the job's own excursions -- its mean under ``_EXC_Z`` of the
     spread an ``n``-step mean of its peers' deviations has (models.excursion.sd_of_mean of
     its peers' mean variances -- the variance's unbiased estimate; a median of three peers'
-    is low, their variances skewed -- on this step's group ``groups`` of ``r``; none measured
-    yet: no).  Such a run is told held (:meth:`_held_runs`): paged with a cause on its GPU or
-    node only, until its mean stands out of what the job's ranks do at its length.
+    is low, their variances skewed -- on this step's group ``groups`` of ``r``, less the ranks
+    told slow while two others are left; none measured yet: no).  Such a run is told held
+    (:meth:`_held_runs`): paged with a cause on its GPU or node only, until its mean stands
+    out of what the job's ranks do at its length.
 
     The run's standard error read from the step-to-step spread and the job's lag-1
     (:meth:`_lag1_read`) holds for noise of one AR(1)'s memory, at its job's spread.  A VLM
@@ -374,7 +375,14 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     while the spread falls with its length (a 10 % slowdown on a simulator's independent
     1-2 % noise stands 10-20 of it out at its alarm; blind31 G1's memory-bound GPU on the
     vision stage, 4.6 at its 7th step, paged 52 s later than before -- the price of that
-    stage's wander, as large as the fault)."""
+    stage's wander, as large as the fault).
+
+    A rank told slow is out of this reference as it is out of the peer median
+    (:meth:`_untold_reference`): its variance is of its own life -- learnt up to its alarm, a
+    gross straggler's in the warm-up -- not of the job's noise.  Left in, Alibaba job 4's five
+    workers told at 3.7-5.3x (their 3-step spread 0.28-0.46 in log, the fast half's 0.02-0.05)
+    made worker 3's 1.2-1.5x run read 1.2 of its peers' spread, held 21 samples more (paged at
+    17,014, not 16,804: noise42); out, it reads 12."""
     out = np.zeros(len(waiting), dtype=bool)
     if not excursion.ready(self._exc_n).any():
         return out
@@ -384,7 +392,10 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
         if i is None:
             continue
         peers = r[(groups == groups[i]) & (r != s)]
-        if len(peers) < 2:
+        untold = peers[~self._reported[peers]]
+        if len(untold) >= 2:
+            peers = untold
+        elif len(peers) < 2:
             continue
         sd = excursion.sd_of_mean(self._exc_v[peers].mean(axis=0), self._exc_n, int(n[j]))
         x = float(mean[j])
