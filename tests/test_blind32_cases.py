@@ -30,6 +30,16 @@ EXPECT: dict[str, tuple] = {
         "peers) is escalated slow_node/unknown, not isolated slow_node/power (DESIGN: 0x4 "
         "that measurably hurts the job); 7 of 8 caught with the wrong cause (one isolated "
         "power 154 s later under a second key), the 8th missed (F3)", 1),
+    # F2 (noise42, round 42): the runs are Alibaba's own stragglers -- job 3's workers 6-9 at
+    # 1.15-1.3x from iteration ~2,200 (their samples 190-249, 5-9 MADs over their medians),
+    # which bench/blind32/noise.py's windows take in and clip to 4 sigma: every 7-step mean of
+    # its stream at 3 sigma or more is mostly of those samples (190 of 190 in 400 streams of
+    # 600: bench/blind32_noise_runs.py).  faultline pages those workers on the trace itself
+    # (tests/test_alibaba_pages.py), and blind23 N2 (test_blind23_cases: worker 9's straggle
+    # drawn so) is a guard that requires the page.  A blind32-like healthy job replayed on 48
+    # seeds: 9 node pages on the noise as drawn, 0 with those samples cut
+    # (bench/blind32_noise_runs.py --replay 0..48).  A label to judge again, not a detector
+    # error; the row stays a strict xfail until it is.
     "F2-real-noise-excursion-escalated": (
         bc.nothing_paged,
         "blind32 F2: a healthy node whose real PAI noise (job 3, ~1 % CoV, lag-1 ~0.55) runs "
