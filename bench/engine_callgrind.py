@@ -26,6 +26,13 @@ correlator, everything the worker spends an event but Kafka's client (3 passes -
 
     python bench/engine_callgrind.py --worker             # ~2 minutes of CPU
 
+``--worker --warm W``: the worker's steady state -- one pass over the first W records and one over
+the first ``--prefix`` (a fresh worker each), the difference over the records between: the
+worker's start-up (units made, warm-ups, first samples) out of the count, which the default
+prefix of 20,000 records (~45 s of the incident) is mostly made of:
+
+    python bench/engine_callgrind.py --worker --warm 20000 --prefix 120000
+
 ``--nic``: the NIC path alone -- the prefix's NIC samples (decoded, in log order) through a
 fresh ``NodeNics`` a node per pass, as ``Monitors.process`` takes them (``quiet``, else
 ``update``); instructions per NIC sample (3 passes - 1 pass): the share a change of that path
@@ -257,6 +264,18 @@ def main() -> int:
         print(f"{kind}: {(three - one) / (2 * samples):,.0f} instructions/"
               f"{'NIC' if args.nic else kind} sample ({samples:,} samples of "
               f"{args.prefix:,} records, 1 pass {one:,}, 3 passes {three:,})")
+        return 0
+    if args.worker and args.warm:
+        # The worker's steady state: one pass over the first ``warm`` records and one over the
+        # first ``prefix`` (each a fresh worker); the difference is what records warm..prefix
+        # cost a worker that took the first ``warm`` -- its start-up (units made, warm-ups,
+        # first samples) out of the count, as a long feed sees it.
+        with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
+            head, first = count(1, args.warm, Path(tmp) / "head.out", worker=True)
+            total, records = count(1, args.prefix, Path(tmp) / "total.out", worker=True)
+        print(f"worker, steady state: {(total - head) / (records - first):,.0f} "
+              f"instructions/event (records {first:,}..{records:,}: 1 pass of {first:,} "
+              f"{head:,}, of {records:,} {total:,})")
         return 0
     if args.worker:
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:

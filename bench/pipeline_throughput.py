@@ -11,6 +11,12 @@ event (findings codec, watermarks, per-record bookkeeping).  Times are process
 CPU time, best of ``--repeat``, the two alternating.
 
     python bench/pipeline_throughput.py [LOG] [--topology FILE] [--repeat N] [--profile]
+
+``--topics step,nic``: only those telemetry topics' messages (``telemetry.`` may be left
+out): what a record of a kind costs the worker (perf42: a step message 10.9 CPU µs with its
+step's evaluation, a NIC or thermal sample 4.3).  ``--batches 20,40,2000``: the worker
+alone at each batch size in turn (best of ``--repeat`` each, a heartbeat every ~800
+records a partition): what a hand-over's size costs -- a live feed's hand-overs are small.
 """
 
 from __future__ import annotations
@@ -106,6 +112,22 @@ def run_engine(msgs: list[tuple[str, bytes]], topo: Topology | None) -> int:
     return n + len(eng.finish())
 
 
+def sweep(queues: dict[Any, list[Any]], topo: Topology | None, n: int, sizes: list[int],
+          repeat: int) -> int:
+    """The pipeline worker alone at each batch size, in turns; best CPU µs an event each."""
+    best = dict.fromkeys(sizes, float("inf"))
+    for _ in range(repeat):
+        for b in sizes:
+            gc.collect()
+            t0 = time.process_time()
+            run_pipeline(queues, topo, b, max(1, 800 // b))  # (a beat: ~800 records a partition)
+            best[b] = min(best[b], time.process_time() - t0)
+    print(f"{n:,} telemetry messages, {len(queues)} partitions; best of {repeat}")
+    for b in sizes:
+        print(f"  batches of {b:>5} a partition: {best[b] * 1e6 / n:5.2f} CPU us/event")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log", nargs="?", default=str(DEFAULT_LOG))
@@ -115,11 +137,21 @@ def main() -> int:
     ap.add_argument("--beat", type=int, default=20, help="batches per heartbeat (1 s)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile one pipeline run")
+    ap.add_argument("--topics", default="", help="comma-separated: only these telemetry "
+                    "topics (step, nic, thermal, ecc)")
+    ap.add_argument("--batches", default="", help="comma-separated batch sizes: the pipeline "
+                    "worker alone at each (--batch and --beat ignored)")
     args = ap.parse_args()
     topo = Topology.load(args.topology) if args.topology else None
     msgs = load(Path(args.log))
+    if args.topics:
+        keep = {t if t.startswith("telemetry.") else f"telemetry.{t}"
+                for t in args.topics.split(",")}
+        msgs = [m for m in msgs if m[0] in keep]
     queues = partitioned(msgs, args.partitions)
     n = len(msgs)
+    if args.batches:
+        return sweep(queues, topo, n, [int(b) for b in args.batches.split(",")], args.repeat)
     if args.profile:
         import cProfile
         import pstats
