@@ -129,9 +129,11 @@ def passes(n: int, prefix: int, warm: int = 0, many: bool = False) -> int:
     return len(events)
 
 
-def worker_passes(n: int, prefix: int) -> int:
+def worker_passes(n: int, prefix: int, collect: bool = False) -> int:
     """The inner run of ``--worker``: ``n`` passes of a fresh PipelineWorker over the first
-    ``prefix`` telemetry records (as bench/pipeline_throughput.py feeds it)."""
+    ``prefix`` telemetry records (as bench/pipeline_throughput.py feeds it); ``collect``:
+    the passes inside a ``functools.reduce`` (``--warm``'s toggle: the log's loading, which
+    grows with the prefix, out of the count)."""
     import orjson
 
     from bench.engine_throughput import DEFAULT_LOG, DEFAULT_TOPOLOGY
@@ -151,6 +153,11 @@ def worker_passes(n: int, prefix: int) -> int:
                 if len(msgs) == prefix:
                     break
     queues = partitioned(msgs, 8)
+    if collect:
+        import functools
+
+        functools.reduce(lambda _, __: run_pipeline(queues, topo, 40, 20), range(n), None)
+        return len(msgs)
     for _ in range(n):
         run_pipeline(queues, topo, 40, 20)
     return len(msgs)
@@ -251,7 +258,7 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
-        print(worker_passes(args.passes, args.prefix) if args.worker
+        print(worker_passes(args.passes, args.prefix, args.warm > 0) if args.worker
               else nic_passes(args.passes, args.prefix) if args.nic
               else thermal_passes(args.passes, args.prefix) if args.thermal
               else passes(args.passes, args.prefix, args.warm, args.many))
@@ -267,12 +274,14 @@ def main() -> int:
         return 0
     if args.worker and args.warm:
         # The worker's steady state: one pass over the first ``warm`` records and one over the
-        # first ``prefix`` (each a fresh worker); the difference is what records warm..prefix
-        # cost a worker that took the first ``warm`` -- its start-up (units made, warm-ups,
-        # first samples) out of the count, as a long feed sees it.
+        # first ``prefix`` (each a fresh worker, counted inside the pass alone: the log's
+        # loading grows with the prefix); the difference is what records warm..prefix cost a
+        # worker that took the first ``warm`` -- its start-up (units made, warm-ups, first
+        # samples) out of the count, as a long feed sees it.
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
-            head, first = count(1, args.warm, Path(tmp) / "head.out", worker=True)
-            total, records = count(1, args.prefix, Path(tmp) / "total.out", worker=True)
+            head, first = count(1, args.warm, Path(tmp) / "head.out", args.warm, worker=True)
+            total, records = count(1, args.prefix, Path(tmp) / "total.out", args.warm,
+                                   worker=True)
         print(f"worker, steady state: {(total - head) / (records - first):,.0f} "
               f"instructions/event (records {first:,}..{records:,}: 1 pass of {first:,} "
               f"{head:,}, of {records:,} {total:,})")
