@@ -113,6 +113,7 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     # a NIC port's throughput verdict and its mates (detector.network, read by correlate.ports)
     "gbps": (float, int), "own_gbps": (float, int), "node_median_gbps": (float, int),
     "demand": (str,), "mates_gbps": (list,), "cnps_per_s": (float, int),
+    "mates_sank": (list,),  # its mates that sank with it (odd42: correlate.ports._fell_alone)
     # a link's retrain / flap (detector.network, read by part_window)
     "rate_gbps": (float, int), "rate_before_gbps": (float, int), "beside_nic": (str,),
     "beside_port": (int,), "nic": (str,), "port": (int,), "since_down_s": (float, int),

@@ -125,6 +125,12 @@ MAX_PORTS = 256
 # never at its own node's pace, is known to carry demand (_demand: a job's rails): one or two
 # other nodes may be a bin-packed fleet's tenants at their own levels (revA38 F8, blind28 F1).
 RAIL_NODES = 3
+# A port at its node's pace whose Gb/s went below this share of its own level sank with its
+# GPUs' demand (a lighter phase of its job): a port that fell to a tenth beside a mate of its
+# that sank to a half at the same poll fell with its job's demand, not alone (odd42, nic41 F1:
+# job b's own mlx5_3 100 -> 10 Gb/s, its shared mlx5_2 100 -> 55, the leaf isolated).  Above
+# the ratio a port is low at (a half): a mate that sank below that is low by itself.
+SANK = 0.8
 # Mates' Gb/s a nic_throughput verdict carries (NodeNics._mates_gbps): more than a node's
 # GPU NICs (8 on an HGX node, 18 on a GB200 tray's netdevs); the evidence is bounded.
 MATES_KEPT = 32
@@ -152,7 +158,7 @@ class _Port:
                  "busy", "idle_ts", "name", "vote", "rate", "role", "family", "rate_low",
                  "rate_ts", "rate_since", "held", "told_s", "told_lo", "told_hi",
                  "wait_mean", "cnp_mean", "cong_n", "cong_ts", "np_s", "rp_s", "cnp_run",
-                 "own_gbps")
+                 "own_gbps", "sinking", "sank_ts")
 
     def __init__(self, node: str, nic: str, port: int, cfg: Thresholds) -> None:
         self.scope = Scope.of_nic(node, nic, port)
@@ -235,9 +241,14 @@ def _traffic(p: _Port, ts: float, cfg: Thresholds) -> None:
         p.learn_ts = ts
 
 
-def _at_pace(p: _Port, cfg: Thresholds) -> None:
-    """A busy sample of the port at its node's pace: into its own pace (``own_gbps``)."""
+def _at_pace(p: _Port, ts: float, cfg: Thresholds) -> None:
+    """A busy sample of the port at its node's pace: into its own pace (``own_gbps``), and
+    whether it sank below ``SANK`` of that level (``sinking``, ``sank_ts``)."""
     g = p.gbps or 0.0
+    sinking = g < SANK * p.own_gbps
+    if sinking and not p.sinking:
+        p.sank_ts = ts
+    p.sinking = sinking
     p.own_gbps = p.own_gbps + cfg.nic_peer_fading * (g - p.own_gbps) if p.own_gbps else g
 
 
@@ -455,7 +466,7 @@ class NodeNics:
                     self._vote(p, -1, cfg)
             else:
                 p.peer += cfg.nic_peer_fading * (1.0 - p.peer)
-                _at_pace(p, cfg)
+                _at_pace(p, ts, cfg)
                 if p.vote <= 0:
                     self._vote(p, 1, cfg)
         if dt > 0:
@@ -562,7 +573,7 @@ class NodeNics:
                 p.low = 0
                 p.peer += cfg.nic_peer_fading * ((0.0 if slow else 1.0) - p.peer)
                 if not slow:
-                    _at_pace(p, cfg)
+                    _at_pace(p, ts, cfg)
             if busy and p.vote != (-1 if slow else 1):
                 self._vote(p, -1 if slow else 1, cfg)
 
@@ -1205,6 +1216,17 @@ class NodeNics:
                  and o.last_ts >= recent]
         return mates[:MATES_KEPT]
 
+    def _mates_sank(self, p: _Port) -> list[str]:
+        """The node's other ports (at most ``MATES_KEPT``) that sank below ``SANK`` of their own
+        level (``sank_ts``) from two of the port's intervals and a second before its low run
+        began (``low_onset``) -- with it, as one job's demand moves all its ports (a lighter
+        phase: evaluation, a frozen tower) -- and have not come back: the correlator reads
+        such a port's fall as not alone (correlate.ports._fell_alone)."""
+        since = p.low_onset - 2.0 * p.interval_s - 1.0
+        sank = [o.scope.nic for o in self._ports.values()
+                if o is not p and o.sinking and o.sank_ts >= since]
+        return sank[:MATES_KEPT]  # type: ignore[return-value]
+
     def _throughput(self, p: _Port, s: NicSample, cfg: Thresholds, out: list[Finding]) -> None:
         """A port low against the node's median (refreshed by the caller), or one recovering."""
         ref = self._ref_gbps
@@ -1235,6 +1257,9 @@ class NodeNics:
             mates = self._mates_gbps(p, s.ts, cfg)
             if mates:
                 evidence["mates_gbps"] = mates
+            sank = self._mates_sank(p)
+            if sank:
+                evidence["mates_sank"] = sank
             self._emit(out, s, p, "nic_throughput", True, 0.75, evidence, onset=p.low_onset)
         elif "nic_throughput" in p.active and p.ok >= cfg.nic_throughput_samples:
             self._emit(out, s, p, "nic_throughput", False, 0.0, {})
@@ -1280,6 +1305,6 @@ PORT_FIELDS = {
     "np_s": lambda x: x == -1.0 or _rate(x), "rp_s": lambda x: x == -1.0 or _rate(x),
     "cnp_run": lambda x: x is None or list_of(is_signed_count, is_finite, is_signed_count,
                                               is_finite)(x),
-    "own_gbps": _rate,
+    "own_gbps": _rate, "sinking": is_bool, "sank_ts": is_time,
 }
 assert set(PORT_FIELDS) == set(_Port.__slots__)

@@ -260,6 +260,8 @@ class PartWindows:
         """
         topo = self.topology
         if topo is None:
+            if f.signal == "comm_wait":  # (a port's jobs waiting: correlate.ports._jobs_wait)
+                keep_by_job(self._comm_wait, f, MAX_COMM_WAITS)
             return
         if f.signal == "comm_wait":
             job = keep_by_job(self._comm_wait, f, MAX_COMM_WAITS)

@@ -168,6 +168,9 @@ class Correlator(PartWindows):
         # ports); job -> its ``comm_wait`` finding (at most MAX_COMM_WAITS): _on_congestion
         self._congested: dict[str, dict[str, Finding]] = {}
         self._comm_wait: dict[str, Finding] = {}
+        # finding key -> a port's nic_throughput verdict dropped for its jobs keeping their
+        # pace, until one is told waiting (correlate.ports._hold_for_pace; at most MAX_PACED)
+        self._paced: dict[str, Finding] = {}
         # finding key -> a port's told ``cnp_sent`` / ``cnp_handled`` (at most
         # nic_cnp.MAX_KEPT): a NIC its job waits on (detector.nic_cnp)
         self._cnp: dict[str, Finding] = {}
@@ -298,8 +301,12 @@ class Correlator(PartWindows):
             if self._demand_unknown(f):
                 return  # its Gb/s is its own GPUs' demand, not its mates' (correlate.ports)
             f = _without_mates(f)
+        elif f.signal == "nic_throughput" and self._paced:
+            self._paced.pop(f.key, None)
         if f.signal in _CONGESTION:  # a leaf congested, a job waiting: _on_congestion
             self._on_congestion(f, out)
+            if f.signal == "comm_wait" and f.active:
+                self._jobs_began_waiting(f, out)  # (ports dropped for its pace: correlate.ports)
             return
         if f.signal in nic_cnp.SIGNALS:  # a port's CNPs far above its siblings' (nic_cnp)
             nic_cnp.on_finding(self, f, out)
@@ -731,6 +738,7 @@ class Correlator(PartWindows):
     from detector.correlate.narrow import _narrow_node_page
     from detector.correlate.ports import (
         _demand_unknown,
+        _jobs_began_waiting,
         _ports_lost_job,
         _stop_wait,
         _tenants_apart,

@@ -88,8 +88,9 @@ its jobs (:func:`_fell_beside_each`, revA40 F8).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from detector.alerts import Scope
 from detector.findings import Finding
 from detector.liveness import _STOPS, FAST_S, SCAN_S, _stopped_at
 from detector.network import GROUP_INTERVAL_CAP_S
@@ -104,6 +105,10 @@ if TYPE_CHECKING:
 # to FAST_S / 3 long -- at the next scan of SCAN_S): a port's verdict on a node its jobs share
 # waits that long in its shared part's window (_stop_wait).
 STOP_TOLD_S = FAST_S + SCAN_S
+# How long a port's verdict dropped for its jobs' pace waits to be told they wait after all
+# (_hold_for_pace): two of detector.job_comm's 10 s bins and a window; at most MAX_PACED kept.
+PACED_S = 60.0
+MAX_PACED = 1024
 
 
 def _tenants_apart(self: Correlator, f: Finding) -> bool:
@@ -116,8 +121,63 @@ def _tenants_apart(self: Correlator, f: Finding) -> bool:
         return False
     behind = _ports_behind(self, node, latest)
     if behind is None:
-        return len(set(latest.values())) > 1 and not _fell_alone(self, f, node, latest)
+        if len(set(latest.values())) < 2 or _fell_alone(self, f, node, latest) \
+                or _jobs_wait(self, latest):
+            return False
+        _hold_for_pace(self, f)  # (its jobs may yet be told waiting: _jobs_began_waiting)
+        return True
     return not _alike_behind(self, f, behind)
+
+
+def _jobs_wait(self: Correlator, latest: dict[int, str]) -> bool:
+    """Whether a job laid out on the node waits in its collectives (detector.job_comm's
+    ``comm_wait``: its ranks' comm time up together against its own past): a port carrying
+    less while its jobs keep their pace limits nothing -- their demand fell (a lighter
+    phase) -- but one whose job waits for its traffic is short of what it asks (odd42,
+    nic41 F1: the same ports falling with the jobs' comm time up is the leaf's)."""
+    waits = self._comm_wait
+    return any(job in waits for job in set(latest.values()))
+
+
+def _hold_for_pace(self: Correlator, f: Finding) -> None:
+    """Keep ``f`` (a port's verdict dropped for its jobs keeping their pace) for ``PACED_S``:
+    a job's comm_wait is told when its 10 s bin closes, after the verdict of a port sampled
+    every second or two (:func:`_jobs_began_waiting` takes it in then).  At most
+    ``MAX_PACED``, the oldest dropped first."""
+    kept = self._paced
+    kept.pop(f.key, None)
+    for key in [k for k, g in kept.items() if g.ts < f.ts - PACED_S]:
+        del kept[key]
+    if len(kept) >= MAX_PACED:
+        del kept[next(iter(kept))]
+    kept[f.key] = f
+
+
+def _jobs_began_waiting(self: Correlator, f: Finding, out: list[Alert]) -> None:
+    """Job ``f.job`` told waiting in its collectives (``f``: an active ``comm_wait``, kept
+    already): the port verdicts on its nodes dropped for its jobs' pace within ``PACED_S``
+    are taken as findings now (:func:`_hold_for_pace`)."""
+    kept = self._paced
+    if not kept:
+        return
+    nodes = {hw[0] for hw in self._placement.ranks.get(f.job or "", {}).values()}
+    for key, g in list(kept.items()):
+        if g.scope.node in nodes and g.ts >= f.ts - PACED_S:
+            del kept[key]
+            self.on_finding(g, out)
+
+
+def check_restored(corr: Any) -> bool:
+    """Whether a restored correlator's ``_paced`` map has the shape this module reads:
+    finding key -> an active NIC-scope ``nic_throughput`` Finding of finite times (at most
+    MAX_PACED)."""
+    kept = getattr(corr, "_paced", None)
+    return type(kept) is dict and len(kept) <= MAX_PACED and all(
+        type(k) is str and type(f) is Finding and type(f.scope) is Scope
+        and f.scope.level == "nic" and type(f.scope.node) is str
+        and type(f.evidence) is dict and f.signal == "nic_throughput"
+        and all(type(t) in (float, int) and math.isfinite(t) for t in (f.ts, f.onset_ts))
+        for k, f in kept.items())
 
 
 def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str]) -> bool:
@@ -140,6 +200,11 @@ def _fell_alone(self: Correlator, f: Finding, node: str, latest: dict[int, str])
     rates = [m[1] for m in mates if isinstance(m, list) and len(m) == 2 and is_finite(m[1])]
     if not rates or min(rates) < cfg.nic_throughput_ratio * median:  # type: ignore[operator]
         return False  # (another port low too: a job's demand falling, or the jobs' own levels)
+    if f.evidence.get("mates_sank"):
+        # A mate sank below its own level with it (detector.network's ``SANK``): one job's
+        # demand fell on both -- its own port to a tenth, the port it shares with another
+        # job to a half (odd42, nic41 F1: a lighter phase isolated the leaf).
+        return False
     ports = len(rates) + 1
     gpus = _gpu_count(self, node, latest)
     per_job: dict[str, int] = {}
@@ -298,9 +363,10 @@ def _without_mates(f: Finding) -> Finding:
     """``f`` without its mates' Gb/s (``mates_gbps``): they served the comparison
     (:func:`_low_beside`, :func:`_fell_alone`); a page's evidence keeps the port's own figures
     and its node's median, not each neighbour port's (other tenants' traffic)."""
-    if "mates_gbps" not in f.evidence:
+    if "mates_gbps" not in f.evidence and "mates_sank" not in f.evidence:
         return f
-    return f._replace(evidence={k: v for k, v in f.evidence.items() if k != "mates_gbps"})
+    return f._replace(evidence={k: v for k, v in f.evidence.items()
+                                if k not in ("mates_gbps", "mates_sank")})
 
 
 def _gpu_stopped_before(self: Correlator, f: Finding) -> bool:

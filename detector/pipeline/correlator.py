@@ -17,6 +17,7 @@ from typing import Any
 from detector import hang, host_node, job_pace, lemon, liveness, nic_cnp
 from detector.alerts import Alert
 from detector.correlate import Correlator, check_power_restored
+from detector.correlate.ports import check_restored as ports_restored
 from detector.events import MAX_AHEAD_S
 from detector.findings import (
     Finding,
@@ -170,6 +171,7 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(isinstance(placement, Placement) and placement.restored_ok(),
                   "correlator._placement: malformed (detector.recovery.Placement)")
     refuse_unless(nic_cnp.check_restored(corr), "correlator._cnp: malformed (detector.nic_cnp)")
+    refuse_unless(ports_restored(corr), "correlator._paced: malformed (correlate.ports)")
     refuse_unless(liveness.check_corr_restored(corr),
                   "correlator._silent: malformed (detector.liveness)")
     bad = job_pace.check_restored(corr)
