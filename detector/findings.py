@@ -124,6 +124,7 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "rests_on": (str,),  # a corrected-error burst's grounds (detector.gpu_health)
     # a GPU's or a job's silence (detector.gpu_missing, detector.liveness)
     "topics": (list,), "dropped": (bool,), "step_period_s": (float, int),
+    "nic_idle_ts": (float, int),  # a dark node's ports quiet since (liveness._idle_past_stop)
     "nodes_left": (list,), "left_step_ts": (float, int), "nodes_absent": (list,),
     "dark_with": (list,), "still_dark": (bool,), "confirm": (bool,), "job_stalled": (bool,),
     "steps_seen": (bool,),

@@ -168,6 +168,9 @@ FAST_INTERVALS = 1.5
 FAST_CAP_S = 40.0
 FAST_RUN_S = 30.0
 FAST_WINDOW_S = 60.0
+# A node whose NIC ports were all quiet from its job's stop on for this many of their
+# intervals (FAST_RUN_S at least) before it went dark was idle, not saving (_idle_past_stop).
+IDLE_POLLS = 2
 FAST_WAIT_S = 2 * SCAN_S  # the most a part's judgment waits for nodes going dark with it
 # A job moved on from a node's going dark when another job stepped on its GPUs this long after
 # its own last step (the churning fleet's next job, starting as the node leaves).
@@ -356,6 +359,8 @@ def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[
                           "interval_s": round(st[_GAP], 3), "bound_s": bound_s(st[_GAP])}
     if later < 0:
         ev["dropped"] = True
+    if what == "nic" and active and (idle := _nic_idle(mon, node)) is not None:
+        ev["nic_idle_ts"] = round(idle, 3)  # (its ports quiet since: _idle_past_stop)
     if active and later == 0:
         ev["confirm"] = True
     elif active:
@@ -371,6 +376,20 @@ def _finding(mon: Monitors, node: str, cluster: str | None, what: str, st: list[
                 ev["jobs"] = jobs
     return Finding(clock, st[_LAST], "silent", "unattributed", "unknown", Scope.of_node(node),
                    active, False, 0.9 if active else 0.0, ev, cluster=cluster)
+
+
+def _nic_idle(mon: Monitors, node: str) -> float | None:
+    """When ``node``'s NIC ports last stopped carrying traffic (detector.network's ``busy``,
+    ``idle_ts``), every one of them idle on its latest sample; None while one was busy, or
+    none ever carried any."""
+    nics = mon._nics.get(node)
+    if nics is None or not nics._ports:
+        return None
+    ports = nics._ports.values()
+    if any(p.busy for p in ports):
+        return None
+    idle = max(p.idle_ts for p in ports)
+    return idle if math.isfinite(idle) else None
 
 
 def _jobs_on(mon: Monitors, node: str, since: float) -> list[list[Any]]:
@@ -915,7 +934,7 @@ def _undefer(corr: Correlator, f: Finding, out: list[Alert]) -> None:
     for node in sorted(_left_ranks(f)):
         topics = corr._silent.get(node)
         last = None if topics is None or _DEFER not in topics else _last(topics)
-        if last is not None and _back_without(corr, f, last):
+        if last is not None and _back_without(corr, f, last, node):
             del topics[_DEFER]
             if _page_of(corr, node, f.cluster) is None:
                 _page(corr, None, [node], f, out)
@@ -1194,7 +1213,7 @@ def _to_come(corr: Correlator, node: str, f: Finding) -> list[str]:
                   if _WAIT not in silent.get(n, ()) and _JUDGED not in silent.get(n, ()))
 
 
-def _back_without(corr: Correlator, f: Finding, last: float) -> bool:
+def _back_without(corr: Correlator, f: Finding, last: float, node: str) -> bool:
     """Whether a job re-formed without a node (``f``, :func:`_reforms`) went back to an older
     checkpoint (``steps_back``: ``JobMonitor._went_back``, a step or more behind the step it
     stopped at) while the node, its newest record at ``last``, was there when the job stopped
@@ -1210,7 +1229,28 @@ def _back_without(corr: Correlator, f: Finding, last: float) -> bool:
     ev = f.evidence
     t, at, back = ev.get("left_step_ts"), ev.get("reformed_ts"), ev.get("steps_back")
     return type(back) is int and back >= 1 and _is_time(t) and _is_time(at) and (
-        t - FAST_RUN_S <= last <= at)
+        t - FAST_RUN_S <= last <= at) and not _idle_past_stop(corr, node, t, last)
+
+
+def _idle_past_stop(corr: Correlator, node: str, t: float, last: float) -> bool:
+    """Whether ``node`` (its newest record at ``last``) sat idle past its job's stop at ``t``:
+    its NIC ports all quiet (``nic_idle_ts`` on its NIC topic's silence, detector.network's
+    traffic) from at most two of their intervals after that stop, and it reported on so for
+    :data:`IDLE_POLLS` of them and :data:`FAST_RUN_S` at least.  A save moves bytes -- the
+    checkpoint's shards leave the node -- so a node idle that long was not saving: its job
+    was stopped without one (a preemption), and a node released then (powered off, drained)
+    crashed nothing of it, whatever checkpoint the job is requeued from (odd42, revA40 F1:
+    a node off 60-120 s after its job's preemption escalated unattributed at the requeue,
+    4 of 6 runs).  A node dead in its job's save -- its ports moving the save's bytes to its
+    end -- is still its job's crash (dark39)."""
+    g = (corr._silent.get(node) or {}).get("nic")
+    if g is None:
+        return False
+    idle, interval = g.evidence.get("nic_idle_ts"), g.evidence.get("interval_s")
+    if not (_is_time(idle) and _is_time(interval) and interval > 0):
+        return False
+    return idle <= t + 2.0 * interval + corr.cfg.lateness_s and (
+        last - idle >= max(IDLE_POLLS * interval, FAST_RUN_S))
 
 
 def _crashed_with(corr: Correlator, node: str, last: float) -> list[dict[str, Any]]:
@@ -1220,7 +1260,8 @@ def _crashed_with(corr: Correlator, node: str, last: float) -> list[dict[str, An
     the re-form, its ranks gone) or its GPUs did after the job's stop."""
     return [{"job": job, "ranks": n, "last_step_ts": g.evidence["left_step_ts"]}
             for job, g in sorted((corr._silent.get(_LEFT) or {}).items())
-            if (n := _left_ranks(g).get(node)) and _back_without(corr, g, last)][:MAX_JOBS]
+            if (n := _left_ranks(g).get(node)) and _back_without(corr, g, last, node)
+            ][:MAX_JOBS]
 
 
 def _lost(corr: Correlator, node: str, last: float, now: float) -> list[list[Any]]:
@@ -1654,8 +1695,12 @@ def _ended_first(view: _LayoutView, name: str, last: float) -> bool:
     its job has the job's last step at its silence, a step period or so before it: kept."""
     corr = view.corr
     g = (corr._silent.get(_LEFT) or {}).get(name)
-    if g is not None and view.node in _left_ranks(g) and _back_without(corr, g, last):
-        return False  # (it crashed with the node: back to an older checkpoint without it)
+    if g is not None and view.node in _left_ranks(g):
+        if _back_without(corr, g, last, view.node):
+            return False  # (it crashed with the node: back to an older checkpoint without it)
+        t = g.evidence.get("left_step_ts")
+        if _is_time(t) and _idle_past_stop(corr, view.node, t, last):
+            return True  # (re-formed without a node that sat idle past its stop there)
     stop = (corr._silent.get(_STOPS) or {}).get(name)
     if stop is None or not stop.active:
         return False  # (no stop told, or stepping again: as before)

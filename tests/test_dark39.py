@@ -31,14 +31,17 @@ STOP = 380.0  # job-1's last step before its save ends at T0 + 379 s (step 189)
 
 
 def _save_then_dark(*, interval: float, dark_at: float, resume: float, back: int,
-                    swap: bool = False, seed: int = 0, seconds: float = 1000.0) -> list[dict]:
-    """job-1 steps on the 8 nodes until 380 s, then saves (every GPU idle) until ``resume``;
+                    swap: bool = False, seed: int = 0, seconds: float = 1000.0,
+                    saving: bool = True) -> list[dict]:
+    """job-1 steps on the 8 nodes until 380 s, then saves (every GPU idle, the NICs moving
+    its bytes; not ``saving``: a preemption, the NICs quiet too) until ``resume``;
     node-003 goes dark at ``dark_at`` and never comes back; the job re-forms without it at
     ``resume`` -- onto node-008 (``swap``) or on the 7 others -- its step numbers ``back``
     steps behind its last (0: going on from it)."""
     nodes = NODES + [SPARE] if swap else NODES
     recs = fleet(seconds=seconds, interval=interval, nic_interval=interval, job=False,
-                 seed=seed, nodes=nodes, dead={DARK: (dark_at, 1e9)}, idle=(STOP + 1.0, resume))
+                 seed=seed, nodes=nodes, dead={DARK: (dark_at, 1e9)}, idle=(STOP + 1.0, resume),
+                 nic_idle=not saving)
     after = [n for n in NODES if n != DARK] + ([SPARE] if swap else [])
     last = int(STOP / 2)
     recs += _steps([(0.0, STOP, NODES, 0), (resume, seconds, after, last - back)])

@@ -29,13 +29,15 @@ def fleet(*, seconds: float = 1200.0, interval: float = 10.0, nic_interval: floa
           dead: dict[str, tuple[float, float]] | None = None,
           quiet: dict[str, tuple[float, float, tuple[str, ...]]] | None = None,
           gap: tuple[float, float] | None = None, job: bool = True, seed: int = 0,
-          nodes: list[str] = NODES, idle: tuple[float, float] | None = None) -> list[dict]:
+          nodes: list[str] = NODES, idle: tuple[float, float] | None = None,
+          nic_idle: bool = False) -> list[dict]:
     """Records of a healthy fleet, 2 GPUs a node: thermal and ECC every ``interval`` s and NIC
     every ``nic_interval`` s, each node at its own phase with +-10 % jitter, and a job with a
     rank on each GPU stepping every 2 s.  ``dead``: node -> [from, to) with no record of it
     (to=inf: it never comes back); ``quiet``: node -> (from, to, topics) with none on those
     topics; ``gap``: [from, to) with no record from anyone (a log's gap); ``idle``: [from, to)
-    with every GPU idle (clock-event reason 0x1: the job was stopped)."""
+    with every GPU idle (clock-event reason 0x1: the job was stopped) -- and, ``nic_idle``,
+    every NIC port quiet (no save moving bytes), else at its 16 Gb/s throughout."""
     rng = random.Random(seed)
     dead, quiet = dead or {}, quiet or {}
     out: list[tuple[float, int, dict]] = []
@@ -55,10 +57,13 @@ def fleet(*, seconds: float = 1200.0, interval: float = 10.0, nic_interval: floa
             while t < T0 + seconds:
                 if not off(node, t, topic):
                     if topic == "nic":
+                        moved = t - T0
+                        if nic_idle and idle is not None:
+                            moved -= max(0.0, min(moved, idle[1]) - idle[0])
                         out.append((t, len(out), {"topic": "telemetry.nic", "value": {
                             "ts": t, "node": node, "nic": "mlx5_0", "port": 1,
                             "link_state": "up", "rate_gbps": 400.0,
-                            "tx_bytes": int((t - T0) * 1e9), "rx_bytes": int((t - T0) * 1e9)}}))
+                            "tx_bytes": int(moved * 1e9), "rx_bytes": int(moved * 1e9)}}))
                     else:
                         for gpu in range(2):
                             v: dict = {"ts": t, "node": node, "gpu": gpu}
