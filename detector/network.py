@@ -217,6 +217,11 @@ class _Port:
         # nic_peer_fading; 0.0: never did): the demand its GPUs put on it, its own reference
         # (_fell).
         self.own_gbps = 0.0
+        # Whether its latest sample at its node's pace was below SANK of its own level, and
+        # when its latest such run began (-inf: never): a mate that sank with a port that fell
+        # moved with it -- one job's demand (NodeNics._mates_sank, correlate.ports).
+        self.sinking = False
+        self.sank_ts = float("-inf")
 
 
 def _upper_median(values: list[float]) -> float:
