@@ -15,8 +15,8 @@ cdef class _Port:
     cdef public double last_ts, low_onset, last_error_ts, err_onset, last_flap_ts, interval_s
     cdef public double peer, odd_error_ts, held_ts, learn_ts, idle_ts, rate, rate_ts
     cdef public double rate_since, held, told_s, told_lo, told_hi, wait_mean, cnp_mean
-    cdef public double cong_ts, np_s, rp_s, own_gbps
-    cdef public bint down, busy
+    cdef public double cong_ts, np_s, rp_s, own_gbps, sank_ts
+    cdef public bint down, busy, sinking
     cdef public object low, ok, vote, role, rate_low, cong_n
 
 cdef class NodeNics:
