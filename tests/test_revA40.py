@@ -266,14 +266,12 @@ def test_guard_a_hot_gpu_on_a_capped_node_names_thermal() -> None:
 # -- host39: a one-rank unit's recurrences --------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA40 F6 (real fault missed, host39's declared trade, 9c292a3): a job with one rank a "
-    "node whose rank 0's or last rank's node has a loader stalling every 2-4 min (+8-20 % of "
-    "a step for 3-6 steps: revA38 F3's fault) is never paged -- 6 of 6 runs (DP 8/16, seeds "
-    "0-2); the same stall on node-001: paged at 384-430 s.  Fix idea: the framework's own "
-    "work on its logging rank comes every N steps to the step (metrics flush, evaluation, "
-    "checkpoint metadata), a failing loader or device at drawn times: exempt rank 0 / the "
-    "last rank only when its episodes' spacing in steps is regular."))
+# (Was a strict xfail, revA40 F6 (real fault missed, host39's declared trade, 9c292a3): "a job
+# with one rank a node whose rank 0's or last rank's node has a loader stalling every 2-4 min
+# (+8-20 % of a step for 3-6 steps: revA38 F3's fault) is never paged -- 6 of 6 runs (DP 8/16,
+# seeds 0-2); the same stall on node-001: paged at 384-430 s".  Fixed by slow42: rank 0 and the
+# last rank keep host39's exemption only while their episodes come every so many steps --
+# steps.host JobMonitor._periodic.)
 @pytest.mark.parametrize("who", ["rank-0", "last-rank"])
 def test_a_recurring_loader_stall_on_rank_0s_node_is_paged(who: str) -> None:
     node = 0 if who == "rank-0" else 7

@@ -58,6 +58,12 @@ _START_KEPT = 0.75
 # memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
 # a different node each checkpoint), and fades; a fault stays and is reported after.
 _EVENT_SHARE = 0.05
+# A one-rank unit that is its job's rank 0 or last rank recurring (JobMonitor._periodic): its
+# latest episodes' first steps kept (_LOG_EPISODES, for _LOG_UNITS units a job), a gap within
+# _LOG_SLACK steps of a multiple of the shortest is the framework's period.
+_LOG_EPISODES = 6
+_LOG_UNITS = 4
+_LOG_SLACK = 2
 # Each rank's host excess smoothed over ~4 steps (_host_recent): what its node mates are
 # judged on beside a lone straggler (host_straggler.lone) -- one step of a noisy loader is not
 # a mate late with it; a node's shared trouble lasting a few steps is.
@@ -578,17 +584,22 @@ def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.n
     else:
         found = host_time.judge(self._hs, code[slots], host, step_ms, ts,
                                 self.cfg.host_node_page_s)
+    if len(self._hs):
+        new = np.flatnonzero(self._hs[:, host_time.EP_LAST] == ts)
+        if len(new):
+            self._note_episodes(step, new, code)
     for i, up, at in found:
         mine = np.flatnonzero(code == i)
         if up and (np.count_nonzero(self._host_rep[mine])
                    or (len(mine) == 1 and self._rank_of[int(mine[0])] in (
-                       0, max(self._rank_of)))):
+                       0, max(self._rank_of)) and self._periodic(self._hs_keys[i]))):
             # Its ranks are host_late already (their own CUSUM, past the warm-up's
             # offset): that path escalates them (_check_host, host_node_page_s); this
             # unit is looked at again next step (blind7 G5, tests/test_steps17.py).  A unit
             # of one rank that is the job's rank 0 or its last rank recurs by the framework's
             # own work -- logging, evaluation, a checkpoint's metadata, as _lone_from_start
-            # holds them -- not by its host's (revA39 F4: every 100 steps, 18 of 18 paged).
+            # holds them -- not by its host's (revA39 F4: every 100 steps, 18 of 18 paged),
+            # when its episodes come every so many steps (:meth:`_periodic`).
             self._hs[i, host_time.RAISED] = 0.0
             continue
         key = self._hs_keys[i]
@@ -598,6 +609,45 @@ def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.n
             {"step": step, **host_time.evidence(key, self._hs[i], step_ms)} if up
             else {"step": step},
             self.job, self.tenant, self.cluster))
+
+
+def _note_episodes(self, step: int, new: np.ndarray, code: np.ndarray) -> None:
+    """The units of ``new`` (detector.host_time: an episode counted on this step) that are one
+    rank, the job's rank 0 or its last: the step each episode began (its streak's first hot
+    step) kept, the latest ``_LOG_EPISODES`` a unit, for :meth:`_periodic`."""
+    last = max(self._rank_of)
+    eps = self._log_eps
+    for i in new.tolist():
+        mine = np.flatnonzero(code == i)
+        if len(mine) != 1 or self._rank_of[int(mine[0])] not in (0, last):
+            continue
+        key = self._hs_keys[i]
+        began = step - max(int(self._hs[i, host_time.STREAK]), 1) + 1
+        kept = eps.pop(key, [])[-(_LOG_EPISODES - 1):] + [began]
+        eps[key] = kept  # (the latest unit last: the oldest goes first)
+        while len(eps) > _LOG_UNITS:
+            del eps[next(iter(eps))]
+
+
+def _periodic(self, key: str) -> bool:
+    """Whether the episodes of unit ``key`` (:meth:`_note_episodes`: rank 0's or the last
+    rank's, alone on its node) came every so many steps: each gap between their first steps
+    within ``_LOG_SLACK`` steps of a multiple of the shortest.
+
+    The framework's own work on its logging rank comes on a step count (a metrics flush every
+    100 steps, an evaluation every 500, a checkpoint's metadata every 1,000): its episodes'
+    gaps are multiples of one period.  A failing loader or device stalls at drawn times: its
+    gaps are not, and its node is paged as any other node's (revA40 F6: a loader stalling
+    every 2-4 min, +8-20 % of a step for 3-6 steps, on rank 0's or the last rank's node was
+    never paged, 6 of 6 runs).  Chance puts a drawn gap of 300 steps within 2 of a multiple
+    of the shortest about 1 time in 60; all of two or more gaps, far less."""
+    eps = self._log_eps.get(key, [])
+    if len(eps) < 3:
+        return True  # (too few to tell: the framework's, as before)
+    gaps = [b - a for a, b in zip(eps, eps[1:], strict=False)]
+    p = min(gaps)
+    return p > 2 * _LOG_SLACK and all(
+        abs(g - p * round(g / p)) <= _LOG_SLACK for g in gaps)
 
 
 def _host_units(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
@@ -739,6 +789,7 @@ def _host_share_reset(self) -> None:
     self._hs_keys = []
     self._hs = np.zeros((0, host_time.NCOLS))
     self._he = np.zeros((0, host_events.NCOLS))
+    self._log_eps = {}
 
 
 def _host_page_after(self, r: np.ndarray) -> np.ndarray:

@@ -159,6 +159,9 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_losses": sdc.check_loss,
     "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
+    "_log_eps": lambda x: type(x) is dict and len(x) <= 4 and all(
+        type(k) is str and type(v) is list and len(v) <= 6 and all(type(i) is int for i in v)
+        for k, v in x.items()),
     **{name: _count for name in ("_evaluated", "_wander_n", "_wander_hot", "_wander_calm",
                                  "_twin_n", "_tail_n", "_ar_n", "_hl_n",
                                  "_exc_n", "_past_hold")},
@@ -169,9 +172,9 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     # blind -- the rest finite, the spreads from 0.)
     **{name: is_time for name in ("clock", "_next_expire", "_last_step_ts", "_host_seen_ts")},
     **{name: _spread for name in (
-        "_period", "_sigma", "_zscale", "_replica_noise", "_rep_sigma", "_wander", "_twin_sigma",
-        "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx", "_hl_xx",
-        "_past_sigma")},
+        "_period", "_sigma", "_zscale", "_quiet_z", "_replica_noise", "_rep_sigma", "_wander",
+        "_twin_sigma", "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx",
+        "_hl_xx", "_past_sigma")},
     **{name: is_finite for name in ("_host_level", "_ar_xy", "_hl_xy", "_past_level")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
@@ -345,6 +348,7 @@ class JobMonitor(NumericChecks):
         self._evaluated = 0                    # steps evaluated since the last (re)start
         self._sigma = 0.0
         self._zscale = 1.0
+        self._quiet_z = 0.0                    # ... and a quiet stage's (_quiet_stages)
         self._replica_noise = 0.0              # replica-wide / within-replica spread, smoothed
         self._imbalanced = False               # in the batch-imbalance regime (hysteresis)
         self._rep_sigma = 0.0                  # spread of the replicas' medians, smoothed
@@ -449,6 +453,9 @@ class JobMonitor(NumericChecks):
         # A node's share of the job's host time (detector.host_time): its units' names (a
         # node's ranks of one stage and replica) and a row of numbers each.
         self._hs_keys: list[str] = []
+        # ... the first steps of rank 0's and the last rank's episodes, alone on a node
+        # (_note_episodes, a few units of a few episodes)
+        self._log_eps: dict[str, list[int]] = {}
         self._hs = np.zeros((0, host_time.NCOLS))
         # ... and each unit's slow saves in a row at the job's host events (detector.host_events)
         self._he = np.zeros((0, host_events.NCOLS))
@@ -503,6 +510,7 @@ class JobMonitor(NumericChecks):
         self._alone_told = np.zeros(0, dtype=bool)    # told again slow alone on its node
         self._held = np.zeros(0, dtype=bool)          # of a told run: told held (_held_runs)
         self._paced = np.zeros(0, dtype=np.int64)     # warm-up steps at its peers' pace
+        self._stage_sigma = np.zeros(0)               # its stage's noise (_quiet_stages)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -741,6 +749,10 @@ class JobMonitor(NumericChecks):
         shapes and bounds this class gives them: a forged snapshot must not make a worker fail
         on every record of the job, nor hold a rank set of millions."""
         ints = (int,)
+        if "_quiet_z" not in self.__dict__:  # (a snapshot before slow42: learnt anew)
+            self._quiet_z = 0.0
+        if "_log_eps" not in self.__dict__:  # (a snapshot before slow42: none noted)
+            self._log_eps = {}
         bad = bad_field(self, _FIELDS)
         refuse_unless(bad is None, f"JobMonitor.{bad}: malformed")
         if "stop_told" not in self.__dict__:
@@ -809,6 +821,8 @@ class JobMonitor(NumericChecks):
             self._held = np.zeros(n, dtype=bool)  # (a snapshot before noise39: none held)
         if "_paced" not in self.__dict__ and n >= 0:
             self._paced = np.zeros(n, dtype=np.int64)  # (before tenant41: none at pace yet)
+        if "_stage_sigma" not in self.__dict__ and n >= 0:
+            self._stage_sigma = np.zeros(n)  # (a snapshot before slow42: learnt anew)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1233,7 +1247,9 @@ class JobMonitor(NumericChecks):
         _host_units,
         _lone_from_start,
         _lone_unlasted,
+        _note_episodes,
         _page_lone,
+        _periodic,
         _reset_host,
     )
     from detector.steps.noise import (
@@ -1293,8 +1309,10 @@ class JobMonitor(NumericChecks):
         _node_grown,
         _node_slow,
         _persistent,
+        _quiet_stages,
         _reset_slow,
         _rule_finding,
+        _stage_noise,
         _still_slow,
         _stirred,
         _untold_reference,

@@ -52,6 +52,10 @@ from models.peer_stats import (
     sorted_rows,
 )
 
+# A pipeline stage whose noise is under this share of the job's is scored in its own
+# (_quiet_stages): blind31's VLM, its text stage ~1 % against its vision stage's ~10 %.
+_QUIET_STAGE = 0.5
+
 
 def _gamma_tail_quantile(k: int, alpha: float) -> float:
     """T with P(Gamma(k, 1) > T) = alpha: what the sum of k i.i.d. ``ln(1 / p)`` passes by
@@ -239,6 +243,52 @@ def _stirred(self, slots: np.ndarray) -> bool:
     return median(move, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT)) >= _WANDER_ON
 
 
+def _stage_noise(self, slots: np.ndarray, stage: np.ndarray, groups: np.ndarray,
+                 mads: np.ndarray, rows: Any) -> None:
+    """Each rank's stage's noise this step, smoothed as the job's is (``_stage_sigma``): the
+    median of its stage's peer groups' scales (``mads``, a row each of :func:`sorted_rows`;
+    ``stage`` each rank's pipeline stage, more than one)."""
+    row_stage = groups[rows.perm[:, 0]] >> 24
+    per = np.empty(len(slots))
+    for p in np.unique(row_stage).tolist():
+        per[stage == p] = median(mads[row_stage == p])
+    prev = self._stage_sigma[slots]
+    self._stage_sigma[slots] = np.where(
+        prev == 0.0, per, prev + self.cfg.slow_sigma_alpha * (per - prev))
+
+
+def _quiet_stages(self, r: np.ndarray, over: np.ndarray, sigma: float) -> float | np.ndarray:
+    """The noise each rank of ``r`` is scored in: the job's (``sigma``), or for a rank of a
+    pipeline stage whose own noise is under ``_QUIET_STAGE`` of it, its stage's (``over``:
+    the ranks' deviations over their biases, log).
+
+    A job's noise is the median of its peer groups' scales, and a pipeline stage whose work
+    follows its data (a VLM's vision stage, its images and videos a batch) spreads far wider
+    than a text stage beside it: the job's noise was the loud stage's, and a GPU of the quiet
+    one 5-8 % slow from mid-job (its TP group waiting for it inside compute) was some 1.5 of
+    those units, under the CUSUM's allowance much of the time -- never paged, while its own
+    stage's noise (~1 %) puts it at 4-5 (blind31 F3).  A stage only a little quieter is
+    scored as before: stages alike are the usual job.
+
+    The quiet ranks' deviations in their stage's units are rescaled as the job's are by
+    ``_zscale`` (a small group's MAD under-reads its spread), by their own median (smoothed,
+    ``_quiet_z``); they are returned in units that the job's rescale turns into that."""
+    q = self._stage_sigma[r]
+    quiet = (q > 0.0) & (q < _QUIET_STAGE * q.max())
+    if not np.count_nonzero(quiet):
+        return sigma
+    q = np.maximum(q[quiet], self.cfg.slow_sigma_floor)
+    told = self._reported[r[quiet]] | self._slow.alarmed[r[quiet]]
+    calm = np.abs(over[quiet] / q)[~told]  # (its slow ranks are not its noise)
+    if len(calm):
+        self._quiet_z = _smoothed(self._quiet_z, median(calm) / 0.6745,
+                                  self.cfg.slow_sigma_alpha)
+    own = q * (max(self._quiet_z, 1.0) / max(self._zscale, 1.0))
+    out = np.full(len(r), sigma)
+    out[quiet] = own
+    return out
+
+
 def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                       ts: np.ndarray, compute: np.ndarray, ok: np.ndarray | None,
                       buf: _StepBuffer, decided_ts: float, out: list[Finding]) -> None:
@@ -254,8 +304,12 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # Every peer group of one size, large enough (the usual step): all comparable.
         # The job's noise is the median of the groups' scales, taken over a row a group.
         v, mid, rows = sr
-        step_sigma = median(row_mads(v, mid, rows) * MAD_TO_SIGMA, scratch=True)
         med = mid[rows.back]
+        mads = row_mads(v, mid, rows) * MAD_TO_SIGMA
+        stage = groups >> 24
+        if stage[0] != stage[-1] or stage.min() != stage.max():
+            self._stage_noise(slots, stage, groups, mads, rows)
+        step_sigma = median(mads, scratch=True)
     else:
         med, scale, size, k = group_stats(x, groups) if sr is None else row_stats(sr)
         if k >= cfg.min_peers:  # (the general path: only with min_peers <= 0)
@@ -297,8 +351,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     base_r = self._base[r]  # (each rank's bias before this step's learning)
     if common is None:
         own = d
-        z = (d - base_r) / sigma
-        size, size_sigma, one = d, sigma, None
+        # (a pipeline stage far quieter than the job: its ranks in units of its own noise)
+        size_sigma = self._quiet_stages(r, d - base_r, sigma) if not warm else sigma
+        z = (d - base_r) / size_sigma
+        size, one = d, None
     else:
         # Each rank's deviation is its replica's share (the batch it drew this step) and
         # its own: one statistic from the two, each in units of its own noise, so a rank
@@ -342,6 +398,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # A run is sized as it is scored: on a replica spanning nodes by the rank's own
         # deviation (its replica's batch is no evidence), over its learned bias (below).
         size, size_sigma = np.where(one, d, own), own_sigma
+    z_sigma = size_sigma  # (each rank's noise its z is in: the job's, or its quiet stage's)
     # The MAD of a small peer group underestimates the spread, and real jitter has fatter
     # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
     # (over the ranks not told slow, as the reference above: a job's slow ranks are not
@@ -494,6 +551,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # with its replica's batches (healthy fleet dp4-10s seed 90002).  A replica on
         # one node is scored on its replica's deviation too (below).
         n = np.maximum(self._run_n[waiting], 1)
+        if type(size_sigma) is np.ndarray:  # (quiet stages: each rank's own, _quiet_stages)
+            size_sigma = size_sigma[at]
         margin = cfg.slow_effect_z * size_sigma * max(self._zscale, 1.0) / np.sqrt(n)
         mean = self._run_sum[waiting] / n
         rep_margin = margin
@@ -593,6 +652,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     if len(new) == 0 and len(cleared) == 0 and len(grown) == 0:
         return
     peer_med = dict(zip(r.tolist(), np.exp(mc).tolist(), strict=True))
+    quiet_of = ({} if type(z_sigma) is not np.ndarray
+                else dict(zip(r.tolist(), z_sigma.tolist(), strict=True)))
     dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
     rank_of = self._rank_of
     for s in [*new.tolist(), *grown.tolist()]:  # slots; findings name the rank
@@ -608,7 +669,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             {"step": step, "rank": rank, "compute_ratio_to_peers": round(ratio, 4),
              "mean_ratio_over_run": round(mean, 4), "run_steps": int(self._run_n[s]),
              "peer_median_compute_ms": round(peer_med[s], 2),
-             "noise_sigma": round(sigma, 4), "cusum": round(float(self._slow.score[s]), 2),
+             "noise_sigma": round(quiet_of.get(s, sigma), 4),
+             "cusum": round(float(self._slow.score[s]), 2),
              "baseline_ratio": round(math.exp(float(self._base[s])), 4),
              **({"clearly_slow_since": round(float(self._run_since[s]), 3)}
                 if self._run_since[s] > 0.0 else {}),
