@@ -58,6 +58,11 @@ _START_KEPT = 0.75
 # memory to storage for 30-80 s, one node ending last (blind10 K3: 1.03-1.07x for ~12 steps,
 # a different node each checkpoint), and fades; a fault stays and is reported after.
 _EVENT_SHARE = 0.05
+# ... unless that step was _SYNC_SAVE_STEPS of the job's usual steps or more in neither (the
+# job's median host time): a synchronous save, a pause, a context extension's re-shard -- the
+# write was the step itself; an async checkpoint's snapshot is a copy to host memory, a
+# fraction of a step (blind10 K3, K7: 0.23-0.34 of a step), and its write-back follows.
+_SYNC_SAVE_STEPS = 2.0
 # A one-rank unit that is its job's rank 0 or last rank recurring (JobMonitor._periodic): its
 # latest episodes' first steps kept (_LOG_EPISODES, for _LOG_UNITS units a job), a gap within
 # _LOG_SLACK steps of a multiple of the shortest is the framework's period.
@@ -537,6 +542,9 @@ def _host_events(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.
         if at - ev[0] > 1.0:
             since = at - ev[0]
             ev[1], ev[0] = ev[0], at
+            long = self._event_long
+            long[1], long[0] = long[0], host_med >= _SYNC_SAVE_STEPS * (
+                self._usual_step_ms or step_ms)
             if since >= _SAVE_GAP_STEPS * self._period:
                 self._host_at_event(step, slots, buf, host, at, since, decided_ts, out)
     else:

@@ -153,6 +153,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
         type(n) is str and type(v) is tuple and len(v) == 2 and all(type(i) is int for i in v)
         for n, v in x.items()),
     "_warm_sigma": _nums(2), "_event_ts": _nums(2),
+    "_event_long": lambda x: type(x) is list and len(x) == 2 and all(type(b) is bool for b in x),
     "_tail": lambda x: type(x) is np.ndarray and x.shape == _TAIL_EDGES.shape
     and x.dtype.kind == "f",
     "_grad_level": lambda x: is_map_of(x, int, (int, float)),
@@ -466,6 +467,7 @@ class JobMonitor(NumericChecks):
         self._host_level = 0.0                        # the job's median host share, smoothed
         self._pace = job_pace.new_state()             # its ranks' median compute (job_pace)
         self._usual_step_ms = 0.0                     # and its step time, on other steps
+        self._event_long = [False, False]             # ... each one long (a synchronous save)
         self._event_ts = [-math.inf, -math.inf]       # its last two steps all ranks spent on
         #                                               host (newest first)
         self._event_run = 0                           # steps in a row over the level by that
@@ -753,6 +755,8 @@ class JobMonitor(NumericChecks):
             self._quiet_z = 0.0
         if "_log_eps" not in self.__dict__:  # (a snapshot before slow42: none noted)
             self._log_eps = {}
+        if "_event_long" not in self.__dict__:  # (before slow42: held after each, as then)
+            self._event_long = [False, False]
         bad = bad_field(self, _FIELDS)
         refuse_unless(bad is None, f"JobMonitor.{bad}: malformed")
         if "stop_told" not in self.__dict__:
@@ -1303,6 +1307,7 @@ class JobMonitor(NumericChecks):
         _comparable,
         _grown_runs,
         _held_runs,
+        _hold_after_snapshot,
         _host_up,
         _node_alarmed,
         _node_alike,

@@ -133,10 +133,31 @@ def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     if len(out) > mark:
         self._alarmed_without_places(out, mark, slots, groups)
     if len(out) > mark and decided_ts - self._event_ts[0] <= 2 * _AFTER_EVENT_S:
-        self._hold_after_event(out, mark, decided_ts)
+        self._hold_after_snapshot(out, mark, decided_ts)
     if len(out) > mark:
         self._mark_with_mates(out, mark)
     self._tell_alone(step, slots, groups, buf, decided_ts, out)  # (moe36: detector.steps.alone)
+
+
+def _hold_after_snapshot(self, out: list[Finding], mark: int, now: float) -> None:
+    """:meth:`_hold_after_event` after the job's snapshots only: a job-wide host step
+    ``_SYNC_SAVE_STEPS`` of its usual steps long or more (``_event_long``) -- a synchronous
+    save, a pause, a context extension's re-shard -- leaves no write-back behind it to hold.
+
+    Held after every such step, a GPU 7-10 % slow from the step after blind32's context
+    extension (its TP group, so its node, waiting for it; the last pipeline stage) was paged
+    only when the hold let go, 106 s after its onset (F5, DESIGN: 10 % in <= 10 steps); and a
+    stage-1 GPU of blind31 F3 18 s after a 20 s synchronous save, 106 s."""
+    events, long = self._event_ts, self._event_long
+    if not (long[0] or long[1]):  # (the usual: no long step among them)
+        self._hold_after_event(out, mark, now)
+        return
+    # (the hold reads the job's events: the long ones left out of them while it runs)
+    self._event_ts = [-math.inf if lg else e for e, lg in zip(events, long, strict=True)]
+    try:
+        self._hold_after_event(out, mark, now)
+    finally:
+        self._event_ts = events
 
 
 def _node_alarmed(self, slot: int, place: Callable[[int], bool] | None = None) -> int:
