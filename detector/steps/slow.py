@@ -278,36 +278,36 @@ def _stage_noise(self, slots: np.ndarray, stage: np.ndarray, groups: np.ndarray,
         prev == 0.0, per, prev + self.cfg.slow_sigma_alpha * (per - prev))
 
 
-def _quiet_stages(self, r: np.ndarray, over: np.ndarray, sigma: float) -> float | np.ndarray:
-    """The noise each rank of ``r`` is scored in: the job's (``sigma``), or for a rank of a
-    pipeline stage whose own noise is under ``_QUIET_STAGE`` of it, its stage's (``over``:
-    the ranks' deviations over their biases, log).
+def _quiet_stages(self, r: np.ndarray, over: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ranks of ``r`` on a quiet pipeline stage -- its own noise under ``_QUIET_STAGE`` of
+    the loudest stage's (``_stage_sigma``) -- and the noise each is scored in, its stage's;
+    None when there are none (the usual job).  ``over``: the ranks' deviations over their
+    biases (log).
 
     A job's noise is the median of its peer groups' scales, and a pipeline stage whose work
     follows its data (a VLM's vision stage, its images and videos a batch) spreads far wider
     than a text stage beside it: the job's noise was the loud stage's, and a GPU of the quiet
     one 5-8 % slow from mid-job (its TP group waiting for it inside compute) was some 1.5 of
     those units, under the CUSUM's allowance much of the time -- never paged, while its own
-    stage's noise (~1 %) puts it at 4-5 (blind31 F3).  A stage only a little quieter is
-    scored as before: stages alike are the usual job.
+    stage's noise (~1.7 %) puts it at 3-4 (blind31 F3).  Stages alike are the usual job; the
+    other stages' ranks are scored exactly as before.
 
-    The quiet ranks' deviations in their stage's units are rescaled as the job's are by
-    ``_zscale`` (a small group's MAD under-reads its spread), by their own median (smoothed,
-    ``_quiet_z``); they are returned in units that the job's rescale turns into that."""
+    A small group's MAD under-reads its spread, which the job's ``_zscale`` makes up for; the
+    quiet ranks' own (``_quiet_z``: the median of their deviations in their stage's units,
+    smoothed as the job's) makes up for theirs."""
     q = self._stage_sigma[r]
     quiet = (q > 0.0) & (q < _QUIET_STAGE * q.max())
     if not np.count_nonzero(quiet):
-        return sigma
-    q = np.maximum(q[quiet], self.cfg.slow_sigma_floor)
-    told = self._reported[r[quiet]] | self._slow.alarmed[r[quiet]]
-    calm = np.abs(over[quiet] / q)[~told]  # (its slow ranks are not its noise)
+        return None
+    at = np.flatnonzero(quiet)
+    q = np.maximum(q[at], self.cfg.slow_sigma_floor)
+    told = self._reported[r[at]] | self._slow.alarmed[r[at]]
+    calm = np.abs(over[at] / q)[~told]  # (its slow ranks are not its noise)
     if len(calm):
         self._quiet_z = _smoothed(self._quiet_z, median(calm) / 0.6745,
                                   self.cfg.slow_sigma_alpha)
-    own = q * (max(self._quiet_z, 1.0) / max(self._zscale, 1.0))
-    out = np.full(len(r), sigma)
-    out[quiet] = own
-    return out
+    return at, q * max(self._quiet_z, 1.0)
 
 
 def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
@@ -370,12 +370,13 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     mates, imbalanced = self._replica_common(d, buf, ok, comparable, warm)
     common = mates if imbalanced else None
     base_r = self._base[r]  # (each rank's bias before this step's learning)
+    quiet = None  # (its quiet stages: _quiet_stages)
     if common is None:
         own = d
-        # (a pipeline stage far quieter than the job: its ranks in units of its own noise)
-        size_sigma = self._quiet_stages(r, d - base_r, sigma) if not warm else sigma
-        z = (d - base_r) / size_sigma
-        size, one = d, None
+        z = (d - base_r) / sigma
+        size, size_sigma, one = d, sigma, None
+        # (a pipeline stage far quieter than the job: its ranks in its own noise, below)
+        quiet = self._quiet_stages(r, d - base_r) if not warm else None
     else:
         # Each rank's deviation is its replica's share (the batch it drew this step) and
         # its own: one statistic from the two, each in units of its own noise, so a rank
@@ -419,7 +420,6 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # A run is sized as it is scored: on a replica spanning nodes by the rank's own
         # deviation (its replica's batch is no evidence), over its learned bias (below).
         size, size_sigma = np.where(one, d, own), own_sigma
-    z_sigma = size_sigma  # (each rank's noise its z is in: the job's, or its quiet stage's)
     # The MAD of a small peer group underestimates the spread, and real jitter has fatter
     # tails than a normal: rescale so the median |z| of a step is what it is for N(0, 1).
     # (over the ranks not told slow, as the reference above: a job's slow ranks are not
@@ -427,6 +427,12 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     spread = median(np.abs(z if told is None else z[~told]), scratch=True) / 0.6745
     self._zscale += cfg.slow_sigma_alpha * (spread - self._zscale)
     z /= max(self._zscale, 1.0)
+    if quiet is not None:  # (and sized so: its noise a unit -- size_sigma x _zscale -- too)
+        at_q, unit_q = quiet
+        z[at_q] = (d - base_r)[at_q] / unit_q
+        size_sigma = np.full(len(r), sigma)
+        size_sigma[at_q] = unit_q / max(self._zscale, 1.0)
+    z_sigma = size_sigma  # (each rank's noise its z is in: the job's, or its quiet stage's)
     learn = np.abs(z) < 3.0
     if warm:
         fresh: np.ndarray | None = self._fresh[r]  # (before the last warm-up step)
