@@ -264,17 +264,24 @@ def _stirred(self, slots: np.ndarray) -> bool:
     return median(move, scratch=True) / (_WANDER_SHORT / (2.0 - _WANDER_SHORT)) >= _WANDER_ON
 
 
-def _stage_noise(self, slots: np.ndarray, stage: np.ndarray, groups: np.ndarray,
-                 mads: np.ndarray, rows: Any) -> None:
+def _stage_noise(self, r: np.ndarray, d: np.ndarray, stage: np.ndarray) -> None:
     """Each rank's stage's noise this step, smoothed as the job's is (``_stage_sigma``): the
-    median of its stage's peer groups' scales (``mads``, a row each of :func:`sorted_rows`;
-    ``stage`` each rank's pipeline stage, more than one)."""
-    row_stage = groups[rows.perm[:, 0]] >> 24
-    per = np.empty(len(slots))
-    for p in np.unique(row_stage).tolist():
-        per[stage == p] = median(mads[row_stage == p])
-    prev = self._stage_sigma[slots]
-    self._stage_sigma[slots] = np.where(
+    spread of its stage's ranks' moves since their last step (``d``: the ranks' deviations
+    from their peers, log, ``stage`` each one's pipeline stage, more than one).
+
+    Moves, not the peer groups' scales: a slow node in a stage of four replicas sits in every
+    one of its stage's peer groups, whose scales it lifts for as long as it stays slow (blind32
+    tune selfheal-s0: a slow GPU's node and a hot spare lifted their stage's scales 5-10x,
+    which made the other stage "quiet" and a replica mate's 4 % restart transient paged), while
+    a steady offset moves nothing step to step; the batches a data-following stage draws move
+    it every step (blind31's vision stage)."""
+    move = np.abs(d - self._slow_dev[r])
+    per = np.empty(len(r))
+    for p in np.unique(stage).tolist():
+        at = stage == p
+        per[at] = median(move[at]) * (MAD_TO_SIGMA / math.sqrt(2.0))
+    prev = self._stage_sigma[r]
+    self._stage_sigma[r] = np.where(
         prev == 0.0, per, prev + self.cfg.slow_sigma_alpha * (per - prev))
 
 
@@ -325,12 +332,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # Every peer group of one size, large enough (the usual step): all comparable.
         # The job's noise is the median of the groups' scales, taken over a row a group.
         v, mid, rows = sr
+        step_sigma = median(row_mads(v, mid, rows) * MAD_TO_SIGMA, scratch=True)
         med = mid[rows.back]
-        mads = row_mads(v, mid, rows) * MAD_TO_SIGMA
-        stage = groups >> 24
-        if stage[0] != stage[-1] or stage.min() != stage.max():
-            self._stage_noise(slots, stage, groups, mads, rows)
-        step_sigma = median(mads, scratch=True)
     else:
         med, scale, size, k = group_stats(x, groups) if sr is None else row_stats(sr)
         if k >= cfg.min_peers:  # (the general path: only with min_peers <= 0)
@@ -366,6 +369,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     warm = self._evaluated <= cfg.warmup_steps
     cold = (self._cold_steps(r, d, sigma) if not warm and np.count_nonzero(self._cold)
             else None)
+    stage = gc >> 24
+    staged = bool(stage[0] != stage[-1] or stage.min() != stage.max())  # (a pipeline)
+    if staged:
+        self._stage_noise(r, d, stage)
     self._slow_dev[r] = d
     mates, imbalanced = self._replica_common(d, buf, ok, comparable, warm)
     common = mates if imbalanced else None
@@ -376,7 +383,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         z = (d - base_r) / sigma
         size, size_sigma, one = d, sigma, None
         # (a pipeline stage far quieter than the job: its ranks in its own noise, below)
-        quiet = self._quiet_stages(r, d - base_r) if not warm else None
+        quiet = self._quiet_stages(r, d - base_r) if staged and not warm else None
     else:
         # Each rank's deviation is its replica's share (the batch it drew this step) and
         # its own: one statistic from the two, each in units of its own noise, so a rank
