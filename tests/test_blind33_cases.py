@@ -38,15 +38,16 @@ EXPECT: dict[str, tuple] = {
         "both trays' ranks x~1.09 alike, and the group is escalated slow_node/unknown at its "
         "replica (a false positive), the tray whose GPU's DCGM rows say why never paged in "
         "the whole log (7 of 8 missed, each with a replica false positive; the 8th caught at "
-        "46 s); a hot GPU's group (F2) escalated at its replica too: 15 of 17 false "
+        "46 s); a hot GPU's group escalated at its replica too: 14 of 17 false "
         "positives are replicas. In the cut (the last 300 s) the tray is paged 75 s late, "
         "after the replica", 3),
     "F2-hot-gpus-partner-tray-paged": (
         bc.alone_and_right,
         "blind33 F2: a GPU losing cold-plate flow (87 C, 0x20) is paged thermal at its tray, "
         "and the other tray of its TP8 group (no signal of its own: it waits in compute) is "
-        "escalated slow_node/unknown as a node -- a false positive beside the right page "
-        "(tune: g-01, g-08 in smooth-s0; held g-10 in smooth-s5; others as a replica, F1)", 1),
+        "escalated slow_node/unknown as a node -- a false positive beside the right page (3 "
+        "of 17 false positives: g-01 beside a hot GPU, g-08 beside a braking PSU tray, held "
+        "g-10; the rest as a replica, F1)", 1),
     "F3-clock-held-by-application-clocks-escalated-unknown": (
         caught_with_cause,
         "blind33 F3: a GPU whose application clocks stay at the max-Q clock after the job's "
