@@ -60,11 +60,9 @@ EXPECT: dict[str, tuple] = {
         "clock x0.5 while it holds, the steps it overlaps ~x2 -- is never paged in 4 of 8 logs "
         "(tune 3 of 4) and paged 104-233 s late in the rest (DESIGN: 0x80 is never routine)",
         1),
-    "F5-profile-on-one-node-never-paged": (
-        bc.every_fault_caught,
-        "blind33 F5: the max-Q power profile (550-570 W) applied to one node of the job only "
-        "(0x4 on its 8 GPUs, its compute x~1.07 over its stage peers for ~3 min) is missed in "
-        "1 of 8 logs and caught with the wrong cause (software, unknown) in 2 more", 1),
+    # F5 (the max-Q profile on one node only: missed 1 of 8, wrong cause 2) is not pinned: its
+    # cut (profiles seed 1, 60-590 s, stage 1) is caught power at 14.8 s on slow42's branch,
+    # in the landing train beside this file; BENCHMARKS "blind33, round 42"
     "F6-tray-psu-brake-paged-under-two-keys": (
         right_under_one_key,
         "blind33 F6: a tray's PSU brake (0x80|0x8 on its four GPUs, 2-6 s every 15-45 s) is "

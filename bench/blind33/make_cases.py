@@ -54,11 +54,9 @@ PLAN: dict[str, tuple] = {
     "F4-vrm-brake-episodes-never-paged": ("profiles", 0, dict(
         t_from=640, t_to=900, topics={STEP, THERMAL}, coords=_stage(1),
         sampled=PROFILES_STAGE[1], labels={"vrm-p-04-g3"})),
-    # profiles seed 1: the max-Q profile on p-04 alone from ~135 s to the job-wide switch at
-    # ~308 s (0x4 on its 8 GPUs, x~1.07): never paged. Stage 1
-    "F5-profile-on-one-node-never-paged": ("profiles", 1, dict(
-        t_from=60, t_to=590, topics={STEP, THERMAL}, coords=_stage(1),
-        sampled=PROFILES_STAGE[1], labels={"profile-p-04"})),
+    # F5 (profiles seed 1, the max-Q profile on p-04 alone from ~135 s to the job-wide switch
+    # at ~308 s; t_from=60, t_to=590, stage 1, labels profile-p-04) not cut: slow42's branch,
+    # landing beside it, catches it (BENCHMARKS "blind33, round 42")
     # smooth seed 1: g-12's PSU brakes its four GPUs from ~630 s: isolated power at the tray
     # at ~637 s, and again under a second key (one with the cluster, one without). Stage 1,
     # before g-08's ramp
