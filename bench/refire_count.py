@@ -62,6 +62,7 @@ def echoes(labels: list[dict], alerts: list[tuple[str, dict]]) -> list[dict]:
     (not resolved), already caught: one fault paged twice under two keys, which DESIGN's
     rule counts as no false positive (both catch it)."""
     open_: dict[tuple[str, str], set[int]] = {}  # (topic, key) -> faults it caught, firing
+    site: dict[str, object] = {}  # key -> its alerts' cluster
     out = []
     # (an escalation superseded by the isolation its cause, learned later, raised -- or any
     # page resolved ``superseded_by`` the new key -- is a hand-over, not an echo)
@@ -69,13 +70,16 @@ def echoes(labels: list[dict], alerts: list[tuple[str, dict]]) -> list[dict]:
               for _, a in alerts if a.get("status") == "resolved"}
     for topic, a in alerts:
         k = (topic, str(a.get("dedup_key")))
+        site[k[1]] = a.get("cluster")
         if a.get("status") != "firing":
             open_.pop(k, None)
             continue
         now = {i for i, lab in enumerate(labels) if catches(topic, a, lab)}
         if k not in open_:
+            # (labels name no cluster: two sites' same host name is not one unit -- blind18)
             held = set().union(*(v for kk, v in open_.items()
-                                 if kk != k and (k[1], kk[1]) not in handed))
+                                 if kk != k and (k[1], kk[1]) not in handed
+                                 and site.get(kk[1]) == site[k[1]]))
             if now and now <= held:
                 out.append({"key": a.get("dedup_key"), "topic": topic,
                             "fired_ts": a.get("detected_ts"),
