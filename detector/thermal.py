@@ -209,6 +209,26 @@ __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL
            "SAME_INTERVAL_LO", "tells_interval", "throttle_cause"]
 
 
+# Free busy mates a capped GPU's draw is compared with, at least (GpuThermal._below_mates): two,
+# so that one mate's own lighter load is not the reference.
+MATES_POWER_MIN = 2
+# A GPU under a SW power cap (0x4 alone) drawing this share or more below the median of its
+# node's busy GPUs free of any cap has a limit of its own below theirs (GpuThermal._below_mates;
+# the correlator's _limit_left_low).  Free mates' draws wander 1-3 % sample to sample; a limit
+# left low held blind32's GPUs 7-13 % below theirs.
+LOW_LIMIT_SHARE = 0.05
+
+
+def power_deficit(ev: dict) -> float:
+    """How far below its free mates' draw a SW-capped GPU drew (``power_w`` against
+    ``mates_power_w``, GpuThermal._below_mates), as a share; 0.0 when not told or not below."""
+    own, mates = ev.get("power_w"), ev.get("mates_power_w")
+    if type(own) not in (float, int) or type(mates) not in (float, int) or not (
+            math.isfinite(own) and math.isfinite(mates)) or mates <= 0.0:
+        return 0.0
+    return max(0.0, 1.0 - own / mates)
+
+
 class GpuThermal:
     """Throttle and cooling state of one GPU."""
 
@@ -217,7 +237,7 @@ class GpuThermal:
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
                  "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "_warm_told",
-                 "unread")
+                 "_low_told", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -261,6 +281,8 @@ class GpuThermal:
         #   has not recurred for brake_repeat_s
         self._warm_told = False  # its thermal reason told seen beside warm mates not shown
         #   steady (``node_warm``): told again once they are (_mates_shown_steady)
+        self._low_told = False  # its minor SW cap told drawing LOW_LIMIT_SHARE below its free
+        #                         mates (_below_mates): told once an episode
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
@@ -379,6 +401,14 @@ class GpuThermal:
             if clock is not None and not self._active and not (s.throttle or 0) & GPU_IDLE:
                 # (An idle GPU's parked clock is no baseline: five idle minutes at 345 MHz made
                 # 1530 MHz under thermal slowdown no drop at all -- blind2 F4b.)
+                if clock > base * (1.0 + cfg.clock_drop):
+                    # A free clock this far above the baseline says the baseline is no free
+                    # clock: learned from a parked clock whose sample lacked the idle bit (its
+                    # job's first row, 345 MHz at 148 W), which the fading mean takes ~60
+                    # samples to forget -- blind32 zb-s0: 1260 MHz against 1980 at the job's
+                    # 17th sample, so z-08/3's cap to 1904 MHz read as no drop and no cap at
+                    # all.  It starts again at this clock.
+                    self._clock = stats.EWMean(fading_factor=cfg.clock_baseline_fading)
                 self._clock.update(clock)
             bad = False
         elif bits & ~SW_POWER_CAP:
@@ -480,7 +510,12 @@ class GpuThermal:
                 else bits) if seen else 0
         wait = node.steady_wait.pop(gpu, None) if node.steady_wait else None  # (its own
         #   sample: a wait for its poll's mates is over, judged or not -- _settle_steady)
-        if told != self._seen:
+        low = self._below_mates(s, bits) if seen and bits == SW_POWER_CAP and (
+            told != self._seen or not self._low_told) else {}
+        if told != self._seen or (told and power_deficit(low) >= LOW_LIMIT_SHARE):
+            # (Told again, once, when its draw is first seen LOW_LIMIT_SHARE below its free
+            # mates': its poll's earlier samples were capped too or not in yet -- a limit of its
+            # own set low, correlate.power's _limit_left_low.)
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
             # only as far as the clock loss does: see the correlator).  Told again when the
@@ -494,7 +529,8 @@ class GpuThermal:
             cause = self._cause(bits, s.gpu_temp_c, cfg) if seen else "thermal"
             named = self._own_cause(cause, bits, s.power_w)
             told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
-                       "gpu_temp_c": s.gpu_temp_c} if seen else {}
+                       "gpu_temp_c": s.gpu_temp_c, **low} if seen else {}
+            self._low_told = power_deficit(low) >= LOW_LIMIT_SHARE
             self._warm_told = False
             if seen and cause == "thermal" and self._waits_for_siblings(s, cfg, alone=False):
                 # Its mates warm with it (not hot_delta_c below it) and not shown steady: its
@@ -571,14 +607,21 @@ class GpuThermal:
             bad and heat or self._recur_wait) else 0  # (the reasons it recurs with)
         minor = (bool(bits) and not bad and not heavy and not sustained
                  and drop >= cfg.clock_drop / 5)
-        if minor != self._minor:
-            # Not a fault, but it explains a rank a few percent slower than its peers.
+        low = self._below_mates(s, bits) if minor and (
+            minor != self._minor or not self._low_told) else {}
+        if minor != self._minor or (minor and power_deficit(low) >= LOW_LIMIT_SHARE):
+            # Not a fault, but it explains a rank a few percent slower than its peers.  Told
+            # again, once, when its draw is first seen LOW_LIMIT_SHARE below its free mates'
+            # (its poll's earlier samples were capped or its mates' not in yet): a limit of
+            # its own set low (correlate.power's _limit_left_low).
             self._minor = minor
+            if minor:
+                self._low_told = power_deficit(low) >= LOW_LIMIT_SHARE
             out.append(Finding(
                 s.ts, s.ts, "throttle_minor", "slow_node",
                 self._cause(bits, s.gpu_temp_c, cfg) if minor else "power",
                 self.scope, minor, False, 0.2,
-                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3)}
+                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3), **low}
                 if minor else {}, None, s.tenant, s.cluster))
         if not self._active and (self._bad >= cfg.throttle_samples or sustained or recurring
                                  ) and not (
@@ -1037,7 +1080,8 @@ class GpuThermal:
                     True, False, min(0.95, 0.6 + drop * 2),
                     {"throttle_reasons": hex(bits), "sm_clock_mhz": s.sm_clock_mhz,
                      "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
-                     "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w},
+                     "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
+                     **self._below_mates(s, bits)},
                     None, s.tenant, s.cluster))
             return
         self._heavy = min(self._heavy, 0) - 1  # negative: samples since the last heavy one
@@ -1189,6 +1233,31 @@ class GpuThermal:
             True, False, 0.0, {"gpus": len(node.gpus), "gpus_braking": sorted(node.braking)},
             None, s.tenant, s.cluster))
 
+    def _below_mates(self, s: ThermalSample, bits: int) -> dict[str, float]:
+        """A SW power cap's sample (0x4 alone) beside what its node's other busy GPUs draw
+        free of any cap: ``{"power_w", "mates_power_w"}`` (their median, sampled since its run
+        of capped samples began), or {} when that is not known (no power, fewer than
+        ``MATES_POWER_MIN`` such mates).
+
+        Capped GPUs draw their limit and free ones less than theirs, so under one limit --
+        the board's, a rack's or a site's cap -- a capped GPU draws as much as its free mates
+        or more.  One capped *below* what its free mates draw has a lower limit than theirs:
+        its own, set low (a power limit left at 460 W by a tool or a failed reset, blind32
+        F1) -- the correlator's ``_limit_left_low`` reads it."""
+        if bits != SW_POWER_CAP or s.power_w is None:
+            return {}
+        node, gpu = self._node, self.scope.gpu
+        # Mates sampled free while it was capped (its run of 0x4 samples, from its poll on):
+        # a cap reaching a row's GPUs on one poll finds the later-sampled mates' rows of the
+        # poll before free, at their higher uncapped draw (blind21's demand-response caps).
+        since = node.sw_cap.get(gpu, s.ts) - self._poll_s()  # type: ignore[arg-type]
+        raw, times, idle, capped = node.raw, node.times, node.idle, node.sw_cap
+        mates = sorted(w for g, w in raw.items() if g != gpu and g not in idle
+                       and g not in capped and times.get(g, -math.inf) >= since)
+        if len(mates) < MATES_POWER_MIN:
+            return {}
+        return {"power_w": float(s.power_w), "mates_power_w": mates[len(mates) // 2]}
+
     def _poll_s(self) -> float:
         """How far apart two samples of one poll of the node may be: half the interval."""
         return 0.5 * self._interval_s if self._interval_s > 0.0 else 0.5
@@ -1252,7 +1321,7 @@ FIELDS = {
     "_recur": lambda x: type(x) is list and all(map(is_finite, x)) and x == sorted(x),
     "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and is_finite(
         x[0]) and is_temp(x[1]) and is_reasons(x[2]) and x[2] > 0),
-    "_recurred": is_bool, "_warm_told": is_bool,
+    "_recurred": is_bool, "_warm_told": is_bool, "_low_told": is_bool,
     "unread": is_count,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)

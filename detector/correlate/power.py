@@ -21,6 +21,7 @@ from detector.correlate.common import (
 )
 from detector.findings import Finding
 from detector.statecodec import is_map_of, is_time
+from detector.thermal import LOW_LIMIT_SHARE, power_deficit
 
 
 def check_power_restored(corr: Any) -> str | None:
@@ -952,3 +953,106 @@ def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
         # excused by its 4 % cap at every look until its run ended, never paged).
         return None
     return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
+
+
+
+def _low_limit_cap(self, unit: str) -> Finding | None:
+    """The SW power cap finding active on GPU ``unit`` (0x4 alone, any depth) told drawing
+    LOW_LIMIT_SHARE or more below its free mates (detector.thermal.power_deficit); None: none."""
+    signals = self._device.get(unit, {})
+    for s in _CAPPING:
+        g = signals.get(s)
+        if (g is not None and g.active and _reason_bits(g) == 0x4
+                and power_deficit(g.evidence) >= LOW_LIMIT_SHARE):
+            return g
+    return None
+
+
+def _limit_left_low(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+    """Recommend isolating a GPU whose own power limit is set below what its node's free
+    GPUs draw, when the slow rank is its (or slow alike with its node's others, ``node_wide``:
+    a TP group waits for its slowest GPU) and the capping began with the slowdown.
+
+    Under one limit -- the board's, a rack's, a site's -- a capped GPU draws its limit and its
+    free mates less, so it draws as much as they do or more: routine, DESIGN's 0x4 "at the
+    board's power limit" (blind27 F1's busiest GPU at 700 W, blind21's demand-response caps,
+    a site's waves: every GPU under them alike, none below a free mate).  A GPU at 0x4 drawing
+    LOW_LIMIT_SHARE or more *below* its free mates doing the same work is held by a limit of
+    its own (``nvidia-smi -pl`` left at 440-480 W): DESIGN's 0x4 that measurably hurts the job
+    (blind32 F1: z-08/3 at 476 W beside mates at 523 W, clock -4 %, its TP group x1.10,
+    escalated slow_node/unknown -- the clock rule, :meth:`_power_impact`, bounds a cap's
+    slowdown by its sampled clock, 1.04x here, and its 3.8 % dip was read as power
+    management's routine few percent).  The sampled SM clock under a cap understates what
+    the cap takes (the driver dithers clock and voltage between samples, and the memory clock
+    with them), so the bound here is the power lost: a rank up to twice the GPU's power
+    deficit slower (its pace noise allowed) is the limit's; slower than that, something
+    else is wrong and the rank goes on to the other rules.  A cap begun ``impact_onset_s`` or
+    more apart from the slowdown did not start it (routine capping, :meth:`_cap_began_apart`).
+    """
+    node = slow.scope.node
+    if node is None or slow.scope.level != "gpu":
+        return False
+    units = [slow.scope.key]
+    if slow.evidence.get("node_wide"):
+        mine = self._job_units(node, slow.job)
+        units += [u for u in sorted(self._units_of_node.get(node, ()))
+                  if u != slow.scope.key and u.startswith("gpu:") and self._of_job(slow, u, mine)]
+    window = self.cfg.impact_onset_s
+    ratio = _pace(slow) / _baseline(slow)
+    for unit in units:
+        cap = self._low_limit_cap(unit)
+        if cap is None:
+            continue
+        since = self._cap_since.get(unit)
+        began = min(cap.onset_ts, since[0]) if since is not None else cap.onset_ts
+        if abs(began - slow.onset_ts) > window:
+            continue  # (capped long before or after the slowdown began: not why)
+        deficit = power_deficit(cap.evidence)
+        if ratio > (1.0 + 2.0 * deficit) * (1.0 + _pace_noise(slow)):
+            continue
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers"
+                   + ("" if unit == slow.scope.key else
+                      f", its node's ranks slow alike with {cap.scope.key}'s")
+                   + f" while {cap.scope.key} is held at its SW power cap drawing "
+                   f"{float(cap.evidence['power_w']):.0f} W, {deficit:.1%} below the "
+                   f"{float(cap.evidence['mates_power_w']):.0f} W its node's uncapped busy "
+                   "GPUs draw: a power limit of its own set low (`nvidia-smi -q -d POWER`: "
+                   "its enforced limit), not the board's or the site's")
+        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts),
+                        extra={"recommended_because": because})
+        if self._owner.get(slow.key) != p.key:
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+        self._slow_wait.pop(slow.scope.key, None)
+        self._explain_waiting(cap.scope, p, out)
+        return True
+    return self._low_limit_wait(slow, units, now)
+
+
+def _low_limit_wait(self, slow: Finding, units: list[str], now: float) -> bool:
+    """Hold the slow rank until the next sample of a GPU among ``units`` whose SW power cap
+    (0x4 alone) began with its slowdown but was told with no free mates' draw to weigh it
+    against (sampled first in its poll: its mates' rows of the poll not in yet, or capped):
+    its next sample tells whether it draws below them (detector.thermal re-tells it then),
+    one interval at most -- blind32 held zb-s4: z-06/4, sampled first on its node, capped at
+    440 W beside mates at 507 W, its node escalated unknown 9 s later, before its next poll.
+    True when held."""
+    node = slow.scope.node or ""
+    window = self.cfg.impact_onset_s
+    for unit in units:
+        signals = self._device.get(unit, {})
+        for s in _CAPPING:
+            g = signals.get(s)
+            if (g is None or not g.active or _reason_bits(g) != 0x4
+                    or "mates_power_w" in g.evidence
+                    or abs(g.onset_ts - slow.onset_ts) > window):
+                continue
+            due = self._sample_due(node, g.ts + 1.0)
+            if due is None or max(now, self._clock) >= due:
+                continue
+            self._slow_wait[slow.scope.key] = slow
+            self._timer(max(due, slow.ts + self._explanation_wait(slow)), "slow",
+                        slow.scope.key)
+            return True
+    return False
