@@ -1001,8 +1001,10 @@ def _limit_left_low(self, slow: Finding, now: float, out: list[Alert]) -> bool:
     ratio = _pace(slow) / _baseline(slow)
     for unit in units:
         cap = self._low_limit_cap(unit)
-        if cap is None:
-            continue
+        if cap is None or any(u != unit and u.startswith("gpu:") and self._capping_now(u)
+                              for u in self._units_of_node.get(node, ())):
+            continue  # (its mates capped since: the node's own limit rolled out, _node_cap's
+            #           -- blind19 R3, a BMC capping a node's GPUs one poll after another)
         since = self._cap_since.get(unit)
         began = min(cap.onset_ts, since[0]) if since is not None else cap.onset_ts
         if abs(began - slow.onset_ts) > window:
