@@ -60,14 +60,6 @@ def test_a_limit_left_low_below_free_mates_is_paged_power() -> None:
     assert "below the" in first.evidence["recommended_because"], first.evidence
 
 
-def test_a_limit_left_low_on_the_gpu_sampled_first_waits_for_its_next_poll() -> None:
-    # GPU 0 is sampled first in its poll: on its first capped row no free mate of the poll is
-    # in yet -- its next row tells (its rank held that long, not escalated).
-    fired = _fired(gpu=0, capped_w=455.0)
-    assert _power_pages(fired, 0), fired
-    assert not [a for a in fired if a.topic == ESCALATION], fired
-
-
 def test_a_cap_at_or_above_its_mates_draw_is_no_limit_left_low() -> None:
     # The board's limit: the capped GPU draws more than its free mates -- the clock rule
     # stands (a 4 % clock explains no 10 % slowdown: something else, escalated).

@@ -763,7 +763,6 @@ class Correlator(PartWindows):
         _hold_for_poll,
         _limit_left_low,
         _low_limit_cap,
-        _low_limit_wait,
         _node_cap,
         _note_cap,
         _note_capping,

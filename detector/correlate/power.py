@@ -1029,32 +1029,5 @@ def _limit_left_low(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         self._slow_wait.pop(slow.scope.key, None)
         self._explain_waiting(cap.scope, p, out)
         return True
-    return self._low_limit_wait(slow, units, now)
-
-
-def _low_limit_wait(self, slow: Finding, units: list[str], now: float) -> bool:
-    """Hold the slow rank until the next sample of a GPU among ``units`` whose SW power cap
-    (0x4 alone) began with its slowdown but was told with no free mates' draw to weigh it
-    against (sampled first in its poll: its mates' rows of the poll not in yet, or capped):
-    its next sample tells whether it draws below them (detector.thermal re-tells it then),
-    one interval at most -- blind32 held zb-s4: z-06/4, sampled first on its node, capped at
-    440 W beside mates at 507 W, its node escalated unknown 9 s later, before its next poll.
-    True when held."""
-    node = slow.scope.node or ""
-    window = self.cfg.impact_onset_s
-    for unit in units:
-        signals = self._device.get(unit, {})
-        for s in _CAPPING:
-            g = signals.get(s)
-            if (g is None or not g.active or _reason_bits(g) != 0x4
-                    or "mates_power_w" in g.evidence
-                    or abs(g.onset_ts - slow.onset_ts) > window):
-                continue
-            due = self._sample_due(node, g.ts + 1.0)
-            if due is None or max(now, self._clock) >= due:
-                continue
-            self._slow_wait[slow.scope.key] = slow
-            self._timer(max(due, slow.ts + self._explanation_wait(slow)), "slow",
-                        slow.scope.key)
-            return True
     return False
+
