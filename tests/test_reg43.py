@@ -11,6 +11,10 @@ found on (tests/data/reg43, made from the lead's blind corpora; replayed by the 
   PAI job 2's streams, lag-1 ~0.5), no write-back (bench/blind28/world.py: a save is time in
   neither, nothing after it); escalated slow_node/unknown at the node.  Round 42's start did
   not page it only because the write-back hold then followed every long step (120 s).
+
+The cuts (bench.blind11.cut's records, its window from the log's first telemetry record):
+the topology, one job's step records, the named nodes' thermal rows, the one label clipped
+to the window -- tests/data/README.md names each.
 """
 
 from __future__ import annotations
