@@ -103,7 +103,7 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     # a busy GPU's clock with no clock-event reason (detector.throttle, read by _held_clock)
     "sm_clock_mhz": (float, int),
     # a SW-capped GPU's draw beside its node's uncapped busy GPUs' (detector.thermal's
-    # _below_mates, read by correlate.power's _limit_left_low)
+    # _below_mates, read by correlate.power's _own_limit)
     "power_w": (float, int), "mates_power_w": (float, int),
     # a busy node's idle GPUs (detector.thermal's gpus_busy, read by liveness._LayoutView)
     "idle_gpus": (list,),

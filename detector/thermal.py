@@ -214,7 +214,7 @@ __all__ = ["GpuThermal", "MAX_IDLE_TOLD", "NodeTemps", "PAUSE_S", "SAME_INTERVAL
 MATES_POWER_MIN = 2
 # A GPU under a SW power cap (0x4 alone) drawing this share or more below the median of its
 # node's busy GPUs free of any cap has a limit of its own below theirs (GpuThermal._below_mates;
-# the correlator's _limit_left_low).  Free mates' draws wander 1-3 % sample to sample; a limit
+# the correlator's _own_limit).  Free mates' draws wander 1-3 % sample to sample; a limit
 # left low held blind32's GPUs 7-13 % below theirs.
 LOW_LIMIT_SHARE = 0.05
 
@@ -515,7 +515,7 @@ class GpuThermal:
         if told != self._seen or (told and power_deficit(low) >= LOW_LIMIT_SHARE):
             # (Told again, once, when its draw is first seen LOW_LIMIT_SHARE below its free
             # mates': its poll's earlier samples were capped too or not in yet -- a limit of its
-            # own set low, correlate.power's _limit_left_low.)
+            # own set low, correlate.power's _own_limit.)
             # One sample is evidence, not a verdict (that takes throttle_samples); with the
             # GPU's rank slower than its peers it explains the slowdown (for a SW power cap,
             # only as far as the clock loss does: see the correlator).  Told again when the
@@ -613,7 +613,7 @@ class GpuThermal:
             # Not a fault, but it explains a rank a few percent slower than its peers.  Told
             # again, once, when its draw is first seen LOW_LIMIT_SHARE below its free mates'
             # (its poll's earlier samples were capped or its mates' not in yet): a limit of
-            # its own set low (correlate.power's _limit_left_low).
+            # its own set low (correlate.power's _own_limit).
             self._minor = minor
             if minor:
                 self._low_told = power_deficit(low) >= LOW_LIMIT_SHARE
@@ -1243,7 +1243,7 @@ class GpuThermal:
         the board's, a rack's or a site's cap -- a capped GPU draws as much as its free mates
         or more.  One capped *below* what its free mates draw has a lower limit than theirs:
         its own, set low (a power limit left at 460 W by a tool or a failed reset, blind32
-        F1) -- the correlator's ``_limit_left_low`` reads it."""
+        F1) -- the correlator's ``_own_limit`` reads it."""
         if bits != SW_POWER_CAP or s.power_w is None:
             return {}
         node, gpu = self._node, self.scope.gpu

@@ -31,7 +31,7 @@ def closed(right: bc.Right, was: str, labels: int) -> tuple:
 EXPECT: dict[str, tuple] = {
     # (was a strict xfail, the reason below -- pcap42: a GPU capped drawing 5 % or more below
     # its node's uncapped busy GPUs is held by a limit of its own, correlate.power's
-    # _limit_left_low: isolated slow_node/power with its TP group)
+    # _power_impact's power measure, _own_limit: isolated slow_node/power with its TP group)
     "F1-power-limit-left-low-escalated-unknown": closed(
         caught_with_cause,
         "blind32 F1: a GPU whose power limit was left at 440-480 W (0x4 on every row at "

@@ -7,7 +7,7 @@ slowdown by its sampled clock (1.04x), and a 4 % dip read as power management's 
 percent: escalated slow_node/unknown, "no thermal or power throttling".  Under one limit (the
 board's, a rack's, a site's) a capped GPU draws at least what its free mates do; one capped
 drawing 5 % or more *below* them is held by a limit of its own (detector.thermal's
-``_below_mates``, the correlator's ``_limit_left_low``).
+``_below_mates``, the correlator's ``_own_limit``).
 """
 
 from __future__ import annotations

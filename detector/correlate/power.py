@@ -175,9 +175,8 @@ def _pace(slow: Finding) -> float:
     return math.exp(rest) if rest < math.log(last) else last
 
 
-# A SW power cap is evidence; with the rank measurably slower than its peers (a slow_rank
-# finding: CUSUM alarm and >= slow_min_effect mean slowdown), by no more than the clock
-# loss beyond the GPU's routine capping explains, it is the GPU's fault.
+# A SW power cap is evidence; with the rank measurably slower than its peers by no more than
+# the cap explains, it is the GPU's fault: the one cap rule, _power_impact.
 
 def _on_power_cap(self, f: Finding, out: list[Alert]) -> None:
     if not f.active:
@@ -330,12 +329,45 @@ def _capped(self, node: str) -> bool:
     return False
 
 
+# -- the one cap rule (issue 10) ---------------------------------------------------------------
+
+
 def _power_impact(self, slow: Finding, now: float, out: list[Alert],
                   cap: Finding | None = None) -> bool:
-    """Recommend isolating a power-capped GPU whose rank is slower than its peers."""
+    """Issue 10's cap rule for a slow rank: whether a SW power cap (0x4) is why its rank is
+    slower than its peers -- decided (True: paged power, or held) or not (False: the rank
+    goes on to the other causes).
+
+    DESIGN: a throttle reason is evidence; 0x4 at the board's power limit is normal operation
+    and raises nothing on its own; it becomes a recommendation when the unit measurably hurts
+    the job.  A rank found slow (a slow_rank finding: CUSUM alarm and ``slow_min_effect``)
+    under a cap is the cap's, and its GPU is isolated slow_node/power, when the cap explains
+    the slowdown by one of two measures, each bounding what a cap can take from the work:
+
+    1. **its clock** (the GPU's own ``power_cap`` finding, or ``cap`` told: a throttle seen,
+       :meth:`_throttle_impact`) -- :meth:`_clock_explains`: work slows at most as the clock
+       does, so the rank's pace beyond its baseline must be within the clock loss beyond the
+       GPU's routine capping (capping that cost the job nothing before), begun with the
+       slowdown.  Several of its node's GPUs capped together with its ranks slow alike are
+       the node's limit: one node page (:meth:`_capped_with`), held for the poll's other
+       samples first (:meth:`_hold_for_poll`).  A site's cap (its node's wave begun with
+       other nodes') explains the rank within the clock with no routine discount, and pages
+       nobody (:meth:`_fleet_explains`).
+    2. **its power** -- :meth:`_own_limit`: a GPU at 0x4 drawing ``LOW_LIMIT_SHARE`` or more
+       below its node's free mates is held by a limit of its own (the sampled clock
+       understates what such a cap takes): the rank up to twice the power deficit slower.
+
+    A rank slower than both measures explain has something else wrong: not decided here."""
     cap = cap or self._device.get(slow.scope.key, {}).get("power_cap")
-    if cap is None:
-        return False
+    if cap is not None and self._clock_explains(slow, cap, now, out):
+        return True
+    return self._own_limit(slow, now, out)
+
+
+def _clock_explains(self, slow: Finding, cap: Finding, now: float, out: list[Alert]) -> bool:
+    """The cap rule's clock measure (:meth:`_power_impact`, 1): page ``cap``'s GPU (or its
+    node) power when the clock loss ``cap`` shows explains the rank's slowdown, or hold the
+    rank for a site's cap; False when the clock does not explain it."""
     ratio = slow.evidence.get("mean_ratio_over_run") or slow.evidence.get(
         "compute_ratio_to_peers")
     base = _baseline(slow)
@@ -398,6 +430,83 @@ def _power_impact(self, slow: Finding, now: float, out: list[Alert],
     self._own(slow, p)
     self._slow_wait.pop(slow.scope.key, None)
     return True
+
+
+def _own_limit(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+    """The cap rule's power measure (:meth:`_power_impact`, 2): page the GPU whose own power
+    limit is set below what its node's free GPUs draw, when the slow rank is its (or slow
+    alike with its node's others, ``node_wide``: a TP group waits for its slowest GPU) and
+    the capping began with the slowdown; False otherwise.
+
+    Under one limit -- the board's, a rack's, a site's -- a capped GPU draws its limit and its
+    free mates less, so it draws as much as they do or more: routine, DESIGN's 0x4 "at the
+    board's power limit" (blind27 F1's busiest GPU at 700 W, blind21's demand-response caps,
+    a site's waves: every GPU under them alike, none below a free mate).  A GPU at 0x4 drawing
+    LOW_LIMIT_SHARE or more *below* its free mates doing the same work is held by a limit of
+    its own (``nvidia-smi -pl`` left at 440-480 W): DESIGN's 0x4 that measurably hurts the job
+    (blind32 F1: z-08/3 at 476 W beside mates at 523 W, clock -4 %, its TP group x1.10,
+    escalated slow_node/unknown -- the clock measure, :meth:`_clock_explains`, bounds a cap's
+    slowdown by its sampled clock, 1.04x here, and its 3.8 % dip was read as power
+    management's routine few percent).  The sampled SM clock under a cap understates what
+    the cap takes (the driver dithers clock and voltage between samples, and the memory clock
+    with them), so the bound here is the power lost: a rank up to twice the GPU's power
+    deficit slower (its pace noise allowed) is the limit's; slower than that, something
+    else is wrong and the rank goes on to the other rules.  A cap begun ``impact_onset_s`` or
+    more apart from the slowdown did not start it (routine capping, :meth:`_cap_began_apart`).
+    """
+    node = slow.scope.node
+    if node is None or slow.scope.level != "gpu":
+        return False
+    units = [slow.scope.key]
+    if slow.evidence.get("node_wide"):
+        mine = self._job_units(node, slow.job)
+        units += [u for u in sorted(self._units_of_node.get(node, ()))
+                  if u != slow.scope.key and u.startswith("gpu:") and self._of_job(slow, u, mine)]
+    window = self.cfg.impact_onset_s
+    ratio = _pace(slow) / _baseline(slow)
+    for unit in units:
+        cap = self._low_limit_cap(unit)
+        if cap is None or any(u != unit and u.startswith("gpu:") and self._capping_now(u)
+                              for u in self._units_of_node.get(node, ())):
+            continue  # (its mates capped since: the node's own limit rolled out, _node_cap's
+            #           -- blind19 R3, a BMC capping a node's GPUs one poll after another)
+        since = self._cap_since.get(unit)
+        began = min(cap.onset_ts, since[0]) if since is not None else cap.onset_ts
+        if abs(began - slow.onset_ts) > window:
+            continue  # (capped long before or after the slowdown began: not why)
+        deficit = power_deficit(cap.evidence)
+        if ratio > (1.0 + 2.0 * deficit) * (1.0 + _pace_noise(slow)):
+            continue
+        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers"
+                   + ("" if unit == slow.scope.key else
+                      f", its node's ranks slow alike with {cap.scope.key}'s")
+                   + f" while {cap.scope.key} is held at its SW power cap drawing "
+                   f"{float(cap.evidence['power_w']):.0f} W, {deficit:.1%} below the "
+                   f"{float(cap.evidence['mates_power_w']):.0f} W its node's uncapped busy "
+                   "GPUs draw: a power limit of its own set low (`nvidia-smi -q -d POWER`: "
+                   "its enforced limit), not the board's or the site's")
+        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
+                        detected_ts=max(now, cap.ts, slow.ts),
+                        extra={"recommended_because": because})
+        if self._owner.get(slow.key) != p.key:
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+        self._slow_wait.pop(slow.scope.key, None)
+        self._explain_waiting(cap.scope, p, out)
+        return True
+    return False
+
+
+def _low_limit_cap(self, unit: str) -> Finding | None:
+    """The SW power cap finding active on GPU ``unit`` (0x4 alone, any depth) told drawing
+    LOW_LIMIT_SHARE or more below its free mates (detector.thermal.power_deficit); None: none."""
+    signals = self._device.get(unit, {})
+    for s in _CAPPING:
+        g = signals.get(s)
+        if (g is not None and g.active and _reason_bits(g) == 0x4
+                and power_deficit(g.evidence) >= LOW_LIMIT_SHARE):
+            return g
+    return None
 
 
 def _note_capping(self, f: Finding, gone: Finding | None) -> None:
@@ -953,81 +1062,3 @@ def _benign_explanation(self, f: Finding, now: float) -> Finding | None:
         # excused by its 4 % cap at every look until its run ended, never paged).
         return None
     return minor if ratio - 1.0 <= 2.0 * drop + 0.03 else None
-
-
-
-def _low_limit_cap(self, unit: str) -> Finding | None:
-    """The SW power cap finding active on GPU ``unit`` (0x4 alone, any depth) told drawing
-    LOW_LIMIT_SHARE or more below its free mates (detector.thermal.power_deficit); None: none."""
-    signals = self._device.get(unit, {})
-    for s in _CAPPING:
-        g = signals.get(s)
-        if (g is not None and g.active and _reason_bits(g) == 0x4
-                and power_deficit(g.evidence) >= LOW_LIMIT_SHARE):
-            return g
-    return None
-
-
-def _limit_left_low(self, slow: Finding, now: float, out: list[Alert]) -> bool:
-    """Recommend isolating a GPU whose own power limit is set below what its node's free
-    GPUs draw, when the slow rank is its (or slow alike with its node's others, ``node_wide``:
-    a TP group waits for its slowest GPU) and the capping began with the slowdown.
-
-    Under one limit -- the board's, a rack's, a site's -- a capped GPU draws its limit and its
-    free mates less, so it draws as much as they do or more: routine, DESIGN's 0x4 "at the
-    board's power limit" (blind27 F1's busiest GPU at 700 W, blind21's demand-response caps,
-    a site's waves: every GPU under them alike, none below a free mate).  A GPU at 0x4 drawing
-    LOW_LIMIT_SHARE or more *below* its free mates doing the same work is held by a limit of
-    its own (``nvidia-smi -pl`` left at 440-480 W): DESIGN's 0x4 that measurably hurts the job
-    (blind32 F1: z-08/3 at 476 W beside mates at 523 W, clock -4 %, its TP group x1.10,
-    escalated slow_node/unknown -- the clock rule, :meth:`_power_impact`, bounds a cap's
-    slowdown by its sampled clock, 1.04x here, and its 3.8 % dip was read as power
-    management's routine few percent).  The sampled SM clock under a cap understates what
-    the cap takes (the driver dithers clock and voltage between samples, and the memory clock
-    with them), so the bound here is the power lost: a rank up to twice the GPU's power
-    deficit slower (its pace noise allowed) is the limit's; slower than that, something
-    else is wrong and the rank goes on to the other rules.  A cap begun ``impact_onset_s`` or
-    more apart from the slowdown did not start it (routine capping, :meth:`_cap_began_apart`).
-    """
-    node = slow.scope.node
-    if node is None or slow.scope.level != "gpu":
-        return False
-    units = [slow.scope.key]
-    if slow.evidence.get("node_wide"):
-        mine = self._job_units(node, slow.job)
-        units += [u for u in sorted(self._units_of_node.get(node, ()))
-                  if u != slow.scope.key and u.startswith("gpu:") and self._of_job(slow, u, mine)]
-    window = self.cfg.impact_onset_s
-    ratio = _pace(slow) / _baseline(slow)
-    for unit in units:
-        cap = self._low_limit_cap(unit)
-        if cap is None or any(u != unit and u.startswith("gpu:") and self._capping_now(u)
-                              for u in self._units_of_node.get(node, ())):
-            continue  # (its mates capped since: the node's own limit rolled out, _node_cap's
-            #           -- blind19 R3, a BMC capping a node's GPUs one poll after another)
-        since = self._cap_since.get(unit)
-        began = min(cap.onset_ts, since[0]) if since is not None else cap.onset_ts
-        if abs(began - slow.onset_ts) > window:
-            continue  # (capped long before or after the slowdown began: not why)
-        deficit = power_deficit(cap.evidence)
-        if ratio > (1.0 + 2.0 * deficit) * (1.0 + _pace_noise(slow)):
-            continue
-        because = (f"impact: rank {slow.rank} runs {ratio - 1.0:.1%} slower than its peers"
-                   + ("" if unit == slow.scope.key else
-                      f", its node's ranks slow alike with {cap.scope.key}'s")
-                   + f" while {cap.scope.key} is held at its SW power cap drawing "
-                   f"{float(cap.evidence['power_w']):.0f} W, {deficit:.1%} below the "
-                   f"{float(cap.evidence['mates_power_w']):.0f} W its node's uncapped busy "
-                   "GPUs draw: a power limit of its own set low (`nvidia-smi -q -d POWER`: "
-                   "its enforced limit), not the board's or the site's")
-        p = self._raise(ISOLATION, "slow_node", "power", cap.scope, cap, out,
-                        detected_ts=max(now, cap.ts, slow.ts),
-                        extra={"recommended_because": because})
-        if self._owner.get(slow.key) != p.key:
-            p.add(slow, self.cfg.evidence_items)
-            self._own(slow, p)
-        self._slow_wait.pop(slow.scope.key, None)
-        self._explain_waiting(cap.scope, p, out)
-        return True
-    return False
-

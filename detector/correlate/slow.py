@@ -313,8 +313,7 @@ def _on_slow(self, f: Finding, out: list[Alert]) -> None:
         p.add(f, self.cfg.evidence_items)
         self._own(f, p)
         return
-    if (self._power_impact(f, f.ts, out) or self._limit_left_low(f, f.ts, out)
-            or self._throttle_impact(f, f.ts, out)
+    if (self._power_impact(f, f.ts, out) or self._throttle_impact(f, f.ts, out)
             or self._pcie_impact(f, f.ts, out)):
         return
     self._slow_wait[unit] = f
@@ -440,8 +439,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         p.add(f, self.cfg.evidence_items)
         self._own(f, p)
         return
-    if (self._power_impact(f, due, out) or self._limit_left_low(f, due, out)
-            or self._throttle_impact(f, due, out)
+    if (self._power_impact(f, due, out) or self._throttle_impact(f, due, out)
             or self._pcie_impact(f, due, out)):
         return
     if not ended and self._held_for_site(f, due):
