@@ -78,6 +78,9 @@ LEVEL_Z = 3.0
 # 0x8 spreading one GPU a poll was 7 pages).  0x4 (SW power cap) is never a brake: a
 # node-wide cap is power management (detector.correlate.power).
 BRAKE_MIN_GPUS = 2
+# The most polls of a GPU braking alone a snapshot may hold (NodeTemps.own_brakes keeps
+# throttle_samples of them).
+OWN_BRAKES_MAX = 64
 # The weight of a sample's move in a GPU's mean square move while settled at its load
 # (NodeTemps.noise): ~10 samples.
 NOISE_SHARE = 0.1
@@ -96,7 +99,8 @@ class NodeTemps:
                  "heating", "heat_gpus", "seen_count", "idle", "capping", "peers_ts", "peers",
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
-                 "brake_repeat", "cap_clocks", "brake_poll", "calm", "back", "noise", "steady_wait")
+                 "brake_repeat", "cap_clocks", "brake_poll", "calm", "back", "noise", "steady_wait",
+                 "own_brakes")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -127,6 +131,9 @@ class NodeTemps:
         self.brake_poll = 0.0  # the ts of a poll whose sample of a GPU told a brake while
         #   the node's others did not: its siblings' samples of that poll are watched for
         #   until every GPU's is in (GpuThermal._poll_in); 0.0: none
+        self.own_brakes: dict[int, list[float]] = {}  # GPU -> the polls (their first sample's
+        #   ts) it braked alone on, its mates' samples in and none braking, newest last:
+        #   within brake_repeat_s, throttle_samples at most (GpuThermal._brakes_alone)
         self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
         #                                      never-routine thermal reason
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
@@ -184,6 +191,7 @@ class NodeTemps:
         self.idle.discard(gpu)
         self.capping.pop(gpu, None)
         self.braking.discard(gpu)
+        self.own_brakes.pop(gpu, None)
         self.heating.pop(gpu, None)
         self.heat_gpus.discard(gpu)
         self.hot.discard(gpu)
@@ -592,5 +600,7 @@ FIELDS = {
     "steady_wait": _per_gpu(list_of(is_finite, is_finite, one_of(-1.0, 0.0, 1.0), is_reasons, _drop,
                                      is_temp)),
     "calm": _per_gpu(list_of(_watts, is_finite, is_finite, is_temp, is_finite, is_temp, _watts)),
+    "own_brakes": _per_gpu(lambda x: type(x) is list and len(x) <= OWN_BRAKES_MAX and all(
+        map(is_finite, x)) and x == sorted(x)),
 }
 assert set(FIELDS) == set(NodeTemps.__slots__)

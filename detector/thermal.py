@@ -127,6 +127,7 @@ from detector.findings import Finding
 from detector.node_temps import (
     MAX_CLOCK_MHZ,
     MAX_POWER_W,
+    OWN_BRAKES_MAX,
     TEMP_MAX_C,
     TEMP_MIN_C,
     NodeTemps,
@@ -157,6 +158,7 @@ from detector.throttle import (
     SAME_INTERVAL_LO,
     SLOWDOWN_BITS,
     SW_POWER_CAP,
+    brake_recurs,
     clock_finding,
     tell_clock,
     tells_interval,
@@ -237,7 +239,7 @@ class GpuThermal:
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
                  "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "_warm_told",
-                 "_low_told", "unread")
+                 "_low_told", "_brake", "_braked", "unread")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -283,6 +285,10 @@ class GpuThermal:
         #   steady (``node_warm``): told again once they are (_mates_shown_steady)
         self._low_told = False  # its minor SW cap told drawing LOW_LIMIT_SHARE below its free
         #                         mates (_below_mates): told once an episode
+        self._brake: list[float] = []  # [reasons, clock, clock drop, power] of its latest
+        #   sample with a never-routine power reason and its clock down (node.braking's)
+        self._braked = False  # its throttle raised for its own brake recurring
+        #   (_brakes_alone): cleared once it has not braked alone for brake_repeat_s
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
 
     @property
@@ -471,6 +477,7 @@ class GpuThermal:
             # (A GPU capped on every sample so far has no clock baseline to measure a drop
             # against: the reason alone says it, as it does on its siblings.)
             node.braking.add(gpu)  # type: ignore[arg-type]
+            self._brake = [float(bits), clock or 0.0, round(drop, 3), s.power_w or 0.0]
         elif node.braking:
             node.braking.discard(gpu)  # type: ignore[arg-type]
         # (With the clock down, or with no baseline to measure it against: none yet, or one
@@ -578,7 +585,7 @@ class GpuThermal:
             # its siblings' samples of this poll too -- a board failing one GPU a poll.)
             node.brake_poll = ts
         if node.brake_poll:
-            self._poll_in(s, out)
+            self._poll_in(s, cfg, out)
         if capped:
             if self._cap.value(s.ts) < 0.5:
                 self._cap_onset = s.ts
@@ -623,8 +630,9 @@ class GpuThermal:
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3), **low}
                 if minor else {}, None, s.tenant, s.cluster))
+        braked = not self._active and self._brakes_alone(s, cfg)
         if not self._active and (self._bad >= cfg.throttle_samples or sustained or recurring
-                                 ) and not (
+                                 or braked) and not (
                 self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
                     s, cfg)):
             self._active = True
@@ -634,9 +642,17 @@ class GpuThermal:
             else:
                 recurring = 0
             self._recurred = bool(recurring)
-            never_routine = self._bad >= cfg.throttle_samples or recurring
-            onset = (self._recur[0] if recurring else self._run_onset if never_routine
-                     else self._cap_onset)
+            power_w = s.power_w
+            if braked and not recurring and self._bad < cfg.throttle_samples and not sustained:
+                # (Judged on a sample after its brake's, maybe: told as the brake's.)
+                bits, clock, drop, power_w = int(self._brake[0]), *self._brake[1:]
+            else:
+                braked = False
+            self._braked = braked
+            polls = node.own_brakes.get(gpu, []) if braked else []  # type: ignore[call-overload]
+            never_routine = self._bad >= cfg.throttle_samples or recurring or braked
+            onset = (self._recur[0] if recurring else polls[0] if braked else self._run_onset
+                     if never_routine else self._cap_onset)
             under = ""
             if never_routine and base <= 0.0 and clock is not None:
                 base, under = self._reference()
@@ -646,6 +662,10 @@ class GpuThermal:
                        f"{cfg.brake_repeat_s:g} s, not in a row, each "
                        f"{0.5 * cfg.hot_delta_c:g} C or more above its node's median, none "
                        f"of its mates throttling: its own heat, sustained" if recurring else
+                       f"never-routine power reason {hex(bits)} on {len(polls)} polls within "
+                       f"{cfg.brake_repeat_s:g} s, each a burst of its own (no mate braking "
+                       f"on its poll): its own power brake recurring, a burst seen standing "
+                       f"for the bursts a {self._interval_s:g} s poll misses" if braked else
                        f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below"
                        f"{under or ' baseline'} for {self._bad} samples" if never_routine else
                        f"SW power cap with clock loss sustained past the limit: >= "
@@ -654,7 +674,7 @@ class GpuThermal:
                        f"{self._cap_limit(cfg):.1f} at a {self._interval_s:g} s interval)")
             evidence = {"throttle_reasons": hex(bits), "sm_clock_mhz": clock,
                         "baseline_clock_mhz": round(base, 1), "clock_drop": round(drop, 3),
-                        "gpu_temp_c": s.gpu_temp_c, "power_w": s.power_w,
+                        "gpu_temp_c": s.gpu_temp_c, "power_w": power_w,
                         "recommended_because": because}
             if under:
                 evidence["baseline_under_cap"] = "own" if self._cap_clock > 0.0 else "siblings"
@@ -714,8 +734,24 @@ class GpuThermal:
             # poll on which a cap lifts may find one GPU a sample behind its siblings.
             self._clear_throttle(s, out)
         elif self._active and self._good >= cfg.throttle_clear_samples and not (
-                self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s):
+                self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s) and not (
+                self._braked and s.ts - node.own_brakes.get(  # type: ignore[call-overload]
+                    gpu, [-math.inf])[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
+
+    def _brakes_alone(self, s: ThermalSample, cfg: Thresholds) -> bool:
+        """Whether this GPU's own power brake recurs (throttle.brake_recurs): the polls it
+        braked alone on (``NodeTemps.own_brakes``, recorded when each poll is in: _poll_in)
+        -- never while its node's brake is seen or raised (that is the node's fault).
+
+        Judged on its samples from its latest braking one on: that poll is confirmed on its
+        own sample (it came last) or on a mate's before its next, which is never the quiet
+        path's (``_seen`` or ``brake_poll`` set)."""
+        node = self._node
+        polls = node.own_brakes.get(self.scope.gpu) if node.own_brakes else None  # type: ignore[arg-type]
+        return bool(polls and self._brake and not node.node_braking()
+                    and not node.node_fault_open() and brake_recurs(
+                        polls, s.ts, self._interval_s, cfg.throttle_samples, cfg.brake_repeat_s))
 
     def _cause(self, bits: int, temp_c: float | None, cfg: Thresholds) -> str:
         """The cause a GPU's clock-event ``bits`` name (throttle_cause), except for HW power
@@ -894,6 +930,7 @@ class GpuThermal:
         self._active = False
         self._shared = False
         self._recurred = False
+        self._braked = False
         self._cap.reset()
         if gpu in node.brake_gpus:
             node.brake_gpus.discard(gpu)  # type: ignore[arg-type]
@@ -1201,7 +1238,7 @@ class GpuThermal:
         self._warm = int(standing)
         out.append(_hot_seen(s, self.scope, standing, temp_c, ref, prev))
 
-    def _poll_in(self, s: ThermalSample, out: list[Finding]) -> None:
+    def _poll_in(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
         """Tell the correlator when the poll of a GPU's brake (``NodeTemps.brake_poll``) is in.
 
         A power brake (0x80, or HW slowdown on a GPU that is not hot) is a reason a node's
@@ -1227,6 +1264,11 @@ class GpuThermal:
         node.brake_poll = 0.0
         if node.node_braking():
             return  # (the node's brake is told: throttle_seen at node scope)
+        if len(node.braking) == 1:  # (one GPU braking alone: a poll of its own brake's)
+            alone = next(iter(node.braking))
+            polls = [t for t in node.own_brakes.get(alone, ()) if first - t <= cfg.brake_repeat_s]
+            polls.append(first)
+            node.own_brakes[alone] = polls[-max(1, min(cfg.throttle_samples, OWN_BRAKES_MAX)):]
         out.append(Finding(
             s.ts, first, "poll_in", "slow_node", "power",
             Scope.of_node(self.scope.node),  # type: ignore[arg-type]
@@ -1305,6 +1347,8 @@ def _clock_baseline(x: object) -> bool:
 # sample as late (the GPU blind), a ``_bad`` of -10^9 held its throttle a billion samples, an
 # infinite clock baseline read every clock as a 100 % drop, a zero half-life divided by zero.
 _SEEN_BITS = SLOWDOWN_BITS | DEEP_CAP
+_BRAKE_DROP, _BRAKE_W = within(0.0, 1.0), within(0.0, MAX_POWER_W)  # (a brake's drop: its
+#   clock hw_clock_drop or more down, or 0.0 with no baseline to measure it against)
 FIELDS = {
     "scope": _is_scope, "_clock": _clock_baseline,
     "_last_ts": is_time, "_bad": is_count, "_good": is_count, "_run_onset": is_finite,
@@ -1322,6 +1366,9 @@ FIELDS = {
     "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and is_finite(
         x[0]) and is_temp(x[1]) and is_reasons(x[2]) and x[2] > 0),
     "_recurred": is_bool, "_warm_told": is_bool, "_low_told": is_bool,
+    "_brake": lambda x: type(x) is list and (not x or len(x) == 4 and is_reasons(x[0]) and (
+        x[0] > 0 and is_mhz(x[1]) and _BRAKE_DROP(x[2]) and _BRAKE_W(x[3]))),
+    "_braked": is_bool,
     "unread": is_count,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)

@@ -74,3 +74,36 @@ def clock_finding(s: ThermalSample, scope: Scope) -> Finding:
     return Finding(s.ts, s.ts, "sm_clock", "slow_node", "unknown", scope, True, False, 0.0,
                    {"sm_clock_mhz": s.sm_clock_mhz, "power_w": s.power_w}, None, s.tenant,
                    s.cluster)
+
+
+# A power brake's burst lasts seconds (a VRM's 3-8 s, a PSU's 2-14 s: blind2, 12, 14, 21,
+# 33 drew them so): a poll sees a burst in about BRAKE_BURST_S / interval of its chances,
+# so at intervals past it one burst seen stands for interval / BRAKE_BURST_S bursts.
+BRAKE_BURST_S = 10.0
+BRAKES_SEEN_MIN = 2  # one burst seen is no recurrence, at any interval
+
+
+def brake_recurs(polls: list[float], ts: float, interval_s: float, samples: int,
+                 window_s: float) -> bool:
+    """Whether a GPU's own power brake recurs: the polls on which it braked alone (``polls``,
+    oldest first; its mates' samples of each poll in and none braking) within ``window_s``
+    of ``ts`` stand for ``samples`` bursts or more, counted against the poll's odds of
+    seeing one (BRAKE_BURST_S), and are BRAKES_SEEN_MIN or more.
+
+    DESIGN: a never-routine reason sustained past a stated limit is a recommendation on its
+    own.  A brake in bursts shorter than the interval never holds ``samples`` polls in a row
+    (blind33 F4: a VRM braking one GPU 3-8 s every 15-40 s, clock x0.5, the TP group's steps
+    x2 -- never paged in 4 of 8 logs); seen on separate polls it recurs.  At 10 s three
+    bursts, at 15 s or slower two (each seen one stands for the bursts between polls).
+
+    >>> brake_recurs([0.0, 30.0], 30.0, 10.0, 3, 300.0)
+    False
+    >>> brake_recurs([0.0, 30.0, 60.0], 60.0, 10.0, 3, 300.0)
+    True
+    >>> brake_recurs([0.0, 90.0], 90.0, 30.0, 3, 300.0), brake_recurs([0.0], 0.0, 30.0, 3, 300.0)
+    (True, False)
+    >>> brake_recurs([0.0, 30.0, 400.0], 400.0, 10.0, 3, 300.0)  # (the first two too old)
+    False
+    """
+    seen = sum(1 for t in polls if ts - t <= window_s)
+    return seen >= BRAKES_SEEN_MIN and seen * max(1.0, interval_s / BRAKE_BURST_S) >= samples
