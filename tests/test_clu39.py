@@ -72,7 +72,10 @@ def test_the_nodes_clusters_are_bounded_and_counted(monkeypatch: pytest.MonkeyPa
     eng = Engine()
     _run(eng, [_ecc(1_000.0 + k, f"gpu-{k:03d}", 0, "east") for k in range(5)])
     assert len(eng.stage._cluster_of) == 2 and eng.stage.cluster_over == 3
-    assert eng.stage.cluster_of("gpu-004", None) is None
+    # (a node not remembered: a row without `cluster` is the home's, as the source routed it
+    # -- key43; before, unnamed)
+    assert eng.stage.cluster_of("gpu-004", None) == "east"
+    assert "gpu-004" not in eng.stage._cluster_of and eng.stage.cluster_over == 4
 
 
 def test_a_snapshot_keeps_the_nodes_clusters():

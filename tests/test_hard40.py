@@ -262,13 +262,32 @@ def _east(start: float, n: int, node: str = "gpu-001") -> list[Any]:
 
 def test_a_node_whose_first_row_is_an_xid_without_cluster_is_paged_once() -> None:
     """Fails before: fl:iso:hardware:gpu:gpu-004/3 on the XID (the node's cluster unknown),
-    then fl:east:iso:hardware:gpu:gpu-004/3 on its DBE rows naming east -- two pages."""
+    then fl:east:iso:hardware:gpu:gpu-004/3 on its DBE rows naming east -- two pages.  (Since
+    key43 the XID row is the home's, east, at once -- the source's monitors took it there --:
+    both under east's key; hard40 kept both unnamed, ``_HOME``, which now stands only for a
+    node paged before any home was known: test below.)"""
     eng = Engine()
     assert _run(eng, _east(1_000.0, 6)) == []
     alerts = _run(eng, [_ecc_c(1_065.0, "gpu-004", 3, None, xid=94)])
-    assert [a.dedup_key for a in alerts] == ["fl:iso:hardware:gpu:gpu-004/3"]
+    assert [a.dedup_key for a in alerts] == ["fl:east:iso:hardware:gpu:gpu-004/3"]
     later = [_ecc_c(1_066.0 + 10 * k, "gpu-004", g, "east", dbe=int(g == 3 and k > 0))
              for k in range(4) for g in range(8)]
+    alerts += _run(eng, later) + eng.finish()
+    assert {a.dedup_key for a in alerts if a.status == "firing"} == {
+        "fl:east:iso:hardware:gpu:gpu-004/3"}
+
+
+def test_a_node_paged_before_any_cluster_was_named_keeps_its_unnamed_key() -> None:
+    """hard40's rule where no home is known yet: the stream's first rows name no cluster, an
+    XID pages gpu-004 under no cluster's key, then its rows (and the fleet's) name east."""
+    eng = Engine()
+    alerts = _run(eng, [_ecc_c(1_000.0 + 10 * k, "gpu-004", g, None)
+                        for k in range(6) for g in range(8)])
+    alerts += _run(eng, [_ecc_c(1_065.0, "gpu-004", 3, None, xid=94)])
+    assert [a.dedup_key for a in alerts] == ["fl:iso:hardware:gpu:gpu-004/3"]
+    later = [_ecc_c(1_066.0 + 10 * k, node, g, "east", dbe=int(node == "gpu-004" and g == 3
+                                                             and k > 0))
+             for k in range(4) for node in ("gpu-001", "gpu-004") for g in range(8)]
     alerts += _run(eng, later) + eng.finish()
     assert {a.dedup_key for a in alerts if a.status == "firing"} == {
         "fl:iso:hardware:gpu:gpu-004/3"}

@@ -92,8 +92,9 @@ def test_records_without_cluster_join_the_configured_home():
     eng = Engine(topology=EAST, home_cluster="east")
     eng.process(_ecc(1_000.0, "west"))
     alerts = eng.process(_ecc(1_001.0, None, dbe=True))
+    # (named the home's since key43: one unit, one key whichever row named it -- blind33 F6)
     assert [(a.cluster, a.evidence["conditions"]["topology"]) for a in alerts] == [
-        (None, "full")]
+        ("east", "full")]
 
 
 def test_a_restored_stage_keeps_its_home():

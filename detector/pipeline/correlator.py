@@ -301,14 +301,17 @@ class CorrelatorPartition:
         finding named.  DESIGN makes ``cluster`` optional on every message: an XID event row
         without it and the same GPU's ECC rows with it are one fault, and a dedup key made of
         the record's own value would page it twice (blind30 F1) -- one without is that
-        node's known cluster's.  The home's topology knows its nodes first: where the home
-        is the topology's (configured, or the cluster the topology names itself) and the
-        topology has ``node``, a record without a value stays the home's (home28: two
-        clusters naming their hosts alike; blind29's two sites under a topology of its own
-        name are not that).  A later value that differs (a misconfigured or forged row)
-        does not move the node: counted (``cluster_moves``), the first kept; the finding keeps
-        the value it names (its own cluster's correlator, as before).  But a node whose
-        first rows named none and whose fault the home's correlator already holds (its first
+        node's known cluster's, and one of a node no row named yet the home's (the source's
+        home monitors took it), named so and kept (blind33 F6: a tray's DCGM rows without
+        `cluster`, its step records with it: one fault under two keys).  The home's topology
+        knows its nodes first: where the home is the topology's (configured, or the cluster
+        the topology names itself) and the topology has ``node``, a record without a value
+        stays the home's (home28: two clusters naming their hosts alike; blind29's two sites
+        under a topology of its own name are not that).  A later value that differs (a
+        misconfigured or forged row) does not move the node: counted (``cluster_moves``), the
+        first kept; the finding keeps the value it names (its own cluster's correlator, as
+        before).  But a node whose first rows named none while no home was known, and whose
+        fault the home's correlator already holds (its first
         row an XID event without ``cluster``, paged at once under a key naming none) is the
         home's, unnamed (``_HOME``; counted a move): its later rows' value would make a
         second key, a second page of the one fault (hard40, clu39's open case).  Bounded: past
@@ -323,8 +326,19 @@ class CorrelatorPartition:
                     self.cluster_moves += 1
                 return None
         if cluster is None:
-            if known is not None and known != self.clusters.cluster and self._homes(node):
-                return None  # (the home's topology has it: the home's, unnamed as before)
+            home = self.clusters.cluster
+            if known is not None and known != home and self._homes(node):
+                return home  # (the home's topology has it: the home's)
+            if known is None and home is not None:
+                # A node no row named yet is the home's, whose monitors took the row
+                # (SourcePartition routes a row without a value there): named so, and kept,
+                # so its rows that name the home later page under the same key (blind33 F6).
+                if len(self._cluster_of) < MAX_NODE_CLUSTERS:
+                    self._cluster_at[node] = self.released
+                    self._cluster_of[node] = home
+                else:
+                    self.cluster_over += 1
+                return home
             return known
         if known is None:
             if len(self._cluster_of) < MAX_NODE_CLUSTERS:
