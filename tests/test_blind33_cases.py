@@ -31,23 +31,19 @@ def right_under_one_key(sc: bc.Score) -> bool:
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
+    # (was a strict xfail: "blind33 F1: a GB200 GPU whose power ramp is limited (0x4 at ~1,000 W
+    # below the 1,200 W limit, clock -8 %, power -10 %) slows its TP8 group, which spans two
+    # NVL72 trays: both trays' ranks x~1.09 alike, and the group is escalated slow_node/unknown
+    # at its replica (a false positive), the tray whose GPU's DCGM rows say why never paged
+    # ...; a hot GPU's group escalated at its replica too: 14 of 17 false positives are
+    # replicas" -- tray43: detector/correlate/trays.py, the group decided together)
     "F1-limited-ramp-on-a-two-tray-tp-group-paged-as-the-replica": (
-        bc.alone_and_right,
-        "blind33 F1: a GB200 GPU whose power ramp is limited (0x4 at ~1,000 W below the 1,200 W "
-        "limit, clock -8 %, power -10 %) slows its TP8 group, which spans two NVL72 trays: "
-        "both trays' ranks x~1.09 alike, and the group is escalated slow_node/unknown at its "
-        "replica (a false positive), the tray whose GPU's DCGM rows say why never paged in "
-        "the whole log (7 of 8 missed, each with a replica false positive; the 8th caught at "
-        "46 s); a hot GPU's group escalated at its replica too: 14 of 17 false "
-        "positives are replicas. In the cut (the last 300 s) the tray is paged 75 s late, "
-        "after the replica", 3),
-    "F2-hot-gpus-partner-tray-paged": (
-        bc.alone_and_right,
-        "blind33 F2: a GPU losing cold-plate flow (87 C, 0x20) is paged thermal at its tray, "
-        "and the other tray of its TP8 group (no signal of its own: it waits in compute) is "
-        "escalated slow_node/unknown as a node -- a false positive beside the right page (3 "
-        "of 17 false positives: g-01 beside a hot GPU, g-08 beside a braking PSU tray, held "
-        "g-10; the rest as a replica, F1)", 1),
+        bc.alone_and_right, None, 3),
+    # (was a strict xfail: "blind33 F2: a GPU losing cold-plate flow (87 C, 0x20) is paged
+    # thermal at its tray, and the other tray of its TP8 group (no signal of its own: it waits
+    # in compute) is escalated slow_node/unknown as a node -- a false positive beside the right
+    # page" -- tray43: the other tray's ranks join the page standing on their group's GPU)
+    "F2-hot-gpus-partner-tray-paged": (bc.alone_and_right, None, 1),
     "F3-clock-held-by-application-clocks-escalated-unknown": (
         caught_with_cause,
         "blind33 F3: a GPU whose application clocks stay at the max-Q clock after the job's "

@@ -869,3 +869,4 @@ class Correlator(PartWindows):
         _throttling_at,
         _warming,
     )
+    from detector.correlate.trays import _group_cause, _group_pending, _tp_partners

@@ -462,6 +462,20 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         # again unmarked -- it waits here, where a cause told later still finds it (a throttle
         # seen).
         return
+    partners = self._tp_partners(f)
+    if partners:
+        # Its TP group spans nodes (detector.correlate.trays): a cause shown on a node of
+        # the group is the group's; none yet while a rank of it waits for its own sample.
+        p = self._group_cause(f, partners)
+        if p is not None:
+            del self._slow_wait[unit]
+            p.add(f, self.cfg.evidence_items)
+            self._own(f, p)
+            return
+        until = None if ended else self._group_pending(f, partners, due)
+        if until is not None:
+            self._timer(until, "slow", unit)
+            return
     del self._slow_wait[unit]
     # Group only with the same job's slow ranks (evidence never mixes tenants), and not
     # with ranks that power management explains.

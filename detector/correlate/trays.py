@@ -1,0 +1,186 @@
+"""A TP group spanning nodes: its slow ranks are one GPU's consequence, decided together.
+
+A GB200 NVL72 compute tray holds 4 GPUs, so a TP 8 group spans two trays (two host names)
+over NVLink.  One GPU of it slowed -- a power ramp limited, a cold plate losing flow, a
+tray's supply braking -- slows all 8 ranks alike from the same step: the other tray's ranks
+wait inside the same all-reduce and show nothing of their own.  The unit is the GPU whose
+DCGM rows say why (its node), not the replica, and not the other tray (blind33 F1: a limited
+ramp's group escalated at its replica, the tray never paged, 14 of 17 false positives; F2:
+the other tray of a hot GPU's group escalated as a node beside the GPU's thermal page).
+
+Partners are told by the steps alone (a finding carries no ``tp_rank``): slow ranks of the
+same job and replica on another node, found within a few steps with the same deviation
+(TP partners' ``compute_ms`` are one: _near_step).  A whole replica slow for no reason any
+of its GPUs shows stays the replica's (peer42's REPLICA_ONSET_S, review13 S3): this only
+waits for, and joins, a cause shown on a node of the group.
+"""
+
+from __future__ import annotations
+
+from detector.alerts import ISOLATION, Scope
+from detector.correlate.common import (
+    _CAPPING,
+    _HELD_CLOCK,
+    _THROTTLES,
+    Problem,
+    _alike,
+    _found_alike,
+    _reason_bits,
+)
+from detector.findings import Finding
+
+# Ranks read for a slow rank's partners (a bound per decision: the correlator's slow ranks
+# of the job's replica, a TP x PP group's worth in practice).
+_PARTNERS_MAX = 512
+# Steps apart two trays' ranks of one TP group may be found (_near_step).
+PARTNER_STEPS = 3
+# Samples of a throttling GPU of the group its decision waits for, past its own wait
+# (_throttle_look): a reason's first rows may not yet name it a cause.
+GROUP_LOOKS = 2.5
+# What a GPU shows that may yet be named its group's cause: a clock-event reason, or a die
+# standing out hot against its node before any reason bit (detector.thermal's hot_seen: a
+# cold plate losing flow, EDPp taking boost first -- blind33's flow faults, the replica
+# escalated 4-10 s before the GPU's thermal page on tune smooth-s1..s3).
+_HEAT = ("hot_seen", "hot")
+_SHOWS = tuple(dict.fromkeys(_CAPPING + _THROTTLES)) + _HEAT
+
+
+def _near_step(f: Finding, g: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``g`` were found within PARTNER_STEPS steps of each other
+    deviating alike (``_alike``): a TP group's ranks, locked in one all-reduce, are found on
+    one step (``_in_step``); a rank's own jitter on top of the group's pace can put the CUSUM
+    of one tray's ranks a step behind the other's."""
+    a, b = f.evidence.get("step"), g.evidence.get("step")
+    return (type(a) is int and type(b) is int and abs(a - b) <= PARTNER_STEPS
+            and _alike(f, g))
+
+
+def _tp_partners(self, f: Finding) -> list[Finding]:
+    """The slow ranks of ``f``'s job and replica on other nodes found near its step deviating
+    alike (_near_step): its TP group's ranks across a node boundary.  Empty for a rank with no
+    replica told, or none such."""
+    node = f.scope.node
+    if f.job is None or f.dp_rank is None or node is None or f.scope.level != "gpu":
+        return []
+    out = []
+    for signals in self._device.values():
+        g = signals.get("slow_rank")
+        if (g is not None and g.active and g.job == f.job and g.dp_rank == f.dp_rank
+                and g.scope.node != node and _near_step(f, g)):
+            out.append(g)
+            if len(out) >= _PARTNERS_MAX:
+                break
+    return out
+
+
+def _group_cause(self, f: Finding, partners: list[Finding]) -> Problem | None:
+    """The firing isolation for a held clock (power, heat, the GPU's own slowdown) or the
+    GPU's hardware that stands on a GPU of ``f``'s TP group spanning nodes: one that took a
+    partner's slow rank, or one standing on a signal of a GPU of the job on a node of the
+    group (``f``'s own node too when its ranks there were found alike).  None if none.
+
+    The signal, not a key: the owner map ties a finding to its problem whatever key it was
+    raised under (DCGM rows without ``cluster``, step records with it: blind33 F6)."""
+    for g in partners:
+        p = _isolation_of(self, g)
+        if p is not None:
+            return p
+    nodes = sorted({g.scope.node for g in partners if g.scope.node is not None})
+    if _found_alike(f) and f.scope.node is not None:
+        nodes.append(f.scope.node)
+    for node in nodes:
+        for unit in sorted(self._job_units(node, f.job)) + [Scope.of_node(node).key]:
+            for signal, g in self._device.get(unit, {}).items():
+                if signal != "slow_rank" and (g.verdict or signal in _THROTTLES):
+                    p = _isolation_of(self, g)
+                    if p is not None:
+                        return p
+    return None
+
+
+def _isolation_of(self, g: Finding) -> Problem | None:
+    """The firing isolation that owns finding ``g``, when it is a held clock's or hardware's."""
+    key = self._owner.get(g.key)
+    p = self.problems.get(key) if key else None
+    if p is None or p.status != "firing" or p.topic != ISOLATION:
+        return None
+    if p.kind == "hardware" or (p.kind == "slow_node" and p.cause in _HELD_CLOCK):
+        return p
+    return None
+
+
+def _group_pending(self, f: Finding, partners: list[Finding], due: float) -> float | None:
+    """When the last slow rank of ``f``'s TP group spanning nodes (``partners`` and ``f``'s
+    node mates found near its step alike) still waiting for a cause is due (_group_wait), if
+    after ``due``; else when a GPU of the group showing a reason or heat has its next row in
+    (_throttle_look); None when neither.
+
+    Each rank waits for its own node's next sample (_explanation_wait); the tray whose GPU
+    shows the cause is polled on its own phase, up to an interval after its partner's.  The
+    first rank due decided for the whole group took the cause's rank with it into a replica
+    escalation a fraction of a second before that GPU's row (blind33 F1, smooth-s2: the
+    replica at 116.1 s, the limited GPU's 0x4 below its mates' power at 116.4 s)."""
+    group = list(partners)
+    node = f.scope.node
+    for unit in sorted(self._units_of_node.get(node or "", ())):
+        g = self._slow_wait.get(unit)
+        if g is not None and g is not f and g.job == f.job and _near_step(f, g):
+            group.append(g)
+    last = None
+    for g in group:
+        if self._slow_wait.get(g.scope.key) is not g:
+            continue
+        end = g.ts + _group_wait(self, g)
+        if end > due and (last is None or end > last):
+            last = end
+    if last is None:
+        last = _throttle_look(self, f, group, due)
+    return last
+
+
+def _group_wait(self, g: Finding) -> float:
+    """How long a slow rank of a TP group spanning nodes waits for a cause: its own wait
+    (_explanation_wait), or, where its node's cadence is known, a whole interval and a
+    quarter plus a second (and its rows' lateness) -- every GPU of the group has sent a row
+    taken after the slowdown by then.  A rank's own wait ends at its node's next sample, but
+    a collector may poll a tray's GPUs on phases of their own (blind33's rows: one GPU of a
+    tray 3 s after another), and the GPU that slows the group is the one that counts."""
+    own = self._explanation_wait(g)
+    interval = self._interval.get(g.scope.node or "", (0.0, 0.0))[0]
+    if interval <= 0.0:
+        return own
+    late = self._late_rows.get(g.scope.node or "", 0.0)
+    return max(own, self.cfg.escalate_after_s, 1.25 * interval + 1.0 + late)
+
+
+def _throttle_look(self, f: Finding, group: list[Finding], due: float) -> float | None:
+    """When the next sample of a GPU of the group that shows a clock-event reason or heat its
+    group's other GPUs do not is in, while the group's decision may wait for it (GROUP_LOOKS
+    of that node's intervals past ``f``'s group wait); None otherwise.
+
+    A GPU that slows its group shows its reason before any rule can name it a cause: a power
+    ramp limited reads 0x4 at ~1,000 W under a 1,200 W limit, its draw against its tray
+    mates' noisy from one 10 s row to the next (blind33 F1, smooth-s2: 0 %, 5.0 %, then 8.8 %
+    below them -- :meth:`_limit_left_low`'s 5 % on the third row).  Its rank is looked at
+    again on each sample (it is held with the group); all GPUs of the group throttling alike
+    (a demand response, a site's cap) localize nothing and hold nothing."""
+    nodes = sorted({g.scope.node for g in group if g.scope.node is not None}
+                   | {f.scope.node} - {None})  # type: ignore[operator]
+    throttling, free = [], 0
+    for node in nodes:
+        for unit in sorted(self._job_units(node, f.job)):
+            signals = self._device.get(unit, {})
+            if any(s.active and (name in _HEAT or _reason_bits(s)) for name in _SHOWS
+                   if (s := signals.get(name)) is not None):
+                throttling.append(node)
+            else:
+                free += 1
+    if not throttling or not free:
+        return None
+    first = f.ts + _group_wait(self, f)
+    looks = []
+    for node in sorted(set(throttling)):
+        nxt = self._sample_due(node, due)
+        if nxt is not None and nxt > due and nxt <= first + GROUP_LOOKS * self._cadence(node):
+            looks.append(nxt)
+    return min(looks) if looks else None
