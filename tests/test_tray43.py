@@ -33,8 +33,8 @@ def _world(seed: int, *, steps: int = 260, slow_from: int = 130, factor: float =
            shows: str = "ramp") -> list:
     """The job's steps and every GPU's thermal rows, in event-time order.  From step
     ``slow_from`` the fault GPU's TP group computes ``factor`` x; the fault GPU shows
-    ``shows``: "ramp" (0x4 at 90 % of its mates' draw, clock -8 %), "heat" (87 C, 0x20,
-    clock -5 %) or "nothing"."""
+    ``shows``: "ramp" (0x4 at 90 % of its mates' draw, clock -8 %), "shallow" (0x4 at 96.5 %
+    of their draw, clock -3 %), "heat" (87 C, 0x20, clock -5 %) or "nothing"."""
     rng = np.random.default_rng(seed)
     group = [r for r in range(N) if r // 4 in (FAULT_TRAY, PARTNER)]
     base = 1650.0 * np.where((np.arange(N) // TP) % PP == 1, 1.04, 1.0)
@@ -63,6 +63,8 @@ def _world(seed: int, *, steps: int = 260, slow_from: int = 130, factor: float =
                 if (tray, gpu) == (FAULT_TRAY, FAULT_GPU) and t >= fault_ts:
                     if shows == "ramp":
                         clock, power, bits = 2040.0 * 0.92, 0.9 * power, 0x4
+                    elif shows == "shallow":
+                        clock, power, bits = 2040.0 * 0.97, 0.965 * power, 0x4
                     elif shows == "heat":
                         temp, clock, bits = 87.0, 2040.0 * 0.95, 0x20
                 events.append(thermal(t, f"t-{tray:02d}", gpu, temp_c=temp, clock_mhz=clock,
@@ -81,6 +83,18 @@ def test_a_limited_ramp_on_one_gpu_of_a_two_tray_group_is_its_tray_for_power() -
     # the first rank due decided for the group before the limited GPU's next row.
     for seed in range(4):
         pages = _pages(_world(430200 + seed, shows="ramp"))
+        assert pages == {("alerts.isolation", "power", f"node:t-{FAULT_TRAY:02d}")}, (
+            seed, pages)
+
+
+def test_the_one_gpu_of_a_slow_two_tray_group_showing_a_cap_below_its_mates_is_its_tray(
+        ) -> None:
+    # A ramp limited a little: 0x4, clock -3 %, ~3.5 % under its mates' draw -- short of the
+    # 5 % a GPU's own low limit is told by (_limit_left_low), and a cap that deep explains a
+    # 6 % slowdown only by its power, not its sampled clock (_power_impact).  The group's 7
+    # other GPUs show nothing: by elimination the one that does is why (_lone_reason).
+    for seed in range(4):
+        pages = _pages(_world(430230 + seed, shows="shallow", factor=1.06))
         assert pages == {("alerts.isolation", "power", f"node:t-{FAULT_TRAY:02d}")}, (
             seed, pages)
 

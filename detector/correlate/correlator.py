@@ -869,4 +869,9 @@ class Correlator(PartWindows):
         _throttling_at,
         _warming,
     )
-    from detector.correlate.trays import _group_cause, _group_pending, _tp_partners
+    from detector.correlate.trays import (
+        _group_cause,
+        _group_pending,
+        _page_lone_reason,
+        _tp_partners,
+    )

@@ -17,7 +17,7 @@ waits for, and joins, a cause shown on a node of the group.
 
 from __future__ import annotations
 
-from detector.alerts import ISOLATION, Scope
+from detector.alerts import ISOLATION, Alert, Scope
 from detector.correlate.common import (
     _CAPPING,
     _HELD_CLOCK,
@@ -28,6 +28,7 @@ from detector.correlate.common import (
     _reason_bits,
 )
 from detector.findings import Finding
+from detector.thermal import power_deficit
 
 # Ranks read for a slow rank's partners (a bound per decision: the correlator's slow ranks
 # of the job's replica, a TP x PP group's worth in practice).
@@ -37,6 +38,11 @@ PARTNER_STEPS = 3
 # Samples of a throttling GPU of the group its decision waits for, past its own wait
 # (_throttle_look): a reason's first rows may not yet name it a cause.
 GROUP_LOOKS = 2.5
+# The one GPU of a group showing why (_lone_reason): its free mates in the group at least,
+# and for a SW power cap alone its clock loss and its draw under its free mates at least.
+LONE_FREE = 3
+LONE_DROP = 0.02
+LONE_DEFICIT = 0.02
 # What a GPU shows that may yet be named its group's cause: a clock-event reason, or a die
 # standing out hot against its node before any reason bit (detector.thermal's hot_seen: a
 # cold plate losing flow, EDPp taking boost first -- blind33's flow faults, the replica
@@ -184,3 +190,78 @@ def _throttle_look(self, f: Finding, group: list[Finding], due: float) -> float 
         if nxt is not None and nxt > due and nxt <= first + GROUP_LOOKS * self._cadence(node):
             looks.append(nxt)
     return min(looks) if looks else None
+
+
+def _lone_reason(self, f: Finding, partners: list[Finding]) -> Finding | None:
+    """The one GPU of ``f``'s TP group spanning nodes (the job's GPUs on the nodes of ``f``
+    and its ``partners``) showing a clock-event reason or heat its LONE_FREE or more mates of
+    the group do not -- its signal, when it names a held clock's cause (power, heat, the
+    GPU's own slowdown) and, for a SW power cap alone (0x4, which a board at its limit shows
+    routinely), a clock LONE_DROP or more below its baseline and, where its draw beside its
+    free mates' was told (detector.thermal's _below_mates), LONE_DEFICIT or more below
+    theirs.  None otherwise.
+
+    The group's ranks are slow alike, and the steps cannot say which of its 8 GPUs sets the
+    pace; the one GPU whose DCGM rows show a reason the others do not is the candidate,
+    located by elimination -- as a replica's one GPU under its peers' clock is
+    (slow._lone_clock).  blind33 F1: a power ramp limited, 0x4 at 2.9-5.4 % of clock and
+    0-9 % under its tray mates' draw from one 10 s row to the next, short of
+    _limit_left_low's 5 % on the rows the group's decision had (our seeds 430201..430206:
+    smooth-s430203's limited GPU at 3.7 % when its group was escalated at the replica)."""
+    nodes = sorted({g.scope.node for g in partners if g.scope.node is not None}
+                   | {f.scope.node} - {None})  # type: ignore[operator]
+    shown: list[Finding] = []
+    free = 0
+    for node in nodes:
+        for unit in sorted(self._job_units(node, f.job)):
+            signals = self._device.get(unit, {})
+            mine = [s for name in _SHOWS if (s := signals.get(name)) is not None
+                    and s.active and (name in _HEAT or _reason_bits(s))]
+            if mine:
+                shown.append(max(mine, key=lambda s: s.ts))  # (its latest row's)
+            else:
+                free += 1
+    if len(shown) != 1 or free < LONE_FREE:
+        return None
+    s = shown[0]
+    if s.cause not in _HELD_CLOCK:
+        return None
+    if s.signal not in _HEAT and _reason_bits(s) == 0x4:
+        drop = s.evidence.get("clock_drop")
+        if not (type(drop) in (float, int) and drop >= LONE_DROP) or (
+                "mates_power_w" in s.evidence
+                and power_deficit(s.evidence) < LONE_DEFICIT):
+            return None  # (a clock barely down, or drawing as its free mates do: a limit
+            #              they share, the board's -- DESIGN's routine 0x4)
+    return s
+
+
+def _page_lone_reason(self, f: Finding, partners: list[Finding], due: float,
+                      out: list[Alert]) -> bool:
+    """Recommend isolating the one GPU of ``f``'s TP group that shows why (_lone_reason),
+    ``f`` its evidence (its partners join on their own decision: _group_cause).  True when
+    paged."""
+    s = _lone_reason(self, f, partners)
+    if s is None:
+        return False
+    ranks = 1 + len(partners) + sum(
+        1 for unit in self._units_of_node.get(f.scope.node or "", ())
+        if (g := self._slow_wait.get(unit)) is not None and g is not f and _near_step(f, g))
+    nodes = sorted({g.scope.node for g in partners if g.scope.node} | {f.scope.node or ""})
+    reasons = s.evidence.get("throttle_reasons")
+    what = (f"throttle reason {reasons}, clock {float(s.evidence.get('clock_drop') or 0):.1%} "
+            "below its baseline" + (
+                f", drawing {power_deficit(s.evidence):.1%} below its mates"
+                if power_deficit(s.evidence) else "")
+            if reasons else f"{s.evidence.get('gpu_temp_c')} C, hot against its node")
+    because = (f"impact: {ranks} ranks of {f.job}'s TP group across {', '.join(nodes)} slow "
+               f"alike ({f.evidence.get('compute_ratio_to_peers')}x their peers), and "
+               f"{s.scope.key} is its one GPU showing why ({what}); the group's other GPUs "
+               "free of any reason: the group runs at its pace")
+    p = self._raise(ISOLATION, "slow_node", s.cause, s.scope, s, out,
+                    detected_ts=max(due, s.ts), extra={"recommended_because": because})
+    del self._slow_wait[f.scope.key]
+    if self._owner.get(f.key) != p.key:
+        p.add(f, self.cfg.evidence_items)
+        self._own(f, p)
+    return True
