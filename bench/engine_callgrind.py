@@ -40,6 +40,13 @@ moves, apart from the rest of the worker (round 33's prototype, BENCHMARKS "fast
 
     python bench/engine_callgrind.py --nic                # ~1 minute of CPU
 
+``--steps``: the step path alone -- the prefix's step messages (decoded, in log order) cut into 8
+partitions by job and handed to a fresh ``Monitors`` a partition in batches of 40 (the batch path,
+else ``Monitors.process``), their steps' evaluations included; instructions per step message (3
+passes - 1 pass): the yardstick of a change to ``JobMonitor._evaluate`` (perf43):
+
+    python bench/engine_callgrind.py --steps --prefix 120000   # ~2 minutes of CPU
+
 ``--thermal``: the thermal path alone -- the prefix's thermal samples (decoded, in log order)
 cut into 8 partitions by node and handed to a fresh ``Monitors`` a partition in batches of 40 as
 the worker does (:func:`detector.quiet.quiet_run`, the record it stops at through
@@ -220,8 +227,41 @@ def thermal_passes(n: int, prefix: int) -> int:
     return sum(map(len, parts))
 
 
+def step_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--steps``: ``n`` passes of fresh Monitors, one a partition (by job),
+    over the step messages of the first ``prefix`` records (batches of 40 a partition in turn,
+    through the batch path and the record path as the worker takes them)."""
+    import zlib
+
+    from bench.engine_throughput import DEFAULT_TOPOLOGY
+    from detector.events import StepSample
+    from detector.monitors import Monitors
+    from detector.quiet import quiet_run
+    from detector.topology import Topology
+
+    topo = Topology.load(str(DEFAULT_TOPOLOGY))
+    parts: list[list] = [[] for _ in range(8)]
+    for e in decoded(prefix):
+        if type(e) is StepSample:
+            parts[zlib.crc32(e.job.encode()) % 8].append(e)
+    batches = [p[k:k + 40] for k in range(0, max(map(len, parts)), 40) for p in parts]
+    for _ in range(n):
+        mons = [Monitors(topology=topo) for _ in parts]
+        out: list = []
+        for k, evs in enumerate(batches):
+            mon = mons[k % len(parts)]
+            i = 0
+            while i < len(evs):
+                i = quiet_run(mon, evs, i)
+                if i < len(evs):
+                    mon.process(evs[i], out)
+                    i += 1
+    return sum(map(len, parts))
+
+
 def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
-          worker: bool = False, nic: bool = False, thermal: bool = False) -> tuple[int, int]:
+          worker: bool = False, nic: bool = False, thermal: bool = False,
+          steps: bool = False) -> tuple[int, int]:
     """(instructions, records) of one inner run under callgrind."""
     # (OpenBLAS's idle worker threads spin, and callgrind counts every thread: +-400
     # instructions an event between two runs of one tree, perf37 -- one thread, none spin)
@@ -233,7 +273,7 @@ def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
          sys.executable, __file__, "--passes", str(n), "--prefix", str(prefix),
          "--warm", str(warm), *(["--many"] if many else []),
          *(["--worker"] if worker else []), *(["--nic"] if nic else []),
-         *(["--thermal"] if thermal else [])],
+         *(["--thermal"] if thermal else []), *(["--steps"] if steps else [])],
         env=env, capture_output=True, text=True, check=True)
     records = int(run.stdout.split()[-1])
     total = re.search(r"^summary: (\d+)", out.read_text(errors="replace"), re.M)
@@ -255,21 +295,26 @@ def main() -> int:
                     "NIC samples through NodeNics (quiet, else update)")
     ap.add_argument("--thermal", action="store_true", help="the thermal path alone: the "
                     "prefix's thermal samples through Monitors' batch path (quiet_run)")
+    ap.add_argument("--steps", action="store_true", help="the step path alone: the "
+                    "prefix's step messages through Monitors (quiet_run, else process), "
+                    "their steps' evaluations included")
     ap.add_argument("--passes", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes is not None:
         print(worker_passes(args.passes, args.prefix, args.warm > 0) if args.worker
               else nic_passes(args.passes, args.prefix) if args.nic
               else thermal_passes(args.passes, args.prefix) if args.thermal
+              else step_passes(args.passes, args.prefix) if args.steps
               else passes(args.passes, args.prefix, args.warm, args.many))
         return 0
-    if args.nic or args.thermal:
-        kind = "nic" if args.nic else "thermal"
+    if args.nic or args.thermal or args.steps:
+        kind = "nic" if args.nic else "thermal" if args.thermal else "steps"
         with tempfile.TemporaryDirectory(prefix="engine-callgrind-") as tmp:
             one, samples = count(1, args.prefix, Path(tmp) / "one.out", **{kind: True})
             three, _ = count(3, args.prefix, Path(tmp) / "three.out", **{kind: True})
-        print(f"{kind}: {(three - one) / (2 * samples):,.0f} instructions/"
-              f"{'NIC' if args.nic else kind} sample ({samples:,} samples of "
+        what = "NIC sample" if args.nic else "step message" if args.steps else "thermal sample"
+        print(f"{kind}: {(three - one) / (2 * samples):,.0f} instructions/{what} "
+              f"({samples:,} of "
               f"{args.prefix:,} records, 1 pass {one:,}, 3 passes {three:,})")
         return 0
     if args.worker and args.warm:
