@@ -937,6 +937,8 @@ class JobMonitor(NumericChecks):
         last = self._last_step
         if step >= last or self._done.get(last, 0) >= 0:
             return False
+        if step in self._done:  # (a straggler of a decided step, the usual late message:
+            return False        # ``before`` below is at least ``step`` -- no scan of _done)
         before = max((s for s in self._done if s != last), default=-1)
         if step <= before:
             return False
