@@ -1329,5 +1329,6 @@ class JobMonitor(NumericChecks):
         _check_pair,
         _pair_steady,
         _twin_pick,
+        _twin_pick_group,
         _twin_update,
     )

@@ -25,7 +25,7 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
-from models.peer_stats import MAD_TO_SIGMA, median
+from models.peer_stats import MAD_TO_SIGMA, layout, median
 
 # A job of two ranks (DP 2, JobMonitor._check_pair): no median referees, the collective does --
 # the slow rank computes longer and its partner waits for it (comm_ms up on the fast one only).
@@ -55,6 +55,16 @@ def _correlations(h: np.ndarray) -> np.ndarray:
     norm = np.sqrt(np.einsum("ij,ij->i", h, h))
     norm[norm == 0.0] = math.inf
     return (h @ h.T) / (norm[:, None] * norm[None, :])  # (np.outer's product, no wrapper)
+
+
+def _group_correlations(h: np.ndarray) -> np.ndarray:
+    """:func:`_correlations` of each ``h[g]`` of a 3-d ``h``, in one pass: the same values
+    bit for bit (each group's mean, sums of squares and product taken over its own rows as
+    the 2-d calls take them: tests/test_perf43.py)."""
+    h = h - h.mean(axis=2, keepdims=True)
+    norm = np.sqrt(np.einsum("gij,gij->gi", h, h))
+    norm[norm == 0.0] = math.inf
+    return (h @ h.transpose(0, 2, 1)) / (norm[:, :, None] * norm[:, None, :])
 
 
 def _row_nanmedians(vals: np.ndarray) -> np.ndarray:
@@ -228,9 +238,31 @@ def _twin_pick(self, r: np.ndarray, groups: np.ndarray, n: int) -> None:
     no slowdown).  Not
     for a rank reported slow (its twins kept), nor in groups of more than
     ``_TWIN_GROUP_MAX`` ranks."""
-    hist, hw = self._twin_hist[:, :n], self._hw
+    hist = self._twin_hist[:, :n]
     last = (self._twin_n - 1) % _TWIN_WINDOW  # (the ring's newest column: no change across it)
-    clip = self.cfg.slow_baseline_clip
+    wrapped = n == _TWIN_WINDOW and last < n - 1
+    rows = layout(groups)
+    if rows is not None and rows.k:
+        # Peer groups of one size (the usual job): every group's correlations in one pass of
+        # a (groups, ranks, steps) array -- a group a row of the layout, in the loop's order
+        # below (groups sorted, a group's ranks in input order) -- instead of ~20 numpy calls
+        # a group; only a group with a rank to look at goes on to _twin_pick_group.
+        k = rows.k
+        if k <= _TWIN_MIN or k > _TWIN_GROUP_MAX:
+            return
+        members = r[rows.perm]
+        h3 = hist[members]
+        dh = h3[:, :, 1:] - h3[:, :, :-1]
+        if wrapped:
+            dh = np.concatenate((dh[:, :, :last], dh[:, :, last + 1:]), axis=2)
+        corr = _group_correlations(dh)
+        close = corr >= _TWIN_CORR
+        diag = _arange(k)
+        close[:, diag, diag] = False
+        look = close.any(axis=2) | self._twins[members].any(axis=2)
+        for g in look.any(axis=1).nonzero()[0].tolist():
+            self._twin_pick_group(members[g], h3[g], corr[g], look[g].tolist())
+        return
     # (np.unique, np.diff, np.delete and np.fill_diagonal as the set, subtraction, slices
     # and strided store they come to: no Python wrappers, the same values -- cpu29)
     for g in sorted(set(groups.tolist())):
@@ -240,7 +272,7 @@ def _twin_pick(self, r: np.ndarray, groups: np.ndarray, n: int) -> None:
             continue
         h = hist[idx]
         dh = h[:, 1:] - h[:, :-1]
-        if n == _TWIN_WINDOW and last < n - 1:
+        if wrapped:
             dh = np.concatenate((dh[:, :last], dh[:, last + 1:]), axis=1)
         corr = _correlations(dh)
         # The ranks with no peer correlated enough (the usual, i.i.d. deviations) and no
@@ -250,24 +282,34 @@ def _twin_pick(self, r: np.ndarray, groups: np.ndarray, n: int) -> None:
         close = corr >= _TWIN_CORR
         close.flat[::k + 1] = False  # (the diagonal)
         look = (close.any(axis=1) | self._twins[idx].any(axis=1)).tolist()
-        node = [None if hw[s] is None else hw[s][0] for s in idx.tolist()]
-        for i, s in enumerate(idx.tolist()):
-            if self._reported[s] or not look[i]:
-                continue
-            c = corr[i]
-            cand = [j for j in np.flatnonzero(c >= _TWIN_CORR).tolist()
-                    if j != i and (node[i] is None or node[j] != node[i])]
-            cand.sort(key=lambda j: -c[j])
-            chosen: list[int] = []
-            for j in cand:
-                if len(chosen) < _TWIN_MAX and all(corr[j, t] >= _TWIN_CORR for t in chosen):
-                    chosen.append(j)
-            new = np.zeros(_TWIN_MAX, dtype=np.int64)
-            if len({node[j] for j in chosen}) >= _TWIN_MIN:
-                new[:len(chosen)] = idx[chosen] + 1
-            if np.array_equal(new, self._twins[s]):
-                continue
-            self._twins[s] = new
-            self._twin_short[s] = 0.0
-            self._twin_base[s] = 0.0 if not new[0] else float(np.clip(np.mean(
-                h[i] - np.median(h[chosen], axis=0)), -clip, clip))
+        self._twin_pick_group(idx, h, corr, look)
+
+
+def _twin_pick_group(self, idx: np.ndarray, h: np.ndarray, corr: np.ndarray,
+                     look: list[bool]) -> None:
+    """:meth:`_twin_pick` of one peer group: its slots ``idx``, their deviations' window ``h``,
+    the correlations of their changes ``corr``, and whether each is looked at (``look``:
+    a peer correlated enough, or twins now)."""
+    hw = self._hw
+    clip = self.cfg.slow_baseline_clip
+    node = [None if hw[s] is None else hw[s][0] for s in idx.tolist()]
+    for i, s in enumerate(idx.tolist()):
+        if self._reported[s] or not look[i]:
+            continue
+        c = corr[i]
+        cand = [j for j in np.flatnonzero(c >= _TWIN_CORR).tolist()
+                if j != i and (node[i] is None or node[j] != node[i])]
+        cand.sort(key=lambda j: -c[j])
+        chosen: list[int] = []
+        for j in cand:
+            if len(chosen) < _TWIN_MAX and all(corr[j, t] >= _TWIN_CORR for t in chosen):
+                chosen.append(j)
+        new = np.zeros(_TWIN_MAX, dtype=np.int64)
+        if len({node[j] for j in chosen}) >= _TWIN_MIN:
+            new[:len(chosen)] = idx[chosen] + 1
+        if np.array_equal(new, self._twins[s]):
+            continue
+        self._twins[s] = new
+        self._twin_short[s] = 0.0
+        self._twin_base[s] = 0.0 if not new[0] else float(np.clip(np.mean(
+            h[i] - np.median(h[chosen], axis=0)), -clip, clip))
