@@ -776,6 +776,7 @@ class Correlator(PartWindows):
         _site_explains,
         _site_joined,
         _site_lately,
+        _site_let_go,
         _site_look,
         _wave_grew_with,
         _withdraw_for_site,

@@ -956,7 +956,30 @@ def _held_for_site(self, slow: Finding, now: float) -> bool:
     its seven capped mates held as the site's, was escalated as the node)."""
     held = self._fleet_held.get(slow.scope.key)
     return (held is not None and now < held + self.cfg.flap_window_s
-            and not self._grown_past_cap(slow, now))
+            and not self._grown_past_cap(slow, now) and not self._site_let_go(slow, now))
+
+
+def _site_let_go(self, slow: Finding, now: float) -> bool:
+    """Whether the site's cap that held ``slow`` (its node's wave and the waves begun within
+    ``impact_onset_s`` of it) let go everywhere ``impact_onset_s`` or more before ``now``: no
+    node of it capped now (any 0x4 on any GPU: :meth:`_capped`), each last told capped that
+    long ago.  A rank still slow then is no cap's: its run outlived the whole site's cap by a
+    minute (cap40: a hidden +9 % under a site's 6 % cap, never told grown past it, was held
+    ``flap_window_s`` past the cap's last say and paged as its node 640-740 s after the cap
+    let go).  The whole site's, not the node's alone: a demand-response cap on a node whose
+    saves' idle samples clear its throttle for minutes goes on on the other nodes (blind21
+    tune facility-s1 dc04: released on its node's let-go, gpu:dc04/2 was escalated 12 s
+    before its run ended)."""
+    node = slow.scope.node
+    wave = self._cap_waves.get(node or "")
+    if node is None or wave is None:
+        return False
+    window = self.cfg.impact_onset_s
+    for n, (onset, _, last) in self._cap_waves.items():
+        if (n == node or abs(onset - wave[0]) <= window) and (
+                last > now - window or self._capped(n)):
+            return False
+    return True
 
 
 def _site_lately(self, slow: Finding, now: float) -> bool:
