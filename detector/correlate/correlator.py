@@ -110,6 +110,9 @@ class Correlator(PartWindows):
         # or deeper) has gone on, gaps shorter than a cap's clearing allowed: the capping a
         # creeping cap's slowdown began with (_note_capping, _cap_began_apart)
         self._cap_since: dict[str, tuple[float, float]] = {}
+        # gpu -> when its SW capping began anew, a minute or more after its last was let go,
+        # while the power_cap verdict of that last one still stood (_note_resumed, _cap_begun)
+        self._cap_resumed: dict[str, float] = {}
         # node -> the onset of its cap wave whose node page was withdrawn as the site's
         # (_withdraw_for_site): its ranks stay the site's while that wave lasts (revA33 2)
         self._site_withdrawn: dict[str, float] = {}
@@ -382,7 +385,10 @@ class Correlator(PartWindows):
             self.prune(f.ts)
         gone: Finding | None = None
         if f.active:
-            self._device.setdefault(unit, {})[f.signal] = f
+            signals = self._device.setdefault(unit, {})
+            if f.signal == "throttle_seen" and f.signal not in signals:
+                self._note_resumed(unit, f)  # (a GPU's SW capping begun anew: _cap_begun)
+            signals[f.signal] = f
             if f.scope.node is not None:
                 self._units_of_node.setdefault(f.scope.node, set()).add(unit)
         else:
@@ -391,6 +397,8 @@ class Correlator(PartWindows):
                 gone = signals.pop(f.signal, None)
                 if gone is not None and f.signal in _THROTTLES:
                     self._throttled[unit] = (gone, f.ts)
+                    if f.signal == "power_cap":
+                        self._cap_resumed.pop(unit, None)
                 wave = self._cap_waves.get(f.scope.node or "")
                 if wave is not None and gone is not None and (f.signal == "power_cap" or (
                         f.signal in _CAP_SIGNALS and _reason_bits(gone) & 0x4)):
@@ -581,6 +589,8 @@ class Correlator(PartWindows):
             del self._clocks[unit]  # (the same)
         for unit in [u for u, seen in self._routine_cap.items() if seen[-1][1] < idle]:
             del self._routine_cap[unit]
+        for unit in [u for u in self._cap_resumed if "power_cap" not in self._device.get(u, {})]:
+            del self._cap_resumed[unit]
         for unit, (since, last) in list(self._cap_since.items()):
             if self._capping_now(unit):
                 self._cap_since[unit] = (since, now)
@@ -747,6 +757,7 @@ class Correlator(PartWindows):
         _before_fleet_cap,
         _benign_explanation,
         _cap_began_apart,
+        _cap_begun,
         _cap_deepened,
         _cap_depth_at,
         _cap_explains,
@@ -766,6 +777,7 @@ class Correlator(PartWindows):
         _node_cap,
         _note_cap,
         _note_capping,
+        _note_resumed,
         _note_wave,
         _on_power_cap,
         _own_limit,

@@ -29,7 +29,8 @@ def check_power_restored(corr: Any) -> str | None:
     sound): ``_cap_waves`` node -> [onset, depth, last capped] (a list: kept up to date in
     place), ``_fleet_held`` unit -> when, ``_site_withdrawn`` node -> wave onset,
     ``_deep_caps`` (onset, node) sorted by onset (it is bisected), ``_routine_cap`` GPU ->
-    its non-empty slots (first, last, drop), ``_cap_since`` GPU -> (since, last seen).
+    its non-empty slots (first, last, drop), ``_cap_since`` GPU -> (since, last seen),
+    ``_cap_resumed`` GPU -> when its capping began anew.
     Each was checked as a map (a list) alone: a wave ``[t, d]`` failed ``_fleet_cap``'s
     unpacking on every 0x4 finding, a string time every prune (revB31 4) -- refused now
     instead."""
@@ -55,6 +56,9 @@ def check_power_restored(corr: Any) -> str | None:
                 type(c) is tuple and len(c) == 3 and is_time(c[0]) and is_time(c[1])
                 and _is_drop(c[2]) for c in seen) for u, seen in routine.items())):
         return "_routine_cap"
+    resumed = getattr(corr, "_cap_resumed", None)
+    if not (is_map_of(resumed, str, (float, int)) and all(map(is_time, resumed.values()))):
+        return "_cap_resumed"
     since = getattr(corr, "_cap_since", None)
     if not (type(since) is dict and all(
             type(u) is str and type(c) is tuple and len(c) == 2 and is_time(c[0])
@@ -616,11 +620,12 @@ def _note_wave(self, f: Finding) -> bool:
     window = self.cfg.impact_onset_s
     caps = []
     for unit in self._units_of_node.get(node, ()):
-        signals = self._device.get(unit, {})
-        g = signals.get("power_cap") or signals.get("throttle_seen")
-        if g is not None and g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(
-                g.onset_ts - f.onset_ts) <= window:
-            caps.append((g.onset_ts, float(g.evidence.get("clock_drop") or 0.0)))
+        begun = self._cap_begun(unit)
+        if begun is None:
+            continue
+        g, onset = begun
+        if g.scope.level == "gpu" and _reason_bits(g) == 0x4 and abs(onset - f.onset_ts) <= window:
+            caps.append((onset, float(g.evidence.get("clock_drop") or 0.0)))
     busy = {g for g, _ in self._placement.on_node.get(node, {}).values()}
     wave = self._cap_waves.get(node)
     if len(caps) < max(2, (len(busy) + 1) // 2):
@@ -635,6 +640,46 @@ def _note_wave(self, f: Finding) -> bool:
     if abs(onset - wave[0]) <= window:
         wave[1], wave[2] = depth, max(wave[2], f.ts)
     return False
+
+
+def _note_resumed(self, unit: str, f: Finding) -> None:
+    """A ``throttle_seen`` told on GPU ``unit`` with none standing before it (``f``): when it
+    is a SW cap (0x4 alone) begun ``impact_onset_s`` or more after the GPU's last
+    ``throttle_seen`` at 0x4 was let go (``_throttled``), while the ``power_cap`` verdict of
+    the capping before still stands (it clears only after ``throttle_clear_samples`` samples
+    without: 150 s at 30 s polls), the GPU's capping began anew then (``_cap_resumed``,
+    :meth:`_cap_begun`).  Only a fresh telling: a ``throttle_seen`` told again over a standing
+    one (its told reasons changed -- a cap deepening past ``cap_clock_drop`` and back) carries
+    a new onset but is the same capping going on."""
+    cap = self._device.get(unit, {}).get("power_cap")
+    gone = self._throttled.get(unit)
+    if (cap is not None and gone is not None and f.scope.level == "gpu"
+            and _reason_bits(f) == 0x4 and gone[0].signal == "throttle_seen"
+            and _reason_bits(gone[0]) == 0x4
+            and cap.onset_ts < gone[1] <= f.onset_ts - self.cfg.impact_onset_s):
+        self._cap_resumed[unit] = f.onset_ts
+
+
+def _cap_begun(self, unit: str) -> tuple[Finding, float] | None:
+    """The cap finding on GPU ``unit`` its node's wave reads (:meth:`_note_wave`) and when its
+    capping began: its sustained ``power_cap`` verdict's onset -- or, when the capping began
+    anew after a minute or more let go with that verdict still standing (``_cap_resumed``),
+    then -- else its ``throttle_seen``'s.  revA38 F1: a site's waves 30-200 s apart at 30 s
+    polls -- nodes 3 and 6 capped 825-963 s and again from 1,090 s kept their first wave's
+    onset (840 s), so node-002's wave of 1,110 s had no partners and it was escalated.  Not
+    every newer ``throttle_seen``: one re-told as its reasons change is the same cap going on
+    (blind21 tune facility-s1 dc04's demand-response cap, 0x4 at 1,770-1,815 MHz crossing
+    ``cap_clock_drop`` back and forth after a save's two idle samples, its throttle_seen re-told
+    60 s after the let-go: cap39's every-newer-throttle_seen reading, and a first try of this
+    one on the told onset, replaced its wave and isolated the node power)."""
+    signals = self._device.get(unit, {})
+    cap, seen = signals.get("power_cap"), signals.get("throttle_seen")
+    if cap is None:
+        return None if seen is None else (seen, seen.onset_ts)
+    resumed = self._cap_resumed.get(unit)
+    if resumed is not None and resumed > cap.onset_ts and seen is not None:
+        return seen, resumed
+    return cap, cap.onset_ts
 
 
 def _site_joined(self, node: str, now: float, out: list[Alert]) -> None:
