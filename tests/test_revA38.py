@@ -9,7 +9,8 @@ xfails whose reasons give the numbers (n of m probe runs), whether the same happ
 /tmp/revA38/probe_*.py.  Ranked by harm:
 
 F1 (healthy paged): a site's SW power cap (0x4, clock -6 %, ranks 6 % slower) on 3-5 of 8 nodes
-at once, in waves: nodes escalated slow_node/unknown, GPUs isolated power.
+at once, in waves: nodes escalated slow_node/unknown, GPUs isolated power (fixed by cap39 and
+cap43).
 F2 (healthy paged): a DP-4 job whose GPUs' compute wanders as an AR(1) (lag-1 0.9-0.95, 1.5 %):
 a GPU escalated slow_node/unknown.
 F3 (real fault missed; fixed by host39): a node's data loader stalling every 2-4 min with one
@@ -136,24 +137,19 @@ def pages(events) -> list[tuple[str, str, str]]:
 # -- F1: a site's power cap in waves ----------------------------------------------------------
 
 
-_F1_OPEN = pytest.mark.xfail(strict=True, reason=(
-    "revA38 F1 (healthy paged, pre-existing): a site's SW power cap (0x4 alone, clock -6 %) on "
-    "2-5 of 8 nodes in waves of 2-5 min, 30-200 s apart, at 30 s polls: a node capped anew "
-    "after minutes free keeps its first wave (_note_wave reads the GPU's sustained power_cap "
-    "verdict, which outlives the pause; the new beginning is told on throttle_seen only), so "
-    "its new wave has no partners and the node is escalated unknown or isolated power (seed 1: "
-    "node-002 +1208 s; seeds 3, 5, 6 alike: 8 of 16 runs at 30 s, 4 and 8 GPUs a node).  cap39 "
-    "read the newer throttle_seen and fixed these, but a demand-response cap whose "
-    "throttle_seen flickers for minutes while the cap goes on (blind21 tune facility-s1 dc04) "
-    "then replaced its wave and the node was isolated power: reverted.  Fix idea: the thermal "
-    "monitor tells when a GPU's 0x4 let go (not when its clock_drop run ended), and the wave "
-    "reads that."))
-
-
+# (Was a strict xfail, revA38 F1 (healthy paged, pre-existing): a site's SW power cap (0x4 alone,
+# clock -6 %) on 2-5 of 8 nodes in waves of 2-5 min, 30-200 s apart, at 30 s polls: a node
+# capped anew after minutes free kept its first wave (_note_wave read the GPU's sustained
+# power_cap verdict, which outlives the pause; the new beginning is told on throttle_seen
+# only), so its new wave had no partners and the node was escalated unknown or isolated power
+# (seed 1: node-002 +1208 s; 8 of 16 runs at 30 s, 4 and 8 GPUs a node).  cap43: a
+# throttle_seen begun impact_onset_s or more after one was let go on the GPU starts its wave
+# anew (correlate.power._cap_begun); one re-told after a save's idle samples does not --
+# blind21 tune facility-s1 dc04, which cap39's every-newer-throttle_seen reading broke.)
 # (revA38 F1's one-wave shape fixed by cap39 in round 39 -- xfailed before: a run told again
 # grown, node_alarmed not node_wide, is still the node's for the site's cap; a cap begun after
 # its node's last wave is held for its siblings' samples as one with no wave.)
-@pytest.mark.parametrize("shape", [pytest.param("waves-30s", marks=_F1_OPEN), "one-wave"])
+@pytest.mark.parametrize("shape", ["waves-30s", "one-wave"])
 def test_a_site_power_cap_over_several_nodes_pages_nobody(shape: str) -> None:
     if shape == "waves-30s":
         log = capped_log(seed=1, nodes=8, gpn=4, poll_s=30, steps=1800, capped=False,
