@@ -883,9 +883,18 @@ class CorrelatorPartition:
                 arrivals.extend([arrived] * (len(alerts) - len(arrivals)))
 
     def run_out(self, alerts: list[Alert]) -> None:
-        """End of input: time runs on until no timer is left; each fires at its due time."""
+        """End of input: time runs on through the timers waiting when the input ended, each
+        fired at its due time, and through what they arm up to the last of them -- no
+        further.  A look again later (power management still explaining a slow rank, a wait
+        for a poll) finds nothing new once the input has ended: run on until no timer was
+        left, a slow rank excused by a cap still on at the end was looked at every 15 s for
+        a day of event time, until the cap's memory was pruned (unit_fault_idle_s), and
+        escalated then -- a page stamped a day past the last record (blind33's cut F5
+        log; key43).  Timers past the horizon stay (state, as any timer not yet due); a
+        resolved problem's ``forget`` (an hour on) decides nothing and sets no horizon."""
         for corr in self._correlators():
-            while (due := corr.due()) < math.inf:
+            horizon = max((t[0] for t in corr._timers if t[2] != "forget"), default=-math.inf)
+            while (due := corr.due()) <= horizon:
                 self.released = max(self.released, due)
                 self._guarded(corr.advance, self.released, alerts)
                 if corr.due() <= self.released:
