@@ -100,7 +100,7 @@ class NodeTemps:
                  "times", "pending", "gpus", "cap_drop", "sw_cap", "loaded", "busy_told",
                  "cap_depth", "cap_busy", "hot", "power", "fits", "raw", "brake_seen_ts",
                  "brake_repeat", "cap_clocks", "brake_poll", "calm", "back", "noise", "steady_wait",
-                 "own_brakes")
+                 "own_brakes", "app_held")
 
     def __init__(self) -> None:
         self.gpus: set[int] = set()  # every GPU heard from (temperature or not: DESIGN makes
@@ -134,6 +134,8 @@ class NodeTemps:
         self.own_brakes: dict[int, list[float]] = {}  # GPU -> the polls (their first sample's
         #   ts) it braked alone on, its mates' samples in and none braking, newest last:
         #   within brake_repeat_s, throttle_samples at most (GpuThermal._brakes_alone)
+        self.app_held: set[int] = set()  # busy GPUs whose latest sample showed application
+        #   clocks (0x2, throttle.APP_CLOCKS) and no slowdown reason
         self.heating: dict[int, float] = {}  # GPU -> onset of its run of samples with a
         #                                      never-routine thermal reason
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
@@ -192,6 +194,7 @@ class NodeTemps:
         self.capping.pop(gpu, None)
         self.braking.discard(gpu)
         self.own_brakes.pop(gpu, None)
+        self.app_held.discard(gpu)
         self.heating.pop(gpu, None)
         self.heat_gpus.discard(gpu)
         self.hot.discard(gpu)
@@ -600,6 +603,7 @@ FIELDS = {
     "steady_wait": _per_gpu(list_of(is_finite, is_finite, one_of(-1.0, 0.0, 1.0), is_reasons, _drop,
                                      is_temp)),
     "calm": _per_gpu(list_of(_watts, is_finite, is_finite, is_temp, is_finite, is_temp, _watts)),
+    "app_held": _gpus,
     "own_brakes": _per_gpu(lambda x: type(x) is list and len(x) <= OWN_BRAKES_MAX and all(
         map(is_finite, x)) and x == sorted(x)),
 }

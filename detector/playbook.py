@@ -42,8 +42,13 @@ def _uncordon(scope: Scope) -> str:
 
 
 def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
-               recovery_action: str | None = None) -> Action:
-    """The recommendation for a problem of this kind and cause on this unit."""
+               recovery_action: str | None = None, clocks_held: bool = False) -> Action:
+    """The recommendation for a problem of this kind and cause on this unit (``clocks_held``:
+    a slow GPU's application clocks hold it, correlate.thermal's _impact).
+
+    >>> action_for("slow_node", "power", Scope.of_gpu("n1", 3), clocks_held=True).name
+    'reset_clocks'
+    """
     where = _where(scope)
     if recovery_action in ("node_reboot", "drain_and_reset"):
         return Action("drain_node", f"NVML asks for {recovery_action} on {where}: drain "
@@ -146,6 +151,18 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
                           f"{scope.node} and run `dcgmi diag -r 3`",
                           "re-apply the previous clock settings (`nvidia-smi -lgc` / `-ac`) "
                           "if they were wanted; nothing else was changed")
+        if clocks_held and scope.level in ("node", "gpu"):
+            # (0x2 on one GPU, its mates free: a power profile's or a tool's application
+            # clocks left on it -- resetting them mends it under the running job; blind33 F3)
+            gpu = "" if scope.gpu is None else f" -i {scope.gpu}"
+            return Action("reset_clocks", f"{where} runs slow at the clock its application "
+                          "clocks hold (clock-event reason 0x2, its node's other GPUs free of "
+                          "them): reset them (`nvidia-smi -rac"
+                          f"{gpu}` on {scope.node}; the job's power profile re-applied if it "
+                          "set them) and see its ranks back at their peers' pace; if still "
+                          f"slow, move the job off {scope.node} and run `dcgmi diag -r 3`",
+                          "re-apply the application clocks (`nvidia-smi -ac`) if they were "
+                          "wanted; nothing else was changed")
         if scope.level == "replica":
             return Action("isolate_replica", f"{where} is slow: restart the job without this "
                           "replica (or redistribute its micro-batches)",

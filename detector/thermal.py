@@ -147,6 +147,8 @@ from detector.statecodec import (
 )
 from detector.thresholds import Thresholds
 from detector.throttle import (
+    APP_CLOCKS,
+    APP_HELD_SHARE,
     CLOCK_RETELL,
     DEEP_CAP,
     GPU_IDLE,
@@ -404,9 +406,11 @@ class GpuThermal:
         if bits != SW_POWER_CAP and self._node.cap_clocks:
             self._node.cap_clocks.pop(self.scope.gpu, None)  # type: ignore[arg-type]
         if not bits:
-            if clock is not None and not self._active and not (s.throttle or 0) & GPU_IDLE:
+            if clock is not None and not self._active and not (s.throttle or 0) & (
+                    GPU_IDLE | APP_CLOCKS):
                 # (An idle GPU's parked clock is no baseline: five idle minutes at 345 MHz made
-                # 1530 MHz under thermal slowdown no drop at all -- blind2 F4b.)
+                # 1530 MHz under thermal slowdown no drop at all -- blind2 F4b.  Nor is a clock
+                # its application clocks hold: blind33 F3, 1845 MHz learned as free.)
                 if clock > base * (1.0 + cfg.clock_drop):
                     # A free clock this far above the baseline says the baseline is no free
                     # clock: learned from a parked clock whose sample lacked the idle bit (its
@@ -467,9 +471,18 @@ class GpuThermal:
         else:
             if node.sw_cap:
                 node.sw_cap.pop(gpu, None)
-            self._quiet_bits = idle
+            self._quiet_bits = (s.throttle or 0) & (GPU_IDLE | APP_CLOCKS)
+        # (Under a SW power cap too: a job's cap shows on its GPUs alike, one GPU's
+        # application clocks on it alone -- blind33 F3's first sample after its slowdown, 0x6.)
+        app = not bits & ~SW_POWER_CAP and not idle and bool((s.throttle or 0) & APP_CLOCKS)
+        if app != (gpu in node.app_held):
+            if app:
+                node.app_held.add(gpu)
+            else:
+                node.app_held.discard(gpu)
         seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
-                bool(bits) and drop >= cfg.clock_drop)
+                bool(bits) and drop >= cfg.clock_drop or app and self._app_held(drop, base, cfg))
+        shown = bits | APP_CLOCKS if app and seen else bits  # (the reasons told holding it)
         # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
         # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
         if (bad or (base <= 0.0 and bits & ~SW_POWER_CAP)) and bits & (
@@ -513,8 +526,8 @@ class GpuThermal:
                 node.brake_repeat = False  # (the poll after a braked one: its brake let go)
                 if not node.node_fault_open():
                     self._node_cleared(s, "power", out)
-        told = (bits | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
-                else bits) if seen else 0
+        told = (shown | DEEP_CAP if bits == SW_POWER_CAP and drop >= cfg.cap_clock_drop
+                else shown) if seen else 0
         wait = node.steady_wait.pop(gpu, None) if node.steady_wait else None  # (its own
         #   sample: a wait for its poll's mates is over, judged or not -- _settle_steady)
         low = self._below_mates(s, bits) if seen and bits == SW_POWER_CAP and (
@@ -533,9 +546,10 @@ class GpuThermal:
             # past cap_clock_drop: many nodes' caps deepening at once is facility power
             # management (the correlator's _facility_cap), told even on GPUs capped routinely.
             self._seen = told
-            cause = self._cause(bits, s.gpu_temp_c, cfg) if seen else "thermal"
+            cause = ("power" if shown & APP_CLOCKS else self._cause(bits, s.gpu_temp_c, cfg)
+                     ) if seen else "thermal"
             named = self._own_cause(cause, bits, s.power_w)
-            told_ev = {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
+            told_ev = {"throttle_reasons": hex(shown), "clock_drop": round(drop, 3),
                        "gpu_temp_c": s.gpu_temp_c, **low} if seen else {}
             self._low_told = power_deficit(low) >= LOW_LIMIT_SHARE
             self._warm_told = False
@@ -738,6 +752,20 @@ class GpuThermal:
                 self._braked and s.ts - node.own_brakes.get(  # type: ignore[call-overload]
                     gpu, [-math.inf])[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
+
+    def _app_held(self, drop: float, base: float, cfg: Thresholds) -> bool:
+        """Whether a busy GPU's application clocks (0x2, no slowdown reason: NVML sets it when
+        they limit the clock) hold it while most of its node's other busy GPUs run free of
+        them -- and, with a free baseline of its own, APP_HELD_SHARE of ``clock_drop`` or more
+        below it: its clock a setting left on it alone, evidence that explains its slow rank
+        (blind33 F3: the max-Q profile's application clocks left on one GPU after its job
+        switched back to max-P, 1845 MHz beside mates at 1950, its TP group x1.08 --
+        escalated slow_node/unknown 8 of 8).  A job's or a node's GPUs held alike are a
+        clock policy (routine: no mate runs free)."""
+        node = self._node
+        busy = len(node.gpus) - len(node.idle)
+        return (base <= 0.0 or drop >= APP_HELD_SHARE * cfg.clock_drop) and (
+            2 * len(node.app_held) <= busy)
 
     def _brakes_alone(self, s: ThermalSample, cfg: Thresholds) -> bool:
         """Whether this GPU's own power brake recurs (throttle.brake_recurs): the polls it
@@ -1346,7 +1374,7 @@ def _clock_baseline(x: object) -> bool:
 # reasons told a subset of the slowdown bits.  A forged ``_last_ts`` of +inf took every later
 # sample as late (the GPU blind), a ``_bad`` of -10^9 held its throttle a billion samples, an
 # infinite clock baseline read every clock as a 100 % drop, a zero half-life divided by zero.
-_SEEN_BITS = SLOWDOWN_BITS | DEEP_CAP
+_SEEN_BITS = SLOWDOWN_BITS | DEEP_CAP | APP_CLOCKS
 _BRAKE_DROP, _BRAKE_W = within(0.0, 1.0), within(0.0, MAX_POWER_W)  # (a brake's drop: its
 #   clock hw_clock_drop or more down, or 0.0 with no baseline to measure it against)
 FIELDS = {
@@ -1360,7 +1388,8 @@ FIELDS = {
     "_seen": lambda x: is_count(x) and not x & ~_SEEN_BITS,
     "_prev_gap": lambda x: type(x) in (float, int) and x >= 0,  # (NaN fails)
     "_excess": is_excess, "_warm": one_of(0, 1), "_heat": is_signed_count,
-    "_quiet_bits": one_of(-1, 0, GPU_IDLE), "_shared": is_bool, "_beside": is_bool,
+    "_quiet_bits": one_of(-1, 0, GPU_IDLE, APP_CLOCKS, GPU_IDLE | APP_CLOCKS),
+    "_shared": is_bool, "_beside": is_bool,
     "_clock_told": is_mhz, "_cap_clock": is_mhz,
     "_recur": lambda x: type(x) is list and all(map(is_finite, x)) and x == sorted(x),
     "_recur_wait": lambda x: type(x) is list and (not x or len(x) == 3 and is_finite(

@@ -11,12 +11,20 @@ from detector.events import ThermalSample
 from detector.findings import Finding
 
 GPU_IDLE = 0x1  # DCGM's "nothing is running": the clock is parked, not held down
+# NVML's applications clocks setting: the clock held at the application clocks a tool or a
+# power profile set (not among DESIGN's reasons: a contract remark).  Not a slowdown reason
+# (the clock is where it was told to be), but no free clock either.
+APP_CLOCKS = 0x2
 SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x20, 0x40, 0x80
 NO_REFERENCE = float("-inf")  # a GPU's temperature above a node median not known
 PAUSE_S = 300.0  # a gap this long is a pause in the telemetry, never a sampling interval
 DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or deeper)
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
-QUIET_BITS = SLOWDOWN_BITS | GPU_IDLE  # (GpuThermal.quiet: idle changing is the general path's)
+QUIET_BITS = SLOWDOWN_BITS | GPU_IDLE | APP_CLOCKS  # (GpuThermal.quiet: idle or application
+#   clocks changing is the general path's)
+# A GPU's clock held by its application clocks this share of clock_drop or more below its own
+# free baseline, its node's other busy GPUs not held so, explains a slow rank (throttle_seen).
+APP_HELD_SHARE = 0.5
 
 
 def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:

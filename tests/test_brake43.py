@@ -11,12 +11,13 @@ for the bursts between polls).  The node's brake (two GPUs or more a poll) stays
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from detector.alerts import ISOLATION
 from detector.engine import Engine
 from detector.events import ThermalSample
-from detector.testing import T0, feed
+from detector.testing import T0, feed, step
 from tests.test_therm35 import firing
 
 CLOCK = 1980.0
@@ -83,3 +84,59 @@ def test_not_its_own_brake_recurring(braking: dict[int, set[int]]) -> None:
 
 def test_a_single_burst_at_30s_pages_nothing() -> None:
     assert feed(Engine(), brake_polls(_gpu3(6), interval=30.0, polls=20), finish=False) == []
+
+
+# -- blind33 F3: a GPU's application clocks left low (0x2), its mates free ---------------------
+
+HELD = 1822.0  # the max-Q profile's application clocks: -8 %
+
+
+def app_clock_log(held: set[tuple[str, int]], *, slow: set[int], from_poll: int = 12,
+                  polls: int = 40, interval: float = 10.0, seed: int = 4303) -> list:
+    """A 16-rank data-parallel job, ranks 0-7 on node-000's GPUs 0-7 and 8-15 on node-001's,
+    1 s steps; thermal rows every ``interval`` s.  From poll ``from_poll`` the GPUs of ``held``
+    show 0x2 at HELD MHz (their application clocks), and the ranks of ``slow`` compute x1.08."""
+    rng = np.random.default_rng(seed)
+    out: list = []
+    start = T0 + from_poll * interval
+    for s in range(int(polls * interval)):
+        end = T0 + 1.0 + s
+        compute = 700.0 * rng.lognormal(0.0, 0.012, 16)
+        if end >= start:
+            for r in slow:
+                compute[r] *= CLOCK / HELD
+        for r in range(16):
+            out.append(step(end + 0.001 * r, r, s, step_ms=round(float(compute.max()) + 250.0, 2),
+                            compute_ms=round(float(compute[r]), 2)))
+    for k in range(polls):
+        for n, node in enumerate(("node-000", "node-001")):
+            for g in range(8):
+                on = k >= from_poll and (node, g) in held
+                out.append(ThermalSample(
+                    T0 + k * interval + 0.3 * g + 0.05 * n, node, g, 60.0 + 0.2 * g, 68.0,
+                    560.0 if on else 640.0, HELD if on else CLOCK, 0x2 if on else 0))
+    out.sort(key=lambda e: e.ts)
+    return out
+
+
+@pytest.mark.parametrize("interval", [10.0, 30.0])
+def test_one_gpus_application_clocks_under_its_slow_rank_are_power_reset_its_clocks(
+        interval: float) -> None:
+    # main c89585f: escalated slow_node/unknown ("no thermal or power throttling on the GPU")
+    alerts = feed(Engine(), app_clock_log({("node-000", 3)}, slow={3}, interval=interval,
+                                          polls=int(400 / interval)), finish=False)
+    assert firing(alerts) == [(ISOLATION, "slow_node", "power", "gpu:node-000/3")]
+    page = alerts[0]
+    assert page.action.name == "reset_clocks" and "nvidia-smi -rac -i 3" in page.action.detail
+    assert "application clocks" in page.evidence["recommended_because"]
+
+
+def test_application_clocks_on_every_gpu_alike_are_a_policy() -> None:
+    everyone = {(n, g) for n in ("node-000", "node-001") for g in range(8)}
+    assert firing(feed(Engine(), app_clock_log(everyone, slow=set(range(16))),
+                       finish=False)) == []
+
+
+def test_one_gpus_application_clocks_with_its_rank_at_its_peers_pace_page_nothing() -> None:
+    assert firing(feed(Engine(), app_clock_log({("node-000", 3)}, slow=set()),
+                       finish=False)) == []

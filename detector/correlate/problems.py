@@ -383,7 +383,8 @@ def _raise_domain(self, widened: tuple[Scope, dict[str, Any]], topic: str, kind:
 
 def _action_of(self, p: Problem) -> str:
     return action_for(p.kind, p.cause, p.scope, xid=p.xid,
-                      recovery_action=p.recovery_action).name
+                      recovery_action=p.recovery_action,
+                      clocks_held="clocks_held" in p.extra).name
 
 
 def _own(self, f: Finding, p: Problem) -> None:
@@ -637,7 +638,8 @@ def _alert(self, p: Problem, detected_ts: float) -> Alert:
         action = Action("investigate", f"needs a human: {diag}", "nothing was changed")
     else:
         action = action_for(p.kind, p.cause, p.scope, xid=p.xid,
-                            recovery_action=p.recovery_action)
+                            recovery_action=p.recovery_action,
+                            clocks_held="clocks_held" in p.extra)
     # The detectors' own score, kept beside the calibrated one so a new calibration can
     # be fitted from alerts (bench/calibrate.py).
     evidence["raw_confidence"] = round(p.confidence, 3)

@@ -12,6 +12,7 @@ from detector.alerts import ESCALATION, ISOLATION, Alert, Scope
 from detector.correlate.common import _THROTTLES, Problem, _found_alike, _reason_bits
 from detector.findings import Finding
 from detector.statecodec import is_time
+from detector.throttle import APP_CLOCKS
 
 
 def _node_wide_reason(seen: Finding) -> bool:
@@ -373,6 +374,13 @@ def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) ->
     if seen.signal == "hot":
         because = (f"impact: {how} while its GPU runs {seen.evidence.get('gpu_temp_c')} C, "
                    f"{_above(seen)} C above its node's median (no clock-event reason)")
+    elif seen.scope.level != "node" and _reason_bits(seen) & APP_CLOCKS:
+        # (detector.thermal's _app_held: 0x2, its application clocks holding it, its node's
+        # other GPUs free of them -- a clock setting left on it; reset_clocks mends it)
+        because = (f"impact: {how} while its GPU's application clocks hold its clock "
+                   f"({reasons}: applications clocks setting) and its node's other GPUs run "
+                   "free of them: a clock setting left on this GPU -- a power profile's "
+                   "application clocks not restored")
     elif seen.scope.level != "node":
         because = (f"impact: {how} while its GPU reports never-routine throttle reason "
                    f"{reasons}")
@@ -384,6 +392,8 @@ def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) ->
         because = (f"impact: {how} while every GPU of {slow.scope.node} reports "
                    f"never-routine power reason {reasons}")
     extra = {"recommended_because": because, **self._cooling(seen)}
+    if seen.signal == "throttle_seen" and _reason_bits(seen) & APP_CLOCKS:
+        extra["clocks_held"] = "application"  # (its action: reset_clocks, playbook)
     p = self._raise(ISOLATION, "slow_node", seen.cause, seen.scope, seen, out,
                     detected_ts=max(now, seen.ts), extra=extra)
     if burst:
@@ -470,7 +480,7 @@ def _burst_impact(self, burst: Finding, now: float, out: list[Alert]) -> bool:
     during ``burst``, explains it; routine SW power capping (0x4 alone) never does."""
     seen = self._node_throttle(burst) or self._device.get(burst.scope.key, {}).get(
         "throttle_seen")
-    if seen is None or not _reason_bits(seen) & ~0x4:
+    if seen is None or not _reason_bits(seen) & ~(0x4 | APP_CLOCKS):  # (a setting: steady)
         return False
     # During the burst: a sample at most two steps before its first slow step ended (a
     # step partly braked may not count), or before the burst's second sample is due (one
