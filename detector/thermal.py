@@ -148,7 +148,6 @@ from detector.statecodec import (
 from detector.thresholds import Thresholds
 from detector.throttle import (
     APP_CLOCKS,
-    APP_HELD_SHARE,
     CLOCK_RETELL,
     DEEP_CAP,
     GPU_IDLE,
@@ -481,7 +480,7 @@ class GpuThermal:
             else:
                 node.app_held.discard(gpu)
         seen = ((drop >= cfg.hw_clock_drop or base <= 0.0) if bits & ~SW_POWER_CAP else
-                bool(bits) and drop >= cfg.clock_drop or app and self._app_held(drop, base, cfg))
+                bool(bits) and drop >= cfg.clock_drop or app and self._app_held())
         shown = bits | APP_CLOCKS if app and seen else bits  # (the reasons told holding it)
         # (A never-routine reason on a GPU with no clock baseline yet -- loaded straight from
         # idle into thermal slowdown -- is evidence by itself, as the brake's is below.)
@@ -753,19 +752,18 @@ class GpuThermal:
                     gpu, [-math.inf])[-1] <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
 
-    def _app_held(self, drop: float, base: float, cfg: Thresholds) -> bool:
-        """Whether a busy GPU's application clocks (0x2, no slowdown reason: NVML sets it when
-        they limit the clock) hold it while most of its node's other busy GPUs run free of
-        them -- and, with a free baseline of its own, APP_HELD_SHARE of ``clock_drop`` or more
-        below it: its clock a setting left on it alone, evidence that explains its slow rank
-        (blind33 F3: the max-Q profile's application clocks left on one GPU after its job
-        switched back to max-P, 1845 MHz beside mates at 1950, its TP group x1.08 --
-        escalated slow_node/unknown 8 of 8).  A job's or a node's GPUs held alike are a
-        clock policy (routine: no mate runs free)."""
+    def _app_held(self) -> bool:
+        """Whether a busy GPU's application clocks (0x2, no slowdown reason but the SW cap:
+        NVML sets it when they limit the clock) hold it while most of its node's other busy
+        GPUs run free of them: its clock a setting left on it alone, evidence that explains
+        its slow rank (blind33 F3: the max-Q profile's application clocks left on one GPU
+        after its job switched back to max-P, 1845 MHz beside mates at 1950, its TP group
+        x1.08 -- escalated slow_node/unknown 8 of 8).  Not measured against its own
+        baseline: held s6's GPU had learned 1,880 MHz (2 % over the held clock) under the
+        job's cap.  A job's or a node's GPUs held alike are a clock policy (routine: no
+        mate runs free)."""
         node = self._node
-        busy = len(node.gpus) - len(node.idle)
-        return (base <= 0.0 or drop >= APP_HELD_SHARE * cfg.clock_drop) and (
-            2 * len(node.app_held) <= busy)
+        return 2 * len(node.app_held) <= len(node.gpus) - len(node.idle)
 
     def _brakes_alone(self, s: ThermalSample, cfg: Thresholds) -> bool:
         """Whether this GPU's own power brake recurs (throttle.brake_recurs): the polls it

@@ -22,9 +22,7 @@ DEEP_CAP = 1 << 32  # (GpuThermal._seen only: a SW cap told at cap_clock_drop or
 SLOWDOWN_BITS = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 QUIET_BITS = SLOWDOWN_BITS | GPU_IDLE | APP_CLOCKS  # (GpuThermal.quiet: idle or application
 #   clocks changing is the general path's)
-# A GPU's clock held by its application clocks this share of clock_drop or more below its own
-# free baseline, its node's other busy GPUs not held so, explains a slow rank (throttle_seen).
-APP_HELD_SHARE = 0.5
+
 
 
 def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:

@@ -228,7 +228,7 @@ def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
     if seen is None:
         hot = self._device.get(slow.scope.key, {}).get("hot")
         if hot is None or hot.verdict or not _harmless_heat(hot):
-            return self._mate_heat_held(slow, now)
+            return self._mate_heat_held(slow, now) or _mate_app_clocks(self, slow, now, out)
         self._impact(slow, hot, now, out)  # its heat hurts the job now: issue 10's impact
         return True
     if seen.evidence.get("throttle_reasons") == hex(0x4):
@@ -327,6 +327,29 @@ def _mate_heat_held(self, slow: Finding, now: float) -> bool:
     return True
 
 
+def _mate_app_clocks(self, slow: Finding, now: float, out: list[Alert]) -> bool:
+    """A slow rank with no throttle or heat of its own, slow alike with its node's others
+    (common._found_alike: TP inside the node, every rank at its slowest GPU's pace), while a
+    GPU of its node shows its application clocks holding it (detector.thermal's _app_held:
+    0x2, its mates free of them): that GPU's page, this rank its consequence (True).  Its own
+    rank need not be the first decided -- blind33 held profiles-s4/s6: a mate's rank came
+    first, found no cause on its own GPU and escalated the node slow_node/unknown 10 s after
+    GPU 4's 0x2 was told."""
+    node = slow.scope.node
+    if node is None or not _found_alike(slow):
+        return False
+    for unit in sorted(self._units_of_node.get(node, ())):
+        seen = self._device.get(unit, {}).get("throttle_seen")
+        if (unit != slow.scope.key and seen is not None and seen.active
+                and seen.scope.level == "gpu" and _reason_bits(seen) & APP_CLOCKS):
+            p = self._impact(slow, seen, now, out)
+            p.add(slow, self.cfg.evidence_items)
+            self._own(slow, p)
+            self._slow_wait.pop(slow.scope.key, None)
+            return True
+    return False
+
+
 def _heat_joined(self, f: Finding, out: list[Alert]) -> bool:
     """A node's heat told (``throttle_seen`` at node scope, thermal): the slow ranks held
     on its GPUs it names (:meth:`_heat_held`) are decided now -- its page, not their
@@ -362,7 +385,7 @@ def _poll_in(self, f: Finding, out: list[Alert]) -> None:
             self._throttle_impact(slow, f.ts, out)
 
 
-def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) -> None:
+def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) -> Problem:
     """Recommend isolating the unit of a never-routine throttle seen (``seen``: on the
     slow rank's GPU, or on every GPU of its node) that explains ``slow``: a slow rank, or
     a burst of slow steps (:meth:`_burst_impact`)."""
@@ -407,6 +430,7 @@ def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) ->
         self._take_gpu_brakes(seen, max(now, seen.ts), out)
     else:
         self._explain_waiting(seen.scope, p, out)
+    return p
 
 
 def _take_gpu_brakes(self, seen: Finding, now: float, out: list[Alert]) -> None:
