@@ -90,7 +90,7 @@ def test_a_limited_ramp_on_one_gpu_of_a_two_tray_group_is_its_tray_for_power() -
 def test_the_one_gpu_of_a_slow_two_tray_group_showing_a_cap_below_its_mates_is_its_tray(
         ) -> None:
     # A ramp limited a little: 0x4, clock -3 %, ~3.5 % under its mates' draw -- short of the
-    # 5 % a GPU's own low limit is told by (_limit_left_low), and a cap that deep explains a
+    # 5 % a GPU's own low limit is told by (power._own_limit), and a cap that deep explains a
     # 6 % slowdown only by its power, not its sampled clock (_power_impact).  The group's 7
     # other GPUs show nothing: by elimination the one that does is why (_lone_reason).
     for seed in range(4):

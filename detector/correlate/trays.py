@@ -167,9 +167,9 @@ def _throttle_look(self, f: Finding, group: list[Finding], due: float) -> float 
     A GPU that slows its group shows its reason before any rule can name it a cause: a power
     ramp limited reads 0x4 at ~1,000 W under a 1,200 W limit, its draw against its tray
     mates' noisy from one 10 s row to the next (blind33 F1, smooth-s2: 0 %, 5.0 %, then 8.8 %
-    below them -- :meth:`_limit_left_low`'s 5 % on the third row).  Its rank is looked at
-    again on each sample (it is held with the group); all GPUs of the group throttling alike
-    (a demand response, a site's cap) localize nothing and hold nothing."""
+    below them -- power._own_limit's 5 % on the third row).  Its rank is looked at again on
+    each sample (it is held with the group); all GPUs of the group throttling alike (a demand
+    response, a site's cap) localize nothing and hold nothing."""
     nodes = sorted({g.scope.node for g in group if g.scope.node is not None}
                    | {f.scope.node} - {None})  # type: ignore[operator]
     throttling, free = [], 0
@@ -206,7 +206,7 @@ def _lone_reason(self, f: Finding, partners: list[Finding]) -> Finding | None:
     located by elimination -- as a replica's one GPU under its peers' clock is
     (slow._lone_clock).  blind33 F1: a power ramp limited, 0x4 at 2.9-5.4 % of clock and
     0-9 % under its tray mates' draw from one 10 s row to the next, short of
-    _limit_left_low's 5 % on the rows the group's decision had (our seeds 430201..430206:
+    power._own_limit's 5 % on the rows the group's decision had (our seeds 430201..430206:
     smooth-s430203's limited GPU at 3.7 % when its group was escalated at the replica)."""
     nodes = sorted({g.scope.node for g in partners if g.scope.node is not None}
                    | {f.scope.node} - {None})  # type: ignore[operator]
