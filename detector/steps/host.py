@@ -134,8 +134,10 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     pp = buf.pp
     if pp.count(pp[0]) != len(pp):  # (a C loop over the tuple: no numpy call)
         # (the medians alone: group_median_scale's MADs were half of this method's cost)
-        med, size, _ = group_median(host, groups >> 24)
-        e = np.where(size >= cfg.min_peers, (host - med) / scale, 0.0)
+        med, size, k = group_median(host, groups >> 24)
+        e = (host - med) / scale
+        if not k >= cfg.min_peers:  # (stages of one size with their peers: every rank's)
+            e = np.where(size >= cfg.min_peers, e, 0.0)
         job_med = median(host)
     else:  # (one stage: the usual job without pipeline parallelism)
         med = job_med = median(host)

@@ -54,9 +54,12 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
     n = self._past_n[r]
     new = n == 0
     base = self._past_base[r]
-    known = ~new
-    m = median(x[known] - base[known]) if np.count_nonzero(known) else 0.0
-    if np.count_nonzero(new):
+    n_new = np.count_nonzero(new)
+    if not n_new:  # (every rank has its level: the usual step, no masks)
+        m = median(x - base, scratch=True)
+    else:
+        known = ~new
+        m = median(x[known] - base[known]) if n_new < len(new) else 0.0
         base = np.where(new, x - m, base)
     self._past_n[r] = n + 1
     change = x - base - m
@@ -94,11 +97,13 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
     short += _PAST_ALPHA * (np.minimum(change, _PAST_CLIP * need) - short)
     self._past_short[r] = short
     hot = short >= 0.5 * need
-    told = reported | self._past_rep[r]
-    wander = ((n < _PAST_FIRST) | ~hot) & ~told
+    rep = self._past_rep[r]  # (read once: nothing below sets it before the findings)
+    untold = ~(reported | rep)
+    cool = ~hot
+    wander = ((n < _PAST_FIRST) | cool) & untold
     self._past_var[r] = np.where(wander, var + np.maximum(_PAST_VAR_ALPHA, 1.0 / (n + 1.0)) * (
         short * short - var), var)
-    learn = ~hot & ~told
+    learn = cool & untold
     if self._past_hold > 0:
         # (levels taken on one step are learned fast -- but not a rank's that turns slow
         # meanwhile, nor a rank's told slow: blind32 zb-s0, a GPU x1.10 five steps after the
@@ -114,14 +119,14 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
             at = groups == g
             vals = short[at]
             if len(vals) < _PAST_GROUP_MIN:
-                learn |= at & ~told
+                learn |= at & untold
                 continue
             # (a group's peers do one work: the most its ranks wander, by their median, is
             # each one's -- a rank whose wander was measured calm is not judged tighter)
             need_g = np.maximum(need[at], _PAST_WANDER_Z * math.sqrt(median(var[at], scratch=True)))
             low = float(vals.min())
             if low >= 0.5 * float(need_g.min()):  # (the whole group moved: its work, learned)
-                learn |= at & ~told
+                learn |= at & untold
                 continue
             if median(vals) >= 0.5 * median(need_g):
                 # (and slow on this step: one spike's smoothed tail is no slowdown, and a
@@ -144,7 +149,7 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
                             dtype=bool, count=len(r))
         now |= hot & ~reported & (n >= _PAST_FIRST) & mates
     due = r[now]
-    falling = r[self._past_rep[r] & (short < 0.5 * need)]
+    falling = r[rep & (short < 0.5 * need)]
     if not len(due) and not len(falling):
         return
     at = {int(s): i for i, s in enumerate(r.tolist())}
