@@ -1,0 +1,49 @@
+"""blind34 (round 43): every reproducer of a faultline error the thirty-fourth blind generator
+(mixture-of-experts training: expert-parallel groups across nodes and rails, token routing that
+moves work between EP ranks step by step, ~75 ms and ~2.5 min steps) found replays
+(bench/blind34/cases, rebuilt by `python -m bench.blind34.make_cases`), each a strict xfail whose
+reason is the finding; the guards (a NIC on one all-to-all rail, corrupt expert gradients, an
+NVLink under a fast all-to-all, a hot GPU and a diverging checksum in two-minute steps) pass.
+Measured on main after the freeze: BENCHMARKS.md "blind34, round 43"."""
+
+from __future__ import annotations
+
+from bench.blind34 import score
+from bench.blind34.score import labels_of
+from tests import blindcases as bc
+
+CASES = bc.cases_of("blind34")
+
+_HOT = ("the router's hot expert (one EP rank's expert work +8-25 %, so its compute +4-12 %, for "
+        "20-300 steps, then another rank's; the capacity factor bounds it) is workload -- DESIGN's "
+        "sequence-length imbalance in MoE form -- and ")
+
+# case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
+EXPECT: dict[str, tuple] = {
+    "F1-moving-hot-experts-escalated": (
+        bc.nothing_paged,
+        "blind34 F1: " + _HOT + "faultline escalates it slow_node/unknown at the hot GPU, at its "
+        "node (two hot ranks of one node) and at replicas: 15-29 false positives in every 15-min "
+        "`ep` log (PP2 x DP32, EP8 across four nodes; tune 83 of 99 firing problems, held 75 of "
+        "92), the cut (250 s, steps only, no fault) escalates GPUs and nodes", 0),
+    "F1b-fast-moe-hot-experts-escalated": (
+        bc.nothing_paged,
+        "blind34 F1b: in a ~75 ms-step MoE job (DP16, EP8 inside each node over NVLink) " + _HOT
+        + "with a GC pause on one rank every 150-400 steps, faultline escalates its GPUs and "
+        "nodes slow_node/unknown again and again (every `extremes` log: 7-14 false positives, "
+        "the first ~25 s into the log)", 0),
+    "G1-all-to-all-rail-nic-isolated": (bc.alone_and_right, None, 1),
+    "G2-expert-gradient-sdc-escalated": (bc.every_fault_caught, None, 1),
+    "G3-nvlink-under-fast-all-to-all-isolated": (bc.alone_and_right, None, 1),
+    "G4-two-minute-steps-hot-gpu-and-checksum": (bc.alone_and_right, None, 2),
+}
+
+
+_scored = bc.cli_scorer(CASES, score)
+
+
+def test_every_case_has_an_expectation_and_its_labels():
+    assert bc.label_counts(CASES, labels_of) == {name: e[2] for name, e in EXPECT.items()}
+
+
+test_case = bc.case_test(EXPECT, _scored)
