@@ -23,15 +23,17 @@ EXPECT: dict[str, tuple] = {
     "F1-moving-hot-experts-escalated": (
         bc.nothing_paged,
         "blind34 F1: " + _HOT + "faultline escalates it slow_node/unknown at the hot GPU, at its "
-        "node (two hot ranks of one node) and at replicas: 15-29 false positives in every 15-min "
-        "`ep` log (PP2 x DP32, EP8 across four nodes; tune 83 of 99 firing problems, held 75 of "
-        "92), the cut (250 s, steps only, no fault) escalates GPUs and nodes", 0),
+        "node (two hot ranks of one node) and at replicas: 16-29 false positives in every 15-min "
+        "`ep` log (PP2 x DP32, EP8 across four nodes; tune 92 of 110 firing problems, held 79 of "
+        "96); and a node escalation of a hot expert landing on a faulty GPU's node first takes "
+        "that fault's cause (HBM heat: cause unknown in 5 of 8; an NVLink: 3 of 8). The cut "
+        "(250 s, steps only, no fault) escalates GPUs and nodes", 0),
     "F1b-fast-moe-hot-experts-escalated": (
         bc.nothing_paged,
         "blind34 F1b: in a ~75 ms-step MoE job (DP16, EP8 inside each node over NVLink) " + _HOT
         + "with a GC pause on one rank every 150-400 steps, faultline escalates its GPUs and "
-        "nodes slow_node/unknown again and again (every `extremes` log: 7-14 false positives, "
-        "the first ~25 s into the log)", 0),
+        "nodes slow_node/unknown again and again (every `extremes` log: 6-14 false positives, "
+        "tune 36 of 52 firing problems, held 44 of 58, the first ~25 s into the log)", 0),
     "G1-all-to-all-rail-nic-isolated": (bc.alone_and_right, None, 1),
     "G2-expert-gradient-sdc-escalated": (bc.every_fault_caught, None, 1),
     "G3-nvlink-under-fast-all-to-all-isolated": (bc.alone_and_right, None, 1),
