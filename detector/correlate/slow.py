@@ -332,9 +332,14 @@ def _explanation_wait(self, f: Finding) -> float:
     without one, two steps past the run's onset (the CUSUM's onset can lead the real
     change by a step or two: a chance slow step just before it); a gross outlier from a
     job's start was slow from its first step.  Never longer than one interval and a
-    quarter plus a second (a sample lost or late), never shorter than ``escalate_after_s``
-    for an ordinary slow rank (other explanations, an XID, a NIC, arrive at their own
-    pace).
+    quarter plus a second (a sample lost or late).  While the node's cadence is not known
+    (or it sends no thermal telemetry) an ordinary slow rank waits ``escalate_after_s``
+    at least (other explanations, an XID, a NIC, arrive at their own pace); once it is,
+    the sample is what the rank waits for, and a rank found with that sample already in
+    hand is decided at once: at a 1 s collector the sample after the run's first clearly
+    slow step is in before the CUSUM finds the run, and the 3 s floor was 3 steps of a
+    silent slowdown's latency, waiting for nothing (int43: in the matrix's 1 s cells every
+    silent slowdown was paged exactly 3.0 s after it was found).
     """
     gross = bool(f.evidence.get("gross_outlier"))
     wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
@@ -354,7 +359,7 @@ def _explanation_wait(self, f: Finding) -> float:
     since = f.evidence.get("clearly_slow_since")
     after = f.onset_ts if gross else since if since else f.onset_ts + 2.0 * period
     sample = _next_sample(interval, phase_ts, late, after)
-    return min(longest, max(0.0 if gross else wait, sample - f.ts))
+    return min(longest, max(0.0, sample - f.ts))
 
 
 def _next_sample(interval: float, phase_ts: float, late: float, after: float) -> float:
