@@ -196,54 +196,24 @@ def nic_passes(n: int, prefix: int) -> int:
     return len(samples)
 
 
-def thermal_passes(n: int, prefix: int) -> int:
-    """The inner run of ``--thermal``: ``n`` passes of fresh Monitors, one a partition, over
-    the thermal samples of the first ``prefix`` records (batches of 40 a partition in turn)."""
-    import zlib
-
-    from bench.engine_throughput import DEFAULT_TOPOLOGY
-    from detector.events import ThermalSample
-    from detector.monitors import Monitors
-    from detector.quiet import quiet_run
-    from detector.topology import Topology
-
-    topo = Topology.load(str(DEFAULT_TOPOLOGY))
-    parts: list[list] = [[] for _ in range(8)]
-    for e in decoded(prefix):
-        if type(e) is ThermalSample:
-            parts[zlib.crc32(e.node.encode()) % 8].append(e)
-    batches = [p[k:k + 40] for k in range(0, max(map(len, parts)), 40) for p in parts]
-    for _ in range(n):
-        mons = [Monitors(topology=topo) for _ in parts]
-        out: list = []
-        for k, evs in enumerate(batches):
-            mon = mons[k % len(parts)]
-            i = 0
-            while i < len(evs):
-                i = quiet_run(mon, evs, i)
-                if i < len(evs):
-                    mon.process(evs[i], out)
-                    i += 1
-    return sum(map(len, parts))
-
-
-def step_passes(n: int, prefix: int) -> int:
-    """The inner run of ``--steps``: ``n`` passes of fresh Monitors, one a partition (by job),
-    over the step messages of the first ``prefix`` records (batches of 40 a partition in turn,
+def _partition_passes(n: int, prefix: int, kind: str, key: str) -> int:
+    """``n`` passes of fresh Monitors, one a partition (the records' ``key`` hashed into 8),
+    over the ``kind`` events of the first ``prefix`` records (batches of 40 a partition in turn,
     through the batch path and the record path as the worker takes them)."""
     import zlib
 
     from bench.engine_throughput import DEFAULT_TOPOLOGY
-    from detector.events import StepSample
+    from detector import events
     from detector.monitors import Monitors
     from detector.quiet import quiet_run
     from detector.topology import Topology
 
+    cls = getattr(events, kind)
     topo = Topology.load(str(DEFAULT_TOPOLOGY))
     parts: list[list] = [[] for _ in range(8)]
     for e in decoded(prefix):
-        if type(e) is StepSample:
-            parts[zlib.crc32(e.job.encode()) % 8].append(e)
+        if type(e) is cls:
+            parts[zlib.crc32(getattr(e, key).encode()) % 8].append(e)
     batches = [p[k:k + 40] for k in range(0, max(map(len, parts)), 40) for p in parts]
     for _ in range(n):
         mons = [Monitors(topology=topo) for _ in parts]
@@ -257,6 +227,16 @@ def step_passes(n: int, prefix: int) -> int:
                     mon.process(evs[i], out)
                     i += 1
     return sum(map(len, parts))
+
+
+def thermal_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--thermal``: the thermal samples, a partition by node."""
+    return _partition_passes(n, prefix, "ThermalSample", "node")
+
+
+def step_passes(n: int, prefix: int) -> int:
+    """The inner run of ``--steps``: the step messages, a partition by job."""
+    return _partition_passes(n, prefix, "StepSample", "job")
 
 
 def count(n: int, prefix: int, out: Path, warm: int = 0, many: bool = False,
