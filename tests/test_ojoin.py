@@ -85,12 +85,13 @@ def test_so_too_for_heat_sampled_every_10_s():
 
 def test_another_gpu_confirmed_on_the_node_still_pages():
     # GPU 5's rank slow alone: GPU 5 is its own fault, not the GPU the node's page names.
-    # (escalated slow first, then explained by its own brake: the GPU's isolation)
+    # (escalated slow first, then explained by its own brake: the GPU's isolation; the
+    # escalation at +107 s since int43 -- no 3 s floor on the wait once the cadence is known)
     alerts = _incident({1: [(100, 104)], 5: [(130, 160)]}, slow=(21,), slow_in=((104, 400),),
                        power=True)
     assert _pages(alerts) == [
         ("isolation", "slow_node", "power", f"node:{NODE}", 102.3, 1),
-        ("escalation", "slow_node", "unknown", f"gpu:{NODE}/5", 110.0, None),
+        ("escalation", "slow_node", "unknown", f"gpu:{NODE}/5", 107.0, None),
         ("isolation", "slow_node", "power", f"gpu:{NODE}/5", 132.3, None)]
 
 
