@@ -234,15 +234,12 @@ def test_a_gpu_fault_under_a_site_cap_wave_that_deepens_later_is_paged_at_its_gp
     assert got[0][3] <= 200 + 10, got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cap41 F1 OPEN (real fault late): a GPU hidden +12 % from 300 s, under a site's cap wave "
-    "deepened to -12 % at 250 s, is escalated at its GPU only at 446 s (10 s polls) / 541 s "
-    "(30 s) -- after the wave lifted at 400 s.  Its run, told at 1.06x under the wave and "
-    "again at 1.15x as the wave deepened, is at 1.29x: short of detector.steps' told-again bar "
-    "(twice the told excess + 5 %: 1.35x), so no grown finding says it outgrew the cap, and "
-    "it stays the site's.  2e8b62c: the GPU at 424 s, after 3-6 false capped-node pages.  "
-    "Fix idea: weigh a held rank's latest pace against its capped node mates' (a wave slows "
-    "them alike) rather than against its own told pace."))
+# (was a strict xfail: cap41 F1 (real fault late): a GPU hidden +12 % from 300 s, under a site's
+# cap wave deepened to -12 % at 250 s, was escalated at its GPU only at 446 s (10 s polls) / 541 s
+# (30 s) -- after the wave lifted at 400 s: its run, told again at 1.18x as the wave deepened,
+# was at 1.27-1.29x, short of detector.steps' told-again bar (twice the told excess + 5 %:
+# 1.42x).  cap44: a run told alike with its node's mates (node_wide, node_grown) is told again
+# once its pace stands the margin over theirs (steps.slow _grown_runs, _told_mates): 303 s.)
 def test_a_gpu_fault_begun_under_a_deepened_site_cap_wave_is_paged_within_a_poll() -> None:
     got = _fired(_job(_deepening_with_fault(300), poll_s=10, steps=600))
     assert [g[:3] for g in got] == [("escalation", "unknown", "gpu:node-002/1")], got

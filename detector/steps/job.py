@@ -400,6 +400,8 @@ class JobMonitor(NumericChecks):
         self._told = np.zeros(0)                      # the pace a CUSUM run was told at (0: none),
         self._told_onset = np.zeros(0)                # that run's onset, and steps grown past it
         self._grown = np.zeros(0, dtype=np.int64)     # in a row (_grown_runs)
+        self._told_mates = np.zeros(0)                # its node mates' pace then, when told
+        #                                               alike with them (0: not; _grown_runs)
         # Wandering workload (MoE routing, _wander_update): per rank its z smoothed over a few
         # steps and over many, the variance of the first about the second, its deviation over
         # its bias (log ratio) averaged over ~1 / _WANDER_MEAN_ALPHA steps, and whether it was
@@ -827,6 +829,8 @@ class JobMonitor(NumericChecks):
             self._paced = np.zeros(n, dtype=np.int64)  # (before tenant41: none at pace yet)
         if "_stage_sigma" not in self.__dict__ and n >= 0:
             self._stage_sigma = np.zeros(n)  # (a snapshot before slow42: learnt anew)
+        if "_told_mates" not in self.__dict__ and n >= 0:
+            self._told_mates = np.zeros(n)  # (a snapshot before cap44: none told alike)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1311,6 +1315,7 @@ class JobMonitor(NumericChecks):
         _held_runs,
         _hold_after_snapshot,
         _host_up,
+        _mates_pace,
         _node_alarmed,
         _node_alike,
         _node_grown,
@@ -1319,6 +1324,7 @@ class JobMonitor(NumericChecks):
         _quiet_stages,
         _reset_slow,
         _rule_finding,
+        _slots_by_node,
         _stage_noise,
         _still_slow,
         _stirred,

@@ -205,6 +205,30 @@ def _node_slow(self, slot: int) -> bool:
     return mine > 0.0 and float(np.median(np.delete(dev, at.index(slot)))) >= 0.5 * mine
 
 
+def _mates_pace(self, slot: int, r: np.ndarray,
+                by_node: dict[str, list[int]] | None = None) -> float:
+    """The median pace (ratio to peers, its latest step's) of the job's other ranks on
+    ``slot``'s node in this step (``r``; ``by_node``: its slots by node, when made already):
+    0.0 when it has none."""
+    hw = self._hw
+    node = hw[slot][0] if hw[slot] is not None else None
+    if node is None:
+        return 0.0
+    if by_node is None:
+        by_node = self._slots_by_node(r)
+    at = [m for m in by_node.get(node, ()) if m != slot]
+    return math.exp(float(np.median(self._slow_dev[at]))) if at else 0.0
+
+
+def _slots_by_node(self, r: np.ndarray) -> dict[str, list[int]]:
+    """The slots ``r`` by their node (slots whose hardware is not known left out)."""
+    out: dict[str, list[int]] = {}
+    for m, h in zip(r.tolist(), _pick(self._hw, r.tolist()), strict=True):
+        if h is not None:
+            out.setdefault(h[0], []).append(m)
+    return out
+
+
 def _node_grown(self, slot: int, told: float) -> int:
     """How many of the job's ranks on ``slot``'s node (itself counted) stepped up with its run
     grown past its ``told`` pace (:meth:`_grown_runs`): each at least half way from the told
@@ -703,6 +727,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         ratio = math.exp(float(self._slow_dev[s]))
         mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
         self._told[s], self._told_onset[s] = ratio, self._slow.onset_ts[s]
+        stepped = self._node_grown(s, self._told_was[s]) if s in self._told_was else 0
+        self._told_mates[s] = (self._mates_pace(s, r) if s in alike or stepped else 0.0)
         out.append(self._finding(
             rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
             float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
@@ -725,8 +751,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 and (k := self._node_alarmed(s)) >= _NODE_ALARMED else {}),
              **({"grown_from": round(float(self._told_was[s]), 4)} if s in self._told_was
                 else {}),
-             **({"node_grown": k} if s in self._told_was
-                and (k := self._node_grown(s, self._told_was[s])) else {}),
+             **({"node_grown": stepped} if stepped else {}),
              **({"waited": waited[s]} if s in waited and s not in held else {}),
              **({"run_lag1": round(rho, 3)} if rho else {}),
              **({"noise_hold": _held_for(int(self._run_n[s]), rho, cfg)} if s in held
@@ -736,7 +761,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     for s in cleared.tolist():
         rank = rank_of[s]
         self._reported[s] = False
-        self._told[s] = 0.0
+        self._told[s] = self._told_mates[s] = 0.0
         out.append(self._finding(rank, dp_of[rank], "slow_rank", "slow_node", "unknown",
                                  decided_ts, decided_ts, False, 0.0, {"step": step}))
 
@@ -917,6 +942,13 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
     powercap=fleet: a silent_slow ramp to 24 % over 67 s).  Work slows at most as its
     clock does, so a pace grown past twice the told excess plus ``_GROWN_MARGIN`` on
     ``_GROWN_STEPS`` steps in a row is a slowdown that the told pace no longer describes.
+    A run told alike with its node's mates (``node_wide``, or told again ``node_grown``) was
+    told at the node's pace -- a limit lowered on the node's GPUs together, a site's cap wave
+    -- so its own growth is its pace over its mates' now: told again once that stands
+    ``_GROWN_MARGIN`` past what it was when told (``_told_mates``: their pace then).  cap41 F1:
+    a GPU's fault begun under a site's wave deepened to -12 %, +12 % over its capped mates,
+    stood at 1.27x against a told-again bar of 1.42x (told at 1.18x as the wave deepened) and
+    was paged only after the wave lifted, 146 s late.
     Only the CUSUM's runs (the other rules report their own measures) of the same run."""
     told = self._told[r]
     if not np.count_nonzero(told):  # (the usual step: no run told)
@@ -927,6 +959,15 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
             & ~self._recurring[r] & ~self._sustained[r] & ~self._wander_rep[r]
             & ~self._twin_rep[r])
     over = mine & (latest - 1.0 >= 2.0 * (told - 1.0) + _GROWN_MARGIN)
+    alike = np.flatnonzero(mine & ~over & (self._told_mates[r] > 0.0))
+    by_node = self._slots_by_node(r) if len(alike) else {}
+    for i in alike.tolist():
+        # (told alike with its node's mates -- a limit lowered on the node, a site's cap
+        # wave: its pace over theirs is its own, and grown the margin past what it was)
+        s = int(r[i])
+        mates = self._mates_pace(s, r, by_node)
+        was = max(told[i] / self._told_mates[s], 1.0)
+        over[i] = mates > 0.0 and latest[i] / mates >= was * (1.0 + _GROWN_MARGIN)
     self._grown[r] = np.where(over, self._grown[r] + 1, 0)
     grown = r[(self._grown[r] >= _GROWN_STEPS) & ~np.isin(r, new)]
     for s in grown.tolist():
