@@ -54,9 +54,14 @@ PLAN: dict[str, tuple] = {
     "F4-vrm-brake-episodes-never-paged": ("profiles", 0, dict(
         t_from=640, t_to=900, topics={STEP, THERMAL}, coords=_stage(1),
         sampled=PROFILES_STAGE[1], labels={"vrm-p-04-g3"})),
-    # F5 (profiles seed 1, the max-Q profile on p-04 alone from ~135 s to the job-wide switch
-    # at ~308 s; t_from=60, t_to=590, stage 1, labels profile-p-04) not cut: slow42's branch,
-    # landing beside it, catches it (BENCHMARKS "blind33, round 42")
+    # (F5 on profiles seed 1 -- the max-Q profile on p-04 alone from ~135 s -- was not cut in
+    # round 42: slow42's branch caught it.)  profiles seed 0: the max-Q profile on p-06 alone
+    # from ~138 s (0x4 on its 8 GPUs, clock 1,845 MHz against 1,935-1,965 before a save and on
+    # the other nodes, ~487 W against ~530 W, its ranks x~1.085) to the job-wide switch at
+    # ~300-309 s: escalated slow_node/unknown at ~147.5 s (cap44). Stage 1, the save at ~118 s
+    "F5-one-node-max-q-profile-escalated-unknown": ("profiles", 0, dict(
+        t_from=60, t_to=330, topics={STEP, THERMAL}, coords=_stage(1),
+        sampled=PROFILES_STAGE[1], labels={"profile-p-06"})),
     # smooth seed 1: g-12's PSU brakes its four GPUs from ~630 s: isolated power at the tray
     # at ~637 s, and again under a second key (one with the cluster, one without). Stage 1,
     # before g-08's ramp
