@@ -40,7 +40,9 @@ def test_a_hidden_fault_under_a_site_cap_is_paged_at_its_gpu_as_it_grows_past_th
 # 1,141 s (30 s), 640-740 s after the cap let go at 400 s.  cap43: a site's hold ends
 # impact_onset_s after the whole site's cap let go (correlate.power._site_let_go; a node's
 # own let-go alone would release blind21 facility-s1 dc04, whose saves' idle samples clear its
-# throttle while the site's cap goes on): its GPU at 511 s / 601 s.)
+# throttle while the site's cap goes on): its GPU at 511 s / 601 s.  cap44: at 204 s, as it
+# begins -- told alike with its capped mates, its run is told again once it stands 5 % past
+# their pace (steps.slow._grown_runs): tests/test_cap44.py.)
 @pytest.mark.parametrize("poll_s", [10, 30])
 def test_a_hidden_fault_the_cap_hid_is_paged_once_the_cap_let_go(poll_s: int) -> None:
     # +9 % under the site's 6 %: its run never told grown past the cap (seed 0, 4 GPUs a
