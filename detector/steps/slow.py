@@ -963,11 +963,14 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
     by_node = self._slots_by_node(r) if len(alike) else {}
     for i in alike.tolist():
         # (told alike with its node's mates -- a limit lowered on the node, a site's cap
-        # wave: its pace over theirs is its own, and grown the margin past what it was)
+        # wave: its pace over theirs is its own, grown the margin past what it was -- and its
+        # own pace grown the margin too: mates back at their pace after a blip of theirs
+        # leave it where it was, tests/test_moe34.py)
         s = int(r[i])
         mates = self._mates_pace(s, r, by_node)
         was = max(told[i] / self._told_mates[s], 1.0)
-        over[i] = mates > 0.0 and latest[i] / mates >= was * (1.0 + _GROWN_MARGIN)
+        over[i] = (mates > 0.0 and latest[i] >= told[i] * (1.0 + _GROWN_MARGIN)
+                   and latest[i] / mates >= was * (1.0 + _GROWN_MARGIN))
     self._grown[r] = np.where(over, self._grown[r] + 1, 0)
     grown = r[(self._grown[r] >= _GROWN_STEPS) & ~np.isin(r, new)]
     for s in grown.tolist():
