@@ -40,6 +40,11 @@ class Finding(NamedTuple):
     rank: int | None = None
     dp_rank: int | None = None
     escalate: bool = False  # needs a human even though the cause is known
+    # A rank's place in tensor and pipeline parallelism (the step records' fields; None: not a
+    # rank's finding): its TP group is the ranks of its job, replica and stage (stage44: the
+    # correlator's detector.correlate.trays gathers a group spanning nodes by them).
+    tp_rank: int | None = None
+    pp_rank: int | None = None
 
     @property
     def key(self) -> str:
@@ -156,6 +161,8 @@ class _WireFinding(msgspec.Struct, forbid_unknown_fields=True):
     rank: OptIndex = None
     dp_rank: OptIndex = None
     escalate: bool = False
+    tp_rank: OptIndex = None
+    pp_rank: OptIndex = None
 
 
 class FindingMessage(msgspec.Struct, tag="finding", tag_field="type", forbid_unknown_fields=True):
@@ -296,7 +303,7 @@ def finding_of(w: _WireFinding) -> Finding:
     """The :class:`Finding` of a decoded findings-topic message (ValueError: a bad scope)."""
     return Finding(w.ts, w.onset_ts, w.signal, w.kind, w.cause, Scope.from_dict(w.scope),
                    w.active, w.verdict, w.severity, w.evidence, w.job, w.tenant, w.cluster,
-                   w.rank, w.dp_rank, w.escalate)
+                   w.rank, w.dp_rank, w.escalate, w.tp_rank, w.pp_rank)
 
 
 def keep_by_job(kept: dict[str, Finding], f: Finding, limit: int) -> str:

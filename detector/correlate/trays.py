@@ -8,9 +8,13 @@ DCGM rows say why (its node), not the replica, and not the other tray (blind33 F
 ramp's group escalated at its replica, the tray never paged, 14 of 17 false positives; F2:
 the other tray of a hot GPU's group escalated as a node beside the GPU's thermal page).
 
-Partners are told by the steps alone (a finding carries no ``tp_rank``): slow ranks of the
-same job and replica on another node, found within a few steps with the same deviation
-(TP partners' ``compute_ms`` are one: _near_step).  A whole replica slow for no reason any
+Partners are slow ranks of the same TP group -- job, replica and pipeline stage (the step
+records' ``dp_rank`` and ``pp_rank``, carried by a rank's finding) -- on another node, found
+within a few steps with the same deviation (TP partners' ``compute_ms`` are one: _near_step).
+A pipeline's other stages are not: every stage waits for the slowest, so a stage's slow GPU
+paces its replica's other stages alike, and tray43's partners by replica and pace took them
+for its group -- its decision waited for every stage's GPUs' rows (blind15 stage-gpu-clock:
+paged 22.5-31.4 s after onset, 11.1-11.8 s before; stage44).  A whole replica slow for no reason any
 of its GPUs shows stays the replica's (peer42's REPLICA_ONSET_S, review13 S3): this only
 waits for, and joins, a cause shown on a node of the group.
 """
@@ -61,17 +65,25 @@ def _near_step(f: Finding, g: Finding) -> bool:
             and _alike(f, g))
 
 
+def _same_group(f: Finding, g: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``g`` may be of one TP group: the same job, replica and
+    pipeline stage (a finding with no stage told -- one from before stage44 -- is taken to be
+    of any)."""
+    return (g.job == f.job and g.dp_rank == f.dp_rank
+            and (f.pp_rank is None or g.pp_rank is None or g.pp_rank == f.pp_rank))
+
+
 def _tp_partners(self, f: Finding) -> list[Finding]:
-    """The slow ranks of ``f``'s job and replica on other nodes found near its step deviating
-    alike (_near_step): its TP group's ranks across a node boundary.  Empty for a rank with no
-    replica told, or none such."""
+    """The slow ranks of ``f``'s TP group (_same_group) on other nodes found near its step
+    deviating alike (_near_step): its group's ranks across a node boundary.  Empty for a
+    rank with no replica told, or none such."""
     node = f.scope.node
     if f.job is None or f.dp_rank is None or node is None or f.scope.level != "gpu":
         return []
     out = []
     for signals in self._device.values():
         g = signals.get("slow_rank")
-        if (g is not None and g.active and g.job == f.job and g.dp_rank == f.dp_rank
+        if (g is not None and g.active and _same_group(f, g)
                 and g.scope.node != node and _near_step(f, g)):
             out.append(g)
             if len(out) >= _PARTNERS_MAX:
@@ -130,7 +142,7 @@ def _group_pending(self, f: Finding, partners: list[Finding], due: float) -> flo
     node = f.scope.node
     for unit in sorted(self._units_of_node.get(node or "", ())):
         g = self._slow_wait.get(unit)
-        if g is not None and g is not f and g.job == f.job and _near_step(f, g):
+        if g is not None and g is not f and _same_group(f, g) and _near_step(f, g):
             group.append(g)
     last = None
     for g in group:
@@ -246,7 +258,8 @@ def _page_lone_reason(self, f: Finding, partners: list[Finding], due: float,
         return False
     ranks = 1 + len(partners) + sum(
         1 for unit in self._units_of_node.get(f.scope.node or "", ())
-        if (g := self._slow_wait.get(unit)) is not None and g is not f and _near_step(f, g))
+        if (g := self._slow_wait.get(unit)) is not None and g is not f and _same_group(f, g)
+        and _near_step(f, g))
     nodes = sorted({g.scope.node for g in partners if g.scope.node} | {f.scope.node or ""})
     reasons = s.evidence.get("throttle_reasons")
     what = (f"throttle reason {reasons}, clock {float(s.evidence.get('clock_drop') or 0):.1%} "

@@ -515,6 +515,9 @@ class JobMonitor(NumericChecks):
         self._held = np.zeros(0, dtype=bool)          # of a told run: told held (_held_runs)
         self._paced = np.zeros(0, dtype=np.int64)     # warm-up steps at its peers' pace
         self._stage_sigma = np.zeros(0)               # its stage's noise (_quiet_stages)
+        # Its place, (pp_rank << 24 | tp_rank) + 1 (0: no step yet), as its latest step said:
+        # what its findings carry (_finding; stage44: a TP group is one job, replica, stage)
+        self._tp_pp = np.zeros(0, dtype=np.int64)
         self._grad_level: dict[int, float] = {}       # (pp, tp) group -> its log grad_norm level
         self._mismatch: dict[int, list[float]] = {}   # rank -> [onset_ts, agreeing steps]
         self._majority: dict[tuple[int, int, int], str] = {}  # (step, tp, pp) -> checksum,
@@ -831,6 +834,8 @@ class JobMonitor(NumericChecks):
             self._stage_sigma = np.zeros(n)  # (a snapshot before slow42: learnt anew)
         if "_told_mates" not in self.__dict__ and n >= 0:
             self._told_mates = np.zeros(n)  # (a snapshot before cap44: none told alike)
+        if "_tp_pp" not in self.__dict__ and n >= 0:
+            self._tp_pp = np.zeros(n, dtype=np.int64)  # (before stage44: each rank's next step)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1083,6 +1088,7 @@ class JobMonitor(NumericChecks):
             out.append(self._layout_finding(buf, moved + placed, decided_ts))
         # each rank's peer group: (pp_rank, tp_rank) as one int (both < 2**24, the decoder's bound)
         groups = (_ints(buf.pp) << 24) | _ints(buf.tp)
+        self._tp_pp[slots] = groups + 1
         n = len(slot_of)
         # The groupings whose layouts are found by slot (peer_stats.learn_layout): the peer
         # groups (0), the replicas (1), and with pipeline stages the stages (2: _check_host's
@@ -1203,8 +1209,11 @@ class JobMonitor(NumericChecks):
                  verdict: bool = True) -> Finding:
         slot = self._slot.get(rank)
         node, gpu = (self._hw[slot] if slot is not None else None) or ("?", 0)
+        place = int(self._tp_pp[slot]) - 1 if slot is not None else -1
+        tp, pp = (place & 0xFFFFFF, place >> 24) if place >= 0 else (None, None)
         return Finding(ts, onset, signal, kind, cause, Scope.of_gpu(node, gpu), active, verdict,
-                       severity, evidence, self.job, self.tenant, self.cluster, rank, dp)
+                       severity, evidence, self.job, self.tenant, self.cluster, rank, dp,
+                       False, tp, pp)
 
     # Its other methods, a module a concern (see detector/steps/__init__.py): functions of those
     # modules bound here -- one class, one MRO, every lookup as when they stood here.
