@@ -886,5 +886,6 @@ class Correlator(PartWindows):
         _group_cause,
         _group_pending,
         _page_lone_reason,
+        _pipe_cause,
         _tp_partners,
     )

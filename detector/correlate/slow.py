@@ -470,21 +470,23 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         # again unmarked -- it waits here, where a cause told later still finds it (a throttle
         # seen).
         return
-    partners = self._tp_partners(f)
-    if partners:
-        # Its TP group spans nodes (detector.correlate.trays): a cause shown on a node of
-        # the group is the group's; none yet while a rank of it waits for its own sample.
-        p = self._group_cause(f, partners)
+    partners, pipe = self._tp_partners(f)
+    if partners or pipe:
+        # Its TP group spans nodes, or its replica's other stages are paced alike
+        # (detector.correlate.trays): a cause shown on a node of the group is the group's,
+        # a cause that took a stage's ranks the pipeline's; none yet while a rank of the
+        # group waits for its own sample, or a stage's for its own.
+        p = (self._group_cause(f, partners) if partners else None) or self._pipe_cause(pipe)
         if p is not None:
             del self._slow_wait[unit]
             p.add(f, self.cfg.evidence_items)
             self._own(f, p)
             return
-        until = None if ended else self._group_pending(f, partners, due)
+        until = None if ended else self._group_pending(f, partners, due, pipe)
         if until is not None:
             self._timer(until, "slow", unit)
             return
-        if self._page_lone_reason(f, partners, due, out):
+        if partners and self._page_lone_reason(f, partners, due, out):
             return
     del self._slow_wait[unit]
     # Group only with the same job's slow ranks (evidence never mixes tenants), and not

@@ -21,6 +21,8 @@ waits for, and joins, a cause shown on a node of the group.
 
 from __future__ import annotations
 
+import math
+
 from detector.alerts import ISOLATION, Alert, Scope
 from detector.correlate.common import (
     _CAPPING,
@@ -37,8 +39,12 @@ from detector.thermal import power_deficit
 # Ranks read for a slow rank's partners (a bound per decision: the correlator's slow ranks
 # of the job's replica, a TP x PP group's worth in practice).
 _PARTNERS_MAX = 512
-# Steps apart two trays' ranks of one TP group may be found (_near_step).
+# Steps apart two trays' ranks of one TP group may be found (_near_step), or two stages'
+# ranks of one replica (_near_stage) ...
 PARTNER_STEPS = 3
+# ... and how far apart the two stages' deviations from their peers may be, a share of the
+# larger (log ratios): a stage paced by another is slow by about as much, not exactly.
+PIPE_ALIKE = 0.5
 # Samples of a throttling GPU of the group its decision waits for, past its own wait
 # (_throttle_look): a reason's first rows may not yet name it a cause.
 GROUP_LOOKS = 2.5
@@ -65,6 +71,20 @@ def _near_step(f: Finding, g: Finding) -> bool:
             and _alike(f, g))
 
 
+def _near_stage(f: Finding, g: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``g`` of one replica's different stages were found within
+    PARTNER_STEPS steps of each other, each deviating from its peers within PIPE_ALIKE of the
+    larger deviation: a stage paced by another's slow GPU waits for it, but its own compute
+    and noise are its stage's -- not locked as a TP group's are (_alike: stage44's probe,
+    the paced stage 1.090x, the held one 1.063x on the step each was found)."""
+    a, b = f.evidence.get("step"), g.evidence.get("step")
+    if not (type(a) is int and type(b) is int and abs(a - b) <= PARTNER_STEPS):
+        return False
+    x = math.log(max(float(f.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
+    y = math.log(max(float(g.evidence.get("compute_ratio_to_peers") or 1.0), 1e-9))
+    return x > 0.0 and y > 0.0 and abs(x - y) <= PIPE_ALIKE * max(x, y)
+
+
 def _same_group(f: Finding, g: Finding) -> bool:
     """Whether slow ranks ``f`` and ``g`` may be of one TP group: the same job, replica and
     pipeline stage (a finding with no stage told -- one from before stage44 -- is taken to be
@@ -73,22 +93,29 @@ def _same_group(f: Finding, g: Finding) -> bool:
             and (f.pp_rank is None or g.pp_rank is None or g.pp_rank == f.pp_rank))
 
 
-def _tp_partners(self, f: Finding) -> list[Finding]:
+def _tp_partners(self, f: Finding) -> tuple[list[Finding], list[Finding]]:
     """The slow ranks of ``f``'s TP group (_same_group) on other nodes found near its step
-    deviating alike (_near_step): its group's ranks across a node boundary.  Empty for a
+    deviating alike (_near_step): its group's ranks across a node boundary; and its pipeline
+    mates: those of its replica's other stages found near its step slow about as much
+    (_near_stage).  Both empty for a
     rank with no replica told, or none such."""
     node = f.scope.node
     if f.job is None or f.dp_rank is None or node is None or f.scope.level != "gpu":
-        return []
-    out = []
+        return [], []
+    out: list[Finding] = []
+    pipe: list[Finding] = []
     for signals in self._device.values():
         g = signals.get("slow_rank")
-        if (g is not None and g.active and _same_group(f, g)
-                and g.scope.node != node and _near_step(f, g)):
-            out.append(g)
-            if len(out) >= _PARTNERS_MAX:
+        if (g is not None and g.active and g.job == f.job and g.dp_rank == f.dp_rank
+                and g is not f):
+            if not _same_group(f, g):
+                if _near_stage(f, g):
+                    pipe.append(g)
+            elif g.scope.node != node and _near_step(f, g):
+                out.append(g)
+            if len(out) + len(pipe) >= _PARTNERS_MAX:
                 break
-    return out
+    return out, pipe
 
 
 def _group_cause(self, f: Finding, partners: list[Finding]) -> Problem | None:
@@ -116,6 +143,18 @@ def _group_cause(self, f: Finding, partners: list[Finding]) -> Problem | None:
     return None
 
 
+def _pipe_cause(self, pipe: list[Finding]) -> Problem | None:
+    """The firing isolation for a held clock or hardware that took a slow rank of ``pipe``
+    (a slow rank's pipeline mates: _tp_partners): every stage waits for the slowest, so a
+    stage's GPU held slow paces its replica's other stages alike -- theirs is its cause.
+    None if none."""
+    for g in pipe:
+        p = _isolation_of(self, g)
+        if p is not None:
+            return p
+    return None
+
+
 def _isolation_of(self, g: Finding) -> Problem | None:
     """The firing isolation that owns finding ``g``, when it is a held clock's or hardware's."""
     key = self._owner.get(g.key)
@@ -127,32 +166,43 @@ def _isolation_of(self, g: Finding) -> Problem | None:
     return None
 
 
-def _group_pending(self, f: Finding, partners: list[Finding], due: float) -> float | None:
+def _group_pending(self, f: Finding, partners: list[Finding], due: float,
+                   pipe: list[Finding]) -> float | None:
     """When the last slow rank of ``f``'s TP group spanning nodes (``partners`` and ``f``'s
-    node mates found near its step alike) still waiting for a cause is due (_group_wait), if
-    after ``due``; else when a GPU of the group showing a reason or heat has its next row in
-    (_throttle_look); None when neither.
+    node mates found near its step alike) still waiting for a cause is due (_group_wait), or
+    the last of its pipeline mates (``pipe``) still waiting is due on its own wait
+    (_explanation_wait), if after ``due``; else when a GPU of the group or of the pipeline
+    mates' nodes showing a reason or heat has its next row in (_throttle_look); None when
+    none of these.
 
     Each rank waits for its own node's next sample (_explanation_wait); the tray whose GPU
     shows the cause is polled on its own phase, up to an interval after its partner's.  The
     first rank due decided for the whole group took the cause's rank with it into a replica
     escalation a fraction of a second before that GPU's row (blind33 F1, smooth-s2: the
-    replica at 116.1 s, the limited GPU's 0x4 below its mates' power at 116.4 s)."""
+    replica at 116.1 s, the limited GPU's 0x4 below its mates' power at 116.4 s).  A stage
+    paced by another's GPU is decided no sooner than that stage's ranks' own waits, and
+    only theirs: tray43's whole wait for a group's every row, taken for a pipeline's stages
+    (partners by replica and pace), held blind15's stage-gpu-clock 22.5-31.4 s; with none,
+    the paced stage's ranks, due first, took the held stage's ranks into a replica
+    escalation before its GPU's row (stage44's probe: TP 8 x PP 2, a power ramp, the replica
+    escalated 5.5 s after onset, the GPU's power page 28 s)."""
     group = list(partners)
     node = f.scope.node
-    for unit in sorted(self._units_of_node.get(node or "", ())):
-        g = self._slow_wait.get(unit)
-        if g is not None and g is not f and _same_group(f, g) and _near_step(f, g):
-            group.append(g)
+    if partners:
+        for unit in sorted(self._units_of_node.get(node or "", ())):
+            g = self._slow_wait.get(unit)
+            if g is not None and g is not f and _same_group(f, g) and _near_step(f, g):
+                group.append(g)
     last = None
-    for g in group:
-        if self._slow_wait.get(g.scope.key) is not g:
-            continue
-        end = g.ts + _group_wait(self, g)
-        if end > due and (last is None or end > last):
-            last = end
+    for mates, wait in ((group, _group_wait), (pipe, type(self)._explanation_wait)):
+        for g in mates:
+            if self._slow_wait.get(g.scope.key) is not g:
+                continue
+            end = g.ts + wait(self, g)
+            if end > due and (last is None or end > last):
+                last = end
     if last is None:
-        last = _throttle_look(self, f, group, due)
+        last = _throttle_look(self, f, group + pipe, due, bool(partners))
     return last
 
 
@@ -171,10 +221,14 @@ def _group_wait(self, g: Finding) -> float:
     return max(own, self.cfg.escalate_after_s, 1.25 * interval + 1.0 + late)
 
 
-def _throttle_look(self, f: Finding, group: list[Finding], due: float) -> float | None:
+def _throttle_look(self, f: Finding, group: list[Finding], due: float,
+                   tp: bool = True) -> float | None:
     """When the next sample of a GPU of the group that shows a clock-event reason or heat its
     group's other GPUs do not is in, while the group's decision may wait for it (GROUP_LOOKS
-    of that node's intervals past ``f``'s group wait); None otherwise.
+    of that node's intervals past ``f``'s group wait); None otherwise.  ``tp`` False: the
+    group is ``f``'s pipeline mates (no TP group of it spans nodes) -- a reason only, and
+    past ``f``'s own wait: a held stage's TP mates run hotter than their node's others, and
+    the look at them held blind15's stage-gpu-clock for GROUP_LOOKS intervals (stage44).
 
     A GPU that slows its group shows its reason before any rule can name it a cause: a power
     ramp limited reads 0x4 at ~1,000 W under a 1,200 W limit, its draw against its tray
@@ -188,14 +242,14 @@ def _throttle_look(self, f: Finding, group: list[Finding], due: float) -> float 
     for node in nodes:
         for unit in sorted(self._job_units(node, f.job)):
             signals = self._device.get(unit, {})
-            if any(s.active and (name in _HEAT or _reason_bits(s)) for name in _SHOWS
+            if any(s.active and ((tp and name in _HEAT) or _reason_bits(s)) for name in _SHOWS
                    if (s := signals.get(name)) is not None):
                 throttling.append(node)
             else:
                 free += 1
     if not throttling or not free:
         return None
-    first = f.ts + _group_wait(self, f)
+    first = f.ts + (_group_wait(self, f) if tp else self._explanation_wait(f))
     looks = []
     for node in sorted(set(throttling)):
         nxt = self._sample_due(node, due)
