@@ -21,9 +21,10 @@ from bench.blind15.measure import replay
 from detector.alerts import Scope
 from detector.correlate import Correlator
 from detector.correlate.trays import _same_group
+from detector.engine import Engine
 from detector.findings import Finding, decode_message, finding_of
 from detector.steps import JobMonitor
-from detector.testing import T0, step
+from detector.testing import T0, feed, step, thermal
 from detector.thresholds import Thresholds
 from tests import blindcases as bc
 
@@ -119,3 +120,83 @@ def test_a_pipeline_stages_held_gpu_clock_is_paged_without_waiting_for_the_other
     # GPUs' rows); 10.9 / 8.8 s here (11.1-11.8 s before tray43).
     for name in ("O2-stage-gpu-replica-escalated", "O2b-stage-gpu-replica-read-as-batch"):
         assert max(_caught_in(name, tmp_path)) <= 15.0, name
+
+
+# -- a pipeline's stages paced by one stage's GPU (Megatron's timer: the p2p waits in compute_ms)
+# TP 8 x PP 2 x DP 3 (48 ranks): on 4-GPU trays (a TP group over two trays, blind33's GB200)
+# or on 8-GPU nodes (a TP group on one node, blind15's layout).  Group g = rank // 8 is replica
+# g // 2, stage g % 2.  The fault: group 3's GPU 25 (replica 1, stage 1) from step 130; group
+# 2 (replica 1, stage 0) paced alike.  Thermal rows every 10 s on each GPU's own phase.
+TP, PP, DP = 8, 2, 3
+N = TP * PP * DP
+FAULT_RANK, STAGE_GROUP, PACED_GROUP = 25, 3, 2
+
+
+def _pipeline(seed: int, per_node: int, shows: str, *, steps: int = 260,
+              slow_from: int = 130, factor: float = 1.09) -> tuple[list, float]:
+    """Events in event-time order, and the fault's start.  ``shows``: what the fault GPU's
+    rows show -- "ramp" (0x4 at 90 % of its mates' draw, clock -8 %), "heat" (87 C, 0x20,
+    clock -5 %) or "clock" (clock -10 %, no reason: blind15's stage-gpu-clock)."""
+    rng = np.random.default_rng(seed)
+    base = 1650.0 * np.where((np.arange(N) // TP) % PP == 1, 1.04, 1.0)
+    slowed = (np.arange(N) // TP == STAGE_GROUP) | (np.arange(N) // TP == PACED_GROUP)
+    events: list = []
+    for s in range(steps):
+        compute = base * rng.lognormal(0.0, 0.01, N // TP).repeat(TP) * rng.lognormal(
+            0.0, 0.001, N)
+        if s >= slow_from:
+            compute[slowed] *= factor
+        step_ms = float(compute.max()) + 320.0
+        for r in range(N):
+            events.append(step(T0 + 1.7 * s + 0.001 * r, r, s, job="tp-job",
+                               node=f"t-{r // per_node:02d}", gpu=r % per_node,
+                               step_ms=round(step_ms, 2), compute_ms=round(float(compute[r]), 2),
+                               tp=r % TP, pp=(r // TP) % PP, dp=r // (TP * PP)))
+    fault_ts = T0 + 1.7 * slow_from
+    end = T0 + 1.7 * steps
+    for r in range(N):
+        node, gpu = f"t-{r // per_node:02d}", r % per_node
+        t = T0 + rng.uniform(0.0, 10.0)
+        while t < end:
+            temp, clock, power, bits = 60.0 + rng.normal(0, 0.5), 2040.0, 1000.0, 0
+            power += rng.normal(0.0, 8.0)
+            if r == FAULT_RANK and t >= fault_ts:
+                if shows == "ramp":
+                    clock, power, bits = 2040.0 * 0.92, 0.9 * power, 0x4
+                elif shows == "heat":
+                    temp, clock, bits = 87.0, 2040.0 * 0.95, 0x20
+                else:
+                    clock = 2040.0 * 0.90
+            events.append(thermal(t, node, gpu, temp_c=temp, clock_mhz=clock, throttle=bits,
+                                  power_w=power))
+            t += 10.0
+    return sorted(events, key=lambda e: e.ts), fault_ts
+
+
+def _pages(events: list) -> list:
+    return [a for a in feed(Engine(), events) if a.status == "firing"]
+
+
+def test_a_stage_paced_by_a_held_gpu_joins_its_page() -> None:
+    # On main fd92f53: 8 of these 12 logs paged the paced stage beside the GPU's page (its node
+    # t-02 on 8-GPU nodes, 8.5-9.5 s; replica 1 on trays, 18.6 s) -- its ranks are slow alike
+    # but not a TP group's (_alike) nor on a node showing why.
+    for per_node, node in ((8, "t-03"), (4, "t-06")):
+        for shows, cause in (("ramp", "power"), ("heat", "thermal")):
+            for seed in range(3):
+                pages = {(a.topic, a.cause, a.scope.key) for a in _pages(
+                    _pipeline(440200 + seed, per_node, shows)[0])}
+                assert pages == {("alerts.isolation", cause, f"node:{node}")}, (
+                    per_node, shows, seed, pages)
+
+
+def test_a_stage_gpu_clock_held_is_paged_at_its_gpu_within_its_rows() -> None:
+    # No reason bit, one TP group on one node (blind15's stage-gpu-clock): the GPU's
+    # escalation as soon as its node's row after the slowdown is in, not a wait for the
+    # other stage's rows (tray43's partners by pace: 18.6 s on main for seed 440202).
+    for seed in range(3):
+        events, fault_ts = _pipeline(440200 + seed, 8, "clock")
+        pages = _pages(events)
+        assert {(a.topic, a.scope.key) for a in pages} == {
+            ("alerts.escalation", "gpu:t-03/1")}, (seed, pages)
+        assert pages[0].detected_ts - fault_ts <= 12.0, (seed, pages[0].detected_ts - fault_ts)
