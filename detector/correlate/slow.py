@@ -486,7 +486,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         if until is not None:
             self._timer(until, "slow", unit)
             return
-        if partners and self._page_lone_reason(f, partners, due, out):
+        if partners and self._page_lone_reason(f, partners + pipe, due, out):
             return
     del self._slow_wait[unit]
     # Group only with the same job's slow ranks (evidence never mixes tenants), and not

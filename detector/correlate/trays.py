@@ -111,7 +111,11 @@ def _tp_partners(self, f: Finding) -> tuple[list[Finding], list[Finding]]:
             if not _same_group(f, g):
                 if _near_stage(f, g):
                     pipe.append(g)
-            elif g.scope.node != node and _near_step(f, g):
+            elif g.scope.node != node and (
+                    _near_stage(f, g) if f.pp_rank is not None and g.pp_rank is not None
+                    else _near_step(f, g)):
+                # (its stage told: a rank of its TP group for certain, found in the same
+                # episode -- its own jitter over the group's pace is no test of that)
                 out.append(g)
             if len(out) + len(pipe) >= _PARTNERS_MAX:
                 break
