@@ -31,10 +31,6 @@ def caught_with_cause(sc: bc.Score) -> bool:
     return bc.every_fault_caught(sc) and all(f["cause_ok"] for f in sc["faults"])
 
 
-# tenant41 open: long shallow runs of the PAI noise (3-5 %, 8-27 steps) in fine-tunes of 8 ranks
-_H5 = ("tenant41 H5: a fine-tune's rank +5 % for 10 steps: escalated slow_node/unknown at the GPU")
-_H8 = ("tenant41 H8: a fine-tune's rank +3.6 % over 27 steps: escalated slow_node/unknown")
-
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
     # (F1 and F2 with port rows alone, fixed by nic39 in round 39: detector.network judges a
@@ -78,10 +74,15 @@ EXPECT: dict[str, tuple] = {
     "H3-fine-tune-eight-step-run": (bc.nothing_paged, None, 0),
     "H4-brake-episode-under-a-new-fine-tune": (
         node_caught_and_no_gpu_of_it("gpu-r07-n01"), None, 1),
-    "H5-fine-tune-ten-step-run": (bc.nothing_paged, _H5, 0),
+    # (H5 and H8, fixed by noise44 in round 44: a run of real noise escalates without a cause
+    # only once its mean stands 7 standard errors of a mean of the job's correlated steps,
+    # JobMonitor._fleet_held -- H5 read 6.4 there, H8 6.5.  Were tenant41's strict xfails: "H5: a
+    # fine-tune's rank +5 % for 10 steps: escalated slow_node/unknown at the GPU"; "H8: a
+    # fine-tune's rank +3.6 % over 27 steps: escalated slow_node/unknown".)
+    "H5-fine-tune-ten-step-run": (bc.nothing_paged, None, 0),
     "H6-dpo-four-step-excursion": (bc.nothing_paged, None, 0),
     "H7-fine-tune-four-step-excursion": (bc.alone_and_right, None, 1),
-    "H8-fine-tune-long-shallow-run": (bc.nothing_paged, _H8, 0),
+    "H8-fine-tune-long-shallow-run": (bc.nothing_paged, None, 0),
 }
 
 

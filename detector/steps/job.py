@@ -1279,6 +1279,7 @@ class JobMonitor(NumericChecks):
         _cold_steps,
         _excursion_held,
         _excursion_update,
+        _fleet_held,
         _heavy,
         _lag1_read,
         _over_prior,

@@ -36,6 +36,16 @@ from detector.steps.common import (
 from models import excursion, lag1
 from models.peer_stats import median
 
+# A run in a job whose steps come in runs (its lag-1 read, JobMonitor._lag1_read) is escalated
+# without a cause only once its mean stands this many standard errors of a mean of as many of the
+# job's correlated steps over its pace (JobMonitor._fleet_held; noise44: a fleet's false-alarm
+# budget read on real PAI noise, BENCHMARKS "noise44, round 44")
+_FLEET_Z = 7.0
+# ... a run under this (DESIGN's target slowdown, paged in <= 10 steps by the rules before); a
+# slowdown over it is no tail of the noise (Alibaba job 3's workers 6-9 at 1.15-1.3x, four of ten,
+# lift the job's noise 4 % -> 13 %: read against it, worker 7 waited 15 samples)
+_FLEET_UNDER = 0.10
+
 # A rank joining a job past its warm-up is cold while its excess over its peers falls by this
 # many of the job's noise a step (JobMonitor._cold_steps): E1's x2.6, 1.7, 1.25, 1.1, 1.0 fall
 # by 12-50 sigma a step; a rank that stays slow falls by more than 2 in 1 step of 12.
@@ -401,6 +411,31 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
         x = float(mean[j])
         out[j] = sd > 0.0 and x < _EXC_Z * sd
     return out
+
+
+def _fleet_held(self, n: np.ndarray, mean: np.ndarray, se: np.ndarray | float,
+                rho: float) -> np.ndarray:
+    """Per run (``n`` its lengths, ``mean`` its sizes, log; ``se`` the standard error of one
+    step's deviation in the units it is sized in): whether its mean is under ``_FLEET_Z``
+    standard errors of a mean of ``n`` of the job's steps at its lag-1 ``rho``
+    (:meth:`_lag1_read`; models.lag1.mean_factor at any length).  Such a run is told held
+    (:meth:`_held_runs`): paged with a cause on its GPU or node, escalated without one only once
+    it stands so.  Under independent noise (``rho`` 0: the simulator's jobs) none is.
+
+    A bar is a false-alarm rate, and a fleet multiplies it.  Real step noise (Alibaba PAI's
+    workers: lag-1 ~0.5, 1-2 % CoV, a heavy tail) makes healthy runs of 7-14 steps 3-6 % over
+    their peers; read as a z of a mean at the job's lag-1, blind28's healthy ranks (real PAI job-2
+    noise, ~310 rank-hours) cross 4.5 ~0.4 times a rank-hour, 5 ~0.1, 5.5 ~1e-2, 6 ~3e-3 -- a
+    factor ~5 each half standard error.  The rules before (2.5 % cleared by 2.5 standard
+    errors, the runs' 7 steps, the excursions' 4.5) escalated such runs at 5.7-6.5 (blind28 H5,
+    H8, packed-s1, spread-s3, packed-s3, blind29 F4, blind30 F4): ~1e-2 a rank-hour, ~40 pages an
+    hour on a fleet of 4,000 GPUs.  One a day there is ~1e-5 a rank-hour: ~2 standard errors
+    further, 7.5.  A 10 % slowdown on 2 % noise at lag-1 0.5 stands 8 at its 7th step (the
+    runs' rule waits for it anyway); a 3-5 % one waits until its length makes it so."""
+    if not rho:
+        return np.zeros(np.shape(n), dtype=bool)
+    return (mean < math.log1p(_FLEET_UNDER)) & (
+        mean < _FLEET_Z * se * np.sqrt(lag1.mean_factor(rho, n) / n))
 
 
 def _clear_of_wander(self, f: Finding, slots: np.ndarray, groups: np.ndarray) -> bool:

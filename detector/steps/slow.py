@@ -40,6 +40,7 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
+from detector.steps.noise import _FLEET_UNDER, _FLEET_Z
 from detector.thresholds import Thresholds
 from models import lag1
 from models.peer_stats import (
@@ -661,6 +662,9 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         hold_at |= self._excursion_held(waiting, n, mean if sized is None else sized, r, gc)
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
+        if episodic and rho:  # (real noise's runs and tail: a fleet's bar, _fleet_held)
+            hold_at |= self._fleet_held(n, mean if sized is None else sized,
+                                        margin * np.sqrt(n) / cfg.slow_effect_z, rho)
         # (a run beside a node mate told slow is no episode of the job's noise alone)
         beside = (self._beside_told(waiting) if episodic or np.count_nonzero(hold_at)
                   else hold_at)
@@ -836,7 +840,10 @@ def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
                       f"{_LAG1_MEMORIES * (1.0 + rho) / (1.0 - rho):.0f} steps, "
                       f"{_LAG1_MEMORIES:g} of the noise's memory" if rho else "")
                    + f"; and once its mean stands {_EXC_Z:g} times the spread its peers' own "
-                     f"means of as many steps have (the job's excursions, measured)"}
+                     f"means of as many steps have (the job's excursions, measured)"
+                   + (f"; and, under {_FLEET_UNDER:.0%}, once it stands {_FLEET_Z:g} standard "
+                      f"errors of a mean of as many of the job's correlated steps (lag-1 "
+                      f"{rho:.2f}): a fleet's bar on real noise" if rho else "")}
 
 
 def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
