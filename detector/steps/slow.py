@@ -663,8 +663,13 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
         if episodic and rho:  # (real noise's runs and tail: a fleet's bar, _fleet_held)
-            hold_at |= self._fleet_held(n, mean if sized is None else sized,
-                                        margin * np.sqrt(n) / cfg.slow_effect_z, rho)
+            # (sized as its margins are: a replica on one node by its own deviation and by its
+            # replica's, each against its own noise -- held while both are under the bar)
+            per = np.sqrt(n) / cfg.slow_effect_z
+            fleet = self._fleet_held(n, mean if by_own is None else by_own, margin * per, rho)
+            if spans is not None:
+                fleet &= spans | self._fleet_held(n, mean, rep_margin * per, rho)
+            hold_at |= fleet
         # (a run beside a node mate told slow is no episode of the job's noise alone)
         beside = (self._beside_told(waiting) if episodic or np.count_nonzero(hold_at)
                   else hold_at)
