@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from detector.host_time import MAX_HOST_MS, _lower_medians
+from models.numpy_c import clip, count_nonzero
 
 MAX_NODES = 4096     # nodes a job is judged on; more are not judged
 LEARN_STEPS = 16     # calm steps before a node's own level is used
@@ -96,7 +97,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
         code, host_ms = code[ok], host_ms[ok]
         if not len(code):
             return []
-    uid, val, _ = _lower_medians(host_ms.clip(0.0, MAX_HOST_MS), code)
+    uid, val, _ = _lower_medians(clip(host_ms, 0.0, MAX_HOST_MS), code)
     uid = uid.astype(np.intp)
     rows = table[uid]
     base, noise, learned = rows[:, BASE], rows[:, NOISE], rows[:, LEARNED]
@@ -110,7 +111,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
         rows[:, BASIS] = peers > own
     else:
         excess = own
-    excess.clip(-CLIP, CLIP, out=excess)
+    clip(excess, -CLIP, CLIP, out=excess)
     rows[:, VALUE] = val
     rows[:, EWMA] += ALPHA * (excess - rows[:, EWMA])
     hot = excess >= ON
@@ -123,7 +124,7 @@ def judge(table: np.ndarray, code: np.ndarray, host_ms: np.ndarray, step_ms: flo
     rows[:, LEARNED] = learned + ~hot
     live = ~np.isnan(rows[:, RUN_FROM])
     out: list[tuple[int, bool, float]] = []
-    if np.count_nonzero(hot) or np.count_nonzero(live):
+    if count_nonzero(hot) or count_nonzero(live):
         start = hot & ~live
         rows[start, RUN_FROM] = ts
         rows[start, HOT] = 0.0

@@ -100,6 +100,8 @@ from typing import Any
 
 import numpy as np
 
+from models.numpy_c import clip, count_nonzero
+
 MAX_UNITS = 4096   # units a job (a node's ranks of one stage and replica); more are not judged
 ALPHA = 1 / 16     # the excess smoothed over ~16 steps
 ON = 0.02          # a step 2 % of the job's step late by this unit's host: hot; the smoothed
@@ -213,7 +215,7 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
     if len(units) < 4:
         return []
     # (at most MAX_HOST_MS: a forged step's time never overflows the sort's key)
-    uid, val, size = _lower_medians(host_ms.clip(0.0, MAX_HOST_MS), units)
+    uid, val, size = _lower_medians(clip(host_ms, 0.0, MAX_HOST_MS), units)
     uid = uid.astype(np.intp)
     if size.min() >= 2:
         return judge_units(table, uid, val, step_ms, ts, page_s)
@@ -223,9 +225,9 @@ def judge(table: np.ndarray, units: np.ndarray, host_ms: np.ndarray, step_ms: fl
     node = table[uid, NODE].astype(np.intp)
     alone = ~two & (np.bincount(node)[node] == 1)
     found = _judge_units(table, uid[two], val[two], step_ms, ts, page_s)
-    if np.count_nonzero(alone) >= LONE_MIN:
+    if count_nonzero(alone) >= LONE_MIN:
         found += _judge_units(table, uid[alone], val[alone], step_ms, ts, page_s, runs=False)
-    if np.count_nonzero(table[:, RAISED] == 2.0):
+    if count_nonzero(table[:, RAISED] == 2.0):
         found += [(i, False, ts) for i in _lapse(table, ts)]
     return found
 
@@ -239,7 +241,7 @@ def regular(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
         return None
     counts = np.bincount(code)
     k = int(counts.max())
-    if k < 2 or np.count_nonzero(counts) * k != len(code):
+    if k < 2 or count_nonzero(counts) * k != len(code):
         return None
     perm = np.argsort(code, kind="stable")
     return perm, code[perm[::k]].astype(np.intp), k
@@ -257,7 +259,7 @@ def judge_regular(table: np.ndarray, layout: tuple[np.ndarray, np.ndarray, int],
     by_slot[slots] = host_ms
     mid = (k - 1) // 2
     val = np.partition(by_slot[perm].reshape(len(uid), k), mid, axis=1)[:, mid]
-    return judge_units(table, uid, val.clip(0.0, MAX_HOST_MS), step_ms, ts, page_s)
+    return judge_units(table, uid, clip(val, 0.0, MAX_HOST_MS), step_ms, ts, page_s)
 
 
 def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: float,
@@ -265,7 +267,7 @@ def judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: fl
     """The units ``uid`` (of two ranks or more) and their host times this step: each one's
     excess over its stage's, smoothed, its run and its episodes (:func:`judge`'s return)."""
     found = _judge_units(table, uid, val, step_ms, ts, page_s)
-    if np.count_nonzero(table[:, RAISED] == 2.0):
+    if count_nonzero(table[:, RAISED] == 2.0):
         found += [(i, False, ts) for i in _lapse(table, ts)]
     return found
 
@@ -287,7 +289,7 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
         sid, ref, n = _lower_medians(val, stage)
         at = np.searchsorted(sid, stage)
         excess = np.where(n[at] >= 2, (val - ref[at]) / step_ms, 0.0)
-    excess.clip(-CLIP, CLIP, out=excess)
+    clip(excess, -CLIP, CLIP, out=excess)
     ewma = rows[:, EWMA]
     spread = rows[:, SPREAD]
     spread += ALPHA * (np.abs(excess - ewma) - spread)
@@ -295,7 +297,7 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     k = (len(spread) - 1) // 2
     hot = excess >= max(ON, NOISE_K * float(np.partition(spread, k)[k]))
     live = ~np.isnan(rows[:, RUN_FROM])
-    if not np.count_nonzero(hot) and not np.count_nonzero(live):
+    if not count_nonzero(hot) and not count_nonzero(live):
         table[uid, EWMA] = ewma
         table[uid, SPREAD] = spread
         streak = table[uid, STREAK]
@@ -315,11 +317,11 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     streak[:] = np.where(hot, np.maximum(streak, 0.0) + 1.0, _cooled(streak))
     rows[streak == -QUIET, EP_IN] = 0.0
     counted = (streak >= EPISODE_HOT) & (rows[:, EP_IN] == 0.0)
-    if np.count_nonzero(counted):
+    if count_nonzero(counted):
         _episode(rows, counted, ts)
     hot_n = rows[:, HOT]
     over = live & (ewma < OFF)
-    if np.count_nonzero(over):
+    if count_nonzero(over):
         for i in np.flatnonzero(over & (rows[:, RAISED] == 1.0)).tolist():
             out.append((int(uid[i]), False, ts))
         rows[over, RUN_FROM] = math.nan
@@ -330,11 +332,11 @@ def _judge_units(table: np.ndarray, uid: np.ndarray, val: np.ndarray, step_ms: f
     due = (runs & (rows[:, RAISED] == 0.0) & (ewma >= ON)
            & ((span >= page_s) | ((span >= RECUR_SPAN * page_s) & (hot_n >= RECUR_MIN)
                                   & (hot_n <= RECUR_SHARE * rows[:, STEPS]))))
-    if np.count_nonzero(due):
+    if count_nonzero(due):
         for i in np.flatnonzero(due).tolist():
             out.append((int(uid[i]), True, float(rows[i, RUN_FROM])))
         rows[due, RAISED] = 1.0
-    if np.count_nonzero(counted):
+    if count_nonzero(counted):
         for i in _recurring(rows, counted, runs).tolist():
             out.append((int(uid[i]), True, float(rows[i, EP_FROM])))
             rows[i, RAISED] = 2.0

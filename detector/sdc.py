@@ -34,6 +34,7 @@ import numpy as np
 
 from detector.alerts import Scope
 from detector.findings import Finding
+from models.numpy_c import count_nonzero
 from models.peer_stats import group_median_scale
 
 # The raw score of the job escalation: that some replica of the job computed wrong is what
@@ -216,7 +217,7 @@ def _own_moves(pair: list[int], dev: np.ndarray, sig: np.ndarray, dp: np.ndarray
             return None
         mates = (dp == dp[i]) & (dev == dev)
         mates[i] = False
-        shift = float(np.median(dev[mates])) if np.count_nonzero(mates) >= 2 else 0.0
+        shift = float(np.median(dev[mates])) if count_nonzero(mates) >= 2 else 0.0
         d = float(dev[i]) - shift
         own.append((d, d / float(sig[i])))
     return own

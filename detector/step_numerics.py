@@ -23,6 +23,7 @@ import numpy as np
 from detector import overflow_source, sdc
 from detector.alerts import Scope
 from detector.findings import Finding
+from models.numpy_c import count_nonzero
 from models.peer_stats import group_median_scale, group_stats, layout, median
 from models.vote import majority_vote
 
@@ -54,7 +55,7 @@ class NumericChecks:
         decay = 0.5 ** (1.0 / cfg.grad_half_life_steps)
         self._spikes *= decay
         ok = grad > 0.0
-        n_ok = np.count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
+        n_ok = count_nonzero(ok)  # (ndarray.any/all/sum are Python around a reduction)
         if n_ok < cfg.min_peers:
             if n_ok == 2 == len(ok):  # (a job of two ranks: a pair, perhaps)
                 self._track_own(slots, np.log(grad), ok, buf)
@@ -84,7 +85,7 @@ class NumericChecks:
                 hit[small] = (zs > cfg.grad_z) & comparable
         spikes, spiking = self._spikes, self._spiking
         grew = False
-        if np.count_nonzero(hit):
+        if count_nonzero(hit):
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
             dp = buf.dp_array()[ok]
@@ -92,7 +93,7 @@ class NumericChecks:
             shared = spiking_dp[counts > 1]
             if len(shared):
                 hit &= ~np.isin(dp, shared)
-            if np.count_nonzero(hit):
+            if count_nonzero(hit):
                 hr = r[hit]
                 fresh = spikes[hr] < 0.5
                 self._spike_onset[hr[fresh]] = t[hit][fresh]
@@ -108,7 +109,7 @@ class NumericChecks:
             self._spikes_looked = True
         else:
             rising = []
-        falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if np.count_nonzero(
+        falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if count_nonzero(
             spiking) else []
         if not rising and not falling:
             return
@@ -185,7 +186,7 @@ class NumericChecks:
                 c is not None and before.get(r, c) != c
                 for r, c in zip(ranks, checksum, strict=True)):
             return  # (a null without a skip: a field not sent -- DESIGN's missing)
-        peers = int(np.count_nonzero(groups == groups[at[0]]))
+        peers = int(count_nonzero(groups == groups[at[0]]))
         for rank, onset, counted, chance in ov.skipped(
                 step, [ranks[i] for i in at], peers, len(grad), float(buf.ts[at[0]])):
             slot = self._slot.get(rank)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.numpy_c import count_nonzero
+
 
 class CusumBank:
     """One-sided robust CUSUMs over integer slots, with onset times and clearing hysteresis."""
@@ -70,13 +72,13 @@ class CusumBank:
             prev = self.score[slots]
         s = np.maximum(0.0, prev + np.minimum(z, self.z_clip) - self.k)
         # (no slot alarmed: the usual update, fewer array calls)
-        any_was = np.count_nonzero(self.alarmed)
+        any_was = count_nonzero(self.alarmed)
         if any_was:
             was = self.alarmed[slots]
-            any_was = np.count_nonzero(was)
+            any_was = count_nonzero(was)
             s = np.where(was, np.minimum(s, self.h_cap), s) if any_was else s
         rising = (prev == 0.0) & (s > 0.0)
-        if np.count_nonzero(rising):
+        if count_nonzero(rising):
             self.onset_ts[slots[rising]] = ts[rising]
         self.score[slots] = s
         new = slots[(~was) & (s > self.h)] if any_was else slots[s > self.h]

@@ -41,6 +41,8 @@ import math
 
 import numpy as np
 
+from models.numpy_c import count_nonzero
+
 CLIP = 3.0          # a score counts towards the estimate only when it and its last are within
 ALPHA = 1.0 / 64.0  # the sums smoothed over ~64 steps (the first ones weighed alike)
 MIN_STEPS = 32      # steps estimated before it is used ...
@@ -55,7 +57,7 @@ def update(state: tuple[float, float, int], z: np.ndarray, prev: np.ndarray
     """``state`` (smoothed mean of ``z_t z_(t-1)``, of ``z_(t-1)^2``, steps) after one step of
     the healthy ranks' scores ``z`` and their last ones ``prev`` (same order)."""
     keep = (np.abs(z) < CLIP) & (np.abs(prev) < CLIP)
-    k = int(np.count_nonzero(keep))
+    k = int(count_nonzero(keep))
     if k < 2:
         return state
     zk, pk = z[keep], prev[keep]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.numpy_c import count_nonzero
+
 # MAD of a normal sample times this is its standard deviation.
 MAD_TO_SIGMA = 1.4826
 _NAN = float("nan")
@@ -107,8 +109,8 @@ def _rows(groups: np.ndarray, cache: dict[bytes, _Rows | None] = _LAYOUTS) -> _R
     rows = None
     gg = g.reshape(-1, k) if n % k == 0 else None  # sorted: a row is one group when its ends
     #                                                are equal and no group runs on into the next
-    if gg is not None and not (np.count_nonzero(gg[:, 0] != gg[:, -1])
-                               or np.count_nonzero(gg[1:, 0] == gg[:-1, -1])):
+    if gg is not None and not (count_nonzero(gg[:, 0] != gg[:, -1])
+                               or count_nonzero(gg[1:, 0] == gg[:-1, -1])):
         row_of = _ROW_OF.get((n, k))
         if row_of is None:
             if len(_ROW_OF) >= _LAYOUTS_KEPT:
@@ -188,7 +190,7 @@ def derive_layout(groups: np.ndarray, slots: np.ndarray,
     if key in _LAYOUTS:
         return
     in_order, by_order = whole
-    if by_order is None or np.count_nonzero(in_order[slots] != groups):
+    if by_order is None or count_nonzero(in_order[slots] != groups):
         return
     n = len(groups)
     pos = np.full(len(in_order) + 1, n, dtype=np.intp)  # (the job's padding too: absent)
@@ -196,10 +198,10 @@ def derive_layout(groups: np.ndarray, slots: np.ndarray,
     perm = pos[by_order.perm]
     perm.sort(axis=1)
     counts = np.add.reduce(perm < n, axis=1)
-    if np.count_nonzero(counts == 0):
+    if count_nonzero(counts == 0):
         return
     back = by_order.back[slots]
-    if np.count_nonzero(counts != counts[0]):
+    if count_nonzero(counts != counts[0]):
         rows = _Rows(perm, back, 0, counts)
     else:  # (the groups one size again: each lost as many)
         k = int(counts[0])

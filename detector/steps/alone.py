@@ -37,6 +37,7 @@ import numpy as np
 
 from detector.findings import Finding
 from detector.steps.common import _RECENT, _StepBuffer
+from models.numpy_c import count_nonzero
 
 # A rank slow now, alone on its node: its latest slow_clear_steps steps' mean deviation at
 # least this many noise units (JobMonitor._tell_alone; _BESIDE_Z's bar for a node's ranks slow
@@ -70,7 +71,7 @@ def _tell_alone(self, step: int, slots: np.ndarray, groups: np.ndarray, buf: _St
     """Tell again, once per run, a rank told slow with its node's others that is slow alone
     now, its node's other ranks back at their pace (see the module's docstring)."""
     live = self._with_mates
-    if not np.count_nonzero(live):
+    if not count_nonzero(live):
         return
     n = len(self._rank_of)
     told = self._reported[:n]
@@ -88,7 +89,7 @@ def _tell_alone(self, step: int, slots: np.ndarray, groups: np.ndarray, buf: _St
             continue
         node = hw[s][0]
         mates = [m for m, h in enumerate(hw[:n]) if h is not None and h[0] == node and m != s]
-        if not mates or not all(m in here for m in mates) or np.count_nonzero(
+        if not mates or not all(m in here for m in mates) or count_nonzero(
                 told[mates] | bank.alarmed[mates]):
             continue
         mine = self._recent[s, cols]

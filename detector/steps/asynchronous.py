@@ -74,6 +74,7 @@ from detector import sku_class
 from detector.alerts import Scope
 from detector.events import StepSample
 from detector.findings import Finding
+from models.numpy_c import count_nonzero
 from models.peer_stats import MAD_TO_SIGMA
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def _against_classes(a: _Async, meds: dict[int, float],
     ready = np.ones(len(ranks), dtype=bool)
     off, known = sku_class.offsets(cls, over, se, ready)
     free = cls < 0
-    if np.count_nonzero(free):
+    if count_nonzero(free):
         found = sku_class.find(nodes, over - off, se, first, first_se, free, known)
         if found:
             for i, n in enumerate(nodes):

@@ -15,6 +15,7 @@ from detector.alerts import Scope
 from detector.findings import Finding
 from detector.steps.common import _SAVE_GAP_STEPS, _floats, _ints, _smoothed, _StepBuffer
 from models import lag1
+from models.numpy_c import clip, count_nonzero
 from models.peer_stats import MAD_TO_SIGMA, group_median, median
 
 # A raised host_late run whose least-squares line has grown to this share of a step's work, from
@@ -123,7 +124,7 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     cfg = self.cfg
     busy = _floats(buf.step_ms) - _floats(buf.comm)  # compute + host: not waiting
     host = busy - compute
-    if np.count_nonzero(np.isnan(host)):
+    if count_nonzero(np.isnan(host)):
         return None  # (a rank without comm_ms: no host times this step)
     np.maximum(host, 0.0, out=host)  # (rounding: step_ms may trail compute + comm)
     if len(host) < cfg.min_peers:
@@ -155,7 +156,7 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
         # An offset from the job's start, up to host_offset_max, is this rank's own
         # (rank 0 logs, a rank on the far socket); beyond it, a path slow from before
         # the job began (blind3 K4: a link trained down before the log) still shows.
-        self._host_base[r] = (base + 0.2 * over).clip(0.0, cfg.host_offset_max)
+        self._host_base[r] = clip(base + 0.2 * over, 0.0, cfg.host_offset_max)
         return host
     z = over / sigma
     healthy = ~self._reported[r] & ~self._host.alarmed[r]
@@ -163,10 +164,10 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
         (self._hl_xy, self._hl_xx, self._hl_n), z[healthy], self._host_dev_z[r][healthy])
     self._host_dev_z[r] = z
     learn = np.abs(z) < 3.0
-    if np.count_nonzero(self._host.alarmed):
+    if count_nonzero(self._host.alarmed):
         learn &= ~self._host.alarmed[r]
-    self._host_base[r] = np.where(learn, (base + cfg.slow_baseline_alpha * over).clip(
-        0.0, cfg.host_offset_max), base)
+    self._host_base[r] = np.where(learn, clip(base + cfg.slow_baseline_alpha * over,
+                                             0.0, cfg.host_offset_max), base)
     _, cleared, score = self._host.step(r, z, ts)
     in_run = score > 0.0
     n_was = self._host_n[r]
@@ -184,7 +185,7 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
                              & ~self._host_rep[r] & ~self._reported[r] & ~self._slow.alarmed[r])
     if len(lone_at):
         self._page_lone(step, r, lone_at, host, over, z, groups, buf, sigma, decided_ts, out)
-    if np.count_nonzero(self._host.alarmed):
+    if count_nonzero(self._host.alarmed):
         # (a rank paged alone just now is reported: not host_late evidence as well)
         at = (self._host.alarmed[r] & ~self._host_rep[r] & ~self._reported[r]
               & ~self._slow.alarmed[r]).nonzero()[0]
@@ -199,9 +200,9 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
             # on this step: a node's ranks leave zero a step or two apart by their noise
             # (when this paged, blind3_hostonly k8s-mixed s8: a GPU escalation beside its
             # node's).
-            if np.count_nonzero(big & held):
+            if count_nonzero(big & held):
                 new = at[big]
-            elif np.count_nonzero(big) >= 2:
+            elif count_nonzero(big) >= 2:
                 start = new = self._host_from_start(r, at[big], z[at[big]])
     if len(cleared):
         self._clear_lone(step, cleared, buf, decided_ts, out)
@@ -211,7 +212,7 @@ def _check_host(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     # so the end of the input (time run on without steps) confirms no duration.
     prev, self._host_seen_ts = self._host_seen_ts, decided_ts
     lasting = grew = r[:0]
-    if np.count_nonzero(self._host_rep):
+    if count_nonzero(self._host_rep):
         due = self._host.onset_ts[r] + self._host_page_after(r)
         lasting = np.flatnonzero(self._host_rep[r] & (due <= decided_ts) & (due > prev))
         grew = self._host_grew(r)
@@ -290,7 +291,7 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
     keep = ((z[cand] > cfg.slow_k) & (late >= host_straggler.steps_for(rho)) & (2 * late >= n)
             & (self._host_sum[sl] / n - margin >= cfg.host_min_effect))
     old = keep & (self._host_base0[sl] >= cfg.host_offset_max)
-    if np.count_nonzero(old):
+    if count_nonzero(old):
         keep &= ~old | self._lone_from_start(sl)
     cand = cand[keep]
     if not len(cand):
@@ -327,7 +328,7 @@ def _page_lone(self, step: int, r: np.ndarray, cand: np.ndarray, host: np.ndarra
              "comm_ms": round(float(comm[i]), 2),
              "peer_median_comm_ms": round(float(np.median(comm[peers])), 2),
              # (none: its host or its link, untold -- escalated at the node, Correlator)
-             "node_mates": int(np.count_nonzero(node == node[i])) - 1,
+             "node_mates": int(count_nonzero(node == node[i])) - 1,
              "rule": "time in neither compute nor collectives (step_ms - compute_ms - "
                      "comm_ms) over its peers', its node's other ranks not, the job "
                      "waiting for it (its comm_ms the lowest): its own host path "
@@ -482,8 +483,8 @@ def _host_part(self, r: np.ndarray, node: str) -> bool:
                     dtype=np.intp)
     learnt = self._host_base[mine] >= _PART_LEARNT * self.cfg.host_offset_max
     alarmed = self._host.alarmed[mine]
-    on_time = int(np.count_nonzero(~learnt & ~alarmed))
-    late = int(np.count_nonzero(learnt & alarmed))
+    on_time = int(count_nonzero(~learnt & ~alarmed))
+    late = int(count_nonzero(learnt & alarmed))
     return on_time >= late and on_time + late == len(mine)
 
 
@@ -577,7 +578,7 @@ def _host_codes(self, slots: np.ndarray, buf: _StepBuffer) -> np.ndarray:
     code = self._hs_code
     if (self._hs_code_at != (self._moves, self.restarts, id(self._hs_keys))
             or len(code) < len(self._rank_of)
-            or (self._hs_code_some and np.count_nonzero(code[slots] == -1))):
+            or (self._hs_code_some and count_nonzero(code[slots] == -1))):
         code = self._host_units(slots, buf)
     return code
 
@@ -600,7 +601,7 @@ def _host_share(self, step: int, slots: np.ndarray, buf: _StepBuffer, host: np.n
             self._note_episodes(step, new, code)
     for i, up, at in found:
         mine = np.flatnonzero(code == i)
-        if up and (np.count_nonzero(self._host_rep[mine])
+        if up and (count_nonzero(self._host_rep[mine])
                    or (len(mine) == 1 and self._rank_of[int(mine[0])] in (
                        0, max(self._rank_of)) and self._periodic(self._hs_keys[i]))):
             # Its ranks are host_late already (their own CUSUM, past the warm-up's

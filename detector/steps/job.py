@@ -46,6 +46,7 @@ from detector.steps.replicas import replica_split
 from detector.thresholds import Thresholds
 from models import excursion
 from models.cusum_bank import CusumBank
+from models.numpy_c import count_nonzero
 from models.peer_stats import derive_layout, learn_layout, median
 
 # A job whose clock was run on without records (``expire(quiet=True)``: the service's idle
@@ -1191,16 +1192,16 @@ class JobMonitor(NumericChecks):
         """
         busy = _floats(buf.compute)
         ok = busy >= _MIN_BUSY_MS
-        if np.count_nonzero(ok) == len(ok):
+        if count_nonzero(ok) == len(ok):
             # (every rank sent a compute_ms: no NaN; comm_ms too when the first did -- a
             # producer sends it or not; _check_host makes sure)
             return busy, None, buf.comm[0] is not None
-        if np.count_nonzero(np.isnan(busy)):
+        if count_nonzero(np.isnan(busy)):
             comm = _floats(buf.comm)
             if not np.isnan(comm).all():
                 busy = _floats(buf.step_ms) - comm
                 ok = busy >= _MIN_BUSY_MS
-                if np.count_nonzero(ok) == len(ok):
+                if count_nonzero(ok) == len(ok):
                     return busy, None, False
         return busy, ok, False
 

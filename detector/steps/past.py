@@ -31,6 +31,7 @@ import numpy as np
 
 from detector.findings import Finding
 from detector.steps.common import _StepBuffer
+from models.numpy_c import count_nonzero
 from models.peer_stats import MAD_TO_SIGMA, median
 
 _PAST_ALPHA = 0.2         # a rank's change over the job's, smoothed over ~5 steps
@@ -54,7 +55,7 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
     n = self._past_n[r]
     new = n == 0
     base = self._past_base[r]
-    n_new = np.count_nonzero(new)
+    n_new = count_nonzero(new)
     if not n_new:  # (every rank has its level: the usual step, no masks)
         m = median(x - base, scratch=True)
     else:
@@ -114,7 +115,7 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
         return
     rising = np.zeros(len(r), dtype=bool)
     look = hot  # (a told rank's group too: its mates may be half told, half not)
-    if np.count_nonzero(look):
+    if count_nonzero(look):
         for g in set(groups[look].tolist()):
             at = groups == g
             vals = short[at]
@@ -139,7 +140,7 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
     run = self._past_run[r]
     self._past_run[r] = np.where(eligible, run + 1, 0)
     now = eligible & (run + 1 >= _PAST_STEPS)
-    if np.count_nonzero(now):
+    if count_nonzero(now):
         # (its node's other ranks on the way there, half-way at least, are told with it: a TP
         # group slows alike, and one GPU told a step before its mates was paged alone, then
         # its node)

@@ -20,6 +20,7 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
+from models.numpy_c import count_nonzero
 from models.peer_stats import group_median, median, row_deviations, row_sizes, sorted_rows
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _replica_common(self, d: np.ndarray, buf: _StepBuffer, ok: np.ndarray | None
     if comparable is not None:
         dp = dp[comparable]
     known: np.ndarray | None = dp >= 0
-    n_known = np.count_nonzero(known)
+    n_known = count_nonzero(known)
     if n_known < 16:
         return None, False
     if n_known == len(dp):

@@ -21,6 +21,7 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
+from models.numpy_c import count_nonzero
 from models.peer_stats import median
 
 # A warm-up step compared with its peers as a whole counts as gross only this many noise units
@@ -140,7 +141,7 @@ def _gross_prior(self, step: int, r: np.ndarray, d: np.ndarray, ts: np.ndarray,
     need = np.where(~has & (whole >= floor), cfg.gross_steps + 1, cfg.gross_steps)
     new = gross & (self._gross[r] >= need) & ~self._reported[r] & (
         self._paced[r] < cfg.gross_steps)
-    if np.count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
+    if count_nonzero(gross) and len(self._gross_nodes) < _WANDER_GROSS_NODES:
         hw, seen = self._hw, self._gross_nodes
         for s in r[gross].tolist():  # (bounded: _WANDER_GROSS_NODES names at most)
             if hw[s] is not None and len(seen) < _WANDER_GROSS_NODES:
@@ -215,13 +216,13 @@ def _check_burst(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
             ref = _others_lower_median(peers[0] + med, peers[1], near)
             lift = med[near] - ref  # (NaN alone in its group: no lift)
             lift = np.where(lift > 0.0, lift, 0.0)
-            if np.count_nonzero(g[near] + lift >= limit):
+            if count_nonzero(g[near] + lift >= limit):
                 g, med = g.copy(), med.copy()
                 g[near] += lift
                 med[near] -= lift
                 gross = g >= limit
     counts = self._gross
-    if not np.count_nonzero(gross) and not np.count_nonzero(counts):
+    if not count_nonzero(gross) and not count_nonzero(counts):
         return  # (the usual step: no rank in a burst)
     prev = counts[r]
     first = gross & (prev == 0)
@@ -230,7 +231,7 @@ def _check_burst(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarray,
     counts[r] = now
     told = (now == cfg.gross_steps) & ~self._reported[r]
     ended = ~gross & (prev >= cfg.gross_steps)
-    if not np.count_nonzero(told) and not np.count_nonzero(ended):
+    if not count_nonzero(told) and not count_nonzero(ended):
         return
     dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
     for i in np.flatnonzero(told | ended).tolist():
@@ -279,16 +280,16 @@ def _check_recurring(self, step: int, r: np.ndarray, z: np.ndarray, g: np.ndarra
     if self._recur_live:
         recur *= 0.5 ** (1.0 / cfg.slow_recur_half_life_steps)
     hit = z >= cfg.slow_z_clip
-    if np.count_nonzero(hit):
+    if count_nonzero(hit):
         hit &= g >= math.log1p(cfg.slow_recur_min)
     last = self._recur_last
-    if np.count_nonzero(hit) or np.count_nonzero(last):
+    if count_nonzero(hit) or count_nonzero(last):
         # An outlier step counts when the rank's step before was none (a slowdown's first
         # step: a sustained one, the CUSUM's, counts once), unless the CUSUM has it slow.
         was = last[r]
         last[r] = hit
         hit &= ~was & (self._recurring[r] | ~self._reported[r])
-    if np.count_nonzero(hit):
+    if count_nonzero(hit):
         hr = r[hit]
         fresh = recur[hr] < 0.5
         self._recur_onset[hr[fresh]] = ts[hit][fresh]
@@ -300,7 +301,7 @@ def _check_recurring(self, step: int, r: np.ndarray, z: np.ndarray, g: np.ndarra
             # and five such among ten halved the others' mean -- Alibaba job 4)
             n = len(self._rank_of)
             counting = self._recurring[:n] | ~self._reported[:n]
-            total, n = float(recur[:n][counting].sum()), int(np.count_nonzero(counting))
+            total, n = float(recur[:n][counting].sum()), int(count_nonzero(counting))
             rising = [s for s in top.tolist() if n < 2 or recur[s] >= cfg.slow_recur_ratio
                       * (total - recur[s]) / (n - 1)]
             if rising:
@@ -313,9 +314,9 @@ def _check_recurring(self, step: int, r: np.ndarray, z: np.ndarray, g: np.ndarra
     else:
         rising = []
     falling = ((recur < cfg.slow_recur_clear) & self._recurring).nonzero()[0].tolist() \
-        if np.count_nonzero(self._recurring) else []
+        if count_nonzero(self._recurring) else []
     if not rising and not falling:
-        if not np.count_nonzero(recur >= 0.01):
+        if not count_nonzero(recur >= 0.01):
             recur[:] = 0.0
             self._recur_live = False
         return
@@ -413,7 +414,7 @@ def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarr
     acc[:, 1] += g
     acc[:, 2] += g * g
     self._sus[r] = acc
-    live = np.count_nonzero(self._sustained)
+    live = count_nonzero(self._sustained)
     if not live and self._sus_spread < _SUS_SPREAD and self._evaluated % _SUS_EVERY:
         return  # (the usual job, ordinary jitter, the CUSUM's: looked at now and then)
     w, s1, s2 = acc[:, 0], acc[:, 1], acc[:, 2]
@@ -423,16 +424,16 @@ def _check_sustained(self, step: int, r: np.ndarray, g: np.ndarray, ts: np.ndarr
     left = 1.0 - w * _SUS_ALPHA
     n_eff = w * w * (1.0 - keep * keep) / np.maximum(1.0 - left * left, 1e-12)
     ready = n_eff >= _SUS_MIN_N
-    if not np.count_nonzero(ready) and not live:
+    if not count_nonzero(ready) and not live:
         return  # (the first steps after a (re)start: too few to weigh)
     mean = s1 / w
     spread = np.sqrt(np.maximum(s2 / w - mean * mean, 0.0))
-    job_spread = median(spread[ready], scratch=True) if np.count_nonzero(ready) else 0.0
+    job_spread = median(spread[ready], scratch=True) if count_nonzero(ready) else 0.0
     self._sus_spread = job_spread
     if job_spread < _SUS_SPREAD and not live:
         return
     se = np.maximum(spread, job_spread) / np.sqrt(n_eff)
-    over = self._class_over(r, mean, se, ready) if np.count_nonzero(ready) else mean
+    over = self._class_over(r, mean, se, ready) if count_nonzero(ready) else mean
     t = over / np.maximum(se, 1e-12)
     standing = ready & (t >= 1.0)
     onset = self._sus_onset
@@ -491,7 +492,7 @@ def _class_over(self, r: np.ndarray, mean: np.ndarray, se: np.ndarray,
     over = mean - median((mean - self._sku_off[r])[ready], scratch=True)
     seen = self._sku_seen[r]
     new = ready & ~seen
-    if np.count_nonzero(new):
+    if count_nonzero(new):
         rn = r[new]
         self._sku_first[rn] = over[new]
         self._sku_first_se[rn] = se[new]
@@ -499,7 +500,7 @@ def _class_over(self, r: np.ndarray, mean: np.ndarray, se: np.ndarray,
         seen = seen | new
     free = seen & ready & (cls == 0)
     off, known = sku_class.offsets(cls - 1, over, se, ready)
-    if np.count_nonzero(free):
+    if count_nonzero(free):
         hw = self._hw
         nodes = [None if hw[s] is None else hw[s][0] for s in r.tolist()]
         found = sku_class.find(nodes, over - off, se, self._sku_first[r],
@@ -509,7 +510,7 @@ def _class_over(self, r: np.ndarray, mean: np.ndarray, se: np.ndarray,
             cls = np.where(k >= 0, k + 1, cls)
             self._sku[r] = cls
             off, _ = sku_class.offsets(cls - 1, over, se, ready)
-    if not np.count_nonzero(cls):
+    if not count_nonzero(cls):
         return over
     self._sku_off[r] = off
     return over - off

@@ -43,6 +43,7 @@ from detector.steps.common import (
 from detector.steps.noise import _FLEET_UNDER, _FLEET_Z
 from detector.thresholds import Thresholds
 from models import lag1
+from models.numpy_c import clip, count_nonzero
 from models.peer_stats import (
     MAD_TO_SIGMA,
     group_median_scale,
@@ -97,9 +98,9 @@ def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     In a wandering job (:meth:`_wander_update`) the step's slow ranks found by the other
     rules are held (:meth:`_hold_wandering`): only the wandering job's rule reports."""
     mark = len(out)
-    told = bool(np.count_nonzero(self._reported[slots]))  # (a rank told slow before this step)
+    told = bool(count_nonzero(self._reported[slots]))  # (a rank told slow before this step)
     if not told and self._ar_held():  # (or held by the run test: as told, _ar_step)
-        told = bool(np.count_nonzero(self._slow.alarmed[slots]))
+        told = bool(count_nonzero(self._slow.alarmed[slots]))
     self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
     # (the same place slow on several nodes: read before the holds below take any back)
     place = self._same_place(out, mark, slots, groups) if len(out) > mark else []
@@ -185,7 +186,7 @@ def _node_alarmed(self, slot: int, place: Callable[[int], bool] | None = None) -
     ok = (n >= 2) & self._slow.alarmed[at] & (mean > 0.0) & (mean >= 0.5 * mine)
     if place is not None:  # (a mate slow as its place: the workload's, not the node's)
         ok &= np.array([m == slot or not place(m) for m in at], dtype=bool)
-    return int(np.count_nonzero(ok | (np.array(at) == slot)))
+    return int(count_nonzero(ok | (np.array(at) == slot)))
 
 
 def _node_slow(self, slot: int) -> bool:
@@ -245,7 +246,7 @@ def _node_grown(self, slot: int, told: float) -> int:
         return 0
     base = math.log(told) if told > 0.0 else 0.0
     half = base + 0.5 * (float(self._slow_dev[slot]) - base)
-    k = int(np.count_nonzero(self._slow_dev[at] >= half))
+    k = int(count_nonzero(self._slow_dev[at] >= half))
     return k + 1 if 2 * k >= len(at) else 0
 
 
@@ -301,7 +302,7 @@ def _stage_noise(self, r: np.ndarray, d: np.ndarray, stage: np.ndarray) -> None:
     a steady offset moves nothing step to step; the batches a data-following stage draws move
     it every step (blind31's vision stage)."""
     move = np.abs(d - self._slow_dev[r])
-    sr = None if np.count_nonzero(np.isnan(move)) else sorted_rows(move, stage)
+    sr = None if count_nonzero(np.isnan(move)) else sorted_rows(move, stage)
     if sr is not None:
         # (each stage's median from its sorted row -- median()'s value bit for bit, ``move``
         # being >= 0 and not NaN -- in a third of the calls of the loop below)
@@ -336,7 +337,7 @@ def _quiet_stages(self, r: np.ndarray, over: np.ndarray
     smoothed as the job's) makes up for theirs."""
     q = self._stage_sigma[r]
     quiet = (q > 0.0) & (q < _QUIET_STAGE * q.max())
-    if not np.count_nonzero(quiet):
+    if not count_nonzero(quiet):
         return None
     at = np.flatnonzero(quiet)
     q = np.maximum(q[at], self.cfg.slow_sigma_floor)
@@ -382,11 +383,11 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     # told yet is out of the reference as a told one is
     ar_on = self._ar_on()
     held = self._ar_held(ar_on)
-    if comparable is None and (held or np.count_nonzero(self._reported)):
+    if comparable is None and (held or count_nonzero(self._reported)):
         told = self._reported[slots]
         if held:
             told = told | self._slow.alarmed[slots]
-        if np.count_nonzero(told) >= _TOLD_OUT:
+        if count_nonzero(told) >= _TOLD_OUT:
             med, step_sigma, told = self._untold_reference(x, groups, told, med, step_sigma)
         else:
             told = None
@@ -398,7 +399,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     self._sigma = _smoothed(self._sigma, step_sigma, cfg.slow_sigma_alpha)
     sigma = max(self._sigma, cfg.slow_sigma_floor)
     warm = self._evaluated <= cfg.warmup_steps
-    cold = (self._cold_steps(r, d, sigma) if not warm and np.count_nonzero(self._cold)
+    cold = (self._cold_steps(r, d, sigma) if not warm and count_nonzero(self._cold)
             else None)
     stage = gc >> 24
     staged = bool(stage[0] != stage[-1] or stage.min() != stage.max())  # (a pipeline)
@@ -492,13 +493,13 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         # Only in a rank's first warm-up on its GPU: after a restart, a slowness that was
         # not there at the job's start is a change, not a baseline.
         f = r[self._fresh[r]]
-        self._cap[f] = (self._base[f] + cfg.slow_baseline_clip).clip(
-            cfg.slow_baseline_clip, math.log1p(cfg.start_offset_max))
+        self._cap[f] = clip(self._base[f] + cfg.slow_baseline_clip, cfg.slow_baseline_clip,
+                             math.log1p(cfg.start_offset_max))
         if self._evaluated == cfg.warmup_steps:
             self._note_offsets(f)
             self._fresh[r] = False
     else:
-        if np.count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
+        if count_nonzero(self._slow.alarmed):  # (none alarmed: the usual step)
             learn &= ~self._slow.alarmed[r]
         if cold is not None:
             learn &= ~cold
@@ -509,7 +510,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     # "faster" would make its return to the median look like a slowdown.  After warm-up
     # no more slowness is learned than the rank showed from the start (at least 2 %):
     # a change after warm-up is a change, and pages.
-    self._base.clip(0.0, self._cap, out=self._base)
+    clip(self._base, 0.0, self._cap, out=self._base)
     if warm:
         # The job's noise for the gross prior: its steps' spreads so far weighed alike --
         # the smoothed one is its first step's (alpha 0.05) through the warm-up, and one
@@ -564,7 +565,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     # unusually noisy (the CUSUM measures surprise; this measures size).
     in_run = score > 0.0
     self._recent[r, self._evaluated % _RECENT] = cusum_z
-    if fresh is not None and np.count_nonzero(fresh):
+    if fresh is not None and count_nonzero(fresh):
         # (the job's tail is measured on ranks whose bias is known: one still learning
         # its offset has a z of its learning, not of the job's noise)
         self._tail_update(z[~fresh], prev_score[~fresh])
@@ -583,16 +584,16 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     # after it, Correlator._explanation_wait).  Tuning reproducer interval-10, seeds
     # 9600..9611: 10 % slowdowns' median 9.5 -> 8.5 steps, attribution unchanged.
     clearly = z >= _CLEARLY_SLOW_Z
-    if np.count_nonzero(clearly):
+    if count_nonzero(clearly):
         since = self._run_since[r]
         since = np.where((since == 0.0) & clearly, tc, since)
         self._run_since[r] = np.where(in_run, since, 0.0)
-    elif np.count_nonzero(self._run_since):  # (no run clearly slow: the usual step)
+    elif count_nonzero(self._run_since):  # (no run clearly slow: the usual step)
         self._run_since[r] = np.where(in_run, self._run_since[r], 0.0)
-    if np.count_nonzero(self._slow.alarmed):
+    if count_nonzero(self._slow.alarmed):
         alarmed = self._slow.alarmed[r]
         told = self._reported[r]
-        if np.count_nonzero(self._held):  # (a run told held is judged again: _held_runs)
+        if count_nonzero(self._held):  # (a run told held is judged again: _held_runs)
             told = told & ~self._held[r]
         at = (alarmed & ~told).nonzero()[0]
         waiting = r[at]
@@ -671,7 +672,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                 fleet &= spans | self._fleet_held(n, mean, rep_margin * per, rho)
             hold_at |= fleet
         # (a run beside a node mate told slow is no episode of the job's noise alone)
-        beside = (self._beside_told(waiting) if episodic or np.count_nonzero(hold_at)
+        beside = (self._beside_told(waiting) if episodic or count_nonzero(hold_at)
                   else hold_at)
         if episodic:
             # (the job's noise taken for real noise's runs and tail -- while it is not
@@ -684,7 +685,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             high = ((effect >= _HEAVY_EFFECT) & (mean - margin >= _HEAVY_EPISODE_Z * unit)
                     & (cusum_z[at] >= _HEAVY_EPISODE_Z))
             lasting = n >= _HEAVY_STEPS
-            if np.count_nonzero(lasting):
+            if count_nonzero(lasting):
                 lasting[lasting] = self._still_slow(waiting[lasting], n[lasting])
             high |= beside
             outlasted = waiting[~high & lasting & (effect >= cfg.slow_min_effect)]
@@ -792,7 +793,7 @@ def _beside_told(self, waiting: np.ndarray) -> np.ndarray:
     are still two episodes, each waits."""
     out = np.zeros(len(waiting), dtype=bool)
     ranks = len(self._rank_of)
-    if not np.count_nonzero(self._reported[:ranks]):
+    if not count_nonzero(self._reported[:ranks]):
         return out
     hw = self._hw
     told = [m for m in np.flatnonzero(self._reported[:ranks] & ~self._held[:ranks]
@@ -827,7 +828,7 @@ def _held_runs(self, new: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, set
     withdrawn when the job stops, cleared when its run ends); its run is not told grown
     (:meth:`_grown_runs`): told again it is told whole."""
     again = self._reported[new] & self._held[new] & np.isin(new, hold)
-    if np.count_nonzero(again):
+    if count_nonzero(again):
         new = new[~again]
     return new, set(np.intersect1d(new, hold).tolist())
 
@@ -931,7 +932,7 @@ def _untold_reference(self, x: np.ndarray, groups: np.ndarray, told: np.ndarray,
     keep = ~told
     enough = ((np.bincount(inv[keep], minlength=len(uniq)) >= self.cfg.min_peers)
               & (np.bincount(inv[told], minlength=len(uniq)) >= _TOLD_OUT))
-    if not np.count_nonzero(enough):
+    if not count_nonzero(enough):
         return med, step_sigma, None
     kmed, kscale, _, _ = group_stats(x[keep], groups[keep])
     gmed, gscale, gall = np.empty(len(uniq)), np.empty(len(uniq)), np.empty(len(uniq))
@@ -963,7 +964,7 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
     was paged only after the wave lifted, 146 s late.
     Only the CUSUM's runs (the other rules report their own measures) of the same run."""
     told = self._told[r]
-    if not np.count_nonzero(told):  # (the usual step: no run told)
+    if not count_nonzero(told):  # (the usual step: no run told)
         return r[:0]
     latest = np.exp(self._slow_dev[r])
     mine = ((told > 0.0) & self._reported[r] & ~self._held[r]
@@ -1125,7 +1126,7 @@ def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
     ranks have enough peers."""
     cfg = self.cfg
     small = size < cfg.min_peers
-    if np.count_nonzero(small):
+    if count_nonzero(small):
         # Too few data-parallel peers (DP 2): compare with the whole pipeline stage
         # instead.  Tensor-parallel shards of a stage split every GEMM evenly, so each
         # does the same compute as its data-parallel peers; a stage is still never
@@ -1135,5 +1136,5 @@ def _comparable(self, x: np.ndarray, groups: np.ndarray, med: np.ndarray,
         med[small], scale[small], size[small] = smed, sscale, ssize
         groups = np.where(small, (groups >> 24) | (1 << 48), groups)  # the group used
     comparable = size >= cfg.min_peers
-    n = np.count_nonzero(comparable)
+    n = count_nonzero(comparable)
     return (None if n == len(size) else comparable), groups, n
