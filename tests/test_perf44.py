@@ -47,3 +47,21 @@ def test_clip_is_ndarray_clip_for_floats(seed: int) -> None:
         a.clip(*args, out=a)
         numpy_c.clip(b, *args, out=b)
         assert a.tobytes() == b.tobytes()
+
+
+def test_step_census_counts_and_leaves_jobmonitor_as_it_was() -> None:
+    # bench/step_census.py: the incident's first steps counted inside JobMonitor._evaluate;
+    # the class is handed back unpatched.
+    from bench import step_census
+    from detector.steps.job import JobMonitor
+
+    get, evaluate = JobMonitor.__getattribute__, JobMonitor._evaluate
+    c = step_census.census(12000)
+    assert JobMonitor.__getattribute__ is get and JobMonitor._evaluate is evaluate
+    assert c["steps"] > 0 and c["messages"] > c["steps"]
+    assert c["lines"]["job.py:_evaluate"] >= c["steps"]  # (its lines, not the census' own)
+    assert not any(k.startswith("step_census.py") for k in c["lines"])
+    kinds = {kind for kind, _ in c["slots"]}
+    assert kinds == {"gather", "scatter"} and ("gather", "_base") in c["slots"]
+    # (the step path calls count_nonzero without its wrapper: models.numpy_c)
+    assert c["calls"]["numeric.py:count_nonzero"] < c["steps"] * 10
