@@ -1327,6 +1327,7 @@ class JobMonitor(NumericChecks):
         _hold_after_snapshot,
         _host_up,
         _mates_pace,
+        _most_of_node,
         _node_alarmed,
         _node_alike,
         _node_grown,

@@ -222,6 +222,16 @@ def _mates_pace(self, slot: int, r: np.ndarray,
     return math.exp(float(np.median(self._slow_dev[at]))) if at else 0.0
 
 
+def _most_of_node(self, slot: int, alike: int, r: np.ndarray) -> bool:
+    """Whether ``alike`` ranks (``node_wide``, itself counted) are most of the job's ranks on
+    ``slot``'s node in this step (``r``): a limit on the node, not two of its GPUs (an MoE
+    expert's pair told alike, blind34 extremes: re-told on its own, each GPU then paged
+    alone instead of their node)."""
+    hw = self._hw
+    node = hw[slot][0] if hw[slot] is not None else None
+    return node is not None and 2 * alike > len(self._slots_by_node(r).get(node, ()))
+
+
 def _slots_by_node(self, r: np.ndarray) -> dict[str, list[int]]:
     """The slots ``r`` by their node (slots whose hardware is not known left out)."""
     out: dict[str, list[int]] = {}
@@ -738,7 +748,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         mean = math.exp(float(self._run_sum[s] / max(self._run_n[s], 1)))
         self._told[s], self._told_onset[s] = ratio, self._slow.onset_ts[s]
         stepped = self._node_grown(s, self._told_was[s]) if s in self._told_was else 0
-        self._told_mates[s] = (self._mates_pace(s, r) if s in alike or stepped else 0.0)
+        self._told_mates[s] = (self._mates_pace(s, r) if stepped or (
+            s in alike and self._most_of_node(s, alike[s], r)) else 0.0)
         out.append(self._finding(
             rank, dp_of[rank], "slow_rank", "slow_node", "unknown", decided_ts,
             float(self._slow.onset_ts[s]), True, min(0.95, 0.5 + (mean - 1.0) * 3),
