@@ -153,6 +153,9 @@ class Correlator(PartWindows):
         # (cluster, tenant, rack) -> nodes with a thermal throttle at node scope (_cooling)
         self._cooling_nodes: dict[tuple[str, str, str], dict[str, None]] = {}
         self._interval: dict[str, tuple[float, float]] = {}  # node -> (thermal interval s, ts)
+        # node -> GPU -> the ts of the sample that told its cadence: a collector may sample a
+        # node's GPUs each at its own phase (correlate.slow's _rank_sample)
+        self._phases: dict[str, dict[int, float]] = {}
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         # node -> the most one of its thermal rows was seen behind its source's clock (s, at
         # most lateness_s): a slow rank's wait for a sample covers its delivery (_note_late_row)
@@ -290,6 +293,8 @@ class Correlator(PartWindows):
                 # (detector.thermal): one on the findings topic is a forgery, and a slow rank
                 # on the node would wait 1.25 of it for an explanation -- for ever at 1e300.)
                 self._interval[f.scope.node] = (interval, f.ts)
+                if f.scope.gpu is not None:
+                    self._phases.setdefault(f.scope.node, {})[f.scope.gpu] = f.ts
                 # Slow ranks on this node that waited as for an unknown cadence: the wait is
                 # known now (their first timer, if later, finds them decided).
                 for unit in sorted(self._units_of_node.get(f.scope.node, ())):
@@ -573,6 +578,8 @@ class Correlator(PartWindows):
                 del cadence[node]
         for node in [n for n in self._late_rows if n not in self._interval]:
             del self._late_rows[node]  # (a node's delivery told with its cadence: gone with it)
+        for node in [n for n in self._phases if n not in self._interval]:
+            del self._phases[node]  # (its GPUs' phases, told with its cadence: the same)
         nic_cnp.prune(self, idle, now)
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:

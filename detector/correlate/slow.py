@@ -358,8 +358,37 @@ def _explanation_wait(self, f: Finding) -> float:
     period = (f.ts - f.onset_ts) / (runs - 1) if runs > 1 else 0.0
     since = f.evidence.get("clearly_slow_since")
     after = f.onset_ts if gross else since if since else f.onset_ts + 2.0 * period
-    sample = _next_sample(interval, phase_ts, late, after)
+    sample = _rank_sample(self, f, interval, phase_ts, late, after)
     return min(longest, max(0.0, sample - f.ts))
+
+
+def _rank_sample(self, f: Finding, interval: float, phase_ts: float, late: float,
+                 after: float) -> float:
+    """When the sample a slow rank waits for (:meth:`_explanation_wait`) is here: its own
+    GPU's first sample taken at ``after`` or later, or -- slow alike with its node's others
+    (common._found_alike: TP inside the node, every rank at the pace of its slowest GPU, which
+    may be any of them) -- the last of its job's GPUs' there (every GPU of the node with a
+    phase known where its job's layout is not).
+
+    A collector may sample a node's GPUs each at its own phase (one query a GPU, spread over
+    the interval), so the node's phase -- the last GPU to tell its cadence -- says nothing of
+    another GPU's: blind16 fleet-s1's CDU-hot GPU 1 sampled at :x3.9, GPU 2 (the node's
+    phase) at :x8.5, its TP group's 8 ranks found at 1111.1 with GPU 2's sample after their
+    slowdown in, escalated slow_node/unknown 2.8 s before GPU 1's sample showed 0x20 (int43;
+    the 3 s floor before hid it by 0.2 s).  GPUs sampled together (one scrape a node) wait
+    as for the node's phase."""
+    node = f.scope.node or ""
+    phases = self._phases.get(node)
+    if not phases or interval < 5.0:  # (below 5 s the wait is a whole interval: _next_sample)
+        return _next_sample(interval, phase_ts, late, after)
+    if _found_alike(f):
+        gpus = {g for g, _ in self._job_gpus(node, f.job)} or set(phases)
+        if f.scope.gpu is not None:
+            gpus.add(f.scope.gpu)
+    else:
+        gpus = {f.scope.gpu}
+    return max(_next_sample(interval, phases.get(g, phase_ts) if g is not None else phase_ts,
+                            late, after) for g in gpus)
 
 
 def _next_sample(interval: float, phase_ts: float, late: float, after: float) -> float:

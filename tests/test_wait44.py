@@ -1,0 +1,116 @@
+"""wait44 (round 44): a slow rank's wait for its GPU's next sample, where a collector samples a
+node's GPUs each at its own phase.
+
+int43 took the 3 s floor off a slow rank's wait for a cause once its node's thermal cadence is
+known: the wait ends when the first sample taken after the slowdown began is due
+(correlate.slow's _explanation_wait).  "The node's sample" was one phase a node -- the last of
+its GPUs to tell its cadence -- and a collector that queries a node's GPUs one by one, spread
+over the interval, samples each GPU at its own phase.  blind16 tune fleet-s1: a TP8 node's
+CDU-hot GPU 1 (sampled at :x3.9) set its 8 ranks' pace; the node's phase was GPU 2's (:x8.5),
+whose sample after the slowdown was in when the ranks were found, so they were escalated
+slow_node/unknown 2.8 s before GPU 1's sample showed 0x20 -- the 3 s floor had hidden it by
+0.2 s (int43 bisected; its thermal page came at 71.5 s, the first alert a wrong cause).
+
+What is pinned: a rank waits for its own GPU's sample; ranks slow alike with their node's
+others (TP inside the node: the slowest GPU, any of them, sets the pace) wait for the last of
+their GPUs' samples; GPUs sampled together wait exactly as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detector.alerts import ESCALATION, ISOLATION
+from detector.correlate import Correlator
+from detector.engine import Engine
+from detector.testing import T0, feed, parallel_step, thermal
+
+SLOW_FROM = 126          # the slowdown's first step (step s ends at T0 + s)
+INTERVAL = 10.0
+# Each GPU's sampling phase in the 10 s interval (s after T0 + 10 k).  GPU 7 is sampled last,
+# so it tells its cadence last: the node's phase.  GPU 1 is sampled at :x5.0.
+STAGGERED = {0: 0.4, 1: 5.0, 2: 2.6, 3: 3.7, 4: 4.8, 5: 5.9, 6: 7.0, 7: 9.9}
+TOGETHER = dict.fromkeys(range(8), 9.9)
+
+
+def _run(phases: dict[int, float], throttle: int, tp: int,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[list, list[float]]:
+    """32 ranks on node-000..003 (TP ``tp``), 1 s steps.  From step SLOW_FROM node-001's GPU 1
+    is 12 % slower -- and with TP 8 its whole TP group with it (every rank at the pace of the
+    slowest GPU) -- and sampled with ``throttle`` (0x20: hot at 90 C; 0: a silent slowdown).
+    Every GPU sampled every 10 s at ``phases[gpu]``.  Returns the firing alerts and when the
+    first rank of node-001 was found slow."""
+    found: list[float] = []
+    orig = Correlator.on_finding
+
+    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
+        if f.signal == "slow_rank" and f.active and f.scope.node == "node-001":
+            found.append(f.ts)
+        orig(self, f, out)
+
+    monkeypatch.setattr(Correlator, "on_finding", hook)
+    rng = np.random.default_rng(4403)
+    events: list = []
+    slow = list(range(8, 16)) if tp == 8 else [9]
+    for s in range(240):
+        compute = 700.0 * rng.lognormal(0.0, 0.015, 32)
+        if s >= SLOW_FROM:
+            compute[slow] *= 1.12
+        events += parallel_step(s, compute, tp=tp, pp=1)
+    for k in range(24):
+        for node in range(4):
+            for g in range(8):
+                ts = T0 + phases[g] + INTERVAL * k
+                hot = throttle and (node, g) == (1, 1) and ts >= T0 + SLOW_FROM
+                events.append(thermal(ts, f"node-{node:03d}", g, temp_c=90.0 if hot else 65.0,
+                                      throttle=throttle if hot else 0,
+                                      clock_mhz=1980.0 / 1.12 if hot else 1980.0))
+    alerts = [a for a in feed(Engine(), sorted(events, key=lambda e: e.ts), finish=False)
+              if a.status == "firing"]
+    return alerts, found
+
+
+def test_a_tp_group_waits_for_its_hot_gpus_own_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found at ~T0+130, after GPU 7's (the node's phase) sample at T0+129.9; GPU 1's sample
+    # after the slowdown, the first to show 0x20, is T0+135.0.  Before: escalated
+    # slow_node/unknown at found + 1 s, GPU 1's heat paged later -- the first page a wrong
+    # cause.
+    alerts, found = _run(STAGGERED, 0x20, 8, monkeypatch)
+    assert found and found[0] < T0 + 135.0
+    a = alerts[0]
+    assert (a.topic, a.kind, a.cause) == (ISOLATION, "slow_node", "thermal"), a
+    assert a.scope.node == "node-001"
+    assert not [b for b in alerts if b.topic == ESCALATION]
+
+
+def test_a_silent_tp_group_waits_for_the_last_of_its_gpus_samples(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # No cause anywhere: escalated once the last GPU's sample after the slowdown is in (GPU 5,
+    # T0+135.9, + its 1 s slack), no later.
+    alerts, found = _run(STAGGERED, 0, 8, monkeypatch)
+    a = alerts[0]
+    assert (a.topic, a.kind, a.cause, a.scope.key) == (
+        ESCALATION, "slow_node", "unknown", "node:node-001")
+    assert found and found[0] < T0 + 135.9
+    assert T0 + 135.9 <= a.detected_ts <= T0 + 137.5
+
+
+def test_gpus_sampled_together_wait_for_the_nodes_sample_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # One scrape a node: every GPU's phase is the node's, the wait is int43's -- the sample
+    # at T0+129.9 (+ 1 s), not a whole interval more.
+    alerts, found = _run(TOGETHER, 0, 8, monkeypatch)
+    a = alerts[0]
+    assert (a.topic, a.cause, a.scope.key) == (ESCALATION, "unknown", "node:node-001")
+    assert found and a.detected_ts <= max(found[0], T0 + 129.9 + 1.0) + 0.5
+
+
+def test_a_lone_rank_waits_for_its_own_gpus_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    # DP only: rank 9 on node-001 GPU 1, slow alone.  Its GPU's sample at T0+135.0 shows
+    # 0x20, after the node's phase's sample (GPU 7, T0+129.9): named thermal, not escalated.
+    alerts, found = _run(STAGGERED, 0x20, 1, monkeypatch)
+    assert found and found[0] < T0 + 135.0
+    a = alerts[0]
+    assert (a.topic, a.kind, a.cause) == (ISOLATION, "slow_node", "thermal"), a
+    assert not [b for b in alerts if b.topic == ESCALATION]
