@@ -17,6 +17,7 @@ from detector.correlate.common import (
     _alike,
     _found_alike,
     _gpus_told,
+    _reason_bits,
 )
 from detector.findings import Finding
 from detector.part_window import _UNITS_TOLD
@@ -491,7 +492,8 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         self._timer(due + self.cfg.benign_grace_s / 2, "slow", unit)
         return
     if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
-                      or self._node_sample_due(f, due) or self._burst_sample_due(f, due)):
+                      or self._node_sample_due(f, due) or self._burst_sample_due(f, due)
+                      or _cap_sample_due(self, f, due)):
         return
     if "noise_hold" in f.evidence:
         # Evidence only: a run held for its job's noise (detector.steps' JobMonitor._held_runs,
@@ -626,6 +628,48 @@ def _node_sample_due(self, f: Finding, due: float) -> bool:
         node, ()) if (g := self._slow_wait.get(unit)) is not None and g.job == f.job
         and g.evidence.get("node_wide"))
     until = ends[len(ends) // 2] if ends else due
+    if due >= until:
+        return False
+    self._timer(until, "slow", f.scope.key)
+    return True
+
+
+def _cap_sample_due(self, f: Finding, due: float) -> bool:
+    """Hold a slow rank whose GPU -- or, slow alike with its node's others
+    (common._found_alike), a GPU of its job there -- shows a SW power cap (0x4) begun with the
+    slowdown (``impact_onset_s``) and told without what its free mates draw: until that GPU's
+    next sample after the cap began is in (one interval from it at most).  True when held.
+
+    The cap rule's power measure (correlate.power's _own_limit) compares a capped GPU's draw
+    with its free mates' sampled on its poll (detector.thermal's _below_mates).  A GPU whose
+    row comes first in its poll is told before its mates' rows of that poll are in, and its
+    first capped sample carries no comparison -- its throttle_seen is told again with it on
+    its next sample -- while the clock it sampled understates what a cap takes.  A rank
+    decided between the two was escalated 'unknown' before the sample that names its cause
+    (blind32 held zb-s4 cap-z-06: GPU 4's limit set low, 440 W beside mates at 500-530 W, its
+    row 8-40 ms before theirs on the poll the cap began, its TP group 16 % slow beside a
+    6.5 % clock dip: escalated slow_node/unknown at 9.2 s, paged power at its next sample,
+    10.0 s -- int43's wait had ended at the poll that showed the cap)."""
+    node = f.scope.node
+    if node is None or f.scope.level != "gpu":
+        return False
+    units = [f.scope.key]
+    if _found_alike(f):
+        mine = self._job_units(node, f.job)
+        units += [u for u in sorted(self._units_of_node.get(node, ()))
+                  if u != f.scope.key and u.startswith("gpu:") and self._of_job(f, u, mine)]
+    interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+    slack = max(1.0, 0.05 * interval) + self._late_rows.get(node, 0.0)
+    until = -math.inf
+    for unit in units:
+        seen = self._device.get(unit, {}).get("throttle_seen")
+        if (seen is None or not seen.active or _reason_bits(seen) != 0x4
+                or "mates_power_w" in seen.evidence):
+            continue
+        since = self._cap_since.get(unit)
+        began = min(seen.ts, since[0]) if since is not None else seen.ts
+        if abs(began - f.onset_ts) <= self.cfg.impact_onset_s:
+            until = max(until, began + interval + slack)
     if due >= until:
         return False
     self._timer(until, "slow", f.scope.key)
