@@ -18,12 +18,15 @@ their GPUs' samples; GPUs sampled together wait exactly as before.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from detector.alerts import ESCALATION, ISOLATION
 from detector.correlate import Correlator
 from detector.engine import Engine
+from detector.statecodec import SnapshotRefused
 from detector.testing import T0, feed, parallel_step, thermal
 
 SLOW_FROM = 126          # the slowdown's first step (step s ends at T0 + s)
@@ -164,3 +167,31 @@ def test_a_cap_told_before_its_mates_rows_waits_for_its_next_sample(
     assert (a.topic, a.kind, a.cause) == (ISOLATION, "slow_node", "power"), a
     assert a.detected_ts <= T0 + 137.6
     assert not [b for b in alerts if b.topic == ESCALATION]
+
+
+def _phased_engine() -> Engine:
+    """An engine that has heard 2 nodes' GPUs at their own phases (the cadence told)."""
+    eng = Engine()
+    feed(eng, sorted((thermal(T0 + STAGGERED[g] + INTERVAL * k, f"node-{n:03d}", g)
+                      for k in range(4) for n in range(2) for g in range(8)),
+                     key=lambda e: e.ts), finish=False)
+    return eng
+
+
+def test_the_gpus_phases_round_trip_a_snapshot() -> None:
+    eng = _phased_engine()
+    phases = eng.correlator._phases
+    assert sorted(phases) == ["node-000", "node-001"]
+    assert {g: round((t - T0) % INTERVAL, 1) for g, t in phases["node-001"].items()} == STAGGERED
+    back = Engine.restore(eng.snapshot())
+    assert back.correlator._phases == phases
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "4.0", None])
+def test_a_forged_phase_is_refused(value: object) -> None:
+    # (a slow rank's wait reads it: a NaN or an infinite one would raise in its wait)
+    eng = _phased_engine()
+    eng.correlator._phases["node-000"][3] = value  # type: ignore[assignment]
+    with pytest.raises(SnapshotRefused) as exc:
+        Engine.restore(eng.snapshot())
+    assert exc.value.reason == "malformed" and "_phases" in str(exc.value)

@@ -164,6 +164,11 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(late, str, (float, int)) and all(
         type(v) in (float, int) and 0.0 <= v <= 300.0 for v in late.values()),
         "correlator._late_rows: malformed (node -> how late its rows came, s)")
+    phases = getattr(corr, "_phases", None)
+    refuse_unless(is_map_of(phases, str, dict) and all(
+        is_map_of(g, int, (float, int)) and all(is_time(t) and t > -math.inf for t in g.values())
+        for g in phases.values()),
+        "correlator._phases: malformed (node -> GPU -> the ts of its told sample)")
     calm = getattr(corr, "_calm", None)
     refuse_unless(is_map_of(calm, str, (float, int)) and all(map(is_time, calm.values())),
                   "correlator._calm: malformed (node -> since when all its GPUs idle)")
