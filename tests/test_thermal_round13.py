@@ -11,6 +11,8 @@ than its node still does, wherever it falls in its poll.
 
 from __future__ import annotations
 
+import pytest
+
 from detector.alerts import ESCALATION, ISOLATION
 from detector.engine import Engine
 from detector.testing import T0, feed, healthy_job, thermal
@@ -40,7 +42,10 @@ def test_a_load_step_of_the_whole_node_does_not_hold_the_page() -> None:
     assert plain == [(ESCALATION, "unknown", "gpu:node-000/3", plain[0][3])]
     for first in (0, 3, 5):  # GPU 3 sampled 4th, first, last-but-two in its poll
         step = _pages(_temps(lambda i, n, g: 54.0 if n == 0 and i >= 4 else 40.0, first))
-        assert step == plain, first
+        # (the same page; its time by GPU 3's own sample, a few ms apart as it moves in its
+        # poll -- wait44: a rank waits for its own GPU's sample, not its node's last phase)
+        assert [p[:3] for p in step] == [p[:3] for p in plain], first
+        assert step[0][3] == pytest.approx(plain[0][3], abs=0.05), first
 
 
 def test_a_gpu_warming_faster_than_its_node_still_holds_the_page_wherever_it_is_sampled() -> None:
