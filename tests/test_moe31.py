@@ -106,11 +106,12 @@ def test_a_runs_job_of_16_ranks_waits_32_steps_as_before(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_an_early_sustained_slowdown_in_a_large_runs_job_is_paged(seed: int) -> None:
-    """5 % for good from step 22 in the 64-rank runs job: paged within 10 steps.  Seeds 0-5
-    measured: 7, 7, 9, 8, 6, 10 steps (main, the lag-1 not yet used: 7, 6, 6, 8, 6, 10; n1run's
-    6-7 once it is, tests/test_n1run.py)."""
+    """5 % for good from step 22 in the 64-rank runs job: paged within 15 steps.  Seeds 0-5
+    measured: 9, 9, 14, 9, 9, 11 steps since noise44's fleet bar (a run under 10 % escalates
+    without a cause once its mean stands 7 standard errors at the job's lag-1: a 5 % slowdown is
+    under DESIGN's 10 %, and a fleet's noise makes 5 % runs; before it 7, 7, 9, 8, 6, 10)."""
     got = _pages(feed(Engine(), _runs_job(seed=seed, ranks=64, start=22, shift=0.05)))
-    assert [u for u, _ in got] == ["gpu:node-000/5"] and 22 <= got[0][1] <= 32, got
+    assert [u for u, _ in got] == ["gpu:node-000/5"] and 22 <= got[0][1] <= 22 + 15, got
 
 
 def test_the_lag1_is_used_after_min_pairs_over_min_few_steps() -> None:

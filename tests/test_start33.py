@@ -110,10 +110,12 @@ def test_a_ten_percent_slowdown_early_on_real_noise_is_paged_as_before(seed: int
 @pytest.mark.parametrize("rho", [0.0, 0.6])
 def test_a_five_percent_slowdown_early_in_a_gaussian_job_waits_its_seventh_step(
         rho: float) -> None:
-    """The cost, measured: 16 ranks, 5 % from step 20 -- main 6-9 steps (seeds 0-7), now 7-9
-    (its run's 7th step: the job's noise not measured yet); still paged, alone."""
+    """The cost, measured: 16 ranks, 5 % from step 20 -- main 6-9 steps (seeds 0-7), start33
+    7-9 (its run's 7th step: the job's noise not measured yet); since noise44's fleet bar (7
+    standard errors at the job's lag-1 under 10 %) 7-9 at rho 0, 9-13 at rho 0.6 (seeds 0-7:
+    9, 9, 11, 9, 13, 9, 12, 11); still paged, alone."""
     for seed in range(4):
         got = [(u, t) for _, u, t in _pages(feed(Engine(), _job(
             seed=seed, ranks=16, tp=1, rho=rho, steps=80, slow=((20, 5, 0.05),))))]
-        assert got and got[0][0] == "gpu:node-000/5" and 7 <= got[0][1] - 20 <= 10, (seed, got)
+        assert got and got[0][0] == "gpu:node-000/5" and 7 <= got[0][1] - 20 <= 14, (seed, got)
         assert len(got) == 1, got

@@ -337,3 +337,13 @@ class _StepBuffer:
 # job).  Per-GPU spread is +-3 % (a replica at most ~6 % from its peer); sequence-length
 # imbalance of +-20 % a step averages to ~4 % at this smoothing (sd; 3 sd to the limit).
 _SPLIT_EVERY, _SPLIT_ALPHA, _SPLIT_RATIO, _SPLIT_LOOKS = 4, 0.1, math.log(1.12), 15
+
+# A run in a job whose steps come in runs (its lag-1 read, JobMonitor._lag1_read) is escalated
+# without a cause only once its mean stands this many standard errors of a mean of as many of the
+# job's correlated steps over its pace (JobMonitor._fleet_held; noise44: a fleet's false-alarm
+# budget read on real PAI noise, BENCHMARKS "noise44, round 44")
+_FLEET_Z = 7.0
+# ... a run under this (DESIGN's target slowdown, paged in <= 10 steps by the rules before); a
+# slowdown over it is no tail of the noise (Alibaba job 3's workers 6-9 at 1.15-1.3x, four of ten,
+# lift the job's noise 4 % -> 13 %: read against it, worker 7 waited 15 samples)
+_FLEET_UNDER = 0.10

@@ -11,6 +11,8 @@ import numpy as np
 from detector.findings import Finding
 from detector.steps.common import (
     _EXC_Z,
+    _FLEET_UNDER,
+    _FLEET_Z,
     _HEAVY_EDGE,
     _HEAVY_KNOWN,
     _HEAVY_SHARE,
@@ -35,16 +37,6 @@ from detector.steps.common import (
 )
 from models import excursion, lag1
 from models.peer_stats import median
-
-# A run in a job whose steps come in runs (its lag-1 read, JobMonitor._lag1_read) is escalated
-# without a cause only once its mean stands this many standard errors of a mean of as many of the
-# job's correlated steps over its pace (JobMonitor._fleet_held; noise44: a fleet's false-alarm
-# budget read on real PAI noise, BENCHMARKS "noise44, round 44")
-_FLEET_Z = 7.0
-# ... a run under this (DESIGN's target slowdown, paged in <= 10 steps by the rules before); a
-# slowdown over it is no tail of the noise (Alibaba job 3's workers 6-9 at 1.15-1.3x, four of ten,
-# lift the job's noise 4 % -> 13 %: read against it, worker 7 waited 15 samples)
-_FLEET_UNDER = 0.10
 
 # A rank joining a job past its warm-up is cold while its excess over its peers falls by this
 # many of the job's noise a step (JobMonitor._cold_steps): E1's x2.6, 1.7, 1.25, 1.1, 1.0 fall

@@ -18,6 +18,8 @@ from detector.steps.common import (
     _CLEARLY_SLOW_Z,
     _EXC_Z,
     _FISHER_ALPHA,
+    _FLEET_UNDER,
+    _FLEET_Z,
     _GROWN_MARGIN,
     _GROWN_STEPS,
     _HEAVY_EFFECT,
@@ -40,7 +42,6 @@ from detector.steps.common import (
     _smoothed,
     _StepBuffer,
 )
-from detector.steps.noise import _FLEET_UNDER, _FLEET_Z
 from detector.thresholds import Thresholds
 from models import lag1
 from models.numpy_c import clip, count_nonzero
