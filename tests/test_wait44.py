@@ -195,3 +195,70 @@ def test_a_forged_phase_is_refused(value: object) -> None:
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert exc.value.reason == "malformed" and "_phases" in str(exc.value)
+
+
+# == a clock down with no reason: the GPU's own only once its next sample agrees ===============
+
+CLOCK = 1980.0
+
+
+def _clock_first(interval: float, lag: int | None, monkeypatch: pytest.MonkeyPatch
+                 ) -> tuple[list, list[float]]:
+    """16 ranks (DP 16) on node-000/001, 1 s steps; rank 3 (node-000 GPU 3) 12 % slower from
+    step 120, its GPU's clock 1/1.12 of its mates' from the slowdown's first sample (480 W), its
+    SW power cap bit (0x4) ``lag`` polls later (None: never -- a clock stuck with no reason).
+    Returns the firing alerts and when rank 3 was found slow."""
+    found: list[float] = []
+    orig = Correlator.on_finding
+
+    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
+        if f.signal == "slow_rank" and f.active and f.scope.key == "gpu:node-000/3":
+            found.append(f.ts)
+        orig(self, f, out)
+
+    monkeypatch.setattr(Correlator, "on_finding", hook)
+    rng = np.random.default_rng(440303)
+    events: list = []
+    for s in range(240):
+        compute = 700.0 * rng.lognormal(0.0, 0.015, 16)
+        if s >= 120:
+            compute[3] *= 1.12
+        events += parallel_step(s, compute, tp=1, pp=1)
+    for k in range(int(240 / interval)):
+        ts = T0 + 0.4 + interval * k
+        for node in range(2):
+            for g in range(8):
+                fault = (node, g) == (0, 3) and ts >= T0 + 120
+                capped = fault and lag is not None and ts >= T0 + 120 + lag * interval
+                events.append(thermal(ts, f"node-{node:03d}", g, throttle=0x4 if capped else 0,
+                                      clock_mhz=CLOCK / 1.12 if fault else CLOCK,
+                                      power_w=480.0 if fault else 640.0))
+    alerts = [a for a in feed(Engine(), sorted(events, key=lambda e: e.ts), finish=False)
+              if a.status == "firing"]
+    return alerts, found
+
+
+@pytest.mark.parametrize(("interval", "lag"), [(5.0, 1), (1.0, 3), (10.0, 1)],
+                         ids=["5s-1poll", "1s-3polls", "10s-1poll"])
+def test_a_cap_whose_reason_bit_trails_its_clock_is_named_power_first(
+        interval: float, lag: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: paged gpu_hardware (a clock down with no reason: detector.stuck_clock) as soon
+    # as the rank was found, then power once the bit came -- two pages, the first wrong.
+    alerts, _ = _clock_first(interval, lag, monkeypatch)
+    a = alerts[0]
+    assert (a.topic, a.kind, a.cause, a.scope.key) == (
+        ISOLATION, "slow_node", "power", "gpu:node-000/3"), a
+    assert not [b for b in alerts if b.cause == "gpu_hardware"]
+
+
+@pytest.mark.parametrize("interval", [1.0, 5.0, 10.0])
+def test_a_clock_stuck_with_no_reason_is_still_the_gpus_at_its_next_sample(
+        interval: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No reason ever: the GPU's own (stuck_clock), paged once its next sample agrees and
+    # escalate_after_s past its first sample down (+ a sample's slack) -- no later.
+    alerts, found = _clock_first(interval, None, monkeypatch)
+    a = alerts[0]
+    assert (a.topic, a.kind, a.cause, a.scope.key) == (
+        ISOLATION, "slow_node", "gpu_hardware", "gpu:node-000/3"), a
+    first = T0 + 120.4  # (its clock's first sample down)
+    assert found and a.detected_ts <= max(found[0], first + max(interval, 3.0) + 1.0) + 0.5

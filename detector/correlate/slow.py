@@ -493,7 +493,7 @@ def _slow_due(self, unit: str, due: float, out: list[Alert], ended: bool = False
         return
     if not ended and (self._warming(f, due) or self._hold_for_ecc(f, due)
                       or self._node_sample_due(f, due) or self._burst_sample_due(f, due)
-                      or _cap_sample_due(self, f, due)):
+                      or _cap_sample_due(self, f, due) or _clock_sample_due(self, f, due)):
         return
     if "noise_hold" in f.evidence:
         # Evidence only: a run held for its job's noise (detector.steps' JobMonitor._held_runs,
@@ -670,6 +670,34 @@ def _cap_sample_due(self, f: Finding, due: float) -> bool:
         began = min(seen.ts, since[0]) if since is not None else seen.ts
         if abs(began - f.onset_ts) <= self.cfg.impact_onset_s:
             until = max(until, began + interval + slack)
+    if due >= until:
+        return False
+    self._timer(until, "slow", f.scope.key)
+    return True
+
+
+def _clock_sample_due(self, f: Finding, due: float) -> bool:
+    """Hold a slow rank whose own GPU's clock is down with no clock-event reason beside free
+    mates (detector.stuck_clock's rule, which pages the GPU gpu_hardware) until the clock has
+    stood so on the GPU's next sample too, and ``escalate_after_s`` past its first sample so
+    (the slack of a sample's delivery on both).  True when held.
+
+    NVML's reasons and its clock are fields read apart, and a reason can trail the clock it
+    explains by a poll or more: a GPU capped with its slow rank showed its clock 12 % down on
+    the slowdown's first sample and 0x4 on the next (5 s polls; at 1 s polls 3 polls later) --
+    with int43's wait over at the first sample it was paged gpu_hardware, then power 12 s
+    later: two pages of one GPU, the first with the wrong cause (revA44 F6; the 3 s floor had
+    covered the lag).  A stuck clock is one sample's reading until its next confirms it, and
+    its reasons may come a few seconds behind it; a clock told stuck long before the rank was
+    found waits for nothing (blind23 C1: an H100 at 1590 MHz on every sample since its job
+    began, its rank found 21 s later)."""
+    clock = stuck_clock.held(self, f)
+    if clock is None:
+        return False
+    node = f.scope.node or ""
+    interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
+    slack = max(1.0, 0.05 * interval) + self._late_rows.get(node, 0.0)
+    until = float(clock["clock_told_ts"]) + max(interval, self.cfg.escalate_after_s) + slack
     if due >= until:
         return False
     self._timer(until, "slow", f.scope.key)
