@@ -5,8 +5,9 @@ revA31 2: life31's ``_ended_first`` (blind21 F1: Slurm reboots a node for a firm
 minute after its job ended) excused a node whose jobs stopped stepping while it still reported,
 judged once at the 240 s path and never again -- so a node dying 40 s into its lone job's save
 (its GPUs idle as after a job's end) and never back was never paged.  Now its judgement is
-deferred: once every topic of it is still dark :data:`liveness.DEFER_S` (45 min; 15 until the lead's revA32 2) after its last
-record -- by the records' time, as the 240 s bound -- it is paged, the cause saying so.  A node
+deferred: once every topic of it is still dark :data:`liveness.DEFER_S` (45 min; 15 until the
+lead's revA32 2) after its last record -- by the records' time, as the 240 s bound -- it is
+paged, the cause saying so.  A node
 back within the window (a flash, a reboot) is not; the end of a log is no evidence.
 """
 
