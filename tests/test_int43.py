@@ -27,21 +27,30 @@ from detector.testing import T0, feed, parallel_step, thermal
 SLOW_FROM = 120          # the slowdown's first step (step s ends at T0 + s)
 
 
+def slow_found(monkeypatch: pytest.MonkeyPatch, key: str | None = None,
+               node: str | None = None) -> list[float]:
+    """When the correlator was told a slow rank of GPU ``key`` (or of any GPU of ``node``)
+    slow: a list the patched ``Correlator.on_finding`` appends to."""
+    found: list[float] = []
+    orig = Correlator.on_finding
+
+    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
+        if f.signal == "slow_rank" and f.active and (
+                f.scope.key == key if key is not None else f.scope.node == node):
+            found.append(f.ts)
+        orig(self, f, out)
+
+    monkeypatch.setattr(Correlator, "on_finding", hook)
+    return found
+
+
 def _run(interval_s: float, throttle: int, monkeypatch: pytest.MonkeyPatch,
          sampled: bool = True, phase_s: float = 0.4) -> tuple[list, list[float]]:
     """16 ranks (DP 16) on node-000/001, 1 s steps; rank 3 (node-000 GPU 3) 12 % slower from
     step SLOW_FROM; every GPU sampled every ``interval_s`` (``sampled``), clean -- but GPU 3
     from the slowdown on with ``throttle`` (0: a silent slowdown) at the clock that explains
     the 12 %.  Returns the firing alerts and when rank 3 was found slow."""
-    found: list[float] = []
-    orig = Correlator.on_finding
-
-    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
-        if f.signal == "slow_rank" and f.active and f.scope.key == "gpu:node-000/3":
-            found.append(f.ts)
-        orig(self, f, out)
-
-    monkeypatch.setattr(Correlator, "on_finding", hook)
+    found = slow_found(monkeypatch, key="gpu:node-000/3")
     rng = np.random.default_rng(43)
     events: list = []
     for s in range(240):

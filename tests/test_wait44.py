@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from detector.alerts import ESCALATION, ISOLATION
-from detector.correlate import Correlator
 from detector.engine import Engine
 from detector.statecodec import SnapshotRefused
 from detector.testing import T0, feed, parallel_step, thermal
+from tests.test_int43 import slow_found
 
 SLOW_FROM = 126          # the slowdown's first step (step s ends at T0 + s)
 INTERVAL = 10.0
@@ -44,15 +44,7 @@ def _run(phases: dict[int, float], throttle: int, tp: int,
     slowest GPU) -- and sampled with ``throttle`` (0x20: hot at 90 C; 0: a silent slowdown).
     Every GPU sampled every 10 s at ``phases[gpu]``.  Returns the firing alerts and when the
     first rank of node-001 was found slow."""
-    found: list[float] = []
-    orig = Correlator.on_finding
-
-    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
-        if f.signal == "slow_rank" and f.active and f.scope.node == "node-001":
-            found.append(f.ts)
-        orig(self, f, out)
-
-    monkeypatch.setattr(Correlator, "on_finding", hook)
+    found = slow_found(monkeypatch, node="node-001")
     rng = np.random.default_rng(4403)
     events: list = []
     slow = list(range(8, 16)) if tp == 8 else [9]
@@ -125,15 +117,7 @@ def _capped_run(monkeypatch: pytest.MonkeyPatch) -> tuple[list, list[float]]:
     group runs 16 % slower.  Every node's GPUs sampled every 10 s on one poll at :x6.50, GPU 4
     first in it (its mates 20-90 ms after).  Returns the firing alerts and when node-001's
     first rank was found slow."""
-    found: list[float] = []
-    orig = Correlator.on_finding
-
-    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
-        if f.signal == "slow_rank" and f.active and f.scope.node == "node-001":
-            found.append(f.ts)
-        orig(self, f, out)
-
-    monkeypatch.setattr(Correlator, "on_finding", hook)
+    found = slow_found(monkeypatch, node="node-001")
     rng = np.random.default_rng(440302)
     events: list = []
     for s in range(240):
@@ -208,15 +192,7 @@ def _clock_first(interval: float, lag: int | None, monkeypatch: pytest.MonkeyPat
     step 120, its GPU's clock 1/1.12 of its mates' from the slowdown's first sample (480 W), its
     SW power cap bit (0x4) ``lag`` polls later (None: never -- a clock stuck with no reason).
     Returns the firing alerts and when rank 3 was found slow."""
-    found: list[float] = []
-    orig = Correlator.on_finding
-
-    def hook(self: Correlator, f, out: list) -> None:  # type: ignore[no-untyped-def]
-        if f.signal == "slow_rank" and f.active and f.scope.key == "gpu:node-000/3":
-            found.append(f.ts)
-        orig(self, f, out)
-
-    monkeypatch.setattr(Correlator, "on_finding", hook)
+    found = slow_found(monkeypatch, key="gpu:node-000/3")
     rng = np.random.default_rng(440303)
     events: list = []
     for s in range(240):
