@@ -188,6 +188,10 @@ DRAW_BELOW = 0.9
 # display clock) is no bitmask a driver wrote: DCGM's INT32 / INT64 blank read as a mask sets
 # 0x20, 0x40 and 0x80 -- every GPU with a 4 % clock dip under it was isolated "thermal".
 MAX_THROTTLE = 1 << 16
+# A poll of a GPU's brake that ends with one GPU's sample missing is in when this many GPUs
+# free of any brake were in beside the braking one (GpuThermal._poll_in: a row lost is no
+# brake of its; fewer free mates say too little of the node).
+POLL_FREE_MIN = 2
 
 
 def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
@@ -598,7 +602,7 @@ class GpuThermal:
             # its siblings' samples of this poll too -- a board failing one GPU a poll.)
             node.brake_poll = ts
         if node.brake_poll:
-            self._poll_in(s, cfg, out)
+            self._poll_in(s, cfg, out, last)
         if capped:
             if self._cap.value(s.ts) < 0.5:
                 self._cap_onset = s.ts
@@ -1264,8 +1268,10 @@ class GpuThermal:
         self._warm = int(standing)
         out.append(_hot_seen(s, self.scope, standing, temp_c, ref, prev))
 
-    def _poll_in(self, s: ThermalSample, cfg: Thresholds, out: list[Finding]) -> None:
-        """Tell the correlator when the poll of a GPU's brake (``NodeTemps.brake_poll``) is in.
+    def _poll_in(self, s: ThermalSample, cfg: Thresholds, out: list[Finding],
+                 last: float) -> None:
+        """Tell the correlator when the poll of a GPU's brake (``NodeTemps.brake_poll``) is in
+        (``last``: this GPU's sample before ``s``).
 
         A power brake (0x80, or HW slowdown on a GPU that is not hot) is a reason a node's
         supply or board asserts on all its GPUs, so a slow rank on a GPU showing it waits for
@@ -1274,20 +1280,39 @@ class GpuThermal:
         dcgm-exporter's 30 s they come in the same scrape, with the same ts, right after it:
         the wait cost 3 steps on a third of the power faults of int30's seeds.  So once every
         GPU of the node has a sample of that poll (its temperature's time within half an
-        interval of the brake's) and not every GPU brakes, ``poll_in`` says so, once.  A GPU
-        whose sample is not in -- late, dropped, or with no temperature to time it by --
-        keeps the wait: a sample of the next poll ends the watch, telling nothing."""
+        interval of the brake's) and not every GPU brakes, ``poll_in`` says so, once.
+
+        A poll that ends (a sample of the next one comes) with one GPU's sample missing --
+        a collector's missed scrape -- is in all the same when at least two GPUs free of any
+        brake were in beside the braking one and the missing one's latest sample was not
+        braking: a row lost is no brake of its (revA44 F11: 5 % of the mates' rows lost at
+        30 s polls, each poll missing one counted for nothing -- a GPU's own brake paged at
+        810 s against 330 s).  Two or more missing (the scrape of a node late, a board
+        resetting) tell nothing."""
         node = self._node
         first = node.brake_poll
         within = self._poll_s()
-        if s.ts > first + within:
-            node.brake_poll = 0.0  # the next poll: whoever is not in was not in that one
-            return
         lo = first - within
         times = node.times
+        if s.ts > first + within:
+            node.brake_poll = 0.0  # the next poll: whoever is not in was not in that one
+            gpu = self.scope.gpu
+            missing = [g for g in node.gpus
+                       if (last if g == gpu else times.get(g, NO_REFERENCE)) < lo]
+            if (len(missing) == 1 and missing[0] not in node.braking
+                    and len(node.gpus) - len(node.braking) - 1 >= POLL_FREE_MIN):
+                self._poll_done(s, first, cfg, out)
+            return
         if any(times.get(g, NO_REFERENCE) < lo for g in node.gpus):
             return
         node.brake_poll = 0.0
+        self._poll_done(s, first, cfg, out)
+
+    def _poll_done(self, s: ThermalSample, first: float, cfg: Thresholds,
+                   out: list[Finding]) -> None:
+        """The poll of a GPU's brake begun at ``first`` is in (_poll_in): a GPU braking alone
+        on it has a poll of its own brake's (``NodeTemps.own_brakes``); ``poll_in`` told."""
+        node = self._node
         if node.node_braking():
             return  # (the node's brake is told: throttle_seen at node scope)
         if len(node.braking) == 1:  # (one GPU braking alone: a poll of its own brake's)
