@@ -57,6 +57,11 @@ EXPECT: dict[str, tuple] = {
     "G1-stage0-memory-bound-slow-gpu": (bc.every_fault_caught, None, 1),
     "G2-data-mix-swings-and-a-save-quiet": (bc.nothing_paged, None, 0),
     "G3-nvlink-errors-in-a-tp-group": (bc.at_once_and_alone, None, 1),
+    # (trace45, round 45: on main since noise44's fleet bar, aa59387, v-04 GPU 2 -- its TP
+    # group's first rank over the bar -- was told alone, its held mates taken back with its
+    # node_wide by the wandering job's hold, and escalated slow_node/unknown 22 s after the
+    # NVLink isolation; its mates, told a step later, joined it: blind31 tune's +1 FP)
+    "G9-nvlink-tp-group-under-the-fleet-bar": (bc.alone_and_right, None, 2),
     "G4-cold-plate-holding-only-on-heavy-buckets": (bc.alone_and_right, None, 1),
     "G5-psu-brake-only-on-heavy-buckets": (caught_once_with_cause, None, 1),
     "G6-creeping-optic-then-flaps": (bc.alone_and_right, None, 1),

@@ -59,6 +59,13 @@ PLAN: dict[str, tuple] = {
     # vlm seed 0: XID 74 on v-04 GPU 0 at ~668 s, CRC errors climbing. v-04's ECC rows
     "G3-nvlink-errors-in-a-tp-group": ("vlm", 0, dict(
         t_from=630, t_to=760, nodes={"v-04"}, topics={ECC}, labels={"nvl-v-04-g0"})),
+    # vlm seed 0 (trace45, round 45): the same NVLink errors with the job's steps from its
+    # start -- v-04's TP group (stage 1) waits for GPU 0, every rank x1.07-1.10 together, under
+    # the job's wander and PAI noise's fleet bar -- and v-01 GPU 5's memory-bound slowdown
+    # from ~236 s. vlm-pt's steps, v-04's ECC rows
+    "G9-nvlink-tp-group-under-the-fleet-bar": ("vlm", 0, dict(
+        t_from=0, t_to=700, jobs={"vlm-pt"}, topics={STEP, ECC}, sampled={"v-04"},
+        labels={"nvl-v-04-g0", "hbm-v-01-g5"})),
     # diffusion seed 0: d-04 GPU 7's paste pumped out at ~157 s: 88 C and 0x20 on heavy buckets
     "G4-cold-plate-holding-only-on-heavy-buckets": ("diffusion", 0, dict(
         t_from=100, t_to=300, topics={STEP, THERMAL}, sampled={"d-04", "d-05"},

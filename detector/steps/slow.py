@@ -714,6 +714,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         if ar_on:  # (a run under the job's lag-1: :meth:`_ar_step`)
             ongoing &= self._ar_score[waiting] > cfg.slow_h
         new = waiting[(effect >= cfg.slow_min_effect) & ongoing & self._persistent(waiting)]
+        if len(hold) and len(new):  # (beside a mate told a verdict on this very step)
+            hold = hold[~self._beside_told(hold, np.setdiff1d(new, hold))]
     else:
         new = waiting
     waited = self._waited(outlasted, new[self._held[new] & self._reported[new]], new, rho)
@@ -788,10 +790,11 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                                  decided_ts, decided_ts, False, 0.0, {"step": step}))
 
 
-def _beside_told(self, waiting: np.ndarray) -> np.ndarray:
+def _beside_told(self, waiting: np.ndarray, now: np.ndarray | None = None) -> np.ndarray:
     """Per slot of ``waiting`` (alarmed, not told): whether a mate on its node is told slow and
     still in its alarmed run at a mean of at least half its own -- the mate counted by
-    :meth:`_node_alarmed` that has itself been told.
+    :meth:`_node_alarmed` that has itself been told -- or, ``now`` given (slots), one of the
+    mates told a verdict on this step.
 
     Read while the job's noise is not measured (:meth:`_unmeasured`), where a run under
     ``_HEAVY_EPISODE_Z`` of the noise waits ``_HEAVY_STEPS`` steps to outlast the noise's
@@ -802,15 +805,26 @@ def _beside_told(self, waiting: np.ndarray) -> np.ndarray:
     72 s, main 71 s).  A run beside a told mate is told at its alarm, as it was before
     noise38; its size still has to pass ``slow_min_effect`` and the job's tail
     (:meth:`_persistent`).  Not a mate merely alarmed: two episodes at once on one node
-    are still two episodes, each waits."""
+    are still two episodes, each waits.
+
+    Told beside a mate told on the same step (``now``): a node's TP group is one run -- its
+    ranks wait for one another inside compute, their runs the same but for where each CUSUM
+    began -- and a bar read at each rank's own mean (:meth:`_fleet_held`) let its first rank
+    over it go alone, a step before the rest were told beside it.  In a wandering job its held
+    mates were taken back with its ``node_wide`` (:meth:`_hold_wandering`) and the correlator
+    escalated the GPU alone, slow_node/unknown (blind31 tune vlm-s0: v-04 GPU 2, 22 s after
+    GPU 0's NVLink isolation, which its mates joined; tests/test_trace45.py)."""
     out = np.zeros(len(waiting), dtype=bool)
     ranks = len(self._rank_of)
-    if not count_nonzero(self._reported[:ranks]):
-        return out
     hw = self._hw
-    told = [m for m in np.flatnonzero(self._reported[:ranks] & ~self._held[:ranks]
-                                      & self._slow.alarmed[:ranks]).tolist()
-            if hw[m] is not None]
+    if now is not None:
+        told = [m for m in now.tolist() if hw[m] is not None]
+    elif not count_nonzero(self._reported[:ranks]):
+        return out
+    else:
+        told = [m for m in np.flatnonzero(self._reported[:ranks] & ~self._held[:ranks]
+                                          & self._slow.alarmed[:ranks]).tolist()
+                if hw[m] is not None]
     if not told:
         return out
     for i, s in enumerate(waiting.tolist()):
