@@ -268,6 +268,11 @@ def decode_message(raw: bytes | None, wall_s: float | None = None) -> FindingsMe
     _printable("signal", f.signal)
     for k in ("job", "tenant", "cluster"):
         _printable(k, getattr(f, k))
+    # (a rank's place, as a monitor writes it -- JobMonitor._finding: both or neither, of a
+    # rank; one alone would make a finding of no stage, trays' partner of every stage)
+    if (f.tp_rank is None) is not (f.pp_rank is None) or (
+            f.tp_rank is not None and f.rank is None):
+        raise ValueError("tp_rank and pp_rank come both or neither, and only with a rank")
     # (the scope's names: Scope.from_dict, in finding_of)
     for k, v in f.evidence.items():
         _printable("evidence key", k)
