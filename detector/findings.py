@@ -192,7 +192,9 @@ class WatermarksMessage(msgspec.Struct, tag="watermarks", tag_field="type",
 class _NodeNote(msgspec.Struct, tag_field="type", forbid_unknown_fields=True):
     source: Name
     node: Name
-    what: Literal["ecc", "nic", "thermal"]
+    # ("steps": a step record of the node named ``cluster``, its first -- where the node runs,
+    # for its rows naming none: CorrelatorPartition.cluster_of; seen only, never forgotten)
+    what: Literal["ecc", "nic", "thermal", "steps"]
     # The node's cluster (clusters27: a correlator partition may keep clusters apart).
     cluster: Name | None = None
 

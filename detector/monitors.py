@@ -256,6 +256,8 @@ class Monitors:
             self._n_step += 1
             if e.node not in self._names.steps:
                 self._names.learn_step(e.node)
+                if e.cluster is not None:  # (where the node runs: its rows naming none, key45)
+                    self.heard.append((e.cluster, e.node, "steps"))
             try:
                 job = self._jobs[e.job]
             except KeyError:

@@ -435,29 +435,18 @@ def _two_sites(fault: str) -> list:
     return sorted([*west, *east, *rows], key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA44 F1a (key43's home key in a stream of two sites): east's node-000 sends DCGM rows "
-    "without `cluster`, its step records name east; west's records (all named) come first, so "
-    "the home is west and key43 names east's node west from its first unnamed row: its GPU's "
-    "power cap (findings under west) no longer explains its 12 % slow rank (under east) -- "
-    "escalated slow_node/unknown (fl:east:esc:...) where c89585f isolated it power (under an "
-    "unnamed key), 4 of 4 runs (DCGM or steps first, west first or 5 s later); with the DCGM "
-    "rows naming east from 100 s: power (1 of 1).  Fix idea: a node's own named records "
-    "(its step records naming east) outrank the home for its unnamed rows -- move the node "
-    "while nothing of it has paged under the home, or key unnamed rows by the node's named "
-    "cluster once one is known"))
+# (was a strict xfail -- revA44 F1a: east's DCGM rows without `cluster`, its step records
+# naming east, west's first: key43 named east's node west from its first unnamed row, its GPU's
+# cap (under west) no longer explained its slow rank (under east): escalated unknown, 4 of 4.
+# key45: a node is the cluster its named records say -- its step records' notice moves it.)
 def test_an_unnamed_cap_row_of_a_node_its_steps_name_explains_its_slow_rank() -> None:
     alerts = feed(Engine(), _two_sites("cap"), finish=False)
     assert [(t, c, k) for t, c, k, _ in _firing(alerts)] == [
         ("isolation", "power", "gpu:node-000/3")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA44 F1b (key43, as F1a): the same node's XID 79 on a row without `cluster` and again "
-    "on one naming east 1 s later: paged twice, fl:west:iso:hardware:gpu:node-000/3 and "
-    "fl:east:iso:hardware:gpu:node-000/3 -- 3 of 3 runs (DCGM or steps first, west first or "
-    "not).  c89585f: once, unnamed (hard40's _HOME).  One fault, two keys: a pager pages "
-    "twice (DESIGN's dedup_key).  Fix idea: F1a's"))
+# (was a strict xfail -- revA44 F1b: the same node's XID 79 unnamed, then named east 1 s
+# later: paged twice, fl:west:... and fl:east:..., 3 of 3.  key45: as F1a.)
 def test_an_xid_of_a_node_its_steps_name_is_paged_once() -> None:
     alerts = feed(Engine(), _two_sites("xid"), finish=False)
     assert sorted({a.dedup_key for a in alerts if a.status == "firing"}) == [

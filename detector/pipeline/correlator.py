@@ -284,7 +284,11 @@ class CorrelatorPartition:
         # node -> the released clock when a record or finding of it last named it (or none):
         # its entry in _cluster_of goes with its other state (_prune_nodes).
         self._cluster_at: dict[str, float] = {}
+        # Nodes of _cluster_of keyed the home's by their unnamed rows alone, no record naming a
+        # cluster yet (cluster_of): a record naming another cluster moves them (key45).
+        self._defaulted: set[str] = set()
         self.cluster_moves = 0    # a node named under another cluster than its first: kept
+        self.cluster_claims = 0   # a node keyed the home's by its unnamed rows, moved (key45)
         self.cluster_over = 0     # a node's cluster not kept: MAX_NODE_CLUSTERS known
         self.findings = 0
         self.duplicates = 0
@@ -302,25 +306,30 @@ class CorrelatorPartition:
 
     def cluster_of(self, node: str | None, cluster: str | None) -> str | None:
         """The cluster a record or finding of ``node`` that names ``cluster`` (or none) is of:
-        a node belongs to one cluster, the first its telemetry (a ``seen`` notice) or a
-        finding named.  DESIGN makes ``cluster`` optional on every message: an XID event row
-        without it and the same GPU's ECC rows with it are one fault, and a dedup key made of
-        the record's own value would page it twice (blind30 F1) -- one without is that
-        node's known cluster's, and one of a node no row named yet the home's (the source's
-        home monitors took it), named so and kept (blind33 F6: a tray's DCGM rows without
-        `cluster`, its step records with it: one fault under two keys).  The home's topology
-        knows its nodes first: where the home is the topology's (configured, or the cluster
-        the topology names itself) and the topology has ``node``, a record without a value
-        stays the home's (home28: two clusters naming their hosts alike; blind29's two sites
-        under a topology of its own name are not that).  A later value that differs (a
-        misconfigured or forged row) does not move the node: counted (``cluster_moves``), the
-        first kept; the finding keeps the value it names (its own cluster's correlator, as
-        before).  But a node whose first rows named none while no home was known, and whose
-        fault the home's correlator already holds (its first
-        row an XID event without ``cluster``, paged at once under a key naming none) is the
+        a node belongs to one cluster, the first a record of it named -- its telemetry (a
+        ``seen`` notice), its step records (a ``steps`` notice: key45) or a finding.  DESIGN
+        makes ``cluster`` optional on every message: an XID event row without it and the
+        same GPU's ECC rows with it are one fault, and a dedup key made of the record's own
+        value would page it twice (blind30 F1) -- one without is that node's known
+        cluster's, and one of a node no record named yet the home's (the source's home
+        monitors took it), named so (blind33 F6: a tray's DCGM rows without `cluster`, its
+        step records with it: one fault under two keys) -- till a record of it names a
+        cluster: the home's keeps it there, another's moves it (:meth:`_claimed`; key45,
+        revA44 F1: two sites in one stream, east's DCGM rows unnamed, its step records
+        naming east -- keyed west, its GPU's cap under west no longer explained its slow
+        rank under east, and its XID paged under both).  The home's topology knows its nodes
+        first: where the home is the topology's (configured, or the cluster the topology
+        names itself) and the topology has ``node``, a record without a value stays the
+        home's (home28: two clusters naming their hosts alike; blind29's two sites under a
+        topology of its own name are not that).  A later value that differs (a
+        misconfigured or forged row) does not move a node a record named: counted
+        (``cluster_moves``), the first kept; the finding keeps the value it names (its own
+        cluster's correlator, as before).  But a node whose first rows named none while no
+        home was known, and whose fault the home's correlator already holds (its first row
+        an XID event without ``cluster``, paged at once under a key naming none) is the
         home's, unnamed (``_HOME``; counted a move): its later rows' value would make a
-        second key, a second page of the one fault (hard40, clu39's open case).  Bounded: past
-        MAX_NODE_CLUSTERS nodes a new one is not remembered (``cluster_over``)."""
+        second key, a second page of the one fault (hard40, clu39's open case).  Bounded:
+        past MAX_NODE_CLUSTERS nodes a new one is not remembered (``cluster_over``)."""
         if node is None:
             return cluster
         known = self._cluster_of.get(node)
@@ -335,12 +344,13 @@ class CorrelatorPartition:
             if known is not None and known != home and self._homes(node):
                 return home  # (the home's topology has it: the home's)
             if known is None and home is not None:
-                # A node no row named yet is the home's, whose monitors took the row
-                # (SourcePartition routes a row without a value there): named so, and kept,
-                # so its rows that name the home later page under the same key (blind33 F6).
+                # A node no record named yet is the home's, whose monitors took the row
+                # (SourcePartition routes a row without a value there): named so, till a
+                # record of it names its cluster (blind33 F6; key45).
                 if len(self._cluster_of) < MAX_NODE_CLUSTERS:
                     self._cluster_at[node] = self.released
                     self._cluster_of[node] = home
+                    self._defaulted.add(node)
                 else:
                     self.cluster_over += 1
                 return home
@@ -355,8 +365,42 @@ class CorrelatorPartition:
                 self._cluster_of[node] = cluster
             else:
                 self.cluster_over += 1
+        elif node in self._defaulted:
+            return self._claimed(node, known, cluster)
         elif known != cluster:
             self.cluster_moves += 1
+        return cluster
+
+    def _claimed(self, node: str, home: str, cluster: str) -> str:
+        """A record of ``node``, keyed the home's (``home``) by its unnamed rows alone, names
+        ``cluster``: the node is ``cluster``'s -- its step records or telemetry say where it
+        runs (key45: an unnamed row takes its node's cluster, the home's only while no record
+        of it named one).  The home's own value keeps it (named now).  Another's moves it,
+        with what the home's correlator was told of its telemetry (``seen``: whether to wait
+        for an explanation) -- unless the home's topology has it (home28: two clusters
+        naming their hosts alike; it stays) or the home's correlator holds a signal of it
+        (a page made, a throttle held): its findings then stay there, this one's too, under
+        the home's key -- one page of one fault, its explanation beside it -- till the
+        home's correlator lets the node go, and a record naming ``cluster`` moves it then."""
+        if cluster == home:
+            self._defaulted.discard(node)
+            return cluster
+        if self._homes(node):
+            self._defaulted.discard(node)
+            self.cluster_moves += 1
+            return cluster
+        if node in self.correlator._units_of_node:
+            return home
+        theirs = self.correlator_for(cluster)
+        if theirs is None:
+            return home  # (a cluster past MAX_KEPT: its findings are dropped; the node stays)
+        self._defaulted.discard(node)
+        self._cluster_of[node] = cluster
+        self.cluster_claims += 1
+        if theirs is not self.correlator:  # (else the home moved to it: its seen already)
+            told = self._seen.pop(node, None)
+            if told:
+                self.others[cluster][1].setdefault(node, set()).update(told)
         return cluster
 
     def _homes(self, node: str) -> bool:
@@ -389,6 +433,7 @@ class CorrelatorPartition:
                     node in c._units_of_node for c in corrs):
                 del self._cluster_at[node]
                 self._cluster_of.pop(node, None)
+                self._defaulted.discard(node)
 
     @property
     def cluster(self) -> str | None:
@@ -478,6 +523,8 @@ class CorrelatorPartition:
         if self._cluster_of:
             state["cluster_of"] = self._cluster_of
             state["cluster_at"] = self._cluster_at
+        if self._defaulted:
+            state["cluster_unclaimed"] = sorted(self._defaulted)
         return state
 
     @classmethod
@@ -547,6 +594,12 @@ class CorrelatorPartition:
                       == cluster_of.keys() and all(map(is_time, cluster_at.values())),
                       "cluster_at: malformed")
         part._cluster_at = cluster_at
+        # (a snapshot of round 44 or before has none: its nodes as named by a record)
+        unclaimed = state.get("cluster_unclaimed", [])
+        refuse_unless(type(unclaimed) is list and all(
+            type(n) is str and cluster_of.get(n) not in (None, _HOME) for n in unclaimed),
+            "cluster_unclaimed: malformed")
+        part._defaulted = set(unclaimed)
         to = part.clusters.due()
         if to is not None:
             part.move_home(to)  # (configuration wins: review29 2; or the topology's name)
@@ -648,10 +701,18 @@ class CorrelatorPartition:
             self.taken(name, fid, tag)
 
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
-        """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor."""
-        self.cluster_of(node, cluster)
+        """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor; a
+        ``steps`` notice: a step record of ``node`` named ``cluster`` (where it runs: key45),
+        its cluster's only (nothing seen: the correlator cites telemetry)."""
+        c = self.cluster_of(node, cluster)
+        if what == "steps":
+            return
         if self._cluster_of.get(node) == _HOME:
             cluster = None  # (the home's node: seen there, as its findings go there)
+        elif cluster is None or node in self._defaulted:
+            # (an unnamed row's: its node's cluster's, as its findings; a named one's of a node
+            # the home's correlator holds: the home's while it does -- cluster_of, key45)
+            cluster = c
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster:
             if self.correlator_for(cluster) is None:
@@ -662,8 +723,11 @@ class CorrelatorPartition:
 
     def forget(self, node: str, what: str, cluster: str | None = None) -> None:
         """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
-        if self._cluster_of.get(node) == _HOME:
+        known = self._cluster_of.get(node)
+        if known == _HOME:
             cluster = None
+        elif cluster is None:
+            cluster = known  # (an unnamed row's: its node's cluster's, as seen: key45)
         seen = self._seen
         if cluster is not None and cluster != self.clusters.cluster \
                 and self.clusters.cluster is not None:
@@ -929,6 +993,7 @@ class CorrelatorPartition:
                                     for s in self.sources.values()),
                 **({"home_moves": self.clusters.moves} if self.clusters.moves else {}),
                 **({"cluster_moves": self.cluster_moves} if self.cluster_moves else {}),
+                **({"cluster_claims": self.cluster_claims} if self.cluster_claims else {}),
                 **({"cluster_over": self.cluster_over} if self.cluster_over else {})}
 
 
