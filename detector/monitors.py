@@ -162,7 +162,9 @@ class Monitors:
         self._seen: dict[str, set[str]] = {}   # node -> sources heard from
         # What the correlator's view of "seen" must learn (detector.pipeline.source passes
         # it on): (cluster, node, source) newly heard from, and (node, source) no longer
-        # heard from (pruned).  Drained by the caller after every record.
+        # heard from (pruned); source "steps": a node's first step record naming a cluster,
+        # and its step name dropped (key45: where a node runs).  Drained by the caller after
+        # every record.
         self.heard: list[tuple[str | None, str, str]] = []
         self.forgotten: list[tuple[str, str]] = []
         self._next_sweep = -math.inf
@@ -987,8 +989,10 @@ class Monitors:
                     self.clock, self.clock, "job_layout", "slow_node", "unknown",
                     Scope.of_job(name), False, False, 0.0, {}, name, job.tenant, job.cluster))
             if idle:  # the step names the jobs kept use (a job's next step learns its again)
-                self._names.keep_steps({hw[0] for j in self._jobs.values() for hw in j._hw
-                                        if hw is not None}, self._seen)
+                names = {hw[0] for j in self._jobs.values() for hw in j._hw if hw is not None}
+                # (where a node runs is no longer told by its steps: a "steps" notice, key45)
+                self.forgotten += [(n, "steps") for n in sorted(self._names.steps - names)]
+                self._names.keep_steps(names, self._seen)
             self.prune_units()
 
     def prune_units(self) -> None:

@@ -701,13 +701,13 @@ class CorrelatorPartition:
             self.taken(name, fid, tag)
 
     def seen(self, node: str, what: str, cluster: str | None = None) -> None:
-        """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor; a
-        ``steps`` notice: a step record of ``node`` named ``cluster`` (where it runs: key45),
-        its cluster's only (nothing seen: the correlator cites telemetry)."""
+        """Telemetry of kind ``what`` (ecc, thermal, nic) from ``node`` reached a monitor; or
+        (``steps``) a step record of ``node`` named ``cluster``: where it runs (key45), kept
+        as seen there till its steps are forgotten (no telemetry: was_seen asks a kind)."""
         c = self.cluster_of(node, cluster)
         if what == "steps":
-            return
-        if self._cluster_of.get(node) == _HOME:
+            pass  # (its cluster's, as named: the node's kept while its steps are -- _prune_nodes)
+        elif self._cluster_of.get(node) == _HOME:
             cluster = None  # (the home's node: seen there, as its findings go there)
         elif cluster is None or node in self._defaulted:
             # (an unnamed row's: its node's cluster's, as its findings; a named one's of a node
@@ -724,7 +724,9 @@ class CorrelatorPartition:
     def forget(self, node: str, what: str, cluster: str | None = None) -> None:
         """A source pruned ``node``'s ``what`` monitors after silence: no longer seen."""
         known = self._cluster_of.get(node)
-        if known == _HOME:
+        if what == "steps":
+            pass  # (its cluster's, as named: seen)
+        elif known == _HOME:
             cluster = None
         elif cluster is None:
             cluster = known  # (an unnamed row's: its node's cluster's, as seen: key45)
