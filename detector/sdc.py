@@ -465,3 +465,81 @@ class ReplicaLoss:
                  "machine): a loss the rerun reproduces is the data, one it does not is the "
                  f"replica's hardware; then `dcgmi diag -r 4` on {where}")},
             job, tenant, cluster, None, dp)
+
+
+# -- one rank's gradient-norm spikes, again and again (grad_outlier) ----------------------
+#
+# A rank whose local grad norm stands out from its peers' on one step is most often its batch
+# (a hard sample: blind35's one rank x1.8-2.6, ~1 in 40 steps somewhere in the job); corruption
+# on one GPU strikes the same rank again and again (blind34: x3-12 one step in 4-9).  So a
+# rank's spikes page only when so many so close together are beyond what the job's own rate
+# of spikes explains: its latest ``c`` spikes within ``d`` steps, at the rate ``lam`` a
+# rank-step the rest of the job spikes at (decayed, with a prior before the job's own), would
+# start ``n * lam * P(Poisson(lam * d) >= c - 1)`` such clusters a step by chance among its
+# ``n`` ranks -- at most SPIKE_ALPHA (about one false page a job in 1/SPIKE_ALPHA steps).
+# Spikes are counted at two sizes, each with its own rate and prior: any (robust z >=
+# Thresholds.grad_z, x1.8 at the floor of the spread) and big ones (BIG_SPIKE_Z times that,
+# x3.3): a batch's spikes are common and moderate, a wrong GPU's often gross (blind34 x3-12,
+# tests' x8-12) -- two gross ones close together on one rank of a quiet job page, two moderate
+# ones need a job whose rate makes them rare.  Round 44 paged any two within ~50 steps: every
+# false positive of blind35 (F3).
+SPIKES_KEPT = 4              # a rank's latest spike steps kept, at each size
+SPIKE_ALPHA = 1e-6           # chance clusters a job-step that still page
+BIG_SPIKE_Z = 2.0            # a big spike: this many times Thresholds.grad_z
+SPIKE_RATE_HALF_LIFE = 5000  # steps: the memory of the job's spike rates
+SPIKE_PRIOR_STEPS = 2000.0   # rank-steps a spike, before the job's own rate ...
+BIG_SPIKE_PRIOR_STEPS = 20000.0  # ... and a big one
+SPIKE_RATE_KEEP = 0.5 ** (1.0 / SPIKE_RATE_HALF_LIFE)
+
+
+def spike_rate_ok(x: Any) -> bool:
+    """Whether a restored job spike rate (``[spikes, big spikes, rank-steps]``, decayed) is
+    one."""
+    return (type(x) is list and len(x) == 3
+            and all(type(v) in (int, float) and math.isfinite(v) and v >= 0.0 for v in x))
+
+
+def spike_cluster(seq: np.ndarray, now: int, spikes: float, rank_steps: float,
+                  prior_steps: float, n: int) -> dict[str, Any] | None:
+    """Whether a rank that spiked on step ``now`` (a count of the job's evaluated steps) has
+    spiked beyond chance: ``seq`` its latest spikes' steps (oldest first, 0: none, ``now``
+    last); ``spikes`` and ``rank_steps`` the job's (decayed; its own of ``seq`` are taken
+    out), ``prior_steps`` the rank-steps a spike before the job's own rate; ``n`` the ranks
+    compared.  Returns what says so (the least likely cluster's), or None.
+
+    >>> seq = np.array([0.0, 0.0, 50.0, 58.0])  # (two in a quiet 16-rank job)
+    >>> spike_cluster(seq, 58, 2.0, 928.0, BIG_SPIKE_PRIOR_STEPS, 16)["spikes"]
+    2
+    >>> spike_cluster(seq, 58, 30.0, 40000.0, SPIKE_PRIOR_STEPS, 32) is None  # (1 in 40 steps)
+    True
+    """
+    own = float(count_nonzero(seq > 0.0))
+    lam = (max(0.0, spikes - own) + 1.0) / (rank_steps + prior_steps)
+    best = None
+    for c in range(2, len(seq) + 1):
+        first = float(seq[-c])
+        if first <= 0.0:
+            break
+        d = now - first + 1.0
+        chance = n * lam * _poisson_upper(c - 1, lam * d)
+        if chance <= SPIKE_ALPHA and (best is None or chance < best[2]):
+            best = (c, d, chance)
+    if best is None:
+        return None
+    return {"spikes": best[0], "within_steps": int(best[1]),
+            "chance_per_step": float(f"{best[2]:.2g}"),
+            "job_spikes_per_rank_step": float(f"{lam:.2g}")}
+
+
+def _poisson_upper(c: int, mu: float) -> float:
+    """P(X >= c) for X ~ Poisson(mu), summed upward (no cancellation for a small ``mu``)."""
+    if mu >= 1.0:
+        return _poisson_tail(c, mu)
+    term = math.exp(-mu) * mu ** c / math.factorial(c)
+    total = 0.0
+    for k in range(c + 1, c + 60):
+        total += term
+        if term < total * 1e-16:
+            break
+        term *= mu / k
+    return min(1.0, total)

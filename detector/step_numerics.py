@@ -84,7 +84,13 @@ class NumericChecks:
                 z[small] = zs
                 hit[small] = (zs > cfg.grad_z) & comparable
         spikes, spiking = self._spikes, self._spiking
-        grew = False
+        rate = self._spike_rate  # (the job's spikes, big ones, rank-steps, decayed: sdc)
+        keep = sdc.SPIKE_RATE_KEEP
+        rate[0] *= keep
+        rate[1] *= keep
+        rate[2] = rate[2] * keep + len(r)
+        rising: list[int] = []
+        why: dict[int, dict[str, Any]] = {}
         if count_nonzero(hit):
             # A replica that saw an unusual batch spikes on all its ranks at once; corruption
             # on one GPU spikes that rank alone.  Spikes shared within a replica do not count.
@@ -98,17 +104,32 @@ class NumericChecks:
                 fresh = spikes[hr] < 0.5
                 self._spike_onset[hr[fresh]] = t[hit][fresh]
                 spikes[hr] += 1.0
-                grew = True
-        # A rank starts spiking when its count reaches grad_spikes.  Once every slot has been
-        # looked at, every slot at or over it is spiking (set below), and a count only grows
-        # by a hit: decay (<= 1) and resets lower it, and one that stopped spiking (< 0.5)
-        # is under grad_spikes (>= 0.5).  So the whole look is needed only on a step with a
-        # hit -- the same slots, without four array operations on every healthy step.
-        if grew or not self._spikes_looked or not (decay <= 1.0 and cfg.grad_spikes >= 0.5):
-            rising = ((spikes >= cfg.grad_spikes) & ~spiking).nonzero()[0].tolist()
-            self._spikes_looked = True
-        else:
-            rising = []
+                now = self._evaluated
+                big = z[hit] >= sdc.BIG_SPIKE_Z * cfg.grad_z
+                rate[0] += len(hr)
+                seq = self._spike_seq
+                seq[hr, :-1] = seq[hr, 1:]
+                seq[hr, -1] = now
+                hb = hr[big]
+                if len(hb):
+                    rate[1] += len(hb)
+                    seq_big = self._big_seq
+                    seq_big[hb, :-1] = seq_big[hb, 1:]
+                    seq_big[hb, -1] = now
+                # A rank pages when its latest spikes are too many, too close, for the job's
+                # own rate of them (a hard sample is one step at any rank: blind35 F3).
+                for s, b in zip(hr.tolist(), big.tolist(), strict=True):
+                    if spiking[s]:
+                        continue
+                    said = sdc.spike_cluster(seq[s], now, rate[0], rate[2],
+                                             sdc.SPIKE_PRIOR_STEPS, len(r))
+                    if said is None and b:
+                        said = sdc.spike_cluster(self._big_seq[s], now, rate[1], rate[2],
+                                                 sdc.BIG_SPIKE_PRIOR_STEPS, len(r))
+                    if said is not None:
+                        rising.append(s)
+                        why[s] = said
+        # A rank stops spiking when its decayed count falls under 0.5 (no spike for ~50 steps).
         falling = ((spikes < 0.5) & spiking).nonzero()[0].tolist() if count_nonzero(
             spiking) else []
         if not rising and not falling:
@@ -123,7 +144,8 @@ class NumericChecks:
                 rank, dp_of.get(rank, rank) if dp_of else rank, "grad_outlier", "sdc",
                 "unknown", decided_ts, float(self._spike_onset[s]), True, 0.6,
                 {"step": step, "rank": rank, "recent_spikes": round(float(spikes[s]), 2),
-                 "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None}))
+                 "grad_norm_robust_z": round(float(zr[0]), 1) if len(zr) else None,
+                 **why[s]}))
         for s in falling:
             rank = rank_of[s]
             spiking[s] = False

@@ -82,7 +82,6 @@ class Thresholds:
     # SDC: checksum vote and grad_norm outliers across replicas.
     grad_z: float = 6.0                 # robust z of log(grad_norm) that counts as a spike
     grad_scale_floor: float = 0.1       # floor of the robust spread of log(grad_norm)
-    grad_spikes: float = 1.45           # decayed spike count: two spikes within ~50 steps
     grad_half_life_steps: float = 50.0
     checksum_clear_steps: int = 5       # agreeing steps before a checksum mismatch clears
 

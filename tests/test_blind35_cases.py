@@ -30,14 +30,13 @@ EXPECT: dict[str, tuple] = {
         "rank's grad_norm x3-6 and oscillating, for the last 4.5-7 min of the log with no recovery "
         "(unlike the routine logit blow-up, which recovers in ~25 steps); a job-scope "
         "sdc/unknown label -- nothing escalated: 0 of 4 tune, 0 of 4 held", 1),
-    "F3-hard-samples-escalated": (
-        bc.nothing_paged,
-        "blind35 F3: hard samples (one rank's local grad_norm x1.8-2.6 for one step, about one "
-        "every 40 steps somewhere in the job, at random ranks) are batch content, and when two "
-        "land on one rank within ~45 steps faultline escalates it sdc/unknown (grad_outlier, "
-        "recent_spikes 1.5-2.0, robust z 6-9): 4 false positives in 8 tune logs, 5 in 8 held "
-        "(every false positive of the corpus). The cut (fp8-b's TP-rank-1 peers, 0-200 s) "
-        "escalates nc-02/7 at ~110 s", 0),
+    # (was a strict xfail: "blind35 F3: hard samples (one rank's local grad_norm x1.8-2.6 for one
+    # step, about one every 40 steps somewhere in the job, at random ranks) are batch content,
+    # and when two land on one rank within ~45 steps faultline escalates it sdc/unknown
+    # (grad_outlier, recent_spikes 1.5-2.0, robust z 6-9) ... The cut (fp8-b's TP-rank-1
+    # peers, 0-200 s) escalates nc-02/7 at ~110 s".)  sdc45, round 45: a rank's spikes page
+    # only when too many, too close, for the job's own rate of them (detector.sdc.spike_cluster)
+    "F3-hard-samples-escalated": (bc.nothing_paged, None, 0),
     "G1-hot-only-checksum-and-sole-overflow-escalated": (bc.alone_and_right, None, 2),
     "G2-voltage-corner-after-eval-escalated": (bc.alone_and_right, None, 1),
     "G3-hbm-climb-then-dbe-isolated": (bc.alone_and_right, None, 1),

@@ -65,7 +65,8 @@ _MAJORITIES_KEPT = 4096
 # ... and each one's shape past its slot (a row of the twin ring, the twins, the sums)
 _SLOT_WIDTH = {"_sus": (3,), "_recent": (_RECENT,), "_twin_hist": (_TWIN_WINDOW,),
                "_twins": (_TWIN_MAX,), "_exc_s": (len(excursion.ALPHAS),),
-               "_exc_v": (len(excursion.ALPHAS),)}
+               "_exc_v": (len(excursion.ALPHAS),), "_spike_seq": (sdc.SPIKES_KEPT,),
+               "_big_seq": (sdc.SPIKES_KEPT,)}
 
 
 def _num(x: Any) -> bool:
@@ -158,7 +159,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_tail": lambda x: type(x) is np.ndarray and x.shape == _TAIL_EDGES.shape
     and x.dtype.kind == "f",
     "_grad_level": lambda x: is_map_of(x, int, (int, float)),
-    "_losses": sdc.check_loss,
+    "_losses": sdc.check_loss, "_spike_rate": sdc.spike_rate_ok,
     "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_log_eps": lambda x: type(x) is dict and len(x) <= 4 and all(
@@ -236,7 +237,6 @@ class JobMonitor(NumericChecks):
     _layout_seen = np.zeros(0, dtype=bool)     # per slot: in the step it was taken from,
     _layout_dp = np.zeros(0, dtype=np.int64)   # its replica then (-1: none), and whether
     _layout_one = np.zeros(0, dtype=bool)      # its replica is on one node (_one_node_replicas)
-    _spikes_looked = False                     # every slot looked at for rising (_check_grad)
     _order = 0  # its place among its Monitors' jobs (Monitors.sweep visits them in this order)
     # Which ranks took part in the job's latest steps (_free_gone_slots): per slot, the
     # number of steps evaluated when it last took part in a step missing ranks, and when every
@@ -374,6 +374,12 @@ class JobMonitor(NumericChecks):
         self._spikes = np.zeros(0)                    # decayed grad_norm spike counts
         self._spike_onset = np.zeros(0)
         self._spiking = np.zeros(0, dtype=bool)
+        # ... the steps (counts evaluated) of each rank's latest spikes and big spikes, oldest
+        # first (0: none), and the job's spikes, big ones and rank-steps, decayed
+        # (detector.sdc.spike_cluster)
+        self._spike_seq = np.zeros((0, sdc.SPIKES_KEPT))
+        self._big_seq = np.zeros((0, sdc.SPIKES_KEPT))
+        self._spike_rate = [0.0, 0.0, 0.0]
         # Each rank's own history of log(grad_norm), in jobs whose peer groups are pairs (a
         # checksum tie's tiebreak, detector.sdc.grad_track): level, mean |deviation|, that of
         # its own part (less its replica's move), steps.
@@ -837,6 +843,10 @@ class JobMonitor(NumericChecks):
             self._told_mates = np.zeros(n)  # (a snapshot before cap44: none told alike)
         if "_tp_pp" not in self.__dict__ and n >= 0:
             self._tp_pp = np.zeros(n, dtype=np.int64)  # (before stage44: each rank's next step)
+        if "_spike_seq" not in self.__dict__ and n >= 0:
+            self._spike_seq = np.zeros((n, sdc.SPIKES_KEPT))  # (before sdc45: spikes anew)
+            self._big_seq = np.zeros((n, sdc.SPIKES_KEPT))
+            self._spike_rate = [0.0, 0.0, 0.0]
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1017,6 +1027,8 @@ class JobMonitor(NumericChecks):
         self._reset_slow(None)
         self._cold[:] = 0
         self._spikes[:] = 0.0
+        self._spike_seq[:] = 0.0  # (counted in evaluations, now from 0)
+        self._big_seq[:] = 0.0
         self._gn[:] = 0
         self._clear_runs()
         self._host_share_reset()

@@ -103,7 +103,6 @@ def _free_gone_slots(self, ts: float, out: list[Finding]) -> None:
     self._moves += 1
     self._fixed_rows.clear()
     self._whole_layouts.clear()
-    self._spikes_looked = False
 
 
 def _follow_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
@@ -181,13 +180,14 @@ def _follow_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
     self._twins[m] = 0
     self._twin_rep[m] = False
     self._spikes[m] = 0.0
+    self._spike_seq[m] = 0.0
+    self._big_seq[m] = 0.0
     self._spiking[m] = False
     self._gn[m] = 0
     # Layouts and caches learned by slot are void (slots renumbered): learned again.
     self._moves += 1
     self._fixed_rows.clear()
     self._whole_layouts.clear()
-    self._spikes_looked = False
     return _pick(slot, buf.ranks), movers
 
 
@@ -285,6 +285,8 @@ def _afresh(self, m: np.ndarray) -> None:
     self._base[m] = 0.0
     self._cap[m] = self.cfg.slow_baseline_clip
     self._spikes[m] = 0.0
+    self._spike_seq[m] = 0.0
+    self._big_seq[m] = 0.0
     self._recur[m] = 0.0
     self._recurring[m] = False
     self._recur_last[m] = False
