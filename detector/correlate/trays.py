@@ -61,6 +61,20 @@ _HEAT = ("hot_seen", "hot")
 _SHOWS = tuple(dict.fromkeys(_CAPPING + _THROTTLES)) + _HEAT
 
 
+def _shows(s: Finding) -> bool:
+    """Whether a GPU's signal ``s`` (one of _SHOWS) shows what may yet be named its group's
+    cause: active, with a clock-event reason or heat -- not a ``hot`` told harmless
+    (detector.thermal's _hot_harm: at its full clock, no reason, under the limit).  A GPU at
+    full clock cannot be why its TP group is slow: revA44 F2, a TP8 group slowed 9 % with
+    nothing shown, a GPU of the other tray warm at 76 C -- that tray was isolated thermal
+    and the group's replica never paged (4 of 4 seeds)."""
+    if not s.active:
+        return False
+    if s.signal in _HEAT:
+        return s.signal != "hot" or s.verdict
+    return bool(_reason_bits(s))
+
+
 def _near_step(f: Finding, g: Finding) -> bool:
     """Whether slow ranks ``f`` and ``g`` were found within PARTNER_STEPS steps of each other
     deviating alike (``_alike``): a TP group's ranks, locked in one all-reduce, are found on
@@ -205,7 +219,8 @@ def _group_pending(self, f: Finding, partners: list[Finding], due: float,
             end = g.ts + wait(self, g)
             if end > due and (last is None or end > last):
                 last = end
-    if last is None:
+    if last is None and not (partners and _lone_reason(self, f, partners + pipe) is not None):
+        # (the one GPU showing why already shows enough: no later row is needed to name it)
         last = _throttle_look(self, f, group + pipe, due, bool(partners))
     return last
 
@@ -246,7 +261,7 @@ def _throttle_look(self, f: Finding, group: list[Finding], due: float,
     for node in nodes:
         for unit in sorted(self._job_units(node, f.job)):
             signals = self._device.get(unit, {})
-            if any(s.active and ((tp and name in _HEAT) or _reason_bits(s)) for name in _SHOWS
+            if any(_shows(s) and (tp or name not in _HEAT) for name in _SHOWS
                    if (s := signals.get(name)) is not None):
                 throttling.append(node)
             else:
@@ -286,13 +301,13 @@ def _lone_reason(self, f: Finding, partners: list[Finding]) -> Finding | None:
         for unit in sorted(self._job_units(node, f.job)):
             signals = self._device.get(unit, {})
             mine = [s for name in _SHOWS if (s := signals.get(name)) is not None
-                    and s.active and (name in _HEAT or _reason_bits(s))]
+                    and _shows(s)]
             if mine:
                 shown.append(max(mine, key=lambda s: s.ts))  # (its latest row's)
             else:
                 free += 1
-    if len(shown) != 1 or free < LONE_FREE:
-        return None
+    if len(shown) != 1 or free < min(LONE_FREE, _group_ranks(self, f, partners) - 1):
+        return None  # (a pair's one other GPU free is all the elimination it has: revA44 F3)
     s = shown[0]
     if s.cause not in _HELD_CLOCK:
         return None
@@ -306,6 +321,15 @@ def _lone_reason(self, f: Finding, partners: list[Finding]) -> Finding | None:
     return s
 
 
+def _group_ranks(self, f: Finding, partners: list[Finding]) -> int:
+    """The slow ranks of ``f``'s group: itself, its ``partners`` and its node mates still
+    waiting found near its step alike."""
+    return 1 + len(partners) + sum(
+        1 for unit in self._units_of_node.get(f.scope.node or "", ())
+        if (g := self._slow_wait.get(unit)) is not None and g is not f and _same_group(f, g)
+        and _near_step(f, g))
+
+
 def _page_lone_reason(self, f: Finding, partners: list[Finding], due: float,
                       out: list[Alert]) -> bool:
     """Recommend isolating the one GPU of ``f``'s TP group that shows why (_lone_reason),
@@ -314,10 +338,7 @@ def _page_lone_reason(self, f: Finding, partners: list[Finding], due: float,
     s = _lone_reason(self, f, partners)
     if s is None:
         return False
-    ranks = 1 + len(partners) + sum(
-        1 for unit in self._units_of_node.get(f.scope.node or "", ())
-        if (g := self._slow_wait.get(unit)) is not None and g is not f and _same_group(f, g)
-        and _near_step(f, g))
+    ranks = _group_ranks(self, f, partners)
     nodes = sorted({g.scope.node for g in partners if g.scope.node} | {f.scope.node or ""})
     reasons = s.evidence.get("throttle_reasons")
     what = (f"throttle reason {reasons}, clock {float(s.evidence.get('clock_drop') or 0):.1%} "
