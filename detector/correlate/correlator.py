@@ -892,6 +892,7 @@ class Correlator(PartWindows):
     from detector.correlate.trays import (
         _group_cause,
         _group_pending,
+        _group_spans,
         _page_lone_reason,
         _pipe_cause,
         _tp_partners,

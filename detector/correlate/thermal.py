@@ -227,9 +227,10 @@ def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         return True
     if seen is None:
         hot = self._device.get(slow.scope.key, {}).get("hot")
-        if hot is None or hot.verdict or not _harmless_heat(hot) or _found_alike(slow):
-            # (a rank slow alike with its node's others -- its TP group's pace, revA44 F2 --
-            # is not its GPU's: heat at its full clock with no reason sets no group's pace)
+        if (hot is None or hot.verdict or not _harmless_heat(hot)
+                or self._group_spans(slow, now)):
+            # (nor a rank of a TP group that spans nodes, or may: heat at full clock names
+            # no GPU of a group slow alike on another node -- correlate.trays, revA44 F2)
             return self._mate_heat_held(slow, now) or _mate_app_clocks(self, slow, now, out)
         self._impact(slow, hot, now, out)  # its heat hurts the job now: issue 10's impact
         return True

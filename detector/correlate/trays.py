@@ -22,6 +22,7 @@ waits for, and joins, a cause shown on a node of the group.
 from __future__ import annotations
 
 import math
+from itertools import islice
 
 from detector.alerts import ISOLATION, Alert, Scope
 from detector.correlate.common import (
@@ -43,8 +44,11 @@ _PARTNERS_MAX = 512
 # ranks of one replica (_near_stage) ...
 PARTNER_STEPS = 3
 # ... and how far apart the two stages' deviations from their peers may be, a share of the
-# larger (log ratios): a stage paced by another is slow by about as much, not exactly.
+# larger (log ratios): a stage paced by another is slow by about as much, not exactly ...
 PIPE_ALIKE = 0.5
+# ... and how many steps apart their slow runs may have begun (_paced): a stage paced by
+# another's GPU is slow from the same step.
+PIPE_ONSET_STEPS = 1
 # Samples of a throttling GPU of the group its decision waits for, past its own wait
 # (_throttle_look): a reason's first rows may not yet name it a cause.
 GROUP_LOOKS = 2.5
@@ -99,6 +103,21 @@ def _near_stage(f: Finding, g: Finding) -> bool:
     return x > 0.0 and y > 0.0 and abs(x - y) <= PIPE_ALIKE * max(x, y)
 
 
+def _paced(f: Finding, g: Finding) -> bool:
+    """Whether slow ranks ``f`` and ``g`` of one replica's different stages began their slow
+    runs within PIPE_ONSET_STEPS steps of each other (each finding's ``step`` less its
+    ``run_steps``; True when either is not told): every stage waits for the slowest from the
+    step it slowed on, so a stage paced by another's GPU is slow from that step.  A stage
+    slowed on its own a few steps later is its own fault (revA44 F9: replica 1's stage 1
+    slowed by a hot GPU, its stage 0 slowed 3 steps later with nothing shown -- taken for
+    stage 1's pipeline mates, it joined the thermal page and was never paged)."""
+    a, b = f.evidence.get("step"), g.evidence.get("step")
+    x, y = f.evidence.get("run_steps"), g.evidence.get("run_steps")
+    if not all(type(v) is int for v in (a, b, x, y)):
+        return True
+    return abs((a - x) - (b - y)) <= PIPE_ONSET_STEPS  # type: ignore[operator]
+
+
 def _same_group(f: Finding, g: Finding) -> bool:
     """Whether slow ranks ``f`` and ``g`` may be of one TP group: the same job, replica and
     pipeline stage (a finding with no stage told -- one from before stage44 -- is taken to be
@@ -123,7 +142,7 @@ def _tp_partners(self, f: Finding) -> tuple[list[Finding], list[Finding]]:
         if (g is not None and g.active and g.job == f.job and g.dp_rank == f.dp_rank
                 and g is not f):
             if not _same_group(f, g):
-                if _near_stage(f, g):
+                if _near_stage(f, g) and _paced(f, g):
                     pipe.append(g)
             elif g.scope.node != node and (
                     _near_stage(f, g) if f.pp_rank is not None and g.pp_rank is not None
@@ -134,6 +153,30 @@ def _tp_partners(self, f: Finding) -> tuple[list[Finding], list[Finding]]:
             if len(out) + len(pipe) >= _PARTNERS_MAX:
                 break
     return out, pipe
+
+
+def _group_spans(self, f: Finding, now: float) -> bool:
+    """Whether slow rank ``f``'s TP group spans nodes (its partners found: _tp_partners), or
+    may yet be found to while its wait for a cause lasts (_explanation_wait): found alike with
+    its node's others (``node_wide``) while its replica has ranks on another node.
+
+    A GPU hot against its node at its full clock with no reason (detector.thermal's harmless
+    ``hot``) is taken for its slow rank's cause on impact (blind32's hot-h-09: 30 C over its
+    node, its replica's 8 ranks on that node slow alike).  Of a group spanning two trays it
+    names neither the group's GPU nor its node: revA44 F2, a TP8 group slowed 9 % with
+    nothing shown, a GPU of the other tray warm at 76 C -- that tray isolated thermal at
+    once, its partners joining, the group's replica never paged.  The other tray's ranks may
+    be found after this one's (a step's records in rank order): until its wait is over, a
+    rank found with its node's mates on a replica spanning nodes is not decided on heat."""
+    if self._tp_partners(f)[0]:
+        return True
+    node = f.scope.node
+    if (not _found_alike(f) or f.job is None or f.dp_rank is None or node is None
+            or now >= f.ts + self._explanation_wait(f)):
+        return False
+    ranks = self._placement.ranks.get(f.job, {})
+    return any(n != node and dp == f.dp_rank
+               for n, _, dp in islice(ranks.values(), _PARTNERS_MAX))
 
 
 def _group_cause(self, f: Finding, partners: list[Finding]) -> Problem | None:
