@@ -647,7 +647,8 @@ class GpuThermal:
                 self.scope, minor, False, 0.2,
                 {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3), **low}
                 if minor else {}, None, s.tenant, s.cluster))
-        braked = not self._active and self._brakes_alone(s, cfg)
+        turn = self._brakes_alone(s, cfg) if not self._active else None
+        braked = bool(turn)
         if not self._active and (self._bad >= cfg.throttle_samples or sustained or recurring
                                  or braked) and not (
                 self._bad == cfg.throttle_samples and heat and self._waits_for_siblings(
@@ -666,7 +667,7 @@ class GpuThermal:
             else:
                 braked = False
             self._braked = braked
-            polls = node.own_brakes.get(gpu, []) if braked else []  # type: ignore[call-overload]
+            polls, turn = turn if braked and turn else ([], [])
             never_routine = self._bad >= cfg.throttle_samples or recurring or braked
             onset = (self._recur[0] if recurring else polls[0] if braked else self._run_onset
                      if never_routine else self._cap_onset)
@@ -682,7 +683,13 @@ class GpuThermal:
                        f"never-routine power reason {hex(bits)} on {len(polls)} polls within "
                        f"{cfg.brake_repeat_s:g} s, each a burst of its own (no mate braking "
                        f"on its poll): its own power brake recurring, a burst seen standing "
-                       f"for the bursts a {self._interval_s:g} s poll misses" if braked else
+                       f"for the bursts a {self._interval_s:g} s poll misses"
+                       if braked and len(turn) == 1 else
+                       f"never-routine power reason {hex(bits)} on {len(polls)} polls within "
+                       f"{cfg.brake_repeat_s:g} s, GPUs {', '.join(map(str, turn))} of "
+                       f"{self.scope.node} braking in turn, each alone on its poll: the "
+                       f"node's power delivery braking them, not {len(turn)} GPU faults"
+                       if braked else
                        f"never-routine throttle reason {hex(bits)}: clock {drop:.1%} below"
                        f"{under or ' baseline'} for {self._bad} samples" if never_routine else
                        f"SW power cap with clock loss sustained past the limit: >= "
@@ -697,10 +704,11 @@ class GpuThermal:
                 evidence["baseline_under_cap"] = "own" if self._cap_clock > 0.0 else "siblings"
             cause = self._cause(bits, s.gpu_temp_c, cfg)
             own = True  # this GPU's verdict, or evidence of its node's brake
-            if never_routine and gpu in node.braking and (node.brake_gpus or node.node_braking()):
+            if never_routine and (len(turn) > 1 or gpu in node.braking and (
+                    node.brake_gpus or node.node_braking())):
                 own = False
                 if not node.brake_gpus:
-                    gpus = sorted(node.braking)
+                    gpus = turn if len(turn) > 1 else sorted(node.braking)
                     out.append(Finding(
                         s.ts, onset, "throttle", "slow_node", cause,
                         Scope.of_node(self.scope.node),  # type: ignore[arg-type]
@@ -752,8 +760,7 @@ class GpuThermal:
             self._clear_throttle(s, out)
         elif self._active and self._good >= cfg.throttle_clear_samples and not (
                 self._recurred and s.ts - self._recur[-1] <= cfg.brake_repeat_s) and not (
-                self._braked and s.ts - node.own_brakes.get(  # type: ignore[call-overload]
-                    gpu, [-math.inf])[-1] <= cfg.brake_repeat_s):
+                self._braked and s.ts - self._braked_last(gpu) <= cfg.brake_repeat_s):
             self._clear_throttle(s, out)
 
     def _app_held(self) -> bool:
@@ -769,19 +776,45 @@ class GpuThermal:
         node = self._node
         return 2 * len(node.app_held) <= len(node.gpus) - len(node.idle)
 
-    def _brakes_alone(self, s: ThermalSample, cfg: Thresholds) -> bool:
+    def _brakes_alone(self, s: ThermalSample, cfg: Thresholds
+                      ) -> tuple[list[float], list[int]] | None:
         """Whether this GPU's own power brake recurs (throttle.brake_recurs): the polls it
         braked alone on (``NodeTemps.own_brakes``, recorded when each poll is in: _poll_in)
-        -- never while its node's brake is seen or raised (that is the node's fault).
+        and itself, or None -- never while its node's brake is seen or raised (that is the
+        node's fault).
+
+        GPUs of its node braking alone within ``brake_repeat_s`` of its latest such poll
+        brake *in turn*: their polls counted together, and all of them named -- the node's
+        power delivery (a supply or shelf braking the board's GPUs a few at a time), as two
+        braking on one poll are (brake38's rule; revA44 F5: GPUs 3 and 5 braking on
+        interleaved polls, never both on one, were a power page at each GPU).
 
         Judged on its samples from its latest braking one on: that poll is confirmed on its
         own sample (it came last) or on a mate's before its next, which is never the quiet
         path's (``_seen`` or ``brake_poll`` set)."""
         node = self._node
-        polls = node.own_brakes.get(self.scope.gpu) if node.own_brakes else None  # type: ignore[arg-type]
-        return bool(polls and self._brake and not node.node_braking()
-                    and not node.node_fault_open() and brake_recurs(
-                        polls, s.ts, self._interval_s, cfg.throttle_samples, cfg.brake_repeat_s))
+        gpu: int = self.scope.gpu  # type: ignore[assignment]
+        own = node.own_brakes.get(gpu) if node.own_brakes else None
+        if not (own and self._brake and not node.node_braking()
+                and not node.node_fault_open()):
+            return None
+        window = cfg.brake_repeat_s
+        turn = [g for g, polls in sorted(node.own_brakes.items())
+                if g != gpu and polls and own[-1] - polls[-1] <= window
+                and polls[-1] - own[-1] <= window]
+        polls = sorted(t for g in [gpu, *turn] for t in node.own_brakes[g]) if turn else own
+        if not brake_recurs(polls, s.ts, self._interval_s, cfg.throttle_samples, window):
+            return None
+        recent = [t for t in polls if s.ts - t <= window]
+        return recent, sorted([gpu, *turn])
+
+    def _braked_last(self, gpu: int) -> float:
+        """The latest poll its raised brake stands on: its own, or, raised as its node's
+        GPUs braking in turn (in ``brake_gpus``), any GPU's of the node braking alone."""
+        node = self._node
+        if gpu in node.brake_gpus:
+            return max((p[-1] for p in node.own_brakes.values() if p), default=-math.inf)
+        return node.own_brakes.get(gpu, [-math.inf])[-1]
 
     def _cause(self, bits: int, temp_c: float | None, cfg: Thresholds) -> str:
         """The cause a GPU's clock-event ``bits`` name (throttle_cause), except for HW power

@@ -260,20 +260,26 @@ def _brake_rows(braking: dict[int, set[int]], interval: float, polls: int,
     return sorted(out, key=lambda e: e.ts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA44 F5 (brake43's own-brake rule against brake38's node rule): GPUs 3 and 5 of a "
-    "node braking (0x88, clock x0.5) on interleaved polls, never both on one poll: one power "
-    "isolation per GPU (gpu:node-000/5 at 160 s, /3 at 180 s), no node page -- 4 of 4 runs "
-    "(10 s, 30 s, 5 s polls; 3 GPUs in turn: three GPU pages).  brake38: a brake on two GPUs "
-    "or more of a node is the node's (its PSU/shelf); a node-level label scores these a "
-    "miss and 2-3 false positives.  c89585f: never paged (0 of 4).  Fix idea: when a GPU's "
-    "own brake recurs while another GPU of the node braked alone within brake_repeat_s, it "
-    "is the node's brake (power, node scope), the GPUs' own verdicts joining it"))
-def test_two_gpus_braking_in_turn_are_their_nodes_brake() -> None:
+# (was a strict xfail: "revA44 F5 (brake43's own-brake rule against brake38's node rule):
+# GPUs 3 and 5 of a node braking (0x88, clock x0.5) on interleaved polls, never both on one
+# poll: one power isolation per GPU (gpu:node-000/5 at 160 s, /3 at 180 s), no node page --
+# 4 of 4 runs (10 s, 30 s, 5 s polls; 3 GPUs in turn: three GPU pages)" -- brake45: GPUs of a
+# node braking alone within brake_repeat_s of each other brake in turn, their polls counted
+# together, the node's page naming them all (detector.thermal's _brakes_alone): 10 s at
+# 120.5 s, 30 s 270.5 s, 5 s 60.5 s, three GPUs 120.3 s, random phases 140.2 / 386.5 s)
+@pytest.mark.parametrize(("interval", "phase_s"), [(10.0, 0.0), (30.0, 29.0), (5.0, 0.0)],
+                         ids=["10s", "30s-phases", "5s"])
+def test_two_gpus_braking_in_turn_are_their_nodes_brake(interval: float, phase_s: float) -> None:
     braking = {6: {3}, 8: {5}, 9: {3}, 11: {5}, 13: {3}, 15: {5}, 17: {3}, 19: {5}}
-    pages = {(t, c, k) for t, c, k, _ in _firing(feed(Engine(), _brake_rows(braking, 10.0, 40),
-                                                       finish=False))}
+    pages = {(t, c, k) for t, c, k, _ in _firing(feed(
+        Engine(), _brake_rows(braking, interval, 40, phase_s), finish=False))}
     assert pages == {("isolation", "power", "node:node-000")}
+
+
+def test_three_gpus_braking_in_turn_are_their_nodes_brake_once() -> None:
+    braking = {6: {3}, 8: {5}, 9: {1}, 11: {3}, 13: {5}, 15: {1}, 17: {3}, 19: {5}}
+    fired = _firing(feed(Engine(), _brake_rows(braking, 10.0, 40), finish=False))
+    assert [f[:3] for f in fired] == [("isolation", "power", "node:node-000")]
 
 
 @pytest.mark.parametrize(("interval", "polls", "phase_s"), [
