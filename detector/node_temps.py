@@ -141,7 +141,8 @@ class NodeTemps:
         self.heat_gpus: set[int] = set()   # GPUs in the node's thermal fault raised at node scope
         self.hot: set[int] = set()         # GPUs hot against the node on their latest sample
         self.seen_cause = ""               # the node-wide throttle told as seen: "power" (every
-        #                                    GPU braking), "thermal" (>= 2 heating) or "" (none)
+        #                                    GPU braking), "thermal" (>= 2 heating), "clocks"
+        #                                    (>= 2 held by application clocks) or "" (none)
         self.seen_count = 0                # GPUs it named (told again when more heat)
         self.idle: set[int] = set()        # GPUs whose latest sample was idle (0x1)
         self.capping: dict[int, float] = {}  # GPU -> onset of its run of samples with only a
@@ -228,10 +229,16 @@ class NodeTemps:
         return bool(self.brake_gpus or self.heat_gpus or self.brake_repeat)
 
     def seen_now(self) -> str:
-        """The node-wide throttle the GPUs' latest samples show: "power", "thermal" or ""."""
+        """The node-wide throttle the GPUs' latest samples show: "power", "thermal", "clocks"
+        or "".  "clocks": application clocks (0x2) holding two busy GPUs or more -- one
+        setting on the node (a power profile or a tool run on it), not a fault of each GPU
+        (revA44 F4); whether it is the node's alone, the job's other nodes say (the
+        correlator: ``_app_clocks_shared``)."""
         if len(self.braking) >= BRAKE_MIN_GPUS:
             return "power"
-        return "thermal" if len(self.heating) >= 2 else ""
+        if len(self.heating) >= 2:
+            return "thermal"
+        return "clocks" if len(self.app_held) >= 2 else ""
 
     def node_braking(self) -> bool:
         """``BRAKE_MIN_GPUS`` or more GPUs of the node have the brake on their latest samples:
@@ -589,7 +596,7 @@ FIELDS = {
     "median_c": lambda x: x == float("inf") or is_temp(x), "median_ts": is_time,
     "braking": _gpus, "brake_gpus": _gpus, "brake_seen_ts": is_time, "brake_repeat": is_bool,
     "heating": _per_gpu(is_finite), "heat_gpus": _gpus, "hot": _gpus,
-    "seen_cause": lambda x: x in ("", "power", "thermal"), "seen_count": is_count,
+    "seen_cause": lambda x: x in ("", "power", "thermal", "clocks"), "seen_count": is_count,
     "idle": _gpus, "capping": _per_gpu(is_time), "cap_drop": _per_gpu(_drop),
     "sw_cap": _per_gpu(is_finite), "loaded": _per_gpu(is_finite), "busy_told": is_bool,
     "peers_ts": is_time,

@@ -154,10 +154,14 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
         if clocks_held and scope.level in ("node", "gpu"):
             # (0x2 on one GPU, its mates free: a power profile's or a tool's application
             # clocks left on it -- resetting them mends it under the running job; blind33 F3)
+            # (on two GPUs or more of a node, the job's other nodes free of them: the
+            # node's setting -- revA44 F4)
             gpu = "" if scope.gpu is None else f" -i {scope.gpu}"
+            held = ("its node's other GPUs free of them" if scope.gpu is not None else
+                    "on GPUs of the node, the job's other nodes free of them")
             return Action("reset_clocks", f"{where} runs slow at the clock its application "
-                          "clocks hold (clock-event reason 0x2, its node's other GPUs free of "
-                          "them): reset them (`nvidia-smi -rac"
+                          f"clocks hold (clock-event reason 0x2, {held}): reset them "
+                          "(`nvidia-smi -rac"
                           f"{gpu}` on {scope.node}; the job's power profile re-applied if it "
                           "set them) and see its ranks back at their peers' pace; if still "
                           f"slow, move the job off {scope.node} and run `dcgmi diag -r 3`",

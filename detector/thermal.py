@@ -192,6 +192,11 @@ MAX_THROTTLE = 1 << 16
 # free of any brake were in beside the braking one (GpuThermal._poll_in: a row lost is no
 # brake of its; fewer free mates say too little of the node).
 POLL_FREE_MIN = 2
+# A GPU's application clocks (0x2) told alone wait for its mates' samples taken after its own
+# or at most this long before it (one scrape of the node's GPUs): a setting made on the node
+# between two of a poll's samples shows on the earlier ones a poll later (GpuThermal.update,
+# ``brake_poll``; revA44 F4 on collectors querying the GPUs one by one).
+APP_SCRAPE_S = 1.0
 
 
 def readable(s: ThermalSample) -> tuple[ThermalSample, int]:
@@ -505,24 +510,32 @@ class GpuThermal:
             bits, s.gpu_temp_c, cfg.hot_gpu_c) == "thermal"
         if heat or self._heat:
             self._node_heat(s, heat, bits, drop, cfg, out)
-        seen_cause = node.seen_now() if node.braking or node.heating else ""
+        seen_cause = node.seen_now() if node.braking or node.heating or node.app_held else ""
         if node.seen_cause != seen_cause or seen_cause and len(
-                node.braking if seen_cause == "power" else node.heating) > node.seen_count:
+                node.braking if seen_cause == "power" else node.heating
+                if seen_cause == "thermal" else node.app_held) > node.seen_count:
             # The brake on two or more GPUs of the node at once (BRAKE_MIN_GPUS), or a thermal
             # reason on two or more (evidence, as throttle_seen is for a GPU): the correlator
             # takes a slow rank on any of them to the node.
             # (Told again as more GPUs brake or heat: the correlator takes to the node only the
             # slow ranks of GPUs it names -- a cool GPU's slow rank beside two hot ones, or
             # beside two braking, is its own.)
+            # (Application clocks on two GPUs or more: one setting on the node, told as its
+            # power -- the correlator names it the node's only while the job's other nodes
+            # run free of such a setting; revA44 F4.)
             was, node.seen_cause = node.seen_cause, seen_cause
-            gpus = node.braking if seen_cause == "power" else node.heating
+            gpus = (node.braking if seen_cause == "power" else node.heating
+                    if seen_cause == "thermal" else node.app_held)
             node.seen_count = len(gpus) if seen_cause else 0
+            clocks = seen_cause == "clocks"
             out.append(Finding(
-                s.ts, s.ts, "throttle_seen", "slow_node", seen_cause or "power",
+                s.ts, s.ts, "throttle_seen", "slow_node",
+                "power" if clocks or not seen_cause else seen_cause,
                 Scope.of_node(self.scope.node), bool(seen_cause), False,  # type: ignore[arg-type]
                 0.6 if seen_cause else 0.0,
-                {"throttle_reasons": hex(bits), "clock_drop": round(drop, 3),
-                 "gpus": sorted(gpus)} if seen_cause else {}, None, s.tenant, s.cluster))
+                {"throttle_reasons": hex(APP_CLOCKS if clocks else bits),
+                 "clock_drop": round(drop, 3), "gpus": sorted(gpus)} if seen_cause else {},
+                None, s.tenant, s.cluster))
             if seen_cause == "power" and was != "power":
                 self._brake_again(s, bits, cfg, out)
             elif was == "power" and node.brake_repeat:
@@ -577,9 +590,17 @@ class GpuThermal:
                 s.ts, s.ts, "throttle_seen", "slow_node", named,
                 self.scope, seen, False, 0.6 if seen else 0.0, told_ev, None, s.tenant,
                 s.cluster))
-            if seen and cause == "power" and bits & (HW_POWER_BRAKE | HW_SLOWDOWN) and not (
+            if seen and cause == "power" and (bits & (HW_POWER_BRAKE | HW_SLOWDOWN) or (
+                    shown & APP_CLOCKS and node.seen_cause != "clocks")) and not (
                     node.node_braking()) and ts - node.brake_poll > self._poll_s():
-                node.brake_poll = ts  # (the correlator waits for the poll: _poll_in)
+                # (the correlator waits for the poll: _poll_in -- for application clocks,
+                # whether its mates' samples show the same setting: the node's, revA44 F4.
+                # Those are its mates' samples taken after its own or in its scrape
+                # (APP_SCRAPE_S), not half an interval before, when the setting may not have
+                # been made yet: the poll told as begun that much later.)
+                within = self._poll_s()
+                node.brake_poll = ts if bits & (HW_POWER_BRAKE | HW_SLOWDOWN) else (
+                    ts + within - min(APP_SCRAPE_S, within))
         elif self._warm_told and seen and wait is not None and wait[2] > 0.0:
             self._warm_told = False  # (told steady on a sibling's sample: _settle_steady)
         elif self._warm_told and seen and len(node.heating) < 2 and (

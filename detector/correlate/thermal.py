@@ -23,6 +23,27 @@ def _node_wide_reason(seen: Finding) -> bool:
     return seen.cause in ("power", "gpu_hardware") and bool(_reason_bits(seen) & 0x88)
 
 
+def _app_alone(seen: Finding) -> bool:
+    """A GPU's application clocks told as holding it (detector.thermal's _app_held: 0x2, most
+    of its node's GPUs free of them) -- its node's other GPUs' samples of the poll may yet
+    show the same setting on them (the node's, revA44 F4): a slow rank on it waits for them
+    as one on a GPU's brake does (:meth:`_brake_until`)."""
+    return seen.scope.level == "gpu" and bool(_reason_bits(seen) & APP_CLOCKS)
+
+
+def _app_clocks_shared(self, slow: Finding) -> bool:
+    """Whether another node of the slow rank's job (its layout, ``job_layout``) has two GPUs
+    or more held by application clocks too (``throttle_seen`` at node scope, 0x2): a setting
+    the job's nodes share is its power profile, a policy -- no explanation of one node's
+    slowness (revA44's guards: 0x2 on a whole job, half a fleet, half of each node)."""
+    ranks = self._placement.ranks.get(slow.job or "", {})
+    for other in sorted({where[0] for where in ranks.values()} - {slow.scope.node}):
+        seen = self._device.get(Scope.of_node(other).key, {}).get("throttle_seen")
+        if seen is not None and _reason_bits(seen) & APP_CLOCKS:
+            return True
+    return False
+
+
 def _harmless_heat(hot: Finding) -> bool:
     """A GPU's ``hot`` evidence of its own heat (detector.thermal: not a recommendation yet),
     not that of a hotter sibling's fault warming it (``hotter_gpu``)."""
@@ -216,7 +237,9 @@ def _throttle_impact(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         return True
     seen = self._device.get(slow.scope.key, {}).get("throttle_seen")
     node = self._node_throttle(slow)
-    if node is None and seen is not None and _node_wide_reason(seen):
+    if node is not None and _reason_bits(node) & APP_CLOCKS and _app_clocks_shared(self, slow):
+        node = None  # (the job's power profile: its GPU's own told setting, if any, decides)
+    if node is None and seen is not None and (_node_wide_reason(seen) or _app_alone(seen)):
         until = self._brake_until(seen)
         if until is not None and now < until:
             self._slow_wait[slow.scope.key] = slow
@@ -261,6 +284,12 @@ def _brake_until(self, seen: Finding) -> float | None:
     board asserts on its GPUs together: its poll's samples decide (int30, xf30)."""
     node = seen.scope.node or ""
     polled = self._polled.get(node, -math.inf)
+    if _app_alone(seen):
+        # (its mates' samples taken after its own, each: one interval at most -- a setting
+        # applied to the node shows on each GPU's next sample; detector.thermal's poll of
+        # application clocks begins at the GPU's sample)
+        return None if polled >= seen.ts else seen.ts + self._cadence(node) + (
+            self.cfg.why_wait_s)
     if seen.cause != "gpu_hardware":
         return None if polled >= seen.ts else seen.ts + self.cfg.why_wait_s
     interval = self._cadence(node)
@@ -345,6 +374,13 @@ def _mate_app_clocks(self, slow: Finding, now: float, out: list[Alert]) -> bool:
         seen = self._device.get(unit, {}).get("throttle_seen")
         if (unit != slow.scope.key and seen is not None and seen.active
                 and seen.scope.level == "gpu" and _reason_bits(seen) & APP_CLOCKS):
+            until = self._brake_until(seen)
+            if until is not None and now < until:
+                # (its node's other GPUs' samples may yet show the setting on them: the
+                # node's, decided then -- revA44 F4)
+                self._slow_wait[slow.scope.key] = slow
+                self._timer(until, "slow", slow.scope.key)
+                return True
             p = self._impact(slow, seen, now, out)
             p.add(slow, self.cfg.evidence_items)
             self._own(slow, p)
@@ -383,8 +419,8 @@ def _poll_in(self, f: Finding, out: list[Alert]) -> None:
     for unit in sorted(self._units_of_node.get(node, ())):
         slow = self._slow_wait.get(unit)
         seen = self._device.get(unit, {}).get("throttle_seen")
-        if slow is not None and seen is not None and _node_wide_reason(seen) and (
-                seen.ts <= f.ts):
+        if slow is not None and seen is not None and (
+                _node_wide_reason(seen) or _app_alone(seen)) and seen.ts <= f.ts:
             self._throttle_impact(slow, f.ts, out)
 
 
@@ -410,6 +446,14 @@ def _impact(self, slow: Finding, seen: Finding, now: float, out: list[Alert]) ->
     elif seen.scope.level != "node":
         because = (f"impact: {how} while its GPU reports never-routine throttle reason "
                    f"{reasons}")
+    elif _reason_bits(seen) & APP_CLOCKS:
+        # (detector.thermal's "clocks": 0x2 on two GPUs or more of the node, the job's other
+        # nodes free of such a setting -- one setting on the node; revA44 F4)
+        because = (f"impact: {how} while application clocks hold GPUs "
+                   f"{seen.evidence.get('gpus')} of {slow.scope.node} ({reasons}: "
+                   "applications clocks setting) and the job's other nodes run free of "
+                   "them: one clock setting left on the node -- a power profile or a tool "
+                   "run on it, not restored")
     elif seen.cause == "thermal":
         because = (f"impact: {how} while GPUs {seen.evidence.get('gpus')} of "
                    f"{slow.scope.node} report never-routine thermal reasons ({reasons}): "
