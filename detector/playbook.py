@@ -158,7 +158,7 @@ def action_for(kind: str, cause: str, scope: Scope, *, xid: int | None = None,
             # node's setting -- revA44 F4)
             gpu = "" if scope.gpu is None else f" -i {scope.gpu}"
             held = ("its node's other GPUs free of them" if scope.gpu is not None else
-                    "on GPUs of the node, the job's other nodes free of them")
+                    "the job's other GPUs free of them")
             return Action("reset_clocks", f"{where} runs slow at the clock its application "
                           f"clocks hold (clock-event reason 0x2, {held}): reset them "
                           "(`nvidia-smi -rac"
