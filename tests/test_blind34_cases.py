@@ -22,12 +22,14 @@ _HOT = ("the router's hot expert (one EP rank's expert work +8-25 %, so its comp
 EXPECT: dict[str, tuple] = {
     "F1-moving-hot-experts-escalated": (
         bc.nothing_paged,
-        "blind34 F1: " + _HOT + "faultline escalates it slow_node/unknown at the hot GPU, at its "
-        "node (two hot ranks of one node) and at replicas: 16-29 false positives in every 15-min "
-        "`ep` log (PP2 x DP32, EP8 across four nodes; tune 92 of 110 firing problems, held 79 of "
-        "96); and a node escalation of a hot expert landing on a faulty GPU's node first takes "
-        "that fault's cause (HBM heat: cause unknown in 5 of 8; an NVLink: 3 of 8). The cut "
-        "(250 s, steps only, no fault) escalates GPUs and nodes", 0),
+        # (was a strict xfail: "blind34 F1: the router's hot expert ... is workload ... and
+        # faultline escalates it slow_node/unknown at the hot GPU, at its node (two hot ranks of
+        # one node) and at replicas: 16-29 false positives in every 15-min `ep` log ...; and a
+        # node escalation of a hot expert landing on a faulty GPU's node first takes that
+        # fault's cause ... The cut (250 s, steps only, no fault) escalates GPUs and nodes" --
+        # moe44: a job whose slowness moves from rank to rank holds its runs for a cause,
+        # detector.steps.experts)
+        None, 0),
     "F1b-fast-moe-hot-experts-escalated": (
         bc.nothing_paged,
         "blind34 F1b: in a ~75 ms-step MoE job (DP16, EP8 inside each node over NVLink) " + _HOT

@@ -87,6 +87,8 @@ def _tell_alone(self, step: int, slots: np.ndarray, groups: np.ndarray, buf: _St
     for s in cand.tolist():
         if s not in here or hw[s] is None:
             continue
+        if self._held[s] and self._experts_moving(decided_ts) is not None:
+            continue  # (held as a moving expert's run: a cause pages it, detector.steps.experts)
         node = hw[s][0]
         mates = [m for m, h in enumerate(hw[:n]) if h is not None and h[0] == node and m != s]
         if not mates or not all(m in here for m in mates) or count_nonzero(

@@ -503,6 +503,14 @@ class JobMonitor(NumericChecks):
         self._past_rep = np.zeros(0, dtype=bool)
         self._past_var = np.zeros(0)                  # ... and its smoothed change's wander
         self._past_level = 0.0
+        # A job whose slowness moves from rank to rank (detector.steps.experts): per rank its
+        # alarmed run's longest so far (steps, sum) and its latest episode's end (the job's
+        # evaluated count then), steps and mean deviation
+        self._ep_n = np.zeros(0, dtype=np.int64)
+        self._ep_peak = np.zeros(0)
+        self._ep_end = np.zeros(0, dtype=np.int64)
+        self._ep_len = np.zeros(0, dtype=np.int64)
+        self._ep_mean = np.zeros(0)
         self._past_sigma = 0.0
         self._past_hold = 0
         # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
@@ -847,6 +855,12 @@ class JobMonitor(NumericChecks):
             self._spike_seq = np.zeros((n, sdc.SPIKES_KEPT))  # (before sdc45: spikes anew)
             self._big_seq = np.zeros((n, sdc.SPIKES_KEPT))
             self._spike_rate = [0.0, 0.0, 0.0]
+        if "_ep_n" not in self.__dict__ and n >= 0:  # (a snapshot before moe44: none yet)
+            self._ep_n = np.zeros(n, dtype=np.int64)
+            self._ep_peak = np.zeros(n)
+            self._ep_end = np.zeros(n, dtype=np.int64)
+            self._ep_len = np.zeros(n, dtype=np.int64)
+            self._ep_mean = np.zeros(n)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1240,6 +1254,13 @@ class JobMonitor(NumericChecks):
         _async_judge,
         _async_see,
         _async_withdraw,
+    )
+    from detector.steps.experts import (
+        _experts_held,
+        _experts_hold_rules,
+        _experts_moving,
+        _experts_note,
+        _experts_offsets_left,
     )
     from detector.steps.holds import (
         _alarmed_without_places,

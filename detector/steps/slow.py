@@ -5,7 +5,7 @@ the rules' judgement of the step (node alike, runs grown, persistent).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -103,6 +103,8 @@ def _check_slow(self, step: int, slots: np.ndarray, groups: np.ndarray, ts: np.n
     if not told and self._ar_held():  # (or held by the run test: as told, _ar_step)
         told = bool(count_nonzero(self._slow.alarmed[slots]))
     self._check_slow_rules(step, slots, groups, ts, compute, ok, buf, decided_ts, out)
+    if len(out) > mark:  # (a job whose slowness moves: detector.steps.experts)
+        self._experts_hold_rules(out, mark, decided_ts)
     # (the same place slow on several nodes: read before the holds below take any back)
     place = self._same_place(out, mark, slots, groups) if len(out) > mark else []
     # Routing is told from faults by the job's wander index once it can be read: a job
@@ -588,6 +590,9 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     if one is not None:  # (its replica's share apart: only a replica on one node differs)
         self._run_own[r] = np.where(in_run, self._run_own[r] + own, 0.0)
     self._run_n[r] = np.where(in_run, self._run_n[r] + 1, 0)
+    if len(cleared) or np.count_nonzero(self._slow.alarmed) or self.start_offsets:
+        # (a job whose slowness moves: detector.steps.experts)
+        self._experts_note(r, cleared)
     # When the run became clearly slow (its first step >= 3 sigma; a step's ts is its
     # end): the CUSUM's onset is where the score left zero, which a chance slow step
     # just before the change can lead by a step or two; this says from when a throttle
@@ -613,6 +618,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     outlasted = waiting[:0]  # (runs told only once they outlasted the job's noise episodes)
     rho = 0.0  # (the lag-1 their means are read at: _lag1_read)
     hold = waiting[:0]  # (runs told before that, for a cause only: _held_runs)
+    routed: dict[int, dict[str, Any]] = {}  # (... as a moving expert's: _experts_held)
     if len(waiting):
         # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
         # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
@@ -672,6 +678,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             hold_at = np.exp(worn) - 1.0 < cfg.slow_min_effect
         # (and under the job's own excursions at its length, measured: _excursion_held)
         hold_at |= self._excursion_held(waiting, n, mean if sized is None else sized, r, gc)
+        # (in a job whose slowness moves from rank to rank, an expert's: detector.steps.experts)
+        expert, routed = self._experts_held(waiting, n, mean if sized is None else sized,
+                                            margin, decided_ts)
+        hold_at |= expert
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
         if episodic and rho:  # (real noise's runs and tail: a fleet's bar, _fleet_held)
@@ -701,7 +711,9 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             high |= beside
             outlasted = waiting[~high & lasting & (effect >= cfg.slow_min_effect)]
             hold_at |= ~(high | lasting)
-        hold = waiting[hold_at & ~beside]
+        # (an expert's run beside a node mate told slow is still the workload's: two hot
+        # experts of one node; a node slowed on one step is not held, _experts_held)
+        hold = waiting[(hold_at & ~beside) | expert]
         # Reported while its run goes on: its latest step adds to its score.  A run found
         # late -- held while it was a checkpoint's write-back (_hold_after_event), or by
         # another hold -- whose ranks are back at their peers' pace when the hold lets go
@@ -725,7 +737,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         new, held = self._held_runs(new, hold)
     if len(new):
         found = len(new)
-        new, alike = self._node_alike(new, r)
+        new, alike = self._node_alike(new, r, routed)
         if held and len(new) > found:  # (its node's mates found with a held run: held too)
             nodes = {self._hw[m][0] for m in held if self._hw[m] is not None}
             held |= {m for m in new[found:].tolist()
@@ -778,7 +790,8 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
              **({"node_grown": stepped} if stepped else {}),
              **({"waited": waited[s]} if s in waited and s not in held else {}),
              **({"run_lag1": round(rho, 3)} if rho else {}),
-             **({"noise_hold": _held_for(int(self._run_n[s]), rho, cfg)} if s in held
+             **({"noise_hold": routed.get(s) or _held_for(int(self._run_n[s]), rho, cfg)}
+                if s in held
                 else {})},
             verdict=s not in held))
     self._told_was.clear()
@@ -1082,7 +1095,8 @@ def _persistent(self, waiting: np.ndarray) -> np.ndarray:
     return ok
 
 
-def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+def _node_alike(self, new: np.ndarray, r: np.ndarray, experts: Collection[int] = ()
+                ) -> tuple[np.ndarray, dict[int, int]]:
     """Ranks found slow on this step (``new``, slots), with the job's other ranks on their
     nodes that are in a slow run alike, not reported yet: found with them, each told
     ``node_wide`` (how many of its node's ranks in this step are slow alike).
@@ -1104,7 +1118,9 @@ def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[
     (:meth:`_held_runs`) is told again with it, whole: a node's run let go one rank a step
     was paged at the node by its first rank alone, before the correlator could read the
     node's group (blind30 F3's cohort clock policy, its runs held by the job's excursions,
-    :meth:`_excursion_held`, let go at steps 3411-3412).
+    :meth:`_excursion_held`, let go at steps 3411-3412).  Not a mate held as a moving
+    expert's (``experts``: detector.steps.experts): an expert's run on the node of a GPU slow
+    for good is the workload's, not the node's.
     """
     hw = self._hw
     node_of = [h[0] if h is not None else None for h in _pick(hw, r.tolist())] \
@@ -1128,7 +1144,7 @@ def _node_alike(self, new: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, dict[
         locked = np.abs(self._slow_dev[r[idx]] - dev) <= _TP_LOCKED * abs(dev)
         slow = idx[(self._run_n[r[idx]] >= 2) & (mean[idx] >= floor)
                    & ((bank.score[r[idx]] >= 0.5 * bank.h) | locked)]
-        group = set(r[slow].tolist()) | {s}
+        group = (set(r[slow].tolist()) - set(experts)) | {s}
         if len(group) < 2:
             continue
         for m in group:

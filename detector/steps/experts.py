@@ -1,0 +1,253 @@
+"""A job whose slowness moves from rank to rank (MoE hot experts): its runs held for a cause.
+
+In a mixture-of-experts job the router decides, step by step, how many tokens each expert
+gets, and an expert-parallel rank's work is its experts' share: the rank holding the hot
+expert computes more (+4-12 % for tens to hundreds of steps, bounded by the capacity
+factor), its EP group's all-to-all waits for it -- a straggler's shape -- then the expert
+cools and another rank's warms (bench/blind34: one hot rank an EP group at a time, 20-90
+steps, then another; ~300 at most).  Workload, as sequence-length imbalance is (DESIGN).
+
+The twins rule (detector.steps.twins) reads routing that makes the ranks holding one
+expert in every EP group hot together (blind8); the wandering index
+(detector.steps.noise._wander_update) reads a job whose median rank wanders.  Where each EP
+group routes on its own and a few ranks of a peer group are hot at a time (blind34 F1: 4 of
+32; F1b: 2 of 16), neither holds: the median rank is steady, no rank has twins, and every
+hot expert was escalated slow_node/unknown after its run's first 7-25 steps -- at its GPU,
+its node (two hot ranks of one node), its replica.
+
+What tells it apart is that it moves: the job's own history.  Each CUSUM alarm that ends --
+the rank back at its peers' pace, unpaged or not -- is an *episode*: its longest run and
+its runs' highest mean deviation are kept on its slot (``_ep_end``, ``_ep_len``, ``_ep_mean``).  A
+job whose episodes of ``_EP_MIN_STEPS`` steps or more, ended within ``_EP_WINDOW`` steps, and
+whose runs alarmed now, are on ``_EP_RANKS`` ranks of ``_EP_NODES`` nodes at as many different
+times is a job whose slowness moves (:meth:`_experts_moving`).  There a slow run no longer and
+no larger than its slowness -- under ``_EP_LEN_X`` times the longest episode
+(``_EP_HOLD_MIN`` steps at least), its mean (less its standard error margin) under the
+largest mean plus ``_EP_OVER`` -- is held for a cause (the ``noise_hold`` evidence the
+correlator pages with a cause only, detector.steps.slow._held_runs): its GPU's heat, a
+brake or an error page it at once with that cause; with none it is told again as a verdict
+once it has outlasted the episodes or outgrown them (a slow GPU stays on its rank).  A node
+whose ranks slowed on one step (more than half the job's ranks on it, ``_EP_NODE_RANKS`` at
+least, within ``_EP_NODE_STEPS``), or all of whose ranks are slow now, is no expert moving:
+not held (tests/test_moe35.py: a host fault of 3 % on a 4-GPU node, its TP pairs' runs begun
+29 steps apart).
+
+A slow GPU with no cause in such a job waits for its run to outlast the job's episodes
+(hundreds of steps where experts stay hot for a hundred) unless it is slower than any
+expert was: the price of a workload that makes any rank 10 % slow for 90 steps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from detector.findings import Finding
+from detector.steps.common import _NODE_ALARMED, _PLACE_NOW, _RECENT
+
+# An episode: a CUSUM alarm whose longest run lasted this many steps or more (a noise
+# excursion lasts about one memory of the noise: blind28 F4's 4 steps, PAI's ~4; a hot
+# expert tens)
+_EP_MIN_STEPS = 15
+# ... and its size: its run's highest mean over this many steps or more
+_EP_PEAK_STEPS = 5
+# ... counted while it ended this many steps ago or less
+_EP_WINDOW = 2000
+# ... or a start offset of this much or more (log ratio) left: its rank's latest steps this many
+# noise units under it on average (_experts_offsets_left)
+_EP_OFFSET = math.log(1.03)
+_EP_LEFT_Z = 2.5
+# A job whose slowness moves: episodes on this many ranks, of this many nodes, ended at
+# this many different times (_EP_APART steps apart: a node's ranks recovering together are
+# one event)
+_EP_RANKS = 3
+_EP_NODES = 2
+_EP_APART = 5
+# There a run is held while it is under this many times the longest episode (an EP group
+# may draw the same rank again: two or three experts' turns in a row on one rank) ...
+_EP_LEN_X = 3.0
+# ... and at least this many steps (a job's first episodes are its shortest: blind34 ep's
+# hot experts stay 20-90 steps)
+_EP_HOLD_MIN = 100
+# ... and its mean (less its margin) under the largest mean plus this (log ratio)
+_EP_OVER = math.log(1.03)
+# Not held: a run beside its node's ranks whose runs began within this many steps of its own,
+# this many and more than half the job's ranks there (a node slowed on one step: an EP group's
+# experts are hot one at a time, so a node holding two ranks of each group has half of them
+# hot at most -- blind34 ep seed 1: three groups' new experts on one node within 3 steps)
+_EP_NODE_RANKS = 3
+_EP_NODE_STEPS = 10
+
+
+def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
+    """Keep each alarmed slot's longest run so far and its highest mean (``_ep_n``,
+    ``_ep_peak``) and, for ``cleared`` (alarms that ended this step), those as the slot's
+    latest episode (``_ep_end``: the job's evaluated count then; ``_ep_len``, ``_ep_mean``)."""
+    alarmed = self._slow.alarmed[r]
+    if np.count_nonzero(alarmed):
+        a = r[alarmed]
+        n = self._run_n[a]
+        self._ep_n[a] = np.maximum(self._ep_n[a], n)
+        # (its mean at its highest, over _EP_PEAK_STEPS steps at least: a run's mean at its
+        # longest takes in the steps its score drained on after the expert left)
+        self._ep_peak[a] = np.where(n >= _EP_PEAK_STEPS, np.maximum(
+            self._ep_peak[a], self._run_sum[a] / np.maximum(n, 1)), self._ep_peak[a])
+    if self.start_offsets and self.cfg.warmup_steps < self._evaluated <= _EP_WINDOW:
+        self._experts_offsets_left()
+    if len(cleared):
+        self._ep_end[cleared] = self._evaluated
+        self._ep_len[cleared] = self._ep_n[cleared]
+        self._ep_mean[cleared] = self._ep_peak[cleared]
+        self._ep_n[cleared] = 0
+        self._ep_peak[cleared] = 0.0
+
+
+def _experts_offsets_left(self) -> None:
+    """A rank slower than its peers from the job's start (its learned offset,
+    ``start_offsets``) back at their pace -- its latest ``_PLACE_NOW`` steps
+    ``_EP_LEFT_Z`` noise units under its offset on average -- is an episode that ended, as
+    long as the job's start: an expert hot from the first step is learned as its rank's
+    offset in the warm-up, and no alarm of it ever ends (blind34: the eight hot experts of
+    the job's first steps).  A GPU slower for good from the start keeps its offset."""
+    cols = [(self._evaluated % _RECENT - j) % _RECENT for j in range(_PLACE_NOW)]
+    for rank, offset in self.start_offsets.items():
+        s = self._slot.get(rank)
+        if s is None or self._ep_end[s] or offset < math.expm1(_EP_OFFSET):
+            continue
+        if float(self._recent[s, cols].mean()) <= -_EP_LEFT_Z:
+            self._ep_end[s] = self._ep_len[s] = self._evaluated
+            self._ep_mean[s] = math.log1p(offset)
+
+
+def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] | None:
+    """The job's recent slowness when it moves (see the module's docstring): (the steps a run
+    of it is held for, the largest mean of its ended episodes (log ratio; None: none ended),
+    on how many ranks, of how many nodes) -- None when it does not.
+
+    Its ranks: those whose episode ended within ``_EP_WINDOW`` steps, ``_EP_MIN_STEPS`` long
+    at least, and those slow now (alarmed, other than ``slot``): at a job's start no episode
+    has ended yet, while its hot experts are slow on several nodes at once, each run begun at
+    its own step (blind34 ep seed 3: 5 ranks on 4 nodes alarmed at step 73, none ended until
+    step 132) -- a node's fault begins on one step, its ranks' runs together.  The hold is
+    ``_EP_LEN_X`` times the longest episode that ended, ``_EP_HOLD_MIN`` at least: never the
+    runs still going, so two faults slow at once do not hold each other up for good.
+    ``now_ts``: the step's time (runs' onsets are times)."""
+    n = len(self._rank_of)
+    end = self._ep_end[:n]
+    ended = np.flatnonzero((end > 0) & (self._evaluated - end <= _EP_WINDOW)
+                           & (self._ep_len[:n] >= _EP_MIN_STEPS))
+    now = np.flatnonzero(self._slow.alarmed[:n])
+    if len(ended) + len(now) < _EP_RANKS:
+        return None
+    hw = self._hw
+    ranks = set(ended.tolist()) | set(now.tolist())
+    if len(ranks) < _EP_RANKS:
+        return None
+    nodes = {hw[s][0] for s in ranks if hw[s] is not None}
+    if len(nodes) < _EP_NODES:
+        return None
+    # at different times: episodes' ends, and runs' onsets (in steps back from now)
+    period = max(self._period, 1e-3)
+    times = sorted([*(self._evaluated - end[ended]).tolist(),
+                    *((now_ts - self._slow.onset_ts[now]) / period).tolist()])
+    apart, last = 0, -math.inf
+    for t in times:
+        if t - last > _EP_APART:
+            apart += 1
+            last = t
+    if apart < _EP_RANKS:
+        return None
+    if not len(ended):
+        return _EP_HOLD_MIN, None, len(ranks), len(nodes)
+    return (max(int(_EP_LEN_X * self._ep_len[ended].max()), _EP_HOLD_MIN),
+            float(self._ep_mean[ended].max()), len(ranks), len(nodes))
+
+
+def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
+                  margin: np.ndarray, now_ts: float
+                  ) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
+    """Per slot of ``waiting`` (alarmed, not told; ``n`` its run's steps, ``mean`` its mean
+    deviation, ``margin`` that mean's standard error margin; ``now_ts`` the step's time):
+    whether it is held as an expert's run in a job whose slowness moves, and the held ones'
+    evidence."""
+    held = np.zeros(len(waiting), dtype=bool)
+    out: dict[int, dict[str, Any]] = {}
+    moving = self._experts_moving(now_ts)
+    if moving is None:  # (the usual step)
+        return held, out
+    hold, ended_top, k, nodes = moving
+    hw = self._hw
+    onset = self._slow.onset_ts
+    period = max(self._period, 1e-3)
+    alarmed = np.flatnonzero(self._slow.alarmed[:len(self._rank_of)]).tolist()
+    runs = {m: float(self._run_sum[m]) / max(int(self._run_n[m]), 1) for m in alarmed}
+    for i, s in enumerate(waiting.tolist()):
+        # (how slow the job's experts make a rank: its ended episodes; none yet, the other
+        # runs going now -- never the run's own)
+        top = ended_top if ended_top is not None else max(
+            (v for m, v in runs.items() if m != s), default=-math.inf)
+        if n[i] >= hold or mean[i] - margin[i] >= top + _EP_OVER:
+            continue
+        if hw[s] is not None:
+            node = hw[s][0]
+            mates = [m for m in alarmed if m != s and hw[m] is not None and hw[m][0] == node]
+            together = 1 + sum(1 for m in mates
+                               if abs(onset[m] - onset[s]) <= _EP_NODE_STEPS * period)
+            here = sum(1 for h in hw[:len(self._rank_of)] if h is not None and h[0] == node)
+            if (together >= _EP_NODE_RANKS and 2 * together > here) or (
+                    len(mates) + 1 >= max(here, _EP_NODE_RANKS)):
+                continue  # (a node slowed: on one step, or every rank of it now)
+        held[i] = True
+        out[s] = {"steps": int(n[i]), "ranks": k, "nodes": nodes, "hold_steps": hold,
+                  "largest_ratio": round(math.exp(top), 4),
+                  "for": f"a cause on its GPU or node only: the job's slowness moves from rank "
+                         f"to rank (MoE hot experts: {k} ranks of {nodes} nodes slow at their "
+                         f"own times lately, for up to {hold / _EP_LEN_X:.0f} steps, up to "
+                         f"{math.exp(top) - 1.0:+.1%}); escalated without a cause once it has "
+                         f"lasted {hold} steps ({_EP_LEN_X:g}x the longest, {_EP_HOLD_MIN} at "
+                         f"least), or its mean stands {math.exp(_EP_OVER) - 1.0:.0%} over the "
+                         f"largest"}
+    return held, out
+
+
+def _experts_hold_rules(self, out: list[Finding], mark: int, now_ts: float) -> None:
+    """Take back the slow ranks found on this step (``out[mark:]``) by a rule of a rank's
+    share of outlier steps or of its long mean (detector.steps.rules' recurring and sustained
+    stragglers, a rank against its own past, the wandering job's 100-step mean) while the
+    job's slowness moves and the rank's run is within what its experts do (under the hold's
+    steps and the largest mean plus ``_EP_OVER``, :meth:`_experts_moving`): an expert that
+    comes back to a rank makes it its peers' clear outlier again and again, and one hot for
+    ~100 steps lifts its 100-step mean 7 % over the ranks' (the synthetic job of
+    tests/test_moe44.py: a recurring straggler at step 611, a wandering one at 641, both
+    experts).  Not the twins' (experts hot in every EP group together are read there)."""
+    moving = self._experts_moving(now_ts)
+    if moving is None:
+        return
+    hold, top, _, _ = moving
+
+    def within(m: int) -> bool:  # (its run no longer nor larger than the experts')
+        n = int(self._run_n[m])
+        return n < hold and (top is None or float(self._run_sum[m]) / max(n, 1) < top + _EP_OVER)
+
+    kept = []
+    for f in out[mark:]:
+        s = self._slot.get(f.rank) if f.rank is not None else None
+        if (s is not None and f.signal == "slow_rank" and f.active and "rule" in f.evidence
+                and "twin_ratio" not in f.evidence and within(s)):
+            self._reported[s] = self._sustained[s] = self._recurring[s] = False
+            self._wander_rep[s] = False
+            continue
+        if s is not None and f.evidence.get("node_alarmed"):
+            # (its node's alarmed mates counted without the experts' runs: the correlator
+            # pages a rank at its node on node_alarmed, a host fault's sign)
+            hw = self._hw
+            node = hw[s][0] if hw[s] is not None else None
+            k = sum(1 for m in np.flatnonzero(self._slow.alarmed[:len(self._rank_of)]).tolist()
+                    if m != s and hw[m] is not None and hw[m][0] == node and not within(m))
+            if k < _NODE_ALARMED:
+                f = f._replace(evidence={key: v for key, v in f.evidence.items()
+                                         if key != "node_alarmed"})
+        kept.append(f)
+    out[mark:] = kept
