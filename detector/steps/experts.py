@@ -53,6 +53,10 @@ from detector.steps.common import _NODE_ALARMED, _PLACE_NOW, _RECENT
 _EP_MIN_STEPS = 15
 # ... and its size: its run's highest mean over this many steps or more
 _EP_PEAK_STEPS = 5
+# ... and no larger than this (log ratio): an expert's extra work is bounded by the capacity
+# factor (blind34: <= +12.5 % of compute); a straggler 1.3x its peers is no expert (Alibaba
+# PAI job 3's workers 6-9, tests/test_alibaba_pages.py)
+_EP_BOUND = math.log(1.15)
 # ... counted while it ended this many steps ago or less
 _EP_WINDOW = 2000
 # ... or a start offset of this much or more (log ratio) left: its rank's latest steps this many
@@ -137,8 +141,12 @@ def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] |
     n = len(self._rank_of)
     end = self._ep_end[:n]
     ended = np.flatnonzero((end > 0) & (self._evaluated - end <= _EP_WINDOW)
-                           & (self._ep_len[:n] >= _EP_MIN_STEPS))
-    now = np.flatnonzero(self._slow.alarmed[:n])
+                           & (self._ep_len[:n] >= _EP_MIN_STEPS)
+                           & (self._ep_mean[:n] <= _EP_BOUND))
+    # (runs alarmed now: not a rank told slow for good -- a fault is no expert -- nor one
+    # past what an expert makes)
+    now = np.flatnonzero(self._slow.alarmed[:n] & (~self._reported[:n] | self._held[:n])
+                         & (self._run_sum[:n] <= _EP_BOUND * np.maximum(self._run_n[:n], 1)))
     if len(ended) + len(now) < _EP_RANKS:
         return None
     hw = self._hw
@@ -182,7 +190,9 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     onset = self._slow.onset_ts
     period = max(self._period, 1e-3)
     alarmed = np.flatnonzero(self._slow.alarmed[:len(self._rank_of)]).tolist()
-    runs = {m: float(self._run_sum[m]) / max(int(self._run_n[m]), 1) for m in alarmed}
+    runs = {m: float(self._run_sum[m]) / max(int(self._run_n[m]), 1) for m in alarmed
+            if not self._reported[m] or self._held[m]}
+    runs = {m: v for m, v in runs.items() if v <= _EP_BOUND}
     for i, s in enumerate(waiting.tolist()):
         # (how slow the job's experts make a rank: its ended episodes; none yet, the other
         # runs going now -- never the run's own)
