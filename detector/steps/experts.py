@@ -158,8 +158,14 @@ def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] |
         return None
     # at different times: episodes' ends, and runs' onsets (in steps back from now)
     period = max(self._period, 1e-3)
-    times = sorted([*(self._evaluated - end[ended]).tolist(),
-                    *((now_ts - self._slow.onset_ts[now]) / period).tolist()])
+    # (the runs going now a node at a time: a host fault's ramp begins its ranks' runs
+    # steps apart -- blind23 D2's CPU throttle, 8 runs on gpu08 over 13 steps)
+    began: dict[str | None, float] = {}
+    for m in now.tolist():
+        node = hw[m][0] if hw[m] is not None else None
+        began[node] = max(began.get(node, -math.inf),
+                          (now_ts - float(self._slow.onset_ts[m])) / period)
+    times = sorted([*(self._evaluated - end[ended]).tolist(), *began.values()])
     apart, last = 0, -math.inf
     for t in times:
         if t - last > _EP_APART:
