@@ -55,8 +55,16 @@ _EP_MIN_STEPS = 15
 _EP_PEAK_STEPS = 5
 # ... and no larger than this (log ratio): an expert's extra work is bounded by the capacity
 # factor (blind34: <= +12.5 % of compute); a straggler 1.3x its peers is no expert (Alibaba
-# PAI job 3's workers 6-9, tests/test_alibaba_pages.py)
+# PAI job 3's workers 6-9, tests/test_alibaba_pages.py).  (An episode's size is its highest
+# 5-step mean, which the noise lifts over its true mean: a margin over _EP_CAP.)
 _EP_BOUND = math.log(1.15)
+# The most an expert makes its rank slower (log ratio): the capacity factor lets an expert take
+# 1.25x its even share of tokens, and the expert FFN is half a rank's compute at most -- +12.5 %
+# of compute; of a rank's own time without ``compute_ms`` (step_ms - comm_ms, its host time
+# in it too) less.  A run whose mean, less its margin, is past it is no expert's, whatever the
+# job's episodes were (the reporting corpus of round 44: a 16.6 % silent slowdown held,
+# tests/test_moe45.py)
+_EP_CAP = math.log(1.125)
 # ... counted while it ended this many steps ago or less
 _EP_WINDOW = 2000
 # ... or a start offset of this much or more (log ratio) left: its rank's latest steps this many
@@ -101,9 +109,13 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
     if self.start_offsets and self.cfg.warmup_steps < self._evaluated <= _EP_WINDOW:
         self._experts_offsets_left()
     if len(cleared):
-        self._ep_end[cleared] = self._evaluated
-        self._ep_len[cleared] = self._ep_n[cleared]
-        self._ep_mean[cleared] = self._ep_peak[cleared]
+        # (a run its rank was told slow for -- paged at its GPU, with a cause or escalated
+        # without one -- is a fault that ended, not an expert that cooled: no episode, and
+        # the slot's earlier one goes with it.  A run held for a cause only, noise_hold, is)
+        told = self._reported[cleared] & ~self._held[cleared]
+        self._ep_end[cleared] = np.where(told, 0, self._evaluated)
+        self._ep_len[cleared] = np.where(told, 0, self._ep_n[cleared])
+        self._ep_mean[cleared] = np.where(told, 0.0, self._ep_peak[cleared])
         self._ep_n[cleared] = 0
         self._ep_peak[cleared] = 0.0
 
@@ -125,7 +137,8 @@ def _experts_offsets_left(self) -> None:
             self._ep_mean[s] = math.log1p(offset)
 
 
-def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] | None:
+def _experts_moving(self, now_ts: float, without: int | None = None
+                    ) -> tuple[int, float | None, int, int] | None:
     """The job's recent slowness when it moves (see the module's docstring): (the steps a run
     of it is held for, the largest mean of its ended episodes (log ratio; None: none ended),
     on how many ranks, of how many nodes) -- None when it does not.
@@ -137,7 +150,8 @@ def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] |
     step 132) -- a node's fault begins on one step, its ranks' runs together.  The hold is
     ``_EP_LEN_X`` times the longest episode that ended, ``_EP_HOLD_MIN`` at least: never the
     runs still going, so two faults slow at once do not hold each other up for good.
-    ``now_ts``: the step's time (runs' onsets are times)."""
+    ``now_ts``: the step's time (runs' onsets are times); ``without``: a slot whose run going
+    now is not counted (the run judged: a run does not vouch for itself)."""
     n = len(self._rank_of)
     end = self._ep_end[:n]
     ended = np.flatnonzero((end > 0) & (self._evaluated - end <= _EP_WINDOW)
@@ -147,6 +161,8 @@ def _experts_moving(self, now_ts: float) -> tuple[int, float | None, int, int] |
     # past what an expert makes)
     now = np.flatnonzero(self._slow.alarmed[:n] & (~self._reported[:n] | self._held[:n])
                          & (self._run_sum[:n] <= _EP_BOUND * np.maximum(self._run_n[:n], 1)))
+    if without is not None:
+        now = now[now != without]
     if len(ended) + len(now) < _EP_RANKS:
         return None
     hw = self._hw
@@ -191,7 +207,6 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     moving = self._experts_moving(now_ts)
     if moving is None:  # (the usual step)
         return held, out
-    hold, ended_top, k, nodes = moving
     hw = self._hw
     onset = self._slow.onset_ts
     period = max(self._period, 1e-3)
@@ -200,11 +215,17 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
             if not self._reported[m] or self._held[m]}
     runs = {m: v for m, v in runs.items() if v <= _EP_BOUND}
     for i, s in enumerate(waiting.tolist()):
+        # (the job's slowness moving without this run: a run that counted is asked again
+        # without it -- the job's earlier faults paged and one more run are not experts)
+        mv = moving if s not in runs else self._experts_moving(now_ts, without=s)
+        if mv is None:
+            continue
+        hold, ended_top, k, nodes = mv
         # (how slow the job's experts make a rank: its ended episodes; none yet, the other
-        # runs going now -- never the run's own)
+        # runs going now -- never the run's own; and never past what an expert can make)
         top = ended_top if ended_top is not None else max(
             (v for m, v in runs.items() if m != s), default=-math.inf)
-        if n[i] >= hold or mean[i] - margin[i] >= top + _EP_OVER:
+        if n[i] >= hold or mean[i] - margin[i] >= min(top + _EP_OVER, _EP_CAP):
             continue
         if hw[s] is not None:
             node = hw[s][0]
@@ -224,7 +245,8 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
                          f"{math.exp(top) - 1.0:+.1%}); escalated without a cause once it has "
                          f"lasted {hold} steps ({_EP_LEN_X:g}x the longest, {_EP_HOLD_MIN} at "
                          f"least), or its mean stands {math.exp(_EP_OVER) - 1.0:.0%} over the "
-                         f"largest"}
+                         f"largest or {math.exp(_EP_CAP) - 1.0:.1%} over its peers (the most an "
+                         f"expert makes)"}
     return held, out
 
 
@@ -245,7 +267,8 @@ def _experts_hold_rules(self, out: list[Finding], mark: int, now_ts: float) -> N
 
     def within(m: int) -> bool:  # (its run no longer nor larger than the experts')
         n = int(self._run_n[m])
-        return n < hold and (top is None or float(self._run_sum[m]) / max(n, 1) < top + _EP_OVER)
+        mean = float(self._run_sum[m]) / max(n, 1)
+        return n < hold and mean < _EP_BOUND and (top is None or mean < top + _EP_OVER)
 
     kept = []
     for f in out[mark:]:
