@@ -106,18 +106,30 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
         # longest takes in the steps its score drained on after the expert left)
         self._ep_peak[a] = np.where(n >= _EP_PEAK_STEPS, np.maximum(
             self._ep_peak[a], self._run_sum[a] / np.maximum(n, 1)), self._ep_peak[a])
+        if len(a) > 1:  # (slow beside another node's run of _EP_PEAK_STEPS steps or more)
+            hw = self._hw
+            long = {hw[m][0] for m in a[n >= _EP_PEAK_STEPS].tolist() if hw[m] is not None}
+            if long:
+                for m in a.tolist():
+                    h = hw[m]
+                    if h is not None and not self._ep_with[m] and long - {h[0]}:
+                        self._ep_with[m] = True
     if self.start_offsets and self.cfg.warmup_steps < self._evaluated <= _EP_WINDOW:
         self._experts_offsets_left()
     if len(cleared):
         # (a run its rank was told slow for -- paged at its GPU, with a cause or escalated
-        # without one -- is a fault that ended, not an expert that cooled: no episode, and
-        # the slot's earlier one goes with it.  A run held for a cause only, noise_hold, is)
-        told = self._reported[cleared] & ~self._held[cleared]
+        # without one -- alone in the job is a fault that ended, not an expert that cooled: no
+        # episode, and the slot's earlier one goes with it.  Experts are hot in every EP group
+        # at once, so a job's first experts, told before its slowness was seen to move, were
+        # slow beside another node's (_ep_with); faults come one at a time.  A run held for a
+        # cause only, noise_hold, is one)
+        told = self._reported[cleared] & ~self._held[cleared] & ~self._ep_with[cleared]
         self._ep_end[cleared] = np.where(told, 0, self._evaluated)
         self._ep_len[cleared] = np.where(told, 0, self._ep_n[cleared])
         self._ep_mean[cleared] = np.where(told, 0.0, self._ep_peak[cleared])
         self._ep_n[cleared] = 0
         self._ep_peak[cleared] = 0.0
+        self._ep_with[cleared] = False
 
 
 def _experts_offsets_left(self) -> None:
