@@ -71,3 +71,15 @@ def test_a_silent_slowdown_after_paged_faults_is_paged_at_once(seed: int) -> Non
         seed=seed, steps=900, slow=(*EARLIER, (650, None, 29, math.log(1.166))))))
     assert "gpu:node-003/5" in got
     assert 650 <= got["gpu:node-003/5"] <= 680
+
+
+@pytest.mark.parametrize("seed", (450104, 450105))
+def test_a_slowdown_an_expert_could_make_after_paged_faults_is_paged_at_once(seed: int) -> None:
+    """The same job, rank 29 10 % slow from step 650 -- as slow as an expert, under the
+    bound: the three faults before it were paged, each alone in the job, so none is an
+    expert's episode and the job's slowness does not move; paged within tens of steps (held
+    190-200 steps while paged runs counted as episodes)."""
+    got = _firing(feed(Engine(), job_without_compute(
+        seed=seed, steps=900, slow=(*EARLIER, (650, None, 29, math.log(1.10))))))
+    assert {"gpu:node-000/3", "gpu:node-001/4", "gpu:node-002/5"} <= set(got)
+    assert 650 <= got["gpu:node-003/5"] <= 690
