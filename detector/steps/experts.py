@@ -65,6 +65,12 @@ _EP_BOUND = math.log(1.15)
 # job's episodes were (the reporting corpus of round 44: a 16.6 % silent slowdown held,
 # tests/test_moe45.py)
 _EP_CAP = math.log(1.125)
+# ... and no smaller than this (log ratio): a hot expert's extra tokens are a share of its
+# rank's expert work (>= +8 % of half its compute in blind34: +4 %); a noise excursion of a
+# dense job wanders 1-3 % for tens of steps (blind23 loop-s3's lm-d: episodes of 1.4-2.8 %
+# on seven nodes, a host CPU throttle's ranks then held as experts, its node paged 13 s after
+# one of its GPUs)
+_EP_FLOOR = math.log(1.03)
 # ... counted while it ended this many steps ago or less
 _EP_WINDOW = 2000
 # ... or a start offset of this much or more (log ratio) left: its rank's latest steps this many
@@ -168,11 +174,13 @@ def _experts_moving(self, now_ts: float, without: int | None = None
     end = self._ep_end[:n]
     ended = np.flatnonzero((end > 0) & (self._evaluated - end <= _EP_WINDOW)
                            & (self._ep_len[:n] >= _EP_MIN_STEPS)
-                           & (self._ep_mean[:n] <= _EP_BOUND))
+                           & (self._ep_mean[:n] <= _EP_BOUND) & (self._ep_mean[:n] >= _EP_FLOOR))
     # (runs alarmed now: not a rank told slow for good -- a fault is no expert -- nor one
     # past what an expert makes)
+    runs = np.maximum(self._run_n[:n], 1)
     now = np.flatnonzero(self._slow.alarmed[:n] & (~self._reported[:n] | self._held[:n])
-                         & (self._run_sum[:n] <= _EP_BOUND * np.maximum(self._run_n[:n], 1)))
+                         & (self._run_sum[:n] <= _EP_BOUND * runs)
+                         & (self._run_sum[:n] >= _EP_FLOOR * runs))
     if without is not None:
         now = now[now != without]
     if len(ended) + len(now) < _EP_RANKS:
@@ -225,7 +233,7 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     alarmed = np.flatnonzero(self._slow.alarmed[:len(self._rank_of)]).tolist()
     runs = {m: float(self._run_sum[m]) / max(int(self._run_n[m]), 1) for m in alarmed
             if not self._reported[m] or self._held[m]}
-    runs = {m: v for m, v in runs.items() if v <= _EP_BOUND}
+    runs = {m: v for m, v in runs.items() if _EP_FLOOR <= v <= _EP_BOUND}
     for i, s in enumerate(waiting.tolist()):
         # (the job's slowness moving without this run: a run that counted is asked again
         # without it -- the job's earlier faults paged and one more run are not experts)
