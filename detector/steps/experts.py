@@ -32,6 +32,14 @@ least, within ``_EP_NODE_STEPS``), or all of whose ranks are slow now, is no exp
 not held (tests/test_moe35.py: a host fault of 3 % on a 4-GPU node, its TP pairs' runs begun
 29 steps apart).
 
+What an expert can make is bounded (moe45): its rank's extra work is the capacity factor's
+share at most (``_EP_CAP``, +12.5 %: a run past it, less its margin, is no expert's -- the
+reporting corpus of round 44's 16.6 % silent slowdown, held as one), an episode under +3 %
+(``_EP_FLOOR``) is a dense job's noise wandering, a run told slow alone in its job (no other
+node's rank slow beside it: ``_ep_with``) is a fault paged, not an expert that cooled (faults
+come one at a time; an EP group's experts are hot beside the other groups'), and a run going
+now does not count for itself (tests/test_moe45.py: three faults paged, then a fourth).
+
 A slow GPU with no cause in such a job waits for its run to outlast the job's episodes
 (hundreds of steps where experts stay hot for a hundred) unless it is slower than any
 expert was: the price of a workload that makes any rank 10 % slow for 90 steps.
