@@ -727,7 +727,10 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
             ongoing &= self._ar_score[waiting] > cfg.slow_h
         new = waiting[(effect >= cfg.slow_min_effect) & ongoing & self._persistent(waiting)]
         if len(hold) and len(new):  # (beside a mate told a verdict on this very step)
-            hold = hold[~self._beside_told(hold, np.setdiff1d(new, hold))]
+            told_now = self._beside_told(hold, np.setdiff1d(new, hold))
+            if routed:  # (not a moving expert's run: the workload's beside a told mate too)
+                told_now &= ~np.isin(hold, np.fromiter(routed, dtype=np.int64))
+            hold = hold[~told_now]
     else:
         new = waiting
     waited = self._waited(outlasted, new[self._held[new] & self._reported[new]], new, rho)
