@@ -115,7 +115,8 @@ def test_guard_healthy_noise_of_other_memory_pages_nobody(kind: str) -> None:
     "9 % or 15 % slower from step 200 for 600 steps (270 s) on 1 % independent noise: never "
     "paged, 4 of 4 (2 seeds x 9/15 %; and 9 % on 2 % AR(1) 0.55 noise, 2 of 2); at 30 % "
     "paged 11 steps in.  Three or four ranks: 10 % paged at its GPU 12-13 steps in (32 ranks "
-    "9.8).  aadda6a: the same.  The peer rules have no median with one peer; the rank's "
+    "9.8).  aadda6a: the same.  Under min_peers (3) a rank has no peer median (the limit "
+    "detector/steps/__init__.py documents; revA35 6 is its loader twin); the rank's "
     "compute_ms rose against its own past while its partner's stayed and its partner's "
     "comm_ms rose by as much (it waits).  Fix idea: in a pair, the rank whose own compute "
     "changed (steps.past's own-past rule) while the other's did not is the slow one"))
