@@ -531,6 +531,140 @@ def spike_cluster(seq: np.ndarray, now: int, spikes: float, rank_steps: float,
             "job_spikes_per_rank_step": float(f"{lam:.2g}")}
 
 
+# -- one rank's gradient norm off its peers' for minutes (grad_drift) ---------------------
+#
+# A GPU whose results drift on one kernel (blind35 F1: its local norm x1.18-1.35 its DP peers'
+# at every step, its checksum in agreement -- the all-gather hands it the right weights, the
+# wrong gradients it contributes are averaged in) is never one step's spike: it is a level.
+# DP peers (one tensor/pipeline shard, other batches) draw their norms from one distribution,
+# so each rank's deviation from its peer group's median is noise around zero; its smoothed
+# deviation (DRIFT_ALPHA, each step's clipped at DRIFT_CLIP: a hard sample moves it by a
+# sixteenth of that) standing DRIFT_Z robust sigmas of the job's ranks' smoothed deviations
+# above their median, and at least DRIFT_RATIO, for DRIFT_STEPS steps in a row, pages its GPU
+# sdc/unknown -- unless its replica's other ranks stand as high (its replica's batches, not
+# its GPU).  It must also have stood so for DRIFT_MIN_S, and be the job's only rank off its
+# peers for DRIFT_LOOKBACK_STEPS: in a mixture-of-experts job the router's hot expert raises
+# its rank's local norm (blind34 moe-s: x1.15 for tens to hundreds of steps) and moves on --
+# another rank goes off soon after -- where a drifting GPU stays the only one.  Resolved when
+# its smoothed deviation is back under half the ratio.
+DRIFT_ALPHA = 1.0 / 16.0     # smoothing of a rank's deviation from its peers (log)
+DRIFT_CLIP = math.log(1.4)   # a step's deviation counts at most this much (a hard sample)
+DRIFT_RATIO = math.log(1.1)  # the smoothed deviation that may page: x1.1
+DRIFT_Z = 8.0                # ... and these robust sigmas of the job's ranks' above their median
+DRIFT_FLOOR = 0.01           # floor of that spread (log)
+DRIFT_STEPS = 20             # steps in a row it stands so before its GPU is paged ...
+DRIFT_MIN_S = 60.0           # ... and seconds (a hot expert moves on within 20 s at 70 ms)
+DRIFT_LOOKBACK_STEPS = 2000  # steps in which no other rank of the job may have stood off
+DRIFT_SEVERITY = 0.6         # as repeated spikes (grad_outlier)
+
+
+def drift_judge(e: np.ndarray, dp: np.ndarray, cand: np.ndarray
+                ) -> tuple[np.ndarray, float, float]:
+    """Which of a step's ranks stand out by their smoothed deviations ``e`` (their replicas
+    ``dp``; ``cand``: those at least DRIFT_RATIO): over the job's median by DRIFT_Z robust
+    sigmas, and over their replica's other ranks' median by half their own (when it has two
+    others or more).  Returns them (a mask), the median and the spread."""
+    center = float(np.median(e))
+    spread = max(float(np.median(np.abs(e - center))) * _MAD_TO_SIGMA, DRIFT_FLOOR)
+    out = cand & ((e - center) > DRIFT_Z * spread)
+    for i in out.nonzero()[0].tolist():
+        mates = dp == dp[i]
+        mates[i] = False
+        if count_nonzero(mates) >= 2 and float(np.median(e[mates])) - center > 0.5 * (
+                e[i] - center):
+            out[i] = False  # (its replica's batches: every rank of it stands as high)
+    return out, center, spread
+
+
+# -- the whole job's loss up and staying up (loss_climb) ----------------------------------
+#
+# Corruption that every replica shares leaves nothing to vote on: optimizer state flipped on
+# one rank and spread by the distributed optimizer's all-gather (blind35 F2) hands every DP
+# peer the same wrong weights -- every checksum agrees -- and every replica's loss goes up
+# x1.25-1.4 and stays up.  Routine excursions of the whole job come back: a logit blow-up
+# (x1.4-2.2 for 4-9 steps, recovered in ~25), a bad batch, the warm-up's fall.  So the job's
+# loss (the median of its ranks', smoothed over a few steps) standing CLIMB_RATIO over its own
+# level from before (following it down at once, up slowly while within half of that, held
+# while above) for CLIMB_STEPS
+# steps and CLIMB_MIN_S seconds is one escalation at job scope, sdc/unknown, not attributable:
+# nothing in the contract's fields names a GPU (DESIGN's smallest scope it can localize).
+# Resolved when it is back within half the ratio.  A restart from a checkpoint (its loss is
+# the checkpoint's: JobMonitor._restart) learns the level anew.
+CLIMB_RATIO = math.log(1.2)  # the job's loss over its level (log) that may page
+CLIMB_STEPS = 100            # steps in a row over it (a blow-up recovers in ~25) ...
+CLIMB_MIN_S = 90.0           # ... and seconds
+CLIMB_FAST = 0.25            # smoothing of the job's loss, a step
+CLIMB_LEARN = 1.0 / 64.0     # ... and of its level, a step (while within half the ratio)
+CLIMB_WARM = 32              # steps before its level can page
+CLIMB_SEVERITY = 0.6
+# the state (JobMonitor._loss_climb): [smoothed log loss, level, steps learned, steps over in a
+# row, onset ts, paged (0/1), last step]
+CLIMB_NEW = (0.0, 0.0, 0, 0, 0.0, 0, -1)
+
+
+def climb_ok(x: Any) -> bool:
+    """Whether a restored ``_loss_climb`` is one (seven finite numbers, counters ints)."""
+    return (type(x) is list and len(x) == len(CLIMB_NEW)
+            and all(type(v) in (int, float) and math.isfinite(v) for v in x)
+            and all(type(x[k]) is int and x[k] >= -1 for k in (2, 3, 5, 6)))
+
+
+def loss_climb(st: list[Any], step: int, loss: np.ndarray, ts: float, decided_ts: float,
+               job: str, tenant: str | None, cluster: str | None) -> Finding | None:
+    """One decided step of the job's losses (``loss``, NaN: none sent; ``ts`` its first
+    record's time) into ``st`` (CLIMB_NEW's shape): the job's page when its loss has stood
+    CLIMB_RATIO over its level for long enough, its resolution when back, else None."""
+    if step <= st[6]:
+        return None  # (a step decided after a later one: its loss is no news)
+    st[6] = step
+    have = loss[loss == loss]
+    if not len(have) or not float(have.min()) > 0.0:
+        return None  # (none, or a loss that can be <= 0 -- a policy loss -- has no ratios)
+    x = math.log(float(np.median(have)))
+    fast, level, n = float(st[0]), float(st[1]), int(st[2])
+    fast = x if n == 0 else fast + CLIMB_FAST * (x - fast)
+    over = fast - level
+    if n == 0 or over < 0.0:  # (a loss falls as it trains: the level follows it down at once)
+        level = fast
+    elif over < 0.5 * CLIMB_RATIO:
+        level += (1.0 / (n + 1) if n < CLIMB_WARM else CLIMB_LEARN) * (fast - level)
+    st[0], st[1], st[2] = fast, level, min(n + 1, 1 << 30)
+    out = None
+    if n >= CLIMB_WARM and over >= CLIMB_RATIO:
+        if st[3] == 0:
+            st[4] = ts
+        st[3] += 1
+        if not st[5] and st[3] >= CLIMB_STEPS and ts - st[4] >= CLIMB_MIN_S:
+            st[5] = 1
+            ratio = math.exp(over)
+            out = Finding(
+                decided_ts, float(st[4]), "loss_climb", "sdc", "unknown", Scope.of_job(job),
+                True, True, CLIMB_SEVERITY,
+                {"step": step, "loss_ratio": round(ratio, 3), "steps_over": int(st[3]),
+                 "loss": round(math.exp(fast), 4), "loss_level": round(math.exp(level), 4),
+                 "attributable": False,
+                 "note": f"the job's loss has stood x{ratio:.2f} its level for {st[3]} steps "
+                         f"({ts - st[4]:.0f} s) and not come back (a blow-up or a bad batch "
+                         "recovers within ~25 steps); every replica alike, so no vote of "
+                         "checksums or losses can say which GPU: corruption every replica "
+                         "shares (optimizer state spread by the all-gather) or the run "
+                         "diverging -- either way the weights since the onset are suspect",
+                 "next_diagnostic": "restore the last checkpoint before the onset and rerun "
+                 "the steps since on other nodes (Megatron rerun state machine): a rerun "
+                 "whose loss stays at the level is corruption on the job's GPUs (then `dcgmi "
+                 "diag -r 4` on its nodes); one that climbs alike is the training diverging"},
+                job, tenant, cluster)
+    else:
+        st[3] = 0
+        if st[5] and over < 0.5 * CLIMB_RATIO:
+            st[5] = 0
+            out = Finding(decided_ts, decided_ts, "loss_climb", "sdc", "unknown",
+                          Scope.of_job(job), False, True, 0.0,
+                          {"step": step, "note": "the job's loss is back at its level"},
+                          job, tenant, cluster)
+    return out
+
+
 def _poisson_upper(c: int, mu: float) -> float:
     """P(X >= c) for X ~ Poisson(mu), summed upward (no cancellation for a small ``mu``)."""
     if mu >= 1.0:

@@ -16,20 +16,25 @@ CASES = bc.cases_of("blind35")
 
 # case -> (what a right answer looks like, the strict-xfail reason or None, labels in the cut)
 EXPECT: dict[str, tuple] = {
-    "F1-one-kernel-drift-local-norm-missed": (
-        bc.every_fault_caught,
-        "blind35 F1: one GPU whose results drift on one kernel logs a local grad_norm x1.18-1.35 "
-        "its 7 DP peers' median at every step from onset (loss, checksum and timing normal; "
-        "sdc/unknown, not attributable) -- never escalated: 0 of 4 tune, 0 of 4 held `numerics` "
-        "logs (9-11 min of it each). The cut (nm-03/4's peer group, 0-560 s) also escalates a "
-        "hard sample at nm-03/0: F3's class", 1),
-    "F2-all-gather-spread-corruption-missed": (
-        bc.every_fault_caught,
-        "blind35 F2: optimizer state corrupted once and spread by the distributed optimizer's "
-        "all-gather -- every checksum agrees, every replica's loss x1.25-1.4 and climbing, every "
-        "rank's grad_norm x3-6 and oscillating, for the last 4.5-7 min of the log with no recovery "
-        "(unlike the routine logit blow-up, which recovers in ~25 steps); a job-scope "
-        "sdc/unknown label -- nothing escalated: 0 of 4 tune, 0 of 4 held", 1),
+    # (was a strict xfail: "blind35 F1: one GPU whose results drift on one kernel logs a local
+    # grad_norm x1.18-1.35 its 7 DP peers' median at every step from onset (loss, checksum and
+    # timing normal; sdc/unknown, not attributable) -- never escalated: 0 of 4 tune, 0 of 4
+    # held `numerics` logs (9-11 min of it each). The cut (nm-03/4's peer group, 0-560 s) also
+    # escalates a hard sample at nm-03/0: F3's class".)  sdc45, round 45: a rank's smoothed
+    # deviation from its peers standing out for 20 steps is paged grad_drift
+    # (step_numerics._grad_drift).  The cut's nm-03/0 page is the routine bad data shard (its
+    # replica's 8 ranks x4-10 for 2-4 steps, its loss x1.8-3) seen by the replica's one rank
+    # in the cut: a run of gross spikes on one rank, as a GPU's; in the whole log the replica
+    # spikes together and is not counted.
+    "F1-one-kernel-drift-local-norm-missed": (bc.every_fault_caught, None, 1),
+    # (was a strict xfail: "blind35 F2: optimizer state corrupted once and spread by the
+    # distributed optimizer's all-gather -- every checksum agrees, every replica's loss x1.25-1.4
+    # and climbing, every rank's grad_norm x3-6 and oscillating, for the last 4.5-7 min of the
+    # log with no recovery (unlike the routine logit blow-up, which recovers in ~25 steps); a
+    # job-scope sdc/unknown label -- nothing escalated: 0 of 4 tune, 0 of 4 held".)  sdc45,
+    # round 45: the job's loss standing x1.2 over its level for 100 steps and 90 s is one
+    # escalation at job scope (loss_climb, detector.sdc.loss_climb): no field names the GPU.
+    "F2-all-gather-spread-corruption-missed": (bc.every_fault_caught, None, 1),
     # (was a strict xfail: "blind35 F3: hard samples (one rank's local grad_norm x1.8-2.6 for one
     # step, about one every 40 steps somewhere in the job, at random ranks) are batch content,
     # and when two land on one rank within ~45 steps faultline escalates it sdc/unknown

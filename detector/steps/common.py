@@ -193,6 +193,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_base", 0.0), ("_slow_dev", 0.0), ("_run_sum", 0.0), ("_run_n", 0), ("_run_since", 0.0),
     ("_reported", False), ("_gross", 0), ("_gross_onset", 0.0), ("_cap", None),
     ("_fresh", True), ("_spikes", 0.0), ("_spike_onset", 0.0), ("_spiking", False),
+    ("_gd_fast", 0.0), ("_gd_run", 0), ("_gd_onset", 0.0), ("_gd_rep", False), ("_gd_last", 0),
     ("_recur", 0.0), ("_recur_onset", 0.0), ("_recurring", False), ("_recur_last", False),
     ("_host_base", 0.0), ("_host_dev", 0.0), ("_host_sum", 0.0), ("_host_n", 0),
     ("_host_rep", False), ("_recent", 0.0), ("_sus", 0.0), ("_sus_onset", 0.0),

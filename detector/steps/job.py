@@ -159,7 +159,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_tail": lambda x: type(x) is np.ndarray and x.shape == _TAIL_EDGES.shape
     and x.dtype.kind == "f",
     "_grad_level": lambda x: is_map_of(x, int, (int, float)),
-    "_losses": sdc.check_loss, "_spike_rate": sdc.spike_rate_ok,
+    "_losses": sdc.check_loss, "_spike_rate": sdc.spike_rate_ok, "_loss_climb": sdc.climb_ok,
     "_hs_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_hr_keys": lambda x: type(x) is list and all(type(k) is str for k in x),
     "_log_eps": lambda x: type(x) is dict and len(x) <= 4 and all(
@@ -380,6 +380,13 @@ class JobMonitor(NumericChecks):
         self._spike_seq = np.zeros((0, sdc.SPIKES_KEPT))
         self._big_seq = np.zeros((0, sdc.SPIKES_KEPT))
         self._spike_rate = [0.0, 0.0, 0.0]
+        # Each rank's deviation from its peers' log(grad_norm), smoothed, its steps off in a
+        # row, when they began and whether it was paged (step_numerics._grad_drift)
+        self._gd_fast = np.zeros(0)
+        self._gd_run = np.zeros(0, dtype=np.int64)
+        self._gd_onset = np.zeros(0)
+        self._gd_rep = np.zeros(0, dtype=bool)
+        self._gd_last = np.zeros(0, dtype=np.int64)   # ... and the step (evaluated) last off
         # Each rank's own history of log(grad_norm), in jobs whose peer groups are pairs (a
         # checksum tie's tiebreak, detector.sdc.grad_track): level, mean |deviation|, that of
         # its own part (less its replica's move), steps.
@@ -546,6 +553,7 @@ class JobMonitor(NumericChecks):
         self._tie_lean: dict[int, list[Any]] = {}
         self._split_active = False
         self._losses = sdc.ReplicaLoss()              # loss outliers by replica (detector.sdc)
+        self._loss_climb = list(sdc.CLIMB_NEW)        # the job's loss over its level (sdc)
         # The latest decided step's number, ranks and checksums (a skipped step's are unchanged:
         # _check_overflow), and whether the checksums moved on its latest step every rank sent a
         # grad norm on (over the step before it): only then is a step they keep a skip.  State:
@@ -850,6 +858,14 @@ class JobMonitor(NumericChecks):
             self._stage_sigma = np.zeros(n)  # (a snapshot before slow42: learnt anew)
         if "_told_mates" not in self.__dict__ and n >= 0:
             self._told_mates = np.zeros(n)  # (a snapshot before cap44: none told alike)
+        if "_gd_fast" not in self.__dict__ and n >= 0:
+            self._gd_fast = np.zeros(n)  # (before sdc45: learnt anew)
+            self._gd_run = np.zeros(n, dtype=np.int64)
+            self._gd_onset = np.zeros(n)
+            self._gd_rep = np.zeros(n, dtype=bool)
+            self._gd_last = np.zeros(n, dtype=np.int64)
+        if "_loss_climb" not in self.__dict__:
+            self._loss_climb = list(sdc.CLIMB_NEW)  # (before sdc45: learnt anew)
         if "_tp_pp" not in self.__dict__ and n >= 0:
             self._tp_pp = np.zeros(n, dtype=np.int64)  # (before stage44: each rank's next step)
         if "_spike_seq" not in self.__dict__ and n >= 0:
@@ -1046,6 +1062,7 @@ class JobMonitor(NumericChecks):
         self._spikes[:] = 0.0
         self._spike_seq[:] = 0.0  # (counted in evaluations, now from 0)
         self._big_seq[:] = 0.0
+        self._gd_last[:] = 0
         self._gn[:] = 0
         self._clear_runs()
         self._host_share_reset()
@@ -1053,6 +1070,10 @@ class JobMonitor(NumericChecks):
         self._hr = np.zeros((0, host_rise.NCOLS))
         self._majority.clear()  # keyed by step numbers, which now repeat
         self._tie_lean = {}     # (likewise; its tie stays paged)
+        if not self._loss_climb[5]:  # (the loss is the checkpoint's: its level learnt anew;
+            self._loss_climb = list(sdc.CLIMB_NEW)  # a job paged keeps its page and level:
+        else:                                       # back at it from a checkpoint before
+            self._loss_climb[6] = -1                # the onset, it is resolved)
         self._pace = job_pace.new_state()  # (learnt again: the correlator keeps the onset)
         self._last_step = -1
         self._seen_at = np.zeros(0, dtype=np.int64)  # (counted in evaluations, now from 0)
@@ -1185,8 +1206,13 @@ class JobMonitor(NumericChecks):
             self._check_checksums(step, buf, decided_ts, out, complete, groups)
         loss = buf.loss
         if loss[0] is not None or loss.count(None) != len(loss):
-            out.extend(self._losses.step(step, _floats(loss), buf, groups, decided_ts, self.job,
+            losses = _floats(loss)
+            out.extend(self._losses.step(step, losses, buf, groups, decided_ts, self.job,
                                          self.tenant, self.cluster))
+            climb = sdc.loss_climb(self._loss_climb, step, losses, float(buf.ts[0]),
+                                   decided_ts, self.job, self.tenant, self.cluster)
+            if climb is not None:
+                out.append(climb)
         if not every and self._evaluated % _GONE_CHECK_STEPS == 0:
             self._free_gone_slots(decided_ts, out)
 

@@ -67,6 +67,7 @@ def _free_gone_slots(self, ts: float, out: list[Finding]) -> None:
         for signal, kind, cause, was in (
                 ("slow_rank", "slow_node", "unknown", bool(self._reported[s])),
                 ("grad_outlier", "sdc", "unknown", bool(self._spiking[s])),
+                ("grad_drift", "sdc", "unknown", bool(self._gd_rep[s])),
                 ("checksum_mismatch", "sdc", "gpu_hardware",
                  self._mismatch.pop(rank, None) is not None),
                 ("host_late", "slow_node", "unknown", bool(self._host_rep[s]))):
@@ -182,6 +183,9 @@ def _follow_hardware(self, buf: _StepBuffer, slots: tuple[int, ...], ts: float,
     self._spikes[m] = 0.0
     self._spike_seq[m] = 0.0
     self._big_seq[m] = 0.0
+    self._gd_fast[m] = 0.0  # (a page open resolves on its next step: off the GPU)
+    self._gd_run[m] = 0
+    self._gd_last[m] = 0
     self._spiking[m] = False
     self._gn[m] = 0
     # Layouts and caches learned by slot are void (slots renumbered): learned again.
@@ -287,6 +291,9 @@ def _afresh(self, m: np.ndarray) -> None:
     self._spikes[m] = 0.0
     self._spike_seq[m] = 0.0
     self._big_seq[m] = 0.0
+    self._gd_fast[m] = 0.0  # (a page open resolves on its next step: off the GPU)
+    self._gd_run[m] = 0
+    self._gd_last[m] = 0
     self._recur[m] = 0.0
     self._recurring[m] = False
     self._recur_last[m] = False
