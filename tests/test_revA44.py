@@ -543,17 +543,23 @@ def _stage_peers(factor: float, seed: int) -> list:
     return _job({(1, 0): (80, factor), (1, 2): (80, factor)}, seed=seed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "revA44 F7 (peer42/reg43's own-past rule, a gross slowdown): two of a stage's three "
-    "data-parallel peers slowed 1.6x or 2x together (3 s steps): both paged 50 steps (150 s) "
-    "after onset in 3 of 8 seeds (440834-440836), the first at 5 and the second at 11 steps "
-    "in the other 5 -- where a 1.09x slowdown is paged in 7 (seed 420501).  c89585f: 50 "
-    "steps in 8 of 8 (reg43's clip made 5 of 8 faster).  DESIGN: a rank >= 30 % slower from "
-    "... <= 3 steps; a 10 % slowdown <= 10.  Fix idea: a gross change against a rank's own "
-    "past (>= 1.3x on 3 steps, both TP ranks alike) is told at once, as the peer rule's "
-    "gross_outlier is"))
-def test_two_of_three_stage_peers_twice_as_slow_are_paged_within_ten_steps() -> None:
-    alerts = feed(Engine(), _stage_peers(2.0, 440834))
+# (was a strict xfail: "revA44 F7 (peer42/reg43's own-past rule, a gross slowdown): two of a
+# stage's three data-parallel peers slowed 1.6x or 2x together (3 s steps): both paged 50 steps
+# (150 s) after onset in 3 of 8 seeds (440834-440836), the first at 5 and the second at 11
+# steps in the other 5 -- where a 1.09x slowdown is paged in 7 (seed 420501).  c89585f: 50
+# steps in 8 of 8 (reg43's clip made 5 of 8 faster).  DESIGN: a rank >= 30 % slower from ...
+# <= 3 steps; a 10 % slowdown <= 10.  Fix idea: a gross change against a rank's own past
+# (>= 1.3x on 3 steps, both TP ranks alike) is told at once, as the peer rule's gross_outlier
+# is" -- trace45: the own-past rule found both at 5 steps; the two nodes of two replicas were
+# read as slowness visiting nodes (steps.holds._visiting) and held until the job's wander
+# could be read, its 130th step.  A rank gross_slowdown over its own past on its last 3 steps,
+# on fewer than 3 nodes, is no visiting slowness (steps.past._past_gross_start): 5-6 steps in
+# 8 of 8 seeds at 2x, 4 of 4 at 1.6x)
+@pytest.mark.parametrize("factor", [2.0, 1.6])
+@pytest.mark.parametrize("seed", [440834, 440837])
+def test_two_of_three_stage_peers_twice_as_slow_are_paged_within_ten_steps(
+        factor: float, seed: int) -> None:
+    alerts = feed(Engine(), _stage_peers(factor, seed))
     lat = sorted(round((a.detected_ts - T0 - 240.0) / 3.0) for a in alerts
                  if a.status == "firing")
     assert len(lat) == 2 and lat[-1] <= 10, lat

@@ -174,6 +174,8 @@ def _gross_start(self, f: Finding) -> bool:
     wandering could be read (130 steps: tests/test_elastic37.py, 390 s at 3 s a step)."""
     if f.evidence.get("gross_outlier"):
         return len(self._gross_nodes) < _WANDER_GROSS_NODES
+    if f.evidence.get("past_gross_steps"):
+        return self._past_gross_start()
     return self._gross_joiner(f)
 
 

@@ -509,6 +509,7 @@ class JobMonitor(NumericChecks):
         self._past_run = np.zeros(0, dtype=np.int64)
         self._past_rep = np.zeros(0, dtype=bool)
         self._past_var = np.zeros(0)                  # ... and its smoothed change's wander
+        self._past_gross = np.zeros(0, dtype=np.int64)  # ... its steps in a row gross over it
         self._past_level = 0.0
         # A job whose slowness moves from rank to rank (detector.steps.experts): per rank its
         # alarmed run's longest so far (steps, sum) and its latest episode's end (the job's
@@ -847,6 +848,8 @@ class JobMonitor(NumericChecks):
             self._past_run = np.zeros(n, dtype=np.int64)
             self._past_rep = np.zeros(n, dtype=bool)
             self._past_var = np.zeros(n)
+        if "_past_gross" not in self.__dict__ and n >= 0:  # (a snapshot before trace45)
+            self._past_gross = np.zeros(n, dtype=np.int64)
         if "_exc_s" not in self.__dict__ and n >= 0:  # (a snapshot before noise41: anew)
             self._exc_s = np.zeros((n, len(excursion.ALPHAS)))
             self._exc_v = np.zeros((n, len(excursion.ALPHAS)))
@@ -1029,6 +1032,7 @@ class JobMonitor(NumericChecks):
         self._twin_rep[:] = False
         self._past_rep[:] = False
         self._past_run[:] = 0
+        self._past_gross[:] = 0
         self._pair_rep[:] = False
         self._pair_run[:] = 0
         self._pair_gross[:] = 0
@@ -1350,7 +1354,7 @@ class JobMonitor(NumericChecks):
         _unmeasured,
         _wander_update,
     )
-    from detector.steps.past import _past_update
+    from detector.steps.past import _past_gross_start, _past_update
     from detector.steps.ranks import (
         _afresh,
         _follow_hardware,

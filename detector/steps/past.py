@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from detector.findings import Finding
-from detector.steps.common import _StepBuffer
+from detector.steps.common import _WANDER_GROSS_NODES, _StepBuffer
 from models.numpy_c import count_nonzero
 from models.peer_stats import MAD_TO_SIGMA, median
 
@@ -74,10 +74,15 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
         self._past_base[r] = np.where(told, x - m - self._past_short[r], x - m)
         self._past_short[r] = np.where(told, self._past_short[r], 0.0)
         self._past_run[r] = 0
+        self._past_gross[r] = 0
         self._past_level = m
         self._past_hold = _PAST_HOLD
         return
     self._past_level += _PAST_ALPHA * (m - self._past_level)
+    # (its steps in a row gross_slowdown over its own past, unclipped and unsmoothed: a gross
+    # change is a fault's, not one slowness visiting nodes -- steps.holds._gross_start)
+    gross = self._past_gross[r]
+    self._past_gross[r] = np.where(change >= math.log1p(cfg.gross_slowdown), gross + 1, 0)
     spread = median(np.abs(change), scratch=True) * MAD_TO_SIGMA
     self._past_sigma = spread if self._past_sigma == 0.0 else self._past_sigma + (
         cfg.slow_sigma_alpha * (spread - self._past_sigma))
@@ -160,12 +165,32 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
         rank, i = rank_of[s], at[s]
         self._reported[s] = self._past_rep[s] = True
         ratio = math.exp(float(short[i]))
+        gross = int(self._past_gross[s])
         out.append(self._rule_finding(
             rank, dp_of[rank], decided_ts, ratio, step, float(short[i]),
             {"past_ratio": round(ratio, 4), "job_change": round(math.exp(m), 4),
+             **({"past_gross_steps": gross} if gross >= _PAST_STEPS else {}),
              "rule": f"against its own past pace over the job's: >= {_PAST_EFFECT:.0%} "
                      f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, "
                      f"{_PAST_STEPS} steps in a row, with most of its peers slower alike "
                      f"(their median moved) and one at its pace"}))
     for s in falling.tolist():
         self._rule_cleared(s, self._past_rep, step, dp_of, decided_ts, out)
+
+
+def _past_gross_start(self) -> bool:
+    """Whether the ranks ``gross_slowdown`` over their own past on their last ``_PAST_STEPS``
+    steps or more are on fewer than ``_WANDER_GROSS_NODES`` nodes: a slow rank told so
+    (``past_gross_steps``) is no slowness visiting nodes (steps.holds' :meth:`_gross_start`).
+
+    The own-past rule finds a stage's peers that are most of their group slow together (the
+    median moved with them); two of three at once are on two nodes of two replicas, read as
+    slowness visiting nodes and held while the job's wander could not be read yet (its first
+    130 steps): revA44 F7, two of a stage's three peers 1.6x or 2x from step 80, paged 50
+    steps late (tests/test_revA44.py).  A gross change that stays on its unit is a fault's, as
+    the warm-up's gross prior's is; routing caught mid-run is gross on 3 nodes or more."""
+    ranks = len(self._rank_of)
+    at = np.flatnonzero(self._past_gross[:ranks] >= _PAST_STEPS).tolist()
+    hw = self._hw
+    return len({hw[s][0] for s in at if hw[s] is not None}) < _WANDER_GROSS_NODES
+

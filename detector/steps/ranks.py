@@ -279,6 +279,7 @@ def _afresh(self, m: np.ndarray) -> None:
     self._twins[m] = 0
     self._past_n[m] = 0
     self._past_run[m] = 0
+    self._past_gross[m] = 0
     self._past_rep[m] = False
     self._gross[m] = 0
     self._paced[m] = 0
