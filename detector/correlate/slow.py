@@ -37,6 +37,9 @@ HELD_GPUS = 2        # a node's slow GPUs held by a setting, at least, for a sof
 # POLICY_BAND of the reference by another node of the job.
 POLICY_MIN = 0.03
 POLICY_BAND = 0.02
+# A clock down with no reason waits for its GPU's next sample to agree (_clock_sample_due) only
+# where that sample comes within this: a reason bit trails its clock by seconds, not polls.
+TRAIL_WAIT_S = 10.0
 
 
 def _host_alone(f: Finding) -> bool:
@@ -680,7 +683,8 @@ def _clock_sample_due(self, f: Finding, due: float) -> bool:
     """Hold a slow rank whose own GPU's clock is down with no clock-event reason beside free
     mates (detector.stuck_clock's rule, which pages the GPU gpu_hardware) until the clock has
     stood so on the GPU's next sample too, and ``escalate_after_s`` past its first sample so
-    (the slack of a sample's delivery on both).  True when held.
+    (the slack of a sample's delivery on both) -- the next sample only where it is due within
+    ``TRAIL_WAIT_S``.  True when held.
 
     NVML's reasons and its clock are fields read apart, and a reason can trail the clock it
     explains by a poll or more: a GPU capped with its slow rank showed its clock 12 % down on
@@ -690,14 +694,26 @@ def _clock_sample_due(self, f: Finding, due: float) -> bool:
     covered the lag).  A stuck clock is one sample's reading until its next confirms it, and
     its reasons may come a few seconds behind it; a clock told stuck long before the rank was
     found waits for nothing (blind23 C1: an H100 at 1590 MHz on every sample since its job
-    began, its rank found 21 s later)."""
+    began, its rank found 21 s later).
+
+    A reason trails its clock by seconds (the driver's own update, fields read apart), not by
+    polls: a 30 s poll shows a cap's clock without its bit only when the cap began in the
+    seconds before it -- and waiting for its next sample held every clock stuck with no reason
+    a whole poll more (revA45 F8: 30 s polls, paged gpu_hardware 34-59 s after the slowdown,
+    4-29 s before this wait).  So the agreeing sample is waited for where it comes within
+    ``TRAIL_WAIT_S`` (1-10 s polls: revA44 F6's 1 s / 3 polls and 5 s / 1 poll, wait44's 10 s
+    / 1 poll); at longer polls the first sample's clock loss stands once ``escalate_after_s``
+    has passed (a bit a few seconds behind it still comes in that)."""
     clock = stuck_clock.held(self, f)
     if clock is None:
         return False
     node = f.scope.node or ""
     interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
     slack = max(1.0, 0.05 * interval) + self._late_rows.get(node, 0.0)
-    until = float(clock["clock_told_ts"]) + max(interval, self.cfg.escalate_after_s) + slack
+    wait = self.cfg.escalate_after_s
+    if interval <= TRAIL_WAIT_S:
+        wait = max(interval, wait)
+    until = float(clock["clock_told_ts"]) + wait + slack
     if due >= until:
         return False
     self._timer(until, "slow", f.scope.key)
