@@ -23,7 +23,7 @@ import tests.test_cap32 as cap32
 import tests.test_cap33 as cap33
 from detector.statecodec import SnapshotRefused
 from detector.testing import T0
-from tests.test_cap33 import _MOE45_REGRESSION, NODE4, _all, _rel, _story
+from tests.test_cap33 import NODE4, _all, _rel, _story
 
 
 def test_a_withdrawn_page_is_not_fired_again_when_the_site_lets_go(monkeypatch) -> None:
@@ -54,7 +54,7 @@ def test_a_site_released_100_s_apart_pages_nobody(monkeypatch) -> None:
 
 
 
-@pytest.mark.xfail(strict=True, reason=_MOE45_REGRESSION)
+# (was a strict xfail: moe45 regression -- tests/test_cap33.py)
 def test_a_node_capped_on_alone_is_still_paged_after_the_site_let_go(monkeypatch) -> None:
     # Guard (cap33's item 2 as it stands now): node-004 capped to 880 s, the site's others to
     # 300 s -- paged once, within ~3 minutes of the site's end (its partners' ends told ~45 s

@@ -120,6 +120,8 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
         # longest takes in the steps its score drained on after the expert left)
         self._ep_peak[a] = np.where(n >= _EP_PEAK_STEPS, np.maximum(
             self._ep_peak[a], self._run_sum[a] / np.maximum(n, 1)), self._ep_peak[a])
+        if len(a) >= _EP_NODE_RANKS:
+            self._experts_node_runs(a)
         if len(a) > 1:  # (slow beside another node's run of _EP_PEAK_STEPS steps or more)
             hw = self._hw
             long = {hw[m][0] for m in a[n >= _EP_PEAK_STEPS].tolist() if hw[m] is not None}
@@ -138,12 +140,45 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
         # slow beside another node's (_ep_with); faults come one at a time.  A run held for a
         # cause only, noise_hold, is one)
         told = self._reported[cleared] & ~self._held[cleared] & ~self._ep_with[cleared]
+        told |= self._ep_node[cleared]  # (a node's run: no expert's, _experts_node_runs)
         self._ep_end[cleared] = np.where(told, 0, self._evaluated)
         self._ep_len[cleared] = np.where(told, 0, self._ep_n[cleared])
         self._ep_mean[cleared] = np.where(told, 0.0, self._ep_peak[cleared])
         self._ep_n[cleared] = 0
         self._ep_peak[cleared] = 0.0
         self._ep_with[cleared] = False
+        self._ep_node[cleared] = False
+
+
+def _experts_node_runs(self, a: np.ndarray) -> None:
+    """Mark (``_ep_node``) the alarmed runs of ``a`` (slots) begun with most of their node's:
+    ``_EP_NODE_RANKS`` ranks and more than half the job's ranks on a node whose runs began
+    within ``_EP_NODE_STEPS`` steps of one another.  A node slowed on one step is its host's,
+    its board's or its power's -- a site's cap reaching its nodes one by one, each node's
+    GPUs together (tests/test_cap33.py) -- never an EP group's experts, hot one at a time:
+    such a run ends no episode, counts for no moving job, and is not held (moe45's hold read a
+    site cap let go node by node as moving slowness and isolated GPUs of a capped node at
+    their own power, out of their node's wave)."""
+    hw = self._hw
+    by: dict[str, list[int]] = {}
+    for m in a.tolist():
+        h = hw[m]
+        if h is not None:
+            by.setdefault(h[0], []).append(m)
+    span = _EP_NODE_STEPS * max(self._period, 1e-3)
+    onset = self._slow.onset_ts
+    for node, ms in by.items():
+        if len(ms) < _EP_NODE_RANKS:
+            continue
+        here = sum(1 for h in hw[:len(self._rank_of)] if h is not None and h[0] == node)
+        ms.sort(key=lambda m: float(onset[m]))
+        lo = 0
+        for hi in range(len(ms)):
+            while float(onset[ms[hi]]) - float(onset[ms[lo]]) > span:
+                lo += 1
+            k = hi - lo + 1
+            if k >= _EP_NODE_RANKS and 2 * k > here:
+                self._ep_node[ms[lo:hi + 1]] = True
 
 
 def _experts_offsets_left(self) -> None:
@@ -187,6 +222,7 @@ def _experts_moving(self, now_ts: float, without: int | None = None
     # past what an expert makes)
     runs = np.maximum(self._run_n[:n], 1)
     now = np.flatnonzero(self._slow.alarmed[:n] & (~self._reported[:n] | self._held[:n])
+                         & ~self._ep_node[:n]
                          & (self._run_sum[:n] <= _EP_BOUND * runs)
                          & (self._run_sum[:n] >= _EP_FLOOR * runs))
     if without is not None:
@@ -240,7 +276,7 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     period = max(self._period, 1e-3)
     alarmed = np.flatnonzero(self._slow.alarmed[:len(self._rank_of)]).tolist()
     runs = {m: float(self._run_sum[m]) / max(int(self._run_n[m]), 1) for m in alarmed
-            if not self._reported[m] or self._held[m]}
+            if (not self._reported[m] or self._held[m]) and not self._ep_node[m]}
     runs = {m: v for m, v in runs.items() if _EP_FLOOR <= v <= _EP_BOUND}
     for i, s in enumerate(waiting.tolist()):
         # (the job's slowness moving without this run: a run that counted is asked again
@@ -253,7 +289,8 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
         # runs going now -- never the run's own; and never past what an expert can make)
         top = ended_top if ended_top is not None else max(
             (v for m, v in runs.items() if m != s), default=-math.inf)
-        if n[i] >= hold or mean[i] - margin[i] >= min(top + _EP_OVER, _EP_CAP):
+        if n[i] >= hold or mean[i] - margin[i] >= min(top + _EP_OVER, _EP_CAP) or (
+                self._ep_node[s]):
             continue
         if hw[s] is not None:
             node = hw[s][0]

@@ -520,6 +520,7 @@ class JobMonitor(NumericChecks):
         self._ep_len = np.zeros(0, dtype=np.int64)
         self._ep_mean = np.zeros(0)
         self._ep_with = np.zeros(0, dtype=bool)  # ... its run slow beside another node's
+        self._ep_node = np.zeros(0, dtype=bool)  # ... its run begun with most of its node's
         self._past_sigma = 0.0
         self._past_hold = 0
         # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
@@ -883,6 +884,8 @@ class JobMonitor(NumericChecks):
             self._ep_mean = np.zeros(n)
         if "_ep_with" not in self.__dict__ and n >= 0:  # (a snapshot before moe45: none)
             self._ep_with = np.zeros(n, dtype=bool)
+        if "_ep_node" not in self.__dict__ and n >= 0:  # (a snapshot before moe46: none)
+            self._ep_node = np.zeros(n, dtype=bool)
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
@@ -1292,6 +1295,7 @@ class JobMonitor(NumericChecks):
         _experts_held,
         _experts_hold_rules,
         _experts_moving,
+        _experts_node_runs,
         _experts_note,
         _experts_offsets_left,
     )
