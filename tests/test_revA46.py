@@ -198,7 +198,9 @@ def test_guard_a_long_context_phase_the_loss_recovers_from_pages_nobody() -> Non
     "off).  4eb0b81: no rule.  Fix idea: no grad_drift page in a job whose replicas are one "
     "rank (or of two) without a second sign -- the rank's loss against its peers' (its "
     "batches raise both), a checksum; or a drift that ends on its own within a few hundred "
-    "steps resolved without a page (a GPU's drift stays)"))
+    "steps resolved without a page (a GPU's drift stays).  The same for grad_outlier: rank "
+    "5's shard of hard samples (x2.2 every 6th step for 100 steps) is paged at its GPU 12-18 "
+    "steps in, 3 of 3, tp 2 nobody -- 4eb0b81 the same (pre-existing)"))
 def test_a_pure_dp_ranks_harder_shard_is_no_gpu() -> None:
     found = _run(_job(900, tp=1, gmul=_rank_x(None, 1.2, 300, 600, dp=5)))
     assert [f for f in found if f[0] == "grad_drift"] == []
