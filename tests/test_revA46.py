@@ -25,7 +25,7 @@ from msgspec.structs import replace
 
 from detector import testing as t
 from detector.engine import Engine
-from detector.events import StepSample
+from detector.events import StepSample, ThermalSample
 from detector.monitors import Monitors
 from detector.testing import T0, feed, thermal
 from detector.thresholds import Thresholds
@@ -322,6 +322,33 @@ def test_a_supply_braking_four_gpus_with_rows_lost_is_one_node_page() -> None:
                        460830)
     fired = _fired(feed(Engine(), [r for r in rows if rng.random() >= 0.2], finish=False))
     assert [f[:3] for f in fired] == [("isolation", "power", "node:node-000")], fired
+
+
+# == tray45: a TP group's one GPU showing why ===============================================
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA46 F12 (pre-existing; tray45's elimination needs a free GPU): in a fleet whose GPUs "
+    "show 0x4 at full clock all the time (a fleet power limit: A100s at a site's limit, "
+    "blind23's routine cap), a TP group over two trays slowed by one GPU's real cap (0x4 and "
+    "clock -3 %, draw -3.5 %; or -8 %/-10 %) is escalated unknown at its replica: TP2 over "
+    "two one-GPU nodes 7 of 7 (460850-51 rows 1/10/30 s, 460852 10 s), TP4, TP8: 3 of 3; "
+    "the same rows without the routine bit: power at the GPU (TP2) or its node (TP4).  "
+    "4eb0b81: the same replica escalation.  No mate is 'free' of a reason, so no GPU is the "
+    "group's lone cause.  Fix idea: a reason every GPU of the node (or the job) shows at full "
+    "clock is routine, no one's cause -- free is 'clock and draw at its mates' with no reason "
+    "beyond the routine ones', and the GPU whose clock is down under it is the one"))
+@pytest.mark.parametrize(("shape", "shows", "want"), [
+    ("tp2-2n", "shallow", {"gpu:t-07/0"}), ("tp4-2n", "ramp", {"gpu:t-06/1", "node:t-06"})])
+def test_a_tp_groups_capped_gpu_under_a_routine_power_bit_is_paged_power(
+        shape: str, shows: str, want: set[str]) -> None:
+    from tests.test_revA44 import SHAPES, _tp_world
+    events, _ = _tp_world(460850, shows=shows, factor=1.06 if shows == "shallow" else 1.09,
+                          row_s=10.0, **SHAPES[shape])
+    events = [replace(e, throttle=e.throttle | 0x4) if isinstance(e, ThermalSample) else e
+              for e in events]
+    fired = _fired(feed(Engine(), events))
+    assert len(fired) == 1 and fired[0][:2] == ("isolation", "power") and fired[0][2] in want, \
+        fired
 
 # == key45 / node names: the same node named two ways ========================================
 
