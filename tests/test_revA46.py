@@ -167,6 +167,22 @@ def test_a_loss_climbing_slowly_for_good_is_escalated() -> None:
     assert [f[:2] for f in found if f[0] == "loss_climb"] == [("loss_climb", "job")]
 
 
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA46 F13 (new in round 45: loss_climb): a pretraining loss spike that recovers over a "
+    "few hundred steps (every replica's loss x1.6 at step 600, back with a half-life of 100 "
+    "steps -- the slow recoveries of OPT/BLOOM-style spikes, no hardware) is escalated "
+    "sdc/unknown at job scope at step 700, 3 of 3 (460800-02); x1.4 with a half-life of 150 on "
+    "a flat loss (step 1,200): 2 of 2; x1.6 half-life 50, x2 half-life 40, x1.3 half-life 200: "
+    "0 of 4.  4eb0b81: no rule.  sdc45 took a blow-up to recover within ~25 steps.  Fix idea: "
+    "a climb already falling back (its smoothed loss a share under its peak since onset, "
+    "still falling) is a spike recovering; page a loss that stands or keeps rising"))
+def test_a_loss_spike_recovering_over_hundreds_of_steps_pages_nobody() -> None:
+    def lx(k: int) -> float:
+        b = _falling(k)
+        return b * (1.0 + 0.6 * 0.5 ** ((k - 600) / 100.0)) if k >= 600 else b
+    assert [f for f in _run(_job(1300, loss_x=lx)) if f[0] == "loss_climb"] == []
+
 @pytest.mark.parametrize(("bump", "period"), [(1.3, 400), (1.5, 500)])
 def test_guard_warm_restarts_of_the_lr_page_nobody(bump: float, period: int) -> None:
     # SGDR: the LR back at its peak every ``period`` steps, the loss up x bump and back down
