@@ -323,6 +323,27 @@ def test_application_clocks_on_two_gpus_of_each_of_two_nodes_are_two_node_pages(
                                             ("isolation", "power", "node:node-001")], fired
 
 
+
+@pytest.mark.xfail(strict=True, reason=(
+    "revA46 F14 (pre-existing): application clocks left on a second GPU of a node (GPU 5: 0x2 "
+    "at -8 %, its rank x1.087 from 300 s) after the first's (GPU 2 from 120 s, paged power "
+    "at its GPU with reset_clocks -i 2 at 136-171 s) -- two separate settings -- is never "
+    "paged in the 100 s left: no page of GPU 5, no node page (brake45: 0x2 on two busy GPUs "
+    "is the node's), 4 of 4 (460860-61 x 10/30 s polls); GPU 5's fault is missed under "
+    "DESIGN's rule (GPU 2's page is another scope).  4eb0b81: the same (2/2).  Fix idea: a "
+    "GPU page's problem takes no other GPU's slow rank; a second GPU's 0x2 while the first's "
+    "page is open re-scopes it to the node (a new dedup_key) or pages the second GPU"))
+def test_a_second_gpus_application_clocks_after_the_first_page_are_paged() -> None:
+    from tests.test_brake45 import _held_job
+    from tests.test_revA44 import HELD
+    f = CLOCK / HELD
+    a = _held_job({(0, 2)}, {2: f}, interval=10.0, seed=460860)
+    b = _held_job({(0, 2), (0, 5)}, {2: f, 5: f}, interval=10.0, seed=460860)
+    events = [x if x.ts < T0 + 300.0 else y for x, y in zip(a, b, strict=True)]
+    fired = _fired(feed(Engine(), events, finish=False))
+    assert any(k in ("gpu:node-000/5", "node:node-000") and at >= 300.0
+               for _, _, k, at in fired), fired
+
 @pytest.mark.xfail(strict=True, reason=(
     "revA46 F11 (pre-existing; brake45's lost-row poll did not cause it): a supply braking "
     "four GPUs of a node at once (1, 3, 5, 7: 0x88, half clock) every third 10 s poll, 20 % "
