@@ -161,6 +161,9 @@ class Job:
             if end > t1:
                 break
             step = self.step + i
+            for (s_at, nd, gp), _ in stalls.items():
+                if s_at == step and (nd, gp) in work:   # where it landed (the effects file)
+                    log.effect("loader-stall", {"node": nd, "gpu": gp}, t, end + 2 * step_s)
             self.loss = self.loss * 0.9994 + 0.0004 * 1.9 + 0.004 * shared[(i + 7) % n]
             for g, p, nd, gp in ranks:
                 x = (nd, gp)

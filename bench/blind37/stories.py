@@ -35,8 +35,6 @@ def _stalls(rng: random.Random, steps: int, nodes: list[str], log: Log, name: st
     for _ in range(rng.randint(3, 5)):
         s, nd, g = rng.randrange(5, steps), rng.choice(nodes), rng.randrange(GPUS)
         out[(s, nd, g)] = rng.uniform(0.6, 2.0)
-        at = t0 + s * step_s
-        log.effect("loader-stall", {"node": nd, "gpu": g}, at - 3 * step_s, at + 3 * step_s)
     return out
 
 

@@ -49,7 +49,8 @@ class Log:
         lines += [{"topic": tp, "value": v} for _, _, tp, v in sorted(self.recs)]
         lines += [{"topic": "labels", "value": lab} for lab in self.labels]
         with gzip.GzipFile(path, "wb", mtime=0) as fh:
-            fh.write(b"".join(json.dumps(x, sort_keys=True).encode() + b"\n" for x in lines))
+            fh.write(b"".join(json.dumps(x, sort_keys=True, separators=(",", ":")).encode()
+                               + b"\n" for x in lines))
         path.with_name(path.name.replace(".jsonl.gz", ".effects.json")).write_text(
             json.dumps(self.effects, indent=1, sort_keys=True))
         return path
