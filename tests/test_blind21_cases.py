@@ -32,6 +32,12 @@ EXPECT: dict[str, tuple] = {
     # was paged as node isolations slow_node/power: 18 tune + held.  d1cap: a site's cap on
     # several nodes at once -- correlate._fleet_explains)
     "D1-dr-cap-row-paged-as-node-power": (bc.nothing_paged, None, 0),
+    # D2 (site46, round 46; blind21 tune facility-s3's one false positive since round 30): a
+    # demand-response cap reaching its first node's eight GPUs on one poll, a rank there in a
+    # noise run found slow alone on the cap's first step, its GPU isolated slow_node/power at
+    # once (0 s) before its seven mates were found alike 2.5 s later -- now held for its mates
+    # (correlate.power._hold_for_mates), then the row's cap
+    "D2-dr-cap-first-node-rank-alone-paged-power": (bc.nothing_paged, None, 0),
     # (was a strict xfail -- F1: a node Slurm reboots for a firmware flash 45-90 s after its
     # job ended was escalated unattributed/unknown as gone silent, the job's last step before
     # its silence counting as a job on it: 4 of 8 facility logs.  life31: a job whose stop

@@ -25,6 +25,15 @@ PLAN: dict[str, tuple] = {
     "D1-dr-cap-row-paged-as-node-power": ("facility", 0, dict(
         t_from=150, t_to=420, nodes=FT_B, jobs={"ft-b"},
         topics={"telemetry.step", "telemetry.thermal"}, labels=set())),
+    # facility seed 3: the DR cap reaches dc09 first (241 s, its eight GPUs on one poll), the
+    # row's other nodes 4-24 s after; ft-b's rank 3 on dc09, in a noise run since ~20 s before,
+    # is found slow alone on the cap's first step, its seven mates alike 2.5 s later (from the
+    # log's start: the job's noise learnt). No fault (site46, round 46: the tune log's one
+    # false positive)
+    "D2-dr-cap-first-node-rank-alone-paged-power": ("facility", 3, dict(
+        t_from=0, t_to=330, nodes=FT_B | {f"dc{n:02d}" for n in range(3, 9)},
+        jobs={"ft-b", "llm-a"}, topics={"telemetry.step", "telemetry.thermal"},
+        labels=set())),
     # facility seed 1: ft-c (dc13-14) ends at ~552 s; Slurm reboots dc13 for its firmware
     # flash at ~630 s, dark until ~888 s; dc14-16 keep reporting. No fault
     "F1-flash-after-job-end-paged-silent": ("facility", 1, dict(

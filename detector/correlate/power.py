@@ -842,8 +842,10 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     begun within ``impact_onset_s`` of its own but seen after that withdraw the node's
     page (:meth:`_site_joined`: a cap rolled out node by node, revB32 4)."""
     node, unit = slow.scope.node, slow.scope.key
-    if node is None or not _found_alike(slow):
+    if node is None:
         return False
+    if not (_found_alike(slow) or self._mates_found_alike(slow)):
+        return self._hold_for_mates(slow, cap, now)
     window = self.cfg.impact_onset_s
     active = self._device.get(unit, {}).get("slow_rank") is slow
     wave = self._cap_waves.get(node)
@@ -881,6 +883,73 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
     self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
     self._timer(until, "slow", unit)
     return True
+
+
+def _mates_found_alike(self, slow: Finding) -> bool:
+    """Whether another rank of ``slow``'s job on its node is slow now, found alike with its
+    node's others (:func:`_found_alike`): the node's ranks are slow together, ``slow`` told
+    before them (:meth:`_hold_for_mates`)."""
+    node = slow.scope.node
+    for unit in self._units_of_node.get(node or "", ()):
+        g = self._device.get(unit, {}).get("slow_rank")
+        if g is not None and g is not slow and g.job == slow.job and _found_alike(g):
+            return True
+    return False
+
+
+# Steps of a rank's own a node's mates are given to be found slow with it under its node's
+# new cap wave (:meth:`_hold_for_mates`).
+_MATES_STEPS = 3
+
+
+def _hold_for_mates(self, slow: Finding, cap: Finding, now: float) -> bool:
+    """Hold a rank found slow alone (not ``node_wide``) whose GPU's SW cap (0x4 alone) came
+    with its node's others' -- its node's wave (:meth:`_note_wave`) begun with it, or a
+    sibling's cap begun with it told and the poll's other samples still on their way
+    (``why_wait_s``) -- until its node's ranks, slowed alike by the same cap, can be found
+    slow too: ``_MATES_STEPS`` of its steps and a sampling interval after the wave began.
+    Then :meth:`_fleet_explains` reads it with them (:meth:`_mates_found_alike`).
+
+    blind21 tune facility-s3: a demand-response cap reached dc09's eight GPUs on one poll
+    (its first node, 4-24 s before the row's others); rank 3, in a noise run since 20 s
+    before, was told slow alone on the cap's first step and its GPU isolated power at once;
+    its seven mates were found slow alike 2.5 s later.  A rank still alone when the hold
+    ends is paged as before (its cap is its GPU's own: pcap29)."""
+    node, unit = slow.scope.node or "", slow.scope.key
+    if (self._device.get(unit, {}).get("slow_rank") is not slow or slow.key in self._owner
+            or _reason_bits(cap) != 0x4):
+        return False
+    busy = {g for g, _ in self._placement.on_node.get(node, {}).values()}
+    if len(busy) < 2:
+        return False
+    wave = self._cap_waves.get(node)
+    if wave is not None and abs(wave[0] - cap.onset_ts) <= self.cfg.impact_onset_s:
+        runs = int(slow.evidence.get("run_steps") or 0)
+        period = (slow.ts - slow.onset_ts) / (runs - 1) if runs > 1 else 1.0
+        until = max(cap.ts + self.cfg.why_wait_s,
+                    wave[0] + 1.25 * self._cadence(node) + _MATES_STEPS * period)
+    elif self._sibling_capped_with(unit, cap):
+        until = cap.ts + self.cfg.why_wait_s
+    else:
+        return False  # (capped alone so far: its GPU's own, paged at once -- cap19)
+    if max(now, self._clock) >= until:
+        return False
+    self._slow_wait[unit] = slow
+    self._poll_hold[node] = max(until, self._poll_hold.get(node, until))
+    self._timer(until, "slow", unit)
+    return True
+
+
+def _sibling_capped_with(self, unit: str, cap: Finding) -> bool:
+    """Whether another GPU of ``unit``'s node is under a SW cap (0x4 alone) begun within
+    ``impact_onset_s`` of ``cap``'s (:meth:`_cap_begun`)."""
+    node = cap.scope.node
+    for other in self._units_of_node.get(node or "", ()):
+        begun = self._cap_begun(other) if other != unit else None
+        if begun is not None and _reason_bits(begun[0]) == 0x4 and abs(
+                begun[1] - cap.onset_ts) <= self.cfg.impact_onset_s:
+            return True
+    return False
 
 
 def _grown_past_cap(self, slow: Finding, now: float) -> bool:
