@@ -1024,7 +1024,8 @@ def _grown_runs(self, r: np.ndarray, new: np.ndarray) -> np.ndarray:
         s = int(r[i])
         mates = self._mates_pace(s, r, by_node)
         was = max(told[i] / self._told_mates[s], 1.0)
-        over[i] = (mates > 0.0 and latest[i] >= told[i] * (1.0 + _GROWN_MARGIN)
+        over[i] = (mates > 0.0
+                   and latest[i] >= max(told[i], self._told_mates[s]) * (1.0 + _GROWN_MARGIN)
                    and latest[i] / mates >= was * (1.0 + _GROWN_MARGIN))
     self._grown[r] = np.where(over, self._grown[r] + 1, 0)
     grown = r[(self._grown[r] >= _GROWN_STEPS) & ~np.isin(r, new)]
