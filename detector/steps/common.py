@@ -350,3 +350,12 @@ _FLEET_Z = 7.0
 # slowdown over it is no tail of the noise (Alibaba job 3's workers 6-9 at 1.15-1.3x, four of ten,
 # lift the job's noise 4 % -> 13 %: read against it, worker 7 waited 15 samples)
 _FLEET_UNDER = 0.10
+# ... and a run in a job whose noise is remembered beyond its lag-1 (its n-step means, measured:
+# models.excursion, JobMonitor._memory_read, spread this many times what its lag-1 says or more)
+# is held so too, at that factor, whatever lag holds the memory (noise46: revA45 F1)
+_MEMORY_ON = 2.0
+# ... while the run is shorter than this: F1's healthy runs lasted 13-30 steps; a run that
+# outlasts them is a fault's (a slow GPU stays slow), and is told as before -- a site's cap held
+# so past its wave (revA38 F1's waves at 10 s polls: a 92-step run told as the cap was let go)
+# was escalated unknown
+_MEMORY_STEPS = 40

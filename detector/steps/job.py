@@ -1353,6 +1353,7 @@ class JobMonitor(NumericChecks):
         _fleet_held,
         _heavy,
         _lag1_read,
+        _memory_read,
         _over_prior,
         _tail_update,
         _unmeasured,

@@ -19,6 +19,8 @@ from detector.steps.common import (
     _HEAVY_SURE,
     _LAG1_PRIOR,
     _LAG1_READ_MAX,
+    _MEMORY_ON,
+    _MEMORY_STEPS,
     _TAIL_ALPHA,
     _TAIL_EDGES,
     _TAIL_STEPS,
@@ -406,7 +408,7 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
 
 
 def _fleet_held(self, n: np.ndarray, mean: np.ndarray, se: np.ndarray | float,
-                rho: float) -> np.ndarray:
+                rho: float, memory: np.ndarray | None = None) -> np.ndarray:
     """Per run (``n`` its lengths, ``mean`` its sizes, log; ``se`` the standard error of one
     step's deviation in the units it is sized in): whether its mean is under ``_FLEET_Z``
     standard errors of a mean of ``n`` of the job's steps at its lag-1 ``rho``
@@ -423,11 +425,26 @@ def _fleet_held(self, n: np.ndarray, mean: np.ndarray, se: np.ndarray | float,
     H8, packed-s1, spread-s3, packed-s3, blind29 F4, blind30 F4): ~1e-2 a rank-hour, ~40 pages an
     hour on a fleet of 4,000 GPUs.  One a day there is ~1e-5 a rank-hour: ~2 standard errors
     further, 7.5.  A 10 % slowdown on 2 % noise at lag-1 0.5 stands 8 at its 7th step (the
-    runs' rule waits for it anyway); a 3-5 % one waits until its length makes it so."""
-    if not rho:
-        return np.zeros(np.shape(n), dtype=bool)
-    return (mean < math.log1p(_FLEET_UNDER)) & (
-        mean < _FLEET_Z * se * np.sqrt(lag1.mean_factor(rho, n) / n))
+    runs' rule waits for it anyway); a 3-5 % one waits until its length makes it so.
+
+    A lag-1 reads one memory only.  Noise remembered at other lags (revA45 F1: AR 0.8 at lag 2,
+    a schedule alternating two kinds of step; its lag-1 ~0, so ``rho`` 0 and the bar off) made
+    healthy runs of 8-20 steps 3-4 standard errors of independent steps, escalated unknown 11
+    times in 6 runs of 4,000 steps (~0.1 a rank-hour).  So a run whose job's ``n``-step means
+    are measured to spread ``_MEMORY_ON`` times or more what the lag-1 says (``memory``:
+    :meth:`_memory_read`, 0 elsewhere) is held to the bar too, at that measured factor (3.5-4.9
+    at F1's runs: 0 escalations in the 6 runs).  Independent noise and one AR(1)'s (the
+    simulator's, PAI's lag-1 ~0.5: measured 1-1.4x what the lag-1 says) are read as before."""
+    on = np.full(np.shape(n), bool(rho))
+    factor = lag1.mean_factor(rho, n)
+    if memory is not None:
+        remembered = memory > 0.0
+        on |= remembered
+        factor = np.where(remembered, np.maximum(factor, memory), factor)
+    if not np.count_nonzero(on):
+        return on
+    return on & (mean < math.log1p(_FLEET_UNDER)) & (
+        mean < _FLEET_Z * se * np.sqrt(factor / n))
 
 
 def _clear_of_wander(self, f: Finding, slots: np.ndarray, groups: np.ndarray) -> bool:
@@ -461,3 +478,39 @@ def _clear_of_wander(self, f: Finding, slots: np.ndarray, groups: np.ndarray) ->
         return False
     mean = float(self._run_sum[s]) / max(int(self._run_n[s]), 1)
     return mean - float(self._exc_s[peers, 1].max()) >= math.log1p(_WANDER_ALONE)
+
+
+def _memory_read(self, waiting: np.ndarray, n: np.ndarray, r: np.ndarray, groups: np.ndarray,
+                 se: np.ndarray | float, rho: float) -> np.ndarray:
+    """Per run of ``waiting`` (``n`` its lengths; ``se`` the standard error of one step's
+    deviation in the units it is sized in; ``rho`` the job's lag-1 read, :meth:`_lag1_read`):
+    how many times the variance of an ``n``-step mean of its peers' deviations, measured
+    (models.excursion: the job's variance-time curve; its peers as :meth:`_excursion_held`
+    takes them), is that of ``n`` independent steps of spread ``se`` -- where that is
+    ``_MEMORY_ON`` times or more what the lag-1 says (models.lag1.mean_factor), else 0.0:
+    the job's noise remembered at lags its lag-1 does not see (revA45 F1: AR 0.8 at lag 2,
+    its lag-1 ~0 -- a schedule alternating two kinds of step).  Nothing measured yet: 0.0."""
+    out = np.zeros(len(waiting))
+    if not excursion.ready(self._exc_n).any():
+        return out
+    se = np.broadcast_to(np.asarray(se, dtype=float), (len(waiting),))
+    told = lag1.mean_factor(rho, n)
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    for j, s in enumerate(waiting.tolist()):
+        i = at.get(s)
+        if i is None or not se[j] > 0.0:
+            continue
+        peers = r[(groups == groups[i]) & (r != s)]
+        untold = peers[~self._reported[peers]]
+        if len(untold) >= 2:
+            peers = untold
+        elif len(peers) < 2:
+            continue
+        k = int(n[j])
+        if k >= _MEMORY_STEPS:  # (no excursion of the noise: a fault's run, as before)
+            continue
+        sd = excursion.sd_of_mean(self._exc_v[peers].mean(axis=0), self._exc_n, k)
+        f = sd * sd * k / (se[j] * se[j])
+        if f >= _MEMORY_ON * float(told[j]):
+            out[j] = f
+    return out

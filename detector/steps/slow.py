@@ -619,6 +619,7 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
     rho = 0.0  # (the lag-1 their means are read at: _lag1_read)
     hold = waiting[:0]  # (runs told before that, for a cause only: _held_runs)
     routed: dict[int, dict[str, Any]] = {}  # (... as a moving expert's: _experts_held)
+    remembered: dict[int, float] = {}  # (runs read at the job's measured memory: _memory_read)
     if len(waiting):
         # The run is where the CUSUM alarmed, so its mean is biased up: a healthy rank's
         # chance run of 8 steps at +1.8 sigma (tuning reproducer scenario-reboot s9012:
@@ -684,13 +685,21 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         hold_at |= expert
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
-        if episodic and rho:  # (real noise's runs and tail: a fleet's bar, _fleet_held)
-            # (sized as its margins are: a replica on one node by its own deviation and by its
-            # replica's, each against its own noise -- held while both are under the bar)
-            per = np.sqrt(n) / cfg.slow_effect_z
-            fleet = self._fleet_held(n, mean if by_own is None else by_own, margin * per, rho)
+        # (the job's noise's memory at the run's length, measured whatever lag holds it)
+        per = np.sqrt(n) / cfg.slow_effect_z
+        memory = self._memory_read(waiting, n, r, gc, margin * per, rho)
+        if count_nonzero(memory):
+            remembered = {int(s): round(float(m), 2)
+                          for s, m in zip(waiting.tolist(), memory.tolist(), strict=True) if m}
+        if (episodic and rho) or remembered:
+            # (real noise's runs and tail: a fleet's bar, _fleet_held; sized as its margins
+            # are: a replica on one node by its own deviation and by its replica's, each
+            # against its own noise -- held while both are under the bar)
+            bar_rho = rho if episodic else 0.0
+            fleet = self._fleet_held(n, mean if by_own is None else by_own, margin * per,
+                                     bar_rho, memory)
             if spans is not None:
-                fleet &= spans | self._fleet_held(n, mean, rep_margin * per, rho)
+                fleet &= spans | self._fleet_held(n, mean, rep_margin * per, bar_rho, memory)
             hold_at |= fleet
         # (a run beside a node mate told slow is no episode of the job's noise alone)
         beside = (self._beside_told(waiting) if episodic or count_nonzero(hold_at)
@@ -793,7 +802,9 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
              **({"node_grown": stepped} if stepped else {}),
              **({"waited": waited[s]} if s in waited and s not in held else {}),
              **({"run_lag1": round(rho, 3)} if rho else {}),
-             **({"noise_hold": routed.get(s) or _held_for(int(self._run_n[s]), rho, cfg)}
+             **({"run_memory": remembered[s]} if s in remembered else {}),
+             **({"noise_hold": routed.get(s) or _held_for(int(self._run_n[s]), rho, cfg,
+                                                            remembered.get(s))}
                 if s in held
                 else {})},
             verdict=s not in held))
@@ -875,7 +886,8 @@ def _held_runs(self, new: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, set
     return new, set(np.intersect1d(new, hold).tolist())
 
 
-def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
+def _held_for(steps: int, rho: float, cfg: Thresholds,
+              memory: float | None = None) -> dict[str, Any]:
     """A held run's ``noise_hold`` evidence (:meth:`_held_runs`): what it waits for."""
     return {"steps": steps,
             "for": f"a cause on its GPU or node only: the job's noise is taken for real noise "
@@ -891,7 +903,10 @@ def _held_for(steps: int, rho: float, cfg: Thresholds) -> dict[str, Any]:
                      f"means of as many steps have (the job's excursions, measured)"
                    + (f"; and, under {_FLEET_UNDER:.0%}, once it stands {_FLEET_Z:g} standard "
                       f"errors of a mean of as many of the job's correlated steps (lag-1 "
-                      f"{rho:.2f}): a fleet's bar on real noise" if rho else "")}
+                      f"{rho:.2f}): a fleet's bar on real noise" if rho else "")
+                   + (f"; and, under {_FLEET_UNDER:.0%}, once it stands {_FLEET_Z:g} standard "
+                      f"errors of a mean of as many of the job's steps, their memory measured "
+                      f"(its variance x{memory:.2f} of independent steps')" if memory else "")}
 
 
 def _still_slow(self, waiting: np.ndarray, n: np.ndarray) -> np.ndarray:
