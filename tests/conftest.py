@@ -133,3 +133,31 @@ def bundled_incident_replay():  # noqa: ANN201 - replay.runner.LogResult, import
 
     return replay_log(BUNDLED_INCIDENT, topology=Topology.load(BUNDLED_TOPOLOGY))
 
+
+
+# -- parallel runs (pytest-xdist) -------------------------------------------------------
+#
+# `make test` runs the suite on two worker processes (`-n 2 --dist loadgroup`; the Makefile's
+# PYTEST_ARGS). Each test file is one unit of work, so a file's module-level caches and
+# module fixtures are built once, on one worker; every test that needs the Kafka broker or
+# the Prometheus/Alertmanager servers goes to one worker as one unit ("broker"), so the
+# session starts one broker, not two, and the timing-sensitive server tests run beside
+# CPU-bound work on one side only. Without xdist (`make test PYTEST_ARGS=`) this is a no-op.
+
+_BROKER_GROUP = "broker"
+
+
+def _needs_broker(item: pytest.Item) -> bool:
+    if item.get_closest_marker("kafka") or item.get_closest_marker("servers"):
+        return True
+    return "kafka_bootstrap" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = _BROKER_GROUP if _needs_broker(item) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
