@@ -4,7 +4,8 @@ whose waits on a slow mate land in compute_ms, a cross-group all-reduce per shar
 activation offload over PCIe) found replays (bench/blind37/cases, rebuilt by
 `python -m bench.blind37.make_cases`), each a strict xfail whose reason is the finding; the
 guards (a slow GPU and a PCIe link at x8 escalated at their node under their shard group's drag,
-a NIC at half rate and one with symbol errors isolated) pass.
+a NIC at half rate and one with symbol errors isolated; a save, a deeper prefetch and a loader
+stall on healthy nodes' ranks page nobody) pass.
 Measured on main after the freeze: BENCHMARKS.md "blind37, round 46"."""
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ EXPECT: dict[str, tuple] = {
     "G2-nic-at-half-rate-isolated": (bc.alone_and_right, None, 1),
     "G3-nic-with-symbol-errors-isolated": (bc.alone_and_right, None, 1),
     "G4-pcie-x8-escalated-at-its-node": (bc.alone_and_right, None, 2),
+    "G5-save-deeper-prefetch-and-a-stall-page-nobody": (bc.nothing_paged, None, 0),
 }
 
 

@@ -52,6 +52,10 @@ PLAN: dict[str, tuple] = {
     # 232 s, its label kept: its node is escalated as the cut begins)
     "G4-pcie-x8-escalated-at-its-node": ("node8", 3, dict(
         t_from=420, t_to=620, topics={STEP}, labels={"pcie8-fa-04-g6", "slowgpu-fa-08-g0"})),
+    # node8 seed 0: three healthy nodes' 24 ranks through a sharded save (~436 s), a deeper
+    # prefetch switched on (~458 s) and a one-step loader stall on fa-03/0 (~400 s)
+    "G5-save-deeper-prefetch-and-a-stall-page-nobody": ("node8", 0, dict(
+        t_from=300, t_to=600, topics={STEP}, nodes={"fa-01", "fa-03", "fa-08"}, labels=set())),
 }
 
 
