@@ -792,6 +792,7 @@ class Correlator(PartWindows):
         _own_limit,
         _own_power_page,
         _power_impact,
+        _rolled_with,
         _routine_loss,
         _running_free,
         _sibling_capped_with,

@@ -786,10 +786,40 @@ def _fleet_cap(self, node: str, onset: float, depth: float, now: float) -> list[
     own = self._cap_waves.get(node)
     ref = now if own is None or self._capped(node) else min(now, own[2])
     recent = max(onset, ref - window - self.cfg.throttle_clear_samples * self._cadence(node))
-    return list(islice((n for n, (o, d, last) in self._cap_waves.items()
-                        if n != node and abs(o - onset) <= window and d >= alike
-                        and (last >= recent or self._capped(n))
-                        and not self._own_power_page(n)), 4))
+    near = [n for n, (o, d, last) in self._cap_waves.items()
+            if n != node and abs(o - onset) <= window and d >= alike
+            and (last >= recent or self._capped(n)) and not self._own_power_page(n)]
+    rolled = self._rolled_with(node, onset, depth, recent, set(near))
+    if len(near) + len(rolled) + 1 >= self.cfg.facility_cap_nodes:
+        near += rolled
+    return near[:4]
+
+
+def _rolled_with(self, node: str, onset: float, depth: float, recent: float,
+                 but: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The nodes (not ``but``) whose cap wave is ``node``'s site's cap rolled over their job's
+    nodes though begun ``impact_onset_s`` or more apart (or paged as its node's own): the
+    two overlap (the other capped now, or last capped since ``recent`` -- :meth:`_fleet_cap`),
+    as deep within half ``cap_clock_drop`` (the same limit), on nodes of one job.
+
+    A site's cap rolling over a job's 8 nodes -- each capped 150 s, the next 60 s after --
+    never has two nodes begun together, so each node was paged as its own limit 44 s into its
+    cap, node-000..004 one by one (revA45 F5, tests/test_revA45.py): a wave lasts while any
+    of its nodes is capped, and a node capped alike meanwhile joins it, its first node's own
+    page or not.  Counted only with ``facility_cap_nodes`` nodes in all (:meth:`_fleet_cap`):
+    two nodes' caps 45 s apart stay two pages (tests/test_cap33.py, revB31 2's S2), a node
+    with one such partner waits ``impact_onset_s`` more for a third (:meth:`_fleet_explains`).
+    Not a cap that ended before this one began (revB31 1), nor one twice as deep (revB31 2:
+    a node's own 18 % beside an 8.5 %)."""
+    placement = self._placement
+    jobs = {j for j, _ in placement.on_node.get(node, {})}
+    if not jobs:
+        return []
+    half = self.cfg.cap_clock_drop / 2
+    return [n for n, (o, d, last) in self._cap_waves.items()
+            if n != node and n not in but and abs(d - depth) <= half
+            and (last >= recent or self._capped(n))
+            and any(j in jobs for j, _ in placement.on_node.get(n, {}))]
 
 
 def _own_power_page(self, node: str) -> bool:
@@ -870,6 +900,8 @@ def _fleet_explains(self, slow: Finding, cap: Finding, drop: float, now: float) 
             return True
         interval = self._cadence(node)
         until = wave[0] + self.cfg.site_cap_join_s + 1.25 * interval + 1.0
+        if self._rolled_with(node, wave[0], drop, wave[0]):
+            until += window  # (a site's cap rolling on: a third node's wave may come)
     elif wave is None or cap.onset_ts > wave[0] + window:
         # (no wave of this cap yet: the node's last ended before it, its new one is formed
         # when its siblings' samples of the same poll come -- revA38 F1 seed 2, two of a
