@@ -52,6 +52,9 @@ its class body, detector/steps/job.py), their state the JobMonitor's (made in it
 - ``host``: a rank or a node late by its host path;
 - ``alone``: a rank told slow with its node's others, told again slow alone once they are
   back at their pace (the correlator narrows a node's page to its GPU on it);
+- ``phases``: a rank against its TP group's lockstep mates, where the job's steps spread too
+  widely for its peers' CUSUM (RL rollout engines, each round ending at its batch's longest
+  answer);
 - ``asynchronous``: a job whose steps no two ranks share (asynchronous data parallelism): its
   workers compared over time windows;
 - ``common``: the step buffer and what several of these read;

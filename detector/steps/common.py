@@ -221,6 +221,12 @@ def _smoothed(prev: float, x: float, alpha: float) -> float:
     return x if prev == 0.0 else prev + alpha * (x - prev)
 
 
+# ... and a rank against its TP mates (detector.steps.phases): its steps in a row over them, and
+# whether the rule reported it (rl46; added apart from the tuple, whose last line every round's
+# new arrays meet at)
+_SLOT_ARRAYS += (("_tp_run", 0), ("_tp_rep", False))
+
+
 # A step's columns become numpy arrays through struct: one C loop over Python floats or ints
 # (~70 instructions a value), where np.fromiter / np.array take ~250 (numpy's item-by-item
 # conversion); 2026-12-02 BENCHMARKS.md "Speed, round 7".  A None (an optional field not

@@ -38,14 +38,20 @@ _JOIN_STEPS = 20
 # before the rank's run began (JobMonitor._slow_before): about the smoothed window (_wshort,
 # ~10 steps); a host fault's ranks begin their runs within a few steps of each other
 _OWN_RUN_STEPS = 10
+# Slow ranks found on this many nodes at most, each node found again and again for this many
+# steps with no node new since, are faults that stay, not slowness visiting nodes (_visiting).
+_SETTLED_NODES = 3
+_SETTLED_STEPS = 8
 
 
 def _holdable(f: Finding) -> bool:
     """A slow rank told on this step that a hold may take back (_hold_wandering,
     _hold_shared, _same_place / _hold_same_place): active, found by a rule other than the
-    wandering job's and the twins' (those are already the workload's reading)."""
+    wandering job's and the twins' (those are already the workload's reading), and than the
+    TP mates' (detector.steps.phases: a rank over its own TP group's lockstep mates, which
+    its peers elsewhere sharing its slowness or not says nothing of)."""
     return (f.signal == "slow_rank" and f.active and "wander_mean_ratio" not in f.evidence
-            and "twin_ratio" not in f.evidence)
+            and "twin_ratio" not in f.evidence and "tp_mates_ratio" not in f.evidence)
 
 
 def _hold_after_event(self, out: list[Finding], mark: int, now: float) -> None:
@@ -117,16 +123,41 @@ def _visiting(self, out: list[Finding], mark: int) -> bool:
     ~100 steps) found the ranks holding one expert in two EP groups, two nodes, on one
     step, and 7 nodes in 15 s (blind8 H1)."""
     found = self._found_nodes
+    since = self._found_since
     now = self._evaluated
     for f in out[mark:]:
         if f.signal == "slow_rank" and f.active and f.scope.node is not None \
                 and not self._gross_start(f):
-            found.pop(f.scope.node, None)
+            if found.pop(f.scope.node, None) is None:
+                since[f.scope.node] = now
             found[f.scope.node] = (now, -1 if f.dp_rank is None else f.dp_rank)
     while found and (now - next(iter(found.values()))[0] > _WANDER_PLACE_STEPS
                      or len(found) > _WANDER_NODES_KEPT):
         del found[next(iter(found))]
+    if len(since) > len(found):
+        for node in [n for n in since if n not in found]:
+            del since[node]
     return len(found) >= _WANDER_NODES and len({dp for _, dp in found.values()}) > 1
+
+
+def _settled(self, f: Finding) -> bool:
+    """Whether ``f``'s node, found slow on end for ``_SETTLED_STEPS`` steps among at most
+    ``_SETTLED_NODES`` nodes found lately, is a fault that stays on its unit, not slowness
+    visiting it (:meth:`_hold_wandering` keeps its finding before the job's wandering is
+    known): routing moves on within a few steps (blind8 H1: 7 nodes in 15 s); a fault a node
+    stays -- blind36's colocated RL job, a GPU slow, one hot in decodes and one capped, on
+    three nodes of a 30-step log, was held as visiting to its end, the job's wander index
+    unreadable before its 130th step (rl46).  Only in a job whose noise is its replicas'
+    batches (``_imbalanced``: a rank found against its replica's lockstep mates, a fault's
+    reading; blind34's MoE jobs are not, and their hot experts stay on two nodes for tens of
+    steps -- ep-s0..s2 paged 1-3 GPUs each when it was not asked) and whose slowness is no
+    expert's moving (:meth:`_experts_moving`)."""
+    found = self._found_nodes
+    node = f.scope.node
+    return (self._imbalanced and not self._wandering and node is not None and node in found
+            and len(found) <= _SETTLED_NODES
+            and self._evaluated - self._found_since.get(node, self._evaluated) >= _SETTLED_STEPS
+            and self._experts_moving(f.ts) is None)
 
 
 def _hold_wandering(self, out: list[Finding], mark: int, slots: np.ndarray,
@@ -148,6 +179,10 @@ def _hold_wandering(self, out: list[Finding], mark: int, slots: np.ndarray,
         if self._wandering and self._clear_of_wander(f, slots, groups):
             kept.append(f)
             clear = True
+            continue
+        if self._settled(f):
+            kept.append(f)
+            clear = True  # (its node_wide counts only its node's ranks kept with it, below)
             continue
         s = self._slot[f.rank]
         self._reported[s] = self._sustained[s] = self._recurring[s] = False

@@ -59,6 +59,16 @@ STOPPED_QUIET_S = 240.0
 # A step this many of the job's periods after the one before holds more than its work: a
 # checkpoint save, an evaluation pass (blind27 held churn-s6's saves: 2.4-3.8 of its period).
 LONG_STEP = 2.0
+# A step whose ranks' records end seconds apart by design -- rollout engines, each reporting a
+# round when its own batch's longest answer is done (blind36: rounds 0.6-2x, records of one
+# round 4-10 s apart) -- waits for its missing ranks that much longer than DESIGN's disorder:
+# the slowest engine's record, often the slow GPU's, came past the 5 s and was decided out
+# of every round it was slowest in (rl46: blind36 F1).  The spread is each complete step's
+# last ts less its first, its decayed maximum; in force from _STEP_SPREAD_MIN (a synchronous
+# job's ranks end a step within milliseconds: never), at most _STEP_SPREAD_MAX.
+_STEP_SPREAD_MIN = 2.0
+_STEP_SPREAD_MAX = 15.0
+_STEP_SPREAD_KEEP = 0.95
 _PARTIAL_KEPT = 8  # rank sets of steps decided incomplete, to tell a late rank from a duplicate
 _MAJORITIES_KEPT = 4096
 
@@ -154,6 +164,8 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "_found_nodes": lambda x: type(x) is dict and all(
         type(n) is str and type(v) is tuple and len(v) == 2 and all(type(i) is int for i in v)
         for n, v in x.items()),
+    "_found_since": lambda x: type(x) is dict and len(x) <= 64 and all(
+        type(n) is str and type(v) is int for n, v in x.items()),
     "_warm_sigma": _nums(2), "_event_ts": _nums(2),
     "_event_long": lambda x: type(x) is list and len(x) == 2 and all(type(b) is bool for b in x),
     "_tail": lambda x: type(x) is np.ndarray and x.shape == _TAIL_EDGES.shape
@@ -177,7 +189,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     **{name: _spread for name in (
         "_period", "_sigma", "_zscale", "_quiet_z", "_replica_noise", "_rep_sigma", "_wander",
         "_twin_sigma", "_sus_spread", "_sus_ms", "_host_sigma", "_usual_step_ms", "_ar_xx",
-        "_hl_xx", "_past_sigma")},
+        "_hl_xx", "_past_sigma", "_step_spread")},
     **{name: is_finite for name in ("_host_level", "_ar_xy", "_hl_xy", "_past_level")},
     **{name: _checked_below for name in (
         "stop_told", "absent_told", "_expected", "_done", "_partial", "_event_run", "_hs", "_he",
@@ -452,10 +464,12 @@ class JobMonitor(NumericChecks):
         self._told_was: dict[int, float] = {}  # slots told again this step -> pace told before
         self._found_nodes: dict[str, tuple[int, int]] = {}  # nodes found slow lately ->
         #                                               (when, in steps; the replica: -1 none)
+        self._found_since: dict[str, int] = {}  # ... since when each was found on end (steps)
         self._sus_spread = 0.0                        # the ranks' median step spread, lately
         self._warm_sigma = [0.0, 0.0]                 # warm-up: its steps' noise summed, steps
         self._sus_on = False                          # the sums kept (the job's spread wide)
         self._sus_ms = 0.0                            # its ranks' mean square deviation, lately
+        self._step_spread = 0.0                       # its steps' records' ts spread, lately
         self._host = CusumBank(cfg.slow_k, cfg.slow_h, cfg.slow_z_clip, cfg.slow_clear_steps,
                                h_cap=1.2 * cfg.slow_h)  # host time over the stage's (_check_host)
         self._host_sigma = 0.0                        # the job's noise of the host excess
@@ -510,6 +524,10 @@ class JobMonitor(NumericChecks):
         self._past_rep = np.zeros(0, dtype=bool)
         self._past_var = np.zeros(0)                  # ... and its smoothed change's wander
         self._past_gross = np.zeros(0, dtype=np.int64)  # ... its steps in a row gross over it
+        # A rank against its TP mates in a job of wide spread (detector.steps.phases): its
+        # steps in a row over every mate, and whether the rule reported it
+        self._tp_run = np.zeros(0, dtype=np.int64)
+        self._tp_rep = np.zeros(0, dtype=bool)
         self._past_level = 0.0
         # A job whose slowness moves from rank to rank (detector.steps.experts): per rank its
         # alarmed run's longest so far (steps, sum) and its latest episode's end (the job's
@@ -663,6 +681,9 @@ class JobMonitor(NumericChecks):
             return
         buf.add(e)
         if len(buf.events) >= self._expected:
+            spread = buf.last_ts - buf.first_ts
+            kept = self._step_spread * _STEP_SPREAD_KEEP
+            self._step_spread = min(spread if spread > kept else kept, _STEP_SPREAD_MAX)
             self._evaluate(step, buf.last_ts, out)
         if self.clock >= self._next_expire:
             self.expire(self.clock, out)
@@ -699,7 +720,8 @@ class JobMonitor(NumericChecks):
                 self._reported.any() or self._host_rep.any()
                 or (len(self._hr) and self._hr[:, host_rise.RAISED].any())):
             self._retract_slow(now, out)
-        limit = now - cfg.lateness_s
+        extra = self._step_spread if self._step_spread >= _STEP_SPREAD_MIN else 0.0
+        limit = now - cfg.lateness_s - extra
         # A straggler's wait runs on the job's own clock (its step messages' newest ts), not
         # on ``now``: the partition's clock, which other records move -- other topics in the
         # replay's one stream, other jobs of a service's step partition, an idle advance's
@@ -726,7 +748,7 @@ class JobMonitor(NumericChecks):
                     # worker before it).
                     self._expected = n
                 self._evaluate(step, now, out, complete)
-            elif waited - buf.last_ts < cfg.straggler_wait_s:
+            elif waited - buf.last_ts < cfg.straggler_wait_s + extra:
                 continue
             elif exp == math.inf:
                 if step < newest:
@@ -782,6 +804,10 @@ class JobMonitor(NumericChecks):
         shapes and bounds this class gives them: a forged snapshot must not make a worker fail
         on every record of the job, nor hold a rank set of millions."""
         ints = (int,)
+        if "_step_spread" not in self.__dict__:  # (a snapshot before rl46: learnt anew)
+            self._step_spread = 0.0
+        if "_found_since" not in self.__dict__:  # (a snapshot before rl46: from now)
+            self._found_since = {}
         if "_quiet_z" not in self.__dict__:  # (a snapshot before slow42: learnt anew)
             self._quiet_z = 0.0
         if "_log_eps" not in self.__dict__:  # (a snapshot before slow42: none noted)
@@ -851,6 +877,9 @@ class JobMonitor(NumericChecks):
             self._past_var = np.zeros(n)
         if "_past_gross" not in self.__dict__ and n >= 0:  # (a snapshot before trace45)
             self._past_gross = np.zeros(n, dtype=np.int64)
+        if "_tp_run" not in self.__dict__ and n >= 0:  # (a snapshot before rl46: none yet)
+            self._tp_run = np.zeros(n, dtype=np.int64)
+            self._tp_rep = np.zeros(n, dtype=bool)
         if "_exc_s" not in self.__dict__ and n >= 0:  # (a snapshot before noise41: anew)
             self._exc_s = np.zeros((n, len(excursion.ALPHAS)))
             self._exc_v = np.zeros((n, len(excursion.ALPHAS)))
@@ -1035,6 +1064,8 @@ class JobMonitor(NumericChecks):
         self._twin_rep[:] = False
         self._past_rep[:] = False
         self._past_run[:] = 0
+        self._tp_rep[:] = False
+        self._tp_run[:] = 0
         self._past_gross[:] = 0
         self._pair_rep[:] = False
         self._pair_run[:] = 0
@@ -1063,6 +1094,7 @@ class JobMonitor(NumericChecks):
         self._evaluated = 0
         self._gross_nodes.clear()
         self._found_nodes.clear()
+        self._found_since.clear()
         self._joined.clear()  # (counted in evaluations, now from 0)
         self._reset_slow(None)
         self._cold[:] = 0
@@ -1310,6 +1342,7 @@ class JobMonitor(NumericChecks):
         _hold_wandering,
         _place_slow,
         _same_place,
+        _settled,
         _slow_before,
         _slow_beside,
         _visiting,
@@ -1360,6 +1393,7 @@ class JobMonitor(NumericChecks):
         _wander_update,
     )
     from detector.steps.past import _past_gross_start, _past_update
+    from detector.steps.phases import _check_tp_mates
     from detector.steps.ranks import (
         _afresh,
         _follow_hardware,

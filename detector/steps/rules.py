@@ -523,7 +523,8 @@ def _rule_cleared(self, s: int, mine: np.ndarray, step: int, dp_of: dict[int, in
     job's rule) still has it slow -- that one clears it."""
     mine[s] = False
     if (self._slow.alarmed[s] or self._recurring[s] or self._sustained[s]
-            or self._wander_rep[s] or self._twin_rep[s] or self._pair_rep[s]):
+            or self._wander_rep[s] or self._twin_rep[s] or self._pair_rep[s]
+            or self._tp_rep[s]):
         return
     rank = self._rank_of[s]
     self._reported[s] = False

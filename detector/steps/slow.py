@@ -572,6 +572,12 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
                           None if common is not None else (d, gc))
         self._check_recurring(step, r, zr, over_base, tc, mc, buf, decided_ts, out)
         self._check_sustained(step, r, over_base, tc, mc, buf, decided_ts, out)
+        if self._sus_on:  # (rl46: a rank over its TP mates where the steps spread widely)
+            dp = buf.dp_array()
+            if ok is not None:
+                dp = dp[ok]
+            self._check_tp_mates(step, r, d + mc, stage, dp if comparable is None
+                                 else dp[comparable], buf, decided_ts, out)
         self._excursion_update(r, over_base, size_sigma * max(self._zscale, 1.0))
     # The mean slowdown of the current run (since the score left zero): an alarm is
     # reported only when the run is slow by a meaningful amount on average, not just
