@@ -32,12 +32,13 @@ EXPECT: dict[str, tuple] = {
         None, 0),
     "F1b-fast-moe-hot-experts-escalated": (
         bc.nothing_paged,
-        "blind34 F1b: in a ~75 ms-step MoE job (DP16, EP8 inside each node over NVLink) " + _HOT
-        + "with a GC pause on one rank every 150-400 steps, faultline escalates its GPUs and "
-        "nodes slow_node/unknown again and again (every `extremes` log: 6-14 false positives, "
-        "tune 36 of 52 firing problems, held 44 of 58, the first ~25 s into the log); since "
-        "moe44 (a job whose slowness moves holds its runs for a cause) only the job's first "
-        "experts, before any has moved: 1-2 a log 12-26 s in, the cut's first 100 s", 0),
+        # (was a strict xfail: "blind34 F1b: in a ~75 ms-step MoE job (DP16, EP8 inside each
+        # node over NVLink) ... faultline escalates its GPUs and nodes slow_node/unknown again
+        # and again ...; since moe44 ... only the job's first experts, before any has moved:
+        # 1-2 a log 12-26 s in, the cut's first 100 s" -- moe46: a run that took over from
+        # another rank's hot run, begun as that one cooled, is held as a relay,
+        # detector.steps.experts._experts_relay: the cut's x-01/4, x-01/5, x-02/5 and node x-02)
+        None, 0),
     "G1-all-to-all-rail-nic-isolated": (bc.alone_and_right, None, 1),
     "G2-expert-gradient-sdc-escalated": (bc.every_fault_caught, None, 1),
     "G3-nvlink-under-fast-all-to-all-isolated": (bc.alone_and_right, None, 1),

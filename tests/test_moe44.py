@@ -26,7 +26,7 @@ RANKS, NODES = 32, 4
 HOLD_MIN = 100  # detector.steps.experts._EP_HOLD_MIN
 # (what the job's first hot experts make the engine page, before any has moved -- its first
 # ~150 steps here: experts of 20-90 steps, a few of them ended --, is left out of the figures
-# below: pinned open, test_hot_experts_before_any_has_moved_page_nobody)
+# below: test_hot_experts_before_any_has_moved_page_nobody, since moe46's relay)
 START = 150
 
 
@@ -79,10 +79,12 @@ def test_hot_experts_moving_page_nobody_once_they_have_moved(seed: int) -> None:
     assert _firing(feed(Engine(), moving_job(seed=seed)), START) == {}
 
 
-@pytest.mark.xfail(strict=True, reason="moe44: the job's first hot experts, before any has "
-                   "moved (its first ~20-90 steps), are escalated slow_node/unknown: nothing in "
-                   "its history says yet that its slowness moves (blind34 ep: 0-4 a log)")
-@pytest.mark.parametrize("seed", (4401,))
+# (was a strict xfail: "moe44: the job's first hot experts, before any has moved (its first
+# ~20-90 steps), are escalated slow_node/unknown: nothing in its history says yet that its
+# slowness moves (blind34 ep: 0-4 a log)" -- moe46: a run begun as another rank's hot run
+# cooled took it over, held as a relay, detector.steps.experts._experts_relay; main paged 4, 2
+# and 1 units in these three)
+@pytest.mark.parametrize("seed", (4401, 4402, 4403))
 def test_hot_experts_before_any_has_moved_page_nobody(seed: int) -> None:
     assert _firing(feed(Engine(), moving_job(seed=seed))) == {}
 

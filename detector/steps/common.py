@@ -209,6 +209,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_lone_streak", 0), ("_host_dev_z", 0.0), ("_with_mates", False), ("_alone_told", False),
     ("_host_base0", 0.0), ("_host_recent", 0.0), ("_held", False), ("_paced", 0),
     ("_exc_s", 0.0), ("_exc_v", 0.0),
+    ("_ep_rhold", 0), ("_ep_rtop", 0.0), ("_ep_rranks", 0), ("_ep_rnodes", 0),
     ("_past_base", 0.0), ("_past_short", 0.0), ("_past_n", 0), ("_past_run", 0),
     ("_past_rep", False), ("_past_var", 0.0), ("_stage_sigma", 0.0), ("_told_mates", 0.0),
     ("_tp_pp", 0), ("_spike_seq", 0.0), ("_big_seq", 0.0),

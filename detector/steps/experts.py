@@ -54,6 +54,7 @@ import numpy as np
 
 from detector.findings import Finding
 from detector.steps.common import _NODE_ALARMED, _PLACE_NOW, _RECENT
+from models.numpy_c import count_nonzero
 
 # An episode: a CUSUM alarm whose longest run lasted this many steps or more (a noise
 # excursion lasts about one memory of the noise: blind28 F4's 4 steps, PAI's ~4; a hot
@@ -105,6 +106,13 @@ _EP_OVER = math.log(1.03)
 # hot at most -- blind34 ep seed 1: three groups' new experts on one node within 3 steps)
 _EP_NODE_RANKS = 3
 _EP_NODE_STEPS = 10
+# A relay: a run begun from this many steps before another rank's episode ended to this many
+# after it -- the slowness handed from that rank to this one (an EP group always has a busiest
+# rank: as one expert cools another warms.  blind34: the next run's CUSUM onset 2-5 steps
+# before the last one's end, which trails the expert's cooling by the score's drain, up to 14
+# behind a run told before)
+_EP_RELAY_BEFORE = 20
+_EP_RELAY_AFTER = 5
 
 
 def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
@@ -140,6 +148,10 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
         # slow beside another node's (_ep_with); faults come one at a time.  A run held for a
         # cause only, noise_hold, is one)
         told = self._reported[cleared] & ~self._held[cleared] & ~self._ep_with[cleared]
+        if count_nonzero(told):
+            # (... but a run another rank's took over from -- begun within _EP_RELAY_BEFORE
+            # steps of this end -- was handed on: a relay, an expert's, :func:`_experts_relay`)
+            told[told] = ~_experts_handed_on(self, cleared[told])
         told |= self._ep_node[cleared]  # (a node's run: no expert's, _experts_node_runs)
         self._ep_end[cleared] = np.where(told, 0, self._evaluated)
         self._ep_len[cleared] = np.where(told, 0, self._ep_n[cleared])
@@ -148,6 +160,73 @@ def _experts_note(self, r: np.ndarray, cleared: np.ndarray) -> None:
         self._ep_peak[cleared] = 0.0
         self._ep_with[cleared] = False
         self._ep_node[cleared] = False
+        self._ep_rhold[cleared] = 0
+        self._ep_rtop[cleared] = 0.0
+        self._ep_rranks[cleared] = self._ep_rnodes[cleared] = 0
+
+
+def _experts_handed_on(self, ended: np.ndarray) -> np.ndarray:
+    """Per slot of ``ended`` (runs ending on this step): whether another rank's run, alarmed
+    now and not a node's (``_ep_node``), began within ``_EP_RELAY_BEFORE`` steps before this
+    step -- the slowness handed on to it (:func:`_experts_relay`)."""
+    n = len(self._rank_of)
+    now = np.flatnonzero(self._slow.alarmed[:n] & ~self._ep_node[:n])
+    out = np.zeros(len(ended), dtype=bool)
+    if not len(now):
+        return out
+    young = now[self._run_n[now] <= _EP_RELAY_BEFORE].tolist()
+    for i, m in enumerate(ended.tolist()):
+        out[i] = any(o != m for o in young)
+    return out
+
+
+def _experts_relay(self, s: int, n: int) -> tuple[int, float, int, int] | None:
+    """Whether slot ``s``'s run (``n`` steps so far) took over from another rank's: an
+    episode (``_EP_MIN_STEPS`` long, between ``_EP_FLOOR`` and ``_EP_BOUND``) that ended from
+    ``_EP_RELAY_AFTER`` steps before the run began to ``_EP_RELAY_BEFORE`` after -- as
+    :meth:`_experts_moving` says it, from those episodes: (the steps the run is held for, their
+    largest mean, 1 + their ranks, their nodes and its own); None when none.
+
+    A job's first experts are hot before any has moved, and were told (blind34 F1b: the two
+    experts hot from a fast job's first step, one an EP group, each hands its slowness to
+    another rank of its group when it cools; 1-4 escalations a log before a moving history
+    was seen).  What an expert does that a fault does not is hand over: as its expert cools
+    the next one warms -- an EP group's all-to-all always waits for its busiest rank.  A fault
+    begun with another rank's episode ending is a coincidence of ~20 steps, and it is still
+    paged at once with a cause, or once it outlasts or outgrows what it took over."""
+    k = len(self._rank_of)
+    end = self._ep_end[:k]
+    began = self._evaluated - n
+    ended = np.flatnonzero((end > 0) & (end >= began - _EP_RELAY_AFTER)
+                           & (end <= began + _EP_RELAY_BEFORE)
+                           & (self._ep_len[:k] >= _EP_MIN_STEPS)
+                           & (self._ep_mean[:k] <= _EP_BOUND) & (self._ep_mean[:k] >= _EP_FLOOR))
+    ended = ended[ended != s]
+    lens = self._ep_len[ended].tolist()
+    means = self._ep_mean[ended].tolist()
+    before = ended.tolist()
+    if n <= _EP_RELAY_BEFORE:
+        # (... or a run alarmed still, an episode's length and size so far, whose rank is back
+        # at its peers' pace -- its run over, its score draining, or its latest steps at their
+        # pace: the next expert warms as it cools.  Told slow or not: a fault's end with
+        # another rank's slowness begun on it is the coincidence above)
+        cols = [(self._evaluated % _RECENT - j) % _RECENT for j in range(_PLACE_NOW)]
+        cooled = np.flatnonzero(self._slow.alarmed[:k] & ~self._ep_node[:k]
+                                & (self._ep_n[:k] >= _EP_MIN_STEPS)
+                                & (self._ep_peak[:k] >= _EP_FLOOR)
+                                & (self._ep_peak[:k] <= _EP_BOUND))
+        for m in cooled.tolist():
+            if m != s and (self._run_n[m] == 0
+                           or float(self._recent[m, cols].mean()) <= 0.0):
+                before.append(m)
+                lens.append(int(self._ep_n[m]))
+                means.append(float(self._ep_peak[m]))
+    if not before:
+        return None
+    hw = self._hw
+    nodes = {hw[m][0] for m in [*before, s] if hw[m] is not None}
+    return (max(int(_EP_LEN_X * max(lens)), _EP_HOLD_MIN), float(max(means)), len(before) + 1,
+            len(nodes))
 
 
 def _experts_node_runs(self, a: np.ndarray) -> None:
@@ -269,8 +348,10 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     held = np.zeros(len(waiting), dtype=bool)
     out: dict[int, dict[str, Any]] = {}
     moving = self._experts_moving(now_ts)
-    if moving is None:  # (the usual step)
-        return held, out
+    k = len(self._rank_of)
+    if moving is None and not count_nonzero(self._ep_end[:k]) and not count_nonzero(
+            self._ep_n[:k] >= _EP_MIN_STEPS) and not count_nonzero(self._ep_rhold[:k]):
+        return held, out  # (the usual step: no episode, no relay)
     hw = self._hw
     onset = self._slow.onset_ts
     period = max(self._period, 1e-3)
@@ -281,14 +362,25 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
     for i, s in enumerate(waiting.tolist()):
         # (the job's slowness moving without this run: a run that counted is asked again
         # without it -- the job's earlier faults paged and one more run are not experts)
-        mv = moving if s not in runs else self._experts_moving(now_ts, without=s)
+        mv = moving if s not in runs or moving is None else self._experts_moving(
+            now_ts, without=s)
         if mv is None:
+            # (not moving yet: its run took over from another rank's, a relay)
+            mv = _experts_relay(self, s, int(n[i]))
+        if mv is None and not self._ep_rhold[s]:
             continue
-        hold, ended_top, k, nodes = mv
-        # (how slow the job's experts make a rank: its ended episodes; none yet, the other
-        # runs going now -- never the run's own; and never past what an expert can make)
-        top = ended_top if ended_top is not None else max(
-            (v for m, v in runs.items() if m != s), default=-math.inf)
+        if mv is not None:
+            hold, ended_top, ranks, nodes = mv
+            # (how slow the job's experts make a rank: its ended episodes; none yet, the other
+            # runs going now -- never the run's own; and never past what an expert can make)
+            top = ended_top if ended_top is not None else max(
+                (v for m, v in runs.items() if m != s), default=-math.inf)
+        else:
+            hold, top = 0, -math.inf
+        if self._ep_rhold[s]:
+            # (held as an expert's already: while its run lasts, within the most it was held
+            # for -- the job's history moving on under it does not tell it alone)
+            hold, top = max(hold, int(self._ep_rhold[s])), max(top, float(self._ep_rtop[s]))
         if n[i] >= hold or mean[i] - margin[i] >= min(top + _EP_OVER, _EP_CAP) or (
                 self._ep_node[s]):
             continue
@@ -302,11 +394,15 @@ def _experts_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
                     len(mates) + 1 >= max(here, _EP_NODE_RANKS)):
                 continue  # (a node slowed: on one step, or every rank of it now)
         held[i] = True
-        out[s] = {"steps": int(n[i]), "ranks": k, "nodes": nodes, "hold_steps": hold,
+        if mv is not None:
+            self._ep_rranks[s], self._ep_rnodes[s] = ranks, nodes
+        self._ep_rhold[s], self._ep_rtop[s] = hold, top
+        ranks, nodes = int(self._ep_rranks[s]), int(self._ep_rnodes[s])
+        out[s] = {"steps": int(n[i]), "ranks": ranks, "nodes": nodes, "hold_steps": hold,
                   "largest_ratio": round(math.exp(top), 4),
                   "for": f"a cause on its GPU or node only: the job's slowness moves from rank "
-                         f"to rank (MoE hot experts: {k} ranks of {nodes} nodes slow at their "
-                         f"own times lately, for up to {hold / _EP_LEN_X:.0f} steps, up to "
+                         f"to rank (MoE hot experts: {ranks} ranks of {nodes} nodes slow at "
+                         f"their own times lately, for up to {hold / _EP_LEN_X:.0f} steps, up to "
                          f"{math.exp(top) - 1.0:+.1%}); escalated without a cause once it has "
                          f"lasted {hold} steps ({_EP_LEN_X:g}x the longest, {_EP_HOLD_MIN} at "
                          f"least), or its mean stands {math.exp(_EP_OVER) - 1.0:.0%} over the "

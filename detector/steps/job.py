@@ -534,6 +534,10 @@ class JobMonitor(NumericChecks):
         # evaluated count then), steps and mean deviation
         self._ep_n = np.zeros(0, dtype=np.int64)
         self._ep_peak = np.zeros(0)
+        self._ep_rhold = np.zeros(0, dtype=np.int64)  # ... held as an expert's: for how long,
+        self._ep_rtop = np.zeros(0)                   # ... how slow the runs it was held by
+        self._ep_rranks = np.zeros(0, dtype=np.int64)  # ... on how many ranks, of how many
+        self._ep_rnodes = np.zeros(0, dtype=np.int64)  # ... nodes
         self._ep_end = np.zeros(0, dtype=np.int64)
         self._ep_len = np.zeros(0, dtype=np.int64)
         self._ep_mean = np.zeros(0)
@@ -905,6 +909,11 @@ class JobMonitor(NumericChecks):
             self._spike_seq = np.zeros((n, sdc.SPIKES_KEPT))  # (before sdc45: spikes anew)
             self._big_seq = np.zeros((n, sdc.SPIKES_KEPT))
             self._spike_rate = [0.0, 0.0, 0.0]
+        if "_ep_rhold" not in self.__dict__ and n >= 0:  # (a snapshot before moe46's relay)
+            self._ep_rhold = np.zeros(n, dtype=np.int64)
+            self._ep_rtop = np.zeros(n)
+            self._ep_rranks = np.zeros(n, dtype=np.int64)
+            self._ep_rnodes = np.zeros(n, dtype=np.int64)
         if "_ep_n" not in self.__dict__ and n >= 0:  # (a snapshot before moe44: none yet)
             self._ep_n = np.zeros(n, dtype=np.int64)
             self._ep_peak = np.zeros(n)
