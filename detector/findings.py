@@ -89,6 +89,7 @@ EVIDENCE_TYPES: dict[str, tuple[type, ...]] = {
     "baseline_ratio": (float, int), "clearly_slow_since": (float, int), "clock_drop": (float, int),
     "compute_ratio_to_peers": (float, int), "mean_ratio_over_run": (float, int),
     "raw_confidence": (float, int), "sample_interval_s": (float, int), "run_steps": (int,),
+    "sample_jitter_s": (float, int),  # a GPU's rows off their grid (detector.cadence)
     "noise_sigma": (float, int),  # a slow rank's step noise (correlate._pace_noise)
     "xid": (int,), "gross_outlier": (bool,), "recovery_action": (str,),
     # a job's compute stepped up alike (detector.job_pace)

@@ -121,6 +121,7 @@ import math
 import msgspec
 from river import stats
 
+from detector import cadence
 from detector.alerts import Scope
 from detector.events import ThermalSample
 from detector.findings import Finding
@@ -249,7 +250,7 @@ class GpuThermal:
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
                  "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "_warm_told",
-                 "_low_told", "_brake", "_braked", "unread")
+                 "_low_told", "_brake", "_braked", "unread", "_grid", "_gap_lo", "_gap_hi")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -270,6 +271,9 @@ class GpuThermal:
         self._cap = DecayingCount(cfg.cap_half_life_s)  # samples held low by a SW power cap
         self._cap_onset = 0.0
         self._interval_s = 0.0  # sampling interval last reported to the correlator
+        self._grid: list = []  # its rows' grid at that interval (detector.cadence; [] below
+        #                        GRID_MIN_S or none told)
+        self._gap_lo = self._gap_hi = 0.0  # the gaps a quiet sample may have (cadence.band)
         self._prev_gap = 0.0    # the gap before the latest sample (inf before the second)
         self._seen = 0          # the reasons told with a clock drop on the last sample (0: none)
         self._heavy = 0  # > 0: SW-power-cap samples in a row with a large dip; <= 0: since one
@@ -331,9 +335,9 @@ class GpuThermal:
         if ts <= last:
             return True  # late or duplicate: state machines run on fresh samples only
         gap = ts - last
-        told = self._interval_s
-        if not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told):
-            return False  # maybe an interval to tell (tells_interval's first test)
+        if not (self._gap_lo <= gap <= self._gap_hi):
+            return False  # maybe an interval to tell (tells_interval's first test), or a
+            #              row off its grid (cadence.band)
         reasons = s.throttle or 0
         clock = s.sm_clock_mhz
         if reasons & QUIET_BITS != self._quiet_bits or self._active or self._cap_active \
@@ -390,8 +394,20 @@ class GpuThermal:
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.
             self._interval_s = gap
+            self._grid = cadence.start(ts, gap, prev) if gap >= cadence.GRID_MIN_S else []
+            self._gap_lo, self._gap_hi = cadence.band(gap, self._grid)
             out.append(Finding(ts, ts, "sampling", "slow_node", "unknown", self.scope, True,
                                False, 0.0, {"sample_interval_s": round(gap, 2)}, None,
+                               s.tenant, s.cluster))
+        elif self._grid and (told := cadence.retell(self._grid, self._interval_s, ts, gap)):
+            # A row off the grid told (a collector's jitter, a cadence told from one gap):
+            # told again, the phase this row, the interval its mean gap, with the jitter seen
+            # -- a slow rank's wait for this GPU's next row ends after it (revA45 F3).
+            self._interval_s = told[0]
+            self._gap_lo, self._gap_hi = cadence.band(told[0], self._grid)
+            out.append(Finding(ts, ts, "sampling", "slow_node", "unknown", self.scope, True,
+                               False, 0.0, {"sample_interval_s": told[0],
+                                            "sample_jitter_s": told[1]}, None,
                                s.tenant, s.cluster))
         self._last_ts = ts
         temp_c = s.gpu_temp_c
@@ -1476,6 +1492,8 @@ FIELDS = {
         x[0] > 0 and is_mhz(x[1]) and _BRAKE_DROP(x[2]) and _BRAKE_W(x[3]))),
     "_braked": is_bool,
     "unread": is_count,
+    "_grid": cadence.check_restored,
+    "_gap_lo": within(0.0, 2.0 * PAUSE_S), "_gap_hi": within(0.0, 2.0 * PAUSE_S),
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from detector import host_node, job_pace, lemon, nic_cnp
 from detector.alerts import ESCALATION, Alert, Scope
+from detector.cadence import MAX_JITTER_S
 from detector.correlate.common import (
     _CAP_SIGNALS,
     _CAPPING,
@@ -156,10 +157,16 @@ class Correlator(PartWindows):
         # node -> GPU -> the ts of the sample that told its cadence: a collector may sample a
         # node's GPUs each at its own phase (correlate.slow's _rank_sample)
         self._phases: dict[str, dict[int, float]] = {}
+        # node -> GPU -> the interval it told with that sample: its own, where GPUs told apart
+        # (a jittered collector's first gaps) make the node's the last one told (revA45 F3)
+        self._cadences: dict[str, dict[int, float]] = {}
         self._nic_interval: dict[str, tuple[float, float]] = {}  # node -> (NIC interval s, ts)
         # node -> the most one of its thermal rows was seen behind its source's clock (s, at
         # most lateness_s): a slow rank's wait for a sample covers its delivery (_note_late_row)
         self._late_rows: dict[str, float] = {}
+        # node -> the most one of its GPUs' rows was seen off their grid (detector.cadence's
+        # jitter, ``sample_jitter_s``): a slow rank's wait for a sample covers it too
+        self._jitter: dict[str, float] = {}
         self._placement = Placement()  # where ranks run: for each alert's granularity
         self._next_prune = -math.inf
         # node -> topic -> its ``silent`` finding: a node gone dark (detector.liveness)
@@ -293,8 +300,13 @@ class Correlator(PartWindows):
                 # (detector.thermal): one on the findings topic is a forgery, and a slow rank
                 # on the node would wait 1.25 of it for an explanation -- for ever at 1e300.)
                 self._interval[f.scope.node] = (interval, f.ts)
+                jitter = f.evidence.get("sample_jitter_s")
+                if isinstance(jitter, (int, float)) and 0.0 < jitter <= MAX_JITTER_S and (
+                        jitter > self._jitter.get(f.scope.node, 0.0)):
+                    self._jitter[f.scope.node] = float(jitter)
                 if f.scope.gpu is not None:
                     self._phases.setdefault(f.scope.node, {})[f.scope.gpu] = f.ts
+                    self._cadences.setdefault(f.scope.node, {})[f.scope.gpu] = interval
                 # Slow ranks on this node that waited as for an unknown cadence: the wait is
                 # known now (their first timer, if later, finds them decided).
                 for unit in sorted(self._units_of_node.get(f.scope.node, ())):
@@ -578,8 +590,11 @@ class Correlator(PartWindows):
                 del cadence[node]
         for node in [n for n in self._late_rows if n not in self._interval]:
             del self._late_rows[node]  # (a node's delivery told with its cadence: gone with it)
+        for node in [n for n in self._jitter if n not in self._interval]:
+            del self._jitter[node]  # (the same)
         for node in [n for n in self._phases if n not in self._interval]:
             del self._phases[node]  # (its GPUs' phases, told with its cadence: the same)
+            self._cadences.pop(node, None)
         nic_cnp.prune(self, idle, now)
         for node in [n for n, ts in self._busy.items()
                      if ts < idle and (seen is None or not seen(n, "thermal"))]:

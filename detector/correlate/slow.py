@@ -348,7 +348,7 @@ def _explanation_wait(self, f: Finding) -> float:
     gross = bool(f.evidence.get("gross_outlier"))
     wait = self.cfg.gross_escalate_after_s if gross else self.cfg.escalate_after_s
     interval, phase_ts = self._interval.get(f.scope.node or "", (0.0, 0.0))
-    late = self._late_rows.get(f.scope.node or "", 0.0)  # (its rows' delivery: _note_late_row)
+    late = _row_slack(self, f.scope.node or "")  # (its rows' delivery and jitter)
     if interval <= 0.0:
         if not gross and self.seen is not None and f.scope.node and self.seen(
                 f.scope.node, "thermal"):
@@ -391,8 +391,9 @@ def _rank_sample(self, f: Finding, interval: float, phase_ts: float, late: float
             gpus.add(f.scope.gpu)
     else:
         gpus = {f.scope.gpu}
-    return max(_next_sample(interval, phases.get(g, phase_ts) if g is not None else phase_ts,
-                            late, after) for g in gpus)
+    own = self._cadences.get(node, {})  # (each GPU at the interval it told with its phase)
+    return max(_next_sample(own.get(g, interval), phases[g], late, after) if g in phases
+               else _next_sample(interval, phase_ts, late, after) for g in gpus)
 
 
 def _next_sample(interval: float, phase_ts: float, late: float, after: float) -> float:
@@ -416,7 +417,14 @@ def _sample_due(self, node: str, after: float) -> float | None:
     interval, phase_ts = self._interval.get(node, (0.0, 0.0))
     if interval <= 0.0:
         return None
-    return _next_sample(interval, phase_ts, self._late_rows.get(node, 0.0), after)
+    return _next_sample(interval, phase_ts, _row_slack(self, node), after)
+
+
+def _row_slack(self, node: str) -> float:
+    """How far past its grid a row of ``node`` may come: the most its rows were seen late
+    (:func:`_note_late_row`) and off their grid (detector.cadence's jitter: a collector that
+    samples each GPU at a time of its own, a few seconds either way, revA45 F3)."""
+    return self._late_rows.get(node, 0.0) + self._jitter.get(node, 0.0)
 
 
 # The thermal monitor's findings, each made on one row at the row's own time (detector.thermal,
@@ -662,7 +670,7 @@ def _cap_sample_due(self, f: Finding, due: float) -> bool:
         units += [u for u in sorted(self._units_of_node.get(node, ()))
                   if u != f.scope.key and u.startswith("gpu:") and self._of_job(f, u, mine)]
     interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
-    slack = max(1.0, 0.05 * interval) + self._late_rows.get(node, 0.0)
+    slack = max(1.0, 0.05 * interval) + _row_slack(self, node)
     until = -math.inf
     for unit in units:
         seen = self._device.get(unit, {}).get("throttle_seen")
@@ -709,7 +717,7 @@ def _clock_sample_due(self, f: Finding, due: float) -> bool:
         return False
     node = f.scope.node or ""
     interval = self._interval.get(node, (0.0, 0.0))[0] or self.cfg.unknown_cadence_s
-    slack = max(1.0, 0.05 * interval) + self._late_rows.get(node, 0.0)
+    slack = max(1.0, 0.05 * interval) + _row_slack(self, node)
     wait = self.cfg.escalate_after_s
     if interval <= TRAIL_WAIT_S:
         wait = max(interval, wait)

@@ -16,6 +16,7 @@ from typing import Any
 
 from detector import hang, host_node, job_pace, lemon, liveness, nic_cnp
 from detector.alerts import Alert
+from detector.cadence import MAX_JITTER_S
 from detector.correlate import Correlator, check_power_restored
 from detector.correlate.ports import check_restored as ports_restored
 from detector.events import MAX_AHEAD_S
@@ -40,7 +41,7 @@ from detector.statecodec import (
     is_time,
     refuse_unless,
 )
-from detector.thermal import MAX_IDLE_TOLD
+from detector.thermal import MAX_IDLE_TOLD, PAUSE_S
 from detector.thresholds import Thresholds
 from detector.topology import Topology
 
@@ -164,11 +165,20 @@ def _check_state(state: dict[str, Any]) -> None:
     refuse_unless(is_map_of(late, str, (float, int)) and all(
         type(v) in (float, int) and 0.0 <= v <= 300.0 for v in late.values()),
         "correlator._late_rows: malformed (node -> how late its rows came, s)")
+    jitter = getattr(corr, "_jitter", None)
+    refuse_unless(is_map_of(jitter, str, (float, int)) and all(
+        type(v) in (float, int) and 0.0 <= v <= MAX_JITTER_S for v in jitter.values()),
+        "correlator._jitter: malformed (node -> its rows' jitter off their grid, s)")
     phases = getattr(corr, "_phases", None)
     refuse_unless(is_map_of(phases, str, dict) and all(
         is_map_of(g, int, (float, int)) and all(is_time(t) and t > -math.inf for t in g.values())
         for g in phases.values()),
         "correlator._phases: malformed (node -> GPU -> the ts of its told sample)")
+    cadences = getattr(corr, "_cadences", None)
+    refuse_unless(is_map_of(cadences, str, dict) and all(
+        is_map_of(g, int, (float, int)) and all(0.0 <= t < PAUSE_S for t in g.values())
+        for g in cadences.values()),
+        "correlator._cadences: malformed (node -> GPU -> the interval it told)")
     calm = getattr(corr, "_calm", None)
     refuse_unless(is_map_of(calm, str, (float, int)) and all(map(is_time, calm.values())),
                   "correlator._calm: malformed (node -> since when all its GPUs idle)")
