@@ -9,15 +9,15 @@ rounds to a 28 s cadence, and a phase two polls old puts the next row 4 s early 
 ended before the capped GPU's late row came, and its 12 % slow rank was escalated
 slow_node/unknown 19-22 s after the slowdown, its power page 85 s in (revA45 F3).
 
-The grid is ``[t0, n, phase, jitter_s]``: the row two before the one the cadence was first
-told on (its two gaps alike told it), the intervals counted from it to ``phase``, the row last told, and the largest deviation of a gap from the
-interval seen (a row's jitter against the one before it: twice a collector's own jitter at
-most).  A row off the grid by more than ``jitter_s`` and the correlator's own slack
-(:func:`slack_s`) is told again (:func:`retell`): the interval as the mean gap since ``t0``,
-the phase that row, the jitter grown to this gap's.  A steady collector never falls off the
-grid, and nothing more is told (faultline's simulator; dcgm-exporter without jitter).  Below
-``GRID_MIN_S`` the correlator waits a whole interval and a quarter for a sample
-(correlate.slow._next_sample): no grid.
+The grid is ``[t0, n, phase, jitter_s]``: the row two before the one the cadence was first told
+on (its two gaps alike told it), the intervals counted from it to ``phase``, the row last told,
+and the largest deviation of a gap from the interval seen (a row's jitter against the one
+before it: twice a collector's own jitter at most). A row off the grid by more than
+``jitter_s`` and the correlator's own slack (:func:`slack_s`) is told again (:func:`retell`):
+the interval as the mean gap since ``t0``, the phase that row, the jitter grown to this gap's.
+A steady collector never falls off the grid, and nothing more is told (faultline's simulator;
+dcgm-exporter without jitter). Below ``GRID_MIN_S`` the correlator waits a whole interval and a
+quarter for a sample (correlate.slow._next_sample): no grid.
 
 >>> grid = start(100.0, 28.0, 31.0)                # told 28 s on the row at 100
 >>> retell(grid, 28.0, 127.5, 27.5) is None        # within 28 s's slack of the grid
@@ -31,6 +31,8 @@ True
 """
 
 from __future__ import annotations
+
+from detector.throttle import SAME_INTERVAL_HI, SAME_INTERVAL_LO
 
 GRID_MIN_S = 5.0  # the shortest cadence a grid is kept for (correlate.slow._next_sample's)
 MAX_JITTER_S = 60.0  # a told jitter's bound (a restored or forged one is held to it)
@@ -52,18 +54,22 @@ def start(ts: float, gap: float, prev: float) -> list:
 
 def band(interval: float, grid: list) -> tuple[float, float]:
     """The gaps a quiet row may have (GpuThermal.quiet; one outside goes to :func:`retell`):
-    half to twice the interval, as ever, or -- with a grid -- within its jitter and slack of
-    it, so that a row falling off the grid is looked at."""
+    half to twice the interval, as ever (a gap outside may tell a new one: throttle's
+    tells_interval), and -- with a grid -- within its jitter and slack of it, so that a row
+    falling off the grid is looked at."""
+    lo, hi = SAME_INTERVAL_LO * interval, SAME_INTERVAL_HI * interval
     if not grid:
-        return 0.5 * interval, 2.0 * interval
+        return lo, hi
     b = grid[_JITTER] + slack_s(interval)
-    return max(0.0, interval - b), interval + b
+    return max(lo, interval - b), min(hi, interval + b)
 
 
 def retell(grid: list, interval: float, ts: float, gap: float) -> tuple[float, float] | None:
     """The (interval, jitter) to tell again when the row at ``ts`` (``gap`` after the one before
     it) is off ``grid`` at the cadence ``interval`` told, the grid moved to it; None when it is
     on the grid (then nothing changes)."""
+    if gap < SAME_INTERVAL_LO * interval:
+        return None  # (a new cadence, maybe: throttle's tells_interval)
     iv = float(round(interval))  # (as the correlator reads it: collectors set whole seconds)
     phase, jitter = grid[_PHASE], grid[_JITTER]
     k = max(1, round((ts - phase) / iv))

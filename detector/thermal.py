@@ -399,10 +399,12 @@ class GpuThermal:
             out.append(Finding(ts, ts, "sampling", "slow_node", "unknown", self.scope, True,
                                False, 0.0, {"sample_interval_s": round(gap, 2)}, None,
                                s.tenant, s.cluster))
-        elif self._grid and (told := cadence.retell(self._grid, self._interval_s, ts, gap)):
+        elif self._grid and not self._gap_lo <= gap <= self._gap_hi and (
+                told := cadence.retell(self._grid, self._interval_s, ts, gap)):
             # A row off the grid told (a collector's jitter, a cadence told from one gap):
             # told again, the phase this row, the interval its mean gap, with the jitter seen
-            # -- a slow rank's wait for this GPU's next row ends after it (revA45 F3).
+            # -- a slow rank's wait for this GPU's next row ends after it (revA45 F3).  Only
+            # a gap quiet() would not take: the two paths decide every sample alike.
             self._interval_s = told[0]
             self._gap_lo, self._gap_hi = cadence.band(told[0], self._grid)
             out.append(Finding(ts, ts, "sampling", "slow_node", "unknown", self.scope, True,
