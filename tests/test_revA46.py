@@ -349,8 +349,11 @@ def test_a_second_gpus_application_clocks_after_the_first_page_are_paged() -> No
 # poll, 20 % of rows lost at random: the node's power page at 90-120 s and, 300-690 s later, a
 # power isolation of GPU 1 alone beside it -- a second problem, a false positive under DESIGN's
 # rule -- 2 of 5 runs (460830-34; ...).  4eb0b81: the same page at 420.1 s" -- passes with
-# wait46's cadence grid (detector.cadence: a row after a lost one leaves the quiet path, its
-# gap outside the grid's band; the GPU's told interval per GPU); the gate found it, not traced)
+# wait46's cadence grid, 5 of 5, but by accident, not F11's fix (traced): GPU 2's cadence was
+# first told 20 s from two gaps over lost rows, then re-told 16.67 s with a 6.67 s jitter
+# (detector.cadence.retell's mean over a multiple), which lengthens node-000's waits; with
+# retell or the grid's quiet band off, GPU 1's page at 420.1 s returns.  F11 stays open: its
+# fix idea stands, and a re-tell that restarts a grid told at a multiple brings it back)
 def test_a_supply_braking_four_gpus_with_rows_lost_is_one_node_page() -> None:
     rng = np.random.default_rng(460830)
     rows = _brake_rows({k: {1, 3, 5, 7} for k in range(6, 80) if k % 3 == 0}, 10.0, 80, 0.0,
