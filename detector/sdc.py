@@ -581,71 +581,107 @@ def drift_judge(e: np.ndarray, dp: np.ndarray, cand: np.ndarray
 # Corruption that every replica shares leaves nothing to vote on: optimizer state flipped on
 # one rank and spread by the distributed optimizer's all-gather (blind35 F2) hands every DP
 # peer the same wrong weights -- every checksum agrees -- and every replica's loss goes up
-# x1.25-1.4 and stays up.  Routine excursions of the whole job come back: a logit blow-up
-# (x1.4-2.2 for 4-9 steps, recovered in ~25), a bad batch, the warm-up's fall.  So the job's
-# loss (the median of its ranks', smoothed over a few steps) standing CLIMB_RATIO over its own
-# level from before (following it down at once, up slowly while within half of that, held
-# while above) for CLIMB_STEPS
-# steps and CLIMB_MIN_S seconds is one escalation at job scope, sdc/unknown, not attributable:
-# nothing in the contract's fields names a GPU (DESIGN's smallest scope it can localize).
-# Resolved when it is back within half the ratio.  A restart from a checkpoint (its loss is
-# the checkpoint's: JobMonitor._restart) learns the level anew.
+# x1.25-1.4 and stays up, every rank's gradient norm x3-6 with it.  Routine excursions of the
+# whole job come back: a logit blow-up (x1.4-2.2 for 4-9 steps, recovered in ~25), a bad
+# batch, the warm-up's fall.  So the job's loss (the median of its ranks', smoothed over a few
+# steps) standing CLIMB_RATIO over its own level from before (following it down at once, up
+# slowly while within half of that, held while above) for CLIMB_STEPS steps and CLIMB_MIN_S
+# seconds is a climb.  A loss is not known to fall (sdc47, revA46 F1/F2/F3/F13): DESIGN has no
+# field saying what ``loss`` is -- GRPO's beta x KL rises from ~0 by design, a value loss or a
+# reward model's wanders x1.5 both ways, a data-mix phase raises it x1.3 for good, a pretraining
+# spike recovers over hundreds of steps -- and none of these moves the gradient norms.  So a
+# climb pages only with a second sign: the job's gradient norm (the median of its ranks',
+# smoothed and levelled as the loss) standing CLIMB_NORM_RATIO over its own level at the same
+# time.  Then one escalation at job scope, sdc/unknown, not attributable: nothing in the
+# contract's fields names a GPU (DESIGN's smallest scope it can localize).  A job that sends no
+# gradient norm has no second sign: its loss alone pages nobody.  Resolved when the loss is back
+# within half the ratio.  A restart from a checkpoint (its loss is the checkpoint's:
+# JobMonitor._restart) learns the levels anew.
 CLIMB_RATIO = math.log(1.2)  # the job's loss over its level (log) that may page
 CLIMB_STEPS = 100            # steps in a row over it (a blow-up recovers in ~25) ...
 CLIMB_MIN_S = 90.0           # ... and seconds
 CLIMB_FAST = 0.25            # smoothing of the job's loss, a step
 CLIMB_LEARN = 1.0 / 64.0     # ... and of its level, a step (while within half the ratio)
 CLIMB_WARM = 32              # steps before its level can page
+CLIMB_NORM_RATIO = math.log(1.5)  # the second sign: the job's grad norm over its level (log)
 CLIMB_SEVERITY = 0.6
 # the state (JobMonitor._loss_climb): [smoothed log loss, level, steps learned, steps over in a
-# row, onset ts, paged (0/1), last step]
-CLIMB_NEW = (0.0, 0.0, 0, 0, 0.0, 0, -1)
+# row, onset ts, paged (0/1), last step, smoothed log grad norm, its level, its steps learned]
+CLIMB_NEW = (0.0, 0.0, 0, 0, 0.0, 0, -1, 0.0, 0.0, 0)
+_CLIMB_COUNTS = (2, 3, 5, 6, 9)
+_CLIMB_OLD = 7  # (a state before sdc47: no grad-norm level, learnt anew)
+_NAN = float("nan")
 
 
 def climb_ok(x: Any) -> bool:
-    """Whether a restored ``_loss_climb`` is one (seven finite numbers, counters ints)."""
-    return (type(x) is list and len(x) == len(CLIMB_NEW)
+    """Whether a restored ``_loss_climb`` is one (CLIMB_NEW's length, or a state before sdc47's
+    seven, finite numbers, counters ints)."""
+    return (type(x) is list and len(x) in (len(CLIMB_NEW), _CLIMB_OLD)
             and all(type(v) in (int, float) and math.isfinite(v) for v in x)
-            and all(type(x[k]) is int and x[k] >= -1 for k in (2, 3, 5, 6)))
+            and all(type(x[k]) is int and x[k] >= -1 for k in _CLIMB_COUNTS if k < len(x)))
 
 
-def loss_climb(st: list[Any], step: int, loss: np.ndarray, ts: float, decided_ts: float,
-               job: str, tenant: str | None, cluster: str | None) -> Finding | None:
-    """One decided step of the job's losses (``loss``, NaN: none sent; ``ts`` its first
-    record's time) into ``st`` (CLIMB_NEW's shape): the job's page when its loss has stood
-    CLIMB_RATIO over its level for long enough, its resolution when back, else None."""
+def _level(fast: float, level: float, n: int, x: float, ratio: float
+           ) -> tuple[float, float, float]:
+    """One step ``x`` (a log) into a smoothed value ``fast`` and its ``level`` (``n`` steps
+    learned): the level follows it down at once, up slowly while within half ``ratio`` over
+    it, and is held while above.  Returns the new fast value, level and how far over it the
+    fast value stood before the level moved."""
+    fast = x if n == 0 else fast + CLIMB_FAST * (x - fast)
+    over = fast - level
+    if n == 0 or over < 0.0:
+        level = fast
+    elif over < 0.5 * ratio:
+        level += (1.0 / (n + 1) if n < CLIMB_WARM else CLIMB_LEARN) * (fast - level)
+    return fast, level, over
+
+
+def loss_climb(st: list[Any], step: int, loss: np.ndarray, grad: np.ndarray, ts: float,
+               decided_ts: float, job: str, tenant: str | None, cluster: str | None
+               ) -> Finding | None:
+    """One decided step of the job's losses (``loss``, NaN: none sent) and gradient norms
+    (``grad``, likewise; ``ts`` its first record's time) into ``st`` (CLIMB_NEW's shape): the
+    job's page when its loss has stood CLIMB_RATIO over its level for long enough and its
+    gradient norm CLIMB_NORM_RATIO over its own, its resolution when back, else None."""
+    if len(st) < len(CLIMB_NEW):
+        st.extend(CLIMB_NEW[len(st):])
     if step <= st[6]:
         return None  # (a step decided after a later one: its loss is no news)
     st[6] = step
     have = loss[loss == loss]
     if not len(have) or not float(have.min()) > 0.0:
         return None  # (none, or a loss that can be <= 0 -- a policy loss -- has no ratios)
-    x = math.log(float(np.median(have)))
-    fast, level, n = float(st[0]), float(st[1]), int(st[2])
-    fast = x if n == 0 else fast + CLIMB_FAST * (x - fast)
-    over = fast - level
-    if n == 0 or over < 0.0:  # (a loss falls as it trains: the level follows it down at once)
-        level = fast
-    elif over < 0.5 * CLIMB_RATIO:
-        level += (1.0 / (n + 1) if n < CLIMB_WARM else CLIMB_LEARN) * (fast - level)
+    n = int(st[2])
+    fast, level, over = _level(float(st[0]), float(st[1]), n, math.log(float(np.median(have))),
+                               CLIMB_RATIO)
     st[0], st[1], st[2] = fast, level, min(n + 1, 1 << 30)
+    g = grad[grad > 0.0]  # (NaN compares false: none sent)
+    gn = int(st[9])
+    if len(g):
+        gfast, glevel, _ = _level(float(st[7]), float(st[8]), gn,
+                                  math.log(float(np.median(g))), CLIMB_NORM_RATIO)
+        st[7], st[8], st[9] = gfast, glevel, min(gn + 1, 1 << 30)
+    g_over = float(st[7]) - float(st[8]) if int(st[9]) > CLIMB_WARM else _NAN
     out = None
     if n >= CLIMB_WARM and over >= CLIMB_RATIO:
         if st[3] == 0:
             st[4] = ts
         st[3] += 1
-        if not st[5] and st[3] >= CLIMB_STEPS and ts - st[4] >= CLIMB_MIN_S:
+        if (not st[5] and st[3] >= CLIMB_STEPS and ts - st[4] >= CLIMB_MIN_S
+                and g_over >= CLIMB_NORM_RATIO):
             st[5] = 1
-            ratio = math.exp(over)
+            ratio, g_ratio = math.exp(over), math.exp(g_over)
             out = Finding(
                 decided_ts, float(st[4]), "loss_climb", "sdc", "unknown", Scope.of_job(job),
                 True, True, CLIMB_SEVERITY,
                 {"step": step, "loss_ratio": round(ratio, 3), "steps_over": int(st[3]),
                  "loss": round(math.exp(fast), 4), "loss_level": round(math.exp(level), 4),
-                 "attributable": False,
+                 "grad_norm_ratio": round(g_ratio, 3), "attributable": False,
                  "note": f"the job's loss has stood x{ratio:.2f} its level for {st[3]} steps "
                          f"({ts - st[4]:.0f} s) and not come back (a blow-up or a bad batch "
-                         "recovers within ~25 steps); every replica alike, so no vote of "
+                         f"recovers within ~25 steps), its gradient norm x{g_ratio:.2f} its "
+                         "own level with it (a loss that rises by design, wanders or meets a "
+                         "new data mix moves no norm); every replica alike, so no vote of "
                          "checksums or losses can say which GPU: corruption every replica "
                          "shares (optimizer state spread by the all-gather) or the run "
                          "diverging -- either way the weights since the onset are suspect",

@@ -23,13 +23,14 @@ from detector.thresholds import Thresholds
 def _job(steps: int, *, tp: int = 2, pp: int = 1, dp: int = 16, hard_every: float = 40.0,
          grad: dict[tuple[int, int], float] | None = None, seed: int = 450201,
          drift: tuple[int, int, float] | None = None, hot: tuple[int, float, int] | None = None,
-         loss_x: Callable[[int], float] | None = None, first: int = 0) -> list[StepSample]:
+         loss_x: Callable[[int], float] | None = None, first: int = 0,
+         norm_x: Callable[[int], float] | None = None) -> list[StepSample]:
     """Steps ``first``.. of a tp x pp x dp job, ~1 s apart; ``hard_every``: a hard sample (one
     random rank's norm x1.8-2.6) one step in this many (0: none); ``grad`` (step, rank) ->
     factor; ``drift`` (rank, from step, factor on its norm from then); ``hot`` (steps, factor,
     groups): in each expert-parallel group (the ranks split in that many) a random rank's norm
     x factor for that many steps, then another's (MoE routing's hot expert, moving);
-    ``loss_x`` step -> factor on every replica's loss."""
+    ``loss_x`` step -> factor on every replica's loss, ``norm_x`` on every rank's norm."""
     rng = np.random.default_rng(seed)
     n = tp * pp * dp
     tp_of = np.arange(n) % tp
@@ -54,6 +55,8 @@ def _job(steps: int, *, tp: int = 2, pp: int = 1, dp: int = 16, hard_every: floa
         for (s, r), f in (grad or {}).items():
             if s == k:
                 g[r] *= f
+        if norm_x:
+            g = g * norm_x(k)
         loss = 3.0 * (1.0 + 0.012 * rng.standard_normal(dp)) * (loss_x(k) if loss_x else 1.0)
         for r in range(n):
             out.append(t.step(ts + 0.001 * r, r, k, step_ms=1000.0, compute_ms=800.0,
@@ -145,7 +148,10 @@ def _falling(k: int) -> float:
 
 
 def test_the_jobs_loss_up_x1_3_for_good_is_escalated_at_the_job() -> None:
-    found = _run(_job(600, loss_x=lambda k: _falling(k) * (1.3 if k >= 350 else 1.0)))
+    # blind35 F2's shape: every replica's loss x1.3 for good and every rank's norm x3 with it
+    # (sdc47: the loss alone, a data-mix phase's shape, pages nobody -- revA46 F3)
+    found = _run(_job(600, loss_x=lambda k: _falling(k) * (1.3 if k >= 350 else 1.0),
+                      norm_x=lambda k: 3.0 if k >= 350 else 1.0))
     assert [(f.signal, f.scope.level, f.scope.job, f.kind, f.cause) for f in found] == [
         ("loss_climb", "job", "job-1", "sdc", "unknown")]
     assert 350 + 90 <= int(found[0].evidence["step"]) <= 350 + 130

@@ -1241,7 +1241,8 @@ class JobMonitor(NumericChecks):
             host_ms = self._check_host(step, slots, groups, ts, busy, buf, decided_ts, out)
             if host_ms is not None and self._evaluated > self.cfg.warmup_steps:
                 self._host_rise(step, slots, buf, host_ms, decided_ts, out)
-        self._check_grad(step, slots, groups, ts, _floats(buf.grad), buf, decided_ts, out)
+        grad = _floats(buf.grad)
+        self._check_grad(step, slots, groups, ts, grad, buf, decided_ts, out)
         ov = self._overflow
         ov.seq += 1
         if ov.flagged or None in buf.grad:
@@ -1257,7 +1258,7 @@ class JobMonitor(NumericChecks):
             losses = _floats(loss)
             out.extend(self._losses.step(step, losses, buf, groups, decided_ts, self.job,
                                          self.tenant, self.cluster))
-            climb = sdc.loss_climb(self._loss_climb, step, losses, float(buf.ts[0]),
+            climb = sdc.loss_climb(self._loss_climb, step, losses, grad, float(buf.ts[0]),
                                    decided_ts, self.job, self.tenant, self.cluster)
             if climb is not None:
                 out.append(climb)
