@@ -358,6 +358,22 @@ def _excursion_update(self, r: np.ndarray, x: np.ndarray, unit: float) -> None:
         self._exc_s[r], self._exc_v[r], x, self._exc_n, learn)
 
 
+def _exc_peers(self, s: int, at: dict[int, int], r: np.ndarray,
+               groups: np.ndarray) -> np.ndarray | None:
+    """The peers whose excursions a run of slot ``s`` is read against (:meth:`_excursion_held`,
+    :meth:`_memory_read`): its group's other ranks of ``r`` (``at``: slot to its index there,
+    ``groups`` of ``r``), less those told slow while two others are left; None when ``s`` is
+    not in this step or has fewer than two peers."""
+    i = at.get(s)
+    if i is None:
+        return None
+    peers = r[(groups == groups[i]) & (r != s)]
+    untold = peers[~self._reported[peers]]
+    if len(untold) >= 2:
+        return untold
+    return peers if len(peers) >= 2 else None
+
+
 def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
                     r: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Per slot of ``waiting`` (alarmed; ``n`` its runs' lengths, ``mean`` their sizes, log):
@@ -392,14 +408,8 @@ def _excursion_held(self, waiting: np.ndarray, n: np.ndarray, mean: np.ndarray,
         return out
     at = {int(s): i for i, s in enumerate(r.tolist())}
     for j, s in enumerate(waiting.tolist()):
-        i = at.get(s)
-        if i is None:
-            continue
-        peers = r[(groups == groups[i]) & (r != s)]
-        untold = peers[~self._reported[peers]]
-        if len(untold) >= 2:
-            peers = untold
-        elif len(peers) < 2:
+        peers = _exc_peers(self, s, at, r, groups)
+        if peers is None:
             continue
         sd = excursion.sd_of_mean(self._exc_v[peers].mean(axis=0), self._exc_n, int(n[j]))
         x = float(mean[j])
@@ -483,13 +493,20 @@ def _clear_of_wander(self, f: Finding, slots: np.ndarray, groups: np.ndarray) ->
 def _memory_read(self, waiting: np.ndarray, n: np.ndarray, r: np.ndarray, groups: np.ndarray,
                  se: np.ndarray | float, rho: float) -> np.ndarray:
     """Per run of ``waiting`` (``n`` its lengths; ``se`` the standard error of one step's
-    deviation in the units it is sized in; ``rho`` the job's lag-1 read, :meth:`_lag1_read`):
-    how many times the variance of an ``n``-step mean of its peers' deviations, measured
-    (models.excursion: the job's variance-time curve; its peers as :meth:`_excursion_held`
-    takes them), is that of ``n`` independent steps of spread ``se`` -- where that is
-    ``_MEMORY_ON`` times or more what the lag-1 says (models.lag1.mean_factor), else 0.0:
+    deviation in the units its job's excursions are learnt in -- :meth:`_excursion_update`'s:
+    a replica on one node's whole deviation, its replica's batch with its own; elsewhere the
+    rank's own; ``rho`` the job's lag-1 read, :meth:`_lag1_read`): how many times the
+    variance of an ``n``-step mean of its peers' deviations, measured (models.excursion: the
+    job's variance-time curve; its peers as :meth:`_excursion_held` takes them,
+    :func:`_exc_peers`), is that of ``n`` independent steps of spread ``se`` -- where that
+    is ``_MEMORY_ON`` times or more what the lag-1 says (models.lag1.mean_factor), else 0.0:
     the job's noise remembered at lags its lag-1 does not see (revA45 F1: AR 0.8 at lag 2,
-    its lag-1 ~0 -- a schedule alternating two kinds of step).  Nothing measured yet: 0.0."""
+    its lag-1 ~0 -- a schedule alternating two kinds of step).  Nothing measured yet: 0.0.
+
+    A ratio of two spreads of one quantity: a long-context job's TP group on one node
+    (blind21 lc-b: its replica's batch 2.9 % a step, the rank's own 1.3 %) read its peers'
+    whole deviations against the rank's own spread -- 4.4-6.7x "memory" where the same
+    quantity's is 0.6-0.7x (none) -- and held three slow GPUs 33-58 s (noise47)."""
     out = np.zeros(len(waiting))
     if not excursion.ready(self._exc_n).any():
         return out
@@ -497,14 +514,8 @@ def _memory_read(self, waiting: np.ndarray, n: np.ndarray, r: np.ndarray, groups
     told = lag1.mean_factor(rho, n)
     at = {int(s): i for i, s in enumerate(r.tolist())}
     for j, s in enumerate(waiting.tolist()):
-        i = at.get(s)
-        if i is None or not se[j] > 0.0:
-            continue
-        peers = r[(groups == groups[i]) & (r != s)]
-        untold = peers[~self._reported[peers]]
-        if len(untold) >= 2:
-            peers = untold
-        elif len(peers) < 2:
+        peers = _exc_peers(self, s, at, r, groups) if se[j] > 0.0 else None
+        if peers is None:
             continue
         k = int(n[j])
         if k >= _MEMORY_STEPS:  # (no excursion of the noise: a fault's run, as before)

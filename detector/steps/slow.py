@@ -695,9 +695,12 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         hold_at |= expert
         # (noise not measured yet, or measured heavy under runs: _heavy)
         episodic = self._heavy(ar_on)
-        # (the job's noise's memory at the run's length, measured whatever lag holds it)
+        # (the job's noise's memory at the run's length, measured whatever lag holds it --
+        # against one step's spread of what its excursions learn: a replica on one node's
+        # deviation, its replica's batch with its own, elsewhere its own)
         per = np.sqrt(n) / cfg.slow_effect_z
-        memory = self._memory_read(waiting, n, r, gc, margin * per, rho)
+        memory = self._memory_read(waiting, n, r, gc, (margin if spans is None else np.where(
+            spans, margin, rep_margin)) * per, rho)
         if count_nonzero(memory):
             remembered = {int(s): round(float(m), 2)
                           for s, m in zip(waiting.tolist(), memory.tolist(), strict=True) if m}
