@@ -1019,6 +1019,7 @@ class NodeNics:
                 self._emit(out, s, p, "link_down", True, 0.9, evidence, onset=onset)
                 if len(self._downs) < BESIDE_KEPT:
                     self._downs.append((p, s.ts, set()))
+                    self._up_already(p, s, out)
         elif s.link_state == "up":
             p.held_ts = 0.0
             if p.down:
@@ -1141,7 +1142,7 @@ class NodeNics:
             if not q.down or ts - down_ts > GROUP_WINDOW_S:
                 continue  # up again (its clear told), or decided by its window by now
             keep.append((q, down_ts, told))
-            if q is not p and ts > down_ts and s.link_state == "up" and not p.down \
+            if q is not p and ts >= down_ts and s.link_state == "up" and not p.down \
                     and not d[_LINK_DOWNED] and p.role >= 0 and here not in told \
                     and len(told) < BESIDE_KEPT:
                 told.add(here)
@@ -1151,6 +1152,36 @@ class NodeNics:
                                     "since_down_s": round(ts - down_ts, 3)},
                                    None, s.tenant, s.cluster))
         self._downs = keep
+
+    def _up_already(self, q: _Port, s: NicSample, out: list[Finding]) -> None:
+        """Port ``q`` just told down at sample ``s``: its siblings already sampled up in the
+        same scrape (at its ``ts``) or after it (a late down row), with no bounce of their
+        own, are told for it at once (``link_up_beside``, as :meth:`_up_beside` tells the
+        ones sampled after it).
+
+        A node's collector stamps a scrape of its ports with one ``ts`` and its rows come in
+        any order: blind37 F4 (a switch port flapping) sent the down port's row first and
+        its 7 siblings, up, with the same ``ts`` -- none of them *after* it, so the switch
+        window decided, 13.5 s later (DESIGN: a link down within 1 s).  A leaf that fails
+        takes the ports it faces down at once: a sibling read up at the same instant says it
+        is up, as one read a second later does.  Not one read before the down sample (the
+        leaf may have failed since), nor one whose ``link_downed`` moved on its latest
+        sample (it bounced too: _retrained_lower's test)."""
+        down_ts = s.ts
+        told = self._downs[-1][2]
+        for o in self._ports.values():
+            if o is q or o.last_ts < down_ts or o.down or o.held_ts or o.role < 0 \
+                    or o.last_flap_ts == o.last_ts or len(told) >= BESIDE_KEPT:
+                continue
+            here = (o.scope.nic, o.scope.port)
+            if here in told:
+                continue
+            told.add(here)
+            out.append(Finding(max(o.last_ts, down_ts), down_ts, "link_up_beside", "network",
+                               "nic", q.scope, True, False, 0.0,
+                               {"nic": o.scope.nic, "port": o.scope.port,
+                                "since_down_s": round(max(o.last_ts - down_ts, 0.0), 3)},
+                               None, s.tenant, s.cluster))
 
     def _errors(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
                 out: list[Finding]) -> None:

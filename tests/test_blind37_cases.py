@@ -49,11 +49,14 @@ EXPECT: dict[str, tuple] = {
         "rows) escalates fb-04/6 8 s before fb-03/3's thermal isolation", 1),
     "F4-link-down-paged-a-poll-late": (
         bc.at_once_and_alone,
-        "blind37 F4: a switch port flapping (down 2-8 s every 40-120 s; the first port row after "
-        "its first flap carries link_downed +1, and link_state down when it falls inside the "
-        "flap) is isolated network/nic at its port 10.0-"
-        "13.5 s after that row -- one 10-s poll later (DESIGN: link down <= 1 s of event time): "
-        "8 of 8 `pair16` logs. The cut (fb-08's port rows 100-250 s) isolates at 13.5 s", 1),
+        # (was a strict xfail: "blind37 F4: a switch port flapping (down 2-8 s every 40-120 s;
+        # the first port row after its first flap carries link_downed +1, and link_state down
+        # when it falls inside the flap) is isolated network/nic at its port 10.0-13.5 s after
+        # that row -- one 10-s poll later (DESIGN: link down <= 1 s of event time): 8 of 8
+        # `pair16` logs. The cut (fb-08's port rows 100-250 s) isolates at 13.5 s" -- hsdp47:
+        # its 7 siblings, up in the same scrape (one ts), now say its leaf is up at once:
+        # detector.network NodeNics._up_already)
+        None, 1),
     "G1-slow-gpu-dragging-its-shard-group-escalated-at-its-node": (bc.alone_and_right, None, 1),
     "G2-nic-at-half-rate-isolated": (bc.alone_and_right, None, 1),
     "G3-nic-with-symbol-errors-isolated": (bc.alone_and_right, None, 1),
