@@ -30,13 +30,16 @@ EXPECT: dict[str, tuple] = {
         "GPU's node, its thermal rows cut) and not fb-05", 1),
     "F2-one-step-loader-stall-pages-its-shard-group": (
         bc.alone_and_right,
-        "blind37 F2: a one-step loader stall (0.6-2 s, one rank; DESIGN: 0 pages) in a job "
-        "sharded within the node: the stalled rank's 7 shard-group mates wait in their first "
-        "all-gather (compute_ms x1.45-1.58 for that one step, the stalled rank's own 0.98) -- "
-        "escalated slow_node/unknown at the node (fa-06, fa-05) or a mate GPU (fa-01/5, fa-04/3) "
-        "10-16 s after the stalled step: 3 of 14 stalls in the tune node8 logs, 1 of 13 held "
-        "(0 of 24 in pair16, 16-rank groups). The cut (node8-s0's steps 0-400 s) escalates "
-        "fa-06 at 350 s beside the right escalation of fa-07 (a slow GPU)", 1),
+        # (was a strict xfail: "blind37 F2: a one-step loader stall (0.6-2 s, one rank; DESIGN:
+        # 0 pages) in a job sharded within the node: the stalled rank's 7 shard-group mates wait
+        # in their first all-gather (compute_ms x1.45-1.58 for that one step, the stalled rank's
+        # own 0.98) -- escalated slow_node/unknown at the node (fa-06, fa-05) or a mate GPU
+        # (fa-01/5, fa-04/3) 10-16 s after the stalled step: 3 of 14 stalls in the tune node8
+        # logs, 1 of 13 held (0 of 24 in pair16, 16-rank groups). The cut (node8-s0's steps
+        # 0-400 s) escalates fa-06 at 350 s beside the right escalation of fa-07 (a slow GPU)"
+        # -- hsdp47: the twins' ~5-step mean took the one step over its bar; a step now adds
+        # at most 2.5 bars: detector.steps.twins _TWIN_CLIP)
+        None, 1),
     "F3-hot-gpus-shard-group-mate-escalated": (
         bc.alone_and_right,
         "blind37 F3: a GPU in SW thermal slowdown (0x20, clock 1,560-1,680 MHz, compute "

@@ -47,6 +47,13 @@ _TWIN_ALPHA = 0.2          # a rank's deviation from its twins' median, smoothed
 _TWIN_BASE_ALPHA = 0.02    # its own offset from them, learned over ~50 steps
 _TWIN_Z = 8.0              # slow: that mean over the offset >= _WANDER_MIN_EFFECT and this many
 #                            of its noise (the ranks' spread of it, smoothed as the mean is)
+# A step adds at most this many times that bar to the mean (the CUSUM's slow_z_clip, here): one
+# step's excursion is no slowdown -- blind37 F2: a one-step loader stall's 7 node mates wait for
+# it inside their all-gathers, compute x1.45-1.52 for that step alone, which took the ~5-step
+# mean over the 7 % bar at once (0.2 x log 1.47 = 0.077): 4 escalations.  At 2.5 a step no run
+# under three steps reaches it (0.5, 0.9, 1.22 of the bar); a slowdown under 2.5 bars (x1.18 at
+# the 7 % floor) is judged as before.
+_TWIN_CLIP = 2.5
 
 
 def _correlations(h: np.ndarray) -> np.ndarray:
@@ -197,14 +204,14 @@ def _twin_update(self, step: int, r: np.ndarray, groups: np.ndarray, d: np.ndarr
                                  median(np.abs(over), scratch=True) * MAD_TO_SIGMA,
                                  cfg.slow_sigma_alpha)
     sigma = max(self._twin_sigma, cfg.slow_sigma_floor)
+    need = max(math.log1p(_WANDER_MIN_EFFECT),
+               _TWIN_Z * sigma * math.sqrt(_TWIN_ALPHA / (2.0 - _TWIN_ALPHA)))
     short = self._twin_short[ro]
-    short += _TWIN_ALPHA * (over - short)
+    short += _TWIN_ALPHA * (np.minimum(over, _TWIN_CLIP * need) - short)
     self._twin_short[ro] = short
     learn = ~self._reported[ro] & (np.abs(over) < 3.0 * sigma)
     self._twin_base[ro] = np.where(learn, base + _TWIN_BASE_ALPHA * over, base).clip(
         -cfg.slow_baseline_clip, cfg.slow_baseline_clip)
-    need = max(math.log1p(_WANDER_MIN_EFFECT),
-               _TWIN_Z * sigma * math.sqrt(_TWIN_ALPHA / (2.0 - _TWIN_ALPHA)))
     rising = ro[(short >= need) & ~self._reported[ro]]
     falling = ro[self._twin_rep[ro] & (short < 0.5 * need)] if live else ro[:0]
     if not len(rising) and not len(falling):
