@@ -551,6 +551,12 @@ class NodeNics:
             self._up_beside(p, s, d, out)
         if active or d[_E0] or d[_E1] or d[_E2] or d[_E3]:
             self._errors(p, s, d, cfg, out)
+        if d[_LINK_DOWNED] and s.link_state == "up" and not back and p.role >= 0 \
+                and len(self._downs) < BESIDE_KEPT:
+            # A bounce between two samples (its errors, flaps told above): its scrape's
+            # siblings tell whether their switch bounced with it (_up_already, _up_beside).
+            self._downs.append((p, ts, set()))
+            self._up_already(p, s, out)
         if (p.rate < self._top or "link_rate" in active) and not p.down \
                 and s.link_state != "down":
             self._rate(p, s, cfg, out)
@@ -1139,8 +1145,11 @@ class NodeNics:
         keep = []
         here = (s.nic, s.port)
         for q, down_ts, told in self._downs:
-            if not q.down or ts - down_ts > GROUP_WINDOW_S:
-                continue  # up again (its clear told), or decided by its window by now
+            if q.down:
+                if ts - down_ts > GROUP_WINDOW_S:
+                    continue  # decided by its window by now
+            elif q.last_flap_ts != down_ts or ts - down_ts > 0.5 * q.interval_s:
+                continue  # up again (its clear told), or a bounce's scrape is over
             keep.append((q, down_ts, told))
             if q is not p and ts >= down_ts and s.link_state == "up" and not p.down \
                     and not d[_LINK_DOWNED] and p.role >= 0 and here not in told \
@@ -1166,7 +1175,11 @@ class NodeNics:
         takes the ports it faces down at once: a sibling read up at the same instant says it
         is up, as one read a second later does.  Not one read before the down sample (the
         leaf may have failed since), nor one whose ``link_downed`` moved on its latest
-        sample (it bounced too: _retrained_lower's test)."""
+        sample (it bounced too: _retrained_lower's test).  So too for a port whose
+        ``link_downed`` moved while it is up again (a bounce between two samples, told by its
+        errors or flaps: blind37's other flaps, 13.5 s): its scrape's siblings read up with
+        no bounce of their own (within half its interval: their counters cover the same
+        span) say their switch did not bounce -- only those."""
         down_ts = s.ts
         told = self._downs[-1][2]
         for o in self._ports.values():

@@ -42,6 +42,9 @@ UNNAMED_SWITCH = "unknown"
 # their ports erring, and no link down or flapping among them, have the part-above shape.
 _PARTIAL_SHARE = 2 / 3
 _LINK_STATE = ("link_down", "link_flap", "flap_seen")
+# What a port's bounce between two samples raises (its link up again, link_downed moved) held
+# for a switch's window: decided at once beside its scrape's siblings up (Correlator._up_beside).
+_BOUNCE = ("nic_errors", "link_flap")
 # A port's own quality -- its errors, its throughput against its siblings: counted toward a leaf
 # its node faces with every port only as many ports, or one port of many nodes, would be
 # (Correlator._switch_ports).
@@ -445,6 +448,12 @@ class PartWindows:
         """
         key = f"link_down@{f.scope.key}"
         held = self._group_wait.get(key)
+        for signal in _BOUNCE:
+            if held is None:
+                # (a bounce between two samples: its errors or flaps told, no down sample --
+                # its scrape's siblings without a bounce say the same of their switch)
+                key = f"{signal}@{f.scope.key}"
+                held = self._group_wait.get(key)
         topo = self.topology
         if held is None or topo is None or f.scope.node is None:
             return

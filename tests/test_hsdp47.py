@@ -92,3 +92,39 @@ def test_control_on_a_slurm_topology_the_window_still_decides() -> None:
     rows = [r._replace(node="node-005") for r in _scrape(10, first=0)]
     (page,) = _pages(SLURM, rows)
     assert page[:3] == ("network", "nic", "nic:node-005/mlx5_3:1") and page[3] > 10.0
+
+
+def _bounce(*, all_ports: bool = False, first: int = 3) -> list:
+    """node-005's 8 ports scraped every 10 s (one ``ts`` a scrape): mlx5_3 (``all_ports``:
+    every port) bounced between scrapes 9 and 10 -- link_downed +1 and 200 symbol errors on
+    scrape 10, the link up again -- its row ``first`` in its scrape."""
+    out = []
+    for i in range(20):
+        rows = []
+        for k in range(8):
+            hit = (all_ports or k == 3) and i >= 10
+            tx = i * 25 * 10**9
+            rows.append(nic(T0 + 10.0 * i, "node-005", f"mlx5_{k}", tx=tx, rx=tx,
+                            errors=200 if hit else 0, link_downed=int(hit)))
+        rows.insert(first, rows.pop(3))
+        out.extend(rows)
+    return out
+
+
+def test_a_bounce_between_samples_beside_its_scrapes_siblings_clean_is_paged_at_its_sample(
+        ) -> None:
+    # (blind37's other flaps: link_downed +1 and symbol errors, the link up again on the row --
+    # paged 13.5 s later by the switch window; its 7 siblings, clean in its scrape, say the leaf
+    # did not bounce)
+    for first in (0, 7):
+        assert _pages(STATED, _bounce(first=first)) == [
+            ("network", "nic", "nic:node-005/mlx5_3:1", 0.0)], first
+    # On a Slurm file the window decides, as for a link down.
+    (page,) = _pages(SLURM, _bounce())
+    assert page[:3] == ("network", "nic", "nic:node-005/mlx5_3:1") and page[3] > 10.0
+
+
+def test_control_every_port_of_the_node_bounced_in_the_scrape_is_not_one_ports_at_once() -> None:
+    # Each port's siblings bounced with it: no word that their leaf is up; the window decides.
+    pages = _pages(STATED, _bounce(all_ports=True))
+    assert pages and all(p[3] > 10.0 for p in pages)
