@@ -27,7 +27,12 @@ EXPECT: dict[str, tuple] = {
         "groups; 1.12-1.18 over the median in held s5, s6 after the resize) for 45-79 steps -- "
         "never escalated: 0 of 4 tune, 0 of 4 held `pair16` logs. The cut (the job's steps "
         "250-900 s of pair16-s0, a resize and a hot GPU's group in it) escalates fb-03 (the hot "
-        "GPU's node, its thermal rows cut) and not fb-05", 1),
+        "GPU's node, its thermal rows cut) and not fb-05. hsdp47: no field of DESIGN's names "
+        "host memory, but the step records localize it: in tune s0 fb-05's 8 ranks compute "
+        "x1.044-1.071 of the step's median and their 8 partners on fb-06 x1.038-1.063 -- the "
+        "pressured node 0.5-0.8 % over its partners every step, its comm_ms 20-40 ms under "
+        "theirs (the waited-for side) -- while the healthy groups sit at 0.94-0.96: detectable "
+        "and placed at a node from the steps alone; not built (left open)", 1),
     "F2-one-step-loader-stall-pages-its-shard-group": (
         bc.alone_and_right,
         # (was a strict xfail: "blind37 F2: a one-step loader stall (0.6-2 s, one rank; DESIGN:
