@@ -139,65 +139,26 @@ def bundled_incident_replay():  # noqa: ANN201 - replay.runner.LogResult, import
 #
 # `make test` runs the suite on two worker processes (`-n 2 --dist loadgroup`; the Makefile's
 # PYTEST_ARGS). Each test file is one unit of work, so a file's module-level caches and
-# module fixtures are built once, on one worker; every test that needs the Kafka broker or
-# the Prometheus/Alertmanager servers goes to one worker as one unit ("broker"), so the
-# session starts one broker, not two, and the real-time server tests -- which mostly wait --
-# run beside CPU-bound work on the other worker, not beside each other. The heaviest unit left
-# (tests/durations.json, bench/suite_time.py) goes to the next free worker.
+# module fixtures are built once, on one worker; the heaviest file left (tests/durations.json,
+# bench/suite_time.py) goes to the worker free first. A worker starts the Kafka broker at its
+# first test needing it (kafka_bootstrap, once a worker session): two brokers at most.
 # Without xdist (`make test PYTEST_ARGS=`) all of this is a no-op.
 #
-# xdist's own loadgroup reads xdist_group marks by renaming each item's node id (`item._nodeid
-# += "@group"`), which pytest 9.2 no longer reads (its node ids come from `item._id`): round
-# 46's marks made no group, every test was a unit of its own, both workers started a broker
-# and built every module fixture of a file they shared. So the groups are decided here: each
-# worker writes the node ids of its broker tests to a directory the controller made, and the
-# controller's scheduler (pytest_xdist_make_scheduler) reads them.
+# Round 46 marked each test xdist_group(<its file>), and every broker test xdist_group("broker")
+# to run them on one worker. Under pytest 9.2 no group was ever made: xdist's loadgroup renames
+# `item._nodeid`, pytest 9.2 reads `item._id` (pytest-dev/pytest-xdist#1386), and the hook read
+# option.dist, "no" on a worker -- every test was a unit of its own, both workers built the
+# module caches of every file they shared. The broker tests stay apart by file, as they ran
+# then: one serial unit of them (31.8 min at load 25, 10 % CPU) would be longer than half of
+# the suite. So the units are decided here, by the controller's scheduler.
 
-_BROKER_GROUP = "broker"
-_GROUPS_DIR = "FAULTLINE_XDIST_GROUPS"  # the environment variable naming that directory
 _DURATIONS = Path(__file__).resolve().parent / "durations.json"
 _PER_TEST_S = 0.1  # a test of a file the table leaves out (most tests take 0.01-0.3 s)
 
 
-def _needs_broker(item: pytest.Item) -> bool:
-    if item.get_closest_marker("kafka") or item.get_closest_marker("servers"):
-        return True
-    return "kafka_bootstrap" in getattr(item, "fixturenames", ())
-
-
-def _is_loadgroup_controller(config: pytest.Config) -> bool:
-    # On a worker xdist sets option.dist to "no"; config.workerinput exists on workers only.
-    return getattr(config.option, "dist", "no") == "loadgroup" and \
-        not hasattr(config, "workerinput")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if not _is_loadgroup_controller(config):
-        return
-    import shutil
-    import tempfile
-
-    groups = tempfile.mkdtemp(prefix="faultline-xdist-groups-")
-    os.environ[_GROUPS_DIR] = groups  # before the workers start: they inherit it
-    config.add_cleanup(lambda: shutil.rmtree(groups, ignore_errors=True))
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = os.environ.get(_GROUPS_DIR)
-    workerinput = getattr(config, "workerinput", None)
-    if not groups or workerinput is None:
-        return
-    import json
-
-    broker = [item.nodeid for item in items if _needs_broker(item)]
-    path = Path(groups) / f"{workerinput['workerid']}.json"
-    path.with_suffix(".tmp").write_text(json.dumps(broker))
-    path.with_suffix(".tmp").replace(path)  # whole before the worker reports its collection
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's
-    if not _is_loadgroup_controller(config):
+    if getattr(config.option, "dist", "no") != "loadgroup":
         return None
     return _file_scheduling(config, log)
 
@@ -212,35 +173,24 @@ def _unit_seconds() -> dict[str, float]:
 
 
 def _file_scheduling(config: pytest.Config, log):  # noqa: ANN001, ANN202 - xdist's types
-    import json
-
     from xdist.scheduler import LoadScopeScheduling
 
     class FileScheduling(LoadScopeScheduling):
-        """A test file is a unit, the broker tests one unit; the heaviest unit left goes first.
+        """A test file is a unit; the heaviest file left goes to the worker free first.
 
-        The broker group first; then each file by its seconds in tests/durations.json; a file
-        missing there (lighter than the table's floor, or new) weighs _PER_TEST_S a test. The
-        table only orders the work: a stale one costs minutes, never a test.
+        A file weighs its seconds in tests/durations.json; a file missing there (lighter than
+        the table's floor, or new) weighs _PER_TEST_S a test. The table only orders the work:
+        a stale one costs minutes, never a test.
         """
 
         def __init__(self, config: pytest.Config, log=None) -> None:  # noqa: ANN001
             super().__init__(config, log)
-            self._broker: set[str] | None = None
             self._seconds = _unit_seconds()
 
         def _split_scope(self, nodeid: str) -> str:
-            if self._broker is None:  # first called once every worker has collected
-                self._broker = set()
-                for path in Path(os.environ[_GROUPS_DIR]).glob("*.json"):
-                    self._broker.update(json.loads(path.read_text()))
-            if nodeid in self._broker:
-                return _BROKER_GROUP
             return nodeid.split("::", 1)[0]
 
         def _weight(self, scope: str) -> float:
-            if scope == _BROKER_GROUP:  # the longest unit (real-time waits, ~10 min): first
-                return float("inf")
             known = self._seconds.get(scope)
             return known if known is not None else _PER_TEST_S * len(self.workqueue[scope])
 

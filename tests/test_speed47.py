@@ -4,7 +4,8 @@ Round 46's `-n 2 --dist loadgroup` meant each test file to be one unit and every
 one unit ("broker"); under pytest 9.2 xdist's loadgroup never saw the marks, so every test was
 a unit of its own: the workers split each file (each building its module fixtures) and both
 started a broker (pytest-dev/pytest-xdist#1386). tests/conftest.py now decides the units
-itself (FileScheduling). Which unit *starts* first is not read from the output here: reports
+itself (FileScheduling: a file a unit, broker files too -- a worker starts a broker at its first
+broker test, two at most). Which unit *starts* first is not read from the output here: reports
 come as tests end, and a file's first test may end after a lighter file's on the other worker.
 """
 
