@@ -6,8 +6,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 INCIDENT ?= replay/incidents/h100-128-all-faults.jsonl.gz
 TOPOLOGY ?= topologies/h100-128.topo
-# Two worker processes (pytest-xdist): each test file is one unit of work, and every test that
-# needs the broker or the servers runs on one worker (tests/conftest.py). Serially:
+# Two worker processes (pytest-xdist): each test file is one unit of work, the heaviest left
+# (tests/durations.json) to the worker free first (tests/conftest.py). Serially:
 #   make test PYTEST_ARGS=
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
