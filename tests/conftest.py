@@ -36,7 +36,9 @@ def kafka_bootstrap() -> Iterator[str]:
     if external:
         yield external
         return
-    with _load_broker_module().KafkaBroker() as broker:
+    # Each xdist worker starts its own broker at its first broker test, so two JVMs may start
+    # at once; on a loaded 2-core box (load 28, nice 10) two took over broker.py's 90 s.
+    with _load_broker_module().KafkaBroker(start_timeout_s=240.0) as broker:
         yield broker.bootstrap
 
 
