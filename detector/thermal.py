@@ -250,7 +250,8 @@ class GpuThermal:
                  "_heavy", "_heavy_onset", "_cap_active", "_interval_s", "_seen", "_prev_gap",
                  "_excess", "_warm", "_heat", "_quiet_bits", "_shared", "_beside",
                  "_clock_told", "_cap_clock", "_recur", "_recur_wait", "_recurred", "_warm_told",
-                 "_low_told", "_brake", "_braked", "unread", "_grid", "_gap_lo", "_gap_hi")
+                 "_low_told", "_brake", "_braked", "unread", "_grid", "_gap_lo", "_gap_hi",
+                 "_routine")
 
     def __init__(self, node: str, gpu: int, cfg: Thresholds, node_temps: NodeTemps | None = None
                  ) -> None:
@@ -304,6 +305,9 @@ class GpuThermal:
         self._braked = False  # its throttle raised for its own brake recurring
         #   (_brakes_alone): cleared once it has not braked alone for brake_repeat_s
         self.unread = 0  # readings taken as missing: no GPU makes them (readable())
+        self._routine = 0.0  # its busy clock under a SW power cap it shows on every loaded
+        #   sample (no free-running baseline), from the samples not below it (0: none): what
+        #   a minor cap's clock loss is measured against (_routine_drop)
 
     @property
     def last_ts(self) -> float:
@@ -429,6 +433,7 @@ class GpuThermal:
         base = self._clock.get()
         drop = 1.0 - clock / base if clock is not None and base > 0.0 else 0.0
         capped = heavy = False
+        routine_drop = 0.0  # (a clock loss under a cap shown on every loaded sample: below)
         if bits != SW_POWER_CAP and self._node.cap_clocks:
             self._node.cap_clocks.pop(self.scope.gpu, None)  # type: ignore[arg-type]
         if not bits:
@@ -463,6 +468,8 @@ class GpuThermal:
                 self._cap_clock = clock if was <= 0.0 else (
                     was + cfg.clock_baseline_fading * (clock - was))
                 self._node.cap_clocks[self.scope.gpu] = clock  # type: ignore[index]
+                if base <= 0.0:
+                    routine_drop = self._routine_drop(clock, cfg)
             elif self._node.cap_clocks:
                 self._node.cap_clocks.pop(self.scope.gpu, None)  # type: ignore[arg-type]
         if heavy or self._cap_active:
@@ -668,6 +675,8 @@ class GpuThermal:
         sustained = capped and self._cap.value(s.ts) >= self._cap_limit(cfg)
         recurring = self._recurs(s, bits if bad and heat else 0, cfg) if (
             bad and heat or self._recur_wait) else 0  # (the reasons it recurs with)
+        if base <= 0.0 and bits == SW_POWER_CAP:
+            drop = routine_drop  # (revA46 F12: _routine_drop)
         minor = (bool(bits) and not bad and not heavy and not sustained
                  and drop >= cfg.clock_drop / 5)
         low = self._below_mates(s, bits) if minor and (
@@ -971,6 +980,30 @@ class GpuThermal:
         if self._recurred and not (self._active and self._recur):
             return "_recurred"
         return None
+
+    def _routine_drop(self, clock: float, cfg: Thresholds) -> float:
+        """The clock loss of a busy GPU under a SW power cap alone that has shown it on every
+        loaded sample (no free-running baseline), against the clock it holds under it
+        routinely (``_routine``: a fading mean of its samples not ``clock_drop / 5`` below
+        it, started afresh at a clock ``clock_drop`` above it); 0.0 on its first such sample.
+
+        DESIGN: 0x4 at the board's limit is normal operation -- a fleet power limit (A100s
+        at a site's limit, blind23's routine cap) shows it on every GPU at full clock.  Such
+        a GPU had no clock to measure a cap's loss against, so a real cap's -3 % or -8 %
+        under the same bit was never told (no ``throttle_minor``): a TP group it slowed was
+        escalated unknown at its replica (revA46 F12, 7 of 7 TP2, 3 of 3 TP4/TP8; the same
+        rows without the routine bit: power at the GPU).  Measured against its routine
+        clock the loss is told as it is on a GPU that ran free -- evidence only (a minor
+        cap, never ``heavy`` or sustained: a reference learnt under the reason is no free
+        clock), which explains its rank's slowdown when the rank is slower than its peers."""
+        ref = self._routine
+        if ref <= 0.0 or clock > ref * (1.0 + cfg.clock_drop):
+            self._routine = clock
+            return 0.0
+        drop = 1.0 - clock / ref
+        if drop < cfg.clock_drop / 5:
+            self._routine = ref + cfg.clock_baseline_fading * (clock - ref)
+        return max(0.0, drop)
 
     def _reference(self) -> tuple[float, str]:
         """The clock a never-routine reason is measured against on a GPU with no baseline
@@ -1496,6 +1529,7 @@ FIELDS = {
     "unread": is_count,
     "_grid": cadence.check_restored,
     "_gap_lo": within(0.0, 2.0 * PAUSE_S), "_gap_hi": within(0.0, 2.0 * PAUSE_S),
+    "_routine": is_mhz,
 }
 assert set(FIELDS) == set(GpuThermal.__slots__)
 
