@@ -32,7 +32,7 @@ True
 
 from __future__ import annotations
 
-from detector.throttle import SAME_INTERVAL_HI, SAME_INTERVAL_LO
+from detector.throttle import MULTIPLE_LO, SAME_INTERVAL_HI
 
 GRID_MIN_S = 5.0  # the shortest cadence a grid is kept for (correlate.slow._next_sample's)
 MAX_JITTER_S = 60.0  # a told jitter's bound (a restored or forged one is held to it)
@@ -54,10 +54,11 @@ def start(ts: float, gap: float, prev: float) -> list:
 
 def band(interval: float, grid: list) -> tuple[float, float]:
     """The gaps a quiet row may have (GpuThermal.quiet; one outside goes to :func:`retell`):
-    half to twice the interval, as ever (a gap outside may tell a new one: throttle's
-    tells_interval), and -- with a grid -- within its jitter and slack of it, so that a row
-    falling off the grid is looked at."""
-    lo, hi = SAME_INTERVAL_LO * interval, SAME_INTERVAL_HI * interval
+    MULTIPLE_LO to twice the interval (a gap outside may tell a new one: throttle's
+    tells_interval -- two short gaps in a row, an interval told at a multiple of the rows'),
+    and -- with a grid -- within its jitter and slack of it, so that a row falling off the
+    grid is looked at."""
+    lo, hi = MULTIPLE_LO * interval, SAME_INTERVAL_HI * interval
     if not grid:
         return lo, hi
     b = grid[_JITTER] + slack_s(interval)
@@ -68,8 +69,9 @@ def retell(grid: list, interval: float, ts: float, gap: float) -> tuple[float, f
     """The (interval, jitter) to tell again when the row at ``ts`` (``gap`` after the one before
     it) is off ``grid`` at the cadence ``interval`` told, the grid moved to it; None when it is
     on the grid (then nothing changes)."""
-    if gap < SAME_INTERVAL_LO * interval:
-        return None  # (a new cadence, maybe: throttle's tells_interval)
+    if gap < MULTIPLE_LO * interval:
+        return None  # (a new cadence, maybe: throttle's tells_interval -- no mean over a
+        #              grid told at a multiple of the rows', which is no jitter)
     iv = float(round(interval))  # (as the correlator reads it: collectors set whole seconds)
     phase, jitter = grid[_PHASE], grid[_JITTER]
     k = max(1, round((ts - phase) / iv))

@@ -154,6 +154,7 @@ from detector.throttle import (
     GPU_IDLE,
     HW_POWER_BRAKE,
     HW_SLOWDOWN,
+    MULTIPLE_LO,
     NO_REFERENCE,
     QUIET_BITS,
     SAME_INTERVAL_HI,
@@ -393,7 +394,7 @@ class GpuThermal:
         gap = ts - last
         prev = self._prev_gap
         self._prev_gap = gap
-        if tells_interval(gap, self._interval_s, prev):
+        if tells_interval(gap, self._interval_s, prev, MULTIPLE_LO):
             # How often this GPU is sampled, told once (and again if it changes a lot): at a
             # 10 or 30 s interval a slow rank is seen long before a throttle can be, and the
             # correlator waits one interval for it before paging a human.

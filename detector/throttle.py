@@ -43,13 +43,28 @@ def throttle_cause(bits: int, gpu_temp_c: float | None, hot_c: float) -> str:
 # A gap between these multiples of the interval told last is that interval (jitter, a
 # sample missed), never a new one to tell.
 SAME_INTERVAL_LO, SAME_INTERVAL_HI = 0.5, 2.0
+# ... but for a GPU's rows two gaps alike at this share of it or less are the rows' own: the
+# interval told was a multiple of theirs, told from gaps over rows lost at the start (wait46's
+# flaw: 20 s told for 10 s rows, then re-told on the grid as 16.67 s +- 6.67 s, every wait of
+# the node that much longer -- a silent slowdown escalated 8.6-23.4 s after onset, not 3-5 s).
+# No collector's jitter makes two gaps in a row this short: a row +-j s off its grid makes a
+# gap 2j short at most, and two need 4j > 0.8 of the interval (j 30 % of it).
+MULTIPLE_LO = 0.75
 
 
-def tells_interval(gap: float, told: float, prev: float) -> bool:
+def tells_interval(gap: float, told: float, prev: float,
+                   lo: float = SAME_INTERVAL_LO) -> bool:
     """Whether a gap between samples is a sampling interval to tell the correlator: not the
-    interval told last, and two gaps alike (a rate, not a pause).  The first test first: it
-    is the one that fails on a steadily sampled GPU (and the one GpuThermal.quiet makes)."""
-    return (not (SAME_INTERVAL_LO * told <= gap <= SAME_INTERVAL_HI * told)
+    interval told last (``lo`` to SAME_INTERVAL_HI times it), and two gaps alike (a rate, not
+    a pause).  The first test first: it is the one that fails on a steadily sampled GPU (and
+    the one GpuThermal.quiet makes).
+
+    >>> tells_interval(10.0, 20.0, 20.0), tells_interval(10.0, 20.0, 10.0)
+    (False, False)
+    >>> tells_interval(10.0, 20.0, 10.0, MULTIPLE_LO)
+    True
+    """
+    return (not (lo * told <= gap <= SAME_INTERVAL_HI * told)
             and 0.8 * prev <= gap <= 1.25 * prev and gap < PAUSE_S)
 
 

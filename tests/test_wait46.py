@@ -102,3 +102,41 @@ def test_a_forged_grid_is_refused() -> None:
     with pytest.raises(SnapshotRefused) as exc:
         Engine.restore(eng.snapshot())
     assert exc.value.reason == "malformed"
+
+
+@pytest.mark.parametrize("jitter", [0.0, 1.5])
+def test_a_cadence_told_at_a_multiple_is_told_again_at_the_rows(jitter: float) -> None:
+    # wait46's flaw: a GPU's first rows lost every other poll (10 s rows at 0, 20, 40 s), its
+    # cadence told 20 s, then re-told on the grid as 16.67 s +- 6.67 s (the mean over an
+    # interval told at a multiple): every wait of its node 6.67 s longer for good.  Two short
+    # gaps alike tell the rows' own interval, with no jitter made of the multiple
+    rng = np.random.default_rng(460600)
+    told = _told([T0 + 0.4 + 10.0 * k + (rng.uniform(-jitter, jitter) if jitter else 0.0)
+                  for k in range(60) if k >= 5 or k % 2 == 0])
+    assert abs(told[0]["sample_interval_s"] - 20.0) < 0.5
+    assert abs(told[-1]["sample_interval_s"] - 10.0) < 0.5
+    assert all(e.get("sample_jitter_s", 0.0) <= 2.0 * jitter + 0.5 for e in told), told
+
+
+def test_a_silent_slowdown_after_a_cadence_told_at_a_multiple_waits_one_poll() -> None:
+    # the same flaw in the engine: 16 ranks, rank 3 12 % slow from step 120 with nothing shown
+    # (tests/test_revA45._sampled's rows at 10 s, every GPU's first rows at 20 s): escalated
+    # unknown 3.0 s after onset (its next row; main at e7cabfd 23.4 s, 6 seeds 8.6-23.4 s,
+    # wait46's grid; 3.0-5.3 s with no rows lost)
+    from msgspec.structs import replace
+
+    from detector.events import ThermalSample
+    from detector.testing import feed
+    from tests.test_revA45 import CLOCK, _firing, _sampled
+    seen: dict[tuple[str, int], int] = {}
+    events = []
+    for e in _sampled(interval=10.0, seed=450820):
+        if isinstance(e, ThermalSample):
+            k = seen[(e.node, e.gpu)] = seen.get((e.node, e.gpu), -1) + 1
+            if k < 5 and k % 2:
+                continue
+            e = replace(e, throttle=0, sm_clock_mhz=CLOCK, power_w=640.0)
+        events.append(e)
+    fired = _firing(feed(Engine(), events, finish=False))
+    assert fired[0][:3] == ("escalation", "unknown", "gpu:node-000/3"), fired
+    assert fired[0][3] - 120.0 <= 6.0, fired
