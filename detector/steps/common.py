@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from msgspec.structs import astuple
@@ -369,26 +368,3 @@ _MEMORY_ON = 2.0
 # so past its wave (revA38 F1's waves at 10 s polls: a 92-step run told as the cap was let go)
 # was escalated unknown
 _MEMORY_STEPS = 40
-
-
-def _tell_rule(self, r: np.ndarray, due: np.ndarray, falling: np.ndarray, mine: np.ndarray,
-               buf: _StepBuffer, step: int, decided_ts: float, out: list,
-               tell: Callable[[int, int], tuple[float, float, dict[str, Any]]]) -> None:
-    """A step rule's verdicts on this step's slots ``r``: slots ``due`` told slow (flagged
-    ``_reported`` and in the rule's own flags ``mine``), each by ``tell(slot, index in r)`` ->
-    (its ratio, its log deviation from its peers, the rule's evidence); slots ``falling``
-    cleared (JobMonitor._rule_cleared).  The loop head steps.past's, steps.phases' and
-    steps.duo's rules share."""
-    if not len(due) and not len(falling):
-        return
-    at = {int(s): i for i, s in enumerate(r.tolist())}
-    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
-    rank_of = self._rank_of
-    for s in due.tolist():
-        rank, i = rank_of[s], at[s]
-        self._reported[s] = mine[s] = True
-        ratio, dev, evidence = tell(s, i)
-        out.append(self._rule_finding(rank, dp_of.get(rank), decided_ts, ratio, step, dev,
-                                      evidence))
-    for s in falling.tolist():
-        self._rule_cleared(s, mine, step, dp_of, decided_ts, out)

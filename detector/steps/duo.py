@@ -4,12 +4,11 @@ which of the two is slow, by each one's own past (steps.past's smoothing, bar an
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from detector.findings import Finding
-from detector.steps.common import _floats, _StepBuffer, _tell_rule
+from detector.steps.common import _floats, _StepBuffer
 from detector.steps.past import (
     _PAST_ALPHA,
     _PAST_BASE_ALPHA,
@@ -92,20 +91,22 @@ def _duo_update(self, step: int, r: np.ndarray, groups: np.ndarray, compute: np.
     # found with it, each told ``node_wide`` -- the sustained rule's _sustained_alike)
     near = held & (short >= 0.5 * need) & (change >= 0.25 * need) & ~alike & free
     now, wide = _duo_alike(self, now, near, r, short)
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
     rank_of = self._rank_of
-
-    def tell(s: int, i: int) -> tuple[float, float, dict[str, Any]]:
+    for i in np.flatnonzero(now).tolist():
+        s, o = int(r[i]), int(partner[i])
+        self._reported[s] = self._duo_rep[s] = True
         ratio = math.exp(float(short[i]))
-        o = int(partner[i])
-        return ratio, float(short[i]), {
-            "past_ratio": round(ratio, 4), "partner": rank_of[int(r[o])],
-            "partner_past_ratio": round(math.exp(float(short[o])), 4),
-            "rule": f"of two peers, against its own past pace: >= {_PAST_EFFECT:.0%} "
-                    f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, {_PAST_STEPS} "
-                    f"steps in a row, its partner at its pace and waiting for it",
-            **({"node_wide": wide[i]} if wide.get(i, 0) >= 2 else {})}
-
-    _tell_rule(self, r, r[now], r[falling], self._duo_rep, buf, step, decided_ts, out, tell)
+        out.append(self._rule_finding(
+            rank_of[s], dp_of.get(rank_of[s]), decided_ts, ratio, step, float(short[i]),
+            {"past_ratio": round(ratio, 4), "partner": rank_of[int(r[o])],
+             "partner_past_ratio": round(math.exp(float(short[o])), 4),
+             "rule": f"of two peers, against its own past pace: >= {_PAST_EFFECT:.0%} "
+                     f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, {_PAST_STEPS} "
+                     f"steps in a row, its partner at its pace and waiting for it",
+             **({"node_wide": wide[i]} if wide.get(i, 0) >= 2 else {})}))
+    for i in np.flatnonzero(falling).tolist():
+        self._rule_cleared(int(r[i]), self._duo_rep, step, dp_of, decided_ts, out)
 
 
 def _duo_fell(self, s: int) -> bool:

@@ -26,12 +26,11 @@ told rank's with its excess) and nothing is judged for ``_PAST_HOLD`` steps.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from detector.findings import Finding
-from detector.steps.common import _WANDER_GROSS_NODES, _StepBuffer, _tell_rule
+from detector.steps.common import _WANDER_GROSS_NODES, _StepBuffer
 from models.numpy_c import count_nonzero
 from models.peer_stats import MAD_TO_SIGMA, median
 
@@ -157,19 +156,26 @@ def _past_update(self, step: int, r: np.ndarray, groups: np.ndarray, x: np.ndarr
         now |= hot & ~reported & (n >= _PAST_FIRST) & mates
     due = r[now]
     falling = r[rep & (short < 0.5 * need)]
-
-    def tell(s: int, i: int) -> tuple[float, float, dict[str, Any]]:
+    if not len(due) and not len(falling):
+        return
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+    rank_of = self._rank_of
+    for s in due.tolist():
+        rank, i = rank_of[s], at[s]
+        self._reported[s] = self._past_rep[s] = True
         ratio = math.exp(float(short[i]))
         gross = int(self._past_gross[s])
-        return ratio, float(short[i]), {
-            "past_ratio": round(ratio, 4), "job_change": round(math.exp(m), 4),
-            **({"past_gross_steps": gross} if gross >= _PAST_STEPS else {}),
-            "rule": f"against its own past pace over the job's: >= {_PAST_EFFECT:.0%} "
-                    f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, "
-                    f"{_PAST_STEPS} steps in a row, with most of its peers slower alike "
-                    f"(their median moved) and one at its pace"}
-
-    _tell_rule(self, r, due, falling, self._past_rep, buf, step, decided_ts, out, tell)
+        out.append(self._rule_finding(
+            rank, dp_of[rank], decided_ts, ratio, step, float(short[i]),
+            {"past_ratio": round(ratio, 4), "job_change": round(math.exp(m), 4),
+             **({"past_gross_steps": gross} if gross >= _PAST_STEPS else {}),
+             "rule": f"against its own past pace over the job's: >= {_PAST_EFFECT:.0%} "
+                     f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, "
+                     f"{_PAST_STEPS} steps in a row, with most of its peers slower alike "
+                     f"(their median moved) and one at its pace"}))
+    for s in falling.tolist():
+        self._rule_cleared(s, self._past_rep, step, dp_of, decided_ts, out)
 
 
 def _past_gross_start(self) -> bool:

@@ -19,12 +19,11 @@ clears on a step back within half that.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from detector.findings import Finding
-from detector.steps.common import _StepBuffer, _tell_rule
+from detector.steps.common import _StepBuffer
 from models.numpy_c import count_nonzero
 
 _TP_EFFECT = math.log1p(0.08)  # over every TP mate by this (log) ...
@@ -61,13 +60,20 @@ def _check_tp_mates(self, step: int, r: np.ndarray, x: np.ndarray, stage: np.nda
     rep = self._tp_rep[r]
     due = r[over & (run >= _TP_STEPS) & ~self._reported[r]]
     falling = r[rep & (lead < 0.5 * _TP_EFFECT)]
-
-    def tell(s: int, i: int) -> tuple[float, float, dict[str, Any]]:
+    if not len(due) and not len(falling):
+        return
+    at = {int(s): i for i, s in enumerate(r.tolist())}
+    dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
+    rank_of = self._rank_of
+    for s in due.tolist():
+        rank, i = rank_of[s], at[s]
+        self._reported[s] = self._tp_rep[s] = True
         ratio = math.exp(float(lead[i]))
-        return ratio, float(self._slow_dev[s]), {
-            "tp_mates_ratio": round(ratio, 4), "tp_steps": int(run[i]),
-            "rule": f"its compute >= {math.expm1(_TP_EFFECT):.0%} over every mate of its "
-                    f"TP group (its replica's, its stage's) on {_TP_STEPS} steps in a row, "
-                    f"in a job whose steps spread too widely for its peers' CUSUM"}
-
-    _tell_rule(self, r, due, falling, self._tp_rep, buf, step, decided_ts, out, tell)
+        out.append(self._rule_finding(
+            rank, dp_of[rank], decided_ts, ratio, step, float(self._slow_dev[s]),
+            {"tp_mates_ratio": round(ratio, 4), "tp_steps": int(run[i]),
+             "rule": f"its compute >= {math.expm1(_TP_EFFECT):.0%} over every mate of its "
+                     f"TP group (its replica's, its stage's) on {_TP_STEPS} steps in a row, "
+                     f"in a job whose steps spread too widely for its peers' CUSUM"}))
+    for s in falling.tolist():
+        self._rule_cleared(s, self._tp_rep, step, dp_of, decided_ts, out)
