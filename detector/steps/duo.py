@@ -79,18 +79,13 @@ def _duo_update(self, step: int, r: np.ndarray, groups: np.ndarray, compute: np.
     if not np.isnan(comm).any():
         gap = compute - compute[partner]
         rising &= (gap > 0.0) & (comm[partner] - comm >= 0.5 * gap)
-    free = (n >= _PAST_FIRST) & ~reported & (self._evaluated > cfg.warmup_steps)
-    eligible = rising & free
+    eligible = rising & (n >= _PAST_FIRST) & ~reported & (self._evaluated > cfg.warmup_steps)
     run = self._duo_run[r]
     self._duo_run[r] = np.where(eligible, run + 1, 0)
     now = eligible & (run + 1 >= _PAST_STEPS)
     falling = rep & (short < 0.5 * need)
     if not count_nonzero(now) and not count_nonzero(falling):
         return
-    # (its node's ranks over their own past alike, a step or two from their own run's end:
-    # found with it, each told ``node_wide`` -- the sustained rule's _sustained_alike)
-    near = held & (short >= 0.5 * need) & (change >= 0.25 * need) & ~alike & free
-    now, wide = _duo_alike(self, now, near, r, short)
     dp_of = dict(zip(buf.ranks, buf.dp, strict=True))
     rank_of = self._rank_of
     for i in np.flatnonzero(now).tolist():
@@ -103,8 +98,7 @@ def _duo_update(self, step: int, r: np.ndarray, groups: np.ndarray, compute: np.
              "partner_past_ratio": round(math.exp(float(short[o])), 4),
              "rule": f"of two peers, against its own past pace: >= {_PAST_EFFECT:.0%} "
                      f"slower, weighed over ~{1.0 / _PAST_ALPHA:.0f} steps, {_PAST_STEPS} "
-                     f"steps in a row, its partner at its pace and waiting for it",
-             **({"node_wide": wide[i]} if wide.get(i, 0) >= 2 else {})}))
+                     f"steps in a row, its partner at its pace and waiting for it"}))
     for i in np.flatnonzero(falling).tolist():
         self._rule_cleared(int(r[i]), self._duo_rep, step, dp_of, decided_ts, out)
 
@@ -119,38 +113,3 @@ def _duo_fell(self, s: int) -> bool:
         return False
     need = max(math.log1p(_PAST_EFFECT), _PAST_WANDER_Z * math.sqrt(float(self._duo_var[s])))
     return float(self._duo_short[s]) <= -0.5 * need
-
-
-def _duo_alike(self, now: np.ndarray, near: np.ndarray, r: np.ndarray, short: np.ndarray
-               ) -> tuple[np.ndarray, dict[int, int]]:
-    """``now`` (a mask over ``r``) with the ranks on the told ranks' nodes that are ``near``
-    (over their own past, their partners held, at half the bar) by at least half the told
-    rank's change: found with them, as steps.rules' _sustained_alike does for the sustained
-    rule; and each told index's ``node_wide`` (how many of its node's ranks are told now).
-
-    TP inside a node paces the node's ranks at its slowest GPU: their own-past runs cross a
-    step or two apart, and the ranks told after the GPU's own page were escalated at the
-    node beside it (revA36 F6: TP8 x DP2, GPU 3 at HW slowdown, node-000 slow_node/unknown
-    beside gpu:node-000/3 gpu_hardware).  Told ``node_wide``, the correlator joins them to
-    their node mate's page (Correlator._mates_cause), as it does the CUSUM's."""
-    hw = self._hw
-    slots = r.tolist()
-    node_of = [hw[s][0] if hw[s] is not None else None for s in slots]
-    told = np.flatnonzero(now).tolist()
-    least: dict[str, float] = {}
-    for i in told:
-        if node_of[i] is not None:
-            least[node_of[i]] = min(least.get(node_of[i], math.inf), float(short[i]))
-    if not least:
-        return now, {}
-    now = now.copy()
-    for i in np.flatnonzero(near & ~now).tolist():
-        node = node_of[i]
-        if node in least and float(short[i]) >= 0.5 * least[node]:
-            now[i] = True
-    count: dict[str, int] = {}
-    for i in np.flatnonzero(now).tolist():
-        if node_of[i] is not None:
-            count[node_of[i]] = count.get(node_of[i], 0) + 1
-    return now, {i: count[node_of[i]] for i in np.flatnonzero(now).tolist()
-                 if node_of[i] is not None}
