@@ -152,26 +152,3 @@ def test_a_tp_group_of_a_two_replica_job_slowed_with_nothing_shown_is_paged_at_i
                                             factor=1.12), finish=False))
     assert [f[:3] for f in fired] == [("escalation", "unknown", "node:node-000")], fired
     assert fired[0][3] - 120.0 <= 15.0
-
-
-@pytest.mark.parametrize("seed", [460510, 460511, 460512])
-def test_an_imbalance_swapping_between_a_pairs_ranks_escalates_the_one_sped_up_never(
-        seed: int) -> None:
-    # +-10 % swapping every 50 steps: _check_pair escalated both ranks in turn (each 1.22x the
-    # other for 20 steps in a row), 3 of 3; now never the one that fell under its partner
-    # while its partner ran faster than its own past (steps.past._duo_fell)
-    fired = _pages(seed=seed, steps=1500, imbalance=("swap", 0.1, 50))
-    assert "gpu:node-001/0" not in [f[2] for f in fired], fired
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "peers46 (pre-existing, _check_pair): a sequence-length imbalance of +-10 % swapping "
-    "between a two-rank job's ranks every 30-50 steps, from the job's start: the rank whose "
-    "level was learned on its long-batch episode is escalated slow_node/unknown when it is "
-    "1.22x its partner for 20 steps in a row again, 3 of 3 seeds (460510-460512: steps 19-502; "
-    "before peers46 the other rank too, at the swap).  Its partner is at its own learned "
-    "(short-batch) level then, so nothing says the work moved.  Fix idea: a pair whose two "
-    "ranks have moved opposite by alike amounts before (an imbalance's history) asks the "
-    "20-step run to outlast the longest such episode"))
-def test_an_imbalance_swapping_between_a_pairs_ranks_pages_nobody() -> None:
-    assert _pages(seed=460511, steps=1500, imbalance=("swap", 0.1, 50)) == []

@@ -101,15 +101,3 @@ def _duo_update(self, step: int, r: np.ndarray, groups: np.ndarray, compute: np.
                      f"steps in a row, its partner at its pace and waiting for it"}))
     for i in np.flatnonzero(falling).tolist():
         self._rule_cleared(int(r[i]), self._duo_rep, step, dp_of, decided_ts, out)
-
-
-def _duo_fell(self, s: int) -> bool:
-    """Whether slot ``s``, of two peers, runs faster than its own past by half its bar or
-    more (its past known): its partner's slower pace is then the two's work moving between
-    them -- a sequence-length imbalance, one up and the other down -- not a slow GPU
-    (_check_pair: a +-10 % imbalance swapping every 30-50 steps made each rank 1.22x the
-    other for 20 steps in a row, escalated both in turn)."""
-    if self._duo_n[s] < _PAST_FIRST:
-        return False
-    need = max(math.log1p(_PAST_EFFECT), _PAST_WANDER_Z * math.sqrt(float(self._duo_var[s])))
-    return float(self._duo_short[s]) <= -0.5 * need

@@ -1345,7 +1345,7 @@ class JobMonitor(NumericChecks):
         _async_see,
         _async_withdraw,
     )
-    from detector.steps.duo import _duo_fell, _duo_update
+    from detector.steps.duo import _duo_update
     from detector.steps.experts import (
         _experts_held,
         _experts_hold_rules,

@@ -116,9 +116,7 @@ def _check_pair(self, step: int, slots: np.ndarray, compute: np.ndarray, buf: _S
         gap = float(compute[i] - compute[1 - i])
         waited = float(comm[1 - i] - comm[i])
         if not rep[s]:
-            # (its partner faster than its own past: the two's work moved between them --
-            # steps.duo's _duo_fell; peers46)
-            waits = waited >= _PAIR_WAIT_SHARE * gap and not self._duo_fell(o)
+            waits = waited >= _PAIR_WAIT_SHARE * gap
             slow = ratio >= _PAIR_RATIO and waits
             run[s] = run[s] + 1 if slow else 0
             gross = self._pair_steady(s, math.log(ratio) if waits and ratio > 0 else 0.0)
