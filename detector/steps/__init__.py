@@ -48,9 +48,6 @@ its class body, detector/steps/job.py), their state the JobMonitor's (made in it
 - ``noise``: the job's noise -- wandering, lag-1, its tail, cold starts;
 - ``twins``: a rank against its twins, and jobs of two ranks;
 - ``replicas``: replica-wide slowness, and a replica slow against the other;
-- ``past``: a rank against its own past pace (most of its peers slow with it);
-- ``duo``: of two peers (a job of two ranks, or two replicas: DP 2) the one whose own compute
-  rose against its own past while its partner's held;
 - ``rules``: warm-up, burst, recurring and sustained stragglers;
 - ``host``: a rank or a node late by its host path;
 - ``alone``: a rank told slow with its node's others, told again slow alone once they are
