@@ -148,9 +148,14 @@ def test_a_tp_pair_across_two_nodes_pages_the_capped_one() -> None:
     assert not any("t-06" in key for _, _, key in pages), pages
 
 
-# (was a strict xfail: revA44 F8 -- TP16 x PP2 x DP2 over four trays, a shallow cap: never paged
-# in 2 of 4 seeds; peers46: DP 2, the replica's group whose own compute rose while its
-# partner group's held -- steps.duo._duo_update)
+@pytest.mark.xfail(strict=True, reason=(
+    "revA44 F8 (pre-existing): TP16 across four 4-GPU trays (TP16 x PP2 x DP2), the group "
+    "slowed 6 % by a shallow cap on one GPU (0x4, clock -3 %, draw 3.5 % under its mates): "
+    "never paged in 2 of 4 seeds (440810, 440813), power at its tray in the other 2; "
+    "c89585f the same 2 of 4 missed (the others a replica escalation).  The 6 % group run "
+    "is not told slow in those seeds (16 ranks of one replica's stage alike against one "
+    "other replica: DP 2, twins' pair ratio?).  Fix idea: steps' twins/replica rules for a "
+    "DP-2 job whose replica's stage is one slow TP group"))
 def test_a_tp16_group_over_four_trays_slowed_by_a_shallow_cap_is_paged() -> None:
     events, fault = _tp_world(440810, shows="shallow", factor=1.06, **SHAPES["tp16-4n"])
     assert ("isolation", "power", f"node:{fault}") in _tp_pages(events)

@@ -214,9 +214,7 @@ _SLOT_ARRAYS: tuple[tuple[str, float | bool | None], ...] = (
     ("_past_rep", False), ("_past_var", 0.0), ("_stage_sigma", 0.0), ("_told_mates", 0.0),
     ("_tp_pp", 0), ("_spike_seq", 0.0), ("_big_seq", 0.0),
     ("_ep_n", 0), ("_ep_peak", 0.0), ("_ep_end", 0), ("_ep_len", 0), ("_ep_mean", 0.0),
-    ("_ep_with", False), ("_past_gross", 0), ("_ep_node", False),
-    ("_duo_base", 0.0), ("_duo_short", 0.0), ("_duo_n", 0), ("_duo_run", 0), ("_duo_rep", False),
-    ("_duo_var", 0.0))
+    ("_ep_with", False), ("_past_gross", 0), ("_ep_node", False))
 
 
 def _smoothed(prev: float, x: float, alpha: float) -> float:

@@ -545,13 +545,6 @@ class JobMonitor(NumericChecks):
         self._ep_node = np.zeros(0, dtype=bool)  # ... its run begun with most of its node's
         self._past_sigma = 0.0
         self._past_hold = 0
-        # Two peers (detector.steps.duo): the own-past rule's per-rank state, against a partner
-        self._duo_base = np.zeros(0)
-        self._duo_short = np.zeros(0)
-        self._duo_n = np.zeros(0, dtype=np.int64)
-        self._duo_run = np.zeros(0, dtype=np.int64)
-        self._duo_rep = np.zeros(0, dtype=bool)
-        self._duo_var = np.zeros(0)
         # The job's lag-1 autocorrelation of its healthy ranks' host excess (models.lag1's
         # sums): how long a lone host run must last (_page_lone)
         self._hl_xy = self._hl_xx = 0.0
@@ -934,11 +927,6 @@ class JobMonitor(NumericChecks):
         if "_host_base0" not in self.__dict__ and n >= 0:
             self._host_base0 = np.zeros(n)  # (a snapshot before loader36: runs judged anew)
             self._host_recent = np.zeros(n)
-        if "_duo_base" not in self.__dict__ and n >= 0:  # (a snapshot before peers46: anew)
-            self._duo_base, self._duo_short, self._duo_var = np.zeros(n), np.zeros(n), np.zeros(n)
-            self._duo_n = np.zeros(n, dtype=np.int64)
-            self._duo_run = np.zeros(n, dtype=np.int64)
-            self._duo_rep = np.zeros(n, dtype=bool)
         for name, fill in _SLOT_ARRAYS:
             a = getattr(self, name, None)
             kind = "b" if type(fill) is bool else "i" if type(fill) is int else "f"
@@ -1345,7 +1333,6 @@ class JobMonitor(NumericChecks):
         _async_see,
         _async_withdraw,
     )
-    from detector.steps.duo import _duo_update
     from detector.steps.experts import (
         _experts_held,
         _experts_hold_rules,

@@ -194,4 +194,3 @@ def _past_gross_start(self) -> bool:
     hw = self._hw
     return len({hw[s][0] for s in at if hw[s] is not None}) < _WANDER_GROSS_NODES
 
-

@@ -384,10 +384,6 @@ def _check_slow_rules(self, step: int, slots: np.ndarray, groups: np.ndarray,
         if k >= cfg.min_peers:  # (the general path: only with min_peers <= 0)
             step_sigma = median(scale, scratch=True)
         else:
-            if sr is not None and k == 2 and ok is None:
-                # (every peer group two ranks -- a job of two ranks or two replicas: the
-                # rank whose own compute rose while its partner's held, steps.duo)
-                self._duo_update(step, slots, groups, compute, buf, decided_ts, out)
             comparable, groups, n_comparable = self._comparable(x, groups, med, scale, size)
             if not n_comparable:
                 if ok is None:
