@@ -617,10 +617,7 @@ def _job_heat(self, slow: Finding, due: float) -> bool:
     on its partner node, alike (blind37 F3: the hot GPU's 15 mates x~1.15 with it; one, told
     slow against its twins, escalated slow_node/unknown at its own GPU beside the hot GPU's
     right thermal isolation, 8 s before it, 4 of 8 logs).  DESIGN has no field for a shard
-    group; the job is the unit such a wait stays in -- a data-parallel job's only (every
-    rank its own replica: no TP or PP groups, whose partners and stages correlate.trays
-    tells apart -- tests/test_revA44.py: a stage slowed 3 steps after its replica's hot TP
-    group is paged on its own).  Joined: a thermal isolation firing on
+    group; the job is the unit such a wait stays in.  Joined: a thermal isolation firing on
     another GPU (or node) of the job, begun at most the rank's own wait before its run and
     at most ``impact_onset_s`` after its onset -- the heat first, the mates slow with it.
     Held: a GPU of another unit of the job throttling thermally now (``throttle_seen``,
@@ -628,8 +625,8 @@ def _job_heat(self, slow: Finding, due: float) -> bool:
     the latest each time.  Not a GPU of the rank's own node told alike (:meth:`_warming`'s)."""
     job = slow.job
     ranks = self._placement.ranks.get(job or "") if job is not None else None
-    if not ranks or any(rank != hw[2] for rank, hw in ranks.items()):
-        return False  # (a job with TP or PP groups: its partners decide -- correlate.trays)
+    if not ranks:
+        return False
     nodes = {hw[0] for hw in ranks.values()}
     here = slow.scope.key
     wait = self._explanation_wait(slow)
