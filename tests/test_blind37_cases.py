@@ -47,17 +47,14 @@ EXPECT: dict[str, tuple] = {
         None, 1),
     "F3-hot-gpus-shard-group-mate-escalated": (
         bc.alone_and_right,
-        # (was a strict xfail: "blind37 F3: a GPU in SW thermal slowdown (0x20, clock
-        # 1,560-1,680 MHz, compute x1.16-1.22) in a 16-rank shard group over two nodes is
-        # isolated slow_node/thermal at its GPU (8 of 8, 20-60 s after its first hot row), but
-        # one of its 15 mates -- whose compute_ms rises x~1.15 with it (they wait inside their
-        # all-gathers) -- is escalated slow_node/unknown at its own GPU 1-19 s before or
-        # after: 1 of 4 tune, 3 of 4 held `pair16` logs (fb-04/6, fb-01/3, fb-04/3, fb-03/7;
-        # the mate on the hot GPU's node in 3, on its partner node in 1). The cut (pair16-s0's
-        # steps 0-406 s, fb-03/fb-04 thermal rows) escalates fb-04/6 8 s before fb-03/3's
-        # thermal isolation" -- hsdp47: a rank with no cause of its own waits while a GPU of
-        # its job throttles thermally, and joins that GPU's page: correlate.thermal _job_heat)
-        None, 1),
+        "blind37 F3: a GPU in SW thermal slowdown (0x20, clock 1,560-1,680 MHz, compute "
+        "x1.16-1.22) in a 16-rank shard group over two nodes is isolated slow_node/thermal at "
+        "its GPU (8 of 8, 20-60 s after its first hot row), but one of its 15 mates -- whose "
+        "compute_ms rises x~1.15 with it (they wait inside their all-gathers) -- is escalated "
+        "slow_node/unknown at its own GPU 1-19 s before or after: 1 of 4 tune, 3 of 4 held "
+        "`pair16` logs (fb-04/6, fb-01/3, fb-04/3, fb-03/7; the mate on the hot GPU's node in 3, "
+        "on its partner node in 1). The cut (pair16-s0's steps 0-406 s, fb-03/fb-04 thermal "
+        "rows) escalates fb-04/6 8 s before fb-03/3's thermal isolation", 1),
     "F4-link-down-paged-a-poll-late": (
         bc.at_once_and_alone,
         # (was a strict xfail: "blind37 F4: a switch port flapping (down 2-8 s every 40-120 s;

@@ -586,8 +586,6 @@ def _warming(self, slow: Finding, due: float) -> bool:
     wait ends first need not be the hot GPU's (blind29 F6: a TP8 node of a power-capped
     site, its GPU 2 at 83 C beside mates at 60 C, escalated slow_node/unknown 'no thermal
     or power throttling on the GPU' from GPU 4's rank, 13 s before GPU 2's thermal page)."""
-    if _job_heat(self, slow, due):
-        return True
     warm = self._device.get(slow.scope.key, {}).get("hot_seen")
     node = slow.scope.node
     if warm is None and node is not None and _found_alike(slow):
@@ -603,57 +601,6 @@ def _warming(self, slow: Finding, due: float) -> bool:
             self.cfg.hot_samples * interval):
         return False
     self._timer(until, "slow", slow.scope.key)
-    return True
-
-
-def _job_heat(self, slow: Finding, due: float) -> bool:
-    """A slow rank with no cause of its own while another GPU of its job slows thermally:
-    that GPU's page's (joined to it: True), or held for its verdict (True) -- never past
-    ``hot_samples`` of its node's samples after the rank's own wait.
-
-    Under sharded data parallelism (FSDP's hybrid sharding) a rank waits for a slower mate of
-    its shard group *inside* its forward pass -- a prefetched all-gather not there yet -- so
-    a GPU in thermal slowdown raises the ``compute_ms`` of its whole group, on its node and
-    on its partner node, alike (blind37 F3: the hot GPU's 15 mates x~1.15 with it; one, told
-    slow against its twins, escalated slow_node/unknown at its own GPU beside the hot GPU's
-    right thermal isolation, 8 s before it, 4 of 8 logs).  DESIGN has no field for a shard
-    group; the job is the unit such a wait stays in.  Joined: a thermal isolation firing on
-    another GPU (or node) of the job, begun at most the rank's own wait before its run and
-    at most ``impact_onset_s`` after its onset -- the heat first, the mates slow with it.
-    Held: a GPU of another unit of the job throttling thermally now (``throttle_seen``,
-    thermal) whose heat began before the rank's run -- until its page, its next sample at
-    the latest each time.  Not a GPU of the rank's own node told alike (:meth:`_warming`'s)."""
-    job = slow.job
-    ranks = self._placement.ranks.get(job or "") if job is not None else None
-    if not ranks:
-        return False
-    nodes = {hw[0] for hw in ranks.values()}
-    here = slow.scope.key
-    wait = self._explanation_wait(slow)
-    for q in self.problems.values():
-        if (q.status == "firing" and q.topic == ISOLATION and q.kind == "slow_node"
-                and q.cause == "thermal" and q.scope.node in nodes and q.scope.key != here
-                and q.scope.level in ("gpu", "node")
-                and q.onset_ts - wait <= slow.onset_ts <= q.onset_ts + self.cfg.impact_onset_s):
-            self._slow_wait.pop(here, None)
-            q.add(slow, self.cfg.evidence_items)
-            self._own(slow, q)
-            return True
-    since = math.inf
-    for node in sorted(nodes):
-        for unit in self._units_of_node.get(node, ()):
-            seen = self._device.get(unit, {}).get("throttle_seen")
-            if (unit != here and seen is not None and seen.active and seen.cause == "thermal"
-                    and seen.scope.level == "gpu" and seen.onset_ts <= slow.onset_ts):
-                since = min(since, seen.onset_ts)
-    if since == math.inf:
-        return False
-    interval = 1.25 * (self._interval.get(slow.scope.node or "", (0.0, 0.0))[0]
-                       or self.cfg.unknown_cadence_s) + 1.0
-    last = slow.ts + wait + self.cfg.hot_samples * interval
-    if due >= last:
-        return False
-    self._timer(min(due + interval, last), "slow", here)
     return True
 
 
