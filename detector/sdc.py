@@ -652,14 +652,15 @@ def loss_climb(st: list[Any], step: int, loss: np.ndarray, grad: np.ndarray, ts:
     if not len(have) or not float(have.min()) > 0.0:
         return None  # (none, or a loss that can be <= 0 -- a policy loss -- has no ratios)
     n = int(st[2])
-    fast, level, over = _level(float(st[0]), float(st[1]), n, math.log(float(np.median(have))),
+    fast, level, over = _level(float(st[0]), float(st[1]), n, float(np.median(np.log(have))),
                                CLIMB_RATIO)
     st[0], st[1], st[2] = fast, level, min(n + 1, 1 << 30)
-    g = grad[grad > 0.0]  # (NaN compares false: none sent)
+    g = grad[grad > 0.0]  # (NaN compares false: none sent; the median of logs: two norms at
+    # float's max would overflow their mean)
     gn = int(st[9])
     if len(g):
         gfast, glevel, _ = _level(float(st[7]), float(st[8]), gn,
-                                  math.log(float(np.median(g))), CLIMB_NORM_RATIO)
+                                  float(np.median(np.log(g))), CLIMB_NORM_RATIO)
         st[7], st[8], st[9] = gfast, glevel, min(gn + 1, 1 << 30)
     g_over = float(st[7]) - float(st[8]) if int(st[9]) > CLIMB_WARM else _NAN
     out = None
