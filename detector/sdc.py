@@ -482,13 +482,33 @@ class ReplicaLoss:
 # x3.3): a batch's spikes are common and moderate, a wrong GPU's often gross (blind34 x3-12,
 # tests' x8-12) -- two gross ones close together on one rank of a quiet job page, two moderate
 # ones need a job whose rate makes them rare.  Round 44 paged any two within ~50 steps: every
-# false positive of blind35 (F3).
+# false positive of blind35 (F3).  The prior is one spike in SPIKE_PRIOR_STEPS rank-steps in a
+# job of SPIKE_PRIOR_RANKS ranks or more, and one in as many *job* steps as a job of that size
+# takes for them in a smaller one: a hard sample is one batch, wherever it lands, so a 3-rank
+# job's rank sees one ~5x as often as a 16-rank job's, and a small job's rank-steps come too
+# slowly for its own rate to take over soon (sdc47, revA46 F6: healthy 3-16-rank pure-DP jobs
+# with a hard sample one step in 40 paged grad_outlier 4 of 18 runs, all in their first 533
+# steps: 3 hard samples on one rank of 3 in 62 steps read as 1e-7 at 1 in 2,000 rank-steps).
+# Likewise the rank's own spikes, taken out of the job's rate in a large job (a wrong GPU's
+# must not raise the bar it is judged by), are a share of n / SPIKE_PRIOR_RANKS taken out in a
+# smaller one: of 3 ranks, a rank's own are a third of the job's evidence, and 4 hard samples
+# on one rank of 3 in 80 steps, none on the others, is chance (3 x 3^-4 = 0.04), not 6e-7.
+# A wrong GPU's spikes in a small job page by the big ones' count (its own taken out whole:
+# big spikes are rare in a healthy job of any size, x3.3 and more).
+# One spike alone pages when it is gross: a rank's local norm GROSS_SPIKE (log) over its peer
+# group's median on one step, its replica's other ranks not (a flipped exponent in its
+# gradients before the all-reduce hands them to every replica: revA46 F7, x100-x10^4, never
+# paged).  A hard sample is x1.8-2.6, a wrong GPU's repeated spikes x3-12 (blind34), an
+# attention-logit blow-up moves every rank alike; no blind corpus's step records hold a
+# one-rank spike past x20 of its peers (sdc47's scan).
+GROSS_SPIKE = math.log(50.0)
 SPIKES_KEPT = 4              # a rank's latest spike steps kept, at each size
 SPIKE_ALPHA = 1e-6           # chance clusters a job-step that still page
 BIG_SPIKE_Z = 2.0            # a big spike: this many times Thresholds.grad_z
 SPIKE_RATE_HALF_LIFE = 5000  # steps: the memory of the job's spike rates
 SPIKE_PRIOR_STEPS = 2000.0   # rank-steps a spike, before the job's own rate ...
 BIG_SPIKE_PRIOR_STEPS = 20000.0  # ... and a big one
+SPIKE_PRIOR_RANKS = 16       # a job this large weighs the prior in rank-steps; smaller: less
 SPIKE_RATE_KEEP = 0.5 ** (1.0 / SPIKE_RATE_HALF_LIFE)
 
 
@@ -500,12 +520,16 @@ def spike_rate_ok(x: Any) -> bool:
 
 
 def spike_cluster(seq: np.ndarray, now: int, spikes: float, rank_steps: float,
-                  prior_steps: float, n: int) -> dict[str, Any] | None:
+                  prior_steps: float, n: int, share_own: bool = False
+                  ) -> dict[str, Any] | None:
     """Whether a rank that spiked on step ``now`` (a count of the job's evaluated steps) has
     spiked beyond chance: ``seq`` its latest spikes' steps (oldest first, 0: none, ``now``
     last); ``spikes`` and ``rank_steps`` the job's (decayed; its own of ``seq`` are taken
-    out), ``prior_steps`` the rank-steps a spike before the job's own rate; ``n`` the ranks
-    compared.  Returns what says so (the least likely cluster's), or None.
+    out), ``prior_steps`` the rank-steps a spike before the job's own rate (weighed as that
+    many rank-steps in a job of SPIKE_PRIOR_RANKS ranks or more, less in a smaller one); ``n``
+    the ranks compared; ``share_own``: its own spikes are taken out of the job's in a share of
+    n / SPIKE_PRIOR_RANKS only (moderate spikes, a small job's hard samples), else all.
+    Returns what says so (the least likely cluster's), or None.
 
     >>> seq = np.array([0.0, 0.0, 50.0, 58.0])  # (two in a quiet 16-rank job)
     >>> spike_cluster(seq, 58, 2.0, 928.0, BIG_SPIKE_PRIOR_STEPS, 16)["spikes"]
@@ -513,8 +537,9 @@ def spike_cluster(seq: np.ndarray, now: int, spikes: float, rank_steps: float,
     >>> spike_cluster(seq, 58, 30.0, 40000.0, SPIKE_PRIOR_STEPS, 32) is None  # (1 in 40 steps)
     True
     """
-    own = float(count_nonzero(seq > 0.0))
-    lam = (max(0.0, spikes - own) + 1.0) / (rank_steps + prior_steps)
+    small = min(1.0, n / SPIKE_PRIOR_RANKS)
+    own = float(count_nonzero(seq > 0.0)) * (small if share_own else 1.0)
+    lam = (max(0.0, spikes - own) + 1.0) / (rank_steps + prior_steps * small)
     best = None
     for c in range(2, len(seq) + 1):
         first = float(seq[-c])

@@ -108,6 +108,7 @@ class NumericChecks:
                 spikes[hr] += 1.0
                 now = self._evaluated
                 big = z[hit] >= sdc.BIG_SPIKE_Z * cfg.grad_z
+                gross = (lg - med)[hit] >= sdc.GROSS_SPIKE
                 rate[0] += len(hr)
                 seq = self._spike_seq
                 seq[hr, :-1] = seq[hr, 1:]
@@ -120,14 +121,16 @@ class NumericChecks:
                     seq_big[hb, -1] = now
                 # A rank pages when its latest spikes are too many, too close, for the job's
                 # own rate of them (a hard sample is one step at any rank: blind35 F3).
-                for s, b in zip(hr.tolist(), big.tolist(), strict=True):
+                for s, b, x in zip(hr.tolist(), big.tolist(), gross.tolist(), strict=True):
                     if spiking[s]:
                         continue
                     said = sdc.spike_cluster(seq[s], now, rate[0], rate[2],
-                                             sdc.SPIKE_PRIOR_STEPS, len(r))
+                                             sdc.SPIKE_PRIOR_STEPS, len(r), True)
                     if said is None and b:
                         said = sdc.spike_cluster(self._big_seq[s], now, rate[1], rate[2],
                                                  sdc.BIG_SPIKE_PRIOR_STEPS, len(r))
+                    if said is None and x:  # (one step beyond any batch: sdc.GROSS_SPIKE)
+                        said = {"spikes": 1, "gross_spike": True}
                     if said is not None:
                         rising.append(s)
                         why[s] = said

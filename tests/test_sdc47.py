@@ -54,3 +54,22 @@ def test_a_climb_state_from_before_sdc47_is_taken_and_extended() -> None:
     assert not sdc.climb_ok([*old, 0.0])
     sdc.loss_climb(old, 200, np.full(4, 3.0), np.full(4, 1.0), 1200.0, 1200.0, "j", None, None)
     assert len(old) == len(sdc.CLIMB_NEW) and old[9] == 1
+
+
+# -- grad_outlier and grad_drift: what one signal cannot tell (revA46 F6, F7) ----------
+
+def _grads(found: list, signal: str) -> list[tuple[int, int]]:
+    return [(f.rank, int(f.evidence["step"])) for f in found if f.signal == signal]
+
+
+def test_a_gross_spike_its_replica_mate_shares_pages_nobody() -> None:
+    # x1000 on both ranks of replica 3 (tp 2) on one step: the replica's batch, not a GPU
+    found = _run(_job(400, hard_every=0.0, grad={(200, 6): 1000.0, (200, 7): 1000.0}))
+    assert _grads(found, "grad_outlier") == []
+
+
+def test_a_gross_spike_pages_its_gpu_on_its_step() -> None:
+    # x80 on rank 9 alone at step 200 of a quiet job (revA46 F7 is x100-x10^4): at once
+    found = _run(_job(400, hard_every=0.0, grad={(200, 9): 80.0}))
+    assert _grads(found, "grad_outlier") == [(9, 200)]
+    assert found[0].evidence["gross_spike"] is True
