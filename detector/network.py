@@ -318,6 +318,15 @@ def _usual(p: _Port, ts: float, cfg: Thresholds) -> float:
     return rate * fast_hl * (1.0 - 2.0 ** (-age / fast_hl))
 
 
+def _beside(q: _Port, o: _Port, ts: float, down_ts: float, s: NicSample) -> Finding:
+    """``o`` read up at ``ts`` beside ``q``, told down at ``down_ts``: its switch is up
+    (``link_up_beside``, decided at once by the correlator's part windows)."""
+    return Finding(ts, down_ts, "link_up_beside", "network", "nic", q.scope, True, False, 0.0,
+                   {"nic": o.scope.nic, "port": o.scope.port,
+                    "since_down_s": round(ts - down_ts, 3)},
+                   None, s.tenant, s.cluster)
+
+
 class NodeNics:
     """All NIC ports of one node, so each port can be compared with its siblings."""
 
@@ -1155,11 +1164,7 @@ class NodeNics:
                     and not d[_LINK_DOWNED] and p.role >= 0 and here not in told \
                     and len(told) < BESIDE_KEPT:
                 told.add(here)
-                out.append(Finding(ts, down_ts, "link_up_beside", "network", "nic", q.scope,
-                                   True, False, 0.0,
-                                   {"nic": p.scope.nic, "port": p.scope.port,
-                                    "since_down_s": round(ts - down_ts, 3)},
-                                   None, s.tenant, s.cluster))
+                out.append(_beside(q, p, ts, down_ts, s))
         self._downs = keep
 
     def _up_already(self, q: _Port, s: NicSample, out: list[Finding]) -> None:
@@ -1190,11 +1195,7 @@ class NodeNics:
             if here in told:
                 continue
             told.add(here)
-            out.append(Finding(max(o.last_ts, down_ts), down_ts, "link_up_beside", "network",
-                               "nic", q.scope, True, False, 0.0,
-                               {"nic": o.scope.nic, "port": o.scope.port,
-                                "since_down_s": round(max(o.last_ts - down_ts, 0.0), 3)},
-                               None, s.tenant, s.cluster))
+            out.append(_beside(q, o, max(o.last_ts, down_ts), down_ts, s))
 
     def _errors(self, p: _Port, s: NicSample, d: tuple[int, ...], cfg: Thresholds,
                 out: list[Finding]) -> None:

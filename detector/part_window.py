@@ -446,14 +446,13 @@ class PartWindows:
         rails, stay up (tests/test_fabric_round11.py, test_review_round9.py: one switch
         alert) -- there the window decides, as it does for a stated rail fabric.
         """
-        key = f"link_down@{f.scope.key}"
-        held = self._group_wait.get(key)
-        for signal in _BOUNCE:
-            if held is None:
-                # (a bounce between two samples: its errors or flaps told, no down sample --
-                # its scrape's siblings without a bounce say the same of their switch)
-                key = f"{signal}@{f.scope.key}"
-                held = self._group_wait.get(key)
+        # (a down sample's wait first; else a bounce between two samples: its errors or flaps
+        # told, no down sample -- its scrape's siblings without a bounce say the same)
+        for signal in ("link_down", *_BOUNCE):
+            key = f"{signal}@{f.scope.key}"
+            held = self._group_wait.get(key)
+            if held is not None:
+                break
         topo = self.topology
         if held is None or topo is None or f.scope.node is None:
             return

@@ -635,7 +635,6 @@ CLIMB_SEVERITY = 0.6
 CLIMB_NEW = (0.0, 0.0, 0, 0, 0.0, 0, -1, 0.0, 0.0, 0)
 _CLIMB_COUNTS = (2, 3, 5, 6, 9)
 _CLIMB_OLD = 7  # (a state before sdc47: no grad-norm level, learnt anew)
-_NAN = float("nan")
 
 
 def climb_ok(x: Any) -> bool:
@@ -687,7 +686,7 @@ def loss_climb(st: list[Any], step: int, loss: np.ndarray, grad: np.ndarray, ts:
         gfast, glevel, _ = _level(float(st[7]), float(st[8]), gn,
                                   float(np.median(np.log(g))), CLIMB_NORM_RATIO)
         st[7], st[8], st[9] = gfast, glevel, min(gn + 1, 1 << 30)
-    g_over = float(st[7]) - float(st[8]) if int(st[9]) > CLIMB_WARM else _NAN
+    g_over = float(st[7]) - float(st[8]) if int(st[9]) > CLIMB_WARM else math.nan
     out = None
     if n >= CLIMB_WARM and over >= CLIMB_RATIO:
         if st[3] == 0:
